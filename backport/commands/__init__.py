@@ -1,0 +1,1 @@
+"""One module per CLI command; each is a thin function over the core."""

@@ -1,0 +1,126 @@
+"""Plain dataclasses the validated configuration is loaded into."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_TEST_TIMEOUT = 1800.0  # seconds
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A Python environment tests run under (`environments:` entry of branches.yaml)."""
+
+    name: str
+    python: Path | None = None  # interpreter path, `~` expanded
+    venv: Path | None = None  # venv directory; interpreter is venv/bin/python
+    expect: dict[str, str] = field(default_factory=dict)  # distribution -> pinned version
+    requirements: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)  # extra environment variables
+    timeout: float = DEFAULT_TEST_TIMEOUT
+
+    @property
+    def interpreter(self) -> Path:
+        if self.python is not None:
+            return self.python
+        assert self.venv is not None
+        return self.venv / "bin" / "python"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target branch of the upstream repository."""
+
+    name: str  # e.g. "v2.7.1"
+    env: str  # environment name
+
+
+@dataclass(frozen=True)
+class PrOptions:
+    """Optional PR decorations; patch.yaml values override branches.yaml ones."""
+
+    labels: tuple[str, ...] = ()
+    assignees: tuple[str, ...] = ()
+    reviewers: tuple[str, ...] = ()
+    testers: tuple[str, ...] = ()
+    comment: str | None = None  # posted once after creation, e.g. "/ci-pytorch"
+    draft: bool = False
+
+
+@dataclass(frozen=True)
+class BranchMap:
+    """branches.yaml, validated; URLs already resolved from forge, repo and environment."""
+
+    path: Path
+    forge: str  # "gitcode" | "local"
+    upstream: str  # owner/repo receiving PRs
+    fork: str  # owner/repo fork branches are pushed to
+    fork_branch: str  # template with {slug}, {target}, {name}, {api}
+    upstream_url: str
+    fork_url: str
+    api_url: str
+    environments: dict[str, Environment]
+    targets: dict[str, Target]  # insertion order = file order
+    pr: PrOptions = PrOptions()
+    web_url: str = "https://gitcode.com"  # forge web root, for issue and PR links
+
+    def fork_branch_for(self, slug: str, target: str, name: str = "", api: str = "") -> str:
+        return self.fork_branch.format(slug=slug, target=target, name=name or slug, api=api)
+
+    def issue_url(self, issue: int) -> str:
+        return f"{self.web_url}/{self.upstream}/issues/{issue}"
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One test file of a patch set, run as ``python <path> <args>`` from the worktree root."""
+
+    path: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PatchSet:
+    """patches/<name>/, validated."""
+
+    name: str
+    dir: Path
+    api: str
+    issue: int
+    title: str
+    tests: tuple[TestSpec, ...]
+    device: str  # "none" | "npu"
+    branches: tuple[str, ...]  # resolved target list (subset of branches.yaml, file order)
+    patches: tuple[Path, ...]  # shared series, name order
+    variants: dict[str, tuple[Path, ...]] = field(default_factory=dict)  # target -> series
+    touched_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target -> paths
+    body: str | None = None  # body.md, the hand-written PR body part
+    pr: PrOptions = PrOptions()
+
+    @property
+    def slug(self) -> str:
+        return self.name.replace("_", "-")
+
+    def series_for(self, target: str) -> tuple[Path, ...]:
+        """The patch files applied on ``target``: its variant if any, else the shared series."""
+        return self.variants.get(target, self.patches)
+
+    def paths_for(self, target: str) -> tuple[str, ...]:
+        """Repository paths the series for ``target`` touches, plus the test paths."""
+        paths = set(self.touched_paths.get(target, ()))
+        paths.update(t.path for t in self.tests)
+        return tuple(sorted(paths))
+
+
+@dataclass(frozen=True)
+class Project:
+    """Everything loaded from the project root: the branch map and all patch sets."""
+
+    root: Path
+    branch_map: BranchMap
+    patch_sets: dict[str, PatchSet]
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".backport"

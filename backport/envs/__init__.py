@@ -1,0 +1,1 @@
+"""Branch environments: probe, pin checks, test runs, summary parsing, set-up."""

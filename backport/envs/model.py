@@ -1,0 +1,63 @@
+"""What an environment probe and a test run report; these records are the PR evidence."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+NOT_FOUND = "not found"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Facts read inside one environment's interpreter. ``None`` means not found."""
+
+    env_name: str
+    interpreter: str  # shown with ~ for the home directory
+    platform: str | None
+    python: str | None
+    packages: dict[str, str | None]  # distribution -> installed version (None: not installed)
+    cann: str | None
+    torch_npu_loads: bool | None  # None: torch_npu not installed
+    torch_npu_error: str | None  # why it does not load, e.g. "libhccl.so: cannot open ..."
+    npu_model: str | None
+    npu_count: int | None  # visible NPUs; None when unknown
+    visible_devices: str | None  # ASCEND_RT_VISIBLE_DEVICES / ASCEND_VISIBLE_DEVICES, if set
+
+    @property
+    def torch(self) -> str | None:
+        return self.packages.get("torch")
+
+    @property
+    def torch_npu(self) -> str | None:
+        return self.packages.get("torch_npu")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Probe:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """The outcome of one test file run."""
+
+    path: str  # test path relative to the worktree
+    command: str  # as shown in evidence: paths relative to the worktree or ~
+    exit_code: int | None  # None when killed by timeout
+    ran: int | None  # "Ran N tests" / pytest total
+    ok: bool  # summary says OK and exit code 0
+    summary: list[str]  # the summary lines, e.g. ["Ran 7 tests in 0.054s", "OK"]
+    duration: float  # wall seconds
+    log: str  # path of the full log
+    runner: str  # "warm" (forked from a worker that imported torch) | "isolated"
+    timed_out: bool = False
+    env_vars: dict[str, str] = field(default_factory=dict)  # variables set for the run
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TestRun:
+        return cls(**data)

@@ -1,0 +1,1 @@
+"""Git engine: repository cache, worktrees, patch application, push. Knows nothing of forges."""

@@ -1,0 +1,1 @@
+"""The per-branch state machine: the only place that knows the order of the steps."""

@@ -1,0 +1,43 @@
+"""The explicit per-branch workflow states and which of them are final."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """Where one target branch stands. Progress states first, then outcomes."""
+
+    PENDING = "pending"  # nothing done yet
+    FETCHED = "fetched"  # upstream head known and in the cache
+    APPLIED = "applied"  # fork branch committed in its worktree
+    TESTED = "tested"  # tests passed (or were skipped on request)
+    PUSHED = "pushed"  # fork branch on the fork
+    DONE = "done"  # PR open, body current, issue linked
+    PLANNED = "planned"  # --dry-run / --no-push / --no-pr stopped here on purpose
+    ALREADY_APPLIED = "already-applied"  # same patch-id already upstream; no PR
+    CONFLICT = "conflict"  # git am -3 stopped; worktree kept for the user
+    TEST_FAILED = "test-failed"
+    ENV_MISSING = "env-missing"  # interpreter not there
+    ENV_MISMATCH = "env-mismatch"  # pins differ; tests not run
+    ENV_UNAVAILABLE = "env-unavailable"  # device: npu without a visible NPU
+    FORK_DIVERGED = "fork-diverged"  # someone else moved the fork branch
+    FAILED = "failed"  # any other error (network, forge, git)
+
+    @property
+    def ok(self) -> bool:
+        """True for outcomes that count as success for the exit code."""
+        return self in _SUCCESS
+
+    @property
+    def final(self) -> bool:
+        """True when a plain re-run has nothing left to do for this branch."""
+        return self in (Status.DONE, Status.ALREADY_APPLIED)
+
+
+_SUCCESS = frozenset({Status.DONE, Status.ALREADY_APPLIED, Status.PLANNED})
+# Statuses that stop the branch before push; the run exits 1 when any branch ends in one.
+FAILURES = frozenset({
+    Status.CONFLICT, Status.TEST_FAILED, Status.ENV_MISSING, Status.ENV_MISMATCH,
+    Status.ENV_UNAVAILABLE, Status.FORK_DIVERGED, Status.FAILED,
+})

@@ -1,0 +1,1 @@
+"""PR bodies, run reports and progress output."""
