@@ -1,0 +1,102 @@
+"""The `backport` command line: global options, command registry, error handling."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from backport import __version__
+from backport.commands.apply import apply_cmd
+from backport.commands.check import check_cmd
+from backport.commands.common import AppContext, pass_app
+from backport.commands.demo import demo_cmd
+from backport.commands.docs import docs_cmd
+from backport.commands.env import env_group
+from backport.commands.listing import list_cmd, matrix_cmd
+from backport.commands.new import new_cmd
+from backport.commands.preview import preview_cmd
+from backport.commands.resume import abort_cmd, continue_cmd
+from backport.commands.status import status_cmd
+from backport.errors import EXIT_INTERRUPTED, EXIT_USAGE, BackportError
+from backport.redact import redact
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("branches.yaml"), show_default=True, envvar="BACKPORT_CONFIG",
+              help="The branch map; patches/ is found next to it.")
+@click.option("--patches", "patches", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Patch sets folder (default: patches/ next to --config).")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.option("--quiet", "-q", is_flag=True, help="Only errors and the final table.")
+@click.option("--verbose", "-v", is_flag=True, help="Every step's details.")
+@click.version_option(__version__, prog_name="backport")
+@pass_app
+def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet: bool,
+        verbose: bool) -> None:
+    """Backport one API's test patch to every torch-npu release branch.
+
+    \b
+    backport reads branches.yaml (target branches, fork, environments) and patches/<name>/
+    (patch.yaml + git format-patch files), then for every target branch: applies the patch on
+    a fork branch with `git am -3`, runs its tests under that branch's torch / torch_npu,
+    pushes to your fork and opens one PR per branch with the validation evidence.
+
+    \b
+    Start here:
+      backport demo                      offline sandbox, the whole job end to end
+      backport check                     validate the branch map (CI)
+      backport apply --api put_metric    the real thing
+      backport status                    where each branch stands
+    """
+    app.config = config
+    app.patches = patches
+    app.debug = debug
+    app.quiet = quiet
+    app.verbose = verbose
+
+
+for command in (apply_cmd, check_cmd, status_cmd, continue_cmd, abort_cmd, list_cmd, new_cmd,
+                env_group, docs_cmd, matrix_cmd, preview_cmd, demo_cmd):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; turn errors into one sentence and the contract's exit codes."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        code = cli.main(args=argv, prog_name="backport", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        code = EXIT_INTERRUPTED
+    except BackportError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: {redact(exc.message)}", err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("interrupted: the journal keeps every finished step; run the same command "
+                   "again to resume", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)  # worker threads may still be in a git call; do not wait
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception as exc:  # noqa: BLE001 - last line of defence: one sentence, not a trace
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: internal error: {redact(str(exc))} (rerun with --debug for details)",
+                   err=True)
+        code = 1
+    sys.exit(code or 0)

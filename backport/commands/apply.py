@@ -1,0 +1,82 @@
+"""`backport apply`: the whole job for one or more patch sets."""
+
+from __future__ import annotations
+
+import click
+
+from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.pipeline.apply import run_apply
+from backport.pipeline.session import ApplyOptions
+from backport.report.progress import Progress
+from backport.report.summary import render_table, status_json
+
+
+@click.command("apply")
+@click.option("--api", "apis", multiple=True, metavar="NAME",
+              help="Patch set to backport (a folder under patches/); repeat for a batch.")
+@click.option("--all", "every", is_flag=True, help="Every patch set under patches/.")
+@click.option("--branch", "branches", multiple=True, metavar="B",
+              help="Only this target branch; repeatable. Default: the patch set's targets.")
+@click.option("--dry-run", is_flag=True,
+              help="Fetch, apply and test locally, then print what would be pushed and opened.")
+@click.option("--no-push", is_flag=True, help="Stop after the tests; nothing leaves this machine.")
+@click.option("--no-pr", is_flag=True, help="Push the fork branches but open no PR.")
+@click.option("--skip-tests", is_flag=True,
+              help="Do not run the tests (the PR body then says they were not run).")
+@click.option("--force", is_flag=True,
+              help="Redo every step for every branch (re-apply, re-test, refresh the PR). "
+                   "Never overwrites a fork branch someone else moved.")
+@click.option("--overwrite-fork-branch", is_flag=True,
+              help="Replace a fork branch even when someone else pushed to it.")
+@click.option("--pr-on-failure", is_flag=True,
+              help="Open a draft PR whose evidence shows a failing test.")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="CPUs",
+              help="Branches fetched, applied and tested at once.")
+@click.option("--isolated", is_flag=True,
+              help="Run every test in a fresh interpreter instead of the warm worker.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None,
+              help="Seconds before a test is killed (default: the environment's timeout, 1800).")
+@click.option("--json", "as_json", is_flag=True, help="Print the final state as JSON.")
+@pass_app
+def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tuple[str, ...],
+              dry_run: bool, no_push: bool, no_pr: bool, skip_tests: bool, force: bool,
+              overwrite_fork_branch: bool, pr_on_failure: bool, jobs: int, isolated: bool,
+              timeout: float | None, as_json: bool) -> None:
+    """Backport patch sets to their target branches and open one PR per branch.
+
+    For each target branch: fetch it from upstream, apply the patch series with `git am -3` on
+    the fork branch, run the tests under the branch's environment, push to the fork (never to
+    upstream) and find or create the PR, linked to the patch set's issue. Branches are
+    independent: a conflict or failing test stops that branch only.
+
+    \b
+    Examples:
+      backport apply --api put_metric
+      backport apply --api put_metric --branch v2.7.1 --no-push
+      backport apply --all --json
+    """
+    project = app.project()
+    options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,
+                           skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
+                           pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
+                           timeout=timeout)
+    plan_lines: list[str] = []
+    with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
+        outcomes = run_apply(project, list(apis), options, progress, every=every,
+                             plan=plan_lines.append)
+    if as_json:
+        payload = [status_json(o.patch_set, o.records) for o in outcomes]
+        print_json(payload[0] if len(payload) == 1 else {"runs": payload})
+    else:
+        console = app.console
+        for outcome in outcomes:
+            if len(outcomes) > 1:
+                console.print(f"[bold]{outcome.patch_set.name}[/bold]")
+            render_table(outcome.records, console)
+        if dry_run and plan_lines:
+            echo("\nDry run: these writes were not made:")
+            for line in plan_lines:
+                echo(f"  {line}")
+    failed = any(o.failed for o in outcomes)
+    raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)

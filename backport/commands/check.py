@@ -1,0 +1,48 @@
+"""`backport check`: validate the branch map for CI without writing anything remote."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from backport.commands.common import AppContext, pass_app, print_json
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.pipeline.check import run_check
+
+
+@click.command("check")
+@click.option("--api", "apis", multiple=True, metavar="NAME", help="Only these patch sets.")
+@click.option("--offline", is_flag=True,
+              help="Only the schema: skip the upstream branch and apply checks.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable result for CI.")
+@pass_app
+def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bool) -> None:
+    """Check branches.yaml and every patch set: schema, target branches, clean apply.
+
+    Confirms each target branch exists upstream (`git ls-remote`) and that every patch set
+    applies with `git am -3` on each of its targets, in a temporary worktree. Nothing is
+    pushed and no forge is called. Exit 0 when all is well, 1 naming each problem, 2 for a
+    configuration error.
+    """
+    project = app.project()
+    from backport.pipeline.apply import select_patch_sets
+
+    names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
+    findings = run_check(project, names, offline=offline)
+    ok = all(f.ok for f in findings)
+    if as_json:
+        print_json({"ok": ok, "offline": offline, "findings": [f.to_dict() for f in findings],
+                    "problems": [f.detail for f in findings if not f.ok]})
+    else:
+        table = Table(title="backport check", title_justify="left")
+        for column in ("subject", "check", "result", "detail"):
+            table.add_column(column)
+        for f in findings:
+            mark = "[green]ok[/green]" if f.ok else "[red]FAIL[/red]"
+            detail = f.detail + (" (variant)" if f.variant else "")
+            table.add_row(f.subject, f.check, mark, detail)
+        app.console.print(table)
+        for f in findings:
+            if not f.ok:
+                app.err_console.print(f"problem: {f.detail}", markup=False)
+    raise SystemExit(EXIT_OK if ok else EXIT_BRANCH_FAILED)

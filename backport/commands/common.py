@@ -1,0 +1,59 @@
+"""What every command shares: global options, project loading, output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from backport.config import load_project
+from backport.config.model import Project
+from backport.redact import redact
+
+
+@dataclass
+class AppContext:
+    """Global options, resolved once per invocation."""
+
+    config: Path = Path("branches.yaml")
+    patches: Path | None = None
+    debug: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    _project: Project | None = field(default=None, repr=False)
+
+    def project(self) -> Project:
+        """Load and validate branches.yaml and patches/ (ConfigError -> exit 2)."""
+        if self._project is None:
+            self._project = load_project(self.config, self.patches, os.environ)
+        return self._project
+
+    @property
+    def console(self) -> Console:
+        return Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
+
+    @property
+    def err_console(self) -> Console:
+        return Console(stderr=True, highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
+
+
+pass_app = click.make_pass_decorator(AppContext, ensure=True)
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as JSON on stdout, secrets redacted."""
+    click.echo(redact(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+
+
+def echo(text: str = "", *, err: bool = False) -> None:
+    click.echo(redact(text), err=err)
+
+
+def stdout_is_tty() -> bool:
+    return sys.stdout.isatty()

@@ -1,0 +1,109 @@
+"""`backport demo`: the whole job offline, in a sandbox folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from backport.commands.common import AppContext, echo, pass_app
+from backport.config import load_project
+from backport.demo.sandbox import build_sandbox
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
+from backport.forge import make_forge
+from backport.pipeline.apply import run_apply
+from backport.pipeline.session import ApplyOptions
+from backport.report.progress import Progress
+from backport.report.summary import render_table
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def find_patch_set(app: AppContext) -> Path:
+    """The put_metric patch set: --patches, ./patches, or the source checkout's."""
+    candidates = [p / "put_metric" for p in (app.patches, Path("patches"), SOURCE_ROOT / "patches")
+                  if p is not None]
+    for candidate in candidates:
+        if (candidate / "patch.yaml").exists():
+            return candidate.resolve()
+    raise BackportError("usage", "the put_metric patch set was not found in "
+                        f"{', '.join(str(c) for c in candidates)}; run the demo from the "
+                        "backport source checkout or pass --patches")
+
+
+def has_torch(python: str) -> bool:
+    """True when ``python`` can find the torch package (without importing it)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
+    try:
+        return subprocess.run([python, "-c", probe], capture_output=True, timeout=60,
+                              check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def find_torch_python(explicit: str | None) -> str | None:
+    """An interpreter with torch for the demo's tests, or None."""
+    candidates = [explicit, os.environ.get("BACKPORT_DEMO_PYTHON"),
+                  str(SOURCE_ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"),
+                  sys.executable]
+    for candidate in candidates:
+        if candidate and Path(candidate).exists() and has_torch(candidate):
+            return candidate
+    if explicit:
+        raise BackportError("usage", f"--python {explicit} has no torch installed")
+    return None
+
+
+@click.command("demo")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Build the sandbox here (must be empty); default: a temp folder.")
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="Interpreter with torch (+ expecttest) for the tests; default: "
+                   "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0, or this Python if it has torch.")
+@pass_app
+def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> None:
+    """Run `apply --api put_metric` end to end, offline, in a sandbox.
+
+    Builds a local upstream repository with the branches v2.7.1, v2.11.0, v2.12.0 and master,
+    an empty fork and the embedded local forge, then applies the put_metric patch set to all
+    four, runs its test when an interpreter with torch is at hand, pushes to the local fork and
+    opens four PRs. Nothing leaves this machine.
+    """
+    patches = find_patch_set(app)
+    torch_python = find_torch_python(python)
+    root = directory or Path(tempfile.mkdtemp(prefix="backport-demo-"))
+    if directory is not None and directory.exists() and any(directory.iterdir()):
+        raise BackportError("usage", f"--dir {directory} is not empty; the demo needs an empty folder")
+    sandbox = build_sandbox(root.resolve(), patches, torch_python)
+    echo(f"sandbox: {sandbox.root}")
+    if torch_python is None:
+        echo("no interpreter with torch found: the tests are skipped, and the PR bodies say so "
+             "(pass --python PATH to include them)")
+    else:
+        echo(f"tests run under: {torch_python}")
+    project = load_project(sandbox.config, None, os.environ)
+    environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
+    options = ApplyOptions(skip_tests=torch_python is None)
+    with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
+        (outcome,) = run_apply(project, ["put_metric"], options, progress, environ=environ)
+    render_table(outcome.records, app.console)
+    forge = make_forge(project.branch_map, project.state_dir)
+    prs = forge.list_prs("open")
+    table = Table(title=f"PRs in the local forge ({len(prs)})", title_justify="left")
+    for column in ("#", "head → base", "title", "linked issues"):
+        table.add_column(column)
+    for pr in prs:
+        issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
+        table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title, issues)
+    app.console.print(table)
+    echo("where to look:")
+    echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")
+    echo(f"  PR bodies:      cd {sandbox.project} && backport preview --api put_metric --branch master")
+    echo(f"  branch state:   cd {sandbox.project} && backport status")
+    echo(f"  test logs:      {project.state_dir / 'runs' / 'put_metric' / 'logs'}")
+    raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)

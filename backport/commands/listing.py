@@ -1,0 +1,71 @@
+"""`backport list` and `backport matrix`: what there is to backport, and CI fan-out."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.pipeline.apply import select_patch_sets
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_app
+def list_cmd(app: AppContext, as_json: bool) -> None:
+    """List patch sets, their APIs, issues and target branches (variants marked *)."""
+    project = app.project()
+    bm = project.branch_map
+    rows = []
+    for ps in project.patch_sets.values():
+        rows.append({
+            "name": ps.name, "api": ps.api, "issue": ps.issue, "title": ps.title,
+            "device": ps.device, "patches": len(ps.patches),
+            "branches": [{"target": t, "env": bm.targets[t].env, "variant": t in ps.variants,
+                          "fork_branch": bm.fork_branch_for(ps.slug, t, ps.name, ps.api)}
+                         for t in ps.branches],
+        })
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        echo(f"No patch sets under {project.root / 'patches'}; create one with `backport new`.")
+        return
+    table = Table(title_justify="left")
+    for column in ("patch set", "api", "issue", "targets (* = variant)"):
+        table.add_column(column)
+    for row in rows:
+        targets = ", ".join(b["target"] + ("*" if b["variant"] else "") for b in row["branches"])
+        table.add_row(row["name"], row["api"], f"#{row['issue']}", targets)
+    app.console.print(table)
+
+
+@click.command("matrix")
+@click.option("--api", "apis", multiple=True, metavar="NAME", help="Patch set(s).")
+@click.option("--all", "every", is_flag=True, help="Every patch set.")
+@click.option("--format", "fmt", type=click.Choice(["json", "github", "gitcode"]), default="json",
+              show_default=True, help="json: a list; github: {include: [...]} for a job matrix; "
+                                      "gitcode: KEY=VALUE lines for a pipeline's parallel matrix.")
+@pass_app
+def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str) -> None:
+    """Print a CI job matrix: one job per patch set and target branch.
+
+    Each job runs `backport apply --api NAME --branch B`; the forge's find-or-create keeps
+    parallel jobs from opening the same PR twice.
+    """
+    project = app.project()
+    jobs = []
+    for ps in select_patch_sets(project, list(apis), every):
+        for target in ps.branches:
+            jobs.append({"api": ps.name, "branch": target,
+                         "env": project.branch_map.targets[target].env,
+                         "command": f"backport apply --api {ps.name} --branch {target}"})
+    if fmt == "json":
+        print_json(jobs)
+    elif fmt == "github":
+        click.echo(json.dumps({"include": jobs}, separators=(",", ":")))
+    else:
+        for job in jobs:
+            click.echo(f"API={job['api']} BRANCH={job['branch']}")

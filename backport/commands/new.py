@@ -1,0 +1,85 @@
+"""`backport new`: make a patch set from commits."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+import yaml
+
+from backport.commands.common import AppContext, echo, pass_app
+from backport.config import load_patch_set
+from backport.errors import BackportError, ConfigError
+from backport.git.authoring import export_patch_set, first_subject, test_files, touched_files
+
+
+def _ask(value: str | None, prompt: str, option: str) -> str:
+    if value:
+        return value
+    if sys.stdin.isatty():
+        return click.prompt(prompt)
+    raise BackportError("usage", f"{option} is required when not running on a terminal")
+
+
+@click.command("new")
+@click.argument("name")
+@click.option("--from", "rev", required=True, metavar="REV[..REV]",
+              help="One commit, or a range A..B, to export with git format-patch.")
+@click.option("--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Repository holding the commits.")
+@click.option("--api", "api", default=None, metavar="FULL.NAME", help="The API the tests cover.")
+@click.option("--issue", "issue", type=click.IntRange(min=1), default=None,
+              help="Upstream issue every PR links to.")
+@click.option("--title", "title", default=None, help="PR title (default: first commit's subject).")
+@click.option("--force", is_flag=True, help="Replace an existing patch set of that name.")
+@pass_app
+def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, issue: int | None,
+            title: str | None, force: bool) -> None:
+    """Create patches/NAME/ from commits: numbered patches plus a patch.yaml.
+
+    The tests are the test files the commits touch; the title is the first commit's subject.
+
+    \b
+    Example:
+      backport new put_metric --from 7519b4613 --repo ~/src/pytorch \\
+        --api torch.distributed.elastic.metrics.put_metric --issue 3216
+    """
+    project = app.project()
+    patches_dir = app.patches or project.root / "patches"
+    dest = patches_dir / name
+    if dest.exists() and not force:
+        raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
+    if not name.replace("_", "").replace("-", "").isalnum():
+        raise BackportError("usage", f"patch set name '{name}' may hold only letters, digits, "
+                            f"'_' and '-'")
+    api = _ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
+    issue_no = int(_ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
+    tests = test_files(touched_files(repo, rev))
+    if not tests:
+        raise BackportError("usage", f"the commits {rev} touch no test file; a patch set needs one")
+    spec = {
+        "api": api, "issue": issue_no, "title": title or first_subject(repo, rev),
+        "tests": [{"path": path, "args": ["-v"]} for path in tests], "device": "none",
+    }
+    patches_dir.mkdir(parents=True, exist_ok=True)
+    staging_root = Path(tempfile.mkdtemp(prefix=".new-", dir=patches_dir))
+    staging = staging_root / name
+    try:
+        export_patch_set(repo, rev, staging, force=True)
+        (staging / "patch.yaml").write_text(
+            yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        try:
+            load_patch_set(staging, project.branch_map)
+        except ConfigError as exc:
+            raise ConfigError(exc.message.replace(str(staging), str(dest))) from exc
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging.rename(dest)
+    finally:
+        shutil.rmtree(staging_root, ignore_errors=True)
+    files = sorted(p.name for p in dest.glob("*.patch"))
+    echo(f"wrote {dest}: {', '.join(files)} and patch.yaml (tests: {', '.join(tests)})")
+    echo(f"next: backport check --api {name}")

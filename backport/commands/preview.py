@@ -1,0 +1,28 @@
+"""`backport preview`: render a PR body without touching any forge."""
+
+from __future__ import annotations
+
+import click
+
+from backport.commands.common import AppContext, echo, pass_app
+from backport.pipeline.apply import select_patch_sets, select_targets
+from backport.pipeline.journal import Journal, new_record
+from backport.report.body import BodyContext, render_body
+
+
+@click.command("preview")
+@click.option("--api", "api", required=True, metavar="NAME", help="The patch set.")
+@click.option("--branch", "branch", required=True, metavar="B", help="The PR's target branch.")
+@pass_app
+def preview_cmd(app: AppContext, api: str, branch: str) -> None:
+    """Print the PR body `apply` would write for one branch, from the last run's results."""
+    project = app.project()
+    (ps,) = select_patch_sets(project, [api])
+    select_targets([ps], (branch,))
+    bm = project.branch_map
+    journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
+    records = []
+    for target in ps.branches:
+        fork_branch = bm.fork_branch_for(ps.slug, target, ps.name, ps.api)
+        records.append(journal.get(target) or new_record(target, fork_branch))
+    echo(render_body(BodyContext(branch_map=bm, patch_set=ps, branches=records, target=branch)))

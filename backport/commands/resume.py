@@ -1,0 +1,62 @@
+"""`backport continue` and `backport abort`: finish or drop a branch that stopped."""
+
+from __future__ import annotations
+
+import click
+
+from backport.commands.common import AppContext, pass_app, print_json
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.pipeline.apply import run_apply
+from backport.pipeline.resume import abort_branches, finish_conflict
+from backport.pipeline.session import ApplyOptions
+from backport.report.progress import Progress
+from backport.report.summary import render_table, status_json
+
+
+@click.command("continue")
+@click.option("--api", "api", required=True, metavar="NAME", help="The patch set.")
+@click.option("--branch", "branch", required=True, metavar="B", help="The target branch.")
+@click.option("--save", is_flag=True,
+              help="Also record the fixed commit as this branch's variant "
+                   "(patches/NAME/B/), so the next run reproduces it.")
+@click.option("--no-push", is_flag=True, help="Stop after the tests.")
+@click.option("--no-pr", is_flag=True, help="Push but open no PR.")
+@click.option("--skip-tests", is_flag=True, help="Do not run the tests.")
+@click.option("--json", "as_json", is_flag=True, help="Print the final state as JSON.")
+@pass_app
+def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bool, no_pr: bool,
+                 skip_tests: bool, as_json: bool) -> None:
+    """Finish a branch whose patch stopped on a conflict, after you fixed it by hand.
+
+    \b
+    1. Edit the conflicting files in the kept worktree (`backport status` shows where).
+    2. Run this command: it concludes `git am`, then tests, pushes and opens the PR.
+    """
+    project = app.project()
+    with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
+        finish_conflict(project, api, branch, progress, save=save)
+        options = ApplyOptions(branches=(branch,), no_push=no_push, no_pr=no_pr,
+                               skip_tests=skip_tests)
+        (outcome,) = run_apply(project, [api], options, progress)
+    if as_json:
+        print_json(status_json(outcome.patch_set, outcome.records))
+    else:
+        render_table(outcome.records, app.console)
+    raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)
+
+
+@click.command("abort")
+@click.option("--api", "api", required=True, metavar="NAME", help="The patch set.")
+@click.option("--branch", "branches", multiple=True, metavar="B",
+              help="Only this branch; repeatable. Default: every branch of the patch set.")
+@pass_app
+def abort_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
+    """Give up on branches: stop `git am`, remove their worktrees, forget their progress.
+
+    The fork branches and PRs are not touched; the next `apply` starts those branches over and
+    still updates the same fork branch and PR.
+    """
+    project = app.project()
+    with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
+        done = abort_branches(project, api, branches, progress)
+    app.console.print(f"aborted: {', '.join(done) if done else 'nothing to abort'}")

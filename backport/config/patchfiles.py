@@ -1,0 +1,309 @@
+"""Checks ``git format-patch`` files and lists the repository paths they touch.
+
+The parser follows the mbox layout git produces: a ``From <sha> <date>`` line, mail headers
+(``From:``, ``Subject:``), the commit message, then ``diff --git`` sections with extended
+headers and hunks whose line counts are verified. Every path a section names (``diff --git``,
+``---``/``+++``, ``rename``/``copy from``/``to``) must stay inside the repository, and a
+symbolic link the patch creates must not point outside it or into ``.git``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backport.config.validate import display_path, repo_path_problem
+from backport.errors import ConfigError
+from backport.redact import redact
+
+MAX_PATCH_BYTES = 16 << 20
+SYMLINK_MODE = "120000"
+
+_FROM_LINE = re.compile(r"From [0-9a-f]{40}(?:[0-9a-f]{24})? ")
+_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_MODE_LINE = re.compile(r"(?:new file mode|new mode) ([0-7]{6})$")
+_INDEX_LINE = re.compile(r"index [0-9a-f]+\.\.[0-9a-f]+(?: ([0-7]{6}))?$")
+_NAME_LINES = ("rename from ", "rename to ", "copy from ", "copy to ")
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+@dataclass(frozen=True)
+class PatchFileInfo:
+    """What a patch file holds: one subject per commit and the paths it touches (sorted)."""
+
+    path: Path
+    subjects: tuple[str, ...]
+    paths: tuple[str, ...]
+
+
+class _Bad(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+def unquote_git_path(text: str) -> tuple[str, int]:
+    """Decode a C-quoted git path at the start of ``text``; returns it and the index after it."""
+    assert text.startswith('"')
+    out = bytearray()
+    i = 1
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            return out.decode("utf-8", "surrogateescape"), i + 1
+        if ch == "\\":
+            nxt = text[i + 1 : i + 2]
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+            octal = text[i + 1 : i + 4]
+            if re.fullmatch(r"[0-3][0-7][0-7]", octal):
+                out.append(int(octal, 8))
+                i += 4
+                continue
+            raise ValueError("bad escape in quoted path")
+        out.extend(ch.encode("utf-8", "surrogateescape"))
+        i += 1
+    raise ValueError("unterminated quoted path")
+
+
+def _name(text: str) -> str:
+    """A path token: C-quoted or plain (a trailing tab, as GNU diff writes, is dropped)."""
+    if text.startswith('"'):
+        name, end = unquote_git_path(text)
+        if text[end:].strip():
+            raise ValueError("text after a quoted path")
+        return name
+    return text.split("\t", 1)[0]
+
+
+def _strip_prefix(name: str, prefix: str) -> str:
+    if not name.startswith(prefix):
+        raise ValueError(f"path '{name}' lacks the '{prefix}' prefix git format-patch writes")
+    return name[len(prefix) :]
+
+
+def _diff_git_names(rest: str) -> tuple[str, str] | None:
+    """The a/ and b/ paths of a ``diff --git`` line, or ``None`` when they are ambiguous."""
+    if rest.startswith('"'):
+        a, end = unquote_git_path(rest)
+        b = _name(rest[end:].lstrip(" "))
+    elif rest.endswith('"') and ' "' in rest:
+        cut = rest.index(' "')
+        a, b = rest[:cut], _name(rest[cut + 1 :])
+    else:
+        half = (len(rest) - 1) // 2
+        if len(rest) % 2 == 1 and rest[half] == " " and rest[2:half] == rest[half + 3 :]:
+            a, b = rest[:half], rest[half + 1 :]
+        elif rest.count(" b/") == 1:
+            a, b = rest.split(" b/", 1)
+            b = "b/" + b
+        else:
+            return None
+    return _strip_prefix(a, "a/"), _strip_prefix(b, "b/")
+
+
+@dataclass
+class _Section:
+    """One ``diff --git`` section being read."""
+
+    line: int
+    names: list[tuple[str, int]] = field(default_factory=list)  # (path, line)
+    new_name: str | None = None
+    symlink: bool = False
+    link_target: list[tuple[str, int]] = field(default_factory=list)
+
+
+class _Parser:
+    def __init__(self) -> None:
+        self.subjects: list[str] = []
+        self.paths: set[str] = set()
+        self.section: _Section | None = None
+        self.old = self.new = 0  # lines left in the current hunk
+        self.state = "headers"
+        self.msg_line = 1
+        self.has_from = False
+        self.subject: str | None = None
+        self.diffs = 0
+
+    def parse(self, lines: list[str]) -> None:
+        if not lines or not _FROM_LINE.match(lines[0]):
+            raise _Bad(1, "does not start with a 'From <sha>' line; make it with git format-patch")
+        for number, line in enumerate(lines[1:], start=2):
+            self.feed(number, line)
+        if self.state == "hunk":
+            raise _Bad(len(lines), "ends inside a hunk (the patch is truncated)")
+        self.end_message(len(lines))
+
+    def feed(self, n: int, line: str) -> None:
+        if self.state == "hunk":
+            self.hunk_line(n, line)
+        elif _FROM_LINE.match(line) and self.state != "headers":
+            self.end_message(n)
+            self.msg_line, self.state = n, "headers"
+            self.has_from, self.subject, self.diffs = False, None, 0
+        elif self.state == "headers":
+            self.header_line(line)
+        elif line.startswith("diff --git "):
+            self.start_section(n, line)
+        elif self.state == "body":
+            pass
+        elif line == "-- ":
+            self.end_section()
+            self.state = "trailer"
+        elif self.state == "diff":
+            self.diff_line(n, line)
+        # "binary" and "trailer": skip until the next section or message
+
+    def header_line(self, line: str) -> None:
+        if line == "":
+            self.state = "body"
+        elif line[:1] in (" ", "\t"):
+            if self.subject is not None and self._last_header == "subject":
+                self.subject += " " + line.strip()
+        else:
+            name = line.split(":", 1)[0].lower()
+            self._last_header = name
+            if name == "from":
+                self.has_from = True
+            elif name == "subject":
+                self.subject = line.split(":", 1)[1].strip()
+
+    _last_header = ""
+
+    def end_message(self, n: int) -> None:
+        self.end_section()
+        if not self.has_from:
+            raise _Bad(self.msg_line, "has no 'From:' header; make it with git format-patch")
+        if self.subject is None:
+            raise _Bad(self.msg_line, "has no 'Subject:' header; make it with git format-patch")
+        if self.diffs == 0:
+            raise _Bad(self.msg_line, "contains no diff (a cover letter or an empty commit?)")
+        self.subjects.append(re.sub(r"^\[PATCH[^\]]*\]\s*", "", self.subject))
+
+    def start_section(self, n: int, line: str) -> None:
+        self.end_section()
+        self.diffs += 1
+        self.state = "diff"
+        self.section = _Section(n)
+        try:
+            names = _diff_git_names(line[len("diff --git ") :])
+        except ValueError as exc:
+            raise _Bad(n, f"has a bad diff header: {exc}") from None
+        if names:
+            self.section.names += [(names[0], n), (names[1], n)]
+            self.section.new_name = names[1]
+
+    def diff_line(self, n: int, line: str) -> None:
+        sec = self.section
+        assert sec is not None
+        try:
+            if line.startswith("@@"):
+                m = _HUNK.match(line)
+                if not m:
+                    raise ValueError("malformed hunk header")
+                self.old = int(m.group(1) or 1)
+                self.new = int(m.group(2) or 1)
+                self.state = "hunk" if self.old or self.new else "diff"
+            elif line.startswith(("--- ", "+++ ")):
+                name = _name(line[4:])
+                if name != "/dev/null":
+                    name = _strip_prefix(name, "a/" if line[0] == "-" else "b/")
+                    sec.names.append((name, n))
+                    if line[0] == "+":
+                        sec.new_name = name
+            elif line.startswith(_NAME_LINES):
+                kind, _, rest = line.partition(" ")
+                direction, _, rest = rest.partition(" ")
+                name = _name(rest)
+                sec.names.append((name, n))
+                if direction == "to":
+                    sec.new_name = name
+            elif m := _MODE_LINE.match(line):
+                sec.symlink = sec.symlink or m.group(1) == SYMLINK_MODE
+            elif m := _INDEX_LINE.match(line):
+                sec.symlink = sec.symlink or m.group(1) == SYMLINK_MODE
+            elif line == "GIT binary patch":
+                self.state = "binary"
+        except ValueError as exc:
+            raise _Bad(n, f"has a bad path line: {exc}") from None
+
+    def hunk_line(self, n: int, line: str) -> None:
+        tag = line[:1]
+        if tag in (" ", ""):
+            self.old -= 1
+            self.new -= 1
+        elif tag == "-":
+            self.old -= 1
+        elif tag == "+":
+            self.new -= 1
+            if self.section is not None and self.section.symlink:
+                self.section.link_target.append((line[1:], n))
+        elif tag == "\\":
+            return
+        else:
+            raise _Bad(n, "has a hunk that ends before its header's line count (corrupt patch)")
+        if self.old < 0 or self.new < 0:
+            raise _Bad(n, "has a hunk longer than its header's line count (corrupt patch)")
+        if self.old == 0 and self.new == 0:
+            self.state = "diff"
+
+    def end_section(self) -> None:
+        sec, self.section = self.section, None
+        if sec is None:
+            return
+        if not sec.names:
+            raise _Bad(sec.line, "has a diff header whose file names cannot be read")
+        for name, n in sec.names:
+            problem = repo_path_problem(name)
+            if problem:
+                raise _Bad(n, f"touches '{name}', which {problem}")
+            self.paths.add("/".join(p for p in name.split("/") if p not in ("", ".")))
+        if sec.symlink and sec.link_target and sec.new_name:
+            target, n = sec.link_target[-1]
+            self.check_link(sec.new_name, target, n)
+
+    @staticmethod
+    def check_link(link: str, target: str, n: int) -> None:
+        if target.startswith("/"):
+            raise _Bad(n, f"makes the symbolic link '{link}' point to the absolute path '{target}'")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link), target))
+        if resolved == ".." or resolved.startswith("../"):
+            raise _Bad(n, f"makes the symbolic link '{link}' point outside the repository")
+        if any(p.lower().rstrip(". ") == ".git" for p in resolved.split("/")):
+            raise _Bad(n, f"makes the symbolic link '{link}' point into .git")
+
+
+def parse_patch_text(
+    text: str, display: str = "<patch>"
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(subjects, touched paths) of a patch's text; raises ``ConfigError`` naming ``display``."""
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    parser = _Parser()
+    try:
+        parser.parse(lines)
+    except _Bad as exc:
+        raise ConfigError(redact(f"{display}:{exc.line}: {exc.message}")) from None
+    return tuple(parser.subjects), tuple(sorted(parser.paths))
+
+
+def parse_patch_file(path: Path) -> PatchFileInfo:
+    """Check one ``NNNN-*.patch`` file; raises ``ConfigError`` naming the file and line."""
+    display = display_path(path)
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_PATCH_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(redact(f"{display} cannot be read ({exc.strerror or exc})")) from None
+    if len(data) > MAX_PATCH_BYTES:
+        raise ConfigError(redact(f"{display} is larger than {MAX_PATCH_BYTES >> 20} MiB"))
+    if not data.strip():
+        raise ConfigError(redact(f"{display} is empty"))
+    subjects, paths = parse_patch_text(data.decode("utf-8", "surrogateescape"), display)
+    return PatchFileInfo(path, subjects, paths)

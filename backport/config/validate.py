@@ -1,0 +1,340 @@
+"""Typed access to parsed YAML with one-sentence errors naming file, line and key path."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import unquote, urlsplit
+
+from backport.config.yamlsafe import Loc, YamlProblem, YMap, YSeq, read_yaml_file
+from backport.errors import ConfigError
+from backport.redact import redact
+
+MAX_STR = 4096  # longest ordinary string value
+MAX_ITEMS = 1000  # longest list or free-form mapping
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it, else as given."""
+    try:
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+@dataclass(frozen=True)
+class Val:
+    """A value read from a YAML file with its line and key path (``raw``: scalar source)."""
+
+    value: Any
+    line: int | None
+    path: str
+    raw: str | None = None
+
+    def child(self, key: str, loc: Loc | None, value: Any) -> Val:
+        path = f"{self.path}.{key}" if self.path else key
+        return Val(value, loc.line if loc else self.line, path, loc.raw if loc else None)
+
+
+def kind(value: Any) -> str:
+    """How a value's type is named in messages."""
+    if isinstance(value, YMap | dict):
+        return "a mapping"
+    if isinstance(value, YSeq | list):
+        return "a list"
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the number {value}"
+    if isinstance(value, float):
+        return f"the number {value!r}"
+    if isinstance(value, date):
+        return "a date"
+    if isinstance(value, bytes):
+        return "binary data"
+    return "a string"
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class Doc:
+    """One configuration file being validated; every error it raises names the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.display = display_path(path)
+
+    def error(self, line: int | None, message: str, path: str = "") -> ConfigError:
+        where = f"{self.display}:{line}" if line else self.display
+        what = f" {path}:" if path else ""
+        return ConfigError(redact(f"{where}:{what} {message}"))
+
+    def fail(self, v: Val, message: str) -> NoReturn:
+        raise self.error(v.line, message, v.path)
+
+    def load(self) -> Val:
+        """Read and parse the file; the root value must be a non-empty mapping."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            raise ConfigError(redact(f"{self.display} not found")) from None
+        except OSError as exc:
+            raise ConfigError(
+                redact(f"{self.display} cannot be read ({exc.strerror or exc})")
+            ) from None
+        try:
+            root = read_yaml_file(data)
+        except YamlProblem as exc:
+            raise self.error(exc.line, exc.message) from None
+        if root is None:
+            raise self.error(None, "is empty")
+        if not isinstance(root, YMap):
+            raise self.error(1, f"must be a mapping of keys to values, not {kind(root)}")
+        return Val(root, root.line, "")
+
+    # -- collections -----------------------------------------------------------------------
+
+    def mapping(
+        self, v: Val, allowed: Iterable[str], required: Iterable[str] = ()
+    ) -> dict[str, Val]:
+        """The entries of a mapping with a fixed set of string keys."""
+        allowed = list(allowed)
+        m = self._map(v)
+        out: dict[str, Val] = {}
+        for key, value in m.items():
+            kloc = m.key_locs[key]
+            if not isinstance(key, str) or key not in allowed:
+                name = key if isinstance(key, str) else kloc.raw
+                raise self.error(
+                    kloc.line, f"unknown key '{name}'{suggest(str(name), allowed)}", v.path
+                )
+            out[key] = v.child(key, m.locs[key], value)
+        for key in required:
+            if key not in out:
+                raise self.error(v.line, f"missing required key '{key}'", v.path)
+        return out
+
+    def entries(self, v: Val, what: str, max_items: int = MAX_ITEMS) -> list[tuple[Val, Val]]:
+        """(key, value) pairs of a free-form mapping whose keys must be strings."""
+        m = self._map(v)
+        if len(m) > max_items:
+            self.fail(v, f"has {len(m)} entries, more than the {max_items} allowed")
+        out = []
+        for key, value in m.items():
+            kloc = m.key_locs[key]
+            kval = Val(key, kloc.line, v.path, kloc.raw)
+            if not isinstance(key, str):
+                if not kloc.raw:
+                    self.fail(kval, f"an empty {what} is not allowed")
+                self.fail(kval, f'{what} {kloc.raw!r} must be a string; quote it: "{kloc.raw}"')
+            if not key or len(key) > MAX_STR // 16:
+                self.fail(kval, f"{what} '{_short(key)}' is empty or too long")
+            out.append((kval, v.child(key, m.locs[key], value)))
+        return out
+
+    def items(self, v: Val, what: str = "list", max_items: int = MAX_ITEMS) -> list[Val]:
+        """The items of a list."""
+        if not isinstance(v.value, YSeq):
+            self.fail(v, f"must be a {what}, not {kind(v.value)}")
+        if len(v.value) > max_items:
+            self.fail(v, f"has {len(v.value)} items, more than the {max_items} allowed")
+        return [
+            Val(item, loc.line, f"{v.path}[{i}]", loc.raw)
+            for i, (item, loc) in enumerate(zip(v.value, v.value.locs, strict=True))
+        ]
+
+    def _map(self, v: Val) -> YMap:
+        if not isinstance(v.value, YMap):
+            self.fail(v, f"must be a mapping, not {kind(v.value)}")
+        return v.value
+
+    # -- scalars ---------------------------------------------------------------------------
+
+    def string(
+        self,
+        v: Val,
+        *,
+        max_len: int = MAX_STR,
+        multiline: bool = False,
+        allow_ints: bool = False,
+        strip: bool = True,
+    ) -> str:
+        """A non-empty string; ``allow_ints`` also takes an unquoted integer as its text."""
+        value = v.value
+        if allow_ints and isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            hint = f'; quote it: "{v.raw}"' if v.raw else ""
+            self.fail(v, f"must be a string, not {kind(value)}{hint}")
+        if strip:
+            value = value.strip()
+        if not value:
+            self.fail(v, "must not be empty")
+        if len(value) > max_len:
+            self.fail(v, f"is {len(value)} characters long, more than the {max_len} allowed")
+        if "\x00" in value or (not multiline and ("\n" in value or "\r" in value)):
+            self.fail(v, "must be a single line of text")
+        return value
+
+    def version(self, v: Val) -> str:
+        """A version string such as ``2.7.1.post4``; numbers are refused (2.10 reads as 2.1)."""
+        if not isinstance(v.value, str):
+            hint = f'; quote it: "{v.raw}"' if v.raw else ""
+            self.fail(v, f"version must be a quoted string, not {kind(v.value)}{hint}")
+        text = self.string(v, max_len=128)
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_*-]*", text):
+            self.fail(v, f"'{_short(text)}' is not a version")
+        return text
+
+    def boolean(self, v: Val) -> bool:
+        if not isinstance(v.value, bool):
+            self.fail(v, f"must be true or false, not {kind(v.value)}")
+        return v.value
+
+    def number(self, v: Val, *, low: float, high: float) -> float:
+        """A finite number with ``low < n <= high``."""
+        value = v.value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(v, f"must be a number, not {kind(value)}")
+        if not math.isfinite(value) or not low < value <= high:
+            self.fail(v, f"must be a number above {low:g} and at most {high:g}, not {value!r}")
+        return float(value)
+
+    def str_list(
+        self, v: Val, *, max_items: int = 100, max_len: int = 256, allow_ints: bool = False
+    ) -> tuple[str, ...]:
+        return tuple(
+            self.string(item, max_len=max_len, allow_ints=allow_ints, strip=not allow_ints)
+            for item in self.items(v, "list of strings", max_items)
+        )
+
+
+# -- repository paths --------------------------------------------------------------------------
+
+
+def repo_path_problem(path: str) -> str | None:
+    """Why ``path`` is not a safe path inside a repository, or ``None``."""
+    if not path:
+        return "is empty"
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+        return "contains a control character"
+    if path.startswith("/"):
+        return "is absolute"
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts:
+        return "names no file"
+    if ".." in parts:
+        return "leaves the repository through '..'"
+    if any(p.lower().rstrip(". ") == ".git" for p in parts):
+        return "lies inside a .git directory"
+    return None
+
+
+def normalize_repo_path(path: str) -> str:
+    """``path`` without ``./`` and doubled slashes; raises ``ValueError`` when unsafe."""
+    problem = repo_path_problem(path)
+    if problem:
+        raise ValueError(problem)
+    return "/".join(p for p in path.split("/") if p not in ("", "."))
+
+
+# -- URLs ---------------------------------------------------------------------------------------
+
+_ALLOWED_SCHEMES = frozenset({"http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"})
+_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
+
+
+def is_local_path(url: str) -> bool:
+    """True when git would read ``url`` as a path on this machine (no scheme, not host:path)."""
+    if "://" in url:
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    return colon < 0 or (0 <= slash < colon)
+
+
+def git_url_problem(url: str) -> str | None:
+    """Why ``url`` is not an acceptable git remote, or ``None``."""
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
+        return "contains whitespace or a control character"
+    if url.startswith("-"):
+        return "starts with '-'"
+    if _HELPER.match(url):
+        return "uses a remote helper ('name::'), which is not allowed"
+    if "://" in url:
+        scheme = url.split("://", 1)[0].lower()
+        if scheme not in _ALLOWED_SCHEMES:
+            return f"uses the scheme '{scheme}' (use https, ssh, git, file or a path)"
+        return _url_parts_problem(url, need_host=scheme != "file")
+    return None
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why ``url`` is not an http(s) URL usable as a forge web or API root, or ``None``."""
+    if any(ch.isspace() or ord(ch) < 0x20 for ch in url):
+        return "contains whitespace or a control character"
+    if not url.lower().startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    return _url_parts_problem(url, need_host=True)
+
+
+def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        password = parts.password
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return "is not a valid URL"
+    if need_host and not host:
+        return "has no host"
+    if password is not None:
+        return "must not contain a password (put the token in GITCODE_TOKEN)"
+    return None
+
+
+def resolve_url(url: str, base: Path) -> str:
+    """``url`` with a local path made absolute against ``base`` (``~`` expanded)."""
+    if not is_local_path(url):
+        return url
+    path = Path(os.path.expanduser(url))
+    if not path.is_absolute():
+        path = base / path
+    return os.path.normpath(path)
+
+
+def repo_identity(url: str) -> str:
+    """A key equal for two URLs naming the same repository (``.git``, slashes, case of host)."""
+    if is_local_path(url):
+        key = os.path.realpath(url)
+    elif url.lower().startswith("file://"):
+        key = os.path.realpath(unquote(urlsplit(url).path) or "/")
+    elif "://" in url:
+        try:
+            parts = urlsplit(url)
+            key = f"{(parts.hostname or '').lower()}/{parts.path.strip('/').lower()}"
+        except ValueError:
+            key = url.lower()
+    else:  # scp-like [user@]host:path
+        host, _, path = url.partition(":")
+        key = f"{host.rsplit('@', 1)[-1].lower()}/{path.strip('/').lower()}"
+    key = key.rstrip("/")
+    if key.endswith(".git"):
+        key = key[: -len(".git")].rstrip("/")
+    return key

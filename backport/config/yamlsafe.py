@@ -1,0 +1,234 @@
+"""YAML reading that keeps line numbers and cannot be blown up.
+
+Only the YAML *composer* of PyYAML's ``SafeLoader`` is used; the node graph is turned into
+plain values here, so that:
+
+* every mapping remembers the line of each key and value (:class:`YMap`, :class:`YSeq`);
+* duplicate keys are errors (PyYAML silently keeps the last one);
+* only the standard scalar tags and plain mappings/sequences are accepted;
+* aliases are allowed, but every value produced counts against :data:`MAX_NODES`, so a
+  "billion laughs" document fails after a few thousand steps; recursive aliases fail too;
+* nesting deeper than :data:`MAX_DEPTH` fails before the composer can recurse deeply.
+
+Every problem is raised as :class:`YamlProblem` carrying a 1-based line; the caller turns
+it into a ``ConfigError`` naming its file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+MAX_FILE_BYTES = 1 << 20  # 1 MiB
+MAX_NODES = 10_000  # values produced, aliases counted every time they are used
+MAX_DEPTH = 32
+
+_T = "tag:yaml.org,2002:"
+_SCALAR_TAGS = frozenset(
+    _T + t for t in ("str", "int", "float", "bool", "null", "timestamp", "binary")
+)
+_TEXT_TAGS = frozenset((_T + "value", _T + "merge"))  # no constructor: keep the text
+
+
+class YamlProblem(Exception):
+    """A problem at a 1-based ``line`` (``None`` when no line applies)."""
+
+    def __init__(self, line: int | None, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where a value came from: its 1-based line and, for scalars, its source text."""
+
+    line: int
+    raw: str | None = None
+
+
+class YMap(dict):
+    """A mapping that remembers where its keys (``key_locs``) and values (``locs``) are."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__()
+        self.line = line
+        self.key_locs: dict[Any, Loc] = {}
+        self.locs: dict[Any, Loc] = {}
+
+
+class YSeq(list):
+    """A list that remembers where its items are."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__()
+        self.line = line
+        self.locs: list[Loc] = []
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose composer refuses deep nesting (it recurses once per level)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise YamlProblem(
+                    mark.line + 1, f"values are nested more than {MAX_DEPTH} levels deep"
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _line(node: Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _loc(node: Node) -> Loc:
+    return Loc(_line(node), node.value if isinstance(node, ScalarNode) else None)
+
+
+class _Builder:
+    """Turns a composed node graph into :class:`YMap` / :class:`YSeq` / scalars."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.scalars = SafeConstructor()
+        self.open: set[int] = set()  # collections being built (recursive alias check)
+
+    def build(self, node: Node) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise YamlProblem(
+                _line(node),
+                f"the document expands to more than {MAX_NODES} values (too many aliases?)",
+            )
+        if isinstance(node, ScalarNode):
+            return self.scalar(node)
+        if id(node) in self.open:
+            raise YamlProblem(_line(node), "an alias refers to the value that contains it")
+        self.open.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                return self.sequence(node)
+            if isinstance(node, MappingNode):
+                return self.mapping(node)
+        finally:
+            self.open.discard(id(node))
+        raise YamlProblem(_line(node), "unsupported YAML node")  # pragma: no cover
+
+    def scalar(self, node: ScalarNode) -> Any:
+        if node.tag in _TEXT_TAGS:
+            return node.value
+        if node.tag not in _SCALAR_TAGS:
+            raise YamlProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
+        try:
+            return self.scalars.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError, TypeError) as exc:
+            kind = node.tag.rsplit(":", 1)[-1]
+            text = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+            raise YamlProblem(
+                _line(node), f"'{text}' is not a valid {kind} ({type(exc).__name__})"
+            ) from None
+
+    def sequence(self, node: SequenceNode) -> YSeq:
+        if node.tag != _T + "seq":
+            raise YamlProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
+        out = YSeq(_line(node))
+        for item in node.value:
+            out.append(self.build(item))
+            out.locs.append(_loc(item))
+        return out
+
+    def mapping(self, node: MappingNode) -> YMap:
+        if node.tag != _T + "map":
+            raise YamlProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
+        out = YMap(_line(node))
+        merges: list[Node] = []
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.tag == _T + "merge":
+                merges.append(value_node)
+                continue
+            if not isinstance(key_node, ScalarNode):
+                raise YamlProblem(
+                    _line(key_node), "a mapping key must be a plain value, not a list or mapping"
+                )
+            key = self.build(key_node)
+            if key in out:
+                raise YamlProblem(
+                    _line(key_node),
+                    f"duplicate key '{key}' (first given on line {out.key_locs[key].line})",
+                )
+            out[key] = self.build(value_node)
+            out.key_locs[key] = _loc(key_node)
+            out.locs[key] = _loc(value_node)
+        for merge in merges:  # explicit keys win; earlier merge sources win over later ones
+            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
+            for source in sources:
+                if not isinstance(source, MappingNode):
+                    raise YamlProblem(
+                        _line(source), "a merge key '<<' needs a mapping or a list of mappings"
+                    )
+                merged = self.build(source)
+                for key, value in merged.items():
+                    if key not in out:
+                        out[key] = value
+                        out.key_locs[key] = merged.key_locs[key]
+                        out.locs[key] = merged.locs[key]
+        return out
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse one YAML document into plain values; ``None`` for an empty document.
+
+    Raises :class:`YamlProblem` for syntax errors, unsupported tags, duplicate keys,
+    excessive nesting or alias expansion.
+    """
+    loader: _Loader | None = None
+    try:
+        try:
+            loader = _Loader(text)
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = ", ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+            raise YamlProblem(
+                mark.line + 1 if mark else None, f"YAML syntax error: {problem}"
+            ) from None
+        except yaml.reader.ReaderError as exc:
+            line = text.count("\n", 0, max(exc.position, 0)) + 1
+            raise YamlProblem(
+                line, f"YAML cannot contain the character U+{exc.character:04X}"
+            ) from None
+        except yaml.YAMLError as exc:
+            raise YamlProblem(None, f"YAML syntax error: {exc}") from None
+        except RecursionError:
+            raise YamlProblem(None, "values are nested too deeply") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    if node is None:
+        return None
+    return _Builder().build(node)
+
+
+def read_yaml_file(data: bytes) -> Any:
+    """Decode and parse the bytes of a YAML file (size-checked, UTF-8)."""
+    if len(data) > MAX_FILE_BYTES:
+        raise YamlProblem(None, f"is larger than {MAX_FILE_BYTES // 1024} KiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise YamlProblem(line, "is not valid UTF-8") from None
+    return parse_yaml(text)

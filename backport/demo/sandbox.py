@@ -1,0 +1,120 @@
+"""Build the demo sandbox: upstream with four release branches, an empty fork, a project."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import git
+import yaml
+
+TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
+TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
+DEMO_AUTHOR = ("backport demo", "demo@backport.invalid")
+# Which environment each demo branch uses; master shares v2.12.0's, as in the seed PR.
+ENVIRONMENTS = {"v2.7.1": "torch-2.7.1", "v2.11.0": "torch-2.11.0", "v2.12.0": "torch-2.12.0",
+                "master": "torch-2.12.0"}
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """Paths of a built sandbox."""
+
+    root: Path
+    upstream: Path
+    fork: Path
+    project: Path
+
+    @property
+    def config(self) -> Path:
+        return self.project / "branches.yaml"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+
+def _git_env() -> dict[str, str]:
+    name, email = DEMO_AUTHOR
+    return {**os.environ, "LANG": "C", "LC_ALL": "C", "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email,
+            "GIT_AUTHOR_DATE": "2026-08-01T09:00:00+08:00",
+            "GIT_COMMITTER_DATE": "2026-08-01T09:00:00+08:00"}
+
+
+def _commit(work: git.Git, message: str) -> None:
+    work.execute(["git", "add", "--all", "--", "."], env=_git_env())
+    work.execute(["git", "commit", "--quiet", "-m", message], env=_git_env())
+
+
+def build_upstream(path: Path) -> Path:
+    """A bare repository standing in for Ascend/pytorch, with the four target branches."""
+    work_dir = path.parent / (path.name + ".work")
+    work_dir.mkdir(parents=True)
+    work = git.Git(work_dir)
+    work.execute(["git", "init", "--quiet", "--initial-branch=master"], env=_git_env())
+    test_file = work_dir / TEST_PATH
+    test_file.parent.mkdir(parents=True)
+    test_file.write_text(
+        resources.files("backport.demo").joinpath("files/test_metrics_api.py.txt").read_text(
+            encoding="utf-8"), encoding="utf-8")
+    (work_dir / "README.md").write_text(
+        "# demo upstream\n\nA stand-in for Ascend/pytorch made by `backport demo`.\n",
+        encoding="utf-8")
+    (work_dir / "version.txt").write_text("2.7.1\n", encoding="utf-8")
+    _commit(work, "demo: the metrics test file as the release branches share it")
+    for target in TARGETS:
+        work.execute(["git", "branch", "--force", target, "HEAD"], env=_git_env())
+    # Each branch then moves on by itself, so the four bases differ as they do upstream.
+    for target in TARGETS:
+        work.execute(["git", "checkout", "--quiet", target], env=_git_env())
+        version = target.lstrip("v") if target != "master" else "2.13.0.dev"
+        (work_dir / "version.txt").write_text(version + "\n", encoding="utf-8")
+        _commit(work, f"demo: version {version}")
+    git.Git(path.parent).execute(
+        ["git", "clone", "--quiet", "--bare", "--", str(work_dir), str(path)], env=_git_env())
+    git.Git(path).execute(["git", "config", "uploadpack.allowFilter", "true"], env=_git_env())
+    shutil.rmtree(work_dir)
+    return path
+
+
+def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
+                  python: str | None) -> None:
+    """branches.yaml for the sandbox plus a copy of the put_metric patch set."""
+    project.mkdir(parents=True, exist_ok=True)
+    interpreter = python or "python3"
+    environments = {
+        name: {"python": interpreter, "env": {"PYTHONDONTWRITEBYTECODE": "1"}}
+        for name in dict.fromkeys(ENVIRONMENTS.values())
+    }
+    config = {
+        "forge": "local",
+        "upstream": "Ascend/pytorch",
+        "fork": "lgxxx/pytorch",
+        "fork_branch": "test-{slug}-{target}",
+        "upstream_url": str(upstream),
+        "fork_url": str(fork),
+        "environments": environments,
+        "branches": {t: {"env": ENVIRONMENTS[t]} for t in TARGETS},
+    }
+    header = ("# backport demo sandbox: a local upstream and fork, and the embedded local forge.\n"
+              "# Every environment is the same interpreter here; a real map pins each one.\n")
+    (project / "branches.yaml").write_text(
+        header + yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    shutil.copytree(patches, project / "patches" / patches.name, dirs_exist_ok=True)
+
+
+def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
+    """Create the whole sandbox under ``root`` (which must be empty or absent)."""
+    root.mkdir(parents=True, exist_ok=True)
+    if any(root.iterdir()):
+        raise FileExistsError(root)
+    upstream = build_upstream(root / "upstream.git")
+    fork = root / "fork.git"
+    git.Git(root).execute(["git", "init", "--quiet", "--bare", "--", str(fork)], env=_git_env())
+    project = root / "project"
+    write_project(project, upstream, fork, patches, python)
+    return Sandbox(root=root, upstream=upstream, fork=fork, project=project)

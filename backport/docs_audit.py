@@ -1,0 +1,355 @@
+"""Docs support audit: which ``pytorch_<x-y-z>`` docs versions list an API, and its support table.
+
+The docs are read straight from git objects (``ls-tree`` and ``cat-file``), never from a checkout,
+so a blobless cache repository works: missing blobs are fetched on demand by git itself.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple
+
+from rich.table import Table
+
+from backport.errors import BackportError
+from backport.redact import redact
+
+DOCS_ROOT = "docs/zh/api/native_api"
+_VERSION_DIR = re.compile(r"^pytorch_(?P<v>[0-9][0-9A-Za-z-]*)$")
+_HEADING = re.compile(r"^(?P<level>#{1,6})\s+(?P<text>.*?)\s*#*\s*$")
+_TAG = re.compile(r"<[^>]+>")
+_NATIVE_LINK = re.compile(r"\*\*原生文档\*\*\s*[：:]\s*\[(?P<name>[^\]]+)\]")
+_LIMITS = re.compile(r"^\*\*限制与说明\*\*\s*[：:]\s*(?P<text>.*)$")
+_SEPARATOR_CELL = re.compile(r"^:?-{2,}:?$")
+
+YES = "✔"
+NO = "✘"
+_YES_MARKS = frozenset({"✔", "✓", "√", "☑", "yes", "y", "是", "支持", "true"})
+_NO_MARKS = frozenset({"✘", "✗", "×", "x", "no", "n", "否", "不支持", "false"})
+
+
+class SupportRow(NamedTuple):
+    """One row of a support table: hardware name, normalised mark and any extra cells."""
+
+    hardware: str
+    mark: str  # "✔", "✘", or the decoded cell text when it is neither
+    note: str = ""
+
+    @property
+    def supported(self) -> bool | None:
+        """True for ✔, False for ✘, None for anything else."""
+        return True if self.mark == YES else False if self.mark == NO else None
+
+
+@dataclass
+class DocsEntry:
+    """What one docs version says about one API."""
+
+    version: str  # "2.7.1"
+    path: str  # repository path of the file holding the entry (or the preferred file if absent)
+    listed: bool
+    support: list[SupportRow] = field(default_factory=list)
+    summary: str = ""  # e.g. "是，暂不支持 Ascend 950DT"
+    limits: str = ""  # the "限制与说明" text, if any
+
+    def to_dict(self) -> dict:
+        """A JSON-able form of the entry."""
+        return {
+            "version": self.version,
+            "path": self.path,
+            "listed": self.listed,
+            "summary": self.summary,
+            "limits": self.limits,
+            "support": [
+                {"hardware": r.hardware, "mark": r.mark, "supported": r.supported, "note": r.note}
+                for r in self.support
+            ],
+        }
+
+
+def entries_to_json(entries: Iterable[DocsEntry]) -> list[dict]:
+    """JSON-able dicts of ``entries``, in order."""
+    return [e.to_dict() for e in entries]
+
+
+# ---------------------------------------------------------------------------------------------
+# git access
+
+
+def _git_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(LANG="C", LC_ALL="C")
+    return env
+
+
+def _git(repo: Path, args: Sequence[str], *, stdin: bytes | None = None) -> bytes:
+    argv = ["git", f"--git-dir={repo}", *args]
+    proc = subprocess.run(argv, input=stdin, capture_output=True, env=_git_env(), check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        reason = redact(lines[-1]) if lines else f"exit code {proc.returncode}"
+        raise BackportError("git", f"git {args[0]} failed in {repo}: {reason}.")
+    return proc.stdout
+
+
+def _resolve(repo: Path, ref: str) -> str:
+    try:
+        out = _git(repo, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
+    except BackportError:
+        raise BackportError("git", f"Ref {ref!r} does not name a commit in {repo}.") from None
+    return out.decode().strip()
+
+
+def _docs_files(repo: Path, sha: str) -> dict[str, dict[str, str]]:
+    """version dir name -> {path: blob oid} for every ``.md`` file under the docs root."""
+    out = _git(repo, ["ls-tree", "-r", "-z", sha, "--", f"{DOCS_ROOT}/"])
+    found: dict[str, dict[str, str]] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        _mode, kind, oid = meta.decode().split()
+        path = raw_path.decode("utf-8", "surrogateescape")
+        parts = PurePosixPath(path).relative_to(DOCS_ROOT).parts
+        if kind != "blob" or len(parts) < 2 or not path.endswith(".md"):
+            continue
+        if _VERSION_DIR.match(parts[0]):
+            found.setdefault(parts[0], {})[path] = oid
+    return found
+
+
+def _read_blobs(repo: Path, oids: Sequence[str]) -> dict[str, str]:
+    """Contents of ``oids`` through one ``git cat-file --batch`` call."""
+    if not oids:
+        return {}
+    out = _git(repo, ["cat-file", "--batch"], stdin="".join(f"{o}\n" for o in oids).encode())
+    texts: dict[str, str] = {}
+    pos = 0
+    for oid in oids:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode().split()
+        pos = nl + 1
+        if len(header) < 3 or header[1] == "missing":
+            raise BackportError("git", f"Blob {oid} is missing from {repo}.")
+        size = int(header[2])
+        texts[oid] = out[pos : pos + size].decode("utf-8", "replace")
+        pos += size + 1
+    return texts
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing
+
+
+def version_of(dir_name: str) -> str:
+    """``pytorch_2-7-1`` -> ``2.7.1``."""
+    m = _VERSION_DIR.match(dir_name)
+    return m.group("v").replace("-", ".") if m else dir_name
+
+
+def version_key(version: str) -> tuple:
+    """Numeric sort key: 2.10.0 sorts after 2.9.0; non-numeric parts sort after numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-]", version))
+
+
+def preferred_files(api: str) -> list[str]:
+    """File names the API would live in, most specific first (``torch-distributed-elastic.md``…)."""
+    parts = api.split(".")
+    return ["-".join(parts[:n]) + ".md" for n in range(len(parts) - 1, 0, -1)]
+
+
+def clean_cell(text: str) -> str:
+    """Decode HTML entities, drop tags and collapse whitespace."""
+    text = html.unescape(_TAG.sub(" ", text))
+    return " ".join(text.replace("\u00a0", " ").split())
+
+
+def normalise_mark(text: str) -> str:
+    """Map the many spellings of yes/no to ✔ / ✘; anything else is returned decoded."""
+    cell = clean_cell(text)
+    low = cell.lower()
+    if low in _YES_MARKS:
+        return YES
+    if low in _NO_MARKS:
+        return NO
+    return cell
+
+
+def _heading_name(text: str) -> str:
+    name = clean_cell(text).strip("`").strip()
+    if name.startswith("class "):
+        name = name[len("class ") :].strip()
+    return name.split("(", 1)[0].strip()
+
+
+def _is_block_end(line: str) -> bool:
+    stripped = line.lstrip()
+    return bool(_HEADING.match(stripped)) or stripped.startswith("> <font")
+
+
+def find_section(text: str, api: str) -> list[str] | None:
+    """Lines of the entry documenting ``api``, or None when the text has no such entry.
+
+    The entry starts at a heading naming the API (``### torch.x.y``, optionally
+    ``### <code><i>class</i></code> torch.x.Y``) or, for members listed under a class, at a
+    ``**原生文档**：[torch.x.Y.m](…)`` line; it ends at the next heading or member marker.
+    """
+    lines = text.splitlines()
+    start = None
+    for i, line in enumerate(lines):
+        m = _HEADING.match(line)
+        if m and _heading_name(m.group("text")) == api:
+            start = i + 1
+            break
+    if start is None:
+        for i, line in enumerate(lines):
+            m = _NATIVE_LINK.search(line)
+            if m and clean_cell(m.group("name")) == api:
+                start = i
+                break
+    if start is None:
+        return None
+    end = start
+    while end < len(lines) and not _is_block_end(lines[end]):
+        end += 1
+    return lines[start:end]
+
+
+def _split_row(line: str) -> list[str]:
+    body = line.strip()
+    if body.startswith("|"):
+        body = body[1:]
+    if body.endswith("|"):
+        body = body[:-1]
+    return [c.strip() for c in re.split(r"(?<!\\)\|", body)]
+
+
+def parse_support(section: Sequence[str]) -> tuple[list[SupportRow], str]:
+    """The first 硬件 / 是否支持 table of a section, and its 限制与说明 text."""
+    limits = [clean_cell(m.group("text")) for m in map(_LIMITS.match, (x.strip() for x in section)) if m]
+    rows: list[SupportRow] = []
+    header: list[str] | None = None
+    for line in section:
+        is_row = line.strip().startswith("|")
+        if header is None:
+            cells = _split_row(line) if is_row else []
+            if any("硬件" in clean_cell(c) for c in cells):
+                header = [clean_cell(c) for c in cells]
+            continue
+        if not is_row:
+            break  # the table ended; only the first support table counts
+        cells = _split_row(line)
+        if all(_SEPARATOR_CELL.match(c.replace(" ", "")) for c in cells if c):
+            continue
+        hw_col = next((i for i, h in enumerate(header) if "硬件" in h), 0)
+        mark_col = next((i for i, h in enumerate(header) if "支持" in h), 1)
+        cells += [""] * (max(len(header), mark_col + 1) - len(cells))
+        extra = [clean_cell(c) for i, c in enumerate(cells) if i not in (hw_col, mark_col)]
+        note = "; ".join(e for e in extra if e)
+        rows.append(SupportRow(clean_cell(cells[hw_col]), normalise_mark(cells[mark_col]), note))
+    return rows, " ".join(limits)
+
+
+def summarize(support: Sequence[SupportRow], listed: bool = True) -> str:
+    """One phrase in the docs' own words: 是 / 否 / 是，暂不支持 X、Y / 未收录."""
+    if not listed:
+        return "未收录"
+    if not support:
+        return "已收录，无支持表"
+    yes = [r.hardware for r in support if r.supported]
+    no = [r.hardware for r in support if r.supported is False]
+    other = [f"{r.hardware}: {r.mark}" for r in support if r.supported is None]
+    if yes and not no:
+        text = "是"
+    elif no and not yes:
+        text = "否"
+    elif yes:
+        text = "是，暂不支持 " + "、".join(no)
+    else:
+        text = "未知"
+    return text + ("（" + "；".join(other) + "）" if other else "")
+
+
+def parse_entry(text: str, api: str) -> tuple[bool, list[SupportRow], str]:
+    """(listed, support rows, limits) of ``api`` in one markdown text."""
+    section = find_section(text, api)
+    if section is None:
+        return False, [], ""
+    rows, limits = parse_support(section)
+    return True, rows, limits
+
+
+# ---------------------------------------------------------------------------------------------
+# audit
+
+
+def _ordered_candidates(paths: Iterable[str], api: str) -> list[str]:
+    preferred = preferred_files(api)
+    rank = {name: i for i, name in enumerate(preferred)}
+    return sorted(paths, key=lambda p: (rank.get(PurePosixPath(p).name, len(rank)), p))
+
+
+def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
+    """Audit every ``docs/zh/api/native_api/pytorch_*/`` version at ``ref`` for ``api``.
+
+    Returns one entry per version directory, sorted by version number. Files named after the
+    API's module are read first; the other ``.md`` files of a version only when needed.
+    """
+    repo_git_dir = Path(repo_git_dir)
+    sha = _resolve(repo_git_dir, ref)
+    versions = _docs_files(repo_git_dir, sha)
+    preferred = set(preferred_files(api))
+    entries: list[DocsEntry] = []
+    for dir_name, files in versions.items():
+        ordered = _ordered_candidates(files, api)
+        first = [p for p in ordered if PurePosixPath(p).name in preferred]
+        rest = [p for p in ordered if p not in first]
+        entry = None
+        for batch in (first, rest):
+            texts = _read_blobs(repo_git_dir, list(dict.fromkeys(files[p] for p in batch)))
+            for path in batch:
+                listed, rows, limits = parse_entry(texts[files[path]], api)
+                if listed:
+                    entry = DocsEntry(version_of(dir_name), path, True, rows,
+                                      summarize(rows), limits)
+                    break
+            if entry is not None:
+                break
+        if entry is None:
+            default = first[0] if first else f"{DOCS_ROOT}/{dir_name}/{preferred_files(api)[0]}"
+            entry = DocsEntry(version_of(dir_name), default, False, [], summarize([], False))
+        entries.append(entry)
+    entries.sort(key=lambda e: version_key(e.version))
+    return entries
+
+
+def render_docs_table(entries: Sequence[DocsEntry], api: str | None = None) -> Table:
+    """A rich table: one row per docs version, one column per hardware seen anywhere."""
+    hardware: list[str] = []
+    for entry in entries:
+        for row in entry.support:
+            if row.hardware not in hardware:
+                hardware.append(row.hardware)
+    table = Table(title=f"docs: {api}" if api else None)
+    table.add_column("version")
+    table.add_column("listed")
+    for hw in hardware:
+        table.add_column(hw, justify="center")
+    table.add_column("summary")
+    table.add_column("file")
+    for entry in entries:
+        marks = {r.hardware: r.mark for r in entry.support}
+        table.add_row(
+            entry.version,
+            "yes" if entry.listed else "no",
+            *[marks.get(hw, "-") for hw in hardware],
+            entry.summary,
+            entry.path,
+        )
+    return table

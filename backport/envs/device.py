@@ -1,0 +1,59 @@
+"""Decide how (and whether) a test may run, given the probe and the patch set's ``device:``."""
+
+from __future__ import annotations
+
+import re
+
+from backport.envs.model import Probe
+
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+OK = "ok"
+UNAVAILABLE = "env-unavailable"
+_MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared object file")
+
+
+def short_reason(error: str | None) -> str:
+    """A few words on why torch_npu does not load, e.g. ``libhccl.so missing``."""
+    if not error:
+        return "reason unknown"
+    match = _MISSING_LIB.search(error)
+    if match:
+        return f"{match.group(1)} missing"
+    text = error.strip().splitlines()[-1] if error.strip() else "reason unknown"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def npu_phrase(probe: Probe) -> str:
+    """``no NPU visible`` or ``2 NPUs visible (Ascend910B4)``."""
+    count = probe.npu_count or 0
+    if count <= 0:
+        return "no NPU visible"
+    noun = "NPU" if count == 1 else "NPUs"
+    model = f" ({probe.npu_model})" if probe.npu_model else ""
+    return f"{count} {noun} visible{model}"
+
+
+def device_verdict(probe: Probe, device: str) -> tuple[str, dict[str, str], str]:
+    """``(verdict, extra env vars, note)`` for running ``device`` ("none" | "npu") tests.
+
+    The note is evidence text: it says what was (or will be) run, never more.
+    """
+    if probe.torch_npu_loads is None:  # torch_npu not installed
+        if device == "npu":
+            return UNAVAILABLE, {}, "torch_npu not installed; device: npu needs a visible NPU"
+        return OK, {}, "torch_npu not installed; no NPU visible"
+    if not probe.torch_npu_loads:
+        why = short_reason(probe.torch_npu_error)
+        if device == "npu":
+            return UNAVAILABLE, {}, f"torch_npu present but not loadable ({why}); no NPU visible"
+        note = (
+            f"torch_npu present but not loadable ({why}); "
+            f"ran with {AUTOLOAD}=0; no NPU visible"
+        )
+        return OK, {AUTOLOAD: "0"}, note
+    visible = npu_phrase(probe)
+    if device == "npu" and not probe.npu_count:
+        return UNAVAILABLE, {}, f"torch_npu loaded; {visible}; device: npu needs a visible NPU"
+    if probe.visible_devices:
+        visible += f" with {probe.visible_devices}"
+    return OK, {}, f"torch_npu loaded; {visible}"

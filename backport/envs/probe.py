@@ -1,0 +1,101 @@
+"""Probe an environment by running ``scripts/probe_env.py`` with its own interpreter.
+
+The tool never imports torch or torch_npu itself; everything is read in a child process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from backport.config.model import Environment
+from backport.envs.model import Probe
+from backport.errors import BackportError
+from backport.redact import redact
+
+SCRIPTS_DIR = Path(__file__).resolve().parent / "scripts"
+PROBE_SCRIPT = SCRIPTS_DIR / "probe_env.py"
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+# Secrets of the tool that an environment's code has no business seeing.
+SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
+LOAD_CHECK_TIMEOUT = 120.0
+
+
+def display_path(path: Path | str) -> str:
+    """``path`` with the home directory shown as ``~``."""
+    text = str(path)
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (text == home or text.startswith(home.rstrip("/") + "/")):
+        return "~" + text[len(home.rstrip("/")) :]
+    return text
+
+
+def env_vars(env: Environment, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The process environment for code run in ``env``: ours + env.env + ``extra``, no tokens."""
+    result = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    result.update(env.env)
+    result.update(extra or {})
+    return result
+
+
+def require_interpreter(env: Environment) -> Path:
+    """The environment's interpreter; ``env-missing`` when it does not exist."""
+    interpreter = env.interpreter
+    if not interpreter.exists():
+        raise BackportError(
+            "env-missing",
+            f"environment '{env.name}': interpreter {display_path(interpreter)} does not exist; "
+            "run `backport env setup`",
+        )
+    return interpreter
+
+
+def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0) -> Probe:
+    """Read platform, Python, package versions, CANN and NPU facts of ``env``."""
+    interpreter = require_interpreter(env)
+    shown = display_path(interpreter)
+    argv = [str(interpreter), str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT)]
+    argv.extend(env.expect)
+    try:
+        proc = subprocess.run(
+            argv,
+            env=env_vars(env, {AUTOLOAD: "0"}),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise BackportError(
+            "env-missing", f"environment '{env.name}': probing {shown} timed out after {timeout:g}s"
+        ) from None
+    except OSError as exc:
+        raise BackportError(
+            "env-missing", f"environment '{env.name}': cannot run {shown}: {exc.strerror}"
+        ) from None
+    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        data = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        reason = err[-1] if err else f"exit code {proc.returncode}"
+        raise BackportError(
+            "env-missing", redact(f"environment '{env.name}': probing {shown} failed: {reason}")
+        ) from None
+    error = data.get("torch_npu_error")
+    return Probe(
+        env_name=env.name,
+        interpreter=shown,
+        platform=data.get("platform"),
+        python=data.get("python"),
+        packages=dict(data.get("packages") or {}),
+        cann=data.get("cann"),
+        torch_npu_loads=data.get("torch_npu_loads"),
+        torch_npu_error=redact(error) if error else None,
+        npu_model=data.get("npu_model"),
+        npu_count=data.get("npu_count"),
+        visible_devices=data.get("visible_devices"),
+    )

@@ -1,0 +1,188 @@
+"""Probe the interpreter this script runs under and print one JSON object.
+
+Run by ``backport`` with the environment's own interpreter, so it must work on any Python 3.8+
+and import nothing outside the standard library.  Versions are read from installed
+distribution metadata; torch and torch_npu are imported only in a child process
+(``--load-check``), so a crash or a hang there cannot take the probe down.
+
+Usage: probe_env.py [--timeout SECONDS] [DIST ...]
+       probe_env.py --load-check
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+BASE_DISTS = ("torch", "torch_npu", "expecttest", "numpy")
+CANN_FIXED_DIRS = ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann")
+CANN_VERSION_FILES = (
+    "version.cfg",
+    "version.info",
+    "ascend_toolkit_install.info",
+    "*/version.info",
+    "*/ascend_toolkit_install.info",
+)
+_VERSION_LINE = re.compile(r"^\s*[Vv]ersion\s*[=:]\s*['\"]?([^'\"\s]+)")
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+
+
+def dist_version(name: str) -> str | None:
+    """Installed version of distribution ``name`` (any spelling of - _ .), or None."""
+    try:
+        from importlib import metadata
+    except ImportError:  # Python < 3.8
+        return None
+    spellings = [name, name.replace("-", "_"), name.replace("_", "-"), name.lower()]
+    for spelling in dict.fromkeys(spellings):
+        try:
+            return metadata.version(spelling)
+        except metadata.PackageNotFoundError:
+            continue
+        except Exception:  # a broken dist-info must not sink the probe
+            continue
+    return None
+
+
+def read_version_file(path: str) -> str | None:
+    """The value of the first ``version=`` / ``Version=`` line of ``path``."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                match = _VERSION_LINE.match(line)
+                if match:
+                    return match.group(1)
+    except OSError:
+        return None
+    return None
+
+
+def cann_version() -> str | None:
+    """The CANN toolkit version, from the first install location that names one."""
+    roots = [os.environ.get("ASCEND_HOME_PATH"), os.environ.get("ASCEND_TOOLKIT_HOME")]
+    roots.extend(CANN_FIXED_DIRS)
+    for root in roots:
+        if not root or not os.path.isdir(root):
+            continue
+        for pattern in CANN_VERSION_FILES:
+            for path in sorted(glob.glob(os.path.join(root, pattern))):
+                version = read_version_file(path)
+                if version:
+                    return version
+    return None
+
+
+def visible_devices() -> str | None:
+    for name in ("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"):
+        value = os.environ.get(name)
+        if value is not None:
+            return "%s=%s" % (name, value)
+    return None
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception of a ``raise ... from`` / implicit context chain."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = exc.__cause__ or exc.__context__
+        if inner is None:
+            break
+        exc = inner
+    return exc
+
+
+def load_check() -> dict:
+    """Import torch and torch_npu (autoload as the user has it) and read the NPUs."""
+    result = {"loads": False, "error": None, "count": None, "model": None}
+    try:
+        import torch  # noqa: F401
+        import torch_npu  # noqa: F401
+    except BaseException as exc:  # noqa: B036 - report anything, even SystemExit
+        cause = root_cause(exc)
+        text = ("%s: %s" % (type(cause).__name__, cause)).strip().splitlines()
+        result["error"] = text[-1] if text else type(cause).__name__
+        return result
+    result["loads"] = True
+    try:
+        count = int(torch.npu.device_count())
+        result["count"] = count
+        if count > 0:
+            result["model"] = str(torch.npu.get_device_name(0))
+    except Exception as exc:
+        lines = str(exc).strip().splitlines()
+        result["error"] = "%s: %s" % (type(exc).__name__, lines[-1] if lines else "")
+    return result
+
+
+def run_load_check(timeout: float) -> dict:
+    """Run :func:`load_check` in a child process; a crash or hang becomes an error text."""
+    env = dict(os.environ)
+    env.pop(AUTOLOAD, None)
+    argv = [sys.executable, os.path.abspath(__file__), "--load-check"]
+    try:
+        proc = subprocess.run(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return {"loads": False, "error": "import torch_npu timed out after %gs" % timeout}
+    out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode == 0 and out:
+        try:
+            return json.loads(out[-1])
+        except ValueError:
+            pass
+    if proc.returncode < 0:
+        error = "import torch_npu was killed by signal %d" % -proc.returncode
+    else:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        error = err[-1] if err else "import torch_npu exited with code %d" % proc.returncode
+    return {"loads": False, "error": error}
+
+
+def main(argv: list) -> int:
+    if argv[:1] == ["--load-check"]:
+        sys.stdout.write(json.dumps(load_check()) + "\n")
+        return 0
+    timeout = 120.0
+    if argv[:1] == ["--timeout"]:
+        timeout = float(argv[1])
+        argv = argv[2:]
+    names = [n for n in list(BASE_DISTS) + list(argv) if n.lower() != "python"]
+    packages = {}
+    for name in names:
+        packages[name] = dist_version(name)
+    loads = error = model = count = None
+    if packages.get("torch_npu") is not None:
+        check = run_load_check(timeout)
+        loads = bool(check.get("loads"))
+        error = check.get("error")
+        model = check.get("model")
+        count = check.get("count")
+    result = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "packages": packages,
+        "cann": cann_version(),
+        "torch_npu_loads": loads,
+        "torch_npu_error": error,
+        "npu_model": model,
+        "npu_count": count,
+        "visible_devices": visible_devices(),
+    }
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,127 @@
+"""Parse the result summary of a unittest or pytest run out of its log text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_RAN = re.compile(r"^Ran (\d+) tests? in (\d+(?:\.\d+)?)s\s*$")
+_UNITTEST_STATUS = re.compile(r"^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?\s*$")
+_COUNT = re.compile(r"^\s*([a-z ]+?)=(\d+)\s*$")
+_PYTEST = re.compile(r"^=*\s*(.*?)\s+in (\d+(?:\.\d+)?)s(?: \(\d+:\d\d:\d\d\))?\s*=*$")
+_PYTEST_PART = re.compile(r"^(\d+) ([a-z]+)$")
+_PYTEST_WORDS = {
+    "passed", "failed", "error", "errors", "skipped", "xfailed", "xpassed",
+    "deselected", "warning", "warnings", "rerun", "reruns",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the last test summary in a log says; ``None`` where it says nothing."""
+
+    ran: int | None = None
+    ok: bool | None = None
+    lines: list[str] = field(default_factory=list)
+    duration: float | None = None
+    failures: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+
+def _unittest_counts(detail: str | None) -> dict[str, int] | None:
+    counts: dict[str, int] = {}
+    for part in (detail or "").split(","):
+        if not part.strip() and not detail:
+            continue
+        match = _COUNT.match(part)
+        if not match:
+            return None
+        counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+def _unittest(lines: list[str], index: int) -> Summary:
+    """The unittest summary whose ``Ran N tests`` line is ``lines[index]``."""
+    ran_match = _RAN.match(lines[index])
+    assert ran_match is not None
+    ran, duration = int(ran_match.group(1)), float(ran_match.group(2))
+    for line in lines[index + 1 : index + 4]:
+        status = _UNITTEST_STATUS.match(line)
+        counts = _unittest_counts(status.group(2)) if status else None
+        if status and counts is not None:
+            word = status.group(1)
+            return Summary(
+                ran=ran,
+                ok=word == "OK" and ran > 0,
+                lines=[lines[index], line],
+                duration=duration,
+                failures=counts.get("failures", 0) + counts.get("unexpected successes", 0),
+                errors=counts.get("errors", 0),
+                skipped=counts.get("skipped", 0),
+            )
+        if line:
+            break
+    return Summary(ran=ran, ok=None, lines=[lines[index]], duration=duration)
+
+
+def _pytest(line: str) -> Summary | None:
+    """A pytest final line such as ``=== 3 passed, 1 failed in 0.12s ===``, else None."""
+    match = _PYTEST.match(line)
+    if not match:
+        return None
+    body, duration = match.group(1), float(match.group(2))
+    if body == "no tests ran":
+        return Summary(ran=0, ok=False, lines=[line.strip("= ")], duration=duration)
+    counts: dict[str, int] = {}
+    for part in body.split(", "):
+        found = _PYTEST_PART.match(part)
+        if not found or found.group(2) not in _PYTEST_WORDS:
+            return None
+        word = found.group(2).rstrip("s") if found.group(2) != "errors" else "error"
+        counts[word] = counts.get(word, 0) + int(found.group(1))
+    failed, errors = counts.get("failed", 0), counts.get("error", 0)
+    skipped = counts.get("skipped", 0)
+    ran = sum(counts.get(k, 0) for k in ("passed", "failed", "error", "xfailed", "xpassed"))
+    ran += skipped
+    return Summary(
+        ran=ran,
+        ok=failed == 0 and errors == 0 and ran > 0,
+        lines=[line.strip("= ")],
+        duration=duration,
+        failures=failed,
+        errors=errors,
+        skipped=skipped,
+    )
+
+
+def parse_summary(text: str) -> Summary:
+    """The last unittest (``Ran N tests`` + ``OK``/``FAILED (...)``) or pytest summary in ``text``.
+
+    Never raises; returns an empty :class:`Summary` when the text holds none.
+    """
+    lines = [line.rstrip() for line in _ANSI.sub("", text or "").replace("\r", "\n").split("\n")]
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if _RAN.match(line):
+            return _unittest(lines, index)
+        if line.startswith(("OK", "FAILED", "NO TESTS RAN")) and _UNITTEST_STATUS.match(line):
+            ran_index = _ran_before(lines, index)
+            if ran_index is not None:
+                return _unittest(lines, ran_index)
+            continue
+        summary = _pytest(line) if " in " in line else None
+        if summary is not None:
+            return summary
+    return Summary()
+
+
+def _ran_before(lines: list[str], index: int) -> int | None:
+    """Index of the ``Ran N tests`` line just above status line ``index`` (blank lines between)."""
+    for back in range(index - 1, max(index - 4, -1), -1):
+        if _RAN.match(lines[back]):
+            return back
+        if lines[back]:
+            return None
+    return None

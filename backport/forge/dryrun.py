@@ -1,0 +1,136 @@
+"""A forge wrapper for ``--dry-run``: reads go through, every write becomes one plan line."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from backport.forge.base import Forge, PlanSink, PullRequest
+from backport.redact import redact
+
+log = logging.getLogger(__name__)
+
+PLACEHOLDER_URL = "(dry run: no PR opened)"
+
+
+def _quote(text: str, limit: int = 72) -> str:
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return "'" + text.replace("'", "\\'") + "'"
+
+
+def _log_plan(line: str) -> None:
+    log.info("dry run: %s", line)
+
+
+class DryRunForge:
+    """Describe writes instead of sending them.
+
+    ``inner`` answers reads; when it is None (e.g. GitCode without a token) reads are skipped
+    too: nothing is found, and the plan says so once.
+    """
+
+    def __init__(self, inner: Forge | None, plan: PlanSink | None, *, upstream: str, fork: str,
+                 name: str = "", skip_reason: str = "") -> None:
+        self.inner = inner
+        self.plan = plan or _log_plan
+        self.upstream = upstream
+        self.fork = fork
+        self.name = name or (inner.name if inner is not None else "dry-run")
+        self.skip_reason = skip_reason
+        self._said_skipped = False
+        self._planned: dict[tuple[str, str], PullRequest] = {}
+
+    def _emit(self, line: str) -> None:
+        self.plan(redact(line))
+
+    def _reads(self) -> bool:
+        if self.inner is not None:
+            return True
+        if not self._said_skipped:
+            self._said_skipped = True
+            self._emit(f"GET requests skipped ({self.skip_reason or 'no forge to read from'}); "
+                       "existing PRs are not looked up")
+        return False
+
+    def _pulls(self, suffix: str = "") -> str:
+        return f"/repos/{self.upstream}/pulls{suffix}"
+
+    def preflight(self) -> None:
+        if self._reads():
+            self.inner.preflight()
+
+    def find_open_pr(self, head: str, base: str) -> PullRequest | None:
+        if self._reads():
+            return self.inner.find_open_pr(head, base)
+        return None
+
+    def get_pr(self, number: int) -> PullRequest:
+        if number == 0 or not self._reads():
+            for pr in self._planned.values():
+                if pr.number == number:
+                    return pr
+            return PullRequest(number=number, url=PLACEHOLDER_URL, title="", body="", head="",
+                               head_repo=self.fork, base="", state="open")
+        return self.inner.get_pr(number)
+
+    def list_prs(self, state: str = "open") -> list[PullRequest]:
+        if self._reads():
+            return self.inner.list_prs(state)
+        return []
+
+    def create_pr(self, head: str, base: str, title: str, body: str, *,
+                  draft: bool = False) -> PullRequest:
+        existing = self.find_open_pr(head, base)
+        if existing is not None:
+            return existing
+        self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} title={_quote(title)} "
+                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}")
+        pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
+                         head_repo=self.fork, base=base, state="open", draft=draft)
+        self._planned[(head, base)] = pr
+        return pr
+
+    def update_pr(self, number: int, *, title: str, body: str,
+                  draft: bool | None = None) -> PullRequest:
+        current = self.get_pr(number)
+        if number != 0:
+            self._emit(f"PATCH {self._pulls(f'/{number}')} title={_quote(title)} "
+                       f"body=<{len(body)} chars>"
+                       f"{'' if draft is None else f' draft={str(draft).lower()}'}")
+        changes: dict = {"title": title, "body": body}
+        if draft is not None:
+            changes["draft"] = draft
+        updated = dataclasses.replace(current, **changes)
+        if number == 0:
+            self._planned[(updated.head, updated.base)] = updated
+        return updated
+
+    def link_issue(self, number: int, issue: int) -> None:
+        if number != 0 and self._reads() and issue in self.inner.linked_issues(number):
+            return
+        n = number or "<new>"
+        self._emit(f"POST {self._pulls(f'/{n}/issues')} [{int(issue)}]")
+
+    def linked_issues(self, number: int) -> list[int]:
+        if number != 0 and self._reads():
+            return self.inner.linked_issues(number)
+        return []
+
+    def add_comment(self, number: int, body: str) -> None:
+        n = number or "<new>"
+        self._emit(f"POST {self._pulls(f'/{n}/comments')} body={_quote(body)}")
+
+    def decorate(self, number: int, *, labels: tuple[str, ...] = (),
+                 assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
+                 testers: tuple[str, ...] = ()) -> None:
+        n = number or "<new>"
+        if labels:
+            self._emit(f"POST {self._pulls(f'/{n}/labels')} {list(labels)}")
+        if assignees:
+            self._emit(f"POST {self._pulls(f'/{n}/assignees')} assignees={','.join(assignees)}")
+        if reviewers:
+            self._emit(f"POST {self._pulls(f'/{n}/reviewers')} reviewers={','.join(reviewers)} add=true")
+        if testers:
+            self._emit(f"POST {self._pulls(f'/{n}/testers')} testers={','.join(testers)} add=true")

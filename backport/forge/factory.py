@@ -1,0 +1,41 @@
+"""Build the forge a branch map asks for (optionally wrapped for a dry run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backport.config.model import BranchMap
+from backport.errors import ConfigError
+from backport.forge.base import Forge, PlanSink
+from backport.forge.dryrun import DryRunForge
+from backport.forge.gitcode import GitCodeForge
+from backport.forge.local import LocalForge
+
+FORGES = ("gitcode", "local")
+
+
+def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = None,
+               dry_run: bool = False, plan: PlanSink | None = None,
+               timeout: float = 30.0) -> Forge:
+    """The forge of ``branch_map``; in a dry run writes become lines sent to ``plan``.
+
+    Local forge: ``state_dir / "forge.sqlite"``. GitCode: ``branch_map.api_url`` with ``token``
+    (a dry run without a token skips reads too, and says so in the plan).
+    """
+    if branch_map.forge == "local":
+        forge: Forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
+                                  fork=branch_map.fork)
+        if dry_run:
+            return DryRunForge(forge, plan, upstream=branch_map.upstream, fork=branch_map.fork)
+        return forge
+    if branch_map.forge == "gitcode":
+        if dry_run and not token:
+            return DryRunForge(None, plan, upstream=branch_map.upstream, fork=branch_map.fork,
+                               name="gitcode", skip_reason="no GitCode token")
+        forge = GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
+                             web_url=branch_map.web_url, timeout=timeout)
+        if dry_run:
+            return DryRunForge(forge, plan, upstream=branch_map.upstream, fork=branch_map.fork)
+        return forge
+    raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not one of "
+                      f"{', '.join(FORGES)}.")

@@ -1,0 +1,250 @@
+"""The embedded offline forge: PRs in one SQLite file (``.backport/forge.sqlite``).
+
+Used by ``backport demo``, by tests and by teams without a GitCode account. It is safe across
+threads and processes: every write runs in a ``BEGIN IMMEDIATE`` transaction and creating a PR
+re-checks, inside that transaction, for an open PR with the same head and base (a partial
+unique index backs this up), so two concurrent runs never open two PRs for one branch.
+
+PR URLs have the form ``local://<upstream>/pull/<n>`` (e.g. ``local://Ascend/pytorch/pull/3``):
+readable, clearly not a web page, and shaped like GitCode's ``/pull/<n>`` links. Reads never
+create the database file, so a dry run leaves the state directory untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from backport.errors import BackportError
+from backport.forge.base import PullRequest
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS prs (
+    number     INTEGER PRIMARY KEY AUTOINCREMENT,
+    repo       TEXT NOT NULL,
+    head       TEXT NOT NULL,
+    head_repo  TEXT NOT NULL,
+    base       TEXT NOT NULL,
+    title      TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    state      TEXT NOT NULL DEFAULT 'open',
+    draft      INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS prs_one_open
+    ON prs(repo, head_repo, head, base) WHERE state = 'open';
+CREATE TABLE IF NOT EXISTS pr_issues (
+    pr    INTEGER NOT NULL REFERENCES prs(number),
+    issue INTEGER NOT NULL,
+    PRIMARY KEY (pr, issue)
+);
+CREATE TABLE IF NOT EXISTS comments (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    pr         INTEGER NOT NULL REFERENCES prs(number),
+    body       TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pr_people (
+    pr    INTEGER NOT NULL REFERENCES prs(number),
+    role  TEXT NOT NULL,  -- label | assignee | reviewer | tester
+    name  TEXT NOT NULL,
+    PRIMARY KEY (pr, role, name)
+);
+"""
+
+STATES = ("open", "closed", "merged")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LocalForge:
+    """A forge whose PRs live in a SQLite database at ``path``."""
+
+    name = "local"
+
+    def __init__(self, path: Path, *, upstream: str, fork: str, busy_timeout: float = 60.0) -> None:
+        self.path = Path(path)
+        self.upstream = upstream
+        self.fork = fork
+        self.busy_timeout = busy_timeout
+
+    # ------------------------------------------------------------------ storage
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection | None]:
+        """A read connection, or None when the database does not exist yet."""
+        if not self.path.exists():
+            yield None
+            return
+        conn = self._connect()
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside ``BEGIN IMMEDIATE`` (committed on success, rolled back on error)."""
+        created = not self.path.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = self._connect()
+        try:
+            if created:
+                with contextlib.suppress(OSError):
+                    os.chmod(self.path, 0o600)
+            conn.executescript(SCHEMA)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise BackportError("forge", f"Local forge database {self.path} failed: {exc}.") from None
+        finally:
+            conn.close()
+
+    def url(self, number: int) -> str:
+        return f"local://{self.upstream}/pull/{number}"
+
+    def _pr(self, row: sqlite3.Row) -> PullRequest:
+        return PullRequest(
+            number=row["number"], url=self.url(row["number"]), title=row["title"],
+            body=row["body"], head=row["head"], head_repo=row["head_repo"], base=row["base"],
+            state=row["state"], draft=bool(row["draft"]),
+        )
+
+    def _find(self, conn: sqlite3.Connection, head: str, base: str) -> sqlite3.Row | None:
+        return conn.execute(
+            "SELECT * FROM prs WHERE repo = ? AND head_repo = ? AND head = ? AND base = ? "
+            "AND state = 'open' ORDER BY number LIMIT 1",
+            (self.upstream, self.fork, head, base),
+        ).fetchone()
+
+    def _row(self, conn: sqlite3.Connection | None, number: int) -> sqlite3.Row:
+        row = None
+        if conn is not None:
+            row = conn.execute("SELECT * FROM prs WHERE repo = ? AND number = ?",
+                               (self.upstream, number)).fetchone()
+        if row is None:
+            raise BackportError("forge", f"The local forge {self.path} has no PR !{number} "
+                                         f"in {self.upstream}.")
+        return row
+
+    # ------------------------------------------------------------------ protocol
+    def preflight(self) -> None:
+        """Nothing to check beyond the database being writable when it exists."""
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            raise BackportError("forge", f"The local forge database {self.path} is not writable.")
+
+    def find_open_pr(self, head: str, base: str) -> PullRequest | None:
+        with self._read() as conn:
+            row = self._find(conn, head, base) if conn is not None else None
+            return self._pr(row) if row is not None else None
+
+    def get_pr(self, number: int) -> PullRequest:
+        with self._read() as conn:
+            return self._pr(self._row(conn, number))
+
+    def list_prs(self, state: str = "open") -> list[PullRequest]:
+        with self._read() as conn:
+            if conn is None:
+                return []
+            if state == "all":
+                rows = conn.execute("SELECT * FROM prs WHERE repo = ? ORDER BY number",
+                                    (self.upstream,)).fetchall()
+            else:
+                rows = conn.execute("SELECT * FROM prs WHERE repo = ? AND state = ? ORDER BY number",
+                                    (self.upstream, state)).fetchall()
+            return [self._pr(r) for r in rows]
+
+    def create_pr(self, head: str, base: str, title: str, body: str, *,
+                  draft: bool = False) -> PullRequest:
+        with self._write() as conn:
+            row = self._find(conn, head, base)
+            if row is None:
+                now = _now()
+                cursor = conn.execute(
+                    "INSERT INTO prs (repo, head, head_repo, base, title, body, state, draft, "
+                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)",
+                    (self.upstream, head, self.fork, base, title, body, int(draft), now, now),
+                )
+                row = self._row(conn, cursor.lastrowid)
+            return self._pr(row)
+
+    def update_pr(self, number: int, *, title: str, body: str,
+                  draft: bool | None = None) -> PullRequest:
+        with self._write() as conn:
+            row = self._row(conn, number)
+            conn.execute("UPDATE prs SET title = ?, body = ?, draft = ?, updated_at = ? "
+                         "WHERE number = ?",
+                         (title, body, row["draft"] if draft is None else int(draft), _now(), number))
+            return self._pr(self._row(conn, number))
+
+    def link_issue(self, number: int, issue: int) -> None:
+        with self._write() as conn:
+            self._row(conn, number)
+            conn.execute("INSERT OR IGNORE INTO pr_issues (pr, issue) VALUES (?, ?)",
+                         (number, int(issue)))
+
+    def linked_issues(self, number: int) -> list[int]:
+        with self._read() as conn:
+            self._row(conn, number)
+            return [r[0] for r in conn.execute(
+                "SELECT issue FROM pr_issues WHERE pr = ? ORDER BY issue", (number,))]
+
+    def add_comment(self, number: int, body: str) -> None:
+        with self._write() as conn:
+            self._row(conn, number)
+            conn.execute("INSERT INTO comments (pr, body, created_at) VALUES (?, ?, ?)",
+                         (number, body, _now()))
+
+    def decorate(self, number: int, *, labels: tuple[str, ...] = (),
+                 assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
+                 testers: tuple[str, ...] = ()) -> None:
+        with self._write() as conn:
+            self._row(conn, number)
+            for role, names in (("label", labels), ("assignee", assignees),
+                                ("reviewer", reviewers), ("tester", testers)):
+                conn.executemany("INSERT OR IGNORE INTO pr_people (pr, role, name) VALUES (?, ?, ?)",
+                                 [(number, role, n) for n in names])
+
+    # ------------------------------------------------------------------ local-only extras
+    def set_state(self, number: int, state: str) -> PullRequest:
+        """Close, merge or reopen a PR (what a maintainer would do on the web)."""
+        if state not in STATES:
+            raise BackportError("usage", f"PR state {state!r} is not one of {', '.join(STATES)}.")
+        with self._write() as conn:
+            self._row(conn, number)
+            conn.execute("UPDATE prs SET state = ?, updated_at = ? WHERE number = ?",
+                         (state, _now(), number))
+            return self._pr(self._row(conn, number))
+
+    def comments(self, number: int) -> list[str]:
+        """Bodies of the PR's comments, oldest first."""
+        with self._read() as conn:
+            self._row(conn, number)
+            return [r[0] for r in conn.execute(
+                "SELECT body FROM comments WHERE pr = ? ORDER BY id", (number,))]
+
+    def decorations(self, number: int) -> dict[str, list[str]]:
+        """``{"label": [...], "assignee": [...], "reviewer": [...], "tester": [...]}``."""
+        result: dict[str, list[str]] = {"label": [], "assignee": [], "reviewer": [], "tester": []}
+        with self._read() as conn:
+            self._row(conn, number)
+            for role, name in conn.execute(
+                    "SELECT role, name FROM pr_people WHERE pr = ? ORDER BY role, name", (number,)):
+                result.setdefault(role, []).append(name)
+        return result

@@ -1,0 +1,310 @@
+"""Apply a patch series with ``git am -3``; conflicts, continue/abort, already-applied by patch-id."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from backport.errors import BackportError
+from backport.git.patchinfo import read_patch_file
+from backport.git.patchinfo import patch_author as _patch_author
+from backport.git.run import GitOutput, first_error_line, git
+from backport.git.worktree import Worktree
+from backport.redact import redact
+
+if TYPE_CHECKING:
+    from backport.git.cache import RepoCache
+
+Status = Literal["applied", "conflict", "already-applied"]
+
+_AM = ["am", "--3way", "--no-message-id", "--no-scissors", "--no-signoff"]
+_ALREADY = "No changes -- Patch already applied."
+_PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)
+_NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index|already exists in (?:index|working directory))$", re.M)
+_LACKING = re.compile(r"^error: sha1 information is lacking or useless \((?P<path>.+)\)\.$", re.M)
+_CONFLICT = re.compile(r"^CONFLICT \([^)]*\): .*? in (?P<path>\S+)$", re.M)
+_FAILED_AT = re.compile(r"^Patch failed at (?P<num>\d+) (?P<subject>.*)$", re.M)
+_MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
+_HEX = re.compile(r"^[0-9a-f]{7,64}$")
+
+
+@dataclass
+class ApplyResult:
+    """Outcome of applying (or continuing) a patch series in a worktree."""
+
+    status: Status
+    head: str
+    conflicts: list[str] = field(default_factory=list)
+    message: str = ""
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _rebase_apply(wt: Worktree) -> Path:
+    return wt.git_path("rebase-apply")
+
+
+def am_in_progress(wt: Worktree) -> bool:
+    """True when ``git am`` stopped in this worktree and waits for continue or abort."""
+    return (_rebase_apply(wt) / "applying").is_file()
+
+
+def _config_set(wt: Worktree, key: str) -> bool:
+    return bool(wt.git(["config", "--get", key], check=False).stdout.strip())
+
+
+def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
+    """GIT_COMMITTER_NAME/EMAIL from ``author`` when git has no identity of its own configured."""
+    env: dict[str, str] = {}
+    if author is None:
+        return env
+    name, mail = author
+    if "GIT_COMMITTER_NAME" not in os.environ and not _config_set(wt, "user.name"):
+        env["GIT_COMMITTER_NAME"] = name
+    if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and not _config_set(
+        wt, "user.email"
+    ):
+        env["GIT_COMMITTER_EMAIL"] = mail
+        env.setdefault("GIT_COMMITTER_NAME", name)
+    return env
+
+
+def _info_author(wt: Worktree) -> tuple[str, str] | None:
+    """Author of the patch ``git am`` stopped at (from ``rebase-apply/info``)."""
+    try:
+        text = (_rebase_apply(wt) / "info").read_text("utf-8", "replace")
+    except OSError:
+        return None
+    fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+    if "Email" not in fields:
+        return None
+    return fields.get("Author", fields["Email"]), fields["Email"]
+
+
+def _unmerged(wt: Worktree) -> list[str]:
+    out = wt.git(["-c", "core.quotepath=false", "diff", "--name-only", "--diff-filter=U"])
+    return [line for line in out.stdout.splitlines() if line]
+
+
+def _has_markers(path: Path) -> bool:
+    try:
+        return bool(_MARKER.search(path.read_bytes()))
+    except OSError:
+        return False
+
+
+def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> str:
+    """The file name (or number and subject) of the patch ``git am`` stopped at."""
+    number = None
+    try:
+        number = int((_rebase_apply(wt) / "next").read_text().strip())
+    except (OSError, ValueError):
+        pass
+    match = _FAILED_AT.search(out.text)
+    if number is None and match:
+        number = int(match.group("num"))
+    if names and number is not None and 1 <= number <= len(names):
+        return names[number - 1]
+    if match:
+        return f"{match.group('num')} ({match.group('subject').strip()})"
+    return f"{number:04d}" if number is not None else "(unknown)"
+
+
+def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> ApplyResult:
+    """Describe where ``git am`` stopped; the am session is left in progress for the user."""
+    conflicts: list[str] = []
+    for path in _unmerged(wt) + [
+        m.group("path")
+        for rx in (_CONFLICT, _PATCH_FAILED, _NOT_APPLY, _LACKING)
+        for m in rx.finditer(out.text)
+    ]:
+        if path not in conflicts:
+            conflicts.append(path)
+    name = _current_patch_name(wt, out, names)
+    if conflicts:
+        message = f"patch {name} does not apply: conflict in {', '.join(conflicts)}"
+    else:
+        message = f"patch {name} does not apply: {first_error_line(out.text).rstrip('.')}"
+    return ApplyResult("conflict", wt.head(), conflicts, redact(message))
+
+
+def _prefetch_preimages(wt: Worktree, patches: Sequence[Path], env: Mapping[str, str]) -> None:
+    """Make the patches' pre-image blobs local so the 3-way fallback can use them.
+
+    In a blobless cache, abbreviated ids cannot be fetched lazily; full ids are found in the
+    (blob-free) history of the touched paths, then read once, which fetches them.
+    """
+    missing: dict[str, str] = {}
+    for patch in patches:
+        for path, blob in read_patch_file(patch).preimages.items():
+            probe = wt.git(["rev-parse", "--verify", "--quiet", f"{blob}^{{blob}}"], check=False)
+            if not probe.ok:
+                missing[blob] = path
+    if not missing:
+        return
+    full = {b for b in missing if len(b) in (40, 64)}
+    short = {b for b in missing if b not in full}
+    if short:
+        log = wt.git(
+            ["-c", "core.quotepath=false", "log", "--all", "--format=", "--raw", "--no-abbrev",
+             "--no-renames", "--", *sorted(set(missing[b] for b in short))],
+            check=False,
+        )
+        for line in log.stdout.splitlines():
+            parts = line.split()
+            if line.startswith(":") and len(parts) >= 4:
+                for oid in parts[2:4]:
+                    if any(oid.startswith(b) for b in short):
+                        full.add(oid)
+    for oid in sorted(full):
+        wt.git(["cat-file", "-e", oid], env=env, check=False)
+
+
+# -- public API ------------------------------------------------------------------------------
+def apply_series(
+    wt: Worktree, patches: Sequence[Path], *, env: Mapping[str, str] | None = None
+) -> ApplyResult:
+    """Apply ``patches`` in order with ``git am -3`` (author, date and message kept).
+
+    ``conflict``: am is left in progress with the conflicting files listed; ``already-applied``:
+    every patch turned out to be present already (nothing was committed).
+    """
+    files = [Path(p).absolute() for p in patches]
+    if not files:
+        raise BackportError("usage", "no patch files to apply.")
+    for f in files:
+        if not f.is_file():
+            raise BackportError("config", f"patch file {f} does not exist.")
+    if am_in_progress(wt):
+        raise BackportError(
+            "conflict",
+            f"a git am is already in progress in {wt.path}; run continue or abort first.",
+        )
+    base = wt.head()
+    names = [f.name for f in files]
+    run_env = {**(env or {}), **committer_env(wt, _patch_author(files[0]))}
+    _prefetch_preimages(wt, files, run_env)
+    out = wt.git([*_AM, "--", *(str(f) for f in files)], env=run_env, check=False)
+    skipped = out.text.count(_ALREADY)
+    while not out.ok and am_in_progress(wt) and "Patch is empty." in out.text:
+        skipped += 1  # an empty patch changes nothing: step over it
+        out = wt.git(["am", "--skip"], env=run_env, check=False)
+        skipped += out.text.count(_ALREADY)
+    if not out.ok:
+        if am_in_progress(wt):
+            return _stopped(wt, out, names)
+        raise BackportError(
+            "git",
+            redact(f"git am could not apply {names[0]} in {wt.path}: "
+                   f"{first_error_line(out.text).rstrip('.')}."),
+        )
+    return _finished(wt, base, len(files), skipped)
+
+
+def _finished(wt: Worktree, base: str, total: int, skipped: int) -> ApplyResult:
+    head = wt.head()
+    count = int(wt.git(["rev-list", "--count", f"{base}..{head}"]).stdout.strip() or 0)
+    if count == 0:
+        return ApplyResult(
+            "already-applied", head, [], f"all {total} patch(es) already present on {base[:9]}"
+        )
+    message = f"applied {count} patch(es) on top of {base[:9]}"
+    if skipped:
+        message += f"; {skipped} already present"
+    return ApplyResult("applied", head, [], message)
+
+
+def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> ApplyResult:
+    """After the user resolved a conflict: stage the resolved files and run ``git am --continue``.
+
+    Refuses (status ``conflict``) while any touched file still holds conflict markers.
+    """
+    if not am_in_progress(wt):
+        raise BackportError("conflict", f"no git am is in progress in {wt.path}; nothing to continue.")
+    state = _rebase_apply(wt)
+    touched = read_patch_file(state / "patch").paths if (state / "patch").is_file() else []
+    candidates = list(dict.fromkeys(_unmerged(wt) + touched))
+    marked = [p for p in candidates if _has_markers(wt.path / p)]
+    if marked:
+        return ApplyResult(
+            "conflict", wt.head(), marked, f"conflict markers remain in {', '.join(marked)}"
+        )
+    tracked = set(
+        wt.git(["-c", "core.quotepath=false", "ls-files", "--", *candidates]).stdout.splitlines()
+    ) if candidates else set()
+    stage = [p for p in candidates if (wt.path / p).exists() or p in tracked]
+    if stage:
+        wt.git(["add", "--sparse", "-A", "--", *stage])
+    run_env = {**(env or {}), **committer_env(wt, _info_author(wt))}
+    before = wt.head()
+    out = wt.git(["am", "--continue"], env=run_env, check=False)
+    if out.ok:
+        return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")
+    if am_in_progress(wt):
+        if "No changes" in out.text:
+            name = _current_patch_name(wt, out, None)
+            return ApplyResult(
+                "conflict", wt.head(), candidates,
+                f"patch {name} leaves no change after the resolution; stage the fix or run abort",
+            )
+        return _stopped(wt, out, None)
+    raise BackportError("git", redact(
+        f"git am --continue failed in {wt.path}: {first_error_line(out.text).rstrip('.')}."))
+
+
+def abort_series(wt: Worktree) -> None:
+    """Give up the ``git am`` in progress (if any); HEAD returns to where it started."""
+    if am_in_progress(wt):
+        wt.git(["am", "--abort"])
+
+
+def _patch_ids(cwd: Path, diff: bytes) -> set[str]:
+    out = git(["patch-id", "--stable"], cwd=cwd, stdin=diff)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Path]) -> bool:
+    """True when every patch's ``patch-id --stable`` matches a commit reachable from ``base_sha``.
+
+    Only commits touching exactly the patch's paths are diffed, so few blobs are fetched.
+    """
+    if not _HEX.match(base_sha or ""):
+        raise BackportError("usage", f"invalid base commit {base_sha!r}.")
+    wanted: list[tuple[set[str], set[str]]] = []
+    for patch in patches:
+        ids = _patch_ids(cache.path, Path(patch).read_bytes())
+        paths = set(read_patch_file(Path(patch)).paths)
+        if ids and paths:
+            wanted.append((ids, paths))
+    if not wanted:
+        return False
+    all_paths = sorted(set().union(*(paths for _, paths in wanted)))
+    log = git(
+        ["-c", "core.quotepath=false", "log", "--no-merges", "--full-diff", "--name-only",
+         "--no-renames", "--format=%x01%H", base_sha, "--", *all_paths],
+        cwd=cache.path,
+    )
+    touched: dict[str, set[str]] = {}
+    sha = None
+    for line in log.stdout.splitlines():
+        if line.startswith("\x01"):
+            sha = line[1:].strip()
+            touched[sha] = set()
+        elif line and sha:
+            touched[sha].add(line)
+    found: set[str] = set()
+    for ids, paths in wanted:
+        candidates = [c for c, files in touched.items() if files == paths]
+        if candidates:
+            show = git(
+                ["show", "--no-color", "--no-ext-diff", "--format=commit %H", *candidates, "--"],
+                cwd=cache.path,
+                env=cache.env,
+            )
+            found |= _patch_ids(cache.path, show.stdout.encode("utf-8", "surrogateescape"))
+        if not ids <= found:
+            return False
+    return True

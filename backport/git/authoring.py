@@ -1,0 +1,119 @@
+"""`backport new`: turn one commit or an ``A..B`` range into a numbered ``git format-patch`` set."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from backport.errors import BackportError
+from backport.git.run import git
+from backport.redact import redact
+
+# Settings that would make format-patch output something `git am` cannot read back.
+_FORMAT_CONFIG = (
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+)
+_TEST_DIRS = ("test", "tests")
+
+
+def _resolve(repo: Path, rev: str) -> str:
+    """Full sha of the commit ``rev`` names; BackportError("usage") when it names none."""
+    if not rev or rev.startswith("-"):
+        raise BackportError("usage", redact(f"invalid revision {rev!r} for {repo}."))
+    out = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+              cwd=repo, check=False)
+    if not out.ok:
+        raise BackportError("usage", redact(f"revision {rev!r} is not a commit in {repo}."))
+    return out.stdout.strip()
+
+
+def _split(repo: Path, rev: str) -> tuple[str | None, str]:
+    """(base sha or None, tip sha) of a single commit or an ``A..B`` range."""
+    if "..." in rev:
+        raise BackportError("usage", redact(f"revision {rev!r} must be one commit or an A..B range, not A...B."))
+    if ".." in rev:
+        base, _, tip = rev.partition("..")
+        return _resolve(repo, base or "HEAD"), _resolve(repo, tip or "HEAD")
+    return None, _resolve(repo, rev)
+
+
+def commits(repo: Path, rev: str) -> list[str]:
+    """The commits ``rev`` selects, oldest first; a range with no commits or with merges is refused."""
+    base, tip = _split(repo, rev)
+    if base is None:
+        return [tip]
+    out = git(["rev-list", "--reverse", "--parents", f"{base}..{tip}", "--"], cwd=repo)
+    rows = [line.split() for line in out.stdout.splitlines() if line.strip()]
+    if not rows:
+        raise BackportError("usage", redact(f"range {rev!r} selects no commits in {repo}."))
+    merges = [row[0][:12] for row in rows if len(row) > 2]
+    if merges:
+        raise BackportError(
+            "usage", redact(f"range {rev!r} contains merge commit {merges[0]}, which format-patch cannot export."))
+    return [row[0] for row in rows]
+
+
+def _rev_args(repo: Path, rev: str) -> list[str]:
+    base, tip = _split(repo, rev)
+    return ["-1", tip] if base is None else [f"{base}..{tip}"]
+
+
+def export_patch_set(repo: Path, rev: str, out_dir: Path, *, force: bool) -> list[Path]:
+    """Write ``rev`` (a commit or an ``A..B`` range) as ``0001-….patch`` files into ``out_dir``.
+
+    Author, date and message are kept exactly as committed. Existing ``*.patch`` files in
+    ``out_dir`` are refused unless ``force``, which removes them first so no stale patch of an
+    older, longer set survives. Index lines carry full blob ids so ``git am -3`` can fetch the
+    preimage on demand in a blobless clone. Returns the written files in application order.
+    """
+    repo = Path(repo)
+    out_dir = Path(out_dir)
+    selected = commits(repo, rev)
+    existing = sorted(out_dir.glob("*.patch")) if out_dir.is_dir() else []
+    if existing and not force:
+        raise BackportError(
+            "usage", f"{out_dir} already holds {len(existing)} patch file(s); use --force to replace them.")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BackportError("usage", f"{out_dir} exists and is not a directory.")
+    for old in existing:
+        old.unlink()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = git([*_FORMAT_CONFIG, "format-patch", "--full-index", "-o", str(out_dir.resolve()),
+               *_rev_args(repo, rev), "--"], cwd=repo)
+    written = [Path(line.strip()) for line in out.stdout.splitlines() if line.strip()]
+    if len(written) != len(selected):
+        raise BackportError(
+            "git", f"git format-patch wrote {len(written)} patch(es) for {len(selected)} commit(s) of {rev!r}.")
+    return written
+
+
+def touched_files(repo: Path, rev: str) -> list[str]:
+    """Every path a commit of ``rev`` adds, changes or deletes (renames as both names), in order."""
+    args = ["log", "--format=", "--name-only", "-z", "--no-renames", "--reverse",
+            *_rev_args(repo, rev), "--"]
+    out = git(args, cwd=Path(repo))
+    names = [name.strip("\n") for name in out.stdout.split("\0")]
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def is_test_file(path: str) -> bool:
+    """True for paths under a top-level ``test/`` or ``tests/`` and for ``test_*.py`` / ``*_test.py``."""
+    p = PurePosixPath(path)
+    if p.parts and p.parts[0] in _TEST_DIRS and len(p.parts) > 1:
+        return True
+    return p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test"))
+
+
+def test_files(paths: Iterable[str]) -> list[str]:
+    """The test files among ``paths``, in their order, without duplicates."""
+    return list(dict.fromkeys(p for p in paths if is_test_file(p)))
+
+
+test_files.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported
+
+
+def first_subject(repo: Path, rev: str) -> str:
+    """Subject line of the first (oldest) commit ``rev`` selects."""
+    first = commits(repo, rev)[0]
+    return git(["log", "-1", "--format=%s", first, "--"], cwd=Path(repo)).stdout.strip()

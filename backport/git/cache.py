@@ -1,0 +1,195 @@
+"""One bare, blobless cache repository per upstream URL; only the needed heads are fetched."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from backport.errors import BackportError
+from backport.git.locks import file_lock
+from backport.git.run import (
+    GitOutput,
+    check_branch_name,
+    first_error_line,
+    git,
+    is_unreachable,
+    transport_url,
+)
+from backport.redact import redact
+
+REMOTE = "upstream"
+TRACKING = f"refs/remotes/{REMOTE}/"
+_CREDENTIALS = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@")
+_MISSING_REF = re.compile(r"couldn't find remote ref refs/heads/(?P<branch>\S+)")
+
+# In-process side of the cache lock: re-entrant per thread, shared by every RepoCache
+# instance of the same repository; the flock below it keeps other processes out.
+_guard = threading.Lock()
+_path_locks: dict[Path, tuple[threading.RLock, list[int]]] = {}
+
+
+def strip_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part."""
+    return _CREDENTIALS.sub(lambda m: m.group("scheme"), url)
+
+
+def cache_dir_name(url: str) -> str:
+    """``<host-and-path>-<hash>``: readable, filesystem-safe and unique per upstream URL."""
+    clean = strip_credentials(transport_url(url))
+    readable = re.sub(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", "", clean)
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", readable).strip("-.")
+    if readable.endswith(".git"):
+        readable = readable[: -len(".git")]
+    readable = readable[-60:].strip("-.") or "repo"
+    digest = hashlib.sha256(clean.encode("utf-8")).hexdigest()[:10]
+    return f"{readable}-{digest}"
+
+
+class RepoCache:
+    """A bare repository holding the upstream's needed branches under ``refs/remotes/upstream``.
+
+    ``env`` (e.g. ``GIT_ASKPASS``) is passed to every call that talks to the upstream.
+    """
+
+    def __init__(
+        self, root: Path, upstream_url: str, *, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.root = Path(root).expanduser().absolute()
+        self.upstream_url = upstream_url
+        self.url = strip_credentials(transport_url(upstream_url))
+        self.path = self.root / cache_dir_name(upstream_url)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.env = dict(env or {})
+
+    # -- locking ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive use of the cache repository (re-entrant within one thread)."""
+        with _guard:
+            rlock, depth = _path_locks.setdefault(self.path, (threading.RLock(), [0]))
+        with rlock:
+            if depth[0]:
+                depth[0] += 1
+                try:
+                    yield
+                finally:
+                    depth[0] -= 1
+                return
+            with file_lock(self.lock_path, wait=True):
+                depth[0] = 1
+                try:
+                    yield
+                finally:
+                    depth[0] = 0
+
+    # -- setup -----------------------------------------------------------------------------
+    def ensure(self) -> None:
+        """Create the bare repository with remote ``upstream`` if it is not there yet."""
+        with self.lock():
+            if not (self.path / "HEAD").is_file():
+                self.path.mkdir(parents=True, exist_ok=True)
+                git(["init", "--quiet", "--bare", "--", str(self.path)], cwd=self.root)
+            current = git(
+                ["config", "--get", f"remote.{REMOTE}.url"], cwd=self.path, check=False
+            ).stdout.strip()
+            if current != self.url:
+                git(["config", "--", f"remote.{REMOTE}.url", self.url], cwd=self.path)
+                git(["config", "--", f"remote.{REMOTE}.tagOpt", "--no-tags"], cwd=self.path)
+
+    @property
+    def blobless(self) -> bool:
+        """True when the cache is a partial clone that fetches blobs lazily."""
+        out = git(
+            ["config", "--get", f"remote.{REMOTE}.partialclonefilter"], cwd=self.path, check=False
+        )
+        nofilter = git(["config", "--get", "backport.nofilter"], cwd=self.path, check=False)
+        return out.ok and nofilter.stdout.strip() != "true"
+
+    # -- network ---------------------------------------------------------------------------
+    def fetch(self, branches: Sequence[str]) -> dict[str, str]:
+        """Fetch exactly ``refs/heads/<B>`` for each branch; return branch -> upstream head sha."""
+        names = list(dict.fromkeys(branches))
+        for name in names:
+            check_branch_name(name)
+        if not names:
+            return {}
+        refspecs = [f"+refs/heads/{b}:{TRACKING}{b}" for b in names]
+        with self.lock():
+            self.ensure()
+            base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
+            nofilter = git(["config", "--get", "backport.nofilter"], cwd=self.path, check=False)
+            if nofilter.stdout.strip() == "true":
+                out = self._fetch([*base, "--no-filter"], refspecs)
+            else:
+                out = self._fetch([*base, "--filter=blob:none"], refspecs)
+                if not out.ok and "filter" in out.stderr.lower() and not is_unreachable(out.text):
+                    git(["config", "backport.nofilter", "true"], cwd=self.path)
+                    out = self._fetch([*base, "--no-filter"], refspecs)
+            if not out.ok:
+                raise self._fetch_error(out)
+            return self.local_heads(names)
+
+    def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
+        return git([*args, "--", REMOTE, *refspecs], cwd=self.path, env=self.env, check=False)
+
+    def _fetch_error(self, out: GitOutput) -> BackportError:
+        url = redact(self.upstream_url)
+        missing = _MISSING_REF.search(out.text)
+        if missing:
+            branch = missing.group("branch")
+            return BackportError(
+                "branch-missing", f"target branch '{branch}' does not exist in {url}."
+            )
+        reason = redact(first_error_line(out.text).rstrip("."))
+        if is_unreachable(out.text):
+            return BackportError("upstream-unreachable", f"cannot reach upstream {url}: {reason}.")
+        return BackportError("git", f"fetching from {url} failed: {reason}.")
+
+    def local_heads(self, branches: Sequence[str]) -> dict[str, str]:
+        """branch -> sha of ``refs/remotes/upstream/<branch>`` as last fetched."""
+        heads: dict[str, str] = {}
+        for branch in branches:
+            out = git(
+                ["rev-parse", "--verify", "--quiet", f"{TRACKING}{branch}^{{commit}}"],
+                cwd=self.path,
+                check=False,
+            )
+            if not out.ok:
+                raise BackportError(
+                    "branch-missing",
+                    f"target branch '{branch}' has not been fetched from "
+                    f"{redact(self.upstream_url)}.",
+                )
+            heads[branch] = out.stdout.strip()
+        return heads
+
+    def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:
+        """branch -> current upstream sha (None when absent), by ``ls-remote``; fetches nothing."""
+        names = list(dict.fromkeys(branches))
+        for name in names:
+            check_branch_name(name)
+        heads: dict[str, str | None] = dict.fromkeys(names)
+        if not names:
+            return heads
+        self.root.mkdir(parents=True, exist_ok=True)
+        out = git(
+            ["ls-remote", "--heads", "--", self.url, *(f"refs/heads/{b}" for b in names)],
+            cwd=self.root,
+            env=self.env,
+            check=False,
+        )
+        if not out.ok:
+            url = redact(self.upstream_url)
+            reason = redact(first_error_line(out.text).rstrip("."))
+            code = "upstream-unreachable" if is_unreachable(out.text) else "git"
+            raise BackportError(code, f"cannot list branches of upstream {url}: {reason}.")
+        for line in out.stdout.splitlines():
+            sha, _, ref = line.partition("\t")
+            branch = ref.strip().removeprefix("refs/heads/")
+            if branch in heads and ref.strip() == f"refs/heads/{branch}":
+                heads[branch] = sha.strip()
+        return heads

@@ -1,0 +1,100 @@
+"""Read and move one branch on the fork: ``ls-remote`` and ``push --force-with-lease``."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from backport.errors import BackportError
+from backport.git.run import (
+    check_branch_name,
+    first_error_line,
+    git,
+    is_unreachable,
+    transport_url,
+)
+from backport.redact import redact
+
+_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+_LEASE_FAILED = ("stale info", "fetch first", "non-fast-forward", "[rejected]")
+
+
+def _check_sha(sha: str, what: str) -> None:
+    if not _SHA.match(sha or ""):
+        raise BackportError("usage", f"{what} {sha!r} is not a full commit id.")
+
+
+def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The sha of ``refs/heads/<branch>`` on ``url``, or None when the branch does not exist."""
+    check_branch_name(branch)
+    ref = f"refs/heads/{branch}"
+    out = git(
+        ["ls-remote", "--heads", "--", transport_url(url), ref],
+        cwd=Path(tempfile.gettempdir()),  # outside any repository: url is never a remote name
+        env=env,
+        check=False,
+    )
+    if not out.ok:
+        reason = redact(first_error_line(out.text).rstrip("."))
+        code = "fork-unreachable" if is_unreachable(out.text) else "git"
+        raise BackportError(code, f"cannot read branch '{branch}' from {redact(url)}: {reason}.")
+    for line in out.stdout.splitlines():
+        sha, _, name = line.partition("\t")
+        if name.strip() == ref:
+            return sha.strip()
+    return None
+
+
+def push_branch(
+    repo: Path,
+    url: str,
+    sha: str,
+    branch: str,
+    *,
+    expect: str | None,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Set ``refs/heads/<branch>`` on ``url`` to ``sha`` if it is still at ``expect``.
+
+    ``expect=None`` means the branch must not exist yet. Raises ``fork-diverged`` when someone
+    else moved it (their commit is left alone), ``fork-unreachable`` when ``url`` cannot be used.
+    """
+    check_branch_name(branch)
+    _check_sha(sha, "commit")
+    if expect is not None:
+        _check_sha(expect, "expected commit")
+    ref = f"refs/heads/{branch}"
+    out = git(
+        ["push", "--porcelain", "--no-verify", f"--force-with-lease={ref}:{expect or ''}",
+         "--", transport_url(url), f"{sha}:{ref}"],
+        cwd=Path(repo),
+        env=env,
+        check=False,
+    )
+    rejected = [
+        line for line in out.stdout.splitlines()
+        if line.startswith("!\t") and line.split("\t")[1].endswith(f":{ref}")
+    ]
+    if out.ok and not rejected:
+        return
+    shown = redact(url)
+    if any(marker in line for line in rejected for marker in _LEASE_FAILED):
+        try:
+            now = remote_sha(url, branch, env)
+        except BackportError:
+            now = None
+        raise BackportError(
+            "fork-diverged",
+            f"fork branch '{branch}' on {shown} was moved by someone else "
+            f"(now at {now[:7] if now else 'absent'}, expected {expect[:7] if expect else 'absent'}); "
+            "it was left untouched: inspect that commit, then delete the fork branch "
+            "if it may be replaced and run again.",
+            details={"remote": now, "expected": expect},
+        )
+    reason = redact(first_error_line(out.text).rstrip("."))
+    if rejected:
+        reason = redact(rejected[0].split("\t")[-1].strip())
+    code = "fork-unreachable" if is_unreachable(out.text) else "git"
+    raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.")

@@ -1,0 +1,162 @@
+"""One (sparse) worktree per target branch, checked out from the cache repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from backport.errors import BackportError
+from backport.git.run import GitOutput, check_branch_name, git
+
+if TYPE_CHECKING:
+    from backport.git.cache import RepoCache
+
+_GLOB_CHARS = "\\*?["
+
+
+def sparse_pattern(path: str) -> str:
+    """A non-cone sparse-checkout pattern matching exactly ``path`` (file or directory) from the root."""
+    clean = path.strip().lstrip("/")
+    if not clean or clean.startswith("../") or "/../" in clean:
+        raise BackportError("usage", f"invalid path {path!r} for a sparse checkout.")
+    escaped = "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in clean)
+    if escaped.startswith("!"):
+        escaped = "\\" + escaped
+    return "/" + escaped
+
+
+def _registered(repo: Path) -> list[Path]:
+    """Paths of the linked worktrees registered in ``repo``."""
+    out = git(["worktree", "list", "--porcelain"], cwd=repo)
+    return [
+        Path(line[len("worktree "):])
+        for line in out.stdout.splitlines()
+        if line.startswith("worktree ")
+    ]
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+@dataclass
+class Worktree:
+    """A linked worktree of the cache repository; ``repo`` is the cache's git directory."""
+
+    path: Path
+    repo: Path
+    branch: str | None = None
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        cache: RepoCache,
+        path: Path,
+        branch: str,
+        base_sha: str,
+        sparse_paths: Sequence[str] | None,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> Worktree:
+        """Check out ``base_sha`` at ``path`` on local branch ``branch`` (reset if it exists).
+
+        A stale worktree at ``path`` is removed first. With ``sparse_paths`` only those files
+        and directories are materialized; blobs come lazily from the upstream.
+        """
+        check_branch_name(branch)
+        if not base_sha or base_sha.startswith("-"):
+            raise BackportError("usage", f"invalid base commit {base_sha!r}.")
+        path = Path(path).expanduser().absolute()
+        cache.ensure()
+        patterns = [sparse_pattern(p) for p in sparse_paths or ()]
+        with cache.lock():
+            cls._clear(cache.path, path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            git(
+                ["worktree", "add", "--quiet", "--no-checkout", "--no-track", "-B", branch,
+                 "--", str(path), base_sha],
+                cwd=cache.path,
+            )
+            if patterns:
+                # Non-cone mode so single files can be listed; writes per-worktree config.
+                git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
+        env = {**cache.env, **(env or {})}
+        git(["checkout", "--quiet"], cwd=path, env=env)
+        return cls(path=path, repo=cache.path, branch=branch)
+
+    @staticmethod
+    def _clear(repo: Path, path: Path) -> None:
+        """Forget or delete whatever worktree was left at ``path`` by an earlier run."""
+        git(["worktree", "prune"], cwd=repo)
+        for registered in _registered(repo):
+            if _same(registered, path) and registered != repo:
+                git(["worktree", "remove", "--force", "--force", "--", str(path)], cwd=repo)
+        if path.is_symlink() or path.is_file():
+            raise BackportError("git", f"{path} exists and is not a worktree; move it away.")
+        if path.is_dir():
+            if any(path.iterdir()) and not (path / ".git").is_file():
+                raise BackportError(
+                    "git", f"{path} exists and is not a backport worktree; move it away."
+                )
+            shutil.rmtree(path)
+            git(["worktree", "prune"], cwd=repo)
+
+    @classmethod
+    def open(cls, path: Path) -> Worktree:
+        """The worktree at ``path``; BackportError when there is none."""
+        path = Path(path).expanduser().absolute()
+        if not (path / ".git").exists():
+            raise BackportError("git", f"{path} is not a git worktree.")
+        top = git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
+        if not top.ok or not _same(Path(top.stdout.strip()), path):
+            raise BackportError("git", f"{path} is not a git worktree.")
+        common = git(["rev-parse", "--git-common-dir"], cwd=path).stdout.strip()
+        repo = (path / common).resolve()
+        ref = git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=path, check=False)
+        return cls(path=path, repo=repo, branch=ref.stdout.strip() or None)
+
+    # -- queries -----------------------------------------------------------------------------
+    def git(self, args: Sequence[str], **kwargs) -> GitOutput:
+        """Run git in this worktree (see :func:`backport.git.run.git`)."""
+        return git(args, cwd=self.path, **kwargs)
+
+    def head(self) -> str:
+        """The sha of HEAD."""
+        return self.git(["rev-parse", "--verify", "HEAD^{commit}"]).stdout.strip()
+
+    def git_path(self, name: str) -> Path:
+        """Absolute path of ``name`` inside this worktree's private git directory."""
+        out = self.git(["rev-parse", "--git-path", name]).stdout.strip()
+        return (self.path / out).resolve()
+
+    # -- removal -----------------------------------------------------------------------------
+    def remove(self) -> None:
+        """Delete the worktree (even with local changes or a ``git am`` in progress) and its branch."""
+        if self.repo.is_dir():
+            registered = [p for p in _registered(self.repo) if _same(p, self.path)]
+            if registered and self.path.exists():
+                git(
+                    ["worktree", "remove", "--force", "--force", "--", str(self.path)],
+                    cwd=self.repo,
+                )
+            elif self.path.is_dir() and (self.path / ".git").is_file():
+                shutil.rmtree(self.path)
+            git(["worktree", "prune"], cwd=self.repo)
+            if self.branch:
+                exists = git(
+                    ["rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}"],
+                    cwd=self.repo,
+                    check=False,
+                )
+                if exists.ok:
+                    git(["branch", "--quiet", "-D", "--", self.branch], cwd=self.repo)
+        elif self.path.is_dir() and (self.path / ".git").is_file():
+            shutil.rmtree(self.path)

@@ -1,0 +1,238 @@
+"""`apply`: fetch, apply and test every target branch in parallel, then push and open PRs."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from backport.config.model import PatchSet, Project
+from backport.errors import BackportError
+from backport.git.apply import am_in_progress
+from backport.git.locks import file_lock
+from backport.git.worktree import Worktree
+from backport.pipeline.journal import Journal, atomic_write_text
+from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.states import FAILURES, Status
+from backport.pipeline.steps import BranchJob, apply_step, pr_step, push_step, test_step
+from backport.report.summary import render_markdown
+
+
+class ProgressSink(Protocol):
+    def event(self, target: str, step: str, detail: str = "") -> None: ...
+
+
+@dataclass
+class Outcome:
+    """The records of one patch set after a run, in target order."""
+
+    patch_set: PatchSet
+    targets: list[str]
+    journal: Journal
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return self.journal.records(self.targets)
+
+    @property
+    def failed(self) -> bool:
+        return any(Status(r["status"]) in FAILURES for r in self.records)
+
+
+def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
+    """The patch sets a command names (``--api``, repeatable), or all of them with ``every``."""
+    if every:
+        if not project.patch_sets:
+            raise BackportError("usage", f"no patch sets found under {project.root / 'patches'}")
+        return list(project.patch_sets.values())
+    if not names:
+        raise BackportError("usage", "name a patch set with --api NAME (or use --all); "
+                            "`backport list` shows them")
+    chosen = []
+    for name in names:
+        if name not in project.patch_sets:
+            known = ", ".join(sorted(project.patch_sets)) or "none"
+            raise BackportError("usage", f"no patch set '{name}' under {project.root / 'patches'} "
+                                f"(known: {known})")
+        chosen.append(project.patch_sets[name])
+    return chosen
+
+
+def select_targets(patch_sets: list[PatchSet], branches: tuple[str, ...]) -> dict[str, list[str]]:
+    """Each patch set's targets, limited to the ``--branch`` values when given."""
+    if branches:
+        known = {t for ps in patch_sets for t in ps.branches}
+        unknown = [b for b in branches if b not in known]
+        if unknown:
+            names = ", ".join(ps.name for ps in patch_sets)
+            raise BackportError("usage", f"branch '{unknown[0]}' is not a target of patch set "
+                                f"{names} (targets: {', '.join(sorted(known))})")
+    return {ps.name: [t for t in ps.branches if not branches or t in branches]
+            for ps in patch_sets}
+
+
+def run_lock(project: Project, patch_set: str, on_wait: Callable[[], None] | None,
+             *, wait: bool = True):
+    """The lock that keeps two runs on one patch set from interleaving."""
+    return file_lock(project.state_dir / "runs" / patch_set / "lock", wait=wait, on_wait=on_wait)
+
+
+@contextmanager
+def locked_journals(project: Project, patch_sets: list[PatchSet], progress: ProgressSink,
+                    *, persist: bool = True) -> Iterator[dict[str, Journal]]:
+    """Take every patch set's run lock (waiting for another run to finish), then its journal."""
+    with ExitStack() as stack:
+        for ps in sorted(patch_sets, key=lambda p: p.name):
+            def waiting(name: str = ps.name) -> None:
+                progress.event(name, "waiting", "another backport run holds this patch set's "
+                               "lock; waiting for it to finish")
+            stack.enter_context(run_lock(project, ps.name, waiting))
+        yield {ps.name: Journal.load(project.state_dir, ps.name, ps.api, persist=persist)
+               for ps in patch_sets}
+
+
+def run_apply(project: Project, names: list[str], options: ApplyOptions,
+              progress: ProgressSink, *, every: bool = False,
+              environ: dict[str, str] | None = None,
+              plan: Callable[[str], None] | None = None) -> list[Outcome]:
+    """Run the whole job for the named patch sets; returns their records."""
+    patch_sets = select_patch_sets(project, names, every)
+    chosen = select_targets(patch_sets, options.branches)
+    session = Session(project, options, environ=environ, plan=plan)
+    label = (lambda ps, t: f"{ps.name}:{t}") if len(patch_sets) > 1 else (lambda ps, t: t)
+    try:
+        with locked_journals(project, patch_sets, progress, persist=not options.dry_run) as journals:
+            jobs = []
+            for ps in patch_sets:
+                for target in chosen[ps.name]:
+                    fork_branch = project.branch_map.fork_branch_for(ps.slug, target, ps.name, ps.api)
+                    journals[ps.name].record(target, fork_branch)
+                    name = label(ps, target)
+                    jobs.append(BranchJob(ps, target, fork_branch, journals[ps.name],
+                                          lambda step, detail="", n=name: progress.event(n, step, detail)))
+            outcomes = [Outcome(ps, chosen[ps.name], journals[ps.name]) for ps in patch_sets]
+            pending = [job for job in jobs if needs_work(job, options)]
+            if pending:
+                _run_jobs(session, pending, options)
+            if not options.dry_run:
+                for outcome in outcomes:
+                    write_report(outcome)
+            return outcomes
+    finally:
+        session.close()
+
+
+def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
+    """False for branches a plain re-run must leave alone."""
+    rec = job.record
+    status = Status(rec["status"])
+    if options.force:
+        return True
+    if status.final:
+        job.event(status.value, "finished earlier; --force redoes it")
+        return False
+    if status == Status.CONFLICT and rec.get("worktree") and Path(rec["worktree"]).exists():
+        try:
+            if am_in_progress(Worktree.open(Path(rec["worktree"]))):
+                job.event("conflict", f"still waiting for you in {rec['worktree']}: "
+                          f"resolve, then `backport continue` (or `backport abort`)")
+                return False
+        except BackportError:
+            pass
+    return True
+
+
+def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions) -> None:
+    bm = session.project.branch_map
+    if not (options.dry_run or options.no_push or options.no_pr) and bm.forge == "gitcode":
+        session.forge().preflight()  # a bad token stops the run before anything is pushed
+    bases = fetch_bases(session, jobs)
+    pool = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="branch")
+    try:
+        futures = [pool.submit(_prepare, session, job, bases) for job in jobs]
+        for future in as_completed(futures):
+            future.result()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        session.close()  # kills running tests so an interrupt is prompt
+        raise
+    pool.shutdown(wait=True)
+    for job in jobs:
+        _publish(session, job)
+
+
+def fetch_bases(session: Session, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
+    """Fetch every needed target head into the cache once; per-target errors are kept."""
+    targets = sorted({job.target for job in jobs})
+    for job in jobs:
+        job.event("fetching", job.target)
+    url = session.project.branch_map.upstream_url
+    try:
+        session.cache.ensure()
+        heads = session.cache.remote_heads(targets)
+    except BackportError as exc:
+        return dict.fromkeys(targets, exc)
+    result: dict[str, str | BackportError] = {}
+    present = [t for t in targets if heads.get(t)]
+    for target in targets:
+        if not heads.get(target):
+            result[target] = BackportError(
+                "branch-missing", f"target branch '{target}' does not exist in {url}")
+    if present:
+        try:
+            result.update(session.cache.fetch(present))
+        except BackportError as exc:
+            result.update(dict.fromkeys(present, exc))
+    return result
+
+
+def _guard(job: BranchJob, step: Callable[[], Any]) -> Any:
+    """Run a step; any error fails this branch only, with one sentence in the journal."""
+    try:
+        return step()
+    except BackportError as exc:
+        status = Status.FORK_DIVERGED if exc.code == "fork-diverged" else Status.FAILED
+        job.fail(status, exc.message, error_code=exc.code)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug must not take the other branches down
+        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        job.fail(Status.FAILED, f"internal error on {job.target}: {detail}", error_code="internal")
+    return False
+
+
+def _prepare(session: Session, job: BranchJob, bases: dict[str, str | BackportError]) -> None:
+    def prepare() -> None:
+        base = bases[job.target]
+        if isinstance(base, BackportError):
+            raise base
+        job.update(error_code=None)
+        if apply_step(session, job, base):
+            test_step(session, job)
+    _guard(job, prepare)
+
+
+def _publish(session: Session, job: BranchJob) -> None:
+    options = session.options
+    rec = job.record
+    status = Status(rec["status"])
+    eligible = status in (Status.TESTED, Status.PUSHED) or (
+        status == Status.TEST_FAILED and options.pr_on_failure and rec.get("commit"))
+    if not eligible or (options.no_push and not options.dry_run):
+        return
+
+    def publish() -> None:
+        if push_step(session, job) and not options.no_pr:
+            pr_step(session, job, list(job.patch_set.branches))
+    _guard(job, publish)
+
+
+def write_report(outcome: Outcome) -> Path:
+    """Write the run report as Markdown next to the journal."""
+    path = outcome.journal.run_dir / "report.md"
+    atomic_write_text(path, render_markdown(outcome.patch_set.name, outcome.records))
+    return path

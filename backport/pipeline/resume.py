@@ -1,0 +1,72 @@
+"""`continue` after a conflict was resolved by hand, and `abort`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backport.config.model import Project
+from backport.errors import BackportError
+from backport.git.apply import abort_series, am_in_progress, continue_series
+from backport.git.authoring import export_patch_set
+from backport.git.worktree import Worktree
+from backport.pipeline.apply import ProgressSink, locked_journals, select_patch_sets
+from backport.pipeline.states import Status
+
+
+def finish_conflict(project: Project, name: str, target: str, progress: ProgressSink,
+                    *, save: bool = False) -> str:
+    """Conclude `git am` in the kept worktree; returns the new commit. Raises when it cannot."""
+    (patch_set,) = select_patch_sets(project, [name])
+    with locked_journals(project, [patch_set], progress) as journals:
+        journal = journals[name]
+        rec = journal.get(target)
+        if rec is None or rec["status"] != Status.CONFLICT:
+            state = rec["status"] if rec else "never run"
+            raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no conflict "
+                                f"to continue (status: {state})")
+        path = Path(rec["worktree"] or "")
+        if not path.exists():
+            raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
+                                f"`backport abort --api {name} --branch {target}` and apply again")
+        result = continue_series(Worktree.open(path))
+        if result.status != "applied":
+            journal.update(target, conflicts=result.conflicts, message=result.message)
+            raise BackportError("conflict", f"{target}: {result.message}")
+        journal.update(target, status=Status.APPLIED, commit=result.head, conflicts=[],
+                       manual=True, test=None, message="conflict resolved by hand")
+        progress.event(target, "applied", f"{result.head[:9]} (resolved by hand)")
+        if save:
+            out = patch_set.dir / target
+            files = export_patch_set(path, f"{rec['base']}..{result.head}", out, force=True)
+            progress.event(target, "saved", f"{len(files)} patch(es) as the variant in {out}")
+        return result.head
+
+
+def abort_branches(project: Project, name: str, targets: tuple[str, ...],
+                   progress: ProgressSink) -> list[str]:
+    """Give up on branches: stop `git am`, remove worktrees, reset their records.
+
+    The fork branch and the PR are left alone, and what this tool last pushed is remembered, so
+    a later run can still update them.
+    """
+    (patch_set,) = select_patch_sets(project, [name])
+    with locked_journals(project, [patch_set], progress) as journals:
+        journal = journals[name]
+        chosen = list(targets) or [r["target"] for r in journal.records()]
+        for target in chosen:
+            if journal.get(target) is None:
+                raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no state "
+                                    f"to abort")
+        for target in chosen:
+            rec = journal.get(target)
+            assert rec is not None
+            path = Path(rec["worktree"]) if rec.get("worktree") else None
+            if path is not None and path.exists():
+                worktree = Worktree.open(path)
+                if am_in_progress(worktree):
+                    abort_series(worktree)
+                worktree.remove()
+            journal.update(target, status=Status.PENDING, commit=None, conflicts=[], worktree=None,
+                           test=None, manual=False, message="aborted; the next apply starts over")
+            progress.event(target, "aborted", "worktree removed; fork branch and PR untouched")
+        return chosen

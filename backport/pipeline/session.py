@@ -1,0 +1,133 @@
+"""Resources shared by every branch of one run: cache, probes, test runners, forge."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from backport.config.model import Environment, Project
+from backport.envs.model import Probe
+from backport.envs.probe import probe as probe_env
+from backport.envs.runner import TestRunner
+from backport.errors import BackportError
+from backport.forge import Forge, make_forge
+from backport.forge.token import askpass_env, resolve_token
+from backport.git.cache import RepoCache
+
+
+@dataclass
+class ApplyOptions:
+    """What the user asked of `apply` (and of `continue`, which resumes one branch)."""
+
+    branches: tuple[str, ...] = ()
+    dry_run: bool = False
+    no_push: bool = False
+    no_pr: bool = False
+    skip_tests: bool = False
+    force: bool = False
+    jobs: int = 0  # 0: number of CPUs
+    isolated: bool = False
+    pr_on_failure: bool = False
+    overwrite_fork_branch: bool = False
+    timeout: float | None = None
+
+    @property
+    def workers(self) -> int:
+        return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
+
+
+def cache_root(environ: dict[str, str] | os._Environ) -> Path:
+    """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
+    configured = environ.get("BACKPORT_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(platformdirs.user_cache_dir("backport"))
+
+
+class Session:
+    """Lazily built shared resources, safe to use from the branch worker threads."""
+
+    def __init__(self, project: Project, options: ApplyOptions, *,
+                 environ: dict[str, str] | os._Environ | None = None,
+                 plan: Callable[[str], None] | None = None) -> None:
+        self.project = project
+        self.options = options
+        self.environ = environ if environ is not None else os.environ
+        self.plan = plan or (lambda line: None)
+        bm = project.branch_map
+        self.cache = RepoCache(cache_root(self.environ), bm.upstream_url)
+        self._lock = threading.Lock()
+        self._env_locks: dict[str, threading.Lock] = {}
+        self._probes: dict[str, Probe | BackportError] = {}
+        self._runners: dict[tuple[str, str], TestRunner] = {}
+        self._forge: Forge | None = None
+        self._token: str | None = None
+        self._token_resolved = False
+
+    # -- environments -------------------------------------------------------------------------
+    def _env_lock(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._env_locks.setdefault(name, threading.Lock())
+
+    def probe(self, env: Environment) -> Probe:
+        """Probe ``env`` once per run; raises the probe's BackportError every time it is asked."""
+        with self._env_lock(env.name):
+            if env.name not in self._probes:
+                try:
+                    self._probes[env.name] = probe_env(env)
+                except BackportError as exc:
+                    self._probes[env.name] = exc
+            result = self._probes[env.name]
+        if isinstance(result, BackportError):
+            raise result
+        return result
+
+    def runner(self, env: Environment, device: str) -> TestRunner:
+        """One test runner (warm worker) per environment and device policy."""
+        probe = self.probe(env)
+        with self._env_lock(env.name):
+            key = (env.name, device)
+            if key not in self._runners:
+                self._runners[key] = TestRunner(env, probe, device=device,
+                                                isolated=self.options.isolated)
+            return self._runners[key]
+
+    # -- forge --------------------------------------------------------------------------------
+    @property
+    def token(self) -> str | None:
+        with self._lock:
+            if not self._token_resolved:
+                bm = self.project.branch_map
+                self._token = (resolve_token(bm.api_url, self.environ)
+                               if bm.forge == "gitcode" else None)
+                self._token_resolved = True
+            return self._token
+
+    def forge(self) -> Forge:
+        token = self.token
+        with self._lock:
+            if self._forge is None:
+                self._forge = make_forge(self.project.branch_map, self.project.state_dir,
+                                         token=token, dry_run=self.options.dry_run,
+                                         plan=self.plan)
+            return self._forge
+
+    def push_env(self) -> dict[str, str] | None:
+        """Extra environment for `git push` to the fork (askpass; the token never in argv)."""
+        url = self.project.branch_map.fork_url
+        token = self.token
+        if token and url.startswith(("https://", "http://")):
+            return askpass_env(token)
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            runners = list(self._runners.values())
+            self._runners.clear()
+        for runner in runners:
+            runner.close()

@@ -1,0 +1,287 @@
+"""The per-branch steps. Each reads and writes one journal record and is safe to repeat."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from backport.config.model import PatchSet
+from backport.envs.device import device_verdict
+from backport.envs.model import NOT_FOUND, Probe, TestRun
+from backport.envs.pins import pin_mismatches
+from backport.errors import BackportError
+from backport.git.apply import already_applied, am_in_progress, apply_series
+from backport.git.push import push_branch, remote_sha
+from backport.git.worktree import Worktree
+from backport.pipeline.journal import Journal
+from backport.pipeline.session import Session
+from backport.pipeline.states import Status
+from backport.report.body import BodyContext, render_body
+
+Event = Callable[[str, str], None]  # (step, detail)
+
+
+@dataclass
+class BranchJob:
+    """One (patch set, target branch) pair of a run."""
+
+    patch_set: PatchSet
+    target: str
+    fork_branch: str
+    journal: Journal
+    event: Event
+
+    @property
+    def record(self) -> dict[str, Any]:
+        rec = self.journal.get(self.target)
+        assert rec is not None
+        return rec
+
+    def update(self, **fields: Any) -> dict[str, Any]:
+        return self.journal.update(self.target, **fields)
+
+    def fail(self, status: Status, message: str, **fields: Any) -> None:
+        self.update(status=status, message=message, **fields)
+        self.event(status.value, message)
+
+
+def worktree_path(session: Session, job: BranchJob) -> Path:
+    return session.project.state_dir / "worktrees" / job.patch_set.name / job.target
+
+
+def log_path(job: BranchJob, test_index: int) -> Path:
+    suffix = f".{test_index}" if test_index else ""
+    safe = job.target.replace("/", "_")
+    return job.journal.run_dir / "logs" / f"{safe}{suffix}.log"
+
+
+# -- apply ------------------------------------------------------------------------------------
+def apply_step(session: Session, job: BranchJob, base: str) -> bool:
+    """Put the patch series on a fresh fork branch on top of ``base``; False when it stopped."""
+    rec = job.record
+    path = worktree_path(session, job)
+    series = job.patch_set.series_for(job.target)
+    same_base = rec["base"] == base or rec.get("manual")  # a hand-made fix survives a moved base
+    if (rec["commit"] and same_base and path.exists() and not session.options.force
+            and rec["status"] not in (Status.PENDING, Status.CONFLICT)):
+        try:
+            wt = Worktree.open(path)
+            if wt.head() == rec["commit"] and not am_in_progress(wt):
+                job.event("apply", f"kept {rec['commit'][:9]} from the previous run")
+                return True
+        except BackportError:
+            pass
+    job.event("apply", f"{len(series)} patch(es) on {job.target} @ {base[:9]}")
+    if already_applied(session.cache, base, series):
+        job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
+                   message=f"the patch is already on {job.target} (same patch-id); no PR needed")
+        job.event("already-applied", "same patch-id upstream")
+        return False
+    wt = Worktree.create(session.cache, path, job.fork_branch, base,
+                         job.patch_set.paths_for(job.target))
+    result = apply_series(wt, series)
+    if result.status == "already-applied":
+        wt.remove()
+        job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
+                   worktree=None, message=f"the patch makes no change on {job.target}; no PR needed")
+        job.event("already-applied", "no change")
+        return False
+    if result.status == "conflict":
+        files = ", ".join(result.conflicts) or "unknown files"
+        job.fail(Status.CONFLICT,
+                 f"{result.message}; resolve it in {path}, then run `backport continue --api "
+                 f"{job.patch_set.name} --branch {job.target}` (or `backport abort`)",
+                 base=base, commit=None, conflicts=result.conflicts, worktree=str(path))
+        job.event("conflict", files)
+        return False
+    job.update(status=Status.APPLIED, base=base, commit=result.head, conflicts=[],
+               worktree=str(path), message="", test=None, manual=False)
+    job.event("applied", result.head[:9])
+    return True
+
+
+# -- test -------------------------------------------------------------------------------------
+def env_record(session: Session, env_name: str, probe: Probe | None, note: str,
+               autoload_disabled: bool) -> dict[str, Any]:
+    """The environment half of the evidence: only values the probe really read."""
+    bm = session.project.branch_map
+    shared = [t.name for t in bm.targets.values() if t.env == env_name]
+    record: dict[str, Any] = {"name": env_name, "shared_with": shared, "note": note,
+                              "autoload_disabled": autoload_disabled}
+    if probe is None:
+        return record
+    record.update({
+        "interpreter": probe.interpreter, "platform": probe.platform, "python": probe.python,
+        "torch": probe.torch, "torch_npu": probe.torch_npu, "cann": probe.cann,
+        "npu": probe.npu_model, "visible_npus": probe.npu_count,
+        "visible_devices": probe.visible_devices, "torch_npu_loads": probe.torch_npu_loads,
+        "torch_npu_error": probe.torch_npu_error, "packages": dict(probe.packages),
+    })
+    return record
+
+
+def test_record(runs: list[TestRun]) -> dict[str, Any]:
+    """Fold the runs of every test file of the patch set into one record."""
+    ran = sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None
+    exit_code = next((r.exit_code for r in runs if r.exit_code != 0), 0)
+    lines = [line for r in runs for line in r.summary]
+    return {
+        "ran": ran,
+        "ok": all(r.ok for r in runs),
+        "exit_code": exit_code,
+        "summary": ", ".join(lines) if lines else NOT_FOUND,
+        "summary_lines": lines,
+        "duration": round(sum(r.duration for r in runs), 3),
+        "command": "; ".join(r.command for r in runs),
+        "runner": runs[0].runner if runs else None,
+        "timed_out": any(r.timed_out for r in runs),
+        "log": "; ".join(r.log for r in runs),
+        "skipped": False,
+        "runs": [r.to_dict() for r in runs],
+    }
+
+
+def test_step(session: Session, job: BranchJob) -> bool:
+    """Run the patch set's tests under the target's environment; False when it stopped."""
+    rec = job.record
+    options = session.options
+    if options.skip_tests:
+        job.update(status=Status.TESTED, test={
+            "ran": None, "ok": None, "exit_code": None, "summary": "not run (--skip-tests)",
+            "summary_lines": [], "skipped": True}, message="tests skipped on request")
+        job.event("tested", "skipped (--skip-tests)")
+        return True
+    test = rec.get("test") or {}
+    if (not options.force and rec["status"] in (Status.TESTED, Status.PUSHED)
+            and test.get("ok") and test.get("commit") == rec["commit"]):
+        job.event("tested", "kept the passing result of the previous run")
+        return True
+    bm = session.project.branch_map
+    env = bm.environments[bm.targets[job.target].env]
+    job.event("probe", env.name)
+    try:
+        probe = session.probe(env)
+    except BackportError as exc:
+        job.fail(Status.ENV_MISSING, exc.message, env=env_record(session, env.name, None, "", False))
+        return False
+    mismatches = pin_mismatches(env, probe)
+    if mismatches:
+        job.fail(Status.ENV_MISMATCH,
+                 f"environment '{env.name}' for {job.target} does not match its pins: "
+                 f"{'; '.join(mismatches)}; the test was not run",
+                 env=env_record(session, env.name, probe, "pins do not match", False), test=None)
+        return False
+    verdict, extra_env, note = device_verdict(probe, job.patch_set.device)
+    autoload_off = extra_env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0"
+    env_rec = env_record(session, env.name, probe, note, autoload_off)
+    if verdict != "ok":
+        job.fail(Status.ENV_UNAVAILABLE,
+                 f"environment '{env.name}' for {job.target} cannot run a device: npu test: {note}",
+                 env=env_rec, test=None)
+        return False
+    runner = session.runner(env, job.patch_set.device)
+    path = Path(rec["worktree"])
+    runs = []
+    for index, spec in enumerate(job.patch_set.tests):
+        job.event("testing", f"{spec.path} ({runner_kind(runner)})")
+        started = time.monotonic()
+        runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout))
+        job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s")
+    result = test_record(runs)
+    result["commit"] = rec["commit"]
+    if result["ok"]:
+        job.update(status=Status.TESTED, test=result, env=env_rec, message="")
+        job.event("tested", result["summary"])
+        return True
+    job.fail(Status.TEST_FAILED,
+             f"the test failed on {job.target}: {result['summary']} (exit {result['exit_code']}); "
+             f"log: {result['log']}", test=result, env=env_rec)
+    return False
+
+
+def runner_kind(runner: Any) -> str:
+    return "isolated" if getattr(runner, "isolated", False) else "warm worker"
+
+
+# -- push -------------------------------------------------------------------------------------
+def push_step(session: Session, job: BranchJob) -> bool:
+    """Push the fork branch to the fork only, with a lease on what this tool last pushed."""
+    rec = job.record
+    bm = session.project.branch_map
+    commit = rec["commit"]
+    env = session.push_env()
+    remote = remote_sha(bm.fork_url, job.fork_branch, env=env)
+    ours = {sha for sha in (rec.get("pushed_sha"), rec.get("push_intent")) if sha}
+    if remote == commit:
+        job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None)
+        job.event("pushed", f"{job.fork_branch} already at {commit[:9]}")
+        return True
+    if remote is not None and remote not in ours and not session.options.overwrite_fork_branch:
+        last = rec.get("pushed_sha")
+        job.fail(Status.FORK_DIVERGED,
+                 f"fork branch '{job.fork_branch}' is at {remote[:9]}, which this tool did not push "
+                 f"(it last pushed {last[:9] if last else 'nothing'}); it may hold someone's fix: "
+                 f"compare it with {commit[:9]}, then rerun with --overwrite-fork-branch to "
+                 f"replace it, or keep it and open the PR by hand")
+        return False
+    if session.options.dry_run:
+        session.plan(f"git push --force-with-lease={job.fork_branch}:{remote or ''} <fork> "
+                     f"{commit[:9]}:refs/heads/{job.fork_branch}")
+        job.update(status=Status.PLANNED, message="dry run: nothing pushed")
+        return True
+    job.event("pushing", f"{job.fork_branch} -> fork")
+    job.update(push_intent=commit)
+    push_branch(session.cache.path, bm.fork_url, commit, job.fork_branch, expect=remote, env=env)
+    job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None)
+    job.event("pushed", f"{job.fork_branch} @ {commit[:9]}")
+    return True
+
+
+# -- pull request -----------------------------------------------------------------------------
+def pr_step(session: Session, job: BranchJob, all_targets: list[str]) -> None:
+    """Find or create the PR for this fork branch, refresh its body, link the issue."""
+    ps = job.patch_set
+    bm = session.project.branch_map
+    forge = session.forge()
+    rec = job.record
+    failed = (rec.get("test") or {}).get("ok") is False
+    ctx = BodyContext(branch_map=bm, patch_set=ps,
+                      branches=job.journal.records(all_targets), target=job.target)
+    job.event("pr", "looking for an open PR")
+    pr = forge.find_open_pr(job.fork_branch, job.target)
+    created = False
+    if pr is None:
+        body = render_body(ctx)
+        pr = forge.create_pr(job.fork_branch, job.target, ps.title, body,
+                             draft=failed or ps.pr.draft)
+        created = True
+    else:
+        body = render_body(ctx, existing=pr.body)
+        if body != pr.body or pr.title != ps.title:
+            pr = forge.update_pr(pr.number, title=ps.title, body=body)
+    pr_info = {"number": pr.number, "url": pr.url, "decorated": False}
+    previous = rec.get("pr") or {}
+    if not created and previous.get("number") == pr.number:
+        pr_info["decorated"] = previous.get("decorated", False)
+    job.update(pr=pr_info)
+    if ps.issue not in forge.linked_issues(pr.number):
+        forge.link_issue(pr.number, ps.issue)
+    if not pr_info["decorated"]:
+        opts = ps.pr
+        forge.decorate(pr.number, labels=opts.labels, assignees=opts.assignees,
+                       reviewers=opts.reviewers, testers=opts.testers)
+        if opts.comment:
+            forge.add_comment(pr.number, opts.comment)
+        pr_info["decorated"] = True
+    if session.options.dry_run:
+        final, message = Status.PLANNED, "dry run: no PR written"
+    elif failed:
+        final = Status.TEST_FAILED
+        message = f"{rec.get('message', '')}; a draft PR shows the failure (--pr-on-failure)"
+    else:
+        final, message = Status.DONE, ""
+    job.update(pr=pr_info, status=final, message=message)
+    job.event("done" if final == Status.DONE else final.value, pr.url)

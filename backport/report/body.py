@@ -1,0 +1,461 @@
+"""The PR body: rendered from a Jinja2 template, refreshed region by region on re-runs.
+
+The body follows the Ascend/pytorch PR template (six fixed sections). Generated parts live in
+regions (see :mod:`backport.report.regions`); on a refresh only those are replaced and the
+maintainer's text around them is kept byte for byte. ``body.md`` (the hand-written part) and the
+CheckList are written once, when the PR is created, and belong to the maintainer afterwards.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from backport.config.model import BranchMap, PatchSet
+from backport.errors import BackportError
+from backport.redact import redact
+from backport.report import regions as rg
+
+TEMPLATE = "pr_body.md.j2"
+NOT_FOUND = "not found"
+NOT_FOUND_ZH = "未找到 (not found)"
+
+_SECTION = re.compile(r"^#[ \t]*【(?P<title>[^】\r\n]+)】", re.M)
+_CN_NUMBERS = "零一二三四五六七八九十"
+
+
+@dataclass
+class BodyContext:
+    """Everything one PR body is rendered from: config, every branch's record, the PR's target."""
+
+    branch_map: BranchMap
+    patch_set: PatchSet
+    branches: list[dict]  # journal records, one per target branch
+    target: str  # the target branch of this PR (its evidence block)
+    docs: list[dict] | None = None  # [{"version", "listed", "support"}] from the docs audit
+    template: Path | None = None  # a project template replacing the packaged one
+
+
+@dataclass(frozen=True)
+class BranchView:
+    """One branch's journal record, read defensively (``None`` = not found / not run)."""
+
+    target: str
+    fork_branch: str
+    status: str
+    commit: str | None
+    message: str
+    test: dict | None
+    env: dict | None
+    pr: dict | None
+
+    @classmethod
+    def from_record(cls, record: dict | None, *, target: str, fork_branch: str) -> BranchView:
+        record = record or {}
+        return cls(
+            target=record.get("target") or target,
+            fork_branch=record.get("fork_branch") or fork_branch,
+            status=str(record.get("status") or "pending"),
+            commit=record.get("commit") or record.get("pushed_sha"),
+            message=str(record.get("message") or ""),
+            test=record.get("test") or None,
+            env=record.get("env") or None,
+            pr=record.get("pr") or None,
+        )
+
+    @property
+    def env_name(self) -> str | None:
+        return (self.env or {}).get("name")
+
+    @property
+    def skipped(self) -> bool:
+        return bool(self.test and self.test.get("skipped"))
+
+    @property
+    def tested(self) -> bool:
+        """True when a test actually ran (not skipped, not missing)."""
+        return bool(self.test) and not self.skipped
+
+
+def summary_lines(test: dict | None) -> list[str]:
+    """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
+    if not test:
+        return []
+    lines = test.get("summary_lines")
+    if lines:
+        return [str(line) for line in lines]
+    summary = test.get("summary")
+    return [str(summary)] if summary else []
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _cell(text: str) -> str:
+    """Text safe for one Markdown table cell."""
+    return _one_line(text).replace("|", "\\|")
+
+
+def _value(value: object) -> str:
+    return NOT_FOUND_ZH if value is None or value == "" else str(value)
+
+
+def result_cell(view: BranchView) -> str:
+    """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why it did not run."""
+    if view.skipped:
+        return "未运行（--skip-tests）"
+    if not view.test:
+        detail = f"（{view.message}）" if view.message else ""
+        return _cell(f"未运行：{view.status}{detail}")
+    parts = summary_lines(view.test) or [f"测试摘要{NOT_FOUND_ZH}"]
+    if view.test.get("timed_out"):
+        duration = view.test.get("duration")
+        parts.append(f"超时（{duration:.0f}s 后终止）" if isinstance(duration, int | float) else "超时")
+    code = view.test.get("exit_code")
+    parts.append(f"退出码 {code}" if code is not None else f"退出码{NOT_FOUND_ZH}")
+    return _cell("，".join(parts))
+
+
+def _visible(env: dict) -> str:
+    count = env.get("visible_npus")
+    if count is None:
+        return NOT_FOUND_ZH
+    devices = env.get("visible_devices")
+    if count and devices:
+        return f"{count}（物理 NPU {devices}）"
+    return f"{count}（未检测到可见 NPU）" if count == 0 else str(count)
+
+
+def _visible_evidence(env: dict) -> str:
+    count = env.get("visible_npus")
+    if count is None:
+        return NOT_FOUND
+    devices = env.get("visible_devices")
+    return f"{count} (PHYSICAL NPU {devices})" if count and devices else str(count)
+
+
+def _cn_count(n: int) -> str:
+    return _CN_NUMBERS[n] if 0 <= n <= 10 else str(n)
+
+
+class _Views:
+    """The branch views of one context, in the patch set's target order."""
+
+    def __init__(self, ctx: BodyContext) -> None:
+        by_target = {r.get("target"): r for r in ctx.branches if isinstance(r, dict)}
+        targets = list(ctx.patch_set.branches) or [str(t) for t in by_target if t]
+        self.ctx = ctx
+        self.views = [self.view(t, by_target.get(t)) for t in targets]
+        self.own = self.view(ctx.target, by_target.get(ctx.target))
+
+    def view(self, target: str, record: dict | None) -> BranchView:
+        ps, bm = self.ctx.patch_set, self.ctx.branch_map
+        fork_branch = bm.fork_branch_for(ps.slug, target, ps.name, ps.api)
+        return BranchView.from_record(record, target=target, fork_branch=fork_branch)
+
+    def first_user(self, view: BranchView) -> BranchView | None:
+        """The earlier branch whose environment ``view`` reuses, if any."""
+        for other in self.views:
+            if other.target == view.target:
+                return None
+            if other.env and other.env_name == view.env_name:
+                return other
+        return None
+
+
+def _common_or_per_branch(views: list[BranchView], fmt: Callable[[dict], str]) -> str:
+    """One value when every probed branch agrees, else ``v2.7.1 X；v2.11.0 Y``."""
+    probed = [(v.target, fmt(v.env)) for v in views if v.env]
+    values = {value for _, value in probed}
+    if not probed:
+        return NOT_FOUND_ZH
+    if len(values) == 1:
+        return values.pop()
+    return "；".join(f"{target} {value}" for target, value in probed)
+
+
+def _env_lines(vs: _Views) -> list[str]:
+    views = vs.views
+    lines = [
+        f"{label}：{_common_or_per_branch(views, lambda env, key=key: _value(env.get(key)))}"
+        for label, key in (("主机平台", "platform"), ("Python", "python"), ("CANN", "cann"),
+                           ("NPU", "npu"))
+    ]
+    lines.append(f"可见设备数：{_common_or_per_branch(views, _visible)}")
+    probed = [v for v in views if v.env]
+    for view in views:
+        env = view.env
+        if not env:
+            lines.append(f"{view.target}：运行环境未探测（{NOT_FOUND_ZH}）")
+            continue
+        first = vs.first_user(view)
+        if first is not None:
+            lines.append(f"{view.target}：复用 {view.env_name} 环境（与 {first.target} 相同）")
+            continue
+        line = (f"{view.target}（{_value(env.get('name'))}）：torch {_value(env.get('torch'))}，"
+                f"torch-npu {_value(env.get('torch_npu'))}")
+        if env.get("torch_npu_loads") is False or env.get("autoload_disabled"):
+            line += "；torch_npu 未加载，测试在 TORCH_DEVICE_BACKEND_AUTOLOAD=0 下运行，未使用 NPU"
+        lines.append(line)
+    notes = [(v.target, str(v.env["note"])) for v in probed if v.env and v.env.get("note")]
+    if len({note for _, note in notes}) == 1:
+        lines.append(f"设备说明：{notes[0][1]}")
+    else:
+        lines.extend(f"设备说明（{target}）：{note}" for target, note in notes)
+    return [_one_line(line) for line in lines]
+
+
+def _commands(views: list[BranchView]) -> list[str]:
+    lines: list[str] = []
+    for view in views:
+        env = f"（{view.env_name}）" if view.env_name else ""
+        lines.append(f"# {view.target}{env}")
+        if view.skipped:
+            lines.append("# 未运行（--skip-tests）")
+        elif view.test and view.test.get("command"):
+            lines.append(_one_line(view.test["command"]))
+        else:
+            lines.append(f"# 未运行：{view.status}")
+    return lines
+
+
+def _shared_notes(vs: _Views) -> list[str]:
+    notes: list[str] = []
+    for view in vs.views:
+        first = vs.first_user(view)
+        if first is not None:
+            notes.append(
+                f"{view.target} 与 {first.target} 共用 {view.env_name} 环境：{view.target} 的测试源码"
+                f"取自 {view.target} 分支，在该环境中做兼容性预验证；目标分支结论以 PR CI 结果为准。"
+            )
+    return notes
+
+
+def evidence_text(view: BranchView, ctx: BodyContext) -> str:
+    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers)."""
+    env = view.env or {}
+    test = view.test or {}
+
+    def val(value: object) -> str:
+        return NOT_FOUND if value is None or value == "" else _one_line(str(value))
+
+    env_name = val(env.get("name"))
+    shared = [s for s in env.get("shared_with") or [] if s != view.target]
+    if shared and env.get("name"):
+        env_name += f" (shared with {', '.join(shared)})"
+    lines = [
+        f"VALIDATION EVIDENCE / {ctx.branch_map.upstream} / {view.fork_branch} → {view.target}",
+        f"API={ctx.patch_set.api}",
+        f"TARGET_BRANCH={view.target}",
+        f"HEAD_COMMIT={val(view.commit)}",
+        f"PLATFORM={val(env.get('platform'))}",
+        f"PYTHON={val(env.get('python'))}",
+        f"TORCH={val(env.get('torch'))}",
+        f"TORCH_NPU={val(env.get('torch_npu'))}",
+        f"CANN={val(env.get('cann'))}",
+        f"NPU={val(env.get('npu'))}",
+        f"VISIBLE_NPU={_visible_evidence(env) if env else NOT_FOUND}",
+        f"ENVIRONMENT={env_name}",
+        f"RUNNER={val(test.get('runner'))}",
+        f"COMMAND={val(test.get('command'))}",
+    ]
+    if view.skipped:
+        lines += ["RESULT: not run (skipped on request: --skip-tests)", f"test_exit_code={NOT_FOUND}"]
+    elif not view.test:
+        lines += [f"RESULT: not run ({view.status})", f"test_exit_code={NOT_FOUND}"]
+    else:
+        lines.append("RESULT:")
+        lines += [_one_line(s) for s in summary_lines(test)] or [f"summary {NOT_FOUND}"]
+        if test.get("timed_out"):
+            lines.append("TIMED OUT")
+        lines.append(f"test_exit_code={val(test.get('exit_code'))}")
+    note = env.get("note")
+    if env.get("autoload_disabled") and "TORCH_DEVICE_BACKEND_AUTOLOAD" not in str(note or ""):
+        note = f"{note}; " if note else ""
+        note += "ran with TORCH_DEVICE_BACKEND_AUTOLOAD=0 (torch_npu not loaded)"
+    lines.append(f"NOTE={val(note)}")
+    return "\n".join(lines)
+
+
+def evidence_block(branch: BranchView, ctx: BodyContext) -> str:
+    """The whole evidence block of one branch: markers around a ```text fence."""
+    return rg.wrap(rg.EVIDENCE, f"```text\n{evidence_text(branch, ctx)}\n```")
+
+
+def _support(entry: dict) -> str:
+    """The support wording of a docs entry: ``support`` text, else the audit's ``summary``."""
+    support = entry.get("support")
+    if isinstance(support, str) and support:
+        return support
+    return _value(entry.get("summary") or None)
+
+
+def _docs(ctx: BodyContext) -> tuple[list[dict], str] | None:
+    if ctx.docs is None:
+        return None
+    rows = [{
+        "version": _cell(str(d.get("version") or NOT_FOUND_ZH)),
+        "listed": "是" if d.get("listed") else "否",
+        "support": _cell(_support(d) if d.get("listed") else "—"),
+        "path": str(d.get("path") or ""),
+    } for d in ctx.docs]
+    missing = [r["version"] for r in rows if r["listed"] == "否"]
+    supports = {r["support"] for r in rows}
+    if not rows:
+        conclusion = "未找到任何资料版本目录，需人工确认。"
+    elif missing:
+        conclusion = f"以下版本缺少该 API 条目：{'、'.join(missing)}，需要资料 PR。"
+    elif len(supports) == 1:
+        conclusion = f"{_cn_count(len(rows))}个版本均已有条目，支持状态一致为“{supports.pop()}”，因此不创建资料 PR。"
+    else:
+        conclusion = "各版本均已有条目，但支持状态不一致，需人工确认。"
+    return rows, conclusion
+
+
+def _changed_files(ps: PatchSet) -> list[str]:
+    paths: set[str] = set()
+    for touched in ps.touched_paths.values():
+        paths.update(touched)
+    return sorted(paths) or sorted({t.path for t in ps.tests})
+
+
+def template_variables(ctx: BodyContext) -> dict:
+    """The names the body template sees."""
+    vs = _Views(ctx)
+    bm, ps = ctx.branch_map, ctx.patch_set
+    docs = _docs(ctx)
+    return {
+        "api": ps.api,
+        "title": ps.title,
+        "title_ok": ps.title.strip().startswith("test:"),
+        "issue_url": bm.issue_url(ps.issue),
+        "issue_ref": f"{bm.upstream}#{ps.issue}",
+        "source_kinds": [("需求", False), ("问题单", False), ("issue/工单", True),
+                         ("重构优化", False), ("资料更新", False)],
+        "upstream": bm.upstream,
+        "fork": bm.fork,
+        "target": vs.own.target,
+        "branch_count": _cn_count(len(vs.views)),
+        "branches": [{"target": _cell(v.target), "fork_branch": _cell(v.fork_branch),
+                      "result": result_cell(v)} for v in vs.views],
+        "handwritten": (ps.body or "").strip("\n") or None,
+        "changed_files": _changed_files(ps),
+        "tests": ["`" + " ".join((t.path, *t.args)) + "`" for t in ps.tests],
+        "docs": docs[0] if docs else None,
+        "docs_conclusion": docs[1] if docs else "",
+        "env_lines": _env_lines(vs),
+        "commands": _commands(vs.views),
+        "shared_notes": _shared_notes(vs),
+        "evidence": f"```text\n{evidence_text(vs.own, ctx)}\n```",
+    }
+
+
+@functools.lru_cache(maxsize=8)
+def _environment(search_dir: str | None) -> SandboxedEnvironment:
+    loader: jinja2.BaseLoader
+    if search_dir is None:
+        loader = jinja2.PackageLoader("backport.report", "templates")
+    else:
+        loader = jinja2.FileSystemLoader(search_dir)
+    return SandboxedEnvironment(
+        loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+    )
+
+
+def render_template(name: str, variables: dict, *, search_dir: Path | None = None) -> str:
+    """Render template ``name`` (packaged, or from ``search_dir``); errors are BackportError."""
+    env = _environment(str(search_dir) if search_dir is not None else None)
+    shown = str(search_dir / name) if search_dir is not None else f"backport/report/templates/{name}"
+    try:
+        template = env.get_template(name)
+        return template.render(**variables)
+    except jinja2.TemplateSyntaxError as exc:
+        raise BackportError("config", f"PR body template {shown} line {exc.lineno}: {exc.message}.") from exc
+    except jinja2.TemplateNotFound as exc:
+        raise BackportError("config", f"PR body template {shown} was not found.") from exc
+    except jinja2.TemplateError as exc:
+        line = _template_line(exc, name)
+        where = f" line {line}" if line else ""
+        raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
+
+
+def _template_line(exc: BaseException, name: str) -> int | None:
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).name == name:
+            line = frame.lineno
+    return line
+
+
+def render_fresh(ctx: BodyContext) -> str:
+    """The whole body as it is written when the PR is created."""
+    name, search_dir = TEMPLATE, None
+    if ctx.template is not None:
+        name, search_dir = ctx.template.name, ctx.template.parent
+    text = render_template(name, template_variables(ctx), search_dir=search_dir)
+    text = text.strip("\n") + "\n"
+    return redact(text)
+
+
+def _section_of(text: str, index: int) -> str | None:
+    title = None
+    for match in _SECTION.finditer(text, 0, index):
+        title = match.group("title")
+    return title
+
+
+def _section_end(text: str, title: str) -> int | None:
+    """Where section ``title`` ends in ``text`` (start of the next section), or None."""
+    for match in _SECTION.finditer(text):
+        if match.group("title") == title:
+            following = _SECTION.search(text, match.end())
+            return following.start() if following else len(text)
+    return None
+
+
+def _insert_missing(text: str, fresh: str, order: list[rg.Region], region: rg.Region) -> str:
+    """Insert ``region`` of the fresh body into ``text`` at the closest sensible place."""
+    content = region.content(fresh)
+    section = _section_of(fresh, region.start)
+    same = [r for r in order if _section_of(fresh, r.start) == section]
+    position = same.index(region)
+    present = rg.find_regions(text)
+    for earlier in reversed(same[:position]):
+        if earlier.name in present:
+            return rg.insert_region(text, region.name, content, present[earlier.name].end)
+    for later in same[position + 1:]:
+        if later.name in present:
+            return rg.insert_region(text, region.name, content, present[later.name].start)
+    end = _section_end(text, section) if section else None
+    if end is not None:
+        return rg.insert_region(text, region.name, content, end)
+    return rg.insert_region(text, region.name, content, len(text))
+
+
+def refresh_body(existing: str, fresh: str) -> str:
+    """Copy the generated regions of ``fresh`` into ``existing``; keep everything else."""
+    text = rg.ensure_single_evidence(rg.drop_orphan_markers(existing))
+    order = rg.all_regions(fresh)
+    for region in order:
+        if region.name in rg.find_regions(text):
+            text = rg.replace_region(text, region.name, region.content(fresh))
+        else:
+            text = _insert_missing(text, fresh, order, region)
+    return rg.ensure_single_evidence(text)
+
+
+def render_body(ctx: BodyContext, existing: str | None = None) -> str:
+    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions."""
+    fresh = render_fresh(ctx)
+    if existing is None or not existing.strip():
+        return fresh
+    return refresh_body(existing, fresh)

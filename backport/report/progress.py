@@ -1,0 +1,159 @@
+"""Live per-branch progress: a rich table on a terminal, one plain line per event elsewhere."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import IO
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from backport.pipeline.states import FAILURES, Status
+from backport.redact import redact
+
+ERROR_STEPS = frozenset({s.value for s in FAILURES} | {"error"})
+FINAL_STEPS = ERROR_STEPS | {Status.DONE.value, Status.PLANNED.value, Status.ALREADY_APPLIED.value}
+_SHORT = 160
+
+
+@dataclass
+class _Row:
+    step: str
+    detail: str
+    started: float  # when the current step began
+    first: float  # when the branch's first event arrived
+    finished: float | None = None
+    error: bool = False
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= _SHORT else line[: _SHORT - 1] + "…"
+
+
+class Progress:
+    """Per-branch progress sink; ``event`` may be called from any thread.
+
+    Output goes to ``console`` (default: stderr, so stdout stays clean for ``--json`` and
+    tables). On a terminal (and without ``NO_COLOR``) a live table shows each target's current step and
+    how long it has been running; otherwise every event is one line ``[v2.7.1] testing: …``.
+    ``quiet`` keeps only errors, ``verbose`` prints details in full (multi-line).
+    """
+
+    def __init__(self, console: Console | None = None, *, quiet: bool = False,
+                 verbose: bool = False, live: bool | None = None,
+                 environ: Mapping[str, str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        environ = os.environ if environ is None else environ
+        self.console = console or Console(stderr=True)
+        self.quiet = quiet
+        self.verbose = verbose
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._rows: dict[str, _Row] = {}
+        self._closed = False
+        if live is None:
+            live = self.console.is_terminal and "NO_COLOR" not in environ and not quiet
+        self._live: Live | None = None
+        if live:
+            self._live = Live(self, console=self.console, refresh_per_second=4, transient=False)
+            self._live.start()
+
+    @classmethod
+    def plain(cls, stream: IO[str], *, quiet: bool = False, verbose: bool = False) -> Progress:
+        """Line-per-event progress written to ``stream`` (no colours, no live view)."""
+        console = Console(file=stream, force_terminal=False, no_color=True, highlight=False,
+                          emoji=False, soft_wrap=True, width=10_000)
+        return cls(console, quiet=quiet, verbose=verbose, live=False)
+
+    @property
+    def is_live(self) -> bool:
+        return self._live is not None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def event(self, target: str, step: str, detail: str = "", *, error: bool | None = None) -> None:
+        """Record that ``target`` entered ``step``; ``error`` defaults to failure-status steps."""
+        detail = redact(detail or "")
+        is_error = step in ERROR_STEPS if error is None else error
+        now = self._clock()
+        with self._lock:
+            row = self._rows.get(target)
+            if row is None:
+                row = self._rows[target] = _Row(step, detail, now, now)
+            else:
+                row.step, row.detail, row.started = step, detail, now
+            row.error = is_error
+            row.finished = now if step in FINAL_STEPS else None
+            if self._live is None or self._closed or is_error:
+                self._print_line(target, step, detail, is_error)
+
+    def _format(self, target: str, step: str, detail: str) -> str:
+        if not detail.strip():
+            return f"[{target}] {step}"
+        if not self.verbose:
+            return f"[{target}] {step}: {_first_line(detail)}"
+        lines = detail.strip("\n").splitlines()
+        rest = "".join(f"\n    {line}" for line in lines[1:])
+        return f"[{target}] {step}: {lines[0]}{rest}"
+
+    def _print_line(self, target: str, step: str, detail: str, is_error: bool) -> None:
+        if self.quiet and not is_error:
+            return
+        self.console.print(self._format(target, step, detail), markup=False, highlight=False,
+                           emoji=False, style="red" if is_error else None)
+        if self._live is None:
+            self.console.file.flush()
+
+    def _elapsed(self, row: _Row) -> str:
+        seconds = (row.finished - row.first) if row.finished is not None else self._clock() - row.started
+        return f"{seconds:.1f}s"
+
+    def table(self) -> Table:
+        """The current state of every target as a rich table."""
+        table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+        table.add_column("target", no_wrap=True)
+        table.add_column("step", no_wrap=True)
+        table.add_column("time", justify="right", no_wrap=True)
+        table.add_column("detail", overflow="ellipsis", no_wrap=True)
+        with self._lock:
+            for target, row in self._rows.items():
+                style = "red" if row.error else ("green" if row.finished is not None else "cyan")
+                table.add_row(target, Text(row.step, style=style), self._elapsed(row),
+                              Text(_first_line(row.detail), style="dim"))
+        return table
+
+    def __rich__(self) -> Table:
+        return self.table()
+
+    def state(self) -> dict[str, str]:
+        """Target -> current step (for tests and the final report)."""
+        with self._lock:
+            return {target: row.step for target, row in self._rows.items()}
+
+    def close(self) -> None:
+        """Stop the live view, leaving the final table on screen; safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            live = self._live
+        if live is not None:
+            live.update(self.table(), refresh=True)
+            live.stop()
+        else:
+            try:
+                self.console.file.flush()
+            except (OSError, ValueError):
+                pass
+

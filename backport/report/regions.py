@@ -1,0 +1,183 @@
+"""Generated regions of a PR body: find them, replace their content, keep one evidence block.
+
+A region is the text between ``<!-- backport:NAME:start -->`` and ``<!-- backport:NAME:end -->``;
+the evidence block uses ``<!-- api-validation-evidence:start -->`` / ``:end -->``. Everything
+outside the markers belongs to the maintainer and is never changed. A start marker without its
+end marker (or the reverse) is an *orphan*: its region counts as missing, the orphan marker alone
+is dropped and the text after it stays where it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+EVIDENCE = "api-validation-evidence"
+
+_MARKER = re.compile(
+    r"<!--[ \t]*(?:backport:(?P<name>[A-Za-z0-9_.-]+)|(?P<evidence>api-validation-evidence))"
+    r":(?P<kind>start|end)[ \t]*-->"
+)
+
+
+@dataclass(frozen=True)
+class Region:
+    """One complete region: ``start``/``end`` span the markers, ``inner_*`` the content."""
+
+    name: str
+    start: int  # index of the start marker
+    inner_start: int  # just after the start marker
+    inner_end: int  # index of the end marker
+    end: int  # just after the end marker
+
+    def content(self, text: str) -> str:
+        return text[self.inner_start:self.inner_end]
+
+
+def start_marker(name: str) -> str:
+    """The start marker of region ``name`` (``EVIDENCE`` for the evidence block)."""
+    return f"<!-- {name}:start -->" if name == EVIDENCE else f"<!-- backport:{name}:start -->"
+
+
+def end_marker(name: str) -> str:
+    """The end marker of region ``name``."""
+    return f"<!-- {name}:end -->" if name == EVIDENCE else f"<!-- backport:{name}:end -->"
+
+
+def newline_of(text: str) -> str:
+    """The line ending ``text`` uses: CRLF when it has any, else LF."""
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def wrap(name: str, content: str, newline: str = "\n") -> str:
+    """A whole region: markers on their own lines around ``content``."""
+    body = _inner(content, newline)
+    return f"{start_marker(name)}{body}{end_marker(name)}"
+
+
+def _inner(content: str, newline: str) -> str:
+    content = content.replace("\r\n", "\n").strip("\n")
+    if newline != "\n":
+        content = content.replace("\n", newline)
+    return f"{newline}{content}{newline}" if content else newline
+
+
+def _scan(text: str) -> tuple[list[Region], list[tuple[int, int]]]:
+    """Pair markers per name (an end closes the nearest open start); return regions and orphans."""
+    regions: list[Region] = []
+    orphans: list[tuple[int, int]] = []
+    open_starts: dict[str, re.Match[str]] = {}
+    for match in _MARKER.finditer(text):
+        name = match.group("name") or EVIDENCE
+        if match.group("kind") == "start":
+            previous = open_starts.get(name)
+            if previous is not None:
+                orphans.append(previous.span())
+            open_starts[name] = match
+            continue
+        opened = open_starts.pop(name, None)
+        if opened is None:
+            orphans.append(match.span())
+            continue
+        regions.append(Region(name, opened.start(), opened.end(), match.start(), match.end()))
+    orphans.extend(m.span() for m in open_starts.values())
+    regions.sort(key=lambda r: r.start)
+    orphans.sort()
+    return regions, orphans
+
+
+def all_regions(text: str) -> list[Region]:
+    """Every complete region of ``text`` in order, duplicates included."""
+    return _scan(text)[0]
+
+
+def find_regions(text: str) -> dict[str, Region]:
+    """Complete regions by name (the first one when a name occurs twice)."""
+    found: dict[str, Region] = {}
+    for region in all_regions(text):
+        found.setdefault(region.name, region)
+    return found
+
+
+def count_evidence(text: str) -> int:
+    """How many complete evidence blocks ``text`` holds."""
+    return sum(1 for r in all_regions(text) if r.name == EVIDENCE)
+
+
+def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+    """Remove the (sorted, disjoint) spans, each with the line ending right after it."""
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        if start < last:
+            continue
+        pieces.append(text[last:start])
+        if text.startswith("\r\n", end):
+            end += 2
+        elif text.startswith("\n", end):
+            end += 1
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def drop_orphan_markers(text: str) -> str:
+    """Remove markers that have no partner; the text around them stays."""
+    _, orphans = _scan(text)
+    return _cut(text, orphans) if orphans else text
+
+
+def replace_region(text: str, name: str, content: str) -> str:
+    """Set the content of every complete region ``name``; append the region when there is none.
+
+    Text outside the markers is kept byte for byte; the new content takes the line ending
+    ``text`` already uses. An orphan marker of ``name`` is dropped before appending.
+    """
+    newline = newline_of(text)
+    inner = _inner(content, newline)
+    regions = [r for r in all_regions(text) if r.name == name]
+    if not regions:
+        return append_region(text, name, content)
+    pieces: list[str] = []
+    last = 0
+    for region in regions:
+        if region.start < last:  # nested inside an earlier region of the same name
+            continue
+        pieces.append(text[last:region.inner_start])
+        pieces.append(inner)
+        last = region.inner_end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def insert_region(text: str, name: str, content: str, index: int) -> str:
+    """Insert region ``name`` as its own lines at character ``index`` (snapped to a line start)."""
+    newline = newline_of(text)
+    index = max(0, min(index, len(text)))
+    if index and text[index - 1] != "\n":
+        nl = text.find("\n", index)
+        index = len(text) if nl < 0 else nl + 1
+    before, after = text[:index], text[index:]
+    if before and not before.endswith("\n"):
+        before += newline
+    block = wrap(name, content, newline) + newline
+    if before.strip() and not before.endswith(newline + newline):
+        block = newline + block
+    if after.strip() and not after.startswith(newline):
+        block += newline
+    return before + block + after
+
+
+def append_region(text: str, name: str, content: str) -> str:
+    """Add region ``name`` at the end of ``text`` (orphan markers of any name dropped first)."""
+    text = drop_orphan_markers(text)
+    return insert_region(text, name, content, len(text))
+
+
+def ensure_single_evidence(text: str) -> str:
+    """Keep the first complete evidence block, remove the others and any orphan evidence marker."""
+    regions, orphans = _scan(text)
+    extra = [(r.start, r.end) for r in regions if r.name == EVIDENCE][1:]
+    orphan_evidence = [span for span in orphans if EVIDENCE in text[span[0]:span[1]]]
+    spans = sorted(extra + orphan_evidence)
+    return _cut(text, spans) if spans else text

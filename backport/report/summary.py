@@ -1,0 +1,138 @@
+"""Run reports built from journal records: console table, Markdown file and ``--json`` output."""
+
+from __future__ import annotations
+
+import copy
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from backport.config.model import PatchSet
+from backport.pipeline.states import FAILURES, Status
+from backport.redact import redact
+from backport.report.body import summary_lines
+
+_TEST_KEYS = ("ran", "ok", "exit_code", "summary")
+_PR_KEYS = ("number", "url")
+
+
+def test_result(record: dict) -> str:
+    """One-line English test result: ``Ran 7 tests in 0.054s, OK, exit 0`` or why none ran."""
+    test = record.get("test")
+    status = str(record.get("status") or "pending")
+    if test and test.get("skipped"):
+        return "not run (--skip-tests)"
+    if not test:
+        return f"not run ({status})"
+    parts = summary_lines(test) or ["no summary found"]
+    if test.get("timed_out"):
+        parts.append("timed out")
+    code = test.get("exit_code")
+    parts.append(f"exit {code}" if code is not None else "exit code not found")
+    return redact(", ".join(" ".join(p.split()) for p in parts))
+
+
+def _pr_url(record: dict) -> str:
+    pr = record.get("pr") or {}
+    return str(pr.get("url") or "")
+
+
+def report_rows(api: str, records: list[dict]) -> list[dict]:
+    """Flat rows (all strings) for tables: api, target, fork branch, status, commit, test, PR."""
+    rows = []
+    for record in records:
+        pr = record.get("pr") or {}
+        rows.append({
+            "api": api,
+            "target": str(record.get("target") or ""),
+            "fork_branch": str(record.get("fork_branch") or ""),
+            "status": str(record.get("status") or "pending"),
+            "commit": str(record.get("commit") or "")[:12],
+            "test": test_result(record),
+            "pr": _pr_url(record),
+            "pr_number": pr.get("number"),
+            "log": "" if (record.get("test") or {}).get("skipped")
+                   else str((record.get("test") or {}).get("log") or ""),
+            "message": redact(" ".join(str(record.get("message") or "").split())),
+        })
+    return rows
+
+
+def status_style(status: str) -> str:
+    """Rich style for a status: green for success, red for failures, yellow otherwise."""
+    try:
+        value = Status(status)
+    except ValueError:
+        return ""
+    if value.ok:
+        return "green"
+    return "red" if value in FAILURES else "yellow"
+
+
+def render_table(records: list[dict], console: Console, *, title: str | None = None) -> None:
+    """Print one row per branch (target, fork branch, status, test result, PR), then messages."""
+    rows = report_rows("", records)
+    table = Table(title=title, show_lines=False)
+    for header in ("target", "fork branch", "status", "test", "PR"):
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(row["target"], row["fork_branch"],
+                      Text(row["status"], style=status_style(row["status"])),
+                      row["test"], row["pr"] or "-")
+    console.print(table)
+    for row in rows:
+        if row["message"] and status_style(row["status"]) != "green":
+            console.print(Text(f"{row['target']}: {row['message']}", style=status_style(row["status"])))
+
+
+def _md_cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|") or "-"
+
+
+def render_markdown(patch_set_name: str, records: list[dict]) -> str:
+    """The run report written to ``.backport/runs/<name>/report.md``."""
+    rows = report_rows(patch_set_name, records)
+    lines = [f"# backport report: {patch_set_name}", "",
+             "| target | fork branch | status | commit | test | PR |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for row in rows:
+        pr = f"[#{row['pr_number']}]({row['pr']})" if row["pr"] and row["pr_number"] else row["pr"]
+        commit = f"`{row['commit']}`" if row["commit"] else ""
+        cells = (row["target"], row["fork_branch"], row["status"], commit, row["test"], pr)
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    notes = [f"- {row['target']} ({row['status']}): {row['message']}" for row in rows if row["message"]]
+    if notes:
+        lines += ["", "## Messages", "", *notes]
+    logs = [f"- {row['target']}: `{row['log']}`" for row in rows if row["log"]]
+    if logs:
+        lines += ["", "## Test logs", "", *logs]
+    return "\n".join(lines) + "\n"
+
+
+def _subset(value: object, keys: tuple[str, ...]) -> dict | None:
+    if not isinstance(value, dict) or not value:
+        return None
+    out = copy.deepcopy(value)
+    for key in keys:
+        out.setdefault(key, None)
+    return out
+
+
+def status_json(patch_set: PatchSet, records: list[dict]) -> dict:
+    """The ``status --json`` / ``apply --json`` document for one patch set."""
+    branches = []
+    for record in records:
+        item = copy.deepcopy(record)
+        item.update(
+            target=record.get("target"),
+            fork_branch=record.get("fork_branch"),
+            status=str(record.get("status") or "pending"),
+            commit=record.get("commit"),
+            test=_subset(record.get("test"), _TEST_KEYS),
+            env=copy.deepcopy(record.get("env")) or None,
+            pr=_subset(record.get("pr"), _PR_KEYS),
+            message=redact(str(record.get("message") or "")),
+        )
+        branches.append(item)
+    return {"api": patch_set.api, "patch_set": patch_set.name, "branches": branches}

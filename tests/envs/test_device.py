@@ -1,0 +1,60 @@
+"""device_verdict(): what may run, with which variables, and what the evidence says."""
+
+from __future__ import annotations
+
+from backport.envs.device import device_verdict, short_reason
+from backport.envs.model import Probe
+
+HCCL = "ImportError: libhccl.so: cannot open shared object file: No such file or directory"
+
+
+def make_probe(*, installed: bool, loads: bool | None = None, count: int | None = None,
+               model: str | None = None, error: str | None = None) -> Probe:
+    return Probe(
+        env_name="e", interpreter="~/py", platform="Linux", python="3.11.7",
+        packages={"torch": "2.13.0", "torch_npu": "2.13.0" if installed else None},
+        cann=None, torch_npu_loads=loads if installed else None, torch_npu_error=error,
+        npu_model=model, npu_count=count, visible_devices=None,
+    )  # fmt: skip
+
+
+def test_not_installed() -> None:
+    probe = make_probe(installed=False)
+    assert device_verdict(probe, "none") == ("ok", {}, "torch_npu not installed; no NPU visible")
+    verdict, extra, note = device_verdict(probe, "npu")
+    assert verdict == "env-unavailable" and extra == {}
+    assert "torch_npu not installed" in note
+
+
+def test_installed_not_loadable() -> None:
+    probe = make_probe(installed=True, loads=False, error=HCCL)
+    verdict, extra, note = device_verdict(probe, "none")
+    assert verdict == "ok"
+    assert extra == {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    assert note == (
+        "torch_npu present but not loadable (libhccl.so missing); "
+        "ran with TORCH_DEVICE_BACKEND_AUTOLOAD=0; no NPU visible"
+    )
+    verdict, extra, note = device_verdict(probe, "npu")
+    assert verdict == "env-unavailable" and extra == {}
+    assert "libhccl.so missing" in note and "ran with" not in note
+
+
+def test_loaded_with_and_without_npus() -> None:
+    none_visible = make_probe(installed=True, loads=True, count=0)
+    assert device_verdict(none_visible, "none") == ("ok", {}, "torch_npu loaded; no NPU visible")
+    assert device_verdict(none_visible, "npu")[0] == "env-unavailable"
+    two = make_probe(installed=True, loads=True, count=2, model="Ascend910B4")
+    for device in ("none", "npu"):
+        assert device_verdict(two, device) == (
+            "ok", {}, "torch_npu loaded; 2 NPUs visible (Ascend910B4)"
+        )
+
+
+def test_short_reason() -> None:
+    assert short_reason(HCCL) == "libhccl.so missing"
+    assert short_reason("ImportError: libascendcl.so.1: cannot open shared object file") == (
+        "libascendcl.so.1 missing"
+    )
+    assert short_reason("RuntimeError: bad") == "RuntimeError: bad"
+    assert short_reason(None) == "reason unknown"

@@ -1,0 +1,282 @@
+"""TestRunner: real test files, real processes, the real torch interpreter where marked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from backport.config.model import Environment
+from backport.config.model import TestSpec as Spec
+from backport.envs.model import Probe
+from backport.envs.probe import probe
+from backport.envs.runner import TestRunner as Runner
+from backport.errors import BackportError
+
+from .conftest import write
+
+PASSING_TORCH = """
+import os
+import sys
+import unittest
+
+import torch
+
+
+class SmallTest(unittest.TestCase):
+    def test_tensor(self):
+        self.assertEqual(torch.ones(3).sum().item(), 3.0)
+
+    def test_matmul_after_fork(self):
+        x = torch.randn(256, 256)
+        self.assertEqual((x @ x).shape, (256, 256))
+
+    def test_cwd_and_path(self):
+        self.assertEqual(os.path.basename(os.getcwd()), "wt")
+        self.assertEqual(os.path.basename(sys.path[0]), "sub")
+        self.assertEqual(sys.argv[1:], ["-v"])
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+FAILING = """
+import unittest
+
+
+class Failing(unittest.TestCase):
+    def test_ok(self):
+        pass
+
+    def test_bad(self):
+        self.assertEqual(1, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+HANGING = """
+import os
+import subprocess
+import sys
+import time
+
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+with open(sys.argv[1], "w") as out:
+    out.write("%d %d\\n" % (os.getpgid(0), child.pid))
+print("started", flush=True)
+time.sleep(120)
+"""
+
+PLAIN_OK = """
+import unittest
+
+
+class Plain(unittest.TestCase):
+    def test_one(self):
+        pass
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+def gone(pid: int, *, group: bool, wait: float = 5.0) -> bool:
+    """True once no process (or group) ``pid`` remains, zombies not counted."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            if group:
+                os.killpg(pid, 0)
+            else:
+                os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if not group and _zombie(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    wt = tmp_path / "wt"
+    write(wt / "test" / "sub" / "test_small.py", PASSING_TORCH)
+    write(wt / "test" / "test_failing.py", FAILING)
+    write(wt / "test" / "test_hang.py", HANGING)
+    write(wt / "test" / "test_plain.py", PLAIN_OK)
+    return wt
+
+
+@pytest.fixture(scope="module")
+def torch_probe(torch_env: Environment) -> Probe:
+    return probe(torch_env)
+
+
+@pytest.fixture(scope="module")
+def warm(torch_env: Environment, torch_probe: Probe):
+    runner = Runner(torch_env, torch_probe, device="none")
+    yield runner
+    runner.close()
+
+
+SMALL = Spec("test/sub/test_small.py", ("-v",))
+
+
+@pytest.mark.torch
+def test_warm_run_passes(warm: Runner, worktree: Path, tmp_path: Path) -> None:
+    run = warm.run(worktree, SMALL, tmp_path / "logs" / "small.log")
+    assert run.runner == "warm", warm.fallback
+    assert (run.exit_code, run.ran, run.ok, run.timed_out) == (0, 3, True, False)
+    assert run.summary[1] == "OK" and run.summary[0].startswith("Ran 3 tests in ")
+    assert run.env_vars == {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    assert run.command.endswith("/bin/python test/sub/test_small.py -v")
+    log = (tmp_path / "logs" / "small.log").read_text()
+    assert log.startswith("$ ") and "test_matmul_after_fork" in log
+    assert "no NPU visible" in warm.note and "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in warm.note
+
+
+@pytest.mark.torch
+def test_isolated_run_passes(torch_env: Environment, torch_probe: Probe, worktree: Path) -> None:
+    with Runner(torch_env, torch_probe, device="none", isolated=True) as runner:
+        run = runner.run(worktree, SMALL, worktree.parent / "iso.log")
+    assert run.runner == "isolated"
+    assert (run.exit_code, run.ran, run.ok) == (0, 3, True)
+
+
+@pytest.mark.torch
+def test_warm_failing_test(warm: Runner, worktree: Path) -> None:
+    run = warm.run(worktree, Spec("test/test_failing.py"), worktree.parent / "fail.log")
+    assert run.runner == "warm"
+    assert (run.exit_code, run.ran, run.ok) == (1, 2, False)
+    assert run.summary == [run.summary[0], "FAILED (failures=1)"]
+
+
+@pytest.mark.torch
+def test_warm_timeout_kills_the_group(warm: Runner, worktree: Path) -> None:
+    pids = worktree.parent / "pids.txt"
+    spec = Spec("test/test_hang.py", (str(pids),))
+    start = time.monotonic()
+    run = warm.run(worktree, spec, worktree.parent / "hang.log", timeout=2.0)
+    assert time.monotonic() - start < 10
+    assert run.runner == "warm"
+    assert run.timed_out and run.exit_code is None and not run.ok
+    assert run.summary == ["timed out after 2s"]
+    pgid, grandchild = map(int, pids.read_text().split())
+    assert gone(grandchild, group=False)
+    assert gone(pgid, group=True)
+    # the worker survives a timeout and keeps serving
+    again = warm.run(worktree, Spec("test/test_plain.py"), worktree.parent / "after.log")
+    assert (again.runner, again.ok) == ("warm", True)
+
+
+@pytest.mark.torch
+def test_concurrent_runs_on_one_runner(warm: Runner, worktree: Path) -> None:
+    results: dict[str, object] = {}
+
+    def go(name: str, spec: Spec) -> None:
+        results[name] = warm.run(worktree, spec, worktree.parent / f"{name}.log")
+
+    threads = [
+        threading.Thread(target=go, args=("small", SMALL)),
+        threading.Thread(target=go, args=("failing", Spec("test/test_failing.py"))),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    small, failing = results["small"], results["failing"]
+    assert (small.ran, small.ok, small.runner) == (3, True, "warm")
+    assert (failing.ran, failing.ok, failing.runner) == (2, False, "warm")
+    assert "test_bad" not in (worktree.parent / "small.log").read_text()
+    assert "test_matmul" not in (worktree.parent / "failing.log").read_text()
+
+
+@pytest.mark.torch
+def test_dead_worker_falls_back(torch_env: Environment, torch_probe: Probe, worktree: Path) -> None:
+    with Runner(torch_env, torch_probe, device="none") as runner:
+        first = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
+        assert first.runner == "warm"
+        worker = runner._worker
+        assert worker is not None
+        os.killpg(worker.proc.pid, signal.SIGKILL)
+        worker.proc.wait()
+        second = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "2.log")
+    assert (second.runner, second.ok) == ("isolated", True)
+    assert runner.fallback == "the warm worker exited"
+
+
+def test_fallback_when_worker_cannot_start(plain_env: Environment, worktree: Path) -> None:
+    # The probe claims torch, but the interpreter has none: the worker's import fails.
+    claimed = Probe(
+        env_name="plain", interpreter=str(plain_env.python), platform=None, python=None,
+        packages={"torch": "2.13.0"}, cann=None, torch_npu_loads=None, torch_npu_error=None,
+        npu_model=None, npu_count=None, visible_devices=None,
+    )  # fmt: skip
+    with Runner(plain_env, claimed, device="none") as runner:
+        run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "p.log")
+    assert (run.runner, run.exit_code, run.ran, run.ok) == ("isolated", 0, 1, True)
+    assert runner.fallback is not None
+    assert runner.fallback.startswith("warm worker could not start: ")
+    assert "torch" in runner.fallback
+
+
+def test_isolated_timeout_kills_the_group(plain_env: Environment, worktree: Path) -> None:
+    runner = Runner(plain_env, probe(plain_env), device="none")
+    pids = worktree.parent / "pids.txt"
+    run = runner.run(worktree, Spec("test/test_hang.py", (str(pids),)), worktree.parent / "h.log",
+                     timeout=2.0)  # fmt: skip
+    assert run.runner == "isolated"
+    assert run.timed_out and run.exit_code is None and not run.ok
+    assert "started" in Path(run.log).read_text()
+    pgid, grandchild = map(int, pids.read_text().split())
+    assert gone(grandchild, group=False)
+    assert gone(pgid, group=True)
+
+
+def test_npu_device_without_npu_is_unavailable(plain_env: Environment, worktree: Path) -> None:
+    runner = Runner(plain_env, probe(plain_env), device="npu")
+    assert runner.verdict == "env-unavailable"
+    with pytest.raises(BackportError) as info:
+        runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "n.log")
+    assert info.value.code == "env-unavailable"
+    assert "torch_npu not installed" in info.value.message
+    assert not (worktree.parent / "n.log").exists()
+
+
+def test_plain_env_runs_isolated_and_hides_tokens(
+    plain_env: Environment, worktree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITCODE_TOKEN", "secret-token-value")
+    write(worktree / "test" / "test_env.py", """
+        import os
+        import unittest
+
+        class Env(unittest.TestCase):
+            def test_env(self):
+                self.assertNotIn("GITCODE_TOKEN", os.environ)
+                self.assertEqual(os.environ["MY_FLAG"], "1")
+
+        unittest.main()
+    """)  # fmt: skip
+    env = Environment(name="plain", python=plain_env.python, env={"MY_FLAG": "1"})
+    runner = Runner(env, probe(env), device="none")
+    run = runner.run(worktree, Spec("test/test_env.py"), worktree.parent / "e.log")
+    assert runner.fallback == "torch is not installed, nothing to keep warm"
+    assert (run.runner, run.ok, run.ran) == ("isolated", True, 1)
+    assert run.env_vars == {"MY_FLAG": "1"}

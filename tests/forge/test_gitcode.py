@@ -1,0 +1,317 @@
+"""GitCode-specific behaviour against the fake server: faults, quirks, auth and secrecy."""
+
+from __future__ import annotations
+
+import pytest
+
+from backport.errors import BackportError
+from backport.forge.gitcode import GitCodeForge
+from tests.forge.conftest import BASE, BRANCH, FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.helpers.fake_gitcode import FakeGitCode, Fault
+
+pytestmark = pytest.mark.usefixtures("no_token_leak")
+
+CREATE = r"^/repos/Ascend/pytorch/pulls$"
+
+
+def creates(server: FakeGitCode) -> list:
+    return [r for r in server.requests if r.method == "POST" and r.path.endswith("/pulls")]
+
+
+# ---------------------------------------------------------------- rate limits and 5xx
+@pytest.mark.parametrize("headers, expected", [({"Retry-After": "0"}, 0.0),
+                                               ({"Retry-After": "1"}, 1.0)])
+def test_429_with_retry_after_is_honoured(server: FakeGitCode, gitcode: GitCodeForge,
+                                          sleeps: SleepLog, headers, expected) -> None:
+    server.add_fault("POST", CREATE, Fault(status=429, headers=headers,
+                                           body={"message": "Too Many Requests"}))
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert len(server.open_prs()) == 1 and pr.number == server.open_prs()[0].number
+    assert len(creates(server)) == 2
+    assert expected in sleeps.calls
+
+
+def test_429_with_http_date_retry_after(server: FakeGitCode, gitcode: GitCodeForge,
+                                        sleeps: SleepLog) -> None:
+    server.add_fault("GET", r"/pulls$", Fault(status=429, headers={
+        "Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}))  # in the past: retry at once
+    assert gitcode.find_open_pr(BRANCH, BASE) is None
+    assert 0.0 in sleeps.calls
+
+
+def test_429_without_retry_after_backs_off(server: FakeGitCode, gitcode: GitCodeForge,
+                                           sleeps: SleepLog) -> None:
+    server.add_fault("GET", r"/pulls$", Fault(status=429), Fault(status=429))
+    assert gitcode.list_prs() == []
+    assert len(sleeps.calls) == 2
+    assert 0.5 <= sleeps.calls[0] <= 1.0 and 1.0 <= sleeps.calls[1] <= 2.0  # exponential, jittered
+
+
+def test_persistent_429_gives_up_with_a_clear_error(server: FakeGitCode,
+                                                    gitcode: GitCodeForge) -> None:
+    server.add_fault("GET", r"/pulls$", *[Fault(status=429, body={"message": "slow down"})] * 5)
+    with pytest.raises(BackportError) as info:
+        gitcode.list_prs()
+    assert info.value.code == "forge"
+    assert "answered 429: slow down" in info.value.message
+    assert "/repos/Ascend/pytorch/pulls" in info.value.message
+
+
+def test_502_on_get_is_retried(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    server.add_fault("GET", r"/pulls/\d+$", Fault(status=502), Fault(status=503))
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert gitcode.get_pr(pr.number).number == pr.number
+
+
+def test_502_before_create_still_one_pr(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    server.add_fault("POST", CREATE, Fault(status=502, body="Bad Gateway"))
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert [p.number for p in server.open_prs()] == [pr.number]
+    assert len(creates(server)) == 2  # failed one, then one more after the lookup found nothing
+
+
+def test_502_after_server_created_does_not_duplicate(server: FakeGitCode,
+                                                     gitcode: GitCodeForge) -> None:
+    server.add_fault("POST", CREATE, Fault(status=502, after=True))
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert [p.number for p in server.open_prs()] == [pr.number]
+    assert len(creates(server)) == 1
+
+
+def test_dropped_connection_after_create_finds_the_pr(server: FakeGitCode,
+                                                      gitcode: GitCodeForge) -> None:
+    server.add_fault("POST", CREATE, Fault(drop=True, after=True))
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert [p.number for p in server.open_prs()] == [pr.number]
+    assert len(creates(server)) == 1
+    assert pr.head_repo == FORK
+
+
+def test_dropped_connection_before_create_creates_once(server: FakeGitCode,
+                                                       gitcode: GitCodeForge) -> None:
+    server.add_fault("POST", CREATE, Fault(drop=True))
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert [p.number for p in server.open_prs()] == [pr.number]
+    assert len(creates(server)) == 2
+
+
+def test_stalled_create_is_found_not_repeated(server: FakeGitCode, sleeps: SleepLog) -> None:
+    forge = make_gitcode(server, sleeps, timeout=0.4)
+    server.add_fault("POST", CREATE, Fault(stall=1.2))
+    pr = forge.create_pr(BRANCH, BASE, "t", "b")
+    assert [p.number for p in server.open_prs()] == [pr.number]
+    assert len(creates(server)) == 1
+
+
+def test_post_that_keeps_failing_is_not_retried_blindly(server: FakeGitCode,
+                                                        gitcode: GitCodeForge) -> None:
+    server.add_fault("POST", CREATE, *[Fault(status=503)] * 5)
+    with pytest.raises(BackportError) as info:
+        gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert "answered 503" in info.value.message
+    assert len(creates(server)) == 2  # one re-send after a lookup, never a loop
+    assert server.open_prs() == []
+
+
+def test_server_reports_duplicate_then_lookup_returns_existing(server: FakeGitCode,
+                                                               gitcode: GitCodeForge) -> None:
+    existing = server.add_pr(head_repo=FORK, head=BRANCH, base=BASE)
+    server.add_fault("GET", r"/pulls$", Fault(status=200, body=[]))  # a stale first lookup
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert pr.number == existing.number
+    assert len(server.open_prs()) == 1
+
+
+# ---------------------------------------------------------------- head forms and verification
+def test_first_head_form_is_owner_repo_branch(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    gitcode.create_pr(BRANCH, BASE, "t", "b")
+    (post,) = creates(server)
+    assert post.body["head"] == f"{FORK}:{BRANCH}" and "fork_path" not in post.body
+    assert post.body["base"] == BASE and post.body["body"] == "b"
+
+
+@pytest.mark.parametrize("accepted, wrong, expected_posts", [
+    ({"fork_path"}, "404", 2), ({"fork_path"}, "403", 2), ({"owner"}, "404", 3)])
+def test_head_form_fallback(server: FakeGitCode, gitcode: GitCodeForge, accepted, wrong,
+                            expected_posts) -> None:
+    server.head_forms = accepted
+    server.wrong_form = wrong
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert (pr.head, pr.head_repo) == (BRANCH, FORK)
+    posts = creates(server)
+    assert len(posts) == expected_posts
+    assert posts[-1].body["head"] == f"lgxxx:{BRANCH}"
+    assert ("fork_path" in posts[-1].body) == (accepted == {"fork_path"})
+
+
+def test_missing_fork_branch_fails_naming_the_branch(server: FakeGitCode,
+                                                     gitcode: GitCodeForge) -> None:
+    with pytest.raises(BackportError) as info:
+        gitcode.create_pr("test-not-pushed", BASE, "t", "b")
+    assert info.value.code == "forge"
+    assert "test-not-pushed" in info.value.message
+    assert server.prs == {}
+
+
+def test_pr_opened_from_upstream_is_reported_not_retried(server: FakeGitCode,
+                                                         gitcode: GitCodeForge) -> None:
+    server.head_forms = set()
+    server.wrong_form = "upstream"  # the worst real behaviour: PR from upstream's branch
+    with pytest.raises(BackportError) as info:
+        gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert "upstream repository" in info.value.message
+    assert f"!{next(iter(server.prs))}" in info.value.message
+    assert len(creates(server)) == 1
+
+
+def test_create_response_shape_is_not_trusted(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    pr = gitcode.create_pr(BRANCH, BASE, "My title", "the body")
+    # the MR-shaped create answer has no head/base/html_url; the re-GET fills them in
+    assert pr.url == f"https://gitcode.com/{UPSTREAM}/merge_requests/{pr.number}"
+    assert any(r.method == "GET" and r.path.endswith(f"/pulls/{pr.number}") for r in server.requests)
+
+
+def test_find_pages_through_everything_and_ignores_filters(server: FakeGitCode,
+                                                           gitcode: GitCodeForge) -> None:
+    ours = server.add_pr(head_repo=FORK, head=BRANCH, base=BASE)
+    for i in range(230):
+        server.add_pr(head_repo="someone/pytorch", head=f"b{i}", base=BASE)
+    for _ in range(5):
+        server.add_pr(head_repo="x/pytorch", head=BRANCH, base=BASE)  # same branch, other fork
+    server.add_pr(head_repo=FORK, head=BRANCH, base="master")  # same branch, other base
+    # the list is newest first, so ours (the oldest) is on the third page of 100
+    found = gitcode.find_open_pr(BRANCH, BASE)
+    assert found is not None and found.number == ours.number
+    pages = [r for r in server.requests if r.path.endswith("/pulls") and r.method == "GET"]
+    assert [r.query["page"] for r in pages] == ["1", "2", "3"]
+    assert all(r.query.get("state") == "open" and r.query.get("base") == BASE for r in pages)
+    assert all(r.query.get("per_page") == "100" for r in pages)
+
+
+def test_find_stops_on_a_repeated_page(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    page = [{"id": i, "number": i, "state": "open", "head": {"ref": f"b{i}"},
+             "base": {"ref": BASE}} for i in range(100)]
+    server.add_fault("GET", r"/pulls$", Fault(status=200, body=page), Fault(status=200, body=page))
+    assert gitcode.find_open_pr(BRANCH, BASE) is None
+    assert len([r for r in server.requests if r.path.endswith("/pulls")]) == 2
+
+
+def test_state_mapping_and_string_issue_numbers(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    server.prs[pr.number].issues = [3216, 7]
+    assert gitcode.linked_issues(pr.number) == [3216, 7]
+    gitcode.link_issue(pr.number, 3216)
+    assert not [r for r in server.requests if r.method == "POST" and r.path.endswith("/issues")]
+    server.prs[pr.number].state = "merged"
+    assert gitcode.get_pr(pr.number).state == "merged"
+    server.prs[pr.number].state = "closed"
+    server.prs[pr.number].merged_at = "2026-01-01T00:00:00+08:00"
+    assert gitcode.get_pr(pr.number).state == "merged"
+
+
+def test_link_issue_posts_an_array_of_ints(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    gitcode.link_issue(pr.number, 3216)
+    (post,) = [r for r in server.requests if r.method == "POST" and r.path.endswith("/issues")]
+    assert post.body == [3216]
+
+
+def test_update_sends_title_and_body_together(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    updated = gitcode.update_pr(pr.number, title="t2", body="b2")
+    (patch,) = [r for r in server.requests if r.method == "PATCH"]
+    assert patch.body == {"title": "t2", "body": "b2"}
+    assert (updated.title, updated.body, updated.head) == ("t2", "b2", BRANCH)
+
+
+def test_branch_names_are_url_encoded(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    server.add_branch(FORK, "feature/x")
+    pr = gitcode.create_pr("feature/x", "master", "t", "b")
+    assert pr.head == "feature/x"
+
+
+# ---------------------------------------------------------------- auth, preflight, secrecy
+def test_preflight_ok(gitcode: GitCodeForge) -> None:
+    gitcode.preflight()
+
+
+def test_bad_token_is_an_auth_error_naming_401(server: FakeGitCode, sleeps: SleepLog) -> None:
+    forge = make_gitcode(server, sleeps, token="wrong-token-value")
+    with pytest.raises(BackportError) as info:
+        forge.preflight()
+    assert info.value.code == "auth"
+    assert "401" in info.value.message and f"{server.url}/user" in info.value.message
+    assert "GITCODE_TOKEN" in info.value.message
+    assert "wrong-token-value" not in info.value.message
+
+
+def test_no_token_is_an_auth_error_without_any_request(server: FakeGitCode,
+                                                       sleeps: SleepLog) -> None:
+    forge = make_gitcode(server, sleeps, token=None)
+    with pytest.raises(BackportError) as info:
+        forge.preflight()
+    assert info.value.code == "auth"
+    assert server.requests == []
+
+
+def test_401_on_a_write_is_auth(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    server.add_fault("POST", CREATE, Fault(status=401, body={"message": "401 Unauthorized"}))
+    with pytest.raises(BackportError) as info:
+        gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert info.value.code == "auth"
+    assert len(creates(server)) == 1
+
+
+@pytest.mark.parametrize("missing, code", [("upstream", "upstream-unreachable"),
+                                           ("fork", "fork-unreachable")])
+def test_preflight_missing_repository(server: FakeGitCode, sleeps: SleepLog, missing, code) -> None:
+    server.repos.discard(UPSTREAM if missing == "upstream" else FORK)
+    forge = make_gitcode(server, sleeps)
+    with pytest.raises(BackportError) as info:
+        forge.preflight()
+    assert info.value.code == code
+    assert (UPSTREAM if missing == "upstream" else FORK) in info.value.message
+    assert "404" in info.value.message
+
+
+def test_project_not_found_as_400_plain_text(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    server.repos.discard(UPSTREAM)
+    with pytest.raises(BackportError) as info:
+        gitcode.list_prs()
+    assert "answered 400: Project not found: Ascend/pytorch" in info.value.message
+
+
+def test_error_with_trace_id(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    server.add_fault("GET", r"/pulls/\d+$", *[Fault(status=500, body={
+        "error_code": 500, "error_message": "internal", "trace_id": "abc-123"})] * 5)
+    with pytest.raises(BackportError) as info:
+        gitcode.get_pr(1)
+    assert info.value.message.endswith("answered 500: internal (trace id abc-123).")
+
+
+def test_token_never_in_urls_or_errors(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    server.add_fault("GET", r"/pulls$", Fault(status=400, body={
+        "message": f"token {TOKEN} is not allowed here"}))
+    with pytest.raises(BackportError) as info:
+        gitcode.list_prs()
+    assert TOKEN not in str(info.value) and TOKEN not in repr(info.value.details)
+    assert "***" in info.value.message
+    server.add_fault("GET", r"/pulls$", Fault(status=502, body=f"upstream said {TOKEN}"))
+    gitcode.create_pr(BRANCH, BASE, "t", "b")
+    for request in server.requests:
+        assert TOKEN not in request.raw_path
+        assert request.auth == "private-token"
+
+
+def test_user_agent_and_header_auth(server: FakeGitCode, gitcode: GitCodeForge) -> None:
+    seen: list[str] = []
+    original = server.handle
+
+    def spy(method, path, query, body, token):
+        seen.append(token)
+        return original(method, path, query, body, token)
+
+    server.handle = spy  # type: ignore[method-assign]
+    gitcode.preflight()
+    assert seen and all(t == TOKEN for t in seen)
+    assert gitcode.client.session.headers["User-Agent"].startswith("backport/")

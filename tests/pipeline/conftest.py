@@ -1,0 +1,63 @@
+"""Sandboxes for the pipeline tests: real bare repositories, the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backport.demo.sandbox import Sandbox, build_sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+PATCHES = ROOT / "patches" / "put_metric"
+TORCH_PYTHON = os.environ.get("BACKPORT_TEST_PYTHON")
+needs_torch = pytest.mark.skipif(not TORCH_PYTHON, reason="BACKPORT_TEST_PYTHON is not set "
+                                 "(scripts/test.sh sets it to the torch 2.13.0 venv)")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_cli(project: Path, *args: str, env: dict[str, str] | None = None,
+            timeout: float = 300) -> Result:
+    """Run `python -m backport ARGS` in ``project`` the way a user would."""
+    proc = subprocess.run([sys.executable, "-m", "backport", *args], cwd=project,
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True,
+                          env={**os.environ, "LANG": "C"}).stdout.strip()
+
+
+def rev(repo: Path, ref: str) -> str | None:
+    proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", ref], cwd=repo,
+                          capture_output=True, text=True, check=False)
+    return proc.stdout.strip() or None
+
+
+def edit_config(sandbox: Sandbox, change) -> None:
+    data = yaml.safe_load(sandbox.config.read_text(encoding="utf-8"))
+    change(data)
+    sandbox.config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    """The demo's sandbox: upstream with four branches, empty fork, local forge, put_metric."""
+    return build_sandbox(tmp_path / "sb", PATCHES, TORCH_PYTHON or sys.executable)

@@ -1,0 +1,90 @@
+"""A conflict stops one branch only; `continue` finishes it; `check` names what is wrong."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.pipeline.conftest import git, rev, run_cli
+
+TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
+CONTEXT = '        self.assertNotIn("null_metric", output)'
+CHANGED = '        self.assertNotIn("null_metric", output)  # v2.11.0 reworded this check'
+
+
+def change_upstream_branch(upstream: Path, branch: str, tmp: Path) -> None:
+    """Commit a change to the patch's context lines on one upstream branch."""
+    work = tmp / "edit"
+    subprocess.run(["git", "clone", "--quiet", "--branch", branch, str(upstream), str(work)],
+                   check=True)
+    path = work / TEST_FILE
+    path.write_text(path.read_text(encoding="utf-8").replace(CONTEXT, CHANGED), encoding="utf-8")
+    git(work, "commit", "--quiet", "-am", "v2.11.0: reword a check")
+    git(work, "push", "--quiet", "origin", branch)
+
+
+def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
+    change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    assert result.code == 1
+    by_target = {b["target"]: b for b in result.json()["branches"]}
+    assert by_target["v2.11.0"]["status"] == "conflict"
+    assert TEST_FILE in by_target["v2.11.0"]["message"]
+    assert {by_target[t]["status"] for t in ("v2.7.1", "v2.12.0", "master")} == {"done"}
+    assert rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0") is None
+
+    # A plain re-run leaves the kept worktree alone and still reports the conflict.
+    again = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    assert again.code == 1
+    assert {b["target"]: b["status"] for b in again.json()["branches"]}["v2.11.0"] == "conflict"
+
+    # The maintainer resolves by hand: the patched file of v2.7.1 with this branch's change.
+    worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
+    resolved = git(sandbox.fork, "show", f"test-put-metric-v2.7.1:{TEST_FILE}")
+    (worktree / TEST_FILE).write_text(resolved.replace(CONTEXT, CHANGED), encoding="utf-8")
+    git(worktree, "add", "--", TEST_FILE)
+    done = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.11.0",
+                   "--skip-tests", "--json")
+    assert done.code == 0, done.err
+    assert {b["target"]: b["status"] for b in done.json()["branches"]}["v2.11.0"] == "done"
+    head = rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0")
+    assert git(sandbox.fork, "rev-parse", f"{head}^") == rev(sandbox.upstream, "v2.11.0")
+    assert "v2.11.0 reworded" in git(sandbox.fork, "show", f"{head}:{TEST_FILE}")
+    final = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    assert final.code == 0, final.err
+
+
+def test_abort_resets_a_conflicted_branch(sandbox, tmp_path):
+    change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
+    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
+    assert worktree.exists()
+    result = run_cli(sandbox.project, "abort", "--api", "put_metric", "--branch", "v2.11.0")
+    assert result.code == 0, result.err
+    assert not worktree.exists()
+    status = run_cli(sandbox.project, "status", "--json").json()
+    assert {b["target"]: b["status"] for b in status["branches"]}["v2.11.0"] == "pending"
+
+
+def test_check_passes_on_a_good_map_and_names_a_missing_branch(sandbox):
+    good = run_cli(sandbox.project, "check", "--json")
+    assert good.code == 0, good.out + good.err
+    assert good.json()["ok"] is True
+    assert git(sandbox.fork, "for-each-ref") == ""  # check wrote nothing to the fork
+
+    git(sandbox.upstream, "branch", "-D", "v2.12.0")
+    bad = run_cli(sandbox.project, "check", "--json")
+    assert bad.code == 1
+    problems = bad.json()["problems"]
+    assert any("'v2.12.0' does not exist" in p for p in problems)
+    offline = run_cli(sandbox.project, "check", "--offline")
+    assert offline.code == 0
+
+
+def test_check_names_a_branch_where_the_patch_does_not_apply(sandbox, tmp_path):
+    change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
+    result = run_cli(sandbox.project, "check", "--json")
+    assert result.code == 1
+    failing = [f for f in result.json()["findings"] if not f["ok"]]
+    assert [f["subject"] for f in failing] == ["put_metric on v2.11.0"]
+    assert not (sandbox.project / ".backport" / "worktrees").exists()

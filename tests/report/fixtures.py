@@ -1,0 +1,107 @@
+"""Realistic put_metric configuration and journal records for the report tests."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from backport.config.model import BranchMap, Environment, PatchSet, Target, TestSpec
+from backport.report.body import BodyContext
+
+TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
+TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
+PLATFORM = "Linux-5.10.0-216.0.0.115.oe2203sp4.aarch64-aarch64-with-glibc2.35"
+ENVS = {"v2.7.1": "torch-2.7.1", "v2.11.0": "torch-2.11.0", "v2.12.0": "torch-2.12.0",
+        "master": "torch-2.12.0"}
+VERSIONS = {"torch-2.7.1": ("2.7.1+cpu", "2.7.1.post4"),
+            "torch-2.11.0": ("2.11.0+cu130", "2.11.0rc1"),
+            "torch-2.12.0": ("2.12.0+cu130", "2.12.0.rc1")}
+TIMES = {"v2.7.1": "0.054s", "v2.11.0": "0.052s", "v2.12.0": "0.086s", "master": "0.086s"}
+SHAS = {"v2.7.1": "82ea54ed3", "v2.11.0": "d5bd55141", "v2.12.0": "8c57daccf", "master": "c6b207c55"}
+NOTE = "pure Python API; no NPU tensor required"
+
+
+def branch_map() -> BranchMap:
+    envs = {name: Environment(name=name, python=Path(f"/home/dev/envs/{name}/bin/python"))
+            for name in VERSIONS}
+    return BranchMap(
+        path=Path("/project/branches.yaml"), forge="gitcode", upstream="Ascend/pytorch",
+        fork="lgxxx/pytorch", fork_branch="test-{slug}-{target}",
+        upstream_url="https://gitcode.com/Ascend/pytorch.git",
+        fork_url="https://gitcode.com/lgxxx/pytorch.git",
+        api_url="https://api.gitcode.com/api/v5", environments=envs,
+        targets={t: Target(name=t, env=ENVS[t]) for t in TARGETS},
+    )
+
+
+def patch_set(body: str | None = None, title: str = "test: add put_metric coverage") -> PatchSet:
+    return PatchSet(
+        name="put_metric", dir=Path("/project/patches/put_metric"),
+        api="torch.distributed.elastic.metrics.put_metric", issue=3216, title=title,
+        tests=(TestSpec(path=TEST_PATH, args=("-v",)),), device="none", branches=TARGETS,
+        patches=(Path("/project/patches/put_metric/0001-test-add-put_metric-coverage.patch"),),
+        touched_paths={t: (TEST_PATH,) for t in TARGETS}, body=body,
+    )
+
+
+def record(target: str) -> dict:
+    env_name = ENVS[target]
+    torch, torch_npu = VERSIONS[env_name]
+    seconds = TIMES[target]
+    return {
+        "target": target,
+        "fork_branch": f"test-put-metric-{target}",
+        "status": "done",
+        "base": SHAS[target] + "0" * 31,
+        "commit": SHAS[target][::-1] + "1" * 31,
+        "pushed_sha": SHAS[target][::-1] + "1" * 31,
+        "test": {
+            "ran": 7, "ok": True, "exit_code": 0,
+            "summary": f"Ran 7 tests in {seconds}, OK",
+            "summary_lines": [f"Ran 7 tests in {seconds}", "OK"],
+            "duration": 1.23,
+            "command": f"~/envs/{env_name}/bin/python {TEST_PATH} -v",
+            "runner": "warm", "timed_out": False,
+            "log": f".backport/runs/put_metric/logs/{target}.log", "skipped": False,
+        },
+        "env": {
+            "name": env_name,
+            "shared_with": [t for t in TARGETS if ENVS[t] == env_name and t != target],
+            "interpreter": f"~/envs/{env_name}/bin/python", "platform": PLATFORM,
+            "python": "3.11.15", "torch": torch, "torch_npu": torch_npu,
+            "cann": "9.1.0.beta1", "npu": "Ascend910_9382", "visible_npus": 1,
+            "visible_devices": "0", "torch_npu_loads": True, "autoload_disabled": False,
+            "note": NOTE,
+        },
+        "pr": {"number": 42806 + TARGETS.index(target),
+               "url": f"https://gitcode.com/Ascend/pytorch/pull/{42806 + TARGETS.index(target)}"},
+        "message": "",
+    }
+
+
+def records() -> list[dict]:
+    return [record(t) for t in TARGETS]
+
+
+def failing(rec: dict) -> dict:
+    rec = copy.deepcopy(rec)
+    rec["status"] = "test-failed"
+    rec["test"].update(ok=False, exit_code=1, summary="Ran 7 tests in 0.1s, FAILED (failures=1)",
+                       summary_lines=["Ran 7 tests in 0.1s", "FAILED (failures=1)"])
+    rec["pr"] = None
+    rec["pushed_sha"] = None
+    rec["message"] = "test_metrics_api.py failed on v2.7.1"
+    return rec
+
+
+def docs() -> list[dict]:
+    return [{"version": v, "listed": True, "support": "是，暂不支持 Ascend 950DT"}
+            for v in ("2.7.1", "2.9.0", "2.10.0", "2.11.0", "2.12.0")]
+
+
+def context(target: str, *, recs: list[dict] | None = None, body: str | None = None,
+            docs_list: list[dict] | None = None, title: str = "test: add put_metric coverage"
+            ) -> BodyContext:
+    return BodyContext(branch_map=branch_map(), patch_set=patch_set(body, title),
+                       branches=recs if recs is not None else records(), target=target,
+                       docs=docs_list)
