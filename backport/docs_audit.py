@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from rich.console import Console
 from rich.table import Table
 
 from backport.errors import BackportError
@@ -329,8 +330,12 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
     return entries
 
 
-def render_docs_table(entries: Sequence[DocsEntry], api: str | None = None) -> Table:
-    """A rich table: one row per docs version, one column per hardware seen anywhere."""
+def render_docs_table(entries: Sequence[DocsEntry], console: Console | None = None, *,
+                      api: str | None = None) -> Table:
+    """A rich table: one row per docs version, one column per hardware seen anywhere.
+
+    With ``console`` the table is also printed there.
+    """
     hardware: list[str] = []
     for entry in entries:
         for row in entry.support:
@@ -352,4 +357,6 @@ def render_docs_table(entries: Sequence[DocsEntry], api: str | None = None) -> T
             entry.summary,
             entry.path,
         )
+    if console is not None:
+        console.print(table)
     return table

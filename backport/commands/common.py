@@ -36,7 +36,9 @@ class AppContext:
 
     @property
     def console(self) -> Console:
-        return Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
+        # Off a terminal rich assumes 80 columns; tables of branch names and URLs need more.
+        width = None if sys.stdout.isatty() else 160
+        return Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")), width=width)
 
     @property
     def err_console(self) -> Console:

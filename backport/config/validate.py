@@ -211,6 +211,11 @@ class Doc:
     def number(self, v: Val, *, low: float, high: float) -> float:
         """A finite number with ``low < n <= high``."""
         value = v.value
+        if isinstance(value, str):  # YAML 1.1 reads 1e3 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(v, f"must be a number, not {kind(value)}")
         if not math.isfinite(value) or not low < value <= high:

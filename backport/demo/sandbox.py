@@ -64,10 +64,11 @@ def build_upstream(path: Path) -> Path:
     (work_dir / "README.md").write_text(
         "# demo upstream\n\nA stand-in for Ascend/pytorch made by `backport demo`.\n",
         encoding="utf-8")
-    (work_dir / "version.txt").write_text("2.7.1\n", encoding="utf-8")
+    (work_dir / "version.txt").write_text("unreleased\n", encoding="utf-8")
     _commit(work, "demo: the metrics test file as the release branches share it")
     for target in TARGETS:
-        work.execute(["git", "branch", "--force", target, "HEAD"], env=_git_env())
+        if target != "master":
+            work.execute(["git", "branch", "--force", target, "HEAD"], env=_git_env())
     # Each branch then moves on by itself, so the four bases differ as they do upstream.
     for target in TARGETS:
         work.execute(["git", "checkout", "--quiet", target], env=_git_env())

@@ -46,10 +46,7 @@ def device_verdict(probe: Probe, device: str) -> tuple[str, dict[str, str], str]
         why = short_reason(probe.torch_npu_error)
         if device == "npu":
             return UNAVAILABLE, {}, f"torch_npu present but not loadable ({why}); no NPU visible"
-        note = (
-            f"torch_npu present but not loadable ({why}); "
-            f"ran with {AUTOLOAD}=0; no NPU visible"
-        )
+        note = f"torch_npu present but not loadable ({why}); ran with {AUTOLOAD}=0; no NPU visible"
         return OK, {AUTOLOAD: "0"}, note
     visible = npu_phrase(probe)
     if device == "npu" and not probe.npu_count:

@@ -24,7 +24,7 @@ from typing import IO
 from backport.config.model import Environment, TestSpec
 from backport.envs.device import OK, device_verdict
 from backport.envs.model import Probe, TestRun
-from backport.envs.probe import SCRIPTS_DIR, display_path, env_vars
+from backport.envs.probe import SCRIPTS_DIR, display_path, env_vars, require_interpreter
 from backport.envs.summary import parse_summary
 from backport.errors import BackportError
 from backport.redact import redact
@@ -170,6 +170,14 @@ class TestRunner:
             self.fallback = "isolated runs requested"
         elif probe.torch is None:
             self.fallback = "torch is not installed, nothing to keep warm"
+        elif probe.torch_npu_loads and not self.extra_env:
+            # An NPU runtime imported before fork() is not known to be fork-safe.
+            self.fallback = "torch_npu loads here; each test gets its own process"
+
+    @property
+    def isolated(self) -> bool:
+        """True once tests run as separate processes (requested, or the worker is off)."""
+        return self.fallback is not None
 
     @property
     def env_vars(self) -> dict[str, str]:
@@ -186,7 +194,12 @@ class TestRunner:
         """Run ``test`` from ``worktree``; output to ``log_path``; kill it after ``timeout`` s."""
         if self.verdict != OK:
             raise BackportError("env-unavailable", f"environment '{self.env.name}': {self.note}")
+        require_interpreter(self.env)
         worktree = Path(worktree).resolve()
+        if not worktree.is_dir():
+            raise BackportError(
+                "test-failed", f"cannot run {test.path}: worktree {worktree} does not exist"
+            )
         timeout = self.env.timeout if timeout is None else timeout
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,9 +34,7 @@ def venv_dir(env: Environment) -> Path | None:
     return None
 
 
-def setup_env(
-    env: Environment, *, log: Callable[[str], None], use_uv: bool | None = None
-) -> None:
+def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | None = None) -> None:
     """Create ``env``'s venv and install its requirements unless it already matches its pins.
 
     ``use_uv`` None picks uv when it is on PATH. Raises ``env-missing`` when the environment

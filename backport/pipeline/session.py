@@ -122,7 +122,7 @@ class Session:
         url = self.project.branch_map.fork_url
         token = self.token
         if token and url.startswith(("https://", "http://")):
-            return askpass_env(token)
+            return askpass_env(token, self.project.branch_map.fork.split("/")[0])
         return None
 
     def close(self) -> None:

@@ -28,7 +28,7 @@ NOT_FOUND = "not found"
 NOT_FOUND_ZH = "未找到 (not found)"
 
 _SECTION = re.compile(r"^#[ \t]*【(?P<title>[^】\r\n]+)】", re.M)
-_CN_NUMBERS = "零一二三四五六七八九十"
+_CN_NUMBERS = "零一两三四五六七八九十"
 
 
 @dataclass
@@ -443,14 +443,16 @@ def _insert_missing(text: str, fresh: str, order: list[rg.Region], region: rg.Re
 
 def refresh_body(existing: str, fresh: str) -> str:
     """Copy the generated regions of ``fresh`` into ``existing``; keep everything else."""
-    text = rg.ensure_single_evidence(rg.drop_orphan_markers(existing))
+    text = rg.ensure_single_evidence(existing)
     order = rg.all_regions(fresh)
     for region in order:
+        content = region.content(fresh)
         if region.name in rg.find_regions(text):
-            text = rg.replace_region(text, region.name, region.content(fresh))
-        else:
-            text = _insert_missing(text, fresh, order, region)
-    return rg.ensure_single_evidence(text)
+            text = rg.replace_region(text, region.name, content)
+            continue
+        restored = rg.restore_region(text, region.name, content)
+        text = restored if restored is not None else _insert_missing(text, fresh, order, region)
+    return rg.ensure_single_evidence(rg.drop_orphan_markers(text))
 
 
 def render_body(ctx: BodyContext, existing: str | None = None) -> str:

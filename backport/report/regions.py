@@ -62,28 +62,43 @@ def _inner(content: str, newline: str) -> str:
     return f"{newline}{content}{newline}" if content else newline
 
 
-def _scan(text: str) -> tuple[list[Region], list[tuple[int, int]]]:
+@dataclass(frozen=True)
+class Orphan:
+    """A marker without its partner: ``kind`` is "start" or "end"."""
+
+    name: str
+    kind: str
+    start: int
+    end: int
+
+
+def _scan(text: str) -> tuple[list[Region], list[Orphan]]:
     """Pair markers per name (an end closes the nearest open start); return regions and orphans."""
     regions: list[Region] = []
-    orphans: list[tuple[int, int]] = []
+    orphans: list[Orphan] = []
     open_starts: dict[str, re.Match[str]] = {}
     for match in _MARKER.finditer(text):
         name = match.group("name") or EVIDENCE
         if match.group("kind") == "start":
             previous = open_starts.get(name)
             if previous is not None:
-                orphans.append(previous.span())
+                orphans.append(Orphan(name, "start", *previous.span()))
             open_starts[name] = match
             continue
         opened = open_starts.pop(name, None)
         if opened is None:
-            orphans.append(match.span())
+            orphans.append(Orphan(name, "end", *match.span()))
             continue
         regions.append(Region(name, opened.start(), opened.end(), match.start(), match.end()))
-    orphans.extend(m.span() for m in open_starts.values())
+    orphans.extend(Orphan(name, "start", *m.span()) for name, m in open_starts.items())
     regions.sort(key=lambda r: r.start)
-    orphans.sort()
+    orphans.sort(key=lambda o: o.start)
     return regions, orphans
+
+
+def find_orphans(text: str) -> list[Orphan]:
+    """Markers of ``text`` that have no partner, in order."""
+    return _scan(text)[1]
 
 
 def all_regions(text: str) -> list[Region]:
@@ -123,8 +138,8 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
 
 def drop_orphan_markers(text: str) -> str:
     """Remove markers that have no partner; the text around them stays."""
-    _, orphans = _scan(text)
-    return _cut(text, orphans) if orphans else text
+    orphans = find_orphans(text)
+    return _cut(text, [(o.start, o.end) for o in orphans]) if orphans else text
 
 
 def replace_region(text: str, name: str, content: str) -> str:
@@ -137,7 +152,7 @@ def replace_region(text: str, name: str, content: str) -> str:
     inner = _inner(content, newline)
     regions = [r for r in all_regions(text) if r.name == name]
     if not regions:
-        return append_region(text, name, content)
+        return restore_region(text, name, content) or append_region(text, name, content)
     pieces: list[str] = []
     last = 0
     for region in regions:
@@ -148,6 +163,22 @@ def replace_region(text: str, name: str, content: str) -> str:
         last = region.inner_end
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+def restore_region(text: str, name: str, content: str) -> str | None:
+    """Complete a region whose end marker was deleted: the orphan start marker becomes the
+    whole region (the text that followed it stays after the new end marker). None when ``name``
+    has no orphan start marker."""
+    starts = [o for o in find_orphans(text) if o.name == name and o.kind == "start"]
+    if not starts:
+        return None
+    orphan = starts[0]
+    newline = newline_of(text)
+    block = wrap(name, content, newline)
+    after = text[orphan.end:]
+    if after and not after.startswith(("\n", "\r\n")):
+        block += newline
+    return text[:orphan.start] + block + after
 
 
 def insert_region(text: str, name: str, content: str, index: int) -> str:
@@ -175,9 +206,13 @@ def append_region(text: str, name: str, content: str) -> str:
 
 
 def ensure_single_evidence(text: str) -> str:
-    """Keep the first complete evidence block, remove the others and any orphan evidence marker."""
+    """Keep the first complete evidence block and remove the other blocks.
+
+    Orphan evidence markers are removed too once a complete block exists; without one they stay
+    so that :func:`restore_region` can complete the block where it was.
+    """
     regions, orphans = _scan(text)
-    extra = [(r.start, r.end) for r in regions if r.name == EVIDENCE][1:]
-    orphan_evidence = [span for span in orphans if EVIDENCE in text[span[0]:span[1]]]
-    spans = sorted(extra + orphan_evidence)
+    blocks = [(r.start, r.end) for r in regions if r.name == EVIDENCE]
+    orphan_evidence = [(o.start, o.end) for o in orphans if o.name == EVIDENCE] if blocks else []
+    spans = sorted(blocks[1:] + orphan_evidence)
     return _cut(text, spans) if spans else text

@@ -196,8 +196,10 @@ def test_unknown_ref_is_a_git_error(docs_repo: Path) -> None:
 def test_render_and_json(docs_repo: Path) -> None:
     entries = audit_docs(docs_repo, "main~1", API)
     console = Console(record=True, width=240, file=io.StringIO())
-    console.print(render_docs_table(entries, API))
+    table = render_docs_table(entries, console, api=API)
+    assert table.row_count == len(entries)
     text = console.export_text()
+    assert API in text
     for needle in ("2.7.1", "2.10.0", "Board Three", "是，暂不支持 Board Three", "未收录"):
         assert needle in text
     data = json.loads(json.dumps(entries_to_json(entries), ensure_ascii=False))

@@ -8,8 +8,14 @@ from backport.envs.model import Probe
 HCCL = "ImportError: libhccl.so: cannot open shared object file: No such file or directory"
 
 
-def make_probe(*, installed: bool, loads: bool | None = None, count: int | None = None,
-               model: str | None = None, error: str | None = None) -> Probe:
+def make_probe(
+    *,
+    installed: bool,
+    loads: bool | None = None,
+    count: int | None = None,
+    model: str | None = None,
+    error: str | None = None,
+) -> Probe:
     return Probe(
         env_name="e", interpreter="~/py", platform="Linux", python="3.11.7",
         packages={"torch": "2.13.0", "torch_npu": "2.13.0" if installed else None},
@@ -47,7 +53,9 @@ def test_loaded_with_and_without_npus() -> None:
     two = make_probe(installed=True, loads=True, count=2, model="Ascend910B4")
     for device in ("none", "npu"):
         assert device_verdict(two, device) == (
-            "ok", {}, "torch_npu loaded; 2 NPUs visible (Ascend910B4)"
+            "ok",
+            {},
+            "torch_npu loaded; 2 NPUs visible (Ascend910B4)",
         )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import sys
+import platform
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ def test_probe_plain_interpreter(plain_env: Environment) -> None:
     env = Environment(name="plain", python=plain_env.python, expect={"PyYAML": "6", "nope-x": "1"})
     p = probe(env)
     assert p.env_name == "plain"
-    assert p.python == "%d.%d.%d" % sys.version_info[:3]
+    assert p.python == platform.python_version()
     assert p.platform and "Linux" in p.platform
     assert p.torch is None and p.torch_npu is None
     assert p.packages["PyYAML"] is not None

@@ -74,7 +74,9 @@ def test_pytest_lines() -> None:
     assert (s.ran, s.ok, s.errors) == (3, False, 1)
     s = parse_summary("============ no tests ran in 0.01s ============")
     assert (s.ran, s.ok) == (0, False)
-    s = parse_summary("\x1b[32m==== \x1b[32m\x1b[1m1 passed\x1b[0m\x1b[32m in 0.01s\x1b[0m ====\x1b[0m")
+    s = parse_summary(
+        "\x1b[32m==== \x1b[32m\x1b[1m1 passed\x1b[0m\x1b[32m in 0.01s\x1b[0m ====\x1b[0m"
+    )
     assert (s.ran, s.ok) == (1, True)
 
 

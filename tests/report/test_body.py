@@ -189,9 +189,10 @@ def test_missing_end_marker_does_not_eat_the_body() -> None:
     assert refreshed.count("<!-- backport:validation:start -->") == 1
     assert refreshed.count("<!-- backport:validation:end -->") == 1
     assert refreshed.count(EVIDENCE_START) == 1
-    # The re-added region sits inside 【功能验证】.
+    # The region is completed where its start marker was; the stale text follows it.
     start = refreshed.index("<!-- backport:validation:start -->")
-    assert refreshed.index("# 【功能验证】") < start < refreshed.index("# 【CheckList】")
+    assert start == body.index("<!-- backport:validation:start -->")
+    assert refreshed.index("<!-- backport:validation:end -->") < refreshed.index("## 验证证据（维护者保留）")
 
     no_evidence_end = body.replace("<!-- api-validation-evidence:end -->", "", 1)
     refreshed = render_body(fx.context("v2.7.1"), no_evidence_end)

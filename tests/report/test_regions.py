@@ -87,6 +87,16 @@ def test_ensure_single_evidence_drops_orphan_evidence_markers() -> None:
     doc = DOC + "<!-- api-validation-evidence:start -->\nstale\n"
     out = rg.ensure_single_evidence(doc)
     assert out == DOC + "stale\n"
+    alone = "a\n<!-- api-validation-evidence:start -->\nstale\n"
+    assert rg.ensure_single_evidence(alone) == alone  # kept for restore_region
+
+
+def test_restore_region_completes_a_region_at_its_orphan_start() -> None:
+    doc = "a\n<!-- api-validation-evidence:start -->\nstale\nrest\n"
+    out = rg.restore_region(doc, rg.EVIDENCE, "new")
+    assert out == ("a\n<!-- api-validation-evidence:start -->\nnew\n"
+                   "<!-- api-validation-evidence:end -->\nstale\nrest\n")
+    assert rg.restore_region(DOC, "a", "x") is None
 
 
 def test_insert_region_snaps_to_a_line_start() -> None:

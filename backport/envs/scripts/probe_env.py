@@ -81,7 +81,7 @@ def visible_devices() -> str | None:
     for name in ("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"):
         value = os.environ.get(name)
         if value is not None:
-            return "%s=%s" % (name, value)
+            return f"{name}={value}"
     return None
 
 
@@ -105,7 +105,7 @@ def load_check() -> dict:
         import torch_npu  # noqa: F401
     except BaseException as exc:  # noqa: B036 - report anything, even SystemExit
         cause = root_cause(exc)
-        text = ("%s: %s" % (type(cause).__name__, cause)).strip().splitlines()
+        text = (f"{type(cause).__name__}: {cause}").strip().splitlines()
         result["error"] = text[-1] if text else type(cause).__name__
         return result
     result["loads"] = True
@@ -116,7 +116,7 @@ def load_check() -> dict:
             result["model"] = str(torch.npu.get_device_name(0))
     except Exception as exc:
         lines = str(exc).strip().splitlines()
-        result["error"] = "%s: %s" % (type(exc).__name__, lines[-1] if lines else "")
+        result["error"] = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
     return result
 
 
@@ -130,12 +130,11 @@ def run_load_check(timeout: float) -> dict:
             argv,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return {"loads": False, "error": "import torch_npu timed out after %gs" % timeout}
+        return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
     out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
     if proc.returncode == 0 and out:
         try:
@@ -143,10 +142,10 @@ def run_load_check(timeout: float) -> dict:
         except ValueError:
             pass
     if proc.returncode < 0:
-        error = "import torch_npu was killed by signal %d" % -proc.returncode
+        error = f"import torch_npu was killed by signal {-proc.returncode}"
     else:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        error = err[-1] if err else "import torch_npu exited with code %d" % proc.returncode
+        error = err[-1] if err else f"import torch_npu exited with code {proc.returncode}"
     return {"loads": False, "error": error}
 
 

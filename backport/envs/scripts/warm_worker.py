@@ -10,6 +10,7 @@ child (leader of its own process group) exists, then ``{"exit_code": N}`` when i
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -34,6 +35,11 @@ def child(request: dict, proto: int) -> int:
     os.chdir(request["cwd"])
     os.environ.update(request.get("env") or {})
     path = request["path"]
+    if not os.path.isfile(path):  # what `python missing.py` says and does
+        sys.stderr.write(
+            f"{sys.executable}: can't open file {path!r}: [Errno 2] No such file or directory\n"
+        )
+        return 2
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(path))
     code = 0
@@ -45,7 +51,7 @@ def child(request: dict, proto: int) -> int:
         elif isinstance(exc.code, int):
             code = exc.code
         else:
-            sys.stderr.write("%s\n" % (exc.code,))
+            sys.stderr.write(f"{exc.code}\n")
             code = 1
     except BaseException:  # noqa: B036 - the test's own crash is its result
         traceback.print_exc()
@@ -99,11 +105,11 @@ def main(preload: list) -> int:
     loaded = {}
     try:
         for name in preload:
-            module = __import__(name)
+            module = importlib.import_module(name)
             loaded[name] = getattr(module, "__version__", "?")
     except BaseException as exc:  # noqa: B036 - report why, then stop
         cause = exc.__cause__ or exc
-        message = "%s: %s" % (type(cause).__name__, cause)
+        message = f"{type(cause).__name__}: {cause}"
         os.write(proto, (json.dumps({"ready": False, "error": message}) + "\n").encode())
         return 1
     os.write(proto, (json.dumps({"ready": True, "loaded": loaded}) + "\n").encode())

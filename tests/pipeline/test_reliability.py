@@ -1,0 +1,172 @@
+"""Kills, races, someone else's push and hostile input: nothing lost, nothing duplicated."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.fake_gitcode import Fault, FakeGitCode, git_branch_checker
+from tests.pipeline.conftest import edit_config, git, rev, run_cli
+
+TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
+TOKEN = "reliability-token-77"
+
+
+def start_apply(project: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "backport", "apply", "--api", "put_metric",
+                             "--skip-tests", *args], cwd=project,
+                            env={**os.environ, "GITCODE_TOKEN": TOKEN},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+def journal_statuses(project: Path) -> dict[str, str]:
+    path = project / ".backport" / "runs" / "put_metric" / "journal.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {t: r["status"] for t, r in data["branches"].items()}
+
+
+def assert_finished(sandbox, server: FakeGitCode) -> None:
+    assert len(server.open_prs()) == 4
+    assert len(server.prs) == 4
+    for target in TARGETS:
+        head = rev(sandbox.fork, f"refs/heads/test-put-metric-{target}")
+        assert head and git(sandbox.fork, "rev-parse", f"{head}^") == rev(sandbox.upstream, target)
+
+
+@pytest.fixture
+def gitcode(sandbox):
+    server = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
+                         branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}))
+    server.start()
+
+    def to_gitcode(data: dict) -> None:
+        data["forge"] = "gitcode"
+        data["api_url"] = server.url
+    edit_config(sandbox, to_gitcode)
+    yield server
+    server.stop()
+
+
+def test_three_sigkills_then_a_plain_rerun_finishes_with_four_prs(sandbox, gitcode):
+    # 1. killed while branches are being applied / tested
+    proc = start_apply(sandbox.project)
+    wait_for(lambda: "applied" in journal_statuses(sandbox.project).values()
+             or "tested" in journal_statuses(sandbox.project).values())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # 2. killed right after the first push reached the fork
+    proc = start_apply(sandbox.project)
+    wait_for(lambda: git(sandbox.fork, "for-each-ref") != "")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # 3. killed while the forge is creating a PR (created, reply not yet sent)
+    gitcode.add_fault("POST", r"/pulls$", Fault(stall=30.0))
+    proc = start_apply(sandbox.project)
+    wait_for(lambda: len(gitcode.prs) >= 1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    gitcode.faults.clear()
+
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+                     env={"GITCODE_TOKEN": TOKEN})
+    assert result.code == 0, result.err
+    assert_finished(sandbox, gitcode)
+
+
+def test_two_runs_at_once_end_with_four_prs(sandbox, gitcode):
+    first, second = start_apply(sandbox.project), start_apply(sandbox.project)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0], outs
+    for _, err in outs:
+        assert "Traceback" not in err
+    assert_finished(sandbox, gitcode)
+
+
+def test_someone_elses_push_survives_force(sandbox, tmp_path):
+    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 0
+    branch = "test-put-metric-v2.7.1"
+    work = tmp_path / "human"
+    subprocess.run(["git", "clone", "--quiet", "--branch", branch, str(sandbox.fork), str(work)],
+                   check=True)
+    (work / "NOTE.md").write_text("a reviewer's fix\n")
+    git(work, "add", "NOTE.md")
+    git(work, "commit", "--quiet", "-m", "reviewer fix")
+    git(work, "push", "--quiet", "origin", branch)
+    human = rev(work, "HEAD")
+
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
+                     "--json")
+    assert result.code == 1
+    by_target = {b["target"]: b for b in result.json()["branches"]}
+    assert by_target["v2.7.1"]["status"] == "fork-diverged"
+    assert "--overwrite-fork-branch" in by_target["v2.7.1"]["message"]
+    assert {by_target[t]["status"] for t in TARGETS[1:]} == {"done"}
+    assert rev(sandbox.fork, f"refs/heads/{branch}") == human
+
+    replaced = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+                       "--branch", "v2.7.1", "--overwrite-fork-branch")
+    assert replaced.code == 0, replaced.err
+    assert rev(sandbox.fork, f"refs/heads/{branch}") != human
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda d: d.update(fork_url=d["upstream_url"]), "fork"),
+    (lambda d: d["branches"].update({"-x": {"env": "torch-2.7.1"}}), "-x"),
+    (lambda d: d["branches"].update({"v2..7": {"env": "torch-2.7.1"}}), "v2..7"),
+    (lambda d: d["branches"].update({"bad name": {"env": "torch-2.7.1"}}), "bad name"),
+    (lambda d: d.update(fork_branch="test-{slug}-{nope}"), "nope"),
+    (lambda d: d["branches"]["v2.7.1"].update(env="missing-env"), "missing-env"),
+    (lambda d: d.update(enviroments={}), "enviroments"),
+])
+def test_hostile_branch_maps_exit_2_with_one_line(sandbox, change, needle):
+    edit_config(sandbox, change)
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    assert result.code == 2
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    assert needle in lines[0] and "branches.yaml" in lines[0]
+    assert git(sandbox.fork, "for-each-ref") == ""
+
+
+def test_a_patch_touching_a_path_outside_the_repository_is_refused(sandbox):
+    patch = next((sandbox.project / "patches" / "put_metric").glob("0001-*.patch"))
+    patch.write_text(patch.read_text().replace(
+        "a/test/distributed/elastic/metrics/test_metrics_api.py",
+        "a/../outside/test_metrics_api.py", 1))
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    assert result.code == 2
+    assert patch.name in result.err and "Traceback" not in result.err
+    assert git(sandbox.fork, "for-each-ref") == ""
+
+
+def test_yaml_syntax_error_names_the_line(sandbox):
+    sandbox.config.write_text("forge: local\nupstream: [unclosed\n")
+    result = run_cli(sandbox.project, "check", "--offline")
+    assert result.code == 2
+    assert "branches.yaml" in result.err and "line" in result.err.lower() or ":2" in result.err
+
+
+def test_journal_and_logs_are_private(sandbox):
+    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 0
+    run_dir = sandbox.project / ".backport" / "runs" / "put_metric"
+    assert (run_dir.stat().st_mode & 0o777) == 0o700
+    assert ((run_dir / "journal.json").stat().st_mode & 0o777) == 0o600
