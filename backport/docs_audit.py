@@ -125,6 +125,47 @@ def _docs_files(repo: Path, sha: str) -> dict[str, dict[str, str]]:
     return found
 
 
+def _missing_blobs(repo: Path, sha: str) -> set[str]:
+    """Blobs under the docs root that a partial clone has not fetched yet (no fetch happens)."""
+    proc = subprocess.run(
+        ["git", f"--git-dir={repo}", "rev-list", "--objects", "--missing=print",
+         f"{sha}:{DOCS_ROOT}"],
+        capture_output=True, text=True, env=_git_env(), check=False)
+    if proc.returncode != 0:
+        return set()
+    return {line[1:].split()[0] for line in proc.stdout.splitlines() if line.startswith("?")}
+
+
+def _promisor_remote(repo: Path) -> str | None:
+    """The remote a partial clone fetches missing objects from, if any."""
+    proc = subprocess.run(["git", f"--git-dir={repo}", "config", "--get-regexp",
+                           r"^(remote\..*\.promisor|extensions\.partialclone)$"],
+                          capture_output=True, text=True, env=_git_env(), check=False)
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key.lower() == "extensions.partialclone" and value:
+            return value
+        if key.startswith("remote.") and value.lower() in ("true", "1", "yes", "on"):
+            return key[len("remote."):-len(".promisor")]
+    return None
+
+
+def _prefetch(repo: Path, oids: Sequence[str]) -> None:
+    """Fetch ``oids`` from the promisor remote in one request instead of one per blob.
+
+    Best effort: when it fails, ``cat-file`` still fetches lazily (or reports the blob missing).
+    """
+    remote = _promisor_remote(repo)
+    if not oids or remote is None:
+        return
+    subprocess.run(
+        ["git", f"--git-dir={repo}", "-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet",
+         "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
+         "--stdin", "--", remote],
+        input="".join(f"{o}\n" for o in oids), capture_output=True, text=True,
+        env=dict(_git_env(), GIT_TERMINAL_PROMPT="0"), check=False)
+
+
 def _read_blobs(repo: Path, oids: Sequence[str]) -> dict[str, str]:
     """Contents of ``oids`` through one ``git cat-file --batch`` call."""
     if not oids:
@@ -296,33 +337,48 @@ def _ordered_candidates(paths: Iterable[str], api: str) -> list[str]:
     return sorted(paths, key=lambda p: (rank.get(PurePosixPath(p).name, len(rank)), p))
 
 
+def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str],
+            api: str) -> DocsEntry | None:
+    """The entry for ``api`` in the first of ``paths`` that has one (blobs already local)."""
+    texts = _read_blobs(repo, list(dict.fromkeys(files[p] for p in paths)))
+    for path in paths:
+        listed, rows, limits = parse_entry(texts[files[path]], api)
+        if listed:
+            return DocsEntry(version, path, True, rows, summarize(rows), limits)
+    return None
+
+
 def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
     """Audit every ``docs/zh/api/native_api/pytorch_*/`` version at ``ref`` for ``api``.
 
     Returns one entry per version directory, sorted by version number. Files named after the
-    API's module are read first; the other ``.md`` files of a version only when needed.
+    API's module are read first; the other ``.md`` files of a version only when those have no
+    entry. In a partial clone each of the two rounds fetches its missing blobs in one request.
     """
-    repo_git_dir = Path(repo_git_dir)
-    sha = _resolve(repo_git_dir, ref)
-    versions = _docs_files(repo_git_dir, sha)
+    repo = Path(repo_git_dir)
+    sha = _resolve(repo, ref)
+    versions = _docs_files(repo, sha)
+    missing = _missing_blobs(repo, sha) if versions else set()
     preferred = set(preferred_files(api))
-    entries: list[DocsEntry] = []
+    plans: dict[str, tuple[list[str], list[str]]] = {}
     for dir_name, files in versions.items():
         ordered = _ordered_candidates(files, api)
         first = [p for p in ordered if PurePosixPath(p).name in preferred]
-        rest = [p for p in ordered if p not in first]
-        entry = None
-        for batch in (first, rest):
-            texts = _read_blobs(repo_git_dir, list(dict.fromkeys(files[p] for p in batch)))
-            for path in batch:
-                listed, rows, limits = parse_entry(texts[files[path]], api)
-                if listed:
-                    entry = DocsEntry(version_of(dir_name), path, True, rows,
-                                      summarize(rows), limits)
-                    break
-            if entry is not None:
-                break
+        plans[dir_name] = (first, [p for p in ordered if p not in first])
+
+    found: dict[str, DocsEntry | None] = {}
+    for round_no in (0, 1):
+        pending = [d for d in plans if found.get(d) is None]
+        _prefetch(repo, [versions[d][p] for d in pending for p in plans[d][round_no]
+                         if versions[d][p] in missing])
+        for dir_name in pending:
+            found[dir_name] = _search(repo, version_of(dir_name), versions[dir_name],
+                                      plans[dir_name][round_no], api)
+
+    entries = []
+    for dir_name, entry in found.items():
         if entry is None:
+            first = plans[dir_name][0]
             default = first[0] if first else f"{DOCS_ROOT}/{dir_name}/{preferred_files(api)[0]}"
             entry = DocsEntry(version_of(dir_name), default, False, [], summarize([], False))
         entries.append(entry)

@@ -33,6 +33,7 @@ from backport.config.refnames import refname_problem
 from backport.config.validate import (
     Doc,
     Val,
+    config_error,
     display_path,
     git_url_problem,
     http_url_problem,
@@ -43,7 +44,6 @@ from backport.config.validate import (
     suggest,
 )
 from backport.errors import ConfigError
-from backport.redact import redact
 
 FORGES = ("gitcode", "local")
 DEFAULT_FORK_BRANCH = "test-{slug}-{target}"
@@ -80,7 +80,7 @@ _SAMPLE = {"slug": "example", "name": "example", "api": "torch.example"}
 
 
 def _fail(message: str) -> ConfigError:
-    return ConfigError(redact(message))
+    return config_error(message)
 
 
 # -- branches.yaml -------------------------------------------------------------------------------

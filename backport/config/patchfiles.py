@@ -14,9 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backport.config.validate import display_path, repo_path_problem
-from backport.errors import ConfigError
-from backport.redact import redact
+from backport.config.validate import config_error, display_path, repo_path_problem
 
 MAX_PATCH_BYTES = 16 << 20
 SYMLINK_MODE = "120000"
@@ -230,7 +228,7 @@ class _Parser:
             elif line == "GIT binary patch":
                 self.state = "binary"
         except ValueError as exc:
-            raise _Bad(n, f"has a bad path line: {exc}") from None
+            raise _Bad(n, f"has a bad diff line: {exc}") from None
 
     def hunk_line(self, n: int, line: str) -> None:
         tag = line[:1]
@@ -289,7 +287,7 @@ def parse_patch_text(
     try:
         parser.parse(lines)
     except _Bad as exc:
-        raise ConfigError(redact(f"{display}:{exc.line}: {exc.message}")) from None
+        raise config_error(f"{display}:{exc.line}: {exc.message}") from None
     return tuple(parser.subjects), tuple(sorted(parser.paths))
 
 
@@ -300,10 +298,10 @@ def parse_patch_file(path: Path) -> PatchFileInfo:
         with path.open("rb") as fh:
             data = fh.read(MAX_PATCH_BYTES + 1)
     except OSError as exc:
-        raise ConfigError(redact(f"{display} cannot be read ({exc.strerror or exc})")) from None
+        raise config_error(f"{display} cannot be read ({exc.strerror or exc})") from None
     if len(data) > MAX_PATCH_BYTES:
-        raise ConfigError(redact(f"{display} is larger than {MAX_PATCH_BYTES >> 20} MiB"))
+        raise config_error(f"{display} is larger than {MAX_PATCH_BYTES >> 20} MiB")
     if not data.strip():
-        raise ConfigError(redact(f"{display} is empty"))
+        raise config_error(f"{display} is empty")
     subjects, paths = parse_patch_text(data.decode("utf-8", "surrogateescape"), display)
     return PatchFileInfo(path, subjects, paths)

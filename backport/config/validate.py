@@ -21,6 +21,18 @@ MAX_STR = 4096  # longest ordinary string value
 MAX_ITEMS = 1000  # longest list or free-form mapping
 
 
+MAX_MESSAGE = 1000
+
+
+def config_error(message: str) -> ConfigError:
+    """A ``ConfigError`` whose message is redacted, on one printable line, and not huge."""
+    text = redact(message)
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    if len(text) > MAX_MESSAGE:
+        text = text[: MAX_MESSAGE - 3] + "..."
+    return ConfigError(text)
+
+
 def display_path(path: Path) -> str:
     """``path`` relative to the working directory when it lies below it, else as given."""
     try:
@@ -84,7 +96,7 @@ class Doc:
     def error(self, line: int | None, message: str, path: str = "") -> ConfigError:
         where = f"{self.display}:{line}" if line else self.display
         what = f" {path}:" if path else ""
-        return ConfigError(redact(f"{where}:{what} {message}"))
+        return config_error(f"{where}:{what} {message}")
 
     def fail(self, v: Val, message: str) -> NoReturn:
         raise self.error(v.line, message, v.path)
@@ -94,11 +106,9 @@ class Doc:
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            raise ConfigError(redact(f"{self.display} not found")) from None
+            raise config_error(f"{self.display} not found") from None
         except OSError as exc:
-            raise ConfigError(
-                redact(f"{self.display} cannot be read ({exc.strerror or exc})")
-            ) from None
+            raise config_error(f"{self.display} cannot be read ({exc.strerror or exc})") from None
         try:
             root = read_yaml_file(data)
         except YamlProblem as exc:

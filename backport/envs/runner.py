@@ -170,7 +170,7 @@ class TestRunner:
             self.fallback = "isolated runs requested"
         elif probe.torch is None:
             self.fallback = "torch is not installed, nothing to keep warm"
-        elif probe.torch_npu_loads and not self.extra_env:
+        elif probe.torch_npu_loads:
             # An NPU runtime imported before fork() is not known to be fork-safe.
             self.fallback = "torch_npu loads here; each test gets its own process"
 

@@ -274,7 +274,7 @@ class GitCodeForge:
             word in text for word in ("branch", "not found", "not exist", "fork", "不存在"))
 
     def _look_up_after_failure(self, head: str, base: str, why: str) -> PullRequest | None:
-        log.warning("%s; checking whether the PR was created anyway", why)
+        log.warning("%s; checking whether the PR was created anyway", why.rstrip("."))
         for attempt in range(2):
             if attempt:
                 self._sleep(self.settle)

@@ -237,7 +237,7 @@ class ApiClient:
             except requests.RequestException as exc:
                 kind = "timed out" if isinstance(exc, requests.Timeout) else "failed"
                 reason = redact(" ".join(str(exc).split()))[:200]
-                log.debug("%s %s %s after %.2fs: %s", method, path, kind, time.monotonic() - started, reason)
+                log.debug("%s %s %s after %.2fs: %s", method, redact(path), kind, time.monotonic() - started, reason)
                 if retry_unsafe and attempt < self.max_attempts:
                     self._sleep(self._backoff_delay(attempt))
                     continue

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from backport.errors import BackportError
-from backport.git.patchinfo import read_patch_file
-from backport.git.patchinfo import patch_author as _patch_author
+from backport.git.patchinfo import patch_author, read_patch_file
 from backport.git.run import GitOutput, first_error_line, git
 from backport.git.worktree import Worktree
 from backport.redact import redact
@@ -21,7 +20,10 @@ if TYPE_CHECKING:
 
 Status = Literal["applied", "conflict", "already-applied"]
 
-_AM = ["am", "--3way", "--no-message-id", "--no-scissors", "--no-signoff"]
+# User hooks and signing must not change or block the commits; the patch text is kept as is.
+_SAFE = ["-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"]
+_AM = [*_SAFE, "am", "--3way", "--no-message-id", "--no-scissors", "--no-signoff",
+       "--whitespace=nowarn"]
 _ALREADY = "No changes -- Patch already applied."
 _PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)
 _NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index|already exists in (?:index|working directory))$", re.M)
@@ -185,13 +187,13 @@ def apply_series(
         )
     base = wt.head()
     names = [f.name for f in files]
-    run_env = {**(env or {}), **committer_env(wt, _patch_author(files[0]))}
+    run_env = {**(env or {}), **committer_env(wt, patch_author(files[0]))}
     _prefetch_preimages(wt, files, run_env)
     out = wt.git([*_AM, "--", *(str(f) for f in files)], env=run_env, check=False)
     skipped = out.text.count(_ALREADY)
     while not out.ok and am_in_progress(wt) and "Patch is empty." in out.text:
         skipped += 1  # an empty patch changes nothing: step over it
-        out = wt.git(["am", "--skip"], env=run_env, check=False)
+        out = wt.git([*_SAFE, "am", "--skip"], env=run_env, check=False)
         skipped += out.text.count(_ALREADY)
     if not out.ok:
         if am_in_progress(wt):
@@ -240,7 +242,7 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
         wt.git(["add", "--sparse", "-A", "--", *stage])
     run_env = {**(env or {}), **committer_env(wt, _info_author(wt))}
     before = wt.head()
-    out = wt.git(["am", "--continue"], env=run_env, check=False)
+    out = wt.git([*_SAFE, "am", "--continue"], env=run_env, check=False)
     if out.ok:
         return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")
     if am_in_progress(wt):

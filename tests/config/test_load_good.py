@@ -11,10 +11,12 @@ from backport.config import (
     Environment,
     PrOptions,
     Target,
-    TestSpec as Spec,
     load_branch_map,
     load_patch_set,
     load_project,
+)
+from backport.config import (
+    TestSpec as Spec,
 )
 from backport.config.model import DEFAULT_TEST_TIMEOUT
 from backport.errors import ConfigError
@@ -54,7 +56,9 @@ def test_branch_map_fields(tmp_path: Path, home: Path) -> None:
     assert old.expect == {"torch": "2.7.1"}  # unquoted 2.7.1 is a string in YAML
     assert old.env == {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "EXTRA": "x y"}
     assert old.timeout == 90.0
-    assert bm.pr == PrOptions(labels=("backport", "test"), reviewers=("alice",), comment="/ci-pytorch")
+    assert bm.pr == PrOptions(
+        labels=("backport", "test"), reviewers=("alice",), comment="/ci-pytorch"
+    )
     assert bm.fork_branch_for("put-metric", "v2.7.1") == "test-put-metric-v2.7.1"
 
 
@@ -169,13 +173,17 @@ def test_patch_set_options(tmp_path: Path) -> None:
     assert ps.tests == (Spec("test/a.py"), Spec("test/b.py", ("-k", "5")))
     assert ps.device == "npu"
     assert ps.branches == ("v2.7.1", "master")  # branches.yaml order
-    assert ps.pr == PrOptions(labels=("only",), reviewers=("alice",), comment="/ci-pytorch", draft=True)
+    assert ps.pr == PrOptions(
+        labels=("only",), reviewers=("alice",), comment="/ci-pytorch", draft=True
+    )
     assert ps.body is None
     assert ps.paths_for("master") == tuple(sorted({TEST_FILE, "test/a.py", "test/b.py"}))
 
 
 def test_variants_per_target(tmp_path: Path) -> None:
-    branches = BRANCHES_YAML.replace("  master:  {env: torch-2.12.0}\n", "  release/v1: {env: torch-2.12.0}\n")
+    branches = BRANCHES_YAML.replace(
+        "  master:  {env: torch-2.12.0}\n", "  release/v1: {env: torch-2.12.0}\n"
+    )
     patch_yaml = PATCH_YAML.replace("branches: [v2.7.1, v2.11.0, v2.12.0, master]\n", "")
     config = write_project(tmp_path, branches=branches, patch_yaml=patch_yaml)
     pdir = tmp_path / "patches" / "put_metric"

@@ -123,8 +123,8 @@ def docs_repo(tmp_path: Path) -> Path:
         f"{ROOT}/pytorch_2-7-1/torch-distributed-elastic.md": NOT_LISTED,
         f"{ROOT}/pytorch_2-7-1/misc-apis.md": LISTED_ENTITIES,
         f"{ROOT}/pytorch_2-11-0/torch-distributed-elastic.md": LISTED_PLAIN,
-        f"{ROOT}/private_apis.md": LISTED_PLAIN,  # outside any version directory: ignored
-        f"{ROOT}/pytorch_2-11-0/notes.txt": LISTED_PLAIN,  # not markdown: ignored
+        f"{ROOT}/private_apis.md": LISTED_PLAIN + "\nprivate\n",  # outside any version: ignored
+        f"{ROOT}/pytorch_2-11-0/notes.txt": LISTED_PLAIN + "\nnotes\n",  # not markdown: ignored
     }
     for rel, text in files.items():
         path = work / rel
@@ -239,3 +239,46 @@ def test_real_mirror_lists_put_metric() -> None:
         if entry.listed:
             assert entry.path.endswith("/torch-distributed-elastic.md")
             assert entry.summary == "是，暂不支持 Ascend 950DT"
+
+
+def _missing(git_dir: Path, rev: str) -> set[str]:
+    out = _git(git_dir, "rev-list", "--objects", "--missing=print", f"{rev}^{{tree}}")
+    return {line[1:] for line in out.splitlines() if line.startswith("?")}
+
+
+def test_blobless_clone_fetches_only_what_it_reads(docs_repo: Path, tmp_path: Path) -> None:
+    _git(docs_repo, "config", "uploadpack.allowFilter", "true")
+    _git(docs_repo, "config", "uploadpack.allowAnySHA1InWant", "true")
+    cache = tmp_path / "cache.git"
+    _git(tmp_path, "clone", "-q", "--bare", "--filter=blob:none",
+         f"file://{docs_repo}", str(cache))
+    before = _missing(cache, "main~1")
+    assert before, "the clone should be blobless"
+
+    entries = audit_docs(cache, "main~1", API)
+    assert [(e.version, e.listed) for e in entries] == [
+        ("2.7.1", True), ("2.9.0", False), ("2.10.0", True), ("2.11.0", True)]
+
+    def blob(path: str) -> str:
+        return _git(cache, "rev-parse", f"main~1:{path}").strip()
+
+    after = _missing(cache, "main~1")
+    # Read: the preferred files, and every file of the versions where those had no entry.
+    for path in ("pytorch_2-10-0/torch-distributed-elastic.md", "pytorch_2-7-1/misc-apis.md",
+                 "pytorch_2-9-0/torch-distributed.md"):
+        assert blob(f"{ROOT}/{path}") not in after
+    # Never read: a non-markdown file, and files outside the version directories.
+    assert blob(f"{ROOT}/pytorch_2-11-0/notes.txt") in after
+    assert blob(f"{ROOT}/private_apis.md") in after
+
+
+def test_blobless_clone_with_unreachable_origin_is_a_git_error(
+        docs_repo: Path, tmp_path: Path) -> None:
+    _git(docs_repo, "config", "uploadpack.allowFilter", "true")
+    cache = tmp_path / "cache.git"
+    _git(tmp_path, "clone", "-q", "--bare", "--filter=blob:none",
+         f"file://{docs_repo}", str(cache))
+    _git(cache, "remote", "set-url", "origin", f"file://{tmp_path}/gone.git")
+    with pytest.raises(BackportError) as info:
+        audit_docs(cache, "main", API)
+    assert info.value.code == "git"

@@ -280,3 +280,39 @@ def test_plain_env_runs_isolated_and_hides_tokens(
     assert runner.fallback == "torch is not installed, nothing to keep warm"
     assert (run.runner, run.ok, run.ran) == ("isolated", True, 1)
     assert run.env_vars == {"MY_FLAG": "1"}
+
+
+@pytest.mark.torch
+def test_missing_test_file_fails_the_same_warm_and_isolated(
+    warm: Runner, torch_env: Environment, torch_probe: Probe, worktree: Path
+) -> None:
+    spec = Spec("test/test_absent.py")
+    hot = warm.run(worktree, spec, worktree.parent / "absent-warm.log")
+    cold = Runner(torch_env, torch_probe, device="none", isolated=True).run(
+        worktree, spec, worktree.parent / "absent-iso.log"
+    )
+    assert (hot.runner, cold.runner) == ("warm", "isolated")
+    for run in (hot, cold):
+        assert (run.exit_code, run.ok, run.ran) == (2, False, None)
+        assert "can't open file" in Path(run.log).read_text()
+
+
+def test_loadable_torch_npu_runs_isolated(plain_env: Environment, worktree: Path) -> None:
+    npu = Probe(
+        env_name="plain", interpreter=str(plain_env.python), platform=None, python=None,
+        packages={"torch": "2.7.1", "torch_npu": "2.7.1.post4"}, cann="8.0.RC3",
+        torch_npu_loads=True, torch_npu_error=None, npu_model="Ascend910B4", npu_count=8,
+        visible_devices=None,
+    )  # fmt: skip
+    runner = Runner(plain_env, npu, device="npu")
+    assert runner.verdict == "ok" and runner.isolated
+    assert runner.note == "torch_npu loaded; 8 NPUs visible (Ascend910B4)"
+    run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "npu.log")
+    assert (run.runner, run.ok) == ("isolated", True)
+
+
+def test_missing_worktree_is_reported(plain_env: Environment, tmp_path: Path) -> None:
+    runner = Runner(plain_env, probe(plain_env), device="none")
+    with pytest.raises(BackportError) as info:
+        runner.run(tmp_path / "nowhere", Spec("test/x.py"), tmp_path / "x.log")
+    assert "worktree" in info.value.message and "does not exist" in info.value.message

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from backport.errors import BackportError
@@ -315,3 +318,24 @@ def test_user_agent_and_header_auth(server: FakeGitCode, gitcode: GitCodeForge) 
     gitcode.preflight()
     assert seen and all(t == TOKEN for t in seen)
     assert gitcode.client.session.headers["User-Agent"].startswith("backport/")
+
+
+def test_fake_server_reads_branches_from_a_real_fork_repository(tmp_path, sleeps: SleepLog) -> None:
+    env = {**os.environ, "LANG": "C", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
+           "HOME": str(tmp_path)}
+    fork_git, work = tmp_path / "fork.git", tmp_path / "work"
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], check=True, capture_output=True, env=env)
+
+    git("init", "--bare", "-q", "--", str(fork_git))
+    git("init", "-q", "--", str(work))
+    git("-C", str(work), "-c", "user.name=T", "-c", "user.email=t@example.com",
+        "commit", "-q", "--allow-empty", "-m", "init")
+    with FakeGitCode(tokens={TOKEN}, upstream=UPSTREAM, fork=FORK,
+                     git_dirs={FORK: fork_git}) as server:
+        forge = make_gitcode(server, sleeps)
+        with pytest.raises(BackportError, match="Can not find the branch"):
+            forge.create_pr("pushed-later", BASE, "t", "b")
+        git("-C", str(work), "push", "-q", str(fork_git), "HEAD:refs/heads/pushed-later")
+        assert forge.create_pr("pushed-later", BASE, "t", "b").head == "pushed-later"

@@ -19,6 +19,7 @@ Fault injection: ``server.add_fault("POST", r"/pulls$", Fault(status=502))`` que
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import threading
@@ -103,7 +104,7 @@ def git_branch_checker(repos: dict[str, Path]) -> Callable[[str, str], bool]:
         proc = subprocess.run(
             ["git", "--git-dir", str(path), "rev-parse", "--verify", "--quiet",
              f"refs/heads/{branch}^{{commit}}"],
-            capture_output=True, env={"LANG": "C", "LC_ALL": "C", "PATH": "/usr/bin:/bin"}, check=False)
+            capture_output=True, env={**os.environ, "LANG": "C", "LC_ALL": "C"}, check=False)
         return proc.returncode == 0
 
     return exists
@@ -125,6 +126,7 @@ class FakeGitCode:
                  repos: Iterable[str] | None = None,
                  branches: dict[str, Iterable[str]] | None = None,
                  branch_exists: Callable[[str, str], bool] | None = None,
+                 git_dirs: dict[str, Path] | None = None,
                  head_forms: Iterable[str] = HEAD_FORMS, wrong_form: str = "404",
                  issues: Iterable[int] | None = None, web_url: str = "https://gitcode.com",
                  first_number: int = 1) -> None:
@@ -136,6 +138,10 @@ class FakeGitCode:
         self.branches: dict[str, set[str]] = {r: set() for r in self.repos}
         for repo, names in (branches or {}).items():
             self.branches.setdefault(repo, set()).update(names)
+        # Which branches exist: ``branch_exists(repo, branch)``, else real git directories
+        # (``git_dirs={"me/pytorch": Path("fork.git")}``), else the ``branches`` sets.
+        if branch_exists is None and git_dirs:
+            branch_exists = git_branch_checker(git_dirs)
         self.branch_exists = branch_exists
         self.head_forms = set(head_forms)
         # What an unaccepted head form does: "404", "403", or "upstream" (opens a PR from the
@@ -160,7 +166,7 @@ class FakeGitCode:
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        kwargs={"poll_interval": 0.05})
+                                        kwargs={"poll_interval": 0.01})
         self._thread.start()
         return self
 
@@ -195,10 +201,10 @@ class FakeGitCode:
             self.branches.setdefault(repo, set()).add(branch)
 
     def has_branch(self, repo: str, branch: str) -> bool:
-        if self.branch_exists is not None:
-            return self.branch_exists(repo, branch)
         with self.lock:
-            return branch in self.branches.get(repo, set())
+            if branch in self.branches.get(repo, set()):
+                return True
+        return self.branch_exists is not None and self.branch_exists(repo, branch)
 
     def open_prs(self, head: str | None = None, base: str | None = None) -> list[FakePR]:
         with self.lock:
@@ -436,6 +442,7 @@ class FakeGitCode:
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeGitCode
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # keep-alive replies would otherwise wait for delayed ACKs
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
         pass

@@ -43,7 +43,7 @@ def test_four_prs_linked_to_the_issue_then_nothing_new_then_force_updates(sandbo
     first = run(sandbox, "apply", "--api", "put_metric", "--skip-tests", "--json")
     assert first.code == 0, first.err
     prs = gitcode.open_prs()
-    assert sorted((p.head, p.base) for p in prs) == sorted(
+    assert sorted((p.head_ref, p.base_ref) for p in prs) == sorted(
         (f"test-put-metric-{t}", t) for t in TARGETS)
     for pr in prs:
         assert pr.head_repo == "lgxxx/pytorch"
@@ -58,12 +58,12 @@ def test_four_prs_linked_to_the_issue_then_nothing_new_then_force_updates(sandbo
     assert len(gitcode.writes()) == writes  # a plain re-run writes nothing
 
     # A maintainer edits one body outside the generated regions; --force keeps the edit.
-    target_pr = next(p for p in prs if p.base == "v2.7.1")
+    target_pr = next(p for p in prs if p.base_ref == "v2.7.1")
     target_pr.body = target_pr.body + "\n\nReviewer note: please check on 910B too.\n"
     forced = run(sandbox, "apply", "--api", "put_metric", "--skip-tests", "--force")
     assert forced.code == 0, forced.err
     assert len(gitcode.open_prs()) == 4
-    body = next(p for p in gitcode.open_prs() if p.base == "v2.7.1").body
+    body = next(p for p in gitcode.open_prs() if p.base_ref == "v2.7.1").body
     assert "Reviewer note: please check on 910B too." in body
     assert body.count("<!-- api-validation-evidence:start -->") == 1
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -162,7 +163,8 @@ def test_yaml_syntax_error_names_the_line(sandbox):
     sandbox.config.write_text("forge: local\nupstream: [unclosed\n")
     result = run_cli(sandbox.project, "check", "--offline")
     assert result.code == 2
-    assert "branches.yaml" in result.err and "line" in result.err.lower() or ":2" in result.err
+    assert re.search(r"branches\.yaml:\d+: YAML syntax error", result.err), result.err
+    assert len(result.err.strip().splitlines()) == 1
 
 
 def test_journal_and_logs_are_private(sandbox):

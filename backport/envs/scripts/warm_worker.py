@@ -10,6 +10,7 @@ child (leader of its own process group) exists, then ``{"exit_code": N}`` when i
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -112,6 +113,8 @@ def main(preload: list) -> int:
         message = f"{type(cause).__name__}: {cause}"
         os.write(proto, (json.dumps({"ready": False, "error": message}) + "\n").encode())
         return 1
+    gc.collect()
+    gc.freeze()  # keep the collector off the imported objects: fewer copy-on-write faults
     os.write(proto, (json.dumps({"ready": True, "loaded": loaded}) + "\n").encode())
     serve(proto)
     return 0
