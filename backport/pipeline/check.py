@@ -14,7 +14,7 @@ from backport.config.model import Project
 from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
 from backport.git.worktree import Worktree
-from backport.pipeline.session import Session, ApplyOptions
+from backport.pipeline.session import ApplyOptions, Session
 
 
 @dataclass

@@ -90,7 +90,7 @@ class Journal:
             except (OSError, ValueError) as exc:
                 raise BackportError(
                     "config", f"{journal.path}: the run journal cannot be read ({exc}); "
-                    f"move it aside to start over")
+                    f"move it aside to start over") from exc
             if not isinstance(data, dict) or not isinstance(data.get("branches"), dict):
                 raise BackportError(
                     "config", f"{journal.path}: not a backport journal; move it aside to start over")

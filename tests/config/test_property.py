@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from backport.errors import ConfigError
 from tests.config.samples import BRANCHES_YAML, PATCH_YAML, make_patch, write_project
 
 SETTINGS = settings(
-    max_examples=150,
+    max_examples=int(os.environ.get("BACKPORT_FUZZ_EXAMPLES", "150")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.fake_gitcode import Fault, FakeGitCode, git_branch_checker
+from tests.helpers.fake_gitcode import FakeGitCode, Fault, git_branch_checker
 from tests.pipeline.conftest import edit_config, git, rev, run_cli
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
