@@ -7,7 +7,9 @@ the file and line (and the key path), e.g.
 YAML is read by :mod:`backport.config.yamlsafe`: aliases are allowed, but a document whose
 alias expansion exceeds ``MAX_NODES`` values (a "billion laughs" bomb) is refused.
 Relative local paths (URLs, ``python``, ``venv``) in ``branches.yaml`` are resolved against
-its directory; relative paths in ``BACKPORT_*_URL`` variables against the working directory.
+its directory (``~`` expanded), except that a bare ``python`` command name such as
+``python3`` is looked up on PATH; relative paths in ``BACKPORT_*_URL`` variables are resolved
+against the working directory.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 import string
 from collections.abc import Mapping
 from pathlib import Path
@@ -193,6 +196,16 @@ def _local_path(doc: Doc, v: Val, base: Path) -> Path:
     return Path(os.path.normpath(path))
 
 
+def _interpreter(doc: Doc, v: Val, base: Path) -> Path:
+    """A bare command name (``python3``) is looked up on PATH; anything else is a path."""
+    text = doc.string(v, max_len=1024)
+    if "/" not in text and not text.startswith("~"):
+        found = shutil.which(text)
+        if found:
+            return Path(found)
+    return _local_path(doc, v, base)
+
+
 def _environment(doc: Doc, key: Val, v: Val, base: Path) -> Environment:
     name = key.value
     if not _ENV_NAME.fullmatch(name):
@@ -208,9 +221,10 @@ def _environment(doc: Doc, key: Val, v: Val, base: Path) -> Environment:
             else "sets both python and venv; keep one",
         )
     fields: dict = {"name": name}
-    for which in ("python", "venv"):
-        if which in f:
-            fields[which] = _local_path(doc, f[which], base)
+    if "python" in f:
+        fields["python"] = _interpreter(doc, f["python"], base)
+    if "venv" in f:
+        fields["venv"] = _local_path(doc, f["venv"], base)
     if "expect" in f:
         expect = {}
         for dist, version in doc.entries(f["expect"], "distribution", 100):
@@ -465,10 +479,18 @@ def _patch_branches(doc: Doc, v: Val, branch_map: BranchMap) -> tuple[str, ...]:
     return tuple(t for t in branch_map.targets if t in chosen)
 
 
+def _listdir(directory: Path) -> list[Path]:
+    """The entries of ``directory`` in name order; ``ConfigError`` when it cannot be read."""
+    try:
+        return sorted(directory.iterdir(), key=lambda p: p.name)
+    except OSError as exc:
+        raise _fail(f"{display_path(directory)} cannot be read ({exc.strerror or exc})") from None
+
+
 def _patch_files(directory: Path) -> tuple[Path, ...]:
     """The ``NNNN-*.patch`` files directly in ``directory``, in name order."""
     found = []
-    for entry in directory.iterdir():
+    for entry in _listdir(directory):
         if not entry.name.endswith(".patch"):
             continue
         if not _PATCH_FILE.fullmatch(entry.name):
@@ -476,7 +498,7 @@ def _patch_files(directory: Path) -> tuple[Path, ...]:
         if not entry.is_file():
             raise _fail(f"{display_path(entry)} is not a regular file")
         found.append(entry)
-    return tuple(sorted(found, key=lambda p: p.name))
+    return tuple(found)
 
 
 def _series(
@@ -561,12 +583,12 @@ def load_project(
         if patches_dir is not None:
             raise _fail(f"patches directory {display_path(pdir)} not found")
         return Project(root=root, branch_map=branch_map, patch_sets=sets)
-    for sub in sorted(pdir.iterdir(), key=lambda p: p.name):
+    for sub in _listdir(pdir):
         if not sub.is_dir() or sub.name.startswith("."):
             continue
         if (sub / "patch.yaml").is_file():
             sets[sub.name] = load_patch_set(sub, branch_map)
-        elif any(_PATCH_FILE.fullmatch(p.name) for p in sub.iterdir()):
+        elif any(_PATCH_FILE.fullmatch(p.name) for p in _listdir(sub)):
             raise _fail(f"{display_path(sub)} has patch files but no patch.yaml")
     owner: dict[str, str] = {}
     for ps in sets.values():

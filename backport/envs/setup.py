@@ -17,7 +17,7 @@ from pathlib import Path
 
 from backport.config.model import Environment
 from backport.envs.pins import normalize_dist, pin_mismatches
-from backport.envs.probe import display_path, probe
+from backport.envs.probe import SECRET_VARS, display_path, probe
 from backport.errors import BackportError
 from backport.redact import redact
 
@@ -115,7 +115,8 @@ def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> N
     """Run ``argv``, passing its output to ``log`` line by line; raise when it fails."""
     shown = " ".join([display_path(argv[0]), *argv[1:]])
     log(redact(f"$ {shown}"))
-    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "VIRTUAL_ENV")}
+    dropped = ("PYTHONHOME", "VIRTUAL_ENV", *SECRET_VARS)
+    environ = {k: v for k, v in os.environ.items() if k not in dropped}
     try:
         proc = subprocess.Popen(
             list(argv),

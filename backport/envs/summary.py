@@ -19,7 +19,11 @@ _PYTEST_WORDS = {
 
 @dataclass(frozen=True)
 class Summary:
-    """What the last test summary in a log says; ``None`` where it says nothing."""
+    """What the last test summary in a log says; ``None`` where it says nothing.
+
+    ``ran`` is unittest's ``Ran N`` or pytest's passed + failed + errors + skipped + xfailed +
+    xpassed. ``ok`` is True only for a passing summary of at least one test.
+    """
 
     ran: int | None = None
     ok: bool | None = None
@@ -79,7 +83,7 @@ def _pytest(line: str) -> Summary | None:
         found = _PYTEST_PART.match(part)
         if not found or found.group(2) not in _PYTEST_WORDS:
             return None
-        word = found.group(2).rstrip("s") if found.group(2) != "errors" else "error"
+        word = found.group(2).rstrip("s")  # errors -> error, warnings -> warning
         counts[word] = counts.get(word, 0) + int(found.group(1))
     failed, errors = counts.get("failed", 0), counts.get("error", 0)
     skipped = counts.get("skipped", 0)

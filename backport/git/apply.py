@@ -22,8 +22,10 @@ Status = Literal["applied", "conflict", "already-applied"]
 
 # User hooks and signing must not change or block the commits; the patch text is kept as is.
 _SAFE = ["-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"]
-_AM = [*_SAFE, "am", "--3way", "--no-message-id", "--no-scissors", "--no-signoff",
-       "--whitespace=nowarn"]
+# --committer-date-is-author-date makes a re-apply on the same base give the same commit, so a
+# re-run after a crash finds its own push on the fork instead of seeing a different commit.
+_AM = [*_SAFE, "am", "--3way", "--committer-date-is-author-date", "--no-message-id",
+       "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
 _ALREADY = "No changes -- Patch already applied."
 _PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)
 _NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index|already exists in (?:index|working directory))$", re.M)
@@ -242,7 +244,8 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
         wt.git(["add", "--sparse", "-A", "--", *stage])
     run_env = {**(env or {}), **committer_env(wt, _info_author(wt))}
     before = wt.head()
-    out = wt.git([*_SAFE, "am", "--continue"], env=run_env, check=False)
+    out = wt.git([*_SAFE, "am", "--continue", "--committer-date-is-author-date"], env=run_env,
+                 check=False)
     if out.ok:
         return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")
     if am_in_progress(wt):

@@ -103,7 +103,7 @@ def test_local_forge_urls_from_environment_only(tmp_path: Path) -> None:
     config = tmp_path / "branches.yaml"
     config.write_text(
         "forge: local\nupstream: a/b\nfork: c/b\n"
-        "environments: {e: {python: py}}\nbranches: {master: {env: e}}\n"
+        "environments: {e: {python: ./py}}\nbranches: {master: {env: e}}\n"
     )
     bm = load_branch_map(
         config, environ={"BACKPORT_UPSTREAM_URL": "/x/up.git", "BACKPORT_FORK_URL": "/x/fork.git"}
@@ -251,3 +251,23 @@ def test_relative_config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     project = load_project(Path("branches.yaml"), environ={})
     assert project.root == tmp_path
     assert os.path.isabs(project.branch_map.upstream_url)
+
+
+def test_bare_python_command_is_found_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "mypython"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir))
+    config = tmp_path / "branches.yaml"
+    config.write_text(
+        "forge: gitcode\nupstream: a/b\nfork: c/b\n"
+        "environments: {e: {python: mypython}, f: {python: nothere}}\n"
+        "branches: {master: {env: e}}\n"
+    )
+    bm = load_branch_map(config, environ={})
+    assert bm.environments["e"].python == exe
+    assert bm.environments["f"].python == tmp_path / "nothere"

@@ -88,3 +88,29 @@ def test_check_names_a_branch_where_the_patch_does_not_apply(sandbox, tmp_path):
     failing = [f for f in result.json()["findings"] if not f["ok"]]
     assert [f["subject"] for f in failing] == ["put_metric on v2.11.0"]
     assert not (sandbox.project / ".backport" / "worktrees").exists()
+
+
+def test_continue_save_records_a_variant_that_the_next_run_reproduces(sandbox, tmp_path):
+    change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
+    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
+    resolved = git(sandbox.fork, "show", f"test-put-metric-v2.7.1:{TEST_FILE}")
+    (worktree / TEST_FILE).write_text(resolved.replace(CONTEXT, CHANGED), encoding="utf-8")
+    git(worktree, "add", "--", TEST_FILE)
+    saved = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.11.0",
+                    "--skip-tests", "--save")
+    assert saved.code == 0, saved.err
+    variant = sandbox.project / "patches" / "put_metric" / "v2.11.0"
+    assert sorted(p.name for p in variant.glob("*.patch")) == [
+        "0001-test-add-put_metric-coverage.patch"]
+    listing = run_cli(sandbox.project, "list", "--json").json()
+    flags = {b["target"]: b["variant"] for b in listing[0]["branches"]}
+    assert flags == {"v2.7.1": False, "v2.11.0": True, "v2.12.0": False, "master": False}
+    assert run_cli(sandbox.project, "check").code == 0
+    pushed = rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0")
+    redo = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
+                   "--json")
+    assert redo.code == 0, redo.err
+    assert {b["target"]: b["status"] for b in redo.json()["branches"]}["v2.11.0"] == "done"
+    # The variant reproduces the hand-made commit exactly: the fork branch does not move.
+    assert rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0") == pushed

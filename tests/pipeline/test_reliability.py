@@ -172,3 +172,35 @@ def test_journal_and_logs_are_private(sandbox):
     run_dir = sandbox.project / ".backport" / "runs" / "put_metric"
     assert (run_dir.stat().st_mode & 0o777) == 0o700
     assert ((run_dir / "journal.json").stat().st_mode & 0o777) == 0o600
+
+
+def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox):
+    proc = start_apply(sandbox.project)
+    wait_for(lambda: bool(journal_statuses(sandbox.project)))
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    assert result.code == 0, result.err
+
+
+def test_unreachable_fork_fails_each_branch_clearly(sandbox, tmp_path):
+    missing = tmp_path / "no-such-fork.git"
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json",
+                     env={"BACKPORT_FORK_URL": str(missing)})
+    assert result.code == 1
+    for branch in result.json()["branches"]:
+        assert branch["status"] == "failed"
+        assert str(missing) in branch["message"]
+    assert "Traceback" not in result.err
+
+
+def test_unreachable_upstream_fails_clearly(sandbox, tmp_path):
+    missing = tmp_path / "no-such-upstream.git"
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json",
+                     env={"BACKPORT_UPSTREAM_URL": str(missing)})
+    assert result.code == 1
+    for branch in result.json()["branches"]:
+        assert branch["status"] == "failed"
+        assert str(missing) in branch["message"]
