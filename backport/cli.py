@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -67,8 +68,14 @@ for command in (apply_cmd, check_cmd, status_cmd, continue_cmd, abort_cmd, list_
     cli.add_command(command)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM stops a run the way Ctrl-C does: cleanly, resumable, exit 130."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; turn errors into one sentence and the contract's exit codes."""
+    signal.signal(signal.SIGTERM, _terminate)
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         code = cli.main(args=argv, prog_name="backport", standalone_mode=False)

@@ -12,6 +12,7 @@ import yaml
 
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_patch_set
+from backport.config.validate import display_path
 from backport.errors import BackportError, ConfigError
 from backport.git.authoring import export_patch_set, first_subject, test_files, touched_files
 
@@ -74,7 +75,8 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
         try:
             load_patch_set(staging, project.branch_map)
         except ConfigError as exc:
-            raise ConfigError(exc.message.replace(str(staging), str(dest))) from exc
+            message = exc.message.replace(str(staging), str(dest))
+            raise ConfigError(message.replace(display_path(staging), display_path(dest))) from exc
         if dest.exists():
             shutil.rmtree(dest)
         staging.rename(dest)

@@ -5,8 +5,8 @@ from backport.config.model import (
     BranchMap,
     Environment,
     PatchSet,
-    PrOptions,
     Project,
+    PrOptions,
     Target,
     TestSpec,
 )

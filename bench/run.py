@@ -1,0 +1,458 @@
+"""Benchmark `backport apply` against the naive script, on a repository of realistic size.
+
+One run reports, side by side: the naive script (full clone, ``git am -3``, test; one branch
+after another), ``backport apply`` cold and warm for the four put_metric branches, a batch of N
+patch sets x 4 branches against one patch set, the cache's bytes against a full mirror clone, and
+the tool's own peak RSS. Prints a Markdown table and writes ``<out>/results.json``.
+
+    .venv/bin/python bench/run.py                      # synthetic upstream, 20k files
+    .venv/bin/python bench/run.py --repo /srv/pytorch.git --python ~/envs/torch/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from batch_patches import make_patch_sets  # noqa: E402
+from synth_repo import build as build_synthetic  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
+ENVIRONMENTS = {"v2.7.1": "torch-2.7.1", "v2.11.0": "torch-2.11.0", "v2.12.0": "torch-2.12.0",
+                "master": "torch-2.12.0"}
+PUT_METRIC = ROOT / "patches" / "put_metric"
+TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
+RSS_EXEC = Path(__file__).resolve().parent / "rss_exec.py"
+GOALS = {"warm_speedup": 4.0, "warm_speedup_min": 2.5, "cache_ratio": 0.35, "batch_ratio": 3.0,
+         "rss_mb": 150.0}
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def git_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "LANG": "C", "LC_ALL": "C", "GIT_AUTHOR_NAME": "naive script",
+           "GIT_AUTHOR_EMAIL": "naive@example.invalid", "GIT_COMMITTER_NAME": "naive script",
+           "GIT_COMMITTER_EMAIL": "naive@example.invalid"}
+    env.update(extra)
+    return env
+
+
+def git(args: list[str], cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, env=git_env(), text=True,
+                          capture_output=True, **kwargs)
+
+
+def du_bytes(path: Path) -> int:
+    """``du -sb``: apparent size of everything under ``path``."""
+    out = subprocess.run(["du", "-sb", "--", str(path)], capture_output=True, text=True,
+                         check=True, env=git_env())
+    return int(out.stdout.split()[0])
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+# -- machine ---------------------------------------------------------------------------------
+def machine(test_python: str) -> dict[str, Any]:
+    """nproc, CPU model, RAM, load, Python and git versions."""
+    cpu = "unknown"
+    ram = 0
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    test_py = subprocess.run([test_python, "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    return {
+        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpu": cpu,
+        "ram_gb": round(ram / 2**30, 1),
+        "loadavg_start": os.getloadavg()[0],
+        "os": platform.platform(),
+        "python_tool": platform.python_version(),
+        "python_tests": test_py,
+        "git": git(["--version"], cwd=Path.cwd()).stdout.strip(),
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+    }
+
+
+# -- upstream --------------------------------------------------------------------------------
+def describe_repo(path: Path) -> dict[str, Any]:
+    files = git(["ls-tree", "-r", "--name-only", "master"], cwd=path, check=True).stdout
+    commits = git(["rev-list", "--count", "--all"], cwd=path, check=True).stdout.strip()
+    allow = git(["config", "--get", "uploadpack.allowFilter"], cwd=path).stdout.strip()
+    return {"path": str(path), "bytes": du_bytes(path), "files_on_master": files.count("\n"),
+            "commits": int(commits), "allow_filter": allow == "true"}
+
+
+# -- naive script ----------------------------------------------------------------------------
+def naive(upstream_url: str, work: Path, python: str, patches: list[Path]) -> dict[str, Any]:
+    """For each branch in turn: full clone, ``git am -3``, run the test."""
+    work.mkdir(parents=True)
+    started = time.monotonic()
+    branches = []
+    for target in TARGETS:
+        clone = work / target
+        t0 = time.monotonic()
+        git(["clone", "--quiet", "--branch", target, "--", upstream_url, str(clone)], cwd=work,
+            check=True)
+        t1 = time.monotonic()
+        am = git(["am", "--quiet", "-3", "--", *map(str, patches)], cwd=clone)
+        t2 = time.monotonic()
+        test = subprocess.run([python, TEST_PATH, "-v"], cwd=clone, capture_output=True,
+                              text=True, env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
+                                              "PYTHONDONTWRITEBYTECODE": "1"}, check=False)
+        t3 = time.monotonic()
+        branches.append({"target": target, "clone_s": round(t1 - t0, 2),
+                         "am_s": round(t2 - t1, 2), "test_s": round(t3 - t2, 2),
+                         "am_ok": am.returncode == 0, "test_exit": test.returncode})
+        log(f"naive {target}: clone {t1 - t0:.1f}s, am {t2 - t1:.1f}s, test {t3 - t2:.1f}s "
+            f"(exit {test.returncode})")
+    wall = time.monotonic() - started
+    ok = all(b["am_ok"] and b["test_exit"] == 0 for b in branches)
+    return {"wall_s": round(wall, 2), "ok": ok, "branches": branches,
+            "checkout_bytes": du_bytes(work)}
+
+
+# -- backport --------------------------------------------------------------------------------
+def make_project(project: Path, upstream: str, fork: Path, python: str,
+                 patch_sets: list[Path]) -> None:
+    """branches.yaml (local forge, local upstream and fork) plus copies of the patch sets."""
+    project.mkdir(parents=True)
+    git(["init", "--quiet", "--bare", "--", str(fork)], cwd=project.parent, check=True)
+    environments = {name: {"python": python, "env": {"PYTHONDONTWRITEBYTECODE": "1"}}
+                    for name in dict.fromkeys(ENVIRONMENTS.values())}
+    config = {"forge": "local", "upstream": "Ascend/pytorch", "fork": "lgxxx/pytorch",
+              "fork_branch": "test-{slug}-{target}", "upstream_url": upstream,
+              "fork_url": str(fork), "environments": environments,
+              "branches": {t: {"env": ENVIRONMENTS[t]} for t in TARGETS}}
+    # JSON is YAML: no dependency needed here.
+    (project / "branches.yaml").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    for patch_set in patch_sets:
+        shutil.copytree(patch_set, project / "patches" / patch_set.name)
+
+
+def _poll_hwm(pid: int, peak: list[int], done: threading.Event) -> None:
+    """Track VmHWM (peak RSS of that one process, children excluded) until it exits."""
+    status = Path(f"/proc/{pid}/status")
+    while not done.is_set():
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak[0] = max(peak[0], int(line.split()[1]))
+        except (OSError, ValueError):
+            return
+        done.wait(0.05)
+
+
+def _branch_entries(doc: Any) -> list[dict[str, Any]]:
+    if isinstance(doc, dict):
+        if "runs" in doc and isinstance(doc["runs"], list):
+            return [b for run in doc["runs"] for b in _branch_entries(run)]
+        branches = doc.get("branches")
+        if isinstance(branches, list):
+            return [dict(b, patch_set=doc.get("patch_set")) for b in branches
+                    if isinstance(b, dict)]
+    return []
+
+
+def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: Path,
+                 tool_python: str) -> dict[str, Any]:
+    """One ``backport apply`` under the RSS wrapper; wall time, statuses, peak RSS."""
+    rss_file = logs / f"{label}.rss"
+    env = {**os.environ, "BACKPORT_CACHE": str(cache), "BENCH_RSS_FILE": str(rss_file),
+           "LANG": "C", "LC_ALL": "C", "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [tool_python, str(RSS_EXEC), "--config", str(project / "branches.yaml"), "apply",
+           *argv, "--json"]
+    stdout_path, stderr_path = logs / f"{label}.json", logs / f"{label}.log"
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=out, stderr=err)
+        peak, done = [0], threading.Event()
+        poller = threading.Thread(target=_poll_hwm, args=(proc.pid, peak, done), daemon=True)
+        poller.start()
+        code = proc.wait()
+        wall = time.monotonic() - started
+        done.set()
+        poller.join()
+    try:
+        rss_kib = int(rss_file.read_text().strip())
+    except (OSError, ValueError):
+        rss_kib = peak[0]
+    try:
+        entries = _branch_entries(json.loads(stdout_path.read_text() or "null"))
+    except json.JSONDecodeError:
+        entries = []
+    statuses: dict[str, int] = {}
+    runners: dict[str, int] = {}
+    test_s = 0.0
+    for entry in entries:
+        statuses[entry.get("status", "?")] = statuses.get(entry.get("status", "?"), 0) + 1
+        test = entry.get("test") or {}
+        for run in test.get("runs") or []:
+            runners[run.get("runner", "?")] = runners.get(run.get("runner", "?"), 0) + 1
+            test_s += float(run.get("duration") or 0)
+    result = {"label": label, "argv": argv, "wall_s": round(wall, 2), "exit": code,
+              "ok": code == 0 and set(statuses) == {"done"}, "statuses": statuses,
+              "runners": runners, "test_seconds_sum": round(test_s, 2),
+              "peak_rss_mb": round(rss_kib * 1024 / 1e6, 1),
+              "peak_rss_polled_mb": round(peak[0] * 1024 / 1e6, 1), "log": str(stderr_path)}
+    log(f"{label}: {wall:.1f}s exit {code} {statuses} runners {runners} "
+        f"rss {result['peak_rss_mb']} MB")
+    return result
+
+
+# -- report ----------------------------------------------------------------------------------
+def ratio(a: float, b: float) -> float:
+    return round(a / b, 2) if b else float("nan")
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m, repo, r = results["machine"], results["repo"], results["runs"]
+    naive_s = r["naive"]["wall_s"]
+    lines = [
+        f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['ram_gb']} GB RAM, load {m['loadavg_start']:.1f} "
+        f"at start / {m.get('loadavg_end', 0):.1f} at end; {m['os']}; tool Python "
+        f"{m['python_tool']}, tests Python {m['python_tests']}; {m['git']}; {m['date']}.",
+        f"Upstream: {repo['files_on_master']} files on master, {repo['commits']} commits, "
+        f"{mb(repo['bytes'])} on disk ({repo['origin']}, built in {repo.get('build_s', 0):.0f}s); "
+        f"uploadpack.allowFilter={'true' if repo['allow_filter'] else 'false'}.",
+        "",
+        "| scenario | branches x sets | wall s | naive / this | this / one set | statuses | tests ran via | tool peak RSS |",
+        "| --- | --- | ---: | ---: | ---: | --- | --- | ---: |",
+    ]
+    naive_ok = "ok" if r["naive"]["ok"] else "FAILED"
+    lines.append(f"| naive script (full clone, am -3, test; sequential) | 4 x 1 | {naive_s:.1f} | "
+                 f"1.00 | | {naive_ok} | plain python | |")
+    rows = [("put_metric_cold", "backport apply --api put_metric, cold cache", "4 x 1", None),
+            ("put_metric_warm", "backport apply --api put_metric --force, warm", "4 x 1", None),
+            ("single_cold", "backport apply --api bench_01, cold cache", "4 x 1", None),
+            ("single_warm", "backport apply --api bench_01 --force, warm", "4 x 1", None),
+            ("batch_cold", f"backport apply --all ({results['params']['batch']} sets), cold",
+             f"4 x {results['params']['batch']}", "single_cold"),
+            ("batch_warm", f"backport apply --all --force ({results['params']['batch']} sets), warm",
+             f"4 x {results['params']['batch']}", "single_warm")]
+    for key, title, shape, per in rows:
+        run = r.get(key)
+        if not run:
+            continue
+        per_set = f"{ratio(run['wall_s'], r[per]['wall_s']):.2f}" if per and per in r else ""
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(run["statuses"].items())) or \
+            f"exit {run['exit']}"
+        runners = ", ".join(f"{k} {v}" for k, v in sorted(run["runners"].items()))
+        lines.append(f"| {title} | {shape} | {run['wall_s']:.1f} | "
+                     f"{ratio(naive_s, run['wall_s']):.2f} | {per_set} | {statuses} | {runners} | "
+                     f"{run['peak_rss_mb']:.0f} MB |")
+    b = results["bytes"]
+    lines += ["", "| bytes | size | share of mirror |", "| --- | ---: | ---: |",
+              f"| upstream `git clone --mirror` ({b['mirror_s']:.1f}s) | {mb(b['mirror'])} | 100% |",
+              f"| backport cache after the cold 4-branch run | {mb(b['cache_after_cold'])} | "
+              f"{100 * b['cache_ratio']:.1f}% |",
+              f"| backport worktrees (4 sparse) | {mb(b['worktrees_after_cold'])} | |",
+              f"| naive script's 4 full clones | {mb(b['naive_clones'])} | "
+              f"{100 * b['naive_clones'] / b['mirror']:.0f}% |"]
+    g = results["goals"]
+    lines += ["", "| goal (issue 7) | target | measured | met |", "| --- | --- | ---: | --- |"]
+    for row in g:
+        lines.append(f"| {row['goal']} | {row['target']} | {row['measured']} | "
+                     f"{'yes' if row['met'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
+    r, b = results["runs"], results["bytes"]
+    rows = []
+    if "put_metric_warm" in r:
+        speed = ratio(r["naive"]["wall_s"], r["put_metric_warm"]["wall_s"])
+        rows.append({"goal": "warm 4-branch apply vs naive", "target": ">= 4x (at least 2.5x)",
+                     "measured": f"{speed:.2f}x", "met": speed >= GOALS["warm_speedup"]})
+    if "cache_ratio" in b:
+        rows.append({"goal": "cold cache bytes vs mirror clone", "target": "<= 35%",
+                     "measured": f"{100 * b['cache_ratio']:.1f}%",
+                     "met": b["cache_ratio"] <= GOALS["cache_ratio"]})
+    for kind in ("warm", "cold"):
+        if f"batch_{kind}" in r and f"single_{kind}" in r:
+            value = ratio(r[f"batch_{kind}"]["wall_s"], r[f"single_{kind}"]["wall_s"])
+            rows.append({"goal": f"batch {results['params']['batch']}x4 vs one set ({kind})",
+                         "target": "<= 3x", "measured": f"{value:.2f}x",
+                         "met": value <= GOALS["batch_ratio"]})
+    peaks = [run["peak_rss_mb"] for key, run in r.items() if key != "naive"]
+    if peaks:
+        rows.append({"goal": "tool's own peak RSS (max over runs)", "target": "<= 150 MB",
+                     "measured": f"{max(peaks):.0f} MB", "met": max(peaks) <= GOALS["rss_mb"]})
+    return rows
+
+
+# -- main ------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    default_python = os.environ.get("BACKPORT_TEST_PYTHON") or str(
+        ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python")
+    venv_python = ROOT / ".venv" / "bin" / "python"
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--python", default=default_python,
+                        help="interpreter with torch for the tests (default: $BACKPORT_TEST_PYTHON "
+                             "or .ci/venvs/torch-2.13.0/bin/python)")
+    parser.add_argument("--tool-python", default=str(venv_python if venv_python.exists()
+                                                     else sys.executable),
+                        help="interpreter that has backport installed (default: .venv/bin/python)")
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="an existing bare repository with branches v2.7.1 v2.11.0 v2.12.0 "
+                             "master instead of the synthetic one")
+    parser.add_argument("--files", type=int, default=20000, help="synthetic repo: files")
+    parser.add_argument("--commits", type=int, default=4000, help="synthetic repo: commits on master")
+    parser.add_argument("--batch", type=int, default=20, help="patch sets in the batch")
+    parser.add_argument("--jobs", type=int, default=0, help="backport --jobs (0: its default)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="scratch folder (default: a new temp folder, removed at the end)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["naive", "put_metric", "batch"], help="leave a part out")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    python = str(Path(args.python).expanduser())
+    if not Path(python).exists():
+        print(f"error: test interpreter {python} does not exist; pass --python or set "
+              "BACKPORT_TEST_PYTHON", file=sys.stderr)
+        return 2
+    out = args.out.absolute()
+    logs = out / "logs"
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    work = Path(tempfile.mkdtemp(prefix="backport-bench-", dir=args.work))
+    log(f"scratch folder {work}")
+    results: dict[str, Any] = {"machine": machine(python), "runs": {}, "bytes": {},
+                               "params": {"files": args.files, "commits": args.commits,
+                                          "batch": args.batch, "jobs": args.jobs,
+                                          "python": python}}
+    extra = ["--jobs", str(args.jobs)] if args.jobs else []
+    try:
+        # 1. the upstream
+        if args.repo:
+            upstream = args.repo.expanduser().absolute()
+            repo = describe_repo(upstream) | {"origin": "given"}
+        else:
+            log(f"building a synthetic upstream: {args.files} files, {args.commits} commits")
+            stats = build_synthetic(work / "upstream.git", args.files, args.commits)
+            upstream = stats.path
+            t0 = time.monotonic()
+            git(["repack", "-a", "-d", "-f", "-q", "--window=10"], cwd=upstream, check=True)
+            repo = describe_repo(upstream) | {
+                "origin": "synthetic, git fast-import + repack -adf",
+                "build_s": round(stats.seconds + time.monotonic() - t0, 1)}
+        results["repo"] = repo
+        url = "file://" + str(upstream)
+        log(f"upstream: {repo['files_on_master']} files, {repo['commits']} commits, "
+            f"{mb(repo['bytes'])}")
+        patches = sorted(PUT_METRIC.glob("*.patch"))
+
+        # 5a. the full mirror clone, for the bytes comparison
+        t0 = time.monotonic()
+        git(["clone", "--quiet", "--mirror", "--", url, str(work / "mirror.git")], cwd=work,
+            check=True)
+        results["bytes"]["mirror_s"] = round(time.monotonic() - t0, 2)
+        results["bytes"]["mirror"] = du_bytes(work / "mirror.git")
+        shutil.rmtree(work / "mirror.git")
+
+        # 2. the naive script
+        if "naive" not in args.skip:
+            log("naive script")
+            results["runs"]["naive"] = naive(url, work / "naive", python, patches)
+            results["bytes"]["naive_clones"] = results["runs"]["naive"]["checkout_bytes"]
+            shutil.rmtree(work / "naive")
+
+        # 3. backport apply --api put_metric, cold then warm
+        if "put_metric" not in args.skip:
+            project, cache = work / "pm" / "project", work / "pm" / "cache"
+            make_project(project, str(upstream), work / "pm" / "fork.git", python, [PUT_METRIC])
+            runs = results["runs"]
+            runs["put_metric_cold"] = run_backport("put_metric_cold", project, cache,
+                                                   ["--api", "put_metric", *extra], logs,
+                                                   args.tool_python)
+            results["bytes"]["cache_after_cold"] = du_bytes(cache)
+            results["bytes"]["cache_ratio"] = round(
+                results["bytes"]["cache_after_cold"] / results["bytes"]["mirror"], 4)
+            worktrees = project / ".backport" / "worktrees"
+            results["bytes"]["worktrees_after_cold"] = du_bytes(worktrees) if worktrees.exists() else 0
+            blobless = git(["config", "--get", "remote.upstream.partialclonefilter"],
+                           cwd=next(p for p in cache.iterdir() if p.is_dir())).stdout.strip()
+            results["bytes"]["cache_filter"] = blobless or "none"
+            runs["put_metric_warm"] = run_backport("put_metric_warm", project, cache,
+                                                   ["--api", "put_metric", "--force", *extra],
+                                                   logs, args.tool_python)
+
+        # 4. batch: N patch sets x 4 branches against one of them alone
+        if "batch" not in args.skip:
+            log(f"making {args.batch} patch sets")
+            sets_dir = work / "sets"
+            sets_dir.mkdir()
+            names = make_patch_sets(url, work / "scratch", sets_dir, args.batch)
+            shutil.rmtree(work / "scratch")
+            runs = results["runs"]
+            one = work / "one"
+            make_project(one / "project", str(upstream), one / "fork.git", python,
+                         [sets_dir / names[0]])
+            runs["single_cold"] = run_backport("single_cold", one / "project", one / "cache",
+                                               ["--api", names[0], *extra], logs,
+                                               args.tool_python)
+            runs["single_warm"] = run_backport("single_warm", one / "project", one / "cache",
+                                               ["--api", names[0], "--force", *extra], logs,
+                                               args.tool_python)
+            many = work / "many"
+            make_project(many / "project", str(upstream), many / "fork.git", python,
+                         [sets_dir / n for n in names])
+            runs["batch_cold"] = run_backport("batch_cold", many / "project", many / "cache",
+                                              ["--all", *extra], logs, args.tool_python)
+            runs["batch_warm"] = run_backport("batch_warm", many / "project", many / "cache",
+                                              ["--all", "--force", *extra], logs,
+                                              args.tool_python)
+    finally:
+        results["machine"]["loadavg_end"] = os.getloadavg()[0]
+        if args.keep:
+            log(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+        out.mkdir(parents=True, exist_ok=True)
+        if "repo" in results and "mirror" in results["bytes"]:
+            results["bytes"].setdefault("naive_clones", 0)
+            results["bytes"].setdefault("cache_after_cold", 0)
+            results["bytes"].setdefault("worktrees_after_cold", 0)
+            results["bytes"].setdefault("cache_ratio", 0.0)
+            results["goals"] = goals(results)
+            table = markdown(results) if "naive" in results["runs"] else ""
+            results["markdown"] = table
+            print(table)
+        (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    failed = [k for k, v in results["runs"].items() if not v["ok"]]
+    if failed:
+        log(f"runs that did not fully succeed: {', '.join(failed)} (see {logs})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
