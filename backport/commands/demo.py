@@ -101,9 +101,11 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> Non
         issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
         table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title, issues)
     app.console.print(table)
+    exe = Path(sys.executable).parent / "backport"
+    cmd = str(exe) if exe.exists() else "backport"
     echo("where to look:")
     echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")
-    echo(f"  PR bodies:      cd {sandbox.project} && backport preview --api put_metric --branch master")
-    echo(f"  branch state:   cd {sandbox.project} && backport status")
+    echo(f"  PR bodies:      cd {sandbox.project} && {cmd} preview --api put_metric --branch master")
+    echo(f"  branch state:   cd {sandbox.project} && {cmd} status")
     echo(f"  test logs:      {project.state_dir / 'runs' / 'put_metric' / 'logs'}")
     raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)

@@ -18,7 +18,14 @@ from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal, atomic_write_text
 from backport.pipeline.session import ApplyOptions, Session
 from backport.pipeline.states import FAILURES, Status
-from backport.pipeline.steps import BranchJob, apply_step, pr_step, push_step, test_step
+from backport.pipeline.steps import (
+    BranchJob,
+    apply_step,
+    pr_step,
+    push_step,
+    refresh_sibling_pr,
+    test_step,
+)
 from backport.report.summary import render_markdown
 
 
@@ -163,6 +170,25 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions) ->
     pool.shutdown(wait=True)
     for job in jobs:
         _publish(session, job)
+    _refresh_siblings(session, jobs)
+
+
+def _refresh_siblings(session: Session, jobs: list[BranchJob]) -> None:
+    """Update the open PRs of branches not redone in this run, so each body shows every result."""
+    if session.options.dry_run or session.options.no_pr or session.options.no_push:
+        return
+    redone = {(job.patch_set.name, job.target) for job in jobs}
+    for name in dict.fromkeys(job.patch_set.name for job in jobs):
+        first = next(job for job in jobs if job.patch_set.name == name)
+        ps, journal = first.patch_set, first.journal
+        for rec in journal.records(list(ps.branches)):
+            if (name, rec["target"]) in redone:
+                continue
+            sibling = BranchJob(ps, rec["target"], rec["fork_branch"], journal, first.event)
+            try:
+                refresh_sibling_pr(session, sibling, list(ps.branches))
+            except BackportError as exc:
+                first.event("pr", f"could not refresh the PR of {rec['target']}: {exc.message}")
 
 
 def fetch_bases(session: Session, jobs: list[BranchJob]) -> dict[str, str | BackportError]:

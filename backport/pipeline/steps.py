@@ -285,3 +285,26 @@ def pr_step(session: Session, job: BranchJob, all_targets: list[str]) -> None:
         final, message = Status.DONE, ""
     job.update(pr=pr_info, status=final, message=message)
     job.event("done" if final == Status.DONE else final.value, pr.url)
+
+
+def refresh_sibling_pr(session: Session, job: BranchJob, all_targets: list[str]) -> bool:
+    """Bring a finished branch's PR body up to date with the other branches' new results.
+
+    Returns True when the body changed. Only the generated regions are rewritten.
+    """
+    rec = job.record
+    pr_info = rec.get("pr") or {}
+    if rec["status"] != Status.DONE or not pr_info.get("number"):
+        return False
+    forge = session.forge()
+    pr = forge.get_pr(pr_info["number"])
+    if pr.state != "open":
+        return False
+    ctx = BodyContext(branch_map=session.project.branch_map, patch_set=job.patch_set,
+                      branches=job.journal.records(all_targets), target=job.target)
+    body = render_body(ctx, existing=pr.body)
+    if body == pr.body:
+        return False
+    forge.update_pr(pr.number, title=pr.title, body=body)
+    job.event("pr", f"body refreshed with the other branches' results: {pr.url}")
+    return True

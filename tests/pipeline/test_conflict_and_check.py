@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,12 @@ from tests.pipeline.conftest import git, rev, run_cli
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
 CONTEXT = '        self.assertNotIn("null_metric", output)'
 CHANGED = '        self.assertNotIn("null_metric", output)  # v2.11.0 reworded this check'
+
+
+def pr_body(project: Path, base: str) -> str:
+    with sqlite3.connect(project / ".backport" / "forge.sqlite") as db:
+        (body,) = db.execute("SELECT body FROM prs WHERE base = ?", (base,)).fetchone()
+    return body
 
 
 def change_upstream_branch(upstream: Path, branch: str, tmp: Path) -> None:
@@ -33,6 +40,9 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     assert {by_target[t]["status"] for t in ("v2.7.1", "v2.12.0", "master")} == {"done"}
     assert rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0") is None
 
+    first_body = pr_body(sandbox.project, "v2.7.1")
+    assert "未运行：conflict" in first_body
+
     # A plain re-run leaves the kept worktree alone and still reports the conflict.
     again = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     assert again.code == 1
@@ -50,6 +60,8 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     head = rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0")
     assert git(sandbox.fork, "rev-parse", f"{head}^") == rev(sandbox.upstream, "v2.11.0")
     assert "v2.11.0 reworded" in git(sandbox.fork, "show", f"{head}:{TEST_FILE}")
+    # The PRs opened earlier now show v2.11.0's new state too.
+    assert "未运行：conflict" not in pr_body(sandbox.project, "v2.7.1")
     final = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert final.code == 0, final.err
 
