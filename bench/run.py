@@ -167,32 +167,43 @@ def _poll_hwm(pid: int, peak: list[int], done: threading.Event) -> None:
         done.wait(0.05)
 
 
-def _branch_entries(doc: Any) -> list[dict[str, Any]]:
-    if isinstance(doc, dict):
-        if "runs" in doc and isinstance(doc["runs"], list):
-            return [b for run in doc["runs"] for b in _branch_entries(run)]
-        branches = doc.get("branches")
-        if isinstance(branches, list):
-            return [dict(b, patch_set=doc.get("patch_set")) for b in branches
-                    if isinstance(b, dict)]
-    return []
+def _journal_entries(project: Path) -> list[dict[str, Any]]:
+    """Every branch record of every patch set's journal in ``project``."""
+    entries = []
+    for journal in sorted((project / ".backport" / "runs").glob("*/journal.json")):
+        doc = json.loads(journal.read_text(encoding="utf-8"))
+        for record in (doc.get("branches") or {}).values():
+            if isinstance(record, dict):
+                entries.append(dict(record, patch_set=doc.get("patch_set")))
+    return entries
+
+
+def _copy_timestamped(stream: Any, sink: Any, started: float) -> None:
+    for raw in iter(stream.readline, b""):
+        sink.write(b"%7.2f " % (time.monotonic() - started) + raw)
+    stream.close()
 
 
 def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: Path,
                  tool_python: str) -> dict[str, Any]:
-    """One ``backport apply`` under the RSS wrapper; wall time, statuses, peak RSS."""
+    """One ``backport -v apply`` under the RSS wrapper; wall time, statuses, peak RSS.
+
+    The output goes to ``<logs>/<label>.log``, every line prefixed with seconds since start.
+    """
     rss_file = logs / f"{label}.rss"
     env = {**os.environ, "BACKPORT_CACHE": str(cache), "BENCH_RSS_FILE": str(rss_file),
-           "LANG": "C", "LC_ALL": "C", "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [tool_python, str(RSS_EXEC), "--config", str(project / "branches.yaml"), "apply",
-           *argv, "--json"]
-    stdout_path, stderr_path = logs / f"{label}.json", logs / f"{label}.log"
-    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+           "LANG": "C", "LC_ALL": "C", "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "160"}
+    cmd = [tool_python, str(RSS_EXEC), "-v", "--config", str(project / "branches.yaml"),
+           "apply", *argv]
+    log_path = logs / f"{label}.log"
+    with log_path.open("wb") as sink:
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=out, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
         peak, done = [0], threading.Event()
         poller = threading.Thread(target=_poll_hwm, args=(proc.pid, peak, done), daemon=True)
         poller.start()
+        _copy_timestamped(proc.stdout, sink, started)
         code = proc.wait()
         wall = time.monotonic() - started
         done.set()
@@ -201,14 +212,10 @@ def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: 
         rss_kib = int(rss_file.read_text().strip())
     except (OSError, ValueError):
         rss_kib = peak[0]
-    try:
-        entries = _branch_entries(json.loads(stdout_path.read_text() or "null"))
-    except json.JSONDecodeError:
-        entries = []
     statuses: dict[str, int] = {}
     runners: dict[str, int] = {}
     test_s = 0.0
-    for entry in entries:
+    for entry in _journal_entries(project):
         statuses[entry.get("status", "?")] = statuses.get(entry.get("status", "?"), 0) + 1
         test = entry.get("test") or {}
         for run in test.get("runs") or []:
@@ -218,7 +225,7 @@ def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: 
               "ok": code == 0 and set(statuses) == {"done"}, "statuses": statuses,
               "runners": runners, "test_seconds_sum": round(test_s, 2),
               "peak_rss_mb": round(rss_kib * 1024 / 1e6, 1),
-              "peak_rss_polled_mb": round(peak[0] * 1024 / 1e6, 1), "log": str(stderr_path)}
+              "peak_rss_polled_mb": round(peak[0] * 1024 / 1e6, 1), "log": str(log_path)}
     log(f"{label}: {wall:.1f}s exit {code} {statuses} runners {runners} "
         f"rss {result['peak_rss_mb']} MB")
     return result

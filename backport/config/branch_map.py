@@ -1,0 +1,353 @@
+"""Loads ``branches.yaml`` into a :class:`~backport.config.model.BranchMap`.
+
+Every problem is a :class:`~backport.errors.ConfigError` whose one-sentence message names
+the file and line (and the key path), e.g.
+``branches.yaml:12: unknown key 'enviroments' (did you mean 'environments'?)``.
+Relative local paths (URLs, ``python``, ``venv``) are resolved against the file's directory
+(``~`` expanded), except that a bare command name such as ``python3`` is looked up on PATH;
+relative paths in ``BACKPORT_*_URL`` variables are resolved against the working directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import string
+from collections.abc import Mapping
+from pathlib import Path
+
+from backport.config.model import (
+    BranchMap,
+    Environment,
+    PrOptions,
+    Target,
+)
+from backport.config.refnames import refname_problem
+from backport.config.validate import (
+    Doc,
+    Val,
+    config_error,
+    display_path,
+    git_url_problem,
+    http_url_problem,
+    kind,
+    repo_identity,
+    resolve_url,
+    suggest,
+)
+from backport.errors import ConfigError
+
+FORGES = ("gitcode", "local")
+DEFAULT_FORK_BRANCH = "test-{slug}-{target}"
+TEMPLATE_FIELDS = ("slug", "target", "name", "api")
+GITCODE_WEB_URL = "https://gitcode.com"
+GITCODE_API_URL = "https://api.gitcode.com/api/v5"
+URL_VARIABLES = {
+    "upstream_url": "BACKPORT_UPSTREAM_URL",
+    "fork_url": "BACKPORT_FORK_URL",
+    "api_url": "BACKPORT_API_URL",
+}
+TOP_KEYS = (
+    "forge", "upstream", "fork", "fork_branch", "upstream_url", "fork_url", "api_url",
+    "web_url", "environments", "branches", "pr",
+)  # fmt: skip
+ENV_KEYS = ("python", "venv", "expect", "requirements", "env", "timeout")
+PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft")
+MAX_TIMEOUT = 7 * 24 * 3600.0
+MAX_BODY_CHARS = 65536
+
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_DIST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_USER = re.compile(r"[A-Za-z0-9_.-]+")
+_SAMPLE = {"slug": "example", "name": "example", "api": "torch.example"}
+
+
+def _fail(message: str) -> ConfigError:
+    return config_error(message)
+
+
+# -- branches.yaml -------------------------------------------------------------------------------
+
+
+def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> BranchMap:
+    """Read and validate ``branches.yaml``; URL variables in ``environ`` override the file."""
+    path = Path(os.path.abspath(path))
+    if not path.is_file():
+        raise _fail(f"{display_path(path)} not found; run from the project root or pass --config")
+    doc = Doc(path)
+    root = doc.load()
+    base = path.parent
+    top = doc.mapping(
+        root, TOP_KEYS, required=("forge", "upstream", "fork", "environments", "branches")
+    )
+    forge = doc.string(top["forge"])
+    if forge not in FORGES:
+        doc.fail(
+            top["forge"], f"must be 'gitcode' or 'local', not '{forge}'{suggest(forge, FORGES)}"
+        )
+    upstream, fork = _repo_name(doc, top["upstream"]), _repo_name(doc, top["fork"])
+    if forge == "gitcode" and upstream.lower() == fork.lower():
+        doc.fail(
+            top["fork"], f"'{fork}' is the upstream repository; backport pushes only to a fork"
+        )
+    fork_branch = (
+        _template(doc, top["fork_branch"]) if "fork_branch" in top else DEFAULT_FORK_BRANCH
+    )
+    web_url = GITCODE_WEB_URL
+    if "web_url" in top:
+        web_url = _http_url(doc, top["web_url"])
+    environments = {
+        key.value: _environment(doc, key, value, base)
+        for key, value in doc.entries(top["environments"], "environment name", 256)
+    }
+    if not environments:
+        doc.fail(top["environments"], "defines no environment")
+    targets = _targets(doc, top["branches"], environments)
+    urls = _urls(doc, top, forge, upstream, fork, web_url, base, environ)
+    pr = _pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions()
+    _check_rendered(doc, top.get("fork_branch") or root, fork_branch, targets)
+    return BranchMap(
+        path=path,
+        forge=forge,
+        upstream=upstream,
+        fork=fork,
+        fork_branch=fork_branch,
+        upstream_url=urls["upstream_url"],
+        fork_url=urls["fork_url"],
+        api_url=urls["api_url"],
+        environments=environments,
+        targets=targets,
+        pr=pr,
+        web_url=web_url,
+    )
+
+
+def _repo_name(doc: Doc, v: Val) -> str:
+    text = doc.string(v, max_len=200)
+    if not _REPO.fullmatch(text) or any(p in (".", "..") for p in text.split("/")):
+        doc.fail(v, f"'{text}' must be owner/repo, like Ascend/pytorch")
+    return text
+
+
+def _template(doc: Doc, v: Val) -> str:
+    text = doc.string(v, max_len=200)
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        doc.fail(v, f"'{text}' is not a valid template ({exc})")
+    for _literal, field, spec, conversion in parsed:
+        if field is None:
+            continue
+        if field not in TEMPLATE_FIELDS:
+            doc.fail(
+                v,
+                f"unknown field '{{{field}}}'{suggest(field, TEMPLATE_FIELDS)}; "
+                "use {slug}, {target}, {name} or {api}",
+            )
+        if spec or conversion:
+            doc.fail(v, f"field '{{{field}}}' must be plain, without a format spec or conversion")
+    return text
+
+
+def _check_rendered(doc: Doc, where: Val, template: str, targets: Mapping[str, Target]) -> None:
+    """Every target's fork branch (rendered with a sample patch set) is valid and distinct."""
+    seen: dict[str, str] = {}
+    for target in targets:
+        branch = template.format(target=target, **_SAMPLE)
+        problem = refname_problem(branch)
+        if problem:
+            doc.fail(
+                where, f"fork_branch renders '{branch}' for target '{target}', which {problem}"
+            )
+        if branch in seen:
+            doc.fail(
+                where,
+                f"fork_branch renders the same branch '{branch}' for targets '{seen[branch]}' "
+                f"and '{target}'; include {{target}}",
+            )
+        seen[branch] = target
+
+
+def _local_path(doc: Doc, v: Val, base: Path) -> Path:
+    text = doc.string(v, max_len=1024)
+    path = Path(os.path.expanduser(text))
+    if not path.is_absolute():
+        path = base / path
+    return Path(os.path.normpath(path))
+
+
+def _interpreter(doc: Doc, v: Val, base: Path) -> Path:
+    """A bare command name (``python3``) is looked up on PATH; anything else is a path."""
+    text = doc.string(v, max_len=1024)
+    if "/" not in text and not text.startswith("~"):
+        found = shutil.which(text)
+        if found:
+            return Path(found)
+    return _local_path(doc, v, base)
+
+
+def _environment(doc: Doc, key: Val, v: Val, base: Path) -> Environment:
+    name = key.value
+    if not _ENV_NAME.fullmatch(name):
+        doc.fail(key, f"environment name '{name}' may use only letters, digits and '._+-'")
+    if v.value is None:
+        doc.fail(v, "needs python or venv")
+    f = doc.mapping(v, ENV_KEYS)
+    if ("python" in f) == ("venv" in f):
+        doc.fail(
+            v,
+            "needs exactly one of python or venv"
+            if "python" not in f
+            else "sets both python and venv; keep one",
+        )
+    fields: dict = {"name": name}
+    if "python" in f:
+        fields["python"] = _interpreter(doc, f["python"], base)
+    if "venv" in f:
+        fields["venv"] = _local_path(doc, f["venv"], base)
+    if "expect" in f:
+        expect = {}
+        for dist, version in doc.entries(f["expect"], "distribution", 100):
+            if not _DIST.fullmatch(dist.value):
+                doc.fail(dist, f"'{dist.value}' is not a distribution name")
+            expect[dist.value] = doc.version(version)
+        fields["expect"] = expect
+    if "requirements" in f:
+        reqs = doc.str_list(f["requirements"], max_len=1024)
+        for req, item in zip(reqs, doc.items(f["requirements"]), strict=True):
+            if req.startswith("-"):
+                doc.fail(item, f"'{req}' starts with '-'; options are not allowed here")
+        fields["requirements"] = reqs
+    if "env" in f:
+        fields["env"] = {
+            name.value: _env_value(doc, value) for name, value in _variables(doc, f["env"])
+        }
+    if "timeout" in f:
+        fields["timeout"] = doc.number(f["timeout"], low=0, high=MAX_TIMEOUT)
+    return Environment(**fields)
+
+
+def _variables(doc: Doc, v: Val) -> list[tuple[Val, Val]]:
+    pairs = doc.entries(v, "variable", 200)
+    for name, _value in pairs:
+        if not _VARIABLE.fullmatch(name.value):
+            doc.fail(name, f"'{name.value}' is not an environment variable name")
+    return pairs
+
+
+def _env_value(doc: Doc, v: Val) -> str:
+    value = v.value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        hint = f'; quote it: "{v.raw}"' if v.raw else ""
+        doc.fail(v, f"must be a string, not {kind(value)}{hint}")
+    if "\x00" in value or len(value) > 32768:
+        doc.fail(v, "is too long or contains a NUL character")
+    return value
+
+
+def _targets(doc: Doc, v: Val, environments: Mapping[str, Environment]) -> dict[str, Target]:
+    targets: dict[str, Target] = {}
+    for key, value in doc.entries(v, "branch name", 256):
+        problem = refname_problem(key.value)
+        if problem:
+            doc.fail(key, f"branch name '{key.value}' is not a valid git branch name: it {problem}")
+        if not isinstance(value.value, dict):
+            doc.fail(value, "must be a mapping like {env: ENVIRONMENT}")
+        field = doc.mapping(value, ("env",), required=("env",))["env"]
+        env = doc.string(field)
+        if env not in environments:
+            doc.fail(field, f"unknown environment '{env}'{suggest(env, environments)}")
+        targets[key.value] = Target(name=key.value, env=env)
+    if not targets:
+        doc.fail(v, "lists no target branch")
+    return targets
+
+
+def _http_url(doc: Doc, v: Val) -> str:
+    text = doc.string(v, max_len=2048)
+    problem = http_url_problem(text)
+    if problem:
+        doc.fail(v, f"'{text}' {problem}")
+    return text.rstrip("/")
+
+
+def _urls(
+    doc: Doc,
+    top: Mapping[str, Val],
+    forge: str,
+    upstream: str,
+    fork: str,
+    web_url: str,
+    base: Path,
+    environ: Mapping[str, str],
+) -> dict[str, str]:
+    """upstream_url, fork_url and api_url: environment, else file, else forge defaults."""
+    urls: dict[str, str] = {}
+    origin: dict[str, Val | str | None] = {}  # where each came from, for messages
+    for key, variable in URL_VARIABLES.items():
+        from_env = (environ.get(variable) or "").strip()
+        if from_env:
+            text, origin[key], rel_base = from_env, variable, Path.cwd()
+        elif key in top:
+            text, origin[key], rel_base = doc.string(top[key], max_len=2048), top[key], base
+        else:
+            origin[key] = None
+            continue
+        problem = http_url_problem(text) if key == "api_url" else git_url_problem(text)
+        if problem:
+            _url_fail(doc, origin[key], key, f"'{text}' {problem}")
+        urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, rel_base)
+    if forge == "gitcode":
+        urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")
+        urls.setdefault("fork_url", f"{web_url}/{fork}.git")
+        urls.setdefault("api_url", GITCODE_API_URL)
+    else:
+        for key in ("upstream_url", "fork_url"):
+            if key not in urls:
+                doc.fail(
+                    top["forge"], f"'local' needs {key} in {doc.display} or {URL_VARIABLES[key]}"
+                )
+        urls.setdefault("api_url", "")
+    if repo_identity(urls["upstream_url"]) == repo_identity(urls["fork_url"]):
+        where = origin["fork_url"] or top["fork"]
+        _url_fail(
+            doc,
+            where,
+            "fork_url",
+            f"'{urls['fork_url']}' is the upstream repository; backport pushes only to a fork",
+        )
+    return urls
+
+
+def _url_fail(doc: Doc, origin: Val | str | None, key: str, message: str) -> None:
+    if isinstance(origin, Val):
+        doc.fail(origin, message)
+    raise _fail(f"{origin or key}: {message}")
+
+
+def _pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
+    """PR options of ``v`` (a ``pr:`` mapping) over ``base``, field by field."""
+    f = doc.mapping(v, PR_KEYS)
+    changes: dict = {}
+    for key in ("labels", "assignees", "reviewers", "testers"):
+        if key in f:
+            names = doc.str_list(f[key], max_items=50, max_len=100)
+            for name, item in zip(names, doc.items(f[key]), strict=True):
+                bad = "," in name if key == "labels" else not _USER.fullmatch(name)
+                if bad:
+                    doc.fail(
+                        item,
+                        f"'{name}' is not a valid {'label' if key == 'labels' else 'user name'}",
+                    )
+            changes[key] = names
+    if "comment" in f:
+        changes["comment"] = doc.string(f["comment"], max_len=MAX_BODY_CHARS, multiline=True)
+    if "draft" in f:
+        changes["draft"] = doc.boolean(f["draft"])
+    return dataclasses.replace(base, **changes)

@@ -1,0 +1,230 @@
+"""Loads ``patches/<name>/`` (patch.yaml, NNNN-*.patch, variants, body.md) into a PatchSet."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from backport.config.branch_map import MAX_BODY_CHARS, _fail, _pr_options
+from backport.config.model import (
+    BranchMap,
+    PatchSet,
+    TestSpec,
+)
+from backport.config.patchfiles import PatchFileInfo, parse_patch_file
+from backport.config.refnames import refname_problem
+from backport.config.validate import (
+    Doc,
+    Val,
+    display_path,
+    kind,
+    repo_path_problem,
+    suggest,
+)
+
+PATCH_KEYS = ("api", "issue", "title", "tests", "device", "branches", "pr")
+DEVICES = ("none", "npu")
+MAX_ISSUE = 2**31 - 1
+
+MAX_VARIANT_DIRS = 500
+_API = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
+
+
+# -- patches/<name>/ -----------------------------------------------------------------------------
+
+
+def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
+    """Read and validate one patch set directory against ``branch_map``."""
+    dir = Path(os.path.abspath(dir))
+    name = dir.name
+    if not _SET_NAME.fullmatch(name) or name.endswith((".lock", ".")):
+        raise _fail(
+            f"{display_path(dir)}: patch set name '{name}' may use only letters, digits and '_.-'"
+        )
+    doc = Doc(dir / "patch.yaml")
+    f = doc.mapping(doc.load(), PATCH_KEYS, required=("api", "issue", "title", "tests"))
+    api = doc.string(f["api"], max_len=200)
+    if not _API.fullmatch(api):
+        doc.fail(
+            f["api"],
+            f"'{api}' is not a dotted API name like torch.distributed.elastic.metrics.put_metric",
+        )
+    title = doc.string(f["title"], max_len=255)
+    tests = tuple(_test_spec(doc, item) for item in doc.items(f["tests"], "list of tests", 100))
+    if not tests:
+        doc.fail(f["tests"], "lists no test")
+    device = "none"
+    if "device" in f:
+        device = doc.string(f["device"])
+        if device not in DEVICES:
+            doc.fail(
+                f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}"
+            )
+    branches = (
+        _patch_branches(doc, f["branches"], branch_map)
+        if "branches" in f
+        else tuple(branch_map.targets)
+    )
+    pr = _pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
+    shared, variants = _series(dir, branch_map, branches)
+    infos: dict[Path, PatchFileInfo] = {}
+    touched: dict[str, tuple[str, ...]] = {}
+    for target in branches:
+        series = variants.get(target, shared)
+        if not series:
+            raise _fail(f"{display_path(dir)} has no NNNN-*.patch file for target '{target}'")
+        paths: set[str] = set()
+        for patch in series:
+            if patch not in infos:
+                infos[patch] = parse_patch_file(patch)
+            paths.update(infos[patch].paths)
+        touched[target] = tuple(sorted(paths))
+    patch_set = PatchSet(
+        name=name,
+        dir=dir,
+        api=api,
+        issue=_issue(doc, f["issue"]),
+        title=title,
+        tests=tests,
+        device=device,
+        branches=branches,
+        patches=shared,
+        variants=variants,
+        touched_paths=touched,
+        body=_read_body(dir / "body.md"),
+        pr=pr,
+    )
+    _fork_branches(branch_map, patch_set)
+    return patch_set
+
+
+def _issue(doc: Doc, v: Val) -> int:
+    value = v.value
+    if isinstance(value, str) and re.fullmatch(r"\s*#?\d{1,12}\s*", value):
+        value = int(value.strip().lstrip("#"))
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ISSUE:
+        shown = repr(value[:40]) if isinstance(value, str) else kind(value)
+        doc.fail(v, f"must be a positive issue number like 3216, not {shown}")
+    return value
+
+
+def _test_spec(doc: Doc, v: Val) -> TestSpec:
+    if isinstance(v.value, str):
+        path_val, args = v, ()
+    else:
+        f = doc.mapping(v, ("path", "args"), required=("path",))
+        path_val = f["path"]
+        args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
+    text = doc.string(path_val, max_len=1024)
+    problem = "uses '\\' (write '/')" if "\\" in text else repo_path_problem(text)
+    if problem:
+        doc.fail(path_val, f"test path '{text}' {problem}")
+    return TestSpec(path="/".join(p for p in text.split("/") if p not in ("", ".")), args=args)
+
+
+def _patch_branches(doc: Doc, v: Val, branch_map: BranchMap) -> tuple[str, ...]:
+    chosen: set[str] = set()
+    for item in doc.items(v, "list of target branches", 256):
+        name = doc.string(item)
+        if name not in branch_map.targets:
+            doc.fail(
+                item,
+                f"unknown target branch '{name}' (not in {display_path(branch_map.path)})"
+                f"{suggest(name, branch_map.targets)}",
+            )
+        if name in chosen:
+            doc.fail(item, f"lists '{name}' twice")
+        chosen.add(name)
+    if not chosen:
+        doc.fail(v, "lists no target branch")
+    return tuple(t for t in branch_map.targets if t in chosen)
+
+
+def _listdir(directory: Path) -> list[Path]:
+    """The entries of ``directory`` in name order; ``ConfigError`` when it cannot be read."""
+    try:
+        return sorted(directory.iterdir(), key=lambda p: p.name)
+    except OSError as exc:
+        raise _fail(f"{display_path(directory)} cannot be read ({exc.strerror or exc})") from None
+
+
+def _patch_files(directory: Path) -> tuple[Path, ...]:
+    """The ``NNNN-*.patch`` files directly in ``directory``, in name order."""
+    found = []
+    for entry in _listdir(directory):
+        if not entry.name.endswith(".patch"):
+            continue
+        if not _PATCH_FILE.fullmatch(entry.name):
+            raise _fail(f"{display_path(entry)}: patch file names must look like NNNN-name.patch")
+        if not entry.is_file():
+            raise _fail(f"{display_path(entry)} is not a regular file")
+        found.append(entry)
+    return tuple(found)
+
+
+def _series(
+    dir: Path, branch_map: BranchMap, branches: tuple[str, ...]
+) -> tuple[tuple[Path, ...], dict[str, tuple[Path, ...]]]:
+    """The shared series and the per-target variants (sub-directories named after a target)."""
+    shared = _patch_files(dir)
+    variants: dict[str, tuple[Path, ...]] = {}
+    seen = 0
+    for current, subdirs, _files in os.walk(dir):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        if Path(current) == dir:
+            continue
+        seen += 1
+        if seen > MAX_VARIANT_DIRS:
+            raise _fail(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} sub-directories")
+        rel = Path(current).relative_to(dir).as_posix()
+        files = _patch_files(Path(current))
+        if rel in branch_map.targets:
+            if not files:
+                raise _fail(
+                    f"{display_path(Path(current))} is named after target '{rel}' but has no NNNN-*.patch file"
+                )
+            if rel in branches:
+                variants[rel] = files
+        elif files:
+            raise _fail(
+                f"{display_path(Path(current))} holds patch files but '{rel}' is not a target branch"
+                f"{suggest(rel, branch_map.targets)}"
+            )
+    return shared, variants
+
+
+def _read_body(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _fail(f"{display_path(path)} is not valid UTF-8") from None
+    except OSError as exc:
+        raise _fail(f"{display_path(path)} cannot be read ({exc.strerror or exc})") from None
+    if len(text) > MAX_BODY_CHARS:
+        raise _fail(f"{display_path(path)} is longer than {MAX_BODY_CHARS} characters")
+    return text
+
+
+def _fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
+    """target -> rendered fork branch for a patch set; each valid and distinct."""
+    out: dict[str, str] = {}
+    where = display_path(branch_map.path)
+    for target in ps.branches:
+        branch = branch_map.fork_branch_for(ps.slug, target, ps.name, ps.api)
+        problem = refname_problem(branch)
+        if problem:
+            raise _fail(
+                f"{where}: fork_branch renders '{branch}' for patch set '{ps.name}' and target "
+                f"'{target}', which {problem}"
+            )
+        if branch in out.values():
+            raise _fail(
+                f"{where}: fork_branch renders the same branch '{branch}' twice for patch set '{ps.name}'"
+            )
+        out[target] = branch
+    return out
