@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from backport.demo.sandbox import Sandbox, build_sandbox
+from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCHES = ROOT / "patches" / "put_metric"
@@ -55,6 +56,24 @@ def edit_config(sandbox: Sandbox, change) -> None:
     data = yaml.safe_load(sandbox.config.read_text(encoding="utf-8"))
     change(data)
     sandbox.config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+TOKEN = "gc-secret-token-5f3a9"  # the only token the fake GitCode server accepts
+
+
+@pytest.fixture
+def gitcode(sandbox: Sandbox):
+    """A fake GitCode v5 server that knows the sandbox's fork; branches.yaml points at it."""
+    server = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
+                         branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}))
+    server.start()
+
+    def to_gitcode(data: dict) -> None:
+        data["forge"] = "gitcode"
+        data["api_url"] = server.url
+    edit_config(sandbox, to_gitcode)
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -4,27 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tests.helpers.fake_gitcode import FakeGitCode, Fault, git_branch_checker
-from tests.pipeline.conftest import edit_config, git, rev, run_cli
+from tests.helpers.fake_gitcode import Fault
+from tests.pipeline.conftest import TOKEN, git, rev, run_cli
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
-TOKEN = "gc-secret-token-5f3a9"
-
-
-@pytest.fixture
-def gitcode(sandbox):
-    server = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
-                         branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}))
-    server.start()
-
-    def to_gitcode(data: dict) -> None:
-        data["forge"] = "gitcode"
-        data["api_url"] = server.url
-    edit_config(sandbox, to_gitcode)
-    yield server
-    server.stop()
 
 
 def run(sandbox, *args: str, token: str = TOKEN):

@@ -30,6 +30,14 @@ def change_upstream_branch(upstream: Path, branch: str, tmp: Path) -> None:
     git(work, "push", "--quiet", "origin", branch)
 
 
+def resolve_by_hand(sandbox) -> None:
+    """What a maintainer does: v2.7.1's patched file with v2.11.0's own change, staged."""
+    worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
+    resolved = git(sandbox.fork, "show", f"test-put-metric-v2.7.1:{TEST_FILE}")
+    (worktree / TEST_FILE).write_text(resolved.replace(CONTEXT, CHANGED), encoding="utf-8")
+    git(worktree, "add", "--", TEST_FILE)
+
+
 def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
     result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
@@ -48,11 +56,7 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     assert again.code == 1
     assert {b["target"]: b["status"] for b in again.json()["branches"]}["v2.11.0"] == "conflict"
 
-    # The maintainer resolves by hand: the patched file of v2.7.1 with this branch's change.
-    worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
-    resolved = git(sandbox.fork, "show", f"test-put-metric-v2.7.1:{TEST_FILE}")
-    (worktree / TEST_FILE).write_text(resolved.replace(CONTEXT, CHANGED), encoding="utf-8")
-    git(worktree, "add", "--", TEST_FILE)
+    resolve_by_hand(sandbox)
     done = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.11.0",
                    "--skip-tests", "--json")
     assert done.code == 0, done.err
@@ -105,10 +109,7 @@ def test_check_names_a_branch_where_the_patch_does_not_apply(sandbox, tmp_path):
 def test_continue_save_records_a_variant_that_the_next_run_reproduces(sandbox, tmp_path):
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
     assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
-    worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
-    resolved = git(sandbox.fork, "show", f"test-put-metric-v2.7.1:{TEST_FILE}")
-    (worktree / TEST_FILE).write_text(resolved.replace(CONTEXT, CHANGED), encoding="utf-8")
-    git(worktree, "add", "--", TEST_FILE)
+    resolve_by_hand(sandbox)
     saved = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.11.0",
                     "--skip-tests", "--save")
     assert saved.code == 0, saved.err

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.fake_gitcode import FakeGitCode, Fault, git_branch_checker
-from tests.pipeline.conftest import edit_config, git, rev, run_cli
+from tests.helpers.fake_gitcode import FakeGitCode, Fault
+from tests.pipeline.conftest import TOKEN, edit_config, git, rev, run_cli
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
-TOKEN = "reliability-token-77"
 
 
 def start_apply(project: Path, *args: str) -> subprocess.Popen:
@@ -51,20 +50,6 @@ def assert_finished(sandbox, server: FakeGitCode) -> None:
     for target in TARGETS:
         head = rev(sandbox.fork, f"refs/heads/test-put-metric-{target}")
         assert head and git(sandbox.fork, "rev-parse", f"{head}^") == rev(sandbox.upstream, target)
-
-
-@pytest.fixture
-def gitcode(sandbox):
-    server = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
-                         branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}))
-    server.start()
-
-    def to_gitcode(data: dict) -> None:
-        data["forge"] = "gitcode"
-        data["api_url"] = server.url
-    edit_config(sandbox, to_gitcode)
-    yield server
-    server.stop()
 
 
 def test_three_sigkills_then_a_plain_rerun_finishes_with_four_prs(sandbox, gitcode):
