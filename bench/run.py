@@ -246,13 +246,15 @@ def ratio(a: float, b: float) -> float:
 
 def markdown(results: dict[str, Any]) -> str:
     m, repo, r = results["machine"], results["repo"], results["runs"]
+    built = f", built in {repo['build_s']:.0f}s" if "build_s" in repo else ""
     naive_s = r["naive"]["wall_s"] if "naive" in r else 0.0
     lines = [
         f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['ram_gb']} GB RAM, load {m['loadavg_start']:.1f} "
         f"at start / {m.get('loadavg_end', 0):.1f} at end; {m['os']}; tool Python "
         f"{m['python_tool']}, tests Python {m['python_tests']}; {m['git']}; {m['date']}.",
         f"Upstream: {repo['files_on_master']} files on master, {repo['commits']} commits, "
-        f"{mb(repo['bytes'])} on disk ({repo['origin']}, built in {repo.get('build_s', 0):.0f}s); "
+        f"{mb(repo['bytes'])} on disk ({repo['origin']}"
+        f"{built}); "
         f"uploadpack.allowFilter={'true' if repo['allow_filter'] else 'false'}.",
         "",
         "| scenario | branches x sets | wall s | naive / this | this / one set | statuses | tests ran via | tool peak RSS |",
@@ -262,6 +264,12 @@ def markdown(results: dict[str, Any]) -> str:
         naive_ok = "ok" if r["naive"]["ok"] else "FAILED"
         lines.append(f"| naive script (full clone, am -3, test; sequential) | 4 x 1 | "
                      f"{naive_s:.1f} | 1.00 | | {naive_ok} | plain python | |")
+    if "naive" in r:
+        parts = {k: sum(b[k] for b in r["naive"]["branches"]) for k in ("clone_s", "am_s", "test_s")}
+        naive_note = (f"Naive script split: clone {parts['clone_s']:.1f}s, am {parts['am_s']:.1f}s, "
+                      f"test {parts['test_s']:.1f}s.")
+    else:
+        naive_note = ""
     rows = [("put_metric_cold", "backport apply --api put_metric, cold cache", "4 x 1", None),
             ("put_metric_warm", "backport apply --api put_metric --force, warm", "4 x 1", None),
             ("single_cold", "backport apply --api bench_01, cold cache", "4 x 1", None),
@@ -281,19 +289,26 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(f"| {title} | {shape} | {run['wall_s']:.1f} | "
                      f"{ratio(naive_s, run['wall_s']) if naive_s else float('nan'):.2f} | {per_set} | {statuses} | {runners} | "
                      f"{run['peak_rss_mb']:.0f} MB |")
+    if naive_note:
+        lines += ["", naive_note]
     b = results["bytes"]
     lines += ["", "| bytes | size | share of mirror |", "| --- | ---: | ---: |",
               f"| upstream `git clone --mirror` ({b['mirror_s']:.1f}s) | {mb(b['mirror'])} | 100% |",
               f"| backport cache after the cold 4-branch run | {mb(b['cache_after_cold'])} | "
               f"{100 * b['cache_ratio']:.1f}% |",
-              f"| backport worktrees (4 sparse) | {mb(b['worktrees_after_cold'])} | |",
+              f"| - of which objects/ | {mb(b.get('cache_objects', 0))} | "
+              f"{100 * b.get('cache_objects', 0) / b['mirror']:.1f}% |",
+              f"| - of which worktrees/ (per-worktree index files) | "
+              f"{mb(b.get('cache_worktree_meta', 0))} | "
+              f"{100 * b.get('cache_worktree_meta', 0) / b['mirror']:.1f}% |",
+              f"| backport worktrees (4 sparse checkouts) | {mb(b['worktrees_after_cold'])} | |",
               f"| naive script's 4 full clones | {mb(b['naive_clones'])} | "
               f"{100 * b['naive_clones'] / b['mirror']:.0f}% |"]
     g = results["goals"]
     lines += ["", "| goal (issue 7) | target | measured | met |", "| --- | --- | ---: | --- |"]
     for row in g:
-        lines.append(f"| {row['goal']} | {row['target']} | {row['measured']} | "
-                     f"{'yes' if row['met'] else 'NO'} |")
+        met = row["met"] if isinstance(row["met"], str) else ("yes" if row["met"] else "NO")
+        lines.append(f"| {row['goal']} | {row['target']} | {row['measured']} | {met} |")
     return "\n".join(lines) + "\n"
 
 
@@ -302,8 +317,11 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     if "put_metric_warm" in r and "naive" in r:
         speed = ratio(r["naive"]["wall_s"], r["put_metric_warm"]["wall_s"])
+        met: bool | str = speed >= GOALS["warm_speedup"]
+        if not met and speed >= GOALS["warm_speedup_min"]:
+            met = "minimum only"
         rows.append({"goal": "warm 4-branch apply vs naive", "target": ">= 4x (at least 2.5x)",
-                     "measured": f"{speed:.2f}x", "met": speed >= GOALS["warm_speedup"]})
+                     "measured": f"{speed:.2f}x", "met": met})
     if "cache_ratio" in b:
         rows.append({"goal": "cold cache bytes vs mirror clone", "target": "<= 35%",
                      "measured": f"{100 * b['cache_ratio']:.1f}%",
@@ -415,12 +433,16 @@ def main(argv: list[str] | None = None) -> int:
                                                    ["--api", "put_metric", *extra], logs,
                                                    args.tool_python)
             results["bytes"]["cache_after_cold"] = du_bytes(cache)
+            cache_repo = next(p for p in cache.iterdir() if p.is_dir())
+            results["bytes"]["cache_objects"] = du_bytes(cache_repo / "objects")
+            meta = cache_repo / "worktrees"
+            results["bytes"]["cache_worktree_meta"] = du_bytes(meta) if meta.exists() else 0
             results["bytes"]["cache_ratio"] = round(
                 results["bytes"]["cache_after_cold"] / results["bytes"]["mirror"], 4)
             worktrees = project / ".backport" / "worktrees"
             results["bytes"]["worktrees_after_cold"] = du_bytes(worktrees) if worktrees.exists() else 0
             blobless = git(["config", "--get", "remote.upstream.partialclonefilter"],
-                           cwd=next(p for p in cache.iterdir() if p.is_dir())).stdout.strip()
+                           cwd=cache_repo).stdout.strip()
             results["bytes"]["cache_filter"] = blobless or "none"
             runs["put_metric_warm"] = run_backport("put_metric_warm", project, cache,
                                                    ["--api", "put_metric", "--force", *extra],

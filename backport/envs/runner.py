@@ -225,6 +225,12 @@ class TestRunner:
 
     # -- warm --------------------------------------------------------------------------
 
+    def warm_up(self) -> None:
+        """Start the warm worker now (it imports torch), so the first test does not wait."""
+        if self.verdict == OK:
+            with self._lock:
+                self._ensure_worker()
+
     def _ensure_worker(self) -> _Worker | None:
         if self._worker is not None and not self._worker.alive():
             self._drop_worker("the warm worker exited")

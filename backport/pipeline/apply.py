@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -157,6 +158,8 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions) ->
     bm = session.project.branch_map
     if not (options.dry_run or options.no_push or options.no_pr) and bm.forge == "gitcode":
         session.forge().preflight()  # a bad token stops the run before anything is pushed
+    if not options.skip_tests:
+        _prewarm(session, jobs)
     bases = fetch_bases(session, jobs)
     pool = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="branch")
     try:
@@ -189,6 +192,15 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob]) -> None:
                 refresh_sibling_pr(session, sibling, list(ps.branches))
             except BackportError as exc:
                 first.event("pr", f"could not refresh the PR of {rec['target']}: {exc.message}")
+
+
+def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
+    """Probe every needed environment and start its warm worker in the background."""
+    bm = session.project.branch_map
+    needed = {(bm.targets[job.target].env, job.patch_set.device) for job in jobs}
+    for env_name, device in sorted(needed):
+        threading.Thread(target=session.prewarm, args=(bm.environments[env_name], device),
+                         name=f"prewarm-{env_name}", daemon=True).start()
 
 
 def fetch_bases(session: Session, jobs: list[BranchJob]) -> dict[str, str | BackportError]:

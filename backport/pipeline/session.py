@@ -12,6 +12,7 @@ import platformdirs
 
 from backport.config.model import Environment, Project
 from backport.envs.model import Probe
+from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe as probe_env
 from backport.envs.runner import TestRunner
 from backport.errors import BackportError
@@ -96,6 +97,18 @@ class Session:
                 self._runners[key] = TestRunner(env, probe, device=device,
                                                 isolated=self.options.isolated)
             return self._runners[key]
+
+    def prewarm(self, env: Environment, device: str) -> None:
+        """Probe ``env`` and start its warm worker, while other threads fetch and apply.
+
+        Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
+        """
+        try:
+            probe = self.probe(env)
+            if not pin_mismatches(env, probe):
+                self.runner(env, device).warm_up()
+        except BackportError:
+            pass
 
     # -- forge --------------------------------------------------------------------------------
     @property

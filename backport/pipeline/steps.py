@@ -284,7 +284,17 @@ def pr_step(session: Session, job: BranchJob, all_targets: list[str]) -> None:
     else:
         final, message = Status.DONE, ""
     job.update(pr=pr_info, status=final, message=message)
+    if final == Status.DONE:
+        _drop_worktree(job)
     job.event("done" if final == Status.DONE else final.value, pr.url)
+
+
+def _drop_worktree(job: BranchJob) -> None:
+    """A finished branch needs its worktree no more: the commit is on the fork and recorded."""
+    path = job.record.get("worktree")
+    if path and Path(path).exists():
+        Worktree.open(Path(path)).remove()
+    job.update(worktree=None)
 
 
 def refresh_sibling_pr(session: Session, job: BranchJob, all_targets: list[str]) -> bool:
