@@ -323,7 +323,11 @@ class TestRunner:
     # -- shared ------------------------------------------------------------------------
 
     def _start_log(self, log_path: Path, test: TestSpec) -> None:
-        log_path.write_text(f"$ {self.command(test)}\n", encoding="utf-8")
+        # Logs may hold paths and output a maintainer would not publish: owner-only, like the journal.
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(f"$ {self.command(test)}\n")
 
     def _result(
         self,

@@ -16,7 +16,7 @@ from backport.errors import BackportError
 from backport.git.apply import am_in_progress
 from backport.git.locks import file_lock
 from backport.git.worktree import Worktree
-from backport.pipeline.journal import Journal, atomic_write_text
+from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.session import ApplyOptions, Session
 from backport.pipeline.states import FAILURES, Status
 from backport.pipeline.steps import (
@@ -111,6 +111,8 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
     session = Session(project, options, environ=environ, plan=plan)
+    if not options.dry_run:
+        secure_dir(project.state_dir)
     label = (lambda ps, t: f"{ps.name}:{t}") if len(patch_sets) > 1 else (lambda ps, t: t)
     try:
         with locked_journals(project, patch_sets, progress, persist=not options.dry_run) as journals:

@@ -16,7 +16,7 @@ from backport.errors import BackportError
 from backport.git.apply import already_applied, am_in_progress, apply_series
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree
-from backport.pipeline.journal import Journal
+from backport.pipeline.journal import Journal, secure_dir
 from backport.pipeline.session import Session
 from backport.pipeline.states import Status
 from backport.report.body import BodyContext, render_body
@@ -55,7 +55,7 @@ def worktree_path(session: Session, job: BranchJob) -> Path:
 def log_path(job: BranchJob, test_index: int) -> Path:
     suffix = f".{test_index}" if test_index else ""
     safe = job.target.replace("/", "_")
-    return job.journal.run_dir / "logs" / f"{safe}{suffix}.log"
+    return secure_dir(job.journal.run_dir / "logs") / f"{safe}{suffix}.log"
 
 
 # -- apply ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.pipeline.conftest import TOKEN, edit_config, git, rev, run_cli
+from tests.pipeline.conftest import TOKEN, edit_config, git, needs_torch, rev, run_cli
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 
@@ -152,11 +152,17 @@ def test_yaml_syntax_error_names_the_line(sandbox):
     assert len(result.err.strip().splitlines()) == 1
 
 
+@needs_torch
 def test_journal_and_logs_are_private(sandbox):
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 0
+    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--no-push",
+                   "--branch", "v2.7.1").code == 0
+    logs = sandbox.project / ".backport" / "runs" / "put_metric" / "logs"
+    assert (logs.stat().st_mode & 0o777) == 0o700
+    assert [(p.name, p.stat().st_mode & 0o777) for p in logs.iterdir()] == [("v2.7.1.log", 0o600)]
     run_dir = sandbox.project / ".backport" / "runs" / "put_metric"
     assert (run_dir.stat().st_mode & 0o777) == 0o700
     assert ((run_dir / "journal.json").stat().st_mode & 0o777) == 0o600
+    assert (sandbox.project / ".backport").stat().st_mode & 0o777 == 0o700
 
 
 def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox):
