@@ -7,6 +7,7 @@ import click
 from backport.commands.common import AppContext, echo, pass_app
 from backport.pipeline.apply import select_patch_sets, select_targets
 from backport.pipeline.journal import Journal, new_record
+from backport.pipeline.session import ApplyOptions, Session
 from backport.report.body import BodyContext, render_body
 
 
@@ -25,4 +26,6 @@ def preview_cmd(app: AppContext, api: str, branch: str) -> None:
     for target in ps.branches:
         fork_branch = bm.fork_branch_for(ps.slug, target, ps.name, ps.api)
         records.append(journal.get(target) or new_record(target, fork_branch))
-    echo(render_body(BodyContext(branch_map=bm, patch_set=ps, branches=records, target=branch)))
+    docs = Session(project, ApplyOptions()).docs(ps.api)
+    echo(render_body(BodyContext(branch_map=bm, patch_set=ps, branches=records, target=branch,
+                                 docs=docs)))

@@ -11,6 +11,7 @@ from pathlib import Path
 import platformdirs
 
 from backport.config.model import Environment, Project
+from backport.docs_audit import audit_docs, entries_to_json
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe as probe_env
@@ -19,6 +20,8 @@ from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.forge.token import askpass_env, resolve_token
 from backport.git.cache import RepoCache
+
+DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
 
 @dataclass
@@ -67,6 +70,7 @@ class Session:
         self._probes: dict[str, Probe | BackportError] = {}
         self._runners: dict[tuple[str, str], TestRunner] = {}
         self._forge: Forge | None = None
+        self._docs: dict[str, list[dict] | None] = {}
         self._token: str | None = None
         self._token_resolved = False
 
@@ -109,6 +113,25 @@ class Session:
                 self.runner(env, device).warm_up()
         except BackportError:
             pass
+
+    # -- docs audit --------------------------------------------------------------------------
+    def docs(self, api: str) -> list[dict] | None:
+        """The docs audit of ``api`` on upstream master, if this run fetched master; else None.
+
+        Feeds the PR body's 【资料变更】; a failure only leaves that section for a human.
+        """
+        with self._lock:
+            if api in self._docs:
+                return self._docs[api]
+        try:
+            self.cache.local_heads([DOCS_REF])  # raises when this cache never fetched master
+            found = audit_docs(self.cache.path, f"refs/remotes/upstream/{DOCS_REF}", api)
+            entries = entries_to_json(found) or None
+        except BackportError:
+            entries = None
+        with self._lock:
+            self._docs[api] = entries
+        return entries
 
     # -- forge --------------------------------------------------------------------------------
     @property

@@ -248,8 +248,8 @@ def pr_step(session: Session, job: BranchJob, all_targets: list[str]) -> None:
     forge = session.forge()
     rec = job.record
     failed = (rec.get("test") or {}).get("ok") is False
-    ctx = BodyContext(branch_map=bm, patch_set=ps,
-                      branches=job.journal.records(all_targets), target=job.target)
+    ctx = BodyContext(branch_map=bm, patch_set=ps, branches=job.journal.records(all_targets),
+                      target=job.target, docs=session.docs(ps.api))
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     created = False
@@ -311,7 +311,8 @@ def refresh_sibling_pr(session: Session, job: BranchJob, all_targets: list[str])
     if pr.state != "open":
         return False
     ctx = BodyContext(branch_map=session.project.branch_map, patch_set=job.patch_set,
-                      branches=job.journal.records(all_targets), target=job.target)
+                      branches=job.journal.records(all_targets), target=job.target,
+                      docs=session.docs(job.patch_set.api))
     body = render_body(ctx, existing=pr.body)
     if body == pr.body:
         return False

@@ -80,3 +80,24 @@ def test_branch_limits_targets(sandbox):
     assert result.code == 0, result.err
     assert [b["target"] for b in result.json()["branches"]] == ["v2.7.1", "master"]
     assert len(forge_rows(sandbox.project)) == 2
+
+
+def test_pr_body_reports_the_docs_audit_of_upstream_master(sandbox, tmp_path):
+    work = tmp_path / "docs-edit"
+    git(tmp_path, "clone", "--quiet", "--branch", "master", str(sandbox.upstream), str(work))
+    page = work / "docs/zh/api/native_api/pytorch_2-12-0/torch-distributed-elastic.md"
+    page.parent.mkdir(parents=True)
+    page.write_text(
+        "# torch.distributed.elastic\n\n### torch.distributed.elastic.metrics.put_metric\n\n"
+        "| 硬件 | 是否支持 |\n| --- | --- |\n| Atlas A2 训练系列产品 | &#10004; |\n"
+        "| Ascend 950DT | &#10007; |\n", encoding="utf-8")
+    git(work, "add", "--all")
+    git(work, "commit", "--quiet", "-m", "docs: list put_metric")
+    git(work, "push", "--quiet", "origin", "master")
+
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    assert result.code == 0, result.err
+    body = next(body for _, _, base, _, body in forge_rows(sandbox.project) if base == "v2.7.1")
+    assert "<!-- backport:docs:start -->" in body
+    assert "| 2.12.0 | 是 |" in body
+    assert "pytorch_2-12-0/torch-distributed-elastic.md" in body
