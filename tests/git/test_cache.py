@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -96,20 +95,10 @@ def test_remote_heads_does_not_fetch(cache: RepoCache, scenario: Scenario) -> No
 
 def test_concurrent_fetches_from_threads(tmp_path: Path, scenario: Scenario) -> None:
     branches = ["master", "v2.7.1", "v2.11.0", "v2.12.0"]
-    results: dict[str, str] = {}
-    errors: list[Exception] = []
-
-    def work(branch: str) -> None:
-        try:  # a separate RepoCache object per thread, as parallel branches would have
-            results.update(RepoCache(tmp_path / "cache", str(scenario.upstream)).fetch([branch]))
-        except Exception as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(b,)) for b in branches]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # a separate RepoCache object per thread, as parallel branches would have
+    fetched, errors = gr.run_in_threads(
+        lambda b: RepoCache(tmp_path / "cache", str(scenario.upstream)).fetch([b]), branches)
+    results = {k: v for heads in fetched.values() for k, v in heads.items()}
     assert errors == []
     assert results == {b: scenario.heads[b] for b in branches}
 

@@ -103,25 +103,13 @@ def test_sparse_pattern_is_anchored_and_escaped() -> None:
 
 
 def test_worktrees_created_from_threads(cache: RepoCache, scenario: Scenario, tmp_path: Path) -> None:
-    import threading
-
     targets = ["master", "v2.7.1", "v2.11.0", "v2.12.0"]
-    made: dict[str, Worktree] = {}
-    errors: list[Exception] = []
 
-    def work(target: str) -> None:
-        try:
-            head = cache.fetch([target])[target]
-            made[target] = Worktree.create(cache, tmp_path / "wt" / target, f"bp-{target}",
-                                           head, [TEST_FILE])
-        except Exception as exc:
-            errors.append(exc)
+    def work(target: str) -> Worktree:
+        head = cache.fetch([target])[target]
+        return Worktree.create(cache, tmp_path / "wt" / target, f"bp-{target}", head, [TEST_FILE])
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    made, errors = gr.run_in_threads(work, targets)
     assert errors == []
     for target in targets:
         assert made[target].head() == scenario.heads[target]

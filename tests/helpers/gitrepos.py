@@ -14,12 +14,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 AUTHOR = ("Ada Author", "ada@example.com")
 COMMITTER = ("Cy Committer", "cy@example.com")
 DEFAULT_DATE = "2024-05-06T07:08:09+00:00"
+
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def git_env(
@@ -184,3 +190,22 @@ def branches_of(repo: Path, prefix: str = "refs/heads/") -> dict[str, str]:
         ref, sha = line.split()
         heads[ref[len(prefix):]] = sha
     return heads
+
+
+def run_in_threads(work: Callable[[T], R], items: Iterable[T]) -> tuple[dict[T, R], list[Exception]]:
+    """Run ``work`` on every item, each in its own thread at once: results by item, and errors."""
+    results: dict[T, R] = {}
+    errors: list[Exception] = []
+
+    def run(item: T) -> None:
+        try:
+            results[item] = work(item)
+        except Exception as exc:  # noqa: BLE001 - collected for the test to assert on
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(item,)) for item in items]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results, errors

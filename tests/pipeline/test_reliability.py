@@ -176,22 +176,13 @@ def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox):
     assert result.code == 0, result.err
 
 
-def test_unreachable_fork_fails_each_branch_clearly(sandbox, tmp_path):
-    missing = tmp_path / "no-such-fork.git"
+@pytest.mark.parametrize("variable", ["BACKPORT_FORK_URL", "BACKPORT_UPSTREAM_URL"])
+def test_an_unreachable_fork_or_upstream_fails_each_branch_clearly(sandbox, tmp_path, variable):
+    missing = tmp_path / "no-such-repository.git"
     result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json",
-                     env={"BACKPORT_FORK_URL": str(missing)})
+                     env={variable: str(missing)})
     assert result.code == 1
     for branch in result.json()["branches"]:
         assert branch["status"] == "failed"
         assert str(missing) in branch["message"]
     assert "Traceback" not in result.err
-
-
-def test_unreachable_upstream_fails_clearly(sandbox, tmp_path):
-    missing = tmp_path / "no-such-upstream.git"
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json",
-                     env={"BACKPORT_UPSTREAM_URL": str(missing)})
-    assert result.code == 1
-    for branch in result.json()["branches"]:
-        assert branch["status"] == "failed"
-        assert str(missing) in branch["message"]
