@@ -7,6 +7,7 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.pipeline.apply import select_patch_sets
 from backport.pipeline.check import run_check
 
 
@@ -25,8 +26,6 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
     configuration error.
     """
     project = app.project()
-    from backport.pipeline.apply import select_patch_sets
-
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
     findings = run_check(project, names, offline=offline)
     ok = all(f.ok for f in findings)
