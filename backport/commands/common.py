@@ -55,7 +55,3 @@ def print_json(data: Any) -> None:
 
 def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(redact(text), err=err)
-
-
-def stdout_is_tty() -> bool:
-    return sys.stdout.isatty()

@@ -43,8 +43,3 @@ def refname_problem(name: str) -> str | None:
         if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
             return f"has a component longer than {MAX_COMPONENT_BYTES} bytes"
     return None
-
-
-def is_valid_refname(name: str) -> bool:
-    """True when ``name`` is usable as a branch name."""
-    return refname_problem(name) is None

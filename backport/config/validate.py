@@ -262,14 +262,6 @@ def repo_path_problem(path: str) -> str | None:
     return None
 
 
-def normalize_repo_path(path: str) -> str:
-    """``path`` without ``./`` and doubled slashes; raises ``ValueError`` when unsafe."""
-    problem = repo_path_problem(path)
-    if problem:
-        raise ValueError(problem)
-    return "/".join(p for p in path.split("/") if p not in ("", "."))
-
-
 # -- URLs ---------------------------------------------------------------------------------------
 
 _ALLOWED_SCHEMES = frozenset({"http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"})

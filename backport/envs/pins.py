@@ -2,47 +2,54 @@
 
 from __future__ import annotations
 
-import re
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from backport.config.model import Environment
 from backport.envs.model import Probe
 
 
-def normalize_dist(name: str) -> str:
-    """PEP 503 name normalization: ``torch_npu``, ``Torch-NPU`` -> ``torch-npu``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def installed_version(probe: Probe, dist: str) -> str | None:
     """The probed version of ``dist`` under any spelling of its name (``python`` too)."""
-    if normalize_dist(dist) == "python":
+    wanted = canonicalize_name(dist)
+    if wanted == "python":
         return probe.python
-    wanted = normalize_dist(dist)
     found = None
     for name, version in probe.packages.items():
-        if normalize_dist(name) == wanted:
+        if canonicalize_name(name) == wanted:
             if version is not None:
                 return version
             found = version
     return found
 
 
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
 def version_matches(pin: str, installed: str) -> bool:
-    """Exact match, or equal once the installed local label (``+cpu``) is dropped.
+    """Equal as PEP 440 versions, or equal once the installed local label (``+cpu``) is dropped.
 
     A pin with its own local label must match exactly; ``.postN`` and other public parts count
-    (``2.7.1`` does not match ``2.7.1.post4``).
+    (``2.7.1`` does not match ``2.7.1.post4``). Text that is no PEP 440 version must be equal.
     """
-    pin, installed = pin.strip(), installed.strip()
-    if pin == installed:
-        return True
-    return "+" not in pin and installed.split("+", 1)[0] == pin
+    want, have = _version(pin.strip()), _version(installed.strip())
+    if want is None or have is None:
+        return pin.strip() == installed.strip()
+    return want == (have if want.local else Version(have.public))
 
 
 def python_matches(pin: str, installed: str) -> bool:
     """``3.11`` matches ``3.11.7``; ``3.11.7`` matches only itself."""
-    pin = pin.strip()
-    return installed == pin or installed.startswith(pin + ".")
+    want, have = _version(pin.strip()), _version(installed.strip())
+    if want is None or have is None:
+        return pin.strip() == installed.strip()
+    if want.public != want.base_version:  # a pre-, post- or dev-release is compared whole
+        return want == have
+    return have.release[: len(want.release)] == want.release
 
 
 def pin_mismatches(env: Environment, probe: Probe) -> list[str]:
@@ -53,7 +60,7 @@ def pin_mismatches(env: Environment, probe: Probe) -> list[str]:
         if installed is None:
             problems.append(f"{dist}: expected {pin}, not installed")
             continue
-        is_python = normalize_dist(dist) == "python"
+        is_python = canonicalize_name(dist) == "python"
         ok = python_matches(pin, installed) if is_python else version_matches(pin, installed)
         if not ok:
             problems.append(f"{dist}: expected {pin}, found {installed}")

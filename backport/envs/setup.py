@@ -15,8 +15,10 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from backport.config.model import Environment
-from backport.envs.pins import normalize_dist, pin_mismatches
+from backport.envs.pins import pin_mismatches
 from backport.envs.probe import SECRET_VARS, display_path, probe
 from backport.errors import BackportError
 from backport.redact import redact
@@ -89,7 +91,7 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
 
 
 def _create_command(env: Environment, target: Path, uv: str | None) -> list[str]:
-    python_pin = next((v for k, v in env.expect.items() if normalize_dist(k) == "python"), None)
+    python_pin = next((v for k, v in env.expect.items() if canonicalize_name(k) == "python"), None)
     if uv is not None:
         return [uv, "venv", "--python", python_pin or sys.executable, "--", str(target)]
     return [sys.executable, "-m", "venv", str(target)]

@@ -22,7 +22,6 @@ from backport.redact import redact
 
 log = logging.getLogger(__name__)
 
-DEFAULT_API_URL = "https://api.gitcode.com/api/v5"
 PER_PAGE = 100
 MAX_PAGES = 50
 

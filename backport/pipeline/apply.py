@@ -18,7 +18,6 @@ from backport.git.locks import file_lock
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.session import ApplyOptions, Session
-from backport.pipeline.states import FAILURES, Status
 from backport.pipeline.steps import (
     BranchJob,
     apply_step,
@@ -28,6 +27,7 @@ from backport.pipeline.steps import (
     test_step,
 )
 from backport.report.summary import render_markdown
+from backport.states import FAILURES, Status
 
 
 class ProgressSink(Protocol):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from backport.errors import BackportError
-from backport.pipeline.states import Status
+from backport.states import Status
 
 JOURNAL_VERSION = 1
 

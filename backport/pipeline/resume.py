@@ -10,7 +10,7 @@ from backport.git.apply import abort_series, am_in_progress, continue_series
 from backport.git.authoring import export_patch_set
 from backport.git.worktree import Worktree
 from backport.pipeline.apply import ProgressSink, locked_journals, select_patch_sets
-from backport.pipeline.states import Status
+from backport.states import Status
 
 
 def finish_conflict(project: Project, name: str, target: str, progress: ProgressSink,

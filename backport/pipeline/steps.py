@@ -18,8 +18,8 @@ from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal, secure_dir
 from backport.pipeline.session import Session
-from backport.pipeline.states import Status
 from backport.report.body import BodyContext, render_body
+from backport.states import Status
 
 Event = Callable[[str, str], None]  # (step, detail)
 

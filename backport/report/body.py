@@ -78,12 +78,6 @@ class BranchView:
     def skipped(self) -> bool:
         return bool(self.test and self.test.get("skipped"))
 
-    @property
-    def tested(self) -> bool:
-        """True when a test actually ran (not skipped, not missing)."""
-        return bool(self.test) and not self.skipped
-
-
 def summary_lines(test: dict | None) -> list[str]:
     """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
     if not test:

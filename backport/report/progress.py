@@ -14,8 +14,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from backport.pipeline.states import FAILURES, Status
 from backport.redact import redact
+from backport.states import FAILURES, Status
 
 ERROR_STEPS = frozenset({s.value for s in FAILURES} | {"error"})
 FINAL_STEPS = ERROR_STEPS | {Status.DONE.value, Status.PLANNED.value, Status.ALREADY_APPLIED.value}

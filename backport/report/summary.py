@@ -9,9 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from backport.config.model import PatchSet
-from backport.pipeline.states import FAILURES, Status
 from backport.redact import redact
 from backport.report.body import summary_lines
+from backport.states import FAILURES, Status
 
 _TEST_KEYS = ("ran", "ok", "exit_code", "summary")
 _PR_KEYS = ("number", "url")

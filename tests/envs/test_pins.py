@@ -55,3 +55,25 @@ def test_python_pin() -> None:
     probe = make_probe()
     assert pin_mismatches(env(python="3.11"), probe) == []
     assert pin_mismatches(env(python="3.1"), probe) == ["python: expected 3.1, found 3.11.7"]
+
+
+def test_equal_versions_in_other_pep440_spellings() -> None:
+    # The same release written differently still matches; what differs still does not.
+    assert version_matches("2.7.1.post4", "2.7.1-post4")
+    assert version_matches("2.7.1rc1", "2.7.1-rc1+cpu")
+    assert version_matches("2.7.1+CPU", "2.7.1+cpu")
+    assert not version_matches("2.7.1", "2.7.1rc1+cpu")
+    assert not version_matches("2.7.1.post4", "2.7.1.post5+cpu")
+
+
+def test_unparsable_versions_compare_as_text() -> None:
+    assert version_matches("nightly-2026", "nightly-2026")
+    assert not version_matches("nightly-2026", "nightly-2027")
+    assert version_matches("2.7.1", "2.7.1+local.label")
+
+
+def test_python_pin_by_release_parts() -> None:
+    probe = make_probe()
+    assert pin_mismatches(env(python="3.11.7"), probe) == []
+    assert pin_mismatches(env(python="3.11.8"), probe) == ["python: expected 3.11.8, found 3.11.7"]
+    assert pin_mismatches(env(python="3"), probe) == []

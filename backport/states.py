@@ -9,7 +9,6 @@ class Status(StrEnum):
     """Where one target branch stands. Progress states first, then outcomes."""
 
     PENDING = "pending"  # nothing done yet
-    FETCHED = "fetched"  # upstream head known and in the cache
     APPLIED = "applied"  # fork branch committed in its worktree
     TESTED = "tested"  # tests passed (or were skipped on request)
     PUSHED = "pushed"  # fork branch on the fork

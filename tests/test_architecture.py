@@ -1,0 +1,145 @@
+"""The import rule of docs/architecture.md, checked on the package's own source with ``ast``."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+
+import backport
+
+PACKAGE = Path(backport.__file__).parent
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _names(cell: str) -> set[str]:
+    """Module names of the code spans in a table cell: `git/` -> git, `envs/model.py` -> envs.model."""
+    spans = re.findall(r"`([A-Za-z_][A-Za-z0-9_/]*(?:\.py)?)`", cell)
+    return {span.removesuffix(".py").strip("/").replace("/", ".") for span in spans}
+
+
+@functools.cache
+def import_rule() -> dict[str, frozenset[str]]:
+    """The table under "## What may import what": part -> the modules it may import.
+
+    A part is a top-level module (`errors.py`) or folder (`git/`) of the package; the word
+    "shared" in the right column stands for every part of the first row.
+    """
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    assert "## What may import what" in text, "docs/architecture.md states no import rule"
+    section = text.split("## What may import what", 1)[1].split("\n## ", 1)[0]
+    rule: dict[str, frozenset[str]] = {}
+    shared: set[str] = set()
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        left, right = line.strip().strip("|").split("|")[:2]
+        parts, allowed = _names(left), _names(right)
+        if "shared" in right:
+            allowed |= shared
+        shared = shared or parts
+        for part in parts:
+            rule[part] = frozenset(allowed)
+    return rule
+
+
+def may_import(part: str, module: str) -> bool:
+    """True when ``part`` may import ``module`` (a name relative to the package, e.g. ``git.run``)."""
+    return part_of(module) == part or any(
+        module == entry or module.startswith(entry + ".") for entry in import_rule()[part])
+
+
+def part_of(module: str) -> str:
+    """``git.run`` -> ``git``; ``__init__`` (the package itself) -> ``__init__``."""
+    return module.split(".", 1)[0]
+
+
+def imported_modules(path: Path, module: str) -> set[str]:
+    """Every package module ``path`` imports, at any depth, named relative to the package.
+
+    ``module`` is the importing module's own relative name (``report.summary``); relative imports
+    are resolved against it, and ``from backport.x import name`` yields ``x`` and ``x.name``.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    own = ["backport", *module.split(".")] if module != "__init__" else ["backport"]
+    package = own if path.name == "__init__.py" else own[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package[: len(package) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {"__init__" if name == "backport" else name.removeprefix("backport.")
+            for name in found if name == "backport" or name.startswith("backport.")}
+
+
+def _module_of(name: str, modules: dict[str, Path]) -> str:
+    """The module an imported name lives in: ``git.run.git`` -> ``git.run``, ``__version__`` -> ``__init__``."""
+    while name not in modules:
+        if "." not in name:
+            return "__init__"
+        name = name.rpartition(".")[0]
+    return name
+
+
+def package_modules() -> dict[str, Path]:
+    """Relative module name -> file, for every module of the package that runs in the tool."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        if "scripts" in rel.parts:  # run inside branch environments; they never import backport
+            continue
+        parts = rel.parts[:-1] if rel.name == "__init__" and len(rel.parts) > 1 else rel.parts
+        modules[".".join(parts)] = path
+    return modules
+
+
+def violations() -> list[str]:
+    """One line per import that breaks the rule."""
+    modules = package_modules()
+    problems = []
+    for module, path in modules.items():
+        part = part_of(module)
+        if part not in import_rule():
+            problems.append(f"{module}: '{part}' is not in the import rule")
+            continue
+        for name in sorted(imported_modules(path, module)):
+            name = _module_of(name, modules)
+            if not may_import(part, name):
+                problems.append(f"backport.{module} imports backport.{name}")
+    return problems
+
+
+def test_every_import_follows_the_rule() -> None:
+    assert violations() == []
+
+
+def test_the_rule_names_every_part_of_the_package() -> None:
+    parts = {part_of(module) for module in package_modules()}
+    assert parts == set(import_rule())
+
+
+def test_the_rule_finds_every_kind_of_import(tmp_path: Path) -> None:
+    path = tmp_path / "summary.py"
+    path.write_text("import os\nfrom backport.pipeline.journal import Journal\n"
+                    "from ..pipeline import apply\nfrom . import body\n\n\n"
+                    "def later():\n    import backport.cli\n", encoding="utf-8")
+    names = imported_modules(path, "report.summary")
+    assert {"pipeline.journal", "pipeline.apply", "report.body", "cli"} <= names
+    assert "os" not in names
+    assert not may_import("report", "pipeline.journal")
+    assert not may_import("report", "cli")
+    assert may_import("report", "report.body")
+
+
+def test_services_share_only_the_model_modules() -> None:
+    assert may_import("report", "envs.model")
+    assert not may_import("report", "envs.runner")
+    assert not may_import("git", "forge.gitcode")
+    assert not may_import("config", "pipeline.journal")
