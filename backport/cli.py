@@ -22,7 +22,7 @@ from backport.commands.new import new_cmd
 from backport.commands.preview import preview_cmd
 from backport.commands.resume import abort_cmd, continue_cmd
 from backport.commands.status import status_cmd
-from backport.errors import EXIT_INTERRUPTED, EXIT_USAGE, BackportError
+from backport.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, BackportError, ErrorCode
 from backport.redact import redact
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -105,5 +105,5 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         click.echo(f"error: internal error: {redact(str(exc))} (rerun with --debug for details)",
                    err=True)
-        code = 1
+        code = EXIT_CODES[ErrorCode.INTERNAL]
     sys.exit(code or 0)

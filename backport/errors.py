@@ -1,6 +1,10 @@
-"""One exception family for the whole tool; the CLI maps codes to exit codes."""
+"""One exception family for the whole tool, its error codes and the one table of exit codes."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
 
 # Exit codes of the command-line contract.
 EXIT_OK = 0
@@ -8,31 +12,53 @@ EXIT_BRANCH_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-# Error codes. Configuration and usage problems exit 2; the others fail one branch (exit 1).
-USAGE_CODES = frozenset({"config", "usage", "patch-set", "locked"})
+
+class ErrorCode(StrEnum):
+    """Why something failed; the JSON output and the journal report these strings as they are."""
+
+    CONFIG = "config"  # bad branches.yaml / patch.yaml / patch file / journal file
+    USAGE = "usage"  # bad command line or argument
+    LOCKED = "locked"  # another run holds the journal
+    JOURNAL = "journal"  # the run journal cannot be written
+    GIT = "git"  # a git command failed
+    UPSTREAM_UNREACHABLE = "upstream-unreachable"
+    FORK_UNREACHABLE = "fork-unreachable"
+    BRANCH_MISSING = "branch-missing"  # the target branch is not upstream
+    CONFLICT = "conflict"  # the patch does not apply
+    FORK_DIVERGED = "fork-diverged"  # someone else moved the fork branch
+    ENV_MISSING = "env-missing"  # no interpreter, or it cannot be built
+    ENV_MISMATCH = "env-mismatch"  # the environment does not match its pins
+    ENV_UNAVAILABLE = "env-unavailable"  # device: npu without a visible NPU
+    TEST_FAILED = "test-failed"  # a test could not be run
+    FORGE = "forge"  # the forge's API answered with an error
+    AUTH = "auth"  # bad or missing token
+    INTERNAL = "internal"  # a bug: anything that is not a BackportError
+
+
+_USAGE_CODES = frozenset({ErrorCode.CONFIG, ErrorCode.USAGE, ErrorCode.LOCKED})
+
+EXIT_CODES: Mapping[ErrorCode, int] = MappingProxyType({
+    code: EXIT_USAGE if code in _USAGE_CODES else EXIT_BRANCH_FAILED for code in ErrorCode
+})
+"""The exit code of the command when it stops on an error of each code.
+
+Configuration and usage problems exit 2; every other code fails the branch it happened on
+(the run goes on with the others and exits 1 at the end) or, outside a run, exits 1.
+"""
 
 
 class BackportError(Exception):
-    """A failure with a machine-readable ``code`` and a one-sentence ``message``.
+    """A failure with a machine-readable ``code`` (an :class:`ErrorCode`) and a one-sentence ``message``."""
 
-    Codes used across the tool (the JSON output reports them as they are):
-    ``config`` bad branches.yaml / patch.yaml / patch file, ``usage`` bad command line,
-    ``locked`` another run holds the journal, ``git`` a git command failed,
-    ``upstream-unreachable`` / ``fork-unreachable``, ``branch-missing`` target not upstream,
-    ``conflict`` patch does not apply, ``fork-diverged`` someone else moved the fork branch,
-    ``env-missing`` / ``env-mismatch`` / ``env-unavailable`` environment problems,
-    ``test-failed``, ``test-timeout``, ``forge`` forge API error, ``auth`` bad or missing token.
-    """
-
-    def __init__(self, code: str, message: str, *, details: dict | None = None) -> None:
+    def __init__(self, code: ErrorCode | str, message: str, *, details: dict | None = None) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode(code)
         self.message = message
         self.details = details or {}
 
     @property
     def exit_code(self) -> int:
-        return EXIT_USAGE if self.code in USAGE_CODES else EXIT_BRANCH_FAILED
+        return EXIT_CODES[self.code]
 
     def __str__(self) -> str:
         return self.message
@@ -42,4 +68,17 @@ class ConfigError(BackportError):
     """A problem in branches.yaml, patch.yaml or a patch file; always exit 2."""
 
     def __init__(self, message: str, *, details: dict | None = None) -> None:
-        super().__init__("config", message, details=details)
+        super().__init__(ErrorCode.CONFIG, message, details=details)
+
+
+class ForkDiverged(BackportError):
+    """The fork branch is not where this tool left it: someone else moved it.
+
+    ``remote`` is where it is now (None: absent), ``expected`` where the tool expected it.
+    """
+
+    def __init__(self, message: str, *, remote: str | None, expected: str | None) -> None:
+        super().__init__(ErrorCode.FORK_DIVERGED, message,
+                         details={"remote": remote, "expected": expected})
+        self.remote = remote
+        self.expected = expected

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from backport.envs.model import Probe
 
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
-OK = "ok"
-UNAVAILABLE = "env-unavailable"
 _MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared object file")
 
 
@@ -33,24 +33,40 @@ def npu_phrase(probe: Probe) -> str:
     return f"{count} {noun} visible{model}"
 
 
-def device_verdict(probe: Probe, device: str) -> tuple[str, dict[str, str], str]:
-    """``(verdict, extra env vars, note)`` for running ``device`` ("none" | "npu") tests.
+@dataclass(frozen=True)
+class DeviceVerdict:
+    """Whether a test may run, the variables it runs with, and the evidence note.
 
     The note is evidence text: it says what was (or will be) run, never more.
     """
+
+    runnable: bool  # False: the environment cannot give the test what it needs (env-unavailable)
+    env: Mapping[str, str]
+    note: str
+
+    @property
+    def autoload_off(self) -> bool:
+        """True when the test runs with torch_npu's backend autoload switched off."""
+        return self.env.get(AUTOLOAD) == "0"
+
+
+def device_verdict(probe: Probe, device: str) -> DeviceVerdict:
+    """What running ``device`` ("none" | "npu") tests in the probed environment means."""
     if probe.torch_npu_loads is None:  # torch_npu not installed
         if device == "npu":
-            return UNAVAILABLE, {}, "torch_npu not installed; device: npu needs a visible NPU"
-        return OK, {}, "torch_npu not installed; no NPU visible"
+            return DeviceVerdict(False, {}, "torch_npu not installed; device: npu needs a visible NPU")
+        return DeviceVerdict(True, {}, "torch_npu not installed; no NPU visible")
     if not probe.torch_npu_loads:
         why = short_reason(probe.torch_npu_error)
         if device == "npu":
-            return UNAVAILABLE, {}, f"torch_npu present but not loadable ({why}); no NPU visible"
+            return DeviceVerdict(
+                False, {}, f"torch_npu present but not loadable ({why}); no NPU visible")
         note = f"torch_npu present but not loadable ({why}); ran with {AUTOLOAD}=0; no NPU visible"
-        return OK, {AUTOLOAD: "0"}, note
+        return DeviceVerdict(True, {AUTOLOAD: "0"}, note)
     visible = npu_phrase(probe)
     if device == "npu" and not probe.npu_count:
-        return UNAVAILABLE, {}, f"torch_npu loaded; {visible}; device: npu needs a visible NPU"
+        return DeviceVerdict(
+            False, {}, f"torch_npu loaded; {visible}; device: npu needs a visible NPU")
     if probe.visible_devices:
         visible += f" with {probe.visible_devices}"
-    return OK, {}, f"torch_npu loaded; {visible}"
+    return DeviceVerdict(True, {}, f"torch_npu loaded; {visible}")

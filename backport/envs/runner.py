@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from backport.config.model import Environment, TestSpec
-from backport.envs.device import OK, device_verdict
+from backport.envs.device import device_verdict
 from backport.envs.model import Probe, TestRun
 from backport.envs.probe import SCRIPTS_DIR, display_path, env_vars, require_interpreter
 from backport.envs.summary import parse_summary
@@ -159,7 +159,8 @@ class TestRunner:
         self.env = env
         self.probe = probe
         self.device = device
-        self.verdict, self.extra_env, self.note = device_verdict(probe, device)
+        self.verdict = device_verdict(probe, device)
+        self.extra_env, self.note = dict(self.verdict.env), self.verdict.note
         self.interpreter = env.interpreter
         self.start_timeout = start_timeout
         self._lock = threading.Lock()
@@ -192,7 +193,7 @@ class TestRunner:
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None
     ) -> TestRun:
         """Run ``test`` from ``worktree``; output to ``log_path``; kill it after ``timeout`` s."""
-        if self.verdict != OK:
+        if not self.verdict.runnable:
             raise BackportError("env-unavailable", f"environment '{self.env.name}': {self.note}")
         require_interpreter(self.env)
         worktree = Path(worktree).resolve()
@@ -227,7 +228,7 @@ class TestRunner:
 
     def warm_up(self) -> None:
         """Start the warm worker now (it imports torch), so the first test does not wait."""
-        if self.verdict == OK:
+        if self.verdict.runnable:
             with self._lock:
                 self._ensure_worker()
 

@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from backport.errors import BackportError
+from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.run import (
     check_branch_name,
     first_error_line,
@@ -23,7 +23,7 @@ _LEASE_FAILED = ("stale info", "fetch first", "non-fast-forward", "[rejected]")
 
 def _check_sha(sha: str, what: str) -> None:
     if not _SHA.match(sha or ""):
-        raise BackportError("usage", f"{what} {sha!r} is not a full commit id.")
+        raise BackportError(ErrorCode.USAGE, f"{what} {sha!r} is not a full commit id.")
 
 
 def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> str | None:
@@ -38,7 +38,7 @@ def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> s
     )
     if not out.ok:
         reason = redact(first_error_line(out.text).rstrip("."))
-        code = "fork-unreachable" if is_unreachable(out.text) else "git"
+        code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
         raise BackportError(code, f"cannot read branch '{branch}' from {redact(url)}: {reason}.")
     for line in out.stdout.splitlines():
         sha, _, name = line.partition("\t")
@@ -85,16 +85,15 @@ def push_branch(
             now = remote_sha(url, branch, env)
         except BackportError:
             now = None
-        raise BackportError(
-            "fork-diverged",
+        raise ForkDiverged(
             f"fork branch '{branch}' on {shown} was moved by someone else "
             f"(now at {now[:7] if now else 'absent'}, expected {expect[:7] if expect else 'absent'}); "
             "it was left untouched: inspect that commit, then delete the fork branch "
             "if it may be replaced and run again.",
-            details={"remote": now, "expected": expect},
+            remote=now, expected=expect,
         )
     reason = redact(first_error_line(out.text).rstrip("."))
     if rejected:
         reason = redact(rejected[0].split("\t")[-1].strip())
-    code = "fork-unreachable" if is_unreachable(out.text) else "git"
+    code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
     raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.")

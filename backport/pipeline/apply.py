@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from backport.config.model import PatchSet, Project
-from backport.errors import BackportError
+from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.apply import am_in_progress
 from backport.git.locks import file_lock
 from backport.git.worktree import Worktree
@@ -235,13 +235,13 @@ def _guard(job: BranchJob, step: Callable[[], Any]) -> Any:
     try:
         return step()
     except BackportError as exc:
-        status = Status.FORK_DIVERGED if exc.code == "fork-diverged" else Status.FAILED
+        status = Status.FORK_DIVERGED if isinstance(exc, ForkDiverged) else Status.FAILED
         job.fail(status, exc.message, error_code=exc.code)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - a bug must not take the other branches down
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        job.fail(Status.FAILED, f"internal error on {job.target}: {detail}", error_code="internal")
+        job.fail(Status.FAILED, f"internal error on {job.target}: {detail}", error_code=ErrorCode.INTERNAL)
     return False
 
 

@@ -174,12 +174,12 @@ def test_step(session: Session, job: BranchJob) -> bool:
                  f"{'; '.join(mismatches)}; the test was not run",
                  env=env_record(session, env.name, probe, "pins do not match", False), test=None)
         return False
-    verdict, extra_env, note = device_verdict(probe, job.patch_set.device)
-    autoload_off = extra_env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0"
-    env_rec = env_record(session, env.name, probe, note, autoload_off)
-    if verdict != "ok":
+    verdict = device_verdict(probe, job.patch_set.device)
+    env_rec = env_record(session, env.name, probe, verdict.note, verdict.autoload_off)
+    if not verdict.runnable:
         job.fail(Status.ENV_UNAVAILABLE,
-                 f"environment '{env.name}' for {job.target} cannot run a device: npu test: {note}",
+                 f"environment '{env.name}' for {job.target} cannot run a device: npu test: "
+                 f"{verdict.note}",
                  env=env_rec, test=None)
         return False
     runner = session.runner(env, job.patch_set.device)

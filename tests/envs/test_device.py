@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backport.envs.device import device_verdict, short_reason
+from backport.envs.device import DeviceVerdict, device_verdict, short_reason
 from backport.envs.model import Probe
 
 HCCL = "ImportError: libhccl.so: cannot open shared object file: No such file or directory"
@@ -26,37 +26,36 @@ def make_probe(
 
 def test_not_installed() -> None:
     probe = make_probe(installed=False)
-    assert device_verdict(probe, "none") == ("ok", {}, "torch_npu not installed; no NPU visible")
-    verdict, extra, note = device_verdict(probe, "npu")
-    assert verdict == "env-unavailable" and extra == {}
-    assert "torch_npu not installed" in note
+    assert device_verdict(probe, "none") == DeviceVerdict(
+        True, {}, "torch_npu not installed; no NPU visible")
+    verdict = device_verdict(probe, "npu")
+    assert not verdict.runnable and verdict.env == {}
+    assert "torch_npu not installed" in verdict.note
 
 
 def test_installed_not_loadable() -> None:
     probe = make_probe(installed=True, loads=False, error=HCCL)
-    verdict, extra, note = device_verdict(probe, "none")
-    assert verdict == "ok"
-    assert extra == {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-    assert note == (
+    verdict = device_verdict(probe, "none")
+    assert verdict.runnable and verdict.autoload_off
+    assert verdict.env == {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    assert verdict.note == (
         "torch_npu present but not loadable (libhccl.so missing); "
         "ran with TORCH_DEVICE_BACKEND_AUTOLOAD=0; no NPU visible"
     )
-    verdict, extra, note = device_verdict(probe, "npu")
-    assert verdict == "env-unavailable" and extra == {}
-    assert "libhccl.so missing" in note and "ran with" not in note
+    verdict = device_verdict(probe, "npu")
+    assert not verdict.runnable and verdict.env == {} and not verdict.autoload_off
+    assert "libhccl.so missing" in verdict.note and "ran with" not in verdict.note
 
 
 def test_loaded_with_and_without_npus() -> None:
     none_visible = make_probe(installed=True, loads=True, count=0)
-    assert device_verdict(none_visible, "none") == ("ok", {}, "torch_npu loaded; no NPU visible")
-    assert device_verdict(none_visible, "npu")[0] == "env-unavailable"
+    assert device_verdict(none_visible, "none") == DeviceVerdict(
+        True, {}, "torch_npu loaded; no NPU visible")
+    assert not device_verdict(none_visible, "npu").runnable
     two = make_probe(installed=True, loads=True, count=2, model="Ascend910B4")
     for device in ("none", "npu"):
-        assert device_verdict(two, device) == (
-            "ok",
-            {},
-            "torch_npu loaded; 2 NPUs visible (Ascend910B4)",
-        )
+        assert device_verdict(two, device) == DeviceVerdict(
+            True, {}, "torch_npu loaded; 2 NPUs visible (Ascend910B4)")
 
 
 def test_short_reason() -> None:

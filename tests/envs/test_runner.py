@@ -251,7 +251,7 @@ def test_isolated_timeout_kills_the_group(plain_env: Environment, worktree: Path
 
 def test_npu_device_without_npu_is_unavailable(plain_env: Environment, worktree: Path) -> None:
     runner = Runner(plain_env, probe(plain_env), device="npu")
-    assert runner.verdict == "env-unavailable"
+    assert not runner.verdict.runnable
     with pytest.raises(BackportError) as info:
         runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "n.log")
     assert info.value.code == "env-unavailable"
@@ -305,7 +305,7 @@ def test_loadable_torch_npu_runs_isolated(plain_env: Environment, worktree: Path
         visible_devices=None,
     )  # fmt: skip
     runner = Runner(plain_env, npu, device="npu")
-    assert runner.verdict == "ok" and runner.isolated
+    assert runner.verdict.runnable and runner.isolated
     assert runner.note == "torch_npu loaded; 8 NPUs visible (Ascend910B4)"
     run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "npu.log")
     assert (run.runner, run.ok) == ("isolated", True)

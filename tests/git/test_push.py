@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backport.errors import BackportError
+from backport.errors import BackportError, ForkDiverged
 from backport.git.apply import apply_series
 from backport.git.cache import RepoCache
 from backport.git.push import push_branch, remote_sha
@@ -57,6 +57,8 @@ def test_push_refuses_when_someone_else_moved_the_branch(
     with pytest.raises(BackportError) as info:
         push_branch(cache.path, str(fork), applied.head(), BRANCH, expect=ours)
     assert info.value.code == "fork-diverged"
+    assert isinstance(info.value, ForkDiverged)
+    assert (info.value.remote, info.value.expected) == (theirs, ours)
     msg = info.value.message
     assert f"fork branch '{BRANCH}' on {fork} was moved by someone else" in msg
     assert f"now at {theirs[:7]}, expected {ours[:7]}" in msg
@@ -65,6 +67,7 @@ def test_push_refuses_when_someone_else_moved_the_branch(
     with pytest.raises(BackportError) as info:
         push_branch(cache.path, str(fork), applied.head(), BRANCH, expect=None)
     assert info.value.code == "fork-diverged"
+    assert isinstance(info.value, ForkDiverged) and info.value.expected is None
     assert "expected absent" in info.value.message
     assert remote_sha(str(fork), BRANCH) == theirs
 
