@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 from rich.table import Table
 
@@ -87,6 +89,10 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
     raise SystemExit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_BRANCH_FAILED)
 
 
+def _echo_prefixed(prefix: str, line: str) -> None:
+    echo(prefix + line)
+
+
 @env_group.command("setup")
 @click.argument("branches", nargs=-1, metavar="[BRANCH]...")
 @pass_app
@@ -95,7 +101,7 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...]) -> None:
     project = app.project()
     envs = environments_for(project, branches)
     for env in envs:
-        setup_env(env, log=lambda line, name=env.name: echo(f"[{name}] {line}"))
+        setup_env(env, log=functools.partial(_echo_prefixed, f"[{env.name}] "))
     rows = probe_rows(project, envs)
     for row in rows:
         state = "ok" if row["ok"] else row.get("error") or "; ".join(row["pin_mismatches"])

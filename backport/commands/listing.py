@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 from rich.table import Table
@@ -18,7 +19,7 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     """List patch sets, their APIs, issues and target branches (variants marked *)."""
     project = app.project()
     bm = project.branch_map
-    rows = []
+    rows: list[dict[str, Any]] = []
     for ps in project.patch_sets.values():
         rows.append({
             "name": ps.name, "api": ps.api, "issue": ps.issue, "title": ps.title,

@@ -112,6 +112,7 @@ def _issue(doc: Doc, v: Val) -> int:
 
 
 def _test_spec(doc: Doc, v: Val) -> TestSpec:
+    args: tuple[str, ...]
     if isinstance(v.value, str):
         path_val, args = v, ()
     else:

@@ -45,39 +45,41 @@ class DryRunForge:
     def _emit(self, line: str) -> None:
         self.plan(redact(line))
 
-    def _reads(self) -> bool:
+    def _reads(self) -> Forge | None:
+        """The forge that answers reads, or None (said once in the plan)."""
         if self.inner is not None:
-            return True
+            return self.inner
         if not self._said_skipped:
             self._said_skipped = True
             self._emit(f"GET requests skipped ({self.skip_reason or 'no forge to read from'}); "
                        "existing PRs are not looked up")
-        return False
+        return None
 
     def _pulls(self, suffix: str = "") -> str:
         return f"/repos/{self.upstream}/pulls{suffix}"
 
     def preflight(self) -> None:
-        if self._reads():
-            self.inner.preflight()
+        if (inner := self._reads()) is not None:
+            inner.preflight()
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
-        if self._reads():
-            return self.inner.find_open_pr(head, base)
+        if (inner := self._reads()) is not None:
+            return inner.find_open_pr(head, base)
         return None
 
     def get_pr(self, number: int) -> PullRequest:
-        if number == 0 or not self._reads():
+        inner = self._reads() if number != 0 else None
+        if inner is None:
             for pr in self._planned.values():
                 if pr.number == number:
                     return pr
             return PullRequest(number=number, url=PLACEHOLDER_URL, title="", body="", head="",
                                head_repo=self.fork, base="", state="open")
-        return self.inner.get_pr(number)
+        return inner.get_pr(number)
 
     def list_prs(self, state: str = "open") -> list[PullRequest]:
-        if self._reads():
-            return self.inner.list_prs(state)
+        if (inner := self._reads()) is not None:
+            return inner.list_prs(state)
         return []
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
@@ -108,14 +110,16 @@ class DryRunForge:
         return updated
 
     def link_issue(self, number: int, issue: int) -> None:
-        if number != 0 and self._reads() and issue in self.inner.linked_issues(number):
+        inner = self._reads() if number != 0 else None
+        if inner is not None and issue in inner.linked_issues(number):
             return
         n = number or "<new>"
         self._emit(f"POST {self._pulls(f'/{n}/issues')} [{int(issue)}]")
 
     def linked_issues(self, number: int) -> list[int]:
-        if number != 0 and self._reads():
-            return self.inner.linked_issues(number)
+        inner = self._reads() if number != 0 else None
+        if inner is not None:
+            return inner.linked_issues(number)
         return []
 
     def add_comment(self, number: int, body: str) -> None:

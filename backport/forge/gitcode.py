@@ -93,8 +93,8 @@ class GitCodeForge:
 
     def _to_pr(self, data: dict[str, Any]) -> PullRequest:
         number = _int(data.get("number") if data.get("number") not in (None, "") else data.get("iid"))
-        head = data.get("head") if isinstance(data.get("head"), dict) else {}
-        base = data.get("base") if isinstance(data.get("base"), dict) else {}
+        head: dict[str, Any] = data["head"] if isinstance(data.get("head"), dict) else {}
+        base: dict[str, Any] = data["base"] if isinstance(data.get("base"), dict) else {}
         state = _text(data.get("state")).lower()
         if state == "merged" or _text(data.get("merged_at")):
             state = "merged"
@@ -116,7 +116,7 @@ class GitCodeForge:
 
     def _from_fork(self, data: dict[str, Any]) -> bool | None:
         """Whether the PR's head lives on the fork; None when the object does not say."""
-        head = data.get("head") if isinstance(data.get("head"), dict) else {}
+        head: dict[str, Any] = data["head"] if isinstance(data.get("head"), dict) else {}
         repo = _repo_of(head)
         if repo:
             return _norm_repo(repo) == _norm_repo(self.fork)
@@ -221,7 +221,8 @@ class GitCodeForge:
         in_transit_retries = 1
         i = 0
         while i < len(forms):
-            payload = {"title": title, "head": forms[i]["head"], "base": base, "body": body}
+            payload: dict[str, Any] = {"title": title, "head": forms[i]["head"], "base": base,
+                                       "body": body}
             if "fork_path" in forms[i]:
                 payload["fork_path"] = forms[i]["fork_path"]
             if draft:

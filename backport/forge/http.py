@@ -52,7 +52,8 @@ class RateLimiter:
     def __init__(self, windows: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0)), *,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        self._windows = [(limit, period, collections.deque()) for limit, period in windows if limit > 0]
+        self._windows: list[tuple[int, float, collections.deque[float]]] = [
+            (limit, period, collections.deque()) for limit, period in windows if limit > 0]
         self._clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()

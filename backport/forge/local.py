@@ -143,6 +143,12 @@ class LocalForge:
                                          f"in {self.upstream}.")
         return row
 
+    def _holding(self, conn: sqlite3.Connection | None, number: int) -> sqlite3.Connection:
+        """``conn`` itself once it is known to hold PR !``number`` (else the error of :meth:`_row`)."""
+        self._row(conn, number)
+        assert conn is not None  # _row raised otherwise
+        return conn
+
     # ------------------------------------------------------------------ protocol
     def preflight(self) -> None:
         """Nothing to check beyond the database being writable when it exists."""
@@ -181,7 +187,7 @@ class LocalForge:
                     "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)",
                     (self.upstream, head, self.fork, base, title, body, int(draft), now, now),
                 )
-                row = self._row(conn, cursor.lastrowid)
+                row = self._row(conn, int(cursor.lastrowid or 0))
             return self._pr(row)
 
     def update_pr(self, number: int, *, title: str, body: str,
@@ -201,7 +207,7 @@ class LocalForge:
 
     def linked_issues(self, number: int) -> list[int]:
         with self._read() as conn:
-            self._row(conn, number)
+            conn = self._holding(conn, number)
             return [r[0] for r in conn.execute(
                 "SELECT issue FROM pr_issues WHERE pr = ? ORDER BY issue", (number,))]
 
@@ -235,7 +241,7 @@ class LocalForge:
     def comments(self, number: int) -> list[str]:
         """Bodies of the PR's comments, oldest first."""
         with self._read() as conn:
-            self._row(conn, number)
+            conn = self._holding(conn, number)
             return [r[0] for r in conn.execute(
                 "SELECT body FROM comments WHERE pr = ? ORDER BY id", (number,))]
 
@@ -243,7 +249,7 @@ class LocalForge:
         """``{"label": [...], "assignee": [...], "reviewer": [...], "tester": [...]}``."""
         result: dict[str, list[str]] = {"label": [], "assignee": [], "reviewer": [], "tester": []}
         with self._read() as conn:
-            self._row(conn, number)
+            conn = self._holding(conn, number)
             for role, name in conn.execute(
                     "SELECT role, name FROM pr_people WHERE pr = ? ORDER BY role, name", (number,)):
                 result.setdefault(role, []).append(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -123,7 +124,7 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
                     journals[ps.name].record(target, fork_branch)
                     name = label(ps, target)
                     jobs.append(BranchJob(ps, target, fork_branch, journals[ps.name],
-                                          lambda step, detail="", n=name: progress.event(n, step, detail)))
+                                          functools.partial(progress.event, name)))
             outcomes = [Outcome(ps, chosen[ps.name], journals[ps.name]) for ps in patch_sets]
             pending = [job for job in jobs if needs_work(job, options)]
             if pending:

@@ -176,10 +176,14 @@ def _common_or_per_branch(views: list[BranchView], fmt: Callable[[dict], str]) -
     return "；".join(f"{target} {value}" for target, value in probed)
 
 
+def _value_of(key: str, env: dict) -> str:
+    return _value(env.get(key))
+
+
 def _env_lines(vs: _Views) -> list[str]:
     views = vs.views
     lines = [
-        f"{label}：{_common_or_per_branch(views, lambda env, key=key: _value(env.get(key)))}"
+        f"{label}：{_common_or_per_branch(views, functools.partial(_value_of, key))}"
         for label, key in (("主机平台", "platform"), ("Python", "python"), ("CANN", "cann"),
                            ("NPU", "npu"))
     ]

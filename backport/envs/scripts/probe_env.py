@@ -18,6 +18,7 @@ import platform
 import re
 import subprocess
 import sys
+from typing import Any
 
 BASE_DISTS = ("torch", "torch_npu", "expecttest", "numpy")
 CANN_FIXED_DIRS = ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann")
@@ -99,7 +100,7 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def load_check() -> dict:
     """Import torch and torch_npu (autoload as the user has it) and read the NPUs."""
-    result = {"loads": False, "error": None, "count": None, "model": None}
+    result: dict[str, Any] = {"loads": False, "error": None, "count": None, "model": None}
     try:
         import torch  # noqa: F401
         import torch_npu  # noqa: F401
