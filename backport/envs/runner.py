@@ -342,7 +342,7 @@ class TestRunner:
     ) -> TestRun:
         duration = time.monotonic() - start
         summary = parse_summary(_read_tail(log_path))
-        lines = list(summary.lines)
+        lines = summary.outcome(exit_code)
         if timed_out is not None:
             lines.append(f"timed out after {timed_out:g}s")
         return TestRun(

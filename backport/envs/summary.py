@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _RAN = re.compile(r"^Ran (\d+) tests? in (\d+(?:\.\d+)?)s\s*$")
@@ -11,6 +11,12 @@ _UNITTEST_STATUS = re.compile(r"^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?\s*$")
 _COUNT = re.compile(r"^\s*([a-z ]+?)=(\d+)\s*$")
 _PYTEST = re.compile(r"^=*\s*(.*?)\s+in (\d+(?:\.\d+)?)s(?: \(\d+:\d\d:\d\d\))?\s*=*$")
 _PYTEST_PART = re.compile(r"^(\d+) ([a-z]+)$")
+_TRACEBACK = "Traceback (most recent call last):"
+_EXCEPTION = re.compile(
+    r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
+    r"(?:: .*)?$")
+# An absolute path in an exception message names this machine's layout: keep the last part.
+_ABS_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"]+/)+(?=[^\s/:'\"]+)")
 _PYTEST_WORDS = {
     "passed", "failed", "error", "errors", "skipped", "xfailed", "xpassed",
     "deselected", "warning", "warnings", "rerun", "reruns",
@@ -32,6 +38,19 @@ class Summary:
     failures: int = 0
     errors: int = 0
     skipped: int = 0
+    exception: str | None = None  # the last exception line of the log, paths cut to file names
+
+    def outcome(self, exit_code: int | None) -> list[str]:
+        """What a run's result says: the summary lines, else the exception, else the exit code.
+
+        This is the one rule for a test result; "not found" is never one (that is for values a
+        probe could not read). ``[]`` only when there is neither a summary nor an exit code.
+        """
+        if self.lines:
+            return list(self.lines)
+        if self.exception:
+            return [self.exception]
+        return [f"no test summary; exit {exit_code}"] if exit_code is not None else []
 
 
 def _unittest_counts(detail: str | None) -> dict[str, int] | None:
@@ -106,6 +125,12 @@ def parse_summary(text: str) -> Summary:
     Never raises; returns an empty :class:`Summary` when the text holds none.
     """
     lines = [line.rstrip() for line in _ANSI.sub("", text or "").replace("\r", "\n").split("\n")]
+    found = _summary(lines)
+    exception = last_exception(lines)
+    return replace(found, exception=exception) if exception else found
+
+
+def _summary(lines: list[str]) -> Summary:
     for index in range(len(lines) - 1, -1, -1):
         line = lines[index]
         if _RAN.match(line):
@@ -128,4 +153,17 @@ def _ran_before(lines: list[str], index: int) -> int | None:
             return back
         if lines[back]:
             return None
+    return None
+
+
+def last_exception(lines: list[str]) -> str | None:
+    """The exception line of the last traceback (else the last line that looks like one)."""
+    start = max((i for i, line in enumerate(lines) if line.strip() == _TRACEBACK), default=None)
+    if start is not None:
+        for line in lines[start + 1:]:
+            if line and not line[0].isspace() and _EXCEPTION.match(line):
+                return _ABS_PATH.sub("", line.strip())
+    for line in reversed(lines):
+        if _EXCEPTION.match(line):
+            return _ABS_PATH.sub("", line.strip())
     return None

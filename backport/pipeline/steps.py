@@ -10,7 +10,7 @@ from typing import Any
 
 from backport.config.model import PatchSet
 from backport.envs.device import device_verdict
-from backport.envs.model import NOT_FOUND, Probe, TestRun
+from backport.envs.model import Probe, TestRun
 from backport.envs.pins import pin_mismatches
 from backport.errors import BackportError
 from backport.git.apply import already_applied, am_in_progress, apply_series
@@ -18,7 +18,7 @@ from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal, secure_dir
 from backport.pipeline.session import Session
-from backport.report.body import BodyContext, render_body
+from backport.report.body import BodyContext, exit_stated, render_body
 from backport.states import Status
 
 Event = Callable[[str, str], None]  # (step, detail)
@@ -132,7 +132,7 @@ def test_record(runs: list[TestRun]) -> dict[str, Any]:
         "ran": ran,
         "ok": all(r.ok for r in runs),
         "exit_code": exit_code,
-        "summary": ", ".join(lines) if lines else NOT_FOUND,
+        "summary": ", ".join(lines),
         "summary_lines": lines,
         "duration": round(sum(r.duration for r in runs), 3),
         "command": "; ".join(r.command for r in runs),
@@ -172,7 +172,8 @@ def test_step(session: Session, job: BranchJob) -> bool:
         job.fail(Status.ENV_MISMATCH,
                  f"environment '{env.name}' for {job.target} does not match its pins: "
                  f"{'; '.join(mismatches)}; the test was not run",
-                 env=env_record(session, env.name, probe, "pins do not match", False), test=None)
+                 env=env_record(session, env.name, probe, "pins do not match", False), test=None,
+                 mismatches=mismatches)
         return False
     verdict = device_verdict(probe, job.patch_set.device)
     env_rec = env_record(session, env.name, probe, verdict.note, verdict.autoload_off)
@@ -196,9 +197,11 @@ def test_step(session: Session, job: BranchJob) -> bool:
         job.update(status=Status.TESTED, test=result, env=env_rec, message="")
         job.event("tested", result["summary"])
         return True
-    job.fail(Status.TEST_FAILED,
-             f"the test failed on {job.target}: {result['summary']} (exit {result['exit_code']}); "
-             f"log: {result['log']}", test=result, env=env_rec)
+    code = result["exit_code"]
+    said = result["summary"] if exit_stated(result["summary_lines"], code) else (
+        f"{result['summary']} (exit {code})")
+    job.fail(Status.TEST_FAILED, f"the test failed on {job.target}: {said}; log: {result['log']}",
+             test=result, env=env_rec)
     return False
 
 

@@ -55,6 +55,10 @@ class BranchView:
     test: dict | None
     env: dict | None
     pr: dict | None
+    conflicts: tuple[str, ...] = ()
+    pushed_sha: str | None = None  # what this tool last pushed to the fork branch
+    fork_sha: str | None = None  # where someone else moved the fork branch (fork-diverged)
+    mismatches: tuple[str, ...] = ()  # env-mismatch: "torch: expected 2.7.1, found 2.13.0+cpu"
 
     @classmethod
     def from_record(cls, record: dict | None, *, target: str, fork_branch: str) -> BranchView:
@@ -68,6 +72,10 @@ class BranchView:
             test=record.get("test") or None,
             env=record.get("env") or None,
             pr=record.get("pr") or None,
+            conflicts=tuple(str(c) for c in record.get("conflicts") or ()),
+            pushed_sha=record.get("pushed_sha") or None,
+            fork_sha=record.get("fork_sha") or None,
+            mismatches=tuple(str(m) for m in record.get("mismatches") or ()),
         )
 
     @property
@@ -77,6 +85,52 @@ class BranchView:
     @property
     def skipped(self) -> bool:
         return bool(self.test and self.test.get("skipped"))
+
+    @property
+    def tested(self) -> bool:
+        """True when a test actually ran (not skipped, not missing)."""
+        return bool(self.test) and not self.skipped
+
+    @property
+    def fork_head(self) -> str | None:
+        """The commit the fork branch (and so the PR) shows, as far as the journal knows."""
+        return self.fork_sha or self.pushed_sha
+
+    @property
+    def head(self) -> str | None:
+        """The commit this branch's PR shows, else the commit the run made."""
+        return self.fork_head or self.commit
+
+    @property
+    def stale(self) -> bool:
+        """True when the test result is of another commit than the one the PR shows."""
+        tested = (self.test or {}).get("commit")
+        return bool(self.tested and tested and self.head and tested != self.head)
+
+    @property
+    def pr_number(self) -> int | None:
+        number = (self.pr or {}).get("number")
+        return number if isinstance(number, int) else None
+
+    @property
+    def linked(self) -> bool:
+        """True when the PR exists and the issue link was made (older records: assumed)."""
+        return self.pr_number is not None and (self.pr or {}).get("linked", True) is not False
+
+
+# Why a branch has no test result, as a reviewer reads it.
+_NOT_RUN_ZH = {
+    "pending": "尚未运行",
+    "fetched": "尚未运行",
+    "applied": "补丁已应用，测试尚未运行",
+    "already-applied": "补丁已在目标分支上（相同 patch-id），无需 PR",
+    "env-missing": "该分支的运行环境不存在",
+    "env-mismatch": "运行环境的 torch / torch_npu 版本与约束不符",
+    "env-unavailable": "运行环境无法运行需要 NPU 的测试",
+    "failed": "运行出错",
+    "planned": "试运行，未执行",
+}
+
 
 def summary_lines(test: dict | None) -> list[str]:
     """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
@@ -102,20 +156,58 @@ def _value(value: object) -> str:
     return NOT_FOUND_ZH if value is None or value == "" else str(value)
 
 
+def exit_stated(lines: list[str], code: object) -> bool:
+    """True when the last summary line already gives the exit code (``no test summary; exit 1``)."""
+    return bool(lines) and code is not None and lines[-1].endswith(f"exit {code}")
+
+
 def result_cell(view: BranchView) -> str:
-    """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why it did not run."""
+    """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why none ran.
+
+    Built from the record's facts only (status, conflict files, summary), never from the
+    run's message, which is written for the maintainer's terminal.
+    """
+    if view.status == "conflict":
+        files = "、".join(view.conflicts) or "文件未知"
+        return _cell(f"冲突：{files}（补丁未能自动应用，未运行测试）")
     if view.skipped:
         return "未运行（--skip-tests）"
     if not view.test:
-        detail = f"（{view.message}）" if view.message else ""
-        return _cell(f"未运行：{view.status}{detail}")
-    parts = summary_lines(view.test) or [f"测试摘要{NOT_FOUND_ZH}"]
+        reason = _NOT_RUN_ZH.get(view.status)
+        if view.status == "env-mismatch" and view.mismatches:
+            reason = f"{reason}：{'；'.join(view.mismatches)}"
+        return _cell(f"未运行：{view.status}" + (f"（{reason}）" if reason else ""))
+    lines = summary_lines(view.test)
+    parts = lines or ["无测试摘要"]
     if view.test.get("timed_out"):
         duration = view.test.get("duration")
         parts.append(f"超时（{duration:.0f}s 后终止）" if isinstance(duration, int | float) else "超时")
     code = view.test.get("exit_code")
-    parts.append(f"退出码 {code}" if code is not None else f"退出码{NOT_FOUND_ZH}")
+    if code is not None and not exit_stated(lines, code):
+        parts.append(f"退出码 {code}")
+    elif code is None and not view.test.get("timed_out"):
+        parts.append("无退出码")
+    if view.stale:
+        tested = str(view.test.get("commit"))[:12]
+        parts.append(f"该结果测于 {tested}，不是 fork 分支当前的 {str(view.head)[:12]}")
     return _cell("，".join(parts))
+
+
+def fork_branch_cell(view: BranchView, *, own: bool) -> str:
+    """The fork branch's name when it exists on the fork; ``未推送`` when it does not."""
+    if view.fork_head or (own and view.commit):
+        return _cell(view.fork_branch)
+    return "未推送"
+
+
+def issue_sentence(vs: _Views) -> str:
+    """Which PRs exist and are linked to the issue, as true when rendered."""
+    with_pr = [v for v in vs.views if v.linked or v.target == vs.own.target]
+    if len(with_pr) == len(vs.views):
+        return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
+    missing = [v.target for v in vs.views if v not in with_pr]
+    linked = "、".join(v.target for v in with_pr)
+    return f"已关联该 Issue 的 PR：{linked}；尚无 PR 的目标分支：{'、'.join(missing)}。"
 
 
 def _visible(env: dict) -> str:
@@ -253,7 +345,7 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         f"VALIDATION EVIDENCE / {ctx.branch_map.upstream} / {view.fork_branch} → {view.target}",
         f"API={ctx.patch_set.api}",
         f"TARGET_BRANCH={view.target}",
-        f"HEAD_COMMIT={val(view.commit)}",
+        f"HEAD_COMMIT={val(view.head)}",
         f"PLATFORM={val(env.get('platform'))}",
         f"PYTHON={val(env.get('python'))}",
         f"TORCH={val(env.get('torch'))}",
@@ -266,15 +358,22 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         f"COMMAND={val(test.get('command'))}",
     ]
     if view.skipped:
-        lines += ["RESULT: not run (skipped on request: --skip-tests)", f"test_exit_code={NOT_FOUND}"]
+        lines += ["RESULT: not run (skipped on request: --skip-tests)", "test_exit_code=none (not run)"]
     elif not view.test:
-        lines += [f"RESULT: not run ({view.status})", f"test_exit_code={NOT_FOUND}"]
+        lines += [f"RESULT: not run ({view.status})", "test_exit_code=none (not run)"]
     else:
+        if view.stale:
+            lines.append(f"TESTED_COMMIT={val(test.get('commit'))}")
+            lines.append("STALE=the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork "
+                         "branch now holds, was not tested by this run")
         lines.append("RESULT:")
-        lines += [_one_line(s) for s in summary_lines(test)] or [f"summary {NOT_FOUND}"]
+        lines += [_one_line(s) for s in summary_lines(test)] or ["no test summary"]
         if test.get("timed_out"):
             lines.append("TIMED OUT")
-        lines.append(f"test_exit_code={val(test.get('exit_code'))}")
+        code = test.get("exit_code")
+        lines.append(f"test_exit_code={code}" if code is not None else
+                     "test_exit_code=none (killed)" if test.get("timed_out") else
+                     "test_exit_code=none")
     note = env.get("note")
     if env.get("autoload_disabled") and "TORCH_DEVICE_BACKEND_AUTOLOAD" not in str(note or ""):
         note = f"{note}; " if note else ""
@@ -342,8 +441,10 @@ def template_variables(ctx: BodyContext) -> dict:
         "fork": bm.fork,
         "target": vs.own.target,
         "branch_count": _cn_count(len(vs.views)),
-        "branches": [{"target": _cell(v.target), "fork_branch": _cell(v.fork_branch),
+        "branches": [{"target": _cell(v.target),
+                      "fork_branch": fork_branch_cell(v, own=v.target == vs.own.target),
                       "result": result_cell(v)} for v in vs.views],
+        "issue_sentence": issue_sentence(vs),
         "handwritten": (ps.body or "").strip("\n") or None,
         "changed_files": _changed_files(ps),
         "tests": ["`" + " ".join((t.path, *t.args)) + "`" for t in ps.tests],

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from backport.config.model import PatchSet
 from backport.redact import redact
-from backport.report.body import summary_lines
+from backport.report.body import exit_stated, summary_lines
 from backport.states import FAILURES, Status
 
 _TEST_KEYS = ("ran", "ok", "exit_code", "summary")
@@ -25,11 +25,15 @@ def test_result(record: dict) -> str:
         return "not run (--skip-tests)"
     if not test:
         return f"not run ({status})"
-    parts = summary_lines(test) or ["no summary found"]
+    lines = summary_lines(test)
+    parts = lines or ["no test summary"]
     if test.get("timed_out"):
         parts.append("timed out")
     code = test.get("exit_code")
-    parts.append(f"exit {code}" if code is not None else "exit code not found")
+    if code is None:
+        parts.append("no exit code")
+    elif not exit_stated(lines, code):
+        parts.append(f"exit {code}")
     return redact(", ".join(" ".join(p.split()) for p in parts))
 
 

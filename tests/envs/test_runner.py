@@ -316,3 +316,34 @@ def test_missing_worktree_is_reported(plain_env: Environment, tmp_path: Path) ->
     with pytest.raises(BackportError) as info:
         runner.run(tmp_path / "nowhere", Spec("test/x.py"), tmp_path / "x.log")
     assert "worktree" in info.value.message and "does not exist" in info.value.message
+
+
+CRASHES = {
+    "test/test_numpy.py": ("import unittest\nimport numpy\n", 1,
+                           "ModuleNotFoundError: No module named 'numpy'"),
+    "test/test_hccl.py": ("raise ImportError('/usr/local/Ascend/lib64/libhccl.so: cannot open "
+                          "shared object file')\n", 1,
+                          "ImportError: libhccl.so: cannot open shared object file"),
+    "test/test_quiet.py": ("import sys\nsys.exit(3)\n", 3, "no test summary; exit 3"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(CRASHES))
+def test_a_test_that_dies_before_unittest_reports_what_happened(
+    plain_env: Environment, worktree: Path, path: str
+) -> None:
+    """An environment without numpy, a missing libhccl.so, a silent exit: never "not found"."""
+    source, code, line = CRASHES[path]
+    write(worktree / path, source)
+    run = Runner(plain_env, probe(plain_env), device="none").run(
+        worktree, Spec(path), worktree.parent / "crash.log")
+    assert (run.exit_code, run.ok, run.ran) == (code, False, None)
+    assert run.summary == [line]
+
+
+@pytest.mark.torch
+def test_warm_run_of_a_test_that_raises_on_import(warm: Runner, worktree: Path) -> None:
+    write(worktree / "test" / "test_hccl.py", CRASHES["test/test_hccl.py"][0])
+    run = warm.run(worktree, Spec("test/test_hccl.py"), worktree.parent / "hccl.log")
+    assert run.runner == "warm"
+    assert (run.exit_code, run.summary) == (1, [CRASHES["test/test_hccl.py"][2]])

@@ -82,7 +82,27 @@ def test_pytest_lines() -> None:
 
 def test_no_summary() -> None:
     assert parse_summary("") == Summary()
-    assert parse_summary("Traceback (most recent call last):\nImportError: x\n") == Summary()
+    crash = parse_summary("Traceback (most recent call last):\nImportError: x\n")
+    assert crash == Summary(exception="ImportError: x")
+
+
+def test_outcome_prefers_summary_then_exception_then_exit_code() -> None:
+    failed = parse_summary("Traceback (most recent call last):\n  File \"t.py\"\nAssertionError\n"
+                           "Ran 3 tests in 0.010s\n\nFAILED (failures=1, errors=1)\n")
+    assert failed.outcome(1) == ["Ran 3 tests in 0.010s", "FAILED (failures=1, errors=1)"]
+    numpy = parse_summary(
+        "Traceback (most recent call last):\n"
+        '  File "/home/dev/wt/test/test_x.py", line 3, in <module>\n'
+        "    import numpy\n"
+        "ModuleNotFoundError: No module named 'numpy'\n")
+    assert numpy.outcome(1) == ["ModuleNotFoundError: No module named 'numpy'"]
+    chained = parse_summary(
+        "Traceback (most recent call last):\n  x\nKeyError: 'a'\n\nDuring handling of the above "
+        "exception, another exception occurred:\n\nTraceback (most recent call last):\n  y\n"
+        "ImportError: /usr/local/Ascend/lib64/libhccl.so: cannot open shared object file\n")
+    assert chained.outcome(1) == ["ImportError: libhccl.so: cannot open shared object file"]
+    assert parse_summary("segfault\n").outcome(139) == ["no test summary; exit 139"]
+    assert parse_summary("").outcome(None) == []
     assert parse_summary("all 3 passed in the end in 2s").ran is None
 
 

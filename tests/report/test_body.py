@@ -76,15 +76,22 @@ def test_checklist_ticks_only_the_title_item() -> None:
 def test_failed_and_not_run_branches_are_reported_honestly() -> None:
     recs = fx.records()
     recs[0] = fx.failing(recs[0])
-    recs[1].update(status="env-mismatch", test=None,
-                   message="torch: expected 2.11.0, found 2.13.0+cpu")
+    recs[1].update(status="env-mismatch", test=None, mismatches=["torch: expected 2.11.0, found "
+                                                                 "2.13.0+cpu"],
+                   message="environment 'torch-2.11.0' for v2.11.0 does not match its pins")
     recs[2]["test"]["skipped"] = True
-    recs[3].update(env=None, test=None, status="conflict", message="conflict in a | b\nnext")
+    recs[3].update(env=None, test=None, status="conflict", conflicts=["test/a|b.py", "test/c.py"],
+                   commit=None, pushed_sha=None, pr=None,
+                   message="patch failed; resolve it in /home/dev/p/.backport/worktrees/x, then "
+                           "run `backport continue --api put_metric --branch master`")
     body = render_body(fx.context("v2.7.1", recs=recs))
     assert "| v2.7.1 | Ran 7 tests in 0.1s，FAILED (failures=1)，退出码 1 |" in body
-    assert "| v2.11.0 | 未运行：env-mismatch（torch: expected 2.11.0, found 2.13.0+cpu） |" in body
+    assert ("| v2.11.0 | 未运行：env-mismatch（运行环境的 torch / torch_npu 版本与约束不符：torch: "
+            "expected 2.11.0, found 2.13.0+cpu） |") in body
     assert "| v2.12.0 | 未运行（--skip-tests） |" in body
-    assert "| master | 未运行：conflict（conflict in a \\| b next） |" in body
+    assert "| master | 冲突：test/a\\|b.py、test/c.py（补丁未能自动应用，未运行测试） |" in body
+    assert "| master | 未推送 |" in body
+    assert "/home/dev" not in body and "backport continue" not in body
     assert "master：运行环境未探测（未找到 (not found)）" in body
     evidence = evidence_of(body)
     assert "RESULT:\nRan 7 tests in 0.1s\nFAILED (failures=1)\ntest_exit_code=1" in evidence
@@ -92,7 +99,7 @@ def test_failed_and_not_run_branches_are_reported_honestly() -> None:
 
     mismatch = evidence_of(render_body(fx.context("v2.11.0", recs=recs)))
     assert "RESULT: not run (env-mismatch)" in mismatch
-    assert "test_exit_code=not found" in mismatch and "\nOK" not in mismatch
+    assert "test_exit_code=none (not run)" in mismatch and "\nOK" not in mismatch
     skipped = evidence_of(render_body(fx.context("v2.12.0", recs=recs)))
     assert "RESULT: not run (skipped on request: --skip-tests)" in skipped
     missing = evidence_of(render_body(fx.context("master", recs=recs)))
@@ -269,9 +276,11 @@ def test_secrets_in_records_are_redacted() -> None:
     recs = fx.records()
     recs[1].update(status="failed", test=None,
                    message="push to https://user:s3cr3t-token-value@gitcode.com/x.git failed")
+    recs[2]["test"]["command"] = "GITCODE_TOKEN=s3cr3t-token-value python test/x.py"
     body = render_body(fx.context("v2.11.0", recs=recs))
     assert "s3cr3t-token-value" not in body
-    assert re.search(r"未运行：failed（push to https://\*\*\*@gitcode.com/x.git failed）", body)
+    assert "| v2.11.0 | 未运行：failed（运行出错） |" in body  # the message is not PR text
+    assert re.search(r"GITCODE_TOKEN=\*\*\* python test/x.py", body)
 
 
 def test_docs_audit_entries_and_late_docs_region() -> None:
