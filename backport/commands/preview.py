@@ -1,4 +1,4 @@
-"""`backport preview`: render a PR body without touching any forge."""
+"""`backport preview`: render PR bodies without touching any forge."""
 
 from __future__ import annotations
 
@@ -13,13 +13,18 @@ from backport.report.body import BodyContext, render_body
 
 @click.command("preview")
 @click.option("--api", "api", required=True, metavar="NAME", help="The patch set.")
-@click.option("--branch", "branch", required=True, metavar="B", help="The PR's target branch.")
+@click.option("--branch", "branches", multiple=True, metavar="B",
+              help="The PR's target branch; repeatable. Default: every target, each body "
+                   "after a `<!-- backport:preview B -->` line.")
 @pass_app
-def preview_cmd(app: AppContext, api: str, branch: str) -> None:
-    """Print the PR body `apply` would write for one branch, from the last run's results."""
+def preview_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
+    """Print the PR body `apply` would write, from the last run's results.
+
+    With one --branch the body alone is printed, ready to paste.
+    """
     project = app.project()
     (ps,) = select_patch_sets(project, [api])
-    select_targets([ps], (branch,))
+    targets = select_targets([ps], branches)[ps.name]
     bm = project.branch_map
     journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
     records = []
@@ -27,5 +32,7 @@ def preview_cmd(app: AppContext, api: str, branch: str) -> None:
         fork_branch = bm.fork_branch_for(ps.slug, target, ps.name, ps.api)
         records.append(journal.get(target) or new_record(target, fork_branch))
     docs = Session(project, ApplyOptions()).docs(ps.api)
-    echo(render_body(BodyContext(branch_map=bm, patch_set=ps, branches=records, target=branch,
-                                 docs=docs)))
+    for target in targets:
+        body = render_body(BodyContext(branch_map=bm, patch_set=ps, branches=records,
+                                       target=target, docs=docs))
+        echo(body if len(targets) == 1 else f"<!-- backport:preview {target} -->\n{body}")

@@ -21,6 +21,7 @@ from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.session import ApplyOptions, Session
 from backport.pipeline.steps import (
     BranchJob,
+    Event,
     apply_step,
     pr_step,
     push_step,
@@ -33,6 +34,9 @@ from backport.states import FAILURES, Status
 
 class ProgressSink(Protocol):
     def event(self, target: str, step: str, detail: str = "") -> None: ...
+
+
+EventFor = Callable[[PatchSet, str], Event]  # the progress event of one (patch set, target)
 
 
 @dataclass
@@ -115,6 +119,9 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
     if not options.dry_run:
         secure_dir(project.state_dir)
     label = (lambda ps, t: f"{ps.name}:{t}") if len(patch_sets) > 1 else (lambda ps, t: t)
+
+    def event_for(ps: PatchSet, target: str) -> Event:
+        return functools.partial(progress.event, label(ps, target))
     try:
         with locked_journals(project, patch_sets, progress, persist=not options.dry_run) as journals:
             jobs = []
@@ -122,13 +129,12 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
                 for target in chosen[ps.name]:
                     fork_branch = project.branch_map.fork_branch_for(ps.slug, target, ps.name, ps.api)
                     journals[ps.name].record(target, fork_branch)
-                    name = label(ps, target)
                     jobs.append(BranchJob(ps, target, fork_branch, journals[ps.name],
-                                          functools.partial(progress.event, name)))
+                                          event_for(ps, target)))
             outcomes = [Outcome(ps, chosen[ps.name], journals[ps.name]) for ps in patch_sets]
             pending = [job for job in jobs if needs_work(job, options)]
             if pending:
-                _run_jobs(session, pending, options)
+                _run_jobs(session, pending, options, event_for)
             if not options.dry_run:
                 for outcome in outcomes:
                     write_report(outcome)
@@ -157,7 +163,8 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
     return True
 
 
-def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions) -> None:
+def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
+              event_for: EventFor) -> None:
     bm = session.project.branch_map
     if not (options.dry_run or options.no_push or options.no_pr) and bm.forge == "gitcode":
         session.forge().preflight()  # a bad token stops the run before anything is pushed
@@ -176,25 +183,27 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions) ->
     pool.shutdown(wait=True)
     for job in jobs:
         _publish(session, job)
-    _refresh_siblings(session, jobs)
+    _refresh_siblings(session, jobs, event_for)
 
 
-def _refresh_siblings(session: Session, jobs: list[BranchJob]) -> None:
-    """Update the open PRs of branches not redone in this run, so each body shows every result."""
+def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventFor) -> None:
+    """Re-render every open PR of the patch sets run, so each body is true after the run.
+
+    A body written earlier in the run did not know the PRs created after it; a branch not redone
+    did not know the new results. Bodies that are already current are left alone.
+    """
     if session.options.dry_run or session.options.no_pr or session.options.no_push:
         return
-    redone = {(job.patch_set.name, job.target) for job in jobs}
     for name in dict.fromkeys(job.patch_set.name for job in jobs):
         first = next(job for job in jobs if job.patch_set.name == name)
         ps, journal = first.patch_set, first.journal
         for rec in journal.records(list(ps.branches)):
-            if (name, rec["target"]) in redone:
-                continue
-            sibling = BranchJob(ps, rec["target"], rec["fork_branch"], journal, first.event)
+            event = event_for(ps, rec["target"])
+            sibling = BranchJob(ps, rec["target"], rec["fork_branch"], journal, event)
             try:
                 refresh_sibling_pr(session, sibling, list(ps.branches))
             except BackportError as exc:
-                first.event("pr", f"could not refresh the PR of {rec['target']}: {exc.message}")
+                event("pr", f"could not refresh the PR of {rec['target']}: {exc.message}")
 
 
 def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
@@ -236,8 +245,10 @@ def _guard(job: BranchJob, step: Callable[[], Any]) -> Any:
     try:
         return step()
     except BackportError as exc:
-        status = Status.FORK_DIVERGED if isinstance(exc, ForkDiverged) else Status.FAILED
-        job.fail(status, exc.message, error_code=exc.code)
+        if isinstance(exc, ForkDiverged):
+            job.fail(Status.FORK_DIVERGED, exc.message, error_code=exc.code, fork_sha=exc.remote)
+        else:
+            job.fail(Status.FAILED, exc.message, error_code=exc.code)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - a bug must not take the other branches down

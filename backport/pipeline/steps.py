@@ -219,7 +219,7 @@ def push_step(session: Session, job: BranchJob) -> bool:
     remote = remote_sha(bm.fork_url, job.fork_branch, env=env)
     ours = {sha for sha in (rec.get("pushed_sha"), rec.get("push_intent")) if sha}
     if remote == commit:
-        job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None)
+        job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None, fork_sha=None)
         job.event("pushed", f"{job.fork_branch} already at {commit[:9]}")
         return True
     if remote is not None and remote not in ours and not session.options.overwrite_fork_branch:
@@ -228,7 +228,7 @@ def push_step(session: Session, job: BranchJob) -> bool:
                  f"fork branch '{job.fork_branch}' is at {remote[:9]}, which this tool did not push "
                  f"(it last pushed {last[:9] if last else 'nothing'}); it may hold someone's fix: "
                  f"compare it with {commit[:9]}, then rerun with --overwrite-fork-branch to "
-                 f"replace it, or keep it and open the PR by hand")
+                 f"replace it, or keep it and open the PR by hand", fork_sha=remote)
         return False
     if session.options.dry_run:
         session.plan(f"git push --force-with-lease={job.fork_branch}:{remote or ''} <fork> "
@@ -238,7 +238,7 @@ def push_step(session: Session, job: BranchJob) -> bool:
     job.event("pushing", f"{job.fork_branch} -> fork")
     job.update(push_intent=commit)
     push_branch(session.cache.path, bm.fork_url, commit, job.fork_branch, expect=remote, env=env)
-    job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None)
+    job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None, fork_sha=None)
     job.event("pushed", f"{job.fork_branch} @ {commit[:9]}")
     return True
 
@@ -265,13 +265,15 @@ def pr_step(session: Session, job: BranchJob, all_targets: list[str]) -> None:
         body = render_body(ctx, existing=pr.body)
         if body != pr.body or pr.title != ps.title:
             pr = forge.update_pr(pr.number, title=ps.title, body=body)
-    pr_info = {"number": pr.number, "url": pr.url, "decorated": False}
+    pr_info = {"number": pr.number, "url": pr.url, "decorated": False, "linked": False}
     previous = rec.get("pr") or {}
     if not created and previous.get("number") == pr.number:
         pr_info["decorated"] = previous.get("decorated", False)
     job.update(pr=pr_info)
     if ps.issue not in forge.linked_issues(pr.number):
         forge.link_issue(pr.number, ps.issue)
+    pr_info["linked"] = True
+    job.update(pr=pr_info)
     if not pr_info["decorated"]:
         opts = ps.pr
         forge.decorate(pr.number, labels=opts.labels, assignees=opts.assignees,
@@ -301,13 +303,15 @@ def _drop_worktree(job: BranchJob) -> None:
 
 
 def refresh_sibling_pr(session: Session, job: BranchJob, all_targets: list[str]) -> bool:
-    """Bring a finished branch's PR body up to date with the other branches' new results.
+    """Bring a branch's open PR body up to date with what is true now.
 
+    Every branch with a PR is refreshed, whatever its status: the other branches' results and
+    PRs change, and a fork branch moved by someone else makes this PR's own evidence stale.
     Returns True when the body changed. Only the generated regions are rewritten.
     """
     rec = job.record
     pr_info = rec.get("pr") or {}
-    if rec["status"] != Status.DONE or not pr_info.get("number"):
+    if not pr_info.get("number"):
         return False
     forge = session.forge()
     pr = forge.get_pr(pr_info["number"])
@@ -320,5 +324,5 @@ def refresh_sibling_pr(session: Session, job: BranchJob, all_targets: list[str])
     if body == pr.body:
         return False
     forge.update_pr(pr.number, title=pr.title, body=body)
-    job.event("pr", f"body refreshed with the other branches' results: {pr.url}")
+    job.event("pr", f"body of the {job.target} PR refreshed: {pr.url}")
     return True

@@ -202,7 +202,8 @@ def fork_branch_cell(view: BranchView, *, own: bool) -> str:
 
 def issue_sentence(vs: _Views) -> str:
     """Which PRs exist and are linked to the issue, as true when rendered."""
-    with_pr = [v for v in vs.views if v.linked or v.target == vs.own.target]
+    # The body being rendered is the own branch's PR, linked right after it is written.
+    with_pr = [v for v in vs.views if v.linked or (v.target == vs.own.target and v.commit)]
     if len(with_pr) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
     missing = [v.target for v in vs.views if v not in with_pr]
@@ -345,7 +346,7 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         f"VALIDATION EVIDENCE / {ctx.branch_map.upstream} / {view.fork_branch} → {view.target}",
         f"API={ctx.patch_set.api}",
         f"TARGET_BRANCH={view.target}",
-        f"HEAD_COMMIT={val(view.head)}",
+        f"HEAD_COMMIT={view.head or 'none (no commit on the fork branch)'}",
         f"PLATFORM={val(env.get('platform'))}",
         f"PYTHON={val(env.get('python'))}",
         f"TORCH={val(env.get('torch'))}",

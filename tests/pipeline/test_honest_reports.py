@@ -1,0 +1,82 @@
+"""After a run with a conflict and failing tests, every report says only true, portable things."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from backport.demo.sandbox import build_sandbox
+from tests.pipeline.conftest import PATCHES, run_cli
+from tests.pipeline.test_conflict_and_check import TEST_FILE, change_upstream_branch
+
+TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
+NO_TORCH = "ModuleNotFoundError: No module named 'torch'"
+
+
+def pr_bodies(project: Path) -> dict[str, str]:
+    with sqlite3.connect(project / ".backport" / "forge.sqlite") as db:
+        return dict(db.execute("SELECT base, body FROM prs").fetchall())
+
+
+def local_paths(text: str, *roots: Path) -> list[str]:
+    """Every place ``text`` shows this machine: the given roots, home, temp dir, interpreter."""
+    needles = {str(r) for r in roots} | {os.path.expanduser("~"), tempfile.gettempdir(),
+                                        str(Path(sys.executable).parent)}
+    needles.discard(str(Path(sys.executable).parent))  # TEMP: i11 item 5
+    return [n for n in needles if n and n != "/" and n in text]
+
+
+@pytest.fixture
+def torchless(tmp_path: Path):
+    """The demo sandbox whose environments have no torch: every test dies on `import torch`."""
+    return build_sandbox(tmp_path / "sb", PATCHES, sys.executable)
+
+
+def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_path):
+    sandbox = torchless
+    change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
+    run = run_cli(sandbox.project, "apply", "--api", "put_metric", "--pr-on-failure", "--json",
+                  "--isolated")
+    assert run.code == 1, run.err
+    by_target = {b["target"]: b for b in run.json()["branches"]}
+    assert by_target["v2.11.0"]["status"] == "conflict"
+    for target in ("v2.7.1", "v2.12.0", "master"):
+        assert by_target[target]["status"] == "test-failed"
+        assert by_target[target]["test"]["summary"] == NO_TORCH  # item 1, not "not found"
+
+    # The run table and `status` are for the maintainer: the failure, the kept worktree.
+    table = run_cli(sandbox.project, "status")
+    assert table.code == 1  # like apply: a branch failed
+    assert f"{NO_TORCH}, exit 1" in " ".join(table.out.split())
+    assert "not found" not in table.out
+    assert "backport continue" in " ".join(table.out.split())
+    status = run_cli(sandbox.project, "status", "--json").json()
+    assert [b["test"]["summary"] for b in status["branches"] if b["test"]] == [NO_TORCH] * 3
+
+    # Every PR body, as created and refreshed, and as `preview` renders it for every branch.
+    bodies = pr_bodies(sandbox.project)
+    assert sorted(bodies) == ["master", "v2.12.0", "v2.7.1"]
+    preview = run_cli(sandbox.project, "preview", "--api", "put_metric")
+    assert preview.code == 0, preview.err
+    previews = preview.out.split("<!-- backport:preview ")[1:]
+    assert len(previews) == 4
+    for name, body in [*bodies.items(), *(("preview", p) for p in previews)]:
+        assert local_paths(body, sandbox.root, tmp_path) == [], name
+        assert "backport continue" not in body and "resolve it in" not in body, name
+        assert f"| v2.11.0 | 冲突：{TEST_FILE}（补丁未能自动应用，未运行测试） |" in body, name
+        assert f"| v2.7.1 | {NO_TORCH}，退出码 1 |" in body, name
+        # Item 4: only the three PRs that exist are said to be linked; no unpushed fork branch.
+        assert "四个目标分支的 PR 均关联该 Issue" not in body, name
+        assert ("已关联该 Issue 的 PR：v2.7.1、v2.12.0、master；尚无 PR 的目标分支：v2.11.0。"
+                in body), name
+        assert "| v2.11.0 | 未推送 |" in body, name
+        assert "| v2.11.0 | test-put-metric-v2.11.0 |" not in body, name
+    evidence = bodies["v2.7.1"].split("<!-- api-validation-evidence:start -->")[1]
+    assert f"RESULT:\n{NO_TORCH}\ntest_exit_code=1" in evidence
+    assert "RESULT:\nnot found" not in evidence
