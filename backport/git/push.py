@@ -92,8 +92,30 @@ def push_branch(
             "if it may be replaced and run again.",
             remote=now, expected=expect,
         )
-    reason = redact(first_error_line(out.text).rstrip("."))
-    if rejected:
-        reason = redact(rejected[0].split("\t")[-1].strip())
+    reasons = [rejected[0].split("\t")[-1].strip()] if rejected else []
+    reasons += _causes(out.text) or ([] if reasons else [first_error_line(out.text).rstrip(".")])
+    reason = redact("; ".join(dict.fromkeys(reasons)))
     code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
-    raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.")
+    raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.",
+                        details={"output": redact(out.text)})
+
+
+_NOISE = ("failed to push some refs", "could not read from remote repository")
+
+
+def _causes(text: str) -> list[str]:
+    """git's own ``fatal:`` / ``error:`` / ``remote:`` lines, the causes behind a rejection.
+
+    A rejected push shows only ``[remote rejected] (unpacker error)`` on the ref line; why (for
+    example ``could not fetch <sha> from promisor remote``) is on these lines.
+    """
+    causes = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        for prefix in ("fatal:", "error:", "remote: fatal:", "remote: error:", "remote:"):
+            if line.startswith(prefix):
+                cause = line[len(prefix):].strip().rstrip(".")
+                if cause and not any(n in cause.lower() for n in _NOISE):
+                    causes.append(cause)
+                break
+    return causes[:4]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,17 @@ def sparse_pattern(path: str) -> str:
     if escaped.startswith("!"):
         escaped = "\\" + escaped
     return "/" + escaped
+
+
+def cache_branch(owner: Path, name: str) -> str:
+    """The local branch name for ``name`` in a cache repository shared by many folders.
+
+    Worktrees of one cache cannot check out the same branch, so the name is scoped by the
+    folder that owns the worktree (``owner``, e.g. a project's ``.backport``): two project
+    folders on one cache never collide, and the same folder always gets the same name.
+    """
+    digest = hashlib.sha256(str(Path(owner).expanduser().absolute()).encode("utf-8")).hexdigest()
+    return f"backport/{digest[:12]}/{name}"
 
 
 def _registered(repo: Path) -> list[Path]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from backport.config.model import Project
 from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
-from backport.git.worktree import Worktree
+from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.session import ApplyOptions, Session
 
 
@@ -83,7 +83,8 @@ def _check_applies(session: Session, ps, target: str, base: str, tmp: Path) -> F
     if already_applied(session.cache, base, series):
         return Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)
     path = tmp / f"{ps.name}-{target}".replace("/", "_")
-    worktree = Worktree.create(session.cache, path, f"backport-check/{ps.slug}/{target}", base,
+    worktree = Worktree.create(session.cache, path, cache_branch(tmp, f"check/{ps.slug}/{target}"),
+                               base,
                                ps.paths_for(target))
     try:
         result = apply_series(worktree, series)

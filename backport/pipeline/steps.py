@@ -15,8 +15,8 @@ from backport.envs.pins import pin_mismatches
 from backport.errors import BackportError
 from backport.git.apply import already_applied, am_in_progress, apply_series
 from backport.git.push import push_branch, remote_sha
-from backport.git.worktree import Worktree
-from backport.pipeline.journal import Journal, secure_dir
+from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.session import Session
 from backport.report.body import BodyContext, exit_stated, render_body
 from backport.states import Status
@@ -80,7 +80,8 @@ def apply_step(session: Session, job: BranchJob, base: str) -> bool:
                    message=f"the patch is already on {job.target} (same patch-id); no PR needed")
         job.event("already-applied", "same patch-id upstream")
         return False
-    wt = Worktree.create(session.cache, path, job.fork_branch, base,
+    wt = Worktree.create(session.cache, path, cache_branch(session.project.state_dir, job.fork_branch),
+                         base,
                          job.patch_set.paths_for(job.target))
     result = apply_series(wt, series)
     if result.status == "already-applied":
@@ -237,7 +238,16 @@ def push_step(session: Session, job: BranchJob) -> bool:
         return True
     job.event("pushing", f"{job.fork_branch} -> fork")
     job.update(push_intent=commit)
-    push_branch(session.cache.path, bm.fork_url, commit, job.fork_branch, expect=remote, env=env)
+    try:
+        push_branch(session.cache.path, bm.fork_url, commit, job.fork_branch, expect=remote, env=env)
+    except BackportError as exc:
+        output = exc.details.get("output")
+        if not output:
+            raise
+        push_log = log_path(job, 0).with_suffix(".push.log")
+        atomic_write_text(push_log, output)
+        raise BackportError(exc.code, f"{exc.message.rstrip('.')}; git's output: {push_log}",
+                            details=exc.details) from exc
     job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None, fork_sha=None)
     job.event("pushed", f"{job.fork_branch} @ {commit[:9]}")
     return True

@@ -111,3 +111,30 @@ def test_options_cannot_be_injected(applied, cache: RepoCache, fork: Path, tmp_p
         push_branch(cache.path, str(fork), "--all", BRANCH, expect=None)
     assert not marker.exists()
     assert gr.branches_of(fork) == {}
+
+
+def test_rejected_push_keeps_gits_reason(tmp_path: Path) -> None:
+    """A blobless cache whose upstream went away: git says why the fork got no pack."""
+    upstream = tmp_path / "up.git"
+    work = tmp_path / "work"
+    work.mkdir()
+    gr.git(work, "init", "--quiet")
+    for name in ("a.txt", "b.txt"):
+        (work / name).write_text(name, encoding="utf-8")
+    gr.git(work, "add", ".")
+    gr.git(work, "commit", "--quiet", "-m", "base")
+    gr.git(tmp_path, "clone", "--quiet", "--bare", str(work), str(upstream))
+    gr.git(upstream, "config", "uploadpack.allowFilter", "true")
+    blobless = tmp_path / "cache.git"
+    gr.git(tmp_path, "clone", "--quiet", "--bare", "--filter=blob:none", upstream.as_uri(),
+           str(blobless))
+    head = gr.git(blobless, "rev-parse", "HEAD")
+    upstream.rename(tmp_path / "moved.git")
+    fork = tmp_path / "fork.git"
+    gr.git(tmp_path, "init", "--quiet", "--bare", str(fork))
+    with pytest.raises(BackportError) as info:
+        push_branch(blobless, str(fork), head, BRANCH, expect=None)
+    message = info.value.message
+    assert "[remote rejected] (unpacker error)" in message
+    assert "from promisor remote" in message
+    assert "from promisor remote" in info.value.details["output"]

@@ -1,0 +1,51 @@
+"""Two project folders on one repository cache: their worktrees do not collide."""
+
+from __future__ import annotations
+
+import shutil
+
+from tests.pipeline.conftest import git, run_cli
+
+
+def test_two_project_folders_share_a_cache_and_a_deleted_one_is_pruned(sandbox, tmp_path):
+    second = tmp_path / "second"
+    shutil.copytree(sandbox.project, second)
+    cache = {"BACKPORT_CACHE": str(tmp_path / "shared-cache")}
+    first = run_cli(sandbox.project, "apply", "--api", "put_metric", "--no-push", "--skip-tests",
+                    env=cache)
+    assert first.code == 0, first.err
+    other = run_cli(second, "apply", "--api", "put_metric", "--no-push", "--skip-tests", env=cache)
+    assert other.code == 0, other.err
+    assert "already checked out" not in other.err
+
+    # The first folder goes away with its worktrees; the cache still lists them until pruned.
+    shutil.rmtree(sandbox.project)
+    again = run_cli(second, "apply", "--api", "put_metric", "--no-push", "--skip-tests", "--force",
+                    env=cache)
+    assert again.code == 0, again.err
+    third = tmp_path / "third"
+    shutil.copytree(second, third)
+    shutil.rmtree(third / ".backport")
+    fresh = run_cli(third, "apply", "--api", "put_metric", "--no-push", "--skip-tests", env=cache)
+    assert fresh.code == 0, fresh.err
+    (repo,) = (tmp_path / "shared-cache").glob("*-*[!k]")  # the bare repository, not its .lock
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert str(sandbox.project) not in listed
+    assert str(second) in listed and str(third) in listed
+
+
+def test_a_rejected_push_keeps_gits_reason_and_output(sandbox):
+    hook = sandbox.fork / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'fatal: could not fetch 0123abc from promisor remote' >&2\n"
+                    "exit 1\n", encoding="utf-8")
+    hook.chmod(0o755)
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--branch", "v2.7.1",
+                     "--skip-tests", "--json")
+    assert result.code == 1
+    (branch,) = result.json()["branches"]
+    assert branch["status"] == "failed"
+    assert "pre-receive hook declined" in branch["message"]
+    assert "could not fetch 0123abc from promisor remote" in branch["message"]
+    log = sandbox.project / ".backport" / "runs" / "put_metric" / "logs" / "v2.7.1.push.log"
+    assert "could not fetch 0123abc" in log.read_text(encoding="utf-8")
+    assert str(log) in branch["message"]
