@@ -20,9 +20,10 @@ from backport.pipeline.check import run_check
 def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bool) -> None:
     """Check branches.yaml and every patch set: schema, target branches, clean apply.
 
-    Confirms each target branch exists upstream (`git ls-remote`) and that every patch set
-    applies with `git am -3` on each of its targets, in a temporary worktree. Nothing is
-    pushed and no forge is called. Exit 0 when all is well, 1 naming each problem, 2 for a
+    Confirms every branch of the map exists upstream (`git ls-remote`), every environment's
+    interpreter exists (offline: a warning), and that every patch set applies with `git am -3`
+    on each of its targets, in a temporary worktree, leaving each test file in place. Nothing
+    is pushed and no forge is called. Exit 0 when all is well, 1 naming each problem, 2 for a
     configuration error.
     """
     project = app.project()
@@ -31,17 +32,20 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
     ok = all(f.ok for f in findings)
     if as_json:
         print_json({"ok": ok, "offline": offline, "findings": [f.to_dict() for f in findings],
-                    "problems": [f.detail for f in findings if not f.ok]})
+                    "problems": [f.problem for f in findings if not f.ok],
+                    "warnings": [f.problem for f in findings if f.warning]})
     else:
         table = Table(title="backport check", title_justify="left")
         for column in ("subject", "check", "result", "detail"):
             table.add_column(column)
         for f in findings:
-            mark = "[green]ok[/green]" if f.ok else "[red]FAIL[/red]"
+            mark = ("[yellow]warn[/yellow]" if f.warning else "[green]ok[/green]") if f.ok else "[red]FAIL[/red]"
             detail = f.detail + (" (variant)" if f.variant else "")
             table.add_row(f.subject, f.check, mark, detail)
         app.console.print(table)
         for f in findings:
-            if not f.ok:
-                app.err_console.print(f"problem: {f.detail}", markup=False)
+            if f.warning:
+                app.err_console.print(f"warning: {f.problem}", markup=False)
+            elif not f.ok:
+                app.err_console.print(f"problem: {f.problem}", markup=False)
     raise SystemExit(EXIT_OK if ok else EXIT_BRANCH_FAILED)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backport.config.model import Project
+from backport.envs.probe import display_path
 from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
 from backport.git.worktree import Worktree, cache_branch
@@ -26,9 +27,20 @@ class Finding:
     ok: bool
     detail: str = ""
     variant: bool = False
+    warning: bool = False  # ok, but worth a look (offline: an environment not built yet)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def problem(self) -> str:
+        """The ``problem:`` line: the subject (it names the branch) and what is wrong."""
+        return f"{self.subject}: {self.detail}"
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 environment``, ``2 environments``."""
+    return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
 
 
 def run_check(project: Project, names: list[str] | None, *, offline: bool,
@@ -37,7 +49,9 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
     bm = project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
     findings = [Finding(str(bm.path.name), "schema", True,
-                        f"{len(bm.targets)} target branches, {len(bm.environments)} environments")]
+                        f"{plural(len(bm.targets), 'target branch', 'target branches')}, "
+                        f"{plural(len(bm.environments), 'environment')}")]
+    findings += _interpreters(project, offline)
     for ps in patch_sets:
         variants = ", ".join(sorted(ps.variants)) or "none"
         findings.append(Finding(f"patches/{ps.name}", "schema", True,
@@ -50,12 +64,13 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
         return findings
     session = Session(project, ApplyOptions(), environ=environ)
     cache = session.cache
-    targets = sorted({t for ps in patch_sets for t in ps.branches} or bm.targets)
+    # Every branch the map declares must exist, targeted by a patch set or not: CI checks the map.
+    targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
     try:
         cache.ensure()
         heads = cache.remote_heads(targets)
     except BackportError as exc:
-        findings.append(Finding(bm.upstream_url, "reachable", False, exc.message))
+        findings.append(Finding(f"branches {', '.join(targets)}", "reachable", False, exc.message))
         return findings
     present = []
     for target in targets:
@@ -72,27 +87,67 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
         for ps in patch_sets:
             for target in ps.branches:
                 if target in bases:
-                    findings.append(_check_applies(session, ps, target, bases[target], Path(tmp)))
+                    findings += _check_applies(session, ps, target, bases[target], Path(tmp))
     return findings
 
 
-def _check_applies(session: Session, ps, target: str, base: str, tmp: Path) -> Finding:
+def _check_applies(session: Session, ps, target: str, base: str, tmp: Path) -> list[Finding]:
     subject = f"{ps.name} on {target}"
     series = ps.series_for(target)
     variant = target in ps.variants
     if already_applied(session.cache, base, series):
-        return Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)
+        return [Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)]
     path = tmp / f"{ps.name}-{target}".replace("/", "_")
     worktree = Worktree.create(session.cache, path, cache_branch(tmp, f"check/{ps.slug}/{target}"),
-                               base,
-                               ps.paths_for(target))
+                               base, ps.paths_for(target))
     try:
         result = apply_series(worktree, series)
+        head = worktree.head() if result.status == "applied" else base
+        missing = [t.path for t in ps.tests
+                   if not _in_tree(worktree, head, t.path) and not _created(series, t.path)]
     finally:
         worktree.remove()
+    findings = []
     if result.status == "conflict":
-        return Finding(subject, "applies", False,
-                       f"{result.message} (files: {', '.join(result.conflicts) or 'unknown'})",
-                       variant)
-    detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
-    return Finding(subject, "applies", True, detail, variant)
+        findings.append(Finding(subject, "applies", False,
+                                f"{result.message} (files: {', '.join(result.conflicts) or 'unknown'})",
+                                variant))
+    else:
+        detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
+        findings.append(Finding(subject, "applies", True, detail, variant))
+    for test in missing:
+        findings.append(Finding(subject, "test exists", False,
+                                f"patch set {ps.name}: test file {test} is not on branch {target} "
+                                f"and the series does not create it", variant))
+    return findings
+
+
+def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
+    """True when ``path`` is a file in ``commit`` (sparse checkouts do not matter)."""
+    return worktree.git(["cat-file", "-e", f"{commit}:{path}"], check=False).ok
+
+
+def _created(series, path: str) -> bool:
+    """True when one of the patch files creates ``path`` (``new file`` in its diff)."""
+    header = f"diff --git a/{path} b/{path}"
+    for patch in series:
+        lines = Path(patch).read_text(encoding="utf-8", errors="replace").splitlines()
+        for index, line in enumerate(lines):
+            if line == header and any(n.startswith("new file mode") for n in lines[index + 1:index + 3]):
+                return True
+    return False
+
+
+def _interpreters(project: Project, offline: bool) -> list[Finding]:
+    """Each target's environment interpreter exists: a problem online, a warning offline."""
+    bm = project.branch_map
+    findings = []
+    for name, env in sorted(bm.environments.items()):
+        users = [t.name for t in bm.targets.values() if t.env == name]
+        if not users or env.interpreter.exists():
+            continue
+        detail = (f"environment '{name}' of branch {', '.join(users)}: interpreter "
+                  f"{display_path(env.interpreter)} does not exist (`backport env setup` builds it)")
+        subject = f"branch {', '.join(users)}"
+        findings.append(Finding(subject, "environment", offline, detail, warning=offline))
+    return findings
