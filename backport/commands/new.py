@@ -13,8 +13,15 @@ import yaml
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_patch_set
 from backport.config.validate import display_path
+from backport.envs.device import infer_device
 from backport.errors import BackportError, ConfigError
-from backport.git.authoring import export_patch_set, first_subject, test_files, touched_files
+from backport.git.authoring import (
+    export_patch_set,
+    file_at,
+    first_subject,
+    test_files,
+    touched_files,
+)
 
 
 def _ask(value: str | None, prompt: str, option: str) -> str:
@@ -41,7 +48,9 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
             title: str | None, force: bool) -> None:
     """Create patches/NAME/ from commits: numbered patches plus a patch.yaml.
 
-    The tests are the test files the commits touch; the title is the first commit's subject.
+    The tests are the test files the commits touch; the title is the first commit's subject;
+    `device: npu` is inferred when a test imports torch_npu or creates npu tensors or devices
+    (else `device: none`), and said.
 
     \b
     Example:
@@ -61,9 +70,11 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
     tests = test_files(touched_files(repo, rev))
     if not tests:
         raise BackportError("usage", f"the commits {rev} touch no test file; a patch set needs one")
+    sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
+    device, reasons = infer_device(sources)
     spec = {
         "api": api, "issue": issue_no, "title": title or first_subject(repo, rev),
-        "tests": [{"path": path, "args": ["-v"]} for path in tests], "device": "none",
+        "tests": [{"path": path, "args": ["-v"]} for path in tests], "device": device,
     }
     patches_dir.mkdir(parents=True, exist_ok=True)
     staging_root = Path(tempfile.mkdtemp(prefix=".new-", dir=patches_dir))
@@ -84,4 +95,10 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
         shutil.rmtree(staging_root, ignore_errors=True)
     files = sorted(p.name for p in dest.glob("*.patch"))
     echo(f"wrote {dest}: {', '.join(files)} and patch.yaml (tests: {', '.join(tests)})")
+    if device == "npu":
+        echo(f"device: npu, inferred because {'; '.join(reasons)}: the tests run only where "
+             f"torch_npu loads and an NPU is visible (edit patch.yaml if they do not need one)")
+    else:
+        echo("device: none, inferred because no test imports torch_npu or creates npu tensors: "
+             "the tests run with TORCH_DEVICE_BACKEND_AUTOLOAD=0 where torch_npu cannot load")
     echo(f"next: backport check --api {name}")

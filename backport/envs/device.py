@@ -70,3 +70,23 @@ def device_verdict(probe: Probe, device: str) -> DeviceVerdict:
     if probe.visible_devices:
         visible += f" with {probe.visible_devices}"
     return DeviceVerdict(True, {}, f"torch_npu loaded; {visible}")
+
+
+# What makes a test need an NPU: it imports torch_npu, or puts tensors / modules on "npu".
+_NPU_USES = (
+    (re.compile(r"^\s*(?:import\s+torch_npu\b|from\s+torch_npu\b)", re.M), "imports torch_npu"),
+    (re.compile(r"""device\s*=\s*["']npu\b|torch\.device\(\s*["']npu\b|["']npu:\d+["']"""),
+     "creates npu tensors or devices"),
+    (re.compile(r"\.npu\(\)|\btorch\.npu\.|\.to\(\s*[\"']npu\b"), "creates npu tensors or devices"),
+)
+
+
+def infer_device(sources: dict[str, str]) -> tuple[str, list[str]]:
+    """``("npu", reasons)`` when a test file imports torch_npu or uses ``npu`` devices, else
+    ``("none", [])``. ``sources`` maps test paths to their text; reasons read ``path imports …``.
+    """
+    reasons = []
+    for path, text in sources.items():
+        found = dict.fromkeys(why for pattern, why in _NPU_USES if pattern.search(text))
+        reasons += [f"{path} {why}" for why in found]
+    return ("npu" if reasons else "none"), reasons

@@ -117,3 +117,10 @@ def first_subject(repo: Path, rev: str) -> str:
     """Subject line of the first (oldest) commit ``rev`` selects."""
     first = commits(repo, rev)[0]
     return git(["log", "-1", "--format=%s", first, "--"], cwd=Path(repo)).stdout.strip()
+
+
+def file_at(repo: Path, rev: str, path: str) -> str | None:
+    """The text of ``path`` after the last commit ``rev`` selects; None when it was deleted."""
+    last = commits(repo, rev)[-1]
+    out = git(["show", f"{last}:{path}"], cwd=Path(repo), check=False)
+    return out.stdout if out.ok else None
