@@ -379,7 +379,8 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
     for dir_name, entry in found.items():
         if entry is None:
             first = plans[dir_name][0]
-            default = first[0] if first else f"{DOCS_ROOT}/{dir_name}/{preferred_files(api)[0]}"
+            names = preferred_files(api)
+            default = first[0] if first else f"{DOCS_ROOT}/{dir_name}/{names[0] if names else ''}"
             entry = DocsEntry(version_of(dir_name), default, False, [], summarize([], False))
         entries.append(entry)
     entries.sort(key=lambda e: version_key(e.version))

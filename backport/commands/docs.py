@@ -5,14 +5,16 @@ from __future__ import annotations
 import click
 
 from backport.commands.common import AppContext, pass_app, print_json
-from backport.docs_audit import audit_docs, render_docs_table
+from backport.config.model import Project
+from backport.docs_audit import DOCS_ROOT, audit_docs, render_docs_table
 from backport.errors import BackportError
 from backport.pipeline.session import ApplyOptions, Session
 
 
 @click.command("docs")
 @click.option("--api", "api", required=True, metavar="FULL.NAME",
-              help="Fully qualified API, e.g. torch.distributed.elastic.metrics.put_metric.")
+              help="Fully qualified API, e.g. torch.distributed.elastic.metrics.put_metric, or a "
+                   "patch set's name for its API.")
 @click.option("--ref", "ref", default=None, metavar="REF",
               help="Upstream branch whose docs tree is read (default: master).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
@@ -23,6 +25,7 @@ def docs_cmd(app: AppContext, api: str, ref: str | None, as_json: bool) -> None:
     Reads the upstream docs tree from the repository cache (no checkout).
     """
     project = app.project()
+    api = _full_name(api, project)
     branch = ref or "master"
     session = Session(project, ApplyOptions())
     session.cache.ensure()
@@ -32,8 +35,24 @@ def docs_cmd(app: AppContext, api: str, ref: str | None, as_json: bool) -> None:
                             f"{project.branch_map.upstream_url}; pass --ref")
     sha = session.cache.fetch([branch])[branch]
     entries = audit_docs(session.cache.path, sha, api)
+    if not entries:
+        hint = "" if ref is None else "; the docs are kept on master: pass --ref master or no --ref"
+        raise BackportError("usage", f"branch '{branch}' ({sha[:9]}) of "
+                            f"{project.branch_map.upstream_url} has no docs tree "
+                            f"{DOCS_ROOT}/pytorch_*/, so there is nothing to audit{hint}")
     if as_json:
         print_json({"api": api, "ref": branch, "commit": sha,
                     "versions": [e.to_dict() for e in entries]})
     else:
         render_docs_table(entries, app.console)
+
+
+def _full_name(api: str, project: Project) -> str:
+    """``api`` itself when fully qualified; a patch set's name stands for that patch set's API."""
+    if "." in api.strip("."):
+        return api
+    if api in project.patch_sets:
+        return project.patch_sets[api].api
+    raise BackportError("usage", f"--api '{api}' is neither a fully qualified API name "
+                        f"(module.name, e.g. torch.distributed.elastic.metrics.put_metric) nor a "
+                        f"patch set under patches/")
