@@ -9,7 +9,12 @@ from backport.errors import BackportError
 from backport.git.apply import abort_series, am_in_progress, continue_series
 from backport.git.authoring import export_patch_set
 from backport.git.worktree import Worktree
-from backport.pipeline.apply import ProgressSink, locked_journals, select_patch_sets
+from backport.pipeline.apply import (
+    ProgressSink,
+    locked_journals,
+    select_patch_sets,
+    select_targets,
+)
 from backport.states import Status
 
 
@@ -17,6 +22,7 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
                     *, save: bool = False) -> str:
     """Conclude `git am` in the kept worktree; returns the new commit. Raises when it cannot."""
     (patch_set,) = select_patch_sets(project, [name])
+    select_targets([patch_set], (target,))  # "not a target of patch set …" before "never run"
     with locked_journals(project, [patch_set], progress) as journals:
         journal = journals[name]
         rec = journal.get(target)
@@ -50,6 +56,7 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
     a later run can still update them.
     """
     (patch_set,) = select_patch_sets(project, [name])
+    select_targets([patch_set], targets)
     with locked_journals(project, [patch_set], progress) as journals:
         journal = journals[name]
         chosen = list(targets) or [r["target"] for r in journal.records()]

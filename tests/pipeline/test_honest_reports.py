@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from backport.demo.sandbox import build_sandbox
-from tests.pipeline.conftest import PATCHES, run_cli
+from tests.pipeline.conftest import PATCHES, git, run_cli
 from tests.pipeline.test_conflict_and_check import TEST_FILE, change_upstream_branch
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
@@ -80,3 +80,39 @@ def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_p
     evidence = bodies["v2.7.1"].split("<!-- api-validation-evidence:start -->")[1]
     assert f"RESULT:\n{NO_TORCH}\ntest_exit_code=1" in evidence
     assert "RESULT:\nnot found" not in evidence
+
+
+def test_after_fork_diverged_the_evidence_names_the_prs_real_head(torchless, tmp_path):
+    sandbox = torchless
+    branch = "test-put-metric-v2.7.1"
+    args = ("apply", "--api", "put_metric", "--branch", "v2.7.1", "--pr-on-failure", "--isolated")
+    assert run_cli(sandbox.project, *args).code == 1  # no torch: a draft PR shows the failure
+    first = git(sandbox.fork, "rev-parse", branch)
+    assert f"HEAD_COMMIT={first}" in pr_bodies(sandbox.project)["v2.7.1"]
+
+    # Someone pushes a fix to the fork branch; upstream v2.7.1 moves on, so the re-run makes a
+    # new commit, tests it and finds the fork branch moved.
+    work = tmp_path / "someone"
+    git(tmp_path, "clone", "--quiet", "--branch", branch, str(sandbox.fork), str(work))
+    (work / "NOTE.md").write_text("a fix\n", encoding="utf-8")
+    git(work, "add", ".")
+    git(work, "commit", "--quiet", "-m", "someone's fix")
+    git(work, "push", "--quiet", "origin", branch)
+    theirs = git(sandbox.fork, "rev-parse", branch)
+    up = tmp_path / "upstream-edit"
+    git(tmp_path, "clone", "--quiet", "--branch", "v2.7.1", str(sandbox.upstream), str(up))
+    (up / "README.md").write_text("moved on\n", encoding="utf-8")
+    git(up, "commit", "--quiet", "-am", "upstream moves on")
+    git(up, "push", "--quiet", "origin", "v2.7.1")
+
+    again = run_cli(sandbox.project, *args, "--json")
+    (rec,) = again.json()["branches"]
+    assert rec["status"] == "fork-diverged"
+    ours = rec["commit"]
+    assert ours not in (first, theirs)
+    assert git(sandbox.fork, "rev-parse", branch) == theirs  # left alone
+    evidence = pr_bodies(sandbox.project)["v2.7.1"].split("api-validation-evidence:start")[1]
+    assert f"HEAD_COMMIT={theirs}" in evidence
+    assert f"TESTED_COMMIT={ours}" in evidence
+    assert "STALE=" in evidence
+    assert first not in evidence

@@ -49,3 +49,11 @@ def test_a_rejected_push_keeps_gits_reason_and_output(sandbox):
     log = sandbox.project / ".backport" / "runs" / "put_metric" / "logs" / "v2.7.1.push.log"
     assert "could not fetch 0123abc" in log.read_text(encoding="utf-8")
     assert str(log) in branch["message"]
+
+
+def test_continue_and_abort_name_a_branch_that_is_not_a_target(sandbox):
+    for command in ("continue", "abort"):
+        result = run_cli(sandbox.project, command, "--api", "put_metric", "--branch", "v9")
+        assert result.code == 2, (command, result.err)
+        assert "branch 'v9' is not a target of patch set put_metric" in result.err
+        assert "never run" not in result.err
