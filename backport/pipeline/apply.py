@@ -118,10 +118,9 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
     session = Session(project, options, environ=environ, plan=plan)
     if not options.dry_run:
         secure_dir(project.state_dir)
-    label = (lambda ps, t: f"{ps.name}:{t}") if len(patch_sets) > 1 else (lambda ps, t: t)
-
     def event_for(ps: PatchSet, target: str) -> Event:
-        return functools.partial(progress.event, label(ps, target))
+        name = f"{ps.name}:{target}" if len(patch_sets) > 1 else target
+        return functools.partial(progress.event, name)
     try:
         with locked_journals(project, patch_sets, progress, persist=not options.dry_run) as journals:
             jobs = []
