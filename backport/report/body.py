@@ -26,6 +26,7 @@ from backport.report import regions as rg
 TEMPLATE = "pr_body.md.j2"
 NOT_FOUND = "not found"
 NOT_FOUND_ZH = "未找到 (not found)"
+NOT_PROBED = "not probed"  # the branch stopped before its environment was read
 
 _SECTION = re.compile(r"^#[ \t]*【(?P<title>[^】\r\n]+)】", re.M)
 _CN_NUMBERS = "零一两三四五六七八九十"
@@ -285,7 +286,7 @@ def _env_lines(vs: _Views) -> list[str]:
     for view in views:
         env = view.env
         if not env:
-            lines.append(f"{view.target}：运行环境未探测（{NOT_FOUND_ZH}）")
+            lines.append(f"{view.target}：未探测运行环境（该分支未运行测试：{view.status}）")
             continue
         first = vs.first_user(view)
         if first is not None:
@@ -335,10 +336,16 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
     env = view.env or {}
     test = view.test or {}
 
-    def val(value: object) -> str:
-        return NOT_FOUND if value is None or value == "" else _one_line(str(value))
+    def val(value: object, missing: str = NOT_FOUND) -> str:
+        return missing if value is None or value == "" else _one_line(str(value))
 
-    env_name = val(env.get("name"))
+    def probed(key: str) -> str:
+        """A probe value; "not probed" when the branch stopped before its environment was read."""
+        return val(env.get(key), NOT_FOUND if env else NOT_PROBED)
+
+    not_run = "none (not run)"
+    configured = ctx.branch_map.targets.get(view.target)
+    env_name = val(env.get("name") or (configured.env if configured else None))
     shared = [s for s in env.get("shared_with") or [] if s != view.target]
     if shared and env.get("name"):
         env_name += f" (shared with {', '.join(shared)})"
@@ -347,21 +354,21 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         f"API={ctx.patch_set.api}",
         f"TARGET_BRANCH={view.target}",
         f"HEAD_COMMIT={view.head or 'none (no commit on the fork branch)'}",
-        f"PLATFORM={val(env.get('platform'))}",
-        f"PYTHON={val(env.get('python'))}",
-        f"TORCH={val(env.get('torch'))}",
-        f"TORCH_NPU={val(env.get('torch_npu'))}",
-        f"CANN={val(env.get('cann'))}",
-        f"NPU={val(env.get('npu'))}",
-        f"VISIBLE_NPU={_visible_evidence(env) if env else NOT_FOUND}",
+        f"PLATFORM={probed('platform')}",
+        f"PYTHON={probed('python')}",
+        f"TORCH={probed('torch')}",
+        f"TORCH_NPU={probed('torch_npu')}",
+        f"CANN={probed('cann')}",
+        f"NPU={probed('npu')}",
+        f"VISIBLE_NPU={_visible_evidence(env) if env else NOT_PROBED}",
         f"ENVIRONMENT={env_name}",
-        f"RUNNER={val(test.get('runner'))}",
-        f"COMMAND={val(test.get('command'))}",
+        f"RUNNER={val(test.get('runner'), not_run)}",
+        f"COMMAND={val(test.get('command'), not_run)}",
     ]
     if view.skipped:
-        lines += ["RESULT: not run (skipped on request: --skip-tests)", "test_exit_code=none (not run)"]
+        lines += ["RESULT: not run (skipped on request: --skip-tests)", f"test_exit_code={not_run}"]
     elif not view.test:
-        lines += [f"RESULT: not run ({view.status})", "test_exit_code=none (not run)"]
+        lines += [f"RESULT: not run ({view.status})", f"test_exit_code={not_run}"]
     else:
         if view.stale:
             lines.append(f"TESTED_COMMIT={val(test.get('commit'))}")
@@ -379,7 +386,7 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
     if env.get("autoload_disabled") and "TORCH_DEVICE_BACKEND_AUTOLOAD" not in str(note or ""):
         note = f"{note}; " if note else ""
         note += "ran with TORCH_DEVICE_BACKEND_AUTOLOAD=0 (torch_npu not loaded)"
-    lines.append(f"NOTE={val(note)}")
+    lines.append(f"NOTE={val(note, 'none')}")
     return "\n".join(lines)
 
 

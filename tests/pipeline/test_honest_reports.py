@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 import tempfile
@@ -45,6 +46,9 @@ def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_p
     assert run.code == 1, run.err
     by_target = {b["target"]: b for b in run.json()["branches"]}
     assert by_target["v2.11.0"]["status"] == "conflict"
+    # Bodies written before the later PRs existed are refreshed, each under its own branch.
+    refreshed = re.findall(r"^\[([^\]]+)\] pr: body of the (\S+) PR refreshed", run.err, re.M)
+    assert refreshed and all(label == target for label, target in refreshed), run.err
     for target in ("v2.7.1", "v2.12.0", "master"):
         assert by_target[target]["status"] == "test-failed"
         assert by_target[target]["test"]["summary"] == NO_TORCH  # item 1, not "not found"
@@ -68,6 +72,7 @@ def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_p
     for name, body in [*bodies.items(), *(("preview", p) for p in previews)]:
         assert local_paths(body, sandbox.root, tmp_path) == [], name
         assert "backport continue" not in body and "resolve it in" not in body, name
+        assert "v2.11.0：未探测运行环境（该分支未运行测试：conflict）" in body, name
         assert f"| v2.11.0 | 冲突：{TEST_FILE}（补丁未能自动应用，未运行测试） |" in body, name
         assert f"| v2.7.1 | {NO_TORCH}，退出码 1 |" in body, name
         # Item 4: only the three PRs that exist are said to be linked; no unpushed fork branch.

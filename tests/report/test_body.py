@@ -92,7 +92,7 @@ def test_failed_and_not_run_branches_are_reported_honestly() -> None:
     assert "| master | 冲突：test/a\\|b.py、test/c.py（补丁未能自动应用，未运行测试） |" in body
     assert "| master | 未推送 |" in body
     assert "/home/dev" not in body and "backport continue" not in body
-    assert "master：运行环境未探测（未找到 (not found)）" in body
+    assert "master：未探测运行环境（该分支未运行测试：conflict）" in body
     evidence = evidence_of(body)
     assert "RESULT:\nRan 7 tests in 0.1s\nFAILED (failures=1)\ntest_exit_code=1" in evidence
     assert "\nOK\n" not in evidence
@@ -104,7 +104,9 @@ def test_failed_and_not_run_branches_are_reported_honestly() -> None:
     assert "RESULT: not run (skipped on request: --skip-tests)" in skipped
     missing = evidence_of(render_body(fx.context("master", recs=recs)))
     for key in ("PLATFORM", "PYTHON", "TORCH", "TORCH_NPU", "CANN", "NPU", "VISIBLE_NPU"):
-        assert f"\n{key}=not found\n" in missing
+        assert f"\n{key}=not probed\n" in missing  # the branch stopped before the probe
+    assert "\nENVIRONMENT=torch-2.12.0\n" in missing  # the map says which, probed or not
+    assert "\nCOMMAND=none (not run)\n" in missing
 
 
 def test_null_probe_values_render_as_not_found() -> None:
