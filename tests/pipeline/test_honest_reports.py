@@ -41,13 +41,15 @@ def torchless(tmp_path: Path):
 def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_path):
     sandbox = torchless
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    run = run_cli(sandbox.project, "apply", "--api", "put_metric", "--pr-on-failure", "--json",
-                  "--isolated")
+    run = run_cli(sandbox.project, "apply", "--api", "put_metric", "--pr-on-failure", "--isolated")
     assert run.code == 1, run.err
-    by_target = {b["target"]: b for b in run.json()["branches"]}
+    status = run_cli(sandbox.project, "status", "--json")
+    assert status.code == 1
+    by_target = {b["target"]: b for b in status.json()["branches"]}
     assert by_target["v2.11.0"]["status"] == "conflict"
     # Bodies written before the later PRs existed are refreshed, each under its own branch.
-    refreshed = re.findall(r"^\[([^\]]+)\] pr: body of the (\S+) PR refreshed", run.err, re.M)
+    refreshed = re.findall(r"\[([^\]\s]+)\] pr: body of the (\S+) PR refreshed",
+                           " ".join(run.err.split()))
     assert refreshed and all(label == target for label, target in refreshed), run.err
     for target in ("v2.7.1", "v2.12.0", "master"):
         assert by_target[target]["status"] == "test-failed"
