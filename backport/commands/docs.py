@@ -7,7 +7,7 @@ import click
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.config.model import Project
 from backport.docs_audit import DOCS_ROOT, audit_docs, render_docs_table
-from backport.errors import BackportError
+from backport.errors import BackportError, ErrorCode
 from backport.pipeline.session import ApplyOptions, Session
 
 
@@ -31,13 +31,13 @@ def docs_cmd(app: AppContext, api: str, ref: str | None, as_json: bool) -> None:
     session.cache.ensure()
     heads = session.cache.remote_heads([branch])
     if not heads.get(branch):
-        raise BackportError("usage", f"branch '{branch}' does not exist in "
+        raise BackportError(ErrorCode.USAGE, f"branch '{branch}' does not exist in "
                             f"{project.branch_map.upstream_url}; pass --ref")
     sha = session.cache.fetch([branch])[branch]
     entries = audit_docs(session.cache.path, sha, api)
     if not entries:
         hint = "" if ref is None else "; the docs are kept on master: pass --ref master or no --ref"
-        raise BackportError("usage", f"branch '{branch}' ({sha[:9]}) of "
+        raise BackportError(ErrorCode.USAGE, f"branch '{branch}' ({sha[:9]}) of "
                             f"{project.branch_map.upstream_url} has no docs tree "
                             f"{DOCS_ROOT}/pytorch_*/, so there is nothing to audit{hint}")
     if as_json:
@@ -53,6 +53,6 @@ def _full_name(api: str, project: Project) -> str:
         return api
     if api in project.patch_sets:
         return project.patch_sets[api].api
-    raise BackportError("usage", f"--api '{api}' is neither a fully qualified API name "
+    raise BackportError(ErrorCode.USAGE, f"--api '{api}' is neither a fully qualified API name "
                         f"(module.name, e.g. torch.distributed.elastic.metrics.put_metric) nor a "
                         f"patch set under patches/")

@@ -8,8 +8,8 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import select_patch_sets, select_targets
 from backport.pipeline.journal import Journal
-from backport.pipeline.states import FAILURES, Status
 from backport.report.summary import render_table, status_json
+from backport.states import FAILURES, Status
 
 
 @click.command("status")
