@@ -47,3 +47,17 @@ def test_a_missing_interpreter_fails_online_and_warns_offline(sandbox, tmp_path)
     assert offline.code == 0
     assert "warning: branch v2.11.0: environment 'torch-2.11.0'" in offline.err
     assert "1 environments" not in offline.out and "3 environments" in offline.out
+
+
+def test_check_counts_in_words_that_agree(sandbox):
+    def one_env(data: dict) -> None:
+        data["environments"] = {"torch-2.7.1": data["environments"]["torch-2.7.1"]}
+        data["branches"] = {"v2.7.1": {"env": "torch-2.7.1"}}
+    edit_config(sandbox, one_env)
+    spec = sandbox.project / "patches" / "put_metric" / "patch.yaml"
+    data = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    data["branches"] = ["v2.7.1"]
+    spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    result = run_cli(sandbox.project, "check", "--offline")
+    assert result.code == 0, result.err
+    assert "1 target branch, 1 environment" in result.out
