@@ -7,9 +7,7 @@ so a blobless cache repository works: missing blobs are fetched on demand by git
 from __future__ import annotations
 
 import html
-import os
 import re
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -19,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from backport.errors import BackportError
-from backport.redact import redact
+from backport.git.run import git
 
 DOCS_ROOT = "docs/zh/api/native_api"
 _VERSION_DIR = re.compile(r"^pytorch_(?P<v>[0-9][0-9A-Za-z-]*)$")
@@ -83,20 +81,14 @@ def entries_to_json(entries: Iterable[DocsEntry]) -> list[dict]:
 # git access
 
 
-def _git_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(LANG="C", LC_ALL="C")
-    return env
-
-
 def _git(repo: Path, args: Sequence[str], *, stdin: bytes | None = None) -> bytes:
-    argv = ["git", f"--git-dir={repo}", *args]
-    proc = subprocess.run(argv, input=stdin, capture_output=True, env=_git_env(), check=False)
-    if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        reason = redact(lines[-1]) if lines else f"exit code {proc.returncode}"
-        raise BackportError("git", f"git {args[0]} failed in {repo}: {reason}.")
-    return proc.stdout
+    """stdout of ``git <args>`` run on the git directory ``repo``; a failure is a ``git`` error."""
+    return git(args, cwd=repo, env=_on(repo), stdin=stdin).raw
+
+
+def _on(repo: Path) -> dict[str, str]:
+    """The environment that points git at the git directory ``repo`` (never a parent's)."""
+    return {"GIT_DIR": str(repo)}
 
 
 def _resolve(repo: Path, ref: str) -> str:
@@ -127,21 +119,18 @@ def _docs_files(repo: Path, sha: str) -> dict[str, dict[str, str]]:
 
 def _missing_blobs(repo: Path, sha: str) -> set[str]:
     """Blobs under the docs root that a partial clone has not fetched yet (no fetch happens)."""
-    proc = subprocess.run(
-        ["git", f"--git-dir={repo}", "rev-list", "--objects", "--missing=print",
-         f"{sha}:{DOCS_ROOT}"],
-        capture_output=True, text=True, env=_git_env(), check=False)
-    if proc.returncode != 0:
+    out = git(["rev-list", "--objects", "--missing=print", f"{sha}:{DOCS_ROOT}"], cwd=repo,
+              env=_on(repo), check=False)
+    if not out.ok:
         return set()
-    return {line[1:].split()[0] for line in proc.stdout.splitlines() if line.startswith("?")}
+    return {line[1:].split()[0] for line in out.stdout.splitlines() if line.startswith("?")}
 
 
 def _promisor_remote(repo: Path) -> str | None:
     """The remote a partial clone fetches missing objects from, if any."""
-    proc = subprocess.run(["git", f"--git-dir={repo}", "config", "--get-regexp",
-                           r"^(remote\..*\.promisor|extensions\.partialclone)$"],
-                          capture_output=True, text=True, env=_git_env(), check=False)
-    for line in proc.stdout.splitlines():
+    out = git(["config", "--get-regexp", r"^(remote\..*\.promisor|extensions\.partialclone)$"],
+              cwd=repo, env=_on(repo), check=False)
+    for line in out.stdout.splitlines():
         key, _, value = line.partition(" ")
         if key.lower() == "extensions.partialclone" and value:
             return value
@@ -158,12 +147,10 @@ def _prefetch(repo: Path, oids: Sequence[str]) -> None:
     remote = _promisor_remote(repo)
     if not oids or remote is None:
         return
-    subprocess.run(
-        ["git", f"--git-dir={repo}", "-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet",
-         "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
-         "--stdin", "--", remote],
-        input="".join(f"{o}\n" for o in oids), capture_output=True, text=True,
-        env=dict(_git_env(), GIT_TERMINAL_PROMPT="0"), check=False)
+    git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
+         "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin",
+         "--", remote],
+        cwd=repo, env=_on(repo), stdin="".join(f"{o}\n" for o in oids).encode(), check=False)
 
 
 def _read_blobs(repo: Path, oids: Sequence[str]) -> dict[str, str]:

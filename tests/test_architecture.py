@@ -143,3 +143,42 @@ def test_services_share_only_the_model_modules() -> None:
     assert not may_import("report", "envs.runner")
     assert not may_import("git", "forge.gitcode")
     assert not may_import("config", "pipeline.journal")
+
+
+# `git credential fill` runs with an environment the caller gives whole (not laid over this
+# process's), which GitPython's runner cannot do; it asks for a token and never prompts.
+GIT_OUTSIDE_THE_RUNNER = {"forge.token"}
+
+
+def git_processes(path: Path) -> list[str]:
+    """What in ``path`` starts git other than through the runner: GitPython, or a subprocess call
+    whose argv starts with ``"git"``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "git"]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.split(".")[0] == "git":
+                found.append(f"from {node.module} import ...")
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            owner = getattr(func.value, "id", "") if isinstance(func, ast.Attribute) else ""
+            argv = node.args[0]
+            if owner == "subprocess" and isinstance(argv, ast.List) and argv.elts:
+                first = argv.elts[0]
+                if isinstance(first, ast.Constant) and first.value == "git":
+                    found.append(f"subprocess.{func.attr}(['git', ...]) line {node.lineno}")
+    return found
+
+
+def test_only_the_runner_starts_git() -> None:
+    found = {module: git_processes(path) for module, path in package_modules().items()
+             if module != "git.run" and module not in GIT_OUTSIDE_THE_RUNNER}
+    assert {module: calls for module, calls in found.items() if calls} == {}
+
+
+def test_the_git_scan_sees_both_ways(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("import subprocess\nimport git\n\n"
+                    "subprocess.run(['git', 'status'], check=False)\n", encoding="utf-8")
+    assert git_processes(path) == ["import git", "subprocess.run(['git', ...]) line 4"]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import git
 import yaml
+
+from backport.git.run import git
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
@@ -37,25 +37,27 @@ class Sandbox:
         return self.root / "cache"
 
 
-def _git_env() -> dict[str, str]:
-    name, email = DEMO_AUTHOR
-    return {**os.environ, "LANG": "C", "LC_ALL": "C", "GIT_AUTHOR_NAME": name,
-            "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email,
-            "GIT_AUTHOR_DATE": "2026-08-01T09:00:00+08:00",
-            "GIT_COMMITTER_DATE": "2026-08-01T09:00:00+08:00"}
+_NAME, _EMAIL = DEMO_AUTHOR
+# Every demo commit has the same author, committer and date, so the sandbox is reproducible.
+_IDENTITY = {"GIT_AUTHOR_NAME": _NAME, "GIT_AUTHOR_EMAIL": _EMAIL, "GIT_COMMITTER_NAME": _NAME,
+             "GIT_COMMITTER_EMAIL": _EMAIL, "GIT_AUTHOR_DATE": "2026-08-01T09:00:00+08:00",
+             "GIT_COMMITTER_DATE": "2026-08-01T09:00:00+08:00"}
 
 
-def _commit(work: git.Git, message: str) -> None:
-    work.execute(["git", "add", "--all", "--", "."], env=_git_env())
-    work.execute(["git", "commit", "--quiet", "-m", message], env=_git_env())
+def _git(cwd: Path, *args: str) -> None:
+    git(args, cwd=cwd, env=_IDENTITY)
+
+
+def _commit(work: Path, message: str) -> None:
+    _git(work, "add", "--all", "--", ".")
+    _git(work, "commit", "--quiet", "-m", message)
 
 
 def build_upstream(path: Path) -> Path:
     """A bare repository standing in for Ascend/pytorch, with the four target branches."""
     work_dir = path.parent / (path.name + ".work")
     work_dir.mkdir(parents=True)
-    work = git.Git(work_dir)
-    work.execute(["git", "init", "--quiet", "--initial-branch=master"], env=_git_env())
+    _git(work_dir, "init", "--quiet", "--initial-branch=master")
     test_file = work_dir / TEST_PATH
     test_file.parent.mkdir(parents=True)
     test_file.write_text(
@@ -65,19 +67,18 @@ def build_upstream(path: Path) -> Path:
         "# demo upstream\n\nA stand-in for Ascend/pytorch made by `backport demo`.\n",
         encoding="utf-8")
     (work_dir / "version.txt").write_text("unreleased\n", encoding="utf-8")
-    _commit(work, "demo: the metrics test file as the release branches share it")
+    _commit(work_dir, "demo: the metrics test file as the release branches share it")
     for target in TARGETS:
         if target != "master":
-            work.execute(["git", "branch", "--force", target, "HEAD"], env=_git_env())
+            _git(work_dir, "branch", "--force", target, "HEAD")
     # Each branch then moves on by itself, so the four bases differ as they do upstream.
     for target in TARGETS:
-        work.execute(["git", "checkout", "--quiet", target], env=_git_env())
+        _git(work_dir, "checkout", "--quiet", target)
         version = target.lstrip("v") if target != "master" else "2.13.0.dev"
         (work_dir / "version.txt").write_text(version + "\n", encoding="utf-8")
-        _commit(work, f"demo: version {version}")
-    git.Git(path.parent).execute(
-        ["git", "clone", "--quiet", "--bare", "--", str(work_dir), str(path)], env=_git_env())
-    git.Git(path).execute(["git", "config", "uploadpack.allowFilter", "true"], env=_git_env())
+        _commit(work_dir, f"demo: version {version}")
+    _git(path.parent, "clone", "--quiet", "--bare", "--", str(work_dir), str(path))
+    _git(path, "config", "uploadpack.allowFilter", "true")
     shutil.rmtree(work_dir)
     return path
 
@@ -115,7 +116,7 @@ def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
         raise FileExistsError(root)
     upstream = build_upstream(root / "upstream.git")
     fork = root / "fork.git"
-    git.Git(root).execute(["git", "init", "--quiet", "--bare", "--", str(fork)], env=_git_env())
+    _git(root, "init", "--quiet", "--bare", "--", str(fork))
     project = root / "project"
     write_project(project, upstream, fork, patches, python)
     return Sandbox(root=root, upstream=upstream, fork=fork, project=project)

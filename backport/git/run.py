@@ -1,16 +1,22 @@
-"""The one place git processes are started: argv lists, C locale, no prompts, one-sentence errors."""
+"""The one place git processes are started: argv lists, C locale, no prompts, timeouts, one-sentence errors.
+
+Every git call of the tool goes through :func:`git`, which drives GitPython's ``Git.execute``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import git as gitpython
 
-from backport.errors import BackportError
+from backport.errors import BackportError, ErrorCode
 from backport.redact import redact
 
 # Forced on every git call: messages are parsed, and git must never wait for a password.
@@ -20,6 +26,13 @@ BASE_ENV: dict[str, str] = {
     "LANGUAGE": "C",
     "GIT_TERMINAL_PROMPT": "0",
 }
+# Unless the caller brings its own (the push's token askpass), no askpass program is started.
+NO_ASKPASS: dict[str, str] = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+# Seconds a git call may take before it is killed with its children. Generous: in a blobless
+# cache even a checkout or ``am`` may fetch objects from the upstream.
+DEFAULT_TIMEOUT = 1800.0
+# Options git takes before its subcommand; the ones in _WITH_VALUE consume the next argument.
+_WITH_VALUE = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 
 
 @dataclass(frozen=True)
@@ -28,8 +41,13 @@ class GitOutput:
 
     args: tuple[str, ...]
     status: int
-    stdout: str
+    raw: bytes  # stdout exactly as git wrote it
     stderr: str
+
+    @property
+    def stdout(self) -> str:
+        """stdout as text (bytes that are not UTF-8 kept as surrogate escapes)."""
+        return self.raw.decode("utf-8", "surrogateescape")
 
     @property
     def ok(self) -> bool:
@@ -40,10 +58,29 @@ class GitOutput:
         """stdout and stderr together, for parsing messages that may go to either."""
         return f"{self.stdout}\n{self.stderr}"
 
+    @property
+    def command(self) -> str:
+        """The git subcommand, e.g. ``fetch`` for ``git -c x=y fetch ...``."""
+        return subcommand(self.args)
+
+
+def subcommand(args: Sequence[str]) -> str:
+    """The first argument of ``args`` that is not one of git's own leading options."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _WITH_VALUE:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return args[0] if args else "git"
+
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment overrides for a git call: ``extra`` plus the forced locale and no prompts."""
-    env = dict(extra or {})
+    env = dict(NO_ASKPASS)
+    env.update(extra or {})
     env.update(BASE_ENV)
     return env
 
@@ -58,6 +95,19 @@ def first_error_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+def _stdin_pipe(data: bytes) -> BinaryIO:
+    """The read end of a pipe a background thread fills with ``data`` (no temporary file)."""
+    read_fd, write_fd = os.pipe()
+
+    def feed() -> None:
+        # git may exit without reading everything (an error, a timeout): that is not ours to report.
+        with contextlib.suppress(OSError), open(write_fd, "wb") as sink:
+            sink.write(data)
+
+    threading.Thread(target=feed, name="git-stdin", daemon=True).start()
+    return open(read_fd, "rb")
+
+
 def git(
     args: Sequence[str],
     *,
@@ -65,32 +115,30 @@ def git(
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
     check: bool = True,
-    code: str = "git",
-    timeout: float | None = None,
+    code: ErrorCode | str = ErrorCode.GIT,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> GitOutput:
     """Run ``git <args>`` in ``cwd`` and return its output.
 
     ``env`` is laid over the inherited environment (``LANG=C``, ``LC_ALL=C`` and
-    ``GIT_TERMINAL_PROMPT=0`` always win). With ``check`` a non-zero exit raises
+    ``GIT_TERMINAL_PROMPT=0`` always win; no askpass program unless ``env`` names one).
+    ``stdin`` is fed through a pipe. After ``timeout`` seconds git and its children are killed
+    and the call fails as "timed out". With ``check`` a non-zero exit raises
     ``BackportError(code, ...)`` whose message is one redacted sentence.
     """
-    argv = ["git", *args]
     if cwd is not None and not Path(cwd).is_dir():
         # GitPython silently falls back to the process's own directory; never let it.
-        raise BackportError(code, f"cannot run git {args[0]}: directory {cwd} does not exist.")
+        raise BackportError(code, f"cannot run git {subcommand(args)}: directory {cwd} does not exist.")
     runner = gitpython.Git(str(cwd) if cwd is not None else None)
-    stdin_file = None
+    source = _stdin_pipe(stdin) if stdin is not None else None
+    started = time.monotonic()
     try:
-        if stdin is not None:
-            stdin_file = tempfile.TemporaryFile()
-            stdin_file.write(stdin)
-            stdin_file.flush()
-            stdin_file.seek(0)
         status, out, err = runner.execute(
-            argv,
-            istream=stdin_file,
+            ["git", *args],
+            istream=source,
             with_extended_output=True,
             with_exceptions=False,
+            stdout_as_string=False,
             env=git_env(env),
             strip_newline_in_stdout=False,
             kill_after_timeout=timeout,
@@ -98,19 +146,25 @@ def git(
     except gitpython.GitCommandNotFound as exc:
         raise BackportError(code, "git is not installed or not on PATH.") from exc
     finally:
-        if stdin_file is not None:
-            stdin_file.close()
-    result = GitOutput(tuple(args), int(status), str(out), str(err))
+        if source is not None:
+            source.close()
+    status = int(status)
+    stderr = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err)
+    if timeout is not None and status != 0 and time.monotonic() - started >= timeout:
+        stderr = f"fatal: timed out after {timeout:g} s"
+    raw = out if isinstance(out, bytes) else str(out).encode("utf-8", "surrogateescape")
+    result = GitOutput(tuple(args), status, raw, stderr)
     if check and not result.ok:
         raise failure(result, code, cwd)
     return result
 
 
-def failure(result: GitOutput, code: str = "git", cwd: Path | None = None) -> BackportError:
+def failure(result: GitOutput, code: ErrorCode | str = ErrorCode.GIT,
+            cwd: Path | None = None) -> BackportError:
     """A BackportError describing a failed git call in one redacted sentence."""
     where = f" in {cwd}" if cwd is not None else ""
     reason = first_error_line(result.text).rstrip(".")
-    message = redact(f"git {result.args[0]} failed{where}: {reason}.")
+    message = redact(f"git {result.command} failed{where}: {reason}.")
     return BackportError(code, message, details={"exit": result.status})
 
 
