@@ -8,7 +8,7 @@ import threading
 _lock = threading.Lock()
 _secrets: set[str] = set()
 # user:password@ in URLs, and token-looking query parameters.
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*@")
 _TOKEN_PARAMS = re.compile(r"(?i)(access_token|private_token|token)=[^&\s]+")
 
 MASK = "***"
@@ -19,6 +19,11 @@ def register_secret(secret: str | None) -> None:
     if secret and len(secret) >= 4:
         with _lock:
             _secrets.add(secret)
+
+
+def strip_url_credentials(url: str) -> str:
+    """``url`` without its ``user:password@`` part (a URL without one is returned as it is)."""
+    return _URL_CREDENTIALS.sub(lambda m: m.group("scheme"), url)
 
 
 def redact(text: str) -> str:

@@ -19,11 +19,10 @@ from backport.git.run import (
     is_unreachable,
     transport_url,
 )
-from backport.redact import redact
+from backport.redact import redact, strip_url_credentials
 
 REMOTE = "upstream"
 TRACKING = f"refs/remotes/{REMOTE}/"
-_CREDENTIALS = re.compile(r"^(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@")
 _MISSING_REF = re.compile(r"couldn't find remote ref refs/heads/(?P<branch>\S+)")
 
 # In-process side of the cache lock: re-entrant per thread, shared by every RepoCache
@@ -32,14 +31,9 @@ _guard = threading.Lock()
 _path_locks: dict[Path, tuple[threading.RLock, list[int]]] = {}
 
 
-def strip_credentials(url: str) -> str:
-    """``url`` without a ``user:password@`` part."""
-    return _CREDENTIALS.sub(lambda m: m.group("scheme"), url)
-
-
 def cache_dir_name(url: str) -> str:
     """``<host-and-path>-<hash>``: readable, filesystem-safe and unique per upstream URL."""
-    clean = strip_credentials(transport_url(url))
+    clean = strip_url_credentials(transport_url(url))
     readable = re.sub(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", "", clean)
     readable = re.sub(r"[^A-Za-z0-9._-]+", "-", readable).strip("-.")
     if readable.endswith(".git"):
@@ -60,7 +54,7 @@ class RepoCache:
     ) -> None:
         self.root = Path(root).expanduser().absolute()
         self.upstream_url = upstream_url
-        self.url = strip_credentials(transport_url(upstream_url))
+        self.url = strip_url_credentials(transport_url(upstream_url))
         self.path = self.root / cache_dir_name(upstream_url)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.env = dict(env or {})

@@ -16,6 +16,8 @@ from typing import BinaryIO
 
 import git as gitpython
 
+from backport.config.refnames import refname_problem
+from backport.config.validate import is_local_path
 from backport.errors import BackportError, ErrorCode
 from backport.redact import redact
 
@@ -168,15 +170,6 @@ def failure(result: GitOutput, code: ErrorCode | str = ErrorCode.GIT,
     return BackportError(code, message, details={"exit": result.status})
 
 
-def is_local_path(url: str) -> bool:
-    """True when ``url`` names a repository on this machine by plain path (not a URL or scp form)."""
-    if "://" in url:
-        return False
-    colon, slash = url.find(":"), url.find("/")
-    # git reads "host:path" as ssh when the colon comes before any slash.
-    return colon == -1 or (slash != -1 and slash < colon)
-
-
 def transport_url(url: str) -> str:
     """``url`` with a plain local path turned into a ``file://`` URL (so partial clone filters work)."""
     if is_local_path(url):
@@ -185,20 +178,10 @@ def transport_url(url: str) -> str:
 
 
 def check_branch_name(branch: str) -> None:
-    """Reject names git would read as an option or that are not valid branch names."""
-    bad = (
-        not branch
-        or branch.startswith("-")
-        or branch.startswith("/")
-        or branch.endswith((".", "/", ".lock"))
-        or ".." in branch
-        or "//" in branch
-        or "@{" in branch
-        or any(ch in branch for ch in " ~^:?*[\\")
-        or any(ord(ch) < 32 or ord(ch) == 127 for ch in branch)
-    )
-    if bad:
-        raise BackportError("usage", redact(f"invalid branch name {branch!r}."))
+    """Refuse what ``git check-ref-format --branch`` refuses (and ``@``), before git sees it."""
+    problem = refname_problem(branch)
+    if problem:
+        raise BackportError(ErrorCode.USAGE, redact(f"invalid branch name {branch!r}: {problem}."))
 
 
 _UNREACHABLE = (
