@@ -182,3 +182,31 @@ def test_the_git_scan_sees_both_ways(tmp_path: Path) -> None:
     path.write_text("import subprocess\nimport git\n\n"
                     "subprocess.run(['git', 'status'], check=False)\n", encoding="utf-8")
     assert git_processes(path) == ["import git", "subprocess.run(['git', ...]) line 4"]
+
+
+def _modules_spelling(text: str) -> set[str]:
+    """Modules with a string constant that contains ``text``."""
+    found = set()
+    for module, path in package_modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if text in node.value:
+                    found.add(module)
+    return found
+
+
+def test_the_autoload_variable_is_spelled_once() -> None:
+    # envs/scripts/ run inside branch environments without the package; they are not counted.
+    assert _modules_spelling("TORCH_DEVICE_BACKEND_AUTOLOAD") == {"envs.model"}
+
+
+def test_not_found_is_defined_once() -> None:
+    # Other "not found" strings match what git or a forge says; only the evidence value counts.
+    defining = set()
+    for module, path in package_modules().items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            value = getattr(node, "value", None)
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(value, ast.Constant):
+                if value.value == "not found":
+                    defining.add(module)
+    assert defining == {"envs.model"}

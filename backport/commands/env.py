@@ -9,12 +9,11 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Environment, Project
+from backport.envs.model import NOT_FOUND
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe
 from backport.envs.setup import setup_env
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-
-NOT_FOUND = "not found"
 
 
 def environments_for(project: Project, branches: tuple[str, ...]) -> list[Environment]:

@@ -6,9 +6,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from backport.envs.model import Probe
+from backport.envs.model import AUTOLOAD, Probe
 
-AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 _MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared object file")
 
 

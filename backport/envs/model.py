@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-NOT_FOUND = "not found"
+NOT_FOUND = "not found"  # evidence for a value the probe or the run did not produce
+# torch's switch for loading device backends (torch_npu) at import; 0 keeps torch_npu unloaded.
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from backport.config.model import Environment
-from backport.envs.model import Probe
+from backport.envs.model import AUTOLOAD, Probe
 from backport.errors import BackportError
 from backport.redact import redact
 
 SCRIPTS_DIR = Path(__file__).resolve().parent / "scripts"
 PROBE_SCRIPT = SCRIPTS_DIR / "probe_env.py"
-AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 # Secrets of the tool that an environment's code has no business seeing.
 SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
 LOAD_CHECK_TIMEOUT = 120.0

@@ -19,12 +19,12 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from backport.config.model import BranchMap, PatchSet
+from backport.envs.model import AUTOLOAD, NOT_FOUND
 from backport.errors import BackportError
 from backport.redact import redact
 from backport.report import regions as rg
 
 TEMPLATE = "pr_body.md.j2"
-NOT_FOUND = "not found"
 NOT_FOUND_ZH = "未找到 (not found)"
 NOT_PROBED = "not probed"  # the branch stopped before its environment was read
 
@@ -295,7 +295,7 @@ def _env_lines(vs: _Views) -> list[str]:
         line = (f"{view.target}（{_value(env.get('name'))}）：torch {_value(env.get('torch'))}，"
                 f"torch-npu {_value(env.get('torch_npu'))}")
         if env.get("torch_npu_loads") is False or env.get("autoload_disabled"):
-            line += "；torch_npu 未加载，测试在 TORCH_DEVICE_BACKEND_AUTOLOAD=0 下运行，未使用 NPU"
+            line += f"；torch_npu 未加载，测试在 {AUTOLOAD}=0 下运行，未使用 NPU"
         lines.append(line)
     notes = [(v.target, str(v.env["note"])) for v in probed if v.env and v.env.get("note")]
     if len({note for _, note in notes}) == 1:
@@ -383,9 +383,9 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
                      "test_exit_code=none (killed)" if test.get("timed_out") else
                      "test_exit_code=none")
     note = env.get("note")
-    if env.get("autoload_disabled") and "TORCH_DEVICE_BACKEND_AUTOLOAD" not in str(note or ""):
+    if env.get("autoload_disabled") and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
-        note += "ran with TORCH_DEVICE_BACKEND_AUTOLOAD=0 (torch_npu not loaded)"
+        note += f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
     lines.append(f"NOTE={val(note, 'none')}")
     return "\n".join(lines)
 
