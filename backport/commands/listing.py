@@ -25,7 +25,7 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
             "name": ps.name, "api": ps.api, "issue": ps.issue, "title": ps.title,
             "device": ps.device, "patches": len(ps.patches),
             "branches": [{"target": t, "env": bm.targets[t].env, "variant": t in ps.variants,
-                          "fork_branch": bm.fork_branch_for(ps.slug, t, ps.name, ps.api)}
+                          "fork_branch": ps.fork_branch(bm, t)}
                          for t in ps.branches],
         })
     if as_json:

@@ -29,7 +29,7 @@ def preview_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
     journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
     records = []
     for target in ps.branches:
-        fork_branch = bm.fork_branch_for(ps.slug, target, ps.name, ps.api)
+        fork_branch = ps.fork_branch(bm, target)
         records.append(journal.get(target) or new_record(target, fork_branch))
     docs = Session(project, ApplyOptions()).docs(ps.api)
     for target in targets:

@@ -106,6 +106,10 @@ class PatchSet:
         """The patch files applied on ``target``: its variant if any, else the shared series."""
         return self.variants.get(target, self.patches)
 
+    def fork_branch(self, branch_map: BranchMap, target: str) -> str:
+        """The fork branch this patch set is pushed to for ``target`` (branches.yaml's template)."""
+        return branch_map.fork_branch_for(self.slug, target, self.name, self.api)
+
     def paths_for(self, target: str) -> tuple[str, ...]:
         """Repository paths the series for ``target`` touches, plus the test paths."""
         paths = set(self.touched_paths.get(target, ()))

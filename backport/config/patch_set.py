@@ -216,7 +216,7 @@ def _fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
     out: dict[str, str] = {}
     where = display_path(branch_map.path)
     for target in ps.branches:
-        branch = branch_map.fork_branch_for(ps.slug, target, ps.name, ps.api)
+        branch = ps.fork_branch(branch_map, target)
         problem = refname_problem(branch)
         if problem:
             raise _fail(

@@ -126,7 +126,7 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
             jobs = []
             for ps in patch_sets:
                 for target in chosen[ps.name]:
-                    fork_branch = project.branch_map.fork_branch_for(ps.slug, target, ps.name, ps.api)
+                    fork_branch = ps.fork_branch(project.branch_map, target)
                     journals[ps.name].record(target, fork_branch)
                     jobs.append(BranchJob(ps, target, fork_branch, journals[ps.name],
                                           event_for(ps, target)))

@@ -57,7 +57,7 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
         findings.append(Finding(f"patches/{ps.name}", "schema", True,
                                 f"{len(ps.patches)} patch(es), variants: {variants}"))
         for target in ps.branches:
-            fork_branch = bm.fork_branch_for(ps.slug, target, ps.name, ps.api)
+            fork_branch = ps.fork_branch(bm, target)
             findings.append(Finding(f"{ps.name} on {target}", "fork branch name", True, fork_branch,
                                     variant=target in ps.variants))
     if offline:

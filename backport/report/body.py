@@ -246,7 +246,7 @@ class _Views:
 
     def view(self, target: str, record: dict | None) -> BranchView:
         ps, bm = self.ctx.patch_set, self.ctx.branch_map
-        fork_branch = bm.fork_branch_for(ps.slug, target, ps.name, ps.api)
+        fork_branch = ps.fork_branch(bm, target)
         return BranchView.from_record(record, target=target, fork_branch=fork_branch)
 
     def first_user(self, view: BranchView) -> BranchView | None:

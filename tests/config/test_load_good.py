@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -227,6 +228,15 @@ def test_load_project(tmp_path: Path) -> None:
     assert project.state_dir == tmp_path / ".backport"
     assert list(project.patch_sets) == ["other_api", "put_metric"]
     assert project.branch_map.forge == "local"
+    other = project.patch_sets["other_api"]
+    assert other.fork_branch(project.branch_map, "v2.7.1") == "test-other-api-v2.7.1"
+
+
+def test_fork_branch_template_fields(tmp_path: Path) -> None:
+    project = load_project(write_project(tmp_path), environ={})
+    ps = project.patch_sets["put_metric"]
+    bm = dataclasses.replace(project.branch_map, fork_branch="bp/{name}/{api}/{slug}/{target}")
+    assert ps.fork_branch(bm, "master") == f"bp/put_metric/{ps.api}/put-metric/master"
 
 
 def test_load_project_without_patches_dir(tmp_path: Path) -> None:
