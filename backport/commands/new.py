@@ -12,6 +12,7 @@ import yaml
 
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_patch_set
+from backport.config.patch_set import patch_set_name_problem
 from backport.config.validate import display_path
 from backport.envs.device import infer_device
 from backport.errors import BackportError, ConfigError
@@ -57,14 +58,14 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
       backport new put_metric --from 7519b4613 --repo ~/src/pytorch \\
         --api torch.distributed.elastic.metrics.put_metric --issue 3216
     """
+    problem = patch_set_name_problem(name)
+    if problem:
+        raise BackportError("usage", problem)
     project = app.project()
     patches_dir = app.patches or project.root / "patches"
     dest = patches_dir / name
     if dest.exists() and not force:
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
-    if not name.replace("_", "").replace("-", "").isalnum():
-        raise BackportError("usage", f"patch set name '{name}' may hold only letters, digits, "
-                            f"'_' and '-'")
     api = _ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
     issue_no = int(_ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
     tests = test_files(touched_files(repo, rev))

@@ -36,14 +36,21 @@ _PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
 # -- patches/<name>/ -----------------------------------------------------------------------------
 
 
+def patch_set_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a patch set (its directory, journal and fork branches), or None."""
+    if not _SET_NAME.fullmatch(name) or name.endswith((".lock", ".")):
+        return (f"patch set name '{name}' may use only letters, digits and '_.-', starting with "
+                f"a letter or digit and not ending in '.' or '.lock'")
+    return None
+
+
 def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     """Read and validate one patch set directory against ``branch_map``."""
     dir = Path(os.path.abspath(dir))
+    problem = patch_set_name_problem(dir.name)
+    if problem:
+        raise _fail(f"{display_path(dir)}: {problem}")
     name = dir.name
-    if not _SET_NAME.fullmatch(name) or name.endswith((".lock", ".")):
-        raise _fail(
-            f"{display_path(dir)}: patch set name '{name}' may use only letters, digits and '_.-'"
-        )
     doc = Doc(dir / "patch.yaml")
     f = doc.mapping(doc.load(), PATCH_KEYS, required=("api", "issue", "title", "tests"))
     api = doc.string(f["api"], max_len=200)

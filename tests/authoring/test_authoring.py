@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from backport.config.patch_set import patch_set_name_problem
 from backport.errors import BackportError
 from backport.git.authoring import (
     commits,
@@ -164,3 +165,23 @@ def test_test_files_filter() -> None:
 def test_first_subject(repo: Path) -> None:
     assert first_subject(repo, "c1") == "test: extend thing coverage"
     assert first_subject(repo, "c1..main") == "test: add new api test"
+
+
+@pytest.mark.parametrize("name", ["-x", "é_api", ".hidden", "a.lock", "a/b", "../escape", "x."])
+def test_new_refuses_a_name_the_loader_refuses(tmp_path: Path, name: str) -> None:
+    from click.testing import CliRunner
+
+    from backport.cli import cli
+    from tests.config.samples import BRANCHES_YAML
+    (tmp_path / "branches.yaml").write_text(BRANCHES_YAML, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--config", str(tmp_path / "branches.yaml"), "new",
+                                      "--from", "HEAD", "--api", "a.b", "--issue", "1", "--", name])
+    assert isinstance(result.exception, BackportError)
+    assert result.exception.code == "usage"
+    assert f"patch set name '{name}' may use only" in result.exception.message
+    assert not (tmp_path / "patches").exists()
+
+
+@pytest.mark.parametrize("name", ["put_metric", "put-metric", "v2.7", "A1"])
+def test_patch_set_names_the_loader_accepts(name: str) -> None:
+    assert patch_set_name_problem(name) is None
