@@ -15,6 +15,7 @@ from backport.config import load_patch_set
 from backport.config.patch_set import patch_set_name_problem
 from backport.config.validate import display_path
 from backport.envs.device import infer_device
+from backport.envs.model import AUTOLOAD
 from backport.errors import BackportError, ConfigError
 from backport.git.authoring import (
     export_patch_set,
@@ -101,5 +102,5 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
              f"torch_npu loads and an NPU is visible (edit patch.yaml if they do not need one)")
     else:
         echo("device: none, inferred because no test imports torch_npu or creates npu tensors: "
-             "the tests run with TORCH_DEVICE_BACKEND_AUTOLOAD=0 where torch_npu cannot load")
+             f"the tests run with {AUTOLOAD}=0 where torch_npu cannot load")
     echo(f"next: backport check --api {name}")
