@@ -15,6 +15,8 @@ _TRACEBACK = "Traceback (most recent call last):"
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
     r"(?:: .*)?$")
+# python's own complaint when the test file is not there (no traceback, exit 2).
+_CANT_OPEN = re.compile(r"^\S*python[\d.]*: (can't open file .*)$")
 # An absolute path in an exception message names this machine's layout: keep the last part.
 _ABS_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"]+/)+(?=[^\s/:'\"]+)")
 _PYTEST_WORDS = {
@@ -166,4 +168,7 @@ def last_exception(lines: list[str]) -> str | None:
     for line in reversed(lines):
         if _EXCEPTION.match(line):
             return _ABS_PATH.sub("", line.strip())
+        cant_open = _CANT_OPEN.match(line.strip())
+        if cant_open:
+            return _ABS_PATH.sub("", cant_open.group(1))
     return None

@@ -295,6 +295,7 @@ def test_missing_test_file_fails_the_same_warm_and_isolated(
     for run in (hot, cold):
         assert (run.exit_code, run.ok, run.ran) == (2, False, None)
         assert "can't open file" in Path(run.log).read_text()
+        assert run.summary == ["can't open file 'test_absent.py': [Errno 2] No such file or directory"]
 
 
 def test_loadable_torch_npu_runs_isolated(plain_env: Environment, worktree: Path) -> None:

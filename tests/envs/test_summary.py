@@ -102,6 +102,11 @@ def test_outcome_prefers_summary_then_exception_then_exit_code() -> None:
         "ImportError: /usr/local/Ascend/lib64/libhccl.so: cannot open shared object file\n")
     assert chained.outcome(1) == ["ImportError: libhccl.so: cannot open shared object file"]
     assert parse_summary("segfault\n").outcome(139) == ["no test summary; exit 139"]
+    absent = parse_summary("/home/dev/envs/t/bin/python3.11: can't open file "
+                           "'/home/dev/p/.backport/worktrees/x/test/test_gone.py': [Errno 2] No "
+                           "such file or directory\n")
+    assert absent.outcome(2) == ["can't open file 'test_gone.py': [Errno 2] No such file or "
+                                 "directory"]
     assert parse_summary("").outcome(None) == []
     assert parse_summary("all 3 passed in the end in 2s").ran is None
 
