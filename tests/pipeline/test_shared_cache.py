@@ -32,28 +32,3 @@ def test_two_project_folders_share_a_cache_and_a_deleted_one_is_pruned(sandbox, 
     listed = git(repo, "worktree", "list", "--porcelain")
     assert str(sandbox.project) not in listed
     assert str(second) in listed and str(third) in listed
-
-
-def test_a_rejected_push_keeps_gits_reason_and_output(sandbox):
-    hook = sandbox.fork / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'fatal: could not fetch 0123abc from promisor remote' >&2\n"
-                    "exit 1\n", encoding="utf-8")
-    hook.chmod(0o755)
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--branch", "v2.7.1",
-                     "--skip-tests", "--json")
-    assert result.code == 1
-    (branch,) = result.json()["branches"]
-    assert branch["status"] == "failed"
-    assert "pre-receive hook declined" in branch["message"]
-    assert "could not fetch 0123abc from promisor remote" in branch["message"]
-    log = sandbox.project / ".backport" / "runs" / "put_metric" / "logs" / "v2.7.1.push.log"
-    assert "could not fetch 0123abc" in log.read_text(encoding="utf-8")
-    assert str(log) in branch["message"]
-
-
-def test_continue_and_abort_name_a_branch_that_is_not_a_target(sandbox):
-    for command in ("continue", "abort"):
-        result = run_cli(sandbox.project, command, "--api", "put_metric", "--branch", "v9")
-        assert result.code == 2, (command, result.err)
-        assert "branch 'v9' is not a target of patch set put_metric" in result.err
-        assert "never run" not in result.err
