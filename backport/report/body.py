@@ -189,8 +189,9 @@ def result_cell(view: BranchView) -> str:
     elif code is None and not view.test.get("timed_out"):
         parts.append("无退出码")
     if view.stale:
-        tested = str(view.test.get("commit"))[:12]
-        parts.append(f"该结果测于 {tested}，不是 fork 分支当前的 {str(view.head)[:12]}")
+        tested, head = str(view.test.get("commit"))[:12], str(view.head)[:12]
+        parts.append(f"该结果测于 {tested}；fork 分支已被他人更新为 {head}，未经本工具测试"
+                     if view.fork_sha else f"该结果测于 {tested}，不是 fork 分支当前的 {head}")
     return _cell("，".join(parts))
 
 

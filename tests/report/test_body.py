@@ -299,3 +299,19 @@ def test_docs_audit_entries_and_late_docs_region() -> None:
     assert "| 2.7.1 | 是 | 是，暂不支持 Ascend 950DT |" in content
     assert "| 2.10.0 | 否 | — |" in content and "2.10.0，需要资料 PR" in content
     assert "- `docs/zh/api/native_api/pytorch_2-7-1/torch-distributed-elastic.md`" in content
+
+
+def test_a_result_of_another_commit_than_the_pr_head_is_marked_stale() -> None:
+    recs = fx.records()
+    recs[0].update(status="fork-diverged", fork_sha="b" * 40, commit="c" * 40)
+    recs[0]["test"]["commit"] = "c" * 40
+    recs[1]["test"]["commit"] = recs[1]["commit"]  # tested what the PR shows: not stale
+    body = render_body(fx.context("v2.7.1", recs=recs))
+    assert ("| v2.7.1 | Ran 7 tests in 0.054s，OK，退出码 0，该结果测于 cccccccccccc；fork 分支已被他人"
+            "更新为 bbbbbbbbbbbb，未经本工具测试 |") in body
+    assert "| v2.11.0 | Ran 7 tests in 0.052s，OK，退出码 0 |" in body
+    evidence = evidence_of(body)
+    assert f"\nHEAD_COMMIT={'b' * 40}\nPLATFORM=" in evidence
+    assert f"\nTESTED_COMMIT={'c' * 40}\nSTALE=" in evidence
+    fresh = evidence_of(render_body(fx.context("v2.11.0", recs=recs)))
+    assert "TESTED_COMMIT" not in fresh and "STALE" not in fresh
