@@ -69,6 +69,9 @@ def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_p
     assert "backport continue" in " ".join(table.out.split())
     status = run_cli(sandbox.project, "status", "--json").json()
     assert [b["test"]["summary"] for b in status["branches"] if b["test"]] == [NO_TORCH] * 3
+    one = run_cli(sandbox.project, "status", "--branch", "v2.7.1", "--json")
+    assert (one.code, [b["target"] for b in one.json()["branches"]]) == (1, ["v2.7.1"])
+    assert run_cli(sandbox.project, "status", "--branch", "v9").code == 2
     journal = json.loads((sandbox.project / ".backport/runs/put_metric/journal.json").read_text())
     commands = tuple(r["test"]["command"] for r in journal["branches"].values() if r["test"])
 
