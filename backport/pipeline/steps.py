@@ -80,9 +80,8 @@ def apply_step(session: Session, job: BranchJob, base: str) -> bool:
                    message=f"the patch is already on {job.target} (same patch-id); no PR needed")
         job.event("already-applied", "same patch-id upstream")
         return False
-    wt = Worktree.create(session.cache, path, cache_branch(session.project.state_dir, job.fork_branch),
-                         base,
-                         job.patch_set.paths_for(job.target))
+    branch = cache_branch(session.project.state_dir, job.fork_branch)
+    wt = Worktree.create(session.cache, path, branch, base, job.patch_set.paths_for(job.target))
     result = apply_series(wt, series)
     if result.status == "already-applied":
         wt.remove()
