@@ -1,4 +1,8 @@
-"""Checks ``git format-patch`` files and lists the repository paths they touch.
+"""The one reader of ``git format-patch`` files: checks them, lists the paths they touch.
+
+The loader checks patch sets with :func:`parse_patch_file`; ``git/apply.py`` reads the paths,
+pre-image blob ids and author of a patch (or of the plain diff ``git am`` stopped on) with
+:func:`read_patch_file` and :func:`patch_author`, through the same parser.
 
 The parser follows the mbox layout git produces: a ``From <sha> <date>`` line, mail headers
 (``From:``, ``Subject:``), the commit message, then ``diff --git`` sections with extended
@@ -9,9 +13,13 @@ symbolic link the patch creates must not point outside it or into ``.git``.
 
 from __future__ import annotations
 
+import contextlib
+import email.policy
+import email.utils
 import posixpath
 import re
 from dataclasses import dataclass, field
+from email.parser import BytesParser
 from pathlib import Path
 
 from backport.config.validate import config_error, display_path, repo_path_problem
@@ -22,7 +30,7 @@ SYMLINK_MODE = "120000"
 _FROM_LINE = re.compile(r"From [0-9a-f]{40}(?:[0-9a-f]{24})? ")
 _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _MODE_LINE = re.compile(r"(?:new file mode|new mode) ([0-7]{6})$")
-_INDEX_LINE = re.compile(r"index [0-9a-f]+\.\.[0-9a-f]+(?: ([0-7]{6}))?$")
+_INDEX_LINE = re.compile(r"index (?P<old>[0-9a-f]+)\.\.[0-9a-f]+(?: (?P<mode>[0-7]{6}))?$")
 _NAME_LINES = ("rename from ", "rename to ", "copy from ", "copy to ")
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
@@ -34,6 +42,14 @@ class PatchFileInfo:
     path: Path
     subjects: tuple[str, ...]
     paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DiffInfo:
+    """What applying a patch needs: touched paths in order, and each path's pre-image blob id."""
+
+    paths: tuple[str, ...]  # in the order the patch names them (old and new names)
+    preimages: dict[str, str]  # path -> abbreviated blob id the patch was made against
 
 
 class _Bad(Exception):
@@ -114,12 +130,15 @@ class _Section:
     new_name: str | None = None
     symlink: bool = False
     link_target: list[tuple[str, int]] = field(default_factory=list)
+    old_blob: str | None = None  # from the index line; None for a new file
 
 
 class _Parser:
     def __init__(self) -> None:
         self.subjects: list[str] = []
         self.paths: set[str] = set()
+        self.order: dict[str, None] = {}  # the paths in the order they appear
+        self.preimages: dict[str, str] = {}
         self.section: _Section | None = None
         self.old = self.new = 0  # lines left in the current hunk
         self.state = "headers"
@@ -224,7 +243,9 @@ class _Parser:
             elif m := _MODE_LINE.match(line):
                 sec.symlink = sec.symlink or m.group(1) == SYMLINK_MODE
             elif m := _INDEX_LINE.match(line):
-                sec.symlink = sec.symlink or m.group(1) == SYMLINK_MODE
+                sec.symlink = sec.symlink or m.group("mode") == SYMLINK_MODE
+                if m.group("old").strip("0"):
+                    sec.old_blob = m.group("old")
             elif line == "GIT binary patch":
                 self.state = "binary"
         except ValueError as exc:
@@ -260,7 +281,12 @@ class _Parser:
             problem = repo_path_problem(name)
             if problem:
                 raise _Bad(n, f"touches '{name}', which {problem}")
-            self.paths.add("/".join(p for p in name.split("/") if p not in ("", ".")))
+            path = "/".join(p for p in name.split("/") if p not in ("", "."))
+            self.paths.add(path)
+            self.order.setdefault(path)
+        if sec.old_blob:
+            first = sec.names[0][0]
+            self.preimages["/".join(p for p in first.split("/") if p not in ("", "."))] = sec.old_blob
         if sec.symlink and sec.link_target and sec.new_name:
             target, n = sec.link_target[-1]
             self.check_link(sec.new_name, target, n)
@@ -305,3 +331,50 @@ def parse_patch_file(path: Path) -> PatchFileInfo:
         raise config_error(f"{display} is empty")
     subjects, paths = parse_patch_text(data.decode("utf-8", "surrogateescape"), display)
     return PatchFileInfo(path, subjects, paths)
+
+
+def read_diff(text: str) -> DiffInfo:
+    """Paths and pre-image blobs of a format-patch text or a plain ``git diff``; best effort.
+
+    Meant for patches already checked (or written by git itself): reading stops at the first
+    problem and returns what came before it.
+    """
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    parser = _Parser()
+    try:
+        if lines and _FROM_LINE.match(lines[0]):
+            parser.parse(lines)
+        else:
+            parser.state = "body"  # no mail headers: diff sections only
+            for number, line in enumerate(lines, start=1):
+                parser.feed(number, line)
+            parser.end_section()
+    except _Bad:
+        with contextlib.suppress(_Bad):
+            parser.end_section()
+    return DiffInfo(tuple(parser.order), dict(parser.preimages))
+
+
+def read_patch_file(path: Path) -> DiffInfo:
+    """:func:`read_diff` of a file, bytes that are not UTF-8 kept as surrogate escapes."""
+    return read_diff(Path(path).read_bytes().decode("utf-8", "surrogateescape"))
+
+
+def patch_author(path: Path) -> tuple[str, str] | None:
+    """(name, email) from the ``From:`` header of a format-patch file, if it has one."""
+    try:
+        with open(path, "rb") as handle:
+            message = BytesParser(policy=email.policy.default).parse(handle, headersonly=True)
+        header = message.get("From")
+        if header is None:
+            return None
+        addresses = getattr(header, "addresses", ())
+        if addresses:
+            name, addr = addresses[0].display_name, addresses[0].addr_spec
+        else:
+            name, addr = email.utils.parseaddr(str(header))
+    except (OSError, ValueError, IndexError):
+        return None
+    if not addr or "@" not in addr:
+        return None
+    return (name or addr.split("@", 1)[0], addr)

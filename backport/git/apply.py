@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from backport.config.patchfiles import patch_author, read_patch_file
 from backport.errors import BackportError
-from backport.git.patchinfo import patch_author, read_patch_file
 from backport.git.run import GitOutput, first_error_line, git
 from backport.git.worktree import Worktree
 from backport.redact import redact
@@ -229,7 +229,7 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
     if not am_in_progress(wt):
         raise BackportError("conflict", f"no git am is in progress in {wt.path}; nothing to continue.")
     state = _rebase_apply(wt)
-    touched = read_patch_file(state / "patch").paths if (state / "patch").is_file() else []
+    touched = list(read_patch_file(state / "patch").paths) if (state / "patch").is_file() else []
     candidates = list(dict.fromkeys(_unmerged(wt) + touched))
     marked = [p for p in candidates if _has_markers(wt.path / p)]
     if marked:

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from backport.config.patchfiles import parse_patch_file, parse_patch_text, unquote_git_path
+from backport.config.patchfiles import (
+    parse_patch_file,
+    parse_patch_text,
+    patch_author,
+    read_patch_file,
+    unquote_git_path,
+)
 from backport.errors import ConfigError
 from tests.config.samples import make_patch
 
@@ -266,3 +272,38 @@ def test_crlf_patch() -> None:
 )
 def test_unquote(quoted: str, expected: str) -> None:
     assert unquote_git_path(quoted)[0] == expected
+
+
+def test_what_git_am_needs_from_a_format_patch_file(repo: Path, tmp_path: Path) -> None:
+    # One parser serves the loader and git/apply: paths in order, pre-image blobs, the author.
+    (repo / "f.txt").write_text("a\nb\nc\n")
+    (repo / "d" / "added.txt").write_text("new\n")
+    (repo / "sp ace.txt").write_text("w\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=Lg Xxx", "-c", "user.email=lg@example.com", "commit", "-qm",
+        "change", "--author", "Lg Xxx <lg@example.com>")
+    patch = format_patches(repo, tmp_path / "out")[0]
+    info = read_patch_file(patch)
+    assert info.paths == ("d/added.txt", "f.txt", "sp ace.txt")
+    blob = git(repo, "rev-parse", "HEAD~1:f.txt").strip()
+    assert set(info.preimages) == {"f.txt", "sp ace.txt"}  # a new file has no pre-image
+    assert blob.startswith(info.preimages["f.txt"])
+    assert patch_author(patch) == ("Lg Xxx", "lg@example.com")
+
+
+def test_a_plain_diff_is_read_too(repo: Path, tmp_path: Path) -> None:
+    # git am keeps the diff it stopped on as .git/rebase-apply/patch: no mail headers.
+    (repo / "f.txt").write_text("a\nB\n")
+    diff = tmp_path / "patch"
+    diff.write_text(git(repo, "diff"))
+    info = read_patch_file(diff)
+    assert info.paths == ("f.txt",)
+    assert list(info.preimages) == ["f.txt"]
+    assert patch_author(diff) is None
+
+
+def test_a_damaged_diff_gives_what_it_could_read(tmp_path: Path) -> None:
+    diff = tmp_path / "patch"
+    diff.write_text("diff --git a/x.py b/x.py\nindex 1234567..89abcde 100644\n--- a/x.py\n"
+                    "+++ b/x.py\n@@ -1,5 +1,5 @@\n-a\n+b\n")
+    assert read_patch_file(diff).paths == ("x.py",)
