@@ -391,9 +391,9 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
     return "\n".join(lines)
 
 
-def evidence_block(branch: BranchView, ctx: BodyContext) -> str:
-    """The whole evidence block of one branch: markers around a ```text fence."""
-    return rg.wrap(rg.EVIDENCE, f"```text\n{evidence_text(branch, ctx)}\n```")
+def evidence_fence(branch: BranchView, ctx: BodyContext) -> str:
+    """The evidence of one branch as a ```text fence (the template puts the markers around it)."""
+    return f"```text\n{evidence_text(branch, ctx)}\n```"
 
 
 def _support(entry: dict) -> str:
@@ -462,7 +462,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "env_lines": _env_lines(vs),
         "commands": _commands(vs.views),
         "shared_notes": _shared_notes(vs),
-        "evidence": f"```text\n{evidence_text(vs.own, ctx)}\n```",
+        "evidence": evidence_fence(vs.own, ctx),
     }
 
 

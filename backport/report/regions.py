@@ -114,11 +114,6 @@ def find_regions(text: str) -> dict[str, Region]:
     return found
 
 
-def count_evidence(text: str) -> int:
-    """How many complete evidence blocks ``text`` holds."""
-    return sum(1 for r in all_regions(text) if r.name == EVIDENCE)
-
-
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:
     """Remove the (sorted, disjoint) spans, each with the line ending right after it."""
     pieces: list[str] = []

@@ -10,7 +10,7 @@ import pytest
 
 from backport.errors import BackportError
 from backport.report import regions as rg
-from backport.report.body import BodyContext, BranchView, evidence_block, render_body
+from backport.report.body import BodyContext, BranchView, evidence_fence, render_body
 from tests.report import fixtures as fx
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -176,7 +176,7 @@ def test_two_evidence_blocks_become_one() -> None:
     body = render_body(fx.context("v2.12.0"))
     view = BranchView.from_record(fx.record("v2.7.1"), target="v2.7.1",
                                   fork_branch="test-put-metric-v2.7.1")
-    block = evidence_block(view, fx.context("v2.7.1"))
+    block = rg.wrap(rg.EVIDENCE, evidence_fence(view, fx.context("v2.7.1")))
     doubled = body + "\n## 旧证据\n\n" + block + "\n尾注。\n"
     assert doubled.count(EVIDENCE_START) == 2
     refreshed = render_body(fx.context("v2.12.0"), doubled)
