@@ -54,7 +54,8 @@ TOP_KEYS = (
     "web_url", "environments", "branches", "pr",
 )  # fmt: skip
 ENV_KEYS = ("python", "venv", "expect", "requirements", "env", "timeout")
-PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft")
+PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "comment_on_push",
+           "close_related_issue")
 MAX_TIMEOUT = 7 * 24 * 3600.0
 MAX_BODY_CHARS = 65536
 
@@ -348,6 +349,7 @@ def _pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
             changes[key] = names
     if "comment" in f:
         changes["comment"] = doc.string(f["comment"], max_len=MAX_BODY_CHARS, multiline=True)
-    if "draft" in f:
-        changes["draft"] = doc.boolean(f["draft"])
+    for key in ("draft", "comment_on_push", "close_related_issue"):
+        if key in f:
+            changes[key] = doc.boolean(f[key])
     return dataclasses.replace(base, **changes)

@@ -44,8 +44,10 @@ class PrOptions:
     assignees: tuple[str, ...] = ()
     reviewers: tuple[str, ...] = ()
     testers: tuple[str, ...] = ()
-    comment: str | None = None  # posted once after creation, e.g. "/ci-pytorch"
+    comment: str | None = None  # posted once after creation, e.g. "compile" (Ascend's CI robot)
     draft: bool = False
+    comment_on_push: bool = False  # post ``comment`` again after a force-push of an open PR's branch
+    close_related_issue: bool = False  # whether merging a PR may close the (shared) linked issue
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,20 @@ PlanSink = Callable[[str], None]
 
 
 class Forge(Protocol):
-    """Find-or-create PRs from fork branches into upstream target branches."""
+    """Find-or-create PRs from fork branches into upstream target branches.
+
+    Everything forge-specific stays behind this protocol: credentials (``preflight``,
+    ``push_credentials``), head forms, retries, and whether writes really happen (``dry_run``).
+    """
 
     name: str
+    dry_run: bool  # True when writes are only described (the dry-run wrapper)
 
     def preflight(self) -> None:
         """Check credentials and that upstream and fork are visible; raise BackportError."""
+
+    def push_credentials(self, url: str) -> dict[str, str] | None:
+        """Extra environment for ``git push``/``ls-remote`` to the fork at ``url``, or None."""
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         """The open PR from fork branch ``head`` into ``base``, or None (never trusts filters)."""
@@ -43,11 +51,16 @@ class Forge(Protocol):
     def list_prs(self, state: str = "open") -> list[PullRequest]:
         """PRs of the upstream repository in ``state`` ("open" or "all")."""
 
-    def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False) -> PullRequest:
-        """Open a PR from fork branch ``head``; verified to come from the fork; never duplicates."""
+    def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
+                  head_sha: str | None = None,
+                  close_related_issue: bool | None = None) -> PullRequest:
+        """Open a PR from fork branch ``head`` (at ``head_sha`` when given); verified to come
+        from the fork; never duplicates. ``close_related_issue``: whether merging it may close
+        the linked issues (None: the repository's setting)."""
 
-    def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None) -> PullRequest:
-        """Replace title and body (both sent together)."""
+    def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
+                  close_related_issue: bool | None = None) -> PullRequest:
+        """Replace title and body (both sent together); set draft and issue closing when given."""
 
     def link_issue(self, number: int, issue: int) -> None:
         """Link upstream ``issue`` to PR ``number`` (idempotent)."""
@@ -60,4 +73,8 @@ class Forge(Protocol):
 
     def decorate(self, number: int, *, labels: tuple[str, ...] = (), assignees: tuple[str, ...] = (),
                  reviewers: tuple[str, ...] = (), testers: tuple[str, ...] = ()) -> None:
-        """Add labels / assignees / reviewers / testers without removing existing ones."""
+        """Add labels / assignees / reviewers / testers without removing existing ones.
+
+        Raises BackportError when the forge refuses (e.g. the token's user is not a member);
+        callers treat decorations as best-effort.
+        """

@@ -58,49 +58,57 @@ class DryRunForge:
     def _pulls(self, suffix: str = "") -> str:
         return f"/repos/{self.upstream}/pulls{suffix}"
 
+    dry_run = True
+
     def preflight(self) -> None:
-        if (inner := self._reads()) is not None:
-            inner.preflight()
+        if self.inner is not None:
+            self.inner.preflight()
+
+    def push_credentials(self, url: str) -> dict[str, str] | None:
+        """The inner forge's (ls-remote still reads the fork in a dry run)."""
+        return self.inner.push_credentials(url) if self.inner is not None else None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
-        if (inner := self._reads()) is not None:
-            return inner.find_open_pr(head, base)
-        return None
+        reader = self._reads()
+        return reader.find_open_pr(head, base) if reader is not None else None
 
     def get_pr(self, number: int) -> PullRequest:
-        inner = self._reads() if number != 0 else None
-        if inner is None:
+        reader = self._reads() if number != 0 else None
+        if reader is None:
             for pr in self._planned.values():
                 if pr.number == number:
                     return pr
             return PullRequest(number=number, url=PLACEHOLDER_URL, title="", body="", head="",
                                head_repo=self.fork, base="", state="open")
-        return inner.get_pr(number)
+        return reader.get_pr(number)
 
     def list_prs(self, state: str = "open") -> list[PullRequest]:
-        if (inner := self._reads()) is not None:
-            return inner.list_prs(state)
-        return []
+        reader = self._reads()
+        return reader.list_prs(state) if reader is not None else []
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False) -> PullRequest:
+                  draft: bool = False, head_sha: str | None = None,
+                  close_related_issue: bool | None = None) -> PullRequest:
         existing = self.find_open_pr(head, base)
         if existing is not None:
             return existing
+        closing = "" if close_related_issue is None else \
+            f" close_related_issue={str(close_related_issue).lower()}"
         self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} title={_quote(title)} "
-                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}")
+                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}")
         pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
                          head_repo=self.fork, base=base, state="open", draft=draft)
         self._planned[(head, base)] = pr
         return pr
 
-    def update_pr(self, number: int, *, title: str, body: str,
-                  draft: bool | None = None) -> PullRequest:
+    def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
+                  close_related_issue: bool | None = None) -> PullRequest:
         current = self.get_pr(number)
         if number != 0:
             self._emit(f"PATCH {self._pulls(f'/{number}')} title={_quote(title)} "
                        f"body=<{len(body)} chars>"
-                       f"{'' if draft is None else f' draft={str(draft).lower()}'}")
+                       f"{'' if draft is None else f' draft={str(draft).lower()}'}"
+                       f"{'' if close_related_issue is None else f' close_related_issue={str(close_related_issue).lower()}'}")
         changes: dict = {"title": title, "body": body}
         if draft is not None:
             changes["draft"] = draft
@@ -110,17 +118,15 @@ class DryRunForge:
         return updated
 
     def link_issue(self, number: int, issue: int) -> None:
-        inner = self._reads() if number != 0 else None
-        if inner is not None and issue in inner.linked_issues(number):
+        reader = self._reads() if number != 0 else None
+        if reader is not None and issue in reader.linked_issues(number):
             return
         n = number or "<new>"
         self._emit(f"POST {self._pulls(f'/{n}/issues')} [{int(issue)}]")
 
     def linked_issues(self, number: int) -> list[int]:
-        inner = self._reads() if number != 0 else None
-        if inner is not None:
-            return inner.linked_issues(number)
-        return []
+        reader = self._reads() if number != 0 else None
+        return reader.linked_issues(number) if reader is not None else []
 
     def add_comment(self, number: int, body: str) -> None:
         n = number or "<new>"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from backport.config.model import BranchMap
@@ -10,17 +11,20 @@ from backport.forge.base import Forge, PlanSink
 from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
+from backport.forge.token import resolve_token
 
 FORGES = ("gitcode", "local")
 
 
 def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = None,
+               environ: Mapping[str, str] | None = None,
                dry_run: bool = False, plan: PlanSink | None = None,
                timeout: float = 30.0) -> Forge:
     """The forge of ``branch_map``; in a dry run writes become lines sent to ``plan``.
 
-    Local forge: ``state_dir / "forge.sqlite"``. GitCode: ``branch_map.api_url`` with ``token``
-    (a dry run without a token skips reads too, and says so in the plan).
+    Local forge: ``state_dir / "forge.sqlite"``. GitCode: ``branch_map.api_url`` with ``token``,
+    or, when none is given and ``environ`` is, the token :func:`resolve_token` finds there (a dry
+    run without a token skips reads too, and says so in the plan).
     """
     if branch_map.forge == "local":
         forge: Forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
@@ -29,6 +33,8 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
             return DryRunForge(forge, plan, upstream=branch_map.upstream, fork=branch_map.fork)
         return forge
     if branch_map.forge == "gitcode":
+        if token is None and environ is not None:
+            token = resolve_token(branch_map.api_url, environ)
         if dry_run and not token:
             return DryRunForge(None, plan, upstream=branch_map.upstream, fork=branch_map.fork,
                                name="gitcode", skip_reason="no GitCode token")

@@ -1,9 +1,11 @@
-"""The GitCode REST v5 forge, written against the quirks in ``shared/docs/gitcode-api.md``.
+"""The GitCode REST v5 forge; every behaviour it relies on is listed in ``docs/gitcode.md``.
 
-Highlights: list filters are never trusted (matching happens here), the create response is
-merge-request shaped so every created PR is re-read and verified to come from the fork, a
-create that failed in transit is looked up before it is ever sent again, and the cross-fork
-``head`` form falls back through the three forms seen in the wild.
+Highlights: list filters are never trusted (matching happens here) and a found PR is re-read in
+full; before creating, the fork branch must exist at the SHA just pushed; the head is sent as
+``owner/repo:branch`` and another form is tried only when that form itself is refused (403/404);
+every created PR is re-read and, if GitCode resolved its head anywhere but the fork branch, closed
+at once; a create that failed in transit or was refused as a duplicate (in English or Chinese) is
+looked up before anything is sent again.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from backport.errors import BackportError
 from backport.forge.base import PullRequest
 from backport.forge.http import ApiClient, ApiError, ApiTransportError, seg
+from backport.forge.token import askpass_env
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,12 @@ def _repo_of(side: dict[str, Any]) -> str | None:
     return None
 
 
+def _obj(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """``data[key]`` when it is a JSON object, else an empty one."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
@@ -61,10 +70,26 @@ def _int(value: Any) -> int:
     return int(str(value).strip())
 
 
+WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")  # what GitCode may put before a draft's title
+
+
+def _strip_wip(title: str) -> str:
+    for prefix in WIP_PREFIXES:
+        if title.startswith(prefix):
+            return title[len(prefix):]
+    return title
+
+
+def _duplicate(message: str) -> bool:
+    """Whether an error message says the PR already exists (GitCode answers in either language)."""
+    return "already exist" in message.lower() or "已存在" in message
+
+
 class GitCodeForge:
     """Find-or-create PRs on GitCode (REST v5) from ``fork`` branches into ``upstream``."""
 
     name = "gitcode"
+    dry_run = False
 
     def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
                  web_url: str = "https://gitcode.com", timeout: float = 30.0,
@@ -75,9 +100,10 @@ class GitCodeForge:
         self.fork = fork
         self.web_url = web_url.rstrip("/")
         self.has_token = bool(token)
+        self._token = token
         self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep)
         self.max_pages = max_pages
-        self.settle = settle  # seconds to let a just-created PR show up in lists
+        self.settle = settle  # seconds to let a just-created PR or a pushed branch show up
         self._sleep = sleep
         owner, _, repo = upstream.partition("/")
         self._base_path = f"/repos/{seg(owner)}/{seg(repo)}"
@@ -93,8 +119,7 @@ class GitCodeForge:
 
     def _to_pr(self, data: dict[str, Any]) -> PullRequest:
         number = _int(data.get("number") if data.get("number") not in (None, "") else data.get("iid"))
-        head: dict[str, Any] = data["head"] if isinstance(data.get("head"), dict) else {}
-        base: dict[str, Any] = data["base"] if isinstance(data.get("base"), dict) else {}
+        head, base = _obj(data, "head"), _obj(data, "base")
         state = _text(data.get("state")).lower()
         if state == "merged" or _text(data.get("merged_at")):
             state = "merged"
@@ -102,25 +127,27 @@ class GitCodeForge:
             state = "open"
         else:
             state = "closed"
+        draft = bool(data.get("draft") or data.get("work_in_progress"))
+        title = _text(data.get("title"))
         return PullRequest(
             number=number,
             url=self._pr_url(data, number),
-            title=_text(data.get("title")),
+            title=_strip_wip(title) if draft else title,
             body=_text(data.get("body")) or _text(data.get("description")),
             head=_text(head.get("ref")) or _text(data.get("source_branch")),
             head_repo=_repo_of(head) or "",
             base=_text(base.get("ref")) or _text(data.get("target_branch")),
             state=state,
-            draft=bool(data.get("draft") or data.get("work_in_progress")),
+            draft=draft,
         )
 
     def _from_fork(self, data: dict[str, Any]) -> bool | None:
         """Whether the PR's head lives on the fork; None when the object does not say."""
-        head: dict[str, Any] = data["head"] if isinstance(data.get("head"), dict) else {}
+        head = _obj(data, "head")
         repo = _repo_of(head)
         if repo:
             return _norm_repo(repo) == _norm_repo(self.fork)
-        login = (head.get("user") or {}).get("login") if isinstance(head.get("user"), dict) else None
+        login = _obj(head, "user").get("login")
         if login:
             return login.casefold() == self.fork_owner.casefold()
         return None
@@ -170,13 +197,20 @@ class GitCodeForge:
                               f"{exc.status}: {exc.server_message}.") from None
                 raise
 
+    def push_credentials(self, url: str) -> dict[str, str] | None:
+        """Environment for ``git push`` over HTTPS: the token via askpass, never in argv or URL."""
+        if self._token and url.startswith(("https://", "http://")):
+            return askpass_env(self._token, self.fork_owner)
+        return None
+
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         for item in self._pages(self._pulls(), {"state": "open", "base": base}):
             pr = self._to_pr(item)
             if pr.state != "open" or pr.head != head or pr.base != base:
                 continue
             if self._from_fork(item):
-                return pr
+                # A list item is a summary (its body may be cut short): read the PR itself.
+                return self.get_pr(pr.number)
         return None
 
     def get_pr(self, number: int) -> PullRequest:
@@ -199,12 +233,45 @@ class GitCodeForge:
         return [self._to_pr(item) for item in self._pages(self._pulls(), {"state": state})]
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False) -> PullRequest:
+                  draft: bool = False, head_sha: str | None = None,
+                  close_related_issue: bool | None = None) -> PullRequest:
         with _create_lock((self.api_url, self.upstream, head, base)):
             existing = self.find_open_pr(head, base)
             if existing is not None:
                 return existing
-            return self._create(head, base, title, body, draft)
+            self._check_fork_branch(head, head_sha)
+            return self._create(head, base, title, body, draft, head_sha, close_related_issue)
+
+    def _branch_sha(self, repo: str, branch: str) -> str | None:
+        """The commit ``repo``'s ``branch`` points at on GitCode, or None when it does not exist."""
+        owner, _, name = repo.partition("/")
+        try:
+            data = self.client.get(f"/repos/{seg(owner)}/{seg(name)}/branches/{seg(branch)}")
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+        commit = data.get("commit") if isinstance(data, dict) else None
+        return _text(commit.get("id") if isinstance(commit, dict) else None) or ""
+
+    def _check_fork_branch(self, head: str, head_sha: str | None) -> None:
+        """Refuse to create unless the fork branch exists (at ``head_sha``, when given)."""
+        sha: str | None = None
+        for attempt in range(3):  # a branch pushed a moment ago may take a while to show
+            if attempt:
+                self._sleep(self.settle)
+            sha = self._branch_sha(self.fork, head)
+            if sha is not None and (not head_sha or not sha or sha == head_sha):
+                return
+        if sha is None:
+            raise BackportError(
+                "forge", f"The fork branch {self.fork}:{head} does not exist on GitCode (GET "
+                         f"{self.api_url}/repos/{self.fork}/branches/{head} found nothing), so no "
+                         "PR was opened; push it to the fork first.")
+        raise BackportError(
+            "forge", f"The fork branch {self.fork}:{head} is at {sha[:9]} on GitCode, not at the "
+                     f"{head_sha[:9] if head_sha else '?'} just pushed, so no PR was opened; "
+                     "check who pushed to the fork, then run again.")
 
     def _head_forms(self, head: str) -> list[dict[str, str]]:
         if _norm_repo(self.fork) == _norm_repo(self.upstream):
@@ -212,12 +279,11 @@ class GitCodeForge:
         return [
             {"head": f"{self.fork}:{head}"},
             {"head": f"{self.fork_owner}:{head}", "fork_path": self.fork},
-            {"head": f"{self.fork_owner}:{head}"},
         ]
 
-    def _create(self, head: str, base: str, title: str, body: str, draft: bool) -> PullRequest:
+    def _create(self, head: str, base: str, title: str, body: str, draft: bool,
+                head_sha: str | None, close_related_issue: bool | None) -> PullRequest:
         forms = self._head_forms(head)
-        errors: list[str] = []
         in_transit_retries = 1
         i = 0
         while i < len(forms):
@@ -227,6 +293,8 @@ class GitCodeForge:
                 payload["fork_path"] = forms[i]["fork_path"]
             if draft:
                 payload["draft"] = True
+            if close_related_issue is not None:
+                payload["close_related_issue"] = close_related_issue
             try:
                 answer = self.client.request("POST", self._pulls(), json=payload, retry=False)
             except ApiTransportError as exc:
@@ -238,44 +306,37 @@ class GitCodeForge:
                 in_transit_retries -= 1
                 continue
             except ApiError as exc:
-                if exc.status >= 500 or exc.status == 429 or exc.status == 409 or \
-                        "already exist" in exc.server_message.lower():
-                    found = self._look_up_after_failure(head, base, exc.message)
-                    if found is not None:
-                        return found
-                    if exc.status >= 500 and in_transit_retries > 0:
-                        in_transit_retries -= 1
-                        continue
-                    raise
                 if exc.code == "auth":
                     raise
-                if self._form_rejected(exc) and i + 1 < len(forms):
-                    errors.append(f"head={forms[i]['head']!r}: {exc.status} {exc.server_message}")
+                # Whatever the refusal, the PR may exist (a duplicate, a create that went
+                # through): look before sending anything else.
+                found = self._look_up_after_failure(head, base, exc.message,
+                                                    settle=_duplicate(exc.server_message)
+                                                    or exc.status in (409, 429) or exc.status >= 500)
+                if found is not None:
+                    return found
+                if exc.status >= 500 and in_transit_retries > 0:
+                    in_transit_retries -= 1
+                    continue
+                if exc.status in (403, 404) and i + 1 < len(forms):
                     log.info("GitCode refused head form %r (%s); trying the next form",
                              forms[i]["head"], exc.status)
                     i += 1
                     continue
-                if errors:
-                    raise BackportError(
-                        "forge", redact(f"GitCode could not open a PR from {self.fork}:{head} into "
-                                        f"{self.upstream}:{base}; every head form was refused, last "
-                                        f"{exc.status}: {exc.server_message}.")) from None
-                raise
-            return self._verify_created(answer.data, head, base)
+                raise BackportError(
+                    "forge", redact(f"GitCode did not open a PR from {self.fork}:{head} into "
+                                    f"{self.upstream}:{base}: POST {self.api_url}{self._pulls()} "
+                                    f"with head={forms[i]['head']!r} answered {exc.status}: "
+                                    f"{exc.server_message}."),
+                    details={"status": exc.status}) from None
+            return self._verify_created(answer.data, head, base, head_sha)
         raise BackportError("forge", f"GitCode could not open a PR from {self.fork}:{head} into "
                                      f"{self.upstream}:{base}.")
 
-    @staticmethod
-    def _form_rejected(exc: ApiError) -> bool:
-        if exc.status in (403, 404):
-            return True
-        text = exc.server_message.lower()
-        return 400 <= exc.status < 500 and any(
-            word in text for word in ("branch", "not found", "not exist", "fork", "不存在"))
-
-    def _look_up_after_failure(self, head: str, base: str, why: str) -> PullRequest | None:
-        log.warning("%s; checking whether the PR was created anyway", why.rstrip("."))
-        for attempt in range(2):
+    def _look_up_after_failure(self, head: str, base: str, why: str, *,
+                               settle: bool = True) -> PullRequest | None:
+        log.warning("%s; checking whether the PR exists anyway", why.rstrip("."))
+        for attempt in range(2 if settle else 1):
             if attempt:
                 self._sleep(self.settle)
             found = self.find_open_pr(head, base)
@@ -283,7 +344,9 @@ class GitCodeForge:
                 return found
         return None
 
-    def _verify_created(self, data: Any, head: str, base: str) -> PullRequest:
+    def _verify_created(self, data: Any, head: str, base: str,
+                        head_sha: str | None) -> PullRequest:
+        """Re-read a created PR; close it at once when GitCode took its head from elsewhere."""
         if not isinstance(data, dict) or data.get("number", data.get("iid")) in (None, ""):
             found = self.find_open_pr(head, base)
             if found is not None:
@@ -294,33 +357,52 @@ class GitCodeForge:
         full = self._get_pr_data(number)
         pr = self._to_pr(full)
         from_fork = self._from_fork(full)
-        if pr.head != head or from_fork is False:
-            source = f"{pr.head_repo or 'an unknown repository'}:{pr.head or '?'}"
-            where = "the upstream repository" if _norm_repo(pr.head_repo) == _norm_repo(self.upstream) \
-                else source
-            raise BackportError(
-                "forge", f"GitCode opened PR !{number} ({pr.url}) from {where} ({source}) instead of "
-                         f"the fork branch {self.fork}:{head}; close it by hand and check that the "
-                         "branch was pushed to the fork.",
-                details={"number": number, "url": pr.url})
-        if from_fork is None:
-            log.warning("GitCode PR !%s does not say which repository its head is in; assuming %s",
-                        number, self.fork)
-            pr = dataclasses.replace(pr, head_repo=self.fork)
-        return pr
+        sha = _text(_obj(full, "head").get("sha"))
+        wrong_sha = bool(head_sha and sha and sha != head_sha)
+        if pr.head == head and from_fork is not False and not wrong_sha:
+            if from_fork is None:
+                log.warning("GitCode PR !%s does not say which repository its head is in; "
+                            "assuming %s", number, self.fork)
+                pr = dataclasses.replace(pr, head_repo=self.fork)
+            return pr
+        source = f"{pr.head_repo or 'an unknown repository'}:{pr.head or '?'}"
+        if _norm_repo(pr.head_repo) == _norm_repo(self.upstream):
+            source = f"the upstream branch {source}"
+        if wrong_sha:
+            source += f" at {sha[:9]}"
+        wanted = f"{self.fork}:{head}" + (f" at {head_sha[:9]}" if head_sha else "")
+        closed = self._close(number, pr)
+        tail = ("backport closed it at once, so no wrong PR stays open" if closed is None else
+                f"closing it failed ({closed}), so close it by hand")
+        raise BackportError(
+            "forge", redact(f"GitCode opened PR !{number} ({pr.url}) from {source} instead of "
+                            f"the fork branch {wanted}; {tail}."),
+            details={"number": number, "url": pr.url, "closed": closed is None})
 
-    def update_pr(self, number: int, *, title: str, body: str,
-                  draft: bool | None = None) -> PullRequest:
+    def _close(self, number: int, pr: PullRequest) -> str | None:
+        """Close a PR (``PATCH state=closed``); None when closed, else why not."""
+        try:
+            self.client.request("PATCH", self._pulls(f"/{seg(number)}"),
+                                json={"title": pr.title, "body": pr.body, "state": "closed"})
+            if self.get_pr(number).state != "open":
+                return None
+            return "GitCode still shows it open"
+        except BackportError as exc:
+            return exc.message.rstrip(".")
+
+    def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
+                  close_related_issue: bool | None = None) -> PullRequest:
         payload: dict[str, Any] = {"title": title, "body": body}
         if draft is not None:
             payload["draft"] = draft
+        if close_related_issue is not None:
+            payload["close_related_issue"] = close_related_issue
         self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=payload)
         return self.get_pr(number)
 
     def linked_issues(self, number: int) -> list[int]:
-        data = self.client.get(self._pulls(f"/{seg(number)}/issues"))
         result: list[int] = []
-        for item in data if isinstance(data, list) else []:
+        for item in self._pages(self._pulls(f"/{seg(number)}/issues"), {}):
             value = item.get("number") if isinstance(item, dict) else item
             try:
                 result.append(_int(value))

@@ -5,7 +5,9 @@ Policy:
   followed (a redirect to another host would carry the header along);
 - at most ``per_minute`` requests in any 60-second window and ``per_hour`` in any hour
   (GitCode's documented defaults are 50/min and 4,000/h);
-- 429 is retried for every method (the server did not act), honouring ``Retry-After``;
+- 429 is retried for every method (the server did not act), honouring ``Retry-After``; without
+  one (GitCode documents none) the client waits out the per-minute window (``rate_window``,
+  60 s), telling ``notify`` how long is left;
 - 500/502/503/504 and connection errors are retried only for idempotent methods; a POST is
   retried only when the caller says it is safe (``retry=True``);
 - every error becomes one redacted sentence in a :class:`ApiError` / :class:`ApiTransportError`.
@@ -190,7 +192,9 @@ class ApiClient:
                  max_attempts: int = 5, limiter: RateLimiter | None = None,
                  sleep: Callable[[float], None] = time.sleep,
                  backoff: float = 1.0, backoff_cap: float = 30.0, max_retry_after: float = 300.0,
-                 jitter: Callable[[], float] = random.random, service: str = "GitCode API") -> None:
+                 jitter: Callable[[], float] = random.random, service: str = "GitCode API",
+                 rate_window: float = 60.0, progress_every: float = 15.0,
+                 notify: Callable[[str], None] | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.max_attempts = max(1, max_attempts)
@@ -201,6 +205,9 @@ class ApiClient:
         self._backoff_cap = backoff_cap
         self._max_retry_after = max_retry_after
         self._jitter = jitter
+        self._rate_window = rate_window
+        self._progress_every = progress_every
+        self._notify = notify or log.warning
         register_secret(token)
         self.session = requests.Session()
         self.session.auth = _TokenAuth(token)
@@ -255,7 +262,8 @@ class ApiClient:
             if status == 429 and attempt < self.max_attempts:
                 delay = retry_after_seconds(response.headers.get("Retry-After"))
                 if delay is None:
-                    delay = self._backoff_delay(attempt)
+                    self._wait_for_window(method, path)
+                    continue
                 if delay <= self._max_retry_after:
                     log.info("%s rate limit (429) on %s %s; waiting %.1fs", self.service, method,
                              redact(path), delay)
@@ -265,6 +273,18 @@ class ApiClient:
                 self._sleep(self._backoff_delay(attempt))
                 continue
             raise self._error(method, path, response)
+
+    def _wait_for_window(self, method: str, path: str) -> None:
+        """Sleep out a 429 that gave no Retry-After: the whole per-minute window, with progress."""
+        left = self._rate_window
+        self._notify(f"{self.service} rate limit (429, no Retry-After) on {method} {redact(path)}; "
+                     f"waiting {left:.0f}s for the per-minute window to pass")
+        while left > 0:
+            step = min(self._progress_every, left)
+            self._sleep(step)
+            left -= step
+            if left > 0:
+                self._notify(f"{self.service} rate limit: {left:.0f}s left")
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
         status = response.status_code

@@ -68,6 +68,7 @@ class LocalForge:
     """A forge whose PRs live in a SQLite database at ``path``."""
 
     name = "local"
+    dry_run = False
 
     def __init__(self, path: Path, *, upstream: str, fork: str, busy_timeout: float = 60.0) -> None:
         self.path = Path(path)
@@ -176,8 +177,13 @@ class LocalForge:
                                     (self.upstream, state)).fetchall()
             return [self._pr(r) for r in rows]
 
+    def push_credentials(self, url: str) -> dict[str, str] | None:
+        """The local forge needs none: its fork is a path git reaches directly."""
+        return None
+
     def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False) -> PullRequest:
+                  draft: bool = False, head_sha: str | None = None,
+                  close_related_issue: bool | None = None) -> PullRequest:
         with self._write() as conn:
             row = self._find(conn, head, base)
             if row is None:
@@ -190,8 +196,8 @@ class LocalForge:
                 row = self._row(conn, int(cursor.lastrowid or 0))
             return self._pr(row)
 
-    def update_pr(self, number: int, *, title: str, body: str,
-                  draft: bool | None = None) -> PullRequest:
+    def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
+                  close_related_issue: bool | None = None) -> PullRequest:
         with self._write() as conn:
             row = self._row(conn, number)
             conn.execute("UPDATE prs SET title = ?, body = ?, draft = ?, updated_at = ? "

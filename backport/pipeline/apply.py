@@ -164,8 +164,7 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
 
 def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
               event_for: EventFor) -> None:
-    bm = session.project.branch_map
-    if not (options.dry_run or options.no_push or options.no_pr) and bm.forge == "gitcode":
+    if not (options.no_push or options.no_pr):
         session.forge().preflight()  # a bad token stops the run before anything is pushed
     if not options.skip_tests:
         _prewarm(session, jobs)

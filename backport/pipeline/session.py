@@ -18,7 +18,6 @@ from backport.envs.probe import probe as probe_env
 from backport.envs.runner import TestRunner
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
-from backport.forge.token import askpass_env, resolve_token
 from backport.git.cache import RepoCache
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
@@ -71,8 +70,6 @@ class Session:
         self._runners: dict[tuple[str, str], TestRunner] = {}
         self._forge: Forge | None = None
         self._docs: dict[str, list[dict] | None] = {}
-        self._token: str | None = None
-        self._token_resolved = False
 
     # -- environments -------------------------------------------------------------------------
     def _env_lock(self, name: str) -> threading.Lock:
@@ -134,32 +131,18 @@ class Session:
         return entries
 
     # -- forge --------------------------------------------------------------------------------
-    @property
-    def token(self) -> str | None:
-        with self._lock:
-            if not self._token_resolved:
-                bm = self.project.branch_map
-                self._token = (resolve_token(bm.api_url, self.environ)
-                               if bm.forge == "gitcode" else None)
-                self._token_resolved = True
-            return self._token
-
     def forge(self) -> Forge:
-        token = self.token
+        """The run's forge (built once; it finds its own credentials in ``environ``)."""
         with self._lock:
             if self._forge is None:
                 self._forge = make_forge(self.project.branch_map, self.project.state_dir,
-                                         token=token, dry_run=self.options.dry_run,
+                                         environ=self.environ, dry_run=self.options.dry_run,
                                          plan=self.plan)
             return self._forge
 
     def push_env(self) -> dict[str, str] | None:
-        """Extra environment for `git push` to the fork (askpass; the token never in argv)."""
-        url = self.project.branch_map.fork_url
-        token = self.token
-        if token and url.startswith(("https://", "http://")):
-            return askpass_env(token, self.project.branch_map.fork.split("/")[0])
-        return None
+        """Extra environment for `git push` to the fork, as the forge provides it."""
+        return self.forge().push_credentials(self.project.branch_map.fork_url)
 
     def close(self) -> None:
         with self._lock:

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from backport.config.model import PatchSet
+from backport.config.model import PatchSet, PrOptions
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe, TestRun
 from backport.envs.pins import pin_mismatches
 from backport.errors import BackportError
+from backport.forge import Forge
 from backport.git.apply import already_applied, am_in_progress, apply_series
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
@@ -256,10 +257,12 @@ def push_step(session: Session, job: BranchJob) -> bool:
 def pr_step(session: Session, job: BranchJob, all_targets: list[str]) -> None:
     """Find or create the PR for this fork branch, refresh its body, link the issue."""
     ps = job.patch_set
+    opts = ps.pr
     bm = session.project.branch_map
     forge = session.forge()
     rec = job.record
     failed = (rec.get("test") or {}).get("ok") is False
+    draft = failed or opts.draft  # from this run's result: a passing re-run clears the draft
     ctx = BodyContext(branch_map=bm, patch_set=ps, branches=job.journal.records(all_targets),
                       target=job.target, docs=session.docs(ps.api))
     job.event("pr", "looking for an open PR")
@@ -267,40 +270,77 @@ def pr_step(session: Session, job: BranchJob, all_targets: list[str]) -> None:
     created = False
     if pr is None:
         body = render_body(ctx)
-        pr = forge.create_pr(job.fork_branch, job.target, ps.title, body,
-                             draft=failed or ps.pr.draft)
+        pr = forge.create_pr(job.fork_branch, job.target, ps.title, body, draft=draft,
+                             head_sha=rec.get("pushed_sha"),
+                             close_related_issue=opts.close_related_issue)
         created = True
     else:
         body = render_body(ctx, existing=pr.body)
-        if body != pr.body or pr.title != ps.title:
-            pr = forge.update_pr(pr.number, title=ps.title, body=body)
-    pr_info = {"number": pr.number, "url": pr.url, "decorated": False, "linked": False}
+        if body != pr.body or pr.title != ps.title or pr.draft != draft:
+            pr = forge.update_pr(pr.number, title=ps.title, body=body, draft=draft,
+                                 close_related_issue=opts.close_related_issue)
     previous = rec.get("pr") or {}
-    if not created and previous.get("number") == pr.number:
+    same_pr = not created and previous.get("number") == pr.number
+    pr_info = {"number": pr.number, "url": pr.url, "decorated": False, "linked": False,
+               "commented_sha": None}
+    if same_pr:
         pr_info["decorated"] = previous.get("decorated", False)
+        pr_info["commented_sha"] = previous.get("commented_sha")
     job.update(pr=pr_info)
     if ps.issue not in forge.linked_issues(pr.number):
         forge.link_issue(pr.number, ps.issue)
     pr_info["linked"] = True
     job.update(pr=pr_info)
+    warnings = list(rec.get("warnings") or []) if pr_info["decorated"] else []
+    pushed = rec.get("pushed_sha")
     if not pr_info["decorated"]:
-        opts = ps.pr
-        forge.decorate(pr.number, labels=opts.labels, assignees=opts.assignees,
-                       reviewers=opts.reviewers, testers=opts.testers)
+        warnings = _decorate(forge, pr.number, opts)
+        pr_info["decorated"] = True  # best-effort: a refusal is a warning, never retried
         if opts.comment:
-            forge.add_comment(pr.number, opts.comment)
-        pr_info["decorated"] = True
-    if session.options.dry_run:
+            warnings += _comment(forge, pr.number, opts.comment, pr_info, pushed)
+    elif (opts.comment and opts.comment_on_push and pushed
+          and pr_info["commented_sha"] != pushed):
+        # The branch of this open PR was force-pushed since the comment: ask CI again.
+        warnings += _comment(forge, pr.number, opts.comment, pr_info, pushed)
+    if forge.dry_run:
         final, message = Status.PLANNED, "dry run: no PR written"
     elif failed:
         final = Status.TEST_FAILED
         message = f"{rec.get('message', '')}; a draft PR shows the failure (--pr-on-failure)"
     else:
         final, message = Status.DONE, ""
-    job.update(pr=pr_info, status=final, message=message)
+    job.update(pr=pr_info, status=final, message=message, warnings=warnings)
+    for warning in warnings:
+        job.event("warning", warning)
     if final == Status.DONE:
         _drop_worktree(job)
     job.event("done" if final == Status.DONE else final.value, pr.url)
+
+
+def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
+    """Add labels, assignees, reviewers and testers one kind at a time; refusals as warnings."""
+    warnings = []
+    for kind, names in (("labels", opts.labels), ("assignees", opts.assignees),
+                        ("reviewers", opts.reviewers), ("testers", opts.testers)):
+        if not names:
+            continue
+        try:
+            forge.decorate(number, **{kind: names})
+        except BackportError as exc:
+            warnings.append(f"{kind} {', '.join(names)} not added to PR !{number} (the PR is "
+                            f"open without them): {exc.message}")
+    return warnings
+
+
+def _comment(forge: Forge, number: int, comment: str, pr_info: dict[str, Any],
+             pushed: str | None) -> list[str]:
+    """Post the configured comment (e.g. the CI trigger); a refusal is a warning."""
+    try:
+        forge.add_comment(number, comment)
+    except BackportError as exc:
+        return [f"comment {comment!r} not posted on PR !{number}: {exc.message}"]
+    pr_info["commented_sha"] = pushed
+    return []
 
 
 def _drop_worktree(job: BranchJob) -> None:

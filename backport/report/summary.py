@@ -59,6 +59,7 @@ def report_rows(api: str, records: list[dict]) -> list[dict]:
             "log": "" if (record.get("test") or {}).get("skipped")
                    else str((record.get("test") or {}).get("log") or ""),
             "message": redact(" ".join(str(record.get("message") or "").split())),
+            "warnings": [redact(" ".join(str(w).split())) for w in record.get("warnings") or []],
         })
     return rows
 
@@ -88,6 +89,8 @@ def render_table(records: list[dict], console: Console, *, title: str | None = N
     for row in rows:
         if row["message"] and status_style(row["status"]) != "green":
             console.print(Text(f"{row['target']}: {row['message']}", style=status_style(row["status"])))
+        for warning in row["warnings"]:
+            console.print(Text(f"{row['target']}: warning: {warning}", style="yellow"))
 
 
 def _md_cell(text: str) -> str:
@@ -106,6 +109,7 @@ def render_markdown(patch_set_name: str, records: list[dict]) -> str:
         cells = (row["target"], row["fork_branch"], row["status"], commit, row["test"], pr)
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     notes = [f"- {row['target']} ({row['status']}): {row['message']}" for row in rows if row["message"]]
+    notes += [f"- {row['target']} (warning): {w}" for row in rows for w in row["warnings"]]
     if notes:
         lines += ["", "## Messages", "", *notes]
     logs = [f"- {row['target']}: `{row['log']}`" for row in rows if row["log"]]

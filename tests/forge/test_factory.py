@@ -39,7 +39,7 @@ def test_gitcode_forge_uses_the_api_url(tmp_path: Path, server: FakeGitCode) -> 
     forge = make_forge(branch_map(tmp_path, "gitcode", server.url), tmp_path, token=TOKEN, timeout=5)
     assert isinstance(forge, GitCodeForge) and forge.name == "gitcode"
     forge.preflight()
-    assert forge.create_pr(BRANCH, BASE, "t", "b").url.endswith("/merge_requests/1")
+    assert forge.create_pr(BRANCH, BASE, "t", "b").url.endswith("/pull/1")
 
 
 def test_unknown_forge_is_a_config_error(tmp_path: Path) -> None:

@@ -42,12 +42,11 @@ def test_429_with_http_date_retry_after(server: FakeGitCode, gitcode: GitCodeFor
     assert 0.0 in sleeps.calls
 
 
-def test_429_without_retry_after_backs_off(server: FakeGitCode, gitcode: GitCodeForge,
-                                           sleeps: SleepLog) -> None:
+def test_429_without_retry_after_waits_out_the_minute(server: FakeGitCode, gitcode: GitCodeForge,
+                                                     sleeps: SleepLog) -> None:
     server.add_fault("GET", r"/pulls$", Fault(status=429), Fault(status=429))
     assert gitcode.list_prs() == []
-    assert len(sleeps.calls) == 2
-    assert 0.5 <= sleeps.calls[0] <= 1.0 and 1.0 <= sleeps.calls[1] <= 2.0  # exponential, jittered
+    assert sum(sleeps.calls) == 120.0  # two whole per-minute windows, never a short back-off
 
 
 def test_persistent_429_gives_up_with_a_clear_error(server: FakeGitCode,
@@ -134,7 +133,7 @@ def test_first_head_form_is_owner_repo_branch(server: FakeGitCode, gitcode: GitC
 
 
 @pytest.mark.parametrize("accepted, wrong, expected_posts", [
-    ({"fork_path"}, "404", 2), ({"fork_path"}, "403", 2), ({"owner"}, "404", 3)])
+    ({"fork_path"}, "404", 2), ({"fork_path"}, "403", 2)])
 def test_head_form_fallback(server: FakeGitCode, gitcode: GitCodeForge, accepted, wrong,
                             expected_posts) -> None:
     server.head_forms = accepted
@@ -143,8 +142,7 @@ def test_head_form_fallback(server: FakeGitCode, gitcode: GitCodeForge, accepted
     assert (pr.head, pr.head_repo) == (BRANCH, FORK)
     posts = creates(server)
     assert len(posts) == expected_posts
-    assert posts[-1].body["head"] == f"lgxxx:{BRANCH}"
-    assert ("fork_path" in posts[-1].body) == (accepted == {"fork_path"})
+    assert posts[-1].body["head"] == f"lgxxx:{BRANCH}" and posts[-1].body["fork_path"] == FORK
 
 
 def test_missing_fork_branch_fails_naming_the_branch(server: FakeGitCode,
@@ -162,15 +160,17 @@ def test_pr_opened_from_upstream_is_reported_not_retried(server: FakeGitCode,
     server.wrong_form = "upstream"  # the worst real behaviour: PR from upstream's branch
     with pytest.raises(BackportError) as info:
         gitcode.create_pr(BRANCH, BASE, "t", "b")
-    assert "upstream repository" in info.value.message
+    assert f"from the upstream branch {UPSTREAM}:{BRANCH}" in info.value.message
     assert f"!{next(iter(server.prs))}" in info.value.message
-    assert len(creates(server)) == 1
+    assert "closed it at once" in info.value.message
+    assert len(creates(server)) == 1 and server.open_prs() == []
 
 
 def test_create_response_shape_is_not_trusted(server: FakeGitCode, gitcode: GitCodeForge) -> None:
     pr = gitcode.create_pr(BRANCH, BASE, "My title", "the body")
-    # the MR-shaped create answer has no head/base/html_url; the re-GET fills them in
-    assert pr.url == f"https://gitcode.com/{UPSTREAM}/merge_requests/{pr.number}"
+    # the create answer has no head/base and no iid; the re-GET fills them in
+    assert pr.url == f"https://gitcode.com/{UPSTREAM}/pull/{pr.number}"
+    assert (pr.title, pr.body, pr.head, pr.head_repo) == ("My title", "the body", BRANCH, FORK)
     assert any(r.method == "GET" and r.path.endswith(f"/pulls/{pr.number}") for r in server.requests)
 
 
@@ -335,7 +335,7 @@ def test_fake_server_reads_branches_from_a_real_fork_repository(tmp_path, sleeps
     with FakeGitCode(tokens={TOKEN}, upstream=UPSTREAM, fork=FORK,
                      git_dirs={FORK: fork_git}) as server:
         forge = make_gitcode(server, sleeps)
-        with pytest.raises(BackportError, match="Can not find the branch"):
+        with pytest.raises(BackportError, match="does not exist on GitCode"):
             forge.create_pr("pushed-later", BASE, "t", "b")
         git("-C", str(work), "push", "-q", str(fork_git), "HEAD:refs/heads/pushed-later")
         assert forge.create_pr("pushed-later", BASE, "t", "b").head == "pushed-later"

@@ -83,6 +83,7 @@ def test_post_is_not_retried_unless_asked(server: FakeGitCode, client: ApiClient
 
 
 def test_post_retried_when_caller_allows(server: FakeGitCode, client: ApiClient) -> None:
+    server.members.add(server.login)
     server.add_pr(head_repo="lgxxx/pytorch", head="b", base="master")
     server.add_fault("POST", r"/labels$", Fault(status=502))
     client.request("POST", "/repos/Ascend/pytorch/pulls/1/labels", json=["a"], retry=True)

@@ -51,6 +51,7 @@ def _local_backend(tmp_path: Path) -> Backend:
 
 
 def _gitcode_backend(server: FakeGitCode, sleeps) -> Backend:
+    server.members.add(server.login)  # the contract is for a user allowed to label and assign
     forge = make_gitcode(server, sleeps)
 
     def close(n: int) -> None:

@@ -1,11 +1,22 @@
-"""A stateful fake GitCode REST v5 server for tests, faithful to ``shared/docs/gitcode-api.md``.
+"""A stateful fake GitCode REST v5 server for tests, as strict as GitCode's documentation.
 
-Quirks reproduced: ``PRIVATE-TOKEN`` / Bearer auth with ``401 {"message": "401 Unauthorized"}``;
-repository not found as 404 JSON (``GET /repos/o/r``) or 400 plain text (everything below it);
-list default ``state=all``, ``per_page`` default 20 / max 100, ``head`` filter ignored,
-``head.label`` the bare branch; MR-shaped create response (``iid``, ``description``,
-``source_branch``, ``state: "opened"``, no ``head``/``base``/``html_url``); minimal PATCH
-response (title and body must come together); linked-issue numbers as strings; ``merged_at: ""``.
+Every behaviour is listed with its source in ``docs/gitcode.md``. Reproduced: ``PRIVATE-TOKEN`` /
+Bearer auth with ``401 {"message": "401 Unauthorized"}``; repository not found as 404 JSON
+(``GET /repos/o/r``) or 400 plain text (everything below it); list default ``state=all``,
+``per_page`` default 20 / max 100, ``head`` filter ignored, ``head.label`` the bare branch, list
+items with ``head.repo.full_path``; single-PR answers with ``head.repo`` as ``full_name`` /
+``namespace.path`` / ``path`` (no ``full_path``) and the head branch's live ``sha``; a create
+answer with ``number`` and ``html_url`` but no ``iid`` and no ``head``/``base``; minimal PATCH
+answer (title and body must come together); linked issues paged (20 per page by default) with
+numbers as strings; ``merged_at: ""``.
+
+Stricter than a kind stand-in: only ``owner/repo:branch`` heads are accepted by default, and the
+legacy forms (``owner:branch``, with or without ``fork_path``) resolve to the *upstream* branch of
+the same name as clients reported (a PR with 0 commits), else 403/404; a login that is not a
+member of the upstream gets 403 on labels, assignees, reviewers and testers; a duplicate create is
+refused in Chinese (``已存在``); ``per_minute`` answers 429 *without* ``Retry-After``; a draft's
+title gets a ``[WIP] `` prefix; merging closes the linked issues unless ``close_related_issue``
+was false (the default follows ``close_related_issue_default``, the repository setting).
 
 Usage::
 
@@ -18,6 +29,7 @@ Fault injection: ``server.add_fault("POST", r"/pulls$", Fault(status=502))`` que
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -34,6 +46,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 API_PREFIX = "/api/v5"
 HEAD_FORMS = ("repo", "fork_path", "owner")  # owner/repo:branch | owner:branch+fork_path | owner:branch
+DUPLICATE_MESSAGE = "合并请求已存在：同一源分支与目标分支之间已有打开的合并请求 !{number}"
+WIP = "[WIP] "
 
 
 @dataclass
@@ -79,6 +93,8 @@ class FakePR:
     author: str
     state: str = "open"  # open | closed | merged
     draft: bool = False
+    head_sha: str = ""
+    close_related_issue: bool | None = None  # None: the repository setting decides
     labels: list[str] = field(default_factory=list)
     assignees: list[str] = field(default_factory=list)
     reviewers: list[str] = field(default_factory=list)
@@ -94,18 +110,24 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 
 
-def git_branch_checker(repos: dict[str, Path]) -> Callable[[str, str], bool]:
-    """A ``branch_exists(repo, branch)`` that asks real (bare) git repositories."""
+def synthetic_sha(repo: str, branch: str) -> str:
+    """A stable commit id for a branch that only exists in the fake's ``branches`` sets."""
+    return hashlib.sha1(f"{repo}:{branch}".encode()).hexdigest()
 
-    def exists(repo: str, branch: str) -> bool:
+
+def git_branch_checker(repos: dict[str, Path]) -> Callable[[str, str], str | None]:
+    """A ``branch_exists(repo, branch)`` that asks real (bare) git repositories for the SHA."""
+
+    def exists(repo: str, branch: str) -> str | None:
         path = repos.get(repo)
         if path is None:
-            return False
+            return None
         proc = subprocess.run(
             ["git", "--git-dir", str(path), "rev-parse", "--verify", "--quiet",
              f"refs/heads/{branch}^{{commit}}"],
-            capture_output=True, env={**os.environ, "LANG": "C", "LC_ALL": "C"}, check=False)
-        return proc.returncode == 0
+            capture_output=True, text=True, env={**os.environ, "LANG": "C", "LC_ALL": "C"},
+            check=False)
+        return proc.stdout.strip() or None if proc.returncode == 0 else None
 
     return exists
 
@@ -125,11 +147,15 @@ class FakeGitCode:
                  fork: str = "lgxxx/pytorch", login: str | None = None,
                  repos: Iterable[str] | None = None,
                  branches: dict[str, Iterable[str]] | None = None,
-                 branch_exists: Callable[[str, str], bool] | None = None,
+                 branch_exists: Callable[[str, str], str | bool | None] | None = None,
                  git_dirs: dict[str, Path] | None = None,
-                 head_forms: Iterable[str] = HEAD_FORMS, wrong_form: str = "404",
+                 head_forms: Iterable[str] = ("repo",), wrong_form: str = "upstream",
                  issues: Iterable[int] | None = None, web_url: str = "https://gitcode.com",
-                 first_number: int = 1) -> None:
+                 first_number: int = 1, members: Iterable[str] = (),
+                 comments_forbidden: bool = False, per_minute: int | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 close_related_issue_default: bool = True,
+                 list_body_limit: int | None = None) -> None:
         self.tokens = set(tokens)
         self.upstream = upstream
         self.fork = fork
@@ -144,15 +170,28 @@ class FakeGitCode:
             branch_exists = git_branch_checker(git_dirs)
         self.branch_exists = branch_exists
         self.head_forms = set(head_forms)
-        # What an unaccepted head form does: "404", "403", or "upstream" (opens a PR from the
-        # upstream branch of the same name: the worst real-world behaviour).
+        # What an unaccepted head form does: "upstream" (as reported: the head resolves to the
+        # upstream branch of the same name, a PR with 0 commits; when upstream has no such
+        # branch, 403 for ``fork_path`` and 404 for ``owner:branch``), or always "404"/"403".
         self.wrong_form = wrong_form
         self.issues = set(issues) if issues is not None else None
+        self.closed_issues: set[int] = set()
+        # Logins allowed to label and assign on the upstream (its members); others get 403.
+        self.members = set(members)
+        self.comments_forbidden = comments_forbidden
+        # Requests per sliding 60 s (of ``clock``) before 429 without Retry-After; None: no limit.
+        self.per_minute = per_minute
+        self.clock = clock
+        self._stamps: list[float] = []
+        self.close_related_issue_default = close_related_issue_default
+        self.list_body_limit = list_body_limit  # truncate bodies in list items (None: whole)
+        self.duplicate_message = DUPLICATE_MESSAGE
         self.web_url = web_url
         self.prs: dict[int, FakePR] = {}
         self.requests: list[Request] = []
         self.faults: list[tuple[str, re.Pattern[str], Fault]] = []
         self.duplicate_status = 400
+        self.shas: dict[tuple[str, str], str] = {}
         self.lock = threading.RLock()
         self._next_number = first_number
         self._next_id = 1000
@@ -196,15 +235,37 @@ class FakeGitCode:
             for fault in faults:
                 self.faults.append((method.upper(), re.compile(path_regex), fault))
 
-    def add_branch(self, repo: str, branch: str) -> None:
+    def add_branch(self, repo: str, branch: str, sha: str | None = None) -> None:
         with self.lock:
             self.branches.setdefault(repo, set()).add(branch)
+            if sha:
+                self.shas[(repo, branch)] = sha
 
-    def has_branch(self, repo: str, branch: str) -> bool:
+    def branch_sha(self, repo: str, branch: str) -> str | None:
+        """The commit the branch points at, or None when it does not exist."""
         with self.lock:
             if branch in self.branches.get(repo, set()):
-                return True
-        return self.branch_exists is not None and self.branch_exists(repo, branch)
+                return self.shas.get((repo, branch)) or synthetic_sha(repo, branch)
+        if self.branch_exists is None:
+            return None
+        found = self.branch_exists(repo, branch)
+        if isinstance(found, str):
+            return found or None
+        return synthetic_sha(repo, branch) if found else None
+
+    def has_branch(self, repo: str, branch: str) -> bool:
+        return self.branch_sha(repo, branch) is not None
+
+    def merge(self, number: int) -> set[int]:
+        """Merge a PR as a maintainer would; returns the issues the merge closed."""
+        with self.lock:
+            pr = self.prs[number]
+            pr.state, pr.merged_at = "merged", _now()
+            close = (pr.close_related_issue if pr.close_related_issue is not None
+                     else self.close_related_issue_default)
+            closed = set(pr.issues) if close else set()
+            self.closed_issues |= closed
+            return closed
 
     def open_prs(self, head: str | None = None, base: str | None = None) -> list[FakePR]:
         with self.lock:
@@ -233,10 +294,12 @@ class FakeGitCode:
     def _new_pr(self, title: str, body: str, head_repo: str, head: str, base: str, author: str,
                 *, state: str = "open", draft: bool = False) -> FakePR:
         now = _now()
-        pr = FakePR(number=self._next_number, id=self._next_id, title=title, body=body,
-                    head_repo=head_repo, head_ref=head, base_ref=base, author=author, state=state,
-                    draft=draft, created_at=now, updated_at=now,
-                    merged_at=now if state == "merged" else "")
+        pr = FakePR(number=self._next_number, id=self._next_id,
+                    title=(WIP + title) if draft and not title.startswith(WIP) else title,
+                    body=body, head_repo=head_repo, head_ref=head, base_ref=base, author=author,
+                    state=state, draft=draft, created_at=now, updated_at=now,
+                    merged_at=now if state == "merged" else "",
+                    head_sha=self.branch_sha(head_repo, head) or "")
         self._next_number += 1
         self._next_id += 1
         self.prs[pr.number] = pr
@@ -250,33 +313,67 @@ class FakeGitCode:
                 "http_url_to_repo": f"{self.web_url}/{full}.git",
                 "ssh_url_to_repo": f"git@gitcode.com:{full}.git", "web_url": f"{self.web_url}/{full}"}
 
-    def _side(self, repo: str, ref: str) -> dict[str, Any]:
-        owner, _, path = repo.partition("/")
-        return {"label": ref, "ref": ref, "sha": "0" * 40, "user": {"login": owner},
-                "repo": {"full_path": repo, "full_name": repo, "path": path, "owner": {"login": owner}}}
+    def _sha(self, repo: str, ref: str, stored: str = "") -> str:
+        return self.branch_sha(repo, ref) or stored or "0" * 40
 
-    def _pr_json(self, pr: FakePR, repo: str) -> dict[str, Any]:
+    def _list_side(self, repo: str, ref: str, stored_sha: str = "") -> dict[str, Any]:
+        """``head``/``base`` of a list item: ``repo.full_path``, ``namespace``, ``owner``."""
+        owner, _, path = repo.partition("/")
+        return {"label": ref, "ref": ref, "sha": self._sha(repo, ref, stored_sha),
+                "user": {"login": owner},
+                "repo": {"full_path": repo, "human_name": f"{owner} / {path}", "name": path,
+                         "path": path, "namespace": {"path": owner, "full_path": owner},
+                         "owner": {"login": owner}}}
+
+    def _single_side(self, repo: str, ref: str, stored_sha: str = "") -> dict[str, Any]:
+        """``head``/``base`` of ``GET /pulls/{n}``: ``full_name``, ``namespace.path``, ``path``."""
+        owner, _, path = repo.partition("/")
+        return {"label": ref, "ref": ref, "sha": self._sha(repo, ref, stored_sha),
+                "user": {"id": "u-" + owner, "login": owner, "name": owner,
+                         "avatar_url": "", "html_url": f"{self.web_url}/{owner}"},
+                "repo": {"full_name": repo, "html_url": f"{self.web_url}/{repo}", "name": path,
+                         "namespace": {"path": owner}, "path": path}}
+
+    def _common_json(self, pr: FakePR) -> dict[str, Any]:
         return {
-            "id": pr.id, "number": pr.number, "iid": pr.number,
-            "html_url": f"{self.web_url}/{repo}/merge_requests/{pr.number}",
-            "title": pr.title, "body": pr.body, "state": pr.state, "draft": pr.draft,
+            "id": pr.id, "number": pr.number, "title": pr.title, "body": pr.body,
+            "state": pr.state, "draft": pr.draft,
             "labels": [{"name": n} for n in pr.labels], "user": {"login": pr.author},
             "assignees": [{"login": n} for n in pr.assignees],
             "testers": [{"login": n} for n in pr.testers],
-            "head": self._side(pr.head_repo, pr.head_ref), "base": self._side(repo, pr.base_ref),
-            "source_branch": pr.head_ref, "target_branch": pr.base_ref, "mergeable": True,
             "created_at": pr.created_at, "updated_at": pr.updated_at, "merged_at": pr.merged_at,
-            "closed_at": "",
         }
 
-    def _mr_json(self, pr: FakePR, repo: str) -> dict[str, Any]:
+    def _list_json(self, pr: FakePR, repo: str) -> dict[str, Any]:
+        body = pr.body
+        if self.list_body_limit is not None:
+            body = body[: self.list_body_limit]
         return {
-            "id": pr.id, "iid": pr.number, "number": pr.number, "project_id": 4242,
+            **self._common_json(pr), "iid": pr.number, "body": body,
+            "html_url": f"{self.web_url}/{repo}/merge_requests/{pr.number}",
+            "close_related_issue": pr.close_related_issue,
+            "head": self._list_side(pr.head_repo, pr.head_ref, pr.head_sha),
+            "base": self._list_side(repo, pr.base_ref),
+            "source_branch": pr.head_ref, "target_branch": pr.base_ref, "closed_at": None,
+        }
+
+    def _pr_json(self, pr: FakePR, repo: str) -> dict[str, Any]:
+        return {
+            **self._common_json(pr), "html_url": f"{self.web_url}/{repo}/pull/{pr.number}",
+            "head": self._single_side(pr.head_repo, pr.head_ref, pr.head_sha),
+            "base": self._single_side(repo, pr.base_ref), "mergeable": True, "closed__at": "",
+        }
+
+    def _created_json(self, pr: FakePR, repo: str) -> dict[str, Any]:
+        """The documented create answer: ``number`` and ``html_url``, no ``iid``/``head``."""
+        return {
+            "id": pr.id, "number": pr.number, "html_url": f"{self.web_url}/{repo}/pulls/{pr.number}",
+            "url": f"{self.web_url}/api/v5/repos/{repo}/pulls/{pr.number}",
             "state": "opened" if pr.state == "open" else pr.state,
-            "title": ("[WIP] " if pr.draft else "") + pr.title, "description": pr.body,
+            "title": pr.title, "description": pr.body,
             "source_branch": pr.head_ref, "target_branch": pr.base_ref,
-            "web_url": f"{self.web_url}/{repo}/merge_requests/{pr.number}",
             "author": {"username": pr.author}, "created_at": pr.created_at,
+            "work_in_progress": pr.draft,
         }
 
     # ------------------------------------------------------------------ routing
@@ -284,6 +381,13 @@ class FakeGitCode:
                auth_token: str | None) -> tuple[int, Any]:
         if auth_token not in self.tokens:
             raise _Reply(401, {"message": "401 Unauthorized"})
+        if self.per_minute is not None:
+            with self.lock:
+                now = self.clock()
+                self._stamps = [t for t in self._stamps if t > now - 60.0]
+                if len(self._stamps) >= self.per_minute:
+                    raise _Reply(429, {"message": "Too Many Requests"})  # no Retry-After
+                self._stamps.append(now)
         if path == "/user" and method == "GET":
             return 200, {"login": self.login, "name": self.login, "id": "7001",
                          "html_url": f"{self.web_url}/{self.login}"}
@@ -306,9 +410,10 @@ class FakeGitCode:
             return 200, self._repo_json(repo)
         m = re.fullmatch(r"/branches/(.+)", rest)
         if m and method == "GET":
-            if not self.has_branch(repo, m.group(1)):
+            sha = self.branch_sha(repo, m.group(1))
+            if sha is None:
                 raise _Reply(404, {"message": "Branch Not Found"})
-            return 200, {"name": m.group(1), "commit": {"id": "0" * 40}, "protected": False}
+            return 200, {"name": m.group(1), "commit": {"id": sha}, "protected": False}
         if rest == "/pulls":
             if method == "GET":
                 return 200, self._list(repo, query)
@@ -319,7 +424,7 @@ class FakeGitCode:
             pr = self.prs.get(int(m.group(1)))
             if pr is None:
                 raise _Reply(404, {"message": "Not Found Pull Request"})
-            return self._pr_route(method, repo, pr, m.group(2) or "", body)
+            return self._pr_route(method, repo, pr, m.group(2) or "", query, body)
         raise _Reply(404, {"message": "404 Not Found"})
 
     def _list(self, repo: str, query: dict[str, str]) -> list[dict[str, Any]]:
@@ -330,21 +435,30 @@ class FakeGitCode:
                  if (state == "all" or p.state == state)
                  and ("base" not in query or p.base_ref == query["base"])]
         chunk = items[(page - 1) * per_page: page * per_page]
-        return [self._pr_json(p, repo) for p in chunk]
+        return [self._list_json(p, repo) for p in chunk]
 
-    def _resolve_head(self, body: dict[str, Any]) -> tuple[str | None, str]:
-        """(head repo or None when the form is not accepted, branch)."""
+    def _resolve_head(self, body: dict[str, Any]) -> tuple[str, str]:
+        """(head repo, branch) the service picks for a create, or a refusal."""
         head = str(body.get("head", ""))
         fork_path = body.get("fork_path")
         if ":" not in head:
             return self.upstream, head
         prefix, _, branch = head.partition(":")
         if "/" in prefix:
-            return (prefix if "repo" in self.head_forms else None), branch
-        if fork_path:
-            return (str(fork_path) if "fork_path" in self.head_forms else None), branch
-        candidate = f"{prefix}/{self.upstream.split('/')[1]}"
-        return (candidate if "owner" in self.head_forms else None), branch
+            form, repo = "repo", prefix
+        elif fork_path:
+            form, repo = "fork_path", str(fork_path)
+        else:
+            form, repo = "owner", f"{prefix}/{self.upstream.split('/')[1]}"
+        if form in self.head_forms:
+            return repo, branch
+        if self.wrong_form == "upstream" and self.has_branch(self.upstream, branch):
+            return self.upstream, branch  # the reported mis-resolution: 0 commits
+        if self.wrong_form == "403" or (self.wrong_form == "upstream" and form == "fork_path"):
+            raise _Reply(403, {"error_message": "No permission to access the source project",
+                               "trace_id": "tr-403"})
+        raise _Reply(404, {"error_code": 1003, "error_message": f"Can not find the branch: {branch}",
+                           "trace_id": "tr-404"})
 
     def _create(self, repo: str, body: Any) -> tuple[int, Any]:
         if not isinstance(body, dict):
@@ -353,16 +467,7 @@ class FakeGitCode:
             if not body.get(key):
                 raise _Reply(400, {"error_message": f"{key} is required", "trace_id": "tr-400"})
         head_repo, branch = self._resolve_head(body)
-        if head_repo is None:
-            if self.wrong_form == "upstream":
-                head_repo = repo
-            elif self.wrong_form == "403":
-                raise _Reply(403, {"error_message": "No permission to access the source project",
-                                   "trace_id": "tr-403"})
-            else:
-                raise _Reply(404, {"error_code": 1003, "error_message": "Source project not found",
-                                   "trace_id": "tr-404"})
-        elif not self.has_branch(head_repo, branch):
+        if not self.has_branch(head_repo, branch):
             raise _Reply(400, {"error_message": f"Can not find the branch: {branch}",
                                "trace_id": "tr-400-branch"})
         if str(body["base"]) not in self.branches.get(repo, set()) and self.branches.get(repo):
@@ -371,31 +476,47 @@ class FakeGitCode:
             if pr.state == "open" and pr.head_repo == head_repo and pr.head_ref == branch \
                     and pr.base_ref == body["base"]:
                 raise _Reply(self.duplicate_status,
-                             {"error_message": f"Another open merge request already exists for "
-                                               f"this source branch: !{pr.number}"})
+                             {"error_code": self.duplicate_status,
+                              "error_message": self.duplicate_message.format(number=pr.number)})
         draft = body.get("draft") in (True, "true", "True", 1)
         pr = self._new_pr(str(body["title"]), str(body.get("body", "")), head_repo, branch,
                           str(body["base"]), self.login, draft=draft)
-        return 201, self._mr_json(pr, repo)
+        if "close_related_issue" in body:
+            pr.close_related_issue = body["close_related_issue"] in (True, "true", "True", 1)
+        return 201, self._created_json(pr, repo)
 
-    def _pr_route(self, method: str, repo: str, pr: FakePR, sub: str, body: Any) -> tuple[int, Any]:
+    def _pr_route(self, method: str, repo: str, pr: FakePR, sub: str, query: dict[str, str],
+                  body: Any) -> tuple[int, Any]:
         if sub == "" and method == "GET":
             return 200, self._pr_json(pr, repo)
         if sub == "" and method == "PATCH":
             if not isinstance(body, dict) or ("title" in body) != ("body" in body):
                 raise _Reply(400, {"error_message": "title and body must be given together"})
-            for key in ("title", "body", "state"):
+            for key in ("title", "body"):
                 if key in body:
                     setattr(pr, key, str(body[key]))
+            if "state" in body:
+                state = str(body["state"])
+                if state not in ("open", "closed", "reopen"):
+                    raise _Reply(400, {"error_message": f"invalid state: {state}"})
+                pr.state = "open" if state == "reopen" else state
             if "draft" in body:
-                pr.draft = bool(body["draft"])
+                pr.draft = body["draft"] in (True, "true", "True", 1)
+            if pr.draft and not pr.title.startswith(WIP):
+                pr.title = WIP + pr.title
+            if "close_related_issue" in body:
+                pr.close_related_issue = body["close_related_issue"] in (True, "true", "True", 1)
             pr.updated_at = _now()
             return 200, {"title": pr.title, "body": pr.body, "state": pr.state,
                          "created_at": pr.created_at, "updated_at": pr.updated_at}
         if sub == "/issues":
             if method == "GET":
-                return 200, [{"id": 90000 + n, "number": str(n), "title": f"issue {n}"}
-                             for n in pr.issues]
+                per_page = max(1, min(100, int(query.get("per_page", 20))))
+                page = max(1, int(query.get("page", 1)))
+                chunk = pr.issues[(page - 1) * per_page: page * per_page]
+                return 200, [{"id": 90000 + n, "number": str(n), "title": f"issue {n}",
+                              "state": "closed" if n in self.closed_issues else "open"}
+                             for n in chunk]
             if method in ("POST", "DELETE"):
                 if not isinstance(body, list) or not all(isinstance(n, int) for n in body):
                     raise _Reply(400, {"error_message": "body must be an array of issue numbers"})
@@ -408,7 +529,15 @@ class FakeGitCode:
                         pr.issues.remove(n)
                 return 200, [{"id": 90000 + n, "number": str(n), "title": f"issue {n}"}
                              for n in body]
+        if sub in ("/labels", "/assignees", "/reviewers", "/testers") and method != "GET" \
+                and self.login not in self.members:
+            raise _Reply(403, {"error_code": 403, "error_code_name": "FORBIDDEN",
+                               "error_message": "无权限操作：您不是该项目的成员",
+                               "trace_id": "tr-403-member"})
         if sub == "/comments":
+            if method == "POST" and self.comments_forbidden:
+                raise _Reply(403, {"error_message": "You are not allowed to comment",
+                                   "trace_id": "tr-403-comment"})
             if method == "POST":
                 if not isinstance(body, dict) or not body.get("body"):
                     raise _Reply(400, {"error_message": "body is required"})
