@@ -102,14 +102,6 @@ def test_a_draft_clears_once_the_draft_reason_is_gone(sandbox, gitcode):
     assert (pr.draft, pr.title) == (False, "test: add put_metric coverage")
 
 
-def test_a_draft_that_stays_a_draft_is_not_retitled(sandbox, gitcode):
-    set_pr(sandbox, draft=True)
-    assert apply(sandbox, "--branch", "v2.7.1").code == 0
-    writes = len(gitcode.writes())
-    assert apply(sandbox, "--branch", "v2.7.1", "--force").code == 0
-    assert [r for r in gitcode.writes()[writes:] if r.method == "PATCH"] == []
-
-
 def test_refused_decorations_are_warnings_and_not_repeated(sandbox, gitcode):
     gitcode.comments_forbidden = True
     set_pr(sandbox, labels=["backport"], reviewers=["alice"], testers=["tom"], comment="compile")
