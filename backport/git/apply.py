@@ -22,9 +22,11 @@ Status = Literal["applied", "conflict", "already-applied"]
 
 # User hooks and signing must not change or block the commits; the patch text is kept as is.
 _SAFE = ["-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"]
+# --keep-cr keeps the CR of CRLF lines (mailsplit strips it otherwise), so a CRLF file comes out
+# byte for byte as it went into the patch.
 # --committer-date-is-author-date makes a re-apply on the same base give the same commit, so a
 # re-run after a crash finds its own push on the fork instead of seeing a different commit.
-_AM = [*_SAFE, "am", "--3way", "--committer-date-is-author-date", "--no-message-id",
+_AM = [*_SAFE, "am", "--3way", "--keep-cr", "--committer-date-is-author-date", "--no-message-id",
        "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
 _ALREADY = "No changes -- Patch already applied."
 _PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)

@@ -14,6 +14,9 @@ _FORMAT_CONFIG = (
     "-c", "diff.noprefix=false",
     "-c", "diff.mnemonicPrefix=false",
 )
+# Binary files as binary patches, renames as renames, full blob ids: what `git am -3` needs to
+# reproduce the commit byte for byte whatever the user's diff configuration says.
+_FORMAT_OPTIONS = ("--binary", "--full-index", "--find-renames", "--no-ext-diff", "--no-textconv")
 _TEST_DIRS = ("test", "tests")
 
 
@@ -79,7 +82,7 @@ def export_patch_set(repo: Path, rev: str, out_dir: Path, *, force: bool) -> lis
     for old in existing:
         old.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = git([*_FORMAT_CONFIG, "format-patch", "--full-index", "-o", str(out_dir.resolve()),
+    out = git([*_FORMAT_CONFIG, "format-patch", *_FORMAT_OPTIONS, "-o", str(out_dir.resolve()),
                *_rev_args(repo, rev), "--"], cwd=repo)
     written = [Path(line.strip()) for line in out.stdout.splitlines() if line.strip()]
     if len(written) != len(selected):
