@@ -7,7 +7,7 @@ import click
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import run_apply
-from backport.pipeline.resume import abort_branches, finish_conflict
+from backport.pipeline.resume import abort_branches, finish_conflict, propagation_targets
 from backport.pipeline.session import ApplyOptions
 from backport.report.progress import Progress
 from backport.report.summary import render_table, status_json
@@ -31,11 +31,16 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     \b
     1. Edit the conflicting files in the kept worktree (`backport status` shows where).
     2. Run this command: it concludes `git am`, then tests, pushes and opens the PR.
+
+    The resolved commit is then tried on every other branch that conflicted or is not applied
+    yet, nearest release first, where the branch's own series does not apply; the run table
+    says which branches it served ("from the v2.11.0 resolution") and which still conflict.
     """
     project = app.project()
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         finish_conflict(project, api, branch, progress, save=save)
-        options = ApplyOptions(branches=(branch,), no_push=no_push, no_pr=no_pr,
+        others = propagation_targets(project, api, branch, progress)
+        options = ApplyOptions(branches=(branch, *others), no_push=no_push, no_pr=no_pr,
                                skip_tests=skip_tests)
         (outcome,) = run_apply(project, [api], options, progress)
     if as_json:

@@ -36,6 +36,9 @@ _CONFLICT = re.compile(r"^CONFLICT \([^)]*\): .*? in (?P<path>\S+)$", re.M)
 _FAILED_AT = re.compile(r"^Patch failed at (?P<num>\d+) (?P<subject>.*)$", re.M)
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
 _HEX = re.compile(r"^[0-9a-f]{7,64}$")
+_FELL_BACK = "Falling back to patching base and 3-way merge"
+_AUTO_MERGING = re.compile(r"^Auto-merging (?P<path>.+)$", re.M)
+_BASE_ENTRY = re.compile(r"^[AMD]\t(?P<path>.+)$", re.M)
 
 
 @dataclass
@@ -46,6 +49,18 @@ class ApplyResult:
     head: str
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
+    # Files whose hunks did not match the branch's text and went in only through the 3-way
+    # merge: the lines around the change differ from the source, so the result needs a look.
+    merged: list[str] = field(default_factory=list)
+
+
+def three_way_files(text: str) -> list[str]:
+    """The files ``git am -3`` output says it had to merge (empty when every hunk applied as is)."""
+    if _FELL_BACK not in text:
+        return []
+    found = [m.group("path") for m in _AUTO_MERGING.finditer(text)]
+    found += [m.group("path") for m in _BASE_ENTRY.finditer(text)]
+    return list(dict.fromkeys(found))
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -95,7 +110,8 @@ def _unmerged(wt: Worktree) -> list[str]:
     return [line for line in out.stdout.splitlines() if line]
 
 
-def _has_markers(path: Path) -> bool:
+def has_markers(path: Path) -> bool:
+    """True when ``path`` holds a line that opens or closes a conflict region."""
     try:
         return bool(_MARKER.search(path.read_bytes()))
     except OSError:
@@ -195,9 +211,11 @@ def apply_series(
     _prefetch_preimages(wt, files, run_env)
     out = wt.git([*_AM, "--", *(str(f) for f in files)], env=run_env, check=False)
     skipped = out.text.count(_ALREADY)
+    seen = [out.text]
     while not out.ok and am_in_progress(wt) and "Patch is empty." in out.text:
         skipped += 1  # an empty patch changes nothing: step over it
         out = wt.git([*_SAFE, "am", "--skip"], env=run_env, check=False)
+        seen.append(out.text)
         skipped += out.text.count(_ALREADY)
     if not out.ok:
         if am_in_progress(wt):
@@ -207,10 +225,11 @@ def apply_series(
             redact(f"git am could not apply {names[0]} in {wt.path}: "
                    f"{first_error_line(out.text).rstrip('.')}."),
         )
-    return _finished(wt, base, len(files), skipped)
+    return _finished(wt, base, len(files), skipped, three_way_files("\n".join(seen)))
 
 
-def _finished(wt: Worktree, base: str, total: int, skipped: int) -> ApplyResult:
+def _finished(wt: Worktree, base: str, total: int, skipped: int,
+              merged: list[str]) -> ApplyResult:
     head = wt.head()
     count = int(wt.git(["rev-list", "--count", f"{base}..{head}"]).stdout.strip() or 0)
     if count == 0:
@@ -220,7 +239,7 @@ def _finished(wt: Worktree, base: str, total: int, skipped: int) -> ApplyResult:
     message = f"applied {count} patch(es) on top of {base[:9]}"
     if skipped:
         message += f"; {skipped} already present"
-    return ApplyResult("applied", head, [], message)
+    return ApplyResult("applied", head, [], message, merged)
 
 
 def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> ApplyResult:
@@ -233,7 +252,7 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
     state = _rebase_apply(wt)
     touched = list(read_patch_file(state / "patch").paths) if (state / "patch").is_file() else []
     candidates = list(dict.fromkeys(_unmerged(wt) + touched))
-    marked = [p for p in candidates if _has_markers(wt.path / p)]
+    marked = [p for p in candidates if has_markers(wt.path / p)]
     if marked:
         return ApplyResult(
             "conflict", wt.head(), marked, f"conflict markers remain in {', '.join(marked)}"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
 from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.apply import am_in_progress
@@ -171,7 +172,10 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
     bases = fetch_bases(session, jobs)
     pool = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="branch")
     try:
-        futures = [pool.submit(_prepare, session, job, bases) for job in jobs]
+        # Newest branch first: its conflict is the one to resolve first, and flows down.
+        order = newest_first(dict.fromkeys(job.target for job in jobs))
+        futures = [pool.submit(_prepare, session, job, bases)
+                   for job in sorted(jobs, key=lambda j: order.index(j.target))]
         for future in as_completed(futures):
             future.result()
     except BaseException:

@@ -65,6 +65,12 @@ def new_record(target: str, fork_branch: str) -> dict[str, Any]:
         "conflicts": [],
         "worktree": None,
         "message": "",
+        # Which series went in: None for the branch's own, else {"branch": B, "kind":
+        # "resolution" | "variant"} naming the sibling whose hand resolution (or saved variant)
+        # applied where the own series conflicted.
+        "series_source": None,
+        "tried_sources": [],  # the siblings' series tried in vain, nearest first
+        "merged_files": [],  # files that went in only through the 3-way merge
     }
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from backport.branch_order import nearest_first
 from backport.config.model import Project
 from backport.errors import BackportError
-from backport.git.apply import abort_series, am_in_progress, continue_series
+from backport.git.apply import abort_series, am_in_progress, continue_series, has_markers
 from backport.git.authoring import export_patch_set
 from backport.git.worktree import Worktree
 from backport.pipeline.apply import (
@@ -46,6 +47,47 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
             files = export_patch_set(path, f"{rec['base']}..{result.head}", out, force=True)
             progress.event(target, "saved", f"{len(files)} patch(es) as the variant in {out}")
         return result.head
+
+
+def _untouched(worktree: Worktree, files: list[str]) -> bool:
+    """True when no one has started resolving: each file keeps its markers or is unchanged."""
+    if not files:
+        return False
+    for name in files:
+        unchanged = worktree.git(["diff", "--quiet", "HEAD", "--", name], check=False).ok
+        if not (unchanged or has_markers(worktree.path / name)):
+            return False
+    return True
+
+
+def propagation_targets(project: Project, name: str, target: str,
+                        progress: ProgressSink) -> list[str]:
+    """The other branches a fresh resolution of ``target`` may serve, nearest release first.
+
+    Those that conflicted or are not applied yet. A conflicted branch whose conflict is still
+    untouched (every conflicting file keeps its markers) has its `git am` stopped, so the next
+    apply can try the resolution there; one a maintainer is already editing is left alone.
+    """
+    (patch_set,) = select_patch_sets(project, [name])
+    with locked_journals(project, [patch_set], progress) as journals:
+        journal = journals[name]
+        chosen = []
+        for other in nearest_first(target, patch_set.branches):
+            rec = journal.get(other)
+            status = Status(rec["status"]) if rec else Status.PENDING
+            if status not in (Status.PENDING, Status.CONFLICT):
+                continue
+            path = Path(rec["worktree"]) if rec and rec.get("worktree") else None
+            if status == Status.CONFLICT and path is not None and path.exists():
+                worktree = Worktree.open(path)
+                if am_in_progress(worktree):
+                    if not _untouched(worktree, rec["conflicts"] if rec else []):
+                        progress.event(other, "conflict", "left alone: its conflict is being "
+                                       "resolved by hand")
+                        continue
+                    abort_series(worktree)
+            chosen.append(other)
+        return chosen
 
 
 def abort_branches(project: Project, name: str, targets: tuple[str, ...],

@@ -14,10 +14,17 @@ from backport.envs.model import Probe, TestRun
 from backport.envs.pins import pin_mismatches
 from backport.errors import BackportError
 from backport.forge import Forge
-from backport.git.apply import already_applied, am_in_progress, apply_series
+from backport.git.apply import (
+    ApplyResult,
+    abort_series,
+    already_applied,
+    am_in_progress,
+    apply_series,
+)
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
+from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.session import Session
 from backport.report.body import BodyContext, exit_stated, render_body
 from backport.states import Status
@@ -84,6 +91,10 @@ def apply_step(session: Session, job: BranchJob, base: str) -> bool:
     branch = cache_branch(session.project.state_dir, job.fork_branch)
     wt = Worktree.create(session.cache, path, branch, base, job.patch_set.paths_for(job.target))
     result = apply_series(wt, series)
+    source: SiblingSeries | None = None
+    tried: list[str] = []
+    if result.status == "conflict":
+        result, source, tried = _try_siblings(session, job, wt, series, result)
     if result.status == "already-applied":
         wt.remove()
         job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
@@ -92,16 +103,48 @@ def apply_step(session: Session, job: BranchJob, base: str) -> bool:
         return False
     if result.status == "conflict":
         files = ", ".join(result.conflicts) or "unknown files"
+        still = f"; {', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}" if tried else ""
         job.fail(Status.CONFLICT,
-                 f"{result.message}; resolve it in {path}, then run `backport continue --api "
-                 f"{job.patch_set.name} --branch {job.target}` (or `backport abort`)",
-                 base=base, commit=None, conflicts=result.conflicts, worktree=str(path))
+                 f"{result.message}{still}; resolve it in {path}, then run `backport continue "
+                 f"--api {job.patch_set.name} --branch {job.target}` (or `backport abort`)",
+                 base=base, commit=None, conflicts=result.conflicts, worktree=str(path),
+                 series_source=None, tried_sources=tried, merged_files=[])
         job.event("conflict", files)
         return False
     job.update(status=Status.APPLIED, base=base, commit=result.head, conflicts=[],
-               worktree=str(path), message="", test=None, manual=False)
-    job.event("applied", result.head[:9])
+               worktree=str(path), message="", test=None, manual=False,
+               series_source=source.to_record() if source else None, tried_sources=tried,
+               merged_files=result.merged)
+    job.event("applied", result.head[:9] + (f" from {source.label}" if source else ""))
+    if result.merged:
+        job.event("apply", f"{', '.join(result.merged)} went in only through a 3-way merge; "
+                  "compare it with the newer branches")
     return True
+
+
+def _try_siblings(session: Session, job: BranchJob, wt: Worktree, series: tuple[Path, ...],
+                  own: ApplyResult) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
+    """The own series conflicted: try the siblings' resolutions and variants, nearest first.
+
+    Returns the result to record, the sibling series that applied (or None) and the labels of
+    those that did not. When none applies, the own series' conflict is left for the user.
+    """
+    candidates = sibling_series(session.cache.path, job.patch_set, job.journal, job.target)
+    tried: list[str] = []
+    for candidate in candidates:
+        abort_series(wt)
+        attempt = apply_series(wt, candidate.patches)
+        if attempt.status == "applied":
+            job.event("apply", f"applied from {candidate.label}")
+            return attempt, candidate, tried
+        if attempt.status == "conflict":
+            abort_series(wt)
+        tried.append(candidate.label)
+        job.event("apply", f"{candidate.label} still conflicts")
+    if not candidates:
+        return own, None, tried
+    abort_series(wt)
+    return apply_series(wt, series), None, tried
 
 
 # -- test -------------------------------------------------------------------------------------

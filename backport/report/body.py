@@ -433,6 +433,26 @@ def _changed_files(ps: PatchSet) -> list[str]:
     return sorted(paths) or sorted({t.path for t in ps.tests})
 
 
+_KIND_ZH = {"resolution": "人工冲突解决结果", "variant": "已保存的分支补丁"}
+
+
+def apply_notes_zh(records: list[dict]) -> list[str]:
+    """How each branch's series went in, where a reviewer should know (Chinese, one line each)."""
+    notes = []
+    for rec in records:
+        target = _cell(str(rec.get("target") or ""))
+        source = rec.get("series_source") or {}
+        if source.get("branch"):
+            kind = _KIND_ZH.get(str(source.get("kind")), "人工冲突解决结果")
+            notes.append(f"{target}：原补丁在该分支冲突，改用 {_cell(source['branch'])} 分支的{kind}应用。")
+        merged = rec.get("merged_files") or []
+        if merged:
+            files = "、".join(f"`{_cell(f)}`" for f in merged)
+            notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
+                         f"请评审时与较新分支的改动对照。")
+    return notes
+
+
 def template_variables(ctx: BodyContext) -> dict:
     """The names the body template sees."""
     vs = _Views(ctx)
@@ -462,6 +482,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "env_lines": _env_lines(vs),
         "commands": _commands(vs.views),
         "shared_notes": _shared_notes(vs),
+        "apply_notes": apply_notes_zh(ctx.branches),
         "evidence": evidence_fence(vs.own, ctx),
     }
 

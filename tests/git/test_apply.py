@@ -184,3 +184,11 @@ def test_abbreviated_index_uses_history_for_three_way(
     cache.fetch(["master"])
     wt = make_worktree("v2.7.1")
     assert apply_series(wt, [patch]).status == "applied"
+
+
+def test_three_way_files_named_only_when_the_merge_was_needed(make_worktree,
+                                                               scenario: Scenario) -> None:
+    clean = apply_series(make_worktree("master"), [scenario.patch])
+    assert clean.status == "applied" and clean.merged == []
+    merged = apply_series(make_worktree("v2.7.1"), [scenario.patch])
+    assert merged.status == "applied" and merged.merged == [TEST_FILE]

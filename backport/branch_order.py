@@ -1,0 +1,35 @@
+"""Release order of target branches: which is newer, which is nearest.
+
+``master`` / ``main`` are newest; ``vX.Y.Z`` (and ``X.Y.Z-suffix``) branches follow by version;
+names without a version keep their configured order, after the versioned ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+_TRUNKS = ("master", "main")
+_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)")
+
+
+def _key(target: str) -> tuple[int, tuple[int, ...]]:
+    if target in _TRUNKS:
+        return (2, ())
+    match = _VERSION.match(target)
+    if match:
+        return (1, tuple(int(part) for part in match.group(1).split(".")))
+    return (0, ())
+
+
+def newest_first(targets: Iterable[str]) -> list[str]:
+    """``targets`` from the newest release to the oldest (master → v2.12.0 → v2.11.0 → v2.7.1)."""
+    return sorted(targets, key=_key, reverse=True)
+
+
+def nearest_first(target: str, targets: Sequence[str]) -> list[str]:
+    """The other ``targets`` by distance from ``target`` in release order; on a tie the newer one."""
+    order = newest_first(dict.fromkeys([*targets, target]))
+    here = order.index(target)
+    others = [t for t in order if t != target]
+    return sorted(others, key=lambda t: abs(order.index(t) - here))

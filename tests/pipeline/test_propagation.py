@@ -1,0 +1,116 @@
+"""One resolution, every branch: a hand resolution (or saved variant) is tried on the conflicted
+siblings, nearest release first; conflicts are presented newest first; 3-way applies are noted."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from backport.git.authoring import export_patch_set
+from tests.pipeline.conftest import git, run_cli
+
+TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
+CONTEXT = '        self.assertNotIn("null_metric", output)'
+REWORDED = '        self.assertNotIn("null_metric", output)  # reworded after v2.7.1'
+IMPORT = "from torch.distributed.elastic.metrics import configure\n"
+IMPORT_OWN = "from torch.distributed.elastic.metrics import configure  # v2.7.1's own\n"
+FAR = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler\n"
+FAR_CHANGED = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler (v2.7.1)\n"
+
+
+def pr_body(project: Path, base: str) -> str:
+    with sqlite3.connect(project / ".backport" / "forge.sqlite") as db:
+        (body,) = db.execute("SELECT body FROM prs WHERE base = ?", (base,)).fetchone()
+    return body
+
+
+def edit_upstream(upstream: Path, branch: str, tmp: Path, old: str, new: str) -> None:
+    work = tmp / f"edit-{branch}"
+    subprocess.run(["git", "clone", "--quiet", "--branch", branch, str(upstream), str(work)],
+                   check=True)
+    path = work / TEST_FILE
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    git(work, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "--quiet", "-am",
+        f"{branch}: edit")
+    git(work, "push", "--quiet", "origin", branch)
+
+
+def by_target(result) -> dict[str, dict]:
+    return {b["target"]: b for b in result.json()["branches"]}
+
+
+def resolve(sandbox, target: str) -> None:
+    """A maintainer's resolution: master's patched file with the branch's own wording."""
+    worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / target
+    patched = git(sandbox.fork, "show", f"test-put-metric-master:{TEST_FILE}") + "\n"
+    (worktree / TEST_FILE).write_text(patched.replace(CONTEXT, REWORDED), encoding="utf-8")
+
+
+def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
+    for branch in ("v2.12.0", "v2.11.0"):
+        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
+    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path, IMPORT, IMPORT_OWN)
+    first = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    assert first.code == 1
+    # Conflicts are presented newest first, so the resolution can flow down.
+    lines = [line.split(":")[0] for line in first.out.splitlines()
+             if "does not apply" in line]
+    assert lines == ["v2.12.0", "v2.11.0", "v2.7.1"], first.out
+
+    resolve(sandbox, "v2.12.0")
+    done = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                   "--skip-tests", "--json")
+    assert done.code == 1, done.err  # v2.7.1 still conflicts
+    rows = by_target(done)
+    assert rows["v2.12.0"]["status"] == "done" and rows["v2.12.0"]["series_source"] is None
+    assert rows["v2.11.0"]["status"] == "done"
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
+    assert rows["v2.7.1"]["status"] == "conflict"
+    assert rows["v2.7.1"]["tried_sources"] == ["the v2.12.0 resolution"]
+    assert "the v2.12.0 resolution still conflicts" in rows["v2.7.1"]["message"]
+    everything = by_target(run_cli(sandbox.project, "status", "--api", "put_metric", "--json"))
+    assert everything["master"]["series_source"] is None  # its own series applied cleanly
+    assert "v2.12.0 分支的人工冲突解决结果" in pr_body(sandbox.project, "v2.11.0")
+    fixed = git(sandbox.fork, "show", f"test-put-metric-v2.11.0:{TEST_FILE}")
+    assert REWORDED in fixed and "put_metric" in fixed
+
+    status = run_cli(sandbox.project, "status", "--api", "put_metric")
+    assert "from the v2.12.0 resolution" in status.out
+
+
+def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
+    for branch in ("v2.12.0", "v2.11.0"):
+        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
+    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    resolve(sandbox, "v2.12.0")
+    saved = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                    "--skip-tests", "--no-push", "--save")
+    assert saved.code == 0, saved.out + saved.err
+    assert (sandbox.project / "patches" / "put_metric" / "v2.12.0").is_dir()
+    assert run_cli(sandbox.project, "abort", "--api", "put_metric").code == 0
+    again = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    rows = by_target(again)
+    assert rows["v2.12.0"]["series_source"] is None  # its own (saved) variant
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant"}
+    assert {r["status"] for r in rows.values()} == {"done"}
+
+
+def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
+    # A series whose index lines name blobs the upstream has (as `backport new` writes them).
+    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+                   "--branch", "master").code == 0
+    export_patch_set(sandbox.fork, "test-put-metric-master", sandbox.project / "patches" /
+                     "put_metric", force=True)
+    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path, FAR, FAR_CHANGED)
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    rows = by_target(result)
+    assert rows["master"]["merged_files"] == []
+    assert rows["v2.7.1"]["status"] == "done", rows["v2.7.1"]["message"]
+    assert rows["v2.7.1"]["merged_files"] == [TEST_FILE]
+    assert "仅经三方合并应用" in pr_body(sandbox.project, "v2.7.1")
+    assert "仅经三方合并应用" not in pr_body(sandbox.project, "master").split("v2.7.1：")[0]
+    table = run_cli(sandbox.project, "status", "--api", "put_metric")
+    assert "went in only through a 3-way merge" in " ".join(table.out.split())
