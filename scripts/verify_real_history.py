@@ -91,7 +91,7 @@ def _git(args: Sequence[str], *, git_dir: Path | None = None, cwd: Path | None =
 
 def _commits_since(mirror: Path, branch: str, since: str) -> dict[str, list[tuple[str, list[str]]]]:
     """subject -> [(sha, touched paths)] of the non-merge commits on ``branch`` since ``since``."""
-    out = _git(["log", "--no-merges", f"--since={since}", "--format=%x01%H%x02%s", "--name-only",
+    out = _git(["log", "--no-merges", f"--since-as-filter={since}", "--format=%x01%H%x02%s", "--name-only",
                 "--no-renames", branch, "--"], git_dir=mirror)
     found: dict[str, list[tuple[str, list[str]]]] = {}
     for chunk in out.split("\x01")[1:]:

@@ -114,3 +114,18 @@ def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
     assert "仅经三方合并应用" not in pr_body(sandbox.project, "master").split("v2.7.1：")[0]
     table = run_cli(sandbox.project, "status", "--api", "put_metric")
     assert "went in only through a 3-way merge" in " ".join(table.out.split())
+
+
+def test_a_conflict_being_resolved_by_hand_is_left_alone(sandbox, tmp_path):
+    for branch in ("v2.12.0", "v2.11.0"):
+        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
+    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    mine = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0" / TEST_FILE
+    mine.write_text("# half way through my own resolution\n", encoding="utf-8")
+    resolve(sandbox, "v2.12.0")
+    done = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                   "--skip-tests", "--json")
+    assert "left alone: its conflict is being resolved by hand" in done.err
+    assert mine.read_text(encoding="utf-8") == "# half way through my own resolution\n"
+    status = by_target(run_cli(sandbox.project, "status", "--api", "put_metric", "--json"))
+    assert status["v2.11.0"]["status"] == "conflict"
