@@ -32,7 +32,8 @@ _ALREADY = "No changes -- Patch already applied."
 _PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)
 _NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index|already exists in (?:index|working directory))$", re.M)
 _LACKING = re.compile(r"^error: sha1 information is lacking or useless \((?P<path>.+)\)\.$", re.M)
-_CONFLICT = re.compile(r"^CONFLICT \([^)]*\): .*? in (?P<path>\S+)$", re.M)
+_CONFLICT = re.compile(r"^CONFLICT \(content\): Merge conflict in (?P<path>.+)$", re.M)
+_DELETED = re.compile(r"^CONFLICT \([^)]*\): (?P<path>.+?) deleted in ", re.M)
 _FAILED_AT = re.compile(r"^Patch failed at (?P<num>\d+) (?P<subject>.*)$", re.M)
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
 _HEX = re.compile(r"^[0-9a-f]{7,64}$")
@@ -118,6 +119,16 @@ def has_markers(path: Path) -> bool:
         return False
 
 
+def snapshot(wt: Worktree, paths: Sequence[str]) -> dict[str, str | None]:
+    """Blob id of each file as it is in the worktree now (None when absent)."""
+    found: dict[str, str | None] = {}
+    for path in paths:
+        file = wt.path / path
+        found[path] = (wt.git(["hash-object", "--no-filters", "--", path]).stdout.strip()
+                       if file.is_file() else None)
+    return found
+
+
 def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> str:
     """The file name (or number and subject) of the patch ``git am`` stopped at."""
     number = None
@@ -140,7 +151,7 @@ def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> Apply
     conflicts: list[str] = []
     for path in _unmerged(wt) + [
         m.group("path")
-        for rx in (_CONFLICT, _PATCH_FAILED, _NOT_APPLY, _LACKING)
+        for rx in (_CONFLICT, _DELETED, _PATCH_FAILED, _NOT_APPLY, _LACKING)
         for m in rx.finditer(out.text)
     ]:
         if path not in conflicts:

@@ -71,6 +71,7 @@ def new_record(target: str, fork_branch: str) -> dict[str, Any]:
         "series_source": None,
         "tried_sources": [],  # the siblings' series tried in vain, nearest first
         "merged_files": [],  # files that went in only through the 3-way merge
+        "conflict_snapshot": None,  # {path: blob or None} of the conflicting files as am left them
     }
 
 

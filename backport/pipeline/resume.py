@@ -7,7 +7,13 @@ from pathlib import Path
 from backport.branch_order import nearest_first
 from backport.config.model import Project
 from backport.errors import BackportError
-from backport.git.apply import abort_series, am_in_progress, continue_series, has_markers
+from backport.git.apply import (
+    abort_series,
+    am_in_progress,
+    continue_series,
+    has_markers,
+    snapshot,
+)
 from backport.git.authoring import export_patch_set
 from backport.git.worktree import Worktree
 from backport.pipeline.apply import (
@@ -49,10 +55,14 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
         return result.head
 
 
-def _untouched(worktree: Worktree, files: list[str]) -> bool:
-    """True when no one has started resolving: each file keeps its markers or is unchanged."""
+def _untouched(worktree: Worktree, rec: dict) -> bool:
+    """True when no one has started resolving: the conflicting files are as `git am` left them."""
+    files = list(rec.get("conflicts") or [])
     if not files:
         return False
+    left = rec.get("conflict_snapshot")
+    if isinstance(left, dict) and set(left) == set(files):
+        return snapshot(worktree, files) == left
     for name in files:
         unchanged = worktree.git(["diff", "--quiet", "HEAD", "--", name], check=False).ok
         if not (unchanged or has_markers(worktree.path / name)):
@@ -81,7 +91,7 @@ def propagation_targets(project: Project, name: str, target: str,
             if status == Status.CONFLICT and path is not None and path.exists():
                 worktree = Worktree.open(path)
                 if am_in_progress(worktree):
-                    if not _untouched(worktree, rec["conflicts"] if rec else []):
+                    if rec is None or not _untouched(worktree, rec):
                         progress.event(other, "conflict", "left alone: its conflict is being "
                                        "resolved by hand")
                         continue

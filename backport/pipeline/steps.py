@@ -20,6 +20,7 @@ from backport.git.apply import (
     already_applied,
     am_in_progress,
     apply_series,
+    snapshot,
 )
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
@@ -108,7 +109,8 @@ def apply_step(session: Session, job: BranchJob, base: str) -> bool:
                  f"{result.message}{still}; resolve it in {path}, then run `backport continue "
                  f"--api {job.patch_set.name} --branch {job.target}` (or `backport abort`)",
                  base=base, commit=None, conflicts=result.conflicts, worktree=str(path),
-                 series_source=None, tried_sources=tried, merged_files=[])
+                 series_source=None, tried_sources=tried, merged_files=[],
+                 conflict_snapshot=snapshot(wt, result.conflicts))
         job.event("conflict", files)
         return False
     job.update(status=Status.APPLIED, base=base, commit=result.head, conflicts=[],

@@ -72,3 +72,24 @@ def test_series_on_its_parent_reproduces_the_commit(tmp_path: Path,
     assert gr.git(wt.path, "rev-parse", "HEAD^{tree}") == gr.git(work, "rev-parse", f"{sha}^{{tree}}")
     assert gr.git(wt.path, "log", "-1", "--format=%B") == gr.git(work, "log", "-1", "--format=%B", sha)
     assert (wt.path / "test/crlf.py").read_bytes() == (work / "test/crlf.py").read_bytes()
+
+
+def test_modify_delete_conflict_names_the_file(tmp_path: Path) -> None:
+    work = gr.make_repo(tmp_path / "work")
+    _write(work, "test/a.py", TEXT.encode())
+    _write(work, "test/keep.py", b"keep\n")
+    _commit(work, "base")
+    gr.git(work, "branch", "old")
+    _write(work, "test/a.py", TEXT.replace("line 3\n", "line 3 changed\n").encode())
+    sha = _commit(work, "test: change a")
+    gr.git(work, "checkout", "--quiet", "old")
+    gr.git(work, "rm", "--quiet", "test/a.py")
+    _commit(work, "old: drop a")
+    patches = export_patch_set(work, sha, tmp_path / "patches", force=False)
+    upstream = gr.make_bare(tmp_path / "up.git")
+    gr.git(work, "push", "--quiet", str(upstream), "old:refs/heads/old")
+    cache = RepoCache(tmp_path / "cache", str(upstream))
+    wt = Worktree.create(cache, tmp_path / "wt", "bp-old", cache.fetch(["old"])["old"], ["test"])
+    result = apply_series(wt, patches)
+    assert result.status == "conflict"
+    assert result.conflicts == ["test/a.py"], result.conflicts
