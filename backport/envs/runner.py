@@ -9,8 +9,10 @@ its output in ``log_path``, and a timeout kills the whole group.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import queue
 import selectors
 import shlex
 import signal
@@ -70,12 +72,20 @@ class _Lines:
 
 
 class _Worker:
-    """One running ``warm_worker.py`` process."""
+    """One running ``warm_worker.py`` process; many requests may be in flight at once.
 
-    def __init__(self, interpreter: Path, env: dict[str, str], start_timeout: float) -> None:
+    A reader thread routes each reply to the request it answers (by ``id``).
+    """
+
+    def __init__(
+        self, interpreter: Path, env: dict[str, str], start_timeout: float, *, learn: bool
+    ) -> None:
         self._stderr = tempfile.TemporaryFile()
+        argv = [str(interpreter), str(WORKER_SCRIPT), "torch"]
+        if not learn:
+            argv.append("--no-learn")
         self.proc = subprocess.Popen(
-            [str(interpreter), str(WORKER_SCRIPT), "torch"],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -85,6 +95,12 @@ class _Worker:
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._lines = _Lines(self.proc.stdout)
+        self._send_lock = threading.Lock()  # one writer on stdin at a time
+        self._waiters_lock = threading.Lock()
+        self._waiters: dict[int, queue.Queue[dict | None]] = {}
+        self._ids = itertools.count(1)
+        self.retired: str | None = None  # why the worker stopped forking, once it says so
+        self.gone: str | None = None  # why the worker's output ended
         try:
             hello = self._lines.read(start_timeout)
         except WorkerDied:
@@ -94,42 +110,94 @@ class _Worker:
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(str(hello.get("error") or "it did not start"))
+        self._reader = threading.Thread(target=self._read_replies, daemon=True,
+                                        name=f"warm-worker-{self.proc.pid}")
+        self._reader.start()
 
     def _last_stderr_line(self) -> str:
         self._stderr.seek(0)
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return lines[-1] if lines else ""
 
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def send(self, request: dict) -> None:
-        assert self.proc.stdin is not None
+    def _read_replies(self) -> None:
         try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
+            while True:
+                message = self._lines.read(3600.0)
+                if message is None:
+                    continue
+                if "retire" in message:
+                    self.retired = str(message["retire"])
+                    continue
+                with self._waiters_lock:
+                    waiter = self._waiters.get(message.get("id"))  # type: ignore[arg-type]
+                if waiter is not None:
+                    waiter.put(message)
+        except (WorkerDied, OSError, ValueError) as exc:
+            self.gone = str(exc)
+        finally:
+            self.gone = self.gone or "the worker closed its output"
+            with self._waiters_lock:
+                waiters = list(self._waiters.values())
+            for waiter in waiters:
+                waiter.put(None)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.gone is None
+
+    def submit(self, request: dict) -> tuple[int, queue.Queue[dict | None]]:
+        """Send ``request``; its replies arrive on the returned queue (None: the worker died)."""
+        assert self.proc.stdin is not None
+        waiter: queue.Queue[dict | None] = queue.Queue()
+        with self._waiters_lock:
+            rid = next(self._ids)
+            self._waiters[rid] = waiter
+        line = (json.dumps({**request, "id": rid}) + "\n").encode("utf-8")
+        try:
+            with self._send_lock:
+                self.proc.stdin.write(line)
+                self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            self.done(rid)
             raise WorkerDied(f"cannot send a request: {exc}") from None
+        if self.gone is not None:
+            waiter.put(None)
+        return rid, waiter
 
-    def read(self, timeout: float) -> dict | None:
-        return self._lines.read(timeout)
+    def done(self, rid: int) -> None:
+        with self._waiters_lock:
+            self._waiters.pop(rid, None)
 
-    def stop(self) -> None:
-        """Close stdin (the worker exits on EOF); kill it if it lingers."""
+    def stop(self, wait: float = 5.0) -> None:
+        """Close stdin (the worker exits on EOF once its children end); kill it if it lingers."""
         try:
             if self.proc.stdin is not None:
-                self.proc.stdin.close()
+                with self._send_lock:
+                    self.proc.stdin.close()
         except OSError:
             pass
         try:
-            self.proc.wait(timeout=5)
+            self.proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             _kill_group(self.proc.pid)
             self.proc.wait()
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.join(5)
         self._lines.close()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
+
+
+def _reply(waiter: queue.Queue[dict | None], timeout: float) -> dict | None:
+    """The next reply, None on timeout; WorkerDied when the worker went away."""
+    try:
+        message = waiter.get(timeout=max(timeout, 0.0))
+    except queue.Empty:
+        return None
+    if message is None:
+        raise WorkerDied("the worker went away")
+    return message
 
 
 def _kill_group(pgid: int) -> None:
@@ -142,7 +210,8 @@ def _kill_group(pgid: int) -> None:
 class TestRunner:
     """Runs test files of one environment; one instance per environment per run, thread-safe.
 
-    Warm runs are serialised (one worker, one test at a time); isolated runs may overlap.
+    Runs overlap as the callers' threads ask: warm runs are concurrent children of one
+    worker, isolated runs separate processes.
     """
 
     __test__ = False  # not a pytest test class
@@ -165,6 +234,8 @@ class TestRunner:
         self.start_timeout = start_timeout
         self._lock = threading.Lock()
         self._worker: _Worker | None = None
+        self._retired: list[_Worker] = []  # replaced workers finishing their running tests
+        self._learn = True  # off once a worker retired: its successor only imports torch
         # Why warm runs are off (None while they are on); torch-less envs gain nothing from it.
         self.fallback: str | None = None
         if isolated:
@@ -205,8 +276,7 @@ class TestRunner:
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         if self.fallback is None:
-            with self._lock:
-                result = self._run_warm(worktree, test, log_path, timeout)
+            result = self._run_warm(worktree, test, log_path, timeout)
             if result is not None:
                 return result
         return self._run_isolated(worktree, test, log_path, timeout)
@@ -214,9 +284,10 @@ class TestRunner:
     def close(self) -> None:
         """Stop the warm worker, if one runs."""
         with self._lock:
-            if self._worker is not None:
-                self._worker.stop()
-                self._worker = None
+            workers = [*self._retired, *([self._worker] if self._worker else [])]
+            self._worker, self._retired = None, []
+        for worker in workers:
+            worker.stop()
 
     def __enter__(self) -> TestRunner:
         return self
@@ -233,31 +304,39 @@ class TestRunner:
                 self._ensure_worker()
 
     def _ensure_worker(self) -> _Worker | None:
+        """The usable worker, started (or replaced, if it retired) as needed; call under the lock."""
         if self._worker is not None and not self._worker.alive():
             self._drop_worker("the warm worker exited")
+        if self._worker is not None and self._worker.retired is not None:
+            # It stopped forking; let it finish its running tests, start a plain one.
+            self._retired.append(self._worker)
+            self._worker = None
+            self._learn = False
         if self._worker is None and self.fallback is None:
             try:
                 self._worker = _Worker(
-                    self.interpreter, env_vars(self.env, self.extra_env), self.start_timeout
+                    self.interpreter,
+                    env_vars(self.env, self.extra_env),
+                    self.start_timeout,
+                    learn=self._learn,
                 )
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")
         return self._worker
 
-    def _drop_worker(self, reason: str) -> None:
-        if self._worker is not None:
-            self._worker.stop()
+    def _drop_worker(self, reason: str, worker: _Worker | None = None) -> None:
+        """Stop ``worker`` (the current one by default); tests run isolated from now on."""
+        worker = worker or self._worker
+        if worker is not None and worker is self._worker:
             self._worker = None
-        self.fallback = redact(reason)
+            threading.Thread(target=worker.stop, daemon=True).start()  # it may have tests running
+        if self.fallback is None:
+            self.fallback = redact(reason)
 
     def _run_warm(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
     ) -> TestRun | None:
         """A forked run; None when the worker is unusable (the caller then runs isolated)."""
-        worker = self._ensure_worker()
-        if worker is None:
-            return None
-        self._start_log(log_path, test)
         request = {
             "cwd": str(worktree),
             "path": str(worktree / test.path),
@@ -265,26 +344,40 @@ class TestRunner:
             "log": str(log_path.resolve()),
             "env": {},
         }
-        start = time.monotonic()
-        pid = None
-        try:
-            worker.send(request)
-            hello = worker.read(REPLY_TIMEOUT)
-            if hello is None or "pid" not in hello:
-                raise WorkerDied("the worker did not start the test")
-            pid = int(hello["pid"])
-            reply = worker.read(max(timeout - (time.monotonic() - start), 0.0))
-            if reply is None:  # timed out: kill the test's group, collect its status
-                _kill_group(pid)
-                if worker.read(REPLY_TIMEOUT) is None:
-                    raise WorkerDied("the worker did not reap a killed test")
-                return self._result(test, log_path, None, start, "warm", timed_out=timeout)
-            return self._result(test, log_path, int(reply["exit_code"]), start, "warm")
-        except (WorkerDied, KeyError, ValueError, TypeError) as exc:
-            if pid is not None:
-                _kill_group(pid)
-            self._drop_worker(f"the warm worker failed: {exc}")
-            return None
+        for _attempt in range(2):  # a second time on a fresh worker if the first one retired
+            with self._lock:
+                worker = self._ensure_worker()
+            if worker is None:
+                return None
+            self._start_log(log_path, test)
+            start = time.monotonic()
+            pid = rid = None
+            try:
+                rid, waiter = worker.submit(request)
+                hello = _reply(waiter, REPLY_TIMEOUT)
+                if hello is not None and "retired" in hello:
+                    worker.retired = worker.retired or str(hello["retired"])
+                    continue
+                if hello is None or "pid" not in hello:
+                    raise WorkerDied("the worker did not start the test")
+                pid = int(hello["pid"])
+                reply = _reply(waiter, timeout - (time.monotonic() - start))
+                if reply is None:  # timed out: kill the test's group, collect its status
+                    _kill_group(pid)
+                    if _reply(waiter, REPLY_TIMEOUT) is None:
+                        raise WorkerDied("the worker did not reap a killed test")
+                    return self._result(test, log_path, None, start, "warm", timed_out=timeout)
+                return self._result(test, log_path, int(reply["exit_code"]), start, "warm")
+            except (WorkerDied, KeyError, ValueError, TypeError) as exc:
+                if pid is not None:
+                    _kill_group(pid)
+                with self._lock:
+                    self._drop_worker(f"the warm worker failed: {exc}", worker)
+                return None
+            finally:
+                if rid is not None:
+                    worker.done(rid)
+        return None
 
     # -- isolated ----------------------------------------------------------------------
 

@@ -1,27 +1,133 @@
 """A warm test worker: import torch once, then fork one child per test file.
 
 Run by ``backport`` with an environment's interpreter; standard library only, Python 3.8+.
+
 Protocol (JSON lines): after start-up the worker writes ``{"ready": true, ...}`` or
 ``{"ready": false, "error": ...}``. Each request on stdin is
-``{"cwd", "path", "argv", "log", "env"}``; the worker answers ``{"pid": N}`` as soon as the
-child (leader of its own process group) exists, then ``{"exit_code": N}`` when it ends
-(``-signal`` when killed). EOF on stdin stops the worker.
+``{"id", "cwd", "path", "argv", "log", "env"}``; the worker answers ``{"id", "pid": N}`` as soon
+as the child (leader of its own process group) exists, then ``{"id", "exit_code": N}`` when it
+ends (``-signal`` when killed). Children run concurrently. EOF on stdin stops the worker once
+its running children have ended.
+
+Learning (unless ``--no-learn``): each child reports the modules it imported that live in this
+interpreter's standard library or site-packages (never the test file, the worktree, or a module
+whose import read ``sys.argv``: older torch test harnesses parse the command line at import);
+when the child has ended the worker imports them itself, so the next child starts with nothing
+left to import. Right after start-up a throw-away child runs one empty test of torch's test
+harness for the same purpose. If the worker's own state could have become run-dependent (an
+import it made read ``sys.argv``, or started a thread, which ``fork()`` would not copy) it stops
+forking and says ``{"retire": reason}``; requests it then receives get
+``{"id", "retired": reason}``. Imports that read the working directory see the worker's folder,
+as ``import torch`` itself always did (torch only derives default debug-output folders from it).
 """
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
 import json
 import os
+import selectors
+import signal
 import sys
+import sysconfig
+import tempfile
+import threading
+import time
 import traceback
+from typing import Any
 
 DEFAULT_PRELOAD = ("torch",)
+WARMUP_HOLD = 60.0  # at most this many seconds, requests wait for the warm-up's imports
+
+# One empty test of torch's harness: TestCase.run imports what every torch test file needs.
+WARMUP = """
+import os, unittest
+from torch.testing._internal.common_utils import TestCase
+
+class WarmUp(TestCase):
+    def test_nothing(self):
+        pass
+
+with open(os.devnull, "w") as sink:
+    unittest.TextTestRunner(stream=sink).run(
+        unittest.defaultTestLoader.loadTestsFromTestCase(WarmUp))
+"""
 
 
-def child(request: dict, proto: int) -> int:
-    """Run one test file as ``__main__`` in this forked process; return its exit code."""
+# -- what reads the run's context --------------------------------------------------------------
+
+class _Watch:
+    """Names of modules whose top-level code read ``sys.argv`` (while installed)."""
+
+    def __init__(self) -> None:
+        self.readers: set = set()
+
+    def touched(self) -> None:
+        frame: Any = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_name == "<module>":
+                name = frame.f_globals.get("__name__")
+                if isinstance(name, str) and name != "__main__":
+                    self.readers.add(name)
+            frame = frame.f_back
+
+    def install(self) -> None:
+        watch = self
+
+        class Argv(list):
+            def __getitem__(self, index):  # type: ignore[no-untyped-def]
+                watch.touched()
+                return list.__getitem__(self, index)
+
+            def __iter__(self):  # type: ignore[no-untyped-def]
+                watch.touched()
+                return list.__iter__(self)
+
+            def __len__(self) -> int:
+                watch.touched()
+                return list.__len__(self)
+
+        sys.argv = Argv(sys.argv)
+
+
+def _safe_roots() -> tuple:
+    paths = sysconfig.get_paths()
+    roots = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")
+             if paths.get(key)}
+    return tuple(root.rstrip(os.sep) + os.sep for root in roots)
+
+
+def learnable(before: set, readers: set, roots: tuple, excluded: tuple) -> list:
+    """Modules added since ``before`` that the worker may import itself, in import order."""
+    names = []
+    for name, module in list(sys.modules.items()):
+        if name in before or name in readers or name == "__main__":
+            continue
+        spec = getattr(module, "__spec__", None)
+        if spec is None or spec.name != name:
+            continue  # an alias or a module built at run time: not importable by this name
+        origin = spec.origin
+        if origin in ("built-in", "frozen"):
+            names.append(name)
+            continue
+        if not isinstance(origin, str) or not os.path.isabs(origin):
+            continue  # namespace packages come with their submodules
+        path = os.path.realpath(origin)
+        if path.startswith(roots) and not path.startswith(excluded):
+            names.append(name)
+    return names
+
+
+# -- the child -------------------------------------------------------------------------------
+
+
+def child(request: dict, proto: int, watch: _Watch | None) -> int:
+    """Run one test file as ``__main__`` in this forked process; return its exit code.
+
+    With ``watch``, note which imports read ``sys.argv`` or the working directory.
+    """
     import runpy
 
     os.close(proto)
@@ -43,9 +149,14 @@ def child(request: dict, proto: int) -> int:
         return 2
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(path))
+    if watch is not None:
+        watch.install()
     code = 0
     try:
-        runpy.run_path(path, run_name="__main__")
+        if "source" in request:
+            exec(compile(request["source"], path, "exec"), {"__name__": "__main__"})
+        else:
+            runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
         if exc.code is None:
             code = 0
@@ -60,19 +171,33 @@ def child(request: dict, proto: int) -> int:
     return code
 
 
-def serve(proto: int) -> None:
-    """Answer requests from stdin until EOF."""
+# -- the worker ------------------------------------------------------------------------------
 
-    def send(message: dict) -> None:
-        os.write(proto, (json.dumps(message) + "\n").encode("utf-8"))
 
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            break
-        if not line.strip():
-            continue
-        request = json.loads(line)
+class Worker:
+    """Forks children on request, reaps them, and learns what they imported."""
+
+    def __init__(self, proto: int, learn: bool) -> None:
+        self.proto = proto
+        self.learn = learn
+        self.roots = _safe_roots()
+        self.spool = tempfile.mkdtemp(prefix="backport-warm-")
+        self.children: dict = {}  # pid -> request id (None for the warm-up)
+        self.pending: dict = {}  # module names to import, in order (a dict as an ordered set)
+        self.failed: set = set()
+        self.readers: set = set()
+        self.retired = ""
+        self.warmup = 0  # pid of the warm-up child while it runs
+        self.held: list = []  # requests waiting for the warm-up's imports
+        self.hold_until = 0.0
+        self.buffer = b""
+        self.threads = _thread_count()
+
+    def send(self, message: dict) -> None:
+        os.write(self.proto, (json.dumps(message) + "\n").encode("utf-8"))
+
+    def fork(self, request: dict) -> int:
+        before = set(sys.modules)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -80,7 +205,14 @@ def serve(proto: int) -> None:
             code = 1
             try:
                 os.setpgid(0, 0)
-                code = child(request, proto)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.set_wakeup_fd(-1)
+                watch = _Watch()
+                try:
+                    code = child(request, self.proto, watch if self.learn else None)
+                finally:
+                    if self.learn:
+                        self._report(before, watch.readers, request)
             finally:
                 try:
                     sys.stdout.flush()
@@ -91,15 +223,179 @@ def serve(proto: int) -> None:
             os.setpgid(pid, pid)  # also here, so the group exists before we report it
         except OSError:
             pass  # the child already did it, or already exited
-        send({"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        if os.WIFSIGNALED(status):
-            send({"exit_code": -os.WTERMSIG(status)})
-        else:
-            send({"exit_code": os.WEXITSTATUS(status)})
+        return pid
+
+    def _report(self, before: set, readers: set, request: dict) -> None:
+        """In the child: write the learnable modules where the worker will look for them."""
+        cwd = os.path.realpath(request["cwd"]).rstrip(os.sep) + os.sep
+        test_dir = os.path.dirname(os.path.realpath(request["path"])).rstrip(os.sep) + os.sep
+        names = learnable(before, readers, self.roots, (cwd, test_dir))
+        target = os.path.join(self.spool, f"{os.getpid()}.json")
+        with open(target + ".tmp", "w") as out:
+            json.dump({"modules": names, "readers": sorted(readers)}, out)
+        os.replace(target + ".tmp", target)
+
+    def start_warmup(self) -> None:
+        request: dict = {"cwd": self.spool, "path": os.path.join(self.spool, "warm_up.py"),
+                   "argv": ["warm_up.py"], "log": os.devnull, "source": WARMUP}
+        with open(request["path"], "w") as out:
+            out.write("# run from memory\n")
+        self.warmup = self.fork(request)
+        self.children[self.warmup] = None
+        self.hold_until = time.monotonic() + WARMUP_HOLD
+
+    def handle(self, request: dict) -> None:
+        if self.warmup and time.monotonic() < self.hold_until:
+            # Forking now would make this test import what the worker is about to import once.
+            self.held.append(request)
+            return
+        rid = request.get("id")
+        if self.retired:
+            self.send({"id": rid, "retired": self.retired})
+            return
+        pid = self.fork(request)
+        self.children[pid] = rid
+        self.send({"id": rid, "pid": pid})
+
+    def reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid not in self.children:
+                continue
+            rid = self.children.pop(pid)
+            if rid is not None:
+                code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                self.send({"id": rid, "exit_code": code})
+            self._collect(pid)
+            self.preload()
+            if pid == self.warmup:
+                self.release()
+
+    def release(self) -> None:
+        """Stop holding requests for the warm-up; fork the held ones."""
+        self.warmup = 0
+        held, self.held = self.held, []
+        for request in held:
+            self.handle(request)
+
+    def _collect(self, pid: int) -> None:
+        path = os.path.join(self.spool, f"{pid}.json")
+        try:
+            with open(path) as handle:
+                found = json.load(handle)
+            os.unlink(path)
+        except (OSError, ValueError):
+            return
+        self.readers.update(found.get("readers") or ())
+        for name in found.get("modules") or ():
+            if name not in sys.modules and name not in self.failed:
+                self.pending[name] = None
+
+    def preload(self) -> None:
+        """Import the pending modules; retire if that made the worker's state run-dependent."""
+        if not self.pending or self.retired:
+            return
+        watch = _Watch()
+        argv = sys.argv
+        watch.install()
+        try:
+            while self.pending:
+                name = next(iter(self.pending))
+                del self.pending[name]
+                if name in sys.modules or name in self.readers:
+                    continue
+                try:
+                    importlib.import_module(name)
+                except BaseException:  # noqa: B036 - the child imported it; we only may not
+                    self.failed.add(name)
+        finally:
+            sys.argv = argv
+        if watch.readers:
+            self.retire("an import read sys.argv: "
+                        + ", ".join(sorted(watch.readers)[:5]))
+        elif _thread_count() > self.threads:
+            self.retire("an import started a thread")
+        gc.collect()
+        gc.freeze()
+
+    def retire(self, reason: str) -> None:
+        self.retired = reason
+        self.pending.clear()
+        self.send({"retire": reason})
+
+    def read_requests(self) -> list | None:
+        """Complete request lines available on stdin; None at EOF."""
+        try:
+            chunk = os.read(0, 65536)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EINTR):
+                return []
+            raise
+        if not chunk:
+            return None
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def serve(self) -> None:
+        """Answer requests from stdin until EOF and no child is left."""
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        selector = selectors.DefaultSelector()
+        selector.register(0, selectors.EVENT_READ)
+        selector.register(wake_r, selectors.EVENT_READ)
+        stdin_open = True
+
+        if self.learn:
+            self.start_warmup()
+        while stdin_open or self.children:
+            wait = None
+            if self.held:
+                wait = max(self.hold_until - time.monotonic(), 0.0)
+                if wait == 0.0:
+                    self.release()
+                    continue
+            events = selector.select(wait)
+            for key, _ in events:
+                if key.fd == wake_r:
+                    try:
+                        while os.read(wake_r, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                elif stdin_open:
+                    requests = self.read_requests()
+                    if requests is None:
+                        stdin_open = False
+                        selector.unregister(0)
+                        continue
+                    for request in requests:
+                        self.handle(request)
+            self.reap()
+        selector.close()
+        for name in os.listdir(self.spool):
+            os.unlink(os.path.join(self.spool, name))
+        os.rmdir(self.spool)
 
 
-def main(preload: list) -> int:
+def _thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def main(args: list) -> int:
+    learn = "--no-learn" not in args
+    preload = [a for a in args if not a.startswith("--")] or list(DEFAULT_PRELOAD)
     # The protocol gets a private copy of stdout; stray prints (from imports) go to stderr.
     proto = os.dup(1)
     os.dup2(2, 1)
@@ -115,10 +411,11 @@ def main(preload: list) -> int:
         return 1
     gc.collect()
     gc.freeze()  # keep the collector off the imported objects: fewer copy-on-write faults
-    os.write(proto, (json.dumps({"ready": True, "loaded": loaded}) + "\n").encode())
-    serve(proto)
+    worker = Worker(proto, learn)
+    worker.send({"ready": True, "loaded": loaded, "learn": learn})
+    worker.serve()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or list(DEFAULT_PRELOAD)))
+    sys.exit(main(sys.argv[1:]))

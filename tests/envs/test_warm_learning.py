@@ -1,0 +1,241 @@
+"""The warm worker learns what tests import, runs tests side by side, and keeps them isolated.
+
+Real processes throughout: a throw-away venv that sees the torch environment through a ``.pth``
+file, so modules can be put into *its* site-packages without touching the shared environment.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from backport.config.model import Environment
+from backport.config.model import TestSpec as Spec
+from backport.envs.probe import probe
+from backport.envs.runner import TestRunner as Runner
+
+from .conftest import write
+
+pytestmark = pytest.mark.torch
+
+SITE_MODULES = {
+    "bp_site_mod.py": "VALUE = []\n",
+    "bp_argv_mod.py": "import sys\nARGS = list(sys.argv[1:])\n",
+    "bp_uses_argv.py": "import bp_argv_mod\n",
+}
+
+# Imports what the next test checks, then changes global state everywhere it can.
+TEACH = """
+import os
+import sys
+import unittest
+import wave
+
+import torch
+
+import bp_argv_mod
+import bp_site_mod
+import helper_local
+
+
+class Teach(unittest.TestCase):
+    def test_change_everything(self):
+        bp_site_mod.VALUE.append("leaked")
+        wave.LEAKED = True
+        helper_local.LEAKED = True
+        os.environ["BP_LEAKED"] = "1"
+        torch.set_default_dtype(torch.float64)
+        sys.modules["bp_fake"] = object()
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
+"""
+
+CHECK = """
+import os
+import sys
+import unittest
+
+AT_START = {name: name in sys.modules
+            for name in ("wave", "bp_site_mod", "bp_argv_mod", "helper_local", "bp_fake")}
+
+import wave
+
+import torch
+
+import bp_argv_mod
+import bp_site_mod
+import helper_local
+
+
+class Check(unittest.TestCase):
+    def test_learned_from_site_packages_and_stdlib_only(self):
+        self.assertEqual(AT_START, {"wave": True, "bp_site_mod": True, "bp_argv_mod": False,
+                                    "helper_local": False, "bp_fake": False})
+
+    def test_nothing_leaked_from_the_previous_test(self):
+        self.assertEqual(bp_site_mod.VALUE, [])
+        self.assertFalse(hasattr(wave, "LEAKED"))
+        self.assertFalse(hasattr(helper_local, "LEAKED"))
+        self.assertNotIn("BP_LEAKED", os.environ)
+        self.assertEqual(torch.get_default_dtype(), torch.float32)
+
+    def test_argv_readers_see_this_run(self):
+        self.assertEqual(bp_argv_mod.ARGS, sys.argv[1:])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
+"""
+
+INDIRECT = """
+import sys
+import unittest
+
+import bp_argv_mod
+import bp_uses_argv
+
+
+class Indirect(unittest.TestCase):
+    def test_args(self):
+        self.assertEqual(bp_argv_mod.ARGS, sys.argv[1:])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
+"""
+
+# Two tests that each wait for the other to have started: they pass only side by side.
+MEET = """
+import os
+import sys
+import time
+import unittest
+
+
+class Meet(unittest.TestCase):
+    def test_meet(self):
+        mine, other = sys.argv[1], sys.argv[2]
+        open(mine, "w").close()
+        deadline = time.monotonic() + 60
+        while not os.path.exists(other) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(other), "the other test never ran alongside")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
+"""
+
+DYNAMO = """
+import sys
+import unittest
+
+DYNAMO_AT_START = "torch._dynamo" in sys.modules
+
+import torch
+import torch._dynamo
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+
+class Dynamo(TestCase):
+    def test_preloaded_and_pristine(self):
+        self.assertTrue(DYNAMO_AT_START, "the worker did not preload what the harness imports")
+        self.assertFalse(torch._dynamo.config.verbose)
+        self.assertEqual(torch.get_default_dtype(), torch.float32)
+        torch._dynamo.config.verbose = True
+        torch.set_default_dtype(torch.float64)
+
+
+if __name__ == "__main__":
+    run_tests()
+"""
+
+
+@pytest.fixture(scope="module")
+def learning_env(torch_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Environment:
+    """A venv of its own whose site-packages holds the test modules and sees torch via .pth."""
+    root = tmp_path_factory.mktemp("learning") / "venv"
+    subprocess.run([str(torch_python), "-m", "venv", "--without-pip", str(root)], check=True)
+    torch_site = subprocess.run(
+        [str(torch_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True).stdout.strip()
+    python = root / "bin" / "python"
+    site = Path(subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True).stdout.strip())
+    (site / "torch_env.pth").write_text(torch_site + "\n", encoding="utf-8")
+    for name, text in SITE_MODULES.items():
+        (site / name).write_text(text, encoding="utf-8")
+    return Environment(name="learning", python=python, timeout=120.0)
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    wt = tmp_path / "wt"
+    write(wt / "test" / "test_teach.py", TEACH)
+    write(wt / "test" / "test_check.py", CHECK)
+    write(wt / "test" / "helper_local.py", "NAME = \"helper\"\n")
+    write(wt / "test" / "test_indirect.py", INDIRECT)
+    write(wt / "test" / "test_meet.py", MEET)
+    write(wt / "test" / "test_dynamo.py", DYNAMO)
+    return wt
+
+
+def test_learned_modules_are_preloaded_and_nothing_leaks(
+    learning_env: Environment, worktree: Path
+) -> None:
+    with Runner(learning_env, probe(learning_env), device="none") as runner:
+        teach = runner.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "1.log")
+        assert (teach.runner, teach.ok) == ("warm", True), (worktree / "1.log").read_text()
+        check = runner.run(worktree, Spec("test/test_check.py", ("two", "-x")),
+                           worktree / "2.log")
+        assert (check.runner, check.ran) == ("warm", 3)
+        assert check.ok, (worktree / "2.log").read_text()
+
+
+def test_worker_that_read_argv_is_replaced(learning_env: Environment, worktree: Path) -> None:
+    # bp_uses_argv is learnable, but importing it in the worker imports bp_argv_mod, which
+    # reads sys.argv: the worker retires and a plain one runs the next test, with its own argv.
+    with Runner(learning_env, probe(learning_env), device="none") as runner:
+        first = runner.run(worktree, Spec("test/test_indirect.py", ("a",)), worktree / "1.log")
+        assert (first.runner, first.ok) == ("warm", True), (worktree / "1.log").read_text()
+        old = runner._worker
+        assert old is not None
+        second = runner.run(worktree, Spec("test/test_indirect.py", ("b", "c")),
+                            worktree / "2.log")
+        assert (second.runner, second.ok) == ("warm", True), (worktree / "2.log").read_text()
+        assert old.retired is not None and "bp_argv_mod" in old.retired
+        assert runner._worker is not old and runner.fallback is None
+
+
+def test_warm_tests_run_side_by_side(learning_env: Environment, worktree: Path) -> None:
+    results = {}
+    a, b = str(worktree / "a.started"), str(worktree / "b.started")
+    with Runner(learning_env, probe(learning_env), device="none") as runner:
+
+        def go(name: str, args: tuple[str, ...]) -> None:
+            results[name] = runner.run(worktree, Spec("test/test_meet.py", args),
+                                       worktree / f"{name}.log")
+
+        threads = [threading.Thread(target=go, args=("a", (a, b))),
+                   threading.Thread(target=go, args=("b", (b, a)))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    assert [(r.runner, r.ok) for r in results.values()] == [("warm", True), ("warm", True)]
+
+
+def test_harness_imports_are_preloaded_without_leaking(
+    torch_env: Environment, worktree: Path
+) -> None:
+    with Runner(torch_env, probe(torch_env), device="none") as runner:
+        for n in (1, 2):
+            run = runner.run(worktree, Spec("test/test_dynamo.py"), worktree / f"{n}.log")
+            assert (run.runner, run.ran) == ("warm", 1)
+            assert run.ok, (worktree / f"{n}.log").read_text()
