@@ -25,6 +25,8 @@ SITE_MODULES = {
     "bp_site_mod.py": "VALUE = []\n",
     "bp_argv_mod.py": "import sys\nARGS = list(sys.argv[1:])\n",
     "bp_uses_argv.py": "import bp_argv_mod\n",
+    # Reads sys.argv only where the worker runs, never in the test's worktree.
+    "bp_sneaky.py": "import os\nimport sys\nARGS = None if os.path.exists('test/test_sneaky.py') else sys.argv[1:]\n",
 }
 
 # Imports what the next test checks, then changes global state everywhere it can.
@@ -96,6 +98,8 @@ INDIRECT = """
 import sys
 import unittest
 
+AT_START = "bp_uses_argv" in sys.modules
+
 import bp_argv_mod
 import bp_uses_argv
 
@@ -104,12 +108,31 @@ class Indirect(unittest.TestCase):
     def test_args(self):
         self.assertEqual(bp_argv_mod.ARGS, sys.argv[1:])
 
+    def test_importer_of_an_argv_reader_not_preloaded(self):
+        self.assertFalse(AT_START)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1])
 """
 
 # Two tests that each wait for the other to have started: they pass only side by side.
+SNEAKY = """
+import sys
+import unittest
+
+import bp_sneaky
+
+
+class Sneaky(unittest.TestCase):
+    def test_module_saw_no_argv_here(self):
+        self.assertIsNone(bp_sneaky.ARGS)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
+"""
+
 MEET = """
 import os
 import sys
@@ -181,6 +204,7 @@ def worktree(tmp_path: Path) -> Path:
     write(wt / "test" / "test_check.py", CHECK)
     write(wt / "test" / "helper_local.py", "NAME = \"helper\"\n")
     write(wt / "test" / "test_indirect.py", INDIRECT)
+    write(wt / "test" / "test_sneaky.py", SNEAKY)
     write(wt / "test" / "test_meet.py", MEET)
     write(wt / "test" / "test_dynamo.py", DYNAMO)
     return wt
@@ -198,18 +222,34 @@ def test_learned_modules_are_preloaded_and_nothing_leaks(
         assert check.ok, (worktree / "2.log").read_text()
 
 
-def test_worker_that_read_argv_is_replaced(learning_env: Environment, worktree: Path) -> None:
-    # bp_uses_argv is learnable, but importing it in the worker imports bp_argv_mod, which
-    # reads sys.argv: the worker retires and a plain one runs the next test, with its own argv.
+def test_importers_of_argv_readers_are_left_to_the_test(
+    learning_env: Environment, worktree: Path
+) -> None:
+    # The child imported bp_argv_mod (reads sys.argv) and then bp_uses_argv (imports it): the
+    # worker preloads neither, stays in service, and each test sees its own argv.
     with Runner(learning_env, probe(learning_env), device="none") as runner:
-        first = runner.run(worktree, Spec("test/test_indirect.py", ("a",)), worktree / "1.log")
+        worker = runner._worker
+        for n, args in enumerate([("a",), ("b", "c")]):
+            run = runner.run(worktree, Spec("test/test_indirect.py", args), worktree / f"{n}.log")
+            assert (run.runner, run.ran) == ("warm", 2)
+            assert run.ok, (worktree / f"{n}.log").read_text()
+            worker = worker or runner._worker
+        assert runner._worker is worker and worker is not None and worker.retired is None
+
+
+def test_worker_whose_import_read_argv_is_replaced(
+    learning_env: Environment, worktree: Path
+) -> None:
+    # bp_sneaky reads sys.argv only outside a worktree: the child saw nothing, the worker's own
+    # import of it did. The worker retires; a plain one runs the next test.
+    with Runner(learning_env, probe(learning_env), device="none") as runner:
+        first = runner.run(worktree, Spec("test/test_sneaky.py"), worktree / "1.log")
         assert (first.runner, first.ok) == ("warm", True), (worktree / "1.log").read_text()
         old = runner._worker
         assert old is not None
-        second = runner.run(worktree, Spec("test/test_indirect.py", ("b", "c")),
-                            worktree / "2.log")
+        second = runner.run(worktree, Spec("test/test_sneaky.py", ("x",)), worktree / "2.log")
         assert (second.runner, second.ok) == ("warm", True), (worktree / "2.log").read_text()
-        assert old.retired is not None and "bp_argv_mod" in old.retired
+        assert old.retired is not None and "bp_sneaky" in old.retired
         assert runner._worker is not old and runner.fallback is None
 
 

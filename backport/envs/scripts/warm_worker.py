@@ -92,6 +92,22 @@ class _Watch:
         sys.argv = Argv(sys.argv)
 
 
+class _Blocked(ImportError):
+    """Raised in the worker for a module that must be imported by each child itself."""
+
+
+class _Block:
+    """A meta-path finder that refuses the given modules (and so what imports them)."""
+
+    def __init__(self, names: set) -> None:
+        self.names = names
+
+    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+        if name in self.names:
+            raise _Blocked(f"{name} reads sys.argv at import; each test imports it itself")
+        return None
+
+
 def _safe_roots() -> tuple:
     paths = sysconfig.get_paths()
     roots = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -303,6 +319,9 @@ class Worker:
         watch = _Watch()
         argv = sys.argv
         watch.install()
+        # A module that imports a reader fails here at that import, before it does much else.
+        block = _Block(self.readers)
+        sys.meta_path.insert(0, block)
         try:
             while self.pending:
                 name = next(iter(self.pending))
@@ -315,6 +334,7 @@ class Worker:
                     self.failed.add(name)
         finally:
             sys.argv = argv
+            sys.meta_path.remove(block)
         if watch.readers:
             self.retire("an import read sys.argv: "
                         + ", ".join(sorted(watch.readers)[:5]))
