@@ -77,11 +77,11 @@ class _Watch:
         watch = self
 
         class Argv(list):
-            def __getitem__(self, index):  # type: ignore[no-untyped-def]
+            def __getitem__(self, index):
                 watch.touched()
                 return list.__getitem__(self, index)
 
-            def __iter__(self):  # type: ignore[no-untyped-def]
+            def __iter__(self):
                 watch.touched()
                 return list.__iter__(self)
 
@@ -102,7 +102,7 @@ class _Block:
     def __init__(self, names: set) -> None:
         self.names = names
 
-    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+    def find_spec(self, name, path=None, target=None):
         if name in self.names:
             raise _Blocked(f"{name} reads sys.argv at import; each test imports it itself")
         return None
