@@ -189,6 +189,55 @@ class _Worker:
         self._stderr.close()
 
 
+def _start_worker(
+    env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool
+) -> _Worker:
+    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables."""
+    return _Worker(env.interpreter, env_vars(env, extra_env), start_timeout, learn=learn)
+
+
+class EarlyWorker:
+    """A warm worker started before the probe ends, on a guess of the variables tests get.
+
+    The guess is the probe's usual verdict on a CPU machine: torch_npu installed but not
+    loadable, so tests run with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (which also keeps an
+    installed torch_npu out of the worker). The runner adopts it only when the verdict
+    gives exactly these variables; otherwise it is stopped unused.
+    """
+
+    def __init__(self, env: Environment, extra_env: dict[str, str],
+                 start_timeout: float = WORKER_START_TIMEOUT) -> None:
+        self.env = env
+        self.extra_env = dict(extra_env)
+        self._worker: _Worker | None = None
+        self._error: str | None = None
+        self._thread = threading.Thread(target=self._start, args=(start_timeout,),
+                                        name=f"early-worker-{env.name}", daemon=True)
+        self._thread.start()
+
+    def _start(self, start_timeout: float) -> None:
+        try:
+            self._worker = _start_worker(self.env, self.extra_env, start_timeout, learn=True)
+        except (WorkerDied, OSError) as exc:
+            self._error = str(exc)
+
+    def take(self, extra_env: dict[str, str]) -> _Worker | None:
+        """The started worker if it runs with ``extra_env``; else None (and it is stopped)."""
+        self._thread.join()
+        worker, self._worker = self._worker, None
+        if worker is not None and (extra_env != self.extra_env or not worker.alive()):
+            worker.stop()
+            worker = None
+        return worker
+
+    def discard(self) -> None:
+        """Stop it unused (in the background when it is still starting)."""
+        if self._thread.is_alive():
+            threading.Thread(target=self.take, args=({"discard": "-"},), daemon=True).start()
+        else:
+            self.take({"discard": "-"})
+
+
 def _reply(waiter: queue.Queue[dict | None], timeout: float) -> dict | None:
     """The next reply, None on timeout; WorkerDied when the worker went away."""
     try:
@@ -224,6 +273,7 @@ class TestRunner:
         device: str,
         isolated: bool = False,
         start_timeout: float = WORKER_START_TIMEOUT,
+        early: EarlyWorker | None = None,
     ) -> None:
         self.env = env
         self.probe = probe
@@ -245,6 +295,9 @@ class TestRunner:
         elif probe.torch_npu_loads:
             # An NPU runtime imported before fork() is not known to be fork-safe.
             self.fallback = "torch_npu loads here; each test gets its own process"
+        self._early = early if self.fallback is None and self.verdict.runnable else None
+        if early is not None and self._early is None:
+            early.discard()
 
     @property
     def isolated(self) -> bool:
@@ -286,6 +339,9 @@ class TestRunner:
         with self._lock:
             workers = [*self._retired, *([self._worker] if self._worker else [])]
             self._worker, self._retired = None, []
+            early, self._early = self._early, None
+        if early is not None:
+            early.discard()
         for worker in workers:
             worker.stop()
 
@@ -312,13 +368,13 @@ class TestRunner:
             self._retired.append(self._worker)
             self._worker = None
             self._learn = False
+        if self._worker is None and self._early is not None:
+            early, self._early = self._early, None
+            self._worker = early.take(self.extra_env)
         if self._worker is None and self.fallback is None:
             try:
-                self._worker = _Worker(
-                    self.interpreter,
-                    env_vars(self.env, self.extra_env),
-                    self.start_timeout,
-                    learn=self._learn,
+                self._worker = _start_worker(
+                    self.env, self.extra_env, self.start_timeout, learn=self._learn
                 )
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")

@@ -12,10 +12,11 @@ import platformdirs
 
 from backport.config.model import Environment, Project
 from backport.docs_audit import audit_docs, entries_to_json
+from backport.envs.device import AUTOLOAD
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe as probe_env
-from backport.envs.runner import TestRunner
+from backport.envs.runner import EarlyWorker, TestRunner
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
@@ -68,6 +69,7 @@ class Session:
         self._env_locks: dict[str, threading.Lock] = {}
         self._probes: dict[str, Probe | BackportError] = {}
         self._runners: dict[tuple[str, str], TestRunner] = {}
+        self._early: dict[tuple[str, str], EarlyWorker] = {}
         self._forge: Forge | None = None
         self._docs: dict[str, list[dict] | None] = {}
 
@@ -95,7 +97,9 @@ class Session:
         with self._env_lock(env.name):
             key = (env.name, device)
             if key not in self._runners:
-                self._runners[key] = TestRunner(env, probe, device=device,
+                with self._lock:
+                    early = self._early.pop(key, None)
+                self._runners[key] = TestRunner(env, probe, device=device, early=early,
                                                 isolated=self.options.isolated)
             return self._runners[key]
 
@@ -104,12 +108,22 @@ class Session:
 
         Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
         """
+        if device == "none" and not self.options.isolated:
+            # Start the worker alongside the probe; the runner keeps it if the guess was right.
+            with self._lock:
+                if (env.name, device) not in self._early:
+                    self._early[(env.name, device)] = EarlyWorker(env, {AUTOLOAD: "0"})
         try:
             probe = self.probe(env)
             if not pin_mismatches(env, probe):
                 self.runner(env, device).warm_up()
         except BackportError:
             pass
+        finally:
+            with self._lock:
+                unused = self._early.pop((env.name, device), None)
+            if unused is not None:
+                unused.discard()
 
     # -- docs audit --------------------------------------------------------------------------
     def docs(self, api: str) -> list[dict] | None:
@@ -148,5 +162,9 @@ class Session:
         with self._lock:
             runners = list(self._runners.values())
             self._runners.clear()
+            early = list(self._early.values())
+            self._early.clear()
+        for worker in early:
+            worker.discard()
         for runner in runners:
             runner.close()

@@ -12,8 +12,10 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
+from backport.envs.device import AUTOLOAD
 from backport.envs.model import Probe
 from backport.envs.probe import probe
+from backport.envs.runner import EarlyWorker
 from backport.envs.runner import TestRunner as Runner
 from backport.errors import BackportError
 
@@ -348,3 +350,35 @@ def test_warm_run_of_a_test_that_raises_on_import(warm: Runner, worktree: Path) 
     run = warm.run(worktree, Spec("test/test_hccl.py"), worktree.parent / "hccl.log")
     assert run.runner == "warm"
     assert (run.exit_code, run.summary) == (1, [CRASHES["test/test_hccl.py"][2]])
+
+
+@pytest.mark.torch
+def test_worker_started_before_the_probe_is_adopted(
+    torch_env: Environment, torch_probe: Probe, worktree: Path
+) -> None:
+    # This environment's verdict: torch_npu present, not loadable -> AUTOLOAD=0, as guessed.
+    early = EarlyWorker(torch_env, {AUTOLOAD: "0"})
+    early._thread.join()
+    assert early._worker is not None
+    pid = early._worker.proc.pid
+    with Runner(torch_env, torch_probe, device="none", early=early) as runner:
+        run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
+        assert (run.runner, run.ok) == ("warm", True)
+        assert runner._worker is not None and runner._worker.proc.pid == pid
+    assert gone(pid, group=False)
+
+
+@pytest.mark.torch
+def test_worker_started_on_a_wrong_guess_is_stopped(
+    torch_env: Environment, torch_probe: Probe, worktree: Path
+) -> None:
+    # The verdict wants exactly AUTOLOAD=0: a worker with one more variable is not kept.
+    early = EarlyWorker(torch_env, {AUTOLOAD: "0", "BACKPORT_GUESS": "1"})
+    early._thread.join()
+    assert early._worker is not None
+    pid = early._worker.proc.pid
+    with Runner(torch_env, torch_probe, device="none", early=early) as runner:
+        run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
+        assert (run.runner, run.ok) == ("warm", True)
+        assert gone(pid, group=False)
+        assert runner._worker is not None and runner._worker.proc.pid != pid
