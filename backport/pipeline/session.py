@@ -12,8 +12,7 @@ import platformdirs
 
 from backport.config.model import Environment, Project
 from backport.docs_audit import audit_docs, entries_to_json
-from backport.envs.device import AUTOLOAD
-from backport.envs.model import Probe
+from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe as probe_env
 from backport.envs.runner import EarlyWorker, TestRunner

@@ -12,8 +12,7 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
-from backport.envs.device import AUTOLOAD
-from backport.envs.model import Probe
+from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.probe import probe
 from backport.envs.runner import EarlyWorker
 from backport.envs.runner import TestRunner as Runner
