@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -120,7 +121,7 @@ def naive(upstream_url: str, work: Path, pythons: dict[str, str],
           patches: list[Path]) -> dict[str, Any]:
     """For each branch in turn: full clone, ``git am -3``, run the test."""
     work.mkdir(parents=True)
-    started = time.monotonic()
+    started, cpu0 = time.monotonic(), children_cpu()
     branches = []
     for target in TARGETS:
         clone = work / target
@@ -141,7 +142,8 @@ def naive(upstream_url: str, work: Path, pythons: dict[str, str],
             f"(exit {test.returncode})")
     wall = time.monotonic() - started
     ok = all(b["am_ok"] and b["test_exit"] == 0 for b in branches)
-    return {"wall_s": round(wall, 2), "ok": ok, "branches": branches,
+    return {"wall_s": round(wall, 2), "cpu_s": round(children_cpu() - cpu0, 1), "ok": ok,
+            "branches": branches,
             "checkout_bytes": du_bytes(work)}
 
 
@@ -217,7 +219,7 @@ def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: 
            "apply", *argv]
     log_path = logs / f"{label}.log"
     with log_path.open("wb") as sink:
-        started = time.monotonic()
+        started, cpu0 = time.monotonic(), children_cpu()
         proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
         peak, done = [0], threading.Event()
@@ -226,6 +228,7 @@ def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: 
         _copy_timestamped(proc.stdout, sink, started)
         code = proc.wait()
         wall = time.monotonic() - started
+        cpu = children_cpu() - cpu0
         done.set()
         poller.join()
     try:
@@ -241,7 +244,8 @@ def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: 
         for run in test.get("runs") or []:
             runners[run.get("runner", "?")] = runners.get(run.get("runner", "?"), 0) + 1
             test_s += float(run.get("duration") or 0)
-    result = {"label": label, "argv": argv, "wall_s": round(wall, 2), "exit": code,
+    result = {"label": label, "argv": argv, "wall_s": round(wall, 2), "cpu_s": round(cpu, 1),
+              "exit": code,
               "ok": code == 0 and set(statuses) == {"done"}, "statuses": statuses,
               "runners": runners, "test_seconds_sum": round(test_s, 2),
               "peak_rss_mb": round(rss_kib * 1024 / 1e6, 1),
@@ -252,8 +256,18 @@ def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: 
 
 
 # -- report ----------------------------------------------------------------------------------
+def children_cpu() -> float:
+    """User + system CPU seconds of every finished child process so far (and theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def ratio(a: float, b: float) -> float:
     return round(a / b, 2) if b else float("nan")
+
+
+def _cpu(run: dict[str, Any]) -> str:
+    return f"{run['cpu_s']:.1f}" if "cpu_s" in run else ""
 
 
 def _loads(m: dict[str, Any], when: str) -> str:
@@ -283,13 +297,13 @@ def markdown(results: dict[str, Any]) -> str:
         f"Test environments: {_envs_line(results['params'])}. Wall times are medians of "
         f"{results['params'].get('repeat', 1)} run(s); every run's time is listed below.",
         "",
-        "| scenario | branches x sets | wall s | naive / this | this / one set | statuses | tests ran via | tool peak RSS |",
-        "| --- | --- | ---: | ---: | ---: | --- | --- | ---: |",
+        "| scenario | branches x sets | wall s | naive / this | this / one set | CPU s | statuses | tests ran via | tool peak RSS |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: |",
     ]
     if "naive" in r:
         naive_ok = "ok" if r["naive"]["ok"] else "FAILED"
         lines.append(f"| naive script (full clone, am -3, test; sequential) | 4 x 1 | "
-                     f"{naive_s:.1f} | 1.00 | | {naive_ok} | plain python | |")
+                     f"{naive_s:.1f} | 1.00 | | {_cpu(r['naive'])} | {naive_ok} | plain python | |")
     if "naive" in r:
         parts = {k: sum(b[k] for b in r["naive"]["branches"]) for k in ("clone_s", "am_s", "test_s")}
         naive_note = (f"Naive script split: clone {parts['clone_s']:.1f}s, am {parts['am_s']:.1f}s, "
@@ -313,7 +327,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"exit {run['exit']}"
         runners = ", ".join(f"{k} {v}" for k, v in sorted(run["runners"].items()))
         lines.append(f"| {title} | {shape} | {run['wall_s']:.1f} | "
-                     f"{ratio(naive_s, run['wall_s']) if naive_s else float('nan'):.2f} | {per_set} | {statuses} | {runners} | "
+                     f"{ratio(naive_s, run['wall_s']) if naive_s else float('nan'):.2f} | {per_set} | "
+                     f"{_cpu(run)} | {statuses} | {runners} | "
                      f"{run['peak_rss_mb']:.0f} MB |")
     if naive_note:
         lines += ["", naive_note]
@@ -335,7 +350,7 @@ def markdown(results: dict[str, Any]) -> str:
               f"| naive script's 4 full clones | {mb(b['naive_clones'])} | "
               f"{100 * b['naive_clones'] / b['mirror']:.0f}% |"]
     g = results["goals"]
-    lines += ["", "| goal (issue 7) | target | measured | met |", "| --- | --- | ---: | --- |"]
+    lines += ["", "| goal (issues 7, 14) | target | measured | met |", "| --- | --- | ---: | --- |"]
     for row in g:
         met = row["met"] if isinstance(row["met"], str) else ("yes" if row["met"] else "NO")
         lines.append(f"| {row['goal']} | {row['target']} | {row['measured']} | {met} |")

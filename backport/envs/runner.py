@@ -200,7 +200,7 @@ class EarlyWorker:
     """A warm worker started before the probe ends, on a guess of the variables tests get.
 
     The guess is the probe's usual verdict on a CPU machine: torch_npu installed but not
-    loadable, so tests run with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (which also keeps an
+    loadable, so tests run with torch_npu's backend autoload off (which also keeps an
     installed torch_npu out of the worker). The runner adopts it only when the verdict
     gives exactly these variables; otherwise it is stopped unused.
     """
