@@ -15,8 +15,12 @@ import os
 import re
 import shutil
 import string
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
+
+import platformdirs
+from packaging.requirements import InvalidRequirement, Requirement
 
 from backport.config.model import (
     BranchMap,
@@ -53,7 +57,12 @@ TOP_KEYS = (
     "forge", "upstream", "fork", "fork_branch", "upstream_url", "fork_url", "api_url",
     "web_url", "environments", "branches", "pr",
 )  # fmt: skip
-ENV_KEYS = ("python", "venv", "expect", "requirements", "env", "timeout")
+ENV_KEYS = (
+    "python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
+    "wrapper", "env", "timeout",
+)  # fmt: skip
+ENVS_VARIABLE = "BACKPORT_ENVS"
+PYTHON_PLACEHOLDER = "{python}"  # in ``wrapper:``, where the environment's interpreter goes
 PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "comment_on_push",
            "close_related_issue")
 MAX_TIMEOUT = 7 * 24 * 3600.0
@@ -69,6 +78,18 @@ _SAMPLE = {"slug": "example", "name": "example", "api": "torch.example"}
 
 def _fail(message: str) -> ConfigError:
     return config_error(message)
+
+
+def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where environments that name neither ``python`` nor ``venv`` live: one venv per name.
+
+    ``$BACKPORT_ENVS``, else ``platformdirs.user_data_dir("backport")/envs``
+    (``~/.local/share/backport/envs`` on Linux).
+    """
+    chosen = (environ.get(ENVS_VARIABLE) or "").strip()
+    if chosen:
+        return Path(os.path.abspath(os.path.expanduser(chosen)))
+    return Path(platformdirs.user_data_dir("backport")) / "envs"
 
 
 # -- branches.yaml -------------------------------------------------------------------------------
@@ -101,8 +122,9 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     web_url = GITCODE_WEB_URL
     if "web_url" in top:
         web_url = _http_url(doc, top["web_url"])
+    default_dir = envs_dir(environ)
     environments = {
-        key.value: _environment(doc, key, value, base)
+        key.value: _environment(doc, key, value, base, default_dir)
         for key, value in doc.entries(top["environments"], "environment name", 256)
     }
     if not environments:
@@ -191,25 +213,22 @@ def _interpreter(doc: Doc, v: Val, base: Path) -> Path:
     return _local_path(doc, v, base)
 
 
-def _environment(doc: Doc, key: Val, v: Val, base: Path) -> Environment:
+def _environment(doc: Doc, key: Val, v: Val, base: Path, default_dir: Path) -> Environment:
     name = key.value
     if not _ENV_NAME.fullmatch(name):
         doc.fail(key, f"environment name '{name}' may use only letters, digits and '._+-'")
     if v.value is None:
-        doc.fail(v, "needs python or venv")
+        doc.fail(v, "must be a mapping; {} keeps every default (a venv in the per-user folder)")
     f = doc.mapping(v, ENV_KEYS)
-    if ("python" in f) == ("venv" in f):
-        doc.fail(
-            v,
-            "needs exactly one of python or venv"
-            if "python" not in f
-            else "sets both python and venv; keep one",
-        )
+    if "python" in f and "venv" in f:
+        doc.fail(v, "sets both python and venv; keep one")
     fields: dict = {"name": name}
     if "python" in f:
         fields["python"] = _interpreter(doc, f["python"], base)
-    if "venv" in f:
+    elif "venv" in f:
         fields["venv"] = _local_path(doc, f["venv"], base)
+    else:
+        fields["venv"] = default_dir / name
     if "expect" in f:
         expect = {}
         for dist, version in doc.entries(f["expect"], "distribution", 100):
@@ -218,11 +237,21 @@ def _environment(doc: Doc, key: Val, v: Val, base: Path) -> Environment:
             expect[dist.value] = doc.version(version)
         fields["expect"] = expect
     if "requirements" in f:
-        reqs = doc.str_list(f["requirements"], max_len=1024)
-        for req, item in zip(reqs, doc.items(f["requirements"]), strict=True):
-            if req.startswith("-"):
-                doc.fail(item, f"'{req}' starts with '-'; options are not allowed here")
-        fields["requirements"] = reqs
+        fields["requirements"] = _requirements(doc, f["requirements"], strict=False)
+    if "no_deps" in f:
+        fields["no_deps"] = _requirements(doc, f["no_deps"], strict=True)
+    if "extra_index_urls" in f:
+        urls = doc.str_list(f["extra_index_urls"], max_items=20, max_len=2048)
+        for url, item in zip(urls, doc.items(f["extra_index_urls"]), strict=True):
+            problem = _index_url_problem(url)
+            if problem:
+                doc.fail(item, problem)
+        fields["extra_index_urls"] = urls
+    if "source" in f:
+        fields["source"] = _local_path(doc, f["source"], base)
+        fields["source_shown"] = _shown(doc.string(f["source"], max_len=1024))
+    if "wrapper" in f:
+        fields["wrapper"], fields["wrapper_shown"] = _wrapper(doc, f["wrapper"], base)
     if "env" in f:
         fields["env"] = {
             name.value: _env_value(doc, value) for name, value in _variables(doc, f["env"])
@@ -230,6 +259,57 @@ def _environment(doc: Doc, key: Val, v: Val, base: Path) -> Environment:
     if "timeout" in f:
         fields["timeout"] = doc.number(f["timeout"], low=0, high=MAX_TIMEOUT)
     return Environment(**fields)
+
+
+def _requirements(doc: Doc, v: Val, *, strict: bool) -> tuple[str, ...]:
+    """Requirement lines; ``strict`` ones must be PEP 508 (``torch_npu==2.7.1.post4``)."""
+    reqs = doc.str_list(v, max_len=1024)
+    for req, item in zip(reqs, doc.items(v), strict=True):
+        if req.startswith("-"):
+            doc.fail(item, f"'{req}' starts with '-'; options are not allowed here")
+        if strict:
+            try:
+                Requirement(req)
+            except InvalidRequirement as exc:
+                doc.fail(item, f"'{req}' is not a requirement like name==version ({exc})")
+    return reqs
+
+
+def _index_url_problem(url: str) -> str | None:
+    parts = urllib.parse.urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or "the URL"
+        return (f"the index URL for {host} carries credentials (not shown); give them to pip "
+                "through keyring or .netrc instead")
+    if parts.scheme not in ("https", "http", "file") or not (parts.netloc or parts.path):
+        return f"'{url}' is not an http(s):// or file:// index URL"
+    return None
+
+
+def _shown(text: str) -> str:
+    """A path as written, with an absolute home directory written as ``~``."""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (text == home or text.startswith(home + "/")):
+        return "~" + text[len(home) :]
+    return text
+
+
+def _wrapper(doc: Doc, v: Val, base: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``wrapper:`` as (argv to run, argv as written); a string is one program without args."""
+    if isinstance(v.value, str):
+        written: tuple[str, ...] = (doc.string(v, max_len=1024),)
+        items = [v]
+    else:
+        written = doc.str_list(v, max_items=50, max_len=1024)
+        items = doc.items(v)
+    if not written or not written[0]:
+        doc.fail(v, "needs a program: a script that execs the interpreter it is given")
+    program = written[0]
+    if program.startswith("~") or "/" in program:
+        run = str(_local_path(doc, items[0], base))
+    else:
+        run = program  # a command name, looked up on PATH when started
+    return (run, *written[1:]), (_shown(program), *written[1:])
 
 
 def _variables(doc: Doc, v: Val) -> list[tuple[Val, Val]]:

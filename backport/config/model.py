@@ -19,6 +19,14 @@ class Environment:
     requirements: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # extra environment variables
     timeout: float = DEFAULT_TEST_TIMEOUT
+    # Installer options of `backport env setup`.
+    extra_index_urls: tuple[str, ...] = ()  # searched besides the configured index
+    no_deps: tuple[str, ...] = ()  # installed after `requirements`, without their dependencies
+    # How the interpreter is started (probe, warm worker, tests).
+    source: Path | None = None  # a shell script sourced first (CANN's set_env.sh), `~` expanded
+    source_shown: str = ""  # ``source`` as written in branches.yaml, home as `~`
+    wrapper: tuple[str, ...] = ()  # a command started instead of the interpreter, `~` expanded
+    wrapper_shown: tuple[str, ...] = ()  # ``wrapper`` as written, home as `~`
 
     @property
     def interpreter(self) -> Path:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from backport.config.model import Environment
+from backport.envs.launch import launch_argv, program_path
 from backport.envs.model import AUTOLOAD, Probe
 from backport.errors import BackportError
 from backport.redact import redact
@@ -41,13 +42,26 @@ def env_vars(env: Environment, extra: Mapping[str, str] | None = None) -> dict[s
 
 
 def require_interpreter(env: Environment) -> Path:
-    """The environment's interpreter; ``env-missing`` when it does not exist."""
+    """The environment's interpreter; ``env-missing`` when it, its ``source:`` script or its
+    ``wrapper:`` does not exist."""
     interpreter = env.interpreter
     if not interpreter.exists():
         raise BackportError(
             "env-missing",
             f"environment '{env.name}': interpreter {display_path(interpreter)} does not exist; "
             "run `backport env setup`",
+        )
+    if env.source is not None and not env.source.is_file():
+        raise BackportError(
+            "env-missing",
+            f"environment '{env.name}': source script {display_path(env.source)} does not exist",
+        )
+    program = program_path(env)
+    if program is not None and not os.access(program, os.X_OK):
+        raise BackportError(
+            "env-missing",
+            f"environment '{env.name}': wrapper {display_path(program)} does not exist or is "
+            "not executable",
         )
     return interpreter
 
@@ -56,12 +70,12 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0) -> Pr
     """Read platform, Python, package versions, CANN and NPU facts of ``env``."""
     interpreter = require_interpreter(env)
     shown = display_path(interpreter)
-    argv = [str(interpreter), str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT)]
-    argv.extend(env.expect)
+    args = [str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT), *env.expect]
+    variables = {AUTOLOAD: "0"}
     try:
         proc = subprocess.run(
-            argv,
-            env=env_vars(env, {AUTOLOAD: "0"}),
+            launch_argv(env, args, {**env.env, **variables}),
+            env=env_vars(env, variables),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,

@@ -14,7 +14,6 @@ import json
 import os
 import queue
 import selectors
-import shlex
 import signal
 import subprocess
 import tempfile
@@ -25,6 +24,7 @@ from typing import IO
 
 from backport.config.model import Environment, TestSpec
 from backport.envs.device import device_verdict
+from backport.envs.launch import launch_argv, shown_command
 from backport.envs.model import Probe, TestRun
 from backport.envs.probe import SCRIPTS_DIR, display_path, env_vars, require_interpreter
 from backport.envs.summary import parse_summary
@@ -78,10 +78,10 @@ class _Worker:
     """
 
     def __init__(
-        self, interpreter: Path, env: dict[str, str], start_timeout: float, *, learn: bool
+        self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool
     ) -> None:
         self._stderr = tempfile.TemporaryFile()
-        argv = [str(interpreter), str(WORKER_SCRIPT), "torch"]
+        argv = [*launch, str(WORKER_SCRIPT), "torch"]
         if not learn:
             argv.append("--no-learn")
         self.proc = subprocess.Popen(
@@ -192,8 +192,10 @@ class _Worker:
 def _start_worker(
     env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool
 ) -> _Worker:
-    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables."""
-    return _Worker(env.interpreter, env_vars(env, extra_env), start_timeout, learn=learn)
+    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables (through its
+    ``source:`` script and ``wrapper:``, like every test)."""
+    launch = launch_argv(env, [], {**env.env, **extra_env})
+    return _Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn)
 
 
 class EarlyWorker:
@@ -292,6 +294,8 @@ class TestRunner:
             self.fallback = "isolated runs requested"
         elif probe.torch is None:
             self.fallback = "torch is not installed, nothing to keep warm"
+        elif env.wrapper:
+            self.fallback = "the wrapper starts each test"
         elif probe.torch_npu_loads:
             # An NPU runtime imported before fork() is not known to be fork-safe.
             self.fallback = "torch_npu loads here; each test gets its own process"
@@ -310,8 +314,12 @@ class TestRunner:
         return {k: redact(v) for k, v in {**self.env.env, **self.extra_env}.items()}
 
     def command(self, test: TestSpec) -> str:
-        """``<interpreter with ~> <path> <args>`` as shown in the evidence."""
-        return " ".join([display_path(self.interpreter), shlex.join([test.path, *test.args])])
+        """The test's start as the evidence shows it: source script, the variables this runner
+        sets, wrapper or ``python``, the worktree-relative path and args (see ``launch``)."""
+        return shown_command(self.env, [test.path, *test.args], self.env_vars)
+
+    def _launch(self, args: list[str]) -> list[str]:
+        return launch_argv(self.env, args, {**self.env.env, **self.extra_env})
 
     def run(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None
@@ -441,7 +449,7 @@ class TestRunner:
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
     ) -> TestRun:
         self._start_log(log_path, test)
-        argv = [str(self.interpreter), test.path, *test.args]
+        argv = self._launch([test.path, *test.args])
         start = time.monotonic()
         with open(log_path, "ab") as log:
             try:

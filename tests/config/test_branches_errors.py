@@ -34,6 +34,7 @@ def _error(tmp_path: Path, text: str | bytes, environ: dict[str, str] | None = N
     message = str(info.value)
     assert info.value.code == "config"
     assert "\n" not in message
+    assert "s3cret" not in message
     return message
 
 
@@ -92,10 +93,40 @@ CASES = [
         ["environments:", "must be a mapping, not a list"],
     ),
     (
-        "no-interpreter",
-        _replace("{python: /py}", "{timeout: 5}"),
+        "no-deps-option",
+        _replace("{python: /py}", "{python: /py, no_deps: [--pre]}"),
         7,
-        ["environments.e1:", "needs exactly one of python or venv"],
+        ["environments.e1.no_deps[0]", "'--pre' starts with '-'"],
+    ),
+    (
+        "no-deps-not-a-requirement",
+        _replace("{python: /py}", "{python: /py, no_deps: ['torch_npu=2.7.1']}"),
+        7,
+        ["environments.e1.no_deps[0]", "is not a requirement like name==version"],
+    ),
+    (
+        "index-url-scheme",
+        _replace("{python: /py}", "{python: /py, extra_index_urls: ['ftp://x/simple']}"),
+        7,
+        ["environments.e1.extra_index_urls[0]", "is not an http(s):// or file:// index URL"],
+    ),
+    (
+        "index-url-credentials",
+        _replace("{python: /py}", "{python: /py, extra_index_urls: ['https://u:s3cret@x/simple']}"),
+        7,
+        ["environments.e1.extra_index_urls[0]", "for x carries credentials (not shown)"],
+    ),
+    (
+        "wrapper-empty",
+        _replace("{python: /py}", "{python: /py, wrapper: []}"),
+        7,
+        ["environments.e1.wrapper", "needs a program"],
+    ),
+    (
+        "source-not-a-string",
+        _replace("{python: /py}", "{python: /py, source: [a]}"),
+        7,
+        ["environments.e1.source", "must be a string"],
     ),
     (
         "both-interpreters",
@@ -103,7 +134,12 @@ CASES = [
         7,
         ["sets both python and venv"],
     ),
-    ("env-empty", _replace("{python: /py}", ""), 7, ["environments.e1:", "needs python or venv"]),
+    (
+        "env-empty",
+        _replace("{python: /py}", ""),
+        7,
+        ["environments.e1:", "must be a mapping; {} keeps every default"],
+    ),
     (
         "unknown-env",
         _replace("{env: e1}", "{env: e}"),

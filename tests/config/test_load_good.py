@@ -281,3 +281,60 @@ def test_bare_python_command_is_found_on_path(
     bm = load_branch_map(config, environ={})
     assert bm.environments["e"].python == exe
     assert bm.environments["f"].python == tmp_path / "nothere"
+
+
+LAUNCH_YAML = """\
+forge: local
+upstream: a/b
+fork: c/b
+upstream_url: /srv/up.git
+fork_url: /srv/fork.git
+environments:
+  plain: {}
+  npu:
+    expect: {torch: "2.7.1"}
+    requirements: ["torch==2.7.1", numpy]
+    no_deps: ["torch_npu==2.7.1.post4"]
+    extra_index_urls: ["https://download.pytorch.org/whl/cpu"]
+    source: ~/Ascend/set_env.sh
+    wrapper: [~/bin/run_api_python_version.sh, "2.7.1"]
+  prefixed:
+    python: /opt/py/bin/python
+    source: scripts/env.sh
+    wrapper: [taskset, -c, "0", "{python}"]
+branches:
+  master: {env: plain}
+  v2.7.1: {env: npu}
+  v2.12.0: {env: prefixed}
+"""
+
+
+def test_environment_without_interpreter_lives_in_the_per_user_folder(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    config = tmp_path / "branches.yaml"
+    config.write_text(LAUNCH_YAML, encoding="utf-8")
+    chosen = load_branch_map(config, environ={"BACKPORT_ENVS": "~/my-envs"})
+    assert chosen.environments["plain"].interpreter == home / "my-envs" / "plain" / "bin" / "python"
+    default = load_branch_map(config, environ={})
+    # platformdirs' user data folder: ~/.local/share/backport on Linux
+    assert default.environments["npu"].venv == home / ".local" / "share" / "backport" / "envs" / "npu"
+
+
+def test_installer_and_launch_keys(tmp_path: Path, home: Path) -> None:
+    config = tmp_path / "branches.yaml"
+    config.write_text(LAUNCH_YAML, encoding="utf-8")
+    envs = load_branch_map(config, environ={}).environments
+    npu = envs["npu"]
+    assert npu.requirements == ("torch==2.7.1", "numpy")
+    assert npu.no_deps == ("torch_npu==2.7.1.post4",)
+    assert npu.extra_index_urls == ("https://download.pytorch.org/whl/cpu",)
+    assert npu.source == home / "Ascend" / "set_env.sh"
+    assert npu.source_shown == "~/Ascend/set_env.sh"
+    assert npu.wrapper == (str(home / "bin" / "run_api_python_version.sh"), "2.7.1")
+    assert npu.wrapper_shown == ("~/bin/run_api_python_version.sh", "2.7.1")
+    prefixed = envs["prefixed"]
+    assert prefixed.source == tmp_path / "scripts" / "env.sh"  # relative to the file
+    assert prefixed.source_shown == "scripts/env.sh"
+    assert prefixed.wrapper == ("taskset", "-c", "0", "{python}")

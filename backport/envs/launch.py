@@ -1,0 +1,83 @@
+"""How an environment's Python is started, and that start as a reviewer can paste it.
+
+Every child that runs in an environment (the probe, the warm worker, each test) starts the same
+way: the environment's ``source:`` script is sourced by bash first (its output goes to stderr,
+so protocols on stdout stay clean), then its ``wrapper:`` runs in place of the interpreter, or
+the interpreter itself when there is none. A ``{python}`` item in the wrapper is replaced by the
+interpreter; otherwise the wrapper is expected to exec a Python it chooses.
+
+:func:`shown_command` is the same start written for a PR body: the script and wrapper as written
+in branches.yaml (home as ``~``), the variables the tool sets, the interpreter as ``python`` and
+the test path relative to the worktree — no path of the machine that ran it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from backport.config.branch_map import PYTHON_PLACEHOLDER
+from backport.config.model import Environment
+
+SHOWN_PYTHON = "python"
+# $1 is the script; the rest is the command. Positional parameters are cleared before sourcing,
+# so a script that reads "$@" sees none; variables the tool sets are applied after it.
+_SOURCE_SNIPPET = (
+    '__backport_script=$1; shift; __backport_argv=("$@"); set --; '
+    '. "$__backport_script" >&2 || exit; exec "${__backport_argv[@]}"'
+)
+
+
+def launch_argv(
+    env: Environment, args: Sequence[str], variables: Mapping[str, str] | None = None
+) -> list[str]:
+    """The argv that runs ``python <args>`` in ``env`` (``variables`` re-applied after source)."""
+    argv = [*_program(env), *args]
+    if env.source is None:
+        return argv
+    pinned = [f"{k}={v}" for k, v in (variables or {}).items()]
+    tail = ["env", *pinned, *argv] if pinned else argv
+    return ["bash", "-c", _SOURCE_SNIPPET, "backport-source", str(env.source), *tail]
+
+
+def shown_command(env: Environment, args: Sequence[str], variables: Mapping[str, str]) -> str:
+    """``[source S &&] [K=V ...] <wrapper or python> <args>``, pasteable in bash."""
+    parts: list[str] = []
+    if env.source is not None:
+        parts += ["source", _quote(env.source_shown), "&&"]
+    parts += [f"{k}={shlex.quote(v)}" for k, v in variables.items()]
+    if env.wrapper_shown:
+        parts += [
+            SHOWN_PYTHON if item == PYTHON_PLACEHOLDER else _quote(item)
+            for item in env.wrapper_shown
+        ]
+    else:
+        parts.append(SHOWN_PYTHON)
+    parts += [shlex.quote(a) for a in args]
+    return " ".join(parts)
+
+
+def uses_wrapper(env: Environment) -> bool:
+    return bool(env.wrapper)
+
+
+def _program(env: Environment) -> list[str]:
+    interpreter = str(env.interpreter)
+    if not env.wrapper:
+        return [interpreter]
+    return [interpreter if item == PYTHON_PLACEHOLDER else item for item in env.wrapper]
+
+
+def _quote(text: str) -> str:
+    """Quote for bash but keep a leading ``~/`` unquoted, so the shell still expands it."""
+    if text.startswith("~/"):
+        return "~/" + shlex.quote(text[2:])
+    return shlex.quote(text)
+
+
+def program_path(env: Environment) -> Path | None:
+    """The file the start depends on besides the interpreter (the wrapper), if it is a path."""
+    if env.wrapper and "/" in env.wrapper[0]:
+        return Path(env.wrapper[0])
+    return None
