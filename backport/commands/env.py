@@ -5,14 +5,17 @@ from __future__ import annotations
 import functools
 
 import click
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Environment, Project
+from backport.envs.launch import shown_command
 from backport.envs.model import NOT_FOUND
 from backport.envs.pins import pin_mismatches
-from backport.envs.probe import probe
-from backport.envs.setup import setup_env
+from backport.envs.probe import display_path, probe
+from backport.envs.setup import Planned, human_size, plan_setup, setup_env
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 
 
@@ -27,12 +30,26 @@ def environments_for(project: Project, branches: tuple[str, ...]) -> list[Enviro
     return [bm.environments[n] for n in dict.fromkeys(names)]
 
 
+def options_of(env: Environment) -> dict:
+    """The environment's installer and start options, as configured (home shown as ``~``)."""
+    return {
+        "interpreter": display_path(env.interpreter),
+        "requirements": list(env.requirements),
+        "no_deps": list(env.no_deps),
+        "extra_index_urls": list(env.extra_index_urls),
+        "source": env.source_shown or None,
+        "wrapper": list(env.wrapper_shown) or None,
+        "starts_as": shown_command(env, ["TEST"], env.env),
+    }
+
+
 def probe_rows(project: Project, envs: list[Environment]) -> list[dict]:
     bm = project.branch_map
     rows = []
     for env in envs:
         row: dict = {"env": env.name,
-                     "branches": [t.name for t in bm.targets.values() if t.env == env.name]}
+                     "branches": [t.name for t in bm.targets.values() if t.env == env.name],
+                     "options": options_of(env)}
         try:
             found = probe(env)
         except BackportError as exc:
@@ -85,20 +102,44 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
                           packages.get("torch_npu") or NOT_FOUND,
                           row.get("cann") or NOT_FOUND, npu, pins)
         app.console.print(table)
+        for row in rows:
+            echo(_options_line(row["env"], row["options"]))
     raise SystemExit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_BRANCH_FAILED)
 
 
 def _echo_prefixed(prefix: str, line: str) -> None:
     echo(prefix + line)
+def _options_line(name: str, options: dict) -> str:
+    parts = [f"{name}: {options['interpreter']}"]
+    if options["no_deps"]:
+        parts.append(f"without dependencies: {', '.join(options['no_deps'])}")
+    if options["extra_index_urls"]:
+        parts.append(f"extra index: {', '.join(options['extra_index_urls'])}")
+    parts.append(f"tests start as: {options['starts_as']}")
+    return "; ".join(parts)
 
 
 @env_group.command("setup")
 @click.argument("branches", nargs=-1, metavar="[BRANCH]...")
+@click.option("--dry-run", is_flag=True,
+              help="Show what would be installed, from where and roughly how many bytes; "
+                   "download and change nothing.")
 @pass_app
-def setup_cmd(app: AppContext, branches: tuple[str, ...]) -> None:
-    """Build missing environments from their `requirements:` (uv when present, else pip)."""
+def setup_cmd(app: AppContext, branches: tuple[str, ...], dry_run: bool) -> None:
+    """Build missing environments from their `requirements:` (uv when present, else pip).
+
+    Each environment is a venv (by default $BACKPORT_ENVS/<name>, else the per-user data
+    folder, ~/.local/share/backport/envs/<name> on Linux). `requirements` are installed first,
+    then `no_deps` without their dependencies; afterwards the `expect:` pins are checked. An
+    environment that already meets its pins is only checked. Give branches to build only
+    their environments.
+    """
     project = app.project()
     envs = environments_for(project, branches)
+    if dry_run:
+        for env in envs:
+            _show_plan(env)
+        raise SystemExit(EXIT_OK)
     for env in envs:
         setup_env(env, log=functools.partial(_echo_prefixed, f"[{env.name}] "))
     rows = probe_rows(project, envs)
@@ -106,3 +147,36 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...]) -> None:
         state = "ok" if row["ok"] else row.get("error") or "; ".join(row["pin_mismatches"])
         echo(f"{row['env']}: {state}")
     raise SystemExit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_BRANCH_FAILED)
+
+
+def _show_plan(env: Environment) -> None:
+    action, plan = plan_setup(env)
+    echo(f"{env.name}: {action}")
+    if not plan:
+        return
+    width = max(len(f"{p.name} {p.version}") for p in plan)
+    for item in plan:
+        size = human_size(item.size) if item.size is not None else "size unknown"
+        note = f"  without dependencies{_unmet_note(item, plan)}" if item.no_deps else ""
+        echo(f"  {f'{item.name} {item.version}':<{width}}  {size:>9}  {item.source}{note}")
+    known = [p.size for p in plan if p.size is not None]
+    unknown = len(plan) - len(known)
+    echo(f"  {len(plan)} distributions, about {human_size(sum(known))} to download"
+         + (f" ({unknown} of unknown size)" if unknown else ""))
+
+
+def _unmet_note(item: Planned, plan: list[Planned]) -> str:
+    """Which of ``item``'s own requirements the plan does not satisfy (why it is no_deps)."""
+    versions = {canonicalize_name(p.name): p.version for p in plan}
+    unmet = []
+    for line in item.requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        have = versions.get(canonicalize_name(req.name))
+        if have is not None and not req.specifier.contains(have, prereleases=True):
+            unmet.append(f"it asks for {req}, installed next to {req.name} {have}")
+    return f" ({'; '.join(unmet)})" if unmet else ""

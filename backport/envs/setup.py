@@ -1,20 +1,31 @@
 """``backport env setup``: build a missing environment from its ``requirements:``.
 
 uv is used when it is on PATH (``uv venv`` + ``uv pip install``), else ``python -m venv`` + pip.
-An environment that exists and satisfies its pins is left alone.
+``requirements`` are installed first, then ``no_deps`` without their dependencies (torch_npu
+wheels that name a torch build the index does not have); ``extra_index_urls`` are searched
+besides the configured index. An environment that exists and satisfies its pins is left alone.
+:func:`resolve` asks pip what an installation would fetch (``--dry-run --report``), for this
+machine or another platform, without installing anything.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import requests
 from packaging.utils import canonicalize_name
 
 from backport.config.model import Environment
@@ -80,7 +91,7 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
                 "env-missing",
                 f"environment '{env.name}': the new venv has no interpreter {shown}",
             )
-    if env.requirements:
+    if env.requirements or env.no_deps:
         _install(env, interpreter, uv, log)
     problems = pin_mismatches(env, probe(env))
     if problems:
@@ -88,6 +99,28 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
             "env-mismatch", f"environment '{env.name}' after setup: {'; '.join(problems)}"
         )
     log(f"{env.name}: ready ({shown})")
+
+
+def plan_setup(env: Environment) -> tuple[str, list[Planned]]:
+    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch."""
+    interpreter = env.interpreter
+    target = venv_dir(env)
+    if interpreter.exists():
+        try:
+            problems = pin_mismatches(env, probe(env))
+        except BackportError as exc:
+            problems = [exc.message]
+        if not problems:
+            return f"{display_path(interpreter)} is up to date; nothing to install", []
+        action = f"{'; '.join(problems)}; would reinstall the requirements"
+    elif target is None:
+        return (f"interpreter {display_path(interpreter)} does not exist and is not "
+                "<dir>/bin/python; nothing env setup can build"), []  # fmt: skip
+    else:
+        action = f"would create the venv {display_path(target)} and install"
+    if not (env.requirements or env.no_deps):
+        return f"{action} nothing (no requirements)", []
+    return action + ":", resolve(env)
 
 
 def _create_command(env: Environment, target: Path, uv: str | None) -> list[str]:
@@ -98,34 +131,204 @@ def _create_command(env: Environment, target: Path, uv: str | None) -> list[str]
 
 
 def _install(env: Environment, interpreter: Path, uv: str | None, log: Callable) -> None:
+    if uv is not None:
+        base = [uv, "pip", "install", "--python", str(interpreter)]
+    else:
+        base = [str(interpreter), "-m", "pip", "install", "--disable-pip-version-check",
+                "--progress-bar", "off"]  # fmt: skip
+    base += [a for url in env.extra_index_urls for a in ("--extra-index-url", url)]
+    if env.requirements:
+        with _requirements_file(env.requirements) as name:
+            log(f"{env.name}: installing {', '.join(env.requirements)}")
+            _run(env, [*base, "-r", name], log)
+    if env.no_deps:
+        with _requirements_file(env.no_deps) as name:
+            log(f"{env.name}: installing {', '.join(env.no_deps)} without their dependencies")
+            _run(env, [*base, "--no-deps", "-r", name], log)
+
+
+@contextmanager
+def _requirements_file(lines: Sequence[str]) -> Iterator[str]:
+    """A temporary requirements file (so no requirement is read as an option)."""
     handle, name = tempfile.mkstemp(prefix="backport-requirements-", suffix=".txt")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write("".join(line + "\n" for line in env.requirements))
-        if uv is not None:
-            argv = [uv, "pip", "install", "--python", str(interpreter), "-r", name]
-        else:
-            argv = [str(interpreter), "-m", "pip", "install", "--disable-pip-version-check",
-                    "-r", name]  # fmt: skip
-        log(f"{env.name}: installing {', '.join(env.requirements)}")
-        _run(env, argv, log)
+            out.write("".join(line + "\n" for line in lines))
+        yield name
     finally:
         os.unlink(name)
+
+
+# -- what an installation would fetch --------------------------------------------------------
+
+# pip with markers evaluated for another machine: with --platform pip picks that platform's
+# wheels but still evaluates `platform_machine == "x86_64"` for the machine it runs on.
+_FOREIGN_PIP = (
+    "import platform, runpy, sys; machine = sys.argv.pop(1); "
+    "platform.machine = lambda: machine; sys.argv[0] = 'pip'; "
+    "runpy.run_module('pip', run_name='__main__', alter_sys=True)"
+)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One distribution an installation would fetch."""
+
+    name: str
+    version: str
+    url: str  # where pip would fetch it from
+    size: int | None  # bytes to download, None when the server does not say
+    no_deps: bool  # installed without its dependencies
+    requires: tuple[str, ...]  # its Requires-Dist lines
+
+    @property
+    def source(self) -> str:
+        """The host (or ``local file``) it comes from."""
+        parts = urllib.parse.urlsplit(self.url)
+        return parts.hostname or ("local file" if parts.scheme == "file" else self.url)
+
+
+def resolve(
+    env: Environment,
+    *,
+    platform: str | None = None,
+    python_version: str | None = None,
+    sizes: bool = True,
+    with_deps: bool = True,
+    timeout: float = 900.0,
+) -> list[Planned]:
+    """What ``env setup`` would install for ``env``, from pip's dry run; nothing is installed.
+
+    ``platform`` (a wheel tag like ``manylinux_2_28_aarch64``) and ``python_version``
+    resolve for another machine (binary wheels only). ``with_deps`` False resolves only the
+    named distributions (quick: no CUDA wheel is looked at). Raises ``env-missing`` when pip cannot
+    resolve, with pip's last line.
+    """
+    plan: list[Planned] = []
+    for lines, no_deps in ((env.requirements, False), (env.no_deps, True)):
+        if not lines:
+            continue
+        found = _dry_run(env, lines, no_deps or not with_deps, platform, python_version, timeout)
+        for item in found:
+            meta = item.get("metadata") or {}
+            plan.append(Planned(
+                name=str(meta.get("name", "?")),
+                version=str(meta.get("version", "?")),
+                url=str((item.get("download_info") or {}).get("url", "")),
+                size=None,
+                no_deps=no_deps,
+                requires=tuple(meta.get("requires_dist") or ()),
+            ))  # fmt: skip
+    if sizes and plan:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            lengths = list(pool.map(_download_size, [p.url for p in plan]))
+        plan = [Planned(p.name, p.version, p.url, n, p.no_deps, p.requires)
+                for p, n in zip(plan, lengths, strict=True)]  # fmt: skip
+    return plan
+
+
+def _dry_run(
+    env: Environment,
+    lines: Sequence[str],
+    no_deps: bool,
+    platform: str | None,
+    python_version: str | None,
+    timeout: float,
+) -> list[dict]:
+    with tempfile.TemporaryDirectory(prefix="backport-resolve-") as tmp, \
+            _requirements_file(lines) as name:  # fmt: skip
+        report = Path(tmp) / "report.json"
+        pip = [sys.executable, "-m", "pip"]
+        if platform:  # pip evaluates markers for this machine; make them the target's
+            pip = [sys.executable, "-c", _FOREIGN_PIP, platform_machine(platform)]
+        argv = [*pip, "install", "--dry-run", "--ignore-installed",
+                "--disable-pip-version-check", "--quiet", "--report", str(report)]  # fmt: skip
+        argv += [a for url in env.extra_index_urls for a in ("--extra-index-url", url)]
+        if no_deps:
+            argv.append("--no-deps")
+        if platform or python_version:
+            argv += ["--only-binary=:all:", "--target", str(Path(tmp) / "target")]
+            for tag in compatible_platforms(platform) if platform else ():
+                argv += ["--platform", tag]
+            argv += ["--python-version", python_version] if python_version else []
+        argv += ["-r", name]
+        try:
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                  env=_installer_environ(), timeout=timeout, check=False)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise BackportError("env-missing", f"environment '{env.name}': resolving "
+                                f"{', '.join(lines)} took over {timeout:g}s") from None  # fmt: skip
+        if proc.returncode != 0 or not report.is_file():
+            err = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines()
+                   if ln.strip() and "is ignored: it is neither a file nor a directory" not in ln]
+            reason = err[-1].strip() if err else f"exit code {proc.returncode}"
+            raise BackportError("env-missing", redact(
+                f"environment '{env.name}': pip cannot resolve {', '.join(lines)}"
+                f"{' for ' + platform if platform else ''}: {reason}"))  # fmt: skip
+        return list(json.loads(report.read_text(encoding="utf-8")).get("install") or [])
+
+
+def platform_machine(tag: str) -> str:
+    """The machine of a wheel platform tag: ``manylinux_2_28_aarch64`` -> ``aarch64``."""
+    if tag.startswith(("manylinux_", "musllinux_")) and tag.count("_") >= 3:
+        return tag.split("_", 3)[3]
+    return tag.split("_", 1)[-1]
+
+
+def compatible_platforms(tag: str) -> list[str]:
+    """``tag`` and the older manylinux tags a machine of that tag also installs.
+
+    pip takes a ``--platform`` tag literally, while a real ``manylinux_2_28`` machine also
+    installs ``manylinux_2_27`` … ``manylinux_2_17`` (``manylinux2014``) wheels.
+    """
+    match = re.fullmatch(r"manylinux_2_(\d+)_(\w+)", tag)
+    if not match:
+        return [tag]
+    glibc, arch = int(match.group(1)), match.group(2)
+    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(glibc, 16, -1)]
+    return [*tags, f"manylinux2014_{arch}"] if glibc >= 17 else tags
+
+
+def _download_size(url: str) -> int | None:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "file":
+        try:
+            return os.path.getsize(urllib.parse.unquote(parts.path))
+        except OSError:
+            return None
+    try:
+        head = requests.head(url, allow_redirects=True, timeout=15)
+        length = head.headers.get("Content-Length")
+        return int(length) if head.ok and length else None
+    except (requests.RequestException, ValueError):
+        return None
+
+
+def human_size(size: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit in ("B", "kB") else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"
+
+
+def _installer_environ() -> dict[str, str]:
+    dropped = ("PYTHONHOME", "VIRTUAL_ENV", *SECRET_VARS)
+    return {k: v for k, v in os.environ.items() if k not in dropped}
 
 
 def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> None:
     """Run ``argv``, passing its output to ``log`` line by line; raise when it fails."""
     shown = " ".join([display_path(argv[0]), *argv[1:]])
     log(redact(f"$ {shown}"))
-    dropped = ("PYTHONHOME", "VIRTUAL_ENV", *SECRET_VARS)
-    environ = {k: v for k, v in os.environ.items() if k not in dropped}
+    started = time.monotonic()
     try:
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=environ,
+            env=_installer_environ(),
         )
     except OSError as exc:
         raise BackportError(
@@ -139,6 +342,7 @@ def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> N
             last = line
             log(f"  {line}")
     code = proc.wait()
+    log(f"  ({time.monotonic() - started:.0f}s)")
     if code != 0:
         raise BackportError(
             "env-missing",
