@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -14,9 +16,10 @@ from backport.git.run import git
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
 DEMO_AUTHOR = ("backport demo", "demo@backport.invalid")
-# Which environment each demo branch uses; master shares v2.12.0's, as in the seed PR.
-ENVIRONMENTS = {"v2.7.1": "torch-2.7.1", "v2.11.0": "torch-2.11.0", "v2.12.0": "torch-2.12.0",
-                "master": "torch-2.12.0"}
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_VERSIONS = ("import importlib.metadata as m, sys\n"
+             "try: print('torch-' + m.version('torch'))\n"
+             "except m.PackageNotFoundError: print('python-%d.%d' % sys.version_info[:2])")
 
 
 @dataclass(frozen=True)
@@ -88,10 +91,8 @@ def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
     """branches.yaml for the sandbox plus a copy of the put_metric patch set."""
     project.mkdir(parents=True, exist_ok=True)
     interpreter = python or "python3"
-    environments = {
-        name: {"python": interpreter, "env": {"PYTHONDONTWRITEBYTECODE": "1"}}
-        for name in dict.fromkeys(ENVIRONMENTS.values())
-    }
+    name = environment_name(interpreter)
+    environments = {name: {"python": interpreter, "env": {"PYTHONDONTWRITEBYTECODE": "1"}}}
     config = {
         "forge": "local",
         "upstream": "Ascend/pytorch",
@@ -100,13 +101,25 @@ def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
         "upstream_url": str(upstream),
         "fork_url": str(fork),
         "environments": environments,
-        "branches": {t: {"env": ENVIRONMENTS[t]} for t in TARGETS},
+        "branches": {t: {"env": name} for t in TARGETS},
     }
     header = ("# backport demo sandbox: a local upstream and fork, and the embedded local forge.\n"
-              "# Every environment is the same interpreter here; a real map pins each one.\n")
+              "# All four branches share one environment here, named for what it holds; the\n"
+              "# project's own branches.yaml gives each release branch its own torch.\n")
     (project / "branches.yaml").write_text(
         header + yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     shutil.copytree(patches, project / "patches" / patches.name, dirs_exist_ok=True)
+
+
+def environment_name(python: str) -> str:
+    """The demo environment's name: ``torch-<version>`` of ``python``, else ``python-X.Y``."""
+    try:
+        proc = subprocess.run([python, "-c", _VERSIONS], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "python"
+    name = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    return name if proc.returncode == 0 and _NAME.fullmatch(name) else "python"
 
 
 def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:

@@ -66,6 +66,27 @@ def require_interpreter(env: Environment) -> Path:
     return interpreter
 
 
+def require_built(envs: Mapping[str, Environment], branches: Mapping[str, list[str]]) -> None:
+    """Stop before any work when an environment a run needs has no interpreter yet.
+
+    ``branches`` maps each environment name to the target branches that use it.
+    """
+    missing = [env for env in envs.values() if not env.interpreter.exists()]
+    if not missing:
+        return
+    described = ", ".join(
+        f"{env.name} for {', '.join(branches.get(env.name, []))} "
+        f"({display_path(env.interpreter)} does not exist)"
+        for env in missing
+    )
+    noun = "environment" if len(missing) == 1 else "environments"
+    raise BackportError(
+        "usage",
+        f"the test {noun} {described} {'is' if len(missing) == 1 else 'are'} not built yet; "
+        "run `backport env setup` to build them from the package index (or pass --skip-tests)",
+    )
+
+
 def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0) -> Probe:
     """Read platform, Python, package versions, CANN and NPU facts of ``env``."""
     interpreter = require_interpreter(env)

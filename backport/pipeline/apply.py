@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
+from backport.envs.probe import require_built
 from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.apply import am_in_progress
 from backport.git.locks import file_lock
@@ -165,6 +166,12 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
 
 def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
               event_for: EventFor) -> None:
+    bm = session.project.branch_map
+    if not options.skip_tests:  # a missing environment stops the run before any work
+        users: dict[str, list[str]] = {}
+        for job in jobs:
+            users.setdefault(bm.targets[job.target].env, []).append(job.target)
+        require_built({name: bm.environments[name] for name in users}, users)
     if not (options.no_push or options.no_pr):
         session.forge().preflight()  # a bad token stops the run before anything is pushed
     if not options.skip_tests:
@@ -227,6 +234,10 @@ def fetch_bases(session: Session, jobs: list[BranchJob]) -> dict[str, str | Back
         session.cache.ensure()
         heads = session.cache.remote_heads(targets)
     except BackportError as exc:
+        if exc.code == ErrorCode.UPSTREAM_UNREACHABLE:  # no branch can go on: one sentence, not four
+            for job in jobs:
+                job.update(status=Status.FAILED, message=exc.message, error_code=exc.code)
+            raise
         return dict.fromkeys(targets, exc)
     result: dict[str, str | BackportError] = {}
     present = [t for t in targets if heads.get(t)]

@@ -24,13 +24,17 @@ def test_no_push_records_honest_evidence_for_every_branch(sandbox):
         assert not env["npu"]
         assert env["autoload_disabled"] is True
         assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in env["note"]
-    shared = {b["target"]: b["env"]["shared_with"] for b in status["branches"]}
-    assert shared["master"] == ["v2.12.0", "master"]
+    # The demo's one environment is named for what it holds and shared by all four branches.
+    for branch in status["branches"]:
+        assert branch["env"]["name"] == "torch-" + branch["env"]["torch"]
+        assert branch["env"]["shared_with"] == ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 
 
 def test_pin_mismatch_stops_before_any_test(sandbox):
     def pin(data: dict) -> None:
-        data["environments"]["torch-2.7.1"]["expect"] = {"torch": "2.7.1"}
+        (shared,) = data["environments"].values()
+        data["environments"]["pinned-2.7.1"] = {**shared, "expect": {"torch": "2.7.1"}}
+        data["branches"]["v2.7.1"]["env"] = "pinned-2.7.1"
     edit_config(sandbox, pin)
     result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--no-push", "--json")
     assert result.code == 1

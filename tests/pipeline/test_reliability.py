@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -116,9 +117,9 @@ def test_someone_elses_push_survives_force(sandbox, tmp_path):
 
 @pytest.mark.parametrize("change, needle", [
     (lambda d: d.update(fork_url=d["upstream_url"]), "fork"),
-    (lambda d: d["branches"].update({"-x": {"env": "torch-2.7.1"}}), "-x"),
-    (lambda d: d["branches"].update({"v2..7": {"env": "torch-2.7.1"}}), "v2..7"),
-    (lambda d: d["branches"].update({"bad name": {"env": "torch-2.7.1"}}), "bad name"),
+    (lambda d: d["branches"].update({"-x": {"env": next(iter(d["environments"]))}}), "-x"),
+    (lambda d: d["branches"].update({"v2..7": {"env": next(iter(d["environments"]))}}), "v2..7"),
+    (lambda d: d["branches"].update({"bad name": {"env": next(iter(d["environments"]))}}), "bad name"),
     (lambda d: d.update(fork_branch="test-{slug}-{nope}"), "nope"),
     (lambda d: d["branches"]["v2.7.1"].update(env="missing-env"), "missing-env"),
     (lambda d: d.update(enviroments={}), "enviroments"),
@@ -176,13 +177,29 @@ def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox):
     assert result.code == 0, result.err
 
 
-@pytest.mark.parametrize("variable", ["BACKPORT_FORK_URL", "BACKPORT_UPSTREAM_URL"])
-def test_an_unreachable_fork_or_upstream_fails_each_branch_clearly(sandbox, tmp_path, variable):
+def test_an_unreachable_fork_fails_each_branch_clearly(sandbox, tmp_path):
     missing = tmp_path / "no-such-repository.git"
     result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json",
-                     env={variable: str(missing)})
+                     env={"BACKPORT_FORK_URL": str(missing)})
     assert result.code == 1
     for branch in result.json()["branches"]:
         assert branch["status"] == "failed"
         assert str(missing) in branch["message"]
     assert "Traceback" not in result.err
+
+
+def test_an_unreachable_upstream_stops_the_run_in_one_sentence_naming_it(sandbox, tmp_path):
+    # Nothing listens on the port of a socket that was bound and closed: a refused connection.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/Ascend/pytorch.git"
+    result = run_cli(sandbox.project, "apply", "--api", "put_metric",
+                     env={"BACKPORT_UPSTREAM_URL": url})
+    assert result.code == 1
+    errors = [line for line in result.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"upstream {url}:" in errors[0], result.err
+    assert "Traceback" not in result.err and result.out == ""
+    status = run_cli(sandbox.project, "status", "--json").json()
+    assert {b["status"] for b in status["branches"]} == {"failed"}
+    assert all(url in b["message"] for b in status["branches"])
