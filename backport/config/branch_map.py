@@ -35,6 +35,7 @@ from backport.config.validate import (
     config_error,
     display_path,
     git_url_problem,
+    home_shown,
     http_url_problem,
     kind,
     repo_identity,
@@ -249,7 +250,7 @@ def _environment(doc: Doc, key: Val, v: Val, base: Path, default_dir: Path) -> E
         fields["extra_index_urls"] = urls
     if "source" in f:
         fields["source"] = _local_path(doc, f["source"], base)
-        fields["source_shown"] = _shown(doc.string(f["source"], max_len=1024))
+        fields["source_shown"] = home_shown(doc.string(f["source"], max_len=1024))
     if "wrapper" in f:
         fields["wrapper"], fields["wrapper_shown"] = _wrapper(doc, f["wrapper"], base)
     if "env" in f:
@@ -286,14 +287,6 @@ def _index_url_problem(url: str) -> str | None:
     return None
 
 
-def _shown(text: str) -> str:
-    """A path as written, with an absolute home directory written as ``~``."""
-    home = os.path.expanduser("~").rstrip("/")
-    if home and (text == home or text.startswith(home + "/")):
-        return "~" + text[len(home) :]
-    return text
-
-
 def _wrapper(doc: Doc, v: Val, base: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``wrapper:`` as (argv to run, argv as written); a string is one program without args."""
     if isinstance(v.value, str):
@@ -309,7 +302,7 @@ def _wrapper(doc: Doc, v: Val, base: Path) -> tuple[tuple[str, ...], tuple[str, 
         run = str(_local_path(doc, items[0], base))
     else:
         run = program  # a command name, looked up on PATH when started
-    return (run, *written[1:]), (_shown(program), *written[1:])
+    return (run, *written[1:]), (home_shown(program), *written[1:])
 
 
 def _variables(doc: Doc, v: Val) -> list[tuple[Val, Val]]:

@@ -41,6 +41,14 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def home_shown(text: str) -> str:
+    """A path as text, with the home directory written as ``~`` (never a path of this user)."""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (text == home or text.startswith(home + "/")):
+        return "~" + text[len(home) :]
+    return text
+
+
 @dataclass(frozen=True)
 class Val:
     """A value read from a YAML file with its line and key path (``raw``: scalar source)."""

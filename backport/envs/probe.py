@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from backport.config.model import Environment
+from backport.config.validate import home_shown
 from backport.envs.launch import launch_argv, program_path
 from backport.envs.model import AUTOLOAD, Probe
 from backport.errors import BackportError
@@ -26,11 +27,7 @@ LOAD_CHECK_TIMEOUT = 120.0
 
 def display_path(path: Path | str) -> str:
     """``path`` with the home directory shown as ``~``."""
-    text = str(path)
-    home = os.path.expanduser("~")
-    if home not in ("", "/") and (text == home or text.startswith(home.rstrip("/") + "/")):
-        return "~" + text[len(home.rstrip("/")) :]
-    return text
+    return home_shown(str(path))
 
 
 def env_vars(env: Environment, extra: Mapping[str, str] | None = None) -> dict[str, str]:

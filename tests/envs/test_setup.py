@@ -18,12 +18,15 @@ from backport.envs.setup import setup_env, venv_dir
 from backport.errors import BackportError
 
 
-def build_wheel(directory: Path, name: str = "tinypkg", version: str = "1.0") -> Path:
+def build_wheel(
+    directory: Path, name: str = "tinypkg", version: str = "1.0", requires: tuple[str, ...] = ()
+) -> Path:
     """A minimal pure-Python wheel, made by hand so no build tool or network is needed."""
     files = {
         f"{name}/__init__.py": f'VERSION = "{version}"\n',
         f"{name}-{version}.dist-info/METADATA": (
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            + "".join(f"Requires-Dist: {line}\n" for line in requires)
         ),
         f"{name}-{version}.dist-info/WHEEL": (
             "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
