@@ -8,7 +8,8 @@ of https://gitcode.com/Ascend/pytorch.git); it is only read.
 1. ``backport env setup`` builds the shipped branches.yaml's three environments from the
    package index (or only checks them when they are already there).
 2. A local upstream holds the four target branches at their pre-states, the parents of the real
-   put_metric commits; the fork is an empty bare repository.
+   put_metric commits; the fork is a bare repository without branches. Both borrow the
+   copy's objects, as a fork on the forge shares its upstream's object pool.
 3. ``backport apply --api put_metric`` runs on them with the embedded local forge (the shipped
    map with ``forge: local`` and the URL variables; environments exactly as shipped).
 4. Per branch it prints torch, torch_npu, result and time, and checks that every PR body's
@@ -52,11 +53,17 @@ def git(*args: str, cwd: Path | None = None) -> str:
                           check=True).stdout.strip()  # fmt: skip
 
 
-def make_upstream(real: Path, path: Path) -> None:
-    """A bare repository sharing ``real``'s objects, with only the four pre-state branches."""
+def share_objects(real: Path, path: Path) -> None:
+    """An empty bare repository at ``path`` that borrows ``real``'s objects (like a fork on the
+    forge, whose objects live in the upstream's pool): a push then sends only new objects."""
     git("init", "-q", "--bare", str(path))
     (path / "objects" / "info" / "alternates").write_text(
         str((real / "objects").resolve()) + "\n", encoding="utf-8")
+
+
+def make_upstream(real: Path, path: Path) -> None:
+    """A bare repository sharing ``real``'s objects, with only the four pre-state branches."""
+    share_objects(real, path)
     for branch, short in PRE_STATES.items():
         sha = git("--git-dir", str(real), "rev-parse", "--verify", short + "^{commit}")
         git("--git-dir", str(path), "update-ref", f"refs/heads/{branch}", sha)
@@ -117,7 +124,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="backport-acceptance-"))
     try:
         make_upstream(Path(real), work / "upstream.git")
-        git("init", "-q", "--bare", str(work / "fork.git"))
+        share_objects(Path(real), work / "fork.git")  # no branches: an empty fork
         project = work / "project"
         make_project(project)
         env = {"BACKPORT_UPSTREAM_URL": str(work / "upstream.git"),
@@ -137,7 +144,10 @@ def main() -> int:
         problems: list[str] = []
         for b in branches:
             target, test, found = b["target"], b.get("test") or {}, b.get("env") or {}
-            summary = ", ".join(test.get("summary") or []) or b.get("message", "")
+            summary = test.get("summary") or b.get("message") or ""
+            if not isinstance(summary, str):
+                summary = ", ".join(summary)
+            summary = " ".join(summary.split())
             duration = f"{test['duration']:.2f}s" if test.get("duration") is not None else "-"
             print(f"{target:<9} {found.get('torch') or '-':<14} {found.get('torch_npu') or '-':<13} "
                   f"{b['status']:<8} {summary[:32]:<32} {duration}")  # fmt: skip
