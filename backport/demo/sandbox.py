@@ -16,7 +16,7 @@ from backport.git.run import git
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
 DEMO_AUTHOR = ("backport demo", "demo@backport.invalid")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _VERSIONS = ("import importlib.metadata as m, sys\n"
              "try: print('torch-' + m.version('torch'))\n"
              "except m.PackageNotFoundError: print('python-%d.%d' % sys.version_info[:2])")
@@ -119,7 +119,7 @@ def environment_name(python: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "python"
     name = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-    return name if proc.returncode == 0 and _NAME.fullmatch(name) else "python"
+    return name if proc.returncode == 0 and _ENV_NAME.fullmatch(name) else "python"
 
 
 def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
