@@ -21,4 +21,6 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
                 "BACKPORT_API_URL", "BACKPORT_CONFIG", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
+    # No test leaves a kept warm worker behind; the tests of kept workers turn them on.
+    monkeypatch.setenv("BACKPORT_KEEP_WORKERS", "0")
     os.environ.setdefault("LANG", "C")

@@ -35,6 +35,10 @@ from backport.report.summary import render_table, status_json
               help="Branches fetched, applied and tested at once.")
 @click.option("--isolated", is_flag=True,
               help="Run every test in a fresh interpreter instead of the warm worker.")
+@click.option("--no-keep-workers", is_flag=True,
+              help="Stop the warm workers at the end of the run instead of keeping them for "
+                   "the next one (kept workers end after BACKPORT_WORKER_IDLE seconds, 600 by "
+                   "default; BACKPORT_KEEP_WORKERS=0 turns them off for good).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
               help="Seconds before a test is killed (default: the environment's timeout, 1800).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state as JSON.")
@@ -42,7 +46,7 @@ from backport.report.summary import render_table, status_json
 def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tuple[str, ...],
               dry_run: bool, no_push: bool, no_pr: bool, skip_tests: bool, force: bool,
               overwrite_fork_branch: bool, pr_on_failure: bool, jobs: int, isolated: bool,
-              timeout: float | None, as_json: bool) -> None:
+              no_keep_workers: bool, timeout: float | None, as_json: bool) -> None:
     """Backport patch sets to their target branches and open one PR per branch.
 
     For each target branch: fetch it from upstream, apply the patch series with `git am -3` on
@@ -60,7 +64,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tup
     options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
-                           timeout=timeout)
+                           timeout=timeout, keep_workers=not no_keep_workers)
     plan_lines: list[str] = []
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         outcomes = run_apply(project, list(apis), options, progress, every=every,

@@ -15,6 +15,7 @@ import os
 import queue
 import selectors
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -24,6 +25,8 @@ from typing import IO
 
 from backport.config.model import Environment, TestSpec
 from backport.envs.device import device_verdict
+from backport.envs.fingerprint import FingerprintError, fingerprint
+from backport.envs.kept import KeepPolicy, KeptUnavailable, connect_or_start
 from backport.envs.launch import launch_argv, shown_command
 from backport.envs.model import Probe, TestRun
 from backport.envs.probe import SCRIPTS_DIR, display_path, env_vars, require_interpreter
@@ -44,8 +47,8 @@ class WorkerDied(Exception):
 class _Lines:
     """Newline-delimited reads from a pipe with a deadline."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._fd = stream.fileno()
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
         self._buffer = b""
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._fd, selectors.EVENT_READ)
@@ -80,11 +83,11 @@ class _Worker:
     def __init__(
         self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool
     ) -> None:
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr: IO[bytes] | None = tempfile.TemporaryFile()
         argv = [*launch, str(WORKER_SCRIPT), "torch"]
         if not learn:
             argv.append("--no-learn")
-        self.proc = subprocess.Popen(
+        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -94,13 +97,9 @@ class _Worker:
             start_new_session=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._lines = _Lines(self.proc.stdout)
-        self._send_lock = threading.Lock()  # one writer on stdin at a time
-        self._waiters_lock = threading.Lock()
-        self._waiters: dict[int, queue.Queue[dict | None]] = {}
-        self._ids = itertools.count(1)
-        self.retired: str | None = None  # why the worker stopped forking, once it says so
-        self.gone: str | None = None  # why the worker's output ended
+        self.sock: socket.socket | None = None
+        self.kept: dict | None = None  # the kept worker's hello (pid, started) when kept
+        self._setup(self.proc.stdout.fileno())
         try:
             hello = self._lines.read(start_timeout)
         except WorkerDied:
@@ -110,11 +109,39 @@ class _Worker:
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(str(hello.get("error") or "it did not start"))
+        self.pid = int(self.proc.pid)
+        self._start_reader()
+
+    @classmethod
+    def attach(cls, sock: socket.socket, hello: dict) -> _Worker:
+        """A client of the kept worker behind ``sock`` (its hello already read)."""
+        self = cls.__new__(cls)
+        self._stderr = None
+        self.proc = None
+        self.sock = sock
+        self.kept = hello
+        self.pid = int(hello.get("pid") or 0)
+        self._setup(sock.fileno())
+        self._start_reader()
+        return self
+
+    def _setup(self, read_fd: int) -> None:
+        self._lines = _Lines(read_fd)
+        self._send_lock = threading.Lock()  # one writer at a time
+        self._waiters_lock = threading.Lock()
+        self._waiters: dict[int, queue.Queue[dict | None]] = {}
+        self._ids = itertools.count(1)
+        self.retired: str | None = None  # why the worker stopped forking, once it says so
+        self.gone: str | None = None  # why the worker's output ended
+
+    def _start_reader(self) -> None:
         self._reader = threading.Thread(target=self._read_replies, daemon=True,
-                                        name=f"warm-worker-{self.proc.pid}")
+                                        name=f"warm-worker-{self.pid}")
         self._reader.start()
 
     def _last_stderr_line(self) -> str:
+        if self._stderr is None:
+            return ""
         self._stderr.seek(0)
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return lines[-1] if lines else ""
@@ -142,11 +169,10 @@ class _Worker:
                 waiter.put(None)
 
     def alive(self) -> bool:
-        return self.proc.poll() is None and self.gone is None
+        return (self.proc is None or self.proc.poll() is None) and self.gone is None
 
     def submit(self, request: dict) -> tuple[int, queue.Queue[dict | None]]:
         """Send ``request``; its replies arrive on the returned queue (None: the worker died)."""
-        assert self.proc.stdin is not None
         waiter: queue.Queue[dict | None] = queue.Queue()
         with self._waiters_lock:
             rid = next(self._ids)
@@ -154,8 +180,12 @@ class _Worker:
         line = (json.dumps({**request, "id": rid}) + "\n").encode("utf-8")
         try:
             with self._send_lock:
-                self.proc.stdin.write(line)
-                self.proc.stdin.flush()
+                if self.sock is not None:
+                    self.sock.sendall(line)
+                else:
+                    assert self.proc is not None and self.proc.stdin is not None
+                    self.proc.stdin.write(line)
+                    self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             self.done(rid)
             raise WorkerDied(f"cannot send a request: {exc}") from None
@@ -168,7 +198,22 @@ class _Worker:
             self._waiters.pop(rid, None)
 
     def stop(self, wait: float = 5.0) -> None:
-        """Close stdin (the worker exits on EOF once its children end); kill it if it lingers."""
+        """Close stdin (the worker exits on EOF once its children end); kill it if it lingers.
+
+        A kept worker's client only disconnects; the worker waits for the next run.
+        """
+        if self.sock is not None:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            reader = getattr(self, "_reader", None)
+            if reader is not None:
+                reader.join(5)
+            self._lines.close()
+            self.sock.close()
+            return
+        assert self.proc is not None
         try:
             if self.proc.stdin is not None:
                 with self._send_lock:
@@ -186,15 +231,30 @@ class _Worker:
         self._lines.close()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-        self._stderr.close()
+        if self._stderr is not None:
+            self._stderr.close()
 
 
 def _start_worker(
-    env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool
+    env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool,
+    keep: KeepPolicy | None = None,
 ) -> _Worker:
     """Launch ``env``'s warm worker with ``extra_env`` on top of its variables (through its
-    ``source:`` script and ``wrapper:``, like every test)."""
-    launch = launch_argv(env, [], {**env.env, **extra_env})
+    ``source:`` script and ``wrapper:``, like every test).
+
+    With ``keep`` (and ``learn``), connect to the kept worker of this launch instead, started
+    if none runs; when that is not possible, a private worker is started as without it.
+    """
+    variables = {**env.env, **extra_env}
+    launch = launch_argv(env, [], variables)
+    if keep is not None and learn:
+        try:
+            sock, hello = connect_or_start(keep, launch, WORKER_SCRIPT, variables,
+                                           env_vars(env, extra_env), fingerprint(env),
+                                           start_timeout)
+            return _Worker.attach(sock, hello)
+        except (KeptUnavailable, FingerprintError, OSError):
+            pass
     return _Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn)
 
 
@@ -208,8 +268,10 @@ class EarlyWorker:
     """
 
     def __init__(self, env: Environment, extra_env: dict[str, str],
-                 start_timeout: float = WORKER_START_TIMEOUT) -> None:
+                 start_timeout: float = WORKER_START_TIMEOUT, *,
+                 keep: KeepPolicy | None = None) -> None:
         self.env = env
+        self.keep = keep
         self.extra_env = dict(extra_env)
         self._worker: _Worker | None = None
         self._error: str | None = None
@@ -219,7 +281,8 @@ class EarlyWorker:
 
     def _start(self, start_timeout: float) -> None:
         try:
-            self._worker = _start_worker(self.env, self.extra_env, start_timeout, learn=True)
+            self._worker = _start_worker(self.env, self.extra_env, start_timeout, learn=True,
+                                         keep=self.keep)
         except (WorkerDied, OSError) as exc:
             self._error = str(exc)
 
@@ -276,8 +339,10 @@ class TestRunner:
         isolated: bool = False,
         start_timeout: float = WORKER_START_TIMEOUT,
         early: EarlyWorker | None = None,
+        keep: KeepPolicy | None = None,
     ) -> None:
         self.env = env
+        self._keep = keep  # kept workers on (None: this run's own worker only)
         self.probe = probe
         self.device = device
         self.verdict = device_verdict(probe, device)
@@ -307,6 +372,23 @@ class TestRunner:
     def isolated(self) -> bool:
         """True once tests run as separate processes (requested, or the worker is off)."""
         return self.fallback is not None
+
+    @property
+    def kind(self) -> str:
+        """How tests run, for the verbose log: isolated, or forked from which worker."""
+        if self.isolated:
+            return "isolated"
+        worker = self._worker
+        if worker is None or worker.kept is None:
+            return "warm worker"
+        when = "started now" if worker.kept.get("started") else "kept from an earlier run"
+        return f"warm worker, kept, pid {worker.pid}, {when}"
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The pid of the worker tests fork from (None: none yet, or isolated)."""
+        worker = self._worker
+        return worker.pid if worker is not None else None
 
     @property
     def env_vars(self) -> dict[str, str]:
@@ -370,7 +452,12 @@ class TestRunner:
     def _ensure_worker(self) -> _Worker | None:
         """The usable worker, started (or replaced, if it retired) as needed; call under the lock."""
         if self._worker is not None and not self._worker.alive():
-            self._drop_worker("the warm worker exited")
+            if self._worker.kept is not None:
+                # A kept worker died (or was told to go): this run starts its own.
+                threading.Thread(target=self._worker.stop, daemon=True).start()
+                self._worker, self._keep = None, None
+            else:
+                self._drop_worker("the warm worker exited")
         if self._worker is not None and self._worker.retired is not None:
             # It stopped forking; let it finish its running tests, start a plain one.
             self._retired.append(self._worker)
@@ -382,7 +469,8 @@ class TestRunner:
         if self._worker is None and self.fallback is None:
             try:
                 self._worker = _start_worker(
-                    self.env, self.extra_env, self.start_timeout, learn=self._learn
+                    self.env, self.extra_env, self.start_timeout, learn=self._learn,
+                    keep=self._keep,
                 )
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")
@@ -408,7 +496,7 @@ class TestRunner:
             "log": str(log_path.resolve()),
             "env": {},
         }
-        for _attempt in range(2):  # a second time on a fresh worker if the first one retired
+        for _attempt in range(3):  # again on a fresh worker if one retired or a kept one died
             with self._lock:
                 worker = self._ensure_worker()
             if worker is None:
@@ -417,7 +505,11 @@ class TestRunner:
             start = time.monotonic()
             pid = rid = None
             try:
-                rid, waiter = worker.submit(request)
+                # A kept worker was started by some earlier run: give the test this run's
+                # environment, as a process of its own would get it.
+                sent = request if worker.kept is None else {
+                    **request, "environ": env_vars(self.env, self.extra_env)}
+                rid, waiter = worker.submit(sent)
                 hello = _reply(waiter, REPLY_TIMEOUT)
                 if hello is not None and "retired" in hello:
                     worker.retired = worker.retired or str(hello["retired"])
@@ -436,6 +528,13 @@ class TestRunner:
                 if pid is not None:
                     _kill_group(pid)
                 with self._lock:
+                    if worker.kept is not None:
+                        # A kept worker crashed or went stale: this run starts its own.
+                        if worker is self._worker:
+                            self._worker = None
+                            threading.Thread(target=worker.stop, daemon=True).start()
+                        self._keep = None
+                        continue
                     self._drop_worker(f"the warm worker failed: {exc}", worker)
                 return None
             finally:

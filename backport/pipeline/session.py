@@ -14,7 +14,8 @@ from backport.config.model import Environment, Project
 from backport.docs_audit import audit_docs, entries_to_json
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.pins import pin_mismatches
-from backport.envs.probe import probe as probe_env
+from backport.envs.kept import keep_policy
+from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import EarlyWorker, TestRunner
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
@@ -35,6 +36,7 @@ class ApplyOptions:
     force: bool = False
     jobs: int = 0  # 0: number of CPUs
     isolated: bool = False
+    keep_workers: bool = True  # warm workers kept alive between runs (BACKPORT_KEEP_WORKERS)
     pr_on_failure: bool = False
     overwrite_fork_branch: bool = False
     timeout: float | None = None
@@ -67,6 +69,8 @@ class Session:
         self._lock = threading.Lock()
         self._env_locks: dict[str, threading.Lock] = {}
         self._probes: dict[str, Probe | BackportError] = {}
+        self.probes_reused: set[str] = set()  # environments whose probe an earlier run made
+        self.keep = keep_policy(self.environ) if options.keep_workers else None
         self._runners: dict[tuple[str, str], TestRunner] = {}
         self._early: dict[tuple[str, str], EarlyWorker] = {}
         self._forge: Forge | None = None
@@ -82,7 +86,10 @@ class Session:
         with self._env_lock(env.name):
             if env.name not in self._probes:
                 try:
-                    self._probes[env.name] = probe_env(env)
+                    found, reused = cached_probe(env, cache_root(self.environ), self.environ)
+                    self._probes[env.name] = found
+                    if reused:
+                        self.probes_reused.add(env.name)
                 except BackportError as exc:
                     self._probes[env.name] = exc
             result = self._probes[env.name]
@@ -99,7 +106,7 @@ class Session:
                 with self._lock:
                     early = self._early.pop(key, None)
                 self._runners[key] = TestRunner(env, probe, device=device, early=early,
-                                                isolated=self.options.isolated)
+                                                isolated=self.options.isolated, keep=self.keep)
             return self._runners[key]
 
     def prewarm(self, env: Environment, device: str) -> None:
@@ -111,7 +118,8 @@ class Session:
             # Start the worker alongside the probe; the runner keeps it if the guess was right.
             with self._lock:
                 if (env.name, device) not in self._early:
-                    self._early[(env.name, device)] = EarlyWorker(env, {AUTOLOAD: "0"})
+                    self._early[(env.name, device)] = EarlyWorker(env, {AUTOLOAD: "0"},
+                                                                     keep=self.keep)
         try:
             probe = self.probe(env)
             if not pin_mismatches(env, probe):

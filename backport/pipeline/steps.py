@@ -210,6 +210,8 @@ def test_step(session: Session, job: BranchJob) -> bool:
     job.event("probe", env.name)
     try:
         probe = session.probe(env)
+        if env.name in session.probes_reused:
+            job.event("probe", f"{env.name}: reused an earlier probe (nothing it reads changed)")
     except BackportError as exc:
         job.fail(Status.ENV_MISSING, exc.message, env=env_record(session, env.name, None, "", False))
         return False
@@ -252,7 +254,7 @@ def test_step(session: Session, job: BranchJob) -> bool:
 
 
 def runner_kind(runner: Any) -> str:
-    return "isolated" if getattr(runner, "isolated", False) else "warm worker"
+    return str(getattr(runner, "kind", "warm worker"))
 
 
 # -- push -------------------------------------------------------------------------------------

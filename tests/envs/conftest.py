@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from backport.config.model import Environment
+from backport.envs.kept import KeepPolicy, stop_kept_workers
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +44,39 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     return path
+
+
+def wait_gone(pid: int, limit: float = 60.0) -> bool:
+    """True once process ``pid`` no longer runs (a bounded wait for an event, not a timing)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True  # ended; its parent has yet to reap it
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def kept() -> Iterator[KeepPolicy]:
+    """Kept warm workers in a private folder of this test; all shut down (and gone) after it.
+
+    The folder is short on purpose: a Unix socket's path has a limit of about 100 bytes.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="bpk-"))
+    os.chmod(folder, 0o700)
+    policy = KeepPolicy(folder, idle=600.0)
+    try:
+        yield policy
+    finally:
+        pids = stop_kept_workers(folder)
+        gone = [wait_gone(pid) for pid in pids]
+        shutil.rmtree(folder, ignore_errors=True)
+        assert all(gone), f"kept workers {pids} did not end"

@@ -14,6 +14,7 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
+from backport.envs.kept import KeepPolicy
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
 
@@ -210,10 +211,19 @@ def worktree(tmp_path: Path) -> Path:
     return wt
 
 
+@pytest.fixture(params=["private", "kept"])
+def keep(request: pytest.FixtureRequest) -> KeepPolicy | None:
+    """The run's own worker, or a worker kept between runs (in this test's folder)."""
+    if request.param == "private":
+        return None
+    policy: KeepPolicy = request.getfixturevalue("kept")
+    return policy
+
+
 def test_learned_modules_are_preloaded_and_nothing_leaks(
-    learning_env: Environment, worktree: Path
+    learning_env: Environment, worktree: Path, keep: KeepPolicy | None
 ) -> None:
-    with Runner(learning_env, probe(learning_env), device="none") as runner:
+    with Runner(learning_env, probe(learning_env), device="none", keep=keep) as runner:
         teach = runner.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "1.log")
         assert (teach.runner, teach.ok) == ("warm", True), (worktree / "1.log").read_text()
         check = runner.run(worktree, Spec("test/test_check.py", ("two", "-x")),
@@ -253,10 +263,12 @@ def test_worker_whose_import_read_argv_is_replaced(
         assert runner._worker is not old and runner.fallback is None
 
 
-def test_warm_tests_run_side_by_side(learning_env: Environment, worktree: Path) -> None:
+def test_warm_tests_run_side_by_side(
+    learning_env: Environment, worktree: Path, keep: KeepPolicy | None
+) -> None:
     results = {}
     a, b = str(worktree / "a.started"), str(worktree / "b.started")
-    with Runner(learning_env, probe(learning_env), device="none") as runner:
+    with Runner(learning_env, probe(learning_env), device="none", keep=keep) as runner:
 
         def go(name: str, args: tuple[str, ...]) -> None:
             results[name] = runner.run(worktree, Spec("test/test_meet.py", args),
@@ -272,10 +284,28 @@ def test_warm_tests_run_side_by_side(learning_env: Environment, worktree: Path) 
 
 
 def test_harness_imports_are_preloaded_without_leaking(
-    torch_env: Environment, worktree: Path
+    torch_env: Environment, worktree: Path, keep: KeepPolicy | None
 ) -> None:
-    with Runner(torch_env, probe(torch_env), device="none") as runner:
+    with Runner(torch_env, probe(torch_env), device="none", keep=keep) as runner:
         for n in (1, 2):
             run = runner.run(worktree, Spec("test/test_dynamo.py"), worktree / f"{n}.log")
             assert (run.runner, run.ran) == ("warm", 1)
             assert run.ok, (worktree / f"{n}.log").read_text()
+
+
+def test_nothing_leaks_from_one_run_to_the_next_through_a_kept_worker(
+    learning_env: Environment, worktree: Path, kept: KeepPolicy
+) -> None:
+    # Two runs (two runners, as two `backport apply` would make) share one kept worker: the
+    # second run's test starts from the worker's state, never from the first run's test.
+    found = probe(learning_env)
+    with Runner(learning_env, found, device="none", keep=kept) as first:
+        teach = first.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "1.log")
+        assert (teach.runner, teach.ok) == ("warm", True), (worktree / "1.log").read_text()
+        pid = first.worker_pid
+    with Runner(learning_env, found, device="none", keep=kept) as second:
+        check = second.run(worktree, Spec("test/test_check.py", ("two", "-x")),
+                           worktree / "2.log")
+        assert second.worker_pid == pid and "kept from an earlier run" in second.kind
+        assert (check.runner, check.ran) == ("warm", 3)
+        assert check.ok, (worktree / "2.log").read_text()

@@ -19,6 +19,14 @@ import it made read ``sys.argv``, or started a thread, which ``fork()`` would no
 forking and says ``{"retire": reason}``; requests it then receives get
 ``{"id", "retired": reason}``. Imports that read the working directory see the worker's folder,
 as ``import torch`` itself always did (torch only derives default debug-output folders from it).
+
+Kept mode (``--socket PATH --idle S --fingerprint F``): after start-up the worker listens on the
+Unix socket ``PATH`` (in a folder only its user can enter), writes the ready line on stdout and
+closes it. Every connection is a client speaking the protocol above; it first receives
+``{"ready": true, "pid", "fingerprint": F, "retired"}``. Clients may overlap; the children of
+a client that disconnects are killed. A request ``{"shutdown": true}`` (or retiring) removes the
+socket; the worker then ends once no client and no child is left, as it does after ``S`` idle
+seconds. A request may carry ``environ``: the child's whole environment.
 """
 
 from __future__ import annotations
@@ -139,14 +147,18 @@ def learnable(before: set, readers: set, roots: tuple, excluded: tuple) -> list:
 # -- the child -------------------------------------------------------------------------------
 
 
-def child(request: dict, proto: int, watch: _Watch | None) -> int:
+def child(request: dict, private: list, watch: _Watch | None) -> int:
     """Run one test file as ``__main__`` in this forked process; return its exit code.
 
     With ``watch``, note which imports read ``sys.argv`` or the working directory.
     """
     import runpy
 
-    os.close(proto)
+    for fd in private:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -156,6 +168,9 @@ def child(request: dict, proto: int, watch: _Watch | None) -> int:
     os.dup2(log, 2)
     os.close(log)
     os.chdir(request["cwd"])
+    if "environ" in request:
+        os.environ.clear()
+        os.environ.update(request["environ"])
     os.environ.update(request.get("env") or {})
     path = request["path"]
     if not os.path.isfile(path):  # what `python missing.py` says and does
@@ -190,30 +205,80 @@ def child(request: dict, proto: int, watch: _Watch | None) -> int:
 # -- the worker ------------------------------------------------------------------------------
 
 
+class Conn:
+    """One client: requests read from ``rfd``, replies written to ``wfd``."""
+
+    def __init__(self, rfd: int, wfd: int, sock: Any = None) -> None:
+        self.rfd = rfd
+        self.wfd = wfd
+        self.sock = sock
+        self.buffer = b""
+        self.open = True
+
+    def write(self, data: bytes) -> None:
+        if not self.open:
+            return
+        try:
+            while data:
+                data = data[os.write(self.wfd, data):]
+        except OSError:
+            self.open = False  # the client went away; its children get killed on EOF
+
+    def read(self) -> list | None:
+        """Complete request lines available; None at EOF."""
+        try:
+            chunk = os.read(self.rfd, 65536)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EINTR):
+                return []
+            return None
+        if not chunk:
+            return None
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        return [json.loads(line) for line in lines if line.strip()]
+
+
 class Worker:
     """Forks children on request, reaps them, and learns what they imported."""
 
-    def __init__(self, proto: int, learn: bool) -> None:
-        self.proto = proto
+    def __init__(self, proto: int, learn: bool, *, listener: Any = None, socket_path: str = "",
+                 idle: float = 0.0, fingerprint: str = "") -> None:
         self.learn = learn
         self.roots = _safe_roots()
         self.spool = tempfile.mkdtemp(prefix="backport-warm-")
-        self.children: dict = {}  # pid -> request id (None for the warm-up)
+        self.children: dict = {}  # pid -> (conn, request id), or None for the warm-up
         self.pending: dict = {}  # module names to import, in order (a dict as an ordered set)
         self.failed: set = set()
         self.readers: set = set()
         self.retired = ""
         self.warmup = 0  # pid of the warm-up child while it runs
-        self.held: list = []  # requests waiting for the warm-up's imports
+        self.held: list = []  # (conn, request) waiting for the warm-up's imports
         self.hold_until = 0.0
-        self.buffer = b""
         self.threads = _thread_count()
+        self.listener = listener
+        self.socket_path = socket_path
+        self.idle = idle
+        self.fingerprint = fingerprint
+        self.socket_ino = os.stat(socket_path).st_ino if socket_path else 0  # ours, not a successor's
+        self.conns: list = [] if listener is not None else [Conn(0, proto)]
+        self.proto = proto
+        self.wake = (-1, -1)
 
-    def send(self, message: dict) -> None:
-        os.write(self.proto, (json.dumps(message) + "\n").encode("utf-8"))
+    def private_fds(self) -> list:
+        """What a child must not keep: the protocol, the clients, the listener, the wake pipe."""
+        fds = [self.proto, *self.wake]
+        fds += [c.rfd for c in self.conns if c.rfd != 0] + [c.wfd for c in self.conns]
+        if self.listener is not None:
+            fds.append(self.listener.fileno())
+        return sorted({fd for fd in fds if fd > 2})
+
+    def send(self, conn: Any, message: dict) -> None:
+        conn.write((json.dumps(message) + "\n").encode("utf-8"))
 
     def fork(self, request: dict) -> int:
         before = set(sys.modules)
+        private = self.private_fds()
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -225,7 +290,7 @@ class Worker:
                 signal.set_wakeup_fd(-1)
                 watch = _Watch()
                 try:
-                    code = child(request, self.proto, watch if self.learn else None)
+                    code = child(request, private, watch if self.learn else None)
                 finally:
                     if self.learn:
                         self._report(before, watch.readers, request)
@@ -260,18 +325,21 @@ class Worker:
         self.children[self.warmup] = None
         self.hold_until = time.monotonic() + WARMUP_HOLD
 
-    def handle(self, request: dict) -> None:
+    def handle(self, conn: Any, request: dict) -> None:
+        if request.get("shutdown"):
+            self.unlisten()
+            return
         if self.warmup and time.monotonic() < self.hold_until:
             # Forking now would make this test import what the worker is about to import once.
-            self.held.append(request)
+            self.held.append((conn, request))
             return
         rid = request.get("id")
         if self.retired:
-            self.send({"id": rid, "retired": self.retired})
+            self.send(conn, {"id": rid, "retired": self.retired})
             return
         pid = self.fork(request)
-        self.children[pid] = rid
-        self.send({"id": rid, "pid": pid})
+        self.children[pid] = (conn, rid)
+        self.send(conn, {"id": rid, "pid": pid})
 
     def reap(self) -> None:
         while self.children:
@@ -283,10 +351,10 @@ class Worker:
                 return
             if pid not in self.children:
                 continue
-            rid = self.children.pop(pid)
-            if rid is not None:
+            owner = self.children.pop(pid)
+            if owner is not None:
                 code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-                self.send({"id": rid, "exit_code": code})
+                self.send(owner[0], {"id": owner[1], "exit_code": code})
             self._collect(pid)
             self.preload()
             if pid == self.warmup:
@@ -296,8 +364,9 @@ class Worker:
         """Stop holding requests for the warm-up; fork the held ones."""
         self.warmup = 0
         held, self.held = self.held, []
-        for request in held:
-            self.handle(request)
+        for conn, request in held:
+            if conn in self.conns:
+                self.handle(conn, request)
 
     def _collect(self, pid: int) -> None:
         path = os.path.join(self.spool, f"{pid}.json")
@@ -346,43 +415,85 @@ class Worker:
     def retire(self, reason: str) -> None:
         self.retired = reason
         self.pending.clear()
-        self.send({"retire": reason})
+        self.unlisten()
+        for conn in self.conns:
+            self.send(conn, {"retire": reason})
 
-    def read_requests(self) -> list | None:
-        """Complete request lines available on stdin; None at EOF."""
+    # -- kept mode ---------------------------------------------------------------------------
+
+    def unlisten(self) -> None:
+        """Take the socket away (if it still is ours): new clients start a new worker."""
+        if self.listener is None:
+            return
         try:
-            chunk = os.read(0, 65536)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EINTR):
-                return []
-            raise
-        if not chunk:
+            if os.stat(self.socket_path).st_ino == self.socket_ino:
+                os.unlink(self.socket_path)
+        except OSError:
+            pass
+        self.listener.close()
+        self.listener = None
+
+    def accept(self) -> Any:
+        if self.listener is None:
             return None
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        return [json.loads(line) for line in lines if line.strip()]
+        try:
+            sock, _ = self.listener.accept()
+        except OSError:
+            return None
+        conn = Conn(sock.fileno(), sock.fileno(), sock)
+        self.conns.append(conn)
+        self.send(conn, {"ready": True, "pid": os.getpid(), "fingerprint": self.fingerprint,
+                         "retired": self.retired or None, "learn": self.learn})
+        return conn
+
+    def drop(self, conn: Any) -> None:
+        """A client left: end its children (no one waits for them) and forget it."""
+        self.conns.remove(conn)
+        self.held = [(c, r) for c, r in self.held if c is not conn]
+        for pid, owner in list(self.children.items()):
+            if owner is not None and owner[0] is conn:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if conn.sock is not None:
+            conn.sock.close()
 
     def serve(self) -> None:
-        """Answer requests from stdin until EOF and no child is left."""
+        """Answer requests until the clients are gone (stdin EOF, or idle in kept mode)."""
         wake_r, wake_w = os.pipe()
+        self.wake = (wake_r, wake_w)
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         selector = selectors.DefaultSelector()
-        selector.register(0, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)
-        stdin_open = True
+        for conn in self.conns:
+            selector.register(conn.rfd, selectors.EVENT_READ, conn)
+        listen_fd = -1
+        if self.listener is not None:
+            listen_fd = self.listener.fileno()
+            selector.register(listen_fd, selectors.EVENT_READ, "listener")
+        kept = listen_fd >= 0
+        idle_since = time.monotonic()
 
         if self.learn:
             self.start_warmup()
-        while stdin_open or self.children:
+        while self.conns or self.children or self.listener is not None:
+            if listen_fd >= 0 and self.listener is None:
+                selector.unregister(listen_fd)
+                listen_fd = -1
             wait = None
             if self.held:
                 wait = max(self.hold_until - time.monotonic(), 0.0)
                 if wait == 0.0:
                     self.release()
                     continue
+            elif kept and not self.conns and not self.children:
+                wait = self.idle - (time.monotonic() - idle_since)
+                if wait <= 0:
+                    break
             events = selector.select(wait)
             for key, _ in events:
                 if key.fd == wake_r:
@@ -391,15 +502,26 @@ class Worker:
                             pass
                     except BlockingIOError:
                         pass
-                elif stdin_open:
-                    requests = self.read_requests()
+                elif key.data == "listener":
+                    conn = self.accept()
+                    if conn is not None:
+                        selector.register(conn.rfd, selectors.EVENT_READ, conn)
+                else:
+                    conn = key.data
+                    requests = conn.read()
                     if requests is None:
-                        stdin_open = False
-                        selector.unregister(0)
+                        selector.unregister(conn.rfd)
+                        if kept:
+                            self.drop(conn)
+                        else:
+                            self.conns.remove(conn)
                         continue
                     for request in requests:
-                        self.handle(request)
+                        self.handle(conn, request)
             self.reap()
+            if self.conns or self.children:
+                idle_since = time.monotonic()
+        self.unlisten()
         selector.close()
         for name in os.listdir(self.spool):
             os.unlink(os.path.join(self.spool, name))
@@ -413,9 +535,18 @@ def _thread_count() -> int:
         return threading.active_count()
 
 
+def _option(args: list, name: str) -> str:
+    return args[args.index(name) + 1] if name in args[:-1] else ""
+
+
 def main(args: list) -> int:
     learn = "--no-learn" not in args
-    preload = [a for a in args if not a.startswith("--")] or list(DEFAULT_PRELOAD)
+    socket_path = _option(args, "--socket")
+    idle = float(_option(args, "--idle") or 600)
+    fingerprint = _option(args, "--fingerprint")
+    values = {_option(args, name) for name in ("--socket", "--idle", "--fingerprint")}
+    preload = [a for a in args if not a.startswith("--") and a not in values]
+    preload = preload or list(DEFAULT_PRELOAD)
     # The protocol gets a private copy of stdout; stray prints (from imports) go to stderr.
     proto = os.dup(1)
     os.dup2(2, 1)
@@ -431,8 +562,26 @@ def main(args: list) -> int:
         return 1
     gc.collect()
     gc.freeze()  # keep the collector off the imported objects: fewer copy-on-write faults
-    worker = Worker(proto, learn)
-    worker.send({"ready": True, "loaded": loaded, "learn": learn})
+    hello = {"ready": True, "loaded": loaded, "learn": learn, "pid": os.getpid()}
+    if socket_path:
+        import socket
+
+        os.umask(0o077)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(socket_path)
+        except OSError as exc:
+            os.write(proto, (json.dumps({"ready": False, "error": str(exc)}) + "\n").encode())
+            return 1
+        listener.listen(16)
+        worker = Worker(proto, learn, listener=listener, socket_path=socket_path, idle=idle,
+                        fingerprint=fingerprint)
+        os.write(proto, (json.dumps(hello) + "\n").encode("utf-8"))
+        os.close(proto)
+        worker.proto = -1
+    else:
+        worker = Worker(proto, learn)
+        worker.send(worker.conns[0], hello)
     worker.serve()
     return 0
 
