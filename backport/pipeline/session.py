@@ -12,9 +12,9 @@ import platformdirs
 
 from backport.config.model import Environment, Project
 from backport.docs_audit import audit_docs, entries_to_json
+from backport.envs.kept import keep_policy
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.pins import pin_mismatches
-from backport.envs.kept import keep_policy
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import EarlyWorker, TestRunner
 from backport.errors import BackportError
