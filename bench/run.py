@@ -485,7 +485,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def cache_bytes(into: dict[str, Any], cache: Path, project: Path) -> None:
     """Sizes of the cache (and its parts) and of the worktrees right after a cold run."""
     into["cache_after_cold"] = du_bytes(cache)
-    cache_repo = next(p for p in cache.iterdir() if p.is_dir())
+    cache_repo = next(p for p in cache.iterdir() if (p / "objects").is_dir())
     into["cache_objects"] = du_bytes(cache_repo / "objects")
     meta = cache_repo / "worktrees"
     into["cache_worktree_meta"] = du_bytes(meta) if meta.exists() else 0

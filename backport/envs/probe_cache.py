@@ -18,7 +18,7 @@ from pathlib import Path
 from backport.config.model import Environment
 from backport.envs.fingerprint import FingerprintError, fingerprint
 from backport.envs.model import Probe
-from backport.envs.probe import probe
+from backport.envs.probe import PROBE_SCRIPT, probe
 
 FORMAT = 1
 
@@ -33,7 +33,7 @@ def cached_probe(
 ) -> tuple[Probe, bool]:
     """``env``'s probe and whether it was reused from ``cache_dir`` (False: probed now)."""
     try:
-        key = fingerprint(env, environ)
+        key = _key(env, environ)
     except FingerprintError:
         return probe(env), False
     slot = _slot(cache_dir, env)
@@ -47,6 +47,12 @@ def cached_probe(
     if result.torch_npu_loads is not True:
         _store(slot, {"format": FORMAT, "key": key, "probe": result.to_dict()})
     return result, False
+
+
+def _key(env: Environment, environ: Mapping[str, str] | None) -> str:
+    """The environment's fingerprint, the probe script itself and what it is asked to read."""
+    script = hashlib.sha256(PROBE_SCRIPT.read_bytes()).hexdigest()
+    return json.dumps([fingerprint(env, environ), script, sorted(env.expect)])
 
 
 def _store(slot: Path, data: dict) -> None:

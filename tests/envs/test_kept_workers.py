@@ -240,3 +240,15 @@ def test_a_folder_others_can_enter_is_refused(tmp_path: Path) -> None:
     assert private_folder(tmp_path / "new").stat().st_mode & 0o777 == 0o700
 
 
+
+
+def test_probe_cache_follows_the_pinned_distributions(
+    plain_venv: Environment, tmp_path: Path
+) -> None:
+    # The probe reads the versions of the pinned distributions too: other pins, another probe.
+    cache = tmp_path / "cache"
+    _add_distribution(plain_venv, "bp_pinned", "2.0")
+    assert cached_probe(plain_venv, cache)[0].packages.get("bp_pinned") is None
+    pinned = Environment(name="plain", python=plain_venv.interpreter, expect={"bp_pinned": "2.0"})
+    found, reused = cached_probe(pinned, cache)
+    assert not reused and found.packages.get("bp_pinned") == "2.0"
