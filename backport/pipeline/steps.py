@@ -238,7 +238,8 @@ def test_step(session: Session, job: BranchJob) -> bool:
         job.event("testing", f"{spec.path} ({runner_kind(runner)})")
         started = time.monotonic()
         runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout))
-        job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s")
+        job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
+                             f"({runner_kind(runner)})")
     result = test_record(runs)
     result["commit"] = rec["commit"]
     if result["ok"]:

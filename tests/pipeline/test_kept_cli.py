@@ -1,0 +1,43 @@
+"""Two `backport -v apply` runs: the second reuses the first one's probe and warm worker."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from backport.envs.kept import stop_kept_workers
+from tests.envs.conftest import wait_gone
+from tests.pipeline.conftest import needs_torch, run_cli
+
+pytestmark = needs_torch
+KEPT = re.compile(r"warm worker, kept, pid (\d+), (started now|kept from an earlier run)")
+
+
+def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="bpk-"))  # short: a socket path has a length limit
+    os.chmod(folder, 0o700)
+    env = {"BACKPORT_KEEP_WORKERS": "1", "BACKPORT_RUNTIME_DIR": str(folder), "COLUMNS": "300"}
+    try:
+        first = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
+                        "v2.7.1", "--no-push", env=env)
+        second = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
+                         "v2.7.1", "--no-push", "--force", env=env)
+        own = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
+                      "v2.7.1", "--no-push", "--force", "--no-keep-workers",
+                      env={"BACKPORT_KEEP_WORKERS": "0", "COLUMNS": "300"})
+        assert (first.code, second.code, own.code) == (0, 0, 0), first.err + second.err + own.err
+        started = KEPT.findall(first.out + first.err)
+        reused = KEPT.findall(second.out + second.err)
+        assert started and {kind for _, kind in started} == {"started now"}
+        assert reused and {kind for _, kind in reused} == {"kept from an earlier run"}
+        assert {pid for pid, _ in reused} == {pid for pid, _ in started}
+        assert "reused an earlier probe" not in first.out + first.err
+        assert "reused an earlier probe" in second.out + second.err
+        assert not KEPT.search(own.out + own.err) and "(warm worker)" in own.out + own.err
+    finally:
+        pids = stop_kept_workers(folder)
+        assert all(wait_gone(pid) for pid in pids)
+        shutil.rmtree(folder, ignore_errors=True)
