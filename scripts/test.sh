@@ -6,4 +6,5 @@ bash scripts/setup.sh
 export BACKPORT_TEST_PYTHON="$PWD/.ci/venvs/torch-2.13.0/bin/python"
 .venv/bin/ruff check backport tests bench scripts
 .venv/bin/mypy
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# -n auto: pytest-xdist runs the tests in one worker per core; every test has its own folders.
+.venv/bin/python -m pytest -q -p no:cacheprovider -n auto "$@"

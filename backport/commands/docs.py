@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.config.model import Project
 from backport.docs_audit import DOCS_ROOT, audit_docs, render_docs_table
 from backport.errors import BackportError, ErrorCode
-from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.session import open_cache
 
 
 @click.command("docs")
@@ -27,14 +29,14 @@ def docs_cmd(app: AppContext, api: str, ref: str | None, as_json: bool) -> None:
     project = app.project()
     api = _full_name(api, project)
     branch = ref or "master"
-    session = Session(project, ApplyOptions())
-    session.cache.ensure()
-    heads = session.cache.remote_heads([branch])
+    cache = open_cache(project, os.environ)
+    cache.ensure()
+    heads = cache.remote_heads([branch])
     if not heads.get(branch):
         raise BackportError(ErrorCode.USAGE, f"branch '{branch}' does not exist in "
                             f"{project.branch_map.upstream_url}; pass --ref")
-    sha = session.cache.fetch([branch])[branch]
-    entries = audit_docs(session.cache.path, sha, api)
+    sha = cache.fetch([branch])[branch]
+    entries = audit_docs(cache.path, sha, api)
     if not entries:
         hint = "" if ref is None else "; the docs are kept on master: pass --ref master or no --ref"
         raise BackportError(ErrorCode.USAGE, f"branch '{branch}' ({sha[:9]}) of "

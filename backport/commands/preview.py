@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from backport.commands.common import AppContext, echo, pass_app
 from backport.pipeline.apply import select_patch_sets, select_targets
-from backport.pipeline.journal import Journal, new_record
-from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.journal import Journal
+from backport.pipeline.session import DocsAudit, open_cache
+from backport.records import BranchRecord
 from backport.report.body import BodyContext, render_body
 
 
@@ -30,8 +33,8 @@ def preview_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
     records = []
     for target in ps.branches:
         fork_branch = ps.fork_branch(bm, target)
-        records.append(journal.get(target) or new_record(target, fork_branch))
-    docs = Session(project, ApplyOptions()).docs(ps.api)
+        records.append(journal.get(target) or BranchRecord(target, fork_branch))
+    docs = DocsAudit(open_cache(project, os.environ))(ps.api)
     for target in targets:
         body = render_body(BodyContext(branch_map=bm, patch_set=ps, branches=records,
                                        target=target, docs=docs))

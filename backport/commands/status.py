@@ -8,8 +8,9 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import select_patch_sets, select_targets
 from backport.pipeline.journal import Journal
+from backport.records import BranchRecord
 from backport.report.summary import render_table, status_json
-from backport.states import FAILURES, Status
+from backport.states import FAILURES
 
 
 @click.command("status")
@@ -52,8 +53,5 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
     raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
 
 
-def _failed(record: dict) -> bool:
-    try:
-        return Status(record.get("status") or "pending") in FAILURES
-    except ValueError:
-        return True
+def _failed(record: BranchRecord) -> bool:
+    return record.status in FAILURES

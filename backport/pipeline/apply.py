@@ -17,6 +17,7 @@ from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
 from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.apply import am_in_progress
+from backport.git.cache import RepoCache
 from backport.git.locks import file_lock
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
@@ -30,6 +31,7 @@ from backport.pipeline.steps import (
     refresh_sibling_pr,
     test_step,
 )
+from backport.records import BranchRecord
 from backport.report.summary import render_markdown
 from backport.states import FAILURES, Status
 
@@ -50,12 +52,12 @@ class Outcome:
     journal: Journal
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[BranchRecord]:
         return self.journal.records(self.targets)
 
     @property
     def failed(self) -> bool:
-        return any(Status(r["status"]) in FAILURES for r in self.records)
+        return any(r.status in FAILURES for r in self.records)
 
 
 def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
@@ -147,16 +149,15 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
 def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
     """False for branches a plain re-run must leave alone."""
     rec = job.record
-    status = Status(rec["status"])
     if options.force:
         return True
-    if status.final:
-        job.event(status.value, "finished earlier; --force redoes it")
+    if rec.status.final:
+        job.event(rec.status.value, "finished earlier; --force redoes it")
         return False
-    if status == Status.CONFLICT and rec.get("worktree") and Path(rec["worktree"]).exists():
+    if rec.status == Status.CONFLICT and rec.worktree and Path(rec.worktree).exists():
         try:
-            if am_in_progress(Worktree.open(Path(rec["worktree"]))):
-                job.event("conflict", f"still waiting for you in {rec['worktree']}: "
+            if am_in_progress(Worktree.open(Path(rec.worktree))):
+                job.event("conflict", f"still waiting for you in {rec.worktree}: "
                           f"resolve, then `backport continue` (or `backport abort`)")
                 return False
         except BackportError:
@@ -173,10 +174,10 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
             users.setdefault(bm.targets[job.target].env, []).append(job.target)
         require_built({name: bm.environments[name] for name in users}, users)
     if not (options.no_push or options.no_pr):
-        session.forge().preflight()  # a bad token stops the run before anything is pushed
+        session.remote.forge().preflight()  # a bad token stops the run before anything is pushed
     if not options.skip_tests:
         _prewarm(session, jobs)
-    bases = fetch_bases(session, jobs)
+    bases = fetch_bases(session.cache, jobs)
     pool = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="branch")
     try:
         # Newest branch first: its conflict is the one to resolve first, and flows down.
@@ -207,12 +208,13 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
         first = next(job for job in jobs if job.patch_set.name == name)
         ps, journal = first.patch_set, first.journal
         for rec in journal.records(list(ps.branches)):
-            event = event_for(ps, rec["target"])
-            sibling = BranchJob(ps, rec["target"], rec["fork_branch"], journal, event)
+            event = event_for(ps, rec.target)
+            sibling = BranchJob(ps, rec.target, rec.fork_branch, journal, event)
             try:
-                refresh_sibling_pr(session, sibling, list(ps.branches))
+                refresh_sibling_pr(sibling, session.remote.forge(), session.docs(ps.api),
+                                   session.project.branch_map, list(ps.branches))
             except BackportError as exc:
-                event("pr", f"could not refresh the PR of {rec['target']}: {exc.message}")
+                event("pr", f"could not refresh the PR of {rec.target}: {exc.message}")
 
 
 def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
@@ -220,19 +222,19 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
     bm = session.project.branch_map
     needed = {(bm.targets[job.target].env, job.patch_set.device) for job in jobs}
     for env_name, device in sorted(needed):
-        threading.Thread(target=session.prewarm, args=(bm.environments[env_name], device),
+        threading.Thread(target=session.envs.prewarm, args=(bm.environments[env_name], device),
                          name=f"prewarm-{env_name}", daemon=True).start()
 
 
-def fetch_bases(session: Session, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
+def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
     """Fetch every needed target head into the cache once; per-target errors are kept."""
     targets = sorted({job.target for job in jobs})
     for job in jobs:
         job.event("fetching", job.target)
-    url = session.project.branch_map.upstream_url
+    url = cache.upstream_url
     try:
-        session.cache.ensure()
-        heads = session.cache.remote_heads(targets)
+        cache.ensure()
+        heads = cache.remote_heads(targets)
     except BackportError as exc:
         if exc.code == ErrorCode.UPSTREAM_UNREACHABLE:  # no branch can go on: one sentence, not four
             for job in jobs:
@@ -247,7 +249,7 @@ def fetch_bases(session: Session, jobs: list[BranchJob]) -> dict[str, str | Back
                 "branch-missing", f"target branch '{target}' does not exist in {url}")
     if present:
         try:
-            result.update(session.cache.fetch(present))
+            result.update(cache.fetch(present))
         except BackportError as exc:
             result.update(dict.fromkeys(present, exc))
     return result
@@ -276,23 +278,33 @@ def _prepare(session: Session, job: BranchJob, bases: dict[str, str | BackportEr
         if isinstance(base, BackportError):
             raise base
         job.update(error_code=None)
-        if apply_step(session, job, base):
-            test_step(session, job)
+        if apply_step(job, base, session.cache, state_dir=session.project.state_dir,
+                      force=session.options.force):
+            test_step(job, session.envs, session.project.branch_map, session.options)
     _guard(job, prepare)
+
+
+def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
+    """True for a branch the run pushes (and opens a PR for): tested, or failed with
+    --pr-on-failure; never with --no-push (unless --dry-run, which only plans it)."""
+    eligible = rec.status in (Status.TESTED, Status.PUSHED) or (
+        rec.status == Status.TEST_FAILED and options.pr_on_failure and rec.commit is not None)
+    return eligible and not (options.no_push and not options.dry_run)
 
 
 def _publish(session: Session, job: BranchJob) -> None:
     options = session.options
-    rec = job.record
-    status = Status(rec["status"])
-    eligible = status in (Status.TESTED, Status.PUSHED) or (
-        status == Status.TEST_FAILED and options.pr_on_failure and rec.get("commit"))
-    if not eligible or (options.no_push and not options.dry_run):
+    if not publishable(job.record, options):
         return
 
+    bm = session.project.branch_map
+
     def publish() -> None:
-        if push_step(session, job) and not options.no_pr:
-            pr_step(session, job, list(job.patch_set.branches))
+        pushed = push_step(job, repo=session.cache.path, fork_url=bm.fork_url,
+                           push_env=session.remote.push_env(), options=options, plan=session.plan)
+        if pushed and not options.no_pr:
+            pr_step(job, session.remote.forge(), session.docs(job.patch_set.api), bm,
+                    list(job.patch_set.branches))
     _guard(job, publish)
 
 

@@ -6,16 +6,18 @@ that is removed before returning.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from backport.config.model import Project
+from backport.config.model import PatchSet, Project
 from backport.envs.probe import display_path
 from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
+from backport.git.cache import RepoCache
 from backport.git.worktree import Worktree, cache_branch
-from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.session import open_cache
 
 
 @dataclass
@@ -62,8 +64,7 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
                                     variant=target in ps.variants))
     if offline:
         return findings
-    session = Session(project, ApplyOptions(), environ=environ)
-    cache = session.cache
+    cache = open_cache(project, environ if environ is not None else os.environ)
     # Every branch the map declares must exist, targeted by a patch set or not: CI checks the map.
     targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
     try:
@@ -87,18 +88,19 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
         for ps in patch_sets:
             for target in ps.branches:
                 if target in bases:
-                    findings += _check_applies(session, ps, target, bases[target], Path(tmp))
+                    findings += _check_applies(cache, ps, target, bases[target], Path(tmp))
     return findings
 
 
-def _check_applies(session: Session, ps, target: str, base: str, tmp: Path) -> list[Finding]:
+def _check_applies(cache: RepoCache, ps: PatchSet, target: str, base: str,
+                   tmp: Path) -> list[Finding]:
     subject = f"{ps.name} on {target}"
     series = ps.series_for(target)
     variant = target in ps.variants
-    if already_applied(session.cache, base, series):
+    if already_applied(cache, base, series):
         return [Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)]
     path = tmp / f"{ps.name}-{target}".replace("/", "_")
-    worktree = Worktree.create(session.cache, path, cache_branch(tmp, f"check/{ps.slug}/{target}"),
+    worktree = Worktree.create(cache, path, cache_branch(tmp, f"check/{ps.slug}/{target}"),
                                base, ps.paths_for(target))
     try:
         result = apply_series(worktree, series)

@@ -7,7 +7,6 @@ old or the new journal, never a torn one.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import tempfile
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from backport.errors import BackportError
-from backport.states import Status
+from backport.records import BranchRecord
 
 JOURNAL_VERSION = 1
 
@@ -49,42 +48,16 @@ def atomic_write_text(path: Path, text: str) -> None:
         os.close(dir_fd)
 
 
-def new_record(target: str, fork_branch: str) -> dict[str, Any]:
-    """A branch record before anything was done."""
-    return {
-        "target": target,
-        "fork_branch": fork_branch,
-        "status": Status.PENDING.value,
-        "base": None,
-        "commit": None,
-        "push_intent": None,
-        "pushed_sha": None,
-        "test": None,
-        "env": None,
-        "pr": None,
-        "conflicts": [],
-        "worktree": None,
-        "message": "",
-        # Which series went in: None for the branch's own, else {"branch": B, "kind":
-        # "resolution" | "variant"} naming the sibling whose hand resolution (or saved variant)
-        # applied where the own series conflicted.
-        "series_source": None,
-        "tried_sources": [],  # the siblings' series tried in vain, nearest first
-        "merged_files": [],  # files that went in only through the 3-way merge
-        "conflict_snapshot": None,  # {path: blob or None} of the conflicting files as am left them
-    }
-
-
 class Journal:
     """The journal of one patch set; thread-safe, persisted after every update."""
 
     def __init__(self, path: Path, patch_set: str, api: str, *, persist: bool = True) -> None:
         self.path = path
         self.persist = persist
+        self.patch_set = patch_set
+        self.api = api
         self._lock = threading.Lock()
-        self._data: dict[str, Any] = {
-            "version": JOURNAL_VERSION, "patch_set": patch_set, "api": api, "branches": {},
-        }
+        self._branches: dict[str, BranchRecord] = {}
 
     @classmethod
     def load(cls, state_dir: Path, patch_set: str, api: str, *, persist: bool = True) -> Journal:
@@ -92,65 +65,83 @@ class Journal:
         journal = cls(state_dir / "runs" / patch_set / "journal.json", patch_set, api,
                       persist=persist)
         if journal.path.exists():
-            try:
-                data = json.loads(journal.path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise BackportError(
-                    "config", f"{journal.path}: the run journal cannot be read ({exc}); "
-                    f"move it aside to start over") from exc
-            if not isinstance(data, dict) or not isinstance(data.get("branches"), dict):
-                raise BackportError(
-                    "config", f"{journal.path}: not a backport journal; move it aside to start over")
-            journal._data.update(data)
-            journal._data["api"] = api
+            journal._branches = read_branches(journal.path)
         return journal
 
     @property
     def run_dir(self) -> Path:
         return self.path.parent
 
-    def record(self, target: str, fork_branch: str) -> dict[str, Any]:
-        """A copy of the record of ``target``, created when missing."""
+    def record(self, target: str, fork_branch: str) -> BranchRecord:
+        """The record of ``target``, created when missing."""
         with self._lock:
-            branches = self._data["branches"]
-            if target not in branches:
-                branches[target] = new_record(target, fork_branch)
-            branches[target]["fork_branch"] = fork_branch
-            return copy.deepcopy(branches[target])
+            rec = self._branches.get(target) or BranchRecord(target, fork_branch)
+            self._branches[target] = rec = rec.replace(fork_branch=fork_branch)
+            return rec
 
-    def get(self, target: str) -> dict[str, Any] | None:
+    def get(self, target: str) -> BranchRecord | None:
         with self._lock:
-            rec = self._data["branches"].get(target)
-            return copy.deepcopy(rec) if rec is not None else None
+            return self._branches.get(target)
 
-    def update(self, target: str, **fields: Any) -> dict[str, Any]:
+    def update(self, target: str, **fields: Any) -> BranchRecord:
         """Change fields of one record and persist the whole journal atomically."""
         with self._lock:
-            rec = self._data["branches"][target]
-            for key, value in fields.items():
-                rec[key] = value.value if isinstance(value, Status) else value
+            rec = self._branches[target] = self._branches[target].replace(**fields)
             self._save_locked()
-            return copy.deepcopy(rec)
+            return rec
 
-    def records(self, targets: list[str] | None = None) -> list[dict[str, Any]]:
-        """Copies of the records, in ``targets`` order when given."""
+    def records(self, targets: list[str] | None = None) -> list[BranchRecord]:
+        """The records, in ``targets`` order when given."""
         with self._lock:
-            branches = self._data["branches"]
-            names = targets if targets is not None else list(branches)
-            return [copy.deepcopy(branches[t]) for t in names if t in branches]
+            names = targets if targets is not None else list(self._branches)
+            return [self._branches[t] for t in names if t in self._branches]
 
     def drop(self, target: str) -> None:
         with self._lock:
-            self._data["branches"].pop(target, None)
+            self._branches.pop(target, None)
             self._save_locked()
+
+    def to_json(self) -> dict[str, Any]:
+        """The journal file's document."""
+        return {"version": JOURNAL_VERSION, "patch_set": self.patch_set, "api": self.api,
+                "branches": {t: r.to_json() for t, r in self._branches.items()}}
 
     def _save_locked(self) -> None:
         if not self.persist:
             return
-        text = json.dumps(self._data, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+        text = json.dumps(self.to_json(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
         try:
             atomic_write_text(self.path, text)
         except OSError as exc:
             raise BackportError(
                 "journal", f"cannot write the run journal {self.path}: {exc.strerror or exc}; "
                 f"the previous journal is intact") from exc
+
+
+def read_branches(path: Path) -> dict[str, BranchRecord]:
+    """The records of the journal file ``path``; one clear sentence when it cannot be used."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BackportError(
+            "config", f"{path}: the run journal cannot be read ({exc}); "
+            f"move it aside to start over") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("branches"), dict):
+        raise BackportError(
+            "config", f"{path}: not a backport journal; move it aside to start over")
+    version = data.get("version")
+    if not isinstance(version, int) or version < JOURNAL_VERSION:
+        raise BackportError(
+            "config", f"{path}: the run journal is from an older backport (version "
+            f"{version}, this one reads {JOURNAL_VERSION}); move it aside to start over")
+    if version > JOURNAL_VERSION:
+        raise BackportError(
+            "config", f"{path}: the run journal was written by a newer backport (version "
+            f"{version}, this one reads {JOURNAL_VERSION}); upgrade backport to use it")
+    try:
+        return {str(target): BranchRecord.from_json(rec, target=str(target))
+                for target, rec in data["branches"].items()}
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise BackportError(
+            "config", f"{path}: a branch record of the run journal cannot be read ({exc}); "
+            f"move it aside to start over") from exc

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from backport.branch_order import nearest_first
 from backport.config.model import PatchSet
 from backport.errors import BackportError
 from backport.git.authoring import export_patch_set
 from backport.pipeline.journal import Journal
+from backport.records import SeriesSource
 
 
 @dataclass(frozen=True)
@@ -28,19 +28,14 @@ class SiblingSeries:
     patches: tuple[Path, ...]
 
     @property
+    def source(self) -> SeriesSource:
+        """What the journal records of it."""
+        return SeriesSource(self.branch, self.kind)
+
+    @property
     def label(self) -> str:
         """``the v2.11.0 resolution`` / ``the v2.11.0 variant``."""
-        return f"the {self.branch} {self.kind}"
-
-    def to_record(self) -> dict[str, Any]:
-        return {"branch": self.branch, "kind": self.kind}
-
-
-def source_label(source: dict[str, Any] | None) -> str:
-    """The words for a record's ``series_source`` ("" for the branch's own series)."""
-    if not source:
-        return ""
-    return f"the {source.get('branch')} {source.get('kind')}"
+        return self.source.label
 
 
 def _safe(name: str) -> str:
@@ -56,11 +51,11 @@ def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal,
     """
     found = []
     for branch in nearest_first(target, patch_set.branches):
-        rec = journal.get(branch) or {}
-        if rec.get("manual") and rec.get("commit") and rec.get("base"):
+        rec = journal.get(branch)
+        if rec is not None and rec.manual and rec.commit and rec.base:
             out = journal.run_dir / "resolutions" / _safe(target) / _safe(branch)
             try:
-                files = export_patch_set(repo, f"{rec['base']}..{rec['commit']}", out, force=True)
+                files = export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)
             except BackportError:
                 files = []
             if files:

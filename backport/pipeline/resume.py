@@ -22,6 +22,7 @@ from backport.pipeline.apply import (
     select_patch_sets,
     select_targets,
 )
+from backport.records import BranchRecord
 from backport.states import Status
 
 
@@ -33,11 +34,11 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
     with locked_journals(project, [patch_set], progress) as journals:
         journal = journals[name]
         rec = journal.get(target)
-        if rec is None or rec["status"] != Status.CONFLICT:
-            state = rec["status"] if rec else "never run"
+        if rec is None or rec.status != Status.CONFLICT:
+            state = rec.status.value if rec else "never run"
             raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no conflict "
                                 f"to continue (status: {state})")
-        path = Path(rec["worktree"] or "")
+        path = Path(rec.worktree or "")
         if not path.exists():
             raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
                                 f"`backport abort --api {name} --branch {target}` and apply again")
@@ -50,18 +51,18 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
         progress.event(target, "applied", f"{result.head[:9]} (resolved by hand)")
         if save:
             out = patch_set.dir / target
-            files = export_patch_set(path, f"{rec['base']}..{result.head}", out, force=True)
+            files = export_patch_set(path, f"{rec.base}..{result.head}", out, force=True)
             progress.event(target, "saved", f"{len(files)} patch(es) as the variant in {out}")
         return result.head
 
 
-def _untouched(worktree: Worktree, rec: dict) -> bool:
+def _untouched(worktree: Worktree, rec: BranchRecord) -> bool:
     """True when no one has started resolving: the conflicting files are as `git am` left them."""
-    files = list(rec.get("conflicts") or [])
+    files = list(rec.conflicts)
     if not files:
         return False
-    left = rec.get("conflict_snapshot")
-    if isinstance(left, dict) and set(left) == set(files):
+    left = rec.conflict_snapshot
+    if left is not None and set(left) == set(files):
         return snapshot(worktree, files) == left
     for name in files:
         unchanged = worktree.git(["diff", "--quiet", "HEAD", "--", name], check=False).ok
@@ -84,10 +85,10 @@ def propagation_targets(project: Project, name: str, target: str,
         chosen = []
         for other in nearest_first(target, patch_set.branches):
             rec = journal.get(other)
-            status = Status(rec["status"]) if rec else Status.PENDING
+            status = rec.status if rec else Status.PENDING
             if status not in (Status.PENDING, Status.CONFLICT):
                 continue
-            path = Path(rec["worktree"]) if rec and rec.get("worktree") else None
+            path = Path(rec.worktree) if rec and rec.worktree else None
             if status == Status.CONFLICT and path is not None and path.exists():
                 worktree = Worktree.open(path)
                 if am_in_progress(worktree):
@@ -111,7 +112,7 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
     select_targets([patch_set], targets)
     with locked_journals(project, [patch_set], progress) as journals:
         journal = journals[name]
-        chosen = list(targets) or [r["target"] for r in journal.records()]
+        chosen = list(targets) or [r.target for r in journal.records()]
         for target in chosen:
             if journal.get(target) is None:
                 raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no state "
@@ -119,7 +120,7 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
         for target in chosen:
             rec = journal.get(target)
             assert rec is not None
-            path = Path(rec["worktree"]) if rec.get("worktree") else None
+            path = Path(rec.worktree) if rec.worktree else None
             if path is not None and path.exists():
                 worktree = Worktree.open(path)
                 if am_in_progress(worktree):

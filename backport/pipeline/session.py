@@ -1,10 +1,10 @@
-"""Resources shared by every branch of one run: cache, probes, test runners, forge."""
+"""What the branches of one run share: the cache, the environments, the docs audit, the forge."""
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +12,7 @@ import platformdirs
 
 from backport.config.model import Environment, Project
 from backport.docs_audit import audit_docs, entries_to_json
-from backport.envs.kept import keep_policy
+from backport.envs.kept import KeepPolicy, keep_policy
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe_cache import cached_probe
@@ -46,7 +46,7 @@ class ApplyOptions:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
 
 
-def cache_root(environ: dict[str, str] | os._Environ) -> Path:
+def cache_root(environ: Mapping[str, str]) -> Path:
     """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
     configured = environ.get("BACKPORT_CACHE")
     if configured:
@@ -54,29 +54,27 @@ def cache_root(environ: dict[str, str] | os._Environ) -> Path:
     return Path(platformdirs.user_cache_dir("backport"))
 
 
-class Session:
-    """Lazily built shared resources, safe to use from the branch worker threads."""
+def open_cache(project: Project, environ: Mapping[str, str]) -> RepoCache:
+    """The repository cache of the project's upstream (what `check` and `docs` need alone)."""
+    return RepoCache(cache_root(environ), project.branch_map.upstream_url)
 
-    def __init__(self, project: Project, options: ApplyOptions, *,
-                 environ: dict[str, str] | os._Environ | None = None,
-                 plan: Callable[[str], None] | None = None) -> None:
-        self.project = project
-        self.options = options
-        self.environ = environ if environ is not None else os.environ
-        self.plan = plan or (lambda line: None)
-        bm = project.branch_map
-        self.cache = RepoCache(cache_root(self.environ), bm.upstream_url)
+
+class Environments:
+    """Probes and test runners of one run: each environment probed once, one runner per
+    environment and device policy; safe to use from the branch worker threads."""
+
+    def __init__(self, environ: Mapping[str, str], *, isolated: bool = False,
+                 keep: KeepPolicy | None = None) -> None:
+        self.environ = environ
+        self.isolated = isolated
+        self.keep = keep  # None: warm workers end with the run
         self._lock = threading.Lock()
         self._env_locks: dict[str, threading.Lock] = {}
         self._probes: dict[str, Probe | BackportError] = {}
         self.probes_reused: set[str] = set()  # environments whose probe an earlier run made
-        self.keep = keep_policy(self.environ) if options.keep_workers else None
         self._runners: dict[tuple[str, str], TestRunner] = {}
         self._early: dict[tuple[str, str], EarlyWorker] = {}
-        self._forge: Forge | None = None
-        self._docs: dict[str, list[dict] | None] = {}
 
-    # -- environments -------------------------------------------------------------------------
     def _env_lock(self, name: str) -> threading.Lock:
         with self._lock:
             return self._env_locks.setdefault(name, threading.Lock())
@@ -106,7 +104,7 @@ class Session:
                 with self._lock:
                     early = self._early.pop(key, None)
                 self._runners[key] = TestRunner(env, probe, device=device, early=early,
-                                                isolated=self.options.isolated, keep=self.keep)
+                                                isolated=self.isolated, keep=self.keep)
             return self._runners[key]
 
     def prewarm(self, env: Environment, device: str) -> None:
@@ -114,7 +112,7 @@ class Session:
 
         Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
         """
-        if device == "none" and not self.options.isolated:
+        if device == "none" and not self.isolated:
             # Start the worker alongside the probe; the runner keeps it if the guess was right.
             with self._lock:
                 if (env.name, device) not in self._early:
@@ -132,39 +130,6 @@ class Session:
             if unused is not None:
                 unused.discard()
 
-    # -- docs audit --------------------------------------------------------------------------
-    def docs(self, api: str) -> list[dict] | None:
-        """The docs audit of ``api`` on upstream master, if this run fetched master; else None.
-
-        Feeds the PR body's 【资料变更】; a failure only leaves that section for a human.
-        """
-        with self._lock:
-            if api in self._docs:
-                return self._docs[api]
-        try:
-            self.cache.local_heads([DOCS_REF])  # raises when this cache never fetched master
-            found = audit_docs(self.cache.path, f"refs/remotes/upstream/{DOCS_REF}", api)
-            entries = entries_to_json(found) or None
-        except BackportError:
-            entries = None
-        with self._lock:
-            self._docs[api] = entries
-        return entries
-
-    # -- forge --------------------------------------------------------------------------------
-    def forge(self) -> Forge:
-        """The run's forge (built once; it finds its own credentials in ``environ``)."""
-        with self._lock:
-            if self._forge is None:
-                self._forge = make_forge(self.project.branch_map, self.project.state_dir,
-                                         environ=self.environ, dry_run=self.options.dry_run,
-                                         plan=self.plan)
-            return self._forge
-
-    def push_env(self) -> dict[str, str] | None:
-        """Extra environment for `git push` to the fork, as the forge provides it."""
-        return self.forge().push_credentials(self.project.branch_map.fork_url)
-
     def close(self) -> None:
         with self._lock:
             runners = list(self._runners.values())
@@ -175,3 +140,76 @@ class Session:
             worker.discard()
         for runner in runners:
             runner.close()
+
+
+class DocsAudit:
+    """The docs audit of upstream master, once per API per run.
+
+    Feeds the PR body's 【资料变更】; a failure only leaves that section for a human.
+    """
+
+    def __init__(self, cache: RepoCache) -> None:
+        self.cache = cache
+        self._lock = threading.Lock()
+        self._found: dict[str, list[dict] | None] = {}
+
+    def __call__(self, api: str) -> list[dict] | None:
+        """The audit of ``api`` if this run's cache fetched master; else None."""
+        with self._lock:
+            if api in self._found:
+                return self._found[api]
+        try:
+            self.cache.local_heads([DOCS_REF])  # raises when this cache never fetched master
+            found = audit_docs(self.cache.path, f"refs/remotes/upstream/{DOCS_REF}", api)
+            entries = entries_to_json(found) or None
+        except BackportError:
+            entries = None
+        with self._lock:
+            self._found[api] = entries
+        return entries
+
+
+class ForgeAccess:
+    """The forge client of one run, built when first needed; it finds its own credentials."""
+
+    def __init__(self, project: Project, environ: Mapping[str, str], *, dry_run: bool = False,
+                 plan: Callable[[str], None] | None = None) -> None:
+        self.project = project
+        self.environ = environ
+        self.dry_run = dry_run
+        self.plan = plan or (lambda line: None)
+        self._lock = threading.Lock()
+        self._forge: Forge | None = None
+
+    def forge(self) -> Forge:
+        """The run's forge (built once; it finds its own credentials in ``environ``)."""
+        with self._lock:
+            if self._forge is None:
+                self._forge = make_forge(self.project.branch_map, self.project.state_dir,
+                                         environ=self.environ, dry_run=self.dry_run,
+                                         plan=self.plan)
+            return self._forge
+
+    def push_env(self) -> dict[str, str] | None:
+        """Extra environment for `git push` to the fork, as the forge provides it."""
+        return self.forge().push_credentials(self.project.branch_map.fork_url)
+
+
+class Session:
+    """What the branches of one run share; each step is handed only the parts it uses."""
+
+    def __init__(self, project: Project, options: ApplyOptions, *,
+                 environ: Mapping[str, str] | None = None,
+                 plan: Callable[[str], None] | None = None) -> None:
+        self.project = project
+        self.options = options
+        self.environ = environ if environ is not None else os.environ
+        self.plan = plan or (lambda line: None)
+        self.cache = open_cache(project, self.environ)
+        keep = keep_policy(self.environ) if options.keep_workers else None
+        self.envs = Environments(self.environ, isolated=options.isolated, keep=keep)
+        self.docs = DocsAudit(self.cache)
+        self.remote = ForgeAccess(project, self.environ, dry_run=options.dry_run, plan=self.plan)
+
+    def close(self) -> None:
+        self.envs.close()

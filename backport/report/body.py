@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from backport.config.model import BranchMap, PatchSet
 from backport.envs.model import AUTOLOAD, NOT_FOUND
 from backport.errors import BackportError
+from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
 from backport.redact import redact
 from backport.report import regions as rg
 
@@ -38,7 +39,7 @@ class BodyContext:
 
     branch_map: BranchMap
     patch_set: PatchSet
-    branches: list[dict]  # journal records, one per target branch
+    branches: list[BranchRecord]  # journal records, one per target branch
     target: str  # the target branch of this PR (its evidence block)
     docs: list[dict] | None = None  # [{"version", "listed", "support"}] from the docs audit
     template: Path | None = None  # a project template replacing the packaged one
@@ -53,39 +54,40 @@ class BranchView:
     status: str
     commit: str | None
     message: str
-    test: dict | None
-    env: dict | None
-    pr: dict | None
+    test: TestResult | None
+    env: EnvEvidence | None
+    pr: PrInfo | None
     conflicts: tuple[str, ...] = ()
     pushed_sha: str | None = None  # what this tool last pushed to the fork branch
     fork_sha: str | None = None  # where someone else moved the fork branch (fork-diverged)
     mismatches: tuple[str, ...] = ()  # env-mismatch: "torch: expected 2.7.1, found 2.13.0+cpu"
 
     @classmethod
-    def from_record(cls, record: dict | None, *, target: str, fork_branch: str) -> BranchView:
-        record = record or {}
+    def from_record(cls, record: BranchRecord | None, *, target: str,
+                    fork_branch: str) -> BranchView:
+        record = record or BranchRecord(target, fork_branch)
         return cls(
-            target=record.get("target") or target,
-            fork_branch=record.get("fork_branch") or fork_branch,
-            status=str(record.get("status") or "pending"),
-            commit=record.get("commit") or record.get("pushed_sha"),
-            message=str(record.get("message") or ""),
-            test=record.get("test") or None,
-            env=record.get("env") or None,
-            pr=record.get("pr") or None,
-            conflicts=tuple(str(c) for c in record.get("conflicts") or ()),
-            pushed_sha=record.get("pushed_sha") or None,
-            fork_sha=record.get("fork_sha") or None,
-            mismatches=tuple(str(m) for m in record.get("mismatches") or ()),
+            target=record.target or target,
+            fork_branch=record.fork_branch or fork_branch,
+            status=record.status.value,
+            commit=record.commit or record.pushed_sha,
+            message=record.message,
+            test=record.test,
+            env=record.env,
+            pr=record.pr,
+            conflicts=record.conflicts,
+            pushed_sha=record.pushed_sha,
+            fork_sha=record.fork_sha,
+            mismatches=record.mismatches,
         )
 
     @property
     def env_name(self) -> str | None:
-        return (self.env or {}).get("name")
+        return self.env.name if self.env else None
 
     @property
     def skipped(self) -> bool:
-        return bool(self.test and self.test.get("skipped"))
+        return bool(self.test and self.test.skipped)
 
     @property
     def tested(self) -> bool:
@@ -105,18 +107,17 @@ class BranchView:
     @property
     def stale(self) -> bool:
         """True when the test result is of another commit than the one the PR shows."""
-        tested = (self.test or {}).get("commit")
+        tested = self.test.commit if self.test else None
         return bool(self.tested and tested and self.head and tested != self.head)
 
     @property
     def pr_number(self) -> int | None:
-        number = (self.pr or {}).get("number")
-        return number if isinstance(number, int) else None
+        return self.pr.number if self.pr else None
 
     @property
     def linked(self) -> bool:
         """True when the PR exists and the issue link was made (older records: assumed)."""
-        return self.pr_number is not None and (self.pr or {}).get("linked", True) is not False
+        return self.pr is not None and self.pr.linked is not False
 
 
 # Why a branch has no test result, as a reviewer reads it.
@@ -133,15 +134,13 @@ _NOT_RUN_ZH = {
 }
 
 
-def summary_lines(test: dict | None) -> list[str]:
+def summary_lines(test: TestResult | None) -> list[str]:
     """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
     if not test:
         return []
-    lines = test.get("summary_lines")
-    if lines:
-        return [str(line) for line in lines]
-    summary = test.get("summary")
-    return [str(summary)] if summary else []
+    if test.summary_lines:
+        return [str(line) for line in test.summary_lines]
+    return [test.summary] if test.summary else []
 
 
 def _one_line(text: str) -> str:
@@ -157,7 +156,7 @@ def _value(value: object) -> str:
     return NOT_FOUND_ZH if value is None or value == "" else str(value)
 
 
-def exit_stated(lines: list[str], code: object) -> bool:
+def exit_stated(lines: Sequence[str], code: object) -> bool:
     """True when the last summary line already gives the exit code (``no test summary; exit 1``)."""
     return bool(lines) and code is not None and lines[-1].endswith(f"exit {code}")
 
@@ -180,16 +179,16 @@ def result_cell(view: BranchView) -> str:
         return _cell(f"未运行：{view.status}" + (f"（{reason}）" if reason else ""))
     lines = summary_lines(view.test)
     parts = lines or ["无测试摘要"]
-    if view.test.get("timed_out"):
-        duration = view.test.get("duration")
+    if view.test.timed_out:
+        duration = view.test.duration
         parts.append(f"超时（{duration:.0f}s 后终止）" if isinstance(duration, int | float) else "超时")
-    code = view.test.get("exit_code")
+    code = view.test.exit_code
     if code is not None and not exit_stated(lines, code):
         parts.append(f"退出码 {code}")
-    elif code is None and not view.test.get("timed_out"):
+    elif code is None and not view.test.timed_out:
         parts.append("无退出码")
     if view.stale:
-        tested, head = str(view.test.get("commit"))[:12], str(view.head)[:12]
+        tested, head = str(view.test.commit)[:12], str(view.head)[:12]
         parts.append(f"该结果测于 {tested}；fork 分支已被他人更新为 {head}，未经本工具测试"
                      if view.fork_sha else f"该结果测于 {tested}，不是 fork 分支当前的 {head}")
     return _cell("，".join(parts))
@@ -213,21 +212,21 @@ def issue_sentence(vs: _Views) -> str:
     return f"已关联该 Issue 的 PR：{linked}；尚无 PR 的目标分支：{'、'.join(missing)}。"
 
 
-def _visible(env: dict) -> str:
-    count = env.get("visible_npus")
+def _visible(env: EnvEvidence) -> str:
+    count = env.fact("npu_count")
     if count is None:
         return NOT_FOUND_ZH
-    devices = env.get("visible_devices")
+    devices = env.fact("visible_devices")
     if count and devices:
         return f"{count}（物理 NPU {devices}）"
     return f"{count}（未检测到可见 NPU）" if count == 0 else str(count)
 
 
-def _visible_evidence(env: dict) -> str:
-    count = env.get("visible_npus")
+def _visible_evidence(env: EnvEvidence) -> str:
+    count = env.fact("npu_count")
     if count is None:
         return NOT_FOUND
-    devices = env.get("visible_devices")
+    devices = env.fact("visible_devices")
     return f"{count} (PHYSICAL NPU {devices})" if count and devices else str(count)
 
 
@@ -239,13 +238,13 @@ class _Views:
     """The branch views of one context, in the patch set's target order."""
 
     def __init__(self, ctx: BodyContext) -> None:
-        by_target = {r.get("target"): r for r in ctx.branches if isinstance(r, dict)}
+        by_target = {r.target: r for r in ctx.branches}
         targets = list(ctx.patch_set.branches) or [str(t) for t in by_target if t]
         self.ctx = ctx
         self.views = [self.view(t, by_target.get(t)) for t in targets]
         self.own = self.view(ctx.target, by_target.get(ctx.target))
 
-    def view(self, target: str, record: dict | None) -> BranchView:
+    def view(self, target: str, record: BranchRecord | None) -> BranchView:
         ps, bm = self.ctx.patch_set, self.ctx.branch_map
         fork_branch = ps.fork_branch(bm, target)
         return BranchView.from_record(record, target=target, fork_branch=fork_branch)
@@ -260,7 +259,7 @@ class _Views:
         return None
 
 
-def _common_or_per_branch(views: list[BranchView], fmt: Callable[[dict], str]) -> str:
+def _common_or_per_branch(views: list[BranchView], fmt: Callable[[EnvEvidence], str]) -> str:
     """One value when every probed branch agrees, else ``v2.7.1 X；v2.11.0 Y``."""
     probed = [(v.target, fmt(v.env)) for v in views if v.env]
     values = {value for _, value in probed}
@@ -271,8 +270,8 @@ def _common_or_per_branch(views: list[BranchView], fmt: Callable[[dict], str]) -
     return "；".join(f"{target} {value}" for target, value in probed)
 
 
-def _value_of(key: str, env: dict) -> str:
-    return _value(env.get(key))
+def _value_of(key: str, env: EnvEvidence) -> str:
+    return _value(env.fact(key))
 
 
 def _env_lines(vs: _Views) -> list[str]:
@@ -280,7 +279,7 @@ def _env_lines(vs: _Views) -> list[str]:
     lines = [
         f"{label}：{_common_or_per_branch(views, functools.partial(_value_of, key))}"
         for label, key in (("主机平台", "platform"), ("Python", "python"), ("CANN", "cann"),
-                           ("NPU", "npu"))
+                           ("NPU", "npu_model"))
     ]
     lines.append(f"可见设备数：{_common_or_per_branch(views, _visible)}")
     probed = [v for v in views if v.env]
@@ -293,12 +292,12 @@ def _env_lines(vs: _Views) -> list[str]:
         if first is not None:
             lines.append(f"{view.target}：复用 {view.env_name} 环境（与 {first.target} 相同）")
             continue
-        line = (f"{view.target}（{_value(env.get('name'))}）：torch {_value(env.get('torch'))}，"
-                f"torch-npu {_value(env.get('torch_npu'))}")
-        if env.get("torch_npu_loads") is False or env.get("autoload_disabled"):
+        line = (f"{view.target}（{_value(env.name)}）：torch {_value(env.fact('torch'))}，"
+                f"torch-npu {_value(env.fact('torch_npu'))}")
+        if env.fact("torch_npu_loads") is False or env.autoload_disabled:
             line += f"；torch_npu 未加载，测试在 {AUTOLOAD}=0 下运行，未使用 NPU"
         lines.append(line)
-    notes = [(v.target, str(v.env["note"])) for v in probed if v.env and v.env.get("note")]
+    notes = [(v.target, v.env.note) for v in probed if v.env and v.env.note]
     if len({note for _, note in notes}) == 1:
         lines.append(f"设备说明：{notes[0][1]}")
     else:
@@ -313,8 +312,8 @@ def _commands(views: list[BranchView]) -> list[str]:
         lines.append(f"# {view.target}{env}")
         if view.skipped:
             lines.append("# 未运行（--skip-tests）")
-        elif view.test and view.test.get("command"):
-            lines.append(_one_line(view.test["command"]))
+        elif view.test and view.test.command:
+            lines.append(_one_line(view.test.command))
         else:
             lines.append(f"# 未运行：{view.status}")
     return lines
@@ -334,21 +333,20 @@ def _shared_notes(vs: _Views) -> list[str]:
 
 def evidence_text(view: BranchView, ctx: BodyContext) -> str:
     """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers)."""
-    env = view.env or {}
-    test = view.test or {}
+    env, test = view.env, view.test
 
     def val(value: object, missing: str = NOT_FOUND) -> str:
         return missing if value is None or value == "" else _one_line(str(value))
 
     def probed(key: str) -> str:
         """A probe value; "not probed" when the branch stopped before its environment was read."""
-        return val(env.get(key), NOT_FOUND if env else NOT_PROBED)
+        return val(env.fact(key) if env else None, NOT_FOUND if env else NOT_PROBED)
 
     not_run = "none (not run)"
     configured = ctx.branch_map.targets.get(view.target)
-    env_name = val(env.get("name") or (configured.env if configured else None))
-    shared = [s for s in env.get("shared_with") or [] if s != view.target]
-    if shared and env.get("name"):
+    env_name = val((env.name if env else None) or (configured.env if configured else None))
+    shared = [s for s in env.shared_with if s != view.target] if env else []
+    if shared and env and env.name:
         env_name += f" (shared with {', '.join(shared)})"
     lines = [
         f"VALIDATION EVIDENCE / {ctx.branch_map.upstream} / {view.fork_branch} → {view.target}",
@@ -360,31 +358,31 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         f"TORCH={probed('torch')}",
         f"TORCH_NPU={probed('torch_npu')}",
         f"CANN={probed('cann')}",
-        f"NPU={probed('npu')}",
+        f"NPU={probed('npu_model')}",
         f"VISIBLE_NPU={_visible_evidence(env) if env else NOT_PROBED}",
         f"ENVIRONMENT={env_name}",
-        f"RUNNER={val(test.get('runner'), not_run)}",
-        f"COMMAND={val(test.get('command'), not_run)}",
+        f"RUNNER={val(test.runner if test else None, not_run)}",
+        f"COMMAND={val(test.command if test else None, not_run)}",
     ]
     if view.skipped:
         lines += ["RESULT: not run (skipped on request: --skip-tests)", f"test_exit_code={not_run}"]
-    elif not view.test:
+    elif not test:
         lines += [f"RESULT: not run ({view.status})", f"test_exit_code={not_run}"]
     else:
         if view.stale:
-            lines.append(f"TESTED_COMMIT={val(test.get('commit'))}")
+            lines.append(f"TESTED_COMMIT={val(test.commit)}")
             lines.append("STALE=the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork "
                          "branch now holds, was not tested by this run")
         lines.append("RESULT:")
         lines += [_one_line(s) for s in summary_lines(test)] or ["no test summary"]
-        if test.get("timed_out"):
+        if test.timed_out:
             lines.append("TIMED OUT")
-        code = test.get("exit_code")
+        code = test.exit_code
         lines.append(f"test_exit_code={code}" if code is not None else
-                     "test_exit_code=none (killed)" if test.get("timed_out") else
+                     "test_exit_code=none (killed)" if test.timed_out else
                      "test_exit_code=none")
-    note = env.get("note")
-    if env.get("autoload_disabled") and AUTOLOAD not in str(note or ""):
+    note = env.note if env else None
+    if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
         note += f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
     lines.append(f"NOTE={val(note, 'none')}")
@@ -436,18 +434,17 @@ def _changed_files(ps: PatchSet) -> list[str]:
 _KIND_ZH = {"resolution": "人工冲突解决结果", "variant": "已保存的分支补丁"}
 
 
-def apply_notes_zh(records: list[dict]) -> list[str]:
+def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
     """How each branch's series went in, where a reviewer should know (Chinese, one line each)."""
     notes = []
     for rec in records:
-        target = _cell(str(rec.get("target") or ""))
-        source = rec.get("series_source") or {}
-        if source.get("branch"):
-            kind = _KIND_ZH.get(str(source.get("kind")), "人工冲突解决结果")
-            notes.append(f"{target}：原补丁在该分支冲突，改用 {_cell(source['branch'])} 分支的{kind}应用。")
-        merged = rec.get("merged_files") or []
-        if merged:
-            files = "、".join(f"`{_cell(f)}`" for f in merged)
+        target = _cell(rec.target)
+        source = rec.series_source
+        if source is not None:
+            kind = _KIND_ZH.get(source.kind, "人工冲突解决结果")
+            notes.append(f"{target}：原补丁在该分支冲突，改用 {_cell(source.branch)} 分支的{kind}应用。")
+        if rec.merged_files:
+            files = "、".join(f"`{_cell(f)}`" for f in rec.merged_files)
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
                          f"请评审时与较新分支的改动对照。")
     return notes

@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-import copy
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from backport.branch_order import newest_first
 from backport.config.model import PatchSet
+from backport.records import BranchRecord
 from backport.redact import redact
 from backport.report.body import exit_stated, summary_lines
 from backport.states import FAILURES, Status
 
-_TEST_KEYS = ("ran", "ok", "exit_code", "summary")
-_PR_KEYS = ("number", "url")
 
-
-def test_result(record: dict) -> str:
+def test_result(record: BranchRecord) -> str:
     """One-line English test result: ``Ran 7 tests in 0.054s, OK, exit 0`` or why none ran."""
-    test = record.get("test")
-    status = str(record.get("status") or "pending")
-    if test and test.get("skipped"):
+    test = record.test
+    if test and test.skipped:
         return "not run (--skip-tests)"
     if not test:
-        return f"not run ({status})"
+        return f"not run ({record.status.value})"
     lines = summary_lines(test)
     parts = lines or ["no test summary"]
-    if test.get("timed_out"):
+    if test.timed_out:
         parts.append("timed out")
-    code = test.get("exit_code")
+    code = test.exit_code
     if code is None:
         parts.append("no exit code")
     elif not exit_stated(lines, code):
@@ -38,50 +33,43 @@ def test_result(record: dict) -> str:
     return redact(", ".join(" ".join(p.split()) for p in parts))
 
 
-def _pr_url(record: dict) -> str:
-    pr = record.get("pr") or {}
-    return str(pr.get("url") or "")
+def _source_suffix(record: BranchRecord) -> str:
+    source = record.series_source
+    return f" (from {source.label})" if source else ""
 
 
-def _source_suffix(record: dict) -> str:
-    source = record.get("series_source") or {}
-    return f" (from the {source['branch']} {source.get('kind')})" if source.get("branch") else ""
-
-
-def report_rows(api: str, records: list[dict]) -> list[dict]:
+def report_rows(api: str, records: list[BranchRecord]) -> list[dict]:
     """Flat rows (all strings) for tables: api, target, fork branch, status, commit, test, PR."""
     rows = []
     for record in records:
-        pr = record.get("pr") or {}
+        test = record.test
         rows.append({
             "api": api,
-            "target": str(record.get("target") or ""),
-            "fork_branch": str(record.get("fork_branch") or ""),
-            "status": str(record.get("status") or "pending"),
-            "commit": str(record.get("commit") or "")[:12],
+            "target": record.target,
+            "fork_branch": record.fork_branch,
+            "status": record.status.value,
+            "commit": (record.commit or "")[:12],
             "test": test_result(record),
-            "pr": _pr_url(record),
-            "pr_number": pr.get("number"),
-            "log": "" if (record.get("test") or {}).get("skipped")
-                   else str((record.get("test") or {}).get("log") or ""),
-            "message": redact(" ".join(str(record.get("message") or "").split())),
-            "warnings": [redact(" ".join(str(w).split())) for w in record.get("warnings") or []],
+            "pr": record.pr.url if record.pr else "",
+            "pr_number": record.pr.number if record.pr else None,
+            "log": "" if test is None or test.skipped else (test.log or ""),
+            "message": redact(" ".join(record.message.split())),
+            "warnings": [redact(" ".join(w.split())) for w in record.warnings],
             "source": _source_suffix(record),
         })
     return rows
 
 
-def apply_notes(record: dict) -> list[str]:
+def apply_notes(record: BranchRecord) -> list[str]:
     """What a reviewer should know about how the series went in (English, one line each)."""
     notes = []
-    source = record.get("series_source") or {}
-    if source.get("branch"):
-        notes.append(f"applied from the {source['branch']} {source.get('kind') or 'resolution'}, "
-                     f"because its own series conflicts")
-    tried = record.get("tried_sources") or []
-    if tried and str(record.get("status")) == Status.CONFLICT:
+    if record.series_source:
+        notes.append(f"applied from {record.series_source.label}, because its own series "
+                     f"conflicts")
+    tried = record.tried_sources
+    if tried and record.status == Status.CONFLICT:
         notes.append(f"{', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}")
-    merged = record.get("merged_files") or []
+    merged = record.merged_files
     if merged:
         notes.append(f"{', '.join(merged)} differ{'s' if len(merged) == 1 else ''} from the "
                      "source around the patch's hunks and went in only through a 3-way merge: "
@@ -100,7 +88,7 @@ def status_style(status: str) -> str:
     return "red" if value in FAILURES else "yellow"
 
 
-def render_table(records: list[dict], console: Console, *, title: str | None = None) -> None:
+def render_table(records: list[BranchRecord], console: Console, *, title: str | None = None) -> None:
     """Print one row per branch (target, fork branch, status, test result, PR), then messages."""
     rows = report_rows("", records)
     table = Table(title=title, show_lines=False)
@@ -118,7 +106,7 @@ def render_table(records: list[dict], console: Console, *, title: str | None = N
             console.print(Text(f"{row['target']}: warning: {warning}", style="yellow"))
     for record in records:
         for note in apply_notes(record):
-            console.print(Text(f"{record.get('target')}: {note}", style="yellow"))
+            console.print(Text(f"{record.target}: {note}", style="yellow"))
     conflicted = {row["target"]: row for row in rows if row["status"] == Status.CONFLICT}
     for target in newest_first(conflicted):  # resolve the newest first: it flows down
         row = conflicted[target]
@@ -132,7 +120,7 @@ def _md_cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|") or "-"
 
 
-def render_markdown(patch_set_name: str, records: list[dict]) -> str:
+def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
     """The run report written to ``.backport/runs/<name>/report.md``."""
     rows = report_rows(patch_set_name, records)
     lines = [f"# backport report: {patch_set_name}", "",
@@ -145,7 +133,7 @@ def render_markdown(patch_set_name: str, records: list[dict]) -> str:
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     notes = [f"- {row['target']} ({row['status']}): {row['message']}" for row in rows if row["message"]]
     notes += [f"- {row['target']} (warning): {w}" for row in rows for w in row["warnings"]]
-    notes += [f"- {r.get('target')}: {note}" for r in records for note in apply_notes(r)]
+    notes += [f"- {r.target}: {note}" for r in records for note in apply_notes(r)]
     if notes:
         lines += ["", "## Messages", "", *notes]
     logs = [f"- {row['target']}: `{row['log']}`" for row in rows if row["log"]]
@@ -154,30 +142,11 @@ def render_markdown(patch_set_name: str, records: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _subset(value: object, keys: tuple[str, ...]) -> dict | None:
-    if not isinstance(value, dict) or not value:
-        return None
-    out = copy.deepcopy(value)
-    for key in keys:
-        out.setdefault(key, None)
-    return out
-
-
-def status_json(patch_set: PatchSet, records: list[dict]) -> dict:
+def status_json(patch_set: PatchSet, records: list[BranchRecord]) -> dict:
     """The ``status --json`` / ``apply --json`` document for one patch set."""
     branches = []
     for record in records:
-        item = copy.deepcopy(record)
-        item.update(
-            target=record.get("target"),
-            fork_branch=record.get("fork_branch"),
-            status=str(record.get("status") or "pending"),
-            commit=record.get("commit"),
-            test=_subset(record.get("test"), _TEST_KEYS),
-            env=copy.deepcopy(record.get("env")) or None,
-            pr=_subset(record.get("pr"), _PR_KEYS),
-            message=redact(str(record.get("message") or "")),
-            series_source=copy.deepcopy(record.get("series_source")) or None,
-        )
+        item = record.to_json()
+        item["message"] = redact(record.message)
         branches.append(item)
     return {"api": patch_set.api, "patch_set": patch_set.name, "branches": branches}

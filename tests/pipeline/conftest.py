@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -12,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from backport.cli import main
 from backport.demo.sandbox import Sandbox, build_sandbox
 from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker
 
@@ -39,6 +43,33 @@ def run_cli(project: Path, *args: str, env: dict[str, str] | None = None,
                           env={**os.environ, **(env or {})}, capture_output=True, text=True,
                           timeout=timeout, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_app(project: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    """Run the CLI's ``main(ARGS)`` in this process, in ``project``, as `run_cli` would.
+
+    The same entry point, exit codes and output as the subprocess, without starting an
+    interpreter: for the tests whose subject is not the process itself. Each command keeps
+    one `run_cli` test end to end.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, cwd = dict(os.environ), os.getcwd()
+    saved_term = signal.getsignal(signal.SIGTERM)
+    os.environ.update(env or {})
+    os.chdir(project)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        signal.signal(signal.SIGTERM, saved_term)
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 def git(repo: Path, *args: str) -> str:

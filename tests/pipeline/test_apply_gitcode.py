@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.helpers.fake_gitcode import Fault
-from tests.pipeline.conftest import TOKEN, git, rev, run_cli
+from tests.pipeline.conftest import TOKEN, git, rev, run_app
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 
 
 def run(sandbox, *args: str, token: str = TOKEN):
-    return run_cli(sandbox.project, *args, env={"GITCODE_TOKEN": token})
+    return run_app(sandbox.project, *args, env={"GITCODE_TOKEN": token})
 
 
 def all_written_text(root: Path) -> str:

@@ -6,14 +6,14 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.pipeline.conftest import TOKEN, edit_config, run_cli
+from tests.pipeline.conftest import TOKEN, edit_config, run_app
 
 UPSTREAM = "Ascend/pytorch"
 TARGETS = ["v2.7.1", "master"]  # two branches show the per-branch outcome; four cost more time
 
 
 def run(sandbox, *args: str):
-    return run_cli(sandbox.project, *args, env={"GITCODE_TOKEN": TOKEN})
+    return run_app(sandbox.project, *args, env={"GITCODE_TOKEN": TOKEN})
 
 
 def apply(sandbox, *extra: str):

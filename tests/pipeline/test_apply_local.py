@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.pipeline.conftest import git, rev, run_cli
+from tests.pipeline.conftest import git, rev, run_app, run_cli
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
@@ -47,17 +47,17 @@ def test_apply_creates_one_commit_branches_and_four_prs_and_is_idempotent(sandbo
 
 
 def test_unknown_api_and_branch_are_usage_errors(sandbox):
-    result = run_cli(sandbox.project, "apply", "--api", "nope")
+    result = run_app(sandbox.project, "apply", "--api", "nope")
     assert result.code == 2
     assert "no patch set 'nope'" in result.err
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--branch", "v9.9")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--branch", "v9.9")
     assert result.code == 2
     assert "branch 'v9.9'" in result.err
     assert "Traceback" not in result.err
 
 
 def test_dry_run_writes_nothing_remote(sandbox):
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--dry-run")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--dry-run")
     assert result.code == 0, result.err
     assert "would" in result.out.lower() or "not made" in result.out
     assert git(sandbox.fork, "for-each-ref") == ""
@@ -67,7 +67,7 @@ def test_dry_run_writes_nothing_remote(sandbox):
 
 
 def test_no_push_stops_before_the_fork(sandbox):
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--no-push",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--no-push",
                      "--json")
     assert result.code == 0, result.err
     assert {b["status"] for b in result.json()["branches"]} == {"tested"}
@@ -75,7 +75,7 @@ def test_no_push_stops_before_the_fork(sandbox):
 
 
 def test_branch_limits_targets(sandbox):
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
                      "--branch", "v2.7.1", "--branch", "master", "--json")
     assert result.code == 0, result.err
     assert [b["target"] for b in result.json()["branches"]] == ["v2.7.1", "master"]
@@ -95,7 +95,7 @@ def test_pr_body_reports_the_docs_audit_of_upstream_master(sandbox, tmp_path):
     git(work, "commit", "--quiet", "-m", "docs: list put_metric")
     git(work, "push", "--quiet", "origin", "master")
 
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert result.code == 0, result.err
     body = next(body for _, _, base, _, body in forge_rows(sandbox.project) if base == "v2.7.1")
     assert "<!-- backport:docs:start -->" in body

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from tests.pipeline.conftest import TORCH_PYTHON, edit_config, needs_torch, run_cli
+from tests.pipeline.conftest import TORCH_PYTHON, edit_config, needs_torch, run_app
 
 pytestmark = needs_torch
 
 
 def test_no_push_records_honest_evidence_for_every_branch(sandbox):
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--no-push", "--json")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--no-push", "--json")
     assert result.code == 0, result.err
-    status = run_cli(sandbox.project, "status", "--json").json()
+    status = run_app(sandbox.project, "status", "--json").json()
     assert len(status["branches"]) == 4
     for branch in status["branches"]:
         test, env = branch["test"], branch["env"]
@@ -36,7 +36,7 @@ def test_pin_mismatch_stops_before_any_test(sandbox):
         data["environments"]["pinned-2.7.1"] = {**shared, "expect": {"torch": "2.7.1"}}
         data["branches"]["v2.7.1"]["env"] = "pinned-2.7.1"
     edit_config(sandbox, pin)
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--no-push", "--json")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--no-push", "--json")
     assert result.code == 1
     by_target = {b["target"]: b for b in result.json()["branches"]}
     assert by_target["v2.7.1"]["status"] == "env-mismatch"
@@ -49,7 +49,7 @@ def test_pin_mismatch_stops_before_any_test(sandbox):
 def test_npu_patch_set_without_npu_is_env_unavailable(sandbox):
     patch_yaml = sandbox.project / "patches" / "put_metric" / "patch.yaml"
     patch_yaml.write_text(patch_yaml.read_text().replace("device: none", "device: npu"))
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--no-push", "--json",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--no-push", "--json",
                      "--branch", "v2.7.1")
     assert result.code == 1
     (branch,) = result.json()["branches"]
@@ -63,14 +63,14 @@ def test_a_failing_test_opens_no_pr_unless_asked(sandbox):
     patch.write_text(patch.read_text().replace(
         '+                self.assertGreater(record.timestamp, 0)',
         '+                self.assertLess(record.timestamp, 0)'))
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--json",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--json",
                      "--branch", "v2.7.1")
     assert result.code == 1
     (branch,) = result.json()["branches"]
     assert branch["status"] == "test-failed"
     assert branch["test"]["ok"] is False and branch["test"]["exit_code"] != 0
     assert branch["pr"] is None
-    drafted = run_cli(sandbox.project, "apply", "--api", "put_metric", "--json",
+    drafted = run_app(sandbox.project, "apply", "--api", "put_metric", "--json",
                       "--branch", "v2.7.1", "--pr-on-failure")
     assert drafted.code == 1
     (branch,) = drafted.json()["branches"]

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import yaml
 
-from tests.pipeline.conftest import edit_config, run_cli
+from tests.pipeline.conftest import edit_config, run_app
 
 
 def test_check_fails_for_a_declared_branch_missing_upstream_even_if_untargeted(sandbox):
     def add_branch(data: dict) -> None:
         data["branches"]["v9.9.9"] = {"env": next(iter(data["environments"]))}
     edit_config(sandbox, add_branch)  # patch.yaml lists its four targets, not v9.9.9
-    result = run_cli(sandbox.project, "check", "--json")
+    result = run_app(sandbox.project, "check", "--json")
     assert result.code == 1, result.out
     assert result.json()["problems"] == [
         f"branch v9.9.9: target branch 'v9.9.9' does not exist in {sandbox.upstream}"]
-    text = run_cli(sandbox.project, "check")
+    text = run_app(sandbox.project, "check")
     assert "problem: branch v9.9.9: " in text.err
 
 
@@ -24,14 +24,14 @@ def test_check_fails_for_a_test_file_neither_on_the_branch_nor_created(sandbox):
     data = yaml.safe_load(spec.read_text(encoding="utf-8"))
     data["tests"].append({"path": "test/npu/test_absent.py"})
     spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    result = run_cli(sandbox.project, "check", "--json")
+    result = run_app(sandbox.project, "check", "--json")
     assert result.code == 1, result.out
     problems = result.json()["problems"]
     assert len(problems) == 4
     for target in ("v2.7.1", "v2.11.0", "v2.12.0", "master"):
         assert (f"put_metric on {target}: patch set put_metric: test file test/npu/test_absent.py "
                 f"is not on branch {target} and the series does not create it") in problems
-    assert run_cli(sandbox.project, "check", "--offline").code == 0
+    assert run_app(sandbox.project, "check", "--offline").code == 0
 
 
 def test_a_missing_interpreter_fails_online_and_warns_offline(sandbox, tmp_path):
@@ -39,12 +39,12 @@ def test_a_missing_interpreter_fails_online_and_warns_offline(sandbox, tmp_path)
         data["environments"]["torch-2.11.0"] = {"python": str(tmp_path / "gone" / "bin" / "python")}
         data["branches"]["v2.11.0"]["env"] = "torch-2.11.0"
     edit_config(sandbox, break_env)
-    online = run_cli(sandbox.project, "check", "--json")
+    online = run_app(sandbox.project, "check", "--json")
     assert online.code == 1
     (problem,) = online.json()["problems"]
     assert problem.startswith("branch v2.11.0: environment 'torch-2.11.0' of branch v2.11.0: "
                               "interpreter ") and "does not exist" in problem
-    offline = run_cli(sandbox.project, "check", "--offline")
+    offline = run_app(sandbox.project, "check", "--offline")
     assert offline.code == 0
     assert "warning: branch v2.11.0: environment 'torch-2.11.0'" in offline.err
     assert "1 environments" not in offline.out and "2 environments" in offline.out
@@ -59,6 +59,6 @@ def test_check_counts_in_words_that_agree(sandbox):
     data = yaml.safe_load(spec.read_text(encoding="utf-8"))
     data["branches"] = ["v2.7.1"]
     spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    result = run_cli(sandbox.project, "check", "--offline")
+    result = run_app(sandbox.project, "check", "--offline")
     assert result.code == 0, result.err
     assert "1 target branch, 1 environment" in result.out

@@ -6,7 +6,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from tests.pipeline.conftest import git, rev, run_cli
+from tests.pipeline.conftest import git, rev, run_app, run_cli
 
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
 CONTEXT = '        self.assertNotIn("null_metric", output)'
@@ -99,7 +99,7 @@ def test_check_passes_on_a_good_map_and_names_a_missing_branch(sandbox):
 
 def test_check_names_a_branch_where_the_patch_does_not_apply(sandbox, tmp_path):
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    result = run_cli(sandbox.project, "check", "--json")
+    result = run_app(sandbox.project, "check", "--json")
     assert result.code == 1
     failing = [f for f in result.json()["findings"] if not f["ok"]]
     assert [f["subject"] for f in failing] == ["put_metric on v2.11.0"]

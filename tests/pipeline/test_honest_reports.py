@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from backport.demo.sandbox import build_sandbox
-from tests.pipeline.conftest import PATCHES, git, run_cli
+from tests.pipeline.conftest import PATCHES, git, run_app, run_cli
 from tests.pipeline.test_conflict_and_check import TEST_FILE, change_upstream_branch
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
@@ -103,7 +103,7 @@ def test_after_fork_diverged_the_evidence_names_the_prs_real_head(torchless, tmp
     sandbox = torchless
     branch = "test-put-metric-v2.7.1"
     args = ("apply", "--api", "put_metric", "--branch", "v2.7.1", "--pr-on-failure", "--isolated")
-    assert run_cli(sandbox.project, *args).code == 1  # no torch: a draft PR shows the failure
+    assert run_app(sandbox.project, *args).code == 1  # no torch: a draft PR shows the failure
     first = git(sandbox.fork, "rev-parse", branch)
     assert f"HEAD_COMMIT={first}" in pr_bodies(sandbox.project)["v2.7.1"]
 
@@ -122,7 +122,7 @@ def test_after_fork_diverged_the_evidence_names_the_prs_real_head(torchless, tmp
     git(up, "commit", "--quiet", "-am", "upstream moves on")
     git(up, "push", "--quiet", "origin", "v2.7.1")
 
-    again = run_cli(sandbox.project, *args, "--json")
+    again = run_app(sandbox.project, *args, "--json")
     (rec,) = again.json()["branches"]
     assert rec["status"] == "fork-diverged"
     ours = rec["commit"]

@@ -20,8 +20,8 @@ def test_updates_persist_and_reload(tmp_path: Path) -> None:
     journal.record("v2.7.1", "test-put-metric-v2.7.1")
     journal.update("v2.7.1", status="applied", commit="abc")
     again = Journal.load(tmp_path, "put_metric", "torch.x")
-    assert again.get("v2.7.1")["status"] == "applied"
-    assert again.get("v2.7.1")["commit"] == "abc"
+    assert again.get("v2.7.1").status == "applied"
+    assert again.get("v2.7.1").commit == "abc"
     assert not list(journal.run_dir.glob(".journal.json.*"))
 
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from backport.git.authoring import export_patch_set
-from tests.pipeline.conftest import git, run_cli
+from tests.pipeline.conftest import git, run_app
 
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
 CONTEXT = '        self.assertNotIn("null_metric", output)'
@@ -53,7 +53,7 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
     for branch in ("v2.12.0", "v2.11.0"):
         edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
     edit_upstream(sandbox.upstream, "v2.7.1", tmp_path, IMPORT, IMPORT_OWN)
-    first = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    first = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert first.code == 1
     # Conflicts are presented newest first, so the resolution can flow down.
     lines = [line.split(":")[0] for line in first.out.splitlines()
@@ -61,7 +61,7 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
     assert lines == ["v2.12.0", "v2.11.0", "v2.7.1"], first.out
 
     resolve(sandbox, "v2.12.0")
-    done = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+    done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
                    "--skip-tests", "--json")
     assert done.code == 1, done.err  # v2.7.1 still conflicts
     rows = by_target(done)
@@ -71,27 +71,27 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
     assert rows["v2.7.1"]["status"] == "conflict"
     assert rows["v2.7.1"]["tried_sources"] == ["the v2.12.0 resolution"]
     assert "the v2.12.0 resolution still conflicts" in rows["v2.7.1"]["message"]
-    everything = by_target(run_cli(sandbox.project, "status", "--api", "put_metric", "--json"))
+    everything = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
     assert everything["master"]["series_source"] is None  # its own series applied cleanly
     assert "v2.12.0 分支的人工冲突解决结果" in pr_body(sandbox.project, "v2.11.0")
     fixed = git(sandbox.fork, "show", f"test-put-metric-v2.11.0:{TEST_FILE}")
     assert REWORDED in fixed and "put_metric" in fixed
 
-    status = run_cli(sandbox.project, "status", "--api", "put_metric")
+    status = run_app(sandbox.project, "status", "--api", "put_metric")
     assert "from the v2.12.0 resolution" in status.out
 
 
 def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
     for branch in ("v2.12.0", "v2.11.0"):
         edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     resolve(sandbox, "v2.12.0")
-    saved = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+    saved = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
                     "--skip-tests", "--no-push", "--save")
     assert saved.code == 0, saved.out + saved.err
     assert (sandbox.project / "patches" / "put_metric" / "v2.12.0").is_dir()
-    assert run_cli(sandbox.project, "abort", "--api", "put_metric").code == 0
-    again = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    assert run_app(sandbox.project, "abort", "--api", "put_metric").code == 0
+    again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     rows = by_target(again)
     assert rows["v2.12.0"]["series_source"] is None  # its own (saved) variant
     assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant"}
@@ -100,32 +100,32 @@ def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
 
 def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
     # A series whose index lines name blobs the upstream has (as `backport new` writes them).
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
                    "--branch", "master").code == 0
     export_patch_set(sandbox.fork, "test-put-metric-master", sandbox.project / "patches" /
                      "put_metric", force=True)
     edit_upstream(sandbox.upstream, "v2.7.1", tmp_path, FAR, FAR_CHANGED)
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     rows = by_target(result)
     assert rows["master"]["merged_files"] == []
     assert rows["v2.7.1"]["status"] == "done", rows["v2.7.1"]["message"]
     assert rows["v2.7.1"]["merged_files"] == [TEST_FILE]
     assert "仅经三方合并应用" in pr_body(sandbox.project, "v2.7.1")
     assert "仅经三方合并应用" not in pr_body(sandbox.project, "master").split("v2.7.1：")[0]
-    table = run_cli(sandbox.project, "status", "--api", "put_metric")
+    table = run_app(sandbox.project, "status", "--api", "put_metric")
     assert "went in only through a 3-way merge" in " ".join(table.out.split())
 
 
 def test_a_conflict_being_resolved_by_hand_is_left_alone(sandbox, tmp_path):
     for branch in ("v2.12.0", "v2.11.0"):
         edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     mine = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0" / TEST_FILE
     mine.write_text("# half way through my own resolution\n", encoding="utf-8")
     resolve(sandbox, "v2.12.0")
-    done = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+    done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
                    "--skip-tests", "--json")
     assert "left alone: its conflict is being resolved by hand" in done.err
     assert mine.read_text(encoding="utf-8") == "# half way through my own resolution\n"
-    status = by_target(run_cli(sandbox.project, "status", "--api", "put_metric", "--json"))
+    status = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
     assert status["v2.11.0"]["status"] == "conflict"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tests.pipeline.conftest import run_cli
+from tests.pipeline.conftest import run_app
 
 
 def test_a_rejected_push_keeps_gits_reason_and_output(sandbox):
@@ -12,7 +12,7 @@ def test_a_rejected_push_keeps_gits_reason_and_output(sandbox):
     hook.write_text("#!/bin/sh\necho 'fatal: could not fetch 0123abc from promisor remote' >&2\n"
                     "exit 1\n", encoding="utf-8")
     hook.chmod(0o755)
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--branch", "v2.7.1",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--branch", "v2.7.1",
                      "--skip-tests", "--json")
     assert result.code == 1
     (branch,) = result.json()["branches"]
@@ -26,7 +26,7 @@ def test_a_rejected_push_keeps_gits_reason_and_output(sandbox):
 
 def test_continue_and_abort_name_a_branch_that_is_not_a_target(sandbox):
     for command in ("continue", "abort"):
-        result = run_cli(sandbox.project, command, "--api", "put_metric", "--branch", "v9")
+        result = run_app(sandbox.project, command, "--api", "put_metric", "--branch", "v9")
         assert result.code == 2, (command, result.err)
         assert "branch 'v9' is not a target of patch set put_metric" in result.err
         assert "never run" not in result.err
@@ -38,7 +38,7 @@ def test_after_one_push_fails_the_other_bodies_say_which_prs_exist(sandbox):
                     "echo 'error: quota exceeded' >&2; exit 1;; esac\ndone\nexit 0\n",
                     encoding="utf-8")
     hook.chmod(0o755)
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert result.code == 1
     with sqlite3.connect(sandbox.project / ".backport" / "forge.sqlite") as db:
         bodies = dict(db.execute("SELECT base, body FROM prs").fetchall())
@@ -52,7 +52,7 @@ def test_after_one_push_fails_the_other_bodies_say_which_prs_exist(sandbox):
 
     # The push works again: the next run opens v2.11.0's PR and every body says four.
     hook.unlink()
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 0
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 0
     with sqlite3.connect(sandbox.project / ".backport" / "forge.sqlite") as db:
         bodies = dict(db.execute("SELECT base, body FROM prs").fetchall())
     assert len(bodies) == 4

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.pipeline.conftest import TOKEN, edit_config, git, needs_torch, rev, run_cli
+from tests.pipeline.conftest import TOKEN, edit_config, git, needs_torch, rev, run_app, run_cli
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 
@@ -89,7 +89,7 @@ def test_two_runs_at_once_end_with_four_prs(sandbox, gitcode):
 
 
 def test_someone_elses_push_survives_force(sandbox, tmp_path):
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 0
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 0
     branch = "test-put-metric-v2.7.1"
     work = tmp_path / "human"
     subprocess.run(["git", "clone", "--quiet", "--branch", branch, str(sandbox.fork), str(work)],
@@ -100,7 +100,7 @@ def test_someone_elses_push_survives_force(sandbox, tmp_path):
     git(work, "push", "--quiet", "origin", branch)
     human = rev(work, "HEAD")
 
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
                      "--json")
     assert result.code == 1
     by_target = {b["target"]: b for b in result.json()["branches"]}
@@ -109,7 +109,7 @@ def test_someone_elses_push_survives_force(sandbox, tmp_path):
     assert {by_target[t]["status"] for t in TARGETS[1:]} == {"done"}
     assert rev(sandbox.fork, f"refs/heads/{branch}") == human
 
-    replaced = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+    replaced = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
                        "--branch", "v2.7.1", "--overwrite-fork-branch")
     assert replaced.code == 0, replaced.err
     assert rev(sandbox.fork, f"refs/heads/{branch}") != human
@@ -126,7 +126,7 @@ def test_someone_elses_push_survives_force(sandbox, tmp_path):
 ])
 def test_hostile_branch_maps_exit_2_with_one_line(sandbox, change, needle):
     edit_config(sandbox, change)
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert result.code == 2
     lines = [line for line in result.err.splitlines() if line.strip()]
     assert len(lines) == 1, result.err
@@ -139,7 +139,7 @@ def test_a_patch_touching_a_path_outside_the_repository_is_refused(sandbox):
     patch.write_text(patch.read_text().replace(
         "a/test/distributed/elastic/metrics/test_metrics_api.py",
         "a/../outside/test_metrics_api.py", 1))
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert result.code == 2
     assert patch.name in result.err and "Traceback" not in result.err
     assert git(sandbox.fork, "for-each-ref") == ""
@@ -147,7 +147,7 @@ def test_a_patch_touching_a_path_outside_the_repository_is_refused(sandbox):
 
 def test_yaml_syntax_error_names_the_line(sandbox):
     sandbox.config.write_text("forge: local\nupstream: [unclosed\n")
-    result = run_cli(sandbox.project, "check", "--offline")
+    result = run_app(sandbox.project, "check", "--offline")
     assert result.code == 2
     assert re.search(r"branches\.yaml:\d+: YAML syntax error", result.err), result.err
     assert len(result.err.strip().splitlines()) == 1
@@ -155,7 +155,7 @@ def test_yaml_syntax_error_names_the_line(sandbox):
 
 @needs_torch
 def test_journal_and_logs_are_private(sandbox):
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--no-push",
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--no-push",
                    "--branch", "v2.7.1").code == 0
     logs = sandbox.project / ".backport" / "runs" / "put_metric" / "logs"
     assert (logs.stat().st_mode & 0o777) == 0o700
@@ -179,7 +179,7 @@ def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox):
 
 def test_an_unreachable_fork_fails_each_branch_clearly(sandbox, tmp_path):
     missing = tmp_path / "no-such-repository.git"
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json",
                      env={"BACKPORT_FORK_URL": str(missing)})
     assert result.code == 1
     for branch in result.json()["branches"]:
@@ -194,12 +194,12 @@ def test_an_unreachable_upstream_stops_the_run_in_one_sentence_naming_it(sandbox
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/Ascend/pytorch.git"
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric",
                      env={"BACKPORT_UPSTREAM_URL": url})
     assert result.code == 1
     errors = [line for line in result.err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and f"upstream {url}:" in errors[0], result.err
     assert "Traceback" not in result.err and result.out == ""
-    status = run_cli(sandbox.project, "status", "--json").json()
+    status = run_app(sandbox.project, "status", "--json").json()
     assert {b["status"] for b in status["branches"]} == {"failed"}
     assert all(url in b["message"] for b in status["branches"])

@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 
 from backport.config.model import BranchMap, Environment, PatchSet, Target, TestSpec
+from backport.records import BranchRecord
 from backport.report.body import BodyContext
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
@@ -103,5 +104,10 @@ def context(target: str, *, recs: list[dict] | None = None, body: str | None = N
             docs_list: list[dict] | None = None, title: str = "test: add put_metric coverage"
             ) -> BodyContext:
     return BodyContext(branch_map=branch_map(), patch_set=patch_set(body, title),
-                       branches=recs if recs is not None else records(), target=target,
+                       branches=typed(recs if recs is not None else records()), target=target,
                        docs=docs_list)
+
+
+def typed(recs: list[dict]) -> list[BranchRecord]:
+    """The journal's typed records of these JSON records, as the journal reads them."""
+    return [BranchRecord.from_json(rec) for rec in recs]

@@ -174,7 +174,7 @@ def test_refresh_does_not_reinsert_body_md() -> None:
 
 def test_two_evidence_blocks_become_one() -> None:
     body = render_body(fx.context("v2.12.0"))
-    view = BranchView.from_record(fx.record("v2.7.1"), target="v2.7.1",
+    view = BranchView.from_record(fx.typed([fx.record("v2.7.1")])[0], target="v2.7.1",
                                   fork_branch="test-put-metric-v2.7.1")
     block = rg.wrap(rg.EVIDENCE, evidence_fence(view, fx.context("v2.7.1")))
     doubled = body + "\n## 旧证据\n\n" + block + "\n尾注。\n"
@@ -249,7 +249,7 @@ def test_crlf_body_keeps_crlf_outside_and_inside() -> None:
 def test_template_typo_is_a_backport_error_naming_the_template(tmp_path: Path) -> None:
     template = tmp_path / "custom_body.md.j2"
     template.write_text("# 【合入来源】\n\n{{ issue_url }}\n\n{{ isue_ref }}\n", encoding="utf-8")
-    ctx = BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(), branches=fx.records(),
+    ctx = BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(), branches=fx.typed(fx.records()),
                       target="v2.7.1", template=template)
     with pytest.raises(BackportError) as info:
         render_body(ctx)
@@ -265,7 +265,7 @@ def test_template_typo_is_a_backport_error_naming_the_template(tmp_path: Path) -
 def test_template_sandbox_blocks_unsafe_attribute_access(tmp_path: Path) -> None:
     template = tmp_path / "evil.md.j2"
     template.write_text("{{ title.__class__.__mro__ }}\n", encoding="utf-8")
-    ctx = BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(), branches=fx.records(),
+    ctx = BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(), branches=fx.typed(fx.records()),
                       target="v2.7.1", template=template)
     with pytest.raises(BackportError, match="evil.md.j2"):
         render_body(ctx)

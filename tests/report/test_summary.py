@@ -7,19 +7,20 @@ import json
 
 from rich.console import Console
 
+from backport.records import BranchRecord
 from backport.report.summary import render_markdown, render_table, report_rows, status_json
 from tests.report import fixtures as fx
 from tests.report.test_body import check_golden
 
 
-def mixed_records() -> list[dict]:
+def mixed_records() -> list[BranchRecord]:
     recs = fx.records()
     recs[0] = fx.failing(recs[0])
     recs[1].update(status="env-mismatch", test=None, pr=None,
                    message="torch: expected 2.11.0, found 2.13.0+cpu")
     recs[2]["test"]["skipped"] = True
     recs[2].update(status="planned", pr=None)
-    return recs
+    return fx.typed(recs)
 
 
 def test_report_rows() -> None:

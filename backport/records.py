@@ -1,0 +1,272 @@
+"""The journal's typed records and their one JSON form.
+
+A branch record is what the run journal keeps per target branch; `pipeline/` writes it and
+`report/` reads it. Every record is a frozen dataclass; this module is the only place that turns
+them into JSON and back (``to_json`` / ``from_json``). Reading is lenient about missing keys, so
+a record written before a field existed reads with that field's default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from backport.envs.model import Probe, TestRun
+from backport.states import Status
+
+
+def _tuple(value: Any) -> tuple:
+    return tuple(value) if value else ()
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """The tests of a patch set on one branch, folded into one result (or skipped on request)."""
+
+    ok: bool | None  # None: not run (--skip-tests)
+    exit_code: int | None  # the first non-zero exit code; None when killed or not run
+    ran: int | None = None  # tests counted by the summaries; None when no summary said
+    summary: str = ""  # the summary lines joined with ", "
+    summary_lines: tuple[str, ...] = ()
+    duration: float | None = None  # wall seconds of every run
+    command: str | None = None  # as the evidence shows it
+    runner: str | None = None  # "warm" | "isolated"
+    timed_out: bool = False
+    log: str | None = None  # the logs, "; "-joined
+    skipped: bool = False  # --skip-tests
+    runs: tuple[TestRun, ...] = ()  # one per test file
+    commit: str | None = None  # the commit the result is of
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "summary_lines", _tuple(self.summary_lines))
+        object.__setattr__(self, "runs", _tuple(self.runs))
+
+    @classmethod
+    def skipped_on_request(cls) -> TestResult:
+        return cls(ok=None, exit_code=None, summary="not run (--skip-tests)", skipped=True)
+
+    @classmethod
+    def of_runs(cls, runs: Sequence[TestRun], commit: str | None) -> TestResult:
+        """Fold the runs of every test file of the patch set into one result."""
+        ran = sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None
+        lines = tuple(line for r in runs for line in r.summary)
+        return cls(
+            ran=ran,
+            ok=all(r.ok for r in runs),
+            exit_code=next((r.exit_code for r in runs if r.exit_code != 0), 0),
+            summary=", ".join(lines),
+            summary_lines=lines,
+            duration=round(sum(r.duration for r in runs), 3),
+            command="; ".join(r.command for r in runs),
+            runner=runs[0].runner if runs else None,
+            timed_out=any(r.timed_out for r in runs),
+            log="; ".join(r.log for r in runs),
+            runs=tuple(runs),
+            commit=commit,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["summary_lines"] = list(self.summary_lines)
+        data["runs"] = [run.to_dict() for run in self.runs]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TestResult:
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values.setdefault("ok", None)
+        values.setdefault("exit_code", None)
+        values["runs"] = tuple(TestRun.from_dict(r) for r in data.get("runs") or ())
+        return cls(**values)
+
+
+# Probe attribute -> its key in the JSON evidence (the journal's names since version 1).
+_PROBE_KEYS = {"npu_model": "npu", "npu_count": "visible_npus"}
+_PROBE_JSON = ("interpreter", "platform", "python", "torch", "torch_npu", "cann", "npu_model",
+               "npu_count", "visible_devices", "torch_npu_loads", "torch_npu_error", "packages")
+
+
+@dataclass(frozen=True)
+class EnvEvidence:
+    """The environment half of the evidence: the probe as read, or only the name when unread."""
+
+    name: str
+    shared_with: tuple[str, ...] = ()  # every target branch configured with this environment
+    note: str = ""  # the device verdict's note
+    autoload_disabled: bool = False  # tests ran with torch_npu's autoload off
+    probe: Probe | None = None  # None: the environment could not be read
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shared_with", _tuple(self.shared_with))
+
+    def fact(self, name: str) -> Any:
+        """A probed value by its `Probe` attribute name (``torch`` too); None when not read."""
+        return getattr(self.probe, name) if self.probe is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "shared_with": list(self.shared_with),
+                                "note": self.note, "autoload_disabled": self.autoload_disabled}
+        if self.probe is not None:
+            for attr in _PROBE_JSON:
+                value = getattr(self.probe, attr)
+                data[_PROBE_KEYS.get(attr, attr)] = dict(value) if attr == "packages" else value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EnvEvidence:
+        probe = None
+        if any(_PROBE_KEYS.get(attr, attr) in data for attr in _PROBE_JSON):
+            values = {attr: data.get(_PROBE_KEYS.get(attr, attr)) for attr in _PROBE_JSON}
+            packages = dict(values.pop("packages") or {})
+            for name in ("torch", "torch_npu"):
+                if values[name] is not None or name not in packages:
+                    packages[name] = values[name]
+                del values[name]
+            probe = Probe(env_name=str(data.get("name") or ""), packages=packages,
+                          interpreter=str(values.pop("interpreter") or ""), **values)
+        return cls(name=str(data.get("name") or ""), shared_with=_tuple(data.get("shared_with")),
+                   note=str(data.get("note") or ""),
+                   autoload_disabled=bool(data.get("autoload_disabled")), probe=probe)
+
+
+@dataclass(frozen=True)
+class PrInfo:
+    """The PR of one fork branch. ``None``: a record written before the field existed."""
+
+    number: int
+    url: str
+    decorated: bool | None = None  # labels, assignees, reviewers and the comment were set
+    linked: bool | None = None  # the issue link was made (older records: assumed)
+    commented_sha: str | None = None  # the fork branch's commit when the comment was posted
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"number": self.number, "url": self.url}
+        if self.decorated is not None:
+            data["decorated"] = self.decorated
+        if self.linked is not None:
+            data["linked"] = self.linked
+        if self.decorated is not None or self.commented_sha is not None:
+            data["commented_sha"] = self.commented_sha
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PrInfo:
+        return cls(number=data["number"], url=str(data.get("url") or ""),
+                   decorated=data.get("decorated"), linked=data.get("linked"),
+                   commented_sha=data.get("commented_sha"))
+
+
+@dataclass(frozen=True)
+class SeriesSource:
+    """The sibling whose series went in where the branch's own conflicted."""
+
+    branch: str
+    kind: str  # "resolution" (resolved by hand, `backport continue`) or "variant" (saved)
+
+    @property
+    def label(self) -> str:
+        """``the v2.11.0 resolution`` / ``the v2.11.0 variant``."""
+        return f"the {self.branch} {self.kind}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"branch": self.branch, "kind": self.kind}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SeriesSource:
+        return cls(branch=str(data["branch"]), kind=str(data.get("kind") or "resolution"))
+
+
+@dataclass(frozen=True)
+class BranchRecord:
+    """Where one target branch of one patch set stands, and the facts its PR body shows."""
+
+    target: str
+    fork_branch: str
+    status: Status = Status.PENDING
+    base: str | None = None  # the upstream head the series was applied on
+    commit: str | None = None  # the fork branch's commit made by this run
+    push_intent: str | None = None  # a push of this commit was started
+    pushed_sha: str | None = None  # what this tool last pushed to the fork branch
+    test: TestResult | None = None
+    env: EnvEvidence | None = None
+    pr: PrInfo | None = None
+    conflicts: tuple[str, ...] = ()
+    worktree: str | None = None
+    message: str = ""  # for the maintainer's terminal; never in a PR body
+    manual: bool = False  # the commit was made by hand (`continue` after a conflict)
+    error_code: str | None = None  # the ErrorCode that failed the branch
+    fork_sha: str | None = None  # where someone else moved the fork branch; cleared by a push
+    mismatches: tuple[str, ...] = ()  # env-mismatch: "torch: expected 2.7.1, found 2.13.0+cpu"
+    warnings: tuple[str, ...] = ()  # what the forge refused (labels, comment); the PR is open
+    series_source: SeriesSource | None = None  # None: the branch's own series went in
+    tried_sources: tuple[str, ...] = ()  # labels of the siblings' series tried in vain
+    merged_files: tuple[str, ...] = ()  # files that went in only through the 3-way merge
+    conflict_snapshot: dict[str, str | None] | None = None  # {path: blob} as `git am` left them
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
+        for name in ("conflicts", "mismatches", "warnings", "tried_sources", "merged_files"):
+            object.__setattr__(self, name, _tuple(getattr(self, name)))
+        if self.error_code is not None:
+            object.__setattr__(self, "error_code", str(self.error_code))
+
+    def replace(self, **changes: Any) -> BranchRecord:
+        """A copy with ``changes`` (unknown field names raise TypeError)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def head(self) -> str | None:
+        """The commit this branch's fork branch shows, else the commit the run made."""
+        return self.fork_sha or self.pushed_sha or self.commit
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "fork_branch": self.fork_branch,
+            "status": self.status.value,
+            "base": self.base,
+            "commit": self.commit,
+            "push_intent": self.push_intent,
+            "pushed_sha": self.pushed_sha,
+            "test": self.test.to_json() if self.test else None,
+            "env": self.env.to_json() if self.env else None,
+            "pr": self.pr.to_json() if self.pr else None,
+            "conflicts": list(self.conflicts),
+            "worktree": self.worktree,
+            "message": self.message,
+            "manual": self.manual,
+            "error_code": self.error_code,
+            "fork_sha": self.fork_sha,
+            "mismatches": list(self.mismatches),
+            "warnings": list(self.warnings),
+            "series_source": self.series_source.to_json() if self.series_source else None,
+            "tried_sources": list(self.tried_sources),
+            "merged_files": list(self.merged_files),
+            "conflict_snapshot": (dict(self.conflict_snapshot)
+                                  if self.conflict_snapshot is not None else None),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, target: str | None = None) -> BranchRecord:
+        """Read a record; ``target`` names it when the record itself does not."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known and v is not None}
+        values["target"] = str(data.get("target") or target or "")
+        values["fork_branch"] = str(data.get("fork_branch") or "")
+        values["status"] = Status(data.get("status") or Status.PENDING)
+        values["message"] = str(data.get("message") or "")
+        values["manual"] = bool(data.get("manual"))
+        test, env, pr = data.get("test"), data.get("env"), data.get("pr")
+        values["test"] = TestResult.from_json(test) if test else None
+        values["env"] = EnvEvidence.from_json(env) if env else None
+        values["pr"] = PrInfo.from_json(pr) if pr and pr.get("number") is not None else None
+        source = data.get("series_source")
+        values["series_source"] = (SeriesSource.from_json(source)
+                                   if source and source.get("branch") else None)
+        snapshot = data.get("conflict_snapshot")
+        values["conflict_snapshot"] = dict(snapshot) if isinstance(snapshot, dict) else None
+        return cls(**values)
+

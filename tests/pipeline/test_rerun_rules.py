@@ -1,0 +1,291 @@
+"""The re-run rules, in-process on real repositories and the local forge.
+
+Which branches a run works on (`needs_work`), when the apply, test, push and pr steps redo their
+work or keep the previous run's, and which branches get published.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from backport.config import load_project
+from backport.config.model import Project
+from backport.demo.sandbox import Sandbox
+from backport.pipeline.apply import Outcome, publishable, run_apply
+from backport.pipeline.journal import Journal
+from backport.pipeline.session import ApplyOptions
+from backport.records import TestResult as Result
+from backport.states import Status
+from tests.pipeline.conftest import git, rev
+
+TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
+NAME = "put_metric"
+
+
+class Events:
+    """The progress sink: every (target, step, detail) a run reported."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def event(self, target: str, step: str, detail: str = "") -> None:
+        self.seen.append((target, step, detail))
+
+    def steps(self, target: str) -> list[str]:
+        return [step for t, step, _ in self.seen if t == target]
+
+    def said(self, target: str, step: str) -> list[str]:
+        return [detail for t, s, detail in self.seen if t == target and s == step]
+
+
+def project_of(sandbox: Sandbox) -> Project:
+    return load_project(sandbox.config, None, os.environ)
+
+
+def apply(sandbox: Sandbox, **options) -> tuple[Outcome, Events]:
+    """One in-process `apply --api put_metric` with these options."""
+    events = Events()
+    (outcome,) = run_apply(project_of(sandbox), [NAME], ApplyOptions(**options), events,
+                           environ=dict(os.environ))
+    return outcome, events
+
+
+def journal(sandbox: Sandbox) -> Journal:
+    return Journal.load(sandbox.project / ".backport", NAME, "api")
+
+
+def statuses(outcome: Outcome) -> dict[str, str]:
+    return {r.target: r.status.value for r in outcome.records}
+
+
+def fork_heads(sandbox: Sandbox) -> dict[str, str | None]:
+    return {t: rev(sandbox.fork, f"refs/heads/test-put-metric-{t}") for t in TARGETS}
+
+
+def prs(sandbox: Sandbox) -> list[tuple]:
+    with sqlite3.connect(sandbox.project / ".backport" / "forge.sqlite") as db:
+        return db.execute("SELECT number, base, body, draft FROM prs ORDER BY number").fetchall()
+
+
+def move_upstream(sandbox: Sandbox, tmp_path: Path, branch: str) -> str:
+    """Commit an unrelated file on upstream ``branch``; returns the new head."""
+    work = tmp_path / f"move-{branch}"
+    git(tmp_path, "clone", "--quiet", "--branch", branch, str(sandbox.upstream), str(work))
+    (work / "UNRELATED.md").write_text("moved\n", encoding="utf-8")
+    git(work, "add", "--all")
+    git(work, "commit", "--quiet", "-m", "unrelated change")
+    git(work, "push", "--quiet", "origin", branch)
+    return git(work, "rev-parse", "HEAD")
+
+
+# -- needs_work -------------------------------------------------------------------------------
+def test_finished_branches_are_left_alone_and_force_redoes_them(sandbox: Sandbox) -> None:
+    first, _ = apply(sandbox, skip_tests=True)
+    assert statuses(first) == dict.fromkeys(TARGETS, "done")
+    heads, bodies = fork_heads(sandbox), prs(sandbox)
+
+    again, events = apply(sandbox, skip_tests=True)
+    for target in TARGETS:
+        assert events.steps(target) == ["done"]
+        assert events.said(target, "done") == ["finished earlier; --force redoes it"]
+    assert fork_heads(sandbox) == heads and prs(sandbox) == bodies
+    assert [r.to_json() for r in again.records] == [r.to_json() for r in first.records]
+
+    forced, events = apply(sandbox, skip_tests=True, force=True)
+    assert statuses(forced) == dict.fromkeys(TARGETS, "done")
+    for target in TARGETS:
+        assert "applied" in events.steps(target) and "pushed" in events.steps(target)
+    assert len(prs(sandbox)) == 4  # the same four PRs, found again, not new ones
+
+
+def test_a_branch_waiting_in_a_conflict_is_left_for_the_user(sandbox: Sandbox) -> None:
+    apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
+    rec = journal(sandbox).get("v2.7.1")
+    assert rec is not None and rec.worktree
+    worktree = Path(rec.worktree)
+    # Put the worktree in the middle of a `git am` as a conflict leaves it.
+    (Path(git(worktree, "rev-parse", "--git-dir")) / "rebase-apply").mkdir()
+    (Path(git(worktree, "rev-parse", "--git-dir")) / "rebase-apply" / "applying").touch()
+    journal_ = journal(sandbox)
+    journal_.update("v2.7.1", status=Status.CONFLICT)
+
+    outcome, events = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
+    assert events.steps("v2.7.1") == ["conflict"]
+    assert "still waiting for you in" in events.said("v2.7.1", "conflict")[0]
+    assert statuses(outcome) == {"v2.7.1": "conflict"}
+
+
+def test_failed_and_stopped_branches_are_worked_on_again(sandbox: Sandbox) -> None:
+    apply(sandbox, skip_tests=True, no_push=True)
+    j = journal(sandbox)
+    j.update("v2.11.0", status=Status.FAILED, message="network down")
+    j.update("v2.12.0", status=Status.PLANNED)
+    outcome, events = apply(sandbox, skip_tests=True)
+    assert statuses(outcome) == dict.fromkeys(TARGETS, "done")
+    assert all("pushed" in events.steps(t) for t in TARGETS)
+
+
+# -- apply ------------------------------------------------------------------------------------
+def test_apply_keeps_the_commit_when_nothing_moved(sandbox: Sandbox) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_push=True)
+    commits = {r.target: r.commit for r in first.records}
+    again, events = apply(sandbox, skip_tests=True, no_push=True)
+    assert {r.target: r.commit for r in again.records} == commits
+    for target in TARGETS:
+        assert events.said(target, "apply") == [
+            f"kept {commits[target][:9]} from the previous run"]
+
+
+def test_apply_redoes_the_commit_on_a_moved_base(sandbox: Sandbox, tmp_path: Path) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_push=True)
+    before = {r.target: r for r in first.records}
+    moved = move_upstream(sandbox, tmp_path, "v2.11.0")
+    again, events = apply(sandbox, skip_tests=True, no_push=True)
+    after = {r.target: r for r in again.records}
+    assert after["v2.11.0"].base == moved and after["v2.11.0"].commit != before["v2.11.0"].commit
+    assert git(sandbox.upstream, "rev-parse", "v2.11.0") == moved
+    assert "applied" in events.steps("v2.11.0")
+    for target in ("v2.7.1", "v2.12.0", "master"):
+        assert after[target].commit == before[target].commit
+        assert "applied" not in events.steps(target)
+
+
+def test_a_hand_made_commit_survives_a_moved_base(sandbox: Sandbox, tmp_path: Path) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("master",))
+    (rec,) = first.records
+    journal(sandbox).update("master", manual=True)
+    move_upstream(sandbox, tmp_path, "master")
+    again, events = apply(sandbox, skip_tests=True, no_push=True, branches=("master",))
+    (after,) = again.records
+    assert after.commit == rec.commit and after.manual
+    assert events.said("master", "apply") == [f"kept {rec.commit[:9]} from the previous run"]
+
+
+def test_force_redoes_the_apply(sandbox: Sandbox) -> None:
+    apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
+    _, events = apply(sandbox, skip_tests=True, no_push=True, force=True, branches=("v2.7.1",))
+    assert "applied" in events.steps("v2.7.1")
+    assert not any(d.startswith("kept") for d in events.said("v2.7.1", "apply"))
+
+
+def test_a_gone_worktree_is_applied_again(sandbox: Sandbox) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
+    (rec,) = first.records
+    assert rec.worktree
+    git(Path(rec.worktree), "worktree", "remove", "--force", rec.worktree)
+    again, events = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
+    assert "applied" in events.steps("v2.7.1")
+    assert Path(again.records[0].worktree or "").exists()
+
+
+# -- test -------------------------------------------------------------------------------------
+def test_a_passing_result_of_the_same_commit_is_kept(sandbox: Sandbox) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
+    (rec,) = first.records
+    passed = Result(ok=True, exit_code=0, ran=7, summary="Ran 7 tests in 0.1s, OK",
+                        summary_lines=("Ran 7 tests in 0.1s", "OK"), commit=rec.commit)
+    journal(sandbox).update("v2.7.1", status=Status.TESTED, test=passed)
+    again, events = apply(sandbox, no_push=True, branches=("v2.7.1",))
+    assert events.said("v2.7.1", "tested") == ["kept the passing result of the previous run"]
+    assert "probe" not in events.steps("v2.7.1")
+    assert again.records[0].test == passed
+
+
+@pytest.mark.parametrize("change", ["failed", "other-commit", "force"])
+def test_a_result_is_not_kept_when_it_failed_is_of_another_commit_or_forced(
+        sandbox: Sandbox, change: str) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
+    (rec,) = first.records
+    result = Result(ok=change != "failed", exit_code=0 if change != "failed" else 1,
+                        commit="0" * 40 if change == "other-commit" else rec.commit)
+    journal(sandbox).update("v2.7.1", status=Status.TESTED, test=result)
+    _, events = apply(sandbox, no_push=True, branches=("v2.7.1",), force=change == "force")
+    assert "probe" in events.steps("v2.7.1")
+    assert "kept the passing result of the previous run" not in events.said("v2.7.1", "tested")
+
+
+def test_skip_tests_records_a_skipped_result(sandbox: Sandbox) -> None:
+    outcome, events = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.12.0",))
+    (rec,) = outcome.records
+    assert rec.status == Status.TESTED and rec.test == Result.skipped_on_request()
+    assert events.said("v2.12.0", "tested") == ["skipped (--skip-tests)"]
+
+
+# -- push -------------------------------------------------------------------------------------
+def test_push_skips_a_fork_branch_already_at_the_commit(sandbox: Sandbox) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_pr=True, branches=("v2.7.1",))
+    (rec,) = first.records
+    assert rec.status == Status.PUSHED and rec.pushed_sha == rec.commit
+    _, events = apply(sandbox, skip_tests=True, no_pr=True, branches=("v2.7.1",))
+    assert events.said("v2.7.1", "pushed") == [
+        f"test-put-metric-v2.7.1 already at {rec.commit[:9]}"]
+    assert "pushing" not in events.steps("v2.7.1")
+
+
+def test_push_leaves_a_fork_branch_someone_else_moved(sandbox: Sandbox, tmp_path: Path) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_pr=True, branches=("v2.7.1",))
+    (rec,) = first.records
+    work = tmp_path / "someone"
+    git(tmp_path, "clone", "--quiet", "--branch", "test-put-metric-v2.7.1", str(sandbox.fork),
+        str(work))
+    (work / "FIX.md").write_text("a reviewer's fix\n", encoding="utf-8")
+    git(work, "add", "--all")
+    git(work, "commit", "--quiet", "-m", "reviewer fix")
+    git(work, "push", "--quiet", "origin", "test-put-metric-v2.7.1")
+    theirs = git(work, "rev-parse", "HEAD")
+
+    outcome, _ = apply(sandbox, skip_tests=True, no_pr=True, branches=("v2.7.1",), force=True)
+    (after,) = outcome.records
+    assert after.status == Status.FORK_DIVERGED and after.fork_sha == theirs
+    assert rev(sandbox.fork, "refs/heads/test-put-metric-v2.7.1") == theirs
+
+    outcome, _ = apply(sandbox, skip_tests=True, no_pr=True, branches=("v2.7.1",), force=True,
+                       overwrite_fork_branch=True)
+    (after,) = outcome.records
+    assert after.status == Status.PUSHED and after.fork_sha is None
+    assert rev(sandbox.fork, "refs/heads/test-put-metric-v2.7.1") == after.commit
+    assert after.commit != theirs and rec.commit
+
+
+def test_dry_run_plans_the_push_and_writes_nothing(sandbox: Sandbox) -> None:
+    planned: list[str] = []
+    events = Events()
+    (outcome,) = run_apply(project_of(sandbox), [NAME], ApplyOptions(skip_tests=True, dry_run=True),
+                           events, environ=dict(os.environ), plan=planned.append)
+    assert statuses(outcome) == dict.fromkeys(TARGETS, "planned")
+    assert sum(line.startswith("git push --force-with-lease=") for line in planned) == 4
+    assert fork_heads(sandbox) == dict.fromkeys(TARGETS)
+    assert not (sandbox.project / ".backport" / "runs" / NAME / "journal.json").exists()
+
+
+# -- pr ---------------------------------------------------------------------------------------
+def test_pr_is_found_again_and_its_body_refreshed_not_duplicated(sandbox: Sandbox) -> None:
+    apply(sandbox, skip_tests=True, branches=("v2.7.1",))
+    ((number, _, body, _),) = prs(sandbox)
+    assert "| v2.11.0 | 未推送 |" in body
+    outcome, _ = apply(sandbox, skip_tests=True)
+    rows = prs(sandbox)
+    assert len(rows) == 4 and rows[0][0] == number
+    assert "| v2.11.0 | test-put-metric-v2.11.0 |" in rows[0][2]  # refreshed by the later run
+    pr = {r.target: r.pr for r in outcome.records}
+    assert all(p is not None and p.linked and p.decorated for p in pr.values())
+
+
+def test_which_branches_get_published(sandbox: Sandbox) -> None:
+    first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
+    (rec,) = first.records
+    failed = rec.replace(status=Status.TEST_FAILED, test=Result(ok=False, exit_code=1))
+    assert not publishable(failed, ApplyOptions())
+    assert publishable(failed, ApplyOptions(pr_on_failure=True))
+    assert not publishable(failed.replace(commit=None), ApplyOptions(pr_on_failure=True))
+    for status in (Status.TESTED, Status.PUSHED):
+        assert publishable(rec.replace(status=status), ApplyOptions())
+        assert not publishable(rec.replace(status=status), ApplyOptions(no_push=True))
+        assert publishable(rec.replace(status=status), ApplyOptions(no_push=True, dry_run=True))
+    for status in (Status.CONFLICT, Status.ENV_MISSING, Status.ENV_MISMATCH, Status.APPLIED,
+                   Status.FAILED, Status.FORK_DIVERGED):
+        assert not publishable(rec.replace(status=status), ApplyOptions(pr_on_failure=True))

@@ -1,0 +1,147 @@
+"""The journal's typed records: one JSON form, lenient reading, a version check on load."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from backport.envs.model import Probe
+from backport.envs.model import TestRun as Run
+from backport.errors import BackportError
+from backport.pipeline.journal import JOURNAL_VERSION, Journal
+from backport.records import BranchRecord, EnvEvidence, PrInfo
+from backport.records import TestResult as Result
+from backport.states import Status
+from tests.report import fixtures as fx
+
+PROBE = Probe(env_name="torch-2.7.1", interpreter="~/envs/torch-2.7.1/bin/python",
+              platform="Linux-x86_64", python="3.11.7",
+              packages={"torch": "2.7.1+cpu", "torch_npu": "2.7.1.post4", "numpy": None},
+              cann=None, torch_npu_loads=False, torch_npu_error="libhccl.so: cannot open",
+              npu_model="Ascend910B", npu_count=0, visible_devices=None)
+RUN = Run(path="test/x.py", command="python test/x.py -v", exit_code=0, ran=7, ok=True,
+              summary=["Ran 7 tests in 0.054s", "OK"], duration=1.5, log="logs/v2.7.1.log",
+              runner="warm", env_vars={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+
+
+def full_record() -> BranchRecord:
+    return BranchRecord(
+        target="v2.7.1", fork_branch="test-put-metric-v2.7.1", status=Status.DONE, base="a" * 40,
+        commit="b" * 40, pushed_sha="b" * 40, test=Result.of_runs([RUN], "b" * 40),
+        env=EnvEvidence(name="torch-2.7.1", shared_with=("v2.7.1",), note="no NPU visible",
+                        autoload_disabled=True, probe=PROBE),
+        pr=PrInfo(number=7, url="https://example.invalid/pr/7", decorated=True, linked=True),
+        conflicts=("a.py",), manual=True, error_code="git", fork_sha="c" * 40,
+        mismatches=("torch: expected 2.7.1, found 2.13.0+cpu",))
+
+
+def test_a_record_reads_back_equal_from_its_json() -> None:
+    rec = full_record()
+    text = json.dumps(rec.to_json())
+    assert BranchRecord.from_json(json.loads(text)) == rec
+
+
+@given(status=st.sampled_from(list(Status)), manual=st.booleans(),
+       commit=st.none() | st.text("0123456789abcdef", min_size=40, max_size=40),
+       conflicts=st.lists(st.text(min_size=1, max_size=20), max_size=3),
+       skipped=st.booleans(), linked=st.none() | st.booleans())
+def test_every_record_survives_the_journal_form(status: Status, manual: bool, commit: str | None,
+                                                conflicts: list[str], skipped: bool,
+                                                linked: bool | None) -> None:
+    test = Result.skipped_on_request() if skipped else Result.of_runs([RUN], commit)
+    rec = BranchRecord("master", "fb", status=status, commit=commit, manual=manual,
+                       conflicts=tuple(conflicts), test=test,
+                       pr=PrInfo(number=1, url="u", linked=linked))
+    assert BranchRecord.from_json(json.loads(json.dumps(rec.to_json()))) == rec
+
+
+def test_a_new_record_has_every_field_manual_included() -> None:
+    data = BranchRecord("v2.7.1", "fb").to_json()
+    assert data["manual"] is False and data["status"] == "pending"
+    assert {"target", "fork_branch", "base", "commit", "push_intent", "pushed_sha", "test", "env",
+            "pr", "conflicts", "worktree", "message", "error_code", "fork_sha",
+            "mismatches"} <= set(data)
+
+
+def test_a_record_from_before_a_field_existed_reads_with_its_default() -> None:
+    old = fx.record("v2.7.1")  # the fixture journal record: no manual, no linked, no runs
+    rec = BranchRecord.from_json(old)
+    assert rec.manual is False and rec.fork_sha is None and rec.mismatches == ()
+    assert rec.pr is not None and rec.pr.linked is None and rec.test is not None
+    assert rec.test.runs == () and rec.test.summary_lines == ("Ran 7 tests in 0.054s", "OK")
+
+
+def test_probe_facts_keep_their_journal_names() -> None:
+    env = EnvEvidence.from_json(full_record().to_json()["env"])
+    data = env.to_json()
+    assert data["npu"] == "Ascend910B" and data["visible_npus"] == 0
+    assert data["torch"] == "2.7.1+cpu" and data["torch_npu"] == "2.7.1.post4"
+    assert env.probe == PROBE and env.fact("npu_count") == 0
+
+
+def test_an_unread_environment_has_only_its_name() -> None:
+    env = EnvEvidence(name="torch-2.7.1", shared_with=("v2.7.1",))
+    assert env.to_json() == {"name": "torch-2.7.1", "shared_with": ["v2.7.1"], "note": "",
+                             "autoload_disabled": False}
+    assert EnvEvidence.from_json(env.to_json()) == env and env.fact("torch") is None
+
+
+def test_records_are_frozen_and_replace_rejects_unknown_fields() -> None:
+    rec = BranchRecord("v2.7.1", "fb")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rec.status = Status.DONE  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        rec.replace(no_such_field=1)
+    assert rec.replace(status="applied").status is Status.APPLIED
+
+
+def _write_journal(tmp_path: Path, document: dict) -> Path:
+    path = tmp_path / "runs" / "put_metric" / "journal.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.parametrize("version, says", [
+    (None, "from an older backport"), (0, "from an older backport"),
+    (JOURNAL_VERSION + 1, "written by a newer backport"),
+])
+def test_a_journal_of_another_version_is_one_clear_error(tmp_path: Path, version: int | None,
+                                                          says: str) -> None:
+    document = {"patch_set": "put_metric", "api": "torch.x",
+                "branches": {"v2.7.1": fx.record("v2.7.1")}}
+    if version is not None:
+        document["version"] = version
+    path = _write_journal(tmp_path, document)
+    with pytest.raises(BackportError) as err:
+        Journal.load(tmp_path, "put_metric", "torch.x")
+    assert err.value.code == "config"
+    assert str(path) in err.value.message and says in err.value.message
+    assert ("upgrade backport" if version == JOURNAL_VERSION + 1 else "move it aside") \
+        in err.value.message
+
+
+def test_a_journal_with_an_unreadable_record_is_one_clear_error(tmp_path: Path) -> None:
+    path = _write_journal(tmp_path, {"version": JOURNAL_VERSION, "branches": {
+        "v2.7.1": {"target": "v2.7.1", "status": "no-such-status"}}})
+    with pytest.raises(BackportError) as err:
+        Journal.load(tmp_path, "put_metric", "torch.x")
+    assert str(path) in err.value.message and "move it aside" in err.value.message
+
+
+def test_the_journal_file_holds_the_records_json(tmp_path: Path) -> None:
+    journal = Journal.load(tmp_path, "put_metric", "torch.x")
+    journal.record("v2.7.1", "test-put-metric-v2.7.1")
+    journal.update("v2.7.1", **{f.name: getattr(full_record(), f.name)
+                                for f in dataclasses.fields(BranchRecord)
+                                if f.name not in ("target", "fork_branch")})
+    data = json.loads(journal.path.read_text())
+    assert data["version"] == JOURNAL_VERSION and data["patch_set"] == "put_metric"
+    assert data["branches"]["v2.7.1"] == full_record().replace(
+        fork_branch="test-put-metric-v2.7.1").to_json()
+    assert Journal.load(tmp_path, "put_metric", "torch.x").get("v2.7.1") == full_record()
