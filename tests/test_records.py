@@ -14,7 +14,7 @@ from backport.envs.model import Probe
 from backport.envs.model import TestRun as Run
 from backport.errors import BackportError
 from backport.pipeline.journal import JOURNAL_VERSION, Journal
-from backport.records import BranchRecord, EnvEvidence, PrInfo
+from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource
 from backport.records import TestResult as Result
 from backport.states import Status
 from tests.report import fixtures as fx
@@ -35,9 +35,14 @@ def full_record() -> BranchRecord:
         commit="b" * 40, pushed_sha="b" * 40, test=Result.of_runs([RUN], "b" * 40),
         env=EnvEvidence(name="torch-2.7.1", shared_with=("v2.7.1",), note="no NPU visible",
                         autoload_disabled=True, probe=PROBE),
-        pr=PrInfo(number=7, url="https://example.invalid/pr/7", decorated=True, linked=True),
+        pr=PrInfo(number=7, url="https://example.invalid/pr/7", decorated=True, linked=True,
+                  commented_sha="b" * 40),
         conflicts=("a.py",), manual=True, error_code="git", fork_sha="c" * 40,
-        mismatches=("torch: expected 2.7.1, found 2.13.0+cpu",))
+        mismatches=("torch: expected 2.7.1, found 2.13.0+cpu",),
+        warnings=("labels backport not added to PR !7",),
+        series_source=SeriesSource("v2.11.0", "resolution"),
+        tried_sources=("the v2.12.0 variant",), merged_files=("a.py",),
+        conflict_snapshot={"a.py": "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", "gone.py": None})
 
 
 def test_a_record_reads_back_equal_from_its_json() -> None:
@@ -64,14 +69,16 @@ def test_a_new_record_has_every_field_manual_included() -> None:
     data = BranchRecord("v2.7.1", "fb").to_json()
     assert data["manual"] is False and data["status"] == "pending"
     assert {"target", "fork_branch", "base", "commit", "push_intent", "pushed_sha", "test", "env",
-            "pr", "conflicts", "worktree", "message", "error_code", "fork_sha",
-            "mismatches"} <= set(data)
+            "pr", "conflicts", "worktree", "message", "error_code", "fork_sha", "mismatches",
+            "warnings", "series_source", "tried_sources", "merged_files",
+            "conflict_snapshot"} <= set(data)
 
 
 def test_a_record_from_before_a_field_existed_reads_with_its_default() -> None:
     old = fx.record("v2.7.1")  # the fixture journal record: no manual, no linked, no runs
     rec = BranchRecord.from_json(old)
     assert rec.manual is False and rec.fork_sha is None and rec.mismatches == ()
+    assert rec.series_source is None and rec.warnings == () and rec.conflict_snapshot is None
     assert rec.pr is not None and rec.pr.linked is None and rec.test is not None
     assert rec.test.runs == () and rec.test.summary_lines == ("Ran 7 tests in 0.054s", "OK")
 
@@ -145,3 +152,10 @@ def test_the_journal_file_holds_the_records_json(tmp_path: Path) -> None:
     assert data["branches"]["v2.7.1"] == full_record().replace(
         fork_branch="test-put-metric-v2.7.1").to_json()
     assert Journal.load(tmp_path, "put_metric", "torch.x").get("v2.7.1") == full_record()
+
+
+def test_a_series_source_reads_back_with_its_label() -> None:
+    data = full_record().to_json()
+    assert data["series_source"] == {"branch": "v2.11.0", "kind": "resolution"}
+    source = BranchRecord.from_json(data).series_source
+    assert source is not None and source.label == "the v2.11.0 resolution"
