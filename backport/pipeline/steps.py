@@ -246,8 +246,7 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
     rec = job.record
     commit = rec.commit
     assert commit is not None
-    env = push_env
-    remote = remote_sha(fork_url, job.fork_branch, env=env)
+    remote = remote_sha(fork_url, job.fork_branch, env=push_env)
     ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
     if remote == commit:
         job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None, fork_sha=None)
@@ -269,7 +268,7 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
     job.event("pushing", f"{job.fork_branch} -> fork")
     job.update(push_intent=commit)
     try:
-        push_branch(repo, fork_url, commit, job.fork_branch, expect=remote, env=env)
+        push_branch(repo, fork_url, commit, job.fork_branch, expect=remote, env=push_env)
     except BackportError as exc:
         output = exc.details.get("output")
         if not output:
