@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -12,13 +14,14 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
+from backport.envs.kept import KeepPolicy, stop_kept_workers
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.probe import probe
 from backport.envs.runner import EarlyWorker
 from backport.envs.runner import TestRunner as Runner
 from backport.errors import BackportError
 
-from .conftest import write
+from .conftest import wait_gone, write
 
 PASSING_TORCH = """
 import os
@@ -129,11 +132,20 @@ def torch_probe(torch_env: Environment) -> Probe:
     return probe(torch_env)
 
 
-@pytest.fixture(scope="module")
-def warm(torch_env: Environment, torch_probe: Probe):
-    runner = Runner(torch_env, torch_probe, device="none")
+@pytest.fixture(scope="module", params=["private", "kept"])
+def warm(torch_env: Environment, torch_probe: Probe, request: pytest.FixtureRequest):
+    """The run's own warm worker, or one kept between runs (in a folder of this module)."""
+    keep = None
+    if request.param == "kept":
+        keep = KeepPolicy(Path(tempfile.mkdtemp(prefix="bpk-")), idle=600.0)
+        os.chmod(keep.folder, 0o700)
+    runner = Runner(torch_env, torch_probe, device="none", keep=keep)
     yield runner
     runner.close()
+    if keep is not None:
+        pids = stop_kept_workers(keep.folder)
+        assert pids and all(wait_gone(pid) for pid in pids)
+        shutil.rmtree(keep.folder, ignore_errors=True)
 
 
 SMALL = Spec("test/sub/test_small.py", ("-v",))
