@@ -252,3 +252,21 @@ def test_probe_cache_follows_the_pinned_distributions(
     pinned = Environment(name="plain", python=plain_venv.interpreter, expect={"bp_pinned": "2.0"})
     found, reused = cached_probe(pinned, cache)
     assert not reused and found.packages.get("bp_pinned") == "2.0"
+
+
+def test_probe_cache_follows_the_cann_version_file(
+    plain_venv: Environment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CANN can be upgraded in place without site-packages changing: the probe reads its
+    # version file, so a changed file means a new probe.
+    cache = tmp_path / "cache"
+    toolkit = tmp_path / "Ascend" / "latest"
+    toolkit.mkdir(parents=True)
+    (toolkit / "version.cfg").write_text("version=8.0.RC1\n", encoding="utf-8")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(toolkit))
+    first, reused = cached_probe(plain_venv, cache)
+    assert (first.cann, reused) == ("8.0.RC1", False)
+    assert cached_probe(plain_venv, cache) == (first, True)
+    (toolkit / "version.cfg").write_text("version=8.0.RC2\n", encoding="utf-8")
+    upgraded, reused = cached_probe(plain_venv, cache)
+    assert (upgraded.cann, reused) == ("8.0.RC2", False)
