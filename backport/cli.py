@@ -73,6 +73,20 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _exit_interrupted() -> None:
+    """Ctrl-C or SIGTERM: say how to resume and exit 130 at once.
+
+    Branch threads or the main thread may still be waiting on git, a test or the forge; exiting
+    without joining them keeps the interrupt prompt, and the journal already holds every
+    finished step.
+    """
+    click.echo("interrupted: the journal keeps every finished step; run the same command "
+               "again to resume", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; turn errors into one sentence and the contract's exit codes."""
     signal.signal(signal.SIGTERM, _terminate)
@@ -84,20 +98,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         code = EXIT_USAGE
-    except click.exceptions.Abort:
-        click.echo("interrupted", err=True)
-        code = EXIT_INTERRUPTED
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        _exit_interrupted()
     except BackportError as exc:
         if debug:
             traceback.print_exc()
         click.echo(f"error: {redact(exc.message)}", err=True)
         code = exc.exit_code
-    except KeyboardInterrupt:
-        click.echo("interrupted: the journal keeps every finished step; run the same command "
-                   "again to resume", err=True)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)  # worker threads may still be in a git call; do not wait
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Exception as exc:  # noqa: BLE001 - last line of defence: one sentence, not a trace

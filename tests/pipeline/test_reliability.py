@@ -166,13 +166,25 @@ def test_journal_and_logs_are_private(sandbox):
     assert (sandbox.project / ".backport").stat().st_mode & 0o777 == 0o700
 
 
-def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox):
+def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox, tmp_path):
+    # The fork's hook holds the first push until the test has interrupted the run, so the
+    # interrupt lands mid-run however fast or loaded the machine is.
+    started, release = tmp_path / "push-started", tmp_path / "release"
+    hook = sandbox.fork / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ntouch '{started}'\n"
+                    f"while [ ! -e '{release}' ]; do sleep 0.05; done\nexit 1\n",
+                    encoding="utf-8")
+    hook.chmod(0o755)
     proc = start_apply(sandbox.project)
-    wait_for(lambda: bool(journal_statuses(sandbox.project)))
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        wait_for(started.exists)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        release.touch()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    hook.unlink()
     result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert result.code == 0, result.err
 
