@@ -11,10 +11,11 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Environment, Project
+from backport.config.validate import home_shown
 from backport.envs.launch import shown_command
 from backport.envs.model import NOT_FOUND
 from backport.envs.pins import pin_mismatches
-from backport.envs.probe import display_path, probe
+from backport.envs.probe import probe
 from backport.envs.setup import Planned, human_size, plan_setup, setup_env
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 
@@ -33,7 +34,7 @@ def environments_for(project: Project, branches: tuple[str, ...]) -> list[Enviro
 def options_of(env: Environment) -> dict:
     """The environment's installer and start options, as configured (home shown as ``~``)."""
     return {
-        "interpreter": display_path(env.interpreter),
+        "interpreter": home_shown(str(env.interpreter)),
         "requirements": list(env.requirements),
         "no_deps": list(env.no_deps),
         "extra_index_urls": list(env.extra_index_urls),

@@ -25,11 +25,6 @@ SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
 LOAD_CHECK_TIMEOUT = 120.0
 
 
-def display_path(path: Path | str) -> str:
-    """``path`` with the home directory shown as ``~``."""
-    return home_shown(str(path))
-
-
 def env_vars(env: Environment, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The process environment for code run in ``env``: ours + env.env + ``extra``, no tokens."""
     result = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
@@ -45,19 +40,19 @@ def require_interpreter(env: Environment) -> Path:
     if not interpreter.exists():
         raise BackportError(
             "env-missing",
-            f"environment '{env.name}': interpreter {display_path(interpreter)} does not exist; "
+            f"environment '{env.name}': interpreter {home_shown(str(interpreter))} does not exist; "
             "run `backport env setup`",
         )
     if env.source is not None and not env.source.is_file():
         raise BackportError(
             "env-missing",
-            f"environment '{env.name}': source script {display_path(env.source)} does not exist",
+            f"environment '{env.name}': source script {home_shown(str(env.source))} does not exist",
         )
     program = program_path(env)
     if program is not None and not os.access(program, os.X_OK):
         raise BackportError(
             "env-missing",
-            f"environment '{env.name}': wrapper {display_path(program)} does not exist or is "
+            f"environment '{env.name}': wrapper {home_shown(str(program))} does not exist or is "
             "not executable",
         )
     return interpreter
@@ -73,7 +68,7 @@ def require_built(envs: Mapping[str, Environment], branches: Mapping[str, list[s
         return
     described = ", ".join(
         f"{env.name} for {', '.join(branches.get(env.name, []))} "
-        f"({display_path(env.interpreter)} does not exist)"
+        f"({home_shown(str(env.interpreter))} does not exist)"
         for env in missing
     )
     noun = "environment" if len(missing) == 1 else "environments"
@@ -87,7 +82,7 @@ def require_built(envs: Mapping[str, Environment], branches: Mapping[str, list[s
 def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0) -> Probe:
     """Read platform, Python, package versions, CANN and NPU facts of ``env``."""
     interpreter = require_interpreter(env)
-    shown = display_path(interpreter)
+    shown = home_shown(str(interpreter))
     args = [str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT), *env.expect]
     variables = {AUTOLOAD: "0"}
     try:

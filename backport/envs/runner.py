@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import IO
 
 from backport.config.model import Environment, TestSpec
+from backport.config.validate import home_shown
 from backport.envs.device import device_verdict
 from backport.envs.fingerprint import FingerprintError, fingerprint
 from backport.envs.kept import KeepPolicy, KeptUnavailable, connect_or_start
 from backport.envs.launch import launch_argv, shown_command
 from backport.envs.model import Probe, TestRun
-from backport.envs.probe import SCRIPTS_DIR, display_path, env_vars, require_interpreter
+from backport.envs.probe import SCRIPTS_DIR, env_vars, require_interpreter
 from backport.envs.summary import parse_summary
 from backport.errors import BackportError
 from backport.redact import redact
@@ -565,7 +566,7 @@ class TestRunner:
                 raise BackportError(
                     "env-missing",
                     f"environment '{self.env.name}': cannot run "
-                    f"{display_path(self.interpreter)}: {exc.strerror}",
+                    f"{home_shown(str(self.interpreter))}: {exc.strerror}",
                 ) from None
             try:
                 code = proc.wait(timeout=timeout)

@@ -29,8 +29,9 @@ import requests
 from packaging.utils import canonicalize_name
 
 from backport.config.model import Environment
+from backport.config.validate import home_shown
 from backport.envs.pins import pin_mismatches
-from backport.envs.probe import SECRET_VARS, display_path, probe
+from backport.envs.probe import SECRET_VARS, probe
 from backport.errors import BackportError
 from backport.redact import redact
 
@@ -57,7 +58,7 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
     if use_uv and uv is None:
         raise BackportError("env-missing", f"environment '{env.name}': uv is not on PATH")
     interpreter = env.interpreter
-    shown = display_path(interpreter)
+    shown = home_shown(str(interpreter))
     target = venv_dir(env)
     if interpreter.exists():
         problems = pin_mismatches(env, probe(env))
@@ -81,10 +82,10 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
         if target.exists() and any(target.iterdir()) and not (target / "pyvenv.cfg").is_file():
             raise BackportError(
                 "env-missing",
-                f"environment '{env.name}': {display_path(target)} exists but is not a "
+                f"environment '{env.name}': {home_shown(str(target))} exists but is not a "
                 "virtual environment; remove it or point `venv:` elsewhere",
             )
-        log(f"{env.name}: creating {display_path(target)}")
+        log(f"{env.name}: creating {home_shown(str(target))}")
         _run(env, _create_command(env, target, uv), log)
         if not interpreter.exists():
             raise BackportError(
@@ -111,13 +112,13 @@ def plan_setup(env: Environment) -> tuple[str, list[Planned]]:
         except BackportError as exc:
             problems = [exc.message]
         if not problems:
-            return f"{display_path(interpreter)} is up to date; nothing to install", []
+            return f"{home_shown(str(interpreter))} is up to date; nothing to install", []
         action = f"{'; '.join(problems)}; would reinstall the requirements"
     elif target is None:
-        return (f"interpreter {display_path(interpreter)} does not exist and is not "
+        return (f"interpreter {home_shown(str(interpreter))} does not exist and is not "
                 "<dir>/bin/python; nothing env setup can build"), []  # fmt: skip
     else:
-        action = f"would create the venv {display_path(target)} and install"
+        action = f"would create the venv {home_shown(str(target))} and install"
     if not (env.requirements or env.no_deps):
         return f"{action} nothing (no requirements)", []
     return action + ":", resolve(env)
@@ -319,7 +320,7 @@ def _installer_environ() -> dict[str, str]:
 
 def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> None:
     """Run ``argv``, passing its output to ``log`` line by line; raise when it fails."""
-    shown = " ".join([display_path(argv[0]), *argv[1:]])
+    shown = " ".join([home_shown(str(argv[0])), *argv[1:]])
     log(redact(f"$ {shown}"))
     started = time.monotonic()
     try:

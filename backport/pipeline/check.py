@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backport.config.model import PatchSet, Project
-from backport.envs.probe import display_path
+from backport.config.validate import home_shown
 from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
 from backport.git.cache import RepoCache
@@ -149,7 +149,7 @@ def _interpreters(project: Project, offline: bool) -> list[Finding]:
         if not users or env.interpreter.exists():
             continue
         detail = (f"environment '{name}' of branch {', '.join(users)}: interpreter "
-                  f"{display_path(env.interpreter)} does not exist (`backport env setup` builds it)")
+                  f"{home_shown(str(env.interpreter))} does not exist (`backport env setup` builds it)")
         subject = f"branch {', '.join(users)}"
         findings.append(Finding(subject, "environment", offline, detail, warning=offline))
     return findings

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from backport.config.model import Environment
-from backport.envs.probe import display_path, probe
+from backport.config.validate import home_shown
+from backport.envs.probe import probe
 from backport.errors import BackportError
 
 
@@ -63,11 +64,11 @@ def test_probe_broken_interpreter(tmp_path: Path) -> None:
     assert "boom: no python here" in info.value.message
 
 
-def test_display_path() -> None:
+def test_home_shown() -> None:
     home = os.path.expanduser("~")
-    assert display_path(Path(home) / "envs" / "x") == "~/envs/x"
-    assert display_path("/opt/python") == "/opt/python"
-    assert display_path(home + "other/x") == home + "other/x"
+    assert home_shown(str(Path(home) / "envs" / "x")) == "~/envs/x"
+    assert home_shown("/opt/python") == "/opt/python"
+    assert home_shown(home + "other/x") == home + "other/x"
 
 
 @pytest.mark.torch

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -81,6 +82,13 @@ def rev(repo: Path, ref: str) -> str | None:
     proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", ref], cwd=repo,
                           capture_output=True, text=True, check=False)
     return proc.stdout.strip() or None
+
+
+def pr_body(project: Path, base: str) -> str:
+    """The body of the local forge's PR into ``base``."""
+    with sqlite3.connect(project / ".backport" / "forge.sqlite") as db:
+        (body,) = db.execute("SELECT body FROM prs WHERE base = ?", (base,)).fetchone()
+    return body
 
 
 def edit_config(sandbox: Sandbox, change) -> None:

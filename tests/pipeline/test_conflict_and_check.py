@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 from pathlib import Path
 
-from tests.pipeline.conftest import git, rev, run_app, run_cli
+from tests.pipeline.conftest import git, pr_body, rev, run_app, run_cli
 
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
 CONTEXT = '        self.assertNotIn("null_metric", output)'
 CHANGED = '        self.assertNotIn("null_metric", output)  # v2.11.0 reworded this check'
 
-
-def pr_body(project: Path, base: str) -> str:
-    with sqlite3.connect(project / ".backport" / "forge.sqlite") as db:
-        (body,) = db.execute("SELECT body FROM prs WHERE base = ?", (base,)).fetchone()
-    return body
 
 
 def change_upstream_branch(upstream: Path, branch: str, tmp: Path) -> None:

@@ -3,12 +3,11 @@ siblings, nearest release first; conflicts are presented newest first; 3-way app
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 from pathlib import Path
 
 from backport.git.authoring import export_patch_set
-from tests.pipeline.conftest import git, run_app
+from tests.pipeline.conftest import git, pr_body, run_app
 
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
 CONTEXT = '        self.assertNotIn("null_metric", output)'
@@ -18,11 +17,6 @@ IMPORT_OWN = "from torch.distributed.elastic.metrics import configure  # v2.7.1'
 FAR = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler\n"
 FAR_CHANGED = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler (v2.7.1)\n"
 
-
-def pr_body(project: Path, base: str) -> str:
-    with sqlite3.connect(project / ".backport" / "forge.sqlite") as db:
-        (body,) = db.execute("SELECT body FROM prs WHERE base = ?", (base,)).fetchone()
-    return body
 
 
 def edit_upstream(upstream: Path, branch: str, tmp: Path, old: str, new: str) -> None:
