@@ -20,6 +20,7 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -47,14 +48,21 @@ class KeepPolicy:
 
 
 def runtime_folder(environ: Mapping[str, str]) -> Path:
-    """``$BACKPORT_RUNTIME_DIR``, else the user runtime folder when it exists, else tmp."""
+    """``$BACKPORT_RUNTIME_DIR``, else the user runtime folder when it exists, else tmp.
+
+    On Linux the user runtime folder is ``$XDG_RUNTIME_DIR``; without it (CI, containers, cron)
+    the tmp fallback is used directly rather than platformdirs' own, which warns on every run.
+    """
     configured = environ.get("BACKPORT_RUNTIME_DIR")
     if configured:
         return Path(configured).expanduser()
+    fallback = Path(tempfile.gettempdir()) / f"backport-{os.getuid()}"
+    if sys.platform.startswith("linux") and not environ.get("XDG_RUNTIME_DIR"):
+        return fallback
     runtime = Path(platformdirs.user_runtime_dir("backport"))
     if runtime.parent.is_dir() and os.access(runtime.parent, os.W_OK):
         return runtime
-    return Path(tempfile.gettempdir()) / f"backport-{os.getuid()}"
+    return fallback
 
 
 def keep_policy(environ: Mapping[str, str] | None = None) -> KeepPolicy | None:

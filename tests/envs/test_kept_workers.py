@@ -11,13 +11,15 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
-from backport.envs.kept import KeepPolicy, keep_policy, socket_path
+from backport.envs.kept import KeepPolicy, keep_policy, runtime_folder, socket_path
 from backport.envs.probe import probe
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import TestRunner as Runner
@@ -270,3 +272,14 @@ def test_probe_cache_follows_the_cann_version_file(
     (toolkit / "version.cfg").write_text("version=8.0.RC2\n", encoding="utf-8")
     upgraded, reused = cached_probe(plain_venv, cache)
     assert (upgraded.cann, reused) == ("8.0.RC2", False)
+
+
+def test_runtime_folder_without_xdg_runtime_dir_is_tmp_and_quiet(monkeypatch) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("XDG_RUNTIME_DIR is the Linux rule")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # platformdirs' RuntimeDirWarning would raise here
+        folder = runtime_folder({})
+    assert folder == Path(tempfile.gettempdir()) / f"backport-{os.getuid()}"
+    assert runtime_folder({"BACKPORT_RUNTIME_DIR": "/x/y"}) == Path("/x/y")
