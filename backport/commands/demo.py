@@ -47,15 +47,21 @@ def has_torch(python: str) -> bool:
 
 
 def find_torch_python(explicit: str | None) -> str | None:
-    """An interpreter with torch for the demo's tests, or None."""
-    candidates = [explicit, os.environ.get("BACKPORT_DEMO_PYTHON"),
+    """An interpreter with torch for the demo's tests, or None.
+
+    An explicit ``--python`` is the only candidate: one without torch is an error, never
+    silently replaced by another interpreter.
+    """
+    if explicit:
+        if Path(explicit).exists() and has_torch(explicit):
+            return explicit
+        raise BackportError("usage", f"--python {explicit} has no torch installed")
+    candidates = [os.environ.get("BACKPORT_DEMO_PYTHON"),
                   str(SOURCE_ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"),
                   sys.executable]
     for candidate in candidates:
         if candidate and Path(candidate).exists() and has_torch(candidate):
             return candidate
-    if explicit:
-        raise BackportError("usage", f"--python {explicit} has no torch installed")
     return None
 
 
