@@ -27,6 +27,11 @@ def newest_first(targets: Iterable[str]) -> list[str]:
     return sorted(targets, key=_key, reverse=True)
 
 
+def newer(target: str, than: str) -> bool:
+    """True when ``target`` is a newer release than ``than`` (unversioned names are neither)."""
+    return _key(target) > _key(than)
+
+
 def nearest_first(target: str, targets: Sequence[str]) -> list[str]:
     """The other ``targets`` by distance from ``target`` in release order; on a tie the newer one."""
     order = newest_first(dict.fromkeys([*targets, target]))

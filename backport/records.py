@@ -164,19 +164,42 @@ class SeriesSource:
     """The sibling whose series went in where the branch's own conflicted."""
 
     branch: str
-    kind: str  # "resolution" (resolved by hand, `backport continue`) or "variant" (saved)
+    kind: str  # "resolution" (by hand, `backport continue`), "variant" (saved) or "propagated"
+    via: SeriesSource | None = None  # "propagated": where that sibling's own result came from
+
+    @property
+    def origin(self) -> SeriesSource:
+        """The resolution or variant at the start of the chain."""
+        return self.via.origin if self.via else self
+
+    @property
+    def hops(self) -> tuple[str, ...]:
+        """The branches a chained series passed between its origin and ``branch``, origin side
+        first (``("v2.12.0",)`` for master's resolution carried to v2.12.0, then v2.11.0)."""
+        if self.via is None or self.via.via is None:
+            return ()
+        return (*self.via.hops, self.via.branch)
 
     @property
     def label(self) -> str:
-        """``the v2.11.0 resolution`` / ``the v2.11.0 variant``."""
-        return f"the {self.branch} {self.kind}"
+        """``the v2.11.0 resolution`` / ``the v2.11.0 variant`` / for a chain
+        ``the v2.11.0 result, itself from the master resolution via v2.12.0``."""
+        if self.via is None:
+            return f"the {self.branch} {self.kind}"
+        through = f" via {', '.join(self.hops)}" if self.hops else ""
+        return f"the {self.branch} result, itself from {self.origin.label}{through}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"branch": self.branch, "kind": self.kind}
+        data: dict[str, Any] = {"branch": self.branch, "kind": self.kind}
+        if self.via is not None:
+            data["via"] = self.via.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SeriesSource:
-        return cls(branch=str(data["branch"]), kind=str(data.get("kind") or "resolution"))
+        via = data.get("via")
+        return cls(branch=str(data["branch"]), kind=str(data.get("kind") or "resolution"),
+                   via=cls.from_json(via) if isinstance(via, dict) and via.get("branch") else None)
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ class Pair:
     tried: list[str] = field(default_factory=list)
     merged: bool = False  # went in only through a 3-way merge
     differing: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # files left conflicted
     shared: bool = False  # the branch's landed commit is the source commit (before the split)
 
 
@@ -188,10 +189,15 @@ def _judge(case: Case, mirror: Path, cache: Path, records: dict[str, dict],
                     shared=case.landed[branch] == case.landed[SOURCE])
         source = rec.get("series_source") or {}
         pair.source = "hand" if rec.get("manual") else ("propagated" if source else "original")
-        if source:
-            pair.source += f" ({source.get('branch')})"
+        chain = []
+        while source:
+            chain.append(str(source.get("branch")))
+            source = source.get("via") or {}
+        if chain:
+            pair.source += f" ({' <- '.join(chain)})"
         pair.tried = list(rec.get("tried_sources") or [])
         pair.merged = bool(rec.get("merged_files"))
+        pair.conflicts = list(rec.get("conflicts") or [])
         commit = rec.get("commit")
         if not commit:
             pair.outcome = "not-applied"

@@ -40,7 +40,9 @@ def full_record() -> BranchRecord:
         conflicts=("a.py",), manual=True, error_code="git", fork_sha="c" * 40,
         mismatches=("torch: expected 2.7.1, found 2.13.0+cpu",),
         warnings=("labels backport not added to PR !7",),
-        series_source=SeriesSource("v2.11.0", "resolution"),
+        series_source=SeriesSource("v2.11.0", "propagated",
+                                   SeriesSource("v2.12.0", "propagated",
+                                                SeriesSource("master", "resolution"))),
         tried_sources=("the v2.12.0 variant",), merged_files=("a.py",),
         conflict_snapshot={"a.py": "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", "gone.py": None})
 
@@ -156,6 +158,23 @@ def test_the_journal_file_holds_the_records_json(tmp_path: Path) -> None:
 
 def test_a_series_source_reads_back_with_its_label() -> None:
     data = full_record().to_json()
-    assert data["series_source"] == {"branch": "v2.11.0", "kind": "resolution"}
+    assert data["series_source"]["branch"] == "v2.11.0"
+    assert data["series_source"]["via"]["via"] == {"branch": "master", "kind": "resolution"}
     source = BranchRecord.from_json(data).series_source
-    assert source is not None and source.label == "the v2.11.0 resolution"
+    assert source is not None
+    assert source.label == "the v2.11.0 result, itself from the master resolution via v2.12.0"
+    plain = BranchRecord.from_json({**data, "series_source": {"branch": "v2.11.0",
+                                                              "kind": "resolution"}})
+    assert plain.series_source == SeriesSource("v2.11.0", "resolution")
+
+
+def test_a_chained_source_names_its_origin_and_the_branches_between() -> None:
+    master = SeriesSource("master", "resolution")
+    assert master.label == "the master resolution" and master.hops == ()
+    once = SeriesSource("v2.12.0", "propagated", master)
+    assert once.label == "the v2.12.0 result, itself from the master resolution"
+    twice = SeriesSource("v2.11.0", "propagated", once)
+    assert twice.origin == master and twice.hops == ("v2.12.0",)
+    assert twice.label == "the v2.11.0 result, itself from the master resolution via v2.12.0"
+    assert twice.to_json()["via"]["via"] == {"branch": "master", "kind": "resolution"}
+    assert SeriesSource.from_json(twice.to_json()) == twice

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from backport.branch_order import newest_first
+from backport.branch_order import newer, newest_first
 from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
 from backport.errors import BackportError, ErrorCode, ForkDiverged
@@ -182,7 +182,8 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
     try:
         # Newest branch first: its conflict is the one to resolve first, and flows down.
         order = newest_first(dict.fromkeys(job.target for job in jobs))
-        futures = [pool.submit(_prepare, session, job, bases)
+        applied = _chain_applies(jobs)
+        futures = [pool.submit(_prepare, session, job, bases, applied[id(job)])
                    for job in sorted(jobs, key=lambda j: order.index(j.target))]
         for future in as_completed(futures):
             future.result()
@@ -272,16 +273,43 @@ def _guard(job: BranchJob, step: Callable[[], Any]) -> Any:
     return False
 
 
-def _prepare(session: Session, job: BranchJob, bases: dict[str, str | BackportError]) -> None:
+def _chain_applies(jobs: list[BranchJob]) -> dict[int, threading.Event]:
+    """One event per job, set when its apply step ended; each job's ``await_newer`` waits for
+    those of the newer targets of its patch set, so a resolution carried down to v2.12.0 can
+    serve v2.11.0 in the same run. Jobs start newest first, so a waiting job never holds a
+    worker a newer one needs."""
+    applied = {id(job): threading.Event() for job in jobs}
+    for job in jobs:
+        newer_ones = [applied[id(other)] for other in jobs
+                      if other.patch_set.name == job.patch_set.name
+                      and newer(other.target, job.target)]
+        job.await_newer = functools.partial(_wait_all, newer_ones)
+    return applied
+
+
+def _wait_all(events: list[threading.Event]) -> None:
+    for event in events:
+        event.wait()
+
+
+def _prepare(session: Session, job: BranchJob, bases: dict[str, str | BackportError],
+             applied: threading.Event) -> None:
     def prepare() -> None:
         base = bases[job.target]
         if isinstance(base, BackportError):
             raise base
         job.update(error_code=None)
-        if apply_step(job, base, session.cache, state_dir=session.project.state_dir,
-                      force=session.options.force):
+        try:
+            ok = apply_step(job, base, session.cache, state_dir=session.project.state_dir,
+                            force=session.options.force)
+        finally:
+            applied.set()
+        if ok:
             test_step(job, session.envs, session.project.branch_map, session.options)
-    _guard(job, prepare)
+    try:
+        _guard(job, prepare)
+    finally:
+        applied.set()
 
 
 def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:

@@ -36,6 +36,10 @@ from backport.states import Status
 Event = Callable[[str, str], None]  # (step, detail)
 
 
+def _nothing() -> None:
+    return None
+
+
 @dataclass
 class BranchJob:
     """One (patch set, target branch) pair of a run."""
@@ -45,6 +49,9 @@ class BranchJob:
     fork_branch: str
     journal: Journal
     event: Event
+    # Blocks until the newer targets of this run have finished their apply step, so their
+    # results (a resolution carried there) can serve this one; set by the runner.
+    await_newer: Callable[[], None] = _nothing
 
     @property
     def record(self) -> BranchRecord:
@@ -139,6 +146,7 @@ def _try_siblings(cache: RepoCache, job: BranchJob, wt: Worktree, series: tuple[
     Returns the result to record, the sibling series that applied (or None) and the labels of
     those that did not. When none applies, the own series' conflict is left for the user.
     """
+    job.await_newer()
     candidates = sibling_series(cache.path, job.patch_set, job.journal, job.target)
     tried: list[str] = []
     for candidate in candidates:

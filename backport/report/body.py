@@ -440,7 +440,13 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
     for rec in records:
         target = _cell(rec.target)
         source = rec.series_source
-        if source is not None:
+        if source is not None and source.via is not None:
+            origin = source.origin
+            kind = _KIND_ZH.get(origin.kind, "人工冲突解决结果")
+            hops = "".join(f"，经 {_cell(h)} 分支" for h in source.hops)
+            notes.append(f"{target}：原补丁在该分支冲突，改用 {_cell(source.branch)} 分支的结果应用"
+                         f"（该结果本身由 {_cell(origin.branch)} 分支的{kind}应用而来{hops}）。")
+        elif source is not None:
             kind = _KIND_ZH.get(source.kind, "人工冲突解决结果")
             notes.append(f"{target}：原补丁在该分支冲突，改用 {_cell(source.branch)} 分支的{kind}应用。")
         if rec.merged_files:

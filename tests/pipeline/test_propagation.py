@@ -63,8 +63,10 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
     assert rows["v2.11.0"]["status"] == "done"
     assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
     assert rows["v2.7.1"]["status"] == "conflict"
-    assert rows["v2.7.1"]["tried_sources"] == ["the v2.12.0 resolution"]
-    assert "the v2.12.0 resolution still conflicts" in rows["v2.7.1"]["message"]
+    # Nearest first: the v2.11.0 result (carried there from v2.12.0), then the resolution.
+    tried = ["the v2.11.0 result, itself from the v2.12.0 resolution", "the v2.12.0 resolution"]
+    assert rows["v2.7.1"]["tried_sources"] == tried
+    assert f"{', '.join(tried)} still conflict;" in rows["v2.7.1"]["message"]
     everything = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
     assert everything["master"]["series_source"] is None  # its own series applied cleanly
     assert "v2.12.0 分支的人工冲突解决结果" in pr_body(sandbox.project, "v2.11.0")
@@ -123,3 +125,61 @@ def test_a_conflict_being_resolved_by_hand_is_left_alone(sandbox, tmp_path):
     assert mine.read_text(encoding="utf-8") == "# half way through my own resolution\n"
     status = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
     assert status["v2.11.0"]["status"] == "conflict"
+
+
+FAR_12 = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler (v2.12.0)\n"
+
+
+def chain_world(sandbox, tmp_path) -> None:
+    """Three conflicted branches; v2.12.0's resolution reaches v2.7.1 only through v2.11.0.
+
+    The maintainer resolves v2.12.0 with master's file (so its own line FAR_12 goes back to
+    master's FAR). v2.11.0 has master's FAR: that resolution applies there. v2.7.1 has a line
+    of its own at the same place, which conflicts with the resolution's FAR_12 -> FAR, but not
+    with the v2.11.0 result, which leaves that line alone.
+    """
+    for branch in ("v2.12.0", "v2.11.0", "v2.7.1"):
+        edit_upstream(sandbox.upstream, branch, tmp_path / "reword", CONTEXT, REWORDED)
+    edit_upstream(sandbox.upstream, "v2.12.0", tmp_path / "far", FAR, FAR_12)
+    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "far", FAR, FAR_CHANGED)
+
+
+def test_a_propagated_result_serves_the_next_older_branch(sandbox, tmp_path):
+    chain_world(sandbox, tmp_path)
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    resolve(sandbox, "v2.12.0")
+    done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                   "--skip-tests", "--json")
+    assert done.code == 0, done.out + done.err
+    rows = by_target(done)
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
+    assert rows["v2.7.1"]["status"] == "done", rows["v2.7.1"]["message"]
+    assert rows["v2.7.1"]["series_source"] == {
+        "branch": "v2.11.0", "kind": "propagated",
+        "via": {"branch": "v2.12.0", "kind": "resolution"}}
+    assert rows["v2.7.1"]["tried_sources"] == []  # the nearest, v2.11.0, was tried first
+    fixed = git(sandbox.fork, "show", f"test-put-metric-v2.7.1:{TEST_FILE}")
+    assert FAR_CHANGED.strip() in fixed and REWORDED in fixed and "put_metric" in fixed
+    status = run_app(sandbox.project, "status", "--api", "put_metric")
+    assert ("applied from the v2.11.0 result, itself from the v2.12.0 resolution"
+            in " ".join(status.out.split()))
+    body = pr_body(sandbox.project, "v2.7.1")
+    assert "v2.11.0 分支的结果" in body and "v2.12.0 分支的人工冲突解决结果" in body
+
+
+def test_a_chain_from_a_saved_variant_in_a_parallel_apply(sandbox, tmp_path):
+    """The older branch waits for the newer ones' apply before it tries their results."""
+    chain_world(sandbox, tmp_path)
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    resolve(sandbox, "v2.12.0")
+    assert run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                   "--skip-tests", "--no-push", "--save").code == 0
+    assert run_app(sandbox.project, "abort", "--api", "put_metric").code == 0
+    again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+                    "--jobs", "4", "--json")
+    rows = by_target(again)
+    assert {r["status"] for r in rows.values()} == {"done"}, again.out
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant"}
+    assert rows["v2.7.1"]["series_source"] == {
+        "branch": "v2.11.0", "kind": "propagated",
+        "via": {"branch": "v2.12.0", "kind": "variant"}}
