@@ -227,11 +227,13 @@ class BranchRecord:
     series_source: SeriesSource | None = None  # None: the branch's own series went in
     tried_sources: tuple[str, ...] = ()  # labels of the siblings' series tried in vain
     merged_files: tuple[str, ...] = ()  # files that went in only through the 3-way merge
+    loose_files: tuple[str, ...] = ()  # files placed with their context lines ignored
     conflict_snapshot: dict[str, str | None] | None = None  # {path: blob} as `git am` left them
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
-        for name in ("conflicts", "mismatches", "warnings", "tried_sources", "merged_files"):
+        for name in ("conflicts", "mismatches", "warnings", "tried_sources", "merged_files",
+                     "loose_files"):
             object.__setattr__(self, name, _tuple(getattr(self, name)))
         if self.error_code is not None:
             object.__setattr__(self, "error_code", str(self.error_code))
@@ -268,6 +270,7 @@ class BranchRecord:
             "series_source": self.series_source.to_json() if self.series_source else None,
             "tried_sources": list(self.tried_sources),
             "merged_files": list(self.merged_files),
+            "loose_files": list(self.loose_files),
             "conflict_snapshot": (dict(self.conflict_snapshot)
                                   if self.conflict_snapshot is not None else None),
         }

@@ -52,6 +52,36 @@ class DiffInfo:
     preimages: dict[str, str]  # path -> abbreviated blob id the patch was made against
 
 
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk's lines, each with its tag (``" "``, ``"-"``, ``"+"``); line ends and CRs dropped."""
+
+    lines: tuple[str, ...]
+
+    @property
+    def preimage(self) -> tuple[str, ...]:
+        """The lines the hunk expects in the file: context and removed lines."""
+        return tuple(line[1:] for line in self.lines if line[:1] in (" ", "-"))
+
+    @property
+    def core(self) -> tuple[str, ...]:
+        """The preimage from the first changed line to the last (inner context kept)."""
+        changed = [i for i, line in enumerate(self.lines) if line[:1] in ("-", "+")]
+        if not changed:
+            return ()
+        inner = self.lines[changed[0]:changed[-1] + 1]
+        return tuple(line[1:] for line in inner if line[:1] in (" ", "-"))
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """One file's section of a diff: its old path (None for a new file), hunks, binary or not."""
+
+    old: str | None
+    hunks: tuple[Hunk, ...]
+    binary: bool = False
+
+
 class _Bad(Exception):
     def __init__(self, line: int, message: str) -> None:
         super().__init__(message)
@@ -131,6 +161,9 @@ class _Section:
     symlink: bool = False
     link_target: list[tuple[str, int]] = field(default_factory=list)
     old_blob: str | None = None  # from the index line; None for a new file
+    old_path: str | None = None  # from the "--- a/…" line; None for a new file
+    hunks: list[list[str]] = field(default_factory=list)
+    binary: bool = False
 
 
 class _Parser:
@@ -146,6 +179,7 @@ class _Parser:
         self.has_from = False
         self.subject: str | None = None
         self.diffs = 0
+        self.files: list[FileDiff] = []  # every section read, hunks included
 
     def parse(self, lines: list[str]) -> None:
         if not lines or not _FROM_LINE.match(lines[0]):
@@ -225,12 +259,15 @@ class _Parser:
                     raise ValueError("malformed hunk header")
                 self.old = int(m.group(1) or 1)
                 self.new = int(m.group(2) or 1)
+                sec.hunks.append([])
                 self.state = "hunk" if self.old or self.new else "diff"
             elif line.startswith(("--- ", "+++ ")):
                 name = _name(line[4:])
                 if name != "/dev/null":
                     name = _strip_prefix(name, "a/" if line[0] == "-" else "b/")
                     sec.names.append((name, n))
+                    if line[0] == "-":
+                        sec.old_path = name
                     if line[0] == "+":
                         sec.new_name = name
             elif line.startswith(_NAME_LINES):
@@ -246,13 +283,16 @@ class _Parser:
                 sec.symlink = sec.symlink or m.group("mode") == SYMLINK_MODE
                 if m.group("old").strip("0"):
                     sec.old_blob = m.group("old")
-            elif line == "GIT binary patch":
-                self.state = "binary"
+            elif line == "GIT binary patch" or line.startswith("Binary files "):
+                sec.binary = True
+                self.state = "binary" if line == "GIT binary patch" else self.state
         except ValueError as exc:
             raise _Bad(n, f"has a bad diff line: {exc}") from None
 
     def hunk_line(self, n: int, line: str) -> None:
         tag = line[:1]
+        if self.section is not None and self.section.hunks and tag != "\\":
+            self.section.hunks[-1].append(line or " ")
         if tag in (" ", ""):
             self.old -= 1
             self.new -= 1
@@ -277,6 +317,8 @@ class _Parser:
             return
         if not sec.names:
             raise _Bad(sec.line, "has a diff header whose file names cannot be read")
+        self.files.append(FileDiff(sec.old_path, tuple(Hunk(tuple(h)) for h in sec.hunks),
+                                   sec.binary))
         for name, n in sec.names:
             problem = repo_path_problem(name)
             if problem:
@@ -353,6 +395,23 @@ def read_diff(text: str) -> DiffInfo:
         with contextlib.suppress(_Bad):
             parser.end_section()
     return DiffInfo(tuple(parser.order), dict(parser.preimages))
+
+
+def read_file_diffs(path: Path) -> tuple[int, list[FileDiff]]:
+    """(number of commits, every file section with its hunks) of a format-patch file.
+
+    Raises ``ConfigError`` naming the file when it is not a well-formed patch.
+    """
+    text = Path(path).read_bytes().decode("utf-8", "surrogateescape")
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    parser = _Parser()
+    try:
+        parser.parse(lines)
+    except _Bad as exc:
+        raise config_error(f"{display_path(Path(path))}:{exc.line}: {exc.message}") from None
+    return len(parser.subjects), parser.files
 
 
 def read_patch_file(path: Path) -> DiffInfo:

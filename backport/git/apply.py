@@ -53,6 +53,8 @@ class ApplyResult:
     # Files whose hunks did not match the branch's text and went in only through the 3-way
     # merge: the lines around the change differ from the source, so the result needs a look.
     merged: list[str] = field(default_factory=list)
+    # Files placed with their context lines ignored (git.loose): each change had one place.
+    loose: list[str] = field(default_factory=list)
 
 
 def three_way_files(text: str) -> list[str]:

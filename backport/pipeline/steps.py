@@ -24,6 +24,7 @@ from backport.git.apply import (
     snapshot,
 )
 from backport.git.cache import RepoCache
+from backport.git.loose import apply_loose
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
@@ -124,17 +125,20 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
                  f"{result.message}{still}; resolve it in {path}, then run `backport continue "
                  f"--api {job.patch_set.name} --branch {job.target}` (or `backport abort`)",
                  base=base, commit=None, conflicts=result.conflicts, worktree=str(path),
-                 series_source=None, tried_sources=tried, merged_files=[],
+                 series_source=None, tried_sources=tried, merged_files=[], loose_files=[],
                  conflict_snapshot=snapshot(wt, result.conflicts))
         job.event("conflict", files)
         return False
     job.update(status=Status.APPLIED, base=base, commit=result.head, conflicts=[],
                worktree=str(path), message="", test=None, manual=False,
                series_source=source.source if source else None, tried_sources=tried,
-               merged_files=result.merged)
+               merged_files=result.merged, loose_files=result.loose)
     job.event("applied", result.head[:9] + (f" from {source.label}" if source else ""))
     if result.merged:
         job.event("apply", f"{', '.join(result.merged)} went in only through a 3-way merge; "
+                  "compare it with the newer branches")
+    if result.loose:
+        job.event("apply", f"{', '.join(result.loose)} went in with context lines ignored; "
                   "compare it with the newer branches")
     return True
 
@@ -143,22 +147,28 @@ def _try_siblings(cache: RepoCache, job: BranchJob, wt: Worktree, series: tuple[
                   own: ApplyResult) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
     """The own series conflicted: try the siblings' resolutions and variants, nearest first.
 
-    Returns the result to record, the sibling series that applied (or None) and the labels of
-    those that did not. When none applies, the own series' conflict is left for the user.
+    Each as `git am -3` first; when none applies so, each again with its context lines ignored
+    where every change has one certain place (`git.loose`): a maintainer's series often fails
+    only on a line next to its change that differs here. Returns the result to record, the
+    sibling series that applied (or None) and the labels of those that did not. When none
+    applies, the own series' conflict is left for the user.
     """
     job.await_newer()
     candidates = sibling_series(cache.path, job.patch_set, job.journal, job.target)
     tried: list[str] = []
-    for candidate in candidates:
-        abort_series(wt)
-        attempt = apply_series(wt, candidate.patches)
-        if attempt.status == "applied":
-            job.event("apply", f"applied from {candidate.label}")
-            return attempt, candidate, tried
-        if attempt.status == "conflict":
+    for loose in (False, True):
+        for candidate in candidates:
             abort_series(wt)
-        tried.append(candidate.label)
-        job.event("apply", f"{candidate.label} still conflicts")
+            attempt = (apply_loose if loose else apply_series)(wt, candidate.patches)
+            if attempt.status == "applied":
+                how = " with its context lines ignored" if attempt.loose else ""
+                job.event("apply", f"applied from {candidate.label}{how}")
+                return attempt, candidate, tried
+            if attempt.status == "conflict":
+                abort_series(wt)
+            if loose:
+                tried.append(candidate.label)
+                job.event("apply", f"{candidate.label} still conflicts")
     if not candidates:
         return own, None, tried
     abort_series(wt)

@@ -453,6 +453,10 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
             files = "、".join(f"`{_cell(f)}`" for f in rec.merged_files)
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
                          f"请评审时与较新分支的改动对照。")
+        if rec.loose_files:
+            files = "、".join(f"`{_cell(f)}`" for f in rec.loose_files)
+            notes.append(f"{target}：{files} 在忽略补丁上下文行后应用（每处改动在文件中只有唯一匹配位置），"
+                         f"请评审时与较新分支的改动对照。")
     return notes
 
 

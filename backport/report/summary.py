@@ -74,6 +74,12 @@ def apply_notes(record: BranchRecord) -> list[str]:
         notes.append(f"{', '.join(merged)} differ{'s' if len(merged) == 1 else ''} from the "
                      "source around the patch's hunks and went in only through a 3-way merge: "
                      "compare the change with the newer branches")
+    loose = record.loose_files
+    if loose:
+        notes.append(f"{', '.join(loose)} went in with the context lines of "
+                     f"{record.series_source.label if record.series_source else 'the series'} "
+                     "ignored (each change found exactly once in the file): compare the change "
+                     "with the newer branches")
     return notes
 
 

@@ -183,3 +183,32 @@ def test_a_chain_from_a_saved_variant_in_a_parallel_apply(sandbox, tmp_path):
     assert rows["v2.7.1"]["series_source"] == {
         "branch": "v2.11.0", "kind": "propagated",
         "via": {"branch": "v2.12.0", "kind": "variant"}}
+
+
+API_LINE = "from torch.distributed.elastic.metrics.api import (\n"
+API_LINE_11 = "from torch.distributed.elastic.metrics.api import (  # v2.11.0's own\n"
+
+
+def test_a_resolution_goes_in_with_its_context_ignored_where_each_change_has_one_place(
+        sandbox, tmp_path):
+    for branch in ("v2.12.0", "v2.11.0"):
+        edit_upstream(sandbox.upstream, branch, tmp_path / "reword", CONTEXT, REWORDED)
+    # v2.11.0 changed the line right after the import the patch replaces: even v2.12.0's
+    # resolution conflicts there as `git am -3`, yet its change has one place in the file.
+    edit_upstream(sandbox.upstream, "v2.11.0", tmp_path / "api", API_LINE, API_LINE_11)
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    resolve(sandbox, "v2.12.0")
+    done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                   "--skip-tests", "--json")
+    assert done.code == 0, done.out + done.err
+    rows = by_target(done)
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
+    assert rows["v2.11.0"]["loose_files"] == [TEST_FILE]
+    everything = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
+    assert everything["v2.7.1"]["loose_files"] == []  # its own series applied as is
+    fixed = git(sandbox.fork, "show", f"test-put-metric-v2.11.0:{TEST_FILE}")
+    assert API_LINE_11.strip() in fixed and "import configure, put_metric" in fixed
+    assert REWORDED in fixed and "def test_put_metric" in fixed
+    status = " ".join(run_app(sandbox.project, "status", "--api", "put_metric").out.split())
+    assert ("went in with the context lines of the v2.12.0 resolution ignored" in status)
+    assert "忽略补丁上下文行后应用" in pr_body(sandbox.project, "v2.11.0")
