@@ -17,6 +17,13 @@ from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
 from backport.git.cache import RepoCache
 from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.journal import Journal
+from backport.pipeline.propagate import (
+    SiblingSeries,
+    recorded_series,
+    sibling_series,
+    try_siblings,
+)
 from backport.pipeline.session import open_cache
 
 
@@ -86,14 +93,19 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
     bases = cache.fetch(present)
     with tempfile.TemporaryDirectory(prefix="backport-check-") as tmp:
         for ps in patch_sets:
+            journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
             for target in ps.branches:
                 if target in bases:
-                    findings += _check_applies(cache, ps, target, bases[target], Path(tmp))
+                    findings += _check_applies(cache, ps, journal, target, bases[target],
+                                               Path(tmp))
     return findings
 
 
-def _check_applies(cache: RepoCache, ps: PatchSet, target: str, base: str,
+def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str, base: str,
                    tmp: Path) -> list[Finding]:
+    """Does the series `apply` would use go in on ``base``? Its own series first; where that
+    conflicts, the branch's recorded result (a hand resolution, or a series carried from a
+    sibling) and the siblings' series, as `apply` tries them."""
     subject = f"{ps.name} on {target}"
     series = ps.series_for(target)
     variant = target in ps.variants
@@ -102,8 +114,18 @@ def _check_applies(cache: RepoCache, ps: PatchSet, target: str, base: str,
     path = tmp / f"{ps.name}-{target}".replace("/", "_")
     worktree = Worktree.create(cache, path, cache_branch(tmp, f"check/{ps.slug}/{target}"),
                                base, ps.paths_for(target))
+    instead: SiblingSeries | None = None
+    tried: list[str] = []
     try:
         result = apply_series(worktree, series)
+        if result.status == "conflict":
+            carried = tmp / "carried" / f"{ps.name}-{target}".replace("/", "_")
+            candidates = [s for s in [recorded_series(cache.path, journal, target, carried / "own")]
+                          if s is not None]
+            candidates += sibling_series(cache.path, ps, journal, target, out=carried)
+            found, instead, tried = try_siblings(worktree, candidates, series, result)
+            if instead is not None:
+                result = found
         head = worktree.head() if result.status == "applied" else base
         missing = [t.path for t in ps.tests
                    if not _in_tree(worktree, head, t.path) and not _created(series, t.path)]
@@ -111,9 +133,15 @@ def _check_applies(cache: RepoCache, ps: PatchSet, target: str, base: str,
         worktree.remove()
     findings = []
     if result.status == "conflict":
+        also = f"; also tried: {', '.join(tried)}" if tried else ""
         findings.append(Finding(subject, "applies", False,
-                                f"{result.message} (files: {', '.join(result.conflicts) or 'unknown'})",
-                                variant))
+                                f"{result.message} (files: {', '.join(result.conflicts) or 'unknown'})"
+                                f"{also}", variant))
+    elif instead is not None:
+        how = ", its context lines ignored" if result.loose else ""
+        findings.append(Finding(subject, "applies", True,
+                                f"its own series conflicts; {instead.label} applies instead{how}",
+                                variant, warning=True))
     else:
         detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
         findings.append(Finding(subject, "applies", True, detail, variant))

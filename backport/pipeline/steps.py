@@ -17,18 +17,16 @@ from backport.errors import BackportError
 from backport.forge import Forge
 from backport.git.apply import (
     ApplyResult,
-    abort_series,
     already_applied,
     am_in_progress,
     apply_series,
     snapshot,
 )
 from backport.git.cache import RepoCache
-from backport.git.loose import apply_loose
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
-from backport.pipeline.propagate import SiblingSeries, sibling_series
+from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
 from backport.pipeline.session import ApplyOptions, Environments
 from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
 from backport.report.body import BodyContext, exit_stated, render_body
@@ -145,34 +143,11 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
 
 def _try_siblings(cache: RepoCache, job: BranchJob, wt: Worktree, series: tuple[Path, ...],
                   own: ApplyResult) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
-    """The own series conflicted: try the siblings' resolutions and variants, nearest first.
-
-    Each as `git am -3` first; when none applies so, each again with its context lines ignored
-    where every change has one certain place (`git.loose`): a maintainer's series often fails
-    only on a line next to its change that differs here. Returns the result to record, the
-    sibling series that applied (or None) and the labels of those that did not. When none
-    applies, the own series' conflict is left for the user.
-    """
+    """The own series conflicted: try the siblings' series (see `propagate.try_siblings`),
+    once the newer targets of this run have been applied."""
     job.await_newer()
     candidates = sibling_series(cache.path, job.patch_set, job.journal, job.target)
-    tried: list[str] = []
-    for loose in (False, True):
-        for candidate in candidates:
-            abort_series(wt)
-            attempt = (apply_loose if loose else apply_series)(wt, candidate.patches)
-            if attempt.status == "applied":
-                how = " with its context lines ignored" if attempt.loose else ""
-                job.event("apply", f"applied from {candidate.label}{how}")
-                return attempt, candidate, tried
-            if attempt.status == "conflict":
-                abort_series(wt)
-            if loose:
-                tried.append(candidate.label)
-                job.event("apply", f"{candidate.label} still conflicts")
-    if not candidates:
-        return own, None, tried
-    abort_series(wt)
-    return apply_series(wt, series), None, tried
+    return try_siblings(wt, candidates, series, own, lambda detail: job.event("apply", detail))
 
 
 # -- test -------------------------------------------------------------------------------------

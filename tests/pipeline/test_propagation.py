@@ -212,3 +212,61 @@ def test_a_resolution_goes_in_with_its_context_ignored_where_each_change_has_one
     status = " ".join(run_app(sandbox.project, "status", "--api", "put_metric").out.split())
     assert ("went in with the context lines of the v2.12.0 resolution ignored" in status)
     assert "忽略补丁上下文行后应用" in pr_body(sandbox.project, "v2.11.0")
+
+
+def findings_of(project, target: str) -> dict:
+    result = run_app(project, "check", "--json", "--api", "put_metric")
+    (found,) = [f for f in result.json()["findings"]
+                if f["subject"] == f"put_metric on {target}" and f["check"] == "applies"]
+    return found
+
+
+def test_check_says_which_recorded_or_sibling_series_applies_where_the_own_conflicts(
+        sandbox, tmp_path):
+    chain_world(sandbox, tmp_path)
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    conflicted = findings_of(sandbox.project, "v2.11.0")
+    assert conflicted["ok"] is False  # nothing resolved yet: nothing else to try
+    resolve(sandbox, "v2.12.0")
+    assert run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                   "--skip-tests", "--no-push").code == 0
+    journal = sandbox.project / ".backport" / "runs" / "put_metric" / "journal.json"
+    before = journal.read_bytes()
+    check = run_app(sandbox.project, "check", "--json", "--api", "put_metric")
+    assert check.code == 0, check.out + check.err
+    assert journal.read_bytes() == before  # check writes nothing of the run
+    assert not (journal.parent / "resolutions" / "v2.12.0").exists()
+    own = findings_of(sandbox.project, "v2.12.0")
+    assert own["ok"] and own["warning"]
+    assert "its own series conflicts" in own["detail"]
+    assert "the v2.12.0 resolution applies instead" in own["detail"]
+    chained = findings_of(sandbox.project, "v2.7.1")
+    assert chained["ok"] and chained["warning"]
+    assert ("the v2.7.1 result, itself from the v2.12.0 resolution via v2.11.0 applies instead"
+            in chained["detail"])
+    assert findings_of(sandbox.project, "master") == {**findings_of(sandbox.project, "master"),
+                                                      "ok": True, "warning": False}
+
+    # Upstream moves on so that no carried series fits v2.7.1 any more: a problem again.
+    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "moved", IMPORT, IMPORT_OWN)
+    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "moved2",
+                  "from torch.distributed.elastic.metrics.api import (\n",
+                  "from torch.distributed.elastic.metrics.api import (  # moved\n")
+    gone = findings_of(sandbox.project, "v2.7.1")
+    assert gone["ok"] is False
+    assert "also tried: the v2.7.1 result" in gone["detail"]
+
+
+def test_a_branch_is_not_served_what_was_carried_from_its_own_resolution(sandbox, tmp_path):
+    chain_world(sandbox, tmp_path)
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    resolve(sandbox, "v2.12.0")
+    assert run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                   "--skip-tests", "--no-push").code == 0
+    # Redone from scratch, v2.12.0 conflicts again: the v2.11.0 and v2.7.1 results came from
+    # its own (now dropped) resolution, so they are not offered back to it.
+    redo = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
+                   "--no-push", "--branch", "v2.12.0", "--json")
+    rows = by_target(redo)
+    assert rows["v2.12.0"]["status"] == "conflict"
+    assert rows["v2.12.0"]["tried_sources"] == [] and rows["v2.12.0"]["series_source"] is None
