@@ -18,6 +18,7 @@ from backport.config.model import PatchSet
 from backport.errors import BackportError
 from backport.git.apply import ApplyResult, abort_series, apply_series
 from backport.git.authoring import export_patch_set
+from backport.git.entries import finish_by_entries
 from backport.git.loose import apply_loose
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal
@@ -121,8 +122,9 @@ def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: st
 def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: Sequence[Path],
                  own: ApplyResult, event: Callable[[str], None] = lambda detail: None
                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
-    """The own series conflicted in ``wt``: try ``candidates`` in order, each as `git am -3`;
-    when none applies so, each again with its context lines ignored where every change has one
+    """The own series conflicted in ``wt``: try ``candidates`` in order, each as `git am -3`
+    (where it conflicts only in JSON lists of one member per line, merged entry by entry,
+    `git.entries`); when none applies so, each again with its context lines ignored where every change has one
     certain place (`git.loose`) — a maintainer's series often fails only on a line next to its
     change that differs here.
 
@@ -134,7 +136,10 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
     for loose in (False, True):
         for candidate in candidates:
             abort_series(wt)
-            attempt = (apply_loose if loose else apply_series)(wt, candidate.patches)
+            if loose:
+                attempt = apply_loose(wt, candidate.patches)
+            else:
+                attempt = finish_by_entries(wt, apply_series(wt, candidate.patches))
             if attempt.status == "applied":
                 how = " with its context lines ignored" if attempt.loose else ""
                 event(f"applied from {candidate.label}{how}")

@@ -270,3 +270,29 @@ def test_a_branch_is_not_served_what_was_carried_from_its_own_resolution(sandbox
     rows = by_target(redo)
     assert rows["v2.12.0"]["status"] == "conflict"
     assert rows["v2.12.0"]["tried_sources"] == [] and rows["v2.12.0"]["series_source"] is None
+
+
+def test_a_maintainers_series_is_merged_entry_by_entry_but_never_the_own(tmp_path):
+    from backport.git.apply import am_in_progress, apply_series
+    from backport.git.worktree import Worktree
+    from backport.pipeline.propagate import SiblingSeries, try_siblings
+    from tests.git.test_entries import FILE, doc
+    from tests.helpers import gitrepos as gr
+
+    repo = gr.make_repo(tmp_path / "repo")
+    gr.commit_files(repo, {FILE: doc("a", "gone_1", "gone_2", "z").decode()}, "start")
+    gr.git(repo, "branch", "target")
+    gr.commit_files(repo, {FILE: doc("a", "z").decode()}, "drop the gone entries")
+    [patch] = gr.format_patch(repo, "HEAD~1..HEAD", tmp_path / "patches")
+    gr.git(repo, "checkout", "--quiet", "target")
+    gr.commit_files(repo, {FILE: doc("a", "own", "gone_1", "gone_2").decode()}, "its own")
+    wt = Worktree.open(repo)
+    own = apply_series(wt, [patch])
+    assert own.status == "conflict"
+    alone, source, tried = try_siblings(wt, [], [patch], own)
+    assert alone is own and source is None and am_in_progress(wt)  # left for the user
+    resolution = SiblingSeries("v2.12.0", "resolution", (patch,))
+    result, source, tried = try_siblings(wt, [resolution], [patch], own)
+    assert result.status == "applied" and source == resolution and tried == []
+    assert result.merged == [FILE]
+    assert (repo / FILE).read_bytes() == doc("a", "own")
