@@ -15,7 +15,8 @@ the landed commit touches is compared, blob for blob, with what really merged.
 
 Then a simulated maintainer resolves the newest conflicted branch of each case with the files
 that really merged there, runs ``backport continue`` (which tries that resolution on the other
-conflicted branches) and ``backport apply`` again; the pairs are compared once more.
+conflicted branches, and each result it gives on the branches below) and ``backport apply``
+again; the pairs are compared once more.
 
 Needs the mirror (``--mirror`` or ``BACKPORT_REAL_REPO``, a git directory); it is only read.
 Example: ``python scripts/verify_real_history.py --limit 5 --jobs 1``
@@ -73,7 +74,8 @@ class Pair:
     outcome: str = ""  # identical / different / not-applied
     source: str = "original"  # original / propagated / hand
     tried: list[str] = field(default_factory=list)
-    merged: bool = False  # went in only through a 3-way merge
+    merged: bool = False  # went in only through a 3-way merge (or, carried, entry by entry)
+    loose: bool = False  # a carried series placed with its context lines ignored
     differing: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)  # files left conflicted
     shared: bool = False  # the branch's landed commit is the source commit (before the split)
@@ -197,6 +199,7 @@ def _judge(case: Case, mirror: Path, cache: Path, records: dict[str, dict],
             pair.source += f" ({' <- '.join(chain)})"
         pair.tried = list(rec.get("tried_sources") or [])
         pair.merged = bool(rec.get("merged_files"))
+        pair.loose = bool(rec.get("loose_files"))
         pair.conflicts = list(rec.get("conflicts") or [])
         commit = rec.get("commit")
         if not commit:
@@ -312,6 +315,17 @@ def summary(results: list[dict]) -> str:
                   f"parent (it landed on the branch before the branch split off master); "
                   f"{sum(p['outcome'] == 'identical' for p in shared)} of them identical. "
                   f"The other {len(own)} pairs: {same} identical ({_pct(same, len(own))}).", ""]
+    carried = [p for r in results for p in r.get("resolved", [])
+               if p["source"].startswith("propagated")]
+    if carried:
+        lines += ["### Pairs applied from a carried series", "",
+                  "| case | branch | from | how | outcome |", "| --- | --- | --- | --- | --- |"]
+        for p in carried:
+            how = ("context lines ignored" if p.get("loose") else
+                   "3-way merge" if p["merged"] else "as is")
+            lines.append(f"| {p['case']} | {p['branch']} | {p['source'].split(' ', 1)[1]} | "
+                         f"{how} | {p['outcome']} |")
+        lines.append("")
     still = [p for r in results for p in r.get("resolved", []) if p["outcome"] != "identical"]
     if still:
         lines += ["### Pairs not identical after the simulated resolution", "",

@@ -61,7 +61,7 @@ def _exported(repo: Path, out: Path, rec: BranchRecord) -> list[Path]:
 
 
 def _result_kind(rec: BranchRecord | None) -> str | None:
-    """"resolution" / "propagated" when the sibling holds a commit a maintainer's series made."""
+    """The kind of a record's commit when a maintainer's series made it (else None)."""
     if rec is None or not rec.commit or not rec.base or rec.status in _NO_RESULT:
         return None
     if rec.manual:
@@ -87,7 +87,7 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
 
 
 def _passes(series: SiblingSeries, target: str) -> bool:
-    """True when ``series`` was carried through (or started from) ``target`` itself."""
+    """True when ``series`` was carried to its branch from (or through) ``target``."""
     step = series.via
     while step is not None:
         if step.branch == target:
@@ -123,10 +123,10 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
                  own: ApplyResult, event: Callable[[str], None] = lambda detail: None
                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
     """The own series conflicted in ``wt``: try ``candidates`` in order, each as `git am -3`
-    (where it conflicts only in JSON lists of one member per line, merged entry by entry,
-    `git.entries`); when none applies so, each again with its context lines ignored where every change has one
-    certain place (`git.loose`) — a maintainer's series often fails only on a line next to its
-    change that differs here.
+    (where that stops only on JSON lists of one member per line, merged entry by entry:
+    `git.entries`); when none applies so, each again with its context lines ignored where
+    every change has one certain place (`git.loose`) — a maintainer's series often fails only
+    on a line next to its change that differs here.
 
     Returns the result to record, the series that applied (or None) and the labels of those
     that did not. When none applies, the own series is applied again and its conflict left in

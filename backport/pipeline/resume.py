@@ -127,6 +127,8 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
                     abort_series(worktree)
                 worktree.remove()
             journal.update(target, status=Status.PENDING, commit=None, conflicts=[], worktree=None,
-                           test=None, manual=False, message="aborted; the next apply starts over")
+                           test=None, manual=False, series_source=None, tried_sources=[],
+                           merged_files=[], loose_files=[],
+                           message="aborted; the next apply starts over")
             progress.event(target, "aborted", "worktree removed; fork branch and PR untouched")
         return chosen

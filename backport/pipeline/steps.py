@@ -100,6 +100,7 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
     job.event("apply", f"{len(series)} patch(es) on {job.target} @ {base[:9]}")
     if already_applied(cache, base, series):
         job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
+                   series_source=None, tried_sources=[], merged_files=[], loose_files=[],
                    message=f"the patch is already on {job.target} (same patch-id); no PR needed")
         job.event("already-applied", "same patch-id upstream")
         return False
@@ -113,6 +114,7 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
     if result.status == "already-applied":
         wt.remove()
         job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
+                   series_source=None, tried_sources=[], merged_files=[], loose_files=[],
                    worktree=None, message=f"the patch makes no change on {job.target}; no PR needed")
         job.event("already-applied", "no change")
         return False

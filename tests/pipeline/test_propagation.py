@@ -86,7 +86,12 @@ def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
                     "--skip-tests", "--no-push", "--save")
     assert saved.code == 0, saved.out + saved.err
     assert (sandbox.project / "patches" / "put_metric" / "v2.12.0").is_dir()
+    carried = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
+    assert carried["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
     assert run_app(sandbox.project, "abort", "--api", "put_metric").code == 0
+    aborted = run_app(sandbox.project, "status", "--api", "put_metric", "--json")
+    assert by_target(aborted)["v2.11.0"]["series_source"] is None  # no note of what is gone
+    assert "applied from" not in run_app(sandbox.project, "status", "--api", "put_metric").out
     again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     rows = by_target(again)
     assert rows["v2.12.0"]["series_source"] is None  # its own (saved) variant
