@@ -322,7 +322,7 @@ def summary(results: list[dict]) -> str:
                   "| case | branch | from | how | outcome |", "| --- | --- | --- | --- | --- |"]
         for p in carried:
             how = ("context lines ignored" if p.get("loose") else
-                   "3-way merge" if p["merged"] else "as is")
+                   "3-way merge (by line or by entry)" if p["merged"] else "as is")
             lines.append(f"| {p['case']} | {p['branch']} | {p['source'].split(' ', 1)[1]} | "
                          f"{how} | {p['outcome']} |")
         lines.append("")
