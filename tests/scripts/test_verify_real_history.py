@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -68,3 +69,27 @@ def test_one_real_case_replays_identically(tmp_path: Path) -> None:
     assert "corpus: 4 cases, 16 pairs" in out
     auto = out.split("### Automatic")[1].split("###")[0]
     assert "| master | all | 4 | 4 (100.0%) | 0 | 0 |" in auto, out
+
+
+@pytest.mark.skipif(not REAL, reason="BACKPORT_REAL_REPO is not set (a mirror of Ascend/pytorch)")
+def test_real_resolutions_carry_down_the_chain(tmp_path: Path) -> None:
+    """r078: v2.12.0's hand resolution fits v2.11.0 only with its context lines ignored, and
+    the v2.11.0 result then fits v2.7.1; r056: it fits v2.11.0 only entry by entry in
+    `.pytorch-disabled-tests.json`, and v2.7.1 (another entry name) stays a conflict."""
+    report = tmp_path / "pairs.json"
+    subprocess.run([sys.executable, str(SCRIPT), "--case", "r056", "--case", "r078",
+                    "--no-push", "--json", str(report)],
+                   capture_output=True, text=True, check=True, timeout=600)
+    pairs = {(p["case"], p["branch"]): p
+             for result in json.loads(report.read_text()) for p in result["resolved"]}
+    chained = pairs[("r078", "v2.7.1")]
+    assert (chained["outcome"], chained["source"]) == ("identical", "propagated (v2.11.0 <- v2.12.0)")
+    loose = pairs[("r078", "v2.11.0")]
+    assert (loose["outcome"], loose["source"], loose["loose"]) == (
+        "identical", "propagated (v2.12.0)", True)
+    entries = pairs[("r056", "v2.11.0")]
+    assert (entries["outcome"], entries["merged"]) == ("identical", True)
+    left = pairs[("r056", "v2.7.1")]
+    assert left["outcome"] == "not-applied"
+    assert left["tried"] == ["the v2.11.0 result, itself from the v2.12.0 resolution",
+                             "the v2.12.0 resolution"]
