@@ -93,7 +93,13 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
     bases = cache.fetch(present)
     with tempfile.TemporaryDirectory(prefix="backport-check-") as tmp:
         for ps in patch_sets:
-            journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
+            try:
+                journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
+            except BackportError as exc:  # check still checks; only the recorded results go
+                findings.append(Finding(f"patches/{ps.name}", "run journal", True,
+                                        f"{exc.message}; its recorded resolutions are not "
+                                        f"tried", warning=True))
+                journal = Journal(Path(tmp) / "unread.json", ps.name, ps.api, persist=False)
             for target in ps.branches:
                 if target in bases:
                     findings += _check_applies(cache, ps, journal, target, bases[target],

@@ -301,3 +301,14 @@ def test_a_maintainers_series_is_merged_entry_by_entry_but_never_the_own(tmp_pat
     assert result.status == "applied" and source == resolution and tried == []
     assert result.merged == [FILE]
     assert (repo / FILE).read_bytes() == doc("a", "own")
+
+
+def test_check_goes_on_without_a_journal_it_cannot_read(sandbox):
+    journal = sandbox.project / ".backport" / "runs" / "put_metric" / "journal.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text("{ not json", encoding="utf-8")
+    result = run_app(sandbox.project, "check", "--json")
+    assert result.code == 0, result.out + result.err
+    (warning,) = result.json()["warnings"]
+    assert str(journal) in warning and "its recorded resolutions are not tried" in warning
+    assert journal.read_text(encoding="utf-8") == "{ not json"
