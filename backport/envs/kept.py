@@ -17,6 +17,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -152,6 +153,8 @@ def connect_or_start(
             path.unlink()  # stale, or shut down just now
         except FileNotFoundError:
             pass
+        # A killed worker's scratch folder stays behind; it is of no use to the next one.
+        shutil.rmtree(path.with_suffix(".spool"), ignore_errors=True)
         _start(policy, path, launch, script, process_env, fingerprint, start_timeout)
         found = _connect(path, fingerprint)
         if found is None:
@@ -162,7 +165,7 @@ def connect_or_start(
 def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
            process_env: Mapping[str, str], fingerprint: str, start_timeout: float) -> None:
     argv = [*launch, str(script), "torch", "--socket", str(path), "--idle", f"{policy.idle:g}",
-            "--fingerprint", fingerprint]
+            "--fingerprint", fingerprint, "--spool", str(path.with_suffix(".spool"))]
     log_path = path.with_suffix(".log")
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

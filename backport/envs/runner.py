@@ -14,6 +14,7 @@ import json
 import os
 import queue
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -85,7 +86,9 @@ class _Worker:
         self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool
     ) -> None:
         self._stderr: IO[bytes] | None = tempfile.TemporaryFile()
-        argv = [*launch, str(WORKER_SCRIPT), "torch"]
+        # The worker's scratch folder is ours, so it goes even when the worker is killed.
+        self.spool: Path | None = Path(tempfile.mkdtemp(prefix="backport-warm-"))
+        argv = [*launch, str(WORKER_SCRIPT), "torch", "--spool", str(self.spool)]
         if not learn:
             argv.append("--no-learn")
         self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
@@ -118,6 +121,7 @@ class _Worker:
         """A client of the kept worker behind ``sock`` (its hello already read)."""
         self = cls.__new__(cls)
         self._stderr = None
+        self.spool = None  # the kept worker's, removed by whoever replaces or stops it
         self.proc = None
         self.sock = sock
         self.kept = hello
@@ -234,6 +238,8 @@ class _Worker:
             self.proc.stdout.close()
         if self._stderr is not None:
             self._stderr.close()
+        if self.spool is not None:
+            shutil.rmtree(self.spool, ignore_errors=True)
 
 
 def _start_worker(

@@ -150,6 +150,9 @@ def test_a_killed_kept_worker_is_replaced_without_failing_the_run(
     assert wait_gone(dead)
     pid, kind = _run(torch_env, kept, worktree, "2")  # a stale socket: a new kept worker
     assert pid != dead and "started now" in kind
+    # The dead worker's scratch folder went with its socket; only the live one has one.
+    assert [p.name for p in kept.folder.glob("*.spool")] == [
+        p.with_suffix(".spool").name for p in kept.folder.glob("*.sock")]
     # Killed while a run holds it (after its warm-up): that run goes on with its own worker.
     with Runner(torch_env, probe(torch_env), device="none", keep=kept) as runner:
         runner.warm_up()

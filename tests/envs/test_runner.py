@@ -221,7 +221,15 @@ def test_concurrent_runs_on_one_runner(warm: Runner, worktree: Path) -> None:
 
 
 @pytest.mark.torch
-def test_dead_worker_falls_back(torch_env: Environment, torch_probe: Probe, worktree: Path) -> None:
+def test_dead_worker_falls_back(
+    torch_env: Environment, torch_probe: Probe, worktree: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The killed worker's scratch folder goes with the run: nothing is left in tmp.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("TMPDIR", str(scratch))
     with Runner(torch_env, torch_probe, device="none") as runner:
         first = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
         assert first.runner == "warm"
@@ -232,6 +240,7 @@ def test_dead_worker_falls_back(torch_env: Environment, torch_probe: Probe, work
         second = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "2.log")
     assert (second.runner, second.ok) == ("isolated", True)
     assert runner.fallback == "the warm worker exited"
+    assert not list(scratch.glob("backport-warm-*"))
 
 
 def test_fallback_when_worker_cannot_start(plain_env: Environment, worktree: Path) -> None:

@@ -27,6 +27,10 @@ closes it. Every connection is a client speaking the protocol above; it first re
 a client that disconnects are killed. A request ``{"shutdown": true}`` (or retiring) removes the
 socket; the worker then ends once no client and no child is left, as it does after ``S`` idle
 seconds. A request may carry ``environ``: the child's whole environment.
+
+Scratch (``--spool DIR``): the folder for the warm-up file and the children's reports, made by
+whoever started the worker so that it can remove it even when the worker is killed; the worker
+empties and removes it when it ends. Without it the worker makes one in the temp folder.
 """
 
 from __future__ import annotations
@@ -243,10 +247,12 @@ class Worker:
     """Forks children on request, reaps them, and learns what they imported."""
 
     def __init__(self, proto: int, learn: bool, *, listener: Any = None, socket_path: str = "",
-                 idle: float = 0.0, fingerprint: str = "") -> None:
+                 idle: float = 0.0, fingerprint: str = "", spool: str = "") -> None:
         self.learn = learn
         self.roots = _safe_roots()
-        self.spool = tempfile.mkdtemp(prefix="backport-warm-")
+        if spool:
+            os.makedirs(spool, mode=0o700, exist_ok=True)
+        self.spool = spool or tempfile.mkdtemp(prefix="backport-warm-")
         self.children: dict = {}  # pid -> (conn, request id), or None for the warm-up
         self.pending: dict = {}  # module names to import, in order (a dict as an ordered set)
         self.failed: set = set()
@@ -544,7 +550,8 @@ def main(args: list) -> int:
     socket_path = _option(args, "--socket")
     idle = float(_option(args, "--idle") or 600)
     fingerprint = _option(args, "--fingerprint")
-    values = {_option(args, name) for name in ("--socket", "--idle", "--fingerprint")}
+    spool = _option(args, "--spool")
+    values = {_option(args, name) for name in ("--socket", "--idle", "--fingerprint", "--spool")}
     preload = [a for a in args if not a.startswith("--") and a not in values]
     preload = preload or list(DEFAULT_PRELOAD)
     # The protocol gets a private copy of stdout; stray prints (from imports) go to stderr.
@@ -575,12 +582,12 @@ def main(args: list) -> int:
             return 1
         listener.listen(16)
         worker = Worker(proto, learn, listener=listener, socket_path=socket_path, idle=idle,
-                        fingerprint=fingerprint)
+                        fingerprint=fingerprint, spool=spool)
         os.write(proto, (json.dumps(hello) + "\n").encode("utf-8"))
         os.close(proto)
         worker.proto = -1
     else:
-        worker = Worker(proto, learn)
+        worker = Worker(proto, learn, spool=spool)
         worker.send(worker.conns[0], hello)
     worker.serve()
     return 0
