@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from backport.envs.kept import stop_kept_workers
+
+
+@pytest.fixture(scope="session")
+def kept_folder() -> Iterator[Path]:
+    """The kept warm workers of this test process, as a user's runs share them; stopped at the end.
+
+    Short on purpose: a Unix socket's path has a limit of about 100 bytes.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="bpk-"))
+    os.chmod(folder, 0o700)
+    yield folder
+    stop_kept_workers(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
 
 @pytest.fixture(autouse=True)
-def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+                  kept_folder: Path) -> None:
     """Give git an identity and keep the user's global config and caches out of the tests."""
     home = tmp_path_factory.mktemp("home")
     (home / ".gitconfig").write_text(
@@ -21,6 +41,8 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
                 "BACKPORT_API_URL", "BACKPORT_CONFIG", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
-    # No test leaves a kept warm worker behind; the tests of kept workers turn them on.
-    monkeypatch.setenv("BACKPORT_KEEP_WORKERS", "0")
+    # Runs keep warm workers between them, as by default, in a folder of this test process.
+    monkeypatch.delenv("BACKPORT_KEEP_WORKERS", raising=False)
+    monkeypatch.delenv("BACKPORT_WORKER_IDLE", raising=False)
+    monkeypatch.setenv("BACKPORT_RUNTIME_DIR", str(kept_folder))
     os.environ.setdefault("LANG", "C")

@@ -8,7 +8,8 @@ ends after ``idle`` seconds without a client (``BACKPORT_WORKER_IDLE``, default 
 Each worker was started with the environment's fingerprint (see ``fingerprint``); a client that
 computes another one (a package installed, a variable changed) tells it to shut down and starts
 a new one. Starting is serialised by a file lock per socket, so concurrent runs share one
-worker. Each test is still a fresh fork of the worker.
+worker. Each test is still a fresh fork of the worker. Environments with a ``source:`` script
+are never served by a kept worker (see ``runner._start_worker``).
 """
 
 from __future__ import annotations

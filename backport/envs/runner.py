@@ -250,11 +250,14 @@ def _start_worker(
     ``source:`` script and ``wrapper:``, like every test).
 
     With ``keep`` (and ``learn``), connect to the kept worker of this launch instead, started
-    if none runs; when that is not possible, a private worker is started as without it.
+    if none runs; when that is not possible, a private worker is started as without it. An
+    environment with a ``source:`` script always gets a private worker: what the script exports
+    depends on the environment of the run that sources it, which a kept worker's children,
+    given the client's environment, would not see.
     """
     variables = {**env.env, **extra_env}
     launch = launch_argv(env, [], variables)
-    if keep is not None and learn:
+    if keep is not None and learn and env.source is None:
         try:
             sock, hello = connect_or_start(keep, launch, WORKER_SCRIPT, variables,
                                            env_vars(env, extra_env), fingerprint(env),
@@ -524,7 +527,10 @@ class TestRunner:
                 if hello is None or "pid" not in hello:
                     raise WorkerDied("the worker did not start the test")
                 pid = int(hello["pid"])
-                reply = _reply(waiter, timeout - (time.monotonic() - start))
+                # The test's time starts when its child exists: a worker still busy with its
+                # warm-up holds requests, and that wait is not the test's.
+                start = time.monotonic()
+                reply = _reply(waiter, timeout)
                 if reply is None:  # timed out: kill the test's group, collect its status
                     _kill_group(pid)
                     if _reply(waiter, REPLY_TIMEOUT) is None:

@@ -8,13 +8,15 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from backport.config.model import Environment
 from backport.envs.kept import KeepPolicy, stop_kept_workers
+from backport.envs.model import Probe
+from backport.envs.probe import probe
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +34,27 @@ def torch_python() -> Path:
 @pytest.fixture(scope="session")
 def torch_env(torch_python: Path) -> Environment:
     return Environment(name="torch-2.13.0", python=torch_python, timeout=120.0)
+
+
+Probed = Callable[[Environment], Probe]
+
+
+@pytest.fixture(scope="session")
+def probed() -> Probed:
+    """``probe(env)``, run once per environment for the whole session.
+
+    The probe is a child process that imports torch (a second or two); the runner only reads
+    its verdict, which no test here changes, so one probe per environment serves every test.
+    """
+    memo: dict[str, Probe] = {}
+
+    def get(env: Environment) -> Probe:
+        key = repr(env)  # a frozen record whose fields include dicts: its text is the key
+        if key not in memo:
+            memo[key] = probe(env)
+        return memo[key]
+
+    return get
 
 
 @pytest.fixture

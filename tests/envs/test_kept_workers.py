@@ -20,11 +20,11 @@ import pytest
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy, keep_policy, runtime_folder, socket_path
-from backport.envs.probe import probe
+from backport.envs.model import Probe
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import TestRunner as Runner
 
-from .conftest import wait_gone, write
+from .conftest import Probed, wait_gone, write
 
 TORCH_TEST = """
 import os
@@ -77,9 +77,10 @@ def worktree(tmp_path: Path) -> Path:
     return wt
 
 
-def _run(env: Environment, keep: KeepPolicy, worktree: Path, name: str) -> tuple[int, str]:
+def _run(env: Environment, found: Probe, keep: KeepPolicy, worktree: Path,
+         name: str) -> tuple[int, str]:
     """One run: a runner of its own (as one `backport apply` has), one test; its worker."""
-    with Runner(env, probe(env), device="none", keep=keep) as runner:
+    with Runner(env, found, device="none", keep=keep) as runner:
         run = runner.run(worktree, Spec("test/test_small.py"), worktree / f"{name}.log")
         assert (run.runner, run.ok, run.ran) == ("warm", True, 2), \
             (worktree / f"{name}.log").read_text()
@@ -96,10 +97,10 @@ def _add_distribution(env: Environment, name: str, version: str) -> None:
 
 @pytest.mark.torch
 def test_a_second_run_reuses_the_kept_worker(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
 ) -> None:
-    first_pid, first_kind = _run(torch_env, kept, worktree, "1")
-    second_pid, second_kind = _run(torch_env, kept, worktree, "2")
+    first_pid, first_kind = _run(torch_env, probed(torch_env), kept, worktree, "1")
+    second_pid, second_kind = _run(torch_env, probed(torch_env), kept, worktree, "2")
     assert "started now" in first_kind and f"pid {first_pid}" in first_kind
     assert second_pid == first_pid and "kept from an earlier run" in second_kind
     os.kill(first_pid, 0)  # still there for the next run
@@ -107,34 +108,35 @@ def test_a_second_run_reuses_the_kept_worker(
 
 @pytest.mark.torch
 def test_each_run_gets_its_own_environment_from_a_kept_worker(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch,
+    probed: Probed,
 ) -> None:
     # The worker was started by the first run; the second run's variable reaches its test.
     monkeypatch.setenv("BP_RUN", "first")
     monkeypatch.setenv("BP_EXPECT", "first")
-    pid, _ = _run(torch_env, kept, worktree, "1")
+    pid, _ = _run(torch_env, probed(torch_env), kept, worktree, "1")
     monkeypatch.setenv("BP_RUN", "second")
     monkeypatch.setenv("BP_EXPECT", "second")
-    assert _run(torch_env, kept, worktree, "2")[0] == pid
+    assert _run(torch_env, probed(torch_env), kept, worktree, "2")[0] == pid
 
 
 @pytest.mark.torch
 def test_a_changed_site_packages_replaces_the_kept_worker(
-    own_env: Environment, kept: KeepPolicy, worktree: Path
+    own_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
 ) -> None:
-    old, _ = _run(own_env, kept, worktree, "1")
+    old, _ = _run(own_env, probed(own_env), kept, worktree, "1")
     _add_distribution(own_env, "bp_new_dist", "1.0")
-    new, kind = _run(own_env, kept, worktree, "2")
+    new, kind = _run(own_env, probed(own_env), kept, worktree, "2")
     assert new != old and "started now" in kind
     assert wait_gone(old)  # told to shut down: it serves nobody any more
 
 
 @pytest.mark.torch
 def test_the_idle_timeout_ends_a_kept_worker(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
 ) -> None:
     short = KeepPolicy(kept.folder, idle=1.0)
-    pid, _ = _run(torch_env, short, worktree, "1")
+    pid, _ = _run(torch_env, probed(torch_env), short, worktree, "1")
     assert wait_gone(pid)
     launch = [str(torch_env.interpreter)]
     assert not socket_path(short, launch, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).exists()
@@ -143,18 +145,19 @@ def test_the_idle_timeout_ends_a_kept_worker(
 
 @pytest.mark.torch
 def test_a_killed_kept_worker_is_replaced_without_failing_the_run(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
 ) -> None:
-    dead, _ = _run(torch_env, kept, worktree, "1")
+    dead, _ = _run(torch_env, probed(torch_env), kept, worktree, "1")
     os.kill(dead, signal.SIGKILL)
     assert wait_gone(dead)
-    pid, kind = _run(torch_env, kept, worktree, "2")  # a stale socket: a new kept worker
+    # A stale socket: a new kept worker.
+    pid, kind = _run(torch_env, probed(torch_env), kept, worktree, "2")
     assert pid != dead and "started now" in kind
     # The dead worker's scratch folder went with its socket; only the live one has one.
     assert [p.name for p in kept.folder.glob("*.spool")] == [
         p.with_suffix(".spool").name for p in kept.folder.glob("*.sock")]
     # Killed while a run holds it (after its warm-up): that run goes on with its own worker.
-    with Runner(torch_env, probe(torch_env), device="none", keep=kept) as runner:
+    with Runner(torch_env, probed(torch_env), device="none", keep=kept) as runner:
         runner.warm_up()
         assert runner.worker_pid == pid
         os.kill(pid, signal.SIGKILL)
@@ -169,6 +172,7 @@ import json, sys
 from pathlib import Path
 from backport.config.model import Environment, TestSpec
 from backport.envs.kept import KeepPolicy
+from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner
 
@@ -286,3 +290,35 @@ def test_runtime_folder_without_xdg_runtime_dir_is_tmp_and_quiet(monkeypatch) ->
         folder = runtime_folder({})
     assert folder == Path(tempfile.gettempdir()) / f"backport-{os.getuid()}"
     assert runtime_folder({"BACKPORT_RUNTIME_DIR": "/x/y"}) == Path("/x/y")
+
+
+SOURCED_TEST = """
+import os
+import unittest
+
+
+class Sourced(unittest.TestCase):
+    def test_sees_what_the_script_exported(self):
+        self.assertEqual(os.environ.get("BP_SOURCED"), "yes")
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+@pytest.mark.torch
+def test_a_source_script_reaches_the_test_with_kept_workers_on(
+    torch_env: Environment, kept: KeepPolicy, tmp_path: Path, probed: Probed
+) -> None:
+    # What `source:` exports (CANN's set_env.sh: library paths, ASCEND_*) depends on the run's
+    # own environment; a worker kept from another run cannot stand in for it.
+    script = write(tmp_path / "set_env.sh", "export BP_SOURCED=yes\n")
+    env = Environment(name="sourced", python=torch_env.interpreter, source=script,
+                      source_shown="set_env.sh", timeout=120.0)
+    wt = tmp_path / "wt"
+    write(wt / "test" / "test_sourced.py", SOURCED_TEST)
+    with Runner(env, probed(env), device="none", keep=kept) as runner:
+        run = runner.run(wt, Spec("test/test_sourced.py"), wt / "1.log")
+        assert (run.runner, run.ok) == ("warm", True), (wt / "1.log").read_text()
+        assert "kept" not in runner.kind

@@ -21,7 +21,7 @@ from backport.envs.runner import EarlyWorker
 from backport.envs.runner import TestRunner as Runner
 from backport.errors import BackportError
 
-from .conftest import wait_gone, write
+from .conftest import Probed, wait_gone, write
 
 PASSING_TORCH = """
 import os
@@ -71,7 +71,7 @@ import subprocess
 import sys
 import time
 
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+child = subprocess.Popen(["sleep", "120"])
 with open(sys.argv[1], "w") as out:
     out.write("%d %d\\n" % (os.getpgid(0), child.pid))
 print("started", flush=True)
@@ -128,8 +128,8 @@ def worktree(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def torch_probe(torch_env: Environment) -> Probe:
-    return probe(torch_env)
+def torch_probe(torch_env: Environment, probed: Probed) -> Probe:
+    return probed(torch_env)
 
 
 @pytest.fixture(scope="module", params=["private", "kept"])

@@ -15,10 +15,9 @@ import pytest
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy
-from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
 
-from .conftest import write
+from .conftest import Probed, write
 
 pytestmark = pytest.mark.torch
 
@@ -221,9 +220,9 @@ def keep(request: pytest.FixtureRequest) -> KeepPolicy | None:
 
 
 def test_learned_modules_are_preloaded_and_nothing_leaks(
-    learning_env: Environment, worktree: Path, keep: KeepPolicy | None
+    learning_env: Environment, worktree: Path, keep: KeepPolicy | None, probed: Probed
 ) -> None:
-    with Runner(learning_env, probe(learning_env), device="none", keep=keep) as runner:
+    with Runner(learning_env, probed(learning_env), device="none", keep=keep) as runner:
         teach = runner.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "1.log")
         assert (teach.runner, teach.ok) == ("warm", True), (worktree / "1.log").read_text()
         check = runner.run(worktree, Spec("test/test_check.py", ("two", "-x")),
@@ -233,11 +232,11 @@ def test_learned_modules_are_preloaded_and_nothing_leaks(
 
 
 def test_importers_of_argv_readers_are_left_to_the_test(
-    learning_env: Environment, worktree: Path
+    learning_env: Environment, worktree: Path, probed: Probed
 ) -> None:
     # The child imported bp_argv_mod (reads sys.argv) and then bp_uses_argv (imports it): the
     # worker preloads neither, stays in service, and each test sees its own argv.
-    with Runner(learning_env, probe(learning_env), device="none") as runner:
+    with Runner(learning_env, probed(learning_env), device="none") as runner:
         worker = runner._worker
         for n, args in enumerate([("a",), ("b", "c")]):
             run = runner.run(worktree, Spec("test/test_indirect.py", args), worktree / f"{n}.log")
@@ -248,11 +247,11 @@ def test_importers_of_argv_readers_are_left_to_the_test(
 
 
 def test_worker_whose_import_read_argv_is_replaced(
-    learning_env: Environment, worktree: Path
+    learning_env: Environment, worktree: Path, probed: Probed
 ) -> None:
     # bp_sneaky reads sys.argv only outside a worktree: the child saw nothing, the worker's own
     # import of it did. The worker retires; a plain one runs the next test.
-    with Runner(learning_env, probe(learning_env), device="none") as runner:
+    with Runner(learning_env, probed(learning_env), device="none") as runner:
         first = runner.run(worktree, Spec("test/test_sneaky.py"), worktree / "1.log")
         assert (first.runner, first.ok) == ("warm", True), (worktree / "1.log").read_text()
         old = runner._worker
@@ -264,11 +263,11 @@ def test_worker_whose_import_read_argv_is_replaced(
 
 
 def test_warm_tests_run_side_by_side(
-    learning_env: Environment, worktree: Path, keep: KeepPolicy | None
+    learning_env: Environment, worktree: Path, keep: KeepPolicy | None, probed: Probed
 ) -> None:
     results = {}
     a, b = str(worktree / "a.started"), str(worktree / "b.started")
-    with Runner(learning_env, probe(learning_env), device="none", keep=keep) as runner:
+    with Runner(learning_env, probed(learning_env), device="none", keep=keep) as runner:
 
         def go(name: str, args: tuple[str, ...]) -> None:
             results[name] = runner.run(worktree, Spec("test/test_meet.py", args),
@@ -284,9 +283,9 @@ def test_warm_tests_run_side_by_side(
 
 
 def test_harness_imports_are_preloaded_without_leaking(
-    torch_env: Environment, worktree: Path, keep: KeepPolicy | None
+    torch_env: Environment, worktree: Path, keep: KeepPolicy | None, probed: Probed
 ) -> None:
-    with Runner(torch_env, probe(torch_env), device="none", keep=keep) as runner:
+    with Runner(torch_env, probed(torch_env), device="none", keep=keep) as runner:
         for n in (1, 2):
             run = runner.run(worktree, Spec("test/test_dynamo.py"), worktree / f"{n}.log")
             assert (run.runner, run.ran) == ("warm", 1)
@@ -294,11 +293,11 @@ def test_harness_imports_are_preloaded_without_leaking(
 
 
 def test_nothing_leaks_from_one_run_to_the_next_through_a_kept_worker(
-    learning_env: Environment, worktree: Path, kept: KeepPolicy
+    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
 ) -> None:
     # Two runs (two runners, as two `backport apply` would make) share one kept worker: the
     # second run's test starts from the worker's state, never from the first run's test.
-    found = probe(learning_env)
+    found = probed(learning_env)
     with Runner(learning_env, found, device="none", keep=kept) as first:
         teach = first.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "1.log")
         assert (teach.runner, teach.ok) == ("warm", True), (worktree / "1.log").read_text()
