@@ -39,7 +39,7 @@ def test_apply_creates_one_commit_branches_and_four_prs_and_is_idempotent(sandbo
     assert [b["pr"]["number"] for b in status["branches"]] == [1, 2, 3, 4]
 
     heads_before = {t: rev(sandbox.fork, f"refs/heads/test-put-metric-{t}") for t in TARGETS}
-    second = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    second = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     assert second.code == 0, second.err
     assert second.json() == state
     assert forge_rows(sandbox.project) == prs

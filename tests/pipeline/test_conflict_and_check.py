@@ -46,7 +46,7 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     assert "未运行：conflict" in first_body
 
     # A plain re-run leaves the kept worktree alone and still reports the conflict.
-    again = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     assert again.code == 1
     assert {b["target"]: b["status"] for b in again.json()["branches"]}["v2.11.0"] == "conflict"
 
@@ -60,19 +60,19 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     assert "v2.11.0 reworded" in git(sandbox.fork, "show", f"{head}:{TEST_FILE}")
     # The PRs opened earlier now show v2.11.0's new state too.
     assert "未运行：conflict" not in pr_body(sandbox.project, "v2.7.1")
-    final = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
+    final = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert final.code == 0, final.err
 
 
 def test_abort_resets_a_conflicted_branch(sandbox, tmp_path):
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
     assert worktree.exists()
     result = run_cli(sandbox.project, "abort", "--api", "put_metric", "--branch", "v2.11.0")
     assert result.code == 0, result.err
     assert not worktree.exists()
-    status = run_cli(sandbox.project, "status", "--json").json()
+    status = run_app(sandbox.project, "status", "--json").json()
     assert {b["target"]: b["status"] for b in status["branches"]}["v2.11.0"] == "pending"
 
 
@@ -83,11 +83,11 @@ def test_check_passes_on_a_good_map_and_names_a_missing_branch(sandbox):
     assert git(sandbox.fork, "for-each-ref") == ""  # check wrote nothing to the fork
 
     git(sandbox.upstream, "branch", "-D", "v2.12.0")
-    bad = run_cli(sandbox.project, "check", "--json")
+    bad = run_app(sandbox.project, "check", "--json")
     assert bad.code == 1
     problems = bad.json()["problems"]
     assert any("'v2.12.0' does not exist" in p for p in problems)
-    offline = run_cli(sandbox.project, "check", "--offline")
+    offline = run_app(sandbox.project, "check", "--offline")
     assert offline.code == 0
 
 
@@ -102,9 +102,9 @@ def test_check_names_a_branch_where_the_patch_does_not_apply(sandbox, tmp_path):
 
 def test_continue_save_records_a_variant_that_the_next_run_reproduces(sandbox, tmp_path):
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    assert run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     resolve_by_hand(sandbox)
-    saved = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.11.0",
+    saved = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.11.0",
                     "--skip-tests", "--save")
     assert saved.code == 0, saved.err
     variant = sandbox.project / "patches" / "put_metric" / "v2.11.0"
@@ -113,9 +113,9 @@ def test_continue_save_records_a_variant_that_the_next_run_reproduces(sandbox, t
     listing = run_cli(sandbox.project, "list", "--json").json()
     flags = {b["target"]: b["variant"] for b in listing[0]["branches"]}
     assert flags == {"v2.7.1": False, "v2.11.0": True, "v2.12.0": False, "master": False}
-    assert run_cli(sandbox.project, "check").code == 0
+    assert run_app(sandbox.project, "check").code == 0
     pushed = rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0")
-    redo = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
+    redo = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
                    "--json")
     assert redo.code == 0, redo.err
     assert {b["target"]: b["status"] for b in redo.json()["branches"]}["v2.11.0"] == "done"

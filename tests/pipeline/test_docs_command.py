@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pipeline.conftest import git, run_cli
+from tests.pipeline.conftest import git, run_app, run_cli
 
 PAGE = "docs/zh/api/native_api/pytorch_2-12-0/torch-distributed-elastic.md"
 
@@ -28,12 +28,12 @@ def test_docs_by_patch_set_name_and_refs_without_docs(sandbox, tmp_path):
     assert data["api"] == "torch.distributed.elastic.metrics.put_metric"
     assert [(v["version"], v["listed"]) for v in data["versions"]] == [("2.12.0", True)]
 
-    bare = run_cli(sandbox.project, "docs", "--api", "put_me")
+    bare = run_app(sandbox.project, "docs", "--api", "put_me")
     assert bare.code == 2
     assert "--api 'put_me' is neither a fully qualified API name" in bare.err
     assert "internal error" not in bare.err
 
-    old = run_cli(sandbox.project, "docs", "--api", "put_metric", "--ref", "v2.7.1")
+    old = run_app(sandbox.project, "docs", "--api", "put_metric", "--ref", "v2.7.1")
     assert old.code == 2
     assert "branch 'v2.7.1'" in old.err and "has no docs tree docs/zh/api/native_api/pytorch_*/" \
         in " ".join(old.err.split())

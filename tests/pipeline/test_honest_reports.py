@@ -58,16 +58,16 @@ def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_p
         assert by_target[target]["test"]["summary"] == NO_TORCH  # item 1, not "not found"
 
     # The run table and `status` are for the maintainer: the failure, the kept worktree.
-    table = run_cli(sandbox.project, "status")
+    table = run_app(sandbox.project, "status")
     assert table.code == 1  # like apply: a branch failed
     assert f"{NO_TORCH}, exit 1" in " ".join(table.out.split())
     assert "not found" not in table.out
     assert "backport continue" in " ".join(table.out.split())
-    status = run_cli(sandbox.project, "status", "--json").json()
+    status = run_app(sandbox.project, "status", "--json").json()
     assert [b["test"]["summary"] for b in status["branches"] if b["test"]] == [NO_TORCH] * 3
-    one = run_cli(sandbox.project, "status", "--branch", "v2.7.1", "--json")
+    one = run_app(sandbox.project, "status", "--branch", "v2.7.1", "--json")
     assert (one.code, [b["target"] for b in one.json()["branches"]]) == (1, ["v2.7.1"])
-    assert run_cli(sandbox.project, "status", "--branch", "v9").code == 2
+    assert run_app(sandbox.project, "status", "--branch", "v9").code == 2
 
     # Every PR body, as created and refreshed, and as `preview` renders it for every branch.
     bodies = pr_bodies(sandbox.project)
