@@ -138,10 +138,13 @@ def connect_or_start(
     process_env: Mapping[str, str],
     fingerprint: str,
     start_timeout: float,
+    load_check: float | None = None,
 ) -> tuple[socket.socket, dict]:
     """A connection to the kept worker for ``launch`` + ``variables``, started if needed.
 
     Returns the socket and the worker's hello (``started``: True when this call started it).
+    With ``load_check`` a worker started now runs the probe's torch_npu load check (that
+    timeout) in a fork; its result is the hello's ``load_check``.
     """
     folder = private_folder(policy.folder)
     path = socket_path(policy, launch, variables)
@@ -156,17 +159,22 @@ def connect_or_start(
             pass
         # A killed worker's scratch folder stays behind; it is of no use to the next one.
         shutil.rmtree(path.with_suffix(".spool"), ignore_errors=True)
-        _start(policy, path, launch, script, process_env, fingerprint, start_timeout)
+        started = _start(policy, path, launch, script, process_env, fingerprint, start_timeout,
+                         load_check)
         found = _connect(path, fingerprint)
         if found is None:
             raise KeptUnavailable("the kept worker started but does not answer")
-        return found[0], {**found[1], "started": True}
+        return found[0], {**found[1], "started": True, "load_check": started.get("load_check")}
 
 
 def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
-           process_env: Mapping[str, str], fingerprint: str, start_timeout: float) -> None:
+           process_env: Mapping[str, str], fingerprint: str, start_timeout: float,
+           load_check: float | None = None) -> dict:
+    """Start the kept worker; returns its ready line."""
     argv = [*launch, str(script), "torch", "--socket", str(path), "--idle", f"{policy.idle:g}",
             "--fingerprint", fingerprint, "--spool", str(path.with_suffix(".spool"))]
+    if load_check is not None:
+        argv += ["--load-check", f"{load_check:g}"]
     log_path = path.with_suffix(".log")
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -192,6 +200,7 @@ def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
         except OSError:
             pass
         raise KeptUnavailable(str(hello.get("error") or "the kept worker did not start"))
+    return hello
 
 
 def _read_line(fd: int, timeout: float) -> bytes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from backport.config.model import Environment
@@ -79,11 +79,21 @@ def require_built(envs: Mapping[str, Environment], branches: Mapping[str, list[s
     )
 
 
-def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0) -> Probe:
-    """Read platform, Python, package versions, CANN and NPU facts of ``env``."""
+LoadCheck = Callable[[], "dict | None"]  # the torch_npu load check run elsewhere; None: not run
+
+
+def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
+          load_check: LoadCheck | None = None) -> Probe:
+    """Read platform, Python, package versions, CANN and NPU facts of ``env``.
+
+    ``load_check``: where the check whether torch_npu loads comes from when torch_npu is
+    installed (the warm worker runs it in a fork of itself, see ``EarlyWorker``); when it gives
+    None, the probe runs the check in a process of its own, as without it.
+    """
     interpreter = require_interpreter(env)
     shown = home_shown(str(interpreter))
-    args = [str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT), *env.expect]
+    skip = ["--no-load-check"] if load_check is not None else []
+    args = [str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT), *skip, *env.expect]
     variables = {AUTOLOAD: "0"}
     try:
         proc = subprocess.run(
@@ -111,6 +121,13 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0) -> Pr
         raise BackportError(
             "env-missing", redact(f"environment '{env.name}': probing {shown} failed: {reason}")
         ) from None
+    if data.get("load_check") == "wanted":
+        assert load_check is not None
+        check = load_check()
+        if check is None:
+            return probe(env, timeout=timeout)
+        data.update(torch_npu_loads=bool(check.get("loads")), torch_npu_error=check.get("error"),
+                    npu_model=check.get("model"), npu_count=check.get("count"))
     error = data.get("torch_npu_error")
     return Probe(
         env_name=env.name,

@@ -18,7 +18,7 @@ from pathlib import Path
 from backport.config.model import Environment
 from backport.envs.fingerprint import FingerprintError, fingerprint
 from backport.envs.model import Probe
-from backport.envs.probe import PROBE_SCRIPT, probe
+from backport.envs.probe import PROBE_SCRIPT, LoadCheck, probe
 
 FORMAT = 1
 
@@ -28,14 +28,30 @@ def _slot(cache_dir: Path, env: Environment) -> Path:
     return cache_dir / "probes" / f"{hashlib.sha256(name.encode()).hexdigest()[:24]}.json"
 
 
-def cached_probe(
+def stored_probe(
     env: Environment, cache_dir: Path, environ: Mapping[str, str] | None = None
+) -> Probe | None:
+    """``env``'s probe from ``cache_dir`` while nothing it depends on changed; else None."""
+    try:
+        key = _key(env, environ)
+        data = json.loads(_slot(cache_dir, env).read_text(encoding="utf-8"))
+        if data.get("format") == FORMAT and data.get("key") == key:
+            return Probe.from_dict(data["probe"])
+    except (FingerprintError, OSError, ValueError, TypeError, KeyError):
+        pass
+    return None
+
+
+def cached_probe(
+    env: Environment, cache_dir: Path, environ: Mapping[str, str] | None = None, *,
+    load_check: LoadCheck | None = None,
 ) -> tuple[Probe, bool]:
-    """``env``'s probe and whether it was reused from ``cache_dir`` (False: probed now)."""
+    """``env``'s probe and whether it was reused from ``cache_dir`` (False: probed now, with
+    ``load_check`` passed to :func:`probe`)."""
     try:
         key = _key(env, environ)
     except FingerprintError:
-        return probe(env), False
+        return probe(env, load_check=load_check), False
     slot = _slot(cache_dir, env)
     try:
         data = json.loads(slot.read_text(encoding="utf-8"))
@@ -43,7 +59,7 @@ def cached_probe(
             return Probe.from_dict(data["probe"]), True
     except (OSError, ValueError, TypeError, KeyError):
         pass
-    result = probe(env)
+    result = probe(env, load_check=load_check)
     if result.torch_npu_loads is not True:
         _store(slot, {"format": FORMAT, "key": key, "probe": result.to_dict()})
     return result, False

@@ -83,7 +83,8 @@ class _Worker:
     """
 
     def __init__(
-        self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool
+        self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool,
+        load_check: float | None = None,
     ) -> None:
         self._stderr: IO[bytes] | None = tempfile.TemporaryFile()
         # The worker's scratch folder is ours, so it goes even when the worker is killed.
@@ -91,6 +92,8 @@ class _Worker:
         argv = [*launch, str(WORKER_SCRIPT), "torch", "--spool", str(self.spool)]
         if not learn:
             argv.append("--no-learn")
+        if load_check is not None:
+            argv += ["--load-check", f"{load_check:g}"]
         self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -114,6 +117,7 @@ class _Worker:
             self.stop()
             raise WorkerDied(str(hello.get("error") or "it did not start"))
         self.pid = int(self.proc.pid)
+        self.load_check: dict | None = hello.get("load_check")  # see probe_env.load_check
         self._start_reader()
 
     @classmethod
@@ -126,6 +130,7 @@ class _Worker:
         self.sock = sock
         self.kept = hello
         self.pid = int(hello.get("pid") or 0)
+        self.load_check = hello.get("load_check")  # only from a worker this run started
         self._setup(sock.fileno())
         self._start_reader()
         return self
@@ -244,7 +249,7 @@ class _Worker:
 
 def _start_worker(
     env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool,
-    keep: KeepPolicy | None = None,
+    keep: KeepPolicy | None = None, load_check: float | None = None,
 ) -> _Worker:
     """Launch ``env``'s warm worker with ``extra_env`` on top of its variables (through its
     ``source:`` script and ``wrapper:``, like every test).
@@ -254,6 +259,7 @@ def _start_worker(
     environment with a ``source:`` script always gets a private worker: what the script exports
     depends on the environment of the run that sources it, which a kept worker's children,
     given the client's environment, would not see.
+    With ``load_check``, a worker started now also runs the probe's torch_npu load check.
     """
     variables = {**env.env, **extra_env}
     launch = launch_argv(env, [], variables)
@@ -261,11 +267,12 @@ def _start_worker(
         try:
             sock, hello = connect_or_start(keep, launch, WORKER_SCRIPT, variables,
                                            env_vars(env, extra_env), fingerprint(env),
-                                           start_timeout)
+                                           start_timeout, load_check)
             return _Worker.attach(sock, hello)
         except (KeptUnavailable, FingerprintError, OSError):
             pass
-    return _Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn)
+    return _Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn,
+                   load_check=load_check)
 
 
 class EarlyWorker:
@@ -275,15 +282,21 @@ class EarlyWorker:
     loadable, so tests run with torch_npu's backend autoload off (which also keeps an
     installed torch_npu out of the worker). The runner adopts it only when the verdict
     gives exactly these variables; otherwise it is stopped unused.
+
+    With ``load_check`` (seconds) the worker, if started now, runs the probe's torch_npu load
+    check in a fork right after importing torch (:meth:`load_check_result`), so a cold run
+    imports torch once per environment, not once for the probe and once for the worker.
     """
 
     def __init__(self, env: Environment, extra_env: dict[str, str],
                  start_timeout: float = WORKER_START_TIMEOUT, *,
-                 keep: KeepPolicy | None = None) -> None:
+                 keep: KeepPolicy | None = None, load_check: float | None = None) -> None:
         self.env = env
         self.keep = keep
+        self.load_check = load_check
         self.extra_env = dict(extra_env)
         self._worker: _Worker | None = None
+        self._checked: dict | None = None
         self._error: str | None = None
         self._thread = threading.Thread(target=self._start, args=(start_timeout,),
                                         name=f"early-worker-{env.name}", daemon=True)
@@ -292,9 +305,16 @@ class EarlyWorker:
     def _start(self, start_timeout: float) -> None:
         try:
             self._worker = _start_worker(self.env, self.extra_env, start_timeout, learn=True,
-                                         keep=self.keep)
+                                         keep=self.keep, load_check=self.load_check)
+            self._checked = self._worker.load_check
         except (WorkerDied, OSError) as exc:
             self._error = str(exc)
+
+    def load_check_result(self) -> dict | None:
+        """The load check the worker ran at its start (once it started); None when it did not
+        run one (asked not to, attached to a worker an earlier run started, failed to start)."""
+        self._thread.join()
+        return self._checked
 
     def take(self, extra_env: dict[str, str]) -> _Worker | None:
         """The started worker if it runs with ``extra_env``; else None (and it is stopped)."""

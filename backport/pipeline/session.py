@@ -15,7 +15,8 @@ from backport.docs_audit import audit_docs, entries_to_json
 from backport.envs.kept import KeepPolicy, keep_policy
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.pins import pin_mismatches
-from backport.envs.probe_cache import cached_probe
+from backport.envs.probe import LOAD_CHECK_TIMEOUT
+from backport.envs.probe_cache import cached_probe, stored_probe
 from backport.envs.runner import EarlyWorker, TestRunner
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
@@ -81,10 +82,15 @@ class Environments:
 
     def probe(self, env: Environment) -> Probe:
         """Probe ``env`` once per run; raises the probe's BackportError every time it is asked."""
+        with self._lock:  # an early worker of this environment runs the torch_npu load check
+            checking = [w for (name, _), w in self._early.items()
+                        if name == env.name and w.load_check is not None]
+        load_check = checking[0].load_check_result if checking else None
         with self._env_lock(env.name):
             if env.name not in self._probes:
                 try:
-                    found, reused = cached_probe(env, cache_root(self.environ), self.environ)
+                    found, reused = cached_probe(env, cache_root(self.environ), self.environ,
+                                                 load_check=load_check)
                     self._probes[env.name] = found
                     if reused:
                         self.probes_reused.add(env.name)
@@ -114,10 +120,13 @@ class Environments:
         """
         if device == "none" and not self.isolated:
             # Start the worker alongside the probe; the runner keeps it if the guess was right.
+            # Without a stored probe, the worker also runs the probe's torch_npu load check.
+            stored = stored_probe(env, cache_root(self.environ), self.environ)
             with self._lock:
                 if (env.name, device) not in self._early:
-                    self._early[(env.name, device)] = EarlyWorker(env, {AUTOLOAD: "0"},
-                                                                     keep=self.keep)
+                    self._early[(env.name, device)] = EarlyWorker(
+                        env, {AUTOLOAD: "0"}, keep=self.keep,
+                        load_check=None if stored else LOAD_CHECK_TIMEOUT)
         try:
             probe = self.probe(env)
             if not pin_mismatches(env, probe):

@@ -5,8 +5,12 @@ and import nothing outside the standard library.  Versions are read from install
 distribution metadata; torch and torch_npu are imported only in a child process
 (``--load-check``), so a crash or a hang there cannot take the probe down.
 
-Usage: probe_env.py [--timeout SECONDS] [DIST ...]
+Usage: probe_env.py [--timeout SECONDS] [--no-load-check] [DIST ...]
        probe_env.py --load-check
+
+``--no-load-check`` leaves the check to the caller (the warm worker runs :func:`load_check` in
+a fork of itself, see ``warm_worker.py``) and says ``"load_check": "wanted"`` when torch_npu is
+installed.
 """
 
 from __future__ import annotations
@@ -98,11 +102,20 @@ def root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def load_check() -> dict:
-    """Import torch and torch_npu (autoload as the user has it) and read the NPUs."""
+def load_check(preloaded: bool = False) -> dict:
+    """Import torch and torch_npu (autoload as the user has it) and read the NPUs.
+
+    ``preloaded``: torch was imported before with the backend autoload off (in the warm
+    worker); the end of its import, which loads the device backends when autoload is on, is
+    replayed here, so the check reads what a fresh ``import torch`` would.
+    """
     result: dict[str, Any] = {"loads": False, "error": None, "count": None, "model": None}
     try:
         import torch  # noqa: F401
+
+        enabled = getattr(torch, "_is_device_backend_autoload_enabled", None)
+        if preloaded and enabled is not None and enabled():
+            torch._import_device_backends()
         import torch_npu  # noqa: F401
     except BaseException as exc:  # noqa: B036 - report anything, even SystemExit
         cause = root_cause(exc)
@@ -158,12 +171,14 @@ def main(argv: list) -> int:
     if argv[:1] == ["--timeout"]:
         timeout = float(argv[1])
         argv = argv[2:]
+    wanted = argv[:1] != ["--no-load-check"]
+    argv = argv[1:] if not wanted else argv
     names = [n for n in list(BASE_DISTS) + list(argv) if n.lower() != "python"]
     packages = {}
     for name in names:
         packages[name] = dist_version(name)
     loads = error = model = count = None
-    if packages.get("torch_npu") is not None:
+    if packages.get("torch_npu") is not None and wanted:
         check = run_load_check(timeout)
         loads = bool(check.get("loads"))
         error = check.get("error")
@@ -180,6 +195,8 @@ def main(argv: list) -> int:
         "npu_count": count,
         "visible_devices": visible_devices(),
     }
+    if packages.get("torch_npu") is not None and not wanted:
+        result["load_check"] = "wanted"
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 

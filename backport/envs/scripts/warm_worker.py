@@ -31,6 +31,11 @@ seconds. A request may carry ``environ``: the child's whole environment.
 Scratch (``--spool DIR``): the folder for the warm-up file and the children's reports, made by
 whoever started the worker so that it can remove it even when the worker is killed; the worker
 empties and removes it when it ends. Without it the worker makes one in the temp folder.
+
+``--load-check SECONDS``: right after importing torch (with the backend autoload off), a fork
+runs ``probe_env.load_check`` (autoload back as the user has it, torch's end-of-import backend
+loading replayed) and the ready line carries its result as ``"load_check"``, so the probe
+needs no process of its own that imports torch again.
 """
 
 from __future__ import annotations
@@ -534,6 +539,52 @@ class Worker:
         os.rmdir(self.spool)
 
 
+def fork_load_check(timeout: float) -> dict:
+    """``probe_env.load_check`` in a fork of this process; a crash or hang becomes an error
+    text worded as ``probe_env.run_load_check`` words it."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_fd)
+            os.environ.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import probe_env
+
+            data = (json.dumps(probe_env.load_check(preloaded=True)) + "\n").encode("utf-8")
+            while data:
+                data = data[os.write(write_fd, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    out, deadline = b"", time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(read_fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if selector.select(deadline - time.monotonic()):
+                chunk = os.read(read_fd, 65536)
+                if not chunk:
+                    break
+                out += chunk
+    os.close(read_fd)
+    timed_out = time.monotonic() >= deadline and not out.endswith(b"\n")
+    if timed_out:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
+    if os.WIFSIGNALED(status):
+        return {"loads": False,
+                "error": f"import torch_npu was killed by signal {os.WTERMSIG(status)}"}
+    try:
+        return dict(json.loads(out))
+    except ValueError:
+        code = os.WEXITSTATUS(status)
+        return {"loads": False, "error": f"import torch_npu exited with code {code}"}
+
+
 def _thread_count() -> int:
     try:
         return len(os.listdir("/proc/self/task"))
@@ -551,7 +602,9 @@ def main(args: list) -> int:
     idle = float(_option(args, "--idle") or 600)
     fingerprint = _option(args, "--fingerprint")
     spool = _option(args, "--spool")
-    values = {_option(args, name) for name in ("--socket", "--idle", "--fingerprint", "--spool")}
+    check_timeout = _option(args, "--load-check")
+    values = {_option(args, name)
+              for name in ("--socket", "--idle", "--fingerprint", "--spool", "--load-check")}
     preload = [a for a in args if not a.startswith("--") and a not in values]
     preload = preload or list(DEFAULT_PRELOAD)
     # The protocol gets a private copy of stdout; stray prints (from imports) go to stderr.
@@ -570,6 +623,8 @@ def main(args: list) -> int:
     gc.collect()
     gc.freeze()  # keep the collector off the imported objects: fewer copy-on-write faults
     hello = {"ready": True, "loaded": loaded, "learn": learn, "pid": os.getpid()}
+    if check_timeout:
+        hello["load_check"] = fork_load_check(float(check_timeout))
     if socket_path:
         import socket
 

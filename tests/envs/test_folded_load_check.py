@@ -1,0 +1,147 @@
+"""A cold run imports torch once per environment: the probe's torch_npu load check is a fork of
+the warm worker (whose torch was imported with the backend autoload off), and it reads exactly
+what a separate process importing torch with autoload on reads.
+
+The environments are real interpreters (the tool's own, with a small ``torch`` / ``torch_npu``
+pair on ``PYTHONPATH`` that loads its backend the way torch >= 2.5 does, and logs every process
+that imports it) and the real torch 2.13.0 + torch_npu environment.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from backport.config.model import Environment
+from backport.config.model import TestSpec as Spec
+from backport.envs.kept import KeepPolicy
+from backport.envs.probe import probe
+from backport.pipeline.session import Environments
+
+from .conftest import write
+
+FAKE_TORCH = """
+import os
+
+__version__ = "2.13.0"
+with open(os.environ["FAKE_TORCH_LOG"], "a") as log:
+    log.write(f"{os.getpid()}\\n")
+
+
+def _is_device_backend_autoload_enabled():
+    return os.getenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") == "1"
+
+
+def _import_device_backends():
+    try:
+        import torch_npu
+        torch_npu._autoload()
+    except Exception as err:
+        raise RuntimeError("Failed to load the backend extension: torch_npu.") from err
+
+
+if _is_device_backend_autoload_enabled():
+    _import_device_backends()
+"""
+
+NPU_MISSING_LIB = """
+raise ImportError("libhccl.so: cannot open shared object file: No such file or directory")
+"""
+
+NPU_LOADS = """
+import types
+
+import torch
+
+torch.npu = types.SimpleNamespace(device_count=lambda: 2,
+                                  get_device_name=lambda index: "Ascend910B4")
+
+
+def _autoload():
+    pass
+"""
+
+TEST_FILE = """
+import unittest
+
+import torch
+
+
+class T(unittest.TestCase):
+    def test_version(self):
+        self.assertEqual(torch.__version__, "2.13.0")
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+def _fake_env(root: Path, npu_source: str) -> tuple[Environment, Path]:
+    site = root / "site"
+    write(site / "torch" / "__init__.py", FAKE_TORCH)
+    write(site / "torch_npu" / "__init__.py", npu_source)
+    for name in ("torch", "torch_npu"):
+        write(site / f"{name}-2.13.0.dist-info" / "METADATA",
+              f"Metadata-Version: 2.1\nName: {name}\nVersion: 2.13.0\n")
+    log = root / "imports.log"
+    env = Environment(name="fake-torch", python=Path(sys.executable), timeout=60.0,
+                      env={"PYTHONPATH": str(site), "FAKE_TORCH_LOG": str(log)})
+    return env, log
+
+
+def _importers(log: Path) -> set[str]:
+    return set(log.read_text().split()) if log.exists() else set()
+
+
+@pytest.mark.parametrize("kept_workers", [False, True], ids=["own-worker", "kept-worker"])
+def test_cold_run_imports_torch_once_per_environment(
+    tmp_path: Path, kept: KeepPolicy, kept_workers: bool
+) -> None:
+    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+    worktree = tmp_path / "wt"
+    write(worktree / "test" / "test_x.py", TEST_FILE)
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")},
+                        keep=kept if kept_workers else None)
+    try:
+        envs.prewarm(env, "none")
+        found = envs.probe(env)
+        run = envs.runner(env, "none").run(worktree, Spec(path="test/test_x.py", args=()),
+                                           tmp_path / "x.log")
+    finally:
+        envs.close()
+    assert run.ok and run.runner == "warm"
+    # One process imported torch: the worker. The load check and the test were its forks.
+    assert len(_importers(log)) == 1
+    assert found.torch_npu_loads is False
+    assert found.torch_npu_error == (
+        "ImportError: libhccl.so: cannot open shared object file: No such file or directory")
+
+
+@pytest.mark.parametrize("npu_source", [NPU_MISSING_LIB, NPU_LOADS], ids=["fails", "loads"])
+def test_folded_load_check_reads_what_a_separate_process_reads(
+    tmp_path: Path, npu_source: str
+) -> None:
+    env, _log = _fake_env(tmp_path, npu_source)
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")})
+    try:
+        envs.prewarm(env, "none")
+        folded = envs.probe(env)
+    finally:
+        envs.close()
+    assert folded == probe(env)
+
+
+@pytest.mark.torch
+def test_folded_load_check_on_real_torch_npu(torch_env: Environment, tmp_path: Path) -> None:
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")})
+    try:
+        envs.prewarm(torch_env, "none")
+        folded = envs.probe(torch_env)
+    finally:
+        envs.close()
+    separate = probe(torch_env)
+    assert folded == separate
+    assert folded.torch_npu_loads is False and "libhccl.so" in (folded.torch_npu_error or "")
