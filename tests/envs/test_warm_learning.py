@@ -27,6 +27,9 @@ SITE_MODULES = {
     "bp_uses_argv.py": "import bp_argv_mod\n",
     # Reads sys.argv only where the worker runs, never in the test's worktree.
     "bp_sneaky.py": "import os\nimport sys\nARGS = None if os.path.exists('test/test_sneaky.py') else sys.argv[1:]\n",
+    # Notes every process that runs its top level in the file named by BP_COUNT_LOG.
+    "bp_counted.py": "import os\nwith open(os.environ['BP_COUNT_LOG'], 'a') as log:\n"
+                     "    log.write(f'{os.getpid()}\\n')\n",
 }
 
 # Imports what the next test checks, then changes global state everywhere it can.
@@ -154,11 +157,28 @@ if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1])
 """
 
+COUNTED = """
+import sys
+import unittest
+
+import bp_counted
+
+
+class Counted(unittest.TestCase):
+    def test_imported(self):
+        self.assertIn("bp_counted", sys.modules)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
+"""
+
 DYNAMO = """
 import sys
 import unittest
 
 DYNAMO_AT_START = "torch._dynamo" in sys.modules
+EXPECT_PRELOADED = {expect}
 
 import torch
 import torch._dynamo
@@ -167,7 +187,8 @@ from torch.testing._internal.common_utils import TestCase, run_tests
 
 class Dynamo(TestCase):
     def test_preloaded_and_pristine(self):
-        self.assertTrue(DYNAMO_AT_START, "the worker did not preload what the harness imports")
+        if EXPECT_PRELOADED:
+            self.assertTrue(DYNAMO_AT_START, "the worker did not preload what the harness imports")
         self.assertFalse(torch._dynamo.config.verbose)
         self.assertEqual(torch.get_default_dtype(), torch.float32)
         torch._dynamo.config.verbose = True
@@ -206,7 +227,9 @@ def worktree(tmp_path: Path) -> Path:
     write(wt / "test" / "test_indirect.py", INDIRECT)
     write(wt / "test" / "test_sneaky.py", SNEAKY)
     write(wt / "test" / "test_meet.py", MEET)
-    write(wt / "test" / "test_dynamo.py", DYNAMO)
+    write(wt / "test" / "test_dynamo_first.py", DYNAMO.format(expect=False))
+    write(wt / "test" / "test_dynamo.py", DYNAMO.format(expect=True))
+    write(wt / "test" / "test_counted.py", COUNTED)
     return wt
 
 
@@ -285,9 +308,11 @@ def test_warm_tests_run_side_by_side(
 def test_harness_imports_are_preloaded_without_leaking(
     torch_env: Environment, worktree: Path, keep: KeepPolicy | None, probed: Probed
 ) -> None:
+    # The first test of a fresh worker imports the harness itself (and teaches the worker);
+    # the next starts with it imported, and sees nothing the first changed.
     with Runner(torch_env, probed(torch_env), device="none", keep=keep) as runner:
-        for n in (1, 2):
-            run = runner.run(worktree, Spec("test/test_dynamo.py"), worktree / f"{n}.log")
+        for n, name in ((1, "test_dynamo_first.py"), (2, "test_dynamo.py")):
+            run = runner.run(worktree, Spec(f"test/{name}"), worktree / f"{n}.log")
             assert (run.runner, run.ran) == ("warm", 1)
             assert run.ok, (worktree / f"{n}.log").read_text()
 
@@ -308,3 +333,37 @@ def test_nothing_leaks_from_one_run_to_the_next_through_a_kept_worker(
         assert second.worker_pid == pid and "kept from an earlier run" in second.kind
         assert (check.runner, check.ran) == ("warm", 3)
         assert check.ok, (worktree / "2.log").read_text()
+
+
+def _counting(env: Environment, log: Path) -> Environment:
+    return Environment(name=env.name, python=env.python, timeout=env.timeout,
+                       env={"BP_COUNT_LOG": str(log)})
+
+
+def test_a_run_imports_what_its_test_needs_once(
+    learning_env: Environment, worktree: Path, probed: Probed
+) -> None:
+    # One test on a fresh worker of the run's own: the test imports bp_counted (as a process
+    # of its own would); the worker, which forks nothing after it, never imports it too.
+    log = worktree.parent / "counted.log"
+    with Runner(_counting(learning_env, log), probed(learning_env), device="none") as runner:
+        run = runner.run(worktree, Spec("test/test_counted.py"), worktree / "1.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "1.log").read_text()
+    assert len(log.read_text().split()) == 1
+
+
+def test_a_kept_worker_learns_between_runs(
+    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
+) -> None:
+    # The first run's test taught the kept worker; the next run's test starts with the module
+    # imported (by the worker, once), so it runs nothing of it again.
+    log = worktree.parent / "counted.log"
+    env = _counting(learning_env, log)
+    found = probed(learning_env)
+    for n in (1, 2):
+        with Runner(env, found, device="none", keep=kept) as runner:
+            run = runner.run(worktree, Spec("test/test_counted.py"), worktree / f"{n}.log")
+            assert (run.runner, run.ok) == ("warm", True), (worktree / f"{n}.log").read_text()
+            worker = runner.worker_pid
+    importers = log.read_text().split()
+    assert len(importers) == 2 and importers[1] == str(worker)

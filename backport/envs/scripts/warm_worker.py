@@ -12,9 +12,11 @@ its running children have ended.
 Learning (unless ``--no-learn``): each child reports the modules it imported that live in this
 interpreter's standard library or site-packages (never the test file, the worktree, or a module
 whose import read ``sys.argv``: older torch test harnesses parse the command line at import);
-when the child has ended the worker imports them itself, so the next child starts with nothing
-left to import. Right after start-up a throw-away child runs one empty test of torch's test
-harness for the same purpose. If the worker's own state could have become run-dependent (an
+before its next fork the worker imports them itself, so that child starts with nothing left to
+import. A kept worker also imports them as soon as no client is connected, so the next run's
+first test finds them imported; a worker no test follows imports nothing more (the first tests
+of a fresh worker import what they need, as processes of their own would). If the worker's own
+state could have become run-dependent (an
 import it made read ``sys.argv``, or started a thread, which ``fork()`` would not copy) it stops
 forking and says ``{"retire": reason}``; requests it then receives get
 ``{"id", "retired": reason}``. Imports that read the working directory see the worker's folder,
@@ -56,21 +58,6 @@ import traceback
 from typing import Any
 
 DEFAULT_PRELOAD = ("torch",)
-WARMUP_HOLD = 60.0  # at most this many seconds, requests wait for the warm-up's imports
-
-# One empty test of torch's harness: TestCase.run imports what every torch test file needs.
-WARMUP = """
-import os, unittest
-from torch.testing._internal.common_utils import TestCase
-
-class WarmUp(TestCase):
-    def test_nothing(self):
-        pass
-
-with open(os.devnull, "w") as sink:
-    unittest.TextTestRunner(stream=sink).run(
-        unittest.defaultTestLoader.loadTestsFromTestCase(WarmUp))
-"""
 
 
 # -- what reads the run's context --------------------------------------------------------------
@@ -263,9 +250,6 @@ class Worker:
         self.failed: set = set()
         self.readers: set = set()
         self.retired = ""
-        self.warmup = 0  # pid of the warm-up child while it runs
-        self.held: list = []  # (conn, request) waiting for the warm-up's imports
-        self.hold_until = 0.0
         self.threads = _thread_count()
         self.listener = listener
         self.socket_path = socket_path
@@ -327,24 +311,12 @@ class Worker:
             json.dump({"modules": names, "readers": sorted(readers)}, out)
         os.replace(target + ".tmp", target)
 
-    def start_warmup(self) -> None:
-        request: dict = {"cwd": self.spool, "path": os.path.join(self.spool, "warm_up.py"),
-                   "argv": ["warm_up.py"], "log": os.devnull, "source": WARMUP}
-        with open(request["path"], "w") as out:
-            out.write("# run from memory\n")
-        self.warmup = self.fork(request)
-        self.children[self.warmup] = None
-        self.hold_until = time.monotonic() + WARMUP_HOLD
-
     def handle(self, conn: Any, request: dict) -> None:
         if request.get("shutdown"):
             self.unlisten()
             return
-        if self.warmup and time.monotonic() < self.hold_until:
-            # Forking now would make this test import what the worker is about to import once.
-            self.held.append((conn, request))
-            return
         rid = request.get("id")
+        self.preload()  # what the tests so far taught, before this fork
         if self.retired:
             self.send(conn, {"id": rid, "retired": self.retired})
             return
@@ -367,17 +339,6 @@ class Worker:
                 code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                 self.send(owner[0], {"id": owner[1], "exit_code": code})
             self._collect(pid)
-            self.preload()
-            if pid == self.warmup:
-                self.release()
-
-    def release(self) -> None:
-        """Stop holding requests for the warm-up; fork the held ones."""
-        self.warmup = 0
-        held, self.held = self.held, []
-        for conn, request in held:
-            if conn in self.conns:
-                self.handle(conn, request)
 
     def _collect(self, pid: int) -> None:
         path = os.path.join(self.spool, f"{pid}.json")
@@ -460,7 +421,6 @@ class Worker:
     def drop(self, conn: Any) -> None:
         """A client left: end its children (no one waits for them) and forget it."""
         self.conns.remove(conn)
-        self.held = [(c, r) for c, r in self.held if c is not conn]
         for pid, owner in list(self.children.items()):
             if owner is not None and owner[0] is conn:
                 try:
@@ -489,19 +449,13 @@ class Worker:
         kept = listen_fd >= 0
         idle_since = time.monotonic()
 
-        if self.learn:
-            self.start_warmup()
         while self.conns or self.children or self.listener is not None:
             if listen_fd >= 0 and self.listener is None:
                 selector.unregister(listen_fd)
                 listen_fd = -1
             wait = None
-            if self.held:
-                wait = max(self.hold_until - time.monotonic(), 0.0)
-                if wait == 0.0:
-                    self.release()
-                    continue
-            elif kept and not self.conns and not self.children:
+            if kept and not self.conns and not self.children:
+                self.preload()  # between runs: the next run's first test finds it imported
                 wait = self.idle - (time.monotonic() - idle_since)
                 if wait <= 0:
                     break
