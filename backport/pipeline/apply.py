@@ -1,4 +1,4 @@
-"""`apply`: fetch, apply and test every target branch in parallel, then push and open PRs."""
+"""`apply`: fetch, apply, test, push and open the PR of every target branch, in parallel."""
 
 from __future__ import annotations
 
@@ -181,9 +181,13 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
     pool = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="branch")
     try:
         # Newest branch first: its conflict is the one to resolve first, and flows down.
+        # Each branch is pushed as soon as it is tested; its PR is opened once the branches
+        # before it (target order) had theirs. Bodies written before the other branches
+        # finished are refreshed at the end.
         order = newest_first(dict.fromkeys(job.target for job in jobs))
         applied = _chain_applies(jobs)
-        futures = [pool.submit(_prepare, session, job, bases, applied[id(job)])
+        prs = _PrTurns(jobs)
+        futures = [pool.submit(_prepare_and_publish, session, job, bases, applied[id(job)], prs)
                    for job in sorted(jobs, key=lambda j: order.index(j.target))]
         for future in as_completed(futures):
             future.result()
@@ -192,8 +196,6 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         session.close()  # kills running tests so an interrupt is prompt
         raise
     pool.shutdown(wait=True)
-    for job in jobs:
-        _publish(session, job)
     _refresh_siblings(session, jobs, event_for)
 
 
@@ -292,6 +294,56 @@ def _wait_all(events: list[threading.Event]) -> None:
         event.wait()
 
 
+class _PrTurns:
+    """Opens each patch set's PRs in target order while its branches finish in any order.
+
+    A branch's PR step runs once every earlier target of its patch set had its turn; the
+    thread that completes the missing turn runs the steps that were waiting (no thread waits).
+    """
+
+    def __init__(self, jobs: list[BranchJob]) -> None:
+        self._lock = threading.Lock()
+        self._queues: dict[str, list[str]] = {}
+        for job in jobs:
+            self._queues.setdefault(job.patch_set.name, [])
+        for name, queue in self._queues.items():
+            ps = next(job.patch_set for job in jobs if job.patch_set.name == name)
+            mine = {job.target for job in jobs if job.patch_set.name == name}
+            queue.extend(t for t in ps.branches if t in mine)
+        self._ready: dict[tuple[str, str], Callable[[], None] | None] = {}
+        self._draining = False
+
+    def done(self, job: BranchJob, pr: Callable[[], None] | None) -> None:
+        """``job`` is pushed (or will get no PR: ``pr`` None); run every PR step now due."""
+        with self._lock:
+            self._ready[(job.patch_set.name, job.target)] = pr
+            if self._draining:
+                return  # the draining thread will take it
+            self._draining = True
+        while True:
+            with self._lock:
+                due = self._next()
+                if due is None:
+                    self._draining = False
+                    return
+            if due[0] is not None:
+                due[0]()
+
+    def _next(self) -> tuple[Callable[[], None] | None] | None:
+        """The next due turn, holding its PR step (None: that branch gets no PR); None: none due."""
+        for name, queue in self._queues.items():
+            if queue and (name, queue[0]) in self._ready:
+                return (self._ready.pop((name, queue.pop(0))),)
+        return None
+
+
+def _prepare_and_publish(session: Session, job: BranchJob,
+                         bases: dict[str, str | BackportError], applied: threading.Event,
+                         prs: _PrTurns) -> None:
+    _prepare(session, job, bases, applied)
+    prs.done(job, _push(session, job))
+
+
 def _prepare(session: Session, job: BranchJob, bases: dict[str, str | BackportError],
              applied: threading.Event) -> None:
     def prepare() -> None:
@@ -320,20 +372,20 @@ def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
     return eligible and not (options.no_push and not options.dry_run)
 
 
-def _publish(session: Session, job: BranchJob) -> None:
+def _push(session: Session, job: BranchJob) -> Callable[[], None] | None:
+    """Push a publishable branch; returns its PR step, to run in its turn (None: no PR)."""
     options = session.options
     if not publishable(job.record, options):
-        return
-
+        return None
     bm = session.project.branch_map
-
-    def publish() -> None:
-        pushed = push_step(job, repo=session.cache.path, fork_url=bm.fork_url,
-                           push_env=session.remote.push_env(), options=options, plan=session.plan)
-        if pushed and not options.no_pr:
-            pr_step(job, session.remote.forge(), session.docs(job.patch_set.api), bm,
-                    list(job.patch_set.branches))
-    _guard(job, publish)
+    pushed = _guard(job, lambda: push_step(
+        job, repo=session.cache.path, fork_url=bm.fork_url, push_env=session.remote.push_env(),
+        options=options, plan=session.plan))
+    if not pushed or options.no_pr:
+        return None
+    return lambda: _guard(job, lambda: pr_step(
+        job, session.remote.forge(), session.docs(job.patch_set.api), bm,
+        list(job.patch_set.branches)))
 
 
 def write_report(outcome: Outcome) -> Path:
