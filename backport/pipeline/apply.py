@@ -184,11 +184,14 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         # Each branch is pushed as soon as it is tested; its PR is opened once the branches
         # before it (target order) had theirs. Bodies written before the other branches
         # finished are refreshed at the end.
+        # A batch goes one patch set after another, so its PRs appear as it goes.
         order = newest_first(dict.fromkeys(job.target for job in jobs))
         applied = _chain_applies(jobs)
+        sets = list(dict.fromkeys(job.patch_set.name for job in jobs))
         prs = _PrTurns(jobs)
         futures = [pool.submit(_prepare_and_publish, session, job, bases, applied[id(job)], prs)
-                   for job in sorted(jobs, key=lambda j: order.index(j.target))]
+                   for job in sorted(jobs, key=lambda j: (sets.index(j.patch_set.name),
+                                                          order.index(j.target)))]
         for future in as_completed(futures):
             future.result()
     except BaseException:
