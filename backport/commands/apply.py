@@ -32,7 +32,7 @@ from backport.report.summary import render_table, status_json
 @click.option("--pr-on-failure", is_flag=True,
               help="Open a draft PR whose evidence shows a failing test.")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="CPUs",
-              help="Branches fetched, applied and tested at once.")
+              help="Branches applied, tested and pushed at once.")
 @click.option("--isolated", is_flag=True,
               help="Run every test in a fresh interpreter instead of the warm worker.")
 @click.option("--no-keep-workers", is_flag=True,
