@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,6 +32,35 @@ _guard = threading.Lock()
 _path_locks: dict[Path, tuple[threading.RLock, list[int]]] = {}
 
 
+def lock_file(repo: Path) -> Path:
+    """The file whose flock guards the cache repository at ``repo``: ``<repo>.lock`` beside it."""
+    real = Path(os.path.realpath(repo))
+    return real.with_name(real.name + ".lock")
+
+
+@contextlib.contextmanager
+def repo_lock(repo: Path) -> Iterator[None]:
+    """Exclusive use of the cache repository at ``repo`` (re-entrant within one thread): its
+    refs, its worktree registry; other processes are kept out by the flock on its lock file."""
+    repo = Path(os.path.realpath(repo))
+    with _guard:
+        rlock, depth = _path_locks.setdefault(repo, (threading.RLock(), [0]))
+    with rlock:
+        if depth[0]:
+            depth[0] += 1
+            try:
+                yield
+            finally:
+                depth[0] -= 1
+            return
+        with file_lock(lock_file(repo), wait=True):
+            depth[0] = 1
+            try:
+                yield
+            finally:
+                depth[0] = 0
+
+
 def cache_dir_name(url: str) -> str:
     """``<host-and-path>-<hash>``: readable, filesystem-safe and unique per upstream URL."""
     clean = strip_url_credentials(transport_url(url))
@@ -56,29 +86,13 @@ class RepoCache:
         self.upstream_url = upstream_url
         self.url = strip_url_credentials(transport_url(upstream_url))
         self.path = self.root / cache_dir_name(upstream_url)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.lock_path = lock_file(self.path)
         self.env = dict(env or {})
 
     # -- locking ---------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self) -> contextlib.AbstractContextManager[None]:
         """Exclusive use of the cache repository (re-entrant within one thread)."""
-        with _guard:
-            rlock, depth = _path_locks.setdefault(self.path, (threading.RLock(), [0]))
-        with rlock:
-            if depth[0]:
-                depth[0] += 1
-                try:
-                    yield
-                finally:
-                    depth[0] -= 1
-                return
-            with file_lock(self.lock_path, wait=True):
-                depth[0] = 1
-                try:
-                    yield
-                finally:
-                    depth[0] = 0
+        return repo_lock(self.path)
 
     # -- setup -----------------------------------------------------------------------------
     def ensure(self) -> None:

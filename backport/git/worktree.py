@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backport.errors import BackportError
+from backport.git.cache import repo_lock
 from backport.git.run import GitOutput, check_branch_name, git
 
 if TYPE_CHECKING:
@@ -151,24 +152,31 @@ class Worktree:
 
     # -- removal -----------------------------------------------------------------------------
     def remove(self) -> None:
-        """Delete the worktree (even with local changes or a ``git am`` in progress) and its branch."""
+        """Delete the worktree (even with local changes or a ``git am`` in progress) and its branch.
+
+        Holds the cache lock: worktrees of other branches may be created meanwhile.
+        """
         if self.repo.is_dir():
-            registered = [p for p in _registered(self.repo) if _same(p, self.path)]
-            if registered and self.path.exists():
-                git(
-                    ["worktree", "remove", "--force", "--force", "--", str(self.path)],
-                    cwd=self.repo,
-                )
-            elif self.path.is_dir() and (self.path / ".git").is_file():
-                shutil.rmtree(self.path)
-            git(["worktree", "prune"], cwd=self.repo)
-            if self.branch:
-                exists = git(
-                    ["rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}"],
-                    cwd=self.repo,
-                    check=False,
-                )
-                if exists.ok:
-                    git(["branch", "--quiet", "-D", "--", self.branch], cwd=self.repo)
+            with repo_lock(self.repo):
+                self._remove()
         elif self.path.is_dir() and (self.path / ".git").is_file():
             shutil.rmtree(self.path)
+
+    def _remove(self) -> None:
+        registered = [p for p in _registered(self.repo) if _same(p, self.path)]
+        if registered and self.path.exists():
+            git(
+                ["worktree", "remove", "--force", "--force", "--", str(self.path)],
+                cwd=self.repo,
+            )
+        elif self.path.is_dir() and (self.path / ".git").is_file():
+            shutil.rmtree(self.path)
+        git(["worktree", "prune"], cwd=self.repo)
+        if self.branch:
+            exists = git(
+                ["rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}"],
+                cwd=self.repo,
+                check=False,
+            )
+            if exists.ok:
+                git(["branch", "--quiet", "-D", "--", self.branch], cwd=self.repo)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -114,3 +117,30 @@ def test_worktrees_created_from_threads(cache: RepoCache, scenario: Scenario, tm
     for target in targets:
         assert made[target].head() == scenario.heads[target]
         assert files_in(made[target].path) == {TEST_FILE}
+
+
+def test_remove_waits_for_the_cache_lock(cache: RepoCache, tmp_path: Path) -> None:
+    # Removing a worktree rewrites the cache's worktree registry, as creating one does: it must
+    # not run while another thread or process holds the cache (a branch of the same run
+    # creating its worktree would find the registry changing under it).
+    head = cache.fetch(["master"])["master"]
+    wt = Worktree.create(cache, tmp_path / "a" / "master", "bp-a", head, [TEST_FILE])
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, sys\n"
+         "f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+         "print('held', flush=True); sys.stdin.read()\n", str(cache.lock_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        remover = threading.Thread(target=wt.remove)
+        remover.start()
+        remover.join(2.0)
+        assert remover.is_alive() and wt.path.exists()  # still waiting for the lock
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    remover.join(60)
+    assert not remover.is_alive() and not wt.path.exists()
+    assert "bp-a" not in gr.branches_of(cache.path)
