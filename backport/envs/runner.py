@@ -547,8 +547,8 @@ class TestRunner:
                 if hello is None or "pid" not in hello:
                     raise WorkerDied("the worker did not start the test")
                 pid = int(hello["pid"])
-                # The test's time starts when its child exists: a worker still busy with its
-                # warm-up holds requests, and that wait is not the test's.
+                # The test's time starts when its child exists: a worker first imports what
+                # earlier tests taught it, and that wait is not the test's.
                 start = time.monotonic()
                 reply = _reply(waiter, timeout)
                 if reply is None:  # timed out: kill the test's group, collect its status

@@ -30,7 +30,7 @@ a client that disconnects are killed. A request ``{"shutdown": true}`` (or retir
 socket; the worker then ends once no client and no child is left, as it does after ``S`` idle
 seconds. A request may carry ``environ``: the child's whole environment.
 
-Scratch (``--spool DIR``): the folder for the warm-up file and the children's reports, made by
+Scratch (``--spool DIR``): the folder for the children's reports, made by
 whoever started the worker so that it can remove it even when the worker is killed; the worker
 empties and removes it when it ends. Without it the worker makes one in the temp folder.
 
@@ -245,7 +245,7 @@ class Worker:
         if spool:
             os.makedirs(spool, mode=0o700, exist_ok=True)
         self.spool = spool or tempfile.mkdtemp(prefix="backport-warm-")
-        self.children: dict = {}  # pid -> (conn, request id), or None for the warm-up
+        self.children: dict = {}  # pid -> (conn, request id)
         self.pending: dict = {}  # module names to import, in order (a dict as an ordered set)
         self.failed: set = set()
         self.readers: set = set()
