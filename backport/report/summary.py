@@ -64,8 +64,7 @@ def apply_notes(record: BranchRecord) -> list[str]:
     """What a reviewer should know about how the series went in (English, one line each)."""
     notes = []
     if record.series_source:
-        notes.append(f"applied from {record.series_source.label}, because its own series "
-                     f"conflicts")
+        notes.append(f"its own series conflicts; applied from {record.series_source.label}")
     tried = record.tried_sources
     if tried and record.status == Status.CONFLICT:
         notes.append(f"{', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}")
@@ -76,10 +75,9 @@ def apply_notes(record: BranchRecord) -> list[str]:
                      "compare the change with the newer branches")
     loose = record.loose_files
     if loose:
-        notes.append(f"{', '.join(loose)} went in with the context lines of "
-                     f"{record.series_source.label if record.series_source else 'the series'} "
-                     "ignored (each change found exactly once in the file): compare the change "
-                     "with the newer branches")
+        notes.append(f"{', '.join(loose)} went in with the series' context lines ignored (each "
+                     "change found exactly once in the file): compare the change with the newer "
+                     "branches")
     return notes
 
 

@@ -215,7 +215,8 @@ def test_a_resolution_goes_in_with_its_context_ignored_where_each_change_has_one
     assert API_LINE_11.strip() in fixed and "import configure, put_metric" in fixed
     assert REWORDED in fixed and "def test_put_metric" in fixed
     status = " ".join(run_app(sandbox.project, "status", "--api", "put_metric").out.split())
-    assert ("went in with the context lines of the v2.12.0 resolution ignored" in status)
+    assert "its own series conflicts; applied from the v2.12.0 resolution" in status
+    assert f"{TEST_FILE} went in with the series' context lines ignored" in status
     assert "忽略补丁上下文行后应用" in pr_body(sandbox.project, "v2.11.0")
 
 
