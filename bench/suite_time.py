@@ -30,24 +30,27 @@ def become_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
-def reap_all(limit: float) -> None:
-    """Wait for every remaining descendant (kept workers end when the suite stops them)."""
-    deadline = time.monotonic() + limit
+def one_run(argv: list[str], linger: float = 30.0) -> tuple[float, float, int]:
+    """Run ``argv``; reap every child as it ends (orphans included, so none stays a zombie
+    that a test waiting for a process group to vanish would still see); then wait up to
+    ``linger`` seconds for the last orphans (kept workers stopped at the suite's end)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=ROOT)
+    code: int | None = None
+    while code is None:
+        pid, status = os.waitpid(-1, 0)
+        if pid == proc.pid:
+            code = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - start
+    deadline = time.monotonic() + linger
     while time.monotonic() < deadline:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
             time.sleep(0.1)
-
-
-def one_run(argv: list[str]) -> tuple[float, float, int]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    code = subprocess.run(argv, cwd=ROOT, check=False).returncode
-    wall = time.monotonic() - start
-    reap_all(30.0)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, code

@@ -26,9 +26,15 @@ def kept_folder() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def probe_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stored probes of this test process, shared by every test's cache (see below)."""
+    return tmp_path_factory.mktemp("probes")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
-                  kept_folder: Path) -> None:
+                  kept_folder: Path, probe_store: Path) -> None:
     """Give git an identity and keep the user's global config and caches out of the tests."""
     home = tmp_path_factory.mktemp("home")
     (home / ".gitconfig").write_text(
@@ -37,6 +43,11 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("BACKPORT_CACHE", str(home / "cache"))
+    # Each test has a cache of its own, but its stored probes are shared, as a user's runs
+    # share them: a probe is reused only while its fingerprint holds, which no test here breaks
+    # for a shared interpreter. The tests of the probe cache give it a cache of their own.
+    (home / "cache").mkdir()
+    (home / "cache" / "probes").symlink_to(probe_store, target_is_directory=True)
     for var in ("GITCODE_TOKEN", "BACKPORT_TOKEN", "BACKPORT_UPSTREAM_URL", "BACKPORT_FORK_URL",
                 "BACKPORT_API_URL", "BACKPORT_CONFIG", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)

@@ -14,6 +14,23 @@ from backport.forge.local import LocalForge
 from backport.forge.token import resolve_token
 
 FORGES = ("gitcode", "local")
+SETTLE_VAR = "BACKPORT_GITCODE_SETTLE"
+DEFAULT_SETTLE = 2.0
+
+
+def settle_seconds(environ: Mapping[str, str] | None) -> float:
+    """How long to let GitCode show a branch just pushed or a PR just created, between checks
+    (``$BACKPORT_GITCODE_SETTLE``, default 2 seconds)."""
+    text = (environ or {}).get(SETTLE_VAR, "").strip()
+    if not text:
+        return DEFAULT_SETTLE
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 600.0:  # also refuses nan and inf
+        raise ConfigError(f"{SETTLE_VAR}={text!r} is not a number of seconds from 0 to 600.")
+    return value
 
 
 def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = None,
@@ -39,7 +56,8 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
             return DryRunForge(None, plan, upstream=branch_map.upstream, fork=branch_map.fork,
                                name="gitcode", skip_reason="no GitCode token")
         forge = GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
-                             web_url=branch_map.web_url, timeout=timeout)
+                             web_url=branch_map.web_url, timeout=timeout,
+                             settle=settle_seconds(environ))
         if dry_run:
             return DryRunForge(forge, plan, upstream=branch_map.upstream, fork=branch_map.fork)
         return forge

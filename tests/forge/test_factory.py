@@ -109,3 +109,13 @@ def test_plan_lines_are_redacted(tmp_path: Path) -> None:
     forge = make_forge(branch_map(tmp_path, "local"), tmp_path, dry_run=True, plan=plan.append)
     forge.create_pr(BRANCH, BASE, f"title with {TOKEN}", "b")
     assert TOKEN not in plan[0]
+
+
+def test_the_wait_for_gitcode_to_show_a_push_comes_from_the_environment(tmp_path: Path) -> None:
+    bm = branch_map(tmp_path, "gitcode")
+    assert make_forge(bm, tmp_path, token=TOKEN, environ={}).settle == 2.0
+    forge = make_forge(bm, tmp_path, token=TOKEN, environ={"BACKPORT_GITCODE_SETTLE": "0.5"})
+    assert forge.settle == 0.5
+    for bad in ("soon", "-1", "nan"):
+        with pytest.raises(ConfigError, match=f"BACKPORT_GITCODE_SETTLE={bad!r} is not"):
+            make_forge(bm, tmp_path, token=TOKEN, environ={"BACKPORT_GITCODE_SETTLE": bad})

@@ -19,7 +19,9 @@ KEPT = re.compile(r"warm worker, kept, pid (\d+), (started now|kept from an earl
 def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
     folder = Path(tempfile.mkdtemp(prefix="bpk-"))  # short: a socket path has a length limit
     os.chmod(folder, 0o700)
-    env = {"BACKPORT_KEEP_WORKERS": "1", "BACKPORT_RUNTIME_DIR": str(folder), "COLUMNS": "300"}
+    # A cache of its own: the first run probes, the second reuses that probe.
+    env = {"BACKPORT_KEEP_WORKERS": "1", "BACKPORT_RUNTIME_DIR": str(folder), "COLUMNS": "300",
+           "BACKPORT_CACHE": str(folder / "cache")}
     try:
         first = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
                         "v2.7.1", "--no-push", env=env)
