@@ -344,10 +344,9 @@ class _Parser:
             raise _Bad(n, f"makes the symbolic link '{link}' point into .git")
 
 
-def parse_patch_text(
-    text: str, display: str = "<patch>"
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(subjects, touched paths) of a patch's text; raises ``ConfigError`` naming ``display``."""
+def _parsed(text: str, display: str) -> _Parser:
+    """The parser after reading a whole format-patch text; ``ConfigError`` naming ``display``
+    and the line when it is not well formed."""
     lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     if lines and lines[-1] == "":
         lines.pop()
@@ -356,6 +355,14 @@ def parse_patch_text(
         parser.parse(lines)
     except _Bad as exc:
         raise config_error(f"{display}:{exc.line}: {exc.message}") from None
+    return parser
+
+
+def parse_patch_text(
+    text: str, display: str = "<patch>"
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(subjects, touched paths) of a patch's text; raises ``ConfigError`` naming ``display``."""
+    parser = _parsed(text, display)
     return tuple(parser.subjects), tuple(sorted(parser.paths))
 
 
@@ -403,14 +410,7 @@ def read_file_diffs(path: Path) -> tuple[int, list[FileDiff]]:
     Raises ``ConfigError`` naming the file when it is not a well-formed patch.
     """
     text = Path(path).read_bytes().decode("utf-8", "surrogateescape")
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    if lines and lines[-1] == "":
-        lines.pop()
-    parser = _Parser()
-    try:
-        parser.parse(lines)
-    except _Bad as exc:
-        raise config_error(f"{display_path(Path(path))}:{exc.line}: {exc.message}") from None
+    parser = _parsed(text, display_path(Path(path)))
     return len(parser.subjects), parser.files
 
 
