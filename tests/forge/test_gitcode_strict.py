@@ -1,4 +1,4 @@
-"""GitCode as it really behaves (issue 13): each case against the strict stand-in on 127.0.0.1.
+"""GitCode as it really behaves: each case against the strict stand-in on 127.0.0.1.
 
 Where each behaviour is documented is listed in ``docs/gitcode.md``.
 """

@@ -1,4 +1,4 @@
-"""`apply` against the strict GitCode stand-in (issue 13): what a run leaves on the service."""
+"""`apply` against the strict GitCode stand-in: what a run leaves on the service."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ def pr_bodies(project: Path) -> dict[str, str]:
 def local_paths(text: str, *roots: Path) -> list[str]:
     """Every place ``text`` shows this machine: the given roots, home, temp dir, interpreter.
 
-    Nothing is exempt, the recorded COMMAND lines included (issue 12 item 5).
+    Nothing is exempt, the recorded COMMAND lines included.
     """
     needles = {str(r) for r in roots} | {os.path.expanduser("~"), tempfile.gettempdir(),
                                         str(Path(sys.executable).parent)}
