@@ -31,6 +31,8 @@ from backport.report.evidence_parse import (
     NOT_PROBED,
     NOT_RUN,
     RESULT,
+    STALE_MOVED,
+    STALE_UNTESTED,
     TIMED_OUT,
     Evidence,
 )
@@ -346,10 +348,6 @@ def _shared_notes(vs: _Views) -> list[str]:
     return notes
 
 
-_STALE = ("STALE=the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork branch now "
-          "holds, was not tested by this run")
-
-
 def _head_line(view: BranchView) -> str:
     return f"HEAD_COMMIT={view.head or 'none (no commit on the fork branch)'}"
 
@@ -358,7 +356,8 @@ def _stale_lines(view: BranchView) -> list[str]:
     """``TESTED_COMMIT`` and ``STALE`` when the result is of another commit than the head."""
     if not (view.stale and view.test):
         return []
-    return [f"TESTED_COMMIT={_one_line(str(view.test.commit))}", _STALE]
+    stale = STALE_MOVED if view.fork_sha else STALE_UNTESTED
+    return [f"TESTED_COMMIT={_one_line(str(view.test.commit))}", f"STALE={stale}"]
 
 
 def _read_back_text(view: BranchView, evidence: Evidence) -> str:

@@ -24,6 +24,11 @@ TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
 SKIPPED = "skipped on request"
 AUTOLOAD_NOTE = f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
+# The STALE= values: the head was pushed by this tool but not tested, or by someone else.
+STALE_UNTESTED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork branch now "
+                  "holds, was not tested by this run")
+STALE_MOVED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT was pushed to the fork branch "
+               "by someone else and was not tested by this tool")
 
 _KEY = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$")
 _NOT_RUN = re.compile(r"^RESULT: not run \((?P<why>.*)\)$")
@@ -193,5 +198,7 @@ def record_of(evidence: Evidence, *, target: str, fork_branch: str,
         why = evidence.not_run or ""
         status = Status(why) if why in Status._value2member_map_ else Status.FAILED
     head = evidence.head
+    moved = evidence.get("STALE") == STALE_MOVED
     return BranchRecord(target=target, fork_branch=fork_branch, status=status, commit=head,
-                        pushed_sha=head, test=test, env=_env(evidence, target), pr=pr)
+                        pushed_sha=head, fork_sha=head if moved else None, test=test,
+                        env=_env(evidence, target), pr=pr)

@@ -19,6 +19,9 @@ def _variants() -> dict[str, list[dict]]:
     base = fx.records()
     stale = copy.deepcopy(base)
     stale[1]["test"]["commit"] = "a" * 40  # tested at an older commit than the fork head
+    moved = copy.deepcopy(base)
+    moved[2]["fork_sha"] = "b" * 40  # someone else moved the fork branch after the test
+    moved[2]["test"]["commit"] = moved[2]["pushed_sha"]
     failed = copy.deepcopy(base)
     failed[0] = fx.failing(failed[0])
     failed[0].update(pushed_sha=failed[0]["commit"], pr=base[0]["pr"])  # --pr-on-failure
@@ -38,7 +41,7 @@ def _variants() -> dict[str, list[dict]]:
     per_host = copy.deepcopy(base)
     per_host[0]["env"]["platform"] = "Linux-4.19.90-x86_64-with-glibc2.28"
     per_host[0]["env"]["python"] = "3.9.21"
-    return {"plain": base, "stale": stale, "failed": failed, "timed": timed,
+    return {"plain": base, "stale": stale, "moved": moved, "failed": failed, "timed": timed,
             "skipped": skipped, "autoload": autoload, "unprobed": unprobed, "per_host": per_host}
 
 
