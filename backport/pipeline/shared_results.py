@@ -157,3 +157,11 @@ def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
     """The draft state a branch's PR should have: its test failed, or the patch set asks."""
     failed = rec is not None and rec.test is not None and rec.test.ok is False
     return failed or ps.pr.draft
+
+
+def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:
+    """The set as GitCode shows it, with no journal: each branch with an open PR, as that PR's
+    evidence states it (a fork branch moved since shows its result as stale)."""
+    state = read_set(forge, ps, bm)
+    chosen, _ = body_records([], state)
+    return state, {rec.target: rec for rec in chosen}

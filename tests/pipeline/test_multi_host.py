@@ -151,6 +151,7 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
     again = finish(apply(by_name["master"], "--force"))
     assert again.code == 0, again.err
     bodies = open_bodies(gitcode)
+    bodies_numbers = {pr.base_ref: pr.number for pr in gitcode.open_prs()}
     for target, body in bodies.items():
         cell = results_table(body)["v2.7.1"]
         assert f"该结果测于 {tested[:12]}；fork 分支已被他人更新为 {moved[:12]}" in cell, target
@@ -158,6 +159,19 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
     assert evidence is not None
     assert evidence.head == moved and evidence.tested == tested and "STALE" in evidence.fields
     assert NOTE in bodies["v2.12.0"]
+
+    # Any host sees the set as GitCode shows it, wherever each branch ran.
+    shown = by_name["v2.11.0"].run("status", "--api", "put_metric", "--from-forge", "--json")
+    assert shown.code == 0, shown.err
+    rows = {row["target"]: row for row in shown.json()["branches"]}
+    assert sorted(rows) == sorted(TARGETS)
+    for target, row in rows.items():
+        assert row["pr"]["url"].endswith(f"/{bodies_numbers[target]}")
+        assert row["ok"] is True and row["result"].startswith(RAN), row
+        assert row["stale"] is (target == "v2.7.1")
+    assert rows["v2.7.1"]["tested_commit"] == tested and rows["v2.7.1"]["head_commit"] == moved
+    table = by_name["v2.11.0"].run("status", "--api", "put_metric", "--from-forge")
+    assert table.code == 0 and f"{tested[:12]} (stale)" in table.out, table.out + table.err
 
 
 def test_a_failing_branch_read_from_its_pr_stays_draft_when_another_host_refreshes_it(
