@@ -126,3 +126,16 @@ def test_every_rendered_line_reads_back() -> None:
 def test_a_body_without_evidence_reads_as_none() -> None:
     assert read_evidence("") is None
     assert read_evidence("# 【功能验证】\n\nno block here\n") is None
+
+
+def test_hosts_that_differ_show_their_environment_per_branch() -> None:
+    """Each branch's platform, Python and device count come from the host that ran it."""
+    recs = copy.deepcopy(VARIANTS["per_host"])
+    recs[1]["env"].update(visible_npus=8, visible_devices="0,1,2,3,4,5,6,7")
+    body = render_body(_read_back(recs, "master"))
+    validation = rg.find_regions(body)["validation"].content(body)
+    assert (f"- 主机平台：v2.7.1 Linux-4.19.90-x86_64-with-glibc2.28；v2.11.0 {fx.PLATFORM}；"
+            f"v2.12.0 {fx.PLATFORM}；master {fx.PLATFORM}") in validation
+    assert "- Python：v2.7.1 3.9.21；v2.11.0 3.11.15；v2.12.0 3.11.15；master 3.11.15" in validation
+    assert ("- 可见设备数：v2.7.1 1（物理 NPU 0）；v2.11.0 8（物理 NPU 0,1,2,3,4,5,6,7）；"
+            "v2.12.0 1（物理 NPU 0）；master 1（物理 NPU 0）") in validation
