@@ -21,7 +21,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from backport.config.model import BranchMap, PatchSet
 from backport.envs.model import AUTOLOAD, NOT_FOUND
 from backport.errors import BackportError
-from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
+from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource, TestResult
 from backport.redact import redact
 from backport.report import regions as rg
 from backport.report.evidence_parse import (
@@ -35,6 +35,7 @@ from backport.report.evidence_parse import (
     STALE_UNTESTED,
     TIMED_OUT,
     Evidence,
+    series_lines,
 )
 
 TEMPLATE = "pr_body.md.j2"
@@ -76,6 +77,9 @@ class BranchView:
     fork_sha: str | None = None  # where someone else moved the fork branch (fork-diverged)
     mismatches: tuple[str, ...] = ()  # env-mismatch: "torch: expected 2.7.1, found 2.13.0+cpu"
     evidence: Evidence | None = None  # the evidence read from the branch's PR, if from there
+    series_source: SeriesSource | None = None  # the sibling series that went in instead
+    merged_files: tuple[str, ...] = ()  # went in only through the 3-way merge
+    loose_files: tuple[str, ...] = ()  # went in with context lines ignored
 
     @classmethod
     def from_record(cls, record: BranchRecord | None, *, target: str, fork_branch: str,
@@ -95,6 +99,9 @@ class BranchView:
             fork_sha=record.fork_sha,
             mismatches=record.mismatches,
             evidence=evidence,
+            series_source=record.series_source,
+            merged_files=record.merged_files,
+            loose_files=record.loose_files,
         )
 
     @property
@@ -410,6 +417,7 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         f"ENVIRONMENT={env_name}",
         f"RUNNER={val(test.runner if test else None, not_run)}",
         f"COMMAND={val(test.command if test else None, not_run)}",
+        *series_lines(view.series_source, view.merged_files, view.loose_files),
     ]
     if view.skipped:
         lines += ["RESULT: not run (skipped on request: --skip-tests)", f"{EXIT_KEY}={not_run}"]

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from backport.envs.model import AUTOLOAD, NOT_FOUND, Probe
-from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
+from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource, TestResult
 from backport.report import regions as rg
 from backport.states import Status
 
@@ -98,6 +98,40 @@ class Evidence:
 
     def with_lines(self, lines: list[str]) -> Evidence:
         return Evidence(tuple(lines))
+
+
+def series_lines(source: SeriesSource | None, merged: tuple[str, ...],
+                 loose: tuple[str, ...]) -> list[str]:
+    """How the series went in, where it is not simply the branch's own series: ``SERIES_FROM``
+    (the sibling's series, then where that came from: ``v2.12.0 propagated < master
+    resolution``), ``MERGED_FILES`` (3-way merge only), ``LOOSE_FILES`` (context ignored)."""
+    lines = []
+    chain = []
+    while source is not None:
+        chain.append(f"{source.branch} {source.kind}")
+        source = source.via
+    if chain:
+        lines.append(f"SERIES_FROM={' < '.join(chain)}")
+    if merged:
+        lines.append(f"MERGED_FILES={', '.join(merged)}")
+    if loose:
+        lines.append(f"LOOSE_FILES={', '.join(loose)}")
+    return lines
+
+
+def _series(evidence: Evidence) -> SeriesSource | None:
+    source = None
+    for link in reversed((evidence.get("SERIES_FROM") or "").split(" < ")):
+        branch, _, kind = link.strip().rpartition(" ")
+        if not branch or not kind:
+            return None
+        source = SeriesSource(branch=branch, kind=kind, via=source)
+    return source
+
+
+def _files(evidence: Evidence, key: str) -> tuple[str, ...]:
+    value = evidence.get(key)
+    return tuple(value.split(", ")) if value else ()
 
 
 def _sha(value: str | None) -> str | None:
@@ -201,4 +235,6 @@ def record_of(evidence: Evidence, *, target: str, fork_branch: str,
     moved = evidence.get("STALE") == STALE_MOVED
     return BranchRecord(target=target, fork_branch=fork_branch, status=status, commit=head,
                         pushed_sha=head, fork_sha=head if moved else None, test=test,
-                        env=_env(evidence, target), pr=pr)
+                        env=_env(evidence, target), pr=pr, series_source=_series(evidence),
+                        merged_files=_files(evidence, "MERGED_FILES"),
+                        loose_files=_files(evidence, "LOOSE_FILES"))

@@ -38,10 +38,16 @@ def _variants() -> dict[str, list[dict]]:
                           visible_npus=0, visible_devices=None)
     unprobed = copy.deepcopy(base)
     unprobed[3]["env"] = {"name": "torch-2.12.0", "shared_with": ["v2.12.0", "master"]}
+    carried = copy.deepcopy(base)  # series carried down from siblings, files merged or loose
+    carried[1]["series_source"] = {"branch": "v2.12.0", "kind": "propagated",
+                                   "via": {"branch": "master", "kind": "resolution"}}
+    carried[2]["series_source"] = {"branch": "master", "kind": "resolution"}
+    carried[2]["merged_files"] = [fx.TEST_PATH]
+    carried[0]["loose_files"] = [fx.TEST_PATH, "test/other.py"]
     per_host = copy.deepcopy(base)
     per_host[0]["env"]["platform"] = "Linux-4.19.90-x86_64-with-glibc2.28"
     per_host[0]["env"]["python"] = "3.9.21"
-    return {"plain": base, "stale": stale, "moved": moved, "failed": failed, "timed": timed,
+    return {"plain": base, "stale": stale, "moved": moved, "carried": carried, "failed": failed, "timed": timed,
             "skipped": skipped, "autoload": autoload, "unprobed": unprobed, "per_host": per_host}
 
 
