@@ -218,9 +218,10 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
     A body written earlier in the run did not know the PRs created after it; a PR of a branch
     run elsewhere did not know this run's results, nor this run's PR theirs. Each round reads
     the set's open PRs once (their evidence is the results shared between hosts) and updates
-    the PRs that are out of date; a round that wrote something is followed by another, so two
-    runs finishing at the same moment each see the other's result (at most ``REFRESH_ROUNDS``).
-    PRs that are already current are left alone.
+    the PRs that are out of date. Where the run did only some branches of a set (the others
+    run elsewhere), a round that wrote something is followed by another, so two runs finishing
+    at the same moment each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are
+    already current are left alone.
     """
     if session.options.dry_run or session.options.no_pr or session.options.no_push:
         return
@@ -229,7 +230,8 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
         first = next(job for job in jobs if job.patch_set.name == name)
         ps, journal = first.patch_set, first.journal
         ran = frozenset(job.target for job in jobs if job.patch_set.name == name)
-        for _ in range(REFRESH_ROUNDS):
+        rounds = REFRESH_ROUNDS if set(ps.branches) - ran else 1
+        for _ in range(rounds):
             try:
                 forge = session.remote.forge()
                 state = read_set(forge, ps, bm)
