@@ -6,7 +6,10 @@ import dataclasses
 from pathlib import Path
 
 from backport.forge.gitcode import GitCodeForge
+from backport.forge.local import LocalForge
+from backport.pipeline.journal import Journal
 from backport.pipeline.shared_results import forge_records, read_set
+from backport.pipeline.steps import BranchJob, refresh_sibling_pr
 from backport.report.body import render_body
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.pipeline.conftest import git
@@ -66,3 +69,33 @@ def test_one_list_only_the_forks_open_prs_and_cut_bodies_read_once(tmp_path: Pat
         assert records["v2.7.1"].fork_sha is None
     finally:
         server.stop()
+
+
+def test_a_refresh_reads_the_pr_again_before_writing_and_keeps_an_edit_made_since_the_list(
+        tmp_path: Path) -> None:
+    ps, bm = fx.patch_set(), fx.branch_map()
+    bm = dataclasses.replace(bm, fork_url=str(tmp_path / "no-fork"))  # heads unreadable
+    forge = LocalForge(tmp_path / "forge.sqlite", upstream=bm.upstream, fork=bm.fork)
+    recs = fx.records()
+    early = [*recs[:1], *[{"target": r["target"], "fork_branch": r["fork_branch"]}
+                          for r in recs[1:]]]
+    pr = forge.create_pr("test-put-metric-v2.7.1", "v2.7.1", ps.title,
+                         render_body(fx.context("v2.7.1", recs=early)))
+    state = read_set(forge, ps, bm)  # the list sees the body before the maintainer's edit
+    edited = pr.body + "\nMaintainer: please also run on 910B.\n"
+    forge.update_pr(pr.number, title=pr.title, body=edited)
+    journal = Journal.load(tmp_path / "state", ps.name, ps.api, persist=False)
+    for rec in fx.typed(recs):
+        journal.record(rec.target, rec.fork_branch)
+        journal.update(rec.target, **{f.name: getattr(rec, f.name)
+                                      for f in dataclasses.fields(rec)
+                                      if f.name not in ("target", "fork_branch")})
+    job = BranchJob(ps, "v2.7.1", "test-put-metric-v2.7.1", journal, lambda step, detail: None)
+    assert refresh_sibling_pr(job, forge, None, bm, list(ps.branches), state,
+                              frozenset(fx.TARGETS))
+    body = forge.get_pr(pr.number).body
+    assert "Maintainer: please also run on 910B." in body
+    assert "未运行" not in body  # and the results of the other branches are in
+    # Nothing changed since: nothing is written.
+    assert not refresh_sibling_pr(job, forge, None, bm, list(ps.branches),
+                                  read_set(forge, ps, bm), frozenset(fx.TARGETS))
