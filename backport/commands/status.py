@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+
 import click
+from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.forge import PullRequest, make_forge
 from backport.pipeline.apply import select_patch_sets, select_targets
 from backport.pipeline.journal import Journal
+from backport.pipeline.shared_results import forge_records
 from backport.records import BranchRecord
-from backport.report.summary import render_table, status_json
+from backport.report.summary import render_table, status_json, test_result
 from backport.states import FAILURES
 
 
@@ -19,16 +25,22 @@ from backport.states import FAILURES
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the state as JSON.")
+@click.option("--from-forge", is_flag=True,
+              help="Show the set as GitCode shows it: each branch's open PR, result and tested "
+                   "commit, wherever it ran (needs --api and the forge token).")
 @pass_app
 def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...],
-               as_json: bool) -> None:
+               as_json: bool, from_forge: bool) -> None:
     """Show where every target branch stands: status, commit, test result, PR.
 
     Read from the run journal (.backport/runs/<patch-set>/journal.json); nothing is fetched.
+    With --from-forge, read from the open PRs of the set instead (their evidence blocks).
     Exit 0 when every branch shown is done (or needs no PR), 1 when one of them failed or
-    stopped, as `apply` does.
+    stopped, as `apply` does (--from-forge: has no open PR or a failing result).
     """
     project = app.project()
+    if from_forge:
+        _from_forge(app, project, select_patch_sets(project, list(apis)), branches, as_json)
     patch_sets = select_patch_sets(project, list(apis)) if apis else [
         ps for ps in project.patch_sets.values()
         if (project.state_dir / "runs" / ps.name / "journal.json").exists()]
@@ -55,3 +67,63 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
 
 def _failed(record: BranchRecord) -> bool:
     return record.status in FAILURES
+
+
+def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
+                branches: tuple[str, ...], as_json: bool) -> None:
+    """Each branch of the named sets as its open PR shows it; exit 1 when one has no open PR
+    or a failing result."""
+    chosen = select_targets(patch_sets, branches)
+    bm = project.branch_map
+    forge = make_forge(bm, project.state_dir, environ=os.environ)
+    shown = []
+    for ps in patch_sets:
+        state, records = forge_records(forge, ps, bm)
+        rows = [_forge_row(target, state.prs.get(target), records.get(target),
+                           read=target in state.evidence)
+                for target in chosen[ps.name]]
+        shown.append((ps, rows))
+    failed = any(row["pr"] is None or row["ok"] is False for _, rows in shown for row in rows)
+    if as_json:
+        data = [{"patch_set": ps.name, "api": ps.api, "source": "forge", "branches": rows}
+                for ps, rows in shown]
+        print_json(data[0] if len(data) == 1 else {"runs": data})
+    else:
+        for ps, rows in shown:
+            app.console.print(f"[bold]{ps.name}[/bold] ({ps.api}) as {bm.upstream} shows it")
+            table = Table(show_header=True, header_style="bold")
+            for column in ("target", "PR", "result", "tested commit", "fork head", "platform"):
+                table.add_column(column)
+            for row in rows:
+                pr = row["pr"]
+                tested = (row["tested_commit"] or "")[:12]
+                table.add_row(row["target"],
+                              "no open PR" if pr is None else
+                              f"!{pr['number']}{' (draft)' if pr['draft'] else ''} {pr['url']}",
+                              row["result"], tested + (" (stale)" if row["stale"] else ""),
+                              (row["head_commit"] or "")[:12], row["platform"] or "")
+            app.console.print(table)
+    raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
+
+
+def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None, *,
+               read: bool) -> dict:
+    """One branch as its open PR shows it (``read``: its body held an evidence block)."""
+    if not read:
+        record = None
+    test = record.test if record else None
+    head = (record.fork_sha or record.pushed_sha) if record else None
+    tested = (test.commit if test else None) or None
+    return {
+        "target": target,
+        "pr": None if pr is None else {"number": pr.number, "url": pr.url, "draft": pr.draft},
+        "status": record.status.value if record else None,
+        "result": (test_result(record) if record else
+                   "no open PR" if pr is None else "no evidence block in the PR body"),
+        "ok": test.ok if test else None,
+        "tested_commit": tested,
+        "head_commit": head,
+        "stale": bool(test and tested and head and tested != head),
+        "platform": record.env.fact("platform") if record and record.env else None,
+        "environment": record.env.name if record and record.env else None,
+    }

@@ -8,11 +8,14 @@ interpreter; otherwise the wrapper is expected to exec a Python it chooses.
 
 :func:`shown_command` is the same start written for a PR body: the script and wrapper as written
 in branches.yaml (home as ``~``), the variables the tool sets, the interpreter as ``python`` and
-the test path relative to the worktree — no path of the machine that ran it.
+the test path relative to the worktree — no path of the machine that ran it. A variable the
+map sets to a path of that machine (``PYTHONPATH: /home/me/src``) shows as a placeholder
+naming it (``PYTHONPATH='<PYTHONPATH>'``): its value means nothing on a reviewer's machine.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -46,7 +49,8 @@ def shown_command(env: Environment, args: Sequence[str], variables: Mapping[str,
     parts: list[str] = []
     if env.source is not None:
         parts += ["source", _quote(env.source_shown), "&&"]
-    parts += [f"{k}={shlex.quote(v)}" for k, v in variables.items()]
+    parts += [f"{k}={shlex.quote(placeholder(k) if _local_path(env.env.get(k)) else v)}"
+              for k, v in variables.items()]
     if env.wrapper_shown:
         parts += [
             SHOWN_PYTHON if item == PYTHON_PLACEHOLDER else _quote(item)
@@ -56,6 +60,20 @@ def shown_command(env: Environment, args: Sequence[str], variables: Mapping[str,
         parts.append(SHOWN_PYTHON)
     parts += [shlex.quote(a) for a in args]
     return " ".join(parts)
+
+
+def placeholder(name: str) -> str:
+    """What COMMAND shows for a variable whose value is a path of the machine that ran it."""
+    return f"<{name}>"
+
+
+def _local_path(value: str | None) -> bool:
+    """True when a map-set value names a place on this machine (absolute, ``~`` or ``$HOME``),
+    alone or in a ``:``-separated list."""
+    if not value:
+        return False
+    return any(part.startswith(("/", "~", "$HOME", "${HOME}"))
+               for part in value.split(os.pathsep))
 
 
 def uses_wrapper(env: Environment) -> bool:

@@ -47,6 +47,28 @@ def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> s
     return None
 
 
+def remote_shas(url: str, branches: list[str],
+                env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The sha of each of ``branches`` on ``url`` in one ``ls-remote`` (None: no such branch)."""
+    if not branches:
+        return {}
+    for branch in branches:
+        check_branch_name(branch)
+    refs = {f"refs/heads/{b}": b for b in branches}
+    out = git(["ls-remote", "--heads", "--", transport_url(url), *refs],
+              cwd=Path(tempfile.gettempdir()), env=env, check=False)
+    if not out.ok:
+        reason = redact(first_error_line(out.text).rstrip("."))
+        code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
+        raise BackportError(code, f"cannot read the fork branches from {redact(url)}: {reason}.")
+    found: dict[str, str | None] = dict.fromkeys(branches)
+    for line in out.stdout.splitlines():
+        sha, _, name = line.partition("\t")
+        if name.strip() in refs:
+            found[refs[name.strip()]] = sha.strip()
+    return found
+
+
 def push_branch(
     repo: Path,
     url: str,

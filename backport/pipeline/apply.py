@@ -22,6 +22,7 @@ from backport.git.locks import file_lock
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.shared_results import read_set
 from backport.pipeline.steps import (
     BranchJob,
     Event,
@@ -189,7 +190,13 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         applied = _chain_applies(jobs)
         sets = list(dict.fromkeys(job.patch_set.name for job in jobs))
         prs = _PrTurns(jobs)
-        futures = [pool.submit(_prepare_and_publish, session, job, bases, applied[id(job)], prs)
+        # A set only partly run here (`--branch`): its other branches ran elsewhere, and each
+        # PR body takes their results from their own PRs.
+        partial = {name: bool(set(next(j.patch_set for j in jobs if j.patch_set.name == name)
+                                   .branches) - {j.target for j in jobs if j.patch_set.name == name})
+                   for name in sets}
+        futures = [pool.submit(_prepare_and_publish, session, job, bases, applied[id(job)], prs,
+                               partial[job.patch_set.name])
                    for job in sorted(jobs, key=lambda j: (sets.index(j.patch_set.name),
                                                           order.index(j.target)))]
         for future in as_completed(futures):
@@ -202,25 +209,46 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
     _refresh_siblings(session, jobs, event_for)
 
 
+REFRESH_ROUNDS = 3  # reads of the set's PRs after a run; each further one only after a write
+
+
 def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventFor) -> None:
     """Re-render every open PR of the patch sets run, so each body is true after the run.
 
-    A body written earlier in the run did not know the PRs created after it; a branch not redone
-    did not know the new results. Bodies that are already current are left alone.
+    A body written earlier in the run did not know the PRs created after it; a PR of a branch
+    run elsewhere did not know this run's results, nor this run's PR theirs. Each round reads
+    the set's open PRs once (their evidence is the results shared between hosts) and updates
+    the PRs that are out of date. Where the run did only some branches of a set (the others
+    run elsewhere), a round that wrote something is followed by another, so two runs finishing
+    at the same moment each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are
+    already current are left alone.
     """
     if session.options.dry_run or session.options.no_pr or session.options.no_push:
         return
+    bm = session.project.branch_map
     for name in dict.fromkeys(job.patch_set.name for job in jobs):
         first = next(job for job in jobs if job.patch_set.name == name)
         ps, journal = first.patch_set, first.journal
-        for rec in journal.records(list(ps.branches)):
-            event = event_for(ps, rec.target)
-            sibling = BranchJob(ps, rec.target, rec.fork_branch, journal, event)
+        ran = frozenset(job.target for job in jobs if job.patch_set.name == name)
+        rounds = REFRESH_ROUNDS if set(ps.branches) - ran else 1
+        for _ in range(rounds):
             try:
-                refresh_sibling_pr(sibling, session.remote.forge(), session.docs(ps.api),
-                                   session.project.branch_map, list(ps.branches))
+                forge = session.remote.forge()
+                state = read_set(forge, ps, bm)
             except BackportError as exc:
-                event("pr", f"could not refresh the PR of {rec.target}: {exc.message}")
+                first.event("pr", f"could not read the PRs of {ps.name}: {exc.message}")
+                break
+            wrote = False
+            for target in (t for t in ps.branches if t in state.prs):
+                event = event_for(ps, target)
+                sibling = BranchJob(ps, target, ps.fork_branch(bm, target), journal, event)
+                try:
+                    wrote |= refresh_sibling_pr(sibling, forge, session.docs(ps.api), bm,
+                                                list(ps.branches), state, ran)
+                except BackportError as exc:
+                    event("pr", f"could not refresh the PR of {target}: {exc.message}")
+            if not wrote:
+                break
 
 
 def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
@@ -342,9 +370,9 @@ class _PrTurns:
 
 def _prepare_and_publish(session: Session, job: BranchJob,
                          bases: dict[str, str | BackportError], applied: threading.Event,
-                         prs: _PrTurns) -> None:
+                         prs: _PrTurns, partial: bool) -> None:
     _prepare(session, job, bases, applied)
-    prs.done(job, _push(session, job))
+    prs.done(job, _push(session, job, partial))
 
 
 def _prepare(session: Session, job: BranchJob, bases: dict[str, str | BackportError],
@@ -375,7 +403,7 @@ def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
     return eligible and not (options.no_push and not options.dry_run)
 
 
-def _push(session: Session, job: BranchJob) -> Callable[[], None] | None:
+def _push(session: Session, job: BranchJob, partial: bool = False) -> Callable[[], None] | None:
     """Push a publishable branch; returns its PR step, to run in its turn (None: no PR)."""
     options = session.options
     if not publishable(job.record, options):
@@ -388,7 +416,7 @@ def _push(session: Session, job: BranchJob) -> Callable[[], None] | None:
         return None
     return lambda: _guard(job, lambda: pr_step(
         job, session.remote.forge(), session.docs(job.patch_set.api), bm,
-        list(job.patch_set.branches)))
+        list(job.patch_set.branches), read_siblings=partial))
 
 
 def write_report(outcome: Outcome) -> Path:

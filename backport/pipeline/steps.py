@@ -14,7 +14,7 @@ from backport.envs.device import device_verdict
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
 from backport.errors import BackportError
-from backport.forge import Forge
+from backport.forge import Forge, PullRequest
 from backport.git.apply import (
     ApplyResult,
     already_applied,
@@ -28,8 +28,15 @@ from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
 from backport.pipeline.session import ApplyOptions, Environments
+from backport.pipeline.shared_results import (
+    SetOnForge,
+    body_context,
+    draft_implied,
+    read_set,
+    record_for,
+)
 from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
-from backport.report.body import BodyContext, exit_stated, render_body
+from backport.report.body import exit_stated, render_body
 from backport.states import Status
 
 Event = Callable[[str, str], None]  # (step, detail)
@@ -279,19 +286,22 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
 
 # -- pull request -----------------------------------------------------------------------------
 def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap,
-            all_targets: list[str]) -> None:
+            all_targets: list[str], *, read_siblings: bool = False) -> None:
     """Find or create the PR for this fork branch, refresh its body, link the issue.
 
     An open PR of the fork branch is found again, never duplicated; it is decorated once, and
-    commented again only when its branch was pushed since (``comment_on_push``).
+    commented again only when its branch was pushed since (``comment_on_push``). With
+    ``read_siblings`` (some branches of the set are not in this run) the other branches'
+    results are read from their own PRs first.
     """
     ps = job.patch_set
     opts = ps.pr
     rec = job.record
     failed = rec.test is not None and rec.test.ok is False
-    draft = failed or opts.draft  # from this run's result: a passing re-run clears the draft
-    ctx = BodyContext(branch_map=bm, patch_set=ps, branches=job.journal.records(all_targets),
-                      target=job.target, docs=docs)
+    draft = draft_implied(rec, ps)  # from this run's result: a passing re-run clears the draft
+    state = read_set(forge, ps, bm) if read_siblings else None
+    ctx = body_context(ps, bm, job.journal.records(all_targets), job.target, docs, state,
+                       own_from_journal=True)
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     created = False
@@ -379,24 +389,43 @@ def _drop_worktree(job: BranchJob) -> None:
 
 
 def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap,
-                       all_targets: list[str]) -> bool:
-    """Bring a branch's open PR body up to date with what is true now.
+                       all_targets: list[str], state: SetOnForge,
+                       ran: frozenset[str] = frozenset()) -> bool:
+    """Bring a branch's open PR (as ``state`` read it) up to date with what is true now.
 
-    Every branch with a PR is refreshed, whatever its status: the other branches' results and
-    PRs change, and a fork branch moved by someone else makes this PR's own evidence stale.
-    Returns True when the body changed. Only the generated regions are rewritten.
+    Every branch with a PR is refreshed, whatever its status or wherever it ran: the other
+    branches' results and PRs change, and a fork branch moved by someone else makes this PR's
+    own evidence stale. Nothing is written when neither the generated regions nor the draft
+    state would change; before writing, the PR is read again, so text a maintainer added since
+    the list is kept. Returns True when the PR was updated. The title keeps its wording and is
+    sent with the draft state the branch's result implies (a failing test stays draft).
+    ``ran``: the branches this run worked on (their results of this run come first).
     """
-    rec = job.record
-    if rec.pr is None:
+    ps = job.patch_set
+    listed = state.prs.get(job.target)
+    if listed is None:
         return False
-    pr = forge.get_pr(rec.pr.number)
+    records = job.journal.records(all_targets)
+    if not _out_of_date(listed, ps, bm, records, job.target, docs, state, ran):
+        return False
+    pr = forge.get_pr(listed.number)
     if pr.state != "open":
         return False
-    ctx = BodyContext(branch_map=bm, patch_set=job.patch_set,
-                      branches=job.journal.records(all_targets), target=job.target, docs=docs)
+    state = state.with_pr(job.target, pr)
+    ctx = body_context(ps, bm, records, job.target, docs, state, own_from_journal=False, ran=ran)
     body = render_body(ctx, existing=pr.body)
-    if body == pr.body:
+    draft = draft_implied(record_for(records, state, job.target, ran), ps)
+    if body == pr.body and pr.draft == draft:
         return False
-    forge.update_pr(pr.number, title=pr.title, body=body)
+    forge.update_pr(pr.number, title=pr.title, body=body, draft=draft)
     job.event("pr", f"body of the {job.target} PR refreshed: {pr.url}")
     return True
+
+
+def _out_of_date(pr: PullRequest, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
+                 target: str, docs: list[dict] | None, state: SetOnForge,
+                 ran: frozenset[str]) -> bool:
+    """True when the PR as listed differs from what it should show (body regions or draft)."""
+    ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)
+    return (render_body(ctx, existing=pr.body) != pr.body
+            or pr.draft != draft_implied(record_for(records, state, target, ran), ps))

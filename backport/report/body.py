@@ -12,7 +12,7 @@ import functools
 import re
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -21,13 +21,25 @@ from jinja2.sandbox import SandboxedEnvironment
 from backport.config.model import BranchMap, PatchSet
 from backport.envs.model import AUTOLOAD, NOT_FOUND
 from backport.errors import BackportError
-from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
+from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource, TestResult
 from backport.redact import redact
 from backport.report import regions as rg
+from backport.report.evidence_parse import (
+    AUTOLOAD_NOTE,
+    EXIT_KEY,
+    NO_SUMMARY,
+    NOT_PROBED,
+    NOT_RUN,
+    RESULT,
+    STALE_MOVED,
+    STALE_UNTESTED,
+    TIMED_OUT,
+    Evidence,
+    series_lines,
+)
 
 TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到 (not found)"
-NOT_PROBED = "not probed"  # the branch stopped before its environment was read
 
 _SECTION = re.compile(r"^#[ \t]*【(?P<title>[^】\r\n]+)】", re.M)
 _CN_NUMBERS = "零一两三四五六七八九十"
@@ -43,6 +55,9 @@ class BodyContext:
     target: str  # the target branch of this PR (its evidence block)
     docs: list[dict] | None = None  # [{"version", "listed", "support"}] from the docs audit
     template: Path | None = None  # a project template replacing the packaged one
+    # Branches whose result was read from their own PR's evidence (another host ran them):
+    # target -> that evidence; their record in ``branches`` is `evidence_parse.record_of` it.
+    read_back: dict[str, Evidence] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -61,10 +76,14 @@ class BranchView:
     pushed_sha: str | None = None  # what this tool last pushed to the fork branch
     fork_sha: str | None = None  # where someone else moved the fork branch (fork-diverged)
     mismatches: tuple[str, ...] = ()  # env-mismatch: "torch: expected 2.7.1, found 2.13.0+cpu"
+    evidence: Evidence | None = None  # the evidence read from the branch's PR, if from there
+    series_source: SeriesSource | None = None  # the sibling series that went in instead
+    merged_files: tuple[str, ...] = ()  # went in only through the 3-way merge
+    loose_files: tuple[str, ...] = ()  # went in with context lines ignored
 
     @classmethod
-    def from_record(cls, record: BranchRecord | None, *, target: str,
-                    fork_branch: str) -> BranchView:
+    def from_record(cls, record: BranchRecord | None, *, target: str, fork_branch: str,
+                    evidence: Evidence | None = None) -> BranchView:
         record = record or BranchRecord(target, fork_branch)
         return cls(
             target=record.target or target,
@@ -79,6 +98,10 @@ class BranchView:
             pushed_sha=record.pushed_sha,
             fork_sha=record.fork_sha,
             mismatches=record.mismatches,
+            evidence=evidence,
+            series_source=record.series_source,
+            merged_files=record.merged_files,
+            loose_files=record.loose_files,
         )
 
     @property
@@ -247,7 +270,8 @@ class _Views:
     def view(self, target: str, record: BranchRecord | None) -> BranchView:
         ps, bm = self.ctx.patch_set, self.ctx.branch_map
         fork_branch = ps.fork_branch(bm, target)
-        return BranchView.from_record(record, target=target, fork_branch=fork_branch)
+        return BranchView.from_record(record, target=target, fork_branch=fork_branch,
+                                      evidence=self.ctx.read_back.get(target))
 
     def first_user(self, view: BranchView) -> BranchView | None:
         """The earlier branch whose environment ``view`` reuses, if any."""
@@ -331,8 +355,38 @@ def _shared_notes(vs: _Views) -> list[str]:
     return notes
 
 
+def _head_line(view: BranchView) -> str:
+    return f"HEAD_COMMIT={view.head or 'none (no commit on the fork branch)'}"
+
+
+def _stale_lines(view: BranchView) -> list[str]:
+    """``TESTED_COMMIT`` and ``STALE`` when the result is of another commit than the head."""
+    if not (view.stale and view.test):
+        return []
+    stale = STALE_MOVED if view.fork_sha else STALE_UNTESTED
+    return [f"TESTED_COMMIT={_one_line(str(view.test.commit))}", f"STALE={stale}"]
+
+
+def _read_back_text(view: BranchView, evidence: Evidence) -> str:
+    """Evidence read from the branch's PR, as written there, with its head and staleness
+    brought up to date (every other line, known key or not, is kept)."""
+    lines: list[str] = []
+    for line in evidence.lines:
+        if line.startswith("HEAD_COMMIT="):
+            lines.append(_head_line(view))
+        elif line.startswith(("TESTED_COMMIT=", "STALE=")):
+            continue
+        else:
+            if line == RESULT:
+                lines += _stale_lines(view)
+            lines.append(line)
+    return "\n".join(lines)
+
+
 def evidence_text(view: BranchView, ctx: BodyContext) -> str:
     """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers)."""
+    if view.evidence is not None:
+        return _read_back_text(view, view.evidence)
     env, test = view.env, view.test
 
     def val(value: object, missing: str = NOT_FOUND) -> str:
@@ -342,7 +396,7 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         """A probe value; "not probed" when the branch stopped before its environment was read."""
         return val(env.fact(key) if env else None, NOT_FOUND if env else NOT_PROBED)
 
-    not_run = "none (not run)"
+    not_run = NOT_RUN
     configured = ctx.branch_map.targets.get(view.target)
     env_name = val((env.name if env else None) or (configured.env if configured else None))
     shared = [s for s in env.shared_with if s != view.target] if env else []
@@ -352,7 +406,7 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         f"VALIDATION EVIDENCE / {ctx.branch_map.upstream} / {view.fork_branch} → {view.target}",
         f"API={ctx.patch_set.api}",
         f"TARGET_BRANCH={view.target}",
-        f"HEAD_COMMIT={view.head or 'none (no commit on the fork branch)'}",
+        _head_line(view),
         f"PLATFORM={probed('platform')}",
         f"PYTHON={probed('python')}",
         f"TORCH={probed('torch')}",
@@ -363,28 +417,28 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         f"ENVIRONMENT={env_name}",
         f"RUNNER={val(test.runner if test else None, not_run)}",
         f"COMMAND={val(test.command if test else None, not_run)}",
+        *series_lines(view.series_source, view.merged_files, view.loose_files),
     ]
     if view.skipped:
-        lines += ["RESULT: not run (skipped on request: --skip-tests)", f"test_exit_code={not_run}"]
+        lines += ["RESULT: not run (skipped on request: --skip-tests)", f"{EXIT_KEY}={not_run}"]
     elif not test:
-        lines += [f"RESULT: not run ({view.status})", f"test_exit_code={not_run}"]
+        lines += [f"RESULT: not run ({view.status})", f"{EXIT_KEY}={not_run}"]
     else:
-        if view.stale:
-            lines.append(f"TESTED_COMMIT={val(test.commit)}")
-            lines.append("STALE=the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork "
-                         "branch now holds, was not tested by this run")
-        lines.append("RESULT:")
-        lines += [_one_line(s) for s in summary_lines(test)] or ["no test summary"]
+        lines += _stale_lines(view)
+        lines.append(RESULT)
+        lines += [_one_line(s) for s in summary_lines(test)] or [NO_SUMMARY]
         if test.timed_out:
-            lines.append("TIMED OUT")
+            seconds = test.duration
+            lines.append(f"{TIMED_OUT} after {seconds:.0f}s" if isinstance(seconds, int | float)
+                         else TIMED_OUT)
         code = test.exit_code
-        lines.append(f"test_exit_code={code}" if code is not None else
-                     "test_exit_code=none (killed)" if test.timed_out else
-                     "test_exit_code=none")
+        lines.append(f"{EXIT_KEY}={code}" if code is not None else
+                     f"{EXIT_KEY}=none (killed)" if test.timed_out else
+                     f"{EXIT_KEY}=none")
     note = env.note if env else None
     if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
-        note += f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
+        note += AUTOLOAD_NOTE
     lines.append(f"NOTE={val(note, 'none')}")
     return "\n".join(lines)
 

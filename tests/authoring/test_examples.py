@@ -79,15 +79,19 @@ def test_check_workflows_watch_the_patch_inputs() -> None:
     assert "pip install ." in scripts
 
 
-def test_apply_matrix_fans_out_per_branch() -> None:
+def test_apply_matrix_is_one_job_per_branch_on_its_own_runner() -> None:
     data = _load("github-apply-matrix.yml")
-    matrix_job, apply_job = data["jobs"]["matrix"], data["jobs"]["apply"]
-    assert apply_job["needs"] == "matrix"
-    assert "needs.matrix.outputs.matrix" in apply_job["strategy"]["matrix"]
-    assert "steps.matrix.outputs.matrix" in matrix_job["outputs"]["matrix"]
+    assert list(data["jobs"]) == ["apply"]  # no fan-in job: the PRs are the shared state
+    apply_job = data["jobs"]["apply"]
+    assert apply_job["runs-on"] == "${{ matrix.runner }}"
+    entries = apply_job["strategy"]["matrix"]["include"]
+    assert [e["branch"] for e in entries] == ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
+    for entry in entries:
+        assert "npu" in entry["runner"] and any(label.startswith("torch-")
+                                                for label in entry["runner"])
     calls = invocations("github-apply-matrix.yml")
-    assert ["matrix", "--api", "$API", "--format", "github"] in calls
     assert ["apply", "--api", "$API", "--branch", "$BRANCH", "--json"] in calls
+    assert ["status", "--api", "$API", "--from-forge"] in calls
     steps = [s for s in apply_job["steps"] if "apply" in s.get("run", "")]
     assert steps[0]["env"]["BRANCH"] == "${{ matrix.branch }}"
 

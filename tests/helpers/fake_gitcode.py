@@ -15,7 +15,8 @@ legacy forms (``owner:branch``, with or without ``fork_path``) resolve to the *u
 the same name as clients reported (a PR with 0 commits), else 403/404; a login that is not a
 member of the upstream gets 403 on labels, assignees, reviewers and testers; a duplicate create is
 refused in Chinese (``已存在``); ``per_minute`` answers 429 *without* ``Retry-After``; a draft's
-title gets a ``[WIP] `` prefix; merging closes the linked issues unless ``close_related_issue``
+title gets a ``[WIP] `` prefix (with ``draft_from_title``, a PATCH of the title alone sets draft
+from that prefix); merging closes the linked issues unless ``close_related_issue``
 was false (the default follows ``close_related_issue_default``, the repository setting).
 
 Usage::
@@ -48,6 +49,7 @@ API_PREFIX = "/api/v5"
 HEAD_FORMS = ("repo", "fork_path", "owner")  # owner/repo:branch | owner:branch+fork_path | owner:branch
 DUPLICATE_MESSAGE = "合并请求已存在：同一源分支与目标分支之间已有打开的合并请求 !{number}"
 WIP = "[WIP] "
+BARRIER_WAIT = 25.0
 
 
 @dataclass
@@ -58,6 +60,9 @@ class Fault:
     ``drop``: close the connection without any reply.
     ``after``: handle the request first (the state changes!), then apply ``status``/``drop``.
     ``stall``: handle the request, sleep this many seconds, then reply normally (or per the above).
+    ``barrier``: wait until the other requests holding this barrier arrived too (at most
+    ``BARRIER_WAIT`` seconds, less than a client's timeout), then go on as the rest says: two
+    clients' requests are handled side by side, as two runners finishing at once.
     """
 
     status: int | None = None
@@ -66,6 +71,7 @@ class Fault:
     drop: bool = False
     after: bool = False
     stall: float = 0.0
+    barrier: threading.Barrier | None = None
 
 
 @dataclass
@@ -155,7 +161,7 @@ class FakeGitCode:
                  comments_forbidden: bool = False, per_minute: int | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  close_related_issue_default: bool = True,
-                 list_body_limit: int | None = None) -> None:
+                 list_body_limit: int | None = None, draft_from_title: bool = False) -> None:
         self.tokens = set(tokens)
         self.upstream = upstream
         self.fork = fork
@@ -185,6 +191,9 @@ class FakeGitCode:
         self._stamps: list[float] = []
         self.close_related_issue_default = close_related_issue_default
         self.list_body_limit = list_body_limit  # truncate bodies in list items (None: whole)
+        # A PATCH that sends a title but no ``draft`` sets draft from the title's ``[WIP]``
+        # prefix, as a service deriving draft from the title would (a plain title: ready).
+        self.draft_from_title = draft_from_title
         self.duplicate_message = DUPLICATE_MESSAGE
         self.web_url = web_url
         self.prs: dict[int, FakePR] = {}
@@ -502,6 +511,8 @@ class FakeGitCode:
                 pr.state = "open" if state == "reopen" else state
             if "draft" in body:
                 pr.draft = body["draft"] in (True, "true", "True", 1)
+            elif self.draft_from_title and "title" in body:
+                pr.draft = pr.title.startswith(WIP.strip())
             if pr.draft and not pr.title.startswith(WIP):
                 pr.title = WIP + pr.title
             if "close_related_issue" in body:
@@ -607,6 +618,11 @@ class _Handler(BaseHTTPRequestHandler):
         with fake.lock:
             fake.requests.append(record)
         fault = fake._take_fault(self.command, path)
+        if fault is not None and fault.barrier is not None:
+            try:
+                fault.barrier.wait(BARRIER_WAIT)
+            except threading.BrokenBarrierError:
+                pass  # the test sees ``barrier.broken``
         if fault is not None and not fault.after and not fault.stall:
             if fault.drop:
                 self.close_connection = True

@@ -1,0 +1,167 @@
+"""The patch set as the forge shows it, so runs on different hosts share their results.
+
+Each branch's open PR carries its own evidence block. A run reads the set's open PRs in one
+list, takes the evidence of every branch from its PR and the fork branches' heads from one
+``ls-remote``, and renders a body from that and its own journal: a branch's journal record is
+used where it states the result the PR shows (it also knows how the series went in), or a
+result of the fork branch's current head that the PR does not show yet; otherwise the PR's
+evidence. A fork branch whose head is not the commit its evidence was written for shows that
+result as stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from backport.config.model import BranchMap, PatchSet
+from backport.errors import BackportError
+from backport.forge import Forge, PullRequest
+from backport.git.push import remote_shas
+from backport.records import BranchRecord, PrInfo
+from backport.report.body import BodyContext
+from backport.report.evidence_parse import Evidence, read_evidence, record_of
+
+
+@dataclass(frozen=True)
+class SetOnForge:
+    """The open PRs of one patch set's fork branches, their evidence and fork heads."""
+
+    prs: dict[str, PullRequest] = field(default_factory=dict)  # target -> its open PR
+    evidence: dict[str, Evidence] = field(default_factory=dict)  # target -> its PR's evidence
+    heads: dict[str, str | None] = field(default_factory=dict)  # target -> fork branch head
+
+    def with_pr(self, target: str, pr: PullRequest) -> SetOnForge:
+        """This state with ``target``'s PR as just read (its evidence taken from it)."""
+        evidence = dict(self.evidence)
+        read = read_evidence(pr.body)
+        if read is not None:
+            evidence[target] = read
+        else:
+            evidence.pop(target, None)
+        return dataclasses.replace(self, prs={**self.prs, target: pr}, evidence=evidence)
+
+
+def read_set(forge: Forge, ps: PatchSet, bm: BranchMap) -> SetOnForge:
+    """One list of open PRs, the evidence of each branch's PR, one ``ls-remote`` of the fork.
+
+    A list item whose body holds no evidence block (a service may cut list bodies short) is
+    read once by itself. The fork heads are best-effort: unreadable, the evidence's own head
+    stands.
+    """
+    by_branch = {ps.fork_branch(bm, target): target for target in ps.branches}
+    fork = bm.fork.casefold()
+    prs: dict[str, PullRequest] = {}
+    for pr in forge.list_prs("open"):
+        target = by_branch.get(pr.head)
+        if (target is None or pr.base != target or pr.state != "open"
+                or pr.head_repo.casefold() != fork):
+            continue
+        if target not in prs or pr.number < prs[target].number:
+            prs[target] = pr
+    evidence: dict[str, Evidence] = {}
+    for target, pr in list(prs.items()):
+        read = read_evidence(pr.body)
+        if read is None:
+            pr = prs[target] = forge.get_pr(pr.number)
+            read = read_evidence(pr.body)
+        if read is not None:
+            evidence[target] = read
+    heads: dict[str, str | None] = {}
+    if prs:
+        branches = {ps.fork_branch(bm, target): target for target in prs}
+        try:
+            found = remote_shas(bm.fork_url, list(branches),
+                                env=forge.push_credentials(bm.fork_url))
+            heads = {branches[branch]: sha for branch, sha in found.items()}
+        except BackportError:
+            heads = {}
+    return SetOnForge(prs=prs, evidence=evidence, heads=heads)
+
+
+def _tested(rec: BranchRecord) -> str | None:
+    """The commit the journal's result is of (a skipped test: the commit pushed)."""
+    if rec.test is None:
+        return None
+    return rec.test.commit or rec.pushed_sha or rec.commit
+
+
+def _journal_states_it(rec: BranchRecord, evidence: Evidence, head: str | None) -> bool:
+    """True when the journal's record is the one to render: it states the result the PR
+    shows, or a result of the fork branch's head that the PR does not show yet."""
+    tested = _tested(rec)
+    if tested is None:
+        return False
+    if tested == evidence.tested and (rec.fork_sha or rec.pushed_sha) == evidence.head:
+        return True
+    return head is not None and tested == head and evidence.tested != head
+
+
+def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | None = None,
+                 ran: frozenset[str] = frozenset()) -> tuple[list[BranchRecord], dict[str, Evidence]]:
+    """The records a body renders and the evidence the ones read from PRs were read from.
+
+    ``own`` comes from the journal, and so does each of ``ran`` (the branches this run
+    worked on) that has a result of this run; the others as `_journal_states_it` says.
+    """
+    chosen: list[BranchRecord] = []
+    read_back: dict[str, Evidence] = {}
+    known = {rec.target for rec in records}
+    never_run_here = [BranchRecord(target, pr.head) for target, pr in state.prs.items()
+                      if target not in known]
+    for rec in [*records, *never_run_here]:
+        pr = state.prs.get(rec.target)
+        evidence = state.evidence.get(rec.target)
+        head = state.heads.get(rec.target)
+        if (rec.target == own or evidence is None or (rec.target in ran and rec.test)
+                or _journal_states_it(rec, evidence, head)):
+            if pr is not None and rec.pr is None:
+                rec = dataclasses.replace(rec, pr=PrInfo(number=pr.number, url=pr.url))
+            if rec.target != own and head and head != (rec.fork_sha or rec.pushed_sha) \
+                    and rec.pushed_sha:
+                rec = dataclasses.replace(rec, fork_sha=head)
+            chosen.append(rec)
+            continue
+        assert pr is not None
+        read = record_of(evidence, target=rec.target, fork_branch=rec.fork_branch,
+                         pr=PrInfo(number=pr.number, url=pr.url))
+        if head and head != evidence.head:
+            read = dataclasses.replace(read, fork_sha=head)  # moved since the evidence was written
+        chosen.append(read)
+        read_back[rec.target] = evidence
+    return chosen, read_back
+
+
+def body_context(ps: PatchSet, bm: BranchMap, records: list[BranchRecord], target: str,
+                 docs: list[dict] | None, state: SetOnForge | None, *,
+                 own_from_journal: bool, ran: frozenset[str] = frozenset()) -> BodyContext:
+    """The context of ``target``'s body, every branch as the forge shows it (``target``'s
+    own record from the journal with ``own_from_journal``: the run just made its result)."""
+    if state is None:
+        return BodyContext(branch_map=bm, patch_set=ps, branches=records, target=target,
+                           docs=docs)
+    branches, read_back = body_records(records, state, own=target if own_from_journal else None,
+                                       ran=ran)
+    return BodyContext(branch_map=bm, patch_set=ps, branches=branches, target=target, docs=docs,
+                       read_back=read_back)
+
+
+def record_for(records: list[BranchRecord], state: SetOnForge, target: str,
+               ran: frozenset[str] = frozenset()) -> BranchRecord | None:
+    """The record ``target``'s own PR is rendered from when a run refreshes it."""
+    chosen, _ = body_records(records, state, ran=ran)
+    return next((rec for rec in chosen if rec.target == target), None)
+
+
+def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
+    """The draft state a branch's PR should have: its test failed, or the patch set asks."""
+    failed = rec is not None and rec.test is not None and rec.test.ok is False
+    return failed or ps.pr.draft
+
+
+def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:
+    """The set as GitCode shows it, with no journal: each branch with an open PR, as that PR's
+    evidence states it (a fork branch moved since shows its result as stale)."""
+    state = read_set(forge, ps, bm)
+    chosen, _ = body_records([], state)
+    return state, {rec.target: rec for rec in chosen}
