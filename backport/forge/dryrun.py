@@ -60,6 +60,9 @@ class DryRunForge:
 
     dry_run = True
 
+    def missing(self) -> list[str]:
+        return []  # a dry run writes nothing, so it needs no token
+
     def preflight(self) -> None:
         if self.inner is not None:
             self.inner.preflight()
