@@ -137,6 +137,12 @@ class RateLimiter:
                 self._state.notify_all()
 
 
+def pacing_seconds(requests_: int, windows: tuple[tuple[int, float], ...]) -> float:
+    """The least time ``requests_`` requests take under the limiter's windows."""
+    return max((max(0, math.ceil(requests_ / limit) - 1) * period for limit, period in windows
+                if limit > 0), default=0.0)
+
+
 def parse_windows(text: str) -> tuple[tuple[int, float], ...]:
     """``"50/60,4000/3600"`` (requests/seconds, comma-separated) as limiter windows; ValueError."""
     windows = []

@@ -41,6 +41,7 @@ class ProgressSink(Protocol):
 
 
 EventFor = Callable[[PatchSet, str], Event]  # the progress event of one (patch set, target)
+FORGE_ROW = "forge"  # the progress row of the forge's own waits (the rate limit)
 
 
 @dataclass
@@ -119,7 +120,8 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
     """Run the whole job for the named patch sets; returns their records."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
-    session = Session(project, options, environ=environ, plan=plan)
+    session = Session(project, options, environ=environ, plan=plan,
+                      notify=functools.partial(progress.event, FORGE_ROW, "rate limit"))
     if not options.dry_run:
         secure_dir(project.state_dir)
     def event_for(ps: PatchSet, target: str) -> Event:
@@ -141,6 +143,10 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
             if not options.dry_run:
                 for outcome in outcomes:
                     write_report(outcome)
+            elif pending:
+                summary = session.remote.request_summary(len(patch_sets))
+                if summary:
+                    session.plan(summary)
             return outcomes
     finally:
         session.close()
@@ -167,13 +173,9 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
 
 def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
               event_for: EventFor) -> None:
-    bm = session.project.branch_map
-    if not options.skip_tests:  # a missing environment stops the run before any work
-        users: dict[str, list[str]] = {}
-        for job in jobs:
-            users.setdefault(bm.targets[job.target].env, []).append(job.target)
-        require_built({name: bm.environments[name] for name in users}, users)
-    if not (options.no_push or options.no_pr):
+    publishing = not (options.no_push or options.no_pr)
+    check_prerequisites(session, jobs, publishing=publishing)
+    if publishing:
         session.remote.forge().preflight()  # a bad token stops the run before anything is pushed
     if not options.skip_tests:
         _prewarm(session, jobs)
@@ -200,6 +202,31 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         raise
     pool.shutdown(wait=True)
     _refresh_siblings(session, jobs, event_for)
+
+
+def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: bool) -> None:
+    """Stop before any work when something that needs no network to check is missing (an
+    environment not built, no forge token), naming everything missing in one sentence."""
+    bm = session.project.branch_map
+    problems: list[BackportError] = []
+    if not session.options.skip_tests:
+        users: dict[str, list[str]] = {}
+        for job in jobs:
+            users.setdefault(bm.targets[job.target].env, []).append(job.target)
+        try:
+            require_built({name: bm.environments[name] for name in users}, users)
+        except BackportError as exc:
+            problems.append(exc)
+    if publishing:
+        problems.extend(BackportError("auth", text) for text in session.remote.forge().missing())
+    if len(problems) == 1 and problems[0].code != "auth":
+        raise problems[0]
+    if problems:
+        parts = [p.message.rstrip(".") for p in problems]
+        first = "auth" if any(p.code == "auth" for p in problems) else problems[0].code
+        lead = "" if len(parts) == 1 else f"{len(parts)} things are missing before the run can start: "
+        text = lead + "; and ".join(parts)
+        raise BackportError(first, text[0].upper() + text[1:] + ".")
 
 
 def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventFor) -> None:
