@@ -96,8 +96,7 @@ class RateLimiter:
                 if wait > delay:
                     delay = wait
                     unit = _period_text(period)
-                    why = (f"{len(inside)} requests in the last {unit}; {self._service} allows "
-                           f"{limit} per {unit}")
+                    why = f"{len(inside)} requests in the last {unit}; the limit is {limit} per {unit}"
         return delay, why
 
     def acquire(self) -> float:
@@ -123,12 +122,14 @@ class RateLimiter:
                         self._state.wait(1.0)
                         continue
                 if self._notify is not None and (announced or delay >= self._notify_over):
-                    self._notify(f"{self._service}: waiting {delay:.0f}s before the next request"
+                    self._notify(f"{self._service}: waiting {delay:.0f}s"
                                  + ("" if announced else f" ({why})"))
                     announced = True
                 step = min(delay, self._progress_every) if announced else delay
                 self._sleep(step)
                 waited += step
+            if announced and self._notify is not None:
+                self._notify(f"{self._service}: waited {waited:.0f}s; sending again")
         try:
             yield waited
         finally:
@@ -287,7 +288,9 @@ class ApiClient:
         self._backoff_cap = backoff_cap
         self._max_retry_after = max_retry_after
         self._jitter = jitter
-        self._rate_window = rate_window
+        # a 429 without Retry-After waits out the shortest window (GitCode's minute by default)
+        self._rate_window = rate_window if windows == DEFAULT_WINDOWS else min(
+            (period for _, period in windows), default=rate_window)
         self._progress_every = progress_every
         self._notify = notify or log.warning
         register_secret(token)

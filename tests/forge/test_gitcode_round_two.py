@@ -187,7 +187,7 @@ def test_requests_are_paced_under_the_limit_and_never_meet_429() -> None:
         for thread in threads:
             thread.join()
         assert len(server.requests) == 20 and server.rate_limited == 0
-    assert notes and "requests in the last 0.4 s; GitCode API allows 8 per 0.4 s" in notes[0]
+    assert notes and "requests in the last 0.4 s; the limit is 8 per 0.4 s" in notes[0]
     assert notes[0].startswith("GitCode API: waiting ")
 
 
@@ -204,11 +204,10 @@ def test_a_long_wait_is_announced_with_seconds_left() -> None:
                           progress_every=15.0)
     for _ in range(3):
         limiter.acquire()
-    assert notes[0] == ("GitCode API: waiting 60s before the next request (2 requests in the "
-                        "last minute; GitCode API allows 2 per minute)")
-    assert notes[1:] == ["GitCode API: waiting 45s before the next request",
-                         "GitCode API: waiting 30s before the next request",
-                         "GitCode API: waiting 15s before the next request"]
+    assert notes[0] == ("GitCode API: waiting 60s (2 requests in the last minute; the limit is "
+                        "2 per minute)")
+    assert notes[1:] == ["GitCode API: waiting 45s", "GitCode API: waiting 30s",
+                         "GitCode API: waiting 15s", "GitCode API: waited 60s; sending again"]
     assert sum(slept) == 60.0
 
 
