@@ -63,8 +63,9 @@ class RateLimiter:
     Several windows may be combined (e.g. 50 per minute and 4,000 per hour). A request counts
     from when it is sent until its answer arrived, and then from the time it arrived: the server
     saw it no later than that, so however long requests travel, the server's window never holds
-    more than ``limit``. A wait of ``notify_over`` seconds or more is announced to ``notify``
-    (seconds left and why), again every ``progress_every`` seconds. ``clock`` and ``sleep`` are
+    more than ``limit``. A wait of ``notify_over`` seconds or more (or a tenth of the shortest
+    window) is announced to ``notify`` (seconds left and why), again every ``progress_every``
+    seconds, and its end too. ``clock`` and ``sleep`` are
     injectable so tests need not wait.
     """
 
@@ -76,6 +77,7 @@ class RateLimiter:
         self.windows = tuple((limit, period) for limit, period in windows if limit > 0)
         self._stamps: list[list[float]] = []  # [sent-or-answered time]; inf while in flight
         self._longest = max((period for _, period in self.windows), default=0.0)
+        self._shortest = min((period for _, period in self.windows), default=0.0)
         self._clock = clock
         self._sleep = sleep
         self._notify = notify
@@ -121,7 +123,8 @@ class RateLimiter:
                     if math.isinf(delay):  # every place is held by a request in flight
                         self._state.wait(1.0)
                         continue
-                if self._notify is not None and (announced or delay >= self._notify_over):
+                if self._notify is not None and (announced or delay >= self._notify_over
+                                                 or delay >= self._shortest / 10):
                     self._notify(f"{self._service}: waiting {delay:.0f}s"
                                  + ("" if announced else f" ({why})"))
                     announced = True

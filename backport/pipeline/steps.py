@@ -302,7 +302,7 @@ def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap
         if rec.closed_prs and not forge.dry_run:
             raise BackportError(
                 "forge", f"backport closed PR !{rec.closed_prs[-1]} for {job.fork_branch} in an "
-                         f"earlier run because {forge.name} opened it from another repository or "
+                         "earlier run because the forge opened it from another repository or "
                          "branch, and opens no second one: open the PR from the fork branch by "
                          "hand, then run again to fill it in.")
         body = render_body(ctx)

@@ -24,7 +24,17 @@ Usage::
     server.start(); forge = GitCodeForge(server.url, ...); ...; server.stop()
 
 Fault injection: ``server.add_fault("POST", r"/pulls$", Fault(status=502))`` queues faults per
-(method, path regex); each matching request consumes one. See :class:`Fault`.
+(method, path regex); each matching request consumes one. See :class:`Fault`. A reply lost after
+the PR was made is ``Fault(drop=True, after=True)``; a 5xx after it, ``Fault(status=502,
+after=True)``.
+
+Switches for what the documentation leaves open (all off by default): ``head_sha_lag`` (the first
+reads of a new PR show the base's SHA as ``head.sha``), ``honour_per_page=False`` (pages of 20
+whatever is asked), ``json_patch_ignores`` / ``form_patch_ignores`` (PATCH fields answered 200 but
+not taken, per encoding), ``list_lag`` (a new PR is left out of the next list reads),
+``refuse_duplicates=False`` (a second create opens a second PR), ``per_minute`` with
+``rate_window`` (429 past N requests in a sliding window; ``rate_limited`` counts them).
+``counts()`` gives the requests per endpoint.
 """
 
 from __future__ import annotations

@@ -111,13 +111,15 @@ def test_a_batch_is_paced_before_any_429_and_the_waits_are_shown(sandbox, gitcod
 
 
 def test_a_long_wait_is_a_progress_line_with_seconds_left(sandbox, gitcode):
-    gitcode.per_minute, gitcode.rate_window = 6, 6.0
+    # 3 requests per 2 s: the 4th waits most of a window, a long wait at this scale.
+    gitcode.per_minute, gitcode.rate_window = 3, 2.0
     result = apply(sandbox, "--branch", "v2.7.1",
-                   env={"BACKPORT_GITCODE_RATE": "6/6", "NO_COLOR": "1"})
+                   env={"BACKPORT_GITCODE_RATE": "3/2", "NO_COLOR": "1"})
     assert result.code == 0, result.err
     text = " ".join(result.err.split())
     assert "[forge] rate limit: GitCode API: waiting " in text
-    assert "requests in the last 6 s; the limit is 6 per 6 s)" in text
+    assert "(3 requests in the last 2 s; the limit is 3 per 2 s)" in text
+    assert "[forge] rate limit: GitCode API: waited " in text
     assert gitcode.rate_limited == 0
 
 
