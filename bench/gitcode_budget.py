@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,8 +47,8 @@ def log(message: str) -> None:
 
 def run(sets: int, scale: float, comment: str | None, work: Path) -> dict:
     sandbox = build_sandbox(work / "sb", ROOT / "patches" / "put_metric", sys.executable)
-    names = make_patch_sets(str(sandbox.upstream), work / "scratch", sandbox.project / "patches",
-                            sets)
+    shutil.rmtree(sandbox.project / "patches" / "put_metric")  # only the N sets made here
+    make_patch_sets(str(sandbox.upstream), work / "scratch", sandbox.project / "patches", sets)
     window = 60.0 / scale
     server = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
                          branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}),
@@ -62,11 +63,10 @@ def run(sets: int, scale: float, comment: str | None, work: Path) -> dict:
         env = {**os.environ, "GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1",
                "BACKPORT_GITCODE_RATE": f"{PER_MINUTE}/{window:g},4000/{3600 / scale:g}",
                "NO_COLOR": "1"}
-        args = ["--all"] if sets > 1 else ["--api", names[0]]
-        log(f"apply {' '.join(args)} --skip-tests: {sets} set(s) x 4 branches, "
+        log(f"apply --all --skip-tests: {sets} set(s) x 4 branches, "
             f"{PER_MINUTE} requests per {window:g} s")
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "backport", "apply", *args, "--skip-tests",
+        proc = subprocess.run([sys.executable, "-m", "backport", "apply", "--all", "--skip-tests",
                                "--json"], cwd=sandbox.project, env=env, capture_output=True,
                               text=True, check=False)
         wall = time.monotonic() - started

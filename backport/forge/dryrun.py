@@ -6,7 +6,7 @@ import dataclasses
 import logging
 
 from backport.forge.base import Forge, PlanSink, PullRequest
-from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
+from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds, period_text
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -63,13 +63,14 @@ class DryRunForge:
         refresh = self.creates if self.creates > 1 else 0  # bodies rewritten once all PRs exist
         total = reads + self.writes + refresh
         wait = pacing_seconds(total, self.windows)
-        limits = " and ".join(f"{limit} per {period:g} s" for limit, period in self.windows)
-        took = ("no wait" if wait <= 0 else
-                f"at least {wait / 60:.0f} min" if wait >= 60 else f"at least {wait:.0f} s")
+        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in self.windows)
+        took = ("that needs no wait" if wait <= 0 else
+                f"that takes at least {wait / 60:.0f} min" if wait >= 60 else
+                f"that takes at least {wait:.0f} s")
         return (f"about {total} GitCode API requests for {self.creates} new PR(s) in {sets} patch "
                 f"set(s) ({reads} reads{' made now' if client is not None else ' estimated'}, "
-                f"{self.writes + refresh} for the writes and their read-backs); at {limits} "
-                f"that takes {took}")
+                f"{self.writes + refresh} for the writes and their read-backs); under the limit "
+                f"of {limits}, {took}")
 
     def _reads(self) -> Forge | None:
         """The forge that answers reads, or None (said once in the plan)."""
@@ -78,7 +79,7 @@ class DryRunForge:
         if not self._said_skipped:
             self._said_skipped = True
             self._emit(f"GET requests skipped ({self.skip_reason or 'no forge to read from'}); "
-                       "existing PRs are not looked up")
+                       "existing PRs are not looked up", cost=0)
         return None
 
     def _pulls(self, suffix: str = "") -> str:

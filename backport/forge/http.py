@@ -3,13 +3,14 @@
 Policy:
 - the token travels only in the ``PRIVATE-TOKEN`` header, never in a URL; redirects are not
   followed (a redirect to another host would carry the header along);
-- at most ``per_minute`` requests in any 60-second window and ``per_hour`` in any hour
-  (GitCode's documented defaults are 50/min and 4,000/h);
+- at most N requests in any window of each of ``windows`` (GitCode's documented 50 a minute and
+  4,000 an hour), a request counted until its answer arrived; long waits told to ``notify``;
 - 429 is retried for every method (the server did not act), honouring ``Retry-After``; without
   one (GitCode documents none) the client waits out the per-minute window (``rate_window``,
   60 s), telling ``notify`` how long is left;
 - 500/502/503/504 and connection errors are retried only for idempotent methods; a POST is
-  retried only when the caller says it is safe (``retry=True``);
+  retried only when the caller says it is safe (``retry=True``); a host that cannot be reached
+  at all is one sentence naming it, at once;
 - every error becomes one redacted sentence in a :class:`ApiError` / :class:`ApiTransportError`.
 """
 
@@ -49,7 +50,7 @@ def seg(value: str | int) -> str:
 DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
 
 
-def _period_text(seconds: float) -> str:
+def period_text(seconds: float) -> str:
     if seconds == 60.0:
         return "minute"
     if seconds == 3600.0:
@@ -65,8 +66,7 @@ class RateLimiter:
     saw it no later than that, so however long requests travel, the server's window never holds
     more than ``limit``. A wait of ``notify_over`` seconds or more (or a tenth of the shortest
     window) is announced to ``notify`` (seconds left and why), again every ``progress_every``
-    seconds, and its end too. ``clock`` and ``sleep`` are
-    injectable so tests need not wait.
+    seconds, and its end too. ``clock`` and ``sleep`` are injectable so tests need not wait.
     """
 
     def __init__(self, windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS, *,
@@ -97,7 +97,7 @@ class RateLimiter:
                 wait = inside[len(inside) - limit] + period - now
                 if wait > delay:
                     delay = wait
-                    unit = _period_text(period)
+                    unit = period_text(period)
                     why = f"{len(inside)} requests in the last {unit}; the limit is {limit} per {unit}"
         return delay, why
 

@@ -116,8 +116,12 @@ def locked_journals(project: Project, patch_sets: list[PatchSet], progress: Prog
 def run_apply(project: Project, names: list[str], options: ApplyOptions,
               progress: ProgressSink, *, every: bool = False,
               environ: dict[str, str] | None = None,
-              plan: Callable[[str], None] | None = None) -> list[Outcome]:
-    """Run the whole job for the named patch sets; returns their records."""
+              plan: Callable[[str], None] | None = None,
+              estimate: Callable[[str], None] | None = None) -> list[Outcome]:
+    """Run the whole job for the named patch sets; returns their records.
+
+    In a dry run ``plan`` hears of every write not made and ``estimate`` of the forge requests
+    and time the run would take."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
     session = Session(project, options, environ=environ, plan=plan,
@@ -143,10 +147,10 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
             if not options.dry_run:
                 for outcome in outcomes:
                     write_report(outcome)
-            elif pending:
+            elif pending and estimate is not None:
                 summary = session.remote.request_summary(len(patch_sets))
                 if summary:
-                    session.plan(summary)
+                    estimate(summary)
             return outcomes
     finally:
         session.close()

@@ -248,3 +248,20 @@ def test_fixture_forge_is_unpaced(server: FakeGitCode, sleeps: SleepLog) -> None
     for _ in range(60):
         forge.list_prs("closed")
     assert sleeps.calls == []
+
+
+def test_a_dry_run_estimates_a_batch_and_its_wait() -> None:
+    from backport.forge.dryrun import DryRunForge
+    plan: list[str] = []
+    dry = DryRunForge(None, plan.append, upstream=UPSTREAM, fork=FORK, name="gitcode",
+                      skip_reason="no GitCode token")
+    for index in range(80):  # 20 sets of four branches, no token: reads are estimated
+        pr = dry.create_pr(f"b{index}", "master", "t", "b")
+        dry.link_issue(pr.number, 3216)
+    summary = dry.request_summary(20)
+    # 3 + 2 x 20 reads; per PR a create, its read-back, the link and the body rewritten
+    assert summary == ("about 363 GitCode API requests for 80 new PR(s) in 20 patch set(s) "
+                       "(43 reads estimated, 320 for the writes and their read-backs); under the "
+                       "limit of 50 per minute and 4000 per hour, that takes at least 7 min")
+    assert DryRunForge(None, plan.append, upstream=UPSTREAM, fork=FORK,
+                       name="local").request_summary(1) is None

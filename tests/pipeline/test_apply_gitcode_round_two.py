@@ -144,9 +144,10 @@ def test_dry_run_says_how_many_requests_and_how_long(sandbox, gitcode):
                      "--dry-run", env=FAST)
     assert result.code == 0, result.err
     (line,) = [line for line in result.out.splitlines() if "GitCode API requests" in line]
+    assert line.startswith("The real run: about ")
     total = int(line.split("about ", 1)[1].split(" ", 1)[0])
     assert "for 4 new PR(s) in 1 patch set(s)" in line
-    assert "at 50 per 60 s and 4000 per 3600 s that takes no wait" in line
+    assert line.endswith("under the limit of 50 per minute and 4000 per hour, that needs no wait.")
     # the estimate is what the real run then spends (give or take the sibling refresh's reads)
     before = len(gitcode.requests)
     assert apply(sandbox).code == 0
