@@ -66,13 +66,13 @@ def run(sets: int, scale: float, comment: str | None, work: Path) -> dict:
         log(f"apply --all --skip-tests: {sets} set(s) x 4 branches, "
             f"{PER_MINUTE} requests per {window:g} s")
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "backport", "apply", "--all", "--skip-tests",
-                               "--json"], cwd=sandbox.project, env=env, capture_output=True,
-                              text=True, check=False)
+        proc = subprocess.run([sys.executable, "-m", "backport", "apply", "--all", "--skip-tests"],
+                              cwd=sandbox.project, env=env, capture_output=True, text=True,
+                              check=False)
         wall = time.monotonic() - started
         if proc.returncode != 0:
             raise SystemExit(f"apply exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-        waits = [line for line in proc.stderr.splitlines() if "rate limit:" in line]
+        waits = [line for line in proc.stderr.splitlines() if line.startswith("[forge] rate limit:")]
         counts = server.counts()
         total = sum(counts.values())
         prs = len(server.open_prs())
