@@ -263,7 +263,10 @@ class GitCodeForge:
         with self._lock:
             if self._open is None:
                 return
-            number = _number(data)
+            try:
+                number = _number(data)
+            except (TypeError, ValueError):
+                return
             if self._to_pr(data).state == "open":
                 self._open[number] = {**self._open.get(number, {}), **data}
             else:

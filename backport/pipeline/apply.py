@@ -227,7 +227,7 @@ def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: 
         raise problems[0]
     if problems:
         parts = [p.message.rstrip(".") for p in problems]
-        first = "auth" if any(p.code == "auth" for p in problems) else problems[0].code
+        first = problems[0].code  # an environment not built is a usage error (exit 2)
         lead = "" if len(parts) == 1 else f"{len(parts)} things are missing before the run can start: "
         text = lead + "; and ".join(parts)
         raise BackportError(first, text[0].upper() + text[1:] + ".")

@@ -131,7 +131,7 @@ def test_everything_missing_is_said_at_once_before_any_work(sandbox, gitcode):
     result = run_app(sandbox.project, "apply", "--api", "put_metric",
                      env={"GITCODE_TOKEN": "", "BACKPORT_TOKEN": "", "HOME": str(sandbox.project),
                           "GIT_CONFIG_NOSYSTEM": "1"})
-    assert result.code == 1
+    assert result.code == 2
     lines = [line for line in result.err.splitlines() if line.strip()]
     text = " ".join(lines)
     assert "2 things are missing before the run can start: the test environment" in text
