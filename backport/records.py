@@ -141,6 +141,7 @@ class PrInfo:
     decorated: bool | None = None  # labels, assignees, reviewers and the comment were set
     linked: bool | None = None  # the issue link was made (older records: assumed)
     commented_sha: str | None = None  # the fork branch's commit when the comment was posted
+    refused: tuple[str, ...] = ()  # best-effort writes the forge refused ("link", "comment"): not retried
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"number": self.number, "url": self.url}
@@ -150,13 +151,16 @@ class PrInfo:
             data["linked"] = self.linked
         if self.decorated is not None or self.commented_sha is not None:
             data["commented_sha"] = self.commented_sha
+        if self.refused:
+            data["refused"] = list(self.refused)
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PrInfo:
         return cls(number=data["number"], url=str(data.get("url") or ""),
                    decorated=data.get("decorated"), linked=data.get("linked"),
-                   commented_sha=data.get("commented_sha"))
+                   commented_sha=data.get("commented_sha"),
+                   refused=tuple(str(r) for r in data.get("refused") or ()))
 
 
 @dataclass(frozen=True)
@@ -229,11 +233,12 @@ class BranchRecord:
     merged_files: tuple[str, ...] = ()  # files that went in only through the 3-way merge
     loose_files: tuple[str, ...] = ()  # files placed with their context lines ignored
     conflict_snapshot: dict[str, str | None] | None = None  # {path: blob} as `git am` left them
+    closed_prs: tuple[int, ...] = ()  # PRs backport closed because the forge opened them wrong
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
         for name in ("conflicts", "mismatches", "warnings", "tried_sources", "merged_files",
-                     "loose_files"):
+                     "loose_files", "closed_prs"):
             object.__setattr__(self, name, _tuple(getattr(self, name)))
         if self.error_code is not None:
             object.__setattr__(self, "error_code", str(self.error_code))
@@ -273,6 +278,7 @@ class BranchRecord:
             "loose_files": list(self.loose_files),
             "conflict_snapshot": (dict(self.conflict_snapshot)
                                   if self.conflict_snapshot is not None else None),
+            "closed_prs": list(self.closed_prs),
         }
 
     @classmethod

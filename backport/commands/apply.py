@@ -66,9 +66,10 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tup
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
                            timeout=timeout, keep_workers=not no_keep_workers)
     plan_lines: list[str] = []
+    estimates: list[str] = []
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         outcomes = run_apply(project, list(apis), options, progress, every=every,
-                             plan=plan_lines.append)
+                             plan=plan_lines.append, estimate=estimates.append)
     if as_json:
         payload = [status_json(o.patch_set, o.records) for o in outcomes]
         print_json(payload[0] if len(payload) == 1 else {"runs": payload})
@@ -82,5 +83,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tup
             echo("\nDry run: these writes were not made:")
             for line in plan_lines:
                 echo(f"  {line}")
+        for line in estimates:
+            echo(f"\nThe real run: {line}.")
     failed = any(o.failed for o in outcomes)
     raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)

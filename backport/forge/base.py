@@ -20,6 +20,7 @@ class PullRequest:
     base: str  # target branch
     state: str  # "open" | "closed" | "merged"
     draft: bool = False
+    not_taken: tuple[str, ...] = ()  # fields an update sent that the PR still does not show
 
 
 # Receives one line per API call a dry run would make: "POST /repos/o/r/pulls title=… head=…".
@@ -35,6 +36,9 @@ class Forge(Protocol):
 
     name: str
     dry_run: bool  # True when writes are only described (the dry-run wrapper)
+
+    def missing(self) -> list[str]:
+        """What this forge lacks that needs no network to tell (e.g. no token), one phrase each."""
 
     def preflight(self) -> None:
         """Check credentials and that upstream and fork are visible; raise BackportError."""

@@ -6,6 +6,7 @@ import dataclasses
 import logging
 
 from backport.forge.base import Forge, PlanSink, PullRequest
+from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds, period_text
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,8 @@ class DryRunForge:
     """
 
     def __init__(self, inner: Forge | None, plan: PlanSink | None, *, upstream: str, fork: str,
-                 name: str = "", skip_reason: str = "") -> None:
+                 name: str = "", skip_reason: str = "",
+                 windows: tuple[tuple[int, float], ...] | None = None) -> None:
         self.inner = inner
         self.plan = plan or _log_plan
         self.upstream = upstream
@@ -41,9 +43,34 @@ class DryRunForge:
         self.skip_reason = skip_reason
         self._said_skipped = False
         self._planned: dict[tuple[str, str], PullRequest] = {}
+        client = getattr(inner, "client", None)
+        limiter = getattr(client, "limiter", None)
+        self.windows = windows or getattr(limiter, "windows", None) or DEFAULT_WINDOWS
+        self.writes = 0  # requests the planned writes would cost, read-backs included
+        self.creates = 0
 
-    def _emit(self, line: str) -> None:
+    def _emit(self, line: str, cost: int = 1) -> None:
+        self.writes += cost
         self.plan(redact(line))
+
+    def request_summary(self, sets: int) -> str | None:
+        """One plan line: about how many API requests the run would make and how long the
+        service's rate limit makes that take (None for a forge without such a limit)."""
+        if self.name != "gitcode":
+            return None
+        client = getattr(self.inner, "client", None)
+        reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 2 * sets
+        refresh = self.creates if self.creates > 1 else 0  # bodies rewritten once all PRs exist
+        total = reads + self.writes + refresh
+        wait = pacing_seconds(total, self.windows)
+        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in self.windows)
+        took = ("that needs no wait" if wait <= 0 else
+                f"that takes at least {wait / 60:.0f} min" if wait >= 60 else
+                f"that takes at least {wait:.0f} s")
+        return (f"about {total} GitCode API requests for {self.creates} new PR(s) in {sets} patch "
+                f"set(s) ({reads} reads{' made now' if client is not None else ' estimated'}, "
+                f"{self.writes + refresh} for the writes and their read-backs); under the limit "
+                f"of {limits}, {took}")
 
     def _reads(self) -> Forge | None:
         """The forge that answers reads, or None (said once in the plan)."""
@@ -52,13 +79,16 @@ class DryRunForge:
         if not self._said_skipped:
             self._said_skipped = True
             self._emit(f"GET requests skipped ({self.skip_reason or 'no forge to read from'}); "
-                       "existing PRs are not looked up")
+                       "existing PRs are not looked up", cost=0)
         return None
 
     def _pulls(self, suffix: str = "") -> str:
         return f"/repos/{self.upstream}/pulls{suffix}"
 
     dry_run = True
+
+    def missing(self) -> list[str]:
+        return []  # a dry run writes nothing, so it needs no token
 
     def preflight(self) -> None:
         if self.inner is not None:
@@ -95,7 +125,8 @@ class DryRunForge:
         closing = "" if close_related_issue is None else \
             f" close_related_issue={str(close_related_issue).lower()}"
         self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} title={_quote(title)} "
-                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}")
+                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}", cost=2)
+        self.creates += 1
         pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
                          head_repo=self.fork, base=base, state="open", draft=draft)
         self._planned[(head, base)] = pr

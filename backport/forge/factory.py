@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from backport.config.model import BranchMap
@@ -10,12 +10,28 @@ from backport.errors import ConfigError
 from backport.forge.base import Forge, PlanSink
 from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
+from backport.forge.http import DEFAULT_WINDOWS, parse_windows
 from backport.forge.local import LocalForge
 from backport.forge.token import resolve_token
 
 FORGES = ("gitcode", "local")
 SETTLE_VAR = "BACKPORT_GITCODE_SETTLE"
 DEFAULT_SETTLE = 2.0
+RATE_VAR = "BACKPORT_GITCODE_RATE"
+
+
+def rate_windows(environ: Mapping[str, str] | None) -> tuple[tuple[int, float], ...]:
+    """The request limits the GitCode client keeps under (``$BACKPORT_GITCODE_RATE``, e.g.
+    ``50/60,4000/3600``: requests per seconds; default GitCode's documented 50 a minute and
+    4,000 an hour)."""
+    text = (environ or {}).get(RATE_VAR, "").strip()
+    if not text:
+        return DEFAULT_WINDOWS
+    try:
+        return parse_windows(text)
+    except ValueError:
+        raise ConfigError(f"{RATE_VAR}={text!r} is not a list of requests/seconds such as "
+                          "50/60,4000/3600.") from None
 
 
 def settle_seconds(environ: Mapping[str, str] | None) -> float:
@@ -36,12 +52,13 @@ def settle_seconds(environ: Mapping[str, str] | None) -> float:
 def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = None,
                environ: Mapping[str, str] | None = None,
                dry_run: bool = False, plan: PlanSink | None = None,
-               timeout: float = 30.0) -> Forge:
+               timeout: float = 30.0, notify: Callable[[str], None] | None = None) -> Forge:
     """The forge of ``branch_map``; in a dry run writes become lines sent to ``plan``.
 
     Local forge: ``state_dir / "forge.sqlite"``. GitCode: ``branch_map.api_url`` with ``token``,
     or, when none is given and ``environ`` is, the token :func:`resolve_token` finds there (a dry
-    run without a token skips reads too, and says so in the plan).
+    run without a token skips reads too, and says so in the plan). ``notify`` hears of every
+    wait for the rate limit (seconds left and why).
     """
     if branch_map.forge == "local":
         forge: Forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
@@ -54,10 +71,12 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
             token = resolve_token(branch_map.api_url, environ)
         if dry_run and not token:
             return DryRunForge(None, plan, upstream=branch_map.upstream, fork=branch_map.fork,
-                               name="gitcode", skip_reason="no GitCode token")
+                               name="gitcode", skip_reason="no GitCode token",
+                               windows=rate_windows(environ))
         forge = GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
                              web_url=branch_map.web_url, timeout=timeout,
-                             settle=settle_seconds(environ))
+                             settle=settle_seconds(environ), windows=rate_windows(environ),
+                             notify=notify)
         if dry_run:
             return DryRunForge(forge, plan, upstream=branch_map.upstream, fork=branch_map.fork)
         return forge

@@ -1,11 +1,14 @@
 """The GitCode REST v5 forge; every behaviour it relies on is listed in ``docs/gitcode.md``.
 
 Highlights: list filters are never trusted (matching happens here) and a found PR is re-read in
-full; before creating, the fork branch must exist at the SHA just pushed; the head is sent as
-``owner/repo:branch`` and another form is tried only when that form itself is refused (403/404);
-every created PR is re-read and, if GitCode resolved its head anywhere but the fork branch, closed
-at once; a create that failed in transit or was refused as a duplicate (in English or Chinese) is
-looked up before anything is sent again.
+full; the open PRs are listed once and the listing kept (this client's own writes keep it
+current), so a patch set of four branches costs one paged list; the head is sent only as
+``owner/repo:branch``; every created PR is read back and closed only when GitCode took its head
+from another repository or branch, and then after a second read, never for a head SHA that may
+lag, and never twice for one branch; a create that failed in transit, answered 5xx or was refused
+as a duplicate (in English or Chinese) is looked up, with settle waits, before anything is sent
+again; every PATCH is checked against its answer or a read-back and sent again form-encoded when
+a field did not take.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from backport.errors import BackportError
 from backport.forge.base import PullRequest
-from backport.forge.http import ApiClient, ApiError, ApiTransportError, seg
+from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, ApiTransportError, seg
 from backport.forge.token import askpass_env
 from backport.redact import redact
 
@@ -27,6 +30,9 @@ log = logging.getLogger(__name__)
 
 PER_PAGE = 100
 MAX_PAGES = 50
+LISTING_TTL = 300.0  # seconds a listing of open PRs is reused (own writes keep it current)
+LOOKUPS = 3  # listings read after a failed create before anything is sent again
+READS_BEFORE_JUDGING = 2  # reads of a created PR, a settle wait apart, before it is judged
 
 # Creates are serialised per (api, upstream, head, base) inside one process.
 _create_locks: dict[tuple[str, str, str, str], threading.Lock] = {}
@@ -85,6 +91,58 @@ def _duplicate(message: str) -> bool:
     return "already exist" in message.lower() or "已存在" in message
 
 
+def _number(data: dict[str, Any]) -> int:
+    return _int(data.get("number") if data.get("number") not in (None, "") else data.get("iid"))
+
+
+def _draft(data: dict[str, Any]) -> bool:
+    return bool(data.get("draft") or data.get("work_in_progress"))
+
+
+def _body(data: dict[str, Any]) -> str:
+    return _text(data.get("body")) or _text(data.get("description"))
+
+
+def _field(data: dict[str, Any], key: str) -> Any:
+    """One PR field as the forge compares it (title without a draft prefix, body without
+    surrounding blank space); None when ``data`` does not show it."""
+    if key == "title":
+        return _strip_wip(data["title"]) if isinstance(data.get("title"), str) else None
+    if key == "body":
+        return _body(data).strip() if ("body" in data or "description" in data) else None
+    if key == "draft":
+        return _draft(data) if ("draft" in data or "work_in_progress" in data) else None
+    if key == "state":
+        return _text(data.get("state")) or None
+    value = data.get(key)
+    return value if value is None else value in (True, "true", "True", 1)
+
+
+def _wanted(key: str, value: Any) -> Any:
+    """A value sent, as :func:`_field` would show it once taken."""
+    if key == "title":
+        return _strip_wip(str(value))
+    if key == "body":
+        return str(value).strip()
+    return value
+
+
+def _form(fields: dict[str, Any]) -> dict[str, str]:
+    """Fields as form values (booleans as ``true``/``false``)."""
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in fields.items()}
+
+
+def _issue_numbers(answer: Any) -> list[int]:
+    result = []
+    for item in answer if isinstance(answer, list) else []:
+        value = item.get("number") if isinstance(item, dict) else item
+        try:
+            result.append(_int(value))
+        except (TypeError, ValueError):
+            continue
+    return result
+
+
 class GitCodeForge:
     """Find-or-create PRs on GitCode (REST v5) from ``fork`` branches into ``upstream``."""
 
@@ -94,20 +152,33 @@ class GitCodeForge:
     def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
                  web_url: str = "https://gitcode.com", timeout: float = 30.0,
                  client: ApiClient | None = None, max_pages: int = MAX_PAGES,
-                 settle: float = 2.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 settle: float = 2.0, sleep: Callable[[float], None] = time.sleep,
+                 windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
+                 notify: Callable[[str], None] | None = None,
+                 listing_ttl: float = LISTING_TTL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.api_url = api_url.rstrip("/")
         self.upstream = upstream
         self.fork = fork
         self.web_url = web_url.rstrip("/")
         self.has_token = bool(token)
         self._token = token
-        self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep)
+        self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
+                                          windows=windows, notify=notify)
         self.max_pages = max_pages
         self.settle = settle  # seconds to let a just-created PR or a pushed branch show up
         self._sleep = sleep
+        self._clock = clock
         owner, _, repo = upstream.partition("/")
         self._base_path = f"/repos/{seg(owner)}/{seg(repo)}"
         self.fork_owner = fork.partition("/")[0]
+        self.login: str | None = None  # the token's own user (GET /user)
+        self.listing_ttl = listing_ttl
+        self._lock = threading.RLock()
+        self._open: dict[int, dict[str, Any]] | None = None  # the open PRs, by number
+        self._open_at = 0.0
+        self._closed_for: set[tuple[str, str]] = set()  # (head, base) of PRs closed as wrong
+        self._created: set[int] = set()  # PRs this client opened (no issue linked yet)
 
     # ------------------------------------------------------------------ helpers
     def _pulls(self, suffix: str = "") -> str:
@@ -118,7 +189,7 @@ class GitCodeForge:
                 or f"{self.web_url}/{self.upstream}/pull/{number}")
 
     def _to_pr(self, data: dict[str, Any]) -> PullRequest:
-        number = _int(data.get("number") if data.get("number") not in (None, "") else data.get("iid"))
+        number = _number(data)
         head, base = _obj(data, "head"), _obj(data, "base")
         state = _text(data.get("state")).lower()
         if state == "merged" or _text(data.get("merged_at")):
@@ -127,13 +198,13 @@ class GitCodeForge:
             state = "open"
         else:
             state = "closed"
-        draft = bool(data.get("draft") or data.get("work_in_progress"))
+        draft = _draft(data)
         title = _text(data.get("title"))
         return PullRequest(
             number=number,
             url=self._pr_url(data, number),
             title=_strip_wip(title) if draft else title,
-            body=_text(data.get("body")) or _text(data.get("description")),
+            body=_body(data),
             head=_text(head.get("ref")) or _text(data.get("source_branch")),
             head_repo=_repo_of(head) or "",
             base=_text(base.get("ref")) or _text(data.get("target_branch")),
@@ -153,7 +224,10 @@ class GitCodeForge:
         return None
 
     def _pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item of a paginated list: until an empty/short page or a repeated page."""
+        """Every item of a paginated list, page after page until an empty or a repeated page.
+
+        A short page does not end the list: the service may not honour ``per_page``.
+        """
         seen_pages: set[tuple] = set()
         for page in range(1, self.max_pages + 1):
             items = self.client.get(path, {**params, "page": page, "per_page": PER_PAGE})
@@ -165,25 +239,51 @@ class GitCodeForge:
                 return
             seen_pages.add(key)
             yield from (i for i in items if isinstance(i, dict))
-            if len(items) < PER_PAGE:
-                return
         raise BackportError("forge", f"GitCode API GET {self.api_url}{path} returned more than "
-                                     f"{self.max_pages} pages of {PER_PAGE}; refusing to guess "
-                                     "whether a PR already exists.")
+                                     f"{self.max_pages} pages; refusing to guess whether a PR "
+                                     "already exists.")
+
+    def _open_prs(self, *, fresh: bool = False) -> dict[int, dict[str, Any]]:
+        """The upstream's open PRs by number: one paged list, kept ``listing_ttl`` seconds and
+        kept current by this client's own creates, updates and closes."""
+        with self._lock:
+            now = self._clock()
+            if fresh or self._open is None or now - self._open_at > self.listing_ttl:
+                listing: dict[int, dict[str, Any]] = {}
+                for item in self._pages(self._pulls(), {"state": "open"}):
+                    try:
+                        listing[_number(item)] = item
+                    except (TypeError, ValueError):
+                        continue
+                self._open, self._open_at = listing, now
+            return self._open
+
+    def _remember(self, data: dict[str, Any]) -> None:
+        """Keep the listing current with what was just read or written of one PR."""
+        with self._lock:
+            if self._open is None:
+                return
+            try:
+                number = _number(data)
+            except (TypeError, ValueError):
+                return
+            if self._to_pr(data).state == "open":
+                self._open[number] = {**self._open.get(number, {}), **data}
+            else:
+                self._open.pop(number, None)
 
     # ------------------------------------------------------------------ protocol
+    def missing(self) -> list[str]:
+        if self.has_token:
+            return []
+        return [f"no GitCode token for {self.api_url}: set GITCODE_TOKEN (or BACKPORT_TOKEN) to "
+                "a personal access token, or store one with git's credential helper"]
+
     def preflight(self) -> None:
         if not self.has_token:
             raise BackportError("auth", f"No GitCode token for {self.api_url}; set GITCODE_TOKEN "
                                         "(or BACKPORT_TOKEN) to a personal access token.")
-        try:
-            self.client.get("/user")
-        except ApiError as exc:
-            if exc.status == 401:
-                raise BackportError(
-                    "auth", f"GitCode rejected the token (401 Unauthorized) at GET {self.api_url}/user; "
-                            "set GITCODE_TOKEN to a valid personal access token.") from None
-            raise
+        self._user()
         for role, repo, code in (("upstream", self.upstream, "upstream-unreachable"),
                                  ("fork", self.fork, "fork-unreachable")):
             owner, _, name = repo.partition("/")
@@ -197,20 +297,44 @@ class GitCodeForge:
                               f"{exc.status}: {exc.server_message}.") from None
                 raise
 
+    def _user(self) -> str:
+        """The token's own login (``GET /user``, read once)."""
+        with self._lock:
+            if self.login is not None:
+                return self.login
+            try:
+                data = self.client.get("/user")
+            except ApiError as exc:
+                if exc.status == 401:
+                    raise BackportError(
+                        "auth", f"GitCode rejected the token (401 Unauthorized) at GET "
+                                f"{self.api_url}/user; set GITCODE_TOKEN to a valid personal "
+                                "access token.") from None
+                raise
+            login = data.get("login") if isinstance(data, dict) else None
+            self.login = login if isinstance(login, str) and login else self.fork_owner
+            return self.login
+
     def push_credentials(self, url: str) -> dict[str, str] | None:
-        """Environment for ``git push`` over HTTPS: the token via askpass, never in argv or URL."""
+        """Environment for ``git push`` over HTTPS: the token via askpass, never in argv or URL,
+        with the token's own login as the user name (the fork may belong to an organisation)."""
         if self._token and url.startswith(("https://", "http://")):
-            return askpass_env(self._token, self.fork_owner)
+            return askpass_env(self._token, self._user())
         return None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
-        for item in self._pages(self._pulls(), {"state": "open", "base": base}):
+        return self._find(head, base, fresh=False)
+
+    def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
+        for item in list(self._open_prs(fresh=fresh).values()):
             pr = self._to_pr(item)
             if pr.state != "open" or pr.head != head or pr.base != base:
                 continue
             if self._from_fork(item):
                 # A list item is a summary (its body may be cut short): read the PR itself.
-                return self.get_pr(pr.number)
+                found = self.get_pr(pr.number)
+                if found.state == "open":
+                    return found
         return None
 
     def get_pr(self, number: int) -> PullRequest:
@@ -227,9 +351,12 @@ class GitCodeForge:
         if not isinstance(data, dict):
             raise BackportError("forge", f"GitCode API GET {self.api_url}{self._pulls(f'/{number}')} "
                                          "did not return a JSON object.")
+        self._remember(data)
         return data
 
     def list_prs(self, state: str = "open") -> list[PullRequest]:
+        if state == "open":
+            return [self._to_pr(item) for item in self._open_prs().values()]
         return [self._to_pr(item) for item in self._pages(self._pulls(), {"state": state})]
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
@@ -239,7 +366,6 @@ class GitCodeForge:
             existing = self.find_open_pr(head, base)
             if existing is not None:
                 return existing
-            self._check_fork_branch(head, head_sha)
             return self._create(head, base, title, body, draft, head_sha, close_related_issue)
 
     def _branch_sha(self, repo: str, branch: str) -> str | None:
@@ -254,123 +380,147 @@ class GitCodeForge:
         commit = data.get("commit") if isinstance(data, dict) else None
         return _text(commit.get("id") if isinstance(commit, dict) else None) or ""
 
-    def _check_fork_branch(self, head: str, head_sha: str | None) -> None:
-        """Refuse to create unless the fork branch exists (at ``head_sha``, when given)."""
+    def _fork_branch_shown(self, head: str, head_sha: str | None) -> bool:
+        """After a refused create: whether GitCode shows the fork branch (at ``head_sha``), after
+        the settle wait when it does not at once; raises the sentence when it never does."""
         sha: str | None = None
-        for attempt in range(3):  # a branch pushed a moment ago may take a while to show
+        for attempt in range(2):  # a branch pushed a moment ago may take a while to show
             if attempt:
                 self._sleep(self.settle)
             sha = self._branch_sha(self.fork, head)
             if sha is not None and (not head_sha or not sha or sha == head_sha):
-                return
+                return attempt > 0
         if sha is None:
             raise BackportError(
                 "forge", f"The fork branch {self.fork}:{head} does not exist on GitCode (GET "
                          f"{self.api_url}/repos/{self.fork}/branches/{head} found nothing), so no "
                          "PR was opened; push it to the fork first.")
-        raise BackportError(
-            "forge", f"The fork branch {self.fork}:{head} is at {sha[:9]} on GitCode, not at the "
-                     f"{head_sha[:9] if head_sha else '?'} just pushed, so no PR was opened; "
-                     "check who pushed to the fork, then run again.")
-
-    def _head_forms(self, head: str) -> list[dict[str, str]]:
-        if _norm_repo(self.fork) == _norm_repo(self.upstream):
-            return [{"head": head}]
-        return [
-            {"head": f"{self.fork}:{head}"},
-            {"head": f"{self.fork_owner}:{head}", "fork_path": self.fork},
-        ]
+        if head_sha and sha != head_sha:
+            raise BackportError(
+                "forge", f"The fork branch {self.fork}:{head} is at {sha[:9]} on GitCode, not at "
+                         f"the {head_sha[:9]} just pushed, so no PR was opened; check who pushed "
+                         "to the fork, then run again.")
+        return False
 
     def _create(self, head: str, base: str, title: str, body: str, draft: bool,
                 head_sha: str | None, close_related_issue: bool | None) -> PullRequest:
-        forms = self._head_forms(head)
-        in_transit_retries = 1
-        i = 0
-        while i < len(forms):
-            payload: dict[str, Any] = {"title": title, "head": forms[i]["head"], "base": base,
-                                       "body": body}
-            if "fork_path" in forms[i]:
-                payload["fork_path"] = forms[i]["fork_path"]
-            if draft:
-                payload["draft"] = True
-            if close_related_issue is not None:
-                payload["close_related_issue"] = close_related_issue
+        head_form = head if _norm_repo(self.fork) == _norm_repo(self.upstream) else f"{self.fork}:{head}"
+        payload: dict[str, Any] = {"title": title, "head": head_form, "base": base, "body": body}
+        if draft:
+            payload["draft"] = True
+        if close_related_issue is not None:
+            payload["close_related_issue"] = close_related_issue
+        resends = 1  # after a lost reply or 5xx, and after a branch that showed only later
+        while True:
             try:
                 answer = self.client.request("POST", self._pulls(), json=payload, retry=False)
             except ApiTransportError as exc:
                 found = self._look_up_after_failure(head, base, exc.message)
                 if found is not None:
                     return found
-                if in_transit_retries <= 0:
+                if resends <= 0:
                     raise
-                in_transit_retries -= 1
+                resends -= 1
                 continue
             except ApiError as exc:
                 if exc.code == "auth":
                     raise
                 # Whatever the refusal, the PR may exist (a duplicate, a create that went
                 # through): look before sending anything else.
-                found = self._look_up_after_failure(head, base, exc.message,
-                                                    settle=_duplicate(exc.server_message)
-                                                    or exc.status in (409, 429) or exc.status >= 500)
+                found = self._look_up_after_failure(
+                    head, base, exc.message,
+                    settle=_duplicate(exc.server_message) or exc.status in (409, 429)
+                    or exc.status >= 500)
                 if found is not None:
                     return found
-                if exc.status >= 500 and in_transit_retries > 0:
-                    in_transit_retries -= 1
+                if _duplicate(exc.server_message):
+                    raise BackportError(
+                        "forge", redact(f"GitCode says a PR from {self.fork}:{head} into "
+                                        f"{self.upstream}:{base} already exists "
+                                        f"({exc.server_message}), but no open PR from that fork "
+                                        "branch is listed; look at the upstream's PRs, then run "
+                                        "again."), details={"status": exc.status}) from None
+                if exc.status >= 500 and resends > 0:
+                    resends -= 1
                     continue
-                if exc.status in (403, 404) and i + 1 < len(forms):
-                    log.info("GitCode refused head form %r (%s); trying the next form",
-                             forms[i]["head"], exc.status)
-                    i += 1
+                if 400 <= exc.status < 500 and resends > 0 and \
+                        self._fork_branch_shown(head, head_sha):
+                    resends -= 1
                     continue
                 raise BackportError(
                     "forge", redact(f"GitCode did not open a PR from {self.fork}:{head} into "
                                     f"{self.upstream}:{base}: POST {self.api_url}{self._pulls()} "
-                                    f"with head={forms[i]['head']!r} answered {exc.status}: "
+                                    f"with head={head_form!r} answered {exc.status}: "
                                     f"{exc.server_message}."),
                     details={"status": exc.status}) from None
             return self._verify_created(answer.data, head, base, head_sha)
-        raise BackportError("forge", f"GitCode could not open a PR from {self.fork}:{head} into "
-                                     f"{self.upstream}:{base}.")
 
     def _look_up_after_failure(self, head: str, base: str, why: str, *,
                                settle: bool = True) -> PullRequest | None:
+        """Look for the PR a failed create may have opened: fresh listings, ``LOOKUPS`` of them
+        ``settle`` seconds apart (one when the refusal says nothing was made)."""
         log.warning("%s; checking whether the PR exists anyway", why.rstrip("."))
-        for attempt in range(2 if settle else 1):
+        for attempt in range(LOOKUPS if settle else 1):
             if attempt:
-                self._sleep(self.settle)
-            found = self.find_open_pr(head, base)
+                self._sleep(self.settle * attempt)
+            found = self._find(head, base, fresh=True)
             if found is not None:
                 return found
         return None
 
     def _verify_created(self, data: Any, head: str, base: str,
                         head_sha: str | None) -> PullRequest:
-        """Re-read a created PR; close it at once when GitCode took its head from elsewhere."""
+        """Read a created PR back; close it only when GitCode took its head from another
+        repository or branch, on two reads a settle wait apart, and only once per branch."""
         if not isinstance(data, dict) or data.get("number", data.get("iid")) in (None, ""):
-            found = self.find_open_pr(head, base)
+            found = self._look_up_after_failure(
+                head, base, f"GitCode accepted the PR from {self.fork}:{head} into "
+                            f"{self.upstream}:{base} but returned no PR number")
             if found is not None:
                 return found
             raise BackportError("forge", f"GitCode accepted the PR from {self.fork}:{head} into "
-                                         f"{self.upstream}:{base} but returned no PR number.")
-        number = _int(data.get("number") if data.get("number") not in (None, "") else data.get("iid"))
-        full = self._get_pr_data(number)
+                                         f"{self.upstream}:{base} but returned no PR number, and "
+                                         "no such open PR is listed.")
+        number = _number(data)
+        full: dict[str, Any] = {}
+        for attempt in range(READS_BEFORE_JUDGING):
+            if attempt:
+                self._sleep(self.settle)
+            full = self._get_pr_data(number)
+            sha = _text(_obj(full, "head").get("sha"))
+            wrong = self._to_pr(full).head != head or self._from_fork(full) is False
+            lagging = bool(head_sha and sha and sha != head_sha)
+            if not wrong and not lagging:
+                break
         pr = self._to_pr(full)
+        with self._lock:
+            self._created.add(number)
+            if self._open is not None and pr.state == "open":
+                self._open[number] = full
         from_fork = self._from_fork(full)
-        sha = _text(_obj(full, "head").get("sha"))
-        wrong_sha = bool(head_sha and sha and sha != head_sha)
-        if pr.head == head and from_fork is not False and not wrong_sha:
+        if pr.head == head and from_fork is not False:
             if from_fork is None:
                 log.warning("GitCode PR !%s does not say which repository its head is in; "
                             "assuming %s", number, self.fork)
                 pr = dataclasses.replace(pr, head_repo=self.fork)
+            sha = _text(_obj(full, "head").get("sha"))
+            if head_sha and sha and sha != head_sha:
+                log.warning("GitCode PR !%s still shows head %s, not the %s pushed; its head "
+                            "SHA may lag, so the PR is kept", number, sha[:9], head_sha[:9])
             return pr
         source = f"{pr.head_repo or 'an unknown repository'}:{pr.head or '?'}"
         if _norm_repo(pr.head_repo) == _norm_repo(self.upstream):
             source = f"the upstream branch {source}"
-        if wrong_sha:
-            source += f" at {sha[:9]}"
-        wanted = f"{self.fork}:{head}" + (f" at {head_sha[:9]}" if head_sha else "")
+        wanted = f"{self.fork}:{head}"
+        with self._lock:
+            again = (head, base) in self._closed_for
+            self._closed_for.add((head, base))
+        if again:
+            raise BackportError(
+                "forge", redact(f"GitCode again opened a PR from {source} instead of the fork "
+                                f"branch {wanted} (PR !{number}, {pr.url}); backport closes such a "
+                                "PR only once per branch, so it is left open: close it by hand."),
+                details={"number": number, "url": pr.url, "closed": False})
         closed = self._close(number, pr)
         tail = ("backport closed it at once, so no wrong PR stays open" if closed is None else
                 f"closing it failed ({closed}), so close it by hand")
@@ -380,10 +530,14 @@ class GitCodeForge:
             details={"number": number, "url": pr.url, "closed": closed is None})
 
     def _close(self, number: int, pr: PullRequest) -> str | None:
-        """Close a PR (``PATCH state=closed``); None when closed, else why not."""
+        """Close a PR (``PATCH state=closed``, form-encoded if JSON did not take); None when
+        closed, else why not."""
+        fields = {"title": pr.title, "body": pr.body, "state": "closed"}
         try:
-            self.client.request("PATCH", self._pulls(f"/{seg(number)}"),
-                                json={"title": pr.title, "body": pr.body, "state": "closed"})
+            self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=fields)
+            if self.get_pr(number).state != "open":
+                return None
+            self.client.request("PATCH", self._pulls(f"/{seg(number)}"), data=fields)
             if self.get_pr(number).state != "open":
                 return None
             return "GitCode still shows it open"
@@ -392,13 +546,44 @@ class GitCodeForge:
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
-        payload: dict[str, Any] = {"title": title, "body": body}
+        """PATCH, then check every field against the answer, or a read-back where the answer
+        does not show it and it may have changed; fields not taken are sent once more
+        form-encoded. The PR returned names in ``not_taken`` what still did not take."""
+        fields: dict[str, Any] = {"title": title, "body": body}
         if draft is not None:
-            payload["draft"] = draft
+            fields["draft"] = draft
         if close_related_issue is not None:
-            payload["close_related_issue"] = close_related_issue
-        self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=payload)
-        return self.get_pr(number)
+            fields["close_related_issue"] = close_related_issue
+        path = self._pulls(f"/{seg(number)}")
+        with self._lock:
+            known = dict((self._open or {}).get(number, {}))
+        answer = self.client.request("PATCH", path, json=fields).data
+        data, not_taken = self._check_update(number, fields, answer, known)
+        if not_taken:
+            log.warning("GitCode did not take %s of PR !%s sent as JSON; sending it form-encoded",
+                        ", ".join(not_taken), number)
+            answer = self.client.request("PATCH", path, data=_form(fields)).data
+            data, not_taken = self._check_update(number, fields, answer, data)
+        with self._lock:
+            if self._open is not None:
+                self._remember(data)
+        return dataclasses.replace(self._to_pr(data), not_taken=tuple(not_taken))
+
+    def _check_update(self, number: int, fields: dict[str, Any], answer: Any,
+                      known: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """The PR as it now is and the fields that did not take: the answer shows title and
+        body; a field it does not show is read back unless it was already as sent."""
+        shown = answer if isinstance(answer, dict) else {}
+        need_read = not known or any(
+            _field(shown, key) is None and _field(known, key) != _wanted(key, value)
+            for key, value in fields.items())
+        data = self._get_pr_data(number) if need_read else {**known, **shown}
+        for key, value in fields.items():
+            if key in ("draft", "close_related_issue") and not need_read:
+                data[key] = value if _field(shown, key) is None else _field(shown, key)
+        not_taken = [key for key, value in fields.items()
+                     if _field(data, key) != _wanted(key, value)]
+        return data, not_taken
 
     def linked_issues(self, number: int) -> list[int]:
         result: list[int] = []
@@ -411,17 +596,28 @@ class GitCodeForge:
         return result
 
     def link_issue(self, number: int, issue: int) -> None:
-        if issue in self.linked_issues(number):
+        """Link ``issue`` unless it is linked (not read for a PR this client just opened); read
+        back only when the answer does not list it or never came."""
+        with self._lock:
+            new = number in self._created
+        if not new and issue in self.linked_issues(number):
             return
         path = self._pulls(f"/{seg(number)}/issues")
-        try:
-            self.client.request("POST", path, json=[int(issue)], retry=False)
-        except (ApiTransportError, ApiError) as exc:
-            if isinstance(exc, ApiError) and exc.status < 500 and exc.status != 429:
-                raise
-            if issue in self.linked_issues(number):
+        for attempt in range(2):
+            try:
+                answer = self.client.request("POST", path, json=[int(issue)], retry=False).data
+            except (ApiTransportError, ApiError) as exc:
+                if isinstance(exc, ApiError) and exc.status < 500 and exc.status != 429:
+                    raise
+                if attempt or issue in self.linked_issues(number):
+                    if attempt:
+                        raise
+                    return
+                continue
+            if issue in _issue_numbers(answer) or issue in self.linked_issues(number):
                 return
-            self.client.request("POST", path, json=[int(issue)], retry=False)
+            raise BackportError("forge", f"GitCode answered the link of issue #{issue} to PR "
+                                         f"!{number} but does not list it as linked.")
 
     def add_comment(self, number: int, body: str) -> None:
         self.client.request("POST", self._pulls(f"/{seg(number)}/comments"), json={"body": body},

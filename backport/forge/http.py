@@ -3,28 +3,31 @@
 Policy:
 - the token travels only in the ``PRIVATE-TOKEN`` header, never in a URL; redirects are not
   followed (a redirect to another host would carry the header along);
-- at most ``per_minute`` requests in any 60-second window and ``per_hour`` in any hour
-  (GitCode's documented defaults are 50/min and 4,000/h);
+- at most N requests in any window of each of ``windows`` (GitCode's documented 50 a minute and
+  4,000 an hour), a request counted until its answer arrived; long waits told to ``notify``;
 - 429 is retried for every method (the server did not act), honouring ``Retry-After``; without
   one (GitCode documents none) the client waits out the per-minute window (``rate_window``,
   60 s), telling ``notify`` how long is left;
 - 500/502/503/504 and connection errors are retried only for idempotent methods; a POST is
-  retried only when the caller says it is safe (``retry=True``);
+  retried only when the caller says it is safe (``retry=True``); a host that cannot be reached
+  at all is one sentence naming it, at once;
 - every error becomes one redacted sentence in a :class:`ApiError` / :class:`ApiTransportError`.
 """
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import email.utils
 import logging
+import math
 import random
+import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
 
@@ -44,40 +47,118 @@ def seg(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class RateLimiter:
-    """Sliding-window limiter: never more than ``limit`` acquisitions in any ``period`` seconds.
+DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
 
-    Several windows may be combined (e.g. 50 per minute and 4,000 per hour). ``clock`` and
-    ``sleep`` are injectable so tests need not wait.
+
+def period_text(seconds: float) -> str:
+    if seconds == 60.0:
+        return "minute"
+    if seconds == 3600.0:
+        return "hour"
+    return f"{seconds:g} s"
+
+
+class RateLimiter:
+    """Sliding-window limiter: never more than ``limit`` requests in any ``period`` seconds.
+
+    Several windows may be combined (e.g. 50 per minute and 4,000 per hour). A request counts
+    from when it is sent until its answer arrived, and then from the time it arrived: the server
+    saw it no later than that, so however long requests travel, the server's window never holds
+    more than ``limit``. A wait of ``notify_over`` seconds or more (or a tenth of the shortest
+    window) is announced to ``notify`` (seconds left and why), again every ``progress_every``
+    seconds, and its end too. ``clock`` and ``sleep`` are injectable so tests need not wait.
     """
 
-    def __init__(self, windows: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0)), *,
+    def __init__(self, windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS, *,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self._windows: list[tuple[int, float, collections.deque[float]]] = [
-            (limit, period, collections.deque()) for limit, period in windows if limit > 0]
+                 sleep: Callable[[float], None] = time.sleep,
+                 notify: Callable[[str], None] | None = None, notify_over: float = 5.0,
+                 progress_every: float = 15.0, service: str = "GitCode API") -> None:
+        self.windows = tuple((limit, period) for limit, period in windows if limit > 0)
+        self._stamps: list[list[float]] = []  # [sent-or-answered time]; inf while in flight
+        self._longest = max((period for _, period in self.windows), default=0.0)
+        self._shortest = min((period for _, period in self.windows), default=0.0)
         self._clock = clock
         self._sleep = sleep
-        self._lock = threading.Lock()
+        self._notify = notify
+        self._notify_over = notify_over
+        self._progress_every = progress_every
+        self._service = service
+        self._turn = threading.Lock()  # one waiter at a time, in arrival order
+        self._state = threading.Condition()
+
+    def _delay(self, now: float) -> tuple[float, str]:
+        """Seconds until one more request fits every window (inf: wait for an answer), and why."""
+        self._stamps = [s for s in self._stamps if s[0] > now - self._longest]
+        delay, why = 0.0, ""
+        for limit, period in self.windows:
+            inside = sorted(s[0] for s in self._stamps if s[0] > now - period)
+            if len(inside) >= limit:
+                wait = inside[len(inside) - limit] + period - now
+                if wait > delay:
+                    delay = wait
+                    unit = period_text(period)
+                    why = f"{len(inside)} requests in the last {unit}; the limit is {limit} per {unit}"
+        return delay, why
 
     def acquire(self) -> float:
-        """Block until a request may be sent; return the seconds waited."""
+        """Block until a request may be sent and count it as sent now; return the seconds waited."""
+        with self.slot() as waited:
+            return waited
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[float]:
+        """Wait for room, hold one place while the request travels; yields the seconds waited."""
+        stamp = [math.inf]
         waited = 0.0
-        with self._lock:
+        with self._turn:
+            announced = False
             while True:
-                now = self._clock()
-                delay = 0.0
-                for limit, period, stamps in self._windows:
-                    while stamps and stamps[0] <= now - period:
-                        stamps.popleft()
-                    if len(stamps) >= limit:
-                        delay = max(delay, stamps[0] + period - now)
-                if delay <= 0:
-                    for _, _, stamps in self._windows:
-                        stamps.append(now)
-                    return waited
-                self._sleep(delay)
-                waited += delay
+                with self._state:
+                    now = self._clock()
+                    delay, why = self._delay(now)
+                    if delay <= 0:
+                        self._stamps.append(stamp)
+                        break
+                    if math.isinf(delay):  # every place is held by a request in flight
+                        self._state.wait(1.0)
+                        continue
+                if self._notify is not None and (announced or delay >= self._notify_over
+                                                 or delay >= self._shortest / 10):
+                    self._notify(f"{self._service}: waiting {delay:.0f}s"
+                                 + ("" if announced else f" ({why})"))
+                    announced = True
+                step = min(delay, self._progress_every) if announced else delay
+                self._sleep(step)
+                waited += step
+            if announced and self._notify is not None:
+                self._notify(f"{self._service}: waited {waited:.0f}s; sending again")
+        try:
+            yield waited
+        finally:
+            with self._state:
+                stamp[0] = self._clock()
+                self._state.notify_all()
+
+
+def pacing_seconds(requests_: int, windows: tuple[tuple[int, float], ...]) -> float:
+    """The least time ``requests_`` requests take under the limiter's windows."""
+    return max((max(0, math.ceil(requests_ / limit) - 1) * period for limit, period in windows
+                if limit > 0), default=0.0)
+
+
+def parse_windows(text: str) -> tuple[tuple[int, float], ...]:
+    """``"50/60,4000/3600"`` (requests/seconds, comma-separated) as limiter windows; ValueError."""
+    windows = []
+    for part in text.split(","):
+        count, sep, seconds = part.strip().partition("/")
+        limit, period = int(count), float(seconds)
+        if not sep or limit <= 0 or not 0 < period < math.inf:
+            raise ValueError(part)
+        windows.append((limit, period))
+    if not windows:
+        raise ValueError(text)
+    return tuple(windows)
 
 
 @dataclass(frozen=True)
@@ -194,18 +275,25 @@ class ApiClient:
                  backoff: float = 1.0, backoff_cap: float = 30.0, max_retry_after: float = 300.0,
                  jitter: Callable[[], float] = random.random, service: str = "GitCode API",
                  rate_window: float = 60.0, progress_every: float = 15.0,
-                 notify: Callable[[str], None] | None = None) -> None:
+                 notify: Callable[[str], None] | None = None,
+                 windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.max_attempts = max(1, max_attempts)
-        self.limiter = limiter if limiter is not None else RateLimiter(sleep=sleep)
+        self.limiter = limiter if limiter is not None else RateLimiter(
+            windows, sleep=sleep, notify=notify or log.warning, progress_every=progress_every,
+            service=service)
+        self.sent = 0  # requests sent, retries included
+        self._count_lock = threading.Lock()
         self.service = service
         self._sleep = sleep
         self._backoff = backoff
         self._backoff_cap = backoff_cap
         self._max_retry_after = max_retry_after
         self._jitter = jitter
-        self._rate_window = rate_window
+        # a 429 without Retry-After waits out the shortest window (GitCode's minute by default)
+        self._rate_window = rate_window if windows == DEFAULT_WINDOWS else min(
+            (period for _, period in windows), default=rate_window)
         self._progress_every = progress_every
         self._notify = notify or log.warning
         register_secret(token)
@@ -224,28 +312,41 @@ class ApiClient:
         return base * (0.5 + 0.5 * self._jitter())
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
-                json: Any = None, retry: bool | None = None) -> ApiResponse:
+                json: Any = None, data: Mapping[str, str] | None = None,
+                retry: bool | None = None) -> ApiResponse:
         """Send one call (with retries as the policy allows); return the 2xx answer or raise.
 
         ``path`` starts with ``/`` and has its segments already encoded (see :func:`seg`).
-        ``retry`` overrides whether 5xx / connection errors are retried (default: idempotent).
+        ``json`` is sent as a JSON body, ``data`` form-encoded. ``retry`` overrides whether
+        5xx / connection errors are retried (default: idempotent). A host that cannot be reached
+        at all (no such name, connection refused) is not retried.
         """
         method = method.upper()
         retry_unsafe = (method in IDEMPOTENT) if retry is None else retry
         attempt = 0
         while True:
             attempt += 1
-            self.limiter.acquire()
             started = time.monotonic()
             try:
-                response = self.session.request(
-                    method, self.url(path), params=params, json=json,
-                    timeout=self.timeout, allow_redirects=False,
-                )
+                with self.limiter.slot():
+                    with self._count_lock:
+                        self.sent += 1
+                    response = self.session.request(
+                        method, self.url(path), params=params, json=json, data=data,
+                        timeout=self.timeout, allow_redirects=False,
+                    )
             except requests.RequestException as exc:
                 kind = "timed out" if isinstance(exc, requests.Timeout) else "failed"
                 reason = redact(" ".join(str(exc).split()))[:200]
                 log.debug("%s %s %s after %.2fs: %s", method, redact(path), kind, time.monotonic() - started, reason)
+                unreachable = _unreachable(exc)
+                if unreachable:
+                    host = urlsplit(self.base_url).netloc
+                    raise ApiTransportError(
+                        redact(f"{self.service} at {host} could not be reached ({unreachable}); "
+                               f"check the network connection, any proxy (HTTPS_PROXY) and "
+                               f"api_url in branches.yaml."),
+                        method=method, path=path) from None
                 if retry_unsafe and attempt < self.max_attempts:
                     self._sleep(self._backoff_delay(attempt))
                     continue
@@ -303,6 +404,26 @@ class ApiClient:
 
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self.request("GET", path, params=params).data
+
+
+def _unreachable(exc: BaseException) -> str:
+    """Why no connection could be made at all ("" when it was made or may have been)."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
+            return "its name does not resolve"
+        if isinstance(item, ConnectionRefusedError):
+            return "the connection was refused"
+        for nxt in (getattr(item, "reason", None), item.__cause__, item.__context__,
+                    *(a for a in getattr(item, "args", ()) if isinstance(a, BaseException))):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+    return ""
 
 
 def _decode(response: requests.Response) -> Any:

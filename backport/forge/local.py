@@ -151,6 +151,9 @@ class LocalForge:
         return conn
 
     # ------------------------------------------------------------------ protocol
+    def missing(self) -> list[str]:
+        return []
+
     def preflight(self) -> None:
         """Nothing to check beyond the database being writable when it exists."""
         if self.path.exists() and not os.access(self.path, os.W_OK):

@@ -42,6 +42,7 @@ class ProgressSink(Protocol):
 
 
 EventFor = Callable[[PatchSet, str], Event]  # the progress event of one (patch set, target)
+FORGE_ROW = "forge"  # the progress row of the forge's own waits (the rate limit)
 
 
 @dataclass
@@ -116,11 +117,16 @@ def locked_journals(project: Project, patch_sets: list[PatchSet], progress: Prog
 def run_apply(project: Project, names: list[str], options: ApplyOptions,
               progress: ProgressSink, *, every: bool = False,
               environ: dict[str, str] | None = None,
-              plan: Callable[[str], None] | None = None) -> list[Outcome]:
-    """Run the whole job for the named patch sets; returns their records."""
+              plan: Callable[[str], None] | None = None,
+              estimate: Callable[[str], None] | None = None) -> list[Outcome]:
+    """Run the whole job for the named patch sets; returns their records.
+
+    In a dry run ``plan`` hears of every write not made and ``estimate`` of the forge requests
+    and time the run would take."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
-    session = Session(project, options, environ=environ, plan=plan)
+    session = Session(project, options, environ=environ, plan=plan,
+                      notify=functools.partial(progress.event, FORGE_ROW, "rate limit"))
     if not options.dry_run:
         secure_dir(project.state_dir)
     def event_for(ps: PatchSet, target: str) -> Event:
@@ -142,6 +148,10 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
             if not options.dry_run:
                 for outcome in outcomes:
                     write_report(outcome)
+            elif pending and estimate is not None:
+                summary = session.remote.request_summary(len(patch_sets))
+                if summary:
+                    estimate(summary)
             return outcomes
     finally:
         session.close()
@@ -168,13 +178,9 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
 
 def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
               event_for: EventFor) -> None:
-    bm = session.project.branch_map
-    if not options.skip_tests:  # a missing environment stops the run before any work
-        users: dict[str, list[str]] = {}
-        for job in jobs:
-            users.setdefault(bm.targets[job.target].env, []).append(job.target)
-        require_built({name: bm.environments[name] for name in users}, users)
-    if not (options.no_push or options.no_pr):
+    publishing = not (options.no_push or options.no_pr)
+    check_prerequisites(session, jobs, publishing=publishing)
+    if publishing:
         session.remote.forge().preflight()  # a bad token stops the run before anything is pushed
     if not options.skip_tests:
         _prewarm(session, jobs)
@@ -207,6 +213,31 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         raise
     pool.shutdown(wait=True)
     _refresh_siblings(session, jobs, event_for)
+
+
+def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: bool) -> None:
+    """Stop before any work when something that needs no network to check is missing (an
+    environment not built, no forge token), naming everything missing in one sentence."""
+    bm = session.project.branch_map
+    problems: list[BackportError] = []
+    if not session.options.skip_tests:
+        users: dict[str, list[str]] = {}
+        for job in jobs:
+            users.setdefault(bm.targets[job.target].env, []).append(job.target)
+        try:
+            require_built({name: bm.environments[name] for name in users}, users)
+        except BackportError as exc:
+            problems.append(exc)
+    if publishing:
+        problems.extend(BackportError("auth", text) for text in session.remote.forge().missing())
+    if len(problems) == 1 and problems[0].code != "auth":
+        raise problems[0]
+    if problems:
+        parts = [p.message.rstrip(".") for p in problems]
+        first = problems[0].code  # an environment not built is a usage error (exit 2)
+        lead = "" if len(parts) == 1 else f"{len(parts)} things are missing before the run can start: "
+        text = lead + "; and ".join(parts)
+        raise BackportError(first, text[0].upper() + text[1:] + ".")
 
 
 REFRESH_ROUNDS = 3  # reads of the set's PRs after a run; each further one only after a write

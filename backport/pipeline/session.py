@@ -182,11 +182,13 @@ class ForgeAccess:
     """The forge client of one run, built when first needed; it finds its own credentials."""
 
     def __init__(self, project: Project, environ: Mapping[str, str], *, dry_run: bool = False,
-                 plan: Callable[[str], None] | None = None) -> None:
+                 plan: Callable[[str], None] | None = None,
+                 notify: Callable[[str], None] | None = None) -> None:
         self.project = project
         self.environ = environ
         self.dry_run = dry_run
         self.plan = plan or (lambda line: None)
+        self.notify = notify
         self._lock = threading.Lock()
         self._forge: Forge | None = None
 
@@ -196,8 +198,15 @@ class ForgeAccess:
             if self._forge is None:
                 self._forge = make_forge(self.project.branch_map, self.project.state_dir,
                                          environ=self.environ, dry_run=self.dry_run,
-                                         plan=self.plan)
+                                         plan=self.plan, notify=self.notify)
             return self._forge
+
+    def request_summary(self, sets: int) -> str | None:
+        """For a dry run: about how many forge requests the run would make, and how long."""
+        with self._lock:
+            forge = self._forge
+        summary = getattr(forge, "request_summary", None) if forge is not None else None
+        return summary(sets) if summary is not None else None
 
     def push_env(self) -> dict[str, str] | None:
         """Extra environment for `git push` to the fork, as the forge provides it."""
@@ -209,7 +218,8 @@ class Session:
 
     def __init__(self, project: Project, options: ApplyOptions, *,
                  environ: Mapping[str, str] | None = None,
-                 plan: Callable[[str], None] | None = None) -> None:
+                 plan: Callable[[str], None] | None = None,
+                 notify: Callable[[str], None] | None = None) -> None:
         self.project = project
         self.options = options
         self.environ = environ if environ is not None else os.environ
@@ -218,7 +228,8 @@ class Session:
         keep = keep_policy(self.environ) if options.keep_workers else None
         self.envs = Environments(self.environ, isolated=options.isolated, keep=keep)
         self.docs = DocsAudit(self.cache)
-        self.remote = ForgeAccess(project, self.environ, dry_run=options.dry_run, plan=self.plan)
+        self.remote = ForgeAccess(project, self.environ, dry_run=options.dry_run, plan=self.plan,
+                                  notify=notify)
 
     def close(self) -> None:
         self.envs.close()

@@ -292,7 +292,9 @@ def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap
     An open PR of the fork branch is found again, never duplicated; it is decorated once, and
     commented again only when its branch was pushed since (``comment_on_push``). With
     ``read_siblings`` (some branches of the set are not in this run) the other branches'
-    results are read from their own PRs first.
+    results are read from their own PRs first. The issue link, decorations and comment are
+    best-effort: a refusal is a warning, recorded and not retried. A branch whose wrong PR
+    backport closed once gets no second PR.
     """
     ps = job.patch_set
     opts = ps.pr
@@ -305,40 +307,65 @@ def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     created = False
+    warnings: list[str] = []
     if pr is None:
+        if rec.closed_prs and not forge.dry_run:
+            raise BackportError(
+                "forge", f"backport closed PR !{rec.closed_prs[-1]} for {job.fork_branch} in an "
+                         "earlier run because the forge opened it from another repository or "
+                         "branch, and opens no second one: open the PR from the fork branch by "
+                         "hand, then run again to fill it in.")
         body = render_body(ctx)
-        pr = forge.create_pr(job.fork_branch, job.target, ps.title, body, draft=draft,
-                             head_sha=rec.pushed_sha,
-                             close_related_issue=opts.close_related_issue)
+        try:
+            pr = forge.create_pr(job.fork_branch, job.target, ps.title, body, draft=draft,
+                                 head_sha=rec.pushed_sha,
+                                 close_related_issue=opts.close_related_issue)
+        except BackportError as exc:
+            if exc.details.get("closed") is True:
+                job.update(closed_prs=(*rec.closed_prs, int(exc.details["number"])))
+            raise
         created = True
     else:
         body = render_body(ctx, existing=pr.body)
         if body != pr.body or pr.title != ps.title or pr.draft != draft:
             pr = forge.update_pr(pr.number, title=ps.title, body=body, draft=draft,
                                  close_related_issue=opts.close_related_issue)
+            if pr.not_taken:
+                warnings.append(f"PR !{pr.number} did not take the new "
+                                f"{', '.join(pr.not_taken)} (sent as JSON and as a form); "
+                                f"check it on {pr.url}")
     previous = rec.pr if rec.pr and not created and rec.pr.number == pr.number else None
     pr_info = PrInfo(number=pr.number, url=pr.url,
-                     decorated=bool(previous and previous.decorated), linked=False,
-                     commented_sha=previous.commented_sha if previous else None)
+                     decorated=bool(previous and previous.decorated),
+                     linked=bool(previous and previous.linked),
+                     commented_sha=previous.commented_sha if previous else None,
+                     refused=previous.refused if previous else ())
     job.update(pr=pr_info)
-    if ps.issue not in forge.linked_issues(pr.number):
-        forge.link_issue(pr.number, ps.issue)
-    pr_info = dataclasses.replace(pr_info, linked=True)
-    job.update(pr=pr_info)
-    warnings = list(rec.warnings) if pr_info.decorated else []
+    kept = [w for w in rec.warnings if not w.startswith(f"PR !{pr.number} did not take")] \
+        if previous else []
+    if not pr_info.linked and "link" not in pr_info.refused:
+        refused = _link(forge, pr.number, ps.issue)
+        if refused:
+            warnings.append(refused)
+            pr_info = dataclasses.replace(pr_info, refused=(*pr_info.refused, "link"))
+        else:
+            pr_info = dataclasses.replace(pr_info, linked=True)
+        job.update(pr=pr_info)
     pushed = rec.pushed_sha
     comment = False
     if not pr_info.decorated:
-        warnings = _decorate(forge, pr.number, opts)
+        kept = []
+        warnings.extend(_decorate(forge, pr.number, opts))
         pr_info = dataclasses.replace(pr_info, decorated=True)  # best-effort: never retried
         comment = bool(opts.comment)
     elif (opts.comment and opts.comment_on_push and pushed
-          and pr_info.commented_sha != pushed):
+          and pr_info.commented_sha != pushed and "comment" not in pr_info.refused):
         comment = True  # the branch of this open PR was force-pushed since the comment
     if comment:
         refused = _comment(forge, pr.number, opts.comment)
         if refused:
             warnings.append(refused)
+            pr_info = dataclasses.replace(pr_info, refused=(*pr_info.refused, "comment"))
         else:
             pr_info = dataclasses.replace(pr_info, commented_sha=pushed)
     if forge.dry_run:
@@ -348,12 +375,23 @@ def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap
         message = f"{rec.message}; a draft PR shows the failure (--pr-on-failure)"
     else:
         final, message = Status.DONE, ""
-    job.update(pr=pr_info, status=final, message=message, warnings=warnings)
+    all_warnings = list(dict.fromkeys([*kept, *warnings]))
+    job.update(pr=pr_info, status=final, message=message, warnings=all_warnings)
     for warning in warnings:
         job.event("warning", warning)
     if final == Status.DONE:
         _drop_worktree(job)
     job.event("done" if final == Status.DONE else final.value, pr.url)
+
+
+def _link(forge: Forge, number: int, issue: int) -> str | None:
+    """Link the patch set's issue; a refusal is returned as a warning (the PR stays open)."""
+    try:
+        forge.link_issue(number, issue)
+    except BackportError as exc:
+        return (f"issue #{issue} not linked to PR !{number} (the PR is open without the link; "
+                f"not tried again): {exc.message}")
+    return None
 
 
 def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
@@ -376,7 +414,8 @@ def _comment(forge: Forge, number: int, comment: str | None) -> str | None:
     try:
         forge.add_comment(number, comment or "")
     except BackportError as exc:
-        return f"comment {comment!r} not posted on PR !{number}: {exc.message}"
+        return (f"comment {comment!r} not posted on PR !{number} (not tried again): "
+                f"{exc.message}")
     return None
 
 

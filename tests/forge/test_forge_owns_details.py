@@ -17,21 +17,32 @@ from tests.helpers.fake_gitcode import FakeGitCode
 PIPELINE = Path(steps.__file__).parent
 
 
-def test_gitcode_gives_push_credentials_for_https_only() -> None:
-    forge = GitCodeForge("https://api.gitcode.com/api/v5", UPSTREAM, FORK, TOKEN)
+def test_gitcode_gives_push_credentials_for_https_only(server: FakeGitCode) -> None:
+    forge = GitCodeForge(server.url, UPSTREAM, FORK, TOKEN)
     env = forge.push_credentials("https://gitcode.com/lgxxx/pytorch.git")
     assert env is not None and env["BACKPORT_ASKPASS_USER"] == "lgxxx"
     assert env["BACKPORT_ASKPASS_TOKEN"] == TOKEN and Path(env["GIT_ASKPASS"]).exists()
     assert TOKEN not in env["GIT_ASKPASS"]
     assert forge.push_credentials("/srv/fork.git") is None
-    anonymous = GitCodeForge("https://api.gitcode.com/api/v5", UPSTREAM, FORK, None)
+    anonymous = GitCodeForge(server.url, UPSTREAM, FORK, None)
     assert anonymous.push_credentials("https://gitcode.com/lgxxx/pytorch.git") is None
 
 
-def test_local_and_dry_run_forges(tmp_path: Path) -> None:
+def test_push_goes_as_the_tokens_own_login_not_the_fork_owner(server: FakeGitCode) -> None:
+    # The fork belongs to an organisation; the token is a maintainer's.
+    server.login = "maintainer-li"
+    forge = GitCodeForge(server.url, UPSTREAM, FORK, TOKEN)
+    env = forge.push_credentials("https://gitcode.com/lgxxx/pytorch.git")
+    assert env is not None and env["BACKPORT_ASKPASS_USER"] == "maintainer-li"
+    forge.preflight()
+    assert forge.push_credentials("https://gitcode.com/x.git") == env
+    assert [r.path for r in server.requests].count("/user") == 1  # read once
+
+
+def test_local_and_dry_run_forges(tmp_path: Path, server: FakeGitCode) -> None:
     local = LocalForge(tmp_path / "forge.sqlite", upstream=UPSTREAM, fork=FORK)
     assert local.push_credentials("https://example.com/x.git") is None and not local.dry_run
-    inner = GitCodeForge("https://api.gitcode.com/api/v5", UPSTREAM, FORK, TOKEN)
+    inner = GitCodeForge(server.url, UPSTREAM, FORK, TOKEN)
     dry = DryRunForge(inner, [].append, upstream=UPSTREAM, fork=FORK)
     assert dry.dry_run
     assert dry.push_credentials("https://gitcode.com/x.git") == inner.push_credentials(

@@ -132,17 +132,17 @@ def test_first_head_form_is_owner_repo_branch(server: FakeGitCode, gitcode: GitC
     assert post.body["base"] == BASE and post.body["body"] == "b"
 
 
-@pytest.mark.parametrize("accepted, wrong, expected_posts", [
-    ({"fork_path"}, "404", 2), ({"fork_path"}, "403", 2)])
-def test_head_form_fallback(server: FakeGitCode, gitcode: GitCodeForge, accepted, wrong,
-                            expected_posts) -> None:
-    server.head_forms = accepted
+@pytest.mark.parametrize("wrong", ["404", "403"])
+def test_no_fallback_head_form(server: FakeGitCode, gitcode: GitCodeForge, wrong) -> None:
+    # A service that takes only the legacy form: the legacy form is never sent (it resolves to
+    # the upstream branch or answers 403 as reported), so no PR; one sentence says why.
+    server.head_forms = {"fork_path"}
     server.wrong_form = wrong
-    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
-    assert (pr.head, pr.head_repo) == (BRANCH, FORK)
-    posts = creates(server)
-    assert len(posts) == expected_posts
-    assert posts[-1].body["head"] == f"lgxxx:{BRANCH}" and posts[-1].body["fork_path"] == FORK
+    with pytest.raises(BackportError) as info:
+        gitcode.create_pr(BRANCH, BASE, "t", "b")
+    assert f"answered {wrong}" in info.value.message and server.prs == {}
+    assert all(p.body["head"] == f"{FORK}:{BRANCH}" and "fork_path" not in p.body
+               for p in creates(server))
 
 
 def test_missing_fork_branch_fails_naming_the_branch(server: FakeGitCode,
@@ -186,8 +186,9 @@ def test_find_pages_through_everything_and_ignores_filters(server: FakeGitCode,
     found = gitcode.find_open_pr(BRANCH, BASE)
     assert found is not None and found.number == ours.number
     pages = [r for r in server.requests if r.path.endswith("/pulls") and r.method == "GET"]
-    assert [r.query["page"] for r in pages] == ["1", "2", "3"]
-    assert all(r.query.get("state") == "open" and r.query.get("base") == BASE for r in pages)
+    # one listing of every open PR (any base), read until an empty page
+    assert [r.query["page"] for r in pages] == ["1", "2", "3", "4"]
+    assert all(r.query.get("state") == "open" and "base" not in r.query for r in pages)
     assert all(r.query.get("per_page") == "100" for r in pages)
 
 
@@ -200,7 +201,7 @@ def test_find_stops_on_a_repeated_page(server: FakeGitCode, gitcode: GitCodeForg
 
 
 def test_state_mapping_and_string_issue_numbers(server: FakeGitCode, gitcode: GitCodeForge) -> None:
-    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    pr = server.add_pr(head_repo=FORK, head=BRANCH, base=BASE)  # opened in an earlier run
     server.prs[pr.number].issues = [3216, 7]
     assert gitcode.linked_issues(pr.number) == [3216, 7]
     gitcode.link_issue(pr.number, 3216)
@@ -310,9 +311,9 @@ def test_user_agent_and_header_auth(server: FakeGitCode, gitcode: GitCodeForge) 
     seen: list[str] = []
     original = server.handle
 
-    def spy(method, path, query, body, token):
+    def spy(method, path, query, body, token, **kw):
         seen.append(token)
-        return original(method, path, query, body, token)
+        return original(method, path, query, body, token, **kw)
 
     server.handle = spy  # type: ignore[method-assign]
     gitcode.preflight()

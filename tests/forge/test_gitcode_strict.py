@@ -68,16 +68,8 @@ def test_missing_fork_branch_opens_nothing_even_when_upstream_has_the_name(
         gitcode.create_pr("not-pushed", BASE, "t", "b")
     assert info.value.message.startswith(
         f"The fork branch {FORK}:not-pushed does not exist on GitCode")
-    assert creates(server) == [] and server.prs == {}
-
-
-def test_fork_branch_at_another_sha_opens_nothing(server: FakeGitCode,
-                                                  gitcode: GitCodeForge) -> None:
-    with pytest.raises(BackportError) as info:
-        gitcode.create_pr(BRANCH, BASE, "t", "b", head_sha="f" * 40)
-    assert f"is at {synthetic_sha(FORK, BRANCH)[:9]} on GitCode, not at the fffffffff" in \
-        info.value.message
-    assert creates(server) == [] and server.prs == {}
+    # one create, refused (only owner/repo:branch is sent); the branch read says why
+    assert [c.status for c in creates(server)] == [400] and server.prs == {}
 
 
 def test_fork_branch_at_the_pushed_sha_opens_the_pr(server: FakeGitCode,
@@ -102,20 +94,7 @@ def test_pr_resolved_to_the_upstream_branch_is_closed_at_once(server: FakeGitCod
     assert any(r.method == "PATCH" and r.body.get("state") == "closed" for r in server.requests)
 
 
-def test_pr_whose_head_moved_is_closed(server: FakeGitCode, gitcode: GitCodeForge) -> None:
-    # The fork branch is where we pushed it when we look, then moves before GitCode reads it.
-    sha = synthetic_sha(FORK, BRANCH)
-    server.add_fault("GET", r"/pulls/1$", Fault(status=200, body={
-        "number": 1, "state": "open", "title": "t", "body": "b", "html_url": "https://x/pull/1",
-        "head": {"ref": BRANCH, "sha": "e" * 40, "repo": {"full_name": FORK}},
-        "base": {"ref": BASE, "repo": {"full_name": UPSTREAM}}}))
-    with pytest.raises(BackportError) as info:
-        gitcode.create_pr(BRANCH, BASE, "t", "b", head_sha=sha)
-    assert "at eeeeeeeee instead of the fork branch" in info.value.message
-    assert server.open_prs() == []
-
-
-def test_fallback_only_when_the_form_itself_is_refused(server: FakeGitCode,
+def test_refused_create_is_not_sent_in_another_form(server: FakeGitCode,
                                                        gitcode: GitCodeForge) -> None:
     server.add_fault("POST", CREATE, Fault(status=400, body={
         "error_message": "Can not find the branch: " + BRANCH}))
@@ -151,7 +130,7 @@ def test_close_related_issue_false_is_sent_and_keeps_the_issue_open(
     gitcode.link_issue(pr.number, 3216)
     gitcode.update_pr(pr.number, title="t", body="b2", close_related_issue=False)
     (post,) = creates(server)
-    (patch,) = [r for r in server.requests if r.method == "PATCH"]
+    patch = next(r for r in server.requests if r.method == "PATCH")
     assert post.body["close_related_issue"] is False and patch.body["close_related_issue"] is False
     assert server.merge(pr.number) == set() and 3216 not in server.closed_issues
 
@@ -187,7 +166,7 @@ def test_found_pr_carries_the_whole_body_not_the_list_summary(server: FakeGitCod
 # ---------------------------------------------------------------- 7: linked issues are paged
 def test_linked_issues_are_read_past_the_first_page(server: FakeGitCode,
                                                     gitcode: GitCodeForge) -> None:
-    pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
+    pr = server.add_pr(head_repo=FORK, head=BRANCH, base=BASE)
     server.prs[pr.number].issues = [*range(1, 131), 3216]
     assert 3216 in gitcode.linked_issues(pr.number)
     gitcode.link_issue(pr.number, 3216)
@@ -220,7 +199,7 @@ def test_429_without_retry_after_waits_for_the_minute_window_with_progress() -> 
         forge = GitCodeForge(server.url, UPSTREAM, FORK, TOKEN, client=client, settle=0.0,
                              sleep=clock.sleep)
         for _ in range(4):  # the 4th request in the same minute answers 429, no Retry-After
-            assert forge.list_prs() == []
+            assert forge.list_prs("closed") == []
         assert [r.status for r in server.requests] == [200, 200, 200, 429, 200]
     assert sum(clock.sleeps) >= 60.0
     assert "waiting 60s for the per-minute window" in notes[0]
@@ -230,5 +209,5 @@ def test_429_without_retry_after_waits_for_the_minute_window_with_progress() -> 
 def test_429_back_off_is_not_a_sleep_in_tests(server: FakeGitCode, sleeps: SleepLog) -> None:
     forge = make_gitcode(server, sleeps)
     server.add_fault("GET", r"/pulls$", Fault(status=429))
-    assert forge.list_prs() == []
+    assert forge.list_prs("closed") == []
     assert sleeps.calls and sum(sleeps.calls) == 60.0

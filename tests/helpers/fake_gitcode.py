@@ -25,7 +25,17 @@ Usage::
     server.start(); forge = GitCodeForge(server.url, ...); ...; server.stop()
 
 Fault injection: ``server.add_fault("POST", r"/pulls$", Fault(status=502))`` queues faults per
-(method, path regex); each matching request consumes one. See :class:`Fault`.
+(method, path regex); each matching request consumes one. See :class:`Fault`. A reply lost after
+the PR was made is ``Fault(drop=True, after=True)``; a 5xx after it, ``Fault(status=502,
+after=True)``.
+
+Switches for what the documentation leaves open (all off by default): ``head_sha_lag`` (the first
+reads of a new PR show the base's SHA as ``head.sha``), ``honour_per_page=False`` (pages of 20
+whatever is asked), ``json_patch_ignores`` / ``form_patch_ignores`` (PATCH fields answered 200 but
+not taken, per encoding), ``list_lag`` (a new PR is left out of the next list reads),
+``refuse_duplicates=False`` (a second create opens a second PR), ``per_minute`` with
+``rate_window`` (429 past N requests in a sliding window; ``rate_limited`` counts them).
+``counts()`` gives the requests per endpoint.
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ HEAD_FORMS = ("repo", "fork_path", "owner")  # owner/repo:branch | owner:branch+
 DUPLICATE_MESSAGE = "合并请求已存在：同一源分支与目标分支之间已有打开的合并请求 !{number}"
 WIP = "[WIP] "
 BARRIER_WAIT = 25.0
+_NUMBER = re.compile(r"/\d+(?=/|$)")
 
 
 @dataclass
@@ -161,7 +172,11 @@ class FakeGitCode:
                  comments_forbidden: bool = False, per_minute: int | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  close_related_issue_default: bool = True,
-                 list_body_limit: int | None = None, draft_from_title: bool = False) -> None:
+                 list_body_limit: int | None = None, draft_from_title: bool = False,
+                 rate_window: float = 60.0,
+                 head_sha_lag: int = 0, honour_per_page: bool = True,
+                 json_patch_ignores: Iterable[str] = (), form_patch_ignores: Iterable[str] = (),
+                 list_lag: int = 0, refuse_duplicates: bool = True) -> None:
         self.tokens = set(tokens)
         self.upstream = upstream
         self.fork = fork
@@ -194,6 +209,24 @@ class FakeGitCode:
         # A PATCH that sends a title but no ``draft`` sets draft from the title's ``[WIP]``
         # prefix, as a service deriving draft from the title would (a plain title: ready).
         self.draft_from_title = draft_from_title
+        # ``per_minute`` counts requests in a sliding window of this many seconds (scaled down
+        # in tests; 60 is GitCode's documented minute).
+        self.rate_window = rate_window
+        self.rate_limited = 0  # 429s answered for the rate limit
+        # The first ``head_sha_lag`` reads of a new PR show the base's SHA as ``head.sha`` (the
+        # documented example shows ``head.sha == base.sha``).
+        self.head_sha_lag = head_sha_lag
+        self._lag_left: dict[int, int] = {}
+        # False: ``per_page`` is ignored and every page holds 20 items.
+        self.honour_per_page = honour_per_page
+        # PATCH fields sent as JSON that are answered 200 but not taken (form encoding works).
+        self.json_patch_ignores = set(json_patch_ignores)
+        self.form_patch_ignores = set(form_patch_ignores)  # the same for form-encoded PATCHes
+        # False: a second create from the same head into the same base opens a second PR.
+        self.refuse_duplicates = refuse_duplicates
+        # The next ``list_lag`` list reads after a create leave the new PR out.
+        self.list_lag = list_lag
+        self._hidden: dict[int, int] = {}
         self.duplicate_message = DUPLICATE_MESSAGE
         self.web_url = web_url
         self.prs: dict[int, FakePR] = {}
@@ -287,6 +320,15 @@ class FakeGitCode:
         with self.lock:
             return self._new_pr(title, body, head_repo, head, base, author or head_repo.split("/")[0],
                                 state=state)
+
+    def counts(self) -> dict[str, int]:
+        """Requests per endpoint, numbers shown as ``{n}``: ``{"GET /repos/o/r/pulls/{n}": 4}``."""
+        result: dict[str, int] = {}
+        with self.lock:
+            for r in self.requests:
+                key = f"{r.method} {_NUMBER.sub('/{n}', r.path)}"
+                result[key] = result.get(key, 0) + 1
+        return result
 
     def writes(self) -> list[Request]:
         return [r for r in self.requests if r.method != "GET"]
@@ -387,14 +429,16 @@ class FakeGitCode:
 
     # ------------------------------------------------------------------ routing
     def handle(self, method: str, path: str, query: dict[str, str], body: Any,
-               auth_token: str | None) -> tuple[int, Any]:
+               auth_token: str | None, *, form: bool = False) -> tuple[int, Any]:
+        """Answer one request; ``form``: the body came form-encoded, not as JSON."""
         if auth_token not in self.tokens:
             raise _Reply(401, {"message": "401 Unauthorized"})
         if self.per_minute is not None:
             with self.lock:
                 now = self.clock()
-                self._stamps = [t for t in self._stamps if t > now - 60.0]
+                self._stamps = [t for t in self._stamps if t > now - self.rate_window]
                 if len(self._stamps) >= self.per_minute:
+                    self.rate_limited += 1
                     raise _Reply(429, {"message": "Too Many Requests"})  # no Retry-After
                 self._stamps.append(now)
         if path == "/user" and method == "GET":
@@ -411,10 +455,10 @@ class FakeGitCode:
                                    "error_message": "项目不存在", "trace_id": "tr-404-repo"})
             raise _Reply(400, f"Project not found: {repo}")
         with self.lock:
-            return self._route(method, repo, rest, query, body)
+            return self._route(method, repo, rest, query, body, form)
 
     def _route(self, method: str, repo: str, rest: str, query: dict[str, str],
-               body: Any) -> tuple[int, Any]:
+               body: Any, form: bool = False) -> tuple[int, Any]:
         if rest == "" and method == "GET":
             return 200, self._repo_json(repo)
         m = re.fullmatch(r"/branches/(.+)", rest)
@@ -433,18 +477,32 @@ class FakeGitCode:
             pr = self.prs.get(int(m.group(1)))
             if pr is None:
                 raise _Reply(404, {"message": "Not Found Pull Request"})
-            return self._pr_route(method, repo, pr, m.group(2) or "", query, body)
+            return self._pr_route(method, repo, pr, m.group(2) or "", query, body, form)
         raise _Reply(404, {"message": "404 Not Found"})
 
     def _list(self, repo: str, query: dict[str, str]) -> list[dict[str, Any]]:
         state = query.get("state", "all")  # GitCode's default, unlike Gitee/GitHub
-        per_page = max(1, min(100, int(query.get("per_page", 20))))
+        per_page = self._per_page(query)
         page = max(1, int(query.get("page", 1)))
         items = [p for p in sorted(self.prs.values(), key=lambda p: -p.number)
                  if (state == "all" or p.state == state)
-                 and ("base" not in query or p.base_ref == query["base"])]
+                 and ("base" not in query or p.base_ref == query["base"])
+                 and not self._hide(p)]
         chunk = items[(page - 1) * per_page: page * per_page]
         return [self._list_json(p, repo) for p in chunk]
+
+    def _per_page(self, query: dict[str, str]) -> int:
+        if not self.honour_per_page:
+            return 20
+        return max(1, min(100, int(query.get("per_page", 20))))
+
+    def _hide(self, pr: FakePR) -> bool:
+        """Whether this list read still leaves out a PR created a moment ago (``list_lag``)."""
+        left = self._hidden.get(pr.number, 0)
+        if left <= 0:
+            return False
+        self._hidden[pr.number] = left - 1
+        return True
 
     def _resolve_head(self, body: dict[str, Any]) -> tuple[str, str]:
         """(head repo, branch) the service picks for a create, or a refusal."""
@@ -481,7 +539,7 @@ class FakeGitCode:
                                "trace_id": "tr-400-branch"})
         if str(body["base"]) not in self.branches.get(repo, set()) and self.branches.get(repo):
             raise _Reply(400, {"error_message": f"Can not find the branch: {body['base']}"})
-        for pr in self.prs.values():
+        for pr in self.prs.values() if self.refuse_duplicates else ():
             if pr.state == "open" and pr.head_repo == head_repo and pr.head_ref == branch \
                     and pr.base_ref == body["base"]:
                 raise _Reply(self.duplicate_status,
@@ -492,15 +550,25 @@ class FakeGitCode:
                           str(body["base"]), self.login, draft=draft)
         if "close_related_issue" in body:
             pr.close_related_issue = body["close_related_issue"] in (True, "true", "True", 1)
+        if self.head_sha_lag:
+            self._lag_left[pr.number] = self.head_sha_lag
+        if self.list_lag:
+            self._hidden[pr.number] = self.list_lag
         return 201, self._created_json(pr, repo)
 
     def _pr_route(self, method: str, repo: str, pr: FakePR, sub: str, query: dict[str, str],
-                  body: Any) -> tuple[int, Any]:
+                  body: Any, form: bool = False) -> tuple[int, Any]:
         if sub == "" and method == "GET":
-            return 200, self._pr_json(pr, repo)
+            data = self._pr_json(pr, repo)
+            if self._lag_left.get(pr.number, 0) > 0:
+                self._lag_left[pr.number] -= 1
+                data["head"]["sha"] = data["base"]["sha"]
+            return 200, data
         if sub == "" and method == "PATCH":
             if not isinstance(body, dict) or ("title" in body) != ("body" in body):
                 raise _Reply(400, {"error_message": "title and body must be given together"})
+            ignored = self.form_patch_ignores if form else self.json_patch_ignores
+            body = {k: v for k, v in body.items() if k not in ignored}
             for key in ("title", "body"):
                 if key in body:
                     setattr(pr, key, str(body[key]))
@@ -522,7 +590,7 @@ class FakeGitCode:
                          "created_at": pr.created_at, "updated_at": pr.updated_at}
         if sub == "/issues":
             if method == "GET":
-                per_page = max(1, min(100, int(query.get("per_page", 20))))
+                per_page = self._per_page(query)
                 page = max(1, int(query.get("page", 1)))
                 chunk = pr.issues[(page - 1) * per_page: page * per_page]
                 return 200, [{"id": 90000 + n, "number": str(n), "title": f"issue {n}",
@@ -597,6 +665,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         body: Any = None
+        form = False
         if raw:
             ctype = self.headers.get("Content-Type", "")
             text = raw.decode("utf-8", "replace")
@@ -606,7 +675,8 @@ class _Handler(BaseHTTPRequestHandler):
                 except ValueError:
                     body = text
             else:
-                body = {k: v[-1] for k, v in parse_qs(text).items()}
+                body = {k: v[-1] for k, v in parse_qs(text, keep_blank_values=True).items()}
+                form = True
         token, auth = None, None
         if self.headers.get("PRIVATE-TOKEN"):
             token, auth = self.headers["PRIVATE-TOKEN"], "private-token"
@@ -633,7 +703,7 @@ class _Handler(BaseHTTPRequestHandler):
                            {"message": f"injected {fault.status}"}, fault.headers)
                 return
         try:
-            status, payload = fake.handle(self.command, path, query, body, token)
+            status, payload = fake.handle(self.command, path, query, body, token, form=form)
             headers: dict[str, str] = {}
         except _Reply as reply:
             status, payload, headers = reply.status, reply.body, reply.headers
