@@ -52,8 +52,10 @@ class Forge(Protocol):
     def get_pr(self, number: int) -> PullRequest:
         """One PR by number."""
 
-    def list_prs(self, state: str = "open") -> list[PullRequest]:
-        """PRs of the upstream repository in ``state`` ("open" or "all")."""
+    def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
+        """PRs of the upstream repository in ``state`` ("open" or "all"); ``fresh``: read from
+        the service now, never from a listing kept from earlier (another host may have written
+        since)."""
 
     def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
                   head_sha: str | None = None,

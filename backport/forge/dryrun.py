@@ -112,9 +112,9 @@ class DryRunForge:
                                head_repo=self.fork, base="", state="open")
         return reader.get_pr(number)
 
-    def list_prs(self, state: str = "open") -> list[PullRequest]:
+    def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         reader = self._reads()
-        return reader.list_prs(state) if reader is not None else []
+        return reader.list_prs(state, fresh=fresh) if reader is not None else []
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
                   draft: bool = False, head_sha: str | None = None,

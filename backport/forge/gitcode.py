@@ -354,9 +354,9 @@ class GitCodeForge:
         self._remember(data)
         return data
 
-    def list_prs(self, state: str = "open") -> list[PullRequest]:
+    def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         if state == "open":
-            return [self._to_pr(item) for item in self._open_prs().values()]
+            return [self._to_pr(item) for item in self._open_prs(fresh=fresh).values()]
         return [self._to_pr(item) for item in self._pages(self._pulls(), {"state": state})]
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,

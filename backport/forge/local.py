@@ -168,7 +168,7 @@ class LocalForge:
         with self._read() as conn:
             return self._pr(self._row(conn, number))
 
-    def list_prs(self, state: str = "open") -> list[PullRequest]:
+    def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         with self._read() as conn:
             if conn is None:
                 return []

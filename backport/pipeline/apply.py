@@ -261,11 +261,14 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
         first = next(job for job in jobs if job.patch_set.name == name)
         ps, journal = first.patch_set, first.journal
         ran = frozenset(job.target for job in jobs if job.patch_set.name == name)
-        rounds = REFRESH_ROUNDS if set(ps.branches) - ran else 1
+        partial = bool(set(ps.branches) - ran)
+        rounds = REFRESH_ROUNDS if partial else 1
         for _ in range(rounds):
             try:
                 forge = session.remote.forge()
-                state = read_set(forge, ps, bm)
+                # A whole-set run's own writes keep the forge's listing current; where other
+                # branches run elsewhere, every round reads what they wrote since.
+                state = read_set(forge, ps, bm, fresh=partial)
             except BackportError as exc:
                 first.event("pr", f"could not read the PRs of {ps.name}: {exc.message}")
                 break

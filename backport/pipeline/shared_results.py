@@ -42,17 +42,18 @@ class SetOnForge:
         return dataclasses.replace(self, prs={**self.prs, target: pr}, evidence=evidence)
 
 
-def read_set(forge: Forge, ps: PatchSet, bm: BranchMap) -> SetOnForge:
+def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -> SetOnForge:
     """One list of open PRs, the evidence of each branch's PR, one ``ls-remote`` of the fork.
 
     A list item whose body holds no evidence block (a service may cut list bodies short) is
     read once by itself. The fork heads are best-effort: unreadable, the evidence's own head
-    stands.
+    stands. ``fresh`` (the default) lists the service now; False may use the forge's kept
+    listing, which its own writes keep current.
     """
     by_branch = {ps.fork_branch(bm, target): target for target in ps.branches}
     fork = bm.fork.casefold()
     prs: dict[str, PullRequest] = {}
-    for pr in forge.list_prs("open"):
+    for pr in forge.list_prs("open", fresh=fresh):
         target = by_branch.get(pr.head)
         if (target is None or pr.base != target or pr.state != "open"
                 or pr.head_repo.casefold() != fork):
