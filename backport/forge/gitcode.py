@@ -586,14 +586,7 @@ class GitCodeForge:
         return data, not_taken
 
     def linked_issues(self, number: int) -> list[int]:
-        result: list[int] = []
-        for item in self._pages(self._pulls(f"/{seg(number)}/issues"), {}):
-            value = item.get("number") if isinstance(item, dict) else item
-            try:
-                result.append(_int(value))
-            except (TypeError, ValueError):
-                continue
-        return result
+        return _issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
 
     def link_issue(self, number: int, issue: int) -> None:
         """Link ``issue`` unless it is linked (not read for a PR this client just opened); read
