@@ -24,6 +24,7 @@ from backport.errors import BackportError
 from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
 from backport.redact import redact
 from backport.report import regions as rg
+from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到 (not found)"
@@ -126,6 +127,7 @@ _NOT_RUN_ZH = {
     "fetched": "尚未运行",
     "applied": "补丁已应用，测试尚未运行",
     "already-applied": "补丁已在目标分支上（相同 patch-id），无需 PR",
+    "already-present": "补丁新增的测试已在目标分支上，无需 PR",
     "env-missing": "该分支的运行环境不存在",
     "env-mismatch": "运行环境的 torch / torch_npu 版本与约束不符",
     "env-unavailable": "运行环境无法运行需要 NPU 的测试",
@@ -381,6 +383,9 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         lines.append(f"test_exit_code={code}" if code is not None else
                      "test_exit_code=none (killed)" if test.timed_out else
                      "test_exit_code=none")
+        if test.patch_tests:
+            lines.append("PATCH_TESTS=" + ", ".join(f"{name} {outcome}"
+                                                    for name, outcome in test.patch_tests))
     note = env.note if env else None
     if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
@@ -453,6 +458,11 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
             files = "、".join(f"`{_cell(f)}`" for f in rec.merged_files)
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
                          f"请评审时与较新分支的改动对照。")
+        if rec.status == Status.ALREADY_PRESENT and rec.present:
+            tests = "；".join(f"`{_cell(t.name)}`（{_cell(t.path)} 第 {t.line} 行"
+                             + (f"，由 {t.commit}「{_cell(t.subject)}」加入" if t.commit else "")
+                             + "）" for t in rec.present)
+            notes.append(f"{target}：补丁新增的测试已在该分支上：{tests}，无需 PR。")
         if rec.loose_files:
             files = "、".join(f"`{_cell(f)}`" for f in rec.loose_files)
             notes.append(f"{target}：{files} 在忽略补丁上下文行后应用（每处改动在文件中只有唯一匹配位置），"
