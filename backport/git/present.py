@@ -250,24 +250,32 @@ def changed_python_tests(patches: Sequence[Path], test_paths: Sequence[str] = ()
     return list(found)
 
 
-def source_problems(repo: Path, base: str, head: str, paths: Sequence[str]) -> list[str]:
-    """What is wrong with ``paths`` at ``head``: a file that does not compile, or a name
-    defined twice in one class or module body where ``base`` did not define it twice.
+def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str]) -> list[str]:
+    """What is wrong with ``paths`` at ``head`` (a commit, or a folder holding the files as
+    they are on disk): a file that does not compile, or a name defined twice in one class or
+    module body where ``base`` did not define it twice.
 
     One sentence each, naming the file, the name and both line numbers.
     """
     problems = []
     for path in paths:
-        out = git(["cat-file", "-p", f"{head}:{path}"], cwd=repo, check=False)
-        if not out.ok:
-            continue
-        broken = pydefs.compile_problem(out.stdout, path)
+        if isinstance(head, Path):
+            try:
+                text = (head / path).read_bytes().decode("utf-8", "surrogateescape")
+            except OSError:
+                continue
+        else:
+            out = git(["cat-file", "-p", f"{head}:{path}"], cwd=repo, check=False)
+            if not out.ok:
+                continue
+            text = out.stdout
+        broken = pydefs.compile_problem(text, path)
         if broken:
             problems.append(f"{path} does not compile ({broken})")
             continue
         before = _tree_at(repo, base, path)
         known = {(r.scope, r.name) for r in pydefs.redefinitions(before)} if before else set()
-        for again in pydefs.redefinitions(ast.parse(out.stdout, filename=path)):
+        for again in pydefs.redefinitions(ast.parse(text, filename=path)):
             if (again.scope, again.name) in known:
                 continue
             problems.append(f"{path} defines {again.qualname} twice (lines {again.line} and "

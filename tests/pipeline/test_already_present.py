@@ -162,3 +162,37 @@ def test_check_notes_a_3_way_merge_as_apply_does(sandbox, tmp_path):
     assert f"{TEST_FILE} went in only through a 3-way merge" in finding["detail"]
     assert [w for w in check.json()["warnings"] if "3-way" in w] == [
         f"two_tests on v2.11.0: {finding['detail']}"]
+
+
+def test_continue_refuses_a_resolution_that_keeps_both_definitions(sandbox, tmp_path):
+    add_patch_set(sandbox, tmp_path, "two_tests", lambda s: s.replace(LAST_CHECK, LAST_CHECK + TWO_TESTS))
+    # Upstream's own test_put_metric_default_group sits where the patch adds its two tests.
+    theirs = TWO_TESTS.split("\n\n    def test_put_metric_named_group")[0].replace('"a", 1', '"u", 3')
+    land_upstream_test(sandbox.upstream, "v2.11.0", tmp_path, after=LAST_CHECK, text=theirs + "\n",
+                       subject="test: default group")
+    result = run_app(sandbox.project, "apply", "--api", "two_tests", "--branch", "v2.11.0",
+                     "--skip-tests", "--json")
+    (branch,) = result.json()["branches"]
+    assert branch["status"] == "conflict"
+    worktree = Path(branch["worktree"])
+    # The maintainer keeps both sides: upstream's test and the patch's two.
+    upstream_text = git(sandbox.upstream, "show", f"v2.11.0:{TEST_FILE}") + "\n"
+    (worktree / TEST_FILE).write_text(upstream_text.replace(LAST_CHECK, LAST_CHECK + TWO_TESTS),
+                                      encoding="utf-8")
+    refused = run_app(sandbox.project, "continue", "--api", "two_tests", "--branch", "v2.11.0",
+                      "--skip-tests")
+    assert refused.code == 1
+    said = " ".join(refused.err.split())
+    assert "defines ElasticMetricsApiTest.test_put_metric_default_group twice (lines" in said
+    assert run_app(sandbox.project, "status", "--json").json()["branches"][0]["status"] == "conflict"
+    # Upstream's test and the patch's other one resolve it.
+    named = "\n    def test_put_metric_named_group" + TWO_TESTS.split(
+        "\n\n    def test_put_metric_named_group")[1]
+    (worktree / TEST_FILE).write_text(upstream_text.replace(LAST_CHECK, LAST_CHECK + named),
+                                      encoding="utf-8")
+    done = run_app(sandbox.project, "continue", "--api", "two_tests", "--branch", "v2.11.0",
+                   "--skip-tests", "--json")
+    assert done.code == 0, done.err
+    head = rev(sandbox.fork, "refs/heads/test-two-tests-v2.11.0")
+    assert head and "def test_put_metric_named_group" in git(sandbox.fork, "show",
+                                                             f"{head}:{TEST_FILE}")
