@@ -111,7 +111,8 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
     if already_applied(cache, base, series):
         job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
                    series_source=None, tried_sources=[], merged_files=[], loose_files=[],
-                   present=[], message=f"the patch is already on {job.target} (same patch-id); no PR needed")
+                   present=[],
+                   message=f"the patch is already on {job.target} (same patch-id); no PR needed")
         job.event("already-applied", "same patch-id upstream")
         return False
     added = added_tests(cache.path, series)

@@ -189,6 +189,9 @@ def result_cell(view: BranchView) -> str:
         parts.append(f"退出码 {code}")
     elif code is None and not view.test.timed_out:
         parts.append("无退出码")
+    missed = [f"{name} {outcome}" for name, outcome in view.test.patch_tests if outcome != "ok"]
+    if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
+        parts.append(f"补丁新增的测试未全部通过：{', '.join(missed)}")
     if view.stale:
         tested, head = str(view.test.commit)[:12], str(view.head)[:12]
         parts.append(f"该结果测于 {tested}；fork 分支已被他人更新为 {head}，未经本工具测试"

@@ -35,7 +35,7 @@ def test_a_run_without_the_patch_tests_fails_though_unittest_says_ok(sandbox, tm
     add_patch_set(sandbox, tmp_path, "not_collected",
                   lambda s: s.replace(LAST_CHECK, LAST_CHECK + NOT_COLLECTED))
     result = run_app(sandbox.project, "apply", "--api", "not_collected", "--branch", "master",
-                     "--no-push", "--json")
+                     "--pr-on-failure", "--json")
     assert result.code == 1
     (branch,) = result.json()["branches"]
     assert branch["status"] == "test-failed"
@@ -43,3 +43,7 @@ def test_a_run_without_the_patch_tests_fails_though_unittest_says_ok(sandbox, tm
     assert test["summary"].endswith("OK") and test["exit_code"] == 0 and test["ok"] is False
     assert test["patch_tests"] == {"test_put_metric_reaches_the_handler": "not run"}
     assert "test_put_metric_reaches_the_handler not run" in branch["message"]
+    # The draft PR says so too, in the results table and in the evidence.
+    body = pr_body(sandbox.project, "master")
+    assert "补丁新增的测试未全部通过：test_put_metric_reaches_the_handler not run" in body
+    assert "\nPATCH_TESTS=test_put_metric_reaches_the_handler not run\n" in body
