@@ -38,23 +38,35 @@ class TestResult:
     skipped: bool = False  # --skip-tests
     runs: tuple[TestRun, ...] = ()  # one per test file
     commit: str | None = None  # the commit the result is of
+    # (test, outcome) of every test the patch adds, as the -v output showed it: "ok", "FAIL",
+    # "ERROR", "skipped", "not run"...; the result is ok only when each one is "ok"
+    patch_tests: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "summary_lines", _tuple(self.summary_lines))
         object.__setattr__(self, "runs", _tuple(self.runs))
+        object.__setattr__(self, "patch_tests",
+                           tuple((str(n), str(o)) for n, o in self.patch_tests or ()))
+
+    @property
+    def patch_tests_ok(self) -> bool:
+        """Every test the patch adds ran and passed (True when it adds none)."""
+        return all(outcome == "ok" for _, outcome in self.patch_tests)
 
     @classmethod
     def skipped_on_request(cls) -> TestResult:
         return cls(ok=None, exit_code=None, summary="not run (--skip-tests)", skipped=True)
 
     @classmethod
-    def of_runs(cls, runs: Sequence[TestRun], commit: str | None) -> TestResult:
-        """Fold the runs of every test file of the patch set into one result."""
+    def of_runs(cls, runs: Sequence[TestRun], commit: str | None,
+                patch_tests: Sequence[tuple[str, str]] = ()) -> TestResult:
+        """Fold the runs of every test file of the patch set into one result; it is ok only
+        when every run passed and every test the patch adds (``patch_tests``) says ``ok``."""
         ran = sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None
         lines = tuple(line for r in runs for line in r.summary)
         return cls(
             ran=ran,
-            ok=all(r.ok for r in runs),
+            ok=all(r.ok for r in runs) and all(o == "ok" for _, o in patch_tests),
             exit_code=next((r.exit_code for r in runs if r.exit_code != 0), 0),
             summary=", ".join(lines),
             summary_lines=lines,
@@ -65,12 +77,14 @@ class TestResult:
             log="; ".join(r.log for r in runs),
             runs=tuple(runs),
             commit=commit,
+            patch_tests=tuple(patch_tests),
         )
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["summary_lines"] = list(self.summary_lines)
         data["runs"] = [run.to_dict() for run in self.runs]
+        data["patch_tests"] = dict(self.patch_tests)
         return data
 
     @classmethod
@@ -80,6 +94,7 @@ class TestResult:
         values.setdefault("ok", None)
         values.setdefault("exit_code", None)
         values["runs"] = tuple(TestRun.from_dict(r) for r in data.get("runs") or ())
+        values["patch_tests"] = tuple((data.get("patch_tests") or {}).items())
         return cls(**values)
 
 
@@ -207,6 +222,32 @@ class SeriesSource:
 
 
 @dataclass(frozen=True)
+class ExistingTest:
+    """A test the patch adds that the target branch already defines, and the commit that
+    added it there (None when its history does not say)."""
+
+    path: str
+    name: str  # Class.test_name, or test_name for a module-level test
+    line: int
+    commit: str | None = None  # abbreviated sha
+    subject: str = ""
+
+    def describe(self) -> str:
+        """``Class.test_x (path, line 56), added by 1292bcfa1 "subject"``."""
+        where = f"{self.name} ({self.path}, line {self.line})"
+        return f'{where}, added by {self.commit} "{self.subject}"' if self.commit else where
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExistingTest:
+        return cls(path=str(data.get("path") or ""), name=str(data.get("name") or ""),
+                   line=int(data.get("line") or 0), commit=data.get("commit") or None,
+                   subject=str(data.get("subject") or ""))
+
+
+@dataclass(frozen=True)
 class BranchRecord:
     """Where one target branch of one patch set stands, and the facts its PR body shows."""
 
@@ -234,11 +275,13 @@ class BranchRecord:
     loose_files: tuple[str, ...] = ()  # files placed with their context lines ignored
     conflict_snapshot: dict[str, str | None] | None = None  # {path: blob} as `git am` left them
     closed_prs: tuple[int, ...] = ()  # PRs backport closed because the forge opened them wrong
+    added_tests: tuple[str, ...] = ()  # the tests the series adds, as path::Class::name
+    present: tuple[ExistingTest, ...] = ()  # those the target already defines
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
         for name in ("conflicts", "mismatches", "warnings", "tried_sources", "merged_files",
-                     "loose_files", "closed_prs"):
+                     "loose_files", "closed_prs", "added_tests", "present"):
             object.__setattr__(self, name, _tuple(getattr(self, name)))
         if self.error_code is not None:
             object.__setattr__(self, "error_code", str(self.error_code))
@@ -279,6 +322,8 @@ class BranchRecord:
             "conflict_snapshot": (dict(self.conflict_snapshot)
                                   if self.conflict_snapshot is not None else None),
             "closed_prs": list(self.closed_prs),
+            "added_tests": list(self.added_tests),
+            "present": [test.to_json() for test in self.present],
         }
 
     @classmethod
@@ -300,5 +345,7 @@ class BranchRecord:
                                    if source and source.get("branch") else None)
         snapshot = data.get("conflict_snapshot")
         values["conflict_snapshot"] = dict(snapshot) if isinstance(snapshot, dict) else None
+        values["present"] = tuple(ExistingTest.from_json(t) for t in data.get("present") or ()
+                                  if isinstance(t, dict))
         return cls(**values)
 

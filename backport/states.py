@@ -15,6 +15,7 @@ class Status(StrEnum):
     DONE = "done"  # PR open, body current, issue linked
     PLANNED = "planned"  # --dry-run / --no-push / --no-pr stopped here on purpose
     ALREADY_APPLIED = "already-applied"  # same patch-id already upstream; no PR
+    ALREADY_PRESENT = "already-present"  # every test the patch adds is there already; no PR
     CONFLICT = "conflict"  # git am -3 stopped; worktree kept for the user
     TEST_FAILED = "test-failed"
     ENV_MISSING = "env-missing"  # interpreter not there
@@ -31,10 +32,11 @@ class Status(StrEnum):
     @property
     def final(self) -> bool:
         """True when a plain re-run has nothing left to do for this branch."""
-        return self in (Status.DONE, Status.ALREADY_APPLIED)
+        return self in (Status.DONE, Status.ALREADY_APPLIED, Status.ALREADY_PRESENT)
 
 
-_SUCCESS = frozenset({Status.DONE, Status.ALREADY_APPLIED, Status.PLANNED})
+_SUCCESS = frozenset({Status.DONE, Status.ALREADY_APPLIED, Status.ALREADY_PRESENT,
+                      Status.PLANNED})
 # Statuses that stop the branch before push; the run exits 1 when any branch ends in one.
 FAILURES = frozenset({
     Status.CONFLICT, Status.TEST_FAILED, Status.ENV_MISSING, Status.ENV_MISMATCH,

@@ -28,7 +28,7 @@ MAX_PATCH_BYTES = 16 << 20
 SYMLINK_MODE = "120000"
 
 _FROM_LINE = re.compile(r"From [0-9a-f]{40}(?:[0-9a-f]{24})? ")
-_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _MODE_LINE = re.compile(r"(?:new file mode|new mode) ([0-7]{6})$")
 _INDEX_LINE = re.compile(r"index (?P<old>[0-9a-f]+)\.\.[0-9a-f]+(?: (?P<mode>[0-7]{6}))?$")
 _NAME_LINES = ("rename from ", "rename to ", "copy from ", "copy to ")
@@ -57,6 +57,8 @@ class Hunk:
     """One hunk's lines, each with its tag (``" "``, ``"-"``, ``"+"``); line ends and CRs dropped."""
 
     lines: tuple[str, ...]
+    old_start: int = 0  # the header's first old line (0: none, as for a new file)
+    new_start: int = 0  # the header's first new line
 
     @property
     def preimage(self) -> tuple[str, ...]:
@@ -80,6 +82,8 @@ class FileDiff:
     old: str | None
     hunks: tuple[Hunk, ...]
     binary: bool = False
+    new: str | None = None  # the path after the patch; None for a deleted file
+    old_blob: str | None = None  # the abbreviated pre-image blob id of the index line
 
 
 class _Bad(Exception):
@@ -163,7 +167,9 @@ class _Section:
     old_blob: str | None = None  # from the index line; None for a new file
     old_path: str | None = None  # from the "--- a/…" line; None for a new file
     hunks: list[list[str]] = field(default_factory=list)
+    starts: list[tuple[int, int]] = field(default_factory=list)  # (old, new) first line per hunk
     binary: bool = False
+    deleted: bool = False
 
 
 class _Parser:
@@ -257,9 +263,10 @@ class _Parser:
                 m = _HUNK.match(line)
                 if not m:
                     raise ValueError("malformed hunk header")
-                self.old = int(m.group(1) or 1)
-                self.new = int(m.group(2) or 1)
+                self.old = int(m.group(2) or 1)
+                self.new = int(m.group(4) or 1)
                 sec.hunks.append([])
+                sec.starts.append((int(m.group(1)), int(m.group(3))))
                 self.state = "hunk" if self.old or self.new else "diff"
             elif line.startswith(("--- ", "+++ ")):
                 name = _name(line[4:])
@@ -270,6 +277,8 @@ class _Parser:
                         sec.old_path = name
                     if line[0] == "+":
                         sec.new_name = name
+                elif line[0] == "+":
+                    sec.deleted = True
             elif line.startswith(_NAME_LINES):
                 kind, _, rest = line.partition(" ")
                 direction, _, rest = rest.partition(" ")
@@ -317,8 +326,9 @@ class _Parser:
             return
         if not sec.names:
             raise _Bad(sec.line, "has a diff header whose file names cannot be read")
-        self.files.append(FileDiff(sec.old_path, tuple(Hunk(tuple(h)) for h in sec.hunks),
-                                   sec.binary))
+        hunks = tuple(Hunk(tuple(h), *start) for h, start in zip(sec.hunks, sec.starts, strict=True))
+        self.files.append(FileDiff(sec.old_path, hunks, sec.binary,
+                                   None if sec.deleted else sec.new_name, sec.old_blob))
         for name, n in sec.names:
             problem = repo_path_problem(name)
             if problem:

@@ -16,6 +16,7 @@ from backport.config.validate import home_shown
 from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
 from backport.git.cache import RepoCache
+from backport.git.present import added_tests, changed_python_tests, present_tests, source_problems
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal
 from backport.pipeline.propagate import (
@@ -25,6 +26,7 @@ from backport.pipeline.propagate import (
     try_siblings,
 )
 from backport.pipeline.session import open_cache
+from backport.pipeline.steps import existing_tests
 
 
 @dataclass
@@ -117,6 +119,14 @@ def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str
     variant = target in ps.variants
     if already_applied(cache, base, series):
         return [Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)]
+    added = added_tests(cache.path, series)
+    present = existing_tests(present_tests(cache.path, base, added)) if added else ()
+    said = "; ".join(t.describe() for t in present)
+    if added and len(present) == len(added):
+        return [Finding(subject, "applies", True, f"already present: every test the patch adds is "
+                        f"already on {target}: {said} (no PR needed)", variant)]
+    findings = [Finding(subject, "already present", True, f"already on {target}: {said}",
+                        variant, warning=True)] if present else []
     path = tmp / f"{ps.name}-{target}".replace("/", "_")
     worktree = Worktree.create(cache, path, cache_branch(tmp, f"check/{ps.slug}/{target}"),
                                base, ps.paths_for(target))
@@ -135,9 +145,10 @@ def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str
         head = worktree.head() if result.status == "applied" else base
         missing = [t.path for t in ps.tests
                    if not _in_tree(worktree, head, t.path) and not _created(series, t.path)]
+        problems = source_problems(worktree.path, base, head, changed_python_tests(
+            series, [t.path for t in ps.tests])) if result.status == "applied" else []
     finally:
         worktree.remove()
-    findings = []
     if result.status == "conflict":
         also = f"; also tried: {', '.join(tried)}" if tried else ""
         findings.append(Finding(subject, "applies", False,
@@ -148,9 +159,17 @@ def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str
         findings.append(Finding(subject, "applies", True,
                                 f"its own series conflicts; {instead.label} applies instead{how}",
                                 variant, warning=True))
+    elif result.merged:
+        files = ", ".join(result.merged)
+        findings.append(Finding(subject, "applies", True,
+                                f"with git am -3, but {files} went in only through a 3-way "
+                                f"merge: compare it with the newer branches", variant,
+                                warning=True))
     else:
         detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
         findings.append(Finding(subject, "applies", True, detail, variant))
+    for problem in problems:
+        findings.append(Finding(subject, "no shadowed test", False, problem, variant))
     for test in missing:
         findings.append(Finding(subject, "test exists", False,
                                 f"patch set {ps.name}: test file {test} is not on branch {target} "

@@ -15,6 +15,7 @@ from backport.git.apply import (
     snapshot,
 )
 from backport.git.authoring import export_patch_set
+from backport.git.present import changed_python_tests, source_problems
 from backport.git.worktree import Worktree
 from backport.pipeline.apply import (
     ProgressSink,
@@ -42,6 +43,13 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
         if not path.exists():
             raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
                                 f"`backport abort --api {name} --branch {target}` and apply again")
+        test_paths = [t.path for t in patch_set.tests]
+        problems = source_problems(path, rec.base or "HEAD", path, changed_python_tests(
+            patch_set.series_for(target), test_paths))
+        if problems:
+            raise BackportError("conflict", f"{target}: the resolution in {path} leaves "
+                                f"{'; '.join(problems)}; fix it, then run `backport continue` "
+                                f"again")
         result = continue_series(Worktree.open(path))
         if result.status != "applied":
             journal.update(target, conflicts=result.conflicts, message=result.message)

@@ -13,7 +13,8 @@ from backport.config.model import BranchMap, PatchSet, PrOptions
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
-from backport.errors import BackportError
+from backport.envs.verbose import outcomes_of
+from backport.errors import BackportError, ErrorCode
 from backport.forge import Forge, PullRequest
 from backport.git.apply import (
     ApplyResult,
@@ -23,6 +24,15 @@ from backport.git.apply import (
     snapshot,
 )
 from backport.git.cache import RepoCache
+from backport.git.present import (
+    AddedTest,
+    PresentTest,
+    added_tests,
+    changed_python_tests,
+    present_tests,
+    source_problems,
+    with_classes,
+)
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
@@ -35,7 +45,7 @@ from backport.pipeline.shared_results import (
     read_set,
     record_for,
 )
-from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
+from backport.records import BranchRecord, EnvEvidence, ExistingTest, PrInfo, TestResult
 from backport.report.body import exit_stated, render_body
 from backport.states import Status
 
@@ -108,9 +118,23 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
     if already_applied(cache, base, series):
         job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
                    series_source=None, tried_sources=[], merged_files=[], loose_files=[],
+                   present=[],
                    message=f"the patch is already on {job.target} (same patch-id); no PR needed")
         job.event("already-applied", "same patch-id upstream")
         return False
+    added = added_tests(cache.path, series)
+    present = existing_tests(present_tests(cache.path, base, added)) if added else ()
+    job.update(added_tests=[t.node_id for t in added], present=present)
+    if added and len(present) == len(added):
+        said = "; ".join(t.describe() for t in present)
+        job.update(status=Status.ALREADY_PRESENT, base=base, commit=None, conflicts=[],
+                   series_source=None, tried_sources=[], merged_files=[], loose_files=[],
+                   message=f"every test the patch adds is already on {job.target}: {said}; "
+                           "no PR needed")
+        job.event("already-present", said)
+        return False
+    for test in present:
+        job.event("apply", f"already on {job.target}: {test.describe()}")
     branch = cache_branch(state_dir, job.fork_branch)
     wt = Worktree.create(cache, path, branch, base, job.patch_set.paths_for(job.target))
     result = apply_series(wt, series)
@@ -136,8 +160,20 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
                  conflict_snapshot=snapshot(wt, result.conflicts))
         job.event("conflict", files)
         return False
+    problems = source_problems(wt.path, base, result.head, changed_python_tests(
+        series, [t.path for t in job.patch_set.tests]))
+    if problems:
+        job.fail(Status.FAILED,
+                 f"with the series applied on {job.target}, {'; '.join(problems)}; nothing was "
+                 f"pushed: change the patch (its commit is kept in {path} to look at)",
+                 base=base, commit=None, conflicts=[], worktree=str(path),
+                 error_code=ErrorCode.CONFLICT, series_source=source.source if source else None,
+                 tried_sources=tried, merged_files=result.merged, loose_files=result.loose)
+        return False
+    added = with_classes(wt.path, base, result.head, added)
     job.update(status=Status.APPLIED, base=base, commit=result.head, conflicts=[],
                worktree=str(path), message="", test=None, manual=False,
+               added_tests=[t.node_id for t in added],
                series_source=source.source if source else None, tried_sources=tried,
                merged_files=result.merged, loose_files=result.loose)
     job.event("applied", result.head[:9] + (f" from {source.label}" if source else ""))
@@ -148,6 +184,12 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
         job.event("apply", f"{', '.join(result.loose)} went in with context lines ignored; "
                   "compare it with the newer branches")
     return True
+
+
+def existing_tests(found: list[PresentTest]) -> tuple[ExistingTest, ...]:
+    """The journal's form of the tests a target already defines."""
+    return tuple(ExistingTest(path=p.test.path, name=p.test.qualname, line=p.line,
+                              commit=p.commit, subject=p.subject) for p in found)
 
 
 def _try_siblings(cache: RepoCache, job: BranchJob, wt: Worktree, series: tuple[Path, ...],
@@ -219,7 +261,7 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
         runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout))
         job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
                              f"({runner_kind(runner)})")
-    result = TestResult.of_runs(runs, rec.commit)
+    result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs))
     if result.ok:
         job.update(status=Status.TESTED, test=result, env=evidence, message="")
         job.event("tested", result.summary)
@@ -227,9 +269,33 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     code = result.exit_code
     said = result.summary if exit_stated(result.summary_lines, code) else (
         f"{result.summary} (exit {code})")
+    if not result.patch_tests_ok and all(run.ok for run in runs):
+        missed = ", ".join(f"{name} {outcome}" for name, outcome in result.patch_tests
+                           if outcome != "ok")
+        said = f"{said}, but the tests the patch adds did not all pass: {missed}"
     job.fail(Status.TEST_FAILED, f"the test failed on {job.target}: {said}; log: {result.log}",
              test=result, env=evidence)
     return False
+
+
+def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> list[tuple[str, str]]:
+    """(name, outcome) of every test the series adds in the files the patch set runs, read
+    from those runs' verbose output; named without their class unless two share a name."""
+    added = [AddedTest.from_node_id(node) for node in rec.added_tests]
+    found: list[tuple[AddedTest, str]] = []
+    for spec, run in zip(ps.tests, runs, strict=False):
+        wanted = [t for t in added if t.path == spec.path]
+        if not wanted:
+            continue
+        try:
+            text = Path(run.log).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        found += zip(wanted, outcomes_of(text, [(t.scope or "", t.name) for t in wanted]),
+                     strict=True)
+    names = [t.name for t, _ in found]
+    return [(t.name if names.count(t.name) == 1 else t.qualname, outcome)
+            for t, outcome in found]
 
 
 def runner_kind(runner: Any) -> str:

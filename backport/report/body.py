@@ -30,6 +30,7 @@ from backport.report.evidence_parse import (
     NO_SUMMARY,
     NOT_PROBED,
     NOT_RUN,
+    PATCH_TESTS_KEY,
     RESULT,
     STALE_MOVED,
     STALE_UNTESTED,
@@ -37,6 +38,7 @@ from backport.report.evidence_parse import (
     Evidence,
     series_lines,
 )
+from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到 (not found)"
@@ -149,6 +151,7 @@ _NOT_RUN_ZH = {
     "fetched": "尚未运行",
     "applied": "补丁已应用，测试尚未运行",
     "already-applied": "补丁已在目标分支上（相同 patch-id），无需 PR",
+    "already-present": "补丁新增的测试已在目标分支上，无需 PR",
     "env-missing": "该分支的运行环境不存在",
     "env-mismatch": "运行环境的 torch / torch_npu 版本与约束不符",
     "env-unavailable": "运行环境无法运行需要 NPU 的测试",
@@ -210,6 +213,9 @@ def result_cell(view: BranchView) -> str:
         parts.append(f"退出码 {code}")
     elif code is None and not view.test.timed_out:
         parts.append("无退出码")
+    missed = [f"{name} {outcome}" for name, outcome in view.test.patch_tests if outcome != "ok"]
+    if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
+        parts.append(f"补丁新增的测试未全部通过：{', '.join(missed)}")
     if view.stale:
         tested, head = str(view.test.commit)[:12], str(view.head)[:12]
         parts.append(f"该结果测于 {tested}；fork 分支已被他人更新为 {head}，未经本工具测试"
@@ -435,6 +441,9 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         lines.append(f"{EXIT_KEY}={code}" if code is not None else
                      f"{EXIT_KEY}=none (killed)" if test.timed_out else
                      f"{EXIT_KEY}=none")
+        if test.patch_tests:
+            lines.append(f"{PATCH_TESTS_KEY}=" + ", ".join(f"{name} {outcome}"
+                                                           for name, outcome in test.patch_tests))
     note = env.note if env else None
     if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
@@ -507,6 +516,11 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
             files = "、".join(f"`{_cell(f)}`" for f in rec.merged_files)
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
                          f"请评审时与较新分支的改动对照。")
+        if rec.status == Status.ALREADY_PRESENT and rec.present:
+            tests = "；".join(f"`{_cell(t.name)}`（{_cell(t.path)} 第 {t.line} 行"
+                             + (f"，由 {t.commit}「{_cell(t.subject)}」加入" if t.commit else "")
+                             + "）" for t in rec.present)
+            notes.append(f"{target}：补丁新增的测试已在该分支上：{tests}，无需 PR。")
         if rec.loose_files:
             files = "、".join(f"`{_cell(f)}`" for f in rec.loose_files)
             notes.append(f"{target}：{files} 在忽略补丁上下文行后应用（每处改动在文件中只有唯一匹配位置），"

@@ -20,6 +20,7 @@ NOT_PROBED = "not probed"  # the branch stopped before its environment was read
 NOT_RUN = "none (not run)"
 RESULT = "RESULT:"
 EXIT_KEY = "test_exit_code"
+PATCH_TESTS_KEY = "PATCH_TESTS"  # each test the patch adds and its outcome: "name ok, name FAIL"
 TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
 SKIPPED = "skipped on request"
@@ -214,7 +215,11 @@ def _test(evidence: Evidence) -> TestResult | None:
     code = int(code_text) if code_text.lstrip("-").isdigit() else None
     command = evidence.get("COMMAND")
     runner = evidence.get("RUNNER")
-    return TestResult(ok=code == 0 and not timed_out, exit_code=code,
+    listed = evidence.get(PATCH_TESTS_KEY)
+    patch_tests = tuple((name, outcome) for name, _, outcome in
+                        (item.partition(" ") for item in listed.split(", "))) if listed else ()
+    return TestResult(ok=code == 0 and not timed_out and all(o == "ok" for _, o in patch_tests),
+                      exit_code=code, patch_tests=patch_tests,
                       summary=", ".join(summary), summary_lines=tuple(summary),
                       duration=duration, command=None if command == NOT_RUN else command,
                       runner=None if runner == NOT_RUN else runner, timed_out=timed_out,

@@ -18,7 +18,8 @@ from backport.redact import redact
 from backport.states import FAILURES, Status
 
 ERROR_STEPS = frozenset({s.value for s in FAILURES} | {"error"})
-FINAL_STEPS = ERROR_STEPS | {Status.DONE.value, Status.PLANNED.value, Status.ALREADY_APPLIED.value}
+FINAL_STEPS = ERROR_STEPS | {Status.DONE.value, Status.PLANNED.value, Status.ALREADY_APPLIED.value,
+                              Status.ALREADY_PRESENT.value}
 _SHORT = 160
 
 

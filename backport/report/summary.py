@@ -63,6 +63,11 @@ def report_rows(api: str, records: list[BranchRecord]) -> list[dict]:
 def apply_notes(record: BranchRecord) -> list[str]:
     """What a reviewer should know about how the series went in (English, one line each)."""
     notes = []
+    if record.present:
+        said = "; ".join(t.describe() for t in record.present)
+        notes.append(f"already defines what the patch adds: {said}"
+                     if record.status == Status.ALREADY_PRESENT else
+                     f"already defines a test the patch adds: {said}")
     if record.series_source:
         notes.append(f"its own series conflicts; applied from {record.series_source.label}")
     tried = record.tried_sources

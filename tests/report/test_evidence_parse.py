@@ -44,11 +44,16 @@ def _variants() -> dict[str, list[dict]]:
     carried[2]["series_source"] = {"branch": "master", "kind": "resolution"}
     carried[2]["merged_files"] = [fx.TEST_PATH]
     carried[0]["loose_files"] = [fx.TEST_PATH, "test/other.py"]
+    patch_tests = copy.deepcopy(base)  # the summary passed, one test the patch adds did not run
+    patch_tests[0]["test"]["patch_tests"] = {"test_put_metric": "ok"}
+    patch_tests[2]["test"].update(ok=False, patch_tests={"test_put_metric": "not run"})
+    patch_tests[2]["status"] = "test-failed"
     per_host = copy.deepcopy(base)
     per_host[0]["env"]["platform"] = "Linux-4.19.90-x86_64-with-glibc2.28"
     per_host[0]["env"]["python"] = "3.9.21"
     return {"plain": base, "stale": stale, "moved": moved, "carried": carried, "failed": failed, "timed": timed,
-            "skipped": skipped, "autoload": autoload, "unprobed": unprobed, "per_host": per_host}
+            "skipped": skipped, "autoload": autoload, "unprobed": unprobed, "per_host": per_host,
+            "patch_tests": patch_tests}
 
 
 VARIANTS = _variants()
@@ -145,3 +150,17 @@ def test_hosts_that_differ_show_their_environment_per_branch() -> None:
     assert "- Python：v2.7.1 3.9.21；v2.11.0 3.11.15；v2.12.0 3.11.15；master 3.11.15" in validation
     assert ("- 可见设备数：v2.7.1 1（物理 NPU 0）；v2.11.0 8（物理 NPU 0,1,2,3,4,5,6,7）；"
             "v2.12.0 1（物理 NPU 0）；master 1（物理 NPU 0）") in validation
+
+
+def test_the_patch_tests_read_back_decide_the_result() -> None:
+    recs = VARIANTS["patch_tests"]
+    read = {}
+    for rec in fx.typed(recs):
+        evidence = read_evidence(render_body(fx.context(rec.target, recs=recs)))
+        assert evidence is not None
+        read[rec.target] = record_of(evidence, target=rec.target, fork_branch=rec.fork_branch)
+    passed, missing = read[fx.TARGETS[0]].test, read[fx.TARGETS[2]].test
+    assert passed is not None and passed.ok and passed.patch_tests == (("test_put_metric", "ok"),)
+    assert missing is not None and missing.exit_code == 0
+    assert missing.patch_tests == (("test_put_metric", "not run"),)
+    assert missing.ok is False  # unittest's OK does not make a run without the patch's test pass

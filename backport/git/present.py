@@ -1,0 +1,284 @@
+"""The tests a patch series adds, whether a target already has them, and whether the series
+leaves a Python test file that hides one definition behind another or does not compile.
+
+A test the series adds is a ``test*`` function whose ``def`` line one of its hunks adds, read
+with ``ast`` from the file as the patch leaves it (its pre-image blob with the hunks applied).
+Where that blob is not in the repository, the hunks alone name the test and its class.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from backport.config.patchfiles import FileDiff, Hunk, read_file_diffs
+from backport.git import pydefs
+from backport.git.run import git
+
+
+@dataclass(frozen=True)
+class AddedTest:
+    """A test function a series adds: its file, class ("" for the module; None when only the
+    hunk named it and no class line was in sight) and name."""
+
+    path: str
+    scope: str | None
+    name: str
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.scope}.{self.name}" if self.scope else self.name
+
+    @property
+    def node_id(self) -> str:
+        """``path::Class::name``, as pytest names a test."""
+        return "::".join([self.path, *(self.scope.split(".") if self.scope else []), self.name])
+
+    @classmethod
+    def from_node_id(cls, node_id: str) -> AddedTest:
+        path, *rest = node_id.split("::")
+        return cls(path, ".".join(rest[:-1]), rest[-1] if rest else "")
+
+
+@dataclass(frozen=True)
+class PresentTest:
+    """A test the series adds that the target already defines, and the commit that added it."""
+
+    test: AddedTest
+    line: int  # its line in the target's file
+    commit: str | None  # abbreviated sha (9 characters); None when the history does not say
+    subject: str = ""
+
+    def describe(self) -> str:
+        """``Class.test_x (path, line 66), added by abc123def "subject"``."""
+        where = f"{self.test.qualname} ({self.test.path}, line {self.line})"
+        if self.commit:
+            return f'{where}, added by {self.commit} "{self.subject}"'
+        return where
+
+
+def _lines(text: str) -> list[str]:
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[int]] | None:
+    """The file as the hunks leave ``pre`` and the (1-based) numbers of the lines they add;
+    None when a hunk does not match ``pre`` exactly where its header says."""
+    out: list[str] = []
+    added: set[int] = set()
+    pos = 0
+    for hunk in hunks:
+        start = hunk.old_start - 1 if hunk.preimage else hunk.old_start
+        if start < pos or start > len(pre):
+            return None
+        out += pre[pos:start]
+        pos = start
+        for line in hunk.lines:
+            tag, body = line[:1], line[1:]
+            if tag in (" ", "-"):
+                if pos >= len(pre) or pre[pos] != body:
+                    return None
+                pos += 1
+                if tag == " ":
+                    out.append(body)
+            elif tag == "+":
+                out.append(body)
+                added.add(len(out))
+    return out + pre[pos:], added
+
+
+def _keyword_name(line: str, keyword: str) -> str | None:
+    """The name after ``keyword`` (``def``/``class``) at the start of a stripped line."""
+    text = line.strip()
+    if keyword == "def":
+        text = text.removeprefix("async").lstrip() if text.startswith("async ") else text
+    if not text.startswith(keyword + " "):
+        return None
+    name = text[len(keyword) + 1:].lstrip().split("(")[0].split(":")[0].strip()
+    return name if name.isidentifier() else None
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _from_hunks(path: str, diff: FileDiff) -> list[AddedTest]:
+    """The tests added lines define, the class read from the nearest less indented ``class``
+    line of the same hunk (None when there is none)."""
+    found = []
+    for hunk in diff.hunks:
+        new_side = [line for line in hunk.lines if line[:1] in (" ", "+")]
+        for index, line in enumerate(new_side):
+            name = _keyword_name(line[1:], "def")
+            if line[:1] != "+" or not name or not name.startswith("test"):
+                continue
+            depth = _indent(line[1:])
+            scope: str | None = "" if depth == 0 else None
+            for before in reversed(new_side[:index]):
+                if before[1:].strip() and _indent(before[1:]) < depth:
+                    scope = _keyword_name(before[1:], "class") if depth else ""
+                    break
+            found.append(AddedTest(path, scope, name))
+    return found
+
+
+def is_python_test(path: str, test_paths: Sequence[str] = ()) -> bool:
+    """A Python test file: one the patch set runs, or ``test_*.py`` / ``*_test.py``."""
+    base = posixpath.basename(path)
+    return path in test_paths or (base.endswith(".py") and (
+        base.startswith("test_") or base.endswith("_test.py")))
+
+
+def added_tests(repo: Path, patches: Sequence[Path]) -> list[AddedTest]:
+    """Every test function the series adds to its Python test files, in patch order."""
+    found: dict[AddedTest, None] = {}
+    posts: dict[str, list[str]] = {}  # each path as the earlier patches of the series left it
+    for patch in patches:
+        _, diffs = read_file_diffs(patch)
+        for diff in diffs:
+            path = diff.new
+            if path is None or diff.binary or not is_python_test(path):
+                continue
+            tests = _read_post_image(repo, diff, posts)
+            for test in tests if tests is not None else _from_hunks(path, diff):
+                found.setdefault(test)
+    return list(found)
+
+
+def _read_post_image(repo: Path, diff: FileDiff,
+                     posts: dict[str, list[str]]) -> list[AddedTest] | None:
+    """The tests added to one file, read from its post-image; None when that is not at hand."""
+    path = diff.new
+    assert path is not None
+    candidates: list[list[str]] = []
+    if diff.old is None:
+        candidates.append([])
+    else:
+        if diff.old in posts:
+            candidates.append(posts[diff.old])
+        if diff.old_blob:
+            out = git(["cat-file", "blob", diff.old_blob], cwd=repo, check=False)
+            if out.ok:
+                candidates.append(_lines(out.stdout))
+    for pre in candidates:
+        made = post_image(pre, diff.hunks)
+        if made is None:
+            continue
+        lines, added = made
+        posts[path] = lines
+        try:
+            tree = pydefs.parse("\n".join(lines) + "\n", path)
+        except (SyntaxError, ValueError):
+            return None
+        return [AddedTest(path, d.scope, d.name) for d in pydefs.test_definitions(tree)
+                if d.line in added]
+    return None
+
+
+def _tree_at(repo: Path, commit: str, path: str) -> ast.Module | None:
+    """The parsed file ``path`` of ``commit``; None when it is not there or does not parse."""
+    out = git(["cat-file", "-p", f"{commit}:{path}"], cwd=repo, check=False)
+    if not out.ok:
+        return None
+    try:
+        return ast.parse(out.stdout, filename=path)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, str] | None:
+    """(short sha, subject) of the newest commit reachable from ``commit`` that changed how
+    often ``def <name>(`` occurs in ``path`` (git's pickaxe, ``log -S``)."""
+    out = git(["log", "-1", f"-Sdef {name}(", "--format=%H%x00%s", commit, "--", path],
+              cwd=repo, check=False)
+    if not out.ok or "\x00" not in out.stdout:
+        return None
+    sha, subject = out.stdout.strip().split("\x00", 1)
+    return sha[:9], subject
+
+
+def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest]) -> list[PresentTest]:
+    """The ``tests`` that ``commit`` already defines, in the same class (or module) and file."""
+    found = []
+    trees: dict[str, ast.Module | None] = {}
+    for test in tests:
+        if test.path not in trees:
+            trees[test.path] = _tree_at(repo, commit, test.path)
+        tree = trees[test.path]
+        if tree is None:
+            continue
+        match = next((d for d in pydefs.test_definitions(tree) if d.name == test.name
+                      and (test.scope is None or d.scope == test.scope)), None)
+        if match is None:
+            continue
+        by = introduced_by(repo, commit, test.path, test.name)
+        found.append(PresentTest(AddedTest(test.path, match.scope, test.name), match.line,
+                                 by[0] if by else None, by[1] if by else ""))
+    return found
+
+
+def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest]) -> list[AddedTest]:
+    """``tests`` with each unknown class read from ``head``: the class of the one definition
+    of that name ``head`` has and ``base`` had not."""
+    out = []
+    for test in tests:
+        if test.scope is None:
+            after, before = _tree_at(repo, head, test.path), _tree_at(repo, base, test.path)
+            old = {(d.scope, d.name) for d in pydefs.test_definitions(before)} if before else set()
+            new = [d for d in (pydefs.test_definitions(after) if after else [])
+                   if d.name == test.name and (d.scope, d.name) not in old]
+            if len(new) == 1:
+                test = AddedTest(test.path, new[0].scope, test.name)
+        out.append(test)
+    return out
+
+
+def changed_python_tests(patches: Sequence[Path], test_paths: Sequence[str] = ()) -> list[str]:
+    """The Python test files the series leaves in the tree (created or changed), in order."""
+    found: dict[str, None] = {}
+    for patch in patches:
+        _, diffs = read_file_diffs(patch)
+        for diff in diffs:
+            if diff.new and not diff.binary and is_python_test(diff.new, test_paths):
+                found.setdefault(diff.new)
+    return list(found)
+
+
+def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str]) -> list[str]:
+    """What is wrong with ``paths`` at ``head`` (a commit, or a folder holding the files as
+    they are on disk): a file that does not compile, or a name defined twice in one class or
+    module body where ``base`` did not define it twice.
+
+    One sentence each, naming the file, the name and both line numbers.
+    """
+    problems = []
+    for path in paths:
+        if isinstance(head, Path):
+            try:
+                text = (head / path).read_bytes().decode("utf-8", "surrogateescape")
+            except OSError:
+                continue
+        else:
+            out = git(["cat-file", "-p", f"{head}:{path}"], cwd=repo, check=False)
+            if not out.ok:
+                continue
+            text = out.stdout
+        broken = pydefs.compile_problem(text, path)
+        if broken:
+            problems.append(f"{path} does not compile ({broken})")
+            continue
+        before = _tree_at(repo, base, path)
+        known = {(r.scope, r.name) for r in pydefs.redefinitions(before)} if before else set()
+        for again in pydefs.redefinitions(ast.parse(text, filename=path)):
+            if (again.scope, again.name) in known:
+                continue
+            problems.append(f"{path} defines {again.qualname} twice (lines {again.line} and "
+                            f"{again.again}): the second definition hides the first, so one "
+                            f"test would never run")
+    return problems
