@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, pass_app, print_json
+from backport.commands.common import AppContext, broken_subject, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import select_patch_sets
-from backport.pipeline.check import run_check
+from backport.pipeline.check import Finding, run_check
 
 
 @click.command("check")
@@ -29,6 +29,9 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
     findings = run_check(project, names, offline=offline)
+    if names is None:
+        findings += [Finding(broken_subject(name), "schema", False, message)
+                     for name, message in sorted(project.broken.items())]
     ok = all(f.ok for f in findings)
     if as_json:
         print_json({"ok": ok, "offline": offline, "findings": [f.to_dict() for f in findings],

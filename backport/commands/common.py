@@ -53,5 +53,10 @@ def print_json(data: Any) -> None:
     click.echo(redact(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
+def broken_subject(name: str) -> str:
+    """How reports name a patch set folder: ``patches/<name>``."""
+    return f"patches/{name}"
+
+
 def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(redact(text), err=err)

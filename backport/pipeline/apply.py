@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from backport.branch_order import newer, newest_first
 from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
-from backport.errors import BackportError, ErrorCode, ForkDiverged
+from backport.errors import BackportError, ConfigError, ErrorCode, ForkDiverged
 from backport.git.apply import am_in_progress
 from backport.git.cache import RepoCache
 from backport.git.locks import file_lock
@@ -61,8 +61,14 @@ class Outcome:
 
 
 def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
-    """The patch sets a command names (``--api``, repeatable), or all of them with ``every``."""
+    """The patch sets a command names (``--api``, repeatable), or all of them with ``every``.
+
+    A named set that did not load (and with ``every``, any such set) fails with its own
+    sentence (ConfigError); the others' problems do not matter here.
+    """
     if every:
+        for message in project.broken.values():
+            raise ConfigError(message)
         if not project.patch_sets:
             raise BackportError("usage", f"no patch sets found under {project.root / 'patches'}")
         return list(project.patch_sets.values())
@@ -71,6 +77,8 @@ def select_patch_sets(project: Project, names: list[str], every: bool = False) -
                             "`backport list` shows them")
     chosen = []
     for name in names:
+        if name in project.broken:
+            raise ConfigError(project.broken[name])
         if name not in project.patch_sets:
             known = ", ".join(sorted(project.patch_sets)) or "none"
             raise BackportError("usage", f"no patch set '{name}' under {project.root / 'patches'} "
