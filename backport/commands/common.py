@@ -26,6 +26,7 @@ class AppContext:
     debug: bool = False
     quiet: bool = False
     verbose: bool = False
+    journaled: bool = False  # the command records its steps in a run journal (resumable)
     _project: Project | None = field(default=None, repr=False)
 
     def project(self) -> Project:
