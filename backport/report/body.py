@@ -27,7 +27,8 @@ from backport.report import regions as rg
 
 TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到 (not found)"
-NOT_PROBED = "not probed"  # the branch stopped before its environment was read
+NOT_PROBED = "not probed yet"  # no run has read the branch's environment yet
+NOT_PROBED_ZH = f"未探测 ({NOT_PROBED})"
 
 _SECTION = re.compile(r"^#[ \t]*【(?P<title>[^】\r\n]+)】", re.M)
 _CN_NUMBERS = "零一两三四五六七八九十"
@@ -207,9 +208,11 @@ def issue_sentence(vs: _Views) -> str:
     with_pr = [v for v in vs.views if v.linked or (v.target == vs.own.target and v.commit)]
     if len(with_pr) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
-    missing = [v.target for v in vs.views if v not in with_pr]
+    missing = "、".join(v.target for v in vs.views if v not in with_pr)
+    if not with_pr:
+        return f"尚无 PR 的目标分支：{missing}。"
     linked = "、".join(v.target for v in with_pr)
-    return f"已关联该 Issue 的 PR：{linked}；尚无 PR 的目标分支：{'、'.join(missing)}。"
+    return f"已关联该 Issue 的 PR：{linked}；尚无 PR 的目标分支：{missing}。"
 
 
 def _visible(env: EnvEvidence) -> str:
@@ -264,7 +267,7 @@ def _common_or_per_branch(views: list[BranchView], fmt: Callable[[EnvEvidence], 
     probed = [(v.target, fmt(v.env)) for v in views if v.env]
     values = {value for _, value in probed}
     if not probed:
-        return NOT_FOUND_ZH
+        return NOT_PROBED_ZH
     if len(values) == 1:
         return values.pop()
     return "；".join(f"{target} {value}" for target, value in probed)
@@ -339,7 +342,7 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         return missing if value is None or value == "" else _one_line(str(value))
 
     def probed(key: str) -> str:
-        """A probe value; "not probed" when the branch stopped before its environment was read."""
+        """A probe value; "not probed yet" when no run has read the branch's environment."""
         return val(env.fact(key) if env else None, NOT_FOUND if env else NOT_PROBED)
 
     not_run = "none (not run)"
