@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, broken_subject, pass_app, print_json
+from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import select_patch_sets
 from backport.pipeline.check import Finding, run_check
@@ -38,7 +38,8 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
                     "problems": [f.problem for f in findings if not f.ok],
                     "warnings": [f.problem for f in findings if f.warning]})
     else:
-        table = Table(title="backport check", title_justify="left")
+        title = "backport check --offline" if offline else "backport check"
+        table = Table(title=title, title_justify="left")
         for column in ("subject", "check", "result", "detail"):
             table.add_column(column)
         for f in findings:
@@ -46,9 +47,10 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
             detail = f.detail + (" (variant)" if f.variant else "")
             table.add_row(f.subject, f.check, mark, detail)
         app.console.print(table)
-        for f in findings:
-            if f.warning:
-                app.err_console.print(f"warning: {f.problem}", markup=False)
-            elif not f.ok:
+        if offline:
+            echo("Offline, so not tried: whether the target branches exist upstream and whether "
+                 "each patch set applies on them (`backport check` without --offline tries both).")
+        for f in findings:  # a warning stays a row of the table; a problem is repeated on stderr
+            if not f.ok:
                 app.err_console.print(f"problem: {f.problem}", markup=False)
     raise SystemExit(EXIT_OK if ok else EXIT_BRANCH_FAILED)
