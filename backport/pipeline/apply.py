@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import threading
 import traceback
@@ -93,9 +94,13 @@ def select_targets(patch_sets: list[PatchSet], branches: tuple[str, ...]) -> dic
         known = {t for ps in patch_sets for t in ps.branches}
         unknown = [b for b in branches if b not in known]
         if unknown:
-            names = ", ".join(ps.name for ps in patch_sets)
-            raise BackportError("usage", f"branch '{unknown[0]}' is not a target of patch set "
-                                f"{names} (targets: {', '.join(sorted(known))})")
+            targets = ", ".join(newest_first(known))
+            names = ", ".join(sorted(ps.name for ps in patch_sets))
+            where = (f"patch set {names} (targets: {targets})" if len(patch_sets) == 1 else
+                     f"any patch set ({names}; targets: {targets})")
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise BackportError("usage", f"branch '{unknown[0]}' is not a target of {where}{hint}")
     return {ps.name: [t for t in ps.branches if not branches or t in branches]
             for ps in patch_sets}
 
