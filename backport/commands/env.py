@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from rich.markup import escape
 from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
@@ -91,9 +92,10 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
         for column in ("env", "branches", "python", "torch", "torch_npu", "CANN", "NPU", "pins"):
             table.add_column(column)
         for row in rows:
-            if "error" in row:
-                table.add_row(row["env"], ", ".join(row["branches"]), "", "", "", "", "",
-                              f"[red]{row['error']}[/red]")
+            if "error" in row:  # nothing was read: every column says so, the error says why
+                table.add_row(row["env"], ", ".join(row["branches"]),
+                              *(["[red]not read[/red]"] + ["-"] * 4),
+                              f"[red]{escape(row['error'])}[/red]")
                 continue
             packages = row.get("packages", {})
             npu = row.get("npu_model") or (
