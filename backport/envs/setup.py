@@ -158,7 +158,10 @@ def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
 
 
 def _age(seconds: float) -> str:
-    minutes = max(0, round(seconds / 60))
+    """``under a minute``, ``12 min``, ``3 h``."""
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return "under a minute"
     return f"{minutes} min" if minutes < 90 else f"{minutes / 60:.0f} h"
 
 
