@@ -73,15 +73,15 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _exit_interrupted() -> None:
-    """Ctrl-C or SIGTERM: say how to resume and exit 130 at once.
+def _exit_interrupted(journaled: bool) -> None:
+    """Ctrl-C or SIGTERM: exit 130 at once, saying how to resume a command that keeps a journal.
 
     Branch threads or the main thread may still be waiting on git, a test or the forge; exiting
     without joining them keeps the interrupt prompt, and the journal already holds every
     finished step.
     """
     click.echo("interrupted: the journal keeps every finished step; run the same command "
-               "again to resume", err=True)
+               "again to resume" if journaled else "interrupted", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)
@@ -91,15 +91,16 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI; turn errors into one sentence and the contract's exit codes."""
     signal.signal(signal.SIGTERM, _terminate)
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    app = AppContext()
     try:
-        code = cli.main(args=argv, prog_name="backport", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="backport", standalone_mode=False, obj=app)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:
         exc.show()
         code = EXIT_USAGE
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        _exit_interrupted()
+        _exit_interrupted(app.journaled)
     except BackportError as exc:
         if debug:
             traceback.print_exc()

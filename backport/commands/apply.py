@@ -60,6 +60,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tup
       backport apply --api put_metric --branch v2.7.1 --no-push
       backport apply --all --json
     """
+    app.journaled = True
     project = app.project()
     options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, pass_app, print_json
+from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import select_patch_sets
-from backport.pipeline.check import run_check
+from backport.pipeline.check import Finding, run_check
 
 
 @click.command("check")
@@ -29,13 +29,17 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
     findings = run_check(project, names, offline=offline)
+    if names is None:
+        findings += [Finding(broken_subject(name), "schema", False, message)
+                     for name, message in sorted(project.broken.items())]
     ok = all(f.ok for f in findings)
     if as_json:
         print_json({"ok": ok, "offline": offline, "findings": [f.to_dict() for f in findings],
                     "problems": [f.problem for f in findings if not f.ok],
                     "warnings": [f.problem for f in findings if f.warning]})
     else:
-        table = Table(title="backport check", title_justify="left")
+        title = "backport check --offline" if offline else "backport check"
+        table = Table(title=title, title_justify="left")
         for column in ("subject", "check", "result", "detail"):
             table.add_column(column)
         for f in findings:
@@ -43,9 +47,10 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
             detail = f.detail + (" (variant)" if f.variant else "")
             table.add_row(f.subject, f.check, mark, detail)
         app.console.print(table)
-        for f in findings:
-            if f.warning:
-                app.err_console.print(f"warning: {f.problem}", markup=False)
-            elif not f.ok:
-                app.err_console.print(f"problem: {f.problem}", markup=False)
+        if offline:
+            echo("Offline, so not tried: whether the target branches exist upstream and whether "
+                 "each patch set applies on them (`backport check` without --offline tries both).")
+        for f in findings:  # a warning stays a row of the table; a problem is repeated on stderr
+            if not f.ok:
+                app.err_console.print(f"problem: {f.problem}", markup=False, soft_wrap=True)
     raise SystemExit(EXIT_OK if ok else EXIT_BRANCH_FAILED)

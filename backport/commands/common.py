@@ -26,6 +26,7 @@ class AppContext:
     debug: bool = False
     quiet: bool = False
     verbose: bool = False
+    journaled: bool = False  # the command records its steps in a run journal (resumable)
     _project: Project | None = field(default=None, repr=False)
 
     def project(self) -> Project:
@@ -51,6 +52,11 @@ pass_app = click.make_pass_decorator(AppContext, ensure=True)
 def print_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout, secrets redacted."""
     click.echo(redact(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+
+
+def broken_subject(name: str) -> str:
+    """How reports name a patch set folder: ``patches/<name>``."""
+    return f"patches/{name}"
 
 
 def echo(text: str = "", *, err: bool = False) -> None:

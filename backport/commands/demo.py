@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -13,11 +13,12 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_project
-from backport.demo.sandbox import build_sandbox
+from backport.demo.sandbox import Sandbox, build_sandbox, clear_sandbox
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.forge import make_forge
+from backport.git.locks import file_lock
 from backport.pipeline.apply import run_apply
-from backport.pipeline.session import ApplyOptions
+from backport.pipeline.session import ApplyOptions, cache_root
 from backport.report.progress import Progress
 from backport.report.summary import render_table
 
@@ -67,7 +68,10 @@ def find_torch_python(explicit: str | None) -> str | None:
 
 @click.command("demo")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Build the sandbox here (must be empty); default: a temp folder.")
+              default=None, help="Build the sandbox here (an empty folder, or a previous demo's "
+                                 "sandbox, which is replaced); default: one folder per user, "
+                                 "demo/ in the cache folder ($BACKPORT_CACHE or the user cache "
+                                 "folder).")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter with torch (+ expecttest) for the tests; default: "
                    "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0, or this Python if it has torch.")
@@ -82,11 +86,24 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> Non
     """
     patches = find_patch_set(app)
     torch_python = find_torch_python(python)
-    root = directory or Path(tempfile.mkdtemp(prefix="backport-demo-"))
-    if directory is not None and directory.exists() and any(directory.iterdir()):
-        raise BackportError("usage", f"--dir {directory} is not empty; the demo needs an empty folder")
-    sandbox = build_sandbox(root.resolve(), patches, torch_python)
-    echo(f"sandbox: {sandbox.root}")
+    root = Path(os.path.abspath(directory or cache_root(os.environ) / "demo"))
+    # Two demos at once in the per-user sandbox would remove each other's files.
+    lock = nullcontext() if directory else file_lock(root.parent / ".demo.lock", wait=False)
+    with lock:
+        try:
+            replaced = clear_sandbox(root)
+        except FileExistsError:
+            raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
+                                "them away or pass --dir with an empty folder") from None
+        sandbox = build_sandbox(root, patches, torch_python)
+        _run_demo(app, sandbox, torch_python, replaced)
+
+
+def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
+              replaced: bool) -> None:
+    """Apply put_metric in the built sandbox, print what happened and where to look."""
+    echo(f"sandbox: {sandbox.root}" + (" (the previous demo's sandbox there was replaced)"
+                                       if replaced else ""))
     if torch_python is None:
         echo("no interpreter with torch found: the tests are skipped, and the PR bodies say so "
              "(pass --python PATH to include them)")
@@ -114,4 +131,5 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> Non
     echo(f"  PR bodies:      cd {sandbox.project} && {cmd} preview --api put_metric --branch master")
     echo(f"  branch state:   cd {sandbox.project} && {cmd} status")
     echo(f"  test logs:      {project.state_dir / 'runs' / 'put_metric' / 'logs'}")
+    echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
     raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)

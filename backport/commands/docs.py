@@ -9,7 +9,7 @@ import click
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.config.model import Project
 from backport.docs_audit import DOCS_ROOT, audit_docs, render_docs_table
-from backport.errors import BackportError, ErrorCode
+from backport.errors import BackportError, ConfigError, ErrorCode
 from backport.pipeline.session import open_cache
 
 
@@ -55,6 +55,8 @@ def _full_name(api: str, project: Project) -> str:
         return api
     if api in project.patch_sets:
         return project.patch_sets[api].api
+    if api in project.broken:
+        raise ConfigError(project.broken[api])
     raise BackportError(ErrorCode.USAGE, f"--api '{api}' is neither a fully qualified API name "
                         f"(module.name, e.g. torch.distributed.elastic.metrics.put_metric) nor a "
                         f"patch set under patches/")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 
 import click
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from rich.markup import escape
 from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
@@ -18,6 +21,7 @@ from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe
 from backport.envs.setup import Planned, human_size, plan_setup, setup_env
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
+from backport.pipeline.session import cache_root
 
 
 def environments_for(project: Project, branches: tuple[str, ...]) -> list[Environment]:
@@ -88,9 +92,10 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
         for column in ("env", "branches", "python", "torch", "torch_npu", "CANN", "NPU", "pins"):
             table.add_column(column)
         for row in rows:
-            if "error" in row:
-                table.add_row(row["env"], ", ".join(row["branches"]), "", "", "", "", "",
-                              f"[red]{row['error']}[/red]")
+            if "error" in row:  # nothing was read: every column says so, the error says why
+                table.add_row(row["env"], ", ".join(row["branches"]),
+                              *(["[red]not read[/red]"] + ["-"] * 4),
+                              f"[red]{escape(row['error'])}[/red]")
                 continue
             packages = row.get("packages", {})
             npu = row.get("npu_model") or (
@@ -124,9 +129,12 @@ def _options_line(name: str, options: dict) -> str:
 @click.argument("branches", nargs=-1, metavar="[BRANCH]...")
 @click.option("--dry-run", is_flag=True,
               help="Show what would be installed, from where and roughly how many bytes; "
-                   "download and change nothing.")
+                   "install and change nothing. pip's resolution is kept in the cache folder "
+                   "for a day and reused while the requirements, indexes and pip settings hold.")
+@click.option("--refresh", is_flag=True,
+              help="With --dry-run: resolve again instead of reusing a kept resolution.")
 @pass_app
-def setup_cmd(app: AppContext, branches: tuple[str, ...], dry_run: bool) -> None:
+def setup_cmd(app: AppContext, branches: tuple[str, ...], dry_run: bool, refresh: bool) -> None:
     """Build missing environments from their `requirements:` (uv when present, else pip).
 
     Each environment is a venv (by default $BACKPORT_ENVS/<name>, else the per-user data
@@ -137,9 +145,13 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...], dry_run: bool) -> None
     """
     project = app.project()
     envs = environments_for(project, branches)
+    if refresh and not dry_run:
+        raise BackportError("usage", "--refresh goes with --dry-run (a setup always installs "
+                            "what pip resolves then)")
     if dry_run:
+        cache_dir = cache_root(os.environ)
         for env in envs:
-            _show_plan(env)
+            _show_plan(env, cache_dir, refresh)
         raise SystemExit(EXIT_OK)
     for env in envs:
         setup_env(env, log=functools.partial(_echo_prefixed, f"[{env.name}] "))
@@ -150,8 +162,10 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...], dry_run: bool) -> None
     raise SystemExit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_BRANCH_FAILED)
 
 
-def _show_plan(env: Environment) -> None:
-    action, plan = plan_setup(env)
+def _show_plan(env: Environment, cache_dir: Path, refresh: bool) -> None:
+    """Print ``env``'s plan; what is being resolved (slow) goes to stderr first."""
+    action, plan = plan_setup(env, cache_dir=cache_dir, refresh=refresh,
+                              note=lambda line: echo(line, err=True))
     echo(f"{env.name}: {action}")
     if not plan:
         return
@@ -162,7 +176,7 @@ def _show_plan(env: Environment) -> None:
         echo(f"  {f'{item.name} {item.version}':<{width}}  {size:>9}  {item.source}{note}")
     known = [p.size for p in plan if p.size is not None]
     unknown = len(plan) - len(known)
-    echo(f"  {len(plan)} distributions, about {human_size(sum(known))} to download"
+    echo(f"  {len(plan)} distribution{'' if len(plan) == 1 else 's'}, about {human_size(sum(known))} to download"
          + (f" ({unknown} of unknown size)" if unknown else ""))
 
 

@@ -8,7 +8,9 @@ from typing import Any
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
+from backport.config.model import Project
+from backport.errors import EXIT_BRANCH_FAILED
 from backport.pipeline.apply import select_patch_sets
 
 
@@ -16,7 +18,11 @@ from backport.pipeline.apply import select_patch_sets
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @pass_app
 def list_cmd(app: AppContext, as_json: bool) -> None:
-    """List patch sets, their APIs, issues and target branches (variants marked *)."""
+    """List patch sets, their APIs, issues and target branches (variants marked *).
+
+    A patch set that cannot be read is named on a `problem:` line and the others are listed;
+    the exit code is then 1.
+    """
     project = app.project()
     bm = project.branch_map
     rows: list[dict[str, Any]] = []
@@ -30,10 +36,14 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
         })
     if as_json:
         print_json(rows)
-        return
-    if not rows:
+    elif not rows and not project.broken:
         echo(f"No patch sets under {project.root / 'patches'}; create one with `backport new`.")
-        return
+    elif rows:
+        _print_table(app, rows)
+    report_broken(project)
+
+
+def _print_table(app: AppContext, rows: list[dict[str, Any]]) -> None:
     table = Table(title_justify="left")
     for column in ("patch set", "api", "issue", "targets (* = variant)"):
         table.add_column(column)
@@ -41,6 +51,14 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
         targets = ", ".join(b["target"] + ("*" if b["variant"] else "") for b in row["branches"])
         table.add_row(row["name"], row["api"], f"#{row['issue']}", targets)
     app.console.print(table)
+
+
+def report_broken(project: Project) -> None:
+    """One `problem:` line per patch set that cannot be read; exit 1 when there is one."""
+    for name, message in sorted(project.broken.items()):
+        echo(f"problem: {broken_subject(name)}: {message}", err=True)
+    if project.broken:
+        raise SystemExit(EXIT_BRANCH_FAILED)
 
 
 @click.command("matrix")

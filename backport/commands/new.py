@@ -27,11 +27,27 @@ from backport.git.authoring import (
 
 
 def _ask(value: str | None, prompt: str, option: str) -> str:
+    """``value``, else the answer at a terminal prompt; off a terminal the option is required."""
     if value:
         return value
-    if sys.stdin.isatty():
+    if not sys.stdin.isatty():
+        raise BackportError("usage", f"{option} is required off a terminal")
+    try:
         return click.prompt(prompt)
-    raise BackportError("usage", f"{option} is required when not running on a terminal")
+    except click.exceptions.Abort as exc:  # click turns both EOF and Ctrl-C into Abort
+        if isinstance(exc.__context__, EOFError):
+            raise BackportError("usage", f"input ended at the {option} prompt, so no patch set "
+                                f"was written; pass {option}") from None
+        raise
+
+
+def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
+    """Where the commits were looked for by default (the current folder), say so and how to
+    name another repository."""
+    if repo_given or "is not a commit in the repository" not in exc.message:
+        return exc
+    return BackportError(exc.code, f"{exc.message} (the current folder); pass --repo PATH "
+                         f"naming the clone that holds it")
 
 
 @click.command("new")
@@ -40,9 +56,11 @@ def _ask(value: str | None, prompt: str, option: str) -> str:
               help="One commit, or a range A..B, to export with git format-patch.")
 @click.option("--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Repository holding the commits.")
-@click.option("--api", "api", default=None, metavar="FULL.NAME", help="The API the tests cover.")
+@click.option("--api", "api", default=None, metavar="FULL.NAME",
+              help="The API the tests cover (asked for at a terminal; required off a terminal).")
 @click.option("--issue", "issue", type=click.IntRange(min=1), default=None,
-              help="Upstream issue every PR links to.")
+              help="Upstream issue every PR links to (asked for at a terminal; required off a "
+                   "terminal).")
 @click.option("--title", "title", default=None, help="PR title (default: first commit's subject).")
 @click.option("--force", is_flag=True, help="Replace an existing patch set of that name.")
 @pass_app
@@ -67,11 +85,16 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
     dest = patches_dir / name
     if dest.exists() and not force:
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
-    api = _ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
-    issue_no = int(_ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
-    tests = test_files(touched_files(repo, rev))
+    repo_given = click.get_current_context().get_parameter_source("repo") is not (
+        click.core.ParameterSource.DEFAULT)
+    try:
+        tests = test_files(touched_files(repo, rev))
+    except BackportError as exc:
+        raise _commit_problem(exc, repo_given) from None
     if not tests:
         raise BackportError("usage", f"the commits {rev} touch no test file; a patch set needs one")
+    api = _ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
+    issue_no = int(_ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
     sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
     device, reasons = infer_device(sources)
     spec = {

@@ -38,6 +38,7 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     the v2.12.0 resolution", "from the v2.11.0 result, itself from the v2.12.0 resolution")
     and which still conflict.
     """
+    app.journaled = True
     project = app.project()
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         finish_conflict(project, api, branch, progress, save=save)
@@ -63,6 +64,7 @@ def abort_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
     The fork branches and PRs are not touched; the next `apply` starts those branches over and
     still updates the same fork branch and PR.
     """
+    app.journaled = True
     project = app.project()
     with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
         done = abort_branches(project, api, branches, progress)

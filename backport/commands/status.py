@@ -7,7 +7,7 @@ import os
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.forge import PullRequest, make_forge
@@ -50,6 +50,11 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
         journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
         payload.append((ps, journal.records(chosen[ps.name])))
     failed = any(_failed(r) for _, records in payload for r in records)
+    if not apis:  # a set run before that cannot be read now is a problem of its own
+        for name, message in sorted(project.broken.items()):
+            if (project.state_dir / "runs" / name / "journal.json").exists():
+                echo(f"problem: {broken_subject(name)}: {message}", err=True)
+                failed = True
     if as_json:
         data = [status_json(ps, records) for ps, records in payload]
         print_json(data[0] if len(data) == 1 else {"runs": data})

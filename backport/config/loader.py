@@ -37,11 +37,16 @@ def _fail(message: str) -> ConfigError:
 def load_project(
     config_path: Path, patches_dir: Path | None = None, environ: Mapping[str, str] = os.environ
 ) -> Project:
-    """Load the branch map and every ``patches/<name>/`` holding a ``patch.yaml``."""
+    """Load the branch map and every ``patches/<name>/`` holding a ``patch.yaml``.
+
+    A patch set that does not load is kept in ``Project.broken`` with its error sentence; the
+    branch map, the patches folder and fork branch collisions still fail the whole project.
+    """
     branch_map = load_branch_map(Path(config_path), environ)
     root = branch_map.path.parent
     pdir = Path(patches_dir) if patches_dir is not None else root / "patches"
     sets: dict[str, PatchSet] = {}
+    broken: dict[str, str] = {}
     if pdir.exists() and not pdir.is_dir():
         raise _fail(f"patches directory {display_path(pdir)} is not a directory")
     if not pdir.exists():
@@ -51,10 +56,13 @@ def load_project(
     for sub in _listdir(pdir):
         if not sub.is_dir() or sub.name.startswith("."):
             continue
-        if (sub / "patch.yaml").is_file():
-            sets[sub.name] = load_patch_set(sub, branch_map)
-        elif any(_PATCH_FILE.fullmatch(p.name) for p in _listdir(sub)):
-            raise _fail(f"{display_path(sub)} has patch files but no patch.yaml")
+        try:
+            if (sub / "patch.yaml").is_file():
+                sets[sub.name] = load_patch_set(sub, branch_map)
+            elif any(_PATCH_FILE.fullmatch(p.name) for p in _listdir(sub)):
+                raise _fail(f"{display_path(sub)} has patch files but no patch.yaml")
+        except ConfigError as exc:
+            broken[sub.name] = exc.message
     owner: dict[str, str] = {}
     for ps in sets.values():
         for branch in _fork_branches(branch_map, ps).values():
@@ -64,4 +72,4 @@ def load_project(
                     f"patch sets '{owner[branch]}' and '{ps.name}'; include {{slug}} or {{name}}"
                 )
             owner[branch] = ps.name
-    return Project(root=root, branch_map=branch_map, patch_sets=sets)
+    return Project(root=root, branch_map=branch_map, patch_sets=sets, broken=broken)

@@ -129,11 +129,16 @@ class PatchSet:
 
 @dataclass(frozen=True)
 class Project:
-    """Everything loaded from the project root: the branch map and all patch sets."""
+    """Everything loaded from the project root: the branch map and the patch sets.
+
+    ``broken`` holds each patch set that could not be loaded, by name, with its one error
+    sentence: only a command that uses that set fails on it.
+    """
 
     root: Path
     branch_map: BranchMap
     patch_sets: dict[str, PatchSet]
+    broken: dict[str, str] = field(default_factory=dict)
 
     @property
     def state_dir(self) -> Path:

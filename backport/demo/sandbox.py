@@ -16,6 +16,7 @@ from backport.git.run import git
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
 DEMO_AUTHOR = ("backport demo", "demo@backport.invalid")
+MARKER = ".backport-demo"  # the file that makes a folder a demo sandbox, replaceable
 _ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _VERSIONS = ("import importlib.metadata as m, sys\n"
              "try: print('torch-' + m.version('torch'))\n"
@@ -122,11 +123,28 @@ def environment_name(python: str) -> str:
     return name if proc.returncode == 0 and _ENV_NAME.fullmatch(name) else "python"
 
 
+def clear_sandbox(root: Path) -> bool:
+    """Make ``root`` ready for a new sandbox; True when a previous demo's sandbox was removed.
+
+    Absent or empty is ready. A folder marked as a demo sandbox (``MARKER``) is removed whole;
+    one holding anything else is left alone (``FileExistsError``).
+    """
+    if not root.exists() or (root.is_dir() and not any(root.iterdir())):
+        return False
+    if not (root / MARKER).is_file() or root.is_symlink():
+        raise FileExistsError(root)
+    shutil.rmtree(root)
+    return True
+
+
 def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
-    """Create the whole sandbox under ``root`` (which must be empty or absent)."""
+    """Create the whole sandbox under ``root`` (which must be empty or absent), marked as one
+    (``MARKER``) from the start, so a half-built sandbox is replaced like a finished one."""
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
         raise FileExistsError(root)
+    (root / MARKER).write_text("a backport demo sandbox; the next `backport demo` here "
+                               "replaces this folder\n", encoding="utf-8")
     upstream = build_upstream(root / "upstream.git")
     fork = root / "fork.git"
     _git(root, "init", "--quiet", "--bare", "--", str(fork))

@@ -540,7 +540,9 @@ class TestRunner:
                 sent = request if worker.kept is None else {
                     **request, "environ": env_vars(self.env, self.extra_env)}
                 rid, waiter = worker.submit(sent)
-                hello = _reply(waiter, REPLY_TIMEOUT)
+                # Before it forks, the worker imports what earlier tests taught it: an import
+                # like its own start, as slow on a busy machine, so it gets the start's time.
+                hello = _reply(waiter, self.start_timeout)
                 if hello is not None and "retired" in hello:
                     worker.retired = worker.retired or str(hello["retired"])
                     continue

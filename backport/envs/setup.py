@@ -32,6 +32,7 @@ from backport.config.model import Environment
 from backport.config.validate import home_shown
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import SECRET_VARS, probe
+from backport.envs.resolve_cache import resolution_key, store_resolution, stored_resolution
 from backport.errors import BackportError
 from backport.redact import redact
 
@@ -102,8 +103,13 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
     log(f"{env.name}: ready ({shown})")
 
 
-def plan_setup(env: Environment) -> tuple[str, list[Planned]]:
-    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch."""
+def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool = False,
+               note: Callable[[str], None] = lambda _line: None) -> tuple[str, list[Planned]]:
+    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch.
+
+    With ``cache_dir`` a stored resolution is reused while its key holds (see
+    ``resolve_cache``), unless ``refresh``; ``note`` hears what is being resolved or reused.
+    """
     interpreter = env.interpreter
     target = venv_dir(env)
     if interpreter.exists():
@@ -121,7 +127,42 @@ def plan_setup(env: Environment) -> tuple[str, list[Planned]]:
         action = f"would create the venv {home_shown(str(target))} and install"
     if not (env.requirements or env.no_deps):
         return f"{action} nothing (no requirements)", []
-    return action + ":", resolve(env)
+    return action + ":", _resolve_noted(env, cache_dir, refresh, note)
+
+
+def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
+                   note: Callable[[str], None]) -> list[Planned]:
+    """:func:`resolve` for this machine, said before it starts, stored and reused."""
+    key = (resolution_key(env, platform_tag=None, python_version=None, with_deps=True,
+                          sizes=True) if cache_dir is not None else None)
+    if cache_dir is not None and key is not None and not refresh:
+        stored = stored_resolution(cache_dir, key)
+        if stored is not None:
+            items, created = stored
+            try:
+                reused = [Planned.from_dict(item) for item in items]
+            except (KeyError, TypeError, ValueError):
+                reused = None  # written by another version: resolve again
+            if reused is not None:
+                note(f"{env.name}: reusing pip's resolution of {_age(time.time() - created)} "
+                     "ago (--refresh resolves again)")
+                return reused
+    wanted = [*env.requirements, *env.no_deps]
+    note(f"{env.name}: resolving {', '.join(wanted)} with pip's dry run …")
+    started = time.monotonic()
+    plan = resolve(env)
+    note(f"{env.name}: resolved in {time.monotonic() - started:.0f} s")
+    if cache_dir is not None and key is not None:
+        store_resolution(cache_dir, key, [item.to_dict() for item in plan])
+    return plan
+
+
+def _age(seconds: float) -> str:
+    """``under a minute``, ``12 min``, ``3 h``."""
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return "under a minute"
+    return f"{minutes} min" if minutes < 90 else f"{minutes / 60:.0f} h"
 
 
 def _create_command(env: Environment, target: Path, uv: str | None) -> list[str]:
@@ -181,6 +222,16 @@ class Planned:
     size: int | None  # bytes to download, None when the server does not say
     no_deps: bool  # installed without its dependencies
     requires: tuple[str, ...]  # its Requires-Dist lines
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "version": self.version, "url": self.url, "size": self.size,
+                "no_deps": self.no_deps, "requires": list(self.requires)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Planned:
+        return cls(name=str(data["name"]), version=str(data["version"]), url=str(data["url"]),
+                   size=data["size"], no_deps=bool(data["no_deps"]),
+                   requires=tuple(data["requires"]))
 
     @property
     def source(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
@@ -27,7 +28,12 @@ def _resolve(repo: Path, rev: str) -> str:
     out = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
               cwd=repo, check=False)
     if not out.ok:
-        raise BackportError("usage", redact(f"revision {rev!r} is not a commit in {repo}."))
+        shown = Path(os.path.abspath(repo))
+        if not git(["rev-parse", "--git-dir"], cwd=repo, check=False).ok:
+            raise BackportError("usage", redact(f"{shown} is not a git repository, so revision "
+                                                f"{rev!r} cannot be read"))
+        raise BackportError("usage", redact(f"revision {rev!r} is not a commit in the "
+                                            f"repository {shown}"))
     return out.stdout.strip()
 
 

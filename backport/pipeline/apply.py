@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import threading
 import traceback
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 from backport.branch_order import newer, newest_first
 from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
-from backport.errors import BackportError, ErrorCode, ForkDiverged
+from backport.errors import BackportError, ConfigError, ErrorCode, ForkDiverged
 from backport.git.apply import am_in_progress
 from backport.git.cache import RepoCache
 from backport.git.locks import file_lock
@@ -63,8 +64,14 @@ class Outcome:
 
 
 def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
-    """The patch sets a command names (``--api``, repeatable), or all of them with ``every``."""
+    """The patch sets a command names (``--api``, repeatable), or all of them with ``every``.
+
+    A named set that did not load (and with ``every``, any such set) fails with its own
+    sentence (ConfigError); the others' problems do not matter here.
+    """
     if every:
+        for message in project.broken.values():
+            raise ConfigError(message)
         if not project.patch_sets:
             raise BackportError("usage", f"no patch sets found under {project.root / 'patches'}")
         return list(project.patch_sets.values())
@@ -73,6 +80,8 @@ def select_patch_sets(project: Project, names: list[str], every: bool = False) -
                             "`backport list` shows them")
     chosen = []
     for name in names:
+        if name in project.broken:
+            raise ConfigError(project.broken[name])
         if name not in project.patch_sets:
             known = ", ".join(sorted(project.patch_sets)) or "none"
             raise BackportError("usage", f"no patch set '{name}' under {project.root / 'patches'} "
@@ -87,9 +96,13 @@ def select_targets(patch_sets: list[PatchSet], branches: tuple[str, ...]) -> dic
         known = {t for ps in patch_sets for t in ps.branches}
         unknown = [b for b in branches if b not in known]
         if unknown:
-            names = ", ".join(ps.name for ps in patch_sets)
-            raise BackportError("usage", f"branch '{unknown[0]}' is not a target of patch set "
-                                f"{names} (targets: {', '.join(sorted(known))})")
+            targets = ", ".join(newest_first(known))
+            names = ", ".join(sorted(ps.name for ps in patch_sets))
+            where = (f"patch set {names} (targets: {targets})" if len(patch_sets) == 1 else
+                     f"any patch set ({names}; targets: {targets})")
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise BackportError("usage", f"branch '{unknown[0]}' is not a target of {where}{hint}")
     return {ps.name: [t for t in ps.branches if not branches or t in branches]
             for ps in patch_sets}
 

@@ -42,6 +42,7 @@ from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到 (not found)"
+NOT_PROBED_ZH = f"未探测 ({NOT_PROBED})"
 
 _SECTION = re.compile(r"^#[ \t]*【(?P<title>[^】\r\n]+)】", re.M)
 _CN_NUMBERS = "零一两三四五六七八九十"
@@ -231,14 +232,23 @@ def fork_branch_cell(view: BranchView, *, own: bool) -> str:
 
 
 def issue_sentence(vs: _Views) -> str:
-    """Which PRs exist and are linked to the issue, as true when rendered."""
-    # The body being rendered is the own branch's PR, linked right after it is written.
-    with_pr = [v for v in vs.views if v.linked or (v.target == vs.own.target and v.commit)]
-    if len(with_pr) == len(vs.views):
+    """Which PRs exist and are linked to the issue, as true when rendered: linked, open but not
+    linked (the forge refused the link), and no PR yet; a group with no branch is left out."""
+
+    def linked(v: BranchView) -> bool:
+        if v.pr is not None and "link" in v.pr.refused:
+            return False
+        # The body being rendered is the own branch's PR, linked right after it is written.
+        return v.linked or (v.target == vs.own.target and bool(v.commit))
+
+    with_link = [v.target for v in vs.views if linked(v)]
+    if len(with_link) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
-    missing = [v.target for v in vs.views if v not in with_pr]
-    linked = "、".join(v.target for v in with_pr)
-    return f"已关联该 Issue 的 PR：{linked}；尚无 PR 的目标分支：{'、'.join(missing)}。"
+    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None]
+    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None]
+    groups = (("已关联该 Issue 的 PR", with_link), ("PR 未关联该 Issue 的目标分支", unlinked),
+              ("尚无 PR 的目标分支", missing))
+    return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups if names) + "。"
 
 
 def _visible(env: EnvEvidence) -> str:
@@ -294,7 +304,7 @@ def _common_or_per_branch(views: list[BranchView], fmt: Callable[[EnvEvidence], 
     probed = [(v.target, fmt(v.env)) for v in views if v.env]
     values = {value for _, value in probed}
     if not probed:
-        return NOT_FOUND_ZH
+        return NOT_PROBED_ZH
     if len(values) == 1:
         return values.pop()
     return "；".join(f"{target} {value}" for target, value in probed)
@@ -399,7 +409,7 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
         return missing if value is None or value == "" else _one_line(str(value))
 
     def probed(key: str) -> str:
-        """A probe value; "not probed" when the branch stopped before its environment was read."""
+        """A probe value; "not probed yet" when no run has read the branch's environment."""
         return val(env.fact(key) if env else None, NOT_FOUND if env else NOT_PROBED)
 
     not_run = NOT_RUN

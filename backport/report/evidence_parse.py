@@ -16,7 +16,8 @@ from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource, Te
 from backport.report import regions as rg
 from backport.states import Status
 
-NOT_PROBED = "not probed"  # the branch stopped before its environment was read
+NOT_PROBED = "not probed yet"  # no run has read the branch's environment yet
+_UNPROBED = (NOT_PROBED, "not probed")  # as written now, and by earlier versions
 NOT_RUN = "none (not run)"
 RESULT = "RESULT:"
 EXIT_KEY = "test_exit_code"
@@ -162,11 +163,11 @@ def read_evidence(body: str | None) -> Evidence | None:
 
 def _value(evidence: Evidence, key: str) -> str | None:
     value = evidence.get(key)
-    return None if value in (None, "", NOT_FOUND, NOT_PROBED) else value
+    return None if value in (None, "", NOT_FOUND, *_UNPROBED) else value
 
 
 def _probe(evidence: Evidence, env_name: str) -> Probe | None:
-    if evidence.get("PLATFORM") in (None, NOT_PROBED):
+    if evidence.get("PLATFORM") in (None, *_UNPROBED):
         return None
     count, devices = None, None
     visible = _VISIBLE.match(evidence.get("VISIBLE_NPU") or "")

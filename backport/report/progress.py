@@ -99,11 +99,14 @@ class Progress:
             if self._live is None or self._closed or is_error:
                 self._print_line(target, step, detail, is_error)
 
-    def _format(self, target: str, step: str, detail: str) -> str:
+    def _format(self, target: str, step: str, detail: str, is_error: bool = False) -> str:
+        """One line per event, its detail's first line cut short; an error's line is whole
+        (it names what to do and where)."""
         if not detail.strip():
             return f"[{target}] {step}"
         if not self.verbose:
-            return f"[{target}] {step}: {_first_line(detail)}"
+            first = detail.strip().splitlines()[0] if is_error else _first_line(detail)
+            return f"[{target}] {step}: {first}"
         lines = detail.strip("\n").splitlines()
         rest = "".join(f"\n    {line}" for line in lines[1:])
         return f"[{target}] {step}: {lines[0]}{rest}"
@@ -111,8 +114,9 @@ class Progress:
     def _print_line(self, target: str, step: str, detail: str, is_error: bool) -> None:
         if self.quiet and not is_error:
             return
-        self.console.print(self._format(target, step, detail), markup=False, highlight=False,
-                           emoji=False, style="red" if is_error else None)
+        self.console.print(self._format(target, step, detail, is_error), markup=False,
+                           highlight=False, emoji=False, soft_wrap=True,
+                           style="red" if is_error else None)
         if self._live is None:
             self.console.file.flush()
 

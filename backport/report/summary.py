@@ -33,6 +33,14 @@ def test_result(record: BranchRecord) -> str:
     return redact(", ".join(" ".join(p.split()) for p in parts))
 
 
+def shown_status(record: BranchRecord) -> str:
+    """The status a report shows: a branch whose tests were skipped on request stands at
+    ``applied`` (the journal keeps ``tested``, the step it passed)."""
+    if record.status == Status.TESTED and record.test is not None and record.test.skipped:
+        return Status.APPLIED.value
+    return record.status.value
+
+
 def _source_suffix(record: BranchRecord) -> str:
     source = record.series_source
     return f" (from {source.label})" if source else ""
@@ -47,7 +55,7 @@ def report_rows(api: str, records: list[BranchRecord]) -> list[dict]:
             "api": api,
             "target": record.target,
             "fork_branch": record.fork_branch,
-            "status": record.status.value,
+            "status": shown_status(record),
             "commit": (record.commit or "")[:12],
             "test": test_result(record),
             "pr": record.pr.url if record.pr else "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -200,8 +201,10 @@ def test_missing_patch_yaml(tmp_path: Path) -> None:
 def test_patch_files_without_patch_yaml_in_project(tmp_path: Path) -> None:
     config = write_project(tmp_path)
     (tmp_path / "patches" / "put_metric" / "patch.yaml").unlink()
-    with pytest.raises(ConfigError, match=r"patches/put_metric has patch files but no patch\.yaml"):
-        load_project(config, environ={})
+    project = load_project(config, environ={})
+    assert project.patch_sets == {}
+    assert re.search(r"patches/put_metric has patch files but no patch\.yaml",
+                     project.broken["put_metric"])
 
 
 def test_no_patch_files(tmp_path: Path) -> None:
@@ -293,5 +296,7 @@ def test_slug_collision_between_patch_sets(tmp_path: Path) -> None:
 
 def test_bad_patch_set_directory_name(tmp_path: Path) -> None:
     config = write_project(tmp_path, name="bad name")
-    with pytest.raises(ConfigError, match="patch set name 'bad name'"):
-        load_project(config, environ={})
+    write_project(tmp_path, name="good")
+    project = load_project(config, environ={})
+    assert list(project.patch_sets) == ["good"]
+    assert "patch set name 'bad name'" in project.broken["bad name"]

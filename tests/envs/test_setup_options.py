@@ -117,3 +117,47 @@ def test_platform_tags() -> None:
     assert tags[0] == "manylinux_2_28_aarch64" and "manylinux_2_27_aarch64" in tags
     assert tags[-1] == "manylinux2014_aarch64"
     assert compatible_platforms("macosx_11_0_arm64") == ["macosx_11_0_arm64"]
+
+
+def test_a_second_dry_run_reuses_the_resolution_and_says_so(tmp_path: Path, index: str) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    config = project / "branches.yaml"
+
+    def write(requirement: str) -> None:
+        config.write_text(f"""\
+forge: local
+upstream: a/b
+fork: c/b
+upstream_url: /srv/up.git
+fork_url: /srv/fork.git
+environments:
+  npu-like:
+    expect: {{tinypkg: "1.0"}}
+    requirements: ["{requirement}"]
+    extra_index_urls: ["{index}"]
+branches:
+  master: {{env: npu-like}}
+""")
+
+    def dry_run(*extra: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", "backport", "env", "setup", "--dry-run",
+                               *extra], cwd=project, capture_output=True, text=True, timeout=300,
+                              check=False, env={**os.environ, "BACKPORT_ENVS": str(tmp_path / "e"),
+                                                "BACKPORT_CACHE": str(tmp_path / "cache")})
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    write("tinypkg==1.0")
+    first = dry_run()
+    assert first.stderr.startswith("npu-like: resolving tinypkg==1.0 with pip's dry run …\n")
+    assert "npu-like: resolved in " in first.stderr
+    second = dry_run()
+    assert second.stderr.startswith("npu-like: reusing pip's resolution of ")
+    assert "resolving" not in second.stderr
+    assert second.stdout == first.stdout and "tinypkg 1.0" in second.stdout
+    assert "resolving" in dry_run("--refresh").stderr
+    write("tinypkg>=1.0")  # another requirement: another key
+    assert "resolving tinypkg>=1.0" in dry_run().stderr
+    stored = list((tmp_path / "cache" / "resolutions").iterdir())
+    assert len(stored) == 2 and all(p.stat().st_mode & 0o077 == 0 for p in stored)

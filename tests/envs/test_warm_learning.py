@@ -6,27 +6,38 @@ file, so modules can be put into *its* site-packages without touching the shared
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
-from backport.envs.kept import KeepPolicy
+from backport.envs import runner as runner_module
+from backport.envs.kept import KeepPolicy, _hello
 from backport.envs.runner import TestRunner as Runner
 
 from .conftest import Probed, write
 
 pytestmark = pytest.mark.torch
 
+GATE = ("import os\nif not os.path.exists('test/test_gate.py'):\n"
+        "    with open(os.environ['BP_GATE'] + __name__[-2:], 'rb') as fifo:\n"
+        "        fifo.read()\n")
 SITE_MODULES = {
     "bp_site_mod.py": "VALUE = []\n",
     "bp_argv_mod.py": "import sys\nARGS = list(sys.argv[1:])\n",
     "bp_uses_argv.py": "import bp_argv_mod\n",
     # Reads sys.argv only where the worker runs, never in the test's worktree.
     "bp_sneaky.py": "import os\nimport sys\nARGS = None if os.path.exists('test/test_sneaky.py') else sys.argv[1:]\n",
+    # In the worker (not in a test's worktree) their import waits for a writer of the FIFO
+    # $BP_GATE_a or $BP_GATE_b: the test decides when a preload of each ends.
+    "bp_gate_a.py": GATE,
+    "bp_gate_b.py": GATE,
     # Notes every process that runs its top level in the file named by BP_COUNT_LOG.
     "bp_counted.py": "import os\nwith open(os.environ['BP_COUNT_LOG'], 'a') as log:\n"
                      "    log.write(f'{os.getpid()}\\n')\n",
@@ -367,3 +378,68 @@ def test_a_kept_worker_learns_between_runs(
             worker = runner.worker_pid
     importers = log.read_text().split()
     assert len(importers) == 2 and importers[1] == str(worker)
+
+
+def test_a_client_knocking_during_a_preload_waits_for_one_import_not_all(
+    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
+) -> None:
+    # The run taught the kept worker two modules; between runs it imports them. A client that
+    # connects while the first one is importing gets its hello when that import ends, before
+    # the second one starts (which here would never end before the test lets it).
+    gate = worktree.parent / "gate"
+    for end in ("_a", "_b"):
+        os.mkfifo(f"{gate}{end}")
+    write(worktree / "test" / "test_gate.py",
+          "import unittest\nimport bp_gate_a\nimport bp_gate_b\n\n\n"
+          "class Gate(unittest.TestCase):\n    def test_gate(self):\n        pass\n\n\n"
+          "if __name__ == '__main__':\n    unittest.main()\n")
+    env = Environment(name=learning_env.name, python=learning_env.python,
+                      timeout=learning_env.timeout, env={"BP_GATE": str(gate)})
+    with Runner(env, probed(learning_env), device="none", keep=kept) as runner:
+        run = runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "1.log").read_text()
+    (path,) = kept.folder.glob("w-*.sock")
+    with open(f"{gate}_a", "wb"):  # returns once the worker's preload waits in the first gate
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(str(path))
+    released = threading.Thread(target=lambda: open(f"{gate}_b", "wb").close(), daemon=True)
+    try:
+        hello = _hello(client, 120.0)  # fails (times out) when the worker went on importing
+        assert hello["ready"] is True
+    finally:
+        client.close()
+        released.start()  # the second gate: imported now (or before, without the fix)
+        released.join(120.0)
+    assert not released.is_alive()
+
+
+def test_a_test_waits_for_the_preload_before_its_fork_however_long(
+    learning_env: Environment, worktree: Path, probed: Probed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second test's fork waits for the worker to import what the first one taught. That
+    # import is held at the gate past the protocol's reply timeout (shortened here): the test
+    # still runs forked from this worker, not isolated after giving the worker up.
+    monkeypatch.setattr(runner_module, "REPLY_TIMEOUT", 0.5)
+    gate = worktree.parent / "gate"
+    for end in ("_a", "_b"):
+        os.mkfifo(f"{gate}{end}")
+    write(worktree / "test" / "test_gate.py",
+          "import unittest\nimport bp_gate_a\nimport bp_gate_b\n\n\n"
+          "class Gate(unittest.TestCase):\n    def test_gate(self):\n        pass\n\n\n"
+          "if __name__ == '__main__':\n    unittest.main()\n")
+    env = Environment(name=learning_env.name, python=learning_env.python,
+                      timeout=learning_env.timeout, env={"BP_GATE": str(gate)})
+    runs: list = []
+    with Runner(env, probed(learning_env), device="none") as runner:
+        runs.append(runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log"))
+        second = threading.Thread(target=lambda: runs.append(
+            runner.run(worktree, Spec("test/test_gate.py"), worktree / "2.log")), daemon=True)
+        second.start()
+        with open(f"{gate}_a", "wb"):  # the worker's preload waits in the first gate
+            time.sleep(2.0)  # past the shortened reply timeout (a wait the fix must survive)
+        released = threading.Thread(target=lambda: open(f"{gate}_b", "wb").close(),
+                                    daemon=True)
+        released.start()  # the second gate, if the worker is still there to open it
+        second.join(300.0)
+        assert [(run.runner, run.ok) for run in runs] == [("warm", True), ("warm", True)], \
+            runner.fallback

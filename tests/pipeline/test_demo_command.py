@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import sys
+import tempfile
 from pathlib import Path
 
 from tests.pipeline.conftest import TORCH_PYTHON, needs_torch, run_cli
@@ -26,3 +28,26 @@ def test_demo_opens_four_prs_with_tests_run_under_the_given_python(tmp_path: Pat
     with sqlite3.connect(tmp_path / "sb" / "project" / ".backport" / "forge.sqlite") as db:
         bases = sorted(base for (base,) in db.execute("SELECT base FROM prs"))
     assert bases == ["master", "v2.11.0", "v2.12.0", "v2.7.1"]
+    # The next demo, at the per-user place, replaces the previous demo's sandbox found there.
+    home = tmp_path / "cache" / "demo"
+    shutil.copytree(tmp_path / "sb", home, symlinks=True)
+    before = set(Path(tempfile.gettempdir()).glob("backport-demo-*"))
+    again = run_cli(tmp_path, "demo", "--python", TORCH_PYTHON,
+                    env={"BACKPORT_CACHE": str(tmp_path / "cache")})
+    assert again.code == 0, again.err
+    assert f"sandbox: {home} (the previous demo's sandbox there was replaced)" in again.out
+    assert set(Path(tempfile.gettempdir()).glob("backport-demo-*")) == before
+    with sqlite3.connect(home / "project" / ".backport" / "forge.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM prs").fetchone() == (4,)  # not 8: a new forge
+
+
+def test_a_folder_that_is_not_a_demo_sandbox_is_left_alone(tmp_path: Path) -> None:
+    home = tmp_path / "cache" / "demo"
+    home.mkdir(parents=True)
+    (home / "notes.txt").write_text("mine\n", encoding="utf-8")
+    for args in (["demo"], ["demo", "--dir", str(home)]):
+        result = run_cli(tmp_path, *args, env={"BACKPORT_CACHE": str(tmp_path / "cache")})
+        assert result.code == 2, result.err
+        assert result.err.strip() == (f"error: {home} holds files that are not a demo sandbox; "
+                                      "move them away or pass --dir with an empty folder")
+        assert (home / "notes.txt").read_text(encoding="utf-8") == "mine\n"

@@ -104,7 +104,7 @@ def test_failed_and_not_run_branches_are_reported_honestly() -> None:
     assert "RESULT: not run (skipped on request: --skip-tests)" in skipped
     missing = evidence_of(render_body(fx.context("master", recs=recs)))
     for key in ("PLATFORM", "PYTHON", "TORCH", "TORCH_NPU", "CANN", "NPU", "VISIBLE_NPU"):
-        assert f"\n{key}=not probed\n" in missing  # the branch stopped before the probe
+        assert f"\n{key}=not probed yet\n" in missing  # the branch stopped before the probe
     assert "\nENVIRONMENT=torch-2.12.0\n" in missing  # the map says which, probed or not
     assert "\nCOMMAND=none (not run)\n" in missing
 
@@ -315,3 +315,12 @@ def test_a_result_of_another_commit_than_the_pr_head_is_marked_stale() -> None:
     assert f"\nTESTED_COMMIT={'c' * 40}\nSTALE=" in evidence
     fresh = evidence_of(render_body(fx.context("v2.11.0", recs=recs)))
     assert "TESTED_COMMIT" not in fresh and "STALE" not in fresh
+
+
+def test_a_pr_whose_issue_link_was_refused_is_named_as_open_but_not_linked() -> None:
+    recs = fx.records()
+    recs[1]["pr"].update(linked=False, refused=["link"])  # v2.11.0: the forge refused the link
+    del recs[3]["pr"]  # master: no PR yet
+    body = render_body(fx.context("v2.7.1", recs=recs))
+    assert ("已关联该 Issue 的 PR：v2.7.1、v2.12.0；PR 未关联该 Issue 的目标分支：v2.11.0；"
+            "尚无 PR 的目标分支：master。") in body

@@ -353,8 +353,12 @@ class Worker:
             if name not in sys.modules and name not in self.failed:
                 self.pending[name] = None
 
-    def preload(self) -> None:
-        """Import the pending modules; retire if that made the worker's state run-dependent."""
+    def preload(self, interrupted: Any = lambda: False) -> None:
+        """Import the pending modules; retire if that made the worker's state run-dependent.
+
+        ``interrupted()`` is asked before each module: when it is true (a client is knocking)
+        the rest stays pending, so a client never waits for more than one import.
+        """
         if not self.pending or self.retired:
             return
         watch = _Watch()
@@ -364,7 +368,7 @@ class Worker:
         block = _Block(self.readers)
         sys.meta_path.insert(0, block)
         try:
-            while self.pending:
+            while self.pending and not interrupted():
                 name = next(iter(self.pending))
                 del self.pending[name]
                 if name in sys.modules or name in self.readers:
@@ -455,7 +459,9 @@ class Worker:
                 listen_fd = -1
             wait = None
             if kept and not self.conns and not self.children:
-                self.preload()  # between runs: the next run's first test finds it imported
+                # Between runs, so the next run's first test finds it imported; a client that
+                # connects meanwhile is answered after the module being imported, not after all.
+                self.preload(lambda: bool(selector.select(0)))
                 wait = self.idle - (time.monotonic() - idle_since)
                 if wait <= 0:
                     break
