@@ -41,7 +41,8 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
             raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no conflict "
                                 f"to continue (status: {state})")
         path = Path(rec.worktree or "")
-        if not path.exists():
+        worktree = kept_worktree(rec)
+        if worktree is None:
             raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
                                 f"`backport abort --api {name} --branch {target}` and apply again")
         test_paths = [t.path for t in patch_set.tests]
@@ -51,7 +52,7 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
             raise BackportError("conflict", f"{target}: the resolution in {path} leaves "
                                 f"{'; '.join(problems)}; fix it, then run `backport continue` "
                                 f"again")
-        result = continue_series(Worktree.open(path))
+        result = continue_series(worktree)
         if result.status != "applied":
             journal.change(target, lambda r: r.still_conflicted(result.conflicts, result.message))
             raise BackportError("conflict", f"{target}: {result.message}")
