@@ -158,6 +158,21 @@ class PrInfo:
     commented_sha: str | None = None  # the fork branch's commit when the comment was posted
     refused: tuple[str, ...] = ()  # best-effort writes the forge refused ("link", "comment"): not retried
 
+    def refusing(self, write: str) -> PrInfo:
+        """The forge refused ``write`` ("link", "comment"): it is not tried again."""
+        return dataclasses.replace(self, refused=(*self.refused, write))
+
+    def link_made(self) -> PrInfo:
+        return dataclasses.replace(self, linked=True)
+
+    def decorations_made(self) -> PrInfo:
+        """Labels, assignees, reviewers and testers were set (best-effort: never again)."""
+        return dataclasses.replace(self, decorated=True)
+
+    def commented(self, sha: str | None) -> PrInfo:
+        """The comment was posted while the fork branch was at ``sha``."""
+        return dataclasses.replace(self, commented_sha=sha)
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"number": self.number, "url": self.url}
         if self.decorated is not None:
@@ -290,10 +305,185 @@ class BranchRecord:
         """A copy with ``changes`` (unknown field names raise TypeError)."""
         return dataclasses.replace(self, **changes)
 
+    # -- named transitions: each returns the record after one thing happened to the branch --
+    def reset_apply(self, *, conflicts: Sequence[str] = (),
+                    series_source: SeriesSource | None = None, tried_sources: Sequence[str] = (),
+                    merged_files: Sequence[str] = (),
+                    loose_files: Sequence[str] = ()) -> BranchRecord:
+        """The outcome of an apply attempt replaces the previous one's: conflicting files,
+        the sibling series that went in, those tried in vain, files merged or placed loosely."""
+        return dataclasses.replace(
+            self, conflicts=tuple(conflicts), series_source=series_source,
+            tried_sources=tuple(tried_sources), merged_files=tuple(merged_files),
+            loose_files=tuple(loose_files))
+
+    def with_fork_branch(self, fork_branch: str) -> BranchRecord:
+        return dataclasses.replace(self, fork_branch=fork_branch)
+
+    def error_cleared(self) -> BranchRecord:
+        """A new attempt starts: the error code of the last one no longer holds."""
+        return dataclasses.replace(self, error_code=None)
+
+    def already_upstream(self, base: str, message: str) -> BranchRecord:
+        """The same patch-id is on the target already: nothing to apply, no tests searched."""
+        return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_APPLIED, base=base,
+                                   commit=None, present=(), message=message)
+
+    def no_change(self, base: str, message: str) -> BranchRecord:
+        """The series applied without changing the target; its worktree is gone."""
+        return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_APPLIED, base=base,
+                                   commit=None, worktree=None, message=message)
+
+    def tests_found(self, added: Sequence[str],
+                    present: Sequence[ExistingTest]) -> BranchRecord:
+        """The tests the series adds (as path::Class::name), and those the target defines."""
+        return dataclasses.replace(self, added_tests=tuple(added), present=tuple(present))
+
+    def already_present(self, base: str, message: str) -> BranchRecord:
+        """Every test the patch adds is on the target already: nothing to apply."""
+        return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_PRESENT, base=base,
+                                   commit=None, message=message)
+
+    def conflicted(self, base: str, message: str, conflicts: Sequence[str], worktree: str,
+                   tried_sources: Sequence[str],
+                   snapshot: dict[str, str | None] | None) -> BranchRecord:
+        """`git am` stopped on ``conflicts`` in ``worktree``, left as ``snapshot`` shows."""
+        return dataclasses.replace(
+            self.reset_apply(conflicts=conflicts, tried_sources=tried_sources),
+            status=Status.CONFLICT, message=message, base=base, commit=None, worktree=worktree,
+            conflict_snapshot=snapshot)
+
+    def unusable(self, base: str, message: str, worktree: str, code: str, *,
+                 series_source: SeriesSource | None, tried_sources: Sequence[str],
+                 merged_files: Sequence[str], loose_files: Sequence[str]) -> BranchRecord:
+        """The series went in but leaves the sources broken; its commit is not used."""
+        return dataclasses.replace(
+            self.reset_apply(series_source=series_source, tried_sources=tried_sources,
+                             merged_files=merged_files, loose_files=loose_files),
+            status=Status.FAILED, message=message, base=base, commit=None, worktree=worktree,
+            error_code=str(code))
+
+    def applied(self, base: str, commit: str, worktree: str, added_tests: Sequence[str], *,
+                series_source: SeriesSource | None, tried_sources: Sequence[str],
+                merged_files: Sequence[str], loose_files: Sequence[str]) -> BranchRecord:
+        """The series is committed on ``base`` as ``commit``; any earlier test result is void."""
+        return dataclasses.replace(
+            self.reset_apply(series_source=series_source, tried_sources=tried_sources,
+                             merged_files=merged_files, loose_files=loose_files),
+            status=Status.APPLIED, base=base, commit=commit, worktree=worktree, message="",
+            test=None, manual=False, added_tests=tuple(added_tests))
+
+    def still_conflicted(self, conflicts: Sequence[str], message: str) -> BranchRecord:
+        """A hand resolution was continued but `git am` stopped again."""
+        return dataclasses.replace(self, conflicts=tuple(conflicts), message=message)
+
+    def resolved_by_hand(self, commit: str, message: str) -> BranchRecord:
+        """`git am` concluded after a hand resolution, as ``commit``."""
+        return dataclasses.replace(self, status=Status.APPLIED, commit=commit, conflicts=(),
+                                   manual=True, test=None, message=message)
+
+    def aborted(self, message: str) -> BranchRecord:
+        """Back to the start: no commit, worktree, test or apply outcome; what was pushed and
+        the PR are remembered."""
+        return dataclasses.replace(self.reset_apply(), status=Status.PENDING, commit=None,
+                                   worktree=None, test=None, manual=False, message=message)
+
+    def tested(self, test: TestResult, env: EnvEvidence | None, message: str) -> BranchRecord:
+        """The tests passed (or were skipped on request) under ``env``."""
+        return dataclasses.replace(self, status=Status.TESTED, test=test, env=env,
+                                   message=message)
+
+    def test_failed(self, message: str, test: TestResult, env: EnvEvidence) -> BranchRecord:
+        return dataclasses.replace(self, status=Status.TEST_FAILED, message=message, test=test,
+                                   env=env)
+
+    def env_missing(self, message: str, env: EnvEvidence) -> BranchRecord:
+        """The environment could not be read."""
+        return dataclasses.replace(self, status=Status.ENV_MISSING, message=message, env=env)
+
+    def env_mismatched(self, message: str, env: EnvEvidence,
+                       mismatches: Sequence[str]) -> BranchRecord:
+        """The environment does not match its pins; no test ran."""
+        return dataclasses.replace(self, status=Status.ENV_MISMATCH, message=message, env=env,
+                                   test=None, mismatches=tuple(mismatches))
+
+    def env_unavailable(self, message: str, env: EnvEvidence) -> BranchRecord:
+        """The environment cannot run the device the tests need; no test ran."""
+        return dataclasses.replace(self, status=Status.ENV_UNAVAILABLE, message=message,
+                                   env=env, test=None)
+
+    def failed(self, status: Status, message: str, code: str | None) -> BranchRecord:
+        """A step stopped the branch with ``status``; ``code`` names the error."""
+        return dataclasses.replace(self, status=status, message=message,
+                                   error_code=None if code is None else str(code))
+
+    def fork_diverged(self, message: str, fork_sha: str | None,
+                      code: str | None = None) -> BranchRecord:
+        """Someone else moved the fork branch to ``fork_sha``."""
+        return dataclasses.replace(self.failed(Status.FORK_DIVERGED, message, code),
+                                   fork_sha=fork_sha)
+
+    def fork_moved(self, fork_sha: str | None) -> BranchRecord:
+        """The fork branch was found at ``fork_sha``."""
+        return dataclasses.replace(self, fork_sha=fork_sha)
+
+    def planned(self, message: str) -> BranchRecord:
+        """A dry run stopped here."""
+        return dataclasses.replace(self, status=Status.PLANNED, message=message)
+
+    def push_started(self, sha: str) -> BranchRecord:
+        return dataclasses.replace(self, push_intent=sha)
+
+    def pushed(self, sha: str) -> BranchRecord:
+        """The fork branch is at ``sha``, pushed by this tool."""
+        return dataclasses.replace(self, status=Status.PUSHED, pushed_sha=sha, push_intent=None,
+                                   fork_sha=None)
+
+    def pr_closed(self, number: int) -> BranchRecord:
+        """Backport closed PR ``number``: the forge opened it wrong."""
+        return dataclasses.replace(self, closed_prs=(*self.closed_prs, int(number)))
+
+    def with_pr(self, pr: PrInfo) -> BranchRecord:
+        return dataclasses.replace(self, pr=pr)
+
+    def finished(self, status: Status, message: str, pr: PrInfo,
+                 warnings: Sequence[str]) -> BranchRecord:
+        """The PR step ended with ``status``; ``warnings`` say what the forge refused."""
+        return dataclasses.replace(self, pr=pr, status=status, message=message,
+                                   warnings=tuple(warnings))
+
+    def worktree_removed(self) -> BranchRecord:
+        return dataclasses.replace(self, worktree=None)
+
+    @property
+    def fork_head(self) -> str | None:
+        """The commit the fork branch (and so the PR) shows, as far as the journal knows."""
+        return self.fork_sha or self.pushed_sha
+
     @property
     def head(self) -> str | None:
         """The commit this branch's fork branch shows, else the commit the run made."""
-        return self.fork_sha or self.pushed_sha or self.commit
+        return self.fork_head or self.commit
+
+    @property
+    def env_name(self) -> str | None:
+        return self.env.name if self.env else None
+
+    @property
+    def skipped(self) -> bool:
+        """The tests were skipped on request."""
+        return bool(self.test and self.test.skipped)
+
+    @property
+    def stale(self) -> bool:
+        """A test ran, but of another commit than the one the fork branch shows."""
+        tested = self.test.commit if self.test and not self.test.skipped else None
+        return bool(tested and self.head and tested != self.head)
+
+    @property
+    def linked(self) -> bool:
+        """The PR exists and the issue link was made (older records: assumed)."""
+        return self.pr is not None and self.pr.linked is not False
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -210,3 +210,21 @@ def test_not_found_is_defined_once() -> None:
                 if value.value == "not found":
                     defining.add(module)
     assert defining == {"envs.model"}
+
+
+def _on_self(call: ast.Call) -> bool:
+    """``dataclasses.replace(self, ...)``: a value's own named transition."""
+    return bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == "self"
+
+
+def test_pipeline_changes_records_only_by_named_transitions() -> None:
+    """No call in `pipeline/` changes a record (or PR info) by a bag of field keywords: each
+    change is a named transition of the value."""
+    found = []
+    for path in sorted((PACKAGE / "pipeline").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("replace", "update", "change", "fail", "stop")
+                    and node.keywords and not _on_self(node)):
+                found.append(f"{path.name}:{node.lineno} .{node.func.attr}(...)")
+    assert not found, found

@@ -146,9 +146,7 @@ def test_a_journal_with_an_unreadable_record_is_one_clear_error(tmp_path: Path) 
 def test_the_journal_file_holds_the_records_json(tmp_path: Path) -> None:
     journal = Journal.load(tmp_path, "put_metric", "torch.x")
     journal.record("v2.7.1", "test-put-metric-v2.7.1")
-    journal.update("v2.7.1", **{f.name: getattr(full_record(), f.name)
-                                for f in dataclasses.fields(BranchRecord)
-                                if f.name not in ("target", "fork_branch")})
+    journal.change("v2.7.1", lambda rec: full_record().with_fork_branch(rec.fork_branch))
     data = json.loads(journal.path.read_text())
     assert data["version"] == JOURNAL_VERSION and data["patch_set"] == "put_metric"
     assert data["branches"]["v2.7.1"] == full_record().replace(
@@ -178,3 +176,55 @@ def test_a_chained_source_names_its_origin_and_the_branches_between() -> None:
     assert twice.label == "the v2.11.0 result, itself from the master resolution via v2.12.0"
     assert twice.to_json()["via"]["via"] == {"branch": "master", "kind": "resolution"}
     assert SeriesSource.from_json(twice.to_json()) == twice
+
+
+# -- named transitions ------------------------------------------------------------------------
+APPLY_OUTCOME = ("conflicts", "series_source", "tried_sources", "merged_files", "loose_files")
+
+
+def _apply_outcome(rec: BranchRecord) -> dict[str, object]:
+    return {name: getattr(rec, name) for name in APPLY_OUTCOME}
+
+
+EMPTY_OUTCOME = {"conflicts": (), "series_source": None, "tried_sources": (),
+                 "merged_files": (), "loose_files": ()}
+
+
+def test_every_apply_outcome_replaces_the_previous_ones_whole() -> None:
+    rec = full_record().replace(loose_files=("b.py",))
+    assert all(_apply_outcome(rec)[name] for name in APPLY_OUTCOME)
+    for settled in (rec.already_upstream("d" * 40, "same patch-id"),
+                    rec.no_change("d" * 40, "no change"),
+                    rec.already_present("d" * 40, "every test is there"),
+                    rec.aborted("aborted"), rec.reset_apply()):
+        assert _apply_outcome(settled) == EMPTY_OUTCOME
+    stopped = rec.conflicted("d" * 40, "resolve it", ["x.py"], "/wt", ["the v2.12.0 variant"],
+                             {"x.py": None})
+    assert _apply_outcome(stopped) == {**EMPTY_OUTCOME, "conflicts": ("x.py",),
+                                       "tried_sources": ("the v2.12.0 variant",)}
+    assert (stopped.status, stopped.commit, stopped.worktree) == (Status.CONFLICT, None, "/wt")
+    source = SeriesSource("master", "resolution")
+    applied = rec.applied("d" * 40, "e" * 40, "/wt", ["test/x.py::T::test_a"],
+                          series_source=source, tried_sources=(), merged_files=("m.py",),
+                          loose_files=())
+    assert _apply_outcome(applied) == {**EMPTY_OUTCOME, "series_source": source,
+                                       "merged_files": ("m.py",)}
+    assert applied.test is None and not applied.manual and applied.commit == "e" * 40
+
+
+def test_aborting_forgets_the_attempt_but_not_what_was_pushed() -> None:
+    rec = full_record().aborted("aborted; the next apply starts over")
+    assert (rec.status, rec.commit, rec.worktree, rec.test, rec.manual) == (
+        Status.PENDING, None, None, None, False)
+    assert rec.pushed_sha == "b" * 40 and rec.pr == full_record().pr
+
+
+def test_a_push_clears_the_intent_and_the_foreign_fork_head() -> None:
+    started = full_record().push_started("f" * 40)
+    assert started.push_intent == "f" * 40
+    pushed = started.pushed("f" * 40)
+    assert (pushed.status, pushed.pushed_sha, pushed.push_intent, pushed.fork_sha) == (
+        Status.PUSHED, "f" * 40, None, None)
+    diverged = pushed.fork_diverged("moved", "9" * 40)
+    assert (diverged.status, diverged.fork_sha, diverged.error_code) == (
+        Status.FORK_DIVERGED, "9" * 40, None)

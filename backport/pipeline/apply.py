@@ -20,8 +20,8 @@ from backport.errors import BackportError, ConfigError, ErrorCode, ForkDiverged
 from backport.git.apply import am_in_progress
 from backport.git.cache import RepoCache
 from backport.git.locks import file_lock
-from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
+from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.session import ApplyOptions, Session
 from backport.pipeline.shared_results import read_set
 from backport.pipeline.steps import (
@@ -178,9 +178,10 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
     if rec.status.final:
         job.event(rec.status.value, "finished earlier; --force redoes it")
         return False
-    if rec.status == Status.CONFLICT and rec.worktree and Path(rec.worktree).exists():
+    if rec.status == Status.CONFLICT:
         try:
-            if am_in_progress(Worktree.open(Path(rec.worktree))):
+            worktree = kept_worktree(rec)
+            if worktree is not None and am_in_progress(worktree):
                 job.event("conflict", f"still waiting for you in {rec.worktree}: "
                           f"resolve, then `backport continue` (or `backport abort`)")
                 return False
@@ -318,8 +319,9 @@ def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | Back
         heads = cache.remote_heads(targets)
     except BackportError as exc:
         if exc.code == ErrorCode.UPSTREAM_UNREACHABLE:  # no branch can go on: one sentence, not four
+            message, code = exc.message, exc.code
             for job in jobs:
-                job.update(status=Status.FAILED, message=exc.message, error_code=exc.code)
+                job.change(lambda r: r.failed(Status.FAILED, message, code))
             raise
         return dict.fromkeys(targets, exc)
     result: dict[str, str | BackportError] = {}
@@ -341,15 +343,18 @@ def _guard(job: BranchJob, step: Callable[[], Any]) -> Any:
     try:
         return step()
     except BackportError as exc:
+        message, code = exc.message, exc.code
         if isinstance(exc, ForkDiverged):
-            job.fail(Status.FORK_DIVERGED, exc.message, error_code=exc.code, fork_sha=exc.remote)
+            remote = exc.remote
+            job.stop(lambda r: r.fork_diverged(message, remote, code))
         else:
-            job.fail(Status.FAILED, exc.message, error_code=exc.code)
+            job.stop(lambda r: r.failed(Status.FAILED, message, code))
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - a bug must not take the other branches down
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        job.fail(Status.FAILED, f"internal error on {job.target}: {detail}", error_code=ErrorCode.INTERNAL)
+        message = f"internal error on {job.target}: {detail}"
+        job.stop(lambda r: r.failed(Status.FAILED, message, ErrorCode.INTERNAL))
     return False
 
 
@@ -428,7 +433,7 @@ def _prepare(session: Session, job: BranchJob, bases: dict[str, str | BackportEr
         base = bases[job.target]
         if isinstance(base, BackportError):
             raise base
-        job.update(error_code=None)
+        job.change(BranchRecord.error_cleared)
         try:
             ok = apply_step(job, base, session.cache, state_dir=session.project.state_dir,
                             force=session.options.force)

@@ -11,6 +11,7 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from backport.errors import BackportError
 from backport.records import BranchRecord
 
 JOURNAL_VERSION = 1
+
+Transition = Callable[[BranchRecord], BranchRecord]  # one named change of a record
 
 
 def secure_dir(path: Path) -> Path:
@@ -76,17 +79,18 @@ class Journal:
         """The record of ``target``, created when missing."""
         with self._lock:
             rec = self._branches.get(target) or BranchRecord(target, fork_branch)
-            self._branches[target] = rec = rec.replace(fork_branch=fork_branch)
+            self._branches[target] = rec = rec.with_fork_branch(fork_branch)
             return rec
 
     def get(self, target: str) -> BranchRecord | None:
         with self._lock:
             return self._branches.get(target)
 
-    def update(self, target: str, **fields: Any) -> BranchRecord:
-        """Change fields of one record and persist the whole journal atomically."""
+    def change(self, target: str, transition: Transition) -> BranchRecord:
+        """Apply ``transition`` to the record of ``target`` and persist the whole journal
+        atomically; returns the new record."""
         with self._lock:
-            rec = self._branches[target] = self._branches[target].replace(**fields)
+            rec = self._branches[target] = transition(self._branches[target])
             self._save_locked()
             return rec
 

@@ -23,6 +23,7 @@ from backport.pipeline.apply import (
     select_patch_sets,
     select_targets,
 )
+from backport.pipeline.kept_worktree import kept_worktree
 from backport.records import BranchRecord
 from backport.states import Status
 
@@ -40,7 +41,8 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
             raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no conflict "
                                 f"to continue (status: {state})")
         path = Path(rec.worktree or "")
-        if not path.exists():
+        worktree = kept_worktree(rec)
+        if worktree is None:
             raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
                                 f"`backport abort --api {name} --branch {target}` and apply again")
         test_paths = [t.path for t in patch_set.tests]
@@ -50,12 +52,12 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
             raise BackportError("conflict", f"{target}: the resolution in {path} leaves "
                                 f"{'; '.join(problems)}; fix it, then run `backport continue` "
                                 f"again")
-        result = continue_series(Worktree.open(path))
+        result = continue_series(worktree)
         if result.status != "applied":
-            journal.update(target, conflicts=result.conflicts, message=result.message)
+            journal.change(target, lambda r: r.still_conflicted(result.conflicts, result.message))
             raise BackportError("conflict", f"{target}: {result.message}")
-        journal.update(target, status=Status.APPLIED, commit=result.head, conflicts=[],
-                       manual=True, test=None, message="conflict resolved by hand")
+        journal.change(target, lambda r: r.resolved_by_hand(result.head,
+                                                            "conflict resolved by hand"))
         progress.event(target, "applied", f"{result.head[:9]} (resolved by hand)")
         if save:
             out = patch_set.dir / target
@@ -96,9 +98,8 @@ def propagation_targets(project: Project, name: str, target: str,
             status = rec.status if rec else Status.PENDING
             if status not in (Status.PENDING, Status.CONFLICT):
                 continue
-            path = Path(rec.worktree) if rec and rec.worktree else None
-            if status == Status.CONFLICT and path is not None and path.exists():
-                worktree = Worktree.open(path)
+            worktree = kept_worktree(rec) if status == Status.CONFLICT else None
+            if worktree is not None:
                 if am_in_progress(worktree):
                     if rec is None or not _untouched(worktree, rec):
                         progress.event(other, "conflict", "left alone: its conflict is being "
@@ -128,15 +129,11 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
         for target in chosen:
             rec = journal.get(target)
             assert rec is not None
-            path = Path(rec.worktree) if rec.worktree else None
-            if path is not None and path.exists():
-                worktree = Worktree.open(path)
+            worktree = kept_worktree(rec)
+            if worktree is not None:
                 if am_in_progress(worktree):
                     abort_series(worktree)
                 worktree.remove()
-            journal.update(target, status=Status.PENDING, commit=None, conflicts=[], worktree=None,
-                           test=None, manual=False, series_source=None, tried_sources=[],
-                           merged_files=[], loose_files=[],
-                           message="aborted; the next apply starts over")
+            journal.change(target, lambda r: r.aborted("aborted; the next apply starts over"))
             progress.event(target, "aborted", "worktree removed; fork branch and PR untouched")
         return chosen

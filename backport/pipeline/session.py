@@ -11,7 +11,7 @@ from pathlib import Path
 import platformdirs
 
 from backport.config.model import Environment, Project
-from backport.docs_audit import audit_docs, entries_to_json
+from backport.docs_audit import DocsEntry, audit_docs
 from backport.envs.kept import KeepPolicy, keep_policy
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.pins import pin_mismatches
@@ -160,9 +160,9 @@ class DocsAudit:
     def __init__(self, cache: RepoCache) -> None:
         self.cache = cache
         self._lock = threading.Lock()
-        self._found: dict[str, list[dict] | None] = {}
+        self._found: dict[str, list[DocsEntry] | None] = {}
 
-    def __call__(self, api: str) -> list[dict] | None:
+    def __call__(self, api: str) -> list[DocsEntry] | None:
         """The audit of ``api`` if this run's cache fetched master; else None."""
         with self._lock:
             if api in self._found:
@@ -170,7 +170,7 @@ class DocsAudit:
         try:
             self.cache.local_heads([DOCS_REF])  # raises when this cache never fetched master
             found = audit_docs(self.cache.path, f"refs/remotes/upstream/{DOCS_REF}", api)
-            entries = entries_to_json(found) or None
+            entries = found or None
         except BackportError:
             entries = None
         with self._lock:

@@ -12,9 +12,11 @@ result as stale.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from backport.config.model import BranchMap, PatchSet
+from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
 from backport.forge import Forge, PullRequest
 from backport.git.push import remote_shas
@@ -117,24 +119,24 @@ def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | N
         if (rec.target == own or evidence is None or (rec.target in ran and rec.test)
                 or _journal_states_it(rec, evidence, head)):
             if pr is not None and rec.pr is None:
-                rec = dataclasses.replace(rec, pr=PrInfo(number=pr.number, url=pr.url))
+                rec = rec.with_pr(PrInfo(number=pr.number, url=pr.url))
             if rec.target != own and head and head != (rec.fork_sha or rec.pushed_sha) \
                     and rec.pushed_sha:
-                rec = dataclasses.replace(rec, fork_sha=head)
+                rec = rec.fork_moved(head)
             chosen.append(rec)
             continue
         assert pr is not None
         read = record_of(evidence, target=rec.target, fork_branch=rec.fork_branch,
                          pr=PrInfo(number=pr.number, url=pr.url))
         if head and head != evidence.head:
-            read = dataclasses.replace(read, fork_sha=head)  # moved since the evidence was written
+            read = read.fork_moved(head)  # moved since the evidence was written
         chosen.append(read)
         read_back[rec.target] = evidence
     return chosen, read_back
 
 
 def body_context(ps: PatchSet, bm: BranchMap, records: list[BranchRecord], target: str,
-                 docs: list[dict] | None, state: SetOnForge | None, *,
+                 docs: Sequence[DocsEntry] | None, state: SetOnForge | None, *,
                  own_from_journal: bool, ran: frozenset[str] = frozenset()) -> BodyContext:
     """The context of ``target``'s body, every branch as the forge shows it (``target``'s
     own record from the journal with ``own_from_journal``: the run just made its result)."""

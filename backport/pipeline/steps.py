@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from backport.config.model import BranchMap, PatchSet, PrOptions
+from backport.docs_audit import DocsEntry
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
@@ -35,7 +35,8 @@ from backport.git.present import (
 )
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
-from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
+from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
+from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
 from backport.pipeline.session import ApplyOptions, Environments
 from backport.pipeline.shared_results import (
@@ -75,12 +76,14 @@ class BranchJob:
         assert rec is not None
         return rec
 
-    def update(self, **fields: Any) -> BranchRecord:
-        return self.journal.update(self.target, **fields)
+    def change(self, transition: Transition) -> BranchRecord:
+        """Apply one named transition to this branch's record (persisted)."""
+        return self.journal.change(self.target, transition)
 
-    def fail(self, status: Status, message: str, **fields: Any) -> None:
-        self.update(status=status, message=message, **fields)
-        self.event(status.value, message)
+    def stop(self, transition: Transition) -> None:
+        """Apply a transition that stops the branch, and report its status and message."""
+        rec = self.change(transition)
+        self.event(rec.status.value, rec.message)
 
 
 def worktree_path(state_dir: Path, job: BranchJob) -> Path:
@@ -116,21 +119,17 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
             pass
     job.event("apply", f"{len(series)} patch(es) on {job.target} @ {base[:9]}")
     if already_applied(cache, base, series):
-        job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
-                   series_source=None, tried_sources=[], merged_files=[], loose_files=[],
-                   present=[],
-                   message=f"the patch is already on {job.target} (same patch-id); no PR needed")
+        job.change(lambda r: r.already_upstream(
+            base, f"the patch is already on {job.target} (same patch-id); no PR needed"))
         job.event("already-applied", "same patch-id upstream")
         return False
     added = added_tests(cache.path, series)
     present = existing_tests(present_tests(cache.path, base, added)) if added else ()
-    job.update(added_tests=[t.node_id for t in added], present=present)
+    job.change(lambda r: r.tests_found([t.node_id for t in added], present))
     if added and len(present) == len(added):
         said = "; ".join(t.describe() for t in present)
-        job.update(status=Status.ALREADY_PRESENT, base=base, commit=None, conflicts=[],
-                   series_source=None, tried_sources=[], merged_files=[], loose_files=[],
-                   message=f"every test the patch adds is already on {job.target}: {said}; "
-                           "no PR needed")
+        job.change(lambda r: r.already_present(
+            base, f"every test the patch adds is already on {job.target}: {said}; no PR needed"))
         job.event("already-present", said)
         return False
     for test in present:
@@ -144,38 +143,35 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
         result, source, tried = _try_siblings(cache, job, wt, series, result)
     if result.status == "already-applied":
         wt.remove()
-        job.update(status=Status.ALREADY_APPLIED, base=base, commit=None, conflicts=[],
-                   series_source=None, tried_sources=[], merged_files=[], loose_files=[],
-                   worktree=None, message=f"the patch makes no change on {job.target}; no PR needed")
+        job.change(lambda r: r.no_change(
+            base, f"the patch makes no change on {job.target}; no PR needed"))
         job.event("already-applied", "no change")
         return False
     if result.status == "conflict":
         files = ", ".join(result.conflicts) or "unknown files"
         still = f"; {', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}" if tried else ""
-        job.fail(Status.CONFLICT,
-                 f"{result.message}{still}; resolve it in {path}, then run `backport continue "
-                 f"--api {job.patch_set.name} --branch {job.target}` (or `backport abort`)",
-                 base=base, commit=None, conflicts=result.conflicts, worktree=str(path),
-                 series_source=None, tried_sources=tried, merged_files=[], loose_files=[],
-                 conflict_snapshot=snapshot(wt, result.conflicts))
+        message = (f"{result.message}{still}; resolve it in {path}, then run `backport "
+                   f"continue --api {job.patch_set.name} --branch {job.target}` (or `backport "
+                   f"abort`)")
+        left = snapshot(wt, result.conflicts)
+        job.stop(lambda r: r.conflicted(base, message, result.conflicts, str(path), tried, left))
         job.event("conflict", files)
         return False
     problems = source_problems(wt.path, base, result.head, changed_python_tests(
         series, [t.path for t in job.patch_set.tests]))
     if problems:
-        job.fail(Status.FAILED,
-                 f"with the series applied on {job.target}, {'; '.join(problems)}; nothing was "
-                 f"pushed: change the patch (its commit is kept in {path} to look at)",
-                 base=base, commit=None, conflicts=[], worktree=str(path),
-                 error_code=ErrorCode.CONFLICT, series_source=source.source if source else None,
-                 tried_sources=tried, merged_files=result.merged, loose_files=result.loose)
+        message = (f"with the series applied on {job.target}, {'; '.join(problems)}; nothing "
+                   f"was pushed: change the patch (its commit is kept in {path} to look at)")
+        job.stop(lambda r: r.unusable(
+            base, message, str(path), ErrorCode.CONFLICT,
+            series_source=source.source if source else None, tried_sources=tried,
+            merged_files=result.merged, loose_files=result.loose))
         return False
     added = with_classes(wt.path, base, result.head, added)
-    job.update(status=Status.APPLIED, base=base, commit=result.head, conflicts=[],
-               worktree=str(path), message="", test=None, manual=False,
-               added_tests=[t.node_id for t in added],
-               series_source=source.source if source else None, tried_sources=tried,
-               merged_files=result.merged, loose_files=result.loose)
+    job.change(lambda r: r.applied(
+        base, result.head, str(path), [t.node_id for t in added],
+        series_source=source.source if source else None, tried_sources=tried,
+        merged_files=result.merged, loose_files=result.loose))
     job.event("applied", result.head[:9] + (f" from {source.label}" if source else ""))
     if result.merged:
         job.event("apply", f"{', '.join(result.merged)} went in only through a 3-way merge; "
@@ -217,8 +213,8 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     """
     rec = job.record
     if options.skip_tests:
-        job.update(status=Status.TESTED, test=TestResult.skipped_on_request(),
-                   message="tests skipped on request")
+        job.change(lambda r: r.tested(TestResult.skipped_on_request(), r.env,
+                                      "tests skipped on request"))
         job.event("tested", "skipped (--skip-tests)")
         return True
     if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
@@ -232,24 +228,23 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
         if env.name in envs.probes_reused:
             job.event("probe", f"{env.name}: reused an earlier probe (nothing it reads changed)")
     except BackportError as exc:
-        job.fail(Status.ENV_MISSING, exc.message,
-                 env=env_evidence(bm, env.name, None, "", False))
+        message = exc.message
+        unread = env_evidence(bm, env.name, None, "", False)
+        job.stop(lambda r: r.env_missing(message, unread))
         return False
     mismatches = pin_mismatches(env, probe)
     if mismatches:
-        job.fail(Status.ENV_MISMATCH,
-                 f"environment '{env.name}' for {job.target} does not match its pins: "
-                 f"{'; '.join(mismatches)}; the test was not run",
-                 env=env_evidence(bm, env.name, probe, "pins do not match", False),
-                 test=None, mismatches=mismatches)
+        message = (f"environment '{env.name}' for {job.target} does not match its pins: "
+                   f"{'; '.join(mismatches)}; the test was not run")
+        read = env_evidence(bm, env.name, probe, "pins do not match", False)
+        job.stop(lambda r: r.env_mismatched(message, read, mismatches))
         return False
     verdict = device_verdict(probe, job.patch_set.device)
     evidence = env_evidence(bm, env.name, probe, verdict.note, verdict.autoload_off)
     if not verdict.runnable:
-        job.fail(Status.ENV_UNAVAILABLE,
-                 f"environment '{env.name}' for {job.target} cannot run a device: npu test: "
-                 f"{verdict.note}",
-                 env=evidence, test=None)
+        message = (f"environment '{env.name}' for {job.target} cannot run a device: npu test: "
+                   f"{verdict.note}")
+        job.stop(lambda r: r.env_unavailable(message, evidence))
         return False
     runner = envs.runner(env, job.patch_set.device)
     assert rec.worktree is not None
@@ -263,7 +258,7 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
                              f"({runner_kind(runner)})")
     result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs))
     if result.ok:
-        job.update(status=Status.TESTED, test=result, env=evidence, message="")
+        job.change(lambda r: r.tested(result, evidence, ""))
         job.event("tested", result.summary)
         return True
     code = result.exit_code
@@ -273,8 +268,8 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
         missed = ", ".join(f"{name} {outcome}" for name, outcome in result.patch_tests
                            if outcome != "ok")
         said = f"{said}, but the tests the patch adds did not all pass: {missed}"
-    job.fail(Status.TEST_FAILED, f"the test failed on {job.target}: {said}; log: {result.log}",
-             test=result, env=evidence)
+    message = f"the test failed on {job.target}: {said}; log: {result.log}"
+    job.stop(lambda r: r.test_failed(message, result, evidence))
     return False
 
 
@@ -317,24 +312,24 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
     remote = remote_sha(fork_url, job.fork_branch, env=push_env)
     ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
     if remote == commit:
-        job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None, fork_sha=None)
+        job.change(lambda r: r.pushed(commit))
         job.event("pushed", f"{job.fork_branch} already at {commit[:9]}")
         return True
     if remote is not None and remote not in ours and not options.overwrite_fork_branch:
         last = rec.pushed_sha
-        job.fail(Status.FORK_DIVERGED,
-                 f"fork branch '{job.fork_branch}' is at {remote[:9]}, which this tool did not push "
-                 f"(it last pushed {last[:9] if last else 'nothing'}); it may hold someone's fix: "
-                 f"compare it with {commit[:9]}, then rerun with --overwrite-fork-branch to "
-                 f"replace it, or keep it and open the PR by hand", fork_sha=remote)
+        message = (f"fork branch '{job.fork_branch}' is at {remote[:9]}, which this tool did "
+                   f"not push (it last pushed {last[:9] if last else 'nothing'}); it may hold "
+                   f"someone's fix: compare it with {commit[:9]}, then rerun with "
+                   f"--overwrite-fork-branch to replace it, or keep it and open the PR by hand")
+        job.stop(lambda r: r.fork_diverged(message, remote))
         return False
     if options.dry_run:
         plan(f"git push --force-with-lease={job.fork_branch}:{remote or ''} <fork> "
                      f"{commit[:9]}:refs/heads/{job.fork_branch}")
-        job.update(status=Status.PLANNED, message="dry run: nothing pushed")
+        job.change(lambda r: r.planned("dry run: nothing pushed"))
         return True
     job.event("pushing", f"{job.fork_branch} -> fork")
-    job.update(push_intent=commit)
+    job.change(lambda r: r.push_started(commit))
     try:
         push_branch(repo, fork_url, commit, job.fork_branch, expect=remote, env=push_env)
     except BackportError as exc:
@@ -345,13 +340,13 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
         atomic_write_text(push_log, output)
         raise BackportError(exc.code, f"{exc.message.rstrip('.')}; git's output: {push_log}",
                             details=exc.details) from exc
-    job.update(status=Status.PUSHED, pushed_sha=commit, push_intent=None, fork_sha=None)
+    job.change(lambda r: r.pushed(commit))
     job.event("pushed", f"{job.fork_branch} @ {commit[:9]}")
     return True
 
 
 # -- pull request -----------------------------------------------------------------------------
-def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap,
+def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
             all_targets: list[str], *, read_siblings: bool = False) -> None:
     """Find or create the PR for this fork branch, refresh its body, link the issue.
 
@@ -388,7 +383,8 @@ def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap
                                  close_related_issue=opts.close_related_issue)
         except BackportError as exc:
             if exc.details.get("closed") is True:
-                job.update(closed_prs=(*rec.closed_prs, int(exc.details["number"])))
+                closed = int(exc.details["number"])
+                job.change(lambda r: r.pr_closed(closed))
             raise
         created = True
     else:
@@ -406,23 +402,24 @@ def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap
                      linked=bool(previous and previous.linked),
                      commented_sha=previous.commented_sha if previous else None,
                      refused=previous.refused if previous else ())
-    job.update(pr=pr_info)
+    job.change(lambda r: r.with_pr(pr_info))
     kept = [w for w in rec.warnings if not w.startswith(f"PR !{pr.number} did not take")] \
         if previous else []
     if not pr_info.linked and "link" not in pr_info.refused:
         refused = _link(forge, pr.number, ps.issue)
         if refused:
             warnings.append(refused)
-            pr_info = dataclasses.replace(pr_info, refused=(*pr_info.refused, "link"))
+            pr_info = pr_info.refusing("link")
         else:
-            pr_info = dataclasses.replace(pr_info, linked=True)
-        job.update(pr=pr_info)
+            pr_info = pr_info.link_made()
+        linked = pr_info
+        job.change(lambda r: r.with_pr(linked))
     pushed = rec.pushed_sha
     comment = False
     if not pr_info.decorated:
         kept = []
         warnings.extend(_decorate(forge, pr.number, opts))
-        pr_info = dataclasses.replace(pr_info, decorated=True)  # best-effort: never retried
+        pr_info = pr_info.decorations_made()  # best-effort: never retried
         comment = bool(opts.comment)
     elif (opts.comment and opts.comment_on_push and pushed
           and pr_info.commented_sha != pushed and "comment" not in pr_info.refused):
@@ -431,9 +428,9 @@ def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap
         refused = _comment(forge, pr.number, opts.comment)
         if refused:
             warnings.append(refused)
-            pr_info = dataclasses.replace(pr_info, refused=(*pr_info.refused, "comment"))
+            pr_info = pr_info.refusing("comment")
         else:
-            pr_info = dataclasses.replace(pr_info, commented_sha=pushed)
+            pr_info = pr_info.commented(pushed)
     if forge.dry_run:
         final, message = Status.PLANNED, "dry run: no PR written"
     elif failed:
@@ -442,7 +439,8 @@ def pr_step(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap
     else:
         final, message = Status.DONE, ""
     all_warnings = list(dict.fromkeys([*kept, *warnings]))
-    job.update(pr=pr_info, status=final, message=message, warnings=all_warnings)
+    done = pr_info
+    job.change(lambda r: r.finished(final, message, done, all_warnings))
     for warning in warnings:
         job.event("warning", warning)
     if final == Status.DONE:
@@ -487,13 +485,13 @@ def _comment(forge: Forge, number: int, comment: str | None) -> str | None:
 
 def _drop_worktree(job: BranchJob) -> None:
     """A finished branch needs its worktree no more: the commit is on the fork and recorded."""
-    path = job.record.worktree
-    if path and Path(path).exists():
-        Worktree.open(Path(path)).remove()
-    job.update(worktree=None)
+    worktree = kept_worktree(job.record)
+    if worktree is not None:
+        worktree.remove()
+    job.change(BranchRecord.worktree_removed)
 
 
-def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: list[dict] | None, bm: BranchMap,
+def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
                        all_targets: list[str], state: SetOnForge,
                        ran: frozenset[str] = frozenset()) -> bool:
     """Bring a branch's open PR (as ``state`` read it) up to date with what is true now.
@@ -528,7 +526,7 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: list[dict] | None, bm
 
 
 def _out_of_date(pr: PullRequest, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
-                 target: str, docs: list[dict] | None, state: SetOnForge,
+                 target: str, docs: Sequence[DocsEntry] | None, state: SetOnForge,
                  ran: frozenset[str]) -> bool:
     """True when the PR as listed differs from what it should show (body regions or draft)."""
     ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)

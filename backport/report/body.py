@@ -9,11 +9,11 @@ CheckList are written once, when the PR is created, and belong to the maintainer
 from __future__ import annotations
 
 import functools
-import re
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -21,7 +21,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from backport.config.model import BranchMap, PatchSet
 from backport.envs.model import AUTOLOAD, NOT_FOUND
 from backport.errors import BackportError
-from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource, TestResult
+from backport.records import BranchRecord, EnvEvidence, TestResult
 from backport.redact import redact
 from backport.report import regions as rg
 from backport.report.evidence_parse import (
@@ -44,8 +44,20 @@ TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到 (not found)"
 NOT_PROBED_ZH = f"未探测 ({NOT_PROBED})"
 
-_SECTION = re.compile(r"^#[ \t]*【(?P<title>[^】\r\n]+)】", re.M)
 _CN_NUMBERS = "零一两三四五六七八九十"
+
+
+class DocsFacts(Protocol):
+    """What one docs version says about the API (a `docs_audit.DocsEntry`)."""
+
+    @property
+    def version(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def listed(self) -> bool: ...
+    @property
+    def summary(self) -> str: ...
 
 
 @dataclass
@@ -56,94 +68,11 @@ class BodyContext:
     patch_set: PatchSet
     branches: list[BranchRecord]  # journal records, one per target branch
     target: str  # the target branch of this PR (its evidence block)
-    docs: list[dict] | None = None  # [{"version", "listed", "support"}] from the docs audit
+    docs: Sequence[DocsFacts] | None = None  # the docs audit, one entry per docs version
     template: Path | None = None  # a project template replacing the packaged one
     # Branches whose result was read from their own PR's evidence (another host ran them):
     # target -> that evidence; their record in ``branches`` is `evidence_parse.record_of` it.
     read_back: dict[str, Evidence] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BranchView:
-    """One branch's journal record, read defensively (``None`` = not found / not run)."""
-
-    target: str
-    fork_branch: str
-    status: str
-    commit: str | None
-    message: str
-    test: TestResult | None
-    env: EnvEvidence | None
-    pr: PrInfo | None
-    conflicts: tuple[str, ...] = ()
-    pushed_sha: str | None = None  # what this tool last pushed to the fork branch
-    fork_sha: str | None = None  # where someone else moved the fork branch (fork-diverged)
-    mismatches: tuple[str, ...] = ()  # env-mismatch: "torch: expected 2.7.1, found 2.13.0+cpu"
-    evidence: Evidence | None = None  # the evidence read from the branch's PR, if from there
-    series_source: SeriesSource | None = None  # the sibling series that went in instead
-    merged_files: tuple[str, ...] = ()  # went in only through the 3-way merge
-    loose_files: tuple[str, ...] = ()  # went in with context lines ignored
-
-    @classmethod
-    def from_record(cls, record: BranchRecord | None, *, target: str, fork_branch: str,
-                    evidence: Evidence | None = None) -> BranchView:
-        record = record or BranchRecord(target, fork_branch)
-        return cls(
-            target=record.target or target,
-            fork_branch=record.fork_branch or fork_branch,
-            status=record.status.value,
-            commit=record.commit or record.pushed_sha,
-            message=record.message,
-            test=record.test,
-            env=record.env,
-            pr=record.pr,
-            conflicts=record.conflicts,
-            pushed_sha=record.pushed_sha,
-            fork_sha=record.fork_sha,
-            mismatches=record.mismatches,
-            evidence=evidence,
-            series_source=record.series_source,
-            merged_files=record.merged_files,
-            loose_files=record.loose_files,
-        )
-
-    @property
-    def env_name(self) -> str | None:
-        return self.env.name if self.env else None
-
-    @property
-    def skipped(self) -> bool:
-        return bool(self.test and self.test.skipped)
-
-    @property
-    def tested(self) -> bool:
-        """True when a test actually ran (not skipped, not missing)."""
-        return bool(self.test) and not self.skipped
-
-    @property
-    def fork_head(self) -> str | None:
-        """The commit the fork branch (and so the PR) shows, as far as the journal knows."""
-        return self.fork_sha or self.pushed_sha
-
-    @property
-    def head(self) -> str | None:
-        """The commit this branch's PR shows, else the commit the run made."""
-        return self.fork_head or self.commit
-
-    @property
-    def stale(self) -> bool:
-        """True when the test result is of another commit than the one the PR shows."""
-        tested = self.test.commit if self.test else None
-        return bool(self.tested and tested and self.head and tested != self.head)
-
-    @property
-    def pr_number(self) -> int | None:
-        return self.pr.number if self.pr else None
-
-    @property
-    def linked(self) -> bool:
-        """True when the PR exists and the issue link was made (older records: assumed)."""
-        return self.pr is not None and self.pr.linked is not False
 
 
 # Why a branch has no test result, as a reviewer reads it.
@@ -188,7 +117,7 @@ def exit_stated(lines: Sequence[str], code: object) -> bool:
     return bool(lines) and code is not None and lines[-1].endswith(f"exit {code}")
 
 
-def result_cell(view: BranchView) -> str:
+def result_cell(view: BranchRecord) -> str:
     """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why none ran.
 
     Built from the record's facts only (status, conflict files, summary), never from the
@@ -224,7 +153,7 @@ def result_cell(view: BranchView) -> str:
     return _cell("，".join(parts))
 
 
-def fork_branch_cell(view: BranchView, *, own: bool) -> str:
+def fork_branch_cell(view: BranchRecord, *, own: bool) -> str:
     """The fork branch's name when it exists on the fork; ``未推送`` when it does not."""
     if view.fork_head or (own and view.commit):
         return _cell(view.fork_branch)
@@ -235,11 +164,11 @@ def issue_sentence(vs: _Views) -> str:
     """Which PRs exist and are linked to the issue, as true when rendered: linked, open but not
     linked (the forge refused the link), and no PR yet; a group with no branch is left out."""
 
-    def linked(v: BranchView) -> bool:
+    def linked(v: BranchRecord) -> bool:
         if v.pr is not None and "link" in v.pr.refused:
             return False
         # The body being rendered is the own branch's PR, linked right after it is written.
-        return v.linked or (v.target == vs.own.target and bool(v.commit))
+        return v.linked or (v.target == vs.own.target and bool(v.commit or v.pushed_sha))
 
     with_link = [v.target for v in vs.views if linked(v)]
     if len(with_link) == len(vs.views):
@@ -283,13 +212,16 @@ class _Views:
         self.views = [self.view(t, by_target.get(t)) for t in targets]
         self.own = self.view(ctx.target, by_target.get(ctx.target))
 
-    def view(self, target: str, record: BranchRecord | None) -> BranchView:
-        ps, bm = self.ctx.patch_set, self.ctx.branch_map
-        fork_branch = ps.fork_branch(bm, target)
-        return BranchView.from_record(record, target=target, fork_branch=fork_branch,
-                                      evidence=self.ctx.read_back.get(target))
+    def view(self, target: str, record: BranchRecord | None) -> BranchRecord:
+        """The record of ``target``; an empty one when it has none, named as configured."""
+        fork_branch = self.ctx.patch_set.fork_branch(self.ctx.branch_map, target)
+        record = record or BranchRecord(target, fork_branch)
+        if record.target and record.fork_branch:
+            return record
+        return record.replace(target=record.target or target,
+                              fork_branch=record.fork_branch or fork_branch)
 
-    def first_user(self, view: BranchView) -> BranchView | None:
+    def first_user(self, view: BranchRecord) -> BranchRecord | None:
         """The earlier branch whose environment ``view`` reuses, if any."""
         for other in self.views:
             if other.target == view.target:
@@ -299,7 +231,7 @@ class _Views:
         return None
 
 
-def _common_or_per_branch(views: list[BranchView], fmt: Callable[[EnvEvidence], str]) -> str:
+def _common_or_per_branch(views: list[BranchRecord], fmt: Callable[[EnvEvidence], str]) -> str:
     """One value when every probed branch agrees, else ``v2.7.1 X；v2.11.0 Y``."""
     probed = [(v.target, fmt(v.env)) for v in views if v.env]
     values = {value for _, value in probed}
@@ -345,7 +277,7 @@ def _env_lines(vs: _Views) -> list[str]:
     return [_one_line(line) for line in lines]
 
 
-def _commands(views: list[BranchView]) -> list[str]:
+def _commands(views: list[BranchRecord]) -> list[str]:
     lines: list[str] = []
     for view in views:
         env = f"（{view.env_name}）" if view.env_name else ""
@@ -371,11 +303,11 @@ def _shared_notes(vs: _Views) -> list[str]:
     return notes
 
 
-def _head_line(view: BranchView) -> str:
+def _head_line(view: BranchRecord) -> str:
     return f"HEAD_COMMIT={view.head or 'none (no commit on the fork branch)'}"
 
 
-def _stale_lines(view: BranchView) -> list[str]:
+def _stale_lines(view: BranchRecord) -> list[str]:
     """``TESTED_COMMIT`` and ``STALE`` when the result is of another commit than the head."""
     if not (view.stale and view.test):
         return []
@@ -383,7 +315,7 @@ def _stale_lines(view: BranchView) -> list[str]:
     return [f"TESTED_COMMIT={_one_line(str(view.test.commit))}", f"STALE={stale}"]
 
 
-def _read_back_text(view: BranchView, evidence: Evidence) -> str:
+def _read_back_text(view: BranchRecord, evidence: Evidence) -> str:
     """Evidence read from the branch's PR, as written there, with its head and staleness
     brought up to date (every other line, known key or not, is kept)."""
     lines: list[str] = []
@@ -399,10 +331,11 @@ def _read_back_text(view: BranchView, evidence: Evidence) -> str:
     return "\n".join(lines)
 
 
-def evidence_text(view: BranchView, ctx: BodyContext) -> str:
+def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
     """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers)."""
-    if view.evidence is not None:
-        return _read_back_text(view, view.evidence)
+    evidence = ctx.read_back.get(view.target)
+    if evidence is not None:
+        return _read_back_text(view, evidence)
     env, test = view.env, view.test
 
     def val(value: object, missing: str = NOT_FOUND) -> str:
@@ -462,30 +395,34 @@ def evidence_text(view: BranchView, ctx: BodyContext) -> str:
     return "\n".join(lines)
 
 
-def evidence_fence(branch: BranchView, ctx: BodyContext) -> str:
+def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
     """The evidence of one branch as a ```text fence (the template puts the markers around it)."""
     return f"```text\n{evidence_text(branch, ctx)}\n```"
 
 
-def _support(entry: dict) -> str:
-    """The support wording of a docs entry: ``support`` text, else the audit's ``summary``."""
-    support = entry.get("support")
-    if isinstance(support, str) and support:
-        return support
-    return _value(entry.get("summary") or None)
+@dataclass(frozen=True)
+class DocsRow:
+    """One row of the 【资料变更】 table, as the template shows it."""
+
+    version: str
+    listed: str  # 是 / 否
+    support: str
+    path: str  # the docs file checked ("" when none)
+
+    @classmethod
+    def of(cls, entry: DocsFacts) -> DocsRow:
+        support = _value(entry.summary or None) if entry.listed else "—"
+        return cls(version=_cell(entry.version or NOT_FOUND_ZH),
+                   listed="是" if entry.listed else "否", support=_cell(support),
+                   path=entry.path or "")
 
 
-def _docs(ctx: BodyContext) -> tuple[list[dict], str] | None:
+def _docs(ctx: BodyContext) -> tuple[list[DocsRow], str] | None:
     if ctx.docs is None:
         return None
-    rows = [{
-        "version": _cell(str(d.get("version") or NOT_FOUND_ZH)),
-        "listed": "是" if d.get("listed") else "否",
-        "support": _cell(_support(d) if d.get("listed") else "—"),
-        "path": str(d.get("path") or ""),
-    } for d in ctx.docs]
-    missing = [r["version"] for r in rows if r["listed"] == "否"]
-    supports = {r["support"] for r in rows}
+    rows = [DocsRow.of(entry) for entry in ctx.docs]
+    missing = [r.version for r in rows if r.listed == "否"]
+    supports = {r.support for r in rows}
     if not rows:
         conclusion = "未找到任何资料版本目录，需人工确认。"
     elif missing:
@@ -538,6 +475,15 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
     return notes
 
 
+@dataclass(frozen=True)
+class BranchRow:
+    """One row of the table of target branches, as the template shows it."""
+
+    target: str
+    fork_branch: str
+    result: str
+
+
 def template_variables(ctx: BodyContext) -> dict:
     """The names the body template sees."""
     vs = _Views(ctx)
@@ -555,9 +501,9 @@ def template_variables(ctx: BodyContext) -> dict:
         "fork": bm.fork,
         "target": vs.own.target,
         "branch_count": _cn_count(len(vs.views)),
-        "branches": [{"target": _cell(v.target),
-                      "fork_branch": fork_branch_cell(v, own=v.target == vs.own.target),
-                      "result": result_cell(v)} for v in vs.views],
+        "branches": [BranchRow(target=_cell(v.target),
+                               fork_branch=fork_branch_cell(v, own=v.target == vs.own.target),
+                               result=result_cell(v)) for v in vs.views],
         "issue_sentence": issue_sentence(vs),
         "handwritten": (ps.body or "").strip("\n") or None,
         "changed_files": _changed_files(ps),
@@ -620,58 +566,9 @@ def render_fresh(ctx: BodyContext) -> str:
     return redact(text)
 
 
-def _section_of(text: str, index: int) -> str | None:
-    title = None
-    for match in _SECTION.finditer(text, 0, index):
-        title = match.group("title")
-    return title
-
-
-def _section_end(text: str, title: str) -> int | None:
-    """Where section ``title`` ends in ``text`` (start of the next section), or None."""
-    for match in _SECTION.finditer(text):
-        if match.group("title") == title:
-            following = _SECTION.search(text, match.end())
-            return following.start() if following else len(text)
-    return None
-
-
-def _insert_missing(text: str, fresh: str, order: list[rg.Region], region: rg.Region) -> str:
-    """Insert ``region`` of the fresh body into ``text`` at the closest sensible place."""
-    content = region.content(fresh)
-    section = _section_of(fresh, region.start)
-    same = [r for r in order if _section_of(fresh, r.start) == section]
-    position = same.index(region)
-    present = rg.find_regions(text)
-    for earlier in reversed(same[:position]):
-        if earlier.name in present:
-            return rg.insert_region(text, region.name, content, present[earlier.name].end)
-    for later in same[position + 1:]:
-        if later.name in present:
-            return rg.insert_region(text, region.name, content, present[later.name].start)
-    end = _section_end(text, section) if section else None
-    if end is not None:
-        return rg.insert_region(text, region.name, content, end)
-    return rg.insert_region(text, region.name, content, len(text))
-
-
-def refresh_body(existing: str, fresh: str) -> str:
-    """Copy the generated regions of ``fresh`` into ``existing``; keep everything else."""
-    text = rg.ensure_single_evidence(existing)
-    order = rg.all_regions(fresh)
-    for region in order:
-        content = region.content(fresh)
-        if region.name in rg.find_regions(text):
-            text = rg.replace_region(text, region.name, content)
-            continue
-        restored = rg.restore_region(text, region.name, content)
-        text = restored if restored is not None else _insert_missing(text, fresh, order, region)
-    return rg.ensure_single_evidence(rg.drop_orphan_markers(text))
-
-
 def render_body(ctx: BodyContext, existing: str | None = None) -> str:
     """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions."""
     fresh = render_fresh(ctx)
     if existing is None or not existing.strip():
         return fresh
-    return refresh_body(existing, fresh)
+    return rg.refresh_body(existing, fresh)

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 EVIDENCE = "api-validation-evidence"
 
+# A section heading of the PR template: ``# 【测试验证】``.
+_SECTION = re.compile(r"^#[ \t]*【(?P<title>[^】\r\n]+)】", re.M)
+
 _MARKER = re.compile(
     r"<!--[ \t]*(?:backport:(?P<name>[A-Za-z0-9_.-]+)|(?P<evidence>api-validation-evidence))"
     r":(?P<kind>start|end)[ \t]*-->"
@@ -211,3 +214,53 @@ def ensure_single_evidence(text: str) -> str:
     orphan_evidence = [(o.start, o.end) for o in orphans if o.name == EVIDENCE] if blocks else []
     spans = sorted(blocks[1:] + orphan_evidence)
     return _cut(text, spans) if spans else text
+
+
+# -- refreshing a body -------------------------------------------------------------------------
+def _section_of(text: str, index: int) -> str | None:
+    title = None
+    for match in _SECTION.finditer(text, 0, index):
+        title = match.group("title")
+    return title
+
+
+def _section_end(text: str, title: str) -> int | None:
+    """Where section ``title`` ends in ``text`` (start of the next section), or None."""
+    for match in _SECTION.finditer(text):
+        if match.group("title") == title:
+            following = _SECTION.search(text, match.end())
+            return following.start() if following else len(text)
+    return None
+
+
+def _insert_missing(text: str, fresh: str, order: list[Region], region: Region) -> str:
+    """Insert ``region`` of the fresh body into ``text`` at the closest sensible place."""
+    content = region.content(fresh)
+    section = _section_of(fresh, region.start)
+    same = [r for r in order if _section_of(fresh, r.start) == section]
+    position = same.index(region)
+    present = find_regions(text)
+    for earlier in reversed(same[:position]):
+        if earlier.name in present:
+            return insert_region(text, region.name, content, present[earlier.name].end)
+    for later in same[position + 1:]:
+        if later.name in present:
+            return insert_region(text, region.name, content, present[later.name].start)
+    end = _section_end(text, section) if section else None
+    if end is not None:
+        return insert_region(text, region.name, content, end)
+    return insert_region(text, region.name, content, len(text))
+
+
+def refresh_body(existing: str, fresh: str) -> str:
+    """Copy the generated regions of ``fresh`` into ``existing``; keep everything else."""
+    text = ensure_single_evidence(existing)
+    order = all_regions(fresh)
+    for region in order:
+        content = region.content(fresh)
+        if region.name in find_regions(text):
+            text = replace_region(text, region.name, content)
+            continue
+        restored = restore_region(text, region.name, content)
+        text = restored if restored is not None else _insert_missing(text, fresh, order, region)
+    return ensure_single_evidence(drop_orphan_markers(text))

@@ -111,7 +111,7 @@ def test_a_branch_waiting_in_a_conflict_is_left_for_the_user(sandbox: Sandbox) -
     (Path(git(worktree, "rev-parse", "--git-dir")) / "rebase-apply").mkdir()
     (Path(git(worktree, "rev-parse", "--git-dir")) / "rebase-apply" / "applying").touch()
     journal_ = journal(sandbox)
-    journal_.update("v2.7.1", status=Status.CONFLICT)
+    journal_.change("v2.7.1", lambda r: r.replace(status=Status.CONFLICT))
 
     outcome, events = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
     assert events.steps("v2.7.1") == ["conflict"]
@@ -122,8 +122,8 @@ def test_a_branch_waiting_in_a_conflict_is_left_for_the_user(sandbox: Sandbox) -
 def test_failed_and_stopped_branches_are_worked_on_again(sandbox: Sandbox) -> None:
     apply(sandbox, skip_tests=True, no_push=True)
     j = journal(sandbox)
-    j.update("v2.11.0", status=Status.FAILED, message="network down")
-    j.update("v2.12.0", status=Status.PLANNED)
+    j.change("v2.11.0", lambda r: r.replace(status=Status.FAILED, message="network down"))
+    j.change("v2.12.0", lambda r: r.replace(status=Status.PLANNED))
     outcome, events = apply(sandbox, skip_tests=True)
     assert statuses(outcome) == dict.fromkeys(TARGETS, "done")
     assert all("pushed" in events.steps(t) for t in TARGETS)
@@ -157,7 +157,7 @@ def test_apply_redoes_the_commit_on_a_moved_base(sandbox: Sandbox, tmp_path: Pat
 def test_a_hand_made_commit_survives_a_moved_base(sandbox: Sandbox, tmp_path: Path) -> None:
     first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("master",))
     (rec,) = first.records
-    journal(sandbox).update("master", manual=True)
+    journal(sandbox).change("master", lambda r: r.replace(manual=True))
     move_upstream(sandbox, tmp_path, "master")
     again, events = apply(sandbox, skip_tests=True, no_push=True, branches=("master",))
     (after,) = again.records
@@ -188,7 +188,7 @@ def test_a_passing_result_of_the_same_commit_is_kept(sandbox: Sandbox) -> None:
     (rec,) = first.records
     passed = Result(ok=True, exit_code=0, ran=7, summary="Ran 7 tests in 0.1s, OK",
                         summary_lines=("Ran 7 tests in 0.1s", "OK"), commit=rec.commit)
-    journal(sandbox).update("v2.7.1", status=Status.TESTED, test=passed)
+    journal(sandbox).change("v2.7.1", lambda r: r.replace(status=Status.TESTED, test=passed))
     again, events = apply(sandbox, no_push=True, branches=("v2.7.1",))
     assert events.said("v2.7.1", "tested") == ["kept the passing result of the previous run"]
     assert "probe" not in events.steps("v2.7.1")
@@ -202,7 +202,7 @@ def test_a_result_is_not_kept_when_it_failed_is_of_another_commit_or_forced(
     (rec,) = first.records
     result = Result(ok=change != "failed", exit_code=0 if change != "failed" else 1,
                         commit="0" * 40 if change == "other-commit" else rec.commit)
-    journal(sandbox).update("v2.7.1", status=Status.TESTED, test=result)
+    journal(sandbox).change("v2.7.1", lambda r: r.replace(status=Status.TESTED, test=result))
     _, events = apply(sandbox, no_push=True, branches=("v2.7.1",), force=change == "force")
     assert "probe" in events.steps("v2.7.1")
     assert "kept the passing result of the previous run" not in events.said("v2.7.1", "tested")

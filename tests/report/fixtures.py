@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 
 from backport.config.model import BranchMap, Environment, PatchSet, Target, TestSpec
+from backport.docs_audit import DocsEntry
 from backport.records import BranchRecord
 from backport.report.body import BodyContext
 
@@ -95,13 +96,13 @@ def failing(rec: dict) -> dict:
     return rec
 
 
-def docs() -> list[dict]:
-    return [{"version": v, "listed": True, "support": "是，暂不支持 Ascend 950DT"}
+def docs() -> list[DocsEntry]:
+    return [DocsEntry(version=v, path="", listed=True, summary="是，暂不支持 Ascend 950DT")
             for v in ("2.7.1", "2.9.0", "2.10.0", "2.11.0", "2.12.0")]
 
 
 def context(target: str, *, recs: list[dict] | None = None, body: str | None = None,
-            docs_list: list[dict] | None = None, title: str = "test: add put_metric coverage"
+            docs_list: list[DocsEntry] | None = None, title: str = "test: add put_metric coverage"
             ) -> BodyContext:
     return BodyContext(branch_map=branch_map(), patch_set=patch_set(body, title),
                        branches=typed(recs if recs is not None else records()), target=target,

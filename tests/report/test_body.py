@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from backport.docs_audit import DocsEntry, SupportRow
 from backport.errors import BackportError
 from backport.report import regions as rg
-from backport.report.body import BodyContext, BranchView, evidence_fence, render_body
+from backport.report.body import BodyContext, evidence_fence, render_body
 from tests.report import fixtures as fx
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -174,8 +175,7 @@ def test_refresh_does_not_reinsert_body_md() -> None:
 
 def test_two_evidence_blocks_become_one() -> None:
     body = render_body(fx.context("v2.12.0"))
-    view = BranchView.from_record(fx.typed([fx.record("v2.7.1")])[0], target="v2.7.1",
-                                  fork_branch="test-put-metric-v2.7.1")
+    view = fx.typed([fx.record("v2.7.1")])[0].with_fork_branch("test-put-metric-v2.7.1")
     block = rg.wrap(rg.EVIDENCE, evidence_fence(view, fx.context("v2.7.1")))
     doubled = body + "\n## 旧证据\n\n" + block + "\n尾注。\n"
     assert doubled.count(EVIDENCE_START) == 2
@@ -286,11 +286,13 @@ def test_secrets_in_records_are_redacted() -> None:
 
 
 def test_docs_audit_entries_and_late_docs_region() -> None:
-    audit = [{"version": "2.7.1", "path": "docs/zh/api/native_api/pytorch_2-7-1/torch-distributed-elastic.md",
-              "listed": True, "summary": "是，暂不支持 Ascend 950DT",
-              "support": [{"hardware": "Atlas A2", "mark": "✔", "supported": True, "note": ""}]},
-             {"version": "2.10.0", "path": "docs/zh/api/native_api/pytorch_2-10-0/torch-distributed-elastic.md",
-              "listed": False, "summary": "", "support": []}]
+    audit = [DocsEntry(version="2.7.1",
+                       path="docs/zh/api/native_api/pytorch_2-7-1/torch-distributed-elastic.md",
+                       listed=True, summary="是，暂不支持 Ascend 950DT",
+                       support=[SupportRow(hardware="Atlas A2", mark="✔")]),
+             DocsEntry(version="2.10.0",
+                       path="docs/zh/api/native_api/pytorch_2-10-0/torch-distributed-elastic.md",
+                       listed=False)]
     first = render_body(fx.context("v2.7.1"))
     refreshed = render_body(fx.context("v2.7.1", docs_list=audit), first)
     docs = rg.find_regions(refreshed)["docs"]

@@ -141,3 +141,18 @@ def test_refresh_keeps_random_outside_text(inserts: list[tuple[int, str]], crlf:
     assert "FAILED" not in rg.find_regions(refreshed)[rg.EVIDENCE].content(refreshed)
     for text in (t for _, t in inserts):
         assert text in refreshed
+
+
+def test_refresh_replaces_regions_and_puts_a_missing_one_in_its_section() -> None:
+    existing = ("# 【A】\nintro\n<!-- backport:a:start -->\nold\n<!-- backport:a:end -->\n"
+                "maintainer's note\n# 【B】\nmine\n")
+    fresh = ("# 【A】\n<!-- backport:a:start -->\nnew\n<!-- backport:a:end -->\n"
+             "<!-- backport:b:start -->\nbee\n<!-- backport:b:end -->\n# 【B】\n")
+    refreshed = rg.refresh_body(existing, fresh)
+    regions = rg.find_regions(refreshed)
+    assert regions["a"].content(refreshed).strip() == "new"
+    assert regions["b"].content(refreshed).strip() == "bee"
+    assert refreshed == (
+        "# 【A】\nintro\n<!-- backport:a:start -->\nnew\n<!-- backport:a:end -->\n\n"
+        "<!-- backport:b:start -->\nbee\n<!-- backport:b:end -->\n\n"
+        "maintainer's note\n# 【B】\nmine\n")
