@@ -40,7 +40,7 @@ _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34,
 
 @dataclass(frozen=True)
 class DiffInfo:
-    """What applying a patch needs: touched paths in order, and each path's pre-image blob id."""
+    """What a diff git wrote names: touched paths in order, each path's pre-image blob id."""
 
     paths: tuple[str, ...]  # in the order the patch names them (old and new names)
     preimages: dict[str, str]  # path -> abbreviated blob id the patch was made against
