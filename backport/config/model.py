@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from backport.config.patchfiles import Patch
+
 DEFAULT_TEST_TIMEOUT = 1800.0  # seconds
 
 
@@ -102,8 +104,8 @@ class PatchSet:
     tests: tuple[TestSpec, ...]
     device: str  # "none" | "npu"
     branches: tuple[str, ...]  # resolved target list (subset of branches.yaml, file order)
-    patches: tuple[Path, ...]  # shared series, name order
-    variants: dict[str, tuple[Path, ...]] = field(default_factory=dict)  # target -> series
+    patches: tuple[Patch, ...]  # shared series, name order
+    variants: dict[str, tuple[Patch, ...]] = field(default_factory=dict)  # target -> series
     touched_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target -> paths
     body: str | None = None  # body.md, the hand-written PR body part
     pr: PrOptions = PrOptions()
@@ -112,8 +114,8 @@ class PatchSet:
     def slug(self) -> str:
         return self.name.replace("_", "-")
 
-    def series_for(self, target: str) -> tuple[Path, ...]:
-        """The patch files applied on ``target``: its variant if any, else the shared series."""
+    def series_for(self, target: str) -> tuple[Patch, ...]:
+        """The patches applied on ``target``: its variant if any, else the shared series."""
         return self.variants.get(target, self.patches)
 
     def fork_branch(self, branch_map: BranchMap, target: str) -> str:

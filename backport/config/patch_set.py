@@ -12,7 +12,7 @@ from backport.config.model import (
     PatchSet,
     TestSpec,
 )
-from backport.config.patchfiles import PatchFileInfo, parse_patch_file
+from backport.config.patchfiles import Patch, read_patch
 from backport.config.refnames import refname_problem
 from backport.config.validate import (
     Doc,
@@ -77,18 +77,21 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     )
     pr = _pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
     shared, variants = _series(dir, branch_map, branches)
-    infos: dict[Path, PatchFileInfo] = {}
+    read: dict[Path, Patch] = {}  # each file read and parsed once
     touched: dict[str, tuple[str, ...]] = {}
     for target in branches:
         series = variants.get(target, shared)
         if not series:
             raise _fail(f"{display_path(dir)} has no NNNN-*.patch file for target '{target}'")
         paths: set[str] = set()
-        for patch in series:
-            if patch not in infos:
-                infos[patch] = parse_patch_file(patch)
-            paths.update(infos[patch].paths)
+        for file in series:
+            if file not in read:
+                read[file] = read_patch(file)
+            paths.update(read[file].paths)
         touched[target] = tuple(sorted(paths))
+    for file in shared:  # the shared series when every target has its own variant
+        if file not in read:
+            read[file] = read_patch(file)
     patch_set = PatchSet(
         name=name,
         dir=dir,
@@ -98,8 +101,8 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         tests=tests,
         device=device,
         branches=branches,
-        patches=shared,
-        variants=variants,
+        patches=tuple(read[file] for file in shared),
+        variants={target: tuple(read[file] for file in files) for target, files in variants.items()},
         touched_paths=touched,
         body=_read_body(dir / "body.md"),
         pr=pr,

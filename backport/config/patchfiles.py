@@ -1,8 +1,10 @@
-"""The one reader of ``git format-patch`` files: checks them, lists the paths they touch.
+"""The one reader of ``git format-patch`` files: each is read and parsed once into a `Patch`.
 
-The loader checks patch sets with :func:`parse_patch_file`; ``git/apply.py`` reads the paths,
-pre-image blob ids and author of a patch (or of the plain diff ``git am`` stopped on) with
-:func:`read_patch_file` and :func:`patch_author`, through the same parser.
+:func:`read_patch` reads a file and :func:`parse_patch` parses bytes already read; both check
+the patch and return a `Patch` holding everything the later steps use (bytes, subjects,
+author, touched paths, pre-image blobs, per-file diffs with hunks), so nothing reads the file
+again. :func:`read_diff` reads, best effort, the plain diff ``git am`` keeps of the patch it
+stopped on, through the same parser.
 
 The parser follows the mbox layout git produces: a ``From <sha> <date>`` line, mail headers
 (``From:``, ``Subject:``), the commit message, then ``diff --git`` sections with extended
@@ -18,6 +20,7 @@ import email.policy
 import email.utils
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from pathlib import Path
@@ -36,17 +39,8 @@ _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34,
 
 
 @dataclass(frozen=True)
-class PatchFileInfo:
-    """What a patch file holds: one subject per commit and the paths it touches (sorted)."""
-
-    path: Path
-    subjects: tuple[str, ...]
-    paths: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class DiffInfo:
-    """What applying a patch needs: touched paths in order, and each path's pre-image blob id."""
+    """What a diff git wrote names: touched paths in order, each path's pre-image blob id."""
 
     paths: tuple[str, ...]  # in the order the patch names them (old and new names)
     preimages: dict[str, str]  # path -> abbreviated blob id the patch was made against
@@ -84,6 +78,30 @@ class FileDiff:
     binary: bool = False
     new: str | None = None  # the path after the patch; None for a deleted file
     old_blob: str | None = None  # the abbreviated pre-image blob id of the index line
+    created: bool = False  # a ``new file mode`` section
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One checked format-patch file: its bytes and what they say, read once at load."""
+
+    path: Path
+    data: bytes = b""
+    subjects: tuple[str, ...] = ()  # one per commit
+    author: tuple[str, str] | None = None  # (name, email) of the first ``From:`` header
+    paths: tuple[str, ...] = ()  # every path it touches (old and new names), sorted
+    preimages: Mapping[str, str] = field(default_factory=dict, hash=False)  # path -> blob id
+    files: tuple[FileDiff, ...] = ()  # every file section, in order, hunks included
+
+    @property
+    def name(self) -> str:
+        """The file name, as messages show the patch."""
+        return self.path.name
+
+    @property
+    def commits(self) -> int:
+        """How many commits the file holds."""
+        return len(self.subjects)
 
 
 class _Bad(Exception):
@@ -170,6 +188,7 @@ class _Section:
     starts: list[tuple[int, int]] = field(default_factory=list)  # (old, new) first line per hunk
     binary: bool = False
     deleted: bool = False
+    created: bool = False
 
 
 class _Parser:
@@ -288,6 +307,7 @@ class _Parser:
                     sec.new_name = name
             elif m := _MODE_LINE.match(line):
                 sec.symlink = sec.symlink or m.group(1) == SYMLINK_MODE
+                sec.created = sec.created or line.startswith("new file mode")
             elif m := _INDEX_LINE.match(line):
                 sec.symlink = sec.symlink or m.group("mode") == SYMLINK_MODE
                 if m.group("old").strip("0"):
@@ -328,7 +348,8 @@ class _Parser:
             raise _Bad(sec.line, "has a diff header whose file names cannot be read")
         hunks = tuple(Hunk(tuple(h), *start) for h, start in zip(sec.hunks, sec.starts, strict=True))
         self.files.append(FileDiff(sec.old_path, hunks, sec.binary,
-                                   None if sec.deleted else sec.new_name, sec.old_blob))
+                                   None if sec.deleted else sec.new_name, sec.old_blob,
+                                   sec.created))
         for name, n in sec.names:
             problem = repo_path_problem(name)
             if problem:
@@ -368,16 +389,8 @@ def _parsed(text: str, display: str) -> _Parser:
     return parser
 
 
-def parse_patch_text(
-    text: str, display: str = "<patch>"
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(subjects, touched paths) of a patch's text; raises ``ConfigError`` naming ``display``."""
-    parser = _parsed(text, display)
-    return tuple(parser.subjects), tuple(sorted(parser.paths))
-
-
-def parse_patch_file(path: Path) -> PatchFileInfo:
-    """Check one ``NNNN-*.patch`` file; raises ``ConfigError`` naming the file and line."""
+def read_patch(path: Path) -> Patch:
+    """Read and check one ``NNNN-*.patch`` file; raises ``ConfigError`` naming the file and line."""
     display = display_path(path)
     try:
         with path.open("rb") as fh:
@@ -388,15 +401,23 @@ def parse_patch_file(path: Path) -> PatchFileInfo:
         raise config_error(f"{display} is larger than {MAX_PATCH_BYTES >> 20} MiB")
     if not data.strip():
         raise config_error(f"{display} is empty")
-    subjects, paths = parse_patch_text(data.decode("utf-8", "surrogateescape"), display)
-    return PatchFileInfo(path, subjects, paths)
+    return parse_patch(data, path, display)
+
+
+def parse_patch(data: bytes, path: Path, display: str | None = None) -> Patch:
+    """The `Patch` of a format-patch file's bytes; ``ConfigError`` naming ``display`` (by
+    default ``path``) and the line when they are not a well-formed patch."""
+    display = display_path(path) if display is None else display
+    parser = _parsed(data.decode("utf-8", "surrogateescape"), display)
+    return Patch(path, data, tuple(parser.subjects), _author(data), tuple(sorted(parser.paths)),
+                 dict(parser.preimages), tuple(parser.files))
 
 
 def read_diff(text: str) -> DiffInfo:
     """Paths and pre-image blobs of a format-patch text or a plain ``git diff``; best effort.
 
-    Meant for patches already checked (or written by git itself): reading stops at the first
-    problem and returns what came before it.
+    Meant for diffs git itself wrote (what ``git am`` keeps of the patch it stopped on):
+    reading stops at the first problem and returns what came before it.
     """
     lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     parser = _Parser()
@@ -414,26 +435,10 @@ def read_diff(text: str) -> DiffInfo:
     return DiffInfo(tuple(parser.order), dict(parser.preimages))
 
 
-def read_file_diffs(path: Path) -> tuple[int, list[FileDiff]]:
-    """(number of commits, every file section with its hunks) of a format-patch file.
-
-    Raises ``ConfigError`` naming the file when it is not a well-formed patch.
-    """
-    text = Path(path).read_bytes().decode("utf-8", "surrogateescape")
-    parser = _parsed(text, display_path(Path(path)))
-    return len(parser.subjects), parser.files
-
-
-def read_patch_file(path: Path) -> DiffInfo:
-    """:func:`read_diff` of a file, bytes that are not UTF-8 kept as surrogate escapes."""
-    return read_diff(Path(path).read_bytes().decode("utf-8", "surrogateescape"))
-
-
-def patch_author(path: Path) -> tuple[str, str] | None:
-    """(name, email) from the ``From:`` header of a format-patch file, if it has one."""
+def _author(data: bytes) -> tuple[str, str] | None:
+    """(name, email) from the first ``From:`` header of a format-patch text, if it has one."""
     try:
-        with open(path, "rb") as handle:
-            message = BytesParser(policy=email.policy.default).parse(handle, headersonly=True)
+        message = BytesParser(policy=email.policy.default).parsebytes(data, headersonly=True)
         header = message.get("From")
         if header is None:
             return None
@@ -442,7 +447,7 @@ def patch_author(path: Path) -> tuple[str, str] | None:
             name, addr = addresses[0].display_name, addresses[0].addr_spec
         else:
             name, addr = email.utils.parseaddr(str(header))
-    except (OSError, ValueError, IndexError):
+    except (ValueError, IndexError):
         return None
     if not addr or "@" not in addr:
         return None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from backport.config.patchfiles import patch_author, read_patch_file
+from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
 from backport.git.run import GitOutput, first_error_line, git
 from backport.git.worktree import Worktree
@@ -166,7 +166,7 @@ def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> Apply
     return ApplyResult("conflict", wt.head(), conflicts, redact(message))
 
 
-def _prefetch_preimages(wt: Worktree, patches: Sequence[Path], env: Mapping[str, str]) -> None:
+def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str, str]) -> None:
     """Make the patches' pre-image blobs local so the 3-way fallback can use them.
 
     In a blobless cache, abbreviated ids cannot be fetched lazily; full ids are found in the
@@ -174,7 +174,7 @@ def _prefetch_preimages(wt: Worktree, patches: Sequence[Path], env: Mapping[str,
     """
     missing: dict[str, str] = {}
     for patch in patches:
-        for path, blob in read_patch_file(patch).preimages.items():
+        for path, blob in patch.preimages.items():
             probe = wt.git(["rev-parse", "--verify", "--quiet", f"{blob}^{{blob}}"], check=False)
             if not probe.ok:
                 missing[blob] = path
@@ -200,14 +200,15 @@ def _prefetch_preimages(wt: Worktree, patches: Sequence[Path], env: Mapping[str,
 
 # -- public API ------------------------------------------------------------------------------
 def apply_series(
-    wt: Worktree, patches: Sequence[Path], *, env: Mapping[str, str] | None = None
+    wt: Worktree, patches: Sequence[Patch], *, env: Mapping[str, str] | None = None
 ) -> ApplyResult:
-    """Apply ``patches`` in order with ``git am -3`` (author, date and message kept).
+    """Apply ``patches`` in order with ``git am -3`` (author, date and message kept); git reads
+    each from its file.
 
     ``conflict``: am is left in progress with the conflicting files listed; ``already-applied``:
     every patch turned out to be present already (nothing was committed).
     """
-    files = [Path(p).absolute() for p in patches]
+    files = [p.path.absolute() for p in patches]
     if not files:
         raise BackportError("usage", "no patch files to apply.")
     for f in files:
@@ -220,8 +221,8 @@ def apply_series(
         )
     base = wt.head()
     names = [f.name for f in files]
-    run_env = {**(env or {}), **committer_env(wt, patch_author(files[0]))}
-    _prefetch_preimages(wt, files, run_env)
+    run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
+    _prefetch_preimages(wt, patches, run_env)
     out = wt.git([*_AM, "--", *(str(f) for f in files)], env=run_env, check=False)
     skipped = out.text.count(_ALREADY)
     seen = [out.text]
@@ -263,7 +264,9 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
     if not am_in_progress(wt):
         raise BackportError("conflict", f"no git am is in progress in {wt.path}; nothing to continue.")
     state = _rebase_apply(wt)
-    touched = list(read_patch_file(state / "patch").paths) if (state / "patch").is_file() else []
+    diff = state / "patch"  # git am's copy of the patch it stopped on, resolved by hand
+    touched = list(read_diff(diff.read_bytes().decode("utf-8", "surrogateescape")).paths
+                   ) if diff.is_file() else []
     candidates = list(dict.fromkeys(_unmerged(wt) + touched))
     marked = [p for p in candidates if has_markers(wt.path / p)]
     if marked:
@@ -305,7 +308,7 @@ def _patch_ids(cwd: Path, diff: bytes) -> set[str]:
     return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
 
 
-def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Path]) -> bool:
+def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -> bool:
     """True when every patch's ``patch-id --stable`` matches a commit reachable from ``base_sha``.
 
     Only commits touching exactly the patch's paths are diffed, so few blobs are fetched.
@@ -314,8 +317,8 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Path]) ->
         raise BackportError("usage", f"invalid base commit {base_sha!r}.")
     wanted: list[tuple[set[str], set[str]]] = []
     for patch in patches:
-        ids = _patch_ids(cache.path, Path(patch).read_bytes())
-        paths = set(read_patch_file(Path(patch)).paths)
+        ids = _patch_ids(cache.path, patch.data)
+        paths = set(patch.paths)
         if ids and paths:
             wanted.append((ids, paths))
     if not wanted:

@@ -13,9 +13,8 @@ only adds lines, or whose core is found twice or not at all, refuses the whole s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from backport.config.patchfiles import FileDiff, Hunk, patch_author, read_file_diffs
+from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.errors import BackportError
 from backport.git.apply import _SAFE, ApplyResult, am_in_progress, committer_env
 from backport.git.worktree import Worktree
@@ -78,7 +77,7 @@ def loose_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] | None:
     return list(dict.fromkeys(loose))
 
 
-def apply_loose(wt: Worktree, patches: Sequence[Path], *,
+def apply_loose(wt: Worktree, patches: Sequence[Patch], *,
                 env: Mapping[str, str] | None = None) -> ApplyResult:
     """Apply ``patches`` one by one with reduced context where each change has one place.
 
@@ -91,20 +90,19 @@ def apply_loose(wt: Worktree, patches: Sequence[Path], *,
                             "continue or abort first.")
     base = wt.head()
     loose: list[str] = []
-    run_env = {**(env or {}), **committer_env(wt, patch_author(Path(patches[0])))}
+    run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
     for patch in patches:
-        commits, diffs = read_file_diffs(Path(patch))
-        files = loose_files(wt, diffs) if commits == 1 else None
+        files = loose_files(wt, patch.files) if patch.commits == 1 else None
         refused = files is None
         if not refused:
-            out = wt.git([*_AM_LOOSE, "--", str(Path(patch).absolute())], env=run_env,
+            out = wt.git([*_AM_LOOSE, "--", str(patch.path.absolute())], env=run_env,
                          check=False)
             refused = not out.ok
         if refused:
             if am_in_progress(wt):
                 wt.git([*_SAFE, "am", "--abort"], check=False)
             wt.git(["reset", "--quiet", "--hard", base])
-            name = Path(patch).name
+            name = patch.name
             return ApplyResult("conflict", base, [], f"{name} has a change without one certain "
                                "place on this branch")
         loose += [f for f in files or [] if f not in loose]

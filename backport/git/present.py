@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from backport.config.patchfiles import FileDiff, Hunk, read_file_diffs
+from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.git import pydefs
 from backport.git.run import git
 
@@ -135,13 +135,12 @@ def is_python_test(path: str, test_paths: Sequence[str] = ()) -> bool:
         base.startswith("test_") or base.endswith("_test.py")))
 
 
-def added_tests(repo: Path, patches: Sequence[Path]) -> list[AddedTest]:
+def added_tests(repo: Path, patches: Sequence[Patch]) -> list[AddedTest]:
     """Every test function the series adds to its Python test files, in patch order."""
     found: dict[AddedTest, None] = {}
     posts: dict[str, list[str]] = {}  # each path as the earlier patches of the series left it
     for patch in patches:
-        _, diffs = read_file_diffs(patch)
-        for diff in diffs:
+        for diff in patch.files:
             path = diff.new
             if path is None or diff.binary or not is_python_test(path):
                 continue
@@ -239,12 +238,11 @@ def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest]) -
     return out
 
 
-def changed_python_tests(patches: Sequence[Path], test_paths: Sequence[str] = ()) -> list[str]:
+def changed_python_tests(patches: Sequence[Patch], test_paths: Sequence[str] = ()) -> list[str]:
     """The Python test files the series leaves in the tree (created or changed), in order."""
     found: dict[str, None] = {}
     for patch in patches:
-        _, diffs = read_file_diffs(patch)
-        for diff in diffs:
+        for diff in patch.files:
             if diff.new and not diff.binary and is_python_test(diff.new, test_paths):
                 found.setdefault(diff.new)
     return list(found)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backport.config.model import PatchSet, Project
+from backport.config.patchfiles import Patch
 from backport.config.validate import home_shown
 from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
@@ -182,15 +184,9 @@ def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
     return worktree.git(["cat-file", "-e", f"{commit}:{path}"], check=False).ok
 
 
-def _created(series, path: str) -> bool:
-    """True when one of the patch files creates ``path`` (``new file`` in its diff)."""
-    header = f"diff --git a/{path} b/{path}"
-    for patch in series:
-        lines = Path(patch).read_text(encoding="utf-8", errors="replace").splitlines()
-        for index, line in enumerate(lines):
-            if line == header and any(n.startswith("new file mode") for n in lines[index + 1:index + 3]):
-                return True
-    return False
+def _created(series: Sequence[Patch], path: str) -> bool:
+    """True when one of the patches creates ``path`` (``new file`` in its diff)."""
+    return any(diff.created and diff.new == path for patch in series for diff in patch.files)
 
 
 def _interpreters(project: Project, offline: bool) -> list[Finding]:

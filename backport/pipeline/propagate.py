@@ -15,6 +15,7 @@ from pathlib import Path
 
 from backport.branch_order import nearest_first
 from backport.config.model import PatchSet
+from backport.config.patchfiles import Patch, read_patch
 from backport.errors import BackportError
 from backport.git.apply import ApplyResult, abort_series, apply_series
 from backport.git.authoring import export_patch_set
@@ -34,7 +35,7 @@ class SiblingSeries:
 
     branch: str
     kind: str  # "resolution", "variant" or "propagated" (see SeriesSource)
-    patches: tuple[Path, ...]
+    patches: tuple[Patch, ...]
     via: SeriesSource | None = None  # "propagated": the series that sibling took
 
     @property
@@ -52,10 +53,12 @@ def _safe(name: str) -> str:
     return name.replace("/", "_")
 
 
-def _exported(repo: Path, out: Path, rec: BranchRecord) -> list[Path]:
-    """The record's commit (on its base) as patch files in ``out``; [] if unreadable."""
+def _exported(repo: Path, out: Path, rec: BranchRecord) -> list[Patch]:
+    """The record's commit (on its base) as patch files in ``out``, each read once as it is
+    written; [] if unreadable."""
     try:
-        return export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)
+        return [read_patch(file) for file in
+                export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)]
     except BackportError:
         return []
 
@@ -119,7 +122,7 @@ def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: st
     return found
 
 
-def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: Sequence[Path],
+def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: Sequence[Patch],
                  own: ApplyResult, event: Callable[[str], None] = lambda detail: None
                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
     """The own series conflicted in ``wt``: try ``candidates`` in order, each as `git am -3`

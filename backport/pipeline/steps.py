@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from backport.config.model import BranchMap, PatchSet, PrOptions
+from backport.config.patchfiles import Patch
 from backport.docs_audit import DocsEntry
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe
@@ -188,7 +189,7 @@ def existing_tests(found: list[PresentTest]) -> tuple[ExistingTest, ...]:
                               commit=p.commit, subject=p.subject) for p in found)
 
 
-def _try_siblings(cache: RepoCache, job: BranchJob, wt: Worktree, series: tuple[Path, ...],
+def _try_siblings(cache: RepoCache, job: BranchJob, wt: Worktree, series: tuple[Patch, ...],
                   own: ApplyResult) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
     """The own series conflicted: try the siblings' series (see `propagate.try_siblings`),
     once the newer targets of this run have been applied."""

@@ -153,7 +153,8 @@ def test_patch_set_fields(tmp_path: Path) -> None:
     assert ps.tests == (Spec(path=TEST_FILE, args=("-v",)),)
     assert ps.device == "none"
     assert ps.branches == ("v2.7.1", "v2.11.0", "v2.12.0", "master")
-    assert ps.patches == (pdir / "0001-test-add-put_metric-coverage.patch",)
+    assert tuple(p.path for p in ps.patches) == (pdir / "0001-test-add-put_metric-coverage.patch",)
+    assert ps.patches[0].data == (pdir / "0001-test-add-put_metric-coverage.patch").read_bytes()
     assert ps.variants == {}
     assert ps.touched_paths == {t: (TEST_FILE,) for t in ps.branches}
     assert ps.body == "## hand-written\n"
@@ -195,7 +196,7 @@ def test_variants_per_target(tmp_path: Path) -> None:
     (pdir / "release" / "v1" / "0001-r.patch").write_text(make_patch("test/r.py"))
     ps = load_patch_set(pdir, load_branch_map(config, environ={}))
     assert ps.branches == ("v2.7.1", "v2.11.0", "v2.12.0", "release/v1")
-    assert ps.variants == {
+    assert {t: tuple(p.path for p in series) for t, series in ps.variants.items()} == {
         "v2.7.1": (pdir / "v2.7.1" / "0001-old.patch", pdir / "v2.7.1" / "0002-more.patch"),
         "release/v1": (pdir / "release" / "v1" / "0001-r.patch",),
     }

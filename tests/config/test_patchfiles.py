@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from backport.config.patchfiles import (
-    parse_patch_file,
-    parse_patch_text,
-    patch_author,
-    read_patch_file,
+    parse_patch,
+    read_diff,
+    read_patch,
     unquote_git_path,
 )
 from backport.errors import ConfigError
@@ -29,6 +28,12 @@ GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+
+
+def parse_patch_text(text: str, display: str = "<patch>") -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(subjects, touched paths) of a patch's text, parsed as the loader parses a file."""
+    patch = parse_patch(text.encode("utf-8", "surrogateescape"), Path(display), display)
+    return patch.subjects, patch.paths
 
 
 def git(repo: Path, *args: str) -> str:
@@ -73,13 +78,13 @@ def test_real_format_patch_output(repo: Path, tmp_path: Path) -> None:
     git(repo, "rm", "-q", "--", "f.txt")
     git(repo, "commit", "-qm", "third")
     first, second = format_patches(repo, tmp_path / "out", 2)
-    info = parse_patch_file(first)
+    info = read_patch(first)
     assert info.subjects == ("second",)
     assert info.paths == (
         "bin.dat", "d/link", "d/new.txt", "d/old.txt", "empty", "f.txt", "nonl", "run.sh",
         "sp ace.txt", 'tést "q".txt',
     )  # fmt: skip
-    assert parse_patch_file(second).paths == ("f.txt",)
+    assert read_patch(second).paths == ("f.txt",)
 
 
 def test_stdout_series_in_one_file(repo: Path, tmp_path: Path) -> None:
@@ -99,7 +104,7 @@ def test_real_symlink_outside_is_refused(repo: Path, tmp_path: Path) -> None:
     git(repo, "commit", "-qm", "evil")
     (patch,) = format_patches(repo, tmp_path / "out")
     with pytest.raises(ConfigError) as info:
-        parse_patch_file(patch)
+        read_patch(patch)
     assert "0001-evil.patch:" in str(info.value)
     assert "symbolic link 'd/evil' point to the absolute path '/etc/passwd'" in str(info.value)
 
@@ -113,7 +118,7 @@ def test_the_shipped_put_metric_patch() -> None:
     )
     if not patch.exists():
         pytest.skip("patches/put_metric is not in this checkout")
-    info = parse_patch_file(patch)
+    info = read_patch(patch)
     assert info.subjects == ("test: add put_metric coverage",)
     assert info.paths == ("test/distributed/elastic/metrics/test_metrics_api.py",)
 
@@ -253,12 +258,12 @@ def test_empty_and_huge_files(tmp_path: Path) -> None:
     empty = tmp_path / "0001-empty.patch"
     empty.write_text("\n\n")
     with pytest.raises(ConfigError, match="0001-empty.patch is empty"):
-        parse_patch_file(empty)
+        read_patch(empty)
     huge = tmp_path / "0002-huge.patch"
     with huge.open("wb") as fh:
         fh.truncate((16 << 20) + 10)
     with pytest.raises(ConfigError, match="larger than 16 MiB"):
-        parse_patch_file(huge)
+        read_patch(huge)
 
 
 def test_crlf_patch() -> None:
@@ -283,12 +288,14 @@ def test_what_git_am_needs_from_a_format_patch_file(repo: Path, tmp_path: Path) 
     git(repo, "-c", "user.name=Lg Xxx", "-c", "user.email=lg@example.com", "commit", "-qm",
         "change", "--author", "Lg Xxx <lg@example.com>")
     patch = format_patches(repo, tmp_path / "out")[0]
-    info = read_patch_file(patch)
+    info = read_patch(patch)
     assert info.paths == ("d/added.txt", "f.txt", "sp ace.txt")
     blob = git(repo, "rev-parse", "HEAD~1:f.txt").strip()
     assert set(info.preimages) == {"f.txt", "sp ace.txt"}  # a new file has no pre-image
     assert blob.startswith(info.preimages["f.txt"])
-    assert patch_author(patch) == ("Lg Xxx", "lg@example.com")
+    assert info.author == ("Lg Xxx", "lg@example.com")
+    assert [d.new for d in info.files if d.created] == ["d/added.txt"]
+    assert info.data == patch.read_bytes() and info.commits == 1
 
 
 def test_a_plain_diff_is_read_too(repo: Path, tmp_path: Path) -> None:
@@ -296,14 +303,15 @@ def test_a_plain_diff_is_read_too(repo: Path, tmp_path: Path) -> None:
     (repo / "f.txt").write_text("a\nB\n")
     diff = tmp_path / "patch"
     diff.write_text(git(repo, "diff"))
-    info = read_patch_file(diff)
+    info = read_diff(diff.read_text())
     assert info.paths == ("f.txt",)
     assert list(info.preimages) == ["f.txt"]
-    assert patch_author(diff) is None
+    with pytest.raises(ConfigError, match="does not start with a 'From <sha>' line"):
+        read_patch(diff)  # no mail headers, no author: not a patch file of a set
 
 
 def test_a_damaged_diff_gives_what_it_could_read(tmp_path: Path) -> None:
     diff = tmp_path / "patch"
     diff.write_text("diff --git a/x.py b/x.py\nindex 1234567..89abcde 100644\n--- a/x.py\n"
                     "+++ b/x.py\n@@ -1,5 +1,5 @@\n-a\n+b\n")
-    assert read_patch_file(diff).paths == ("x.py",)
+    assert read_diff(diff.read_text()).paths == ("x.py",)

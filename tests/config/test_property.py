@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from backport.config import BranchMap, PatchSet, load_branch_map, load_patch_set
 from backport.config.loader import ENV_KEYS, PATCH_KEYS, PR_KEYS, TOP_KEYS
-from backport.config.patchfiles import parse_patch_text
+from backport.config.patchfiles import parse_patch
 from backport.errors import ConfigError
 from tests.config.samples import BRANCHES_YAML, PATCH_YAML, make_patch, write_project
 
@@ -165,7 +165,10 @@ PATCH_LINES = st.sampled_from(
 def test_patch_text_fuzz(lines: list[str], keep_head: bool) -> None:
     head = make_patch().split("diff --git")[0] if keep_head else ""
     try:
-        subjects, paths = parse_patch_text(head + "\n".join(lines) + "\n", "0001-f.patch")
+        text = head + "\n".join(lines) + "\n"
+        patch = parse_patch(text.encode("utf-8", "surrogateescape"), Path("0001-f.patch"),
+                            "0001-f.patch")
+        subjects, paths = patch.subjects, patch.paths
     except ConfigError as exc:
         assert str(exc).startswith("0001-f.patch:")
     else:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from backport.config.patchfiles import read_patch
 from backport.errors import BackportError
 from backport.git.apply import (
     abort_series,
@@ -34,7 +35,7 @@ def log1(repo: Path, fmt: str, rev: str = "HEAD") -> str:
 def test_am_keeps_author_date_message_one_commit(make_worktree, scenario: Scenario) -> None:
     wt = make_worktree("master")
     base = wt.head()
-    result = apply_series(wt, [scenario.patch])
+    result = apply_series(wt, [read_patch(scenario.patch)])
     assert result.status == "applied" and result.conflicts == []
     assert result.head == wt.head() != base
     assert gr.git(wt.path, "rev-list", "--count", f"{base}..HEAD") == "1"
@@ -52,7 +53,7 @@ def test_three_way_merge_on_shifted_context(make_worktree, scenario: Scenario) -
     wt = make_worktree("v2.7.1")
     plain = gr.git_ok(wt.path, "apply", "--check", str(scenario.patch))
     assert not plain
-    result = apply_series(wt, [scenario.patch])
+    result = apply_series(wt, [read_patch(scenario.patch)])
     assert result.status == "applied", result.message
     text = (wt.path / TEST_FILE).read_text()
     assert text.startswith("# header a\n")
@@ -62,7 +63,7 @@ def test_three_way_merge_on_shifted_context(make_worktree, scenario: Scenario) -
 def test_conflict_reported_and_am_left_in_progress(make_worktree, scenario: Scenario) -> None:
     wt = make_worktree("v2.6.0")
     base = wt.head()
-    result = apply_series(wt, [scenario.patch])
+    result = apply_series(wt, [read_patch(scenario.patch)])
     assert result.status == "conflict"
     assert result.conflicts == [TEST_FILE]
     assert result.message == (
@@ -71,13 +72,13 @@ def test_conflict_reported_and_am_left_in_progress(make_worktree, scenario: Scen
     assert am_in_progress(wt)
     assert "<<<<<<< " in (wt.path / TEST_FILE).read_text()
     with pytest.raises(BackportError):
-        apply_series(wt, [scenario.patch])  # refuses to start a second am
+        apply_series(wt, [read_patch(scenario.patch)])  # refuses to start a second am
 
 
 def test_continue_after_manual_fix(make_worktree, scenario: Scenario) -> None:
     wt = make_worktree("v2.6.0")
     base = wt.head()
-    assert apply_series(wt, [scenario.patch]).status == "conflict"
+    assert apply_series(wt, [read_patch(scenario.patch)]).status == "conflict"
     # Markers still there: refused, nothing committed.
     refused = continue_series(wt)
     assert refused.status == "conflict"
@@ -104,7 +105,7 @@ def test_continue_without_am_is_an_error(make_worktree) -> None:
 def test_abort_restores_base(make_worktree, scenario: Scenario) -> None:
     wt = make_worktree("v2.6.0")
     base = wt.head()
-    apply_series(wt, [scenario.patch])
+    apply_series(wt, [read_patch(scenario.patch)])
     abort_series(wt)
     assert not am_in_progress(wt)
     assert wt.head() == base
@@ -115,7 +116,7 @@ def test_abort_restores_base(make_worktree, scenario: Scenario) -> None:
 def test_already_applied_by_empty_am(make_worktree, scenario: Scenario) -> None:
     wt = make_worktree("v2.12.0")
     base = wt.head()
-    result = apply_series(wt, [scenario.patch])
+    result = apply_series(wt, [read_patch(scenario.patch)])
     assert result.status == "already-applied"
     assert result.head == base == wt.head()
     assert not am_in_progress(wt)
@@ -123,9 +124,9 @@ def test_already_applied_by_empty_am(make_worktree, scenario: Scenario) -> None:
 
 def test_already_applied_by_patch_id(cache: RepoCache, scenario: Scenario) -> None:
     heads = cache.fetch(["v2.12.0", "master", "v2.7.1"])
-    assert already_applied(cache, heads["v2.12.0"], [scenario.patch]) is True
-    assert already_applied(cache, heads["master"], [scenario.patch]) is False
-    assert already_applied(cache, heads["v2.7.1"], [scenario.patch]) is False
+    assert already_applied(cache, heads["v2.12.0"], [read_patch(scenario.patch)]) is True
+    assert already_applied(cache, heads["master"], [read_patch(scenario.patch)]) is False
+    assert already_applied(cache, heads["v2.7.1"], [read_patch(scenario.patch)]) is False
 
 
 def test_already_applied_needs_every_patch(
@@ -133,7 +134,7 @@ def test_already_applied_needs_every_patch(
 ) -> None:
     work = gr.clone(scenario.upstream, tmp_path / "w", branch="v2.12.0")
     gr.commit_file(work, "README.md", "changed\n", "docs: second patch")
-    patches = [scenario.patch, *gr.format_patch(work, "HEAD~1..HEAD", tmp_path / "p")]
+    patches = [read_patch(p) for p in [scenario.patch, *gr.format_patch(work, "HEAD~1..HEAD", tmp_path / "p")]]
     head = cache.fetch(["v2.12.0"])["v2.12.0"]
     assert already_applied(cache, head, patches) is False
 
@@ -142,7 +143,7 @@ def test_series_of_two_patches(make_worktree, scenario: Scenario, tmp_path: Path
     work = gr.clone(scenario.upstream, tmp_path / "w", branch="master")
     gr.commit_file(work, TEST_FILE, PATCHED, "first")
     gr.commit_file(work, "README.md", "torch-npu!\n", "second")
-    patches = gr.format_patch(work, "HEAD~2..HEAD", tmp_path / "p")
+    patches = [read_patch(p) for p in gr.format_patch(work, "HEAD~2..HEAD", tmp_path / "p")]
     wt = make_worktree("master", [TEST_FILE, "README.md"])
     base = wt.head()
     result = apply_series(wt, patches)
@@ -162,7 +163,7 @@ def test_committer_falls_back_to_patch_author(
     for var in ("EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
                 "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL"):
         monkeypatch.delenv(var, raising=False)
-    result = apply_series(wt, [scenario.patch])
+    result = apply_series(wt, [read_patch(scenario.patch)])
     assert result.status == "applied", result.message
     assert log1(wt.path, "%cn <%ce>") == f"{PATCH_AUTHOR[0]} <{PATCH_AUTHOR[1]}>"
 
@@ -170,7 +171,7 @@ def test_committer_falls_back_to_patch_author(
 def test_missing_patch_file(make_worktree, tmp_path: Path) -> None:
     wt = make_worktree("master")
     with pytest.raises(BackportError) as info:
-        apply_series(wt, [tmp_path / "0001-nope.patch"])
+        apply_series(wt, [read_patch(tmp_path / "0001-nope.patch")])
     assert info.value.code == "config"
 
 
@@ -183,12 +184,12 @@ def test_abbreviated_index_uses_history_for_three_way(
     assert SHIFTED  # v2.7.1 needs the 3-way fallback
     cache.fetch(["master"])
     wt = make_worktree("v2.7.1")
-    assert apply_series(wt, [patch]).status == "applied"
+    assert apply_series(wt, [read_patch(patch)]).status == "applied"
 
 
 def test_three_way_files_named_only_when_the_merge_was_needed(make_worktree,
                                                                scenario: Scenario) -> None:
-    clean = apply_series(make_worktree("master"), [scenario.patch])
+    clean = apply_series(make_worktree("master"), [read_patch(scenario.patch)])
     assert clean.status == "applied" and clean.merged == []
-    merged = apply_series(make_worktree("v2.7.1"), [scenario.patch])
+    merged = apply_series(make_worktree("v2.7.1"), [read_patch(scenario.patch)])
     assert merged.status == "applied" and merged.merged == [TEST_FILE]

@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from backport.config.patchfiles import read_patch
 from backport.git.apply import am_in_progress, apply_series
 from backport.git.entries import finish_by_entries, merge_entries
 from backport.git.worktree import Worktree
@@ -83,7 +84,7 @@ def test_git_am_stopped_on_such_a_file_is_finished_entry_by_entry(tmp_path):
     gr.git(repo, "checkout", "--quiet", "target")
     gr.commit_files(repo, {FILE: doc("a", "own", "gone_1", "gone_2").decode()}, "its own")
     wt = Worktree.open(repo)
-    stopped = apply_series(wt, [patch])
+    stopped = apply_series(wt, [read_patch(patch)])
     assert stopped.status == "conflict" and stopped.conflicts == [FILE]
     result = finish_by_entries(wt, stopped)
     assert result.status == "applied", result.message
@@ -103,5 +104,5 @@ def test_a_conflict_elsewhere_is_left_as_it_was(tmp_path):
     gr.git(repo, "checkout", "--quiet", "target")
     gr.commit_files(repo, {"a.py": "x = 3\n"}, "its own")
     wt = Worktree.open(repo)
-    stopped = apply_series(wt, [patch])
+    stopped = apply_series(wt, [read_patch(patch)])
     assert finish_by_entries(wt, stopped) is stopped and am_in_progress(wt)

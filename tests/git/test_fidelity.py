@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from backport.config.patchfiles import read_patch
 from backport.git.apply import apply_series
 from backport.git.authoring import export_patch_set
 from backport.git.cache import RepoCache
@@ -67,7 +68,7 @@ def test_series_on_its_parent_reproduces_the_commit(tmp_path: Path,
     cache = RepoCache(tmp_path / "cache", str(upstream))
     base = cache.fetch(["master"])["master"]
     wt = Worktree.create(cache, tmp_path / "wt", "bp-master", base, ["test"])
-    result = apply_series(wt, patches)
+    result = apply_series(wt, [read_patch(p) for p in patches])
     assert result.status == "applied", result.message
     assert gr.git(wt.path, "rev-parse", "HEAD^{tree}") == gr.git(work, "rev-parse", f"{sha}^{{tree}}")
     assert gr.git(wt.path, "log", "-1", "--format=%B") == gr.git(work, "log", "-1", "--format=%B", sha)
@@ -90,6 +91,6 @@ def test_modify_delete_conflict_names_the_file(tmp_path: Path) -> None:
     gr.git(work, "push", "--quiet", str(upstream), "old:refs/heads/old")
     cache = RepoCache(tmp_path / "cache", str(upstream))
     wt = Worktree.create(cache, tmp_path / "wt", "bp-old", cache.fetch(["old"])["old"], ["test"])
-    result = apply_series(wt, patches)
+    result = apply_series(wt, [read_patch(p) for p in patches])
     assert result.status == "conflict"
     assert result.conflicts == ["test/a.py"], result.conflicts

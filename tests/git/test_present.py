@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from backport.config.patchfiles import Patch, read_patch
 from backport.git.present import (
     AddedTest,
     added_tests,
@@ -48,13 +49,13 @@ UPSTREAM_B = BASE.replace('''class MetricsTest(unittest.TestCase):
 ''')
 
 
-def _series(tmp_path: Path) -> tuple[Path, list[Path]]:
+def _series(tmp_path: Path) -> tuple[Path, list[Patch]]:
     """An upstream with the test file and a patch (full index) adding test_b and a module test."""
     work = make_repo(tmp_path / "work")
     commit_file(work, PATH, BASE, "base")
     git(work, "branch", "release")
     commit_file(work, PATH, PATCHED, "add test_b")
-    patches = format_patch(work, "-1", tmp_path / "patches")
+    patches = [read_patch(p) for p in format_patch(work, "-1", tmp_path / "patches")]
     git(work, "reset", "--quiet", "--hard", "HEAD~1")
     return work, patches
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from backport.config.patchfiles import read_patch
 from backport.errors import BackportError, ForkDiverged
 from backport.git.apply import apply_series
 from backport.git.cache import RepoCache
@@ -19,7 +20,7 @@ BRANCH = "test-put-metric-v2.7.1"
 @pytest.fixture()
 def applied(make_worktree, scenario: Scenario):
     wt = make_worktree("v2.7.1")
-    result = apply_series(wt, [scenario.patch])
+    result = apply_series(wt, [read_patch(scenario.patch)])
     assert result.status == "applied"
     return wt
 

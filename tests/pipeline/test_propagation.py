@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from backport.config.patchfiles import read_patch
 from backport.git.authoring import export_patch_set
 from tests.pipeline.conftest import git, pr_body, run_app
 
@@ -289,7 +290,8 @@ def test_a_maintainers_series_is_merged_entry_by_entry_but_never_the_own(tmp_pat
     gr.commit_files(repo, {FILE: doc("a", "gone_1", "gone_2", "z").decode()}, "start")
     gr.git(repo, "branch", "target")
     gr.commit_files(repo, {FILE: doc("a", "z").decode()}, "drop the gone entries")
-    [patch] = gr.format_patch(repo, "HEAD~1..HEAD", tmp_path / "patches")
+    [file] = gr.format_patch(repo, "HEAD~1..HEAD", tmp_path / "patches")
+    patch = read_patch(file)
     gr.git(repo, "checkout", "--quiet", "target")
     gr.commit_files(repo, {FILE: doc("a", "own", "gone_1", "gone_2").decode()}, "its own")
     wt = Worktree.open(repo)

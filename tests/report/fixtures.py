@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 
 from backport.config.model import BranchMap, Environment, PatchSet, Target, TestSpec
+from backport.config.patchfiles import Patch
 from backport.docs_audit import DocsEntry
 from backport.records import BranchRecord
 from backport.report.body import BodyContext
@@ -41,7 +42,8 @@ def patch_set(body: str | None = None, title: str = "test: add put_metric covera
         name="put_metric", dir=Path("/project/patches/put_metric"),
         api="torch.distributed.elastic.metrics.put_metric", issue=3216, title=title,
         tests=(TestSpec(path=TEST_PATH, args=("-v",)),), device="none", branches=TARGETS,
-        patches=(Path("/project/patches/put_metric/0001-test-add-put_metric-coverage.patch"),),
+        patches=(Patch(Path("/project/patches/put_metric/0001-test-add-put_metric-coverage.patch"),
+                       subjects=(title,), paths=(TEST_PATH,)),),
         touched_paths={t: (TEST_PATH,) for t in TARGETS}, body=body,
     )
 
