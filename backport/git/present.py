@@ -186,7 +186,7 @@ def _tree_at(repo: Path, commit: str, path: str) -> ast.Module | None:
     if not out.ok:
         return None
     try:
-        return ast.parse(out.stdout, filename=path)
+        return pydefs.tree_of(out.stdout, path)
     except (SyntaxError, ValueError):
         return None
 
@@ -273,7 +273,7 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
             continue
         before = _tree_at(repo, base, path)
         known = {(r.scope, r.name) for r in pydefs.redefinitions(before)} if before else set()
-        for again in pydefs.redefinitions(ast.parse(text, filename=path)):
+        for again in pydefs.redefinitions(pydefs.tree_of(text, path)):
             if (again.scope, again.name) in known:
                 continue
             problems.append(f"{path} defines {again.qualname} twice (lines {again.line} and "

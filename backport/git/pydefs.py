@@ -4,10 +4,15 @@ class, names a later definition hides, and whether the file compiles. Nothing is
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+# CPython 3.11's parser keeps its AST recursion depth in shared state: two threads parsing at
+# once can fail with "SystemError: AST constructor recursion depth mismatch". The branch
+# threads of a run parse here, so one at a time.
+_PARSING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -38,10 +43,17 @@ class Redefinition:
         return f"{self.scope}.{self.name}" if self.scope else self.name
 
 
+def tree_of(text: str, filename: str) -> ast.Module:
+    """The module's tree; ``SyntaxError`` (with ``lineno``) or ``ValueError`` otherwise."""
+    with _PARSING:
+        return ast.parse(text, filename=filename)
+
+
 def parse(text: str, filename: str) -> ast.Module:
     """The module's tree, once it also compiles; ``SyntaxError`` (with ``lineno``) otherwise."""
-    tree = ast.parse(text, filename=filename)
-    compile(tree, filename, "exec", dont_inherit=True)
+    with _PARSING:
+        tree = ast.parse(text, filename=filename)
+        compile(tree, filename, "exec", dont_inherit=True)
     return tree
 
 
