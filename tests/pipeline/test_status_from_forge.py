@@ -9,8 +9,9 @@ ENV = {"GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1"}
 
 
 def test_each_branch_shows_its_pr_and_result_and_one_without_pr_fails(sandbox, gitcode):
-    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
-                   "--branch", "master", "--branch", "v2.12.0", env=ENV).code == 0
+    applied = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+                      "--branch", "master", "--branch", "v2.12.0", env=ENV)
+    assert applied.code == 0, applied.err
     requests = len(gitcode.requests)
     shown = run_app(sandbox.project, "status", "--api", "put_metric", "--from-forge", "--json",
                     env=ENV)
