@@ -20,8 +20,9 @@ from backport.envs.probe import probe
 from backport.envs.runner import EarlyWorker
 from backport.envs.runner import TestRunner as Runner
 from backport.errors import BackportError
+from tests.helpers.processes import wait_gone
 
-from .conftest import Probed, wait_gone, write
+from .conftest import Probed, write
 
 PASSING_TORCH = """
 import os
