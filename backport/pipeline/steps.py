@@ -13,6 +13,7 @@ from backport.config.model import BranchMap, PatchSet, PrOptions
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
+from backport.envs.pool import Environments
 from backport.envs.verbose import outcomes_of
 from backport.errors import BackportError, ErrorCode
 from backport.forge import Forge, PullRequest
@@ -37,7 +38,7 @@ from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
-from backport.pipeline.session import ApplyOptions, Environments
+from backport.pipeline.session import ApplyOptions
 from backport.pipeline.shared_results import (
     SetOnForge,
     body_context,
