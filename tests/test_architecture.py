@@ -212,6 +212,31 @@ def test_not_found_is_defined_once() -> None:
     assert defining == {"envs.model"}
 
 
+def private_imports(path: Path) -> list[str]:
+    """Names with a leading underscore that ``path`` imports from another module of the package
+    (a name shared between modules is public; one used by a single module lives there)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("backport")):
+            found += [f"{path.name}:{node.lineno} imports {alias.name} from {node.module or '.'}"
+                      for alias in node.names
+                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_a_private_name_from_another() -> None:
+    found = {module: private_imports(path) for module, path in package_modules().items()}
+    assert {module: names for module, names in found.items() if names} == {}
+
+
+def test_the_private_import_scan_sees_both_kinds(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("from backport.git.apply import _SAFE, committer_env\nfrom .x import _y\n"
+                    "from os import _exit\nfrom backport import __version__\n", encoding="utf-8")
+    assert private_imports(path) == ["m.py:1 imports _SAFE from backport.git.apply",
+                                     "m.py:2 imports _y from x"]
+
+
 TESTS = Path(__file__).resolve().parent
 
 
