@@ -228,3 +228,71 @@ def test_pipeline_changes_records_only_by_named_transitions() -> None:
                     and node.keywords and not _on_self(node)):
                 found.append(f"{path.name}:{node.lineno} .{node.func.attr}(...)")
     assert not found, found
+
+
+def private_imports(path: Path) -> list[str]:
+    """Names with a leading underscore that ``path`` imports from another module of the package
+    (a name shared between modules is public; one used by a single module lives there)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("backport")):
+            found += [f"{path.name}:{node.lineno} imports {alias.name} from {node.module or '.'}"
+                      for alias in node.names
+                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_a_private_name_from_another() -> None:
+    found = {module: private_imports(path) for module, path in package_modules().items()}
+    assert {module: names for module, names in found.items() if names} == {}
+
+
+def test_the_private_import_scan_sees_both_kinds(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("from backport.git.apply import _SAFE, committer_env\nfrom .x import _y\n"
+                    "from os import _exit\nfrom backport import __version__\n", encoding="utf-8")
+    assert private_imports(path) == ["m.py:1 imports _SAFE from backport.git.apply",
+                                     "m.py:2 imports _y from x"]
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def imports_of_test_modules(root: Path) -> list[str]:
+    """One line per import, in a test module or helper under ``root``, of another test module
+    (a ``test_*.py``): shared helpers live in ``tests/helpers/`` or a ``conftest.py``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        package = ["tests", *path.parent.relative_to(root).parts]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package[: len(package) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            found += [f"{path.relative_to(root.parent)}:{node.lineno} imports {name}"
+                      for name in names
+                      if name.startswith("tests.") and name.rpartition(".")[2].startswith("test_")]
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    assert imports_of_test_modules(TESTS) == []
+
+
+def test_the_test_import_scan_sees_every_kind(tmp_path: Path) -> None:
+    (tmp_path / "pipeline").mkdir()
+    (tmp_path / "pipeline" / "test_a.py").write_text(
+        "from tests.report.test_body import check\nfrom .test_b import x\n"
+        "import tests.git.test_c\nfrom tests.helpers import project\nfrom .conftest import y\n",
+        encoding="utf-8")
+    assert imports_of_test_modules(tmp_path) == [
+        f"{tmp_path.name}/pipeline/test_a.py:1 imports tests.report.test_body",
+        f"{tmp_path.name}/pipeline/test_a.py:2 imports tests.pipeline.test_b",
+        f"{tmp_path.name}/pipeline/test_a.py:3 imports tests.git.test_c"]
+

@@ -132,7 +132,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         doc.fail(top["environments"], "defines no environment")
     targets = _targets(doc, top["branches"], environments)
     urls = _urls(doc, top, forge, upstream, fork, web_url, base, environ)
-    pr = _pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions()
+    pr = pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions()
     _check_rendered(doc, top.get("fork_branch") or root, fork_branch, targets)
     return BranchMap(
         path=path,
@@ -405,7 +405,7 @@ def _url_fail(doc: Doc, origin: Val | str | None, key: str, message: str) -> Non
     raise _fail(f"{origin or key}: {message}")
 
 
-def _pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
+def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
     """PR options of ``v`` (a ``pr:`` mapping) over ``base``, field by field."""
     f = doc.mapping(v, PR_KEYS)
     changes: dict = {}

@@ -14,10 +14,10 @@ from pathlib import Path
 from backport.config.branch_map import ENV_KEYS, PR_KEYS, TOP_KEYS, load_branch_map
 from backport.config.model import PatchSet, Project
 from backport.config.patch_set import (
-    _PATCH_FILE,
+    PATCH_FILE,
     PATCH_KEYS,
-    _fork_branches,
-    _listdir,
+    fork_branches,
+    listdir,
     load_patch_set,
 )
 from backport.config.validate import config_error, display_path
@@ -53,19 +53,19 @@ def load_project(
         if patches_dir is not None:
             raise _fail(f"patches directory {display_path(pdir)} not found")
         return Project(root=root, branch_map=branch_map, patch_sets=sets)
-    for sub in _listdir(pdir):
+    for sub in listdir(pdir):
         if not sub.is_dir() or sub.name.startswith("."):
             continue
         try:
             if (sub / "patch.yaml").is_file():
                 sets[sub.name] = load_patch_set(sub, branch_map)
-            elif any(_PATCH_FILE.fullmatch(p.name) for p in _listdir(sub)):
+            elif any(PATCH_FILE.fullmatch(p.name) for p in listdir(sub)):
                 raise _fail(f"{display_path(sub)} has patch files but no patch.yaml")
         except ConfigError as exc:
             broken[sub.name] = exc.message
     owner: dict[str, str] = {}
     for ps in sets.values():
-        for branch in _fork_branches(branch_map, ps).values():
+        for branch in fork_branches(branch_map, ps).values():
             if branch in owner:
                 raise _fail(
                     f"{display_path(branch_map.path)}: fork_branch renders '{branch}' for both "

@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from backport.config.branch_map import MAX_BODY_CHARS, _fail, _pr_options
+from backport.config.branch_map import MAX_BODY_CHARS, pr_options
 from backport.config.model import (
     BranchMap,
     PatchSet,
@@ -17,6 +17,7 @@ from backport.config.refnames import refname_problem
 from backport.config.validate import (
     Doc,
     Val,
+    config_error,
     display_path,
     kind,
     repo_path_problem,
@@ -30,7 +31,7 @@ MAX_ISSUE = 2**31 - 1
 MAX_VARIANT_DIRS = 500
 _API = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
+PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
 
 
 # -- patches/<name>/ -----------------------------------------------------------------------------
@@ -49,7 +50,7 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     dir = Path(os.path.abspath(dir))
     problem = patch_set_name_problem(dir.name)
     if problem:
-        raise _fail(f"{display_path(dir)}: {problem}")
+        raise config_error(f"{display_path(dir)}: {problem}")
     name = dir.name
     doc = Doc(dir / "patch.yaml")
     f = doc.mapping(doc.load(), PATCH_KEYS, required=("api", "issue", "title", "tests"))
@@ -75,14 +76,14 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         if "branches" in f
         else tuple(branch_map.targets)
     )
-    pr = _pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
+    pr = pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
     shared, variants = _series(dir, branch_map, branches)
     read: dict[Path, Patch] = {}  # each file read and parsed once
     touched: dict[str, tuple[str, ...]] = {}
     for target in branches:
         series = variants.get(target, shared)
         if not series:
-            raise _fail(f"{display_path(dir)} has no NNNN-*.patch file for target '{target}'")
+            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target '{target}'")
         paths: set[str] = set()
         for file in series:
             if file not in read:
@@ -107,7 +108,7 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         body=_read_body(dir / "body.md"),
         pr=pr,
     )
-    _fork_branches(branch_map, patch_set)
+    fork_branches(branch_map, patch_set)
     return patch_set
 
 
@@ -154,24 +155,24 @@ def _patch_branches(doc: Doc, v: Val, branch_map: BranchMap) -> tuple[str, ...]:
     return tuple(t for t in branch_map.targets if t in chosen)
 
 
-def _listdir(directory: Path) -> list[Path]:
+def listdir(directory: Path) -> list[Path]:
     """The entries of ``directory`` in name order; ``ConfigError`` when it cannot be read."""
     try:
         return sorted(directory.iterdir(), key=lambda p: p.name)
     except OSError as exc:
-        raise _fail(f"{display_path(directory)} cannot be read ({exc.strerror or exc})") from None
+        raise config_error(f"{display_path(directory)} cannot be read ({exc.strerror or exc})") from None
 
 
 def _patch_files(directory: Path) -> tuple[Path, ...]:
     """The ``NNNN-*.patch`` files directly in ``directory``, in name order."""
     found = []
-    for entry in _listdir(directory):
+    for entry in listdir(directory):
         if not entry.name.endswith(".patch"):
             continue
-        if not _PATCH_FILE.fullmatch(entry.name):
-            raise _fail(f"{display_path(entry)}: patch file names must look like NNNN-name.patch")
+        if not PATCH_FILE.fullmatch(entry.name):
+            raise config_error(f"{display_path(entry)}: patch file names must look like NNNN-name.patch")
         if not entry.is_file():
-            raise _fail(f"{display_path(entry)} is not a regular file")
+            raise config_error(f"{display_path(entry)} is not a regular file")
         found.append(entry)
     return tuple(found)
 
@@ -189,18 +190,18 @@ def _series(
             continue
         seen += 1
         if seen > MAX_VARIANT_DIRS:
-            raise _fail(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} sub-directories")
+            raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} sub-directories")
         rel = Path(current).relative_to(dir).as_posix()
         files = _patch_files(Path(current))
         if rel in branch_map.targets:
             if not files:
-                raise _fail(
+                raise config_error(
                     f"{display_path(Path(current))} is named after target '{rel}' but has no NNNN-*.patch file"
                 )
             if rel in branches:
                 variants[rel] = files
         elif files:
-            raise _fail(
+            raise config_error(
                 f"{display_path(Path(current))} holds patch files but '{rel}' is not a target branch"
                 f"{suggest(rel, branch_map.targets)}"
             )
@@ -213,15 +214,15 @@ def _read_body(path: Path) -> str | None:
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise _fail(f"{display_path(path)} is not valid UTF-8") from None
+        raise config_error(f"{display_path(path)} is not valid UTF-8") from None
     except OSError as exc:
-        raise _fail(f"{display_path(path)} cannot be read ({exc.strerror or exc})") from None
+        raise config_error(f"{display_path(path)} cannot be read ({exc.strerror or exc})") from None
     if len(text) > MAX_BODY_CHARS:
-        raise _fail(f"{display_path(path)} is longer than {MAX_BODY_CHARS} characters")
+        raise config_error(f"{display_path(path)} is longer than {MAX_BODY_CHARS} characters")
     return text
 
 
-def _fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
+def fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
     """target -> rendered fork branch for a patch set; each valid and distinct."""
     out: dict[str, str] = {}
     where = display_path(branch_map.path)
@@ -229,12 +230,12 @@ def _fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
         branch = ps.fork_branch(branch_map, target)
         problem = refname_problem(branch)
         if problem:
-            raise _fail(
+            raise config_error(
                 f"{where}: fork_branch renders '{branch}' for patch set '{ps.name}' and target "
                 f"'{target}', which {problem}"
             )
         if branch in out.values():
-            raise _fail(
+            raise config_error(
                 f"{where}: fork_branch renders the same branch '{branch}' twice for patch set '{ps.name}'"
             )
         out[target] = branch

@@ -9,7 +9,7 @@ Each worker was started with the environment's fingerprint (see ``fingerprint``)
 computes another one (a package installed, a variable changed) tells it to shut down and starts
 a new one. Starting is serialised by a file lock per socket, so concurrent runs share one
 worker. Each test is still a fresh fork of the worker. Environments with a ``source:`` script
-are never served by a kept worker (see ``runner._start_worker``).
+are never served by a kept worker (see ``worker.start_worker``).
 """
 
 from __future__ import annotations

@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 Status = Literal["applied", "conflict", "already-applied"]
 
 # User hooks and signing must not change or block the commits; the patch text is kept as is.
-_SAFE = ["-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"]
+SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"]
 # --keep-cr keeps the CR of CRLF lines (mailsplit strips it otherwise), so a CRLF file comes out
 # byte for byte as it went into the patch.
 # --committer-date-is-author-date makes a re-apply on the same base give the same commit, so a
 # re-run after a crash finds its own push on the fork instead of seeing a different commit.
-_AM = [*_SAFE, "am", "--3way", "--keep-cr", "--committer-date-is-author-date", "--no-message-id",
+_AM = [*SAFE_CONFIG, "am", "--3way", "--keep-cr", "--committer-date-is-author-date", "--no-message-id",
        "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
 _ALREADY = "No changes -- Patch already applied."
 _PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)
@@ -228,7 +228,7 @@ def apply_series(
     seen = [out.text]
     while not out.ok and am_in_progress(wt) and "Patch is empty." in out.text:
         skipped += 1  # an empty patch changes nothing: step over it
-        out = wt.git([*_SAFE, "am", "--skip"], env=run_env, check=False)
+        out = wt.git([*SAFE_CONFIG, "am", "--skip"], env=run_env, check=False)
         seen.append(out.text)
         skipped += out.text.count(_ALREADY)
     if not out.ok:
@@ -281,7 +281,7 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
         wt.git(["add", "--sparse", "-A", "--", *stage])
     run_env = {**(env or {}), **committer_env(wt, _info_author(wt))}
     before = wt.head()
-    out = wt.git([*_SAFE, "am", "--continue", "--committer-date-is-author-date"], env=run_env,
+    out = wt.git([*SAFE_CONFIG, "am", "--continue", "--committer-date-is-author-date"], env=run_env,
                  check=False)
     if out.ok:
         return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")

@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.errors import BackportError
-from backport.git.apply import _SAFE, ApplyResult, am_in_progress, committer_env
+from backport.git.apply import SAFE_CONFIG, ApplyResult, am_in_progress, committer_env
 from backport.git.worktree import Worktree
 
 # As the strict apply (see git.apply._AM), without --3way and with no context required.
-_AM_LOOSE = [*_SAFE, "am", "-C0", "--keep-cr", "--committer-date-is-author-date",
+_AM_LOOSE = [*SAFE_CONFIG, "am", "-C0", "--keep-cr", "--committer-date-is-author-date",
              "--no-message-id", "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
 
 
@@ -100,7 +100,7 @@ def apply_loose(wt: Worktree, patches: Sequence[Patch], *,
             refused = not out.ok
         if refused:
             if am_in_progress(wt):
-                wt.git([*_SAFE, "am", "--abort"], check=False)
+                wt.git([*SAFE_CONFIG, "am", "--abort"], check=False)
             wt.git(["reset", "--quiet", "--hard", base])
             name = patch.name
             return ApplyResult("conflict", base, [], f"{name} has a change without one certain "

@@ -14,6 +14,7 @@ from backport.docs_audit import DocsEntry
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
+from backport.envs.pool import Environments
 from backport.envs.verbose import outcomes_of
 from backport.errors import BackportError, ErrorCode
 from backport.forge import Forge, PullRequest
@@ -39,7 +40,7 @@ from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
 from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
-from backport.pipeline.session import ApplyOptions, Environments
+from backport.pipeline.session import ApplyOptions
 from backport.pipeline.shared_results import (
     SetOnForge,
     body_context,

@@ -7,7 +7,6 @@ import shutil
 import sys
 import tempfile
 import textwrap
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from backport.config.model import Environment
 from backport.envs.kept import KeepPolicy, stop_kept_workers
 from backport.envs.model import Probe
 from backport.envs.probe import probe
+from tests.helpers.processes import wait_gone
 
 
 @pytest.fixture(scope="session")
@@ -67,24 +67,6 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     return path
-
-
-def wait_gone(pid: int, limit: float = 60.0) -> bool:
-    """True once process ``pid`` no longer runs (a bounded wait for an event, not a timing)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            with open(f"/proc/{pid}/stat") as handle:
-                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True  # ended; its parent has yet to reap it
-        except OSError:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ import pytest
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy
+from backport.envs.pool import Environments
 from backport.envs.probe import probe
-from backport.pipeline.session import Environments
 
 from .conftest import write
 
@@ -103,7 +103,7 @@ def test_cold_run_imports_torch_once_per_environment(
     env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
     worktree = tmp_path / "wt"
     write(worktree / "test" / "test_x.py", TEST_FILE)
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")},
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache",
                         keep=kept if kept_workers else None)
     try:
         envs.prewarm(env, "none")
@@ -125,7 +125,7 @@ def test_folded_load_check_reads_what_a_separate_process_reads(
     tmp_path: Path, npu_source: str
 ) -> None:
     env, _log = _fake_env(tmp_path, npu_source)
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")})
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
     try:
         envs.prewarm(env, "none")
         folded = envs.probe(env)
@@ -136,7 +136,7 @@ def test_folded_load_check_reads_what_a_separate_process_reads(
 
 @pytest.mark.torch
 def test_folded_load_check_on_real_torch_npu(torch_env: Environment, tmp_path: Path) -> None:
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")})
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
     try:
         envs.prewarm(torch_env, "none")
         folded = envs.probe(torch_env)

@@ -23,8 +23,9 @@ from backport.envs.kept import KeepPolicy, keep_policy, runtime_folder, socket_p
 from backport.envs.model import Probe
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import TestRunner as Runner
+from tests.helpers.processes import wait_gone
 
-from .conftest import Probed, wait_gone, write
+from .conftest import Probed, write
 
 TORCH_TEST = """
 import os
@@ -247,8 +248,6 @@ def test_a_folder_others_can_enter_is_refused(tmp_path: Path) -> None:
     with pytest.raises(KeptUnavailable, match="only this user"):
         private_folder(open_folder)
     assert private_folder(tmp_path / "new").stat().st_mode & 0o777 == 0o700
-
-
 
 
 def test_probe_cache_follows_the_pinned_distributions(

@@ -17,11 +17,12 @@ from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy, stop_kept_workers
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.probe import probe
-from backport.envs.runner import EarlyWorker
 from backport.envs.runner import TestRunner as Runner
+from backport.envs.worker import EarlyWorker
 from backport.errors import BackportError
+from tests.helpers.processes import wait_gone
 
-from .conftest import Probed, wait_gone, write
+from .conftest import Probed, write
 
 PASSING_TORCH = """
 import os

@@ -18,7 +18,7 @@ from backport.config.model import Environment
 from backport.envs.probe import probe
 from backport.envs.setup import compatible_platforms, plan_setup, platform_machine, setup_env
 from backport.errors import BackportError
-from tests.envs.test_setup import build_wheel
+from tests.helpers.wheels import build_wheel
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from backport.config.model import BranchMap, Environment, Target
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import ApiClient, RateLimiter
 from backport.forge.local import LocalForge
@@ -71,3 +72,13 @@ def no_token_leak(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     for record in caplog.records:
         assert TOKEN not in record.getMessage()
     assert TOKEN not in caplog.text
+
+
+def branch_map(tmp_path: Path, forge: str, api_url: str = "https://api.gitcode.com/api/v5") -> BranchMap:
+    return BranchMap(
+        path=tmp_path / "branches.yaml", forge=forge, upstream=UPSTREAM, fork=FORK,
+        fork_branch="test-{slug}-{target}", upstream_url=str(tmp_path / "up.git"),
+        fork_url=str(tmp_path / "fork.git"), api_url=api_url,
+        environments={"e": Environment(name="e", python=Path("/usr/bin/python3"))},
+        targets={BASE: Target(name=BASE, env="e")},
+    )

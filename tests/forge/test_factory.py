@@ -6,25 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from backport.config.model import BranchMap, Environment, Target
 from backport.errors import ConfigError
 from backport.forge import make_forge
 from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
 from backport.redact import register_secret
-from tests.forge.conftest import BASE, BRANCH, FORK, TOKEN, UPSTREAM
+from tests.forge.conftest import BASE, BRANCH, FORK, TOKEN, UPSTREAM, branch_map
 from tests.helpers.fake_gitcode import FakeGitCode
-
-
-def branch_map(tmp_path: Path, forge: str, api_url: str = "https://api.gitcode.com/api/v5") -> BranchMap:
-    return BranchMap(
-        path=tmp_path / "branches.yaml", forge=forge, upstream=UPSTREAM, fork=FORK,
-        fork_branch="test-{slug}-{target}", upstream_url=str(tmp_path / "up.git"),
-        fork_url=str(tmp_path / "fork.git"), api_url=api_url,
-        environments={"e": Environment(name="e", python=Path("/usr/bin/python3"))},
-        targets={BASE: Target(name=BASE, env="e")},
-    )
 
 
 def test_local_forge_lives_in_the_state_dir(tmp_path: Path) -> None:

@@ -10,8 +10,7 @@ from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
 from backport.pipeline import steps
-from tests.forge.conftest import FORK, TOKEN, UPSTREAM
-from tests.forge.test_factory import branch_map
+from tests.forge.conftest import FORK, TOKEN, UPSTREAM, branch_map
 from tests.helpers.fake_gitcode import FakeGitCode
 
 PIPELINE = Path(steps.__file__).parent

@@ -11,15 +11,7 @@ from backport.git.apply import am_in_progress, apply_series
 from backport.git.entries import finish_by_entries, merge_entries
 from backport.git.worktree import Worktree
 from tests.helpers import gitrepos as gr
-
-FILE = "test/unsupported_test_cases/.pytorch-disabled-tests.json"
-
-
-def doc(*members: str) -> bytes:
-    """A file as torch-npu writes it: one member per line, commas but on the last."""
-    lines = [f'  "{m}": ["", [""]]' for m in members]
-    body = ",\n".join(lines)
-    return ("{\n" + body + "\n}\n").encode()
+from tests.helpers.entries import FILE, doc
 
 
 def line_merge_conflicts(base: bytes, ours: bytes, theirs: bytes, tmp: Path) -> bool:

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from tests.helpers.gitrepos import clone, commit_file, git
+from tests.helpers.project import rev, run_app
+from tests.helpers.upstream import LAST_CHECK, TEST_FILE, add_patch_set
 
-from tests.helpers.gitrepos import clone, commit_file, format_patch, git
-from tests.pipeline.conftest import rev, run_app
-
-TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
 SETUP_END = "        self.addCleanup(restore)\n        metrics_api._metrics_map.clear()\n"
-LAST_CHECK = '        self.assertNotIn("null_metric", output)\n'
 # Upstream's own test of put_metric: other text than the patch's, so no patch-id matches.
 UPSTREAM_TEST = '''
     def test_put_metric(self):
@@ -90,19 +87,6 @@ TWO_TESTS = '''
         configure(NullMetricHandler(), group="g")
         metrics_api.put_metric("b", 2, "g")
 '''
-
-
-def add_patch_set(sandbox, tmp: Path, name: str, new_text) -> None:
-    """A second patch set made with `git format-patch` from upstream master's test file."""
-    work = clone(sandbox.upstream, tmp / f"author-{name}", branch="master")
-    source = (work / TEST_FILE).read_text(encoding="utf-8")
-    commit_file(work, TEST_FILE, new_text(source), f"test: {name}")
-    folder = sandbox.project / "patches" / name
-    format_patch(work, "-1", folder)
-    (folder / "patch.yaml").write_text(yaml.safe_dump({
-        "api": f"torch.distributed.elastic.metrics.{name}", "issue": 3217, "title": f"test: {name}",
-        "tests": [{"path": TEST_FILE, "args": ["-v"]}], "device": "none",
-        "branches": ["v2.7.1", "v2.11.0", "v2.12.0", "master"]}), encoding="utf-8")
 
 
 def test_a_series_that_would_hide_a_test_fails_the_branch_before_any_push(sandbox, tmp_path):

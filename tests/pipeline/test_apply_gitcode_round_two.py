@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.pipeline.conftest import TOKEN, edit_config, run_app
+from tests.helpers.project import TOKEN, edit_config, run_app
 
 UPSTREAM = "Ascend/pytorch"
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
@@ -77,7 +77,7 @@ def test_a_refused_issue_link_is_a_warning_and_not_tried_again(sandbox, gitcode)
 
 
 def test_a_refused_ci_comment_is_not_posted_again_after_a_push(sandbox, gitcode, tmp_path: Path):
-    from tests.pipeline.test_apply_gitcode_strict import advance
+    from tests.helpers.upstream import advance
     gitcode.comments_forbidden = True
     set_pr(sandbox, comment="compile", comment_on_push=True)
     assert apply(sandbox, "--branch", "v2.7.1").code == 0

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-from pathlib import Path
-
-from tests.pipeline.conftest import TOKEN, edit_config, run_app
+from tests.helpers.project import TOKEN, edit_config, run_app
+from tests.helpers.upstream import advance
 
 UPSTREAM = "Ascend/pytorch"
 TARGETS = ["v2.7.1", "master"]  # two branches show the per-branch outcome; four cost more time
@@ -27,22 +24,6 @@ def set_pr(sandbox, **options) -> None:
     def change(data: dict) -> None:
         data.setdefault("pr", {}).update(options)
     edit_config(sandbox, change)
-
-
-def advance(sandbox, branch: str, tmp_path: Path) -> None:
-    """Someone merges an unrelated commit into upstream ``branch`` (the base moves)."""
-    env = {**os.environ, "LANG": "C", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
-    work = tmp_path / f"advance-{len(list(tmp_path.glob('advance-*')))}"
-
-    def git(*args: str, cwd: Path | None = None) -> None:
-        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
-
-    git("clone", "-q", "--branch", branch, str(sandbox.upstream), str(work))
-    (work / "UNRELATED.md").write_text(f"moved {work.name}\n", encoding="utf-8")
-    git("add", "UNRELATED.md", cwd=work)
-    git("-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "-q", "-m", "move",
-        cwd=work)
-    git("push", "-q", "origin", f"HEAD:refs/heads/{branch}", cwd=work)
 
 
 def branch_records(sandbox) -> dict[str, dict]:

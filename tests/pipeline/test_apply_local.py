@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.pipeline.conftest import git, rev, run_app, run_cli
+from tests.helpers.project import git, rev, run_app, run_cli
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"

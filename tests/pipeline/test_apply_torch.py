@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pipeline.conftest import TORCH_PYTHON, edit_config, needs_torch, run_app
+from tests.helpers.project import TORCH_PYTHON, edit_config, needs_torch, run_app
 
 pytestmark = needs_torch
 

@@ -2,26 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-from tests.pipeline.conftest import git, pr_body, rev, run_app, run_cli
-
-TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
-CONTEXT = '        self.assertNotIn("null_metric", output)'
-CHANGED = '        self.assertNotIn("null_metric", output)  # v2.11.0 reworded this check'
-
-
-
-def change_upstream_branch(upstream: Path, branch: str, tmp: Path) -> None:
-    """Commit a change to the patch's context lines on one upstream branch."""
-    work = tmp / "edit"
-    subprocess.run(["git", "clone", "--quiet", "--branch", branch, str(upstream), str(work)],
-                   check=True)
-    path = work / TEST_FILE
-    path.write_text(path.read_text(encoding="utf-8").replace(CONTEXT, CHANGED), encoding="utf-8")
-    git(work, "commit", "--quiet", "-am", "v2.11.0: reword a check")
-    git(work, "push", "--quiet", "origin", branch)
+from tests.helpers.project import git, pr_body, rev, run_app, run_cli
+from tests.helpers.upstream import CHANGED, CONTEXT, TEST_FILE, change_upstream_branch
 
 
 def resolve_by_hand(sandbox) -> None:

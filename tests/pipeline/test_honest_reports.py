@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from backport.demo.sandbox import build_sandbox
-from tests.pipeline.conftest import PATCHES, git, run_app, run_cli
-from tests.pipeline.test_conflict_and_check import TEST_FILE, change_upstream_branch
+from tests.helpers.project import PATCHES, git, run_app, run_cli
+from tests.helpers.upstream import TEST_FILE, change_upstream_branch
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 NO_TORCH = "ModuleNotFoundError: No module named 'torch'"

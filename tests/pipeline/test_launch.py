@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.conftest import TORCH_PYTHON, edit_config, git, needs_torch, run_cli
+from tests.helpers.project import TORCH_PYTHON, edit_config, git, needs_torch, run_cli
 
 pytestmark = needs_torch
 

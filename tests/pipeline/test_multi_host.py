@@ -23,7 +23,7 @@ from backport.demo.sandbox import TEST_PATH, Sandbox
 from backport.report import regions as rg
 from backport.report.evidence_parse import read_evidence
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.pipeline.conftest import TOKEN, Result, git, needs_torch
+from tests.helpers.project import TOKEN, Result, git, needs_torch
 
 pytestmark = needs_torch
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.conftest import run_app
+from tests.helpers.project import run_app
 
 ONE = "put_metric/0001-test-add-put_metric-coverage.patch"
 

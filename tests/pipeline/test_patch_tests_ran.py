@@ -3,8 +3,8 @@ the put_metric test file under torch; a run without them fails, whatever its sum
 
 from __future__ import annotations
 
-from tests.pipeline.conftest import needs_torch, pr_body, run_app
-from tests.pipeline.test_already_present import LAST_CHECK, TEST_FILE, add_patch_set
+from tests.helpers.project import needs_torch, pr_body, run_app
+from tests.helpers.upstream import LAST_CHECK, TEST_FILE, add_patch_set
 
 pytestmark = needs_torch
 
@@ -23,6 +23,7 @@ def test_the_evidence_names_the_tests_the_patch_adds(sandbox):
 
 # A helper class that does not derive from TestCase: unittest never collects its tests.
 NOT_COLLECTED = '''
+
 
 class PutMetricCases:
 

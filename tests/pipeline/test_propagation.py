@@ -8,7 +8,7 @@ from pathlib import Path
 
 from backport.config.patchfiles import read_patch
 from backport.git.authoring import export_patch_set
-from tests.pipeline.conftest import git, pr_body, run_app
+from tests.helpers.project import git, pr_body, run_app
 
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
 CONTEXT = '        self.assertNotIn("null_metric", output)'
@@ -17,7 +17,6 @@ IMPORT = "from torch.distributed.elastic.metrics import configure\n"
 IMPORT_OWN = "from torch.distributed.elastic.metrics import configure  # v2.7.1's own\n"
 FAR = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler\n"
 FAR_CHANGED = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler (v2.7.1)\n"
-
 
 
 def edit_upstream(upstream: Path, branch: str, tmp: Path, old: str, new: str) -> None:
@@ -283,8 +282,8 @@ def test_a_maintainers_series_is_merged_entry_by_entry_but_never_the_own(tmp_pat
     from backport.git.apply import am_in_progress, apply_series
     from backport.git.worktree import Worktree
     from backport.pipeline.propagate import SiblingSeries, try_siblings
-    from tests.git.test_entries import FILE, doc
     from tests.helpers import gitrepos as gr
+    from tests.helpers.entries import FILE, doc
 
     repo = gr.make_repo(tmp_path / "repo")
     gr.commit_files(repo, {FILE: doc("a", "gone_1", "gone_2", "z").decode()}, "start")

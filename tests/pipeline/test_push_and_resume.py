@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tests.pipeline.conftest import run_app
+from tests.helpers.project import run_app
 
 
 def test_a_rejected_push_keeps_gits_reason_and_output(sandbox):

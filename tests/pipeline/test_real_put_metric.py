@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from backport.demo.sandbox import write_project
-from tests.pipeline.conftest import PATCHES, TORCH_PYTHON, pr_body, rev, run_app
+from tests.helpers.project import PATCHES, TORCH_PYTHON, pr_body, rev, run_app
 
 MIRROR = Path(os.environ.get("BACKPORT_REAL_REPO") or "/nonexistent")
 pytestmark = pytest.mark.skipif(not MIRROR.is_dir(), reason="BACKPORT_REAL_REPO does not name "

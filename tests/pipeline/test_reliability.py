@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.pipeline.conftest import TOKEN, edit_config, git, needs_torch, rev, run_app, run_cli
+from tests.helpers.project import TOKEN, edit_config, git, needs_torch, rev, run_app, run_cli
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 
@@ -124,6 +124,8 @@ def test_someone_elses_push_survives_force(sandbox, tmp_path):
     (lambda d: d["branches"]["v2.7.1"].update(env="missing-env"), "missing-env"),
     (lambda d: d.update(enviroments={}), "enviroments"),
 ])
+
+
 def test_hostile_branch_maps_exit_2_with_one_line(sandbox, change, needle):
     edit_config(sandbox, change)
     result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")

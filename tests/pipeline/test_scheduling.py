@@ -10,7 +10,7 @@ import shutil
 from backport.demo.sandbox import Sandbox
 from backport.pipeline.apply import run_apply
 from backport.pipeline.session import ApplyOptions
-from tests.pipeline.test_rerun_rules import TARGETS, Events, apply, project_of, prs, statuses
+from tests.helpers.runs import TARGETS, Events, apply, project_of, prs, statuses
 
 
 def test_a_tested_branch_is_pushed_before_the_others_are_tested(sandbox: Sandbox) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from tests.pipeline.conftest import git, run_app
+from tests.helpers.project import git, run_app
 
 
 def test_two_project_folders_share_a_cache_and_a_deleted_one_is_pruned(sandbox, tmp_path):

@@ -12,7 +12,7 @@ from backport.pipeline.shared_results import forge_records, read_set
 from backport.pipeline.steps import BranchJob, refresh_sibling_pr
 from backport.report.body import render_body
 from tests.helpers.fake_gitcode import FakeGitCode
-from tests.pipeline.conftest import git
+from tests.helpers.project import git
 from tests.report import fixtures as fx
 
 TOKEN = "gct-shared-results-0001"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from backport.docs_audit import DocsEntry, SupportRow
 from backport.errors import BackportError
 from backport.report import regions as rg
 from backport.report.body import BodyContext, evidence_fence, render_body
+from tests.helpers.golden import check_golden
 from tests.report import fixtures as fx
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -24,15 +24,6 @@ def evidence_of(body: str) -> str:
     regions = [r for r in rg.all_regions(body) if r.name == rg.EVIDENCE]
     assert len(regions) == 1
     return regions[0].content(body)
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"golden file {path} missing; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("target", fx.TARGETS)

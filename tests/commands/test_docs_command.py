@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pipeline.conftest import git, run_app, run_cli
+from tests.helpers.project import git, run_app, run_cli
 
 PAGE = "docs/zh/api/native_api/pytorch_2-12-0/torch-distributed-elastic.md"
 

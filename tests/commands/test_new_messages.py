@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.pipeline.conftest import git, run_app, run_cli
-from tests.pipeline.test_new_device import PLAIN, commit_test
+from tests.helpers.project import git, run_app, run_cli
+from tests.helpers.upstream import PLAIN, commit_test
 
 
 def test_a_commit_missing_from_the_current_folder_suggests_repo(sandbox):

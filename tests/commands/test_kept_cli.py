@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 
 from backport.envs.kept import stop_kept_workers
-from tests.envs.conftest import wait_gone
-from tests.pipeline.conftest import needs_torch, run_cli
+from tests.helpers.processes import wait_gone
+from tests.helpers.project import needs_torch, run_cli
 
 pytestmark = needs_torch
 KEPT = re.compile(r"warm worker, kept, pid (\d+), (started now|kept from an earlier run)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from tests.pipeline.conftest import run_app
+from tests.helpers.project import run_app
 
 
 def _break_a_second_set(sandbox) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from tests.pipeline.conftest import edit_config, run_app
+from tests.helpers.project import edit_config, run_app
 
 
 def test_check_fails_for_a_declared_branch_missing_upstream_even_if_untargeted(sandbox):

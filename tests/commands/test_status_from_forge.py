@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pipeline.conftest import TOKEN, run_app
+from tests.helpers.project import TOKEN, run_app
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 ENV = {"GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1"}

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.pipeline.conftest import TORCH_PYTHON, needs_torch, run_cli
+from tests.helpers.project import TORCH_PYTHON, needs_torch, run_cli
 
 
 def test_an_explicit_python_without_torch_is_refused_not_replaced(tmp_path: Path) -> None:

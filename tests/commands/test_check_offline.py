@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pipeline.conftest import edit_config, run_app
+from tests.helpers.project import edit_config, run_app
 
 
 def test_each_environment_warning_once_and_the_untried_checks_named(sandbox, tmp_path):

@@ -1,0 +1,110 @@
+"""The environments of one run: each probed once, its warm worker started early, one test
+runner per environment and device policy; shared by the branch worker threads."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from backport.config.model import Environment
+from backport.envs.kept import KeepPolicy
+from backport.envs.model import AUTOLOAD, Probe
+from backport.envs.pins import pin_mismatches
+from backport.envs.probe import LOAD_CHECK_TIMEOUT
+from backport.envs.probe_cache import cached_probe, stored_probe
+from backport.envs.runner import TestRunner
+from backport.envs.worker import EarlyWorker
+from backport.errors import BackportError
+
+
+class Environments:
+    """Probes and test runners of one run: each environment probed once, one runner per
+    environment and device policy; safe to use from the branch worker threads."""
+
+    def __init__(self, environ: Mapping[str, str], cache: Path, *, isolated: bool = False,
+                 keep: KeepPolicy | None = None) -> None:
+        self.environ = environ
+        self.cache = cache  # where probes are stored between runs
+        self.isolated = isolated
+        self.keep = keep  # None: warm workers end with the run
+        self._lock = threading.Lock()
+        self._env_locks: dict[str, threading.Lock] = {}
+        self._probes: dict[str, Probe | BackportError] = {}
+        self.probes_reused: set[str] = set()  # environments whose probe an earlier run made
+        self._runners: dict[tuple[str, str], TestRunner] = {}
+        self._early: dict[tuple[str, str], EarlyWorker] = {}
+
+    def _env_lock(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._env_locks.setdefault(name, threading.Lock())
+
+    def probe(self, env: Environment) -> Probe:
+        """Probe ``env`` once per run; raises the probe's BackportError every time it is asked."""
+        with self._lock:  # an early worker of this environment runs the torch_npu load check
+            checking = [w for (name, _), w in self._early.items()
+                        if name == env.name and w.load_check is not None]
+        load_check = checking[0].load_check_result if checking else None
+        with self._env_lock(env.name):
+            if env.name not in self._probes:
+                try:
+                    found, reused = cached_probe(env, self.cache, self.environ,
+                                                 load_check=load_check)
+                    self._probes[env.name] = found
+                    if reused:
+                        self.probes_reused.add(env.name)
+                except BackportError as exc:
+                    self._probes[env.name] = exc
+            result = self._probes[env.name]
+        if isinstance(result, BackportError):
+            raise result
+        return result
+
+    def runner(self, env: Environment, device: str) -> TestRunner:
+        """One test runner (warm worker) per environment and device policy."""
+        probe = self.probe(env)
+        with self._env_lock(env.name):
+            key = (env.name, device)
+            if key not in self._runners:
+                with self._lock:
+                    early = self._early.pop(key, None)
+                self._runners[key] = TestRunner(env, probe, device=device, early=early,
+                                                isolated=self.isolated, keep=self.keep)
+            return self._runners[key]
+
+    def prewarm(self, env: Environment, device: str) -> None:
+        """Probe ``env`` and start its warm worker, while other threads fetch and apply.
+
+        Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
+        """
+        if device == "none" and not self.isolated:
+            # Start the worker alongside the probe; the runner keeps it if the guess was right.
+            # Without a stored probe, the worker also runs the probe's torch_npu load check.
+            stored = stored_probe(env, self.cache, self.environ)
+            with self._lock:
+                if (env.name, device) not in self._early:
+                    self._early[(env.name, device)] = EarlyWorker(
+                        env, {AUTOLOAD: "0"}, keep=self.keep,
+                        load_check=None if stored else LOAD_CHECK_TIMEOUT)
+        try:
+            probe = self.probe(env)
+            if not pin_mismatches(env, probe):
+                self.runner(env, device).warm_up()
+        except BackportError:
+            pass
+        finally:
+            with self._lock:
+                unused = self._early.pop((env.name, device), None)
+            if unused is not None:
+                unused.discard()
+
+    def close(self) -> None:
+        with self._lock:
+            runners = list(self._runners.values())
+            self._runners.clear()
+            early = list(self._early.values())
+            self._early.clear()
+        for worker in early:
+            worker.discard()
+        for runner in runners:
+            runner.close()

@@ -1,0 +1,341 @@
+"""The warm-worker client: one long-lived interpreter per environment that imported torch once.
+
+Every test is a fork of the worker (``scripts/warm_worker.py``), so a run skips the import cost.
+A client talks to its own worker over pipes or to a kept one (see ``kept``) over a socket; many
+requests may be in flight at once. ``EarlyWorker`` starts one before the probe has ended.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from backport.config.model import Environment
+from backport.envs.fingerprint import FingerprintError, fingerprint
+from backport.envs.kept import KeepPolicy, KeptUnavailable, connect_or_start
+from backport.envs.launch import launch_argv
+from backport.envs.probe import SCRIPTS_DIR, env_vars
+
+WORKER_SCRIPT = SCRIPTS_DIR / "warm_worker.py"
+WORKER_START_TIMEOUT = 300.0  # importing torch_npu with CANN can take a while
+
+
+class WorkerDied(Exception):
+    """The warm worker went away or stopped answering."""
+
+
+class _Lines:
+    """Newline-delimited reads from a pipe with a deadline."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = b""
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._fd, selectors.EVENT_READ)
+
+    def read(self, timeout: float) -> dict | None:
+        """The next JSON line, or None when ``timeout`` passes first; WorkerDied on EOF."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._selector.select(left):
+                return None
+            chunk = os.read(self._fd, 65536)
+            if not chunk:
+                raise WorkerDied("the worker closed its output")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise WorkerDied(f"unreadable reply {line[:200]!r}") from None
+
+    def close(self) -> None:
+        self._selector.close()
+
+
+class Worker:
+    """One running ``warm_worker.py`` process; many requests may be in flight at once.
+
+    A reader thread routes each reply to the request it answers (by ``id``).
+    """
+
+    def __init__(
+        self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool,
+        load_check: float | None = None,
+    ) -> None:
+        self._stderr: IO[bytes] | None = tempfile.TemporaryFile()
+        # The worker's scratch folder is ours, so it goes even when the worker is killed.
+        self.spool: Path | None = Path(tempfile.mkdtemp(prefix="backport-warm-"))
+        argv = [*launch, str(WORKER_SCRIPT), "torch", "--spool", str(self.spool)]
+        if not learn:
+            argv.append("--no-learn")
+        if load_check is not None:
+            argv += ["--load-check", f"{load_check:g}"]
+        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            cwd=tempfile.gettempdir(),
+            start_new_session=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.sock: socket.socket | None = None
+        self.kept: dict | None = None  # the kept worker's hello (pid, started) when kept
+        self._setup(self.proc.stdout.fileno())
+        try:
+            hello = self._lines.read(start_timeout)
+        except WorkerDied:
+            hello = {"ready": False, "error": self._last_stderr_line() or "it exited"}
+        if hello is None:
+            hello = {"ready": False, "error": f"no answer within {start_timeout:g}s"}
+        if not hello.get("ready"):
+            self.stop()
+            raise WorkerDied(str(hello.get("error") or "it did not start"))
+        self.pid = int(self.proc.pid)
+        self.load_check: dict | None = hello.get("load_check")  # see probe_env.load_check
+        self._start_reader()
+
+    @classmethod
+    def attach(cls, sock: socket.socket, hello: dict) -> Worker:
+        """A client of the kept worker behind ``sock`` (its hello already read)."""
+        self = cls.__new__(cls)
+        self._stderr = None
+        self.spool = None  # the kept worker's, removed by whoever replaces or stops it
+        self.proc = None
+        self.sock = sock
+        self.kept = hello
+        self.pid = int(hello.get("pid") or 0)
+        self.load_check = hello.get("load_check")  # only from a worker this run started
+        self._setup(sock.fileno())
+        self._start_reader()
+        return self
+
+    def _setup(self, read_fd: int) -> None:
+        self._lines = _Lines(read_fd)
+        self._send_lock = threading.Lock()  # one writer at a time
+        self._waiters_lock = threading.Lock()
+        self._waiters: dict[int, queue.Queue[dict | None]] = {}
+        self._ids = itertools.count(1)
+        self.retired: str | None = None  # why the worker stopped forking, once it says so
+        self.gone: str | None = None  # why the worker's output ended
+
+    def _start_reader(self) -> None:
+        self._reader = threading.Thread(target=self._read_replies, daemon=True,
+                                        name=f"warm-worker-{self.pid}")
+        self._reader.start()
+
+    def _last_stderr_line(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        return lines[-1] if lines else ""
+
+    def _read_replies(self) -> None:
+        try:
+            while True:
+                message = self._lines.read(3600.0)
+                if message is None:
+                    continue
+                if "retire" in message:
+                    self.retired = str(message["retire"])
+                    continue
+                with self._waiters_lock:
+                    waiter = self._waiters.get(message.get("id"))  # type: ignore[arg-type]
+                if waiter is not None:
+                    waiter.put(message)
+        except (WorkerDied, OSError, ValueError) as exc:
+            self.gone = str(exc)
+        finally:
+            self.gone = self.gone or "the worker closed its output"
+            with self._waiters_lock:
+                waiters = list(self._waiters.values())
+            for waiter in waiters:
+                waiter.put(None)
+
+    def alive(self) -> bool:
+        return (self.proc is None or self.proc.poll() is None) and self.gone is None
+
+    def submit(self, request: dict) -> tuple[int, queue.Queue[dict | None]]:
+        """Send ``request``; its replies arrive on the returned queue (None: the worker died)."""
+        waiter: queue.Queue[dict | None] = queue.Queue()
+        with self._waiters_lock:
+            rid = next(self._ids)
+            self._waiters[rid] = waiter
+        line = (json.dumps({**request, "id": rid}) + "\n").encode("utf-8")
+        try:
+            with self._send_lock:
+                if self.sock is not None:
+                    self.sock.sendall(line)
+                else:
+                    assert self.proc is not None and self.proc.stdin is not None
+                    self.proc.stdin.write(line)
+                    self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            self.done(rid)
+            raise WorkerDied(f"cannot send a request: {exc}") from None
+        if self.gone is not None:
+            waiter.put(None)
+        return rid, waiter
+
+    def done(self, rid: int) -> None:
+        with self._waiters_lock:
+            self._waiters.pop(rid, None)
+
+    def stop(self, wait: float = 5.0) -> None:
+        """Close stdin (the worker exits on EOF once its children end); kill it if it lingers.
+
+        A kept worker's client only disconnects; the worker waits for the next run.
+        """
+        if self.sock is not None:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            reader = getattr(self, "_reader", None)
+            if reader is not None:
+                reader.join(5)
+            self._lines.close()
+            self.sock.close()
+            return
+        assert self.proc is not None
+        try:
+            if self.proc.stdin is not None:
+                with self._send_lock:
+                    self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            kill_group(self.proc.pid)
+            self.proc.wait()
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.join(5)
+        self._lines.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+        if self.spool is not None:
+            shutil.rmtree(self.spool, ignore_errors=True)
+
+
+def start_worker(
+    env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool,
+    keep: KeepPolicy | None = None, load_check: float | None = None,
+) -> Worker:
+    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables (through its
+    ``source:`` script and ``wrapper:``, like every test).
+
+    With ``keep`` (and ``learn``), connect to the kept worker of this launch instead, started
+    if none runs; when that is not possible, a private worker is started as without it. An
+    environment with a ``source:`` script always gets a private worker: what the script exports
+    depends on the environment of the run that sources it, which a kept worker's children,
+    given the client's environment, would not see.
+    With ``load_check``, a worker started now also runs the probe's torch_npu load check.
+    """
+    variables = {**env.env, **extra_env}
+    launch = launch_argv(env, [], variables)
+    if keep is not None and learn and env.source is None:
+        try:
+            sock, hello = connect_or_start(keep, launch, WORKER_SCRIPT, variables,
+                                           env_vars(env, extra_env), fingerprint(env),
+                                           start_timeout, load_check)
+            return Worker.attach(sock, hello)
+        except (KeptUnavailable, FingerprintError, OSError):
+            pass
+    return Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn,
+                   load_check=load_check)
+
+
+class EarlyWorker:
+    """A warm worker started before the probe ends, on a guess of the variables tests get.
+
+    The guess is the probe's usual verdict on a CPU machine: torch_npu installed but not
+    loadable, so tests run with torch_npu's backend autoload off (which also keeps an
+    installed torch_npu out of the worker). The runner adopts it only when the verdict
+    gives exactly these variables; otherwise it is stopped unused.
+
+    With ``load_check`` (seconds) the worker, if started now, runs the probe's torch_npu load
+    check in a fork right after importing torch (:meth:`load_check_result`), so a cold run
+    imports torch once per environment, not once for the probe and once for the worker.
+    """
+
+    def __init__(self, env: Environment, extra_env: dict[str, str],
+                 start_timeout: float = WORKER_START_TIMEOUT, *,
+                 keep: KeepPolicy | None = None, load_check: float | None = None) -> None:
+        self.env = env
+        self.keep = keep
+        self.load_check = load_check
+        self.extra_env = dict(extra_env)
+        self._worker: Worker | None = None
+        self._checked: dict | None = None
+        self._error: str | None = None
+        self._thread = threading.Thread(target=self._start, args=(start_timeout,),
+                                        name=f"early-worker-{env.name}", daemon=True)
+        self._thread.start()
+
+    def _start(self, start_timeout: float) -> None:
+        try:
+            self._worker = start_worker(self.env, self.extra_env, start_timeout, learn=True,
+                                         keep=self.keep, load_check=self.load_check)
+            self._checked = self._worker.load_check
+        except (WorkerDied, OSError) as exc:
+            self._error = str(exc)
+
+    def load_check_result(self) -> dict | None:
+        """The load check the worker ran at its start (once it started); None when it did not
+        run one (asked not to, attached to a worker an earlier run started, failed to start)."""
+        self._thread.join()
+        return self._checked
+
+    def take(self, extra_env: dict[str, str]) -> Worker | None:
+        """The started worker if it runs with ``extra_env``; else None (and it is stopped)."""
+        self._thread.join()
+        worker, self._worker = self._worker, None
+        if worker is not None and (extra_env != self.extra_env or not worker.alive()):
+            worker.stop()
+            worker = None
+        return worker
+
+    def discard(self) -> None:
+        """Stop it unused (in the background when it is still starting)."""
+        if self._thread.is_alive():
+            threading.Thread(target=self.take, args=({"discard": "-"},), daemon=True).start()
+        else:
+            self.take({"discard": "-"})
+
+
+def next_reply(waiter: queue.Queue[dict | None], timeout: float) -> dict | None:
+    """The next reply, None on timeout; WorkerDied when the worker went away."""
+    try:
+        message = waiter.get(timeout=max(timeout, 0.0))
+    except queue.Empty:
+        return None
+    if message is None:
+        raise WorkerDied("the worker went away")
+    return message
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

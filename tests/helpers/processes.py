@@ -1,0 +1,24 @@
+"""Waiting on processes by event, never by a fixed sleep."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def wait_gone(pid: int, limit: float = 60.0) -> bool:
+    """True once process ``pid`` no longer runs (a bounded wait for an event, not a timing)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True  # ended; its parent has yet to reap it
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
