@@ -380,12 +380,9 @@ def test_a_kept_worker_learns_between_runs(
     assert len(importers) == 2 and importers[1] == str(worker)
 
 
-def test_a_client_knocking_during_a_preload_waits_for_one_import_not_all(
-    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
-) -> None:
-    # The run taught the kept worker two modules; between runs it imports them. A client that
-    # connects while the first one is importing gets its hello when that import ends, before
-    # the second one starts (which here would never end before the test lets it).
+def _gated(learning_env: Environment, worktree: Path) -> tuple[Path, Environment]:
+    """Two FIFO gates (``<gate>_a``, ``<gate>_b``) that modules ``bp_gate_a`` / ``bp_gate_b``
+    wait on when imported, a test file importing both, and the environment naming the gates."""
     gate = worktree.parent / "gate"
     for end in ("_a", "_b"):
         os.mkfifo(f"{gate}{end}")
@@ -393,8 +390,17 @@ def test_a_client_knocking_during_a_preload_waits_for_one_import_not_all(
           "import unittest\nimport bp_gate_a\nimport bp_gate_b\n\n\n"
           "class Gate(unittest.TestCase):\n    def test_gate(self):\n        pass\n\n\n"
           "if __name__ == '__main__':\n    unittest.main()\n")
-    env = Environment(name=learning_env.name, python=learning_env.python,
-                      timeout=learning_env.timeout, env={"BP_GATE": str(gate)})
+    return gate, Environment(name=learning_env.name, python=learning_env.python,
+                             timeout=learning_env.timeout, env={"BP_GATE": str(gate)})
+
+
+def test_a_client_knocking_during_a_preload_waits_for_one_import_not_all(
+    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
+) -> None:
+    # The run taught the kept worker two modules; between runs it imports them. A client that
+    # connects while the first one is importing gets its hello when that import ends, before
+    # the second one starts (which here would never end before the test lets it).
+    gate, env = _gated(learning_env, worktree)
     with Runner(env, probed(learning_env), device="none", keep=kept) as runner:
         run = runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log")
         assert (run.runner, run.ok) == ("warm", True), (worktree / "1.log").read_text()
@@ -420,15 +426,7 @@ def test_a_test_waits_for_the_preload_before_its_fork_however_long(
     # import is held at the gate past the protocol's reply timeout (shortened here): the test
     # still runs forked from this worker, not isolated after giving the worker up.
     monkeypatch.setattr(runner_module, "REPLY_TIMEOUT", 0.5)
-    gate = worktree.parent / "gate"
-    for end in ("_a", "_b"):
-        os.mkfifo(f"{gate}{end}")
-    write(worktree / "test" / "test_gate.py",
-          "import unittest\nimport bp_gate_a\nimport bp_gate_b\n\n\n"
-          "class Gate(unittest.TestCase):\n    def test_gate(self):\n        pass\n\n\n"
-          "if __name__ == '__main__':\n    unittest.main()\n")
-    env = Environment(name=learning_env.name, python=learning_env.python,
-                      timeout=learning_env.timeout, env={"BP_GATE": str(gate)})
+    gate, env = _gated(learning_env, worktree)
     runs: list = []
     with Runner(env, probed(learning_env), device="none") as runner:
         runs.append(runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log"))
