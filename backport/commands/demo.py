@@ -72,7 +72,8 @@ def find_torch_python(explicit: str | None) -> str | None:
                                  "folder).")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter with torch (+ expecttest) for the tests; default: "
-                   "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0, or this Python if it has torch.")
+                   "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0 of the source checkout (when "
+                   "installed from one in place), or this Python if it has torch.")
 @pass_app
 def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> None:
     """Run `apply --api put_metric` end to end, offline, in a sandbox.
