@@ -61,7 +61,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tup
       backport apply --all --json
     """
     app.journaled = True
-    project = app.pushing_project()
+    project = app.project()
     options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,

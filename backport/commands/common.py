@@ -37,7 +37,8 @@ class AppContext:
         return self._project
 
     def pushing_project(self) -> Project:
-        """The project of a command that may push: refused while the fork is the placeholder."""
+        """The project of a command that pushes: refused while the fork is the placeholder
+        (`apply` names it among its other prerequisites: `pipeline.apply.check_prerequisites`)."""
         project = self.project()
         if project.branch_map.fork_unset:
             raise ConfigError(project.branch_map.fork_unset)
