@@ -22,9 +22,13 @@ def project_files() -> dict[Path, str]:
 
 def write_new(path: Path, text: str) -> None:
     """Create ``path`` with ``text``; never replaces a file (``FileExistsError``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "x", encoding="utf-8") as out:
         out.write(text)
+
+
+def _exists(path: Path | str) -> BackportError:
+    return BackportError("usage", f"{path} already exists; init never replaces a file (move it "
+                         "away or pick another folder)")
 
 
 @click.command("init")
@@ -52,14 +56,14 @@ def init_cmd(directory: Path) -> None:
     files = {directory / name: text for name, text in project_files().items()}
     for path in files:
         if os.path.lexists(path):
-            raise BackportError("usage", f"{path} already exists; init never replaces a file "
-                                "(move it away or pick another folder)")
+            raise _exists(path)
     try:
+        for path in files:  # every folder first: a file in a folder's place stops the whole init
+            path.parent.mkdir(parents=True, exist_ok=True)
         for path, text in files.items():
             write_new(path, text)
-    except FileExistsError as exc:  # made by someone else since the check above
-        raise BackportError("usage", f"{exc.filename} already exists; init never replaces a "
-                            "file (move it away or pick another folder)") from None
+    except FileExistsError as exc:  # a file where a folder goes, or made since the check above
+        raise _exists(exc.filename) from None
     except OSError as exc:
         raise BackportError("usage", f"cannot write {exc.filename}: {exc.strerror}") from None
     for path in files:
