@@ -262,6 +262,12 @@ def test_no_closure_is_handed_to_the_scheduler() -> None:
     found = [hit for path in sorted((PACKAGE / "pipeline").glob("*.py"))
              for hit in handed_closures(path)]
     assert found == []
+    import inspect
+
+    from backport.pipeline.schedule import Schedule
+    takes = {name: str(inspect.signature(method)) for name, method in vars(Schedule).items()
+             if callable(method)}
+    assert takes and not [name for name, sig in takes.items() if "Callable" in sig]
 
 
 def test_the_closure_scan_sees_each_kind(tmp_path: Path) -> None:
