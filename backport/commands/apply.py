@@ -68,9 +68,12 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
     app.journaled = True
     project = app.project()
     if from_pr is not None:
-        name, lines = ensure_from_pr(project, app.patches or project.root / "patches", from_pr)
+        def say(line: str) -> None:
+            echo(line, err=as_json)  # beside --json's document, never in it
+        name, lines = ensure_from_pr(project, app.patches or project.root / "patches", from_pr,
+                                     say)
         for line in lines:
-            echo(line, err=as_json)
+            say(line)
         apis = (*apis, name)
         project = app.reload()
     options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,

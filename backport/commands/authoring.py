@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -36,9 +37,9 @@ def ask(value: str | None, prompt: str, option: str) -> str:
 
 
 def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: list[str],
-                    spec: dict[str, object]) -> Path:
+                    spec: dict[str, object], say: Callable[[str], None] = echo) -> Path:
     """Export ``rev`` of ``repo`` and write ``dest`` (patches and patch.yaml: ``spec``, then the
-    tests and the inferred device), whole or not at all; says what it wrote."""
+    tests and the inferred device), whole or not at all; tells ``say`` what it wrote."""
     sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
     device, reasons = infer_device(sources)
     spec = {**spec, "tests": [{"path": path, "args": ["-v"]} for path in tests], "device": device}
@@ -62,11 +63,11 @@ def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: l
     finally:
         shutil.rmtree(staging_root, ignore_errors=True)
     files = sorted(p.name for p in dest.glob("*.patch"))
-    echo(f"wrote {dest}: {', '.join(files)} and patch.yaml (tests: {', '.join(tests)})")
+    say(f"wrote {dest}: {', '.join(files)} and patch.yaml (tests: {', '.join(tests)})")
     if device == "npu":
-        echo(f"device: npu, inferred because {'; '.join(reasons)}: the tests run only where "
+        say(f"device: npu, inferred because {'; '.join(reasons)}: the tests run only where "
              f"torch_npu loads and an NPU is visible (edit patch.yaml if they do not need one)")
     else:
-        echo("device: none, inferred because no test imports torch_npu or creates npu tensors: "
+        say("device: none, inferred because no test imports torch_npu or creates npu tensors: "
              f"the tests run with {AUTOLOAD}=0 where torch_npu cannot load")
     return dest

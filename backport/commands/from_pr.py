@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from backport.git.authoring import test_files, touched_files
 from backport.git.source_pr import SourceCommits, landed, open_commits
 from backport.pipeline.session import open_cache
 
+Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
 _BODY_API = re.compile(r"^(?:API=|-\s*API[：:]\s*`)([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)",
                        re.MULTILINE)
@@ -66,17 +68,17 @@ def said(source: SourcePr, upstream: str) -> str:
     return f"{upstream}!{source.number} {state} (found by {how})"
 
 
-def _api(info: SourcePrInfo, api: str | None) -> str:
+def _api(info: SourcePrInfo, api: str | None, say: Say) -> str:
     if api:
         return api
     found = _BODY_API.search(info.body)
     if found:
-        echo(f"API {found.group(1)}: named in the body of PR !{info.number}")
+        say(f"API {found.group(1)}: named in the body of PR !{info.number}")
         return found.group(1)
     return ask(None, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
 
 
-def _issue(info: SourcePrInfo, issue: int | None) -> int:
+def _issue(info: SourcePrInfo, issue: int | None, say: Say) -> int:
     if issue:
         return issue
     if len(info.issues) == 1:
@@ -84,14 +86,15 @@ def _issue(info: SourcePrInfo, issue: int | None) -> int:
     linked = (f"links {len(info.issues)} issues ({', '.join(f'#{i}' for i in info.issues)})"
               if info.issues else "links no issue")
     if not info.issues:
-        echo(f"PR !{info.number} {linked}; name the issue the backports link to")
+        say(f"PR !{info.number} {linked}; name the issue the backports link to")
     else:
-        echo(f"PR !{info.number} {linked}; name the one the backports link to")
+        say(f"PR !{info.number} {linked}; name the one the backports link to")
     return int(ask(None, "Upstream issue number", f"--issue (PR !{info.number} {linked})"))
 
 
 def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
-                  api: str | None, issue: int | None, title: str | None) -> Path:
+                  api: str | None, issue: int | None, title: str | None,
+                  say: Say = echo) -> Path:
     """Write ``dest`` from ``source``'s commits in ``repo`` (the cache repository)."""
     info, commits = source.info, source.commits
     tests = test_files(touched_files(repo, commits.rev))
@@ -103,14 +106,14 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
         raise BackportError("usage", f"the branch map {project.branch_map.path} has no target "
                                      f"other than '{info.base}', the base of PR !{info.number}")
     record = source.record()
-    echo(f"source: {said(record, project.branch_map.upstream)}")
+    say(f"source: {said(record, project.branch_map.upstream)}")
     spec: dict[str, object] = {
-        "api": _api(info, api), "issue": _issue(info, issue), "title": title or info.title,
+        "api": _api(info, api, say), "issue": _issue(info, issue, say), "title": title or info.title,
         "source_pr": record.number, "source_base": record.base, "source_commit": record.commit,
         "source_merged": record.merged, "source_found_by": record.found_by,
         "branches": branches,
     }
-    return write_patch_set(project, dest, repo, commits.rev, tests, spec)
+    return write_patch_set(project, dest, repo, commits.rev, tests, spec, say)
 
 
 def existing_set(dest: Path, project: Project) -> PatchSet | None:
@@ -123,7 +126,8 @@ def existing_set(dest: Path, project: Project) -> PatchSet | None:
         return None
 
 
-def ensure_from_pr(project: Project, patches_dir: Path, number: int) -> tuple[str, list[str]]:
+def ensure_from_pr(project: Project, patches_dir: Path, number: int,
+                   say: Say = echo) -> tuple[str, list[str]]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
     the set's name and the plan lines that say which."""
     dest = patches_dir / set_name(number)
@@ -143,7 +147,7 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int) -> tuple[st
                   f"new commits ({old.commit[:12]} → {new.commit[:12]})")
         lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}")
     write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
-                  issue=kept.issue if kept else None, title=None)
+                  issue=kept.issue if kept else None, title=None, say=say)
     if old is None:
         lines.append(f"{dest.name}: made from {said(new, upstream)}")
     return dest.name, lines
