@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,16 +42,17 @@ class Source:
                         merged=self.info.merged, found_by=self.commits.found_by)
 
 
-def read_source(project: Project, number: int) -> tuple[Source, Path]:
+def read_source(project: Project, number: int,
+                environ: Mapping[str, str] = os.environ) -> tuple[Source, Path]:
     """PR ``number`` of the map's upstream and its commits, fetched into the cache repository
     (returned with it)."""
     bm = project.branch_map
-    forge = make_forge(bm, project.state_dir, environ=os.environ)
+    forge = make_forge(bm, project.state_dir, environ=environ)
     info = forge.get_source_pr(number)
     if info.state == "closed":
         raise BackportError("usage", f"PR !{number} of {bm.upstream} was closed without being "
                                      f"merged, so it carries no change to backport")
-    cache = open_cache(project, os.environ)
+    cache = open_cache(project, environ)
     cache.fetch([info.base])
     commits = (landed(cache, info.base, number, info.merge_commit_sha) if info.merged
                else open_commits(cache, info.base, number))
@@ -126,14 +127,14 @@ def existing_set(dest: Path, project: Project) -> PatchSet | None:
         return None
 
 
-def ensure_from_pr(project: Project, patches_dir: Path, number: int,
-                   say: Say = echo) -> tuple[str, list[str]]:
+def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,
+                   environ: Mapping[str, str] = os.environ) -> tuple[str, list[str]]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
     the set's name and the plan lines that say which."""
     dest = patches_dir / set_name(number)
     kept = existing_set(dest, project)
     old = kept.source if kept is not None else None
-    source, repo = read_source(project, number)
+    source, repo = read_source(project, number, environ)
     new = source.record()
     upstream = project.branch_map.upstream
     if old is not None and old == new:
