@@ -12,10 +12,16 @@ import yaml
 
 from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_branch_checker
 from tests.helpers.project import TOKEN, TORCH_PYTHON, run_app
-from tests.pipeline.test_real_put_metric import MIRROR, PRE_STATES, TEST_FILE, _git, real_project
+from tests.helpers.real_repo import (
+    MIRROR,
+    PRE_STATES,
+    TEST_FILE,
+    git_out,
+    needs_mirror,
+    real_project,
+)
 
-pytestmark = pytest.mark.skipif(not MIRROR.is_dir(), reason="BACKPORT_REAL_REPO does not name "
-                                "a copy of Ascend/pytorch")
+pytestmark = needs_mirror
 RELEASES = ("v2.7.1", "v2.11.0", "v2.12.0")
 SQUASH_42810 = "1292bcfa1"
 UNSERVED_HEAD = "e" * 40  # the PR's own head: gone after the squash merge
@@ -23,7 +29,7 @@ SAMPLE = 4  # real test-only changes of 2026 compared with `new --from <commit>`
 
 
 def _message(sha: str) -> str:
-    return _git("--git-dir", str(MIRROR), "log", "-1", "--format=%B", sha)
+    return git_out("--git-dir", str(MIRROR), "log", "-1", "--format=%B", sha)
 
 
 def _serve_merged(server: FakeGitCode, number: int, sha: str, issue: int = 3216) -> None:
@@ -59,7 +65,7 @@ def test_42810_found_by_its_squash_commit_and_tested_on_three_branches(tmp_path:
         result = run_app(project, "apply", "--from-pr", "42810", "--json", env=env)
         assert result.code == 0, result.err
         data = yaml.safe_load((project / "patches" / "pr-42810" / "patch.yaml").read_text("utf-8"))
-        squash = _git("--git-dir", str(MIRROR), "rev-parse", SQUASH_42810)
+        squash = git_out("--git-dir", str(MIRROR), "rev-parse", SQUASH_42810)
         assert data["source_commit"] == squash
         assert data["source_found_by"] == "squash message" and data["source_merged"] is True
         assert data["branches"] == list(RELEASES)
