@@ -68,14 +68,17 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
     dest = patches_dir / name
     if dest.exists() and not force:
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
+    repo_given = click.get_current_context().get_parameter_source("repo") is not (
+        click.core.ParameterSource.DEFAULT)
     if pr is not None:
+        if repo_given:
+            raise BackportError("usage", "--repo names the clone --from reads; --from-pr reads "
+                                         "PR N and its commits from the map's upstream")
         source, cache_repo = read_source(project, pr)
         write_from_pr(project, dest, source, cache_repo, api=api, issue=issue, title=title)
         echo(f"next: backport check --api {name}")
         return
     assert rev is not None
-    repo_given = click.get_current_context().get_parameter_source("repo") is not (
-        click.core.ParameterSource.DEFAULT)
     try:
         tests = test_files(touched_files(repo, rev))
     except BackportError as exc:

@@ -240,3 +240,15 @@ def test_patch_yaml_source_keys_are_checked_in_one_place(sandbox, server):
     assert missing.code == 2
     assert "needs source_found_by too" in missing.err
 
+
+
+def test_from_and_from_pr_are_one_or_the_other(sandbox, server):
+    both = run(sandbox, "new", "x", "--from", "HEAD", "--from-pr", str(NUMBER))
+    neither = run(sandbox, "new", "x")
+    with_repo = run(sandbox, "new", "x", "--from-pr", str(NUMBER), "--repo", str(sandbox.root))
+    for result in (both, neither):
+        assert result.code == 2
+        assert result.err.strip() == "error: pass one of --from REV and --from-pr N"
+    assert with_repo.code == 2
+    assert with_repo.err.count("\n") == 1 and "--repo names the clone --from reads" in with_repo.err
+    assert not server.requests  # refused before anything was read
