@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
-from backport.commands.from_pr import ensure_from_pr
+from backport.commands.from_pr import ensure_from_pr, said
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import run_apply
 from backport.pipeline.session import ApplyOptions
@@ -67,6 +67,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
     """
     app.journaled = True
     project = app.project()
+    made = None  # the set --from-pr made or kept (its lines said so already)
     if from_pr is not None:
         def say(line: str) -> None:
             echo(line, err=as_json)  # beside --json's document, never in it
@@ -74,8 +75,12 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
                                      say)
         for line in lines:
             say(line)
-        apis = (*apis, name)
+        apis, made = (*apis, name), name
         project = app.reload()
+    for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
+        ps = project.patch_sets.get(api)
+        if ps is not None and ps.source is not None and api != made:
+            echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
     options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
