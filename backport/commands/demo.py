@@ -127,7 +127,7 @@ def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
          f"as {sha[:12]}")
     shutil.rmtree(sandbox.project / "patches" / patches.name)
     environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
-    name, lines = ensure_from_pr(project, sandbox.project / "patches", number, environ=environ)
+    name, lines, _ = ensure_from_pr(project, sandbox.project / "patches", number, environ=environ)
     for line in lines:
         echo(line)
     return name

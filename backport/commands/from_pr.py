@@ -128,9 +128,10 @@ def existing_set(dest: Path, project: Project) -> PatchSet | None:
 
 
 def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,
-                   environ: Mapping[str, str] = os.environ) -> tuple[str, list[str]]:
+                   environ: Mapping[str, str] = os.environ) -> tuple[str, list[str], bool]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
-    the set's name and the plan lines that say which."""
+    the set's name, the plan lines that say which, and whether an earlier set was replaced
+    (its branches' finished steps are then of the old change)."""
     dest = patches_dir / set_name(number)
     kept = existing_set(dest, project)
     old = kept.source if kept is not None else None
@@ -138,7 +139,7 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = 
     new = source.record()
     upstream = project.branch_map.upstream
     if old is not None and old == new:
-        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged"]
+        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged"], False
     if dest.exists() and old is None:
         raise BackportError("usage", f"{dest} exists but was not made from a PR; move it away or "
                                      f"apply it with --api {dest.name}")
@@ -146,9 +147,10 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = 
     if old is not None:
         change = ("now merged" if new.merged and not old.merged else
                   f"new commits ({old.commit[:12]} → {new.commit[:12]})")
-        lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}")
+        lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}; "
+                     f"every branch is done again")
     write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
                   issue=kept.issue if kept else None, title=None, say=say)
     if old is None:
         lines.append(f"{dest.name}: made from {said(new, upstream)}")
-    return dest.name, lines
+    return dest.name, lines, old is not None

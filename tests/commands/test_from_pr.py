@@ -190,17 +190,23 @@ def test_a_changed_pr_makes_the_set_again_and_an_unchanged_one_keeps_it(sandbox,
     newer = git(work, "rev-parse", "HEAD")
     push_mr_head(sandbox, NUMBER, newer)
     moved = run(sandbox, "apply", "--from-pr", str(NUMBER), "--branch", "v2.7.1", "--no-push",
-                "--skip-tests")
+                "--skip-tests", "--json")
     assert moved.code == 0, moved.err
-    assert f"made again, PR !{NUMBER} has changed since: new commits" in moved.out
+    assert f"made again, PR !{NUMBER} has changed since: new commits" in moved.err
+    (applied,) = [b["commit"] for b in moved.json()["branches"]]
+    (cache,) = [p.parent for p in sandbox.cache.glob("*/HEAD")]
+    assert git(cache, "log", "-1", "--format=%s", applied) == "review: a note"  # applied anew
     assert spec(sandbox, f"pr-{NUMBER}")["source_commit"] == newer
 
     squash = land(sandbox, NUMBER, pr.head_ref)
     server.merge(NUMBER)
     merged = run(sandbox, "apply", "--from-pr", str(NUMBER), "--branch", "v2.7.1", "--no-push",
-                "--skip-tests")
+                "--skip-tests", "--json")
     assert merged.code == 0, merged.err
-    assert "has changed since: now merged" in merged.out
+    assert "has changed since: now merged; every branch is done again" in merged.err
+    (applied,) = [b["commit"] for b in merged.json()["branches"]]
+    assert f"See merge request: Ascend/pytorch!{NUMBER}" in git(cache, "log", "-1", "--format=%B",
+                                                                 applied)
     data = spec(sandbox, f"pr-{NUMBER}")
     assert data["source_commit"] == squash and data["source_found_by"] == "squash message"
 
