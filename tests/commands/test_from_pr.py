@@ -129,6 +129,9 @@ def test_a_merged_pr_without_merge_sha_is_found_by_its_squash_message(sandbox, s
     assert text.startswith(f"From {squash} ")  # the landed commit, not the PR's head
     assert f"See merge request: Ascend/pytorch!{NUMBER}" in text
     assert DECOY_TEST not in text
+    author, date = git(sandbox.upstream, "log", "-1", "--format=%an <%ae>%n%aD",
+                       squash).splitlines()
+    assert f"\nFrom: {author}\nDate: {date}\n" in text  # author and date kept
 
 
 def test_a_merge_commit_sha_on_the_base_is_used_and_one_off_it_is_not(sandbox, server):
