@@ -44,6 +44,11 @@ class AppContext:
             raise ConfigError(project.branch_map.fork_unset)
         return project
 
+    def reload(self) -> Project:
+        """The project read again (after a command wrote a patch set)."""
+        self._project = None
+        return self.project()
+
     @property
     def console(self) -> Console:
         # Off a terminal rich assumes 80 columns; tables of branch names and URLs need more.
