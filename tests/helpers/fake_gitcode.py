@@ -243,6 +243,9 @@ class FakeGitCode:
         # PATCH/DELETE of one comment (``/pulls/comments/{id}``): "ok", or "404"/"405" as a
         # service that does not take the id it lists (or the method at all) would answer.
         self.comment_edit = "ok"
+        # True: a comment PATCH with a JSON body is answered ``{}`` but not taken (the
+        # documented body is formData).
+        self.json_comment_ignored = False
         # (body, author): a comment another runner posts just before the next POST of a
         # comment lands, so two summaries exist and the other one is older.
         self.comment_race: tuple[str, str] | None = None
@@ -485,7 +488,7 @@ class FakeGitCode:
                 return self._create(repo, body)
         m = re.fullmatch(r"/pulls/comments/([^/]+)", rest)
         if m:
-            return self._comment_route(method, m.group(1), body)
+            return self._comment_route(method, m.group(1), body, form)
         m = re.fullmatch(r"/collaborators/([^/]+)/permission", rest)
         if m and method == "GET":
             login = m.group(1)
@@ -512,7 +515,8 @@ class FakeGitCode:
             self.prs[number].comments.append(note)
             return note
 
-    def _comment_route(self, method: str, ident: str, body: Any) -> tuple[int, Any]:
+    def _comment_route(self, method: str, ident: str, body: Any,
+                       form: bool = False) -> tuple[int, Any]:
         found = [(pr, c) for pr in self.prs.values() for c in pr.comments if c["id"] == ident]
         if method != "GET" and self.comment_edit != "ok":
             raise _Reply(int(self.comment_edit), {"error_message": "Method Not Allowed"
@@ -530,8 +534,9 @@ class FakeGitCode:
         if method == "PATCH":
             if not isinstance(body, dict) or not body.get("body"):
                 raise _Reply(400, {"error_message": "body is required"})
-            note["body"] = str(body["body"])
-            note["updated_at"] = _now()
+            if form or not self.json_comment_ignored:
+                note["body"] = str(body["body"])
+                note["updated_at"] = _now()
             return 200, {}
         raise _Reply(405, {"error_message": "Method Not Allowed"})
 
