@@ -11,6 +11,7 @@ is returned as a warning, never raised.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from backport.config.model import BranchMap, PatchSet
 from backport.errors import BackportError
@@ -22,8 +23,31 @@ from backport.report.source_summary import MARKER, render_summary
 log = logging.getLogger(__name__)
 
 
-def _summaries(forge: Forge, number: int) -> list[Comment]:
-    return [c for c in forge.list_comments(number) if MARKER in c.body]
+def one_comment(forge: Forge, number: int, marker: str,
+                render: Callable[[str | None], str]) -> None:
+    """Make PR ``number`` hold one comment with ``marker``, its text ``render(old text)``:
+    the oldest such comment edited where one exists, else one posted and read back (when
+    another runner posted at the same moment, the oldest is kept and this run's is deleted)."""
+    found = _marked(forge, number, marker)
+    if found:
+        _edit(forge, number, found[0], render(found[0].body))
+        return
+    posted = forge.post_comment(number, render(None))
+    found = _marked(forge, number, marker)
+    oldest = found[0] if found else posted
+    if oldest.id != posted.id:
+        _edit(forge, number, oldest, render(oldest.body))
+        forge.delete_comment(number, posted.id)
+
+
+class _Summary:
+    """The summary's text over the records chosen, keeping rows of an existing one."""
+
+    def __init__(self, ps: PatchSet, bm: BranchMap, records: list[BranchRecord]) -> None:
+        self.ps, self.bm, self.records = ps, bm, records
+
+    def __call__(self, existing: str | None) -> str:
+        return render_summary(self.ps, self.bm, self.records, existing)
 
 
 def write_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
@@ -35,22 +59,17 @@ def write_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[Branc
     number = ps.source.number
     try:
         chosen, _ = body_records(records, read_set(forge, ps, bm), ran=ran)
-        found = _summaries(forge, number)
-        if found:
-            _edit(forge, number, found[0], render_summary(ps, bm, chosen, found[0].body))
-            return None
-        posted = forge.post_comment(number, render_summary(ps, bm, chosen))
-        found = _summaries(forge, number)  # another runner may have posted at the same time
-        oldest = found[0] if found else posted
-        if oldest.id != posted.id:
-            _edit(forge, number, oldest, render_summary(ps, bm, chosen, oldest.body))
-            forge.delete_comment(number, posted.id)
+        one_comment(forge, number, MARKER, _Summary(ps, bm, chosen))
     except BackportError as exc:
         text = (f"summary comment on the source PR !{number} not written "
                 f"(the backports are not affected): {exc.message.rstrip('.')}")
         log.warning("%s", text)
         return text
     return None
+
+
+def _marked(forge: Forge, number: int, marker: str) -> list[Comment]:
+    return [c for c in forge.list_comments(number) if marker in c.body]
 
 
 def _edit(forge: Forge, number: int, comment: Comment, body: str) -> None:
