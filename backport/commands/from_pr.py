@@ -11,7 +11,7 @@ from pathlib import Path
 from backport.commands.authoring import ask, write_patch_set
 from backport.commands.common import echo
 from backport.config import load_patch_set
-from backport.config.model import PatchSet, Project, SourcePr
+from backport.config.model import Project, SourcePr
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import SourcePrInfo
 from backport.forge.factory import make_forge
@@ -117,32 +117,27 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
     return write_patch_set(project, dest, repo, commits.rev, tests, spec, say)
 
 
-def existing_set(dest: Path, project: Project) -> PatchSet | None:
-    """The set at ``dest`` when it loads, else None."""
-    if not dest.is_dir():
-        return None
-    try:
-        return load_patch_set(dest, project.branch_map)
-    except ConfigError:
-        return None
-
-
 def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,
                    environ: Mapping[str, str] = os.environ) -> tuple[str, list[str], bool]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
     the set's name, the plan lines that say which, and whether an earlier set was replaced
     (its branches' finished steps are then of the old change)."""
     dest = patches_dir / set_name(number)
-    kept = existing_set(dest, project)
+    kept, why = None, "it is not a folder"
+    if dest.is_dir():
+        try:
+            kept, why = load_patch_set(dest, project.branch_map), "it names no source_pr"
+        except ConfigError as exc:
+            why = exc.message.rstrip(".")
+    if dest.exists() and (kept is None or kept.source is None):
+        raise BackportError("usage", f"{dest} exists but is not a set made from a PR ({why}); "
+                                     f"move it away to make one from PR !{number}")
     old = kept.source if kept is not None else None
     source, repo = read_source(project, number, environ)
     new = source.record()
     upstream = project.branch_map.upstream
     if old is not None and old == new:
         return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged"], False
-    if dest.exists() and old is None:
-        raise BackportError("usage", f"{dest} exists but was not made from a PR; move it away or "
-                                     f"apply it with --api {dest.name}")
     lines = []
     if old is not None:
         change = ("now merged" if new.merged and not old.merged else
