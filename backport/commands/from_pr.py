@@ -48,6 +48,9 @@ def read_source(project: Project, number: int,
     (returned with it)."""
     bm = project.branch_map
     forge = make_forge(bm, project.state_dir, environ=environ)
+    missing = forge.missing()
+    if missing:
+        raise BackportError("auth", f"PR !{number} cannot be read: {'; '.join(missing)}")
     info = forge.get_source_pr(number)
     if info.state == "closed":
         raise BackportError("usage", f"PR !{number} of {bm.upstream} was closed without being "

@@ -291,3 +291,15 @@ def test_a_pr_folder_not_made_from_the_pr_or_broken_is_left_alone(sandbox, serve
     result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
     assert result.code == 2
     assert "is not a set made from a PR (it names no source_pr)" in result.err
+
+
+def test_without_a_token_the_pr_is_not_read_and_the_sentence_says_how(sandbox, server):
+    source_pr(server, state="merged", issues=[3216])
+    result = run_app(sandbox.project, "new", "x", "--from-pr", str(NUMBER),
+                     env={"GITCODE_TOKEN": "", "BACKPORT_TOKEN": "",
+                          "BACKPORT_CACHE": str(sandbox.cache)})
+    assert result.code != 0
+    assert result.err.startswith(f"error: PR !{NUMBER} cannot be read: no GitCode token for "
+                                 f"{server.url}: set GITCODE_TOKEN"), result.err
+    assert result.err.count("\n") == 1
+    assert not server.requests
