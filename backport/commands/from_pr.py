@@ -89,10 +89,7 @@ def _issue(info: SourcePrInfo, issue: int | None, say: Say) -> int:
         return info.issues[0]
     linked = (f"links {len(info.issues)} issues ({', '.join(f'#{i}' for i in info.issues)})"
               if info.issues else "links no issue")
-    if not info.issues:
-        say(f"PR !{info.number} {linked}; name the issue the backports link to")
-    else:
-        say(f"PR !{info.number} {linked}; name the one the backports link to")
+    say(f"PR !{info.number} {linked}; name the issue the backports link to")
     return int(ask(None, "Upstream issue number", f"--issue (PR !{info.number} {linked})"))
 
 
