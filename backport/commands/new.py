@@ -37,11 +37,13 @@ def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
 @click.option("--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Repository holding the commits.")
 @click.option("--api", "api", default=None, metavar="FULL.NAME",
-              help="The API the tests cover (asked for at a terminal; required off a terminal).")
+              help="The API the tests cover (asked for at a terminal; required off a terminal "
+                   "unless --from-pr finds it in the PR body).")
 @click.option("--issue", "issue", type=click.IntRange(min=1), default=None,
               help="Upstream issue every PR links to (asked for at a terminal; required off a "
-                   "terminal).")
-@click.option("--title", "title", default=None, help="PR title (default: first commit's subject).")
+                   "terminal unless --from-pr finds the PR's one linked issue).")
+@click.option("--title", "title", default=None,
+              help="PR title (default: first commit's subject; with --from-pr the PR's title).")
 @click.option("--force", is_flag=True, help="Replace an existing patch set of that name.")
 @pass_app
 def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: Path, api: str | None, issue: int | None,
@@ -51,6 +53,11 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
     The tests are the test files the commits touch; the title is the first commit's subject;
     `device: npu` is inferred when a test imports torch_npu or creates npu tensors or devices
     (else `device: none`), and said.
+
+    With --from-pr N the commits come from PR N of the upstream: a merged PR's commit on its
+    base (its merge_commit_sha, else the squash commit whose message names !N), an open PR's
+    own commits (marked as not merged). The title is the PR's, the issue its one linked issue,
+    the API the one its body names; the targets are all but its base.
 
     \b
     Example:
