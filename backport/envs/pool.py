@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from backport.config.model import Environment
-from backport.envs.kept import KeepPolicy
 from backport.envs.fingerprint import FingerprintError, fingerprint
+from backport.envs.kept import KeepPolicy
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.overlay import Overlay, OverlayError, build_overlay, installed_package
 from backport.envs.pins import pin_mismatches

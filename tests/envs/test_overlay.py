@@ -23,7 +23,6 @@ from backport.envs.overlay import (
     installed_package,
 )
 from backport.envs.pool import Environments
-from backport.envs.runner import TestRunner as Runner
 
 from .conftest import Probed, write
 
