@@ -37,6 +37,7 @@ from backport.git.present import (
 )
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.beyond_tests import changes_for_run
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
 from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
@@ -251,14 +252,18 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     runner = envs.runner(env, job.patch_set.device)
     assert rec.worktree is not None
     path = Path(rec.worktree)
+    changes, overlay = changes_for_run(job, envs, env, path)
     runs = []
     for index, spec in enumerate(job.patch_set.tests):
-        job.event("testing", f"{spec.path} ({runner_kind(runner)})")
+        kind = "isolated, torch_npu overlay" if overlay is not None else runner_kind(runner)
+        job.event("testing", f"{spec.path} ({kind})")
         started = time.monotonic()
-        runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout))
+        runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout,
+                               overlay=overlay))
         job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
-                             f"({runner_kind(runner)})")
-    result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs))
+                             f"({kind})")
+    result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs),
+                                changes)
     if result.ok:
         job.change(lambda r: r.tested(result, evidence, ""))
         job.event("tested", result.summary)

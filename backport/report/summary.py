@@ -30,6 +30,10 @@ def test_result(record: BranchRecord) -> str:
         parts.append("no exit code")
     elif not exit_stated(lines, code):
         parts.append(f"exit {code}")
+    if test.changes.overlay:
+        parts.append(f"torch_npu overlay: {' '.join(test.changes.overlay)}")
+    if test.not_in_build:
+        parts.append(f"not in build (not validated): {' '.join(test.changes.not_in_build)}")
     return redact(", ".join(" ".join(p.split()) for p in parts))
 
 
