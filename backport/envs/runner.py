@@ -23,7 +23,7 @@ from backport.config.model import Environment, TestSpec
 from backport.config.validate import home_shown
 from backport.envs.device import device_verdict
 from backport.envs.kept import KeepPolicy
-from backport.envs.launch import launch_argv, shown_command
+from backport.envs.launch import PATH_FIRST, launch_argv, local_path, placeholder, shown_command
 from backport.envs.model import Probe, TestRun
 from backport.envs.probe import env_vars, require_interpreter
 from backport.envs.summary import parse_summary
@@ -124,18 +124,31 @@ class TestRunner:
         return shown_command(self.env, [test.path, *test.args], self._shown_vars(overlay))
 
     def _shown_vars(self, overlay: Path | None) -> dict[str, str]:
-        return {**self.env_vars, "PYTHONPATH": OVERLAY_SHOWN} if overlay else self.env_vars
+        """The variables COMMAND shows: the overlay as ``<torch_npu overlay>``, ahead of the
+        map's own ``PYTHONPATH`` (itself a placeholder where it names a local path)."""
+        if overlay is None:
+            return self.env_vars
+        pinned = self.env_vars.get("PYTHONPATH")
+        if pinned is not None and local_path(pinned):
+            pinned = placeholder("PYTHONPATH")
+        shown = os.pathsep.join([OVERLAY_SHOWN, *([pinned] if pinned else [])])
+        return {**self.env_vars, "PYTHONPATH": shown}
 
     def _overlay_vars(self, overlay: Path | None) -> dict[str, str]:
-        """``PYTHONPATH`` with the overlay first, ahead of what the environment sets."""
+        """What puts ``overlay`` first on the path: ``PYTHONPATH`` ahead of what the environment
+        sets, or, where a ``source:`` script runs first (CANN's ``set_env.sh`` extends
+        ``PYTHONPATH``) and the map pins none, ``PATH_FIRST``, which the start prepends to
+        what the script left (``launch``)."""
         if overlay is None:
             return {}
+        if self.env.source is not None and "PYTHONPATH" not in self.env.env:
+            return {PATH_FIRST: str(overlay)}
         before = {**os.environ, **self.env.env}.get("PYTHONPATH")
         return {"PYTHONPATH": os.pathsep.join([str(overlay), *([before] if before else [])])}
 
     def _launch(self, args: list[str], overlay: Path | None = None) -> list[str]:
-        return launch_argv(self.env, args,
-                           {**self.env.env, **self.extra_env, **self._overlay_vars(overlay)})
+        pinned = {k: v for k, v in self._overlay_vars(overlay).items() if k != PATH_FIRST}
+        return launch_argv(self.env, args, {**self.env.env, **self.extra_env, **pinned})
 
     def run(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None,

@@ -9,6 +9,7 @@ interpreter finds it: what they get is what the path puts first.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from backport.envs.overlay import (
     installed_package,
 )
 from backport.envs.pool import Environments
+from backport.envs.runner import TestRunner as Runner
 
 from .conftest import Probed, write
 
@@ -155,3 +157,50 @@ def test_a_test_run_with_the_overlay_sees_the_patched_module(
                                "python test/test_compat_version.py -v")
     assert str(tmp_path) not in patched.command and str(tmp_path) not in str(patched.env_vars)
     assert envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT}).reused
+
+
+SEES_BOTH = """
+import unittest
+
+import torch_npu
+import {other}
+
+
+class Path(unittest.TestCase):
+    def test_overlay_first_and_the_rest_kept(self):
+        self.assertEqual(torch_npu.WHERE, "overlay")
+        self.assertEqual({other}.WHERE, "{other}")
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["script-path", "map-pinned-path"])
+def test_the_overlay_goes_first_on_what_a_source_script_or_the_map_sets(
+        tmp_path: Path, pinned: bool) -> None:
+    """CANN's set_env.sh extends PYTHONPATH: the overlay goes before it, and nothing it added is
+    lost; where the map pins PYTHONPATH (which wins over the script), before that."""
+    cann, mapped, overlay = tmp_path / "cann", tmp_path / "mapped", tmp_path / "overlay"
+    write(cann / "cann_mod.py", "WHERE = 'cann_mod'\n")
+    write(cann / "torch_npu" / "__init__.py", "WHERE = 'installed'\n")
+    write(mapped / "map_mod.py", "WHERE = 'map_mod'\n")
+    write(overlay / "torch_npu" / "__init__.py", "WHERE = 'overlay'\n")
+    script = write(tmp_path / "set_env.sh",
+                   f'export PYTHONPATH="{cann}${{PYTHONPATH:+:$PYTHONPATH}}"\n')
+    env = Environment(name="sourced", python=Path(sys.executable), source=script,
+                      source_shown="~/set_env.sh", timeout=60.0,
+                      env={"PYTHONPATH": str(mapped)} if pinned else {})
+    other = "map_mod" if pinned else "cann_mod"
+    write(tmp_path / "wt" / "test" / "test_path.py", SEES_BOTH.replace("{other}", other))
+    spec = Spec("test/test_path.py", ("-v",))
+    fake = Probe(env_name="sourced", interpreter="python", platform=None, python=None,
+                 packages={}, cann=None, torch_npu_loads=None, torch_npu_error=None,
+                 npu_model=None, npu_count=None, visible_devices=None)
+    with Runner(env, fake, device="none") as runner:
+        run = runner.run(tmp_path / "wt", spec, tmp_path / "path.log", overlay=overlay)
+    assert run.ok, (tmp_path / "path.log").read_text()
+    shown = "'<torch_npu overlay>:<PYTHONPATH>'" if pinned else "'<torch_npu overlay>'"
+    assert run.command == f"source ~/set_env.sh && PYTHONPATH={shown} python test/test_path.py -v"
+    assert str(tmp_path) not in str(run.env_vars)
