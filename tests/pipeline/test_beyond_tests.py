@@ -146,3 +146,13 @@ def test_a_cpp_change_is_not_in_the_build_and_its_green_run_proves_nothing(sandb
     assert f"未验证改动（not-in-build）：`{CPP}` 不在所测的 torch_npu 构建中" in row
     assert "上表结果不能证明该改动有效" in body
     assert _draft(sandbox.project, "master")  # the PR does not present it as validated
+
+
+def test_check_warns_that_a_cpp_change_is_not_in_the_build(sandbox, tmp_path):
+    _patch_set(sandbox, tmp_path, "npu_version",
+               lambda _: {CPP: "int npu_version() { return 2; }\n", CPP_TEST_PATH: CPP_TEST},
+               CPP_TEST_PATH)
+    result = run_app(sandbox.project, "check", "--api", "npu_version", "--offline", "--json")
+    assert result.code == 0, result.err + result.out
+    assert (f"patches/npu_version: {CPP} not in the build the tests run on: a passing run does "
+            f"not validate them (draft PRs)") in result.json()["warnings"]
