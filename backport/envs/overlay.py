@@ -9,7 +9,8 @@ data, untouched modules; never its ``__pycache__``, which holds the installed fi
 The copy is kept under the cache folder, keyed by the environment's fingerprint, the installed
 package's place and the changed files' content: the next run (or branch) with the same
 environment and the same files finds it and copies nothing. A copy is built in a temporary
-folder and renamed into place, so runs building the same one at once never see half of it.
+folder and renamed into place, so runs building the same one at once never see half of it;
+each use marks it, and one no run used for two weeks is removed when another is built.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,7 @@ from backport.envs.probe import env_vars
 PACKAGE = "torch_npu"
 FORMAT = 1
 FIND_TIMEOUT = 60.0
+KEEP_UNUSED = 14 * 24 * 3600.0  # a copy no run used for this long is removed
 # Where the interpreter would import the package from, without importing it.
 _FIND = ("import importlib.util, json, sys; s = importlib.util.find_spec(sys.argv[1]); "
          "print(json.dumps(list(s.submodule_search_locations or []) if s else []))")
@@ -85,8 +88,10 @@ def build_overlay(cache: Path, fingerprint: str, package: Path,
     folder = cache / "overlays"
     final = folder / overlay_key(fingerprint, package, files)
     if (final / PACKAGE).is_dir():
+        _touch(final)
         return Overlay(root=final, files=shown, reused=True)
     folder.mkdir(parents=True, exist_ok=True)
+    prune(folder)
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))
     try:
         _mirror(package, staging / PACKAGE, inside)
@@ -102,6 +107,28 @@ def build_overlay(cache: Path, fingerprint: str, package: Path,
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return Overlay(root=final, files=shown, reused=False)
+
+
+def prune(folder: Path, now: float | None = None) -> list[Path]:
+    """Remove the copies no run used for ``KEEP_UNUSED`` seconds (and building folders that
+    old, left by a run that was killed); the removed ones."""
+    limit = (time.time() if now is None else now) - KEEP_UNUSED
+    removed = []
+    for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
+        try:
+            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < limit:
+                shutil.rmtree(entry)
+                removed.append(entry)
+        except OSError:
+            continue  # another run removes or uses it
+    return removed
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass
 
 
 def _inside(path: str) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,7 @@ MIN_SUPPORTED_VERSION: tuple = (2, 13)
 COMPAT_TEST = """
 import importlib.util
 import sys
+import time
 import types
 import unittest
 
@@ -204,3 +206,17 @@ def test_the_overlay_goes_first_on_what_a_source_script_or_the_map_sets(
     shown = "'<torch_npu overlay>:<PYTHONPATH>'" if pinned else "'<torch_npu overlay>'"
     assert run.command == f"source ~/set_env.sh && PYTHONPATH={shown} python test/test_path.py -v"
     assert str(tmp_path) not in str(run.env_vars)
+
+
+def test_copies_no_run_used_for_two_weeks_go_when_another_is_built(installed: Path,
+                                                                   tmp_path: Path) -> None:
+    used = build_overlay(tmp_path, "fp", installed, {COMPAT: PATCHED_COMPAT})
+    old = build_overlay(tmp_path, "fp-old", installed, {COMPAT: PATCHED_COMPAT})
+    weeks_ago = time.time() - 15 * 24 * 3600
+    for root in (used.root, old.root):
+        os.utime(root, (weeks_ago, weeks_ago))
+    assert build_overlay(tmp_path, "fp", installed, {COMPAT: PATCHED_COMPAT}).reused  # used now
+    fresh = build_overlay(tmp_path, "fp-new", installed, {COMPAT: PATCHED_COMPAT})
+    assert sorted(p.name for p in (tmp_path / "overlays").iterdir()) == sorted(
+        [used.root.name, fresh.root.name])
+    assert installed.is_dir() and (installed / "_compat" / "version.py").is_file()  # untouched
