@@ -255,13 +255,12 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     changes, overlay = changes_for_run(job, envs, env, path)
     runs = []
     for index, spec in enumerate(job.patch_set.tests):
-        kind = "isolated, torch_npu overlay" if overlay is not None else runner_kind(runner)
-        job.event("testing", f"{spec.path} ({kind})")
+        job.event("testing", f"{spec.path} ({runner_kind(runner, overlay)})")
         started = time.monotonic()
         runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout,
                                overlay=overlay))
         job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
-                             f"({kind})")
+                             f"({runner_kind(runner, overlay)})")
     result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs),
                                 changes)
     if result.ok:
@@ -300,7 +299,9 @@ def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> lis
             for t, outcome in found]
 
 
-def runner_kind(runner: Any) -> str:
+def runner_kind(runner: Any, overlay: Path | None = None) -> str:
+    if overlay is not None:
+        return "isolated, over a copy of the installed torch_npu"
     return str(getattr(runner, "kind", "warm worker"))
 
 
