@@ -95,6 +95,11 @@ def apply_notes(record: BranchRecord) -> list[str]:
         notes.append(f"{', '.join(loose)} went in with the series' context lines ignored (each "
                      "change found exactly once in the file): compare the change with the newer "
                      "branches")
+    if record.test is not None and record.test.not_in_build:
+        files = record.test.changes.not_in_build
+        notes.append(f"{', '.join(files)} {'is' if len(files) == 1 else 'are'} not in the build "
+                     "the tests ran on: the result does not validate the change (its PR is a "
+                     "draft); test it on a build that holds it")
     return notes
 
 

@@ -49,6 +49,8 @@ def test_a_change_not_in_the_build_is_not_a_plain_pass_and_reads_back() -> None:
     assert rec.test is not None and rec.test.ok and rec.test.not_in_build
     assert draft_implied(rec, fx.patch_set())
     assert "not in build (not validated): " + CPP in summary.test_result(rec)
+    assert f"{CPP} is not in the build the tests ran on: the result does not validate the " \
+        "change (its PR is a draft); test it on a build that holds it" in summary.apply_notes(rec)
 
 
 def test_an_overlaid_run_says_which_files_it_saw_and_stays_a_plain_pr() -> None:
