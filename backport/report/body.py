@@ -189,8 +189,8 @@ def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
             notes.append(f"{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
                          f" torch_npu，其中这些文件替换为该分支打上补丁后的版本，其余文件与已安装版本相同。")
         elif kind == "build":
-            notes.append(f"{where}：补丁修改的 {files} 需要编译或参与构建，所测的是运行环境中已安装的"
-                         f" torch_npu，不包含这些改动；上表结果不能证明该改动有效，需在包含该改动的构建上验证。")
+            notes.append(f"{where}：补丁修改的 {files} 不在所测的构建中：测试使用运行环境中已安装的"
+                         f" torch_npu，其中不包含这些改动；上表结果不能证明该改动有效，需在包含该改动的构建上验证。")
         else:
             notes.append(f"{where}：补丁修改的 {files} 既不是测试也不是 torch_npu 代码，本次测试未涉及。")
     return notes
