@@ -6,6 +6,7 @@ and its green run does not read as proof (draft PR, no plain pass in the table).
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import yaml
 from backport.config.model import Environment
 from backport.envs.overlay import installed_package
 from tests.helpers.gitrepos import clone, commit_files, format_patch, git
-from tests.helpers.project import TORCH_PYTHON, needs_torch, pr_body, run_app
+from tests.helpers.project import TORCH_PYTHON, edit_config, needs_torch, pr_body, run_app
 
 pytestmark = needs_torch
 
@@ -156,3 +157,24 @@ def test_check_warns_that_a_cpp_change_is_not_in_the_build(sandbox, tmp_path):
     assert result.code == 0, result.err + result.out
     assert (f"patches/npu_version: {CPP} not in the build the tests run on: a passing run does "
             f"not validate them (draft PRs)") in result.json()["warnings"]
+
+
+def test_a_torch_npu_change_where_torch_npu_is_not_installed_is_not_in_the_build(sandbox,
+                                                                                 tmp_path):
+    """No installed package to lay the file over: the run cannot see the change, and says so."""
+    def plain(data: dict) -> None:
+        for env in data["environments"].values():
+            env["python"] = sys.executable  # the tool's own interpreter: no torch_npu
+    edit_config(sandbox, plain)
+    _patch_set(sandbox, tmp_path, "compat_plain",
+               lambda released: {COMPAT: released + "\n# patched\n", CPP_TEST_PATH: CPP_TEST},
+               CPP_TEST_PATH)
+    result = run_app(sandbox.project, "apply", "--api", "compat_plain", "--json")
+    assert result.code == 0, result.err + result.out
+    (branch,) = result.json()["branches"]
+    assert branch["test"]["ok"] is True
+    assert branch["test"]["changes"]["overlay"] == []
+    assert branch["test"]["changes"]["not_in_build"] == [COMPAT]
+    evidence = _evidence(pr_body(sandbox.project, "master"))
+    assert f"NOT_IN_BUILD={COMPAT}" in evidence
+    assert _draft(sandbox.project, "master")
