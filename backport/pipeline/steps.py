@@ -35,8 +35,9 @@ from backport.git.present import (
     source_problems,
     with_classes,
 )
-from backport.git.push import push_branch, remote_sha
+from backport.git.push import push_branch
 from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.fork_read import fork_head
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
 from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
@@ -311,7 +312,7 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
     rec = job.record
     commit = rec.commit
     assert commit is not None
-    remote = remote_sha(fork_url, job.fork_branch, env=push_env)
+    remote = fork_head(fork_url, job.fork_branch, push_env, dry_run=options.dry_run, plan=plan)
     ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
     if remote == commit:
         job.change(lambda r: r.pushed(commit))
