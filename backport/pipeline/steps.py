@@ -254,11 +254,11 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     path = Path(rec.worktree)
     runs = []
     for index, spec in enumerate(job.patch_set.tests):
-        job.event("testing", f"{spec.path} ({runner_kind(runner)})")
+        job.event("testing", f"{spec.path} ({runner_kind(runner, job.target)})")
         started = time.monotonic()
         runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout))
         job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
-                             f"({runner_kind(runner)})")
+                             f"({runner_kind(runner, job.target)})")
     result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs))
     if result.ok:
         job.change(lambda r: r.tested(result, evidence, ""))
@@ -296,8 +296,10 @@ def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> lis
             for t, outcome in found]
 
 
-def runner_kind(runner: Any) -> str:
-    return str(getattr(runner, "kind", "warm worker"))
+def runner_kind(runner: Any, target: str = "") -> str:
+    """How ``runner`` runs tests, as the branch ``target`` sees it."""
+    kind_for = getattr(runner, "kind_for", None)
+    return str(kind_for(target) if kind_for else getattr(runner, "kind", "warm worker"))
 
 
 # -- push -------------------------------------------------------------------------------------

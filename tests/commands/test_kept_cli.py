@@ -43,3 +43,35 @@ def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
         pids = stop_kept_workers(folder)
         assert all(wait_gone(pid) for pid in pids)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+BRANCH_KIND = re.compile(r"\[(\S+)\] testing: \S+ finished in [\d.]+s \(warm worker, kept, pid (\d+), ([^)]*)\)")
+
+
+def test_started_now_is_said_for_one_branch_and_env_stop_ends_the_worker(sandbox) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="bpk-"))
+    os.chmod(folder, 0o700)
+    env = {"BACKPORT_KEEP_WORKERS": "1", "BACKPORT_RUNTIME_DIR": str(folder), "COLUMNS": "300",
+           "BACKPORT_CACHE": str(folder / "cache")}
+    try:
+        run = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--no-push", env=env)
+        assert run.code == 0, run.err
+        kinds = {(branch, pid, kind) for branch, pid, kind in BRANCH_KIND.findall(run.out + run.err)}
+        assert {branch for branch, _, _ in kinds} == {"v2.7.1", "v2.11.0", "v2.12.0", "master"}
+        (pid,) = {pid for _, pid, _ in kinds}  # the four branches share one environment
+        starters = {branch for branch, _, kind in kinds if kind == "started now"}
+        assert len(starters) == 1, kinds
+        (starter,) = starters
+        others = {kind for branch, _, kind in kinds if branch != starter}
+        assert others == {f"started earlier in this run, for {starter}"}, kinds
+
+        stop = run_cli(sandbox.project, "env", "stop", env=env)
+        assert stop.code == 0, stop.err
+        assert f"stopped 1 kept warm worker (pid {pid})" in stop.out
+        assert wait_gone(int(pid))
+        again = run_cli(sandbox.project, "env", "stop", env=env)
+        assert again.code == 0 and "no kept warm worker is running" in again.out
+    finally:
+        pids = stop_kept_workers(folder)
+        assert all(wait_gone(pid) for pid in pids)
+        shutil.rmtree(folder, ignore_errors=True)
