@@ -143,6 +143,11 @@ def test_every_prose_line_of_every_state_is_chinese(state: str, other_host: bool
         body = render_body(_context(recs, own, other_host=other_host))
         bad = {line: found for line in prose_lines(body) if (found := latin_fragments(line, names))}
         assert not bad, f"{state} / {own}: {bad}"
+        claims = [line for line in prose_lines(body) if "不涉及" in line]
+        assert claims and all("不涉及：本 PR 只修改 `test/` 下的文件" in line for line in claims)
+        checklist = body[body.index("# 【CheckList】"):]
+        assert all("（本工具已核对" in line for line in checklist.splitlines()
+                   if line.startswith("- [x]"))
 
 
 def test_the_prose_check_finds_the_fragments_the_issue_names() -> None:
