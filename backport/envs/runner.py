@@ -106,8 +106,8 @@ class TestRunner:
             return "warm worker"
         when = "kept from an earlier run"
         if worker.kept.get("started"):
-            with self._lock:
-                first = self._started_for.setdefault(worker.pid, user)
+            with self._lock:  # no user (the plain `kind`) claims nothing
+                first = self._started_for.setdefault(worker.pid, user) if user else user
             when = "started now" if first == user else f"started earlier in this run, for {first}"
         return f"warm worker, kept, pid {worker.pid}, {when}"
 
