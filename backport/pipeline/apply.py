@@ -224,10 +224,13 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
 
 
 def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: bool) -> None:
-    """Stop before any work when something that needs no network to check is missing (an
-    environment not built, no forge token), naming everything missing in one sentence."""
+    """Stop before any work when something that needs no network to check is missing (the
+    fork still the placeholder, an environment not built, no forge token), naming everything
+    missing in one sentence."""
     bm = session.project.branch_map
     problems: list[BackportError] = []
+    if bm.fork_unset and not session.options.no_push:  # never push to the placeholder
+        problems.append(ConfigError(bm.fork_unset))
     if not session.options.skip_tests:
         users: dict[str, list[str]] = {}
         for job in jobs:

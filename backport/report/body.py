@@ -19,7 +19,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from backport.config.model import BranchMap, PatchSet
-from backport.envs.model import AUTOLOAD, NOT_FOUND
+from backport.envs.model import AUTOLOAD, NOT_FOUND, ChangeScope
 from backport.errors import BackportError
 from backport.records import BranchRecord, EnvEvidence, TestResult
 from backport.redact import redact
@@ -37,6 +37,7 @@ from backport.report.evidence_parse import (
     STALE_UNTESTED,
     TIMED_OUT,
     Evidence,
+    changes_lines,
     series_lines,
 )
 from backport.states import Status
@@ -135,11 +136,53 @@ def result_cell(view: BranchRecord) -> str:
               for name, outcome in view.test.patch_tests if outcome != "ok"]
     if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
         parts.append(f"补丁新增的测试未全部通过：{'、'.join(missed)}")
+    parts += changes_cell(view.test.changes)
     if view.stale:
         tested, head = str(view.test.commit)[:12], str(view.head)[:12]
         parts.append(f"该结果测于 {tested}；Fork 分支已被他人更新为 {head}，未经本工具测试"
                      if view.fork_sha else f"该结果测于 {tested}，不是 Fork 分支当前的 {head}")
     return _cell("，".join(parts))
+
+
+def _files_zh(paths: Sequence[str]) -> str:
+    return "、".join(f"`{path}`" for path in paths)
+
+
+def changes_cell(changes: ChangeScope) -> list[str]:
+    """What the result cell adds for a series that changes more than tests."""
+    parts = []
+    if changes.overlay:
+        parts.append(f"torch_npu 中的 {_files_zh(changes.overlay)} 以该分支的版本运行")
+    if changes.not_in_build:
+        parts.append(f"未验证改动（证据中的 `NOT_IN_BUILD`）：{_files_zh(changes.not_in_build)} "
+                     f"不在所测的 torch_npu 构建中")
+    return parts
+
+
+def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
+    """Under the result table: how far the tests saw what the series changes beyond tests,
+    one sentence per kind, the branches that share it named together."""
+    said: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for view in views:
+        if view.test is None or view.test.skipped:
+            continue
+        changes = view.test.changes
+        for kind, paths in (("overlay", changes.overlay), ("build", changes.not_in_build),
+                            ("other", changes.not_exercised)):
+            if paths:
+                said.setdefault((kind, paths), []).append(view.target)
+    notes = []
+    for (kind, paths), targets in said.items():
+        where, files = "、".join(targets), _files_zh(paths)
+        if kind == "overlay":
+            notes.append(f"{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
+                         f" torch_npu，其中这些文件替换为该分支打上补丁后的版本，其余文件与已安装版本相同。")
+        elif kind == "build":
+            notes.append(f"{where}：补丁修改的 {files} 不在所测的构建中：测试使用运行环境中已安装的"
+                         f" torch_npu，其中不包含这些改动；上表结果不能证明该改动有效，需在包含该改动的构建上验证。")
+        else:
+            notes.append(f"{where}：补丁修改的 {files} 既不是测试也不是 torch_npu 代码，本次测试未涉及。")
+    return notes
 
 
 def fork_branch_cell(view: BranchRecord, *, own: bool) -> str:
@@ -382,6 +425,7 @@ def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
         if test.patch_tests:
             lines.append(f"{PATCH_TESTS_KEY}=" + ", ".join(f"{name} {outcome}"
                                                            for name, outcome in test.patch_tests))
+        lines += changes_lines(test.changes)
     note = env.note if env else None
     if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
@@ -516,7 +560,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "docs_conclusion": docs[1] if docs else "",
         "env_lines": _env_lines(vs),
         "commands": _commands(vs.views),
-        "shared_notes": _shared_notes(vs),
+        "shared_notes": _shared_notes(vs) + changes_notes_zh(vs.views),
         "runner_note": _runner_note(vs),
         "apply_notes": apply_notes_zh(ctx.branches),
         "evidence": evidence_fence(vs.own, ctx),

@@ -21,6 +21,7 @@ from tests.report import fixtures as fx
 TERMS = ("torch-npu", "torch_npu", "PyTorch", "torch", "Python", "CANN", "NPU", "API", "PR",
          "Issue", "Fork", "CI", "CheckList", "Tensor",
          "issue")  # the Ascend template's own label "issue/工单"
+OVERLAY, CPP, DOC = "torch_npu/utils/metrics.py", "torch_npu/csrc/metrics.cpp", "docs/metrics.md"
 OTHER_HOST_NOTE = "torch_npu present but not loadable (libhccl.so missing); ran with " \
                   "TORCH_DEVICE_BACKEND_AUTOLOAD=0; no NPU visible"
 
@@ -70,6 +71,10 @@ def _states() -> dict[str, list[dict]]:
     for rec in autoload:
         rec["env"].update(torch_npu_loads=False, autoload_disabled=True, cann=None, npu=None,
                           visible_npus=0, visible_devices=None, note=OTHER_HOST_NOTE)
+    beyond = variant("beyond-tests")  # the series changes torch_npu code, C++ and docs too
+    for rec in beyond:
+        rec["test"]["changes"] = {"overlay": [OVERLAY], "not_in_build": [CPP],
+                                  "not_exercised": [DOC]}
     mixed = variant("isolated-and-warm")
     mixed[1]["test"].update(runner="isolated", summary_lines=["Ran 7 tests in 2.010s", "OK"])
     return states
@@ -80,8 +85,14 @@ STATES = _states()
 
 def _context(recs: list[dict], own: str, *, other_host: bool) -> BodyContext:
     """The body of ``own``; with ``other_host`` every sibling is read from its PR's evidence."""
+    ps = fx.patch_set()
+    if any((rec.get("test") or {}).get("changes") for rec in recs):
+        ps = dataclasses.replace(ps, touched_paths={t: (fx.TEST_PATH, OVERLAY, CPP, DOC)
+                                                    for t in fx.TARGETS})
     if not other_host:
-        return fx.context(own, recs=recs)
+        ctx = fx.context(own, recs=recs)
+        ctx.patch_set = ps
+        return ctx
     branches: list[BranchRecord] = []
     read_back: dict[str, Evidence] = {}
     for rec in fx.typed(recs):
@@ -92,7 +103,7 @@ def _context(recs: list[dict], own: str, *, other_host: bool) -> BodyContext:
         branches.append(record_of(evidence, target=rec.target, fork_branch=rec.fork_branch,
                                   pr=rec.pr))
         read_back[rec.target] = evidence
-    return BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(), branches=branches,
+    return BodyContext(branch_map=fx.branch_map(), patch_set=ps, branches=branches,
                        target=own, read_back=read_back)
 
 
@@ -144,7 +155,8 @@ def test_every_prose_line_of_every_state_is_chinese(state: str, other_host: bool
         bad = {line: found for line in prose_lines(body) if (found := latin_fragments(line, names))}
         assert not bad, f"{state} / {own}: {bad}"
         claims = [line for line in prose_lines(body) if "不涉及" in line]
-        assert claims and all("不涉及：本 PR 只修改 `test/` 下的文件" in line for line in claims)
+        assert all("不涉及：本 PR 只修改 `test/` 下的文件" in line for line in claims)
+        assert bool(claims) == (state != "beyond-tests"), claims  # only tests changed: basis
         checklist = body[body.index("# 【CheckList】"):]
         assert all("（本工具已核对" in line for line in checklist.splitlines()
                    if line.startswith("- [x]"))
