@@ -73,7 +73,8 @@ def probe_rows(project: Project, envs: list[Environment]) -> list[dict]:
 
 @click.group("env")
 def env_group() -> None:
-    """Branch test environments: probe what is installed, build what is missing."""
+    """Branch test environments: probe what is installed, build what is missing, stop kept
+    warm workers."""
 
 
 @env_group.command("probe")
