@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -21,10 +22,25 @@ from backport.git.authoring import (
 def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
     """Where the commits were looked for by default (the current folder), say so and how to
     name another repository."""
-    if repo_given or "is not a commit in the repository" not in exc.message:
+    if repo_given:
+        return exc
+    if " is not a git repository" in exc.message:
+        here = exc.message.replace(" is not a git repository", " (the current folder) is not a "
+                                   "git repository", 1)
+        return BackportError(exc.code, f"{here}; pass --repo PATH naming the clone that holds "
+                             f"the commits")
+    if "is not a commit in the repository" not in exc.message:
         return exc
     return BackportError(exc.code, f"{exc.message} (the current folder); pass --repo PATH "
                          f"naming the clone that holds it")
+
+
+def _required_off_terminal(**given: object) -> None:
+    """Off a terminal nothing can be asked: name every missing option at once."""
+    missing = [f"--{name}" for name, value in given.items() if not value]
+    if missing and not sys.stdin.isatty():
+        verb = "is" if len(missing) == 1 else "are"
+        raise BackportError("usage", f"{' and '.join(missing)} {verb} required off a terminal")
 
 
 @click.command("new")
@@ -46,8 +62,8 @@ def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
               help="PR title (default: first commit's subject; with --from-pr the PR's title).")
 @click.option("--force", is_flag=True, help="Replace an existing patch set of that name.")
 @pass_app
-def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: Path, api: str | None, issue: int | None,
-            title: str | None, force: bool) -> None:
+def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: Path,
+            api: str | None, issue: int | None, title: str | None, force: bool) -> None:
     """Create patches/NAME/ from commits: numbered patches plus a patch.yaml.
 
     The tests are the test files the commits touch; the title is the first commit's subject;
@@ -77,7 +93,7 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
     repo_given = click.get_current_context().get_parameter_source("repo") is not (
         click.core.ParameterSource.DEFAULT)
-    if pr is not None:
+    if pr is not None:  # the API and the issue may come from the PR: asked for only if not
         if repo_given:
             raise BackportError("usage", "--repo names the clone --from reads; --from-pr reads "
                                          "PR N and its commits from the map's upstream")
@@ -86,6 +102,7 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
         echo(f"next: backport check --api {name}")
         return
     assert rev is not None
+    _required_off_terminal(api=api, issue=issue)
     try:
         tests = test_files(touched_files(repo, rev))
     except BackportError as exc:

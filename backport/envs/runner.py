@@ -74,6 +74,7 @@ class TestRunner:
         self.start_timeout = start_timeout
         self._lock = threading.Lock()
         self._worker: Worker | None = None
+        self._started_for: dict[int, str] = {}  # pid of a worker started now -> its first user
         self._retired: list[Worker] = []  # replaced workers finishing their running tests
         self._learn = True  # off once a worker retired: its successor only imports torch
         # Why warm runs are off (None while they are on); torch-less envs gain nothing from it.
@@ -99,12 +100,21 @@ class TestRunner:
     @property
     def kind(self) -> str:
         """How tests run, for the verbose log: isolated, or forked from which worker."""
+        return self.kind_for("")
+
+    def kind_for(self, user: str) -> str:
+        """:attr:`kind` as ``user`` (a target branch) sees it: a kept worker this run started
+        is "started now" for the first user that asks, and started earlier for the others."""
         if self.isolated:
             return "isolated"
         worker = self._worker
         if worker is None or worker.kept is None:
             return "warm worker"
-        when = "started now" if worker.kept.get("started") else "kept from an earlier run"
+        when = "kept from an earlier run"
+        if worker.kept.get("started"):
+            with self._lock:  # no user (the plain `kind`) claims nothing
+                first = self._started_for.setdefault(worker.pid, user) if user else user
+            when = "started now" if first == user else f"started earlier in this run, for {first}"
         return f"warm worker, kept, pid {worker.pid}, {when}"
 
     @property

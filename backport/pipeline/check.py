@@ -21,6 +21,7 @@ from backport.git.apply import already_applied, apply_series
 from backport.git.cache import RepoCache
 from backport.git.present import added_tests, changed_python_tests, present_tests, source_problems
 from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.body_paths import absent_named_paths
 from backport.pipeline.journal import Journal
 from backport.pipeline.propagate import (
     SiblingSeries,
@@ -110,6 +111,8 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
                 if target in bases:
                     findings += _check_applies(cache, ps, journal, target, bases[target],
                                                Path(tmp))
+            findings += [Finding(f"{ps.name} on {target}", "body paths", True, detail, warning=True)
+                         for target, detail in absent_named_paths(cache.path, ps, bases)]
     return findings
 
 

@@ -144,7 +144,7 @@ def test_a_cpp_change_is_not_in_the_build_and_its_green_run_proves_nothing(sandb
     assert f"NOT_IN_BUILD={CPP}" in evidence
     assert not any(line.startswith("OVERLAY=") for line in evidence)
     row = next(line for line in body.splitlines() if line.startswith("| master | Ran "))
-    assert f"未验证改动（not-in-build）：`{CPP}` 不在所测的 torch_npu 构建中" in row
+    assert f"未验证改动（证据中的 `NOT_IN_BUILD`）：`{CPP}` 不在所测的 torch_npu 构建中" in row
     assert "上表结果不能证明该改动有效" in body
     assert _draft(sandbox.project, "master")  # the PR does not present it as validated
 

@@ -34,7 +34,7 @@ def test_a_change_not_in_the_build_is_not_a_plain_pass_and_reads_back() -> None:
     body = render_body(fx.context("master", recs=recs))
     row = _result_row(body, "master")
     assert row.startswith("| master | Ran 7 tests in 0.086s，OK，")
-    assert f"未验证改动（not-in-build）：`{CPP}` 不在所测的 torch_npu 构建中" in row
+    assert f"未验证改动（证据中的 `NOT_IN_BUILD`）：`{CPP}` 不在所测的 torch_npu 构建中" in row
     # One note for the four branches that share it, under the table.
     assert body.count("上表结果不能证明该改动有效") == 1
     assert f"v2.7.1、v2.11.0、v2.12.0、master：补丁修改的 `{CPP}` 不在所测的构建中：测试使用运行环境中已安装的 torch_npu，其中不包含这些改动" in body
