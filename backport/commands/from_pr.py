@@ -144,8 +144,15 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = 
                   f"new commits ({old.commit[:12]} → {new.commit[:12]})")
         lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}; "
                      f"every branch is done again")
-    write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
-                  issue=kept.issue if kept else None, title=None, say=say)
+    try:
+        write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
+                      issue=kept.issue if kept else None, title=None, say=say)
+    except BackportError as exc:  # apply has no --api FULL.NAME or --issue of its own
+        if "required off a terminal" not in exc.message:
+            raise
+        raise BackportError("usage", f"{exc.message}: make the set first with `backport new "
+                                     f"{dest.name} --from-pr {number} --api FULL.NAME --issue N`, "
+                                     f"then run this again") from None
     if old is None:
         lines.append(f"{dest.name}: made from {said(new, upstream)}")
     return dest.name, lines, old is not None

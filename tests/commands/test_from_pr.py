@@ -303,3 +303,19 @@ def test_without_a_token_the_pr_is_not_read_and_the_sentence_says_how(sandbox, s
                                  f"{server.url}: set GITCODE_TOKEN"), result.err
     assert result.err.count("\n") == 1
     assert not server.requests
+
+
+def test_apply_from_a_pr_linking_several_issues_says_how_to_make_the_set(sandbox, server):
+    pr = source_pr(server, state="merged", issues=[3216, 3217])
+    land(sandbox, NUMBER, pr.head_ref)
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
+    assert result.code == 2
+    assert result.err.strip().endswith(
+        f"is required off a terminal: make the set first with `backport new pr-{NUMBER} "
+        f"--from-pr {NUMBER} --api FULL.NAME --issue N`, then run this again"), result.err
+    assert not (sandbox.project / "patches" / f"pr-{NUMBER}").exists()
+    made = run(sandbox, "new", f"pr-{NUMBER}", "--from-pr", str(NUMBER), "--issue", "3217")
+    assert made.code == 0, made.err
+    again = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push", "--skip-tests")
+    assert again.code == 0, again.err
+    assert f"pr-{NUMBER}: kept" in again.out
