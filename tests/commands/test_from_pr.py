@@ -269,3 +269,53 @@ def test_from_and_from_pr_are_one_or_the_other(sandbox, server):
     assert with_repo.code == 2
     assert with_repo.err.count("\n") == 1 and "--repo names the clone --from reads" in with_repo.err
     assert not server.requests  # refused before anything was read
+
+
+def test_a_pr_folder_not_made_from_the_pr_or_broken_is_left_alone(sandbox, server):
+    source_pr(server, state="merged", issues=[3216])
+    folder = sandbox.project / "patches" / f"pr-{NUMBER}"
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("mine\n", encoding="utf-8")
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
+    assert result.code == 2
+    assert result.err.strip() == (f"error: {folder} exists but is not a set made from a PR "
+                                  f"(patches/pr-{NUMBER}/patch.yaml not found); move it away to "
+                                  f"make one from PR !{NUMBER}")
+    assert (folder / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    assert not server.requests  # refused before PR !N was read
+    by_hand = sandbox.project / "patches" / "put_metric"
+    for path in folder.iterdir():
+        path.unlink()
+    folder.rmdir()
+    by_hand.rename(folder)  # a set made by hand, named like one made from the PR
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
+    assert result.code == 2
+    assert "is not a set made from a PR (it names no source_pr)" in result.err
+
+
+def test_without_a_token_the_pr_is_not_read_and_the_sentence_says_how(sandbox, server):
+    source_pr(server, state="merged", issues=[3216])
+    result = run_app(sandbox.project, "new", "x", "--from-pr", str(NUMBER),
+                     env={"GITCODE_TOKEN": "", "BACKPORT_TOKEN": "",
+                          "BACKPORT_CACHE": str(sandbox.cache)})
+    assert result.code != 0
+    assert result.err.startswith(f"error: PR !{NUMBER} cannot be read: no GitCode token for "
+                                 f"{server.url}: set GITCODE_TOKEN"), result.err
+    assert result.err.count("\n") == 1
+    assert not server.requests
+
+
+def test_apply_from_a_pr_linking_several_issues_says_how_to_make_the_set(sandbox, server):
+    pr = source_pr(server, state="merged", issues=[3216, 3217])
+    land(sandbox, NUMBER, pr.head_ref)
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
+    assert result.code == 2
+    assert result.err.strip().endswith(
+        f"is required off a terminal: make the set first with `backport new pr-{NUMBER} "
+        f"--from-pr {NUMBER} --api FULL.NAME --issue N`, then run this again"), result.err
+    assert not (sandbox.project / "patches" / f"pr-{NUMBER}").exists()
+    made = run(sandbox, "new", f"pr-{NUMBER}", "--from-pr", str(NUMBER), "--issue", "3217")
+    assert made.code == 0, made.err
+    again = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push", "--skip-tests")
+    assert again.code == 0, again.err
+    assert f"pr-{NUMBER}: kept" in again.out
