@@ -56,15 +56,19 @@ def plural(count: int, word: str, words: str | None = None) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
 
 
-def run_check(project: Project, names: list[str] | None, *, offline: bool,
+def run_check(project: Project, names: list[str] | None, *, offline: bool, envs: bool = False,
               environ: dict[str, str] | None = None) -> list[Finding]:
-    """Validate the map and, unless ``offline``, that every patch set applies everywhere."""
+    """Validate the map and, unless ``offline``, that every patch set applies everywhere.
+
+    An environment not built on this machine is a warning (a CI runner checks the map and the
+    patches, not the hosts), a problem when ``envs`` asks for the environments as well.
+    """
     bm = project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
     findings = [Finding(str(bm.path.name), "schema", True,
                         f"{plural(len(bm.targets), 'target branch', 'target branches')}, "
                         f"{plural(len(bm.environments), 'environment')}")]
-    findings += _interpreters(project, offline)
+    findings += _interpreters(project, required=envs)
     for ps in patch_sets:
         variants = ", ".join(sorted(ps.variants)) or "none"
         findings.append(Finding(f"patches/{ps.name}", "schema", True,
@@ -189,16 +193,31 @@ def _created(series: Sequence[Patch], path: str) -> bool:
     return any(diff.created and diff.new == path for patch in series for diff in patch.files)
 
 
-def _interpreters(project: Project, offline: bool) -> list[Finding]:
-    """Each target's environment interpreter exists: a problem online, a warning offline."""
+def _interpreters(project: Project, *, required: bool) -> list[Finding]:
+    """Each target's environment interpreter exists: a warning, a problem when ``required``."""
     bm = project.branch_map
     findings = []
     for name, env in sorted(bm.environments.items()):
         users = [t.name for t in bm.targets.values() if t.env == name]
         if not users or env.interpreter.exists():
             continue
-        detail = (f"environment '{name}' of branch {', '.join(users)}: interpreter "
-                  f"{home_shown(str(env.interpreter))} does not exist (`backport env setup` builds it)")
+        detail = (f"environment '{name}' of branch {', '.join(users)} is not built here: "
+                  f"interpreter {home_shown(str(env.interpreter))} does not exist "
+                  f"(`backport env setup` builds it)")
         subject = f"branch {', '.join(users)}"
-        findings.append(Finding(subject, "environment", offline, detail, warning=offline))
+        findings.append(Finding(subject, "environment", not required, detail,
+                                warning=not required))
     return findings
+
+
+def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
+    """The check as one Markdown table, for a CI's step summary."""
+    def cell(text: str) -> str:
+        return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+    rows = [f"### {title}", "", "| subject | check | result | detail |", "| --- | --- | --- | --- |"]
+    for f in findings:
+        mark = ("warn" if f.warning else "ok") if f.ok else "FAIL"
+        detail = f.detail + (" (variant)" if f.variant else "")
+        rows.append(f"| {cell(f.subject)} | {cell(f.check)} | {mark} | {cell(detail)} |")
+    return "\n".join(rows) + "\n"
