@@ -16,19 +16,16 @@ from backport.config.model import PatchSet, Project
 from backport.config.patchfiles import Patch
 from backport.config.validate import home_shown
 from backport.errors import BackportError
-from backport.git.apply import already_applied, apply_series
 from backport.git.cache import RepoCache
-from backport.git.present import added_tests, changed_python_tests, present_tests, source_problems
 from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.decide import Decision, Outcome, decide
 from backport.pipeline.journal import Journal
 from backport.pipeline.propagate import (
     SiblingSeries,
     recorded_series,
     sibling_series,
-    try_siblings,
 )
 from backport.pipeline.session import open_cache
-from backport.pipeline.steps import existing_tests
 
 
 @dataclass
@@ -117,70 +114,68 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool, envs:
 
 def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str, base: str,
                    tmp: Path) -> list[Finding]:
-    """Does the series `apply` would use go in on ``base``? Its own series first; where that
-    conflicts, the branch's recorded result (a hand resolution, or a series carried from a
-    sibling) and the siblings' series, as `apply` tries them."""
+    """Does the series `apply` would use go in on ``base``? The same decision as `apply`'s
+    (`decide`): its own series first; where that conflicts, the branch's recorded result (a
+    hand resolution, or a series carried from a sibling) and the siblings' series."""
     subject = f"{ps.name} on {target}"
     series = ps.series_for(target)
     variant = target in ps.variants
-    if already_applied(cache, base, series):
+    carried = tmp / "carried" / f"{ps.name}-{target}".replace("/", "_")
+
+    def others() -> list[SiblingSeries]:
+        own = recorded_series(cache.path, journal, target, carried / "own")
+        return [s for s in [own] if s is not None] + sibling_series(
+            cache.path, ps, journal, target, out=carried)
+
+    decision = decide(
+        cache, base, series, [t.path for t in ps.tests],
+        worktree=lambda: Worktree.create(
+            cache, tmp / f"{ps.name}-{target}".replace("/", "_"),
+            cache_branch(tmp, f"check/{ps.slug}/{target}"), base, ps.paths_for(target)),
+        others=others)
+    if decision.outcome is Outcome.ALREADY_APPLIED:
         return [Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)]
-    added = added_tests(cache.path, series)
-    present = existing_tests(present_tests(cache.path, base, added)) if added else ()
-    said = "; ".join(t.describe() for t in present)
-    if added and len(present) == len(added):
+    if decision.outcome is Outcome.ALREADY_PRESENT:
         return [Finding(subject, "applies", True, f"already present: every test the patch adds is "
-                        f"already on {target}: {said} (no PR needed)", variant)]
-    findings = [Finding(subject, "already present", True, f"already on {target}: {said}",
-                        variant, warning=True)] if present else []
-    path = tmp / f"{ps.name}-{target}".replace("/", "_")
-    worktree = Worktree.create(cache, path, cache_branch(tmp, f"check/{ps.slug}/{target}"),
-                               base, ps.paths_for(target))
-    instead: SiblingSeries | None = None
-    tried: list[str] = []
+                        f"already on {target}: {decision.said} (no PR needed)", variant)]
+    findings = [Finding(subject, "already present", True, f"already on {target}: {decision.said}",
+                        variant, warning=True)] if decision.present else []
+    worktree, result = decision.worktree, decision.result
+    assert worktree is not None and result is not None
     try:
-        result = apply_series(worktree, series)
-        if result.status == "conflict":
-            carried = tmp / "carried" / f"{ps.name}-{target}".replace("/", "_")
-            candidates = [s for s in [recorded_series(cache.path, journal, target, carried / "own")]
-                          if s is not None]
-            candidates += sibling_series(cache.path, ps, journal, target, out=carried)
-            found, instead, tried = try_siblings(worktree, candidates, series, result)
-            if instead is not None:
-                result = found
         head = worktree.head() if result.status == "applied" else base
         missing = [t.path for t in ps.tests
                    if not _in_tree(worktree, head, t.path) and not _created(series, t.path)]
-        problems = source_problems(worktree.path, base, head, changed_python_tests(
-            series, [t.path for t in ps.tests])) if result.status == "applied" else []
     finally:
         worktree.remove()
-    if result.status == "conflict":
-        also = f"; also tried: {', '.join(tried)}" if tried else ""
-        findings.append(Finding(subject, "applies", False,
-                                f"{result.message} (files: {', '.join(result.conflicts) or 'unknown'})"
-                                f"{also}", variant))
-    elif instead is not None:
-        how = ", its context lines ignored" if result.loose else ""
-        findings.append(Finding(subject, "applies", True,
-                                f"its own series conflicts; {instead.label} applies instead{how}",
-                                variant, warning=True))
-    elif result.merged:
-        files = ", ".join(result.merged)
-        findings.append(Finding(subject, "applies", True,
-                                f"with git am -3, but {files} went in only through a 3-way "
-                                f"merge: compare it with the newer branches", variant,
-                                warning=True))
-    else:
-        detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
-        findings.append(Finding(subject, "applies", True, detail, variant))
-    for problem in problems:
+    findings.append(_applies(subject, decision, variant))
+    for problem in decision.problems:
         findings.append(Finding(subject, "no shadowed test", False, problem, variant))
     for test in missing:
         findings.append(Finding(subject, "test exists", False,
                                 f"patch set {ps.name}: test file {test} is not on branch {target} "
                                 f"and the series does not create it", variant))
     return findings
+
+
+def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
+    """The ``applies`` line of a series that was applied (or conflicted) in a worktree."""
+    result = decision.result
+    assert result is not None
+    if decision.outcome is Outcome.CONFLICT:
+        also = f"; also tried: {', '.join(decision.tried)}" if decision.tried else ""
+        return Finding(subject, "applies", False, f"{result.message} (files: "
+                       f"{', '.join(result.conflicts) or 'unknown'}){also}", variant)
+    if decision.source is not None:
+        how = ", its context lines ignored" if result.loose else ""
+        return Finding(subject, "applies", True, f"its own series conflicts; "
+                       f"{decision.source.label} applies instead{how}", variant, warning=True)
+    if result.merged:
+        return Finding(subject, "applies", True, f"with git am -3, but {', '.join(result.merged)} "
+                       f"went in only through a 3-way merge: compare it with the newer branches",
+                       variant, warning=True)
+    detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
+    return Finding(subject, "applies", True, detail, variant)
 
 
 def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
