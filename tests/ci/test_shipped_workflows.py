@@ -9,9 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.helpers.git_http import GitHttp
-from tests.helpers.project import ROOT, edit_config, git, run_app
+from tests.helpers.project import ROOT, edit_config, git, needs_torch, run_app
+from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.upstream import change_upstream_branch
 from tests.helpers.workflow_harness import GITCODE, GITHUB, WorkflowRun, load_workflow
 
@@ -20,12 +22,14 @@ TOKEN = "gc-user-token-7d1e"  # the repository secret GITCODE_TOKEN
 REPOSITORY = "ascend-ci/backport-map"
 
 
-def map_repository(sandbox, dest: Path) -> tuple[Path, str]:
+def map_repository(sandbox, dest: Path, *, keep_environments: bool = False) -> tuple[Path, str]:
     """The repository a team keeps: backport's source with its branches.yaml and patches/,
-    whose environments are not built on a CI runner. Returns it and its head commit."""
-    edit_config(sandbox, lambda data: data.update(environments={  # venvs nobody built here
-        name: {k: v for k, v in env.items() if k == "ci"}
-        for name, env in data["environments"].items()}))
+    whose environments are (unless ``keep_environments``) not built on a CI runner. Returns it
+    and its head commit."""
+    if not keep_environments:
+        edit_config(sandbox, lambda data: data.update(environments={  # venvs nobody built here
+            name: {k: v for k, v in env.items() if k == "ci"}
+            for name, env in data["environments"].items()}))
     dest.mkdir(parents=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, dest / name)
@@ -169,3 +173,46 @@ def test_no_step_hides_a_failure_or_assumes_a_tool_cache(name):
             assert "|| true" not in script, (name, script)
             if step.get("uses", "").startswith("actions/setup-python"):
                 assert hosted, f"{name}: setup-python on a self-hosted job"
+
+
+def _apply_map(sandbox, tmp_path: Path) -> tuple[Path, str]:
+    """The map repository of a team whose NPU host for v2.7.1 is this machine (the torch venv),
+    its forge the stand-in GitCode; each environment placed on runner tags."""
+    def place(data: dict) -> None:
+        for env in data["environments"].values():
+            env["ci"] = {"runs_on": ["self-hosted", "npu", "torch-2.13"]}
+    edit_config(sandbox, place)
+    config = yaml.safe_load(sandbox.config.read_text(encoding="utf-8"))
+    repo, _sha = map_repository(sandbox, tmp_path / "map", keep_environments=True)
+    assert yaml.safe_load((repo / "branches.yaml").read_text(encoding="utf-8")) == config
+    printed = run_app(repo, "matrix", "--api", "put_metric", "--format", "gitcode")
+    assert printed.code == 0, printed.err
+    (repo / ".gitcode" / "workflows").mkdir(parents=True)
+    (repo / ".gitcode" / "workflows" / "backport-apply.yml").write_text(printed.out,
+                                                                         encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the apply pipeline, from backport matrix")
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+@needs_torch
+def test_gitcode_apply_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheelhouse):
+    """One job of the pipeline `matrix --format gitcode` wrote, run on the host of its branch:
+    it fetches, installs, checks the environment, applies, tests, pushes and opens one PR."""
+    repo, sha = _apply_map(sandbox, tmp_path)
+    served = tmp_path / "served"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(served / f"{REPOSITORY}.git"))
+    with GitHttp(served, PROJECT_TOKEN) as http:
+        run = WorkflowRun(GITCODE, repo / ".gitcode" / "workflows" / "backport-apply.yml",
+                          repo=repo, sha=sha, repository=REPOSITORY,
+                          event_name="workflow_dispatch", event={}, tmp=tmp_path / "ci",
+                          secrets={"GITCODE_TOKEN": PROJECT_TOKEN},
+                          env=_pip_offline(wheelhouse), server_url=http.url)
+        assert list(run.data["jobs"]) == ["apply_put_metric_v2_7_1", "apply_put_metric_v2_11_0",
+                                          "apply_put_metric_v2_12_0", "apply_put_metric_master"]
+        job = run.run_job("apply_put_metric_v2_7_1", {})
+    assert job.ok, job.log
+    (pr,) = gitcode.open_prs()
+    assert (pr.base_ref, pr.head_ref) == ("v2.7.1", "test-put-metric-v2.7.1")
+    assert "HEAD_COMMIT=" in pr.body
+    assert PROJECT_TOKEN not in job.log
