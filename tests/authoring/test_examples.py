@@ -88,7 +88,7 @@ def test_apply_matrix_is_one_job_per_branch_on_its_own_runner() -> None:
     calls = invocations("github-apply.yml")
     assert ["matrix", "--format", "github", "--api", "$API"] in calls
     assert ["apply", "--api", "$API", "--branch", "$BRANCH", "--json"] in calls
-    assert ["status", "--api", "$API", "--from-forge"] in calls
+    assert ["status", "--api", "$API", "--branch", "$BRANCH", "--from-forge"] in calls
     steps = [s for s in apply_job["steps"] if "apply" in s.get("run", "")]
     assert steps[0]["env"]["BRANCH"] == "${{ matrix.branch }}"
     gitcode = _load("gitcode-apply.yml")["jobs"]

@@ -216,3 +216,25 @@ def test_gitcode_apply_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheel
     assert (pr.base_ref, pr.head_ref) == ("v2.7.1", "test-put-metric-v2.7.1")
     assert "HEAD_COMMIT=" in pr.body
     assert PROJECT_TOKEN not in job.log
+
+
+@needs_torch
+def test_github_apply_matrix_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheelhouse):
+    """The plan job's matrix, and its v2.7.1 entry run as GitHub would run it on that host."""
+    repo, sha = _apply_map(sandbox, tmp_path)
+    run = WorkflowRun(GITHUB, EXAMPLES / "github-apply.yml", repo=repo, sha=sha,
+                      repository=REPOSITORY, event_name="workflow_dispatch",
+                      event={"inputs": {"api": "put_metric"}}, tmp=tmp_path / "ci",
+                      inputs={"api": "put_metric"},
+                      secrets={"GITCODE_TOKEN": PROJECT_TOKEN}, env=_pip_offline(wheelhouse))
+    plan = run.run_job("plan", {})
+    assert plan.ok, plan.log
+    run.outputs["plan"] = plan.outputs
+    (entry,) = [e for e in run.matrix("apply") if e["branch"] == "v2.7.1"]
+    job = run.run_job("apply", entry)
+    assert job.ok, job.log
+    (pr,) = gitcode.open_prs()
+    assert (pr.base_ref, pr.head_ref) == ("v2.7.1", "test-put-metric-v2.7.1")
+    assert job.step("Show this branch as GitCode shows it").ok
+    assert (tmp_path / "ci" / "artifacts" / "backport-put_metric-v2.7.1" / "runs").is_dir()
+    assert PROJECT_TOKEN not in job.log
