@@ -47,7 +47,8 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     title = "backport check" + (" --offline" if offline else "") + (" --envs" if envs else "")
     _write_step_summary(title, findings)
     if as_json:
-        print_json({"ok": ok, "offline": offline, "envs": envs, "findings": [f.to_dict() for f in findings],
+        print_json({"ok": ok, "offline": offline, "envs": envs,
+                    "findings": [f.to_dict() for f in findings],
                     "problems": [f.problem for f in findings if not f.ok],
                     "warnings": [f.problem for f in findings if f.warning]})
     else:
