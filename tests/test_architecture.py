@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import backport
@@ -296,3 +297,38 @@ def test_the_test_import_scan_sees_every_kind(tmp_path: Path) -> None:
         f"{tmp_path.name}/pipeline/test_a.py:2 imports tests.pipeline.test_b",
         f"{tmp_path.name}/pipeline/test_a.py:3 imports tests.git.test_c"]
 
+
+
+# `backport list` prints its jobs as `API=… BRANCH=…` lines: the CI matrix, not evidence.
+EVIDENCE_KEY_ELSEWHERE = {"commands.listing": {"API"}}
+
+
+def evidence_keys_spelled(path: Path, keys: Sequence[str]) -> set[str]:
+    """The evidence keys (and the result heading) a string in ``path`` spells: as ``KEY=``, or
+    alone where the key is no plain word (``HEAD_COMMIT``, not ``NPU``); docstrings and f-string
+    parts count."""
+    spelled = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for key in keys:
+                if (node.value == key and "_" in key) or re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}=", node.value):
+                    spelled.add(key)
+            if "RESULT:" in node.value:
+                spelled.add("RESULT:")
+    return spelled
+
+
+def test_evidence_keys_are_spelled_only_in_the_table() -> None:
+    from backport.report.evidence_fields import KEYS
+
+    found = {module: evidence_keys_spelled(path, KEYS) - EVIDENCE_KEY_ELSEWHERE.get(module, set())
+             for module, path in package_modules().items() if module != "report.evidence_fields"}
+    assert {module: keys for module, keys in found.items() if keys} == {}
+
+
+def test_the_evidence_key_scan_sees_each_spelling(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text('"""Reads ``NOTE=``."""\nx = f"HEAD_COMMIT={1}"\ny = "TORCH_NPU"\nv = "NPU"\nz = "RESULT:"\n'
+                    'w = "TORCH_NPU_X=1 DONOTE=2"\n', encoding="utf-8")
+    assert evidence_keys_spelled(path, ("NOTE", "HEAD_COMMIT", "TORCH_NPU", "NPU", "PATCH_TESTS")) == {
+        "NOTE", "HEAD_COMMIT", "TORCH_NPU", "RESULT:"}
