@@ -37,9 +37,9 @@ def import_rule() -> dict[str, frozenset[str]]:
             continue
         left, right = line.strip().strip("|").split("|")[:2]
         parts, allowed = _names(left), _names(right)
+        shared = shared or parts  # the first row: its parts may import one another
         if "shared" in right:
             allowed |= shared
-        shared = shared or parts
         for part in parts:
             rule[part] = frozenset(allowed)
     return rule
@@ -147,13 +147,13 @@ def test_services_share_only_the_model_modules() -> None:
 
 
 # `git credential fill` runs with an environment the caller gives whole (not laid over this
-# process's), which GitPython's runner cannot do; it asks for a token and never prompts.
+# process's) and `forge/` may not import `git/`; it asks for a token and never prompts.
 GIT_OUTSIDE_THE_RUNNER = {"forge.token"}
 
 
 def git_processes(path: Path) -> list[str]:
-    """What in ``path`` starts git other than through the runner: GitPython, or a subprocess call
-    whose argv starts with ``"git"``."""
+    """What in ``path`` starts git other than through the runner: GitPython, or a call of any
+    process function whose argv starts with ``"git"``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -163,12 +163,12 @@ def git_processes(path: Path) -> list[str]:
                 found.append(f"from {node.module} import ...")
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
-            owner = getattr(func.value, "id", "") if isinstance(func, ast.Attribute) else ""
+            name = ast.unparse(func)
             argv = node.args[0]
-            if owner == "subprocess" and isinstance(argv, ast.List) and argv.elts:
+            if isinstance(argv, ast.List) and argv.elts:
                 first = argv.elts[0]
                 if isinstance(first, ast.Constant) and first.value == "git":
-                    found.append(f"subprocess.{func.attr}(['git', ...]) line {node.lineno}")
+                    found.append(f"{name}(['git', ...]) line {node.lineno}")
     return found
 
 
@@ -180,9 +180,43 @@ def test_only_the_runner_starts_git() -> None:
 
 def test_the_git_scan_sees_both_ways(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
-    path.write_text("import subprocess\nimport git\n\n"
-                    "subprocess.run(['git', 'status'], check=False)\n", encoding="utf-8")
-    assert git_processes(path) == ["import git", "subprocess.run(['git', ...]) line 4"]
+    path.write_text("import subprocess\nimport git\nfrom backport import process\n\n"
+                    "subprocess.run(['git', 'status'], check=False)\nprocess.run(['git', 'log'])\n",
+                    encoding="utf-8")
+    assert git_processes(path) == ["import git", "subprocess.run(['git', ...]) line 5",
+                                   "process.run(['git', ...]) line 6"]
+
+
+def process_imports(path: Path) -> list[str]:
+    """Imports in ``path`` of a way to start a process other than `backport.process`:
+    ``subprocess``, GitPython, ``os.system`` / ``os.popen`` / ``os.exec*`` / ``os.spawn*``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [f"line {node.lineno}: import {a.name}" for a in node.names
+                      if a.name.split(".")[0] in ("subprocess", "git", "pty")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.split(".")[0] in ("subprocess", "git", "pty"):
+                found.append(f"line {node.lineno}: from {node.module} import ...")
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id == "os"
+              and node.attr.startswith(("system", "popen", "exec", "spawn", "fork", "posix_spawn"))):
+            found.append(f"line {node.lineno}: os.{node.attr}")
+    return found
+
+
+def test_only_the_process_module_starts_processes() -> None:
+    found = {module: process_imports(path) for module, path in package_modules().items()
+             if module != "process"}
+    assert {module: names for module, names in found.items() if names} == {}
+
+
+def test_the_process_scan_sees_each_way(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("import subprocess\nfrom git import Repo\nimport os\n\nos.execvp('a', [])\n",
+                    encoding="utf-8")
+    assert process_imports(path) == ["line 1: import subprocess", "line 2: from git import ...",
+                                     "line 5: os.execvp"]
 
 
 def _modules_spelling(text: str) -> set[str]:
