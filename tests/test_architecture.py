@@ -265,15 +265,25 @@ def test_pipeline_changes_records_only_by_named_transitions() -> None:
     assert not found, found
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def private_imports(path: Path) -> list[str]:
-    """Names with a leading underscore that ``path`` imports from another module of the package
-    (a name shared between modules is public; one used by a single module lives there)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    """Names with a leading underscore that ``path`` imports from another module of the package,
+    or reads off a name it imported from one (``Status._value2member_map_``): a name shared
+    between modules is public; one used by a single module lives there."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found, imported = [], set()
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("backport")):
+            imported |= {alias.asname or alias.name for alias in node.names}
             found += [f"{path.name}:{node.lineno} imports {alias.name} from {node.module or '.'}"
-                      for alias in node.names
-                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+                      for alias in node.names if _private(alias.name)]
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and _private(node.attr)
+                and isinstance(node.value, ast.Name) and node.value.id in imported):
+            found.append(f"{path.name}:{node.lineno} reads {node.value.id}.{node.attr}")
     return found
 
 
@@ -282,12 +292,21 @@ def test_no_module_imports_a_private_name_from_another() -> None:
     assert {module: names for module, names in found.items() if names} == {}
 
 
-def test_the_private_import_scan_sees_both_kinds(tmp_path: Path) -> None:
+def test_no_test_imports_a_private_name_of_the_package() -> None:
+    found = {str(path.relative_to(TESTS)): private_imports(path)
+             for path in sorted(Path(__file__).resolve().parent.rglob("*.py"))}
+    assert {path: names for path, names in found.items() if names} == {}
+
+
+def test_the_private_import_scan_sees_every_kind(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text("from backport.git.apply import _SAFE, committer_env\nfrom .x import _y\n"
-                    "from os import _exit\nfrom backport import __version__\n", encoding="utf-8")
+                    "from os import _exit\nfrom backport import __version__\n"
+                    "from backport.states import Status\n"
+                    "ok = 'x' in Status._value2member_map_\nos = _exit._z\n", encoding="utf-8")
     assert private_imports(path) == ["m.py:1 imports _SAFE from backport.git.apply",
-                                     "m.py:2 imports _y from x"]
+                                     "m.py:2 imports _y from x",
+                                     "m.py:6 reads Status._value2member_map_"]
 
 
 TESTS = Path(__file__).resolve().parent

@@ -100,7 +100,7 @@ def socket_path(policy: KeepPolicy, launch: Sequence[str], variables: Mapping[st
     return policy.folder / f"w-{hashlib.sha256(key.encode()).hexdigest()[:20]}.sock"
 
 
-def _hello(sock: socket.socket, timeout: float) -> dict:
+def read_hello(sock: socket.socket, timeout: float) -> dict:
     sock.settimeout(timeout)
     data = b""
     while not data.endswith(b"\n"):
@@ -118,7 +118,7 @@ def _connect(path: Path, fingerprint: str) -> tuple[socket.socket, dict] | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
-        hello = _hello(sock, HELLO_TIMEOUT)
+        hello = read_hello(sock, HELLO_TIMEOUT)
     except (OSError, ValueError):
         sock.close()
         return None
@@ -226,7 +226,7 @@ def stop_kept_workers(folder: Path) -> list[int]:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(str(path))
-            hello = _hello(sock, HELLO_TIMEOUT)
+            hello = read_hello(sock, HELLO_TIMEOUT)
             sock.sendall(b'{"shutdown": true}\n')
             asked.append(int(hello.get("pid") or 0))
         except (OSError, ValueError):
