@@ -385,3 +385,25 @@ def test_the_evidence_key_scan_sees_each_spelling(tmp_path: Path) -> None:
                     'w = "TORCH_NPU_X=1 DONOTE=2"\n', encoding="utf-8")
     assert evidence_keys_spelled(path, ("NOTE", "HEAD_COMMIT", "TORCH_NPU", "NPU", "PATCH_TESTS")) == {
         "NOTE", "HEAD_COMMIT", "TORCH_NPU", "RESULT:"}
+
+
+def commands_without_tests(commands: Path, tests: Path) -> list[str]:
+    """Command modules (``backport/commands/X.py``) with no ``tests/commands/test_X*.py``."""
+    names = sorted(p.stem for p in commands.glob("*.py") if p.stem != "__init__")
+    tested = [p.stem.removeprefix("test_") for p in tests.glob("test_*.py")]
+    return [name for name in names
+            if not any(t == name or t.startswith(f"{name}_") for t in tested)]
+
+
+def test_every_command_module_has_its_test_module() -> None:
+    assert commands_without_tests(PACKAGE / "commands", TESTS / "commands") == []
+
+
+def test_the_command_mirror_matches_by_prefix(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    (tmp_path / "t").mkdir()
+    for name in ("__init__", "env", "new", "status"):
+        (tmp_path / "c" / f"{name}.py").write_text("")
+    for name in ("test_env_probe", "test_newer", "test_status"):
+        (tmp_path / "t" / f"{name}.py").write_text("")
+    assert commands_without_tests(tmp_path / "c", tmp_path / "t") == ["new"]
