@@ -44,11 +44,38 @@ def test_the_environment_given_is_the_whole_environment(tmp_path: Path) -> None:
     assert out.out.strip() in ("['ONLY']", "['LC_CTYPE', 'ONLY']")
 
 
-def test_a_child_out_of_time_is_killed_with_its_children(tmp_path: Path) -> None:
-    pid_file = tmp_path / "child.pid"
-    out = process.run(["sh", "-c", f"sleep 60 & echo $! > '{pid_file}'; wait"], timeout=1.5)
+def _live_members(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that are not zombies (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_child_out_of_time_is_killed_with_its_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[int] = []
+    real = process.spawn
+
+    def spawn(*args, **kwargs):  # type: ignore[no-untyped-def]
+        proc = real(*args, **kwargs)
+        started.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr(process, "spawn", spawn)
+    # The child starts a grandchild in its group, then waits: only the time-out ends them.
+    out = process.run(["sh", "-c", "sleep 60 & sleep 60 & wait"], timeout=1.5)
     assert out.timed_out and not out.ok
-    assert _gone(int(pid_file.read_text()))
+    (pgid,) = started
+    for _ in range(100):  # the kill is sent; the kernel takes a moment to finish them
+        if not _live_members(pgid):
+            break
+        threading.Event().wait(0.05)
+    assert _live_members(pgid) == []
 
 
 def test_reap_kills_what_the_child_left_running(tmp_path: Path) -> None:
