@@ -53,7 +53,12 @@ class TestResult:
     @property
     def patch_tests_ok(self) -> bool:
         """Every test the patch adds ran and passed (True when it adds none)."""
-        return all(outcome == "ok" for _, outcome in self.patch_tests)
+        return self.passes(True, self.patch_tests)
+
+    @staticmethod
+    def passes(runs_ok: bool, patch_tests: Sequence[tuple[str, str]]) -> bool:
+        """The one "result ok" rule: every run passed and each test the patch adds says ``ok``."""
+        return runs_ok and all(outcome == "ok" for _, outcome in patch_tests)
 
     @property
     def not_in_build(self) -> bool:
@@ -76,7 +81,7 @@ class TestResult:
         lines = tuple(line for r in runs for line in r.summary)
         return cls(
             ran=ran,
-            ok=all(r.ok for r in runs) and all(o == "ok" for _, o in patch_tests),
+            ok=cls.passes(all(r.ok for r in runs), patch_tests),
             exit_code=next((r.exit_code for r in runs if r.exit_code != 0), 0),
             summary=", ".join(lines),
             summary_lines=lines,
