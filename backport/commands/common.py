@@ -35,6 +35,11 @@ class AppContext:
             self._project = load_project(self.config, self.patches, os.environ)
         return self._project
 
+    def reload(self) -> Project:
+        """The project read again (after a command wrote a patch set)."""
+        self._project = None
+        return self.project()
+
     @property
     def console(self) -> Console:
         # Off a terminal rich assumes 80 columns; tables of branch names and URLs need more.

@@ -93,6 +93,17 @@ class TestSpec:
 
 
 @dataclass(frozen=True)
+class SourcePr:
+    """The upstream PR a patch set was made from (``source_*`` keys of patch.yaml)."""
+
+    number: int
+    base: str  # the branch the PR targets
+    commit: str  # 40-hex sha: what landed on ``base``, or the open PR's head
+    merged: bool
+    found_by: str  # "merge_commit_sha" | "squash message" | "head ref"
+
+
+@dataclass(frozen=True)
 class PatchSet:
     """patches/<name>/, validated."""
 
@@ -109,6 +120,7 @@ class PatchSet:
     touched_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target -> paths
     body: str | None = None  # body.md, the hand-written PR body part
     pr: PrOptions = PrOptions()
+    source: SourcePr | None = None  # the upstream PR it was made from (`new --from-pr`)
 
     @property
     def slug(self) -> str:

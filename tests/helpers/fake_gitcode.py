@@ -121,6 +121,7 @@ class FakePR:
     created_at: str = ""
     updated_at: str = ""
     merged_at: str = ""
+    merge_commit_sha: str = ""  # shown by GET /pulls/{n} only when set (its example has none)
 
 
 def _now() -> str:
@@ -413,6 +414,7 @@ class FakeGitCode:
             **self._common_json(pr), "html_url": f"{self.web_url}/{repo}/pull/{pr.number}",
             "head": self._single_side(pr.head_repo, pr.head_ref, pr.head_sha),
             "base": self._single_side(repo, pr.base_ref), "mergeable": True, "closed__at": "",
+            **({"merge_commit_sha": pr.merge_commit_sha} if pr.merge_commit_sha else {}),
         }
 
     def _created_json(self, pr: FakePR, repo: str) -> dict[str, Any]:
