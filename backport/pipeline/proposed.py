@@ -15,15 +15,10 @@ from backport.config.model import BranchMap
 from backport.forge import Forge, PullRequest
 from backport.pipeline.steps import BranchJob
 from backport.records import ProposedPr
+from backport.report.summary import PROPOSED_KIND_EN
 
-# The forms a PR names its source by, in the order they are tried.
+# The forms a PR names its source by, in the order they are tried (their wording: report/).
 SYNC, CHERRY_PICK, BACKPORT, BODY = "sync", "cherry-pick", "backport", "body"
-KIND_EN = {
-    SYNC: "the sync bot's PR",
-    CHERRY_PICK: "GitCode's cherry-pick of it",
-    BACKPORT: "a backport PR",
-    BODY: "a PR whose description names it",
-}
 
 _SYNC_TITLE = re.compile(r"^\s*\[sync\]\s*PR-(\d+)(?!\d)", re.IGNORECASE)
 _CHERRY_PICK = re.compile(r"^cherry-pick-mr-(\d+)-\d+-auto$")
@@ -87,7 +82,7 @@ def proposed_step(job: BranchJob, forge: Forge, bm: BranchMap) -> bool:
     pr, kind = min(found, key=lambda f: (f[0].state != "merged", f[0].number))
     proposed = ProposedPr(number=pr.number, url=pr.url, state=pr.state, kind=kind,
                           title=pr.title)
-    message = (f"PR !{pr.number} ({pr.url}, {pr.state}), {KIND_EN[kind]}, already carries "
-               f"!{source.number} into {job.target}; no PR opened")
+    message = (f"PR !{pr.number} ({pr.url}, {pr.state}), {PROPOSED_KIND_EN[kind]}, already "
+               f"carries !{source.number} into {job.target}; no PR opened")
     job.stop(lambda r: r.already_proposed(proposed, message))
     return False

@@ -83,12 +83,29 @@ _NOT_RUN_ZH = {
     "applied": "补丁已应用，测试尚未运行",
     "already-applied": "补丁已在目标分支上（相同 patch-id），无需 PR",
     "already-present": "补丁新增的测试已在目标分支上，无需 PR",
+    "already-proposed": "该分支已有其他 PR 带入同一源 PR，未再创建 PR",
     "env-missing": "该分支的运行环境不存在",
     "env-mismatch": "运行环境的 torch / torch_npu 版本与约束不符",
     "env-unavailable": "运行环境无法运行需要 NPU 的测试",
     "failed": "运行出错",
     "planned": "试运行，未执行",
 }
+
+
+# How another PR carries the set's source PR (`ProposedPr.kind`) and its state, as a reviewer
+# reads it.
+_PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode 的 cherry-pick PR",
+                     "backport": "backport 工具的 PR", "body": "描述中注明源 PR 的 PR"}
+_PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
+
+
+def proposed_zh(view: BranchRecord) -> str | None:
+    """``[!7](url)（同步机器人的 PR，尚未合入）`` for an already-proposed branch, else None."""
+    pr = view.proposed
+    if pr is None or view.status != Status.ALREADY_PROPOSED:
+        return None
+    kind = _PROPOSED_KIND_ZH.get(pr.kind, "其他 PR")
+    return f"[!{pr.number}]({pr.url})（{kind}，{_PROPOSED_STATE_ZH.get(pr.state, pr.state)}）"
 
 
 def summary_lines(test: TestResult | None) -> list[str]:
@@ -129,6 +146,9 @@ def result_cell(view: BranchRecord) -> str:
         return _cell(f"冲突：{files}（补丁未能自动应用，未运行测试）")
     if view.skipped:
         return "未运行（--skip-tests）"
+    proposed = proposed_zh(view)
+    if proposed is not None:
+        return _cell(f"未运行：该分支已有 {proposed} 带入同一源 PR，未再创建 PR")
     if not view.test:
         reason = _NOT_RUN_ZH.get(view.status)
         if view.status == "env-mismatch" and view.mismatches:
@@ -174,9 +194,14 @@ def issue_sentence(vs: _Views) -> str:
     with_link = [v.target for v in vs.views if linked(v)]
     if len(with_link) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
-    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None]
-    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None]
+    elsewhere = {v.target: f"{v.target}（!{v.proposed.number}）" for v in vs.views
+                 if v.target not in with_link and proposed_zh(v) is not None and v.proposed}
+    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None
+                and v.target not in elsewhere]
+    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None
+               and v.target not in elsewhere]
     groups = (("已关联该 Issue 的 PR", with_link), ("PR 未关联该 Issue 的目标分支", unlinked),
+              ("已由其他 PR 带入源 PR 的目标分支", list(elsewhere.values())),
               ("尚无 PR 的目标分支", missing))
     return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups if names) + "。"
 
@@ -486,6 +511,9 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
                              + (f"，由 {t.commit}「{_cell(t.subject)}」加入" if t.commit else "")
                              + "）" for t in rec.present)
             notes.append(f"{target}：补丁新增的测试已在该分支上：{tests}，无需 PR。")
+        proposed = proposed_zh(rec)
+        if proposed is not None:
+            notes.append(f"{target}：该分支已有 {proposed} 带入同一源 PR，本工具未在该分支创建 PR。")
         if rec.loose_files:
             files = "、".join(f"`{_cell(f)}`" for f in rec.loose_files)
             notes.append(f"{target}：{files} 在忽略补丁上下文行后应用（每处改动在文件中只有唯一匹配位置），"

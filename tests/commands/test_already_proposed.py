@@ -1,24 +1,36 @@
 """`apply --from-pr N`: a target that already has a PR carrying !N (the sync bot's, GitCode's
 cherry-pick, or one whose body names it) gets no new PR and reports that PR (GitCode stand-in,
-real HTTP on 127.0.0.1; the sandbox's real upstream repository)."""
+real HTTP on 127.0.0.1, and the local forge; the sandbox's real upstream repository)."""
 
 from __future__ import annotations
 
 import json
 
-from backport.demo.sandbox import Sandbox
+import pytest
+
+from backport.config.loader import load_project
+from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
 from backport.forge.local import LocalForge
-from tests.commands.test_from_pr import (  # noqa: F401 - `server` is a fixture
-    NUMBER,
-    OTHERS,
-    land,
-    run,
-    server,
-    source_pr,
-)
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.commands.test_from_pr import BODY, NUMBER, OTHERS, land, run, source_pr
+from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker
+from tests.helpers.project import PATCHES, TOKEN, edit_config, run_app
 
 OURS = "lgxxx/pytorch"
+
+
+@pytest.fixture
+def server(sandbox: Sandbox):
+    """The GitCode stand-in, numbering from the source PR (so `!N0` is a near miss)."""
+    fake = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork=OURS, first_number=NUMBER,
+                       branch_exists=git_branch_checker({OURS: sandbox.fork}))
+    fake.start()
+
+    def to_gitcode(data: dict) -> None:
+        data["forge"] = "gitcode"
+        data["api_url"] = fake.url
+    edit_config(sandbox, to_gitcode)
+    yield fake
+    fake.stop()
 
 
 def _ours(server: FakeGitCode) -> dict[str, int]:
@@ -70,19 +82,51 @@ def test_a_sync_bot_pr_and_a_merged_cherry_pick_block_and_a_near_miss_does_not(s
     assert f"!{sync.number}" in body and f"!{picked.number}" in body
 
 
-def test_a_body_naming_the_pr_blocks_and_our_own_pr_is_refreshed_not_blocking(sandbox, server):
+def test_a_body_naming_the_pr_blocks_until_closed_and_our_own_prs_never_do(sandbox, server):
     pr = source_pr(server, state="merged", issues=[3216])
     land(sandbox, NUMBER, pr.head_ref)
+    handmade = server.add_pr(head_repo="someone/pytorch", head="backport-put-metric",
+                             base="v2.11.0", title="backport put_metric test",
+                             body=f"Cherry-picked from Ascend/pytorch!{NUMBER}.",
+                             author="someone")
     first = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json")
     assert first.code == 0, first.err
     ours = _ours(server)
-    assert sorted(ours) == sorted(OTHERS)  # our own bodies name !N: they must not block us
-    handmade = server.add_pr(head_repo="someone/pytorch", head="backport-put-metric",
-                             base="v2.12.0", title="backport put_metric test",
-                             body=f"Cherry-picked from Ascend/pytorch!{NUMBER}.",
-                             author="someone")
+    assert sorted(ours) == ["v2.12.0", "v2.7.1"]
+    proposed = _branches(first)["v2.11.0"]
+    assert proposed["status"] == "already-proposed"
+    assert (proposed["proposed"]["number"], proposed["proposed"]["kind"]) == (handmade.number, "body")
+
+    # Our own PRs name !N in their bodies (合入来源, SOURCE=): they are refreshed, never a block.
     again = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--force", "--json")
     assert again.code == 0, again.err
-    assert _ours(server) == ours  # refreshed as today, no second PR
-    assert {b["status"] for b in _branches(again).values()} == {"done"}
-    assert handmade.number not in ours.values()
+    assert _ours(server) == ours
+    assert {t: b["status"] for t, b in _branches(again).items()} == {
+        "v2.7.1": "done", "v2.11.0": "already-proposed", "v2.12.0": "done"}
+
+    server.prs[handmade.number].state = "closed"  # closed unmerged: the branch is free again
+    third = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json")
+    assert third.code == 0, third.err
+    assert sorted(_ours(server)) == sorted(OTHERS)
+    assert _branches(third)["v2.11.0"]["proposed"] is None
+
+
+def test_a_merged_cherry_pick_on_the_local_forge_blocks_too(sandbox: Sandbox):
+    project = load_project(sandbox.config, None, {})
+    forge = LocalForge(project.state_dir / "forge.sqlite", upstream=project.branch_map.upstream,
+                       fork=project.branch_map.fork)
+    number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title="test: put_metric",
+                                 body=BODY, author="lgxxx", issues=(3216,))
+    land_merged_pr(sandbox, number, PATCHES)
+    picked = forge.add_source_pr(head=f"cherry-pick-mr-{number}-1733000000-auto",
+                                 base="v2.11.0", title="test: put_metric", body="copied",
+                                 author="someone", state="merged")
+    result = run_app(sandbox.project, "apply", "--from-pr", str(number), "--skip-tests", "--json",
+                     env={"BACKPORT_CACHE": str(sandbox.cache)})
+    assert result.code == 0, result.err
+    branches = _branches(result)
+    assert branches["v2.11.0"]["status"] == "already-proposed"
+    assert branches["v2.11.0"]["proposed"]["number"] == picked
+    assert branches["v2.11.0"]["proposed"]["url"] == f"local://Ascend/pytorch/pull/{picked}"
+    assert {branches[t]["status"] for t in ("v2.7.1", "v2.12.0")} == {"done"}
+    assert sorted(p.base for p in forge.list_prs("open")) == ["v2.12.0", "v2.7.1"]
