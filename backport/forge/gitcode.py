@@ -227,12 +227,20 @@ class GitCodeForge:
     def _pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list, page after page until an empty or a repeated page.
 
-        A short page does not end the list: the service may not honour ``per_page``.
+        A short page does not end the list: the service may not honour ``per_page``. A page
+        that is not a list (an error object answered 200) is an error, never the end.
         """
         seen_pages: set[tuple] = set()
         for page in range(1, self.max_pages + 1):
             items = self.client.get(path, {**params, "page": page, "per_page": PER_PAGE})
-            if not isinstance(items, list) or not items:
+            if not isinstance(items, list):
+                shape = "an object" if isinstance(items, dict) else "text" if items else "nothing"
+                raise BackportError(
+                    "forge", redact(f"GitCode API GET {self.api_url}{path} page {page} answered "
+                                    f"{shape} instead of a list; refusing to decide from a "
+                                    "listing cut short whether a PR exists, so run again "
+                                    "later."))
+            if not items:
                 return
             key = tuple(str(i.get("id", i.get("number"))) if isinstance(i, dict) else str(i)
                         for i in items)
