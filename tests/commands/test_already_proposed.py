@@ -11,26 +11,17 @@ import pytest
 from backport.config.loader import load_project
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
 from backport.forge.local import LocalForge
-from tests.commands.test_from_pr import BODY, NUMBER, OTHERS, land, run, source_pr
-from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker
-from tests.helpers.project import PATCHES, TOKEN, edit_config, run_app
+from tests.helpers.fake_gitcode import FakeGitCode
+from tests.helpers.project import PATCHES, run_app
+from tests.helpers.source_pr import BODY, NUMBER, OTHERS, land, run, source_pr, source_server
 
 OURS = "lgxxx/pytorch"
 
 
 @pytest.fixture
 def server(sandbox: Sandbox):
-    """The GitCode stand-in, numbering from the source PR (so `!N0` is a near miss)."""
-    fake = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork=OURS, first_number=NUMBER,
-                       branch_exists=git_branch_checker({OURS: sandbox.fork}))
-    fake.start()
-
-    def to_gitcode(data: dict) -> None:
-        data["forge"] = "gitcode"
-        data["api_url"] = fake.url
-    edit_config(sandbox, to_gitcode)
-    yield fake
-    fake.stop()
+    with source_server(sandbox) as fake:
+        yield fake
 
 
 def _ours(server: FakeGitCode) -> dict[str, int]:
