@@ -148,7 +148,7 @@ def result_cell(view: BranchRecord) -> str:
         return "未运行（--skip-tests）"
     proposed = proposed_zh(view)
     if proposed is not None:
-        return _cell(f"未运行：该分支已有 {proposed} 带入同一源 PR，未再创建 PR")
+        return _cell(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
     if not view.test:
         reason = _NOT_RUN_ZH.get(view.status)
         if view.status == "env-mismatch" and view.mismatches:
@@ -511,9 +511,6 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
                              + (f"，由 {t.commit}「{_cell(t.subject)}」加入" if t.commit else "")
                              + "）" for t in rec.present)
             notes.append(f"{target}：补丁新增的测试已在该分支上：{tests}，无需 PR。")
-        proposed = proposed_zh(rec)
-        if proposed is not None:
-            notes.append(f"{target}：该分支已有 {proposed} 带入同一源 PR，本工具未在该分支创建 PR。")
         if rec.loose_files:
             files = "、".join(f"`{_cell(f)}`" for f in rec.loose_files)
             notes.append(f"{target}：{files} 在忽略补丁上下文行后应用（每处改动在文件中只有唯一匹配位置），"
