@@ -369,11 +369,11 @@ class BranchRecord:
                                    commit=None, message=message)
 
     def already_proposed(self, pr: ProposedPr, message: str) -> BranchRecord:
-        """Another PR into the target already carries the source PR: nothing applied, tested
-        or opened; an earlier run's result of this branch no longer stands."""
+        """Another PR into the target already carries the source PR: nothing tested, pushed
+        or opened. An earlier run's test result no longer stands; its commit (a resolution by
+        hand too) is kept for a run after that PR is closed."""
         return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_PROPOSED,
-                                   proposed=pr, commit=None, test=None, message=message,
-                                   error_code=None)
+                                   proposed=pr, test=None, message=message, error_code=None)
 
     def conflicted(self, base: str, message: str, conflicts: Sequence[str], worktree: str,
                    tried_sources: Sequence[str],

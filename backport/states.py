@@ -60,8 +60,7 @@ _PUSHABLE = frozenset({Status.TESTED, Status.PUSHED, Status.TEST_FAILED, Status.
 # in the same state is always allowed). `pipeline/journal.py` checks every change against it.
 MOVES: dict[Status, frozenset[Status]] = {
     here: _APPLY_ENDS
-    | (_TEST_ENDS if here not in (Status.PENDING, Status.CONFLICT, Status.ALREADY_PROPOSED)
-       else frozenset())
+    | (_TEST_ENDS if here not in (Status.PENDING, Status.CONFLICT) else frozenset())
     | (frozenset({Status.PUSHED, Status.PLANNED}) if here in _PUSHABLE else frozenset())
     | (frozenset({Status.DONE}) if here == Status.PUSHED else frozenset())
     | {here}

@@ -121,3 +121,29 @@ def test_a_merged_cherry_pick_on_the_local_forge_blocks_too(sandbox: Sandbox):
     assert branches["v2.11.0"]["proposed"]["url"] == f"local://Ascend/pytorch/pull/{picked}"
     assert {branches[t]["status"] for t in ("v2.7.1", "v2.12.0")} == {"done"}
     assert sorted(p.base for p in forge.list_prs("open")) == ["v2.12.0", "v2.7.1"]
+
+
+def test_a_branch_found_proposed_keeps_its_commit_for_a_run_after_that_pr_is_closed(
+        sandbox, server):
+    pr = source_pr(server, state="merged", issues=[3216])
+    land(sandbox, NUMBER, pr.head_ref)
+    pushed = run(sandbox, "apply", "--from-pr", str(NUMBER), "--branch", "v2.7.1",
+                 "--skip-tests", "--no-pr", "--json")
+    assert pushed.code == 0, pushed.err
+    commit = _branches(pushed)["v2.7.1"]["commit"]
+    sync = server.add_pr(head_repo="Ascend/pytorch", head=f"sync-pr{NUMBER}-x-to-v2.7.1",
+                         base="v2.7.1", title="sync", author="ascend-robot")
+    blocked = run(sandbox, "apply", "--from-pr", str(NUMBER), "--branch", "v2.7.1",
+                  "--skip-tests", "--json")
+    assert blocked.code == 0, blocked.err
+    record = _branches(blocked)["v2.7.1"]
+    assert (record["status"], record["commit"]) == ("already-proposed", commit)
+    assert record["proposed"]["number"] == sync.number and _ours(server) == {}
+
+    server.prs[sync.number].state = "closed"
+    freed = run(sandbox, "apply", "--from-pr", str(NUMBER), "--branch", "v2.7.1", "--skip-tests")
+    assert freed.code == 0, freed.err
+    assert f"kept {commit[:9]} from the previous run" in freed.out + freed.err  # not redone
+    record = _branches(run(sandbox, "status", "--api", f"pr-{NUMBER}", "--json"))["v2.7.1"]
+    assert (record["status"], record["commit"]) == ("done", commit)
+    assert list(_ours(server)) == ["v2.7.1"]

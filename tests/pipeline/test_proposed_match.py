@@ -73,10 +73,11 @@ def test_the_record_says_which_pr_carries_it_and_reads_back() -> None:
     after = rec.already_proposed(found, "PR !7 already carries it")
     assert after.status == Status.ALREADY_PROPOSED and after.status.ok
     assert not after.status.final  # a re-run looks again: that PR may be closed by then
-    assert (after.proposed, after.commit, after.test, after.conflicts) == (found, None, None, ())
+    # the commit stays (a hand resolution too), for a run after that PR is closed
+    assert (after.proposed, after.commit, after.test, after.conflicts) == (found, "c" * 40, None, ())
     assert BranchRecord.from_json(after.to_json()) == after
     assert BranchRecord.from_json({"target": TARGET, "status": "done"}).proposed is None
     assert after.reset_apply().proposed is None  # a later apply outcome replaces it
     assert may_move(Status.DONE, Status.ALREADY_PROPOSED)
     assert may_move(Status.ALREADY_PROPOSED, Status.APPLIED)
-    assert not may_move(Status.ALREADY_PROPOSED, Status.TESTED)
+    assert may_move(Status.ALREADY_PROPOSED, Status.TESTED)  # its kept commit, tested again
