@@ -41,6 +41,8 @@ def test_each_form_that_carries_the_source(made: PullRequest, kind: str) -> None
     pr(title=f"[sync] PR-{N}0: another change"),  # a longer number
     pr(title=f"[sync] PR-{N // 10}: a shorter one"),
     pr(title=f"PR-{N} mentioned without the bot's prefix"),
+    pr(title=f"[sync] Ascend/op-plugin PR-{N}: another repository's PR"),
+    pr(head=f"sync-op-plugin-pr{N}-x-to-{TARGET}"),
     pr(head=f"sync-pr{N}0-topic-to-{TARGET}"),
     pr(head=f"sync-pr{N}-topic-to-v2.7.10"),  # another target's sync branch
     pr(head=f"sync-pr{N}-to-{TARGET}"),  # no head branch between
