@@ -270,7 +270,7 @@ class ProposedPr:
     number: int
     url: str
     state: str  # "open" | "merged"
-    kind: str  # how it names the source: "sync" | "cherry-pick" | "body" (see pipeline/proposed.py)
+    kind: str  # how it names the source: "sync" | "cherry-pick" | "backport" | "body"
     title: str = ""
 
     def to_json(self) -> dict[str, Any]:

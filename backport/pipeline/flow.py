@@ -1,10 +1,10 @@
 """A branch's flow: the named steps every (patch set, target) goes through, in order.
 
-`STEPS` is the whole order: proposed → apply → test → push → pr. Each `Step` names its guard (does it
-run for this record and these options), what it waits for, and its function; `BranchFlow.run`
-is the one loop that walks them for one job. A step's function returns True when the branch
-goes on; an error stops this branch only (`guarded`), with one redacted sentence in its
-journal record. Adding a step (say, lint between test and push) is one entry here, its
+`STEPS` is the whole order: proposed → apply → test → push → pr. Each `Step` names its guard
+(does it run for this record and these options), what it waits for, and its function;
+`BranchFlow.run` is the one loop that walks them for one job. A step's function returns True
+when the branch goes on; an error stops this branch only (`guarded`), with one redacted
+sentence in its journal record. Adding a step (say, lint between test and push) is one entry here, its
 function, its state (`states.py`) and its report.
 """
 

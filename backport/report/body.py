@@ -195,7 +195,8 @@ def issue_sentence(vs: _Views) -> str:
     if len(with_link) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
     elsewhere = {v.target: f"{v.target}（!{v.proposed.number}）" for v in vs.views
-                 if v.target not in with_link and proposed_zh(v) is not None and v.proposed}
+                 if v.target not in with_link and v.status == Status.ALREADY_PROPOSED
+                 and v.proposed is not None}
     unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None
                 and v.target not in elsewhere]
     missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None
