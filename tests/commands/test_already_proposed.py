@@ -147,3 +147,16 @@ def test_a_branch_found_proposed_keeps_its_commit_for_a_run_after_that_pr_is_clo
     record = _branches(run(sandbox, "status", "--api", f"pr-{NUMBER}", "--json"))["v2.7.1"]
     assert (record["status"], record["commit"]) == ("done", commit)
     assert list(_ours(server)) == ["v2.7.1"]
+
+
+def test_a_dry_run_reads_the_prs_and_plans_no_pr_for_a_proposed_branch(sandbox, server):
+    pr = source_pr(server, state="merged", issues=[3216])
+    land(sandbox, NUMBER, pr.head_ref)
+    server.add_pr(head_repo="Ascend/pytorch", head=f"cherry-pick-mr-{NUMBER}-1733000000-auto",
+                  base="v2.7.1", title="test: add put_metric coverage", state="open")
+    planned = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--dry-run")
+    assert planned.code == 0, planned.err
+    said = planned.out + planned.err
+    assert "base=v2.12.0" in said and "base=v2.11.0" in said
+    assert "base=v2.7.1" not in said
+    assert not server.writes()
