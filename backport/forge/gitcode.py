@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 PER_PAGE = 100
 MAX_PAGES = 50
 LISTING_TTL = 300.0  # seconds a listing of open PRs is reused (own writes keep it current)
-NEWEST_FIRST = {"sort": "created", "direction": "desc"}  # a listing that may end early
 LOOKUPS = 3  # listings read after a failed create before anything is sent again
 READS_BEFORE_JUDGING = 2  # reads of a created PR, a settle wait apart, before it is judged
 
@@ -334,6 +333,30 @@ class GitCodeForge:
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         return self._find(head, base, fresh=False)
 
+    def later_prs(self, number: int, base: str) -> list[PullRequest]:
+        """The open PRs from the kept listing, and the merged ones into ``base`` asked newest
+        first (``base``, ``sort`` and ``direction`` only narrow the reading: every item is
+        checked here). The merged listing ends at the first PR numbered ``number`` or below
+        once the items so far came strictly newest first; where they did not, every page is
+        read (a service that ignores the order is read whole)."""
+        found = {n: item for n, item in self._open_prs().items() if n > number}
+        previous: int | None = None
+        ordered = True
+        newest_first = {"state": "merged", "base": base, "sort": "created", "direction": "desc"}
+        for item in self._pages(self._pulls(), newest_first):
+            try:
+                current = _number(item)
+            except (TypeError, ValueError):
+                continue
+            ordered = ordered and (previous is None or current < previous)
+            if ordered and previous is not None and current <= number:
+                break
+            previous = current
+            if current > number:
+                found[current] = item
+        prs = (self._to_pr(item) for _, item in sorted(found.items()))
+        return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
+
     def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
         for item in list(self._open_prs(fresh=fresh).values()):
             pr = self._to_pr(item)
@@ -381,30 +404,6 @@ class GitCodeForge:
         if state == "open":
             return [self._to_pr(item) for item in self._open_prs(fresh=fresh).values()]
         return [self._to_pr(item) for item in self._pages(self._pulls(), {"state": state})]
-
-    def later_prs(self, number: int, base: str) -> list[PullRequest]:
-        """The open PRs from the kept listing, and the merged ones into ``base`` asked newest
-        first (``base``, ``sort`` and ``direction`` only narrow the reading: every item is
-        checked here). The merged listing ends at the first PR numbered ``number`` or below
-        once the items so far came strictly newest first; where they did not, every page is
-        read (a service that ignores the order is read whole)."""
-        found = {n: item for n, item in self._open_prs().items() if n > number}
-        previous: int | None = None
-        ordered = True
-        for item in self._pages(self._pulls(), {"state": "merged", "base": base,
-                                                **NEWEST_FIRST}):
-            try:
-                current = _number(item)
-            except (TypeError, ValueError):
-                continue
-            ordered = ordered and (previous is None or current < previous)
-            if ordered and previous is not None and current <= number:
-                break
-            previous = current
-            if current > number:
-                found[current] = item
-        prs = (self._to_pr(item) for _, item in sorted(found.items()))
-        return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
                   draft: bool = False, head_sha: str | None = None,
