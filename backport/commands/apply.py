@@ -18,7 +18,8 @@ from backport.report.summary import render_table, status_json
               help="Patch set to backport (a folder under patches/); repeat for a batch.")
 @click.option("--from-pr", "from_pr", type=click.IntRange(min=1), default=None, metavar="N",
               help="Backport PR N of the upstream: make (or reuse, while PR N is unchanged) "
-                   "patches/pr-N/ and apply it.")
+                   "patches/pr-N/ and apply it; once PR N has changed, the set is made again "
+                   "and every step redone, as with --force.")
 @click.option("--all", "every", is_flag=True, help="Every patch set under patches/.")
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable. Default: the patch set's targets.")
@@ -71,11 +72,12 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
     if from_pr is not None:
         def say(line: str) -> None:
             echo(line, err=as_json)  # beside --json's document, never in it
-        name, lines = ensure_from_pr(project, app.patches or project.root / "patches", from_pr,
-                                     say)
+        name, lines, remade = ensure_from_pr(project, app.patches or project.root / "patches",
+                                             from_pr, say)
         for line in lines:
             say(line)
         apis, made = (*apis, name), name
+        force = force or remade  # the branches' finished steps are of the PR's old change
         project = app.reload()
     for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
         ps = project.patch_sets.get(api)

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from backport.config import load_project
 from backport.config.model import Project
+from backport.errors import ConfigError
 from backport.redact import redact
 
 
@@ -39,6 +40,14 @@ class AppContext:
         """The project read again (after a command wrote a patch set)."""
         self._project = None
         return self.project()
+
+    def pushing_project(self) -> Project:
+        """The project of a command that pushes: refused while the fork is the placeholder
+        (`apply` names it among its other prerequisites: `pipeline.apply.check_prerequisites`)."""
+        project = self.project()
+        if project.branch_map.fork_unset:
+            raise ConfigError(project.branch_map.fork_unset)
+        return project
 
     @property
     def console(self) -> Console:

@@ -17,6 +17,7 @@ from backport.commands.from_pr import ensure_from_pr
 from backport.config import load_project
 from backport.config.patch_set import load_patch_set
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, build_sandbox, clear_sandbox, land_merged_pr
+from backport.envs.kept import keep_policy
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.forge import make_forge
 from backport.forge.local import LocalForge
@@ -25,20 +26,18 @@ from backport.pipeline.apply import run_apply
 from backport.pipeline.session import ApplyOptions, cache_root
 from backport.report.progress import Progress
 from backport.report.summary import render_table
+from backport.shipped import demo_patch_set
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def find_patch_set(app: AppContext) -> Path:
-    """The put_metric patch set: --patches, ./patches, or the source checkout's."""
-    candidates = [p / "put_metric" for p in (app.patches, Path("patches"), SOURCE_ROOT / "patches")
-                  if p is not None]
-    for candidate in candidates:
-        if (candidate / "patch.yaml").exists():
-            return candidate.resolve()
-    raise BackportError("usage", "the put_metric patch set was not found in "
-                        f"{', '.join(str(c) for c in candidates)}; run the demo from the "
-                        "backport source checkout or pass --patches")
+    """The put_metric patch set: --patches/put_metric when given, else the one the package ships."""
+    candidate = app.patches / "put_metric" if app.patches is not None else demo_patch_set()
+    if (candidate / "patch.yaml").is_file():
+        return candidate.resolve()
+    raise BackportError("usage", f"the put_metric patch set was not found in {candidate} "
+                        "(--patches names the folder that holds put_metric/)")
 
 
 def has_torch(python: str) -> bool:
@@ -78,7 +77,8 @@ def find_torch_python(explicit: str | None) -> str | None:
                                  "folder).")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter with torch (+ expecttest) for the tests; default: "
-                   "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0, or this Python if it has torch.")
+                   "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0 of the source checkout (when "
+                   "installed from one in place), or this Python if it has torch.")
 @click.option("--from-pr", "from_pr", is_flag=True,
               help="Start from a PR instead: the sandbox's master holds put_metric as a merged "
                    "PR (squash-merged as GitCode does), which `apply --from-pr` backports to the "
@@ -127,10 +127,14 @@ def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
          f"as {sha[:12]}")
     shutil.rmtree(sandbox.project / "patches" / patches.name)
     environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
-    name, lines = ensure_from_pr(project, sandbox.project / "patches", number, environ=environ)
+    name, lines, _ = ensure_from_pr(project, sandbox.project / "patches", number, environ=environ)
     for line in lines:
         echo(line)
     return name
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} seconds"
 
 
 def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
@@ -166,4 +170,8 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
     echo(f"  branch state:   cd {sandbox.project} && {cmd} status")
     echo(f"  test logs:      {project.state_dir / 'runs' / name / 'logs'}")
     echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
+    kept = keep_policy(environ) if torch_python is not None else None
+    if kept is not None:
+        echo(f"The warm worker the tests ran in (a Python process that has imported torch) stays "
+             f"up to {_duration(kept.idle)} for the next run; `{cmd} env stop` stops it now.")
     raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)

@@ -11,7 +11,7 @@ from pathlib import Path
 from backport.commands.authoring import ask, write_patch_set
 from backport.commands.common import echo
 from backport.config import load_patch_set
-from backport.config.model import PatchSet, Project, SourcePr
+from backport.config.model import Project, SourcePr
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import SourcePrInfo
 from backport.forge.factory import make_forge
@@ -48,6 +48,9 @@ def read_source(project: Project, number: int,
     (returned with it)."""
     bm = project.branch_map
     forge = make_forge(bm, project.state_dir, environ=environ)
+    missing = forge.missing()
+    if missing:
+        raise BackportError("auth", f"PR !{number} cannot be read: {'; '.join(missing)}")
     info = forge.get_source_pr(number)
     if info.state == "closed":
         raise BackportError("usage", f"PR !{number} of {bm.upstream} was closed without being "
@@ -86,10 +89,7 @@ def _issue(info: SourcePrInfo, issue: int | None, say: Say) -> int:
         return info.issues[0]
     linked = (f"links {len(info.issues)} issues ({', '.join(f'#{i}' for i in info.issues)})"
               if info.issues else "links no issue")
-    if not info.issues:
-        say(f"PR !{info.number} {linked}; name the issue the backports link to")
-    else:
-        say(f"PR !{info.number} {linked}; name the one the backports link to")
+    say(f"PR !{info.number} {linked}; name the issue the backports link to")
     return int(ask(None, "Upstream issue number", f"--issue (PR !{info.number} {linked})"))
 
 
@@ -117,38 +117,42 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
     return write_patch_set(project, dest, repo, commits.rev, tests, spec, say)
 
 
-def existing_set(dest: Path, project: Project) -> PatchSet | None:
-    """The set at ``dest`` when it loads, else None."""
-    if not dest.is_dir():
-        return None
-    try:
-        return load_patch_set(dest, project.branch_map)
-    except ConfigError:
-        return None
-
-
 def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,
-                   environ: Mapping[str, str] = os.environ) -> tuple[str, list[str]]:
+                   environ: Mapping[str, str] = os.environ) -> tuple[str, list[str], bool]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
-    the set's name and the plan lines that say which."""
+    the set's name, the plan lines that say which, and whether an earlier set was replaced
+    (its branches' finished steps are then of the old change)."""
     dest = patches_dir / set_name(number)
-    kept = existing_set(dest, project)
+    kept, why = None, "it is not a folder"
+    if dest.is_dir():
+        try:
+            kept, why = load_patch_set(dest, project.branch_map), "it names no source_pr"
+        except ConfigError as exc:
+            why = exc.message.rstrip(".")
+    if dest.exists() and (kept is None or kept.source is None):
+        raise BackportError("usage", f"{dest} exists but is not a set made from a PR ({why}); "
+                                     f"move it away to make one from PR !{number}")
     old = kept.source if kept is not None else None
     source, repo = read_source(project, number, environ)
     new = source.record()
     upstream = project.branch_map.upstream
     if old is not None and old == new:
-        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged"]
-    if dest.exists() and old is None:
-        raise BackportError("usage", f"{dest} exists but was not made from a PR; move it away or "
-                                     f"apply it with --api {dest.name}")
+        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged"], False
     lines = []
     if old is not None:
         change = ("now merged" if new.merged and not old.merged else
                   f"new commits ({old.commit[:12]} → {new.commit[:12]})")
-        lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}")
-    write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
-                  issue=kept.issue if kept else None, title=None, say=say)
+        lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}; "
+                     f"every branch is done again")
+    try:
+        write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
+                      issue=kept.issue if kept else None, title=None, say=say)
+    except BackportError as exc:  # apply has no --api FULL.NAME or --issue of its own
+        if "required off a terminal" not in exc.message:
+            raise
+        raise BackportError("usage", f"{exc.message}: make the set first with `backport new "
+                                     f"{dest.name} --from-pr {number} --api FULL.NAME --issue N`, "
+                                     f"then run this again") from None
     if old is None:
         lines.append(f"{dest.name}: made from {said(new, upstream)}")
-    return dest.name, lines
+    return dest.name, lines, old is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -21,10 +22,25 @@ from backport.git.authoring import (
 def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
     """Where the commits were looked for by default (the current folder), say so and how to
     name another repository."""
-    if repo_given or "is not a commit in the repository" not in exc.message:
+    if repo_given:
+        return exc
+    if " is not a git repository" in exc.message:
+        here = exc.message.replace(" is not a git repository", " (the current folder) is not a "
+                                   "git repository", 1)
+        return BackportError(exc.code, f"{here}; pass --repo PATH naming the clone that holds "
+                             f"the commits")
+    if "is not a commit in the repository" not in exc.message:
         return exc
     return BackportError(exc.code, f"{exc.message} (the current folder); pass --repo PATH "
                          f"naming the clone that holds it")
+
+
+def _required_off_terminal(**given: object) -> None:
+    """Off a terminal nothing can be asked: name every missing option at once."""
+    missing = [f"--{name}" for name, value in given.items() if not value]
+    if missing and not sys.stdin.isatty():
+        verb = "is" if len(missing) == 1 else "are"
+        raise BackportError("usage", f"{' and '.join(missing)} {verb} required off a terminal")
 
 
 @click.command("new")
@@ -37,20 +53,27 @@ def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
 @click.option("--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Repository holding the commits.")
 @click.option("--api", "api", default=None, metavar="FULL.NAME",
-              help="The API the tests cover (asked for at a terminal; required off a terminal).")
+              help="The API the tests cover (asked for at a terminal; required off a terminal "
+                   "unless --from-pr finds it in the PR body).")
 @click.option("--issue", "issue", type=click.IntRange(min=1), default=None,
               help="Upstream issue every PR links to (asked for at a terminal; required off a "
-                   "terminal).")
-@click.option("--title", "title", default=None, help="PR title (default: first commit's subject).")
+                   "terminal unless --from-pr finds the PR's one linked issue).")
+@click.option("--title", "title", default=None,
+              help="PR title (default: first commit's subject; with --from-pr the PR's title).")
 @click.option("--force", is_flag=True, help="Replace an existing patch set of that name.")
 @pass_app
-def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: Path, api: str | None, issue: int | None,
-            title: str | None, force: bool) -> None:
+def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: Path,
+            api: str | None, issue: int | None, title: str | None, force: bool) -> None:
     """Create patches/NAME/ from commits: numbered patches plus a patch.yaml.
 
     The tests are the test files the commits touch; the title is the first commit's subject;
     `device: npu` is inferred when a test imports torch_npu or creates npu tensors or devices
     (else `device: none`), and said.
+
+    With --from-pr N the commits come from PR N of the upstream: a merged PR's commit on its
+    base (its merge_commit_sha, else the squash commit whose message names !N), an open PR's
+    own commits (marked as not merged). The title is the PR's, the issue its one linked issue,
+    the API the one its body names; the targets are all but its base.
 
     \b
     Example:
@@ -70,7 +93,7 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
     repo_given = click.get_current_context().get_parameter_source("repo") is not (
         click.core.ParameterSource.DEFAULT)
-    if pr is not None:
+    if pr is not None:  # the API and the issue may come from the PR: asked for only if not
         if repo_given:
             raise BackportError("usage", "--repo names the clone --from reads; --from-pr reads "
                                          "PR N and its commits from the map's upstream")
@@ -79,6 +102,7 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
         echo(f"next: backport check --api {name}")
         return
     assert rev is not None
+    _required_off_terminal(api=api, issue=issue)
     try:
         tests = test_files(touched_files(repo, rev))
     except BackportError as exc:

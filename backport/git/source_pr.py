@@ -43,12 +43,14 @@ def squash_names(message: str, number: int) -> bool:
 
 
 def _is_commit(repo: RepoCache, sha: str) -> bool:
-    return git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo.path, check=False).ok
+    """Whether ``sha`` is a commit here (a partial clone asks the upstream for it)."""
+    return git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo.path, env=repo.env,
+               check=False).ok
 
 
 def _on_branch(repo: RepoCache, sha: str, base: str) -> bool:
     return git(["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"], cwd=repo.path,
-               check=False).ok
+               env=repo.env, check=False).ok
 
 
 def _landed_rev(repo: RepoCache, sha: str) -> str:

@@ -159,6 +159,8 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
                 summary = session.remote.request_summary(len(patch_sets))
                 if summary:
                     estimate(summary)
+                for need in session.remote.missing():
+                    estimate(f"needs what this dry run does not: {need}")
             return outcomes
     finally:
         session.close()
@@ -222,10 +224,13 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
 
 
 def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: bool) -> None:
-    """Stop before any work when something that needs no network to check is missing (an
-    environment not built, no forge token), naming everything missing in one sentence."""
+    """Stop before any work when something that needs no network to check is missing (the
+    fork still the placeholder, an environment not built, no forge token), naming everything
+    missing in one sentence."""
     bm = session.project.branch_map
     problems: list[BackportError] = []
+    if bm.fork_unset and not session.options.no_push:  # never push to the placeholder
+        problems.append(ConfigError(bm.fork_unset))
     if not session.options.skip_tests:
         users: dict[str, list[str]] = {}
         for job in jobs:
@@ -235,7 +240,9 @@ def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: 
         except BackportError as exc:
             problems.append(exc)
     if publishing:
-        problems.extend(BackportError("auth", text) for text in session.remote.forge().missing())
+        problems.extend(BackportError("auth", text) for text in session.remote.missing())
+    if session.options.dry_run and all(p.code == "auth" for p in problems):
+        return  # the dry run goes on; its estimate names what the real run needs
     if len(problems) == 1 and problems[0].code != "auth":
         raise problems[0]
     if problems:

@@ -26,6 +26,10 @@ def test_demo_opens_four_prs_with_tests_run_under_the_given_python(tmp_path: Pat
     result = run_cli(tmp_path, "demo", "--dir", str(tmp_path / "sb"), "--python", TORCH_PYTHON)
     assert result.code == 0, result.err
     assert f"tests run under: {TORCH_PYTHON}" in result.out + result.err
+    last = " ".join(result.out.strip().splitlines()[-2:])
+    assert "The warm worker the tests ran in (a Python process that has imported torch) stays " \
+           "up to 10 minutes for the next run;" in last, last
+    assert "env stop` stops it now." in last
     with sqlite3.connect(tmp_path / "sb" / "project" / ".backport" / "forge.sqlite") as db:
         bases = sorted(base for (base,) in db.execute("SELECT base FROM prs"))
     assert bases == ["master", "v2.11.0", "v2.12.0", "v2.7.1"]
@@ -52,6 +56,17 @@ def test_a_folder_that_is_not_a_demo_sandbox_is_left_alone(tmp_path: Path) -> No
         assert result.err.strip() == (f"error: {home} holds files that are not a demo sandbox; "
                                       "move them away or pass --dir with an empty folder")
         assert (home / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_an_explicit_patches_folder_without_put_metric_is_refused(tmp_path: Path) -> None:
+    # The demo takes the patch set the package ships, unless --patches names another folder.
+    result = run_cli(tmp_path, "--patches", str(tmp_path / "empty"), "demo",
+                     "--dir", str(tmp_path / "sb"))
+    assert result.code == 2, result.err
+    assert result.err.strip() == (f"error: the put_metric patch set was not found in "
+                                  f"{tmp_path / 'empty' / 'put_metric'} (--patches names the "
+                                  "folder that holds put_metric/)")
+    assert not (tmp_path / "sb").exists()
 
 
 @needs_torch

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from backport.demo.sandbox import Sandbox
-from tests.helpers.project import git
+from tests.helpers.project import git, run_app
 from tests.helpers.source_pr import (
     API,
     NUMBER,
@@ -74,6 +74,9 @@ def test_a_merged_pr_without_merge_sha_is_found_by_its_squash_message(sandbox, s
     assert text.startswith(f"From {squash} ")  # the landed commit, not the PR's head
     assert f"See merge request: Ascend/pytorch!{NUMBER}" in text
     assert DECOY_TEST not in text
+    author, date = git(sandbox.upstream, "log", "-1", "--format=%an <%ae>%n%aD",
+                       squash).splitlines()
+    assert f"\nFrom: {author}\nDate: {date}\n" in text  # author and date kept
 
 
 def test_a_merge_commit_sha_on_the_base_is_used_and_one_off_it_is_not(sandbox, server):
@@ -135,17 +138,23 @@ def test_a_changed_pr_makes_the_set_again_and_an_unchanged_one_keeps_it(sandbox,
     newer = git(work, "rev-parse", "HEAD")
     push_mr_head(sandbox, NUMBER, newer)
     moved = run(sandbox, "apply", "--from-pr", str(NUMBER), "--branch", "v2.7.1", "--no-push",
-                "--skip-tests")
+                "--skip-tests", "--json")
     assert moved.code == 0, moved.err
-    assert f"made again, PR !{NUMBER} has changed since: new commits" in moved.out
+    assert f"made again, PR !{NUMBER} has changed since: new commits" in moved.err
+    (applied,) = [b["commit"] for b in moved.json()["branches"]]
+    (cache,) = [p.parent for p in sandbox.cache.glob("*/HEAD")]
+    assert git(cache, "log", "-1", "--format=%s", applied) == "review: a note"  # applied anew
     assert spec(sandbox, f"pr-{NUMBER}")["source_commit"] == newer
 
     squash = land(sandbox, NUMBER, pr.head_ref)
     server.merge(NUMBER)
     merged = run(sandbox, "apply", "--from-pr", str(NUMBER), "--branch", "v2.7.1", "--no-push",
-                "--skip-tests")
+                "--skip-tests", "--json")
     assert merged.code == 0, merged.err
-    assert "has changed since: now merged" in merged.out
+    assert "has changed since: now merged; every branch is done again" in merged.err
+    (applied,) = [b["commit"] for b in merged.json()["branches"]]
+    assert f"See merge request: Ascend/pytorch!{NUMBER}" in git(cache, "log", "-1", "--format=%B",
+                                                                 applied)
     data = spec(sandbox, f"pr-{NUMBER}")
     assert data["source_commit"] == squash and data["source_found_by"] == "squash message"
 
@@ -205,3 +214,53 @@ def test_from_and_from_pr_are_one_or_the_other(sandbox, server):
     assert with_repo.code == 2
     assert with_repo.err.count("\n") == 1 and "--repo names the clone --from reads" in with_repo.err
     assert not server.requests  # refused before anything was read
+
+
+def test_a_pr_folder_not_made_from_the_pr_or_broken_is_left_alone(sandbox, server):
+    source_pr(server, state="merged", issues=[3216])
+    folder = sandbox.project / "patches" / f"pr-{NUMBER}"
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("mine\n", encoding="utf-8")
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
+    assert result.code == 2
+    assert result.err.strip() == (f"error: {folder} exists but is not a set made from a PR "
+                                  f"(patches/pr-{NUMBER}/patch.yaml not found); move it away to "
+                                  f"make one from PR !{NUMBER}")
+    assert (folder / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    assert not server.requests  # refused before PR !N was read
+    by_hand = sandbox.project / "patches" / "put_metric"
+    for path in folder.iterdir():
+        path.unlink()
+    folder.rmdir()
+    by_hand.rename(folder)  # a set made by hand, named like one made from the PR
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
+    assert result.code == 2
+    assert "is not a set made from a PR (it names no source_pr)" in result.err
+
+
+def test_without_a_token_the_pr_is_not_read_and_the_sentence_says_how(sandbox, server):
+    source_pr(server, state="merged", issues=[3216])
+    result = run_app(sandbox.project, "new", "x", "--from-pr", str(NUMBER),
+                     env={"GITCODE_TOKEN": "", "BACKPORT_TOKEN": "",
+                          "BACKPORT_CACHE": str(sandbox.cache)})
+    assert result.code != 0
+    assert result.err.startswith(f"error: PR !{NUMBER} cannot be read: no GitCode token for "
+                                 f"{server.url}: set GITCODE_TOKEN"), result.err
+    assert result.err.count("\n") == 1
+    assert not server.requests
+
+
+def test_apply_from_a_pr_linking_several_issues_says_how_to_make_the_set(sandbox, server):
+    pr = source_pr(server, state="merged", issues=[3216, 3217])
+    land(sandbox, NUMBER, pr.head_ref)
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
+    assert result.code == 2
+    assert result.err.strip().endswith(
+        f"is required off a terminal: make the set first with `backport new pr-{NUMBER} "
+        f"--from-pr {NUMBER} --api FULL.NAME --issue N`, then run this again"), result.err
+    assert not (sandbox.project / "patches" / f"pr-{NUMBER}").exists()
+    made = run(sandbox, "new", f"pr-{NUMBER}", "--from-pr", str(NUMBER), "--issue", "3217")
+    assert made.code == 0, made.err
+    again = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push", "--skip-tests")
+    assert again.code == 0, again.err
+    assert f"pr-{NUMBER}: kept" in again.out
