@@ -15,10 +15,12 @@ from backport.config.model import BranchMap
 from backport.forge import Forge, PullRequest
 from backport.pipeline.steps import BranchJob
 from backport.records import ProposedPr
-from backport.report.summary import PROPOSED_KIND_EN
 
-# The forms a PR names its source by, in the order they are tried (their wording: report/).
+# The forms a PR names its source by, in the order they are tried, and how the terminal says
+# them (the PR body's Chinese: report/prose_zh.py).
 SYNC, CHERRY_PICK, BACKPORT, BODY = "sync", "cherry-pick", "backport", "body"
+KIND_EN = {SYNC: "the sync bot's PR", CHERRY_PICK: "GitCode's cherry-pick",
+           BACKPORT: "a backport PR", BODY: "a PR whose description names the source PR"}
 
 _SYNC_TITLE = re.compile(r"^\s*\[sync\]\s*PR-(\d+)(?!\d)", re.IGNORECASE)
 _CHERRY_PICK = re.compile(r"^cherry-pick-mr-(\d+)-\d+-auto$")
@@ -82,7 +84,7 @@ def proposed_step(job: BranchJob, forge: Forge, bm: BranchMap) -> bool:
     pr, kind = min(found, key=lambda f: (f[0].state != "merged", f[0].number))
     proposed = ProposedPr(number=pr.number, url=pr.url, state=pr.state, kind=kind,
                           title=pr.title)
-    message = (f"PR !{pr.number} ({pr.url}, {pr.state}), {PROPOSED_KIND_EN[kind]}, already "
-               f"carries !{source.number} into {job.target}; no PR opened")
+    message = (f"already proposed in PR !{pr.number} ({pr.state}, {KIND_EN[kind]}): {pr.url}; "
+               f"it carries !{source.number} into {job.target}, so no PR is opened")
     job.stop(lambda r: r.already_proposed(proposed, message))
     return False

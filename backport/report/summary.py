@@ -72,20 +72,9 @@ def report_rows(api: str, records: list[BranchRecord]) -> list[dict]:
     return rows
 
 
-# How another PR names the set's source PR (`ProposedPr.kind`), as the terminal says it.
-PROPOSED_KIND_EN = {"sync": "the sync bot's PR", "cherry-pick": "GitCode's cherry-pick",
-                    "backport": "a backport PR",
-                    "body": "a PR whose description names the source PR"}
-
-
 def apply_notes(record: BranchRecord) -> list[str]:
     """What a reviewer should know about how the series went in (English, one line each)."""
     notes = []
-    proposed = record.proposed
-    if proposed is not None and record.status == Status.ALREADY_PROPOSED:
-        notes.append(f"already proposed in PR !{proposed.number} ({proposed.state}, "
-                     f"{PROPOSED_KIND_EN.get(proposed.kind, 'another PR')}): {proposed.url}; "
-                     "no PR opened")
     if record.present:
         said = "; ".join(t.describe() for t in record.present)
         notes.append(f"already defines what the patch adds: {said}"
@@ -137,7 +126,8 @@ def render_table(records: list[BranchRecord], console: Console, *, title: str | 
                       row["test"], row["pr"] or "-")
     console.print(table)
     for row in rows:
-        if row["message"] and status_style(row["status"]) != "green" and row["status"] != Status.CONFLICT:
+        said = status_style(row["status"]) != "green" or row["status"] == Status.ALREADY_PROPOSED
+        if row["message"] and said and row["status"] != Status.CONFLICT:
             console.print(Text(f"{row['target']}: {row['message']}", style=status_style(row["status"])))
         for warning in row["warnings"]:
             console.print(Text(f"{row['target']}: warning: {warning}", style="yellow"))

@@ -15,7 +15,8 @@ SYNC_URL = "https://gitcode.com/Ascend/pytorch/merge_requests/43001"
 def _records() -> list[dict]:
     recs = fx.records()
     recs[1].update(status="already-proposed", test=None, env=None, pr=None, commit=None,
-                   pushed_sha=None, message="PR !43001 already carries !42810 into v2.11.0",
+                   pushed_sha=None, message=f"already proposed in PR !43001 (open, the sync bot's PR): {SYNC_URL}; it "
+                           "carries !42810 into v2.11.0, so no PR is opened",
                    proposed={"number": 43001, "url": SYNC_URL, "state": "open", "kind": "sync",
                              "title": "[sync] PR-42810: test: add put_metric coverage"})
     return recs
@@ -37,6 +38,7 @@ def test_the_run_table_and_report_name_it() -> None:
     shown = console.export_text()
     assert "already-proposed" in shown
     assert f"v2.11.0: already proposed in PR !43001 (open, the sync bot's PR): {SYNC_URL}" in shown
+    assert shown.count("already proposed in PR !43001") == 1
     report = render_markdown("pr-42810", records)
     assert "| v2.11.0 | test-put-metric-v2.11.0 | already-proposed |" in report
-    assert "already proposed in PR !43001" in report
+    assert report.count("already proposed in PR !43001") == 1
