@@ -4,8 +4,8 @@
 (does it run for this record and these options), what it waits for, and its function;
 `BranchFlow.run` is the one loop that walks them for one job. A step's function returns True
 when the branch goes on; an error stops this branch only (`guarded`), with one redacted
-sentence in its journal record. Adding a step (say, lint between test and push) is one entry here, its
-function, its state (`states.py`) and its report.
+sentence in its journal record. Adding a step (say, lint between test and push) is one entry
+here, its function, its state (`states.py`) and its report.
 """
 
 from __future__ import annotations
