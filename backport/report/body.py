@@ -66,6 +66,13 @@ class BodyContext:
     read_back: dict[str, Evidence] = field(default_factory=dict)
 
 
+def proposed_zh(view: BranchRecord) -> str | None:
+    """``[!7](url)（同步机器人的 PR，尚未合入）`` for an already-proposed branch, else None."""
+    pr = view.proposed
+    if pr is None or view.status != Status.ALREADY_PROPOSED:
+        return None
+    return zh.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
+
 
 
 def _one_line(text: str) -> str:
@@ -97,6 +104,9 @@ def result_cell(view: BranchRecord) -> str:
         return _cell(f"冲突：{files}（补丁未能自动应用，未运行测试）")
     if view.skipped:
         return zh.SKIPPED_ZH
+    proposed = proposed_zh(view)
+    if proposed is not None:
+        return _cell(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
     if not view.test:
         reason = zh.status_zh(view.status)
         if view.status == "env-mismatch" and view.mismatches:
@@ -186,9 +196,15 @@ def issue_sentence(vs: _Views) -> str:
     with_link = [v.target for v in vs.views if linked(v)]
     if len(with_link) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
-    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None]
-    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None]
+    elsewhere = {v.target: f"{v.target}（!{v.proposed.number}）" for v in vs.views
+                 if v.target not in with_link and v.status == Status.ALREADY_PROPOSED
+                 and v.proposed is not None}
+    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None
+                and v.target not in elsewhere]
+    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None
+               and v.target not in elsewhere]
     groups = (("已关联该 Issue 的 PR", with_link), ("PR 未关联该 Issue 的目标分支", unlinked),
+              ("已由其他 PR 带入源 PR 的目标分支", list(elsewhere.values())),
               ("尚无 PR 的目标分支", missing))
     return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups if names) + "。"
 
