@@ -15,6 +15,7 @@ from backport.config.model import BranchMap
 from backport.forge import Forge, PullRequest
 from backport.pipeline.steps import BranchJob
 from backport.records import ProposedPr
+from backport.report.evidence_fields import SOURCE
 
 # The forms a PR names its source by, in the order they are tried, and how the terminal says
 # them (the PR body's Chinese: report/prose_zh.py).
@@ -58,7 +59,7 @@ def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | N
     if picked is not None and int(picked.group(1)) == number:
         return CHERRY_PICK
     if names_source(pr.body, number, upstream):
-        return BACKPORT if f"SOURCE={upstream}!{number}@" in pr.body else BODY
+        return BACKPORT if f"{SOURCE.prefix}{upstream}!{number}@" in pr.body else BODY
     return None
 
 
