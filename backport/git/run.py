@@ -1,16 +1,22 @@
-"""git's wrapper on the one process runner: C locale, no prompts, timeouts, one-sentence errors.
+"""The one place git processes are started: argv lists, C locale, no prompts, timeouts, one-sentence errors.
 
-Every git call of the tool goes through :func:`git`, which starts git with `backport.process.run`.
+Every git call of the tool goes through :func:`git`, which drives GitPython's ``Git.execute`` (the
+mission's git library); every other child process starts through `backport.process`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from backport import process
+import git as gitpython
+
 from backport.config.refnames import refname_problem
 from backport.config.validate import is_local_path
 from backport.errors import BackportError, ErrorCode
@@ -92,6 +98,19 @@ def first_error_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+def _stdin_pipe(data: bytes) -> BinaryIO:
+    """The read end of a pipe a background thread fills with ``data`` (no temporary file)."""
+    read_fd, write_fd = os.pipe()
+
+    def feed() -> None:
+        # git may exit without reading everything (an error, a timeout): that is not ours to report.
+        with contextlib.suppress(OSError), open(write_fd, "wb") as sink:
+            sink.write(data)
+
+    threading.Thread(target=feed, name="git-stdin", daemon=True).start()
+    return open(read_fd, "rb")
+
+
 def git(
     args: Sequence[str],
     *,
@@ -111,12 +130,34 @@ def git(
     ``BackportError(code, ...)`` whose message is one redacted sentence.
     """
     if cwd is not None and not Path(cwd).is_dir():
+        # GitPython silently falls back to the process's own directory; never let it.
         raise BackportError(code, f"cannot run git {subcommand(args)}: directory {cwd} does not exist.")
-    done = process.run(["git", *args], cwd=cwd, env={**os.environ, **git_env(env)}, stdin=stdin,
-                       timeout=timeout, code=code, shown=f"git {subcommand(args)}")
-    status = -9 if done.returncode is None else done.returncode
-    stderr = f"fatal: timed out after {timeout:g} s" if done.timed_out else done.err
-    raw = done.stdout
+    runner = gitpython.Git(str(cwd) if cwd is not None else None)
+    source = _stdin_pipe(stdin) if stdin is not None else None
+    started = time.monotonic()
+    try:
+        status, out, err = runner.execute(
+            ["git", *args],
+            istream=source,
+            with_extended_output=True,
+            with_exceptions=False,
+            stdout_as_string=False,
+            env=git_env(env),
+            strip_newline_in_stdout=False,
+            kill_after_timeout=timeout,
+            start_new_session=True,  # no terminal to prompt on; killed with its children
+        )
+    except gitpython.GitCommandNotFound as exc:
+        raise BackportError(code, f"cannot run git {subcommand(args)}: git is not installed "
+                            "or not on PATH.") from exc
+    finally:
+        if source is not None:
+            source.close()
+    status = int(status)
+    stderr = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err)
+    if timeout is not None and status != 0 and time.monotonic() - started >= timeout:
+        stderr = f"fatal: timed out after {timeout:g} s"
+    raw = out if isinstance(out, bytes) else str(out).encode("utf-8", "surrogateescape")
     result = GitOutput(tuple(args), status, raw, stderr)
     if check and not result.ok:
         raise failure(result, code, cwd)
