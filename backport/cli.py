@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from backport import __version__
+from backport import __version__, process
 from backport.commands.apply import apply_cmd
 from backport.commands.check import check_cmd
 from backport.commands.common import AppContext, pass_app
@@ -83,6 +83,7 @@ def _exit_interrupted(journaled: bool) -> None:
     without joining them keeps the interrupt prompt, and the journal already holds every
     finished step.
     """
+    process.kill_running()  # git or a test still running for a branch thread goes too
     click.echo("interrupted: the journal keeps every finished step; run the same command "
                "again to resume" if journaled else "interrupted", err=True)
     sys.stdout.flush()

@@ -53,7 +53,12 @@ class TestResult:
     @property
     def patch_tests_ok(self) -> bool:
         """Every test the patch adds ran and passed (True when it adds none)."""
-        return all(outcome == "ok" for _, outcome in self.patch_tests)
+        return self.passes(True, self.patch_tests)
+
+    @staticmethod
+    def passes(runs_ok: bool, patch_tests: Sequence[tuple[str, str]]) -> bool:
+        """The one "result ok" rule: every run passed and each test the patch adds says ``ok``."""
+        return runs_ok and all(outcome == "ok" for _, outcome in patch_tests)
 
     @property
     def not_in_build(self) -> bool:
@@ -76,7 +81,7 @@ class TestResult:
         lines = tuple(line for r in runs for line in r.summary)
         return cls(
             ran=ran,
-            ok=all(r.ok for r in runs) and all(o == "ok" for _, o in patch_tests),
+            ok=cls.passes(all(r.ok for r in runs), patch_tests),
             exit_code=next((r.exit_code for r in runs if r.exit_code != 0), 0),
             summary=", ".join(lines),
             summary_lines=lines,
@@ -278,6 +283,27 @@ class ExistingTest:
 
 
 @dataclass(frozen=True)
+class ProposedPr:
+    """Another PR into the target that already carries the set's source PR (open or merged):
+    why the branch gets no PR of its own."""
+
+    number: int
+    url: str
+    state: str  # "open" | "merged"
+    kind: str  # how it names the source: "sync" | "cherry-pick" | "backport" | "body"
+    title: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProposedPr:
+        return cls(number=int(data["number"]), url=str(data.get("url") or ""),
+                   state=str(data.get("state") or "open"), kind=str(data.get("kind") or "body"),
+                   title=str(data.get("title") or ""))
+
+
+@dataclass(frozen=True)
 class BranchRecord:
     """Where one target branch of one patch set stands, and the facts its PR body shows."""
 
@@ -307,6 +333,7 @@ class BranchRecord:
     closed_prs: tuple[int, ...] = ()  # PRs backport closed because the forge opened them wrong
     added_tests: tuple[str, ...] = ()  # the tests the series adds, as path::Class::name
     present: tuple[ExistingTest, ...] = ()  # those the target already defines
+    proposed: ProposedPr | None = None  # already-proposed: the other PR that carries the source
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
@@ -327,11 +354,12 @@ class BranchRecord:
                     merged_files: Sequence[str] = (),
                     loose_files: Sequence[str] = ()) -> BranchRecord:
         """The outcome of an apply attempt replaces the previous one's: conflicting files,
-        the sibling series that went in, those tried in vain, files merged or placed loosely."""
+        the sibling series that went in, those tried in vain, files merged or placed loosely,
+        and another PR found carrying the source."""
         return dataclasses.replace(
             self, conflicts=tuple(conflicts), series_source=series_source,
             tried_sources=tuple(tried_sources), merged_files=tuple(merged_files),
-            loose_files=tuple(loose_files))
+            loose_files=tuple(loose_files), proposed=None)
 
     def with_fork_branch(self, fork_branch: str) -> BranchRecord:
         return dataclasses.replace(self, fork_branch=fork_branch)
@@ -359,6 +387,13 @@ class BranchRecord:
         """Every test the patch adds is on the target already: nothing to apply."""
         return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_PRESENT, base=base,
                                    commit=None, message=message)
+
+    def already_proposed(self, pr: ProposedPr, message: str) -> BranchRecord:
+        """Another PR into the target already carries the source PR: nothing tested, pushed
+        or opened. An earlier run's test result no longer stands; its commit (a resolution by
+        hand too) is kept for a run after that PR is closed."""
+        return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_PROPOSED,
+                                   proposed=pr, test=None, message=message, error_code=None)
 
     def conflicted(self, base: str, message: str, conflicts: Sequence[str], worktree: str,
                    tried_sources: Sequence[str],
@@ -530,6 +565,7 @@ class BranchRecord:
             "closed_prs": list(self.closed_prs),
             "added_tests": list(self.added_tests),
             "present": [test.to_json() for test in self.present],
+            "proposed": self.proposed.to_json() if self.proposed else None,
         }
 
     @classmethod
@@ -553,5 +589,8 @@ class BranchRecord:
         values["conflict_snapshot"] = dict(snapshot) if isinstance(snapshot, dict) else None
         values["present"] = tuple(ExistingTest.from_json(t) for t in data.get("present") or ()
                                   if isinstance(t, dict))
+        proposed = data.get("proposed")
+        values["proposed"] = (ProposedPr.from_json(proposed) if isinstance(proposed, dict)
+                              and proposed.get("number") is not None else None)
         return cls(**values)
 

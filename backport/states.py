@@ -16,6 +16,7 @@ class Status(StrEnum):
     PLANNED = "planned"  # --dry-run / --no-push / --no-pr stopped here on purpose
     ALREADY_APPLIED = "already-applied"  # same patch-id already upstream; no PR
     ALREADY_PRESENT = "already-present"  # every test the patch adds is there already; no PR
+    ALREADY_PROPOSED = "already-proposed"  # another PR into the target carries the source PR
     CONFLICT = "conflict"  # git am -3 stopped; worktree kept for the user
     TEST_FAILED = "test-failed"
     ENV_MISSING = "env-missing"  # interpreter not there
@@ -35,8 +36,9 @@ class Status(StrEnum):
         return self in (Status.DONE, Status.ALREADY_APPLIED, Status.ALREADY_PRESENT)
 
 
+# already-proposed is a success but not final: a re-run looks again (that PR may be closed).
 _SUCCESS = frozenset({Status.DONE, Status.ALREADY_APPLIED, Status.ALREADY_PRESENT,
-                      Status.PLANNED})
+                      Status.ALREADY_PROPOSED, Status.PLANNED})
 # Statuses that stop the branch before push; the run exits 1 when any branch ends in one.
 FAILURES = frozenset({
     Status.CONFLICT, Status.TEST_FAILED, Status.ENV_MISSING, Status.ENV_MISMATCH,
@@ -45,10 +47,11 @@ FAILURES = frozenset({
 
 
 _EVERY = frozenset(Status)
-# Where an apply can end: from any state (a re-run, --force, `continue`, `abort`, an error).
+# Where an apply (or the look-up before it) can end: from any state (a re-run, --force,
+# `continue`, `abort`, an error).
 _APPLY_ENDS = frozenset({Status.PENDING, Status.APPLIED, Status.ALREADY_APPLIED,
-                         Status.ALREADY_PRESENT, Status.CONFLICT, Status.FAILED,
-                         Status.FORK_DIVERGED})
+                         Status.ALREADY_PRESENT, Status.ALREADY_PROPOSED, Status.CONFLICT,
+                         Status.FAILED, Status.FORK_DIVERGED})
 # Where a test can end: only on a branch with a commit (not pending, not in a conflict).
 _TEST_ENDS = frozenset({Status.TESTED, Status.TEST_FAILED, Status.ENV_MISSING,
                         Status.ENV_MISMATCH, Status.ENV_UNAVAILABLE})

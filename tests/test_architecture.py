@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import backport
@@ -36,9 +37,9 @@ def import_rule() -> dict[str, frozenset[str]]:
             continue
         left, right = line.strip().strip("|").split("|")[:2]
         parts, allowed = _names(left), _names(right)
+        shared = shared or parts  # the first row: its parts may import one another
         if "shared" in right:
             allowed |= shared
-        shared = shared or parts
         for part in parts:
             rule[part] = frozenset(allowed)
     return rule
@@ -146,13 +147,13 @@ def test_services_share_only_the_model_modules() -> None:
 
 
 # `git credential fill` runs with an environment the caller gives whole (not laid over this
-# process's), which GitPython's runner cannot do; it asks for a token and never prompts.
+# process's) and `forge/` may not import `git/`; it asks for a token and never prompts.
 GIT_OUTSIDE_THE_RUNNER = {"forge.token"}
 
 
 def git_processes(path: Path) -> list[str]:
-    """What in ``path`` starts git other than through the runner: GitPython, or a subprocess call
-    whose argv starts with ``"git"``."""
+    """What in ``path`` starts git other than through the runner: GitPython, or a call of any
+    process function whose argv starts with ``"git"``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -162,12 +163,12 @@ def git_processes(path: Path) -> list[str]:
                 found.append(f"from {node.module} import ...")
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
-            owner = getattr(func.value, "id", "") if isinstance(func, ast.Attribute) else ""
+            name = ast.unparse(func)
             argv = node.args[0]
-            if owner == "subprocess" and isinstance(argv, ast.List) and argv.elts:
+            if isinstance(argv, ast.List) and argv.elts:
                 first = argv.elts[0]
                 if isinstance(first, ast.Constant) and first.value == "git":
-                    found.append(f"subprocess.{func.attr}(['git', ...]) line {node.lineno}")
+                    found.append(f"{name}(['git', ...]) line {node.lineno}")
     return found
 
 
@@ -179,9 +180,49 @@ def test_only_the_runner_starts_git() -> None:
 
 def test_the_git_scan_sees_both_ways(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
-    path.write_text("import subprocess\nimport git\n\n"
-                    "subprocess.run(['git', 'status'], check=False)\n", encoding="utf-8")
-    assert git_processes(path) == ["import git", "subprocess.run(['git', ...]) line 4"]
+    path.write_text("import subprocess\nimport git\nfrom backport import process\n\n"
+                    "subprocess.run(['git', 'status'], check=False)\nprocess.run(['git', 'log'])\n",
+                    encoding="utf-8")
+    assert git_processes(path) == ["import git", "subprocess.run(['git', ...]) line 5",
+                                   "process.run(['git', ...]) line 6"]
+
+
+def process_imports(path: Path) -> list[str]:
+    """Imports in ``path`` of a way to start a process other than `backport.process`:
+    ``subprocess``, GitPython, ``os.system`` / ``os.popen`` / ``os.exec*`` / ``os.spawn*``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [f"line {node.lineno}: import {a.name}" for a in node.names
+                      if a.name.split(".")[0] in ("subprocess", "git", "pty")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.split(".")[0] in ("subprocess", "git", "pty"):
+                found.append(f"line {node.lineno}: from {node.module} import ...")
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id == "os"
+              and node.attr.startswith(("system", "popen", "exec", "spawn", "fork", "posix_spawn"))):
+            found.append(f"line {node.lineno}: os.{node.attr}")
+    return found
+
+
+# git's runner drives git through GitPython, the mission's git library (and nothing else).
+PROCESS_STARTERS = {"process": None, "git.run": ["import git"]}
+
+
+def test_only_the_process_module_starts_processes() -> None:
+    found = {module: [line for line in process_imports(path)
+                      if not line.endswith(tuple(PROCESS_STARTERS.get(module) or ()))]
+             for module, path in package_modules().items()
+             if module not in PROCESS_STARTERS or PROCESS_STARTERS[module] is not None}
+    assert {module: names for module, names in found.items() if names} == {}
+
+
+def test_the_process_scan_sees_each_way(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("import subprocess\nfrom git import Repo\nimport os\n\nos.execvp('a', [])\n",
+                    encoding="utf-8")
+    assert process_imports(path) == ["line 1: import subprocess", "line 2: from git import ...",
+                                     "line 5: os.execvp"]
 
 
 def _modules_spelling(text: str) -> set[str]:
@@ -320,15 +361,25 @@ def test_every_record_change_is_checked_against_the_table_of_moves(tmp_path: Pat
     assert journal.change("v2.7.1", lambda r: r.failed(Status.FAILED, "x", None)).status == "failed"
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def private_imports(path: Path) -> list[str]:
-    """Names with a leading underscore that ``path`` imports from another module of the package
-    (a name shared between modules is public; one used by a single module lives there)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    """Names with a leading underscore that ``path`` imports from another module of the package,
+    or reads off a name it imported from one (``Status._value2member_map_``): a name shared
+    between modules is public; one used by a single module lives there."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found, imported = [], set()
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("backport")):
+            imported |= {alias.asname or alias.name for alias in node.names}
             found += [f"{path.name}:{node.lineno} imports {alias.name} from {node.module or '.'}"
-                      for alias in node.names
-                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+                      for alias in node.names if _private(alias.name)]
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and _private(node.attr)
+                and isinstance(node.value, ast.Name) and node.value.id in imported):
+            found.append(f"{path.name}:{node.lineno} reads {node.value.id}.{node.attr}")
     return found
 
 
@@ -337,12 +388,21 @@ def test_no_module_imports_a_private_name_from_another() -> None:
     assert {module: names for module, names in found.items() if names} == {}
 
 
-def test_the_private_import_scan_sees_both_kinds(tmp_path: Path) -> None:
+def test_no_test_imports_a_private_name_of_the_package() -> None:
+    found = {str(path.relative_to(TESTS)): private_imports(path)
+             for path in sorted(Path(__file__).resolve().parent.rglob("*.py"))}
+    assert {path: names for path, names in found.items() if names} == {}
+
+
+def test_the_private_import_scan_sees_every_kind(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text("from backport.git.apply import _SAFE, committer_env\nfrom .x import _y\n"
-                    "from os import _exit\nfrom backport import __version__\n", encoding="utf-8")
+                    "from os import _exit\nfrom backport import __version__\n"
+                    "from backport.states import Status\n"
+                    "ok = 'x' in Status._value2member_map_\nos = _exit._z\n", encoding="utf-8")
     assert private_imports(path) == ["m.py:1 imports _SAFE from backport.git.apply",
-                                     "m.py:2 imports _y from x"]
+                                     "m.py:2 imports _y from x",
+                                     "m.py:6 reads Status._value2member_map_"]
 
 
 TESTS = Path(__file__).resolve().parent
@@ -386,3 +446,99 @@ def test_the_test_import_scan_sees_every_kind(tmp_path: Path) -> None:
         f"{tmp_path.name}/pipeline/test_a.py:2 imports tests.pipeline.test_b",
         f"{tmp_path.name}/pipeline/test_a.py:3 imports tests.git.test_c"]
 
+
+
+# The steps of "what applying this series to this base gives", decided in one place.
+DECISION_STEPS = frozenset({"already_applied", "added_tests", "present_tests", "apply_series",
+                            "try_siblings", "source_problems"})
+
+
+def called_names(source: str) -> set[str]:
+    """Names of every function ``source`` calls (``f(…)`` and ``mod.f(…)``)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                found.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                found.add(func.attr)
+    return found
+
+
+def test_check_and_apply_call_one_decision() -> None:
+    """`check` and the apply step both call `pipeline/decide.decide`, and neither takes a step
+    of that decision itself: a rule of it changes in one place."""
+    pipeline = PACKAGE / "pipeline"
+    apply_step = [p for p in sorted(pipeline.glob("*.py"))
+                  if "def apply_step(" in p.read_text(encoding="utf-8")]
+    assert apply_step, "no module of pipeline/ defines apply_step"
+    for path in [pipeline / "check.py", *apply_step]:
+        calls = called_names(path.read_text(encoding="utf-8"))
+        assert "decide" in calls, f"{path.name} does not call pipeline.decide.decide"
+        assert not calls & DECISION_STEPS, f"{path.name} decides itself: {calls & DECISION_STEPS}"
+
+
+def test_the_decision_scan_sees_both_kinds_of_call() -> None:
+    assert called_names("import m\nm.apply_series(w)\ntry_siblings(w)\n") >= {
+        "apply_series", "try_siblings"}
+
+
+# `backport list` prints its jobs as `API=… BRANCH=…` lines: the CI matrix, not evidence.
+# A source PR's body names its API as `API=…` (the upstream template's line), read by `new --from-pr`
+# and written by the demo's merged PR: the PR's text, not evidence.
+EVIDENCE_KEY_ELSEWHERE = {"commands.listing": {"API"}, "commands.from_pr": {"API"},
+                          "commands.demo": {"API"}}
+
+
+def evidence_keys_spelled(path: Path, keys: Sequence[str]) -> set[str]:
+    """The evidence keys (and the result heading) a string in ``path`` spells: as ``KEY=``, or
+    alone where the key is no plain word (``HEAD_COMMIT``, not ``NPU``); docstrings and f-string
+    parts count."""
+    spelled = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for key in keys:
+                if (node.value == key and "_" in key) or re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}=", node.value):
+                    spelled.add(key)
+            if "RESULT:" in node.value:
+                spelled.add("RESULT:")
+    return spelled
+
+
+def test_evidence_keys_are_spelled_only_in_the_table() -> None:
+    from backport.report.evidence_fields import KEYS
+
+    found = {module: evidence_keys_spelled(path, KEYS) - EVIDENCE_KEY_ELSEWHERE.get(module, set())
+             for module, path in package_modules().items() if module != "report.evidence_fields"}
+    assert {module: keys for module, keys in found.items() if keys} == {}
+
+
+def test_the_evidence_key_scan_sees_each_spelling(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text('"""Reads ``NOTE=``."""\nx = f"HEAD_COMMIT={1}"\ny = "TORCH_NPU"\nv = "NPU"\nz = "RESULT:"\n'
+                    'w = "TORCH_NPU_X=1 DONOTE=2"\n', encoding="utf-8")
+    assert evidence_keys_spelled(path, ("NOTE", "HEAD_COMMIT", "TORCH_NPU", "NPU", "PATCH_TESTS")) == {
+        "NOTE", "HEAD_COMMIT", "TORCH_NPU", "RESULT:"}
+
+
+def commands_without_tests(commands: Path, tests: Path) -> list[str]:
+    """Command modules (``backport/commands/X.py``) with no ``tests/commands/test_X*.py``."""
+    names = sorted(p.stem for p in commands.glob("*.py") if p.stem != "__init__")
+    tested = [p.stem.removeprefix("test_") for p in tests.glob("test_*.py")]
+    return [name for name in names
+            if not any(t == name or t.startswith(f"{name}_") for t in tested)]
+
+
+def test_every_command_module_has_its_test_module() -> None:
+    assert commands_without_tests(PACKAGE / "commands", TESTS / "commands") == []
+
+
+def test_the_command_mirror_matches_by_prefix(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    (tmp_path / "t").mkdir()
+    for name in ("__init__", "env", "new", "status"):
+        (tmp_path / "c" / f"{name}.py").write_text("")
+    for name in ("test_env_probe", "test_newer", "test_status"):
+        (tmp_path / "t" / f"{name}.py").write_text("")
+    assert commands_without_tests(tmp_path / "c", tmp_path / "t") == ["new"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from backport import process
 from backport.commands.common import AppContext, echo, pass_app
 from backport.commands.from_pr import ensure_from_pr
 from backport.config import load_project
@@ -44,9 +44,8 @@ def has_torch(python: str) -> bool:
     """True when ``python`` can find the torch package (without importing it)."""
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
     try:
-        return subprocess.run([python, "-c", probe], capture_output=True, timeout=60,
-                              check=False).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
+        return process.run([python, "-c", probe], timeout=60).ok
+    except BackportError:  # it cannot start
         return False
 
 

@@ -11,6 +11,14 @@ DEFAULT_TEST_TIMEOUT = 1800.0  # seconds
 
 
 @dataclass(frozen=True)
+class CiPlacement:
+    """Where CI runs the branches of one environment (`ci:` of an environment)."""
+
+    runs_on: tuple[str, ...] = ()  # runner tags (labels) of the host that holds it
+    image: str = ""  # a container image that holds it; "" runs on the host itself
+
+
+@dataclass(frozen=True)
 class Environment:
     """A Python environment tests run under (`environments:` entry of branches.yaml)."""
 
@@ -29,6 +37,7 @@ class Environment:
     source_shown: str = ""  # ``source`` as written in branches.yaml, home as `~`
     wrapper: tuple[str, ...] = ()  # a command started instead of the interpreter, `~` expanded
     wrapper_shown: tuple[str, ...] = ()  # ``wrapper`` as written, home as `~`
+    ci: CiPlacement = field(default_factory=CiPlacement)  # where CI runs it (`backport matrix`)
 
     @property
     def interpreter(self) -> Path:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import yaml
 
+from backport import process
+from backport.errors import BackportError
 from backport.git.run import git
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
@@ -146,12 +147,11 @@ def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
 def environment_name(python: str) -> str:
     """The demo environment's name: ``torch-<version>`` of ``python``, else ``python-X.Y``."""
     try:
-        proc = subprocess.run([python, "-c", _VERSIONS], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        done = process.run([python, "-c", _VERSIONS], timeout=60)
+    except BackportError:  # it cannot start
         return "python"
-    name = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-    return name if proc.returncode == 0 and _ENV_NAME.fullmatch(name) else "python"
+    name = done.out.strip().splitlines()[-1] if done.out.strip() else ""
+    return name if done.ok and _ENV_NAME.fullmatch(name) else "python"
 
 
 def clear_sandbox(root: Path) -> bool:

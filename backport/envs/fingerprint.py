@@ -15,11 +15,12 @@ import glob
 import hashlib
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from backport import process
 from backport.config.model import Environment
+from backport.errors import BackportError
 
 QUERY_TIMEOUT = 30.0
 _QUERY = "import json, sys; print(json.dumps({'path': sys.path, 'prefix': sys.prefix}))"
@@ -62,11 +63,16 @@ def _search_path(env: Environment, environ: Mapping[str, str]) -> dict:
     variables = {k: v for k, v in environ.items() if k not in ("GITCODE_TOKEN", "BACKPORT_TOKEN")}
     variables.update(env.env)
     try:
-        proc = subprocess.run([str(env.interpreter), "-c", _QUERY], env=variables,
-                              stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=QUERY_TIMEOUT, check=False)
-        return dict(json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1]))
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+        done = process.run([str(env.interpreter), "-c", _QUERY], env=variables,
+                           timeout=QUERY_TIMEOUT)
+    except BackportError as exc:  # it cannot start
+        raise FingerprintError(exc.message) from None
+    if done.timed_out:
+        raise FingerprintError(f"cannot read the search path of {env.interpreter}: timed out "
+                               f"after {QUERY_TIMEOUT:g}s")
+    try:
+        return dict(json.loads(done.out.strip().splitlines()[-1]))
+    except (ValueError, IndexError) as exc:
         raise FingerprintError(f"cannot read the search path of {env.interpreter}: {exc}") \
             from None
 

@@ -21,7 +21,6 @@ import os
 import shutil
 import socket
 import stat
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+
+from backport import process
+from backport.errors import BackportError
 
 DEFAULT_IDLE = 600.0
 OFF_VALUES = ("0", "no", "false", "off")
@@ -98,7 +100,7 @@ def socket_path(policy: KeepPolicy, launch: Sequence[str], variables: Mapping[st
     return policy.folder / f"w-{hashlib.sha256(key.encode()).hexdigest()[:20]}.sock"
 
 
-def _hello(sock: socket.socket, timeout: float) -> dict:
+def read_hello(sock: socket.socket, timeout: float) -> dict:
     sock.settimeout(timeout)
     data = b""
     while not data.endswith(b"\n"):
@@ -116,7 +118,7 @@ def _connect(path: Path, fingerprint: str) -> tuple[socket.socket, dict] | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
-        hello = _hello(sock, HELLO_TIMEOUT)
+        hello = read_hello(sock, HELLO_TIMEOUT)
     except (OSError, ValueError):
         sock.close()
         return None
@@ -178,11 +180,10 @@ def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
     log_path = path.with_suffix(".log")
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=fd, env=dict(process_env), cwd=tempfile.gettempdir(),
-                                start_new_session=True)
-    except OSError as exc:
-        raise KeptUnavailable(f"cannot start a kept worker: {exc.strerror}") from None
+        proc = process.spawn(argv, stderr=fd, env=process_env, cwd=tempfile.gettempdir(),
+                             context="cannot start a kept worker: ")
+    except BackportError as exc:
+        raise KeptUnavailable(exc.message) from None
     finally:
         os.close(fd)
     assert proc.stdout is not None
@@ -195,10 +196,7 @@ def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
     except ValueError:
         hello = {}
     if not hello.get("ready"):
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
+        process.kill_group(proc.pid)
         raise KeptUnavailable(str(hello.get("error") or "the kept worker did not start"))
     return hello
 
@@ -228,7 +226,7 @@ def stop_kept_workers(folder: Path) -> list[int]:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(str(path))
-            hello = _hello(sock, HELLO_TIMEOUT)
+            hello = read_hello(sock, HELLO_TIMEOUT)
             sock.sendall(b'{"shutdown": true}\n')
             asked.append(int(hello.get("pid") or 0))
         except (OSError, ValueError):

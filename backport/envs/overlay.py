@@ -19,16 +19,17 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from backport import process
 from backport.config.model import Environment
 from backport.envs.launch import launch_argv
 from backport.envs.probe import env_vars
+from backport.errors import BackportError
 
 PACKAGE = "torch_npu"
 FORMAT = 1
@@ -56,12 +57,14 @@ def installed_package(env: Environment, name: str = PACKAGE) -> Path:
     """The folder ``env``'s interpreter imports package ``name`` from (nothing is imported)."""
     with tempfile.TemporaryDirectory(prefix="backport-find-") as empty:  # no package in cwd
         try:
-            proc = subprocess.run(launch_argv(env, ["-c", _FIND, name], env.env), cwd=empty,
-                                  env=env_vars(env), stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=FIND_TIMEOUT, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            proc = process.run(launch_argv(env, ["-c", _FIND, name], env.env), cwd=empty,
+                               env=env_vars(env), timeout=FIND_TIMEOUT)
+        except BackportError as exc:
             raise OverlayError(f"cannot ask environment '{env.name}' where {name} is: "
-                               f"{exc}") from None
+                               f"{exc.message}") from None
+    if proc.timed_out:
+        raise OverlayError(f"cannot ask environment '{env.name}' where {name} is: no answer "
+                           f"within {FIND_TIMEOUT:g} s")
     try:
         found = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
     except (ValueError, IndexError):

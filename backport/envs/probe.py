@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from backport import process
 from backport.config.model import Environment
 from backport.config.validate import home_shown
 from backport.envs.launch import launch_argv, program_path
@@ -95,29 +95,18 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
     skip = ["--no-load-check"] if load_check is not None else []
     args = [str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT), *skip, *env.expect]
     variables = {AUTOLOAD: "0"}
-    try:
-        proc = subprocess.run(
-            launch_argv(env, args, {**env.env, **variables}),
-            env=env_vars(env, variables),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    done = process.run(launch_argv(env, args, {**env.env, **variables}),
+                       env=env_vars(env, variables), timeout=timeout, code="env-missing",
+                       context=f"environment '{env.name}': ", shown=shown)
+    if done.timed_out:
         raise BackportError(
-            "env-missing", f"environment '{env.name}': probing {shown} timed out after {timeout:g}s"
-        ) from None
-    except OSError as exc:
-        raise BackportError(
-            "env-missing", f"environment '{env.name}': cannot run {shown}: {exc.strerror}"
-        ) from None
-    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+            "env-missing", f"environment '{env.name}': probing {shown} timed out after {timeout:g}s")
+    lines = done.out.strip().splitlines()
     try:
         data = json.loads(lines[-1])
     except (IndexError, ValueError):
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        reason = err[-1] if err else f"exit code {proc.returncode}"
+        err = done.err.strip().splitlines()
+        reason = err[-1] if err else f"exit code {done.returncode}"
         raise BackportError(
             "env-missing", redact(f"environment '{env.name}': probing {shown} failed: {reason}")
         ) from None

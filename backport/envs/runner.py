@@ -14,11 +14,11 @@ what earlier tests imported), and a fork cannot unimport them.
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
 
+from backport import process
 from backport.config.model import Environment, TestSpec
 from backport.config.validate import home_shown
 from backport.envs.device import device_verdict
@@ -32,7 +32,6 @@ from backport.envs.worker import (
     EarlyWorker,
     Worker,
     WorkerDied,
-    kill_group,
     next_reply,
     start_worker,
 )
@@ -285,14 +284,14 @@ class TestRunner:
                 start = time.monotonic()
                 reply = next_reply(waiter, timeout)
                 if reply is None:  # timed out: kill the test's group, collect its status
-                    kill_group(pid)
+                    process.kill_group(pid)
                     if next_reply(waiter, REPLY_TIMEOUT) is None:
                         raise WorkerDied("the worker did not reap a killed test")
                     return self._result(test, log_path, None, start, "warm", timed_out=timeout)
                 return self._result(test, log_path, int(reply["exit_code"]), start, "warm")
             except (WorkerDied, KeyError, ValueError, TypeError) as exc:
                 if pid is not None:
-                    kill_group(pid)
+                    process.kill_group(pid)
                 with self._lock:
                     if worker.kept is not None:
                         # A kept worker crashed or went stale: this run starts its own.
@@ -318,32 +317,15 @@ class TestRunner:
         argv = self._launch([test.path, *test.args], overlay)
         start = time.monotonic()
         with open(log_path, "ab") as log:
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    cwd=worktree,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env_vars(self.env, {**self.extra_env, **self._overlay_vars(overlay)}),
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                raise BackportError(
-                    "env-missing",
-                    f"environment '{self.env.name}': cannot run "
-                    f"{home_shown(str(self.interpreter))}: {exc.strerror}",
-                ) from None
-            try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                kill_group(proc.pid)
-                proc.wait()
-                return self._result(test, log_path, None, start, "isolated", timed_out=timeout,
-                                    overlay=overlay)
-            finally:
-                kill_group(proc.pid)  # leftovers the test started in its group
-        return self._result(test, log_path, code, start, "isolated", overlay=overlay)
+            # reap: leftovers the test started in its group go when it ends
+            done = process.run(argv, cwd=worktree, env=env_vars(self.env, {**self.extra_env, **self._overlay_vars(overlay)}),
+                               stdout=log, merge_stderr=True, timeout=timeout, reap=True,
+                               code="env-missing", context=f"environment '{self.env.name}': ",
+                               shown=home_shown(str(self.interpreter)))
+        if done.timed_out:
+            return self._result(test, log_path, None, start, "isolated", timed_out=timeout,
+                                overlay=overlay)
+        return self._result(test, log_path, done.returncode, start, "isolated", overlay=overlay)
 
     # -- shared ------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 import requests
 from packaging.utils import canonicalize_name
 
+from backport import process
 from backport.config.model import Environment
 from backport.config.validate import home_shown
 from backport.envs.pins import pin_mismatches
@@ -304,16 +304,15 @@ def _dry_run(
                 argv += ["--platform", tag]
             argv += ["--python-version", python_version] if python_version else []
         argv += ["-r", name]
-        try:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                  env=_installer_environ(), timeout=timeout, check=False)  # fmt: skip
-        except subprocess.TimeoutExpired:
+        done = process.run(argv, env=_installer_environ(), timeout=timeout, code="env-missing",
+                           context=f"environment '{env.name}': ")
+        if done.timed_out:
             raise BackportError("env-missing", f"environment '{env.name}': resolving "
-                                f"{', '.join(lines)} took over {timeout:g}s") from None  # fmt: skip
-        if proc.returncode != 0 or not report.is_file():
-            err = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines()
+                                f"{', '.join(lines)} took over {timeout:g}s")  # fmt: skip
+        if not done.ok or not report.is_file():
+            err = [ln for ln in done.err.splitlines()
                    if ln.strip() and "is ignored: it is neither a file nor a directory" not in ln]
-            reason = err[-1].strip() if err else f"exit code {proc.returncode}"
+            reason = err[-1].strip() if err else f"exit code {done.returncode}"
             raise BackportError("env-missing", redact(
                 f"environment '{env.name}': pip cannot resolve {', '.join(lines)}"
                 f"{' for ' + platform if platform else ''}: {reason}"))  # fmt: skip
@@ -374,25 +373,21 @@ def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> N
     shown = " ".join([home_shown(str(argv[0])), *argv[1:]])
     log(redact(f"$ {shown}"))
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=_installer_environ(),
-        )
-    except OSError as exc:
-        raise BackportError(
-            "env-missing", f"environment '{env.name}': cannot run {shown}: {exc.strerror}"
-        ) from None
+    proc = process.spawn(argv, env=_installer_environ(), stderr=process.STDOUT,
+                         code="env-missing", context=f"environment '{env.name}': ", shown=shown)
     last = ""
     assert proc.stdout is not None
-    for raw in proc.stdout:
-        line = redact(raw.decode("utf-8", "replace").rstrip())
-        if line:
-            last = line
-            log(f"  {line}")
+    try:
+        for raw in proc.stdout:
+            line = redact(raw.decode("utf-8", "replace").rstrip())
+            if line:
+                last = line
+                log(f"  {line}")
+    except BaseException:  # an interrupt: pip's whole group goes with it
+        process.kill_group(proc.pid)
+        raise
+    finally:
+        proc.stdout.close()
     code = proc.wait()
     log(f"  ({time.monotonic() - started:.0f}s)")
     if code != 0:

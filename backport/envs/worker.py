@@ -13,20 +13,20 @@ import os
 import queue
 import selectors
 import shutil
-import signal
 import socket
-import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import IO
 
+from backport import process
 from backport.config.model import Environment
 from backport.envs.fingerprint import FingerprintError, fingerprint
 from backport.envs.kept import KeepPolicy, KeptUnavailable, connect_or_start
 from backport.envs.launch import launch_argv
 from backport.envs.probe import SCRIPTS_DIR, env_vars
+from backport.errors import BackportError
 
 WORKER_SCRIPT = SCRIPTS_DIR / "warm_worker.py"
 WORKER_START_TIMEOUT = 300.0  # importing torch_npu with CANN can take a while
@@ -84,15 +84,14 @@ class Worker:
             argv.append("--no-learn")
         if load_check is not None:
             argv += ["--load-check", f"{load_check:g}"]
-        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-            cwd=tempfile.gettempdir(),
-            start_new_session=True,
-        )
+        try:
+            self.proc: process.Popen[bytes] | None = process.spawn(
+                argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr, env=env,
+                cwd=tempfile.gettempdir())
+        except BackportError as exc:  # the interpreter cannot start
+            shutil.rmtree(self.spool, ignore_errors=True)
+            self._stderr.close()
+            raise WorkerDied(exc.message) from None
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.sock: socket.socket | None = None
         self.kept: dict | None = None  # the kept worker's hello (pid, started) when kept
@@ -222,8 +221,8 @@ class Worker:
             pass
         try:
             self.proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            kill_group(self.proc.pid)
+        except process.TimeoutExpired:
+            process.kill_group(self.proc.pid)
             self.proc.wait()
         reader = getattr(self, "_reader", None)
         if reader is not None:
@@ -334,8 +333,3 @@ def next_reply(waiter: queue.Queue[dict | None], timeout: float) -> dict | None:
     return message
 
 
-def kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

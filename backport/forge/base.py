@@ -96,6 +96,10 @@ class Forge(Protocol):
         the service now, never from a listing kept from earlier (another host may have written
         since)."""
 
+    def later_prs(self, number: int, base: str) -> list[PullRequest]:
+        """The upstream's open and merged PRs into ``base`` numbered above ``number`` (opened
+        after PR ``number``, so the ones that may carry it), every one the service lists."""
+
     def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
                   head_sha: str | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:

@@ -125,6 +125,10 @@ class DryRunForge:
         reader = self._reads()
         return reader.list_prs(state, fresh=fresh) if reader is not None else []
 
+    def later_prs(self, number: int, base: str) -> list[PullRequest]:
+        reader = self._reads()
+        return reader.later_prs(number, base) if reader is not None else []
+
     def create_pr(self, head: str, base: str, title: str, body: str, *,
                   draft: bool = False, head_sha: str | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:

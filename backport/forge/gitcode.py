@@ -226,12 +226,20 @@ class GitCodeForge:
     def _pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list, page after page until an empty or a repeated page.
 
-        A short page does not end the list: the service may not honour ``per_page``.
+        A short page does not end the list: the service may not honour ``per_page``. A page
+        that is not a list (an error object answered 200) is an error, never the end.
         """
         seen_pages: set[tuple] = set()
         for page in range(1, self.max_pages + 1):
             items = self.client.get(path, {**params, "page": page, "per_page": PER_PAGE})
-            if not isinstance(items, list) or not items:
+            if not isinstance(items, list):
+                shape = "an object" if isinstance(items, dict) else "text" if items else "nothing"
+                raise BackportError(
+                    "forge", redact(f"GitCode API GET {self.api_url}{path} page {page} answered "
+                                    f"{shape} instead of a list; refusing to decide from a "
+                                    "listing cut short whether a PR exists, so run again "
+                                    "later."))
+            if not items:
                 return
             key = tuple(str(i.get("id", i.get("number"))) if isinstance(i, dict) else str(i)
                         for i in items)
@@ -324,6 +332,30 @@ class GitCodeForge:
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         return self._find(head, base, fresh=False)
+
+    def later_prs(self, number: int, base: str) -> list[PullRequest]:
+        """The open PRs from the kept listing, and the merged ones into ``base`` asked newest
+        first (``base``, ``sort`` and ``direction`` only narrow the reading: every item is
+        checked here). The merged listing ends at the first PR numbered ``number`` or below
+        once the items so far came strictly newest first; where they did not, every page is
+        read (a service that ignores the order is read whole)."""
+        found = {n: item for n, item in self._open_prs().items() if n > number}
+        previous: int | None = None
+        ordered = True
+        newest_first = {"state": "merged", "base": base, "sort": "created", "direction": "desc"}
+        for item in self._pages(self._pulls(), newest_first):
+            try:
+                current = _number(item)
+            except (TypeError, ValueError):
+                continue
+            ordered = ordered and (previous is None or current < previous)
+            if ordered and previous is not None and current <= number:
+                break
+            previous = current
+            if current > number:
+                found[current] = item
+        prs = (self._to_pr(item) for _, item in sorted(found.items()))
+        return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
 
     def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
         for item in list(self._open_prs(fresh=fresh).values()):

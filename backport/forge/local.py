@@ -210,6 +210,15 @@ class LocalForge:
                                     (self.upstream, state)).fetchall()
             return [self._pr(r) for r in rows]
 
+    def later_prs(self, number: int, base: str) -> list[PullRequest]:
+        with self._read() as conn:
+            if conn is None:
+                return []
+            rows = conn.execute("SELECT * FROM prs WHERE repo = ? AND base = ? AND number > ? "
+                                "AND state IN ('open', 'merged') ORDER BY number",
+                                (self.upstream, base, int(number))).fetchall()
+            return [self._pr(r) for r in rows]
+
     def push_credentials(self, url: str) -> dict[str, str] | None:
         """The local forge needs none: its fork is a path git reaches directly."""
         return None

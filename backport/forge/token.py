@@ -6,13 +6,14 @@ import atexit
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from backport import process
+from backport.errors import BackportError
 from backport.redact import register_secret
 
 TOKEN_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
@@ -57,13 +58,13 @@ def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.en
                 "LANG": "C", "LC_ALL": "C"})
     request = f"protocol={protocol}\nhost={host}\n\n"
     try:
-        proc = subprocess.run(["git", "credential", "fill"], input=request, env=env,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.SubprocessError):
+        done = process.run(["git", "credential", "fill"], stdin=request.encode(), env=env,
+                           timeout=timeout)
+    except BackportError:  # git cannot start
         return None
-    if proc.returncode != 0:
+    if not done.ok:
         return None
-    for line in proc.stdout.splitlines():
+    for line in done.out.splitlines():
         key, _, value = line.partition("=")
         if key == "password" and value:
             return value

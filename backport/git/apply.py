@@ -199,31 +199,34 @@ def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str
 
 
 # -- public API ------------------------------------------------------------------------------
+def mailbox(patches: Sequence[Patch]) -> bytes:
+    """The patches' bytes as one mailbox: each starts with its ``From <sha>`` line (the load
+    checked it) and ends with a newline, so ``git am`` splits them where one file ends."""
+    return b"".join(p.data if p.data.endswith(b"\n") else p.data + b"\n" for p in patches)
+
+
 def apply_series(
     wt: Worktree, patches: Sequence[Patch], *, env: Mapping[str, str] | None = None
 ) -> ApplyResult:
     """Apply ``patches`` in order with ``git am -3`` (author, date and message kept); git reads
-    each from its file.
+    them as one mailbox on its standard input, made of the bytes each `Patch` was checked from
+    (the files are not read again).
 
     ``conflict``: am is left in progress with the conflicting files listed; ``already-applied``:
     every patch turned out to be present already (nothing was committed).
     """
-    files = [p.path.absolute() for p in patches]
-    if not files:
+    if not patches:
         raise BackportError("usage", "no patch files to apply.")
-    for f in files:
-        if not f.is_file():
-            raise BackportError("config", f"patch file {f} does not exist.")
     if am_in_progress(wt):
         raise BackportError(
             "conflict",
             f"a git am is already in progress in {wt.path}; run continue or abort first.",
         )
     base = wt.head()
-    names = [f.name for f in files]
+    names = [p.path.name for p in patches]
     run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
     _prefetch_preimages(wt, patches, run_env)
-    out = wt.git([*_AM, "--", *(str(f) for f in files)], env=run_env, check=False)
+    out = wt.git(_AM, env=run_env, stdin=mailbox(patches), check=False)
     skipped = out.text.count(_ALREADY)
     seen = [out.text]
     while not out.ok and am_in_progress(wt) and "Patch is empty." in out.text:
@@ -239,7 +242,7 @@ def apply_series(
             redact(f"git am could not apply {names[0]} in {wt.path}: "
                    f"{first_error_line(out.text).rstrip('.')}."),
         )
-    return _finished(wt, base, len(files), skipped, three_way_files("\n".join(seen)))
+    return _finished(wt, base, len(patches), skipped, three_way_files("\n".join(seen)))
 
 
 def _finished(wt: Worktree, base: str, total: int, skipped: int,

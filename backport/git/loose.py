@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.errors import BackportError
-from backport.git.apply import SAFE_CONFIG, ApplyResult, am_in_progress, committer_env
+from backport.git.apply import SAFE_CONFIG, ApplyResult, am_in_progress, committer_env, mailbox
 from backport.git.worktree import Worktree
 
 # As the strict apply (see git.apply._AM), without --3way and with no context required.
@@ -95,8 +95,7 @@ def apply_loose(wt: Worktree, patches: Sequence[Patch], *,
         files = loose_files(wt, patch.files) if patch.commits == 1 else None
         refused = files is None
         if not refused:
-            out = wt.git([*_AM_LOOSE, "--", str(patch.path.absolute())], env=run_env,
-                         check=False)
+            out = wt.git(_AM_LOOSE, env=run_env, stdin=mailbox([patch]), check=False)
             refused = not out.ok
         if refused:
             if am_in_progress(wt):

@@ -1,6 +1,7 @@
 """The one place git processes are started: argv lists, C locale, no prompts, timeouts, one-sentence errors.
 
-Every git call of the tool goes through :func:`git`, which drives GitPython's ``Git.execute``.
+Every git call of the tool goes through :func:`git`, which drives GitPython's ``Git.execute`` (the
+mission's git library); every other child process starts through `backport.process`.
 """
 
 from __future__ import annotations
@@ -144,9 +145,11 @@ def git(
             env=git_env(env),
             strip_newline_in_stdout=False,
             kill_after_timeout=timeout,
+            start_new_session=True,  # no terminal to prompt on; killed with its children
         )
     except gitpython.GitCommandNotFound as exc:
-        raise BackportError(code, "git is not installed or not on PATH.") from exc
+        raise BackportError(code, f"cannot run git {subcommand(args)}: git is not installed "
+                            "or not on PATH.") from exc
     finally:
         if source is not None:
             source.close()

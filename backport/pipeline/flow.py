@@ -1,11 +1,11 @@
 """A branch's flow: the named steps every (patch set, target) goes through, in order.
 
-`STEPS` is the whole order: apply → test → push → pr. Each `Step` names its guard (does it
-run for this record and these options), what it waits for, and its function; `BranchFlow.run`
-is the one loop that walks them for one job. A step's function returns True when the branch
-goes on; an error stops this branch only (`guarded`), with one redacted sentence in its
-journal record. Adding a step (say, lint between test and push) is one entry here, its
-function, its state (`states.py`) and its report.
+`STEPS` is the whole order: proposed → apply → test → push → pr. Each `Step` names its guard
+(does it run for this record and these options), what it waits for, and its function;
+`BranchFlow.run` is the one loop that walks them for one job. A step's function returns True
+when the branch goes on; an error stops this branch only (`guarded`), with one redacted
+sentence in its journal record. Adding a step (say, lint between test and push) is one entry
+here, its function, its state (`states.py`) and its report.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from enum import Enum
 
 from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.pipeline.pr_step import pr_step
+from backport.pipeline.proposed import proposed_step
 from backport.pipeline.schedule import Schedule
 from backport.pipeline.session import ApplyOptions, Session
 from backport.pipeline.steps import BranchJob, apply_step, push_step, test_step
@@ -80,6 +81,19 @@ def wants_pr(rec: BranchRecord, options: ApplyOptions) -> bool:
     return not options.no_pr
 
 
+def opens_prs(options: ApplyOptions) -> bool:
+    """True when the run may open PRs (or plans them): not with --no-pr or --no-push."""
+    return not options.no_pr and not (options.no_push and not options.dry_run)
+
+
+def run_proposed_step(parts: RunParts, job: BranchJob) -> bool:
+    """The look-up runs only where the run would open a PR; elsewhere the branch goes on."""
+    session = parts.session
+    if not opens_prs(session.options):
+        return True
+    return proposed_step(job, session.remote.forge(), session.project.branch_map)
+
+
 def run_apply_step(parts: RunParts, job: BranchJob) -> bool:
     base = parts.bases[job.target]
     if isinstance(base, BackportError):
@@ -110,6 +124,7 @@ def run_pr_step(parts: RunParts, job: BranchJob) -> bool:
 
 
 STEPS: tuple[Step, ...] = (
+    Step("proposed", always, run_proposed_step),
     Step("apply", always, run_apply_step),
     Step("test", always, run_test_step),
     Step("push", publishable, run_push_step, after_stop=True),

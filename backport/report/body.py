@@ -19,28 +19,15 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from backport.config.model import BranchMap, PatchSet
-from backport.envs.model import AUTOLOAD, NOT_FOUND, ChangeScope
+from backport.envs.model import AUTOLOAD, ChangeScope
 from backport.errors import BackportError
-from backport.records import BranchRecord, EnvEvidence, TestResult
+from backport.records import BranchRecord, EnvEvidence
 from backport.redact import redact
+from backport.report import evidence_fields as ef
 from backport.report import prose_zh as zh
 from backport.report import regions as rg
-from backport.report.evidence_parse import (
-    AUTOLOAD_NOTE,
-    EXIT_KEY,
-    NO_SUMMARY,
-    NOT_PROBED,
-    NOT_RUN,
-    PATCH_TESTS_KEY,
-    RESULT,
-    STALE_MOVED,
-    STALE_UNTESTED,
-    TIMED_OUT,
-    Evidence,
-    changes_lines,
-    series_lines,
-    source_line,
-)
+from backport.report.evidence_fields import summary_lines
+from backport.report.evidence_parse import Evidence
 from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
@@ -79,13 +66,13 @@ class BodyContext:
     read_back: dict[str, Evidence] = field(default_factory=dict)
 
 
-def summary_lines(test: TestResult | None) -> list[str]:
-    """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
-    if not test:
-        return []
-    if test.summary_lines:
-        return [str(line) for line in test.summary_lines]
-    return [test.summary] if test.summary else []
+def proposed_zh(view: BranchRecord) -> str | None:
+    """``[!7](url)（同步机器人的 PR，尚未合入）`` for an already-proposed branch, else None."""
+    pr = view.proposed
+    if pr is None or view.status != Status.ALREADY_PROPOSED:
+        return None
+    return zh.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
+
 
 
 def _one_line(text: str) -> str:
@@ -117,6 +104,9 @@ def result_cell(view: BranchRecord) -> str:
         return _cell(f"冲突：{files}（补丁未能自动应用，未运行测试）")
     if view.skipped:
         return zh.SKIPPED_ZH
+    proposed = proposed_zh(view)
+    if proposed is not None:
+        return _cell(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
     if not view.test:
         reason = zh.status_zh(view.status)
         if view.status == "env-mismatch" and view.mismatches:
@@ -206,9 +196,15 @@ def issue_sentence(vs: _Views) -> str:
     with_link = [v.target for v in vs.views if linked(v)]
     if len(with_link) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
-    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None]
-    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None]
+    elsewhere = {v.target: f"{v.target}（!{v.proposed.number}）" for v in vs.views
+                 if v.target not in with_link and v.status == Status.ALREADY_PROPOSED
+                 and v.proposed is not None}
+    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None
+                and v.target not in elsewhere]
+    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None
+               and v.target not in elsewhere]
     groups = (("已关联该 Issue 的 PR", with_link), ("PR 未关联该 Issue 的目标分支", unlinked),
+              ("已由其他 PR 带入源 PR 的目标分支", list(elsewhere.values())),
               ("尚无 PR 的目标分支", missing))
     return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups if names) + "。"
 
@@ -221,14 +217,6 @@ def _visible(env: EnvEvidence) -> str:
     if count and devices:
         return f"{count}（物理 NPU {devices}）"
     return f"{count}（未检测到可见 NPU）" if count == 0 else str(count)
-
-
-def _visible_evidence(env: EnvEvidence) -> str:
-    count = env.fact("npu_count")
-    if count is None:
-        return NOT_FOUND
-    devices = env.fact("visible_devices")
-    return f"{count} (PHYSICAL NPU {devices})" if count and devices else str(count)
 
 
 def _cn_count(n: int) -> str:
@@ -336,43 +324,10 @@ def _shared_notes(vs: _Views) -> list[str]:
 
 
 def _runner_note(vs: _Views) -> str | None:
-    """How the tests were run, said once (``RUNNER=warm``: a process that had imported torch)."""
+    """How the tests were run, said once (a warm run: a process that had already imported torch)."""
     ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
     return zh.runner_note(warm, [v.target for v in ran if v.target not in warm])
-
-
-def _head_line(view: BranchRecord) -> str:
-    return f"HEAD_COMMIT={view.head or 'none (no commit on the fork branch)'}"
-
-
-def _stale_lines(view: BranchRecord) -> list[str]:
-    """``TESTED_COMMIT`` and ``STALE`` when the result is of another commit than the head."""
-    if not (view.stale and view.test):
-        return []
-    stale = STALE_MOVED if view.fork_sha else STALE_UNTESTED
-    return [f"TESTED_COMMIT={_one_line(str(view.test.commit))}", f"STALE={stale}"]
-
-
-def _read_back_text(view: BranchRecord, evidence: Evidence) -> str:
-    """Evidence read from the branch's PR, as written there, with its head and staleness
-    brought up to date (every other line, known key or not, is kept)."""
-    lines: list[str] = []
-    for line in evidence.lines:
-        if line.startswith("HEAD_COMMIT="):
-            lines.append(_head_line(view))
-        elif line.startswith(("TESTED_COMMIT=", "STALE=")):
-            continue
-        else:
-            if line == RESULT:
-                lines += _stale_lines(view)
-            lines.append(line)
-    return "\n".join(lines)
-
-
-def _source_lines(ctx: BodyContext) -> list[str]:
-    source = ctx.patch_set.source
-    return [source_line(ctx.branch_map.upstream, source.number, source.commit)] if source else []
 
 
 def source_pr(ctx: BodyContext) -> dict[str, str] | None:
@@ -388,69 +343,16 @@ def source_pr(ctx: BodyContext) -> dict[str, str] | None:
 
 
 def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
-    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers)."""
+    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers); a branch whose
+    evidence was read from its PR keeps it, with its head and staleness brought up to date."""
+    configured = ctx.branch_map.targets.get(view.target)
+    facts = ef.Facts(record=view, upstream=ctx.branch_map.upstream, api=ctx.patch_set.api,
+                     configured_env=configured.env if configured else None,
+                     source=ctx.patch_set.source)
     evidence = ctx.read_back.get(view.target)
     if evidence is not None:
-        return _read_back_text(view, evidence)
-    env, test = view.env, view.test
-
-    def val(value: object, missing: str = NOT_FOUND) -> str:
-        return missing if value is None or value == "" else _one_line(str(value))
-
-    def probed(key: str) -> str:
-        """A probe value; "not probed yet" when no run has read the branch's environment."""
-        return val(env.fact(key) if env else None, NOT_FOUND if env else NOT_PROBED)
-
-    not_run = NOT_RUN
-    configured = ctx.branch_map.targets.get(view.target)
-    env_name = val((env.name if env else None) or (configured.env if configured else None))
-    shared = [s for s in env.shared_with if s != view.target] if env else []
-    if shared and env and env.name:
-        env_name += f" (shared with {', '.join(shared)})"
-    lines = [
-        f"VALIDATION EVIDENCE / {ctx.branch_map.upstream} / {view.fork_branch} → {view.target}",
-        f"API={ctx.patch_set.api}",
-        *_source_lines(ctx),
-        f"TARGET_BRANCH={view.target}",
-        _head_line(view),
-        f"PLATFORM={probed('platform')}",
-        f"PYTHON={probed('python')}",
-        f"TORCH={probed('torch')}",
-        f"TORCH_NPU={probed('torch_npu')}",
-        f"CANN={probed('cann')}",
-        f"NPU={probed('npu_model')}",
-        f"VISIBLE_NPU={_visible_evidence(env) if env else NOT_PROBED}",
-        f"ENVIRONMENT={env_name}",
-        f"RUNNER={val(test.runner if test else None, not_run)}",
-        f"COMMAND={val(test.command if test else None, not_run)}",
-        *series_lines(view.series_source, view.merged_files, view.loose_files),
-    ]
-    if view.skipped:
-        lines += ["RESULT: not run (skipped on request: --skip-tests)", f"{EXIT_KEY}={not_run}"]
-    elif not test:
-        lines += [f"RESULT: not run ({view.status})", f"{EXIT_KEY}={not_run}"]
-    else:
-        lines += _stale_lines(view)
-        lines.append(RESULT)
-        lines += [_one_line(s) for s in summary_lines(test)] or [NO_SUMMARY]
-        if test.timed_out:
-            seconds = test.duration
-            lines.append(f"{TIMED_OUT} after {seconds:.0f}s" if isinstance(seconds, int | float)
-                         else TIMED_OUT)
-        code = test.exit_code
-        lines.append(f"{EXIT_KEY}={code}" if code is not None else
-                     f"{EXIT_KEY}=none (killed)" if test.timed_out else
-                     f"{EXIT_KEY}=none")
-        if test.patch_tests:
-            lines.append(f"{PATCH_TESTS_KEY}=" + ", ".join(f"{name} {outcome}"
-                                                           for name, outcome in test.patch_tests))
-        lines += changes_lines(test.changes)
-    note = env.note if env else None
-    if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
-        note = f"{note}; " if note else ""
-        note += AUTOLOAD_NOTE
-    lines.append(f"NOTE={val(note, 'none')}")
-    return "\n".join(lines)
+        return "\n".join(ef.refreshed(evidence.lines, facts))
+    return "\n".join(ef.written(facts))
 
 
 def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:

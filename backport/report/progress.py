@@ -19,7 +19,7 @@ from backport.states import FAILURES, Status
 
 ERROR_STEPS = frozenset({s.value for s in FAILURES} | {"error"})
 FINAL_STEPS = ERROR_STEPS | {Status.DONE.value, Status.PLANNED.value, Status.ALREADY_APPLIED.value,
-                              Status.ALREADY_PRESENT.value}
+                              Status.ALREADY_PRESENT.value, Status.ALREADY_PROPOSED.value}
 _SHORT = 160
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from backport.envs.model import AUTOLOAD
+from backport.report.evidence_fields import RUNNER
 
 # Why a branch has no test result, by its status.
 _STATUS_ZH = {
@@ -23,6 +24,7 @@ _STATUS_ZH = {
     "planned": "试运行，未执行",
     "already-applied": "补丁已在目标分支上（相同 `patch-id`），无需 PR",
     "already-present": "补丁新增的测试已在目标分支上，无需 PR",
+    "already-proposed": "该分支已有其他 PR 带入同一源 PR，未再创建 PR",
     "conflict": "补丁未能自动应用",
     "test-failed": "测试未通过",
     "env-missing": "该分支的运行环境不存在",
@@ -31,6 +33,11 @@ _STATUS_ZH = {
     "fork-diverged": "Fork 分支已被他人更新，本次未处理",
     "failed": "运行出错",
 }
+
+# How another PR carries the set's source PR (`ProposedPr.kind`), and its state.
+_PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode 的 cherry-pick PR",
+                     "backport": "backport 工具的 PR", "body": "描述中注明源 PR 的 PR"}
+_PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
 
 # A test's outcome as `envs/verbose.py` writes it.
 _OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "跳过",
@@ -48,6 +55,12 @@ def code(text: str) -> str:
 def status_zh(status: str) -> str:
     """Why a branch in ``status`` has no test result, in Chinese."""
     return _STATUS_ZH.get(str(status), f"状态 {code(str(status))}")
+
+
+def proposed_pr_zh(number: int, url: str, kind: str, state: str) -> str:
+    """Another PR that carries the source: ``[!7](url)（同步机器人的 PR，尚未合入）``."""
+    said = _PROPOSED_KIND_ZH.get(kind, "其他 PR")
+    return f"[!{number}]({url})（{said}，{_PROPOSED_STATE_ZH.get(state, code(state))}）"
 
 
 def outcome_zh(outcome: str) -> str:
@@ -125,10 +138,10 @@ def runner_note(warm: Sequence[str], isolated: Sequence[str]) -> str | None:
     if not warm:
         return None
     text = (f"{'、'.join(warm)} 的测试在一个已导入 torch 的常驻 Python 进程中运行"
-            f"（证据中的 {code('RUNNER=warm')}），torch 的导入不计入所报耗时，"
+            f"（证据中的 {code(f'{RUNNER.key}=warm')}），torch 的导入不计入所报耗时，"
             "因此耗时可能明显短于在新进程中运行")
     if isolated:
-        text += f"；{'、'.join(isolated)} 的测试在新启动的进程中运行（{code('RUNNER=isolated')}）"
+        text += f"；{'、'.join(isolated)} 的测试在新启动的进程中运行（{code(f'{RUNNER.key}=isolated')}）"
     return (text + f"。在目标分支的源码目录下执行证据中的 {code('COMMAND')}（即上方“执行命令”），"
             "即可在新进程中复现该结果。")
 

@@ -126,7 +126,8 @@ def render_table(records: list[BranchRecord], console: Console, *, title: str | 
                       row["test"], row["pr"] or "-")
     console.print(table)
     for row in rows:
-        if row["message"] and status_style(row["status"]) != "green" and row["status"] != Status.CONFLICT:
+        said = status_style(row["status"]) != "green" or row["status"] == Status.ALREADY_PROPOSED
+        if row["message"] and said and row["status"] != Status.CONFLICT:
             console.print(Text(f"{row['target']}: {row['message']}", style=status_style(row["status"])))
         for warning in row["warnings"]:
             console.print(Text(f"{row['target']}: warning: {warning}", style="yellow"))

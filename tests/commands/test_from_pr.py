@@ -4,80 +4,38 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
 from backport.demo.sandbox import Sandbox
-from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_branch_checker
-from tests.helpers.project import PATCHES, TOKEN, edit_config, git, run_app
+from tests.helpers.project import git, run_app
+from tests.helpers.source_pr import (
+    API,
+    NUMBER,
+    OTHERS,
+    land,
+    pr_commit,
+    push_mr_head,
+    run,
+    source_pr,
+    source_server,
+    squash_message,
+    work_clone,
+)
 
-NUMBER = 4281  # the decoy lands as !42810, which must never be taken for it
-OTHERS = ["v2.7.1", "v2.11.0", "v2.12.0"]
-API = "torch.distributed.elastic.metrics.put_metric"
-BODY = f"test: add put_metric coverage\n\n```text\nAPI={API}\n```\n"
 DECOY_TEST = "test/decoy/test_decoy.py"
 
 
 @pytest.fixture
 def server(sandbox: Sandbox):
-    fake = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
-                       first_number=NUMBER,
-                       branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}))
-    fake.start()
-
-    def to_gitcode(data: dict) -> None:
-        data["forge"] = "gitcode"
-        data["api_url"] = fake.url
-    edit_config(sandbox, to_gitcode)
-    yield fake
-    fake.stop()
-
-
-def run(sandbox: Sandbox, *args: str):
-    return run_app(sandbox.project, *args,
-                   env={"GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1",
-                        "BACKPORT_CACHE": str(sandbox.cache)})
-
-
-def _work(sandbox: Sandbox, base: str) -> Path:
-    work = sandbox.root / f"work-{base}"
-    if not work.exists():
-        git(sandbox.root, "clone", "--quiet", str(sandbox.upstream), str(work))
-        git(work, "config", "user.name", "lgxxx")
-        git(work, "config", "user.email", "lgxxx@example.invalid")
-    git(work, "fetch", "--quiet", "origin")
-    git(work, "checkout", "--quiet", "-B", base, f"origin/{base}")
-    return work
-
-
-def pr_commit(sandbox: Sandbox, base: str = "master") -> str:
-    """The PR's own commit (the put_metric test) on ``base``, in a clone only."""
-    work = _work(sandbox, base)
-    git(work, "am", "--quiet", str(next(PATCHES.glob("0001-*.patch"))))
-    return git(work, "rev-parse", "HEAD")
-
-
-def squash_message(number: int, head: str, base: str) -> str:
-    return (f"test: add put_metric coverage\n\n# message auto-generated for no-merge-commit "
-            f"merge:\n!{number} merge {head} into {base}\n\ntest: add put_metric coverage\n\n"
-            f"Created-by: lgxxx\nMerged-by: ascend-robot\n\nSee merge request: "
-            f"Ascend/pytorch!{number}")
-
-
-def land(sandbox: Sandbox, number: int, head: str, base: str = "master") -> str:
-    """Squash-merge the put_metric test onto ``base`` upstream as GitCode does; its sha."""
-    work = _work(sandbox, base)
-    git(work, "am", "--quiet", str(next(PATCHES.glob("0001-*.patch"))))
-    git(work, "commit", "--quiet", "--amend", "-m", squash_message(number, head, base))
-    git(work, "push", "--quiet", "origin", f"HEAD:{base}")
-    return git(work, "rev-parse", "HEAD")
+    with source_server(sandbox) as fake:
+        yield fake
 
 
 def land_decoy(sandbox: Sandbox) -> str:
     """A later squash merge of PR !<NUMBER>0 onto master, touching another test file."""
-    work = _work(sandbox, "master")
+    work = work_clone(sandbox, "master")
     path = work / DECOY_TEST
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("import unittest\n\n\nclass T(unittest.TestCase):\n"
@@ -86,19 +44,6 @@ def land_decoy(sandbox: Sandbox) -> str:
     git(work, "commit", "--quiet", "-m", squash_message(NUMBER * 10, "decoy", "master"))
     git(work, "push", "--quiet", "origin", "HEAD:master")
     return git(work, "rev-parse", "HEAD")
-
-
-def push_mr_head(sandbox: Sandbox, number: int, sha: str, work_base: str = "master") -> None:
-    work = _work(sandbox, work_base)
-    git(work, "push", "--quiet", "--force", "origin", f"{sha}:refs/merge-requests/{number}/head")
-
-
-def source_pr(server: FakeGitCode, *, state: str, issues: list[int]) -> FakePR:
-    pr = server.add_pr(head_repo="lgxxx-other/pytorch", head="test-put-metric-master",
-                       base="master", title="test: add put_metric coverage", body=BODY,
-                       state=state, author="lgxxx")
-    pr.issues = issues
-    return pr
 
 
 def spec(sandbox: Sandbox, name: str) -> dict:
@@ -185,7 +130,7 @@ def test_a_changed_pr_makes_the_set_again_and_an_unchanged_one_keeps_it(sandbox,
     assert again.code == 0, again.err
     assert f"pr-{NUMBER}: kept" in again.out and "unchanged" in again.out
 
-    work = _work(sandbox, "master")
+    work = work_clone(sandbox, "master")
     git(work, "checkout", "--quiet", head)
     (work / "NOTES.md").write_text("review fix\n", encoding="utf-8")
     git(work, "add", "NOTES.md")

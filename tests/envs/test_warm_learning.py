@@ -18,7 +18,7 @@ import pytest
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs import runner as runner_module
-from backport.envs.kept import KeepPolicy, _hello
+from backport.envs.kept import KeepPolicy, read_hello
 from backport.envs.runner import TestRunner as Runner
 
 from .conftest import Probed, write
@@ -410,7 +410,7 @@ def test_a_client_knocking_during_a_preload_waits_for_one_import_not_all(
         client.connect(str(path))
     released = threading.Thread(target=lambda: open(f"{gate}_b", "wb").close(), daemon=True)
     try:
-        hello = _hello(client, 120.0)  # fails (times out) when the worker went on importing
+        hello = read_hello(client, 120.0)  # fails (times out) when the worker went on importing
         assert hello["ready"] is True
     finally:
         client.close()

@@ -48,6 +48,24 @@ def test_am_keeps_author_date_message_one_commit(make_worktree, scenario: Scenar
     assert not am_in_progress(wt)
 
 
+def test_the_bytes_loaded_are_the_bytes_applied(make_worktree, scenario: Scenario,
+                                                tmp_path: Path) -> None:
+    # The patch is checked when it loads; a later change of the file on disk (or its removal)
+    # must not change what git am applies, on this branch or the next.
+    copy = tmp_path / scenario.patch.name
+    copy.write_bytes(scenario.patch.read_bytes())
+    patch = read_patch(copy)
+    copy.write_bytes(scenario.patch.read_bytes().replace(b"+line 21a put_metric",
+                                                         b"+line 21a edited later"))
+    master = make_worktree("master")
+    assert apply_series(master, [patch]).status == "applied"
+    assert (master.path / TEST_FILE).read_text() == PATCHED
+    copy.unlink()
+    older = make_worktree("v2.11.0")
+    assert apply_series(older, [patch]).status == "applied"
+    assert (older.path / TEST_FILE).read_text() == PATCHED
+
+
 def test_three_way_merge_on_shifted_context(make_worktree, scenario: Scenario) -> None:
     # v2.7.1 has 3 extra lines on top and a changed context line: plain apply fails.
     wt = make_worktree("v2.7.1")

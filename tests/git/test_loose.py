@@ -85,3 +85,13 @@ def test_a_file_whose_hunks_all_match_is_not_called_loose(tmp_path):
     wt, patch = world(tmp_path, BEFORE + ["// a line of the branch's own"])
     result = apply_loose(wt, [read_patch(patch)])
     assert result.status == "applied" and result.loose == []
+
+
+def test_the_loaded_bytes_are_applied_not_the_file_on_disk(tmp_path):
+    mine = [line.replace('"b": 2', '"b": 20') for line in BEFORE]
+    wt, patch = world(tmp_path, mine)
+    loaded = read_patch(patch)
+    patch.unlink()  # the file is gone once loaded; git am gets the bytes that were checked
+    result = apply_loose(wt, [loaded])
+    assert result.status == "applied", result.message
+    assert (wt.path / FILE).read_text() == text([line for line in mine if "gone" not in line])

@@ -33,7 +33,8 @@ Switches for what the documentation leaves open (all off by default): ``head_sha
 reads of a new PR show the base's SHA as ``head.sha``), ``honour_per_page=False`` (pages of 20
 whatever is asked), ``json_patch_ignores`` / ``form_patch_ignores`` (PATCH fields answered 200 but
 not taken, per encoding), ``list_lag`` (a new PR is left out of the next list reads),
-``refuse_duplicates=False`` (a second create opens a second PR), ``per_minute`` with
+``refuse_duplicates=False`` (a second create opens a second PR), ``oldest_first`` (lists
+oldest first whatever order is asked), ``per_minute`` with
 ``rate_window`` (429 past N requests in a sliding window; ``rate_limited`` counts them).
 ``counts()`` gives the requests per endpoint.
 """
@@ -177,7 +178,8 @@ class FakeGitCode:
                  rate_window: float = 60.0,
                  head_sha_lag: int = 0, honour_per_page: bool = True,
                  json_patch_ignores: Iterable[str] = (), form_patch_ignores: Iterable[str] = (),
-                 list_lag: int = 0, refuse_duplicates: bool = True) -> None:
+                 list_lag: int = 0, refuse_duplicates: bool = True,
+                 oldest_first: bool = False) -> None:
         self.tokens = set(tokens)
         self.upstream = upstream
         self.fork = fork
@@ -225,6 +227,9 @@ class FakeGitCode:
         self.form_patch_ignores = set(form_patch_ignores)  # the same for form-encoded PATCHes
         # False: a second create from the same head into the same base opens a second PR.
         self.refuse_duplicates = refuse_duplicates
+        # True: lists come oldest first whatever ``sort``/``direction`` ask (the default
+        # answers newest first).
+        self.oldest_first = oldest_first
         # The next ``list_lag`` list reads after a create leave the new PR out.
         self.list_lag = list_lag
         self._hidden: dict[int, int] = {}
@@ -548,6 +553,8 @@ class FakeGitCode:
                  if (state == "all" or p.state == state)
                  and ("base" not in query or p.base_ref == query["base"])
                  and not self._hide(p)]
+        if self.oldest_first:
+            items.sort(key=lambda p: p.number)
         chunk = items[(page - 1) * per_page: page * per_page]
         return [self._list_json(p, repo) for p in chunk]
 

@@ -79,7 +79,7 @@ def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_p
     for name, body in [*bodies.items(), *(("preview", p) for p in previews)]:
         assert local_paths(body, sandbox.root, tmp_path) == [], name
         assert "backport continue" not in body and "resolve it in" not in body, name
-        assert "v2.11.0：未探测运行环境（该分支未运行测试：conflict）" in body, name
+        assert "v2.11.0：未探测运行环境（该分支未运行测试：补丁未能自动应用）" in body, name
         assert f"| v2.11.0 | 冲突：{TEST_FILE}（补丁未能自动应用，未运行测试） |" in body, name
         assert f"| v2.7.1 | {NO_TORCH}，退出码 1 |" in body, name
         # Item 4: only the three PRs that exist are said to be linked; no unpushed fork branch.

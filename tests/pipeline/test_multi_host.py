@@ -154,7 +154,7 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
     bodies_numbers = {pr.base_ref: pr.number for pr in gitcode.open_prs()}
     for target, body in bodies.items():
         cell = results_table(body)["v2.7.1"]
-        assert f"该结果测于 {tested[:12]}；fork 分支已被他人更新为 {moved[:12]}" in cell, target
+        assert f"该结果测于 {tested[:12]}；Fork 分支已被他人更新为 {moved[:12]}，未经本工具测试" in cell, target
     evidence = read_evidence(bodies["v2.7.1"])
     assert evidence is not None
     assert evidence.head == moved and evidence.tested == tested and "STALE" in evidence.fields

@@ -46,5 +46,5 @@ def test_a_run_without_the_patch_tests_fails_though_unittest_says_ok(sandbox, tm
     assert "test_put_metric_reaches_the_handler not run" in branch["message"]
     # The draft PR says so too, in the results table and in the evidence.
     body = pr_body(sandbox.project, "master")
-    assert "补丁新增的测试未全部通过：test_put_metric_reaches_the_handler not run" in body
+    assert "补丁新增的测试未全部通过：`test_put_metric_reaches_the_handler`（未运行）" in body
     assert "\nPATCH_TESTS=test_put_metric_reaches_the_handler not run\n" in body

@@ -1,0 +1,140 @@
+"""The one place child processes start: argv lists, the caller's environment and folder, stdin
+bytes, output captured, a timeout that kills the whole process group, one error sentence.
+
+:func:`run` starts a process and waits for it (git's own wrapper, ``git/run.py``, is built on
+it); :func:`spawn` starts one the caller talks to while it runs (warm workers, pip's streamed
+log). Each child leads a process group of its own, so a kill takes its children too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from backport.errors import BackportError, ErrorCode
+from backport.redact import redact
+
+PIPE = subprocess.PIPE
+DEVNULL = subprocess.DEVNULL
+STDOUT = subprocess.STDOUT
+Popen = subprocess.Popen
+TimeoutExpired = subprocess.TimeoutExpired
+
+Stream = int | IO[bytes] | None
+
+# Process groups of `run` children still running; an interrupted run kills them on its way out.
+_running: set[int] = set()
+_running_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Output:
+    """How one child process ended and what it printed."""
+
+    argv: tuple[str, ...]
+    returncode: int | None  # None: killed when its time ran out
+    stdout: bytes = b""  # b"" when it went elsewhere (a log file)
+    stderr: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def out(self) -> str:
+        """stdout as text (bytes that are not UTF-8 replaced)."""
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+
+def start_error(argv: Sequence[str], exc: OSError, *, code: ErrorCode | str,
+                context: str = "", shown: str | None = None) -> BackportError:
+    """The one sentence for a program that cannot start: ``<context>cannot run <shown>: <why>``."""
+    why = exc.strerror or str(exc)
+    return BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}"))
+
+
+def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
+          env: Mapping[str, str] | None = None, stdin: Stream = DEVNULL,
+          stdout: Stream = PIPE, stderr: Stream = PIPE, code: ErrorCode | str = ErrorCode.INTERNAL,
+          context: str = "", shown: str | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a process group of its own and return it running.
+
+    ``env`` is the child's whole environment (None: this process's). A program that cannot
+    start raises ``BackportError(code)`` with the sentence of :func:`start_error`.
+    """
+    try:
+        return subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env),
+                                stdin=stdin, stdout=stdout, stderr=stderr,
+                                start_new_session=True)
+    except OSError as exc:
+        raise start_error(argv, exc, code=code, context=context, shown=shown) from None
+
+
+def run(argv: Sequence[str], *, cwd: Path | str | None = None,
+        env: Mapping[str, str] | None = None, stdin: bytes | None = None,
+        timeout: float | None = None, stdout: Stream = PIPE, merge_stderr: bool = False,
+        reap: bool = False, code: ErrorCode | str = ErrorCode.INTERNAL, context: str = "",
+        shown: str | None = None) -> Output:
+    """Run ``argv`` to its end and return its :class:`Output` (a non-zero exit is no error).
+
+    ``stdin`` bytes are written to its standard input (none: ``/dev/null``); ``stdout`` is
+    captured unless a file is given; ``merge_stderr`` sends stderr to the same place. After
+    ``timeout`` seconds the child's whole process group is killed and ``returncode`` is None;
+    ``reap`` kills what the child left running in its group after a normal end too. An
+    interrupt (Ctrl-C) kills the group before it goes on.
+    """
+    proc = spawn(argv, cwd=cwd, env=env, stdin=DEVNULL if stdin is None else PIPE,
+                 stdout=stdout, stderr=STDOUT if merge_stderr else PIPE, code=code,
+                 context=context, shown=shown)
+    with _running_lock:
+        _running.add(proc.pid)
+    try:
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        except TimeoutExpired:
+            kill_group(proc.pid)
+            proc.wait()
+            return Output(tuple(argv), None)
+        except BaseException:
+            kill_group(proc.pid)
+            proc.wait()
+            raise
+        finally:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            if reap:
+                kill_group(proc.pid)
+    finally:
+        with _running_lock:
+            _running.discard(proc.pid)
+    return Output(tuple(argv), proc.returncode, out or b"", err or b"")
+
+
+def kill_group(pgid: int) -> None:
+    """Kill a process group at once (gone already or not ours: nothing to do)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def kill_running() -> None:
+    """Kill every child :func:`run` is still waiting on (a run that stops on an interrupt)."""
+    with _running_lock:
+        groups = list(_running)
+    for pgid in groups:
+        kill_group(pgid)

@@ -1,0 +1,392 @@
+"""The evidence block's one table: each line of it, how it is written and how it is read back.
+
+A branch's evidence is a title, ``KEY=value`` lines and a result section, in the order of
+:data:`TABLE`. Each :class:`Field` row names its key, writes its value from a branch's
+:class:`Facts` (``None`` leaves the line out) and reads the value back into a typed fact;
+:mod:`backport.report.body` writes through :func:`written` and
+:mod:`backport.report.evidence_parse` reads through the same rows. A new key is one row here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from backport.config.model import SourcePr
+from backport.envs.model import AUTOLOAD, NOT_FOUND
+from backport.records import BranchRecord, EnvEvidence, SeriesSource, TestResult
+
+T = TypeVar("T")
+
+NOT_PROBED = "not probed yet"  # no run has read the branch's environment yet
+UNPROBED = (NOT_PROBED, "not probed")  # as written now, and by earlier versions
+NOT_RUN = "none (not run)"
+NO_HEAD = "none (no commit on the fork branch)"
+RESULT = "RESULT:"  # the heading of the result section
+TIMED_OUT = "TIMED OUT"
+NO_SUMMARY = "no test summary"
+SKIPPED = "skipped on request"
+AUTOLOAD_NOTE = f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
+# The STALE= values: the head was pushed by this tool but not tested, or by someone else.
+STALE_UNTESTED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork branch now "
+                  "holds, was not tested by this run")
+STALE_MOVED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT was pushed to the fork branch "
+               "by someone else and was not tested by this tool")
+
+_NOT_RUN = re.compile(r"^RESULT: not run \((?P<why>.*)\)$")
+_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+_SHARED = re.compile(r"^(?P<name>.*?) \(shared with (?P<others>.*)\)$")
+_VISIBLE = re.compile(r"^(?P<count>\d+)(?: \(PHYSICAL NPU (?P<devices>.*)\))?$")
+_TIMED_OUT = re.compile(r"^TIMED OUT(?: after (?P<seconds>\d+)s)?$")
+_SOURCE = re.compile(r"^(?P<repo>[^\s!@]+/[^\s!@]+)!(?P<number>\d+)@(?P<sha>[0-9a-f]{40})$")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one branch's evidence is written from."""
+
+    record: BranchRecord
+    upstream: str  # owner/repo of the upstream
+    api: str
+    configured_env: str | None = None  # the environment branches.yaml names for the target
+    source: SourcePr | None = None  # the upstream PR the set was made from
+
+    @property
+    def test(self) -> TestResult | None:
+        """The test result, when tests ran (not skipped on request)."""
+        test = self.record.test
+        return test if test and not test.skipped else None
+
+    @property
+    def env(self) -> EnvEvidence | None:
+        return self.record.env
+
+
+@dataclass(frozen=True)
+class Field(Generic[T]):
+    """One ``KEY=value`` line: its key, how its value is written and how it is read."""
+
+    key: str
+    write: Callable[[Facts], str | None]  # the value; None leaves the line out
+    read: Callable[[str | None], T]  # the value as written (None: no such line) -> a fact
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.key}="
+
+    def lines(self, facts: Facts) -> list[str]:
+        value = self.write(facts)
+        return [] if value is None else [f"{self.key}={value}"]
+
+    def of(self, fields: dict[str, str]) -> T:
+        """This field's fact from the ``KEY=value`` lines of an evidence block."""
+        return self.read(fields.get(self.key))
+
+
+@dataclass(frozen=True)
+class Block:
+    """Lines of the evidence that are no ``KEY=value`` (the title, the result section)."""
+
+    write: Callable[[Facts], list[str]]
+
+
+def one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def summary_lines(test: TestResult | None) -> list[str]:
+    """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
+    if not test:
+        return []
+    if test.summary_lines:
+        return [str(line) for line in test.summary_lines]
+    return [test.summary] if test.summary else []
+
+
+def _val(value: object, missing: str = NOT_FOUND) -> str:
+    return missing if value is None or value == "" else one_line(value)
+
+
+def _known(value: str | None) -> str | None:
+    """A value as read; None where the evidence says it was not found or not probed."""
+    return None if value in (None, "", NOT_FOUND, *UNPROBED) else value
+
+
+def _sha(value: str | None) -> str | None:
+    return value if value and _SHA.match(value) else None
+
+
+def _not_run(value: str | None) -> str | None:
+    return None if value == NOT_RUN else value
+
+
+def _files_read(value: str | None) -> tuple[str, ...]:
+    return tuple(value.split(", ")) if value else ()
+
+
+def _probed(attr: str, key: str) -> Field[str | None]:
+    """A value the probe read; "not probed yet" when no run has read the environment."""
+    def write(facts: Facts) -> str:
+        env = facts.env
+        return _val(env.fact(attr) if env else None, NOT_FOUND if env else NOT_PROBED)
+    return Field(key, write, _known)
+
+
+def is_probed(platform: str | None) -> bool:
+    """The evidence states a probe (its platform value is there and not "not probed")."""
+    return platform not in (None, *UNPROBED)
+
+
+def _title(facts: Facts) -> list[str]:
+    rec = facts.record
+    return [f"VALIDATION EVIDENCE / {facts.upstream} / {rec.fork_branch} → {rec.target}"]
+
+
+def _visible_write(facts: Facts) -> str:
+    env = facts.env
+    if not env:
+        return NOT_PROBED
+    count = env.fact("npu_count")
+    if count is None:
+        return NOT_FOUND
+    devices = env.fact("visible_devices")
+    return f"{count} (PHYSICAL NPU {devices})" if count and devices else str(count)
+
+
+def _visible_read(value: str | None) -> tuple[int | None, str | None]:
+    match = _VISIBLE.match(value or "")
+    return (int(match["count"]), match["devices"]) if match else (None, None)
+
+
+def _env_write(facts: Facts) -> str:
+    env = facts.env
+    name = _val((env.name if env else None) or facts.configured_env)
+    shared = [s for s in env.shared_with if s != facts.record.target] if env else []
+    if shared and env and env.name:
+        name += f" (shared with {', '.join(shared)})"
+    return name
+
+
+def _env_read(value: str | None) -> tuple[str, tuple[str, ...]] | None:
+    """(environment name, the other branches sharing it), or None when not stated."""
+    shown = _known(value)
+    if shown is None:
+        return None
+    shared = _SHARED.match(shown)
+    if not shared:
+        return shown, ()
+    return shared["name"], tuple(shared["others"].split(", "))
+
+
+def _series_write(facts: Facts) -> str | None:
+    chain = []
+    source = facts.record.series_source
+    while source is not None:
+        chain.append(f"{source.branch} {source.kind}")
+        source = source.via
+    return " < ".join(chain) or None
+
+
+def _series_read(value: str | None) -> SeriesSource | None:
+    source = None
+    for link in reversed((value or "").split(" < ")):
+        branch, _, kind = link.strip().rpartition(" ")
+        if not branch or not kind:
+            return None
+        source = SeriesSource(branch=branch, kind=kind, via=source)
+    return source
+
+
+def _files_write(files: tuple[str, ...]) -> str | None:
+    return ", ".join(files) or None
+
+
+def _tested_write(facts: Facts) -> str | None:
+    test = facts.test
+    return one_line(test.commit) if test and facts.record.stale else None
+
+
+def _stale_write(facts: Facts) -> str | None:
+    if not (facts.test and facts.record.stale):
+        return None
+    return STALE_MOVED if facts.record.fork_sha else STALE_UNTESTED
+
+
+def _result_write(facts: Facts) -> list[str]:
+    rec, test = facts.record, facts.test
+    if rec.skipped:
+        return [f"RESULT: not run ({SKIPPED}: --skip-tests)"]
+    if not test:
+        return [f"RESULT: not run ({rec.status})"]
+    lines = [RESULT, *([one_line(s) for s in summary_lines(test)] or [NO_SUMMARY])]
+    if test.timed_out:
+        seconds = test.duration
+        lines.append(f"{TIMED_OUT} after {seconds:.0f}s" if isinstance(seconds, int | float)
+                     else TIMED_OUT)
+    return lines
+
+
+@dataclass(frozen=True)
+class ResultLines:
+    """The result section as read: summary lines, and whether (and after how long) it timed out."""
+
+    summary: tuple[str, ...]
+    timed_out: bool
+    duration: float | None
+
+
+def read_result(lines: Sequence[str]) -> ResultLines:
+    """The lines between ``RESULT:`` and the exit code, read back."""
+    summary: list[str] = []
+    timed_out, duration = False, None
+    for line in lines:
+        match = _TIMED_OUT.match(line)
+        if match:
+            timed_out = True
+            duration = float(match["seconds"]) if match["seconds"] else None
+        elif line != NO_SUMMARY:
+            summary.append(line)
+    return ResultLines(tuple(summary), timed_out, duration)
+
+
+def not_run_reason(line: str) -> str | None:
+    """Why no test ran, from a ``RESULT: not run (why)`` line; None for any other line."""
+    match = _NOT_RUN.match(line)
+    return match["why"] if match else None
+
+
+def _exit_write(facts: Facts) -> str:
+    test = facts.test
+    if not test:
+        return NOT_RUN
+    if test.exit_code is not None:
+        return str(test.exit_code)
+    return "none (killed)" if test.timed_out else "none"
+
+
+def _exit_read(value: str | None) -> int | None:
+    text = value or ""
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+def _patch_tests_write(facts: Facts) -> str | None:
+    test = facts.test
+    if not (test and test.patch_tests):
+        return None
+    return ", ".join(f"{name} {outcome}" for name, outcome in test.patch_tests)
+
+
+def _patch_tests_read(value: str | None) -> tuple[tuple[str, str], ...]:
+    if not value:
+        return ()
+    return tuple((name, outcome) for name, _, outcome in
+                 (item.partition(" ") for item in value.split(", ")))
+
+
+def _source_write(facts: Facts) -> str | None:
+    source = facts.source
+    return f"{facts.upstream}!{source.number}@{source.commit}" if source else None
+
+
+def _source_read(value: str | None) -> tuple[str, int, str] | None:
+    """(upstream, PR number, commit) the set was made from, or None."""
+    match = _SOURCE.match(value or "")
+    return (match["repo"], int(match["number"]), match["sha"]) if match else None
+
+
+def _changes(attr: str, key: str) -> Field[tuple[str, ...]]:
+    """The series' files beyond tests of one kind (``ChangeScope``), where it names any."""
+    def write(facts: Facts) -> str | None:
+        test = facts.test
+        return _files_write(getattr(test.changes, attr)) if test else None
+    return Field(key, write, _files_read)
+
+
+def _note_write(facts: Facts) -> str:
+    env = facts.env
+    note = env.note if env else None
+    if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
+        note = f"{note}; " if note else ""
+        note += AUTOLOAD_NOTE
+    return _val(note, "none")
+
+
+def _note_read(value: str | None) -> tuple[str, bool]:
+    """(the device note as the run gave it, whether torch_npu's autoload was off)."""
+    note = "" if value in (None, "none") else str(value)
+    autoload_off = f"{AUTOLOAD}=0" in note
+    if note.endswith(AUTOLOAD_NOTE):  # the phrase the writer adds to the device note
+        note = note[: -len(AUTOLOAD_NOTE)].removesuffix("; ")
+    return note, autoload_off
+
+
+TITLE = Block(_title)
+API = Field("API", lambda f: f.api, _known)
+# The upstream PR the set was made from: "Ascend/pytorch!42810@<sha>".
+SOURCE = Field("SOURCE", _source_write, _source_read)
+TARGET_BRANCH = Field("TARGET_BRANCH", lambda f: f.record.target, _known)
+HEAD_COMMIT = Field("HEAD_COMMIT", lambda f: f.record.head or NO_HEAD, _sha)
+PLATFORM = _probed("platform", "PLATFORM")
+PYTHON = _probed("python", "PYTHON")
+TORCH = _probed("torch", "TORCH")
+TORCH_NPU = _probed("torch_npu", "TORCH_NPU")
+CANN = _probed("cann", "CANN")
+NPU = _probed("npu_model", "NPU")
+VISIBLE_NPU = Field("VISIBLE_NPU", _visible_write, _visible_read)
+ENVIRONMENT = Field("ENVIRONMENT", _env_write, _env_read)
+RUNNER = Field("RUNNER", lambda f: _val(f.record.test.runner if f.record.test else None, NOT_RUN),
+               _not_run)
+COMMAND = Field("COMMAND", lambda f: _val(f.record.test.command if f.record.test else None,
+                                          NOT_RUN), _not_run)
+SERIES_FROM = Field("SERIES_FROM", _series_write, _series_read)
+MERGED_FILES = Field("MERGED_FILES", lambda f: _files_write(f.record.merged_files), _files_read)
+LOOSE_FILES = Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files), _files_read)
+TESTED_COMMIT = Field("TESTED_COMMIT", _tested_write, _sha)
+# Read back: True when someone else moved the fork branch after the test.
+STALE = Field("STALE", _stale_write, lambda value: value == STALE_MOVED)
+RESULT_SECTION = Block(_result_write)
+EXIT_CODE = Field("test_exit_code", _exit_write, _exit_read)
+PATCH_TESTS = Field("PATCH_TESTS", _patch_tests_write, _patch_tests_read)
+# The series' files beyond tests: run in the branch's version over the installed torch_npu, not in
+# the build that ran (the result does not validate them), not exercised by any test.
+OVERLAY = _changes("overlay", "OVERLAY")
+NOT_IN_BUILD = _changes("not_in_build", "NOT_IN_BUILD")
+NOT_EXERCISED = _changes("not_exercised", "NOT_EXERCISED")
+NOTE = Field("NOTE", _note_write, _note_read)
+
+# Every line of the evidence, in the order it is written.
+TABLE: tuple[Field | Block, ...] = (
+    TITLE, API, SOURCE, TARGET_BRANCH, HEAD_COMMIT, PLATFORM, PYTHON, TORCH, TORCH_NPU, CANN, NPU,
+    VISIBLE_NPU, ENVIRONMENT, RUNNER, COMMAND, SERIES_FROM, MERGED_FILES, LOOSE_FILES,
+    TESTED_COMMIT, STALE, RESULT_SECTION, EXIT_CODE, PATCH_TESTS, OVERLAY, NOT_IN_BUILD,
+    NOT_EXERCISED, NOTE,
+)
+KEYS = tuple(row.key for row in TABLE if isinstance(row, Field))
+# Brought up to date when evidence read from a PR is written back; every other line is kept.
+REFRESHED = (HEAD_COMMIT, TESTED_COMMIT, STALE)
+
+
+def written(facts: Facts) -> list[str]:
+    """The evidence of one branch, line by line."""
+    lines: list[str] = []
+    for row in TABLE:
+        lines += row.lines(facts) if isinstance(row, Field) else row.write(facts)
+    return lines
+
+
+def refreshed(lines: Sequence[str], facts: Facts) -> list[str]:
+    """Evidence read from a branch's PR, as written there, with the :data:`REFRESHED` lines
+    written again from ``facts`` (each where it is written in :data:`TABLE`)."""
+    out: list[str] = []
+    for line in lines:
+        if line.startswith(HEAD_COMMIT.prefix):
+            out += HEAD_COMMIT.lines(facts)
+        elif line.startswith(tuple(field.prefix for field in REFRESHED)):
+            continue
+        else:
+            if line == RESULT:
+                out += TESTED_COMMIT.lines(facts) + STALE.lines(facts)
+            out.append(line)
+    return out

@@ -1,0 +1,17 @@
+"""`backport env probe`: each environment once, with the branches that use it."""
+
+from __future__ import annotations
+
+import platform
+
+from tests.helpers.project import run_app
+
+
+def test_probe_reads_each_environment_once_for_all_its_branches(sandbox) -> None:
+    result = run_app(sandbox.project, "env", "probe", "--json")
+    assert result.code == 0, result.err
+    (row,) = result.json()  # the sandbox's four branches share one environment
+    assert row["branches"] == ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
+    assert row["env"] == row["env_name"]
+    assert row["platform"].startswith(platform.system())
+    assert row["python"].count(".") == 2
