@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from backport.errors import BackportError
+
 
 @dataclass(frozen=True)
 class PullRequest:
@@ -84,3 +86,12 @@ class Forge(Protocol):
         Raises BackportError when the forge refuses (e.g. the token's user is not a member);
         callers treat decorations as best-effort.
         """
+
+
+REFUSAL_STATUSES = frozenset({403, 404})
+
+
+def is_refusal(exc: BackportError) -> bool:
+    """Whether a forge error is the service refusing a write (403/404), not a transient failure
+    worth trying again on the next run."""
+    return exc.details.get("status") in REFUSAL_STATUSES

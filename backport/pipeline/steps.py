@@ -18,6 +18,7 @@ from backport.envs.pool import Environments
 from backport.envs.verbose import outcomes_of
 from backport.errors import BackportError, ErrorCode
 from backport.forge import Forge, PullRequest
+from backport.forge.base import is_refusal
 from backport.git.apply import (
     ApplyResult,
     already_applied,
@@ -408,10 +409,11 @@ def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: 
     kept = [w for w in rec.warnings if not w.startswith(f"PR !{pr.number} did not take")] \
         if previous else []
     if not pr_info.linked and "link" not in pr_info.refused:
-        refused = _link(forge, pr.number, ps.issue)
-        if refused:
-            warnings.append(refused)
-            pr_info = pr_info.refusing("link")
+        failed_link, refusal = _link(forge, pr.number, ps.issue)
+        if failed_link:
+            warnings.append(failed_link)
+            if refusal:
+                pr_info = pr_info.refusing("link")
         else:
             pr_info = pr_info.link_made()
         linked = pr_info
@@ -450,14 +452,17 @@ def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: 
     job.event("done" if final == Status.DONE else final.value, pr.url)
 
 
-def _link(forge: Forge, number: int, issue: int) -> str | None:
-    """Link the patch set's issue; a refusal is returned as a warning (the PR stays open)."""
+def _link(forge: Forge, number: int, issue: int) -> tuple[str | None, bool]:
+    """Link the patch set's issue; a failure is returned as a warning (the PR stays open) and
+    whether it was a refusal (403/404: not tried again; anything else: the next run tries)."""
     try:
         forge.link_issue(number, issue)
     except BackportError as exc:
+        refusal = is_refusal(exc)
+        again = "not tried again" if refusal else "tried again on the next run"
         return (f"issue #{issue} not linked to PR !{number} (the PR is open without the link; "
-                f"not tried again): {exc.message}")
-    return None
+                f"{again}): {exc.message}"), refusal
+    return None, False
 
 
 def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
