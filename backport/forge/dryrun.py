@@ -6,7 +6,8 @@ import dataclasses
 import logging
 
 from backport.forge.base import Forge, PlanSink, PullRequest
-from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds, period_text
+from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
+from backport.forge.pace import period_text
 from backport.redact import redact
 
 log = logging.getLogger(__name__)

@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from backport.errors import BackportError
@@ -183,7 +184,8 @@ class GitCodeForge:
                  windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
                  notify: Callable[[str], None] | None = None,
                  listing_ttl: float = LISTING_TTL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 pace_dir: Path | None = None) -> None:
         self.api_url = api_url.rstrip("/")
         self.upstream = upstream
         self.fork = fork
@@ -191,7 +193,7 @@ class GitCodeForge:
         self.has_token = bool(token)
         self._token = token
         self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
-                                          windows=windows, notify=notify)
+                                          windows=windows, notify=notify, pace_dir=pace_dir)
         self.max_pages = max_pages
         self.settle = settle  # seconds to let a just-created PR or a pushed branch show up
         self._sleep = sleep

@@ -103,7 +103,8 @@ class ForgeAccess:
             if self._forge is None:
                 self._forge = make_forge(self.project.branch_map, self.project.state_dir,
                                          environ=self.environ, dry_run=self.dry_run,
-                                         plan=self.plan, notify=self.notify)
+                                         plan=self.plan, notify=self.notify,
+                                         pace_dir=cache_root(self.environ) / "pace")
             return self._forge
 
     def request_summary(self, sets: int) -> str | None:
