@@ -61,10 +61,20 @@ class Forge(Protocol):
 
     def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
                   head_sha: str | None = None,
-                  close_related_issue: bool | None = None) -> PullRequest:
+                  close_related_issue: bool | None = None,
+                  on_number: Callable[[int], None] | None = None) -> PullRequest:
         """Open a PR from fork branch ``head`` (at ``head_sha`` when given); verified to come
         from the fork; never duplicates. ``close_related_issue``: whether merging it may close
-        the linked issues (None: the repository's setting)."""
+        the linked issues (None: the repository's setting). ``on_number`` hears the new PR's
+        number as soon as the forge answers it, before the PR is read back and judged; a PR
+        that could not be read back raises with ``details["unverified"]`` and its number."""
+
+    def verify_pr(self, number: int, head: str, base: str, *,
+                  head_sha: str | None = None) -> PullRequest:
+        """Judge a PR ``create_pr`` opened but left unverified, as right after create."""
+
+    def issue_state(self, issue: int) -> str:
+        """``"open"`` or ``"closed"`` for upstream ``issue``; ``""`` when the forge cannot say."""
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 from backport.forge.base import Forge, PlanSink, PullRequest
 from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
@@ -119,7 +120,8 @@ class DryRunForge:
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
                   draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None) -> PullRequest:
+                  close_related_issue: bool | None = None,
+                  on_number: Callable[[int], None] | None = None) -> PullRequest:
         existing = self.find_open_pr(head, base)
         if existing is not None:
             return existing
@@ -132,6 +134,15 @@ class DryRunForge:
                          head_repo=self.fork, base=base, state="open", draft=draft)
         self._planned[(head, base)] = pr
         return pr
+
+    def verify_pr(self, number: int, head: str, base: str, *,
+                  head_sha: str | None = None) -> PullRequest:
+        """Reads only: the PR as the forge shows it."""
+        return self.get_pr(number)
+
+    def issue_state(self, issue: int) -> str:
+        reader = self._reads()
+        return reader.issue_state(issue) if reader is not None else ""
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:

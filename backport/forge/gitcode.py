@@ -724,6 +724,16 @@ class GitCodeForge:
                      if _field(data, key) != _wanted(key, value)]
         return data, not_taken
 
+    def issue_state(self, issue: int) -> str:
+        """``GET /repos/{o}/{r}/issues/{n}``: its ``state``, ``""`` when it cannot be read."""
+        try:
+            data = self.client.get(f"{self._base_path}/issues/{seg(issue)}")
+        except ApiError as exc:
+            log.warning("GitCode issue #%s could not be read: %s", issue, exc.message)
+            return ""
+        state = _text(data.get("state")).lower() if isinstance(data, dict) else ""
+        return "open" if state in ("open", "opened", "reopened", "progressing") else state
+
     def linked_issues(self, number: int) -> list[int]:
         return _issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
 

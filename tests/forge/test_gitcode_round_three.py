@@ -181,3 +181,10 @@ def test_a_wrong_head_is_not_closed_when_base_or_author_is_not_ours(
     assert closes(server) == [] and len(server.open_prs()) == 1
     assert reason in info.value.message and "left it open" in info.value.message
     assert info.value.details["closed"] is False
+
+
+def test_the_issue_state_is_read_from_the_service(server: FakeGitCode,
+                                                  gitcode: GitCodeForge) -> None:
+    assert gitcode.issue_state(ISSUE) == "open"
+    server.closed_issues.add(ISSUE)
+    assert gitcode.issue_state(ISSUE) == "closed"

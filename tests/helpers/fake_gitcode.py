@@ -517,6 +517,13 @@ class FakeGitCode:
                 return 200, self._list(repo, query)
             if method == "POST":
                 return self._create(repo, body)
+        m = re.fullmatch(r"/issues/(\d+)", rest)
+        if m and method == "GET":
+            number = int(m.group(1))
+            if self.issues is not None and number not in self.issues:
+                raise _Reply(404, {"error_message": "issue not found"})
+            return 200, {"id": 90000 + number, "number": str(number), "title": f"issue {number}",
+                         "state": "closed" if number in self.closed_issues else "open"}
         m = re.fullmatch(r"/pulls/(\d+)(/.*)?", rest)
         if m:
             pr = self.prs.get(int(m.group(1)))
