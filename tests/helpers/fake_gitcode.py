@@ -36,6 +36,16 @@ not taken, per encoding), ``list_lag`` (a new PR is left out of the next list re
 ``refuse_duplicates=False`` (a second create opens a second PR), ``per_minute`` with
 ``rate_window`` (429 past N requests in a sliding window; ``rate_limited`` counts them).
 ``counts()`` gives the requests per endpoint.
+
+Round three (issue 29; ``docs/gitcode.md`` lists each): ``draft_by_title`` (``draft`` ignored on
+PATCH, derived from a ``[WIP]`` title), ``create_ignores_booleans`` (JSON booleans ignored on
+create), ``bad_page`` / ``bad_page_body`` (a list page answered 200 with an error object or an
+HTML page), ``unstable_order`` (the order shifts between pages unless ``sort=created&direction=
+asc``), PRs in state ``locked`` (listed only for ``state=locked``/``all``), ``read_lag`` (the
+first reads of a new PR answer 404), ``burst()`` (a 5xx burst), ``omit_head`` (head fields left
+out), ``wrong_base`` and ``author`` (what a create records), ``clock_offset`` (the ``Date``
+header of a server whose clock is off; ``server_date()`` for a ``Retry-After`` date), and
+``GET /repos/o/r/issues/{n}`` with ``closed_issues``.
 """
 
 from __future__ import annotations
