@@ -62,7 +62,8 @@ class DryRunForge:
             return None
         client = getattr(self.inner, "client", None)
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 2 * sets
-        refresh = self.creates if self.creates > 1 else 0  # bodies rewritten once all PRs exist
+        # bodies rewritten once all PRs exist: a PATCH and the read of its draft each
+        refresh = 2 * self.creates if self.creates > 1 else 0
         total = reads + self.writes + refresh
         wait = pacing_seconds(total, self.windows)
         limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in self.windows)
@@ -128,7 +129,8 @@ class DryRunForge:
         closing = "" if close_related_issue is None else \
             f" close_related_issue={str(close_related_issue).lower()}"
         self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} title={_quote(title)} "
-                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}", cost=2)
+                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}",
+                   cost=4)  # the listing read afresh (open, locked), the POST, the read-back
         self.creates += 1
         pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
                          head_repo=self.fork, base=base, state="open", draft=draft)

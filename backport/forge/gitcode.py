@@ -30,6 +30,7 @@ from backport.redact import redact
 log = logging.getLogger(__name__)
 
 PER_PAGE = 100
+SMALLEST_PAGE = 20  # the documented default page size, used where ``per_page`` is ignored
 MAX_PAGES = 50
 LISTING_TTL = 300.0  # seconds a listing of open PRs is reused (own writes keep it current)
 OPEN_STATES = ("open", "locked")  # the listing states of a PR that is not closed
@@ -253,9 +254,10 @@ class GitCodeForge:
         return None
 
     def _pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item of a paginated list, page after page until an empty or a repeated page.
+        """Every item of a paginated list, page after page until an empty or a repeated page,
+        or one shorter than the documented default of 20.
 
-        A short page does not end the list: the service may not honour ``per_page``. A page
+        A page of 20 or more does not end the list: the service may not honour ``per_page``. A page
         that is not a list (an error object or an HTML page answered 200) is an error, never
         the end of the list.
         """
@@ -277,6 +279,8 @@ class GitCodeForge:
                 return
             seen_pages.add(key)
             yield from (i for i in items if isinstance(i, dict))
+            if len(items) < SMALLEST_PAGE:
+                return  # shorter than any page size the service uses: the last page
         raise BackportError("forge", f"GitCode API GET {self.api_url}{path} returned more than "
                                      f"{self.max_pages} pages; refusing to guess whether a PR "
                                      "already exists.")
