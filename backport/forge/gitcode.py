@@ -209,6 +209,7 @@ class GitCodeForge:
         self._open_at = 0.0
         self._closed_for: set[tuple[str, str]] = set()  # (head, base) of PRs closed as wrong
         self._created: set[int] = set()  # PRs this client opened (no issue linked yet)
+        self._issue_states: dict[int, str] = {}
 
     # ------------------------------------------------------------------ helpers
     def _pulls(self, suffix: str = "") -> str:
@@ -729,7 +730,17 @@ class GitCodeForge:
         return data, not_taken
 
     def issue_state(self, issue: int) -> str:
-        """``GET /repos/{o}/{r}/issues/{n}``: its ``state``, ``""`` when it cannot be read."""
+        """``GET /repos/{o}/{r}/issues/{n}``: its ``state``, ``""`` when it cannot be read; read
+        once per client (a run), whichever branch asks."""
+        with self._lock:
+            if issue in self._issue_states:
+                return self._issue_states[issue]
+        state = self._read_issue_state(issue)
+        with self._lock:
+            self._issue_states[issue] = state
+        return state
+
+    def _read_issue_state(self, issue: int) -> str:
         try:
             data = self.client.get(f"{self._base_path}/issues/{seg(issue)}")
         except ApiError as exc:

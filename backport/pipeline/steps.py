@@ -406,7 +406,7 @@ def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: 
                      commented_sha=previous.commented_sha if previous else None,
                      refused=previous.refused if previous else ())
     job.change(lambda r: r.with_pr(pr_info))
-    kept = [w for w in rec.warnings if not w.startswith(f"PR !{pr.number} did not take")] \
+    kept = [w for w in rec.warnings if not _said_again(w, pr.number, ps.issue, pr_info)] \
         if previous else []
     if not pr_info.linked and "link" not in pr_info.refused:
         failed_link, refusal = _link(forge, pr.number, ps.issue)
@@ -418,6 +418,9 @@ def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: 
             pr_info = pr_info.link_made()
         linked = pr_info
         job.change(lambda r: r.with_pr(linked))
+    closed_issue = _closed_issue(forge, ps.issue, pr)
+    if closed_issue:
+        warnings.append(closed_issue)
     pushed = rec.pushed_sha
     comment = False
     if not pr_info.decorated:
@@ -463,6 +466,22 @@ def _link(forge: Forge, number: int, issue: int) -> tuple[str | None, bool]:
         return (f"issue #{issue} not linked to PR !{number} (the PR is open without the link; "
                 f"{again}): {exc.message}"), refusal
     return None, False
+
+
+def _said_again(warning: str, number: int, issue: int, pr_info: PrInfo) -> bool:
+    """Whether this run says ``warning`` afresh if it still holds (so the old one goes)."""
+    return (warning.startswith((f"PR !{number} did not take", f"issue #{issue} is closed while"))
+            or (warning.startswith(f"issue #{issue} not linked to PR !{number}")
+                and "link" not in pr_info.refused))
+
+
+def _closed_issue(forge: Forge, issue: int, pr: PullRequest) -> str | None:
+    """A warning when the set's issue is closed while this PR is open (a sibling's merge may
+    have closed it for all of them)."""
+    if pr.state != "open" or forge.issue_state(issue) != "closed":
+        return None
+    return (f"issue #{issue} is closed while PR !{pr.number} is open; reopen it if the "
+            "backports are not all merged")
 
 
 def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
