@@ -157,6 +157,8 @@ class PrInfo:
     linked: bool | None = None  # the issue link was made (older records: assumed)
     commented_sha: str | None = None  # the fork branch's commit when the comment was posted
     refused: tuple[str, ...] = ()  # best-effort writes the forge refused ("link", "comment"): not retried
+    unverified: bool = False  # opened, but not yet read back and judged (a re-run judges it)
+    title: str | None = None  # the set's title when last sent or kept (None: older records)
 
     def refusing(self, write: str) -> PrInfo:
         """The forge refused ``write`` ("link", "comment"): it is not tried again."""
@@ -183,6 +185,10 @@ class PrInfo:
             data["commented_sha"] = self.commented_sha
         if self.refused:
             data["refused"] = list(self.refused)
+        if self.unverified:
+            data["unverified"] = True
+        if self.title is not None:
+            data["title"] = self.title
         return data
 
     @classmethod
@@ -190,7 +196,9 @@ class PrInfo:
         return cls(number=data["number"], url=str(data.get("url") or ""),
                    decorated=data.get("decorated"), linked=data.get("linked"),
                    commented_sha=data.get("commented_sha"),
-                   refused=tuple(str(r) for r in data.get("refused") or ()))
+                   refused=tuple(str(r) for r in data.get("refused") or ()),
+                   unverified=data.get("unverified") is True,
+                   title=data["title"] if isinstance(data.get("title"), str) else None)
 
 
 @dataclass(frozen=True)

@@ -392,7 +392,8 @@ class GitCodeForge:
         except ApiError as exc:
             if exc.not_found:
                 raise BackportError("forge", f"GitCode has no PR !{number} in {self.upstream} "
-                                             f"({exc.status}: {exc.server_message}).") from None
+                                             f"({exc.status}: {exc.server_message}).",
+                                    details={"status": exc.status, "not_found": True}) from None
             raise
         if not isinstance(data, dict):
             raise BackportError("forge", f"GitCode API GET {self.api_url}{self._pulls(f'/{number}')} "
