@@ -164,6 +164,19 @@ class PrInfo:
         """The forge refused ``write`` ("link", "comment"): it is not tried again."""
         return dataclasses.replace(self, refused=(*self.refused, write))
 
+    @classmethod
+    def opened(cls, number: int) -> PrInfo:
+        """A PR the forge just opened, journaled before it was read back and judged."""
+        return cls(number=int(number), url="", unverified=True)
+
+    def judged(self, url: str) -> PrInfo:
+        """The PR was read back and kept."""
+        return dataclasses.replace(self, url=url, unverified=False)
+
+    def titled(self, title: str) -> PrInfo:
+        """The set's title was ``title`` when the PR was last written or kept."""
+        return dataclasses.replace(self, title=title)
+
     def link_made(self) -> PrInfo:
         return dataclasses.replace(self, linked=True)
 
@@ -449,7 +462,10 @@ class BranchRecord:
 
     def pr_closed(self, number: int) -> BranchRecord:
         """Backport closed PR ``number``: the forge opened it wrong."""
-        return dataclasses.replace(self, closed_prs=(*self.closed_prs, int(number)))
+        pr = self.pr
+        if pr is not None and pr.number == int(number):
+            pr = dataclasses.replace(pr, unverified=False)  # judged: closed as wrong
+        return dataclasses.replace(self, closed_prs=(*self.closed_prs, int(number)), pr=pr)
 
     def with_pr(self, pr: PrInfo) -> BranchRecord:
         return dataclasses.replace(self, pr=pr)

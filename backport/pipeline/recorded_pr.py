@@ -8,7 +8,6 @@ last run, so a maintainer's edit of the PR's title survives.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Protocol
 
@@ -30,7 +29,7 @@ class RecordedJob(Protocol):
 def journal_number(job: RecordedJob) -> Callable[[int], None]:
     """For ``create_pr(on_number=…)``: journal the new PR's number at once, unverified."""
     def record(number: int) -> None:
-        job.change(lambda r: r.with_pr(PrInfo(number=number, url="", unverified=True)))
+        job.change(lambda r: r.with_pr(PrInfo.opened(number)))
     return record
 
 
@@ -47,17 +46,12 @@ def judge_unverified(job: RecordedJob, forge: Forge) -> None:
         if exc.details.get("closed") is True:
             settled(job, recorded.number)
         raise
-    job.change(lambda r: r.with_pr(dataclasses.replace(recorded, url=pr.url, unverified=False)))
+    job.change(lambda r: r.with_pr(recorded.judged(pr.url)))
 
 
 def settled(job: RecordedJob, closed: int) -> None:
-    """The PR ``closed`` was closed as wrong: recorded so, and no longer awaiting judgement."""
-    def change(r: BranchRecord) -> BranchRecord:
-        r = r.pr_closed(closed)
-        if r.pr is not None and r.pr.number == closed:
-            r = r.with_pr(dataclasses.replace(r.pr, unverified=False))
-        return r
-    job.change(change)
+    """The PR ``closed`` was closed as wrong: recorded so (and so judged)."""
+    job.change(lambda r: r.pr_closed(closed))
 
 
 def stop_if_replaced(job: RecordedJob, forge: Forge, *, new_pr: bool) -> None:
