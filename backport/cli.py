@@ -17,6 +17,7 @@ from backport.commands.common import AppContext, pass_app
 from backport.commands.demo import demo_cmd
 from backport.commands.docs import docs_cmd
 from backport.commands.env import env_group
+from backport.commands.init import init_cmd
 from backport.commands.listing import list_cmd, matrix_cmd
 from backport.commands.new import new_cmd
 from backport.commands.preview import preview_cmd
@@ -52,6 +53,7 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     \b
     Start here:
       backport demo                      offline sandbox, the whole job end to end
+      backport init DIR                  start a project: the real map and patches/
       backport check                     validate the branch map (CI)
       backport apply --api put_metric    the real thing
       backport status                    where each branch stands
@@ -64,7 +66,7 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
 
 
 for command in (apply_cmd, check_cmd, status_cmd, continue_cmd, abort_cmd, list_cmd, new_cmd,
-                env_group, docs_cmd, matrix_cmd, preview_cmd, demo_cmd):
+                env_group, docs_cmd, matrix_cmd, preview_cmd, demo_cmd, init_cmd):
     cli.add_command(command)
 
 

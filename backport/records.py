@@ -322,9 +322,10 @@ class BranchRecord:
         if self.error_code is not None:
             object.__setattr__(self, "error_code", str(self.error_code))
 
-    def replace(self, **changes: Any) -> BranchRecord:
-        """A copy with ``changes`` (unknown field names raise TypeError)."""
-        return dataclasses.replace(self, **changes)
+    def named(self, target: str, fork_branch: str) -> BranchRecord:
+        """This record with ``target`` and ``fork_branch`` where it names none."""
+        return dataclasses.replace(self, target=self.target or target,
+                                   fork_branch=self.fork_branch or fork_branch)
 
     # -- named transitions: each returns the record after one thing happened to the branch --
     def reset_apply(self, *, conflicts: Sequence[str] = (),

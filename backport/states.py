@@ -42,3 +42,29 @@ FAILURES = frozenset({
     Status.CONFLICT, Status.TEST_FAILED, Status.ENV_MISSING, Status.ENV_MISMATCH,
     Status.ENV_UNAVAILABLE, Status.FORK_DIVERGED, Status.FAILED,
 })
+
+
+_EVERY = frozenset(Status)
+# Where an apply can end: from any state (a re-run, --force, `continue`, `abort`, an error).
+_APPLY_ENDS = frozenset({Status.PENDING, Status.APPLIED, Status.ALREADY_APPLIED,
+                         Status.ALREADY_PRESENT, Status.CONFLICT, Status.FAILED,
+                         Status.FORK_DIVERGED})
+# Where a test can end: only on a branch with a commit (not pending, not in a conflict).
+_TEST_ENDS = frozenset({Status.TESTED, Status.TEST_FAILED, Status.ENV_MISSING,
+                        Status.ENV_MISMATCH, Status.ENV_UNAVAILABLE})
+_PUSHABLE = frozenset({Status.TESTED, Status.PUSHED, Status.TEST_FAILED, Status.PLANNED})
+# The one table of allowed moves: each state a record may go to from each state (staying
+# in the same state is always allowed). `pipeline/journal.py` checks every change against it.
+MOVES: dict[Status, frozenset[Status]] = {
+    here: _APPLY_ENDS
+    | (_TEST_ENDS if here not in (Status.PENDING, Status.CONFLICT) else frozenset())
+    | (frozenset({Status.PUSHED, Status.PLANNED}) if here in _PUSHABLE else frozenset())
+    | (frozenset({Status.DONE}) if here == Status.PUSHED else frozenset())
+    | {here}
+    for here in _EVERY
+}
+
+
+def may_move(here: Status, there: Status) -> bool:
+    """True when a branch record may go from ``here`` to ``there`` (see ``MOVES``)."""
+    return there in MOVES[here]

@@ -72,12 +72,14 @@ def make_upstream(real: Path, path: Path) -> None:
 
 
 def make_project(path: Path) -> None:
-    """The shipped map with the local forge; patches/put_metric as shipped."""
+    """The shipped map with the local forge and a fork set; patches/put_metric as shipped."""
     path.mkdir()
     text = (ROOT / "branches.yaml").read_text(encoding="utf-8")
     local, count = re.subn(r"(?m)^forge: gitcode\b", "forge: local", text)
-    if count != 1:
-        raise SystemExit("the shipped branches.yaml has no 'forge: gitcode' line to switch")
+    local, forks = re.subn(r"(?m)^fork: .*$", "fork: acceptance/pytorch", local)
+    if count != 1 or forks != 1:
+        raise SystemExit("the shipped branches.yaml has no 'forge: gitcode' or 'fork:' line to "
+                         "switch")
     (path / "branches.yaml").write_text(local, encoding="utf-8")
     shutil.copytree(ROOT / "patches" / "put_metric", path / "patches" / "put_metric")
 

@@ -230,6 +230,96 @@ def test_pipeline_changes_records_only_by_named_transitions() -> None:
     assert not found, found
 
 
+# -- a branch's flow ---------------------------------------------------------------------------
+SCHEDULER_CALLS = ("submit", "arrive", "ended", "wait_newer", "next_due", "Schedule",
+                   "BranchFlow", "RunParts")
+
+
+def handed_closures(path: Path) -> list[str]:
+    """Lambdas, nested functions and partials that ``path`` hands to the scheduler or the pool
+    (the schedule is told of jobs and step names, never given a function to call later)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nested = {inner.name for outer in ast.walk(tree) if isinstance(outer, ast.FunctionDef)
+              for inner in ast.walk(outer)
+              if isinstance(inner, ast.FunctionDef) and inner is not outer}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name not in SCHEDULER_CALLS:
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            partial = isinstance(arg, ast.Call) and "partial" in ast.unparse(arg.func)
+            if isinstance(arg, ast.Lambda) or partial or (
+                    isinstance(arg, ast.Name) and arg.id in nested):
+                found.append(f"{path.name}:{node.lineno} {name}({ast.unparse(arg)[:40]})")
+    return found
+
+
+def test_no_closure_is_handed_to_the_scheduler() -> None:
+    found = [hit for path in sorted((PACKAGE / "pipeline").glob("*.py"))
+             for hit in handed_closures(path)]
+    assert found == []
+    import inspect
+
+    from backport.pipeline.schedule import Schedule
+    takes = {name: str(inspect.signature(method)) for name, method in vars(Schedule).items()
+             if callable(method)}
+    assert takes and not [name for name, sig in takes.items() if "Callable" in sig]
+
+
+def test_the_closure_scan_sees_each_kind(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("def run(pool, schedule, job):\n"
+                    "    def later():\n        pass\n"
+                    "    pool.submit(lambda: job)\n    pool.submit(later)\n"
+                    "    pool.submit(functools.partial(f, job))\n    pool.submit(flow.run, job)\n"
+                    "    schedule.arrive(job, 'pr', True)\n", encoding="utf-8")
+    assert [hit.split(" ", 1)[0] for hit in handed_closures(path)] == ["m.py:4", "m.py:5",
+                                                                     "m.py:6"]
+
+
+def test_the_step_list_names_every_step() -> None:
+    """`pipeline/flow.STEPS` is the order of a branch's flow: every ``*_step`` function of
+    `pipeline/` is run by the one entry of its name, and each entry's function runs it."""
+    from backport.pipeline.flow import STEPS
+
+    names = [step.name for step in STEPS]
+    assert len(set(names)) == len(names)
+    defined = {node.name.removesuffix("_step")
+               for path in sorted((PACKAGE / "pipeline").glob("*.py"))
+               for node in ast.parse(path.read_text(encoding="utf-8")).body
+               if isinstance(node, ast.FunctionDef) and node.name.endswith("_step")
+               and not node.name.startswith(("_", "run_"))}
+    assert defined == set(names)
+    import inspect
+    for step in STEPS:
+        assert f"{step.name}_step(" in inspect.getsource(step.run), step.name
+
+
+def test_every_record_change_is_checked_against_the_table_of_moves(tmp_path: Path) -> None:
+    """`Journal.change` refuses a move `states.MOVES` does not allow, naming both states,
+    and keeps the record as it was; the table names every state."""
+    from backport.errors import BackportError
+    from backport.pipeline.journal import Journal
+    from backport.states import MOVES, Status
+
+    assert set(MOVES) == set(Status)
+    assert all(here in MOVES[here] for here in Status)
+    journal = Journal.load(tmp_path, "put_metric", "torch.x")
+    journal.record("v2.7.1", "fb")
+    try:
+        journal.change("v2.7.1", lambda r: r.pushed("a" * 40))
+    except BackportError as exc:
+        assert exc.code == "internal" and "from pending to pushed" in exc.message
+    else:
+        raise AssertionError("pending -> pushed was allowed")
+    assert journal.get("v2.7.1").status is Status.PENDING
+    assert journal.change("v2.7.1", lambda r: r.failed(Status.FAILED, "x", None)).status == "failed"
+
+
 def private_imports(path: Path) -> list[str]:
     """Names with a leading underscore that ``path`` imports from another module of the package
     (a name shared between modules is public; one used by a single module lives there)."""

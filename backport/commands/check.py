@@ -29,6 +29,9 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
     findings = run_check(project, names, offline=offline)
+    if project.branch_map.fork_unset:  # fine for CI, but apply refuses until it is set
+        findings.insert(1, Finding("fork", "set", True, project.branch_map.fork_unset,
+                                   warning=True))
     if names is None:
         findings += [Finding(broken_subject(name), "schema", False, message)
                      for name, message in sorted(project.broken.items())]

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from backport.config import load_project
 from backport.config.model import Project
+from backport.errors import ConfigError
 from backport.redact import redact
 
 
@@ -34,6 +35,14 @@ class AppContext:
         if self._project is None:
             self._project = load_project(self.config, self.patches, os.environ)
         return self._project
+
+    def pushing_project(self) -> Project:
+        """The project of a command that pushes: refused while the fork is the placeholder
+        (`apply` names it among its other prerequisites: `pipeline.apply.check_prerequisites`)."""
+        project = self.project()
+        if project.branch_map.fork_unset:
+            raise ConfigError(project.branch_map.fork_unset)
+        return project
 
     @property
     def console(self) -> Console:

@@ -21,20 +21,18 @@ from backport.pipeline.apply import run_apply
 from backport.pipeline.session import ApplyOptions, cache_root
 from backport.report.progress import Progress
 from backport.report.summary import render_table
+from backport.shipped import demo_patch_set
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def find_patch_set(app: AppContext) -> Path:
-    """The put_metric patch set: --patches, ./patches, or the source checkout's."""
-    candidates = [p / "put_metric" for p in (app.patches, Path("patches"), SOURCE_ROOT / "patches")
-                  if p is not None]
-    for candidate in candidates:
-        if (candidate / "patch.yaml").exists():
-            return candidate.resolve()
-    raise BackportError("usage", "the put_metric patch set was not found in "
-                        f"{', '.join(str(c) for c in candidates)}; run the demo from the "
-                        "backport source checkout or pass --patches")
+    """The put_metric patch set: --patches/put_metric when given, else the one the package ships."""
+    candidate = app.patches / "put_metric" if app.patches is not None else demo_patch_set()
+    if (candidate / "patch.yaml").is_file():
+        return candidate.resolve()
+    raise BackportError("usage", f"the put_metric patch set was not found in {candidate} "
+                        "(--patches names the folder that holds put_metric/)")
 
 
 def has_torch(python: str) -> bool:
@@ -74,7 +72,8 @@ def find_torch_python(explicit: str | None) -> str | None:
                                  "folder).")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter with torch (+ expecttest) for the tests; default: "
-                   "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0, or this Python if it has torch.")
+                   "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0 of the source checkout (when "
+                   "installed from one in place), or this Python if it has torch.")
 @pass_app
 def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> None:
     """Run `apply --api put_metric` end to end, offline, in a sandbox.

@@ -39,7 +39,8 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     and which still conflict.
     """
     app.journaled = True
-    project = app.project()
+    # refused before `git am` is concluded, so a refusal leaves the branch as it was
+    project = app.project() if no_push else app.pushing_project()
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         finish_conflict(project, api, branch, progress, save=save)
         others = propagation_targets(project, api, branch, progress)

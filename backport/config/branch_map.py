@@ -46,6 +46,7 @@ from backport.errors import ConfigError
 
 FORGES = ("gitcode", "local")
 DEFAULT_FORK_BRANCH = "test-{slug}-{target}"
+FORK_PLACEHOLDER = "<your-login>/pytorch"  # the shipped map's fork, until the user sets theirs
 TEMPLATE_FIELDS = ("slug", "target", "name", "api")
 GITCODE_WEB_URL = "https://gitcode.com"
 GITCODE_API_URL = "https://api.gitcode.com/api/v5"
@@ -112,7 +113,9 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         doc.fail(
             top["forge"], f"must be 'gitcode' or 'local', not '{forge}'{suggest(forge, FORGES)}"
         )
-    upstream, fork = _repo_name(doc, top["upstream"]), _repo_name(doc, top["fork"])
+    upstream = _repo_name(doc, top["upstream"])
+    fork_unset = _fork_placeholder(doc, top["fork"], upstream)
+    fork = FORK_PLACEHOLDER if fork_unset else _repo_name(doc, top["fork"])
     if forge == "gitcode" and upstream.lower() == fork.lower():
         doc.fail(
             top["fork"], f"'{fork}' is the upstream repository; backport pushes only to a fork"
@@ -139,6 +142,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         forge=forge,
         upstream=upstream,
         fork=fork,
+        fork_unset=fork_unset,
         fork_branch=fork_branch,
         upstream_url=urls["upstream_url"],
         fork_url=urls["fork_url"],
@@ -155,6 +159,17 @@ def _repo_name(doc: Doc, v: Val) -> str:
     if not _REPO.fullmatch(text) or any(p in (".", "..") for p in text.split("/")):
         doc.fail(v, f"'{text}' must be owner/repo, like Ascend/pytorch")
     return text
+
+
+def _fork_placeholder(doc: Doc, v: Val, upstream: str) -> str:
+    """The "set your fork" sentence when ``fork`` is still the shipped placeholder, else ""."""
+    if doc.string(v, max_len=200) != FORK_PLACEHOLDER:
+        return ""
+    return doc.error(
+        v.line,
+        f"fork is the shipped placeholder '{FORK_PLACEHOLDER}'; set your fork: the key fork "
+        f"names your own fork of {upstream} (owner/repo)",
+    ).message
 
 
 def _template(doc: Doc, v: Val) -> str:

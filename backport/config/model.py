@@ -76,6 +76,7 @@ class BranchMap:
     targets: dict[str, Target]  # insertion order = file order
     pr: PrOptions = PrOptions()
     web_url: str = "https://gitcode.com"  # forge web root, for issue and PR links
+    fork_unset: str = ""  # the "set your fork" sentence while fork is the shipped placeholder
 
     def fork_branch_for(self, slug: str, target: str, name: str = "", api: str = "") -> str:
         return self.fork_branch.format(slug=slug, target=target, name=name or slug, api=api)

@@ -5,35 +5,28 @@ from __future__ import annotations
 import difflib
 import functools
 import threading
-import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
-from backport.errors import BackportError, ConfigError, ErrorCode, ForkDiverged
+from backport.errors import BackportError, ConfigError, ErrorCode
 from backport.git.apply import am_in_progress
 from backport.git.cache import RepoCache
 from backport.git.locks import file_lock
+from backport.pipeline.flow import BranchFlow, RunParts
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.kept_worktree import kept_worktree
-from backport.pipeline.schedule import PrTurns, chain_applies
+from backport.pipeline.pr_step import refresh_sibling_pr
+from backport.pipeline.schedule import Schedule
 from backport.pipeline.session import ApplyOptions, Session
 from backport.pipeline.shared_results import read_set
-from backport.pipeline.steps import (
-    BranchJob,
-    Event,
-    apply_step,
-    pr_step,
-    push_step,
-    refresh_sibling_pr,
-    test_step,
-)
+from backport.pipeline.steps import BranchJob, Event
 from backport.records import BranchRecord
 from backport.report.summary import render_markdown
 from backport.states import FAILURES, Status
@@ -208,16 +201,14 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         # finished are refreshed at the end.
         # A batch goes one patch set after another, so its PRs appear as it goes.
         order = newest_first(dict.fromkeys(job.target for job in jobs))
-        applied = chain_applies(jobs)
         sets = list(dict.fromkeys(job.patch_set.name for job in jobs))
-        prs = PrTurns(jobs)
         # A set only partly run here (`--branch`): its other branches ran elsewhere, and each
         # PR body takes their results from their own PRs.
-        partial = {name: bool(set(next(j.patch_set for j in jobs if j.patch_set.name == name)
-                                   .branches) - {j.target for j in jobs if j.patch_set.name == name})
-                   for name in sets}
-        futures = [pool.submit(_prepare_and_publish, session, job, bases, applied[id(job)], prs,
-                               partial[job.patch_set.name])
+        partial = frozenset(name for name in sets if set(
+            next(j.patch_set for j in jobs if j.patch_set.name == name).branches)
+            - {j.target for j in jobs if j.patch_set.name == name})
+        flow = BranchFlow(RunParts(session, bases, Schedule(jobs), partial))
+        futures = [pool.submit(flow.run, job)
                    for job in sorted(jobs, key=lambda j: (sets.index(j.patch_set.name),
                                                           order.index(j.target)))]
         for future in as_completed(futures):
@@ -231,10 +222,13 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
 
 
 def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: bool) -> None:
-    """Stop before any work when something that needs no network to check is missing (an
-    environment not built, no forge token), naming everything missing in one sentence."""
+    """Stop before any work when something that needs no network to check is missing (the
+    fork still the placeholder, an environment not built, no forge token), naming everything
+    missing in one sentence."""
     bm = session.project.branch_map
     problems: list[BackportError] = []
+    if bm.fork_unset and not session.options.no_push:  # never push to the placeholder
+        problems.append(ConfigError(bm.fork_unset))
     if not session.options.skip_tests:
         users: dict[str, list[str]] = {}
         for job in jobs:
@@ -337,77 +331,6 @@ def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | Back
         except BackportError as exc:
             result.update(dict.fromkeys(present, exc))
     return result
-
-
-def _guard(job: BranchJob, step: Callable[[], Any]) -> Any:
-    """Run a step; any error fails this branch only, with one sentence in the journal."""
-    try:
-        return step()
-    except BackportError as exc:
-        message, code = exc.message, exc.code
-        if isinstance(exc, ForkDiverged):
-            remote = exc.remote
-            job.stop(lambda r: r.fork_diverged(message, remote, code))
-        else:
-            job.stop(lambda r: r.failed(Status.FAILED, message, code))
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as exc:  # noqa: BLE001 - a bug must not take the other branches down
-        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        message = f"internal error on {job.target}: {detail}"
-        job.stop(lambda r: r.failed(Status.FAILED, message, ErrorCode.INTERNAL))
-    return False
-
-
-def _prepare_and_publish(session: Session, job: BranchJob,
-                         bases: dict[str, str | BackportError], applied: threading.Event,
-                         prs: PrTurns, partial: bool) -> None:
-    _prepare(session, job, bases, applied)
-    prs.done(job, _push(session, job, partial))
-
-
-def _prepare(session: Session, job: BranchJob, bases: dict[str, str | BackportError],
-             applied: threading.Event) -> None:
-    def prepare() -> None:
-        base = bases[job.target]
-        if isinstance(base, BackportError):
-            raise base
-        job.change(BranchRecord.error_cleared)
-        try:
-            ok = apply_step(job, base, session.cache, state_dir=session.project.state_dir,
-                            force=session.options.force)
-        finally:
-            applied.set()
-        if ok:
-            test_step(job, session.envs, session.project.branch_map, session.options)
-    try:
-        _guard(job, prepare)
-    finally:
-        applied.set()
-
-
-def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
-    """True for a branch the run pushes (and opens a PR for): tested, or failed with
-    --pr-on-failure; never with --no-push (unless --dry-run, which only plans it)."""
-    eligible = rec.status in (Status.TESTED, Status.PUSHED) or (
-        rec.status == Status.TEST_FAILED and options.pr_on_failure and rec.commit is not None)
-    return eligible and not (options.no_push and not options.dry_run)
-
-
-def _push(session: Session, job: BranchJob, partial: bool = False) -> Callable[[], None] | None:
-    """Push a publishable branch; returns its PR step, to run in its turn (None: no PR)."""
-    options = session.options
-    if not publishable(job.record, options):
-        return None
-    bm = session.project.branch_map
-    pushed = _guard(job, lambda: push_step(
-        job, repo=session.cache.path, fork_url=bm.fork_url, push_env=session.remote.push_env(),
-        options=options, plan=session.plan))
-    if not pushed or options.no_pr:
-        return None
-    return lambda: _guard(job, lambda: pr_step(
-        job, session.remote.forge(), session.docs(job.patch_set.api), bm,
-        list(job.patch_set.branches), read_siblings=partial))
 
 
 def write_report(outcome: Outcome) -> Path:

@@ -11,12 +11,13 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from backport.errors import BackportError
+from backport.errors import BackportError, ErrorCode
 from backport.records import BranchRecord
+from backport.states import may_move
 
 JOURNAL_VERSION = 1
 
@@ -71,6 +72,12 @@ class Journal:
             journal._branches = read_branches(journal.path)
         return journal
 
+    def restore(self, records: Iterable[BranchRecord]) -> None:
+        """Hold ``records`` as they are, as a journal file read back holds them: no move is
+        checked (none happens here) and nothing is written."""
+        with self._lock:
+            self._branches.update((rec.target, rec) for rec in records)
+
     @property
     def run_dir(self) -> Path:
         return self.path.parent
@@ -88,9 +95,16 @@ class Journal:
 
     def change(self, target: str, transition: Transition) -> BranchRecord:
         """Apply ``transition`` to the record of ``target`` and persist the whole journal
-        atomically; returns the new record."""
+        atomically; returns the new record. A move `states.MOVES` does not allow raises an
+        internal error naming both states, and the record stays as it was."""
         with self._lock:
-            rec = self._branches[target] = transition(self._branches[target])
+            before = self._branches[target]
+            rec = transition(before)
+            if not may_move(before.status, rec.status):
+                raise BackportError(
+                    ErrorCode.INTERNAL, f"{self.patch_set} {target}: a step moved the branch "
+                    f"from {before.status.value} to {rec.status.value}, which no step may")
+            self._branches[target] = rec
             self._save_locked()
             return rec
 

@@ -9,31 +9,21 @@ last run, so a maintainer's edit of the PR's title survives.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 from backport.errors import BackportError
 from backport.forge import Forge, PullRequest
-from backport.records import BranchRecord, PrInfo
+from backport.pipeline.steps import BranchJob
+from backport.records import PrInfo
 
 
-class RecordedJob(Protocol):
-    """What these steps need of a branch job (``steps.BranchJob`` is one)."""
-
-    record: BranchRecord
-    fork_branch: str
-    target: str
-
-    def change(self, transition: Callable[[BranchRecord], BranchRecord]) -> BranchRecord: ...
-
-
-def journal_number(job: RecordedJob) -> Callable[[int], None]:
+def journal_number(job: BranchJob) -> Callable[[int], None]:
     """For ``create_pr(on_number=…)``: journal the new PR's number at once, unverified."""
     def record(number: int) -> None:
         job.change(lambda r: r.with_pr(PrInfo.opened(number)))
     return record
 
 
-def judge_unverified(job: RecordedJob, forge: Forge) -> None:
+def judge_unverified(job: BranchJob, forge: Forge) -> None:
     """A PR opened by an earlier run but never read back: judge it now, before anything else
     (kept, or closed when it came from the wrong source)."""
     recorded = job.record.pr
@@ -49,12 +39,12 @@ def judge_unverified(job: RecordedJob, forge: Forge) -> None:
     job.change(lambda r: r.with_pr(recorded.judged(pr.url)))
 
 
-def settled(job: RecordedJob, closed: int) -> None:
+def settled(job: BranchJob, closed: int) -> None:
     """The PR ``closed`` was closed as wrong: recorded so (and so judged)."""
     job.change(lambda r: r.pr_closed(closed))
 
 
-def stop_if_replaced(job: RecordedJob, forge: Forge, *, new_pr: bool) -> None:
+def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
     """Before a create: when the PR the journal recorded was closed or merged, stop this
     branch with one sentence, unless ``new_pr`` asks for another PR."""
     recorded = job.record.pr
@@ -74,7 +64,7 @@ def stop_if_replaced(job: RecordedJob, forge: Forge, *, new_pr: bool) -> None:
             details={"number": pr.number, "url": pr.url, "state": pr.state})
 
 
-def title_to_send(job: RecordedJob, pr: PullRequest, set_title: str) -> str:
+def title_to_send(job: BranchJob, pr: PullRequest, set_title: str) -> str:
     """The set's title when it changed since the last run; else the PR's own title (which a
     maintainer may have edited; also when no run recorded the set's title for this PR)."""
     recorded = job.record.pr

@@ -1,73 +1,76 @@
 """When each branch's steps run: an older target's apply waits for the newer ones' of its
-patch set, and each patch set's PRs open in target order while its branches finish in any order."""
+patch set, and each patch set's PRs open in target order while its branches finish in any order.
+
+The schedule is told of jobs and step names only (never handed a function): the flow asks it
+to wait, tells it a step ended, and asks which jobs' turn has come.
+"""
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from backport.branch_order import newer
-from backport.pipeline.steps import BranchJob
+
+if TYPE_CHECKING:
+    from backport.pipeline.steps import BranchJob
 
 
-def chain_applies(jobs: list[BranchJob]) -> dict[int, threading.Event]:
-    """One event per job, set when its apply step ended; each job's ``await_newer`` waits for
-    those of the newer targets of its patch set, so a resolution carried down to v2.12.0 can
-    serve v2.11.0 in the same run. Jobs start newest first, so a waiting job never holds a
-    worker a newer one needs."""
-    applied = {id(job): threading.Event() for job in jobs}
-    for job in jobs:
-        newer_ones = [applied[id(other)] for other in jobs
-                      if other.patch_set.name == job.patch_set.name
-                      and newer(other.target, job.target)]
-        job.await_newer = functools.partial(_wait_all, newer_ones)
-    return applied
-
-
-def _wait_all(events: list[threading.Event]) -> None:
-    for event in events:
-        event.wait()
-
-
-class PrTurns:
-    """Opens each patch set's PRs in target order while its branches finish in any order.
-
-    A branch's PR step runs once every earlier target of its patch set had its turn; the
-    thread that completes the missing turn runs the steps that were waiting (no thread waits).
-    """
+class Schedule:
+    """The order between the branches of one run (see the module docstring)."""
 
     def __init__(self, jobs: list[BranchJob]) -> None:
+        self._jobs = list(jobs)
         self._lock = threading.Lock()
-        self._queues: dict[str, list[str]] = {}
-        for job in jobs:
-            self._queues.setdefault(job.patch_set.name, [])
-        for name, queue in self._queues.items():
-            ps = next(job.patch_set for job in jobs if job.patch_set.name == name)
-            mine = {job.target for job in jobs if job.patch_set.name == name}
-            queue.extend(t for t in ps.branches if t in mine)
-        self._ready: dict[tuple[str, str], Callable[[], None] | None] = {}
-        self._draining = False
+        self._ended: dict[tuple[int, str], threading.Event] = {}
+        self._queues: dict[tuple[str, str], list[str]] = {}  # (set, step) -> targets in order
+        self._arrived: dict[tuple[str, str, str], tuple[BranchJob, bool]] = {}
+        self._draining: set[str] = set()
 
-    def done(self, job: BranchJob, pr: Callable[[], None] | None) -> None:
-        """``job`` is pushed (or will get no PR: ``pr`` None); run every PR step now due."""
+    # -- a step that waits for the newer targets' same step (apply) ----------------------
+    def ended(self, job: BranchJob, step: str) -> None:
+        """``job``'s ``step`` is over (it ran, stopped, failed or was not needed)."""
+        self._event(job, step).set()
+
+    def wait_newer(self, job: BranchJob, step: str) -> None:
+        """Block until every newer target of ``job``'s patch set ended ``step``. Jobs start
+        newest first, so a waiting job never holds a worker a newer one needs."""
+        for other in self._jobs:
+            if other.patch_set.name == job.patch_set.name and newer(other.target, job.target):
+                self._event(other, step).wait()
+
+    def _event(self, job: BranchJob, step: str) -> threading.Event:
         with self._lock:
-            self._ready[(job.patch_set.name, job.target)] = pr
-            if self._draining:
-                return  # the draining thread will take it
-            self._draining = True
-        while True:
-            with self._lock:
-                due = self._next()
-                if due is None:
-                    self._draining = False
-                    return
-            if due[0] is not None:
-                due[0]()
+            return self._ended.setdefault((id(job), step), threading.Event())
 
-    def _next(self) -> tuple[Callable[[], None] | None] | None:
-        """The next due turn, holding its PR step (None: that branch gets no PR); None: none due."""
-        for name, queue in self._queues.items():
-            if queue and (name, queue[0]) in self._ready:
-                return (self._ready.pop((name, queue.pop(0))),)
-        return None
+    # -- a step taken in target order (pr) -----------------------------------------------
+    def arrive(self, job: BranchJob, step: str, going: bool) -> bool:
+        """``job`` reached ``step`` (``going``: it still runs it). True when this thread is
+        to run the turns now due (`next_due` until None); False when another thread does."""
+        with self._lock:
+            self._arrived[(job.patch_set.name, job.target, step)] = (job, going)
+            if step in self._draining:
+                return False
+            self._draining.add(step)
+            return True
+
+    def next_due(self, step: str) -> tuple[BranchJob, bool] | None:
+        """The next job whose turn of ``step`` has come (every earlier target of its patch
+        set had its turn), with its ``going``; None when none is due (draining stops)."""
+        with self._lock:
+            for job in self._jobs:
+                queue = self._queue(job.patch_set.name, step)
+                key = (job.patch_set.name, queue[0], step) if queue else None
+                if key is not None and key in self._arrived:
+                    queue.pop(0)
+                    return self._arrived.pop(key)
+            self._draining.discard(step)
+            return None
+
+    def _queue(self, patch_set: str, step: str) -> list[str]:
+        key = (patch_set, step)
+        if key not in self._queues:
+            ps = next(job.patch_set for job in self._jobs if job.patch_set.name == patch_set)
+            mine = {job.target for job in self._jobs if job.patch_set.name == patch_set}
+            self._queues[key] = [t for t in ps.branches if t in mine]
+        return self._queues[key]

@@ -37,6 +37,7 @@ class ApplyOptions:
     pr_on_failure: bool = False
     overwrite_fork_branch: bool = False
     timeout: float | None = None
+    new_pr: bool = False  # open a new PR where the recorded one was closed or merged
 
     @property
     def workers(self) -> int:

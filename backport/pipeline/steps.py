@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from backport.config.model import BranchMap, PatchSet, PrOptions
+from backport.config.model import BranchMap, PatchSet
 from backport.config.patchfiles import Patch
-from backport.docs_audit import DocsEntry
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
 from backport.envs.pool import Environments
 from backport.envs.verbose import outcomes_of
 from backport.errors import BackportError, ErrorCode
-from backport.forge import Forge, PullRequest
-from backport.forge.base import is_refusal
 from backport.git.apply import (
     ApplyResult,
     already_applied,
@@ -39,25 +36,19 @@ from backport.git.present import (
 from backport.git.push import push_branch, remote_sha
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
-from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
 from backport.pipeline.session import ApplyOptions
-from backport.pipeline.shared_results import (
-    SetOnForge,
-    body_context,
-    draft_implied,
-    read_set,
-    record_for,
-)
-from backport.records import BranchRecord, EnvEvidence, ExistingTest, PrInfo, TestResult
-from backport.report.body import exit_stated, render_body
+from backport.records import BranchRecord, EnvEvidence, ExistingTest, TestResult
+from backport.report.body import exit_stated
 from backport.states import Status
 
 Event = Callable[[str, str], None]  # (step, detail)
 
 
-def _nothing() -> None:
-    return None
+class NewerSteps(Protocol):
+    """The part of the schedule a step waits on: the newer targets' same step."""
+
+    def wait_newer(self, job: BranchJob, step: str) -> None: ...
 
 
 @dataclass
@@ -69,9 +60,6 @@ class BranchJob:
     fork_branch: str
     journal: Journal
     event: Event
-    # Blocks until the newer targets of this run have finished their apply step, so their
-    # results (a resolution carried there) can serve this one; set by the runner.
-    await_newer: Callable[[], None] = _nothing
 
     @property
     def record(self) -> BranchRecord:
@@ -101,11 +89,13 @@ def log_path(job: BranchJob, test_index: int) -> Path:
 
 # -- apply ------------------------------------------------------------------------------------
 def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
-               force: bool = False) -> bool:
+               force: bool = False, newer: NewerSteps | None = None) -> bool:
     """Put the patch series on a fresh fork branch on top of ``base``; False when it stopped.
 
     Keeps the previous run's commit when its base is the same (or it was made by hand), its
-    worktree still holds it and ``force`` is not given.
+    worktree still holds it and ``force`` is not given. Where the own series conflicts, the
+    siblings' series are tried once ``newer`` (the schedule) says the newer targets' apply
+    steps ended.
     """
     rec = job.record
     path = worktree_path(state_dir, job)
@@ -143,7 +133,7 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
     source: SiblingSeries | None = None
     tried: list[str] = []
     if result.status == "conflict":
-        result, source, tried = _try_siblings(cache, job, wt, series, result)
+        result, source, tried = _try_siblings(cache, job, wt, series, result, newer)
     if result.status == "already-applied":
         wt.remove()
         job.change(lambda r: r.no_change(
@@ -192,10 +182,12 @@ def existing_tests(found: list[PresentTest]) -> tuple[ExistingTest, ...]:
 
 
 def _try_siblings(cache: RepoCache, job: BranchJob, wt: Worktree, series: tuple[Patch, ...],
-                  own: ApplyResult) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
+                  own: ApplyResult, newer: NewerSteps | None,
+                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
     """The own series conflicted: try the siblings' series (see `propagate.try_siblings`),
     once the newer targets of this run have been applied."""
-    job.await_newer()
+    if newer is not None:
+        newer.wait_newer(job, "apply")
     candidates = sibling_series(cache.path, job.patch_set, job.journal, job.target)
     return try_siblings(wt, candidates, series, own, lambda detail: job.event("apply", detail))
 
@@ -346,215 +338,3 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
     job.change(lambda r: r.pushed(commit))
     job.event("pushed", f"{job.fork_branch} @ {commit[:9]}")
     return True
-
-
-# -- pull request -----------------------------------------------------------------------------
-def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
-            all_targets: list[str], *, read_siblings: bool = False) -> None:
-    """Find or create the PR for this fork branch, refresh its body, link the issue.
-
-    An open PR of the fork branch is found again, never duplicated; it is decorated once, and
-    commented again only when its branch was pushed since (``comment_on_push``). With
-    ``read_siblings`` (some branches of the set are not in this run) the other branches'
-    results are read from their own PRs first. The issue link, decorations and comment are
-    best-effort: a refusal is a warning, recorded and not retried. A branch whose wrong PR
-    backport closed once gets no second PR.
-    """
-    ps = job.patch_set
-    opts = ps.pr
-    rec = job.record
-    failed = rec.test is not None and rec.test.ok is False
-    draft = draft_implied(rec, ps)  # from this run's result: a passing re-run clears the draft
-    state = read_set(forge, ps, bm) if read_siblings else None
-    ctx = body_context(ps, bm, job.journal.records(all_targets), job.target, docs, state,
-                       own_from_journal=True)
-    job.event("pr", "looking for an open PR")
-    pr = forge.find_open_pr(job.fork_branch, job.target)
-    created = False
-    warnings: list[str] = []
-    if pr is None:
-        if rec.closed_prs and not forge.dry_run:
-            raise BackportError(
-                "forge", f"backport closed PR !{rec.closed_prs[-1]} for {job.fork_branch} in an "
-                         "earlier run because the forge opened it from another repository or "
-                         "branch, and opens no second one: open the PR from the fork branch by "
-                         "hand, then run again to fill it in.")
-        body = render_body(ctx)
-        try:
-            pr = forge.create_pr(job.fork_branch, job.target, ps.title, body, draft=draft,
-                                 head_sha=rec.pushed_sha,
-                                 close_related_issue=opts.close_related_issue)
-        except BackportError as exc:
-            if exc.details.get("closed") is True:
-                closed = int(exc.details["number"])
-                job.change(lambda r: r.pr_closed(closed))
-            raise
-        created = True
-    else:
-        body = render_body(ctx, existing=pr.body)
-        if body != pr.body or pr.title != ps.title or pr.draft != draft:
-            pr = forge.update_pr(pr.number, title=ps.title, body=body, draft=draft,
-                                 close_related_issue=opts.close_related_issue)
-            if pr.not_taken:
-                warnings.append(f"PR !{pr.number} did not take the new "
-                                f"{', '.join(pr.not_taken)} (sent as JSON and as a form); "
-                                f"check it on {pr.url}")
-    previous = rec.pr if rec.pr and not created and rec.pr.number == pr.number else None
-    pr_info = PrInfo(number=pr.number, url=pr.url,
-                     decorated=bool(previous and previous.decorated),
-                     linked=bool(previous and previous.linked),
-                     commented_sha=previous.commented_sha if previous else None,
-                     refused=previous.refused if previous else ())
-    job.change(lambda r: r.with_pr(pr_info))
-    kept = [w for w in rec.warnings if not _said_again(w, pr.number, ps.issue, pr_info)] \
-        if previous else []
-    if not pr_info.linked and "link" not in pr_info.refused:
-        failed_link, refusal = _link(forge, pr.number, ps.issue)
-        if failed_link:
-            warnings.append(failed_link)
-            if refusal:
-                pr_info = pr_info.refusing("link")
-        else:
-            pr_info = pr_info.link_made()
-        linked = pr_info
-        job.change(lambda r: r.with_pr(linked))
-    closed_issue = _closed_issue(forge, ps.issue, pr)
-    if closed_issue:
-        warnings.append(closed_issue)
-    pushed = rec.pushed_sha
-    comment = False
-    if not pr_info.decorated:
-        kept = []
-        warnings.extend(_decorate(forge, pr.number, opts))
-        pr_info = pr_info.decorations_made()  # best-effort: never retried
-        comment = bool(opts.comment)
-    elif (opts.comment and opts.comment_on_push and pushed
-          and pr_info.commented_sha != pushed and "comment" not in pr_info.refused):
-        comment = True  # the branch of this open PR was force-pushed since the comment
-    if comment:
-        refused = _comment(forge, pr.number, opts.comment)
-        if refused:
-            warnings.append(refused)
-            pr_info = pr_info.refusing("comment")
-        else:
-            pr_info = pr_info.commented(pushed)
-    if forge.dry_run:
-        final, message = Status.PLANNED, "dry run: no PR written"
-    elif failed:
-        final = Status.TEST_FAILED
-        message = f"{rec.message}; a draft PR shows the failure (--pr-on-failure)"
-    else:
-        final, message = Status.DONE, ""
-    all_warnings = list(dict.fromkeys([*kept, *warnings]))
-    done = pr_info
-    job.change(lambda r: r.finished(final, message, done, all_warnings))
-    for warning in warnings:
-        job.event("warning", warning)
-    if final == Status.DONE:
-        _drop_worktree(job)
-    job.event("done" if final == Status.DONE else final.value, pr.url)
-
-
-def _link(forge: Forge, number: int, issue: int) -> tuple[str | None, bool]:
-    """Link the patch set's issue; a failure is returned as a warning (the PR stays open) and
-    whether it was a refusal (403/404: not tried again; anything else: the next run tries)."""
-    try:
-        forge.link_issue(number, issue)
-    except BackportError as exc:
-        refusal = is_refusal(exc)
-        again = "not tried again" if refusal else "tried again on the next run"
-        return (f"issue #{issue} not linked to PR !{number} (the PR is open without the link; "
-                f"{again}): {exc.message}"), refusal
-    return None, False
-
-
-def _said_again(warning: str, number: int, issue: int, pr_info: PrInfo) -> bool:
-    """Whether this run says ``warning`` afresh if it still holds (so the old one goes)."""
-    return (warning.startswith((f"PR !{number} did not take", f"issue #{issue} is closed while"))
-            or (warning.startswith(f"issue #{issue} not linked to PR !{number}")
-                and "link" not in pr_info.refused))
-
-
-def _closed_issue(forge: Forge, issue: int, pr: PullRequest) -> str | None:
-    """A warning when the set's issue is closed while this PR is open (a sibling's merge may
-    have closed it for all of them)."""
-    if pr.state != "open" or forge.issue_state(issue) != "closed":
-        return None
-    return (f"issue #{issue} is closed while PR !{pr.number} is open; reopen it if the "
-            "backports are not all merged")
-
-
-def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
-    """Add labels, assignees, reviewers and testers one kind at a time; refusals as warnings."""
-    warnings = []
-    for kind, names in (("labels", opts.labels), ("assignees", opts.assignees),
-                        ("reviewers", opts.reviewers), ("testers", opts.testers)):
-        if not names:
-            continue
-        try:
-            forge.decorate(number, **{kind: names})
-        except BackportError as exc:
-            warnings.append(f"{kind} {', '.join(names)} not added to PR !{number} (the PR is "
-                            f"open without them): {exc.message}")
-    return warnings
-
-
-def _comment(forge: Forge, number: int, comment: str | None) -> str | None:
-    """Post the configured comment (e.g. the CI trigger); a refusal is returned as a warning."""
-    try:
-        forge.add_comment(number, comment or "")
-    except BackportError as exc:
-        return (f"comment {comment!r} not posted on PR !{number} (not tried again): "
-                f"{exc.message}")
-    return None
-
-
-def _drop_worktree(job: BranchJob) -> None:
-    """A finished branch needs its worktree no more: the commit is on the fork and recorded."""
-    worktree = kept_worktree(job.record)
-    if worktree is not None:
-        worktree.remove()
-    job.change(BranchRecord.worktree_removed)
-
-
-def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
-                       all_targets: list[str], state: SetOnForge,
-                       ran: frozenset[str] = frozenset()) -> bool:
-    """Bring a branch's open PR (as ``state`` read it) up to date with what is true now.
-
-    Every branch with a PR is refreshed, whatever its status or wherever it ran: the other
-    branches' results and PRs change, and a fork branch moved by someone else makes this PR's
-    own evidence stale. Nothing is written when neither the generated regions nor the draft
-    state would change; before writing, the PR is read again, so text a maintainer added since
-    the list is kept. Returns True when the PR was updated. The title keeps its wording and is
-    sent with the draft state the branch's result implies (a failing test stays draft).
-    ``ran``: the branches this run worked on (their results of this run come first).
-    """
-    ps = job.patch_set
-    listed = state.prs.get(job.target)
-    if listed is None:
-        return False
-    records = job.journal.records(all_targets)
-    if not _out_of_date(listed, ps, bm, records, job.target, docs, state, ran):
-        return False
-    pr = forge.get_pr(listed.number)
-    if pr.state != "open":
-        return False
-    state = state.with_pr(job.target, pr)
-    ctx = body_context(ps, bm, records, job.target, docs, state, own_from_journal=False, ran=ran)
-    body = render_body(ctx, existing=pr.body)
-    draft = draft_implied(record_for(records, state, job.target, ran), ps)
-    if body == pr.body and pr.draft == draft:
-        return False
-    forge.update_pr(pr.number, title=pr.title, body=body, draft=draft)
-    job.event("pr", f"body of the {job.target} PR refreshed: {pr.url}")
-    return True
-
-
-def _out_of_date(pr: PullRequest, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
-                 target: str, docs: Sequence[DocsEntry] | None, state: SetOnForge,
-                 ran: frozenset[str]) -> bool:
-    """True when the PR as listed differs from what it should show (body regions or draft)."""
-    ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)
-    return (render_body(ctx, existing=pr.body) != pr.body
-            or pr.draft != draft_implied(record_for(records, state, target, ran), ps))

@@ -218,8 +218,7 @@ class _Views:
         record = record or BranchRecord(target, fork_branch)
         if record.target and record.fork_branch:
             return record
-        return record.replace(target=record.target or target,
-                              fork_branch=record.fork_branch or fork_branch)
+        return record.named(target, fork_branch)
 
     def first_user(self, view: BranchRecord) -> BranchRecord | None:
         """The earlier branch whose environment ``view`` reuses, if any."""

@@ -51,3 +51,14 @@ def test_a_folder_that_is_not_a_demo_sandbox_is_left_alone(tmp_path: Path) -> No
         assert result.err.strip() == (f"error: {home} holds files that are not a demo sandbox; "
                                       "move them away or pass --dir with an empty folder")
         assert (home / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_an_explicit_patches_folder_without_put_metric_is_refused(tmp_path: Path) -> None:
+    # The demo takes the patch set the package ships, unless --patches names another folder.
+    result = run_cli(tmp_path, "--patches", str(tmp_path / "empty"), "demo",
+                     "--dir", str(tmp_path / "sb"))
+    assert result.code == 2, result.err
+    assert result.err.strip() == (f"error: the put_metric patch set was not found in "
+                                  f"{tmp_path / 'empty' / 'put_metric'} (--patches names the "
+                                  "folder that holds put_metric/)")
+    assert not (tmp_path / "sb").exists()

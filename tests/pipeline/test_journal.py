@@ -13,12 +13,18 @@ import pytest
 
 from backport.errors import BackportError
 from backport.pipeline.journal import Journal
+from backport.records import BranchRecord
+
+
+def _applied(rec: BranchRecord) -> BranchRecord:
+    return rec.applied("b" * 40, "abc", "/wt", (), series_source=None, tried_sources=(),
+                       merged_files=(), loose_files=())
 
 
 def test_updates_persist_and_reload(tmp_path: Path) -> None:
     journal = Journal.load(tmp_path, "put_metric", "torch.x")
     journal.record("v2.7.1", "test-put-metric-v2.7.1")
-    journal.change("v2.7.1", lambda rec: rec.replace(status="applied", commit="abc"))
+    journal.change("v2.7.1", _applied)
     again = Journal.load(tmp_path, "put_metric", "torch.x")
     assert again.get("v2.7.1").status == "applied"
     assert again.get("v2.7.1").commit == "abc"
@@ -37,7 +43,7 @@ def test_a_corrupt_journal_is_a_clear_error(tmp_path: Path) -> None:
 def test_a_full_disk_leaves_the_previous_journal_intact(tmp_path: Path) -> None:
     journal = Journal.load(tmp_path, "put_metric", "torch.x")
     journal.record("v2.7.1", "test-put-metric-v2.7.1")
-    journal.change("v2.7.1", lambda rec: rec.replace(status="applied", commit="abc"))
+    journal.change("v2.7.1", _applied)
     before = journal.path.read_text()
     # A child process whose file-size limit is below the new journal's size: writes fail as
     # they would on a full disk, half-way through the temporary file.
@@ -46,11 +52,12 @@ def test_a_full_disk_leaves_the_previous_journal_intact(tmp_path: Path) -> None:
         from pathlib import Path
         from backport.errors import BackportError
         from backport.pipeline.journal import Journal
+        from backport.states import Status
         journal = Journal.load(Path({str(tmp_path)!r}), "put_metric", "torch.x")
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before) + 100}, {len(before) + 100}))
         try:
-            journal.change("v2.7.1", lambda rec: rec.replace(message="x" * 100000))
+            journal.change("v2.7.1", lambda rec: rec.failed(Status.FAILED, "x" * 100000, None))
         except BackportError as exc:
             print(exc.code, exc.message)
             sys.exit(3)

@@ -6,13 +6,15 @@ work or keep the previous run's, and which branches get published.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.apply import publishable, run_apply
+from backport.pipeline.apply import run_apply
+from backport.pipeline.flow import publishable
 from backport.pipeline.journal import Journal
 from backport.pipeline.session import ApplyOptions
 from backport.records import TestResult as Result
@@ -69,7 +71,8 @@ def test_a_branch_waiting_in_a_conflict_is_left_for_the_user(sandbox: Sandbox) -
     (Path(git(worktree, "rev-parse", "--git-dir")) / "rebase-apply").mkdir()
     (Path(git(worktree, "rev-parse", "--git-dir")) / "rebase-apply" / "applying").touch()
     journal_ = journal(sandbox)
-    journal_.change("v2.7.1", lambda r: r.replace(status=Status.CONFLICT))
+    journal_.change("v2.7.1", lambda r: r.conflicted(r.base or "", "a conflict", [], str(worktree), [],
+                                                       {}))
 
     outcome, events = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
     assert events.steps("v2.7.1") == ["conflict"]
@@ -80,8 +83,8 @@ def test_a_branch_waiting_in_a_conflict_is_left_for_the_user(sandbox: Sandbox) -
 def test_failed_and_stopped_branches_are_worked_on_again(sandbox: Sandbox) -> None:
     apply(sandbox, skip_tests=True, no_push=True)
     j = journal(sandbox)
-    j.change("v2.11.0", lambda r: r.replace(status=Status.FAILED, message="network down"))
-    j.change("v2.12.0", lambda r: r.replace(status=Status.PLANNED))
+    j.change("v2.11.0", lambda r: r.failed(Status.FAILED, "network down", None))
+    j.change("v2.12.0", lambda r: r.planned("dry run: nothing pushed"))
     outcome, events = apply(sandbox, skip_tests=True)
     assert statuses(outcome) == dict.fromkeys(TARGETS, "done")
     assert all("pushed" in events.steps(t) for t in TARGETS)
@@ -115,7 +118,7 @@ def test_apply_redoes_the_commit_on_a_moved_base(sandbox: Sandbox, tmp_path: Pat
 def test_a_hand_made_commit_survives_a_moved_base(sandbox: Sandbox, tmp_path: Path) -> None:
     first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("master",))
     (rec,) = first.records
-    journal(sandbox).change("master", lambda r: r.replace(manual=True))
+    journal(sandbox).change("master", lambda r: r.resolved_by_hand(rec.commit or "", ""))
     move_upstream(sandbox, tmp_path, "master")
     again, events = apply(sandbox, skip_tests=True, no_push=True, branches=("master",))
     (after,) = again.records
@@ -146,7 +149,7 @@ def test_a_passing_result_of_the_same_commit_is_kept(sandbox: Sandbox) -> None:
     (rec,) = first.records
     passed = Result(ok=True, exit_code=0, ran=7, summary="Ran 7 tests in 0.1s, OK",
                         summary_lines=("Ran 7 tests in 0.1s", "OK"), commit=rec.commit)
-    journal(sandbox).change("v2.7.1", lambda r: r.replace(status=Status.TESTED, test=passed))
+    journal(sandbox).change("v2.7.1", lambda r: r.tested(passed, r.env, ""))
     again, events = apply(sandbox, no_push=True, branches=("v2.7.1",))
     assert events.said("v2.7.1", "tested") == ["kept the passing result of the previous run"]
     assert "probe" not in events.steps("v2.7.1")
@@ -160,7 +163,7 @@ def test_a_result_is_not_kept_when_it_failed_is_of_another_commit_or_forced(
     (rec,) = first.records
     result = Result(ok=change != "failed", exit_code=0 if change != "failed" else 1,
                         commit="0" * 40 if change == "other-commit" else rec.commit)
-    journal(sandbox).change("v2.7.1", lambda r: r.replace(status=Status.TESTED, test=result))
+    journal(sandbox).change("v2.7.1", lambda r: r.tested(result, r.env, ""))
     _, events = apply(sandbox, no_push=True, branches=("v2.7.1",), force=change == "force")
     assert "probe" in events.steps("v2.7.1")
     assert "kept the passing result of the previous run" not in events.said("v2.7.1", "tested")
@@ -236,14 +239,14 @@ def test_pr_is_found_again_and_its_body_refreshed_not_duplicated(sandbox: Sandbo
 def test_which_branches_get_published(sandbox: Sandbox) -> None:
     first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
     (rec,) = first.records
-    failed = rec.replace(status=Status.TEST_FAILED, test=Result(ok=False, exit_code=1))
+    failed = dataclasses.replace(rec, status=Status.TEST_FAILED, test=Result(ok=False, exit_code=1))
     assert not publishable(failed, ApplyOptions())
     assert publishable(failed, ApplyOptions(pr_on_failure=True))
-    assert not publishable(failed.replace(commit=None), ApplyOptions(pr_on_failure=True))
+    assert not publishable(dataclasses.replace(failed, commit=None), ApplyOptions(pr_on_failure=True))
     for status in (Status.TESTED, Status.PUSHED):
-        assert publishable(rec.replace(status=status), ApplyOptions())
-        assert not publishable(rec.replace(status=status), ApplyOptions(no_push=True))
-        assert publishable(rec.replace(status=status), ApplyOptions(no_push=True, dry_run=True))
+        assert publishable(dataclasses.replace(rec, status=status), ApplyOptions())
+        assert not publishable(dataclasses.replace(rec, status=status), ApplyOptions(no_push=True))
+        assert publishable(dataclasses.replace(rec, status=status), ApplyOptions(no_push=True, dry_run=True))
     for status in (Status.CONFLICT, Status.ENV_MISSING, Status.ENV_MISMATCH, Status.APPLIED,
                    Status.FAILED, Status.FORK_DIVERGED):
-        assert not publishable(rec.replace(status=status), ApplyOptions(pr_on_failure=True))
+        assert not publishable(dataclasses.replace(rec, status=status), ApplyOptions(pr_on_failure=True))

@@ -8,8 +8,9 @@ from pathlib import Path
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
 from backport.pipeline.journal import Journal
+from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.shared_results import forge_records, read_set
-from backport.pipeline.steps import BranchJob, refresh_sibling_pr
+from backport.pipeline.steps import BranchJob
 from backport.report.body import render_body
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.project import git
@@ -87,9 +88,7 @@ def test_a_refresh_reads_the_pr_again_before_writing_and_keeps_an_edit_made_sinc
     edited = pr.body + "\nMaintainer: please also run on 910B.\n"
     forge.update_pr(pr.number, title=pr.title, body=edited)
     journal = Journal.load(tmp_path / "state", ps.name, ps.api, persist=False)
-    for rec in fx.typed(recs):
-        journal.record(rec.target, rec.fork_branch)
-        journal.change(rec.target, lambda kept, rec=rec: rec.with_fork_branch(kept.fork_branch))
+    journal.restore(fx.typed(recs))
     job = BranchJob(ps, "v2.7.1", "test-put-metric-v2.7.1", journal, lambda step, detail: None)
     assert refresh_sibling_pr(job, forge, None, bm, list(ps.branches), state,
                               frozenset(fx.TARGETS))

@@ -1,0 +1,76 @@
+"""`backport init`: a starting project from what the package ships, never over a file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from backport.config import load_project
+from tests.helpers.project import ROOT, run_app, run_cli
+
+WRITTEN = ("branches.yaml", "patches/example-patch.yaml")
+
+
+def test_init_writes_the_real_map_and_a_commented_example(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "init", "first")
+    assert result.code == 0, result.err
+    project = tmp_path / "first"
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()) == \
+        sorted(WRITTEN)
+    assert (project / "branches.yaml").read_bytes() == (ROOT / "branches.yaml").read_bytes()
+    example = (project / "patches" / "example-patch.yaml").read_text(encoding="utf-8")
+    # every line is a comment, and the commented patch.yaml in it is a valid one
+    assert all(line.startswith("#") for line in example.splitlines())
+    spec = "\n".join(line[2:] for line in example.splitlines() if line.startswith("# ")
+                     and ":" in line.split("#")[1] and not line.startswith("#  "))
+    assert set(yaml.safe_load(spec)) >= {"api", "issue", "title", "tests", "device", "branches"}
+    loaded = load_project(project / "branches.yaml", environ={})
+    assert (loaded.patch_sets, loaded.broken) == ({}, {})
+    assert "next: set fork: in first/branches.yaml" in result.out
+    assert "backport env setup" in result.out and "backport check" in result.out
+
+
+def test_init_without_a_folder_starts_the_project_here(tmp_path: Path) -> None:
+    result = run_app(tmp_path, "init")
+    assert result.code == 0, result.err
+    assert all((tmp_path / name).is_file() for name in WRITTEN)
+    check = run_app(tmp_path, "check", "--offline", "--json",
+                    env={"BACKPORT_ENVS": str(tmp_path / "envs")})
+    assert check.code == 0, check.err
+    assert any("set your fork" in w for w in check.json()["warnings"])
+
+
+def test_init_never_replaces_a_file_and_writes_nothing_then(tmp_path: Path) -> None:
+    for number, existing in enumerate(WRITTEN):
+        project = tmp_path / f"project{number}"
+        (project / existing).parent.mkdir(parents=True)
+        (project / existing).write_text("mine\n", encoding="utf-8")
+        result = run_app(tmp_path, "init", project.name)
+        assert result.code == 2, result.err
+        assert result.err.strip() == (f"error: {project.name}/{existing} already exists; init "
+                                      "never replaces a file (move it away or pick another "
+                                      "folder)")
+        assert (project / existing).read_text(encoding="utf-8") == "mine\n"
+        assert [p for p in project.rglob("*") if p.is_file()] == [project / existing]
+
+
+def test_a_file_where_patches_goes_stops_init_before_it_writes(tmp_path: Path) -> None:
+    (tmp_path / "patches").write_text("mine\n", encoding="utf-8")
+    result = run_app(tmp_path, "init")
+    assert result.code == 2, result.err
+    assert result.err.strip() == ("error: patches already exists; init never replaces a file "
+                                  "(move it away or pick another folder)")
+    assert [p.name for p in tmp_path.iterdir()] == ["patches"]
+
+
+def test_init_help_says_what_it_writes_and_what_comes_next(tmp_path: Path) -> None:
+    result = run_app(tmp_path, "init", "--help")
+    assert result.code == 0, result.err
+    text = " ".join(result.out.split())
+    for words in ("branches.yaml", "patches/example-patch.yaml", "placeholder",
+                  "never replaces a file", "set `fork:`", "backport env setup", "backport new",
+                  "backport check", "backport apply"):
+        assert words in text, words
+    top = run_app(tmp_path, "--help")
+    assert "backport init DIR" in top.out
