@@ -87,6 +87,7 @@ def test_a_pr_never_read_back_is_journaled_and_judged_by_the_next_run(sandbox, g
 
 def test_an_unverified_pr_from_the_wrong_source_is_closed_by_the_next_run(sandbox, gitcode):
     gitcode.head_forms = set()  # the service takes the head from the upstream branch
+    gitcode.add_branch("Ascend/pytorch", "v2.7.1")
     gitcode.add_branch("Ascend/pytorch", FORK_BRANCH)
     gitcode.read_lag = 100
     assert apply(sandbox, "--branch", "v2.7.1").code == 1
