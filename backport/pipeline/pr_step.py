@@ -87,18 +87,25 @@ def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | Non
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     if pr is None:
-        return PrWrites(_create(job, forge, render_body(ctx), draft, new_pr), created=True)
+        writes = PrWrites(_create(job, forge, render_body(ctx), draft, new_pr), created=True)
+        writes.warnings.extend(_not_taken(writes.pr))
+        return writes
     writes = PrWrites(pr, created=False)
     body = render_body(ctx, existing=pr.body)
     title = title_to_send(job, pr, ps.title)
     if body != pr.body or pr.title != title or pr.draft != draft:
         writes.pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
                                     close_related_issue=ps.pr.close_related_issue)
-        if writes.pr.not_taken:
-            writes.warnings.append(f"PR !{pr.number} did not take the new "
-                                   f"{', '.join(writes.pr.not_taken)} (sent as JSON and as a "
-                                   f"form); check it on {writes.pr.url}")
+        writes.warnings.extend(_not_taken(writes.pr))
     return writes
+
+
+def _not_taken(pr: PullRequest) -> list[str]:
+    """A warning naming the fields the forge did not take (sent as JSON and as a form)."""
+    if not pr.not_taken:
+        return []
+    return [f"PR !{pr.number} did not take the new {', '.join(pr.not_taken)} (sent as JSON "
+            f"and as a form); check it on {pr.url}"]
 
 
 def _create(job: BranchJob, forge: Forge, body: str, draft: bool, new_pr: bool) -> PullRequest:
@@ -123,12 +130,6 @@ def _create(job: BranchJob, forge: Forge, body: str, draft: bool, new_pr: bool) 
             closed = int(exc.details["number"])
             job.change(lambda r: r.pr_closed(closed))
         raise
-    if pr.not_taken:
-        raise BackportError(
-            "forge", f"GitCode opened PR !{pr.number} ({pr.url}) but did not take its "
-                     f"{', '.join(pr.not_taken)} as sent (nor through an update); set it on "
-                     "the PR by hand, then run again.",
-            details={"number": pr.number, "url": pr.url})
     return pr
 
 
