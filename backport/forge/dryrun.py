@@ -62,6 +62,7 @@ class DryRunForge:
             return None
         client = getattr(self.inner, "client", None)
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 2 * sets
+        reads += sets  # the real run reads each set's issue once (is it still open?)
         # bodies rewritten once all PRs exist: a PATCH and the read of its draft each
         refresh = 2 * self.creates if self.creates > 1 else 0
         total = reads + self.writes + refresh

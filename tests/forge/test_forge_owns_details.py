@@ -9,7 +9,7 @@ from backport.forge import make_forge
 from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
-from backport.pipeline import steps
+from backport.pipeline import pr_step, steps
 from tests.forge.conftest import FORK, TOKEN, UPSTREAM, branch_map
 from tests.helpers.fake_gitcode import FakeGitCode
 
@@ -62,4 +62,4 @@ def test_the_pipeline_names_no_forge_and_resolves_no_token() -> None:
         text = path.read_text(encoding="utf-8")
         assert '"gitcode"' not in text, path.name
         assert "forge.token" not in text and "resolve_token" not in text, path.name
-    assert "options.dry_run" not in inspect.getsource(steps.pr_step)
+    assert "options.dry_run" not in inspect.getsource(pr_step.pr_step)

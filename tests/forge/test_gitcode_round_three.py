@@ -7,7 +7,7 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
-from tests.forge.conftest import BASE, BRANCH, FORK, UPSTREAM
+from tests.forge.conftest import BASE, BRANCH, FORK, UPSTREAM, make_gitcode
 from tests.helpers.fake_gitcode import FakeGitCode
 
 pytestmark = pytest.mark.usefixtures("no_token_leak")
@@ -183,8 +183,11 @@ def test_a_wrong_head_is_not_closed_when_base_or_author_is_not_ours(
     assert info.value.details["closed"] is False
 
 
-def test_the_issue_state_is_read_from_the_service(server: FakeGitCode,
-                                                  gitcode: GitCodeForge) -> None:
-    assert gitcode.issue_state(ISSUE) == "open"
+def test_the_issue_state_is_read_from_the_service_once_per_run(
+        server: FakeGitCode, gitcode: GitCodeForge, sleeps) -> None:
     server.closed_issues.add(ISSUE)
     assert gitcode.issue_state(ISSUE) == "closed"
+    assert gitcode.issue_state(ISSUE) == "closed"  # every branch of the set asks
+    assert server.counts()["GET /repos/Ascend/pytorch/issues/{n}"] == 1
+    server.closed_issues.clear()
+    assert make_gitcode(server, sleeps).issue_state(ISSUE) == "open"  # the next run reads it

@@ -263,10 +263,10 @@ def test_a_dry_run_estimates_a_batch_and_its_wait() -> None:
         pr = dry.create_pr(f"b{index}", "master", "t", "b")
         dry.link_issue(pr.number, 3216)
     summary = dry.request_summary(20)
-    # 3 + 2 x 20 reads; per PR the listing read afresh (open, locked), a create, its
-    # read-back, the link, and the body rewritten with the read of its draft
-    assert summary == ("about 603 GitCode API requests for 80 new PR(s) in 20 patch set(s) "
-                       "(43 reads estimated, 560 for the writes and their read-backs); under the "
+    # 3 + 2 x 20 reads and each set's issue; per PR the listing read afresh (open, locked),
+    # a create, its read-back, the link, and the body rewritten with the read of its draft
+    assert summary == ("about 623 GitCode API requests for 80 new PR(s) in 20 patch set(s) "
+                       "(63 reads estimated, 560 for the writes and their read-backs); under the "
                        "limit of 50 per minute and 4000 per hour, that takes at least 12 min")
     assert DryRunForge(None, plan.append, upstream=UPSTREAM, fork=FORK,
                        name="local").request_summary(1) is None
