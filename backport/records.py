@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from backport.envs.model import Probe, TestRun
+from backport.envs.model import ChangeScope, Probe, TestRun
 from backport.states import Status
 
 
@@ -41,6 +41,8 @@ class TestResult:
     # (test, outcome) of every test the patch adds, as the -v output showed it: "ok", "FAIL",
     # "ERROR", "skipped", "not run"...; the result is ok only when each one is "ok"
     patch_tests: tuple[tuple[str, str], ...] = ()
+    # What the series changes beyond tests and how far the run saw it (``envs/changes.py``)
+    changes: ChangeScope = ChangeScope()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "summary_lines", _tuple(self.summary_lines))
@@ -53,15 +55,23 @@ class TestResult:
         """Every test the patch adds ran and passed (True when it adds none)."""
         return all(outcome == "ok" for _, outcome in self.patch_tests)
 
+    @property
+    def not_in_build(self) -> bool:
+        """The series changes files the build that ran does not hold (compiled sources, build
+        inputs): a passing run does not validate the change."""
+        return bool(self.changes.not_in_build)
+
     @classmethod
     def skipped_on_request(cls) -> TestResult:
         return cls(ok=None, exit_code=None, summary="not run (--skip-tests)", skipped=True)
 
     @classmethod
     def of_runs(cls, runs: Sequence[TestRun], commit: str | None,
-                patch_tests: Sequence[tuple[str, str]] = ()) -> TestResult:
+                patch_tests: Sequence[tuple[str, str]] = (),
+                changes: ChangeScope | None = None) -> TestResult:
         """Fold the runs of every test file of the patch set into one result; it is ok only
-        when every run passed and every test the patch adds (``patch_tests``) says ``ok``."""
+        when every run passed and every test the patch adds (``patch_tests``) says ``ok``.
+        ``changes``: the series' files beyond tests, as the runs saw them."""
         ran = sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None
         lines = tuple(line for r in runs for line in r.summary)
         return cls(
@@ -78,6 +88,7 @@ class TestResult:
             runs=tuple(runs),
             commit=commit,
             patch_tests=tuple(patch_tests),
+            changes=changes or ChangeScope(),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -85,6 +96,7 @@ class TestResult:
         data["summary_lines"] = list(self.summary_lines)
         data["runs"] = [run.to_dict() for run in self.runs]
         data["patch_tests"] = dict(self.patch_tests)
+        data["changes"] = {k: list(v) for k, v in dataclasses.asdict(self.changes).items()}
         return data
 
     @classmethod
@@ -95,6 +107,9 @@ class TestResult:
         values.setdefault("exit_code", None)
         values["runs"] = tuple(TestRun.from_dict(r) for r in data.get("runs") or ())
         values["patch_tests"] = tuple((data.get("patch_tests") or {}).items())
+        changes = data.get("changes") or {}
+        values["changes"] = ChangeScope(**{k: changes.get(k) or () for k in (
+            "overlay", "not_in_build", "not_exercised")})
         return cls(**values)
 
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for backport: the tool's venv (.venv) and the torch test environment
-# (.ci/venvs/torch-2.13.0: torch 2.13.0 CPU + expecttest + torch_npu 2.13.0, no CANN, plus
+# (.ci/venvs/torch-2.13.0: torch 2.13.0, expecttest, torch_npu 2.13.0 (no CANN) and
 # unittest-xml-reporting, which torch's run_tests() imports whenever CI is set in the environment).
-# Idempotent: a second run only checks. Usage: bash scripts/setup.sh [--no-torch]
+# torch comes from pip's configured index unless TORCH_INDEX_URL names another: on Linux x86_64,
+# PyPI's torch==2.13.0 is the CUDA build (several GB with its nvidia-* packages); its CPU build is
+# TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu. Elsewhere (aarch64, macOS) PyPI's is CPU.
+# Idempotent: a second run only checks. Usage: [TORCH_INDEX_URL=URL] bash scripts/setup.sh [--no-torch]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,12 +22,26 @@ fi
 if [ "${1:-}" != "--no-torch" ]; then
   TORCH_VENV=.ci/venvs/torch-2.13.0
   if ! "$TORCH_VENV/bin/python" -c 'import importlib.metadata as m; m.version("torch"); m.version("torch_npu"); m.version("expecttest"); m.version("unittest-xml-reporting")' 2>/dev/null; then
-    echo "setup: creating $TORCH_VENV (torch 2.13.0 CPU, expecttest, torch_npu 2.13.0)"
+    TORCH_INDEX_URL=${TORCH_INDEX_URL:-}
+    if [ -n "$TORCH_INDEX_URL" ]; then
+      echo "setup: creating $TORCH_VENV: torch 2.13.0 from $TORCH_INDEX_URL, then expecttest," \
+           "torch_npu 2.13.0 and unittest-xml-reporting from pip's configured index"
+      FROM=(--index-url "$TORCH_INDEX_URL")
+    else
+      echo "setup: creating $TORCH_VENV: torch 2.13.0, expecttest, torch_npu 2.13.0 and" \
+           "unittest-xml-reporting from pip's configured index; on Linux x86_64 PyPI's torch is" \
+           "the CUDA build (several GB); for the CPU build run" \
+           "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh"
+      FROM=()
+    fi
     mkdir -p .ci/venvs
     "$PY" -m venv "$TORCH_VENV"
-    # Pinned: a bare `torch` pulls a multi-GB CUDA build.
+    # Pinned: a bare `torch` would take whatever is newest.
     "$TORCH_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-      torch==2.13.0 expecttest torch_npu==2.13.0 unittest-xml-reporting
+      ${FROM[@]+"${FROM[@]}"} torch==2.13.0
+    "$TORCH_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      expecttest torch_npu==2.13.0 unittest-xml-reporting
+    echo "setup: installed: $("$TORCH_VENV/bin/python" -c 'import torch; cuda = torch.version.cuda; print(f"torch {torch.__version__} (" + (f"CUDA {cuda} build" if cuda else "CPU build") + ")")')"
   fi
 fi
 echo "setup: ready"

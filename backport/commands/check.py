@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
-from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.pipeline.apply import select_patch_sets
 from backport.pipeline.check import Finding, run_check
 
@@ -24,7 +24,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
     interpreter exists (offline: a warning), and that every patch set applies with `git am -3`
     on each of its targets, in a temporary worktree, leaving each test file in place. Nothing
     is pushed and no forge is called. Exit 0 when all is well, 1 naming each problem, 2 for a
-    configuration error.
+    configuration error (a patch set that cannot be read among them).
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
@@ -32,9 +32,8 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
     if project.branch_map.fork_unset:  # fine for CI, but apply refuses until it is set
         findings.insert(1, Finding("fork", "set", True, project.branch_map.fork_unset,
                                    warning=True))
-    if names is None:
-        findings += [Finding(broken_subject(name), "schema", False, message)
-                     for name, message in sorted(project.broken.items())]
+    broken = sorted(project.broken.items()) if names is None else []
+    findings += [Finding(broken_subject(name), "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)
     if as_json:
         print_json({"ok": ok, "offline": offline, "findings": [f.to_dict() for f in findings],
@@ -56,4 +55,4 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
         for f in findings:  # a warning stays a row of the table; a problem is repeated on stderr
             if not f.ok:
                 app.err_console.print(f"problem: {f.problem}", markup=False, soft_wrap=True)
-    raise SystemExit(EXIT_OK if ok else EXIT_BRANCH_FAILED)
+    raise SystemExit(EXIT_USAGE if broken else EXIT_OK if ok else EXIT_BRANCH_FAILED)

@@ -14,6 +14,7 @@ from rich.table import Table
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_project
 from backport.demo.sandbox import Sandbox, build_sandbox, clear_sandbox
+from backport.envs.kept import keep_policy
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.forge import make_forge
 from backport.git.locks import file_lock
@@ -98,6 +99,10 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> Non
         _run_demo(app, sandbox, torch_python, replaced)
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} seconds"
+
+
 def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
               replaced: bool) -> None:
     """Apply put_metric in the built sandbox, print what happened and where to look."""
@@ -131,4 +136,8 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
     echo(f"  branch state:   cd {sandbox.project} && {cmd} status")
     echo(f"  test logs:      {project.state_dir / 'runs' / 'put_metric' / 'logs'}")
     echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
+    kept = keep_policy(environ) if torch_python is not None else None
+    if kept is not None:
+        echo(f"The warm worker the tests ran in (a Python process that has imported torch) stays "
+             f"up to {_duration(kept.idle)} for the next run; `{cmd} env stop` stops it now.")
     raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.config.model import Project
-from backport.errors import EXIT_BRANCH_FAILED
+from backport.errors import EXIT_USAGE
 from backport.pipeline.apply import select_patch_sets
 
 
@@ -21,7 +21,7 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     """List patch sets, their APIs, issues and target branches (variants marked *).
 
     A patch set that cannot be read is named on a `problem:` line and the others are listed;
-    the exit code is then 1.
+    the exit code is then 2, as for any configuration error.
     """
     project = app.project()
     bm = project.branch_map
@@ -54,11 +54,12 @@ def _print_table(app: AppContext, rows: list[dict[str, Any]]) -> None:
 
 
 def report_broken(project: Project) -> None:
-    """One `problem:` line per patch set that cannot be read; exit 1 when there is one."""
+    """One `problem:` line per patch set that cannot be read; exit 2 (a configuration error)
+    when there is one."""
     for name, message in sorted(project.broken.items()):
         echo(f"problem: {broken_subject(name)}: {message}", err=True)
     if project.broken:
-        raise SystemExit(EXIT_BRANCH_FAILED)
+        raise SystemExit(EXIT_USAGE)
 
 
 @click.command("matrix")

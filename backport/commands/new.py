@@ -44,10 +44,25 @@ def _ask(value: str | None, prompt: str, option: str) -> str:
 def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
     """Where the commits were looked for by default (the current folder), say so and how to
     name another repository."""
-    if repo_given or "is not a commit in the repository" not in exc.message:
+    if repo_given:
+        return exc
+    if " is not a git repository" in exc.message:
+        here = exc.message.replace(" is not a git repository", " (the current folder) is not a "
+                                   "git repository", 1)
+        return BackportError(exc.code, f"{here}; pass --repo PATH naming the clone that holds "
+                             f"the commits")
+    if "is not a commit in the repository" not in exc.message:
         return exc
     return BackportError(exc.code, f"{exc.message} (the current folder); pass --repo PATH "
                          f"naming the clone that holds it")
+
+
+def _required_off_terminal(**given: object) -> None:
+    """Off a terminal nothing can be asked: name every missing option at once."""
+    missing = [f"--{name}" for name, value in given.items() if not value]
+    if missing and not sys.stdin.isatty():
+        verb = "is" if len(missing) == 1 else "are"
+        raise BackportError("usage", f"{' and '.join(missing)} {verb} required off a terminal")
 
 
 @click.command("new")
@@ -85,6 +100,7 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
     dest = patches_dir / name
     if dest.exists() and not force:
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
+    _required_off_terminal(api=api, issue=issue)
     repo_given = click.get_current_context().get_parameter_source("repo") is not (
         click.core.ParameterSource.DEFAULT)
     try:

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.config.model import PatchSet, Project
-from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.forge import PullRequest, make_forge
 from backport.pipeline.apply import select_patch_sets, select_targets
 from backport.pipeline.journal import Journal
@@ -36,7 +36,8 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
     Read from the run journal (.backport/runs/<patch-set>/journal.json); nothing is fetched.
     With --from-forge, read from the open PRs of the set instead (their evidence blocks).
     Exit 0 when every branch shown is done (or needs no PR), 1 when one of them failed or
-    stopped, as `apply` does (--from-forge: has no open PR or a failing result).
+    stopped, as `apply` does (--from-forge: has no open PR or a failing result); 2 when a
+    patch set cannot be read (each is named on a `problem:` line).
     """
     project = app.project()
     if from_forge:
@@ -50,11 +51,9 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
         journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
         payload.append((ps, journal.records(chosen[ps.name])))
     failed = any(_failed(r) for _, records in payload for r in records)
-    if not apis:  # a set run before that cannot be read now is a problem of its own
-        for name, message in sorted(project.broken.items()):
-            if (project.state_dir / "runs" / name / "journal.json").exists():
-                echo(f"problem: {broken_subject(name)}: {message}", err=True)
-                failed = True
+    broken = sorted(project.broken.items()) if not apis else []
+    for name, message in broken:  # a set that cannot be read is a problem of its own
+        echo(f"problem: {broken_subject(name)}: {message}", err=True)
     if as_json:
         data = [status_json(ps, records) for ps, records in payload]
         print_json(data[0] if len(data) == 1 else {"runs": data})
@@ -67,7 +66,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
                 render_table(records, app.console)
             else:
                 echo("  not run yet")
-    raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
+    raise SystemExit(EXIT_USAGE if broken else EXIT_BRANCH_FAILED if failed else EXIT_OK)
 
 
 def _failed(record: BranchRecord) -> bool:

@@ -188,6 +188,22 @@ class _Builder:
         return out
 
 
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> YamlProblem:
+    """The syntax error at its line; when the file ends inside an open bracket or quote, at
+    the line that opened it (PyYAML's own mark then points past the last line)."""
+    mark = exc.problem_mark or exc.context_mark
+    problem = ", ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+    if mark is None:
+        return YamlProblem(None, f"YAML syntax error: {problem}")
+    last = max(len(text.splitlines()), 1)
+    if mark.line + 1 > last:
+        opened = exc.context_mark
+        mark = opened if opened is not None and opened.line + 1 <= last else mark
+        problem += "; the file ends before it is closed" if opened is not None else ""
+        return YamlProblem(min(mark.line + 1, last), f"YAML syntax error: {problem}")
+    return YamlProblem(mark.line + 1, f"YAML syntax error: {problem}")
+
+
 def parse_yaml(text: str) -> Any:
     """Parse one YAML document into plain values; ``None`` for an empty document.
 
@@ -200,11 +216,7 @@ def parse_yaml(text: str) -> Any:
             loader = _Loader(text)
             node = loader.get_single_node()
         except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = ", ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-            raise YamlProblem(
-                mark.line + 1 if mark else None, f"YAML syntax error: {problem}"
-            ) from None
+            raise _syntax_problem(exc, text) from None
         except yaml.reader.ReaderError as exc:
             line = text.count("\n", 0, max(exc.position, 0)) + 1
             raise YamlProblem(

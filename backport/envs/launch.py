@@ -24,11 +24,16 @@ from backport.config.branch_map import PYTHON_PLACEHOLDER
 from backport.config.model import Environment
 
 SHOWN_PYTHON = "python"
+# Read by the snippet below: a folder put first on PYTHONPATH as the sourced script left it.
+PATH_FIRST = "BACKPORT_PATH_FIRST"
 # $1 is the script; the rest is the command. Positional parameters are cleared before sourcing,
 # so a script that reads "$@" sees none; variables the tool sets are applied after it.
 _SOURCE_SNIPPET = (
     '__backport_script=$1; shift; __backport_argv=("$@"); set --; '
-    '. "$__backport_script" >&2 || exit; exec "${__backport_argv[@]}"'
+    '. "$__backport_script" >&2 || exit; '
+    f'if [ -n "${{{PATH_FIRST}:-}}" ]; then '
+    f'export PYTHONPATH="${PATH_FIRST}${{PYTHONPATH:+:$PYTHONPATH}}"; fi; unset {PATH_FIRST}; '
+    'exec "${__backport_argv[@]}"'
 )
 
 
@@ -49,7 +54,7 @@ def shown_command(env: Environment, args: Sequence[str], variables: Mapping[str,
     parts: list[str] = []
     if env.source is not None:
         parts += ["source", _quote(env.source_shown), "&&"]
-    parts += [f"{k}={shlex.quote(placeholder(k) if _local_path(env.env.get(k)) else v)}"
+    parts += [f"{k}={shlex.quote(placeholder(k) if local_path(env.env.get(k)) and local_path(v) else v)}"
               for k, v in variables.items()]
     if env.wrapper_shown:
         parts += [
@@ -67,7 +72,7 @@ def placeholder(name: str) -> str:
     return f"<{name}>"
 
 
-def _local_path(value: str | None) -> bool:
+def local_path(value: str | None) -> bool:
     """True when a map-set value names a place on this machine (absolute, ``~`` or ``$HOME``),
     alone or in a ``:``-separated list."""
     if not value:

@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from backport.config.model import Environment
+from backport.envs.fingerprint import FingerprintError, fingerprint
 from backport.envs.kept import KeepPolicy
 from backport.envs.model import AUTOLOAD, Probe
+from backport.envs.overlay import Overlay, OverlayError, build_overlay, installed_package
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import LOAD_CHECK_TIMEOUT
 from backport.envs.probe_cache import cached_probe, stored_probe
@@ -34,6 +36,7 @@ class Environments:
         self.probes_reused: set[str] = set()  # environments whose probe an earlier run made
         self._runners: dict[tuple[str, str], TestRunner] = {}
         self._early: dict[tuple[str, str], EarlyWorker] = {}
+        self._installed: dict[str, tuple[str, Path] | OverlayError] = {}
 
     def _env_lock(self, name: str) -> threading.Lock:
         with self._lock:
@@ -71,6 +74,24 @@ class Environments:
                 self._runners[key] = TestRunner(env, probe, device=device, early=early,
                                                 isolated=self.isolated, keep=self.keep)
             return self._runners[key]
+
+    def overlay(self, env: Environment, files: Mapping[str, bytes | None]) -> Overlay:
+        """The installed torch_npu of ``env`` with ``files`` laid over it (see ``overlay``),
+        kept in the cache folder per environment fingerprint and content; OverlayError when the
+        package cannot be found or copied. The package is looked for once per run."""
+        with self._env_lock(env.name):
+            if env.name not in self._installed:
+                try:
+                    self._installed[env.name] = (fingerprint(env, self.environ),
+                                                 installed_package(env))
+                except FingerprintError as exc:
+                    self._installed[env.name] = OverlayError(str(exc))
+                except OverlayError as exc:
+                    self._installed[env.name] = exc
+            found = self._installed[env.name]
+            if isinstance(found, OverlayError):
+                raise found
+            return build_overlay(self.cache, found[0], found[1], files)
 
     def prewarm(self, env: Environment, device: str) -> None:
         """Probe ``env`` and start its warm worker, while other threads fetch and apply.

@@ -4,6 +4,11 @@ The warm worker (see ``worker``) imported torch once; every test is a fork of it
 worker cannot start or dies, or ``isolated=True``, each test is ``python <path> <args>`` in a
 fresh process.  Either way the test runs from the worktree root, in its own process group, with
 its output in ``log_path``, and a timeout kills the whole group.
+
+A run with an overlay (the installed torch_npu with the branch's versions of the Python files a
+series changes, ``overlay``) is always a process of its own, the overlay first on its
+``PYTHONPATH``: the warm worker may already hold the installed package's modules (it imports
+what earlier tests imported), and a fork cannot unimport them.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from backport.config.model import Environment, TestSpec
 from backport.config.validate import home_shown
 from backport.envs.device import device_verdict
 from backport.envs.kept import KeepPolicy
-from backport.envs.launch import launch_argv, shown_command
+from backport.envs.launch import PATH_FIRST, launch_argv, local_path, placeholder, shown_command
 from backport.envs.model import Probe, TestRun
 from backport.envs.probe import env_vars, require_interpreter
 from backport.envs.summary import parse_summary
@@ -34,6 +39,7 @@ from backport.envs.worker import (
 from backport.errors import BackportError
 from backport.redact import redact
 
+OVERLAY_SHOWN = "<torch_npu overlay>"  # what COMMAND shows for the overlay's folder
 REPLY_TIMEOUT = 30.0  # for protocol replies that need no test to run
 LOG_TAIL = 4 * 1024 * 1024  # the summary is at the end; read at most this much
 
@@ -68,6 +74,7 @@ class TestRunner:
         self.start_timeout = start_timeout
         self._lock = threading.Lock()
         self._worker: Worker | None = None
+        self._started_for: dict[int, str] = {}  # pid of a worker started now -> its first user
         self._retired: list[Worker] = []  # replaced workers finishing their running tests
         self._learn = True  # off once a worker retired: its successor only imports torch
         # Why warm runs are off (None while they are on); torch-less envs gain nothing from it.
@@ -93,12 +100,21 @@ class TestRunner:
     @property
     def kind(self) -> str:
         """How tests run, for the verbose log: isolated, or forked from which worker."""
+        return self.kind_for("")
+
+    def kind_for(self, user: str) -> str:
+        """:attr:`kind` as ``user`` (a target branch) sees it: a kept worker this run started
+        is "started now" for the first user that asks, and started earlier for the others."""
         if self.isolated:
             return "isolated"
         worker = self._worker
         if worker is None or worker.kept is None:
             return "warm worker"
-        when = "started now" if worker.kept.get("started") else "kept from an earlier run"
+        when = "kept from an earlier run"
+        if worker.kept.get("started"):
+            with self._lock:  # no user (the plain `kind`) claims nothing
+                first = self._started_for.setdefault(worker.pid, user) if user else user
+            when = "started now" if first == user else f"started earlier in this run, for {first}"
         return f"warm worker, kept, pid {worker.pid}, {when}"
 
     @property
@@ -112,18 +128,46 @@ class TestRunner:
         """The variables this runner sets on top of the inherited environment."""
         return {k: redact(v) for k, v in {**self.env.env, **self.extra_env}.items()}
 
-    def command(self, test: TestSpec) -> str:
+    def command(self, test: TestSpec, overlay: Path | None = None) -> str:
         """The test's start as the evidence shows it: source script, the variables this runner
         sets, wrapper or ``python``, the worktree-relative path and args (see ``launch``)."""
-        return shown_command(self.env, [test.path, *test.args], self.env_vars)
+        return shown_command(self.env, [test.path, *test.args], self._shown_vars(overlay))
 
-    def _launch(self, args: list[str]) -> list[str]:
-        return launch_argv(self.env, args, {**self.env.env, **self.extra_env})
+    def _shown_vars(self, overlay: Path | None) -> dict[str, str]:
+        """The variables COMMAND shows: the overlay as ``<torch_npu overlay>``, ahead of the
+        map's own ``PYTHONPATH`` (itself a placeholder where it names a local path)."""
+        if overlay is None:
+            return self.env_vars
+        pinned = self.env_vars.get("PYTHONPATH")
+        if pinned is not None and local_path(pinned):
+            pinned = placeholder("PYTHONPATH")
+        shown = os.pathsep.join([OVERLAY_SHOWN, *([pinned] if pinned else [])])
+        return {**self.env_vars, "PYTHONPATH": shown}
+
+    def _overlay_vars(self, overlay: Path | None) -> dict[str, str]:
+        """What puts ``overlay`` first on the path: ``PYTHONPATH`` ahead of what the environment
+        sets, or, where a ``source:`` script runs first (CANN's ``set_env.sh`` extends
+        ``PYTHONPATH``) and the map pins none, ``PATH_FIRST``, which the start prepends to
+        what the script left (``launch``)."""
+        if overlay is None:
+            return {}
+        if self.env.source is not None and "PYTHONPATH" not in self.env.env:
+            return {PATH_FIRST: str(overlay)}
+        before = {**os.environ, **self.env.env}.get("PYTHONPATH")
+        return {"PYTHONPATH": os.pathsep.join([str(overlay), *([before] if before else [])])}
+
+    def _launch(self, args: list[str], overlay: Path | None = None) -> list[str]:
+        pinned = {k: v for k, v in self._overlay_vars(overlay).items() if k != PATH_FIRST}
+        return launch_argv(self.env, args, {**self.env.env, **self.extra_env, **pinned})
 
     def run(
-        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None
+        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None,
+        *, overlay: Path | None = None,
     ) -> TestRun:
-        """Run ``test`` from ``worktree``; output to ``log_path``; kill it after ``timeout`` s."""
+        """Run ``test`` from ``worktree``; output to ``log_path``; kill it after ``timeout`` s.
+
+        ``overlay``: a folder holding a ``torch_npu`` to import instead of the installed one;
+        the test then runs as a process of its own."""
         if not self.verdict.runnable:
             raise BackportError("env-unavailable", f"environment '{self.env.name}': {self.note}")
         require_interpreter(self.env)
@@ -135,11 +179,11 @@ class TestRunner:
         timeout = self.env.timeout if timeout is None else timeout
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        if self.fallback is None:
+        if self.fallback is None and overlay is None:
             result = self._run_warm(worktree, test, log_path, timeout)
             if result is not None:
                 return result
-        return self._run_isolated(worktree, test, log_path, timeout)
+        return self._run_isolated(worktree, test, log_path, timeout, overlay)
 
     def close(self) -> None:
         """Stop the warm worker, if one runs."""
@@ -267,10 +311,11 @@ class TestRunner:
     # -- isolated ----------------------------------------------------------------------
 
     def _run_isolated(
-        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
+        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float,
+        overlay: Path | None = None,
     ) -> TestRun:
-        self._start_log(log_path, test)
-        argv = self._launch([test.path, *test.args])
+        self._start_log(log_path, test, overlay)
+        argv = self._launch([test.path, *test.args], overlay)
         start = time.monotonic()
         with open(log_path, "ab") as log:
             try:
@@ -280,7 +325,7 @@ class TestRunner:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=env_vars(self.env, self.extra_env),
+                    env=env_vars(self.env, {**self.extra_env, **self._overlay_vars(overlay)}),
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -294,19 +339,22 @@ class TestRunner:
             except subprocess.TimeoutExpired:
                 kill_group(proc.pid)
                 proc.wait()
-                return self._result(test, log_path, None, start, "isolated", timed_out=timeout)
+                return self._result(test, log_path, None, start, "isolated", timed_out=timeout,
+                                    overlay=overlay)
             finally:
                 kill_group(proc.pid)  # leftovers the test started in its group
-        return self._result(test, log_path, code, start, "isolated")
+        return self._result(test, log_path, code, start, "isolated", overlay=overlay)
 
     # -- shared ------------------------------------------------------------------------
 
-    def _start_log(self, log_path: Path, test: TestSpec) -> None:
+    def _start_log(self, log_path: Path, test: TestSpec, overlay: Path | None = None) -> None:
         # Logs may hold paths and output a maintainer would not publish: owner-only, like the journal.
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(f"$ {self.command(test)}\n")
+            handle.write(f"$ {self.command(test, overlay)}\n")
+            if overlay is not None:
+                handle.write(f"# {OVERLAY_SHOWN}: {overlay}\n")
 
     def _result(
         self,
@@ -317,6 +365,7 @@ class TestRunner:
         runner: str,
         *,
         timed_out: float | None = None,
+        overlay: Path | None = None,
     ) -> TestRun:
         duration = time.monotonic() - start
         summary = parse_summary(_read_tail(log_path))
@@ -325,7 +374,7 @@ class TestRunner:
             lines.append(f"timed out after {timed_out:g}s")
         return TestRun(
             path=test.path,
-            command=self.command(test),
+            command=self.command(test, overlay),
             exit_code=exit_code,
             ran=summary.ran,
             ok=exit_code == 0 and summary.ok is True and timed_out is None,
@@ -334,7 +383,7 @@ class TestRunner:
             log=str(log_path),
             runner=runner,
             timed_out=timed_out is not None,
-            env_vars=self.env_vars,
+            env_vars=self._shown_vars(overlay),
         )
 
 

@@ -159,6 +159,8 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
                 summary = session.remote.request_summary(len(patch_sets))
                 if summary:
                     estimate(summary)
+                for need in session.remote.missing():
+                    estimate(f"needs what this dry run does not: {need}")
             return outcomes
     finally:
         session.close()
@@ -238,7 +240,9 @@ def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: 
         except BackportError as exc:
             problems.append(exc)
     if publishing:
-        problems.extend(BackportError("auth", text) for text in session.remote.forge().missing())
+        problems.extend(BackportError("auth", text) for text in session.remote.missing())
+    if session.options.dry_run and all(p.code == "auth" for p in problems):
+        return  # the dry run goes on; its estimate names what the real run needs
     if len(problems) == 1 and problems[0].code != "auth":
         raise problems[0]
     if problems:

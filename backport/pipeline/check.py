@@ -15,11 +15,13 @@ from pathlib import Path
 from backport.config.model import PatchSet, Project
 from backport.config.patchfiles import Patch
 from backport.config.validate import home_shown
+from backport.envs.changes import scope_of
 from backport.errors import BackportError
 from backport.git.apply import already_applied, apply_series
 from backport.git.cache import RepoCache
 from backport.git.present import added_tests, changed_python_tests, present_tests, source_problems
 from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.body_paths import absent_named_paths
 from backport.pipeline.journal import Journal
 from backport.pipeline.propagate import (
     SiblingSeries,
@@ -69,6 +71,7 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
         variants = ", ".join(sorted(ps.variants)) or "none"
         findings.append(Finding(f"patches/{ps.name}", "schema", True,
                                 f"{len(ps.patches)} patch(es), variants: {variants}"))
+        findings += _beyond_tests(ps)
         for target in ps.branches:
             fork_branch = ps.fork_branch(bm, target)
             findings.append(Finding(f"{ps.name} on {target}", "fork branch name", True, fork_branch,
@@ -108,6 +111,26 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool,
                 if target in bases:
                     findings += _check_applies(cache, ps, journal, target, bases[target],
                                                Path(tmp))
+            findings += [Finding(f"{ps.name} on {target}", "body paths", True, detail, warning=True)
+                         for target, detail in absent_named_paths(cache.path, ps, bases)]
+    return findings
+
+
+def _beyond_tests(ps: PatchSet) -> list[Finding]:
+    """What the tests will not validate: a warning naming the files outside ``test/`` that the
+    installed build does not hold; a note naming the torch_npu files run over it."""
+    scope = scope_of(path for target in ps.branches for patch in ps.series_for(target)
+                     for path in patch.paths)
+    findings = []
+    if scope.overlay:
+        findings.append(Finding(f"patches/{ps.name}", "beyond tests", True,
+                                f"{', '.join(scope.overlay)} run in the branch's version, laid "
+                                f"over the installed torch_npu"))
+    if scope.not_in_build:
+        findings.append(Finding(f"patches/{ps.name}", "beyond tests", True,
+                                f"{', '.join(scope.not_in_build)} not in the build the tests "
+                                f"run on: a passing run does not validate them (draft PRs)",
+                                warning=True))
     return findings
 
 

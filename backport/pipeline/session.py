@@ -108,6 +108,13 @@ class ForgeAccess:
                                          pace_dir=cache_root(self.environ) / "pace")
             return self._forge
 
+    def missing(self) -> list[str]:
+        """What the real run's forge lacks (no token...), in a dry run too: its plan says it."""
+        if not self.dry_run:
+            return self.forge().missing()
+        return make_forge(self.project.branch_map, self.project.state_dir,
+                          environ=self.environ).missing()
+
     def request_summary(self, sets: int) -> str | None:
         """For a dry run: about how many forge requests the run would make, and how long."""
         with self._lock:

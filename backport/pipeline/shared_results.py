@@ -157,9 +157,11 @@ def record_for(records: list[BranchRecord], state: SetOnForge, target: str,
 
 
 def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
-    """The draft state a branch's PR should have: its test failed, or the patch set asks."""
+    """The draft state a branch's PR should have: its test failed, its result does not
+    validate the change (``not_in_build``), or the patch set asks."""
     failed = rec is not None and rec.test is not None and rec.test.ok is False
-    return failed or ps.pr.draft
+    unproven = rec is not None and rec.test is not None and rec.test.not_in_build
+    return failed or unproven or ps.pr.draft
 
 
 def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:

@@ -33,8 +33,10 @@ from backport.git.present import (
     source_problems,
     with_classes,
 )
-from backport.git.push import push_branch, remote_sha
+from backport.git.push import push_branch
 from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.beyond_tests import changes_for_run
+from backport.pipeline.fork_read import fork_head
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
 from backport.pipeline.session import ApplyOptions
@@ -244,14 +246,17 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     runner = envs.runner(env, job.patch_set.device)
     assert rec.worktree is not None
     path = Path(rec.worktree)
+    changes, overlay = changes_for_run(job, envs, env, path)
     runs = []
     for index, spec in enumerate(job.patch_set.tests):
-        job.event("testing", f"{spec.path} ({runner_kind(runner)})")
+        job.event("testing", f"{spec.path} ({runner_kind(runner, overlay, job.target)})")
         started = time.monotonic()
-        runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout))
+        runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout,
+                               overlay=overlay))
         job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
-                             f"({runner_kind(runner)})")
-    result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs))
+                             f"({runner_kind(runner, overlay, job.target)})")
+    result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs),
+                                changes)
     if result.ok:
         job.change(lambda r: r.tested(result, evidence, ""))
         job.event("tested", result.summary)
@@ -288,8 +293,12 @@ def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> lis
             for t, outcome in found]
 
 
-def runner_kind(runner: Any) -> str:
-    return str(getattr(runner, "kind", "warm worker"))
+def runner_kind(runner: Any, overlay: Path | None = None, target: str = "") -> str:
+    """How ``runner`` runs tests, as the branch ``target`` sees it."""
+    if overlay is not None:
+        return "isolated, over a copy of the installed torch_npu"
+    kind_for = getattr(runner, "kind_for", None)
+    return str(kind_for(target) if kind_for else getattr(runner, "kind", "warm worker"))
 
 
 # -- push -------------------------------------------------------------------------------------
@@ -304,7 +313,7 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
     rec = job.record
     commit = rec.commit
     assert commit is not None
-    remote = remote_sha(fork_url, job.fork_branch, env=push_env)
+    remote = fork_head(fork_url, job.fork_branch, push_env, dry_run=options.dry_run, plan=plan)
     ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
     if remote == commit:
         job.change(lambda r: r.pushed(commit))

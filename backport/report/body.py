@@ -19,10 +19,11 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from backport.config.model import BranchMap, PatchSet
-from backport.envs.model import AUTOLOAD, NOT_FOUND
+from backport.envs.model import AUTOLOAD, NOT_FOUND, ChangeScope
 from backport.errors import BackportError
 from backport.records import BranchRecord, EnvEvidence, TestResult
 from backport.redact import redact
+from backport.report import prose_zh as zh
 from backport.report import regions as rg
 from backport.report.evidence_parse import (
     AUTOLOAD_NOTE,
@@ -36,13 +37,15 @@ from backport.report.evidence_parse import (
     STALE_UNTESTED,
     TIMED_OUT,
     Evidence,
+    changes_lines,
     series_lines,
 )
 from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
-NOT_FOUND_ZH = "未找到 (not found)"
-NOT_PROBED_ZH = f"未探测 ({NOT_PROBED})"
+NOT_FOUND_ZH = "未找到"
+NOT_PROBED_ZH = "未探测"
+device_note_zh = zh.device_note_zh
 
 _CN_NUMBERS = "零一两三四五六七八九十"
 
@@ -73,21 +76,6 @@ class BodyContext:
     # Branches whose result was read from their own PR's evidence (another host ran them):
     # target -> that evidence; their record in ``branches`` is `evidence_parse.record_of` it.
     read_back: dict[str, Evidence] = field(default_factory=dict)
-
-
-# Why a branch has no test result, as a reviewer reads it.
-_NOT_RUN_ZH = {
-    "pending": "尚未运行",
-    "fetched": "尚未运行",
-    "applied": "补丁已应用，测试尚未运行",
-    "already-applied": "补丁已在目标分支上（相同 patch-id），无需 PR",
-    "already-present": "补丁新增的测试已在目标分支上，无需 PR",
-    "env-missing": "该分支的运行环境不存在",
-    "env-mismatch": "运行环境的 torch / torch_npu 版本与约束不符",
-    "env-unavailable": "运行环境无法运行需要 NPU 的测试",
-    "failed": "运行出错",
-    "planned": "试运行，未执行",
-}
 
 
 def summary_lines(test: TestResult | None) -> list[str]:
@@ -127,30 +115,74 @@ def result_cell(view: BranchRecord) -> str:
         files = "、".join(view.conflicts) or "文件未知"
         return _cell(f"冲突：{files}（补丁未能自动应用，未运行测试）")
     if view.skipped:
-        return "未运行（--skip-tests）"
+        return zh.SKIPPED_ZH
     if not view.test:
-        reason = _NOT_RUN_ZH.get(view.status)
+        reason = zh.status_zh(view.status)
         if view.status == "env-mismatch" and view.mismatches:
-            reason = f"{reason}：{'；'.join(view.mismatches)}"
-        return _cell(f"未运行：{view.status}" + (f"（{reason}）" if reason else ""))
+            reason += "：" + "；".join(zh.mismatch_zh(m) for m in view.mismatches)
+        return _cell(f"未运行：{reason}")
     lines = summary_lines(view.test)
     parts = lines or ["无测试摘要"]
     if view.test.timed_out:
         duration = view.test.duration
-        parts.append(f"超时（{duration:.0f}s 后终止）" if isinstance(duration, int | float) else "超时")
+        parts.append(f"超时（运行 {zh.seconds_zh(duration)}后终止）" if isinstance(duration, int | float)
+                     else "超时")
     code = view.test.exit_code
     if code is not None and not exit_stated(lines, code):
         parts.append(f"退出码 {code}")
     elif code is None and not view.test.timed_out:
         parts.append("无退出码")
-    missed = [f"{name} {outcome}" for name, outcome in view.test.patch_tests if outcome != "ok"]
+    missed = [f"{zh.code(name)}（{zh.outcome_zh(outcome)}）"
+              for name, outcome in view.test.patch_tests if outcome != "ok"]
     if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
-        parts.append(f"补丁新增的测试未全部通过：{', '.join(missed)}")
+        parts.append(f"补丁新增的测试未全部通过：{'、'.join(missed)}")
+    parts += changes_cell(view.test.changes)
     if view.stale:
         tested, head = str(view.test.commit)[:12], str(view.head)[:12]
-        parts.append(f"该结果测于 {tested}；fork 分支已被他人更新为 {head}，未经本工具测试"
-                     if view.fork_sha else f"该结果测于 {tested}，不是 fork 分支当前的 {head}")
+        parts.append(f"该结果测于 {tested}；Fork 分支已被他人更新为 {head}，未经本工具测试"
+                     if view.fork_sha else f"该结果测于 {tested}，不是 Fork 分支当前的 {head}")
     return _cell("，".join(parts))
+
+
+def _files_zh(paths: Sequence[str]) -> str:
+    return "、".join(f"`{path}`" for path in paths)
+
+
+def changes_cell(changes: ChangeScope) -> list[str]:
+    """What the result cell adds for a series that changes more than tests."""
+    parts = []
+    if changes.overlay:
+        parts.append(f"torch_npu 中的 {_files_zh(changes.overlay)} 以该分支的版本运行")
+    if changes.not_in_build:
+        parts.append(f"未验证改动（证据中的 `NOT_IN_BUILD`）：{_files_zh(changes.not_in_build)} "
+                     f"不在所测的 torch_npu 构建中")
+    return parts
+
+
+def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
+    """Under the result table: how far the tests saw what the series changes beyond tests,
+    one sentence per kind, the branches that share it named together."""
+    said: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for view in views:
+        if view.test is None or view.test.skipped:
+            continue
+        changes = view.test.changes
+        for kind, paths in (("overlay", changes.overlay), ("build", changes.not_in_build),
+                            ("other", changes.not_exercised)):
+            if paths:
+                said.setdefault((kind, paths), []).append(view.target)
+    notes = []
+    for (kind, paths), targets in said.items():
+        where, files = "、".join(targets), _files_zh(paths)
+        if kind == "overlay":
+            notes.append(f"{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
+                         f" torch_npu，其中这些文件替换为该分支打上补丁后的版本，其余文件与已安装版本相同。")
+        elif kind == "build":
+            notes.append(f"{where}：补丁修改的 {files} 不在所测的构建中：测试使用运行环境中已安装的"
+                         f" torch_npu，其中不包含这些改动；上表结果不能证明该改动有效，需在包含该改动的构建上验证。")
+        else:
+            notes.append(f"{where}：补丁修改的 {files} 既不是测试也不是 torch_npu 代码，本次测试未涉及。")
+    return notes
 
 
 def fork_branch_cell(view: BranchRecord, *, own: bool) -> str:
@@ -257,7 +289,7 @@ def _env_lines(vs: _Views) -> list[str]:
     for view in views:
         env = view.env
         if not env:
-            lines.append(f"{view.target}：未探测运行环境（该分支未运行测试：{view.status}）")
+            lines.append(f"{view.target}：未探测运行环境（该分支未运行测试：{zh.status_zh(view.status)}）")
             continue
         first = vs.first_user(view)
         if first is not None:
@@ -266,13 +298,13 @@ def _env_lines(vs: _Views) -> list[str]:
         line = (f"{view.target}（{_value(env.name)}）：torch {_value(env.fact('torch'))}，"
                 f"torch-npu {_value(env.fact('torch_npu'))}")
         if env.fact("torch_npu_loads") is False or env.autoload_disabled:
-            line += f"；torch_npu 未加载，测试在 {AUTOLOAD}=0 下运行，未使用 NPU"
+            line += f"；torch_npu 未加载，测试在 {zh.code(f'{AUTOLOAD}=0')} 下运行，未使用 NPU"
         lines.append(line)
     notes = [(v.target, v.env.note) for v in probed if v.env and v.env.note]
     if len({note for _, note in notes}) == 1:
-        lines.append(f"设备说明：{notes[0][1]}")
+        lines.append(f"设备说明：{zh.device_note_zh(notes[0][1])}")
     else:
-        lines.extend(f"设备说明（{target}）：{note}" for target, note in notes)
+        lines.extend(f"设备说明（{target}）：{zh.device_note_zh(note)}" for target, note in notes)
     return [_one_line(line) for line in lines]
 
 
@@ -282,11 +314,11 @@ def _commands(views: list[BranchRecord]) -> list[str]:
         env = f"（{view.env_name}）" if view.env_name else ""
         lines.append(f"# {view.target}{env}")
         if view.skipped:
-            lines.append("# 未运行（--skip-tests）")
+            lines.append("# 未运行：按 --skip-tests 跳过测试")
         elif view.test and view.test.command:
             lines.append(_one_line(view.test.command))
         else:
-            lines.append(f"# 未运行：{view.status}")
+            lines.append(f"# 未运行：{zh.status_zh(view.status)}".replace("`", ""))
     return lines
 
 
@@ -300,6 +332,13 @@ def _shared_notes(vs: _Views) -> list[str]:
                 f"取自 {view.target} 分支，在该环境中做兼容性预验证；目标分支结论以 PR CI 结果为准。"
             )
     return notes
+
+
+def _runner_note(vs: _Views) -> str | None:
+    """How the tests were run, said once (``RUNNER=warm``: a process that had imported torch)."""
+    ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner]
+    warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
+    return zh.runner_note(warm, [v.target for v in ran if v.target not in warm])
 
 
 def _head_line(view: BranchRecord) -> str:
@@ -386,6 +425,7 @@ def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
         if test.patch_tests:
             lines.append(f"{PATCH_TESTS_KEY}=" + ", ".join(f"{name} {outcome}"
                                                            for name, outcome in test.patch_tests))
+        lines += changes_lines(test.changes)
     note = env.note if env else None
     if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
@@ -440,6 +480,14 @@ def _changed_files(ps: PatchSet) -> list[str]:
     return sorted(paths) or sorted({t.path for t in ps.tests})
 
 
+def _series_paths(ps: PatchSet) -> list[str]:
+    """Every path the series changes, on any target (from its patches and as applied)."""
+    paths = {path for patch in ps.patches for path in patch.paths}
+    for touched in ps.touched_paths.values():
+        paths.update(touched)
+    return sorted(paths)
+
+
 _KIND_ZH = {"resolution": "人工冲突解决结果", "variant": "已保存的分支补丁"}
 
 
@@ -463,7 +511,7 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
                          f"请评审时与较新分支的改动对照。")
         if rec.status == Status.ALREADY_PRESENT and rec.present:
-            tests = "；".join(f"`{_cell(t.name)}`（{_cell(t.path)} 第 {t.line} 行"
+            tests = "；".join(f"`{_cell(t.name)}`（`{_cell(t.path)}` 第 {t.line} 行"
                              + (f"，由 {t.commit}「{_cell(t.subject)}」加入" if t.commit else "")
                              + "）" for t in rec.present)
             notes.append(f"{target}：补丁新增的测试已在该分支上：{tests}，无需 PR。")
@@ -492,6 +540,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "api": ps.api,
         "title": ps.title,
         "title_ok": ps.title.strip().startswith("test:"),
+        "only_tests": zh.only_tests(_series_paths(ps)),
         "issue_url": bm.issue_url(ps.issue),
         "issue_ref": f"{bm.upstream}#{ps.issue}",
         "source_kinds": [("需求", False), ("问题单", False), ("issue/工单", True),
@@ -511,7 +560,8 @@ def template_variables(ctx: BodyContext) -> dict:
         "docs_conclusion": docs[1] if docs else "",
         "env_lines": _env_lines(vs),
         "commands": _commands(vs.views),
-        "shared_notes": _shared_notes(vs),
+        "shared_notes": _shared_notes(vs) + changes_notes_zh(vs.views),
+        "runner_note": _runner_note(vs),
         "apply_notes": apply_notes_zh(ctx.branches),
         "evidence": evidence_fence(vs.own, ctx),
     }

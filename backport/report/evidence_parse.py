@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from backport.envs.model import AUTOLOAD, NOT_FOUND, Probe
+from backport.envs.model import AUTOLOAD, NOT_FOUND, ChangeScope, Probe
 from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource, TestResult
 from backport.report import regions as rg
 from backport.states import Status
@@ -22,6 +22,10 @@ NOT_RUN = "none (not run)"
 RESULT = "RESULT:"
 EXIT_KEY = "test_exit_code"
 PATCH_TESTS_KEY = "PATCH_TESTS"  # each test the patch adds and its outcome: "name ok, name FAIL"
+# The series' files beyond tests (``ChangeScope``): run in the branch's version over the installed
+# torch_npu, not in the build that ran (the result does not validate them), not exercised.
+CHANGES_KEYS = (("OVERLAY", "overlay"), ("NOT_IN_BUILD", "not_in_build"),
+                ("NOT_EXERCISED", "not_exercised"))
 TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
 SKIPPED = "skipped on request"
@@ -119,6 +123,16 @@ def series_lines(source: SeriesSource | None, merged: tuple[str, ...],
     if loose:
         lines.append(f"LOOSE_FILES={', '.join(loose)}")
     return lines
+
+
+def changes_lines(changes: ChangeScope) -> list[str]:
+    """``OVERLAY=``, ``NOT_IN_BUILD=``, ``NOT_EXERCISED=``: each where it names a file."""
+    return [f"{key}={', '.join(getattr(changes, field))}" for key, field in CHANGES_KEYS
+            if getattr(changes, field)]
+
+
+def _changes(evidence: Evidence) -> ChangeScope:
+    return ChangeScope(**{field: _files(evidence, key) for key, field in CHANGES_KEYS})
 
 
 def _series(evidence: Evidence) -> SeriesSource | None:
@@ -224,7 +238,7 @@ def _test(evidence: Evidence) -> TestResult | None:
                       summary=", ".join(summary), summary_lines=tuple(summary),
                       duration=duration, command=None if command == NOT_RUN else command,
                       runner=None if runner == NOT_RUN else runner, timed_out=timed_out,
-                      commit=evidence.tested)
+                      commit=evidence.tested, changes=_changes(evidence))
 
 
 def record_of(evidence: Evidence, *, target: str, fork_branch: str,

@@ -30,6 +30,10 @@ def test_result(record: BranchRecord) -> str:
         parts.append("no exit code")
     elif not exit_stated(lines, code):
         parts.append(f"exit {code}")
+    if test.changes.overlay:
+        parts.append(f"torch_npu overlay: {' '.join(test.changes.overlay)}")
+    if test.not_in_build:
+        parts.append(f"not in build (not validated): {' '.join(test.changes.not_in_build)}")
     return redact(", ".join(" ".join(p.split()) for p in parts))
 
 
@@ -91,6 +95,11 @@ def apply_notes(record: BranchRecord) -> list[str]:
         notes.append(f"{', '.join(loose)} went in with the series' context lines ignored (each "
                      "change found exactly once in the file): compare the change with the newer "
                      "branches")
+    if record.test is not None and record.test.not_in_build:
+        files = record.test.changes.not_in_build
+        notes.append(f"{', '.join(files)} {'is' if len(files) == 1 else 'are'} not in the build "
+                     "the tests ran on: the result does not validate the change (its PR is a "
+                     "draft); test it on a build that holds it")
     return notes
 
 

@@ -14,6 +14,8 @@ from tests.helpers.project import needs_torch, run_cli
 
 pytestmark = needs_torch
 KEPT = re.compile(r"warm worker, kept, pid (\d+), (started now|kept from an earlier run)")
+BRANCH_KIND = re.compile(r"\[(\S+)\] testing: \S+ finished in [\d.]+s \(warm worker, kept, "
+                         r"pid (\d+), ([^)]*)\)")
 
 
 def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
@@ -24,7 +26,7 @@ def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
            "BACKPORT_CACHE": str(folder / "cache")}
     try:
         first = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
-                        "v2.7.1", "--no-push", env=env)
+                        "v2.7.1", "--branch", "v2.11.0", "--no-push", env=env)
         second = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
                          "v2.7.1", "--no-push", "--force", env=env)
         own = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
@@ -33,13 +35,28 @@ def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
         assert (first.code, second.code, own.code) == (0, 0, 0), first.err + second.err + own.err
         started = KEPT.findall(first.out + first.err)
         reused = KEPT.findall(second.out + second.err)
-        assert started and {kind for _, kind in started} == {"started now"}
+        # One worker for both branches (one environment): "started now" for one branch only.
+        kinds = set(BRANCH_KIND.findall(first.out + first.err))
+        assert {branch for branch, _, _ in kinds} == {"v2.7.1", "v2.11.0"}, kinds
+        starters = [branch for branch, _, kind in kinds if kind == "started now"]
+        assert len(starters) == 1, kinds
+        assert {kind for branch, _, kind in kinds if branch != starters[0]} == {
+            f"started earlier in this run, for {starters[0]}"}, kinds
         assert reused and {kind for _, kind in reused} == {"kept from an earlier run"}
         assert {pid for pid, _ in reused} == {pid for pid, _ in started}
         assert "reused an earlier probe" not in first.out + first.err
         assert "reused an earlier probe" in second.out + second.err
         assert not KEPT.search(own.out + own.err) and "(warm worker)" in own.out + own.err
+
+        stop = run_cli(sandbox.project, "env", "stop", env=env)
+        assert stop.code == 0, stop.err
+        (pid,) = {pid for pid, _ in started}
+        assert f"stopped 1 kept warm worker (pid {pid})" in stop.out
+        assert wait_gone(int(pid))
+        again = run_cli(sandbox.project, "env", "stop", env=env)
+        assert again.code == 0 and "no kept warm worker is running" in again.out
     finally:
         pids = stop_kept_workers(folder)
         assert all(wait_gone(pid) for pid in pids)
         shutil.rmtree(folder, ignore_errors=True)
+

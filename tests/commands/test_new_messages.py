@@ -72,3 +72,20 @@ def test_new_still_writes_a_patch_set(sandbox, tmp_path):
                      "--api", "a.b", "--issue", "3")
     assert result.code == 0, result.err
     assert Path(sandbox.project / "patches" / "made" / "patch.yaml").is_file()
+
+
+def test_without_api_and_issue_off_a_terminal_both_are_named(sandbox, tmp_path):
+    repo = commit_test(tmp_path, "test/test_plain.py", PLAIN)
+    result = run_app(sandbox.project, "new", "made", "--from", "HEAD", "--repo", str(repo))
+    assert result.code == 2
+    assert "--api and --issue are required off a terminal" in result.err
+    assert not (sandbox.project / "patches" / "made").exists()
+
+
+def test_a_current_folder_that_is_no_repository_points_at_repo(sandbox):
+    result = run_app(sandbox.project, "new", "made", "--from", "HEAD", "--api", "a.b",
+                     "--issue", "1")
+    assert result.code == 2
+    line = result.err.strip()
+    assert "is not a git repository" in line and "(the current folder)" in line, line
+    assert "pass --repo PATH" in line and "\n" not in line

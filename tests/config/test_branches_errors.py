@@ -50,6 +50,10 @@ CASES = [
     ("top-level-list", "- a\n- b\n", 1, ["must be a mapping", "not a list"]),
     ("top-level-scalar", "hello\n", 1, ["must be a mapping", "not a string"]),
     ("syntax", "forge: local\nupstream: [a\nfork: b\n", 3, ["YAML syntax error"]),
+    # The file ends inside an open bracket or quote: the line that opened it, never past the end.
+    ("unclosed-at-end", "forge: local\nupstream: [a\n", 2, ["YAML syntax error", "ends before it is closed"]),
+    ("unclosed-quote", "forge: local\nupstream: \"a\n", 2, ["YAML syntax error", "ends before it is closed"]),
+    ("unclosed-no-newline", "forge: local\nupstream: {a", 2, ["YAML syntax error"]),
     ("two-documents", "forge: local\n---\nforge: local\n", 2, ["single document"]),
     ("tab-indent", "forge: local\n\tupstream: x\n", 2, ["YAML syntax error"]),
     (

@@ -3,7 +3,21 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
+from collections.abc import Sequence
+from typing import Any
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def popen_interruptible(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """``Popen`` of a child that Ctrl-C (SIGINT) interrupts even when this process was started
+    with SIGINT ignored (``nohup … &``), which a child would otherwise inherit."""
+    return subprocess.Popen(list(argv), preexec_fn=_default_sigint, **kwargs)
 
 
 def wait_gone(pid: int, limit: float = 60.0) -> bool:

@@ -25,7 +25,7 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     assert rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0") is None
 
     first_body = pr_body(sandbox.project, "v2.7.1")
-    assert "未运行：conflict" in first_body
+    assert "# 未运行：补丁未能自动应用" in first_body
 
     # A plain re-run leaves the kept worktree alone and still reports the conflict.
     again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
@@ -41,7 +41,7 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     assert git(sandbox.fork, "rev-parse", f"{head}^") == rev(sandbox.upstream, "v2.11.0")
     assert "v2.11.0 reworded" in git(sandbox.fork, "show", f"{head}:{TEST_FILE}")
     # The PRs opened earlier now show v2.11.0's new state too.
-    assert "未运行：conflict" not in pr_body(sandbox.project, "v2.7.1")
+    assert "# 未运行：补丁未能自动应用" not in pr_body(sandbox.project, "v2.7.1")
     final = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert final.code == 0, final.err
 

@@ -48,7 +48,7 @@ def test_after_one_push_fails_the_other_bodies_say_which_prs_exist(sandbox):
         assert ("已关联该 Issue 的 PR：v2.7.1、v2.12.0、master；尚无 PR 的目标分支：v2.11.0。"
                 in body), target
         assert "| v2.11.0 | 未推送 |" in body and "| v2.11.0 | test-put-metric-v2.11.0 |" not in body
-        assert "| v2.11.0 | 未运行（--skip-tests） |" in body
+        assert "| v2.11.0 | 未运行：按 `--skip-tests` 跳过测试 |" in body
 
     # The push works again: the next run opens v2.11.0's PR and every body says four.
     hook.unlink()

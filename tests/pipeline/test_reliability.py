@@ -15,16 +15,26 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.helpers.project import TOKEN, edit_config, git, needs_torch, rev, run_app, run_cli
+from tests.helpers.processes import popen_interruptible
+from tests.helpers.project import (
+    ROOT,
+    TOKEN,
+    edit_config,
+    git,
+    needs_torch,
+    rev,
+    run_app,
+    run_cli,
+)
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 
 
 def start_apply(project: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "backport", "apply", "--api", "put_metric",
-                             "--skip-tests", *args], cwd=project,
-                            env={**os.environ, "GITCODE_TOKEN": TOKEN},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return popen_interruptible([sys.executable, "-m", "backport", "apply", "--api", "put_metric",
+                                "--skip-tests", *args], cwd=project,
+                               env={**os.environ, "GITCODE_TOKEN": TOKEN},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for(condition, timeout: float = 60.0) -> None:
@@ -189,6 +199,22 @@ def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox, tmp_path):
     hook.unlink()
     result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert result.code == 0, result.err
+
+
+def test_the_interrupted_child_hears_ctrl_c_when_the_suite_was_started_ignoring_it():
+    # `nohup pytest &` starts the suite with SIGINT ignored, which children inherit: the child
+    # the Ctrl-C test signals must have SIGINT back (Python then raises KeyboardInterrupt).
+    probe = ("import signal, sys; "
+             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+    parent = ("import signal, subprocess, sys; "
+              "signal.signal(signal.SIGINT, signal.SIG_IGN); "
+              "from tests.helpers.processes import popen_interruptible; "
+              f"child = popen_interruptible([sys.executable, '-c', {probe!r}], "
+              "stdout=subprocess.PIPE, text=True); "
+              "print(child.communicate()[0].strip())")
+    out = subprocess.run([sys.executable, "-c", parent], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "True"
 
 
 def test_an_unreachable_fork_fails_each_branch_clearly(sandbox, tmp_path):

@@ -21,7 +21,7 @@ VERSIONS = {"torch-2.7.1": ("2.7.1+cpu", "2.7.1.post4"),
             "torch-2.12.0": ("2.12.0+cu130", "2.12.0.rc1")}
 TIMES = {"v2.7.1": "0.054s", "v2.11.0": "0.052s", "v2.12.0": "0.086s", "master": "0.086s"}
 SHAS = {"v2.7.1": "82ea54ed3", "v2.11.0": "d5bd55141", "v2.12.0": "8c57daccf", "master": "c6b207c55"}
-NOTE = "pure Python API; no NPU tensor required"
+NOTE = "torch_npu loaded; 1 NPU visible (Ascend910_9382) with 0"
 
 
 def branch_map() -> BranchMap:

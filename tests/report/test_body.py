@@ -78,13 +78,13 @@ def test_failed_and_not_run_branches_are_reported_honestly() -> None:
                            "run `backport continue --api put_metric --branch master`")
     body = render_body(fx.context("v2.7.1", recs=recs))
     assert "| v2.7.1 | Ran 7 tests in 0.1s，FAILED (failures=1)，退出码 1 |" in body
-    assert ("| v2.11.0 | 未运行：env-mismatch（运行环境的 torch / torch_npu 版本与约束不符：torch: "
-            "expected 2.11.0, found 2.13.0+cpu） |") in body
-    assert "| v2.12.0 | 未运行（--skip-tests） |" in body
+    assert ("| v2.11.0 | 未运行：运行环境的 torch / torch_npu 版本与约束不符：`torch` 要求 `2.11.0`，"
+            "实际为 `2.13.0+cpu` |") in body
+    assert "| v2.12.0 | 未运行：按 `--skip-tests` 跳过测试 |" in body
     assert "| master | 冲突：test/a\\|b.py、test/c.py（补丁未能自动应用，未运行测试） |" in body
     assert "| master | 未推送 |" in body
     assert "/home/dev" not in body and "backport continue" not in body
-    assert "master：未探测运行环境（该分支未运行测试：conflict）" in body
+    assert "master：未探测运行环境（该分支未运行测试：补丁未能自动应用）" in body
     evidence = evidence_of(body)
     assert "RESULT:\nRan 7 tests in 0.1s\nFAILED (failures=1)\ntest_exit_code=1" in evidence
     assert "\nOK\n" not in evidence
@@ -111,8 +111,9 @@ def test_null_probe_values_render_as_not_found() -> None:
     assert "\nCANN=not found\n" in evidence and "\nNPU=not found\n" in evidence
     assert "\nVISIBLE_NPU=not found\n" in evidence
     assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in evidence
-    assert "CANN：v2.7.1 未找到 (not found)；v2.11.0 9.1.0.beta1" in body
-    assert "torch_npu 未加载，测试在 TORCH_DEVICE_BACKEND_AUTOLOAD=0 下运行，未使用 NPU" in body
+    assert "CANN：v2.7.1 未找到；v2.11.0 9.1.0.beta1" in body
+    assert "torch_npu 未加载，测试在 `TORCH_DEVICE_BACKEND_AUTOLOAD=0` 下运行，未使用 NPU" in body
+    assert "设备说明（v2.7.1）：torch_npu 已安装但无法加载（缺少 `libhccl.so`）" in body
 
 
 def test_body_md_is_used_instead_of_generated_summary() -> None:
@@ -138,7 +139,7 @@ def test_docs_region_lists_each_version() -> None:
 def test_refresh_keeps_maintainer_text_and_updates_evidence() -> None:
     first = render_body(fx.context("v2.7.1", recs=[fx.failing(fx.records()[0]), *fx.records()[1:]]))
     assert "FAILED (failures=1)" in evidence_of(first)
-    edited = first.replace("不涉及。\n\n<!-- 如本次改动",
+    edited = first.replace("不涉及：本 PR 只修改 `test/` 下的文件。\n\n<!-- 如本次改动",
                            "维护者补充：资料 PR 见 #99。\n\n<!-- 如本次改动", 1)
     edited = edited.replace("- [ ] 代码注释完备", "- [x] 代码注释完备")
     edited += "\n维护者附言：请先合入 v2.7.1。\n"
@@ -153,7 +154,7 @@ def test_refresh_keeps_maintainer_text_and_updates_evidence() -> None:
     assert render_body(fx.context("v2.7.1"), refreshed) == refreshed
     # Equal to a fresh body apart from the maintainer's edits.
     fresh = render_body(fx.context("v2.7.1"))
-    assert refreshed.replace("维护者补充：资料 PR 见 #99。", "不涉及。").replace(
+    assert refreshed.replace("维护者补充：资料 PR 见 #99。", "不涉及：本 PR 只修改 `test/` 下的文件。").replace(
         "- [x] 代码注释完备", "- [ ] 代码注释完备").removesuffix("\n维护者附言：请先合入 v2.7.1。\n") == fresh
 
 
@@ -226,10 +227,10 @@ def test_refresh_of_a_foreign_body_appends_regions() -> None:
 
 def test_crlf_body_keeps_crlf_outside_and_inside() -> None:
     body = render_body(fx.context("v2.11.0")).replace("\n", "\r\n")
-    body = body.replace("不涉及。\r\n\r\n<!-- 如修改", "不涉及（维护者确认）。\r\n\r\n<!-- 如修改")
+    body = body.replace("接口。\r\n\r\n<!-- 如修改", "接口（维护者确认）。\r\n\r\n<!-- 如修改")
     refreshed = render_body(fx.context("v2.11.0"), body)
     assert "\n" not in refreshed.replace("\r\n", "")
-    assert "不涉及（维护者确认）。" in refreshed
+    assert "接口（维护者确认）。" in refreshed
     assert refreshed == body  # same data: nothing changes
     broken = body.replace("<!-- backport:branches:end -->\r\n", "")
     again = render_body(fx.context("v2.11.0"), broken)
@@ -272,7 +273,7 @@ def test_secrets_in_records_are_redacted() -> None:
     recs[2]["test"]["command"] = "GITCODE_TOKEN=s3cr3t-token-value python test/x.py"
     body = render_body(fx.context("v2.11.0", recs=recs))
     assert "s3cr3t-token-value" not in body
-    assert "| v2.11.0 | 未运行：failed（运行出错） |" in body  # the message is not PR text
+    assert "| v2.11.0 | 未运行：运行出错 |" in body  # the message is not PR text
     assert re.search(r"GITCODE_TOKEN=\*\*\* python test/x.py", body)
 
 
@@ -300,7 +301,7 @@ def test_a_result_of_another_commit_than_the_pr_head_is_marked_stale() -> None:
     recs[0]["test"]["commit"] = "c" * 40
     recs[1]["test"]["commit"] = recs[1]["commit"]  # tested what the PR shows: not stale
     body = render_body(fx.context("v2.7.1", recs=recs))
-    assert ("| v2.7.1 | Ran 7 tests in 0.054s，OK，退出码 0，该结果测于 cccccccccccc；fork 分支已被他人"
+    assert ("| v2.7.1 | Ran 7 tests in 0.054s，OK，退出码 0，该结果测于 cccccccccccc；Fork 分支已被他人"
             "更新为 bbbbbbbbbbbb，未经本工具测试 |") in body
     assert "| v2.11.0 | Ran 7 tests in 0.052s，OK，退出码 0 |" in body
     evidence = evidence_of(body)

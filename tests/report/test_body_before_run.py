@@ -18,9 +18,9 @@ def _before_any_run(target: str) -> str:
 
 def test_unprobed_environment_reads_the_same_in_prose_and_evidence() -> None:
     body = _before_any_run("v2.7.1")
-    assert "主机平台：未探测 (not probed yet)" in body
+    assert "主机平台：未探测\n" in body
     assert "\nPLATFORM=not probed yet\n" in body
-    assert "未找到 (not found)" not in body.split("<!-- api-validation-evidence:start -->")[0]
+    assert "未找到" not in body.split("<!-- api-validation-evidence:start -->")[0]
     assert "\nPLATFORM=not probed\n" not in body
 
 

@@ -51,7 +51,14 @@ def _variants() -> dict[str, list[dict]]:
     per_host = copy.deepcopy(base)
     per_host[0]["env"]["platform"] = "Linux-4.19.90-x86_64-with-glibc2.28"
     per_host[0]["env"]["python"] = "3.9.21"
-    return {"plain": base, "stale": stale, "moved": moved, "carried": carried, "failed": failed, "timed": timed,
+    beyond = copy.deepcopy(base)  # the series changes torch_npu Python, C++ and docs files
+    for rec in beyond:
+        rec["test"]["changes"] = {"overlay": ["torch_npu/_compat/version.py"],
+                                  "not_in_build": ["torch_npu/csrc/core/npu/NPUVersion.cpp"],
+                                  "not_exercised": ["docs/zh/compat.md"]}
+    beyond[0]["test"]["changes"]["overlay"] = []  # v2.7.1's environment has no torch_npu
+    beyond[0]["test"]["changes"]["not_in_build"].insert(0, "torch_npu/_compat/version.py")
+    return {"beyond_tests": beyond, "plain": base, "stale": stale, "moved": moved, "carried": carried, "failed": failed, "timed": timed,
             "skipped": skipped, "autoload": autoload, "unprobed": unprobed, "per_host": per_host,
             "patch_tests": patch_tests}
 

@@ -1,0 +1,158 @@
+"""The installed ``torch_npu`` with the branch's versions of the Python files a series changes.
+
+A branch environment runs the released wheel. To let its tests see a series' change to
+``torch_npu/**.py``, the run puts a copy of the installed package first on the path: real
+folders on the way to each changed file, the changed files as the branch has them (a deleted
+one left out), and links to the installed package for everything else (compiled libraries,
+data, untouched modules; never its ``__pycache__``, which holds the installed files' bytecode).
+
+The copy is kept under the cache folder, keyed by the environment's fingerprint, the installed
+package's place and the changed files' content: the next run (or branch) with the same
+environment and the same files finds it and copies nothing. A copy is built in a temporary
+folder and renamed into place, so runs building the same one at once never see half of it;
+each use marks it, and one no run used for two weeks is removed when another is built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from backport.config.model import Environment
+from backport.envs.launch import launch_argv
+from backport.envs.probe import env_vars
+
+PACKAGE = "torch_npu"
+FORMAT = 1
+FIND_TIMEOUT = 60.0
+KEEP_UNUSED = 14 * 24 * 3600.0  # a copy no run used for this long is removed
+# Where the interpreter would import the package from, without importing it.
+_FIND = ("import importlib.util, json, sys; s = importlib.util.find_spec(sys.argv[1]); "
+         "print(json.dumps(list(s.submodule_search_locations or []) if s else []))")
+
+
+class OverlayError(Exception):
+    """The installed package cannot be found or copied; the message says why."""
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """A copy of the installed package; ``root`` goes first on the test's ``PYTHONPATH``."""
+
+    root: Path  # holds the ``torch_npu`` folder
+    files: tuple[str, ...]  # the repository paths laid over the installed package
+    reused: bool  # an earlier run (or branch) built it
+
+
+def installed_package(env: Environment, name: str = PACKAGE) -> Path:
+    """The folder ``env``'s interpreter imports package ``name`` from (nothing is imported)."""
+    with tempfile.TemporaryDirectory(prefix="backport-find-") as empty:  # no package in cwd
+        try:
+            proc = subprocess.run(launch_argv(env, ["-c", _FIND, name], env.env), cwd=empty,
+                                  env=env_vars(env), stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=FIND_TIMEOUT, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise OverlayError(f"cannot ask environment '{env.name}' where {name} is: "
+                               f"{exc}") from None
+    try:
+        found = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        found = None
+    if not found or not isinstance(found, list) or not Path(str(found[0])).is_dir():
+        raise OverlayError(f"{name} is not installed in environment '{env.name}'")
+    return Path(str(found[0]))
+
+
+def overlay_key(fingerprint: str, package: Path, files: Mapping[str, bytes | None]) -> str:
+    """What a copy depends on: the environment, the installed package and the files' content."""
+    content = sorted((path, None if data is None else hashlib.sha256(data).hexdigest())
+                     for path, data in files.items())
+    text = json.dumps([FORMAT, fingerprint, str(package), content])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def build_overlay(cache: Path, fingerprint: str, package: Path,
+                  files: Mapping[str, bytes | None]) -> Overlay:
+    """The copy of ``package`` holding ``files`` (repository path ``torch_npu/…`` -> the
+    branch's bytes, None where the series deletes it), built once per key under ``cache``."""
+    inside = {_inside(path): data for path, data in files.items()}
+    shown = tuple(sorted(files))
+    folder = cache / "overlays"
+    final = folder / overlay_key(fingerprint, package, files)
+    if (final / PACKAGE).is_dir():
+        _touch(final)
+        return Overlay(root=final, files=shown, reused=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    prune(folder)
+    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))
+    try:
+        _mirror(package, staging / PACKAGE, inside)
+        try:
+            os.rename(staging, final)
+        except OSError:  # another run put the same copy in place first
+            if not (final / PACKAGE).is_dir():
+                raise
+            return Overlay(root=final, files=shown, reused=True)
+    except OSError as exc:
+        raise OverlayError(f"cannot copy {package}: {exc.strerror or exc}") from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return Overlay(root=final, files=shown, reused=False)
+
+
+def prune(folder: Path, now: float | None = None) -> list[Path]:
+    """Remove the copies no run used for ``KEEP_UNUSED`` seconds (and building folders that
+    old, left by a run that was killed); the removed ones."""
+    limit = (time.time() if now is None else now) - KEEP_UNUSED
+    removed = []
+    for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
+        try:
+            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < limit:
+                shutil.rmtree(entry)
+                removed.append(entry)
+        except OSError:
+            continue  # another run removes or uses it
+    return removed
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _inside(path: str) -> tuple[str, ...]:
+    """A repository path ``torch_npu/a/b.py`` as parts inside the package: ``("a", "b.py")``."""
+    parts = tuple(p for p in path.strip("/").split("/") if p)
+    if len(parts) < 2 or parts[0] != PACKAGE or ".." in parts:
+        raise OverlayError(f"{path} is not a file of the {PACKAGE} package")
+    return parts[1:]
+
+
+def _mirror(source: Path, target: Path, files: Mapping[tuple[str, ...], bytes | None]) -> None:
+    """``target`` as ``source`` with ``files`` (parts relative to it) replaced or left out."""
+    target.mkdir(parents=True)
+    here = {parts[0] for parts in files}
+    names = sorted(os.listdir(source)) if source.is_dir() else []
+    for name in names:
+        if name == "__pycache__" or name in here:
+            continue
+        os.symlink(source / name, target / name)
+    for name in sorted(here):
+        data = files.get((name,))
+        deeper = {parts[1:]: content for parts, content in files.items()
+                  if parts[0] == name and len(parts) > 1}
+        if deeper:
+            _mirror(source / name, target / name, deeper)
+        elif data is not None:
+            (target / name).write_bytes(data)
