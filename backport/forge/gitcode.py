@@ -1,14 +1,16 @@
 """The GitCode REST v5 forge; every behaviour it relies on is listed in ``docs/gitcode.md``.
 
 Highlights: list filters are never trusted (matching happens here) and a found PR is re-read in
-full; the open PRs are listed once and the listing kept (this client's own writes keep it
-current), so a patch set of four branches costs one paged list; the head is sent only as
-``owner/repo:branch``; every created PR is read back and closed only when GitCode took its head
-from another repository or branch, and then after a second read, never for a head SHA that may
-lag, and never twice for one branch; a create that failed in transit, answered 5xx or was refused
-as a duplicate (in English or Chinese) is looked up, with settle waits, before anything is sent
-again; every PATCH is checked against its answer or a read-back and sent again form-encoded when
-a field did not take.
+full; the open (and locked) PRs are listed in a stable order, a page that is not a list is an
+error, and the listing serves the finds of a run but is read afresh right before any create;
+the head is sent only as ``owner/repo:branch``; a created PR's number is handed over at once,
+the PR read back (a 404 is "not yet") and closed only when its head repository and branch are
+both shown and wrong, its base is the one asked for and its author the token's user, after a
+second read, and never twice for one branch; the create flags are read back and corrected; a
+create that failed in transit, answered 5xx or was refused as a duplicate (in English or
+Chinese) is looked up, with settle waits, before anything is sent again; every PATCH is checked
+against its answer or a read-back (draft always), sent again form-encoded when a field did not
+take, and a draft still not taken is set through the ``[WIP] `` title prefix.
 """
 
 from __future__ import annotations
