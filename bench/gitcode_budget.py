@@ -15,7 +15,8 @@ time measured, and the time the same pacing takes at the real minute.
 
 With ``--processes 2`` the patch sets are split between two `apply` processes of one user (one
 token) started together; they share the token's pace through the cache folder, so the stand-in,
-counting both, should answer no 429.
+counting both, should answer no 429 (with ``--separate-caches`` they share nothing, the
+control that meets 429s).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def log(message: str) -> None:
 
 
 def run(sets: int, scale: float, comment: str | None, work: Path, *, per_minute: int = 50,
-        processes: int = 1) -> dict:
+        processes: int = 1, separate_caches: bool = False) -> dict:
     sandbox = build_sandbox(work / "sb", ROOT / "patches" / "put_metric", sys.executable)
     shutil.rmtree(sandbox.project / "patches" / "put_metric")  # only the N sets made here
     names = make_patch_sets(str(sandbox.upstream), work / "scratch", sandbox.project / "patches",
@@ -76,8 +77,9 @@ def run(sets: int, scale: float, comment: str | None, work: Path, *, per_minute:
         procs = [subprocess.Popen(
             [sys.executable, "-m", "backport", "apply", "--skip-tests",
              *[arg for name in share for arg in ("--api", name)]],
-            cwd=sandbox.project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True) for share in shares if share]
+            cwd=sandbox.project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**env, "BACKPORT_CACHE": str(work / f"cache-{index}")} if separate_caches
+            else env) for index, share in enumerate(shares) if share]
         outputs = [proc.communicate() for proc in procs]
         wall = time.monotonic() - started
         for proc, (_, err) in zip(procs, outputs, strict=True):
@@ -113,11 +115,15 @@ def main() -> None:
                         help="the limit on both sides (GitCode documents 50 a minute)")
     parser.add_argument("--processes", type=int, default=1,
                         help="apply processes of one token started together (sets split)")
+    parser.add_argument("--separate-caches", action="store_true",
+                        help="give each process its own cache folder, so they share no pace "
+                             "(the control: the stand-in then answers 429s)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gitcode-budget-") as scratch:
         result = run(args.sets, args.scale, args.comment, Path(scratch),
-                     per_minute=args.per_minute, processes=args.processes)
+                     per_minute=args.per_minute, processes=args.processes,
+                     separate_caches=args.separate_caches)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gitcode_budget.json").write_text(json.dumps(result, indent=2) + "\n",
                                                   encoding="utf-8")
