@@ -386,3 +386,39 @@ def test_the_test_import_scan_sees_every_kind(tmp_path: Path) -> None:
         f"{tmp_path.name}/pipeline/test_a.py:2 imports tests.pipeline.test_b",
         f"{tmp_path.name}/pipeline/test_a.py:3 imports tests.git.test_c"]
 
+
+
+# The steps of "what applying this series to this base gives", decided in one place.
+DECISION_STEPS = frozenset({"already_applied", "added_tests", "present_tests", "apply_series",
+                            "try_siblings", "source_problems"})
+
+
+def called_names(source: str) -> set[str]:
+    """Names of every function ``source`` calls (``f(…)`` and ``mod.f(…)``)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                found.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                found.add(func.attr)
+    return found
+
+
+def test_check_and_apply_call_one_decision() -> None:
+    """`check` and the apply step both call `pipeline/decide.decide`, and neither takes a step
+    of that decision itself: a rule of it changes in one place."""
+    pipeline = PACKAGE / "pipeline"
+    apply_step = [p for p in sorted(pipeline.glob("*.py"))
+                  if "def apply_step(" in p.read_text(encoding="utf-8")]
+    assert apply_step, "no module of pipeline/ defines apply_step"
+    for path in [pipeline / "check.py", *apply_step]:
+        calls = called_names(path.read_text(encoding="utf-8"))
+        assert "decide" in calls, f"{path.name} does not call pipeline.decide.decide"
+        assert not calls & DECISION_STEPS, f"{path.name} decides itself: {calls & DECISION_STEPS}"
+
+
+def test_the_decision_scan_sees_both_kinds_of_call() -> None:
+    assert called_names("import m\nm.apply_series(w)\ntry_siblings(w)\n") >= {
+        "apply_series", "try_siblings"}

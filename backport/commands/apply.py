@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.commands.from_pr import ensure_from_pr, said
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import run_apply
 from backport.pipeline.session import ApplyOptions
@@ -15,6 +16,10 @@ from backport.report.summary import render_table, status_json
 @click.command("apply")
 @click.option("--api", "apis", multiple=True, metavar="NAME",
               help="Patch set to backport (a folder under patches/); repeat for a batch.")
+@click.option("--from-pr", "from_pr", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Backport PR N of the upstream: make (or reuse, while PR N is unchanged) "
+                   "patches/pr-N/ and apply it; once PR N has changed, the set is made again "
+                   "and every step redone, as with --force.")
 @click.option("--all", "every", is_flag=True, help="Every patch set under patches/.")
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable. Default: the patch set's targets.")
@@ -45,7 +50,7 @@ from backport.report.summary import render_table, status_json
               help="Seconds before a test is killed (default: the environment's timeout, 1800).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state as JSON.")
 @pass_app
-def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tuple[str, ...],
+def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every: bool, branches: tuple[str, ...],
               dry_run: bool, no_push: bool, no_pr: bool, skip_tests: bool, force: bool,
               overwrite_fork_branch: bool, pr_on_failure: bool, new_pr: bool, jobs: int,
               isolated: bool,
@@ -62,9 +67,25 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], every: bool, branches: tup
       backport apply --api put_metric
       backport apply --api put_metric --branch v2.7.1 --no-push
       backport apply --all --json
+      backport apply --from-pr 42810
     """
     app.journaled = True
     project = app.project()
+    made = None  # the set --from-pr made or kept (its lines said so already)
+    if from_pr is not None:
+        def say(line: str) -> None:
+            echo(line, err=as_json)  # beside --json's document, never in it
+        name, lines, remade = ensure_from_pr(project, app.patches or project.root / "patches",
+                                             from_pr, say)
+        for line in lines:
+            say(line)
+        apis, made = (*apis, name), name
+        force = force or remade  # the branches' finished steps are of the PR's old change
+        project = app.reload()
+    for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
+        ps = project.patch_sets.get(api)
+        if ps is not None and ps.source is not None and api != made:
+            echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
     options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,

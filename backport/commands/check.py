@@ -2,45 +2,58 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import click
 from rich.table import Table
 
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.pipeline.apply import select_patch_sets
-from backport.pipeline.check import Finding, run_check
+from backport.pipeline.check import Finding, run_check, summary_markdown
+from backport.redact import redact
+
+# Where a CI takes Markdown for the run's page: GitHub Actions and GitCode (AtomGit) pipelines.
+STEP_SUMMARY_VARIABLES = ("GITHUB_STEP_SUMMARY", "ATOMGIT_STEP_SUMMARY")
 
 
 @click.command("check")
 @click.option("--api", "apis", multiple=True, metavar="NAME", help="Only these patch sets.")
 @click.option("--offline", is_flag=True,
               help="Only the schema: skip the upstream branch and apply checks.")
+@click.option("--envs", is_flag=True,
+              help="Also require every branch's environment on this machine (an NPU host).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result for CI.")
 @pass_app
-def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bool) -> None:
+def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
+              as_json: bool) -> None:
     """Check branches.yaml and every patch set: schema, target branches, clean apply.
 
-    Confirms every branch of the map exists upstream (`git ls-remote`), every environment's
-    interpreter exists (offline: a warning), and that every patch set applies with `git am -3`
-    on each of its targets, in a temporary worktree, leaving each test file in place. Nothing
-    is pushed and no forge is called. Exit 0 when all is well, 1 naming each problem, 2 for a
-    configuration error (a patch set that cannot be read among them).
+    Confirms every branch of the map exists upstream (`git ls-remote`) and that every patch
+    set applies with `git am -3` on each of its targets, in a temporary worktree, leaving each
+    test file in place. An environment not built on this machine is a warning (`--envs`: a
+    problem). Nothing is pushed and no forge is called. Exit 0 when all is well, 1 naming each
+    problem, 2 for a configuration error (a patch set that cannot be read among them). Under CI
+    the table also goes to the step summary ($GITHUB_STEP_SUMMARY, $ATOMGIT_STEP_SUMMARY).
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
-    findings = run_check(project, names, offline=offline)
+    findings = run_check(project, names, offline=offline, envs=envs)
     if project.branch_map.fork_unset:  # fine for CI, but apply refuses until it is set
         findings.insert(1, Finding("fork", "set", True, project.branch_map.fork_unset,
                                    warning=True))
     broken = sorted(project.broken.items()) if names is None else []
     findings += [Finding(broken_subject(name), "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)
+    title = "backport check" + (" --offline" if offline else "") + (" --envs" if envs else "")
+    _write_step_summary(title, findings)
     if as_json:
-        print_json({"ok": ok, "offline": offline, "findings": [f.to_dict() for f in findings],
+        print_json({"ok": ok, "offline": offline, "envs": envs,
+                    "findings": [f.to_dict() for f in findings],
                     "problems": [f.problem for f in findings if not f.ok],
                     "warnings": [f.problem for f in findings if f.warning]})
     else:
-        title = "backport check --offline" if offline else "backport check"
         table = Table(title=title, title_justify="left")
         for column in ("subject", "check", "result", "detail"):
             table.add_column(column)
@@ -56,3 +69,19 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, as_json: bo
             if not f.ok:
                 app.err_console.print(f"problem: {f.problem}", markup=False, soft_wrap=True)
     raise SystemExit(EXIT_USAGE if broken else EXIT_OK if ok else EXIT_BRANCH_FAILED)
+
+
+def _write_step_summary(title: str, findings: list[Finding]) -> None:
+    """Append the table to each step summary file the CI names; one that cannot be written
+    is a warning (the check's result stands)."""
+    text = redact(summary_markdown(title, findings))
+    for variable in STEP_SUMMARY_VARIABLES:
+        target = os.environ.get(variable)
+        if not target:
+            continue
+        try:
+            with Path(target).open("a", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as exc:
+            echo(f"warning: the step summary {target} (${variable}) cannot be written: "
+                 f"{exc.strerror}", err=True)

@@ -36,6 +36,11 @@ class AppContext:
             self._project = load_project(self.config, self.patches, os.environ)
         return self._project
 
+    def reload(self) -> Project:
+        """The project read again (after a command wrote a patch set)."""
+        self._project = None
+        return self.project()
+
     def pushing_project(self) -> Project:
         """The project of a command that pushes: refused while the fork is the placeholder
         (`apply` names it among its other prerequisites: `pipeline.apply.check_prerequisites`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from contextlib import nullcontext
@@ -12,11 +13,14 @@ import click
 from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app
+from backport.commands.from_pr import ensure_from_pr
 from backport.config import load_project
-from backport.demo.sandbox import Sandbox, build_sandbox, clear_sandbox
+from backport.config.patch_set import load_patch_set
+from backport.demo.sandbox import SOURCE_HEAD, Sandbox, build_sandbox, clear_sandbox, land_merged_pr
 from backport.envs.kept import keep_policy
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.forge import make_forge
+from backport.forge.local import LocalForge
 from backport.git.locks import file_lock
 from backport.pipeline.apply import run_apply
 from backport.pipeline.session import ApplyOptions, cache_root
@@ -75,14 +79,22 @@ def find_torch_python(explicit: str | None) -> str | None:
               help="Interpreter with torch (+ expecttest) for the tests; default: "
                    "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0 of the source checkout (when "
                    "installed from one in place), or this Python if it has torch.")
+@click.option("--from-pr", "from_pr", is_flag=True,
+              help="Start from a PR instead: the sandbox's master holds put_metric as a merged "
+                   "PR (squash-merged as GitCode does), which `apply --from-pr` backports to the "
+                   "three other branches.")
 @pass_app
-def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> None:
+def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_pr: bool) -> None:
     """Run `apply --api put_metric` end to end, offline, in a sandbox.
 
     Builds a local upstream repository with the branches v2.7.1, v2.11.0, v2.12.0 and master,
     an empty fork and the embedded local forge, then applies the put_metric patch set to all
     four, runs its test when an interpreter with torch is at hand, pushes to the local fork and
     opens four PRs. Nothing leaves this machine.
+
+    With --from-pr the change starts as a PR merged into master instead (its squash commit in
+    the local upstream, the PR in the local forge): `apply --from-pr` finds what landed and
+    opens three PRs, one per other branch, each naming the source PR.
     """
     patches = find_patch_set(app)
     torch_python = find_torch_python(python)
@@ -96,7 +108,29 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None) -> Non
             raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
                                 "them away or pass --dir with an empty folder") from None
         sandbox = build_sandbox(root, patches, torch_python)
-        _run_demo(app, sandbox, torch_python, replaced)
+        name = _merged_pr(app, sandbox, patches) if from_pr else "put_metric"
+        _run_demo(app, sandbox, torch_python, replaced, name)
+
+
+def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
+    """Land put_metric on the sandbox's master as a merged PR of its local forge (no
+    merge_commit_sha, as GitCode's answer gives none), then make its patch set from that PR."""
+    project = load_project(sandbox.config, None, os.environ)
+    spec = load_patch_set(patches, project.branch_map)
+    forge = LocalForge(project.state_dir / "forge.sqlite", upstream=project.branch_map.upstream,
+                       fork=project.branch_map.fork)
+    number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title=spec.title,
+                                 body=f"{spec.title}\n\nAPI={spec.api}\n", author="lgxxx",
+                                 issues=(spec.issue,))
+    sha = land_merged_pr(sandbox, number, patches)
+    echo(f"the sandbox's upstream holds PR !{number} ({spec.title}), squash-merged into master "
+         f"as {sha[:12]}")
+    shutil.rmtree(sandbox.project / "patches" / patches.name)
+    environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
+    name, lines, _ = ensure_from_pr(project, sandbox.project / "patches", number, environ=environ)
+    for line in lines:
+        echo(line)
+    return name
 
 
 def _duration(seconds: float) -> str:
@@ -104,7 +138,7 @@ def _duration(seconds: float) -> str:
 
 
 def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
-              replaced: bool) -> None:
+              replaced: bool, name: str) -> None:
     """Apply put_metric in the built sandbox, print what happened and where to look."""
     echo(f"sandbox: {sandbox.root}" + (" (the previous demo's sandbox there was replaced)"
                                        if replaced else ""))
@@ -117,7 +151,7 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
     environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
     options = ApplyOptions(skip_tests=torch_python is None)
     with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
-        (outcome,) = run_apply(project, ["put_metric"], options, progress, environ=environ)
+        (outcome,) = run_apply(project, [name], options, progress, environ=environ)
     render_table(outcome.records, app.console)
     forge = make_forge(project.branch_map, project.state_dir)
     prs = forge.list_prs("open")
@@ -132,9 +166,9 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
     cmd = str(exe) if exe.exists() else "backport"
     echo("where to look:")
     echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")
-    echo(f"  PR bodies:      cd {sandbox.project} && {cmd} preview --api put_metric --branch master")
+    echo(f"  PR bodies:      cd {sandbox.project} && {cmd} preview --api {name} --branch {outcome.patch_set.branches[-1]}")
     echo(f"  branch state:   cd {sandbox.project} && {cmd} status")
-    echo(f"  test logs:      {project.state_dir / 'runs' / 'put_metric' / 'logs'}")
+    echo(f"  test logs:      {project.state_dir / 'runs' / name / 'logs'}")
     echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
     kept = keep_policy(environ) if torch_python is not None else None
     if kept is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -12,6 +11,7 @@ from backport.commands.common import AppContext, broken_subject, echo, pass_app,
 from backport.config.model import Project
 from backport.errors import EXIT_USAGE
 from backport.pipeline.apply import select_patch_sets
+from backport.report.ci_matrix import gitcode_pipeline, github_matrix, matrix_jobs
 
 
 @click.command("list")
@@ -66,26 +66,24 @@ def report_broken(project: Project) -> None:
 @click.option("--api", "apis", multiple=True, metavar="NAME", help="Patch set(s).")
 @click.option("--all", "every", is_flag=True, help="Every patch set.")
 @click.option("--format", "fmt", type=click.Choice(["json", "github", "gitcode"]), default="json",
-              show_default=True, help="json: a list; github: {include: [...]} for a job matrix; "
-                                      "gitcode: KEY=VALUE lines for a pipeline's parallel matrix.")
+              show_default=True,
+              help="json: a list; github: {include: [...]} for a job matrix (fromJSON); "
+                   "gitcode: the whole GitCode pipeline, one job per target.")
 @pass_app
 def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str) -> None:
     """Print a CI job matrix: one job per patch set and target branch.
 
-    Each job runs `backport apply --api NAME --branch B`; the forge's find-or-create keeps
-    parallel jobs from opening the same PR twice.
+    Each job runs `backport apply --api NAME --branch B` on the runner tags (`runs_on`) and
+    container image of its environment's `ci:` entry in branches.yaml (default: the tags
+    `self-hosted` and the environment's name). The forge's find-or-create keeps parallel jobs
+    from opening the same PR twice.
     """
     project = app.project()
-    jobs = []
-    for ps in select_patch_sets(project, list(apis), every):
-        for target in ps.branches:
-            jobs.append({"api": ps.name, "branch": target,
-                         "env": project.branch_map.targets[target].env,
-                         "command": f"backport apply --api {ps.name} --branch {target}"})
+    jobs = matrix_jobs(project.branch_map, select_patch_sets(project, list(apis), every))
     if fmt == "json":
-        print_json(jobs)
+        print_json([job.to_dict() for job in jobs])
     elif fmt == "github":
-        click.echo(json.dumps({"include": jobs}, separators=(",", ":")))
+        click.echo(github_matrix(jobs))
     else:
-        for job in jobs:
-            click.echo(f"API={job['api']} BRANCH={job['branch']}")
+        selection = "--all" if every else " ".join(f"--api {name}" for name in apis)
+        click.echo(gitcode_pipeline(jobs, selection), nl=False)

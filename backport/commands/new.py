@@ -2,43 +2,21 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import click
-import yaml
 
+from backport.commands.authoring import ask, write_patch_set
 from backport.commands.common import AppContext, echo, pass_app
-from backport.config import load_patch_set
+from backport.commands.from_pr import read_source, write_from_pr
 from backport.config.patch_set import patch_set_name_problem
-from backport.config.validate import display_path
-from backport.envs.device import infer_device
-from backport.envs.model import AUTOLOAD
-from backport.errors import BackportError, ConfigError
+from backport.errors import BackportError
 from backport.git.authoring import (
-    export_patch_set,
-    file_at,
     first_subject,
     test_files,
     touched_files,
 )
-
-
-def _ask(value: str | None, prompt: str, option: str) -> str:
-    """``value``, else the answer at a terminal prompt; off a terminal the option is required."""
-    if value:
-        return value
-    if not sys.stdin.isatty():
-        raise BackportError("usage", f"{option} is required off a terminal")
-    try:
-        return click.prompt(prompt)
-    except click.exceptions.Abort as exc:  # click turns both EOF and Ctrl-C into Abort
-        if isinstance(exc.__context__, EOFError):
-            raise BackportError("usage", f"input ended at the {option} prompt, so no patch set "
-                                f"was written; pass {option}") from None
-        raise
 
 
 def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
@@ -67,31 +45,44 @@ def _required_off_terminal(**given: object) -> None:
 
 @click.command("new")
 @click.argument("name")
-@click.option("--from", "rev", required=True, metavar="REV[..REV]",
+@click.option("--from", "rev", default=None, metavar="REV[..REV]",
               help="One commit, or a range A..B, to export with git format-patch.")
+@click.option("--from-pr", "pr", type=click.IntRange(min=1), default=None, metavar="N",
+              help="A PR of the upstream instead: what it merged onto its base (or, while open, "
+                   "its own commits), for every target but its base.")
 @click.option("--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Repository holding the commits.")
 @click.option("--api", "api", default=None, metavar="FULL.NAME",
-              help="The API the tests cover (asked for at a terminal; required off a terminal).")
+              help="The API the tests cover (asked for at a terminal; required off a terminal "
+                   "unless --from-pr finds it in the PR body).")
 @click.option("--issue", "issue", type=click.IntRange(min=1), default=None,
               help="Upstream issue every PR links to (asked for at a terminal; required off a "
-                   "terminal).")
-@click.option("--title", "title", default=None, help="PR title (default: first commit's subject).")
+                   "terminal unless --from-pr finds the PR's one linked issue).")
+@click.option("--title", "title", default=None,
+              help="PR title (default: first commit's subject; with --from-pr the PR's title).")
 @click.option("--force", is_flag=True, help="Replace an existing patch set of that name.")
 @pass_app
-def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, issue: int | None,
-            title: str | None, force: bool) -> None:
+def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: Path,
+            api: str | None, issue: int | None, title: str | None, force: bool) -> None:
     """Create patches/NAME/ from commits: numbered patches plus a patch.yaml.
 
     The tests are the test files the commits touch; the title is the first commit's subject;
     `device: npu` is inferred when a test imports torch_npu or creates npu tensors or devices
     (else `device: none`), and said.
 
+    With --from-pr N the commits come from PR N of the upstream: a merged PR's commit on its
+    base (its merge_commit_sha, else the squash commit whose message names !N), an open PR's
+    own commits (marked as not merged). The title is the PR's, the issue its one linked issue,
+    the API the one its body names; the targets are all but its base.
+
     \b
     Example:
       backport new put_metric --from 7519b4613 --repo ~/src/pytorch \\
         --api torch.distributed.elastic.metrics.put_metric --issue 3216
+      backport new put_metric --from-pr 42810
     """
+    if (rev is None) == (pr is None):
+        raise BackportError("usage", "pass one of --from REV and --from-pr N")
     problem = patch_set_name_problem(name)
     if problem:
         raise BackportError("usage", problem)
@@ -100,46 +91,26 @@ def new_cmd(app: AppContext, name: str, rev: str, repo: Path, api: str | None, i
     dest = patches_dir / name
     if dest.exists() and not force:
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
-    _required_off_terminal(api=api, issue=issue)
     repo_given = click.get_current_context().get_parameter_source("repo") is not (
         click.core.ParameterSource.DEFAULT)
+    if pr is not None:  # the API and the issue may come from the PR: asked for only if not
+        if repo_given:
+            raise BackportError("usage", "--repo names the clone --from reads; --from-pr reads "
+                                         "PR N and its commits from the map's upstream")
+        source, cache_repo = read_source(project, pr)
+        write_from_pr(project, dest, source, cache_repo, api=api, issue=issue, title=title)
+        echo(f"next: backport check --api {name}")
+        return
+    assert rev is not None
+    _required_off_terminal(api=api, issue=issue)
     try:
         tests = test_files(touched_files(repo, rev))
     except BackportError as exc:
         raise _commit_problem(exc, repo_given) from None
     if not tests:
         raise BackportError("usage", f"the commits {rev} touch no test file; a patch set needs one")
-    api = _ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
-    issue_no = int(_ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
-    sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
-    device, reasons = infer_device(sources)
-    spec = {
-        "api": api, "issue": issue_no, "title": title or first_subject(repo, rev),
-        "tests": [{"path": path, "args": ["-v"]} for path in tests], "device": device,
-    }
-    patches_dir.mkdir(parents=True, exist_ok=True)
-    staging_root = Path(tempfile.mkdtemp(prefix=".new-", dir=patches_dir))
-    staging = staging_root / name
-    try:
-        export_patch_set(repo, rev, staging, force=True)
-        (staging / "patch.yaml").write_text(
-            yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        try:
-            load_patch_set(staging, project.branch_map)
-        except ConfigError as exc:
-            message = exc.message.replace(str(staging), str(dest))
-            raise ConfigError(message.replace(display_path(staging), display_path(dest))) from exc
-        if dest.exists():
-            shutil.rmtree(dest)
-        staging.rename(dest)
-    finally:
-        shutil.rmtree(staging_root, ignore_errors=True)
-    files = sorted(p.name for p in dest.glob("*.patch"))
-    echo(f"wrote {dest}: {', '.join(files)} and patch.yaml (tests: {', '.join(tests)})")
-    if device == "npu":
-        echo(f"device: npu, inferred because {'; '.join(reasons)}: the tests run only where "
-             f"torch_npu loads and an NPU is visible (edit patch.yaml if they do not need one)")
-    else:
-        echo("device: none, inferred because no test imports torch_npu or creates npu tensors: "
-             f"the tests run with {AUTOLOAD}=0 where torch_npu cannot load")
+    api = ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
+    issue_no = int(ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
+    dest = write_patch_set(project, dest, repo, rev, tests, {
+        "api": api, "issue": issue_no, "title": title or first_subject(repo, rev)})
     echo(f"next: backport check --api {name}")

@@ -24,6 +24,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from backport.config.model import (
     BranchMap,
+    CiPlacement,
     Environment,
     PrOptions,
     Target,
@@ -61,7 +62,7 @@ TOP_KEYS = (
 )  # fmt: skip
 ENV_KEYS = (
     "python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
-    "wrapper", "env", "timeout",
+    "wrapper", "env", "timeout", "ci",
 )  # fmt: skip
 ENVS_VARIABLE = "BACKPORT_ENVS"
 PYTHON_PLACEHOLDER = "{python}"  # in ``wrapper:``, where the environment's interpreter goes
@@ -274,7 +275,33 @@ def _environment(doc: Doc, key: Val, v: Val, base: Path, default_dir: Path) -> E
         }
     if "timeout" in f:
         fields["timeout"] = doc.number(f["timeout"], low=0, high=MAX_TIMEOUT)
+    fields["ci"] = _ci(doc, f["ci"], name) if "ci" in f else CiPlacement(("self-hosted", name))
     return Environment(**fields)
+
+
+CI_KEYS = ("runs_on", "image")
+_RUNNER_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")  # GitCode joins tags with ','
+_IMAGE = re.compile(r"[a-z0-9][A-Za-z0-9._/:@-]*")
+
+
+def _ci(doc: Doc, v: Val, name: str) -> CiPlacement:
+    """``ci: {runs_on: [tags], image: name}``: the runner (default ``[self-hosted, <name>]``)
+    and container image (default none) CI runs this environment's branches on."""
+    f = doc.mapping(v, CI_KEYS)
+    runs_on: tuple[str, ...] = ("self-hosted", name)
+    if "runs_on" in f:
+        runs_on = doc.str_list(f["runs_on"], max_items=20, max_len=128)
+        if not runs_on:
+            doc.fail(f["runs_on"], "must name at least one runner tag")
+        for tag, item in zip(runs_on, doc.items(f["runs_on"]), strict=True):
+            if not _RUNNER_TAG.fullmatch(tag):
+                doc.fail(item, f"'{tag}' is not a runner tag (letters, digits and '._=+-')")
+    image = ""
+    if "image" in f:
+        image = doc.string(f["image"], max_len=512)
+        if not _IMAGE.fullmatch(image):
+            doc.fail(f["image"], f"'{image}' is not a container image name")
+    return CiPlacement(runs_on, image)
 
 
 def _requirements(doc: Doc, v: Val, *, strict: bool) -> tuple[str, ...]:

@@ -11,6 +11,14 @@ DEFAULT_TEST_TIMEOUT = 1800.0  # seconds
 
 
 @dataclass(frozen=True)
+class CiPlacement:
+    """Where CI runs the branches of one environment (`ci:` of an environment)."""
+
+    runs_on: tuple[str, ...] = ()  # runner tags (labels) of the host that holds it
+    image: str = ""  # a container image that holds it; "" runs on the host itself
+
+
+@dataclass(frozen=True)
 class Environment:
     """A Python environment tests run under (`environments:` entry of branches.yaml)."""
 
@@ -29,6 +37,7 @@ class Environment:
     source_shown: str = ""  # ``source`` as written in branches.yaml, home as `~`
     wrapper: tuple[str, ...] = ()  # a command started instead of the interpreter, `~` expanded
     wrapper_shown: tuple[str, ...] = ()  # ``wrapper`` as written, home as `~`
+    ci: CiPlacement = field(default_factory=CiPlacement)  # where CI runs it (`backport matrix`)
 
     @property
     def interpreter(self) -> Path:
@@ -94,6 +103,17 @@ class TestSpec:
 
 
 @dataclass(frozen=True)
+class SourcePr:
+    """The upstream PR a patch set was made from (``source_*`` keys of patch.yaml)."""
+
+    number: int
+    base: str  # the branch the PR targets
+    commit: str  # 40-hex sha: what landed on ``base``, or the open PR's head
+    merged: bool
+    found_by: str  # "merge_commit_sha" | "squash message" | "head ref"
+
+
+@dataclass(frozen=True)
 class PatchSet:
     """patches/<name>/, validated."""
 
@@ -110,6 +130,7 @@ class PatchSet:
     touched_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target -> paths
     body: str | None = None  # body.md, the hand-written PR body part
     pr: PrOptions = PrOptions()
+    source: SourcePr | None = None  # the upstream PR it was made from (`new --from-pr`)
 
     @property
     def slug(self) -> str:

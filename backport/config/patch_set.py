@@ -10,6 +10,7 @@ from backport.config.branch_map import MAX_BODY_CHARS, pr_options
 from backport.config.model import (
     BranchMap,
     PatchSet,
+    SourcePr,
     TestSpec,
 )
 from backport.config.patchfiles import Patch, read_patch
@@ -24,7 +25,9 @@ from backport.config.validate import (
     suggest,
 )
 
-PATCH_KEYS = ("api", "issue", "title", "tests", "device", "branches", "pr")
+SOURCE_KEYS = ("source_pr", "source_base", "source_commit", "source_merged", "source_found_by")
+PATCH_KEYS = ("api", "issue", "title", "tests", "device", "branches", "pr", *SOURCE_KEYS)
+FOUND_BY = ("merge_commit_sha", "squash message", "head ref")
 DEVICES = ("none", "npu")
 MAX_ISSUE = 2**31 - 1
 
@@ -107,6 +110,7 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         touched_paths=touched,
         body=_read_body(dir / "body.md"),
         pr=pr,
+        source=_source(doc, f),
     )
     fork_branches(branch_map, patch_set)
     return patch_set
@@ -120,6 +124,33 @@ def _issue(doc: Doc, v: Val) -> int:
         shown = repr(value[:40]) if isinstance(value, str) else kind(value)
         doc.fail(v, f"must be a positive issue number like 3216, not {shown}")
     return value
+
+
+def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
+    """The ``source_*`` keys: none, or all five together."""
+    given = [key for key in SOURCE_KEYS if key in f]
+    if not given:
+        return None
+    missing = [key for key in SOURCE_KEYS if key not in f]
+    if missing:
+        doc.fail(f[given[0]], f"'{given[0]}' needs {', '.join(missing)} too (the source_* keys "
+                              f"come together)")
+    number = f["source_pr"].value
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= MAX_ISSUE:
+        doc.fail(f["source_pr"], f"must be a positive PR number like 42810, not {kind(number)}")
+    base = doc.string(f["source_base"], max_len=255, allow_ints=True)
+    problem = refname_problem(base)
+    if problem:
+        doc.fail(f["source_base"], f"branch '{base}' {problem}")
+    commit = doc.string(f["source_commit"], max_len=64, allow_ints=True)
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        doc.fail(f["source_commit"], f"'{commit[:64]}' is not a full 40-hex commit sha")
+    found_by = doc.string(f["source_found_by"])
+    if found_by not in FOUND_BY:
+        doc.fail(f["source_found_by"], f"must be one of {', '.join(repr(x) for x in FOUND_BY)}, "
+                                       f"not '{found_by}'{suggest(found_by, FOUND_BY)}")
+    return SourcePr(number=number, base=base, commit=commit,
+                    merged=doc.boolean(f["source_merged"]), found_by=found_by)
 
 
 def _test_spec(doc: Doc, v: Val) -> TestSpec:

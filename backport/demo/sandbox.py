@@ -87,6 +87,37 @@ def build_upstream(path: Path) -> Path:
     return path
 
 
+SOURCE_HEAD = "test-put-metric-master"  # the merged demo PR's source branch
+
+
+def squash_message(subject: str, number: int, head: str, base: str, upstream: str) -> str:
+    """The message GitCode gives a squash merge of PR ``number`` (as Ascend/pytorch's history
+    shows it)."""
+    return (f"{subject}\n\n# message auto-generated for no-merge-commit merge:\n"
+            f"!{number} merge {head} into {base}\n\n{subject}\n\nMerged-by: ascend-robot\n\n"
+            f"See merge request: {upstream}!{number}\n")
+
+
+def land_merged_pr(sandbox: Sandbox, number: int, patches: Path, base: str = "master") -> str:
+    """Squash-merge ``patches``' series onto ``base`` of the sandbox's upstream as GitCode
+    lands PR ``number`` (author and change kept, the squash message naming ``!N``); its sha."""
+    work = sandbox.root / "merge.work"
+    _git(sandbox.root, "clone", "--quiet", "--branch", base, "--", str(sandbox.upstream),
+         str(work))
+    try:
+        _git(work, "am", "--quiet", *(str(p) for p in sorted(patches.glob("[0-9]*.patch"))))
+        first = git(["rev-list", "--reverse", f"origin/{base}..HEAD"], cwd=work).stdout.split()[0]
+        subject, author, date = git(["log", "-1", "--format=%s%n%an <%ae>%n%aI", first],
+                                    cwd=work).stdout.splitlines()
+        _git(work, "reset", "--soft", f"origin/{base}")
+        _git(work, "commit", "--quiet", f"--author={author}", f"--date={date}", "-m",
+             squash_message(subject, number, SOURCE_HEAD, base, "Ascend/pytorch"))
+        _git(work, "push", "--quiet", "origin", f"HEAD:refs/heads/{base}")
+        return git(["rev-parse", "HEAD"], cwd=work).stdout.strip()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
                   python: str | None) -> None:
     """branches.yaml for the sandbox plus a copy of the put_metric patch set."""

@@ -25,6 +25,27 @@ class PullRequest:
     not_taken: tuple[str, ...] = ()  # fields an update sent that the PR still does not show
 
 
+@dataclass(frozen=True)
+class SourcePrInfo:
+    """A PR of the upstream read as the source of a backport (``GET /pulls/{n}`` and its
+    ``/issues``): what is needed to find the change it carries."""
+
+    number: int
+    state: str  # "open" | "closed" | "merged"
+    title: str
+    body: str
+    base: str  # the branch it targets (or landed on)
+    head: str  # its source branch name
+    head_sha: str  # the head commit the service shows ("" when it shows none)
+    merge_commit_sha: str  # "" when the service does not give one (GitCode's single-PR answer)
+    author: str  # login of the PR's author ("" when not shown)
+    issues: tuple[int, ...] = ()  # linked issues
+
+    @property
+    def merged(self) -> bool:
+        return self.state == "merged"
+
+
 # Receives one line per API call a dry run would make: "POST /repos/o/r/pulls title=… head=…".
 PlanSink = Callable[[str], None]
 
@@ -53,6 +74,9 @@ class Forge(Protocol):
 
     def get_pr(self, number: int) -> PullRequest:
         """One PR by number."""
+
+    def get_source_pr(self, number: int) -> SourcePrInfo:
+        """PR ``number`` of the upstream as a backport's source, with its linked issues."""
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         """PRs of the upstream repository in ``state`` ("open" or "all"); ``fresh``: read from

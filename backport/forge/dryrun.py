@@ -6,7 +6,8 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
-from backport.forge.base import Forge, PlanSink, PullRequest
+from backport.errors import BackportError
+from backport.forge.base import Forge, PlanSink, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
 from backport.forge.pace import period_text
 from backport.redact import redact
@@ -115,6 +116,14 @@ class DryRunForge:
             return PullRequest(number=number, url=PLACEHOLDER_URL, title="", body="", head="",
                                head_repo=self.fork, base="", state="open")
         return reader.get_pr(number)
+
+    def get_source_pr(self, number: int) -> SourcePrInfo:
+        """A read: passed to the real forge (a dry run without one cannot name the source)."""
+        reader = self.inner
+        if reader is None:
+            raise BackportError("usage", f"a dry run without a {self.name} token cannot read "
+                                         f"PR !{number}; set the token to plan a backport from it")
+        return reader.get_source_pr(number)
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         reader = self._reads()

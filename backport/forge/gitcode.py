@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from backport.errors import BackportError
-from backport.forge.base import PullRequest
+from backport.forge.base import PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, ApiTransportError, seg
 from backport.forge.token import askpass_env
 from backport.redact import redact
@@ -387,6 +387,20 @@ class GitCodeForge:
 
     def get_pr(self, number: int) -> PullRequest:
         return self._to_pr(self._get_pr_data(number))
+
+    def get_source_pr(self, number: int) -> SourcePrInfo:
+        """``GET /pulls/{n}`` and ``GET /pulls/{n}/issues`` (pulls.rst); ``merge_commit_sha``
+        only when the answer carries one (the single-PR example shows none)."""
+        data = self._get_pr_data(number)
+        pr = self._to_pr(data)
+        head = _obj(data, "head")
+        merge_sha = _text(data.get("merge_commit_sha")).strip()
+        return SourcePrInfo(
+            number=pr.number, state=pr.state, title=_strip_wip(pr.title), body=pr.body,
+            base=pr.base, head=pr.head, head_sha=_text(head.get("sha")).strip(),
+            merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
+            author=_text(_obj(data, "user").get("login")),
+            issues=tuple(self.linked_issues(number)))
 
     def _get_pr_data(self, number: int) -> dict[str, Any]:
         try:

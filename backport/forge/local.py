@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from backport.errors import BackportError
-from backport.forge.base import PullRequest
+from backport.forge.base import PullRequest, SourcePrInfo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS prs (
@@ -42,6 +42,12 @@ CREATE TABLE IF NOT EXISTS pr_issues (
     pr    INTEGER NOT NULL REFERENCES prs(number),
     issue INTEGER NOT NULL,
     PRIMARY KEY (pr, issue)
+);
+CREATE TABLE IF NOT EXISTS pr_sources (
+    pr           INTEGER PRIMARY KEY REFERENCES prs(number),
+    head_sha     TEXT NOT NULL DEFAULT '',
+    merge_commit TEXT NOT NULL DEFAULT '',
+    author       TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS comments (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -168,6 +174,24 @@ class LocalForge:
         with self._read() as conn:
             return self._pr(self._row(conn, number))
 
+    def get_source_pr(self, number: int) -> SourcePrInfo:
+        """PR ``number`` with what :meth:`add_source_pr` recorded of its commits (none for a PR
+        this tool opened from the fork)."""
+        with self._read() as conn:
+            row = self._row(conn, number)
+            assert conn is not None  # _row raised otherwise
+            try:
+                extra = conn.execute("SELECT head_sha, merge_commit, author FROM pr_sources "
+                                     "WHERE pr = ?", (number,)).fetchone()
+            except sqlite3.OperationalError:  # a database written before pr_sources existed
+                extra = None
+        issues = tuple(self.linked_issues(number))
+        return SourcePrInfo(
+            number=number, state=row["state"], title=row["title"], body=row["body"],
+            base=row["base"], head=row["head"], head_sha=extra["head_sha"] if extra else "",
+            merge_commit_sha=extra["merge_commit"] if extra else "",
+            author=extra["author"] if extra else "", issues=issues)
+
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         with self._read() as conn:
             if conn is None:
@@ -258,6 +282,26 @@ class LocalForge:
             conn.execute("UPDATE prs SET state = ?, updated_at = ? WHERE number = ?",
                          (state, _now(), number))
             return self._pr(self._row(conn, number))
+
+    def add_source_pr(self, *, head: str, base: str, title: str, body: str, author: str,
+                      state: str = "merged", head_sha: str = "", merge_commit: str = "",
+                      issues: tuple[int, ...] = ()) -> int:
+        """Record someone's PR on the upstream itself (head branch in the upstream), as a
+        maintainer's merged change is; returns its number."""
+        if state not in STATES:
+            raise BackportError("usage", f"PR state {state!r} is not one of {', '.join(STATES)}.")
+        with self._write() as conn:
+            now = _now()
+            cursor = conn.execute(
+                "INSERT INTO prs (repo, head, head_repo, base, title, body, state, draft, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                (self.upstream, head, self.upstream, base, title, body, state, now, now))
+            number = int(cursor.lastrowid or 0)
+            conn.execute("INSERT INTO pr_sources (pr, head_sha, merge_commit, author) "
+                         "VALUES (?, ?, ?, ?)", (number, head_sha, merge_commit, author))
+            conn.executemany("INSERT OR IGNORE INTO pr_issues (pr, issue) VALUES (?, ?)",
+                             [(number, int(i)) for i in issues])
+            return number
 
     def comments(self, number: int) -> list[str]:
         """Bodies of the PR's comments, oldest first."""

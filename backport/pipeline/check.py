@@ -17,20 +17,17 @@ from backport.config.patchfiles import Patch
 from backport.config.validate import home_shown
 from backport.envs.changes import scope_of
 from backport.errors import BackportError
-from backport.git.apply import already_applied, apply_series
 from backport.git.cache import RepoCache
-from backport.git.present import added_tests, changed_python_tests, present_tests, source_problems
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.body_paths import absent_named_paths
+from backport.pipeline.decide import Decision, Outcome, decide
 from backport.pipeline.journal import Journal
 from backport.pipeline.propagate import (
     SiblingSeries,
     recorded_series,
     sibling_series,
-    try_siblings,
 )
 from backport.pipeline.session import open_cache
-from backport.pipeline.steps import existing_tests
 
 
 @dataclass
@@ -58,15 +55,19 @@ def plural(count: int, word: str, words: str | None = None) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
 
 
-def run_check(project: Project, names: list[str] | None, *, offline: bool,
+def run_check(project: Project, names: list[str] | None, *, offline: bool, envs: bool = False,
               environ: dict[str, str] | None = None) -> list[Finding]:
-    """Validate the map and, unless ``offline``, that every patch set applies everywhere."""
+    """Validate the map and, unless ``offline``, that every patch set applies everywhere.
+
+    An environment not built on this machine is a warning (a CI runner checks the map and the
+    patches, not the hosts), a problem when ``envs`` asks for the environments as well.
+    """
     bm = project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
     findings = [Finding(str(bm.path.name), "schema", True,
                         f"{plural(len(bm.targets), 'target branch', 'target branches')}, "
                         f"{plural(len(bm.environments), 'environment')}")]
-    findings += _interpreters(project, offline)
+    findings += _interpreters(project, required=envs)
     for ps in patch_sets:
         variants = ", ".join(sorted(ps.variants)) or "none"
         findings.append(Finding(f"patches/{ps.name}", "schema", True,
@@ -136,70 +137,68 @@ def _beyond_tests(ps: PatchSet) -> list[Finding]:
 
 def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str, base: str,
                    tmp: Path) -> list[Finding]:
-    """Does the series `apply` would use go in on ``base``? Its own series first; where that
-    conflicts, the branch's recorded result (a hand resolution, or a series carried from a
-    sibling) and the siblings' series, as `apply` tries them."""
+    """Does the series `apply` would use go in on ``base``? The same decision as `apply`'s
+    (`decide`): its own series first; where that conflicts, the branch's recorded result (a
+    hand resolution, or a series carried from a sibling) and the siblings' series."""
     subject = f"{ps.name} on {target}"
     series = ps.series_for(target)
     variant = target in ps.variants
-    if already_applied(cache, base, series):
+    carried = tmp / "carried" / f"{ps.name}-{target}".replace("/", "_")
+
+    def others() -> list[SiblingSeries]:
+        own = recorded_series(cache.path, journal, target, carried / "own")
+        return [s for s in [own] if s is not None] + sibling_series(
+            cache.path, ps, journal, target, out=carried)
+
+    decision = decide(
+        cache, base, series, [t.path for t in ps.tests],
+        worktree=lambda: Worktree.create(
+            cache, tmp / f"{ps.name}-{target}".replace("/", "_"),
+            cache_branch(tmp, f"check/{ps.slug}/{target}"), base, ps.paths_for(target)),
+        others=others)
+    if decision.outcome is Outcome.ALREADY_APPLIED:
         return [Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)]
-    added = added_tests(cache.path, series)
-    present = existing_tests(present_tests(cache.path, base, added)) if added else ()
-    said = "; ".join(t.describe() for t in present)
-    if added and len(present) == len(added):
+    if decision.outcome is Outcome.ALREADY_PRESENT:
         return [Finding(subject, "applies", True, f"already present: every test the patch adds is "
-                        f"already on {target}: {said} (no PR needed)", variant)]
-    findings = [Finding(subject, "already present", True, f"already on {target}: {said}",
-                        variant, warning=True)] if present else []
-    path = tmp / f"{ps.name}-{target}".replace("/", "_")
-    worktree = Worktree.create(cache, path, cache_branch(tmp, f"check/{ps.slug}/{target}"),
-                               base, ps.paths_for(target))
-    instead: SiblingSeries | None = None
-    tried: list[str] = []
+                        f"already on {target}: {decision.said} (no PR needed)", variant)]
+    findings = [Finding(subject, "already present", True, f"already on {target}: {decision.said}",
+                        variant, warning=True)] if decision.present else []
+    worktree, result = decision.worktree, decision.result
+    assert worktree is not None and result is not None
     try:
-        result = apply_series(worktree, series)
-        if result.status == "conflict":
-            carried = tmp / "carried" / f"{ps.name}-{target}".replace("/", "_")
-            candidates = [s for s in [recorded_series(cache.path, journal, target, carried / "own")]
-                          if s is not None]
-            candidates += sibling_series(cache.path, ps, journal, target, out=carried)
-            found, instead, tried = try_siblings(worktree, candidates, series, result)
-            if instead is not None:
-                result = found
         head = worktree.head() if result.status == "applied" else base
         missing = [t.path for t in ps.tests
                    if not _in_tree(worktree, head, t.path) and not _created(series, t.path)]
-        problems = source_problems(worktree.path, base, head, changed_python_tests(
-            series, [t.path for t in ps.tests])) if result.status == "applied" else []
     finally:
         worktree.remove()
-    if result.status == "conflict":
-        also = f"; also tried: {', '.join(tried)}" if tried else ""
-        findings.append(Finding(subject, "applies", False,
-                                f"{result.message} (files: {', '.join(result.conflicts) or 'unknown'})"
-                                f"{also}", variant))
-    elif instead is not None:
-        how = ", its context lines ignored" if result.loose else ""
-        findings.append(Finding(subject, "applies", True,
-                                f"its own series conflicts; {instead.label} applies instead{how}",
-                                variant, warning=True))
-    elif result.merged:
-        files = ", ".join(result.merged)
-        findings.append(Finding(subject, "applies", True,
-                                f"with git am -3, but {files} went in only through a 3-way "
-                                f"merge: compare it with the newer branches", variant,
-                                warning=True))
-    else:
-        detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
-        findings.append(Finding(subject, "applies", True, detail, variant))
-    for problem in problems:
+    findings.append(_applies(subject, decision, variant))
+    for problem in decision.problems:
         findings.append(Finding(subject, "no shadowed test", False, problem, variant))
     for test in missing:
         findings.append(Finding(subject, "test exists", False,
                                 f"patch set {ps.name}: test file {test} is not on branch {target} "
                                 f"and the series does not create it", variant))
     return findings
+
+
+def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
+    """The ``applies`` line of a series that was applied (or conflicted) in a worktree."""
+    result = decision.result
+    assert result is not None
+    if decision.outcome is Outcome.CONFLICT:
+        also = f"; also tried: {', '.join(decision.tried)}" if decision.tried else ""
+        return Finding(subject, "applies", False, f"{result.message} (files: "
+                       f"{', '.join(result.conflicts) or 'unknown'}){also}", variant)
+    if decision.source is not None:
+        how = ", its context lines ignored" if result.loose else ""
+        return Finding(subject, "applies", True, f"its own series conflicts; "
+                       f"{decision.source.label} applies instead{how}", variant, warning=True)
+    if result.merged:
+        return Finding(subject, "applies", True, f"with git am -3, but {', '.join(result.merged)} "
+                       f"went in only through a 3-way merge: compare it with the newer branches",
+                       variant, warning=True)
+    detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
+    return Finding(subject, "applies", True, detail, variant)
 
 
 def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
@@ -212,16 +211,31 @@ def _created(series: Sequence[Patch], path: str) -> bool:
     return any(diff.created and diff.new == path for patch in series for diff in patch.files)
 
 
-def _interpreters(project: Project, offline: bool) -> list[Finding]:
-    """Each target's environment interpreter exists: a problem online, a warning offline."""
+def _interpreters(project: Project, *, required: bool) -> list[Finding]:
+    """Each target's environment interpreter exists: a warning, a problem when ``required``."""
     bm = project.branch_map
     findings = []
     for name, env in sorted(bm.environments.items()):
         users = [t.name for t in bm.targets.values() if t.env == name]
         if not users or env.interpreter.exists():
             continue
-        detail = (f"environment '{name}' of branch {', '.join(users)}: interpreter "
-                  f"{home_shown(str(env.interpreter))} does not exist (`backport env setup` builds it)")
+        detail = (f"environment '{name}' of branch {', '.join(users)} is not built here: "
+                  f"interpreter {home_shown(str(env.interpreter))} does not exist "
+                  f"(`backport env setup` builds it)")
         subject = f"branch {', '.join(users)}"
-        findings.append(Finding(subject, "environment", offline, detail, warning=offline))
+        findings.append(Finding(subject, "environment", not required, detail,
+                                warning=not required))
     return findings
+
+
+def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
+    """The check as one Markdown table, for a CI's step summary."""
+    def cell(text: str) -> str:
+        return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+    rows = [f"### {title}", "", "| subject | check | result | detail |", "| --- | --- | --- | --- |"]
+    for f in findings:
+        mark = ("warn" if f.warning else "ok") if f.ok else "FAIL"
+        detail = f.detail + (" (variant)" if f.variant else "")
+        rows.append(f"| {cell(f.subject)} | {cell(f.check)} | {mark} | {cell(detail)} |")
+    return "\n".join(rows) + "\n"

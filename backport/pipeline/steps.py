@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from backport.config.model import BranchMap, PatchSet
-from backport.config.patchfiles import Patch
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
@@ -17,30 +16,23 @@ from backport.envs.pool import Environments
 from backport.envs.verbose import outcomes_of
 from backport.errors import BackportError, ErrorCode
 from backport.git.apply import (
-    ApplyResult,
-    already_applied,
     am_in_progress,
-    apply_series,
     snapshot,
 )
 from backport.git.cache import RepoCache
 from backport.git.present import (
     AddedTest,
-    PresentTest,
-    added_tests,
-    changed_python_tests,
-    present_tests,
-    source_problems,
     with_classes,
 )
 from backport.git.push import push_branch
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.beyond_tests import changes_for_run
+from backport.pipeline.decide import Decision, Outcome, decide
 from backport.pipeline.fork_read import fork_head
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
-from backport.pipeline.propagate import SiblingSeries, sibling_series, try_siblings
+from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.session import ApplyOptions
-from backport.records import BranchRecord, EnvEvidence, ExistingTest, TestResult
+from backport.records import BranchRecord, EnvEvidence, TestResult
 from backport.report.body import exit_stated
 from backport.states import Status
 
@@ -113,56 +105,58 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
         except BackportError:
             pass
     job.event("apply", f"{len(series)} patch(es) on {job.target} @ {base[:9]}")
-    if already_applied(cache, base, series):
+    decision = decide(
+        cache, base, series, [t.path for t in job.patch_set.tests],
+        worktree=lambda: Worktree.create(cache, path, cache_branch(state_dir, job.fork_branch),
+                                         base, job.patch_set.paths_for(job.target)),
+        others=lambda: _other_series(cache, job, newer), event=lambda detail: job.event("apply", detail))
+    return _record_decision(job, base, path, decision)
+
+
+def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) -> bool:
+    """The journal's transitions for what `decide` found; False when the branch stopped."""
+    if decision.outcome is Outcome.ALREADY_APPLIED:
         job.change(lambda r: r.already_upstream(
             base, f"the patch is already on {job.target} (same patch-id); no PR needed"))
         job.event("already-applied", "same patch-id upstream")
         return False
-    added = added_tests(cache.path, series)
-    present = existing_tests(present_tests(cache.path, base, added)) if added else ()
-    job.change(lambda r: r.tests_found([t.node_id for t in added], present))
-    if added and len(present) == len(added):
-        said = "; ".join(t.describe() for t in present)
+    job.change(lambda r: r.tests_found([t.node_id for t in decision.added], decision.present))
+    if decision.outcome is Outcome.ALREADY_PRESENT:
         job.change(lambda r: r.already_present(
-            base, f"every test the patch adds is already on {job.target}: {said}; no PR needed"))
-        job.event("already-present", said)
+            base, f"every test the patch adds is already on {job.target}: {decision.said}; "
+                  "no PR needed"))
+        job.event("already-present", decision.said)
         return False
-    for test in present:
+    for test in decision.present:
         job.event("apply", f"already on {job.target}: {test.describe()}")
-    branch = cache_branch(state_dir, job.fork_branch)
-    wt = Worktree.create(cache, path, branch, base, job.patch_set.paths_for(job.target))
-    result = apply_series(wt, series)
-    source: SiblingSeries | None = None
-    tried: list[str] = []
-    if result.status == "conflict":
-        result, source, tried = _try_siblings(cache, job, wt, series, result, newer)
-    if result.status == "already-applied":
+    wt, result, source, tried = decision.worktree, decision.result, decision.source, decision.tried
+    assert wt is not None and result is not None
+    if decision.outcome is Outcome.NO_CHANGE:
         wt.remove()
         job.change(lambda r: r.no_change(
             base, f"the patch makes no change on {job.target}; no PR needed"))
         job.event("already-applied", "no change")
         return False
-    if result.status == "conflict":
+    if decision.outcome is Outcome.CONFLICT:
         files = ", ".join(result.conflicts) or "unknown files"
         still = f"; {', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}" if tried else ""
         message = (f"{result.message}{still}; resolve it in {path}, then run `backport "
                    f"continue --api {job.patch_set.name} --branch {job.target}` (or `backport "
                    f"abort`)")
         left = snapshot(wt, result.conflicts)
-        job.stop(lambda r: r.conflicted(base, message, result.conflicts, str(path), tried, left))
+        job.stop(lambda r: r.conflicted(base, message, result.conflicts, str(path), tried,
+                                        left))
         job.event("conflict", files)
         return False
-    problems = source_problems(wt.path, base, result.head, changed_python_tests(
-        series, [t.path for t in job.patch_set.tests]))
-    if problems:
-        message = (f"with the series applied on {job.target}, {'; '.join(problems)}; nothing "
-                   f"was pushed: change the patch (its commit is kept in {path} to look at)")
+    if decision.outcome is Outcome.UNUSABLE:
+        message = (f"with the series applied on {job.target}, {'; '.join(decision.problems)}; "
+                   f"nothing was pushed: change the patch (its commit is kept in {path} to look at)")
         job.stop(lambda r: r.unusable(
             base, message, str(path), ErrorCode.CONFLICT,
             series_source=source.source if source else None, tried_sources=tried,
             merged_files=result.merged, loose_files=result.loose))
         return False
-    added = with_classes(wt.path, base, result.head, added)
+    added = with_classes(wt.path, base, result.head, decision.added)
     job.change(lambda r: r.applied(
         base, result.head, str(path), [t.node_id for t in added],
         series_source=source.source if source else None, tried_sources=tried,
@@ -177,21 +171,13 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
     return True
 
 
-def existing_tests(found: list[PresentTest]) -> tuple[ExistingTest, ...]:
-    """The journal's form of the tests a target already defines."""
-    return tuple(ExistingTest(path=p.test.path, name=p.test.qualname, line=p.line,
-                              commit=p.commit, subject=p.subject) for p in found)
-
-
-def _try_siblings(cache: RepoCache, job: BranchJob, wt: Worktree, series: tuple[Patch, ...],
-                  own: ApplyResult, newer: NewerSteps | None,
-                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
-    """The own series conflicted: try the siblings' series (see `propagate.try_siblings`),
-    once the newer targets of this run have been applied."""
+def _other_series(cache: RepoCache, job: BranchJob, newer: NewerSteps | None
+                  ) -> list[SiblingSeries]:
+    """The series to try where the own one conflicts (see `propagate.try_siblings`), once the
+    newer targets of this run have been applied."""
     if newer is not None:
         newer.wait_newer(job, "apply")
-    candidates = sibling_series(cache.path, job.patch_set, job.journal, job.target)
-    return try_siblings(wt, candidates, series, own, lambda detail: job.event("apply", detail))
+    return sibling_series(cache.path, job.patch_set, job.journal, job.target)
 
 
 # -- test -------------------------------------------------------------------------------------

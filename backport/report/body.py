@@ -39,6 +39,7 @@ from backport.report.evidence_parse import (
     Evidence,
     changes_lines,
     series_lines,
+    source_line,
 )
 from backport.states import Status
 
@@ -369,6 +370,23 @@ def _read_back_text(view: BranchRecord, evidence: Evidence) -> str:
     return "\n".join(lines)
 
 
+def _source_lines(ctx: BodyContext) -> list[str]:
+    source = ctx.patch_set.source
+    return [source_line(ctx.branch_map.upstream, source.number, source.commit)] if source else []
+
+
+def source_pr(ctx: BodyContext) -> dict[str, str] | None:
+    """The PR the set was made from, as the 合入来源 region shows it (None: made by hand)."""
+    source, bm = ctx.patch_set.source, ctx.branch_map
+    if source is None:
+        return None
+    state = (f"已合入 `{source.base}`，合入提交 `{source.commit[:12]}`" if source.merged else
+             f"尚未合入 `{source.base}`：本 PR 取自其当前提交（至 `{source.commit[:12]}`），"
+             f"源 PR 合入前可能仍会变化")
+    return {"ref": f"{bm.upstream}!{source.number}",
+            "url": f"{bm.web_url}/{bm.upstream}/pull/{source.number}", "state": state}
+
+
 def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
     """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers)."""
     evidence = ctx.read_back.get(view.target)
@@ -392,6 +410,7 @@ def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
     lines = [
         f"VALIDATION EVIDENCE / {ctx.branch_map.upstream} / {view.fork_branch} → {view.target}",
         f"API={ctx.patch_set.api}",
+        *_source_lines(ctx),
         f"TARGET_BRANCH={view.target}",
         _head_line(view),
         f"PLATFORM={probed('platform')}",
@@ -542,6 +561,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "title_ok": ps.title.strip().startswith("test:"),
         "only_tests": zh.only_tests(_series_paths(ps)),
         "issue_url": bm.issue_url(ps.issue),
+        "source_pr": source_pr(ctx),
         "issue_ref": f"{bm.upstream}#{ps.issue}",
         "source_kinds": [("需求", False), ("问题单", False), ("issue/工单", True),
                          ("重构优化", False), ("资料更新", False)],

@@ -125,6 +125,21 @@ def series_lines(source: SeriesSource | None, merged: tuple[str, ...],
     return lines
 
 
+SOURCE_KEY = "SOURCE"  # the upstream PR a set was made from: "Ascend/pytorch!42810@<sha>"
+_SOURCE = re.compile(r"^(?P<repo>[^\s!@]+/[^\s!@]+)!(?P<number>\d+)@(?P<sha>[0-9a-f]{40})$")
+
+
+def source_line(upstream: str, number: int, commit: str) -> str:
+    """``SOURCE=<upstream>!N@<sha>``: the PR the series was made from and the commit it carries."""
+    return f"{SOURCE_KEY}={upstream}!{number}@{commit}"
+
+
+def source_of(evidence: Evidence) -> tuple[str, int, str] | None:
+    """(upstream, PR number, commit) of the evidence's ``SOURCE=`` line, or None."""
+    match = _SOURCE.match(evidence.get(SOURCE_KEY) or "")
+    return (match["repo"], int(match["number"]), match["sha"]) if match else None
+
+
 def changes_lines(changes: ChangeScope) -> list[str]:
     """``OVERLAY=``, ``NOT_IN_BUILD=``, ``NOT_EXERCISED=``: each where it names a file."""
     return [f"{key}={', '.join(getattr(changes, field))}" for key, field in CHANGES_KEYS

@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ci"
-FILES = ("github-check.yml", "gitcode-check.yml", "github-apply-matrix.yml")
+FILES = ("github-check.yml", "gitcode-check.yml", "github-apply.yml", "gitcode-apply.yml")
 SUBCOMMANDS = {"apply", "check", "status", "continue", "abort", "list", "new", "env", "docs",
                "matrix", "demo", "preview"}
 # `backport` as a command word: at line start or after a shell separator, optionally a path.
-_INVOCATION = re.compile(r"(?:^|[\s;&|(]|\$\()(?:[\w.~/-]*/)?backport(?![\w.-])((?:[ \t]+[^\s;&|)]+)*)",
+_INVOCATION = re.compile(r"(?:^|[\s;&|(]|\$\()(?:[\w.~/-]*/)?backport(?![\w.-])((?:[ \t]+[^\s;&|)<>]+)*)",
                          re.MULTILINE)
 
 
@@ -80,20 +80,21 @@ def test_check_workflows_watch_the_patch_inputs() -> None:
 
 
 def test_apply_matrix_is_one_job_per_branch_on_its_own_runner() -> None:
-    data = _load("github-apply-matrix.yml")
-    assert list(data["jobs"]) == ["apply"]  # no fan-in job: the PRs are the shared state
+    data = _load("github-apply.yml")
+    assert list(data["jobs"]) == ["plan", "apply"]  # no fan-in job: the PRs are the shared state
     apply_job = data["jobs"]["apply"]
-    assert apply_job["runs-on"] == "${{ matrix.runner }}"
-    entries = apply_job["strategy"]["matrix"]["include"]
-    assert [e["branch"] for e in entries] == ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
-    for entry in entries:
-        assert "npu" in entry["runner"] and any(label.startswith("torch-")
-                                                for label in entry["runner"])
-    calls = invocations("github-apply-matrix.yml")
+    assert apply_job["runs-on"] == "${{ matrix.runs_on }}"
+    assert apply_job["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    calls = invocations("github-apply.yml")
+    assert ["matrix", "--format", "github", "--api", "$API"] in calls
     assert ["apply", "--api", "$API", "--branch", "$BRANCH", "--json"] in calls
-    assert ["status", "--api", "$API", "--from-forge"] in calls
+    assert ["status", "--api", "$API", "--branch", "$BRANCH", "--from-forge"] in calls
     steps = [s for s in apply_job["steps"] if "apply" in s.get("run", "")]
     assert steps[0]["env"]["BRANCH"] == "${{ matrix.branch }}"
+    gitcode = _load("gitcode-apply.yml")["jobs"]
+    assert len(gitcode) == 4 and all(
+        "npu" in job["runs-on"] and any(t.startswith("torch-") for t in job["runs-on"])
+        for job in gitcode.values())
 
 
 def test_invocations_parse_against_the_cli() -> None:

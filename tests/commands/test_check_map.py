@@ -34,20 +34,54 @@ def test_check_fails_for_a_test_file_neither_on_the_branch_nor_created(sandbox):
     assert run_app(sandbox.project, "check", "--offline").code == 0
 
 
-def test_a_missing_interpreter_fails_online_and_warns_offline(sandbox, tmp_path):
+def test_an_environment_not_built_here_is_a_warning_unless_envs_are_asked_for(sandbox, tmp_path):
     def break_env(data: dict) -> None:  # v2.11.0 gets an environment of its own, without python
         data["environments"]["torch-2.11.0"] = {"python": str(tmp_path / "gone" / "bin" / "python")}
         data["branches"]["v2.11.0"]["env"] = "torch-2.11.0"
     edit_config(sandbox, break_env)
-    online = run_app(sandbox.project, "check", "--json")
-    assert online.code == 1
-    (problem,) = online.json()["problems"]
-    assert problem.startswith("branch v2.11.0: environment 'torch-2.11.0' of branch v2.11.0: "
-                              "interpreter ") and "does not exist" in problem
+    bare = run_app(sandbox.project, "check", "--json")  # a CI runner without the environments
+    assert bare.code == 0, bare.out
+    report = bare.json()
+    assert report["ok"] is True and report["problems"] == [] and report["envs"] is False
+    (warning,) = report["warnings"]
+    assert warning.startswith("branch v2.11.0: environment 'torch-2.11.0' of branch v2.11.0 is "
+                              "not built here: interpreter ") and "does not exist" in warning
+    asked = run_app(sandbox.project, "check", "--envs", "--json")  # a host that should have them
+    assert asked.code == 1
+    assert asked.json()["ok"] is False and asked.json()["envs"] is True
+    (problem,) = asked.json()["problems"]
+    assert problem == warning
     offline = run_app(sandbox.project, "check", "--offline")
     assert offline.code == 0
     assert "environment 'torch-2.11.0'" in offline.out and "warning:" not in offline.err
     assert "1 environments" not in offline.out and "2 environments" in offline.out
+
+
+def test_json_ok_and_the_exit_status_agree(sandbox, tmp_path):
+    for args in (("check", "--json"), ("check", "--envs", "--json"),
+                 ("check", "--offline", "--json")):
+        result = run_app(sandbox.project, *args)
+        assert result.json()["ok"] is (result.code == 0), (args, result.out)
+
+
+def test_the_ci_step_summary_gets_one_table(sandbox, tmp_path):
+    def add_branch(data: dict) -> None:
+        data["branches"]["v9.9.9"] = {"env": next(iter(data["environments"]))}
+    edit_config(sandbox, add_branch)
+    github, atomgit = tmp_path / "github.md", tmp_path / "atomgit.md"
+    github.write_text("earlier step\n", encoding="utf-8")
+    result = run_app(sandbox.project, "check", env={"GITHUB_STEP_SUMMARY": str(github),
+                                                    "ATOMGIT_STEP_SUMMARY": str(atomgit)})
+    assert result.code == 1
+    for path in (github, atomgit):
+        text = path.read_text(encoding="utf-8")
+        rows = [line for line in text.splitlines() if line.startswith("|")]
+        assert rows[0] == "| subject | check | result | detail |"
+        assert rows[1].startswith("| --- |")
+        assert any(row.startswith("| branch v9.9.9 | exists upstream | FAIL |") for row in rows)
+        assert len(rows) == len([r for r in text.splitlines() if r.strip()]) - (
+            2 if path == github else 1), text  # one heading (and the earlier step's line)
+    assert github.read_text(encoding="utf-8").startswith("earlier step\n")  # appended
 
 
 def test_check_counts_in_words_that_agree(sandbox):

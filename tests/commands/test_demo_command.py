@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -66,3 +67,27 @@ def test_an_explicit_patches_folder_without_put_metric_is_refused(tmp_path: Path
                                   f"{tmp_path / 'empty' / 'put_metric'} (--patches names the "
                                   "folder that holds put_metric/)")
     assert not (tmp_path / "sb").exists()
+
+
+@needs_torch
+def test_demo_from_pr_backports_the_merged_pr_on_master_to_the_three_others(tmp_path: Path) -> None:
+    assert TORCH_PYTHON is not None
+    result = run_cli(tmp_path, "demo", "--from-pr", "--dir", str(tmp_path / "sb"),
+                     "--python", TORCH_PYTHON)
+    assert result.code == 0, result.err
+    upstream = tmp_path / "sb" / "upstream.git"
+    message = subprocess.run(["git", "--git-dir", str(upstream), "log", "-1", "--format=%B",
+                              "master"], capture_output=True, text=True, check=True).stdout
+    assert "!1 merge test-put-metric-master into master" in message
+    squash = subprocess.run(["git", "--git-dir", str(upstream), "rev-parse", "master"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert f"merged into master as {squash[:12]} (found by the squash message" in result.out
+    with sqlite3.connect(tmp_path / "sb" / "project" / ".backport" / "forge.sqlite") as db:
+        rows = db.execute("SELECT number, base, state, body FROM prs ORDER BY number").fetchall()
+    assert [(n, b, s) for n, b, s, _ in rows[:1]] == [(1, "master", "merged")]
+    opened = {base: body for _, base, state, body in rows[1:] if state == "open"}
+    assert sorted(opened) == ["v2.11.0", "v2.12.0", "v2.7.1"]
+    for body in opened.values():
+        assert "[Ascend/pytorch!1]" in body
+        assert f"SOURCE=Ascend/pytorch!1@{squash}" in body
+        assert "PATCH_TESTS=test_put_metric ok" in body

@@ -132,6 +132,7 @@ class FakePR:
     created_at: str = ""
     updated_at: str = ""
     merged_at: str = ""
+    merge_commit_sha: str = ""  # shown by GET /pulls/{n} only when set (its example has none)
 
 
 def _now() -> str:
@@ -468,6 +469,7 @@ class FakeGitCode:
             "close_related_issue": pr.close_related_issue,
             "head": self._head(self._single_side(pr.head_repo, pr.head_ref, pr.head_sha)),
             "base": self._single_side(repo, pr.base_ref), "mergeable": True, "closed__at": "",
+            **({"merge_commit_sha": pr.merge_commit_sha} if pr.merge_commit_sha else {}),
         }
 
     def _created_json(self, pr: FakePR, repo: str) -> dict[str, Any]:

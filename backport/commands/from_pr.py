@@ -1,0 +1,158 @@
+"""A patch set made from a PR of the upstream (`new --from-pr`, `apply --from-pr`)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from backport.commands.authoring import ask, write_patch_set
+from backport.commands.common import echo
+from backport.config import load_patch_set
+from backport.config.model import Project, SourcePr
+from backport.errors import BackportError, ConfigError
+from backport.forge.base import SourcePrInfo
+from backport.forge.factory import make_forge
+from backport.git.authoring import test_files, touched_files
+from backport.git.source_pr import SourceCommits, landed, open_commits
+from backport.pipeline.session import open_cache
+
+Say = Callable[[str], None]  # where the lines about the set being written go
+# The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
+_BODY_API = re.compile(r"^(?:API=|-\s*API[：:]\s*`)([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)",
+                       re.MULTILINE)
+
+
+def set_name(number: int) -> str:
+    """The folder `apply --from-pr N` keeps the set in: ``pr-<N>``."""
+    return f"pr-{number}"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A PR as read now: the forge's view and the commits it carries."""
+
+    info: SourcePrInfo
+    commits: SourceCommits
+
+    def record(self) -> SourcePr:
+        return SourcePr(number=self.info.number, base=self.info.base, commit=self.commits.commit,
+                        merged=self.info.merged, found_by=self.commits.found_by)
+
+
+def read_source(project: Project, number: int,
+                environ: Mapping[str, str] = os.environ) -> tuple[Source, Path]:
+    """PR ``number`` of the map's upstream and its commits, fetched into the cache repository
+    (returned with it)."""
+    bm = project.branch_map
+    forge = make_forge(bm, project.state_dir, environ=environ)
+    missing = forge.missing()
+    if missing:
+        raise BackportError("auth", f"PR !{number} cannot be read: {'; '.join(missing)}")
+    info = forge.get_source_pr(number)
+    if info.state == "closed":
+        raise BackportError("usage", f"PR !{number} of {bm.upstream} was closed without being "
+                                     f"merged, so it carries no change to backport")
+    cache = open_cache(project, environ)
+    cache.fetch([info.base])
+    commits = (landed(cache, info.base, number, info.merge_commit_sha) if info.merged
+               else open_commits(cache, info.base, number))
+    return Source(info, commits), cache.path
+
+
+def said(source: SourcePr, upstream: str) -> str:
+    """One line on where a set's change comes from."""
+    how = {"merge_commit_sha": "the PR's merge_commit_sha",
+           "squash message": "the squash message on the base branch naming it",
+           "head ref": f"its head ref refs/merge-requests/{source.number}/head"}[source.found_by]
+    state = (f"merged into {source.base} as {source.commit[:12]}" if source.merged
+             else f"not merged: its own commits up to {source.commit[:12]}")
+    return f"{upstream}!{source.number} {state} (found by {how})"
+
+
+def _api(info: SourcePrInfo, api: str | None, say: Say) -> str:
+    if api:
+        return api
+    found = _BODY_API.search(info.body)
+    if found:
+        say(f"API {found.group(1)}: named in the body of PR !{info.number}")
+        return found.group(1)
+    return ask(None, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
+
+
+def _issue(info: SourcePrInfo, issue: int | None, say: Say) -> int:
+    if issue:
+        return issue
+    if len(info.issues) == 1:
+        return info.issues[0]
+    linked = (f"links {len(info.issues)} issues ({', '.join(f'#{i}' for i in info.issues)})"
+              if info.issues else "links no issue")
+    say(f"PR !{info.number} {linked}; name the issue the backports link to")
+    return int(ask(None, "Upstream issue number", f"--issue (PR !{info.number} {linked})"))
+
+
+def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
+                  api: str | None, issue: int | None, title: str | None,
+                  say: Say = echo) -> Path:
+    """Write ``dest`` from ``source``'s commits in ``repo`` (the cache repository)."""
+    info, commits = source.info, source.commits
+    tests = test_files(touched_files(repo, commits.rev))
+    if not tests:
+        raise BackportError("usage", f"PR !{info.number} touches no test file; a patch set "
+                                     f"needs one")
+    branches = [t for t in project.branch_map.targets if t != info.base]
+    if not branches:
+        raise BackportError("usage", f"the branch map {project.branch_map.path} has no target "
+                                     f"other than '{info.base}', the base of PR !{info.number}")
+    record = source.record()
+    say(f"source: {said(record, project.branch_map.upstream)}")
+    spec: dict[str, object] = {
+        "api": _api(info, api, say), "issue": _issue(info, issue, say), "title": title or info.title,
+        "source_pr": record.number, "source_base": record.base, "source_commit": record.commit,
+        "source_merged": record.merged, "source_found_by": record.found_by,
+        "branches": branches,
+    }
+    return write_patch_set(project, dest, repo, commits.rev, tests, spec, say)
+
+
+def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,
+                   environ: Mapping[str, str] = os.environ) -> tuple[str, list[str], bool]:
+    """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
+    the set's name, the plan lines that say which, and whether an earlier set was replaced
+    (its branches' finished steps are then of the old change)."""
+    dest = patches_dir / set_name(number)
+    kept, why = None, "it is not a folder"
+    if dest.is_dir():
+        try:
+            kept, why = load_patch_set(dest, project.branch_map), "it names no source_pr"
+        except ConfigError as exc:
+            why = exc.message.rstrip(".")
+    if dest.exists() and (kept is None or kept.source is None):
+        raise BackportError("usage", f"{dest} exists but is not a set made from a PR ({why}); "
+                                     f"move it away to make one from PR !{number}")
+    old = kept.source if kept is not None else None
+    source, repo = read_source(project, number, environ)
+    new = source.record()
+    upstream = project.branch_map.upstream
+    if old is not None and old == new:
+        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged"], False
+    lines = []
+    if old is not None:
+        change = ("now merged" if new.merged and not old.merged else
+                  f"new commits ({old.commit[:12]} → {new.commit[:12]})")
+        lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}; "
+                     f"every branch is done again")
+    try:
+        write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
+                      issue=kept.issue if kept else None, title=None, say=say)
+    except BackportError as exc:  # apply has no --api FULL.NAME or --issue of its own
+        if "required off a terminal" not in exc.message:
+            raise
+        raise BackportError("usage", f"{exc.message}: make the set first with `backport new "
+                                     f"{dest.name} --from-pr {number} --api FULL.NAME --issue N`, "
+                                     f"then run this again") from None
+    if old is None:
+        lines.append(f"{dest.name}: made from {said(new, upstream)}")
+    return dest.name, lines, old is not None

@@ -1,0 +1,123 @@
+"""The CI job matrix: one job per patch set and target branch, on the runner that holds its
+environment (`ci:` of the environment in branches.yaml), for GitHub Actions and GitCode pipelines.
+
+GitHub reads the matrix from a job output (`fromJSON`), so `github_matrix` is data. GitCode's
+documented expressions have no `fromJSON`, so `gitcode_pipeline` writes the whole pipeline, one
+job per target; examples/ci/gitcode-apply.yml is its output for the shipped map.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from backport.config.model import BranchMap, PatchSet
+
+SECRET = "GITCODE_TOKEN"  # the repository secret both CIs read the token from
+
+
+@dataclass(frozen=True)
+class MatrixJob:
+    """One job: `backport apply --api API --branch BRANCH` on its environment's runner."""
+
+    api: str
+    branch: str
+    env: str
+    runs_on: tuple[str, ...]
+    image: str
+
+    def to_dict(self) -> dict:
+        return {"api": self.api, "branch": self.branch, "env": self.env,
+                "runs_on": list(self.runs_on), "image": self.image,
+                "command": f"backport apply --api {self.api} --branch {self.branch}"}
+
+
+def matrix_jobs(bm: BranchMap, patch_sets: Sequence[PatchSet]) -> list[MatrixJob]:
+    """The jobs, in patch-set and target order."""
+    jobs = []
+    for ps in patch_sets:
+        for target in ps.branches:
+            env = bm.environments[bm.targets[target].env]
+            jobs.append(MatrixJob(ps.name, target, env.name, env.ci.runs_on, env.ci.image))
+    return jobs
+
+
+def github_matrix(jobs: Sequence[MatrixJob]) -> str:
+    """``{"include": [...]}`` on one line, for ``$GITHUB_OUTPUT`` and ``fromJSON``."""
+    return json.dumps({"include": [j.to_dict() for j in jobs]}, separators=(",", ":"))
+
+
+def _q(text: str) -> str:
+    """A YAML scalar: a JSON string is a valid double-quoted YAML scalar."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _job_id(job: MatrixJob) -> str:
+    return "apply_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{job.api}_{job.branch}")
+
+
+GITCODE_HEADER = """\
+# GitCode pipeline (copy to .gitcode/workflows/backport-apply.yml), written by
+#   backport matrix --format gitcode {selection}
+# from branches.yaml: run that again after changing the map or the patch sets. Started by hand
+# (workflow_dispatch): one job per patch set and target branch, each on the runner tags (and
+# container image) of its environment's `ci:` entry, where that branch's torch / torch_npu / CANN
+# are installed. Each job runs `backport apply --api A --branch B`: it tests its branch, pushes the
+# fork branch and opens or refreshes that branch's PR; the PRs' evidence blocks are the shared
+# state, so there is no fan-in job. The token is the repository secret {secret} (a user's
+# token with write access to the fork and PR rights on the upstream). A `source:` of the
+# environment (CANN's set_env.sh) is sourced by backport itself before each Python it starts.
+name: backport apply
+
+on:
+  workflow_dispatch:
+
+jobs:
+"""
+
+GITCODE_STEPS = """\
+    steps:
+      - name: Fetch the triggering commit (token in a header, never in the URL)
+        run: |
+          set -euo pipefail
+          auth=$(printf 'oauth2:%s' "$GITCODE_TOKEN" | base64 -w0)
+          export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader
+          export GIT_CONFIG_VALUE_0="Authorization: Basic $auth"
+          git init -q src
+          git -C src fetch -q --depth 1 "${ATOMGIT_SERVER_URL:-https://gitcode.com}/$ATOMGIT_REPOSITORY.git" "$ATOMGIT_SHA"
+          git -C src checkout -q FETCH_HEAD
+      - name: Install backport (no tool cache on a self-hosted host)
+        run: |
+          set -euo pipefail
+          python3 -m venv .backport-venv
+          .backport-venv/bin/pip install --quiet ./src
+      - name: Build the branch's test environment where it is missing
+        run: |
+          set -euo pipefail
+          cd src
+          ../.backport-venv/bin/backport env setup "$BRANCH"
+      - name: Apply, test, push and open the PR
+        run: |
+          set -euo pipefail
+          cd src
+          ../.backport-venv/bin/backport apply --api "$API" --branch "$BRANCH" --json
+"""
+
+
+def gitcode_pipeline(jobs: Sequence[MatrixJob], selection: str) -> str:
+    """The whole GitCode apply pipeline for ``jobs``; ``selection`` is the command's options."""
+    out = [GITCODE_HEADER.format(selection=selection, secret=SECRET)]
+    for job in jobs:
+        out.append(f"  {_job_id(job)}:\n")
+        out.append(f"    name: {_q(f'{job.api} on {job.branch}')}\n")
+        out.append(f"    runs-on: [{', '.join(_q(tag) for tag in job.runs_on)}]\n")
+        if job.image:
+            out.append(f"    container:\n      image: {_q(job.image)}\n")
+        out.append("    env:\n")
+        out.append(f"      API: {_q(job.api)}\n")
+        out.append(f"      BRANCH: {_q(job.branch)}\n")
+        out.append(f"      GITCODE_TOKEN: ${{{{ secrets.{SECRET} }}}}\n")
+        out.append(GITCODE_STEPS)
+    return "".join(out)
