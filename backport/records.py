@@ -177,10 +177,25 @@ class PrInfo:
     linked: bool | None = None  # the issue link was made (older records: assumed)
     commented_sha: str | None = None  # the fork branch's commit when the comment was posted
     refused: tuple[str, ...] = ()  # best-effort writes the forge refused ("link", "comment"): not retried
+    unverified: bool = False  # opened, but not yet read back and judged (a re-run judges it)
+    title: str | None = None  # the set's title when last sent or kept (None: older records)
 
     def refusing(self, write: str) -> PrInfo:
         """The forge refused ``write`` ("link", "comment"): it is not tried again."""
         return dataclasses.replace(self, refused=(*self.refused, write))
+
+    @classmethod
+    def opened(cls, number: int) -> PrInfo:
+        """A PR the forge just opened, journaled before it was read back and judged."""
+        return cls(number=int(number), url="", unverified=True)
+
+    def judged(self, url: str) -> PrInfo:
+        """The PR was read back and kept."""
+        return dataclasses.replace(self, url=url, unverified=False)
+
+    def titled(self, title: str) -> PrInfo:
+        """The set's title was ``title`` when the PR was last written or kept."""
+        return dataclasses.replace(self, title=title)
 
     def link_made(self) -> PrInfo:
         return dataclasses.replace(self, linked=True)
@@ -203,6 +218,10 @@ class PrInfo:
             data["commented_sha"] = self.commented_sha
         if self.refused:
             data["refused"] = list(self.refused)
+        if self.unverified:
+            data["unverified"] = True
+        if self.title is not None:
+            data["title"] = self.title
         return data
 
     @classmethod
@@ -210,7 +229,9 @@ class PrInfo:
         return cls(number=data["number"], url=str(data.get("url") or ""),
                    decorated=data.get("decorated"), linked=data.get("linked"),
                    commented_sha=data.get("commented_sha"),
-                   refused=tuple(str(r) for r in data.get("refused") or ()))
+                   refused=tuple(str(r) for r in data.get("refused") or ()),
+                   unverified=data.get("unverified") is True,
+                   title=data["title"] if isinstance(data.get("title"), str) else None)
 
 
 @dataclass(frozen=True)
@@ -492,7 +513,10 @@ class BranchRecord:
 
     def pr_closed(self, number: int) -> BranchRecord:
         """Backport closed PR ``number``: the forge opened it wrong."""
-        return dataclasses.replace(self, closed_prs=(*self.closed_prs, int(number)))
+        pr = self.pr
+        if pr is not None and pr.number == int(number):
+            pr = dataclasses.replace(pr, unverified=False)  # judged: closed as wrong
+        return dataclasses.replace(self, closed_prs=(*self.closed_prs, int(number)), pr=pr)
 
     def with_pr(self, pr: PrInfo) -> BranchRecord:
         return dataclasses.replace(self, pr=pr)

@@ -36,6 +36,8 @@ from backport.report.summary import render_table, status_json
               help="Replace a fork branch even when someone else pushed to it.")
 @click.option("--pr-on-failure", is_flag=True,
               help="Open a draft PR whose evidence shows a failing test.")
+@click.option("--new-pr", is_flag=True,
+              help="Open a new PR where the branch's recorded PR was closed or merged.")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="CPUs",
               help="Branches applied, tested and pushed at once.")
 @click.option("--isolated", is_flag=True,
@@ -50,7 +52,8 @@ from backport.report.summary import render_table, status_json
 @pass_app
 def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every: bool, branches: tuple[str, ...],
               dry_run: bool, no_push: bool, no_pr: bool, skip_tests: bool, force: bool,
-              overwrite_fork_branch: bool, pr_on_failure: bool, jobs: int, isolated: bool,
+              overwrite_fork_branch: bool, pr_on_failure: bool, new_pr: bool, jobs: int,
+              isolated: bool,
               no_keep_workers: bool, timeout: float | None, as_json: bool) -> None:
     """Backport patch sets to their target branches and open one PR per branch.
 
@@ -86,7 +89,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
     options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
-                           timeout=timeout, keep_workers=not no_keep_workers)
+                           timeout=timeout, keep_workers=not no_keep_workers, new_pr=new_pr)
     plan_lines: list[str] = []
     estimates: list[str] = []
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:

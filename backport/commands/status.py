@@ -13,6 +13,7 @@ from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.forge import PullRequest, make_forge
 from backport.pipeline.apply import select_patch_sets, select_targets
 from backport.pipeline.journal import Journal
+from backport.pipeline.session import cache_root
 from backport.pipeline.shared_results import forge_records
 from backport.records import BranchRecord
 from backport.report.summary import render_table, status_json, test_result
@@ -79,7 +80,8 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     or a failing result."""
     chosen = select_targets(patch_sets, branches)
     bm = project.branch_map
-    forge = make_forge(bm, project.state_dir, environ=os.environ)
+    forge = make_forge(bm, project.state_dir, environ=os.environ,
+                       pace_dir=cache_root(os.environ) / "pace")  # runs of the token share it
     shown = []
     for ps in patch_sets:
         state, records = forge_records(forge, ps, bm)

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from backport.errors import BackportError
+
 
 @dataclass(frozen=True)
 class PullRequest:
@@ -102,10 +104,20 @@ class Forge(Protocol):
 
     def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
                   head_sha: str | None = None,
-                  close_related_issue: bool | None = None) -> PullRequest:
+                  close_related_issue: bool | None = None,
+                  on_number: Callable[[int], None] | None = None) -> PullRequest:
         """Open a PR from fork branch ``head`` (at ``head_sha`` when given); verified to come
         from the fork; never duplicates. ``close_related_issue``: whether merging it may close
-        the linked issues (None: the repository's setting)."""
+        the linked issues (None: the repository's setting). ``on_number`` hears the new PR's
+        number as soon as the forge answers it, before the PR is read back and judged; a PR
+        that could not be read back raises with ``details["unverified"]`` and its number."""
+
+    def verify_pr(self, number: int, head: str, base: str, *,
+                  head_sha: str | None = None) -> PullRequest:
+        """Judge a PR ``create_pr`` opened but left unverified, as right after create."""
+
+    def issue_state(self, issue: int) -> str:
+        """``"open"`` or ``"closed"`` for upstream ``issue``; ``""`` when the forge cannot say."""
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
@@ -143,3 +155,11 @@ class Forge(Protocol):
     def permission(self, login: str) -> str:
         """``login``'s permission on the upstream (``admin``, ``write``, ``read``…; ``none``
         when the forge knows no such collaborator)."""
+
+REFUSAL_STATUSES = frozenset({403, 404})
+
+
+def is_refusal(exc: BackportError) -> bool:
+    """Whether a forge error is the service refusing a write (403/404), not a transient failure
+    worth trying again on the next run."""
+    return exc.details.get("status") in REFUSAL_STATUSES

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 from backport.errors import BackportError
 from backport.forge.base import Comment, Forge, PlanSink, PullRequest, SourcePrInfo
-from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds, period_text
+from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
+from backport.forge.pace import period_text
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -61,7 +63,9 @@ class DryRunForge:
             return None
         client = getattr(self.inner, "client", None)
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 2 * sets
-        refresh = self.creates if self.creates > 1 else 0  # bodies rewritten once all PRs exist
+        reads += sets  # the real run reads each set's issue once (is it still open?)
+        # bodies rewritten once all PRs exist: a PATCH and the read of its draft each
+        refresh = 2 * self.creates if self.creates > 1 else 0
         total = reads + self.writes + refresh
         wait = pacing_seconds(total, self.windows)
         limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in self.windows)
@@ -131,19 +135,30 @@ class DryRunForge:
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
                   draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None) -> PullRequest:
+                  close_related_issue: bool | None = None,
+                  on_number: Callable[[int], None] | None = None) -> PullRequest:
         existing = self.find_open_pr(head, base)
         if existing is not None:
             return existing
         closing = "" if close_related_issue is None else \
             f" close_related_issue={str(close_related_issue).lower()}"
         self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} title={_quote(title)} "
-                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}", cost=2)
+                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}",
+                   cost=4)  # the listing read afresh (open, locked), the POST, the read-back
         self.creates += 1
         pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
                          head_repo=self.fork, base=base, state="open", draft=draft)
         self._planned[(head, base)] = pr
         return pr
+
+    def verify_pr(self, number: int, head: str, base: str, *,
+                  head_sha: str | None = None) -> PullRequest:
+        """Reads only: the PR as the forge shows it."""
+        return self.get_pr(number)
+
+    def issue_state(self, issue: int) -> str:
+        reader = self._reads()
+        return reader.issue_state(issue) if reader is not None else ""
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:

@@ -52,13 +52,15 @@ def settle_seconds(environ: Mapping[str, str] | None) -> float:
 def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = None,
                environ: Mapping[str, str] | None = None,
                dry_run: bool = False, plan: PlanSink | None = None,
-               timeout: float = 30.0, notify: Callable[[str], None] | None = None) -> Forge:
+               timeout: float = 30.0, notify: Callable[[str], None] | None = None,
+               pace_dir: Path | None = None) -> Forge:
     """The forge of ``branch_map``; in a dry run writes become lines sent to ``plan``.
 
     Local forge: ``state_dir / "forge.sqlite"``. GitCode: ``branch_map.api_url`` with ``token``,
     or, when none is given and ``environ`` is, the token :func:`resolve_token` finds there (a dry
     run without a token skips reads too, and says so in the plan). ``notify`` hears of every
-    wait for the rate limit (seconds left and why).
+    wait for the rate limit (seconds left and why). ``pace_dir``: where the GitCode client
+    keeps the token's request log shared by every process of this host (None: per process).
     """
     if branch_map.forge == "local":
         forge: Forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
@@ -76,7 +78,7 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
         forge = GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
                              web_url=branch_map.web_url, timeout=timeout,
                              settle=settle_seconds(environ), windows=rate_windows(environ),
-                             notify=notify)
+                             notify=notify, pace_dir=pace_dir)
         if dry_run:
             return DryRunForge(forge, plan, upstream=branch_map.upstream, fork=branch_map.fork)
         return forge

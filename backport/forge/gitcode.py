@@ -1,14 +1,16 @@
 """The GitCode REST v5 forge; every behaviour it relies on is listed in ``docs/gitcode.md``.
 
 Highlights: list filters are never trusted (matching happens here) and a found PR is re-read in
-full; the open PRs are listed once and the listing kept (this client's own writes keep it
-current), so a patch set of four branches costs one paged list; the head is sent only as
-``owner/repo:branch``; every created PR is read back and closed only when GitCode took its head
-from another repository or branch, and then after a second read, never for a head SHA that may
-lag, and never twice for one branch; a create that failed in transit, answered 5xx or was refused
-as a duplicate (in English or Chinese) is looked up, with settle waits, before anything is sent
-again; every PATCH is checked against its answer or a read-back and sent again form-encoded when
-a field did not take.
+full; the open (and locked) PRs are listed in a stable order, a page that is not a list is an
+error, and the listing serves the finds of a run but is read afresh right before any create;
+the head is sent only as ``owner/repo:branch``; a created PR's number is handed over at once,
+the PR read back (a 404 is "not yet") and closed only when its head repository and branch are
+both shown and wrong, its base is the one asked for and its author the token's user, after a
+second read, and never twice for one branch; the create flags are read back and corrected; a
+create that failed in transit, answered 5xx or was refused as a duplicate (in English or
+Chinese) is looked up, with settle waits, before anything is sent again; every PATCH is checked
+against its answer or a read-back (draft always), sent again form-encoded when a field did not
+take, and a draft still not taken is set through the ``[WIP] `` title prefix.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from backport.errors import BackportError
@@ -29,10 +32,15 @@ from backport.redact import redact
 log = logging.getLogger(__name__)
 
 PER_PAGE = 100
+SMALLEST_PAGE = 20  # the documented default page size, used where ``per_page`` is ignored
 MAX_PAGES = 50
 LISTING_TTL = 300.0  # seconds a listing of open PRs is reused (own writes keep it current)
+OPEN_STATES = ("open", "locked")  # the listing states of a PR that is not closed
+STABLE_ORDER = {"sort": "created", "direction": "asc"}  # new PRs land on the last page
+LINK_ATTEMPTS = 4  # issue-link calls before a transient error is given up (for this run)
 LOOKUPS = 3  # listings read after a failed create before anything is sent again
 READS_BEFORE_JUDGING = 2  # reads of a created PR, a settle wait apart, before it is judged
+CREATED_READS = 5  # reads of a created PR before it is left unverified (404 is "not yet")
 
 # Creates are serialised per (api, upstream, head, base) inside one process.
 _create_locks: dict[tuple[str, str, str, str], threading.Lock] = {}
@@ -93,6 +101,29 @@ def _duplicate(message: str) -> bool:
 
 def _number(data: dict[str, Any]) -> int:
     return _int(data.get("number") if data.get("number") not in (None, "") else data.get("iid"))
+
+
+def _author(data: dict[str, Any]) -> str:
+    """The login of the PR's author ("" when the object does not say)."""
+    for key in ("user", "author"):
+        side = _obj(data, key)
+        for name in ("login", "username"):
+            if _text(side.get(name)):
+                return _text(side.get(name))
+    return ""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ask:
+    """What one create asked for: what the PR GitCode made is judged and corrected against."""
+
+    head: str
+    base: str
+    title: str
+    body: str
+    draft: bool
+    head_sha: str | None
+    close_related_issue: bool | None
 
 
 def _draft(data: dict[str, Any]) -> bool:
@@ -156,7 +187,8 @@ class GitCodeForge:
                  windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
                  notify: Callable[[str], None] | None = None,
                  listing_ttl: float = LISTING_TTL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 pace_dir: Path | None = None) -> None:
         self.api_url = api_url.rstrip("/")
         self.upstream = upstream
         self.fork = fork
@@ -164,7 +196,7 @@ class GitCodeForge:
         self.has_token = bool(token)
         self._token = token
         self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
-                                          windows=windows, notify=notify)
+                                          windows=windows, notify=notify, pace_dir=pace_dir)
         self.max_pages = max_pages
         self.settle = settle  # seconds to let a just-created PR or a pushed branch show up
         self._sleep = sleep
@@ -179,6 +211,7 @@ class GitCodeForge:
         self._open_at = 0.0
         self._closed_for: set[tuple[str, str]] = set()  # (head, base) of PRs closed as wrong
         self._created: set[int] = set()  # PRs this client opened (no issue linked yet)
+        self._issue_states: dict[int, str] = {}
 
     # ------------------------------------------------------------------ helpers
     def _pulls(self, suffix: str = "") -> str:
@@ -194,7 +227,7 @@ class GitCodeForge:
         state = _text(data.get("state")).lower()
         if state == "merged" or _text(data.get("merged_at")):
             state = "merged"
-        elif state in ("open", "opened", "reopened", ""):
+        elif state in ("open", "opened", "reopened", "locked", ""):  # locked: open, talk frozen
             state = "open"
         else:
             state = "closed"
@@ -224,10 +257,12 @@ class GitCodeForge:
         return None
 
     def _pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item of a paginated list, page after page until an empty or a repeated page.
+        """Every item of a paginated list, page after page until an empty or a repeated page,
+        or one shorter than the documented default of 20.
 
-        A short page does not end the list: the service may not honour ``per_page``. A page
-        that is not a list (an error object answered 200) is an error, never the end.
+        A page of 20 or more does not end the list: the service may not honour ``per_page``. A page
+        that is not a list (an error object or an HTML page answered 200) is an error, never
+        the end of the list.
         """
         seen_pages: set[tuple] = set()
         for page in range(1, self.max_pages + 1):
@@ -247,22 +282,27 @@ class GitCodeForge:
                 return
             seen_pages.add(key)
             yield from (i for i in items if isinstance(i, dict))
+            if len(items) < SMALLEST_PAGE:
+                return  # shorter than any page size the service uses: the last page
         raise BackportError("forge", f"GitCode API GET {self.api_url}{path} returned more than "
                                      f"{self.max_pages} pages; refusing to guess whether a PR "
                                      "already exists.")
 
     def _open_prs(self, *, fresh: bool = False) -> dict[int, dict[str, Any]]:
-        """The upstream's open PRs by number: one paged list, kept ``listing_ttl`` seconds and
-        kept current by this client's own creates, updates and closes."""
+        """The upstream's open PRs by number (``locked`` ones too: they are not closed), in the
+        order they were created, so a PR opened meanwhile cannot shift one past a page
+        boundary; kept ``listing_ttl`` seconds and kept current by this client's own creates,
+        updates and closes."""
         with self._lock:
             now = self._clock()
             if fresh or self._open is None or now - self._open_at > self.listing_ttl:
                 listing: dict[int, dict[str, Any]] = {}
-                for item in self._pages(self._pulls(), {"state": "open"}):
-                    try:
-                        listing[_number(item)] = item
-                    except (TypeError, ValueError):
-                        continue
+                for state in OPEN_STATES:
+                    for item in self._pages(self._pulls(), {"state": state, **STABLE_ORDER}):
+                        try:
+                            listing[_number(item)] = item
+                        except (TypeError, ValueError):
+                            continue
                 self._open, self._open_at = listing, now
             return self._open
 
@@ -392,7 +432,8 @@ class GitCodeForge:
         except ApiError as exc:
             if exc.not_found:
                 raise BackportError("forge", f"GitCode has no PR !{number} in {self.upstream} "
-                                             f"({exc.status}: {exc.server_message}).") from None
+                                             f"({exc.status}: {exc.server_message}).",
+                                    details={"status": exc.status, "not_found": True}) from None
             raise
         if not isinstance(data, dict):
             raise BackportError("forge", f"GitCode API GET {self.api_url}{self._pulls(f'/{number}')} "
@@ -403,16 +444,25 @@ class GitCodeForge:
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         if state == "open":
             return [self._to_pr(item) for item in self._open_prs(fresh=fresh).values()]
-        return [self._to_pr(item) for item in self._pages(self._pulls(), {"state": state})]
+        return [self._to_pr(item) for item in self._pages(self._pulls(),
+                                                          {"state": state, **STABLE_ORDER})]
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
                   draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None) -> PullRequest:
+                  close_related_issue: bool | None = None,
+                  on_number: Callable[[int], None] | None = None) -> PullRequest:
+        ask = _Ask(head, base, title, body, draft, head_sha, close_related_issue)
         with _create_lock((self.api_url, self.upstream, head, base)):
-            existing = self.find_open_pr(head, base)
+            existing = self._find(head, base, fresh=True)  # another run may have opened it
             if existing is not None:
                 return existing
-            return self._create(head, base, title, body, draft, head_sha, close_related_issue)
+            return self._create(ask, on_number)
+
+    def verify_pr(self, number: int, head: str, base: str, *,
+                  head_sha: str | None = None) -> PullRequest:
+        """Judge a PR this tool opened but could not read back then, as right after create."""
+        ask = _Ask(head, base, "", "", False, head_sha, None)
+        return self._judge(number, self._read_created(number, ask), ask)
 
     def _branch_sha(self, repo: str, branch: str) -> str | None:
         """The commit ``repo``'s ``branch`` points at on GitCode, or None when it does not exist."""
@@ -448,8 +498,10 @@ class GitCodeForge:
                          "to the fork, then run again.")
         return False
 
-    def _create(self, head: str, base: str, title: str, body: str, draft: bool,
-                head_sha: str | None, close_related_issue: bool | None) -> PullRequest:
+    def _create(self, ask: _Ask, on_number: Callable[[int], None] | None) -> PullRequest:
+        head, base, head_sha = ask.head, ask.base, ask.head_sha
+        title, body, draft, close_related_issue = (ask.title, ask.body, ask.draft,
+                                                   ask.close_related_issue)
         head_form = head if _norm_repo(self.fork) == _norm_repo(self.upstream) else f"{self.fork}:{head}"
         payload: dict[str, Any] = {"title": title, "head": head_form, "base": base, "body": body}
         if draft:
@@ -499,7 +551,7 @@ class GitCodeForge:
                                     f"with head={head_form!r} answered {exc.status}: "
                                     f"{exc.server_message}."),
                     details={"status": exc.status}) from None
-            return self._verify_created(answer.data, head, base, head_sha)
+            return self._verify_created(answer.data, ask, on_number)
 
     def _look_up_after_failure(self, head: str, base: str, why: str, *,
                                settle: bool = True) -> PullRequest | None:
@@ -514,11 +566,16 @@ class GitCodeForge:
                 return found
         return None
 
-    def _verify_created(self, data: Any, head: str, base: str,
-                        head_sha: str | None) -> PullRequest:
-        """Read a created PR back; close it only when GitCode took its head from another
-        repository or branch, on two reads a settle wait apart, and only once per branch."""
-        if not isinstance(data, dict) or data.get("number", data.get("iid")) in (None, ""):
+    def _verify_created(self, data: Any, ask: _Ask,
+                        on_number: Callable[[int], None] | None) -> PullRequest:
+        """Hand the new PR's number to ``on_number`` at once, read the PR back, judge it
+        (:meth:`_judge`) and correct the create flags it did not take through an update."""
+        head, base = ask.head, ask.base
+        try:
+            number = _number(data) if isinstance(data, dict) else None
+        except (TypeError, ValueError):
+            number = None
+        if number is None:
             found = self._look_up_after_failure(
                 head, base, f"GitCode accepted the PR from {self.fork}:{head} into "
                             f"{self.upstream}:{base} but returned no PR number")
@@ -527,37 +584,82 @@ class GitCodeForge:
             raise BackportError("forge", f"GitCode accepted the PR from {self.fork}:{head} into "
                                          f"{self.upstream}:{base} but returned no PR number, and "
                                          "no such open PR is listed.")
-        number = _number(data)
-        full: dict[str, Any] = {}
-        for attempt in range(READS_BEFORE_JUDGING):
+        if on_number is not None:
+            on_number(number)
+        full = self._read_created(number, ask)
+        pr = self._judge(number, full, ask)
+        return self._correct_flags(pr, full, ask)
+
+    def _read_created(self, number: int, ask: _Ask) -> dict[str, Any]:
+        """A created PR as GitCode shows it: a 404, an error or a reply that is not a PR is
+        "not yet" (replication lag) and read again after the settle wait; a head that looks
+        wrong or a SHA that differs is read once more before it is judged."""
+        full: dict[str, Any] | None = None
+        why = ""
+        good = 0
+        for attempt in range(CREATED_READS):
             if attempt:
-                self._sleep(self.settle)
-            full = self._get_pr_data(number)
-            sha = _text(_obj(full, "head").get("sha"))
-            wrong = self._to_pr(full).head != head or self._from_fork(full) is False
-            lagging = bool(head_sha and sha and sha != head_sha)
-            if not wrong and not lagging:
+                self._sleep(self.settle * min(attempt, 3))
+            try:
+                data = self._get_pr_data(number)
+            except BackportError as exc:
+                if exc.code == "auth":
+                    raise
+                why = exc.message.rstrip(".")
+                continue
+            full, good = data, good + 1
+            sha = _text(_obj(data, "head").get("sha"))
+            suspect = (self._to_pr(data).head != ask.head or self._from_fork(data) is False
+                       or bool(ask.head_sha and sha and sha != ask.head_sha))
+            if not suspect or good >= READS_BEFORE_JUDGING:
                 break
+        if full is None:
+            url = f"{self.web_url}/{self.upstream}/pull/{number}"
+            raise BackportError(
+                "forge", redact(f"GitCode opened PR !{number} ({url}) from {self.fork}:{ask.head} "
+                                f"but could not show it in {CREATED_READS} reads ({why}); it is "
+                                "kept and judged on the next run."),
+                details={"number": number, "url": url, "unverified": True})
+        return full
+
+    def _judge(self, number: int, full: dict[str, Any], ask: _Ask) -> PullRequest:
+        """Keep a created PR unless the evidence is complete: close it only when its head
+        repository and branch are both shown and are not the fork branch, its base is the one
+        asked for and its author is the token's user; once per branch."""
+        head, base = ask.head, ask.base
         pr = self._to_pr(full)
         with self._lock:
             self._created.add(number)
             if self._open is not None and pr.state == "open":
                 self._open[number] = full
-        from_fork = self._from_fork(full)
-        if pr.head == head and from_fork is not False:
-            if from_fork is None:
-                log.warning("GitCode PR !%s does not say which repository its head is in; "
-                            "assuming %s", number, self.fork)
-                pr = dataclasses.replace(pr, head_repo=self.fork)
+        repo = _repo_of(_obj(full, "head"))
+        wrong = bool(pr.head) and repo is not None and (
+            pr.head != head or _norm_repo(repo) != _norm_repo(self.fork))
+        if not wrong:
+            if not pr.head or repo is None:
+                log.warning("GitCode PR !%s does not show its head %s; assuming %s:%s, so it is "
+                            "kept", number, "branch" if not pr.head else "repository",
+                            self.fork, head)
+                pr = dataclasses.replace(pr, head=pr.head or head,
+                                         head_repo=pr.head_repo or self.fork)
             sha = _text(_obj(full, "head").get("sha"))
-            if head_sha and sha and sha != head_sha:
+            if ask.head_sha and sha and sha != ask.head_sha:
                 log.warning("GitCode PR !%s still shows head %s, not the %s pushed; its head "
-                            "SHA may lag, so the PR is kept", number, sha[:9], head_sha[:9])
+                            "SHA may lag, so the PR is kept", number, sha[:9], ask.head_sha[:9])
             return pr
-        source = f"{pr.head_repo or 'an unknown repository'}:{pr.head or '?'}"
+        source = f"{pr.head_repo}:{pr.head}"
         if _norm_repo(pr.head_repo) == _norm_repo(self.upstream):
             source = f"the upstream branch {source}"
         wanted = f"{self.fork}:{head}"
+        author = _author(full)
+        if pr.base != base or not author or author.casefold() != self._user().casefold():
+            reason = (f"its base is {pr.base or 'not shown'}, not {base}" if pr.base != base
+                      else f"its author is {author or 'not shown'}, not {self._user()}")
+            raise BackportError(
+                "forge", redact(f"GitCode PR !{number} ({pr.url}) shows its head as {source}, "
+                                f"not the fork branch {wanted}, but {reason}, so backport left "
+                                "it open: look at it, and close it by hand if it is wrong."),
+                details={"number": number, "url": pr.url, "closed": False})
         with self._lock:
             again = (head, base) in self._closed_for
             self._closed_for.add((head, base))
@@ -574,6 +676,21 @@ class GitCodeForge:
             "forge", redact(f"GitCode opened PR !{number} ({pr.url}) from {source} instead of "
                             f"the fork branch {wanted}; {tail}."),
             details={"number": number, "url": pr.url, "closed": closed is None})
+
+    def _correct_flags(self, pr: PullRequest, full: dict[str, Any], ask: _Ask) -> PullRequest:
+        """Set ``draft`` and ``close_related_issue`` through the update path when the created
+        PR does not show them as sent (a create may ignore JSON booleans)."""
+        off = [] if _field(full, "draft") == ask.draft else ["draft"]
+        if ask.close_related_issue is not None and \
+                _field(full, "close_related_issue") != ask.close_related_issue:
+            off.append("close_related_issue")
+        if not off:
+            return pr
+        log.warning("GitCode did not take %s of the new PR !%s; setting it through an update",
+                    ", ".join(off), pr.number)
+        fixed = self.update_pr(pr.number, title=ask.title, body=ask.body, draft=ask.draft,
+                               close_related_issue=ask.close_related_issue)
+        return dataclasses.replace(fixed, head=pr.head, head_repo=pr.head_repo)
 
     def _close(self, number: int, pr: PullRequest) -> str | None:
         """Close a PR (``PATCH state=closed``, form-encoded if JSON did not take); None when
@@ -610,18 +727,40 @@ class GitCodeForge:
                         ", ".join(not_taken), number)
             answer = self.client.request("PATCH", path, data=_form(fields)).data
             data, not_taken = self._check_update(number, fields, answer, data)
+        if "draft" in not_taken and draft is not None:
+            data, not_taken = self._draft_by_title(number, fields, draft, data, not_taken)
         with self._lock:
             if self._open is not None:
                 self._remember(data)
         return dataclasses.replace(self._to_pr(data), not_taken=tuple(not_taken))
 
+    def _draft_by_title(self, number: int, fields: dict[str, Any], draft: bool,
+                        data: dict[str, Any], not_taken: list[str]) -> tuple[dict[str, Any],
+                                                                               list[str]]:
+        """Set draft through the title where the service derives draft from it and ignores
+        the ``draft`` field: ``[WIP] `` before the title for a draft, the plain title else."""
+        title = _strip_wip(str(fields["title"]))
+        sent = {"title": f"{WIP_PREFIXES[0]}{title}" if draft else title, "body": fields["body"]}
+        log.warning("GitCode did not take draft=%s of PR !%s; setting it through the title",
+                    draft, number)
+        answer = self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=sent).data
+        data, _ = self._check_update(number, {**sent, "draft": draft}, answer, {})
+        still = [key for key in not_taken
+                 if key != "draft" and _field(data, key) != _wanted(key, fields[key])]
+        if _field(data, "draft") != draft:
+            still.append("draft")
+        return data, still
+
     def _check_update(self, number: int, fields: dict[str, Any], answer: Any,
                       known: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """The PR as it now is and the fields that did not take: the answer shows title and
-        body; a field it does not show is read back unless it was already as sent."""
+        body; a field it does not show is read back unless it was already as sent, and draft
+        is always read back unless the answer shows it (a service may derive it from the
+        title sent)."""
         shown = answer if isinstance(answer, dict) else {}
         need_read = not known or any(
-            _field(shown, key) is None and _field(known, key) != _wanted(key, value)
+            _field(shown, key) is None and (key == "draft"
+                                            or _field(known, key) != _wanted(key, value))
             for key, value in fields.items())
         data = self._get_pr_data(number) if need_read else {**known, **shown}
         for key, value in fields.items():
@@ -631,26 +770,49 @@ class GitCodeForge:
                      if _field(data, key) != _wanted(key, value)]
         return data, not_taken
 
+    def issue_state(self, issue: int) -> str:
+        """``GET /repos/{o}/{r}/issues/{n}``: its ``state``, ``""`` when it cannot be read; read
+        once per client (a run), whichever branch asks."""
+        with self._lock:
+            if issue in self._issue_states:
+                return self._issue_states[issue]
+        state = self._read_issue_state(issue)
+        with self._lock:
+            self._issue_states[issue] = state
+        return state
+
+    def _read_issue_state(self, issue: int) -> str:
+        try:
+            data = self.client.get(f"{self._base_path}/issues/{seg(issue)}")
+        except ApiError as exc:
+            log.warning("GitCode issue #%s could not be read: %s", issue, exc.message)
+            return ""
+        state = _text(data.get("state")).lower() if isinstance(data, dict) else ""
+        return "open" if state in ("open", "opened", "reopened", "progressing") else state
+
     def linked_issues(self, number: int) -> list[int]:
         return _issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
 
     def link_issue(self, number: int, issue: int) -> None:
         """Link ``issue`` unless it is linked (not read for a PR this client just opened); read
-        back only when the answer does not list it or never came."""
+        back only when the answer does not list it or never came. A 5xx, 429 or lost reply is
+        tried again, up to ``LINK_ATTEMPTS`` times a settle wait apart; only a 403 or 404 is the
+        service refusing the link (:func:`~backport.forge.base.is_refusal`)."""
         with self._lock:
             new = number in self._created
         if not new and issue in self.linked_issues(number):
             return
         path = self._pulls(f"/{seg(number)}/issues")
-        for attempt in range(2):
+        for attempt in range(1, LINK_ATTEMPTS + 1):
             try:
                 answer = self.client.request("POST", path, json=[int(issue)], retry=False).data
             except (ApiTransportError, ApiError) as exc:
-                if isinstance(exc, ApiError) and exc.status < 500 and exc.status != 429:
+                transient = not isinstance(exc, ApiError) or exc.status >= 500 \
+                    or exc.status == 429
+                if not transient or attempt == LINK_ATTEMPTS:
                     raise
-                if attempt or issue in self.linked_issues(number):
-                    if attempt:
-                        raise
+                self._sleep(self.settle * attempt)
+                if issue in self.linked_issues(number):
                     return
                 continue
             if issue in _issue_numbers(answer) or issue in self.linked_issues(number):

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -33,6 +34,7 @@ import requests
 
 from backport import __version__
 from backport.errors import BackportError
+from backport.forge.pace import PAUSED, SharedPace, window_delay
 from backport.redact import redact, register_secret
 
 log = logging.getLogger(__name__)
@@ -50,35 +52,32 @@ def seg(value: str | int) -> str:
 DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
 
 
-def period_text(seconds: float) -> str:
-    if seconds == 60.0:
-        return "minute"
-    if seconds == 3600.0:
-        return "hour"
-    return f"{seconds:g} s"
-
-
 class RateLimiter:
     """Sliding-window limiter: never more than ``limit`` requests in any ``period`` seconds.
 
     Several windows may be combined (e.g. 50 per minute and 4,000 per hour). A request counts
     from when it is sent until its answer arrived, and then from the time it arrived: the server
     saw it no later than that, so however long requests travel, the server's window never holds
-    more than ``limit``. A wait of ``notify_over`` seconds or more (or a tenth of the shortest
-    window) is announced to ``notify`` (seconds left and why), again every ``progress_every``
-    seconds, and its end too. ``clock`` and ``sleep`` are injectable so tests need not wait.
+    more than ``limit``. With ``shared`` the count is the token's across every process of the
+    host (:class:`~backport.forge.pace.SharedPace`, whose clock is then used). A 429 met by one
+    thread (:meth:`pause`) holds back every other thread, and with ``shared`` every process.
+    A wait of ``notify_over`` seconds or more (or a tenth of the shortest window) is announced
+    to ``notify`` (seconds left and why), again every ``progress_every`` seconds, and its end
+    too. ``clock`` and ``sleep`` are injectable so tests need not wait.
     """
 
     def __init__(self, windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS, *,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep,
                  notify: Callable[[str], None] | None = None, notify_over: float = 5.0,
-                 progress_every: float = 15.0, service: str = "GitCode API") -> None:
+                 progress_every: float = 15.0, service: str = "GitCode API",
+                 shared: SharedPace | None = None) -> None:
         self.windows = tuple((limit, period) for limit, period in windows if limit > 0)
         self._stamps: list[list[float]] = []  # [sent-or-answered time]; inf while in flight
         self._longest = max((period for _, period in self.windows), default=0.0)
         self._shortest = min((period for _, period in self.windows), default=0.0)
-        self._clock = clock
+        self.shared = shared
+        self._clock = shared.clock if shared is not None else clock
         self._sleep = sleep
         self._notify = notify
         self._notify_over = notify_over
@@ -86,20 +85,39 @@ class RateLimiter:
         self._service = service
         self._turn = threading.Lock()  # one waiter at a time, in arrival order
         self._state = threading.Condition()
+        self._paused_until = -math.inf
+        self._seen = threading.local()  # .until: the end of the last pause this thread waited
 
-    def _delay(self, now: float) -> tuple[float, str]:
-        """Seconds until one more request fits every window (inf: wait for an answer), and why."""
+    def _pause_seen(self) -> float:
+        return float(getattr(self._seen, "until", -math.inf))
+
+    def pause(self, seconds: float) -> None:
+        """A 429: no thread (and with ``shared`` no process) sends for ``seconds``; the calling
+        thread waits them out itself."""
+        with self._state:
+            until = self._clock() + seconds
+            self._paused_until = max(self._paused_until, until)
+            self._seen.until = self._paused_until
+        if self.shared is not None:
+            self.shared.pause(until)
+
+    def _delay(self, now: float) -> tuple[float, str, float | None]:
+        """Seconds until one more request fits every window (inf: wait for an answer), why,
+        and the end of the 429 pause when that is the reason."""
+        if self._paused_until > now and self._paused_until > self._pause_seen():
+            return self._paused_until - now, PAUSED, self._paused_until
         self._stamps = [s for s in self._stamps if s[0] > now - self._longest]
-        delay, why = 0.0, ""
-        for limit, period in self.windows:
-            inside = sorted(s[0] for s in self._stamps if s[0] > now - period)
-            if len(inside) >= limit:
-                wait = inside[len(inside) - limit] + period - now
-                if wait > delay:
-                    delay = wait
-                    unit = period_text(period)
-                    why = f"{len(inside)} requests in the last {unit}; the limit is {limit} per {unit}"
-        return delay, why
+        return (*window_delay([s[0] for s in self._stamps], self.windows, now), None)
+
+    def _sleep_out(self, seconds: float, announced: bool) -> float:
+        left = seconds
+        while left > 0:
+            step = min(left, self._progress_every) if announced else left
+            self._sleep(step)
+            left -= step
+            if left > 0 and self._notify is not None:
+                self._notify(f"{self._service}: waiting {left:.0f}s")
+        return seconds
 
     def acquire(self) -> float:
         """Block until a request may be sent and count it as sent now; return the seconds waited."""
@@ -110,24 +128,34 @@ class RateLimiter:
     def slot(self) -> Iterator[float]:
         """Wait for room, hold one place while the request travels; yields the seconds waited."""
         stamp = [math.inf]
+        ident: str | None = None
         waited = 0.0
         with self._turn:
             announced = False
             while True:
                 with self._state:
                     now = self._clock()
-                    delay, why = self._delay(now)
+                    delay, why, pause_end = self._delay(now)
+                    if delay <= 0 and self.shared is not None:
+                        delay, why, ident, pause_end = self.shared.reserve(
+                            self.windows, max(self._pause_seen(), self._paused_until))
                     if delay <= 0:
                         self._stamps.append(stamp)
                         break
                     if math.isinf(delay):  # every place is held by a request in flight
-                        self._state.wait(1.0)
-                        continue
+                        if self.shared is None:
+                            self._state.wait(1.0)
+                            continue
+                        delay = 0.25  # another process's request: look again shortly
                 if self._notify is not None and (announced or delay >= self._notify_over
                                                  or delay >= self._shortest / 10):
                     self._notify(f"{self._service}: waiting {delay:.0f}s"
                                  + ("" if announced else f" ({why})"))
                     announced = True
+                if pause_end is not None:  # sleep it out whole: then it is over for this thread
+                    waited += self._sleep_out(delay, announced)
+                    self._seen.until = pause_end
+                    continue
                 step = min(delay, self._progress_every) if announced else delay
                 self._sleep(step)
                 waited += step
@@ -139,6 +167,8 @@ class RateLimiter:
             with self._state:
                 stamp[0] = self._clock()
                 self._state.notify_all()
+            if ident is not None and self.shared is not None:
+                self.shared.answered(ident)
 
 
 def pacing_seconds(requests_: int, windows: tuple[tuple[int, float], ...]) -> float:
@@ -233,8 +263,13 @@ def error_text(response: requests.Response) -> tuple[str, str | None]:
     return redact(message) or (response.reason or "no message"), trace_id
 
 
-def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time) -> float | None:
-    """Parse a Retry-After header: delta seconds or an HTTP date; None when absent/invalid."""
+def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time,
+                        date: str | None = None) -> float | None:
+    """Parse a Retry-After header: delta seconds or an HTTP date; None when absent/invalid.
+
+    A date is read against the reply's own ``Date`` header when it has one (the server's
+    clock, which may differ from this host's), else against ``now``.
+    """
     if not value:
         return None
     value = value.strip()
@@ -248,7 +283,18 @@ def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time)
         return None
     if when is None:
         return None
-    return max(0.0, when.timestamp() - now())
+    sent = _http_date(date)
+    return max(0.0, when.timestamp() - (sent if sent is not None else now()))
+
+
+def _http_date(value: str | None) -> float | None:
+    """An HTTP date as a timestamp, or None."""
+    if not value:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(value.strip()).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 class _TokenAuth(requests.auth.AuthBase):
@@ -276,13 +322,17 @@ class ApiClient:
                  jitter: Callable[[], float] = random.random, service: str = "GitCode API",
                  rate_window: float = 60.0, progress_every: float = 15.0,
                  notify: Callable[[str], None] | None = None,
-                 windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS) -> None:
+                 windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
+                 pace_dir: Path | None = None) -> None:
+        """``pace_dir``: where the token's request log shared by this host's processes lives
+        (None: this client counts only its own requests)."""
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.max_attempts = max(1, max_attempts)
+        shared = SharedPace.for_token(pace_dir, base_url, token) if pace_dir and token else None
         self.limiter = limiter if limiter is not None else RateLimiter(
             windows, sleep=sleep, notify=notify or log.warning, progress_every=progress_every,
-            service=service)
+            service=service, shared=shared)
         self.sent = 0  # requests sent, retries included
         self._count_lock = threading.Lock()
         self.service = service
@@ -361,11 +411,14 @@ class ApiClient:
             if 200 <= status < 300:
                 return ApiResponse(status, _decode(response), response.headers)
             if status == 429 and attempt < self.max_attempts:
-                delay = retry_after_seconds(response.headers.get("Retry-After"))
+                delay = retry_after_seconds(response.headers.get("Retry-After"),
+                                            date=response.headers.get("Date"))
                 if delay is None:
+                    self.limiter.pause(self._rate_window)  # every thread waits too
                     self._wait_for_window(method, path)
                     continue
                 if delay <= self._max_retry_after:
+                    self.limiter.pause(delay)
                     log.info("%s rate limit (429) on %s %s; waiting %.1fs", self.service, method,
                              redact(path), delay)
                     self._sleep(delay)

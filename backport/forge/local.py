@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -225,7 +225,8 @@ class LocalForge:
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
                   draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None) -> PullRequest:
+                  close_related_issue: bool | None = None,
+                  on_number: Callable[[int], None] | None = None) -> PullRequest:
         with self._write() as conn:
             row = self._find(conn, head, base)
             if row is None:
@@ -236,7 +237,18 @@ class LocalForge:
                     (self.upstream, head, self.fork, base, title, body, int(draft), now, now),
                 )
                 row = self._row(conn, int(cursor.lastrowid or 0))
+                if on_number is not None:
+                    on_number(int(row["number"]))
             return self._pr(row)
+
+    def verify_pr(self, number: int, head: str, base: str, *,
+                  head_sha: str | None = None) -> PullRequest:
+        """The local forge always opens from the fork: the PR as stored."""
+        return self.get_pr(number)
+
+    def issue_state(self, issue: int) -> str:
+        """The local forge keeps no issues."""
+        return ""
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:

@@ -119,7 +119,7 @@ def run_pr_step(parts: RunParts, job: BranchJob) -> bool:
     session = parts.session
     pr_step(job, session.remote.forge(), session.docs(job.patch_set.api),
             session.project.branch_map, list(job.patch_set.branches),
-            read_siblings=job.patch_set.name in parts.partial)
+            read_siblings=job.patch_set.name in parts.partial, new_pr=session.options.new_pr)
     return True
 
 

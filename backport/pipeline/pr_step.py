@@ -15,8 +15,15 @@ from backport.config.model import BranchMap, PatchSet, PrOptions
 from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
 from backport.forge import Forge, PullRequest
+from backport.forge.base import is_refusal
 from backport.pipeline.journal import Transition
 from backport.pipeline.kept_worktree import kept_worktree
+from backport.pipeline.recorded_pr import (
+    journal_number,
+    judge_unverified,
+    stop_if_replaced,
+    title_to_send,
+)
 from backport.pipeline.shared_results import (
     SetOnForge,
     body_context,
@@ -40,7 +47,7 @@ class PrWrites:
 
 
 def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
-            all_targets: list[str], *, read_siblings: bool = False) -> None:
+            all_targets: list[str], *, read_siblings: bool = False, new_pr: bool = False) -> None:
     """Find or create the PR for this fork branch, refresh its body, link the issue.
 
     An open PR of the fork branch is found again, never duplicated; it is decorated once, and
@@ -48,24 +55,30 @@ def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: 
     ``read_siblings`` (some branches of the set are not in this run) the other branches'
     results are read from their own PRs first. The issue link, decorations and comment are
     best-effort: a refusal is a warning, recorded and not retried. A branch whose wrong PR
-    backport closed once gets no second PR.
+    backport closed once gets no second PR; nor does one whose recorded PR was closed or
+    merged, unless ``new_pr``. A PR opened but never read back is judged first.
     """
+    judge_unverified(job, forge)
     rec = job.record
-    writes = open_or_update(job, forge, docs, bm, all_targets, read_siblings=read_siblings)
-    info = carried_over(rec, writes)
+    writes = open_or_update(job, forge, docs, bm, all_targets, read_siblings=read_siblings,
+                            new_pr=new_pr)
+    info = carried_over(rec, writes, job.patch_set.title)
     job.change(lambda r: r.with_pr(info))
-    kept = ([w for w in rec.warnings if not w.startswith(f"PR !{info.number} did not take")]
+    kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issue)]
             if rec.pr is not None and rec.pr.number == info.number and not writes.created else [])
     if not info.decorated:
         kept = []  # a first decoration says afresh what the forge refused
     info = decorate_once(job, forge, info, writes.warnings)
+    closed_issue = _closed_issue(forge, job.patch_set.issue, writes.pr)
+    writes.warnings.extend([closed_issue] if closed_issue else [])
     finish(job, forge, writes, info, kept)
 
 
 def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None,
-                   bm: BranchMap, all_targets: list[str], *, read_siblings: bool) -> PrWrites:
-    """The fork branch's open PR with a current body, title and draft state (created when
-    there is none)."""
+                   bm: BranchMap, all_targets: list[str], *, read_siblings: bool,
+                   new_pr: bool = False) -> PrWrites:
+    """The fork branch's open PR with a current body, draft state and title (the set's title
+    only when it changed since the last run); created when there is none."""
     ps, rec = job.patch_set, job.record
     draft = draft_implied(rec, ps)  # from this run's result: a passing re-run clears the draft
     state = read_set(forge, ps, bm) if read_siblings else None
@@ -74,21 +87,31 @@ def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | Non
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     if pr is None:
-        return PrWrites(_create(job, forge, render_body(ctx), draft), created=True)
+        writes = PrWrites(_create(job, forge, render_body(ctx), draft, new_pr), created=True)
+        writes.warnings.extend(_not_taken(writes.pr))
+        return writes
     writes = PrWrites(pr, created=False)
     body = render_body(ctx, existing=pr.body)
-    if body != pr.body or pr.title != ps.title or pr.draft != draft:
-        writes.pr = forge.update_pr(pr.number, title=ps.title, body=body, draft=draft,
+    title = title_to_send(job, pr, ps.title)
+    if body != pr.body or pr.title != title or pr.draft != draft:
+        writes.pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
                                     close_related_issue=ps.pr.close_related_issue)
-        if writes.pr.not_taken:
-            writes.warnings.append(f"PR !{pr.number} did not take the new "
-                                   f"{', '.join(writes.pr.not_taken)} (sent as JSON and as a "
-                                   f"form); check it on {writes.pr.url}")
+        writes.warnings.extend(_not_taken(writes.pr))
     return writes
 
 
-def _create(job: BranchJob, forge: Forge, body: str, draft: bool) -> PullRequest:
-    """Open the PR; a PR the forge opened wrong (and backport closed) is journaled."""
+def _not_taken(pr: PullRequest) -> list[str]:
+    """A warning naming the fields the forge did not take (sent as JSON and as a form)."""
+    if not pr.not_taken:
+        return []
+    return [f"PR !{pr.number} did not take the new {', '.join(pr.not_taken)} (sent as JSON "
+            f"and as a form); check it on {pr.url}"]
+
+
+def _create(job: BranchJob, forge: Forge, body: str, draft: bool, new_pr: bool) -> PullRequest:
+    """Open the PR (not where the recorded one was closed or merged, unless ``new_pr``); its
+    number is journaled as soon as the forge answers it, and a PR the forge opened wrong (and
+    backport closed) is journaled too."""
     ps, rec = job.patch_set, job.record
     if rec.closed_prs and not forge.dry_run:
         raise BackportError(
@@ -96,27 +119,31 @@ def _create(job: BranchJob, forge: Forge, body: str, draft: bool) -> PullRequest
                      "earlier run because the forge opened it from another repository or "
                      "branch, and opens no second one: open the PR from the fork branch by "
                      "hand, then run again to fill it in.")
+    stop_if_replaced(job, forge, new_pr=new_pr)
     try:
-        return forge.create_pr(job.fork_branch, job.target, ps.title, body, draft=draft,
-                               head_sha=rec.pushed_sha,
-                               close_related_issue=ps.pr.close_related_issue)
+        pr = forge.create_pr(job.fork_branch, job.target, ps.title, body, draft=draft,
+                             head_sha=rec.pushed_sha,
+                             close_related_issue=ps.pr.close_related_issue,
+                             on_number=journal_number(job))
     except BackportError as exc:
         if exc.details.get("closed") is True:
             closed = int(exc.details["number"])
             job.change(lambda r: r.pr_closed(closed))
         raise
+    return pr
 
 
-def carried_over(rec: BranchRecord, writes: PrWrites) -> PrInfo:
+def carried_over(rec: BranchRecord, writes: PrWrites, set_title: str) -> PrInfo:
     """The PR's journal entry: what the journal knew of this same PR (link, decorations,
-    comment, refusals) carries over; a new or other PR starts afresh."""
+    comment, refusals) carries over; a new or other PR starts afresh. ``set_title``: the
+    set's title this run (a later change of it is sent to the PR)."""
     pr = writes.pr
     previous = rec.pr if rec.pr and not writes.created and rec.pr.number == pr.number else None
     return PrInfo(number=pr.number, url=pr.url,
                   decorated=bool(previous and previous.decorated),
                   linked=bool(previous and previous.linked),
                   commented_sha=previous.commented_sha if previous else None,
-                  refused=previous.refused if previous else ())
+                  refused=previous.refused if previous else (), title=set_title)
 
 
 def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str]) -> PrInfo:
@@ -126,9 +153,12 @@ def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str
     post does not post it again."""
     ps, opts, number = job.patch_set, job.patch_set.pr, info.number
     if not info.linked and "link" not in info.refused:
-        refused = _link(forge, number, ps.issue)
-        warnings.extend([refused] if refused else [])
-        info = info.refusing("link") if refused else info.link_made()
+        failed, refusal = _link(forge, number, ps.issue)
+        warnings.extend([failed] if failed else [])
+        if failed is None:
+            info = info.link_made()
+        elif refusal:
+            info = info.refusing("link")
         job.change(_with_pr(info))
     pushed = job.record.pushed_sha
     comment = False
@@ -176,14 +206,34 @@ def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
     job.event("done" if final == Status.DONE else final.value, writes.pr.url)
 
 
-def _link(forge: Forge, number: int, issue: int) -> str | None:
-    """Link the patch set's issue; a refusal is returned as a warning (the PR stays open)."""
+def _link(forge: Forge, number: int, issue: int) -> tuple[str | None, bool]:
+    """Link the patch set's issue; a failure is returned as a warning (the PR stays open) and
+    whether it was a refusal (403/404: not tried again; anything else: the next run tries)."""
     try:
         forge.link_issue(number, issue)
     except BackportError as exc:
+        refusal = is_refusal(exc)
+        again = "not tried again" if refusal else "tried again on the next run"
         return (f"issue #{issue} not linked to PR !{number} (the PR is open without the link; "
-                f"not tried again): {exc.message}")
-    return None
+                f"{again}): {exc.message}"), refusal
+    return None, False
+
+
+def _said_again(warning: str, info: PrInfo, issue: int) -> bool:
+    """Whether this run says ``warning`` afresh if it still holds (so the old one goes)."""
+    number = info.number
+    return (warning.startswith((f"PR !{number} did not take", f"issue #{issue} is closed while"))
+            or (warning.startswith(f"issue #{issue} not linked to PR !{number}")
+                and "link" not in info.refused))
+
+
+def _closed_issue(forge: Forge, issue: int, pr: PullRequest) -> str | None:
+    """A warning when the set's issue is closed while this PR is open (a sibling's merge may
+    have closed it for all of them)."""
+    if forge.dry_run or pr.state != "open" or forge.issue_state(issue) != "closed":
+        return None
+    return (f"issue #{issue} is closed while PR !{pr.number} is open; reopen it if the "
+            "backports are not all merged")
 
 
 def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:

@@ -37,6 +37,7 @@ class ApplyOptions:
     pr_on_failure: bool = False
     overwrite_fork_branch: bool = False
     timeout: float | None = None
+    new_pr: bool = False  # open a new PR where the recorded one was closed or merged
 
     @property
     def workers(self) -> int:
@@ -103,7 +104,8 @@ class ForgeAccess:
             if self._forge is None:
                 self._forge = make_forge(self.project.branch_map, self.project.state_dir,
                                          environ=self.environ, dry_run=self.dry_run,
-                                         plan=self.plan, notify=self.notify)
+                                         plan=self.plan, notify=self.notify,
+                                         pace_dir=cache_root(self.environ) / "pace")
             return self._forge
 
     def missing(self) -> list[str]:

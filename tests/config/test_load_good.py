@@ -19,7 +19,7 @@ from backport.config import (
 from backport.config import (
     TestSpec as Spec,
 )
-from backport.config.model import DEFAULT_TEST_TIMEOUT
+from backport.config.model import DEFAULT_TEST_TIMEOUT, CiPlacement
 from backport.errors import ConfigError
 from tests.config.samples import BRANCHES_YAML, PATCH_YAML, TEST_FILE, make_patch, write_project
 
@@ -50,6 +50,7 @@ def test_branch_map_fields(tmp_path: Path, home: Path) -> None:
         expect={"torch": "2.12.0", "torch_npu": "2.12.0.rc1"},
         requirements=("torch==2.12.0", "torch_npu==2.12.0.rc1", "expecttest"),
         timeout=DEFAULT_TEST_TIMEOUT,
+        ci=CiPlacement(runs_on=("self-hosted", "torch-2.12.0")),  # no `ci:` key: the default
     )
     old = bm.environments["torch-2.7.1"]
     assert old.venv == tmp_path / "envs" / "torch-2.7.1"
@@ -135,7 +136,8 @@ def test_aliases_and_merge_keys(tmp_path: Path) -> None:
     )
     bm = load_branch_map(config, environ={})
     assert bm.environments["other"] == Environment(
-        name="other", python=Path("/py"), env={"A": "1"}, timeout=20.0
+        name="other", python=Path("/py"), env={"A": "1"}, timeout=20.0,
+        ci=CiPlacement(runs_on=("self-hosted", "other")),
     )
 
 

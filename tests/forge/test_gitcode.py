@@ -182,14 +182,14 @@ def test_find_pages_through_everything_and_ignores_filters(server: FakeGitCode,
     for _ in range(5):
         server.add_pr(head_repo="x/pytorch", head=BRANCH, base=BASE)  # same branch, other fork
     server.add_pr(head_repo=FORK, head=BRANCH, base="master")  # same branch, other base
-    # the list is newest first, so ours (the oldest) is on the third page of 100
     found = gitcode.find_open_pr(BRANCH, BASE)
     assert found is not None and found.number == ours.number
     pages = [r for r in server.requests if r.path.endswith("/pulls") and r.method == "GET"]
-    # one listing of every open PR (any base), read until an empty page
-    assert [r.query["page"] for r in pages] == ["1", "2", "3", "4"]
-    assert all(r.query.get("state") == "open" and "base" not in r.query for r in pages)
-    assert all(r.query.get("per_page") == "100" for r in pages)
+    # one listing of every open PR (any base), read until an empty page, then the locked ones
+    assert [(r.query["state"], r.query["page"]) for r in pages] == [
+        ("open", "1"), ("open", "2"), ("open", "3"), ("open", "4"), ("locked", "1")]
+    assert all("base" not in r.query and r.query.get("per_page") == "100" for r in pages)
+    assert all((r.query["sort"], r.query["direction"]) == ("created", "asc") for r in pages)
 
 
 def test_find_stops_on_a_repeated_page(server: FakeGitCode, gitcode: GitCodeForge) -> None:
@@ -197,7 +197,8 @@ def test_find_stops_on_a_repeated_page(server: FakeGitCode, gitcode: GitCodeForg
              "base": {"ref": BASE}} for i in range(100)]
     server.add_fault("GET", r"/pulls$", Fault(status=200, body=page), Fault(status=200, body=page))
     assert gitcode.find_open_pr(BRANCH, BASE) is None
-    assert len([r for r in server.requests if r.path.endswith("/pulls")]) == 2
+    assert len([r for r in server.requests if r.path.endswith("/pulls")
+                and r.query["state"] == "open"]) == 2
 
 
 def test_state_mapping_and_string_issue_numbers(server: FakeGitCode, gitcode: GitCodeForge) -> None:

@@ -95,6 +95,16 @@ def test_create_find_get_list(backend: Backend) -> None:
     assert forge.find_open_pr("other", BASE) is None
 
 
+def test_create_hands_over_the_new_number_and_verify_keeps_the_pr(backend: Backend) -> None:
+    numbers: list[int] = []
+    pr = backend.forge.create_pr(BRANCH, BASE, "t", "b", on_number=numbers.append)
+    assert numbers == [pr.number]
+    again = backend.forge.create_pr(BRANCH, BASE, "t", "b", on_number=numbers.append)
+    assert again.number == pr.number and numbers == [pr.number]  # found, not opened
+    judged = backend.forge.verify_pr(pr.number, BRANCH, BASE)
+    assert (judged.number, judged.head, judged.head_repo) == (pr.number, BRANCH, FORK)
+
+
 def test_repeated_create_returns_the_same_pr(backend: Backend) -> None:
     first = backend.forge.create_pr(BRANCH, BASE, "t", "b")
     second = backend.forge.create_pr(BRANCH, BASE, "t2", "b2")

@@ -37,10 +37,21 @@ not taken, per encoding), ``list_lag`` (a new PR is left out of the next list re
 oldest first whatever order is asked), ``per_minute`` with
 ``rate_window`` (429 past N requests in a sliding window; ``rate_limited`` counts them).
 ``counts()`` gives the requests per endpoint.
+
+Round three (issue 29; ``docs/gitcode.md`` lists each): ``draft_by_title`` (``draft`` ignored on
+PATCH, derived from a ``[WIP]`` title), ``create_ignores_booleans`` (JSON booleans ignored on
+create), ``bad_page`` / ``bad_page_body`` (a list page answered 200 with an error object or an
+HTML page), ``unstable_order`` (the order shifts between pages unless ``sort=created&direction=
+asc``), PRs in state ``locked`` (listed only for ``state=locked``/``all``), ``read_lag`` (the
+first reads of a new PR answer 404), ``burst()`` (a 5xx burst), ``omit_head`` (head fields left
+out), ``wrong_base`` and ``author`` (what a create records), ``clock_offset`` (the ``Date``
+header of a server whose clock is off; ``server_date()`` for a ``Retry-After`` date), and
+``GET /repos/o/r/issues/{n}`` with ``closed_issues``.
 """
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
 import os
@@ -179,7 +190,12 @@ class FakeGitCode:
                  head_sha_lag: int = 0, honour_per_page: bool = True,
                  json_patch_ignores: Iterable[str] = (), form_patch_ignores: Iterable[str] = (),
                  list_lag: int = 0, refuse_duplicates: bool = True,
-                 oldest_first: bool = False) -> None:
+                 oldest_first: bool = False,
+                 draft_by_title: bool = False, create_ignores_booleans: bool = False,
+                 unstable_order: bool = False, read_lag: int = 0,
+                 bad_page: int | None = None, bad_page_body: Any = None,
+                 omit_head: Iterable[str] = (), wrong_base: str | None = None,
+                 author: str | None = None, clock_offset: float = 0.0) -> None:
         self.tokens = set(tokens)
         self.upstream = upstream
         self.fork = fork
@@ -233,6 +249,30 @@ class FakeGitCode:
         # The next ``list_lag`` list reads after a create leave the new PR out.
         self.list_lag = list_lag
         self._hidden: dict[int, int] = {}
+        # ``draft`` is ignored on PATCH (either encoding) and follows the title's ``[WIP]``
+        # prefix whenever a title is sent, as a GitLab-shaped service derives it.
+        self.draft_by_title = draft_by_title
+        # JSON booleans (``draft``, ``close_related_issue``) in a create body are ignored.
+        self.create_ignores_booleans = create_ignores_booleans
+        # Unless ``sort=created&direction=asc`` is asked, the list order moves by one PR
+        # between page reads (as an order by update time does while PRs change).
+        self.unstable_order = unstable_order
+        self._shift = 0
+        # The first ``read_lag`` reads (``GET /pulls/{n}``) of a new PR answer 404.
+        self.read_lag = read_lag
+        self._unreadable: dict[int, int] = {}
+        # List page ``bad_page`` of any listing answers 200 with ``bad_page_body`` (default an
+        # error object; a string is sent as an HTML page) instead of a list.
+        self.bad_page = bad_page
+        self.bad_page_body = bad_page_body
+        # Fields left out of every PR's ``head`` object ("ref", "repo").
+        self.omit_head = set(omit_head)
+        # A create opens the PR into this base whatever was asked (None: the base asked).
+        self.wrong_base = wrong_base
+        # A create records this login as the PR's author (None: the token's user).
+        self.author = author
+        # The server's clock runs this many seconds ahead of the host's (its ``Date`` header).
+        self.clock_offset = clock_offset
         self.duplicate_message = DUPLICATE_MESSAGE
         self.web_url = web_url
         self.prs: dict[int, FakePR] = {}
@@ -294,6 +334,15 @@ class FakeGitCode:
         with self.lock:
             for fault in faults:
                 self.faults.append((method.upper(), re.compile(path_regex), fault))
+
+    def burst(self, method: str, path_regex: str, count: int, status: int = 502) -> None:
+        """A 5xx burst: the next ``count`` matching requests answer ``status``."""
+        self.add_fault(method, path_regex, *(Fault(status=status) for _ in range(count)))
+
+    def server_date(self, seconds_from_now: float = 0.0) -> str:
+        """An HTTP date as the server's clock (``clock_offset``) reads it."""
+        return email.utils.formatdate(time.time() + self.clock_offset + seconds_from_now,
+                                      usegmt=True)
 
     def add_branch(self, repo: str, branch: str, sha: str | None = None) -> None:
         with self.lock:
@@ -421,15 +470,21 @@ class FakeGitCode:
             **self._common_json(pr), "iid": pr.number, "body": body,
             "html_url": f"{self.web_url}/{repo}/merge_requests/{pr.number}",
             "close_related_issue": pr.close_related_issue,
-            "head": self._list_side(pr.head_repo, pr.head_ref, pr.head_sha),
+            "head": self._head(self._list_side(pr.head_repo, pr.head_ref, pr.head_sha)),
             "base": self._list_side(repo, pr.base_ref),
             "source_branch": pr.head_ref, "target_branch": pr.base_ref, "closed_at": None,
         }
 
+    def _head(self, side: dict[str, Any]) -> dict[str, Any]:
+        """A PR's ``head`` object less the fields ``omit_head`` leaves out."""
+        return {k: v for k, v in side.items()
+                if k not in self.omit_head and not (k == "label" and "ref" in self.omit_head)}
+
     def _pr_json(self, pr: FakePR, repo: str) -> dict[str, Any]:
         return {
             **self._common_json(pr), "html_url": f"{self.web_url}/{repo}/pull/{pr.number}",
-            "head": self._single_side(pr.head_repo, pr.head_ref, pr.head_sha),
+            "close_related_issue": pr.close_related_issue,
+            "head": self._head(self._single_side(pr.head_repo, pr.head_ref, pr.head_sha)),
             "base": self._single_side(repo, pr.base_ref), "mergeable": True, "closed__at": "",
             **({"merge_commit_sha": pr.merge_commit_sha} if pr.merge_commit_sha else {}),
         }
@@ -501,6 +556,13 @@ class FakeGitCode:
                 raise _Reply(404, {"error_code": 404, "error_message": "用户不是仓库成员"})
             return 200, {"id": 7000 + len(login), "login": login,
                          "permission": self.permissions[login]}
+        m = re.fullmatch(r"/issues/(\d+)", rest)
+        if m and method == "GET":
+            number = int(m.group(1))
+            if self.issues is not None and number not in self.issues:
+                raise _Reply(404, {"error_message": "issue not found"})
+            return 200, {"id": 90000 + number, "number": str(number), "title": f"issue {number}",
+                         "state": "closed" if number in self.closed_issues else "open"}
         m = re.fullmatch(r"/pulls/(\d+)(/.*)?", rest)
         if m:
             pr = self.prs.get(int(m.group(1)))
@@ -549,12 +611,24 @@ class FakeGitCode:
         state = query.get("state", "all")  # GitCode's default, unlike Gitee/GitHub
         per_page = self._per_page(query)
         page = max(1, int(query.get("page", 1)))
-        items = [p for p in sorted(self.prs.values(), key=lambda p: -p.number)
+        if self.bad_page == page:
+            body = self.bad_page_body
+            raise _Reply(200, body if body is not None else
+                         {"error_code": 500, "error_message": "系统繁忙，请稍后重试"},
+                         {"Content-Type": "text/html; charset=utf-8"} if isinstance(body, str)
+                         else {})
+        stable = (query.get("sort"), query.get("direction")) == ("created", "asc")
+        items = [p for p in sorted(self.prs.values(),
+                                   key=lambda p: p.number if stable else -p.number)
                  if (state == "all" or p.state == state)
                  and ("base" not in query or p.base_ref == query["base"])
                  and not self._hide(p)]
         if self.oldest_first:
             items.sort(key=lambda p: p.number)
+        if self.unstable_order and not stable and items:
+            shift = self._shift % len(items)
+            items = items[shift:] + items[:shift]
+            self._shift += 1
         chunk = items[(page - 1) * per_page: page * per_page]
         return [self._list_json(p, repo) for p in chunk]
 
@@ -607,14 +681,19 @@ class FakeGitCode:
         if str(body["base"]) not in self.branches.get(repo, set()) and self.branches.get(repo):
             raise _Reply(400, {"error_message": f"Can not find the branch: {body['base']}"})
         for pr in self.prs.values() if self.refuse_duplicates else ():
-            if pr.state == "open" and pr.head_repo == head_repo and pr.head_ref == branch \
-                    and pr.base_ref == body["base"]:
+            if pr.state in ("open", "locked") and pr.head_repo == head_repo \
+                    and pr.head_ref == branch and pr.base_ref == body["base"]:
                 raise _Reply(self.duplicate_status,
                              {"error_code": self.duplicate_status,
                               "error_message": self.duplicate_message.format(number=pr.number)})
+        if self.create_ignores_booleans:
+            body = {k: v for k, v in body.items() if not isinstance(v, bool)}
         draft = body.get("draft") in (True, "true", "True", 1)
         pr = self._new_pr(str(body["title"]), str(body.get("body", "")), head_repo, branch,
-                          str(body["base"]), self.login, draft=draft)
+                          self.wrong_base or str(body["base"]), self.author or self.login,
+                          draft=draft)
+        if self.read_lag:
+            self._unreadable[pr.number] = self.read_lag
         if "close_related_issue" in body:
             pr.close_related_issue = body["close_related_issue"] in (True, "true", "True", 1)
         if self.head_sha_lag:
@@ -626,6 +705,9 @@ class FakeGitCode:
     def _pr_route(self, method: str, repo: str, pr: FakePR, sub: str, query: dict[str, str],
                   body: Any, form: bool = False) -> tuple[int, Any]:
         if sub == "" and method == "GET":
+            if self._unreadable.get(pr.number, 0) > 0:
+                self._unreadable[pr.number] -= 1
+                raise _Reply(404, {"message": "Not Found Pull Request"})
             data = self._pr_json(pr, repo)
             if self._lag_left.get(pr.number, 0) > 0:
                 self._lag_left[pr.number] -= 1
@@ -635,6 +717,8 @@ class FakeGitCode:
             if not isinstance(body, dict) or ("title" in body) != ("body" in body):
                 raise _Reply(400, {"error_message": "title and body must be given together"})
             ignored = self.form_patch_ignores if form else self.json_patch_ignores
+            if self.draft_by_title:
+                ignored = {*ignored, "draft"}
             body = {k: v for k, v in body.items() if k not in ignored}
             for key in ("title", "body"):
                 if key in body:
@@ -646,7 +730,7 @@ class FakeGitCode:
                 pr.state = "open" if state == "reopen" else state
             if "draft" in body:
                 pr.draft = body["draft"] in (True, "true", "True", 1)
-            elif self.draft_from_title and "title" in body:
+            elif (self.draft_from_title or self.draft_by_title) and "title" in body:
                 pr.draft = pr.title.startswith(WIP.strip())
             if pr.draft and not pr.title.startswith(WIP):
                 pr.title = WIP + pr.title
@@ -799,7 +883,13 @@ class _Handler(BaseHTTPRequestHandler):
             data, ctype = payload.encode(), "text/plain; charset=utf-8"
         else:
             data, ctype = json.dumps(payload, ensure_ascii=False).encode(), "application/json"
-        self.send_response(status)
+        headers = dict(headers)
+        ctype = headers.pop("Content-Type", ctype)
+        self.log_request(status)
+        self.send_response_only(status)
+        self.send_header("Server", "fake-gitcode")
+        self.send_header("Date", headers.pop(
+            "Date", email.utils.formatdate(time.time() + self.fake.clock_offset, usegmt=True)))
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():

@@ -60,9 +60,9 @@ def test_one_list_only_the_forks_open_prs_and_cut_bodies_read_once(tmp_path: Pat
         assert state.heads == {"v2.7.1": heads["v2.7.1"], "master": heads["master"]}
         lists = [r for r in server.requests if r.path.endswith("/pulls")]
         singles = [r.path for r in server.requests if "/pulls/" in r.path]
-        # One listing: its page of PRs, then the empty page that ends it (a short page is not
-        # taken as the last, since the service may not honour per_page).
-        assert [r.query.get("page") for r in lists] == ["1", "2"]
+        # One listing: its page of open PRs (shorter than 20, so the last), then the locked ones
+        assert [(r.query.get("state"), r.query.get("page")) for r in lists] == [
+            ("open", "1"), ("locked", "1")]
         assert sorted(singles) == sorted(f"/repos/Ascend/pytorch/pulls/{pr.number}"
                                          for pr in (mine_v271, mine_master))
         _, records = forge_records(forge, fx.patch_set(), bm)
