@@ -152,3 +152,19 @@ def test_a_payload_without_a_pr_or_with_an_empty_comment_is_refused(sandbox, git
     assert says in result.err and str(event) in result.err
     assert len(result.err.strip().splitlines()) == 1
     assert [r for r in gitcode.requests if r.method != "GET"] == []
+
+
+def test_a_comment_that_is_no_request_does_nothing(sandbox, gitcode, tmp_path):
+    event = comment_event(tmp_path, "LGTM, /backport later", "maintainer1")
+    result = trigger(sandbox, "--event", str(event))
+    assert result.code == 0, result.err
+    assert "not a /backport command" in result.out
+    assert gitcode.requests == []
+
+
+def test_a_branch_the_map_lacks_is_a_usage_error(sandbox, gitcode, tmp_path):
+    event = comment_event(tmp_path, "/backport", "maintainer1")
+    result = trigger(sandbox, "--event", str(event), "--branch", "v9.9")
+    assert result.code == 2
+    assert "--branch v9.9 is not a target of" in result.err and "v2.7.1" in result.err
+    assert gitcode.requests == []
