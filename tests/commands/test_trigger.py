@@ -168,3 +168,13 @@ def test_a_branch_the_map_lacks_is_a_usage_error(sandbox, gitcode, tmp_path):
     assert result.code == 2
     assert "--branch v9.9 is not a target of" in result.err and "v2.7.1" in result.err
     assert gitcode.requests == []
+
+
+def test_without_the_token_one_sentence_and_no_request(sandbox, gitcode, tmp_path):
+    event = comment_event(tmp_path, "/backport", "maintainer1")
+    result = run_app(sandbox.project, "trigger", "--event", str(event),
+                     env={"GITCODE_TOKEN": "", "BACKPORT_TOKEN": "",
+                          "BACKPORT_CACHE": str(sandbox.cache)})
+    assert result.code == 1
+    assert "GITCODE_TOKEN" in result.err and len(result.err.strip().splitlines()) == 1
+    assert gitcode.requests == []
