@@ -1,9 +1,10 @@
 """The one summary comment on a backport's source PR: per target, its state, its PR, its test
 result and the command that runs that branch again.
 
-Found again by :data:`MARKER` (a hidden HTML comment); its table has one line per target,
-starting ``| `<target>` |``, so a runner that knows nothing of a target keeps that target's
-line as another runner wrote it (:func:`rows_of`).
+Each state reads as the PR bodies word it (`prose_zh.status_zh`). Found again by
+:data:`MARKER` (a hidden HTML comment); its table has one line per target, starting
+``| `<target>` |``, so a runner that knows nothing of a target keeps that target's line as
+another runner wrote it (:func:`rows_of`).
 """
 
 from __future__ import annotations
@@ -12,36 +13,12 @@ from collections.abc import Sequence
 
 from backport.config.model import BranchMap, PatchSet
 from backport.records import BranchRecord
-from backport.report.body import result_cell
+from backport.report.body import proposed_zh, result_cell
+from backport.report.prose_zh import status_zh
 from backport.states import Status
 
 MARKER = "<!-- backport:source-summary -->"
 HEADER = "| 目标分支 | 状态 | PR | 测试结果 | 重新运行该分支 |"
-
-# How each state reads in the summary; a state not listed reads as its own name.
-STATE_ZH: dict[str, str] = {
-    Status.PENDING.value: "尚未运行",
-    Status.APPLIED.value: "补丁已应用，尚未测试",
-    Status.TESTED.value: "已测试，尚未推送",
-    Status.PUSHED.value: "已推送，PR 尚未创建",
-    Status.DONE.value: "PR 已创建",
-    Status.PLANNED.value: "试运行，未推送",
-    Status.ALREADY_APPLIED.value: "补丁已在该分支上，无需 PR",
-    Status.ALREADY_PRESENT.value: "补丁新增的测试已在该分支上，无需 PR",
-    Status.CONFLICT.value: "冲突，需人工解决",
-    Status.TEST_FAILED.value: "测试未通过",
-    Status.ENV_MISSING.value: "运行环境不存在",
-    Status.ENV_MISMATCH.value: "运行环境版本与约束不符",
-    Status.ENV_UNAVAILABLE.value: "运行环境无可用 NPU",
-    Status.FORK_DIVERGED.value: "fork 分支已被他人改动",
-    Status.FAILED.value: "运行出错",
-}
-
-
-def state_zh(status: str) -> str:
-    """The summary's wording of a branch state (its name when the table has none)."""
-    return STATE_ZH.get(str(status), str(status))
-
 
 def rerun_command(number: int, target: str) -> str:
     return f"backport apply --from-pr {number} --branch {target}"
@@ -59,9 +36,13 @@ def rows_of(body: str) -> dict[str, str]:
 
 
 def _row(number: int, rec: BranchRecord) -> str:
-    pr = f"[!{rec.pr.number}]({rec.pr.url})" if rec.pr is not None else "—"
+    """One target's line; its state in the one wording of states (`prose_zh.status_zh`); an
+    already-proposed branch names the PR that carries the change there."""
+    pr = (f"[!{rec.pr.number}]({rec.pr.url})" if rec.pr is not None else
+          proposed_zh(rec) or "—")
+    state = status_zh(rec.status)
     result = "—" if rec.status == Status.PENDING and rec.test is None else result_cell(rec)
-    return (f"| `{rec.target}` | {state_zh(rec.status)} | {pr} | {result} | "
+    return (f"| `{rec.target}` | {state} | {pr} | {result} | "
             f"`{rerun_command(number, rec.target)}` |")
 
 

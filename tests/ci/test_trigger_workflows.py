@@ -86,7 +86,7 @@ def test_gitcode_maintainers_backport_comment_opens_one_pr_and_one_summary(
     assert all(j.ok for j in jobs), "\n".join(j.log for j in jobs)
     assert _ours(gitcode) == ["v2.12.0"]
     (summary,) = [c["body"] for c in source.comments]
-    assert MARKER in summary and "`v2.12.0` | PR 已创建" in summary
+    assert MARKER in summary and "`v2.12.0` | 已完成 | [!" in summary
     assert "v2.7.1 was not asked for" in jobs[0].step("Act on").output
     assert all(PROJECT_TOKEN not in j.log for j in jobs)
 
