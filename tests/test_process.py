@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from pathlib import Path
@@ -11,21 +10,13 @@ import pytest
 
 from backport import process
 from backport.errors import BackportError
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
+from tests.helpers.processes import alive
 
 
 def _gone(pid: int) -> bool:
     """True once ``pid`` is dead (the kill is sent before this is asked; the kernel reaps it)."""
     for _ in range(100):
-        if not _alive(pid):
+        if not alive(pid):
             return True
         threading.Event().wait(0.05)
     return False

@@ -26,12 +26,12 @@ from backport.envs.overlay import (
 )
 from backport.envs.pool import Environments
 from backport.envs.runner import TestRunner as Runner
+from tests.helpers.torch_npu_compat import COMPAT, COMPAT_TEST
 
 from .conftest import Probed, write
 
 pytestmark = pytest.mark.torch
 
-COMPAT = "torch_npu/_compat/version.py"
 PATCHED_COMPAT = b'''import torch
 
 
@@ -43,31 +43,6 @@ def _parse(version_str: str) -> tuple:
 CURRENT_VERSION: tuple = _parse(torch.__version__)
 MIN_SUPPORTED_VERSION: tuple = (2, 13)
 '''
-# The test a series would add with that change: it passes only on the patched _parse.
-COMPAT_TEST = """
-import importlib.util
-import sys
-import time
-import types
-import unittest
-
-# torch_npu's own __init__ needs CANN; take its pure-Python submodules from its folder.
-found = importlib.util.find_spec("torch_npu")
-package = types.ModuleType("torch_npu")
-package.__path__ = list(found.submodule_search_locations)
-sys.modules["torch_npu"] = package
-
-from torch_npu._compat import version
-
-
-class CompatVersion(unittest.TestCase):
-    def test_parse_keeps_the_patch_level(self):
-        self.assertEqual(version._parse("2.13.1+cpu"), (2, 13, 1))
-
-
-if __name__ == "__main__":
-    unittest.main()
-"""
 
 
 @pytest.fixture(scope="module")

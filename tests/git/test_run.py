@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import stat
 import time
 from pathlib import Path
@@ -13,6 +12,7 @@ from backport.config.refnames import refname_problem
 from backport.errors import BackportError
 from backport.git.run import check_branch_name, git
 from backport.redact import redact, strip_url_credentials
+from tests.helpers.processes import alive
 
 
 def _script(path: Path, body: str) -> Path:
@@ -92,19 +92,11 @@ def test_a_hanging_git_is_killed_with_its_children(tmp_path: Path) -> None:
     assert info.value.message == f"git ls-remote failed in {tmp_path}: timed out after 1.5 s."
     pid = int(pid_file.read_text())
     for _ in range(50):  # the kill is sent; give the kernel a moment to reap it
-        if not _alive(pid):
+        if not alive(pid):
             break
         time.sleep(0.1)
-    assert not _alive(pid)
+    assert not alive(pid)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
 
 
 def test_a_missing_directory_is_an_error_not_the_current_one(tmp_path: Path) -> None:

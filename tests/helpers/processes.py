@@ -20,6 +20,20 @@ def popen_interruptible(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
     return subprocess.Popen(list(argv), preexec_fn=_default_sigint, **kwargs)
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting for its parent counts as ended)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = f"/proc/{pid}/status"
+    try:
+        with open(status) as handle:
+            return "\nState:\tZ" not in handle.read()
+    except OSError:
+        return False
+
+
 def wait_gone(pid: int, limit: float = 60.0) -> bool:
     """True once process ``pid`` no longer runs (a bounded wait for an event, not a timing)."""
     deadline = time.monotonic() + limit

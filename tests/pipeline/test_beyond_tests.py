@@ -16,36 +16,13 @@ from backport.config.model import Environment
 from backport.envs.overlay import installed_package
 from tests.helpers.gitrepos import clone, commit_files, format_patch, git
 from tests.helpers.project import TORCH_PYTHON, edit_config, needs_torch, pr_body, run_app
+from tests.helpers.torch_npu_compat import COMPAT, COMPAT_TEST
 
 pytestmark = needs_torch
 
-COMPAT = "torch_npu/_compat/version.py"
 CPP = "torch_npu/csrc/core/npu/NPUVersion.cpp"
 DOC = "docs/zh/compat.md"
 COMPAT_TEST_PATH = "test/npu/test_compat_version.py"
-# The test a series adds with its change to _parse; it passes only on the patched module.
-COMPAT_TEST = '''import importlib.util
-import sys
-import types
-import unittest
-
-# torch_npu's own __init__ needs CANN; its pure-Python submodules come from its folder.
-found = importlib.util.find_spec("torch_npu")
-package = types.ModuleType("torch_npu")
-package.__path__ = list(found.submodule_search_locations)
-sys.modules["torch_npu"] = package
-
-from torch_npu._compat import version
-
-
-class CompatVersion(unittest.TestCase):
-    def test_parse_keeps_the_patch_level(self):
-        self.assertEqual(version._parse("2.13.1+cpu"), (2, 13, 1))
-
-
-if __name__ == "__main__":
-    unittest.main()
-'''
 CPP_TEST_PATH = "test/npu/test_npu_version.py"
 CPP_TEST = '''import unittest
 
