@@ -23,6 +23,7 @@ from backport.commands.new import new_cmd
 from backport.commands.preview import preview_cmd
 from backport.commands.resume import abort_cmd, continue_cmd
 from backport.commands.status import status_cmd
+from backport.commands.trigger import trigger_cmd
 from backport.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, BackportError, ErrorCode
 from backport.redact import redact
 
@@ -66,7 +67,7 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
 
 
 for command in (apply_cmd, check_cmd, status_cmd, continue_cmd, abort_cmd, list_cmd, new_cmd,
-                env_group, docs_cmd, matrix_cmd, preview_cmd, demo_cmd, init_cmd):
+                env_group, docs_cmd, matrix_cmd, preview_cmd, demo_cmd, init_cmd, trigger_cmd):
     cli.add_command(command)
 
 

@@ -9,9 +9,15 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.config.model import Project
-from backport.errors import EXIT_USAGE
+from backport.errors import EXIT_USAGE, BackportError
 from backport.pipeline.apply import select_patch_sets
-from backport.report.ci_matrix import gitcode_pipeline, github_matrix, matrix_jobs
+from backport.report.ci_matrix import (
+    gitcode_pipeline,
+    gitcode_trigger_pipeline,
+    github_matrix,
+    matrix_jobs,
+    trigger_jobs,
+)
 
 
 @click.command("list")
@@ -69,8 +75,12 @@ def report_broken(project: Project) -> None:
               show_default=True,
               help="json: a list; github: {include: [...]} for a job matrix (fromJSON); "
                    "gitcode: the whole GitCode pipeline, one job per target.")
+@click.option("--trigger", is_flag=True,
+              help="The `/backport` jobs instead: one per target of the map, each running "
+                   "`backport trigger --branch B` (gitcode: the whole trigger pipeline).")
 @pass_app
-def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str) -> None:
+def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str,
+               trigger: bool) -> None:
     """Print a CI job matrix: one job per patch set and target branch.
 
     Each job runs `backport apply --api NAME --branch B` on the runner tags (`runs_on`) and
@@ -79,11 +89,17 @@ def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str) ->
     from opening the same PR twice.
     """
     project = app.project()
-    jobs = matrix_jobs(project.branch_map, select_patch_sets(project, list(apis), every))
+    if trigger and (apis or every):
+        raise BackportError("usage", "--trigger makes one job per target of the map; it takes "
+                                     "no --api or --all")
+    jobs = (trigger_jobs(project.branch_map) if trigger else
+            matrix_jobs(project.branch_map, select_patch_sets(project, list(apis), every)))
     if fmt == "json":
         print_json([job.to_dict() for job in jobs])
     elif fmt == "github":
         click.echo(github_matrix(jobs))
+    elif trigger:
+        click.echo(gitcode_trigger_pipeline(jobs), nl=False)
     else:
         selection = "--all" if every else " ".join(f"--api {name}" for name in apis)
         click.echo(gitcode_pipeline(jobs, selection), nl=False)

@@ -46,6 +46,21 @@ class SourcePrInfo:
         return self.state == "merged"
 
 
+@dataclass(frozen=True)
+class Comment:
+    """One comment of a PR, as the forge shows it."""
+
+    id: str  # what edits and deletes name it by
+    body: str
+    author: str = ""  # login of who wrote it ("" when not shown)
+    created_at: str = ""
+
+
+# Permissions on the upstream that may ask for a backport (`trigger`), as the forge names them.
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "maintainer", "master", "owner", "write",
+                               "push"})
+
+
 # Receives one line per API call a dry run would make: "POST /repos/o/r/pulls title=… head=…".
 PlanSink = Callable[[str], None]
 
@@ -125,6 +140,21 @@ class Forge(Protocol):
         callers treat decorations as best-effort.
         """
 
+    def list_comments(self, number: int) -> list[Comment]:
+        """Every comment of PR ``number`` (all pages), oldest first."""
+
+    def post_comment(self, number: int, body: str) -> Comment:
+        """Post a comment on PR ``number``; the comment as read back."""
+
+    def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
+        """Replace the body of comment ``comment_id`` of PR ``number``; read back."""
+
+    def delete_comment(self, number: int, comment_id: str) -> None:
+        """Delete comment ``comment_id`` of PR ``number``."""
+
+    def permission(self, login: str) -> str:
+        """``login``'s permission on the upstream (``admin``, ``write``, ``read``…; ``none``
+        when the forge knows no such collaborator)."""
 
 REFUSAL_STATUSES = frozenset({403, 404})
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 
 from backport.errors import BackportError
-from backport.forge.base import Forge, PlanSink, PullRequest, SourcePrInfo
+from backport.forge.base import Comment, Forge, PlanSink, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
 from backport.forge.pace import period_text
 from backport.redact import redact
@@ -203,3 +203,23 @@ class DryRunForge:
             self._emit(f"POST {self._pulls(f'/{n}/reviewers')} reviewers={','.join(reviewers)} add=true")
         if testers:
             self._emit(f"POST {self._pulls(f'/{n}/testers')} testers={','.join(testers)} add=true")
+
+    def list_comments(self, number: int) -> list[Comment]:
+        reader = self._reads() if number != 0 else None
+        return reader.list_comments(number) if reader is not None else []
+
+    def post_comment(self, number: int, body: str) -> Comment:
+        self._emit(f"POST {self._pulls(f'/{number}/comments')} body=<{len(body)} chars>", cost=2)
+        return Comment(id="0", body=body)
+
+    def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
+        self._emit(f"PATCH {self._pulls(f'/comments/{comment_id}')} body=<{len(body)} chars>",
+                   cost=2)
+        return Comment(id=comment_id, body=body)
+
+    def delete_comment(self, number: int, comment_id: str) -> None:
+        self._emit(f"DELETE {self._pulls(f'/comments/{comment_id}')}")
+
+    def permission(self, login: str) -> str:
+        reader = self._reads()
+        return reader.permission(login) if reader is not None else "none"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from backport.errors import BackportError
-from backport.forge.base import PullRequest, SourcePrInfo
+from backport.forge.base import Comment, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, ApiTransportError, seg
 from backport.forge.token import askpass_env
 from backport.redact import redact
@@ -840,3 +840,70 @@ class GitCodeForge:
         if testers:
             self.client.request("POST", self._pulls(f"/{n}/testers"),
                                 json={"testers": ",".join(testers), "add": True}, retry=True)
+
+    # ------------------------------------------------------------------ comments
+    def _comment(self, data: dict[str, Any]) -> Comment:
+        """A comment item: ``note_id`` (an integer, what ``PATCH …/pulls/comments/{id}``
+        takes) where the item has one, else ``id``."""
+        ident = data.get("note_id") if data.get("note_id") not in (None, "") else data.get("id")
+        return Comment(id=str(ident), body=_text(data.get("body")),
+                       author=_text(_obj(data, "user").get("login")),
+                       created_at=_text(data.get("created_at")))
+
+    def list_comments(self, number: int) -> list[Comment]:
+        """``GET …/pulls/{n}/comments``, every page (pulls.rst §6); sorted oldest first by
+        ``created_at`` (the order of the answer is not documented)."""
+        items = [self._comment(item)
+                 for item in self._pages(self._pulls(f"/{seg(number)}/comments"), {})]
+        return sorted(items, key=lambda c: (c.created_at, int(c.id) if c.id.isdigit() else 0))
+
+    def post_comment(self, number: int, body: str) -> Comment:
+        """``POST …/pulls/{n}/comments`` (never sent twice), then read back from the list."""
+        answer = self.client.request("POST", self._pulls(f"/{seg(number)}/comments"),
+                                     json={"body": body}, retry=False).data
+        posted = self._comment(answer) if isinstance(answer, dict) else None
+        for comment in self.list_comments(number):
+            if posted is not None and comment.id == posted.id:
+                return comment
+        if posted is None:
+            raise BackportError("forge", f"GitCode accepted a comment on PR !{number} of "
+                                         f"{self.upstream} but did not say which one it made.")
+        return posted
+
+    def _comment_path(self, comment_id: str) -> str:
+        return self._pulls(f"/comments/{seg(comment_id)}")
+
+    def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
+        """``PATCH …/pulls/comments/{id}`` (pulls.rst §26: its answer is ``{}``), checked by
+        reading the PR's comments; sent once more form-encoded (as documented) when the JSON
+        body did not take."""
+        path = self._comment_path(comment_id)
+        for attempt in range(2):
+            if attempt:
+                self.client.request("PATCH", path, data={"body": body})
+            else:
+                self.client.request("PATCH", path, json={"body": body})
+            shown = next((c for c in self.list_comments(number) if c.id == comment_id), None)
+            if shown is None:
+                raise BackportError("forge", f"GitCode no longer lists comment {comment_id} on "
+                                             f"PR !{number} of {self.upstream}.")
+            if shown.body.strip() == body.strip():
+                return shown
+        raise BackportError("forge", f"GitCode answered the edit of comment {comment_id} on PR "
+                                     f"!{number} of {self.upstream} but still shows the old text.")
+
+    def delete_comment(self, number: int, comment_id: str) -> None:
+        """``DELETE …/pulls/comments/{id}`` (pulls.rst §27)."""
+        self.client.request("DELETE", self._comment_path(comment_id))
+
+    def permission(self, login: str) -> str:
+        """``GET /repos/{o}/{r}/collaborators/{login}/permission`` (member.rst §5); ``none``
+        when GitCode knows no such collaborator."""
+        try:
+            data = self.client.get(f"{self._base_path}/collaborators/{seg(login)}/permission")
+        except ApiError as exc:
+            if exc.not_found:
+                return "none"
+            raise
+        value = data.get("permission") if isinstance(data, dict) else None
+        return value.strip().lower() if isinstance(value, str) and value.strip() else "none"

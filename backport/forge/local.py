@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from backport.errors import BackportError
-from backport.forge.base import PullRequest, SourcePrInfo
+from backport.forge.base import Comment, PullRequest, SourcePrInfo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS prs (
@@ -54,6 +54,12 @@ CREATE TABLE IF NOT EXISTS comments (
     pr         INTEGER NOT NULL REFERENCES prs(number),
     body       TEXT NOT NULL,
     created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS collaborators (
+    repo       TEXT NOT NULL,
+    login      TEXT NOT NULL,
+    permission TEXT NOT NULL,
+    PRIMARY KEY (repo, login)
 );
 CREATE TABLE IF NOT EXISTS pr_people (
     pr    INTEGER NOT NULL REFERENCES prs(number),
@@ -328,3 +334,51 @@ class LocalForge:
                     "SELECT role, name FROM pr_people WHERE pr = ? ORDER BY role, name", (number,)):
                 result.setdefault(role, []).append(name)
         return result
+
+    # ------------------------------------------------------------------ comments, permissions
+    def list_comments(self, number: int) -> list[Comment]:
+        with self._read() as conn:
+            conn = self._holding(conn, number)
+            return [Comment(id=str(r["id"]), body=r["body"], created_at=r["created_at"])
+                    for r in conn.execute("SELECT id, body, created_at FROM comments "
+                                          "WHERE pr = ? ORDER BY id", (number,))]
+
+    def post_comment(self, number: int, body: str) -> Comment:
+        with self._write() as conn:
+            self._row(conn, number)
+            now = _now()
+            cursor = conn.execute("INSERT INTO comments (pr, body, created_at) VALUES (?, ?, ?)",
+                                  (number, body, now))
+            return Comment(id=str(cursor.lastrowid), body=body, created_at=now)
+
+    def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
+        with self._write() as conn:
+            row = conn.execute("SELECT created_at FROM comments WHERE pr = ? AND id = ?",
+                               (number, int(comment_id))).fetchone()
+            if row is None:
+                raise BackportError("forge", f"The local forge {self.path} has no comment "
+                                             f"{comment_id} on PR !{number}.")
+            conn.execute("UPDATE comments SET body = ? WHERE id = ?", (body, int(comment_id)))
+            return Comment(id=comment_id, body=body, created_at=row["created_at"])
+
+    def delete_comment(self, number: int, comment_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM comments WHERE pr = ? AND id = ?", (number, int(comment_id)))
+
+    def permission(self, login: str) -> str:
+        """What :meth:`set_permission` recorded for ``login``; ``none`` otherwise."""
+        with self._read() as conn:
+            if conn is None:
+                return "none"
+            try:
+                row = conn.execute("SELECT permission FROM collaborators WHERE repo = ? AND "
+                                   "login = ?", (self.upstream, login)).fetchone()
+            except sqlite3.OperationalError:  # a database written before collaborators existed
+                return "none"
+            return row[0] if row is not None else "none"
+
+    def set_permission(self, login: str, permission: str) -> None:
+        """Make ``login`` a collaborator of the upstream with ``permission`` (local-only)."""
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO collaborators (repo, login, permission) "
+                         "VALUES (?, ?, ?)", (self.upstream, login, permission))

@@ -26,6 +26,7 @@ from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.schedule import Schedule
 from backport.pipeline.session import ApplyOptions, Session
 from backport.pipeline.shared_results import read_set
+from backport.pipeline.source_comment import write_summary
 from backport.pipeline.steps import BranchJob, Event
 from backport.records import BranchRecord
 from backport.report.summary import render_markdown
@@ -221,6 +222,7 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         raise
     pool.shutdown(wait=True)
     _refresh_siblings(session, jobs, event_for)
+    _write_summaries(session, jobs)
 
 
 def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: bool) -> None:
@@ -296,6 +298,22 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
                     event("pr", f"could not refresh the PR of {target}: {exc.message}")
             if not wrote:
                 break
+
+
+def _write_summaries(session: Session, jobs: list[BranchJob]) -> None:
+    """The summary comment on the source PR of each set made from a PR (best effort)."""
+    if session.options.dry_run or session.options.no_pr or session.options.no_push:
+        return
+    for name in dict.fromkeys(job.patch_set.name for job in jobs):
+        first = next(job for job in jobs if job.patch_set.name == name)
+        ps = first.patch_set
+        if ps.source is None:
+            continue
+        ran = frozenset(job.target for job in jobs if job.patch_set.name == name)
+        warning = write_summary(session.remote.forge(), ps, session.project.branch_map,
+                                first.journal.records(list(ps.branches)), ran)
+        if warning:
+            first.event("pr", warning)
 
 
 def _prewarm(session: Session, jobs: list[BranchJob]) -> None:

@@ -28,10 +28,16 @@ class MatrixJob:
     runs_on: tuple[str, ...]
     image: str
 
+    @property
+    def command(self) -> str:
+        """What the job runs: `apply` of its set, or (no set: a `/backport` job) `trigger`."""
+        if not self.api:
+            return f"backport trigger --branch {self.branch}"
+        return f"backport apply --api {self.api} --branch {self.branch}"
+
     def to_dict(self) -> dict:
         return {"api": self.api, "branch": self.branch, "env": self.env,
-                "runs_on": list(self.runs_on), "image": self.image,
-                "command": f"backport apply --api {self.api} --branch {self.branch}"}
+                "runs_on": list(self.runs_on), "image": self.image, "command": self.command}
 
 
 def matrix_jobs(bm: BranchMap, patch_sets: Sequence[PatchSet]) -> list[MatrixJob]:
@@ -41,6 +47,16 @@ def matrix_jobs(bm: BranchMap, patch_sets: Sequence[PatchSet]) -> list[MatrixJob
         for target in ps.branches:
             env = bm.environments[bm.targets[target].env]
             jobs.append(MatrixJob(ps.name, target, env.name, env.ci.runs_on, env.ci.image))
+    return jobs
+
+
+def trigger_jobs(bm: BranchMap) -> list[MatrixJob]:
+    """The `/backport` jobs: one per target of the map (`backport trigger --branch B`), each
+    on its environment's runner; the job of a branch the event does not ask for does nothing."""
+    jobs = []
+    for target, spec in bm.targets.items():
+        env = bm.environments[spec.env]
+        jobs.append(MatrixJob("", target, env.name, env.ci.runs_on, env.ci.image))
     return jobs
 
 
@@ -120,4 +136,79 @@ def gitcode_pipeline(jobs: Sequence[MatrixJob], selection: str) -> str:
         out.append(f"      BRANCH: {_q(job.branch)}\n")
         out.append(f"      GITCODE_TOKEN: ${{{{ secrets.{SECRET} }}}}\n")
         out.append(GITCODE_STEPS)
+    return "".join(out)
+
+
+GITCODE_TRIGGER_HEADER = """\
+# GitCode pipeline for `/backport` (copy to the UPSTREAM repository's
+# .gitcode/workflows/backport-trigger.yml: its PR comments and merges start it), written by
+#   backport matrix --trigger --format gitcode
+# from branches.yaml: run that again after changing the map. One job per target branch, each on
+# the runner tags (and container image) of its environment's `ci:` entry. A `/backport [B…]`
+# comment from a user with write permission on the upstream backports a merged PR to the
+# branches asked for (none named: every target but the PR's base); on an open PR the request is
+# recorded and the merge runs it; anyone else gets one reply. The job of a branch not asked for
+# does nothing. Each job fetches the repository that holds branches.yaml and patches/ (the
+# secret {map_secret}: its clone URL) and runs `backport trigger --branch B` in it. The token is
+# the secret {secret} (a user's token: write access to the fork, PR rights on the upstream).
+name: backport trigger
+
+on:
+  pull_request_comment:
+    types: [created]
+    comments: ['^/backport']
+  pr_comment:
+    types: [created]
+    keyword: '^/backport'
+  pull_request:
+    types: [merge]
+
+jobs:
+"""
+
+MAP_SECRET = "BACKPORT_MAP"  # the clone URL of the repository holding branches.yaml, patches/
+
+GITCODE_TRIGGER_STEPS = """\
+    steps:
+      - name: Fetch the map repository (token in a header, never in the URL)
+        run: |
+          set -euo pipefail
+          auth=$(printf 'oauth2:%s' "$GITCODE_TOKEN" | base64 -w0)
+          export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader
+          export GIT_CONFIG_VALUE_0="Authorization: Basic $auth"
+          git init -q map
+          git -C map fetch -q --depth 1 "$BACKPORT_MAP" HEAD
+          git -C map checkout -q FETCH_HEAD
+      - name: Install backport (no tool cache on a self-hosted host)
+        run: |
+          set -euo pipefail
+          python3 -m venv .backport-venv
+          .backport-venv/bin/pip install --quiet ./map
+      - name: Build the branch's test environment where it is missing
+        run: |
+          set -euo pipefail
+          cd map
+          ../.backport-venv/bin/backport env setup "$BRANCH"
+      - name: Act on the comment or the merge for this branch
+        run: |
+          set -euo pipefail
+          cd map
+          ../.backport-venv/bin/backport trigger --branch "$BRANCH"
+"""
+
+
+def gitcode_trigger_pipeline(jobs: Sequence[MatrixJob]) -> str:
+    """The whole GitCode `/backport` pipeline: one `trigger` job per target."""
+    out = [GITCODE_TRIGGER_HEADER.format(secret=SECRET, map_secret=MAP_SECRET)]
+    for job in jobs:
+        out.append(f"  trigger_{re.sub(r'[^A-Za-z0-9_]', '_', job.branch)}:\n")
+        out.append(f"    name: {_q(f'/backport on {job.branch}')}\n")
+        out.append(f"    runs-on: [{', '.join(_q(tag) for tag in job.runs_on)}]\n")
+        if job.image:
+            out.append(f"    container:\n      image: {_q(job.image)}\n")
+        out.append("    env:\n")
+        out.append(f"      BRANCH: {_q(job.branch)}\n")
+        out.append(f"      GITCODE_TOKEN: ${{{{ secrets.{SECRET} }}}}\n")
+        out.append(f"      BACKPORT_MAP: ${{{{ secrets.{MAP_SECRET} }}}}\n")
+        out.append(GITCODE_TRIGGER_STEPS)
     return "".join(out)

@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ci"
-FILES = ("github-check.yml", "gitcode-check.yml", "github-apply.yml", "gitcode-apply.yml")
+FILES = ("github-check.yml", "gitcode-check.yml", "github-apply.yml", "gitcode-apply.yml",
+         "github-trigger.yml", "gitcode-trigger.yml")
 SUBCOMMANDS = {"apply", "check", "status", "continue", "abort", "list", "new", "env", "docs",
-               "matrix", "demo", "preview"}
+               "matrix", "demo", "preview", "trigger"}
 # `backport` as a command word: at line start or after a shell separator, optionally a path.
 _INVOCATION = re.compile(r"(?:^|[\s;&|(]|\$\()(?:[\w.~/-]*/)?backport(?![\w.-])((?:[ \t]+[^\s;&|)<>]+)*)",
                          re.MULTILINE)
@@ -114,3 +115,16 @@ def test_invocations_parse_against_the_cli() -> None:
                 cmd, rest = cmd.commands.get(rest[0]), rest[1:]
                 assert cmd is not None, (name, args)
             cmd.make_context(args[0], list(rest))
+
+
+def test_trigger_workflows_start_on_a_backport_comment_or_a_merge() -> None:
+    gitcode = _triggers(_load("gitcode-trigger.yml"))
+    assert gitcode["pull_request_comment"]["comments"] == ["^/backport"]
+    assert gitcode["pr_comment"]["keyword"] == "^/backport"
+    assert gitcode["pull_request"]["types"] == ["merge"]
+    github = _triggers(_load("github-trigger.yml"))
+    assert github["issue_comment"]["types"] == ["created"]
+    assert github["pull_request"]["types"] == ["closed"]
+    for name in ("gitcode-trigger.yml", "github-trigger.yml"):
+        assert ["trigger", "--branch", "$BRANCH"] in invocations(name)
+    assert ["matrix", "--trigger", "--format", "github"] in invocations("github-trigger.yml")

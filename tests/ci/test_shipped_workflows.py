@@ -5,12 +5,12 @@ installing backport from the workflow's own step, and no branch environment on t
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.git_http import GitHttp
 from tests.helpers.project import ROOT, edit_config, git, needs_torch, run_app
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
@@ -22,27 +22,6 @@ TOKEN = "gc-user-token-7d1e"  # the repository secret GITCODE_TOKEN
 REPOSITORY = "ascend-ci/backport-map"
 
 
-def map_repository(sandbox, dest: Path, *, keep_environments: bool = False) -> tuple[Path, str]:
-    """The repository a team keeps: backport's source with its branches.yaml and patches/,
-    whose environments are (unless ``keep_environments``) not built on a CI runner. Returns it
-    and its head commit."""
-    if not keep_environments:
-        edit_config(sandbox, lambda data: data.update(environments={  # venvs nobody built here
-            name: {k: v for k, v in env.items() if k == "ci"}
-            for name, env in data["environments"].items()}))
-    dest.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, dest / name)
-    shutil.copytree(ROOT / "backport", dest / "backport",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    shutil.copy2(sandbox.config, dest / "branches.yaml")
-    shutil.copytree(sandbox.project / "patches", dest / "patches")
-    git(dest, "init", "-q", "-b", "main")
-    git(dest, "add", "-A")
-    git(dest, "commit", "-q", "-m", "map and patches")
-    return dest, git(dest, "rev-parse", "HEAD")
-
-
 def run_gitcode_check(sandbox, tmp_path: Path, wheelhouse: Path, token: str = TOKEN):
     repo, sha = map_repository(sandbox, tmp_path / "map")
     served = tmp_path / "served"
@@ -52,7 +31,7 @@ def run_gitcode_check(sandbox, tmp_path: Path, wheelhouse: Path, token: str = TO
                           repository=REPOSITORY, event_name="push",
                           event={"after": sha, "repository": {"full_name": REPOSITORY}},
                           tmp=tmp_path / "ci", secrets={"GITCODE_TOKEN": token},
-                          env=_pip_offline(wheelhouse), server_url=http.url)
+                          env=pip_offline(wheelhouse), server_url=http.url)
         (job,) = run.run_all()
     return job, http.requests
 
@@ -61,14 +40,9 @@ def run_github_check(sandbox, tmp_path: Path, wheelhouse: Path):
     repo, sha = map_repository(sandbox, tmp_path / "map")
     run = WorkflowRun(GITHUB, EXAMPLES / "github-check.yml", repo=repo, sha=sha,
                       repository=REPOSITORY, event_name="push", event={"after": sha},
-                      tmp=tmp_path / "ci", env=_pip_offline(wheelhouse))
+                      tmp=tmp_path / "ci", env=pip_offline(wheelhouse))
     (job,) = run.run_all()
     return job, run
-
-
-def _pip_offline(wheelhouse: Path) -> dict[str, str]:
-    return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse),
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
 def _rows(summary: str) -> list[str]:
@@ -136,7 +110,7 @@ def test_github_apply_matrix_comes_from_backport_matrix(sandbox, tmp_path, wheel
     run = WorkflowRun(GITHUB, EXAMPLES / "github-apply.yml", repo=repo, sha=sha,
                       repository=REPOSITORY, event_name="workflow_dispatch",
                       event={"inputs": {"api": "put_metric"}}, tmp=tmp_path / "ci",
-                      inputs={"api": "put_metric"}, env=_pip_offline(wheelhouse))
+                      inputs={"api": "put_metric"}, env=pip_offline(wheelhouse))
     plan = run.run_job("plan", {})
     assert plan.ok, plan.log
     run.outputs["plan"] = plan.outputs
@@ -207,7 +181,7 @@ def test_gitcode_apply_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheel
                           repo=repo, sha=sha, repository=REPOSITORY,
                           event_name="workflow_dispatch", event={}, tmp=tmp_path / "ci",
                           secrets={"GITCODE_TOKEN": PROJECT_TOKEN},
-                          env=_pip_offline(wheelhouse), server_url=http.url)
+                          env=pip_offline(wheelhouse), server_url=http.url)
         assert list(run.data["jobs"]) == ["apply_put_metric_v2_7_1", "apply_put_metric_v2_11_0",
                                           "apply_put_metric_v2_12_0", "apply_put_metric_master"]
         job = run.run_job("apply_put_metric_v2_7_1", {})
@@ -226,7 +200,7 @@ def test_github_apply_matrix_job_opens_the_branch_pr(sandbox, gitcode, tmp_path,
                       repository=REPOSITORY, event_name="workflow_dispatch",
                       event={"inputs": {"api": "put_metric"}}, tmp=tmp_path / "ci",
                       inputs={"api": "put_metric"},
-                      secrets={"GITCODE_TOKEN": PROJECT_TOKEN}, env=_pip_offline(wheelhouse))
+                      secrets={"GITCODE_TOKEN": PROJECT_TOKEN}, env=pip_offline(wheelhouse))
     plan = run.run_job("plan", {})
     assert plan.ok, plan.log
     run.outputs["plan"] = plan.outputs

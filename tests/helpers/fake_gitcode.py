@@ -285,6 +285,18 @@ class FakeGitCode:
         self._next_id = 1000
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # PATCH/DELETE of one comment (``/pulls/comments/{id}``): "ok", or "404"/"405" as a
+        # service that does not take the id it lists (or the method at all) would answer.
+        self.comment_edit = "ok"
+        # True: a comment PATCH with a JSON body is answered ``{}`` but not taken (the
+        # documented body is formData).
+        self.json_comment_ignored = False
+        # (body, author): a comment another runner posts just before the next POST of a
+        # comment lands, so two summaries exist and the other one is older.
+        self.comment_race: tuple[str, str] | None = None
+        # login -> permission on the upstream (collaborators/{login}/permission); others 404.
+        self.permissions: dict[str, str] = {}
+        self._next_note = 50000
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> FakeGitCode:
@@ -534,6 +546,16 @@ class FakeGitCode:
                 return 200, self._list(repo, query)
             if method == "POST":
                 return self._create(repo, body)
+        m = re.fullmatch(r"/pulls/comments/([^/]+)", rest)
+        if m:
+            return self._comment_route(method, m.group(1), body, form)
+        m = re.fullmatch(r"/collaborators/([^/]+)/permission", rest)
+        if m and method == "GET":
+            login = m.group(1)
+            if login not in self.permissions:
+                raise _Reply(404, {"error_code": 404, "error_message": "用户不是仓库成员"})
+            return 200, {"id": 7000 + len(login), "login": login,
+                         "permission": self.permissions[login]}
         m = re.fullmatch(r"/issues/(\d+)", rest)
         if m and method == "GET":
             number = int(m.group(1))
@@ -548,6 +570,42 @@ class FakeGitCode:
                 raise _Reply(404, {"message": "Not Found Pull Request"})
             return self._pr_route(method, repo, pr, m.group(2) or "", query, body, form)
         raise _Reply(404, {"message": "404 Not Found"})
+
+    def add_comment(self, number: int, body: str, *, author: str | None = None) -> dict[str, Any]:
+        """A comment on PR ``number`` as GitCode lists it (``note_id``: the integer id)."""
+        with self.lock:
+            self._next_note += 1
+            now = _now()
+            note = {"id": str(self._next_note), "note_id": self._next_note, "body": body,
+                    "created_at": now, "updated_at": now,
+                    "user": {"id": 7001, "login": author or self.login}}
+            self.prs[number].comments.append(note)
+            return note
+
+    def _comment_route(self, method: str, ident: str, body: Any,
+                       form: bool = False) -> tuple[int, Any]:
+        found = [(pr, c) for pr in self.prs.values() for c in pr.comments if c["id"] == ident]
+        if method != "GET" and self.comment_edit != "ok":
+            raise _Reply(int(self.comment_edit), {"error_message": "Method Not Allowed"
+                                                  if self.comment_edit == "405" else "Not Found"})
+        if not found:
+            raise _Reply(404, {"error_message": "Not Found Note"})
+        pr, note = found[0]
+        if method == "GET":
+            return 200, note
+        if note["user"]["login"] != self.login:
+            raise _Reply(403, {"error_message": "只能编辑或删除自己的评论"})
+        if method == "DELETE":
+            pr.comments.remove(note)
+            return 200, {}
+        if method == "PATCH":
+            if not isinstance(body, dict) or not body.get("body"):
+                raise _Reply(400, {"error_message": "body is required"})
+            if form or not self.json_comment_ignored:
+                note["body"] = str(body["body"])
+                note["updated_at"] = _now()
+            return 200, {}
+        raise _Reply(405, {"error_message": "Method Not Allowed"})
 
     def _list(self, repo: str, query: dict[str, str]) -> list[dict[str, Any]]:
         state = query.get("state", "all")  # GitCode's default, unlike Gitee/GitHub
@@ -713,12 +771,16 @@ class FakeGitCode:
             if method == "POST":
                 if not isinstance(body, dict) or not body.get("body"):
                     raise _Reply(400, {"error_message": "body is required"})
-                note = {"id": str(50000 + len(pr.comments)), "body": body["body"],
-                        "note_id": 50000 + len(pr.comments)}
-                pr.comments.append(note)
-                return 201, note
+                if self.comment_race is not None:
+                    other, author = self.comment_race
+                    self.comment_race = None
+                    self.add_comment(pr.number, other, author=author)
+                note = self.add_comment(pr.number, str(body["body"]))
+                return 201, {"id": note["id"], "body": note["body"], "note_id": note["note_id"]}
             if method == "GET":
-                return 200, pr.comments
+                per_page = self._per_page(query)
+                page = max(1, int(query.get("page", 1)))
+                return 200, pr.comments[(page - 1) * per_page: page * per_page]
         if sub == "/labels" and method in ("POST", "PUT"):
             if not isinstance(body, list):
                 raise _Reply(400, {"error_message": "body must be an array of label names"})

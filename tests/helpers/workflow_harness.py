@@ -14,8 +14,10 @@ step files and event file:
 
 A step that uses a marketplace action is replaced by its documented effect: `actions/checkout`
 clones the repository at the event's commit into the workspace, `actions/setup-python` puts a
-Python with pip first on PATH, `actions/upload-artifact` copies its path aside. Any other action,
-expression or `if:` the harness does not know fails the test: nothing is skipped silently.
+Python with pip first on PATH, `actions/upload-artifact` copies its path aside. A job's `if:`
+may test the event (`github.event.…`, `startsWith`, `||`); a job it rules out is skipped, and so
+are the jobs that need it. Any other action, expression or `if:` the harness does not know fails
+the test: nothing is skipped silently.
 Steps start from a clean environment (PATH of the system, a home of their own): nothing of the
 test's own process leaks into them except what the caller passes in ``env``.
 """
@@ -101,6 +103,8 @@ class WorkflowRun:
         tmp.mkdir(parents=True, exist_ok=True)
         self.event_path = tmp / "event.json"
         self.event_path.write_text(json.dumps(event), encoding="utf-8")
+        self.event = event
+        self.skipped: set[str] = set()  # jobs whose `if:` was false, or whose needs were skipped
         self.outputs: dict[str, dict[str, str]] = {}  # job -> its outputs (last matrix job wins)
         self._jobs_started = 0
 
@@ -114,6 +118,11 @@ class WorkflowRun:
             assert ready, f"jobs wait on each other: {pending}"
             for job_id in ready:
                 pending.remove(job_id)
+                if set(self._needs(job_id)) & self.skipped or \
+                        not self._condition(self.data["jobs"][job_id].get("if")):
+                    self.skipped.add(job_id)
+                    self.outputs[job_id] = {}
+                    continue
                 runs = [self.run_job(job_id, entry) for entry in self.matrix(job_id)]
                 done += runs
                 self.outputs[job_id] = {k: v for r in runs for k, v in r.outputs.items()}
@@ -264,6 +273,23 @@ class WorkflowRun:
             return failed
         raise AssertionError(f"the harness does not evaluate if: {condition}")
 
+    def _condition(self, condition: Any) -> bool:
+        """A job's `if:`: terms joined by `||`, each a context value (its truth) or
+        `startsWith(value, 'text')`; anything else fails the test."""
+        if condition is None:
+            return True
+        text = _EXPR.sub(r"\1", str(condition)).strip()
+        for term in (t.strip() for t in text.split("||")):
+            if m := re.fullmatch(r"startsWith\((.+?),\s*'([^']*)'\)", term):
+                value = self._eval(m.group(1).strip(), {})
+                if isinstance(value, str) and value.startswith(m.group(2)):
+                    return True
+                continue
+            assert re.fullmatch(r"[\w.]+", term), f"the harness does not evaluate if: {condition}"
+            if self._eval(term, {}):
+                return True
+        return False
+
     def _text(self, text: str, ctx: dict[str, Any]) -> str:
         def one(match: re.Match[str]) -> str:
             value = self._eval(match.group(1), ctx)
@@ -287,6 +313,11 @@ class WorkflowRun:
             return ctx["steps"].get(parts[1], {}).get(parts[3], "")
         if head == "needs" and parts[2] == "outputs":
             return self.outputs[parts[1]].get(parts[3], "")
+        if head == self.ci.context and parts[1] == "event":  # the payload; null when absent
+            node: Any = self.event
+            for part in parts[2:]:
+                node = node.get(part) if isinstance(node, dict) else None
+            return node
         if head == self.ci.context and parts[1] in ("sha", "repository", "event_name"):
             return {"sha": self.sha, "repository": self.repository,
                     "event_name": self.event_name}[parts[1]]
