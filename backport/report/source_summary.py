@@ -71,7 +71,7 @@ def render_summary(ps: PatchSet, bm: BranchMap, records: Sequence[BranchRecord],
         f"### 回合到其他发布分支（{bm.upstream}!{source.number}）",
         "",
         f"{what}。它回合到以下发布分支的情况如下：每个分支一个 PR（来自 fork `{bm.fork}`），"
-        "测试在该分支自身版本的 torch / torch_npu 下运行。",
+        "测试在配置给该分支的运行环境中运行（所用 torch / torch_npu 版本见其 PR 的验证证据）。",
         "",
         HEADER,
         "| --- | --- | --- | --- | --- |",
