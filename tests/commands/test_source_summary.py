@@ -11,26 +11,16 @@ import pytest
 
 from backport.demo.sandbox import Sandbox
 from backport.report.source_summary import MARKER
-from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker
+from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.merged_pr import merged_pr
-from tests.helpers.project import TOKEN, edit_config, run_app
-
-NUMBER = 4281
+from tests.helpers.project import TOKEN, run_app
+from tests.helpers.source_pr import NUMBER, source_server
 
 
 @pytest.fixture
 def gitcode(sandbox: Sandbox):
-    fake = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
-                       first_number=NUMBER,
-                       branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}))
-    fake.start()
-
-    def to_gitcode(data: dict) -> None:
-        data["forge"] = "gitcode"
-        data["api_url"] = fake.url
-    edit_config(sandbox, to_gitcode)
-    yield fake
-    fake.stop()
+    with source_server(sandbox) as fake:
+        yield fake
 
 
 def run_at(project: Path, sandbox: Sandbox, *args: str):

@@ -10,9 +10,10 @@ import pytest
 
 from backport.demo.sandbox import Sandbox
 from backport.report.source_summary import MARKER
-from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker
+from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.merged_pr import land, merged_pr
-from tests.helpers.project import TOKEN, edit_config, run_app
+from tests.helpers.project import TOKEN, run_app
+from tests.helpers.source_pr import source_server
 
 NUMBER = 5120
 FORK = "lgxxx/pytorch"
@@ -20,18 +21,9 @@ FORK = "lgxxx/pytorch"
 
 @pytest.fixture
 def gitcode(sandbox: Sandbox):
-    fake = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork=FORK,
-                       first_number=NUMBER,
-                       branch_exists=git_branch_checker({FORK: sandbox.fork}))
-    fake.permissions = {"maintainer1": "write", "reader1": "read"}
-    fake.start()
-
-    def to_gitcode(data: dict) -> None:
-        data["forge"] = "gitcode"
-        data["api_url"] = fake.url
-    edit_config(sandbox, to_gitcode)
-    yield fake
-    fake.stop()
+    with source_server(sandbox, NUMBER) as fake:
+        fake.permissions = {"maintainer1": "write", "reader1": "read"}
+        yield fake
 
 
 def comment_event(tmp: Path, body: str, login: str, *, github: bool = False,

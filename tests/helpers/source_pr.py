@@ -18,11 +18,11 @@ BODY = f"test: add put_metric coverage\n\n```text\nAPI={API}\n```\n"
 
 
 @contextmanager
-def source_server(sandbox: Sandbox) -> Iterator[FakeGitCode]:
-    """The GitCode stand-in numbering from ``NUMBER``, knowing the sandbox's fork;
+def source_server(sandbox: Sandbox, first_number: int = NUMBER) -> Iterator[FakeGitCode]:
+    """The GitCode stand-in numbering from ``first_number``, knowing the sandbox's fork;
     branches.yaml points at it."""
     fake = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
-                       first_number=NUMBER,
+                       first_number=first_number,
                        branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}))
     fake.start()
 
