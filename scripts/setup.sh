@@ -41,7 +41,7 @@ if [ "${1:-}" != "--no-torch" ]; then
       ${FROM[@]+"${FROM[@]}"} torch==2.13.0
     "$TORCH_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
       expecttest torch_npu==2.13.0 unittest-xml-reporting
-    echo "setup: installed: $("$TORCH_VENV/bin/python" -c 'import torch; cuda = torch.version.cuda; print(f"torch {torch.__version__} (" + (f"CUDA {cuda} build" if cuda else "CPU build") + ")")')"
+    echo "setup: installed: $(TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$TORCH_VENV/bin/python" -c 'import torch; cuda = torch.version.cuda; print(f"torch {torch.__version__} (" + (f"CUDA {cuda} build" if cuda else "CPU build") + ")")')"
   fi
 fi
 echo "setup: ready"

@@ -12,7 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 # A stand-in interpreter: records its arguments; `-m venv DIR` makes DIR/bin/python (itself);
-# the check that the torch environment is complete fails, so the script installs it.
+# the check that the torch environment is complete fails, so the script installs it. Importing
+# torch fails as the real one does where torch_npu is installed without CANN, unless the
+# backend autoload is off.
 STUB = """#!/usr/bin/env bash
 echo "$*" >> "$STUB_LOG"
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
@@ -23,7 +25,11 @@ if [ "$1" = "-c" ]; then
   case "$2" in
     *version_info*) exit 0 ;;
     *unittest-xml-reporting*) exit 1 ;;
-    *) echo "$STUB_REPORT" ;;
+    *"import torch"*)
+      if [ "${TORCH_DEVICE_BACKEND_AUTOLOAD:-1}" != 0 ]; then
+        echo "RuntimeError: Failed to load the backend extension: torch_npu." >&2; exit 1
+      fi
+      echo "$STUB_REPORT" ;;
   esac
 fi
 exit 0
@@ -41,7 +47,9 @@ def _setup(tmp_path: Path, report: str, **env: str) -> tuple[str, list[str]]:
     log = tmp_path / "calls.log"
     result = subprocess.run(["bash", str(repo / "scripts" / "setup.sh")], capture_output=True,
                             text=True, check=True,
-                            env={**os.environ, "PYTHON": str(stub), "STUB_LOG": str(log),
+                            env={**{k: v for k, v in os.environ.items()
+                                    if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"},
+                                 "PYTHON": str(stub), "STUB_LOG": str(log),
                                  "STUB_REPORT": report, **env})
     return result.stdout + result.stderr, log.read_text(encoding="utf-8").splitlines()
 
