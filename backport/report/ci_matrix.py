@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from backport.config.model import BranchMap, PatchSet
 
 SECRET = "GITCODE_TOKEN"  # the repository secret both CIs read the token from
+SECRET_REF = f"${{{{ secrets.{SECRET} }}}}"  # how a GitCode job reads it
 
 
 @dataclass(frozen=True)
@@ -93,48 +94,62 @@ on:
 jobs:
 """
 
-GITCODE_STEPS = """\
+def _gitcode_steps(folder: str, fetch: str, source: str, act: str, command: str) -> str:
+    """The steps of every GitCode job: fetch ``source`` into ``folder`` with the token in a
+    header (never in the URL), install backport from it (a self-hosted host has no tool cache),
+    build the branch's environment where it is missing, then run ``command`` there."""
+    return f"""\
     steps:
-      - name: Fetch the triggering commit (token in a header, never in the URL)
+      - name: {fetch} (token in a header, never in the URL)
         run: |
           set -euo pipefail
           auth=$(printf 'oauth2:%s' "$GITCODE_TOKEN" | base64 -w0)
           export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader
           export GIT_CONFIG_VALUE_0="Authorization: Basic $auth"
-          git init -q src
-          git -C src fetch -q --depth 1 "${ATOMGIT_SERVER_URL:-https://gitcode.com}/$ATOMGIT_REPOSITORY.git" "$ATOMGIT_SHA"
-          git -C src checkout -q FETCH_HEAD
+          git init -q {folder}
+          git -C {folder} fetch -q --depth 1 {source}
+          git -C {folder} checkout -q FETCH_HEAD
       - name: Install backport (no tool cache on a self-hosted host)
         run: |
           set -euo pipefail
           python3 -m venv .backport-venv
-          .backport-venv/bin/pip install --quiet ./src
+          .backport-venv/bin/pip install --quiet ./{folder}
       - name: Build the branch's test environment where it is missing
         run: |
           set -euo pipefail
-          cd src
+          cd {folder}
           ../.backport-venv/bin/backport env setup "$BRANCH"
-      - name: Apply, test, push and open the PR
+      - name: {act}
         run: |
           set -euo pipefail
-          cd src
-          ../.backport-venv/bin/backport apply --api "$API" --branch "$BRANCH" --json
+          cd {folder}
+          ../.backport-venv/bin/backport {command}
 """
+
+
+GITCODE_STEPS = _gitcode_steps(
+    "src", "Fetch the triggering commit",
+    '"${ATOMGIT_SERVER_URL:-https://gitcode.com}/$ATOMGIT_REPOSITORY.git" "$ATOMGIT_SHA"',
+    "Apply, test, push and open the PR", 'apply --api "$API" --branch "$BRANCH" --json')
+
+
+def _gitcode_job(job_id: str, name: str, job: MatrixJob, env: dict[str, str]) -> str:
+    """A GitCode job's head: its id, name, runner tags, container image and variables."""
+    out = [f"  {job_id}:\n", f"    name: {_q(name)}\n",
+           f"    runs-on: [{', '.join(_q(tag) for tag in job.runs_on)}]\n"]
+    if job.image:
+        out.append(f"    container:\n      image: {_q(job.image)}\n")
+    out.append("    env:\n")
+    out += [f"      {key}: {value}\n" for key, value in env.items()]
+    return "".join(out)
 
 
 def gitcode_pipeline(jobs: Sequence[MatrixJob], selection: str) -> str:
     """The whole GitCode apply pipeline for ``jobs``; ``selection`` is the command's options."""
     out = [GITCODE_HEADER.format(selection=selection, secret=SECRET)]
     for job in jobs:
-        out.append(f"  {_job_id(job)}:\n")
-        out.append(f"    name: {_q(f'{job.api} on {job.branch}')}\n")
-        out.append(f"    runs-on: [{', '.join(_q(tag) for tag in job.runs_on)}]\n")
-        if job.image:
-            out.append(f"    container:\n      image: {_q(job.image)}\n")
-        out.append("    env:\n")
-        out.append(f"      API: {_q(job.api)}\n")
-        out.append(f"      BRANCH: {_q(job.branch)}\n")
-        out.append(f"      GITCODE_TOKEN: ${{{{ secrets.{SECRET} }}}}\n")
+        out.append(_gitcode_job(_job_id(job), f"{job.api} on {job.branch}", job, {
+            "API": _q(job.api), "BRANCH": _q(job.branch), "GITCODE_TOKEN": SECRET_REF}))
         out.append(GITCODE_STEPS)
     return "".join(out)
 
@@ -168,47 +183,18 @@ jobs:
 
 MAP_SECRET = "BACKPORT_MAP"  # the clone URL of the repository holding branches.yaml, patches/
 
-GITCODE_TRIGGER_STEPS = """\
-    steps:
-      - name: Fetch the map repository (token in a header, never in the URL)
-        run: |
-          set -euo pipefail
-          auth=$(printf 'oauth2:%s' "$GITCODE_TOKEN" | base64 -w0)
-          export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader
-          export GIT_CONFIG_VALUE_0="Authorization: Basic $auth"
-          git init -q map
-          git -C map fetch -q --depth 1 "$BACKPORT_MAP" HEAD
-          git -C map checkout -q FETCH_HEAD
-      - name: Install backport (no tool cache on a self-hosted host)
-        run: |
-          set -euo pipefail
-          python3 -m venv .backport-venv
-          .backport-venv/bin/pip install --quiet ./map
-      - name: Build the branch's test environment where it is missing
-        run: |
-          set -euo pipefail
-          cd map
-          ../.backport-venv/bin/backport env setup "$BRANCH"
-      - name: Act on the comment or the merge for this branch
-        run: |
-          set -euo pipefail
-          cd map
-          ../.backport-venv/bin/backport trigger --branch "$BRANCH"
-"""
+GITCODE_TRIGGER_STEPS = _gitcode_steps(
+    "map", "Fetch the map repository", '"$BACKPORT_MAP" HEAD',
+    "Act on the comment or the merge for this branch", 'trigger --branch "$BRANCH"')
 
 
 def gitcode_trigger_pipeline(jobs: Sequence[MatrixJob]) -> str:
     """The whole GitCode `/backport` pipeline: one `trigger` job per target."""
     out = [GITCODE_TRIGGER_HEADER.format(secret=SECRET, map_secret=MAP_SECRET)]
     for job in jobs:
-        out.append(f"  trigger_{re.sub(r'[^A-Za-z0-9_]', '_', job.branch)}:\n")
-        out.append(f"    name: {_q(f'/backport on {job.branch}')}\n")
-        out.append(f"    runs-on: [{', '.join(_q(tag) for tag in job.runs_on)}]\n")
-        if job.image:
-            out.append(f"    container:\n      image: {_q(job.image)}\n")
-        out.append("    env:\n")
-        out.append(f"      BRANCH: {_q(job.branch)}\n")
-        out.append(f"      GITCODE_TOKEN: ${{{{ secrets.{SECRET} }}}}\n")
-        out.append(f"      BACKPORT_MAP: ${{{{ secrets.{MAP_SECRET} }}}}\n")
+        job_id = "trigger_" + re.sub(r"[^A-Za-z0-9_]", "_", job.branch)
+        out.append(_gitcode_job(job_id, f"/backport on {job.branch}", job, {
+            "BRANCH": _q(job.branch), "GITCODE_TOKEN": SECRET_REF,
+            "BACKPORT_MAP": f"${{{{ secrets.{MAP_SECRET} }}}}"}))
         out.append(GITCODE_TRIGGER_STEPS)
     return "".join(out)
