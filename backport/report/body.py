@@ -28,6 +28,7 @@ from backport.report import prose_zh as zh
 from backport.report import regions as rg
 from backport.report.evidence_fields import summary_lines
 from backport.report.evidence_parse import Evidence
+from backport.report.inert import inert
 from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
@@ -79,13 +80,19 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _cell(text: str) -> str:
-    """Text safe for one Markdown table cell."""
-    return _one_line(text).replace("|", "\\|")
+def _cell(text: object) -> str:
+    """A value from outside (a name, a test's output) as inert text of one table cell."""
+    return inert(text, where="cell")
+
+
+def _prose(text: object) -> str:
+    """A value from outside as inert text in a sentence."""
+    return inert(text, where="prose")
 
 
 def _value(value: object) -> str:
-    return NOT_FOUND_ZH if value is None or value == "" else str(value)
+    """A fact as shown in prose or a cell (inert: probes and docs are read from outside)."""
+    return NOT_FOUND_ZH if value is None or value == "" else _cell(value)
 
 
 def exit_stated(lines: Sequence[str], code: object) -> bool:
@@ -100,20 +107,20 @@ def result_cell(view: BranchRecord) -> str:
     run's message, which is written for the maintainer's terminal.
     """
     if view.status == "conflict":
-        files = "、".join(view.conflicts) or "文件未知"
-        return _cell(f"冲突：{files}（补丁未能自动应用，未运行测试）")
+        files = "、".join(_cell(f) for f in view.conflicts) or "文件未知"
+        return _one_line(f"冲突：{files}（补丁未能自动应用，未运行测试）")
     if view.skipped:
         return zh.SKIPPED_ZH
     proposed = proposed_zh(view)
     if proposed is not None:
-        return _cell(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
+        return _one_line(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
     if not view.test:
         reason = zh.status_zh(view.status)
         if view.status == "env-mismatch" and view.mismatches:
             reason += "：" + "；".join(zh.mismatch_zh(m) for m in view.mismatches)
-        return _cell(f"未运行：{reason}")
+        return _one_line(f"未运行：{reason}")
     lines = summary_lines(view.test)
-    parts = lines or ["无测试摘要"]
+    parts = [_cell(line) for line in lines] or ["无测试摘要"]
     if view.test.timed_out:
         duration = view.test.duration
         parts.append(f"超时（运行 {zh.seconds_zh(duration)}后终止）" if isinstance(duration, int | float)
@@ -132,11 +139,12 @@ def result_cell(view: BranchRecord) -> str:
         tested, head = str(view.test.commit)[:12], str(view.head)[:12]
         parts.append(f"该结果测于 {tested}；Fork 分支已被他人更新为 {head}，未经本工具测试"
                      if view.fork_sha else f"该结果测于 {tested}，不是 Fork 分支当前的 {head}")
-    return _cell("，".join(parts))
+    return _one_line("，".join(parts))
 
 
 def _files_zh(paths: Sequence[str]) -> str:
-    return "、".join(f"`{path}`" for path in paths)
+    """Paths as code spans (they stay spans in a table cell and in a sentence)."""
+    return "、".join(zh.code(path) for path in paths)
 
 
 def changes_cell(changes: ChangeScope) -> list[str]:
@@ -164,7 +172,7 @@ def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
                 said.setdefault((kind, paths), []).append(view.target)
     notes = []
     for (kind, paths), targets in said.items():
-        where, files = "、".join(targets), _files_zh(paths)
+        where, files = "、".join(_prose(t) for t in targets), _files_zh(paths)
         if kind == "overlay":
             notes.append(f"{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
                          f" torch_npu，其中这些文件替换为该分支打上补丁后的版本，其余文件与已安装版本相同。")
@@ -215,8 +223,8 @@ def _visible(env: EnvEvidence) -> str:
         return NOT_FOUND_ZH
     devices = env.fact("visible_devices")
     if count and devices:
-        return f"{count}（物理 NPU {devices}）"
-    return f"{count}（未检测到可见 NPU）" if count == 0 else str(count)
+        return f"{_cell(count)}（物理 NPU {_cell(devices)}）"
+    return f"{count}（未检测到可见 NPU）" if count == 0 else _cell(count)
 
 
 def _cn_count(n: int) -> str:
@@ -305,10 +313,10 @@ def _commands(views: list[BranchRecord]) -> list[str]:
         if view.skipped:
             lines.append("# 未运行：按 --skip-tests 跳过测试")
         elif view.test and view.test.command:
-            lines.append(_one_line(view.test.command))
+            lines.append(inert(view.test.command, where="code"))
         else:
             lines.append(f"# 未运行：{zh.status_zh(view.status)}".replace("`", ""))
-    return lines
+    return [inert(line, where="code") for line in lines]
 
 
 def _shared_notes(vs: _Views) -> list[str]:
@@ -335,8 +343,9 @@ def source_pr(ctx: BodyContext) -> dict[str, str] | None:
     source, bm = ctx.patch_set.source, ctx.branch_map
     if source is None:
         return None
-    state = (f"已合入 `{source.base}`，合入提交 `{source.commit[:12]}`" if source.merged else
-             f"尚未合入 `{source.base}`：本 PR 取自其当前提交（至 `{source.commit[:12]}`），"
+    base = zh.code(source.base)
+    state = (f"已合入 {base}，合入提交 `{source.commit[:12]}`" if source.merged else
+             f"尚未合入 {base}：本 PR 取自其当前提交（至 `{source.commit[:12]}`），"
              f"源 PR 合入前可能仍会变化")
     return {"ref": f"{bm.upstream}!{source.number}",
             "url": f"{bm.web_url}/{bm.upstream}/pull/{source.number}", "state": state}
@@ -373,7 +382,7 @@ class DocsRow:
     def of(cls, entry: DocsFacts) -> DocsRow:
         support = _value(entry.summary or None) if entry.listed else "—"
         return cls(version=_cell(entry.version or NOT_FOUND_ZH),
-                   listed="是" if entry.listed else "否", support=_cell(support),
+                   listed="是" if entry.listed else "否", support=support,
                    path=entry.path or "")
 
 
@@ -416,28 +425,28 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
     """How each branch's series went in, where a reviewer should know (Chinese, one line each)."""
     notes = []
     for rec in records:
-        target = _cell(rec.target)
+        target = _prose(rec.target)
         source = rec.series_source
         if source is not None and source.via is not None:
             origin = source.origin
             kind = _KIND_ZH.get(origin.kind, "人工冲突解决结果")
-            hops = "".join(f"，经 {_cell(h)} 分支" for h in source.hops)
-            notes.append(f"{target}：原补丁在该分支冲突，改用 {_cell(source.branch)} 分支的结果应用"
-                         f"（该结果本身由 {_cell(origin.branch)} 分支的{kind}应用而来{hops}）。")
+            hops = "".join(f"，经 {_prose(h)} 分支" for h in source.hops)
+            notes.append(f"{target}：原补丁在该分支冲突，改用 {_prose(source.branch)} 分支的结果应用"
+                         f"（该结果本身由 {_prose(origin.branch)} 分支的{kind}应用而来{hops}）。")
         elif source is not None:
             kind = _KIND_ZH.get(source.kind, "人工冲突解决结果")
-            notes.append(f"{target}：原补丁在该分支冲突，改用 {_cell(source.branch)} 分支的{kind}应用。")
+            notes.append(f"{target}：原补丁在该分支冲突，改用 {_prose(source.branch)} 分支的{kind}应用。")
         if rec.merged_files:
-            files = "、".join(f"`{_cell(f)}`" for f in rec.merged_files)
+            files = _files_zh(rec.merged_files)
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
                          f"请评审时与较新分支的改动对照。")
         if rec.status == Status.ALREADY_PRESENT and rec.present:
-            tests = "；".join(f"`{_cell(t.name)}`（`{_cell(t.path)}` 第 {t.line} 行"
-                             + (f"，由 {t.commit}「{_cell(t.subject)}」加入" if t.commit else "")
+            tests = "；".join(f"{zh.code(t.name)}（{zh.code(t.path)} 第 {t.line} 行"
+                             + (f"，由 {_prose(t.commit)}「{_prose(t.subject)}」加入" if t.commit else "")
                              + "）" for t in rec.present)
             notes.append(f"{target}：补丁新增的测试已在该分支上：{tests}，无需 PR。")
         if rec.loose_files:
-            files = "、".join(f"`{_cell(f)}`" for f in rec.loose_files)
+            files = _files_zh(rec.loose_files)
             notes.append(f"{target}：{files} 在忽略补丁上下文行后应用（每处改动在文件中只有唯一匹配位置），"
                          f"请评审时与较新分支的改动对照。")
     return notes
@@ -477,7 +486,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "issue_sentence": issue_sentence(vs),
         "handwritten": (ps.body or "").strip("\n") or None,
         "changed_files": _changed_files(ps),
-        "tests": ["`" + " ".join((t.path, *t.args)) + "`" for t in ps.tests],
+        "tests": [zh.code(" ".join((t.path, *t.args))) for t in ps.tests],
         "docs": docs[0] if docs else None,
         "docs_conclusion": docs[1] if docs else "",
         "env_lines": _env_lines(vs),
@@ -496,10 +505,19 @@ def _environment(search_dir: str | None) -> SandboxedEnvironment:
         loader = jinja2.PackageLoader("backport.report", "templates")
     else:
         loader = jinja2.FileSystemLoader(search_dir)
-    return SandboxedEnvironment(
+    env = SandboxedEnvironment(
         loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
     )
+    # `{{ value | inert("span") }}`: a value from outside, inert where the template shows it.
+    env.filters["inert"] = _inert_filter
+    return env
+
+
+def _inert_filter(text: object, where: str = "prose") -> str:
+    if where not in ("prose", "cell", "code", "span", "cell-span"):
+        raise jinja2.TemplateRuntimeError(f"inert: unknown place {where!r}")
+    return inert(text, where=where)  # type: ignore[arg-type]
 
 
 def render_template(name: str, variables: dict, *, search_dir: Path | None = None) -> str:

@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 from backport.config.model import SourcePr
 from backport.envs.model import AUTOLOAD, NOT_FOUND
 from backport.records import BranchRecord, EnvEvidence, SeriesSource, TestResult
+from backport.report.inert import inert
 
 T = TypeVar("T")
 
@@ -28,6 +29,9 @@ RESULT = "RESULT:"  # the heading of the result section
 TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
 SKIPPED = "skipped on request"
+# A summary line of the test's output that would read as a line of the block's own (a key, the
+# result heading, a timeout) is written after this prefix, which is taken off when it is read.
+QUOTED = "> "
 AUTOLOAD_NOTE = f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
 # The STALE= values: the head was pushed by this tool but not tested, or by someone else.
 STALE_UNTESTED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork branch now "
@@ -40,6 +44,7 @@ _SHA = re.compile(r"^[0-9a-f]{7,64}$")
 _SHARED = re.compile(r"^(?P<name>.*?) \(shared with (?P<others>.*)\)$")
 _VISIBLE = re.compile(r"^(?P<count>\d+)(?: \(PHYSICAL NPU (?P<devices>.*)\))?$")
 _TIMED_OUT = re.compile(r"^TIMED OUT(?: after (?P<seconds>\d+)s)?$")
+_KEY_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SOURCE = re.compile(r"^(?P<repo>[^\s!@]+/[^\s!@]+)!(?P<number>\d+)@(?P<sha>[0-9a-f]{40})$")
 
 
@@ -220,12 +225,25 @@ def _result_write(facts: Facts) -> list[str]:
         return [f"RESULT: not run ({SKIPPED}: --skip-tests)"]
     if not test:
         return [f"RESULT: not run ({rec.status})"]
-    lines = [RESULT, *([one_line(s) for s in summary_lines(test)] or [NO_SUMMARY])]
+    lines = [RESULT, *([quoted(one_line(s)) for s in summary_lines(test)] or [NO_SUMMARY])]
     if test.timed_out:
         seconds = test.duration
         lines.append(f"{TIMED_OUT} after {seconds:.0f}s" if isinstance(seconds, int | float)
                      else TIMED_OUT)
     return lines
+
+
+def quoted(line: str) -> str:
+    """A summary line as the result section writes it: behind :data:`QUOTED` when, read back,
+    it would be taken for a line of the block (a key, ``RESULT:``, ``TIMED OUT``, no summary)."""
+    structural = (_KEY_LINE.match(line) or line.startswith(("RESULT", QUOTED.rstrip()))
+                  or _TIMED_OUT.match(line) or line == NO_SUMMARY)
+    return QUOTED + line if structural else line
+
+
+def unquoted(line: str) -> str:
+    """A summary line as the test printed it (see :func:`quoted`)."""
+    return line[len(QUOTED):] if line.startswith(QUOTED) else line
 
 
 @dataclass(frozen=True)
@@ -247,7 +265,7 @@ def read_result(lines: Sequence[str]) -> ResultLines:
             timed_out = True
             duration = float(match["seconds"]) if match["seconds"] else None
         elif line != NO_SUMMARY:
-            summary.append(line)
+            summary.append(unquoted(line))
     return ResultLines(tuple(summary), timed_out, duration)
 
 
@@ -373,7 +391,7 @@ def written(facts: Facts) -> list[str]:
     lines: list[str] = []
     for row in TABLE:
         lines += row.lines(facts) if isinstance(row, Field) else row.write(facts)
-    return lines
+    return [inert(line, where="code") for line in lines]
 
 
 def refreshed(lines: Sequence[str], facts: Facts) -> list[str]:
@@ -389,4 +407,4 @@ def refreshed(lines: Sequence[str], facts: Facts) -> list[str]:
             if line == RESULT:
                 out += TESTED_COMMIT.lines(facts) + STALE.lines(facts)
             out.append(line)
-    return out
+    return [inert(line, where="code") for line in out]

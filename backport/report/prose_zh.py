@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from backport.envs.model import AUTOLOAD
 from backport.report.evidence_fields import RUNNER
+from backport.report.inert import inert
 
 # Why a branch has no test result, by its status.
 _STATUS_ZH = {
@@ -48,8 +49,8 @@ SKIPPED_ZH = "未运行：按 `--skip-tests` 跳过测试"
 
 
 def code(text: str) -> str:
-    """``text`` as inline code (a backtick inside becomes a quote)."""
-    return f"`{text.replace('`', chr(39))}`"
+    """``text`` as inline code that stays one code span in a table cell or a sentence."""
+    return inert(text, where="cell-span")
 
 
 def status_zh(status: str) -> str:

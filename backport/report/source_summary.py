@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from backport.config.model import BranchMap, PatchSet
 from backport.records import BranchRecord
 from backport.report.body import proposed_zh, result_cell
+from backport.report.inert import inert
 from backport.report.prose_zh import status_zh
 from backport.states import Status
 
@@ -64,8 +65,9 @@ def render_summary(ps: PatchSet, bm: BranchMap, records: Sequence[BranchRecord],
             lines.append(line)
         else:
             lines.append(_row(source.number, rec))
-    what = (f"本 PR 已合入 `{source.base}`（提交 `{source.commit[:12]}`）" if source.merged else
-            f"本 PR 尚未合入 `{source.base}`，以其当前提交 `{source.commit[:12]}` 回合")
+    base = inert(source.base, where="span")
+    what = (f"本 PR 已合入 {base}（提交 `{source.commit[:12]}`）" if source.merged else
+            f"本 PR 尚未合入 {base}，以其当前提交 `{source.commit[:12]}` 回合")
     return "\n".join([
         MARKER,
         f"### 回合到其他发布分支（{bm.upstream}!{source.number}）",

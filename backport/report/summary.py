@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -11,6 +13,7 @@ from backport.config.model import PatchSet
 from backport.records import BranchRecord
 from backport.redact import redact
 from backport.report.body import exit_stated, summary_lines
+from backport.report.inert import inert
 from backport.states import FAILURES, Status
 
 
@@ -144,7 +147,7 @@ def render_table(records: list[BranchRecord], console: Console, *, title: str | 
 
 
 def _md_cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|") or "-"
+    return inert(text, where="cell") or "-"
 
 
 def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
@@ -154,16 +157,22 @@ def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
              "| target | fork branch | status | commit | test | PR |",
              "| --- | --- | --- | --- | --- | --- |"]
     for row in rows:
-        pr = f"[#{row['pr_number']}]({row['pr']})" if row["pr"] and row["pr_number"] else row["pr"]
-        commit = f"`{row['commit']}`" if row["commit"] else ""
-        cells = (row["target"], row["fork_branch"], row["status"] + row["source"], commit, row["test"], pr)
-        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
-    notes = [f"- {row['target']} ({row['status']}): {row['message']}" for row in rows if row["message"]]
-    notes += [f"- {row['target']} (warning): {w}" for row in rows for w in row["warnings"]]
-    notes += [f"- {r.target}: {note}" for r in records for note in apply_notes(r)]
+        pr = (f"[#{row['pr_number']}]({row['pr']})" if row["pr"] and row["pr_number"]
+              else _md_cell(row["pr"]))
+        commit = f"`{row['commit']}`" if row["commit"] else "-"
+        cells = [_md_cell(c) for c in (row["target"], row["fork_branch"],
+                                       row["status"] + row["source"])]
+        cells += [commit, _md_cell(row["test"]), pr]
+        lines.append("| " + " | ".join(cells) + " |")
+    said = functools.partial(inert, where="prose")
+    notes = [f"- {said(row['target'])} ({row['status']}): {said(row['message'])}"
+             for row in rows if row["message"]]
+    notes += [f"- {said(row['target'])} (warning): {said(w)}" for row in rows for w in row["warnings"]]
+    notes += [f"- {said(r.target)}: {said(note)}" for r in records for note in apply_notes(r)]
     if notes:
         lines += ["", "## Messages", "", *notes]
-    logs = [f"- {row['target']}: `{row['log']}`" for row in rows if row["log"]]
+    logs = [f"- {inert(row['target'], where='prose')}: {inert(row['log'], where='span')}"
+            for row in rows if row["log"]]
     if logs:
         lines += ["", "## Test logs", "", *logs]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,130 @@
+"""Text from outside made inert where a PR body or comment shows it: the one rule.
+
+A PR title, a test's output, a file or branch name, a comment: anyone can write them, and GitCode
+renders PR bodies and comments as Markdown with HTML, links, autolinks and ``@``/``#``/``!``
+references. :func:`inert` writes such a value so that it shows as the text it is and does
+nothing else: no HTML element or comment (so no marker of ours), no link or image, no reference
+or mention, no new line, no table cell of its own, no end of the code block it sits in, and no
+invisible or bidirectional control character. Ordinary text (a test summary, a path) is written
+unchanged. A ``code`` line is written again unchanged, so evidence read back from a PR and
+written anew does not grow.
+
+Where the value goes decides how (``where``):
+
+``prose``     inline Markdown text (a list item, a sentence);
+``cell``      one cell of a Markdown table (as ``prose``; ``|`` never splits the cell);
+``code``      one line inside a fenced code block (the evidence block, the command block);
+``span``      a whole inline code span, backticks included (a path shown as code);
+``cell-span`` a code span inside a table cell.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Literal
+
+Where = Literal["prose", "cell", "code", "span", "cell-span"]
+
+REPLACEMENT = "\ufffd"  # what an invisible or control character is shown as
+
+# Characters that change how text reads without being seen: zero-width, joiners, bidi controls.
+_INVISIBLE = frozenset(
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u200e\u200f"
+    "\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069"
+    "\u206a\u206b\u206c\u206d\u206e\u206f\u3164\ufeff\uffa0"
+)
+
+# Words GitCode would turn into a link or a notification: URLs and www. (autolinks), mail and
+# chat schemes, @mentions, #issue / !PR references (also owner/repo#N), e-mail addresses.
+_LIVE = re.compile(
+    r"(?i:[a-z][a-z0-9+.-]*://|www\.|mailto:|xmpp:)[^\s`|<>\\]*"
+    r"|[^\s`|<>\\@]*@[^\s`|<>\\]+"
+    r"|[#!][^\s`|<>\\]*\d[^\s`|<>\\]*"
+)
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # an ampersand that would start an entity
+_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_FENCE_RUN = re.compile(r"`{3,}|~{3,}")
+
+
+def _visible(text: str) -> str:
+    """One line: whitespace runs are one space, invisible and control characters shown as U+FFFD."""
+    out = []
+    for ch in str(text):
+        if ch.isspace():
+            out.append(" ")
+        elif ch in _INVISIBLE or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn",
+                                                              "Zl", "Zp"):
+            out.append(REPLACEMENT)
+        else:
+            out.append(ch)
+    return " ".join("".join(out).split())
+
+
+def _no_markers(text: str) -> str:
+    """HTML comment openers and closers broken (``<! --``, ``-- >``): shown, never parsed."""
+    while "<!--" in text or "-->" in text:
+        text = text.replace("<!--", "<! --").replace("-->", "-- >")
+    return text
+
+
+def _escaped(text: str, *, cell: bool) -> str:
+    """Markdown text with nothing active in it (no references, HTML, links, backticks)."""
+    pieces: list[str] = []
+    last = 0
+    for match in _LIVE.finditer(text):
+        pieces.append(_plain(text[last:match.start()], cell=cell))
+        pieces.append(_span(match.group(), cell=cell))
+        last = match.end()
+    pieces.append(_plain(text[last:], cell=cell))
+    return "".join(pieces)
+
+
+def _plain(text: str, *, cell: bool) -> str:
+    out: list[str] = []
+    for index, ch in enumerate(text):
+        if ch == "\\":
+            following = text[index + 1:index + 2]
+            out.append("\\\\" if following and following in _PUNCT else "\\")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch == "&" and _ENTITY.match(text, index):
+            out.append("&amp;")
+        elif ch in "`[]|":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    line = "".join(out)
+    # A heading, quote or list cannot start here (values are one line, but may start one).
+    return re.sub(r"^([#>+=-])", r"\\\1", line) if not cell else line
+
+
+def _span(text: str, *, cell: bool) -> str:
+    """A code span showing ``text`` (backticks in it cannot end the span)."""
+    text = _no_markers(text)
+    if cell:
+        text = text.replace("|", "\\|")
+    runs = [len(run) for run in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip(" ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _code_line(text: str) -> str:
+    """A line inside a fenced block: no fence of its own, no marker of ours."""
+    text = _FENCE_RUN.sub(lambda m: " ".join(m.group()), text)
+    return _no_markers(text)
+
+
+def inert(text: object, *, where: Where) -> str:
+    """``text`` written so that it shows as itself and does nothing where it goes (see module)."""
+    line = _visible(str(text))
+    if where == "code":
+        return _code_line(line)
+    if where in ("span", "cell-span"):
+        return _span(line, cell=where == "cell-span")
+    if where in ("prose", "cell"):
+        return _escaped(line, cell=where == "cell")
+    raise ValueError(f"unknown place for text: {where!r}")
