@@ -40,7 +40,7 @@ _INVISIBLE = frozenset(
 _LIVE = re.compile(
     r"(?i:[a-z][a-z0-9+.-]*://|www\.|mailto:|xmpp:)[^\s`|<>\\]*"
     r"|[^\s`|<>\\@]*@[^\s`|<>\\]+"
-    r"|[#!][^\s`|<>\\]*\d[^\s`|<>\\]*"
+    r"|(?<!&)[#!][^\s`|<>\\]*\d[^\s`|<>\\]*"
 )
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # an ampersand that would start an entity
 _PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
