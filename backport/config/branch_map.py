@@ -42,6 +42,7 @@ from backport.config.validate import (
     repo_identity,
     resolve_url,
     suggest,
+    url_shown,
 )
 from backport.errors import ConfigError
 
@@ -389,7 +390,7 @@ def _http_url(doc: Doc, v: Val) -> str:
     text = doc.string(v, max_len=2048)
     problem = http_url_problem(text)
     if problem:
-        doc.fail(v, f"'{text}' {problem}")
+        doc.fail(v, f"'{url_shown(text)}' {problem}")
     return text.rstrip("/")
 
 
@@ -417,7 +418,7 @@ def _urls(
             continue
         problem = http_url_problem(text) if key == "api_url" else git_url_problem(text)
         if problem:
-            _url_fail(doc, origin[key], key, f"'{text}' {problem}")
+            _url_fail(doc, origin[key], key, f"'{url_shown(text)}' {problem}")
         urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, rel_base)
     if forge == "gitcode":
         urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")

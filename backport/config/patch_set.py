@@ -163,9 +163,12 @@ def _test_spec(doc: Doc, v: Val) -> TestSpec:
         args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
     text = doc.string(path_val, max_len=1024)
     problem = "uses '\\' (write '/')" if "\\" in text else repo_path_problem(text)
+    path = "/".join(p for p in text.split("/") if p not in ("", "."))
+    if not problem and path.startswith("-"):
+        problem = "starts with '-' (python would read it as an option)"
     if problem:
         doc.fail(path_val, f"test path '{text}' {problem}")
-    return TestSpec(path="/".join(p for p in text.split("/") if p not in ("", ".")), args=args)
+    return TestSpec(path=path, args=args)
 
 
 def _patch_branches(doc: Doc, v: Val, branch_map: BranchMap) -> tuple[str, ...]:

@@ -321,7 +321,19 @@ def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
         return "has no host"
     if password is not None:
         return "must not contain a password (put the token in GITCODE_TOKEN)"
+    if parts.username is not None and parts.scheme.lower() in ("http", "https"):
+        return ("must not carry a user name or token before '@' (not shown; put the token in "
+                "GITCODE_TOKEN)")
     return None
+
+
+def url_shown(url: str) -> str:
+    """``url`` as a message may show it: its user info (``user:password@``) left out."""
+    if "://" not in url:
+        return url
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
 
 
 def resolve_url(url: str, base: Path) -> str:

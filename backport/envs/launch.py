@@ -49,6 +49,13 @@ def launch_argv(
     return ["bash", "-c", _SOURCE_SNIPPET, "backport-source", str(env.source), *tail]
 
 
+def script_args(path: str, args: Sequence[str] = ()) -> list[str]:
+    """``python``'s arguments that run the worktree-relative script ``path`` with ``args``:
+    a path starting with ``-`` is written ``./-…`` so the interpreter can never read it as an
+    option (``-c…`` would run code; the map's check refuses such a path too)."""
+    return [f"./{path}" if path.startswith("-") else path, *args]
+
+
 def shown_command(env: Environment, args: Sequence[str], variables: Mapping[str, str]) -> str:
     """``[source S &&] [K=V ...] <wrapper or python> <args>``, pasteable in bash."""
     parts: list[str] = []

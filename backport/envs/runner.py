@@ -23,7 +23,14 @@ from backport.config.model import Environment, TestSpec
 from backport.config.validate import home_shown
 from backport.envs.device import device_verdict
 from backport.envs.kept import KeepPolicy
-from backport.envs.launch import PATH_FIRST, launch_argv, local_path, placeholder, shown_command
+from backport.envs.launch import (
+    PATH_FIRST,
+    launch_argv,
+    local_path,
+    placeholder,
+    script_args,
+    shown_command,
+)
 from backport.envs.model import Probe, TestRun
 from backport.envs.probe import env_vars, require_interpreter
 from backport.envs.summary import parse_summary
@@ -130,7 +137,7 @@ class TestRunner:
     def command(self, test: TestSpec, overlay: Path | None = None) -> str:
         """The test's start as the evidence shows it: source script, the variables this runner
         sets, wrapper or ``python``, the worktree-relative path and args (see ``launch``)."""
-        return shown_command(self.env, [test.path, *test.args], self._shown_vars(overlay))
+        return shown_command(self.env, script_args(test.path, test.args), self._shown_vars(overlay))
 
     def _shown_vars(self, overlay: Path | None) -> dict[str, str]:
         """The variables COMMAND shows: the overlay as ``<torch_npu overlay>``, ahead of the
@@ -314,7 +321,7 @@ class TestRunner:
         overlay: Path | None = None,
     ) -> TestRun:
         self._start_log(log_path, test, overlay)
-        argv = self._launch([test.path, *test.args], overlay)
+        argv = self._launch(script_args(test.path, test.args), overlay)
         start = time.monotonic()
         with open(log_path, "ab") as log:
             # reap: leftovers the test started in its group go when it ends

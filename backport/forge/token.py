@@ -74,21 +74,37 @@ def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.en
 def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str | None:
     """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else git's credential store.
 
-    A token found is registered with :func:`backport.redact.register_secret`.
+    A token found is registered with :func:`backport.redact.register_secret`; one holding a
+    control character is refused (exit 2) in a sentence that does not contain it.
     """
     token = None
     for var in TOKEN_VARS:
         value = (environ.get(var) or "").strip()
         if value:
+            _refuse_control(value, var)
             token = value
             break
     if token is None:
         protocol, host = web_host(api_url)
         if host:
             token = credential_fill(protocol, host, environ)
+            if token:
+                _refuse_control(token, f"the password git credential fill gives for {host}")
     if token:
         register_secret(token)
     return token or None
+
+
+def _refuse_control(token: str, where: str) -> None:
+    """A token holding a control character (a newline, say) is refused, the token unsaid: it
+    would split a header or a line of git's credential protocol."""
+    bad = next((i for i, ch in enumerate(token) if ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0
+                or ch in "\u2028\u2029"), None)
+    if bad is not None:
+        register_secret(token)
+        raise BackportError(
+            "config", f"{where} holds a control character at position {bad + 1} of "
+                      f"{len(token)} (the token is not shown); set it again without it")
 
 
 def _askpass_script() -> Path:
