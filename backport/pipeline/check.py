@@ -28,6 +28,7 @@ from backport.pipeline.propagate import (
     sibling_series,
 )
 from backport.pipeline.session import open_cache
+from backport.report.inert import inert
 
 
 @dataclass
@@ -231,7 +232,7 @@ def _interpreters(project: Project, *, required: bool) -> list[Finding]:
 def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
     """The check as one Markdown table, for a CI's step summary."""
     def cell(text: str) -> str:
-        return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+        return inert(text, where="cell")  # file names and messages come from the patches
 
     rows = [f"### {title}", "", "| subject | check | result | detail |", "| --- | --- | --- | --- |"]
     for f in findings:
