@@ -25,6 +25,7 @@ from backport.forge import Forge
 from backport.forge.base import WRITE_PERMISSIONS, SourcePrInfo
 from backport.forge.factory import make_forge
 from backport.pipeline.source_comment import one_comment
+from backport.report.inert import inert
 
 REPLY_MARKER = "<!-- backport:reply:{id} -->"
 
@@ -62,7 +63,8 @@ class _Permissions:
 
 
 def _names(targets: list[str]) -> str:
-    return "、".join(f"`{t}`" for t in targets)
+    """Branch names (words of a reader's comment among them) as inert code spans."""
+    return "、".join(inert(t, where="span") for t in targets)
 
 
 def _asked(forge: Forge, project: Project, event: TriggerEvent, info: SourcePrInfo,
