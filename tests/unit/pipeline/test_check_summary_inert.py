@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backport.pipeline.check import Finding, summary_markdown
-from tests.unit.report.hostile import HOSTILE, read
+from tests.helpers.hostile_text import HOSTILE, read
 
 
 def test_hostile_details_stay_in_their_cells() -> None:

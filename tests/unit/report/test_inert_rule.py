@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backport.report.inert import inert
-from tests.unit.report.hostile import HOSTILE, read
+from tests.helpers.hostile_text import HOSTILE, read
 
 GOLDEN = [
     # text, prose, code, cell-span
