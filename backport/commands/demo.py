@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from contextlib import nullcontext
@@ -163,10 +164,14 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
     app.console.print(table)
     exe = Path(sys.executable).parent / "backport"
     cmd = str(exe) if exe.exists() else "backport"
+    # The sandbox's journal names commits of the sandbox's own cache repository: the commands
+    # printed for it pin that cache, so a re-run there keeps what the demo did.
+    here = f"cd {shlex.quote(str(sandbox.project))} && BACKPORT_CACHE={shlex.quote(str(sandbox.cache))} {cmd}"
     echo("where to look:")
     echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")
-    echo(f"  PR bodies:      cd {sandbox.project} && {cmd} preview --api {name} --branch {outcome.patch_set.branches[-1]}")
-    echo(f"  branch state:   cd {sandbox.project} && {cmd} status")
+    echo(f"  PR bodies:      {here} preview --api {name} --branch {outcome.patch_set.branches[-1]}")
+    echo(f"  branch state:   {here} status")
+    echo(f"  run it again:   {here} apply --api {name}")
     echo(f"  test logs:      {project.state_dir / 'runs' / name / 'logs'}")
     echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
     kept = keep_policy(environ) if torch_python is not None else None
