@@ -69,7 +69,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
       backport apply --all --json
       backport apply --from-pr 42810
     """
-    app.journaled = True
+    app.resumable()
     project = app.project()
     made = None  # the set --from-pr made or kept (its lines said so already)
     if from_pr is not None:

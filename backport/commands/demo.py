@@ -150,6 +150,12 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
     project = load_project(sandbox.config, None, os.environ)
     environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
     options = ApplyOptions(skip_tests=torch_python is None)
+    exe = Path(sys.executable).parent / "backport"
+    cmd = str(exe) if exe.exists() else "backport"
+    # The sandbox's journal names commits of the sandbox's own cache repository: the commands
+    # printed for it pin that cache, so a re-run there keeps what the demo did.
+    here = f"cd {shlex.quote(str(sandbox.project))} && BACKPORT_CACHE={shlex.quote(str(sandbox.cache))} {cmd}"
+    app.resumable(f"{here} apply --api {name}" + (" --skip-tests" if options.skip_tests else ""))
     with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
         (outcome,) = run_apply(project, [name], options, progress, environ=environ)
     render_table(outcome.records, app.console)
@@ -162,16 +168,11 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
         issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
         table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title, issues)
     app.console.print(table)
-    exe = Path(sys.executable).parent / "backport"
-    cmd = str(exe) if exe.exists() else "backport"
-    # The sandbox's journal names commits of the sandbox's own cache repository: the commands
-    # printed for it pin that cache, so a re-run there keeps what the demo did.
-    here = f"cd {shlex.quote(str(sandbox.project))} && BACKPORT_CACHE={shlex.quote(str(sandbox.cache))} {cmd}"
     echo("where to look:")
     echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")
     echo(f"  PR bodies:      {here} preview --api {name} --branch {outcome.patch_set.branches[-1]}")
     echo(f"  branch state:   {here} status")
-    echo(f"  run it again:   {here} apply --api {name}")
+    echo(f"  run it again:   {app.resume}")
     echo(f"  test logs:      {project.state_dir / 'runs' / name / 'logs'}")
     echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
     kept = keep_policy(environ) if torch_python is not None else None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.project import rev, sandbox  # noqa: F401  (a fixture)
+from tests.helpers.project import rev
 from tests.helpers.runs import TARGETS, apply, statuses
 
 
