@@ -25,6 +25,7 @@ from backport.forge.local import LocalForge
 from backport.git.locks import file_lock
 from backport.pipeline.apply import run_apply
 from backport.pipeline.session import ApplyOptions, cache_root
+from backport.records import SKIP_NO_TORCH
 from backport.report.progress import Progress
 from backport.report.summary import render_table
 from backport.shipped import demo_patch_set
@@ -149,7 +150,7 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
         echo(f"tests run under: {torch_python}")
     project = load_project(sandbox.config, None, os.environ)
     environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
-    options = ApplyOptions(skip_tests=torch_python is None)
+    options = ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH)
     exe = Path(sys.executable).parent / "backport"
     cmd = str(exe) if exe.exists() else "backport"
     # The sandbox's journal names commits of the sandbox's own cache repository: the commands

@@ -32,7 +32,7 @@ from backport.pipeline.fork_read import fork_head
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.session import ApplyOptions
-from backport.records import BranchRecord, EnvEvidence, TestResult
+from backport.records import SKIP_SAID, BranchRecord, EnvEvidence, TestResult
 from backport.report.body import exit_stated
 from backport.states import Status
 
@@ -208,9 +208,10 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     """
     rec = job.record
     if options.skip_tests:
-        job.change(lambda r: r.tested(TestResult.skipped_on_request(), r.env,
-                                      "tests skipped on request"))
-        job.event("tested", "skipped (--skip-tests)")
+        skipped = TestResult.skipped_for(options.skip_cause)
+        said = SKIP_SAID[options.skip_cause]
+        job.change(lambda r: r.tested(skipped, r.env, f"tests not run: {said}"))
+        job.event("tested", f"skipped ({said})")
         return True
     if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
