@@ -76,16 +76,15 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _exit_interrupted(journaled: bool) -> None:
-    """Ctrl-C or SIGTERM: exit 130 at once, saying how to resume a command that keeps a journal.
+def _exit_interrupted(app: AppContext) -> None:
+    """Ctrl-C or SIGTERM: exit 130 at once, saying what a re-run does and what stays running.
 
     Branch threads or the main thread may still be waiting on git, a test or the forge; exiting
     without joining them keeps the interrupt prompt, and the journal already holds every
     finished step.
     """
     process.kill_running()  # git or a test still running for a branch thread goes too
-    click.echo("interrupted: the journal keeps every finished step; run the same command "
-               "again to resume" if journaled else "interrupted", err=True)
+    click.echo(app.interrupted_text(), err=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         code = EXIT_USAGE
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        _exit_interrupted(app.journaled)
+        _exit_interrupted(app)
     except BackportError as exc:
         if debug:
             traceback.print_exc()

@@ -1,9 +1,11 @@
 """The one place child processes start: argv lists, the caller's environment and folder, stdin
 bytes, output captured, a timeout that kills the whole process group, one error sentence.
 
-:func:`run` starts a process and waits for it (git's own wrapper, ``git/run.py``, is built on
-it); :func:`spawn` starts one the caller talks to while it runs (warm workers, pip's streamed
-log). Each child leads a process group of its own, so a kill takes its children too.
+:func:`run` starts a process and waits for it; :func:`spawn` starts one the caller talks to
+while it runs (warm workers, pip's streamed log); :func:`finish` waits for one started
+elsewhere (git's wrapper, ``git/run.py``, starts git through GitPython and waits here). Each
+child leads a process group of its own, so a kill takes its children too, and every child
+waited on ends with the run (:func:`kill_running` on an interrupt).
 """
 
 from __future__ import annotations
@@ -101,6 +103,14 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
     proc = spawn(argv, cwd=cwd, env=env, stdin=DEVNULL if stdin is None else PIPE,
                  stdout=stdout, stderr=STDOUT if merge_stderr else PIPE, code=code,
                  context=context, shown=shown)
+    return finish(proc, argv, stdin=stdin, timeout=timeout, reap=reap)
+
+
+def finish(proc: subprocess.Popen[bytes], argv: Sequence[str], *, stdin: bytes | None = None,
+           timeout: float | None = None, reap: bool = False) -> Output:
+    """Wait for a child that leads its own process group to end, as :func:`run` does: among
+    the run's children meanwhile (an interrupt kills it), killed with its group after
+    ``timeout`` seconds (``returncode`` None)."""
     with _running_lock:
         _running.add(proc.pid)
     try:
@@ -130,6 +140,12 @@ def kill_group(pgid: int) -> None:
     """Kill a process group at once (gone already or not ours: nothing to do)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def running() -> list[int]:
+    """The process groups of the children the run is waiting on now."""
+    with _running_lock:
+        return sorted(_running)
 
 
 def kill_running() -> None:

@@ -21,6 +21,12 @@ def _tuple(value: Any) -> tuple:
     return tuple(value) if value else ()
 
 
+SKIP_ON_REQUEST = "request"  # the user passed --skip-tests
+SKIP_NO_TORCH = "no-torch"  # no interpreter with torch on the host (the demo without one)
+SKIP_SAID = {SKIP_ON_REQUEST: "--skip-tests",
+             SKIP_NO_TORCH: "no interpreter with torch on the host that ran it"}
+
+
 @dataclass(frozen=True)
 class TestResult:
     """The tests of a patch set on one branch, folded into one result (or skipped on request)."""
@@ -35,7 +41,8 @@ class TestResult:
     runner: str | None = None  # "warm" | "isolated"
     timed_out: bool = False
     log: str | None = None  # the logs, "; "-joined
-    skipped: bool = False  # --skip-tests
+    skipped: bool = False  # not run on purpose: see ``skip_cause``
+    skip_cause: str = "request"  # SKIP_ON_REQUEST (--skip-tests) or SKIP_NO_TORCH
     runs: tuple[TestRun, ...] = ()  # one per test file
     commit: str | None = None  # the commit the result is of
     # (test, outcome) of every test the patch adds, as the -v output showed it: "ok", "FAIL",
@@ -67,8 +74,10 @@ class TestResult:
         return bool(self.changes.not_in_build)
 
     @classmethod
-    def skipped_on_request(cls) -> TestResult:
-        return cls(ok=None, exit_code=None, summary="not run (--skip-tests)", skipped=True)
+    def skipped_for(cls, cause: str = SKIP_ON_REQUEST) -> TestResult:
+        """Not run on purpose: ``cause`` SKIP_ON_REQUEST (--skip-tests) or SKIP_NO_TORCH."""
+        return cls(ok=None, exit_code=None, summary=f"not run ({SKIP_SAID[cause]})",
+                   skipped=True, skip_cause=cause)
 
     @classmethod
     def of_runs(cls, runs: Sequence[TestRun], commit: str | None,

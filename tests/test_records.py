@@ -60,7 +60,7 @@ def test_a_record_reads_back_equal_from_its_json() -> None:
 def test_every_record_survives_the_journal_form(status: Status, manual: bool, commit: str | None,
                                                 conflicts: list[str], skipped: bool,
                                                 linked: bool | None) -> None:
-    test = Result.skipped_on_request() if skipped else Result.of_runs([RUN], commit)
+    test = Result.skipped_for() if skipped else Result.of_runs([RUN], commit)
     rec = BranchRecord("master", "fb", status=status, commit=commit, manual=manual,
                        conflicts=tuple(conflicts), test=test,
                        pr=PrInfo(number=1, url="u", linked=linked))

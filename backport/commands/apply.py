@@ -39,7 +39,7 @@ from backport.report.summary import render_table, status_json
 @click.option("--new-pr", is_flag=True,
               help="Open a new PR where the branch's recorded PR was closed or merged.")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="CPUs",
-              help="Branches applied, tested and pushed at once.")
+              help="Branches applied, tested and pushed at once; 0 (the default): one per CPU.")
 @click.option("--isolated", is_flag=True,
               help="Run every test in a fresh interpreter instead of the warm worker.")
 @click.option("--no-keep-workers", is_flag=True,
@@ -69,7 +69,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
       backport apply --all --json
       backport apply --from-pr 42810
     """
-    app.journaled = True
+    app.resumable()
     project = app.project()
     made = None  # the set --from-pr made or kept (its lines said so already)
     if from_pr is not None:

@@ -21,7 +21,9 @@ STEP_SUMMARY_VARIABLES = ("GITHUB_STEP_SUMMARY", "ATOMGIT_STEP_SUMMARY")
 @click.command("check")
 @click.option("--api", "apis", multiple=True, metavar="NAME", help="Only these patch sets.")
 @click.option("--offline", is_flag=True,
-              help="Only the schema: skip the upstream branch and apply checks.")
+              help="No network: check branches.yaml and every patch.yaml (schema, fork, fork "
+                   "branch names, environments built here), but not that each branch exists "
+                   "upstream or that each patch set applies (those need the upstream).")
 @click.option("--envs", is_flag=True,
               help="Also require every branch's environment on this machine (an NPU host).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result for CI.")

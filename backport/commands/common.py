@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from rich.console import Console
 
 from backport.config import load_project
 from backport.config.model import Project
+from backport.envs.kept import kept_workers
 from backport.errors import ConfigError
 from backport.redact import redact
 
@@ -27,7 +29,9 @@ class AppContext:
     debug: bool = False
     quiet: bool = False
     verbose: bool = False
-    journaled: bool = False  # the command records its steps in a run journal (resumable)
+    # What running again does after an interrupt, for a command that journals its steps:
+    # the command line to run and, where it runs elsewhere, the folder (see `resumable`).
+    resume: str | None = None
     _project: Project | None = field(default=None, repr=False)
 
     def project(self) -> Project:
@@ -35,6 +39,15 @@ class AppContext:
         if self._project is None:
             self._project = load_project(self.config, self.patches, os.environ)
         return self._project
+
+    def resumable(self, command: str | None = None) -> None:
+        """This command journals its steps: after an interrupt, ``command`` (default: the
+        command line as given) finishes what is left."""
+        self.resume = command or shlex.join(["backport", *sys.argv[1:]])
+
+    def interrupted_text(self) -> str:
+        """What to say when this command is interrupted (see `interrupted_message`)."""
+        return interrupted_message(self.resume, kept_workers(os.environ))
 
     def reload(self) -> Project:
         """The project read again (after a command wrote a patch set)."""
@@ -75,3 +88,19 @@ def broken_subject(name: str) -> str:
 
 def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(redact(text), err=err)
+
+
+def interrupted_message(resume: str | None, kept: tuple[int, float] | None) -> str:
+    """What an interrupt leaves: ``resume``, the command that finishes what is left (None for a
+    command that keeps no journal); ``kept``, the warm workers still up and their idle time."""
+    lines = ["interrupted"]
+    if resume is not None:
+        lines = ["interrupted: every finished step is in the run's journal; this finishes what "
+                 "is left (a step cut off midway is done again):", f"  {resume}"]
+    if kept is not None:
+        count, idle = kept
+        lines.append(f"{'a warm worker' if count == 1 else f'{count} warm workers'} (Python "
+                     f"with torch imported) stay{'s' if count == 1 else ''} up to "
+                     f"{idle / 60:.0f} minutes for the next run; `backport env stop` stops "
+                     f"{'it' if count == 1 else 'them'} now")
+    return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from contextlib import nullcontext
@@ -24,6 +25,7 @@ from backport.forge.local import LocalForge
 from backport.git.locks import file_lock
 from backport.pipeline.apply import run_apply
 from backport.pipeline.session import ApplyOptions, cache_root
+from backport.records import SKIP_NO_TORCH
 from backport.report.progress import Progress
 from backport.report.summary import render_table
 from backport.shipped import demo_patch_set
@@ -148,7 +150,13 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
         echo(f"tests run under: {torch_python}")
     project = load_project(sandbox.config, None, os.environ)
     environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
-    options = ApplyOptions(skip_tests=torch_python is None)
+    options = ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH)
+    exe = Path(sys.executable).parent / "backport"
+    cmd = str(exe) if exe.exists() else "backport"
+    # The sandbox's journal names commits of the sandbox's own cache repository: the commands
+    # printed for it pin that cache, so a re-run there keeps what the demo did.
+    here = f"cd {shlex.quote(str(sandbox.project))} && BACKPORT_CACHE={shlex.quote(str(sandbox.cache))} {cmd}"
+    app.resumable(f"{here} apply --api {name}" + (" --skip-tests" if options.skip_tests else ""))
     with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
         (outcome,) = run_apply(project, [name], options, progress, environ=environ)
     render_table(outcome.records, app.console)
@@ -161,12 +169,11 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
         issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
         table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title, issues)
     app.console.print(table)
-    exe = Path(sys.executable).parent / "backport"
-    cmd = str(exe) if exe.exists() else "backport"
     echo("where to look:")
     echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")
-    echo(f"  PR bodies:      cd {sandbox.project} && {cmd} preview --api {name} --branch {outcome.patch_set.branches[-1]}")
-    echo(f"  branch state:   cd {sandbox.project} && {cmd} status")
+    echo(f"  PR bodies:      {here} preview --api {name} --branch {outcome.patch_set.branches[-1]}")
+    echo(f"  branch state:   {here} status")
+    echo(f"  run it again:   {app.resume}")
     echo(f"  test logs:      {project.state_dir / 'runs' / name / 'logs'}")
     echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
     kept = keep_policy(environ) if torch_python is not None else None

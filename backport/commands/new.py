@@ -102,6 +102,9 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
         echo(f"next: backport check --api {name}")
         return
     assert rev is not None
+    if not repo.is_dir():
+        raise BackportError("usage", f"--repo {repo}: no such folder; name the clone that holds "
+                                     f"the commits of --from {rev}")
     _required_off_terminal(api=api, issue=issue)
     try:
         tests = test_files(touched_files(repo, rev))

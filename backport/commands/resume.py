@@ -38,7 +38,7 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     the v2.12.0 resolution", "from the v2.11.0 result, itself from the v2.12.0 resolution")
     and which still conflict.
     """
-    app.journaled = True
+    app.resumable()
     # refused before `git am` is concluded, so a refusal leaves the branch as it was
     project = app.project() if no_push else app.pushing_project()
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
@@ -65,7 +65,7 @@ def abort_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
     The fork branches and PRs are not touched; the next `apply` starts those branches over and
     still updates the same fork branch and PR.
     """
-    app.journaled = True
+    app.resumable()
     project = app.project()
     with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
         done = abort_branches(project, api, branches, progress)

@@ -17,7 +17,6 @@ from backport.pipeline.session import cache_root
 from backport.pipeline.shared_results import forge_records
 from backport.records import BranchRecord
 from backport.report.summary import render_table, status_json, test_result
-from backport.states import FAILURES
 
 
 @click.command("status")
@@ -36,9 +35,10 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
 
     Read from the run journal (.backport/runs/<patch-set>/journal.json); nothing is fetched.
     With --from-forge, read from the open PRs of the set instead (their evidence blocks).
-    Exit 0 when every branch shown is done (or needs no PR), 1 when one of them failed or
-    stopped, as `apply` does (--from-forge: has no open PR or a failing result); 2 when a
-    patch set cannot be read (each is named on a `problem:` line).
+    Exit 0 when every branch shown is done (or needs no PR), 1 when one of them failed,
+    stopped or is not finished (pending, applied, tested or pushed: a run interrupted or
+    stopped before its PR; --from-forge: has no open PR or a failing result); 2 when a patch
+    set cannot be read (each is named on a `problem:` line).
     """
     project = app.project()
     if from_forge:
@@ -51,7 +51,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
     for ps in patch_sets:
         journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
         payload.append((ps, journal.records(chosen[ps.name])))
-    failed = any(_failed(r) for _, records in payload for r in records)
+    unfinished = any(not r.status.ok for _, records in payload for r in records)
     broken = sorted(project.broken.items()) if not apis else []
     for name, message in broken:  # a set that cannot be read is a problem of its own
         echo(f"problem: {broken_subject(name)}: {message}", err=True)
@@ -67,11 +67,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
                 render_table(records, app.console)
             else:
                 echo("  not run yet")
-    raise SystemExit(EXIT_USAGE if broken else EXIT_BRANCH_FAILED if failed else EXIT_OK)
-
-
-def _failed(record: BranchRecord) -> bool:
-    return record.status in FAILURES
+    raise SystemExit(EXIT_USAGE if broken else EXIT_BRANCH_FAILED if unfinished else EXIT_OK)
 
 
 def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],

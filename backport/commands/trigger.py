@@ -136,7 +136,7 @@ def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None,
         raise SystemExit(EXIT_OK)
     forge = make_forge(bm, project.state_dir, environ=os.environ)
     for missing in forge.missing():  # the CI secret not given: one sentence, before any request
-        raise BackportError("auth", f"backport trigger cannot act on PR !{event.number}: "
+        raise BackportError("config", f"backport trigger cannot act on PR !{event.number}: "
                                     f"{missing}")
     info = forge.get_source_pr(event.number)
     choosable = [t for t in bm.targets if t != info.base]

@@ -103,7 +103,8 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     """Read and validate ``branches.yaml``; URL variables in ``environ`` override the file."""
     path = Path(os.path.abspath(path))
     if not path.is_file():
-        raise _fail(f"{display_path(path)} not found; run from the project root or pass --config")
+        raise _fail(f"{display_path(path)} not found; run from the project root, pass "
+                    f"--config, or start a project in this folder with `backport init`")
     doc = Doc(path)
     root = doc.load()
     base = path.parent

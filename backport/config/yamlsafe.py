@@ -188,16 +188,30 @@ class _Builder:
         return out
 
 
+_OPENERS = {"{": "the flow mapping", "[": "the flow sequence", '"': "the quoted string",
+            "'": "the quoted string"}
+
+
 def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> YamlProblem:
-    """The syntax error at its line; when the file ends inside an open bracket or quote, at
-    the line that opened it (PyYAML's own mark then points past the last line)."""
+    """The syntax error at the line where the broken construct starts: an unclosed ``{``,
+    ``[`` or quote is named at the line that opened it, with where the parser gave up;
+    anything else at the parser's own line (never past the last line)."""
     mark = exc.problem_mark or exc.context_mark
     problem = ", ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
     if mark is None:
         return YamlProblem(None, f"YAML syntax error: {problem}")
-    last = max(len(text.splitlines()), 1)
+    lines = text.splitlines()
+    last = max(len(lines), 1)
+    opened = exc.context_mark
+    if opened is not None and opened.line < len(lines) and opened.line != mark.line:
+        char = lines[opened.line][opened.column:opened.column + 1]
+        if char in _OPENERS:
+            where = ("the file ends before it is closed" if mark.line + 1 > last else
+                     f"on line {mark.line + 1}, column {mark.column + 1}: {exc.problem}")
+            return YamlProblem(opened.line + 1, f"YAML syntax error: {_OPENERS[char]} opened "
+                               f"here with {char} (column {opened.column + 1}) is not closed: "
+                               f"{where}")
     if mark.line + 1 > last:
-        opened = exc.context_mark
         mark = opened if opened is not None and opened.line + 1 <= last else mark
         problem += "; the file ends before it is closed" if opened is not None else ""
         return YamlProblem(min(mark.line + 1, last), f"YAML syntax error: {problem}")

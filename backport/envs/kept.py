@@ -234,3 +234,13 @@ def stop_kept_workers(folder: Path) -> list[int]:
         finally:
             sock.close()
     return asked
+
+
+def kept_workers(environ: Mapping[str, str]) -> tuple[int, float] | None:
+    """How many kept workers have a socket in the runtime folder, and how long they stay idle;
+    None when none do or keeping is off."""
+    policy = keep_policy(environ)
+    if policy is None:
+        return None
+    count = len(list(policy.folder.glob("w-*.sock")))
+    return (count, policy.idle) if count else None

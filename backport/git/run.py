@@ -1,22 +1,20 @@
 """The one place git processes are started: argv lists, C locale, no prompts, timeouts, one-sentence errors.
 
-Every git call of the tool goes through :func:`git`, which drives GitPython's ``Git.execute`` (the
-mission's git library); every other child process starts through `backport.process`.
+Every git call of the tool goes through :func:`git`: GitPython's ``Git.execute`` (the mission's
+git library) starts git, and `backport.process.finish` waits for it, so a git fetch or push in
+flight ends with the run (an interrupt, a timeout) like every other child process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import git as gitpython
 
+from backport import process
 from backport.config.refnames import refname_problem
 from backport.config.validate import is_local_path
 from backport.errors import BackportError, ErrorCode
@@ -98,19 +96,6 @@ def first_error_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _stdin_pipe(data: bytes) -> BinaryIO:
-    """The read end of a pipe a background thread fills with ``data`` (no temporary file)."""
-    read_fd, write_fd = os.pipe()
-
-    def feed() -> None:
-        # git may exit without reading everything (an error, a timeout): that is not ours to report.
-        with contextlib.suppress(OSError), open(write_fd, "wb") as sink:
-            sink.write(data)
-
-    threading.Thread(target=feed, name="git-stdin", daemon=True).start()
-    return open(read_fd, "rb")
-
-
 def git(
     args: Sequence[str],
     *,
@@ -133,32 +118,24 @@ def git(
         # GitPython silently falls back to the process's own directory; never let it.
         raise BackportError(code, f"cannot run git {subcommand(args)}: directory {cwd} does not exist.")
     runner = gitpython.Git(str(cwd) if cwd is not None else None)
-    source = _stdin_pipe(stdin) if stdin is not None else None
-    started = time.monotonic()
+    argv = ["git", *args]
     try:
-        status, out, err = runner.execute(
-            ["git", *args],
-            istream=source,
-            with_extended_output=True,
-            with_exceptions=False,
-            stdout_as_string=False,
+        started = runner.execute(
+            argv,
+            as_process=True,  # waited on by `process.finish`, so it ends with the run
+            istream=process.PIPE if stdin is not None else None,
             env=git_env(env),
-            strip_newline_in_stdout=False,
-            kill_after_timeout=timeout,
             start_new_session=True,  # no terminal to prompt on; killed with its children
         )
     except gitpython.GitCommandNotFound as exc:
         raise BackportError(code, f"cannot run git {subcommand(args)}: git is not installed "
                             "or not on PATH.") from exc
-    finally:
-        if source is not None:
-            source.close()
-    status = int(status)
-    stderr = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err)
-    if timeout is not None and status != 0 and time.monotonic() - started >= timeout:
-        stderr = f"fatal: timed out after {timeout:g} s"
-    raw = out if isinstance(out, bytes) else str(out).encode("utf-8", "surrogateescape")
-    result = GitOutput(tuple(args), status, raw, stderr)
+    assert started.proc is not None
+    ended = process.finish(started.proc, argv, stdin=stdin, timeout=timeout)
+    if ended.timed_out:
+        result = GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
+    else:
+        result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
     if check and not result.ok:
         raise failure(result, code, cwd)
     return result

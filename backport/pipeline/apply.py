@@ -68,7 +68,9 @@ def select_patch_sets(project: Project, names: list[str], every: bool = False) -
         for message in project.broken.values():
             raise ConfigError(message)
         if not project.patch_sets:
-            raise BackportError("usage", f"no patch sets found under {project.root / 'patches'}")
+            raise BackportError("usage", f"no patch sets found under {project.root / 'patches'}; "
+                                "make one with `backport new NAME --from REV` or "
+                                "`backport new NAME --from-pr N`")
         return list(project.patch_sets.values())
     if not names:
         raise BackportError("usage", "name a patch set with --api NAME (or use --all); "
@@ -80,7 +82,8 @@ def select_patch_sets(project: Project, names: list[str], every: bool = False) -
         if name not in project.patch_sets:
             known = ", ".join(sorted(project.patch_sets)) or "none"
             raise BackportError("usage", f"no patch set '{name}' under {project.root / 'patches'} "
-                                f"(known: {known})")
+                                f"(known: {known}; `backport list` shows them, `backport new "
+                                f"{name} --from REV` makes it)")
         chosen.append(project.patch_sets[name])
     return chosen
 

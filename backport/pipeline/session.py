@@ -30,6 +30,7 @@ class ApplyOptions:
     no_push: bool = False
     no_pr: bool = False
     skip_tests: bool = False
+    skip_cause: str = "request"  # why tests are skipped (records.SKIP_ON_REQUEST / SKIP_NO_TORCH)
     force: bool = False
     jobs: int = 0  # 0: number of CPUs
     isolated: bool = False

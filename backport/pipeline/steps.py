@@ -32,7 +32,7 @@ from backport.pipeline.fork_read import fork_head
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.session import ApplyOptions
-from backport.records import BranchRecord, EnvEvidence, TestResult
+from backport.records import SKIP_SAID, BranchRecord, EnvEvidence, TestResult
 from backport.report.body import exit_stated
 from backport.states import Status
 
@@ -100,8 +100,12 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
         try:
             wt = Worktree.open(path)
             if wt.head() == rec.commit and not am_in_progress(wt):
-                job.event("apply", f"kept {rec.commit[:9]} from the previous run")
-                return True
+                if _same_repo(wt.repo, cache.path):
+                    job.event("apply", f"kept {rec.commit[:9]} from the previous run")
+                    return True
+                job.event("apply", f"the previous run's commit {rec.commit[:9]} is not in this "
+                          "run's cache repository (the cache folder was moved, cleared or is "
+                          "another one): applying again")
         except BackportError:
             pass
     job.event("apply", f"{len(series)} patch(es) on {job.target} @ {base[:9]}")
@@ -111,6 +115,14 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
                                          base, job.patch_set.paths_for(job.target)),
         others=lambda: _other_series(cache, job, newer), event=lambda detail: job.event("apply", detail))
     return _record_decision(job, base, path, decision)
+
+
+def _same_repo(one: Path, other: Path) -> bool:
+    """True when two paths name the same git directory."""
+    try:
+        return one.resolve().samefile(other.resolve())
+    except OSError:
+        return False
 
 
 def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) -> bool:
@@ -196,9 +208,10 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     """
     rec = job.record
     if options.skip_tests:
-        job.change(lambda r: r.tested(TestResult.skipped_on_request(), r.env,
-                                      "tests skipped on request"))
-        job.event("tested", "skipped (--skip-tests)")
+        skipped = TestResult.skipped_for(options.skip_cause)
+        said = SKIP_SAID[options.skip_cause]
+        job.change(lambda r: r.tested(skipped, r.env, f"tests not run: {said}"))
+        job.event("tested", f"skipped ({said})")
         return True
     if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):

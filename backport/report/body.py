@@ -109,8 +109,8 @@ def result_cell(view: BranchRecord) -> str:
     if view.status == "conflict":
         files = "、".join(_cell(f) for f in view.conflicts) or "文件未知"
         return _one_line(f"冲突：{files}（补丁未能自动应用，未运行测试）")
-    if view.skipped:
-        return zh.SKIPPED_ZH
+    if view.skipped and view.test is not None:
+        return zh.SKIPPED_ZH[view.test.skip_cause]
     proposed = proposed_zh(view)
     if proposed is not None:
         return _one_line(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
@@ -286,7 +286,10 @@ def _env_lines(vs: _Views) -> list[str]:
     for view in views:
         env = view.env
         if not env:
-            lines.append(f"{view.target}：未探测运行环境（该分支未运行测试：{zh.status_zh(view.status)}）")
+            why = (zh.SKIPPED_ZH[view.test.skip_cause].removeprefix("未运行：")
+                   if view.skipped and view.test is not None else
+                   f"该分支未运行测试：{zh.status_zh(view.status)}")
+            lines.append(f"{view.target}：未探测运行环境（{why}）")
             continue
         first = vs.first_user(view)
         if first is not None:
@@ -310,8 +313,8 @@ def _commands(views: list[BranchRecord]) -> list[str]:
     for view in views:
         env = f"（{view.env_name}）" if view.env_name else ""
         lines.append(f"# {view.target}{env}")
-        if view.skipped:
-            lines.append("# 未运行：按 --skip-tests 跳过测试")
+        if view.skipped and view.test is not None:
+            lines.append(f"# {zh.SKIPPED_ZH[view.test.skip_cause]}".replace("`", ""))
         elif view.test and view.test.command:
             lines.append(inert(view.test.command, where="code"))
         else:

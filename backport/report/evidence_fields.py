@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 
 from backport.config.model import SourcePr
 from backport.envs.model import AUTOLOAD, NOT_FOUND
-from backport.records import BranchRecord, EnvEvidence, SeriesSource, TestResult
+from backport.records import SKIP_NO_TORCH, BranchRecord, EnvEvidence, SeriesSource, TestResult
 from backport.report.inert import inert
 
 T = TypeVar("T")
@@ -29,6 +29,7 @@ RESULT = "RESULT:"  # the heading of the result section
 TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
 SKIPPED = "skipped on request"
+SKIPPED_NO_TORCH = "skipped: no interpreter with torch on the host that ran it"
 # A summary line of the test's output that would read as a line of the block's own (a key, the
 # result heading, a timeout) is written after this prefix, which is taken off when it is read.
 QUOTED = "> "
@@ -222,7 +223,8 @@ def _stale_write(facts: Facts) -> str | None:
 def _result_write(facts: Facts) -> list[str]:
     rec, test = facts.record, facts.test
     if rec.skipped:
-        return [f"RESULT: not run ({SKIPPED}: --skip-tests)"]
+        no_torch = facts.record.test is not None and facts.record.test.skip_cause == SKIP_NO_TORCH
+        return [f"RESULT: not run ({SKIPPED_NO_TORCH if no_torch else f'{SKIPPED}: --skip-tests'})"]
     if not test:
         return [f"RESULT: not run ({rec.status})"]
     lines = [RESULT, *([quoted(one_line(s)) for s in summary_lines(test)] or [NO_SUMMARY])]

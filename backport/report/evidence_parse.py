@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from backport.envs.model import ChangeScope, Probe
-from backport.records import BranchRecord, EnvEvidence, PrInfo, TestResult
+from backport.records import SKIP_NO_TORCH, BranchRecord, EnvEvidence, PrInfo, TestResult
 from backport.report import evidence_fields as ef
 from backport.report import regions as rg
 from backport.states import Status
@@ -134,7 +134,9 @@ def _env(fields: dict[str, str], target: str) -> EnvEvidence | None:
 def _test(evidence: Evidence) -> TestResult | None:
     why = evidence.not_run
     if why is not None:
-        return TestResult.skipped_on_request() if why.startswith(ef.SKIPPED) else None
+        if why.startswith(ef.SKIPPED_NO_TORCH):
+            return TestResult.skipped_for(SKIP_NO_TORCH)
+        return TestResult.skipped_for() if why.startswith(ef.SKIPPED) else None
     if ef.RESULT not in evidence.lines:
         return None
     fields = evidence.fields

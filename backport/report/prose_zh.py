@@ -45,7 +45,9 @@ _OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "
                "expected failure": "预期失败", "unexpected success": "意外通过",
                "not run": "未运行"}
 
-SKIPPED_ZH = "未运行：按 `--skip-tests` 跳过测试"
+# Why tests did not run on purpose, by `records.TestResult.skip_cause`.
+SKIPPED_ZH = {"request": "未运行：按 `--skip-tests` 跳过测试",
+              "no-torch": "未运行：运行本工具的主机上没有装有 torch 的 Python 解释器"}
 
 
 def code(text: str) -> str:

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from backport.branch_order import newest_first
 from backport.config.model import PatchSet
-from backport.records import BranchRecord
+from backport.records import SKIP_SAID, BranchRecord
 from backport.redact import redact
 from backport.report.body import exit_stated, summary_lines
 from backport.report.inert import inert
@@ -21,7 +21,7 @@ def test_result(record: BranchRecord) -> str:
     """One-line English test result: ``Ran 7 tests in 0.054s, OK, exit 0`` or why none ran."""
     test = record.test
     if test and test.skipped:
-        return "not run (--skip-tests)"
+        return f"not run ({SKIP_SAID[test.skip_cause]})"
     if not test:
         return f"not run ({record.status.value})"
     lines = summary_lines(test)

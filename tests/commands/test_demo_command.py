@@ -33,6 +33,14 @@ def test_demo_opens_four_prs_with_tests_run_under_the_given_python(tmp_path: Pat
     with sqlite3.connect(tmp_path / "sb" / "project" / ".backport" / "forge.sqlite") as db:
         bases = sorted(base for (base,) in db.execute("SELECT base FROM prs"))
     assert bases == ["master", "v2.11.0", "v2.12.0", "v2.7.1"]
+    # The commands it prints work as printed, from any shell: a re-run keeps what the demo did.
+    printed = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip()
+               for line in result.out.splitlines() if line.startswith("  ") and ":  " in line}
+    again = subprocess.run(["bash", "-c", printed["run it again"]], capture_output=True,
+                           text=True, check=False, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    said = again.stdout + again.stderr
+    assert "finished earlier" in said and "applying again" not in said, said
     # The next demo, at the per-user place, replaces the previous demo's sandbox found there.
     home = tmp_path / "cache" / "demo"
     shutil.copytree(tmp_path / "sb", home, symlinks=True)

@@ -49,7 +49,7 @@ CASES = [
     ("only-comments", "# nothing\n", None, ["is empty"]),
     ("top-level-list", "- a\n- b\n", 1, ["must be a mapping", "not a list"]),
     ("top-level-scalar", "hello\n", 1, ["must be a mapping", "not a string"]),
-    ("syntax", "forge: local\nupstream: [a\nfork: b\n", 3, ["YAML syntax error"]),
+    ("syntax", "forge: local\nupstream: [a\nfork: b\n", 2, ["YAML syntax error", "opened here with [", "on line 3"]),
     # The file ends inside an open bracket or quote: the line that opened it, never past the end.
     ("unclosed-at-end", "forge: local\nupstream: [a\n", 2, ["YAML syntax error", "ends before it is closed"]),
     ("unclosed-quote", "forge: local\nupstream: \"a\n", 2, ["YAML syntax error", "ends before it is closed"]),
@@ -421,9 +421,10 @@ def test_bad_branches_yaml(tmp_path: Path, text: str, line: int | None, parts: l
         assert part in message, message
 
 
-def test_missing_config_file(tmp_path: Path) -> None:
+def test_missing_config_file_names_the_command_that_starts_a_project(tmp_path: Path) -> None:
     with pytest.raises(
-        ConfigError, match=r"branches\.yaml not found; run from the project root or pass --config"
+        ConfigError, match=r"branches\.yaml not found; run from the project root, pass --config, "
+                           r"or start a project in this folder with `backport init`"
     ):
         load_project(tmp_path / "branches.yaml", environ={})
 

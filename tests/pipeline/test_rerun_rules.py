@@ -172,7 +172,7 @@ def test_a_result_is_not_kept_when_it_failed_is_of_another_commit_or_forced(
 def test_skip_tests_records_a_skipped_result(sandbox: Sandbox) -> None:
     outcome, events = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.12.0",))
     (rec,) = outcome.records
-    assert rec.status == Status.TESTED and rec.test == Result.skipped_on_request()
+    assert rec.status == Status.TESTED and rec.test == Result.skipped_for()
     assert events.said("v2.12.0", "tested") == ["skipped (--skip-tests)"]
 
 

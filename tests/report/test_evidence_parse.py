@@ -32,6 +32,10 @@ def _variants() -> dict[str, list[dict]]:
     skipped = copy.deepcopy(base)
     skipped[1]["test"] = {"ok": None, "exit_code": None, "skipped": True,
                           "summary": "not run (--skip-tests)"}
+    no_torch = copy.deepcopy(base)  # no interpreter with torch on the host: none ran
+    for rec in no_torch:
+        rec["test"] = {"ok": None, "exit_code": None, "skipped": True, "skip_cause": "no-torch",
+                       "summary": "not run (no interpreter with torch on the host that ran it)"}
     autoload = copy.deepcopy(base)
     for rec in autoload:
         rec["env"].update(torch_npu_loads=False, autoload_disabled=True, cann=None, npu=None,
@@ -59,7 +63,7 @@ def _variants() -> dict[str, list[dict]]:
     beyond[0]["test"]["changes"]["overlay"] = []  # v2.7.1's environment has no torch_npu
     beyond[0]["test"]["changes"]["not_in_build"].insert(0, "torch_npu/_compat/version.py")
     return {"beyond_tests": beyond, "plain": base, "stale": stale, "moved": moved, "carried": carried, "failed": failed, "timed": timed,
-            "skipped": skipped, "autoload": autoload, "unprobed": unprobed, "per_host": per_host,
+            "skipped": skipped, "no_torch": no_torch, "autoload": autoload, "unprobed": unprobed, "per_host": per_host,
             "patch_tests": patch_tests}
 
 

@@ -1,0 +1,55 @@
+"""A git call in flight ends with the run: an interrupt kills it and its children."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from backport import process
+from backport.errors import BackportError
+from backport.git.run import git
+
+
+def test_an_interrupt_ends_a_git_call_that_waits_on_a_silent_remote(tmp_path) -> None:
+    # A server that accepts the connection and never answers: git waits for it for ever.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/Ascend/pytorch.git"
+        ended: list[BaseException | None] = []
+
+        def call() -> None:
+            try:
+                git(["ls-remote", url], cwd=tmp_path, timeout=None)
+                ended.append(None)
+            except BackportError as exc:
+                ended.append(exc)
+
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        conn, _ = server.accept()  # git is connected and waiting for an answer
+        try:
+            deadline = time.monotonic() + 120
+            while not process.running() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert process.running(), "the git call is not among the run's children"
+            process.kill_running()
+            caller.join(timeout=120)
+        finally:
+            conn.close()
+    assert not caller.is_alive(), "git still runs after the interrupt"
+    assert ended and isinstance(ended[0], BackportError)
+    assert not process.running()
+
+
+def test_a_git_call_that_outlives_its_timeout_is_killed_and_says_so(tmp_path) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/x.git"
+        with pytest.raises(BackportError) as caught:
+            git(["ls-remote", url], cwd=tmp_path, timeout=1.0)
+    assert "timed out after 1 s" in caught.value.message
