@@ -202,10 +202,6 @@ class PrInfo:
         """The PR was read back and kept."""
         return dataclasses.replace(self, url=url, unverified=False)
 
-    def titled(self, title: str) -> PrInfo:
-        """The set's title was ``title`` when the PR was last written or kept."""
-        return dataclasses.replace(self, title=title)
-
     def link_made(self) -> PrInfo:
         return dataclasses.replace(self, linked=True)
 

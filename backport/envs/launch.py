@@ -88,10 +88,6 @@ def local_path(value: str | None) -> bool:
                for part in value.split(os.pathsep))
 
 
-def uses_wrapper(env: Environment) -> bool:
-    return bool(env.wrapper)
-
-
 def _program(env: Environment) -> list[str]:
     interpreter = str(env.interpreter)
     if not env.wrapper:

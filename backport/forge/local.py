@@ -287,17 +287,6 @@ class LocalForge:
                 conn.executemany("INSERT OR IGNORE INTO pr_people (pr, role, name) VALUES (?, ?, ?)",
                                  [(number, role, n) for n in names])
 
-    # ------------------------------------------------------------------ local-only extras
-    def set_state(self, number: int, state: str) -> PullRequest:
-        """Close, merge or reopen a PR (what a maintainer would do on the web)."""
-        if state not in STATES:
-            raise BackportError("usage", f"PR state {state!r} is not one of {', '.join(STATES)}.")
-        with self._write() as conn:
-            self._row(conn, number)
-            conn.execute("UPDATE prs SET state = ?, updated_at = ? WHERE number = ?",
-                         (state, _now(), number))
-            return self._pr(self._row(conn, number))
-
     def add_source_pr(self, *, head: str, base: str, title: str, body: str, author: str,
                       state: str = "merged", head_sha: str = "", merge_commit: str = "",
                       issues: tuple[int, ...] = ()) -> int:

@@ -15,6 +15,7 @@ import pytest
 from backport.errors import BackportError
 from backport.forge.local import LocalForge
 from tests.forge.conftest import BASE, BRANCH, FORK, UPSTREAM
+from tests.helpers.local_web import set_state
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,13 +80,11 @@ def test_other_upstream_in_the_same_file_is_separate(local: LocalForge) -> None:
         other.get_pr(pr.number)
 
 
-def test_set_state_and_extras(local: LocalForge) -> None:
+def test_a_pr_the_web_merged_reads_merged_and_extras(local: LocalForge) -> None:
     pr = local.create_pr(BRANCH, BASE, "t", "b", draft=True)
     assert pr.draft
-    assert local.set_state(pr.number, "merged").state == "merged"
-    with pytest.raises(BackportError) as info:
-        local.set_state(pr.number, "weird")
-    assert info.value.code == "usage"
+    assert set_state(local, pr.number, "merged").state == "merged"
+    assert local.find_open_pr(BRANCH, BASE) is None
     with pytest.raises(BackportError):
         local.link_issue(999, 1)
     assert json.dumps(local.decorations(pr.number))

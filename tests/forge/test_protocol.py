@@ -14,6 +14,7 @@ from backport.forge.base import Forge
 from backport.forge.local import LocalForge
 from tests.forge.conftest import BASE, BRANCH, FORK, UPSTREAM, make_gitcode
 from tests.helpers.fake_gitcode import FakeGitCode
+from tests.helpers.local_web import set_state
 
 
 @dataclass
@@ -42,7 +43,7 @@ def _local_backend(tmp_path: Path) -> Backend:
 
     return Backend(
         forge=forge, make=make,
-        close=lambda n: forge.set_state(n, "closed"),
+        close=lambda n: set_state(forge, n, "closed"),
         comments=forge.comments,
         decorations=lambda n: {k + "s": v for k, v in forge.decorations(n).items()},
         add_foreign=add_foreign,
