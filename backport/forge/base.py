@@ -78,6 +78,10 @@ class Forge(Protocol):
     def missing(self) -> list[str]:
         """What this forge lacks that needs no network to tell (e.g. no token), one phrase each."""
 
+    def current_user(self) -> str:
+        """The login of the token's user (GitCode: ``GET /user``, asked once per forge); the
+        fork follows it where ``fork:`` is not set. "" when a dry run cannot ask (no token)."""
+
     def preflight(self) -> None:
         """Check credentials and that upstream and fork are visible; raise BackportError."""
 

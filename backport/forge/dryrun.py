@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
+from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
 from backport.forge.base import Comment, Forge, PlanSink, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
@@ -41,7 +42,7 @@ class DryRunForge:
         self.inner = inner
         self.plan = plan or _log_plan
         self.upstream = upstream
-        self.fork = fork
+        self._fork = fork  # "" follows the token: `fork`
         self.name = name or (inner.name if inner is not None else "dry-run")
         self.skip_reason = skip_reason
         self._said_skipped = False
@@ -51,6 +52,19 @@ class DryRunForge:
         self.windows = windows or getattr(limiter, "windows", None) or DEFAULT_WINDOWS
         self.writes = 0  # requests the planned writes would cost, read-backs included
         self.creates = 0
+
+    @property
+    def fork(self) -> str:
+        """The fork: as set, else the token's login's (asked of the inner forge), else shown
+        as the token's (a dry run without a token cannot ask)."""
+        if self._fork:
+            return self._fork
+        login = self.current_user()
+        return fork_of(self.upstream, login or TOKEN_LOGIN)
+
+    def current_user(self) -> str:
+        """A read: the inner forge's answer; "" without one (no token to ask with)."""
+        return self.inner.current_user() if self.inner is not None else ""
 
     def _emit(self, line: str, cost: int = 1) -> None:
         self.writes += cost
