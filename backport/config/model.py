@@ -199,3 +199,7 @@ class Project:
     @property
     def state_dir(self) -> Path:
         return self.root / ".backport"
+
+    def with_branch_map(self, branch_map: BranchMap) -> Project:
+        """The project with ``branch_map`` (its fork named: `BranchMap.with_login`)."""
+        return dataclasses.replace(self, branch_map=branch_map)

@@ -76,8 +76,8 @@ class DryRunForge:
         if self.name != "gitcode":
             return None
         client = getattr(self.inner, "client", None)
-        reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 2 * sets
-        reads += sets  # the real run reads each set's issue once (is it still open?)
+        # made now (each set's issue read too: is it still open?), or estimated without a token
+        reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
         # bodies rewritten once all PRs exist: a PATCH and the read of its draft each
         refresh = 2 * self.creates if self.creates > 1 else 0
         total = reads + self.writes + refresh
@@ -103,8 +103,6 @@ class DryRunForge:
 
     def _pulls(self, suffix: str = "") -> str:
         return f"/repos/{self.upstream}/pulls{suffix}"
-
-    dry_run = True
 
     def missing(self) -> list[str]:
         return []  # a dry run writes nothing, so it needs no token
@@ -161,7 +159,7 @@ class DryRunForge:
                    cost=4)  # the listing read afresh (open, locked), the POST, the read-back
         self.creates += 1
         pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
-                         head_repo=self.fork, base=base, state="open", draft=draft)
+                         head_repo=self.fork, base=base, state="open", draft=draft, planned=True)
         self._planned[(head, base)] = pr
         return pr
 
@@ -182,7 +180,7 @@ class DryRunForge:
                        f"body=<{len(body)} chars>"
                        f"{'' if draft is None else f' draft={str(draft).lower()}'}"
                        f"{'' if close_related_issue is None else f' close_related_issue={str(close_related_issue).lower()}'}")
-        changes: dict = {"title": title, "body": body}
+        changes: dict = {"title": title, "body": body, "planned": True}
         if draft is not None:
             changes["draft"] = draft
         updated = dataclasses.replace(current, **changes)

@@ -179,7 +179,6 @@ class GitCodeForge:
     """Find-or-create PRs on GitCode (REST v5) from ``fork`` branches into ``upstream``."""
 
     name = "gitcode"
-    dry_run = False
 
     def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
                  web_url: str = "https://gitcode.com", timeout: float = 30.0,

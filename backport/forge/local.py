@@ -82,7 +82,6 @@ class LocalForge:
     """A forge whose PRs live in a SQLite database at ``path``."""
 
     name = "local"
-    dry_run = False
 
     def __init__(self, path: Path, *, upstream: str, fork: str, user: str = "",
                  busy_timeout: float = 60.0) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
 import threading
@@ -194,7 +193,7 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
     """Run the jobs; returns what the real run needs that a dry run went on without."""
     needs = check_prerequisites(session, jobs)
     if any(need is Need.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
-        session.options = options = dataclasses.replace(options, skip_tests=True)
+        session.options = options = options.without_tests()
     session.follow_token()
     if options.course.pushes:
         session.remote.forge().preflight()  # a bad token stops the run before anything is pushed
@@ -226,8 +225,9 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         session.close()  # kills running tests so an interrupt is prompt
         raise
     pool.shutdown(wait=True)
-    _refresh_siblings(session, jobs, event_for)
-    _write_summaries(session, jobs)
+    if options.course.opens_prs and not options.course.dry_run:  # a dry run's PRs are not there
+        _refresh_siblings(session, jobs, event_for)
+        _write_summaries(session, jobs)
     return [problem.message.rstrip(".") for _, problem in needs]
 
 
@@ -286,8 +286,6 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
     at the same moment each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are
     already current are left alone.
     """
-    if not session.options.course.opens_prs or session.options.course.dry_run:
-        return  # a dry run's PRs are not there to read back
     bm = session.project.branch_map
     for name in dict.fromkeys(job.patch_set.name for job in jobs):
         first = next(job for job in jobs if job.patch_set.name == name)
@@ -319,8 +317,6 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
 
 def _write_summaries(session: Session, jobs: list[BranchJob]) -> None:
     """The summary comment on the source PR of each set made from a PR (best effort)."""
-    if not session.options.course.opens_prs or session.options.course.dry_run:
-        return
     for name in dict.fromkeys(job.patch_set.name for job in jobs):
         first = next(job for job in jobs if job.patch_set.name == name)
         ps = first.patch_set

@@ -40,6 +40,10 @@ class ApplyOptions:
     timeout: float | None = None
     new_pr: bool = False  # open a new PR where the recorded one was closed or merged
 
+    def without_tests(self) -> ApplyOptions:
+        """These options with the tests skipped (a dry run where environments are not built)."""
+        return dataclasses.replace(self, skip_tests=True)
+
     @property
     def workers(self) -> int:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
@@ -153,8 +157,8 @@ class Session:
         bm = self.project.branch_map
         if bm.fork or not self.options.course.pushes:
             return
-        named = bm.with_login(self.remote.forge().current_user())
-        self.project = dataclasses.replace(self.project, branch_map=named)
+        self.project = self.project.with_branch_map(
+            bm.with_login(self.remote.forge().current_user()))
         self.remote.project = self.project
 
     def close(self) -> None:
