@@ -8,7 +8,7 @@ from pathlib import Path
 
 from backport.config.branch_map import FORK_PLACEHOLDER
 from backport.demo.sandbox import Sandbox
-from tests.helpers.project import TOKEN, edit_config, git, run_app
+from tests.helpers.project import edit_config, git, run_app
 
 
 def _fork_line(config: Path) -> int:

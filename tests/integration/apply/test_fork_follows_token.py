@@ -55,3 +55,21 @@ def test_check_names_the_fork_it_will_use(sandbox, gitcode) -> None:
     assert fork["detail"] == ("follows the token's login: <token's login>/pytorch "
                               "(no token here to ask)")
     assert [r.path for r in gitcode.requests] == ["/user"]
+
+
+def test_status_from_forge_reads_the_prs_of_the_tokens_fork(sandbox, gitcode) -> None:
+    edit_config(sandbox, _without_fork)
+    applied = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", env=FAST)
+    assert applied.code == 0, applied.out + applied.err
+    status = run_app(sandbox.project, "status", "--api", "put_metric", "--from-forge", "--json",
+                     env=FAST)
+    assert all(row["pr"] is not None for row in status.json()["branches"]), status.out
+
+
+def test_preview_names_the_fork_as_the_token_will_without_asking(sandbox, gitcode) -> None:
+    edit_config(sandbox, _without_fork)
+    result = run_app(sandbox.project, "preview", "--api", "put_metric", "--branch", "master",
+                     env=FAST)
+    assert result.code == 0, result.err
+    assert "PR 源仓库为 `<token's login>/pytorch`" in result.out
+    assert gitcode.requests == []
