@@ -63,8 +63,10 @@ class DryRunForge:
         return fork_of(self.upstream, login or TOKEN_LOGIN)
 
     def current_user(self) -> str:
-        """A read: the inner forge's answer; "" without one (no token to ask with)."""
-        return self.inner.current_user() if self.inner is not None else ""
+        """A read: the inner forge's answer; "" where it has nothing to ask with (no token)."""
+        if self.inner is None or self.inner.missing():
+            return ""
+        return self.inner.current_user()
 
     def _emit(self, line: str, cost: int = 1) -> None:
         self.writes += cost

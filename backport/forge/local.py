@@ -101,9 +101,7 @@ class LocalForge:
         the fork branches.yaml names."""
         login = self.user or self._fork.partition("/")[0]
         if not login:
-            raise BackportError("auth", f"the local forge {self.path} knows no user, so the fork "
-                                        f"cannot follow one; set {LOCAL_USER_VARIABLE} or fork: "
-                                        "in branches.yaml")
+            raise BackportError("auth", self.missing()[0])
         return login
 
     # ------------------------------------------------------------------ storage
@@ -182,7 +180,11 @@ class LocalForge:
 
     # ------------------------------------------------------------------ protocol
     def missing(self) -> list[str]:
-        return []
+        """Nothing, unless the fork is to follow a user this forge does not know."""
+        if self._fork or self.user:
+            return []
+        return [f"no user for the local forge {self.path}: set {LOCAL_USER_VARIABLE} (the fork "
+                "follows it) or fork: in branches.yaml"]
 
     def preflight(self) -> None:
         """Nothing to check beyond the database being writable when it exists."""

@@ -92,6 +92,9 @@ def test_a_local_forge_without_a_user_says_how_to_name_the_fork(sandbox: Sandbox
     edit_config(sandbox, lambda data: data.pop("fork"))
     result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert result.code != 0
-    assert "knows no user, so the fork cannot follow one; set BACKPORT_LOCAL_USER or fork: in " \
-           "branches.yaml" in " ".join(result.err.split())
+    assert ": set BACKPORT_LOCAL_USER (the fork follows it) or fork: in branches.yaml; and the " \
+           "fork's name" in " ".join(result.err.split())
     assert git(sandbox.fork, "for-each-ref") == ""
+    dry = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--dry-run")
+    assert dry.code == 0, dry.out + dry.err  # plans, and names the user among what it lacks
+    assert "needs what this dry run does not: no user for the local forge" in dry.out
