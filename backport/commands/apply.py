@@ -26,7 +26,7 @@ from backport.report.summary import render_table, status_json
               help="Only this target branch; repeatable. Default: the patch set's targets.")
 @click.option("--dry-run", is_flag=True,
               help="Fetch, apply and test locally, then print what would be pushed and opened, "
-                   "and what the real run needs; needs no token, no fork and no journal.")
+                   "and what the real run needs; it needs no token or fork and writes no journal.")
 @click.option("--no-push", is_flag=True,
               help="Reach: stop after the tests; nothing leaves this machine.")
 @click.option("--no-pr", is_flag=True, help="Reach: push the fork branches but open no PR.")
