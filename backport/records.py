@@ -67,8 +67,8 @@ class TestResult:
         return bool(self.changes.not_in_build)
 
     @classmethod
-    def skipped_on_request(cls) -> TestResult:
-        return cls(ok=None, exit_code=None, summary="not run (--skip-tests)", skipped=True)
+    def skipped_on_request(cls, why: str = "--skip-tests") -> TestResult:
+        return cls(ok=None, exit_code=None, summary=f"not run ({why})", skipped=True)
 
     @classmethod
     def of_runs(cls, runs: Sequence[TestRun], commit: str | None,

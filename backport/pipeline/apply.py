@@ -193,7 +193,7 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
     """Run the jobs; returns what the real run needs that a dry run went on without."""
     needs = check_prerequisites(session, jobs)
     if any(need is Need.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
-        session.options = options = options.without_tests()
+        session.options = options = options.without_tests("environments not built: dry run")
     session.follow_token()
     if options.course.pushes:
         session.remote.forge().preflight()  # a bad token stops the run before anything is pushed

@@ -31,6 +31,7 @@ class ApplyOptions:
     branches: tuple[str, ...] = ()
     course: Course = Course()  # how far the run goes, decided once (`Course.of_flags`)
     skip_tests: bool = False
+    skipped_because: str = "--skip-tests"  # why the tests are skipped, as the run table says
     force: bool = False
     jobs: int = 0  # 0: number of CPUs
     isolated: bool = False
@@ -40,9 +41,9 @@ class ApplyOptions:
     timeout: float | None = None
     new_pr: bool = False  # open a new PR where the recorded one was closed or merged
 
-    def without_tests(self) -> ApplyOptions:
+    def without_tests(self, because: str) -> ApplyOptions:
         """These options with the tests skipped (a dry run where environments are not built)."""
-        return dataclasses.replace(self, skip_tests=True)
+        return dataclasses.replace(self, skip_tests=True, skipped_because=because)
 
     @property
     def workers(self) -> int:

@@ -195,9 +195,11 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
     """
     rec = job.record
     if options.skip_tests:
-        job.change(lambda r: r.tested(TestResult.skipped_on_request(), r.env,
-                                      "tests skipped on request"))
-        job.event("tested", "skipped (--skip-tests)")
+        why = options.skipped_because
+        job.change(lambda r: r.tested(TestResult.skipped_on_request(why), r.env,
+                                      "tests skipped on request" if why == "--skip-tests" else
+                                      f"tests skipped: {why}"))
+        job.event("tested", f"skipped ({why})")
         return True
     if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):

@@ -17,8 +17,8 @@ from backport.states import FAILURES, Status
 def test_result(record: BranchRecord) -> str:
     """One-line English test result: ``Ran 7 tests in 0.054s, OK, exit 0`` or why none ran."""
     test = record.test
-    if test and test.skipped:
-        return "not run (--skip-tests)"
+    if test and test.skipped:  # why, as `TestResult.skipped_on_request` put it
+        return test.summary if test.summary.startswith("not run (") else "not run (--skip-tests)"
     if not test:
         return f"not run ({record.status.value})"
     lines = summary_lines(test)

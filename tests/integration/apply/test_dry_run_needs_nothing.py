@@ -54,6 +54,8 @@ def test_a_dry_run_with_environments_not_built_plans_untested(sandbox, gitcode) 
     dry = run_app(sandbox.project, "apply", "--api", "put_metric", "--dry-run", env=env)
     assert dry.code == 0, dry.out + dry.err
     assert _statuses(dry.out) == dict.fromkeys(TARGETS, "planned"), dry.out
+    assert "not run (environments not built: dry run)" in dry.out  # never "--skip-tests"
+    assert "--skip-tests" not in dry.out.split("The real run:", 1)[0]
     needs = " ".join(dry.out.split()).split("The real run:", 1)[1]
     assert "needs what this dry run does not: the test environment " in needs
     assert "is not built yet; run `backport env setup`" in needs
