@@ -31,7 +31,7 @@ class ErrorCode(StrEnum):
     ENV_UNAVAILABLE = "env-unavailable"  # device: npu without a visible NPU
     TEST_FAILED = "test-failed"  # a test could not be run
     FORGE = "forge"  # the forge's API answered with an error
-    AUTH = "auth"  # bad or missing token
+    AUTH = "auth"  # the forge refused the token (none given: a config error)
     INTERNAL = "internal"  # a bug: anything that is not a BackportError
 
 

@@ -23,8 +23,10 @@ def _tuple(value: Any) -> tuple:
 
 SKIP_ON_REQUEST = "request"  # the user passed --skip-tests
 SKIP_NO_TORCH = "no-torch"  # no interpreter with torch on the host (the demo without one)
+SKIP_DRY_NO_ENVS = "dry-no-envs"  # a dry run where environments are not built (never in a PR)
 SKIP_SAID = {SKIP_ON_REQUEST: "--skip-tests",
-             SKIP_NO_TORCH: "no interpreter with torch on the host that ran it"}
+             SKIP_NO_TORCH: "no interpreter with torch on the host that ran it",
+             SKIP_DRY_NO_ENVS: "environments not built: dry run"}
 
 
 @dataclass(frozen=True)

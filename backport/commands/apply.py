@@ -8,6 +8,7 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.commands.from_pr import ensure_from_pr, said
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import run_apply
+from backport.pipeline.reach import Course
 from backport.pipeline.session import ApplyOptions
 from backport.report.progress import Progress
 from backport.report.summary import render_table, status_json
@@ -24,9 +25,11 @@ from backport.report.summary import render_table, status_json
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable. Default: the patch set's targets.")
 @click.option("--dry-run", is_flag=True,
-              help="Fetch, apply and test locally, then print what would be pushed and opened.")
-@click.option("--no-push", is_flag=True, help="Stop after the tests; nothing leaves this machine.")
-@click.option("--no-pr", is_flag=True, help="Push the fork branches but open no PR.")
+              help="Fetch, apply and test locally, then print what would be pushed and opened, "
+                   "and what the real run needs; it needs no token or fork and writes no journal.")
+@click.option("--no-push", is_flag=True,
+              help="Reach: stop after the tests; nothing leaves this machine.")
+@click.option("--no-pr", is_flag=True, help="Reach: push the fork branches but open no PR.")
 @click.option("--skip-tests", is_flag=True,
               help="Do not run the tests (the PR body then says they were not run).")
 @click.option("--force", is_flag=True,
@@ -86,8 +89,10 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
         ps = project.patch_sets.get(api)
         if ps is not None and ps.source is not None and api != made:
             echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
-    options = ApplyOptions(branches=branches, dry_run=dry_run, no_push=no_push, no_pr=no_pr,
-                           skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
+    course = Course.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr)
+    if project.branch_map.fork_note and course.pushes:
+        echo(f"warning: {project.branch_map.fork_note}", err=True)
+    options = ApplyOptions(branches=branches, course=course, skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
                            timeout=timeout, keep_workers=not no_keep_workers, new_pr=new_pr)
     plan_lines: list[str] = []
@@ -104,7 +109,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
             if len(outcomes) > 1:
                 console.print(f"[bold]{outcome.patch_set.name}[/bold]")
             render_table(outcome.records, console)
-        if dry_run and plan_lines:
+        if plan_lines:  # only a dry run plans
             echo("\nDry run: these writes were not made:")
             for line in plan_lines:
                 echo(f"  {line}")

@@ -9,7 +9,9 @@ import click
 from rich.table import Table
 
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
-from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
+from backport.config.model import Project
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
+from backport.forge import make_forge
 from backport.pipeline.apply import select_patch_sets
 from backport.pipeline.check import Finding, run_check, summary_markdown
 from backport.redact import redact
@@ -21,9 +23,8 @@ STEP_SUMMARY_VARIABLES = ("GITHUB_STEP_SUMMARY", "ATOMGIT_STEP_SUMMARY")
 @click.command("check")
 @click.option("--api", "apis", multiple=True, metavar="NAME", help="Only these patch sets.")
 @click.option("--offline", is_flag=True,
-              help="No network: check branches.yaml and every patch.yaml (schema, fork, fork "
-                   "branch names, environments built here), but not that each branch exists "
-                   "upstream or that each patch set applies (those need the upstream).")
+              help="No network: check the map, the patch sets, the environments and the fork's "
+                   "name, but not the upstream branches, the applies or the token's login.")
 @click.option("--envs", is_flag=True,
               help="Also require every branch's environment on this machine (an NPU host).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable result for CI.")
@@ -35,16 +36,16 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     Confirms every branch of the map exists upstream (`git ls-remote`) and that every patch
     set applies with `git am -3` on each of its targets, in a temporary worktree, leaving each
     test file in place. An environment not built on this machine is a warning (`--envs`: a
-    problem). Nothing is pushed and no forge is called. Exit 0 when all is well, 1 naming each
+    problem). It names the fork the real run pushes to: the one set, or, where branches.yaml
+    leaves it to the token, the token's login's (one GET /user; offline or without a token it
+    says the fork follows the token). Nothing is pushed and nothing else is asked of the forge. Exit 0 when all is well, 1 naming each
     problem, 2 for a configuration error (a patch set that cannot be read among them). Under CI
     the table also goes to the step summary ($GITHUB_STEP_SUMMARY, $ATOMGIT_STEP_SUMMARY).
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
     findings = run_check(project, names, offline=offline, envs=envs)
-    if project.branch_map.fork_unset:  # fine for CI, but apply refuses until it is set
-        findings.insert(1, Finding("fork", "set", True, project.branch_map.fork_unset,
-                                   warning=True))
+    findings[1:1] = fork_findings(project, offline=offline)
     broken = sorted(project.broken.items()) if names is None else []
     findings += [Finding(broken_subject(name), "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)
@@ -71,6 +72,27 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
             if not f.ok:
                 app.err_console.print(f"problem: {f.problem}", markup=False, soft_wrap=True)
     raise SystemExit(EXIT_USAGE if broken else EXIT_OK if ok else EXIT_BRANCH_FAILED)
+
+
+def fork_findings(project: Project, *, offline: bool) -> list[Finding]:
+    """Which fork the real run pushes to: the one set, or the token's login's (one ``GET
+    /user`` when online with a token; else it says the fork follows the token)."""
+    bm = project.branch_map
+    note = [Finding("fork", "set", True, bm.fork_note, warning=True)] if bm.fork_note else []
+    if bm.fork:
+        return [*note, Finding("fork", "pushed to", True, f"{bm.fork} (set in {bm.path.name})")]
+    follows = f"follows the token's login: {bm.fork_shown}"
+    forge = make_forge(bm, project.state_dir, environ=os.environ)
+    if offline:
+        return [*note, Finding("fork", "pushed to", True, f"{follows} (offline: not asked)")]
+    if forge.missing():
+        return [*note, Finding("fork", "pushed to", True, f"{follows} (no token here to ask)")]
+    try:
+        named = bm.with_login(forge.current_user())
+    except BackportError as exc:
+        return [*note, Finding("fork", "pushed to", True, f"{follows}; asking who the token is "
+                               f"failed: {exc.message}", warning=True)]
+    return [*note, Finding("fork", "pushed to", True, f"{named.fork} (the token's login)")]
 
 
 def _write_step_summary(title: str, findings: list[Finding]) -> None:

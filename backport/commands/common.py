@@ -17,6 +17,7 @@ from backport.config import load_project
 from backport.config.model import Project
 from backport.envs.kept import kept_workers
 from backport.errors import ConfigError
+from backport.forge import make_forge
 from backport.redact import redact
 
 
@@ -55,11 +56,12 @@ class AppContext:
         return self.project()
 
     def pushing_project(self) -> Project:
-        """The project of a command that pushes: refused while the fork is the placeholder
+        """The project of a command that pushes: refused while the forge has no token
         (`apply` names it among its other prerequisites: `pipeline.apply.check_prerequisites`)."""
         project = self.project()
-        if project.branch_map.fork_unset:
-            raise ConfigError(project.branch_map.fork_unset)
+        missing = make_forge(project.branch_map, project.state_dir, environ=os.environ).missing()
+        if missing:
+            raise ConfigError(missing[0][0].upper() + missing[0][1:] + ".")
         return project
 
     @property

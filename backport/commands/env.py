@@ -131,14 +131,14 @@ def _options_line(name: str, options: dict) -> str:
 
 @env_group.command("setup")
 @click.argument("branches", nargs=-1, metavar="[BRANCH]...")
-@click.option("--dry-run", is_flag=True,
+@click.option("--dry-run", "plan_only", is_flag=True,
               help="Show what would be installed, from where and roughly how many bytes; "
                    "install and change nothing. pip's resolution is kept in the cache folder "
                    "for a day and reused while the requirements, indexes and pip settings hold.")
 @click.option("--refresh", is_flag=True,
               help="With --dry-run: resolve again instead of reusing a kept resolution.")
 @pass_app
-def setup_cmd(app: AppContext, branches: tuple[str, ...], dry_run: bool, refresh: bool) -> None:
+def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool, refresh: bool) -> None:
     """Build missing environments from their `requirements:` (uv when present, else pip).
 
     Each environment is a venv (by default $BACKPORT_ENVS/<name>, else the per-user data
@@ -149,10 +149,10 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...], dry_run: bool, refresh
     """
     project = app.project()
     envs = environments_for(project, branches)
-    if refresh and not dry_run:
+    if refresh and not plan_only:
         raise BackportError("usage", "--refresh goes with --dry-run (a setup always installs "
                             "what pip resolves then)")
-    if dry_run:
+    if plan_only:
         cache_dir = cache_root(os.environ)
         for env in envs:
             _show_plan(env, cache_dir, refresh)

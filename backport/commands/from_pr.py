@@ -50,7 +50,7 @@ def read_source(project: Project, number: int,
     forge = make_forge(bm, project.state_dir, environ=environ)
     missing = forge.missing()
     if missing:
-        raise BackportError("auth", f"PR !{number} cannot be read: {'; '.join(missing)}")
+        raise ConfigError(f"PR !{number} cannot be read: {'; '.join(missing)}")
     info = forge.get_source_pr(number)
     if info.state == "closed":
         raise BackportError("usage", f"PR !{number} of {bm.upstream} was closed without being "

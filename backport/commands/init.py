@@ -41,13 +41,13 @@ def init_cmd(directory: Path) -> None:
     Writes
       branches.yaml                   the real map of Ascend/pytorch: its release branches,
                                       each tested under its own torch / torch_npu; the fork
-                                      is a placeholder for you to set
+                                      follows your token (<login>/pytorch) unless you set it
       patches/example-patch.yaml      a commented example of a patch set
     and never replaces a file that is already there.
 
     \b
     Then:
-      1. set `fork:` in branches.yaml to your fork of Ascend/pytorch (owner/pytorch)
+      1. export GITCODE_TOKEN=...      your token; its login names your fork (<login>/pytorch)
       2. backport env setup            build each branch's torch / torch_npu environment
       3. backport new NAME --from REV --api FULL.NAME --issue N
                                        a patch set from your commits (patches/NAME/)
@@ -68,6 +68,7 @@ def init_cmd(directory: Path) -> None:
         raise BackportError("usage", f"cannot write {exc.filename}: {exc.strerror}") from None
     for path in files:
         echo(f"wrote {path}")
-    echo(f"next: set fork: in {directory / 'branches.yaml'} to your fork of Ascend/pytorch, then "
-         "`backport env setup`, `backport new NAME --from REV ...` and `backport check` "
-         "(`backport init --help` says more)")
+    echo("next: set GITCODE_TOKEN (your fork of Ascend/pytorch follows its login, unless "
+         f"{directory / 'branches.yaml'} sets fork:), then `backport env setup`, "
+         "`backport new NAME --from REV ...` and `backport check` (`backport init --help` says "
+         "more)")

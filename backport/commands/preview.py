@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import click
@@ -29,6 +30,8 @@ def preview_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
     (ps,) = select_patch_sets(project, [api])
     targets = select_targets([ps], branches)[ps.name]
     bm = project.branch_map
+    if not bm.fork:  # no forge is asked: the fork is named as the token's login will give it
+        bm = dataclasses.replace(bm, fork=bm.fork_shown)
     journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
     records = []
     for target in ps.branches:

@@ -7,6 +7,7 @@ import click
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.apply import run_apply
+from backport.pipeline.reach import Course
 from backport.pipeline.resume import abort_branches, finish_conflict, propagation_targets
 from backport.pipeline.session import ApplyOptions
 from backport.report.progress import Progress
@@ -44,8 +45,8 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         finish_conflict(project, api, branch, progress, save=save)
         others = propagation_targets(project, api, branch, progress)
-        options = ApplyOptions(branches=(branch, *others), no_push=no_push, no_pr=no_pr,
-                               skip_tests=skip_tests)
+        options = ApplyOptions(branches=(branch, *others), skip_tests=skip_tests,
+                               course=Course.of_flags(no_push=no_push, no_pr=no_pr))
         (outcome,) = run_apply(project, [api], options, progress)
     if as_json:
         print_json(status_json(outcome.patch_set, outcome.records))

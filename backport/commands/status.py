@@ -78,6 +78,8 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     bm = project.branch_map
     forge = make_forge(bm, project.state_dir, environ=os.environ,
                        pace_dir=cache_root(os.environ) / "pace")  # runs of the token share it
+    if not bm.fork:  # the fork follows the token: its PRs are the login's
+        bm = bm.with_login(forge.current_user())
     shown = []
     for ps in patch_sets:
         state, records = forge_records(forge, ps, bm)

@@ -48,7 +48,7 @@ from backport.errors import ConfigError
 
 FORGES = ("gitcode", "local")
 DEFAULT_FORK_BRANCH = "test-{slug}-{target}"
-FORK_PLACEHOLDER = "<your-login>/pytorch"  # the shipped map's fork, until the user sets theirs
+FORK_PLACEHOLDER = "<your-login>/pytorch"  # earlier shipped maps' fork: read as not set
 TEMPLATE_FIELDS = ("slug", "target", "name", "api")
 GITCODE_WEB_URL = "https://gitcode.com"
 GITCODE_API_URL = "https://api.gitcode.com/api/v5"
@@ -109,7 +109,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     root = doc.load()
     base = path.parent
     top = doc.mapping(
-        root, TOP_KEYS, required=("forge", "upstream", "fork", "environments", "branches")
+        root, TOP_KEYS, required=("forge", "upstream", "environments", "branches")
     )
     forge = doc.string(top["forge"])
     if forge not in FORGES:
@@ -117,8 +117,8 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
             top["forge"], f"must be 'gitcode' or 'local', not '{forge}'{suggest(forge, FORGES)}"
         )
     upstream = _repo_name(doc, top["upstream"])
-    fork_unset = _fork_placeholder(doc, top["fork"], upstream)
-    fork = FORK_PLACEHOLDER if fork_unset else _repo_name(doc, top["fork"])
+    fork_note = _fork_placeholder(doc, top["fork"]) if "fork" in top else ""
+    fork = "" if fork_note or "fork" not in top else _repo_name(doc, top["fork"])
     if forge == "gitcode" and upstream.lower() == fork.lower():
         doc.fail(
             top["fork"], f"'{fork}' is the upstream repository; backport pushes only to a fork"
@@ -145,7 +145,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         forge=forge,
         upstream=upstream,
         fork=fork,
-        fork_unset=fork_unset,
+        fork_note=fork_note,
         fork_branch=fork_branch,
         upstream_url=urls["upstream_url"],
         fork_url=urls["fork_url"],
@@ -164,14 +164,15 @@ def _repo_name(doc: Doc, v: Val) -> str:
     return text
 
 
-def _fork_placeholder(doc: Doc, v: Val, upstream: str) -> str:
-    """The "set your fork" sentence when ``fork`` is still the shipped placeholder, else ""."""
+def _fork_placeholder(doc: Doc, v: Val) -> str:
+    """The warning when ``fork`` is the placeholder earlier maps shipped, else "": it is read
+    as not set (the fork follows the token's login, which is what it stood for)."""
     if doc.string(v, max_len=200) != FORK_PLACEHOLDER:
         return ""
     return doc.error(
         v.line,
-        f"fork is the shipped placeholder '{FORK_PLACEHOLDER}'; set your fork: the key fork "
-        f"names your own fork of {upstream} (owner/repo)",
+        f"fork is the old placeholder '{FORK_PLACEHOLDER}', read as not set: the fork follows "
+        "the token's login; delete the line, or name your fork there (owner/repo)",
     ).message
 
 
@@ -423,7 +424,8 @@ def _urls(
         urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, rel_base)
     if forge == "gitcode":
         urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")
-        urls.setdefault("fork_url", f"{web_url}/{fork}.git")
+        if fork:  # else the token's login names it (`BranchMap.with_login`)
+            urls.setdefault("fork_url", f"{web_url}/{fork}.git")
         urls.setdefault("api_url", GITCODE_API_URL)
     else:
         for key in ("upstream_url", "fork_url"):
@@ -432,8 +434,9 @@ def _urls(
                     top["forge"], f"'local' needs {key} in {doc.display} or {URL_VARIABLES[key]}"
                 )
         urls.setdefault("api_url", "")
-    if repo_identity(urls["upstream_url"]) == repo_identity(urls["fork_url"]):
-        where = origin["fork_url"] or top["fork"]
+    urls.setdefault("fork_url", "")
+    if urls["fork_url"] and repo_identity(urls["upstream_url"]) == repo_identity(urls["fork_url"]):
+        where = origin["fork_url"] or top.get("fork")
         _url_fail(
             doc,
             where,

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from backport.config.patchfiles import Patch
+from backport.errors import BackportError, ConfigError
 
 DEFAULT_TEST_TIMEOUT = 1800.0  # seconds
+TOKEN_LOGIN = "<token's login>"  # how a fork that follows a token not known yet is shown
+_LOGIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def fork_of(upstream: str, login: str) -> str:
+    """The fork a login has of ``upstream`` on GitCode: ``<login>/<upstream's repo name>``."""
+    return f"{login}/{upstream.partition('/')[2]}"
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,7 @@ class BranchMap:
     path: Path
     forge: str  # "gitcode" | "local"
     upstream: str  # owner/repo receiving PRs
-    fork: str  # owner/repo fork branches are pushed to
+    fork: str  # owner/repo fork branches are pushed to; "" follows the token (`with_login`)
     fork_branch: str  # template with {slug}, {target}, {name}, {api}
     upstream_url: str
     fork_url: str
@@ -85,7 +95,29 @@ class BranchMap:
     targets: dict[str, Target]  # insertion order = file order
     pr: PrOptions = PrOptions()
     web_url: str = "https://gitcode.com"  # forge web root, for issue and PR links
-    fork_unset: str = ""  # the "set your fork" sentence while fork is the shipped placeholder
+    fork_note: str = ""  # a warning about `fork:` (the old placeholder, read as not set)
+
+    @property
+    def fork_shown(self) -> str:
+        """The fork as a message names it: set, or the one the token's login will give."""
+        return self.fork or fork_of(self.upstream, TOKEN_LOGIN)
+
+    def with_login(self, login: str) -> BranchMap:
+        """The map whose fork follows the token of ``login`` (a fork set in the file stays);
+        ``login`` "" (not known: a dry run without a token) leaves it unnamed."""
+        if self.fork or not login:
+            return self
+        if not _LOGIN.fullmatch(login):
+            raise BackportError("forge", f"the forge named the token's user {login[:60]!r}, "
+                                         "which is not a login; set fork: in "
+                                         f"{self.path.name} to your fork (owner/repo)")
+        fork = fork_of(self.upstream, login)
+        fork_url = self.fork_url or f"{self.web_url}/{fork}.git"
+        if fork.casefold() == self.upstream.casefold() or fork_url == self.upstream_url:
+            raise ConfigError(f"{self.path.name}: the fork follows the token, and the token's "
+                              f"login {login} makes it {fork}, the upstream itself; set fork: "
+                              "to a fork (backport pushes only to a fork)")
+        return dataclasses.replace(self, fork=fork, fork_url=fork_url)
 
     def fork_branch_for(self, slug: str, target: str, name: str = "", api: str = "") -> str:
         return self.fork_branch.format(slug=slug, target=target, name=name or slug, api=api)
@@ -167,3 +199,7 @@ class Project:
     @property
     def state_dir(self) -> Path:
         return self.root / ".backport"
+
+    def with_branch_map(self, branch_map: BranchMap) -> Project:
+        """The project with ``branch_map`` (its fork named: `BranchMap.with_login`)."""
+        return dataclasses.replace(self, branch_map=branch_map)

@@ -260,7 +260,7 @@ def resolve(
     for lines, no_deps in ((env.requirements, False), (env.no_deps, True)):
         if not lines:
             continue
-        found = _dry_run(env, lines, no_deps or not with_deps, platform, python_version, timeout)
+        found = _pip_resolution(env, lines, no_deps or not with_deps, platform, python_version, timeout)
         for item in found:
             meta = item.get("metadata") or {}
             plan.append(Planned(
@@ -279,7 +279,7 @@ def resolve(
     return plan
 
 
-def _dry_run(
+def _pip_resolution(
     env: Environment,
     lines: Sequence[str],
     no_deps: bool,

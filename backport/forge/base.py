@@ -23,6 +23,7 @@ class PullRequest:
     state: str  # "open" | "closed" | "merged"
     draft: bool = False
     not_taken: tuple[str, ...] = ()  # fields an update sent that the PR still does not show
+    planned: bool = False  # the create or update was only described (a dry forge's answer)
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,18 @@ class Forge(Protocol):
     """Find-or-create PRs from fork branches into upstream target branches.
 
     Everything forge-specific stays behind this protocol: credentials (``preflight``,
-    ``push_credentials``), head forms, retries, and whether writes really happen (``dry_run``).
+    ``push_credentials``), head forms, retries, and whether writes really happen (the dry
+    forge of `forge/dryrun.py` describes them: the PRs it answers are ``planned``).
     """
 
     name: str
-    dry_run: bool  # True when writes are only described (the dry-run wrapper)
 
     def missing(self) -> list[str]:
         """What this forge lacks that needs no network to tell (e.g. no token), one phrase each."""
+
+    def current_user(self) -> str:
+        """The login of the token's user (GitCode: ``GET /user``, asked once per forge); the
+        fork follows it where ``fork:`` is not set. "" when a dry run cannot ask (no token)."""
 
     def preflight(self) -> None:
         """Check credentials and that upstream and fork are visible; raise BackportError."""

@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
+from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
 from backport.forge.base import Comment, Forge, PlanSink, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
@@ -41,7 +42,7 @@ class DryRunForge:
         self.inner = inner
         self.plan = plan or _log_plan
         self.upstream = upstream
-        self.fork = fork
+        self._fork = fork  # "" follows the token: `fork`
         self.name = name or (inner.name if inner is not None else "dry-run")
         self.skip_reason = skip_reason
         self._said_skipped = False
@@ -51,6 +52,21 @@ class DryRunForge:
         self.windows = windows or getattr(limiter, "windows", None) or DEFAULT_WINDOWS
         self.writes = 0  # requests the planned writes would cost, read-backs included
         self.creates = 0
+
+    @property
+    def fork(self) -> str:
+        """The fork: as set, else the token's login's (asked of the inner forge), else shown
+        as the token's (a dry run without a token cannot ask)."""
+        if self._fork:
+            return self._fork
+        login = self.current_user()
+        return fork_of(self.upstream, login or TOKEN_LOGIN)
+
+    def current_user(self) -> str:
+        """A read: the inner forge's answer; "" where it has nothing to ask with (no token)."""
+        if self.inner is None or self.inner.missing():
+            return ""
+        return self.inner.current_user()
 
     def _emit(self, line: str, cost: int = 1) -> None:
         self.writes += cost
@@ -62,8 +78,8 @@ class DryRunForge:
         if self.name != "gitcode":
             return None
         client = getattr(self.inner, "client", None)
-        reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 2 * sets
-        reads += sets  # the real run reads each set's issue once (is it still open?)
+        # made now (each set's issue read too: is it still open?), or estimated without a token
+        reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
         # bodies rewritten once all PRs exist: a PATCH and the read of its draft each
         refresh = 2 * self.creates if self.creates > 1 else 0
         total = reads + self.writes + refresh
@@ -89,8 +105,6 @@ class DryRunForge:
 
     def _pulls(self, suffix: str = "") -> str:
         return f"/repos/{self.upstream}/pulls{suffix}"
-
-    dry_run = True
 
     def missing(self) -> list[str]:
         return []  # a dry run writes nothing, so it needs no token
@@ -147,7 +161,7 @@ class DryRunForge:
                    cost=4)  # the listing read afresh (open, locked), the POST, the read-back
         self.creates += 1
         pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
-                         head_repo=self.fork, base=base, state="open", draft=draft)
+                         head_repo=self.fork, base=base, state="open", draft=draft, planned=True)
         self._planned[(head, base)] = pr
         return pr
 
@@ -168,7 +182,7 @@ class DryRunForge:
                        f"body=<{len(body)} chars>"
                        f"{'' if draft is None else f' draft={str(draft).lower()}'}"
                        f"{'' if close_related_issue is None else f' close_related_issue={str(close_related_issue).lower()}'}")
-        changes: dict = {"title": title, "body": body}
+        changes: dict = {"title": title, "body": body, "planned": True}
         if draft is not None:
             changes["draft"] = draft
         updated = dataclasses.replace(current, **changes)

@@ -11,7 +11,7 @@ from backport.forge.base import Forge, PlanSink
 from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import DEFAULT_WINDOWS, parse_windows
-from backport.forge.local import LocalForge
+from backport.forge.local import LOCAL_USER_VARIABLE, LocalForge
 from backport.forge.token import resolve_token
 
 FORGES = ("gitcode", "local")
@@ -62,25 +62,25 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
     wait for the rate limit (seconds left and why). ``pace_dir``: where the GitCode client
     keeps the token's request log shared by every process of this host (None: per process).
     """
+    forge: Forge
     if branch_map.forge == "local":
-        forge: Forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
-                                  fork=branch_map.fork)
-        if dry_run:
-            return DryRunForge(forge, plan, upstream=branch_map.upstream, fork=branch_map.fork)
-        return forge
-    if branch_map.forge == "gitcode":
+        forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
+                           fork=branch_map.fork,
+                           user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip())
+    elif branch_map.forge == "gitcode":
         if token is None and environ is not None:
             token = resolve_token(branch_map.api_url, environ)
-        if dry_run and not token:
-            return DryRunForge(None, plan, upstream=branch_map.upstream, fork=branch_map.fork,
-                               name="gitcode", skip_reason="no GitCode token",
-                               windows=rate_windows(environ))
         forge = GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
                              web_url=branch_map.web_url, timeout=timeout,
                              settle=settle_seconds(environ), windows=rate_windows(environ),
                              notify=notify, pace_dir=pace_dir)
-        if dry_run:
-            return DryRunForge(forge, plan, upstream=branch_map.upstream, fork=branch_map.fork)
+    else:
+        raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not one of "
+                          f"{', '.join(FORGES)}.")
+    if not dry_run:
         return forge
-    raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not one of "
-                      f"{', '.join(FORGES)}.")
+    skipped = forge.name == "gitcode" and not token  # no token: the dry run reads nothing either
+    return DryRunForge(None if skipped else forge, plan, upstream=branch_map.upstream,
+                       fork=branch_map.fork, name=forge.name,
+                       skip_reason="no GitCode token" if skipped else "",
+                       windows=rate_windows(environ))

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from backport.config.model import fork_of
 from backport.errors import BackportError
 from backport.forge.base import Comment, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, ApiTransportError, seg
@@ -178,7 +179,6 @@ class GitCodeForge:
     """Find-or-create PRs on GitCode (REST v5) from ``fork`` branches into ``upstream``."""
 
     name = "gitcode"
-    dry_run = False
 
     def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
                  web_url: str = "https://gitcode.com", timeout: float = 30.0,
@@ -191,7 +191,7 @@ class GitCodeForge:
                  pace_dir: Path | None = None) -> None:
         self.api_url = api_url.rstrip("/")
         self.upstream = upstream
-        self.fork = fork
+        self._fork = fork  # "" follows the token: `fork`
         self.web_url = web_url.rstrip("/")
         self.has_token = bool(token)
         self._token = token
@@ -203,7 +203,6 @@ class GitCodeForge:
         self._clock = clock
         owner, _, repo = upstream.partition("/")
         self._base_path = f"/repos/{seg(owner)}/{seg(repo)}"
-        self.fork_owner = fork.partition("/")[0]
         self.login: str | None = None  # the token's own user (GET /user)
         self.listing_ttl = listing_ttl
         self._lock = threading.RLock()
@@ -212,6 +211,15 @@ class GitCodeForge:
         self._closed_for: set[tuple[str, str]] = set()  # (head, base) of PRs closed as wrong
         self._created: set[int] = set()  # PRs this client opened (no issue linked yet)
         self._issue_states: dict[int, str] = {}
+
+    @property
+    def fork(self) -> str:
+        """The fork: as branches.yaml names it, else the token's login's (``GET /user``)."""
+        return self._fork or fork_of(self.upstream, self.current_user())
+
+    @property
+    def fork_owner(self) -> str:
+        return self.fork.partition("/")[0]
 
     # ------------------------------------------------------------------ helpers
     def _pulls(self, suffix: str = "") -> str:
@@ -331,25 +339,30 @@ class GitCodeForge:
         if not self.has_token:
             raise BackportError("auth", f"No GitCode token for {self.api_url}; set GITCODE_TOKEN "
                                         "(or BACKPORT_TOKEN) to a personal access token.")
-        self._user()
-        for role, repo, code in (("upstream", self.upstream, "upstream-unreachable"),
-                                 ("fork", self.fork, "fork-unreachable")):
+        self.current_user()
+        fork_role = "fork in branches.yaml" if self._fork else "fork that follows the token's login"
+        for role, repo, code in (("upstream in branches.yaml", self.upstream, "upstream-unreachable"),
+                                 (fork_role, self.fork, "fork-unreachable")):
             owner, _, name = repo.partition("/")
             try:
                 self.client.get(f"/repos/{seg(owner)}/{seg(name)}")
             except ApiError as exc:
                 if exc.not_found:
                     raise BackportError(
-                        code, f"GitCode has no repository {repo} (the {role} in branches.yaml) visible "
+                        code, f"GitCode has no repository {repo} (the {role}) visible "
                               f"to this token: GET {self.api_url}/repos/{owner}/{name} answered "
                               f"{exc.status}: {exc.server_message}.") from None
                 raise
 
-    def _user(self) -> str:
+    def current_user(self) -> str:
         """The token's own login (``GET /user``, read once)."""
         with self._lock:
             if self.login is not None:
                 return self.login
+            if not self.has_token:
+                raise BackportError("auth", f"No GitCode token for {self.api_url}, so nobody to "
+                                            "ask GET /user about; set GITCODE_TOKEN (or "
+                                            "BACKPORT_TOKEN) to a personal access token.")
             try:
                 data = self.client.get("/user")
             except ApiError as exc:
@@ -360,14 +373,20 @@ class GitCodeForge:
                                 "access token.") from None
                 raise
             login = data.get("login") if isinstance(data, dict) else None
-            self.login = login if isinstance(login, str) and login else self.fork_owner
+            if not (isinstance(login, str) and login):
+                if not self._fork:
+                    raise BackportError("forge", f"GET {self.api_url}/user named no login, so "
+                                                 "the fork cannot follow the token; set fork: "
+                                                 "in branches.yaml")
+                login = self._fork.partition("/")[0]
+            self.login = login
             return self.login
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
         """Environment for ``git push`` over HTTPS: the token via askpass, never in argv or URL,
         with the token's own login as the user name (the fork may belong to an organisation)."""
         if self._token and url.startswith(("https://", "http://")):
-            return askpass_env(self._token, self._user())
+            return askpass_env(self._token, self.current_user())
         return None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
@@ -652,9 +671,9 @@ class GitCodeForge:
             source = f"the upstream branch {source}"
         wanted = f"{self.fork}:{head}"
         author = _author(full)
-        if pr.base != base or not author or author.casefold() != self._user().casefold():
+        if pr.base != base or not author or author.casefold() != self.current_user().casefold():
             reason = (f"its base is {pr.base or 'not shown'}, not {base}" if pr.base != base
-                      else f"its author is {author or 'not shown'}, not {self._user()}")
+                      else f"its author is {author or 'not shown'}, not {self.current_user()}")
             raise BackportError(
                 "forge", redact(f"GitCode PR !{number} ({pr.url}) shows its head as {source}, "
                                 f"not the fork branch {wanted}, but {reason}, so backport left "

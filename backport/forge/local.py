@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from backport.config.model import fork_of
 from backport.errors import BackportError
 from backport.forge.base import Comment, PullRequest, SourcePrInfo
 
@@ -70,6 +71,7 @@ CREATE TABLE IF NOT EXISTS pr_people (
 """
 
 STATES = ("open", "closed", "merged")
+LOCAL_USER_VARIABLE = "BACKPORT_LOCAL_USER"  # the local forge's user, as a token names one
 
 
 def _now() -> str:
@@ -80,13 +82,27 @@ class LocalForge:
     """A forge whose PRs live in a SQLite database at ``path``."""
 
     name = "local"
-    dry_run = False
 
-    def __init__(self, path: Path, *, upstream: str, fork: str, busy_timeout: float = 60.0) -> None:
+    def __init__(self, path: Path, *, upstream: str, fork: str, user: str = "",
+                 busy_timeout: float = 60.0) -> None:
         self.path = Path(path)
         self.upstream = upstream
-        self.fork = fork
+        self._fork = fork  # "" follows the user: `fork`
+        self.user = user  # who this forge's client is (BACKPORT_LOCAL_USER); "" the fork's owner
         self.busy_timeout = busy_timeout
+
+    @property
+    def fork(self) -> str:
+        """The fork: as branches.yaml names it, else the user's (:meth:`current_user`)."""
+        return self._fork or fork_of(self.upstream, self.current_user())
+
+    def current_user(self) -> str:
+        """The local forge's user, as a token's login on GitCode: ``user``, else the owner of
+        the fork branches.yaml names."""
+        login = self.user or self._fork.partition("/")[0]
+        if not login:
+            raise BackportError("auth", self.missing()[0])
+        return login
 
     # ------------------------------------------------------------------ storage
     def _connect(self) -> sqlite3.Connection:
@@ -164,7 +180,11 @@ class LocalForge:
 
     # ------------------------------------------------------------------ protocol
     def missing(self) -> list[str]:
-        return []
+        """Nothing, unless the fork is to follow a user this forge does not know."""
+        if self._fork or self.user:
+            return []
+        return [f"no user for the local forge {self.path}: set {LOCAL_USER_VARIABLE} (the fork "
+                "follows it) or fork: in branches.yaml"]
 
     def preflight(self) -> None:
         """Nothing to check beyond the database being writable when it exists."""

@@ -23,12 +23,13 @@ from backport.pipeline.flow import BranchFlow, RunParts
 from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
 from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.pr_step import refresh_sibling_pr
+from backport.pipeline.reach import Need
 from backport.pipeline.schedule import Schedule
 from backport.pipeline.session import ApplyOptions, Session
 from backport.pipeline.shared_results import read_set
 from backport.pipeline.source_comment import write_summary
 from backport.pipeline.steps import BranchJob, Event
-from backport.records import BranchRecord
+from backport.records import SKIP_DRY_NO_ENVS, BranchRecord
 from backport.report.summary import render_markdown
 from backport.states import FAILURES, Status
 
@@ -138,13 +139,14 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
     chosen = select_targets(patch_sets, options.branches)
     session = Session(project, options, environ=environ, plan=plan,
                       notify=functools.partial(progress.event, FORGE_ROW, "rate limit"))
-    if not options.dry_run:
+    persist = not options.course.dry_run  # a dry run writes no journal and no report
+    if persist:
         secure_dir(project.state_dir)
     def event_for(ps: PatchSet, target: str) -> Event:
         name = f"{ps.name}:{target}" if len(patch_sets) > 1 else target
         return functools.partial(progress.event, name)
     try:
-        with locked_journals(project, patch_sets, progress, persist=not options.dry_run) as journals:
+        with locked_journals(project, patch_sets, progress, persist=persist) as journals:
             jobs = []
             for ps in patch_sets:
                 for target in chosen[ps.name]:
@@ -154,16 +156,15 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
                                           event_for(ps, target)))
             outcomes = [Outcome(ps, chosen[ps.name], journals[ps.name]) for ps in patch_sets]
             pending = [job for job in jobs if needs_work(job, options)]
-            if pending:
-                _run_jobs(session, pending, options, event_for)
-            if not options.dry_run:
+            needs = _run_jobs(session, pending, options, event_for) if pending else []
+            if persist:
                 for outcome in outcomes:
                     write_report(outcome)
             elif pending and estimate is not None:
                 summary = session.remote.request_summary(len(patch_sets))
                 if summary:
                     estimate(summary)
-                for need in session.remote.missing():
+                for need in needs:
                     estimate(f"needs what this dry run does not: {need}")
             return outcomes
     finally:
@@ -191,10 +192,13 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
 
 
 def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
-              event_for: EventFor) -> None:
-    publishing = not (options.no_push or options.no_pr)
-    check_prerequisites(session, jobs, publishing=publishing)
-    if publishing:
+              event_for: EventFor) -> list[str]:
+    """Run the jobs; returns what the real run needs that a dry run went on without."""
+    needs = check_prerequisites(session, jobs)
+    if any(need is Need.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
+        session.options = options = options.without_tests(SKIP_DRY_NO_ENVS)
+    session.follow_token()
+    if options.course.pushes:
         session.remote.forge().preflight()  # a bad token stops the run before anything is pushed
     if not options.skip_tests:
         _prewarm(session, jobs)
@@ -224,38 +228,51 @@ def _run_jobs(session: Session, jobs: list[BranchJob], options: ApplyOptions,
         session.close()  # kills running tests so an interrupt is prompt
         raise
     pool.shutdown(wait=True)
-    _refresh_siblings(session, jobs, event_for)
-    _write_summaries(session, jobs)
+    if options.course.opens_prs and not options.course.dry_run:  # a dry run's PRs are not there
+        _refresh_siblings(session, jobs, event_for)
+        _write_summaries(session, jobs)
+    return [problem.message.rstrip(".") for _, problem in needs]
 
 
-def check_prerequisites(session: Session, jobs: list[BranchJob], *, publishing: bool) -> None:
-    """Stop before any work when something that needs no network to check is missing (the
-    fork still the placeholder, an environment not built, no forge token), naming everything
-    missing in one sentence."""
+def check_prerequisites(session: Session,
+                        jobs: list[BranchJob]) -> list[tuple[Need, BackportError]]:
+    """What the run's reach needs that needs no network to check (`Course.needs`: environments
+    built, the forge's token, a fork to push to). A real run missing any stops before any work,
+    naming everything missing in one sentence; a dry run goes on and returns them (its end
+    names them as what the real run needs)."""
+    course = session.options.course
+    missing = [(need, problem) for need in course.needs(skip_tests=session.options.skip_tests)
+               for problem in _missing(need, session, jobs)]
+    if course.dry_run or not missing:
+        return missing
+    problems = [problem for _, problem in missing]
+    if len(problems) == 1:
+        raise problems[0]
+    parts = [p.message.rstrip(".") for p in problems]
+    first = problems[0].code  # each is a configuration or usage error (exit 2)
+    lead = "" if len(parts) == 1 else f"{len(parts)} things are missing before the run can start: "
+    text = lead + "; and ".join(parts)
+    raise BackportError(first, text[0].upper() + text[1:] + ".")
+
+
+def _missing(need: Need, session: Session, jobs: list[BranchJob]) -> list[BackportError]:
+    """What this machine lacks of ``need``, one error each."""
     bm = session.project.branch_map
-    problems: list[BackportError] = []
-    if bm.fork_unset and not session.options.no_push:  # never push to the placeholder
-        problems.append(ConfigError(bm.fork_unset))
-    if not session.options.skip_tests:
+    if need is Need.ENVIRONMENTS:
         users: dict[str, list[str]] = {}
         for job in jobs:
             users.setdefault(bm.targets[job.target].env, []).append(job.target)
         try:
             require_built({name: bm.environments[name] for name in users}, users)
         except BackportError as exc:
-            problems.append(exc)
-    if publishing:
-        problems.extend(BackportError("auth", text) for text in session.remote.missing())
-    if session.options.dry_run and all(p.code == "auth" for p in problems):
-        return  # the dry run goes on; its estimate names what the real run needs
-    if len(problems) == 1 and problems[0].code != "auth":
-        raise problems[0]
-    if problems:
-        parts = [p.message.rstrip(".") for p in problems]
-        first = problems[0].code  # an environment not built is a usage error (exit 2)
-        lead = "" if len(parts) == 1 else f"{len(parts)} things are missing before the run can start: "
-        text = lead + "; and ".join(parts)
-        raise BackportError(first, text[0].upper() + text[1:] + ".")
+            return [exc]
+        return []
+    if need is Need.TOKEN:
+        return [ConfigError(text) for text in session.remote.missing()]
+    if bm.fork or not session.remote.missing():  # set, or the token names it
+        return []
+    return [ConfigError(f"the fork's name: it follows the token's login ({bm.fork_shown}), "
+                        f"or set fork: in {bm.path.name}")]
 
 
 REFRESH_ROUNDS = 3  # reads of the set's PRs after a run; each further one only after a write
@@ -272,8 +289,6 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
     at the same moment each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are
     already current are left alone.
     """
-    if session.options.dry_run or session.options.no_pr or session.options.no_push:
-        return
     bm = session.project.branch_map
     for name in dict.fromkeys(job.patch_set.name for job in jobs):
         first = next(job for job in jobs if job.patch_set.name == name)
@@ -305,8 +320,6 @@ def _refresh_siblings(session: Session, jobs: list[BranchJob], event_for: EventF
 
 def _write_summaries(session: Session, jobs: list[BranchJob]) -> None:
     """The summary comment on the source PR of each set made from a PR (best effort)."""
-    if session.options.dry_run or session.options.no_pr or session.options.no_push:
-        return
     for name in dict.fromkeys(job.patch_set.name for job in jobs):
         first = next(job for job in jobs if job.patch_set.name == name)
         ps = first.patch_set

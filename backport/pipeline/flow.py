@@ -70,26 +70,21 @@ def always(rec: BranchRecord, options: ApplyOptions) -> bool:
 
 
 def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
-    """True for a branch the run pushes (and opens a PR for): tested, or failed with
-    --pr-on-failure; never with --no-push (unless --dry-run, which only plans it)."""
+    """True for a branch the run pushes (and opens a PR for), or plans to: tested, or failed
+    with --pr-on-failure, in a run whose reach goes past this machine."""
     eligible = rec.status in (Status.TESTED, Status.PUSHED) or (
         rec.status == Status.TEST_FAILED and options.pr_on_failure and rec.commit is not None)
-    return eligible and not (options.no_push and not options.dry_run)
+    return eligible and options.course.pushes
 
 
 def wants_pr(rec: BranchRecord, options: ApplyOptions) -> bool:
-    return not options.no_pr
-
-
-def opens_prs(options: ApplyOptions) -> bool:
-    """True when the run may open PRs (or plans them): not with --no-pr or --no-push."""
-    return not options.no_pr and not (options.no_push and not options.dry_run)
+    return options.course.opens_prs
 
 
 def run_proposed_step(parts: RunParts, job: BranchJob) -> bool:
     """The look-up runs only where the run would open a PR; elsewhere the branch goes on."""
     session = parts.session
-    if not opens_prs(session.options):
+    if not session.options.course.opens_prs:
         return True
     return proposed_step(job, session.remote.forge(), session.project.branch_map)
 
@@ -112,7 +107,7 @@ def run_push_step(parts: RunParts, job: BranchJob) -> bool:
     session = parts.session
     return push_step(job, repo=session.cache.path, fork_url=session.project.branch_map.fork_url,
                      push_env=session.remote.push_env(), options=session.options,
-                     plan=session.plan)
+                     fork=session.fork)
 
 
 def run_pr_step(parts: RunParts, job: BranchJob) -> bool:

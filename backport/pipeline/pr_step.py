@@ -113,7 +113,7 @@ def _create(job: BranchJob, forge: Forge, body: str, draft: bool, new_pr: bool) 
     number is journaled as soon as the forge answers it, and a PR the forge opened wrong (and
     backport closed) is journaled too."""
     ps, rec = job.patch_set, job.record
-    if rec.closed_prs and not forge.dry_run:
+    if rec.closed_prs:
         raise BackportError(
             "forge", f"backport closed PR !{rec.closed_prs[-1]} for {job.fork_branch} in an "
                      "earlier run because the forge opened it from another repository or "
@@ -190,7 +190,7 @@ def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
     """The branch's end state (done, planned, or a failed test shown by a draft), the
     warnings said once, and the worktree of a finished branch removed."""
     rec = job.record
-    if forge.dry_run:
+    if writes.pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
         final, message = Status.PLANNED, "dry run: no PR written"
     elif rec.test is not None and rec.test.ok is False:
         final = Status.TEST_FAILED
@@ -230,7 +230,7 @@ def _said_again(warning: str, info: PrInfo, issue: int) -> bool:
 def _closed_issue(forge: Forge, issue: int, pr: PullRequest) -> str | None:
     """A warning when the set's issue is closed while this PR is open (a sibling's merge may
     have closed it for all of them)."""
-    if forge.dry_run or pr.state != "open" or forge.issue_state(issue) != "closed":
+    if pr.state != "open" or forge.issue_state(issue) != "closed":
         return None
     return (f"issue #{issue} is closed while PR !{pr.number} is open; reopen it if the "
             "backports are not all merged")

@@ -27,7 +27,7 @@ def judge_unverified(job: BranchJob, forge: Forge) -> None:
     """A PR opened by an earlier run but never read back: judge it now, before anything else
     (kept, or closed when it came from the wrong source)."""
     recorded = job.record.pr
-    if recorded is None or not recorded.unverified or forge.dry_run:
+    if recorded is None or not recorded.unverified:
         return
     try:
         pr = forge.verify_pr(recorded.number, job.fork_branch, job.target,
@@ -48,7 +48,7 @@ def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
     """Before a create: when the PR the journal recorded was closed or merged, stop this
     branch with one sentence, unless ``new_pr`` asks for another PR."""
     recorded = job.record.pr
-    if recorded is None or new_pr or forge.dry_run:
+    if recorded is None or new_pr:
         return
     try:
         pr = forge.get_pr(recorded.number)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -17,6 +18,8 @@ from backport.envs.pool import Environments
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
+from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
+from backport.pipeline.reach import Course
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -26,9 +29,7 @@ class ApplyOptions:
     """What the user asked of `apply` (and of `continue`, which resumes one branch)."""
 
     branches: tuple[str, ...] = ()
-    dry_run: bool = False
-    no_push: bool = False
-    no_pr: bool = False
+    course: Course = Course()  # how far the run goes, decided once (`Course.of_flags`)
     skip_tests: bool = False
     skip_cause: str = "request"  # why tests are skipped (records.SKIP_ON_REQUEST / SKIP_NO_TORCH)
     force: bool = False
@@ -39,6 +40,11 @@ class ApplyOptions:
     overwrite_fork_branch: bool = False
     timeout: float | None = None
     new_pr: bool = False  # open a new PR where the recorded one was closed or merged
+
+    def without_tests(self, cause: str) -> ApplyOptions:
+        """These options with the tests skipped for ``cause`` (a `records.SKIP_*`: a dry run
+        where environments are not built)."""
+        return dataclasses.replace(self, skip_tests=True, skip_cause=cause)
 
     @property
     def workers(self) -> int:
@@ -88,12 +94,12 @@ class DocsAudit:
 class ForgeAccess:
     """The forge client of one run, built when first needed; it finds its own credentials."""
 
-    def __init__(self, project: Project, environ: Mapping[str, str], *, dry_run: bool = False,
+    def __init__(self, project: Project, environ: Mapping[str, str], *, course: Course | None = None,
                  plan: Callable[[str], None] | None = None,
                  notify: Callable[[str], None] | None = None) -> None:
         self.project = project
         self.environ = environ
-        self.dry_run = dry_run
+        self.course = course or Course()
         self.plan = plan or (lambda line: None)
         self.notify = notify
         self._lock = threading.Lock()
@@ -104,15 +110,14 @@ class ForgeAccess:
         with self._lock:
             if self._forge is None:
                 self._forge = make_forge(self.project.branch_map, self.project.state_dir,
-                                         environ=self.environ, dry_run=self.dry_run,
+                                         environ=self.environ, dry_run=self.course.dry_run,
                                          plan=self.plan, notify=self.notify,
                                          pace_dir=cache_root(self.environ) / "pace")
             return self._forge
 
     def missing(self) -> list[str]:
-        """What the real run's forge lacks (no token...), in a dry run too: its plan says it."""
-        if not self.dry_run:
-            return self.forge().missing()
+        """What the real run's forge lacks (no token...); a dry forge lacks nothing, so this
+        asks the forge the real run would have."""
         return make_forge(self.project.branch_map, self.project.state_dir,
                           environ=self.environ).missing()
 
@@ -143,8 +148,20 @@ class Session:
         keep = keep_policy(self.environ) if options.keep_workers else None
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
         self.docs = DocsAudit(self.cache)
-        self.remote = ForgeAccess(project, self.environ, dry_run=options.dry_run, plan=self.plan,
+        self.remote = ForgeAccess(project, self.environ, course=options.course, plan=self.plan,
                                   notify=notify)
+        self.fork: Fork = PlannedFork(self.plan) if options.course.dry_run else GitFork()
+
+    def follow_token(self) -> None:
+        """Name the fork where branches.yaml leaves it to the token: ``<login>/<repo>``, the
+        login asked of the forge once (``GET /user``). A dry run without a token cannot ask;
+        its fork stays unnamed and its plan says so."""
+        bm = self.project.branch_map
+        if bm.fork or not self.options.course.pushes:
+            return
+        self.project = self.project.with_branch_map(
+            bm.with_login(self.remote.forge().current_user()))
+        self.remote.project = self.project
 
     def close(self) -> None:
         self.envs.close()

@@ -24,11 +24,10 @@ from backport.git.present import (
     AddedTest,
     with_classes,
 )
-from backport.git.push import push_branch
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.beyond_tests import changes_for_run
 from backport.pipeline.decide import Decision, Outcome, decide
-from backport.pipeline.fork_read import fork_head
+from backport.pipeline.fork_read import Fork
 from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.session import ApplyOptions
@@ -302,17 +301,17 @@ def runner_kind(runner: Any, overlay: Path | None = None, target: str = "") -> s
 
 # -- push -------------------------------------------------------------------------------------
 def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, str] | None,
-              options: ApplyOptions, plan: Callable[[str], None]) -> bool:
+              options: ApplyOptions, fork: Fork) -> bool:
     """Push the fork branch to the fork only, with a lease on what this tool last pushed.
 
     ``repo`` holds the commit; ``push_env`` carries the push credentials. Nothing is pushed
     when the fork branch is already at the commit, or someone else moved it (unless
-    ``options.overwrite_fork_branch``); ``options.dry_run`` only plans the push.
+    ``options.overwrite_fork_branch``); a dry run's ``fork`` only plans the push.
     """
     rec = job.record
     commit = rec.commit
     assert commit is not None
-    remote = fork_head(fork_url, job.fork_branch, push_env, dry_run=options.dry_run, plan=plan)
+    remote = fork.head(fork_url, job.fork_branch, push_env)
     ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
     if remote == commit:
         job.change(lambda r: r.pushed(commit))
@@ -326,15 +325,12 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
                    f"--overwrite-fork-branch to replace it, or keep it and open the PR by hand")
         job.stop(lambda r: r.fork_diverged(message, remote))
         return False
-    if options.dry_run:
-        plan(f"git push --force-with-lease={job.fork_branch}:{remote or ''} <fork> "
-                     f"{commit[:9]}:refs/heads/{job.fork_branch}")
-        job.change(lambda r: r.planned("dry run: nothing pushed"))
-        return True
     job.event("pushing", f"{job.fork_branch} -> fork")
-    job.change(lambda r: r.push_started(commit))
     try:
-        push_branch(repo, fork_url, commit, job.fork_branch, expect=remote, env=push_env)
+        if not fork.push(repo, fork_url, commit, job.fork_branch, expect=remote, env=push_env,
+                         started=lambda: job.change(lambda r: r.push_started(commit))):
+            job.change(lambda r: r.planned("dry run: nothing pushed"))
+            return True
     except BackportError as exc:
         output = exc.details.get("output")
         if not output:

@@ -47,7 +47,8 @@ _OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "
 
 # Why tests did not run on purpose, by `records.TestResult.skip_cause`.
 SKIPPED_ZH = {"request": "未运行：按 `--skip-tests` 跳过测试",
-              "no-torch": "未运行：运行本工具的主机上没有装有 torch 的 Python 解释器"}
+              "no-torch": "未运行：运行本工具的主机上没有装有 torch 的 Python 解释器",
+              "dry-no-envs": "未运行：测试环境尚未构建（试运行）"}
 
 
 def code(text: str) -> str:

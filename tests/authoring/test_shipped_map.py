@@ -14,7 +14,6 @@ import requests
 from packaging.requirements import Requirement
 
 from backport.config import load_branch_map
-from backport.config.branch_map import FORK_PLACEHOLDER
 from backport.envs.setup import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +33,7 @@ def _project_copy(tmp_path: Path) -> Path:
     project.mkdir()
     text = (ROOT / "branches.yaml").read_text(encoding="utf-8")
     (project / "branches.yaml").write_text(
-        text.replace(f'fork: "{FORK_PLACEHOLDER}"', "fork: maintainer/pytorch"), encoding="utf-8")
+        text + "fork: maintainer/pytorch\n", encoding="utf-8")
     shutil.copytree(ROOT / "patches", project / "patches")
     return project
 
@@ -53,8 +52,9 @@ def _closed_port() -> int:
 
 def test_the_shipped_map_is_the_real_one() -> None:
     bm = load_branch_map(ROOT / "branches.yaml", environ={"BACKPORT_ENVS": "/envs"})
-    assert (bm.forge, bm.upstream, bm.fork) == ("gitcode", "Ascend/pytorch", FORK_PLACEHOLDER)
-    assert "set your fork" in bm.fork_unset  # nobody else's fork: the user sets theirs
+    assert (bm.forge, bm.upstream, bm.fork) == ("gitcode", "Ascend/pytorch", "")
+    assert bm.fork_url == "" and not bm.fork_note  # nobody else's fork: the token's login names it
+    assert bm.with_login("maintainer").fork_url == "https://gitcode.com/maintainer/pytorch.git"
     assert bm.fork_branch_for("put-metric", "v2.7.1") == "test-put-metric-v2.7.1"
     assert list(bm.targets) == TARGETS
     for target, (torch, torch_npu) in PINS.items():

@@ -89,7 +89,7 @@ def test_new_with_a_missing_repo_folder_exits_2(sandbox, tmp_path: Path) -> None
                                   "the clone that holds the commits of --from HEAD")
 
 
-def test_trigger_without_a_token_exits_2_as_apply_does(sandbox, tmp_path: Path) -> None:
+def test_trigger_and_apply_without_a_token_exit_2(sandbox, tmp_path: Path) -> None:
     from tests.helpers.project import edit_config
 
     def to_gitcode(data: dict) -> None:
@@ -100,6 +100,10 @@ def test_trigger_without_a_token_exits_2_as_apply_does(sandbox, tmp_path: Path) 
     event = _args("trigger", tmp_path)[-1]
     result = run_app(sandbox.project, "trigger", "--event", event, env=no_token)
     assert result.code == 2, result.err
+    applied = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+                      env=no_token)
+    assert applied.code == 2, applied.err
+    assert "no GitCode token" in applied.err
 
 
 def test_status_exits_1_while_a_branch_is_not_finished_and_0_once_all_are(sandbox) -> None:

@@ -27,7 +27,7 @@ def test_init_writes_the_real_map_and_a_commented_example(tmp_path: Path) -> Non
     assert set(yaml.safe_load(spec)) >= {"api", "issue", "title", "tests", "device", "branches"}
     loaded = load_project(project / "branches.yaml", environ={})
     assert (loaded.patch_sets, loaded.broken) == ({}, {})
-    assert "next: set fork: in first/branches.yaml" in result.out
+    assert "next: set GITCODE_TOKEN (your fork of Ascend/pytorch follows its login" in result.out
     assert "backport env setup" in result.out and "backport check" in result.out
 
 
@@ -38,7 +38,10 @@ def test_init_without_a_folder_starts_the_project_here(tmp_path: Path) -> None:
     check = run_app(tmp_path, "check", "--offline", "--json",
                     env={"BACKPORT_ENVS": str(tmp_path / "envs")})
     assert check.code == 0, check.err
-    assert any("set your fork" in w for w in check.json()["warnings"])
+    assert not any("fork" in w for w in check.json()["warnings"])
+    (fork,) = [f for f in check.json()["findings"] if f["subject"] == "fork"]
+    assert fork["detail"] == ("follows the token's login: <token's login>/pytorch "
+                              "(offline: not asked)")
 
 
 def test_init_never_replaces_a_file_and_writes_nothing_then(tmp_path: Path) -> None:
@@ -68,8 +71,8 @@ def test_init_help_says_what_it_writes_and_what_comes_next(tmp_path: Path) -> No
     result = run_app(tmp_path, "init", "--help")
     assert result.code == 0, result.err
     text = " ".join(result.out.split())
-    for words in ("branches.yaml", "patches/example-patch.yaml", "placeholder",
-                  "never replaces a file", "set `fork:`", "backport env setup", "backport new",
+    for words in ("branches.yaml", "patches/example-patch.yaml", "follows your token",
+                  "never replaces a file", "GITCODE_TOKEN", "backport env setup", "backport new",
                   "backport check", "backport apply"):
         assert words in text, words
     top = run_app(tmp_path, "--help")

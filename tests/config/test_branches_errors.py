@@ -75,7 +75,6 @@ CASES = [
         ["branches.master:", "unknown key 'envv'"],
     ),
     ("unknown-in-pr", MIN + "pr: {label: [x]}\n", 10, ["pr:", "unknown key 'label'", "'labels'"]),
-    ("missing-fork", _replace("fork: c/b\n", ""), 1, ["missing required key 'fork'"]),
     ("missing-branches", MIN.split("branches:")[0], 1, ["missing required key 'branches'"]),
     (
         "forge-wrong",

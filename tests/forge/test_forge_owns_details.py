@@ -40,10 +40,10 @@ def test_push_goes_as_the_tokens_own_login_not_the_fork_owner(server: FakeGitCod
 
 def test_local_and_dry_run_forges(tmp_path: Path, server: FakeGitCode) -> None:
     local = LocalForge(tmp_path / "forge.sqlite", upstream=UPSTREAM, fork=FORK)
-    assert local.push_credentials("https://example.com/x.git") is None and not local.dry_run
+    assert local.push_credentials("https://example.com/x.git") is None
     inner = GitCodeForge(server.url, UPSTREAM, FORK, TOKEN)
     dry = DryRunForge(inner, [].append, upstream=UPSTREAM, fork=FORK)
-    assert dry.dry_run
+    assert dry.create_pr("b", "master", "t", "body").planned  # its answers say they are plans
     assert dry.push_credentials("https://gitcode.com/x.git") == inner.push_credentials(
         "https://gitcode.com/x.git")
     assert DryRunForge(None, [].append, upstream=UPSTREAM, fork=FORK).push_credentials(
@@ -62,4 +62,4 @@ def test_the_pipeline_names_no_forge_and_resolves_no_token() -> None:
         text = path.read_text(encoding="utf-8")
         assert '"gitcode"' not in text, path.name
         assert "forge.token" not in text and "resolve_token" not in text, path.name
-    assert "options.dry_run" not in inspect.getsource(pr_step)  # the forge knows it is a dry run
+    assert "dry_run" not in inspect.getsource(pr_step)  # the dry forge's PRs say they are plans

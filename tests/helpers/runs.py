@@ -9,6 +9,7 @@ from backport.config import load_project
 from backport.config.model import Project
 from backport.demo.sandbox import Sandbox
 from backport.pipeline.apply import Outcome, run_apply
+from backport.pipeline.reach import Course
 from backport.pipeline.session import ApplyOptions
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
@@ -35,10 +36,16 @@ def project_of(sandbox: Sandbox) -> Project:
     return load_project(sandbox.config, None, os.environ)
 
 
+FLAGS = ("dry_run", "no_push", "no_pr")  # the reach flags of `apply` (`Course.of_flags`)
+
+
 def apply(sandbox: Sandbox, **options) -> tuple[Outcome, Events]:
-    """One in-process `apply --api put_metric` with these options."""
+    """One in-process `apply --api put_metric` with these options (``dry_run``, ``no_push``
+    and ``no_pr`` spelled as the command's flags)."""
     events = Events()
-    (outcome,) = run_apply(project_of(sandbox), [NAME], ApplyOptions(**options), events,
+    flags = {flag: options.pop(flag) for flag in FLAGS if flag in options}
+    (outcome,) = run_apply(project_of(sandbox), [NAME],
+                           ApplyOptions(course=Course.of_flags(**flags), **options), events,
                            environ=dict(os.environ))
     return outcome, events
 

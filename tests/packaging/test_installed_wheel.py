@@ -87,4 +87,4 @@ def test_the_installed_wheel_runs_demo_init_and_check_from_any_folder(tmp_path: 
     assert (first / "branches.yaml").read_bytes() == (ROOT / "branches.yaml").read_bytes()
     check = _run([str(bin_dir / "backport"), "check", "--offline"], cwd=first)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "set your fork" in " ".join(check.stdout.split())
+    assert "follows the token's login" in " ".join(check.stdout.split())

@@ -16,6 +16,7 @@ from backport.demo.sandbox import Sandbox
 from backport.pipeline.apply import run_apply
 from backport.pipeline.flow import publishable
 from backport.pipeline.journal import Journal
+from backport.pipeline.reach import Course
 from backport.pipeline.session import ApplyOptions
 from backport.records import TestResult as Result
 from backport.states import Status
@@ -215,7 +216,8 @@ def test_push_leaves_a_fork_branch_someone_else_moved(sandbox: Sandbox, tmp_path
 def test_dry_run_plans_the_push_and_writes_nothing(sandbox: Sandbox) -> None:
     planned: list[str] = []
     events = Events()
-    (outcome,) = run_apply(project_of(sandbox), [NAME], ApplyOptions(skip_tests=True, dry_run=True),
+    (outcome,) = run_apply(project_of(sandbox), [NAME],
+                           ApplyOptions(skip_tests=True, course=Course(dry_run=True)),
                            events, environ=dict(os.environ), plan=planned.append)
     assert statuses(outcome) == dict.fromkeys(TARGETS, "planned")
     assert sum(line.startswith("git push --force-with-lease=") for line in planned) == 4
@@ -245,8 +247,12 @@ def test_which_branches_get_published(sandbox: Sandbox) -> None:
     assert not publishable(dataclasses.replace(failed, commit=None), ApplyOptions(pr_on_failure=True))
     for status in (Status.TESTED, Status.PUSHED):
         assert publishable(dataclasses.replace(rec, status=status), ApplyOptions())
-        assert not publishable(dataclasses.replace(rec, status=status), ApplyOptions(no_push=True))
-        assert publishable(dataclasses.replace(rec, status=status), ApplyOptions(no_push=True, dry_run=True))
+        local = Course.of_flags(no_push=True)
+        assert not publishable(dataclasses.replace(rec, status=status), ApplyOptions(course=local))
+        dry_local = ApplyOptions(course=Course.of_flags(no_push=True, dry_run=True))
+        assert not publishable(dataclasses.replace(rec, status=status), dry_local)  # plans no push
+        dry = ApplyOptions(course=Course.of_flags(dry_run=True))
+        assert publishable(dataclasses.replace(rec, status=status), dry)
     for status in (Status.CONFLICT, Status.ENV_MISSING, Status.ENV_MISMATCH, Status.APPLIED,
                    Status.FAILED, Status.FORK_DIVERGED):
         assert not publishable(dataclasses.replace(rec, status=status), ApplyOptions(pr_on_failure=True))
