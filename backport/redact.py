@@ -36,3 +36,10 @@ def redact(text: str) -> str:
         text = text.replace(secret, MASK)
     text = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + MASK + "@", text)
     return _TOKEN_PARAMS.sub(lambda m: m.group(1) + "=" + MASK, text)
+
+
+def holds_secret(text: str) -> bool:
+    """True when ``text`` contains a registered secret (a child's environment never may)."""
+    with _lock:
+        secrets = list(_secrets)
+    return any(secret in text for secret in secrets)
