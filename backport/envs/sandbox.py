@@ -16,7 +16,7 @@ behave differently as root stay as they are) and watches the lifeline, which ``u
 parent). Python 3.11 has no ``os.unshare``; the launcher calls libc through ``ctypes``.
 
 Whether the host allows namespaces is probed once per process (:func:`isolation`); where it
-does not, commands start as they are, the evidence says ``ISOLATION=none`` and ``trigger``
+does not, commands start as they are, the evidence says so (``report/evidence_fields.py``) and ``trigger``
 refuses PR tests unless the environment says ``isolation: none`` (:func:`require_isolation`).
 """
 
@@ -109,8 +109,8 @@ def refusal_notice() -> str | None:
             return None
         _said = True
     return (f"warning: this host refuses PID namespaces ({found.why}); code from branches runs "
-            "without isolation and can see every process of this user (the evidence says "
-            "ISOLATION=none)")
+            "without isolation and can see every process of this user (each branch's evidence "
+            "says so)")
 
 
 def _lifeline_fd() -> int:

@@ -77,3 +77,13 @@ def wait_none_with(marker: str, limit: float = 60.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def namespace_pid(pid: int) -> int:
+    """Process ``pid``'s pid in its own (innermost) PID namespace: the last ``NSpid`` entry of
+    its status; ``pid`` itself where it runs in this process's namespace."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    return pid
