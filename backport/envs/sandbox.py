@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from backport import process
-from backport.config.model import Environment
+from backport.config.model import BranchMap
 from backport.errors import BackportError, ErrorCode
 
 INIT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts",
@@ -136,12 +136,13 @@ def sandboxed(argv: Sequence[str], *, tied: bool = True) -> Start:
     return Start([*_launcher(), "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
 
 
-def require_isolation(envs: Iterable[Environment]) -> None:
-    """Refuse to run a PR's tests without isolation, unless each environment that would run
-    them says ``isolation: none`` in branches.yaml (an NPU host that needs it)."""
+def require_isolation(branch_map: BranchMap, targets: Iterable[str]) -> None:
+    """Refuse to run a PR's tests on ``targets`` without isolation, unless the environment of
+    each says ``isolation: none`` in branches.yaml (an NPU host that needs it)."""
     found = isolation()
     if found.isolated:
         return
+    envs = [branch_map.environments[branch_map.targets[t].env] for t in targets]
     unwilling = sorted({env.name for env in envs if env.isolation != NONE})
     if unwilling:
         raise BackportError(
