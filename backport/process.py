@@ -7,7 +7,7 @@ log). Each child leads a process group of its own, so a kill takes its children 
 
 No child gets a secret of the tool in its environment (:func:`secret_free`: the token
 variables, and any variable holding a token however it was obtained); git's credential path
-(the push's askpass variables) passes its token explicitly (``credential=``).
+(the push's askpass variables, ``git/run.py``) is the one way a token reaches a child.
 """
 
 from __future__ import annotations
@@ -91,16 +91,15 @@ def blanked_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
           env: Mapping[str, str] | None = None, stdin: Stream = DEVNULL,
           stdout: Stream = PIPE, stderr: Stream = PIPE, code: ErrorCode | str = ErrorCode.INTERNAL,
-          context: str = "", shown: str | None = None, pass_fds: Sequence[int] = (),
-          credential: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+          context: str = "", shown: str | None = None,
+          pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a process group of its own and return it running.
 
     ``env`` is the child's whole environment (None: this process's), without the tool's
-    secrets (:func:`secret_free`); ``credential``: git's askpass variables, the one way a
-    token reaches a child. ``pass_fds``: descriptors the child inherits. A program that cannot
-    start raises ``BackportError(code)`` with the sentence of :func:`start_error`.
+    secrets (:func:`secret_free`). ``pass_fds``: descriptors the child inherits. A program
+    that cannot start raises ``BackportError(code)`` with the sentence of :func:`start_error`.
     """
-    child_env = {**secret_free(os.environ if env is None else env), **(credential or {})}
+    child_env = secret_free(os.environ if env is None else env)
     try:
         return subprocess.Popen(list(argv), cwd=cwd, env=child_env,
                                 stdin=stdin, stdout=stdout, stderr=stderr,
@@ -113,20 +112,19 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         env: Mapping[str, str] | None = None, stdin: bytes | None = None,
         timeout: float | None = None, stdout: Stream = PIPE, merge_stderr: bool = False,
         reap: bool = False, code: ErrorCode | str = ErrorCode.INTERNAL, context: str = "",
-        shown: str | None = None, pass_fds: Sequence[int] = (),
-        credential: Mapping[str, str] | None = None) -> Output:
+        shown: str | None = None, pass_fds: Sequence[int] = ()) -> Output:
     """Run ``argv`` to its end and return its :class:`Output` (a non-zero exit is no error).
 
     ``stdin`` bytes are written to its standard input (none: ``/dev/null``); ``stdout`` is
     captured unless a file is given; ``merge_stderr`` sends stderr to the same place. After
     ``timeout`` seconds the child's whole process group is killed and ``returncode`` is None;
     ``reap`` kills what the child left running in its group after a normal end too. An
-    interrupt (Ctrl-C) kills the group before it goes on. ``env``, ``credential`` and
-    ``pass_fds`` are :func:`spawn`'s.
+    interrupt (Ctrl-C) kills the group before it goes on. ``env`` and ``pass_fds`` are
+    :func:`spawn`'s.
     """
     proc = spawn(argv, cwd=cwd, env=env, stdin=DEVNULL if stdin is None else PIPE,
                  stdout=stdout, stderr=STDOUT if merge_stderr else PIPE, code=code,
-                 context=context, shown=shown, pass_fds=pass_fds, credential=credential)
+                 context=context, shown=shown, pass_fds=pass_fds)
     with _running_lock:
         _running.add(proc.pid)
     try:
