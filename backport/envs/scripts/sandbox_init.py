@@ -115,6 +115,9 @@ def init(command: list[str], lifeline: int, report: int) -> None:
         if lifeline >= 0:
             os.close(lifeline)
         os.close(report)
+        for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; a started program must not
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
         try:
             os.execvp(command[0], command)
         except OSError as exc:
