@@ -40,6 +40,7 @@ from pathlib import Path
 import platformdirs
 
 from backport import process
+from backport.envs import sandbox
 from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 
@@ -202,12 +203,17 @@ def _connect(path: Path, fingerprint: str, record: Mapping[str, object] | None =
         if record is not None:
             hello["isolation"] = record.get("isolation")
         return sock, hello
+    _shut_down(sock)
+    return None
+
+
+def _shut_down(sock: socket.socket) -> None:
+    """Tell the worker behind ``sock`` to go (it ends once its clients have), and hang up."""
     try:
         sock.sendall(b'{"shutdown": true}\n')
     except OSError:
         pass
     sock.close()
-    return None
 
 
 def connect_or_start(
@@ -231,8 +237,10 @@ def connect_or_start(
     with open(folder / (path.stem + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         found = _connect(path, fingerprint, read_record(path))
-        if found is not None:
+        if found is not None and found[1].get("isolation") == sandbox.isolation().kind:
             return found[0], {**found[1], "started": False}
+        if found is not None:  # ours, but started without the sandbox this host now gives
+            _shut_down(found[0])
         for stale in (path, record_path(path)):  # stale, untrusted, or shut down just now
             try:
                 stale.unlink()

@@ -108,9 +108,8 @@ def refusal_notice() -> str | None:
         if found.isolated or _said:
             return None
         _said = True
-    return (f"warning: this host refuses PID namespaces ({found.why}); code from branches runs "
-            "without isolation and can see every process of this user (each branch's evidence "
-            "says so)")
+    return (f"warning: no sandbox for tests, the host refuses PID namespaces ({found.why}): "
+            "they can see every process of this user; the evidence says so")
 
 
 def _lifeline_fd() -> int:

@@ -156,7 +156,7 @@ def main(args: list[str]) -> None:
     if not checking and not command:
         _fail("usage: sandbox_init.py [--lifeline FD] -- COMMAND... | --check", 2)
     if checking and os.environ.get(REFUSE_VAR) == "1":
-        _fail(f"namespaces refused ({REFUSE_VAR}=1)")
+        _fail(f"{REFUSE_VAR}=1")
     enter()
     read_end, report = os.pipe()
     init_pid = os.fork()
