@@ -6,6 +6,10 @@ while it runs (warm workers, pip's streamed log); :func:`finish` waits for one s
 elsewhere (git's wrapper, ``git/run.py``, starts git through GitPython and waits here). Each
 child leads a process group of its own, so a kill takes its children too, and every child
 waited on ends with the run (:func:`kill_running` on an interrupt).
+
+No child gets a secret of the tool in its environment (:func:`secret_free`: the token
+variables, and any variable holding a token however it was obtained); git's credential path
+(the push's askpass variables, ``git/run.py``) is the one way a token reaches a child.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from backport.errors import BackportError, ErrorCode
-from backport.redact import redact
+from backport.redact import holds_secret, redact
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
@@ -30,6 +34,8 @@ Popen = subprocess.Popen
 TimeoutExpired = subprocess.TimeoutExpired
 
 Stream = int | IO[bytes] | None
+# The variables the tool reads its forge token from: never passed to a child.
+SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
 
 # Process groups of `run` children still running; an interrupted run kills them on its way out.
 _running: set[int] = set()
@@ -70,19 +76,36 @@ def start_error(argv: Sequence[str], exc: OSError, *, code: ErrorCode | str,
     return BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}"))
 
 
+def secret_free(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the tool's secrets: the token variables (:data:`SECRET_VARS`) and
+    every variable whose value holds a registered secret (a token from ``git credential fill``
+    included). The one rule for every child's environment."""
+    return {k: v for k, v in environ.items() if k not in SECRET_VARS and not holds_secret(v)}
+
+
+def blanked_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Overrides that empty each secret of ``environ`` (this process's by default), for a
+    launcher that can only lay variables over the inherited environment (GitPython's)."""
+    environ = os.environ if environ is None else environ
+    return {k: "" for k in environ if k not in secret_free({k: environ[k]})}
+
+
 def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
           env: Mapping[str, str] | None = None, stdin: Stream = DEVNULL,
           stdout: Stream = PIPE, stderr: Stream = PIPE, code: ErrorCode | str = ErrorCode.INTERNAL,
-          context: str = "", shown: str | None = None) -> subprocess.Popen[bytes]:
+          context: str = "", shown: str | None = None,
+          pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a process group of its own and return it running.
 
-    ``env`` is the child's whole environment (None: this process's). A program that cannot
-    start raises ``BackportError(code)`` with the sentence of :func:`start_error`.
+    ``env`` is the child's whole environment (None: this process's), without the tool's
+    secrets (:func:`secret_free`). ``pass_fds``: descriptors the child inherits. A program
+    that cannot start raises ``BackportError(code)`` with the sentence of :func:`start_error`.
     """
+    child_env = secret_free(os.environ if env is None else env)
     try:
-        return subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env),
+        return subprocess.Popen(list(argv), cwd=cwd, env=child_env,
                                 stdin=stdin, stdout=stdout, stderr=stderr,
-                                start_new_session=True)
+                                start_new_session=True, pass_fds=tuple(pass_fds))
     except OSError as exc:
         raise start_error(argv, exc, code=code, context=context, shown=shown) from None
 
@@ -91,18 +114,19 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         env: Mapping[str, str] | None = None, stdin: bytes | None = None,
         timeout: float | None = None, stdout: Stream = PIPE, merge_stderr: bool = False,
         reap: bool = False, code: ErrorCode | str = ErrorCode.INTERNAL, context: str = "",
-        shown: str | None = None) -> Output:
+        shown: str | None = None, pass_fds: Sequence[int] = ()) -> Output:
     """Run ``argv`` to its end and return its :class:`Output` (a non-zero exit is no error).
 
     ``stdin`` bytes are written to its standard input (none: ``/dev/null``); ``stdout`` is
     captured unless a file is given; ``merge_stderr`` sends stderr to the same place. After
     ``timeout`` seconds the child's whole process group is killed and ``returncode`` is None;
     ``reap`` kills what the child left running in its group after a normal end too. An
-    interrupt (Ctrl-C) kills the group before it goes on.
+    interrupt (Ctrl-C) kills the group before it goes on. ``env`` and ``pass_fds`` are
+    :func:`spawn`'s.
     """
     proc = spawn(argv, cwd=cwd, env=env, stdin=DEVNULL if stdin is None else PIPE,
                  stdout=stdout, stderr=STDOUT if merge_stderr else PIPE, code=code,
-                 context=context, shown=shown)
+                 context=context, shown=shown, pass_fds=pass_fds)
     return finish(proc, argv, stdin=stdin, timeout=timeout, reap=reap)
 
 

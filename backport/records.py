@@ -52,6 +52,8 @@ class TestResult:
     patch_tests: tuple[tuple[str, str], ...] = ()
     # What the series changes beyond tests and how far the run saw it (``envs/changes.py``)
     changes: ChangeScope = ChangeScope()
+    # "none" when any run had no sandbox (the host refused a PID namespace); else how they ran
+    isolation: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "summary_lines", _tuple(self.summary_lines))
@@ -105,6 +107,8 @@ class TestResult:
             commit=commit,
             patch_tests=tuple(patch_tests),
             changes=changes or ChangeScope(),
+            isolation=next((r.isolation for r in runs if r.isolation == "none"),
+                           runs[0].isolation if runs else None),
         )
 
     def to_json(self) -> dict[str, Any]:

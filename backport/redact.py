@@ -69,3 +69,10 @@ def redact(text: str) -> str:
     text = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + MASK + "@", text)
     text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
     return _TOKEN_PARAMS.sub(lambda m: m.group(1) + "=" + MASK, text)
+
+
+def holds_secret(text: str) -> bool:
+    """True when ``text`` contains a registered secret (a child's environment never may)."""
+    with _lock:
+        secrets = list(_secrets)
+    return any(secret in text for secret in secrets)

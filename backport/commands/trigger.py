@@ -20,6 +20,7 @@ from backport.commands.apply import apply_cmd
 from backport.commands.common import AppContext, echo, pass_app
 from backport.commands.trigger_event import COMMAND, TriggerEvent, event_path, read_event, requested
 from backport.config.model import Project
+from backport.envs.sandbox import require_isolation
 from backport.errors import EXIT_OK, BackportError
 from backport.forge import Forge
 from backport.forge.base import WRITE_PERMISSIONS, SourcePrInfo
@@ -164,5 +165,7 @@ def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None,
                  f"({', '.join(targets)}): nothing to do")
             raise SystemExit(EXIT_OK)
         targets = [branch]
+    if not skip_tests:
+        require_isolation(bm, targets)  # a PR's tests run sandboxed, or where the map allows
     echo(f"PR !{info.number}: backporting to {', '.join(targets)}")
     ctx.invoke(apply_cmd, from_pr=info.number, branches=tuple(targets), skip_tests=skip_tests)

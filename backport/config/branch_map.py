@@ -63,8 +63,9 @@ TOP_KEYS = (
 )  # fmt: skip
 ENV_KEYS = (
     "python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
-    "wrapper", "env", "timeout", "ci",
+    "wrapper", "env", "timeout", "ci", "isolation",
 )  # fmt: skip
+ISOLATION_VALUES = ("pid-namespace", "none")
 ENVS_VARIABLE = "BACKPORT_ENVS"
 PYTHON_PLACEHOLDER = "{python}"  # in ``wrapper:``, where the environment's interpreter goes
 PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "comment_on_push",
@@ -279,6 +280,11 @@ def _environment(doc: Doc, key: Val, v: Val, base: Path, default_dir: Path) -> E
     if "timeout" in f:
         fields["timeout"] = doc.number(f["timeout"], low=0, high=MAX_TIMEOUT)
     fields["ci"] = _ci(doc, f["ci"], name) if "ci" in f else CiPlacement(("self-hosted", name))
+    if "isolation" in f:
+        fields["isolation"] = doc.string(f["isolation"], max_len=32)
+        if fields["isolation"] not in ISOLATION_VALUES:
+            doc.fail(f["isolation"], f"'{fields['isolation']}' is not an isolation; "
+                     f"use {' or '.join(ISOLATION_VALUES)}")
     return Environment(**fields)
 
 

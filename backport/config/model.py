@@ -48,6 +48,9 @@ class Environment:
     wrapper: tuple[str, ...] = ()  # a command started instead of the interpreter, `~` expanded
     wrapper_shown: tuple[str, ...] = ()  # ``wrapper`` as written, home as `~`
     ci: CiPlacement = field(default_factory=CiPlacement)  # where CI runs it (`backport matrix`)
+    # "none": PR tests may run here without a PID namespace where the host refuses one
+    # (`trigger` refuses otherwise); "pid-namespace": the default, the sandbox is required.
+    isolation: str = "pid-namespace"
 
     @property
     def interpreter(self) -> Path:

@@ -60,7 +60,7 @@ def _folder(path: str) -> dict:
 
 def _search_path(env: Environment, environ: Mapping[str, str]) -> dict:
     """The interpreter's ``sys.path`` and prefix, asked directly (a plain start, no imports)."""
-    variables = {k: v for k, v in environ.items() if k not in ("GITCODE_TOKEN", "BACKPORT_TOKEN")}
+    variables = process.secret_free(environ)
     variables.update(env.env)
     try:
         done = process.run([str(env.interpreter), "-c", _QUERY], env=variables,

@@ -10,6 +10,13 @@ computes another one (a package installed, a variable changed) tells it to shut 
 a new one. Starting is serialised by a file lock per socket, so concurrent runs share one
 worker. Each test is still a fresh fork of the worker. Environments with a ``source:`` script
 are never served by a kept worker (see ``worker.start_worker``).
+
+A kept worker runs in a PID namespace of its own (``sandbox``, not tied to the run that started
+it: it outlives the run by design). It is trusted only as the process this tool started: the
+starter records its pid and start time (``/proc/<pid>/stat``) next to the socket, and a client
+connects only while that pid still has that start time, and talks only when the socket's peer
+is that pid. Any other worker (a reused pid, a socket someone else bound) is left unspoken to
+and a fresh one is started.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import os
 import shutil
 import socket
 import stat
+import struct
 import sys
 import tempfile
 import threading
@@ -32,6 +40,8 @@ from pathlib import Path
 import platformdirs
 
 from backport import process
+from backport.envs import sandbox
+from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 
 DEFAULT_IDLE = 600.0
@@ -112,24 +122,98 @@ def read_hello(sock: socket.socket, timeout: float) -> dict:
     return dict(json.loads(data))
 
 
-def _connect(path: Path, fingerprint: str) -> tuple[socket.socket, dict] | None:
+def stat_start_time(stat_text: str) -> str | None:
+    """The start time (field 22, clock ticks since boot) of a ``/proc/<pid>/stat`` line; the
+    command name (field 2) may hold spaces and parentheses, so fields count from its last ')'."""
+    _, paren, rest = stat_text.rpartition(")")
+    fields = rest.split()
+    return fields[19] if paren and len(fields) > 19 else None
+
+
+def start_time(pid: int) -> str | None:
+    """When process ``pid`` started (None: no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            return stat_start_time(handle.read())
+    except OSError:
+        return None
+
+
+def peer_pid(sock: socket.socket) -> int:
+    """The pid (in this process's namespace) of the process at the other end of ``sock``."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[0])
+
+
+def record_path(path: Path) -> Path:
+    """Where the starter of the worker behind socket ``path`` records who it is."""
+    return path.with_suffix(".json")
+
+
+def trusted_record(record: Mapping[str, object], peer: int | None = None) -> bool:
+    """True when ``record`` (pid, start time) still describes the process it was written for:
+    that pid runs and has the recorded start time (a reused pid has another), and ``peer``, the
+    process at the other end of a connection, when given, is that pid."""
+    pid, started = record.get("pid"), record.get("start")
+    if not isinstance(pid, int) or pid <= 0 or not isinstance(started, str):
+        return False
+    return (peer is None or peer == pid) and start_time(pid) == started
+
+
+def read_record(path: Path) -> dict:
+    """The record of the worker behind socket ``path`` ({} when none can be read)."""
+    try:
+        data = json.loads(record_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_record(path: Path, pid: int, isolation: str) -> None:
+    started = start_time(pid)
+    target = record_path(path)
+    fd = os.open(target.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump({"pid": pid, "start": started, "isolation": isolation}, handle)
+    os.replace(target.with_suffix(".tmp"), target)
+
+
+def _connect(path: Path, fingerprint: str, record: Mapping[str, object] | None = None,
+             ) -> tuple[socket.socket, dict] | None:
     """A connection to the worker at ``path`` if it runs with ``fingerprint``; else None (a
-    worker with another fingerprint or a retired one is told to shut down)."""
+    worker with another fingerprint or a retired one is told to shut down).
+
+    With ``record`` (the starter's), only the recorded process is spoken to: no connection
+    while its pid has another start time, none kept when the socket's peer is another pid.
+    """
+    if record is not None and not trusted_record(record):
+        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
+        if record is not None and not trusted_record(record, peer_pid(sock)):
+            sock.close()
+            return None
         hello = read_hello(sock, HELLO_TIMEOUT)
+        hello["pid"] = peer_pid(sock)  # its own pid is the namespace's; ours is this one
     except (OSError, ValueError):
         sock.close()
         return None
     if hello.get("ready") and hello.get("fingerprint") == fingerprint and not hello.get("retired"):
+        if record is not None:
+            hello["isolation"] = record.get("isolation")
         return sock, hello
+    _shut_down(sock)
+    return None
+
+
+def _shut_down(sock: socket.socket) -> None:
+    """Tell the worker behind ``sock`` to go (it ends once its clients have), and hang up."""
     try:
         sock.sendall(b'{"shutdown": true}\n')
     except OSError:
         pass
     sock.close()
-    return None
 
 
 def connect_or_start(
@@ -152,36 +236,45 @@ def connect_or_start(
     path = socket_path(policy, launch, variables)
     with open(folder / (path.stem + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        found = _connect(path, fingerprint)
-        if found is not None:
+        found = _connect(path, fingerprint, read_record(path))
+        if found is not None and found[1].get("isolation") == sandbox.isolation().kind:
             return found[0], {**found[1], "started": False}
-        try:
-            path.unlink()  # stale, or shut down just now
-        except FileNotFoundError:
-            pass
+        if found is not None:  # ours, but started without the sandbox this host now gives
+            _shut_down(found[0])
+        for stale in (path, record_path(path)):  # stale, untrusted, or shut down just now
+            try:
+                stale.unlink()
+            except FileNotFoundError:
+                pass
         # A killed worker's scratch folder stays behind; it is of no use to the next one.
         shutil.rmtree(path.with_suffix(".spool"), ignore_errors=True)
-        started = _start(policy, path, launch, script, process_env, fingerprint, start_timeout,
-                         load_check)
+        started, isolation = _start(policy, path, launch, script, process_env, fingerprint,
+                                    start_timeout, load_check)
         found = _connect(path, fingerprint)
         if found is None:
             raise KeptUnavailable("the kept worker started but does not answer")
-        return found[0], {**found[1], "started": True, "load_check": started.get("load_check")}
+        _write_record(path, int(found[1]["pid"]), isolation)
+        return found[0], {**found[1], "started": True, "load_check": started.get("load_check"),
+                          "isolation": isolation}
 
 
 def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
            process_env: Mapping[str, str], fingerprint: str, start_timeout: float,
-           load_check: float | None = None) -> dict:
-    """Start the kept worker; returns its ready line."""
+           load_check: float | None = None) -> tuple[dict, str]:
+    """Start the kept worker in a PID namespace of its own; returns its ready line and its
+    isolation."""
     argv = [*launch, str(script), "torch", "--socket", str(path), "--idle", f"{policy.idle:g}",
             "--fingerprint", fingerprint, "--spool", str(path.with_suffix(".spool"))]
     if load_check is not None:
         argv += ["--load-check", f"{load_check:g}"]
+    start = sandboxed(argv, tied=False)
+    if start.isolation != "none":
+        start.argv.append("--sandboxed")
     log_path = path.with_suffix(".log")
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        proc = process.spawn(argv, stderr=fd, env=process_env, cwd=tempfile.gettempdir(),
-                             context="cannot start a kept worker: ")
+        proc = process.spawn(start.argv, stderr=fd, env=process_env, cwd=tempfile.gettempdir(),
+                             context="cannot start a kept worker: ", pass_fds=start.pass_fds)
     except BackportError as exc:
         raise KeptUnavailable(exc.message) from None
     finally:
@@ -198,7 +291,7 @@ def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
     if not hello.get("ready"):
         process.kill_group(proc.pid)
         raise KeptUnavailable(str(hello.get("error") or "the kept worker did not start"))
-    return hello
+    return hello, start.isolation
 
 
 def _read_line(fd: int, timeout: float) -> bytes:
@@ -226,9 +319,9 @@ def stop_kept_workers(folder: Path) -> list[int]:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(str(path))
-            hello = read_hello(sock, HELLO_TIMEOUT)
+            read_hello(sock, HELLO_TIMEOUT)
             sock.sendall(b'{"shutdown": true}\n')
-            asked.append(int(hello.get("pid") or 0))
+            asked.append(peer_pid(sock))
         except (OSError, ValueError):
             pass
         finally:

@@ -56,6 +56,8 @@ class TestRun:
     runner: str  # "warm" (forked from a worker that imported torch) | "isolated"
     timed_out: bool = False
     env_vars: dict[str, str] = field(default_factory=dict)  # variables set for the run
+    # "pid-namespace" (the run's sandbox) | "none" (the host refused one); None: not recorded
+    isolation: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

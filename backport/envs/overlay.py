@@ -29,6 +29,7 @@ from backport import process
 from backport.config.model import Environment
 from backport.envs.launch import launch_argv
 from backport.envs.probe import env_vars
+from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 
 PACKAGE = "torch_npu"
@@ -57,8 +58,9 @@ def installed_package(env: Environment, name: str = PACKAGE) -> Path:
     """The folder ``env``'s interpreter imports package ``name`` from (nothing is imported)."""
     with tempfile.TemporaryDirectory(prefix="backport-find-") as empty:  # no package in cwd
         try:
-            proc = process.run(launch_argv(env, ["-c", _FIND, name], env.env), cwd=empty,
-                               env=env_vars(env), timeout=FIND_TIMEOUT)
+            start = sandboxed(launch_argv(env, ["-c", _FIND, name], env.env))
+            proc = process.run(start.argv, cwd=empty, env=env_vars(env), timeout=FIND_TIMEOUT,
+                               pass_fds=start.pass_fds)
         except BackportError as exc:
             raise OverlayError(f"cannot ask environment '{env.name}' where {name} is: "
                                f"{exc.message}") from None

@@ -15,19 +15,19 @@ from backport.config.model import Environment
 from backport.config.validate import home_shown
 from backport.envs.launch import launch_argv, program_path
 from backport.envs.model import AUTOLOAD, Probe
+from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 from backport.redact import redact
 
 SCRIPTS_DIR = Path(__file__).resolve().parent / "scripts"
 PROBE_SCRIPT = SCRIPTS_DIR / "probe_env.py"
-# Secrets of the tool that an environment's code has no business seeing.
-SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
 LOAD_CHECK_TIMEOUT = 120.0
 
 
 def env_vars(env: Environment, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The process environment for code run in ``env``: ours + env.env + ``extra``, no tokens."""
-    result = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    """The process environment for code run in ``env``: ours + env.env + ``extra``, no tokens
+    (``process.secret_free``, which every child's start applies again)."""
+    result = process.secret_free(os.environ)
     result.update(env.env)
     result.update(extra or {})
     return result
@@ -95,9 +95,10 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
     skip = ["--no-load-check"] if load_check is not None else []
     args = [str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT), *skip, *env.expect]
     variables = {AUTOLOAD: "0"}
-    done = process.run(launch_argv(env, args, {**env.env, **variables}),
-                       env=env_vars(env, variables), timeout=timeout, code="env-missing",
-                       context=f"environment '{env.name}': ", shown=shown)
+    start = sandboxed(launch_argv(env, args, {**env.env, **variables}))
+    done = process.run(start.argv, env=env_vars(env, variables), timeout=timeout,
+                       code="env-missing", context=f"environment '{env.name}': ", shown=shown,
+                       pass_fds=start.pass_fds)
     if done.timed_out:
         raise BackportError(
             "env-missing", f"environment '{env.name}': probing {shown} timed out after {timeout:g}s")

@@ -33,6 +33,7 @@ from backport.envs.launch import (
 )
 from backport.envs.model import Probe, TestRun
 from backport.envs.probe import env_vars, require_interpreter
+from backport.envs.sandbox import sandboxed
 from backport.envs.summary import parse_summary
 from backport.envs.worker import (
     WORKER_START_TIMEOUT,
@@ -291,14 +292,16 @@ class TestRunner:
                 start = time.monotonic()
                 reply = next_reply(waiter, timeout)
                 if reply is None:  # timed out: kill the test's group, collect its status
-                    process.kill_group(pid)
+                    worker.kill(pid)
                     if next_reply(waiter, REPLY_TIMEOUT) is None:
                         raise WorkerDied("the worker did not reap a killed test")
-                    return self._result(test, log_path, None, start, "warm", timed_out=timeout)
-                return self._result(test, log_path, int(reply["exit_code"]), start, "warm")
+                    return self._result(test, log_path, None, start, "warm", timed_out=timeout,
+                                        isolation=worker.isolation)
+                return self._result(test, log_path, int(reply["exit_code"]), start, "warm",
+                                    isolation=worker.isolation)
             except (WorkerDied, KeyError, ValueError, TypeError) as exc:
                 if pid is not None:
-                    process.kill_group(pid)
+                    worker.kill(pid)
                 with self._lock:
                     if worker.kept is not None:
                         # A kept worker crashed or went stale: this run starts its own.
@@ -321,18 +324,22 @@ class TestRunner:
         overlay: Path | None = None,
     ) -> TestRun:
         self._start_log(log_path, test, overlay)
-        argv = self._launch(script_args(test.path, test.args), overlay)
+        launch = sandboxed(self._launch(script_args(test.path, test.args), overlay))
         start = time.monotonic()
         with open(log_path, "ab") as log:
-            # reap: leftovers the test started in its group go when it ends
-            done = process.run(argv, cwd=worktree, env=env_vars(self.env, {**self.extra_env, **self._overlay_vars(overlay)}),
+            # reap: leftovers the test started in its group go when it ends (and the namespace
+            # takes every other process it started)
+            done = process.run(launch.argv, cwd=worktree,
+                               env=env_vars(self.env, {**self.extra_env,
+                                                       **self._overlay_vars(overlay)}),
                                stdout=log, merge_stderr=True, timeout=timeout, reap=True,
                                code="env-missing", context=f"environment '{self.env.name}': ",
-                               shown=home_shown(str(self.interpreter)))
+                               shown=home_shown(str(self.interpreter)), pass_fds=launch.pass_fds)
         if done.timed_out:
             return self._result(test, log_path, None, start, "isolated", timed_out=timeout,
-                                overlay=overlay)
-        return self._result(test, log_path, done.returncode, start, "isolated", overlay=overlay)
+                                overlay=overlay, isolation=launch.isolation)
+        return self._result(test, log_path, done.returncode, start, "isolated", overlay=overlay,
+                            isolation=launch.isolation)
 
     # -- shared ------------------------------------------------------------------------
 
@@ -355,6 +362,7 @@ class TestRunner:
         *,
         timed_out: float | None = None,
         overlay: Path | None = None,
+        isolation: str | None = None,
     ) -> TestRun:
         duration = time.monotonic() - start
         summary = parse_summary(_read_tail(log_path))
@@ -373,6 +381,7 @@ class TestRunner:
             runner=runner,
             timed_out=timed_out is not None,
             env_vars=self._shown_vars(overlay),
+            isolation=isolation,
         )
 
 

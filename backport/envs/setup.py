@@ -31,7 +31,7 @@ from backport import process
 from backport.config.model import Environment
 from backport.config.validate import home_shown
 from backport.envs.pins import pin_mismatches
-from backport.envs.probe import SECRET_VARS, probe
+from backport.envs.probe import probe
 from backport.envs.resolve_cache import resolution_key, store_resolution, stored_resolution
 from backport.errors import BackportError
 from backport.redact import redact
@@ -364,7 +364,7 @@ def human_size(size: float) -> str:
 
 
 def _installer_environ() -> dict[str, str]:
-    dropped = ("PYTHONHOME", "VIRTUAL_ENV", *SECRET_VARS)
+    dropped = ("PYTHONHOME", "VIRTUAL_ENV", *process.SECRET_VARS)
     return {k: v for k, v in os.environ.items() if k not in dropped}
 
 

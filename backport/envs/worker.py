@@ -26,6 +26,7 @@ from backport.envs.fingerprint import FingerprintError, fingerprint
 from backport.envs.kept import KeepPolicy, KeptUnavailable, connect_or_start
 from backport.envs.launch import launch_argv
 from backport.envs.probe import SCRIPTS_DIR, env_vars
+from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 
 WORKER_SCRIPT = SCRIPTS_DIR / "warm_worker.py"
@@ -84,10 +85,12 @@ class Worker:
             argv.append("--no-learn")
         if load_check is not None:
             argv += ["--load-check", f"{load_check:g}"]
+        start = sandboxed(argv)  # its tests are its forks: in the run's namespace with it
+        self.isolation: str | None = start.isolation
         try:
             self.proc: process.Popen[bytes] | None = process.spawn(
-                argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr, env=env,
-                cwd=tempfile.gettempdir())
+                start.argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr,
+                env=env, cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
         except BackportError as exc:  # the interpreter cannot start
             shutil.rmtree(self.spool, ignore_errors=True)
             self._stderr.close()
@@ -118,7 +121,8 @@ class Worker:
         self.proc = None
         self.sock = sock
         self.kept = hello
-        self.pid = int(hello.get("pid") or 0)
+        self.pid = int(hello.get("pid") or 0)  # as this process sees it (kept.peer_pid)
+        self.isolation = hello.get("isolation")
         self.load_check = hello.get("load_check")  # only from a worker this run started
         self._setup(sock.fileno())
         self._start_reader()
@@ -191,6 +195,20 @@ class Worker:
         if self.gone is not None:
             waiter.put(None)
         return rid, waiter
+
+    def kill(self, pid: int) -> None:
+        """Have the worker kill the group of its child ``pid`` (a pid as the worker sees it,
+        in its namespace: never one for this process to signal)."""
+        line = (json.dumps({"kill": pid}) + "\n").encode("utf-8")
+        try:
+            with self._send_lock:
+                if self.sock is not None:
+                    self.sock.sendall(line)
+                elif self.proc is not None and self.proc.stdin is not None:
+                    self.proc.stdin.write(line)
+                    self.proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # it is gone, and its namespace with it
 
     def done(self, rid: int) -> None:
         with self._waiters_lock:

@@ -16,7 +16,7 @@ from backport import process
 from backport.errors import BackportError
 from backport.redact import register_secret
 
-TOKEN_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
+TOKEN_VARS = process.SECRET_VARS  # GITCODE_TOKEN first
 CREDENTIAL_TIMEOUT = 10.0
 ASKPASS_TOKEN_VAR = "BACKPORT_ASKPASS_TOKEN"
 ASKPASS_USER_VAR = "BACKPORT_ASKPASS_USER"

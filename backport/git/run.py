@@ -79,8 +79,12 @@ def subcommand(args: Sequence[str]) -> str:
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment overrides for a git call: ``extra`` plus the forced locale and no prompts."""
-    env = dict(NO_ASKPASS)
+    """The environment overrides for a git call: ``extra`` plus the forced locale and no prompts.
+
+    GitPython lays them over this process's environment, so every secret of it is emptied
+    (``process.blanked_secrets``); a token reaches git only in ``extra`` (the push's askpass).
+    """
+    env = {**NO_ASKPASS, **process.blanked_secrets()}
     env.update(extra or {})
     env.update(BASE_ENV)
     return env

@@ -15,6 +15,7 @@ from typing import Protocol
 from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
+from backport.envs.sandbox import refusal_notice
 from backport.errors import BackportError, ConfigError, ErrorCode
 from backport.git.apply import am_in_progress
 from backport.git.cache import RepoCache
@@ -333,7 +334,11 @@ def _write_summaries(session: Session, jobs: list[BranchJob]) -> None:
 
 
 def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
-    """Probe every needed environment and start its warm worker in the background."""
+    """Probe every needed environment and start its warm worker in the background; say once
+    when the host refuses the tests' sandbox."""
+    notice = refusal_notice()
+    if notice and jobs:
+        jobs[0].event("sandbox", notice)
     bm = session.project.branch_map
     needed = {(bm.targets[job.target].env, job.patch_set.device) for job in jobs}
     for env_name, device in sorted(needed):

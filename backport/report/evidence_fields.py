@@ -375,11 +375,15 @@ OVERLAY = _changes("overlay", "OVERLAY")
 NOT_IN_BUILD = _changes("not_in_build", "NOT_IN_BUILD")
 NOT_EXERCISED = _changes("not_exercised", "NOT_EXERCISED")
 NOTE = Field("NOTE", _note_write, _note_read)
+# Written only where the host refused the sandbox (tests ran without a PID namespace of their
+# own); a run in its sandbox writes no line, as every run before this key did.
+ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation == "none" else None,
+                  lambda value: "none" if value == "none" else None)
 
 # Every line of the evidence, in the order it is written.
 TABLE: tuple[Field | Block, ...] = (
     TITLE, API, SOURCE, TARGET_BRANCH, HEAD_COMMIT, PLATFORM, PYTHON, TORCH, TORCH_NPU, CANN, NPU,
-    VISIBLE_NPU, ENVIRONMENT, RUNNER, COMMAND, SERIES_FROM, MERGED_FILES, LOOSE_FILES,
+    VISIBLE_NPU, ENVIRONMENT, RUNNER, ISOLATION, COMMAND, SERIES_FROM, MERGED_FILES, LOOSE_FILES,
     TESTED_COMMIT, STALE, RESULT_SECTION, EXIT_CODE, PATCH_TESTS, OVERLAY, NOT_IN_BUILD,
     NOT_EXERCISED, NOTE,
 )

@@ -148,7 +148,8 @@ def _test(evidence: Evidence) -> TestResult | None:
                       summary=", ".join(result.summary), summary_lines=result.summary,
                       duration=result.duration, command=ef.COMMAND.of(fields),
                       runner=ef.RUNNER.of(fields), timed_out=result.timed_out,
-                      commit=evidence.tested, changes=_changes(fields))
+                      commit=evidence.tested, changes=_changes(fields),
+                      isolation=ef.ISOLATION.of(fields))
 
 
 def record_of(evidence: Evidence, *, target: str, fork_branch: str,

@@ -20,6 +20,7 @@ from backport.config.model import TestSpec as Spec
 from backport.envs import runner as runner_module
 from backport.envs.kept import KeepPolicy, read_hello
 from backport.envs.runner import TestRunner as Runner
+from tests.helpers.processes import namespace_pid
 
 from .conftest import Probed, write
 
@@ -375,7 +376,7 @@ def test_a_kept_worker_learns_between_runs(
         with Runner(env, found, device="none", keep=kept) as runner:
             run = runner.run(worktree, Spec("test/test_counted.py"), worktree / f"{n}.log")
             assert (run.runner, run.ok) == ("warm", True), (worktree / f"{n}.log").read_text()
-            worker = runner.worker_pid
+            worker = namespace_pid(runner.worker_pid)  # the pid the worker logs is its own
     importers = log.read_text().split()
     assert len(importers) == 2 and importers[1] == str(worker)
 

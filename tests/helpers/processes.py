@@ -50,3 +50,40 @@ def wait_gone(pid: int, limit: float = 60.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def with_marker(marker: str) -> list[int]:
+    """The running processes (zombies not counted) whose command line holds ``marker``: how a
+    test finds, from outside, processes whose own pids are those of a PID namespace."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                cmdline = handle.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if marker in cmdline and alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+def wait_none_with(marker: str, limit: float = 60.0) -> bool:
+    """True once no process holds ``marker`` in its command line (a bounded wait for an event)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if not with_marker(marker):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def namespace_pid(pid: int) -> int:
+    """Process ``pid``'s pid in its own (innermost) PID namespace: the last ``NSpid`` entry of
+    its status; ``pid`` itself where it runs in this process's namespace."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    return pid

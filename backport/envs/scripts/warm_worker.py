@@ -26,7 +26,10 @@ Kept mode (``--socket PATH --idle S --fingerprint F``): after start-up the worke
 Unix socket ``PATH`` (in a folder only its user can enter), writes the ready line on stdout and
 closes it. Every connection is a client speaking the protocol above; it first receives
 ``{"ready": true, "pid", "fingerprint": F, "retired"}``. Clients may overlap; the children of
-a client that disconnects are killed. A request ``{"shutdown": true}`` (or retiring) removes the
+a client that disconnects are killed (``--sandboxed``: the worker runs in a PID namespace of its
+own, and once no client is left every other process in it is killed, what tests started in
+sessions of their own included). A request ``{"kill": PID}`` kills the process group of that
+client's child PID (its pid as the worker sees it). A request ``{"shutdown": true}`` (or retiring) removes the
 socket; the worker then ends once no client and no child is left, as it does after ``S`` idle
 seconds. A request may carry ``environ``: the child's whole environment.
 
@@ -315,6 +318,14 @@ class Worker:
         if request.get("shutdown"):
             self.unlisten()
             return
+        if "kill" in request:  # a test of this client ran out of time: end its group
+            owner = self.children.get(request["kill"])
+            if owner is not None and owner[0] is conn:
+                try:
+                    os.killpg(request["kill"], signal.SIGKILL)
+                except OSError:
+                    pass
+            return
         rid = request.get("id")
         self.preload()  # what the tests so far taught, before this fork
         if self.retired:
@@ -433,6 +444,10 @@ class Worker:
                     pass
         if conn.sock is not None:
             conn.sock.close()
+        if self.sandboxed and not self.conns:
+            sweep()
+
+    sandboxed = False  # in a PID namespace of its own: every other process in it is a test's
 
     def serve(self) -> None:
         """Answer requests until the clients are gone (stdin EOF, or idle in kept mode)."""
@@ -545,6 +560,19 @@ def fork_load_check(timeout: float) -> dict:
         return {"loads": False, "error": f"import torch_npu exited with code {code}"}
 
 
+def sweep() -> None:
+    """Kill what the tests of gone clients left in this worker's PID namespace (daemons in
+    sessions of their own included): every process but this one and the namespace's init.
+    Only where ``/proc`` is the namespace's (``--sandboxed``)."""
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in (1, me):
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def _thread_count() -> int:
     try:
         return len(os.listdir("/proc/self/task"))
@@ -598,6 +626,7 @@ def main(args: list) -> int:
         listener.listen(16)
         worker = Worker(proto, learn, listener=listener, socket_path=socket_path, idle=idle,
                         fingerprint=fingerprint, spool=spool)
+        worker.sandboxed = "--sandboxed" in args
         os.write(proto, (json.dumps(hello) + "\n").encode("utf-8"))
         os.close(proto)
         worker.proto = -1

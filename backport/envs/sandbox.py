@@ -1,0 +1,151 @@
+"""The sandbox of code from a branch or a PR: a PID namespace of the run.
+
+Every process that runs such code (the probe, warm workers and the tests they fork, isolated
+and overlay test runs) starts through :func:`sandboxed`: ``scripts/sandbox_init.py``, run by
+this tool's own interpreter, unshares a user, PID and mount namespace, mounts the namespace's
+own ``/proc`` and starts the command inside. The command sees no process outside the
+namespace (so no other process's ``/proc/<pid>/environ``, where ``backport`` or a CI shell
+keeps a token), and every process of the namespace ends with it: when the command ends, when
+its launcher is killed, and when this process ends in any way (even SIGKILL), through the
+lifeline, a pipe whose write end only this process holds.
+
+A small launcher we control was chosen over util-linux's ``unshare``: it needs no particular
+util-linux version (``--map-current-user`` is recent), keeps the user's own uid (tests that
+behave differently as root stay as they are) and watches the lifeline, which ``unshare
+--kill-child`` cannot (it ties the namespace to ``unshare`` itself, which outlives a killed
+parent). Python 3.11 has no ``os.unshare``; the launcher calls libc through ``ctypes``.
+
+Whether the host allows namespaces is probed once per process (:func:`isolation`); where it
+does not, commands start as they are, the evidence says so (``report/evidence_fields.py``) and ``trigger``
+refuses PR tests unless the environment says ``isolation: none`` (:func:`require_isolation`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from backport import process
+from backport.config.model import BranchMap
+from backport.errors import BackportError, ErrorCode
+
+INIT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts",
+                           "sandbox_init.py")
+PID_NAMESPACE = "pid-namespace"
+NONE = "none"
+CHECK_TIMEOUT = 30.0
+
+_lock = threading.Lock()
+_probed: Isolation | None = None
+_lifeline: int | None = None  # the read end handed to every sandbox; we keep the write end
+_lifeline_writer: int | None = None
+_said = False
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What the host allows: ``kind`` is "pid-namespace" or "none" (``why``: the refusal)."""
+
+    kind: str
+    why: str = ""
+
+    @property
+    def isolated(self) -> bool:
+        return self.kind == PID_NAMESPACE
+
+
+@dataclass(frozen=True)
+class Start:
+    """A command as it is started: its argv, the descriptors it inherits, its isolation."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...]
+    isolation: str
+
+
+def _launcher() -> list[str]:
+    return [sys.executable, "-I", "-S", INIT_SCRIPT]
+
+
+def isolation() -> Isolation:
+    """Whether this host lets the tool make a PID namespace; asked once per process."""
+    global _probed
+    with _lock:
+        if _probed is None:
+            _probed = _check()
+        return _probed
+
+
+def _check() -> Isolation:
+    try:
+        done = process.run([*_launcher(), "--check"], timeout=CHECK_TIMEOUT)
+    except BackportError as exc:
+        return Isolation(NONE, exc.message)
+    if done.ok:
+        return Isolation(PID_NAMESPACE)
+    lines = done.err.strip().splitlines()
+    why = lines[-1].removeprefix("backport sandbox: ") if lines else f"exit code {done.returncode}"
+    return Isolation(NONE, "timed out" if done.timed_out else why)
+
+
+def forget() -> None:
+    """Probe again on the next :func:`isolation` call (for tests that change the host's answer
+    with ``BACKPORT_SANDBOX_REFUSE``)."""
+    global _probed, _said
+    with _lock:
+        _probed, _said = None, False
+
+
+def refusal_notice() -> str | None:
+    """The one sentence that says tests run without isolation, the first time it is asked
+    (None after that, and where the host isolates)."""
+    global _said
+    found = isolation()
+    with _lock:
+        if found.isolated or _said:
+            return None
+        _said = True
+    return (f"warning: no sandbox for tests, the host refuses PID namespaces ({found.why}): "
+            "they can see every process of this user; the evidence says so")
+
+
+def _lifeline_fd() -> int:
+    """The read end of the lifeline (made on first use; the write end never leaves us)."""
+    global _lifeline, _lifeline_writer
+    with _lock:
+        if _lifeline is None:
+            _lifeline, _lifeline_writer = os.pipe()  # both close-on-exec: no child inherits
+        return _lifeline
+
+
+def sandboxed(argv: Sequence[str], *, tied: bool = True) -> Start:
+    """``argv`` started in a PID namespace of its own (as it is where the host refuses).
+
+    ``tied``: the namespace also ends when this process ends (not for kept workers, which
+    outlive the run by design; theirs ends with them).
+    """
+    if not isolation().isolated:
+        return Start(list(argv), (), NONE)
+    if not tied:
+        return Start([*_launcher(), "--", *argv], (), PID_NAMESPACE)
+    fd = _lifeline_fd()
+    return Start([*_launcher(), "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
+
+
+def require_isolation(branch_map: BranchMap, targets: Iterable[str]) -> None:
+    """Refuse to run a PR's tests on ``targets`` without isolation, unless the environment of
+    each says ``isolation: none`` in branches.yaml (an NPU host that needs it)."""
+    found = isolation()
+    if found.isolated:
+        return
+    envs = [branch_map.environments[branch_map.targets[t].env] for t in targets]
+    unwilling = sorted({env.name for env in envs if env.isolation != NONE})
+    if unwilling:
+        raise BackportError(
+            ErrorCode.CONFIG,
+            f"this host refuses PID namespaces ({found.why}), so a PR's tests would run "
+            f"without isolation; environment {', '.join(unwilling)} does not allow that "
+            "(set `isolation: none` on it in branches.yaml to accept it, or pass --skip-tests)")

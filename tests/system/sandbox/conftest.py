@@ -1,0 +1,64 @@
+"""Fixtures of the sandbox tests: a plain and a torch environment, kept workers of one test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from backport.config.model import Environment
+from backport.envs import sandbox
+from backport.envs.kept import KeepPolicy, stop_kept_workers
+from tests.helpers.processes import wait_gone
+
+
+@pytest.fixture
+def plain_env() -> Environment:
+    """An environment whose interpreter runs these tests (no torch: tests run isolated)."""
+    return Environment(name="plain", python=Path(sys.executable), timeout=60.0)
+
+
+@pytest.fixture(scope="session")
+def torch_env() -> Environment:
+    """The torch interpreter of BACKPORT_TEST_PYTHON (warm workers); skip without it."""
+    value = os.environ.get("BACKPORT_TEST_PYTHON")
+    if not value or not Path(value).expanduser().exists():
+        pytest.skip("BACKPORT_TEST_PYTHON is not set (path of a python with torch 2.13.0+cpu)")
+    return Environment(name="torch-2.13.0", python=Path(value).expanduser(), timeout=120.0)
+
+
+@pytest.fixture
+def kept() -> Iterator[KeepPolicy]:
+    """Kept warm workers in a private (short) folder of this test, stopped after it."""
+    folder = Path(tempfile.mkdtemp(prefix="bpk-"))
+    os.chmod(folder, 0o700)
+    try:
+        yield KeepPolicy(folder, idle=600.0)
+    finally:
+        pids = stop_kept_workers(folder)
+        gone = [wait_gone(pid) for pid in pids]
+        shutil.rmtree(folder, ignore_errors=True)
+        assert all(gone), f"kept workers {pids} did not end"
+
+
+@pytest.fixture
+def refusing_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The host refuses namespaces (the probe's own test switch), probed afresh."""
+    monkeypatch.setenv("BACKPORT_SANDBOX_REFUSE", "1")
+    sandbox.forget()
+    yield
+    monkeypatch.delenv("BACKPORT_SANDBOX_REFUSE")
+    sandbox.forget()
+
+
+def needs_namespaces() -> None:
+    """Skip where this host itself refuses namespaces (the sandbox cannot be shown here)."""
+    sandbox.forget()
+    found = sandbox.isolation()
+    if not found.isolated:
+        pytest.skip(f"this host refuses PID namespaces: {found.why}")
