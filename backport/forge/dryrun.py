@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 
 from backport.errors import BackportError
-from backport.forge.base import Comment, Forge, PlanSink, PullRequest, SourcePrInfo
+from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
 from backport.forge.pace import period_text
 from backport.redact import redact
@@ -223,3 +223,8 @@ class DryRunForge:
     def permission(self, login: str) -> str:
         reader = self._reads()
         return reader.permission(login) if reader is not None else "none"
+
+    def pr_files(self, number: int) -> list[PrFile]:
+        """A read: passed to the real forge (none without one)."""
+        reader = self._reads()
+        return reader.pr_files(number) if reader is not None else []

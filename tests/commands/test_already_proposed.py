@@ -10,10 +10,20 @@ import pytest
 
 from backport.config.loader import load_project
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
+from backport.forge import PrFile
 from backport.forge.local import LocalForge
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.project import PATCHES, run_app
-from tests.helpers.source_pr import BODY, NUMBER, OTHERS, land, run, source_pr, source_server
+from tests.helpers.source_pr import (
+    BODY,
+    NUMBER,
+    OTHERS,
+    land,
+    put_metric_files,
+    run,
+    source_pr,
+    source_server,
+)
 
 OURS = "lgxxx/pytorch"
 
@@ -106,8 +116,9 @@ def test_a_merged_cherry_pick_on_the_local_forge_blocks_too(sandbox: Sandbox):
     project = load_project(sandbox.config, None, {})
     forge = LocalForge(project.state_dir / "forge.sqlite", upstream=project.branch_map.upstream,
                        fork=project.branch_map.fork)
+    files = tuple(PrFile(old, new) for old, new in put_metric_files())
     number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title="test: put_metric",
-                                 body=BODY, author="lgxxx", issues=(3216,))
+                                 body=BODY, author="lgxxx", issues=(3216,), files=files)
     land_merged_pr(sandbox, number, PATCHES)
     picked = forge.add_source_pr(head=f"cherry-pick-mr-{number}-1733000000-auto",
                                  base="v2.11.0", title="test: put_metric", body="copied",
