@@ -15,7 +15,7 @@ base (only the PR's author moves that ref).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -120,14 +120,14 @@ def _landed_rev(repo: RepoCache, sha: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Named:
+class NamedCommit:
     """A commit on the base whose message is PR N's squash message."""
 
     sha: str
     time: int  # committer time, epoch seconds
 
 
-def _naming(repo: RepoCache, base: str, number: int) -> list[_Named]:
+def _naming(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
     """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
     out = git(["log", "--format=%H%x00%ct%x00%B%x1e", "--fixed-strings", f"--grep=!{number}",
                f"{TRACKING}{base}", "--"], cwd=repo.path)
@@ -136,11 +136,11 @@ def _naming(repo: RepoCache, base: str, number: int) -> list[_Named]:
         sha, _, rest = record.strip("\n").partition("\x00")
         time, _, message = rest.partition("\x00")
         if sha and time.isdigit() and squash_names(message, number):
-            found.append((int(time), -order, _Named(sha, int(time))))
+            found.append((int(time), -order, NamedCommit(sha, int(time))))
     return [named for *_, named in sorted(found, key=lambda f: (f[0], f[1]))]
 
 
-def choose(named: list[_Named], files_of: dict[str, frozenset[str]], pr_paths: frozenset[str],
+def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_paths: frozenset[str],
            bound: int | None) -> tuple[str | None, tuple[PassedOver, ...]]:
     """The rule, given the commits naming the PR (oldest first), the files each changes, the
     PR's files and the earliest time it may have landed: the oldest commit at or after that
@@ -232,3 +232,40 @@ def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
     if fork_point == head:
         raise BackportError("usage", f"PR !{number} has no commit that is not already on '{base}'")
     return SourceCommits(f"{fork_point}..{head}", head, FOUND_BY_HEAD)
+
+
+MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
+
+
+def _patch_ids(repo: RepoCache, diff: bytes) -> set[str]:
+    out = git(["patch-id", "--stable"], cwd=repo.path, env=repo.env, stdin=diff)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
+    """Whether open or merged PR ``number`` into ``base`` carries the change ``patches`` (the
+    set's format-patch files) make: each patch's ``patch-id --stable`` is that of one of the
+    PR's own commits, or of all of them together (its head ref fetched first; a PR whose head
+    cannot be fetched, or with more than ``MAX_CARRIER_COMMITS`` commits, does not)."""
+    wanted = [_patch_ids(repo, data) for data in patches]
+    if not wanted or not all(wanted):
+        return False
+    try:
+        head = fetch_head(repo, number)
+    except BackportError:
+        return False
+    fork_point = git(["merge-base", f"{TRACKING}{base}", head], cwd=repo.path, env=repo.env,
+                     check=False).stdout.strip()
+    if not fork_point or fork_point == head:
+        return False
+    count = git(["rev-list", "--count", f"{fork_point}..{head}", "--"], cwd=repo.path,
+                env=repo.env).stdout.strip()
+    if not count.isdigit() or int(count) > MAX_CARRIER_COMMITS:
+        return False
+    each = git(["log", "-p", "--no-color", "--no-ext-diff", "--format=commit %H",
+                f"{fork_point}..{head}", "--"], cwd=repo.path, env=repo.env)
+    whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=repo.path,
+                env=repo.env)
+    found = (_patch_ids(repo, each.stdout.encode("utf-8", "surrogateescape"))
+             | _patch_ids(repo, whole.stdout.encode("utf-8", "surrogateescape")))
+    return all(ids & found for ids in wanted)

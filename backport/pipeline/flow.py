@@ -91,7 +91,8 @@ def run_proposed_step(parts: RunParts, job: BranchJob) -> bool:
     session = parts.session
     if not opens_prs(session.options):
         return True
-    return proposed_step(job, session.remote.forge(), session.project.branch_map)
+    return proposed_step(job, session.remote.forge(), session.project.branch_map,
+                         writers=session.writers, cache=session.cache)
 
 
 def run_apply_step(parts: RunParts, job: BranchJob) -> bool:

@@ -17,6 +17,7 @@ from backport.envs.pool import Environments
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
+from backport.pipeline.writers import Writers
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -142,6 +143,7 @@ class Session:
         keep = keep_policy(self.environ) if options.keep_workers else None
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
         self.docs = DocsAudit(self.cache)
+        self.writers = Writers()  # who may write to the upstream, asked once per login
         self.remote = ForgeAccess(project, self.environ, dry_run=options.dry_run, plan=self.plan,
                                   notify=notify)
 

@@ -83,15 +83,18 @@ def test_a_sync_bot_pr_and_a_merged_cherry_pick_block_and_a_near_miss_does_not(s
     assert f"!{sync.number}" in body and f"!{picked.number}" in body
 
 
-def test_a_body_naming_the_pr_blocks_until_closed_and_our_own_prs_never_do(sandbox, server):
+def test_a_maintainers_body_naming_the_pr_blocks_until_closed_and_our_own_prs_never_do(
+        sandbox, server):
     pr = source_pr(server, state="merged", issues=[3216])
     land(sandbox, NUMBER, pr.head_ref)
     handmade = server.add_pr(head_repo="someone/pytorch", head="backport-put-metric",
                              base="v2.11.0", title="backport put_metric test",
                              body=f"Cherry-picked from Ascend/pytorch!{NUMBER}.",
                              author="someone")
+    server.permissions["someone"] = "write"  # a maintainer of the upstream
     first = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json")
     assert first.code == 0, first.err
+    assert server.counts()["GET /repos/Ascend/pytorch/collaborators/someone/permission"] == 1
     ours = _ours(server)
     assert sorted(ours) == ["v2.12.0", "v2.7.1"]
     proposed = _branches(first)["v2.11.0"]

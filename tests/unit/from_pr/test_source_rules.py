@@ -12,7 +12,7 @@ from backport.git.source_pr import (
     LATER,
     MERGE_CLOCK_SKEW,
     PassedOver,
-    _Named,
+    NamedCommit,
     choose,
     merge_bound,
     same_files,
@@ -51,8 +51,8 @@ def test_the_merge_bound_allows_the_clock_skew_and_needs_a_zone() -> None:
 
 
 def test_the_oldest_commit_after_the_merge_with_the_prs_files_is_taken() -> None:
-    early, squash, evil, again = (_Named("a" * 40, 100), _Named("b" * 40, 200),
-                                  _Named("c" * 40, 300), _Named("d" * 40, 400))
+    early, squash, evil, again = (NamedCommit("a" * 40, 100), NamedCommit("b" * 40, 200),
+                                  NamedCommit("c" * 40, 300), NamedCommit("d" * 40, 400))
     files = {early.sha: PR_FILES, squash.sha: PR_FILES,
              evil.sha: PR_FILES | {"test/test_evil.py"}, again.sha: PR_FILES}
     taken, passed = choose([early, squash, evil, again], files, PR_FILES, bound=150)
@@ -62,7 +62,7 @@ def test_the_oldest_commit_after_the_merge_with_the_prs_files_is_taken() -> None
 
 
 def test_no_commit_with_the_prs_files_takes_none() -> None:
-    evil = _Named("c" * 40, 300)
+    evil = NamedCommit("c" * 40, 300)
     taken, passed = choose([evil], {evil.sha: {"test/test_evil.py"}}, PR_FILES, bound=None)
     assert taken is None and passed == (PassedOver(evil.sha, FILES_DIFFER),)
 
