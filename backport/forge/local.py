@@ -252,13 +252,15 @@ class LocalForge:
         with self._read() as conn:
             if conn is None:
                 return []
+            where = ("WHERE repo = ? AND base = ? AND number > ? AND state IN ('open', "
+                     "'merged') ORDER BY number")
             args = (self.upstream, base, int(number))
-            rows = self._optional(
-                conn, "SELECT prs.*, pr_sources.author AS author FROM prs LEFT JOIN pr_sources "
-                      "ON pr_sources.pr = prs.number WHERE repo = ? AND base = ? AND number > ? "
-                      "AND state IN ('open', 'merged') ORDER BY number", args) or \
-                conn.execute("SELECT * FROM prs WHERE repo = ? AND base = ? AND number > ? "
-                             "AND state IN ('open', 'merged') ORDER BY number", args).fetchall()
+            try:  # with the author add_source_pr recorded
+                rows = conn.execute("SELECT prs.*, pr_sources.author AS author FROM prs LEFT "
+                                    f"JOIN pr_sources ON pr_sources.pr = prs.number {where}",
+                                    args).fetchall()
+            except sqlite3.OperationalError:  # a database written before pr_sources existed
+                rows = conn.execute(f"SELECT * FROM prs {where}", args).fetchall()
             return [self._pr(r) for r in rows]
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
