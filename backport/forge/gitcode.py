@@ -119,7 +119,7 @@ def _flag(value: Any) -> bool:
                              in ("1", "true"))
 
 
-def _pr_file(item: dict[str, Any]) -> PrFile | None:
+def pr_file(item: dict[str, Any]) -> PrFile | None:
     """One item of ``/pulls/{n}/files`` as the paths before and after the PR."""
     patch = _obj(item, "patch")
     name = _text(item.get("filename")).strip()
@@ -459,7 +459,7 @@ class GitCodeForge:
         files: dict[PrFile, None] = {}
         for item in self._pages(self._pulls(f"/{seg(number)}/files"), {},
                                 key=lambda i: _text(i.get("filename"))):
-            found = _pr_file(item)
+            found = pr_file(item)
             if found is not None:
                 files.setdefault(found)
         return list(files)

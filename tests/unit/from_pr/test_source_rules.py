@@ -5,6 +5,7 @@ leaves its files as its last change says (renamed: the new path; deleted: none).
 from __future__ import annotations
 
 from backport.forge import PrFile
+from backport.forge.gitcode import pr_file
 from backport.git.authoring import left_paths
 from backport.git.source_pr import (
     BEFORE_MERGE,
@@ -73,3 +74,16 @@ def test_a_series_leaves_renamed_files_by_their_new_path_and_deleted_ones_not_at
                (None, "test/test_back.py"), ("test/test_back.py", None),
                (None, "test/test_back.py")]
     assert left_paths(changes) == ["src/a.py", "test/test_new.py", "test/test_back.py"]
+
+
+def test_a_gitcode_file_item_with_flags_as_booleans_or_integers() -> None:
+    def item(old: str, new: str, **flags: object) -> dict:
+        return {"filename": new, "patch": {"old_path": old, "new_path": new, **flags}}
+
+    assert pr_file(item("a.py", "a.py", new_file=True)) == PrFile(None, "a.py")
+    assert pr_file(item("a.py", "a.py", new_file=1)) == PrFile(None, "a.py")
+    assert pr_file(item("d.py", "d.py", deleted_file="1")) == PrFile("d.py", None)
+    assert pr_file(item("o.py", "n.py", renamed_file=1, new_file=0)) == PrFile("o.py", "n.py")
+    assert pr_file(item("m.py", "m.py", new_file=False, deleted_file=0)) == PrFile("m.py", "m.py")
+    assert pr_file({"filename": "x.py"}) == PrFile("x.py", "x.py")  # no patch object
+    assert pr_file({"filename": ""}) is None
