@@ -165,9 +165,15 @@ def _files_said(paths: frozenset[str]) -> str:
     return f"{len(shown)} file{'s' if len(shown) != 1 else ''} ({', '.join(shown[:_SHOWN_FILES])}{more})"
 
 
+_SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
+
+
 def passed_over_said(passed: Iterable[PassedOver]) -> str:
     """``abc123456789 (its files are not the PR's), …``: the commits not taken, by sha."""
-    return ", ".join(f"{p.sha[:12]} ({p.why})" for p in passed)
+    listed = list(passed)
+    said = ", ".join(f"{p.sha[:12]} ({p.why})" for p in listed[:_SHOWN_COMMITS])
+    more = len(listed) - _SHOWN_COMMITS
+    return f"{said} and {more} more" if more > 0 else said
 
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,

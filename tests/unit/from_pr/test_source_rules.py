@@ -16,6 +16,7 @@ from backport.git.source_pr import (
     PassedOver,
     choose,
     merge_bound,
+    passed_over_said,
     same_files,
     squash_names,
 )
@@ -87,3 +88,12 @@ def test_a_gitcode_file_item_with_flags_as_booleans_or_integers() -> None:
     assert pr_file(item("m.py", "m.py", new_file=False, deleted_file=0)) == PrFile("m.py", "m.py")
     assert pr_file({"filename": "x.py"}) == PrFile("x.py", "x.py")  # no patch object
     assert pr_file({"filename": ""}) is None
+
+
+def test_the_commits_passed_over_are_named_by_sha_five_at_most() -> None:
+    passed = [PassedOver(str(i) * 40, FILES_DIFFER) for i in range(7)]
+    said = passed_over_said(passed)
+    assert said.startswith(f"{'0' * 12} (its files are not the PR's), {'1' * 12} (")
+    assert said.endswith(f"{'4' * 12} (its files are not the PR's) and 2 more")
+    assert "5555" not in said
+    assert passed_over_said(passed[:1]) == f"{'0' * 12} (its files are not the PR's)"
