@@ -201,8 +201,8 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
     found, passed = choose(named, files_of, paths, bound)
     if found is not None:
         return SourceCommits(_landed_rev(repo, found), found, FOUND_BY_SQUASH, passed)
-    seen = (f"{len(named)} commit{'s' if len(named) != 1 else ''} name it but none is its "
-            f"change: {passed_over_said(passed)}" if named
+    seen = (f"{len(named)} commit{'s name' if len(named) != 1 else ' names'} it but none is "
+            f"its change: {passed_over_said(passed)}" if named
             else f"no commit names it in a squash message ('!{number} merge … into {base}')")
     raise BackportError("source-unproven", redact(
         f"PR !{number} is merged{f' at {merged_at}' if merged_at else ''} with "

@@ -60,7 +60,7 @@ def test_with_only_a_spoof_on_the_base_no_set_is_written(sandbox, server):
     result = run(sandbox, "new", "x", "--from-pr", str(NUMBER))
     assert result.code == 1, result.out
     assert result.err.count("\n") == 1
-    assert f"1 commit name it but none is its change: {evil[:12]} (its files are not the " \
+    assert f"1 commit names it but none is its change: {evil[:12]} (its files are not the " \
         "PR's)" in result.err
     assert f"with 1 file ({TEST_FILE})" in result.err
     assert not (sandbox.project / "patches" / "x").exists()
