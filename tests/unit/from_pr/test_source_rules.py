@@ -4,9 +4,13 @@ leaves its files as its last change says (renamed: the new path; deleted: none).
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from backport.config.patchfiles import FileDiff, Patch
 from backport.forge import PrFile
 from backport.forge.gitcode import pr_file
 from backport.git.authoring import left_paths
+from backport.git.present import changed_python_tests
 from backport.git.source_pr import (
     BEFORE_MERGE,
     FILES_DIFFER,
@@ -97,3 +101,15 @@ def test_the_commits_passed_over_are_named_by_sha_five_at_most() -> None:
     assert said.endswith(f"{'4' * 12} (its files are not the PR's) and 2 more")
     assert "5555" not in said
     assert passed_over_said(passed[:1]) == f"{'0' * 12} (its files are not the PR's)"
+
+
+def test_the_python_tests_a_series_leaves_follow_the_same_rule() -> None:
+    def patch(*files: FileDiff) -> Patch:
+        return Patch(path=Path("0001-x.patch"), files=files)
+
+    added = patch(FileDiff(old=None, new="test/test_a.py", hunks=(), created=True),
+                  FileDiff(old="test/test_gone.py", new="test/test_gone.py", hunks=()))
+    renamed = patch(FileDiff(old="test/test_a.py", new="test/test_b.py", hunks=()),
+                    FileDiff(old="test/test_gone.py", new=None, hunks=()))
+    assert changed_python_tests([added, renamed]) == ["test/test_b.py"]
+    assert changed_python_tests([added]) == ["test/test_a.py", "test/test_gone.py"]
