@@ -31,6 +31,7 @@ class ErrorCode(StrEnum):
     ENV_UNAVAILABLE = "env-unavailable"  # device: npu without a visible NPU
     TEST_FAILED = "test-failed"  # a test could not be run
     FORGE = "forge"  # the forge's API answered with an error
+    SOURCE_UNPROVEN = "source-unproven"  # no commit on its base is proven to be a merged PR's
     AUTH = "auth"  # the forge refused the token (none given: a config error)
     INTERNAL = "internal"  # a bug: anything that is not a BackportError
 

@@ -20,7 +20,7 @@ from backport.config.patch_set import load_patch_set
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, build_sandbox, clear_sandbox, land_merged_pr
 from backport.envs.kept import keep_policy
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.forge import make_forge
+from backport.forge import PrFile, make_forge
 from backport.forge.local import LocalForge
 from backport.git.locks import file_lock
 from backport.pipeline.apply import run_apply
@@ -120,9 +120,10 @@ def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
     spec = load_patch_set(patches, project.branch_map)
     forge = LocalForge(project.state_dir / "forge.sqlite", upstream=project.branch_map.upstream,
                        fork=project.branch_map.fork)
+    files = tuple(PrFile(d.old, d.new) for patch in spec.patches for d in patch.files)
     number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title=spec.title,
                                  body=f"{spec.title}\n\nAPI={spec.api}\n", author="lgxxx",
-                                 issues=(spec.issue,))
+                                 issues=(spec.issue,), files=files)
     sha = land_merged_pr(sandbox, number, patches)
     echo(f"the sandbox's upstream holds PR !{number} ({spec.title}), squash-merged into master "
          f"as {sha[:12]}")

@@ -16,7 +16,7 @@ from backport.errors import BackportError, ConfigError
 from backport.forge.base import SourcePrInfo
 from backport.forge.factory import make_forge
 from backport.git.authoring import test_files, touched_files
-from backport.git.source_pr import SourceCommits, landed, open_commits
+from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
 from backport.pipeline.session import open_cache
 
 Say = Callable[[str], None]  # where the lines about the set being written go
@@ -57,9 +57,23 @@ def read_source(project: Project, number: int,
                                      f"merged, so it carries no change to backport")
     cache = open_cache(project, environ)
     cache.fetch([info.base])
-    commits = (landed(cache, info.base, number, info.merge_commit_sha) if info.merged
-               else open_commits(cache, info.base, number))
+    if info.merged:
+        pr_paths = {path for f in forge.pr_files(number) for path in f.paths}
+        commits = landed(cache, info.base, number, info.merge_commit_sha, pr_paths=pr_paths,
+                         merged_at=info.merged_at)
+    else:
+        commits = open_commits(cache, info.base, number)
     return Source(info, commits), cache.path
+
+
+def not_taken(source: Source) -> list[str]:
+    """The plan's line naming, by sha, the commits on the base that name the PR but were not
+    taken as its change (none, usually)."""
+    passed = source.commits.passed_over
+    if not passed:
+        return []
+    return [f"not taken as PR !{source.info.number}'s change although their message names it: "
+            f"{passed_over_said(passed)}"]
 
 
 def said(source: SourcePr, upstream: str) -> str:
@@ -108,6 +122,8 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
                                      f"other than '{info.base}', the base of PR !{info.number}")
     record = source.record()
     say(f"source: {said(record, project.branch_map.upstream)}")
+    for line in not_taken(source):
+        say(line)
     spec: dict[str, object] = {
         "api": _api(info, api, say), "issue": _issue(info, issue, say), "title": title or info.title,
         "source_pr": record.number, "source_base": record.base, "source_commit": record.commit,
@@ -137,7 +153,8 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = 
     new = source.record()
     upstream = project.branch_map.upstream
     if old is not None and old == new:
-        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged"], False
+        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged",
+                           *not_taken(source)], False
     lines = []
     if old is not None:
         change = ("now merged" if new.merged and not old.merged else

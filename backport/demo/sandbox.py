@@ -111,8 +111,11 @@ def land_merged_pr(sandbox: Sandbox, number: int, patches: Path, base: str = "ma
         subject, author, date = git(["log", "-1", "--format=%s%n%an <%ae>%n%aI", first],
                                     cwd=work).stdout.splitlines()
         _git(work, "reset", "--soft", f"origin/{base}")
-        _git(work, "commit", "--quiet", f"--author={author}", f"--date={date}", "-m",
-             squash_message(subject, number, SOURCE_HEAD, base, "Ascend/pytorch"))
+        # Committed now, as the forge merges it now (the PR's merge time is read against it).
+        merging = {k: v for k, v in _IDENTITY.items() if k != "GIT_COMMITTER_DATE"}
+        git(["commit", "--quiet", f"--author={author}", f"--date={date}", "-m",
+             squash_message(subject, number, SOURCE_HEAD, base, "Ascend/pytorch")], cwd=work,
+            env=merging)
         _git(work, "push", "--quiet", "origin", f"HEAD:refs/heads/{base}")
         return git(["rev-parse", "HEAD"], cwd=work).stdout.strip()
     finally:

@@ -1,6 +1,6 @@
 """Forges: the protocol, the GitCode v5 client and the embedded local forge."""
 
-from backport.forge.base import Comment, Forge, PlanSink, PullRequest
+from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest
 from backport.forge.factory import make_forge
 
-__all__ = ["Comment", "Forge", "PlanSink", "PullRequest", "make_forge"]
+__all__ = ["Comment", "Forge", "PlanSink", "PrFile", "PullRequest", "make_forge"]

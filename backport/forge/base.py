@@ -24,6 +24,7 @@ class PullRequest:
     draft: bool = False
     not_taken: tuple[str, ...] = ()  # fields an update sent that the PR still does not show
     planned: bool = False  # the create or update was only described (a dry forge's answer)
+    author: str = ""  # login of who opened it ("" when not shown)
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,25 @@ class SourcePrInfo:
     merge_commit_sha: str  # "" when the service does not give one (GitCode's single-PR answer)
     author: str  # login of the PR's author ("" when not shown)
     issues: tuple[int, ...] = ()  # linked issues
+    merged_at: str = ""  # when it was merged, ISO 8601 as the service writes it ("" if not)
 
     @property
     def merged(self) -> bool:
         return self.state == "merged"
+
+
+@dataclass(frozen=True)
+class PrFile:
+    """One file a PR changes (``GET /pulls/{n}/files``): its path before the PR (None for a
+    new file) and after it (None for a deleted one); a rename has both."""
+
+    old: str | None
+    new: str | None
+
+    @property
+    def paths(self) -> frozenset[str]:
+        """Every path it touches: both names of a rename."""
+        return frozenset(p for p in (self.old, self.new) if p)
 
 
 @dataclass(frozen=True)
@@ -97,6 +113,9 @@ class Forge(Protocol):
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """PR ``number`` of the upstream as a backport's source, with its linked issues."""
+
+    def pr_files(self, number: int) -> list[PrFile]:
+        """Every file PR ``number`` of the upstream changes, as the service lists them."""
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         """PRs of the upstream repository in ``state`` ("open" or "all"); ``fresh``: read from

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, Forge, PlanSink, PullRequest, SourcePrInfo
+from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
 from backport.forge.pace import period_text
 from backport.redact import redact
@@ -237,3 +237,8 @@ class DryRunForge:
     def permission(self, login: str) -> str:
         reader = self._reads()
         return reader.permission(login) if reader is not None else "none"
+
+    def pr_files(self, number: int) -> list[PrFile]:
+        """A read: passed to the real forge (none without one)."""
+        reader = self._reads()
+        return reader.pr_files(number) if reader is not None else []

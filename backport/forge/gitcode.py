@@ -25,7 +25,7 @@ from typing import Any
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, PullRequest, SourcePrInfo
+from backport.forge.base import Comment, PrFile, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, ApiTransportError, seg
 from backport.forge.token import askpass_env
 from backport.redact import redact
@@ -112,6 +112,27 @@ def _author(data: dict[str, Any]) -> str:
             if _text(side.get(name)):
                 return _text(side.get(name))
     return ""
+
+
+def _flag(value: Any) -> bool:
+    """A documented boolean that may come as ``true``, ``1`` or ``"1"``."""
+    return value is True or (not isinstance(value, bool) and str(value).strip().lower()
+                             in ("1", "true"))
+
+
+def pr_file(item: dict[str, Any]) -> PrFile | None:
+    """One item of ``/pulls/{n}/files`` as the paths before and after the PR."""
+    patch = _obj(item, "patch")
+    name = _text(item.get("filename")).strip()
+    new = _text(patch.get("new_path")).strip() or name
+    old = _text(patch.get("old_path")).strip() or new
+    if not new:
+        return None
+    if _flag(patch.get("new_file")):
+        return PrFile(None, new)
+    if _flag(patch.get("deleted_file")):
+        return PrFile(old, None)
+    return PrFile(old, new)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +272,7 @@ class GitCodeForge:
             base=_text(base.get("ref")) or _text(data.get("target_branch")),
             state=state,
             draft=draft,
+            author=_author(data),
         )
 
     def _from_fork(self, data: dict[str, Any]) -> bool | None:
@@ -264,13 +286,15 @@ class GitCodeForge:
             return login.casefold() == self.fork_owner.casefold()
         return None
 
-    def _pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _pages(self, path: str, params: dict[str, Any],
+               key: Callable[[dict[str, Any]], str] | None = None) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list, page after page until an empty or a repeated page,
         or one shorter than the documented default of 20.
 
         A page of 20 or more does not end the list: the service may not honour ``per_page``. A page
         that is not a list (an error object or an HTML page answered 200) is an error, never
-        the end of the list.
+        the end of the list. ``key`` names an item for telling a repeated page (default: its
+        ``id`` or ``number``).
         """
         seen_pages: set[tuple] = set()
         for page in range(1, self.max_pages + 1):
@@ -284,11 +308,11 @@ class GitCodeForge:
                                     "later."))
             if not items:
                 return
-            key = tuple(str(i.get("id", i.get("number"))) if isinstance(i, dict) else str(i)
-                        for i in items)
-            if key in seen_pages:
+            named = key or (lambda i: str(i.get("id", i.get("number"))))
+            shown = tuple(named(i) if isinstance(i, dict) else str(i) for i in items)
+            if shown in seen_pages:
                 return
-            seen_pages.add(key)
+            seen_pages.add(shown)
             yield from (i for i in items if isinstance(i, dict))
             if len(items) < SMALLEST_PAGE:
                 return  # shorter than any page size the service uses: the last page
@@ -443,7 +467,21 @@ class GitCodeForge:
             base=pr.base, head=pr.head, head_sha=_text(head.get("sha")).strip(),
             merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
             author=_text(_obj(data, "user").get("login")),
-            issues=tuple(self.linked_issues(number)))
+            issues=tuple(self.linked_issues(number)),
+            merged_at=_text(data.get("merged_at")).strip())
+
+    def pr_files(self, number: int) -> list[PrFile]:
+        """``GET /pulls/{n}/files`` (pulls.rst §5): one item per file, ``filename`` and a
+        ``patch`` object with ``old_path``, ``new_path``, ``new_file``, ``renamed_file``,
+        ``deleted_file`` (booleans in the example, integers in the schema). No paging is
+        documented; pages are still followed, as for every list, in case the service pages."""
+        files: dict[PrFile, None] = {}
+        for item in self._pages(self._pulls(f"/{seg(number)}/files"), {},
+                                key=lambda i: _text(i.get("filename"))):
+            found = pr_file(item)
+            if found is not None:
+                files.setdefault(found)
+        return list(files)
 
     def _get_pr_data(self, number: int) -> dict[str, Any]:
         try:

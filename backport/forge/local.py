@@ -21,7 +21,7 @@ from pathlib import Path
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, PullRequest, SourcePrInfo
+from backport.forge.base import Comment, PrFile, PullRequest, SourcePrInfo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS prs (
@@ -49,6 +49,17 @@ CREATE TABLE IF NOT EXISTS pr_sources (
     head_sha     TEXT NOT NULL DEFAULT '',
     merge_commit TEXT NOT NULL DEFAULT '',
     author       TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS pr_files (
+    pr       INTEGER NOT NULL REFERENCES prs(number),
+    seq      INTEGER NOT NULL,
+    old_path TEXT NOT NULL DEFAULT '',  -- '' for a new file
+    new_path TEXT NOT NULL DEFAULT '',  -- '' for a deleted file
+    PRIMARY KEY (pr, seq)
+);
+CREATE TABLE IF NOT EXISTS pr_merged (
+    pr        INTEGER PRIMARY KEY REFERENCES prs(number),
+    merged_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS comments (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -152,8 +163,23 @@ class LocalForge:
         return PullRequest(
             number=row["number"], url=self.url(row["number"]), title=row["title"],
             body=row["body"], head=row["head"], head_repo=row["head_repo"], base=row["base"],
-            state=row["state"], draft=bool(row["draft"]),
+            state=row["state"], draft=bool(row["draft"]), author=self._author(row),
         )
+
+    def _author(self, row: sqlite3.Row) -> str:
+        """Who opened the PR: the login :meth:`add_source_pr` recorded, else the owner of its
+        head repository (this tool opens PRs from the fork)."""
+        keys = row.keys()
+        recorded = row["author"] if "author" in keys else None
+        return recorded or str(row["head_repo"]).partition("/")[0]
+
+    @staticmethod
+    def _optional(conn: sqlite3.Connection, sql: str, args: tuple) -> list[sqlite3.Row]:
+        """Rows of a table a database written by an older version may lack (none then)."""
+        try:
+            return conn.execute(sql, args).fetchall()
+        except sqlite3.OperationalError:
+            return []
 
     def _find(self, conn: sqlite3.Connection, head: str, base: str) -> sqlite3.Row | None:
         return conn.execute(
@@ -211,12 +237,24 @@ class LocalForge:
                                      "WHERE pr = ?", (number,)).fetchone()
             except sqlite3.OperationalError:  # a database written before pr_sources existed
                 extra = None
+            merged = self._optional(conn, "SELECT merged_at FROM pr_merged WHERE pr = ?",
+                                    (number,))
         issues = tuple(self.linked_issues(number))
         return SourcePrInfo(
             number=number, state=row["state"], title=row["title"], body=row["body"],
             base=row["base"], head=row["head"], head_sha=extra["head_sha"] if extra else "",
             merge_commit_sha=extra["merge_commit"] if extra else "",
-            author=extra["author"] if extra else "", issues=issues)
+            author=extra["author"] if extra else "", issues=issues,
+            merged_at=merged[0]["merged_at"] if merged and row["state"] == "merged" else "")
+
+    def pr_files(self, number: int) -> list[PrFile]:
+        """What :meth:`add_source_pr` recorded of the PR's files (none for a PR this tool
+        opened from the fork)."""
+        with self._read() as conn:
+            conn = self._holding(conn, number)
+            rows = self._optional(conn, "SELECT old_path, new_path FROM pr_files WHERE pr = ? "
+                                        "ORDER BY seq", (number,))
+        return [PrFile(r["old_path"] or None, r["new_path"] or None) for r in rows]
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
         with self._read() as conn:
@@ -234,9 +272,15 @@ class LocalForge:
         with self._read() as conn:
             if conn is None:
                 return []
-            rows = conn.execute("SELECT * FROM prs WHERE repo = ? AND base = ? AND number > ? "
-                                "AND state IN ('open', 'merged') ORDER BY number",
-                                (self.upstream, base, int(number))).fetchall()
+            where = ("WHERE repo = ? AND base = ? AND number > ? AND state IN ('open', "
+                     "'merged') ORDER BY number")
+            args = (self.upstream, base, int(number))
+            try:  # with the author add_source_pr recorded
+                rows = conn.execute("SELECT prs.*, pr_sources.author AS author FROM prs LEFT "
+                                    f"JOIN pr_sources ON pr_sources.pr = prs.number {where}",
+                                    args).fetchall()
+            except sqlite3.OperationalError:  # a database written before pr_sources existed
+                rows = conn.execute(f"SELECT * FROM prs {where}", args).fetchall()
             return [self._pr(r) for r in rows]
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
@@ -309,9 +353,10 @@ class LocalForge:
 
     def add_source_pr(self, *, head: str, base: str, title: str, body: str, author: str,
                       state: str = "merged", head_sha: str = "", merge_commit: str = "",
-                      issues: tuple[int, ...] = ()) -> int:
+                      issues: tuple[int, ...] = (), files: tuple[PrFile, ...] = ()) -> int:
         """Record someone's PR on the upstream itself (head branch in the upstream), as a
-        maintainer's merged change is; returns its number."""
+        maintainer's merged change is, with the files it changes; returns its number. A
+        merged one is merged now."""
         if state not in STATES:
             raise BackportError("usage", f"PR state {state!r} is not one of {', '.join(STATES)}.")
         with self._write() as conn:
@@ -325,6 +370,12 @@ class LocalForge:
                          "VALUES (?, ?, ?, ?)", (number, head_sha, merge_commit, author))
             conn.executemany("INSERT OR IGNORE INTO pr_issues (pr, issue) VALUES (?, ?)",
                              [(number, int(i)) for i in issues])
+            conn.executemany("INSERT INTO pr_files (pr, seq, old_path, new_path) "
+                             "VALUES (?, ?, ?, ?)",
+                             [(number, seq, f.old or "", f.new or "")
+                              for seq, f in enumerate(files)])
+            if state == "merged":
+                conn.execute("INSERT INTO pr_merged (pr, merged_at) VALUES (?, ?)", (number, now))
             return number
 
     def comments(self, number: int) -> list[str]:

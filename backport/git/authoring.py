@@ -97,13 +97,31 @@ def export_patch_set(repo: Path, rev: str, out_dir: Path, *, force: bool) -> lis
     return written
 
 
+def left_paths(changes: Iterable[tuple[str | None, str | None]]) -> list[str]:
+    """The one rule of which files a series leaves behind, from its file changes in order
+    (path before, path after; None for the side of a new or a deleted file): a path a later
+    change deletes or renames away is dropped, a rename's new path counts; in the order each
+    was first left."""
+    left: dict[str, None] = {}
+    for old, new in changes:
+        if old and old != new:
+            left.pop(old, None)
+        if new:
+            left.setdefault(new)
+    return list(left)
+
+
 def touched_files(repo: Path, rev: str) -> list[str]:
-    """Every path a commit of ``rev`` adds, changes or deletes (renames as both names), in order."""
-    args = ["log", "--format=", "--name-only", "-z", "--no-renames", "--reverse",
+    """Every path the commits of ``rev`` add or change as they leave them (:func:`left_paths`:
+    a renamed file by its new path, a deleted one not at all), in order."""
+    args = ["log", "--format=", "--name-status", "-z", "--no-renames", "--reverse",
             *_rev_args(repo, rev), "--"]
     out = git(args, cwd=Path(repo))
-    names = [name.strip("\n") for name in out.stdout.split("\0")]
-    return list(dict.fromkeys(name for name in names if name))
+    fields = [f.strip("\n") for f in out.stdout.split("\0")]
+    fields = [f for f in fields if f]
+    changes = [(None if status.startswith("A") else path, None if status.startswith("D") else path)
+               for status, path in zip(fields[::2], fields[1::2], strict=False)]
+    return left_paths(changes)
 
 
 def is_test_file(path: str) -> bool:

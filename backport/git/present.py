@@ -16,6 +16,7 @@ from pathlib import Path
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.git import pydefs
+from backport.git.authoring import left_paths
 from backport.git.run import git
 
 
@@ -239,13 +240,11 @@ def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest]) -
 
 
 def changed_python_tests(patches: Sequence[Patch], test_paths: Sequence[str] = ()) -> list[str]:
-    """The Python test files the series leaves in the tree (created or changed), in order."""
-    found: dict[str, None] = {}
-    for patch in patches:
-        for diff in patch.files:
-            if diff.new and not diff.binary and is_python_test(diff.new, test_paths):
-                found.setdefault(diff.new)
-    return list(found)
+    """The Python test files the series leaves in the tree (created or changed, as
+    :func:`left_paths` says: a renamed one by its new path, a deleted one not), in order."""
+    binary = {d.new for p in patches for d in p.files if d.binary and d.new}
+    left = left_paths((d.old, d.new) for p in patches for d in p.files)
+    return [path for path in left if path not in binary and is_python_test(path, test_paths)]
 
 
 def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str]) -> list[str]:

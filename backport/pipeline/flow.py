@@ -86,7 +86,8 @@ def run_proposed_step(parts: RunParts, job: BranchJob) -> bool:
     session = parts.session
     if not session.options.course.opens_prs:
         return True
-    return proposed_step(job, session.remote.forge(), session.project.branch_map)
+    return proposed_step(job, session.remote.forge(), session.project.branch_map,
+                         writers=session.writers, cache=session.cache)
 
 
 def run_apply_step(parts: RunParts, job: BranchJob) -> bool:

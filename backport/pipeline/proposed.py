@@ -1,19 +1,30 @@
 """Already proposed elsewhere: before a set made from upstream PR N does any work on a target,
 look for an open or merged PR into that target that already carries PR N there.
 
-`carries` is the one rule of what "carries PR N" means (a pure function of a PR's head branch,
-title and body); `proposed_step` asks the forge for the PRs opened after PR N into the target
-and stops the branch as `already-proposed` when one of them carries it. The set's own PRs (its
-fork branch on the fork) never count: they are found and refreshed by the PR step as always.
+`carries` is the one rule of how a PR names PR N (a pure function of its head branch, title and
+body); naming is not enough, since anyone can open a PR whose body says "cf. !N". `counts`
+decides whether a PR that names N may stop the branch: a bot's branch in the upstream itself
+(the sync bot's, GitCode's cherry-pick: only writers make branches there), a PR by a user with
+write permission on the upstream (asked once per login for the run, only for PRs that name N),
+or a PR whose own commits carry the change (`patch-id`). Anyone else's PR never blocks: it is
+only said in the branch's progress. `proposed_step` asks the forge for the PRs opened after PR N
+into the target and stops the branch as `already-proposed` on the first PR that counts (merged
+ones first, then the oldest). The set's own PRs (its fork branch on the fork) never count: they
+are found and refreshed by the PR step as always.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import partial
 
 from backport.config.model import BranchMap
 from backport.forge import Forge, PullRequest
+from backport.git.cache import RepoCache
+from backport.git.source_pr import carries_change
 from backport.pipeline.steps import BranchJob
+from backport.pipeline.writers import Writers
 from backport.records import ProposedPr
 from backport.report.evidence_fields import SOURCE
 
@@ -67,10 +78,55 @@ def _ours(pr: PullRequest, job: BranchJob, bm: BranchMap) -> bool:
     return pr.head == job.fork_branch and _same_repo(pr.head_repo, bm.fork)
 
 
-def proposed_step(job: BranchJob, forge: Forge, bm: BranchMap) -> bool:
+# Why a PR that names the source may stop the branch (`counts`), as the progress says it.
+BOT_BRANCH = "its branch is the upstream's own"
+WRITER = "its author may write to the upstream"
+SAME_CHANGE = "its commits carry the change"
+
+
+def bot_branch(pr: PullRequest, kind: str, upstream: str) -> bool:
+    """The pure part of the trust rule: a bot's form (the sync bot's, GitCode's cherry-pick)
+    on a branch of the upstream repository itself, which only its writers can make."""
+    return kind in (SYNC, CHERRY_PICK) and _same_repo(pr.head_repo, upstream)
+
+
+def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[str], bool],
+           has_change: Callable[[], bool]) -> str | None:
+    """Why ``pr``, which names the source as ``kind``, may stop the branch (one of
+    ``BOT_BRANCH``, ``WRITER``, ``SAME_CHANGE``), or None when it may not. The checks run in
+    order of cost and stop at the first that holds: no request, one per login, a git fetch."""
+    if bot_branch(pr, kind, upstream):
+        return BOT_BRANCH
+    if can_write(pr.author):
+        return WRITER
+    if has_change():
+        return SAME_CHANGE
+    return None
+
+
+def _first_counting(job: BranchJob, found: list[tuple[PullRequest, str]], forge: Forge,
+                    bm: BranchMap, writers: Writers, cache: RepoCache,
+                    number: int) -> tuple[PullRequest, str, str] | None:
+    """The first PR of ``found`` (merged ones first, then the oldest) that counts, with its
+    kind and why; each one passed over is said in the branch's progress, by number only."""
+    patches = [patch.data for patch in job.patch_set.patches]
+    for pr, kind in sorted(found, key=lambda f: (f[0].state != "merged", f[0].number)):
+        why = counts(pr, kind, upstream=bm.upstream,
+                     can_write=lambda login: writers.can_write(forge, login),
+                     has_change=partial(carries_change, cache, pr.number, job.target, patches))
+        if why is not None:
+            return pr, kind, why
+        job.event("proposed", f"PR !{pr.number} names !{number} but does not count: its author "
+                              f"may not write to the upstream and its commits do not carry the "
+                              f"change")
+    return None
+
+
+def proposed_step(job: BranchJob, forge: Forge, bm: BranchMap, *, writers: Writers,
+                  cache: RepoCache) -> bool:
     """For a set made from a PR: stop the branch as already proposed when another open or
-    merged PR into its target carries that PR (a merged one first, then the oldest); False
-    then. A set not made from a PR, and a branch whose own PR is open, go on."""
+    merged PR into its target carries that PR and counts (a merged one first, then the
+    oldest); False then. A set not made from a PR, and a branch whose own PR is open, go on."""
     source = job.patch_set.source
     if source is None:
         return True
@@ -80,12 +136,13 @@ def proposed_step(job: BranchJob, forge: Forge, bm: BranchMap) -> bool:
         return True
     found = [(pr, kind) for pr in later if not _ours(pr, job, bm)
              and (kind := carries(pr, source.number, bm.upstream, job.target)) is not None]
-    if not found:
+    first = _first_counting(job, found, forge, bm, writers, cache, source.number)
+    if first is None:
         return True
-    pr, kind = min(found, key=lambda f: (f[0].state != "merged", f[0].number))
+    pr, kind, why = first
     proposed = ProposedPr(number=pr.number, url=pr.url, state=pr.state, kind=kind,
                           title=pr.title)
-    message = (f"already proposed in PR !{pr.number} ({pr.state}, {KIND_EN[kind]}): {pr.url}; "
-               f"it carries !{source.number} into {job.target}, so no PR is opened")
+    message = (f"already proposed in PR !{pr.number} ({pr.state}, {KIND_EN[kind]}; {why}): "
+               f"{pr.url}; it carries !{source.number} into {job.target}, so no PR is opened")
     job.stop(lambda r: r.already_proposed(proposed, message))
     return False

@@ -20,6 +20,7 @@ from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
 from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
 from backport.pipeline.reach import Course
+from backport.pipeline.writers import Writers
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -148,6 +149,7 @@ class Session:
         keep = keep_policy(self.environ) if options.keep_workers else None
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
         self.docs = DocsAudit(self.cache)
+        self.writers = Writers()  # who may write to the upstream, asked once per login
         self.remote = ForgeAccess(project, self.environ, course=options.course, plan=self.plan,
                                   notify=notify)
         self.fork: Fork = PlannedFork(self.plan) if options.course.dry_run else GitFork()

@@ -146,7 +146,8 @@ def test_touched_files_single_and_range(repo: Path) -> None:
         "pkg/widget_test.py", "src/lib.py", "test/npu/test_new_api.py"]
     everything = touched_files(repo, "base..main")
     assert everything[0] == "test/distributed/test_thing.py"
-    assert {"docs/old.md", "docs/new.md", "test/npu/test_new_api.py"} <= set(everything)
+    assert {"docs/new.md", "test/npu/test_new_api.py"} <= set(everything)
+    assert "docs/old.md" not in everything  # renamed away: the range leaves only the new name
     assert len(everything) == len(set(everything))
     assert touched_files(repo, "base") == [
         "docs/old.md", "src/lib.py", "test/distributed/test_thing.py"]  # root commit

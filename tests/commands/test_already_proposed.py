@@ -10,10 +10,20 @@ import pytest
 
 from backport.config.loader import load_project
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
+from backport.forge import PrFile
 from backport.forge.local import LocalForge
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.project import PATCHES, run_app
-from tests.helpers.source_pr import BODY, NUMBER, OTHERS, land, run, source_pr, source_server
+from tests.helpers.source_pr import (
+    BODY,
+    NUMBER,
+    OTHERS,
+    land,
+    put_metric_files,
+    run,
+    source_pr,
+    source_server,
+)
 
 OURS = "lgxxx/pytorch"
 
@@ -73,15 +83,18 @@ def test_a_sync_bot_pr_and_a_merged_cherry_pick_block_and_a_near_miss_does_not(s
     assert f"!{sync.number}" in body and f"!{picked.number}" in body
 
 
-def test_a_body_naming_the_pr_blocks_until_closed_and_our_own_prs_never_do(sandbox, server):
+def test_a_maintainers_body_naming_the_pr_blocks_until_closed_and_our_own_prs_never_do(
+        sandbox, server):
     pr = source_pr(server, state="merged", issues=[3216])
     land(sandbox, NUMBER, pr.head_ref)
     handmade = server.add_pr(head_repo="someone/pytorch", head="backport-put-metric",
                              base="v2.11.0", title="backport put_metric test",
                              body=f"Cherry-picked from Ascend/pytorch!{NUMBER}.",
                              author="someone")
+    server.permissions["someone"] = "write"  # a maintainer of the upstream
     first = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json")
     assert first.code == 0, first.err
+    assert server.counts()["GET /repos/Ascend/pytorch/collaborators/someone/permission"] == 1
     ours = _ours(server)
     assert sorted(ours) == ["v2.12.0", "v2.7.1"]
     proposed = _branches(first)["v2.11.0"]
@@ -106,8 +119,9 @@ def test_a_merged_cherry_pick_on_the_local_forge_blocks_too(sandbox: Sandbox):
     project = load_project(sandbox.config, None, {})
     forge = LocalForge(project.state_dir / "forge.sqlite", upstream=project.branch_map.upstream,
                        fork=project.branch_map.fork)
+    files = tuple(PrFile(old, new) for old, new in put_metric_files())
     number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title="test: put_metric",
-                                 body=BODY, author="lgxxx", issues=(3216,))
+                                 body=BODY, author="lgxxx", issues=(3216,), files=files)
     land_merged_pr(sandbox, number, PATCHES)
     picked = forge.add_source_pr(head=f"cherry-pick-mr-{number}-1733000000-auto",
                                  base="v2.11.0", title="test: put_metric", body="copied",

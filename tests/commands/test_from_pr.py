@@ -180,9 +180,12 @@ def test_a_closed_pr_and_a_pr_the_base_never_took_are_one_sentence(sandbox, serv
                                   "without being merged, so it carries no change to backport")
     merged = source_pr(server, state="merged", issues=[3216])
     result = run(sandbox, "new", "x", "--from-pr", str(merged.number))
-    assert result.code == 2
-    assert f"PR !{merged.number} is merged but no commit on 'master'" in result.err
+    assert result.code == 1  # the upstream proves no change (source-unproven), not a usage error
+    assert f"PR !{merged.number} is merged at {merged.merged_at} with 1 file " in result.err
+    assert "but no commit on 'master' of " in result.err
+    assert f"no commit names it in a squash message ('!{merged.number} merge" in result.err
     assert result.err.count("\n") == 1
+    assert not (sandbox.project / "patches" / "x").exists()
 
 
 def test_patch_yaml_source_keys_are_checked_in_one_place(sandbox, server):

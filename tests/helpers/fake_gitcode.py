@@ -47,6 +47,10 @@ first reads of a new PR answer 404), ``burst()`` (a 5xx burst), ``omit_head`` (h
 out), ``wrong_base`` and ``author`` (what a create records), ``clock_offset`` (the ``Date``
 header of a server whose clock is off; ``server_date()`` for a ``Retry-After`` date), and
 ``GET /repos/o/r/issues/{n}`` with ``closed_issues``.
+
+Issue 35: ``GET /pulls/{n}/files`` lists ``FakePR.files`` in the documented item shape (no
+paging is documented, so every file comes in one answer); list and single-PR items carry the
+author's ``user.login``.
 """
 
 from __future__ import annotations
@@ -134,6 +138,9 @@ class FakePR:
     updated_at: str = ""
     merged_at: str = ""
     merge_commit_sha: str = ""  # shown by GET /pulls/{n} only when set (its example has none)
+    # (old path, new path) of each file the PR changes, as ``GET /pulls/{n}/files`` lists it:
+    # None for the side of a new or a deleted file (:func:`git_files` reads them from git).
+    files: list[tuple[str | None, str | None]] = field(default_factory=list)
 
 
 def _now() -> str:
@@ -160,6 +167,42 @@ def git_branch_checker(repos: dict[str, Path]) -> Callable[[str, str], str | Non
         return proc.stdout.strip() or None if proc.returncode == 0 else None
 
     return exists
+
+
+def git_files(git_dir: Path, old: str, new: str) -> list[tuple[str | None, str | None]]:
+    """The files between commits ``old`` and ``new`` of a real repository as GitCode lists a
+    PR's (renames found as git finds them): ``FakePR.files``."""
+    proc = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "diff", "-M", "--name-status", "-z", old, new, "--"],
+        capture_output=True, text=True, check=True, env={**os.environ, "LANG": "C"})
+    fields = [f for f in proc.stdout.split("\0") if f]
+    files: list[tuple[str | None, str | None]] = []
+    while fields:
+        status = fields.pop(0)
+        if status[0] in "RC":
+            files.append((fields.pop(0), fields.pop(0)))
+        elif status[0] == "A":
+            files.append((None, fields.pop(0)))
+        elif status[0] == "D":
+            files.append((fields.pop(0), None))
+        else:
+            path = fields.pop(0)
+            files.append((path, path))
+    return files
+
+
+def _file_json(old: str | None, new: str | None, sha: str) -> dict[str, Any]:
+    """One item of ``GET /pulls/{n}/files`` (pulls.rst §5): numbers as strings, ``status``
+    null, the paths and kind in ``patch`` (a deleted file keeps its old path as
+    ``new_path``, as GitLab-shaped diffs do)."""
+    name = new or old or ""
+    return {"sha": sha, "filename": name, "status": None, "additions": "1", "deletions": "0",
+            "blob_url": f"https://raw.gitcode.com/blob/{sha}/{name}",
+            "raw_url": f"https://raw.gitcode.com/raw/{sha}/{name}",
+            "patch": {"diff": "@@ -1 +1 @@\n", "new_path": name, "old_path": old or name,
+                      "a_mode": "100644", "b_mode": "100644", "new_file": old is None,
+                      "renamed_file": old is not None and new is not None and old != new,
+                      "deleted_file": new is None, "too_large": False}}
 
 
 class _Reply(Exception):
@@ -739,6 +782,8 @@ class FakeGitCode:
             pr.updated_at = _now()
             return 200, {"title": pr.title, "body": pr.body, "state": pr.state,
                          "created_at": pr.created_at, "updated_at": pr.updated_at}
+        if sub == "/files" and method == "GET":  # no paging documented: every file at once
+            return 200, [_file_json(old, new, pr.head_sha or "0" * 40) for old, new in pr.files]
         if sub == "/issues":
             if method == "GET":
                 per_page = self._per_page(query)

@@ -14,4 +14,7 @@ def set_state(forge: LocalForge, number: int, state: str) -> PullRequest:
     with sqlite3.connect(forge.path) as db:
         changed = db.execute("UPDATE prs SET state = ? WHERE number = ?", (state, number))
         assert changed.rowcount == 1, f"no PR {number}"
+        if state == "merged":
+            db.execute("INSERT OR IGNORE INTO pr_merged (pr, merged_at) VALUES (?, "
+                       "strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))", (number,))
     return forge.get_pr(number)

@@ -4,8 +4,10 @@ with a message naming ``!N`` when merged, and the PR on the GitCode stand-in."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from backport.demo.sandbox import Sandbox
-from tests.helpers.fake_gitcode import FakeGitCode, FakePR
+from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_files
 from tests.helpers.project import PATCHES, git
 
 API = "torch.distributed.elastic.metrics.put_metric"
@@ -26,6 +28,7 @@ def merged_pr(sandbox: Sandbox, gitcode: FakeGitCode, *, base: str = "master",
     git(work, "config", "user.email", "lgxxx@example.invalid")
     git(work, "am", "--quiet", str(next(PATCHES.glob("0001-*.patch"))))
     pr.head_sha = git(work, "rev-parse", "HEAD")
+    pr.files = git_files(work / ".git", "HEAD~1", "HEAD")
     git(work, "push", "--quiet", "--force", "origin", f"HEAD:refs/merge-requests/{pr.number}/head")
     if state == "merged":
         land(sandbox, gitcode, pr)
@@ -43,4 +46,5 @@ def land(sandbox: Sandbox, gitcode: FakeGitCode, pr: FakePR) -> str:
         f"\n\nSee merge request: {gitcode.upstream}!{pr.number}")
     git(work, "push", "--quiet", "origin", f"HEAD:{pr.base_ref}")
     pr.state = "merged"
+    pr.merged_at = datetime.now(UTC).isoformat(timespec="seconds")
     return git(work, "rev-parse", "HEAD")

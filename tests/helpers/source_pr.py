@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from backport.config.patchfiles import read_patch
 from backport.demo.sandbox import Sandbox
 from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_branch_checker
 from tests.helpers.project import PATCHES, TOKEN, edit_config, git, run_app
@@ -82,9 +83,16 @@ def push_mr_head(sandbox: Sandbox, number: int, sha: str, work_base: str = "mast
     git(work, "push", "--quiet", "--force", "origin", f"{sha}:refs/merge-requests/{number}/head")
 
 
+def put_metric_files() -> list[tuple[str | None, str | None]]:
+    """The files of the put_metric change, as GitCode lists a PR's (``FakePR.files``)."""
+    return [(d.old, d.new) for d in read_patch(next(PATCHES.glob("0001-*.patch"))).files]
+
+
 def source_pr(server: FakeGitCode, *, state: str, issues: list[int]) -> FakePR:
+    """The put_metric PR into master on the stand-in (its files listed as GitCode does)."""
     pr = server.add_pr(head_repo="lgxxx-other/pytorch", head="test-put-metric-master",
                        base="master", title="test: add put_metric coverage", body=BODY,
                        state=state, author="lgxxx")
     pr.issues = issues
+    pr.files = put_metric_files()
     return pr

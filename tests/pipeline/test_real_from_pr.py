@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_branch_checker
+from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_branch_checker, git_files
 from tests.helpers.project import TOKEN, TORCH_PYTHON, run_app
 from tests.helpers.real_repo import (
     MIRROR,
@@ -33,14 +33,18 @@ def _message(sha: str) -> str:
 
 
 def _serve_merged(server: FakeGitCode, number: int, sha: str, issue: int = 3216) -> None:
-    """PR ``number`` as GitCode shows it once squash-merged into master as ``sha``."""
+    """PR ``number`` as GitCode shows it once squash-merged into master as ``sha``: its files
+    are those of the squash commit itself, its merge time the commit's (as GitCode records
+    both), so the proof of the source is checked not to reject real squash merges."""
     message = _message(sha)
+    merged_at = git_out("--git-dir", str(MIRROR), "log", "-1", "--format=%cI", sha)
     with server.lock:
         server.prs[number] = FakePR(
             number=number, id=900000 + number, title=message.splitlines()[0],
             body=message.partition("Description:")[2] or message, head_repo="lgxxx/pytorch",
             head_ref=f"pr-{number}-head", base_ref="master", author="lgxxx", state="merged",
-            head_sha=UNSERVED_HEAD, issues=[issue], merged_at="2026-08-13T10:00:19+08:00")
+            head_sha=UNSERVED_HEAD, issues=[issue], merged_at=merged_at,
+            files=git_files(MIRROR, f"{sha}~1", sha))
 
 
 def _project(tmp_path: Path, heads: dict[str, str]) -> tuple[Path, dict[str, str], FakeGitCode]:
@@ -128,5 +132,22 @@ def test_the_from_pr_route_gives_the_same_patches_as_new_from(tmp_path: Path) ->
             assert pr_spec["tests"] == commit_spec["tests"]
             assert pr_spec["source_commit"] == sha, (number, pr_spec["source_found_by"])
             assert pr_spec["branches"] == list(RELEASES)
+    finally:
+        server.stop()
+
+
+def test_42810_is_proven_by_its_files_and_merge_time_on_the_real_master(tmp_path: Path) -> None:
+    project, env, server = _project(tmp_path, {**{b: PRE_STATES[b] for b in RELEASES},
+                                               "master": "master"})
+    try:
+        _serve_merged(server, 42810, SQUASH_42810)
+        result = run_app(project, "new", "real", "--from-pr", "42810", "--api",
+                         "torch.distributed.elastic.metrics.put_metric", env=env)
+        assert result.code == 0, result.err
+        data = yaml.safe_load((project / "patches" / "real" / "patch.yaml").read_text("utf-8"))
+        assert data["source_commit"] == git_out("--git-dir", str(MIRROR), "rev-parse",
+                                                SQUASH_42810)
+        assert data["source_found_by"] == "squash message"
+        assert "not taken" not in result.out  # nothing else on master names !42810 that way
     finally:
         server.stop()

@@ -1,0 +1,99 @@
+"""`apply --from-pr N`: a PR naming `!N` stops a target only when it counts. A reader's PR whose
+body says "cf. !N" never blocks and the source PR's summary does not name it; a maintainer's
+does; a reader's PR whose own commits carry the change (its patch-id) does. Permissions are
+asked once per login, and only for PRs that name `!N` (GitCode stand-in, the sandbox's real
+upstream repository)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backport.demo.sandbox import Sandbox
+from tests.helpers.project import git
+from tests.helpers.source_pr import (
+    NUMBER,
+    land,
+    pr_commit,
+    push_mr_head,
+    run,
+    source_pr,
+    source_server,
+    work_clone,
+)
+
+OURS = "lgxxx/pytorch"
+PERMISSION = "GET /repos/Ascend/pytorch/collaborators/{login}/permission"
+
+
+@pytest.fixture
+def server(sandbox: Sandbox):
+    with source_server(sandbox) as fake:
+        yield fake
+
+
+def _branches(result) -> dict[str, dict]:
+    return {b["target"]: b for b in json.loads(result.out)["branches"]}
+
+
+def _asked(server, login: str) -> int:
+    return server.counts().get(PERMISSION.replace("{login}", login), 0)
+
+
+def test_a_readers_pr_saying_cf_never_blocks_and_the_summary_does_not_name_it(sandbox, server):
+    pr = source_pr(server, state="merged", issues=[3216])
+    land(sandbox, NUMBER, pr.head_ref)
+    cf = server.add_pr(head_repo="reader/pytorch", head="docs-note", base="v2.7.1",
+                       title="docs: a note", body=f"cf. !{NUMBER}", author="reader")
+    also = server.add_pr(head_repo="reader/pytorch", head="other-note", base="v2.11.0",
+                         title="docs: another", body=f"see !{NUMBER}", author="reader")
+    unrelated = server.add_pr(head_repo="writer/pytorch", head="x", base="v2.12.0",
+                              title="fix: x", body="nothing to do with it", author="writer")
+    server.permissions["writer"] = "write"
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json")
+    assert result.code == 0, result.err
+    branches = _branches(result)
+    assert {t: b["status"] for t, b in branches.items()} == {
+        "v2.7.1": "done", "v2.11.0": "done", "v2.12.0": "done"}
+    assert all(b["proposed"] is None for b in branches.values())
+    ours = {p.base_ref for p in server.prs.values() if p.head_repo == OURS}
+    assert ours == {"v2.7.1", "v2.11.0", "v2.12.0"}
+    assert _asked(server, "reader") == 1  # two PRs of one login: asked once for the run
+    assert _asked(server, "writer") == 0  # a PR that does not name !N costs nothing
+    summary = "\n".join(c["body"] for c in server.prs[NUMBER].comments)
+    assert summary, "the source PR has its summary"
+    for other in (cf, also, unrelated):
+        assert f"!{other.number}" not in summary
+
+
+def test_a_readers_pr_whose_commits_carry_the_change_blocks(sandbox, server):
+    pr = source_pr(server, state="merged", issues=[3216])
+    land(sandbox, NUMBER, pr.head_ref)
+    picked = server.add_pr(head_repo="reader/pytorch", head="pick", base="v2.12.0",
+                           title="test: put_metric on 2.12", body=f"from !{NUMBER}",
+                           author="reader")
+    push_mr_head(sandbox, picked.number, pr_commit(sandbox, "v2.12.0"), "v2.12.0")
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json")
+    assert result.code == 0, result.err
+    branch = _branches(result)["v2.12.0"]
+    assert branch["status"] == "already-proposed"
+    assert branch["proposed"]["number"] == picked.number
+    assert "its commits carry the change" in branch["message"]
+    assert _asked(server, "reader") == 1
+
+
+def test_a_readers_pr_with_another_change_does_not_block(sandbox, server):
+    pr = source_pr(server, state="merged", issues=[3216])
+    land(sandbox, NUMBER, pr.head_ref)
+    other = server.add_pr(head_repo="reader/pytorch", head="pick", base="v2.12.0",
+                          title="not it", body=f"backport of !{NUMBER}", author="reader")
+    work = work_clone(sandbox, "v2.12.0")
+    (work / "NOTES.md").write_text("a note\n", encoding="utf-8")
+    git(work, "add", "NOTES.md")
+    git(work, "commit", "--quiet", "-m", "docs: a note")
+    push_mr_head(sandbox, other.number, git(work, "rev-parse", "HEAD"), "v2.12.0")
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json",
+                 "--branch", "v2.12.0")
+    assert result.code == 0, result.err
+    assert _branches(result)["v2.12.0"]["status"] == "done"
