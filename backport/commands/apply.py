@@ -31,7 +31,9 @@ from backport.report.summary import render_table, status_json
               help="Reach: stop after the tests; nothing leaves this machine.")
 @click.option("--no-pr", is_flag=True, help="Reach: push the fork branches but open no PR.")
 @click.option("--skip-tests", is_flag=True,
-              help="Do not run the tests (the PR body then says they were not run).")
+              help="Run no test: a passing result of the same commit is kept (a CI's "
+                   "publish step, whose commit must then be the series applied afresh), else "
+                   "the PR body says the tests were not run.")
 @click.option("--force", is_flag=True,
               help="Redo every step for every branch (re-apply, re-test, refresh the PR). "
                    "Never overwrites a fork branch someone else moved.")

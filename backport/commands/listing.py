@@ -77,7 +77,8 @@ def report_broken(project: Project) -> None:
                    "gitcode: the whole GitCode pipeline, one job per target.")
 @click.option("--trigger", is_flag=True,
               help="The `/backport` jobs instead: one per target of the map, each running "
-                   "`backport trigger --branch B` (gitcode: the whole trigger pipeline).")
+                   "`backport trigger --branch B` after the `trigger --plan` job (gitcode: the "
+                   "whole trigger pipeline; GitCode's events only, so not --format github).")
 @pass_app
 def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str,
                trigger: bool) -> None:
@@ -92,6 +93,10 @@ def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str,
     if trigger and (apis or every):
         raise BackportError("usage", "--trigger makes one job per target of the map; it takes "
                                      "no --api or --all")
+    if trigger and fmt == "github":
+        raise BackportError("usage", "--trigger writes GitCode's `/backport` pipeline "
+                                     "(--format gitcode or json): backport trigger reads "
+                                     "GitCode's events only")
     jobs = (trigger_jobs(project.branch_map) if trigger else
             matrix_jobs(project.branch_map, select_patch_sets(project, list(apis), every)))
     if fmt == "json":

@@ -1,5 +1,9 @@
-"""The CI event `backport trigger` reads: a PR comment (GitCode's ``pull_request_comment`` /
-``pr_comment``, GitHub's ``issue_comment``) or a PR event (merged, or anything else)."""
+"""The CI event `backport trigger` reads, in the shape of the forge the map names: GitCode's PR
+comment (``pull_request_comment`` / ``pr_comment``: ``action``, ``comment``, ``pull_request``)
+or PR event (merged, or anything else). The local forge stands in for GitCode and reads the same
+shape. Any other forge's payload (GitHub's ``issue_comment``: ``issue.pull_request``, or a
+github.com address) is refused in one sentence: a login of another forge is never checked
+against this one's collaborators."""
 
 from __future__ import annotations
 
@@ -14,7 +18,9 @@ from typing import Any
 from backport.errors import BackportError
 
 COMMAND = "/backport"
-EVENT_VARIABLES = ("ATOMGIT_EVENT_PATH", "GITHUB_EVENT_PATH")
+CREATED = "created"  # GitCode's comment events: created | edited | deleted
+EVENT_FORGES = ("gitcode", "local")  # the forges whose payloads are read (GitCode's shape)
+EVENT_VARIABLES = ("ATOMGIT_EVENT_PATH",)
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,12 @@ class TriggerEvent:
     login: str  # who wrote the comment ("" for a PR event)
     comment_id: str  # the comment's id, else a digest of login and body ("" for a PR event)
     merged: bool  # the payload says the PR is merged (a PR event)
+    action: str = ""  # the payload's ``action`` ("created", "edited", "deleted", "merge", …)
+
+    @property
+    def created(self) -> bool:
+        """A comment event that is the comment's creation (edits and deletions never act)."""
+        return self.comment is not None and self.action == CREATED
 
     @property
     def asks(self) -> bool:
@@ -34,6 +46,8 @@ class TriggerEvent:
 
 
 def is_request(body: str) -> bool:
+    """The one rule for a request, when it is written and at the merge: the comment's first
+    word is exactly ``/backport``."""
     first = body.strip().split(maxsplit=1)
     return bool(first) and first[0] == COMMAND
 
@@ -45,7 +59,7 @@ def requested(body: str) -> tuple[str, ...]:
 
 
 def event_path(given: Path | None, environ: Mapping[str, str] = os.environ) -> Path:
-    """``--event``, else the CI's event file (``$ATOMGIT_EVENT_PATH``, ``$GITHUB_EVENT_PATH``)."""
+    """``--event``, else GitCode's event file (``$ATOMGIT_EVENT_PATH``)."""
     if given is not None:
         return given
     for name in EVENT_VARIABLES:
@@ -68,9 +82,23 @@ def _number(value: Any) -> int | None:
     return number if number > 0 else None
 
 
-def read_event(path: Path) -> TriggerEvent:
-    """The event in ``path``; a payload without a PR number, or a comment event with an empty
-    comment, is refused in one sentence (exit 2)."""
+def _github_shaped(data: Mapping[str, Any]) -> str:
+    """What marks ``data`` as GitHub's payload ("" when nothing does)."""
+    issue = _obj(data, "issue")
+    if "pull_request" not in data and isinstance(issue.get("pull_request"), dict):
+        return "issue.pull_request (GitHub's issue_comment)"
+    for key in ("repository", "pull_request", "comment", "issue", "sender"):
+        url = _obj(data, key).get("html_url")
+        if isinstance(url, str) and url.lower().startswith(("https://github.com/",
+                                                            "http://github.com/")):
+            return f"{key}.html_url on github.com"
+    return ""
+
+
+def read_event(path: Path, forge: str = "gitcode") -> TriggerEvent:
+    """The event in ``path``, read as ``forge``'s payload; a payload of another forge, one
+    without a PR number, or a comment event with an empty comment, is refused in one sentence
+    (exit 2)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -80,16 +108,23 @@ def read_event(path: Path) -> TriggerEvent:
         raise BackportError("usage", f"the event file {path} is not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise BackportError("usage", f"the event file {path} does not hold a JSON object")
-    pr, issue = _obj(data, "pull_request"), _obj(data, "issue")
+    if forge not in EVENT_FORGES:
+        raise BackportError("usage", f"backport trigger reads the events of "
+                                     f"{' and '.join(EVENT_FORGES)} only, not of forge {forge}")
+    other = _github_shaped(data)
+    if other:
+        raise BackportError("usage", f"the event in {path} is GitHub's ({other}), but the map "
+                                     f"names the {forge} forge, whose events alone are read")
+    pr = _obj(data, "pull_request")
     number = _number(pr.get("number", pr.get("iid")))
-    if number is None and isinstance(issue.get("pull_request"), dict):  # GitHub, on a PR
-        number = _number(issue.get("number"))
     if number is None:
-        raise BackportError("usage", f"the event in {path} names no PR (no pull_request.number, "
-                                     "nor issue.number of a PR), so there is nothing to backport")
+        raise BackportError("usage", f"the event in {path} names no PR (no pull_request.number), "
+                                     "so there is nothing to backport")
+    action = str(data.get("action") or "").strip().lower()
     if "comment" not in data:
-        merged = pr.get("merged") in (True, "true") or str(pr.get("state", "")).lower() == "merged"
-        return TriggerEvent(number, None, "", "", merged)
+        merged = (pr.get("merged") in (True, "true") or action == "merge"
+                  or str(pr.get("state", "")).lower() == "merged")
+        return TriggerEvent(number, None, "", "", merged, action)
     comment = _obj(data, "comment")
     body = comment.get("body")
     if not isinstance(body, str) or not body.strip():
@@ -102,4 +137,4 @@ def read_event(path: Path) -> TriggerEvent:
                                      "checked")
     ident = str(comment.get("id") or "").strip() or hashlib.sha256(
         f"{login}\n{body}".encode()).hexdigest()[:16]
-    return TriggerEvent(number, body, login.strip(), ident, False)
+    return TriggerEvent(number, body, login.strip(), ident, False, action)

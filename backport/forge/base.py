@@ -97,7 +97,8 @@ class Forge(Protocol):
 
     def current_user(self) -> str:
         """The login of the token's user (GitCode: ``GET /user``, asked once per forge); the
-        fork follows it where ``fork:`` is not set. "" when a dry run cannot ask (no token)."""
+        fork follows it where ``fork:`` is not set, and it is the author of every comment this
+        tool writes. "" when a dry run cannot ask (no token)."""
 
     def preflight(self) -> None:
         """Check credentials and that upstream and fork are visible; raise BackportError."""

@@ -65,7 +65,8 @@ CREATE TABLE IF NOT EXISTS comments (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     pr         INTEGER NOT NULL REFERENCES prs(number),
     body       TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    author     TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS collaborators (
     repo       TEXT NOT NULL,
@@ -83,6 +84,12 @@ CREATE TABLE IF NOT EXISTS pr_people (
 
 STATES = ("open", "closed", "merged")
 LOCAL_USER_VARIABLE = "BACKPORT_LOCAL_USER"  # the local forge's user, as a token names one
+
+
+def _add_comment_authors(conn: sqlite3.Connection) -> None:
+    """A database written before comments had authors gains the column (old comments: "")."""
+    if "author" not in {r[1] for r in conn.execute("PRAGMA table_info(comments)")}:
+        conn.execute("ALTER TABLE comments ADD COLUMN author TEXT NOT NULL DEFAULT ''")
 
 
 def _now() -> str:
@@ -115,6 +122,10 @@ class LocalForge:
             raise BackportError("auth", self.missing()[0])
         return login
 
+    def _writer(self) -> str:
+        """Who a comment this forge writes is by: :meth:`current_user`, "" when it knows none."""
+        return self.user or self._fork.partition("/")[0]
+
     # ------------------------------------------------------------------ storage
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
@@ -144,6 +155,7 @@ class LocalForge:
                 with contextlib.suppress(OSError):
                     os.chmod(self.path, 0o600)
             conn.executescript(SCHEMA)
+            _add_comment_authors(conn)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -338,8 +350,8 @@ class LocalForge:
     def add_comment(self, number: int, body: str) -> None:
         with self._write() as conn:
             self._row(conn, number)
-            conn.execute("INSERT INTO comments (pr, body, created_at) VALUES (?, ?, ?)",
-                         (number, body, _now()))
+            conn.execute("INSERT INTO comments (pr, body, created_at, author) "
+                         "VALUES (?, ?, ?, ?)", (number, body, _now(), self._writer()))
 
     def decorate(self, number: int, *, labels: tuple[str, ...] = (),
                  assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
@@ -399,16 +411,19 @@ class LocalForge:
     def list_comments(self, number: int) -> list[Comment]:
         with self._read() as conn:
             conn = self._holding(conn, number)
-            return [Comment(id=str(r["id"]), body=r["body"], created_at=r["created_at"])
-                    for r in conn.execute("SELECT id, body, created_at FROM comments "
-                                          "WHERE pr = ? ORDER BY id", (number,))]
+            keys = {r[1] for r in conn.execute("PRAGMA table_info(comments)")}
+            author = "author" if "author" in keys else "''"
+            return [Comment(id=str(r["id"]), body=r["body"], created_at=r["created_at"],
+                            author=r["author"])
+                    for r in conn.execute(f"SELECT id, body, created_at, {author} AS author "
+                                          "FROM comments WHERE pr = ? ORDER BY id", (number,))]
 
     def post_comment(self, number: int, body: str) -> Comment:
         with self._write() as conn:
             self._row(conn, number)
             now = _now()
-            cursor = conn.execute("INSERT INTO comments (pr, body, created_at) VALUES (?, ?, ?)",
-                                  (number, body, now))
+            cursor = conn.execute("INSERT INTO comments (pr, body, created_at, author) "
+                                  "VALUES (?, ?, ?, ?)", (number, body, now, self._writer()))
             return Comment(id=str(cursor.lastrowid), body=body, created_at=now)
 
     def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:

@@ -1,6 +1,8 @@
 """The summary comment on the source PR of a set made from a PR (`apply --from-pr`).
 
-One comment, found again by its hidden marker and edited in place. Every runner renders it
+One comment, found again by its hidden marker AND its author (the token's user,
+``Forge.current_user``) and edited in place: a comment anyone else wrote is never edited, read
+as rows or counted, whatever marker it holds. Every runner renders it
 from the set as the forge shows it (each branch's PR evidence, as the PR bodies are), so
 runners on other hosts converge on the same text. Posting is looked up before and read back
 after: when two runners posted at once, the oldest summary is kept and edited, and the one
@@ -25,15 +27,17 @@ log = logging.getLogger(__name__)
 
 def one_comment(forge: Forge, number: int, marker: str,
                 render: Callable[[str | None], str]) -> None:
-    """Make PR ``number`` hold one comment with ``marker``, its text ``render(old text)``:
-    the oldest such comment edited where one exists, else one posted and read back (when
-    another runner posted at the same moment, the oldest is kept and this run's is deleted)."""
-    found = _marked(forge, number, marker)
+    """Make PR ``number`` hold one comment of ours with ``marker``, its text ``render(old
+    text)``: the oldest such comment edited where one exists, else one posted and read back
+    (when another runner of ours posted at the same moment, the oldest is kept and this run's
+    is deleted). Only comments the token's user wrote are considered."""
+    me = forge.current_user()
+    found = _marked(forge, number, marker, me)
     if found:
         _edit(forge, number, found[0], render(found[0].body))
         return
     posted = forge.post_comment(number, render(None))
-    found = _marked(forge, number, marker)
+    found = _marked(forge, number, marker, me)
     oldest = found[0] if found else posted
     if oldest.id != posted.id:
         _edit(forge, number, oldest, render(oldest.body))
@@ -68,8 +72,10 @@ def write_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[Branc
     return None
 
 
-def _marked(forge: Forge, number: int, marker: str) -> list[Comment]:
-    return [c for c in forge.list_comments(number) if marker in c.body]
+def _marked(forge: Forge, number: int, marker: str, me: str) -> list[Comment]:
+    """Our comments holding ``marker``, oldest first."""
+    return [c for c in forge.list_comments(number)
+            if marker in c.body and c.author.casefold() == me.casefold()]
 
 
 def _edit(forge: Forge, number: int, comment: Comment, body: str) -> None:

@@ -20,6 +20,7 @@ from backport.git.apply import (
     snapshot,
 )
 from backport.git.cache import RepoCache
+from backport.git.fresh import fresh_tree, tree_of
 from backport.git.present import (
     AddedTest,
     with_classes,
@@ -203,18 +204,20 @@ def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
 def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyOptions) -> bool:
     """Run the patch set's tests under the target's environment; False when it stopped.
 
-    Keeps the previous run's passing result of the same commit unless ``options.force``.
+    Keeps the previous run's passing result of the same commit unless ``options.force``;
+    ``options.skip_tests`` runs no test code at all (a CI's publish step after its test step
+    without the token), keeping such a result or else recording the tests as not run.
     """
     rec = job.record
+    if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
+            and rec.test and rec.test.ok and rec.test.commit == rec.commit):
+        job.event("tested", "kept the passing result of the previous run")
+        return True
     if options.skip_tests:
         skipped = TestResult.skipped_for(options.skip_cause)
         said = SKIP_SAID[options.skip_cause]
         job.change(lambda r: r.tested(skipped, r.env, f"tests not run: {said}"))
         job.event("tested", f"skipped ({said})")
-        return True
-    if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
-            and rec.test and rec.test.ok and rec.test.commit == rec.commit):
-        job.event("tested", "kept the passing result of the previous run")
         return True
     env = bm.environments[bm.targets[job.target].env]
     job.event("probe", env.name)
@@ -300,6 +303,25 @@ def runner_kind(runner: Any, overlay: Path | None = None, target: str = "") -> s
 
 
 # -- push -------------------------------------------------------------------------------------
+def _fresh(job: BranchJob, repo: Path, options: ApplyOptions) -> bool:
+    """A publish step (``--skip-tests`` after a run that tested the commit) pushes only a commit
+    whose tree equals the series applied afresh on its base; False after stopping the branch.
+    A commit of another series (a resolution, a sibling's) is not re-derived here."""
+    rec = job.record
+    if not (options.skip_tests and rec.test is not None and rec.test.ok and rec.commit
+            and rec.base and rec.series_source is None and not rec.manual):
+        return True
+    series = job.patch_set.series_for(job.target)
+    made = fresh_tree(repo, rec.base, series)
+    if made is not None and made == tree_of(repo, rec.commit):
+        job.event("push", f"{rec.commit[:9]} is the series applied afresh on {rec.base[:9]}")
+        return True
+    message = (f"the tested commit {rec.commit[:9]} is not what the series makes on "
+               f"{rec.base[:9]} applied afresh; nothing was pushed: run the branch again")
+    job.stop(lambda r: r.failed(Status.FAILED, message, ErrorCode.GIT))
+    return False
+
+
 def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, str] | None,
               options: ApplyOptions, fork: Fork) -> bool:
     """Push the fork branch to the fork only, with a lease on what this tool last pushed.
@@ -311,6 +333,8 @@ def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, 
     rec = job.record
     commit = rec.commit
     assert commit is not None
+    if not _fresh(job, repo, options):
+        return False
     remote = fork.head(fork_url, job.fork_branch, push_env)
     ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
     if remote == commit:

@@ -12,7 +12,7 @@ import yaml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ci"
 FILES = ("github-check.yml", "gitcode-check.yml", "github-apply.yml", "gitcode-apply.yml",
-         "github-trigger.yml", "gitcode-trigger.yml")
+         "gitcode-trigger.yml")
 SUBCOMMANDS = {"apply", "check", "status", "continue", "abort", "list", "new", "env", "docs",
                "matrix", "demo", "preview", "trigger"}
 # `backport` as a command word: at line start or after a shell separator, optionally a path.
@@ -76,8 +76,10 @@ def test_check_workflows_watch_the_patch_inputs() -> None:
         for event in ("push", "pull_request"):
             assert set(triggers[event]["paths"]) == {"branches.yaml", "patches/**"}, name
         assert ["check", "--json"] in invocations(name)
-    scripts = "\n".join(_run_scripts(_load("github-check.yml")))
-    assert "pip install ." in scripts
+    for name in FILES:  # a pinned backport, never the checkout's own code
+        scripts = "\n".join(_run_scripts(_load(name)))
+        assert '"$BACKPORT_PIN"' in scripts and "install ." not in scripts, name
+        assert "install --quiet ./" not in scripts, name
 
 
 def test_apply_matrix_is_one_job_per_branch_on_its_own_runner() -> None:
@@ -88,7 +90,8 @@ def test_apply_matrix_is_one_job_per_branch_on_its_own_runner() -> None:
     assert apply_job["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
     calls = invocations("github-apply.yml")
     assert ["matrix", "--format", "github", "--api", "$API"] in calls
-    assert ["apply", "--api", "$API", "--branch", "$BRANCH", "--json"] in calls
+    assert ["apply", "--api", "$API", "--branch", "$BRANCH", "--no-push", "--json"] in calls
+    assert ["apply", "--api", "$API", "--branch", "$BRANCH", "--skip-tests", "--json"] in calls
     assert ["status", "--api", "$API", "--branch", "$BRANCH", "--from-forge"] in calls
     steps = [s for s in apply_job["steps"] if "apply" in s.get("run", "")]
     assert steps[0]["env"]["BRANCH"] == "${{ matrix.branch }}"
@@ -117,14 +120,13 @@ def test_invocations_parse_against_the_cli() -> None:
             cmd.make_context(args[0], list(rest))
 
 
-def test_trigger_workflows_start_on_a_backport_comment_or_a_merge() -> None:
+def test_trigger_workflow_starts_on_a_backport_comment_or_a_merge() -> None:
     gitcode = _triggers(_load("gitcode-trigger.yml"))
     assert gitcode["pull_request_comment"]["comments"] == ["^/backport"]
+    assert gitcode["pull_request_comment"]["types"] == ["created"]
     assert gitcode["pr_comment"]["keyword"] == "^/backport"
     assert gitcode["pull_request"]["types"] == ["merge"]
-    github = _triggers(_load("github-trigger.yml"))
-    assert github["issue_comment"]["types"] == ["created"]
-    assert github["pull_request"]["types"] == ["closed"]
-    for name in ("gitcode-trigger.yml", "github-trigger.yml"):
-        assert ["trigger", "--branch", "$BRANCH"] in invocations(name)
-    assert ["matrix", "--trigger", "--format", "github"] in invocations("github-trigger.yml")
+    calls = invocations("gitcode-trigger.yml")
+    assert ["trigger", "--plan"] in calls
+    assert ["trigger", "--branch", "$BRANCH", "--prepare"] in calls
+    assert not (EXAMPLES / "github-trigger.yml").exists()  # GitHub's payloads are never read

@@ -22,8 +22,24 @@ TOKEN = "gc-user-token-7d1e"  # the repository secret GITCODE_TOKEN
 REPOSITORY = "ascend-ci/backport-map"
 
 
-def run_gitcode_check(sandbox, tmp_path: Path, wheelhouse: Path, token: str = TOKEN):
+OWN_CODE = "the checkout's own backport ran"
+
+
+def tamper(repo: Path) -> str:
+    """A PR that changes the tool itself (the map repository holds backport's source): its
+    code, if anything ran it, stops at once; the new head."""
+    init = repo / "backport" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8") + f"raise SystemExit({OWN_CODE!r})\n",
+                    encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "a PR that changes backport")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def run_gitcode_check(sandbox, tmp_path: Path, wheelhouse: Path, token: str = TOKEN,
+                      changed: bool = False):
     repo, sha = map_repository(sandbox, tmp_path / "map")
+    if changed:
+        sha = tamper(repo)
     served = tmp_path / "served"
     git(tmp_path, "clone", "-q", "--bare", str(repo), str(served / f"{REPOSITORY}.git"))
     with GitHttp(served, TOKEN) as http:
@@ -36,8 +52,10 @@ def run_gitcode_check(sandbox, tmp_path: Path, wheelhouse: Path, token: str = TO
     return job, http.requests
 
 
-def run_github_check(sandbox, tmp_path: Path, wheelhouse: Path):
+def run_github_check(sandbox, tmp_path: Path, wheelhouse: Path, changed: bool = False):
     repo, sha = map_repository(sandbox, tmp_path / "map")
+    if changed:
+        sha = tamper(repo)
     run = WorkflowRun(GITHUB, EXAMPLES / "github-check.yml", repo=repo, sha=sha,
                       repository=REPOSITORY, event_name="push", event={"after": sha},
                       tmp=tmp_path / "ci", env=pip_offline(wheelhouse))
@@ -61,6 +79,18 @@ def test_gitcode_check_passes_on_a_clean_set_with_no_environment_here(sandbox, t
     assert any("| environment | warn |" in r for r in rows), rows
     assert requests and all(authorised for _path, authorised in requests)  # token in a header
     assert TOKEN not in job.log
+
+
+def test_the_check_workflows_run_the_pinned_backport_and_the_token_stays_in_the_fetch(
+        sandbox, tmp_path, wheelhouse):
+    """A PR changing backport's own code is checked by the pinned backport (its code never
+    runs); only the fetch step holds the token."""
+    job, _requests = run_gitcode_check(sandbox, tmp_path / "gitcode", wheelhouse, changed=True)
+    assert job.ok and OWN_CODE not in job.log, job.log
+    assert job.steps[0].secrets == ("GITCODE_TOKEN",)
+    assert all(not s.secrets for s in job.steps[1:]) and job.exposed == []
+    job, _run = run_github_check(sandbox, tmp_path / "github", wheelhouse, changed=True)
+    assert job.ok and OWN_CODE not in job.log, job.log
 
 
 def test_gitcode_check_fails_on_a_conflicting_set(sandbox, tmp_path, wheelhouse):
@@ -188,7 +218,10 @@ def test_gitcode_apply_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheel
     assert job.ok, job.log
     (pr,) = gitcode.open_prs()
     assert (pr.base_ref, pr.head_ref) == ("v2.7.1", "test-put-metric-v2.7.1")
-    assert "HEAD_COMMIT=" in pr.body
+    assert "HEAD_COMMIT=" in pr.body and "test_exit_code=0" in pr.body
+    assert job.step("Apply and test").secrets == () and job.exposed == []
+    assert job.step("Publish").secrets == ("GITCODE_TOKEN",)
+    assert "skipped on request" not in pr.body  # the publish step kept the tested result
     assert PROJECT_TOKEN not in job.log
 
 

@@ -58,6 +58,8 @@ class StepRun:
     ran: bool
     ok: bool
     output: str = ""
+    secrets: tuple[str, ...] = ()  # the secrets (by name) its environment held
+    runs_pr_code: bool = False  # its commands run code a branch or a PR wrote (runs_pr_code)
 
 
 @dataclass
@@ -75,6 +77,12 @@ class JobRun:
     def step(self, prefix: str) -> StepRun:
         (found,) = [s for s in self.steps if s.name.startswith(prefix)]
         return found
+
+    @property
+    def exposed(self) -> list[str]:
+        """The steps that ran code from a branch or a PR while holding a secret."""
+        return [f"{s.name}: {', '.join(s.secrets)}" for s in self.steps
+                if s.ran and s.runs_pr_code and s.secrets]
 
     @property
     def log(self) -> str:
@@ -158,12 +166,13 @@ class WorkflowRun:
         steps_outputs: dict[str, dict[str, str]] = {}
         ctx = {"matrix": entry, "steps": steps_outputs, "temp": str(temp)}
         paths: list[str] = []
-        job_env = {k: self._text(v, ctx) for k, v in (job.get("env") or {}).items()}
+        job_env = {k: self._text(v, ctx) for k, v in {**(self.data.get("env") or {}),
+                                                       **(job.get("env") or {})}.items()}
         shell = ((self.data.get("defaults") or {}).get("run") or {}).get("shell")
         failed = False
         for index, step in enumerate(job["steps"]):
             name = step.get("name") or step.get("uses") or step.get("run", "").split("\n")[0]
-            if not self._wanted(step.get("if"), failed):
+            if not self._wanted(step.get("if"), failed, ctx):
                 run.steps.append(StepRun(name, False, True))
                 continue
             files = {kind: where / f"step{index}.{kind}" for kind in
@@ -178,7 +187,9 @@ class WorkflowRun:
             else:
                 ok, out = self._run(step["run"], step.get("shell") or shell, env, workspace, where,
                                     index)
-            run.steps.append(StepRun(name, True, ok, out))
+            held = tuple(sorted(key for key, value in self.secrets.items()
+                                if value and value in env.values()))
+            run.steps.append(StepRun(name, True, ok, out, held, runs_pr_code(step)))
             failed = failed or not ok
             if "id" in step:
                 steps_outputs[step["id"]] = _read_pairs(files["output"])
@@ -235,7 +246,7 @@ class WorkflowRun:
         action = step["uses"].split("@")[0]
         given = {k: self._text(str(v), ctx) for k, v in (step.get("with") or {}).items()}
         if action == "actions/checkout":
-            assert not given, f"checkout with {given} is not modelled"
+            assert set(given) <= {"persist-credentials"}, f"checkout with {given} is not modelled"
             for args in (["clone", "-q", str(self.repo), "."], ["checkout", "-q", self.sha]):
                 proc = subprocess.run(["git", *args], cwd=workspace, capture_output=True,
                                       text=True, check=False, env={**env, "GIT_TERMINAL_PROMPT": "0"})
@@ -261,7 +272,9 @@ class WorkflowRun:
         raise AssertionError(f"the harness does not model the action {step['uses']}")
 
     # -- expressions ---------------------------------------------------------------------------
-    def _wanted(self, condition: Any, failed: bool) -> bool:
+    def _wanted(self, condition: Any, failed: bool, ctx: dict[str, Any]) -> bool:
+        """A step's `if:`: a status function, or an expression (:meth:`_truth`) that also
+        needs the steps before to have succeeded, as CI's implicit `success()`."""
         if condition is None:
             return not failed
         text = _EXPR.sub(r"\1", str(condition)).strip()
@@ -271,22 +284,32 @@ class WorkflowRun:
             return not failed
         if text in ("failure()", "failed"):
             return failed
-        raise AssertionError(f"the harness does not evaluate if: {condition}")
+        return not failed and self._truth(text, ctx)
 
     def _condition(self, condition: Any) -> bool:
-        """A job's `if:`: terms joined by `||`, each a context value (its truth) or
-        `startsWith(value, 'text')`; anything else fails the test."""
+        """A job's `if:` (:meth:`_truth`)."""
         if condition is None:
             return True
-        text = _EXPR.sub(r"\1", str(condition)).strip()
+        return self._truth(_EXPR.sub(r"\1", str(condition)).strip(), {})
+
+    def _truth(self, text: str, ctx: dict[str, Any]) -> bool:
+        """Terms joined by `||`, each a context value (its truth), `X != ''`, `X == 'text'`,
+        `startsWith(X, 'text')` or `contains(X, 'text')`; anything else fails the test."""
         for term in (t.strip() for t in text.split("||")):
-            if m := re.fullmatch(r"startsWith\((.+?),\s*'([^']*)'\)", term):
-                value = self._eval(m.group(1).strip(), {})
-                if isinstance(value, str) and value.startswith(m.group(2)):
+            if m := re.fullmatch(r"(startsWith|contains)\((.+?),\s*'([^']*)'\)", term):
+                value = self._eval(m.group(2).strip(), ctx)
+                if isinstance(value, str) and (value.startswith(m.group(3))
+                                               if m.group(1) == "startsWith"
+                                               else m.group(3) in value):
                     return True
                 continue
-            assert re.fullmatch(r"[\w.]+", term), f"the harness does not evaluate if: {condition}"
-            if self._eval(term, {}):
+            if m := re.fullmatch(r"([\w.]+)\s*(==|!=)\s*'([^']*)'", term):
+                value = self._eval(m.group(1), ctx)
+                if ((value or "") == m.group(3)) == (m.group(2) == "=="):
+                    return True
+                continue
+            assert re.fullmatch(r"[\w.]+", term), f"the harness does not evaluate if: {text}"
+            if self._eval(term, ctx):
                 return True
         return False
 
@@ -322,6 +345,44 @@ class WorkflowRun:
             return {"sha": self.sha, "repository": self.repository,
                     "event_name": self.event_name}[parts[1]]
         raise AssertionError(f"the harness does not evaluate ${{{{ {expr} }}}}")
+
+
+# What runs code a branch or a PR wrote: installing from a checkout (its build backend), and
+# the backport commands that run tests or read a checkout's map (its environments' Pythons).
+_PR_CODE = re.compile(
+    r"pip[\w.]*\"?\s+install\b[^\n]*\s(\.|\./\S*)(\s|$)"  # pip install . / ./src
+    r"|backport\s+(check|env\s+setup)\b"
+    r"|backport\s+apply\b(?![^\n]*--skip-tests)"  # an apply that may run tests
+    r"|backport\s+trigger\b(?![^\n]*--(plan|prepare))",  # the one-host trigger runs tests
+    re.MULTILINE)
+
+
+def runs_pr_code(step: dict[str, Any]) -> bool:
+    """Whether a step's commands run code from a branch or a PR (its tests, its build, its
+    map's environments): such a step must hold no secret."""
+    return bool(_PR_CODE.search(str(step.get("run", ""))))
+
+
+def secret_holders(workflow: dict[str, Any]) -> dict[str, list[str]]:
+    """Per job, the steps whose environment names a secret (workflow, job or step `env:`)."""
+    found: dict[str, list[str]] = {}
+    top = workflow.get("env") or {}
+    for job_id, job in workflow["jobs"].items():
+        job_env = {**top, **(job.get("env") or {})}
+        for step in job["steps"]:
+            env = {**job_env, **(step.get("env") or {})}
+            if any("secrets." in str(value) for value in env.values()):
+                found.setdefault(job_id, []).append(step.get("name") or step.get("uses", ""))
+    return found
+
+
+def pr_code_with_secrets(workflow: dict[str, Any]) -> list[str]:
+    """The steps that run code from a branch or a PR and whose environment names a secret."""
+    holders = secret_holders(workflow)
+    return [f"{job_id}: {step.get('name')}" for job_id, job in workflow["jobs"].items()
+            for step in job["steps"]
+            if runs_pr_code(step) and (step.get("name") or step.get("uses", ""))
+            in holders.get(job_id, [])]
 
 
 def _read_pairs(path: Path) -> dict[str, str]:
