@@ -104,9 +104,9 @@ def private_folder(folder: Path) -> Path:
 
 
 def socket_path(policy: KeepPolicy, launch: Sequence[str], variables: Mapping[str, str]) -> Path:
-    """The socket of the worker for this launch and these variables (short: sockets have a
-    100-odd byte path limit)."""
-    key = json.dumps([list(launch), sorted(variables.items())])
+    """The socket of the worker for this launch, these variables and the folders its tests may
+    write (short: sockets have a 100-odd byte path limit)."""
+    key = json.dumps([list(launch), sorted(variables.items()), sandbox.writable_roots()])
     return policy.folder / f"w-{hashlib.sha256(key.encode()).hexdigest()[:20]}.sock"
 
 
@@ -263,11 +263,13 @@ def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
            load_check: float | None = None) -> tuple[dict, str]:
     """Start the kept worker in a PID namespace of its own; returns its ready line and its
     isolation."""
+    spool = path.with_suffix(".spool")
+    spool.mkdir(mode=0o700, exist_ok=True)
     argv = [*launch, str(script), "torch", "--socket", str(path), "--idle", f"{policy.idle:g}",
-            "--fingerprint", fingerprint, "--spool", str(path.with_suffix(".spool"))]
+            "--fingerprint", fingerprint, "--spool", str(spool)]
     if load_check is not None:
         argv += ["--load-check", f"{load_check:g}"]
-    start = sandboxed(argv, tied=False)
+    start = sandboxed(argv, tied=False, writable=[policy.folder])  # its socket and spool
     if start.isolation != "none":
         start.argv.append("--sandboxed")
     log_path = path.with_suffix(".log")

@@ -14,6 +14,8 @@ what earlier tests imported), and a fork cannot unimport them.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -257,11 +259,24 @@ class TestRunner:
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
     ) -> TestRun | None:
         """A forked run; None when the worker is unusable (the caller then runs isolated)."""
+        # The test writes its output where a sandbox may write (a temporary file of ours); it
+        # is added to the log once the test ended.
+        fd, spill_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
+        os.close(fd)
+        spill = Path(spill_name)
+        try:
+            return self._run_forked(worktree, test, log_path, timeout, spill)
+        finally:
+            spill.unlink(missing_ok=True)
+
+    def _run_forked(
+        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float, spill: Path
+    ) -> TestRun | None:
         request = {
             "cwd": str(worktree),
             "path": str(worktree / test.path),
             "argv": [test.path, *test.args],
-            "log": str(log_path.resolve()),
+            "log": str(spill),
             "env": {},
         }
         for _attempt in range(3):  # again on a fresh worker if one retired or a kept one died
@@ -270,6 +285,7 @@ class TestRunner:
             if worker is None:
                 return None
             self._start_log(log_path, test)
+            spill.write_bytes(b"")  # nothing of an earlier attempt
             start = time.monotonic()
             pid = rid = None
             try:
@@ -295,8 +311,10 @@ class TestRunner:
                     worker.kill(pid)
                     if next_reply(waiter, REPLY_TIMEOUT) is None:
                         raise WorkerDied("the worker did not reap a killed test")
+                    _append(spill, log_path)
                     return self._result(test, log_path, None, start, "warm", timed_out=timeout,
                                         isolation=worker.isolation)
+                _append(spill, log_path)
                 return self._result(test, log_path, int(reply["exit_code"]), start, "warm",
                                     isolation=worker.isolation)
             except (WorkerDied, KeyError, ValueError, TypeError) as exc:
@@ -390,3 +408,10 @@ def _read_tail(path: Path) -> str:
         size = handle.seek(0, os.SEEK_END)
         handle.seek(max(size - LOG_TAIL, 0))
         return handle.read().decode("utf-8", "replace")
+
+
+def _append(spill: Path, log_path: Path) -> None:
+    """Add what a forked test wrote to ``spill`` to its log, and empty ``spill`` for a retry."""
+    with open(spill, "r+b") as src, open(log_path, "ab") as dst:
+        shutil.copyfileobj(src, dst)
+        src.truncate(0)

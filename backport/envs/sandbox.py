@@ -3,9 +3,12 @@
 Every process that runs such code (the probe, warm workers and the tests they fork, isolated
 and overlay test runs) starts through :func:`sandboxed`: ``scripts/sandbox_init.py``, run by
 this tool's own interpreter, unshares a user, PID and mount namespace, mounts the namespace's
-own ``/proc`` and starts the command inside. The command sees no process outside the
+own ``/proc``, makes every mount read-only but the writable folders (:func:`writable_roots`:
+the temporary folders and the run's worktrees, :func:`allow_writes`) and starts the command
+inside. The command sees no process outside the
 namespace (so no other process's ``/proc/<pid>/environ``, where ``backport`` or a CI shell
-keeps a token), and every process of the namespace ends with it: when the command ends, when
+keeps a token), cannot change what a later step runs or reads (the tool's installation, the
+journal, the patch sets, git's configuration), and every process of the namespace ends with it: when the command ends, when
 its launcher is killed, and when this process ends in any way (even SIGKILL), through the
 lifeline, a pipe whose write end only this process holds.
 
@@ -24,9 +27,11 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from backport import process
 from backport.config.model import BranchMap
@@ -43,6 +48,8 @@ _probed: Isolation | None = None
 _lifeline: int | None = None  # the read end handed to every sandbox; we keep the write end
 _lifeline_writer: int | None = None
 _said = False
+_allowed: tuple[str, ...] = ()
+TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
 
 
 @dataclass(frozen=True)
@@ -66,8 +73,33 @@ class Start:
     isolation: str
 
 
-def _launcher() -> list[str]:
-    return [sys.executable, "-I", "-S", INIT_SCRIPT]
+def _launcher(writable: Iterable[str] = ()) -> list[str]:
+    out = [sys.executable, "-I", "-S", INIT_SCRIPT]
+    for root in writable:
+        out += ["--writable", root]
+    return out
+
+
+def allow_writes(folders: Iterable[Path]) -> None:
+    """Let code from a branch write in ``folders`` too (made where missing): the run's
+    worktrees. Set once per run, before any sandbox starts."""
+    global _allowed
+    found = []
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+        found.append(os.path.realpath(folder))
+    _allowed = tuple(sorted(set(found)))  # one assignment: read without the lock
+
+
+def writable_roots(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
+    """The folders a sandbox may write: the temporary ones, :func:`allow_writes`' and
+    ``extra``; every other file is read-only inside."""
+    allowed = _allowed
+    temps = [tempfile.gettempdir(), *TEMPORARY]
+    found = {os.path.realpath(t) for t in temps if os.path.isdir(t)}
+    found.update(allowed)
+    found.update(os.path.realpath(e) for e in extra)
+    return tuple(sorted(found))
 
 
 def isolation() -> Isolation:
@@ -81,7 +113,7 @@ def isolation() -> Isolation:
 
 def _check() -> Isolation:
     try:
-        done = process.run([*_launcher(), "--check"], timeout=CHECK_TIMEOUT)
+        done = process.run([*_launcher(writable_roots()), "--check"], timeout=CHECK_TIMEOUT)
     except BackportError as exc:
         return Isolation(NONE, exc.message)
     if done.ok:
@@ -121,18 +153,21 @@ def _lifeline_fd() -> int:
         return _lifeline
 
 
-def sandboxed(argv: Sequence[str], *, tied: bool = True) -> Start:
-    """``argv`` started in a PID namespace of its own (as it is where the host refuses).
+def sandboxed(argv: Sequence[str], *, tied: bool = True,
+              writable: Iterable[str | Path] = ()) -> Start:
+    """``argv`` started in a PID namespace of its own (as it is where the host refuses), where
+    only :func:`writable_roots` (with ``writable``) can be written.
 
     ``tied``: the namespace also ends when this process ends (not for kept workers, which
     outlive the run by design; theirs ends with them).
     """
     if not isolation().isolated:
         return Start(list(argv), (), NONE)
+    launcher = _launcher(writable_roots(writable))
     if not tied:
-        return Start([*_launcher(), "--", *argv], (), PID_NAMESPACE)
+        return Start([*launcher, "--", *argv], (), PID_NAMESPACE)
     fd = _lifeline_fd()
-    return Start([*_launcher(), "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
+    return Start([*launcher, "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
 
 
 def require_isolation(branch_map: BranchMap, targets: Iterable[str]) -> None:

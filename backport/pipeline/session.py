@@ -15,6 +15,7 @@ from backport.config.model import Project
 from backport.docs_audit import DocsEntry, audit_docs
 from backport.envs.kept import keep_policy
 from backport.envs.pool import Environments
+from backport.envs.sandbox import allow_writes
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
@@ -147,6 +148,8 @@ class Session:
         self.plan = plan or (lambda line: None)
         self.cache = open_cache(project, self.environ)
         keep = keep_policy(self.environ) if options.keep_workers else None
+        # Code from a branch writes only in the worktrees (and temporary folders).
+        allow_writes([project.state_dir / "worktrees"])
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
         self.docs = DocsAudit(self.cache)
         self.writers = Writers()  # who may write to the upstream, asked once per login

@@ -3,8 +3,8 @@ end together.
 
 Run by ``backport`` with its own interpreter (``python -I -S``); standard library only.
 
-    sandbox_init.py [--lifeline FD] -- COMMAND...
-    sandbox_init.py --check
+    sandbox_init.py [--writable DIR]... [--lifeline FD] -- COMMAND...
+    sandbox_init.py [--writable DIR]... --check
 
 The process unshares a user, PID and mount namespace (the user namespace maps the caller's
 uid and gid to themselves, so the command runs as the same user, and it is what lets an
@@ -17,10 +17,15 @@ its write end is held only by ``backport``, so when ``backport`` ends in any way
 SIGKILL, the init reads EOF and ends the namespace. The outer process exits as COMMAND did
 (killed by the same signal, when it was killed).
 
-The mount namespace is a copy of the caller's: every file and device is where it was.
+The mount namespace is a copy of the caller's, every file and device where it was, but read-only
+except the ``--writable`` folders (the run's worktrees, the temporary folders): code from a
+branch cannot change the tool, its journal, the patch sets, git's configuration or anything
+else a later step of the run (or of a CI job) reads. Devices stay usable (a read-only mount
+does not stop writing to a device file). On a kernel without ``mount_setattr(2)`` (before 5.12)
+every mount is remounted read-only one by one, as ``/proc/self/mountinfo`` lists them.
 
-``--check`` makes the namespace, checks that its init is pid 1 and sees its own ``/proc``, and
-exits 0; otherwise it prints why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` in the
+``--check`` makes the namespace, checks that its init is pid 1, sees its own ``/proc`` and
+cannot write outside the writable folders, and exits 0; otherwise it prints why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` in the
 environment makes ``--check`` report a refusal, as a host without namespaces does (for
 tests; a run then takes the host's "no isolation" path).
 """
@@ -28,7 +33,9 @@ tests; a run then takes the host's "no isolation" path).
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
+import re
 import signal
 import sys
 import threading
@@ -41,7 +48,15 @@ MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 PR_SET_PDEATHSIG = 1
 START_FAILED = 125  # the sandbox could not be made (the reason is on stderr)
 CANNOT_RUN = 127  # COMMAND could not be started
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
+MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
+               "noatime": MS_NOATIME, "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME,
+               "strictatime": MS_STRICTATIME}
+SYS_MOUNT_SETATTR = 442  # the same number on every architecture (Linux 5.12)
+AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 REFUSE_VAR = "BACKPORT_SANDBOX_REFUSE"
+NO_SETATTR_VAR = "BACKPORT_SANDBOX_NO_SETATTR"  # take the older kernels' path (for tests)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -84,6 +99,72 @@ def mount_proc() -> None:
                                      MS_NOSUID | MS_NODEV | MS_NOEXEC, None))
 
 
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _setattr(path: str, attr_set: int, attr_clr: int) -> bool:
+    """``mount_setattr(2)`` on ``path`` and every mount below it; False where the kernel lacks
+    it (any other failure ends the sandbox)."""
+    if os.environ.get(NO_SETATTR_VAR) == "1":
+        return False
+    attr = _MountAttr(attr_set, attr_clr, 0, 0)
+    result = _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE,
+                           ctypes.byref(attr), ctypes.sizeof(attr))
+    if result != 0:
+        err = ctypes.get_errno()
+        if err == errno.ENOSYS:
+            return False
+        _fail(f"mount_setattr {path}: {os.strerror(err)}")
+    return True
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _mounts() -> list[tuple[str, int]]:
+    """Every mount point of this namespace with the flags a remount must keep."""
+    found = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+        for line in handle:
+            fields = line.split()
+            flags = 0
+            for option in fields[5].split(","):
+                flags |= MOUNT_FLAGS.get(option, 0)
+            found.append((_unescape(fields[4]), flags))
+    return found
+
+
+def _remount_each(read_only: bool, under: str | None = None) -> None:
+    """Remount every mount (below ``under``, when given) read-only or writable, one by one."""
+    for point, flags in _mounts():
+        if under is not None and point != under and not point.startswith(under.rstrip("/") + "/"):
+            continue
+        extra = MS_RDONLY if read_only else 0
+        if _libc.mount(None, point.encode("utf-8", "surrogateescape"), None,
+                       MS_REMOUNT | MS_BIND | flags | extra, None) != 0:
+            err = ctypes.get_errno()
+            if err in (errno.ENOENT, errno.EACCES) and point.startswith(("/proc", "/sys")):
+                continue  # a kernel file system the namespace may not touch: not a file store
+            _fail(f"remount {point}: {os.strerror(err)}")
+
+
+def read_only_except(writable: list[str]) -> None:
+    """Every mount read-only, but for the ``writable`` folders (each made a mount of its own)."""
+    for path in writable:
+        _call(f"bind {path}", _libc.mount(path.encode(), path.encode(), None,
+                                          MS_BIND | MS_REC, None))
+    if _setattr("/", MOUNT_ATTR_RDONLY, 0):
+        for path in writable:
+            _setattr(path, 0, MOUNT_ATTR_RDONLY)
+        return
+    _remount_each(read_only=True)
+    for path in writable:
+        _remount_each(read_only=False, under=path)
+
+
 def _watch_lifeline(fd: int) -> None:
     """End the namespace (this init) when the lifeline's writer, backport, is gone."""
     def watch() -> None:
@@ -107,9 +188,10 @@ def _devnull_stdio() -> None:
     os.close(null)
 
 
-def init(command: list[str], lifeline: int, report: int) -> None:
+def init(command: list[str], writable: list[str], lifeline: int, report: int) -> None:
     """The namespace's pid 1: start ``command``, reap, exit with its status (never returns)."""
     mount_proc()
+    read_only_except(writable)
     child = os.fork()
     if child == 0:
         if lifeline >= 0:
@@ -139,22 +221,47 @@ def init(command: list[str], lifeline: int, report: int) -> None:
     os._exit(0)
 
 
-def check() -> None:
-    """In the init: it is pid 1 and its /proc is the namespace's."""
+def check(writable: list[str]) -> None:
+    """In the init: it is pid 1, its /proc is the namespace's, and only the writable folders
+    take a new file."""
     mount_proc()
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
+    read_only_except(writable)
+    if "/" not in writable and _can_create("/"):
+        _fail("/ is still writable")
+    for path in writable:
+        if not _can_create(path):
+            _fail(f"{path} is not writable")
     os._exit(0)
 
 
+def _can_create(folder: str) -> bool:
+    probe = os.path.join(folder, f".backport-sandbox-check-{os.getpid()}-{os.getppid()}")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return False
+        raise
+    os.close(fd)
+    os.unlink(probe)
+    return True
+
+
 def main(args: list[str]) -> None:
+    writable: list[str] = []
+    while args[:1] == ["--writable"] and len(args) > 1:
+        writable.append(os.path.realpath(args[1]))
+        args = args[2:]
     checking = args[:1] == ["--check"]
     lifeline = -1
     if args[:1] == ["--lifeline"]:
         lifeline, args = int(args[1]), args[2:]
     command = args[1:] if args[:1] == ["--"] else []
     if not checking and not command:
-        _fail("usage: sandbox_init.py [--lifeline FD] -- COMMAND... | --check", 2)
+        _fail("usage: sandbox_init.py [--writable DIR]... [--lifeline FD] -- COMMAND... | "
+              "[--writable DIR]... --check", 2)
     if checking and os.environ.get(REFUSE_VAR) == "1":
         _fail(f"{REFUSE_VAR}=1")
     enter()
@@ -164,8 +271,8 @@ def main(args: list[str]) -> None:
         os.close(read_end)
         _call("prctl", _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
         if checking:
-            check()
-        init(command, lifeline, report)
+            check(writable)
+        init(command, writable, lifeline, report)
     os.close(report)
     if lifeline >= 0:
         os.close(lifeline)

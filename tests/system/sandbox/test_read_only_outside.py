@@ -1,0 +1,132 @@
+"""A patch's test writes only where tests may: its worktree and the temporary folders. The
+tool's installation, the journal and patch sets beside the worktrees, and a home folder's git
+configuration stay as they were, so nothing a later step runs or reads (a CI's publish step
+holding the token) can be changed by the test, on every path a test runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import backport
+from backport.config.model import Environment
+from backport.config.model import TestSpec as Spec
+from backport.envs import sandbox
+from backport.envs.kept import KeepPolicy
+from backport.envs.probe import probe
+from backport.envs.runner import TestRunner as Runner
+
+from .conftest import needs_namespaces
+
+# Tries to write each file named on its command line; says which it could; exits 0 only when
+# exactly the first (in the worktree) could be written.
+WRITER = """
+import sys
+wrote = []
+for path in sys.argv[1:]:
+    try:
+        with open(path, "a") as handle:
+            handle.write("changed by a test\\n")
+        wrote.append(path)
+        print("WROTE " + path)
+    except OSError as exc:
+        print("REFUSED %s: %s" % (path, exc.strerror))
+sys.exit(0 if wrote == sys.argv[1:2] else 1)
+"""
+
+
+@pytest.fixture
+def project() -> Iterator[Path]:
+    """A project folder outside the temporary folders (which a sandbox may write), with its
+    state folder's worktrees allowed, as a run's session allows them."""
+    base = Path(tempfile.mkdtemp(prefix=".backport-ro-test-", dir=Path(__file__).parent))
+    try:
+        if any(str(base.resolve()).startswith(root.rstrip("/") + "/")
+               for root in sandbox.writable_roots()):
+            pytest.skip(f"{base} lies in a temporary folder, which tests may write")
+        sandbox.allow_writes([base / ".backport" / "worktrees"])
+        yield base
+    finally:
+        sandbox.allow_writes([])
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _targets(project: Path) -> tuple[Path, list[Path]]:
+    """The worktree and the files a test tries to change: one in its worktree, then the
+    journal, a patch, a git configuration and the tool's own code."""
+    worktree = project / ".backport" / "worktrees" / "put_metric" / "v2.12.0"
+    (worktree / "test").mkdir(parents=True)
+    (worktree / "test" / "test_write.py").write_text(WRITER, encoding="utf-8")
+    journal = project / ".backport" / "runs" / "put_metric" / "journal.json"
+    patch = project / "patches" / "put_metric" / "0001-test.patch"
+    gitconfig = project / "home" / ".gitconfig"
+    for path in (journal, patch, gitconfig):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("as the tool wrote it\n", encoding="utf-8")
+    tool = Path(backport.__file__).parent / "errors.py"
+    return worktree, [worktree / "test" / "written.txt", journal, patch, gitconfig, tool]
+
+
+def _run(runner: Runner, project: Path, tmp_path: Path) -> str:
+    """Run the writer; how it ran (isolated, warm)."""
+    worktree, paths = _targets(project)
+    tool_before = paths[-1].read_bytes()
+    spec = Spec("test/test_write.py", tuple(str(p) for p in paths))
+    run = runner.run(worktree, spec, tmp_path / "write.log")
+    log = Path(run.log).read_text(encoding="utf-8")
+    assert f"WROTE {paths[0]}" in log, log
+    for path in paths[1:]:
+        assert f"REFUSED {path}: Read-only file system" in log, log
+    assert run.exit_code == 0, log
+    for path in paths[1:-1]:
+        assert path.read_text(encoding="utf-8") == "as the tool wrote it\n"
+    assert paths[-1].read_bytes() == tool_before
+    return run.runner
+
+
+def test_an_isolated_test_writes_only_its_worktree(plain_env: Environment, project: Path,
+                                                   tmp_path: Path) -> None:
+    needs_namespaces()
+    with Runner(plain_env, probe(plain_env), device="none", isolated=True) as runner:
+        assert _run(runner, project, tmp_path) == "isolated"
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("keeping", [False, True], ids=["own-worker", "kept-worker"])
+def test_a_forked_test_writes_only_its_worktree(torch_env: Environment, project: Path,
+                                                tmp_path: Path, kept: KeepPolicy,
+                                                keeping: bool) -> None:
+    needs_namespaces()
+    with Runner(torch_env, probe(torch_env), device="none",
+                keep=kept if keeping else None) as runner:
+        assert _run(runner, project, tmp_path) == "warm"
+
+
+@pytest.mark.parametrize("setattr_off", ["", "1"], ids=["mount_setattr", "remount-each"])
+def test_a_sandboxed_command_writes_only_its_folders(tmp_path: Path, setattr_off: str) -> None:
+    """Both ways of making mounts read-only (the kernel's recursive one, and one remount per
+    mount for kernels before 5.12) leave the writable folder writable and nothing else."""
+    needs_namespaces()
+    outside = Path(tempfile.mkdtemp(prefix=".backport-ro-check-", dir=Path(__file__).parent))
+    inside = tmp_path / "worktree"
+    inside.mkdir()
+    env = {**os.environ, "BACKPORT_SANDBOX_NO_SETATTR": setattr_off}
+    try:
+        check = subprocess.run([sys.executable, "-I", "-S", sandbox.INIT_SCRIPT, "--writable",
+                                str(inside), "--check"], env=env, capture_output=True, text=True)
+        assert check.returncode == 0, check.stderr
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", sandbox.INIT_SCRIPT, "--writable", str(inside), "--",
+             "sh", "-c", f"echo x > {inside}/in.txt; echo x > {outside}/out.txt"],
+            env=env, capture_output=True, text=True)
+        assert done.returncode != 0
+        assert (inside / "in.txt").exists() and not (outside / "out.txt").exists()
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
