@@ -16,6 +16,7 @@ from backport.errors import BackportError, ConfigError
 from backport.forge.base import SourcePrInfo
 from backport.forge.factory import make_forge
 from backport.git.authoring import test_files, touched_files
+from backport.git.source_message import backport_message, message_of, restate
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
 from backport.pipeline.session import open_cache
 
@@ -130,7 +131,20 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
         "source_merged": record.merged, "source_found_by": record.found_by,
         "branches": branches,
     }
-    return write_patch_set(project, dest, repo, commits.rev, tests, spec, say)
+    return write_patch_set(project, dest, repo, _backport_rev(project, source, repo), tests,
+                           spec, say)
+
+
+def _backport_rev(project: Project, source: Source, repo: Path) -> str:
+    """What the set is exported from: a merged PR's squash commit restated with the change's
+    own message (``git/source_message.py``); an open PR's own commits as they are."""
+    info, commits = source.info, source.commits
+    if not info.merged or ".." in commits.rev:
+        return commits.rev
+    ref = f"{project.branch_map.upstream}!{info.number}"
+    message = backport_message(message_of(repo, commits.commit), title=info.title,
+                               sha=commits.commit, source_ref=ref)
+    return restate(repo, commits.commit, message)
 
 
 def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,

@@ -128,6 +128,13 @@ class BranchMap:
     def issue_url(self, issue: int) -> str:
         return f"{self.web_url}/{self.upstream}/issues/{issue}"
 
+    def pr_url(self, number: int) -> str:
+        """The web page of the upstream's PR ``number`` on the forge the map names (the local
+        forge's own ``local://`` form, as its PRs are shown)."""
+        if self.forge == "local":
+            return f"local://{self.upstream}/pull/{number}"
+        return f"{self.web_url}/{self.upstream}/pull/{number}"
+
 
 @dataclass(frozen=True)
 class TestSpec:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -194,9 +194,10 @@ def _other_series(cache: RepoCache, job: BranchJob, newer: NewerSteps | None
 
 # -- test -------------------------------------------------------------------------------------
 def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
-                 autoload_disabled: bool) -> EnvEvidence:
-    """The environment half of the evidence: only values the probe really read."""
-    shared = tuple(t.name for t in bm.targets.values() if t.env == env_name)
+                 autoload_disabled: bool, *, among: Sequence[str]) -> EnvEvidence:
+    """The environment half of the evidence: only values the probe really read; it is shared
+    with the branches ``among`` (the patch set's) that use it too."""
+    shared = tuple(t.name for t in bm.targets.values() if t.env == env_name and t.name in among)
     return EnvEvidence(name=env_name, shared_with=shared, note=note,
                        autoload_disabled=autoload_disabled, probe=probe)
 
@@ -227,18 +228,20 @@ def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyO
             job.event("probe", f"{env.name}: reused an earlier probe (nothing it reads changed)")
     except BackportError as exc:
         message = exc.message
-        unread = env_evidence(bm, env.name, None, "", False)
+        unread = env_evidence(bm, env.name, None, "", False, among=job.patch_set.branches)
         job.stop(lambda r: r.env_missing(message, unread))
         return False
     mismatches = pin_mismatches(env, probe)
     if mismatches:
         message = (f"environment '{env.name}' for {job.target} does not match its pins: "
                    f"{'; '.join(mismatches)}; the test was not run")
-        read = env_evidence(bm, env.name, probe, "pins do not match", False)
+        read = env_evidence(bm, env.name, probe, "pins do not match", False,
+                            among=job.patch_set.branches)
         job.stop(lambda r: r.env_mismatched(message, read, mismatches))
         return False
     verdict = device_verdict(probe, job.patch_set.device)
-    evidence = env_evidence(bm, env.name, probe, verdict.note, verdict.autoload_off)
+    evidence = env_evidence(bm, env.name, probe, verdict.note, verdict.autoload_off,
+                            among=job.patch_set.branches)
     if not verdict.runnable:
         message = (f"environment '{env.name}' for {job.target} cannot run a device: npu test: "
                    f"{verdict.note}")

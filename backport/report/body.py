@@ -351,7 +351,7 @@ def source_pr(ctx: BodyContext) -> dict[str, str] | None:
              f"尚未合入 {base}：本 PR 取自其当前提交（至 `{source.commit[:12]}`），"
              f"源 PR 合入前可能仍会变化")
     return {"ref": f"{bm.upstream}!{source.number}",
-            "url": f"{bm.web_url}/{bm.upstream}/pull/{source.number}", "state": state}
+            "url": bm.pr_url(source.number), "state": state}
 
 
 def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:

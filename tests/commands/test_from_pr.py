@@ -71,8 +71,13 @@ def test_a_merged_pr_without_merge_sha_is_found_by_its_squash_message(sandbox, s
     assert f"merged into master as {squash[:12]} (found by the squash message" in result.out
     (patch,) = (sandbox.project / "patches" / "from_pr").glob("*.patch")
     text = patch.read_text("utf-8")
-    assert text.startswith(f"From {squash} ")  # the landed commit, not the PR's head
-    assert f"See merge request: Ascend/pytorch!{NUMBER}" in text
+    # the landed commit (not the PR's head), with the change's own message: the PR's title,
+    # the source PR and git's cherry-pick line, none of GitCode's squash block
+    assert f"(cherry picked from commit {squash})" in text
+    assert f"\nSubject: [PATCH] {data['title']}\n" in text
+    assert f"Backport of Ascend/pytorch!{NUMBER}." in text
+    for generated in ("# message auto-generated", "See merge request", "Merged-by:"):
+        assert generated not in text
     assert DECOY_TEST not in text
     author, date = git(sandbox.upstream, "log", "-1", "--format=%an <%ae>%n%aD",
                        squash).splitlines()
@@ -153,8 +158,8 @@ def test_a_changed_pr_makes_the_set_again_and_an_unchanged_one_keeps_it(sandbox,
     assert merged.code == 0, merged.err
     assert "has changed since: now merged; every branch is done again" in merged.err
     (applied,) = [b["commit"] for b in merged.json()["branches"]]
-    assert f"See merge request: Ascend/pytorch!{NUMBER}" in git(cache, "log", "-1", "--format=%B",
-                                                                 applied)
+    assert git(cache, "log", "-1", "--format=%B", applied).endswith(
+        f"Backport of Ascend/pytorch!{NUMBER}.\n(cherry picked from commit {squash})")
     data = spec(sandbox, f"pr-{NUMBER}")
     assert data["source_commit"] == squash and data["source_found_by"] == "squash message"
 
