@@ -7,10 +7,10 @@ from pathlib import Path
 
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
+from backport.pipeline.job import BranchJob
 from backport.pipeline.journal import Journal
 from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.shared_results import forge_records, read_set
-from backport.pipeline.steps import BranchJob
 from backport.report.body import render_body
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.project import git
