@@ -693,11 +693,11 @@ class GitCodeForge:
         return full
 
     def _correct(self, number: int, full: dict[str, Any], ask: _Ask) -> PullRequest:
-        """Step 3 of `create_pr`: keep the created PR unless the evidence is complete (its head
-        repository and branch both shown and not the fork branch, its base the one asked for,
-        its author the token's user: then `_close_wrong`); then set ``draft`` and
-        ``close_related_issue`` through the update path where it does not show them as sent
-        (a create may ignore JSON booleans)."""
+        """Step 3 of `create_pr`: a PR whose head repository and branch are both shown and are
+        not the fork branch goes to `_close_wrong` (which raises); any other is kept, a head it
+        does not show taken as the fork branch. Then ``draft`` and ``close_related_issue`` are
+        set through the update path where the PR does not show them as sent (a create may
+        ignore JSON booleans)."""
         head = ask.head
         pr = self._to_pr(full)
         with self._lock:
