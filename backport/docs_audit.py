@@ -72,11 +72,6 @@ class DocsEntry:
         }
 
 
-def entries_to_json(entries: Iterable[DocsEntry]) -> list[dict]:
-    """JSON-able dicts of ``entries``, in order."""
-    return [e.to_dict() for e in entries]
-
-
 # ---------------------------------------------------------------------------------------------
 # git access
 

@@ -129,10 +129,10 @@ def test_the_rule_names_every_part_of_the_package() -> None:
 def test_the_rule_finds_every_kind_of_import(tmp_path: Path) -> None:
     path = tmp_path / "summary.py"
     path.write_text("import os\nfrom backport.pipeline.journal import Journal\n"
-                    "from ..pipeline import apply\nfrom . import body\n\n\n"
+                    "from ..pipeline import run\nfrom . import body\n\n\n"
                     "def later():\n    import backport.cli\n", encoding="utf-8")
     names = imported_modules(path, "report.summary")
-    assert {"pipeline.journal", "pipeline.apply", "report.body", "cli"} <= names
+    assert {"pipeline.journal", "pipeline.run", "report.body", "cli"} <= names
     assert "os" not in names
     assert not may_import("report", "pipeline.journal")
     assert not may_import("report", "cli")
@@ -272,8 +272,8 @@ def test_pipeline_changes_records_only_by_named_transitions() -> None:
 
 
 # -- a branch's flow ---------------------------------------------------------------------------
-SCHEDULER_CALLS = ("submit", "arrive", "ended", "wait_newer", "next_due", "Schedule",
-                   "BranchFlow", "RunParts")
+SCHEDULER_CALLS = ("submit", "ended", "finished", "wait", "wait_newer", "Schedule",
+                   "SetRun", "run_branch", "take_turns")
 
 
 def handed_closures(path: Path) -> list[str]:
@@ -337,7 +337,8 @@ def test_the_step_list_names_every_step() -> None:
     assert defined == set(names)
     import inspect
     for step in STEPS:
-        assert f"{step.name}_step(" in inspect.getsource(step.run), step.name
+        assert step.run.__name__ == f"{step.name}_step", step.name  # the step itself, no adapter
+        assert list(inspect.signature(step.run).parameters) == ["run", "job"], step.name
 
 
 def test_every_record_change_is_checked_against_the_table_of_moves(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ import click
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.commands.from_pr import ensure_from_pr, said
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
-from backport.pipeline.apply import run_apply
 from backport.pipeline.reach import Course
+from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
 from backport.report.progress import Progress
 from backport.report.summary import render_table, status_json

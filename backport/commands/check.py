@@ -12,8 +12,8 @@ from backport.commands.common import AppContext, broken_subject, echo, pass_app,
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
 from backport.forge import make_forge
-from backport.pipeline.apply import select_patch_sets
 from backport.pipeline.check import Finding, run_check, summary_markdown
+from backport.pipeline.selection import select_patch_sets
 from backport.redact import redact
 
 # Where a CI takes Markdown for the run's page: GitHub Actions and GitCode (AtomGit) pipelines.

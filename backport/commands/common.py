@@ -57,7 +57,7 @@ class AppContext:
 
     def pushing_project(self) -> Project:
         """The project of a command that pushes: refused while the forge has no token
-        (`apply` names it among its other prerequisites: `pipeline.apply.check_prerequisites`)."""
+        (`apply` names it among its other prerequisites: `pipeline.run.check_prerequisites`)."""
         project = self.project()
         missing = make_forge(project.branch_map, project.state_dir, environ=os.environ).missing()
         if missing:

@@ -23,7 +23,7 @@ from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.forge import PrFile, make_forge
 from backport.forge.local import LocalForge
 from backport.git.locks import file_lock
-from backport.pipeline.apply import run_apply
+from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions, cache_root
 from backport.records import SKIP_NO_TORCH
 from backport.report.progress import Progress

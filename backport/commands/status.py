@@ -11,8 +11,8 @@ from backport.commands.common import AppContext, broken_subject, echo, pass_app,
 from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.forge import PullRequest, make_forge
-from backport.pipeline.apply import select_patch_sets, select_targets
 from backport.pipeline.journal import Journal
+from backport.pipeline.selection import select_patch_sets, select_targets
 from backport.pipeline.session import cache_root
 from backport.pipeline.shared_results import forge_records
 from backport.records import BranchRecord

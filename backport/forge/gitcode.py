@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
@@ -143,7 +143,7 @@ class _Ask:
     base: str
     title: str
     body: str
-    draft: bool
+    draft: bool | None  # None: nothing asked of it (a PR judged later, `verify_pr`)
     head_sha: str | None
     close_related_issue: bool | None
 
@@ -508,18 +508,35 @@ class GitCodeForge:
                   draft: bool = False, head_sha: str | None = None,
                   close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
+        """Open the PR as one transaction: create → read back → correct.
+
+        1. **create**, unless another run opened it meanwhile: POST it (`_post_pr`; after a
+           failure, the PR it may have opened is looked for first); ``on_number`` hears the
+           new PR's number at once;
+        2. **read back** until GitCode shows it (`_read_created`);
+        3. **correct** (`_correct`): a PR opened from another head is closed (once per
+           branch) and the create flags GitCode did not take are set through an update.
+        """
         ask = _Ask(head, base, title, body, draft, head_sha, close_related_issue)
         with _create_lock((self.api_url, self.upstream, head, base)):
             existing = self._find(head, base, fresh=True)  # another run may have opened it
             if existing is not None:
                 return existing
-            return self._create(ask, on_number)
+            made = self._post_pr(ask)
+            if isinstance(made, PullRequest):  # a failed create's PR, found after all
+                return made
+            if on_number is not None:
+                on_number(made)
+            full = self._read_created(made, ask)
+            return self._correct(made, full, ask)
 
     def verify_pr(self, number: int, head: str, base: str, *,
                   head_sha: str | None = None) -> PullRequest:
-        """Judge a PR this tool opened but could not read back then, as right after create."""
-        ask = _Ask(head, base, "", "", False, head_sha, None)
-        return self._judge(number, self._read_created(number, ask), ask)
+        """Judge a PR this tool opened but could not read back then: steps 2 and 3 of
+        `create_pr`, with no create flags to correct."""
+        ask = _Ask(head, base, "", "", None, head_sha, None)
+        full = self._read_created(number, ask)
+        return self._correct(number, full, ask)
 
     def _branch_sha(self, repo: str, branch: str) -> str | None:
         """The commit ``repo``'s ``branch`` points at on GitCode, or None when it does not exist."""
@@ -555,7 +572,10 @@ class GitCodeForge:
                          "to the fork, then run again.")
         return False
 
-    def _create(self, ask: _Ask, on_number: Callable[[int], None] | None) -> PullRequest:
+    def _post_pr(self, ask: _Ask) -> PullRequest | int:
+        """Step 1 of `create_pr`: POST the PR; the new PR's number, or the PR a failed create
+        opened after all. Resent once after a lost reply or a 5xx, and after a refusal for a
+        fork branch GitCode showed only later; any other refusal is one sentence."""
         head, base, head_sha = ask.head, ask.base, ask.head_sha
         title, body, draft, close_related_issue = (ask.title, ask.body, ask.draft,
                                                    ask.close_related_issue)
@@ -608,7 +628,7 @@ class GitCodeForge:
                                     f"with head={head_form!r} answered {exc.status}: "
                                     f"{exc.server_message}."),
                     details={"status": exc.status}) from None
-            return self._verify_created(answer.data, ask, on_number)
+            return self._number_of(answer.data, ask)
 
     def _look_up_after_failure(self, head: str, base: str, why: str, *,
                                settle: bool = True) -> PullRequest | None:
@@ -623,32 +643,25 @@ class GitCodeForge:
                 return found
         return None
 
-    def _verify_created(self, data: Any, ask: _Ask,
-                        on_number: Callable[[int], None] | None) -> PullRequest:
-        """Hand the new PR's number to ``on_number`` at once, read the PR back, judge it
-        (:meth:`_judge`) and correct the create flags it did not take through an update."""
+    def _number_of(self, data: Any, ask: _Ask) -> PullRequest | int:
+        """The number a create answered; where it answered none, the PR listed since."""
         head, base = ask.head, ask.base
-        try:
-            number = _number(data) if isinstance(data, dict) else None
-        except (TypeError, ValueError):
-            number = None
-        if number is None:
-            found = self._look_up_after_failure(
-                head, base, f"GitCode accepted the PR from {self.fork}:{head} into "
-                            f"{self.upstream}:{base} but returned no PR number")
-            if found is not None:
-                return found
-            raise BackportError("forge", f"GitCode accepted the PR from {self.fork}:{head} into "
-                                         f"{self.upstream}:{base} but returned no PR number, and "
-                                         "no such open PR is listed.")
-        if on_number is not None:
-            on_number(number)
-        full = self._read_created(number, ask)
-        pr = self._judge(number, full, ask)
-        return self._correct_flags(pr, full, ask)
+        if isinstance(data, dict):
+            try:
+                return _number(data)
+            except (TypeError, ValueError):
+                pass
+        found = self._look_up_after_failure(
+            head, base, f"GitCode accepted the PR from {self.fork}:{head} into "
+                        f"{self.upstream}:{base} but returned no PR number")
+        if found is not None:
+            return found
+        raise BackportError("forge", f"GitCode accepted the PR from {self.fork}:{head} into "
+                                     f"{self.upstream}:{base} but returned no PR number, and "
+                                     "no such open PR is listed.")
 
     def _read_created(self, number: int, ask: _Ask) -> dict[str, Any]:
-        """A created PR as GitCode shows it: a 404, an error or a reply that is not a PR is
+        """Step 2 of `create_pr`: the created PR as GitCode shows it: a 404, an error or a reply that is not a PR is
         "not yet" (replication lag) and read again after the settle wait; a head that looks
         wrong or a SHA that differs is read once more before it is judged."""
         full: dict[str, Any] | None = None
@@ -679,31 +692,49 @@ class GitCodeForge:
                 details={"number": number, "url": url, "unverified": True})
         return full
 
-    def _judge(self, number: int, full: dict[str, Any], ask: _Ask) -> PullRequest:
-        """Keep a created PR unless the evidence is complete: close it only when its head
-        repository and branch are both shown and are not the fork branch, its base is the one
-        asked for and its author is the token's user; once per branch."""
-        head, base = ask.head, ask.base
+    def _correct(self, number: int, full: dict[str, Any], ask: _Ask) -> PullRequest:
+        """Step 3 of `create_pr`: a PR whose head repository and branch are both shown and are
+        not the fork branch goes to `_close_wrong` (which raises); any other is kept, a head it
+        does not show taken as the fork branch. Then ``draft`` and ``close_related_issue`` are
+        set through the update path where the PR does not show them as sent (a create may
+        ignore JSON booleans)."""
+        head = ask.head
         pr = self._to_pr(full)
         with self._lock:
             self._created.add(number)
             if self._open is not None and pr.state == "open":
                 self._open[number] = full
         repo = _repo_of(_obj(full, "head"))
-        wrong = bool(pr.head) and repo is not None and (
-            pr.head != head or _norm_repo(repo) != _norm_repo(self.fork))
-        if not wrong:
-            if not pr.head or repo is None:
-                log.warning("GitCode PR !%s does not show its head %s; assuming %s:%s, so it is "
-                            "kept", number, "branch" if not pr.head else "repository",
-                            self.fork, head)
-                pr = dataclasses.replace(pr, head=pr.head or head,
-                                         head_repo=pr.head_repo or self.fork)
-            sha = _text(_obj(full, "head").get("sha"))
-            if ask.head_sha and sha and sha != ask.head_sha:
-                log.warning("GitCode PR !%s still shows head %s, not the %s pushed; its head "
-                            "SHA may lag, so the PR is kept", number, sha[:9], ask.head_sha[:9])
+        if bool(pr.head) and repo is not None and (
+                pr.head != head or _norm_repo(repo) != _norm_repo(self.fork)):
+            self._close_wrong(number, pr, full, ask)
+        if not pr.head or repo is None:
+            log.warning("GitCode PR !%s does not show its head %s; assuming %s:%s, so it is "
+                        "kept", number, "branch" if not pr.head else "repository",
+                        self.fork, head)
+            pr = dataclasses.replace(pr, head=pr.head or head, head_repo=pr.head_repo or self.fork)
+        sha = _text(_obj(full, "head").get("sha"))
+        if ask.head_sha and sha and sha != ask.head_sha:
+            log.warning("GitCode PR !%s still shows head %s, not the %s pushed; its head "
+                        "SHA may lag, so the PR is kept", number, sha[:9], ask.head_sha[:9])
+        off = [] if ask.draft is None or _field(full, "draft") == ask.draft else ["draft"]
+        if ask.close_related_issue is not None and \
+                _field(full, "close_related_issue") != ask.close_related_issue:
+            off.append("close_related_issue")
+        if not off:
             return pr
+        log.warning("GitCode did not take %s of the new PR !%s; setting it through an update",
+                    ", ".join(off), pr.number)
+        fixed = self.update_pr(pr.number, title=ask.title, body=ask.body, draft=ask.draft,
+                               close_related_issue=ask.close_related_issue)
+        return dataclasses.replace(fixed, head=pr.head, head_repo=pr.head_repo)
+
+    def _close_wrong(self, number: int, pr: PullRequest, full: dict[str, Any],
+                     ask: _Ask) -> NoReturn:
+        """A PR GitCode opened from another head: closed once per branch where backport may
+        (its base the one asked for, its author the token's user), else left open; raises the
+        sentence either way."""
+        head, base = ask.head, ask.base
         source = f"{pr.head_repo}:{pr.head}"
         if _norm_repo(pr.head_repo) == _norm_repo(self.upstream):
             source = f"the upstream branch {source}"
@@ -733,21 +764,6 @@ class GitCodeForge:
             "forge", redact(f"GitCode opened PR !{number} ({pr.url}) from {source} instead of "
                             f"the fork branch {wanted}; {tail}."),
             details={"number": number, "url": pr.url, "closed": closed is None})
-
-    def _correct_flags(self, pr: PullRequest, full: dict[str, Any], ask: _Ask) -> PullRequest:
-        """Set ``draft`` and ``close_related_issue`` through the update path when the created
-        PR does not show them as sent (a create may ignore JSON booleans)."""
-        off = [] if _field(full, "draft") == ask.draft else ["draft"]
-        if ask.close_related_issue is not None and \
-                _field(full, "close_related_issue") != ask.close_related_issue:
-            off.append("close_related_issue")
-        if not off:
-            return pr
-        log.warning("GitCode did not take %s of the new PR !%s; setting it through an update",
-                    ", ".join(off), pr.number)
-        fixed = self.update_pr(pr.number, title=ask.title, body=ask.body, draft=ask.draft,
-                               close_related_issue=ask.close_related_issue)
-        return dataclasses.replace(fixed, head=pr.head, head_repo=pr.head_repo)
 
     def _close(self, number: int, pr: PullRequest) -> str | None:
         """Close a PR (``PATCH state=closed``, form-encoded if JSON did not take); None when

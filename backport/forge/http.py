@@ -119,11 +119,6 @@ class RateLimiter:
                 self._notify(f"{self._service}: waiting {left:.0f}s")
         return seconds
 
-    def acquire(self) -> float:
-        """Block until a request may be sent and count it as sent now; return the seconds waited."""
-        with self.slot() as waited:
-            return waited
-
     @contextlib.contextmanager
     def slot(self) -> Iterator[float]:
         """Wait for room, hold one place while the request travels; yields the seconds waited."""

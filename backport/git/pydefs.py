@@ -79,15 +79,6 @@ def _bodies(tree: ast.Module) -> Iterator[tuple[str, list[ast.stmt]]]:
                 stack.append((f"{scope}.{node.name}" if scope else node.name, node.body))
 
 
-def definitions(tree: ast.Module) -> list[Definition]:
-    """Every ``def``/``class`` directly in the module or a class body, in source order."""
-    found = []
-    for scope, body in _bodies(tree):
-        found += [Definition(scope, node.name, node.lineno) for node in body
-                  if isinstance(node, _Def)]
-    return sorted(found, key=lambda d: d.line)
-
-
 def test_definitions(tree: ast.Module) -> list[Definition]:
     """The test functions: ``test*`` functions directly in the module or a class body."""
     found = []

@@ -19,7 +19,7 @@ from backport.git.changed import changed_paths, file_at
 
 if TYPE_CHECKING:
     from backport.envs.pool import Environments
-    from backport.pipeline.apply import BranchJob
+    from backport.pipeline.job import BranchJob
 
 
 def series_paths(job: BranchJob, worktree: Path) -> dict[str, bool]:

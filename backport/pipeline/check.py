@@ -20,7 +20,7 @@ from backport.errors import BackportError
 from backport.git.cache import RepoCache
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.body_paths import absent_named_paths
-from backport.pipeline.decide import Decision, Outcome, decide
+from backport.pipeline.decide import Decision, Verdict, decide
 from backport.pipeline.journal import Journal
 from backport.pipeline.propagate import (
     SiblingSeries,
@@ -157,9 +157,9 @@ def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str
             cache, tmp / f"{ps.name}-{target}".replace("/", "_"),
             cache_branch(tmp, f"check/{ps.slug}/{target}"), base, ps.paths_for(target)),
         others=others)
-    if decision.outcome is Outcome.ALREADY_APPLIED:
+    if decision.verdict is Verdict.ALREADY_APPLIED:
         return [Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)]
-    if decision.outcome is Outcome.ALREADY_PRESENT:
+    if decision.verdict is Verdict.ALREADY_PRESENT:
         return [Finding(subject, "applies", True, f"already present: every test the patch adds is "
                         f"already on {target}: {decision.said} (no PR needed)", variant)]
     findings = [Finding(subject, "already present", True, f"already on {target}: {decision.said}",
@@ -186,7 +186,7 @@ def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
     """The ``applies`` line of a series that was applied (or conflicted) in a worktree."""
     result = decision.result
     assert result is not None
-    if decision.outcome is Outcome.CONFLICT:
+    if decision.verdict is Verdict.CONFLICT:
         also = f"; also tried: {', '.join(decision.tried)}" if decision.tried else ""
         return Finding(subject, "applies", False, f"{result.message} (files: "
                        f"{', '.join(result.conflicts) or 'unknown'}){also}", variant)

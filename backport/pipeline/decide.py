@@ -29,7 +29,7 @@ from backport.pipeline.propagate import SiblingSeries, try_siblings
 from backport.records import ExistingTest
 
 
-class Outcome(Enum):
+class Verdict(Enum):
     """How the series goes in on the base."""
 
     ALREADY_APPLIED = "already-applied"  # the same patch-id is reachable from the base
@@ -44,7 +44,7 @@ class Outcome(Enum):
 class Decision:
     """The answer, with the facts each caller reports."""
 
-    outcome: Outcome
+    verdict: Verdict
     added: tuple[AddedTest, ...] = ()
     present: tuple[ExistingTest, ...] = ()  # of ``added``, those the base already defines
     result: ApplyResult | None = None  # None when nothing was applied
@@ -74,24 +74,24 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
     ``others`` gives the series to try where the own one conflicts (only called then).
     """
     if already_applied(cache, base, series):
-        return Decision(Outcome.ALREADY_APPLIED)
+        return Decision(Verdict.ALREADY_APPLIED)
     added = tuple(added_tests(cache.path, series))
     present = existing_tests(present_tests(cache.path, base, list(added))) if added else ()
     if added and len(present) == len(added):
-        return Decision(Outcome.ALREADY_PRESENT, added, present)
+        return Decision(Verdict.ALREADY_PRESENT, added, present)
     wt = worktree()
     result = apply_series(wt, series)
     source: SiblingSeries | None = None
     tried: list[str] = []
     if result.status == "conflict":
         result, source, tried = try_siblings(wt, others(), series, result, event)
-    found = Decision(Outcome.APPLIED, added, present, result, wt, source, tuple(tried))
+    found = Decision(Verdict.APPLIED, added, present, result, wt, source, tuple(tried))
     if result.status == "already-applied":
-        return replace(found, outcome=Outcome.NO_CHANGE)
+        return replace(found, verdict=Verdict.NO_CHANGE)
     if result.status == "conflict":
-        return replace(found, outcome=Outcome.CONFLICT)
+        return replace(found, verdict=Verdict.CONFLICT)
     problems = source_problems(wt.path, base, result.head,
                                changed_python_tests(series, list(test_paths)))
     if problems:
-        return replace(found, outcome=Outcome.UNUSABLE, problems=tuple(problems))
+        return replace(found, verdict=Verdict.UNUSABLE, problems=tuple(problems))
     return found

@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +71,6 @@ class Journal:
         if journal.path.exists():
             journal._branches = read_branches(journal.path)
         return journal
-
-    def restore(self, records: Iterable[BranchRecord]) -> None:
-        """Hold ``records`` as they are, as a journal file read back holds them: no move is
-        checked (none happens here) and nothing is written."""
-        with self._lock:
-            self._branches.update((rec.target, rec) for rec in records)
 
     @property
     def run_dir(self) -> Path:

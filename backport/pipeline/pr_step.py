@@ -16,6 +16,7 @@ from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
 from backport.forge import Forge, PullRequest
 from backport.forge.base import is_refusal
+from backport.pipeline.job import BranchJob
 from backport.pipeline.journal import Transition
 from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.recorded_pr import (
@@ -24,6 +25,7 @@ from backport.pipeline.recorded_pr import (
     stop_if_replaced,
     title_to_send,
 )
+from backport.pipeline.set_run import SetRun
 from backport.pipeline.shared_results import (
     SetOnForge,
     body_context,
@@ -31,7 +33,6 @@ from backport.pipeline.shared_results import (
     read_set,
     record_for,
 )
-from backport.pipeline.steps import BranchJob
 from backport.records import BranchRecord, PrInfo
 from backport.report.body import render_body
 from backport.states import Status
@@ -46,22 +47,23 @@ class PrWrites:
     warnings: list[str] = field(default_factory=list)
 
 
-def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
-            all_targets: list[str], *, read_siblings: bool = False, new_pr: bool = False) -> None:
+def pr_step(run: SetRun, job: BranchJob) -> bool:
     """Find or create the PR for this fork branch, refresh its body, link the issue.
 
     An open PR of the fork branch is found again, never duplicated; it is decorated once, and
-    commented again only when its branch was pushed since (``comment_on_push``). With
-    ``read_siblings`` (some branches of the set are not in this run) the other branches'
-    results are read from their own PRs first. The issue link, decorations and comment are
+    commented again only when its branch was pushed since (``comment_on_push``). Where the
+    run is partial (some branches of the set run elsewhere) the other branches' results are
+    read from their own PRs first. The issue link, decorations and comment are
     best-effort: a refusal is a warning, recorded and not retried. A branch whose wrong PR
     backport closed once gets no second PR; nor does one whose recorded PR was closed or
-    merged, unless ``new_pr``. A PR opened but never read back is judged first.
+    merged, unless ``--new-pr``. A PR opened but never read back is judged first.
     """
+    forge, bm = run.session.forge.client(), run.branch_map
+    docs = run.session.docs(job.patch_set.api)
     judge_unverified(job, forge)
     rec = job.record
-    writes = open_or_update(job, forge, docs, bm, all_targets, read_siblings=read_siblings,
-                            new_pr=new_pr)
+    writes = open_or_update(job, forge, docs, bm, list(job.patch_set.branches),
+                            read_siblings=run.partial, new_pr=run.options.new_pr)
     info = carried_over(rec, writes, job.patch_set.title)
     job.change(lambda r: r.with_pr(info))
     kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issue)]
@@ -72,6 +74,7 @@ def pr_step(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: 
     closed_issue = _closed_issue(forge, job.patch_set.issue, writes.pr)
     writes.warnings.extend([closed_issue] if closed_issue else [])
     finish(job, forge, writes, info, kept)
+    return True
 
 
 def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None,

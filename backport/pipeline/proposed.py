@@ -23,7 +23,8 @@ from backport.config.model import BranchMap
 from backport.forge import Forge, PullRequest
 from backport.git.cache import RepoCache
 from backport.git.source_pr import carries_change
-from backport.pipeline.steps import BranchJob
+from backport.pipeline.job import BranchJob
+from backport.pipeline.set_run import SetRun
 from backport.pipeline.writers import Writers
 from backport.records import ProposedPr
 from backport.report.evidence_fields import SOURCE
@@ -122,14 +123,16 @@ def _first_counting(job: BranchJob, found: list[tuple[PullRequest, str]], forge:
     return None
 
 
-def proposed_step(job: BranchJob, forge: Forge, bm: BranchMap, *, writers: Writers,
-                  cache: RepoCache) -> bool:
+def proposed_step(run: SetRun, job: BranchJob) -> bool:
     """For a set made from a PR: stop the branch as already proposed when another open or
     merged PR into its target carries that PR and counts (a merged one first, then the
-    oldest); False then. A set not made from a PR, and a branch whose own PR is open, go on."""
+    oldest); False then. A set not made from a PR, a branch whose own PR is open, and a run
+    that opens no PRs go on."""
     source = job.patch_set.source
-    if source is None:
+    if source is None or not run.options.course.opens_prs:
         return True
+    forge, bm = run.session.forge.client(), run.branch_map
+    writers, cache = run.session.writers, run.session.cache
     job.event("proposed", f"looking for PRs into {job.target} that carry !{source.number}")
     later = forge.later_prs(source.number, job.target)
     if any(_ours(pr, job, bm) and pr.state == "open" for pr in later):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from backport.errors import BackportError
 from backport.forge import Forge, PullRequest
-from backport.pipeline.steps import BranchJob
+from backport.pipeline.job import BranchJob
 from backport.records import PrInfo
 
 

@@ -17,13 +17,9 @@ from backport.git.apply import (
 from backport.git.authoring import export_patch_set
 from backport.git.present import changed_python_tests, source_problems
 from backport.git.worktree import Worktree
-from backport.pipeline.apply import (
-    ProgressSink,
-    locked_journals,
-    select_patch_sets,
-    select_targets,
-)
+from backport.pipeline.job import ProgressSink
 from backport.pipeline.kept_worktree import kept_worktree
+from backport.pipeline.selection import locked_journals, select_patch_sets, select_targets
 from backport.records import BranchRecord
 from backport.states import Status
 

@@ -1,76 +1,45 @@
-"""When each branch's steps run: an older target's apply waits for the newer ones' of its
-patch set, and each patch set's PRs open in target order while its branches finish in any order.
+"""When a branch's step may run: one protocol, "wait until that branch's step ended".
 
-The schedule is told of jobs and step names only (never handed a function): the flow asks it
-to wait, tells it a step ended, and asks which jobs' turn has come.
+A branch thread tells the schedule each step it ended (and whether the branch goes on); a
+step that depends on another branch waits for that branch's step by name. Two waits use it:
+an older target's apply, where its own series conflicts, waits for the newer targets' apply
+of the set (their resolutions are what it tries next; `SetRun.wait_newer`); and the set's PR steps, taken one
+after another in target order by the set's own thread, each wait for its branch's push. The
+schedule is told of jobs and step names only, never handed a function.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
-from backport.branch_order import newer
-
-if TYPE_CHECKING:
-    from backport.pipeline.steps import BranchJob
+from backport.pipeline.job import BranchJob
 
 
 class Schedule:
-    """The order between the branches of one run (see the module docstring)."""
+    """The steps the branches of one patch set's run have ended (see the module docstring)."""
 
-    def __init__(self, jobs: list[BranchJob]) -> None:
-        self._jobs = list(jobs)
-        self._lock = threading.Lock()
-        self._ended: dict[tuple[int, str], threading.Event] = {}
-        self._queues: dict[tuple[str, str], list[str]] = {}  # (set, step) -> targets in order
-        self._arrived: dict[tuple[str, str, str], tuple[BranchJob, bool]] = {}
-        self._draining: set[str] = set()
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._ended: dict[tuple[str, str], bool] = {}  # (target, step) -> the branch goes on
+        self._finished: set[str] = set()  # targets whose thread is done with every step
 
-    # -- a step that waits for the newer targets' same step (apply) ----------------------
-    def ended(self, job: BranchJob, step: str) -> None:
-        """``job``'s ``step`` is over (it ran, stopped, failed or was not needed)."""
-        self._event(job, step).set()
+    def ended(self, job: BranchJob, step: str, going: bool) -> None:
+        """``job``'s ``step`` is over (it ran, stopped, failed or was not needed); ``going``:
+        the branch goes on past it."""
+        with self._changed:
+            self._ended[(job.target, step)] = going
+            self._changed.notify_all()
 
-    def wait_newer(self, job: BranchJob, step: str) -> None:
-        """Block until every newer target of ``job``'s patch set ended ``step``. Jobs start
-        newest first, so a waiting job never holds a worker a newer one needs."""
-        for other in self._jobs:
-            if other.patch_set.name == job.patch_set.name and newer(other.target, job.target):
-                self._event(other, step).wait()
+    def finished(self, job: BranchJob) -> None:
+        """``job``'s thread is done: a step it did not end is over, the branch not going on."""
+        with self._changed:
+            self._finished.add(job.target)
+            self._changed.notify_all()
 
-    def _event(self, job: BranchJob, step: str) -> threading.Event:
-        with self._lock:
-            return self._ended.setdefault((id(job), step), threading.Event())
-
-    # -- a step taken in target order (pr) -----------------------------------------------
-    def arrive(self, job: BranchJob, step: str, going: bool) -> bool:
-        """``job`` reached ``step`` (``going``: it still runs it). True when this thread is
-        to run the turns now due (`next_due` until None); False when another thread does."""
-        with self._lock:
-            self._arrived[(job.patch_set.name, job.target, step)] = (job, going)
-            if step in self._draining:
-                return False
-            self._draining.add(step)
-            return True
-
-    def next_due(self, step: str) -> tuple[BranchJob, bool] | None:
-        """The next job whose turn of ``step`` has come (every earlier target of its patch
-        set had its turn), with its ``going``; None when none is due (draining stops)."""
-        with self._lock:
-            for job in self._jobs:
-                queue = self._queue(job.patch_set.name, step)
-                key = (job.patch_set.name, queue[0], step) if queue else None
-                if key is not None and key in self._arrived:
-                    queue.pop(0)
-                    return self._arrived.pop(key)
-            self._draining.discard(step)
-            return None
-
-    def _queue(self, patch_set: str, step: str) -> list[str]:
-        key = (patch_set, step)
-        if key not in self._queues:
-            ps = next(job.patch_set for job in self._jobs if job.patch_set.name == patch_set)
-            mine = {job.target for job in self._jobs if job.patch_set.name == patch_set}
-            self._queues[key] = [t for t in ps.branches if t in mine]
-        return self._queues[key]
+    def wait(self, job: BranchJob, step: str) -> bool:
+        """Block until ``job``'s ``step`` ended; True when the branch went on past it."""
+        key = (job.target, step)
+        with self._changed:
+            while key not in self._ended and job.target not in self._finished:
+                self._changed.wait()
+            return self._ended.get(key, False)

@@ -107,8 +107,8 @@ class ForgeAccess:
         self._lock = threading.Lock()
         self._forge: Forge | None = None
 
-    def forge(self) -> Forge:
-        """The run's forge (built once; it finds its own credentials in ``environ``)."""
+    def client(self) -> Forge:
+        """The run's forge client (built once; it finds its own credentials in ``environ``)."""
         with self._lock:
             if self._forge is None:
                 self._forge = make_forge(self.project.branch_map, self.project.state_dir,
@@ -132,7 +132,7 @@ class ForgeAccess:
 
     def push_env(self) -> dict[str, str] | None:
         """Extra environment for `git push` to the fork, as the forge provides it."""
-        return self.forge().push_credentials(self.project.branch_map.fork_url)
+        return self.client().push_credentials(self.project.branch_map.fork_url)
 
 
 class Session:
@@ -153,7 +153,7 @@ class Session:
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
         self.docs = DocsAudit(self.cache)
         self.writers = Writers()  # who may write to the upstream, asked once per login
-        self.remote = ForgeAccess(project, self.environ, course=options.course, plan=self.plan,
+        self.forge = ForgeAccess(project, self.environ, course=options.course, plan=self.plan,
                                   notify=notify)
         self.fork: Fork = PlannedFork(self.plan) if options.course.dry_run else GitFork()
 
@@ -165,8 +165,8 @@ class Session:
         if bm.fork or not self.options.course.pushes:
             return
         self.project = self.project.with_branch_map(
-            bm.with_login(self.remote.forge().current_user()))
-        self.remote.project = self.project
+            bm.with_login(self.forge.client().current_user()))
+        self.forge.project = self.project
 
     def close(self) -> None:
         self.envs.close()

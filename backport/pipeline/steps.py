@@ -1,74 +1,32 @@
-"""The per-branch steps. Each reads and writes one journal record and is safe to repeat."""
+"""The apply, test and push steps, each ``step(run, job)``. Each reads and writes one journal
+record and is safe to repeat."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from backport.config.model import BranchMap, PatchSet
 from backport.envs.device import device_verdict
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
-from backport.envs.pool import Environments
 from backport.envs.verbose import outcomes_of
 from backport.errors import BackportError, ErrorCode
-from backport.git.apply import (
-    am_in_progress,
-    snapshot,
-)
-from backport.git.cache import RepoCache
+from backport.git.apply import am_in_progress, snapshot
 from backport.git.fresh import fresh_tree, tree_of
-from backport.git.present import (
-    AddedTest,
-    with_classes,
-)
+from backport.git.present import AddedTest, with_classes
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.beyond_tests import changes_for_run
-from backport.pipeline.decide import Decision, Outcome, decide
-from backport.pipeline.fork_read import Fork
-from backport.pipeline.journal import Journal, Transition, atomic_write_text, secure_dir
+from backport.pipeline.decide import Decision, Verdict, decide
+from backport.pipeline.job import BranchJob
+from backport.pipeline.journal import atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series
-from backport.pipeline.session import ApplyOptions
+from backport.pipeline.set_run import SetRun
 from backport.records import SKIP_SAID, BranchRecord, EnvEvidence, TestResult
 from backport.report.body import exit_stated
 from backport.states import Status
-
-Event = Callable[[str, str], None]  # (step, detail)
-
-
-class NewerSteps(Protocol):
-    """The part of the schedule a step waits on: the newer targets' same step."""
-
-    def wait_newer(self, job: BranchJob, step: str) -> None: ...
-
-
-@dataclass
-class BranchJob:
-    """One (patch set, target branch) pair of a run."""
-
-    patch_set: PatchSet
-    target: str
-    fork_branch: str
-    journal: Journal
-    event: Event
-
-    @property
-    def record(self) -> BranchRecord:
-        rec = self.journal.get(self.target)
-        assert rec is not None
-        return rec
-
-    def change(self, transition: Transition) -> BranchRecord:
-        """Apply one named transition to this branch's record (persisted)."""
-        return self.journal.change(self.target, transition)
-
-    def stop(self, transition: Transition) -> None:
-        """Apply a transition that stops the branch, and report its status and message."""
-        rec = self.change(transition)
-        self.event(rec.status.value, rec.message)
 
 
 def worktree_path(state_dir: Path, job: BranchJob) -> Path:
@@ -82,15 +40,19 @@ def log_path(job: BranchJob, test_index: int) -> Path:
 
 
 # -- apply ------------------------------------------------------------------------------------
-def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
-               force: bool = False, newer: NewerSteps | None = None) -> bool:
-    """Put the patch series on a fresh fork branch on top of ``base``; False when it stopped.
+def apply_step(run: SetRun, job: BranchJob) -> bool:
+    """Put the patch series on a fresh fork branch on top of the fetched base; False when it
+    stopped.
 
     Keeps the previous run's commit when its base is the same (or it was made by hand), its
-    worktree still holds it and ``force`` is not given. Where the own series conflicts, the
-    siblings' series are tried once ``newer`` (the schedule) says the newer targets' apply
-    steps ended.
+    worktree still holds it and ``--force`` is not given. Where the own series conflicts, the
+    siblings' series are tried once the newer targets' apply steps ended (the schedule).
     """
+    base = run.bases[job.target]
+    if isinstance(base, BackportError):
+        raise base
+    job.change(BranchRecord.error_cleared)
+    cache, state_dir, force = run.session.cache, run.session.project.state_dir, run.options.force
     rec = job.record
     path = worktree_path(state_dir, job)
     series = job.patch_set.series_for(job.target)
@@ -113,7 +75,7 @@ def apply_step(job: BranchJob, base: str, cache: RepoCache, *, state_dir: Path,
         cache, base, series, [t.path for t in job.patch_set.tests],
         worktree=lambda: Worktree.create(cache, path, cache_branch(state_dir, job.fork_branch),
                                          base, job.patch_set.paths_for(job.target)),
-        others=lambda: _other_series(cache, job, newer), event=lambda detail: job.event("apply", detail))
+        others=lambda: _other_series(run, job), event=lambda detail: job.event("apply", detail))
     return _record_decision(job, base, path, decision)
 
 
@@ -127,13 +89,13 @@ def _same_repo(one: Path, other: Path) -> bool:
 
 def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) -> bool:
     """The journal's transitions for what `decide` found; False when the branch stopped."""
-    if decision.outcome is Outcome.ALREADY_APPLIED:
+    if decision.verdict is Verdict.ALREADY_APPLIED:
         job.change(lambda r: r.already_upstream(
             base, f"the patch is already on {job.target} (same patch-id); no PR needed"))
         job.event("already-applied", "same patch-id upstream")
         return False
     job.change(lambda r: r.tests_found([t.node_id for t in decision.added], decision.present))
-    if decision.outcome is Outcome.ALREADY_PRESENT:
+    if decision.verdict is Verdict.ALREADY_PRESENT:
         job.change(lambda r: r.already_present(
             base, f"every test the patch adds is already on {job.target}: {decision.said}; "
                   "no PR needed"))
@@ -143,13 +105,13 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
         job.event("apply", f"already on {job.target}: {test.describe()}")
     wt, result, source, tried = decision.worktree, decision.result, decision.source, decision.tried
     assert wt is not None and result is not None
-    if decision.outcome is Outcome.NO_CHANGE:
+    if decision.verdict is Verdict.NO_CHANGE:
         wt.remove()
         job.change(lambda r: r.no_change(
             base, f"the patch makes no change on {job.target}; no PR needed"))
         job.event("already-applied", "no change")
         return False
-    if decision.outcome is Outcome.CONFLICT:
+    if decision.verdict is Verdict.CONFLICT:
         files = ", ".join(result.conflicts) or "unknown files"
         still = f"; {', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}" if tried else ""
         message = (f"{result.message}{still}; resolve it in {path}, then run `backport "
@@ -160,7 +122,7 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
                                         left))
         job.event("conflict", files)
         return False
-    if decision.outcome is Outcome.UNUSABLE:
+    if decision.verdict is Verdict.UNUSABLE:
         message = (f"with the series applied on {job.target}, {'; '.join(decision.problems)}; "
                    f"nothing was pushed: change the patch (its commit is kept in {path} to look at)")
         job.stop(lambda r: r.unusable(
@@ -183,13 +145,11 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
     return True
 
 
-def _other_series(cache: RepoCache, job: BranchJob, newer: NewerSteps | None
-                  ) -> list[SiblingSeries]:
+def _other_series(run: SetRun, job: BranchJob) -> list[SiblingSeries]:
     """The series to try where the own one conflicts (see `propagate.try_siblings`), once the
     newer targets of this run have been applied."""
-    if newer is not None:
-        newer.wait_newer(job, "apply")
-    return sibling_series(cache.path, job.patch_set, job.journal, job.target)
+    run.wait_newer(job, "apply")
+    return sibling_series(run.session.cache.path, job.patch_set, job.journal, job.target)
 
 
 # -- test -------------------------------------------------------------------------------------
@@ -202,13 +162,14 @@ def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
                        autoload_disabled=autoload_disabled, probe=probe)
 
 
-def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyOptions) -> bool:
+def test_step(run: SetRun, job: BranchJob) -> bool:
     """Run the patch set's tests under the target's environment; False when it stopped.
 
-    Keeps the previous run's passing result of the same commit unless ``options.force``;
-    ``options.skip_tests`` runs no test code at all (a CI's publish step after its test step
+    Keeps the previous run's passing result of the same commit unless ``--force``;
+    ``--skip-tests`` runs no test code at all (a CI's publish step after its test step
     without the token), keeping such a result or else recording the tests as not run.
     """
+    envs, bm, options = run.session.envs, run.branch_map, run.options
     rec = job.record
     if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
@@ -306,12 +267,12 @@ def runner_kind(runner: Any, overlay: Path | None = None, target: str = "") -> s
 
 
 # -- push -------------------------------------------------------------------------------------
-def _fresh(job: BranchJob, repo: Path, options: ApplyOptions) -> bool:
+def _fresh(job: BranchJob, repo: Path, skip_tests: bool) -> bool:
     """A publish step (``--skip-tests`` after a run that tested the commit) pushes only a commit
     whose tree equals the series applied afresh on its base; False after stopping the branch.
     A commit of another series (a resolution, a sibling's) is not re-derived here."""
     rec = job.record
-    if not (options.skip_tests and rec.test is not None and rec.test.ok and rec.commit
+    if not (skip_tests and rec.test is not None and rec.test.ok and rec.commit
             and rec.base and rec.series_source is None and not rec.manual):
         return True
     series = job.patch_set.series_for(job.target)
@@ -325,18 +286,19 @@ def _fresh(job: BranchJob, repo: Path, options: ApplyOptions) -> bool:
     return False
 
 
-def push_step(job: BranchJob, *, repo: Path, fork_url: str, push_env: dict[str, str] | None,
-              options: ApplyOptions, fork: Fork) -> bool:
+def push_step(run: SetRun, job: BranchJob) -> bool:
     """Push the fork branch to the fork only, with a lease on what this tool last pushed.
 
-    ``repo`` holds the commit; ``push_env`` carries the push credentials. Nothing is pushed
-    when the fork branch is already at the commit, or someone else moved it (unless
-    ``options.overwrite_fork_branch``); a dry run's ``fork`` only plans the push.
+    Nothing is pushed when the fork branch is already at the commit, or someone else moved it
+    (unless ``--overwrite-fork-branch``); a dry run's fork (`Session.fork`) only plans the push.
     """
+    session, options = run.session, run.options
+    repo, fork_url, fork = session.cache.path, run.branch_map.fork_url, session.fork
+    push_env = session.forge.push_env()
     rec = job.record
     commit = rec.commit
     assert commit is not None
-    if not _fresh(job, repo, options):
+    if not _fresh(job, repo, options.skip_tests):
         return False
     remote = fork.head(fork_url, job.fork_branch, push_env)
     ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}

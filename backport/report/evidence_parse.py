@@ -75,14 +75,6 @@ class Evidence:
         """The commit the result is of (the tested commit where stale, else the head)."""
         return ef.TESTED_COMMIT.of(self.fields) or self.head
 
-    def with_lines(self, lines: list[str]) -> Evidence:
-        return Evidence(tuple(lines))
-
-
-def source_of(evidence: Evidence) -> tuple[str, int, str] | None:
-    """(upstream, PR number, commit) of the set's source PR as the evidence states it, or None."""
-    return ef.SOURCE.of(evidence.fields)
-
 
 def _changes(fields: dict[str, str]) -> ChangeScope:
     return ChangeScope(overlay=ef.OVERLAY.of(fields), not_in_build=ef.NOT_IN_BUILD.of(fields),

@@ -18,7 +18,6 @@ from backport.docs_audit import (
     YES,
     SupportRow,
     audit_docs,
-    entries_to_json,
     normalise_mark,
     parse_entry,
     render_docs_table,
@@ -203,7 +202,7 @@ def test_render_and_json(docs_repo: Path) -> None:
     assert API in text
     for needle in ("2.7.1", "2.10.0", "Board Three", "是，暂不支持 Board Three", "未收录"):
         assert needle in text
-    data = json.loads(json.dumps(entries_to_json(entries), ensure_ascii=False))
+    data = json.loads(json.dumps([e.to_dict() for e in entries], ensure_ascii=False))
     assert data[2]["support"][2] == {
         "hardware": "Board Three", "mark": "✘", "supported": False, "note": ""}
     assert data[1]["listed"] is False

@@ -16,6 +16,7 @@ from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import ApiClient, RateLimiter, parse_windows
 from tests.forge.conftest import BASE, BRANCH, FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
 from tests.helpers.fake_gitcode import FakeGitCode, Fault, synthetic_sha
+from tests.helpers.pace import take_slot
 
 CREATE = r"/pulls$"
 
@@ -207,7 +208,7 @@ def test_a_long_wait_is_announced_with_seconds_left() -> None:
     limiter = RateLimiter(((2, 60.0),), clock=lambda: now[0], sleep=sleep, notify=notes.append,
                           progress_every=15.0)
     for _ in range(3):
-        limiter.acquire()
+        take_slot(limiter)
     assert notes[0] == ("GitCode API: waiting 60s (2 requests in the last minute; the limit is "
                         "2 per minute)")
     assert notes[1:] == ["GitCode API: waiting 45s", "GitCode API: waiting 30s",

@@ -8,9 +8,10 @@ import sqlite3
 from backport.config import load_project
 from backport.config.model import Project
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.apply import Outcome, run_apply
 from backport.pipeline.reach import Course
+from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
+from backport.pipeline.set_run import SetRun
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 NAME = "put_metric"
@@ -39,7 +40,7 @@ def project_of(sandbox: Sandbox) -> Project:
 FLAGS = ("dry_run", "no_push", "no_pr")  # the reach flags of `apply` (`Course.of_flags`)
 
 
-def apply(sandbox: Sandbox, **options) -> tuple[Outcome, Events]:
+def apply(sandbox: Sandbox, **options) -> tuple[SetRun, Events]:
     """One in-process `apply --api put_metric` with these options (``dry_run``, ``no_push``
     and ``no_pr`` spelled as the command's flags)."""
     events = Events()
@@ -50,7 +51,7 @@ def apply(sandbox: Sandbox, **options) -> tuple[Outcome, Events]:
     return outcome, events
 
 
-def statuses(outcome: Outcome) -> dict[str, str]:
+def statuses(outcome: SetRun) -> dict[str, str]:
     return {r.target: r.status.value for r in outcome.records}
 
 

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.flow import RunParts, Step, always, guarded
+from backport.pipeline.flow import Step, always, guarded
+from backport.pipeline.job import BranchJob
 from backport.pipeline.journal import Journal
-from backport.pipeline.steps import BranchJob
+from backport.pipeline.set_run import SetRun
 from backport.redact import register_secret
 from tests.helpers.runs import Events, project_of
 
@@ -23,15 +24,15 @@ def _job(sandbox: Sandbox, tmp_path: Path) -> BranchJob:
     return BranchJob(patch_set, "v2.7.1", "fb", journal, functools.partial(Events().event, "v2.7.1"))
 
 
-def _crash(parts: RunParts, job: BranchJob) -> bool:
+def _crash(run: SetRun, job: BranchJob) -> bool:
     raise ValueError(f"cannot open https://bot:{SECRET}@gitcode.com/x.git?access_token={SECRET}")
 
 
 def test_an_internal_error_reaches_the_journal_redacted(sandbox: Sandbox, tmp_path: Path) -> None:
     register_secret(SECRET)
     job = _job(sandbox, tmp_path)
-    parts: Any = None  # the crashing step reads nothing of the run
-    assert guarded(job, Step("crash", always, _crash), parts) is False
+    run: Any = None  # the crashing step reads nothing of the run
+    assert guarded(run, job, Step("crash", always, _crash)) is False
     rec = job.record
     assert rec.status == "failed" and rec.error_code == "internal"
     assert rec.message.startswith("internal error on v2.7.1: ValueError: cannot open https://")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.apply import run_apply
 from backport.pipeline.flow import publishable
 from backport.pipeline.journal import Journal
 from backport.pipeline.reach import Course
+from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
 from backport.records import TestResult as Result
 from backport.states import Status

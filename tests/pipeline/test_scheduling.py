@@ -8,7 +8,7 @@ import os
 import shutil
 
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.apply import run_apply
+from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
 from tests.helpers.runs import TARGETS, Events, apply, project_of, prs, statuses
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
-from backport.pipeline.journal import Journal
+from backport.pipeline.job import BranchJob
 from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.shared_results import forge_records, read_set
-from backport.pipeline.steps import BranchJob
 from backport.report.body import render_body
 from tests.helpers.fake_gitcode import FakeGitCode
+from tests.helpers.journals import journal_holding
 from tests.helpers.project import git
 from tests.report import fixtures as fx
 
@@ -87,8 +87,7 @@ def test_a_refresh_reads_the_pr_again_before_writing_and_keeps_an_edit_made_sinc
     state = read_set(forge, ps, bm)  # the list sees the body before the maintainer's edit
     edited = pr.body + "\nMaintainer: please also run on 910B.\n"
     forge.update_pr(pr.number, title=pr.title, body=edited)
-    journal = Journal.load(tmp_path / "state", ps.name, ps.api, persist=False)
-    journal.restore(fx.typed(recs))
+    journal = journal_holding(tmp_path / "state", ps.name, ps.api, fx.typed(recs))
     job = BranchJob(ps, "v2.7.1", "test-put-metric-v2.7.1", journal, lambda step, detail: None)
     assert refresh_sibling_pr(job, forge, None, bm, list(ps.branches), state,
                               frozenset(fx.TARGETS))

@@ -11,7 +11,8 @@ from backport.config.model import SourcePr
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, render_body
-from backport.report.evidence_parse import Evidence, read_evidence, record_of, source_of
+from backport.report.evidence_fields import SOURCE
+from backport.report.evidence_parse import Evidence, read_evidence, record_of
 from tests.report import fixtures as fx
 
 SHA = "1292bcfa165ef69dd3cc3169ec4b1ac51a3b042f"
@@ -36,7 +37,7 @@ def test_the_body_links_the_source_pr_and_its_issue() -> None:
     evidence = read_evidence(body)
     assert evidence is not None
     assert evidence.fields["SOURCE"] == f"Ascend/pytorch!42810@{SHA}"
-    assert source_of(evidence) == ("Ascend/pytorch", 42810, SHA)
+    assert SOURCE.of(evidence.fields) == ("Ascend/pytorch", 42810, SHA)
 
 
 def test_an_open_source_pr_is_said_to_be_not_merged() -> None:
@@ -50,7 +51,7 @@ def test_a_set_made_by_hand_names_no_source() -> None:
     body = render_body(fx.context("v2.7.1"))
     evidence = read_evidence(body)
     assert evidence is not None and "SOURCE" not in evidence.fields
-    assert source_of(evidence) is None
+    assert SOURCE.of(evidence.fields) is None
     assert "源 PR" not in body
 
 
@@ -75,4 +76,4 @@ def test_another_host_reading_the_evidence_back_keeps_source(own: str) -> None:
     refreshed = render_body(_context(sibling, MERGED, read_back, branches),
                             existing=render_body(_context(sibling, MERGED)))
     evidence = read_evidence(refreshed)
-    assert evidence is not None and source_of(evidence) == ("Ascend/pytorch", 42810, SHA)
+    assert evidence is not None and SOURCE.of(evidence.fields) == ("Ascend/pytorch", 42810, SHA)

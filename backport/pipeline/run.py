@@ -1,0 +1,301 @@
+"""`apply`'s run, phase by phase: every chosen branch of every patch set, in parallel.
+
+`run_apply` checks what the reach needs, fetches every target once and then runs one patch
+set after another (`run_set`), each in four phases:
+
+1. **branches** — each branch's steps on a worker thread, newest target first
+   (`flow.run_branch`: proposed → apply → test → push);
+2. **PRs** — the set's PR steps in target order, each once its branch was pushed
+   (`flow.take_turns`);
+3. **sibling refresh** — every open PR of the set re-rendered with what is true now
+   (`refresh_siblings`);
+4. **summary** — the comment on the source PR of a set made from one (`write_summary`).
+
+What one set's run is (its jobs, which branches run here, whether it is partial) is its
+`SetRun`; the steps themselves are listed in `flow.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from backport.branch_order import newest_first
+from backport.config.model import PatchSet, Project
+from backport.envs.probe import require_built
+from backport.envs.sandbox import refusal_notice
+from backport.errors import BackportError, ConfigError, ErrorCode
+from backport.git.apply import am_in_progress
+from backport.git.cache import RepoCache
+from backport.pipeline.flow import run_branch, take_turns
+from backport.pipeline.job import BranchJob, ProgressSink
+from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
+from backport.pipeline.kept_worktree import kept_worktree
+from backport.pipeline.pr_step import refresh_sibling_pr
+from backport.pipeline.reach import Need
+from backport.pipeline.selection import locked_journals, select_patch_sets, select_targets
+from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.set_run import SetRun
+from backport.pipeline.shared_results import read_set
+from backport.pipeline.source_comment import write_summary as summary_comment
+from backport.records import SKIP_DRY_NO_ENVS
+from backport.report.summary import render_markdown
+from backport.states import Status
+
+FORGE_ROW = "forge"  # the progress row of the forge's own waits (the rate limit)
+
+
+def run_apply(project: Project, names: list[str], options: ApplyOptions,
+              progress: ProgressSink, *, every: bool = False,
+              environ: dict[str, str] | None = None,
+              plan: Callable[[str], None] | None = None,
+              estimate: Callable[[str], None] | None = None) -> list[SetRun]:
+    """Run the whole job for the named patch sets; returns each set's run (its records).
+
+    In a dry run ``plan`` hears of every write not made and ``estimate`` of the forge requests
+    and time the run would take."""
+    patch_sets = select_patch_sets(project, names, every)
+    chosen = select_targets(patch_sets, options.branches)
+    session = Session(project, options, environ=environ, plan=plan,
+                      notify=functools.partial(progress.event, FORGE_ROW, "rate limit"))
+    persist = not options.course.dry_run  # a dry run writes no journal and no report
+    if persist:
+        secure_dir(project.state_dir)
+    try:
+        with locked_journals(project, patch_sets, progress, persist=persist) as journals:
+            runs = [_set_run(session, ps, journals[ps.name], chosen[ps.name], progress,
+                             several=len(patch_sets) > 1) for ps in patch_sets]
+            pending = [run for run in runs if run.jobs]
+            needs = _run_sets(session, pending) if pending else []
+            if persist:
+                for run in runs:
+                    write_report(run)
+            elif pending and estimate is not None:
+                summary = session.forge.request_summary(len(patch_sets))
+                if summary:
+                    estimate(summary)
+                for need in needs:
+                    estimate(f"needs what this dry run does not: {need}")
+            return runs
+    finally:
+        session.close()
+
+
+def _set_run(session: Session, ps: PatchSet, journal: Journal, targets: list[str],
+             progress: ProgressSink, *, several: bool) -> SetRun:
+    """One set's run: a record for every chosen target, a job for each with work left."""
+    run = SetRun(ps, journal, targets, [], session, progress, rows_named_by_set=several)
+    for target in targets:
+        fork_branch = ps.fork_branch(session.project.branch_map, target)
+        journal.record(target, fork_branch)
+        job = BranchJob(ps, target, fork_branch, journal, run.event_for(target))
+        if needs_work(job, session.options):
+            run.jobs.append(job)
+    return run
+
+
+def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
+    """False for branches a plain re-run must leave alone."""
+    rec = job.record
+    if options.force:
+        return True
+    if rec.status.final:
+        job.event(rec.status.value, "finished earlier; --force redoes it")
+        return False
+    if rec.status == Status.CONFLICT:
+        try:
+            worktree = kept_worktree(rec)
+            if worktree is not None and am_in_progress(worktree):
+                job.event("conflict", f"still waiting for you in {rec.worktree}: "
+                          f"resolve, then `backport continue` (or `backport abort`)")
+                return False
+        except BackportError:
+            pass
+    return True
+
+
+def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
+    """Run the sets one after another; returns what the real run needs that a dry run went
+    on without."""
+    jobs = [job for run in runs for job in run.jobs]
+    needs = check_prerequisites(session, jobs)
+    if any(need is Need.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
+        session.options = session.options.without_tests(SKIP_DRY_NO_ENVS)
+    session.follow_token()
+    if session.options.course.pushes:
+        session.forge.client().preflight()  # a bad token stops the run before any push
+    if not session.options.skip_tests:
+        _prewarm(session, jobs)
+    bases = fetch_bases(session.cache, jobs)
+    pool = ThreadPoolExecutor(max_workers=session.options.workers, thread_name_prefix="branch")
+    try:
+        # A batch goes one patch set after another, so its PRs appear as it goes.
+        for run in runs:
+            run.bases = bases
+            run_set(run, pool)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        session.close()  # kills running tests so an interrupt is prompt
+        raise
+    pool.shutdown(wait=True)
+    return [problem.message.rstrip(".") for _, problem in needs]
+
+
+def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
+    """One patch set's run, phase by phase (see the module docstring).
+
+    Newest branch first: its conflict is the one to resolve first, and flows down. Each
+    branch is pushed as soon as it is tested; its PR is opened once the branches before it
+    (target order) had theirs. Bodies written before the other branches finished are
+    refreshed at the end (a dry run's PRs are not there to refresh).
+    """
+    order = newest_first(run.ran)
+    branches = [pool.submit(run_branch, run, job)
+                for job in sorted(run.jobs, key=lambda j: order.index(j.target))]
+    take_turns(run)
+    for branch in branches:
+        branch.result()
+    if run.options.course.opens_prs and not run.options.course.dry_run:
+        refresh_siblings(run)
+        write_summary(run)
+
+
+def check_prerequisites(session: Session,
+                        jobs: list[BranchJob]) -> list[tuple[Need, BackportError]]:
+    """What the run's reach needs that needs no network to check (`Course.needs`: environments
+    built, the forge's token, a fork to push to). A real run missing any stops before any work,
+    naming everything missing in one sentence; a dry run goes on and returns them (its end
+    names them as what the real run needs)."""
+    course = session.options.course
+    missing = [(need, problem) for need in course.needs(skip_tests=session.options.skip_tests)
+               for problem in _missing(need, session, jobs)]
+    if course.dry_run or not missing:
+        return missing
+    problems = [problem for _, problem in missing]
+    if len(problems) == 1:
+        raise problems[0]
+    parts = [p.message.rstrip(".") for p in problems]
+    first = problems[0].code  # each is a configuration or usage error (exit 2)
+    lead = "" if len(parts) == 1 else f"{len(parts)} things are missing before the run can start: "
+    text = lead + "; and ".join(parts)
+    raise BackportError(first, text[0].upper() + text[1:] + ".")
+
+
+def _missing(need: Need, session: Session, jobs: list[BranchJob]) -> list[BackportError]:
+    """What this machine lacks of ``need``, one error each."""
+    bm = session.project.branch_map
+    if need is Need.ENVIRONMENTS:
+        users: dict[str, list[str]] = {}
+        for job in jobs:
+            users.setdefault(bm.targets[job.target].env, []).append(job.target)
+        try:
+            require_built({name: bm.environments[name] for name in users}, users)
+        except BackportError as exc:
+            return [exc]
+        return []
+    if need is Need.TOKEN:
+        return [ConfigError(text) for text in session.forge.missing()]
+    if bm.fork or not session.forge.missing():  # set, or the token names it
+        return []
+    return [ConfigError(f"the fork's name: it follows the token's login ({bm.fork_shown}), "
+                        f"or set fork: in {bm.path.name}")]
+
+
+REFRESH_ROUNDS = 3  # reads of the set's PRs after a run; each further one only after a write
+
+
+def refresh_siblings(run: SetRun) -> None:
+    """Re-render every open PR of the set, so each body is true after the run.
+
+    A body written earlier in the run did not know the PRs created after it; a PR of a branch
+    run elsewhere did not know this run's results, nor this run's PR theirs. Each round reads
+    the set's open PRs once (their evidence is the results shared between hosts) and updates
+    the PRs that are out of date. Where the run is partial (the other branches run
+    elsewhere), a round that wrote something is followed by another, so two runs finishing
+    at the same moment each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are
+    already current are left alone.
+    """
+    ps, bm = run.patch_set, run.branch_map
+    for _ in range(REFRESH_ROUNDS if run.partial else 1):
+        try:
+            forge = run.session.forge.client()
+            # A whole-set run's own writes keep the forge's listing current; where other
+            # branches run elsewhere, every round reads what they wrote since.
+            state = read_set(forge, ps, bm, fresh=run.partial)
+        except BackportError as exc:
+            run.jobs[0].event("pr", f"could not read the PRs of {ps.name}: {exc.message}")
+            return
+        wrote = False
+        for target in (t for t in ps.branches if t in state.prs):
+            sibling = run.job_for(target)
+            try:
+                wrote |= refresh_sibling_pr(sibling, forge, run.session.docs(ps.api), bm,
+                                            list(ps.branches), state, run.ran)
+            except BackportError as exc:
+                sibling.event("pr", f"could not refresh the PR of {target}: {exc.message}")
+        if not wrote:
+            return
+
+
+def write_summary(run: SetRun) -> None:
+    """The summary comment on the source PR of a set made from a PR (best effort)."""
+    ps = run.patch_set
+    if ps.source is None:
+        return
+    warning = summary_comment(run.session.forge.client(), ps, run.branch_map,
+                              run.journal.records(list(ps.branches)), run.ran)
+    if warning:
+        run.jobs[0].event("pr", warning)
+
+
+def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
+    """Probe every needed environment and start its warm worker in the background; say once
+    when the host refuses the tests' sandbox."""
+    notice = refusal_notice()
+    if notice and jobs:
+        jobs[0].event("sandbox", notice)
+    bm = session.project.branch_map
+    needed = {(bm.targets[job.target].env, job.patch_set.device) for job in jobs}
+    for env_name, device in sorted(needed):
+        threading.Thread(target=session.envs.prewarm, args=(bm.environments[env_name], device),
+                         name=f"prewarm-{env_name}", daemon=True).start()
+
+
+def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
+    """Fetch every needed target head into the cache once; per-target errors are kept."""
+    targets = sorted({job.target for job in jobs})
+    for job in jobs:
+        job.event("fetching", job.target)
+    url = cache.upstream_url
+    try:
+        cache.ensure()
+        heads = cache.remote_heads(targets)
+    except BackportError as exc:
+        if exc.code == ErrorCode.UPSTREAM_UNREACHABLE:  # no branch can go on: one sentence, not four
+            message, code = exc.message, exc.code
+            for job in jobs:
+                job.change(lambda r: r.failed(Status.FAILED, message, code))
+            raise
+        return dict.fromkeys(targets, exc)
+    result: dict[str, str | BackportError] = {}
+    present = [t for t in targets if heads.get(t)]
+    for target in targets:
+        if not heads.get(target):
+            result[target] = BackportError(
+                "branch-missing", f"target branch '{target}' does not exist in {url}")
+    if present:
+        try:
+            result.update(cache.fetch(present))
+        except BackportError as exc:
+            result.update(dict.fromkeys(present, exc))
+    return result
+
+
+def write_report(run: SetRun) -> Path:
+    """Write the run report as Markdown next to the journal."""
+    path = run.journal.run_dir / "report.md"
+    atomic_write_text(path, render_markdown(run.patch_set.name, run.records))
+    return path

@@ -1,0 +1,22 @@
+"""Journals that already hold given records, as a journal file read back holds them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from backport.pipeline.journal import JOURNAL_VERSION, Journal
+from backport.records import BranchRecord
+
+
+def journal_holding(state_dir: Path, patch_set: str, api: str,
+                    records: Iterable[BranchRecord]) -> Journal:
+    """A journal of ``patch_set`` under ``state_dir`` holding ``records`` (no move checked:
+    the file is written as a run would have left it, then loaded; it writes nothing more)."""
+    path = state_dir / "runs" / patch_set / "journal.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": JOURNAL_VERSION, "patch_set": patch_set, "api": api,
+                                "branches": {r.target: r.to_json() for r in records}}),
+                    encoding="utf-8")
+    return Journal.load(state_dir, patch_set, api, persist=False)
