@@ -159,6 +159,13 @@ def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None, pl
                 branch: str | None, prepare: bool, skip_tests: bool) -> None:
     """Act on a `/backport [B…]` PR comment, or on the merge of a PR that asked for one.
 
+    Runs in the folder holding branches.yaml and patches/ (the map repository). Needs the
+    token (GITCODE_TOKEN or BACKPORT_TOKEN: a user who may push to the fork and open PRs on the
+    upstream) and GitCode's event: the JSON file --event names, else $ATOMGIT_EVENT_PATH.
+    Only a newly created comment whose first word is exactly /backport, by a user with write
+    permission on the upstream, or a merge event acts (a request it refuses gets one reply);
+    other events exit 0 doing nothing.
+
     \b
     Examples (in a CI job):
       backport trigger --plan
