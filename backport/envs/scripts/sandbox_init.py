@@ -152,7 +152,19 @@ def _remount_each(read_only: bool, under: str | None = None) -> None:
 
 
 def read_only_except(writable: list[str]) -> None:
-    """Every mount read-only, but for the ``writable`` folders (each made a mount of its own)."""
+    """Every mount read-only, but for the ``writable`` folders (each made a mount of its own);
+    the current folder is entered again, so it is seen through the new mounts (a folder held
+    open stays on the mount it was opened on)."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        here = ""
+    _read_only_except(writable)
+    if here:
+        os.chdir(here)
+
+
+def _read_only_except(writable: list[str]) -> None:
     for path in writable:
         _call(f"bind {path}", _libc.mount(path.encode(), path.encode(), None,
                                           MS_BIND | MS_REC, None))

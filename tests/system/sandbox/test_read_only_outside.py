@@ -132,9 +132,13 @@ def test_a_sandboxed_command_writes_only_its_folders(tmp_path: Path, setattr_off
         assert check.returncode == 0, check.stderr
         done = subprocess.run(
             [sys.executable, "-I", "-S", sandbox.INIT_SCRIPT, "--writable", str(inside), "--",
-             "sh", "-c", f"echo x > {inside}/in.txt; echo x > {outside}/out.txt"],
-            env=env, capture_output=True, text=True)
+             "sh", "-c", f"echo x > rel.txt; echo x > {inside}/in.txt; "
+                         f"echo x > {outside}/out.txt"],
+            env=env, capture_output=True, text=True, cwd=inside)
         assert done.returncode != 0
-        assert (inside / "in.txt").exists() and not (outside / "out.txt").exists()
+        # a relative path from the folder it started in is written too (the folder is entered
+        # again through the new mounts)
+        assert (inside / "rel.txt").exists() and (inside / "in.txt").exists()
+        assert not (outside / "out.txt").exists()
     finally:
         shutil.rmtree(outside, ignore_errors=True)
