@@ -1,0 +1,59 @@
+"""The branch record a PR body carries for the other hosts: one hidden, versioned JSON line.
+
+The evidence region of each PR ends with ``<!-- backport:record v1 {...} -->``: the branch's
+record as :meth:`BranchRecord.published` gives it, in the codec's JSON. The human evidence
+above it is written from the same record and never read back. The line is inert: it is ASCII
+and every ``<``, ``>`` and ``&`` inside the JSON is written as a ``\\u`` escape, so no text from
+outside ends the comment, opens a marker or starts an HTML element. Reading it is defensive: a
+line that is not valid JSON, of a version this one does not read, of the wrong shape or of
+another branch reads as no record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from backport.codec import CodecError, decode, encode
+from backport.records import SKIP_SAID, BranchRecord
+from backport.report import regions as rg
+
+VERSION = 1
+_PREFIX = "<!-- backport:record v"
+_LINE = re.compile(r"^<!-- backport:record v(?P<version>\d{1,6}) (?P<json>\{.*\}) -->$", re.M)
+_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+
+
+def record_line(rec: BranchRecord) -> str:
+    """The hidden line of ``rec``'s record (published: nothing of this host)."""
+    text = json.dumps(encode(rec.published()), ensure_ascii=True, separators=(",", ":"))
+    for char, escape in _ESCAPES.items():  # only inside JSON strings: JSON has no such syntax
+        text = text.replace(char, escape)
+    return f"{_PREFIX}{VERSION} {text} -->"
+
+
+def read_record(body: str | None, *, target: str, fork_branch: str) -> BranchRecord | None:
+    """The record the evidence region of ``body`` carries for ``target`` (its fork branch
+    ``fork_branch``), or None: no region, no line, a version this one does not read, text
+    that is no record, or a record of another branch."""
+    if not body:
+        return None
+    region = rg.find_regions(body).get(rg.EVIDENCE)
+    if region is None:
+        return None
+    match = _LINE.search(region.content(body).replace("\r\n", "\n"))
+    if match is None or int(match["version"]) != VERSION:
+        return None
+    try:
+        rec = decode(BranchRecord, json.loads(match["json"], parse_constant=_no_constant))
+    except (CodecError, ValueError, TypeError, RecursionError):
+        return None
+    if rec.target != target or rec.fork_branch != fork_branch:
+        return None
+    if rec.test is not None and rec.test.skip_cause not in SKIP_SAID:
+        return None
+    return rec.published()
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is no JSON number")
