@@ -23,16 +23,19 @@ class CodecError(ValueError):
     """A JSON value does not have the shape of the record it should be."""
 
 
-def encode(value: Any) -> Any:
-    """``value`` as JSON values: dataclass -> dict, enum -> its value, tuple -> list."""
+def encode(value: Any, *, compact: bool = False) -> Any:
+    """``value`` as JSON values: dataclass -> dict, enum -> its value, tuple -> list.
+    ``compact`` leaves out every field at its default (:func:`decode` reads it as that)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: encode(getattr(value, f.name), compact=compact)
+                for f in dataclasses.fields(value)
+                if not (compact and _is_default(f, getattr(value, f.name)))}
     if isinstance(value, enum.Enum):
         return encode(value.value)
     if isinstance(value, tuple | list):
-        return [encode(item) for item in value]
+        return [encode(item, compact=compact) for item in value]
     if isinstance(value, dict):
-        return {str(key): encode(item) for key, item in value.items()}
+        return {str(key): encode(item, compact=compact) for key, item in value.items()}
     if value is None or isinstance(value, str | int | float | bool):
         return value
     raise TypeError(f"cannot encode {type(value).__name__}")
@@ -50,6 +53,14 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def _has_default(f: dataclasses.Field) -> bool:
     return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+
+
+def _is_default(f: dataclasses.Field, value: Any) -> bool:
+    if f.default is not dataclasses.MISSING:
+        return bool(value == f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return bool(value == f.default_factory())
+    return False
 
 
 def _admits_none(tp: Any) -> bool:

@@ -437,6 +437,14 @@ class BranchRecord:
     def with_pr(self, pr: PrInfo) -> BranchRecord:
         return dataclasses.replace(self, pr=pr)
 
+    def read_from_pr(self, number: int, url: str) -> BranchRecord:
+        """This record as read from PR ``number`` (at ``url``, as the forge lists it): what
+        the record knew of the link is kept where it is of that PR."""
+        known = self.pr if self.pr is not None and self.pr.number == number else None
+        pr = PrInfo(number=number, url=url) if known is None else dataclasses.replace(known,
+                                                                                     url=url)
+        return dataclasses.replace(self, pr=pr)
+
     def finished(self, status: Status, message: str, pr: PrInfo,
                  warnings: Sequence[str]) -> BranchRecord:
         """The PR step ended with ``status``; ``warnings`` say what the forge refused."""

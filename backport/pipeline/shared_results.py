@@ -107,15 +107,6 @@ def _journal_states_it(rec: BranchRecord, shown: BranchRecord, head: str | None)
     return head is not None and tested == head and _shown_tested(shown) != head
 
 
-def _as_listed(shown: BranchRecord, pr: PullRequest) -> BranchRecord:
-    """A record read from a PR, with that PR as the forge lists it (what the record knew of
-    the link is kept where it is of the same PR)."""
-    known = shown.pr if shown.pr is not None and shown.pr.number == pr.number else None
-    if known is None:
-        return shown.with_pr(PrInfo(number=pr.number, url=pr.url))
-    return shown.with_pr(dataclasses.replace(known, url=pr.url))
-
-
 def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | None = None,
                  ran: frozenset[str] = frozenset()) -> tuple[list[BranchRecord], frozenset[str]]:
     """The records a body renders and the branches whose record was read from their PR.
@@ -142,7 +133,7 @@ def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | N
             chosen.append(rec)
             continue
         assert pr is not None
-        read = _as_listed(shown, pr)
+        read = shown.read_from_pr(pr.number, pr.url)
         if head and head != shown.head:
             read = read.fork_moved(head)  # moved since the record was written
         chosen.append(read)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from backport.report.evidence_parse import read_evidence
 
 from backport.demo.sandbox import TEST_PATH, Sandbox
 from backport.report import regions as rg
-from backport.report.evidence_parse import read_evidence
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
 from tests.helpers.project import TOKEN, Result, git, needs_torch
 

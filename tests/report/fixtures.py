@@ -6,10 +6,10 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from backport.codec import decode
 from backport.config.model import BranchMap, Environment, PatchSet, Target, TestSpec
 from backport.config.patchfiles import Patch
 from backport.docs_audit import DocsEntry
-from backport.codec import decode
 from backport.records import BranchRecord, upgrade_v1
 from backport.report.body import BodyContext
 
