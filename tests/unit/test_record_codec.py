@@ -170,3 +170,15 @@ def test_a_journal_written_by_version_1_reads_and_is_written_again_in_this_form(
     again = Journal.load(tmp_path, "put_metric", "put_metric")
     assert {rec.target: rec for rec in again.records()} == {
         **expected, "v2.7.1": expected["v2.7.1"].worktree_removed()}
+
+
+@pytest.mark.parametrize("value", EVERY_TYPE, ids=lambda v: type(v).__name__)
+def test_the_compact_form_leaves_out_defaults_and_reads_back_equal(value: object) -> None:
+    compact = encode(value, compact=True)
+    assert decode(type(value), json.loads(json.dumps(compact))) == value
+    assert len(json.dumps(compact)) <= len(json.dumps(encode(value)))
+
+
+def test_the_compact_form_of_a_new_record_names_only_what_it_has() -> None:
+    assert encode(BranchRecord("master", "fb"), compact=True) == {"target": "master",
+                                                                 "fork_branch": "fb"}
