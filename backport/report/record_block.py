@@ -6,7 +6,7 @@ default left out). The human evidence
 above it is written from the same record and never read back. The line is inert: it is ASCII
 and every ``<``, ``>`` and ``&`` inside the JSON is written as a ``\\u`` escape, so no text from
 outside ends the comment, opens a marker or starts an HTML element. Reading it is defensive: a
-line that is not valid JSON, of a version this one does not read, of the wrong shape or of
+line that is not valid JSON (a key given twice, NaN), of a version this one does not read, of the wrong shape or of
 another branch reads as no record.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from backport.codec import CodecError, decode, encode
 from backport.records import SKIP_SAID, BranchRecord
@@ -46,7 +47,8 @@ def read_record(body: str | None, *, target: str, fork_branch: str) -> BranchRec
     if match is None or int(match["version"]) != VERSION:
         return None
     try:
-        rec = decode(BranchRecord, json.loads(match["json"], parse_constant=_no_constant))
+        rec = decode(BranchRecord, json.loads(match["json"], parse_constant=_no_constant,
+                                              object_pairs_hook=_unique))
     except (CodecError, ValueError, TypeError, RecursionError):
         return None
     if rec.target != target or rec.fork_branch != fork_branch:
@@ -58,3 +60,11 @@ def read_record(body: str | None, *, target: str, fork_branch: str) -> BranchRec
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is no JSON number")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once (a second one would override the first)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise ValueError("a key is given twice")
+    return data

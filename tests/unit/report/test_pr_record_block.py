@@ -80,10 +80,11 @@ def _tampered(line: str) -> list[str]:
         "<!-- backport:record v1 {\"a\":" + "[" * 100_000 + "]" * 100_000 + "} -->",
         "<!-- backport:record v1 {} -->",
         "<!-- backport:record v999999999 {} -->",
+        line.replace('"status":"done"', '"status":"done","status":"test-failed"'),  # twice
     ]
 
 
-@pytest.mark.parametrize("index", range(17))
+@pytest.mark.parametrize("index", range(18))
 def test_a_tampered_record_reads_as_none_never_a_crash(index: int) -> None:
     body = render_body(fx.context(SIBLING))
     tampered = _tampered(_line(body))[index]
