@@ -509,10 +509,14 @@ def upgrade_v1(data: dict[str, Any], target: str) -> dict[str, Any]:
     """A branch record of a version 1 journal in today's JSON form: the probe's facts move
     from the env into ``env.probe`` and ``patch_tests`` becomes a list of pairs; the record is
     named ``target`` (its key in the journal) where it names none."""
-    data = {**data, "target": data.get("target") or target}
+    data = {**data, "target": data.get("target") or target,
+            "fork_branch": data.get("fork_branch") or ""}
     test = data.get("test")
-    if isinstance(test, dict) and isinstance(test.get("patch_tests"), dict):
-        data["test"] = {**test, "patch_tests": [list(pair) for pair in test["patch_tests"].items()]}
+    if isinstance(test, dict):
+        test = {"ok": None, "exit_code": None, **test}  # version 1 read them as None if absent
+        if isinstance(test.get("patch_tests"), dict):
+            test["patch_tests"] = [list(pair) for pair in test["patch_tests"].items()]
+        data["test"] = test
     env = data.get("env")
     if isinstance(env, dict):
         data["env"] = _env_v1(env)

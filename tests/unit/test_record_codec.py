@@ -23,6 +23,7 @@ from backport.records import (
     PrInfo,
     ProposedPr,
     SeriesSource,
+    upgrade_v1,
 )
 from backport.records import TestResult as Result
 from backport.states import Status
@@ -182,3 +183,10 @@ def test_the_compact_form_leaves_out_defaults_and_reads_back_equal(value: object
 def test_the_compact_form_of_a_new_record_names_only_what_it_has() -> None:
     assert encode(BranchRecord("master", "fb"), compact=True) == {"target": "master",
                                                                  "fork_branch": "fb"}
+
+
+def test_a_version_1_record_missing_what_version_1_read_as_empty_still_reads() -> None:
+    rec = decode(BranchRecord, upgrade_v1({"status": "tested", "test": {"summary": "x"}},
+                                          "v2.7.1"))
+    assert (rec.target, rec.fork_branch, rec.status) == ("v2.7.1", "", Status.TESTED)
+    assert rec.test is not None and rec.test.ok is None and rec.test.exit_code is None
