@@ -1,14 +1,12 @@
 """The branch record a PR body carries for the other hosts: one hidden, versioned JSON line.
 
 The evidence region of each PR ends with ``<!-- backport:record v1 {...} -->``: the branch's
-record as :meth:`BranchRecord.published` gives it, in the codec's JSON (fields at their
-default left out). The human evidence
-above it is written from the same record and never read back. The line is inert: it is ASCII
-and every ``<``, ``>`` and ``&`` inside the JSON is written as a ``\\u`` escape, so no text from
-outside ends the comment, opens a marker or starts an HTML element. Reading it is defensive: a
-line that is not valid JSON (a key given twice, NaN), of a version this one does not read, of the wrong shape or of
-another branch reads as no record.
-"""
+record as :meth:`BranchRecord.published` gives it, in the codec's compact JSON (fields at their
+default left out). The human evidence above it is written from the same record and never read
+back. The line is inert: it is ASCII and every ``<``, ``>`` and ``&`` inside the JSON is written
+as a ``\\u`` escape, so no text from outside ends the comment, opens a marker or starts an HTML
+element. Reading it is defensive: a line that is not valid JSON (a key given twice, NaN), of a
+version this one does not read, of the wrong shape or of another branch reads as no record."""
 
 from __future__ import annotations
 
@@ -28,7 +26,8 @@ _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 def record_line(rec: BranchRecord) -> str:
     """The hidden line of ``rec``'s record (published: nothing of this host)."""
-    text = json.dumps(encode(rec.published(), compact=True), ensure_ascii=True, separators=(",", ":"))
+    text = json.dumps(encode(rec.published(), compact=True), ensure_ascii=True,
+                      separators=(",", ":"))
     for char, escape in _ESCAPES.items():  # only inside JSON strings: JSON has no such syntax
         text = text.replace(char, escape)
     return f"{_PREFIX}{VERSION} {text} -->"
