@@ -161,6 +161,13 @@ def record_for(records: list[BranchRecord], state: SetOnForge, target: str,
     return next((rec for rec in chosen if rec.target == target), None)
 
 
+def known(records: list[BranchRecord], state: SetOnForge, target: str) -> bool:
+    """True when a body of ``target`` can be rendered from facts: its PR carries a record, or
+    the journal has the branch. A PR with no record (written before the record line existed, or
+    its line deleted) and no journal record here is left to the host that has its results."""
+    return target in state.shared or any(rec.target == target for rec in records)
+
+
 def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
     """The draft state a branch's PR should have: its test failed, its result does not
     validate the change (``not_in_build``), or the patch set asks."""
