@@ -23,13 +23,19 @@ class CodecError(ValueError):
     """A JSON value does not have the shape of the record it should be."""
 
 
-def encode(value: Any, *, compact: bool = False) -> Any:
+def encode(value: Any, *, compact: bool = False, keep: Any = None) -> Any:
     """``value`` as JSON values: dataclass -> dict, enum -> its value, tuple -> list.
-    ``compact`` leaves out every field at its default (:func:`decode` reads it as that)."""
+    ``compact`` leaves out every field at its default (:func:`decode` reads it as that);
+    ``keep``, the JSON a record was read from, gives back its keys no field has (a later
+    version's), at every level where a record holds a record."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name), compact=compact)
-                for f in dataclasses.fields(value)
-                if not (compact and _is_default(f, getattr(value, f.name)))}
+        names = {f.name for f in dataclasses.fields(value)}
+        kept = keep if isinstance(keep, dict) else {}
+        data = {key: item for key, item in kept.items() if key not in names}
+        data.update((f.name, encode(getattr(value, f.name), compact=compact, keep=kept.get(f.name)))
+                    for f in dataclasses.fields(value)
+                    if not (compact and _is_default(f, getattr(value, f.name))))
+        return data
     if isinstance(value, enum.Enum):
         return encode(value.value)
     if isinstance(value, tuple | list):

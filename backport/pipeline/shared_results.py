@@ -23,7 +23,7 @@ from backport.forge import Forge, PullRequest
 from backport.git.push import remote_shas
 from backport.records import BranchRecord, PrInfo
 from backport.report.body import BodyContext
-from backport.report.record_block import read_record
+from backport.report.record_block import read_line
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,19 @@ class SetOnForge:
     prs: dict[str, PullRequest] = field(default_factory=dict)  # target -> its open PR
     shared: dict[str, BranchRecord] = field(default_factory=dict)  # target -> its PR's record
     heads: dict[str, str | None] = field(default_factory=dict)  # target -> fork branch head
+    lines: dict[str, dict] = field(default_factory=dict)  # target -> the JSON of that record
 
     def with_pr(self, target: str, pr: PullRequest) -> SetOnForge:
         """This state with ``target``'s PR as just read (its record taken from it)."""
-        shared = dict(self.shared)
-        read = read_record(pr.body, target=target, fork_branch=pr.head)
+        shared, lines = dict(self.shared), dict(self.lines)
+        read = read_line(pr.body, target=target, fork_branch=pr.head)
         if read is not None:
-            shared[target] = read
+            shared[target], lines[target] = read
         else:
             shared.pop(target, None)
-        return dataclasses.replace(self, prs={**self.prs, target: pr}, shared=shared)
+            lines.pop(target, None)
+        return dataclasses.replace(self, prs={**self.prs, target: pr}, shared=shared,
+                                   lines=lines)
 
 
 def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -> SetOnForge:
@@ -64,13 +67,14 @@ def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -
         if target not in prs or pr.number < prs[target].number:
             prs[target] = pr
     shared: dict[str, BranchRecord] = {}
+    lines: dict[str, dict] = {}
     for target, pr in list(prs.items()):
-        read = read_record(pr.body, target=target, fork_branch=pr.head)
+        read = read_line(pr.body, target=target, fork_branch=pr.head)
         if read is None:
             pr = prs[target] = forge.get_pr(pr.number)
-            read = read_record(pr.body, target=target, fork_branch=pr.head)
+            read = read_line(pr.body, target=target, fork_branch=pr.head)
         if read is not None:
-            shared[target] = read
+            shared[target], lines[target] = read
     heads: dict[str, str | None] = {}
     if prs:
         branches = {ps.fork_branch(bm, target): target for target in prs}
@@ -80,7 +84,7 @@ def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -
             heads = {branches[branch]: sha for branch, sha in found.items()}
         except BackportError:
             heads = {}
-    return SetOnForge(prs=prs, shared=shared, heads=heads)
+    return SetOnForge(prs=prs, shared=shared, heads=heads, lines=lines)
 
 
 def _tested(rec: BranchRecord) -> str | None:
@@ -149,9 +153,10 @@ def body_context(ps: PatchSet, bm: BranchMap, records: list[BranchRecord], targe
     if state is None:
         return BodyContext(branch_map=bm, patch_set=ps, branches=records, target=target,
                            docs=docs)
-    branches, _ = body_records(records, state, own=target if own_from_journal else None,
-                               ran=ran)
-    return BodyContext(branch_map=bm, patch_set=ps, branches=branches, target=target, docs=docs)
+    branches, read_back = body_records(records, state, own=target if own_from_journal else None,
+                                       ran=ran)
+    return BodyContext(branch_map=bm, patch_set=ps, branches=branches, target=target, docs=docs,
+                       kept=state.lines.get(target) if target in read_back else None)
 
 
 def record_for(records: list[BranchRecord], state: SetOnForge, target: str,

@@ -62,6 +62,9 @@ class BodyContext:
     target: str  # the target branch of this PR (its evidence block)
     docs: Sequence[DocsFacts] | None = None  # the docs audit, one entry per docs version
     template: Path | None = None  # a project template replacing the packaged one
+    # The JSON of ``target``'s record line where the record rendered is the one read from it:
+    # keys this version does not know are written again (`record_block.record_line`).
+    kept: dict | None = None
 
 
 def proposed_zh(view: BranchRecord) -> str | None:
@@ -369,7 +372,7 @@ def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
 def evidence_region(branch: BranchRecord, ctx: BodyContext) -> str:
     """What the evidence region holds (the template puts the markers around it): the fence,
     then the branch's record as one hidden line for the other hosts (`record_block`)."""
-    return f"{evidence_fence(branch, ctx)}\n{record_line(branch)}"
+    return f"{evidence_fence(branch, ctx)}\n{record_line(branch, ctx.kept)}"
 
 
 @dataclass(frozen=True)

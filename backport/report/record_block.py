@@ -6,7 +6,9 @@ default left out). The human evidence above it is written from the same record a
 back. The line is inert: it is ASCII and every ``<``, ``>`` and ``&`` inside the JSON is written
 as a ``\\u`` escape, so no text from outside ends the comment, opens a marker or starts an HTML
 element. Reading it is defensive: a line that is not valid JSON (a key given twice, NaN), of a
-version this one does not read, of the wrong shape or of another branch reads as no record."""
+version this one does not read, of the wrong shape or of another branch reads as no record.
+Keys this version does not know (a later one's) are read past, and written again when this
+host rewrites that branch's PR from the record it read there."""
 
 from __future__ import annotations
 
@@ -24,9 +26,10 @@ _LINE = re.compile(r"^<!-- backport:record v(?P<version>\d{1,6}) (?P<json>\{.*\}
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 
-def record_line(rec: BranchRecord) -> str:
-    """The hidden line of ``rec``'s record (published: nothing of this host)."""
-    text = json.dumps(encode(rec.published(), compact=True), ensure_ascii=True,
+def record_line(rec: BranchRecord, keep: dict[str, Any] | None = None) -> str:
+    """The hidden line of ``rec``'s record (published: nothing of this host); ``keep``: the
+    JSON it was read from, whose keys this version does not know are written again."""
+    text = json.dumps(encode(rec.published(), compact=True, keep=keep), ensure_ascii=True,
                       separators=(",", ":"))
     for char, escape in _ESCAPES.items():  # only inside JSON strings: JSON has no such syntax
         text = text.replace(char, escape)
@@ -37,6 +40,14 @@ def read_record(body: str | None, *, target: str, fork_branch: str) -> BranchRec
     """The record the evidence region of ``body`` carries for ``target`` (its fork branch
     ``fork_branch``), or None: no region, no line, a version this one does not read, text
     that is no record, or a record of another branch."""
+    read = read_line(body, target=target, fork_branch=fork_branch)
+    return read[0] if read else None
+
+
+def read_line(body: str | None, *, target: str,
+              fork_branch: str) -> tuple[BranchRecord, dict[str, Any]] | None:
+    """:func:`read_record`, with the JSON it was read from (for :func:`record_line`'s
+    ``keep``)."""
     if not body:
         return None
     region = rg.find_regions(body).get(rg.EVIDENCE)
@@ -46,15 +57,15 @@ def read_record(body: str | None, *, target: str, fork_branch: str) -> BranchRec
     if match is None or int(match["version"]) != VERSION:
         return None
     try:
-        rec = decode(BranchRecord, json.loads(match["json"], parse_constant=_no_constant,
-                                              object_pairs_hook=_unique))
+        data = json.loads(match["json"], parse_constant=_no_constant, object_pairs_hook=_unique)
+        rec = decode(BranchRecord, data)
     except (CodecError, ValueError, TypeError, RecursionError):
         return None
     if rec.target != target or rec.fork_branch != fork_branch:
         return None
     if rec.test is not None and rec.test.skip_cause not in SKIP_SAID:
         return None
-    return rec.published()
+    return rec.published(), data
 
 
 def _no_constant(name: str) -> None:

@@ -190,3 +190,14 @@ def test_a_version_1_record_missing_what_version_1_read_as_empty_still_reads() -
                                           "v2.7.1"))
     assert (rec.target, rec.fork_branch, rec.status) == ("v2.7.1", "", Status.TESTED)
     assert rec.test is not None and rec.test.ok is None and rec.test.exit_code is None
+
+
+def test_keys_of_a_later_version_are_written_again_where_kept() -> None:
+    data = encode(full_record())
+    data["later"] = [1]
+    data["env"]["probe"]["later"] = "x"
+    data["env"]["name"] = "another name, not kept: the record says its own"
+    again = encode(decode(BranchRecord, data), keep=data)
+    assert again["later"] == [1] and again["env"]["probe"]["later"] == "x"
+    assert again["env"]["name"] == data["env"]["name"]  # known keys come from the record
+    assert decode(BranchRecord, again) == decode(BranchRecord, data)

@@ -186,3 +186,28 @@ def test_the_record_line_is_the_codec_form_of_the_published_record() -> None:
     rec = dataclasses.replace(_record(fx.records(), SIBLING), message="local only")
     data = json.loads(re.sub(r"^<!-- backport:record v1 | -->$", "", record_line(rec)))
     assert data == encode(rec.published(), compact=True) and "message" not in data
+
+
+def test_keys_a_later_version_wrote_stay_when_another_host_rewrites_the_pr() -> None:
+    recs = fx.records()
+    for rec in recs:
+        rec["test"]["commit"] = rec["pushed_sha"]
+    body = render_body(fx.context(SIBLING, recs=recs))
+    line = _line(body)
+    data = json.loads(line.removeprefix("<!-- backport:record v1 ").removesuffix(" -->"))
+    data["linted"] = {"by": "a later version", "ok": True}
+    data["test"]["flaky_reruns"] = 2
+    later = body.replace(line, record_line(_record(recs, SIBLING), keep=data))
+    assert read_record(later, target=SIBLING, fork_branch=FORK_BRANCH) == _record(
+        recs, SIBLING).published()
+    moved = "f" * 40
+    state = SetOnForge(prs={SIBLING: _listed(SIBLING, later)},
+                       heads={SIBLING: moved}).with_pr(SIBLING, _listed(SIBLING, later))
+    others = [rec for rec in fx.typed(recs) if rec.target != SIBLING]
+    ctx = body_context(fx.patch_set(), fx.branch_map(), others, SIBLING, None, state,
+                       own_from_journal=False)
+    rewritten = json.loads(_line(render_body(ctx, existing=later))
+                           .removeprefix("<!-- backport:record v1 ").removesuffix(" -->"))
+    assert rewritten["linted"] == {"by": "a later version", "ok": True}
+    assert rewritten["test"]["flaky_reruns"] == 2
+    assert rewritten["fork_sha"] == moved  # what this host knows is written as it knows it
