@@ -1,9 +1,9 @@
-"""The journal's typed records and their one JSON form.
+"""The journal's typed records.
 
 A branch record is what the run journal keeps per target branch; `pipeline/` writes it and
-`report/` reads it. Every record is a frozen dataclass; this module is the only place that turns
-them into JSON and back (``to_json`` / ``from_json``). Reading is lenient about missing keys, so
-a record written before a field existed reads with that field's default.
+`report/` reads it. Every record is a frozen dataclass, turned into JSON and back by the one
+codec (``backport/codec.py``); :func:`upgrade_v1` reads the shapes of a version 1 journal, and
+:meth:`BranchRecord.published` is the record as a PR body carries it for the other hosts.
 """
 
 from __future__ import annotations
@@ -111,32 +111,12 @@ class TestResult:
                            runs[0].isolation if runs else None),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["summary_lines"] = list(self.summary_lines)
-        data["runs"] = [run.to_dict() for run in self.runs]
-        data["patch_tests"] = dict(self.patch_tests)
-        data["changes"] = {k: list(v) for k, v in dataclasses.asdict(self.changes).items()}
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TestResult:
-        known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values.setdefault("ok", None)
-        values.setdefault("exit_code", None)
-        values["runs"] = tuple(TestRun.from_dict(r) for r in data.get("runs") or ())
-        values["patch_tests"] = tuple((data.get("patch_tests") or {}).items())
-        changes = data.get("changes") or {}
-        values["changes"] = ChangeScope(**{k: changes.get(k) or () for k in (
-            "overlay", "not_in_build", "not_exercised")})
-        return cls(**values)
 
 
-# Probe attribute -> its key in the JSON evidence (the journal's names since version 1).
-_PROBE_KEYS = {"npu_model": "npu", "npu_count": "visible_npus"}
-_PROBE_JSON = ("interpreter", "platform", "python", "torch", "torch_npu", "cann", "npu_model",
-               "npu_count", "visible_devices", "torch_npu_loads", "torch_npu_error", "packages")
+# Probe attribute -> its key in a version 1 journal, where the probe's facts sat in the env.
+_V1_PROBE_KEYS = {"npu_model": "npu", "npu_count": "visible_npus"}
+_V1_PROBE = ("interpreter", "platform", "python", "torch", "torch_npu", "cann", "npu_model",
+             "npu_count", "visible_devices", "torch_npu_loads", "torch_npu_error", "packages")
 
 
 @dataclass(frozen=True)
@@ -156,30 +136,6 @@ class EnvEvidence:
         """A probed value by its `Probe` attribute name (``torch`` too); None when not read."""
         return getattr(self.probe, name) if self.probe is not None else None
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"name": self.name, "shared_with": list(self.shared_with),
-                                "note": self.note, "autoload_disabled": self.autoload_disabled}
-        if self.probe is not None:
-            for attr in _PROBE_JSON:
-                value = getattr(self.probe, attr)
-                data[_PROBE_KEYS.get(attr, attr)] = dict(value) if attr == "packages" else value
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> EnvEvidence:
-        probe = None
-        if any(_PROBE_KEYS.get(attr, attr) in data for attr in _PROBE_JSON):
-            values = {attr: data.get(_PROBE_KEYS.get(attr, attr)) for attr in _PROBE_JSON}
-            packages = dict(values.pop("packages") or {})
-            for name in ("torch", "torch_npu"):
-                if values[name] is not None or name not in packages:
-                    packages[name] = values[name]
-                del values[name]
-            probe = Probe(env_name=str(data.get("name") or ""), packages=packages,
-                          interpreter=str(values.pop("interpreter") or ""), **values)
-        return cls(name=str(data.get("name") or ""), shared_with=_tuple(data.get("shared_with")),
-                   note=str(data.get("note") or ""),
-                   autoload_disabled=bool(data.get("autoload_disabled")), probe=probe)
 
 
 @dataclass(frozen=True)
@@ -219,30 +175,6 @@ class PrInfo:
         """The comment was posted while the fork branch was at ``sha``."""
         return dataclasses.replace(self, commented_sha=sha)
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"number": self.number, "url": self.url}
-        if self.decorated is not None:
-            data["decorated"] = self.decorated
-        if self.linked is not None:
-            data["linked"] = self.linked
-        if self.decorated is not None or self.commented_sha is not None:
-            data["commented_sha"] = self.commented_sha
-        if self.refused:
-            data["refused"] = list(self.refused)
-        if self.unverified:
-            data["unverified"] = True
-        if self.title is not None:
-            data["title"] = self.title
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PrInfo:
-        return cls(number=data["number"], url=str(data.get("url") or ""),
-                   decorated=data.get("decorated"), linked=data.get("linked"),
-                   commented_sha=data.get("commented_sha"),
-                   refused=tuple(str(r) for r in data.get("refused") or ()),
-                   unverified=data.get("unverified") is True,
-                   title=data["title"] if isinstance(data.get("title"), str) else None)
 
 
 @dataclass(frozen=True)
@@ -275,17 +207,6 @@ class SeriesSource:
         through = f" via {', '.join(self.hops)}" if self.hops else ""
         return f"the {self.branch} result, itself from {self.origin.label}{through}"
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"branch": self.branch, "kind": self.kind}
-        if self.via is not None:
-            data["via"] = self.via.to_json()
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SeriesSource:
-        via = data.get("via")
-        return cls(branch=str(data["branch"]), kind=str(data.get("kind") or "resolution"),
-                   via=cls.from_json(via) if isinstance(via, dict) and via.get("branch") else None)
 
 
 @dataclass(frozen=True)
@@ -304,14 +225,6 @@ class ExistingTest:
         where = f"{self.name} ({self.path}, line {self.line})"
         return f'{where}, added by {self.commit} "{self.subject}"' if self.commit else where
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ExistingTest:
-        return cls(path=str(data.get("path") or ""), name=str(data.get("name") or ""),
-                   line=int(data.get("line") or 0), commit=data.get("commit") or None,
-                   subject=str(data.get("subject") or ""))
 
 
 @dataclass(frozen=True)
@@ -325,14 +238,6 @@ class ProposedPr:
     kind: str  # how it names the source: "sync" | "cherry-pick" | "backport" | "body"
     title: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ProposedPr:
-        return cls(number=int(data["number"]), url=str(data.get("url") or ""),
-                   state=str(data.get("state") or "open"), kind=str(data.get("kind") or "body"),
-                   title=str(data.get("title") or ""))
 
 
 @dataclass(frozen=True)
@@ -532,6 +437,14 @@ class BranchRecord:
     def with_pr(self, pr: PrInfo) -> BranchRecord:
         return dataclasses.replace(self, pr=pr)
 
+    def read_from_pr(self, number: int, url: str) -> BranchRecord:
+        """This record as read from PR ``number`` (at ``url``, as the forge lists it): what
+        the record knew of the link is kept where it is of that PR."""
+        known = self.pr if self.pr is not None and self.pr.number == number else None
+        pr = PrInfo(number=number, url=url) if known is None else dataclasses.replace(known,
+                                                                                     url=url)
+        return dataclasses.replace(self, pr=pr)
+
     def finished(self, status: Status, message: str, pr: PrInfo,
                  warnings: Sequence[str]) -> BranchRecord:
         """The PR step ended with ``status``; ``warnings`` say what the forge refused."""
@@ -571,61 +484,59 @@ class BranchRecord:
         """The PR exists and the issue link was made (older records: assumed)."""
         return self.pr is not None and self.pr.linked is not False
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "fork_branch": self.fork_branch,
-            "status": self.status.value,
-            "base": self.base,
-            "commit": self.commit,
-            "push_intent": self.push_intent,
-            "pushed_sha": self.pushed_sha,
-            "test": self.test.to_json() if self.test else None,
-            "env": self.env.to_json() if self.env else None,
-            "pr": self.pr.to_json() if self.pr else None,
-            "conflicts": list(self.conflicts),
-            "worktree": self.worktree,
-            "message": self.message,
-            "manual": self.manual,
-            "error_code": self.error_code,
-            "fork_sha": self.fork_sha,
-            "mismatches": list(self.mismatches),
-            "warnings": list(self.warnings),
-            "series_source": self.series_source.to_json() if self.series_source else None,
-            "tried_sources": list(self.tried_sources),
-            "merged_files": list(self.merged_files),
-            "loose_files": list(self.loose_files),
-            "conflict_snapshot": (dict(self.conflict_snapshot)
-                                  if self.conflict_snapshot is not None else None),
-            "closed_prs": list(self.closed_prs),
-            "added_tests": list(self.added_tests),
-            "present": [test.to_json() for test in self.present],
-            "proposed": self.proposed.to_json() if self.proposed else None,
-        }
+    def published(self) -> BranchRecord:
+        """The record as its PR body carries it for the other hosts: the facts the body shows
+        and nothing of this host (no paths, logs, terminal message, interpreter, load error or
+        forge bookkeeping; an already-proposed branch has no PR of its own to carry it)."""
+        test = self.test and dataclasses.replace(
+            self.test, log=None,
+            runs=tuple(dataclasses.replace(run, log="", env_vars={}) for run in self.test.runs))
+        probe = self.env.probe if self.env else None
+        if probe is not None:
+            probe = dataclasses.replace(
+                probe, interpreter="", torch_npu_error=None,
+                packages={name: probe.packages.get(name) for name in ("torch", "torch_npu")})
+        env = self.env and dataclasses.replace(self.env, probe=probe)
+        pr = self.pr and PrInfo(number=self.pr.number, url=self.pr.url, linked=self.pr.linked,
+                                refused=self.pr.refused)
+        return dataclasses.replace(
+            self, push_intent=None, test=test, env=env, pr=pr, worktree=None, message="",
+            manual=False, error_code=None, warnings=(), tried_sources=(), conflict_snapshot=None,
+            closed_prs=(), proposed=None)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any], *, target: str | None = None) -> BranchRecord:
-        """Read a record; ``target`` names it when the record itself does not."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known and v is not None}
-        values["target"] = str(data.get("target") or target or "")
-        values["fork_branch"] = str(data.get("fork_branch") or "")
-        values["status"] = Status(data.get("status") or Status.PENDING)
-        values["message"] = str(data.get("message") or "")
-        values["manual"] = bool(data.get("manual"))
-        test, env, pr = data.get("test"), data.get("env"), data.get("pr")
-        values["test"] = TestResult.from_json(test) if test else None
-        values["env"] = EnvEvidence.from_json(env) if env else None
-        values["pr"] = PrInfo.from_json(pr) if pr and pr.get("number") is not None else None
-        source = data.get("series_source")
-        values["series_source"] = (SeriesSource.from_json(source)
-                                   if source and source.get("branch") else None)
-        snapshot = data.get("conflict_snapshot")
-        values["conflict_snapshot"] = dict(snapshot) if isinstance(snapshot, dict) else None
-        values["present"] = tuple(ExistingTest.from_json(t) for t in data.get("present") or ()
-                                  if isinstance(t, dict))
-        proposed = data.get("proposed")
-        values["proposed"] = (ProposedPr.from_json(proposed) if isinstance(proposed, dict)
-                              and proposed.get("number") is not None else None)
-        return cls(**values)
 
+def upgrade_v1(data: dict[str, Any], target: str) -> dict[str, Any]:
+    """A branch record of a version 1 journal in today's JSON form: the probe's facts move
+    from the env into ``env.probe`` and ``patch_tests`` becomes a list of pairs; the record is
+    named ``target`` (its key in the journal) where it names none."""
+    data = {**data, "target": data.get("target") or target,
+            "fork_branch": data.get("fork_branch") or ""}
+    test = data.get("test")
+    if isinstance(test, dict):
+        test = {"ok": None, "exit_code": None, **test}  # version 1 read them as None if absent
+        if isinstance(test.get("patch_tests"), dict):
+            test["patch_tests"] = [list(pair) for pair in test["patch_tests"].items()]
+        data["test"] = test
+    env = data.get("env")
+    if isinstance(env, dict):
+        data["env"] = _env_v1(env)
+    pr = data.get("pr")
+    if isinstance(pr, dict) and pr.get("number") is None:
+        data["pr"] = None  # never journaled by version 1, but read as no PR there
+    return data
+
+
+def _env_v1(env: dict[str, Any]) -> dict[str, Any]:
+    keys = {attr: _V1_PROBE_KEYS.get(attr, attr) for attr in _V1_PROBE}
+    upgraded = {k: v for k, v in env.items() if k not in keys.values()}
+    if not any(key in env for key in keys.values()):
+        return upgraded
+    values = {attr: env.get(key) for attr, key in keys.items()}
+    packages = dict(values.pop("packages") or {})
+    for name in ("torch", "torch_npu"):
+        if values[name] is not None or name not in packages:
+            packages[name] = values[name]
+        del values[name]
+    values["interpreter"] = str(values["interpreter"] or "")
+    upgraded["probe"] = {"env_name": str(env.get("name") or ""), "packages": packages, **values}
+    return upgraded

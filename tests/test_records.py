@@ -1,4 +1,5 @@
-"""The journal's typed records: one JSON form, lenient reading, a version check on load."""
+"""The journal's typed records: one JSON form (the codec), lenient reading, a version check on
+load."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from backport.codec import decode, encode
 from backport.envs.model import Probe
 from backport.envs.model import TestRun as Run
 from backport.errors import BackportError
 from backport.pipeline.journal import JOURNAL_VERSION, Journal
-from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource
+from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource, upgrade_v1
 from backport.records import TestResult as Result
 from backport.states import Status
 from tests.report import fixtures as fx
@@ -49,8 +51,8 @@ def full_record() -> BranchRecord:
 
 def test_a_record_reads_back_equal_from_its_json() -> None:
     rec = full_record()
-    text = json.dumps(rec.to_json())
-    assert BranchRecord.from_json(json.loads(text)) == rec
+    text = json.dumps(encode(rec))
+    assert decode(BranchRecord, json.loads(text)) == rec
 
 
 @given(status=st.sampled_from(list(Status)), manual=st.booleans(),
@@ -64,11 +66,11 @@ def test_every_record_survives_the_journal_form(status: Status, manual: bool, co
     rec = BranchRecord("master", "fb", status=status, commit=commit, manual=manual,
                        conflicts=tuple(conflicts), test=test,
                        pr=PrInfo(number=1, url="u", linked=linked))
-    assert BranchRecord.from_json(json.loads(json.dumps(rec.to_json()))) == rec
+    assert decode(BranchRecord, json.loads(json.dumps(encode(rec)))) == rec
 
 
 def test_a_new_record_has_every_field_manual_included() -> None:
-    data = BranchRecord("v2.7.1", "fb").to_json()
+    data = encode(BranchRecord("v2.7.1", "fb"))
     assert data["manual"] is False and data["status"] == "pending"
     assert {"target", "fork_branch", "base", "commit", "push_intent", "pushed_sha", "test", "env",
             "pr", "conflicts", "worktree", "message", "error_code", "fork_sha", "mismatches",
@@ -78,26 +80,27 @@ def test_a_new_record_has_every_field_manual_included() -> None:
 
 def test_a_record_from_before_a_field_existed_reads_with_its_default() -> None:
     old = fx.record("v2.7.1")  # the fixture journal record: no manual, no linked, no runs
-    rec = BranchRecord.from_json(old)
+    (rec,) = fx.typed([old])
     assert rec.manual is False and rec.fork_sha is None and rec.mismatches == ()
     assert rec.series_source is None and rec.warnings == () and rec.conflict_snapshot is None
     assert rec.pr is not None and rec.pr.linked is None and rec.test is not None
     assert rec.test.runs == () and rec.test.summary_lines == ("Ran 7 tests in 0.054s", "OK")
 
 
-def test_probe_facts_keep_their_journal_names() -> None:
-    env = EnvEvidence.from_json(full_record().to_json()["env"])
-    data = env.to_json()
-    assert data["npu"] == "Ascend910B" and data["visible_npus"] == 0
-    assert data["torch"] == "2.7.1+cpu" and data["torch_npu"] == "2.7.1.post4"
+def test_the_probe_facts_of_a_version_1_env_move_into_its_probe() -> None:
+    old = upgrade_v1(fx.record("v2.7.1"), "v2.7.1")["env"]
+    assert old["probe"]["npu_model"] == "Ascend910_9382" and old["probe"]["npu_count"] == 1
+    assert old["probe"]["packages"] == {"torch": "2.7.1+cpu", "torch_npu": "2.7.1.post4"}
+    assert "npu" not in old and "visible_npus" not in old and "torch" not in old
+    env = decode(EnvEvidence, encode(full_record().env))
     assert env.probe == PROBE and env.fact("npu_count") == 0
 
 
 def test_an_unread_environment_has_only_its_name() -> None:
     env = EnvEvidence(name="torch-2.7.1", shared_with=("v2.7.1",))
-    assert env.to_json() == {"name": "torch-2.7.1", "shared_with": ["v2.7.1"], "note": "",
-                             "autoload_disabled": False}
-    assert EnvEvidence.from_json(env.to_json()) == env and env.fact("torch") is None
+    assert encode(env) == {"name": "torch-2.7.1", "shared_with": ["v2.7.1"], "note": "",
+                           "autoload_disabled": False, "probe": None}
+    assert decode(EnvEvidence, encode(env)) == env and env.fact("torch") is None
 
 
 def test_records_are_frozen_and_change_only_by_named_transitions() -> None:
@@ -149,19 +152,20 @@ def test_the_journal_file_holds_the_records_json(tmp_path: Path) -> None:
     journal.change("v2.7.1", lambda rec: failed.with_fork_branch(rec.fork_branch))
     data = json.loads(journal.path.read_text())
     assert data["version"] == JOURNAL_VERSION and data["patch_set"] == "put_metric"
-    assert data["branches"]["v2.7.1"] == failed.to_json()
+    assert data["branches"]["v2.7.1"] == encode(failed)
     assert Journal.load(tmp_path, "put_metric", "torch.x").get("v2.7.1") == failed
 
 
 def test_a_series_source_reads_back_with_its_label() -> None:
-    data = full_record().to_json()
+    data = encode(full_record())
     assert data["series_source"]["branch"] == "v2.11.0"
-    assert data["series_source"]["via"]["via"] == {"branch": "master", "kind": "resolution"}
-    source = BranchRecord.from_json(data).series_source
+    assert data["series_source"]["via"]["via"] == {"branch": "master", "kind": "resolution",
+                                                   "via": None}
+    source = decode(BranchRecord, data).series_source
     assert source is not None
     assert source.label == "the v2.11.0 result, itself from the master resolution via v2.12.0"
-    plain = BranchRecord.from_json({**data, "series_source": {"branch": "v2.11.0",
-                                                              "kind": "resolution"}})
+    plain = decode(BranchRecord, {**data, "series_source": {"branch": "v2.11.0",
+                                                            "kind": "resolution"}})
     assert plain.series_source == SeriesSource("v2.11.0", "resolution")
 
 
@@ -173,8 +177,8 @@ def test_a_chained_source_names_its_origin_and_the_branches_between() -> None:
     twice = SeriesSource("v2.11.0", "propagated", once)
     assert twice.origin == master and twice.hops == ("v2.12.0",)
     assert twice.label == "the v2.11.0 result, itself from the master resolution via v2.12.0"
-    assert twice.to_json()["via"]["via"] == {"branch": "master", "kind": "resolution"}
-    assert SeriesSource.from_json(twice.to_json()) == twice
+    assert encode(twice, compact=True)["via"]["via"] == {"branch": "master", "kind": "resolution"}
+    assert decode(SeriesSource, encode(twice)) == twice
 
 
 # -- named transitions ------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 from rich.markup import escape
 from rich.table import Table
 
+from backport.codec import encode
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Environment, Project
 from backport.config.validate import home_shown
@@ -65,7 +66,7 @@ def probe_rows(project: Project, envs: list[Environment]) -> list[dict]:
             rows.append(row)
             continue
         mismatches = pin_mismatches(env, found)
-        row.update(found.to_dict())
+        row.update(encode(found))
         row.update(ok=not mismatches, pin_mismatches=mismatches)
         rows.append(row)
     return rows

@@ -84,7 +84,7 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     for ps in patch_sets:
         state, records = forge_records(forge, ps, bm)
         rows = [_forge_row(target, state.prs.get(target), records.get(target),
-                           read=target in state.evidence)
+                           read=target in state.shared)
                 for target in chosen[ps.name]]
         shown.append((ps, rows))
     failed = any(row["pr"] is None or row["ok"] is False for _, rows in shown for row in rows)
@@ -112,7 +112,7 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
 
 def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None, *,
                read: bool) -> dict:
-    """One branch as its open PR shows it (``read``: its body held an evidence block)."""
+    """One branch as its open PR shows it (``read``: its body carried a record)."""
     if not read:
         record = None
     test = record.test if record else None

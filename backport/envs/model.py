@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 NOT_FOUND = "not found"  # evidence for a value the probe or the run did not produce
 # torch's switch for loading device backends (torch_npu) at import; 0 keeps torch_npu unloaded.
@@ -33,12 +33,6 @@ class Probe:
     def torch_npu(self) -> str | None:
         return self.packages.get("torch_npu")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Probe:
-        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -59,12 +53,6 @@ class TestRun:
     # "pid-namespace" (the run's sandbox) | "none" (the host refused one); None: not recorded
     isolation: str | None = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TestRun:
-        return cls(**data)
 
 
 @dataclass(frozen=True)

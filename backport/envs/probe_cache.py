@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from backport.codec import decode, encode
 from backport.config.model import Environment
 from backport.envs.fingerprint import FingerprintError, fingerprint
 from backport.envs.model import Probe
@@ -36,7 +37,7 @@ def stored_probe(
         key = _key(env, environ)
         data = json.loads(_slot(cache_dir, env).read_text(encoding="utf-8"))
         if data.get("format") == FORMAT and data.get("key") == key:
-            return Probe.from_dict(data["probe"])
+            return decode(Probe, data["probe"])
     except (FingerprintError, OSError, ValueError, TypeError, KeyError):
         pass
     return None
@@ -56,12 +57,12 @@ def cached_probe(
     try:
         data = json.loads(slot.read_text(encoding="utf-8"))
         if data.get("format") == FORMAT and data.get("key") == key:
-            return Probe.from_dict(data["probe"]), True
+            return decode(Probe, data["probe"]), True
     except (OSError, ValueError, TypeError, KeyError):
         pass
     result = probe(env, load_check=load_check)
     if result.torch_npu_loads is not True:
-        _store(slot, {"format": FORMAT, "key": key, "probe": result.to_dict()})
+        _store(slot, {"format": FORMAT, "key": key, "probe": encode(result)})
     return result, False
 
 

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from backport.codec import decode, encode
 from backport.errors import BackportError, ErrorCode
-from backport.records import BranchRecord
+from backport.records import BranchRecord, upgrade_v1
 from backport.states import may_move
 
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = 2  # 2: the codec's form (version 1 journals are read and upgraded)
+READS = (1, 2)
 
 Transition = Callable[[BranchRecord], BranchRecord]  # one named change of a record
 
@@ -116,7 +118,7 @@ class Journal:
     def to_json(self) -> dict[str, Any]:
         """The journal file's document."""
         return {"version": JOURNAL_VERSION, "patch_set": self.patch_set, "api": self.api,
-                "branches": {t: r.to_json() for t, r in self._branches.items()}}
+                "branches": {t: encode(r) for t, r in self._branches.items()}}
 
     def _save_locked(self) -> None:
         if not self.persist:
@@ -142,16 +144,18 @@ def read_branches(path: Path) -> dict[str, BranchRecord]:
         raise BackportError(
             "config", f"{path}: not a backport journal; move it aside to start over")
     version = data.get("version")
-    if not isinstance(version, int) or version < JOURNAL_VERSION:
+    if not isinstance(version, int) or version < min(READS):
         raise BackportError(
             "config", f"{path}: the run journal is from an older backport (version "
-            f"{version}, this one reads {JOURNAL_VERSION}); move it aside to start over")
+            f"{version}, this one reads {min(READS)} to {JOURNAL_VERSION}); move it aside to "
+            f"start over")
     if version > JOURNAL_VERSION:
         raise BackportError(
             "config", f"{path}: the run journal was written by a newer backport (version "
             f"{version}, this one reads {JOURNAL_VERSION}); upgrade backport to use it")
     try:
-        return {str(target): BranchRecord.from_json(rec, target=str(target))
+        return {str(target): decode(BranchRecord, upgrade_v1(rec, str(target)) if version == 1
+                                    else rec)
                 for target, rec in data["branches"].items()}
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise BackportError(

@@ -30,6 +30,7 @@ from backport.pipeline.shared_results import (
     SetOnForge,
     body_context,
     draft_implied,
+    known,
     read_set,
     record_for,
 )
@@ -290,7 +291,8 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     if listed is None:
         return False
     records = job.journal.records(all_targets)
-    if not _out_of_date(listed, ps, bm, records, job.target, docs, state, ran):
+    if not known(records, state, job.target) or not _out_of_date(listed, ps, bm, records,
+                                                                 job.target, docs, state, ran):
         return False
     pr = forge.get_pr(listed.number)
     if pr.state != "open":

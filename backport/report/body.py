@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -27,8 +27,8 @@ from backport.report import evidence_fields as ef
 from backport.report import prose_zh as zh
 from backport.report import regions as rg
 from backport.report.evidence_fields import summary_lines
-from backport.report.evidence_parse import Evidence
 from backport.report.inert import inert
+from backport.report.record_block import record_line
 from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
@@ -62,9 +62,9 @@ class BodyContext:
     target: str  # the target branch of this PR (its evidence block)
     docs: Sequence[DocsFacts] | None = None  # the docs audit, one entry per docs version
     template: Path | None = None  # a project template replacing the packaged one
-    # Branches whose result was read from their own PR's evidence (another host ran them):
-    # target -> that evidence; their record in ``branches`` is `evidence_parse.record_of` it.
-    read_back: dict[str, Evidence] = field(default_factory=dict)
+    # The JSON of ``target``'s record line where the record rendered is the one read from it:
+    # keys this version does not know are written again (`record_block.record_line`).
+    kept: dict | None = None
 
 
 def proposed_zh(view: BranchRecord) -> str | None:
@@ -293,7 +293,7 @@ def _env_lines(vs: _Views) -> list[str]:
             continue
         first = vs.first_user(view)
         if first is not None:
-            lines.append(f"{view.target}：复用 {view.env_name} 环境（与 {first.target} 相同）")
+            lines.append(f"{view.target}：复用 {_prose(view.env_name)} 环境（与 {first.target} 相同）")
             continue
         line = (f"{view.target}（{_value(env.name)}）：torch {_value(env.fact('torch'))}，"
                 f"torch-npu {_value(env.fact('torch_npu'))}")
@@ -328,7 +328,7 @@ def _shared_notes(vs: _Views) -> list[str]:
         first = vs.first_user(view)
         if first is not None:
             notes.append(
-                f"{view.target} 与 {first.target} 共用 {view.env_name} 环境：{view.target} 的测试源码"
+                f"{view.target} 与 {first.target} 共用 {_prose(view.env_name)} 环境：{view.target} 的测试源码"
                 f"取自 {view.target} 分支，在该环境中做兼容性预验证；目标分支结论以 PR CI 结果为准。"
             )
     return notes
@@ -355,21 +355,24 @@ def source_pr(ctx: BodyContext) -> dict[str, str] | None:
 
 
 def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
-    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers); a branch whose
-    evidence was read from its PR keeps it, with its head and staleness brought up to date."""
+    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers), for reviewers:
+    written from the record, never read back."""
     configured = ctx.branch_map.targets.get(view.target)
     facts = ef.Facts(record=view, upstream=ctx.branch_map.upstream, api=ctx.patch_set.api,
                      configured_env=configured.env if configured else None,
                      source=ctx.patch_set.source)
-    evidence = ctx.read_back.get(view.target)
-    if evidence is not None:
-        return "\n".join(ef.refreshed(evidence.lines, facts))
     return "\n".join(ef.written(facts))
 
 
 def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
-    """The evidence of one branch as a ```text fence (the template puts the markers around it)."""
+    """The evidence of one branch as a ```text fence."""
     return f"```text\n{evidence_text(branch, ctx)}\n```"
+
+
+def evidence_region(branch: BranchRecord, ctx: BodyContext) -> str:
+    """What the evidence region holds (the template puts the markers around it): the fence,
+    then the branch's record as one hidden line for the other hosts (`record_block`)."""
+    return f"{evidence_fence(branch, ctx)}\n{record_line(branch, ctx.kept)}"
 
 
 @dataclass(frozen=True)
@@ -497,7 +500,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "shared_notes": _shared_notes(vs) + changes_notes_zh(vs.views),
         "runner_note": _runner_note(vs),
         "apply_notes": apply_notes_zh(ctx.branches),
-        "evidence": evidence_fence(vs.own, ctx),
+        "evidence": evidence_region(vs.own, ctx),
     }
 
 

@@ -1,28 +1,24 @@
-"""The evidence block's one table: each line of it, how it is written and how it is read back.
+"""The evidence block's one table: each line of it and how it is written.
 
 A branch's evidence is a title, ``KEY=value`` lines and a result section, in the order of
-:data:`TABLE`. Each :class:`Field` row names its key, writes its value from a branch's
-:class:`Facts` (``None`` leaves the line out) and reads the value back into a typed fact;
-:mod:`backport.report.body` writes through :func:`written` and
-:mod:`backport.report.evidence_parse` reads through the same rows. A new key is one row here.
+:data:`TABLE`. Each :class:`Field` row names its key and writes its value from a branch's
+:class:`Facts` (``None`` leaves the line out); :mod:`backport.report.body` writes through
+:func:`written`. The evidence is for reviewers and is never read back: the other hosts read the
+branch's record from the hidden line of ``record_block``. A new key is one row here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from backport.config.model import SourcePr
 from backport.envs.model import AUTOLOAD, NOT_FOUND
-from backport.records import SKIP_NO_TORCH, BranchRecord, EnvEvidence, SeriesSource, TestResult
+from backport.records import SKIP_NO_TORCH, BranchRecord, EnvEvidence, TestResult
 from backport.report.inert import inert
 
-T = TypeVar("T")
-
 NOT_PROBED = "not probed yet"  # no run has read the branch's environment yet
-UNPROBED = (NOT_PROBED, "not probed")  # as written now, and by earlier versions
 NOT_RUN = "none (not run)"
 NO_HEAD = "none (no commit on the fork branch)"
 RESULT = "RESULT:"  # the heading of the result section
@@ -31,7 +27,7 @@ NO_SUMMARY = "no test summary"
 SKIPPED = "skipped on request"
 SKIPPED_NO_TORCH = "skipped: no interpreter with torch on the host that ran it"
 # A summary line of the test's output that would read as a line of the block's own (a key, the
-# result heading, a timeout) is written after this prefix, which is taken off when it is read.
+# result heading, a timeout) is written after this prefix, so a reviewer tells them apart.
 QUOTED = "> "
 AUTOLOAD_NOTE = f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
 # The STALE= values: the head was pushed by this tool but not tested, or by someone else.
@@ -40,13 +36,8 @@ STALE_UNTESTED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT, which the 
 STALE_MOVED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT was pushed to the fork branch "
                "by someone else and was not tested by this tool")
 
-_NOT_RUN = re.compile(r"^RESULT: not run \((?P<why>.*)\)$")
-_SHA = re.compile(r"^[0-9a-f]{7,64}$")
-_SHARED = re.compile(r"^(?P<name>.*?) \(shared with (?P<others>.*)\)$")
-_VISIBLE = re.compile(r"^(?P<count>\d+)(?: \(PHYSICAL NPU (?P<devices>.*)\))?$")
 _TIMED_OUT = re.compile(r"^TIMED OUT(?: after (?P<seconds>\d+)s)?$")
 _KEY_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_SOURCE = re.compile(r"^(?P<repo>[^\s!@]+/[^\s!@]+)!(?P<number>\d+)@(?P<sha>[0-9a-f]{40})$")
 
 
 @dataclass(frozen=True)
@@ -71,12 +62,11 @@ class Facts:
 
 
 @dataclass(frozen=True)
-class Field(Generic[T]):
-    """One ``KEY=value`` line: its key, how its value is written and how it is read."""
+class Field:
+    """One ``KEY=value`` line: its key and how its value is written."""
 
     key: str
     write: Callable[[Facts], str | None]  # the value; None leaves the line out
-    read: Callable[[str | None], T]  # the value as written (None: no such line) -> a fact
 
     @property
     def prefix(self) -> str:
@@ -85,10 +75,6 @@ class Field(Generic[T]):
     def lines(self, facts: Facts) -> list[str]:
         value = self.write(facts)
         return [] if value is None else [f"{self.key}={value}"]
-
-    def of(self, fields: dict[str, str]) -> T:
-        """This field's fact from the ``KEY=value`` lines of an evidence block."""
-        return self.read(fields.get(self.key))
 
 
 @dataclass(frozen=True)
@@ -115,34 +101,12 @@ def _val(value: object, missing: str = NOT_FOUND) -> str:
     return missing if value is None or value == "" else one_line(value)
 
 
-def _known(value: str | None) -> str | None:
-    """A value as read; None where the evidence says it was not found or not probed."""
-    return None if value in (None, "", NOT_FOUND, *UNPROBED) else value
-
-
-def _sha(value: str | None) -> str | None:
-    return value if value and _SHA.match(value) else None
-
-
-def _not_run(value: str | None) -> str | None:
-    return None if value == NOT_RUN else value
-
-
-def _files_read(value: str | None) -> tuple[str, ...]:
-    return tuple(value.split(", ")) if value else ()
-
-
-def _probed(attr: str, key: str) -> Field[str | None]:
+def _probed(attr: str, key: str) -> Field:
     """A value the probe read; "not probed yet" when no run has read the environment."""
     def write(facts: Facts) -> str:
         env = facts.env
         return _val(env.fact(attr) if env else None, NOT_FOUND if env else NOT_PROBED)
-    return Field(key, write, _known)
-
-
-def is_probed(platform: str | None) -> bool:
-    """The evidence states a probe (its platform value is there and not "not probed")."""
-    return platform not in (None, *UNPROBED)
+    return Field(key, write)
 
 
 def _title(facts: Facts) -> list[str]:
@@ -161,11 +125,6 @@ def _visible_write(facts: Facts) -> str:
     return f"{count} (PHYSICAL NPU {devices})" if count and devices else str(count)
 
 
-def _visible_read(value: str | None) -> tuple[int | None, str | None]:
-    match = _VISIBLE.match(value or "")
-    return (int(match["count"]), match["devices"]) if match else (None, None)
-
-
 def _env_write(facts: Facts) -> str:
     env = facts.env
     name = _val((env.name if env else None) or facts.configured_env)
@@ -175,17 +134,6 @@ def _env_write(facts: Facts) -> str:
     return name
 
 
-def _env_read(value: str | None) -> tuple[str, tuple[str, ...]] | None:
-    """(environment name, the other branches sharing it), or None when not stated."""
-    shown = _known(value)
-    if shown is None:
-        return None
-    shared = _SHARED.match(shown)
-    if not shared:
-        return shown, ()
-    return shared["name"], tuple(shared["others"].split(", "))
-
-
 def _series_write(facts: Facts) -> str | None:
     chain = []
     source = facts.record.series_source
@@ -193,16 +141,6 @@ def _series_write(facts: Facts) -> str | None:
         chain.append(f"{source.branch} {source.kind}")
         source = source.via
     return " < ".join(chain) or None
-
-
-def _series_read(value: str | None) -> SeriesSource | None:
-    source = None
-    for link in reversed((value or "").split(" < ")):
-        branch, _, kind = link.strip().rpartition(" ")
-        if not branch or not kind:
-            return None
-        source = SeriesSource(branch=branch, kind=kind, via=source)
-    return source
 
 
 def _files_write(files: tuple[str, ...]) -> str | None:
@@ -236,45 +174,11 @@ def _result_write(facts: Facts) -> list[str]:
 
 
 def quoted(line: str) -> str:
-    """A summary line as the result section writes it: behind :data:`QUOTED` when, read back,
-    it would be taken for a line of the block (a key, ``RESULT:``, ``TIMED OUT``, no summary)."""
+    """A summary line as the result section writes it: behind :data:`QUOTED` when it would
+    read as a line of the block (a key, ``RESULT:``, ``TIMED OUT``, no summary)."""
     structural = (_KEY_LINE.match(line) or line.startswith(("RESULT", QUOTED.rstrip()))
                   or _TIMED_OUT.match(line) or line == NO_SUMMARY)
     return QUOTED + line if structural else line
-
-
-def unquoted(line: str) -> str:
-    """A summary line as the test printed it (see :func:`quoted`)."""
-    return line[len(QUOTED):] if line.startswith(QUOTED) else line
-
-
-@dataclass(frozen=True)
-class ResultLines:
-    """The result section as read: summary lines, and whether (and after how long) it timed out."""
-
-    summary: tuple[str, ...]
-    timed_out: bool
-    duration: float | None
-
-
-def read_result(lines: Sequence[str]) -> ResultLines:
-    """The lines between ``RESULT:`` and the exit code, read back."""
-    summary: list[str] = []
-    timed_out, duration = False, None
-    for line in lines:
-        match = _TIMED_OUT.match(line)
-        if match:
-            timed_out = True
-            duration = float(match["seconds"]) if match["seconds"] else None
-        elif line != NO_SUMMARY:
-            summary.append(unquoted(line))
-    return ResultLines(tuple(summary), timed_out, duration)
-
-
-def not_run_reason(line: str) -> str | None:
-    """Why no test ran, from a ``RESULT: not run (why)`` line; None for any other line."""
-    match = _NOT_RUN.match(line)
-    return match["why"] if match else None
 
 
 def _exit_write(facts: Facts) -> str:
@@ -286,11 +190,6 @@ def _exit_write(facts: Facts) -> str:
     return "none (killed)" if test.timed_out else "none"
 
 
-def _exit_read(value: str | None) -> int | None:
-    text = value or ""
-    return int(text) if text.lstrip("-").isdigit() else None
-
-
 def _patch_tests_write(facts: Facts) -> str | None:
     test = facts.test
     if not (test and test.patch_tests):
@@ -298,30 +197,17 @@ def _patch_tests_write(facts: Facts) -> str | None:
     return ", ".join(f"{name} {outcome}" for name, outcome in test.patch_tests)
 
 
-def _patch_tests_read(value: str | None) -> tuple[tuple[str, str], ...]:
-    if not value:
-        return ()
-    return tuple((name, outcome) for name, _, outcome in
-                 (item.partition(" ") for item in value.split(", ")))
-
-
 def _source_write(facts: Facts) -> str | None:
     source = facts.source
     return f"{facts.upstream}!{source.number}@{source.commit}" if source else None
 
 
-def _source_read(value: str | None) -> tuple[str, int, str] | None:
-    """(upstream, PR number, commit) the set was made from, or None."""
-    match = _SOURCE.match(value or "")
-    return (match["repo"], int(match["number"]), match["sha"]) if match else None
-
-
-def _changes(attr: str, key: str) -> Field[tuple[str, ...]]:
+def _changes(attr: str, key: str) -> Field:
     """The series' files beyond tests of one kind (``ChangeScope``), where it names any."""
     def write(facts: Facts) -> str | None:
         test = facts.test
         return _files_write(getattr(test.changes, attr)) if test else None
-    return Field(key, write, _files_read)
+    return Field(key, write)
 
 
 def _note_write(facts: Facts) -> str:
@@ -333,52 +219,41 @@ def _note_write(facts: Facts) -> str:
     return _val(note, "none")
 
 
-def _note_read(value: str | None) -> tuple[str, bool]:
-    """(the device note as the run gave it, whether torch_npu's autoload was off)."""
-    note = "" if value in (None, "none") else str(value)
-    autoload_off = f"{AUTOLOAD}=0" in note
-    if note.endswith(AUTOLOAD_NOTE):  # the phrase the writer adds to the device note
-        note = note[: -len(AUTOLOAD_NOTE)].removesuffix("; ")
-    return note, autoload_off
-
-
 TITLE = Block(_title)
-API = Field("API", lambda f: f.api, _known)
+API = Field("API", lambda f: f.api)
 # The upstream PR the set was made from: "Ascend/pytorch!42810@<sha>".
-SOURCE = Field("SOURCE", _source_write, _source_read)
-TARGET_BRANCH = Field("TARGET_BRANCH", lambda f: f.record.target, _known)
-HEAD_COMMIT = Field("HEAD_COMMIT", lambda f: f.record.head or NO_HEAD, _sha)
+SOURCE = Field("SOURCE", _source_write)
+TARGET_BRANCH = Field("TARGET_BRANCH", lambda f: f.record.target)
+HEAD_COMMIT = Field("HEAD_COMMIT", lambda f: f.record.head or NO_HEAD)
 PLATFORM = _probed("platform", "PLATFORM")
 PYTHON = _probed("python", "PYTHON")
 TORCH = _probed("torch", "TORCH")
 TORCH_NPU = _probed("torch_npu", "TORCH_NPU")
 CANN = _probed("cann", "CANN")
 NPU = _probed("npu_model", "NPU")
-VISIBLE_NPU = Field("VISIBLE_NPU", _visible_write, _visible_read)
-ENVIRONMENT = Field("ENVIRONMENT", _env_write, _env_read)
-RUNNER = Field("RUNNER", lambda f: _val(f.record.test.runner if f.record.test else None, NOT_RUN),
-               _not_run)
+VISIBLE_NPU = Field("VISIBLE_NPU", _visible_write)
+ENVIRONMENT = Field("ENVIRONMENT", _env_write)
+RUNNER = Field("RUNNER", lambda f: _val(f.record.test.runner if f.record.test else None, NOT_RUN))
 COMMAND = Field("COMMAND", lambda f: _val(f.record.test.command if f.record.test else None,
-                                          NOT_RUN), _not_run)
-SERIES_FROM = Field("SERIES_FROM", _series_write, _series_read)
-MERGED_FILES = Field("MERGED_FILES", lambda f: _files_write(f.record.merged_files), _files_read)
-LOOSE_FILES = Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files), _files_read)
-TESTED_COMMIT = Field("TESTED_COMMIT", _tested_write, _sha)
-# Read back: True when someone else moved the fork branch after the test.
-STALE = Field("STALE", _stale_write, lambda value: value == STALE_MOVED)
+                                          NOT_RUN))
+SERIES_FROM = Field("SERIES_FROM", _series_write)
+MERGED_FILES = Field("MERGED_FILES", lambda f: _files_write(f.record.merged_files))
+LOOSE_FILES = Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files))
+TESTED_COMMIT = Field("TESTED_COMMIT", _tested_write)
+# Where the result is not of the head: whether someone else moved the fork branch since.
+STALE = Field("STALE", _stale_write)
 RESULT_SECTION = Block(_result_write)
-EXIT_CODE = Field("test_exit_code", _exit_write, _exit_read)
-PATCH_TESTS = Field("PATCH_TESTS", _patch_tests_write, _patch_tests_read)
+EXIT_CODE = Field("test_exit_code", _exit_write)
+PATCH_TESTS = Field("PATCH_TESTS", _patch_tests_write)
 # The series' files beyond tests: run in the branch's version over the installed torch_npu, not in
 # the build that ran (the result does not validate them), not exercised by any test.
 OVERLAY = _changes("overlay", "OVERLAY")
 NOT_IN_BUILD = _changes("not_in_build", "NOT_IN_BUILD")
 NOT_EXERCISED = _changes("not_exercised", "NOT_EXERCISED")
-NOTE = Field("NOTE", _note_write, _note_read)
+NOTE = Field("NOTE", _note_write)
 # Written only where the host refused the sandbox (tests ran without a PID namespace of their
 # own); a run in its sandbox writes no line, as every run before this key did.
-ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation == "none" else None,
-                  lambda value: "none" if value == "none" else None)
+ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation == "none" else None)
 
 # Every line of the evidence, in the order it is written.
 TABLE: tuple[Field | Block, ...] = (
@@ -388,8 +263,6 @@ TABLE: tuple[Field | Block, ...] = (
     NOT_EXERCISED, NOTE,
 )
 KEYS = tuple(row.key for row in TABLE if isinstance(row, Field))
-# Brought up to date when evidence read from a PR is written back; every other line is kept.
-REFRESHED = (HEAD_COMMIT, TESTED_COMMIT, STALE)
 
 
 def written(facts: Facts) -> list[str]:
@@ -398,19 +271,3 @@ def written(facts: Facts) -> list[str]:
     for row in TABLE:
         lines += row.lines(facts) if isinstance(row, Field) else row.write(facts)
     return [inert(line, where="code") for line in lines]
-
-
-def refreshed(lines: Sequence[str], facts: Facts) -> list[str]:
-    """Evidence read from a branch's PR, as written there, with the :data:`REFRESHED` lines
-    written again from ``facts`` (each where it is written in :data:`TABLE`)."""
-    out: list[str] = []
-    for line in lines:
-        if line.startswith(HEAD_COMMIT.prefix):
-            out += HEAD_COMMIT.lines(facts)
-        elif line.startswith(tuple(field.prefix for field in REFRESHED)):
-            continue
-        else:
-            if line == RESULT:
-                out += TESTED_COMMIT.lines(facts) + STALE.lines(facts)
-            out.append(line)
-    return [inert(line, where="code") for line in out]

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from backport.branch_order import newest_first
+from backport.codec import encode
 from backport.config.model import PatchSet
 from backport.records import SKIP_SAID, BranchRecord
 from backport.redact import redact
@@ -182,7 +183,7 @@ def status_json(patch_set: PatchSet, records: list[BranchRecord]) -> dict:
     """The ``status --json`` / ``apply --json`` document for one patch set."""
     branches = []
     for record in records:
-        item = record.to_json()
+        item = encode(record)
         item["message"] = redact(record.message)
         branches.append(item)
     return {"api": patch_set.api, "patch_set": patch_set.name, "branches": branches}

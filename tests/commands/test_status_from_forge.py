@@ -1,4 +1,4 @@
-"""`status --from-forge`: the set as GitCode shows it, read from the PRs' evidence."""
+"""`status --from-forge`: the set as GitCode shows it, read from the records its PRs carry."""
 
 from __future__ import annotations
 

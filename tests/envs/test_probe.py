@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from backport.codec import decode, encode
 from backport.config.model import Environment
 from backport.config.validate import home_shown
+from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.errors import BackportError
 
@@ -86,4 +88,4 @@ def test_probe_torch_environment(torch_python: Path) -> None:
     assert p.torch_npu_error is not None and "libhccl.so" in p.torch_npu_error
     assert p.torch_npu_error.startswith("ImportError: ")
     assert p.npu_count is None and p.npu_model is None
-    assert p.from_dict(p.to_dict()) == p
+    assert decode(Probe, encode(p)) == p

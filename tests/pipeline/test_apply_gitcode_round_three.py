@@ -80,7 +80,7 @@ def test_a_pr_never_read_back_is_journaled_and_judged_by_the_next_run(sandbox, g
     second = apply(sandbox, "--branch", "v2.7.1")
     assert second.code == 0, second.err
     rec = records(sandbox)["v2.7.1"]
-    assert rec["status"] == "done" and "unverified" not in rec["pr"]
+    assert rec["status"] == "done" and rec["pr"]["unverified"] is False
     assert len(gitcode.prs) == 1 and gitcode.prs[1].issues == [ISSUE]
     assert rec["pr"]["url"] == "https://gitcode.com/Ascend/pytorch/pull/1"
 
@@ -95,7 +95,7 @@ def test_an_unverified_pr_from_the_wrong_source_is_closed_by_the_next_run(sandbo
     second = apply(sandbox, "--branch", "v2.7.1")
     assert second.code == 1 and len(gitcode.prs) == 1 and gitcode.open_prs() == []
     rec = records(sandbox)["v2.7.1"]
-    assert rec["closed_prs"] == [1] and "unverified" not in rec["pr"]
+    assert rec["closed_prs"] == [1] and rec["pr"]["unverified"] is False
     third = apply(sandbox, "--branch", "v2.7.1")
     assert third.code == 1 and len(gitcode.prs) == 1  # no second PR, none closed again
     assert records(sandbox)["v2.7.1"]["message"].startswith("backport closed PR !1 for ")

@@ -14,19 +14,20 @@ def test_no_push_records_honest_evidence_for_every_branch(sandbox):
     assert len(status["branches"]) == 4
     for branch in status["branches"]:
         test, env = branch["test"], branch["env"]
+        probe = env["probe"]
         assert branch["status"] == "tested"
         # The demo's stand-in file holds 3 tests; the patch adds test_put_metric.
         assert test["ran"] == 4 and test["ok"] is True and test["exit_code"] == 0
         assert "Ran 4 tests in" in test["summary"]
-        assert env["torch"].startswith("2.13.0")
-        assert env["torch_npu"] == "2.13.0"
-        assert env["cann"] is None
-        assert not env["npu"]
+        assert probe["packages"]["torch"].startswith("2.13.0")
+        assert probe["packages"]["torch_npu"] == "2.13.0"
+        assert probe["cann"] is None
+        assert not probe["npu_model"]
         assert env["autoload_disabled"] is True
         assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in env["note"]
     # The demo's one environment is named for what it holds and shared by all four branches.
     for branch in status["branches"]:
-        assert branch["env"]["name"] == "torch-" + branch["env"]["torch"]
+        assert branch["env"]["name"] == "torch-" + branch["env"]["probe"]["packages"]["torch"]
         assert branch["env"]["shared_with"] == ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 
 

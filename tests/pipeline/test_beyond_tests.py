@@ -86,7 +86,7 @@ def test_a_torch_npu_python_change_runs_with_the_branch_file_and_says_so(sandbox
     assert branch["status"] == "done"
     test = branch["test"]
     # The released _parse gives (2, 13): only the branch's file makes the added test pass.
-    assert test["ok"] is True and test["patch_tests"] == {"test_parse_keeps_the_patch_level": "ok"}
+    assert test["ok"] is True and test["patch_tests"] == [["test_parse_keeps_the_patch_level", "ok"]]
     assert test["runner"] == "isolated"
     assert test["changes"] == {"overlay": [COMPAT], "not_in_build": [],
                                "not_exercised": [DOC]}

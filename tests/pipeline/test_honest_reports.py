@@ -122,7 +122,9 @@ def test_after_fork_diverged_the_evidence_names_the_prs_real_head(torchless, tmp
     ours = rec["commit"]
     assert ours not in (first, theirs)
     assert git(sandbox.fork, "rev-parse", branch) == theirs  # left alone
+    # The evidence text a reviewer reads (the record line under it also keeps what was pushed).
     evidence = pr_bodies(sandbox.project)["v2.7.1"].split("api-validation-evidence:start")[1]
+    evidence = evidence.split("<!-- backport:record")[0]
     assert f"HEAD_COMMIT={theirs}" in evidence
     assert f"TESTED_COMMIT={ours}" in evidence
     assert "STALE=" in evidence

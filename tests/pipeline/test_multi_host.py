@@ -21,7 +21,7 @@ import pytest
 
 from backport.demo.sandbox import TEST_PATH, Sandbox
 from backport.report import regions as rg
-from backport.report.evidence_parse import read_evidence
+from tests.helpers.evidence import evidence_fields, evidence_text, shared_record
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
 from tests.helpers.project import TOKEN, Result, git, needs_torch
 
@@ -131,10 +131,11 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
         for cell in table.values():
             assert cell.startswith(f"{RAN} in ") and "OK" in cell and "未运行" not in cell, (target, table)
         assert "尚未运行" not in body and "未探测运行环境" not in body
-        evidence = read_evidence(body)
-        assert evidence is not None and evidence.fields["TARGET_BRANCH"] == target
-        assert evidence.result_lines[-1] == "OK" and evidence.result_lines[0].startswith(RAN)
-        assert evidence.head == git(sandbox.fork, "rev-parse", f"test-put-metric-{target}")
+        assert evidence_fields(body)["TARGET_BRANCH"] == target
+        assert f"\nRESULT:\n{RAN} in " in evidence_text(body)
+        shown = shared_record(body, target)
+        assert shown.test is not None and shown.test.summary_lines[-1] == "OK"
+        assert shown.head == git(sandbox.fork, "rev-parse", f"test-put-metric-{target}")
         assert "# 未运行" not in rg.find_regions(body)["validation"].content(body)
     assert NOTE in bodies["v2.12.0"]
     assert all(not pr.draft for pr in gitcode.open_prs())
@@ -155,9 +156,11 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
     for target, body in bodies.items():
         cell = results_table(body)["v2.7.1"]
         assert f"该结果测于 {tested[:12]}；Fork 分支已被他人更新为 {moved[:12]}，未经本工具测试" in cell, target
-    evidence = read_evidence(bodies["v2.7.1"])
-    assert evidence is not None
-    assert evidence.head == moved and evidence.tested == tested and "STALE" in evidence.fields
+    fields = evidence_fields(bodies["v2.7.1"])
+    assert fields["HEAD_COMMIT"] == moved and fields["TESTED_COMMIT"] == tested
+    assert "STALE" in fields
+    shown = shared_record(bodies["v2.7.1"], "v2.7.1")
+    assert shown.head == moved and shown.test is not None and shown.test.commit == tested
     assert NOTE in bodies["v2.12.0"]
 
     # Any host sees the set as GitCode shows it, wherever each branch ran.

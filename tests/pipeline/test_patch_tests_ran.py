@@ -15,7 +15,7 @@ def test_the_evidence_names_the_tests_the_patch_adds(sandbox):
     assert result.code == 0, result.err
     (branch,) = result.json()["branches"]
     assert branch["added_tests"] == [f"{TEST_FILE}::ElasticMetricsApiTest::test_put_metric"]
-    assert branch["test"]["patch_tests"] == {"test_put_metric": "ok"}
+    assert branch["test"]["patch_tests"] == [["test_put_metric", "ok"]]
     body = pr_body(sandbox.project, "master")
     evidence = body.split("<!-- api-validation-evidence:start -->", 1)[1]
     assert "\nPATCH_TESTS=test_put_metric ok\n" in evidence
@@ -42,7 +42,7 @@ def test_a_run_without_the_patch_tests_fails_though_unittest_says_ok(sandbox, tm
     assert branch["status"] == "test-failed"
     test = branch["test"]
     assert test["summary"].endswith("OK") and test["exit_code"] == 0 and test["ok"] is False
-    assert test["patch_tests"] == {"test_put_metric_reaches_the_handler": "not run"}
+    assert test["patch_tests"] == [["test_put_metric_reaches_the_handler", "not run"]]
     assert "test_put_metric_reaches_the_handler not run" in branch["message"]
     # The draft PR says so too, in the results table and in the evidence.
     body = pr_body(sandbox.project, "master")

@@ -61,7 +61,7 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
     rows = by_target(done)
     assert rows["v2.12.0"]["status"] == "done" and rows["v2.12.0"]["series_source"] is None
     assert rows["v2.11.0"]["status"] == "done"
-    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
     assert rows["v2.7.1"]["status"] == "conflict"
     # Nearest first: the v2.11.0 result (carried there from v2.12.0), then the resolution.
     tried = ["the v2.11.0 result, itself from the v2.12.0 resolution", "the v2.12.0 resolution"]
@@ -87,7 +87,7 @@ def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
     assert saved.code == 0, saved.out + saved.err
     assert (sandbox.project / "patches" / "put_metric" / "v2.12.0").is_dir()
     carried = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
-    assert carried["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
+    assert carried["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
     assert run_app(sandbox.project, "abort", "--api", "put_metric").code == 0
     aborted = run_app(sandbox.project, "status", "--api", "put_metric", "--json")
     assert by_target(aborted)["v2.11.0"]["series_source"] is None  # no note of what is gone
@@ -95,7 +95,7 @@ def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
     again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     rows = by_target(again)
     assert rows["v2.12.0"]["series_source"] is None  # its own (saved) variant
-    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant"}
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant", "via": None}
     assert {r["status"] for r in rows.values()} == {"done"}
 
 
@@ -157,11 +157,11 @@ def test_a_propagated_result_serves_the_next_older_branch(sandbox, tmp_path):
                    "--skip-tests", "--json")
     assert done.code == 0, done.out + done.err
     rows = by_target(done)
-    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
     assert rows["v2.7.1"]["status"] == "done", rows["v2.7.1"]["message"]
     assert rows["v2.7.1"]["series_source"] == {
         "branch": "v2.11.0", "kind": "propagated",
-        "via": {"branch": "v2.12.0", "kind": "resolution"}}
+        "via": {"branch": "v2.12.0", "kind": "resolution", "via": None}}
     assert rows["v2.7.1"]["tried_sources"] == []  # the nearest, v2.11.0, was tried first
     fixed = git(sandbox.fork, "show", f"test-put-metric-v2.7.1:{TEST_FILE}")
     assert FAR_CHANGED.strip() in fixed and REWORDED in fixed and "put_metric" in fixed
@@ -184,10 +184,10 @@ def test_a_chain_from_a_saved_variant_in_a_parallel_apply(sandbox, tmp_path):
                     "--jobs", "4", "--json")
     rows = by_target(again)
     assert {r["status"] for r in rows.values()} == {"done"}, again.out
-    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant"}
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant", "via": None}
     assert rows["v2.7.1"]["series_source"] == {
         "branch": "v2.11.0", "kind": "propagated",
-        "via": {"branch": "v2.12.0", "kind": "variant"}}
+        "via": {"branch": "v2.12.0", "kind": "variant", "via": None}}
 
 
 API_LINE = "from torch.distributed.elastic.metrics.api import (\n"
@@ -207,7 +207,7 @@ def test_a_resolution_goes_in_with_its_context_ignored_where_each_change_has_one
                    "--skip-tests", "--json")
     assert done.code == 0, done.out + done.err
     rows = by_target(done)
-    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution"}
+    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
     assert rows["v2.11.0"]["loose_files"] == [TEST_FILE]
     everything = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
     assert everything["v2.7.1"]["loose_files"] == []  # its own series applied as is

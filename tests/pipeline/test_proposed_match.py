@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from backport.codec import decode, encode
 from backport.forge import PullRequest
 from backport.pipeline.proposed import BACKPORT, BODY, CHERRY_PICK, SYNC, carries, names_source
 from backport.records import BranchRecord, ProposedPr
@@ -77,8 +78,8 @@ def test_the_record_says_which_pr_carries_it_and_reads_back() -> None:
     assert not after.status.final  # a re-run looks again: that PR may be closed by then
     # the commit stays (a hand resolution too), for a run after that PR is closed
     assert (after.proposed, after.commit, after.test, after.conflicts) == (found, "c" * 40, None, ())
-    assert BranchRecord.from_json(after.to_json()) == after
-    assert BranchRecord.from_json({"target": TARGET, "status": "done"}).proposed is None
+    assert decode(BranchRecord, encode(after)) == after
+    assert decode(BranchRecord, {"target": TARGET, "fork_branch": "f", "status": "done"}).proposed is None
     assert after.reset_apply().proposed is None  # a later apply outcome replaces it
     assert may_move(Status.DONE, Status.ALREADY_PROPOSED)
     assert may_move(Status.ALREADY_PROPOSED, Status.APPLIED)

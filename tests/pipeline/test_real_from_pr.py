@@ -77,7 +77,7 @@ def test_42810_found_by_its_squash_commit_and_tested_on_three_branches(tmp_path:
         assert [t["path"] for t in data["tests"]] == [TEST_FILE]
         for branch in result.json()["branches"]:
             assert branch["status"] == "done", branch["message"]
-            assert branch["test"]["patch_tests"] == {"test_put_metric": "ok"}
+            assert branch["test"]["patch_tests"] == [["test_put_metric", "ok"]]
         opened = {p.base_ref: p for p in server.open_prs() if p.head_repo == "lgxxx/pytorch"}
         assert sorted(opened) == sorted(RELEASES)
         for pr in opened.values():

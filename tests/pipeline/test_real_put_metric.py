@@ -52,7 +52,7 @@ def test_before_upstream_landed_it_four_prs_show_the_test_ran(tmp_path: Path) ->
     assert result.code == 0, result.err
     for branch in result.json()["branches"]:
         assert branch["status"] == "done", branch["message"]
-        assert branch["test"]["patch_tests"] == {"test_put_metric": "ok"}
+        assert branch["test"]["patch_tests"] == [["test_put_metric", "ok"]]
         evidence = pr_body(project, branch["target"]).split(
             "<!-- api-validation-evidence:start -->", 1)[1]
         assert "\nPATCH_TESTS=test_put_metric ok\n" in evidence

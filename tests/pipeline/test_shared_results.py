@@ -39,7 +39,7 @@ def test_one_list_only_the_forks_open_prs_and_cut_bodies_read_once(tmp_path: Pat
                          list_body_limit=400).start()
     try:
         recs = fx.records()
-        for rec in recs:  # the v2.7.1 evidence says the head it was tested at; master's moved
+        for rec in recs:  # the v2.7.1 record says the head it was tested at; master's moved
             rec["pushed_sha"] = heads.get(rec["target"], rec["pushed_sha"])
             rec["test"]["commit"] = rec["pushed_sha"]
         recs[3]["pushed_sha"] = recs[3]["test"]["commit"] = "d" * 40
@@ -56,7 +56,7 @@ def test_one_list_only_the_forks_open_prs_and_cut_bodies_read_once(tmp_path: Pat
         state = read_set(forge, fx.patch_set(), bm)
         assert {t: pr.number for t, pr in state.prs.items()} == {
             "v2.7.1": mine_v271.number, "master": mine_master.number}
-        assert sorted(state.evidence) == ["master", "v2.7.1"]
+        assert sorted(state.shared) == ["master", "v2.7.1"]
         assert state.heads == {"v2.7.1": heads["v2.7.1"], "master": heads["master"]}
         lists = [r for r in server.requests if r.path.endswith("/pulls")]
         singles = [r.path for r in server.requests if "/pulls/" in r.path]

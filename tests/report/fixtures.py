@@ -1,14 +1,16 @@
-"""Realistic put_metric configuration and journal records for the report tests."""
+"""Realistic put_metric configuration and journal records for the report tests (the records in
+the shapes of a version 1 journal, which the journal still reads)."""
 
 from __future__ import annotations
 
 import copy
 from pathlib import Path
 
+from backport.codec import decode
 from backport.config.model import BranchMap, Environment, PatchSet, Target, TestSpec
 from backport.config.patchfiles import Patch
 from backport.docs_audit import DocsEntry
-from backport.records import BranchRecord
+from backport.records import BranchRecord, upgrade_v1
 from backport.report.body import BodyContext
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
@@ -112,5 +114,5 @@ def context(target: str, *, recs: list[dict] | None = None, body: str | None = N
 
 
 def typed(recs: list[dict]) -> list[BranchRecord]:
-    """The journal's typed records of these JSON records, as the journal reads them."""
-    return [BranchRecord.from_json(rec) for rec in recs]
+    """The journal's typed records of these version 1 records, as the journal reads them."""
+    return [decode(BranchRecord, upgrade_v1(rec, rec["target"])) for rec in recs]

@@ -14,7 +14,7 @@ from backport.envs.model import Probe
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, device_note_zh, render_body
-from backport.report.evidence_parse import Evidence, read_evidence, record_of
+from backport.report.record_block import read_record
 from tests.report import fixtures as fx
 
 # Words the seed's Chinese prose itself uses as names of things (its register).
@@ -84,7 +84,7 @@ STATES = _states()
 
 
 def _context(recs: list[dict], own: str, *, other_host: bool) -> BodyContext:
-    """The body of ``own``; with ``other_host`` every sibling is read from its PR's evidence."""
+    """The body of ``own``; with ``other_host`` every sibling is read from its PR's record."""
     ps = fx.patch_set()
     if any((rec.get("test") or {}).get("changes") for rec in recs):
         ps = dataclasses.replace(ps, touched_paths={t: (fx.TEST_PATH, OVERLAY, CPP, DOC)
@@ -94,17 +94,14 @@ def _context(recs: list[dict], own: str, *, other_host: bool) -> BodyContext:
         ctx.patch_set = ps
         return ctx
     branches: list[BranchRecord] = []
-    read_back: dict[str, Evidence] = {}
     for rec in fx.typed(recs):
-        evidence = read_evidence(render_body(fx.context(rec.target, recs=recs)))
-        if rec.target == own or evidence is None:
+        read = read_record(render_body(fx.context(rec.target, recs=recs)), target=rec.target,
+                           fork_branch=rec.fork_branch)
+        if rec.target == own or read is None:
             branches.append(rec)
             continue
-        branches.append(record_of(evidence, target=rec.target, fork_branch=rec.fork_branch,
-                                  pr=rec.pr))
-        read_back[rec.target] = evidence
-    return BodyContext(branch_map=fx.branch_map(), patch_set=ps, branches=branches,
-                       target=own, read_back=read_back)
+        branches.append(read.read_from_pr(rec.pr.number, rec.pr.url) if rec.pr else read)
+    return BodyContext(branch_map=fx.branch_map(), patch_set=ps, branches=branches, target=own)
 
 
 def _names(recs: list[dict]) -> list[str]:

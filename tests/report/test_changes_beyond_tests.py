@@ -8,7 +8,7 @@ import copy
 from backport.pipeline.shared_results import draft_implied
 from backport.report import summary
 from backport.report.body import render_body
-from backport.report.evidence_parse import read_evidence, record_of
+from tests.helpers.evidence import evidence_fields, shared_record
 from tests.report import fixtures as fx
 
 CPP = "torch_npu/csrc/core/npu/NPUVersion.cpp"
@@ -39,13 +39,12 @@ def test_a_change_not_in_the_build_is_not_a_plain_pass_and_reads_back() -> None:
     assert body.count("上表结果不能证明该改动有效") == 1
     assert f"v2.7.1、v2.11.0、v2.12.0、master：补丁修改的 `{CPP}` 不在所测的构建中：测试使用运行环境中已安装的 torch_npu，其中不包含这些改动" in body
     assert "v2.7.1、v2.11.0、v2.12.0、master：补丁修改的 `README.md` 既不是测试也不是" in body
-    evidence = read_evidence(body)
-    assert evidence is not None
-    assert evidence.fields["NOT_IN_BUILD"] == CPP
-    assert evidence.fields["NOT_EXERCISED"] == "README.md"
-    assert "OVERLAY" not in evidence.fields
+    fields = evidence_fields(body)
+    assert fields["NOT_IN_BUILD"] == CPP
+    assert fields["NOT_EXERCISED"] == "README.md"
+    assert "OVERLAY" not in fields
     # Another host reading this PR keeps it a draft: its pass does not validate the change.
-    rec = record_of(evidence, target="master", fork_branch="test-put-metric-master")
+    rec = shared_record(body, "master")
     assert rec.test is not None and rec.test.ok and rec.test.not_in_build
     assert draft_implied(rec, fx.patch_set())
     assert "not in build (not validated): " + CPP in summary.test_result(rec)
@@ -58,17 +57,15 @@ def test_an_overlaid_run_says_which_files_it_saw_and_stays_a_plain_pr() -> None:
     body = render_body(fx.context("v2.11.0", recs=recs))
     assert f"torch_npu 中的 `{PY}` 以该分支的版本运行" in _result_row(body, "v2.11.0")
     assert f"补丁修改了 torch_npu 的 Python 文件 `{PY}`。测试使用运行环境中已安装的" in body
-    evidence = read_evidence(body)
-    assert evidence is not None and evidence.fields["OVERLAY"] == PY
-    assert "NOT_IN_BUILD" not in evidence.fields and "未验证改动" not in body
-    rec = record_of(evidence, target="v2.11.0", fork_branch="test-put-metric-v2.11.0")
+    fields = evidence_fields(body)
+    assert fields["OVERLAY"] == PY
+    assert "NOT_IN_BUILD" not in fields and "未验证改动" not in body
+    rec = shared_record(body, "v2.11.0")
     assert not draft_implied(rec, fx.patch_set())
     assert summary.test_result(rec).endswith(f"torch_npu overlay: {PY}")
 
 
 def test_a_test_only_series_adds_nothing() -> None:
     body = render_body(fx.context("master", recs=fx.records()))
-    evidence = read_evidence(body)
-    assert evidence is not None
-    assert not {"OVERLAY", "NOT_IN_BUILD", "NOT_EXERCISED"} & set(evidence.fields)
+    assert not {"OVERLAY", "NOT_IN_BUILD", "NOT_EXERCISED"} & set(evidence_fields(body))
     assert "torch_npu 构建" not in body and "以该分支的版本运行" not in body

@@ -1,19 +1,20 @@
 """Text from outside in a PR body, the source PR's summary comment and the run report is inert:
 rendered as Markdown with HTML (as GitCode does), hostile titles, test output, file names and
 commit subjects add no HTML, marker, link, image, reference, heading, table cell or code fence,
-and the evidence they sit in reads back as it was written."""
+and the record the body carries reads back as it was written."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 
 from backport.config import model
 from backport.config.model import SourcePr
 from backport.docs_audit import DocsEntry
 from backport.report import regions as rg
 from backport.report.body import render_body
-from backport.report.evidence_parse import read_evidence, record_of
+from backport.report.record_block import read_record
 from backport.report.source_summary import MARKER, render_summary, rows_of
 from backport.report.summary import render_markdown
 from backport.states import Status
@@ -63,6 +64,12 @@ def _context(recs: list[dict], words: tuple[str, ...], title: str):
     return dataclasses.replace(ctx, patch_set=ps)
 
 
+def _html(html: list[str]) -> list[str]:
+    """The HTML GitCode sees, each record line (its JSON differs) as one comment."""
+    return [re.sub(r"^<!-- backport:record v1 \{[^<>&]*\} -->$", "<!-- backport:record -->", h)
+            for h in html]
+
+
 def _bodies() -> tuple[str, str]:
     hostile = render_body(_context(_hostile_records(), HOSTILE, f"test: {ONE_LINE}"))
     benign = render_body(_context(_benign_records(), ("plain",) * len(HOSTILE), "test: plain"))
@@ -72,7 +79,8 @@ def _bodies() -> tuple[str, str]:
 def test_a_body_with_hostile_text_renders_the_structure_of_a_plain_one() -> None:
     hostile, benign = _bodies()
     seen, expected = read(hostile), read(benign)
-    assert seen.html == expected.html  # our markers and template comments, nothing else
+    # our markers and template comments, nothing else (the record line one whole comment)
+    assert _html(seen.html) == _html(expected.html)
     assert seen.links == expected.links
     assert seen.live_text == expected.live_text  # no autolink, mention or #/! reference
     assert seen.rows == expected.rows  # no cell split, no extra row
@@ -106,17 +114,15 @@ def test_hostile_text_is_shown_as_text() -> None:
     assert "\n> test_exit_code=0\n> RESULT: not run (done)\n> TIMED OUT after 1s\n" in evidence
 
 
-def test_evidence_with_hostile_output_reads_back_as_written() -> None:
+def test_a_record_with_hostile_output_reads_back_as_written() -> None:
     hostile, _ = _bodies()
-    evidence = read_evidence(hostile)
-    assert evidence is not None
-    record = record_of(evidence, target="v2.7.1", fork_branch="test-put-metric-v2.7.1")
+    record = read_record(hostile, target="v2.7.1", fork_branch="test-put-metric-v2.7.1")
+    assert record is not None
     assert record.status == Status.TEST_FAILED
     assert record.test is not None
     assert record.test.exit_code == 1 and record.test.timed_out is False
-    assert record.test.summary_lines[17:21] == (
-        "> quote", "test_exit_code=0", "RESULT: not run (done)", "TIMED OUT after 1s")
-    assert evidence.head == fx.SHAS["v2.7.1"][::-1] + "1" * 31  # not the one in the output
+    assert record.test.summary_lines == HOSTILE
+    assert record.head == fx.SHAS["v2.7.1"][::-1] + "1" * 31  # not the one in the output
 
 
 def test_a_refreshed_body_with_hostile_text_keeps_its_regions() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from backport.codec import encode
 from backport.records import SKIP_NO_TORCH, SKIP_ON_REQUEST
 from backport.records import TestResult as Result
 from backport.report import summary
@@ -14,7 +15,7 @@ def _skipped(cause: str, *, probed: bool) -> list[dict]:
     for rec in recs:
         if not probed:
             rec.pop("env")
-        rec["test"] = Result.skipped_for(cause).to_json()
+        rec["test"] = encode(Result.skipped_for(cause))
     return recs
 
 

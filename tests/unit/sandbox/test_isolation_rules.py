@@ -73,8 +73,6 @@ def test_isolation_line_only_where_a_run_had_no_sandbox() -> None:
     assert "ISOLATION=none" in bare
     assert bare.index("ISOLATION=none") == bare.index(next(
         line for line in bare if line.startswith(ef.RUNNER.prefix))) + 1
-    assert ef.ISOLATION.of({"ISOLATION": "none"}) == "none"
-    assert ef.ISOLATION.of({}) is None
 
 
 def test_a_child_environment_holds_no_secret_by_name_or_value() -> None:

@@ -1,16 +1,16 @@
-"""The evidence a body writes reads back into a record that renders the same body."""
+"""A body built on another host, each sibling from the record its PR carries, is the body the
+journal's own records build, byte for byte, for every shape the evidence takes."""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 import pytest
 
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, render_body
-from backport.report.evidence_parse import Evidence, parse_evidence, read_evidence, record_of
+from backport.report.record_block import read_record
 from tests.report import fixtures as fx
 
 
@@ -70,84 +70,43 @@ def _variants() -> dict[str, list[dict]]:
 VARIANTS = _variants()
 
 
+def _read(recs: list[dict], rec: BranchRecord) -> BranchRecord:
+    """``rec``'s branch as another host reads it from its PR (its body as its own host wrote it)."""
+    read = read_record(render_body(fx.context(rec.target, recs=recs)), target=rec.target,
+                       fork_branch=rec.fork_branch)
+    assert read is not None
+    return read.read_from_pr(rec.pr.number, rec.pr.url) if rec.pr else read
+
+
 def _read_back(recs: list[dict], own: str) -> BodyContext:
     """The context of ``own``'s body as another host builds it: every sibling from its PR."""
-    typed = fx.typed(recs)
-    branches: list[BranchRecord] = []
-    read_back: dict[str, Evidence] = {}
-    for rec in typed:
-        if rec.target == own:
-            branches.append(rec)
-            continue
-        evidence = read_evidence(render_body(fx.context(rec.target, recs=recs)))
-        assert evidence is not None
-        branches.append(record_of(evidence, target=rec.target, fork_branch=rec.fork_branch,
-                                  pr=rec.pr))
-        read_back[rec.target] = evidence
+    branches = [rec if rec.target == own else _read(recs, rec) for rec in fx.typed(recs)]
     return BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(), branches=branches,
-                       target=own, read_back=read_back)
+                       target=own)
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 @pytest.mark.parametrize("own", fx.TARGETS)
-def test_a_body_built_from_read_back_evidence_is_the_same_body(name: str, own: str) -> None:
+def test_a_body_built_from_read_back_records_is_the_same_body(name: str, own: str) -> None:
     recs = VARIANTS[name]
     direct = render_body(fx.context(own, recs=recs))
     assert render_body(_read_back(recs, own)) == direct
 
 
-def test_a_sibling_body_refreshed_from_its_own_evidence_keeps_that_evidence() -> None:
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_every_record_reads_back_as_published(name: str) -> None:
+    for rec in fx.typed(VARIANTS[name]):
+        body = render_body(fx.context(rec.target, recs=VARIANTS[name]))
+        assert read_record(body, target=rec.target, fork_branch=rec.fork_branch) == rec.published()
+
+
+def test_a_sibling_body_refreshed_from_its_own_record_is_unchanged() -> None:
     recs = VARIANTS["plain"]
+    typed = fx.typed(recs)
     body = render_body(fx.context("v2.11.0", recs=recs))
-    evidence = read_evidence(body)
-    assert evidence is not None
-    rec = record_of(evidence, target="v2.11.0", fork_branch="test-put-metric-v2.11.0")
     ctx = BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(),
-                      branches=[*fx.typed(recs[:1]), rec, *fx.typed(recs[2:])], target="v2.11.0",
-                      read_back={"v2.11.0": evidence})
+                      branches=[typed[0], _read(recs, typed[1]), *typed[2:]], target="v2.11.0")
     assert render_body(ctx, existing=body) == body
-
-
-def test_unknown_keys_round_trip_and_a_moved_head_marks_the_result_stale() -> None:
-    recs = VARIANTS["plain"]
-    body = render_body(fx.context("master", recs=recs))
-    region = rg.find_regions(body)[rg.EVIDENCE]
-    # A key this parser does not know (as a later version may add) survives a refresh.
-    extended = region.content(body).replace("RESULT:", "PATCH_TESTS=test_put_metric ok\nRESULT:")
-    body = body[:region.inner_start] + extended + body[region.inner_end:]
-    evidence = read_evidence(body)
-    assert evidence is not None
-    assert evidence.fields["PATCH_TESTS"] == "test_put_metric ok"
-    assert evidence.result_lines == ("Ran 7 tests in 0.086s", "OK")
-    rec = record_of(evidence, target="master", fork_branch="test-put-metric-master")
-    assert rec.test is not None and rec.test.ok and rec.test.exit_code == 0
-    assert rec.env is not None and rec.env.fact("platform") == fx.PLATFORM
-    assert rec.env.fact("npu_count") == 1 and rec.env.fact("visible_devices") == "0"
-    moved = dataclasses.replace(rec, pushed_sha="c" * 40, fork_sha="c" * 40)
-    ctx = BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(),
-                      branches=[*fx.typed(recs[:3]), moved], target="master",
-                      read_back={"master": evidence})
-    refreshed = read_evidence(render_body(ctx, existing=body))
-    assert refreshed is not None
-    assert refreshed.fields["PATCH_TESTS"] == "test_put_metric ok"
-    assert refreshed.head == "c" * 40
-    assert refreshed.tested == rec.test.commit
-    assert "STALE" in refreshed.fields
-
-
-def test_every_rendered_line_reads_back() -> None:
-    for recs in VARIANTS.values():
-        for target in fx.TARGETS:
-            body = render_body(fx.context(target, recs=recs))
-            text = rg.find_regions(body)[rg.EVIDENCE].content(body)
-            evidence = parse_evidence(text)
-            assert "\n".join(evidence.lines) == text.strip().removeprefix("```text\n").removesuffix(
-                "\n```")
-
-
-def test_a_body_without_evidence_reads_as_none() -> None:
-    assert read_evidence("") is None
-    assert read_evidence("# 【功能验证】\n\nno block here\n") is None
 
 
 def test_hosts_that_differ_show_their_environment_per_branch() -> None:
@@ -165,11 +124,7 @@ def test_hosts_that_differ_show_their_environment_per_branch() -> None:
 
 def test_the_patch_tests_read_back_decide_the_result() -> None:
     recs = VARIANTS["patch_tests"]
-    read = {}
-    for rec in fx.typed(recs):
-        evidence = read_evidence(render_body(fx.context(rec.target, recs=recs)))
-        assert evidence is not None
-        read[rec.target] = record_of(evidence, target=rec.target, fork_branch=rec.fork_branch)
+    read = {rec.target: _read(recs, rec) for rec in fx.typed(recs)}
     passed, missing = read[fx.TARGETS[0]].test, read[fx.TARGETS[2]].test
     assert passed is not None and passed.ok and passed.patch_tests == (("test_put_metric", "ok"),)
     assert missing is not None and missing.exit_code == 0

@@ -1,0 +1,160 @@
+"""One JSON form for every record: frozen dataclasses of enums, tuples, dicts and optional fields.
+
+:func:`encode` turns a record into JSON values field by field (an enum by its value, a tuple as a
+list); :func:`decode` reads them back by the dataclass's type hints. Reading is lenient where a
+record written before a field existed needs it (a missing key, or ``null`` for a field that takes
+no ``None``, reads as the field's default; a key no field has is ignored) and strict about
+everything else: a value of the wrong shape raises :class:`CodecError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import types
+import typing
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class CodecError(ValueError):
+    """A JSON value does not have the shape of the record it should be."""
+
+
+def encode(value: Any, *, compact: bool = False, keep: Any = None) -> Any:
+    """``value`` as JSON values: dataclass -> dict, enum -> its value, tuple -> list.
+    ``compact`` leaves out every field at its default (:func:`decode` reads it as that);
+    ``keep``, the JSON a record was read from, gives back its keys no field has (a later
+    version's), at every level where a record holds a record."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = {f.name for f in dataclasses.fields(value)}
+        kept = keep if isinstance(keep, dict) else {}
+        data = {key: item for key, item in kept.items() if key not in names}
+        data.update((f.name, encode(getattr(value, f.name), compact=compact, keep=kept.get(f.name)))
+                    for f in dataclasses.fields(value)
+                    if not (compact and _is_default(f, getattr(value, f.name))))
+        return data
+    if isinstance(value, enum.Enum):
+        return encode(value.value)
+    if isinstance(value, tuple | list):
+        return [encode(item, compact=compact) for item in value]
+    if isinstance(value, dict):
+        return {str(key): encode(item, compact=compact) for key, item in value.items()}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def decode(cls: type[T], data: Any) -> T:
+    """The ``cls`` record of JSON ``data``; :class:`CodecError` when the shape is wrong."""
+    return typing.cast(T, _decode(cls, data, cls.__name__))
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _has_default(f: dataclasses.Field) -> bool:
+    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+
+
+def _is_default(f: dataclasses.Field, value: Any) -> bool:
+    if f.default is not dataclasses.MISSING:
+        return bool(value == f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return bool(value == f.default_factory())
+    return False
+
+
+def _admits_none(tp: Any) -> bool:
+    return tp is Any or tp is type(None) or (
+        _is_union(tp) and any(_admits_none(arg) for arg in typing.get_args(tp)))
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def _record(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise CodecError(f"{where}: expected an object, found {type(data).__name__}")
+    hints = _hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        tp = hints[f.name]
+        value = data.get(f.name)
+        if f.name not in data or (value is None and not _admits_none(tp)):
+            if _has_default(f):
+                continue
+            raise CodecError(f"{where}: no {f.name}")
+        values[f.name] = _decode(tp, value, f"{where}.{f.name}")
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as exc:
+        raise CodecError(f"{where}: {exc}") from exc
+
+
+def _decode(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch per kind of type
+    if tp is Any:
+        return data
+    if tp is type(None):
+        if data is not None:
+            raise CodecError(f"{where}: expected null")
+        return None
+    if _is_union(tp):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _decode(arg, data, where)
+            except CodecError as exc:
+                errors.append(str(exc))
+        raise CodecError("; ".join(errors) or f"{where}: no type fits")
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is tuple:
+        if not isinstance(data, list | tuple):
+            raise CodecError(f"{where}: expected a list, found {type(data).__name__}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], item, f"{where}[{i}]") for i, item in enumerate(data))
+        if len(args) != len(data):
+            raise CodecError(f"{where}: expected {len(args)} items, found {len(data)}")
+        return tuple(_decode(a, item, f"{where}[{i}]")
+                     for i, (a, item) in enumerate(zip(args, data, strict=True)))
+    if origin is list:
+        if not isinstance(data, list):
+            raise CodecError(f"{where}: expected a list, found {type(data).__name__}")
+        return [_decode(args[0], item, f"{where}[{i}]") for i, item in enumerate(data)]
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise CodecError(f"{where}: expected an object, found {type(data).__name__}")
+        return {_decode(args[0], key, where): _decode(args[1], item, f"{where}.{key}")
+                for key, item in data.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _record(tp, data, where)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(data)
+        except ValueError as exc:
+            raise CodecError(f"{where}: {exc}") from exc
+    return _scalar(tp, data, where)
+
+
+def _scalar(tp: Any, data: Any, where: str) -> Any:
+    if tp is bool and isinstance(data, bool):
+        return data
+    if tp is int and isinstance(data, int) and not isinstance(data, bool):
+        return data
+    if tp is float and isinstance(data, int | float) and not isinstance(data, bool):
+        return float(data)
+    if tp is str and isinstance(data, str):
+        return data
+    if tp in (bool, int, float, str):
+        raise CodecError(f"{where}: expected {tp.__name__}, found {type(data).__name__}")
+    raise CodecError(f"{where}: cannot decode type {tp!r}")
