@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
@@ -190,12 +190,14 @@ class DryRunForge:
             self._planned[(updated.head, updated.base)] = updated
         return updated
 
-    def link_issue(self, number: int, issue: int) -> None:
+    def link_issues(self, number: int, issues: Sequence[int]) -> None:
         reader = self._reads() if number != 0 else None
-        if reader is not None and issue in reader.linked_issues(number):
+        linked = set(reader.linked_issues(number)) if reader is not None else set()
+        wanted = [int(i) for i in dict.fromkeys(issues) if i not in linked]
+        if not wanted:
             return
         n = number or "<new>"
-        self._emit(f"POST {self._pulls(f'/{n}/issues')} [{int(issue)}]")
+        self._emit(f"POST {self._pulls(f'/{n}/issues')} {wanted}")
 
     def linked_issues(self, number: int) -> list[int]:
         reader = self._reads() if number != 0 else None

@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +183,11 @@ def _wanted(key: str, value: Any) -> Any:
 def _form(fields: dict[str, Any]) -> dict[str, str]:
     """Fields as form values (booleans as ``true``/``false``)."""
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in fields.items()}
+
+
+def _not_in(wanted: list[int], linked: Sequence[int]) -> list[int]:
+    """The issues of ``wanted`` that ``linked`` does not hold, in order."""
+    return [i for i in wanted if i not in set(linked)]
 
 
 def _issue_numbers(answer: Any) -> list[int]:
@@ -850,31 +855,40 @@ class GitCodeForge:
     def linked_issues(self, number: int) -> list[int]:
         return _issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
 
-    def link_issue(self, number: int, issue: int) -> None:
-        """Link ``issue`` unless it is linked (not read for a PR this client just opened); read
-        back only when the answer does not list it or never came. A 5xx, 429 or lost reply is
-        tried again, up to ``LINK_ATTEMPTS`` times a settle wait apart; only a 403 or 404 is the
-        service refusing the link (:func:`~backport.forge.base.is_refusal`)."""
+    def link_issues(self, number: int, issues: Sequence[int]) -> None:
+        """Link every one of ``issues`` not linked yet, in one POST (the linked ones are not
+        read for a PR this client just opened); read back only when the answer does not list
+        them all or never came. A 5xx, 429 or lost reply is tried again, up to
+        ``LINK_ATTEMPTS`` times a settle wait apart; only a 403 or 404 is the service refusing
+        the link (:func:`~backport.forge.base.is_refusal`)."""
+        wanted = [int(i) for i in dict.fromkeys(issues)]
+        if not wanted:
+            return
         with self._lock:
             new = number in self._created
-        if not new and issue in self.linked_issues(number):
-            return
+        if not new:
+            wanted = _not_in(wanted, self.linked_issues(number))
+            if not wanted:
+                return
         path = self._pulls(f"/{seg(number)}/issues")
         for attempt in range(1, LINK_ATTEMPTS + 1):
             try:
-                answer = self.client.request("POST", path, json=[int(issue)], retry=False).data
+                answer = self.client.request("POST", path, json=wanted, retry=False).data
             except (ApiTransportError, ApiError) as exc:
                 transient = not isinstance(exc, ApiError) or exc.status >= 500 \
                     or exc.status == 429
                 if not transient or attempt == LINK_ATTEMPTS:
                     raise
                 self._sleep(self.settle * attempt)
-                if issue in self.linked_issues(number):
+                wanted = _not_in(wanted, self.linked_issues(number))
+                if not wanted:
                     return
                 continue
-            if issue in _issue_numbers(answer) or issue in self.linked_issues(number):
+            missing = _not_in(wanted, _issue_numbers(answer))
+            if not missing or not _not_in(missing, self.linked_issues(number)):
                 return
-            raise BackportError("forge", f"GitCode answered the link of issue #{issue} to PR "
+            said = ", ".join(f"#{i}" for i in missing)
+            raise BackportError("forge", f"GitCode answered the link of issue {said} to PR "
                                          f"!{number} but does not list it as linked.")
 
     def add_comment(self, number: int, body: str) -> None:

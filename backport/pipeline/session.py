@@ -76,8 +76,11 @@ class DocsAudit:
         self._lock = threading.Lock()
         self._found: dict[str, list[DocsEntry] | None] = {}
 
-    def __call__(self, api: str) -> list[DocsEntry] | None:
-        """The audit of ``api`` if this run's cache fetched master; else None."""
+    def __call__(self, api: str | None) -> list[DocsEntry] | None:
+        """The audit of ``api`` if this run's cache fetched master; else (and for a set that
+        names no API) None."""
+        if api is None:
+            return None
         with self._lock:
             if api in self._found:
                 return self._found[api]

@@ -165,7 +165,7 @@ def test_four_prs_of_one_set_are_each_listed_afresh_before_create(
     for head, base in branches.items():
         assert gitcode.find_open_pr(head, base) is None
         pr = gitcode.create_pr(head, base, "t", "b")
-        gitcode.link_issue(pr.number, 3216)
+        gitcode.link_issues(pr.number, [3216])
     listed = [r for r in server.requests if r.method == "GET" and r.path.endswith("/pulls")]
     # open PRs, then locked ones (a page shorter than 20 is the last): once for the finds
     # (kept), and afresh before each create (another run may have opened the PR meanwhile)
@@ -261,7 +261,7 @@ def test_a_dry_run_estimates_a_batch_and_its_wait() -> None:
                       skip_reason="no GitCode token")
     for index in range(80):  # 20 sets of four branches, no token: reads are estimated
         pr = dry.create_pr(f"b{index}", "master", "t", "b")
-        dry.link_issue(pr.number, 3216)
+        dry.link_issues(pr.number, [3216])
     summary = dry.request_summary(20)
     # 3 + 2 x 20 reads and each set's issue; per PR the listing read afresh (open, locked),
     # a create, its read-back, the link, and the body rewritten with the read of its draft
