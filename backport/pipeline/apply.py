@@ -175,7 +175,7 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
 def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
     """False for branches a plain re-run must leave alone."""
     rec = job.record
-    if options.force:
+    if options.forces(job.patch_set.name):
         return True
     if rec.status.final:
         job.event(rec.status.value, "finished earlier; --force redoes it")

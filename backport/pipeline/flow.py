@@ -96,7 +96,7 @@ def run_apply_step(parts: RunParts, job: BranchJob) -> bool:
         raise base
     job.change(BranchRecord.error_cleared)
     return apply_step(job, base, parts.session.cache, state_dir=parts.session.project.state_dir,
-                      force=parts.session.options.force, newer=parts.schedule)
+                      force=parts.session.options.forces(job.patch_set.name), newer=parts.schedule)
 
 
 def run_test_step(parts: RunParts, job: BranchJob) -> bool:

@@ -204,12 +204,12 @@ def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
 def test_step(job: BranchJob, envs: Environments, bm: BranchMap, options: ApplyOptions) -> bool:
     """Run the patch set's tests under the target's environment; False when it stopped.
 
-    Keeps the previous run's passing result of the same commit unless ``options.force``;
+    Keeps the previous run's passing result of the same commit unless ``options.forces`` it;
     ``options.skip_tests`` runs no test code at all (a CI's publish step after its test step
     without the token), keeping such a result or else recording the tests as not run.
     """
     rec = job.record
-    if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
+    if (not options.forces(job.patch_set.name) and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
         job.event("tested", "kept the passing result of the previous run")
         return True
