@@ -130,18 +130,24 @@ def outcome(repo: Path, tree: str | None, case: Case) -> str:
     return "exact" if tree == want else "divergent"
 
 
-def plain_pick(repo: Path, work: Path, case: Case) -> str:
-    """``git cherry-pick`` of the source onto the backport's parent, in a worktree."""
+def plain_pick(scratch: Path, work: Path, case: Case) -> str:
+    """``git cherry-pick`` of the source onto the backport's parent, in a worktree of a scratch
+    repository that borrows the copy's objects (the copy itself is never written), sparse to
+    the files the source changes (the copy lacks blobs over 4 MiB)."""
     wt = work / f"pick-{case.number}-{case.target}"
-    git(repo, "worktree", "add", "--quiet", "--detach", str(wt), f"{case.backport}^")
+    paths = git(scratch, "diff-tree", "--no-commit-id", "--name-only", "-r", case.source).stdout
+    git(scratch, "worktree", "add", "--quiet", "--no-checkout", "--detach", str(wt),
+        f"{case.backport}^")
     try:
+        git(wt, "sparse-checkout", "set", "--no-cone", *[f"/{p}" for p in paths.split()])
+        git(wt, "checkout", "--quiet", "--detach", f"{case.backport}^")
         done = git(wt, "-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
                    "cherry-pick", "--allow-empty", case.source, check=False)
         tree = git(wt, "rev-parse", "HEAD^{tree}").stdout.strip() if done.returncode == 0 \
             else None
-        return outcome(repo, tree, case)
+        return outcome(scratch, tree, case)
     finally:
-        git(repo, "worktree", "remove", "--force", str(wt), check=False)
+        git(scratch, "worktree", "remove", "--force", str(wt), check=False)
 
 
 class FromPr:
@@ -149,8 +155,8 @@ class FromPr:
 
     def __init__(self, mirror: Path, work: Path) -> None:
         self.mirror, self.work = mirror, work
-        self.upstream = self._borrowing(work / "upstream.git")
-        fork = self._borrowing(work / "fork.git")
+        self.upstream = self.borrowing(work / "upstream.git")
+        fork = self.borrowing(work / "fork.git")
         self.project = work / "project"
         write_project(self.project, self.upstream, fork, PATCHES, sys.executable)
         (self.project / "patches" / PATCHES.name).rename(work / "unused-set")
@@ -164,7 +170,7 @@ class FromPr:
         self.env = {"BACKPORT_CACHE": str(work / "cache"), "GITCODE_TOKEN": TOKEN,
                     "BACKPORT_GITCODE_SETTLE": "0.1"}
 
-    def _borrowing(self, path: Path) -> Path:
+    def borrowing(self, path: Path) -> Path:
         subprocess.run(["git", "init", "--quiet", "--bare", str(path)], check=True)
         (path / "objects" / "info" / "alternates").write_text(
             str((self.mirror / "objects").resolve()) + "\n", encoding="utf-8")
@@ -234,9 +240,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="from-pr-replay-") as tmp:
         work = Path(tmp)
         route = FromPr(mirror, work)
+        scratch = route.borrowing(work / "scratch.git")
         try:
             for case in cases:
-                plain = plain_pick(mirror, work, case)
+                plain = plain_pick(scratch, work, case)
                 via, why = route.replay(case)
                 rows.append({**asdict(case), "plain": plain, "from_pr": via, "why": why})
                 print(f"{case.kind:11} !{case.number} {case.base} -> {case.target}: "

@@ -2,7 +2,8 @@
 
 Highlights: list filters are never trusted (matching happens here) and a found PR is re-read in
 full; the open (and locked) PRs are listed in a stable order, a page that is not a list is an
-error, and the listing serves the finds of a run but is read afresh right before any create;
+error, and the listing serves the finds of a run; right before any create the open PRs
+into its base are read afresh;
 the head is sent only as ``owner/repo:branch``; a created PR's number is handed over at once,
 the PR read back (a 404 is "not yet") and closed only when its head repository and branch are
 both shown and wrong, its base is the one asked for and its author the token's user, after a
@@ -19,7 +20,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -446,7 +447,36 @@ class GitCodeForge:
         return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
 
     def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
-        for item in list(self._open_prs(fresh=fresh).values()):
+        return self._match(self._open_prs(fresh=fresh).values(), head, base)
+
+    def _opened_since(self, head: str, base: str) -> PullRequest | None:
+        """Right before a create: the open PRs into ``base`` read now (the documented ``base``
+        filter only narrows the reading; every item is matched here, so a service that ignores
+        it lists them all), kept in the listing, and the listing's locked PRs (a PR opened
+        since the listing is open; one locked since was open, and listed, then). Without a
+        listing kept, the whole listing is read."""
+        with self._lock:
+            listed = self._open is not None and self._clock() - self._open_at <= self.listing_ttl
+        if not listed:
+            return self._find(head, base, fresh=True)
+        fresh: dict[int, dict[str, Any]] = {}
+        for item in self._pages(self._pulls(), {"state": "open", "base": base, **STABLE_ORDER}):
+            try:
+                fresh[_number(item)] = item
+            except (TypeError, ValueError):
+                continue
+        with self._lock:
+            kept = dict(self._open or {})
+            if self._open is not None:
+                for number, item in fresh.items():
+                    self._open[number] = {**self._open.get(number, {}), **item}
+        locked = [item for item in kept.values()
+                  if _text(item.get("state")).lower() == "locked"]
+        return self._match([*fresh.values(), *locked], head, base)
+
+    def _match(self, items: Iterable[dict[str, Any]], head: str,
+               base: str) -> PullRequest | None:
+        for item in list(items):
             pr = self._to_pr(item)
             if pr.state != "open" or pr.head != head or pr.base != base:
                 continue
@@ -515,7 +545,7 @@ class GitCodeForge:
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         ask = _Ask(head, base, title, body, draft, head_sha, close_related_issue)
         with _create_lock((self.api_url, self.upstream, head, base)):
-            existing = self._find(head, base, fresh=True)  # another run may have opened it
+            existing = self._opened_since(head, base)  # another run may have opened it
             if existing is not None:
                 return existing
             return self._create(ask, on_number)

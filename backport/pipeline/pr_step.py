@@ -304,7 +304,9 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     draft = draft_implied(record_for(records, state, job.target, ran), ps)
     if body == pr.body and pr.draft == draft:
         return False
-    forge.update_pr(pr.number, title=pr.title, body=body, draft=draft)
+    # draft only where it changes: a draft sent is read back unless the answer shows it
+    forge.update_pr(pr.number, title=pr.title, body=body,
+                    draft=draft if draft != pr.draft else None)
     job.event("pr", f"body of the {job.target} PR refreshed: {pr.url}")
     return True
 
