@@ -17,7 +17,7 @@ from backport.forge.base import SourcePrInfo
 from backport.forge.factory import make_forge
 from backport.git.authoring import test_files, touched_files
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
-from backport.pipeline.session import open_cache
+from backport.pipeline.session import cache_root, open_cache
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
@@ -47,7 +47,9 @@ def read_source(project: Project, number: int,
     """PR ``number`` of the map's upstream and its commits, fetched into the cache repository
     (returned with it)."""
     bm = project.branch_map
-    forge = make_forge(bm, project.state_dir, environ=environ)
+    # the token's request log of this host: a batch's source reads count in the run's pace
+    forge = make_forge(bm, project.state_dir, environ=environ,
+                       pace_dir=cache_root(environ) / "pace")
     missing = forge.missing()
     if missing:
         raise ConfigError(f"PR !{number} cannot be read: {'; '.join(missing)}")
