@@ -237,6 +237,9 @@ class GitCodeForge:
         self._open_at = 0.0
         self._closed_for: set[tuple[str, str]] = set()  # (head, base) of PRs closed as wrong
         self._created: set[int] = set()  # PRs this client opened (no issue linked yet)
+        # base -> (read at, every merged PR above this number listed, those PRs by number)
+        self._merged: dict[str, tuple[float, int, dict[int, dict[str, Any]]]] = {}
+        self._after_post: dict[int, list[Comment]] = {}  # a post's read-back, listed once
         self._issue_states: dict[int, str] = {}
 
     @property
@@ -429,8 +432,24 @@ class GitCodeForge:
         once the items so far came strictly newest first; where they did not, every page is
         read (a service that ignores the order is read whole)."""
         found = {n: item for n, item in self._open_prs().items() if n > number}
+        found.update((n, item) for n, item in self._merged_into(base, number).items()
+                     if n > number)
+        prs = (self._to_pr(item) for _, item in sorted(found.items()))
+        return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
+
+    def _merged_into(self, base: str, number: int) -> dict[int, dict[str, Any]]:
+        """The merged PRs into ``base`` numbered above ``number`` (and maybe more), by number.
+        One reading serves every later ask of the run for ``base`` down to the number it
+        reached, while it is younger than the listing's ``listing_ttl`` (as the open half)."""
+        with self._lock:
+            kept = self._merged.get(base)
+            if kept is not None and kept[1] <= number and \
+                    self._clock() - kept[0] <= self.listing_ttl:
+                return kept[2]
+        read_at = self._clock()
+        found: dict[int, dict[str, Any]] = {}
         previous: int | None = None
-        ordered = True
+        ordered, reached = True, 0  # reached: every merged PR above it was listed
         newest_first = {"state": "merged", "base": base, "sort": "created", "direction": "desc"}
         for item in self._pages(self._pulls(), newest_first):
             try:
@@ -439,12 +458,13 @@ class GitCodeForge:
                 continue
             ordered = ordered and (previous is None or current < previous)
             if ordered and previous is not None and current <= number:
+                reached = number
                 break
             previous = current
-            if current > number:
-                found[current] = item
-        prs = (self._to_pr(item) for _, item in sorted(found.items()))
-        return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
+            found[current] = item
+        with self._lock:
+            self._merged[base] = (read_at, reached, found)
+        return found
 
     def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
         return self._match(self._open_prs(fresh=fresh).values(), head, base)
@@ -953,7 +973,12 @@ class GitCodeForge:
 
     def list_comments(self, number: int) -> list[Comment]:
         """``GET …/pulls/{n}/comments``, every page (pulls.rst §6); sorted oldest first by
-        ``created_at`` (the order of the answer is not documented)."""
+        ``created_at`` (the order of the answer is not documented). Right after a post (no
+        other comment write between), the post's own read-back is the answer."""
+        with self._lock:
+            listed = self._after_post.pop(number, None)
+        if listed is not None:
+            return listed
         items = [self._comment(item)
                  for item in self._pages(self._pulls(f"/{seg(number)}/comments"), {})]
         return sorted(items, key=lambda c: (c.created_at, int(c.id) if c.id.isdigit() else 0))
@@ -963,7 +988,10 @@ class GitCodeForge:
         answer = self.client.request("POST", self._pulls(f"/{seg(number)}/comments"),
                                      json={"body": body}, retry=False).data
         posted = self._comment(answer) if isinstance(answer, dict) else None
-        for comment in self.list_comments(number):
+        listed = self.list_comments(number)
+        with self._lock:  # read after the post: it serves the next listing of this PR too
+            self._after_post[number] = listed
+        for comment in listed:
             if posted is not None and comment.id == posted.id:
                 return comment
         if posted is None:
@@ -978,6 +1006,8 @@ class GitCodeForge:
         """``PATCH …/pulls/comments/{id}`` (pulls.rst §26: its answer is ``{}``), checked by
         reading the PR's comments; sent once more form-encoded (as documented) when the JSON
         body did not take."""
+        with self._lock:
+            self._after_post.pop(number, None)
         path = self._comment_path(comment_id)
         for attempt in range(2):
             if attempt:
@@ -995,6 +1025,8 @@ class GitCodeForge:
 
     def delete_comment(self, number: int, comment_id: str) -> None:
         """``DELETE …/pulls/comments/{id}`` (pulls.rst §27)."""
+        with self._lock:
+            self._after_post.pop(number, None)
         self.client.request("DELETE", self._comment_path(comment_id))
 
     def permission(self, login: str) -> str:
