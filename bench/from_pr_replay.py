@@ -191,6 +191,17 @@ class FromPr:
                 issues=[], merged_at=merged_at,
                 files=git_files(self.mirror, f"{case.source}~1", case.source))
 
+    def body(self, case: Case) -> dict[str, bool]:
+        """What the PR body of the target says (`backport preview`, no forge): its source PR,
+        an API line (a set whose PR names none has none), an issue it does not have."""
+        shown = run_app(self.project, "preview", "--api", f"pr-{case.number}", "--branch",
+                        case.target, env=self.env).out
+        spec = yaml.safe_load((self.project / "patches" / f"pr-{case.number}" /
+                               "patch.yaml").read_text("utf-8"))
+        return {"names_source": f"[Ascend/pytorch!{case.number}]" in shown,
+                "api_line": "- API：" in shown, "has_api": "api" in spec,
+                "issue_claimed": "Issue：`" in shown and "issue" not in spec}
+
     def replay(self, case: Case) -> tuple[str, str]:
         """(outcome, the route's sentence when it stopped)."""
         for branch in MAPPED:  # the base at its real tip, the target just before the backport
@@ -245,7 +256,8 @@ def main() -> None:
             for case in cases:
                 plain = plain_pick(scratch, work, case)
                 via, why = route.replay(case)
-                rows.append({**asdict(case), "plain": plain, "from_pr": via, "why": why})
+                body = route.body(case) if via != "refused" else {}
+                rows.append({**asdict(case), "plain": plain, "from_pr": via, "why": why, **body})
                 print(f"{case.kind:11} !{case.number} {case.base} -> {case.target}: "
                       f"plain {plain}, from-PR {via}{'  (' + why + ')' if why else ''}",
                       file=sys.stderr, flush=True)
@@ -254,8 +266,12 @@ def main() -> None:
     counts = {r: {k: sum(1 for row in rows if row[r] == k)
                   for k in ("exact", "divergent", "conflict", "refused")}
               for r in ("plain", "from_pr")}
+    bodies = {"names_source": sum(1 for r in rows if r.get("names_source")),
+              "api_line_without_api": sum(1 for r in rows
+                                          if r.get("api_line") and not r.get("has_api")),
+              "issue_claimed_without_one": sum(1 for r in rows if r.get("issue_claimed"))}
     report = {"since": args.since, "found": found, "with_tests": len(with_tests),
-              "replayed": len(rows), "counts": counts,
+              "replayed": len(rows), "counts": counts, "bodies": bodies,
               "seconds": round(time.monotonic() - started, 1), "cases": rows}
     if args.json:
         print(json.dumps(report, indent=2))
@@ -265,6 +281,9 @@ def main() -> None:
               f"{len(rows)} in {report['seconds']}s")
         for name, by in counts.items():
             print(f"  {name:8} " + ", ".join(f"{k} {v}" for k, v in by.items()))
+        print(f"  bodies: {bodies['names_source']} name their source PR, "
+              f"{bodies['api_line_without_api']} an API line without an API, "
+              f"{bodies['issue_claimed_without_one']} an issue the set has not")
 
 
 if __name__ == "__main__":
