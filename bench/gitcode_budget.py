@@ -12,6 +12,7 @@ time measured, and the time the same pacing takes at the real minute.
     .venv/bin/python bench/gitcode_budget.py --scale 1       # the real minute (~10 min)
     .venv/bin/python bench/gitcode_budget.py --sets 1 --comment compile
     .venv/bin/python bench/gitcode_budget.py --sets 4 --processes 2 --per-minute 10
+    .venv/bin/python bench/gitcode_budget.py --sets 17 --from-pr   # 51 PRs from 17 merged PRs
 
 With ``--processes 2`` the patch sets are split between two `apply` processes of one user (one
 token) started together; they share the token's pace through the cache folder, so the stand-in,
@@ -37,9 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from batch_patches import make_patch_sets  # noqa: E402
+from batch_patches import TEST_TEMPLATE, make_patch_sets  # noqa: E402
 
-from backport.demo.sandbox import build_sandbox  # noqa: E402
+from backport.demo.sandbox import Sandbox, build_sandbox  # noqa: E402
 from backport.forge.http import pacing_seconds  # noqa: E402
 from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker  # noqa: E402
 
@@ -50,16 +51,50 @@ def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def land_source_prs(sandbox: Sandbox, server: FakeGitCode, scratch: Path, count: int) -> list[str]:
+    """``count`` merged PRs into master, each squash-merged as GitCode does (a message naming
+    ``!N``) with a test file of its own, no API in its body, one linked issue: the
+    ``--from-pr`` arguments of the batch."""
+    subprocess.run(["git", "clone", "--quiet", str(sandbox.upstream), str(scratch)], check=True)
+    args = []
+    for index in range(1, count + 1):
+        nn = f"{index:02d}"
+        pr = server.add_pr(head_repo="someone/pytorch", head=f"bench-{nn}", base="master",
+                           title=f"test: add bench op_{nn} coverage", body="新增用例。\n",
+                           state="merged", author="someone")
+        path = f"test/bench/test_bench_{nn}.py"
+        (scratch / "test" / "bench").mkdir(parents=True, exist_ok=True)
+        (scratch / path).write_text(TEST_TEMPLATE.format(nn=nn, n=index + 2), encoding="utf-8")
+        message = (f"test: add bench op_{nn} coverage\n\n!{pr.number} merge bench-{nn} into "
+                   f"master\n\nSee merge request: Ascend/pytorch!{pr.number}")
+        for step in (["add", path], ["-c", "user.name=bench", "-c",
+                                     "user.email=bench@example.invalid", "commit", "--quiet",
+                                     "-m", message]):
+            subprocess.run(["git", *step], cwd=scratch, check=True)
+        pr.files, pr.issues = [(None, path)], [9000 + index]
+        pr.merged_at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+        args += ["--from-pr", str(pr.number)]
+    subprocess.run(["git", "push", "--quiet", "origin", "HEAD:master"], cwd=scratch, check=True)
+    return args
+
+
 def run(sets: int, scale: float, comment: str | None, work: Path, *, per_minute: int = 50,
-        processes: int = 1, separate_caches: bool = False) -> dict:
+        processes: int = 1, separate_caches: bool = False, from_pr: bool = False) -> dict:
     sandbox = build_sandbox(work / "sb", ROOT / "patches" / "put_metric", sys.executable)
     shutil.rmtree(sandbox.project / "patches" / "put_metric")  # only the N sets made here
-    names = make_patch_sets(str(sandbox.upstream), work / "scratch", sandbox.project / "patches",
-                            sets)
     window = 60.0 / scale
     server = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch", fork="lgxxx/pytorch",
                          branch_exists=git_branch_checker({"lgxxx/pytorch": sandbox.fork}),
                          per_minute=per_minute, rate_window=window)
+    if from_pr:  # each set made from a merged PR into master: three PRs each
+        arguments = [land_source_prs(sandbox, server, work / "scratch", sets)]
+    else:
+        names = make_patch_sets(str(sandbox.upstream), work / "scratch",
+                                sandbox.project / "patches", sets)
+        shares = [names[i::processes] for i in range(processes)]
+        arguments = [[arg for name in share for arg in ("--api", name)] for share in shares
+                     if share]
+    sources = len(server.requests)  # none: the PRs were seeded, not requested
     server.start()
     try:
         config = yaml.safe_load(sandbox.config.read_text(encoding="utf-8"))
@@ -70,16 +105,14 @@ def run(sets: int, scale: float, comment: str | None, work: Path, *, per_minute:
         env = {**os.environ, "GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1",
                "BACKPORT_GITCODE_RATE": f"{per_minute}/{window:g},4000/{3600 / scale:g}",
                "BACKPORT_CACHE": str(work / "cache"), "NO_COLOR": "1"}
-        log(f"apply --skip-tests in {processes} process(es): {sets} set(s) x 4 branches, "
-            f"{per_minute} requests per {window:g} s")
-        shares = [names[i::processes] for i in range(processes)]
+        log(f"apply --skip-tests in {len(arguments)} process(es): {sets} set(s)"
+            f"{' made from PRs' if from_pr else ''}, {per_minute} requests per {window:g} s")
         started = time.monotonic()
         procs = [subprocess.Popen(
-            [sys.executable, "-m", "backport", "apply", "--skip-tests",
-             *[arg for name in share for arg in ("--api", name)]],
+            [sys.executable, "-m", "backport", "apply", "--skip-tests", *args],
             cwd=sandbox.project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**env, "BACKPORT_CACHE": str(work / f"cache-{index}")} if separate_caches
-            else env) for index, share in enumerate(shares) if share]
+            else env) for index, args in enumerate(arguments)]
         outputs = [proc.communicate() for proc in procs]
         wall = time.monotonic() - started
         for proc, (_, err) in zip(procs, outputs, strict=True):
@@ -88,10 +121,10 @@ def run(sets: int, scale: float, comment: str | None, work: Path, *, per_minute:
         waits = [line for _, err in outputs for line in err.splitlines()
                  if line.startswith("[forge] rate limit:")]
         counts = server.counts()
-        total = sum(counts.values())
-        prs = len(server.open_prs())
+        total = sum(counts.values()) - sources
+        prs = len([p for p in server.open_prs() if p.head_repo == "lgxxx/pytorch"])
         return {
-            "sets": sets, "processes": len(procs), "per_minute": per_minute,
+            "sets": sets, "from_pr": from_pr, "processes": len(procs), "per_minute": per_minute,
             "prs": prs, "requests": total,
             "requests_per_pr": round(total / prs, 2) if prs else None,
             "requests_429": server.rate_limited, "wall_seconds": round(wall, 1),
@@ -118,12 +151,15 @@ def main() -> None:
     parser.add_argument("--separate-caches", action="store_true",
                         help="give each process its own cache folder, so they share no pace "
                              "(the control: the stand-in then answers 429s)")
+    parser.add_argument("--from-pr", action="store_true",
+                        help="sets made from merged PRs into master (`apply --from-pr N …`, "
+                             "three PRs each) instead of --api sets of four")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gitcode-budget-") as scratch:
         result = run(args.sets, args.scale, args.comment, Path(scratch),
                      per_minute=args.per_minute, processes=args.processes,
-                     separate_caches=args.separate_caches)
+                     separate_caches=args.separate_caches, from_pr=args.from_pr)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gitcode_budget.json").write_text(json.dumps(result, indent=2) + "\n",
                                                   encoding="utf-8")

@@ -6,7 +6,7 @@ import click
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.commands.from_pr import ensure_from_pr, said
-from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.pipeline.reach import Course
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
@@ -17,10 +17,12 @@ from backport.report.summary import render_table, status_json
 @click.command("apply")
 @click.option("--api", "apis", multiple=True, metavar="NAME",
               help="Patch set to backport (a folder under patches/); repeat for a batch.")
-@click.option("--from-pr", "from_pr", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--from-pr", "from_prs", type=click.IntRange(min=1), multiple=True, metavar="N",
               help="Backport PR N of the upstream: make (or reuse, while PR N is unchanged) "
                    "patches/pr-N/ and apply it; once PR N has changed, the set is made again "
-                   "and every step redone, as with --force.")
+                   "and its every step redone, as with --force. Repeat for a batch: one run, "
+                   "one paced request budget; a PR that cannot be made into a set is named "
+                   "and the others go on.")
 @click.option("--all", "every", is_flag=True, help="Every patch set under patches/.")
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable. Default: the patch set's targets.")
@@ -55,7 +57,8 @@ from backport.report.summary import render_table, status_json
               help="Seconds before a test is killed (default: the environment's timeout, 1800).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state as JSON.")
 @pass_app
-def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every: bool, branches: tuple[str, ...],
+def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...], every: bool,
+              branches: tuple[str, ...],
               dry_run: bool, no_push: bool, no_pr: bool, skip_tests: bool, force: bool,
               overwrite_fork_branch: bool, pr_on_failure: bool, new_pr: bool, jobs: int,
               isolated: bool,
@@ -73,28 +76,43 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
       backport apply --api put_metric --branch v2.7.1 --no-push
       backport apply --all --json
       backport apply --from-pr 42810
+      backport apply --from-pr 42810 --from-pr 42811 --branch v2.7.1
     """
     app.resumable()
     project = app.project()
-    made = None  # the set --from-pr made or kept (its lines said so already)
-    if from_pr is not None:
+    made: list[str] = []  # the sets --from-pr made or kept (their lines said so already)
+    redo: set[str] = set()  # sets made again: their branches' finished steps are of an old change
+    unmade: list[BackportError] = []
+    if from_prs:
         def say(line: str) -> None:
             echo(line, err=as_json)  # beside --json's document, never in it
-        name, lines, remade = ensure_from_pr(project, app.patches or project.root / "patches",
-                                             from_pr, say)
-        for line in lines:
-            say(line)
-        apis, made = (*apis, name), name
-        force = force or remade  # the branches' finished steps are of the PR's old change
+        for number in dict.fromkeys(from_prs):
+            try:
+                name, lines, remade = ensure_from_pr(
+                    project, app.patches or project.root / "patches", number, say)
+            except BackportError as exc:
+                if len(from_prs) == 1:
+                    raise
+                echo(f"error: PR !{number} is not backported: {exc.message}", err=True)
+                unmade.append(exc)
+                continue
+            for line in lines:
+                say(line)
+            made.append(name)
+            redo |= {name} if remade else set()
+        if not made:
+            raise SystemExit(max(exc.exit_code for exc in unmade))
+        apis = (*apis, *(name for name in made if name not in apis))
         project = app.reload()
     for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
         ps = project.patch_sets.get(api)
-        if ps is not None and ps.source is not None and api != made:
+        if ps is not None and ps.source is not None and api not in made:
             echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
     course = Course.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr)
     if project.branch_map.fork_note and course.pushes:
         echo(f"warning: {project.branch_map.fork_note}", err=True)
-    options = ApplyOptions(branches=branches, course=course, skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
+    options = ApplyOptions(branches=branches, course=course, skip_tests=skip_tests, force=force,
+                           redo=frozenset(redo), jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
                            timeout=timeout, keep_workers=not no_keep_workers, new_pr=new_pr)
     plan_lines: list[str] = []
@@ -118,4 +136,6 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_pr: int | None, every
         for line in estimates:
             echo(f"\nThe real run: {line}.")
     failed = any(o.failed for o in outcomes)
+    if unmade:  # named above, before the run; the batch's exit says so too
+        raise SystemExit(max(EXIT_BRANCH_FAILED, *(exc.exit_code for exc in unmade)))
     raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)

@@ -123,7 +123,7 @@ def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
     files = tuple(PrFile(d.old, d.new) for patch in spec.patches for d in patch.files)
     number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title=spec.title,
                                  body=f"{spec.title}\n\nAPI={spec.api}\n", author="lgxxx",
-                                 issues=(spec.issue,), files=files)
+                                 issues=spec.issues, files=files)
     sha = land_merged_pr(sandbox, number, patches)
     echo(f"the sandbox's upstream holds PR !{number} ({spec.title}), squash-merged into master "
          f"as {sha[:12]}")

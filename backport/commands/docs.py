@@ -54,7 +54,12 @@ def _full_name(api: str, project: Project) -> str:
     if "." in api.strip("."):
         return api
     if api in project.patch_sets:
-        return project.patch_sets[api].api
+        named = project.patch_sets[api].api
+        if named is None:
+            raise BackportError(ErrorCode.USAGE, f"patch set '{api}' names no API (it was made "
+                                                 f"from a PR that names none); pass --api "
+                                                 f"FULL.NAME")
+        return named
     if api in project.broken:
         raise ConfigError(project.broken[api])
     raise BackportError(ErrorCode.USAGE, f"--api '{api}' is neither a fully qualified API name "

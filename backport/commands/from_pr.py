@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from backport.commands.authoring import ask, write_patch_set
+from backport.commands.authoring import write_patch_set
 from backport.commands.common import echo
 from backport.config import load_patch_set
 from backport.config.model import Project, SourcePr
@@ -18,7 +18,7 @@ from backport.forge.factory import make_forge
 from backport.git.authoring import test_files, touched_files
 from backport.git.source_message import backport_message, message_of, restate
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
-from backport.pipeline.session import open_cache
+from backport.pipeline.session import cache_root, open_cache
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
@@ -48,7 +48,9 @@ def read_source(project: Project, number: int,
     """PR ``number`` of the map's upstream and its commits, fetched into the cache repository
     (returned with it)."""
     bm = project.branch_map
-    forge = make_forge(bm, project.state_dir, environ=environ)
+    # the token's request log of this host: a batch's source reads count in the run's pace
+    forge = make_forge(bm, project.state_dir, environ=environ,
+                       pace_dir=cache_root(environ) / "pace")
     missing = forge.missing()
     if missing:
         raise ConfigError(f"PR !{number} cannot be read: {'; '.join(missing)}")
@@ -87,29 +89,33 @@ def said(source: SourcePr, upstream: str) -> str:
     return f"{upstream}!{source.number} {state} (found by {how})"
 
 
-def _api(info: SourcePrInfo, api: str | None, say: Say) -> str:
+def _api(info: SourcePrInfo, api: str | None, say: Say) -> str | None:
+    """The API the set covers: given, else the one the PR's body names, else none (the PR
+    bodies then leave out the docs audit and the API line, and say so)."""
     if api:
         return api
     found = _BODY_API.search(info.body)
     if found:
         say(f"API {found.group(1)}: named in the body of PR !{info.number}")
         return found.group(1)
-    return ask(None, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
+    say(f"PR !{info.number} names no API: the PR bodies leave out the docs audit and the API "
+        f"line (pass --api FULL.NAME to `backport new` to name one)")
+    return None
 
 
-def _issue(info: SourcePrInfo, issue: int | None, say: Say) -> int:
-    if issue:
-        return issue
-    if len(info.issues) == 1:
-        return info.issues[0]
-    linked = (f"links {len(info.issues)} issues ({', '.join(f'#{i}' for i in info.issues)})"
-              if info.issues else "links no issue")
-    say(f"PR !{info.number} {linked}; name the issue the backports link to")
-    return int(ask(None, "Upstream issue number", f"--issue (PR !{info.number} {linked})"))
+def _issues(info: SourcePrInfo, issues: tuple[int, ...], say: Say) -> tuple[int, ...]:
+    """The issues each backport links: given, else every issue the PR links (none or several)."""
+    if issues:
+        return issues
+    if len(info.issues) != 1:
+        linked = ", ".join(f"#{i}" for i in info.issues)
+        say(f"PR !{info.number} links {linked}: every backport links them" if info.issues
+            else f"PR !{info.number} links no issue: the backports link none")
+    return tuple(dict.fromkeys(info.issues))
 
 
 def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
-                  api: str | None, issue: int | None, title: str | None,
+                  api: str | None, issues: tuple[int, ...], title: str | None,
                   say: Say = echo) -> Path:
     """Write ``dest`` from ``source``'s commits in ``repo`` (the cache repository)."""
     info, commits = source.info, source.commits
@@ -125,8 +131,15 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
     say(f"source: {said(record, project.branch_map.upstream)}")
     for line in not_taken(source):
         say(line)
-    spec: dict[str, object] = {
-        "api": _api(info, api, say), "issue": _issue(info, issue, say), "title": title or info.title,
+    spec: dict[str, object] = {}
+    named = _api(info, api, say)
+    if named:
+        spec["api"] = named
+    linked = _issues(info, issues, say)
+    if linked:  # patch.yaml's `issue`: one number, or the list of several
+        spec["issue"] = linked[0] if len(linked) == 1 else list(linked)
+    spec |= {
+        "title": title or info.title,
         "source_pr": record.number, "source_base": record.base, "source_commit": record.commit,
         "source_merged": record.merged, "source_found_by": record.found_by,
         "branches": branches,
@@ -175,15 +188,8 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = 
                   f"new commits ({old.commit[:12]} → {new.commit[:12]})")
         lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}; "
                      f"every branch is done again")
-    try:
-        write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
-                      issue=kept.issue if kept else None, title=None, say=say)
-    except BackportError as exc:  # apply has no --api FULL.NAME or --issue of its own
-        if "required off a terminal" not in exc.message:
-            raise
-        raise BackportError("usage", f"{exc.message}: make the set first with `backport new "
-                                     f"{dest.name} --from-pr {number} --api FULL.NAME --issue N`, "
-                                     f"then run this again") from None
+    write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
+                  issues=kept.issues if kept else (), title=None, say=say)
     if old is None:
         lines.append(f"{dest.name}: made from {said(new, upstream)}")
     return dest.name, lines, old is not None

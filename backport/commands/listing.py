@@ -34,7 +34,7 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     rows: list[dict[str, Any]] = []
     for ps in project.patch_sets.values():
         rows.append({
-            "name": ps.name, "api": ps.api, "issue": ps.issue, "title": ps.title,
+            "name": ps.name, "api": ps.api, "issues": list(ps.issues), "title": ps.title,
             "device": ps.device, "patches": len(ps.patches),
             "branches": [{"target": t, "env": bm.targets[t].env, "variant": t in ps.variants,
                           "fork_branch": ps.fork_branch(bm, t)}
@@ -55,7 +55,8 @@ def _print_table(app: AppContext, rows: list[dict[str, Any]]) -> None:
         table.add_column(column)
     for row in rows:
         targets = ", ".join(b["target"] + ("*" if b["variant"] else "") for b in row["branches"])
-        table.add_row(row["name"], row["api"], f"#{row['issue']}", targets)
+        table.add_row(row["name"], row["api"] or "—",
+                      ", ".join(f"#{i}" for i in row["issues"]) or "—", targets)
     app.console.print(table)
 
 

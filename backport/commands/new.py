@@ -53,11 +53,11 @@ def _required_off_terminal(**given: object) -> None:
 @click.option("--repo", "repo", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Repository holding the commits.")
 @click.option("--api", "api", default=None, metavar="FULL.NAME",
-              help="The API the tests cover (asked for at a terminal; required off a terminal "
-                   "unless --from-pr finds it in the PR body).")
+              help="The API the tests cover (asked for at a terminal; required off a terminal; "
+                   "--from-pr takes the one the PR body names, else none).")
 @click.option("--issue", "issue", type=click.IntRange(min=1), default=None,
               help="Upstream issue every PR links to (asked for at a terminal; required off a "
-                   "terminal unless --from-pr finds the PR's one linked issue).")
+                   "terminal; --from-pr links every issue the PR links, none or several).")
 @click.option("--title", "title", default=None,
               help="PR title (default: first commit's subject; with --from-pr the PR's title).")
 @click.option("--force", is_flag=True, help="Replace an existing patch set of that name.")
@@ -72,8 +72,9 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
 
     With --from-pr N the commits come from PR N of the upstream: a merged PR's commit on its
     base (its merge_commit_sha, else the squash commit whose message names !N), an open PR's
-    own commits (marked as not merged). The title is the PR's, the issue its one linked issue,
-    the API the one its body names; the targets are all but its base.
+    own commits (marked as not merged). The title is the PR's, the issues its linked issues
+    (none or several), the API the one its body names (or none: the PR bodies then leave out
+    the docs audit and the API line); nothing is asked. The targets are all but its base.
 
     \b
     Example:
@@ -98,7 +99,8 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
             raise BackportError("usage", "--repo names the clone --from reads; --from-pr reads "
                                          "PR N and its commits from the map's upstream")
         source, cache_repo = read_source(project, pr)
-        write_from_pr(project, dest, source, cache_repo, api=api, issue=issue, title=title)
+        write_from_pr(project, dest, source, cache_repo, api=api,
+                      issues=(issue,) if issue else (), title=title)
         echo(f"next: backport check --api {name}")
         return
     assert rev is not None

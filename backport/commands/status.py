@@ -62,7 +62,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
         echo("No runs yet: start one with `backport apply --api NAME`.")
     else:
         for ps, records in payload:
-            app.console.print(f"[bold]{ps.name}[/bold] ({ps.api})")
+            app.console.print(f"[bold]{ps.name}[/bold] ({ps.api or 'no API'})")
             if records:
                 render_table(records, app.console)
             else:
@@ -94,7 +94,7 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
         print_json(data[0] if len(data) == 1 else {"runs": data})
     else:
         for ps, rows in shown:
-            app.console.print(f"[bold]{ps.name}[/bold] ({ps.api}) as {bm.upstream} shows it")
+            app.console.print(f"[bold]{ps.name}[/bold] ({ps.api or 'no API'}) as {bm.upstream} shows it")
             table = Table(show_header=True, header_style="bold")
             for column in ("target", "PR", "result", "tested commit", "fork head", "platform"):
                 table.add_column(column)

@@ -213,7 +213,7 @@ def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None, pl
     if not skip_tests:
         require_isolation(bm, targets)  # a PR's tests run sandboxed, or where the map allows
     echo(f"PR !{event.number}: backporting to {', '.join(targets)}")
-    ctx.invoke(apply_cmd, from_pr=event.number, branches=tuple(targets), skip_tests=skip_tests)
+    ctx.invoke(apply_cmd, from_prs=(event.number,), branches=tuple(targets), skip_tests=skip_tests)
 
 
 def _prepared(app: AppContext, project: Project, number: int) -> None:

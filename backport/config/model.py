@@ -161,8 +161,8 @@ class PatchSet:
 
     name: str
     dir: Path
-    api: str
-    issue: int
+    api: str | None  # None: a set made from a PR that names no API (no docs audit, no API line)
+    issues: tuple[int, ...]  # the upstream issues each PR links; () only for a set from a PR
     title: str
     tests: tuple[TestSpec, ...]
     device: str  # "none" | "npu"
@@ -184,7 +184,7 @@ class PatchSet:
 
     def fork_branch(self, branch_map: BranchMap, target: str) -> str:
         """The fork branch this patch set is pushed to for ``target`` (branches.yaml's template)."""
-        return branch_map.fork_branch_for(self.slug, target, self.name, self.api)
+        return branch_map.fork_branch_for(self.slug, target, self.name, self.api or "")
 
     def paths_for(self, target: str) -> tuple[str, ...]:
         """Repository paths the series for ``target`` touches, plus the test paths."""

@@ -24,9 +24,11 @@ from backport.config.validate import (
     repo_path_problem,
     suggest,
 )
+from backport.config.yamlsafe import YSeq
 
 SOURCE_KEYS = ("source_pr", "source_base", "source_commit", "source_merged", "source_found_by")
 PATCH_KEYS = ("api", "issue", "title", "tests", "device", "branches", "pr", *SOURCE_KEYS)
+FROM_PR_OPTIONAL = ("api", "issue")  # required, except in a set made from a PR (source_pr)
 FOUND_BY = ("merge_commit_sha", "squash message", "head ref")
 DEVICES = ("none", "npu")
 MAX_ISSUE = 2**31 - 1
@@ -56,13 +58,13 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         raise config_error(f"{display_path(dir)}: {problem}")
     name = dir.name
     doc = Doc(dir / "patch.yaml")
-    f = doc.mapping(doc.load(), PATCH_KEYS, required=("api", "issue", "title", "tests"))
-    api = doc.string(f["api"], max_len=200)
-    if not _API.fullmatch(api):
-        doc.fail(
-            f["api"],
-            f"'{api}' is not a dotted API name like torch.distributed.elastic.metrics.put_metric",
-        )
+    root = doc.load()
+    f = doc.mapping(root, PATCH_KEYS, required=("title", "tests"))
+    for key in FROM_PR_OPTIONAL:  # the one rule: only a set made from a PR may leave them out
+        if key not in f and "source_pr" not in f:
+            doc.fail(root, f"missing required key '{key}' (only a set made from a PR, with "
+                           f"source_pr, may leave it out)")
+    api = _api(doc, f["api"]) if "api" in f else None
     title = doc.string(f["title"], max_len=255)
     tests = tuple(_test_spec(doc, item) for item in doc.items(f["tests"], "list of tests", 100))
     if not tests:
@@ -100,7 +102,7 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         name=name,
         dir=dir,
         api=api,
-        issue=_issue(doc, f["issue"]),
+        issues=_issues(doc, f["issue"]) if "issue" in f else (),
         title=title,
         tests=tests,
         device=device,
@@ -114,6 +116,26 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     )
     fork_branches(branch_map, patch_set)
     return patch_set
+
+
+def _api(doc: Doc, v: Val) -> str:
+    api = doc.string(v, max_len=200)
+    if not _API.fullmatch(api):
+        doc.fail(v, f"'{api}' is not a dotted API name like "
+                    f"torch.distributed.elastic.metrics.put_metric")
+    return api
+
+
+def _issues(doc: Doc, v: Val) -> tuple[int, ...]:
+    """``issue``: one issue number, or a list of them (a PR linking several); never empty."""
+    if not isinstance(v.value, YSeq):
+        return (_issue(doc, v),)
+    numbers = tuple(_issue(doc, item) for item in doc.items(v, "list of issue numbers", 50))
+    if not numbers:
+        doc.fail(v, "lists no issue (leave the key out instead, in a set made from a PR)")
+    if len(set(numbers)) != len(numbers):
+        doc.fail(v, "lists an issue twice")
+    return numbers
 
 
 def _issue(doc: Doc, v: Val) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -148,8 +148,8 @@ class Forge(Protocol):
                   close_related_issue: bool | None = None) -> PullRequest:
         """Replace title and body (both sent together); set draft and issue closing when given."""
 
-    def link_issue(self, number: int, issue: int) -> None:
-        """Link upstream ``issue`` to PR ``number`` (idempotent)."""
+    def link_issues(self, number: int, issues: Sequence[int]) -> None:
+        """Link every one of upstream ``issues`` to PR ``number`` (idempotent; none: nothing)."""
 
     def linked_issues(self, number: int) -> list[int]:
         """Issue numbers linked to PR ``number``."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
@@ -80,8 +80,9 @@ class DryRunForge:
         client = getattr(self.inner, "client", None)
         # made now (each set's issue read too: is it still open?), or estimated without a token
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
-        # bodies rewritten once all PRs exist: a PATCH and the read of its draft each
-        refresh = 2 * self.creates if self.creates > 1 else 0
+        # the bodies of all but the last new PR of each set rewritten once all exist: read,
+        # then PATCH
+        refresh = 2 * max(0, self.creates - sets)
         total = reads + self.writes + refresh
         wait = pacing_seconds(total, self.windows)
         limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in self.windows)
@@ -158,7 +159,7 @@ class DryRunForge:
             f" close_related_issue={str(close_related_issue).lower()}"
         self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} title={_quote(title)} "
                    f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}",
-                   cost=4)  # the listing read afresh (open, locked), the POST, the read-back
+                   cost=3)  # the open PRs into base read afresh, the POST, the read-back
         self.creates += 1
         pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
                          head_repo=self.fork, base=base, state="open", draft=draft, planned=True)
@@ -190,12 +191,14 @@ class DryRunForge:
             self._planned[(updated.head, updated.base)] = updated
         return updated
 
-    def link_issue(self, number: int, issue: int) -> None:
+    def link_issues(self, number: int, issues: Sequence[int]) -> None:
         reader = self._reads() if number != 0 else None
-        if reader is not None and issue in reader.linked_issues(number):
+        linked = set(reader.linked_issues(number)) if reader is not None else set()
+        wanted = [int(i) for i in dict.fromkeys(issues) if i not in linked]
+        if not wanted:
             return
         n = number or "<new>"
-        self._emit(f"POST {self._pulls(f'/{n}/issues')} [{int(issue)}]")
+        self._emit(f"POST {self._pulls(f'/{n}/issues')} {wanted}")
 
     def linked_issues(self, number: int) -> list[int]:
         reader = self._reads() if number != 0 else None

@@ -2,7 +2,8 @@
 
 Highlights: list filters are never trusted (matching happens here) and a found PR is re-read in
 full; the open (and locked) PRs are listed in a stable order, a page that is not a list is an
-error, and the listing serves the finds of a run but is read afresh right before any create;
+error, and the listing serves the finds of a run; right before any create the open PRs
+into its base are read afresh;
 the head is sent only as ``owner/repo:branch``; a created PR's number is handed over at once,
 the PR read back (a 404 is "not yet") and closed only when its head repository and branch are
 both shown and wrong, its base is the one asked for and its author the token's user, after a
@@ -19,7 +20,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -185,6 +186,11 @@ def _form(fields: dict[str, Any]) -> dict[str, str]:
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in fields.items()}
 
 
+def _not_in(wanted: list[int], linked: Sequence[int]) -> list[int]:
+    """The issues of ``wanted`` that ``linked`` does not hold, in order."""
+    return [i for i in wanted if i not in set(linked)]
+
+
 def _issue_numbers(answer: Any) -> list[int]:
     result = []
     for item in answer if isinstance(answer, list) else []:
@@ -231,6 +237,9 @@ class GitCodeForge:
         self._open_at = 0.0
         self._closed_for: set[tuple[str, str]] = set()  # (head, base) of PRs closed as wrong
         self._created: set[int] = set()  # PRs this client opened (no issue linked yet)
+        # base -> (read at, every merged PR above this number listed, those PRs by number)
+        self._merged: dict[str, tuple[float, int, dict[int, dict[str, Any]]]] = {}
+        self._after_post: dict[int, list[Comment]] = {}  # a post's read-back, listed once
         self._issue_states: dict[int, str] = {}
 
     @property
@@ -423,8 +432,24 @@ class GitCodeForge:
         once the items so far came strictly newest first; where they did not, every page is
         read (a service that ignores the order is read whole)."""
         found = {n: item for n, item in self._open_prs().items() if n > number}
+        found.update((n, item) for n, item in self._merged_into(base, number).items()
+                     if n > number)
+        prs = (self._to_pr(item) for _, item in sorted(found.items()))
+        return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
+
+    def _merged_into(self, base: str, number: int) -> dict[int, dict[str, Any]]:
+        """The merged PRs into ``base`` numbered above ``number`` (and maybe more), by number.
+        One reading serves every later ask of the run for ``base`` down to the number it
+        reached, while it is younger than the listing's ``listing_ttl`` (as the open half)."""
+        with self._lock:
+            kept = self._merged.get(base)
+            if kept is not None and kept[1] <= number and \
+                    self._clock() - kept[0] <= self.listing_ttl:
+                return kept[2]
+        read_at = self._clock()
+        found: dict[int, dict[str, Any]] = {}
         previous: int | None = None
-        ordered = True
+        ordered, reached = True, 0  # reached: every merged PR above it was listed
         newest_first = {"state": "merged", "base": base, "sort": "created", "direction": "desc"}
         for item in self._pages(self._pulls(), newest_first):
             try:
@@ -433,15 +458,45 @@ class GitCodeForge:
                 continue
             ordered = ordered and (previous is None or current < previous)
             if ordered and previous is not None and current <= number:
+                reached = number
                 break
             previous = current
-            if current > number:
-                found[current] = item
-        prs = (self._to_pr(item) for _, item in sorted(found.items()))
-        return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
+            found[current] = item
+        with self._lock:
+            self._merged[base] = (read_at, reached, found)
+        return found
 
     def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
-        for item in list(self._open_prs(fresh=fresh).values()):
+        return self._match(self._open_prs(fresh=fresh).values(), head, base)
+
+    def _opened_since(self, head: str, base: str) -> PullRequest | None:
+        """Right before a create: the open PRs into ``base`` read now (the documented ``base``
+        filter only narrows the reading; every item is matched here, so a service that ignores
+        it lists them all), kept in the listing, and the listing's locked PRs (a PR opened
+        since the listing is open; one locked since was open, and listed, then). Without a
+        listing kept, the whole listing is read."""
+        with self._lock:
+            listed = self._open is not None and self._clock() - self._open_at <= self.listing_ttl
+        if not listed:
+            return self._find(head, base, fresh=True)
+        fresh: dict[int, dict[str, Any]] = {}
+        for item in self._pages(self._pulls(), {"state": "open", "base": base, **STABLE_ORDER}):
+            try:
+                fresh[_number(item)] = item
+            except (TypeError, ValueError):
+                continue
+        with self._lock:
+            kept = dict(self._open or {})
+            if self._open is not None:
+                for number, item in fresh.items():
+                    self._open[number] = {**self._open.get(number, {}), **item}
+        locked = [item for item in kept.values()
+                  if _text(item.get("state")).lower() == "locked"]
+        return self._match([*fresh.values(), *locked], head, base)
+
+    def _match(self, items: Iterable[dict[str, Any]], head: str,
+               base: str) -> PullRequest | None:
+        for item in list(items):
             pr = self._to_pr(item)
             if pr.state != "open" or pr.head != head or pr.base != base:
                 continue
@@ -519,7 +574,7 @@ class GitCodeForge:
         """
         ask = _Ask(head, base, title, body, draft, head_sha, close_related_issue)
         with _create_lock((self.api_url, self.upstream, head, base)):
-            existing = self._find(head, base, fresh=True)  # another run may have opened it
+            existing = self._opened_since(head, base)  # another run may have opened it
             if existing is not None:
                 return existing
             made = self._post_pr(ask)
@@ -866,31 +921,40 @@ class GitCodeForge:
     def linked_issues(self, number: int) -> list[int]:
         return _issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
 
-    def link_issue(self, number: int, issue: int) -> None:
-        """Link ``issue`` unless it is linked (not read for a PR this client just opened); read
-        back only when the answer does not list it or never came. A 5xx, 429 or lost reply is
-        tried again, up to ``LINK_ATTEMPTS`` times a settle wait apart; only a 403 or 404 is the
-        service refusing the link (:func:`~backport.forge.base.is_refusal`)."""
+    def link_issues(self, number: int, issues: Sequence[int]) -> None:
+        """Link every one of ``issues`` not linked yet, in one POST (the linked ones are not
+        read for a PR this client just opened); read back only when the answer does not list
+        them all or never came. A 5xx, 429 or lost reply is tried again, up to
+        ``LINK_ATTEMPTS`` times a settle wait apart; only a 403 or 404 is the service refusing
+        the link (:func:`~backport.forge.base.is_refusal`)."""
+        wanted = [int(i) for i in dict.fromkeys(issues)]
+        if not wanted:
+            return
         with self._lock:
             new = number in self._created
-        if not new and issue in self.linked_issues(number):
-            return
+        if not new:
+            wanted = _not_in(wanted, self.linked_issues(number))
+            if not wanted:
+                return
         path = self._pulls(f"/{seg(number)}/issues")
         for attempt in range(1, LINK_ATTEMPTS + 1):
             try:
-                answer = self.client.request("POST", path, json=[int(issue)], retry=False).data
+                answer = self.client.request("POST", path, json=wanted, retry=False).data
             except (ApiTransportError, ApiError) as exc:
                 transient = not isinstance(exc, ApiError) or exc.status >= 500 \
                     or exc.status == 429
                 if not transient or attempt == LINK_ATTEMPTS:
                     raise
                 self._sleep(self.settle * attempt)
-                if issue in self.linked_issues(number):
+                wanted = _not_in(wanted, self.linked_issues(number))
+                if not wanted:
                     return
                 continue
-            if issue in _issue_numbers(answer) or issue in self.linked_issues(number):
+            missing = _not_in(wanted, _issue_numbers(answer))
+            if not missing or not _not_in(missing, self.linked_issues(number)):
                 return
-            raise BackportError("forge", f"GitCode answered the link of issue #{issue} to PR "
+            said = ", ".join(f"#{i}" for i in missing)
+            raise BackportError("forge", f"GitCode answered the link of issue {said} to PR "
                                          f"!{number} but does not list it as linked.")
 
     def add_comment(self, number: int, body: str) -> None:
@@ -925,7 +989,12 @@ class GitCodeForge:
 
     def list_comments(self, number: int) -> list[Comment]:
         """``GET …/pulls/{n}/comments``, every page (pulls.rst §6); sorted oldest first by
-        ``created_at`` (the order of the answer is not documented)."""
+        ``created_at`` (the order of the answer is not documented). Right after a post (no
+        other comment write between), the post's own read-back is the answer."""
+        with self._lock:
+            listed = self._after_post.pop(number, None)
+        if listed is not None:
+            return listed
         items = [self._comment(item)
                  for item in self._pages(self._pulls(f"/{seg(number)}/comments"), {})]
         return sorted(items, key=lambda c: (c.created_at, int(c.id) if c.id.isdigit() else 0))
@@ -935,7 +1004,10 @@ class GitCodeForge:
         answer = self.client.request("POST", self._pulls(f"/{seg(number)}/comments"),
                                      json={"body": body}, retry=False).data
         posted = self._comment(answer) if isinstance(answer, dict) else None
-        for comment in self.list_comments(number):
+        listed = self.list_comments(number)
+        with self._lock:  # read after the post: it serves the next listing of this PR too
+            self._after_post[number] = listed
+        for comment in listed:
             if posted is not None and comment.id == posted.id:
                 return comment
         if posted is None:
@@ -950,6 +1022,8 @@ class GitCodeForge:
         """``PATCH …/pulls/comments/{id}`` (pulls.rst §26: its answer is ``{}``), checked by
         reading the PR's comments; sent once more form-encoded (as documented) when the JSON
         body did not take."""
+        with self._lock:
+            self._after_post.pop(number, None)
         path = self._comment_path(comment_id)
         for attempt in range(2):
             if attempt:
@@ -967,6 +1041,8 @@ class GitCodeForge:
 
     def delete_comment(self, number: int, comment_id: str) -> None:
         """``DELETE …/pulls/comments/{id}`` (pulls.rst §27)."""
+        with self._lock:
+            self._after_post.pop(number, None)
         self.client.request("DELETE", self._comment_path(comment_id))
 
     def permission(self, login: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -335,11 +335,11 @@ class LocalForge:
                          (title, body, row["draft"] if draft is None else int(draft), _now(), number))
             return self._pr(self._row(conn, number))
 
-    def link_issue(self, number: int, issue: int) -> None:
+    def link_issues(self, number: int, issues: Sequence[int]) -> None:
         with self._write() as conn:
             self._row(conn, number)
-            conn.execute("INSERT OR IGNORE INTO pr_issues (pr, issue) VALUES (?, ?)",
-                         (number, int(issue)))
+            conn.executemany("INSERT OR IGNORE INTO pr_issues (pr, issue) VALUES (?, ?)",
+                             [(number, int(issue)) for issue in issues])
 
     def linked_issues(self, number: int) -> list[int]:
         with self._read() as conn:

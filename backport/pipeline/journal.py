@@ -57,7 +57,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 class Journal:
     """The journal of one patch set; thread-safe, persisted after every update."""
 
-    def __init__(self, path: Path, patch_set: str, api: str, *, persist: bool = True) -> None:
+    def __init__(self, path: Path, patch_set: str, api: str | None, *, persist: bool = True) -> None:
         self.path = path
         self.persist = persist
         self.patch_set = patch_set
@@ -66,7 +66,7 @@ class Journal:
         self._branches: dict[str, BranchRecord] = {}
 
     @classmethod
-    def load(cls, state_dir: Path, patch_set: str, api: str, *, persist: bool = True) -> Journal:
+    def load(cls, state_dir: Path, patch_set: str, api: str | None, *, persist: bool = True) -> Journal:
         """Open the journal of ``patch_set`` (an empty one when there is none yet)."""
         journal = cls(state_dir / "runs" / patch_set / "journal.json", patch_set, api,
                       persist=persist)

@@ -67,13 +67,12 @@ def pr_step(run: SetRun, job: BranchJob) -> bool:
                             read_siblings=run.partial, new_pr=run.options.new_pr)
     info = carried_over(rec, writes, job.patch_set.title)
     job.change(lambda r: r.with_pr(info))
-    kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issue)]
+    kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issues)]
             if rec.pr is not None and rec.pr.number == info.number and not writes.created else [])
     if not info.decorated:
         kept = []  # a first decoration says afresh what the forge refused
     info = decorate_once(job, forge, info, writes.warnings)
-    closed_issue = _closed_issue(forge, job.patch_set.issue, writes.pr)
-    writes.warnings.extend([closed_issue] if closed_issue else [])
+    writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
     finish(job, forge, writes, info, kept)
     return True
 
@@ -157,7 +156,7 @@ def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str
     post does not post it again."""
     ps, opts, number = job.patch_set, job.patch_set.pr, info.number
     if not info.linked and "link" not in info.refused:
-        failed, refusal = _link(forge, number, ps.issue)
+        failed, refusal = _link(forge, number, ps.issues)
         warnings.extend([failed] if failed else [])
         if failed is None:
             info = info.link_made()
@@ -210,34 +209,41 @@ def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
     job.event("done" if final == Status.DONE else final.value, writes.pr.url)
 
 
-def _link(forge: Forge, number: int, issue: int) -> tuple[str | None, bool]:
-    """Link the patch set's issue; a failure is returned as a warning (the PR stays open) and
-    whether it was a refusal (403/404: not tried again; anything else: the next run tries)."""
+def _issues_said(issues: tuple[int, ...]) -> str:
+    return ", ".join(f"#{i}" for i in issues)
+
+
+def _link(forge: Forge, number: int, issues: tuple[int, ...]) -> tuple[str | None, bool]:
+    """Link the patch set's issues (none: nothing to do); a failure is returned as a warning
+    (the PR stays open) and whether it was a refusal (403/404: not tried again; anything
+    else: the next run tries)."""
     try:
-        forge.link_issue(number, issue)
+        forge.link_issues(number, issues)
     except BackportError as exc:
         refusal = is_refusal(exc)
         again = "not tried again" if refusal else "tried again on the next run"
-        return (f"issue #{issue} not linked to PR !{number} (the PR is open without the link; "
-                f"{again}): {exc.message}"), refusal
+        return (f"issue {_issues_said(issues)} not linked to PR !{number} (the PR is open "
+                f"without the link; {again}): {exc.message}"), refusal
     return None, False
 
 
-def _said_again(warning: str, info: PrInfo, issue: int) -> bool:
+def _said_again(warning: str, info: PrInfo, issues: tuple[int, ...]) -> bool:
     """Whether this run says ``warning`` afresh if it still holds (so the old one goes)."""
     number = info.number
-    return (warning.startswith((f"PR !{number} did not take", f"issue #{issue} is closed while"))
-            or (warning.startswith(f"issue #{issue} not linked to PR !{number}")
+    closed = tuple(f"issue #{i} is closed while" for i in issues)
+    return (warning.startswith((f"PR !{number} did not take", *closed))
+            or (warning.startswith(f"issue {_issues_said(issues)} not linked to PR !{number}")
                 and "link" not in info.refused))
 
 
-def _closed_issue(forge: Forge, issue: int, pr: PullRequest) -> str | None:
-    """A warning when the set's issue is closed while this PR is open (a sibling's merge may
-    have closed it for all of them)."""
-    if pr.state != "open" or forge.issue_state(issue) != "closed":
-        return None
-    return (f"issue #{issue} is closed while PR !{pr.number} is open; reopen it if the "
-            "backports are not all merged")
+def _closed_issues(forge: Forge, issues: tuple[int, ...], pr: PullRequest) -> list[str]:
+    """A warning for each of the set's issues closed while this PR is open (a sibling's merge
+    may have closed it for all of them)."""
+    if pr.state != "open":
+        return []
+    return [f"issue #{issue} is closed while PR !{pr.number} is open; reopen it if the "
+            "backports are not all merged" for issue in issues
+            if forge.issue_state(issue) == "closed"]
 
 
 def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
@@ -303,7 +309,9 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     draft = draft_implied(record_for(records, state, job.target, ran), ps)
     if body == pr.body and pr.draft == draft:
         return False
-    forge.update_pr(pr.number, title=pr.title, body=body, draft=draft)
+    # draft only where it changes: a draft sent is read back unless the answer shows it
+    forge.update_pr(pr.number, title=pr.title, body=body,
+                    draft=draft if draft != pr.draft else None)
     job.event("pr", f"body of the {job.target} PR refreshed: {pr.url}")
     return True
 

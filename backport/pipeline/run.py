@@ -100,7 +100,7 @@ def _set_run(session: Session, ps: PatchSet, journal: Journal, targets: list[str
 def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
     """False for branches a plain re-run must leave alone."""
     rec = job.record
-    if options.force:
+    if options.forces(job.patch_set.name):
         return True
     if rec.status.final:
         job.event(rec.status.value, "finished earlier; --force redoes it")

@@ -35,6 +35,7 @@ class ApplyOptions:
     skip_tests: bool = False
     skip_cause: str = "request"  # why tests are skipped (records.SKIP_ON_REQUEST / SKIP_NO_TORCH)
     force: bool = False
+    redo: frozenset[str] = frozenset()  # patch sets whose every step is redone, as by ``force``
     jobs: int = 0  # 0: number of CPUs
     isolated: bool = False
     keep_workers: bool = True  # warm workers kept alive between runs (BACKPORT_KEEP_WORKERS)
@@ -47,6 +48,10 @@ class ApplyOptions:
         """These options with the tests skipped for ``cause`` (a `records.SKIP_*`: a dry run
         where environments are not built)."""
         return dataclasses.replace(self, skip_tests=True, skip_cause=cause)
+
+    def forces(self, patch_set: str) -> bool:
+        """Whether every step of ``patch_set``'s branches is redone (``force`` or ``redo``)."""
+        return self.force or patch_set in self.redo
 
     @property
     def workers(self) -> int:
@@ -77,8 +82,11 @@ class DocsAudit:
         self._lock = threading.Lock()
         self._found: dict[str, list[DocsEntry] | None] = {}
 
-    def __call__(self, api: str) -> list[DocsEntry] | None:
-        """The audit of ``api`` if this run's cache fetched master; else None."""
+    def __call__(self, api: str | None) -> list[DocsEntry] | None:
+        """The audit of ``api`` if this run's cache fetched master; else (and for a set that
+        names no API) None."""
+        if api is None:
+            return None
         with self._lock:
             if api in self._found:
                 return self._found[api]

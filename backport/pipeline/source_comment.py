@@ -62,7 +62,9 @@ def write_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[Branc
         return None
     number = ps.source.number
     try:
-        chosen, _ = body_records(records, read_set(forge, ps, bm), ran=ran)
+        # a whole-set run's own writes keep the forge's listing current (as for the refresh)
+        state = read_set(forge, ps, bm, fresh=bool(set(ps.branches) - ran))
+        chosen, _ = body_records(records, state, ran=ran)
         one_comment(forge, number, MARKER, _Summary(ps, bm, chosen))
     except BackportError as exc:
         text = (f"summary comment on the source PR !{number} not written "

@@ -52,7 +52,7 @@ def apply_step(run: SetRun, job: BranchJob) -> bool:
     if isinstance(base, BackportError):
         raise base
     job.change(BranchRecord.error_cleared)
-    cache, state_dir, force = run.session.cache, run.session.project.state_dir, run.options.force
+    cache, state_dir, force = run.session.cache, run.session.project.state_dir, run.options.forces(job.patch_set.name)
     rec = job.record
     path = worktree_path(state_dir, job)
     series = job.patch_set.series_for(job.target)
@@ -165,13 +165,13 @@ def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
 def test_step(run: SetRun, job: BranchJob) -> bool:
     """Run the patch set's tests under the target's environment; False when it stopped.
 
-    Keeps the previous run's passing result of the same commit unless ``--force``;
-    ``--skip-tests`` runs no test code at all (a CI's publish step after its test step
+    Keeps the previous run's passing result of the same commit unless ``--force`` (or a set
+    made again) redoes it; ``--skip-tests`` runs no test code at all (a CI's publish step after its test step
     without the token), keeping such a result or else recording the tests as not run.
     """
     envs, bm, options = run.session.envs, run.branch_map, run.options
     rec = job.record
-    if (not options.force and rec.status in (Status.TESTED, Status.PUSHED)
+    if (not options.forces(job.patch_set.name) and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
         job.event("tested", "kept the passing result of the previous run")
         return True

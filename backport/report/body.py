@@ -191,9 +191,10 @@ def fork_branch_cell(view: BranchRecord, *, own: bool) -> str:
     return "未推送"
 
 
-def issue_sentence(vs: _Views) -> str:
-    """Which PRs exist and are linked to the issue, as true when rendered: linked, open but not
-    linked (the forge refused the link), and no PR yet; a group with no branch is left out."""
+def issue_sentence(vs: _Views, issue: str = "该 Issue") -> str:
+    """Which PRs exist and are linked to the issue (``issue``: how the sentence names the
+    set's issues), as true when rendered: linked, open but not linked (the forge refused the
+    link), and no PR yet; a group with no branch is left out."""
 
     def linked(v: BranchRecord) -> bool:
         if v.pr is not None and "link" in v.pr.refused:
@@ -203,7 +204,7 @@ def issue_sentence(vs: _Views) -> str:
 
     with_link = [v.target for v in vs.views if linked(v)]
     if len(with_link) == len(vs.views):
-        return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联该 Issue。"
+        return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联{issue}。"
     elsewhere = {v.target: f"{v.target}（!{v.proposed.number}）" for v in vs.views
                  if v.target not in with_link and v.status == Status.ALREADY_PROPOSED
                  and v.proposed is not None}
@@ -211,7 +212,7 @@ def issue_sentence(vs: _Views) -> str:
                 and v.target not in elsewhere]
     missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None
                and v.target not in elsewhere]
-    groups = (("已关联该 Issue 的 PR", with_link), ("PR 未关联该 Issue 的目标分支", unlinked),
+    groups = ((f"已关联{issue} 的 PR", with_link), (f"PR 未关联{issue} 的目标分支", unlinked),
               ("已由其他 PR 带入源 PR 的目标分支", list(elsewhere.values())),
               ("尚无 PR 的目标分支", missing))
     return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups if names) + "。"
@@ -477,10 +478,12 @@ def template_variables(ctx: BodyContext) -> dict:
         "title": ps.title,
         "title_ok": ps.title.strip().startswith("test:"),
         "only_tests": zh.only_tests(_series_paths(ps)),
-        "issue_url": bm.issue_url(ps.issue),
+        "issues": [{"ref": f"{bm.upstream}#{i}", "url": bm.issue_url(i)} for i in ps.issues],
+        # the first issue alone, as templates written before `issues` name it ("" for none)
+        "issue_url": bm.issue_url(ps.issues[0]) if ps.issues else "",
+        "issue_ref": f"{bm.upstream}#{ps.issues[0]}" if ps.issues else "",
         "source_pr": source_pr(ctx),
-        "issue_ref": f"{bm.upstream}#{ps.issue}",
-        "source_kinds": [("需求", False), ("问题单", False), ("issue/工单", True),
+        "source_kinds": [("需求", False), ("问题单", False), ("issue/工单", bool(ps.issues)),
                          ("重构优化", False), ("资料更新", False)],
         "upstream": bm.upstream,
         "fork": bm.fork,
@@ -489,7 +492,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "branches": [BranchRow(target=_cell(v.target),
                                fork_branch=fork_branch_cell(v, own=v.target == vs.own.target),
                                result=result_cell(v)) for v in vs.views],
-        "issue_sentence": issue_sentence(vs),
+        "issue_sentence": issue_sentence(vs, "该 Issue" if len(ps.issues) == 1 else "这些 Issue"),
         "handwritten": (ps.body or "").strip("\n") or None,
         "changed_files": _changed_files(ps),
         "tests": [zh.code(" ".join((t.path, *t.args))) for t in ps.tests],

@@ -46,7 +46,7 @@ class Facts:
 
     record: BranchRecord
     upstream: str  # owner/repo of the upstream
-    api: str
+    api: str | None  # None: the set names no API (no API= line)
     configured_env: str | None = None  # the environment branches.yaml names for the target
     source: SourcePr | None = None  # the upstream PR the set was made from
 

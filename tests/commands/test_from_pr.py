@@ -164,15 +164,14 @@ def test_a_changed_pr_makes_the_set_again_and_an_unchanged_one_keeps_it(sandbox,
     assert data["source_commit"] == squash and data["source_found_by"] == "squash message"
 
 
-def test_several_or_no_linked_issues_need_issue_off_a_terminal(sandbox, server):
+def test_several_linked_issues_are_all_taken_unless_issue_names_one(sandbox, server):
     pr = source_pr(server, state="merged", issues=[3216, 3217])
     land(sandbox, NUMBER, pr.head_ref)
     several = run(sandbox, "new", "x", "--from-pr", str(NUMBER))
-    assert several.code == 2
-    assert re.search(r"--issue \(PR !4281 links 2 issues \(#3216, #3217\)\) is required off a "
-                     r"terminal", several.err), several.err
-    assert not (sandbox.project / "patches" / "x").exists()
-    chosen = run(sandbox, "new", "x", "--from-pr", str(NUMBER), "--issue", "3217")
+    assert several.code == 0, several.err
+    assert f"PR !{NUMBER} links #3216, #3217: every backport links them" in several.out
+    assert spec(sandbox, "x")["issue"] == [3216, 3217]
+    chosen = run(sandbox, "new", "x", "--from-pr", str(NUMBER), "--issue", "3217", "--force")
     assert chosen.code == 0, chosen.err
     assert spec(sandbox, "x")["issue"] == 3217
 
@@ -258,17 +257,12 @@ def test_without_a_token_the_pr_is_not_read_and_the_sentence_says_how(sandbox, s
     assert not server.requests
 
 
-def test_apply_from_a_pr_linking_several_issues_says_how_to_make_the_set(sandbox, server):
+def test_apply_from_a_pr_keeps_the_issue_its_set_was_made_with(sandbox, server):
     pr = source_pr(server, state="merged", issues=[3216, 3217])
     land(sandbox, NUMBER, pr.head_ref)
-    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push")
-    assert result.code == 2
-    assert result.err.strip().endswith(
-        f"is required off a terminal: make the set first with `backport new pr-{NUMBER} "
-        f"--from-pr {NUMBER} --api FULL.NAME --issue N`, then run this again"), result.err
-    assert not (sandbox.project / "patches" / f"pr-{NUMBER}").exists()
     made = run(sandbox, "new", f"pr-{NUMBER}", "--from-pr", str(NUMBER), "--issue", "3217")
     assert made.code == 0, made.err
     again = run(sandbox, "apply", "--from-pr", str(NUMBER), "--no-push", "--skip-tests")
     assert again.code == 0, again.err
     assert f"pr-{NUMBER}: kept" in again.out
+    assert spec(sandbox, f"pr-{NUMBER}")["issue"] == 3217

@@ -150,7 +150,7 @@ def test_patch_set_fields(tmp_path: Path) -> None:
     assert ps.name == "put_metric" and ps.slug == "put-metric"
     assert ps.dir == pdir
     assert ps.api == "torch.distributed.elastic.metrics.put_metric"
-    assert ps.issue == 3216
+    assert ps.issues == (3216,)
     assert ps.title == "test: add put_metric coverage"
     assert ps.tests == (Spec(path=TEST_FILE, args=("-v",)),)
     assert ps.device == "none"
@@ -173,7 +173,7 @@ def test_patch_set_options(tmp_path: Path) -> None:
     config = write_project(tmp_path, patch_yaml=patch_yaml)
     bm = load_branch_map(config, environ={})
     ps = load_patch_set(tmp_path / "patches" / "put_metric", bm)
-    assert ps.issue == 3216
+    assert ps.issues == (3216,)
     assert ps.tests == (Spec("test/a.py"), Spec("test/b.py", ("-k", "5")))
     assert ps.device == "npu"
     assert ps.branches == ("v2.7.1", "master")  # branches.yaml order

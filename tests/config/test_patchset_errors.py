@@ -188,7 +188,7 @@ def test_bad_patch_yaml(tmp_path: Path, text: str, line: int | None, parts: list
 
 
 def test_issue_as_string(tmp_path: Path) -> None:
-    assert _load(tmp_path, patch_yaml=_replace("issue: 3216", 'issue: "3216"')).issue == 3216
+    assert _load(tmp_path, patch_yaml=_replace("issue: 3216", 'issue: "3216"')).issues == (3216,)
 
 
 def test_missing_patch_yaml(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def run_dry(forge) -> None:
     forge.preflight()
     pr = forge.find_open_pr(BRANCH, BASE) or forge.create_pr(BRANCH, BASE, "test: add it", "x" * 1234)
     pr = forge.update_pr(pr.number, title=pr.title, body="y" * 10)
-    forge.link_issue(pr.number, 3216)
+    forge.link_issues(pr.number, [3216])
     forge.add_comment(pr.number, "/ci-pytorch")
     forge.decorate(pr.number, labels=("backport",), reviewers=("alice",))
 

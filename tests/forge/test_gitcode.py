@@ -205,7 +205,7 @@ def test_state_mapping_and_string_issue_numbers(server: FakeGitCode, gitcode: Gi
     pr = server.add_pr(head_repo=FORK, head=BRANCH, base=BASE)  # opened in an earlier run
     server.prs[pr.number].issues = [3216, 7]
     assert gitcode.linked_issues(pr.number) == [3216, 7]
-    gitcode.link_issue(pr.number, 3216)
+    gitcode.link_issues(pr.number, [3216])
     assert not [r for r in server.requests if r.method == "POST" and r.path.endswith("/issues")]
     server.prs[pr.number].state = "merged"
     assert gitcode.get_pr(pr.number).state == "merged"
@@ -216,7 +216,7 @@ def test_state_mapping_and_string_issue_numbers(server: FakeGitCode, gitcode: Gi
 
 def test_link_issue_posts_an_array_of_ints(server: FakeGitCode, gitcode: GitCodeForge) -> None:
     pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
-    gitcode.link_issue(pr.number, 3216)
+    gitcode.link_issues(pr.number, [3216])
     (post,) = [r for r in server.requests if r.method == "POST" and r.path.endswith("/issues")]
     assert post.body == [3216]
 

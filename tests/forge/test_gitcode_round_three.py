@@ -130,7 +130,7 @@ def test_a_5xx_burst_on_the_issue_link_is_tried_again(server: FakeGitCode,
                                                       gitcode: GitCodeForge) -> None:
     pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
     server.burst("POST", r"/pulls/\d+/issues$", 3)
-    gitcode.link_issue(pr.number, ISSUE)
+    gitcode.link_issues(pr.number, [ISSUE])
     assert server.prs[pr.number].issues == [ISSUE]
 
 
@@ -141,7 +141,7 @@ def test_a_refused_issue_link_is_a_refusal(server: FakeGitCode, gitcode: GitCode
     pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
     server.burst("POST", r"/pulls/\d+/issues$", 1, status=status)
     with pytest.raises(BackportError) as info:
-        gitcode.link_issue(pr.number, ISSUE)
+        gitcode.link_issues(pr.number, [ISSUE])
     assert is_refusal(info.value)
     assert len([r for r in server.requests if r.path.endswith("/issues")]) == 1
 
@@ -154,7 +154,7 @@ def test_create_flags_ignored_as_json_booleans_are_set_through_an_update(
     made = server.prs[pr.number]
     assert (made.draft, made.close_related_issue) == (True, False)
     assert (pr.draft, pr.head_repo, pr.head, pr.not_taken) == (True, FORK, BRANCH, ())
-    gitcode.link_issue(pr.number, ISSUE)
+    gitcode.link_issues(pr.number, [ISSUE])
     assert server.merge(pr.number) == set() and ISSUE not in server.closed_issues
 
 

@@ -166,11 +166,14 @@ def test_four_prs_of_one_set_are_each_listed_afresh_before_create(
     for head, base in branches.items():
         assert gitcode.find_open_pr(head, base) is None
         pr = gitcode.create_pr(head, base, "t", "b")
-        gitcode.link_issue(pr.number, 3216)
+        gitcode.link_issues(pr.number, [3216])
     listed = [r for r in server.requests if r.method == "GET" and r.path.endswith("/pulls")]
     # open PRs, then locked ones (a page shorter than 20 is the last): once for the finds
-    # (kept), and afresh before each create (another run may have opened the PR meanwhile)
-    assert len(listed) == 2 + 4 * 2
+    # (kept); afresh before each create the open ones into its base (another run may have
+    # opened the PR meanwhile; one locked since was in the kept listing)
+    assert len(listed) == 2 + 4
+    assert [r.query.get("base") for r in listed[2:]] == list(branches.values())
+    assert all(r.query["state"] == "open" for r in listed[2:])
     assert [p.number for p in gitcode.list_prs()] == sorted(p.number for p in server.open_prs())
     assert len(server.requests) == len(listed) + 4 * 3  # per PR: create, read back, link
     assert server.counts()["GET /repos/Ascend/pytorch/pulls/{n}"] == 4
@@ -262,12 +265,12 @@ def test_a_dry_run_estimates_a_batch_and_its_wait() -> None:
                       skip_reason="no GitCode token")
     for index in range(80):  # 20 sets of four branches, no token: reads are estimated
         pr = dry.create_pr(f"b{index}", "master", "t", "b")
-        dry.link_issue(pr.number, 3216)
+        dry.link_issues(pr.number, [3216])
     summary = dry.request_summary(20)
-    # 3 + 2 x 20 reads and each set's issue; per PR the listing read afresh (open, locked),
-    # a create, its read-back, the link, and the body rewritten with the read of its draft
-    assert summary == ("about 623 GitCode API requests for 80 new PR(s) in 20 patch set(s) "
-                       "(63 reads estimated, 560 for the writes and their read-backs); under the "
-                       "limit of 50 per minute and 4000 per hour, that takes at least 12 min")
+    # 3 + 2 x 20 reads and each set's issue; per PR the open PRs into its base read afresh,
+    # a create, its read-back, the link, and all but a set's last body read and rewritten
+    assert summary == ("about 503 GitCode API requests for 80 new PR(s) in 20 patch set(s) "
+                       "(63 reads estimated, 440 for the writes and their read-backs); under the "
+                       "limit of 50 per minute and 4000 per hour, that takes at least 10 min")
     assert DryRunForge(None, plan.append, upstream=UPSTREAM, fork=FORK,
                        name="local").request_summary(1) is None

@@ -127,7 +127,7 @@ def test_refused_form_is_looked_up_before_the_next_form(server: FakeGitCode,
 def test_close_related_issue_false_is_sent_and_keeps_the_issue_open(
         server: FakeGitCode, gitcode: GitCodeForge) -> None:
     pr = gitcode.create_pr(BRANCH, BASE, "t", "b", close_related_issue=False)
-    gitcode.link_issue(pr.number, 3216)
+    gitcode.link_issues(pr.number, [3216])
     gitcode.update_pr(pr.number, title="t", body="b2", close_related_issue=False)
     (post,) = creates(server)
     patch = next(r for r in server.requests if r.method == "PATCH")
@@ -138,7 +138,7 @@ def test_close_related_issue_false_is_sent_and_keeps_the_issue_open(
 def test_without_the_flag_a_merge_closes_the_shared_issue(server: FakeGitCode,
                                                           gitcode: GitCodeForge) -> None:
     pr = gitcode.create_pr(BRANCH, BASE, "t", "b")
-    gitcode.link_issue(pr.number, 3216)
+    gitcode.link_issues(pr.number, [3216])
     assert server.merge(pr.number) == {3216}  # why the pipeline always sends the flag
 
 
@@ -169,7 +169,7 @@ def test_linked_issues_are_read_past_the_first_page(server: FakeGitCode,
     pr = server.add_pr(head_repo=FORK, head=BRANCH, base=BASE)
     server.prs[pr.number].issues = [*range(1, 131), 3216]
     assert 3216 in gitcode.linked_issues(pr.number)
-    gitcode.link_issue(pr.number, 3216)
+    gitcode.link_issues(pr.number, [3216])
     assert not [r for r in server.requests if r.method == "POST" and r.path.endswith("/issues")]
 
 

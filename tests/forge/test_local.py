@@ -86,5 +86,5 @@ def test_a_pr_the_web_merged_reads_merged_and_extras(local: LocalForge) -> None:
     assert set_state(local, pr.number, "merged").state == "merged"
     assert local.find_open_pr(BRANCH, BASE) is None
     with pytest.raises(BackportError):
-        local.link_issue(999, 1)
+        local.link_issues(999, [1])
     assert json.dumps(local.decorations(pr.number))

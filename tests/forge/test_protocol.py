@@ -126,8 +126,8 @@ def test_update_replaces_title_and_body(backend: Backend) -> None:
 def test_link_issue_is_idempotent(backend: Backend) -> None:
     pr = backend.forge.create_pr(BRANCH, BASE, "t", "b")
     assert backend.forge.linked_issues(pr.number) == []
-    backend.forge.link_issue(pr.number, 3216)
-    backend.forge.link_issue(pr.number, 3216)
+    backend.forge.link_issues(pr.number, [3216])
+    backend.forge.link_issues(pr.number, [3216])
     assert backend.forge.linked_issues(pr.number) == [3216]
 
 

@@ -42,7 +42,7 @@ def branch_map() -> BranchMap:
 def patch_set(body: str | None = None, title: str = "test: add put_metric coverage") -> PatchSet:
     return PatchSet(
         name="put_metric", dir=Path("/project/patches/put_metric"),
-        api="torch.distributed.elastic.metrics.put_metric", issue=3216, title=title,
+        api="torch.distributed.elastic.metrics.put_metric", issues=(3216,), title=title,
         tests=(TestSpec(path=TEST_PATH, args=("-v",)),), device="none", branches=TARGETS,
         patches=(Patch(Path("/project/patches/put_metric/0001-test-add-put_metric-coverage.patch"),
                        subjects=(title,), paths=(TEST_PATH,)),),
