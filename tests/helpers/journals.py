@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from backport.codec import encode
 from backport.pipeline.journal import JOURNAL_VERSION, Journal
 from backport.records import BranchRecord
 
@@ -17,6 +18,6 @@ def journal_holding(state_dir: Path, patch_set: str, api: str,
     path = state_dir / "runs" / patch_set / "journal.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": JOURNAL_VERSION, "patch_set": patch_set, "api": api,
-                                "branches": {r.target: r.to_json() for r in records}}),
+                                "branches": {r.target: encode(r) for r in records}}),
                     encoding="utf-8")
     return Journal.load(state_dir, patch_set, api, persist=False)

@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 
 from backport.forge.local import LocalForge
-from backport.pipeline.journal import Journal
 from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.shared_results import forge_records, read_set
 from backport.pipeline.steps import BranchJob
 from backport.report.body import render_body
+from tests.helpers.journals import journal_holding
 from tests.report import fixtures as fx
 
 TARGET = "v2.11.0"
@@ -62,13 +62,14 @@ def test_a_pr_that_carries_no_record_is_left_to_the_host_that_knows_it(tmp_path:
     body = render_body(fx.context(TARGET, recs=recs))
     old = re.sub(r"\n<!-- backport:record v1 .* -->", "", body)
     pr = forge.create_pr(f"test-put-metric-{TARGET}", TARGET, ps.title, old)
-    journal = Journal.load(tmp_path / "state", ps.name, ps.api, persist=False)
-    journal.restore([rec for rec in fx.typed(recs) if rec.target != TARGET])
+    journal = journal_holding(tmp_path / "state", ps.name, ps.api,
+                              [rec for rec in fx.typed(recs) if rec.target != TARGET])
     job = BranchJob(ps, TARGET, f"test-put-metric-{TARGET}", journal, lambda step, detail: None)
     state = read_set(forge, ps, bm)
     assert not refresh_sibling_pr(job, forge, None, bm, list(ps.branches), state)
     assert forge.get_pr(pr.number).body == old
     # The host whose journal has that branch writes it, record line and all.
-    journal.restore(fx.typed(recs))
+    knowing = journal_holding(tmp_path / "other-host", ps.name, ps.api, fx.typed(recs))
+    job = dataclasses.replace(job, journal=knowing)
     assert refresh_sibling_pr(job, forge, None, bm, list(ps.branches), state)
     assert forge.get_pr(pr.number).body == body
