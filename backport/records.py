@@ -24,9 +24,11 @@ def _tuple(value: Any) -> tuple:
 SKIP_ON_REQUEST = "request"  # the user passed --skip-tests
 SKIP_NO_TORCH = "no-torch"  # no interpreter with torch on the host (the demo without one)
 SKIP_DRY_NO_ENVS = "dry-no-envs"  # a dry run where environments are not built (never in a PR)
+SKIP_NO_TESTS = "no-tests"  # a set made from a PR that adds or changes no test lists none
 SKIP_SAID = {SKIP_ON_REQUEST: "--skip-tests",
              SKIP_NO_TORCH: "no interpreter with torch on the host that ran it",
-             SKIP_DRY_NO_ENVS: "environments not built: dry run"}
+             SKIP_DRY_NO_ENVS: "environments not built: dry run",
+             SKIP_NO_TESTS: "no test: the source PR adds or changes no test"}
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class TestResult:
     timed_out: bool = False
     log: str | None = None  # the logs, "; "-joined
     skipped: bool = False  # not run on purpose: see ``skip_cause``
-    skip_cause: str = "request"  # SKIP_ON_REQUEST (--skip-tests) or SKIP_NO_TORCH
+    skip_cause: str = "request"  # a key of SKIP_SAID
     runs: tuple[TestRun, ...] = ()  # one per test file
     commit: str | None = None  # the commit the result is of
     # (test, outcome) of every test the patch adds, as the -v output showed it: "ok", "FAIL",
@@ -79,7 +81,7 @@ class TestResult:
 
     @classmethod
     def skipped_for(cls, cause: str = SKIP_ON_REQUEST) -> TestResult:
-        """Not run on purpose: ``cause`` SKIP_ON_REQUEST (--skip-tests) or SKIP_NO_TORCH."""
+        """Not run on purpose, for ``cause`` (a key of SKIP_SAID)."""
         return cls(ok=None, exit_code=None, summary=f"not run ({SKIP_SAID[cause]})",
                    skipped=True, skip_cause=cause)
 

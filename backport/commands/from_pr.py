@@ -121,8 +121,8 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
     info, commits = source.info, source.commits
     tests = test_files(touched_files(repo, commits.rev))
     if not tests:
-        raise BackportError("usage", f"PR !{info.number} touches no test file; a patch set "
-                                     f"needs one")
+        say(f"PR !{info.number} adds or changes no test file: the set lists none, each branch "
+            f"records its tests as not run and its PR body says so")
     branches = [t for t in project.branch_map.targets if t != info.base]
     if not branches:
         raise BackportError("usage", f"the branch map {project.branch_map.path} has no target "

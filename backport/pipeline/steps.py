@@ -24,7 +24,7 @@ from backport.pipeline.job import BranchJob
 from backport.pipeline.journal import atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.set_run import SetRun
-from backport.records import SKIP_SAID, BranchRecord, EnvEvidence, TestResult
+from backport.records import SKIP_NO_TESTS, SKIP_SAID, BranchRecord, EnvEvidence, TestResult
 from backport.report.body import exit_stated
 from backport.states import Status
 
@@ -175,9 +175,10 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
         job.event("tested", "kept the passing result of the previous run")
         return True
-    if options.skip_tests:
-        skipped = TestResult.skipped_for(options.skip_cause)
-        said = SKIP_SAID[options.skip_cause]
+    if options.skip_tests or not job.patch_set.tests:
+        cause = options.skip_cause if options.skip_tests else SKIP_NO_TESTS
+        skipped = TestResult.skipped_for(cause)
+        said = SKIP_SAID[cause]
         job.change(lambda r: r.tested(skipped, r.env, f"tests not run: {said}"))
         job.event("tested", f"skipped ({said})")
         return True

@@ -500,7 +500,8 @@ def template_variables(ctx: BodyContext) -> dict:
         "docs_conclusion": docs[1] if docs else "",
         "env_lines": _env_lines(vs),
         "commands": _commands(vs.views),
-        "shared_notes": _shared_notes(vs) + changes_notes_zh(vs.views),
+        "shared_notes": (_shared_notes(vs) + changes_notes_zh(vs.views)
+                         + ([] if ps.tests else [zh.NO_TESTS_NOTE])),
         "runner_note": _runner_note(vs),
         "apply_notes": apply_notes_zh(ctx.branches),
         "evidence": evidence_region(vs.own, ctx),

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 from backport.config.model import SourcePr
 from backport.envs.model import AUTOLOAD, NOT_FOUND
-from backport.records import SKIP_NO_TORCH, BranchRecord, EnvEvidence, TestResult
+from backport.records import (
+    SKIP_NO_TORCH,
+    SKIP_ON_REQUEST,
+    SKIP_SAID,
+    BranchRecord,
+    EnvEvidence,
+    TestResult,
+)
 from backport.report.inert import inert
 
 NOT_PROBED = "not probed yet"  # no run has read the branch's environment yet
@@ -158,11 +165,18 @@ def _stale_write(facts: Facts) -> str | None:
     return STALE_MOVED if facts.record.fork_sha else STALE_UNTESTED
 
 
+def _skipped_said(test: TestResult | None) -> str:
+    """Why the tests did not run, as the evidence says it."""
+    cause = test.skip_cause if test is not None else SKIP_ON_REQUEST
+    if cause == SKIP_ON_REQUEST:
+        return f"{SKIPPED}: --skip-tests"
+    return SKIPPED_NO_TORCH if cause == SKIP_NO_TORCH else SKIP_SAID[cause]
+
+
 def _result_write(facts: Facts) -> list[str]:
     rec, test = facts.record, facts.test
     if rec.skipped:
-        no_torch = facts.record.test is not None and facts.record.test.skip_cause == SKIP_NO_TORCH
-        return [f"RESULT: not run ({SKIPPED_NO_TORCH if no_torch else f'{SKIPPED}: --skip-tests'})"]
+        return [f"RESULT: not run ({_skipped_said(facts.record.test)})"]
     if not test:
         return [f"RESULT: not run ({rec.status})"]
     lines = [RESULT, *([quoted(one_line(s)) for s in summary_lines(test)] or [NO_SUMMARY])]

@@ -48,7 +48,12 @@ _OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "
 # Why tests did not run on purpose, by `records.TestResult.skip_cause`.
 SKIPPED_ZH = {"request": "未运行：按 `--skip-tests` 跳过测试",
               "no-torch": "未运行：运行本工具的主机上没有装有 torch 的 Python 解释器",
-              "dry-no-envs": "未运行：测试环境尚未构建（试运行）"}
+              "dry-no-envs": "未运行：测试环境尚未构建（试运行）",
+              "no-tests": "未运行：源 PR 未新增或修改测试，没有可运行的测试"}
+
+# The validation section's note for a set that lists no test (a PR that adds or changes none).
+NO_TESTS_NOTE = ("本 PR 未经本地测试验证：源 PR 未新增或修改测试，本工具没有运行任何测试；"
+                 "改动是否正确以评审和 PR CI 结果为准。")
 
 
 def code(text: str) -> str:

@@ -45,3 +45,20 @@ def test_issue_may_list_several_once_each(tmp_path: Path) -> None:
                       ("issue: [7, x]", "positive issue number")):
         with pytest.raises(ConfigError, match=said):
             load(tmp_path, PATCH_YAML.replace("issue: 3216", bad))
+
+
+
+def _no_tests(text: str) -> str:
+    head, rest = text.split("tests:\n", 1)
+    kept = rest.split("\n")
+    while kept and kept[0].startswith((" ", "-")):
+        kept.pop(0)
+    return head + "tests: []\n" + "\n".join(kept)
+
+
+def test_only_a_set_made_from_a_pr_may_list_no_test(tmp_path: Path) -> None:
+    assert load(tmp_path, _no_tests(PATCH_YAML) + SOURCE).tests == ()
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, _no_tests(PATCH_YAML))
+    assert ("lists no test (only a set made from a PR, with source_pr, may list none)"
+            in info.value.message)

@@ -1,0 +1,71 @@
+"""`apply --from-pr N` for a merged PR that changes no test file (most of Ascend's real
+backports): the set lists no test, each branch records its tests as not run because the source
+PR has none, and each PR body says so without claiming any validation."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from backport.demo.sandbox import Sandbox
+from backport.report import prose_zh as zh
+from tests.helpers.project import git
+from tests.helpers.source_pr import NUMBER, OTHERS, run, source_server, squash_message, work_clone
+
+CODE = "torch_npu/utils/_foo.py"
+TITLE = "fix: keep the foo handler across forks"
+
+
+@pytest.fixture
+def server(sandbox: Sandbox):
+    with source_server(sandbox) as fake:
+        yield fake
+
+
+def land_code_only(sandbox: Sandbox, head: str) -> None:
+    """Squash-merge a change of one non-test file onto master upstream, as GitCode does."""
+    work = work_clone(sandbox, "master")
+    (work / CODE).parent.mkdir(parents=True, exist_ok=True)
+    (work / CODE).write_text("def foo():\n    return 1\n", encoding="utf-8")
+    git(work, "add", CODE)
+    git(work, "commit", "--quiet", "-m", squash_message(NUMBER, head, "master"))
+    git(work, "push", "--quiet", "origin", "HEAD:master")
+
+
+def code_only_pr(sandbox: Sandbox, server) -> None:
+    pr = server.add_pr(head_repo="lgxxx-other/pytorch", head="fix-foo-master", base="master",
+                       title=TITLE, body="修复 foo。\n", state="merged", author="lgxxx")
+    pr.issues, pr.files = [], [(None, CODE)]
+    land_code_only(sandbox, pr.head_ref)
+
+
+def test_new_from_a_pr_changing_no_test_writes_a_set_listing_none(sandbox, server):
+    code_only_pr(sandbox, server)
+    result = run(sandbox, "new", f"pr-{NUMBER}", "--from-pr", str(NUMBER))
+    assert result.code == 0, result.err
+    assert "adds or changes no test file" in result.out + result.err
+    data = yaml.safe_load((sandbox.project / "patches" / f"pr-{NUMBER}" / "patch.yaml")
+                          .read_text("utf-8"))
+    assert data["tests"] == [] and data["source_pr"] == NUMBER
+
+
+def test_a_pr_changing_no_test_gets_a_set_and_prs_that_say_no_test_ran(sandbox, server):
+    code_only_pr(sandbox, server)
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER))
+    assert result.code == 0, result.err
+    data = yaml.safe_load((sandbox.project / "patches" / f"pr-{NUMBER}" / "patch.yaml")
+                          .read_text("utf-8"))
+    assert data["tests"] == [] and data["source_pr"] == NUMBER
+    prs = {p.base_ref: p for p in server.open_prs() if p.head_repo == "lgxxx/pytorch"}
+    assert sorted(prs) == sorted(OTHERS)
+    for p in prs.values():
+        assert not p.draft  # the existing rule: a test not run does not make a draft
+        assert p.title == TITLE
+        assert f"[Ascend/pytorch!{NUMBER}]" in p.body
+        assert CODE in p.body
+        assert "- 测试：无（源 PR 未新增或修改测试）" in p.body
+        assert "未运行：源 PR 未新增或修改测试，没有可运行的测试" in p.body
+        assert zh.NO_TESTS_NOTE in p.body
+        assert "RESULT: not run (no test: the source PR adds or changes no test)" in p.body
+        assert "只修改 `test/` 下的文件" not in p.body  # it changes code
+        assert "skip-tests" not in p.body and "Ran " not in p.body and "OK" not in p.body
