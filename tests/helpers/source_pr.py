@@ -78,6 +78,21 @@ def land(sandbox: Sandbox, number: int, head: str, base: str = "master") -> str:
     return git(work, "rev-parse", "HEAD")
 
 
+def code_only_pr(sandbox: Sandbox, server: FakeGitCode, path: str, title: str) -> FakePR:
+    """A merged PR into master changing only ``path`` (no test file), squash-merged upstream
+    as GitCode does, on the stand-in with its file listed."""
+    pr = server.add_pr(head_repo="lgxxx-other/pytorch", head="fix-code-master", base="master",
+                       title=title, body="修复一个问题。\n", state="merged", author="lgxxx")
+    pr.issues, pr.files = [], [(None, path)]
+    work = work_clone(sandbox, "master")
+    (work / path).parent.mkdir(parents=True, exist_ok=True)
+    (work / path).write_text("def foo():\n    return 1\n", encoding="utf-8")
+    git(work, "add", path)
+    git(work, "commit", "--quiet", "-m", squash_message(pr.number, pr.head_ref, "master"))
+    git(work, "push", "--quiet", "origin", "HEAD:master")
+    return pr
+
+
 def push_mr_head(sandbox: Sandbox, number: int, sha: str, work_base: str = "master") -> None:
     work = work_clone(sandbox, work_base)
     git(work, "push", "--quiet", "--force", "origin", f"{sha}:refs/merge-requests/{number}/head")

@@ -9,8 +9,7 @@ import yaml
 
 from backport.demo.sandbox import Sandbox
 from backport.report import prose_zh as zh
-from tests.helpers.project import git
-from tests.helpers.source_pr import NUMBER, OTHERS, run, source_server, squash_message, work_clone
+from tests.helpers.source_pr import NUMBER, OTHERS, code_only_pr, run, source_server
 
 CODE = "torch_npu/utils/_foo.py"
 TITLE = "fix: keep the foo handler across forks"
@@ -22,25 +21,8 @@ def server(sandbox: Sandbox):
         yield fake
 
 
-def land_code_only(sandbox: Sandbox, head: str) -> None:
-    """Squash-merge a change of one non-test file onto master upstream, as GitCode does."""
-    work = work_clone(sandbox, "master")
-    (work / CODE).parent.mkdir(parents=True, exist_ok=True)
-    (work / CODE).write_text("def foo():\n    return 1\n", encoding="utf-8")
-    git(work, "add", CODE)
-    git(work, "commit", "--quiet", "-m", squash_message(NUMBER, head, "master"))
-    git(work, "push", "--quiet", "origin", "HEAD:master")
-
-
-def code_only_pr(sandbox: Sandbox, server) -> None:
-    pr = server.add_pr(head_repo="lgxxx-other/pytorch", head="fix-foo-master", base="master",
-                       title=TITLE, body="修复 foo。\n", state="merged", author="lgxxx")
-    pr.issues, pr.files = [], [(None, CODE)]
-    land_code_only(sandbox, pr.head_ref)
-
-
 def test_new_from_a_pr_changing_no_test_writes_a_set_listing_none(sandbox, server):
-    code_only_pr(sandbox, server)
+    code_only_pr(sandbox, server, CODE, TITLE)
     result = run(sandbox, "new", f"pr-{NUMBER}", "--from-pr", str(NUMBER))
     assert result.code == 0, result.err
     assert "adds or changes no test file" in result.out + result.err
@@ -50,7 +32,7 @@ def test_new_from_a_pr_changing_no_test_writes_a_set_listing_none(sandbox, serve
 
 
 def test_a_pr_changing_no_test_gets_a_set_and_prs_that_say_no_test_ran(sandbox, server):
-    code_only_pr(sandbox, server)
+    code_only_pr(sandbox, server, CODE, TITLE)
     result = run(sandbox, "apply", "--from-pr", str(NUMBER))
     assert result.code == 0, result.err
     data = yaml.safe_load((sandbox.project / "patches" / f"pr-{NUMBER}" / "patch.yaml")
@@ -69,3 +51,7 @@ def test_a_pr_changing_no_test_gets_a_set_and_prs_that_say_no_test_ran(sandbox, 
         assert "RESULT: not run (no test: the source PR adds or changes no test)" in p.body
         assert "只修改 `test/` 下的文件" not in p.body  # it changes code
         assert "skip-tests" not in p.body and "Ran " not in p.body and "OK" not in p.body
+    again = run(sandbox, "apply", "--from-pr", str(NUMBER))  # a re-run duplicates nothing
+    assert again.code == 0, again.err
+    assert sorted(p.number for p in server.open_prs() if p.head_repo == "lgxxx/pytorch") \
+        == sorted(p.number for p in prs.values())

@@ -10,7 +10,7 @@ import pytest
 from backport.demo.sandbox import Sandbox
 from tests.helpers.merged_pr import merged_pr
 from tests.helpers.project import TOKEN, run_app
-from tests.helpers.source_pr import source_server
+from tests.helpers.source_pr import code_only_pr, source_server
 
 NUMBER = 5120
 FORK = "lgxxx/pytorch"
@@ -24,8 +24,8 @@ def comment_event(tmp: Path, body: str, login: str) -> Path:
     return path
 
 
-def trigger(sandbox: Sandbox, *args: str):
-    return run_app(sandbox.project, "trigger", "--skip-tests", *args,
+def trigger(sandbox: Sandbox, *args: str, skip_tests: bool = True):
+    return run_app(sandbox.project, "trigger", *(["--skip-tests"] if skip_tests else []), *args,
                    env={"GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1",
                         "BACKPORT_CACHE": str(sandbox.cache)})
 
@@ -48,3 +48,16 @@ def test_a_backport_comment_on_a_pr_without_api_or_issue_opens_the_pr(sandbox, g
     (opened,) = [p for p in gitcode.open_prs() if p.head_repo == FORK]
     assert opened.base_ref == "v2.12.0" and opened.issues == []
     assert f"Ascend/pytorch!{NUMBER}" in opened.body and "API：" not in opened.body
+
+
+def test_a_backport_comment_on_a_pr_changing_no_test_opens_a_pr_saying_no_test_ran(
+        sandbox, gitcode, tmp_path):
+    code_only_pr(sandbox, gitcode, "torch_npu/csrc/foo.cpp", "fix: foo on every device")
+    event = comment_event(tmp_path, "/backport v2.12.0", "maintainer1")
+    result = trigger(sandbox, "--event", str(event), "--branch", "v2.12.0", skip_tests=False)
+    assert result.code == 0, result.err
+    (opened,) = [p for p in gitcode.open_prs() if p.head_repo == FORK]
+    assert opened.base_ref == "v2.12.0" and not opened.draft
+    assert "torch_npu/csrc/foo.cpp" in opened.body
+    assert "RESULT: not run (no test: the source PR adds or changes no test)" in opened.body
+    assert "本 PR 未经本地测试验证" in opened.body and "skip-tests" not in opened.body
