@@ -167,7 +167,8 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
 
     Keeps the previous run's passing result of the same commit unless ``--force`` (or a set
     made again) redoes it; ``--skip-tests`` runs no test code at all (a CI's publish step after its test step
-    without the token), keeping such a result or else recording the tests as not run.
+    without the token), keeping such a result or else recording the tests as not run; a set
+    with no test (a PR that adds or changes none) records them as not run for that cause.
     """
     envs, bm, options = run.session.envs, run.branch_map, run.options
     rec = job.record
@@ -176,7 +177,8 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
         job.event("tested", "kept the passing result of the previous run")
         return True
     if options.skip_tests or not job.patch_set.tests:
-        cause = options.skip_cause if options.skip_tests else SKIP_NO_TESTS
+        # a set with no test says so even under --skip-tests: that is why none would run
+        cause = options.skip_cause if job.patch_set.tests else SKIP_NO_TESTS
         skipped = TestResult.skipped_for(cause)
         said = SKIP_SAID[cause]
         job.change(lambda r: r.tested(skipped, r.env, f"tests not run: {said}"))

@@ -24,8 +24,8 @@ def comment_event(tmp: Path, body: str, login: str) -> Path:
     return path
 
 
-def trigger(sandbox: Sandbox, *args: str, skip_tests: bool = True):
-    return run_app(sandbox.project, "trigger", *(["--skip-tests"] if skip_tests else []), *args,
+def trigger(sandbox: Sandbox, *args: str):
+    return run_app(sandbox.project, "trigger", "--skip-tests", *args,
                    env={"GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1",
                         "BACKPORT_CACHE": str(sandbox.cache)})
 
@@ -54,7 +54,7 @@ def test_a_backport_comment_on_a_pr_changing_no_test_opens_a_pr_saying_no_test_r
         sandbox, gitcode, tmp_path):
     code_only_pr(sandbox, gitcode, "torch_npu/csrc/foo.cpp", "fix: foo on every device")
     event = comment_event(tmp_path, "/backport v2.12.0", "maintainer1")
-    result = trigger(sandbox, "--event", str(event), "--branch", "v2.12.0", skip_tests=False)
+    result = trigger(sandbox, "--event", str(event), "--branch", "v2.12.0")  # --skip-tests too
     assert result.code == 0, result.err
     (opened,) = [p for p in gitcode.open_prs() if p.head_repo == FORK]
     assert opened.base_ref == "v2.12.0" and not opened.draft
