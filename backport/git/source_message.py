@@ -46,11 +46,14 @@ def backport_message(message: str, *, title: str, sha: str, source_ref: str) -> 
 
 def restate(repo: Path, sha: str, message: str) -> str:
     """A commit of ``repo`` with ``sha``'s tree, parent, author and date and ``message`` (on no
-    branch: only its patch is exported); its sha."""
+    branch: only its patch is exported); its sha, the same on every host."""
     fields = git(["log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", sha],
                  cwd=repo).stdout.rstrip("\n").split("\x00")
     name, email, date = fields
-    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date}
+    # The committer is the author too: no identity of this machine is needed (a CI runner
+    # has none) or shown, and every host restates the commit to the same sha.
+    env = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+           for what, value in (("NAME", name), ("EMAIL", email), ("DATE", date))}
     out = git(["commit-tree", f"{sha}^{{tree}}", "-p", f"{sha}^", "-F", "-"], cwd=repo,
               env=env, stdin=message.encode("utf-8"))
     return out.stdout.strip()
