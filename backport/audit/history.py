@@ -1,22 +1,21 @@
 """What the audit reads from the cache repository: each branch's first-parent changes, what a
-target's history holds, patch-ids and files of commits (kept in the `Store`), and whether a
-change applies to a target's head (a temporary index, no worktree)."""
+target's history holds, patch-ids and files of commits (kept in the `Store`), the tests a
+change adds and whether a target has them, and whether a change applies to a target's head."""
 
 from __future__ import annotations
 
 import ast
 import re
-import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from backport.audit.store import Store
-from backport.config.patchfiles import parse_patch
+from backport.config.patchfiles import Patch, parse_patch
 from backport.errors import BackportError
 from backport.git.apply import commit_patch_ids
 from backport.git.cache import REMOTE
+from backport.git.fresh import fresh_tree
 from backport.git.present import (
     AddedTest,
     added_tests,
@@ -159,20 +158,10 @@ def tests_added(repo: Path, commit: str, email: bytes) -> list[str]:
     return [test.node_id for test in added_tests(repo, [patch])]
 
 
-@contextmanager
-def head_index(repo: Path, head: str) -> Iterator[dict[str, str]]:
-    """A temporary index holding ``head``'s tree, as the environment that names it."""
-    with tempfile.TemporaryDirectory(prefix="backport-audit-") as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        git(["read-tree", head], cwd=repo, env=env)
-        yield env
-
-
-def applies(repo: Path, index_env: dict[str, str], diff: bytes) -> bool:
-    """Whether ``diff`` goes in on the index's tree as ``git am -3`` would take it
-    (``git apply --cached --check --3way``); the index is left as it was."""
-    return git(["apply", "--cached", "--check", "--3way", "-"], cwd=repo, env=index_env,
-               stdin=diff, check=False).ok
+def applies(repo: Path, head: str, commit: str, email: bytes) -> bool:
+    """Whether ``commit``'s patch goes in on ``head`` as ``git am -3`` would take it: the
+    publish step's rule (`git/fresh.py` `fresh_tree`: a temporary index, no worktree)."""
+    return fresh_tree(repo, head, [Patch(Path(f"{commit[:12]}.patch"), data=email)]) is not None
 
 
 def tests_there(repo: Path, added: Sequence[str], head: str,

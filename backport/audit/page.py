@@ -78,8 +78,8 @@ def _cell(cell: Cell, links: Links, missing_why: str) -> str:
 
 
 def _row(change: Change, branches: tuple[str, ...], links: Links, audit: Audit) -> str:
-    text = " ".join([change.title, change.author, change.commit, f"!{change.pr}" if change.pr
-                     else "", change.branch]).lower()
+    text = inert(" ".join([change.title, change.author, change.commit, f"!{change.pr}"
+                           if change.pr else "", change.branch]).lower(), where="code")
     data = "".join(f' data-{_key(t)}="{escape(c.state)}"' for t, c in change.on.items())
     pr = (f'<a href="{escape(links.pr(change.pr))}">!{change.pr}</a>' if change.pr is not None
           else "")

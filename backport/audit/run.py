@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -56,8 +55,7 @@ class Facts:
         self.repo, self.targets, self.store = repo, targets, store
         self.upstream, self.ignore = upstream, ignore
         self._carried: dict[str, set[int]] = {}
-        self.indexes: dict[str, dict[str, str]] = {}
-        self.trees: dict[str, dict[str, ast.Module | None]] = {}  # target -> its files parsed  # target -> its index's environment
+        self.trees: dict[str, dict[str, ast.Module | None]] = {}  # target -> its files parsed
 
     def reachable(self, change: Change, target: str) -> bool:
         return change.commit in self.targets[target].reachable
@@ -114,7 +112,7 @@ class Facts:
             wanted.setdefault(change.commit, []).append(target)
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             for commit, email in history.patches_of(self.repo.path, list(wanted)):
-                checks = [(t, pool.submit(history.applies, self.repo.path, self.indexes[t],
+                checks = [(t, pool.submit(history.applies, self.repo.path, heads[t], commit,
                                           email)) for t in wanted[commit]]
                 for target, check in checks:
                     self.store.applies[f"{commit}:{heads[target]}"] = check.result()
@@ -215,14 +213,10 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     history.fill_files(repo.path, [c.commit for c in changes], store)
     _fill_added(repo, changes, store, workers)
     facts = Facts(repo, targets, store, upstream, ignore)
-    with ExitStack() as stack:
-        for name, each in targets.items():
-            facts.indexes[name] = stack.enter_context(history.head_index(repo.path, each.head))
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            list(pool.map(_decide, changes, [list(heads)] * len(changes),
-                          [facts] * len(changes)))
-        missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
-        facts.applies(missing, workers)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(_decide, changes, [list(heads)] * len(changes), [facts] * len(changes)))
+    missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
+    facts.applies(missing, workers)
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
         change.on[name] = change.on[name].applying(bool(known))
