@@ -38,11 +38,12 @@ def parse_since(text: str | None, today: date) -> date:
     return when
 
 
-def chosen_branches(mapped: list[str], asked: tuple[str, ...], config: str) -> list[str]:
+def chosen_branches(mapped: list[str], asked: tuple[str, ...], config: str,
+                    option: str = "--branch") -> list[str]:
     """The branches to audit: those asked (each mapped), else every mapped one, in map order."""
     for name in asked:
         if name not in mapped:
-            raise BackportError("usage", f"--branch {name} is not a branch of {config} "
+            raise BackportError("usage", f"{option} {name} is not a branch of {config} "
                                          f"({', '.join(mapped)}){suggest(name, mapped)}")
     return [name for name in mapped if name in asked] if asked else mapped
 
@@ -85,7 +86,7 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
         raise BackportError("usage", "--format from-pr needs --missing-on B (the branch the "
                                      "changes are missing on)")
     if missing_on is not None:
-        chosen_branches(chosen, (missing_on,), bm.path.name)
+        chosen_branches(chosen, (missing_on,), bm.path.name, "--missing-on")
     repo = open_cache(project, os.environ)
     heads, why = branch_heads(repo, chosen, offline=offline)
     unread, open_prs = "offline", None
