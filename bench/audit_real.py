@@ -62,6 +62,8 @@ def project(work: Path, mirror: Path) -> tuple[Path, dict[str, str]]:
 
 
 def audit(folder: Path, env: dict[str, str], since: str) -> tuple[float, dict]:
+    print(f"load average before a run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
+          file=sys.stderr)
     start = time.monotonic()
     out = subprocess.run([sys.executable, "-m", "backport", "audit", "--since", since, "--json"],
                          cwd=folder, env={**os.environ, **env}, capture_output=True, text=True,

@@ -96,8 +96,7 @@ def fill_patch_ids(repo: Path, commits: Sequence[str], store: Store) -> None:
     while todo:
         ok, raw = _log(repo, todo, "-p", "--format=commit %H")
         ids = commit_patch_ids(repo, raw)
-        shown = [line[7:47] for line in raw.decode("utf-8", "surrogateescape").splitlines()
-                 if line.startswith("commit ") and len(line) >= 47]
+        shown = [m.decode() for m in _COMMIT_LINE.findall(raw)]
         done = set(shown) if ok else set(shown[:-1])
         for sha in todo:
             if sha in done:
@@ -126,6 +125,7 @@ def fill_files(repo: Path, commits: Sequence[str], store: Store) -> None:
         store.files.setdefault(sha, [[], []])
 
 
+_COMMIT_LINE = re.compile(rb"^commit ([0-9a-f]{40})$", re.MULTILINE)
 _EMAIL_FROM = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001\n", re.MULTILINE)
 CHUNK = 200  # commits per `git log` of whole patches (bounds what is held in memory)
 

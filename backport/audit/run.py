@@ -212,6 +212,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     changes = changes_of(targets, since)
     history.fill_files(repo.path, [c.commit for c in changes], store)
     _fill_added(repo, changes, store, workers)
+    store.save()  # what is known by commit, kept even if a later step fails
     facts = Facts(repo, targets, store, upstream, ignore)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         list(pool.map(_decide, changes, [list(heads)] * len(changes), [facts] * len(changes)))
