@@ -110,6 +110,8 @@ def test_the_sync_bot_and_cherry_pick_and_a_named_pr_are_carried() -> None:
     sync = squash(44833, "sync-pr43883-2.7uce-to-v2.11.0", "v2.11.0",
                   "[sync] PR-43883: fix repair addresses")
     assert carried(sync, UP, "v2.11.0") == {43883}
+    short = squash(36752, "sync-pr36613-master", "master", "fix: short sync branch")
+    assert carried(short, UP, "master") == {36613}
     pick = squash(44585, "cherry-pick-mr-44584-1786698435449-auto", "v2.11.0", "fix: x")
     assert carried(pick, UP, "v2.11.0") == {44584}
     named = squash(50, "fix/y", "master", "fix: y", body="the same as !41 on v2.7.1")
