@@ -12,8 +12,9 @@ BRANCH_MISSING = "branch-missing"  # the target branch is not upstream (or not i
 STATES = (LANDED, PROPOSED, MISSING, NOT_NEEDED, IGNORED, BRANCH_MISSING)
 
 # How a landed change was found (said in the terminal and the page's title text, not the JSON).
-BY_ANCESTRY, BY_PATCH_ID, BY_CARRIER, BY_TESTS = ("same commit", "same patch-id",
-                                                   "names the change", "tests already there")
+BY_ANCESTRY, BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_TESTS = (
+    "same commit", "same patch-id", "names the change", "same title and files",
+    "tests already there")
 
 
 @dataclass(frozen=True)

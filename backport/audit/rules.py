@@ -5,7 +5,9 @@ copied: the patch-id (`git/apply.py` `same_change`), the forms a PR or commit na
 PR by (`pipeline/proposed.py` `carries`), a GitCode squash message's own PR
 (`git/source_pr.py` `squash_number`), the tests already there (`git/present.py`
 `all_present`). The order is the decision: landed (the same commit, the same patch-id, a
-commit that names the change, its tests there) → ignored → proposed → not-needed → missing
+commit that names the change) → ignored → landed (a commit with its title and exactly its
+files: the same fix opened on each branch by hand; its tests there) → proposed → not-needed →
+missing
 (whether it applies is then asked of git for every missing one together).
 """
 
@@ -21,6 +23,7 @@ from backport.audit.model import (
     BY_CARRIER,
     BY_PATCH_ID,
     BY_TESTS,
+    BY_TITLE,
     IGNORED,
     LANDED,
     MISSING,
@@ -54,6 +57,12 @@ def carried(message: str, upstream: str, branch: str) -> set[int]:
     pr = as_merged_pr(message, upstream, branch)
     numbers = {int(n) for n in _NUMBERS.findall(message)} - {pr.number}
     return {n for n in numbers if carries(pr, n, upstream, branch) is not None}
+
+
+def title_key(title: str, paths: Iterable[str]) -> tuple[str, frozenset[str]]:
+    """What a change opened by hand on each branch shares: its title (spaces trimmed) and
+    exactly the files it touches."""
+    return " ".join(title.split()), frozenset(paths)
 
 
 def ignored(title: str, patterns: Sequence[str]) -> bool:
@@ -91,6 +100,7 @@ class Facts(Protocol):
     def reachable(self, change: Change, target: str) -> bool: ...
     def same_patch(self, change: Change, target: str) -> str: ...
     def carrier(self, change: Change, target: str) -> str: ...
+    def same_title(self, change: Change, target: str) -> str: ...
     def ignored(self, change: Change) -> bool: ...
     def tests_there(self, change: Change, target: str) -> str: ...
     def proposed(self, change: Change, target: str) -> int | None: ...
@@ -107,9 +117,10 @@ def classify(change: Change, target: str, facts: Facts) -> Cell:
             return Cell(LANDED, commit=commit, why=why)
     if facts.ignored(change):
         return Cell(IGNORED)
-    commit = facts.tests_there(change, target)
-    if commit:
-        return Cell(LANDED, commit=commit, why=BY_TESTS)
+    for rule, why in ((facts.same_title, BY_TITLE), (facts.tests_there, BY_TESTS)):
+        commit = rule(change, target)
+        if commit:
+            return Cell(LANDED, commit=commit, why=why)
     pr = facts.proposed(change, target)
     if pr is not None:
         return Cell(PROPOSED, pr=pr)

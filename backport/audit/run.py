@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from backport.audit import history
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
-from backport.audit.rules import carried, classify, folders_of, ignored, lacks_all
+from backport.audit.rules import carried, classify, folders_of, ignored, lacks_all, title_key
 from backport.audit.store import Store
 from backport.branch_order import newest_first
 from backport.errors import BackportError
@@ -44,6 +44,7 @@ class Target:
     by_patch: dict[str, str] = field(default_factory=dict)  # patch-id -> oldest commit
     carrying: dict[int, str] = field(default_factory=dict)  # PR it carries -> oldest commit
     own: dict[int, str] = field(default_factory=dict)  # its own squash PR -> commit
+    titled: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)  # -> commit
     open_prs: list[PullRequest] = field(default_factory=list)
 
 
@@ -72,6 +73,10 @@ class Facts:
         if change.commit not in self._carried:  # the change is itself a backport of PR M
             self._carried[change.commit] = carried(change.message, self.upstream, change.branch)
         return next((t.own[n] for n in sorted(self._carried[change.commit]) if n in t.own), "")
+
+    def same_title(self, change: Change, target: str) -> str:
+        modified, added = self._paths(change)
+        return self.targets[target].titled.get(title_key(change.title, [*modified, *added]), "")
 
     def ignored(self, change: Change) -> bool:
         return ignored(change.title, self.ignore)
@@ -136,6 +141,10 @@ def _index(target: Target, store: Store, upstream: str) -> None:
             target.own.setdefault(own, commit.sha)
         for number in carried(commit.message, upstream, target.name):
             target.carrying.setdefault(number, commit.sha)
+        modified, added = store.files.get(commit.sha, [[], []])
+        if modified or added:
+            key = title_key(commit.message.split("\n", 1)[0], [*modified, *added])
+            target.titled.setdefault(key, commit.sha)
 
 
 def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store, workers: int) -> None:
@@ -200,6 +209,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     if todo and repo.blobless:
         history.prefetch_blobs(repo.path, todo, repo.env)
     history.fill_patch_ids(repo.path, todo, store)
+    history.fill_files(repo.path, every, store)
     for each in targets.values():
         _index(each, store, upstream)
     if open_prs is not None:
@@ -210,7 +220,6 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
         for each in targets.values():
             each.open_prs = [pr for pr in listed if pr.base == each.name]
     changes = changes_of(targets, since)
-    history.fill_files(repo.path, [c.commit for c in changes], store)
     _fill_added(repo, changes, store, workers)
     store.save()  # what is known by commit, kept even if a later step fails
     facts = Facts(repo, targets, store, upstream, ignore)

@@ -81,6 +81,8 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     shas["m7"] = w.commit(w.line(25, "value_25 = 'seven'\n"), squash(18, "feat-d", "master", "feat: seven"), 24)
     shas["m8"] = w.commit(w.line(33, "value_33 = 'nine'\n"), squash(19, "feat-e", "master", "feat: nine"), 23)
     shas["m9"] = w.commit(w.line(41, "value_41 = 'eleven'\n"), squash(20, "feat-f", "master", "feat: eleven"), 22)
+    shas["m10"] = w.commit(w.line(49, "value_49 = 'forty-nine'\n"),
+                           squash(21, "fix-g", "master", "fix: by hand on both"), 21)
     w.run("checkout", "-q", "v2.7.1")
     # the sync bot's PR for !10 (its change written again: another patch-id)
     shas["v1"] = w.commit(w.line(1, "value_1 = 'one'  # synced\n"),
@@ -92,6 +94,9 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                           squash(31, "t2", "v2.7.1", "test: two, written here"), 17)
     shas["v5"] = w.commit(w.line(33, "value_33 = 'NINE'\n"), squash(32, "nine", "v2.7.1", "fix: nine here"), 16)
     shas["v6"] = w.commit(w.line(57, "value_57 = 'twenty'\n"), squash(33, "tw", "v2.7.1", "fix: twenty"), 15)
+    # the same fix opened by hand on this branch: its title and file, other lines around it
+    shas["v7"] = w.commit(w.line(49, "value_49 = 'forty-nine'  # here\n"),
+                          squash(34, "fix-g2", "v2.7.1", "fix: by hand on both"), 14)
     bare = root / "upstream.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(w.path), str(bare)], check=True)
     subprocess.run(["git", "--git-dir", str(bare), "config", "uploadpack.allowFilter", "true"],
@@ -133,6 +138,7 @@ def test_every_state_with_its_commit_pr_and_applies(upstream: dict) -> None:
     assert on["feat: five"] == {"state": "landed", "commit": shas["v3"]}  # the same patch-id
     assert on["test: two"]["state"] == "landed"  # its test already there
     assert shas["v4"].startswith(on["test: two"]["commit"])
+    assert on["fix: by hand on both"] == {"state": "landed", "commit": shas["v7"]}
     assert on["fix: only master"] == {"state": "not-needed"}
     assert on["Update op_plugin commit id"] == {"state": "ignored"}
     assert on["feat: seven"] == {"state": "missing", "applies": True}
@@ -170,7 +176,7 @@ def test_offline_reads_no_pr_and_says_so(upstream: dict) -> None:
 def test_the_summary_and_the_from_pr_arguments(upstream: dict) -> None:
     result = audit(upstream, "--branch", "v2.7.1", "--branch", "master")
     assert result.code == 0, result.err
-    assert "  master -> v2.7.1: 4 landed, 1 proposed, 2 missing, 1 not-needed, 1 ignored" in result.out
+    assert "  master -> v2.7.1: 5 landed, 1 proposed, 2 missing, 1 not-needed, 1 ignored" in result.out
     assert "Missing on v2.7.1 and applying cleanly (1):" in result.out
     args = audit(upstream, "--missing-on", "v2.7.1", "--format", "from-pr")
     assert args.code == 0 and args.out.split("\n") == ["--from-pr 18", ""]

@@ -13,6 +13,7 @@ from backport.audit.rules import (
     folders_of,
     ignored,
     lacks_all,
+    title_key,
 )
 from backport.git.source_pr import squash_number
 
@@ -39,6 +40,7 @@ class Fake:
     patch: str = ""
     carrier_commit: str = ""
     ignore: bool = False
+    titled: str = ""
     tests: str = ""
     pr: int | None = None
     lacks: bool = False
@@ -55,6 +57,10 @@ class Fake:
     def carrier(self, change: Change, target: str) -> str:
         self.asked.append("carrier")
         return self.carrier_commit
+
+    def same_title(self, change: Change, target: str) -> str:
+        self.asked.append("same_title")
+        return self.titled
 
     def ignored(self, change: Change) -> bool:
         self.asked.append("ignored")
@@ -79,6 +85,7 @@ def test_landed_by_each_rule_names_the_carrying_commit() -> None:
                                                                    "commit": c.commit}
     assert classify(c, "v2.7.1", Fake(patch="p" * 40)).commit == "p" * 40
     assert classify(c, "v2.7.1", Fake(carrier_commit="s" * 40)).commit == "s" * 40
+    assert classify(c, "v2.7.1", Fake(titled="t" * 40)).commit == "t" * 40
     assert classify(c, "v2.7.1", Fake(tests="abc123def")).to_json() == {
         "state": "landed", "commit": "abc123def"}
 
@@ -87,9 +94,9 @@ def test_the_order_decides_and_later_facts_are_not_asked() -> None:
     facts = Fake(patch="p" * 40, ignore=True, pr=9, lacks=True)
     assert classify(change(), "v2.7.1", facts).state == "landed"
     assert facts.asked == ["reachable", "same_patch"]
-    facts = Fake(ignore=True, tests="abc", pr=9)
-    assert classify(change(), "v2.7.1", facts).state == "ignored"
-    assert "tests_there" not in facts.asked
+    facts = Fake(ignore=True, titled="t" * 40, tests="abc", pr=9)
+    assert classify(change(), "v2.7.1", facts).state == "ignored"  # each branch's own bump
+    assert "same_title" not in facts.asked and "tests_there" not in facts.asked
     assert classify(change(), "v2.7.1", Fake(pr=9, lacks=True)).to_json() == {
         "state": "proposed", "pr": 9}
     assert classify(change(), "v2.7.1", Fake(lacks=True)).state == "not-needed"
@@ -136,6 +143,13 @@ def test_not_needed_means_only_files_the_target_lacks() -> None:
     assert not lacks_all([], ["test/test_new.py"], files, folders)  # a new test in a folder there
     assert lacks_all([], ["third_party/new/x.py"], files, folders)
     assert not lacks_all([], [], files, folders)
+
+
+def test_a_hand_port_shares_the_title_and_exactly_the_files() -> None:
+    key = title_key("fix: add  cann version judge ", ["b.py", "a.py"])
+    assert key == title_key("fix: add cann version judge", ["a.py", "b.py"])
+    assert key != title_key("fix: add cann version judge", ["a.py"])
+    assert key != title_key("[feat] fix: add cann version judge", ["a.py", "b.py"])
 
 
 def test_ignore_patterns_are_searched_in_the_title() -> None:
