@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from backport.forge.local import LocalForge
-from tests.helpers.project import run_app
+from tests.helpers.project import run_app, run_cli
 
 UP = "Ascend/pytorch"
 DAY = 24 * 3600
@@ -220,3 +220,10 @@ def test_bad_input_is_one_sentence_and_exit_2(upstream: dict, args: tuple[str, .
     result = audit(upstream, *args)
     assert result.code == 2
     assert result.err.startswith(f"error: {said}") and result.err.count("\n") == 1, result.err
+
+
+def test_the_command_end_to_end_in_its_own_process(upstream: dict) -> None:
+    result = run_cli(upstream["project"], "audit", "--branch", "master", "--branch", "v2.7.1",
+                     env=upstream["env"])  # type: ignore[arg-type]
+    assert result.code == 0, result.err
+    assert result.out.startswith(f"Changes since {(datetime.now(UTC).date() - timedelta(days=90)).isoformat()} on v2.7.1, master:")
