@@ -93,7 +93,7 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
     if not offline:
         forge = make_forge(bm, project.state_dir, environ=os.environ)
         lacking = forge.missing()
-        unread = f"no {', '.join(lacking)} here" if lacking else ""
+        unread = "; ".join(lacking)
         open_prs = None if lacking else (lambda: forge.list_prs("open"))
     start = int(datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp())
     store = Store(repo.root / "audit" / f"{repo.path.name}.json")
