@@ -12,6 +12,7 @@ import click
 
 from backport import __version__, process
 from backport.commands.apply import apply_cmd
+from backport.commands.audit import audit_cmd
 from backport.commands.check import check_cmd
 from backport.commands.common import AppContext, pass_app
 from backport.commands.demo import demo_cmd
@@ -67,7 +68,8 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
 
 
 for command in (apply_cmd, check_cmd, status_cmd, continue_cmd, abort_cmd, list_cmd, new_cmd,
-                env_group, docs_cmd, matrix_cmd, preview_cmd, demo_cmd, init_cmd, trigger_cmd):
+                env_group, docs_cmd, matrix_cmd, preview_cmd, demo_cmd, init_cmd, trigger_cmd,
+                audit_cmd):
     cli.add_command(command)
 
 

@@ -523,16 +523,19 @@ def test_the_evidence_key_scan_sees_each_spelling(tmp_path: Path) -> None:
         "NOTE", "HEAD_COMMIT", "TORCH_NPU", "RESULT:"}
 
 
-def commands_without_tests(commands: Path, tests: Path) -> list[str]:
-    """Command modules (``backport/commands/X.py``) with no ``tests/commands/test_X*.py``."""
+def commands_without_tests(commands: Path, *tests: Path) -> list[str]:
+    """Command modules (``backport/commands/X.py``) with no ``test_X*.py`` in one of the
+    ``tests`` folders (``tests/commands/``, or ``commands/`` of a test layer)."""
     names = sorted(p.stem for p in commands.glob("*.py") if p.stem != "__init__")
-    tested = [p.stem.removeprefix("test_") for p in tests.glob("test_*.py")]
+    tested = [p.stem.removeprefix("test_") for folder in tests for p in folder.glob("test_*.py")]
     return [name for name in names
             if not any(t == name or t.startswith(f"{name}_") for t in tested)]
 
 
 def test_every_command_module_has_its_test_module() -> None:
-    assert commands_without_tests(PACKAGE / "commands", TESTS / "commands") == []
+    assert commands_without_tests(PACKAGE / "commands", TESTS / "commands",
+                                  *(TESTS / layer / "commands"
+                                    for layer in ("unit", "integration", "system"))) == []
 
 
 def test_the_command_mirror_matches_by_prefix(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ URL_VARIABLES = {
 }
 TOP_KEYS = (
     "forge", "upstream", "fork", "fork_branch", "upstream_url", "fork_url", "api_url",
-    "web_url", "environments", "branches", "pr",
+    "web_url", "environments", "branches", "pr", "audit",
 )  # fmt: skip
 ENV_KEYS = (
     "python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
@@ -68,6 +68,7 @@ ENV_KEYS = (
 ISOLATION_VALUES = ("pid-namespace", "none")
 ENVS_VARIABLE = "BACKPORT_ENVS"
 PYTHON_PLACEHOLDER = "{python}"  # in ``wrapper:``, where the environment's interpreter goes
+AUDIT_KEYS = ("ignore",)
 PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "comment_on_push",
            "close_related_issue")
 MAX_TIMEOUT = 7 * 24 * 3600.0
@@ -140,6 +141,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     targets = _targets(doc, top["branches"], environments)
     urls = _urls(doc, top, forge, upstream, fork, web_url, base, environ)
     pr = pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions()
+    audit_ignore = _audit_ignore(doc, top["audit"]) if "audit" in top else ()
     _check_rendered(doc, top.get("fork_branch") or root, fork_branch, targets)
     return BranchMap(
         path=path,
@@ -155,6 +157,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         targets=targets,
         pr=pr,
         web_url=web_url,
+        audit_ignore=audit_ignore,
     )
 
 
@@ -450,6 +453,22 @@ def _urls(
             f"'{urls['fork_url']}' is the upstream repository; backport pushes only to a fork",
         )
     return urls
+
+
+def _audit_ignore(doc: Doc, v: Val) -> tuple[str, ...]:
+    """``audit: {ignore: [regex…]}``: the titles `backport audit` reports as ignored, each a
+    Python regular expression searched in a change's title."""
+    f = doc.mapping(v, AUDIT_KEYS)
+    if "ignore" not in f:
+        return ()
+    patterns = doc.str_list(f["ignore"], max_items=100, max_len=500)
+    for pattern, item in zip(patterns, doc.items(f["ignore"]), strict=True):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            doc.fail(item, f"'{pattern}' is not a regular expression ({exc}); escape a "
+                           "literal character with a backslash")
+    return patterns
 
 
 def _url_fail(doc: Doc, origin: Val | str | None, key: str, message: str) -> None:

@@ -99,6 +99,7 @@ class BranchMap:
     pr: PrOptions = PrOptions()
     web_url: str = "https://gitcode.com"  # forge web root, for issue and PR links
     fork_note: str = ""  # a warning about `fork:` (the old placeholder, read as not set)
+    audit_ignore: tuple[str, ...] = ()  # `audit: {ignore: [regex…]}`: titles `audit` ignores
 
     @property
     def fork_shown(self) -> str:

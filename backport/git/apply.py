@@ -306,9 +306,24 @@ def abort_series(wt: Worktree) -> None:
         wt.git(["am", "--abort"])
 
 
-def _patch_ids(cwd: Path, diff: bytes) -> set[str]:
-    out = git(["patch-id", "--stable"], cwd=cwd, stdin=diff)
+def patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None) -> set[str]:
+    """The ``git patch-id --stable`` of each change in ``diff`` (a patch, a mailbox or
+    ``git log -p`` output): the one identity of a change across branches."""
+    out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
     return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def commit_patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """commit -> ``patch-id --stable`` of ``git log -p --format='commit %H'`` output."""
+    out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
+    return {parts[1]: parts[0] for parts in (line.split() for line in out.stdout.splitlines())
+            if len(parts) == 2}
+
+
+def same_change(wanted: Sequence[set[str]], found: set[str]) -> bool:
+    """The patch-id rule: every patch of a change (its ids in ``wanted``) has an id among
+    ``found``, the ids of the commits that may carry it."""
+    return bool(wanted) and all(ids and ids & found for ids in wanted)
 
 
 def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -> bool:
@@ -320,7 +335,7 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
         raise BackportError("usage", f"invalid base commit {base_sha!r}.")
     wanted: list[tuple[set[str], set[str]]] = []
     for patch in patches:
-        ids = _patch_ids(cache.path, patch.data)
+        ids = patch_ids(cache.path, patch.data)
         paths = set(patch.paths)
         if ids and paths:
             wanted.append((ids, paths))
@@ -349,7 +364,7 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
                 cwd=cache.path,
                 env=cache.env,
             )
-            found |= _patch_ids(cache.path, show.stdout.encode("utf-8", "surrogateescape"))
+            found |= patch_ids(cache.path, show.stdout.encode("utf-8", "surrogateescape"))
         if not ids <= found:
             return False
     return True

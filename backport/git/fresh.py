@@ -22,7 +22,8 @@ def fresh_tree(repo: Path, base: str, patches: Sequence[Patch]) -> str | None:
                       check=False)
             if not out.ok:
                 return None
-        return git(["write-tree"], cwd=repo, env=env).stdout.strip()
+        tree = git(["write-tree"], cwd=repo, env=env, check=False)  # fails on a conflict left
+        return tree.stdout.strip() if tree.ok else None
 
 
 def tree_of(repo: Path, commit: str) -> str:

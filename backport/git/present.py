@@ -203,10 +203,13 @@ def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, s
     return sha[:9], subject
 
 
-def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest]) -> list[PresentTest]:
-    """The ``tests`` that ``commit`` already defines, in the same class (or module) and file."""
+def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
+                  trees: dict[str, ast.Module | None] | None = None) -> list[tuple[AddedTest, int]]:
+    """The ``tests`` that ``commit`` already defines, in the same class (or module) and file,
+    each with its class as found there and its line; ``trees`` keeps the files of ``commit``
+    read so far (path -> parsed file) for a caller that asks again."""
     found = []
-    trees: dict[str, ast.Module | None] = {}
+    trees = {} if trees is None else trees
     for test in tests:
         if test.path not in trees:
             trees[test.path] = _tree_at(repo, commit, test.path)
@@ -215,12 +218,24 @@ def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest]) -> list[P
             continue
         match = next((d for d in pydefs.test_definitions(tree) if d.name == test.name
                       and (test.scope is None or d.scope == test.scope)), None)
-        if match is None:
-            continue
-        by = introduced_by(repo, commit, test.path, test.name)
-        found.append(PresentTest(AddedTest(test.path, match.scope, test.name), match.line,
-                                 by[0] if by else None, by[1] if by else ""))
+        if match is not None:
+            found.append((AddedTest(test.path, match.scope, test.name), match.line))
     return found
+
+
+def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest]) -> list[PresentTest]:
+    """The ``tests`` that ``commit`` already defines, in the same class (or module) and file,
+    with the commit that added each."""
+    found = []
+    for test, line in defined_tests(repo, commit, tests):
+        by = introduced_by(repo, commit, test.path, test.name)
+        found.append(PresentTest(test, line, by[0] if by else None, by[1] if by else ""))
+    return found
+
+
+def all_present(added: Sequence[object], present: Sequence[object]) -> bool:
+    """The already-present rule: the series adds tests and the target defines every one."""
+    return bool(added) and len(present) == len(added)
 
 
 def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest]) -> list[AddedTest]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from backport.errors import BackportError
+from backport.git.apply import patch_ids, same_change
 from backport.git.cache import REMOTE, TRACKING, RepoCache
 from backport.git.run import first_error_line, git, is_unreachable
 from backport.redact import redact
@@ -67,6 +68,26 @@ def squash_names(message: str, number: int) -> bool:
         return trailers[-1] == str(number)
     n = re.escape(str(number))
     return bool(re.search(rf"^\s*!{n} merge \S+ into \S+\s*$", message, re.MULTILINE))
+
+
+_TRAILER = re.compile(r"^See merge request: \S+?!(\d+)\s*$", re.MULTILINE)
+_MERGE_LINE = re.compile(r"^\s*!(\d+) merge (\S+) into \S+\s*$", re.MULTILINE)
+
+
+def squash_number(message: str) -> int | None:
+    """The PR whose GitCode squash message ``message`` is (the number :func:`squash_names`
+    accepts), or None when it is none."""
+    trailers = _TRAILER.findall(message)
+    found = [int(trailers[-1])] if trailers else [int(m.group(1)) for m in _MERGE_LINE.finditer(message)]
+    return next((n for n in found if squash_names(message, n)), None)
+
+
+def squash_head(message: str, number: int) -> str:
+    """The head branch the squash message of PR ``number`` says it merged ("" when it says none)."""
+    for match in _MERGE_LINE.finditer(message):
+        if int(match.group(1)) == number:
+            return match.group(2)
+    return ""
 
 
 def same_files(pr_paths: Iterable[str], commit_paths: Iterable[str]) -> bool:
@@ -243,17 +264,12 @@ def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
 MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
 
 
-def _patch_ids(repo: RepoCache, diff: bytes) -> set[str]:
-    out = git(["patch-id", "--stable"], cwd=repo.path, env=repo.env, stdin=diff)
-    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
-
-
 def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
     """Whether open or merged PR ``number`` into ``base`` carries the change ``patches`` (the
     set's format-patch files) make: each patch's ``patch-id --stable`` is that of one of the
     PR's own commits, or of all of them together (its head ref fetched first; a PR whose head
     cannot be fetched, or with more than ``MAX_CARRIER_COMMITS`` commits, does not)."""
-    wanted = [_patch_ids(repo, data) for data in patches]
+    wanted = [patch_ids(repo.path, data, repo.env) for data in patches]
     if not wanted or not all(wanted):
         return False
     try:
@@ -272,6 +288,6 @@ def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[by
                 f"{fork_point}..{head}", "--"], cwd=repo.path, env=repo.env)
     whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=repo.path,
                 env=repo.env)
-    found = (_patch_ids(repo, each.stdout.encode("utf-8", "surrogateescape"))
-             | _patch_ids(repo, whole.stdout.encode("utf-8", "surrogateescape")))
-    return all(ids & found for ids in wanted)
+    found = (patch_ids(repo.path, each.stdout.encode("utf-8", "surrogateescape"), repo.env)
+             | patch_ids(repo.path, whole.stdout.encode("utf-8", "surrogateescape"), repo.env))
+    return same_change(wanted, found)

@@ -20,6 +20,7 @@ from backport.git.present import (
     AddedTest,
     PresentTest,
     added_tests,
+    all_present,
     changed_python_tests,
     present_tests,
     source_problems,
@@ -77,7 +78,7 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
         return Decision(Verdict.ALREADY_APPLIED)
     added = tuple(added_tests(cache.path, series))
     present = existing_tests(present_tests(cache.path, base, list(added))) if added else ()
-    if added and len(present) == len(added):
+    if all_present(added, present):
         return Decision(Verdict.ALREADY_PRESENT, added, present)
     wt = worktree()
     result = apply_series(wt, series)

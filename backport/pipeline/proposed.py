@@ -65,7 +65,8 @@ def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | N
     title = _SYNC_TITLE.match(pr.title)
     if (title is not None and int(title.group(1)) == number) or (
             pr.head.startswith(sync_head) and pr.head.endswith(sync_tail)
-            and len(pr.head) > len(sync_head) + len(sync_tail)):
+            and len(pr.head) > len(sync_head) + len(sync_tail)) or (
+            pr.head == f"{sync_head}{target}"):  # the bot's short form: sync-pr36613-master
         return SYNC
     picked = _CHERRY_PICK.match(pr.head)
     if picked is not None and int(picked.group(1)) == number:

@@ -31,6 +31,7 @@ ARGS: dict[str, list[str] | None] = {
     "demo": None,
     "init": None,
     "trigger": ["--event", "{event}"],
+    "audit": ["--offline"],
 }
 
 

@@ -26,6 +26,7 @@ def pr(*, title: str = "fix something", head: str = "topic", body: str = "", bas
     (pr(title=f"[sync] PR-{N}: test: add put_metric coverage"), SYNC),
     (pr(title=f"[Sync]PR-{N}"), SYNC),
     (pr(head=f"sync-pr{N}-test-put-metric-master-to-{TARGET}"), SYNC),
+    (pr(head=f"sync-pr{N}-{TARGET}"), SYNC),  # the short form (Ascend's !36752: sync-pr36613-master)
     (pr(head=f"cherry-pick-mr-{N}-1733000000-auto", state="merged"), CHERRY_PICK),
     (pr(body=f"see !{N}"), BODY),
     (pr(body=f"!{N}"), BODY),
@@ -47,6 +48,7 @@ def test_each_form_that_carries_the_source(made: PullRequest, kind: str) -> None
     pr(head=f"sync-pr{N}0-topic-to-{TARGET}"),
     pr(head=f"sync-pr{N}-topic-to-v2.7.10"),  # another target's sync branch
     pr(head=f"sync-pr{N}-to-{TARGET}"),  # no head branch between
+    pr(head=f"sync-pr{N}-{TARGET}0"),  # the short form of another target
     pr(head=f"cherry-pick-mr-{N}0-1733000000-auto"),
     pr(head=f"cherry-pick-mr-{N}-auto"),
     pr(body=f"!{N}0"),

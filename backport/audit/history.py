@@ -1,0 +1,180 @@
+"""What the audit reads from the cache repository: each branch's first-parent changes, what a
+target's history holds, patch-ids and files of commits (kept in the `Store`), the tests a
+change adds and whether a target has them, and whether a change applies to a target's head."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from backport.audit.store import Store
+from backport.config.patchfiles import Patch, parse_patch
+from backport.errors import BackportError
+from backport.git.apply import commit_patch_ids
+from backport.git.cache import REMOTE
+from backport.git.fresh import fresh_tree
+from backport.git.present import (
+    AddedTest,
+    added_tests,
+    all_present,
+    defined_tests,
+    introduced_by,
+)
+from backport.git.run import git
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A first-parent commit: sha, committer time (epoch seconds), author name, message."""
+
+    sha: str
+    time: int
+    author: str
+    message: str
+
+
+def first_parent(repo: Path, ref: str, since: int) -> list[Commit]:
+    """The first-parent commits of ``ref`` committed at or after ``since``, newest first."""
+    out = git(["log", "--first-parent", f"--since={since}", "--format=%H%x00%ct%x00%an%x00%B%x1e",
+               ref, "--"], cwd=repo)
+    found = []
+    for record in out.stdout.split("\x1e"):
+        parts = record.lstrip("\n").split("\x00", 3)
+        if len(parts) == 4 and parts[1].isdigit() and int(parts[1]) >= since:
+            found.append(Commit(parts[0], int(parts[1]), parts[2], parts[3].strip("\n")))
+    return found
+
+
+def reachable(repo: Path, ref: str, since: int) -> set[str]:
+    """Every commit reachable from ``ref`` committed at or after ``since``."""
+    out = git(["rev-list", f"--since={since}", ref, "--"], cwd=repo)
+    return set(out.stdout.split())
+
+
+def tree_files(repo: Path, ref: str) -> set[str]:
+    """Every file path of ``ref``'s tree (trees only: no blob is read)."""
+    out = git(["-c", "core.quotepath=false", "ls-tree", "-r", "-z", "--name-only", ref],
+              cwd=repo)
+    return {p for p in out.stdout.split("\0") if p}
+
+
+def _log(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
+    """``git log --no-walk`` of ``commits`` in that order, each against its first parent."""
+    out = git(["-c", "core.quotepath=false", "log", "--no-walk=unsorted", "--stdin",
+               "--diff-merges=first-parent", "--no-renames", "--no-color", "--no-ext-diff",
+               *args],
+              cwd=repo, stdin="".join(f"{c}\n" for c in commits).encode(), check=False,
+              timeout=3600)
+    return out.ok, out.raw
+
+
+def prefetch_blobs(repo: Path, commits: Sequence[str], env: dict[str, str]) -> bool:
+    """In a blobless cache, fetch the blobs ``commits`` change in one request (git would fetch
+    each one by itself as a diff reads it); best effort: False when the upstream refused."""
+    if not commits:
+        return True
+    _, raw = _log(repo, commits, "--raw", "--no-abbrev", "--format=")
+    blobs = {oid for line in raw.decode("utf-8", "surrogateescape").splitlines()
+             if line.startswith(":") for oid in line.split()[2:4] if oid.strip("0")}
+    if not blobs:
+        return True
+    out = git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+               "--filter=blob:none", "--stdin", REMOTE], cwd=repo, env=env,
+              stdin="".join(f"{oid}\n" for oid in sorted(blobs)).encode(), check=False,
+              timeout=3600)
+    return out.ok
+
+
+def fill_patch_ids(repo: Path, commits: Sequence[str], store: Store) -> None:
+    """Compute the patch-id of each of ``commits`` the store lacks (one ``git log -p`` piped
+    to ``git patch-id``; a commit git cannot show, a blob missing say, gets "" and the rest go
+    on)."""
+    todo = [c for c in dict.fromkeys(commits) if c not in store.patch_ids]
+    while todo:
+        ok, raw = _log(repo, todo, "-p", "--format=commit %H")
+        ids = commit_patch_ids(repo, raw)
+        shown = [m.decode() for m in _COMMIT_LINE.findall(raw)]
+        done = set(shown) if ok else set(shown[:-1])
+        for sha in todo:
+            if sha in done:
+                store.patch_ids[sha] = ids.get(sha, "")
+        if ok:
+            return
+        failed = shown[-1] if shown else todo[0]
+        store.patch_ids[failed] = ""
+        todo = [c for c in todo if c not in store.patch_ids]
+
+
+def fill_files(repo: Path, commits: Sequence[str], store: Store) -> None:
+    """The files each of ``commits`` changes or deletes, and those it adds (trees only)."""
+    todo = [c for c in dict.fromkeys(commits) if c not in store.files]
+    if not todo:
+        return
+    _, raw = _log(repo, todo, "--name-status", "--format=commit %H")
+    current: list[list[str]] | None = None
+    for line in raw.decode("utf-8", "surrogateescape").splitlines():
+        if line.startswith("commit "):
+            current = store.files.setdefault(line[7:].strip(), [[], []])
+        elif current is not None and "\t" in line:
+            status, _, path = line.partition("\t")
+            current[1 if status.startswith("A") else 0].append(path)
+    for sha in todo:
+        store.files.setdefault(sha, [[], []])
+
+
+_COMMIT_LINE = re.compile(rb"^commit ([0-9a-f]{40})$", re.MULTILINE)
+_EMAIL_FROM = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001\n", re.MULTILINE)
+CHUNK = 200  # commits per `git log` of whole patches (bounds what is held in memory)
+
+
+def patches_of(repo: Path, commits: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+    """(commit, its change against its first parent as a format-patch email, binary-safe) for
+    each of ``commits`` git can show, a few hundred per ``git log``."""
+    todo = list(dict.fromkeys(commits))
+    while todo:
+        chunk, todo = todo[:CHUNK], todo[CHUNK:]
+        ok, raw = _log(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email")
+        starts = [m for m in _EMAIL_FROM.finditer(raw) if m.group(1).decode() in chunk]
+        for index, match in enumerate(starts):
+            end = starts[index + 1].start() if index + 1 < len(starts) else len(raw)
+            if ok or index + 1 < len(starts):  # a failed log's last one may be cut short
+                yield match.group(1).decode(), raw[match.start():end]
+        if not ok:
+            shown = [m.group(1).decode() for m in starts]
+            failed = shown[-1] if shown else chunk[0]
+            todo = [c for c in chunk if c not in shown and c != failed] + todo
+
+
+def tests_added(repo: Path, commit: str, email: bytes) -> list[str]:
+    """The tests a commit's patch adds (``path::Class::name``), read as `apply` reads a
+    series' (`git/present.py` `added_tests`)."""
+    try:
+        patch = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
+    except BackportError:  # a commit the parser cannot read has no tests to tell
+        return []
+    return [test.node_id for test in added_tests(repo, [patch])]
+
+
+def applies(repo: Path, head: str, commit: str, email: bytes) -> bool:
+    """Whether ``commit``'s patch goes in on ``head`` as ``git am -3`` would take it: the
+    publish step's rule (`git/fresh.py` `fresh_tree`: a temporary index, no worktree)."""
+    return fresh_tree(repo, head, [Patch(Path(f"{commit[:12]}.patch"), data=email)]) is not None
+
+
+def tests_there(repo: Path, added: Sequence[str], head: str,
+                trees: dict[str, ast.Module | None]) -> str:
+    """The already-present rule on a change that adds the tests ``added``: where ``head``
+    defines every one, the commit that added the first there (else ""); ``trees`` keeps the
+    files of ``head`` parsed so far."""
+    tests = [AddedTest.from_node_id(node) for node in added]
+    if not tests:
+        return ""
+    defined = defined_tests(repo, head, tests, trees)
+    if not all_present(tests, defined):
+        return ""
+    test = defined[0][0]
+    by = introduced_by(repo, head, test.path, test.name)
+    return by[0] if by else head[:9]

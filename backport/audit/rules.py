@@ -1,0 +1,129 @@
+"""How a change stands on a target: one pure decision over what the history tells.
+
+The rules are those `apply`, `check` and the already-proposed step use, called here, not
+copied: the patch-id (`git/apply.py` `same_change`), the forms a PR or commit names a source
+PR by (`pipeline/proposed.py` `carries`), a GitCode squash message's own PR
+(`git/source_pr.py` `squash_number`), the tests already there (`git/present.py`
+`all_present`). The order is the decision: landed (the same commit, the same patch-id, a
+commit that names the change) → ignored → landed (a commit with its title and exactly its
+files: the same fix opened on each branch by hand; its tests there) → proposed → not-needed →
+missing
+(whether it applies is then asked of git for every missing one together).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Collection, Iterable, Sequence
+from typing import Protocol
+
+from backport.audit.model import (
+    BY_ANCESTRY,
+    BY_CARRIER,
+    BY_PATCH_ID,
+    BY_TESTS,
+    BY_TITLE,
+    IGNORED,
+    LANDED,
+    MISSING,
+    NOT_NEEDED,
+    PROPOSED,
+    Cell,
+    Change,
+)
+from backport.forge import PullRequest
+from backport.git.source_pr import squash_head, squash_number
+from backport.pipeline.proposed import carries
+
+# Every number a message may name a source PR by; `carries` decides which it does name.
+_NUMBERS = re.compile(r"(?:sync-pr|cherry-pick-mr-|PR-|!)(\d+)(?!\d)", re.IGNORECASE)
+
+
+def as_merged_pr(message: str, upstream: str, branch: str) -> PullRequest:
+    """A commit on ``branch`` read as the merged PR its squash message says it is (its head
+    branch, title and description), so `carries` judges it as it judges a PR."""
+    number = squash_number(message)
+    title = message.split("\n", 1)[0]
+    head = squash_head(message, number) if number is not None else ""
+    return PullRequest(number=number or 0, url="", title=title, body=message, head=head,
+                       head_repo=upstream, base=branch, state="merged")
+
+
+def carried(message: str, upstream: str, branch: str) -> set[int]:
+    """The PRs a commit on ``branch`` carries, other than its own: those its message names
+    in a form `carries` accepts (the sync bot's title or branch, GitCode's cherry-pick
+    branch, ``!N``)."""
+    pr = as_merged_pr(message, upstream, branch)
+    numbers = {int(n) for n in _NUMBERS.findall(message)} - {pr.number}
+    return {n for n in numbers if carries(pr, n, upstream, branch) is not None}
+
+
+def title_key(title: str, paths: Iterable[str]) -> tuple[str, frozenset[str]]:
+    """What a change opened by hand on each branch shares: its title (spaces trimmed) and
+    exactly the files it touches."""
+    return " ".join(title.split()), frozenset(paths)
+
+
+def ignored(title: str, patterns: Sequence[str]) -> bool:
+    """Whether a title matches one of `audit: {ignore: […]}` (searched, not anchored)."""
+    return any(re.search(pattern, title) for pattern in patterns)
+
+
+def lacks_all(modified: Iterable[str], added: Iterable[str], files: Collection[str],
+              folders: Collection[str]) -> bool:
+    """The not-needed rule: the change touches only files the target does not have: none of
+    the files it changes or deletes is there, and no file it adds goes into a folder there
+    (a change touching nothing is not judged so)."""
+    modified, added = list(modified), list(added)
+    if not modified and not added:
+        return False
+    return (not any(path in files for path in modified)
+            and not any(posixpath.dirname(path) in folders for path in added))
+
+
+def folders_of(files: Iterable[str]) -> set[str]:
+    """Every folder holding one of ``files`` ("" for the top)."""
+    found = {""}
+    for path in files:
+        head = posixpath.dirname(path)
+        while head and head not in found:
+            found.add(head)
+            head = posixpath.dirname(head)
+    return found
+
+
+class Facts(Protocol):
+    """What the history says of a change on a target; each is asked only when the decision
+    reaches it (the later ones cost more)."""
+
+    def reachable(self, change: Change, target: str) -> bool: ...
+    def same_patch(self, change: Change, target: str) -> str: ...
+    def carrier(self, change: Change, target: str) -> str: ...
+    def same_title(self, change: Change, target: str) -> str: ...
+    def ignored(self, change: Change) -> bool: ...
+    def tests_there(self, change: Change, target: str) -> str: ...
+    def proposed(self, change: Change, target: str) -> int | None: ...
+    def lacks_files(self, change: Change, target: str) -> bool: ...
+
+
+def classify(change: Change, target: str, facts: Facts) -> Cell:
+    """The state of ``change`` on ``target``: the first rule that holds, in order."""
+    if facts.reachable(change, target):
+        return Cell(LANDED, commit=change.commit, why=BY_ANCESTRY)
+    for rule, why in ((facts.same_patch, BY_PATCH_ID), (facts.carrier, BY_CARRIER)):
+        commit = rule(change, target)
+        if commit:
+            return Cell(LANDED, commit=commit, why=why)
+    if facts.ignored(change):
+        return Cell(IGNORED)
+    for rule, why in ((facts.same_title, BY_TITLE), (facts.tests_there, BY_TESTS)):
+        commit = rule(change, target)
+        if commit:
+            return Cell(LANDED, commit=commit, why=why)
+    pr = facts.proposed(change, target)
+    if pr is not None:
+        return Cell(PROPOSED, pr=pr)
+    if facts.lacks_files(change, target):
+        return Cell(NOT_NEEDED)
+    return Cell(MISSING)  # whether it applies is asked of all missing ones at once

@@ -1,0 +1,259 @@
+"""The audit's run: read each branch once, then decide every change on every other branch.
+
+Per target: its first-parent commits since the start less ``LOOKBACK`` (a change may have
+landed there before it landed on its own branch), indexed by patch-id, by the PRs they carry
+and by their own PR; what its history reaches; its tree's files; its open PRs (one listing of
+the forge for the run). Patch-ids and files are kept by commit, whether a change applies by
+commit and head (`store.Store`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from backport.audit import history
+from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
+from backport.audit.rules import carried, classify, folders_of, ignored, lacks_all, title_key
+from backport.audit.store import Store
+from backport.branch_order import newest_first
+from backport.errors import BackportError
+from backport.forge import PullRequest
+from backport.git.cache import TRACKING, RepoCache
+from backport.git.present import is_python_test
+from backport.git.source_pr import squash_number
+from backport.pipeline.proposed import carries
+from backport.redact import redact
+
+LOOKBACK = 180 * 24 * 3600  # seconds before the start a target's carriers are looked for
+
+
+@dataclass
+class Target:
+    """What one target branch's history holds, read once."""
+
+    name: str
+    head: str
+    commits: list[history.Commit]
+    reachable: set[str]
+    files: set[str]
+    folders: set[str] = field(default_factory=set)
+    by_patch: dict[str, str] = field(default_factory=dict)  # patch-id -> oldest commit
+    carrying: dict[int, str] = field(default_factory=dict)  # PR it carries -> oldest commit
+    own: dict[int, str] = field(default_factory=dict)  # its own squash PR -> commit
+    titled: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)  # -> commit
+    open_prs: list[PullRequest] = field(default_factory=list)
+
+
+class Facts:
+    """`rules.Facts` over the targets read, the store and the run's ignore list."""
+
+    def __init__(self, repo: RepoCache, targets: Mapping[str, Target], store: Store,
+                 upstream: str, ignore: Sequence[str]) -> None:
+        self.repo, self.targets, self.store = repo, targets, store
+        self.upstream, self.ignore = upstream, ignore
+        self._carried: dict[str, set[int]] = {}
+        self.trees: dict[str, dict[str, ast.Module | None]] = {}  # target -> its files parsed
+
+    def reachable(self, change: Change, target: str) -> bool:
+        return change.commit in self.targets[target].reachable
+
+    def same_patch(self, change: Change, target: str) -> str:
+        pid = self.store.patch_ids.get(change.commit, "")
+        found = self.targets[target].by_patch.get(pid, "") if pid else ""
+        return found if found != change.commit else ""
+
+    def carrier(self, change: Change, target: str) -> str:
+        t = self.targets[target]
+        if change.pr is not None and change.pr in t.carrying:
+            return t.carrying[change.pr]
+        if change.commit not in self._carried:  # the change is itself a backport of PR M
+            self._carried[change.commit] = carried(change.message, self.upstream, change.branch)
+        return next((t.own[n] for n in sorted(self._carried[change.commit]) if n in t.own), "")
+
+    def same_title(self, change: Change, target: str) -> str:
+        modified, added = self._paths(change)
+        return self.targets[target].titled.get(title_key(change.title, [*modified, *added]), "")
+
+    def ignored(self, change: Change) -> bool:
+        return ignored(change.title, self.ignore)
+
+    def _paths(self, change: Change) -> tuple[list[str], list[str]]:
+        modified, added = self.store.files.get(change.commit, [[], []])
+        return modified, added
+
+    def tests_there(self, change: Change, target: str) -> str:
+        tests = self.store.added.get(change.commit, [])
+        if not tests:
+            return ""
+        key = f"{change.commit}:{self.targets[target].head}"
+        if key not in self.store.present:
+            trees = self.trees.setdefault(target, {})
+            self.store.present[key] = history.tests_there(self.repo.path, tests,
+                                                          self.targets[target].head, trees)
+        return self.store.present[key]
+
+    def proposed(self, change: Change, target: str) -> int | None:
+        if change.pr is None:
+            return None
+        return next((pr.number for pr in self.targets[target].open_prs
+                     if carries(pr, change.pr, self.upstream, target) is not None), None)
+
+    def lacks_files(self, change: Change, target: str) -> bool:
+        t = self.targets[target]
+        modified, added = self._paths(change)
+        return lacks_all(modified, added, t.files, t.folders)
+
+    def applies(self, pairs: Sequence[tuple[Change, str]], workers: int) -> None:
+        """Whether each missing (change, target) applies to the target's head, asked of git
+        only where the store does not know it for that head."""
+        heads = {name: t.head for name, t in self.targets.items()}
+        todo = [(c, t) for c, t in pairs if f"{c.commit}:{heads[t]}" not in self.store.applies]
+        wanted: dict[str, list[str]] = {}
+        for change, target in todo:
+            wanted.setdefault(change.commit, []).append(target)
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for commit, email in history.patches_of(self.repo.path, list(wanted)):
+                checks = [(t, pool.submit(history.applies, self.repo.path, heads[t], commit,
+                                          email)) for t in wanted[commit]]
+                for target, check in checks:
+                    self.store.applies[f"{commit}:{heads[target]}"] = check.result()
+
+
+def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
+    ref = f"{TRACKING}{name}"
+    files = history.tree_files(repo.path, head)
+    return Target(name=name, head=head, commits=history.first_parent(repo.path, ref, since),
+                  reachable=history.reachable(repo.path, ref, since), files=files,
+                  folders=folders_of(files))
+
+
+def _index(target: Target, store: Store, upstream: str) -> None:
+    for commit in reversed(target.commits):  # oldest first: the first to carry it is named
+        pid = store.patch_ids.get(commit.sha, "")
+        if pid:
+            target.by_patch.setdefault(pid, commit.sha)
+        own = squash_number(commit.message)
+        if own is not None:
+            target.own.setdefault(own, commit.sha)
+        for number in carried(commit.message, upstream, target.name):
+            target.carrying.setdefault(number, commit.sha)
+        modified, added = store.files.get(commit.sha, [[], []])
+        if modified or added:
+            key = title_key(commit.message.split("\n", 1)[0], [*modified, *added])
+            target.titled.setdefault(key, commit.sha)
+
+
+def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store, workers: int) -> None:
+    """The tests each change adds, kept by commit: read from the patches of those that touch
+    a Python test file."""
+    todo = [c.commit for c in changes if c.commit not in store.added
+            and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
+                    for p in part)]
+    for change in changes:
+        if change.commit not in todo:
+            store.added.setdefault(change.commit, [])
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        read = [(commit, pool.submit(history.tests_added, repo.path, commit, email))
+                for commit, email in history.patches_of(repo.path, todo)]
+        for commit, future in read:
+            store.added[commit] = future.result()
+    for commit in todo:
+        store.added.setdefault(commit, [])
+
+
+def _decide(change: Change, branches: list[str], facts: Facts) -> None:
+    """Fill ``change.on`` for every branch but its own."""
+    for name in branches:
+        if name != change.branch:
+            change.on[name] = (classify(change, name, facts) if name in facts.targets
+                               else Cell(BRANCH_MISSING))
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
+
+
+def changes_of(targets: Mapping[str, Target], since: int) -> list[Change]:
+    """Every first-parent change since ``since`` of each branch, each once: a commit on
+    several branches' first-parent history (before they parted) belongs to the newest."""
+    seen: set[str] = set()
+    found = []
+    for name in newest_first(targets):
+        for commit in targets[name].commits:
+            if commit.time < since or commit.sha in seen:
+                continue
+            seen.add(commit.sha)
+            found.append(Change(branch=name, commit=commit.sha,
+                                pr=squash_number(commit.message),
+                                title=commit.message.split("\n", 1)[0], date=_iso(commit.time),
+                                author=commit.author, message=commit.message))
+    return found
+
+
+def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, since_text: str,
+              upstream: str, ignore: Sequence[str], store: Store,
+              open_prs: Callable[[], list[PullRequest]] | None,
+              missing_why: Mapping[str, str], prs_unread: str = "",
+              workers: int = 2) -> Audit:
+    """The audit of the branches of ``heads`` (None: not upstream, said by ``missing_why``);
+    ``open_prs`` lists the forge's open PRs once (None: not read, why is ``prs_unread``)."""
+    start = since - LOOKBACK
+    targets = {name: _read_target(repo, name, head, start)
+               for name, head in heads.items() if head}
+    every = [c.sha for t in targets.values() for c in t.commits]
+    todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
+    if todo and repo.blobless:
+        history.prefetch_blobs(repo.path, todo, repo.env)
+    history.fill_patch_ids(repo.path, todo, store)
+    history.fill_files(repo.path, every, store)
+    for each in targets.values():
+        _index(each, store, upstream)
+    if open_prs is not None:
+        try:
+            listed = open_prs()
+        except BackportError as exc:
+            listed, prs_unread = [], f"the forge did not list them ({exc.message})"
+        for each in targets.values():
+            each.open_prs = [pr for pr in listed if pr.base == each.name]
+    changes = changes_of(targets, since)
+    _fill_added(repo, changes, store, workers)
+    store.save()  # what is known by commit, kept even if a later step fails
+    facts = Facts(repo, targets, store, upstream, ignore)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(_decide, changes, [list(heads)] * len(changes), [facts] * len(changes)))
+    missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
+    facts.applies(missing, workers)
+    for change, name in missing:
+        known = store.applies.get(f"{change.commit}:{targets[name].head}")
+        change.on[name] = change.on[name].applying(bool(known))
+    store.save()
+    return Audit(since=since_text, branches=tuple(heads), changes=tuple(changes),
+                 missing_branches=dict(missing_why), prs_unread=prs_unread)
+
+
+def branch_heads(repo: RepoCache, branches: Sequence[str], *,
+                 offline: bool) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Each branch's head (fetched, or offline as the cache last fetched it; None where it is
+    not there) and, for those, why."""
+    why: dict[str, str] = {}
+    if offline:
+        heads: dict[str, str | None] = {}
+        for name in branches:
+            try:
+                heads[name] = repo.local_heads([name])[name]
+            except BackportError:
+                heads[name] = None
+                why[name] = "not in the cache (run without --offline to fetch it)"
+        return heads, why
+    remote = repo.remote_heads(branches)
+    present = [name for name, sha in remote.items() if sha]
+    fetched = repo.fetch(present) if present else {}
+    heads = {name: fetched.get(name) for name in branches}
+    for name, sha in heads.items():
+        if not sha:
+            why[name] = f"not a branch of {redact(repo.upstream_url)}"
+    return heads, why

@@ -1,0 +1,48 @@
+"""What the audit keeps between runs, by commit (a commit's patch-id and files never change)
+and by commit and target head (whether it applies there): one JSON file in the cache folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+STORE_VERSION = 1
+
+
+class Store:
+    """By commit: ``patch_ids`` ("" for a change git cannot read), ``files`` ([changed or
+    deleted, added]), ``added`` (its tests); by commit and head: ``applies``, ``present``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.patch_ids: dict[str, str] = {}
+        self.files: dict[str, list[list[str]]] = {}
+        self.applies: dict[str, bool] = {}
+        self.added: dict[str, list[str]] = {}  # commit -> the tests it adds (path::Class::name)
+        self.present: dict[str, str] = {}  # "<commit>:<head>" -> the already-present commit
+        try:
+            data: Any = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # none yet, or unreadable: computed again
+        if isinstance(data, dict) and data.get("version") == STORE_VERSION:
+            self.patch_ids = dict(data.get("patch_ids") or {})
+            self.files = dict(data.get("files") or {})
+            self.applies = dict(data.get("applies") or {})
+            self.added = dict(data.get("added") or {})
+            self.present = dict(data.get("present") or {})
+
+    def save(self) -> None:
+        """Write the file whole (temp + rename); a folder that cannot be written keeps nothing."""
+        data = {"version": STORE_VERSION, "patch_ids": self.patch_ids, "files": self.files,
+                "applies": self.applies, "added": self.added, "present": self.present}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".audit-")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, separators=(",", ":"))
+            os.replace(tmp, self.path)
+        except OSError:
+            return

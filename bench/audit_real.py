@@ -1,0 +1,164 @@
+"""`backport audit` on the real Ascend/pytorch history: first run, re-run, and the goals.
+
+    BACKPORT_REAL_REPO=/path/to/Ascend+pytorch.git .venv/bin/python bench/audit_real.py \
+        [--since 2025-09-01] [--work DIR] [--keep]
+
+A project whose upstream is the copy (``file://``), the embedded local forge (no open PR), the
+shipped map's four branches and its ``audit: ignore``. The cache repository borrows the copy's
+objects (``objects/info/alternates``, as a clone with ``--shared``), so a run measures the
+audit, not a download; the copy stores no blob above 4 MiB, so a commit changing one has no
+patch-id. Prints the times, the state counts, how many of the sync bot's and GitCode
+cherry-pick's backports between mapped branches come out ``landed`` on their target, and a
+sample of ``missing`` entries with what the history shows of each (same-title commit there?).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from backport.git.cache import cache_dir_name  # noqa: E402
+from backport.git.source_pr import squash_head, squash_number  # noqa: E402
+
+BRANCHES = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
+_SYNC = re.compile(r"^sync-pr(\d+)-")
+_PICK = re.compile(r"^cherry-pick-mr-(\d+)-")
+
+
+def project(work: Path, mirror: Path) -> tuple[Path, dict[str, str]]:
+    shipped = yaml.safe_load((ROOT / "branches.yaml").read_text(encoding="utf-8"))
+    config = {"forge": "local", "upstream": "Ascend/pytorch", "fork": "bench/pytorch",
+              "upstream_url": str(mirror), "fork_url": str(work / "fork.git"),
+              "environments": {"py": {"python": sys.executable}},
+              "branches": {b: {"env": "py"} for b in BRANCHES},
+              "audit": shipped.get("audit", {})}
+    folder = work / "project"
+    (folder / "patches").mkdir(parents=True)
+    (folder / "branches.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    cache = work / "cache"
+    repo = cache / cache_dir_name(str(mirror))
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    (repo / "objects" / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
+    # The copy's objects are all here: fetch without a filter (no lazy fetch of a blob the
+    # copy lacks, which the copy could not serve anyway).
+    subprocess.run(["git", "--git-dir", str(repo), "config", "backport.nofilter", "true"],
+                   check=True)
+    return folder, {"BACKPORT_CACHE": str(cache)}
+
+
+def audit(folder: Path, env: dict[str, str], since: str) -> tuple[float, dict]:
+    print(f"load average before a run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
+          file=sys.stderr)
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "backport", "audit", "--since", since, "--json"],
+                         cwd=folder, env={**os.environ, **env}, capture_output=True, text=True,
+                         check=False)
+    took = time.monotonic() - start
+    if out.returncode != 0:
+        raise SystemExit(f"audit failed ({out.returncode}): {out.stderr[-2000:]}")
+    return took, json.loads(out.stdout)
+
+
+def git(mirror: Path, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(mirror), *args], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def backports(mirror: Path, since: str) -> list[tuple[str, int, str, str]]:
+    """(target, source PR, kind, commit) of each sync-bot / cherry-pick merge on a branch."""
+    found = []
+    for branch in BRANCHES:
+        out = git(mirror, "log", "--first-parent", f"--since={since}", "--format=%H%x00%B%x1e",
+                  branch, "--")
+        for record in out.split("\x1e"):
+            sha, _, message = record.strip("\n").partition("\x00")
+            own = squash_number(message)
+            head = squash_head(message, own) if own else ""
+            for kind, rule in (("sync", _SYNC), ("cherry-pick", _PICK)):
+                match = rule.match(head)
+                if match:
+                    found.append((branch, int(match.group(1)), kind, sha))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--since", default="2025-09-01")
+    parser.add_argument("--work", type=Path)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--sample", type=int, default=20)
+    args = parser.parse_args()
+    mirror = Path(os.environ.get("BACKPORT_REAL_REPO") or "")
+    if not (mirror / "HEAD").is_file():
+        raise SystemExit("error: BACKPORT_REAL_REPO must name a bare copy of Ascend/pytorch")
+    work = args.work or Path(tempfile.mkdtemp(prefix="audit-real-"))
+    try:
+        folder, env = project(work, mirror)
+        first, data = audit(folder, env, args.since)
+        again, data2 = audit(folder, env, args.since)
+        assert data == data2, "the re-run's answer differs from the first"
+        report(mirror, args, data, first, again)
+        (work / "audit.json").write_text(json.dumps(data), encoding="utf-8")
+    finally:
+        if not args.keep and args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def report(mirror: Path, args: argparse.Namespace, data: dict, first: float, again: float) -> None:
+    changes = data["changes"]
+    print(f"## backport audit --since {args.since} on {', '.join(data['branches'])}\n")
+    print(f"changes: {len(changes)}; first run {first:.1f} s, re-run {again:.1f} s "
+          f"({again / first:.0%} of the first)\n")
+    counts = Counter((t, cell["state"]) for c in changes for t, cell in c["on"].items())
+    states = sorted({s for _, s in counts})
+    print("| on | " + " | ".join(states) + " |\n| --- |" + " --- |" * len(states))
+    for branch in data["branches"]:
+        print(f"| {branch} | " + " | ".join(str(counts[(branch, s)]) for s in states) + " |")
+    by_pr = {(c["branch"], c["pr"]): c for c in changes if c["pr"] is not None}
+    mapped = []
+    for target, number, kind, sha in backports(mirror, args.since):
+        sources = [c for (b, n), c in by_pr.items() if n == number and b != target]
+        if sources:
+            mapped.append((target, number, kind, sha, sources[0]))
+    landed = [m for m in mapped if m[4]["on"].get(m[0], {}).get("state") == "landed"]
+    print(f"\nsync-bot / cherry-pick backports between mapped branches since {args.since}: "
+          f"{len(mapped)}; landed on their target: {len(landed)}")
+    for target, number, kind, sha, source in mapped:
+        cell = source["on"].get(target, {})
+        if cell.get("state") != "landed":
+            print(f"  not landed: !{number} ({source['branch']}) -> {target} by {kind} "
+                  f"{sha[:9]}: {cell}")
+    missing = [(c, t) for c in changes for t, cell in c["on"].items()
+               if cell["state"] == "missing"]
+    random.Random(38).shuffle(missing)
+    print(f"\nsample of {args.sample} missing (of {len(missing)}):\n")
+    print("| change | on | applies | same title there | title |\n| --- | --- | --- | --- | --- |")
+    same = 0
+    for change, target in missing[: args.sample]:
+        title = change["title"]
+        there = git(mirror, "log", "--first-parent", "--format=%h", "-F", f"--grep={title}",
+                    "--since=2025-01-01", target, "--").split()
+        same += bool(there)
+        print(f"| {change['commit'][:9]} {change['branch']} !{change['pr']} | {target} | "
+              f"{change['on'][target].get('applies')} | {' '.join(there[:3]) or 'no'} | "
+              f"{title[:70].replace('|', '/')} |")
+    print(f"\nsame-title commit on that branch: {same} of {min(args.sample, len(missing))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""The audit's decision on small synthetic facts: which rule wins, and how a commit names a PR."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from backport.audit.model import Audit, Cell, Change
+from backport.audit.page import from_pr_arguments
+from backport.audit.rules import (
+    as_merged_pr,
+    carried,
+    classify,
+    folders_of,
+    ignored,
+    lacks_all,
+    title_key,
+)
+from backport.git.source_pr import squash_number
+
+UP = "Ascend/pytorch"
+
+
+def squash(number: int, head: str, base: str, title: str, body: str = "") -> str:
+    """A GitCode squash message of PR ``number``."""
+    return (f"{title}\n\n# message auto-generated for no-merge-commit merge:\n!{number} merge "
+            f"{head} into {base}\n\n{title}\n\nDescription: {body}\n\nSee merge request: "
+            f"{UP}!{number}\n")
+
+
+def change(pr: int | None = 7, commit: str = "c" * 40, title: str = "fix: a thing") -> Change:
+    return Change(branch="master", commit=commit, pr=pr, title=title, date="2026-01-01",
+                  author="a", message=squash(pr or 0, "feat", "master", title))
+
+
+@dataclass
+class Fake:
+    """Facts as plain values; ``asked`` records which were asked."""
+
+    reach: bool = False
+    patch: str = ""
+    carrier_commit: str = ""
+    ignore: bool = False
+    titled: str = ""
+    tests: str = ""
+    pr: int | None = None
+    lacks: bool = False
+    asked: list[str] = field(default_factory=list)
+
+    def reachable(self, change: Change, target: str) -> bool:
+        self.asked.append("reachable")
+        return self.reach
+
+    def same_patch(self, change: Change, target: str) -> str:
+        self.asked.append("same_patch")
+        return self.patch
+
+    def carrier(self, change: Change, target: str) -> str:
+        self.asked.append("carrier")
+        return self.carrier_commit
+
+    def same_title(self, change: Change, target: str) -> str:
+        self.asked.append("same_title")
+        return self.titled
+
+    def ignored(self, change: Change) -> bool:
+        self.asked.append("ignored")
+        return self.ignore
+
+    def tests_there(self, change: Change, target: str) -> str:
+        self.asked.append("tests_there")
+        return self.tests
+
+    def proposed(self, change: Change, target: str) -> int | None:
+        self.asked.append("proposed")
+        return self.pr
+
+    def lacks_files(self, change: Change, target: str) -> bool:
+        self.asked.append("lacks_files")
+        return self.lacks
+
+
+def test_landed_by_each_rule_names_the_carrying_commit() -> None:
+    c = change()
+    assert classify(c, "v2.7.1", Fake(reach=True)).to_json() == {"state": "landed",
+                                                                   "commit": c.commit}
+    assert classify(c, "v2.7.1", Fake(patch="p" * 40)).commit == "p" * 40
+    assert classify(c, "v2.7.1", Fake(carrier_commit="s" * 40)).commit == "s" * 40
+    assert classify(c, "v2.7.1", Fake(titled="t" * 40)).commit == "t" * 40
+    assert classify(c, "v2.7.1", Fake(tests="abc123def")).to_json() == {
+        "state": "landed", "commit": "abc123def"}
+
+
+def test_the_order_decides_and_later_facts_are_not_asked() -> None:
+    facts = Fake(patch="p" * 40, ignore=True, pr=9, lacks=True)
+    assert classify(change(), "v2.7.1", facts).state == "landed"
+    assert facts.asked == ["reachable", "same_patch"]
+    facts = Fake(ignore=True, titled="t" * 40, tests="abc", pr=9)
+    assert classify(change(), "v2.7.1", facts).state == "ignored"  # each branch's own bump
+    assert "same_title" not in facts.asked and "tests_there" not in facts.asked
+    assert classify(change(), "v2.7.1", Fake(pr=9, lacks=True)).to_json() == {
+        "state": "proposed", "pr": 9}
+    assert classify(change(), "v2.7.1", Fake(lacks=True)).state == "not-needed"
+    missing = classify(change(), "v2.7.1", Fake())
+    assert missing.state == "missing" and missing.applies is None
+    assert missing.applying(True).to_json() == {"state": "missing", "applies": True}
+
+
+def test_a_squash_message_is_known_by_its_own_pr() -> None:
+    assert squash_number(squash(45103, "v2.11.0", "v2.11.0", "Update op_plugin commit id")) == 45103
+    assert squash_number("fix: no squash\n\nsee !12\n") is None
+    # the PR's own text may quote another PR's trailer; GitCode writes its own last
+    quoting = squash(20, "feat", "master", "t", body=f"See merge request: {UP}!19")
+    assert squash_number(quoting) == 20
+
+
+def test_the_sync_bot_and_cherry_pick_and_a_named_pr_are_carried() -> None:
+    sync = squash(44833, "sync-pr43883-2.7uce-to-v2.11.0", "v2.11.0",
+                  "[sync] PR-43883: fix repair addresses")
+    assert carried(sync, UP, "v2.11.0") == {43883}
+    short = squash(36752, "sync-pr36613-master", "master", "fix: short sync branch")
+    assert carried(short, UP, "master") == {36613}
+    pick = squash(44585, "cherry-pick-mr-44584-1786698435449-auto", "v2.11.0", "fix: x")
+    assert carried(pick, UP, "v2.11.0") == {44584}
+    named = squash(50, "fix/y", "master", "fix: y", body="the same as !41 on v2.7.1")
+    assert carried(named, UP, "master") == {41}
+    # its own number, a longer number and another repository's !N are not carried
+    other = squash(51, "fix/z", "master", "fix: z", body="see other/repo!42 and path/x!43")
+    assert carried(other, UP, "master") == set()
+    # the sync bot's branch for another target says nothing of this one
+    wrong = squash(52, "sync-pr43-v2.7.1-to-v2.12.0", "master", "t")
+    assert carried(wrong, UP, "master") == set()
+    pr = as_merged_pr(sync, UP, "v2.11.0")
+    assert (pr.number, pr.head, pr.state, pr.base) == (44833, "sync-pr43883-2.7uce-to-v2.11.0",
+                                                       "merged", "v2.11.0")
+
+
+def test_not_needed_means_only_files_the_target_lacks() -> None:
+    files = {"torch_npu/a.py", "test/test_a.py"}
+    folders = folders_of(files)
+    assert folders == {"", "torch_npu", "test"}
+    assert lacks_all(["torch_npu/gone.py"], [], files, folders)
+    assert not lacks_all(["torch_npu/a.py", "torch_npu/gone.py"], [], files, folders)
+    assert not lacks_all([], ["test/test_new.py"], files, folders)  # a new test in a folder there
+    assert lacks_all([], ["third_party/new/x.py"], files, folders)
+    assert not lacks_all([], [], files, folders)
+
+
+def test_a_hand_port_shares_the_title_and_exactly_the_files() -> None:
+    key = title_key("fix: add  cann version judge ", ["b.py", "a.py"])
+    assert key == title_key("fix: add cann version judge", ["a.py", "b.py"])
+    assert key != title_key("fix: add cann version judge", ["a.py"])
+    assert key != title_key("[feat] fix: add cann version judge", ["a.py", "b.py"])
+
+
+def test_ignore_patterns_are_searched_in_the_title() -> None:
+    patterns = ("^Update (op_plugin|torchair) commit id",)
+    assert ignored("Update op_plugin commit id", patterns)
+    assert not ignored("fix: Update op_plugin commit id", patterns)
+    assert not ignored("anything", ())
+
+
+def test_from_pr_arguments_are_the_missing_ones_that_apply_and_name_a_pr() -> None:
+    def one(pr: int | None, cell: Cell, date: str) -> Change:
+        c = Change("master", f"{pr or 0:040d}", pr, "t", date, "a")
+        c.on["v2.7.1"] = cell
+        return c
+    audit = Audit("2026-01-01", ("v2.7.1", "master"), (
+        one(3, Cell("missing", applies=True), "2026-02-02"),
+        one(2, Cell("missing", applies=True), "2026-01-02"),
+        one(4, Cell("missing", applies=False), "2026-01-03"),
+        one(None, Cell("missing", applies=True), "2026-01-04"),
+        one(5, Cell("landed", commit="x"), "2026-01-05")))
+    assert from_pr_arguments(audit, "v2.7.1") == ["--from-pr 2", "--from-pr 3"]
+    assert audit.to_json()["changes"][0] == {
+        "branch": "master", "commit": f"{3:040d}", "pr": 3, "title": "t", "date": "2026-02-02",
+        "author": "a", "on": {"v2.7.1": {"state": "missing", "applies": True}}}
