@@ -1,4 +1,4 @@
-"""Fixtures: a fake GitCode server, forges bound to it, and the local forge."""
+"""Forge test helpers: a fake GitCode server, forges bound to it, the local forge (fixtures)."""
 
 from __future__ import annotations
 

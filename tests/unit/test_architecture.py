@@ -390,7 +390,7 @@ def test_no_module_imports_a_private_name_from_another() -> None:
 
 def test_no_test_imports_a_private_name_of_the_package() -> None:
     found = {str(path.relative_to(TESTS)): private_imports(path)
-             for path in sorted(Path(__file__).resolve().parent.rglob("*.py"))}
+             for path in sorted(TESTS.rglob("*.py"))}
     assert {path: names for path, names in found.items() if names} == {}
 
 
@@ -405,7 +405,8 @@ def test_the_private_import_scan_sees_every_kind(tmp_path: Path) -> None:
                                      "m.py:6 reads Status._value2member_map_"]
 
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
+LAYERS = ("unit", "integration", "system")
 
 
 def imports_of_test_modules(root: Path) -> list[str]:
@@ -522,16 +523,17 @@ def test_the_evidence_key_scan_sees_each_spelling(tmp_path: Path) -> None:
         "NOTE", "HEAD_COMMIT", "TORCH_NPU", "RESULT:"}
 
 
-def commands_without_tests(commands: Path, tests: Path) -> list[str]:
-    """Command modules (``backport/commands/X.py``) with no ``tests/commands/test_X*.py``."""
+def commands_without_tests(commands: Path, tests: list[Path]) -> list[str]:
+    """Command modules (``backport/commands/X.py``) with no ``tests/LAYER/commands/test_X*.py``."""
     names = sorted(p.stem for p in commands.glob("*.py") if p.stem != "__init__")
-    tested = [p.stem.removeprefix("test_") for p in tests.glob("test_*.py")]
+    tested = [p.stem.removeprefix("test_") for folder in tests for p in folder.glob("test_*.py")]
     return [name for name in names
             if not any(t == name or t.startswith(f"{name}_") for t in tested)]
 
 
 def test_every_command_module_has_its_test_module() -> None:
-    assert commands_without_tests(PACKAGE / "commands", TESTS / "commands") == []
+    assert commands_without_tests(PACKAGE / "commands",
+                                  [TESTS / layer / "commands" for layer in LAYERS]) == []
 
 
 def test_the_command_mirror_matches_by_prefix(tmp_path: Path) -> None:
@@ -541,4 +543,4 @@ def test_the_command_mirror_matches_by_prefix(tmp_path: Path) -> None:
         (tmp_path / "c" / f"{name}.py").write_text("")
     for name in ("test_env_probe", "test_newer", "test_status"):
         (tmp_path / "t" / f"{name}.py").write_text("")
-    assert commands_without_tests(tmp_path / "c", tmp_path / "t") == ["new"]
+    assert commands_without_tests(tmp_path / "c", [tmp_path / "t"]) == ["new"]

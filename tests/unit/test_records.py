@@ -17,7 +17,7 @@ from backport.pipeline.journal import JOURNAL_VERSION, Journal
 from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource
 from backport.records import TestResult as Result
 from backport.states import Status
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 PROBE = Probe(env_name="torch-2.7.1", interpreter="~/envs/torch-2.7.1/bin/python",
               platform="Linux-x86_64", python="3.11.7",

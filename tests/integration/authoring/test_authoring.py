@@ -173,7 +173,7 @@ def test_new_refuses_a_name_the_loader_refuses(tmp_path: Path, name: str) -> Non
     from click.testing import CliRunner
 
     from backport.cli import cli
-    from tests.config.samples import BRANCHES_YAML
+    from tests.helpers.config_samples import BRANCHES_YAML
     (tmp_path / "branches.yaml").write_text(BRANCHES_YAML, encoding="utf-8")
     result = CliRunner().invoke(cli, ["--config", str(tmp_path / "branches.yaml"), "new",
                                       "--from", "HEAD", "--api", "a.b", "--issue", "1", "--", name])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PATCH_DIR = ROOT / "patches" / "put_metric"
 PATCH = PATCH_DIR / "0001-test-add-put_metric-coverage.patch"
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"

@@ -15,7 +15,7 @@ from backport.config.patchfiles import (
     unquote_git_path,
 )
 from backport.errors import ConfigError
-from tests.config.samples import make_patch
+from tests.helpers.config_samples import make_patch
 
 GIT_ENV = {
     **os.environ,
@@ -111,7 +111,7 @@ def test_real_symlink_outside_is_refused(repo: Path, tmp_path: Path) -> None:
 
 def test_the_shipped_put_metric_patch() -> None:
     patch = (
-        Path(__file__).parents[2]
+        Path(__file__).parents[3]
         / "patches"
         / "put_metric"
         / "0001-test-add-put_metric-coverage.patch"

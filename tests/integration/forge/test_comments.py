@@ -9,8 +9,7 @@ from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
 from tests.helpers.fake_gitcode import FakeGitCode
-
-from .conftest import UPSTREAM
+from tests.helpers.forge import UPSTREAM
 
 
 def _source(server: FakeGitCode) -> int:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from backport.forge.http import ApiClient, RateLimiter
 from backport.forge.pace import SharedPace
-from tests.forge.conftest import FORK, TOKEN, UPSTREAM, SleepLog
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
+from tests.helpers.forge import FORK, TOKEN, UPSTREAM, SleepLog
 
 UNPACED = ((10_000, 60.0),)
 

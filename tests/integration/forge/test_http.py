@@ -9,8 +9,8 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.http import ApiClient, RateLimiter, retry_after_seconds, seg
-from tests.forge.conftest import TOKEN, SleepLog
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
+from tests.helpers.forge import TOKEN, SleepLog
 
 
 class FakeClock:

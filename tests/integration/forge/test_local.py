@@ -14,10 +14,10 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.local import LocalForge
-from tests.forge.conftest import BASE, BRANCH, FORK, UPSTREAM
+from tests.helpers.forge import BASE, BRANCH, FORK, UPSTREAM
 from tests.helpers.local_web import set_state
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 RACER = textwrap.dedent("""
     import json, os, sys, time

@@ -11,8 +11,8 @@ import pytest
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
-from tests.forge.conftest import FORK, UPSTREAM
 from tests.helpers.fake_gitcode import FakeGitCode
+from tests.helpers.forge import FORK, UPSTREAM
 
 SHA = "1292bcfa165ef69dd3cc3169ec4b1ac51a3b042f"
 

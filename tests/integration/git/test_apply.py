@@ -16,7 +16,8 @@ from backport.git.apply import (
     continue_series,
 )
 from backport.git.cache import RepoCache
-from tests.git.conftest import (
+from tests.helpers import gitrepos as gr
+from tests.integration.git.conftest import (
     CONFLICTING,
     PATCH_AUTHOR,
     PATCH_SUBJECT,
@@ -25,7 +26,6 @@ from tests.git.conftest import (
     TEST_FILE,
     Scenario,
 )
-from tests.helpers import gitrepos as gr
 
 
 def log1(repo: Path, fmt: str, rev: str = "HEAD") -> str:

@@ -8,8 +8,8 @@ import pytest
 
 from backport.errors import BackportError
 from backport.git.cache import RepoCache, cache_dir_name
-from tests.git.conftest import Scenario
 from tests.helpers import gitrepos as gr
+from tests.integration.git.conftest import Scenario
 
 
 def test_fetch_only_named_heads(cache: RepoCache, scenario: Scenario) -> None:

@@ -11,8 +11,8 @@ from backport.errors import BackportError, ForkDiverged
 from backport.git.apply import apply_series
 from backport.git.cache import RepoCache
 from backport.git.push import push_branch, remote_sha
-from tests.git.conftest import Scenario
 from tests.helpers import gitrepos as gr
+from tests.integration.git.conftest import Scenario
 
 BRANCH = "test-put-metric-v2.7.1"
 

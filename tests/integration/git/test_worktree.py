@@ -12,8 +12,8 @@ import pytest
 from backport.errors import BackportError
 from backport.git.cache import RepoCache
 from backport.git.worktree import Worktree, sparse_pattern
-from tests.git.conftest import BASE, SHIFTED, TEST_FILE, Scenario
 from tests.helpers import gitrepos as gr
+from tests.integration.git.conftest import BASE, SHIFTED, TEST_FILE, Scenario
 
 
 def files_in(root: Path) -> set[str]:

@@ -12,9 +12,9 @@ from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.shared_results import forge_records, read_set
 from backport.pipeline.steps import BranchJob
 from backport.report.body import render_body
+from tests.helpers import report_fixtures as fx
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.project import git
-from tests.report import fixtures as fx
 
 TOKEN = "gct-shared-results-0001"
 

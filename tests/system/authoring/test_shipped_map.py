@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from backport.config import load_branch_map
 from backport.envs.setup import resolve
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TORCH_PYTHON = os.environ.get("BACKPORT_TEST_PYTHON")
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 PINS = {  # the seed PR's environments; master shares v2.12.0's

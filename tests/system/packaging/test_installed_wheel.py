@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TORCH_PYTHON = os.environ.get("BACKPORT_TEST_PYTHON")
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".ci", "build", "dist", "*.egg-info",
                                      "__pycache__", ".backport", "out", ".pytest_cache")

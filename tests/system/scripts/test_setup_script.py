@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 # A stand-in interpreter: records its arguments; `-m venv DIR` makes DIR/bin/python (itself);

@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import gitrepos as gr
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "verify_real_history.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "verify_real_history.py"
 REAL = os.environ.get("BACKPORT_REAL_REPO")
 
 

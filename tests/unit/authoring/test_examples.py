@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ci"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "ci"
 FILES = ("github-check.yml", "gitcode-check.yml", "github-apply.yml", "gitcode-apply.yml",
          "gitcode-trigger.yml")
 SUBCOMMANDS = {"apply", "check", "status", "continue", "abort", "list", "new", "env", "docs",

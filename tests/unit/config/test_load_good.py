@@ -21,7 +21,13 @@ from backport.config import (
 )
 from backport.config.model import DEFAULT_TEST_TIMEOUT, CiPlacement
 from backport.errors import ConfigError
-from tests.config.samples import BRANCHES_YAML, PATCH_YAML, TEST_FILE, make_patch, write_project
+from tests.helpers.config_samples import (
+    BRANCHES_YAML,
+    PATCH_YAML,
+    TEST_FILE,
+    make_patch,
+    write_project,
+)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from backport.config import load_branch_map, load_patch_set, load_project
 from backport.errors import ConfigError
-from tests.config.samples import BRANCHES_YAML, PATCH_YAML, make_patch, write_project
+from tests.helpers.config_samples import BRANCHES_YAML, PATCH_YAML, make_patch, write_project
 
 
 def _replace(old: str, new: str) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from backport.config import load_branch_map, load_patch_set
 from backport.errors import ConfigError
-from tests.config.samples import BRANCHES_YAML, PATCH_YAML, write_project
+from tests.helpers.config_samples import BRANCHES_YAML, PATCH_YAML, write_project
 
 
 def _load(root: Path, branches_extra: str = "", patch_extra: str = ""):

@@ -15,7 +15,7 @@ from backport.config import BranchMap, PatchSet, load_branch_map, load_patch_set
 from backport.config.loader import ENV_KEYS, PATCH_KEYS, PR_KEYS, TOP_KEYS
 from backport.config.patchfiles import parse_patch
 from backport.errors import ConfigError
-from tests.config.samples import BRANCHES_YAML, PATCH_YAML, make_patch, write_project
+from tests.helpers.config_samples import BRANCHES_YAML, PATCH_YAML, make_patch, write_project
 
 SETTINGS = settings(
     max_examples=int(os.environ.get("BACKPORT_FUZZ_EXAMPLES", "150")),

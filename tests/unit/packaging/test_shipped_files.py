@@ -6,7 +6,7 @@ from pathlib import Path
 
 from backport.shipped import demo_patch_set, example_patch_yaml, real_map
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_shipped_map_and_patch_set_are_the_checkouts() -> None:

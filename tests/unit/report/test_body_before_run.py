@@ -6,7 +6,7 @@ import re
 
 from backport.records import BranchRecord
 from backport.report.body import BodyContext, render_body
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 
 def _before_any_run(target: str) -> str:

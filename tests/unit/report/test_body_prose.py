@@ -15,7 +15,7 @@ from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, device_note_zh, render_body
 from backport.report.evidence_parse import Evidence, read_evidence, record_of
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 # Words the seed's Chinese prose itself uses as names of things (its register).
 TERMS = ("torch-npu", "torch_npu", "PyTorch", "torch", "Python", "CANN", "NPU", "API", "PR",

@@ -9,7 +9,7 @@ from backport.pipeline.shared_results import draft_implied
 from backport.report import summary
 from backport.report.body import render_body
 from backport.report.evidence_parse import read_evidence, record_of
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 CPP = "torch_npu/csrc/core/npu/NPUVersion.cpp"
 PY = "torch_npu/_compat/version.py"

@@ -8,7 +8,7 @@ from backport.report import evidence_fields as ef
 from backport.report import regions as rg
 from backport.report.body import render_body
 from backport.report.evidence_parse import read_evidence, record_of
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 
 def _source_row() -> ef.Field[str | None]:

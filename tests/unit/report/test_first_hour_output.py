@@ -15,7 +15,7 @@ from backport.records import TestResult as Result
 from backport.report.progress import Progress
 from backport.report.summary import render_table, report_rows
 from backport.states import Status
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 
 def test_a_branch_whose_tests_were_skipped_is_not_shown_as_tested() -> None:

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from backport.report.body import render_body
 from backport.report.summary import render_markdown, render_table
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 SYNC_URL = "https://gitcode.com/Ascend/pytorch/merge_requests/43001"
 

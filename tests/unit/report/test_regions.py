@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from backport.report import regions as rg
 from backport.report.body import render_body
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 DOC = (
     "intro\n"

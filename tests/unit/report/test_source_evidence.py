@@ -12,7 +12,7 @@ from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, render_body
 from backport.report.evidence_parse import Evidence, read_evidence, record_of, source_of
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 SHA = "1292bcfa165ef69dd3cc3169ec4b1ac51a3b042f"
 MERGED = SourcePr(number=42810, base="master", commit=SHA, merged=True, found_by="squash message")

@@ -9,8 +9,8 @@ from rich.console import Console
 
 from backport.records import BranchRecord
 from backport.report.summary import render_markdown, render_table, report_rows, status_json
+from tests.helpers import report_fixtures as fx
 from tests.helpers.golden import check_golden
-from tests.report import fixtures as fx
 
 
 def mixed_records() -> list[BranchRecord]:
