@@ -55,7 +55,7 @@ def test_four_prs_linked_to_the_issue_then_nothing_new_then_force_updates(sandbo
 
 def test_502_on_first_create_and_429_on_first_lists_still_four_prs(sandbox, gitcode):
     # Both 429s name their wait: a 429 without Retry-After waits out the whole 60 s window,
-    # which tests/forge/test_gitcode_strict.py covers on an injected clock.
+    # which tests/integration/forge/test_gitcode_strict.py covers on an injected clock.
     gitcode.add_fault("GET", r"/pulls$", Fault(status=429, headers={"Retry-After": "0"}),
                       Fault(status=429, headers={"Retry-After": "1"}))
     gitcode.add_fault("POST", r"/pulls$", Fault(status=502, after=True))
