@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+# GitPython runs `git version` when first imported and fails without git; the unit layer runs
+# with no git on PATH (tests/unit/conftest.py), so it is told to stay quiet there.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
 from backport.envs.kept import stop_kept_workers
 
 
