@@ -15,6 +15,7 @@ import pytest
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
 from backport.envs.kept import stop_kept_workers
+from tests.helpers.project import built_sandbox  # noqa: F401  (the session's sandbox, copied per test)
 
 
 @pytest.fixture(scope="session")

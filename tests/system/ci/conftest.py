@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.project import ROOT, gitcode, sandbox  # noqa: F401  (registered as fixtures)
+from tests.helpers.project import gitcode, sandbox  # noqa: F401  (registered as fixtures)
+from tests.helpers.wheels import build_backport_wheel, setup_wheelhouse
 
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """backport's wheel, its dependencies' and its build backend's, built once per session:
-    the workflows' own `pip install` steps then run with PIP_NO_INDEX against it."""
+    """backport's wheel, built once per session, beside the wheels of its dependencies and
+    build backend that set-up holds: the workflows' own `pip install` steps then run with
+    PIP_NO_INDEX against it, and nothing here asks a package registry."""
     folder = tmp_path_factory.mktemp("wheelhouse")
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--wheel-dir", str(folder), str(ROOT)], check=True)
-    subprocess.run([*pip, "download", "--dest", str(folder), "setuptools>=68", "wheel"],
-                   check=True)
+    for wheel in setup_wheelhouse().glob("*.whl"):
+        (folder / wheel.name).symlink_to(wheel)
+    shutil.copy2(build_backport_wheel(tmp_path_factory.mktemp("build")), folder)
     return folder

@@ -1,15 +1,15 @@
 """Installed, not cloned: the wheel in a fresh venv outside the checkout runs demo, init, check.
 
-Runs everywhere the suite runs (CI included): the wheel is built by pip with its usual build
-isolation (setuptools from the configured index), the package is installed without the
-network (`--no-index --no-deps`), and its dependencies are the tool venv's own, added after
-the new venv's site-packages so the installed copy of backport is the one imported.
+Runs everywhere the suite runs (CI included), with no package registry: the wheel is built by
+pip with its usual build isolation (setuptools from the wheelhouse set-up fills), the package is
+installed without the network (`--no-index --no-deps`), and its dependencies are the tool venv's
+own, added after the new venv's site-packages so the installed copy of backport is the one
+imported.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,27 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.wheels import build_backport_wheel
+
 ROOT = Path(__file__).resolve().parents[3]
 TORCH_PYTHON = os.environ.get("BACKPORT_TEST_PYTHON")
-NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".ci", "build", "dist", "*.egg-info",
-                                     "__pycache__", ".backport", "out", ".pytest_cache")
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           check=False, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-
-
-def _build_wheel(work: Path) -> Path:
-    """The wheel of a copy of the checkout (pip builds in the source tree; the checkout stays
-    untouched)."""
-    source = work / "source"
-    shutil.copytree(ROOT, source, symlinks=True, ignore=NOT_SOURCES)
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-                  "--wheel-dir", str(work / "dist"), str(source)], cwd=work)
-    assert built.returncode == 0, built.stdout + built.stderr
-    (wheel,) = (work / "dist").glob("backport-*.whl")
-    return wheel
 
 
 def _fresh_venv(path: Path, wheel: Path) -> Path:
@@ -58,7 +46,7 @@ def _fresh_venv(path: Path, wheel: Path) -> Path:
 
 @pytest.mark.slow
 def test_the_installed_wheel_runs_demo_init_and_check_from_any_folder(tmp_path: Path) -> None:
-    wheel = _build_wheel(tmp_path / "build")
+    wheel = build_backport_wheel(tmp_path / "build")
     bin_dir = _fresh_venv(tmp_path / "venv", wheel)
     anywhere = tmp_path / "elsewhere"
     anywhere.mkdir()
