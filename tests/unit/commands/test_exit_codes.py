@@ -1,5 +1,5 @@
-"""The README's exit codes hold for every command: 2 for usage and configuration errors, 1 for a
-branch that did not get through (status: not finished), 0 when every branch is done."""
+"""The README's exit codes hold for every command: 2 for usage and configuration errors (an
+unknown option, no branches.yaml, a broken one), before any repository is touched."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 
 from backport.cli import cli
 from tests.helpers.project import run_app
-from tests.helpers.runs import apply
 
 # Each command with arguments that would run it in a project; None: it needs no project.
 ARGS: dict[str, list[str] | None] = {
@@ -79,36 +78,3 @@ def test_a_broken_branches_yaml_exits_2_naming_its_line(command: str, tmp_path: 
     result = run_app(tmp_path, *_args(command, tmp_path))
     assert result.code == 2, result.err
     assert "branches.yaml:2: YAML syntax error" in result.err, result.err
-
-
-def test_new_with_a_missing_repo_folder_exits_2(sandbox, tmp_path: Path) -> None:
-    result = run_app(sandbox.project, "new", "x", "--from", "HEAD", "--repo",
-                     str(tmp_path / "missing"), "--api", "a.b", "--issue", "1")
-    assert result.code == 2, result.err
-    assert result.err.strip() == (f"error: --repo {tmp_path / 'missing'}: no such folder; name "
-                                  "the clone that holds the commits of --from HEAD")
-
-
-def test_trigger_and_apply_without_a_token_exit_2(sandbox, tmp_path: Path) -> None:
-    from tests.helpers.project import edit_config
-
-    def to_gitcode(data: dict) -> None:
-        data["forge"] = "gitcode"
-        data["api_url"] = "http://127.0.0.1:9/api/v5"
-    edit_config(sandbox, to_gitcode)
-    no_token = {"GITCODE_TOKEN": "", "BACKPORT_TOKEN": "", "HOME": str(tmp_path)}
-    event = _args("trigger", tmp_path)[-1]
-    result = run_app(sandbox.project, "trigger", "--event", event, env=no_token)
-    assert result.code == 2, result.err
-    applied = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
-                      env=no_token)
-    assert applied.code == 2, applied.err
-    assert "no GitCode token" in applied.err
-
-
-def test_status_exits_1_while_a_branch_is_not_finished_and_0_once_all_are(sandbox) -> None:
-    apply(sandbox, skip_tests=True, no_push=True)  # stopped before the push, as an interrupt
-    assert run_app(sandbox.project, "status").code == 1
-    apply(sandbox, skip_tests=True)
-    done = run_app(sandbox.project, "status")
-    assert done.code == 0, done.out + done.err
