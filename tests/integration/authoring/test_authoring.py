@@ -1,4 +1,4 @@
-"""git/authoring.py against real repositories built in tmp_path."""
+"""git/authoring.py against real repositories built in tmp_path: commits exported as a patch set."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from backport.config.patch_set import patch_set_name_problem
 from backport.errors import BackportError
 from backport.git.authoring import (
     commits,
     export_patch_set,
     first_subject,
-    is_test_file,
     touched_files,
 )
-from backport.git.authoring import test_files as pick_test_files
 
 AUTHOR = ("Ada Author", "ada@example.invalid", "2026-03-04T05:06:07+08:00")
 
@@ -153,14 +150,6 @@ def test_touched_files_single_and_range(repo: Path) -> None:
         "docs/old.md", "src/lib.py", "test/distributed/test_thing.py"]  # root commit
 
 
-def test_test_files_filter() -> None:
-    paths = ["test/npu/test_storage.py", "test/distributed/elastic/metrics/helper.py",
-             "torch_npu/foo_test.py", "torch_npu/utils/test_helpers.py", "src/testing.py",
-             "docs/test_plan.md", "tests/data.json", "contest/x.py", "test/npu/test_storage.py"]
-    assert pick_test_files(paths) == [
-        "test/npu/test_storage.py", "test/distributed/elastic/metrics/helper.py",
-        "torch_npu/foo_test.py", "torch_npu/utils/test_helpers.py", "tests/data.json"]
-    assert not is_test_file("test")
 
 
 def test_first_subject(repo: Path) -> None:
@@ -168,21 +157,5 @@ def test_first_subject(repo: Path) -> None:
     assert first_subject(repo, "c1..main") == "test: add new api test"
 
 
-@pytest.mark.parametrize("name", ["-x", "é_api", ".hidden", "a.lock", "a/b", "../escape", "x."])
-def test_new_refuses_a_name_the_loader_refuses(tmp_path: Path, name: str) -> None:
-    from click.testing import CliRunner
-
-    from backport.cli import cli
-    from tests.helpers.config_samples import BRANCHES_YAML
-    (tmp_path / "branches.yaml").write_text(BRANCHES_YAML, encoding="utf-8")
-    result = CliRunner().invoke(cli, ["--config", str(tmp_path / "branches.yaml"), "new",
-                                      "--from", "HEAD", "--api", "a.b", "--issue", "1", "--", name])
-    assert isinstance(result.exception, BackportError)
-    assert result.exception.code == "usage"
-    assert f"patch set name '{name}' may use only" in result.exception.message
-    assert not (tmp_path / "patches").exists()
 
 
-@pytest.mark.parametrize("name", ["put_metric", "put-metric", "v2.7", "A1"])
-def test_patch_set_names_the_loader_accepts(name: str) -> None:
-    assert patch_set_name_problem(name) is None

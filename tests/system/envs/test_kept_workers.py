@@ -11,15 +11,13 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
-import warnings
 from pathlib import Path
 
 import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
-from backport.envs.kept import KeepPolicy, keep_policy, runtime_folder, socket_path
+from backport.envs.kept import KeepPolicy, socket_path
 from backport.envs.model import Probe
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import TestRunner as Runner
@@ -232,22 +230,8 @@ def test_probe_cache_follows_variables_and_the_source_script(
     assert cached_probe(other, cache)[1] is True
 
 
-def test_kept_workers_turn_off_and_live_in_a_private_folder(tmp_path: Path) -> None:
-    assert keep_policy({"BACKPORT_KEEP_WORKERS": "0"}) is None
-    policy = keep_policy({"BACKPORT_RUNTIME_DIR": str(tmp_path / "rt"),
-                          "BACKPORT_WORKER_IDLE": "42"})
-    assert policy is not None and (policy.folder, policy.idle) == (tmp_path / "rt", 42.0)
 
 
-def test_a_folder_others_can_enter_is_refused(tmp_path: Path) -> None:
-    from backport.envs.kept import KeptUnavailable, private_folder
-
-    open_folder = tmp_path / "open"
-    open_folder.mkdir(mode=0o755)
-    os.chmod(open_folder, 0o755)
-    with pytest.raises(KeptUnavailable, match="only this user"):
-        private_folder(open_folder)
-    assert private_folder(tmp_path / "new").stat().st_mode & 0o777 == 0o700
 
 
 def test_probe_cache_follows_the_pinned_distributions(
@@ -280,15 +264,6 @@ def test_probe_cache_follows_the_cann_version_file(
     assert (upgraded.cann, reused) == ("8.0.RC2", False)
 
 
-def test_runtime_folder_without_xdg_runtime_dir_is_tmp_and_quiet(monkeypatch) -> None:
-    if not sys.platform.startswith("linux"):
-        pytest.skip("XDG_RUNTIME_DIR is the Linux rule")
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # platformdirs' RuntimeDirWarning would raise here
-        folder = runtime_folder({})
-    assert folder == Path(tempfile.gettempdir()) / f"backport-{os.getuid()}"
-    assert runtime_folder({"BACKPORT_RUNTIME_DIR": "/x/y"}) == Path("/x/y")
 
 
 SOURCED_TEST = """
