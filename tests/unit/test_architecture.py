@@ -432,6 +432,24 @@ def imports_of_test_modules(root: Path) -> list[str]:
     return found
 
 
+def outside_the_layers(root: Path) -> list[str]:
+    """Test modules under ``root`` (the tests folder) that are in none of its layer folders."""
+    return sorted(str(path.relative_to(root)) for path in root.rglob("test_*.py")
+                  if path.relative_to(root).parts[0] not in LAYERS)
+
+
+def test_every_test_module_is_in_a_layer() -> None:
+    assert outside_the_layers(TESTS) == []
+
+
+def test_the_layer_scan_names_a_module_outside(tmp_path: Path) -> None:
+    for rel in ("unit/git/test_a.py", "system/test_b.py", "forge/test_c.py", "test_d.py",
+                "helpers/gitrepos.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    assert outside_the_layers(tmp_path) == ["forge/test_c.py", "test_d.py"]
+
+
 def test_no_test_module_imports_another() -> None:
     assert imports_of_test_modules(TESTS) == []
 
