@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.helpers.ci_map import map_repository, pip_offline
@@ -151,32 +150,8 @@ def test_github_apply_matrix_comes_from_backport_matrix(sandbox, tmp_path, wheel
         "${{ matrix.runs_on }}"
 
 
-def test_shipped_gitcode_apply_pipeline_is_what_matrix_prints():
-    """One source: examples/ci/gitcode-apply.yml is `backport matrix --format gitcode` of the
-    shipped branches.yaml and patches/."""
-    printed = run_app(ROOT, "matrix", "--api", "put_metric", "--format", "gitcode")
-    assert printed.code == 0, printed.err
-    assert (EXAMPLES / "gitcode-apply.yml").read_text(encoding="utf-8") == printed.out
-    jobs = load_workflow(EXAMPLES / "gitcode-apply.yml")["jobs"]
-    assert [j["env"]["BRANCH"] for j in jobs.values()] == ["v2.7.1", "v2.11.0", "v2.12.0",
-                                                            "master"]
-    assert [j["runs-on"] for j in jobs.values()][0] == ["self-hosted", "npu", "torch-2.7.1"]
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yml")))
-def test_no_step_hides_a_failure_or_assumes_a_tool_cache(name):
-    data = load_workflow(EXAMPLES / name)
-    shell = ((data.get("defaults") or {}).get("run") or {}).get("shell")
-    for job in data["jobs"].values():
-        hosted = isinstance(job["runs-on"], str) and not job["runs-on"].startswith("${{") \
-            or "ubuntu-latest" in job["runs-on"]
-        for step in job["steps"]:
-            script = step.get("run", "")
-            if "|" in script.replace("||", "") and shell != "bash":
-                assert script.lstrip().startswith("set -euo pipefail"), (name, script)
-            assert "|| true" not in script, (name, script)
-            if step.get("uses", "").startswith("actions/setup-python"):
-                assert hosted, f"{name}: setup-python on a self-hosted job"
 
 
 def _apply_map(sandbox, tmp_path: Path) -> tuple[Path, str]:

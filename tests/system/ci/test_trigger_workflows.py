@@ -12,11 +12,10 @@ from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.git_http import GitHttp
 from tests.helpers.merged_pr import merged_pr
-from tests.helpers.project import ROOT, edit_config, git, needs_torch, run_app
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
-from tests.helpers.workflow_harness import GITCODE, WorkflowRun, load_workflow
+from tests.helpers.project import edit_config, git, needs_torch, run_app
+from tests.helpers.workflow_harness import GITCODE, WorkflowRun
 
-EXAMPLES = ROOT / "examples" / "ci"
 MAP = "ascend-ci/backport-map"
 UPSTREAM = "Ascend/pytorch"
 
@@ -56,24 +55,8 @@ def _ours(gitcode: FakeGitCode) -> list[str]:
     return [p.base_ref for p in gitcode.open_prs() if p.head_repo == "lgxxx/pytorch"]
 
 
-def test_shipped_gitcode_trigger_pipeline_is_what_matrix_prints():
-    printed = run_app(ROOT, "matrix", "--trigger", "--format", "gitcode")
-    assert printed.code == 0, printed.err
-    assert (EXAMPLES / "gitcode-trigger.yml").read_text(encoding="utf-8") == printed.out
-    data = load_workflow(EXAMPLES / "gitcode-trigger.yml")
-    assert data["on"]["pull_request_comment"]["comments"] == ["^/backport"]
-    assert data["on"]["pull_request"]["types"] == ["merge"]
-    jobs = data["jobs"]
-    assert list(jobs)[0] == "plan" and "needs" not in jobs["plan"]
-    branch_jobs = [j for name, j in jobs.items() if name != "plan"]
-    assert [j["env"]["BRANCH"] for j in branch_jobs] == ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
-    assert all(j["needs"] == "plan" and f"',{j['env']['BRANCH']},'" in j["if"]
-               for j in branch_jobs)
 
 
-def test_no_trigger_pipeline_for_github():
-    printed = run_app(ROOT, "matrix", "--trigger", "--format", "github")
-    assert printed.code == 2 and "GitCode's events only" in printed.err
 
 
 @needs_torch
