@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from backport.forge.token import askpass_env, resolve_token, web_host
+from backport.forge.token import askpass_env, resolve_token
 from backport.redact import redact
 
 
@@ -24,20 +24,6 @@ def git_home(tmp_path: Path) -> dict[str, str]:
     (home / ".gitconfig").write_text(f"[credential]\n\thelper = store --file={store}\n")
     return {"HOME": str(home), "PATH": os.environ["PATH"], "GIT_CONFIG_NOSYSTEM": "1",
             "XDG_CONFIG_HOME": str(home / ".config")}
-
-
-def test_web_host() -> None:
-    assert web_host("https://api.gitcode.com/api/v5") == ("https", "gitcode.com")
-    assert web_host("https://gitcode.com/api/v5") == ("https", "gitcode.com")
-    assert web_host("http://127.0.0.1:8080/api/v5") == ("http", "127.0.0.1:8080")
-
-
-def test_env_vars_win_in_order(git_home: dict[str, str]) -> None:
-    env = {**git_home, "GITCODE_TOKEN": "tok-gitcode-1", "BACKPORT_TOKEN": "tok-backport-2"}
-    assert resolve_token("https://api.gitcode.com/api/v5", env) == "tok-gitcode-1"
-    del env["GITCODE_TOKEN"]
-    assert resolve_token("https://api.gitcode.com/api/v5", env) == "tok-backport-2"
-    assert "tok-backport-2" not in redact("x tok-backport-2 y")
 
 
 def test_git_credential_helper_is_asked(git_home: dict[str, str]) -> None:
@@ -68,11 +54,3 @@ def test_askpass_script_holds_no_secret_and_git_uses_it(git_home: dict[str, str]
     assert fields["username"] == "lgxxx"
     assert fields["password"] == token
     assert askpass_env(token)["GIT_ASKPASS"] == str(script)  # one script per process
-
-
-def test_askpass_appends_to_existing_git_config_env(git_home: dict[str, str]) -> None:
-    env = {**git_home, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.x", "GIT_CONFIG_VALUE_0": "1"}
-    extra = askpass_env("tok-xyz-1234", environ=env)
-    assert extra["GIT_CONFIG_COUNT"] == "2"
-    assert extra["GIT_CONFIG_KEY_1"] == "credential.helper"
-    assert extra["BACKPORT_ASKPASS_USER"] == "oauth2"
