@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from backport.errors import BackportError
-from backport.git.cache import RepoCache, cache_dir_name
+from backport.git.cache import RepoCache
 from tests.helpers import gitrepos as gr
 from tests.integration.git.conftest import Scenario
 
@@ -79,11 +79,6 @@ def test_unreachable_https_url_is_redacted(tmp_path: Path) -> None:
     assert "s3cr3t" not in (cache.path / "config").read_text()
 
 
-def test_cache_dir_name_is_per_url() -> None:
-    a = cache_dir_name("https://gitcode.com/Ascend/pytorch.git")
-    b = cache_dir_name("https://gitcode.com/Ascend/pytorch")
-    assert a.startswith("gitcode.com-Ascend-pytorch-") and a != b
-    assert cache_dir_name("https://u:p@gitcode.com/Ascend/pytorch.git") == a
 
 
 def test_remote_heads_does_not_fetch(cache: RepoCache, scenario: Scenario) -> None:

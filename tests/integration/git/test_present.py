@@ -3,7 +3,6 @@ commit); and the check that a changed test file compiles and hides no definition
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from backport.config.patchfiles import Patch, read_patch
@@ -14,7 +13,6 @@ from backport.git.present import (
     present_tests,
     source_problems,
 )
-from backport.git.pydefs import redefinitions
 from tests.helpers.gitrepos import commit_file, format_patch, git, make_bare, make_repo
 
 PATH = "test/test_metrics.py"
@@ -111,22 +109,4 @@ def test_a_file_that_does_not_compile_is_named_with_its_line(tmp_path: Path) -> 
     assert len(problems) == 1 and problems[0].startswith(f"{PATH} does not compile (line 7")
 
 
-def test_property_setters_and_overloads_are_not_redefinitions() -> None:
-    tree = ast.parse('''
-class C:
-    @property
-    def x(self):
-        return 1
-
-    @x.setter
-    def x(self, value):
-        pass
-
-def f():
-    pass
-
-def f():
-    pass
-''')
-    assert [(r.scope, r.name, r.line, r.again) for r in redefinitions(tree)] == [("", "f", 11, 14)]
 

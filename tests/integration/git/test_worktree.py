@@ -11,7 +11,7 @@ import pytest
 
 from backport.errors import BackportError
 from backport.git.cache import RepoCache
-from backport.git.worktree import Worktree, sparse_pattern
+from backport.git.worktree import Worktree
 from tests.helpers import gitrepos as gr
 from tests.integration.git.conftest import BASE, SHIFTED, TEST_FILE, Scenario
 
@@ -98,11 +98,6 @@ def test_bad_branch_names_rejected(cache: RepoCache, tmp_path: Path) -> None:
         assert info.value.code == "usage"
 
 
-def test_sparse_pattern_is_anchored_and_escaped() -> None:
-    assert sparse_pattern("setup.py") == "/setup.py"
-    assert sparse_pattern("/test/a[1]*.py") == "/test/a\\[1]\\*.py"
-    with pytest.raises(BackportError):
-        sparse_pattern("../etc/passwd")
 
 
 def test_worktrees_created_from_threads(cache: RepoCache, scenario: Scenario, tmp_path: Path) -> None:
