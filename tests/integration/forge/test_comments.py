@@ -7,7 +7,6 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
-from backport.forge.local import LocalForge
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.forge import UPSTREAM
 
@@ -75,14 +74,3 @@ def test_permission_is_read_and_a_stranger_has_none(server: FakeGitCode, gitcode
     assert gitcode.permission("stranger") == "none"
 
 
-def test_local_forge_comments_and_permissions(local: LocalForge):
-    number = local.add_source_pr(head="feature", base="master", title="t", body="b", author="x")
-    first = local.post_comment(number, "one")
-    second = local.post_comment(number, "two")
-    assert [c.body for c in local.list_comments(number)] == ["one", "two"]
-    assert local.edit_comment(number, first.id, "uno").body == "uno"
-    local.delete_comment(number, second.id)
-    assert [(c.id, c.body) for c in local.list_comments(number)] == [(first.id, "uno")]
-    assert local.permission("someone") == "none"
-    local.set_permission("someone", "write")
-    assert local.permission("someone") == "write"

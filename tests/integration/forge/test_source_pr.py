@@ -3,16 +3,11 @@ single-PR and linked-issue answers (stand-in on 127.0.0.1) and from the local fo
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 import pytest
 
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
-from backport.forge.local import LocalForge
 from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.forge import FORK, UPSTREAM
 
 SHA = "1292bcfa165ef69dd3cc3169ec4b1ac51a3b042f"
 
@@ -51,23 +46,5 @@ def test_an_open_pr_is_not_merged_and_a_missing_one_is_one_sentence(
     assert caught.value.message.startswith("GitCode has no PR !99999 in Ascend/pytorch")
 
 
-def test_the_local_forge_keeps_what_a_merged_pr_landed(tmp_path: Path) -> None:
-    forge = LocalForge(tmp_path / "forge.sqlite", upstream=UPSTREAM, fork=FORK)
-    number = forge.add_source_pr(head="topic", base="master", title="t", body="b",
-                                 author="lgxxx", merge_commit=SHA, issues=(3216,))
-    info = forge.get_source_pr(number)
-    assert (info.state, info.merge_commit_sha, info.author, info.issues) == (
-        "merged", SHA, "lgxxx", (3216,))
-    own = forge.create_pr("test-x-master", "master", "t", "b")  # one this tool opened
-    assert forge.get_source_pr(own.number).merge_commit_sha == ""
 
 
-def test_the_local_forge_reads_a_database_older_than_its_source_table(tmp_path: Path) -> None:
-    db = tmp_path / "forge.sqlite"
-    forge = LocalForge(db, upstream=UPSTREAM, fork=FORK)
-    number = forge.create_pr("topic", "master", "t", "b").number
-    with sqlite3.connect(db) as conn:
-        conn.execute("DROP TABLE pr_sources")
-    info = forge.get_source_pr(number)
-    assert (info.number, info.state, info.head_sha, info.merge_commit_sha) == (
-        number, "open", "", "")
