@@ -36,6 +36,8 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "empty").as_uri())
     monkeypatch.setenv("PIP_FIND_LINKS", "")
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    # This index is a folder of the test, not a registry: a run with PIP_NO_INDEX still reads it.
+    monkeypatch.delenv("PIP_NO_INDEX", raising=False)
     return (tmp_path / "simple").as_uri()
 
 
