@@ -30,6 +30,7 @@ KEPT = ("python3", "bash", "sh", "env")
 
 def path_without_git(folder: Path) -> str:
     """A PATH of one folder linking the few programs the layer may name, git not among them."""
+    folder.mkdir()
     for name in KEPT:
         found = shutil.which(name)
         if found:
@@ -65,9 +66,9 @@ def main() -> int:
     load = os.getloadavg()[0]
     walls, cpus, counts, codes = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="nogit-") as folder:
-        env = dict(os.environ)
+        env = {"PYTEST_DEBUG_TEMPROOT": folder, **os.environ}  # its own pytest temp root
         if not args.with_git:
-            env["PATH"] = path_without_git(Path(folder))
+            env["PATH"] = path_without_git(Path(folder) / "bin")
         for n in range(args.repeat):
             wall, cpu, passed, code = one_run(argv, env)
             walls.append(wall)
