@@ -16,6 +16,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,6 +69,10 @@ def main() -> int:
             *pytest_args]
     load = os.getloadavg()[0]
     walls = []
+    # pytest keeps the last three temp roots of a user: another checkout's run, as the same
+    # user, would remove this run's folders under it. Its own root keeps them.
+    root = tempfile.mkdtemp(prefix="suite-time-")
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", root)
     for n in range(args.repeat):
         wall, cpu, code = one_run(argv)
         walls.append(wall)

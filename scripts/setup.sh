@@ -5,7 +5,8 @@
 # torch comes from pip's configured index unless TORCH_INDEX_URL names another: on Linux x86_64,
 # PyPI's torch==2.13.0 is the CUDA build (several GB with its nvidia-* packages); its CPU build is
 # TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu. Elsewhere (aarch64, macOS) PyPI's is CPU.
-# Idempotent: a second run only checks. Usage: [TORCH_INDEX_URL=URL] bash scripts/setup.sh [--no-torch]
+# Idempotent: a second run only checks. .ci/wheelhouse holds the wheels the workflow and
+# packaging tests install offline. Usage: [TORCH_INDEX_URL=URL] bash scripts/setup.sh [--no-torch]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,34 @@ if [ ! -x .venv/bin/backport ] || [ pyproject.toml -nt .venv/.installed ]; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
   touch .venv/.installed
+fi
+
+# A wheelhouse of what the workflow and packaging tests install: backport's dependencies at
+# the versions .venv holds, and its build backend. Those tests then need no package registry.
+WHEELS=.ci/wheelhouse
+if [ ! -f "$WHEELS/.complete" ] || [ .venv/.installed -nt "$WHEELS/.complete" ]; then
+  echo "setup: filling $WHEELS with the wheels of backport's dependencies and build backend"
+  rm -rf "$WHEELS"
+  mkdir -p "$WHEELS"
+  .venv/bin/python - > "$WHEELS/requirements.txt" <<'EOF'
+import importlib.metadata as md
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+todo, pins = ["backport"], {}
+while todo:
+    for line in md.distribution(todo.pop()).requires or []:
+        req = Requirement(line)
+        if req.marker and not req.marker.evaluate({"extra": ""}):
+            continue
+        if canonicalize_name(req.name) not in pins:
+            pins[canonicalize_name(req.name)] = md.version(req.name)
+            todo.append(req.name)
+print("\n".join(f"{name}=={version}" for name, version in sorted(pins.items())))
+EOF
+  .venv/bin/python -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+    --dest "$WHEELS" -r "$WHEELS/requirements.txt" "setuptools>=68" wheel
+  touch "$WHEELS/.complete"
 fi
 
 if [ "${1:-}" != "--no-torch" ]; then

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
+# GitPython runs `git version` when first imported and fails without git; the unit layer runs
+# with no git on PATH (tests/unit/conftest.py), so it is told to stay quiet there.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
 from backport.envs.kept import stop_kept_workers
+from tests.helpers.project import built_sandbox  # noqa: F401  (the session's sandbox, copied per test)
 
 
 @pytest.fixture(scope="session")

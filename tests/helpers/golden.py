@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parents[1] / "report" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "unit" / "report" / "golden"
 
 
 def check_golden(name: str, text: str) -> None:

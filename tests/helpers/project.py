@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -115,7 +116,26 @@ def gitcode(sandbox: Sandbox):
     server.stop()
 
 
+def copy_sandbox(built: Sandbox, root: Path) -> Sandbox:
+    """A copy of a built sandbox at ``root``, its branches.yaml naming the copy's repositories."""
+    shutil.copytree(built.root, root, symlinks=True)
+    copy = Sandbox(root=root, upstream=root / built.upstream.relative_to(built.root),
+                   fork=root / built.fork.relative_to(built.root),
+                   project=root / built.project.relative_to(built.root))
+    text = copy.config.read_text(encoding="utf-8")
+    copy.config.write_text(text.replace(str(built.root), str(root)), encoding="utf-8")
+    return copy
+
+
+@pytest.fixture(scope="session")
+def built_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    """The demo's sandbox, built once per test process; each test gets its own copy."""
+    return build_sandbox(tmp_path_factory.mktemp("sandbox") / "sb", PATCHES,
+                         TORCH_PYTHON or sys.executable)
+
+
 @pytest.fixture
-def sandbox(tmp_path: Path) -> Sandbox:
-    """The demo's sandbox: upstream with four branches, empty fork, local forge, put_metric."""
-    return build_sandbox(tmp_path / "sb", PATCHES, TORCH_PYTHON or sys.executable)
+def sandbox(tmp_path: Path, built_sandbox: Sandbox) -> Sandbox:
+    """The demo's sandbox: upstream with four branches, empty fork, local forge, put_metric
+    (a copy of the one built for the session, at ``tmp_path / "sb"``)."""
+    return copy_sandbox(built_sandbox, tmp_path / "sb")

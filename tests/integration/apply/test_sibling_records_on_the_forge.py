@@ -13,8 +13,8 @@ from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.shared_results import forge_records, read_set
 from backport.pipeline.steps import BranchJob
 from backport.report.body import render_body
+from tests.helpers import report_fixtures as fx
 from tests.helpers.journals import journal_holding
-from tests.report import fixtures as fx
 
 TARGET = "v2.11.0"
 

@@ -3,14 +3,11 @@ is `<login>/<upstream's repo name>` in every forge."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from backport.errors import BackportError
 from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
-from backport.forge.local import LocalForge
 from tests.helpers.fake_gitcode import FakeGitCode
 
 TOKEN = "gct-current-user-0123456789"
@@ -53,12 +50,3 @@ def test_a_dry_forge_without_a_token_shows_the_fork_as_the_tokens(server: FakeGi
         "li-lei/pytorch"
 
 
-def test_the_local_forge_knows_its_user(tmp_path: Path) -> None:
-    path = tmp_path / "forge.sqlite"
-    assert LocalForge(path, upstream="Ascend/pytorch", fork="", user="li-lei").fork == \
-        "li-lei/pytorch"
-    assert LocalForge(path, upstream="Ascend/pytorch", fork="org/pytorch").current_user() == "org"
-    nobody = LocalForge(path, upstream="Ascend/pytorch", fork="")
-    assert nobody.missing() and "BACKPORT_LOCAL_USER" in nobody.missing()[0]
-    with pytest.raises(BackportError, match="no user for the local forge"):
-        nobody.current_user()

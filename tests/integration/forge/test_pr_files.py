@@ -5,16 +5,13 @@ and the merge time and author each forge gives for the source proof and the trus
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from backport.forge import PrFile
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import ApiClient, RateLimiter
-from backport.forge.local import LocalForge
 from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.local_web import set_state
 
 TOKEN = "gct-files-0123456789"
 UPSTREAM, FORK = "Ascend/pytorch", "lgxxx/pytorch"
@@ -61,20 +58,3 @@ def test_the_author_of_a_listed_pr_is_its_login(server: FakeGitCode,
     assert listed.author == "reader"
 
 
-def test_the_local_forge_keeps_a_source_prs_files_and_merge_time(tmp_path: Path) -> None:
-    forge = LocalForge(tmp_path / "forge.sqlite", upstream=UPSTREAM, fork=FORK)
-    files = (PrFile(None, "test/test_new.py"), PrFile("test/a.py", "test/b.py"))
-    number = forge.add_source_pr(head="topic", base="master", title="t", body="b",
-                                 author="maint", files=files)
-    assert forge.pr_files(number) == list(files)
-    assert forge.get_source_pr(number).merged_at != ""
-    opened = forge.add_source_pr(head="later", base="master", title="t", body="b",
-                                 author="maint", state="open")
-    assert forge.get_source_pr(opened).merged_at == ""
-    set_state(forge, opened, "merged")
-    assert forge.get_source_pr(opened).merged_at != ""
-    own = forge.create_pr("test-x-v2.7.1", "v2.7.1", "t", "b")
-    assert forge.pr_files(own.number) == []
-    later = {p.number: p.author for p in forge.later_prs(0, "master")}
-    assert later == {number: "maint", opened: "maint"}
-    assert [p.author for p in forge.later_prs(0, "v2.7.1")] == ["lgxxx"]  # the fork's owner

@@ -9,7 +9,7 @@ import pytest
 
 from backport.config import load_branch_map
 from backport.errors import EXIT_CODES, ConfigError
-from tests.config.samples import BRANCHES_YAML, write_project
+from tests.helpers.config_samples import BRANCHES_YAML, write_project
 
 
 def _load(root: Path, audit: str):

@@ -8,7 +8,7 @@ import pytest
 
 from backport.config import load_branch_map, load_patch_set
 from backport.errors import ConfigError
-from tests.config.samples import PATCH_YAML, write_project
+from tests.helpers.config_samples import PATCH_YAML, write_project
 
 SOURCE = ("source_pr: 4281\nsource_base: master\nsource_commit: " + "a" * 40 + "\n"
           "source_merged: true\nsource_found_by: squash message\n")

@@ -9,7 +9,7 @@ import pytest
 
 from backport.config import load_branch_map, load_patch_set
 from backport.errors import EXIT_CODES, ConfigError
-from tests.config.samples import BRANCHES_YAML, PATCH_YAML, write_project
+from tests.helpers.config_samples import BRANCHES_YAML, PATCH_YAML, write_project
 
 SECRET = "s3cr3tTOKENvalue"
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"

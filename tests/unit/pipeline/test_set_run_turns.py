@@ -19,7 +19,7 @@ from backport.pipeline.journal import Journal
 from backport.pipeline.schedule import Schedule
 from backport.pipeline.session import ApplyOptions
 from backport.pipeline.set_run import SetRun
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 OLDEST_FIRST = list(fx.TARGETS)  # the set's (target) order: v2.7.1 … master
 

@@ -7,7 +7,7 @@ import dataclasses
 
 from backport.config.model import SourcePr
 from backport.report.body import render_body
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 SOURCE = SourcePr(number=4281, base="master", commit="c" * 40, merged=True,
                   found_by="squash message")

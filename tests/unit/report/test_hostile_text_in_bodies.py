@@ -18,8 +18,8 @@ from backport.report.record_block import read_record
 from backport.report.source_summary import MARKER, render_summary, rows_of
 from backport.report.summary import render_markdown
 from backport.states import Status
+from tests.helpers import report_fixtures as fx
 from tests.helpers.hostile_text import EVIL_URL, HOSTILE, INVISIBLE, read
-from tests.report import fixtures as fx
 
 ONE_LINE = " ".join(HOSTILE)
 

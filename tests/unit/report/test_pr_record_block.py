@@ -17,7 +17,7 @@ from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import render_body
 from backport.report.record_block import read_record, record_line
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 SIBLING = "v2.11.0"
 FORK_BRANCH = f"test-put-metric-{SIBLING}"

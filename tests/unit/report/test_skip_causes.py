@@ -9,7 +9,7 @@ from backport.records import SKIP_NO_TESTS, SKIP_NO_TORCH, SKIP_ON_REQUEST
 from backport.records import TestResult as Result
 from backport.report import summary
 from backport.report.body import render_body
-from tests.report import fixtures as fx
+from tests.helpers import report_fixtures as fx
 
 
 def _skipped(cause: str, *, probed: bool) -> list[dict]:

@@ -1,0 +1,9 @@
+"""Fixtures of the forge tests: the stand-in GitCode server, forges bound to it, the local forge."""
+
+from tests.helpers.forge import (  # noqa: F401  (registered as fixtures here)
+    gitcode,
+    local,
+    no_token_leak,
+    server,
+    sleeps,
+)

@@ -1,0 +1,23 @@
+"""Fixtures of the workflow tests: the sandbox, and a folder of wheels pip installs backport from."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.project import gitcode, sandbox  # noqa: F401  (registered as fixtures)
+from tests.helpers.wheels import build_backport_wheel, setup_wheelhouse
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """backport's wheel, built once per session, beside the wheels of its dependencies and
+    build backend that set-up holds: the workflows' own `pip install` steps then run with
+    PIP_NO_INDEX against it, and nothing here asks a package registry."""
+    folder = tmp_path_factory.mktemp("wheelhouse")
+    for wheel in setup_wheelhouse().glob("*.whl"):
+        (folder / wheel.name).symlink_to(wheel)
+    shutil.copy2(build_backport_wheel(tmp_path_factory.mktemp("build")), folder)
+    return folder

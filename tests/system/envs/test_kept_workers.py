@@ -1,0 +1,298 @@
+"""Kept warm workers and the probe cache: real processes, real torch, venvs made here.
+
+A second run reuses what the first left (the worker, the probe) only while nothing it depends
+on changed; a changed site-packages, a dead worker or an idle timeout each lead to a fresh one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from backport.config.model import Environment
+from backport.config.model import TestSpec as Spec
+from backport.envs.kept import KeepPolicy, socket_path
+from backport.envs.model import Probe
+from backport.envs.probe_cache import cached_probe
+from backport.envs.runner import TestRunner as Runner
+from tests.helpers.processes import wait_gone
+
+from .conftest import Probed, write
+
+TORCH_TEST = """
+import os
+import unittest
+
+import torch
+
+
+class Small(unittest.TestCase):
+    def test_sum(self):
+        self.assertEqual(torch.ones(3).sum().item(), 3.0)
+
+    def test_this_run_environment(self):
+        self.assertEqual(os.environ.get("BP_RUN"), os.environ.get("BP_EXPECT"))
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+def _site(python: Path) -> Path:
+    return Path(subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True).stdout.strip())
+
+
+@pytest.fixture
+def own_env(torch_python: Path, tmp_path: Path) -> Environment:
+    """A venv of this test that sees the torch environment through a ``.pth`` file."""
+    root = tmp_path / "venv"
+    subprocess.run([str(torch_python), "-m", "venv", "--without-pip", str(root)], check=True)
+    python = root / "bin" / "python"
+    (_site(python) / "torch_env.pth").write_text(f"{_site(torch_python)}\n", encoding="utf-8")
+    return Environment(name="own", python=python, timeout=120.0)
+
+
+@pytest.fixture
+def plain_venv(tmp_path: Path) -> Environment:
+    """A venv without torch (fast to probe) whose site-packages this test may change."""
+    root = tmp_path / "plain"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    return Environment(name="plain", python=root / "bin" / "python", timeout=60.0)
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    wt = tmp_path / "wt"
+    write(wt / "test" / "test_small.py", TORCH_TEST)
+    return wt
+
+
+def _run(env: Environment, found: Probe, keep: KeepPolicy, worktree: Path,
+         name: str) -> tuple[int, str]:
+    """One run: a runner of its own (as one `backport apply` has), one test; its worker."""
+    with Runner(env, found, device="none", keep=keep) as runner:
+        run = runner.run(worktree, Spec("test/test_small.py"), worktree / f"{name}.log")
+        assert (run.runner, run.ok, run.ran) == ("warm", True, 2), \
+            (worktree / f"{name}.log").read_text()
+        assert runner.worker_pid is not None
+        return runner.worker_pid, runner.kind
+
+
+def _add_distribution(env: Environment, name: str, version: str) -> None:
+    info = _site(env.interpreter) / f"{name}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+                                   encoding="utf-8")
+
+
+@pytest.mark.torch
+def test_a_second_run_reuses_the_kept_worker(
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
+) -> None:
+    first_pid, first_kind = _run(torch_env, probed(torch_env), kept, worktree, "1")
+    second_pid, second_kind = _run(torch_env, probed(torch_env), kept, worktree, "2")
+    assert "started now" in first_kind and f"pid {first_pid}" in first_kind
+    assert second_pid == first_pid and "kept from an earlier run" in second_kind
+    os.kill(first_pid, 0)  # still there for the next run
+
+
+@pytest.mark.torch
+def test_each_run_gets_its_own_environment_from_a_kept_worker(
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch,
+    probed: Probed,
+) -> None:
+    # The worker was started by the first run; the second run's variable reaches its test.
+    monkeypatch.setenv("BP_RUN", "first")
+    monkeypatch.setenv("BP_EXPECT", "first")
+    pid, _ = _run(torch_env, probed(torch_env), kept, worktree, "1")
+    monkeypatch.setenv("BP_RUN", "second")
+    monkeypatch.setenv("BP_EXPECT", "second")
+    assert _run(torch_env, probed(torch_env), kept, worktree, "2")[0] == pid
+
+
+@pytest.mark.torch
+def test_a_changed_site_packages_replaces_the_kept_worker(
+    own_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
+) -> None:
+    old, _ = _run(own_env, probed(own_env), kept, worktree, "1")
+    _add_distribution(own_env, "bp_new_dist", "1.0")
+    new, kind = _run(own_env, probed(own_env), kept, worktree, "2")
+    assert new != old and "started now" in kind
+    assert wait_gone(old)  # told to shut down: it serves nobody any more
+
+
+@pytest.mark.torch
+def test_the_idle_timeout_ends_a_kept_worker(
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
+) -> None:
+    short = KeepPolicy(kept.folder, idle=1.0)
+    pid, _ = _run(torch_env, probed(torch_env), short, worktree, "1")
+    assert wait_gone(pid)
+    launch = [str(torch_env.interpreter)]
+    assert not socket_path(short, launch, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).exists()
+    assert not list(kept.folder.glob("*.sock"))
+
+
+@pytest.mark.torch
+def test_a_killed_kept_worker_is_replaced_without_failing_the_run(
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
+) -> None:
+    dead, _ = _run(torch_env, probed(torch_env), kept, worktree, "1")
+    os.kill(dead, signal.SIGKILL)
+    assert wait_gone(dead)
+    # A stale socket: a new kept worker.
+    pid, kind = _run(torch_env, probed(torch_env), kept, worktree, "2")
+    assert pid != dead and "started now" in kind
+    # The dead worker's scratch folder went with its socket; only the live one has one.
+    assert [p.name for p in kept.folder.glob("*.spool")] == [
+        p.with_suffix(".spool").name for p in kept.folder.glob("*.sock")]
+    # Killed while a run holds it (after its warm-up): that run goes on with its own worker.
+    with Runner(torch_env, probed(torch_env), device="none", keep=kept) as runner:
+        runner.warm_up()
+        assert runner.worker_pid == pid
+        os.kill(pid, signal.SIGKILL)
+        assert wait_gone(pid)
+        run = runner.run(worktree, Spec("test/test_small.py"), worktree / "3.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "3.log").read_text()
+        assert runner.worker_pid != pid and runner.kind == "warm worker"
+
+
+RUN_ONE = """
+import json, sys
+from pathlib import Path
+from backport.config.model import Environment, TestSpec
+from backport.envs.kept import KeepPolicy
+from backport.envs.model import Probe
+from backport.envs.probe import probe
+from backport.envs.runner import TestRunner
+
+python, folder, worktree, name = sys.argv[1:]
+env = Environment(name="torch", python=Path(python), timeout=120.0)
+with TestRunner(env, probe(env), device="none", keep=KeepPolicy(Path(folder))) as runner:
+    run = runner.run(Path(worktree), TestSpec("test/test_small.py"), Path(worktree) / name)
+    print(json.dumps({"ok": run.ok, "runner": run.runner, "pid": runner.worker_pid}))
+"""
+
+
+@pytest.mark.torch
+def test_two_concurrent_runs_share_one_kept_worker(
+    torch_env: Environment, kept: KeepPolicy, worktree: Path
+) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", RUN_ONE, str(torch_env.interpreter),
+                               str(kept.folder), str(worktree), f"{n}.log"],
+                              stdout=subprocess.PIPE, text=True) for n in (1, 2)]
+    results = [json.loads(proc.communicate(timeout=300)[0].strip().splitlines()[-1])
+               for proc in procs]
+    assert [(r["ok"], r["runner"]) for r in results] == [(True, "warm"), (True, "warm")]
+    assert results[0]["pid"] == results[1]["pid"]
+
+
+def test_probe_cache_is_reused_until_something_it_reads_changes(
+    plain_venv: Environment, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    first, reused = cached_probe(plain_venv, cache)
+    assert not reused and first.packages.get("torch") is None
+    again, reused = cached_probe(plain_venv, cache)
+    assert reused and again == first
+    _add_distribution(plain_venv, "torch", "9.9.9")
+    changed, reused = cached_probe(plain_venv, cache)
+    assert not reused and changed.packages.get("torch") == "9.9.9"
+    assert cached_probe(plain_venv, cache) == (changed, True)
+
+
+def test_probe_cache_follows_variables_and_the_source_script(
+    plain_venv: Environment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    script = tmp_path / "set_env.sh"
+    script.write_text("export BP_A=1\n", encoding="utf-8")
+    env = Environment(name="plain", python=plain_venv.interpreter, source=script,
+                      source_shown="set_env.sh", env={"BP_X": "1"})
+    assert cached_probe(env, cache)[1] is False
+    assert cached_probe(env, cache)[1] is True
+    script.write_text("export BP_A=2\n", encoding="utf-8")
+    assert cached_probe(env, cache)[1] is False
+    other = Environment(name="plain", python=plain_venv.interpreter, source=script,
+                        source_shown="set_env.sh", env={"BP_X": "2"})
+    assert cached_probe(other, cache)[1] is False
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "3")
+    assert cached_probe(other, cache)[1] is False
+    assert cached_probe(other, cache)[1] is True
+
+
+
+
+
+
+def test_probe_cache_follows_the_pinned_distributions(
+    plain_venv: Environment, tmp_path: Path
+) -> None:
+    # The probe reads the versions of the pinned distributions too: other pins, another probe.
+    cache = tmp_path / "cache"
+    _add_distribution(plain_venv, "bp_pinned", "2.0")
+    assert cached_probe(plain_venv, cache)[0].packages.get("bp_pinned") is None
+    pinned = Environment(name="plain", python=plain_venv.interpreter, expect={"bp_pinned": "2.0"})
+    found, reused = cached_probe(pinned, cache)
+    assert not reused and found.packages.get("bp_pinned") == "2.0"
+
+
+def test_probe_cache_follows_the_cann_version_file(
+    plain_venv: Environment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CANN can be upgraded in place without site-packages changing: the probe reads its
+    # version file, so a changed file means a new probe.
+    cache = tmp_path / "cache"
+    toolkit = tmp_path / "Ascend" / "latest"
+    toolkit.mkdir(parents=True)
+    (toolkit / "version.cfg").write_text("version=8.0.RC1\n", encoding="utf-8")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(toolkit))
+    first, reused = cached_probe(plain_venv, cache)
+    assert (first.cann, reused) == ("8.0.RC1", False)
+    assert cached_probe(plain_venv, cache) == (first, True)
+    (toolkit / "version.cfg").write_text("version=8.0.RC2\n", encoding="utf-8")
+    upgraded, reused = cached_probe(plain_venv, cache)
+    assert (upgraded.cann, reused) == ("8.0.RC2", False)
+
+
+
+
+SOURCED_TEST = """
+import os
+import unittest
+
+
+class Sourced(unittest.TestCase):
+    def test_sees_what_the_script_exported(self):
+        self.assertEqual(os.environ.get("BP_SOURCED"), "yes")
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+@pytest.mark.torch
+def test_a_source_script_reaches_the_test_with_kept_workers_on(
+    torch_env: Environment, kept: KeepPolicy, tmp_path: Path, probed: Probed
+) -> None:
+    # What `source:` exports (CANN's set_env.sh: library paths, ASCEND_*) depends on the run's
+    # own environment; a worker kept from another run cannot stand in for it.
+    script = write(tmp_path / "set_env.sh", "export BP_SOURCED=yes\n")
+    env = Environment(name="sourced", python=torch_env.interpreter, source=script,
+                      source_shown="set_env.sh", timeout=120.0)
+    wt = tmp_path / "wt"
+    write(wt / "test" / "test_sourced.py", SOURCED_TEST)
+    with Runner(env, probed(env), device="none", keep=kept) as runner:
+        run = runner.run(wt, Spec("test/test_sourced.py"), wt / "1.log")
+        assert (run.runner, run.ok) == ("warm", True), (wt / "1.log").read_text()
+        assert "kept" not in runner.kind

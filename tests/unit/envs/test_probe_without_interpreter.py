@@ -1,0 +1,32 @@
+"""A probe of an interpreter that does not exist says so; the home folder is shown as ~."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from backport.config.model import Environment
+from backport.config.validate import home_shown
+from backport.envs.probe import probe
+from backport.errors import BackportError
+
+
+def test_probe_missing_interpreter(tmp_path: Path) -> None:
+    missing = Path(os.path.expanduser("~")) / "envs-that-do-not-exist" / "bin" / "python"
+    env = Environment(name="torch-2.7.1", python=missing)
+    with pytest.raises(BackportError) as info:
+        probe(env)
+    assert info.value.code == "env-missing"
+    assert info.value.message == (
+        "environment 'torch-2.7.1': interpreter ~/envs-that-do-not-exist/bin/python does not "
+        "exist; run `backport env setup`"
+    )
+
+
+def test_home_shown() -> None:
+    home = os.path.expanduser("~")
+    assert home_shown(str(Path(home) / "envs" / "x")) == "~/envs/x"
+    assert home_shown("/opt/python") == "/opt/python"
+    assert home_shown(home + "other/x") == home + "other/x"
