@@ -6,6 +6,7 @@ import email.utils
 import time
 
 from backport.forge.http import RateLimiter, retry_after_seconds, seg
+from tests.helpers.pace import take_slot
 
 
 class FakeClock:
@@ -26,7 +27,7 @@ def test_rate_limiter_keeps_50_per_minute() -> None:
     limiter = RateLimiter(((50, 60.0),), clock=clock, sleep=clock.sleep)
     stamps = []
     for _ in range(120):
-        limiter.acquire()
+        take_slot(limiter)
         stamps.append(clock.now)
         clock.now += 0.1
     for i, start in enumerate(stamps):  # never more than 50 in any 60-second window
@@ -38,7 +39,7 @@ def test_rate_limiter_combines_windows() -> None:
     clock = FakeClock()
     limiter = RateLimiter(((5, 1.0), (8, 100.0)), clock=clock, sleep=clock.sleep)
     for _ in range(9):
-        limiter.acquire()
+        take_slot(limiter)
     assert clock.now >= 1100.0  # the ninth waited for the hourly-style window
 
 
