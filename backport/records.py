@@ -499,10 +499,16 @@ class BranchRecord:
                 probe, interpreter="", torch_npu_error=None,
                 packages={name: probe.packages.get(name) for name in ("torch", "torch_npu")})
         env = self.env and dataclasses.replace(self.env, probe=probe)
-        pr = self.pr and PrInfo(number=self.pr.number, url=self.pr.url, linked=self.pr.linked,
-                                refused=self.pr.refused)
+        # Written into the branch's own PR: the PR exists (a pushed branch is done), and its
+        # number and url are where the record is read from (``read_from_pr``), carried only
+        # with what the forge refused. So a new PR's body, rendered just before the PR existed,
+        # is still true once it does: the newest PR of a set is not rewritten.
+        pr = self.pr and self.pr.refused and PrInfo(
+            number=self.pr.number, url=self.pr.url, linked=self.pr.linked,
+            refused=self.pr.refused) or None
+        status = Status.DONE if self.status == Status.PUSHED else self.status
         return dataclasses.replace(
-            self, push_intent=None, test=test, env=env, pr=pr, worktree=None, message="",
+            self, status=status, push_intent=None, test=test, env=env, pr=pr, worktree=None, message="",
             manual=False, error_code=None, warnings=(), tried_sources=(), conflict_snapshot=None,
             closed_prs=(), proposed=None)
 
