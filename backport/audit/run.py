@@ -10,10 +10,11 @@ commit and head (`store.Store`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 
 from backport.audit import history
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
@@ -57,6 +58,8 @@ class Facts:
         self.upstream, self.ignore = upstream, ignore
         self._carried: dict[str, set[int]] = {}
         self.trees: dict[str, dict[str, ast.Module | None]] = {}  # target -> its files parsed
+        self.files: dict[str, dict[str, bytes]] = {}  # target -> "<head>:<path>" -> bytes
+        self._asked: dict[str, set[str]] = {}  # target -> the paths read (found or not)
 
     def reachable(self, change: Change, target: str) -> bool:
         return change.commit in self.targets[target].reachable
@@ -89,12 +92,23 @@ class Facts:
         tests = self.store.added.get(change.commit, [])
         if not tests:
             return ""
-        key = f"{change.commit}:{self.targets[target].head}"
+        head = self.targets[target].head
+        key = f"{change.commit}:{head}"
         if key not in self.store.present:
+            self.read_files(target, [node.split("::", 1)[0] for node in tests])
             trees = self.trees.setdefault(target, {})
-            self.store.present[key] = history.tests_there(self.repo.path, tests,
-                                                          self.targets[target].head, trees)
+            self.store.present[key] = history.tests_there(self.repo.path, tests, head, trees,
+                                                          self.files[target])
         return self.store.present[key]
+
+    def read_files(self, target: str, paths: Iterable[str]) -> None:
+        """Read those of ``paths`` not read yet from the target's head (one git process)."""
+        asked = self._asked.setdefault(target, set())
+        todo = [p for p in dict.fromkeys(paths) if p not in asked]
+        if todo:
+            found = history.head_files(self.repo.path, self.targets[target].head, todo)
+            self.files.setdefault(target, {}).update(found)
+            asked.update(todo)
 
     def proposed(self, change: Change, target: str) -> int | None:
         if change.pr is None:
@@ -109,18 +123,31 @@ class Facts:
 
     def applies(self, pairs: Sequence[tuple[Change, str]], workers: int) -> None:
         """Whether each missing (change, target) applies to the target's head, asked of git
-        only where the store does not know it for that head."""
+        only where the store does not know it for that head: a few hundred patches at a
+        time, each target's on one index of its head."""
         heads = {name: t.head for name, t in self.targets.items()}
         todo = [(c, t) for c, t in pairs if f"{c.commit}:{heads[t]}" not in self.store.applies]
         wanted: dict[str, list[str]] = {}
         for change, target in todo:
             wanted.setdefault(change.commit, []).append(target)
+        emails = history.patches_of(self.repo.path, list(wanted))
+        pending: list[tuple[str, Future[dict[str, bool]]]] = []
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for commit, email in history.patches_of(self.repo.path, list(wanted)):
-                checks = [(t, pool.submit(history.applies, self.repo.path, heads[t], commit,
-                                          email)) for t in wanted[commit]]
-                for target, check in checks:
-                    self.store.applies[f"{commit}:{heads[target]}"] = check.result()
+            while chunk := list(islice(emails, history.CHUNK)):
+                per: dict[str, list[tuple[str, bytes]]] = {}
+                for commit, email in chunk:
+                    for target in wanted[commit]:
+                        per.setdefault(target, []).append((commit, email))
+                done, pending = pending, [
+                    (heads[t], pool.submit(history.applies, self.repo.path, heads[t], items))
+                    for t, items in per.items()]
+                self._keep(done)  # the chunk before, while this one runs
+            self._keep(pending)
+
+    def _keep(self, checks: Sequence[tuple[str, Future[dict[str, bool]]]]) -> None:
+        for head, check in checks:
+            for commit, ok in check.result().items():
+                self.store.applies[f"{commit}:{head}"] = ok
 
 
 def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
@@ -147,20 +174,18 @@ def _index(target: Target, store: Store, upstream: str) -> None:
             target.titled.setdefault(key, commit.sha)
 
 
-def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store, workers: int) -> None:
+def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store) -> None:
     """The tests each change adds, kept by commit: read from the patches of those that touch
-    a Python test file."""
+    a Python test file, a few hundred at a time."""
     todo = [c.commit for c in changes if c.commit not in store.added
             and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
                     for p in part)]
     for change in changes:
         if change.commit not in todo:
             store.added.setdefault(change.commit, [])
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        read = [(commit, pool.submit(history.tests_added, repo.path, commit, email))
-                for commit, email in history.patches_of(repo.path, todo)]
-        for commit, future in read:
-            store.added[commit] = future.result()
+    emails = history.patches_of(repo.path, todo)
+    while chunk := list(islice(emails, history.CHUNK)):
+        store.added.update(history.tests_added(repo.path, chunk))
     for commit in todo:
         store.added.setdefault(commit, [])
 
@@ -208,8 +233,12 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
     if todo and repo.blobless:
         history.prefetch_blobs(repo.path, todo, repo.env)
-    history.fill_patch_ids(repo.path, todo, store)
-    history.fill_files(repo.path, every, store)
+    with ThreadPoolExecutor(max_workers=1) as side:  # git's patch-ids while Python reads tests
+        ids = side.submit(history.fill_patch_ids, repo.path, todo, store)
+        history.fill_files(repo.path, every, store)
+        changes = changes_of(targets, since)
+        _fill_added(repo, changes, store)
+        ids.result()
     for each in targets.values():
         _index(each, store, upstream)
     if open_prs is not None:
@@ -219,10 +248,13 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
             listed, prs_unread = [], f"the forge did not list them ({exc.message})"
         for each in targets.values():
             each.open_prs = [pr for pr in listed if pr.base == each.name]
-    changes = changes_of(targets, since)
-    _fill_added(repo, changes, store, workers)
     store.save()  # what is known by commit, kept even if a later step fails
     facts = Facts(repo, targets, store, upstream, ignore)
+    for name, each in targets.items():  # the test files the already-present rule may read
+        facts.read_files(name, [node.split("::", 1)[0] for c in changes
+                                if c.branch != name and c.commit not in each.reachable
+                                and f"{c.commit}:{each.head}" not in store.present
+                                for node in store.added.get(c.commit, [])])
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         list(pool.map(_decide, changes, [list(heads)] * len(changes), [facts] * len(changes)))
     missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
