@@ -121,30 +121,25 @@ class Facts:
         modified, added = self._paths(change)
         return lacks_all(modified, added, t.files, t.folders)
 
-    def applies(self, pairs: Sequence[tuple[Change, str]], workers: int) -> None:
-        """Whether each missing (change, target) applies to the target's head, asked of git
-        only where the store does not know it for that head: a few hundred patches at a
-        time, each target's on one index of its head."""
+    def applies(self, pairs: Sequence[tuple[Change, str]],
+                pool: ThreadPoolExecutor) -> list[tuple[str, Future[dict[str, bool]]]]:
+        """Ask of git, on ``pool``, whether each missing (change, target) applies to the
+        target's head where the store does not know it for that head: each target's patches
+        on one index of its head. Returns what `keep` waits for."""
         heads = {name: t.head for name, t in self.targets.items()}
-        todo = [(c, t) for c, t in pairs if f"{c.commit}:{heads[t]}" not in self.store.applies]
         wanted: dict[str, list[str]] = {}
-        for change, target in todo:
-            wanted.setdefault(change.commit, []).append(target)
-        emails = history.patches_of(self.repo.path, list(wanted))
-        pending: list[tuple[str, Future[dict[str, bool]]]] = []
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            while chunk := list(islice(emails, history.CHUNK)):
-                per: dict[str, list[tuple[str, bytes]]] = {}
-                for commit, email in chunk:
-                    for target in wanted[commit]:
-                        per.setdefault(target, []).append((commit, email))
-                done, pending = pending, [
-                    (heads[t], pool.submit(history.applies, self.repo.path, heads[t], items))
-                    for t, items in per.items()]
-                self._keep(done)  # the chunk before, while this one runs
-            self._keep(pending)
+        for change, target in pairs:
+            if f"{change.commit}:{heads[target]}" not in self.store.applies:
+                wanted.setdefault(change.commit, []).append(target)
+        per: dict[str, list[tuple[str, bytes]]] = {}
+        for commit, email in history.patches_of(self.repo.path, list(wanted)):
+            for target in wanted[commit]:
+                per.setdefault(target, []).append((commit, email))
+        return [(heads[t], pool.submit(history.applies, self.repo.path, heads[t], items))
+                for t, items in per.items()]
 
-    def _keep(self, checks: Sequence[tuple[str, Future[dict[str, bool]]]]) -> None:
+    def keep(self, checks: Sequence[tuple[str, Future[dict[str, bool]]]]) -> None:
+        """Wait for ``checks`` and keep what they say in the store."""
         for head, check in checks:
             for commit, ok in check.result().items():
                 self.store.applies[f"{commit}:{head}"] = ok
@@ -255,10 +250,21 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
                                 if c.branch != name and c.commit not in each.reachable
                                 and f"{c.commit}:{each.head}" not in store.present
                                 for node in store.added.get(c.commit, [])])
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(_decide, changes, [list(heads)] * len(changes), [facts] * len(changes)))
-    missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
-    facts.applies(missing, workers)
+    missing: list[tuple[Change, str]] = []
+    pending: list[tuple[str, Future[dict[str, bool]]]] = []
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as deciding, \
+            ThreadPoolExecutor(max_workers=max(1, workers)) as checking:
+        # a part's missing ones are checked by git while the next part is decided
+        for first in range(0, len(changes), history.CHUNK):
+            part = changes[first:first + history.CHUNK]
+            list(deciding.map(_decide, part, [list(heads)] * len(part), [facts] * len(part)))
+            found = [(c, t) for c in part for t, cell in c.on.items() if cell.state == MISSING]
+            missing += found
+            pending += facts.applies(found, checking)
+            while len(pending) > 4 * max(1, workers):  # bounds the patches held in memory
+                facts.keep(pending[:1])
+                pending = pending[1:]
+        facts.keep(pending)
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
         change.on[name] = change.on[name].applying(bool(known))
