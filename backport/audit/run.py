@@ -18,7 +18,15 @@ from itertools import islice
 
 from backport.audit import history
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
-from backport.audit.rules import carried, classify, folders_of, ignored, lacks_all, title_key
+from backport.audit.rules import (
+    carried,
+    classify,
+    folders_of,
+    ignored,
+    lacks_all,
+    title_words,
+    titled_commit,
+)
 from backport.audit.store import Store
 from backport.branch_order import newest_first
 from backport.errors import BackportError
@@ -45,7 +53,8 @@ class Target:
     by_patch: dict[str, str] = field(default_factory=dict)  # patch-id -> oldest commit
     carrying: dict[int, str] = field(default_factory=dict)  # PR it carries -> oldest commit
     own: dict[int, str] = field(default_factory=dict)  # its own squash PR -> commit
-    titled: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)  # -> commit
+    # title words -> (files, commit) of each commit with that title, oldest first
+    titled: dict[str, list[tuple[frozenset[str], str]]] = field(default_factory=dict)
     open_prs: list[PullRequest] = field(default_factory=list)
 
 
@@ -79,7 +88,8 @@ class Facts:
 
     def same_title(self, change: Change, target: str) -> str:
         modified, added = self._paths(change)
-        return self.targets[target].titled.get(title_key(change.title, [*modified, *added]), "")
+        found = self.targets[target].titled.get(title_words(change.title), [])
+        return titled_commit(frozenset([*modified, *added]), found)
 
     def ignored(self, change: Change) -> bool:
         return ignored(change.title, self.ignore)
@@ -165,8 +175,8 @@ def _index(target: Target, store: Store, upstream: str) -> None:
             target.carrying.setdefault(number, commit.sha)
         modified, added = store.files.get(commit.sha, [[], []])
         if modified or added:
-            key = title_key(commit.message.split("\n", 1)[0], [*modified, *added])
-            target.titled.setdefault(key, commit.sha)
+            key = title_words(commit.message.split("\n", 1)[0])
+            target.titled.setdefault(key, []).append((frozenset([*modified, *added]), commit.sha))
 
 
 def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store) -> None:
