@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,13 +15,15 @@ from backport.config.patchfiles import Patch, parse_patch
 from backport.errors import BackportError
 from backport.git.apply import commit_patch_ids
 from backport.git.cache import REMOTE
-from backport.git.fresh import fresh_tree
+from backport.git.fresh import fresh_trees
+from backport.git.objects import read_blobs
 from backport.git.present import (
     AddedTest,
     added_tests,
     all_present,
     defined_tests,
     introduced_by,
+    pre_images,
 )
 from backport.git.run import git
 
@@ -148,31 +150,46 @@ def patches_of(repo: Path, commits: Sequence[str]) -> Iterator[tuple[str, bytes]
             todo = [c for c in chunk if c not in shown and c != failed] + todo
 
 
-def tests_added(repo: Path, commit: str, email: bytes) -> list[str]:
-    """The tests a commit's patch adds (``path::Class::name``), read as `apply` reads a
-    series' (`git/present.py` `added_tests`)."""
-    try:
-        patch = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
-    except BackportError:  # a commit the parser cannot read has no tests to tell
-        return []
-    return [test.node_id for test in added_tests(repo, [patch])]
+def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, list[str]]:
+    """commit -> the tests its patch adds (``path::Class::name``), for each (commit, its
+    format-patch email) of ``emails``, read as `apply` reads a series' (`git/present.py`
+    `added_tests`); the test files' pre-images are read in one git process."""
+    patches: dict[str, Patch | None] = {}
+    for commit, email in emails:
+        try:
+            patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
+        except BackportError:  # a commit the parser cannot read has no tests to tell
+            patches[commit] = None
+    blobs = read_blobs(repo, [oid for patch in patches.values() if patch is not None
+                              for oid in pre_images([patch])])
+    return {commit: [test.node_id for test in added_tests(repo, [patch], blobs)]
+            if patch is not None else [] for commit, patch in patches.items()}
 
 
-def applies(repo: Path, head: str, commit: str, email: bytes) -> bool:
-    """Whether ``commit``'s patch goes in on ``head`` as ``git am -3`` would take it: the
-    publish step's rule (`git/fresh.py` `fresh_tree`: a temporary index, no worktree)."""
-    return fresh_tree(repo, head, [Patch(Path(f"{commit[:12]}.patch"), data=email)]) is not None
+def applies(repo: Path, head: str, emails: Sequence[tuple[str, bytes]]) -> dict[str, bool]:
+    """commit -> whether its patch goes in on ``head`` as ``git am -3`` would take it, for
+    each (commit, its format-patch email) of ``emails``: the publish step's rule
+    (`git/fresh.py` `fresh_trees`: a temporary index, no worktree, ``head`` read once)."""
+    made = fresh_trees(repo, head, [[Patch(Path(f"{commit[:12]}.patch"), data=email)]
+                                    for commit, email in emails])
+    return {commit: tree is not None for (commit, _), tree in zip(emails, made, strict=True)}
+
+
+def head_files(repo: Path, head: str, paths: Iterable[str]) -> dict[str, bytes]:
+    """``<head>:<path>`` -> bytes of each of ``paths`` there (one git process)."""
+    return read_blobs(repo, [f"{head}:{path}" for path in paths])
 
 
 def tests_there(repo: Path, added: Sequence[str], head: str,
-                trees: dict[str, ast.Module | None]) -> str:
+                trees: dict[str, ast.Module | None],
+                blobs: Mapping[str, bytes] | None = None) -> str:
     """The already-present rule on a change that adds the tests ``added``: where ``head``
     defines every one, the commit that added the first there (else ""); ``trees`` keeps the
-    files of ``head`` parsed so far."""
+    files of ``head`` parsed so far, ``blobs`` those read (`head_files`)."""
     tests = [AddedTest.from_node_id(node) for node in added]
     if not tests:
         return ""
-    defined = defined_tests(repo, head, tests, trees)
+    defined = defined_tests(repo, head, tests, trees, blobs)
     if not all_present(tests, defined):
         return ""
     test = defined[0][0]

@@ -5,9 +5,9 @@ copied: the patch-id (`git/apply.py` `same_change`), the forms a PR or commit na
 PR by (`pipeline/proposed.py` `carries`), a GitCode squash message's own PR
 (`git/source_pr.py` `squash_number`), the tests already there (`git/present.py`
 `all_present`). The order is the decision: landed (the same commit, the same patch-id, a
-commit that names the change) → ignored → landed (a commit with its title and exactly its
-files: the same fix opened on each branch by hand; its tests there) → proposed → not-needed →
-missing
+commit that names the change) → ignored → landed (a commit with its title and its files,
+exactly or one set holding the other: the same fix opened on each branch by hand; its tests
+there) → proposed → not-needed → missing
 (whether it applies is then asked of git for every missing one together).
 """
 
@@ -59,10 +59,28 @@ def carried(message: str, upstream: str, branch: str) -> set[int]:
     return {n for n in numbers if carries(pr, n, upstream, branch) is not None}
 
 
-def title_key(title: str, paths: Iterable[str]) -> tuple[str, frozenset[str]]:
-    """What a change opened by hand on each branch shares: its title (spaces trimmed) and
-    exactly the files it touches."""
-    return " ".join(title.split()), frozenset(paths)
+def title_words(title: str) -> str:
+    """A title as the same-title rule compares it: its words, spaces trimmed."""
+    return " ".join(title.split())
+
+
+def same_files(change: Collection[str], other: Collection[str]) -> bool:
+    """What a commit with a change's title must touch to be that change opened by hand on
+    another branch: exactly its files, or files that all are among its files or that hold
+    all of them (a port that adds a test or leaves out a file the branch lacks), sharing at
+    least one."""
+    mine, theirs = set(change), set(other)
+    return bool(mine & theirs) and (mine <= theirs or theirs <= mine)
+
+
+def titled_commit(files: frozenset[str],
+                  candidates: Sequence[tuple[frozenset[str], str]]) -> str:
+    """The commit among ``candidates`` ((its files, commit) of the target's commits with the
+    change's title, oldest first) that is the change: one with exactly its ``files``, else
+    the oldest with `same_files` ("" for none)."""
+    exact = next((commit for theirs, commit in candidates if theirs == files), "")
+    return exact or next((commit for theirs, commit in candidates if same_files(files, theirs)),
+                         "")
 
 
 def ignored(title: str, patterns: Sequence[str]) -> bool:

@@ -10,14 +10,23 @@ commit and head (`store.Store`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 
 from backport.audit import history
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
-from backport.audit.rules import carried, classify, folders_of, ignored, lacks_all, title_key
+from backport.audit.rules import (
+    carried,
+    classify,
+    folders_of,
+    ignored,
+    lacks_all,
+    title_words,
+    titled_commit,
+)
 from backport.audit.store import Store
 from backport.branch_order import newest_first
 from backport.errors import BackportError
@@ -44,7 +53,8 @@ class Target:
     by_patch: dict[str, str] = field(default_factory=dict)  # patch-id -> oldest commit
     carrying: dict[int, str] = field(default_factory=dict)  # PR it carries -> oldest commit
     own: dict[int, str] = field(default_factory=dict)  # its own squash PR -> commit
-    titled: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)  # -> commit
+    # title words -> (files, commit) of each commit with that title, oldest first
+    titled: dict[str, list[tuple[frozenset[str], str]]] = field(default_factory=dict)
     open_prs: list[PullRequest] = field(default_factory=list)
 
 
@@ -57,6 +67,8 @@ class Facts:
         self.upstream, self.ignore = upstream, ignore
         self._carried: dict[str, set[int]] = {}
         self.trees: dict[str, dict[str, ast.Module | None]] = {}  # target -> its files parsed
+        self.files: dict[str, dict[str, bytes]] = {}  # target -> "<head>:<path>" -> bytes
+        self._asked: dict[str, set[str]] = {}  # target -> the paths read (found or not)
 
     def reachable(self, change: Change, target: str) -> bool:
         return change.commit in self.targets[target].reachable
@@ -76,7 +88,8 @@ class Facts:
 
     def same_title(self, change: Change, target: str) -> str:
         modified, added = self._paths(change)
-        return self.targets[target].titled.get(title_key(change.title, [*modified, *added]), "")
+        found = self.targets[target].titled.get(title_words(change.title), [])
+        return titled_commit(frozenset([*modified, *added]), found)
 
     def ignored(self, change: Change) -> bool:
         return ignored(change.title, self.ignore)
@@ -89,12 +102,23 @@ class Facts:
         tests = self.store.added.get(change.commit, [])
         if not tests:
             return ""
-        key = f"{change.commit}:{self.targets[target].head}"
+        head = self.targets[target].head
+        key = f"{change.commit}:{head}"
         if key not in self.store.present:
+            self.read_files(target, [node.split("::", 1)[0] for node in tests])
             trees = self.trees.setdefault(target, {})
-            self.store.present[key] = history.tests_there(self.repo.path, tests,
-                                                          self.targets[target].head, trees)
+            self.store.present[key] = history.tests_there(self.repo.path, tests, head, trees,
+                                                          self.files[target])
         return self.store.present[key]
+
+    def read_files(self, target: str, paths: Iterable[str]) -> None:
+        """Read those of ``paths`` not read yet from the target's head (one git process)."""
+        asked = self._asked.setdefault(target, set())
+        todo = [p for p in dict.fromkeys(paths) if p not in asked]
+        if todo:
+            found = history.head_files(self.repo.path, self.targets[target].head, todo)
+            self.files.setdefault(target, {}).update(found)
+            asked.update(todo)
 
     def proposed(self, change: Change, target: str) -> int | None:
         if change.pr is None:
@@ -107,20 +131,28 @@ class Facts:
         modified, added = self._paths(change)
         return lacks_all(modified, added, t.files, t.folders)
 
-    def applies(self, pairs: Sequence[tuple[Change, str]], workers: int) -> None:
-        """Whether each missing (change, target) applies to the target's head, asked of git
-        only where the store does not know it for that head."""
+    def applies(self, pairs: Sequence[tuple[Change, str]],
+                pool: ThreadPoolExecutor) -> list[tuple[str, Future[dict[str, bool]]]]:
+        """Ask of git, on ``pool``, whether each missing (change, target) applies to the
+        target's head where the store does not know it for that head: each target's patches
+        on one index of its head. Returns what `keep` waits for."""
         heads = {name: t.head for name, t in self.targets.items()}
-        todo = [(c, t) for c, t in pairs if f"{c.commit}:{heads[t]}" not in self.store.applies]
         wanted: dict[str, list[str]] = {}
-        for change, target in todo:
-            wanted.setdefault(change.commit, []).append(target)
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for commit, email in history.patches_of(self.repo.path, list(wanted)):
-                checks = [(t, pool.submit(history.applies, self.repo.path, heads[t], commit,
-                                          email)) for t in wanted[commit]]
-                for target, check in checks:
-                    self.store.applies[f"{commit}:{heads[target]}"] = check.result()
+        for change, target in pairs:
+            if f"{change.commit}:{heads[target]}" not in self.store.applies:
+                wanted.setdefault(change.commit, []).append(target)
+        per: dict[str, list[tuple[str, bytes]]] = {}
+        for commit, email in history.patches_of(self.repo.path, list(wanted)):
+            for target in wanted[commit]:
+                per.setdefault(target, []).append((commit, email))
+        return [(heads[t], pool.submit(history.applies, self.repo.path, heads[t], items))
+                for t, items in per.items()]
+
+    def keep(self, checks: Sequence[tuple[str, Future[dict[str, bool]]]]) -> None:
+        """Wait for ``checks`` and keep what they say in the store."""
+        for head, check in checks:
+            for commit, ok in check.result().items():
+                self.store.applies[f"{commit}:{head}"] = ok
 
 
 def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
@@ -143,24 +175,22 @@ def _index(target: Target, store: Store, upstream: str) -> None:
             target.carrying.setdefault(number, commit.sha)
         modified, added = store.files.get(commit.sha, [[], []])
         if modified or added:
-            key = title_key(commit.message.split("\n", 1)[0], [*modified, *added])
-            target.titled.setdefault(key, commit.sha)
+            key = title_words(commit.message.split("\n", 1)[0])
+            target.titled.setdefault(key, []).append((frozenset([*modified, *added]), commit.sha))
 
 
-def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store, workers: int) -> None:
+def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store) -> None:
     """The tests each change adds, kept by commit: read from the patches of those that touch
-    a Python test file."""
+    a Python test file, a few hundred at a time."""
     todo = [c.commit for c in changes if c.commit not in store.added
             and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
                     for p in part)]
     for change in changes:
         if change.commit not in todo:
             store.added.setdefault(change.commit, [])
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        read = [(commit, pool.submit(history.tests_added, repo.path, commit, email))
-                for commit, email in history.patches_of(repo.path, todo)]
-        for commit, future in read:
-            store.added[commit] = future.result()
+    emails = history.patches_of(repo.path, todo)
+    while chunk := list(islice(emails, history.CHUNK)):
+        store.added.update(history.tests_added(repo.path, chunk))
     for commit in todo:
         store.added.setdefault(commit, [])
 
@@ -208,8 +238,12 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
     if todo and repo.blobless:
         history.prefetch_blobs(repo.path, todo, repo.env)
-    history.fill_patch_ids(repo.path, todo, store)
-    history.fill_files(repo.path, every, store)
+    with ThreadPoolExecutor(max_workers=1) as side:  # git's patch-ids while Python reads tests
+        ids = side.submit(history.fill_patch_ids, repo.path, todo, store)
+        history.fill_files(repo.path, every, store)
+        changes = changes_of(targets, since)
+        _fill_added(repo, changes, store)
+        ids.result()
     for each in targets.values():
         _index(each, store, upstream)
     if open_prs is not None:
@@ -219,14 +253,28 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
             listed, prs_unread = [], f"the forge did not list them ({exc.message})"
         for each in targets.values():
             each.open_prs = [pr for pr in listed if pr.base == each.name]
-    changes = changes_of(targets, since)
-    _fill_added(repo, changes, store, workers)
     store.save()  # what is known by commit, kept even if a later step fails
     facts = Facts(repo, targets, store, upstream, ignore)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(_decide, changes, [list(heads)] * len(changes), [facts] * len(changes)))
-    missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
-    facts.applies(missing, workers)
+    for name, each in targets.items():  # the test files the already-present rule may read
+        facts.read_files(name, [node.split("::", 1)[0] for c in changes
+                                if c.branch != name and c.commit not in each.reachable
+                                and f"{c.commit}:{each.head}" not in store.present
+                                for node in store.added.get(c.commit, [])])
+    missing: list[tuple[Change, str]] = []
+    pending: list[tuple[str, Future[dict[str, bool]]]] = []
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as deciding, \
+            ThreadPoolExecutor(max_workers=max(1, workers)) as checking:
+        # a part's missing ones are checked by git while the next part is decided
+        for first in range(0, len(changes), history.CHUNK):
+            part = changes[first:first + history.CHUNK]
+            list(deciding.map(_decide, part, [list(heads)] * len(part), [facts] * len(part)))
+            found = [(c, t) for c in part for t, cell in c.on.items() if cell.state == MISSING]
+            missing += found
+            pending += facts.applies(found, checking)
+            while len(pending) > 4 * max(1, workers):  # bounds the patches held in memory
+                facts.keep(pending[:1])
+                pending = pending[1:]
+        facts.keep(pending)
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
         change.on[name] = change.on[name].applying(bool(known))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,8 +136,11 @@ def is_python_test(path: str, test_paths: Sequence[str] = ()) -> bool:
         base.startswith("test_") or base.endswith("_test.py")))
 
 
-def added_tests(repo: Path, patches: Sequence[Patch]) -> list[AddedTest]:
-    """Every test function the series adds to its Python test files, in patch order."""
+def added_tests(repo: Path, patches: Sequence[Patch],
+                blobs: Mapping[str, bytes] | None = None) -> list[AddedTest]:
+    """Every test function the series adds to its Python test files, in patch order;
+    ``blobs`` (blob id -> bytes, as `git/objects.py` `read_blobs` reads many at once) holds
+    the pre-images already read: one it lacks is not in the repository."""
     found: dict[AddedTest, None] = {}
     posts: dict[str, list[str]] = {}  # each path as the earlier patches of the series left it
     for patch in patches:
@@ -145,14 +148,30 @@ def added_tests(repo: Path, patches: Sequence[Patch]) -> list[AddedTest]:
             path = diff.new
             if path is None or diff.binary or not is_python_test(path):
                 continue
-            tests = _read_post_image(repo, diff, posts)
+            tests = _read_post_image(repo, diff, posts, blobs)
             for test in tests if tests is not None else _from_hunks(path, diff):
                 found.setdefault(test)
     return list(found)
 
 
-def _read_post_image(repo: Path, diff: FileDiff,
-                     posts: dict[str, list[str]]) -> list[AddedTest] | None:
+def pre_images(patches: Sequence[Patch]) -> list[str]:
+    """The blob ids `added_tests` reads: the pre-image of each Python test file changed."""
+    return [d.old_blob for p in patches for d in p.files
+            if d.new is not None and d.old is not None and d.old_blob and not d.binary
+            and is_python_test(d.new)]
+
+
+def _blob_text(repo: Path, oid: str, blobs: Mapping[str, bytes] | None) -> str | None:
+    """The text of blob ``oid`` (from ``blobs`` when given, else one ``git cat-file``)."""
+    if blobs is not None:
+        data = blobs.get(oid)
+        return None if data is None else data.decode("utf-8", "surrogateescape")
+    out = git(["cat-file", "blob", oid], cwd=repo, check=False)
+    return out.stdout if out.ok else None
+
+
+def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
+                     blobs: Mapping[str, bytes] | None = None) -> list[AddedTest] | None:
     """The tests added to one file, read from its post-image; None when that is not at hand."""
     path = diff.new
     assert path is not None
@@ -163,9 +182,9 @@ def _read_post_image(repo: Path, diff: FileDiff,
         if diff.old in posts:
             candidates.append(posts[diff.old])
         if diff.old_blob:
-            out = git(["cat-file", "blob", diff.old_blob], cwd=repo, check=False)
-            if out.ok:
-                candidates.append(_lines(out.stdout))
+            text = _blob_text(repo, diff.old_blob, blobs)
+            if text is not None:
+                candidates.append(_lines(text))
     for pre in candidates:
         made = post_image(pre, diff.hunks)
         if made is None:
@@ -181,13 +200,16 @@ def _read_post_image(repo: Path, diff: FileDiff,
     return None
 
 
-def _tree_at(repo: Path, commit: str, path: str) -> ast.Module | None:
-    """The parsed file ``path`` of ``commit``; None when it is not there or does not parse."""
-    out = git(["cat-file", "-p", f"{commit}:{path}"], cwd=repo, check=False)
-    if not out.ok:
+def _tree_at(repo: Path, commit: str, path: str,
+             blobs: Mapping[str, bytes] | None = None) -> ast.Module | None:
+    """The parsed file ``path`` of ``commit``; None when it is not there or does not parse;
+    ``blobs`` (``<commit>:<path>`` -> bytes) holds the files already read: one it lacks is
+    not there."""
+    text = _blob_text(repo, f"{commit}:{path}", blobs)
+    if text is None:
         return None
     try:
-        return pydefs.tree_of(out.stdout, path)
+        return pydefs.tree_of(text, path)
     except (SyntaxError, ValueError):
         return None
 
@@ -204,15 +226,16 @@ def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, s
 
 
 def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
-                  trees: dict[str, ast.Module | None] | None = None) -> list[tuple[AddedTest, int]]:
+                  trees: dict[str, ast.Module | None] | None = None,
+                  blobs: Mapping[str, bytes] | None = None) -> list[tuple[AddedTest, int]]:
     """The ``tests`` that ``commit`` already defines, in the same class (or module) and file,
     each with its class as found there and its line; ``trees`` keeps the files of ``commit``
-    read so far (path -> parsed file) for a caller that asks again."""
+    read so far (path -> parsed file) for a caller that asks again; ``blobs`` as `_tree_at`."""
     found = []
     trees = {} if trees is None else trees
     for test in tests:
         if test.path not in trees:
-            trees[test.path] = _tree_at(repo, commit, test.path)
+            trees[test.path] = _tree_at(repo, commit, test.path, blobs)
         tree = trees[test.path]
         if tree is None:
             continue

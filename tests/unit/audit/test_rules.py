@@ -13,7 +13,9 @@ from backport.audit.rules import (
     folders_of,
     ignored,
     lacks_all,
-    title_key,
+    same_files,
+    title_words,
+    titled_commit,
 )
 from backport.git.source_pr import squash_number
 
@@ -146,10 +148,32 @@ def test_not_needed_means_only_files_the_target_lacks() -> None:
 
 
 def test_a_hand_port_shares_the_title_and_exactly_the_files() -> None:
-    key = title_key("fix: add  cann version judge ", ["b.py", "a.py"])
-    assert key == title_key("fix: add cann version judge", ["a.py", "b.py"])
-    assert key != title_key("fix: add cann version judge", ["a.py"])
-    assert key != title_key("[feat] fix: add cann version judge", ["a.py", "b.py"])
+    assert title_words("fix: add  cann version judge ") == "fix: add cann version judge"
+    assert title_words("[feat] fix: add cann version judge") != "fix: add cann version judge"
+    assert same_files({"a.py", "b.py"}, {"b.py", "a.py"})
+
+
+def test_a_hand_port_with_one_file_more_or_less_is_the_same_change() -> None:
+    # the port adds a test or a test_upstream patch; or leaves out a docs file the branch lacks
+    assert same_files({"a.cpp", "a.h"}, {"a.cpp", "a.h", "test/test_a.py"})
+    assert same_files({"a.cpp", "a.h", "docs/a.md"}, {"a.cpp", "a.h"})
+    assert same_files({"a.cpp"}, {"a.cpp", "b.cpp", "c.cpp"})
+
+
+def test_same_title_but_other_files_is_not_the_same_change() -> None:
+    assert not same_files({"a.cpp", "a.h"}, {"test/test_a.py"})  # disjoint: the follow-up UT
+    assert not same_files({"a.cpp", "b.cpp"}, {"b.cpp", "c.cpp"})  # each has one the other lacks
+    assert not same_files(set(), {"a.cpp"})
+    assert not same_files(set(), set())
+
+
+def test_the_exact_files_win_then_the_oldest_that_contains_or_is_contained() -> None:
+    files = frozenset({"a.cpp", "a.h"})
+    ut, wider, exact = frozenset({"test/test_a.py"}), files | {"test/test_a.py"}, files
+    assert titled_commit(files, [(ut, "u" * 40), (wider, "w" * 40), (exact, "e" * 40)]) == "e" * 40
+    assert titled_commit(files, [(ut, "u" * 40), (wider, "w" * 40)]) == "w" * 40
+    assert titled_commit(files, [(ut, "u" * 40)]) == ""
+    assert titled_commit(files, []) == ""
 
 
 def test_ignore_patterns_are_searched_in_the_title() -> None:
