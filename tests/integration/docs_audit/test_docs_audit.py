@@ -19,48 +19,12 @@ from backport.docs_audit import (
     render_docs_table,
 )
 from backport.errors import BackportError
+from tests.helpers.docs_pages import API, LISTED_PLAIN
 
-API = "torch.distributed.elastic.metrics.put_metric"
 ROOT = "docs/zh/api/native_api"
 # A local git copy of the real Ascend/pytorch repository, named by the environment.
 MIRROR = Path(os.environ.get("BACKPORT_REAL_REPO") or "/nonexistent")
 
-LISTED_PLAIN = f"""# torch.distributed.elastic
-
-## Metrics
-
-### torch.distributed.elastic.metrics.configure
-
-**支持情况**：
-
-| 硬件 | 是否支持 |
-| ---- | :----: |
-| <term>Board One</term> | ✘ |
-
-### {API}
-
-<div style="margin-left: 2em">
-
-**原生文档**：[{API}](https://example.invalid/put_metric)
-
-**支持情况**：
-
-| 硬件 | 是否支持 |
-| ---- | :----: |
-| <term>Board One</term> | ✔ |
-| <term>Board Two</term> | ✔ |
-| <term>Board Three</term> | ✘ |
-
-**限制与说明**：only integer values were tried
-
-</div>
-
-## Events
-
-| 硬件 | 是否支持 |
-| ---- | :----: |
-| <term>Board Three</term> | ✔ |
-"""
 
 # Entities, a notes column, and the entry in a file not named after the module.
 LISTED_ENTITIES = f"""# Misc

@@ -1,4 +1,4 @@
-"""The HTTP client: rate limiting, Retry-After parsing, retry policy, redirects, error text."""
+"""The HTTP client against a server on 127.0.0.1: retry policy, redirects, error text."""
 
 from __future__ import annotations
 
@@ -8,27 +8,6 @@ from backport.errors import BackportError
 from backport.forge.http import ApiClient, RateLimiter
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
 from tests.helpers.forge import TOKEN, SleepLog
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
-
-
-
-
-
-
 
 
 @pytest.fixture
