@@ -42,13 +42,17 @@ sys.exit(0 if wrote == sys.argv[1:2] else 1)
 """
 
 
+def _writable_inside(path: Path) -> bool:
+    """Whether ``path`` lies in a folder a sandbox may write (a temporary folder)."""
+    return any(str(path.resolve()).startswith(root.rstrip("/") + "/")
+               for root in sandbox.writable_roots())
+
+
 def _outside() -> Path:
     """A new folder outside the temporary folders (which a sandbox may write): beside this
     file, else in the home folder; the test is skipped where neither is."""
     for parent in (Path(__file__).parent, Path.home()):
-        inside = [root for root in sandbox.writable_roots()
-                  if str(parent.resolve()).startswith(root.rstrip("/") + "/")]
-        if not inside and os.access(parent, os.W_OK):
+        if not _writable_inside(parent) and os.access(parent, os.W_OK):
             return Path(tempfile.mkdtemp(prefix=".backport-ro-test-", dir=parent))
     pytest.skip("no folder outside the temporary folders can be written here")
 
@@ -79,6 +83,11 @@ def _targets(project: Path) -> tuple[Path, list[Path]]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("as the tool wrote it\n", encoding="utf-8")
     tool = Path(backport.__file__).parent / "errors.py"
+    if _writable_inside(tool):  # a checkout in a temporary folder (docs/security.md): the
+        # installation a CI step would use instead, outside them
+        tool = project / "venv" / "backport" / "errors.py"
+        tool.parent.mkdir(parents=True)
+        tool.write_bytes(Path(backport.__file__).with_name("errors.py").read_bytes())
     return worktree, [worktree / "test" / "written.txt", journal, patch, gitconfig, tool]
 
 
