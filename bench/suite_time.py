@@ -63,6 +63,7 @@ def main() -> int:
     parser.add_argument("--workers", default="auto", help="pytest-xdist -n (default: auto)")
     args, pytest_args = parser.parse_known_args()
     become_subreaper()
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as scripts/test.sh runs the suite
     os.environ.setdefault("BACKPORT_TEST_PYTHON",
                           str(ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"))
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", args.workers,

@@ -7,6 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export BACKPORT_TEST_PYTHON="${BACKPORT_TEST_PYTHON:-$PWD/.ci/venvs/torch-2.13.0/bin/python}"
+# Bytecode is written (into the ignored __pycache__ folders): with PYTHONDONTWRITEBYTECODE set,
+# every process the tests start would compile backport again, and every pytest worker rewrite
+# every test module again; that was a tenth of the suite's CPU.
+unset PYTHONDONTWRITEBYTECODE
 case "${1:-}" in
   unit)
     shift
