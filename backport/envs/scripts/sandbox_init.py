@@ -22,10 +22,13 @@ except the ``--writable`` folders (the run's worktrees, the temporary folders): 
 branch cannot change the tool, its journal, the patch sets, git's configuration or anything
 else a later step of the run (or of a CI job) reads. Devices stay usable (a read-only mount
 does not stop writing to a device file). On a kernel without ``mount_setattr(2)`` (before 5.12)
-every mount is remounted read-only one by one, as ``/proc/self/mountinfo`` lists them.
+every mount is remounted read-only one by one, as ``/proc/self/mountinfo`` lists them. Once
+the mounts are set, the init gives up every capability the user namespace granted it, for good
+(an empty bounding set, ``no_new_privs``): a command run as root cannot remount anything
+writable, and in a namespace of its own it finds the mounts locked read-only by the kernel.
 
 ``--check`` makes the namespace, checks that its init is pid 1, sees its own ``/proc`` and
-cannot write outside the writable folders, and exits 0; otherwise it prints why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` in the
+cannot write or remount outside the writable folders, and exits 0; otherwise it prints why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` in the
 environment makes ``--check`` report a refusal, as a host without namespaces does (for
 tests; a run then takes the host's "no isolation" path).
 """
@@ -53,6 +56,8 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 
 MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
                "noatime": MS_NOATIME, "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME,
                "strictatime": MS_STRICTATIME}
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (Linux 5.12)
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 REFUSE_VAR = "BACKPORT_SANDBOX_REFUSE"
@@ -97,6 +102,22 @@ def mount_proc() -> None:
     _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)  # best effort: already private
     _call("mount /proc", _libc.mount(b"proc", b"/proc", b"proc",
                                      MS_NOSUID | MS_NODEV | MS_NOEXEC, None))
+
+
+def drop_privileges() -> None:
+    """Give up, for this process and all it starts, every capability the user namespace
+    granted: a command run as root would otherwise hold them there and could make the mounts
+    writable again. Emptying the bounding set keeps an ``execve`` as root from taking them back;
+    ``no_new_privs`` keeps set-uid programs from it."""
+    _call("no_new_privs", _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            if ctypes.get_errno() == errno.EINVAL:  # past this kernel's last capability
+                break
+            _fail(f"drop capability {cap}: {os.strerror(ctypes.get_errno())}")
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # none before Linux 4.3
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    _call("capset", _libc.capset(header, (ctypes.c_uint32 * 6)()))
 
 
 class _MountAttr(ctypes.Structure):
@@ -204,6 +225,7 @@ def init(command: list[str], writable: list[str], lifeline: int, report: int) ->
     """The namespace's pid 1: start ``command``, reap, exit with its status (never returns)."""
     mount_proc()
     read_only_except(writable)
+    drop_privileges()
     child = os.fork()
     if child == 0:
         if lifeline >= 0:
@@ -240,12 +262,19 @@ def check(writable: list[str]) -> None:
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
     read_only_except(writable)
-    if "/" not in writable and _can_create("/"):
+    drop_privileges()
+    if "/" not in writable and (_can_create("/") or _can_remount("/")):
         _fail("/ is still writable")
     for path in writable:
         if not _can_create(path):
             _fail(f"{path} is not writable")
     os._exit(0)
+
+
+def _can_remount(point: str) -> bool:
+    """Whether a remount could make ``point`` writable again (it must not, once privileges
+    are dropped)."""
+    return _libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND, None) == 0
 
 
 def _can_create(folder: str) -> bool:

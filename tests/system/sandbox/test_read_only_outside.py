@@ -25,10 +25,42 @@ from backport.envs.runner import TestRunner as Runner
 
 from .conftest import needs_namespaces
 
-# Tries to write each file named on its command line; says which it could; exits 0 only when
-# exactly the first (in the worktree) could be written.
+# First tries what a hostile test run as root would: make the mounts writable again (a remount,
+# `mount_setattr`, then the same in a user and mount namespace of its own, in a child) and, in
+# that child, write every file outside; then tries to write each file named on its command line;
+# says which it could; exits 0 only when exactly the first (in the worktree) could be written.
 WRITER = """
-import sys
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+MS_REMOUNT_BIND, CLONE_NEWUSER_NEWNS = 32 | 4096, 0x10000000 | 0x00020000
+
+
+class Attr(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("set", "clr", "propagation", "userns")]
+
+
+def make_writable():
+    libc.mount(None, b"/", None, MS_REMOUNT_BIND, None)
+    libc.syscall(442, -100, b"/", 0x8000, ctypes.byref(Attr(0, 1, 0, 0)), 32)
+
+
+status = open("/proc/self/status").read().splitlines()
+print("CAPABILITIES " + [line.split()[1] for line in status if line.startswith("CapEff")][0])
+make_writable()
+sys.stdout.flush()
+child = os.fork()
+if child == 0:
+    if libc.unshare(CLONE_NEWUSER_NEWNS) == 0:
+        make_writable()
+    for path in sys.argv[2:]:
+        try:
+            with open(path, "a") as handle:
+                handle.write("changed by a test in a namespace of its own\\n")
+            print("ESCAPED " + path, flush=True)
+        except OSError:
+            pass
+    os._exit(0)
+os.waitpid(child, 0)
 wrote = []
 for path in sys.argv[1:]:
     try:
@@ -82,12 +114,12 @@ def _targets(project: Path) -> tuple[Path, list[Path]]:
     for path in (journal, patch, gitconfig):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("as the tool wrote it\n", encoding="utf-8")
-    tool = Path(backport.__file__).parent / "errors.py"
-    if _writable_inside(tool):  # a checkout in a temporary folder (docs/security.md): the
-        # installation a CI step would use instead, outside them
-        tool = project / "venv" / "backport" / "errors.py"
-        tool.parent.mkdir(parents=True)
-        tool.write_bytes(Path(backport.__file__).with_name("errors.py").read_bytes())
+    # A stand-in of the tool's installation (a copy of one of its files) outside the temporary
+    # folders: protected by the same rule as the installation itself, and a sandbox that fails
+    # this test damages the copy, never the checkout or venv the suite runs from.
+    tool = project / "venv" / "backport" / "errors.py"
+    tool.parent.mkdir(parents=True)
+    tool.write_bytes(Path(backport.__file__).with_name("errors.py").read_bytes())
     return worktree, [worktree / "test" / "written.txt", journal, patch, gitconfig, tool]
 
 
@@ -99,6 +131,7 @@ def _run(runner: Runner, project: Path, tmp_path: Path) -> str:
     run = runner.run(worktree, spec, tmp_path / "write.log")
     log = Path(run.log).read_text(encoding="utf-8")
     assert f"WROTE {paths[0]}" in log, log
+    assert "CAPABILITIES 0000000000000000" in log and "ESCAPED" not in log, log
     for path in paths[1:]:
         assert f"REFUSED {path}: Read-only file system" in log, log
     assert run.exit_code == 0, log
@@ -142,7 +175,7 @@ def test_a_sandboxed_command_writes_only_its_folders(tmp_path: Path, setattr_off
         done = subprocess.run(
             [sys.executable, "-I", "-S", sandbox.INIT_SCRIPT, "--writable", str(inside), "--",
              "sh", "-c", f"echo x > rel.txt; echo x > {inside}/in.txt; "
-                         f"echo x > {outside}/out.txt"],
+                         f"mount -o remount,bind,rw / || true; echo x > {outside}/out.txt"],
             env=env, capture_output=True, text=True, cwd=inside)
         assert done.returncode != 0
         # a relative path from the folder it started in is written too (the folder is entered
