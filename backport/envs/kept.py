@@ -104,9 +104,10 @@ def private_folder(folder: Path) -> Path:
 
 
 def socket_path(policy: KeepPolicy, launch: Sequence[str], variables: Mapping[str, str]) -> Path:
-    """The socket of the worker for this launch, these variables and the folders its tests may
-    write (short: sockets have a 100-odd byte path limit)."""
-    key = json.dumps([list(launch), sorted(variables.items()), sandbox.writable_roots()])
+    """The socket of the worker for this launch, these variables, the folders its tests may
+    write and those it hides (short: sockets have a 100-odd byte path limit)."""
+    roots = sandbox.writable_roots()
+    key = json.dumps([list(launch), sorted(variables.items()), roots, sandbox.hidden_places(roots)])
     return policy.folder / f"w-{hashlib.sha256(key.encode()).hexdigest()[:20]}.sock"
 
 

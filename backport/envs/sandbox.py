@@ -4,8 +4,9 @@ Every process that runs such code (the probe, warm workers and the tests they fo
 and overlay test runs) starts through :func:`sandboxed`: ``scripts/sandbox_init.py``, run by
 this tool's own interpreter, unshares a user, PID and mount namespace, mounts the namespace's
 own ``/proc``, makes every mount read-only but the writable folders (:func:`writable_roots`:
-the temporary folders and the run's worktrees, :func:`allow_writes`) and starts the command
-inside. The command sees no process outside the
+the temporary folders and the run's worktrees, :func:`allow_writes`), covers the places the
+user's credentials live (:func:`hidden_places`, ``envs/hidden.py``) and the block devices,
+gives up its capabilities and starts the command inside. The command sees no process outside the
 namespace (so no other process's ``/proc/<pid>/environ``, where ``backport`` or a CI shell
 keeps a token), cannot change what a later step runs or reads (the tool's installation, the
 journal, the patch sets, git's configuration), and every process of the namespace ends with it: when the command ends, when
@@ -35,6 +36,7 @@ from pathlib import Path
 
 from backport import process
 from backport.config.model import BranchMap
+from backport.envs.hidden import credential_places, to_hide
 from backport.errors import BackportError, ErrorCode
 
 INIT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts",
@@ -49,6 +51,7 @@ _lifeline: int | None = None  # the read end handed to every sandbox; we keep th
 _lifeline_writer: int | None = None
 _said = False
 _allowed: tuple[str, ...] = ()
+_hidden_also: tuple[str, ...] = ()
 TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
 
 
@@ -73,11 +76,19 @@ class Start:
     isolation: str
 
 
-def _launcher(writable: Iterable[str] = ()) -> list[str]:
+def _launcher(writable: Sequence[str] = ()) -> list[str]:
     out = [sys.executable, "-I", "-S", INIT_SCRIPT]
     for root in writable:
         out += ["--writable", root]
+    for place in hidden_places(writable):
+        out += ["--hide", place]
     return out
+
+
+def hidden_places(writable: Sequence[str] = ()) -> tuple[str, ...]:
+    """The existing places of this user's credentials (``envs/hidden.py``, and those
+    :func:`hide_also` named) a sandbox covers, but for those that hold a ``writable`` folder."""
+    return to_hide([*credential_places(os.environ), *_hidden_also], writable)
 
 
 def allow_writes(folders: Iterable[Path]) -> None:
@@ -89,6 +100,13 @@ def allow_writes(folders: Iterable[Path]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         found.append(os.path.realpath(folder))
     _allowed = tuple(sorted(set(found)))  # one assignment: read without the lock
+
+
+def hide_also(places: Iterable[str]) -> None:
+    """Cover ``places`` too (the files git's configured credential helpers name). Set once
+    per run, before any sandbox starts."""
+    global _hidden_also
+    _hidden_also = tuple(places)  # one assignment: read without the lock
 
 
 def writable_roots(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:

@@ -13,12 +13,14 @@ import platformdirs
 
 from backport.config.model import Project
 from backport.docs_audit import DocsEntry, audit_docs
+from backport.envs.hidden import helper_paths
 from backport.envs.kept import keep_policy
 from backport.envs.pool import Environments
-from backport.envs.sandbox import allow_writes
+from backport.envs.sandbox import allow_writes, hide_also
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
+from backport.git.credential_helpers import configured_helpers
 from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
 from backport.pipeline.reach import Course
 from backport.pipeline.writers import Writers
@@ -158,6 +160,8 @@ class Session:
         keep = keep_policy(self.environ) if options.keep_workers else None
         # Code from a branch writes only in the worktrees (and temporary folders).
         allow_writes([project.state_dir / "worktrees"])
+        # ... and finds none of the files git's credential helpers keep the user's secrets in.
+        hide_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
         self.docs = DocsAudit(self.cache)
         self.writers = Writers()  # who may write to the upstream, asked once per login

@@ -3,8 +3,8 @@ end together.
 
 Run by ``backport`` with its own interpreter (``python -I -S``); standard library only.
 
-    sandbox_init.py [--writable DIR]... [--lifeline FD] -- COMMAND...
-    sandbox_init.py [--writable DIR]... --check
+    sandbox_init.py [--writable DIR]... [--hide PATH]... [--lifeline FD] -- COMMAND...
+    sandbox_init.py [--writable DIR]... [--hide PATH]... --check
 
 The process unshares a user, PID and mount namespace (the user namespace maps the caller's
 uid and gid to themselves, so the command runs as the same user, and it is what lets an
@@ -22,8 +22,9 @@ except the ``--writable`` folders (the run's worktrees, the temporary folders): 
 branch cannot change the tool, its journal, the patch sets, git's configuration or anything
 else a later step of the run (or of a CI job) reads. Devices stay usable (a read-only mount
 does not stop writing to a device file). On a kernel without ``mount_setattr(2)`` (before 5.12)
-every mount is remounted read-only one by one, as ``/proc/self/mountinfo`` lists them. Once
-the mounts are set, the init gives up every capability the user namespace granted it, for good
+every mount is remounted read-only one by one, as ``/proc/self/mountinfo`` lists them. Each
+``--hide`` place (where the user's credentials live: ``envs/hidden.py``) and every block device
+is covered by an empty folder or the null device. Once the mounts are set, the init gives up every capability the user namespace granted it, for good
 (an empty bounding set, ``no_new_privs``): a command run as root cannot remount anything
 writable, and in a namespace of its own it finds the mounts locked read-only by the kernel.
 
@@ -40,6 +41,7 @@ import errno
 import os
 import re
 import signal
+import stat
 import sys
 import threading
 
@@ -58,6 +60,7 @@ MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
                "strictatime": MS_STRICTATIME}
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
+DEV_MOUNTS = ("/dev/pts", "/dev/shm", "/dev/mqueue", "/dev/hugepages")
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (Linux 5.12)
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 REFUSE_VAR = "BACKPORT_SANDBOX_REFUSE"
@@ -102,6 +105,35 @@ def mount_proc() -> None:
     _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)  # best effort: already private
     _call("mount /proc", _libc.mount(b"proc", b"/proc", b"proc",
                                      MS_NOSUID | MS_NODEV | MS_NOEXEC, None))
+
+
+def hide(places: list[str]) -> None:
+    """Cover each place: an empty read-only folder over a folder, the null device over
+    anything else (a file, a socket); and the null device over every block device, which a
+    test run as root could otherwise read or write past every mount. A place already covered
+    by an earlier one is gone, and skipped."""
+    blocks = []
+    for root, dirs, files in os.walk("/dev"):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in DEV_MOUNTS]
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                if stat.S_ISBLK(os.lstat(path).st_mode):
+                    blocks.append(path)
+            except OSError:
+                continue
+    for place in [*places, *blocks]:
+        try:
+            mode = os.stat(place).st_mode
+        except OSError:
+            continue
+        target = place.encode("utf-8", "surrogateescape")
+        if stat.S_ISDIR(mode):
+            _call(f"hide {place}", _libc.mount(b"tmpfs", target, b"tmpfs",
+                                               MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                               b"size=4k,mode=0700"))
+        else:
+            _call(f"hide {place}", _libc.mount(b"/dev/null", target, None, MS_BIND, None))
 
 
 def drop_privileges() -> None:
@@ -221,10 +253,12 @@ def _devnull_stdio() -> None:
     os.close(null)
 
 
-def init(command: list[str], writable: list[str], lifeline: int, report: int) -> None:
+def init(command: list[str], writable: list[str], hidden: list[str], lifeline: int,
+         report: int) -> None:
     """The namespace's pid 1: start ``command``, reap, exit with its status (never returns)."""
     mount_proc()
     read_only_except(writable)
+    hide(hidden)
     drop_privileges()
     child = os.fork()
     if child == 0:
@@ -255,13 +289,14 @@ def init(command: list[str], writable: list[str], lifeline: int, report: int) ->
     os._exit(0)
 
 
-def check(writable: list[str]) -> None:
-    """In the init: it is pid 1, its /proc is the namespace's, and only the writable folders
-    take a new file."""
+def check(writable: list[str], hidden: list[str]) -> None:
+    """In the init: it is pid 1, its /proc is the namespace's, only the writable folders
+    take a new file, and nothing can be remounted."""
     mount_proc()
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
     read_only_except(writable)
+    hide(hidden)
     drop_privileges()
     if "/" not in writable and (_can_create("/") or _can_remount("/")):
         _fail("/ is still writable")
@@ -292,8 +327,9 @@ def _can_create(folder: str) -> bool:
 
 def main(args: list[str]) -> None:
     writable: list[str] = []
-    while args[:1] == ["--writable"] and len(args) > 1:
-        writable.append(os.path.realpath(args[1]))
+    hidden: list[str] = []
+    while args[:1] in (["--writable"], ["--hide"]) and len(args) > 1:
+        (writable if args[0] == "--writable" else hidden).append(os.path.realpath(args[1]))
         args = args[2:]
     checking = args[:1] == ["--check"]
     lifeline = -1
@@ -301,8 +337,8 @@ def main(args: list[str]) -> None:
         lifeline, args = int(args[1]), args[2:]
     command = args[1:] if args[:1] == ["--"] else []
     if not checking and not command:
-        _fail("usage: sandbox_init.py [--writable DIR]... [--lifeline FD] -- COMMAND... | "
-              "[--writable DIR]... --check", 2)
+        _fail("usage: sandbox_init.py [--writable DIR]... [--hide PATH]... [--lifeline FD] -- "
+              "COMMAND... | [--writable DIR]... [--hide PATH]... --check", 2)
     if checking and os.environ.get(REFUSE_VAR) == "1":
         _fail(f"{REFUSE_VAR}=1")
     enter()
@@ -312,8 +348,8 @@ def main(args: list[str]) -> None:
         os.close(read_end)
         _call("prctl", _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
         if checking:
-            check(writable)
-        init(command, writable, lifeline, report)
+            check(writable, hidden)
+        init(command, writable, hidden, lifeline, report)
     os.close(report)
     if lifeline >= 0:
         os.close(lifeline)

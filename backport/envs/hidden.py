@@ -1,0 +1,69 @@
+"""Where the user's credentials live, hidden from code from a branch or a PR.
+
+Mounts inside a sandbox are read-only, not unreadable, and a test runs as the user: it could
+read git's credential store, ask git's credential cache, read an SSH key or use the SSH agent,
+as the user does, and push or find the forge token that way. Each of these places that exists
+is covered inside the sandbox (``scripts/sandbox_init.py --hide``): an empty folder over a
+folder, the null device over a file or a socket.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterable, Mapping
+
+HELPER_PATH_OPTIONS = ("--file", "--socket")  # git-credential-store's and -cache's
+
+
+def credential_places(environ: Mapping[str, str], helpers: Iterable[str] = (),
+                      uid: int | None = None) -> list[str]:
+    """The places, existing or not, where credentials of the user of ``environ`` may be:
+    git's credential store and cache (and the files its configured ``helpers`` name), netrc,
+    SSH keys and agent, GnuPG, and the runtime folder where agents and keyrings listen."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    runtime = environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid() if uid is None else uid}"
+    places = [
+        os.path.join(home, ".git-credentials"), os.path.join(config, "git", "credentials"),
+        os.path.join(cache, "git", "credential"), os.path.join(home, ".git-credential-cache"),
+        environ.get("NETRC") or os.path.join(home, ".netrc"), os.path.join(home, "_netrc"),
+        os.path.join(home, ".ssh"), environ.get("SSH_AUTH_SOCK", ""),
+        environ.get("GNUPGHOME") or os.path.join(home, ".gnupg"), runtime,
+    ]
+    for helper in helpers:
+        places += helper_paths(helper)
+    return [p for p in places if p]
+
+
+def helper_paths(value: str) -> list[str]:
+    """The ``--file`` / ``--socket`` paths one ``credential.helper`` value names."""
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        return []
+    found = []
+    for index, word in enumerate(words):
+        option, equals, rest = word.partition("=")
+        if option in HELPER_PATH_OPTIONS:
+            if equals:
+                found.append(rest)
+            elif index + 1 < len(words):
+                found.append(words[index + 1])
+    return [os.path.expanduser(p) for p in found]
+
+
+def to_hide(places: Iterable[str], keep: Iterable[str]) -> tuple[str, ...]:
+    """The existing ``places`` (real paths) that hold none of the folders in ``keep`` (the
+    writable folders and the interpreter: hiding a folder that holds them would break the run)."""
+    kept = [os.path.realpath(k) for k in keep]
+    out = set()
+    for place in places:
+        real = os.path.realpath(place)
+        if not os.path.lexists(real):
+            continue
+        if any(k == real or k.startswith(real.rstrip("/") + "/") for k in kept):
+            continue
+        out.add(real)
+    return tuple(sorted(out))
