@@ -1,4 +1,5 @@
-"""Fixtures of the workflow tests: the sandbox, and a folder of wheels pip installs backport from."""
+"""Fixtures of the workflow tests: the sandbox, a folder of wheels pip installs backport from,
+and a runner's tool cache."""
 
 from __future__ import annotations
 
@@ -21,3 +22,10 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (folder / wheel.name).symlink_to(wheel)
     shutil.copy2(build_backport_wheel(tmp_path_factory.mktemp("build")), folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def tool_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A GitHub runner's tool cache, for `actions/setup-python`: its Python is built once per
+    test process and each job gets a copy of its own (workflow_harness.tool_python)."""
+    return tmp_path_factory.mktemp("toolcache")
