@@ -38,6 +38,8 @@ import yaml
 
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+# The runner image's `python3`: this Python's base interpreter.
+RUNNER_PYTHON3 = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 @dataclass(frozen=True)
@@ -226,8 +228,7 @@ class WorkflowRun:
         folder = self.tmp / "bin"
         if not folder.exists():
             folder.mkdir()
-            base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-            (folder / "python3").symlink_to(base)
+            (folder / "python3").symlink_to(RUNNER_PYTHON3)
         return folder
 
     def _run(self, script: str, shell: str | None, env: dict[str, str], workspace: Path,
@@ -258,7 +259,7 @@ class WorkflowRun:
             return True, ""
         if action == "actions/setup-python":
             folder = workspace.parent / "python"
-            tool_python(self.tool_cache, self._bin() / "python3", folder)
+            tool_python(self.tool_cache, folder)
             paths.insert(0, str(folder / "bin"))
             return True, f"python {given.get('python-version', '')} at {folder}"
         if action == "actions/upload-artifact":
@@ -350,19 +351,25 @@ class WorkflowRun:
         raise AssertionError(f"the harness does not evaluate ${{{{ {expr} }}}}")
 
 
-def tool_python(cache: Path, python3: Path, dest: Path) -> None:
-    """``dest``: a Python with pip of its own, as `actions/setup-python` takes one from a
-    runner's tool cache. The cache's venv (``python3 -m venv``, built on first use) is copied,
-    and the copy's scripts and ``pyvenv.cfg`` name the copy: what a job installs stays in it.
-    One cache per test process (a session's folder): no two processes build it at once."""
+def fill_tool_cache(cache: Path) -> Path:
+    """The Python with pip a runner's tool cache holds (a venv of :data:`RUNNER_PYTHON3`),
+    built unless ``cache`` has it. Two processes must not fill one cache at once."""
     template, ready = cache / "python", cache / "python.ready"
     if not ready.is_file():
         cache.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(template, ignore_errors=True)
-        subprocess.run([str(python3), "-m", "venv", str(template)], check=True,
+        subprocess.run([str(RUNNER_PYTHON3), "-m", "venv", str(template)], check=True,
                        env={"PATH": SYSTEM_PATH, "HOME": str(cache), "LANG": "C.UTF-8"},
                        capture_output=True)
         ready.touch()
+    return template
+
+
+def tool_python(cache: Path, dest: Path) -> None:
+    """``dest``: a Python with pip of its own, as `actions/setup-python` takes one from a
+    runner's tool cache: a copy of :func:`fill_tool_cache`'s, whose scripts and
+    ``pyvenv.cfg`` name the copy, so what a job installs stays in it."""
+    template = fill_tool_cache(cache)
     shutil.copytree(template, dest, symlinks=True)
     old, new = str(template).encode(), str(dest).encode()
     for file in [dest / "pyvenv.cfg", *(dest / "bin").iterdir()]:
