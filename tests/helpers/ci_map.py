@@ -31,7 +31,10 @@ def map_repository(sandbox, dest: Path, *, keep_environments: bool = False) -> t
 
 
 def pip_offline(wheelhouse: Path) -> dict[str, str]:
-    """pip of a workflow's steps: only ``wheelhouse``, no registry. No byte-compiling at install
-    (a venv's own pip included: a third of its CPU); Python compiles what it imports."""
+    """pip of a workflow's steps: only ``wheelhouse``, no registry, and no byte-compiling of
+    what it installs (two thirds of an install's CPU); Python compiles what it imports.
+    ``PIP_COMPILE=0``, not ``PIP_NO_COMPILE=1``: pip reads a ``--no-…`` flag's variable as the
+    value of its destination, so ``PIP_NO_COMPILE=1`` turns compiling *on*. (``python3 -m
+    venv`` drops every ``PIP_*`` variable: its own pip is compiled either way.)"""
     return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse),
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_COMPILE": "1"}
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_COMPILE": "0"}

@@ -14,7 +14,8 @@ step files and event file:
 
 A step that uses a marketplace action is replaced by its documented effect: `actions/checkout`
 clones the repository at the event's commit into the workspace, `actions/setup-python` puts a
-Python with pip first on PATH, `actions/upload-artifact` copies its path aside. A job's `if:`
+Python with pip first on PATH (a copy of the one the run's tool cache holds, built once per
+cache: :func:`tool_python`), `actions/upload-artifact` copies its path aside. A job's `if:`
 may test the event (`github.event.…`, `startsWith`, `||`); a job it rules out is skipped, and so
 are the jobs that need it. Any other action, expression or `if:` the harness does not know fails
 the test: nothing is skipped silently.
@@ -37,6 +38,8 @@ import yaml
 
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+# The runner image's `python3`: this Python's base interpreter.
+RUNNER_PYTHON3 = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,14 @@ class WorkflowRun:
     def __init__(self, ci: Ci, workflow: Path, *, repo: Path, sha: str, repository: str,
                  event_name: str, event: dict[str, Any], tmp: Path,
                  secrets: dict[str, str] | None = None, inputs: dict[str, str] | None = None,
-                 env: dict[str, str] | None = None, server_url: str = "") -> None:
+                 env: dict[str, str] | None = None, server_url: str = "",
+                 tool_cache: Path | None = None) -> None:
         self.ci, self.data = ci, load_workflow(workflow)
         self.repo, self.sha, self.repository = repo, sha, repository
         self.event_name, self.tmp = event_name, tmp
         self.secrets, self.inputs = secrets or {}, inputs or {}
         self.extra_env, self.server_url = env or {}, server_url
+        self.tool_cache = tool_cache or tmp / "toolcache"  # a runner's, shared by its jobs
         tmp.mkdir(parents=True, exist_ok=True)
         self.event_path = tmp / "event.json"
         self.event_path.write_text(json.dumps(event), encoding="utf-8")
@@ -223,8 +228,7 @@ class WorkflowRun:
         folder = self.tmp / "bin"
         if not folder.exists():
             folder.mkdir()
-            base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-            (folder / "python3").symlink_to(base)
+            (folder / "python3").symlink_to(RUNNER_PYTHON3)
         return folder
 
     def _run(self, script: str, shell: str | None, env: dict[str, str], workspace: Path,
@@ -255,7 +259,7 @@ class WorkflowRun:
             return True, ""
         if action == "actions/setup-python":
             folder = workspace.parent / "python"
-            subprocess.run([str(self._bin() / "python3"), "-m", "venv", str(folder)], check=True)
+            tool_python(self.tool_cache, folder)
             paths.insert(0, str(folder / "bin"))
             return True, f"python {given.get('python-version', '')} at {folder}"
         if action == "actions/upload-artifact":
@@ -345,6 +349,32 @@ class WorkflowRun:
             return {"sha": self.sha, "repository": self.repository,
                     "event_name": self.event_name}[parts[1]]
         raise AssertionError(f"the harness does not evaluate ${{{{ {expr} }}}}")
+
+
+def fill_tool_cache(cache: Path) -> Path:
+    """The Python with pip a runner's tool cache holds (a venv of :data:`RUNNER_PYTHON3`),
+    built unless ``cache`` has it. Two processes must not fill one cache at once."""
+    template, ready = cache / "python", cache / "python.ready"
+    if not ready.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(template, ignore_errors=True)
+        subprocess.run([str(RUNNER_PYTHON3), "-m", "venv", str(template)], check=True,
+                       env={"PATH": SYSTEM_PATH, "HOME": str(cache), "LANG": "C.UTF-8"},
+                       capture_output=True)
+        ready.touch()
+    return template
+
+
+def tool_python(cache: Path, dest: Path) -> None:
+    """``dest``: a Python with pip of its own, as `actions/setup-python` takes one from a
+    runner's tool cache: a copy of :func:`fill_tool_cache`'s, whose scripts and
+    ``pyvenv.cfg`` name the copy, so what a job installs stays in it."""
+    template = fill_tool_cache(cache)
+    shutil.copytree(template, dest, symlinks=True)
+    old, new = str(template).encode(), str(dest).encode()
+    for file in [dest / "pyvenv.cfg", *(dest / "bin").iterdir()]:
+        if file.is_file() and not file.is_symlink() and old in (data := file.read_bytes()):
+            file.write_bytes(data.replace(old, new))
 
 
 # What runs code a branch or a PR wrote: installing from a checkout (its build backend), and

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.git_http import GitHttp
-from tests.helpers.project import ROOT, edit_config, git, needs_torch, run_app
+from tests.helpers.project import ROOT, TORCH_PYTHON, edit_config, git, needs_torch, run_app
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.upstream import change_upstream_branch
 from tests.helpers.workflow_harness import GITCODE, GITHUB, WorkflowRun, load_workflow
@@ -51,13 +52,14 @@ def run_gitcode_check(sandbox, tmp_path: Path, wheelhouse: Path, token: str = TO
     return job, http.requests
 
 
-def run_github_check(sandbox, tmp_path: Path, wheelhouse: Path, changed: bool = False):
+def run_github_check(sandbox, tmp_path: Path, wheelhouse: Path, tool_cache: Path,
+                     changed: bool = False):
     repo, sha = map_repository(sandbox, tmp_path / "map")
     if changed:
         sha = tamper(repo)
     run = WorkflowRun(GITHUB, EXAMPLES / "github-check.yml", repo=repo, sha=sha,
                       repository=REPOSITORY, event_name="push", event={"after": sha},
-                      tmp=tmp_path / "ci", env=pip_offline(wheelhouse))
+                      tmp=tmp_path / "ci", env=pip_offline(wheelhouse), tool_cache=tool_cache)
     (job,) = run.run_all()
     return job, run
 
@@ -68,8 +70,13 @@ def _rows(summary: str) -> list[str]:
 
 def test_gitcode_check_passes_on_a_clean_set_with_no_environment_here(sandbox, tmp_path,
                                                                       wheelhouse):
-    job, requests = run_gitcode_check(sandbox, tmp_path, wheelhouse)
-    assert job.ok, job.log
+    """A clean set passes with no environment built here. The commit is a PR that changes
+    backport's own code: the pinned backport checks it (that code never runs), and only the
+    fetch step holds the token."""
+    job, requests = run_gitcode_check(sandbox, tmp_path, wheelhouse, changed=True)
+    assert job.ok and OWN_CODE not in job.log, job.log
+    assert job.steps[0].secrets == ("GITCODE_TOKEN",)
+    assert all(not s.secrets for s in job.steps[1:]) and job.exposed == []
     output = job.step("Check every patch set").output
     assert '"ok": true' in output and "is not built here" in output, output
     rows = _rows(job.summary)  # the table on the run's page
@@ -78,18 +85,6 @@ def test_gitcode_check_passes_on_a_clean_set_with_no_environment_here(sandbox, t
     assert any("| environment | warn |" in r for r in rows), rows
     assert requests and all(authorised for _path, authorised in requests)  # token in a header
     assert TOKEN not in job.log
-
-
-def test_the_check_workflows_run_the_pinned_backport_and_the_token_stays_in_the_fetch(
-        sandbox, tmp_path, wheelhouse):
-    """A PR changing backport's own code is checked by the pinned backport (its code never
-    runs); only the fetch step holds the token."""
-    job, _requests = run_gitcode_check(sandbox, tmp_path / "gitcode", wheelhouse, changed=True)
-    assert job.ok and OWN_CODE not in job.log, job.log
-    assert job.steps[0].secrets == ("GITCODE_TOKEN",)
-    assert all(not s.secrets for s in job.steps[1:]) and job.exposed == []
-    job, _run = run_github_check(sandbox, tmp_path / "github", wheelhouse, changed=True)
-    assert job.ok and OWN_CODE not in job.log, job.log
 
 
 def test_gitcode_check_fails_on_a_conflicting_set(sandbox, tmp_path, wheelhouse):
@@ -110,48 +105,29 @@ def test_gitcode_check_fetch_needs_the_token(sandbox, tmp_path, wheelhouse):
     assert "wrong-token" not in job.log
 
 
-def test_github_check_passes_clean_and_fails_on_a_conflict(sandbox, tmp_path, wheelhouse):
-    job, run = run_github_check(sandbox, tmp_path / "clean", wheelhouse)
-    assert job.ok, job.log
+def test_github_check_passes_clean_and_fails_on_a_conflict(sandbox, tmp_path, wheelhouse,
+                                                           tool_cache):
+    """The clean commit is a PR that changes backport's own code: the pinned backport checks
+    it (that code never runs). setup-python's Python is the job's own copy of the tool cache's."""
+    job, run = run_github_check(sandbox, tmp_path / "clean", wheelhouse, tool_cache, changed=True)
+    assert job.ok and OWN_CODE not in job.log, job.log
+    python = next((tmp_path / "clean" / "ci" / "jobs").glob("*-check")) / "python"
+    assert (python / "bin" / "pip").read_text(encoding="utf-8").startswith(f"#!{python}/bin/")
+    assert list(python.glob("lib/python3*/site-packages/backport"))
+    assert not list((tool_cache / "python").glob("lib/python3*/site-packages/backport"))
     report = json.loads((tmp_path / "clean" / "ci" / "artifacts" / "backport-check" /
                          "backport-check.json").read_text(encoding="utf-8"))
     assert report["ok"] is True and any("is not built here" in w for w in report["warnings"])
     assert _rows(job.summary)[0] == "| subject | check | result | detail |"
 
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    job, run = run_github_check(sandbox, tmp_path / "conflict", wheelhouse)
+    job, run = run_github_check(sandbox, tmp_path / "conflict", wheelhouse, tool_cache)
     check = job.step("Check every patch set")
     assert check.ran and not check.ok, job.log  # no pipe hides the exit status
     assert job.step("Show the report").ran and job.step("Keep the report").ran
     report = json.loads(job.step("Show the report").output)
     assert report["ok"] is False
     assert [p.split(":")[0] for p in report["problems"]] == ["put_metric on v2.11.0"]
-
-
-def test_github_apply_matrix_comes_from_backport_matrix(sandbox, tmp_path, wheelhouse):
-    """The plan job's output, expanded as GitHub expands it: one job per target, each on the
-    runner tags of its environment's `ci:` entry."""
-    def place(data: dict) -> None:
-        (name,) = data["environments"]
-        data["environments"][name]["ci"] = {"runs_on": ["self-hosted", "npu", "torch-2.13"]}
-    edit_config(sandbox, place)
-    repo, sha = map_repository(sandbox, tmp_path / "map")
-    run = WorkflowRun(GITHUB, EXAMPLES / "github-apply.yml", repo=repo, sha=sha,
-                      repository=REPOSITORY, event_name="workflow_dispatch",
-                      event={"inputs": {"api": "put_metric"}}, tmp=tmp_path / "ci",
-                      inputs={"api": "put_metric"}, env=pip_offline(wheelhouse))
-    plan = run.run_job("plan", {})
-    assert plan.ok, plan.log
-    run.outputs["plan"] = plan.outputs
-    entries = run.matrix("apply")
-    assert [e["branch"] for e in entries] == ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
-    assert all(e["runs_on"] == ["self-hosted", "npu", "torch-2.13"] for e in entries)
-    assert load_workflow(EXAMPLES / "github-apply.yml")["jobs"]["apply"]["runs-on"] == \
-        "${{ matrix.runs_on }}"
-
-
-
-
 
 
 def _apply_map(sandbox, tmp_path: Path) -> tuple[Path, str]:
@@ -200,19 +176,28 @@ def test_gitcode_apply_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheel
     assert PROJECT_TOKEN not in job.log
 
 
-@needs_torch
-def test_github_apply_matrix_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheelhouse):
-    """The plan job's matrix, and its v2.7.1 entry run as GitHub would run it on that host."""
+def test_github_apply_matrix_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheelhouse,
+                                                    tool_cache):
+    """The plan job's output, expanded as GitHub expands it: one job per target, each on the
+    runner tags of its environment's `ci:` entry; then its v2.7.1 entry, run as GitHub would
+    run it on that host (the torch venv)."""
     repo, sha = _apply_map(sandbox, tmp_path)
     run = WorkflowRun(GITHUB, EXAMPLES / "github-apply.yml", repo=repo, sha=sha,
                       repository=REPOSITORY, event_name="workflow_dispatch",
                       event={"inputs": {"api": "put_metric"}}, tmp=tmp_path / "ci",
-                      inputs={"api": "put_metric"},
-                      secrets={"GITCODE_TOKEN": PROJECT_TOKEN}, env=pip_offline(wheelhouse))
+                      inputs={"api": "put_metric"}, secrets={"GITCODE_TOKEN": PROJECT_TOKEN},
+                      env=pip_offline(wheelhouse), tool_cache=tool_cache)
     plan = run.run_job("plan", {})
     assert plan.ok, plan.log
     run.outputs["plan"] = plan.outputs
-    (entry,) = [e for e in run.matrix("apply") if e["branch"] == "v2.7.1"]
+    entries = run.matrix("apply")
+    assert [e["branch"] for e in entries] == ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
+    assert all(e["runs_on"] == ["self-hosted", "npu", "torch-2.13"] for e in entries)
+    assert load_workflow(EXAMPLES / "github-apply.yml")["jobs"]["apply"]["runs-on"] == \
+        "${{ matrix.runs_on }}"
+    if not TORCH_PYTHON:
+        pytest.skip("the apply job needs BACKPORT_TEST_PYTHON (the torch venv)")
+    (entry,) = [e for e in entries if e["branch"] == "v2.7.1"]
     job = run.run_job("apply", entry)
     assert job.ok, job.log
     (pr,) = gitcode.open_prs()
