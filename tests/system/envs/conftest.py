@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -61,6 +62,23 @@ def probed() -> Probed:
 def plain_env() -> Environment:
     """An environment whose interpreter is the one running the tests (no torch)."""
     return Environment(name="plain", python=Path(sys.executable), timeout=60.0)
+
+
+def venv_with_pip(root: Path) -> Path:
+    """A venv at ``root`` holding pip, as ``python -m venv`` leaves one, for tests whose subject
+    is not the venv's creation; returns its interpreter. It is made without pip and given this
+    interpreter's own pip (package and metadata, compiled): ensurepip would spend seconds
+    installing and compiling the same files."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    import pip
+
+    source = Path(pip.__file__).resolve().parent.parent
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    target = root / "lib" / version / "site-packages"
+    shutil.copytree(source / "pip", target / "pip", symlinks=True)
+    for info in source.glob("pip-*.dist-info"):
+        shutil.copytree(info, target / info.name, symlinks=True)
+    return root / "bin" / "python"
 
 
 def write(path: Path, text: str) -> Path:
