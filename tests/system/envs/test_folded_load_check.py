@@ -16,11 +16,13 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
+from backport.config.validate import home_shown
 from backport.envs.kept import KeepPolicy
 from backport.envs.pool import Environments
 from backport.envs.probe import probe
+from backport.envs.setup import plan_setup, setup_env
 
-from .conftest import write
+from .conftest import Probed, write
 
 FAKE_TORCH = """
 import os
@@ -135,13 +137,30 @@ def test_folded_load_check_reads_what_a_separate_process_reads(
 
 
 @pytest.mark.torch
-def test_folded_load_check_on_real_torch_npu(torch_env: Environment, tmp_path: Path) -> None:
+def test_folded_load_check_on_real_torch_npu(
+    torch_env: Environment, tmp_path: Path, probed: Probed
+) -> None:
     envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
     try:
         envs.prewarm(torch_env, "none")
         folded = envs.probe(torch_env)
     finally:
         envs.close()
-    separate = probe(torch_env)
+    separate = probed(torch_env)  # probe(torch_env), its check a process of its own
     assert folded == separate
     assert folded.torch_npu_loads is False and "libhccl.so" in (folded.torch_npu_error or "")
+
+
+def test_env_setup_reads_the_pins_without_importing_torch(tmp_path: Path) -> None:
+    # Setting up (or planning) an environment compares its pins with what is installed: the
+    # versions come from the distributions' metadata; no process imports torch for them.
+    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+    pinned = Environment(name=env.name, python=env.python, timeout=env.timeout, env=env.env,
+                         expect={"torch": "2.13.0", "torch_npu": "2.13.0"})
+    lines: list[str] = []
+    setup_env(pinned, log=lines.append, use_uv=False)
+    assert lines == [f"fake-torch: {home_shown(str(pinned.interpreter))} is up to date"]
+    assert plan_setup(pinned)[1] == []
+    assert not log.exists()  # each importing process would have added a line
+    assert probe(pinned).torch_npu_loads is False  # the full probe's check imports it
+    assert len(log.read_text().split()) == 1

@@ -28,7 +28,7 @@ from backport.envs.pool import Environments
 from backport.envs.runner import TestRunner as Runner
 from tests.helpers.torch_npu_compat import COMPAT, COMPAT_TEST
 
-from .conftest import Probed, write
+from .conftest import write
 
 pytestmark = pytest.mark.torch
 
@@ -105,18 +105,14 @@ def test_a_path_outside_the_package_is_refused(installed: Path, tmp_path: Path) 
         build_overlay(tmp_path, "fp", installed, {"torch_npu/../x.py": b""})
 
 
-@pytest.fixture(scope="module")
-def torch_probe(torch_env: Environment, probed: Probed) -> Probe:
-    return probed(torch_env)
-
-
 def test_a_test_run_with_the_overlay_sees_the_patched_module(
-        torch_env: Environment, torch_probe: Probe, tmp_path: Path) -> None:
+        torch_env: Environment, tmp_path: Path) -> None:
     worktree = tmp_path / "wt"
     write(worktree / "test" / "test_compat_version.py", COMPAT_TEST)
     spec = Spec("test/test_compat_version.py", ("-v",))
     envs = Environments(os.environ, tmp_path / "cache")
     try:
+        envs.prewarm(torch_env, "none")  # as a run does: the worker also runs the probe's check
         overlay = envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT})
         runner = envs.runner(torch_env, "none")
         assert not runner.isolated  # a warm worker serves the runs without an overlay

@@ -6,11 +6,13 @@ file, so modules can be put into *its* site-packages without touching the shared
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs import runner as runner_module
 from backport.envs.kept import KeepPolicy, read_hello
+from backport.envs.model import Probe
 from backport.envs.runner import TestRunner as Runner
 from tests.helpers.processes import namespace_pid
 
@@ -293,6 +296,19 @@ def _gated(learning_env: Environment, worktree: Path) -> tuple[Path, Path, Envir
                                   env={"BP_GATE": str(gate), "BP_COUNT_LOG": str(log)})
 
 
+@contextlib.contextmanager
+def _released_on_failure(gate: Path) -> Iterator[None]:
+    """Should the test fail before it lets the worker through its gates, open both, so the
+    worker does not wait in one for ever."""
+    try:
+        yield
+    except BaseException:
+        for end in ("_a", "_b"):
+            threading.Thread(target=lambda e=end: open(f"{gate}{e}", "wb").close(),
+                             daemon=True).start()
+        raise
+
+
 def test_a_private_worker_waits_for_its_preload_and_imports_nothing_no_test_needs(
     learning_env: Environment, worktree: Path, probed: Probed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -302,7 +318,7 @@ def test_a_private_worker_waits_for_its_preload_and_imports_nothing_no_test_need
     monkeypatch.setattr(runner_module, "REPLY_TIMEOUT", 0.5)
     gate, log, env = _gated(learning_env, worktree)
     runs: list = []
-    with Runner(env, probed(learning_env), device="none") as runner:
+    with _released_on_failure(gate), Runner(env, probed(learning_env), device="none") as runner:
         runs.append(runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log"))
         second = threading.Thread(target=lambda: runs.append(
             runner.run(worktree, Spec("test/test_gate.py"), worktree / "2.log")), daemon=True)
@@ -326,7 +342,12 @@ def test_a_kept_worker_learns_between_runs_and_nothing_leaks_from_one_to_the_nex
     learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
 ) -> None:
     gate, log, env = _gated(learning_env, worktree)
-    found = probed(learning_env)
+    with _released_on_failure(gate):
+        _kept_runs(env, probed(learning_env), worktree, kept, gate, log)
+
+
+def _kept_runs(env: Environment, found: Probe, worktree: Path, kept: KeepPolicy, gate: Path,
+               log: Path) -> None:
     with Runner(env, found, device="none", keep=kept) as first:
         # Within a run, as with a worker of its own: learned modules preloaded, nothing leaks.
         _teach_then_check(first, worktree, "r1-")
