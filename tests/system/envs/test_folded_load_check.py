@@ -4,7 +4,8 @@ what a separate process importing torch with autoload on reads.
 
 The environments are real interpreters (the tool's own, with a small ``torch`` / ``torch_npu``
 pair on ``PYTHONPATH`` that loads its backend the way torch >= 2.5 does, and logs every process
-that imports it) and the real torch 2.13.0 + torch_npu environment.
+that imports it). On the real torch 2.13.0 + torch_npu environment the same comparison is made
+by ``test_overlay.py``'s run, which prewarms as a run does.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from backport.envs.pool import Environments
 from backport.envs.probe import probe
 from backport.envs.setup import plan_setup, setup_env
 
-from .conftest import Probed, write
+from .conftest import write
 
 FAKE_TORCH = """
 import os
@@ -134,21 +135,6 @@ def test_folded_load_check_reads_what_a_separate_process_reads(
     finally:
         envs.close()
     assert folded == probe(env)
-
-
-@pytest.mark.torch
-def test_folded_load_check_on_real_torch_npu(
-    torch_env: Environment, tmp_path: Path, probed: Probed
-) -> None:
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
-    try:
-        envs.prewarm(torch_env, "none")
-        folded = envs.probe(torch_env)
-    finally:
-        envs.close()
-    separate = probed(torch_env)  # probe(torch_env), its check a process of its own
-    assert folded == separate
-    assert folded.torch_npu_loads is False and "libhccl.so" in (folded.torch_npu_error or "")
 
 
 def test_env_setup_reads_the_pins_without_importing_torch(tmp_path: Path) -> None:

@@ -19,14 +19,12 @@ from backport.codec import encode
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy, socket_path
-from backport.envs.model import AUTOLOAD, Probe
-from backport.envs.probe import LOAD_CHECK_TIMEOUT, probe
+from backport.envs.model import Probe
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import TestRunner as Runner
-from backport.envs.worker import EarlyWorker
 from tests.helpers.processes import wait_gone
 
-from .conftest import Probed, write
+from .conftest import Probed, folded_probe, write
 
 TORCH_TEST = """
 import os
@@ -97,16 +95,6 @@ def _add_distribution(env: Environment, name: str, version: str) -> None:
                                    encoding="utf-8")
 
 
-def _probed_by_a_kept_worker(env: Environment, keep: KeepPolicy) -> Probe:
-    """``env``'s probe, its torch_npu load check run by the kept worker it starts (as a run's
-    prewarm does): one import of torch for both."""
-    early = EarlyWorker(env, {AUTOLOAD: "0"}, keep=keep, load_check=LOAD_CHECK_TIMEOUT)
-    try:
-        return probe(env, load_check=early.load_check_result)
-    finally:
-        early.discard()  # only hangs up: the kept worker waits for the next run
-
-
 @pytest.mark.torch
 def test_later_runs_reuse_the_kept_worker_and_replace_a_killed_one(
     torch_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch,
@@ -147,7 +135,8 @@ def test_later_runs_reuse_the_kept_worker_and_replace_a_killed_one(
 def test_a_changed_site_packages_replaces_the_kept_worker(
     own_env: Environment, kept: KeepPolicy, worktree: Path
 ) -> None:
-    found = _probed_by_a_kept_worker(own_env, kept)
+    found, early = folded_probe(own_env, kept)  # the kept worker runs the probe's check
+    early.discard()  # only hangs up: the kept worker waits for the next run
     old, _ = _run(own_env, found, kept, worktree, "1")
     _add_distribution(own_env, "bp_new_dist", "1.0")
     new, kind = _run(own_env, found, kept, worktree, "2")
@@ -295,9 +284,7 @@ def test_a_source_script_reaches_the_test_with_kept_workers_on(
                       source_shown="set_env.sh", timeout=120.0)
     wt = tmp_path / "wt"
     write(wt / "test" / "test_sourced.py", SOURCED_TEST)
-    # Its probe's load check runs in the worker started for it (as a run's prewarm does).
-    early = EarlyWorker(env, {AUTOLOAD: "0"}, keep=kept, load_check=LOAD_CHECK_TIMEOUT)
-    found = probe(env, load_check=early.load_check_result)
+    found, early = folded_probe(env, kept)  # the worker started for the run runs its check
     with Runner(env, found, device="none", keep=kept, early=early) as runner:
         run = runner.run(wt, Spec("test/test_sourced.py"), wt / "1.log")
         assert (run.runner, run.ok) == ("warm", True), (wt / "1.log").read_text()

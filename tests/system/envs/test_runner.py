@@ -8,6 +8,7 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,19 +136,44 @@ def torch_probe(torch_env: Environment, probed: Probed) -> Probe:
 
 
 @pytest.fixture(scope="module", params=["private", "kept"])
-def warm(torch_env: Environment, torch_probe: Probe, request: pytest.FixtureRequest):
-    """The run's own warm worker, or one kept between runs (in a folder of this module)."""
+def warm_start(torch_env: Environment, torch_probe: Probe,
+               request: pytest.FixtureRequest) -> Iterator[tuple[Runner, int]]:
+    """The run's own warm worker, or one kept between runs (in a folder of this module), each
+    started before the probe ended (``EarlyWorker``), as a run starts it; and its pid."""
     keep = None
     if request.param == "kept":
         keep = KeepPolicy(Path(tempfile.mkdtemp(prefix="bpk-")), idle=600.0)
         os.chmod(keep.folder, 0o700)
-    runner = Runner(torch_env, torch_probe, device="none", keep=keep)
-    yield runner
+    # This environment's verdict: torch_npu present, not loadable -> AUTOLOAD=0, as guessed.
+    early = EarlyWorker(torch_env, {AUTOLOAD: "0"}, keep=keep)
+    early._thread.join()
+    assert early._worker is not None
+    pid = early._worker.pid
+    runner = Runner(torch_env, torch_probe, device="none", keep=keep, early=early)
+    yield runner, pid
     runner.close()
-    if keep is not None:
+    if keep is None:
+        assert gone(pid, group=False)  # the adopted worker ends with its run
+    else:
         pids = stop_kept_workers(keep.folder)
         assert pids and all(wait_gone(pid) for pid in pids)
         shutil.rmtree(keep.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def warm(warm_start: tuple[Runner, int]) -> Runner:
+    return warm_start[0]
+
+
+@pytest.mark.torch
+def test_worker_started_before_the_probe_is_adopted(
+    warm_start: tuple[Runner, int], worktree: Path
+) -> None:
+    # First of the module's warm tests: the worker serving them all is the one started early.
+    runner, pid = warm_start
+    run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "adopted.log")
+    assert (run.runner, run.ok) == ("warm", True)
+    assert runner._worker is not None and runner.worker_pid == pid
 
 
 SMALL = Spec("test/sub/test_small.py", ("-v",))
@@ -386,22 +412,6 @@ def test_warm_run_of_a_test_that_raises_on_import(warm: Runner, worktree: Path) 
     run = warm.run(worktree, Spec("test/test_hccl.py"), worktree.parent / "hccl.log")
     assert run.runner == "warm"
     assert (run.exit_code, run.summary) == (1, [CRASHES["test/test_hccl.py"][2]])
-
-
-@pytest.mark.torch
-def test_worker_started_before_the_probe_is_adopted(
-    torch_env: Environment, torch_probe: Probe, worktree: Path
-) -> None:
-    # This environment's verdict: torch_npu present, not loadable -> AUTOLOAD=0, as guessed.
-    early = EarlyWorker(torch_env, {AUTOLOAD: "0"})
-    early._thread.join()
-    assert early._worker is not None
-    pid = early._worker.proc.pid
-    with Runner(torch_env, torch_probe, device="none", early=early) as runner:
-        run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
-        assert (run.runner, run.ok) == ("warm", True)
-        assert runner._worker is not None and runner._worker.proc.pid == pid
-    assert gone(pid, group=False)
 
 
 @pytest.mark.torch

@@ -21,11 +21,10 @@ from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs import runner as runner_module
 from backport.envs.kept import KeepPolicy, read_hello
-from backport.envs.model import Probe
 from backport.envs.runner import TestRunner as Runner
 from tests.helpers.processes import namespace_pid
 
-from .conftest import Probed, write
+from .conftest import folded_probe, write
 
 pytestmark = pytest.mark.torch
 
@@ -253,9 +252,10 @@ def _side_by_side(runner: Runner, worktree: Path, tag: str) -> None:
 
 
 def test_a_private_worker_learns_runs_side_by_side_and_retires_on_an_argv_reader(
-    learning_env: Environment, worktree: Path, probed: Probed
+    learning_env: Environment, worktree: Path
 ) -> None:
-    with Runner(learning_env, probed(learning_env), device="none") as runner:
+    found, early = folded_probe(learning_env)
+    with Runner(learning_env, found, device="none", early=early) as runner:
         # The learned modules are preloaded and nothing leaks from one test to the next.
         _teach_then_check(runner, worktree, "learn")
         worker = runner._worker
@@ -310,7 +310,7 @@ def _released_on_failure(gate: Path) -> Iterator[None]:
 
 
 def test_a_private_worker_waits_for_its_preload_and_imports_nothing_no_test_needs(
-    learning_env: Environment, worktree: Path, probed: Probed, monkeypatch: pytest.MonkeyPatch
+    learning_env: Environment, worktree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The second test's fork waits for the worker to import what the first one taught. That
     # import is held at the gate past the protocol's reply timeout (shortened here): the test
@@ -318,7 +318,8 @@ def test_a_private_worker_waits_for_its_preload_and_imports_nothing_no_test_need
     monkeypatch.setattr(runner_module, "REPLY_TIMEOUT", 0.5)
     gate, log, env = _gated(learning_env, worktree)
     runs: list = []
-    with _released_on_failure(gate), Runner(env, probed(learning_env), device="none") as runner:
+    found, early = folded_probe(env)
+    with _released_on_failure(gate), Runner(env, found, device="none", early=early) as runner:
         runs.append(runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log"))
         second = threading.Thread(target=lambda: runs.append(
             runner.run(worktree, Spec("test/test_gate.py"), worktree / "2.log")), daemon=True)
@@ -339,16 +340,16 @@ def test_a_private_worker_waits_for_its_preload_and_imports_nothing_no_test_need
 
 
 def test_a_kept_worker_learns_between_runs_and_nothing_leaks_from_one_to_the_next(
-    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
+    learning_env: Environment, worktree: Path, kept: KeepPolicy
 ) -> None:
     gate, log, env = _gated(learning_env, worktree)
     with _released_on_failure(gate):
-        _kept_runs(env, probed(learning_env), worktree, kept, gate, log)
+        _kept_runs(env, worktree, kept, gate, log)
 
 
-def _kept_runs(env: Environment, found: Probe, worktree: Path, kept: KeepPolicy, gate: Path,
-               log: Path) -> None:
-    with Runner(env, found, device="none", keep=kept) as first:
+def _kept_runs(env: Environment, worktree: Path, kept: KeepPolicy, gate: Path, log: Path) -> None:
+    found, early = folded_probe(env, kept)
+    with Runner(env, found, device="none", keep=kept, early=early) as first:
         # Within a run, as with a worker of its own: learned modules preloaded, nothing leaks.
         _teach_then_check(first, worktree, "r1-")
         teach = first.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "r1-3.log")
