@@ -22,6 +22,7 @@ from backport.envs.kept import KeepPolicy, socket_path
 from backport.envs.model import Probe
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import TestRunner as Runner
+from backport.envs.worker import EarlyWorker
 from tests.helpers.processes import wait_gone
 
 from .conftest import Probed, folded_probe, write
@@ -78,9 +79,10 @@ def worktree(tmp_path: Path) -> Path:
 
 
 def _run(env: Environment, found: Probe, keep: KeepPolicy, worktree: Path,
-         name: str) -> tuple[int, str]:
-    """One run: a runner of its own (as one `backport apply` has), one test; its worker."""
-    with Runner(env, found, device="none", keep=keep) as runner:
+         name: str, early: EarlyWorker | None = None) -> tuple[int, str]:
+    """One run: a runner of its own (as one `backport apply` has), one test; its worker
+    (``early``: the one started for it before its probe ended)."""
+    with Runner(env, found, device="none", keep=keep, early=early) as runner:
         run = runner.run(worktree, Spec("test/test_small.py"), worktree / f"{name}.log")
         assert (run.runner, run.ok, run.ran) == ("warm", True, 2), \
             (worktree / f"{name}.log").read_text()
@@ -96,52 +98,46 @@ def _add_distribution(env: Environment, name: str, version: str) -> None:
 
 
 @pytest.mark.torch
-def test_later_runs_reuse_the_kept_worker_and_replace_a_killed_one(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch,
-    probed: Probed,
+def test_later_runs_reuse_the_kept_worker_until_its_site_packages_change_or_it_is_killed(
+    own_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The first run's worker, started before its probe ended, runs the probe's check too.
+    found, early = folded_probe(own_env, kept)
     # A second run reuses the worker the first one started, and its own variable reaches its
     # test (the worker was started with the first run's environment).
     monkeypatch.setenv("BP_RUN", "first")
     monkeypatch.setenv("BP_EXPECT", "first")
-    first_pid, first_kind = _run(torch_env, probed(torch_env), kept, worktree, "1")
+    first_pid, first_kind = _run(own_env, found, kept, worktree, "1", early)
     monkeypatch.setenv("BP_RUN", "second")
     monkeypatch.setenv("BP_EXPECT", "second")
-    second_pid, second_kind = _run(torch_env, probed(torch_env), kept, worktree, "2")
+    second_pid, second_kind = _run(own_env, found, kept, worktree, "2")
     assert "started now" in first_kind and f"pid {first_pid}" in first_kind
     assert second_pid == first_pid and "kept from an earlier run" in second_kind
     os.kill(first_pid, 0)  # still there for the next run
+    # A changed site-packages: a new kept worker; the old one is told to shut down.
+    old = first_pid
+    _add_distribution(own_env, "bp_new_dist", "1.0")
+    new, kind = _run(own_env, found, kept, worktree, "3")
+    assert new != old and "started now" in kind
+    assert wait_gone(old)  # it serves nobody any more
     # Killed between runs: a stale socket, a new kept worker.
-    dead = first_pid
+    dead = new
     os.kill(dead, signal.SIGKILL)
     assert wait_gone(dead)
-    pid, kind = _run(torch_env, probed(torch_env), kept, worktree, "3")
+    pid, kind = _run(own_env, found, kept, worktree, "4")
     assert pid != dead and "started now" in kind
     # The dead worker's scratch folder went with its socket; only the live one has one.
     assert [p.name for p in kept.folder.glob("*.spool")] == [
         p.with_suffix(".spool").name for p in kept.folder.glob("*.sock")]
     # Killed while a run holds it (after its warm-up): that run goes on with its own worker.
-    with Runner(torch_env, probed(torch_env), device="none", keep=kept) as runner:
+    with Runner(own_env, found, device="none", keep=kept) as runner:
         runner.warm_up()
         assert runner.worker_pid == pid
         os.kill(pid, signal.SIGKILL)
         assert wait_gone(pid)
-        run = runner.run(worktree, Spec("test/test_small.py"), worktree / "4.log")
-        assert (run.runner, run.ok) == ("warm", True), (worktree / "4.log").read_text()
+        run = runner.run(worktree, Spec("test/test_small.py"), worktree / "5.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "5.log").read_text()
         assert runner.worker_pid != pid and runner.kind == "warm worker"
-
-
-@pytest.mark.torch
-def test_a_changed_site_packages_replaces_the_kept_worker(
-    own_env: Environment, kept: KeepPolicy, worktree: Path
-) -> None:
-    found, early = folded_probe(own_env, kept)  # the kept worker runs the probe's check
-    early.discard()  # only hangs up: the kept worker waits for the next run
-    old, _ = _run(own_env, found, kept, worktree, "1")
-    _add_distribution(own_env, "bp_new_dist", "1.0")
-    new, kind = _run(own_env, found, kept, worktree, "2")
-    assert new != old and "started now" in kind
-    assert wait_gone(old)  # told to shut down: it serves nobody any more
 
 
 @pytest.mark.torch
