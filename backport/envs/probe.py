@@ -83,16 +83,18 @@ LoadCheck = Callable[[], "dict | None"]  # the torch_npu load check run elsewher
 
 
 def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
-          load_check: LoadCheck | None = None) -> Probe:
+          load_check: LoadCheck | None = None, versions_only: bool = False) -> Probe:
     """Read platform, Python, package versions, CANN and NPU facts of ``env``.
 
     ``load_check``: where the check whether torch_npu loads comes from when torch_npu is
     installed (the warm worker runs it in a fork of itself, see ``EarlyWorker``); when it gives
     None, the probe runs the check in a process of its own, as without it.
+    ``versions_only``: no check at all (no process imports torch; ``torch_npu_loads`` and the
+    NPU facts stay None), for callers that only compare pins.
     """
     interpreter = require_interpreter(env)
     shown = home_shown(str(interpreter))
-    skip = ["--no-load-check"] if load_check is not None else []
+    skip = ["--no-load-check"] if load_check is not None or versions_only else []
     args = [str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT), *skip, *env.expect]
     variables = {AUTOLOAD: "0"}
     start = sandboxed(launch_argv(env, args, {**env.env, **variables}))
@@ -111,7 +113,7 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
         raise BackportError(
             "env-missing", redact(f"environment '{env.name}': probing {shown} failed: {reason}")
         ) from None
-    if data.get("load_check") == "wanted":
+    if data.get("load_check") == "wanted" and not versions_only:
         assert load_check is not None
         check = load_check()
         if check is None:

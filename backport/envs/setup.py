@@ -30,6 +30,7 @@ from packaging.utils import canonicalize_name
 from backport import process
 from backport.config.model import Environment
 from backport.config.validate import home_shown
+from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe
 from backport.envs.resolve_cache import resolution_key, store_resolution, stored_resolution
@@ -62,7 +63,7 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
     shown = home_shown(str(interpreter))
     target = venv_dir(env)
     if interpreter.exists():
-        problems = pin_mismatches(env, probe(env))
+        problems = pin_mismatches(env, _versions(env))
         if not problems:
             log(f"{env.name}: {shown} is up to date")
             return
@@ -95,12 +96,18 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
             )
     if env.requirements or env.no_deps:
         _install(env, interpreter, uv, log)
-    problems = pin_mismatches(env, probe(env))
+    problems = pin_mismatches(env, _versions(env))
     if problems:
         raise BackportError(
             "env-mismatch", f"environment '{env.name}' after setup: {'; '.join(problems)}"
         )
     log(f"{env.name}: ready ({shown})")
+
+
+def _versions(env: Environment) -> Probe:
+    """What the pins are compared with: the probe without its torch_npu load check (no process
+    imports torch; with CANN that import alone can take a minute)."""
+    return probe(env, versions_only=True)
 
 
 def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool = False,
@@ -114,7 +121,7 @@ def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool
     target = venv_dir(env)
     if interpreter.exists():
         try:
-            problems = pin_mismatches(env, probe(env))
+            problems = pin_mismatches(env, _versions(env))
         except BackportError as exc:
             problems = [exc.message]
         if not problems:

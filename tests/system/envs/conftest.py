@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -14,8 +15,9 @@ import pytest
 
 from backport.config.model import Environment
 from backport.envs.kept import KeepPolicy, stop_kept_workers
-from backport.envs.model import Probe
-from backport.envs.probe import probe
+from backport.envs.model import AUTOLOAD, Probe
+from backport.envs.probe import LOAD_CHECK_TIMEOUT, probe
+from backport.envs.worker import EarlyWorker
 from tests.helpers.processes import wait_gone
 
 
@@ -33,7 +35,9 @@ def torch_python() -> Path:
 
 @pytest.fixture(scope="session")
 def torch_env(torch_python: Path) -> Environment:
-    return Environment(name="torch-2.13.0", python=torch_python, timeout=120.0)
+    """The torch environment, pinned as the map pins one (the probe reads the pinned names)."""
+    return Environment(name="torch-2.13.0", python=torch_python, timeout=120.0,
+                       expect={"torch-npu": "2.13.0", "torch": "2.13.0"})
 
 
 Probed = Callable[[Environment], Probe]
@@ -61,6 +65,31 @@ def probed() -> Probed:
 def plain_env() -> Environment:
     """An environment whose interpreter is the one running the tests (no torch)."""
     return Environment(name="plain", python=Path(sys.executable), timeout=60.0)
+
+
+def folded_probe(env: Environment, keep: KeepPolicy | None = None) -> tuple[Probe, EarlyWorker]:
+    """``env``'s probe, its torch_npu load check run by the warm worker started for the run
+    (as ``Environments.prewarm`` does: one import of torch for both), and that worker, for the
+    test's runner to adopt (``TestRunner(..., early=)``) or discard."""
+    early = EarlyWorker(env, {AUTOLOAD: "0"}, keep=keep, load_check=LOAD_CHECK_TIMEOUT)
+    return probe(env, load_check=early.load_check_result), early
+
+
+def venv_with_pip(root: Path) -> Path:
+    """A venv at ``root`` holding pip, as ``python -m venv`` leaves one, for tests whose subject
+    is not the venv's creation; returns its interpreter. It is made without pip and given this
+    interpreter's own pip (package and metadata, compiled): ensurepip would spend seconds
+    installing and compiling the same files."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    import pip
+
+    source = Path(pip.__file__).resolve().parent.parent
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    target = root / "lib" / version / "site-packages"
+    shutil.copytree(source / "pip", target / "pip", symlinks=True)
+    for info in source.glob("pip-*.dist-info"):
+        shutil.copytree(info, target / info.name, symlinks=True)
+    return root / "bin" / "python"
 
 
 def write(path: Path, text: str) -> Path:

@@ -4,7 +4,8 @@ what a separate process importing torch with autoload on reads.
 
 The environments are real interpreters (the tool's own, with a small ``torch`` / ``torch_npu``
 pair on ``PYTHONPATH`` that loads its backend the way torch >= 2.5 does, and logs every process
-that imports it) and the real torch 2.13.0 + torch_npu environment.
+that imports it). On the real torch 2.13.0 + torch_npu environment the same comparison is made
+by ``test_overlay.py``'s run, which prewarms as a run does.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
+from backport.config.validate import home_shown
 from backport.envs.kept import KeepPolicy
 from backport.envs.pool import Environments
 from backport.envs.probe import probe
+from backport.envs.setup import plan_setup, setup_env
 
 from .conftest import write
 
@@ -134,14 +137,16 @@ def test_folded_load_check_reads_what_a_separate_process_reads(
     assert folded == probe(env)
 
 
-@pytest.mark.torch
-def test_folded_load_check_on_real_torch_npu(torch_env: Environment, tmp_path: Path) -> None:
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
-    try:
-        envs.prewarm(torch_env, "none")
-        folded = envs.probe(torch_env)
-    finally:
-        envs.close()
-    separate = probe(torch_env)
-    assert folded == separate
-    assert folded.torch_npu_loads is False and "libhccl.so" in (folded.torch_npu_error or "")
+def test_env_setup_reads_the_pins_without_importing_torch(tmp_path: Path) -> None:
+    # Setting up (or planning) an environment compares its pins with what is installed: the
+    # versions come from the distributions' metadata; no process imports torch for them.
+    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+    pinned = Environment(name=env.name, python=env.python, timeout=env.timeout, env=env.env,
+                         expect={"torch": "2.13.0", "torch_npu": "2.13.0"})
+    lines: list[str] = []
+    setup_env(pinned, log=lines.append, use_uv=False)
+    assert lines == [f"fake-torch: {home_shown(str(pinned.interpreter))} is up to date"]
+    assert plan_setup(pinned)[1] == []
+    assert not log.exists()  # each importing process would have added a line
+    assert probe(pinned).torch_npu_loads is False  # the full probe's check imports it
+    assert len(log.read_text().split()) == 1

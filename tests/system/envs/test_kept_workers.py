@@ -15,15 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from backport.codec import encode
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy, socket_path
 from backport.envs.model import Probe
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import TestRunner as Runner
+from backport.envs.worker import EarlyWorker
 from tests.helpers.processes import wait_gone
 
-from .conftest import Probed, write
+from .conftest import Probed, folded_probe, write
 
 TORCH_TEST = """
 import os
@@ -77,9 +79,10 @@ def worktree(tmp_path: Path) -> Path:
 
 
 def _run(env: Environment, found: Probe, keep: KeepPolicy, worktree: Path,
-         name: str) -> tuple[int, str]:
-    """One run: a runner of its own (as one `backport apply` has), one test; its worker."""
-    with Runner(env, found, device="none", keep=keep) as runner:
+         name: str, early: EarlyWorker | None = None) -> tuple[int, str]:
+    """One run: a runner of its own (as one `backport apply` has), one test; its worker
+    (``early``: the one started for it before its probe ended)."""
+    with Runner(env, found, device="none", keep=keep, early=early) as runner:
         run = runner.run(worktree, Spec("test/test_small.py"), worktree / f"{name}.log")
         assert (run.runner, run.ok, run.ran) == ("warm", True, 2), \
             (worktree / f"{name}.log").read_text()
@@ -95,39 +98,46 @@ def _add_distribution(env: Environment, name: str, version: str) -> None:
 
 
 @pytest.mark.torch
-def test_a_second_run_reuses_the_kept_worker(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
+def test_later_runs_reuse_the_kept_worker_until_its_site_packages_change_or_it_is_killed(
+    own_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    first_pid, first_kind = _run(torch_env, probed(torch_env), kept, worktree, "1")
-    second_pid, second_kind = _run(torch_env, probed(torch_env), kept, worktree, "2")
+    # The first run's worker, started before its probe ended, runs the probe's check too.
+    found, early = folded_probe(own_env, kept)
+    # A second run reuses the worker the first one started, and its own variable reaches its
+    # test (the worker was started with the first run's environment).
+    monkeypatch.setenv("BP_RUN", "first")
+    monkeypatch.setenv("BP_EXPECT", "first")
+    first_pid, first_kind = _run(own_env, found, kept, worktree, "1", early)
+    monkeypatch.setenv("BP_RUN", "second")
+    monkeypatch.setenv("BP_EXPECT", "second")
+    second_pid, second_kind = _run(own_env, found, kept, worktree, "2")
     assert "started now" in first_kind and f"pid {first_pid}" in first_kind
     assert second_pid == first_pid and "kept from an earlier run" in second_kind
     os.kill(first_pid, 0)  # still there for the next run
-
-
-@pytest.mark.torch
-def test_each_run_gets_its_own_environment_from_a_kept_worker(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch,
-    probed: Probed,
-) -> None:
-    # The worker was started by the first run; the second run's variable reaches its test.
-    monkeypatch.setenv("BP_RUN", "first")
-    monkeypatch.setenv("BP_EXPECT", "first")
-    pid, _ = _run(torch_env, probed(torch_env), kept, worktree, "1")
-    monkeypatch.setenv("BP_RUN", "second")
-    monkeypatch.setenv("BP_EXPECT", "second")
-    assert _run(torch_env, probed(torch_env), kept, worktree, "2")[0] == pid
-
-
-@pytest.mark.torch
-def test_a_changed_site_packages_replaces_the_kept_worker(
-    own_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
-) -> None:
-    old, _ = _run(own_env, probed(own_env), kept, worktree, "1")
+    # A changed site-packages: a new kept worker; the old one is told to shut down.
+    old = first_pid
     _add_distribution(own_env, "bp_new_dist", "1.0")
-    new, kind = _run(own_env, probed(own_env), kept, worktree, "2")
+    new, kind = _run(own_env, found, kept, worktree, "3")
     assert new != old and "started now" in kind
-    assert wait_gone(old)  # told to shut down: it serves nobody any more
+    assert wait_gone(old)  # it serves nobody any more
+    # Killed between runs: a stale socket, a new kept worker.
+    dead = new
+    os.kill(dead, signal.SIGKILL)
+    assert wait_gone(dead)
+    pid, kind = _run(own_env, found, kept, worktree, "4")
+    assert pid != dead and "started now" in kind
+    # The dead worker's scratch folder went with its socket; only the live one has one.
+    assert [p.name for p in kept.folder.glob("*.spool")] == [
+        p.with_suffix(".spool").name for p in kept.folder.glob("*.sock")]
+    # Killed while a run holds it (after its warm-up): that run goes on with its own worker.
+    with Runner(own_env, found, device="none", keep=kept) as runner:
+        runner.warm_up()
+        assert runner.worker_pid == pid
+        os.kill(pid, signal.SIGKILL)
+        assert wait_gone(pid)
+        run = runner.run(worktree, Spec("test/test_small.py"), worktree / "5.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "5.log").read_text()
+        assert runner.worker_pid != pid and runner.kind == "warm worker"
 
 
 @pytest.mark.torch
@@ -142,42 +152,19 @@ def test_the_idle_timeout_ends_a_kept_worker(
     assert not list(kept.folder.glob("*.sock"))
 
 
-@pytest.mark.torch
-def test_a_killed_kept_worker_is_replaced_without_failing_the_run(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
-) -> None:
-    dead, _ = _run(torch_env, probed(torch_env), kept, worktree, "1")
-    os.kill(dead, signal.SIGKILL)
-    assert wait_gone(dead)
-    # A stale socket: a new kept worker.
-    pid, kind = _run(torch_env, probed(torch_env), kept, worktree, "2")
-    assert pid != dead and "started now" in kind
-    # The dead worker's scratch folder went with its socket; only the live one has one.
-    assert [p.name for p in kept.folder.glob("*.spool")] == [
-        p.with_suffix(".spool").name for p in kept.folder.glob("*.sock")]
-    # Killed while a run holds it (after its warm-up): that run goes on with its own worker.
-    with Runner(torch_env, probed(torch_env), device="none", keep=kept) as runner:
-        runner.warm_up()
-        assert runner.worker_pid == pid
-        os.kill(pid, signal.SIGKILL)
-        assert wait_gone(pid)
-        run = runner.run(worktree, Spec("test/test_small.py"), worktree / "3.log")
-        assert (run.runner, run.ok) == ("warm", True), (worktree / "3.log").read_text()
-        assert runner.worker_pid != pid and runner.kind == "warm worker"
-
-
 RUN_ONE = """
 import json, sys
 from pathlib import Path
 from backport.config.model import Environment, TestSpec
 from backport.envs.kept import KeepPolicy
+from backport.codec import decode
 from backport.envs.model import Probe
-from backport.envs.probe import probe
 from backport.envs.runner import TestRunner
 
-python, folder, worktree, name = sys.argv[1:]
+python, folder, worktree, name, found = sys.argv[1:]
 env = Environment(name="torch", python=Path(python), timeout=120.0)
-with TestRunner(env, probe(env), device="none", keep=KeepPolicy(Path(folder))) as runner:
+found = decode(Probe, json.loads(found))  # the parent's probe: the runs are the subject here
+with TestRunner(env, found, device="none", keep=KeepPolicy(Path(folder))) as runner:
     run = runner.run(Path(worktree), TestSpec("test/test_small.py"), Path(worktree) / name)
     print(json.dumps({"ok": run.ok, "runner": run.runner, "pid": runner.worker_pid}))
 """
@@ -185,10 +172,11 @@ with TestRunner(env, probe(env), device="none", keep=KeepPolicy(Path(folder))) a
 
 @pytest.mark.torch
 def test_two_concurrent_runs_share_one_kept_worker(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path
+    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
 ) -> None:
+    found = json.dumps(encode(probed(torch_env)))
     procs = [subprocess.Popen([sys.executable, "-c", RUN_ONE, str(torch_env.interpreter),
-                               str(kept.folder), str(worktree), f"{n}.log"],
+                               str(kept.folder), str(worktree), f"{n}.log", found],
                               stdout=subprocess.PIPE, text=True) for n in (1, 2)]
     results = [json.loads(proc.communicate(timeout=300)[0].strip().splitlines()[-1])
                for proc in procs]
@@ -283,7 +271,7 @@ if __name__ == "__main__":
 
 @pytest.mark.torch
 def test_a_source_script_reaches_the_test_with_kept_workers_on(
-    torch_env: Environment, kept: KeepPolicy, tmp_path: Path, probed: Probed
+    torch_env: Environment, kept: KeepPolicy, tmp_path: Path
 ) -> None:
     # What `source:` exports (CANN's set_env.sh: library paths, ASCEND_*) depends on the run's
     # own environment; a worker kept from another run cannot stand in for it.
@@ -292,7 +280,8 @@ def test_a_source_script_reaches_the_test_with_kept_workers_on(
                       source_shown="set_env.sh", timeout=120.0)
     wt = tmp_path / "wt"
     write(wt / "test" / "test_sourced.py", SOURCED_TEST)
-    with Runner(env, probed(env), device="none", keep=kept) as runner:
+    found, early = folded_probe(env, kept)  # the worker started for the run runs its check
+    with Runner(env, found, device="none", keep=kept, early=early) as runner:
         run = runner.run(wt, Spec("test/test_sourced.py"), wt / "1.log")
         assert (run.runner, run.ok) == ("warm", True), (wt / "1.log").read_text()
         assert "kept" not in runner.kind

@@ -13,6 +13,8 @@ from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.errors import BackportError
 
+from .conftest import Probed
+
 
 def test_probe_plain_interpreter(plain_env: Environment) -> None:
     env = Environment(name="plain", python=plain_env.python, expect={"PyYAML": "6", "nope-x": "1"})
@@ -57,11 +59,9 @@ def test_probe_broken_interpreter(tmp_path: Path) -> None:
 
 
 @pytest.mark.torch
-def test_probe_torch_environment(torch_python: Path) -> None:
-    env = Environment(
-        name="torch-2.13.0", python=torch_python, expect={"torch-npu": "2.13.0", "torch": "2.13.0"}
-    )
-    p = probe(env)
+def test_probe_torch_environment(torch_env: Environment, probed: Probed) -> None:
+    assert torch_env.expect == {"torch-npu": "2.13.0", "torch": "2.13.0"}
+    p = probed(torch_env)  # probe(torch_env), once for the session's tests
     assert p.torch == "2.13.0+cpu"
     assert p.torch_npu == "2.13.0"
     assert p.packages["torch-npu"] == "2.13.0"

@@ -8,6 +8,7 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,19 +136,44 @@ def torch_probe(torch_env: Environment, probed: Probed) -> Probe:
 
 
 @pytest.fixture(scope="module", params=["private", "kept"])
-def warm(torch_env: Environment, torch_probe: Probe, request: pytest.FixtureRequest):
-    """The run's own warm worker, or one kept between runs (in a folder of this module)."""
+def warm_start(torch_env: Environment, torch_probe: Probe,
+               request: pytest.FixtureRequest) -> Iterator[tuple[Runner, int]]:
+    """The run's own warm worker, or one kept between runs (in a folder of this module), each
+    started before the probe ended (``EarlyWorker``), as a run starts it; and its pid."""
     keep = None
     if request.param == "kept":
         keep = KeepPolicy(Path(tempfile.mkdtemp(prefix="bpk-")), idle=600.0)
         os.chmod(keep.folder, 0o700)
-    runner = Runner(torch_env, torch_probe, device="none", keep=keep)
-    yield runner
+    # This environment's verdict: torch_npu present, not loadable -> AUTOLOAD=0, as guessed.
+    early = EarlyWorker(torch_env, {AUTOLOAD: "0"}, keep=keep)
+    early._thread.join()
+    assert early._worker is not None
+    pid = early._worker.pid
+    runner = Runner(torch_env, torch_probe, device="none", keep=keep, early=early)
+    yield runner, pid
     runner.close()
-    if keep is not None:
+    if keep is None:
+        assert gone(pid, group=False)  # the adopted worker ends with its run
+    else:
         pids = stop_kept_workers(keep.folder)
         assert pids and all(wait_gone(pid) for pid in pids)
         shutil.rmtree(keep.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def warm(warm_start: tuple[Runner, int]) -> Runner:
+    return warm_start[0]
+
+
+@pytest.mark.torch
+def test_worker_started_before_the_probe_is_adopted(
+    warm_start: tuple[Runner, int], worktree: Path
+) -> None:
+    # First of the module's warm tests: the worker serving them all is the one started early.
+    runner, pid = warm_start
+    run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "adopted.log")
+    assert (run.runner, run.ok) == ("warm", True)
+    assert runner._worker is not None and runner.worker_pid == pid
 
 
 SMALL = Spec("test/sub/test_small.py", ("-v",))
@@ -164,6 +190,45 @@ def test_warm_run_passes(warm: Runner, worktree: Path, tmp_path: Path) -> None:
     log = (tmp_path / "logs" / "small.log").read_text()
     assert log.startswith("$ ") and "test_matmul_after_fork" in log
     assert "no NPU visible" in warm.note and "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in warm.note
+
+
+DYNAMO = """
+import sys
+import unittest
+
+DYNAMO_AT_START = "torch._dynamo" in sys.modules
+EXPECT_PRELOADED = {expect}
+
+import torch
+import torch._dynamo
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+
+class Dynamo(TestCase):
+    def test_preloaded_and_pristine(self):
+        if EXPECT_PRELOADED:
+            self.assertTrue(DYNAMO_AT_START, "the worker did not preload what the harness imports")
+        self.assertFalse(torch._dynamo.config.verbose)
+        self.assertEqual(torch.get_default_dtype(), torch.float32)
+        torch._dynamo.config.verbose = True
+        torch.set_default_dtype(torch.float64)
+
+
+if __name__ == "__main__":
+    run_tests()
+"""
+
+
+@pytest.mark.torch
+def test_harness_imports_are_preloaded_without_leaking(warm: Runner, worktree: Path) -> None:
+    # The first test that imports the harness teaches the worker (its earlier tests never did);
+    # the next starts with it imported, and sees nothing the first changed.
+    write(worktree / "test" / "test_dynamo_first.py", DYNAMO.format(expect=False))
+    write(worktree / "test" / "test_dynamo.py", DYNAMO.format(expect=True))
+    for n, name in ((1, "test_dynamo_first.py"), (2, "test_dynamo.py")):
+        run = warm.run(worktree, Spec(f"test/{name}"), worktree.parent / f"dynamo{n}.log")
+        assert (run.runner, run.ran) == ("warm", 1)
+        assert run.ok, (worktree.parent / f"dynamo{n}.log").read_text()
 
 
 @pytest.mark.torch
@@ -219,29 +284,6 @@ def test_concurrent_runs_on_one_runner(warm: Runner, worktree: Path) -> None:
     assert (failing.ran, failing.ok, failing.runner) == (2, False, "warm")
     assert "test_bad" not in (worktree.parent / "small.log").read_text()
     assert "test_matmul" not in (worktree.parent / "failing.log").read_text()
-
-
-@pytest.mark.torch
-def test_dead_worker_falls_back(
-    torch_env: Environment, torch_probe: Probe, worktree: Path, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The killed worker's scratch folder goes with the run: nothing is left in tmp.
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    monkeypatch.setenv("TMPDIR", str(scratch))
-    with Runner(torch_env, torch_probe, device="none") as runner:
-        first = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
-        assert first.runner == "warm"
-        worker = runner._worker
-        assert worker is not None
-        os.killpg(worker.proc.pid, signal.SIGKILL)
-        worker.proc.wait()
-        second = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "2.log")
-    assert (second.runner, second.ok) == ("isolated", True)
-    assert runner.fallback == "the warm worker exited"
-    assert not list(scratch.glob("backport-warm-*"))
 
 
 def test_fallback_when_worker_cannot_start(plain_env: Environment, worktree: Path) -> None:
@@ -373,32 +415,30 @@ def test_warm_run_of_a_test_that_raises_on_import(warm: Runner, worktree: Path) 
 
 
 @pytest.mark.torch
-def test_worker_started_before_the_probe_is_adopted(
-    torch_env: Environment, torch_probe: Probe, worktree: Path
+def test_worker_started_on_a_wrong_guess_is_stopped_and_a_dead_one_falls_back(
+    torch_env: Environment, torch_probe: Probe, worktree: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # This environment's verdict: torch_npu present, not loadable -> AUTOLOAD=0, as guessed.
-    early = EarlyWorker(torch_env, {AUTOLOAD: "0"})
-    early._thread.join()
-    assert early._worker is not None
-    pid = early._worker.proc.pid
-    with Runner(torch_env, torch_probe, device="none", early=early) as runner:
-        run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
-        assert (run.runner, run.ok) == ("warm", True)
-        assert runner._worker is not None and runner._worker.proc.pid == pid
-    assert gone(pid, group=False)
-
-
-@pytest.mark.torch
-def test_worker_started_on_a_wrong_guess_is_stopped(
-    torch_env: Environment, torch_probe: Probe, worktree: Path
-) -> None:
+    # The killed worker's scratch folder goes with the run: nothing is left in tmp.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("TMPDIR", str(scratch))
     # The verdict wants exactly AUTOLOAD=0: a worker with one more variable is not kept.
     early = EarlyWorker(torch_env, {AUTOLOAD: "0", "BACKPORT_GUESS": "1"})
     early._thread.join()
     assert early._worker is not None
     pid = early._worker.proc.pid
     with Runner(torch_env, torch_probe, device="none", early=early) as runner:
-        run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
-        assert (run.runner, run.ok) == ("warm", True)
+        first = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "1.log")
+        assert (first.runner, first.ok) == ("warm", True)
         assert gone(pid, group=False)
-        assert runner._worker is not None and runner._worker.proc.pid != pid
+        worker = runner._worker
+        assert worker is not None and worker.proc.pid != pid
+        # The run's own worker dies: the next test runs isolated.
+        os.killpg(worker.proc.pid, signal.SIGKILL)
+        worker.proc.wait()
+        second = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "2.log")
+    assert (second.runner, second.ok) == ("isolated", True)
+    assert runner.fallback == "the warm worker exited"
+    assert not list(scratch.glob("backport-warm-*"))

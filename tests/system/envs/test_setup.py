@@ -29,17 +29,28 @@ def uv_modes() -> list:
 @pytest.mark.parametrize("use_uv", uv_modes())
 def test_setup_builds_then_skips(tmp_path: Path, use_uv: bool) -> None:
     wheel = build_wheel(tmp_path)
+    root = tmp_path / "venvs" / "tiny"
+    # A `python:` interpreter that does not exist, no requirements: its venv is created.
+    bare = Environment(name="tiny", python=root / "bin" / "python")
+    lines: list[str] = []
+    setup_env(bare, log=lines.append, use_uv=use_uv)
+    assert (root / "pyvenv.cfg").is_file()
+    assert probe(bare).python == platform.python_version()
+    assert any(line.startswith("tiny: creating ") for line in lines)
+    assert lines[-1].startswith("tiny: ready")
+
+    # The same venv (`venv:`) with requirements and a pin: installed into it, then met.
     env = Environment(
         name="tiny",
-        venv=tmp_path / "venvs" / "tiny",
+        venv=root,
         expect={"tinypkg": "1.0"},
         requirements=("--no-index", str(wheel)),
     )
-    lines: list[str] = []
+    lines = []
     setup_env(env, log=lines.append, use_uv=use_uv)
     assert env.interpreter.exists()
     assert probe(env).packages["tinypkg"] == "1.0"
-    assert any(line.startswith("tiny: creating ") for line in lines)
+    assert lines[0] == "tiny: tinypkg: expected 1.0, not installed; reinstalling the requirements"
     assert lines[-1].startswith("tiny: ready")
 
     again: list[str] = []
@@ -62,18 +73,6 @@ def test_setup_builds_then_skips(tmp_path: Path, use_uv: bool) -> None:
     assert info.value.code == "env-missing"
     assert "failed with exit code" in info.value.message
     assert "install" in info.value.message
-
-
-@pytest.mark.slow
-def test_setup_python_interpreter_without_requirements(tmp_path: Path) -> None:
-    env = Environment(name="bare", python=tmp_path / "bare" / "bin" / "python")
-    setup_env(env, log=lambda _line: None, use_uv=False)
-    assert (tmp_path / "bare" / "pyvenv.cfg").is_file()
-    assert probe(env).python == platform.python_version()
-
-
-
-
 
 
 def test_setup_leaves_a_foreign_interpreter_alone(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from backport.envs.setup import compatible_platforms, plan_setup, platform_machi
 from backport.errors import BackportError
 from tests.helpers.wheels import build_wheel
 
+from .conftest import venv_with_pip
+
 
 @pytest.fixture
 def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -49,6 +51,7 @@ def _env(tmp_path: Path, index: str, **fields) -> Environment:
 
 @pytest.mark.slow
 def test_no_deps_builds_what_a_plain_install_cannot(tmp_path: Path, index: str) -> None:
+    venv_with_pip(tmp_path / "venvs" / "npu-like")  # its creation is tested in test_setup.py
     plain = _env(tmp_path, index, requirements=("tinypkg==1.0", "needy==1.0"))
     with pytest.raises(BackportError) as info:
         setup_env(plain, log=lambda _line: None, use_uv=False)
@@ -65,9 +68,12 @@ def test_no_deps_builds_what_a_plain_install_cannot(tmp_path: Path, index: str) 
     assert lines[-1].startswith("npu-like: ready")
 
 
-def test_plan_lists_sources_and_sizes_and_installs_nothing(tmp_path: Path, index: str) -> None:
+def test_plan_lists_sources_and_sizes_and_the_dry_run_command_says_what_and_why(
+    tmp_path: Path, index: str
+) -> None:
     env = _env(tmp_path, index, requirements=("tinypkg==1.0",), no_deps=("needy==1.0",))
-    action, plan = plan_setup(env)
+    cache = tmp_path / "cache"
+    action, plan = plan_setup(env, cache_dir=cache)
     assert action.startswith("would create the venv ")
     assert not env.venv.exists()  # type: ignore[union-attr]
     by_name = {p.name: p for p in plan}
@@ -78,8 +84,8 @@ def test_plan_lists_sources_and_sizes_and_installs_nothing(tmp_path: Path, index
         assert item.source == "local file"
         assert item.size == Path(item.url.removeprefix("file://")).stat().st_size
 
-
-def test_dry_run_command_says_what_and_why(tmp_path: Path, index: str) -> None:
+    # The command, on the same environment: it reuses that resolution (pip's own run is
+    # tested below), and says what it would install and why.
     project = tmp_path / "project"
     project.mkdir()
     (project / "branches.yaml").write_text(f"""\
@@ -100,8 +106,10 @@ branches:
     envs = tmp_path / "envs"
     proc = subprocess.run([sys.executable, "-m", "backport", "env", "setup", "--dry-run"],
                           cwd=project, capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, "BACKPORT_ENVS": str(envs)})
+                          env={**os.environ, "BACKPORT_ENVS": str(envs),
+                               "BACKPORT_CACHE": str(cache)})
     assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("npu-like: reusing pip's resolution of ")
     out = proc.stdout
     assert "npu-like: would create the venv " in out
     assert "needy 1.0" in out and "tinypkg 1.0" in out and "local file" in out

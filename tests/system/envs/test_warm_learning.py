@@ -6,11 +6,13 @@ file, so modules can be put into *its* site-packages without touching the shared
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from backport.envs.kept import KeepPolicy, read_hello
 from backport.envs.runner import TestRunner as Runner
 from tests.helpers.processes import namespace_pid
 
-from .conftest import Probed, write
+from .conftest import folded_probe, write
 
 pytestmark = pytest.mark.torch
 
@@ -185,33 +187,6 @@ if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1])
 """
 
-DYNAMO = """
-import sys
-import unittest
-
-DYNAMO_AT_START = "torch._dynamo" in sys.modules
-EXPECT_PRELOADED = {expect}
-
-import torch
-import torch._dynamo
-from torch.testing._internal.common_utils import TestCase, run_tests
-
-
-class Dynamo(TestCase):
-    def test_preloaded_and_pristine(self):
-        if EXPECT_PRELOADED:
-            self.assertTrue(DYNAMO_AT_START, "the worker did not preload what the harness imports")
-        self.assertFalse(torch._dynamo.config.verbose)
-        self.assertEqual(torch.get_default_dtype(), torch.float32)
-        torch._dynamo.config.verbose = True
-        torch.set_default_dtype(torch.float64)
-
-
-if __name__ == "__main__":
-    run_tests()
-"""
-
-
 @pytest.fixture(scope="module")
 def learning_env(torch_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Environment:
     """A venv of its own whose site-packages holds the test modules and sees torch via .pth."""
@@ -239,172 +214,172 @@ def worktree(tmp_path: Path) -> Path:
     write(wt / "test" / "test_indirect.py", INDIRECT)
     write(wt / "test" / "test_sneaky.py", SNEAKY)
     write(wt / "test" / "test_meet.py", MEET)
-    write(wt / "test" / "test_dynamo_first.py", DYNAMO.format(expect=False))
-    write(wt / "test" / "test_dynamo.py", DYNAMO.format(expect=True))
     write(wt / "test" / "test_counted.py", COUNTED)
     return wt
 
 
-@pytest.fixture(params=["private", "kept"])
-def keep(request: pytest.FixtureRequest) -> KeepPolicy | None:
-    """The run's own worker, or a worker kept between runs (in this test's folder)."""
-    if request.param == "private":
-        return None
-    policy: KeepPolicy = request.getfixturevalue("kept")
-    return policy
+# Each test below is one worker's life (a fresh worker costs an import of torch): the steps
+# that used to be tests of their own follow one another on it, each with all its assertions.
 
 
-def test_learned_modules_are_preloaded_and_nothing_leaks(
-    learning_env: Environment, worktree: Path, keep: KeepPolicy | None, probed: Probed
+def _teach_then_check(runner: Runner, worktree: Path, tag: str) -> None:
+    """A test that imports modules and changes global state, then one that checks what it
+    finds: the learned modules preloaded, nothing the first test changed."""
+    teach = runner.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / f"{tag}1.log")
+    assert (teach.runner, teach.ok) == ("warm", True), (worktree / f"{tag}1.log").read_text()
+    check = runner.run(worktree, Spec("test/test_check.py", ("two", "-x")),
+                       worktree / f"{tag}2.log")
+    assert (check.runner, check.ran) == ("warm", 3)
+    assert check.ok, (worktree / f"{tag}2.log").read_text()
+
+
+def _side_by_side(runner: Runner, worktree: Path, tag: str) -> None:
+    """Two tests that each wait for the other to have started: they pass only side by side."""
+    results = {}
+    a, b = str(worktree / f"{tag}a.started"), str(worktree / f"{tag}b.started")
+
+    def go(name: str, args: tuple[str, ...]) -> None:
+        results[name] = runner.run(worktree, Spec("test/test_meet.py", args),
+                                   worktree / f"{tag}{name}.log")
+
+    threads = [threading.Thread(target=go, args=("a", (a, b))),
+               threading.Thread(target=go, args=("b", (b, a)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert [(r.runner, r.ok) for r in results.values()] == [("warm", True), ("warm", True)]
+
+
+def test_a_private_worker_learns_runs_side_by_side_and_retires_on_an_argv_reader(
+    learning_env: Environment, worktree: Path
 ) -> None:
-    with Runner(learning_env, probed(learning_env), device="none", keep=keep) as runner:
-        teach = runner.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "1.log")
-        assert (teach.runner, teach.ok) == ("warm", True), (worktree / "1.log").read_text()
-        check = runner.run(worktree, Spec("test/test_check.py", ("two", "-x")),
-                           worktree / "2.log")
-        assert (check.runner, check.ran) == ("warm", 3)
-        assert check.ok, (worktree / "2.log").read_text()
-
-
-def test_importers_of_argv_readers_are_left_to_the_test(
-    learning_env: Environment, worktree: Path, probed: Probed
-) -> None:
-    # The child imported bp_argv_mod (reads sys.argv) and then bp_uses_argv (imports it): the
-    # worker preloads neither, stays in service, and each test sees its own argv.
-    with Runner(learning_env, probed(learning_env), device="none") as runner:
+    found, early = folded_probe(learning_env)
+    with Runner(learning_env, found, device="none", early=early) as runner:
+        # The learned modules are preloaded and nothing leaks from one test to the next.
+        _teach_then_check(runner, worktree, "learn")
         worker = runner._worker
+        assert worker is not None
+        # The child imported bp_argv_mod (reads sys.argv) and then bp_uses_argv (imports it):
+        # the worker preloads neither, stays in service, and each test sees its own argv.
         for n, args in enumerate([("a",), ("b", "c")]):
-            run = runner.run(worktree, Spec("test/test_indirect.py", args), worktree / f"{n}.log")
+            run = runner.run(worktree, Spec("test/test_indirect.py", args), worktree / f"i{n}.log")
             assert (run.runner, run.ran) == ("warm", 2)
-            assert run.ok, (worktree / f"{n}.log").read_text()
-            worker = worker or runner._worker
-        assert runner._worker is worker and worker is not None and worker.retired is None
-
-
-def test_worker_whose_import_read_argv_is_replaced(
-    learning_env: Environment, worktree: Path, probed: Probed
-) -> None:
-    # bp_sneaky reads sys.argv only outside a worktree: the child saw nothing, the worker's own
-    # import of it did. The worker retires; a plain one runs the next test.
-    with Runner(learning_env, probed(learning_env), device="none") as runner:
-        first = runner.run(worktree, Spec("test/test_sneaky.py"), worktree / "1.log")
-        assert (first.runner, first.ok) == ("warm", True), (worktree / "1.log").read_text()
+            assert run.ok, (worktree / f"i{n}.log").read_text()
+        assert runner._worker is worker and worker.retired is None
+        _side_by_side(runner, worktree, "meet")
+        # bp_sneaky reads sys.argv only outside a worktree: the child saw nothing, the worker's
+        # own import of it did. The worker retires; a plain one runs the next test.
+        first = runner.run(worktree, Spec("test/test_sneaky.py"), worktree / "s1.log")
+        assert (first.runner, first.ok) == ("warm", True), (worktree / "s1.log").read_text()
         old = runner._worker
-        assert old is not None
-        second = runner.run(worktree, Spec("test/test_sneaky.py", ("x",)), worktree / "2.log")
-        assert (second.runner, second.ok) == ("warm", True), (worktree / "2.log").read_text()
+        assert old is worker
+        second = runner.run(worktree, Spec("test/test_sneaky.py", ("x",)), worktree / "s2.log")
+        assert (second.runner, second.ok) == ("warm", True), (worktree / "s2.log").read_text()
         assert old.retired is not None and "bp_sneaky" in old.retired
         assert runner._worker is not old and runner.fallback is None
 
 
-def test_warm_tests_run_side_by_side(
-    learning_env: Environment, worktree: Path, keep: KeepPolicy | None, probed: Probed
-) -> None:
-    results = {}
-    a, b = str(worktree / "a.started"), str(worktree / "b.started")
-    with Runner(learning_env, probed(learning_env), device="none", keep=keep) as runner:
-
-        def go(name: str, args: tuple[str, ...]) -> None:
-            results[name] = runner.run(worktree, Spec("test/test_meet.py", args),
-                                       worktree / f"{name}.log")
-
-        threads = [threading.Thread(target=go, args=("a", (a, b))),
-                   threading.Thread(target=go, args=("b", (b, a)))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
-    assert [(r.runner, r.ok) for r in results.values()] == [("warm", True), ("warm", True)]
-
-
-def test_harness_imports_are_preloaded_without_leaking(
-    torch_env: Environment, worktree: Path, keep: KeepPolicy | None, probed: Probed
-) -> None:
-    # The first test of a fresh worker imports the harness itself (and teaches the worker);
-    # the next starts with it imported, and sees nothing the first changed.
-    with Runner(torch_env, probed(torch_env), device="none", keep=keep) as runner:
-        for n, name in ((1, "test_dynamo_first.py"), (2, "test_dynamo.py")):
-            run = runner.run(worktree, Spec(f"test/{name}"), worktree / f"{n}.log")
-            assert (run.runner, run.ran) == ("warm", 1)
-            assert run.ok, (worktree / f"{n}.log").read_text()
-
-
-def test_nothing_leaks_from_one_run_to_the_next_through_a_kept_worker(
-    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
-) -> None:
-    # Two runs (two runners, as two `backport apply` would make) share one kept worker: the
-    # second run's test starts from the worker's state, never from the first run's test.
-    found = probed(learning_env)
-    with Runner(learning_env, found, device="none", keep=kept) as first:
-        teach = first.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "1.log")
-        assert (teach.runner, teach.ok) == ("warm", True), (worktree / "1.log").read_text()
-        pid = first.worker_pid
-    with Runner(learning_env, found, device="none", keep=kept) as second:
-        check = second.run(worktree, Spec("test/test_check.py", ("two", "-x")),
-                           worktree / "2.log")
-        assert second.worker_pid == pid and "kept from an earlier run" in second.kind
-        assert (check.runner, check.ran) == ("warm", 3)
-        assert check.ok, (worktree / "2.log").read_text()
-
-
-def _counting(env: Environment, log: Path) -> Environment:
-    return Environment(name=env.name, python=env.python, timeout=env.timeout,
-                       env={"BP_COUNT_LOG": str(log)})
-
-
-def test_a_run_imports_what_its_test_needs_once(
-    learning_env: Environment, worktree: Path, probed: Probed
-) -> None:
-    # One test on a fresh worker of the run's own: the test imports bp_counted (as a process
-    # of its own would); the worker, which forks nothing after it, never imports it too.
-    log = worktree.parent / "counted.log"
-    with Runner(_counting(learning_env, log), probed(learning_env), device="none") as runner:
-        run = runner.run(worktree, Spec("test/test_counted.py"), worktree / "1.log")
-        assert (run.runner, run.ok) == ("warm", True), (worktree / "1.log").read_text()
-    assert len(log.read_text().split()) == 1
-
-
-def test_a_kept_worker_learns_between_runs(
-    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
-) -> None:
-    # The first run's test taught the kept worker; the next run's test starts with the module
-    # imported (by the worker, once), so it runs nothing of it again.
-    log = worktree.parent / "counted.log"
-    env = _counting(learning_env, log)
-    found = probed(learning_env)
-    for n in (1, 2):
-        with Runner(env, found, device="none", keep=kept) as runner:
-            run = runner.run(worktree, Spec("test/test_counted.py"), worktree / f"{n}.log")
-            assert (run.runner, run.ok) == ("warm", True), (worktree / f"{n}.log").read_text()
-            worker = namespace_pid(runner.worker_pid)  # the pid the worker logs is its own
-    importers = log.read_text().split()
-    assert len(importers) == 2 and importers[1] == str(worker)
-
-
-def _gated(learning_env: Environment, worktree: Path) -> tuple[Path, Environment]:
+def _gated(learning_env: Environment, worktree: Path) -> tuple[Path, Path, Environment]:
     """Two FIFO gates (``<gate>_a``, ``<gate>_b``) that modules ``bp_gate_a`` / ``bp_gate_b``
-    wait on when imported, a test file importing both, and the environment naming the gates."""
-    gate = worktree.parent / "gate"
+    wait on when imported, a test file importing both, the log ``bp_counted`` notes each
+    importing process in, and the environment naming them."""
+    gate, log = worktree.parent / "gate", worktree.parent / "counted.log"
     for end in ("_a", "_b"):
         os.mkfifo(f"{gate}{end}")
     write(worktree / "test" / "test_gate.py",
           "import unittest\nimport bp_gate_a\nimport bp_gate_b\n\n\n"
           "class Gate(unittest.TestCase):\n    def test_gate(self):\n        pass\n\n\n"
           "if __name__ == '__main__':\n    unittest.main()\n")
-    return gate, Environment(name=learning_env.name, python=learning_env.python,
-                             timeout=learning_env.timeout, env={"BP_GATE": str(gate)})
+    return gate, log, Environment(name=learning_env.name, python=learning_env.python,
+                                  timeout=learning_env.timeout,
+                                  env={"BP_GATE": str(gate), "BP_COUNT_LOG": str(log)})
 
 
-def test_a_client_knocking_during_a_preload_waits_for_one_import_not_all(
-    learning_env: Environment, worktree: Path, kept: KeepPolicy, probed: Probed
+@contextlib.contextmanager
+def _released_on_failure(gate: Path) -> Iterator[None]:
+    """Should the test fail before it lets the worker through its gates, open both, so the
+    worker does not wait in one for ever."""
+    try:
+        yield
+    except BaseException:
+        for end in ("_a", "_b"):
+            threading.Thread(target=lambda e=end: open(f"{gate}{e}", "wb").close(),
+                             daemon=True).start()
+        raise
+
+
+def test_a_private_worker_waits_for_its_preload_and_imports_nothing_no_test_needs(
+    learning_env: Environment, worktree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The run taught the kept worker two modules; between runs it imports them. A client that
-    # connects while the first one is importing gets its hello when that import ends, before
-    # the second one starts (which here would never end before the test lets it).
-    gate, env = _gated(learning_env, worktree)
-    with Runner(env, probed(learning_env), device="none", keep=kept) as runner:
-        run = runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log")
-        assert (run.runner, run.ok) == ("warm", True), (worktree / "1.log").read_text()
+    # The second test's fork waits for the worker to import what the first one taught. That
+    # import is held at the gate past the protocol's reply timeout (shortened here): the test
+    # still runs forked from this worker, not isolated after giving the worker up.
+    monkeypatch.setattr(runner_module, "REPLY_TIMEOUT", 0.5)
+    gate, log, env = _gated(learning_env, worktree)
+    runs: list = []
+    found, early = folded_probe(env)
+    with _released_on_failure(gate), Runner(env, found, device="none", early=early) as runner:
+        runs.append(runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log"))
+        second = threading.Thread(target=lambda: runs.append(
+            runner.run(worktree, Spec("test/test_gate.py"), worktree / "2.log")), daemon=True)
+        second.start()
+        with open(f"{gate}_a", "wb"):  # the worker's preload waits in the first gate
+            time.sleep(2.0)  # past the shortened reply timeout (a wait the fix must survive)
+        released = threading.Thread(target=lambda: open(f"{gate}_b", "wb").close(),
+                                    daemon=True)
+        released.start()  # the second gate, if the worker is still there to open it
+        second.join(300.0)
+        assert [(run.runner, run.ok) for run in runs] == [("warm", True), ("warm", True)], \
+            runner.fallback
+        # The run's last test imports bp_counted (as a process of its own would); the worker,
+        # which forks nothing after it, never imports it too.
+        run = runner.run(worktree, Spec("test/test_counted.py"), worktree / "3.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "3.log").read_text()
+    assert len(log.read_text().split()) == 1
+
+
+def test_a_kept_worker_learns_between_runs_and_nothing_leaks_from_one_to_the_next(
+    learning_env: Environment, worktree: Path, kept: KeepPolicy
+) -> None:
+    gate, log, env = _gated(learning_env, worktree)
+    with _released_on_failure(gate):
+        _kept_runs(env, worktree, kept, gate, log)
+
+
+def _kept_runs(env: Environment, worktree: Path, kept: KeepPolicy, gate: Path, log: Path) -> None:
+    found, early = folded_probe(env, kept)
+    with Runner(env, found, device="none", keep=kept, early=early) as first:
+        # Within a run, as with a worker of its own: learned modules preloaded, nothing leaks.
+        _teach_then_check(first, worktree, "r1-")
+        teach = first.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "r1-3.log")
+        assert (teach.runner, teach.ok) == ("warm", True), (worktree / "r1-3.log").read_text()
+        # This test teaches the kept worker bp_counted, which it imports between runs.
+        run = first.run(worktree, Spec("test/test_counted.py"), worktree / "r1-4.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "r1-4.log").read_text()
+        pid = first.worker_pid
+        assert pid is not None
+        worker = namespace_pid(pid)  # the pid the worker logs is its own
+    # Two runs (two runners, as two `backport apply` would make) share one kept worker: the
+    # second run's test starts from the worker's state, never from the first run's test.
+    with Runner(env, found, device="none", keep=kept) as second:
+        check = second.run(worktree, Spec("test/test_check.py", ("two", "-x")),
+                           worktree / "r2-1.log")
+        assert second.worker_pid == pid and "kept from an earlier run" in second.kind
+        assert (check.runner, check.ran) == ("warm", 3)
+        assert check.ok, (worktree / "r2-1.log").read_text()
+        # It starts with bp_counted imported (by the worker, once): it runs nothing of it again.
+        run = second.run(worktree, Spec("test/test_counted.py"), worktree / "r2-2.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "r2-2.log").read_text()
+        _side_by_side(second, worktree, "meet")
+        # The last test teaches the worker two modules (it imports them after the run).
+        run = second.run(worktree, Spec("test/test_gate.py"), worktree / "r2-3.log")
+        assert (run.runner, run.ok) == ("warm", True), (worktree / "r2-3.log").read_text()
+    importers = log.read_text().split()
+    assert len(importers) == 2 and importers[1] == str(worker)
+    # Between runs the worker imports the two modules. A client that connects while the first
+    # one is importing gets its hello when that import ends, before the second one starts
+    # (which here would never end before the test lets it).
     (path,) = kept.folder.glob("w-*.sock")
     with open(f"{gate}_a", "wb"):  # returns once the worker's preload waits in the first gate
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -418,27 +393,3 @@ def test_a_client_knocking_during_a_preload_waits_for_one_import_not_all(
         released.start()  # the second gate: imported now (or before, without the fix)
         released.join(120.0)
     assert not released.is_alive()
-
-
-def test_a_test_waits_for_the_preload_before_its_fork_however_long(
-    learning_env: Environment, worktree: Path, probed: Probed, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The second test's fork waits for the worker to import what the first one taught. That
-    # import is held at the gate past the protocol's reply timeout (shortened here): the test
-    # still runs forked from this worker, not isolated after giving the worker up.
-    monkeypatch.setattr(runner_module, "REPLY_TIMEOUT", 0.5)
-    gate, env = _gated(learning_env, worktree)
-    runs: list = []
-    with Runner(env, probed(learning_env), device="none") as runner:
-        runs.append(runner.run(worktree, Spec("test/test_gate.py"), worktree / "1.log"))
-        second = threading.Thread(target=lambda: runs.append(
-            runner.run(worktree, Spec("test/test_gate.py"), worktree / "2.log")), daemon=True)
-        second.start()
-        with open(f"{gate}_a", "wb"):  # the worker's preload waits in the first gate
-            time.sleep(2.0)  # past the shortened reply timeout (a wait the fix must survive)
-        released = threading.Thread(target=lambda: open(f"{gate}_b", "wb").close(),
-                                    daemon=True)
-        released.start()  # the second gate, if the worker is still there to open it
-        second.join(300.0)
-        assert [(run.runner, run.ok) for run in runs] == [("warm", True), ("warm", True)], \
-            runner.fallback

@@ -1,0 +1,60 @@
+"""What `env setup` spends on an environment that is already up to date: one probe for its pins.
+
+Usage: .venv/bin/python bench/setup_probe.py [--python PATH] [--repeat N]
+
+Runs ``setup_env`` (its probe reads versions only since this change) and, for comparison, the
+full probe it used to run (with the torch_npu load check, a process that imports torch and
+torch_npu), on the torch environment at ``--python`` (default ``$BACKPORT_TEST_PYTHON``).
+Prints the CPU seconds (user + system of the child processes) of each, the median of N runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from backport.config.model import Environment  # noqa: E402
+from backport.envs.probe import probe  # noqa: E402
+from backport.envs.setup import setup_env  # noqa: E402
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _cpu(action: Callable[[], object], repeat: int) -> float:
+    spent = []
+    for _ in range(repeat):
+        before = _children_cpu()
+        action()
+        spent.append(_children_cpu() - before)
+    return statistics.median(spent)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", default=os.environ.get("BACKPORT_TEST_PYTHON"))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if not args.python:
+        parser.error("--python or BACKPORT_TEST_PYTHON is required")
+    first = probe(Environment(name="torch", python=Path(args.python)), versions_only=True)
+    pins = {"torch": str(first.torch), "torch_npu": str(first.torch_npu)}
+    env = Environment(name="torch", python=Path(args.python), expect=pins)
+    setup = _cpu(lambda: setup_env(env, log=lambda _line: None, use_uv=False), args.repeat)
+    full = _cpu(lambda: probe(env), args.repeat)
+    print(f"env setup, environment up to date (pins {pins}): {setup:.2f} CPU s")
+    print(f"the full probe it ran before (torch_npu load check):  {full:.2f} CPU s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
