@@ -245,12 +245,13 @@ def _watch_lifeline(fd: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+_null = -1  # the null device, opened before the namespace exists (see main)
+
+
 def _devnull_stdio() -> None:
     """Let go of the command's stdin and stdout, so its reader sees EOF when it ends."""
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.close(null)
+    os.dup2(_null, 0)
+    os.dup2(_null, 1)
 
 
 def init(command: list[str], writable: list[str], hidden: list[str], lifeline: int,
@@ -341,6 +342,11 @@ def main(args: list[str]) -> None:
               "COMMAND... | [--writable DIR]... [--hide PATH]... --check", 2)
     if checking and os.environ.get(REFUSE_VAR) == "1":
         _fail(f"{REFUSE_VAR}=1")
+    # Opened on the caller's mounts, before there are others: opening it later would race the
+    # init making the namespace's mounts read-only (a host whose /dev/null is a plain file
+    # makes that open a writer, and mount_setattr then fails with EBUSY).
+    global _null
+    _null = os.open(os.devnull, os.O_RDWR)
     enter()
     read_end, report = os.pipe()
     init_pid = os.fork()
