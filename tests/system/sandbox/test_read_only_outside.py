@@ -20,6 +20,7 @@ from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs import sandbox
 from backport.envs.kept import KeepPolicy
+from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
 
@@ -117,11 +118,11 @@ def test_an_isolated_test_writes_only_its_worktree(plain_env: Environment, proje
 
 @pytest.mark.torch
 @pytest.mark.parametrize("keeping", [False, True], ids=["own-worker", "kept-worker"])
-def test_a_forked_test_writes_only_its_worktree(torch_env: Environment, project: Path,
-                                                tmp_path: Path, kept: KeepPolicy,
-                                                keeping: bool) -> None:
+def test_a_forked_test_writes_only_its_worktree(torch_env: Environment, torch_probe: Probe,
+                                                project: Path, tmp_path: Path,
+                                                kept: KeepPolicy, keeping: bool) -> None:
     needs_namespaces()
-    with Runner(torch_env, probe(torch_env), device="none",
+    with Runner(torch_env, torch_probe, device="none",
                 keep=kept if keeping else None) as runner:
         assert _run(runner, project, tmp_path) == "warm"
 

@@ -15,6 +15,7 @@ import pytest
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy
+from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
 
@@ -90,11 +91,10 @@ def test_isolated_run_finds_no_secret(plain_env: Environment, holder: int,
 
 @pytest.mark.torch
 @pytest.mark.parametrize("keeping", [False, True], ids=["own-worker", "kept-worker"])
-def test_warm_run_finds_no_secret(torch_env: Environment, holder: int, tmp_path: Path,
-                                  kept: KeepPolicy, keeping: bool) -> None:
+def test_warm_run_finds_no_secret(torch_env: Environment, torch_probe: Probe, holder: int,
+                                  tmp_path: Path, kept: KeepPolicy, keeping: bool) -> None:
     needs_namespaces()
-    found = probe(torch_env)
-    with Runner(torch_env, found, device="none", keep=kept if keeping else None) as runner:
+    with Runner(torch_env, torch_probe, device="none", keep=kept if keeping else None) as runner:
         kind, isolation, log, run_code = _walk(runner, tmp_path, "warm")
     assert "FOUND" not in log and "found 0" in log and run_code == 0, log
     assert (kind, isolation) == ("warm", "pid-namespace")
