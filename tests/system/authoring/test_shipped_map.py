@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -119,8 +120,13 @@ def test_shipped_environments_resolve_for_aarch64(target: str) -> None:
     each torch_npu asks for exactly the torch the map installs, so aarch64 is not a guess."""
     bm = load_branch_map(ROOT / "branches.yaml", environ={})
     env = bm.environments[bm.targets[target].env]
-    plan = resolve(env, platform="manylinux_2_28_aarch64", python_version="3.11",
+    # Without dependencies both lists are resolved with --no-deps: asked of pip in one call.
+    named = dataclasses.replace(env, requirements=(*env.requirements, *env.no_deps), no_deps=())
+    plan = resolve(named, platform="manylinux_2_28_aarch64", python_version="3.11",
                    with_deps=False, sizes=False)
+    assert {p.name.lower().replace("-", "_") for p in plan} == {
+        Requirement(line).name.lower().replace("-", "_")
+        for line in (*env.requirements, *env.no_deps)}
     versions = {p.name.lower().replace("-", "_"): p for p in plan}
     torch, torch_npu = versions["torch"], versions["torch_npu"]
     assert (torch.version, torch_npu.version) == PINS[target]
