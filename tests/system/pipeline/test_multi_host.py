@@ -31,7 +31,7 @@ from backport.report import regions as rg
 from tests.helpers.evidence import evidence_fields, evidence_text, shared_record
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
 from tests.helpers.processes import wait_gone
-from tests.helpers.project import TOKEN, Result, git, needs_torch
+from tests.helpers.project import TOKEN, Result, git, needs_torch, run_app
 
 pytestmark = needs_torch
 
@@ -57,8 +57,9 @@ class Host:
                                 env={**os.environ, **self.env}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    def run(self, *args: str) -> Result:
-        return finish(self.start(*args))
+    def run_here(self, *args: str) -> Result:
+        """The CLI's entry point in this process (`run_app`), with this host's variables."""
+        return run_app(self.project, *args, env=self.env)
 
 
 def finish(proc: subprocess.Popen[str]) -> Result:
@@ -192,7 +193,7 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
     assert NOTE in bodies["v2.12.0"]
 
     # Any host sees the set as GitCode shows it, wherever each branch ran.
-    shown = by_name["v2.11.0"].run("status", "--api", "put_metric", "--from-forge", "--json")
+    shown = by_name["v2.11.0"].run_here("status", "--api", "put_metric", "--from-forge", "--json")
     assert shown.code == 0, shown.err
     rows = {row["target"]: row for row in shown.json()["branches"]}
     assert sorted(rows) == sorted(TARGETS)
@@ -201,7 +202,7 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
         assert row["ok"] is True and row["result"].startswith(RAN), row
         assert row["stale"] is (target == "v2.7.1")
     assert rows["v2.7.1"]["tested_commit"] == tested and rows["v2.7.1"]["head_commit"] == moved
-    table = by_name["v2.11.0"].run("status", "--api", "put_metric", "--from-forge")
+    table = by_name["v2.11.0"].run_here("status", "--api", "put_metric", "--from-forge")
     assert table.code == 0 and f"{tested[:12]} (stale)" in table.out, table.out + table.err
 
 
