@@ -1,5 +1,6 @@
 """`backport demo`: the offline sandbox end to end (then from a merged PR, replacing it), and an
-explicit --python taken at its word."""
+explicit --python taken at its word. The demos run as CLI processes; the refusals, which start
+nothing, run the same entry point in this process (`run_app`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.helpers.project import TORCH_PYTHON, needs_torch, run_cli
+from tests.helpers.project import TORCH_PYTHON, needs_torch, run_app, run_cli
 
 
 def test_an_explicit_python_without_torch_is_refused_not_replaced(tmp_path: Path) -> None:
     # The tool's own interpreter has no torch; another one with torch may well exist here.
-    result = run_cli(tmp_path, "demo", "--dir", str(tmp_path / "sb"), "--python", sys.executable)
+    result = run_app(tmp_path, "demo", "--dir", str(tmp_path / "sb"), "--python", sys.executable)
     assert result.code == 2, result.err
     assert result.err.strip() == f"error: --python {sys.executable} has no torch installed"
     assert not (tmp_path / "sb").exists()
@@ -76,7 +77,7 @@ def test_a_folder_that_is_not_a_demo_sandbox_is_left_alone(tmp_path: Path) -> No
     home.mkdir(parents=True)
     (home / "notes.txt").write_text("mine\n", encoding="utf-8")
     for args in (["demo"], ["demo", "--dir", str(home)]):
-        result = run_cli(tmp_path, *args, env={"BACKPORT_CACHE": str(tmp_path / "cache")})
+        result = run_app(tmp_path, *args, env={"BACKPORT_CACHE": str(tmp_path / "cache")})
         assert result.code == 2, result.err
         assert result.err.strip() == (f"error: {home} holds files that are not a demo sandbox; "
                                       "move them away or pass --dir with an empty folder")
@@ -85,7 +86,7 @@ def test_a_folder_that_is_not_a_demo_sandbox_is_left_alone(tmp_path: Path) -> No
 
 def test_an_explicit_patches_folder_without_put_metric_is_refused(tmp_path: Path) -> None:
     # The demo takes the patch set the package ships, unless --patches names another folder.
-    result = run_cli(tmp_path, "--patches", str(tmp_path / "empty"), "demo",
+    result = run_app(tmp_path, "--patches", str(tmp_path / "empty"), "demo",
                      "--dir", str(tmp_path / "sb"))
     assert result.code == 2, result.err
     assert result.err.strip() == (f"error: the put_metric patch set was not found in "
