@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from packaging.requirements import Requirement
 
 from backport.config import load_branch_map
 from backport.envs.setup import resolve
+from tests.helpers.project import Result, run_app
 
 ROOT = Path(__file__).resolve().parents[3]
 TORCH_PYTHON = os.environ.get("BACKPORT_TEST_PYTHON")
@@ -38,10 +38,9 @@ def _project_copy(tmp_path: Path) -> Path:
     return project
 
 
-def _cli(project: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "backport", *args], cwd=project,
-                          env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=300, check=False)
+def _cli(project: Path, *args: str, env: dict[str, str]) -> Result:
+    """The CLI's entry point, run in this process (`run_app`) in ``project``."""
+    return run_app(project, *args, env=env)
 
 
 def _closed_port() -> int:
@@ -71,20 +70,20 @@ def test_the_shipped_map_is_the_real_one() -> None:
 
 def test_check_offline_passes_without_the_environments(tmp_path: Path) -> None:
     result = _cli(ROOT, "check", "--offline", env={"BACKPORT_ENVS": str(tmp_path / "none")})
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.code == 0, result.out + result.err
 
 
 def test_apply_without_environments_stops_in_one_sentence(tmp_path: Path) -> None:
     project = _project_copy(tmp_path)
     result = _cli(project, "apply", "--api", "put_metric",
                   env={"BACKPORT_ENVS": str(tmp_path / "none"), "GITCODE_TOKEN": ""})
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
+    assert result.code == 2, result.err
+    lines = result.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert "run `backport env setup`" in lines[0]
     for name in ("torch-2.7.1", "torch-2.11.0", "torch-2.12.0"):
         assert name in lines[0]
-    assert result.stdout == ""
+    assert result.out == ""
 
 
 @pytest.mark.skipif(not TORCH_PYTHON, reason="BACKPORT_TEST_PYTHON is not set")
@@ -99,10 +98,10 @@ def test_apply_without_network_stops_in_one_sentence_naming_the_url(tmp_path: Pa
     result = _cli(project, "apply", "--api", "put_metric", "--no-push",
                   env={"BACKPORT_ENVS": str(envs), "BACKPORT_UPSTREAM_URL": url,
                        "BACKPORT_CACHE": str(tmp_path / "cache")})
-    assert result.returncode == 1, result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and url in errors[0], result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.code == 1, result.err
+    errors = [line for line in result.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and url in errors[0], result.err
+    assert "Traceback" not in result.err
 
 
 def _pypi_reachable() -> bool:
@@ -119,8 +118,13 @@ def test_shipped_environments_resolve_for_aarch64(target: str) -> None:
     each torch_npu asks for exactly the torch the map installs, so aarch64 is not a guess."""
     bm = load_branch_map(ROOT / "branches.yaml", environ={})
     env = bm.environments[bm.targets[target].env]
-    plan = resolve(env, platform="manylinux_2_28_aarch64", python_version="3.11",
+    # Without dependencies both lists are resolved with --no-deps: asked of pip in one call.
+    named = dataclasses.replace(env, requirements=(*env.requirements, *env.no_deps), no_deps=())
+    plan = resolve(named, platform="manylinux_2_28_aarch64", python_version="3.11",
                    with_deps=False, sizes=False)
+    assert {p.name.lower().replace("-", "_") for p in plan} == {
+        Requirement(line).name.lower().replace("-", "_")
+        for line in (*env.requirements, *env.no_deps)}
     versions = {p.name.lower().replace("-", "_"): p for p in plan}
     torch, torch_npu = versions["torch"], versions["torch_npu"]
     assert (torch.version, torch_npu.version) == PINS[target]

@@ -1,4 +1,7 @@
-"""Two `backport -v apply` runs: the second reuses the first one's probe and warm worker."""
+"""Two `backport -v apply` runs: the second reuses the first one's probe and warm worker.
+
+The runs and the stop whose output the test reads are CLI processes; the run without kept
+workers and the second stop run in this process (`run_app`: the same entry point)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from pathlib import Path
 
 from backport.envs.kept import stop_kept_workers
 from tests.helpers.processes import wait_gone
-from tests.helpers.project import needs_torch, run_cli
+from tests.helpers.project import needs_torch, run_app, run_cli
 
 pytestmark = needs_torch
 KEPT = re.compile(r"warm worker, kept, pid (\d+), (started now|kept from an earlier run)")
@@ -29,7 +32,7 @@ def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
                         "v2.7.1", "--branch", "v2.11.0", "--no-push", env=env)
         second = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
                          "v2.7.1", "--no-push", "--force", env=env)
-        own = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
+        own = run_app(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
                       "v2.7.1", "--no-push", "--force", "--no-keep-workers",
                       env={"BACKPORT_KEEP_WORKERS": "0", "COLUMNS": "300"})
         assert (first.code, second.code, own.code) == (0, 0, 0), first.err + second.err + own.err
@@ -53,7 +56,7 @@ def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
         (pid,) = {pid for pid, _ in started}
         assert f"stopped 1 kept warm worker (pid {pid})" in stop.out
         assert wait_gone(int(pid))
-        again = run_cli(sandbox.project, "env", "stop", env=env)
+        again = run_app(sandbox.project, "env", "stop", env=env)
         assert again.code == 0 and "no kept warm worker is running" in again.out
     finally:
         pids = stop_kept_workers(folder)

@@ -23,13 +23,16 @@ def _wait_for(condition, timeout: float = 300.0) -> None:
 def test_the_command_printed_at_ctrl_c_finishes_the_demo_and_pushes(tmp_path: Path) -> None:
     assert TORCH_PYTHON is not None
     root = tmp_path / "sb"
-    # The demo's interpreter holds the test step (the warm worker's start) until the signal
-    # is sent, so the interrupt lands mid-run however fast or loaded the machine is.
+    # The demo's interpreter holds the test step (the first warm worker's start) until the
+    # signal is sent, so the interrupt lands mid-run however fast or loaded the machine is;
+    # released, that start ends there, as a start cut off by the interrupt (it imports no
+    # torch for a run that is gone). Later starts run the torch interpreter.
     started, release = tmp_path / "tests-started", tmp_path / "release"
     python = tmp_path / "python"
-    python.write_text(f"#!/bin/sh\ncase \"$*\" in *warm_worker*)\n  touch '{started}'\n"
-                      f"  while [ ! -e '{release}' ]; do sleep 0.05; done;;\nesac\n"
-                      f"exec '{TORCH_PYTHON}' \"$@\"\n", encoding="utf-8")
+    python.write_text(f"#!/bin/sh\ncase \"$*\" in *warm_worker*)\n"
+                      f"  if [ ! -e '{started}' ]; then\n    touch '{started}'\n"
+                      f"    while [ ! -e '{release}' ]; do sleep 0.05; done\n    exit 1\n"
+                      f"  fi;;\nesac\nexec '{TORCH_PYTHON}' \"$@\"\n", encoding="utf-8")
     python.chmod(0o755)
     proc = popen_interruptible([sys.executable, "-m", "backport", "demo", "--dir", str(root),
                                 "--python", str(python)], cwd=tmp_path,

@@ -3,7 +3,8 @@
 A patch set adds a test that passes only when it sees the variable a sourced script exports;
 the wrapper stands for the seed's ``run_api_python_version.sh <version> <test> -v`` and execs
 the torch venv's interpreter. The recorded COMMAND is then pasted into bash in the worktree
-and must give the same result.
+and must give the same result. Each way to start is one environment of its own target branch,
+all three in one `apply` run.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import json
 import os
 import subprocess
 from pathlib import Path
-
-import pytest
 
 from tests.helpers.project import TORCH_PYTHON, edit_config, git, needs_torch, run_cli
 
@@ -42,7 +41,7 @@ tests:
   - path: {TEST_FILE}
     args: ["-v"]
 device: none
-branches: [v2.7.1]
+branches: [v2.7.1, v2.11.0, v2.12.0]
 """
 VARS = "PYTHONDONTWRITEBYTECODE=1 TORCH_DEVICE_BACKEND_AUTOLOAD=0"
 
@@ -75,20 +74,20 @@ def _home_scripts(home: Path) -> None:
     wrapper.chmod(0o755)
 
 
-CASES = {
-    "source": (
+CASES = {  # target: (its environment's keys, COMMAND, whether the test passes, what it prints)
+    "v2.7.1": (  # source
         {"source": "~/Ascend/set_env.sh"},
         f"source ~/Ascend/set_env.sh && {VARS} python {TEST_FILE} -v",
         True, "wrapped by: nothing",
     ),
-    "source+wrapper": (
+    "v2.11.0": (  # source+wrapper
         {"source": "~/Ascend/set_env.sh",
          "wrapper": ["~/bin/run_api_python_version.sh", "2.13.0"]},
         f"source ~/Ascend/set_env.sh && {VARS} ~/bin/run_api_python_version.sh 2.13.0 "
         f"{TEST_FILE} -v",
         True, "wrapped by: 2.13.0",
     ),
-    "wrapper-only": (  # nothing sources the script: the test fails, and says why
+    "v2.12.0": (  # wrapper-only: nothing sources the script: the test fails, and says why
         {"wrapper": ["~/bin/run_api_python_version.sh", "2.13.0"]},
         f"{VARS} ~/bin/run_api_python_version.sh 2.13.0 {TEST_FILE} -v",
         False, "wrapped by: 2.13.0",
@@ -96,42 +95,45 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_source_and_wrapper_run_and_command_is_what_ran(sandbox, tmp_path: Path, case: str):
-    keys, command, passes, printed = CASES[case]
+def test_source_and_wrapper_run_and_command_is_what_ran(sandbox, tmp_path: Path):
     home = tmp_path / "home"
     _home_scripts(home)
     _add_patch_set(sandbox, tmp_path)
 
     def launch(data: dict) -> None:
-        for env in data["environments"].values():
-            env["env"] = {"PYTHONDONTWRITEBYTECODE": "1"}
-            env.update(keys)
+        (shared,) = data["environments"].values()
+        for n, (target, (keys, _, _, _)) in enumerate(CASES.items()):
+            data["environments"][f"launch-{n}"] = {
+                **shared, "env": {"PYTHONDONTWRITEBYTECODE": "1"}, **keys}
+            data["branches"][target]["env"] = f"launch-{n}"
     edit_config(sandbox, launch)
 
     result = run_cli(sandbox.project, "apply", "--api", "launch", "--no-push", "--json",
                      env={"HOME": str(home)})
-    (branch,) = result.json()["branches"]
-    test = branch["test"]
-    assert test["command"] == command
-    assert test["ok"] is passes, result.out
-    assert branch["status"] == ("tested" if passes else "test-failed")
-    runner = "isolated" if "wrapper" in keys else "warm"
-    journal = json.loads((sandbox.project / ".backport" / "runs" / "launch" / "journal.json")
-                         .read_text(encoding="utf-8"))
-    record = journal["branches"]["v2.7.1"]
-    log = (sandbox.project / ".backport" / "runs" / "launch" / "logs" / "v2.7.1.log").read_text()
-    # the warm worker speaks JSON on stdout: the chatty script must not break it
-    assert printed in log and record["test"]["runner"] == runner, log
+    by_target = {b["target"]: b for b in result.json()["branches"]}
+    assert sorted(by_target) == sorted(CASES), result.out + result.err
+    run_dir = sandbox.project / ".backport" / "runs" / "launch"
+    journal = json.loads((run_dir / "journal.json").read_text(encoding="utf-8"))
+    for target, (keys, command, passes, printed) in CASES.items():
+        branch = by_target[target]
+        test = branch["test"]
+        assert test["command"] == command, target
+        assert test["ok"] is passes, result.out
+        assert branch["status"] == ("tested" if passes else "test-failed")
+        runner = "isolated" if "wrapper" in keys else "warm"
+        record = journal["branches"][target]
+        log = (run_dir / "logs" / f"{target}.log").read_text()
+        # the warm worker speaks JSON on stdout: the chatty script must not break it
+        assert printed in log and record["test"]["runner"] == runner, log
 
-    # A reviewer pastes COMMAND in a checkout, with `python` being the branch's interpreter.
-    checkout = tmp_path / "checkout"
-    git(tmp_path, "clone", "-q", "--branch", "v2.7.1", str(sandbox.upstream), str(checkout))
-    (checkout / TEST_FILE).write_text(TEST_TEXT, encoding="utf-8")
-    pasted = subprocess.run(
-        ["bash", "-c", command], cwd=checkout, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "HOME": str(home),
-             "PATH": f"{Path(TORCH_PYTHON or '').parent}:{os.environ['PATH']}"},
-    )
-    assert (pasted.returncode == 0) is passes, pasted.stderr
-    assert printed in pasted.stdout + pasted.stderr
+        # A reviewer pastes COMMAND in a checkout, with `python` being the branch's interpreter.
+        checkout = tmp_path / f"checkout-{target}"
+        git(tmp_path, "clone", "-q", "--branch", target, str(sandbox.upstream), str(checkout))
+        (checkout / TEST_FILE).write_text(TEST_TEXT, encoding="utf-8")
+        pasted = subprocess.run(
+            ["bash", "-c", command], cwd=checkout, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "HOME": str(home),
+                 "PATH": f"{Path(TORCH_PYTHON or '').parent}:{os.environ['PATH']}"},
+        )
+        assert (pasted.returncode == 0) is passes, (target, pasted.stderr)
+        assert printed in pasted.stdout + pasted.stderr

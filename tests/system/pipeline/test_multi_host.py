@@ -1,9 +1,13 @@
 """Branches tested on different hosts: every PR shows every branch's real result.
 
-Four project folders stand for four hosts (each its own cache, journal and warm workers); they
-share only the upstream, the fork and one GitCode stand-in on 127.0.0.1, as runners of the CI
-matrix do. Tests run under real torch (BACKPORT_TEST_PYTHON); with BACKPORT_REAL_REPO the
-upstream's test file is the real Ascend/pytorch one of each branch (``Ran 7 tests``).
+Four project folders stand for four hosts (each its own cache and journal); they share the
+upstream, the fork and one GitCode stand-in on 127.0.0.1, as runners of the CI matrix do. To
+import torch once per test rather than once per run, they also share one kept warm worker
+(their worktree folders are one folder, which a worker's sandbox lets its tests write; each
+host works on its own target's worktree there): a worker holds no result, every result still
+comes from one host's run and reaches the others only through GitCode. Tests run under real
+torch (BACKPORT_TEST_PYTHON); with BACKPORT_REAL_REPO the upstream's test file is the real
+Ascend/pytorch one of each branch (``Ran 7 tests``).
 """
 
 from __future__ import annotations
@@ -13,17 +17,21 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from backport.demo.sandbox import TEST_PATH, Sandbox
+from backport.envs.kept import stop_kept_workers
 from backport.report import regions as rg
 from tests.helpers.evidence import evidence_fields, evidence_text, shared_record
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.helpers.project import TOKEN, Result, git, needs_torch
+from tests.helpers.processes import wait_gone
+from tests.helpers.project import TOKEN, Result, git, needs_torch, run_app
 
 pytestmark = needs_torch
 
@@ -49,8 +57,9 @@ class Host:
                                 env={**os.environ, **self.env}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    def run(self, *args: str) -> Result:
-        return finish(self.start(*args))
+    def run_here(self, *args: str) -> Result:
+        """The CLI's entry point in this process (`run_app`), with this host's variables."""
+        return run_app(self.project, *args, env=self.env)
 
 
 def finish(proc: subprocess.Popen[str]) -> Result:
@@ -71,22 +80,42 @@ def _real_test_files(sandbox: Sandbox, work: Path) -> None:
 
 
 @pytest.fixture
-def hosts(sandbox: Sandbox, gitcode: FakeGitCode, tmp_path: Path, probe_store: Path) -> list[Host]:
+def kept_here() -> Iterator[Path]:
+    """The kept warm workers of this test's hosts (short: a socket path has a length limit),
+    stopped after it."""
+    folder = Path(tempfile.mkdtemp(prefix="bpk-"))
+    os.chmod(folder, 0o700)
+    try:
+        yield folder
+    finally:
+        pids = stop_kept_workers(folder)
+        gone = [wait_gone(pid) for pid in pids]
+        shutil.rmtree(folder, ignore_errors=True)
+        assert all(gone), f"kept workers {pids} did not end"
+
+
+@pytest.fixture
+def hosts(sandbox: Sandbox, gitcode: FakeGitCode, tmp_path: Path, probe_store: Path,
+          kept_here: Path) -> list[Host]:
     if REAL_REPO:
         _real_test_files(sandbox, tmp_path / "upstream-work")
+    worktrees = tmp_path / "worktrees"  # every host's worktree folder (see the docstring)
+    worktrees.mkdir()
     made = []
     for index, target in enumerate(TARGETS):
         root = tmp_path / f"host-{index}"
         project = root / "project"
         shutil.copytree(sandbox.project, project, ignore=shutil.ignore_patterns(".backport"))
+        (project / ".backport").mkdir(mode=0o700)
+        (project / ".backport" / "worktrees").symlink_to(worktrees, target_is_directory=True)
         cache = root / "cache"
         cache.mkdir(parents=True)
         # Probes of one interpreter read the same facts on every host: shared to save time.
         (cache / "probes").symlink_to(probe_store, target_is_directory=True)
         made.append(Host(target, project, {
             "GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1",
-            "BACKPORT_CACHE": str(cache), "BACKPORT_KEEP_WORKERS": "0",
-            "BACKPORT_RUNTIME_DIR": str(root / "run")}))
+            "BACKPORT_CACHE": str(cache), "BACKPORT_KEEP_WORKERS": "1",
+            "BACKPORT_RUNTIME_DIR": str(kept_here)}))
     return made
 
 
@@ -164,7 +193,7 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
     assert NOTE in bodies["v2.12.0"]
 
     # Any host sees the set as GitCode shows it, wherever each branch ran.
-    shown = by_name["v2.11.0"].run("status", "--api", "put_metric", "--from-forge", "--json")
+    shown = by_name["v2.11.0"].run_here("status", "--api", "put_metric", "--from-forge", "--json")
     assert shown.code == 0, shown.err
     rows = {row["target"]: row for row in shown.json()["branches"]}
     assert sorted(rows) == sorted(TARGETS)
@@ -173,7 +202,7 @@ def test_four_hosts_every_pr_shows_every_result_and_a_moved_branch_is_stale(host
         assert row["ok"] is True and row["result"].startswith(RAN), row
         assert row["stale"] is (target == "v2.7.1")
     assert rows["v2.7.1"]["tested_commit"] == tested and rows["v2.7.1"]["head_commit"] == moved
-    table = by_name["v2.11.0"].run("status", "--api", "put_metric", "--from-forge")
+    table = by_name["v2.11.0"].run_here("status", "--api", "put_metric", "--from-forge")
     assert table.code == 0 and f"{tested[:12]} (stale)" in table.out, table.out + table.err
 
 

@@ -24,7 +24,6 @@ from tests.helpers.project import (
     needs_torch,
     rev,
     run_app,
-    run_cli,
 )
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
@@ -83,7 +82,7 @@ def test_three_sigkills_then_a_plain_rerun_finishes_with_four_prs(sandbox, gitco
     proc.wait()
     gitcode.faults.clear()
 
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
                      env={"GITCODE_TOKEN": TOKEN})
     assert result.code == 0, result.err
     assert_finished(sandbox, gitcode)
@@ -202,7 +201,7 @@ def test_ctrl_c_exits_130_and_a_rerun_resumes(sandbox, tmp_path):
                        "finishes what is left (a step cut off midway is done again):")
     assert lines[said + 1] == "  backport apply --api put_metric --skip-tests", err
     hook.unlink()
-    result = run_cli(sandbox.project, *lines[said + 1].split()[1:])
+    result = run_app(sandbox.project, *lines[said + 1].split()[1:])
     assert result.code == 0, result.err
 
 

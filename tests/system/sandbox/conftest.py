@@ -14,6 +14,8 @@ import pytest
 from backport.config.model import Environment
 from backport.envs import sandbox
 from backport.envs.kept import KeepPolicy, stop_kept_workers
+from backport.envs.model import Probe
+from backport.envs.probe import probe
 from tests.helpers.processes import wait_gone
 
 
@@ -30,6 +32,13 @@ def torch_env() -> Environment:
     if not value or not Path(value).expanduser().exists():
         pytest.skip("BACKPORT_TEST_PYTHON is not set (path of a python with torch 2.13.0+cpu)")
     return Environment(name="torch-2.13.0", python=Path(value).expanduser(), timeout=120.0)
+
+
+@pytest.fixture(scope="session")
+def torch_probe(torch_env: Environment) -> Probe:
+    """The torch interpreter's probe, read once (its torch_npu load check imports torch): the
+    facts of one interpreter hold for the session, as a run's stored probe does."""
+    return probe(torch_env)
 
 
 @pytest.fixture

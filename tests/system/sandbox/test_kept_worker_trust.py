@@ -15,7 +15,7 @@ import pytest
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy, start_time
-from backport.envs.probe import probe
+from backport.envs.model import Probe
 from backport.envs.runner import TestRunner as Runner
 from tests.helpers.processes import wait_gone
 
@@ -23,8 +23,9 @@ PLAIN = "import unittest\nclass T(unittest.TestCase):\n    def test_a(self): pas
         "unittest.main()\n"
 
 
-def _run(env: Environment, kept: KeepPolicy, worktree: Path, n: int) -> tuple[int, str]:
-    with Runner(env, probe(env), device="none", keep=kept) as runner:
+def _run(env: Environment, found: Probe, kept: KeepPolicy, worktree: Path,
+         n: int) -> tuple[int, str]:
+    with Runner(env, found, device="none", keep=kept) as runner:
         run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / f"{n}.log")
         assert (run.runner, run.ok) == ("warm", True)
         assert runner.worker_pid is not None
@@ -32,24 +33,24 @@ def _run(env: Environment, kept: KeepPolicy, worktree: Path, n: int) -> tuple[in
 
 
 @pytest.mark.torch
-def test_a_reused_pid_is_not_trusted(torch_env: Environment, kept: KeepPolicy,
-                                     tmp_path: Path) -> None:
+def test_a_reused_pid_is_not_trusted(torch_env: Environment, torch_probe: Probe,
+                                     kept: KeepPolicy, tmp_path: Path) -> None:
     worktree = tmp_path / "wt"
     (worktree / "test").mkdir(parents=True)
     (worktree / "test" / "test_plain.py").write_text(PLAIN, encoding="utf-8")
-    first, kind = _run(torch_env, kept, worktree, 1)
+    first, kind = _run(torch_env, torch_probe, kept, worktree, 1)
     assert "started now" in kind
     [record_file] = kept.folder.glob("w-*.json")
     record = json.loads(record_file.read_text())
     assert record["pid"] == first and record["start"] == start_time(first)
-    assert _run(torch_env, kept, worktree, 2)[0] == first  # trusted while it holds
+    assert _run(torch_env, torch_probe, kept, worktree, 2)[0] == first  # trusted while it holds
     other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
                              stdin=subprocess.PIPE)
     try:
         # The record now names a pid another process holds (as after the worker ended and its
         # pid was reused): that process started at another time.
         record_file.write_text(json.dumps({**record, "pid": other.pid}))
-        second, kind = _run(torch_env, kept, worktree, 3)
+        second, kind = _run(torch_env, torch_probe, kept, worktree, 3)
         assert second not in (first, other.pid) and "started now" in kind
         assert json.loads(record_file.read_text())["pid"] == second
     finally:

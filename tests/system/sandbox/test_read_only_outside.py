@@ -1,7 +1,8 @@
 """A patch's test writes only where tests may: its worktree and the temporary folders. The
 tool's installation, the journal and patch sets beside the worktrees, and a home folder's git
 configuration stay as they were, so nothing a later step runs or reads (a CI's publish step
-holding the token) can be changed by the test, on every path a test runs."""
+holding the token) can be changed by the test, on every path a test runs (the forked ones in
+test_secret_out_of_reach.py, whose worker runs both checks)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ import backport
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs import sandbox
-from backport.envs.kept import KeepPolicy
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
 
@@ -123,7 +123,7 @@ def _targets(project: Path) -> tuple[Path, list[Path]]:
     return worktree, [worktree / "test" / "written.txt", journal, patch, gitconfig, tool]
 
 
-def _run(runner: Runner, project: Path, tmp_path: Path) -> str:
+def run_writer(runner: Runner, project: Path, tmp_path: Path) -> str:
     """Run the writer; how it ran (isolated, warm)."""
     worktree, paths = _targets(project)
     tool_before = paths[-1].read_bytes()
@@ -145,18 +145,12 @@ def test_an_isolated_test_writes_only_its_worktree(plain_env: Environment, proje
                                                    tmp_path: Path) -> None:
     needs_namespaces()
     with Runner(plain_env, probe(plain_env), device="none", isolated=True) as runner:
-        assert _run(runner, project, tmp_path) == "isolated"
+        assert run_writer(runner, project, tmp_path) == "isolated"
 
 
-@pytest.mark.torch
-@pytest.mark.parametrize("keeping", [False, True], ids=["own-worker", "kept-worker"])
-def test_a_forked_test_writes_only_its_worktree(torch_env: Environment, project: Path,
-                                                tmp_path: Path, kept: KeepPolicy,
-                                                keeping: bool) -> None:
-    needs_namespaces()
-    with Runner(torch_env, probe(torch_env), device="none",
-                keep=kept if keeping else None) as runner:
-        assert _run(runner, project, tmp_path) == "warm"
+# A test forked from a warm worker (own or kept): test_secret_out_of_reach.py's
+# test_a_forked_test_finds_no_secret_and_writes_only_its_worktree runs the writer there, in the
+# worker that also runs the secret walker (one torch import for both).
 
 
 @pytest.mark.parametrize("setattr_off", ["", "1"], ids=["mount_setattr", "remount-each"])

@@ -1,5 +1,7 @@
 """A patch's test that walks /proc for the tool's token finds nothing: not in its own
-environment, not in any other process's (the tool's, a CI shell's), on every path a test runs."""
+environment, not in any other process's (the tool's, a CI shell's), on every path a test runs.
+A test forked from a warm worker is also shown to write only its worktree there (the writer of
+test_read_only_outside.py), in the same worker."""
 
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ import pytest
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs.kept import KeepPolicy
+from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
 
 from .conftest import needs_namespaces
+from .test_read_only_outside import project, run_writer  # noqa: F401  (project: a fixture)
 
 SECRET = "gtk-sandbox-secret-5f1d9c"
 
@@ -90,11 +94,14 @@ def test_isolated_run_finds_no_secret(plain_env: Environment, holder: int,
 
 @pytest.mark.torch
 @pytest.mark.parametrize("keeping", [False, True], ids=["own-worker", "kept-worker"])
-def test_warm_run_finds_no_secret(torch_env: Environment, holder: int, tmp_path: Path,
-                                  kept: KeepPolicy, keeping: bool) -> None:
+def test_a_forked_test_finds_no_secret_and_writes_only_its_worktree(
+        torch_env: Environment, torch_probe: Probe, holder: int, project: Path,  # noqa: F811
+        tmp_path: Path, kept: KeepPolicy, keeping: bool) -> None:
+    """Both checks of a test forked from a warm worker, in one worker (one torch import): the
+    walker of this file, then test_read_only_outside.py's writer."""
     needs_namespaces()
-    found = probe(torch_env)
-    with Runner(torch_env, found, device="none", keep=kept if keeping else None) as runner:
-        kind, isolation, log, run_code = _walk(runner, tmp_path, "warm")
-    assert "FOUND" not in log and "found 0" in log and run_code == 0, log
-    assert (kind, isolation) == ("warm", "pid-namespace")
+    with Runner(torch_env, torch_probe, device="none", keep=kept if keeping else None) as runner:
+        kind, isolation, log, run_code = _walk(runner, tmp_path / "walk", "warm")
+        assert "FOUND" not in log and "found 0" in log and run_code == 0, log
+        assert (kind, isolation) == ("warm", "pid-namespace")
+        assert run_writer(runner, project, tmp_path) == "warm"
