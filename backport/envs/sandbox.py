@@ -111,13 +111,19 @@ def hide_also(places: Iterable[str]) -> None:
 
 def writable_roots(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
     """The folders a sandbox may write: the temporary ones, :func:`allow_writes`' and
-    ``extra``; every other file is read-only inside."""
+    ``extra``, but for those inside another (a project's worktrees in ``/tmp``); every other
+    file is read-only inside."""
     allowed = _allowed
     temps = [tempfile.gettempdir(), *TEMPORARY]
     found = {os.path.realpath(t) for t in temps if os.path.isdir(t)}
     found.update(allowed)
     found.update(os.path.realpath(e) for e in extra)
-    return tuple(sorted(found))
+    return tuple(root for root in sorted(found) if not _inside_another(root, found))
+
+
+def _inside_another(root: str, roots: set[str]) -> bool:
+    """Whether ``root`` lies in another of ``roots`` (writable already: one rule, one worker)."""
+    return any(other != root and root.startswith(other.rstrip("/") + "/") for other in roots)
 
 
 def isolation() -> Isolation:
