@@ -1,10 +1,12 @@
-"""Where the user's credentials live, hidden from code from a branch or a PR.
+"""Where the user's credentials live, and the services that run commands for root, hidden
+from code from a branch or a PR.
 
 Mounts inside a sandbox are read-only, not unreadable, and a test runs as the user: it could
 read git's credential store, ask git's credential cache, read an SSH key or use the SSH agent,
-as the user does, and push or find the forge token that way. Each of these places that exists
-is covered inside the sandbox (``scripts/sandbox_init.py --hide``): an empty folder over a
-folder, the null device over a file or a socket.
+as the user does, and push or find the forge token that way; run as root, it could ask a
+container engine or the system bus (systemd) to start a command outside the sandbox. Each of
+these places that exists is covered inside the sandbox (``scripts/sandbox_init.py --hide``):
+an empty folder over a folder, the null device over a file or a socket.
 """
 
 from __future__ import annotations
@@ -14,13 +16,21 @@ import shlex
 from collections.abc import Iterable, Mapping
 
 HELPER_PATH_OPTIONS = ("--file", "--socket")  # git-credential-store's and -cache's
+# Sockets of services that start commands for whoever may connect (root, or a group): the
+# container engines' and the system bus, through which systemd starts units.
+SERVICE_SOCKETS = (
+    "/run/docker.sock", "/var/run/docker.sock", "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock", "/run/crio/crio.sock", "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket", "/run/systemd/private",
+)
 
 
 def credential_places(environ: Mapping[str, str], helpers: Iterable[str] = (),
                       uid: int | None = None) -> list[str]:
     """The places, existing or not, where credentials of the user of ``environ`` may be:
     git's credential store and cache (and the files its configured ``helpers`` name), netrc,
-    SSH keys and agent, GnuPG, and the runtime folder where agents and keyrings listen."""
+    SSH keys and agent, GnuPG, the runtime folder where agents and keyrings listen; and the
+    service sockets (:data:`SERVICE_SOCKETS`)."""
     home = environ.get("HOME") or os.path.expanduser("~")
     config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     cache = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
@@ -30,7 +40,7 @@ def credential_places(environ: Mapping[str, str], helpers: Iterable[str] = (),
         os.path.join(cache, "git", "credential"), os.path.join(home, ".git-credential-cache"),
         environ.get("NETRC") or os.path.join(home, ".netrc"), os.path.join(home, "_netrc"),
         os.path.join(home, ".ssh"), environ.get("SSH_AUTH_SOCK", ""),
-        environ.get("GNUPGHOME") or os.path.join(home, ".gnupg"), runtime,
+        environ.get("GNUPGHOME") or os.path.join(home, ".gnupg"), runtime, *SERVICE_SOCKETS,
     ]
     for helper in helpers:
         places += helper_paths(helper)

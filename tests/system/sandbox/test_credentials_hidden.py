@@ -5,8 +5,10 @@ sandbox do reach them, so each check can fail."""
 from __future__ import annotations
 
 import os
+import socket as sock
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,37 @@ def test_a_sandboxed_test_finds_no_credential_and_no_disk(credentials: Path) -> 
     if device:  # outside, a block device; inside, the null device over it (no disk to read)
         assert outside.out.split(DISK)[1].split() == ["block", "special", "file"], outside.out
         assert inside.out.split(DISK)[1].split() == ["character", "special", "file"], inside.out
+
+
+def test_a_sandboxed_test_cannot_reach_a_container_engine() -> None:
+    """A socket at the container engine's place (started here where none is, and the host's
+    /run can be written: as root) answers outside the sandbox, and is not there inside."""
+    needs_namespaces()
+    path = Path("/run/docker.sock")
+    if path.exists() or not os.access(path.parent, os.W_OK):
+        pytest.skip(f"{path} exists here, or {path.parent} cannot be written")
+    server = sock.socket(sock.AF_UNIX, sock.SOCK_STREAM)
+    try:
+        server.bind(str(path))
+        server.listen(4)
+        server.setblocking(False)
+        argv = [sys.executable, "-c", CONNECT, str(path)]
+        outside = process.run(argv, timeout=60)
+        assert outside.out.strip() == "connected", outside.out + outside.err
+        start = sandbox.sandboxed(argv)
+        inside = process.run(start.argv, pass_fds=start.pass_fds, timeout=60)
+        assert inside.out.strip().startswith("refused"), inside.out + inside.err
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)
+
+
+CONNECT = """
+import socket, sys
+client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    client.connect(sys.argv[1])
+    print("connected")
+except OSError as exc:
+    print("refused: %s" % exc.strerror)
+"""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.envs.hidden import credential_places, helper_paths, to_hide
+from backport.envs.hidden import SERVICE_SOCKETS, credential_places, helper_paths, to_hide
 
 
 def test_the_places_follow_the_users_folders_and_variables() -> None:
@@ -14,7 +14,14 @@ def test_the_places_follow_the_users_folders_and_variables() -> None:
     places = credential_places(environ, ["store --file /srv/creds"])
     assert places == ["/h/.git-credentials", "/cfg/git/credentials", "/c/git/credential",
                       "/h/.git-credential-cache", "/n/netrc", "/h/_netrc", "/h/.ssh",
-                      "/tmp/ssh-x/agent.1", "/g", "/run/u", "/srv/creds"]
+                      "/tmp/ssh-x/agent.1", "/g", "/run/u", *SERVICE_SOCKETS, "/srv/creds"]
+
+
+def test_the_sockets_of_services_that_run_commands_for_root_are_covered() -> None:
+    places = credential_places({"HOME": "/h"})
+    for socket in ("/run/docker.sock", "/var/run/docker.sock", "/run/dbus/system_bus_socket",
+                   "/run/containerd/containerd.sock", "/run/podman/podman.sock"):
+        assert socket in places
 
 
 def test_without_the_variables_the_defaults_of_git_ssh_and_the_runtime_folder() -> None:
