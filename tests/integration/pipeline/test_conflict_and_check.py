@@ -16,7 +16,8 @@ def resolve_by_hand(sandbox) -> None:
 
 def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    # In-process: apply's process is run end to end by test_apply_local.py.
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     assert result.code == 1
     by_target = {b["target"]: b for b in result.json()["branches"]}
     assert by_target["v2.11.0"]["status"] == "conflict"
@@ -46,8 +47,15 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     assert final.code == 0, final.err
 
 
-def test_abort_resets_a_conflicted_branch(sandbox, tmp_path):
+def test_check_names_a_branch_where_the_patch_does_not_apply_and_abort_resets_it(sandbox,
+                                                                                  tmp_path):
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
+    result = run_app(sandbox.project, "check", "--json")
+    assert result.code == 1
+    failing = [f for f in result.json()["findings"] if not f["ok"]]
+    assert [f["subject"] for f in failing] == ["put_metric on v2.11.0"]
+    assert not (sandbox.project / ".backport" / "worktrees").exists()
+
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
     assert worktree.exists()
@@ -71,15 +79,6 @@ def test_check_passes_on_a_good_map_and_names_a_missing_branch(sandbox):
     assert any("'v2.12.0' does not exist" in p for p in problems)
     offline = run_app(sandbox.project, "check", "--offline")
     assert offline.code == 0
-
-
-def test_check_names_a_branch_where_the_patch_does_not_apply(sandbox, tmp_path):
-    change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    result = run_app(sandbox.project, "check", "--json")
-    assert result.code == 1
-    failing = [f for f in result.json()["findings"] if not f["ok"]]
-    assert [f["subject"] for f in failing] == ["put_metric on v2.11.0"]
-    assert not (sandbox.project / ".backport" / "worktrees").exists()
 
 
 def test_continue_save_records_a_variant_that_the_next_run_reproduces(sandbox, tmp_path):
