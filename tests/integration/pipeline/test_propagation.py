@@ -20,16 +20,24 @@ FAR_CHANGED = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler (v2.7.
 
 
 def edit_upstream(upstream: Path, branch: str, tmp: Path, old: str, new: str) -> None:
-    work = tmp / f"edit-{branch}"
-    subprocess.run(["git", "clone", "--quiet", "--branch", branch, str(upstream), str(work)],
-                   check=True)
-    path = work / TEST_FILE
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    git(work, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "--quiet", "-am",
-        f"{branch}: edit")
-    git(work, "push", "--quiet", "origin", branch)
+    edit_upstream_all(upstream, tmp, [(branch, old, new)])
+
+
+def edit_upstream_all(upstream: Path, tmp: Path, edits: list[tuple[str, str, str]]) -> None:
+    """Each ``(branch, old, new)`` a commit on that upstream branch, in order, from one clone
+    and one push."""
+    branches = list(dict.fromkeys(b for b, _, _ in edits))
+    work = tmp / ("edit-" + "-".join(branches))
+    subprocess.run(["git", "clone", "--quiet", str(upstream), str(work)], check=True)
+    for branch, old, new in edits:
+        git(work, "checkout", "--quiet", branch)
+        path = work / TEST_FILE
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        git(work, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "--quiet",
+            "-am", f"{branch}: edit")
+    git(work, "push", "--quiet", "origin", *branches)
 
 
 def by_target(result) -> dict[str, dict]:
@@ -44,9 +52,9 @@ def resolve(sandbox, target: str) -> None:
 
 
 def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
-    for branch in ("v2.12.0", "v2.11.0"):
-        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
-    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path, IMPORT, IMPORT_OWN)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED),
+        ("v2.7.1", IMPORT, IMPORT_OWN)])
     first = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert first.code == 1
     # Conflicts are presented newest first, so the resolution can flow down.
@@ -78,8 +86,8 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
 
 
 def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
-    for branch in ("v2.12.0", "v2.11.0"):
-        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED)])
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     resolve(sandbox, "v2.12.0")
     saved = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
@@ -118,8 +126,8 @@ def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
 
 
 def test_a_conflict_being_resolved_by_hand_is_left_alone(sandbox, tmp_path):
-    for branch in ("v2.12.0", "v2.11.0"):
-        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED)])
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     mine = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0" / TEST_FILE
     mine.write_text("# half way through my own resolution\n", encoding="utf-8")
@@ -143,10 +151,9 @@ def chain_world(sandbox, tmp_path) -> None:
     of its own at the same place, which conflicts with the resolution's FAR_12 -> FAR, but not
     with the v2.11.0 result, which leaves that line alone.
     """
-    for branch in ("v2.12.0", "v2.11.0", "v2.7.1"):
-        edit_upstream(sandbox.upstream, branch, tmp_path / "reword", CONTEXT, REWORDED)
-    edit_upstream(sandbox.upstream, "v2.12.0", tmp_path / "far", FAR, FAR_12)
-    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "far", FAR, FAR_CHANGED)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        *((branch, CONTEXT, REWORDED) for branch in ("v2.12.0", "v2.11.0", "v2.7.1")),
+        ("v2.12.0", FAR, FAR_12), ("v2.7.1", FAR, FAR_CHANGED)])
 
 
 def test_a_propagated_result_serves_the_next_older_branch(sandbox, tmp_path):
@@ -196,11 +203,11 @@ API_LINE_11 = "from torch.distributed.elastic.metrics.api import (  # v2.11.0's 
 
 def test_a_resolution_goes_in_with_its_context_ignored_where_each_change_has_one_place(
         sandbox, tmp_path):
-    for branch in ("v2.12.0", "v2.11.0"):
-        edit_upstream(sandbox.upstream, branch, tmp_path / "reword", CONTEXT, REWORDED)
     # v2.11.0 changed the line right after the import the patch replaces: even v2.12.0's
     # resolution conflicts there as `git am -3`, yet its change has one place in the file.
-    edit_upstream(sandbox.upstream, "v2.11.0", tmp_path / "api", API_LINE, API_LINE_11)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED),
+        ("v2.11.0", API_LINE, API_LINE_11)])
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     resolve(sandbox, "v2.12.0")
     done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
@@ -259,10 +266,10 @@ def test_check_says_which_recorded_or_sibling_series_applies_where_the_own_confl
     assert found["master"]["ok"] is True and found["master"]["warning"] is False
 
     # Upstream moves on so that no carried series fits v2.7.1 any more: a problem again.
-    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "moved", IMPORT, IMPORT_OWN)
-    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "moved2",
-                  "from torch.distributed.elastic.metrics.api import (\n",
-                  "from torch.distributed.elastic.metrics.api import (  # moved\n")
+    edit_upstream_all(sandbox.upstream, tmp_path / "moved", [
+        ("v2.7.1", IMPORT, IMPORT_OWN),
+        ("v2.7.1", "from torch.distributed.elastic.metrics.api import (\n",
+         "from torch.distributed.elastic.metrics.api import (  # moved\n")])
     gone = applies_findings(sandbox.project)["v2.7.1"]
     assert gone["ok"] is False
     assert "also tried: the v2.7.1 result" in gone["detail"]
