@@ -85,28 +85,6 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
     assert "from the v2.12.0 resolution" in status.out
 
 
-def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
-    edit_upstream_all(sandbox.upstream, tmp_path, [
-        ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED)])
-    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
-    resolve(sandbox, "v2.12.0")
-    saved = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                    "--skip-tests", "--no-push", "--save")
-    assert saved.code == 0, saved.out + saved.err
-    assert (sandbox.project / "patches" / "put_metric" / "v2.12.0").is_dir()
-    carried = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
-    assert carried["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
-    assert run_app(sandbox.project, "abort", "--api", "put_metric").code == 0
-    aborted = run_app(sandbox.project, "status", "--api", "put_metric", "--json")
-    assert by_target(aborted)["v2.11.0"]["series_source"] is None  # no note of what is gone
-    assert "applied from" not in run_app(sandbox.project, "status", "--api", "put_metric").out
-    again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
-    rows = by_target(again)
-    assert rows["v2.12.0"]["series_source"] is None  # its own (saved) variant
-    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant", "via": None}
-    assert {r["status"] for r in rows.values()} == {"done"}
-
-
 def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
     # A series whose index lines name blobs the upstream has (as `backport new` writes them).
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
@@ -180,17 +158,26 @@ def test_a_propagated_result_serves_the_next_older_branch(sandbox, tmp_path):
 
 
 def test_a_chain_from_a_saved_variant_in_a_parallel_apply(sandbox, tmp_path):
-    """The older branch waits for the newer ones' apply before it tries their results."""
+    """The older branch waits for the newer ones' apply before it tries their results. Also: a
+    saved variant serves a neighbour (v2.11.0), and an abort leaves no note of what is gone."""
     chain_world(sandbox, tmp_path)
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     resolve(sandbox, "v2.12.0")
-    assert run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                   "--skip-tests", "--no-push", "--save").code == 0
+    saved = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                    "--skip-tests", "--no-push", "--save")
+    assert saved.code == 0, saved.out + saved.err
+    assert (sandbox.project / "patches" / "put_metric" / "v2.12.0").is_dir()
+    carried = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
+    assert carried["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
     assert run_app(sandbox.project, "abort", "--api", "put_metric").code == 0
+    aborted = run_app(sandbox.project, "status", "--api", "put_metric", "--json")
+    assert by_target(aborted)["v2.11.0"]["series_source"] is None  # no note of what is gone
+    assert "applied from" not in run_app(sandbox.project, "status", "--api", "put_metric").out
     again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
                     "--jobs", "4", "--json")
     rows = by_target(again)
     assert {r["status"] for r in rows.values()} == {"done"}, again.out
+    assert rows["v2.12.0"]["series_source"] is None  # its own (saved) variant
     assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant", "via": None}
     assert rows["v2.7.1"]["series_source"] == {
         "branch": "v2.11.0", "kind": "propagated",
