@@ -182,6 +182,8 @@ def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
     upstream = build_upstream(root / "upstream.git")
     fork = root / "fork.git"
     _git(root, "init", "--quiet", "--bare", "--", str(fork))
+    # A stand-in for the forge's fork: no `git gc --auto` after each push it receives.
+    _git(fork, "config", "receive.autogc", "false")
     project = root / "project"
     write_project(project, upstream, fork, patches, python)
     return Sandbox(root=root, upstream=upstream, fork=fork, project=project)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
+from backport.git.known import Known
 from backport.git.run import GitOutput, first_error_line, git
 from backport.git.worktree import Worktree
 from backport.redact import redact
@@ -68,7 +69,7 @@ def three_way_files(text: str) -> list[str]:
 
 # -- helpers ---------------------------------------------------------------------------------
 def _rebase_apply(wt: Worktree) -> Path:
-    return wt.git_path("rebase-apply")
+    return wt.own_dir() / "rebase-apply"
 
 
 def am_in_progress(wt: Worktree) -> bool:
@@ -76,20 +77,29 @@ def am_in_progress(wt: Worktree) -> bool:
     return (_rebase_apply(wt) / "applying").is_file()
 
 
-def _config_set(wt: Worktree, key: str) -> bool:
-    return bool(wt.git(["config", "--get", key], check=False).stdout.strip())
+def configured_identity(wt: Worktree) -> dict[str, str]:
+    """``user.name`` and ``user.email`` as git is configured (the last value of each; one set
+    to nothing counts as not set), in one git process."""
+    out = wt.git(["config", "--get-regexp", r"^user\.(name|email)$"], check=False)
+    found: dict[str, str] = {}
+    for line in out.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        found[key.lower()] = value.strip()
+    return {key: value for key, value in found.items() if value}
 
 
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
-    """GIT_COMMITTER_NAME/EMAIL from ``author`` when git has no identity of its own configured."""
+    """GIT_COMMITTER_NAME/EMAIL from ``author`` when git has no identity of its own configured
+    (read once per run: ``wt.known``)."""
     env: dict[str, str] = {}
     if author is None:
         return env
     name, mail = author
-    if "GIT_COMMITTER_NAME" not in os.environ and not _config_set(wt, "user.name"):
+    identity = wt.known.identity(lambda: configured_identity(wt))
+    if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
-    if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and not _config_set(
-        wt, "user.email"
+    if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and (
+        "user.email" not in identity
     ):
         env["GIT_COMMITTER_EMAIL"] = mail
         env.setdefault("GIT_COMMITTER_NAME", name)
@@ -170,18 +180,26 @@ def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str
     """Make the patches' pre-image blobs local so the 3-way fallback can use them.
 
     In a blobless cache, abbreviated ids cannot be fetched lazily; full ids are found in the
-    (blob-free) history of the touched paths, then read once, which fetches them.
+    (blob-free) history of the touched paths, then read once, which fetches them. What a run
+    found (``wt.known``) is not asked again: a blob that is there, or that the history lacked
+    at the last fetch.
     """
+    known = wt.known
     missing: dict[str, str] = {}
     for patch in patches:
         for path, blob in patch.preimages.items():
+            if blob in missing or known.has(blob) or known.absent(blob):
+                continue
             probe = wt.git(["rev-parse", "--verify", "--quiet", f"{blob}^{{blob}}"], check=False)
-            if not probe.ok:
+            if probe.ok:
+                known.searched([blob], [])
+            else:
                 missing[blob] = path
     if not missing:
         return
     full = {b for b in missing if len(b) in (40, 64)}
     short = {b for b in missing if b not in full}
+    matches: dict[str, set[str]] = {b: {b} for b in full}
     if short:
         log = wt.git(
             ["-c", "core.quotepath=false", "log", "--all", "--format=", "--raw", "--no-abbrev",
@@ -192,10 +210,14 @@ def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str
             parts = line.split()
             if line.startswith(":") and len(parts) >= 4:
                 for oid in parts[2:4]:
-                    if any(oid.startswith(b) for b in short):
-                        full.add(oid)
-    for oid in sorted(full):
-        wt.git(["cat-file", "-e", oid], env=env, check=False)
+                    for b in short:
+                        if oid.startswith(b):
+                            full.add(oid)
+                            matches.setdefault(b, set()).add(oid)
+    fetched = {oid for oid in sorted(full) if wt.git(["cat-file", "-e", oid], env=env,
+                                                      check=False).ok}
+    known.searched([b for b in missing if matches.get(b, set()) & fetched],
+                   [b for b in missing if not matches.get(b, set()) & fetched])
 
 
 # -- public API ------------------------------------------------------------------------------
@@ -206,14 +228,16 @@ def mailbox(patches: Sequence[Patch]) -> bytes:
 
 
 def apply_series(
-    wt: Worktree, patches: Sequence[Patch], *, env: Mapping[str, str] | None = None
+    wt: Worktree, patches: Sequence[Patch], *, env: Mapping[str, str] | None = None,
+    base: str | None = None,
 ) -> ApplyResult:
     """Apply ``patches`` in order with ``git am -3`` (author, date and message kept); git reads
     them as one mailbox on its standard input, made of the bytes each `Patch` was checked from
     (the files are not read again).
 
     ``conflict``: am is left in progress with the conflicting files listed; ``already-applied``:
-    every patch turned out to be present already (nothing was committed).
+    every patch turned out to be present already (nothing was committed). ``base``: the
+    worktree's HEAD (full sha) when the caller knows it (one it has just made there).
     """
     if not patches:
         raise BackportError("usage", "no patch files to apply.")
@@ -222,7 +246,7 @@ def apply_series(
             "conflict",
             f"a git am is already in progress in {wt.path}; run continue or abort first.",
         )
-    base = wt.head()
+    base = base or wt.head()
     names = [p.path.name for p in patches]
     run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
     _prefetch_preimages(wt, patches, run_env)
@@ -247,8 +271,10 @@ def apply_series(
 
 def _finished(wt: Worktree, base: str, total: int, skipped: int,
               merged: list[str]) -> ApplyResult:
-    head = wt.head()
-    count = int(wt.git(["rev-list", "--count", f"{base}..{head}"]).stdout.strip() or 0)
+    # The commits am made, HEAD first (topological order: each before its parents).
+    made = wt.git(["rev-list", "--topo-order", f"{base}..HEAD"]).stdout.split()
+    head = made[0] if made else wt.head()
+    count = len(made)
     if count == 0:
         return ApplyResult(
             "already-applied", head, [], f"all {total} patch(es) already present on {base[:9]}"
@@ -306,11 +332,15 @@ def abort_series(wt: Worktree) -> None:
         wt.git(["am", "--abort"])
 
 
-def patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None) -> set[str]:
+def patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None,
+              known: Known | None = None) -> set[str]:
     """The ``git patch-id --stable`` of each change in ``diff`` (a patch, a mailbox or
-    ``git log -p`` output): the one identity of a change across branches."""
-    out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
-    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+    ``git log -p`` output): the one identity of a change across branches; ``known`` keeps
+    them for the run (they depend on the bytes alone)."""
+    def compute() -> set[str]:
+        out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
+        return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+    return known.patch_ids(diff, compute) if known is not None else compute()
 
 
 def commit_patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -335,7 +365,7 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
         raise BackportError("usage", f"invalid base commit {base_sha!r}.")
     wanted: list[tuple[set[str], set[str]]] = []
     for patch in patches:
-        ids = patch_ids(cache.path, patch.data)
+        ids = patch_ids(cache.path, patch.data, known=cache.known)
         paths = set(patch.paths)
         if ids and paths:
             wanted.append((ids, paths))

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from backport.errors import BackportError
+from backport.git.known import Known
 from backport.git.locks import file_lock
 from backport.git.run import (
     GitOutput,
@@ -76,7 +77,8 @@ def cache_dir_name(url: str) -> str:
 class RepoCache:
     """A bare repository holding the upstream's needed branches under ``refs/remotes/upstream``.
 
-    ``env`` (e.g. ``GIT_ASKPASS``) is passed to every call that talks to the upstream.
+    ``env`` (e.g. ``GIT_ASKPASS``) is passed to every call that talks to the upstream;
+    ``known`` is what this run (one instance) learned from the repository (`git/known.py`).
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class RepoCache:
         self.path = self.root / cache_dir_name(upstream_url)
         self.lock_path = lock_file(self.path)
         self.env = dict(env or {})
+        self.known = Known()
 
     # -- locking ---------------------------------------------------------------------------
     def lock(self) -> contextlib.AbstractContextManager[None]:
@@ -96,8 +99,11 @@ class RepoCache:
 
     # -- setup -----------------------------------------------------------------------------
     def ensure(self) -> None:
-        """Create the bare repository with remote ``upstream`` if it is not there yet."""
+        """Create the bare repository with remote ``upstream`` if it is not there yet (asked
+        of git once per instance while the repository stays)."""
         with self.lock():
+            if self.known.ensured and (self.path / "HEAD").is_file():
+                return
             if not (self.path / "HEAD").is_file():
                 self.path.mkdir(parents=True, exist_ok=True)
                 git(["init", "--quiet", "--bare", "--", str(self.path)], cwd=self.root)
@@ -107,6 +113,7 @@ class RepoCache:
             if current != self.url:
                 git(["config", "--", f"remote.{REMOTE}.url", self.url], cwd=self.path)
                 git(["config", "--", f"remote.{REMOTE}.tagOpt", "--no-tags"], cwd=self.path)
+            self.known.ensured = True
 
     @property
     def blobless(self) -> bool:
@@ -139,6 +146,7 @@ class RepoCache:
                     out = self._fetch([*base, "--no-filter"], refspecs)
             if not out.ok:
                 raise self._fetch_error(out)
+            self.known.fetched()
             return self.local_heads(names)
 
     def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
@@ -158,21 +166,24 @@ class RepoCache:
         return BackportError("git", f"fetching from {url} failed: {reason}.")
 
     def local_heads(self, branches: Sequence[str]) -> dict[str, str]:
-        """branch -> sha of ``refs/remotes/upstream/<branch>`` as last fetched."""
+        """branch -> sha of ``refs/remotes/upstream/<branch>`` as last fetched (one
+        ``git cat-file --batch-check`` for them all)."""
+        names = list(dict.fromkeys(branches))
+        asked = [b for b in names if b.strip() and "\n" not in b]  # one line each
+        out = git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.path,
+                  check=False, stdin="".join(f"{TRACKING}{b}^{{commit}}\n" for b in asked
+                                             ).encode("utf-8", "surrogateescape")) if asked else None
+        lines = dict(zip(asked, out.stdout.splitlines() if out and out.ok else [], strict=False))
         heads: dict[str, str] = {}
-        for branch in branches:
-            out = git(
-                ["rev-parse", "--verify", "--quiet", f"{TRACKING}{branch}^{{commit}}"],
-                cwd=self.path,
-                check=False,
-            )
-            if not out.ok:
+        for branch in names:
+            sha, _, kind = lines.get(branch, "").partition(" ")
+            if kind != "commit":
                 raise BackportError(
                     "branch-missing",
                     f"target branch '{branch}' has not been fetched from "
                     f"{redact(self.upstream_url)}.",
                 )
-            heads[branch] = out.stdout.strip()
+            heads[branch] = sha
         return heads
 
     def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:

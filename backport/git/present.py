@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import ast
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.git import pydefs
 from backport.git.authoring import left_paths
 from backport.git.run import git
+
+
+class Blobs(Protocol):
+    """Blobs by name (a blob id or ``<commit>:<path>``): a dict of those read at once
+    (`git/objects.py` `read_blobs`), or a run's reader (`git/known.py`) that asks git."""
+
+    def get(self, name: str, /) -> bytes | None: ...
 
 
 @dataclass(frozen=True)
@@ -137,7 +145,7 @@ def is_python_test(path: str, test_paths: Sequence[str] = ()) -> bool:
 
 
 def added_tests(repo: Path, patches: Sequence[Patch],
-                blobs: Mapping[str, bytes] | None = None) -> list[AddedTest]:
+                blobs: Blobs | None = None) -> list[AddedTest]:
     """Every test function the series adds to its Python test files, in patch order;
     ``blobs`` (blob id -> bytes, as `git/objects.py` `read_blobs` reads many at once) holds
     the pre-images already read: one it lacks is not in the repository."""
@@ -161,7 +169,7 @@ def pre_images(patches: Sequence[Patch]) -> list[str]:
             and is_python_test(d.new)]
 
 
-def _blob_text(repo: Path, oid: str, blobs: Mapping[str, bytes] | None) -> str | None:
+def _blob_text(repo: Path, oid: str, blobs: Blobs | None) -> str | None:
     """The text of blob ``oid`` (from ``blobs`` when given, else one ``git cat-file``)."""
     if blobs is not None:
         data = blobs.get(oid)
@@ -171,7 +179,7 @@ def _blob_text(repo: Path, oid: str, blobs: Mapping[str, bytes] | None) -> str |
 
 
 def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
-                     blobs: Mapping[str, bytes] | None = None) -> list[AddedTest] | None:
+                     blobs: Blobs | None = None) -> list[AddedTest] | None:
     """The tests added to one file, read from its post-image; None when that is not at hand."""
     path = diff.new
     assert path is not None
@@ -201,7 +209,7 @@ def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
 
 
 def _tree_at(repo: Path, commit: str, path: str,
-             blobs: Mapping[str, bytes] | None = None) -> ast.Module | None:
+             blobs: Blobs | None = None) -> ast.Module | None:
     """The parsed file ``path`` of ``commit``; None when it is not there or does not parse;
     ``blobs`` (``<commit>:<path>`` -> bytes) holds the files already read: one it lacks is
     not there."""
@@ -227,7 +235,7 @@ def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, s
 
 def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
                   trees: dict[str, ast.Module | None] | None = None,
-                  blobs: Mapping[str, bytes] | None = None) -> list[tuple[AddedTest, int]]:
+                  blobs: Blobs | None = None) -> list[tuple[AddedTest, int]]:
     """The ``tests`` that ``commit`` already defines, in the same class (or module) and file,
     each with its class as found there and its line; ``trees`` keeps the files of ``commit``
     read so far (path -> parsed file) for a caller that asks again; ``blobs`` as `_tree_at`."""
@@ -246,11 +254,12 @@ def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
     return found
 
 
-def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest]) -> list[PresentTest]:
+def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
+                  blobs: Blobs | None = None) -> list[PresentTest]:
     """The ``tests`` that ``commit`` already defines, in the same class (or module) and file,
-    with the commit that added each."""
+    with the commit that added each; ``blobs`` as `_tree_at`."""
     found = []
-    for test, line in defined_tests(repo, commit, tests):
+    for test, line in defined_tests(repo, commit, tests, blobs=blobs):
         by = introduced_by(repo, commit, test.path, test.name)
         found.append(PresentTest(test, line, by[0] if by else None, by[1] if by else ""))
     return found
@@ -261,13 +270,15 @@ def all_present(added: Sequence[object], present: Sequence[object]) -> bool:
     return bool(added) and len(present) == len(added)
 
 
-def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest]) -> list[AddedTest]:
+def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest],
+                 blobs: Blobs | None = None) -> list[AddedTest]:
     """``tests`` with each unknown class read from ``head``: the class of the one definition
-    of that name ``head`` has and ``base`` had not."""
+    of that name ``head`` has and ``base`` had not; ``blobs`` as `_tree_at`."""
     out = []
     for test in tests:
         if test.scope is None:
-            after, before = _tree_at(repo, head, test.path), _tree_at(repo, base, test.path)
+            after = _tree_at(repo, head, test.path, blobs)
+            before = _tree_at(repo, base, test.path, blobs)
             old = {(d.scope, d.name) for d in pydefs.test_definitions(before)} if before else set()
             new = [d for d in (pydefs.test_definitions(after) if after else [])
                    if d.name == test.name and (d.scope, d.name) not in old]
@@ -285,10 +296,11 @@ def changed_python_tests(patches: Sequence[Patch], test_paths: Sequence[str] = (
     return [path for path in left if path not in binary and is_python_test(path, test_paths)]
 
 
-def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str]) -> list[str]:
+def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str],
+                    blobs: Blobs | None = None) -> list[str]:
     """What is wrong with ``paths`` at ``head`` (a commit, or a folder holding the files as
     they are on disk): a file that does not compile, or a name defined twice in one class or
-    module body where ``base`` did not define it twice.
+    module body where ``base`` did not define it twice; ``blobs`` as `_tree_at`.
 
     One sentence each, naming the file, the name and both line numbers.
     """
@@ -300,15 +312,15 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
             except OSError:
                 continue
         else:
-            out = git(["cat-file", "-p", f"{head}:{path}"], cwd=repo, check=False)
-            if not out.ok:
+            found = _blob_text(repo, f"{head}:{path}", blobs)
+            if found is None:
                 continue
-            text = out.stdout
+            text = found
         broken = pydefs.compile_problem(text, path)
         if broken:
             problems.append(f"{path} does not compile ({broken})")
             continue
-        before = _tree_at(repo, base, path)
+        before = _tree_at(repo, base, path, blobs)
         known = {(r.scope, r.name) for r in pydefs.redefinitions(before)} if before else set()
         for again in pydefs.redefinitions(pydefs.tree_of(text, path)):
             if (again.scope, again.name) in known:

@@ -32,6 +32,11 @@ NO_ASKPASS: dict[str, str] = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
 # Seconds a git call may take before it is killed with its children. Generous: in a blobless
 # cache even a checkout or ``am`` may fetch objects from the upstream.
 DEFAULT_TIMEOUT = 1800.0
+# Git's auto maintenance of a repository runs after its fetches and commits, a process or more
+# each, and after every blob a blobless cache fetches lazily: only the run's fetch of its
+# branches (`cache.py`) starts it, once; every other call (and the children it starts, which
+# inherit ``-c``) does not.
+NO_MAINTENANCE = ("-c", "maintenance.auto=false")
 # Options git takes before its subcommand; the ones in _WITH_VALUE consume the next argument.
 _WITH_VALUE = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 
@@ -113,7 +118,8 @@ def git(
     """Run ``git <args>`` in ``cwd`` and return its output.
 
     ``env`` is laid over the inherited environment (``LANG=C``, ``LC_ALL=C`` and
-    ``GIT_TERMINAL_PROMPT=0`` always win; no askpass program unless ``env`` names one).
+    ``GIT_TERMINAL_PROMPT=0`` always win; no askpass program unless ``env`` names one; no
+    auto maintenance but after a fetch: `NO_MAINTENANCE`).
     ``stdin`` is fed through a pipe. After ``timeout`` seconds git and its children are killed
     and the call fails as "timed out". With ``check`` a non-zero exit raises
     ``BackportError(code, ...)`` whose message is one redacted sentence.
@@ -122,7 +128,7 @@ def git(
         # GitPython silently falls back to the process's own directory; never let it.
         raise BackportError(code, f"cannot run git {subcommand(args)}: directory {cwd} does not exist.")
     runner = gitpython.Git(str(cwd) if cwd is not None else None)
-    argv = ["git", *args]
+    argv = ["git", *(() if subcommand(args) == "fetch" else NO_MAINTENANCE), *args]
     try:
         started = runner.execute(
             argv,

@@ -6,12 +6,13 @@ import hashlib
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backport.errors import BackportError
 from backport.git.cache import repo_lock
+from backport.git.known import Known
 from backport.git.run import GitOutput, check_branch_name, git
 
 if TYPE_CHECKING:
@@ -61,11 +62,14 @@ def _same(a: Path, b: Path) -> bool:
 
 @dataclass
 class Worktree:
-    """A linked worktree of the cache repository; ``repo`` is the cache's git directory."""
+    """A linked worktree of the cache repository; ``repo`` is the cache's git directory,
+    ``known`` what the run learned from it (`git/known.py`; the cache's when made from one)."""
 
     path: Path
     repo: Path
     branch: str | None = None
+    known: Known = field(default_factory=Known, repr=False, compare=False)
+    _own_dir: Path | None = field(default=None, repr=False, compare=False)
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -81,8 +85,10 @@ class Worktree:
     ) -> Worktree:
         """Check out ``base_sha`` at ``path`` on local branch ``branch`` (reset if it exists).
 
-        A stale worktree at ``path`` is removed first. With ``sparse_paths`` only those files
-        and directories are materialized; blobs come lazily from the upstream.
+        A stale worktree at ``path`` is removed first (the cache's stale registrations are
+        pruned once per run; where nothing is at ``path`` git is asked only when its add
+        fails). With ``sparse_paths`` only those files and directories are materialized; blobs
+        come lazily from the upstream.
         """
         check_branch_name(branch)
         if not base_sha or base_sha.startswith("-"):
@@ -90,20 +96,22 @@ class Worktree:
         path = Path(path).expanduser().absolute()
         cache.ensure()
         patterns = [sparse_pattern(p) for p in sparse_paths or ()]
+        add = ["worktree", "add", "--quiet", "--no-checkout", "--no-track", "-B", branch, "--",
+               str(path), base_sha]
         with cache.lock():
-            cls._clear(cache.path, path)
+            if not cache.known.pruned:
+                git(["worktree", "prune"], cwd=cache.path)
+                cache.known.pruned = True
             path.parent.mkdir(parents=True, exist_ok=True)
-            git(
-                ["worktree", "add", "--quiet", "--no-checkout", "--no-track", "-B", branch,
-                 "--", str(path), base_sha],
-                cwd=cache.path,
-            )
+            if os.path.lexists(path) or not git(add, cwd=cache.path, check=False).ok:
+                cls._clear(cache.path, path)
+                git(add, cwd=cache.path)
             if patterns:
                 # Non-cone mode so single files can be listed; writes per-worktree config.
                 git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
         env = {**cache.env, **(env or {})}
         git(["checkout", "--quiet"], cwd=path, env=env)
-        return cls(path=path, repo=cache.path, branch=branch)
+        return cls(path=path, repo=cache.path, branch=branch, known=cache.known)
 
     @staticmethod
     def _clear(repo: Path, path: Path) -> None:
@@ -123,18 +131,35 @@ class Worktree:
             git(["worktree", "prune"], cwd=repo)
 
     @classmethod
-    def open(cls, path: Path) -> Worktree:
-        """The worktree at ``path``; BackportError when there is none."""
+    def open(cls, path: Path, known: Known | None = None) -> Worktree:
+        """The worktree at ``path``; BackportError when there is none. ``known``: the run's
+        memo of its cache repository, when the caller knows the worktree is of that cache."""
         path = Path(path).expanduser().absolute()
         if not (path / ".git").exists():
             raise BackportError("git", f"{path} is not a git worktree.")
+        # One git process: the top folder, the shared git directory and HEAD's branch.
+        out = git(["rev-parse", "--show-toplevel", "--git-common-dir", "--symbolic-full-name",
+                   "HEAD"], cwd=path, check=False)
+        lines = out.stdout.splitlines() if out.ok else []
+        if len(lines) != 3:
+            return cls._open_slowly(path, known)
+        top, common, ref = lines
+        if not _same(Path(top), path):
+            raise BackportError("git", f"{path} is not a git worktree.")
+        return cls(path=path, repo=(path / common).resolve(),
+                   branch=ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/")
+                   else None, known=known or Known())
+
+    @classmethod
+    def _open_slowly(cls, path: Path, known: Known | None) -> Worktree:
+        """`open` one question at a time (HEAD on no commit yet, or git said something else)."""
         top = git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
         if not top.ok or not _same(Path(top.stdout.strip()), path):
             raise BackportError("git", f"{path} is not a git worktree.")
         common = git(["rev-parse", "--git-common-dir"], cwd=path).stdout.strip()
         repo = (path / common).resolve()
         ref = git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=path, check=False)
-        return cls(path=path, repo=repo, branch=ref.stdout.strip() or None)
+        return cls(path=path, repo=repo, branch=ref.stdout.strip() or None, known=known or Known())
 
     # -- queries -----------------------------------------------------------------------------
     def git(self, args: Sequence[str], **kwargs) -> GitOutput:
@@ -150,6 +175,21 @@ class Worktree:
         out = self.git(["rev-parse", "--git-path", name]).stdout.strip()
         return (self.path / out).resolve()
 
+    def own_dir(self) -> Path:
+        """This worktree's private git directory (where ``git am`` keeps its state): read from
+        the ``gitdir:`` line git writes into a linked worktree's ``.git`` file, else asked of git."""
+        if self._own_dir is None:
+            try:
+                first = (self.path / ".git").read_text(encoding="utf-8").splitlines()[0]
+            except (OSError, UnicodeDecodeError, IndexError):
+                first = ""
+            if first.startswith("gitdir: "):
+                self._own_dir = (self.path / first[len("gitdir: "):].strip()).resolve()
+            else:
+                out = self.git(["rev-parse", "--absolute-git-dir"]).stdout.strip()
+                self._own_dir = Path(out).resolve()
+        return self._own_dir
+
     # -- removal -----------------------------------------------------------------------------
     def remove(self) -> None:
         """Delete the worktree (even with local changes or a ``git am`` in progress) and its branch.
@@ -163,16 +203,24 @@ class Worktree:
             shutil.rmtree(self.path)
 
     def _remove(self) -> None:
-        registered = [p for p in _registered(self.repo) if _same(p, self.path)]
-        if registered and self.path.exists():
-            git(
+        # Most often the worktree is there, registered: one `worktree remove` says so and
+        # removes it; otherwise the registry is read and cleaned as for any leftover.
+        if not (self.path.is_dir() and git(
                 ["worktree", "remove", "--force", "--force", "--", str(self.path)],
-                cwd=self.repo,
-            )
-        elif self.path.is_dir() and (self.path / ".git").is_file():
-            shutil.rmtree(self.path)
-        git(["worktree", "prune"], cwd=self.repo)
-        if self.branch:
+                cwd=self.repo, check=False).ok):
+            registered = [p for p in _registered(self.repo) if _same(p, self.path)]
+            if registered and self.path.exists():
+                git(
+                    ["worktree", "remove", "--force", "--force", "--", str(self.path)],
+                    cwd=self.repo,
+                )
+            elif self.path.is_dir() and (self.path / ".git").is_file():
+                shutil.rmtree(self.path)
+            git(["worktree", "prune"], cwd=self.repo)
+        if self.branch and not git(["branch", "--quiet", "-D", "--", self.branch],
+                                   cwd=self.repo, check=False).ok:
+            # Not there (nothing to do), or held by a stale registration: pruned, then again.
+            git(["worktree", "prune"], cwd=self.repo)
             exists = git(
                 ["rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}"],
                 cwd=self.repo,

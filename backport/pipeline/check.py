@@ -167,7 +167,7 @@ def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str
     worktree, result = decision.worktree, decision.result
     assert worktree is not None and result is not None
     try:
-        head = worktree.head() if result.status == "applied" else base
+        head = result.head if result.status == "applied" else base
         missing = [t.path for t in ps.tests
                    if not _in_tree(worktree, head, t.path) and not _created(series, t.path)]
     finally:
@@ -203,8 +203,10 @@ def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
 
 
 def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
-    """True when ``path`` is a file in ``commit`` (sparse checkouts do not matter)."""
-    return worktree.git(["cat-file", "-e", f"{commit}:{path}"], check=False).ok
+    """True when ``path`` is a file in ``commit`` (sparse checkouts do not matter; a file the
+    run read there already is)."""
+    name = f"{commit}:{path}"
+    return worktree.known.has(name) or worktree.git(["cat-file", "-e", name], check=False).ok
 
 
 def _created(series: Sequence[Patch], path: str) -> bool:

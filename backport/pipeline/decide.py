@@ -71,17 +71,19 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
            event: Callable[[str], None] = lambda detail: None) -> Decision:
     """What applying ``series`` to ``base`` gives.
 
-    ``worktree`` makes the worktree to apply in (only called when something is to be applied);
-    ``others`` gives the series to try where the own one conflicts (only called then).
+    ``worktree`` makes the worktree to apply in, on ``base`` (only called when something is
+    to be applied); ``others`` gives the series to try where the own one conflicts (only
+    called then). The files it reads go through the run's memo (``cache.known``).
     """
     if already_applied(cache, base, series):
         return Decision(Verdict.ALREADY_APPLIED)
-    added = tuple(added_tests(cache.path, series))
-    present = existing_tests(present_tests(cache.path, base, list(added))) if added else ()
+    blobs = cache.known.reader(cache.path)
+    added = tuple(added_tests(cache.path, series, blobs))
+    present = existing_tests(present_tests(cache.path, base, list(added), blobs)) if added else ()
     if all_present(added, present):
         return Decision(Verdict.ALREADY_PRESENT, added, present)
     wt = worktree()
-    result = apply_series(wt, series)
+    result = apply_series(wt, series, base=base)
     source: SiblingSeries | None = None
     tried: list[str] = []
     if result.status == "conflict":
@@ -92,7 +94,7 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
     if result.status == "conflict":
         return replace(found, verdict=Verdict.CONFLICT)
     problems = source_problems(wt.path, base, result.head,
-                               changed_python_tests(series, list(test_paths)))
+                               changed_python_tests(series, list(test_paths)), blobs)
     if problems:
         return replace(found, verdict=Verdict.UNUSABLE, problems=tuple(problems))
     return found

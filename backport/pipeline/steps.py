@@ -130,7 +130,7 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
             series_source=source.source if source else None, tried_sources=tried,
             merged_files=result.merged, loose_files=result.loose))
         return False
-    added = with_classes(wt.path, base, result.head, decision.added)
+    added = with_classes(wt.path, base, result.head, decision.added, wt.known.reader(wt.path))
     job.change(lambda r: r.applied(
         base, result.head, str(path), [t.node_id for t in added],
         series_source=source.source if source else None, tried_sources=tried,

@@ -22,6 +22,10 @@ def test_apply_pushes_to_the_fork_of_the_tokens_login_asking_once(sandbox, gitco
     assert len(prs) == 4 and {pr.head_repo for pr in prs} == {"lgxxx/pytorch"}
     assert all("PR 源仓库为 `lgxxx/pytorch`" in pr.body for pr in prs)
     assert "refs/heads/test-put-metric-v2.7.1" in git(sandbox.fork, "for-each-ref")
+    # `status --from-forge` reads the PRs of the token's fork.
+    status = run_app(sandbox.project, "status", "--api", "put_metric", "--from-forge", "--json",
+                     env=FAST)
+    assert all(row["pr"] is not None for row in status.json()["branches"]), status.out
 
 
 def test_a_dry_run_with_a_token_plans_for_the_tokens_fork(sandbox, gitcode) -> None:
@@ -55,15 +59,6 @@ def test_check_names_the_fork_it_will_use(sandbox, gitcode) -> None:
     assert fork["detail"] == ("follows the token's login: <token's login>/pytorch "
                               "(no token here to ask)")
     assert [r.path for r in gitcode.requests] == ["/user"]
-
-
-def test_status_from_forge_reads_the_prs_of_the_tokens_fork(sandbox, gitcode) -> None:
-    edit_config(sandbox, _without_fork)
-    applied = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", env=FAST)
-    assert applied.code == 0, applied.out + applied.err
-    status = run_app(sandbox.project, "status", "--api", "put_metric", "--from-forge", "--json",
-                     env=FAST)
-    assert all(row["pr"] is not None for row in status.json()["branches"]), status.out
 
 
 def test_preview_names_the_fork_as_the_token_will_without_asking(sandbox, gitcode) -> None:

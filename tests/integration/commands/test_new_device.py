@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.helpers.project import run_cli
+from tests.helpers.project import run_app
 from tests.helpers.upstream import PLAIN, commit_test
 
 STORAGE = "import torch\nimport torch_npu\n\n\ndef test_storage():\n    assert torch.ones(2).npu().storage()\n"
@@ -21,7 +21,8 @@ DEVICE = "import torch\n\n\ndef test_dev():\n    x = torch.ones(2, device='npu:0
 
 def test_new_infers_the_device_and_says_why(sandbox, tmp_path, path, text, device, why):
     repo = commit_test(tmp_path, path, text)
-    result = run_cli(sandbox.project, "new", "made", "--from", "HEAD", "--repo", str(repo),
+    # In-process: `new`'s process is run end to end by test_new_messages.py.
+    result = run_app(sandbox.project, "new", "made", "--from", "HEAD", "--repo", str(repo),
                      "--api", "torch.Tensor.storage", "--issue", "7")
     assert result.code == 0, result.err
     spec = yaml.safe_load((sandbox.project / "patches" / "made" / "patch.yaml").read_text())

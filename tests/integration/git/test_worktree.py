@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import threading
@@ -139,3 +140,38 @@ def test_remove_waits_for_the_cache_lock(cache: RepoCache, tmp_path: Path) -> No
     remover.join(60)
     assert not remover.is_alive() and not wt.path.exists()
     assert "bp-a" not in gr.branches_of(cache.path)
+
+
+def test_a_worktree_deleted_by_hand_is_replaced_within_the_same_run(
+        cache: RepoCache, tmp_path: Path) -> None:
+    """The cache is pruned once per run; a registration left stale later (the folder deleted,
+    its branch still held) makes the first add fail, and the full clean-up then runs."""
+    heads = cache.fetch(["master", "v2.11.0"])
+    path = tmp_path / "wt"
+    first = Worktree.create(cache, path, "bp", heads["master"], [TEST_FILE])
+    assert cache.known.pruned
+    shutil.rmtree(first.path)  # still registered, still holding branch bp
+    again = Worktree.create(cache, path, "bp", heads["v2.11.0"], [TEST_FILE])
+    assert again.head() == heads["v2.11.0"] and (again.path / TEST_FILE).read_text() == BASE
+    shutil.rmtree(again.path)
+    again.remove()  # the folder is gone: its registration and branch go all the same
+    assert str(path) not in gr.git(cache.path, "worktree", "list", "--porcelain")
+    assert gr.git(cache.path, "branch", "--list", "bp") == ""
+
+
+def test_a_run_reads_a_file_of_a_commit_once_and_a_moving_name_each_time(
+        cache: RepoCache, tmp_path: Path) -> None:
+    head = cache.fetch(["master"])["master"]
+    wt = Worktree.create(cache, tmp_path / "wt", "bp", head, [TEST_FILE])
+    assert wt.known is cache.known
+    blobs = cache.known.reader(cache.path)
+    assert blobs.get(f"{head}:{TEST_FILE}") == BASE.encode()
+    assert cache.known.has(f"{head}:{TEST_FILE}")
+    (wt.path / TEST_FILE).write_text("moved on\n")
+    gr.git(wt.path, "commit", "--quiet", "-am", "move")
+    assert cache.known.reader(wt.path).get(f"HEAD:{TEST_FILE}") == b"moved on\n"
+    assert not cache.known.has(f"HEAD:{TEST_FILE}")  # a ref moves: never kept
+    gr.git(wt.path, "commit", "--quiet", "--amend", "-m", "moved again")
+    (wt.path / TEST_FILE).write_text("and again\n")
+    gr.git(wt.path, "commit", "--quiet", "-am", "again")
+    assert cache.known.reader(wt.path).get(f"HEAD:{TEST_FILE}") == b"and again\n"

@@ -25,6 +25,7 @@ def all_written_text(root: Path) -> str:
 
 
 def test_four_prs_linked_to_the_issue_then_nothing_new_then_force_updates(sandbox, gitcode):
+    """Also: merging one of them does not close the issue they share."""
     first = run(sandbox, "apply", "--api", "put_metric", "--skip-tests", "--json")
     assert first.code == 0, first.err
     prs = gitcode.open_prs()
@@ -51,6 +52,13 @@ def test_four_prs_linked_to_the_issue_then_nothing_new_then_force_updates(sandbo
     body = next(p for p in gitcode.open_prs() if p.base_ref == "v2.7.1").body
     assert "Reviewer note: please check on 910B too." in body
     assert body.count("<!-- api-validation-evidence:start -->") == 1
+
+    # Every PR says merging it must not close the shared issue (the siblings stay open).
+    creates = [r for r in gitcode.requests if r.method == "POST" and r.path.endswith("/pulls")]
+    assert len(creates) == len(TARGETS) and all(r.body["close_related_issue"] is False
+                                                for r in creates)
+    assert gitcode.merge(gitcode.open_prs()[0].number) == set()
+    assert 3216 not in gitcode.closed_issues
 
 
 def test_502_on_first_create_and_429_on_first_lists_still_four_prs(sandbox, gitcode):

@@ -66,15 +66,6 @@ def test_head_resolved_to_upstream_is_closed_at_once_and_said_once(sandbox, gitc
         assert message.count(". ") == 0
 
 
-def test_every_pr_says_merging_it_must_not_close_the_shared_issue(sandbox, gitcode):
-    assert apply(sandbox).code == 0
-    creates = [r for r in gitcode.requests if r.method == "POST" and r.path.endswith("/pulls")]
-    assert len(creates) == len(TARGETS) and all(r.body["close_related_issue"] is False for r in creates)
-    first = gitcode.open_prs()[0]
-    assert gitcode.merge(first.number) == set()
-    assert 3216 not in gitcode.closed_issues
-
-
 def test_a_draft_clears_once_the_draft_reason_is_gone(sandbox, gitcode):
     set_pr(sandbox, draft=True)
     assert apply(sandbox, "--branch", "v2.7.1").code == 0

@@ -14,9 +14,12 @@ def resolve_by_hand(sandbox) -> None:
     git(worktree, "add", "--", TEST_FILE)
 
 
-def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
+def test_conflict_stops_one_branch_and_continue_save_finishes_it_with_a_variant(sandbox,
+                                                                               tmp_path):
+    """`continue --save` finishes the branch and records a variant the next run reproduces."""
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    result = run_cli(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    # In-process: apply's process is run end to end by test_apply_local.py.
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
     assert result.code == 1
     by_target = {b["target"]: b for b in result.json()["branches"]}
     assert by_target["v2.11.0"]["status"] == "conflict"
@@ -34,7 +37,7 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
 
     resolve_by_hand(sandbox)
     done = run_cli(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.11.0",
-                   "--skip-tests", "--json")
+                   "--skip-tests", "--save", "--json")
     assert done.code == 0, done.err
     assert {b["target"]: b["status"] for b in done.json()["branches"]}["v2.11.0"] == "done"
     head = rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0")
@@ -45,9 +48,31 @@ def test_conflict_stops_one_branch_and_continue_finishes_it(sandbox, tmp_path):
     final = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert final.code == 0, final.err
 
+    variant = sandbox.project / "patches" / "put_metric" / "v2.11.0"
+    assert sorted(p.name for p in variant.glob("*.patch")) == [
+        "0001-test-add-put_metric-coverage.patch"]
+    listing = run_cli(sandbox.project, "list", "--json").json()
+    flags = {b["target"]: b["variant"] for b in listing[0]["branches"]}
+    assert flags == {"v2.7.1": False, "v2.11.0": True, "v2.12.0": False, "master": False}
+    assert run_app(sandbox.project, "check").code == 0
+    pushed = rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0")
+    redo = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
+                   "--json")
+    assert redo.code == 0, redo.err
+    assert {b["target"]: b["status"] for b in redo.json()["branches"]}["v2.11.0"] == "done"
+    # The variant reproduces the hand-made commit exactly: the fork branch does not move.
+    assert rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0") == pushed
 
-def test_abort_resets_a_conflicted_branch(sandbox, tmp_path):
+
+def test_check_names_a_branch_where_the_patch_does_not_apply_and_abort_resets_it(sandbox,
+                                                                                  tmp_path):
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
+    result = run_app(sandbox.project, "check", "--json")
+    assert result.code == 1
+    failing = [f for f in result.json()["findings"] if not f["ok"]]
+    assert [f["subject"] for f in failing] == ["put_metric on v2.11.0"]
+    assert not (sandbox.project / ".backport" / "worktrees").exists()
+
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
     assert worktree.exists()
@@ -71,35 +96,3 @@ def test_check_passes_on_a_good_map_and_names_a_missing_branch(sandbox):
     assert any("'v2.12.0' does not exist" in p for p in problems)
     offline = run_app(sandbox.project, "check", "--offline")
     assert offline.code == 0
-
-
-def test_check_names_a_branch_where_the_patch_does_not_apply(sandbox, tmp_path):
-    change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    result = run_app(sandbox.project, "check", "--json")
-    assert result.code == 1
-    failing = [f for f in result.json()["findings"] if not f["ok"]]
-    assert [f["subject"] for f in failing] == ["put_metric on v2.11.0"]
-    assert not (sandbox.project / ".backport" / "worktrees").exists()
-
-
-def test_continue_save_records_a_variant_that_the_next_run_reproduces(sandbox, tmp_path):
-    change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
-    resolve_by_hand(sandbox)
-    saved = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.11.0",
-                    "--skip-tests", "--save")
-    assert saved.code == 0, saved.err
-    variant = sandbox.project / "patches" / "put_metric" / "v2.11.0"
-    assert sorted(p.name for p in variant.glob("*.patch")) == [
-        "0001-test-add-put_metric-coverage.patch"]
-    listing = run_cli(sandbox.project, "list", "--json").json()
-    flags = {b["target"]: b["variant"] for b in listing[0]["branches"]}
-    assert flags == {"v2.7.1": False, "v2.11.0": True, "v2.12.0": False, "master": False}
-    assert run_app(sandbox.project, "check").code == 0
-    pushed = rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0")
-    redo = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",
-                   "--json")
-    assert redo.code == 0, redo.err
-    assert {b["target"]: b["status"] for b in redo.json()["branches"]}["v2.11.0"] == "done"
-    # The variant reproduces the hand-made commit exactly: the fork branch does not move.
-    assert rev(sandbox.fork, "refs/heads/test-put-metric-v2.11.0") == pushed

@@ -43,9 +43,10 @@ def torchless(tmp_path: Path):
 def test_conflict_and_failing_tests_leave_true_portable_reports(torchless, tmp_path):
     sandbox = torchless
     change_upstream_branch(sandbox.upstream, "v2.11.0", tmp_path)
-    run = run_cli(sandbox.project, "apply", "--api", "put_metric", "--pr-on-failure", "--isolated")
+    # In-process (apply's and status' processes are run end to end by test_apply_local.py).
+    run = run_app(sandbox.project, "apply", "--api", "put_metric", "--pr-on-failure", "--isolated")
     assert run.code == 1, run.err
-    status = run_cli(sandbox.project, "status", "--json")
+    status = run_app(sandbox.project, "status", "--json")
     assert status.code == 1
     by_target = {b["target"]: b for b in status.json()["branches"]}
     assert by_target["v2.11.0"]["status"] == "conflict"

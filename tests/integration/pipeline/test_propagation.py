@@ -20,16 +20,24 @@ FAR_CHANGED = "torch.distributed.elastic.metrics.api.ConsoleMetricHandler (v2.7.
 
 
 def edit_upstream(upstream: Path, branch: str, tmp: Path, old: str, new: str) -> None:
-    work = tmp / f"edit-{branch}"
-    subprocess.run(["git", "clone", "--quiet", "--branch", branch, str(upstream), str(work)],
-                   check=True)
-    path = work / TEST_FILE
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    git(work, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "--quiet", "-am",
-        f"{branch}: edit")
-    git(work, "push", "--quiet", "origin", branch)
+    edit_upstream_all(upstream, tmp, [(branch, old, new)])
+
+
+def edit_upstream_all(upstream: Path, tmp: Path, edits: list[tuple[str, str, str]]) -> None:
+    """Each ``(branch, old, new)`` a commit on that upstream branch, in order, from one clone
+    and one push."""
+    branches = list(dict.fromkeys(b for b, _, _ in edits))
+    work = tmp / ("edit-" + "-".join(branches))
+    subprocess.run(["git", "clone", "--quiet", str(upstream), str(work)], check=True)
+    for branch, old, new in edits:
+        git(work, "checkout", "--quiet", branch)
+        path = work / TEST_FILE
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        git(work, "-c", "user.name=U", "-c", "user.email=u@example.com", "commit", "--quiet",
+            "-am", f"{branch}: edit")
+    git(work, "push", "--quiet", "origin", *branches)
 
 
 def by_target(result) -> dict[str, dict]:
@@ -44,9 +52,9 @@ def resolve(sandbox, target: str) -> None:
 
 
 def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
-    for branch in ("v2.12.0", "v2.11.0"):
-        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
-    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path, IMPORT, IMPORT_OWN)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED),
+        ("v2.7.1", IMPORT, IMPORT_OWN)])
     first = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests")
     assert first.code == 1
     # Conflicts are presented newest first, so the resolution can flow down.
@@ -77,28 +85,6 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
     assert "from the v2.12.0 resolution" in status.out
 
 
-def test_a_saved_variant_serves_a_neighbour(sandbox, tmp_path):
-    for branch in ("v2.12.0", "v2.11.0"):
-        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
-    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
-    resolve(sandbox, "v2.12.0")
-    saved = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                    "--skip-tests", "--no-push", "--save")
-    assert saved.code == 0, saved.out + saved.err
-    assert (sandbox.project / "patches" / "put_metric" / "v2.12.0").is_dir()
-    carried = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
-    assert carried["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
-    assert run_app(sandbox.project, "abort", "--api", "put_metric").code == 0
-    aborted = run_app(sandbox.project, "status", "--api", "put_metric", "--json")
-    assert by_target(aborted)["v2.11.0"]["series_source"] is None  # no note of what is gone
-    assert "applied from" not in run_app(sandbox.project, "status", "--api", "put_metric").out
-    again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
-    rows = by_target(again)
-    assert rows["v2.12.0"]["series_source"] is None  # its own (saved) variant
-    assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant", "via": None}
-    assert {r["status"] for r in rows.values()} == {"done"}
-
-
 def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
     # A series whose index lines name blobs the upstream has (as `backport new` writes them).
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
@@ -118,8 +104,8 @@ def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
 
 
 def test_a_conflict_being_resolved_by_hand_is_left_alone(sandbox, tmp_path):
-    for branch in ("v2.12.0", "v2.11.0"):
-        edit_upstream(sandbox.upstream, branch, tmp_path, CONTEXT, REWORDED)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED)])
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     mine = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0" / TEST_FILE
     mine.write_text("# half way through my own resolution\n", encoding="utf-8")
@@ -143,10 +129,9 @@ def chain_world(sandbox, tmp_path) -> None:
     of its own at the same place, which conflicts with the resolution's FAR_12 -> FAR, but not
     with the v2.11.0 result, which leaves that line alone.
     """
-    for branch in ("v2.12.0", "v2.11.0", "v2.7.1"):
-        edit_upstream(sandbox.upstream, branch, tmp_path / "reword", CONTEXT, REWORDED)
-    edit_upstream(sandbox.upstream, "v2.12.0", tmp_path / "far", FAR, FAR_12)
-    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "far", FAR, FAR_CHANGED)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        *((branch, CONTEXT, REWORDED) for branch in ("v2.12.0", "v2.11.0", "v2.7.1")),
+        ("v2.12.0", FAR, FAR_12), ("v2.7.1", FAR, FAR_CHANGED)])
 
 
 def test_a_propagated_result_serves_the_next_older_branch(sandbox, tmp_path):
@@ -173,17 +158,26 @@ def test_a_propagated_result_serves_the_next_older_branch(sandbox, tmp_path):
 
 
 def test_a_chain_from_a_saved_variant_in_a_parallel_apply(sandbox, tmp_path):
-    """The older branch waits for the newer ones' apply before it tries their results."""
+    """The older branch waits for the newer ones' apply before it tries their results. Also: a
+    saved variant serves a neighbour (v2.11.0), and an abort leaves no note of what is gone."""
     chain_world(sandbox, tmp_path)
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     resolve(sandbox, "v2.12.0")
-    assert run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                   "--skip-tests", "--no-push", "--save").code == 0
+    saved = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                    "--skip-tests", "--no-push", "--save")
+    assert saved.code == 0, saved.out + saved.err
+    assert (sandbox.project / "patches" / "put_metric" / "v2.12.0").is_dir()
+    carried = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
+    assert carried["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
     assert run_app(sandbox.project, "abort", "--api", "put_metric").code == 0
+    aborted = run_app(sandbox.project, "status", "--api", "put_metric", "--json")
+    assert by_target(aborted)["v2.11.0"]["series_source"] is None  # no note of what is gone
+    assert "applied from" not in run_app(sandbox.project, "status", "--api", "put_metric").out
     again = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
                     "--jobs", "4", "--json")
     rows = by_target(again)
     assert {r["status"] for r in rows.values()} == {"done"}, again.out
+    assert rows["v2.12.0"]["series_source"] is None  # its own (saved) variant
     assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "variant", "via": None}
     assert rows["v2.7.1"]["series_source"] == {
         "branch": "v2.11.0", "kind": "propagated",
@@ -196,11 +190,11 @@ API_LINE_11 = "from torch.distributed.elastic.metrics.api import (  # v2.11.0's 
 
 def test_a_resolution_goes_in_with_its_context_ignored_where_each_change_has_one_place(
         sandbox, tmp_path):
-    for branch in ("v2.12.0", "v2.11.0"):
-        edit_upstream(sandbox.upstream, branch, tmp_path / "reword", CONTEXT, REWORDED)
     # v2.11.0 changed the line right after the import the patch replaces: even v2.12.0's
     # resolution conflicts there as `git am -3`, yet its change has one place in the file.
-    edit_upstream(sandbox.upstream, "v2.11.0", tmp_path / "api", API_LINE, API_LINE_11)
+    edit_upstream_all(sandbox.upstream, tmp_path, [
+        ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED),
+        ("v2.11.0", API_LINE, API_LINE_11)])
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     resolve(sandbox, "v2.12.0")
     done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
@@ -220,18 +214,22 @@ def test_a_resolution_goes_in_with_its_context_ignored_where_each_change_has_one
     assert "忽略补丁上下文行后应用" in pr_body(sandbox.project, "v2.11.0")
 
 
-def findings_of(project, target: str) -> dict:
+def applies_findings(project) -> dict[str, dict]:
+    """target -> the ``applies`` finding of one `check` of put_metric."""
     result = run_app(project, "check", "--json", "--api", "put_metric")
-    (found,) = [f for f in result.json()["findings"]
-                if f["subject"] == f"put_metric on {target}" and f["check"] == "applies"]
-    return found
+    found = [f for f in result.json()["findings"] if f["check"] == "applies"]
+    by = {f["subject"].removeprefix("put_metric on "): f for f in found}
+    assert len(by) == len(found) == 4, result.out
+    return by
 
 
 def test_check_says_which_recorded_or_sibling_series_applies_where_the_own_conflicts(
         sandbox, tmp_path):
+    """Also: a branch is not served what was carried from its own resolution (a redo of
+    v2.12.0 conflicts again and tries none of the results its resolution made)."""
     chain_world(sandbox, tmp_path)
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
-    conflicted = findings_of(sandbox.project, "v2.11.0")
+    conflicted = applies_findings(sandbox.project)["v2.11.0"]
     assert conflicted["ok"] is False  # nothing resolved yet: nothing else to try
     resolve(sandbox, "v2.12.0")
     assert run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
@@ -242,33 +240,27 @@ def test_check_says_which_recorded_or_sibling_series_applies_where_the_own_confl
     assert check.code == 0, check.out + check.err
     assert journal.read_bytes() == before  # check writes nothing of the run
     assert not (journal.parent / "resolutions" / "v2.12.0").exists()
-    own = findings_of(sandbox.project, "v2.12.0")
+    found = {f["subject"].removeprefix("put_metric on "): f for f in check.json()["findings"]
+             if f["check"] == "applies"}
+    own = found["v2.12.0"]
     assert own["ok"] and own["warning"]
     assert "its own series conflicts" in own["detail"]
     assert "the v2.12.0 resolution applies instead" in own["detail"]
-    chained = findings_of(sandbox.project, "v2.7.1")
+    chained = found["v2.7.1"]
     assert chained["ok"] and chained["warning"]
     assert ("the v2.7.1 result, itself from the v2.12.0 resolution via v2.11.0 applies instead"
             in chained["detail"])
-    assert findings_of(sandbox.project, "master") == {**findings_of(sandbox.project, "master"),
-                                                      "ok": True, "warning": False}
+    assert found["master"]["ok"] is True and found["master"]["warning"] is False
 
     # Upstream moves on so that no carried series fits v2.7.1 any more: a problem again.
-    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "moved", IMPORT, IMPORT_OWN)
-    edit_upstream(sandbox.upstream, "v2.7.1", tmp_path / "moved2",
-                  "from torch.distributed.elastic.metrics.api import (\n",
-                  "from torch.distributed.elastic.metrics.api import (  # moved\n")
-    gone = findings_of(sandbox.project, "v2.7.1")
+    edit_upstream_all(sandbox.upstream, tmp_path / "moved", [
+        ("v2.7.1", IMPORT, IMPORT_OWN),
+        ("v2.7.1", "from torch.distributed.elastic.metrics.api import (\n",
+         "from torch.distributed.elastic.metrics.api import (  # moved\n")])
+    gone = applies_findings(sandbox.project)["v2.7.1"]
     assert gone["ok"] is False
     assert "also tried: the v2.7.1 result" in gone["detail"]
 
-
-def test_a_branch_is_not_served_what_was_carried_from_its_own_resolution(sandbox, tmp_path):
-    chain_world(sandbox, tmp_path)
-    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
-    resolve(sandbox, "v2.12.0")
-    assert run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                   "--skip-tests", "--no-push").code == 0
     # Redone from scratch, v2.12.0 conflicts again: the v2.11.0 and v2.7.1 results came from
     # its own (now dropped) resolution, so they are not offered back to it.
     redo = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--force",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
 from backport.records import TestResult as Result
 from backport.states import Status
-from tests.helpers.project import git, rev
+from tests.helpers.project import edit_config, git, rev
 from tests.helpers.runs import NAME, TARGETS, Events, apply, project_of, prs, statuses
 
 
@@ -93,8 +94,10 @@ def test_failed_and_stopped_branches_are_worked_on_again(sandbox: Sandbox) -> No
 
 
 # -- apply ------------------------------------------------------------------------------------
-def test_apply_keeps_the_commit_when_nothing_moved(sandbox: Sandbox) -> None:
+def test_apply_keeps_the_commit_when_nothing_moved_and_redoes_it_on_a_moved_base(
+        sandbox: Sandbox, tmp_path: Path) -> None:
     first, _ = apply(sandbox, skip_tests=True, no_push=True)
+    before = {r.target: r for r in first.records}
     commits = {r.target: r.commit for r in first.records}
     again, events = apply(sandbox, skip_tests=True, no_push=True)
     assert {r.target: r.commit for r in again.records} == commits
@@ -102,10 +105,6 @@ def test_apply_keeps_the_commit_when_nothing_moved(sandbox: Sandbox) -> None:
         assert events.said(target, "apply") == [
             f"kept {commits[target][:9]} from the previous run"]
 
-
-def test_apply_redoes_the_commit_on_a_moved_base(sandbox: Sandbox, tmp_path: Path) -> None:
-    first, _ = apply(sandbox, skip_tests=True, no_push=True)
-    before = {r.target: r for r in first.records}
     moved = move_upstream(sandbox, tmp_path, "v2.11.0")
     again, events = apply(sandbox, skip_tests=True, no_push=True)
     after = {r.target: r for r in again.records}
@@ -128,16 +127,14 @@ def test_a_hand_made_commit_survives_a_moved_base(sandbox: Sandbox, tmp_path: Pa
     assert events.said("master", "apply") == [f"kept {rec.commit[:9]} from the previous run"]
 
 
-def test_force_redoes_the_apply(sandbox: Sandbox) -> None:
+def test_force_redoes_the_apply_and_a_gone_worktree_is_applied_again(sandbox: Sandbox) -> None:
     apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
-    _, events = apply(sandbox, skip_tests=True, no_push=True, force=True, branches=("v2.7.1",))
+    forced, events = apply(sandbox, skip_tests=True, no_push=True, force=True,
+                           branches=("v2.7.1",))
     assert "applied" in events.steps("v2.7.1")
     assert not any(d.startswith("kept") for d in events.said("v2.7.1", "apply"))
 
-
-def test_a_gone_worktree_is_applied_again(sandbox: Sandbox) -> None:
-    first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
-    (rec,) = first.records
+    (rec,) = forced.records
     assert rec.worktree
     git(Path(rec.worktree), "worktree", "remove", "--force", rec.worktree)
     again, events = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
@@ -161,6 +158,12 @@ def test_a_passing_result_of_the_same_commit_is_kept(sandbox: Sandbox) -> None:
 @pytest.mark.parametrize("change", ["failed", "other-commit", "force"])
 def test_a_result_is_not_kept_when_it_failed_is_of_another_commit_or_forced(
         sandbox: Sandbox, change: str) -> None:
+    # The rule is the subject, not torch: the tests run again on an interpreter without it
+    # (and fail at once; tests/system runs them on torch).
+    def torchless(data: dict) -> None:
+        for env in data["environments"].values():
+            env["python"] = sys.executable
+    edit_config(sandbox, torchless)
     first, _ = apply(sandbox, skip_tests=True, no_push=True, branches=("v2.7.1",))
     (rec,) = first.records
     result = Result(ok=change != "failed", exit_code=0 if change != "failed" else 1,
@@ -179,7 +182,8 @@ def test_skip_tests_records_a_skipped_result(sandbox: Sandbox) -> None:
 
 
 # -- push -------------------------------------------------------------------------------------
-def test_push_skips_a_fork_branch_already_at_the_commit(sandbox: Sandbox) -> None:
+def test_push_skips_a_fork_branch_already_at_the_commit_and_leaves_one_someone_else_moved(
+        sandbox: Sandbox, tmp_path: Path) -> None:
     first, _ = apply(sandbox, skip_tests=True, no_pr=True, branches=("v2.7.1",))
     (rec,) = first.records
     assert rec.status == Status.PUSHED and rec.pushed_sha == rec.commit
@@ -188,10 +192,6 @@ def test_push_skips_a_fork_branch_already_at_the_commit(sandbox: Sandbox) -> Non
         f"test-put-metric-v2.7.1 already at {rec.commit[:9]}"]
     assert "pushing" not in events.steps("v2.7.1")
 
-
-def test_push_leaves_a_fork_branch_someone_else_moved(sandbox: Sandbox, tmp_path: Path) -> None:
-    first, _ = apply(sandbox, skip_tests=True, no_pr=True, branches=("v2.7.1",))
-    (rec,) = first.records
     work = tmp_path / "someone"
     git(tmp_path, "clone", "--quiet", "--branch", "test-put-metric-v2.7.1", str(sandbox.fork),
         str(work))
