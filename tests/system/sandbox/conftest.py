@@ -17,6 +17,7 @@ from backport.envs.kept import KeepPolicy, stop_kept_workers
 from backport.envs.model import Probe
 from backport.envs.probe import probe
 from tests.helpers.processes import wait_gone
+from tests.helpers.sandbox_writes import project  # noqa: F401  (a fixture of these tests)
 
 
 @pytest.fixture

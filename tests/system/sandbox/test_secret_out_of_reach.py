@@ -20,9 +20,9 @@ from backport.envs.kept import KeepPolicy
 from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
+from tests.helpers.sandbox_writes import run_writer
 
 from .conftest import needs_namespaces
-from .test_read_only_outside import project, run_writer  # noqa: F401  (project: a fixture)
 
 SECRET = "gtk-sandbox-secret-5f1d9c"
 
@@ -95,7 +95,7 @@ def test_isolated_run_finds_no_secret(plain_env: Environment, holder: int,
 @pytest.mark.torch
 @pytest.mark.parametrize("keeping", [False, True], ids=["own-worker", "kept-worker"])
 def test_a_forked_test_finds_no_secret_and_writes_only_its_worktree(
-        torch_env: Environment, torch_probe: Probe, holder: int, project: Path,  # noqa: F811
+        torch_env: Environment, torch_probe: Probe, holder: int, project: Path,
         tmp_path: Path, kept: KeepPolicy, keeping: bool) -> None:
     """Both checks of a test forked from a warm worker, in one worker (one torch import): the
     walker of this file, then test_read_only_outside.py's writer."""
