@@ -2,7 +2,8 @@
 
 Runs pytest the way ``scripts/test.sh`` does (after its set-up, lint and types) as a child
 subreaper, so processes that outlive their parent (kept warm workers) are still reaped and
-counted. Prints one line per run and the median; timing lives here, never in a test.
+counted, and says how much of the CPU they took, by the script they ran. Prints one line per
+run and the median; timing lives here, never in a test.
 
 Usage: .venv/bin/python bench/suite_time.py [--repeat N] [--workers N|auto] [PYTEST ARGS...]
 """
@@ -10,9 +11,9 @@ Usage: .venv/bin/python bench/suite_time.py [--repeat N] [--workers N|auto] [PYT
 from __future__ import annotations
 
 import argparse
+import collections
 import ctypes
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -31,30 +32,66 @@ def become_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
-def one_run(argv: list[str], linger: float = 30.0) -> tuple[float, float, int]:
+def one_run(argv: list[str], linger: float = 30.0) -> tuple[float, float, float, int]:
     """Run ``argv``; reap every child as it ends (orphans included, so none stays a zombie
     that a test waiting for a process group to vanish would still see); then wait up to
-    ``linger`` seconds for the last orphans (kept workers stopped at the suite's end)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ``linger`` seconds for the last orphans (kept workers stopped at the suite's end).
+    Returns wall seconds, CPU seconds of all, CPU seconds of the orphans (processes that
+    outlived the test that started them: kept workers, daemons), and pytest's exit code."""
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=ROOT)
     code: int | None = None
-    while code is None:
-        pid, status = os.waitpid(-1, 0)
-        if pid == proc.pid:
-            code = os.waitstatus_to_exitcode(status)
-    wall = time.monotonic() - start
-    deadline = time.monotonic() + linger
-    while time.monotonic() < deadline:
+    cpu = orphans = 0.0
+    deadline = None
+    names: dict[int, str] = {}  # orphan pid -> its command line, seen while it ran
+    while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             break
         if pid == 0:
-            time.sleep(0.1)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, code
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            _note_orphans(names, proc.pid)
+            time.sleep(0.2)
+            continue
+        spent = usage.ru_utime + usage.ru_stime
+        cpu += spent
+        if pid == proc.pid:
+            code = os.waitstatus_to_exitcode(status)
+            wall = time.monotonic() - start
+            deadline = time.monotonic() + linger
+        else:
+            orphans += spent
+            ORPHANS[_kind(names.get(pid, "?"))] += spent
+    assert code is not None
+    return wall, cpu, orphans, code
+
+
+ORPHANS: collections.Counter[str] = collections.Counter()
+
+
+def _note_orphans(names: dict[int, str], own: int) -> None:
+    """Remember the command line of each process re-parented to this one (not pytest)."""
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) in names or int(entry.name) == own:
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            if int(stat.rpartition(")")[2].split()[1]) == me:
+                names[int(entry.name)] = Path(entry.path, "cmdline").read_bytes().replace(
+                    b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+def _kind(cmdline: str) -> str:
+    """A short name for an orphan's command line: the last script it names (a sandbox's
+    command comes after the launcher's own)."""
+    words = [w for w in cmdline.split() if not w.startswith("-")]
+    scripts = [w for w in words if w.endswith(".py")]
+    return Path(scripts[-1]).name if scripts else " ".join(words[:2])[:60]
 
 
 def main() -> int:
@@ -75,9 +112,13 @@ def main() -> int:
     root = tempfile.mkdtemp(prefix="suite-time-")
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", root)
     for n in range(args.repeat):
-        wall, cpu, code = one_run(argv)
+        wall, cpu, orphans, code = one_run(argv)
         walls.append(wall)
-        print(f"run {n + 1}: wall {wall:.1f} s, CPU {cpu:.1f} s, exit {code}", flush=True)
+        print(f"run {n + 1}: wall {wall:.1f} s, CPU {cpu:.1f} s (of which {orphans:.1f} s in "
+              f"processes that outlived their test), exit {code}", flush=True)
+        for kind, spent in ORPHANS.most_common(8):
+            print(f"  outlived their test: {spent:7.1f} s  {kind}")
+        ORPHANS.clear()
     print(f"median wall {statistics.median(walls):.1f} s over {args.repeat} run(s); "
           f"{os.cpu_count()} CPUs; load {load:.2f} at start, {os.getloadavg()[0]:.2f} at end")
     return 0

@@ -14,6 +14,12 @@ PACKAGE = Path(backport.__file__).parent
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, parsed once per test process (the scans share it)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def _names(cell: str) -> set[str]:
     """Module names of the code spans in a table cell: `git/` -> git, `envs/model.py` -> envs.model."""
     spans = re.findall(r"`([A-Za-z_][A-Za-z0-9_/]*(?:\.py)?)`", cell)
@@ -62,7 +68,7 @@ def imported_modules(path: Path, module: str) -> set[str]:
     ``module`` is the importing module's own relative name (``report.summary``); relative imports
     are resolved against it, and ``from backport.x import name`` yields ``x`` and ``x.name``.
     """
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed(path)
     own = ["backport", *module.split(".")] if module != "__init__" else ["backport"]
     package = own if path.name == "__init__.py" else own[:-1]
     found: set[str] = set()
@@ -155,7 +161,7 @@ def git_processes(path: Path) -> list[str]:
     """What in ``path`` starts git other than through the runner: GitPython, or a call of any
     process function whose argv starts with ``"git"``."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "git"]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -191,7 +197,7 @@ def process_imports(path: Path) -> list[str]:
     """Imports in ``path`` of a way to start a process other than `backport.process`:
     ``subprocess``, GitPython, ``os.system`` / ``os.popen`` / ``os.exec*`` / ``os.spawn*``."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [f"line {node.lineno}: import {a.name}" for a in node.names
                       if a.name.split(".")[0] in ("subprocess", "git", "pty")]
@@ -229,7 +235,7 @@ def _modules_spelling(text: str) -> set[str]:
     """Modules with a string constant that contains ``text``."""
     found = set()
     for module, path in package_modules().items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if text in node.value:
                     found.add(module)
@@ -245,7 +251,7 @@ def test_not_found_is_defined_once() -> None:
     # Other "not found" strings match what git or a forge says; only the evidence value counts.
     defining = set()
     for module, path in package_modules().items():
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in parsed(path).body:
             value = getattr(node, "value", None)
             if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(value, ast.Constant):
                 if value.value == "not found":
@@ -263,7 +269,7 @@ def test_pipeline_changes_records_only_by_named_transitions() -> None:
     change is a named transition of the value."""
     found = []
     for path in sorted((PACKAGE / "pipeline").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("replace", "update", "change", "fail", "stop")
                     and node.keywords and not _on_self(node)):
@@ -279,7 +285,7 @@ SCHEDULER_CALLS = ("submit", "ended", "finished", "wait", "wait_newer", "Schedul
 def handed_closures(path: Path) -> list[str]:
     """Lambdas, nested functions and partials that ``path`` hands to the scheduler or the pool
     (the schedule is told of jobs and step names, never given a function to call later)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     nested = {inner.name for outer in ast.walk(tree) if isinstance(outer, ast.FunctionDef)
               for inner in ast.walk(outer)
               if isinstance(inner, ast.FunctionDef) and inner is not outer}
@@ -331,7 +337,7 @@ def test_the_step_list_names_every_step() -> None:
     assert len(set(names)) == len(names)
     defined = {node.name.removesuffix("_step")
                for path in sorted((PACKAGE / "pipeline").glob("*.py"))
-               for node in ast.parse(path.read_text(encoding="utf-8")).body
+               for node in parsed(path).body
                if isinstance(node, ast.FunctionDef) and node.name.endswith("_step")
                and not node.name.startswith(("_", "run_"))}
     assert defined == set(names)
@@ -370,7 +376,7 @@ def private_imports(path: Path) -> list[str]:
     """Names with a leading underscore that ``path`` imports from another module of the package,
     or reads off a name it imported from one (``Status._value2member_map_``): a name shared
     between modules is public; one used by a single module lives there."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     found, imported = [], set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("backport")):
@@ -416,7 +422,7 @@ def imports_of_test_modules(root: Path) -> list[str]:
     found = []
     for path in sorted(root.rglob("*.py")):
         package = ["tests", *path.parent.relative_to(root).parts]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -516,7 +522,7 @@ def evidence_keys_spelled(path: Path, keys: Sequence[str]) -> set[str]:
     alone where the key is no plain word (``HEAD_COMMIT``, not ``NPU``); docstrings and f-string
     parts count."""
     spelled = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             for key in keys:
                 if (node.value == key and "_" in key) or re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}=", node.value):
