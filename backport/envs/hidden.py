@@ -65,15 +65,33 @@ def helper_paths(value: str) -> list[str]:
 
 
 def to_hide(places: Iterable[str], keep: Iterable[str]) -> tuple[str, ...]:
-    """The existing ``places`` (real paths) that hold none of the folders in ``keep`` (the
-    writable folders and the interpreter: hiding a folder that holds them would break the run)."""
+    """The existing ``places`` (real paths) to cover, where none holds a folder of ``keep``
+    (the writable folders: a kept worker's socket folder in the runtime folder). A place that
+    holds one is covered entry by entry instead, but for the entries on the way to it; a
+    symbolic link inside is covered where it leads, unless that holds one too, and never
+    walked through."""
     kept = [os.path.realpath(k) for k in keep]
-    out = set()
+    out: set[str] = set()
+
+    def cover(path: str, descend: bool = True) -> None:
+        if not os.path.lexists(path):
+            return
+        holding = [k for k in kept if k == path or k.startswith(path.rstrip("/") + "/")]
+        if not holding:
+            out.add(path)
+            return
+        if not descend or path in holding or not os.path.isdir(path):
+            return  # the writable folder itself, or a link's target that holds one
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.is_symlink():  # covered where it leads, never walked through
+                cover(os.path.realpath(entry.path), descend=False)
+            else:
+                cover(entry.path)
+
     for place in places:
-        real = os.path.realpath(place)
-        if not os.path.lexists(real):
-            continue
-        if any(k == real or k.startswith(real.rstrip("/") + "/") for k in kept):
-            continue
-        out.add(real)
+        cover(os.path.realpath(place))
     return tuple(sorted(out))

@@ -56,3 +56,19 @@ def test_only_existing_places_are_covered_and_never_one_holding_a_writable_folde
     found = to_hide([str(ssh), str(creds), str(tmp_path / "missing"), str(runtime), str(link)],
                     keep=[str(runtime / "work")])
     assert found == tuple(sorted({str(ssh), str(creds)}))  # the link is its target
+
+
+def test_a_place_holding_a_writable_folder_is_covered_around_it(tmp_path: Path) -> None:
+    """A kept worker's socket folder in the runtime folder: the agents and buses beside it
+    are covered one by one; the way to it and the folder stay; a link is never walked."""
+    runtime = tmp_path / "run"
+    sockets = runtime / "backport" / "sockets"
+    sockets.mkdir(parents=True)
+    (runtime / "backport" / "notes").write_text("x")
+    (runtime / "bus").write_text("a socket")
+    (runtime / "gnupg").mkdir()
+    (runtime / "to-root").symlink_to("/")
+    (runtime / "to-bus").symlink_to(runtime / "bus")
+    found = to_hide([str(runtime)], keep=[str(sockets)])
+    assert found == tuple(sorted({str(runtime / "bus"), str(runtime / "gnupg"),
+                                  str(runtime / "backport" / "notes")}))
