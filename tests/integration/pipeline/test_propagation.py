@@ -51,6 +51,13 @@ def resolve(sandbox, target: str) -> None:
     (worktree / TEST_FILE).write_text(patched.replace(CONTEXT, REWORDED), encoding="utf-8")
 
 
+def continue_resolved(sandbox):
+    """v2.12.0 resolved by the maintainer (:func:`resolve`), then `continue --json` from it."""
+    resolve(sandbox, "v2.12.0")
+    return run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
+                   "--skip-tests", "--json")
+
+
 def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
     edit_upstream_all(sandbox.upstream, tmp_path, [
         ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED),
@@ -62,9 +69,7 @@ def test_one_resolution_serves_the_older_branches(sandbox, tmp_path):
              if "does not apply" in line]
     assert lines == ["v2.12.0", "v2.11.0", "v2.7.1"], first.out
 
-    resolve(sandbox, "v2.12.0")
-    done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                   "--skip-tests", "--json")
+    done = continue_resolved(sandbox)
     assert done.code == 1, done.err  # v2.7.1 still conflicts
     rows = by_target(done)
     assert rows["v2.12.0"]["status"] == "done" and rows["v2.12.0"]["series_source"] is None
@@ -109,9 +114,7 @@ def test_a_conflict_being_resolved_by_hand_is_left_alone(sandbox, tmp_path):
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
     mine = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0" / TEST_FILE
     mine.write_text("# half way through my own resolution\n", encoding="utf-8")
-    resolve(sandbox, "v2.12.0")
-    done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                   "--skip-tests", "--json")
+    done = continue_resolved(sandbox)
     assert "left alone: its conflict is being resolved by hand" in done.err
     assert mine.read_text(encoding="utf-8") == "# half way through my own resolution\n"
     status = by_target(run_app(sandbox.project, "status", "--api", "put_metric", "--json"))
@@ -137,9 +140,7 @@ def chain_world(sandbox, tmp_path) -> None:
 def test_a_propagated_result_serves_the_next_older_branch(sandbox, tmp_path):
     chain_world(sandbox, tmp_path)
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
-    resolve(sandbox, "v2.12.0")
-    done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                   "--skip-tests", "--json")
+    done = continue_resolved(sandbox)
     assert done.code == 0, done.out + done.err
     rows = by_target(done)
     assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}
@@ -196,9 +197,7 @@ def test_a_resolution_goes_in_with_its_context_ignored_where_each_change_has_one
         ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED),
         ("v2.11.0", API_LINE, API_LINE_11)])
     assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
-    resolve(sandbox, "v2.12.0")
-    done = run_app(sandbox.project, "continue", "--api", "put_metric", "--branch", "v2.12.0",
-                   "--skip-tests", "--json")
+    done = continue_resolved(sandbox)
     assert done.code == 0, done.out + done.err
     rows = by_target(done)
     assert rows["v2.11.0"]["series_source"] == {"branch": "v2.12.0", "kind": "resolution", "via": None}

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from backport.config.model import Environment
-from backport.envs.kept import KeepPolicy, stop_kept_workers
+from backport.envs.kept import KeepPolicy
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.probe import LOAD_CHECK_TIMEOUT, probe
 from backport.envs.worker import EarlyWorker
-from tests.helpers.processes import wait_gone
+from tests.helpers.kept_folders import private_kept_folder
 
 
 @pytest.fixture(scope="session")
@@ -104,13 +103,5 @@ def kept() -> Iterator[KeepPolicy]:
 
     The folder is short on purpose: a Unix socket's path has a limit of about 100 bytes.
     """
-    folder = Path(tempfile.mkdtemp(prefix="bpk-"))
-    os.chmod(folder, 0o700)
-    policy = KeepPolicy(folder, idle=600.0)
-    try:
-        yield policy
-    finally:
-        pids = stop_kept_workers(folder)
-        gone = [wait_gone(pid) for pid in pids]
-        shutil.rmtree(folder, ignore_errors=True)
-        assert all(gone), f"kept workers {pids} did not end"
+    with private_kept_folder() as folder:
+        yield KeepPolicy(folder, idle=600.0)

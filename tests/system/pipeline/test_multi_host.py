@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,11 +25,10 @@ from pathlib import Path
 import pytest
 
 from backport.demo.sandbox import TEST_PATH, Sandbox
-from backport.envs.kept import stop_kept_workers
 from backport.report import regions as rg
 from tests.helpers.evidence import evidence_fields, evidence_text, shared_record
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.helpers.processes import wait_gone
+from tests.helpers.kept_folders import private_kept_folder
 from tests.helpers.project import TOKEN, Result, git, needs_torch, run_app
 
 pytestmark = needs_torch
@@ -83,15 +81,8 @@ def _real_test_files(sandbox: Sandbox, work: Path) -> None:
 def kept_here() -> Iterator[Path]:
     """The kept warm workers of this test's hosts (short: a socket path has a length limit),
     stopped after it."""
-    folder = Path(tempfile.mkdtemp(prefix="bpk-"))
-    os.chmod(folder, 0o700)
-    try:
+    with private_kept_folder() as folder:
         yield folder
-    finally:
-        pids = stop_kept_workers(folder)
-        gone = [wait_gone(pid) for pid in pids]
-        shutil.rmtree(folder, ignore_errors=True)
-        assert all(gone), f"kept workers {pids} did not end"
 
 
 @pytest.fixture

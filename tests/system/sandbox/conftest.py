@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,10 +11,10 @@ import pytest
 
 from backport.config.model import Environment
 from backport.envs import sandbox
-from backport.envs.kept import KeepPolicy, stop_kept_workers
+from backport.envs.kept import KeepPolicy
 from backport.envs.model import Probe
 from backport.envs.probe import probe
-from tests.helpers.processes import wait_gone
+from tests.helpers.kept_folders import private_kept_folder
 from tests.helpers.sandbox_writes import project  # noqa: F401  (a fixture of these tests)
 
 
@@ -45,15 +43,8 @@ def torch_probe(torch_env: Environment) -> Probe:
 @pytest.fixture
 def kept() -> Iterator[KeepPolicy]:
     """Kept warm workers in a private (short) folder of this test, stopped after it."""
-    folder = Path(tempfile.mkdtemp(prefix="bpk-"))
-    os.chmod(folder, 0o700)
-    try:
+    with private_kept_folder() as folder:
         yield KeepPolicy(folder, idle=600.0)
-    finally:
-        pids = stop_kept_workers(folder)
-        gone = [wait_gone(pid) for pid in pids]
-        shutil.rmtree(folder, ignore_errors=True)
-        assert all(gone), f"kept workers {pids} did not end"
 
 
 @pytest.fixture
