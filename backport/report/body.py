@@ -361,7 +361,8 @@ def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
     configured = ctx.branch_map.targets.get(view.target)
     facts = ef.Facts(record=view, upstream=ctx.branch_map.upstream, api=ctx.patch_set.api,
                      configured_env=configured.env if configured else None,
-                     source=ctx.patch_set.source)
+                     source=ctx.patch_set.source,
+                     ran_in_envs=tuple(b.target for b in ctx.branches if b.env and b.env.probe))
     return "\n".join(ef.written(facts))
 
 

@@ -56,6 +56,9 @@ class Facts:
     api: str | None  # None: the set names no API (no API= line)
     configured_env: str | None = None  # the environment branches.yaml names for the target
     source: SourcePr | None = None  # the upstream PR the set was made from
+    # The branches whose records say they were run in an environment (None: not known); only
+    # those are named as sharing this branch's environment.
+    ran_in_envs: tuple[str, ...] | None = None
 
     @property
     def test(self) -> TestResult | None:
@@ -135,7 +138,8 @@ def _visible_write(facts: Facts) -> str:
 def _env_write(facts: Facts) -> str:
     env = facts.env
     name = _val((env.name if env else None) or facts.configured_env)
-    shared = [s for s in env.shared_with if s != facts.record.target] if env else []
+    shared = [s for s in env.shared_with if s != facts.record.target
+              and (facts.ran_in_envs is None or s in facts.ran_in_envs)] if env else []
     if shared and env and env.name:
         name += f" (shared with {', '.join(shared)})"
     return name

@@ -9,6 +9,8 @@ import pytest
 
 from backport.config import load_branch_map
 from backport.pipeline.steps import env_evidence
+from backport.report.body import evidence_text
+from tests.helpers.report_fixtures import context, records
 
 MAP = """forge: {forge}
 upstream: Ascend/pytorch
@@ -43,3 +45,20 @@ def test_shared_with_names_only_the_sets_branches(tmp_path: Path) -> None:
     assert evidence.shared_with == ("v2.11.0", "v2.12.0")
     every = env_evidence(bm, "e1", None, "", False, among=tuple(bm.targets))
     assert every.shared_with == ("v2.11.0", "v2.12.0", "master")
+
+
+def test_a_branch_that_did_not_run_in_the_environment_is_not_named_as_sharing_it() -> None:
+    """master conflicted (no probe, no test): v2.12.0's evidence shares its environment with
+    nobody, as the body's prose says."""
+    recs = records()
+    assert "ENVIRONMENT=torch-2.12.0 (shared with master)" in evidence_text(
+        *_view(context("v2.12.0", recs=recs)))
+    master = next(r for r in recs if r["target"] == "master")
+    master.update(status="conflict", test=None, env=None, commit=None, pushed_sha=None, pr=None)
+    lines = evidence_text(*_view(context("v2.12.0", recs=recs))).splitlines()
+    assert "ENVIRONMENT=torch-2.12.0" in lines
+
+
+def _view(ctx):
+    (view,) = [b for b in ctx.branches if b.target == ctx.target]
+    return view, ctx
