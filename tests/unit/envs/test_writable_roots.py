@@ -24,3 +24,16 @@ def test_a_folder_inside_a_writable_one_is_no_root_of_its_own(tmp_path: Path) ->
 def test_the_same_roots_with_or_without_a_folder_in_the_temporary_one() -> None:
     inside_temp = Path(tempfile.gettempdir()) / "p" / ".backport" / "worktrees"
     assert sandbox.writable_roots([inside_temp]) == sandbox.writable_roots()
+
+
+def test_a_helper_naming_a_folder_covers_nothing(tmp_path: Path) -> None:
+    """`credential.helper = store --file ~` names a folder: a store is a file, so nothing of
+    the home folder is covered for it; a file it names is."""
+    store = tmp_path / "creds"
+    store.write_text("https://u:t@gitcode.com\n")
+    try:
+        sandbox.hide_also([str(tmp_path), str(store)])
+        hidden = sandbox.hidden_places()
+        assert str(store) in hidden and str(tmp_path) not in hidden
+    finally:
+        sandbox.hide_also([])
