@@ -1,0 +1,138 @@
+"""Which processes a command's CPU went to: every process it started, by kind, with its argv.
+
+Turns on the kernel's process accounting (``acct(2)``: needs root) for the run, so every
+process that ends is counted, kept warm workers and their forks included, and records each
+``execve`` with ``strace`` to name them. Prints the CPU seconds by kind (warm worker, fork of a
+warm worker, probe, pip, ``python -m venv``'s ensurepip, backport CLI, git, ...) and the
+costliest processes. Accounting counts CPU in 1/100 s ticks, rounded down per process: the
+many short git processes show as about zero here (``GIT_TRACE2_EVENT`` counts them).
+
+Usage: sudo .venv/bin/python bench/process_cpu.py [--top N] -- COMMAND...
+e.g.   .venv/bin/python bench/process_cpu.py -- .venv/bin/python -m pytest -q -n auto tests/system
+
+Processes still running when the command ends (kept workers) are not counted; stop them
+first or let the idle timeout end them. Raise ``/proc/sys/kernel/pid_max`` on a long run so no
+pid is used twice (this script warns when one was).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import ctypes
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+RECORD = struct.Struct("<BBHIIIIIIf8H16s")  # struct acct_v3 (linux/acct.h), 64 bytes
+TICKS = 100.0  # AHZ: accounting's clock ticks per second
+EXECVE = re.compile(r'^(\d+)\s+execve\("[^"]*", \[(.*)\], 0x[0-9a-f]+ /\* \d+ vars \*/\) = 0')
+ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
+KINDS = (  # first match wins; a process that never exec'd is named by its nearest exec'd parent
+    ("ensurepip (python -m venv)", r"ignore::DeprecationWarning -c"),
+    ("warm worker", r"warm_worker\.py"),
+    ("probe", r"probe_env\.py"),
+    ("sandbox init", r"sandbox_init\.py"),
+    ("pip", r"(^|/)pip3?( |$)|-m pip|pip-runner|_FOREIGN_PIP|runpy\.run_module\('pip'"),
+    ("backport CLI", r"(^|/)backport( |$)|-m backport"),
+    ("pytest", r"pytest|exec\(eval\(sys\.stdin"),
+    ("a branch's test file", r"(^| )test/\S+\.py"),
+    ("git", r"(^|/)git(-[a-z-]+)?( |$)"),
+)
+
+
+@dataclass(frozen=True)
+class Ended:
+    pid: int
+    ppid: int
+    comm: str
+    cpu: float  # user + system seconds
+
+
+def comp_t(value: int) -> int:
+    """A ``comp_t`` (13-bit mantissa, 3-bit base-8 exponent) as an integer."""
+    return (value & 0x1FFF) << (3 * (value >> 13))
+
+
+def read_accounting(data: bytes) -> list[Ended]:
+    ended = []
+    for offset in range(0, len(data) - RECORD.size + 1, RECORD.size):
+        fields = RECORD.unpack_from(data, offset)
+        pid, ppid, utime, stime, comm = fields[6], fields[7], fields[10], fields[11], fields[18]
+        cpu = (comp_t(utime) + comp_t(stime)) / TICKS
+        ended.append(Ended(pid, ppid, comm.split(b"\0")[0].decode(errors="replace"), cpu))
+    return ended
+
+
+def read_execs(text: str) -> dict[int, str]:
+    """pid -> the command line of its last successful execve."""
+    found = {}
+    for line in text.splitlines():
+        match = EXECVE.match(line)
+        if match:
+            found[int(match.group(1))] = " ".join(ARG.findall(match.group(2)))
+    return found
+
+
+def kind_of(argv: str) -> str:
+    return next((name for name, pattern in KINDS if re.search(pattern, argv)), "other")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to measure after --")
+    work = Path(tempfile.mkdtemp(prefix="process-cpu-"))
+    accounting, trace = work / "pacct", work / "execve.log"
+    accounting.touch()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.acct(str(accounting).encode()) != 0:
+        sys.exit(f"acct: {os.strerror(ctypes.get_errno())} (process accounting needs root)")
+    try:
+        code = subprocess.call(["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve",
+                                "-s", "400", "-o", str(trace), *command])
+    finally:
+        libc.acct(None)
+    ended = read_accounting(accounting.read_bytes())
+    execs = read_execs(trace.read_text(errors="replace"))
+    parents = {e.pid: e.ppid for e in ended}
+    if len(parents) < len(ended):
+        print("warning: pids were used twice; raise /proc/sys/kernel/pid_max", file=sys.stderr)
+
+    def named(one: Ended) -> tuple[str, bool]:
+        """The command line ``one`` ran, or its nearest exec'd ancestor's (True: forked)."""
+        pid, hops = one.pid, 0
+        while pid not in execs and pid in parents and hops < 8:
+            pid, hops = parents[pid], hops + 1
+        return (execs[pid], pid != one.pid) if pid in execs else (one.comm, False)
+
+    by_kind: dict[str, float] = collections.defaultdict(float)
+    counts: collections.Counter[str] = collections.Counter()
+    rows = []
+    for one in ended:
+        argv, forked = named(one)
+        kind = ("fork of " if forked else "") + kind_of(argv)
+        by_kind[kind] += one.cpu
+        counts[kind] += 1
+        rows.append((one.cpu, kind, argv))
+    print(f"exit {code}; {len(ended)} processes ended, {sum(by_kind.values()):.1f} CPU s")
+    for kind, cpu in sorted(by_kind.items(), key=lambda item: -item[1]):
+        print(f"  {cpu:7.1f}  {counts[kind]:6d}  {kind}")
+    print("\ncostliest processes:")
+    for spent, kind, argv in sorted(rows, reverse=True)[: args.top]:
+        print(f"  {spent:6.2f}  {kind:28s} {argv[:160]}")
+    print(f"\nraw records: {work}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
