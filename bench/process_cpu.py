@@ -10,8 +10,8 @@ many short git processes show as about zero here (``GIT_TRACE2_EVENT`` counts th
 Usage: sudo .venv/bin/python bench/process_cpu.py [--top N] -- COMMAND...
 e.g.   .venv/bin/python bench/process_cpu.py -- .venv/bin/python -m pytest -q -n auto tests/system
 
-Processes still running when the command ends (kept workers) are not counted; stop them
-first or let the idle timeout end them. Raise ``/proc/sys/kernel/pid_max`` on a long run so no
+Only the command's own descendants count (other users of the machine do not). Processes still
+running when the command ends (kept workers) are let go and counted with their CPU so far. Raise ``/proc/sys/kernel/pid_max`` on a long run so no
 pid is used twice (this script warns when one was).
 """
 
@@ -22,6 +22,7 @@ import collections
 import ctypes
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -31,7 +32,15 @@ from pathlib import Path
 
 RECORD = struct.Struct("<BBHIIIIIIf8H16s")  # struct acct_v3 (linux/acct.h), 64 bytes
 TICKS = 100.0  # AHZ: accounting's clock ticks per second
-EXECVE = re.compile(r'^(\d+)\s+execve\("[^"]*", \[(.*)\], 0x[0-9a-f]+ /\* \d+ vars \*/\) = 0')
+EXECVE = re.compile(r'^(\d+)\s+execve\("[^"]*", \[(.*)\], 0x[0-9a-f]+ /\* \d+ vars \*/(.*)$')
+RESUMED = re.compile(r"^(\d+)\s+<\.\.\. execve resumed>.*\)\s+= 0$")
+SUCCEEDED = re.compile(r"\)\s+= 0$")
+CLONED = re.compile(r"^(\d+)\s+(?:<\.\.\. )?(?:clone3?|v?fork)\b.* = (\d+)$")
+# Runs the command under strace and says its exit code on the descriptor named first: strace
+# itself waits for every process it traces, kept workers included, so it is told to let go once
+# the command is done.
+RUNNER = ("import os, subprocess, sys; code = subprocess.call(sys.argv[2:]); "
+          "os.write(int(sys.argv[1]), b'%d' % code)")
 ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 KINDS = (  # first match wins; a process that never exec'd is named by its nearest exec'd parent
     ("ensurepip (python -m venv)", r"ignore::DeprecationWarning -c"),
@@ -69,14 +78,54 @@ def read_accounting(data: bytes) -> list[Ended]:
     return ended
 
 
-def read_execs(text: str) -> dict[int, str]:
-    """pid -> the command line of its last successful execve."""
-    found = {}
+def read_trace(text: str) -> tuple[dict[int, str], set[int]]:
+    """pid -> the command line of its last successful execve, and every pid traced (the
+    command's descendants, forks that never exec'd included). strace splits a call that
+    another process interrupted into an "unfinished" and a "resumed" line."""
+    found, traced, pending = {}, set(), {}
     for line in text.splitlines():
-        match = EXECVE.match(line)
-        if match:
-            found[int(match.group(1))] = " ".join(ARG.findall(match.group(2)))
-    return found
+        head = line.split(maxsplit=1)[:1]
+        if head and head[0].isdigit():
+            traced.add(int(head[0]))
+        if match := EXECVE.match(line):
+            argv, rest = " ".join(ARG.findall(match.group(2))), match.group(3)
+            if rest.endswith("<unfinished ...>"):
+                pending[int(match.group(1))] = argv
+            elif SUCCEEDED.search(rest):
+                found[int(match.group(1))] = argv
+        elif (match := RESUMED.match(line)) and int(match.group(1)) in pending:
+            found[int(match.group(1))] = pending.pop(int(match.group(1)))
+        if match := CLONED.match(line):
+            traced.add(int(match.group(2)))
+    return found, traced
+
+
+def run_traced(command: list[str], trace: Path) -> int:
+    """``command`` under strace (execve and forks logged to ``trace``); strace lets go of
+    what still runs (kept workers) once the command has ended. Its exit code."""
+    read_end, write_end = os.pipe()
+    tracer = subprocess.Popen(
+        ["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve,clone,clone3,fork,vfork",
+         "-s", "400", "-o", str(trace), sys.executable, "-c", RUNNER, str(write_end), *command],
+        pass_fds=(write_end,))
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as said:
+        code = said.read()  # returns when the runner wrote its code and ended, or died
+    tracer.send_signal(signal.SIGKILL)  # a killed tracer detaches its tracees; they go on
+    tracer.wait()
+    return int(code) if code.strip() else 1
+
+
+def still_running(pid: int) -> Ended | None:
+    """A traced process that outlived the command (a kept worker): its CPU so far, from
+    ``/proc/PID/stat``, named "(running)"."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return Ended(pid, int(fields[1]), "(running)", (int(fields[11]) + int(fields[12])) / ticks)
 
 
 def kind_of(argv: str) -> str:
@@ -98,12 +147,13 @@ def main() -> int:
     if libc.acct(str(accounting).encode()) != 0:
         sys.exit(f"acct: {os.strerror(ctypes.get_errno())} (process accounting needs root)")
     try:
-        code = subprocess.call(["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve",
-                                "-s", "400", "-o", str(trace), *command])
+        code = run_traced(command, trace)
     finally:
         libc.acct(None)
-    ended = read_accounting(accounting.read_bytes())
-    execs = read_execs(trace.read_text(errors="replace"))
+    execs, traced = read_trace(trace.read_text(errors="replace"))
+    ended = [e for e in read_accounting(accounting.read_bytes()) if e.pid in traced]
+    done = {e.pid for e in ended}
+    ended += [e for pid in sorted(traced - done) if (e := still_running(pid)) is not None]
     parents = {e.pid: e.ppid for e in ended}
     if len(parents) < len(ended):
         print("warning: pids were used twice; raise /proc/sys/kernel/pid_max", file=sys.stderr)
