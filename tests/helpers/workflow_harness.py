@@ -20,14 +20,18 @@ may test the event (`github.event.…`, `startsWith`, `||`); a job it rules out 
 are the jobs that need it. Any other action, expression or `if:` the harness does not know fails
 the test: nothing is skipped silently.
 Steps start from a clean environment (PATH of the system, a home of their own): nothing of the
-test's own process leaks into them except what the caller passes in ``env``.
+test's own process leaks into them except what the caller passes in ``env``. When a job is over,
+what it left running is ended, as a runner does (:func:`end_leftovers`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -35,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.helpers.processes import wait_gone, with_marker
 
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -203,6 +209,7 @@ class WorkflowRun:
             run.summary += files["summary"].read_text(encoding="utf-8")
         for key, value in (job.get("outputs") or {}).items():
             run.outputs[key] = self._text(value, ctx)
+        end_leftovers(where)
         return run
 
     def _base_env(self, workspace: Path, temp: Path, home: Path, paths: list[str],
@@ -385,6 +392,18 @@ _PR_CODE = re.compile(
     r"|backport\s+apply\b(?![^\n]*--skip-tests)"  # an apply that may run tests
     r"|backport\s+trigger\b(?![^\n]*--(plan|prepare))",  # the one-host trigger runs tests
     re.MULTILINE)
+
+
+def end_leftovers(where: Path) -> None:
+    """End what a job left running once it is over, as a runner does after each job (GitHub's
+    runner "cleans up orphan processes"): every process whose command line names the job's
+    folder, such as the kept warm worker its `backport` started, which would otherwise wait
+    out its idle time in this machine's own runtime folder."""
+    pids = with_marker(str(where))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert all(wait_gone(pid) for pid in pids), f"processes {pids} of {where} did not end"
 
 
 def runs_pr_code(step: dict[str, Any]) -> bool:

@@ -12,6 +12,7 @@ from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.git_http import GitHttp
 from tests.helpers.merged_pr import merged_pr
+from tests.helpers.processes import with_marker
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.project import edit_config, git, needs_torch, run_app
 from tests.helpers.workflow_harness import GITCODE, WorkflowRun
@@ -83,6 +84,8 @@ def test_gitcode_maintainers_backport_comment_opens_one_pr_and_one_summary(
     assert branch.step("Publish").secrets == ("GITCODE_TOKEN",)
     assert all(j.exposed == [] for j in jobs)
     assert all(PROJECT_TOKEN not in j.log for j in jobs)
+    # the runner ended what the jobs left running (the branch job's kept warm worker)
+    assert with_marker(str(tmp_path / "ci")) == []
 
 
 def test_gitcode_readers_comment_leads_to_one_reply_and_no_branch_job(sandbox, gitcode, tmp_path,
