@@ -52,7 +52,10 @@ def options_of(env: Environment) -> dict:
     }
 
 
-def probe_rows(project: Project, envs: list[Environment]) -> list[dict]:
+def probe_rows(project: Project, envs: list[Environment], *,
+               versions_only: bool = False) -> list[dict]:
+    """One row per environment: its probe and pins. ``versions_only``: the pins alone, read
+    without the torch_npu load check (no process imports torch; see ``probe.probe``)."""
     bm = project.branch_map
     rows = []
     for env in envs:
@@ -60,7 +63,7 @@ def probe_rows(project: Project, envs: list[Environment]) -> list[dict]:
                      "branches": [t.name for t in bm.targets.values() if t.env == env.name],
                      "options": options_of(env)}
         try:
-            found = probe(env)
+            found = probe(env, versions_only=versions_only)
         except BackportError as exc:
             row.update(ok=False, error=exc.message)
             rows.append(row)
@@ -160,7 +163,7 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool, refre
         raise SystemExit(EXIT_OK)
     for env in envs:
         setup_env(env, log=functools.partial(_echo_prefixed, f"[{env.name}] "))
-    rows = probe_rows(project, envs)
+    rows = probe_rows(project, envs, versions_only=True)  # what setup promises: the pins
     for row in rows:
         state = "ok" if row["ok"] else row.get("error") or "; ".join(row["pin_mismatches"])
         echo(f"{row['env']}: {state}")

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
@@ -22,6 +23,7 @@ from backport.envs.kept import KeepPolicy
 from backport.envs.pool import Environments
 from backport.envs.probe import probe
 from backport.envs.setup import plan_setup, setup_env
+from tests.helpers.project import run_app
 
 from .conftest import write
 
@@ -148,5 +150,17 @@ def test_env_setup_reads_the_pins_without_importing_torch(tmp_path: Path) -> Non
     assert lines == [f"fake-torch: {home_shown(str(pinned.interpreter))} is up to date"]
     assert plan_setup(pinned)[1] == []
     assert not log.exists()  # each importing process would have added a line
+    # The command says the same, from the same versions, without importing torch either.
+    project = tmp_path / "project"
+    (project / "patches").mkdir(parents=True)
+    (project / "branches.yaml").write_text(yaml.safe_dump({
+        "forge": "local", "upstream": "Ascend/pytorch", "fork": "lgxxx/pytorch",
+        "upstream_url": "./upstream.git", "fork_url": "./fork.git",
+        "environments": {"fake-torch": {"python": str(pinned.python), "env": dict(pinned.env),
+                                        "expect": dict(pinned.expect)}},
+        "branches": {"master": {"env": "fake-torch"}}}), encoding="utf-8")
+    done = run_app(project, "env", "setup", "master")
+    assert (done.code, done.out.splitlines()[-1]) == (0, "fake-torch: ok"), done.out + done.err
+    assert not log.exists()
     assert probe(pinned).torch_npu_loads is False  # the full probe's check imports it
     assert len(log.read_text().split()) == 1
