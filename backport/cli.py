@@ -2,36 +2,97 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import click
 
 from backport import __version__, process
-from backport.commands.apply import apply_cmd
-from backport.commands.audit import audit_cmd
-from backport.commands.check import check_cmd
 from backport.commands.common import AppContext, pass_app
-from backport.commands.demo import demo_cmd
-from backport.commands.docs import docs_cmd
-from backport.commands.env import env_group
-from backport.commands.init import init_cmd
-from backport.commands.listing import list_cmd, matrix_cmd
-from backport.commands.new import new_cmd
-from backport.commands.preview import preview_cmd
-from backport.commands.resume import abort_cmd, continue_cmd
-from backport.commands.status import status_cmd
-from backport.commands.trigger import trigger_cmd
 from backport.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, BackportError, ErrorCode
 from backport.redact import redact
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+# Every command: its module in backport/commands/ and attribute there, and its one-line help,
+# the first sentence of its docstring (`backport --help` lists it without importing the module;
+# tests/unit/commands/test_help_lists_commands_not_imported.py holds the two equal).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "abort": ("resume:abort_cmd",
+              "Give up on branches: stop `git am`, remove their worktrees, forget their progress."),
+    "apply": ("apply:apply_cmd",
+              "Backport patch sets to their target branches and open one PR per branch."),
+    "audit": ("audit:audit_cmd", "Which changes of each mapped branch are on the others: "
+              "landed, proposed, missing."),
+    "check": ("check:check_cmd", "Check branches.yaml and every patch set: schema, target "
+              "branches, clean apply."),
+    "continue": ("resume:continue_cmd",
+                 "Finish a branch whose patch stopped on a conflict, after you fixed it by hand."),
+    "demo": ("demo:demo_cmd", "Run `apply --api put_metric` end to end, offline, in a sandbox."),
+    "docs": ("docs:docs_cmd", "Audit docs/zh/api/native_api/pytorch_*/ for an API: listed or "
+             "not, support marks."),
+    "env": ("env:env_group", "Branch test environments: probe what is installed, build what is "
+            "missing, stop kept warm workers."),
+    "init": ("init:init_cmd", "Start a project in DIRECTORY (default: this folder): "
+             "branches.yaml and patches/."),
+    "list": ("listing:list_cmd",
+             "List patch sets, their APIs, issues and target branches (variants marked *)."),
+    "matrix": ("listing:matrix_cmd",
+               "Print a CI job matrix: one job per patch set and target branch."),
+    "new": ("new:new_cmd", "Create patches/NAME/ from commits: numbered patches plus a "
+            "patch.yaml."),
+    "preview": ("preview:preview_cmd",
+                "Print the PR body `apply` would write, from the last run's results."),
+    "status": ("status:status_cmd",
+               "Show where every target branch stands: status, commit, test result, PR."),
+    "trigger": ("trigger:trigger_cmd", "Act on a `/backport [B…]` PR comment, or on the merge "
+                "of a PR that asked for one."),
+}
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported only when one runs or shows its own help: a process
+    pays for the modules of the command it runs, not for every command's."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, _, attribute = self.lazy[cmd_name][0].partition(":")
+            command = getattr(importlib.import_module(f"backport.commands.{module}"), attribute)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:  # click offers the commands it has loaded
+            raise click.exceptions.NoSuchCommand(exc.command_name, ctx=ctx,
+                                                 possibilities=self.list_commands(ctx)) from None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's list of commands, each shortened as click shortens it, from `COMMANDS`."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit)
+                 if name in self.lazy else self.commands[name].get_short_help_str(limit))
+                for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("branches.yaml"), show_default=True, envvar="BACKPORT_CONFIG",
               help="The branch map; patches/ is found next to it.")
@@ -65,12 +126,6 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     app.debug = debug
     app.quiet = quiet
     app.verbose = verbose
-
-
-for command in (apply_cmd, check_cmd, status_cmd, continue_cmd, abort_cmd, list_cmd, new_cmd,
-                env_group, docs_cmd, matrix_cmd, preview_cmd, demo_cmd, init_cmd, trigger_cmd,
-                audit_cmd):
-    cli.add_command(command)
 
 
 def _terminate(signum: int, frame: object) -> None:

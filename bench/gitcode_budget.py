@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from batch_patches import TEST_TEMPLATE, make_patch_sets  # noqa: E402
 
 from backport.demo.sandbox import Sandbox, build_sandbox  # noqa: E402
-from backport.forge.http import pacing_seconds  # noqa: E402
+from backport.forge.pace import pacing_seconds  # noqa: E402
 from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker  # noqa: E402
 
 TOKEN = "bench-token"

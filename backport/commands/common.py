@@ -1,4 +1,8 @@
-"""What every command shares: global options, project loading, output."""
+"""What every command shares: global options, project loading, output.
+
+`backport` imports this module before it knows the command (cli.py), so what only some
+commands use (the loader, the forge, rich, the kept workers) is imported where it is used.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,17 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from backport.config import load_project
-from backport.config.model import Project
-from backport.envs.kept import kept_workers
 from backport.errors import ConfigError
-from backport.forge import make_forge
 from backport.redact import redact
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from backport.config.model import Project
 
 
 @dataclass
@@ -38,6 +42,7 @@ class AppContext:
     def project(self) -> Project:
         """Load and validate branches.yaml and patches/ (ConfigError -> exit 2)."""
         if self._project is None:
+            from backport.config import load_project
             self._project = load_project(self.config, self.patches, os.environ)
         return self._project
 
@@ -48,6 +53,7 @@ class AppContext:
 
     def interrupted_text(self) -> str:
         """What to say when this command is interrupted (see `interrupted_message`)."""
+        from backport.envs.kept import kept_workers
         return interrupted_message(self.resume, kept_workers(os.environ))
 
     def reload(self) -> Project:
@@ -58,6 +64,7 @@ class AppContext:
     def pushing_project(self) -> Project:
         """The project of a command that pushes: refused while the forge has no token
         (`apply` names it among its other prerequisites: `pipeline.run.check_prerequisites`)."""
+        from backport.forge import make_forge
         project = self.project()
         missing = make_forge(project.branch_map, project.state_dir, environ=os.environ).missing()
         if missing:
@@ -66,12 +73,14 @@ class AppContext:
 
     @property
     def console(self) -> Console:
+        from rich.console import Console
         # Off a terminal rich assumes 80 columns; tables of branch names and URLs need more.
         width = None if sys.stdout.isatty() else 160
         return Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")), width=width)
 
     @property
     def err_console(self) -> Console:
+        from rich.console import Console
         return Console(stderr=True, highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
 
 

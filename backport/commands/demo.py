@@ -16,6 +16,7 @@ from backport import process
 from backport.commands.common import AppContext, echo, pass_app
 from backport.commands.from_pr import ensure_from_pr
 from backport.config import load_project
+from backport.config.branch_map import cache_root
 from backport.config.patch_set import load_patch_set
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, build_sandbox, clear_sandbox, land_merged_pr
 from backport.envs.kept import keep_policy
@@ -24,7 +25,7 @@ from backport.forge import PrFile, make_forge
 from backport.forge.local import LocalForge
 from backport.git.locks import file_lock
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions, cache_root
+from backport.pipeline.session import ApplyOptions
 from backport.records import SKIP_NO_TORCH
 from backport.report.progress import Progress
 from backport.report.summary import render_table

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from backport.codec import encode
 from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.config.branch_map import cache_root
 from backport.config.model import Environment, Project
 from backport.config.validate import home_shown
 from backport.envs.kept import runtime_folder, stop_kept_workers
@@ -25,7 +26,6 @@ from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe
 from backport.envs.setup import Planned, human_size, plan_setup, setup_env
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.pipeline.session import cache_root
 
 
 def environments_for(project: Project, branches: tuple[str, ...]) -> list[Environment]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from backport.commands.authoring import write_patch_set
 from backport.commands.common import echo
 from backport.config import load_patch_set
+from backport.config.branch_map import cache_root
 from backport.config.model import Project, SourcePr
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import SourcePrInfo
@@ -18,7 +19,7 @@ from backport.forge.factory import make_forge
 from backport.git.authoring import test_files, touched_files
 from backport.git.source_message import backport_message, message_of, restate
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
-from backport.pipeline.session import cache_root, open_cache
+from backport.pipeline.session import open_cache
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".

@@ -98,6 +98,14 @@ def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
     return Path(platformdirs.user_data_dir("backport")) / "envs"
 
 
+def cache_root(environ: Mapping[str, str]) -> Path:
+    """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
+    configured = environ.get("BACKPORT_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(platformdirs.user_cache_dir("backport"))
+
+
 # -- branches.yaml -------------------------------------------------------------------------------
 
 

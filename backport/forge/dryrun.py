@@ -9,8 +9,7 @@ from collections.abc import Callable, Sequence
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
 from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest, SourcePrInfo
-from backport.forge.http import DEFAULT_WINDOWS, pacing_seconds
-from backport.forge.pace import period_text
+from backport.forge.pace import DEFAULT_WINDOWS, pacing_seconds, period_text
 from backport.redact import redact
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,8 @@ from backport.config.model import BranchMap
 from backport.errors import ConfigError
 from backport.forge.base import Forge, PlanSink
 from backport.forge.dryrun import DryRunForge
-from backport.forge.gitcode import GitCodeForge
-from backport.forge.http import DEFAULT_WINDOWS, parse_windows
 from backport.forge.local import LOCAL_USER_VARIABLE, LocalForge
+from backport.forge.pace import DEFAULT_WINDOWS, parse_windows
 from backport.forge.token import resolve_token
 
 FORGES = ("gitcode", "local")
@@ -68,6 +67,8 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
                            fork=branch_map.fork,
                            user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip())
     elif branch_map.forge == "gitcode":
+        # Imported here: the HTTP client (requests, urllib3) is for GitCode maps alone.
+        from backport.forge.gitcode import GitCodeForge
         if token is None and environ is not None:
             token = resolve_token(branch_map.api_url, environ)
         forge = GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,

@@ -34,7 +34,7 @@ import requests
 
 from backport import __version__
 from backport.errors import BackportError
-from backport.forge.pace import PAUSED, SharedPace, window_delay
+from backport.forge.pace import DEFAULT_WINDOWS, PAUSED, SharedPace, window_delay
 from backport.redact import redact, register_secret
 
 log = logging.getLogger(__name__)
@@ -47,9 +47,6 @@ USER_AGENT = f"backport/{__version__}"
 def seg(value: str | int) -> str:
     """URL-encode one path segment (``/`` becomes ``%2F``)."""
     return quote(str(value), safe="")
-
-
-DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
 
 
 class RateLimiter:
@@ -164,26 +161,6 @@ class RateLimiter:
                 self._state.notify_all()
             if ident is not None and self.shared is not None:
                 self.shared.answered(ident)
-
-
-def pacing_seconds(requests_: int, windows: tuple[tuple[int, float], ...]) -> float:
-    """The least time ``requests_`` requests take under the limiter's windows."""
-    return max((max(0, math.ceil(requests_ / limit) - 1) * period for limit, period in windows
-                if limit > 0), default=0.0)
-
-
-def parse_windows(text: str) -> tuple[tuple[int, float], ...]:
-    """``"50/60,4000/3600"`` (requests/seconds, comma-separated) as limiter windows; ValueError."""
-    windows = []
-    for part in text.split(","):
-        count, sep, seconds = part.strip().partition("/")
-        limit, period = int(count), float(seconds)
-        if not sep or limit <= 0 or not 0 < period < math.inf:
-            raise ValueError(part)
-        windows.append((limit, period))
-    if not windows:
-        raise ValueError(text)
-    return tuple(windows)
 
 
 @dataclass(frozen=True)

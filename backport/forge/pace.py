@@ -24,6 +24,28 @@ from typing import Any
 
 PAUSED = "GitCode answered 429 (too many requests)"
 STALE_IN_FLIGHT = 600.0  # seconds after which a request never answered counts as answered
+# GitCode's documented limits: 50 requests a minute, 4,000 an hour (limit, seconds).
+DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
+
+
+def pacing_seconds(requests_: int, windows: tuple[tuple[int, float], ...]) -> float:
+    """The least time ``requests_`` requests take under the limiter's windows."""
+    return max((max(0, math.ceil(requests_ / limit) - 1) * period for limit, period in windows
+                if limit > 0), default=0.0)
+
+
+def parse_windows(text: str) -> tuple[tuple[int, float], ...]:
+    """``"50/60,4000/3600"`` (requests/seconds, comma-separated) as limiter windows; ValueError."""
+    windows = []
+    for part in text.split(","):
+        count, sep, seconds = part.strip().partition("/")
+        limit, period = int(count), float(seconds)
+        if not sep or limit <= 0 or not 0 < period < math.inf:
+            raise ValueError(part)
+        windows.append((limit, period))
+    if not windows:
+        raise ValueError(text)
+    return tuple(windows)
 
 
 def window_delay(stamps: list[float], windows: tuple[tuple[int, float], ...],

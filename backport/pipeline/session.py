@@ -7,10 +7,8 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-import platformdirs
-
+from backport.config.branch_map import cache_root
 from backport.config.model import Project
 from backport.docs_audit import DocsEntry, audit_docs
 from backport.envs.hidden import helper_paths
@@ -58,14 +56,6 @@ class ApplyOptions:
     @property
     def workers(self) -> int:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
-
-
-def cache_root(environ: Mapping[str, str]) -> Path:
-    """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
-    configured = environ.get("BACKPORT_CACHE")
-    if configured:
-        return Path(configured).expanduser()
-    return Path(platformdirs.user_cache_dir("backport"))
 
 
 def open_cache(project: Project, environ: Mapping[str, str]) -> RepoCache:

@@ -1,4 +1,5 @@
-"""The PR body: rendered from a Jinja2 template, refreshed region by region on re-runs.
+"""The PR body: rendered from a Jinja2 template (`report/template.py`), refreshed region by
+region on re-runs.
 
 The body follows the Ascend/pytorch PR template (six fixed sections). Generated parts live in
 regions (see :mod:`backport.report.regions`); on a refresh only those are replaced and the
@@ -9,18 +10,13 @@ CheckList are written once, when the PR is created, and belong to the maintainer
 from __future__ import annotations
 
 import functools
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment
-
 from backport.config.model import BranchMap, PatchSet
 from backport.envs.model import AUTOLOAD, ChangeScope
-from backport.errors import BackportError
 from backport.records import BranchRecord, EnvEvidence
 from backport.redact import redact
 from backport.report import evidence_fields as ef
@@ -509,55 +505,10 @@ def template_variables(ctx: BodyContext) -> dict:
     }
 
 
-@functools.lru_cache(maxsize=8)
-def _environment(search_dir: str | None) -> SandboxedEnvironment:
-    loader: jinja2.BaseLoader
-    if search_dir is None:
-        loader = jinja2.PackageLoader("backport.report", "templates")
-    else:
-        loader = jinja2.FileSystemLoader(search_dir)
-    env = SandboxedEnvironment(
-        loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-    )
-    # `{{ value | inert("span") }}`: a value from outside, inert where the template shows it.
-    env.filters["inert"] = _inert_filter
-    return env
-
-
-def _inert_filter(text: object, where: str = "prose") -> str:
-    if where not in ("prose", "cell", "code", "span", "cell-span"):
-        raise jinja2.TemplateRuntimeError(f"inert: unknown place {where!r}")
-    return inert(text, where=where)  # type: ignore[arg-type]
-
-
-def render_template(name: str, variables: dict, *, search_dir: Path | None = None) -> str:
-    """Render template ``name`` (packaged, or from ``search_dir``); errors are BackportError."""
-    env = _environment(str(search_dir) if search_dir is not None else None)
-    shown = str(search_dir / name) if search_dir is not None else f"backport/report/templates/{name}"
-    try:
-        template = env.get_template(name)
-        return template.render(**variables)
-    except jinja2.TemplateSyntaxError as exc:
-        raise BackportError("config", f"PR body template {shown} line {exc.lineno}: {exc.message}.") from exc
-    except jinja2.TemplateNotFound as exc:
-        raise BackportError("config", f"PR body template {shown} was not found.") from exc
-    except jinja2.TemplateError as exc:
-        line = _template_line(exc, name)
-        where = f" line {line}" if line else ""
-        raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
-
-
-def _template_line(exc: BaseException, name: str) -> int | None:
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename).name == name:
-            line = frame.lineno
-    return line
-
-
 def render_fresh(ctx: BodyContext) -> str:
     """The whole body as it is written when the PR is created."""
+    from backport.report.template import render_template  # Jinja2: loaded to render alone
+
     name, search_dir = TEMPLATE, None
     if ctx.template is not None:
         name, search_dir = ctx.template.name, ctx.template.parent

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import git.cmd  # imported (and its git probe run) before any test's guard is set
 import pytest
+import urllib3  # noqa: F401 - its import binds a socket (the IPv6 probe): done before any guard
 
 
 class LayerViolation(BaseException):

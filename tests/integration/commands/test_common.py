@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import backport.config
 from backport.commands import common
 from backport.redact import register_secret
 
@@ -22,13 +23,13 @@ def test_json_and_text_output_never_show_a_registered_secret(capsys) -> None:
 
 
 def test_the_project_loads_once_per_invocation(sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    real, loads = common.load_project, []
+    real, loads = backport.config.load_project, []
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         loads.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(common, "load_project", counting)
+    monkeypatch.setattr(backport.config, "load_project", counting)  # common imports it at use
     app = common.AppContext(config=sandbox.config)
     assert app.project() is app.project()
     assert len(loads) == 1

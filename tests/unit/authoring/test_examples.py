@@ -111,11 +111,11 @@ def test_invocations_parse_against_the_cli() -> None:
 
     for name in FILES:
         for args in invocations(name):
-            cmd: click.Command | None = cli.commands.get(args[0])
+            cmd: click.Command | None = cli.get_command(click.Context(cli), args[0])
             assert cmd is not None, (name, args)
             rest = args[1:]
             while isinstance(cmd, click.Group) and rest:
-                cmd, rest = cmd.commands.get(rest[0]), rest[1:]
+                cmd, rest = cmd.get_command(click.Context(cmd), rest[0]), rest[1:]
                 assert cmd is not None, (name, args)
             cmd.make_context(args[0], list(rest))
 

@@ -36,7 +36,9 @@ ARGS: dict[str, list[str] | None] = {
 
 def commands(group: click.Group = cli, prefix: str = "") -> list[str]:
     found = []
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             found += commands(command, f"{prefix}{name} ")
         else:
