@@ -175,3 +175,18 @@ def test_a_run_attaching_to_a_kept_worker_reads_its_load_check(
     assert facts[0] == facts[1] == (
         False, "ImportError: libhccl.so: cannot open shared object file: No such file or directory",
         None, None)
+
+
+def test_a_prewarm_that_comes_after_the_run_closed_starts_nothing(tmp_path: Path,
+                                                                   kept: KeepPolicy) -> None:
+    # A run that stops early (its fetch failed) closes its environments while its prewarm
+    # threads may not have begun: those start nothing, no probe, no warm worker (a kept one
+    # would outlive the run), no runner.
+    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache",
+                        keep=kept)
+    envs.close()
+    envs.prewarm(env, "none")
+    assert not envs._early and not envs._runners
+    assert not list(kept.folder.glob("w-*.sock"))
+    assert not log.exists()  # no process imported torch
