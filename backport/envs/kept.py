@@ -231,7 +231,9 @@ def connect_or_start(
 
     Returns the socket and the worker's hello (``started``: True when this call started it).
     With ``load_check`` a worker started now runs the probe's torch_npu load check (that
-    timeout) in a fork; its result is the hello's ``load_check``.
+    timeout) in a fork; its result is the hello's ``load_check``, for this client and every
+    later one (it holds while the worker does: the fingerprint covers what it depends on). A
+    worker started without one has none, whoever attaches.
     """
     folder = private_folder(policy.folder)
     path = socket_path(policy, launch, variables)
@@ -249,21 +251,19 @@ def connect_or_start(
                 pass
         # A killed worker's scratch folder stays behind; it is of no use to the next one.
         shutil.rmtree(path.with_suffix(".spool"), ignore_errors=True)
-        started, isolation = _start(policy, path, launch, script, process_env, fingerprint,
+        isolation = _start(policy, path, launch, script, process_env, fingerprint,
                                     start_timeout, load_check)
         found = _connect(path, fingerprint)
         if found is None:
             raise KeptUnavailable("the kept worker started but does not answer")
         _write_record(path, int(found[1]["pid"]), isolation)
-        return found[0], {**found[1], "started": True, "load_check": started.get("load_check"),
-                          "isolation": isolation}
+        return found[0], {**found[1], "started": True, "isolation": isolation}
 
 
 def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
            process_env: Mapping[str, str], fingerprint: str, start_timeout: float,
-           load_check: float | None = None) -> tuple[dict, str]:
-    """Start the kept worker in a PID namespace of its own; returns its ready line and its
-    isolation."""
+           load_check: float | None = None) -> str:
+    """Start the kept worker in a PID namespace of its own; returns its isolation."""
     spool = path.with_suffix(".spool")
     spool.mkdir(mode=0o700, exist_ok=True)
     argv = [*launch, str(script), "torch", "--socket", str(path), "--idle", f"{policy.idle:g}",
@@ -294,7 +294,7 @@ def _start(policy: KeepPolicy, path: Path, launch: Sequence[str], script: Path,
     if not hello.get("ready"):
         process.kill_group(proc.pid)
         raise KeptUnavailable(str(hello.get("error") or "the kept worker did not start"))
-    return hello, start.isolation
+    return start.isolation
 
 
 def _read_line(fd: int, timeout: float) -> bytes:

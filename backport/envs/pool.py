@@ -37,6 +37,7 @@ class Environments:
         self._runners: dict[tuple[str, str], TestRunner] = {}
         self._early: dict[tuple[str, str], EarlyWorker] = {}
         self._installed: dict[str, tuple[str, Path] | OverlayError] = {}
+        self._closed = False  # the run ended: a prewarm still under way starts nothing more
 
     def _env_lock(self, name: str) -> threading.Lock:
         with self._lock:
@@ -97,30 +98,38 @@ class Environments:
         """Probe ``env`` and start its warm worker, while other threads fetch and apply.
 
         Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
+        A prewarm the run's end (:meth:`close`) overtook starts no worker (a kept one would
+        outlive the run) and keeps no runner.
         """
+        if self._closed:
+            return
         if device == "none" and not self.isolated:
             # Start the worker alongside the probe; the runner keeps it if the guess was right.
             # Without a stored probe, the worker also runs the probe's torch_npu load check.
             stored = stored_probe(env, self.cache, self.environ)
             with self._lock:
-                if (env.name, device) not in self._early:
+                if not self._closed and (env.name, device) not in self._early:
                     self._early[(env.name, device)] = EarlyWorker(
                         env, {AUTOLOAD: "0"}, keep=self.keep,
                         load_check=None if stored else LOAD_CHECK_TIMEOUT)
         try:
             probe = self.probe(env)
-            if not pin_mismatches(env, probe):
+            if not pin_mismatches(env, probe) and not self._closed:
                 self.runner(env, device).warm_up()
         except BackportError:
             pass
         finally:
             with self._lock:
                 unused = self._early.pop((env.name, device), None)
+                late = self._runners.pop((env.name, device), None) if self._closed else None
             if unused is not None:
                 unused.discard()
+            if late is not None:  # made after the run closed its runners
+                late.close()
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             runners = list(self._runners.values())
             self._runners.clear()
             early = list(self._early.values())

@@ -123,7 +123,7 @@ class Worker:
         self.kept = hello
         self.pid = int(hello.get("pid") or 0)  # as this process sees it (kept.peer_pid)
         self.isolation = hello.get("isolation")
-        self.load_check = hello.get("load_check")  # only from a worker this run started
+        self.load_check = hello.get("load_check")  # the kept worker's, whoever started it
         self._setup(sock.fileno())
         self._start_reader()
         return self
@@ -318,8 +318,9 @@ class EarlyWorker:
             self._error = str(exc)
 
     def load_check_result(self) -> dict | None:
-        """The load check the worker ran at its start (once it started); None when it did not
-        run one (asked not to, attached to a worker an earlier run started, failed to start)."""
+        """The load check the worker ran at its start (once it started), also when it is a kept
+        worker an earlier run started with one; None when it ran none (asked not to, a kept
+        worker started without one, failed to start)."""
         self._thread.join()
         return self._checked
 

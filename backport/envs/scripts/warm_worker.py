@@ -40,7 +40,10 @@ empties and removes it when it ends. Without it the worker makes one in the temp
 ``--load-check SECONDS``: right after importing torch (with the backend autoload off), a fork
 runs ``probe_env.load_check`` (autoload back as the user has it, torch's end-of-import backend
 loading replayed) and the ready line carries its result as ``"load_check"``, so the probe
-needs no process of its own that imports torch again.
+needs no process of its own that imports torch again. A kept worker keeps the result and
+sends it in every client's hello: it holds as long as the worker does (its fingerprint covers
+torch_npu's install, the CANN files, the devices and the variables; a client that computes
+another one replaces the worker).
 """
 
 from __future__ import annotations
@@ -429,8 +432,11 @@ class Worker:
             return None
         conn = Conn(sock.fileno(), sock.fileno(), sock)
         self.conns.append(conn)
-        self.send(conn, {"ready": True, "pid": os.getpid(), "fingerprint": self.fingerprint,
-                         "retired": self.retired or None, "learn": self.learn})
+        hello = {"ready": True, "pid": os.getpid(), "fingerprint": self.fingerprint,
+                 "retired": self.retired or None, "learn": self.learn}
+        if self.load_check is not None:
+            hello["load_check"] = self.load_check
+        self.send(conn, hello)
         return conn
 
     def drop(self, conn: Any) -> None:
@@ -448,6 +454,7 @@ class Worker:
             sweep()
 
     sandboxed = False  # in a PID namespace of its own: every other process in it is a test's
+    load_check: Any = None  # a kept worker's start-up load check, sent in every client's hello
 
     def serve(self) -> None:
         """Answer requests until the clients are gone (stdin EOF, or idle in kept mode)."""
@@ -627,6 +634,7 @@ def main(args: list) -> int:
         worker = Worker(proto, learn, listener=listener, socket_path=socket_path, idle=idle,
                         fingerprint=fingerprint, spool=spool)
         worker.sandboxed = "--sandboxed" in args
+        worker.load_check = hello.get("load_check")
         os.write(proto, (json.dumps(hello) + "\n").encode("utf-8"))
         os.close(proto)
         worker.proto = -1

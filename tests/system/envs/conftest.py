@@ -18,6 +18,7 @@ from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.probe import LOAD_CHECK_TIMEOUT, probe
 from backport.envs.worker import EarlyWorker
 from tests.helpers.kept_folders import private_kept_folder
+from tests.helpers.torch_probes import TORCH_PINS, probed_once
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +37,7 @@ def torch_python() -> Path:
 def torch_env(torch_python: Path) -> Environment:
     """The torch environment, pinned as the map pins one (the probe reads the pinned names)."""
     return Environment(name="torch-2.13.0", python=torch_python, timeout=120.0,
-                       expect={"torch-npu": "2.13.0", "torch": "2.13.0"})
+                       expect=dict(TORCH_PINS))
 
 
 Probed = Callable[[Environment], Probe]
@@ -44,20 +45,12 @@ Probed = Callable[[Environment], Probe]
 
 @pytest.fixture(scope="session")
 def probed() -> Probed:
-    """``probe(env)``, run once per environment for the whole session.
+    """``probe(env)``, run once per environment for the whole session (``probed_once``).
 
     The probe is a child process that imports torch (a second or two); the runner only reads
     its verdict, which no test here changes, so one probe per environment serves every test.
     """
-    memo: dict[str, Probe] = {}
-
-    def get(env: Environment) -> Probe:
-        key = repr(env)  # a frozen record whose fields include dicts: its text is the key
-        if key not in memo:
-            memo[key] = probe(env)
-        return memo[key]
-
-    return get
+    return probed_once
 
 
 @pytest.fixture

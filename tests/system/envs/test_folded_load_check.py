@@ -164,3 +164,43 @@ def test_env_setup_reads_the_pins_without_importing_torch(tmp_path: Path) -> Non
     assert not log.exists()
     assert probe(pinned).torch_npu_loads is False  # the full probe's check imports it
     assert len(log.read_text().split()) == 1
+
+
+def test_a_run_attaching_to_a_kept_worker_reads_its_load_check(
+    tmp_path: Path, kept: KeepPolicy
+) -> None:
+    # A second run (another project, a cleared cache: no stored probe) attaches to the kept
+    # worker the first run started; the worker's load check serves it too, so no process of
+    # the second run imports torch (a separate load-check probe would).
+    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+    facts = []
+    for cache in ("cache-1", "cache-2"):
+        envs = Environments({"BACKPORT_CACHE": str(tmp_path / cache)}, tmp_path / cache,
+                            keep=kept)
+        try:
+            envs.prewarm(env, "none")
+            found = envs.probe(env)
+        finally:
+            envs.close()
+        assert env.name not in envs.probes_reused  # probed afresh: nothing stored in it
+        facts.append((found.torch_npu_loads, found.torch_npu_error, found.npu_model,
+                      found.npu_count))
+        assert len(_importers(log)) == 1  # the kept worker, both times
+    assert facts[0] == facts[1] == (
+        False, "ImportError: libhccl.so: cannot open shared object file: No such file or directory",
+        None, None)
+
+
+def test_a_prewarm_that_comes_after_the_run_closed_starts_nothing(tmp_path: Path,
+                                                                   kept: KeepPolicy) -> None:
+    # A run that stops early (its fetch failed) closes its environments while its prewarm
+    # threads may not have begun: those start nothing, no probe, no warm worker (a kept one
+    # would outlive the run), no runner.
+    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache",
+                        keep=kept)
+    envs.close()
+    envs.prewarm(env, "none")
+    assert not envs._early and not envs._runners
+    assert not list(kept.folder.glob("w-*.sock"))
+    assert not log.exists()  # no process imported torch

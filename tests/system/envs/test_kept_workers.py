@@ -140,20 +140,8 @@ def test_later_runs_reuse_the_kept_worker_until_its_site_packages_change_or_it_i
         assert runner.worker_pid != pid and runner.kind == "warm worker"
 
 
-@pytest.mark.torch
-def test_the_idle_timeout_ends_a_kept_worker(
-    torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
-) -> None:
-    short = KeepPolicy(kept.folder, idle=1.0)
-    pid, _ = _run(torch_env, probed(torch_env), short, worktree, "1")
-    assert wait_gone(pid)
-    launch = [str(torch_env.interpreter)]
-    assert not socket_path(short, launch, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).exists()
-    assert not list(kept.folder.glob("*.sock"))
-
-
 RUN_ONE = """
-import json, sys
+import json, sys, time
 from pathlib import Path
 from backport.config.model import Environment, TestSpec
 from backport.envs.kept import KeepPolicy
@@ -161,27 +149,43 @@ from backport.codec import decode
 from backport.envs.model import Probe
 from backport.envs.runner import TestRunner
 
-python, folder, worktree, name, found = sys.argv[1:]
+python, folder, idle, worktree, name, other, found = sys.argv[1:]
 env = Environment(name="torch", python=Path(python), timeout=120.0)
 found = decode(Probe, json.loads(found))  # the parent's probe: the runs are the subject here
-with TestRunner(env, found, device="none", keep=KeepPolicy(Path(folder))) as runner:
+keep = KeepPolicy(Path(folder), idle=float(idle))
+with TestRunner(env, found, device="none", keep=keep) as runner:
+    runner.warm_up()  # connected: say so, and test once the other run is connected too
+    Path(worktree, name + ".up").touch()
+    deadline = time.monotonic() + 300
+    while not Path(worktree, other + ".up").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     run = runner.run(Path(worktree), TestSpec("test/test_small.py"), Path(worktree) / name)
-    print(json.dumps({"ok": run.ok, "runner": run.runner, "pid": runner.worker_pid}))
+    print(json.dumps({"ok": run.ok, "runner": run.runner, "ran": run.ran,
+                      "pid": runner.worker_pid}))
 """
 
 
 @pytest.mark.torch
-def test_two_concurrent_runs_share_one_kept_worker(
+def test_two_concurrent_runs_share_one_kept_worker_that_ends_after_its_idle_timeout(
     torch_env: Environment, kept: KeepPolicy, worktree: Path, probed: Probed
 ) -> None:
+    # Two runs at once, both connected before either tests (so no idle time passes between
+    # them): one starts the kept worker, the other waits for that start and shares it. Once
+    # both have left, it ends after its idle timeout (1 s here) and takes its socket along.
+    short = KeepPolicy(kept.folder, idle=1.0)
     found = json.dumps(encode(probed(torch_env)))
     procs = [subprocess.Popen([sys.executable, "-c", RUN_ONE, str(torch_env.interpreter),
-                               str(kept.folder), str(worktree), f"{n}.log", found],
-                              stdout=subprocess.PIPE, text=True) for n in (1, 2)]
+                               str(short.folder), f"{short.idle:g}", str(worktree), name, other,
+                               found], stdout=subprocess.PIPE, text=True)
+             for name, other in (("1", "2"), ("2", "1"))]
     results = [json.loads(proc.communicate(timeout=300)[0].strip().splitlines()[-1])
                for proc in procs]
-    assert [(r["ok"], r["runner"]) for r in results] == [(True, "warm"), (True, "warm")]
+    assert [(r["ok"], r["runner"], r["ran"]) for r in results] == [(True, "warm", 2)] * 2
     assert results[0]["pid"] == results[1]["pid"]
+    assert wait_gone(results[0]["pid"])
+    launch = [str(torch_env.interpreter)]
+    assert not socket_path(short, launch, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).exists()
+    assert not list(kept.folder.glob("*.sock"))
 
 
 def test_probe_cache_is_reused_until_something_it_reads_changes(

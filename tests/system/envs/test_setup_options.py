@@ -68,7 +68,7 @@ def test_no_deps_builds_what_a_plain_install_cannot(tmp_path: Path, index: str) 
     assert lines[-1].startswith("npu-like: ready")
 
 
-def test_plan_lists_sources_and_sizes_and_the_dry_run_command_says_what_and_why(
+def test_the_plan_lists_sources_and_sizes_and_dry_runs_reuse_it_until_refreshed_or_changed(
     tmp_path: Path, index: str
 ) -> None:
     env = _env(tmp_path, index, requirements=("tinypkg==1.0",), no_deps=("needy==1.0",))
@@ -84,52 +84,8 @@ def test_plan_lists_sources_and_sizes_and_the_dry_run_command_says_what_and_why(
         assert item.source == "local file"
         assert item.size == Path(item.url.removeprefix("file://")).stat().st_size
 
-    # The command, on the same environment: it reuses that resolution (pip's own run is
-    # tested below), and says what it would install and why.
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "branches.yaml").write_text(f"""\
-forge: local
-upstream: a/b
-fork: c/b
-upstream_url: /srv/up.git
-fork_url: /srv/fork.git
-environments:
-  npu-like:
-    expect: {{tinypkg: "1.0", needy: "1.0"}}
-    requirements: ["tinypkg==1.0"]
-    no_deps: ["needy==1.0"]
-    extra_index_urls: ["{index}"]
-branches:
-  master: {{env: npu-like}}
-""")
-    envs = tmp_path / "envs"
-    proc = subprocess.run([sys.executable, "-m", "backport", "env", "setup", "--dry-run"],
-                          cwd=project, capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, "BACKPORT_ENVS": str(envs),
-                               "BACKPORT_CACHE": str(cache)})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.startswith("npu-like: reusing pip's resolution of ")
-    out = proc.stdout
-    assert "npu-like: would create the venv " in out
-    assert "needy 1.0" in out and "tinypkg 1.0" in out and "local file" in out
-    assert ("without dependencies (it asks for tinypkg==1.0+cpu, installed next to "
-            "tinypkg 1.0)") in out
-    assert "2 distributions, about " in out
-    assert not envs.exists()
-
-
-def test_platform_tags() -> None:
-    assert platform_machine("manylinux_2_28_aarch64") == "aarch64"
-    assert platform_machine("manylinux2014_x86_64") == "x86_64"
-    assert platform_machine("linux_aarch64") == "aarch64"
-    tags = compatible_platforms("manylinux_2_28_aarch64")
-    assert tags[0] == "manylinux_2_28_aarch64" and "manylinux_2_27_aarch64" in tags
-    assert tags[-1] == "manylinux2014_aarch64"
-    assert compatible_platforms("macosx_11_0_arm64") == ["macosx_11_0_arm64"]
-
-
-def test_a_second_dry_run_reuses_the_resolution_and_says_so(tmp_path: Path, index: str) -> None:
+    # The command, on the same environment: it reuses that resolution, and says what it
+    # would install and why.
     project = tmp_path / "project"
     project.mkdir()
     config = project / "branches.yaml"
@@ -143,31 +99,53 @@ upstream_url: /srv/up.git
 fork_url: /srv/fork.git
 environments:
   npu-like:
-    expect: {{tinypkg: "1.0"}}
+    expect: {{tinypkg: "1.0", needy: "1.0"}}
     requirements: ["{requirement}"]
+    no_deps: ["needy==1.0"]
     extra_index_urls: ["{index}"]
 branches:
   master: {{env: npu-like}}
 """)
 
+    envs = tmp_path / "envs"
+
     def dry_run(*extra: str) -> subprocess.CompletedProcess:
         proc = subprocess.run([sys.executable, "-m", "backport", "env", "setup", "--dry-run",
                                *extra], cwd=project, capture_output=True, text=True, timeout=300,
-                              check=False, env={**os.environ, "BACKPORT_ENVS": str(tmp_path / "e"),
-                                                "BACKPORT_CACHE": str(tmp_path / "cache")})
+                              check=False, env={**os.environ, "BACKPORT_ENVS": str(envs),
+                                                "BACKPORT_CACHE": str(cache)})
         assert proc.returncode == 0, proc.stderr
         return proc
 
     write("tinypkg==1.0")
-    first = dry_run()
-    assert first.stderr.startswith("npu-like: resolving tinypkg==1.0 with pip's dry run …\n")
-    assert "npu-like: resolved in " in first.stderr
-    second = dry_run()
-    assert second.stderr.startswith("npu-like: reusing pip's resolution of ")
-    assert "resolving" not in second.stderr
-    assert second.stdout == first.stdout and "tinypkg 1.0" in second.stdout
-    assert "resolving" in dry_run("--refresh").stderr
-    write("tinypkg>=1.0")  # another requirement: another key
+    reused = dry_run()
+    assert reused.stderr.startswith("npu-like: reusing pip's resolution of ")
+    assert "resolving" not in reused.stderr
+    out = reused.stdout
+    assert "npu-like: would create the venv " in out
+    assert "needy 1.0" in out and "tinypkg 1.0" in out and "local file" in out
+    assert ("without dependencies (it asks for tinypkg==1.0+cpu, installed next to "
+            "tinypkg 1.0)") in out
+    assert "2 distributions, about " in out
+    assert not envs.exists()
+    # --refresh resolves again (and says so) and plans the same; another requirement is
+    # another key, resolved and stored beside the first.
+    refreshed = dry_run("--refresh")
+    assert refreshed.stderr.startswith(
+        "npu-like: resolving tinypkg==1.0, needy==1.0 with pip's dry run …\n")
+    assert "npu-like: resolved in " in refreshed.stderr
+    assert refreshed.stdout == out
+    write("tinypkg>=1.0")
     assert "resolving tinypkg>=1.0" in dry_run().stderr
-    stored = list((tmp_path / "cache" / "resolutions").iterdir())
+    stored = list((cache / "resolutions").iterdir())
     assert len(stored) == 2 and all(p.stat().st_mode & 0o077 == 0 for p in stored)
+
+
+def test_platform_tags() -> None:
+    assert platform_machine("manylinux_2_28_aarch64") == "aarch64"
+    assert platform_machine("manylinux2014_x86_64") == "x86_64"
+    assert platform_machine("linux_aarch64") == "aarch64"
+    tags = compatible_platforms("manylinux_2_28_aarch64")
+    assert tags[0] == "manylinux_2_28_aarch64" and "manylinux_2_27_aarch64" in tags
+    assert tags[-1] == "manylinux2014_aarch64"
+    assert compatible_platforms("macosx_11_0_arm64") == ["macosx_11_0_arm64"]

@@ -1,11 +1,12 @@
 """Branches tested on different hosts: every PR shows every branch's real result.
 
 Four project folders stand for four hosts (each its own cache and journal); they share the
-upstream, the fork and one GitCode stand-in on 127.0.0.1, as runners of the CI matrix do. To
-import torch once per test rather than once per run, they also share one kept warm worker
-(their worktree folders are one folder, which a worker's sandbox lets its tests write; each
-host works on its own target's worktree there): a worker holds no result, every result still
-comes from one host's run and reaches the others only through GitCode. Tests run under real
+upstream, the fork and one GitCode stand-in on 127.0.0.1, as runners of the CI matrix do. So
+as not to import torch once per run, they also share the test session's kept warm worker, as
+a user's runs share one (their worktree folders are one folder, which a worker's sandbox lets
+its tests write; each host works on its own target's worktree there); no test here ends or
+replaces it. A worker holds no result: every result still comes from one host's run and
+reaches the others only through GitCode. Tests run under real
 torch (BACKPORT_TEST_PYTHON); with BACKPORT_REAL_REPO the upstream's test file is the real
 Ascend/pytorch one of each branch (``Ran 7 tests``).
 """
@@ -18,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +28,6 @@ from backport.demo.sandbox import TEST_PATH, Sandbox
 from backport.report import regions as rg
 from tests.helpers.evidence import evidence_fields, evidence_text, shared_record
 from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.helpers.kept_folders import private_kept_folder
 from tests.helpers.project import TOKEN, Result, git, needs_torch, run_app
 
 pytestmark = needs_torch
@@ -78,16 +77,8 @@ def _real_test_files(sandbox: Sandbox, work: Path) -> None:
 
 
 @pytest.fixture
-def kept_here() -> Iterator[Path]:
-    """The kept warm workers of this test's hosts (short: a socket path has a length limit),
-    stopped after it."""
-    with private_kept_folder() as folder:
-        yield folder
-
-
-@pytest.fixture
 def hosts(sandbox: Sandbox, gitcode: FakeGitCode, tmp_path: Path, probe_store: Path,
-          kept_here: Path) -> list[Host]:
+          kept_folder: Path) -> list[Host]:
     if REAL_REPO:
         _real_test_files(sandbox, tmp_path / "upstream-work")
     worktrees = tmp_path / "worktrees"  # every host's worktree folder (see the docstring)
@@ -106,7 +97,7 @@ def hosts(sandbox: Sandbox, gitcode: FakeGitCode, tmp_path: Path, probe_store: P
         made.append(Host(target, project, {
             "GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1",
             "BACKPORT_CACHE": str(cache), "BACKPORT_KEEP_WORKERS": "1",
-            "BACKPORT_RUNTIME_DIR": str(kept_here)}))
+            "BACKPORT_RUNTIME_DIR": str(kept_folder)}))  # the session's (tests/conftest.py)
     return made
 
 

@@ -13,9 +13,9 @@ from backport.config.model import Environment
 from backport.envs import sandbox
 from backport.envs.kept import KeepPolicy
 from backport.envs.model import Probe
-from backport.envs.probe import probe
 from tests.helpers.kept_folders import private_kept_folder
 from tests.helpers.sandbox_writes import project  # noqa: F401  (a fixture of these tests)
+from tests.helpers.torch_probes import TORCH_PINS, probed_once
 
 
 @pytest.fixture
@@ -30,14 +30,16 @@ def torch_env() -> Environment:
     value = os.environ.get("BACKPORT_TEST_PYTHON")
     if not value or not Path(value).expanduser().exists():
         pytest.skip("BACKPORT_TEST_PYTHON is not set (path of a python with torch 2.13.0+cpu)")
-    return Environment(name="torch-2.13.0", python=Path(value).expanduser(), timeout=120.0)
+    return Environment(name="torch-2.13.0", python=Path(value).expanduser(), timeout=120.0,
+                       expect=dict(TORCH_PINS))  # the envs tests' one: their probe serves both
 
 
 @pytest.fixture(scope="session")
 def torch_probe(torch_env: Environment) -> Probe:
     """The torch interpreter's probe, read once (its torch_npu load check imports torch): the
-    facts of one interpreter hold for the session, as a run's stored probe does."""
-    return probe(torch_env)
+    facts of one interpreter hold for the session, as a run's stored probe does; shared with
+    the envs tests (``probed_once``)."""
+    return probed_once(torch_env)
 
 
 @pytest.fixture
@@ -45,6 +47,15 @@ def kept() -> Iterator[KeepPolicy]:
     """Kept warm workers in a private (short) folder of this test, stopped after it."""
     with private_kept_folder() as folder:
         yield KeepPolicy(folder, idle=600.0)
+
+
+@pytest.fixture
+def private_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The kept workers of this test's CLI runs in a private folder (``BACKPORT_RUNTIME_DIR``),
+    for a test that replaces or kills them: the session's kept workers stay for the next tests."""
+    with private_kept_folder() as folder:
+        monkeypatch.setenv("BACKPORT_RUNTIME_DIR", str(folder))
+        yield folder
 
 
 @pytest.fixture

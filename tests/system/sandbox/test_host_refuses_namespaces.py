@@ -72,7 +72,10 @@ def test_trigger_check_passes_where_the_host_isolates(tmp_path: Path) -> None:
 
 @needs_torch
 def test_apply_on_a_refusing_host_says_so_once_and_in_the_evidence(
-        sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+        sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+        private_runtime: Path) -> None:
+    # Its runs replace the kept worker twice (bare, then sandboxed again): in a folder of this
+    # test (private_runtime), so the session's kept worker stays for the tests after it.
     monkeypatch.setenv("BACKPORT_SANDBOX_REFUSE", "1")
     bare = run_cli(sandbox.project, "apply", "--api", "put_metric", "--branch", "master")
     assert bare.code == 0, bare.err
