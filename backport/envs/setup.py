@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
 from packaging.utils import canonicalize_name
 
 from backport import process
@@ -348,6 +347,10 @@ def compatible_platforms(tag: str) -> list[str]:
 
 
 def _download_size(url: str) -> int | None:
+    """The bytes a distribution's URL serves (None: not told). requests is imported here, for
+    a dry run's sizes only: every other `backport env` command starts without it."""
+    import requests
+
     parts = urllib.parse.urlsplit(url)
     if parts.scheme == "file":
         try:
