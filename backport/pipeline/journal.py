@@ -64,6 +64,8 @@ class Journal:
         self.api = api
         self._lock = threading.Lock()
         self._branches: dict[str, BranchRecord] = {}
+        # Each record's JSON as last saved: a save encodes only the records that changed.
+        self._encoded: dict[str, tuple[BranchRecord, Any]] = {}
 
     @classmethod
     def load(cls, state_dir: Path, patch_set: str, api: str | None, *, persist: bool = True) -> Journal:
@@ -118,7 +120,13 @@ class Journal:
     def to_json(self) -> dict[str, Any]:
         """The journal file's document."""
         return {"version": JOURNAL_VERSION, "patch_set": self.patch_set, "api": self.api,
-                "branches": {t: encode(r) for t, r in self._branches.items()}}
+                "branches": {t: self._encode(t, r) for t, r in self._branches.items()}}
+
+    def _encode(self, target: str, rec: BranchRecord) -> Any:
+        kept = self._encoded.get(target)
+        if kept is None or kept[0] is not rec:  # records are frozen: the same one, the same JSON
+            kept = self._encoded[target] = (rec, encode(rec))
+        return kept[1]
 
     def _save_locked(self) -> None:
         if not self.persist:
