@@ -139,8 +139,10 @@ def _prefetch(repo: Path, oids: Sequence[str]) -> None:
 
     Best effort: when it fails, ``cat-file`` still fetches lazily (or reports the blob missing).
     """
+    if not oids:
+        return
     remote = _promisor_remote(repo)
-    if not oids or remote is None:
+    if remote is None:
         return
     git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
          "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin",
