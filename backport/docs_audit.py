@@ -81,12 +81,17 @@ def _git(repo: Path, args: Sequence[str], *, stdin: bytes | None = None) -> byte
     return git(args, cwd=repo, env=_on(repo), stdin=stdin).raw
 
 
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
 def _on(repo: Path) -> dict[str, str]:
     """The environment that points git at the git directory ``repo`` (never a parent's)."""
     return {"GIT_DIR": str(repo)}
 
 
 def _resolve(repo: Path, ref: str) -> str:
+    if _FULL_ID.fullmatch(ref):  # a commit id (a caller that read it already): no git asked
+        return ref
     try:
         out = _git(repo, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
     except BackportError:
@@ -139,8 +144,10 @@ def _prefetch(repo: Path, oids: Sequence[str]) -> None:
 
     Best effort: when it fails, ``cat-file`` still fetches lazily (or reports the blob missing).
     """
+    if not oids:
+        return
     remote = _promisor_remote(repo)
-    if not oids or remote is None:
+    if remote is None:
         return
     git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
          "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin",

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from backport.errors import BackportError, ErrorCode
-from backport.redact import holds_secret, redact
+from backport.redact import holds_secret, redact, registered
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
@@ -80,14 +80,20 @@ def secret_free(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` without the tool's secrets: the token variables (:data:`SECRET_VARS`) and
     every variable whose value holds a registered secret (a token from ``git credential fill``
     included). The one rule for every child's environment."""
-    return {k: v for k, v in environ.items() if k not in SECRET_VARS and not holds_secret(v)}
+    secrets = registered()
+    return {k: v for k, v in environ.items()
+            if k not in SECRET_VARS and not (secrets and holds_secret(v, secrets))}
 
 
 def blanked_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Overrides that empty each secret of ``environ`` (this process's by default), for a
     launcher that can only lay variables over the inherited environment (GitPython's)."""
     environ = os.environ if environ is None else environ
-    return {k: "" for k in environ if k not in secret_free({k: environ[k]})}
+    blank = dict.fromkeys((k for k in SECRET_VARS if k in environ), "")
+    secrets = registered()
+    if secrets:  # a value is read only when there is a secret it could hold
+        blank.update((k, "") for k, v in environ.items() if holds_secret(v, secrets))
+    return blank
 
 
 def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,

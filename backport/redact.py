@@ -71,8 +71,13 @@ def redact(text: str) -> str:
     return _TOKEN_PARAMS.sub(lambda m: m.group(1) + "=" + MASK, text)
 
 
-def holds_secret(text: str) -> bool:
-    """True when ``text`` contains a registered secret (a child's environment never may)."""
+def registered() -> tuple[str, ...]:
+    """The registered secrets and their escaped forms, as they are now."""
     with _lock:
-        secrets = list(_secrets)
-    return any(secret in text for secret in secrets)
+        return tuple(_secrets)
+
+
+def holds_secret(text: str, secrets: tuple[str, ...] | None = None) -> bool:
+    """True when ``text`` contains a registered secret (a child's environment never may);
+    ``secrets``: a `registered` snapshot, for a caller that asks of many texts."""
+    return any(secret in text for secret in (registered() if secrets is None else secrets))

@@ -7,7 +7,7 @@ branches, its own cache). A ``git`` first on PATH logs every git process the too
 ``--all`` also counts, in a second run without that wrapper, every process the run starts,
 git's own children included (``strace -f``).
 ``--tree DIR`` runs the code of another checkout (e.g. an older commit exported with
-``git archive``), for a before/after figure; ``--show`` lists the git commands by count.
+``git archive``), for a before/after figure; ``--show`` lists the git subcommands by count.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from backport.demo.sandbox import build_sandbox  # noqa: E402
+from backport.git.run import subcommand  # noqa: E402
 
 COMMANDS = (("check",), ("apply", "--all", "--skip-tests"))
 WRAPPER = """#!/bin/sh
@@ -85,7 +86,7 @@ def main() -> int:
             extra = f", {everything} processes in all (git's children included)"
         print(f"backport {' '.join(command)}: {len(lines)} git processes{extra}")
         if args.show:
-            counts = collections.Counter(" ".join(line.split()[:3]) for line in lines)
+            counts = collections.Counter(subcommand(line.split()) for line in lines)
             for text, count in counts.most_common():
                 print(f"  {count:4d}  git {text}")
     return 0

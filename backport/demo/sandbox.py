@@ -84,6 +84,8 @@ def build_upstream(path: Path) -> Path:
         _commit(work_dir, f"demo: version {version}")
     _git(path.parent, "clone", "--quiet", "--bare", "--", str(work_dir), str(path))
     _git(path, "config", "uploadpack.allowFilter", "true")
+    # A stand-in for the forge's repository: no `git gc --auto` after each push it receives.
+    _git(path, "config", "receive.autogc", "false")
     shutil.rmtree(work_dir)
     return path
 

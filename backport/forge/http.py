@@ -322,6 +322,11 @@ class ApiClient:
         self.session = requests.Session()
         self.session.auth = _TokenAuth(token)
         self.session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
+        # The environment's proxies (HTTPS_PROXY, NO_PROXY) and CA bundle for the one host every
+        # call goes to (redirects are not followed), read once here instead of on each call.
+        settings = self.session.merge_environment_settings(self.base_url, {}, None, None, None)
+        self._proxies, self._verify = settings["proxies"], settings["verify"]
+        self.session.trust_env = False
 
     def close(self) -> None:
         self.session.close()
@@ -355,7 +360,8 @@ class ApiClient:
                         self.sent += 1
                     response = self.session.request(
                         method, self.url(path), params=params, json=json, data=data,
-                        timeout=self.timeout, allow_redirects=False,
+                        timeout=self.timeout, allow_redirects=False, proxies=self._proxies,
+                        verify=self._verify,
                     )
             except requests.RequestException as exc:
                 kind = "timed out" if isinstance(exc, requests.Timeout) else "failed"

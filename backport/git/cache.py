@@ -100,20 +100,29 @@ class RepoCache:
     # -- setup -----------------------------------------------------------------------------
     def ensure(self) -> None:
         """Create the bare repository with remote ``upstream`` if it is not there yet (asked
-        of git once per instance while the repository stays)."""
+        of git once per instance while the repository stays: its remote and whether fetches
+        go without a filter, `nofilter`, in one read; none for a repository made here)."""
         with self.lock():
             if self.known.ensured and (self.path / "HEAD").is_file():
                 return
             if not (self.path / "HEAD").is_file():
                 self.path.mkdir(parents=True, exist_ok=True)
                 git(["init", "--quiet", "--bare", "--", str(self.path)], cwd=self.root)
-            current = git(
-                ["config", "--get", f"remote.{REMOTE}.url"], cwd=self.path, check=False
-            ).stdout.strip()
+                current, self.known.nofilter = "", False
+            else:
+                current, self.known.nofilter = self._read_setup()
             if current != self.url:
                 git(["config", "--", f"remote.{REMOTE}.url", self.url], cwd=self.path)
                 git(["config", "--", f"remote.{REMOTE}.tagOpt", "--no-tags"], cwd=self.path)
             self.known.ensured = True
+
+    def _read_setup(self) -> tuple[str, bool]:
+        """The remote's URL and whether ``backport.nofilter`` is true, in one git process."""
+        out = git(["config", "--null", "--get-regexp",
+                   rf"^(remote\.{REMOTE}\.url|backport\.nofilter)$"], cwd=self.path, check=False)
+        values = dict(item.partition("\n")[::2] for item in out.stdout.split("\0") if item)
+        return (values.get(f"remote.{REMOTE}.url", "").strip(),
+                values.get("backport.nofilter", "").strip() == "true")
 
     @property
     def blobless(self) -> bool:
@@ -136,13 +145,13 @@ class RepoCache:
         with self.lock():
             self.ensure()
             base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
-            nofilter = git(["config", "--get", "backport.nofilter"], cwd=self.path, check=False)
-            if nofilter.stdout.strip() == "true":
+            if self.known.nofilter:
                 out = self._fetch([*base, "--no-filter"], refspecs)
             else:
                 out = self._fetch([*base, "--filter=blob:none"], refspecs)
                 if not out.ok and "filter" in out.stderr.lower() and not is_unreachable(out.text):
                     git(["config", "backport.nofilter", "true"], cwd=self.path)
+                    self.known.nofilter = True
                     out = self._fetch([*base, "--no-filter"], refspecs)
             if not out.ok:
                 raise self._fetch_error(out)

@@ -38,6 +38,7 @@ class Known:
         self._absent: dict[str, int] = {}  # blob a search missed -> fetches then
         self._present: set[str] = set()  # blob names that name a blob in the repository
         self.ensured = False  # the cache repository exists with its remote set
+        self.nofilter = False  # its fetches go without a filter (`backport.nofilter`), as read
         self.pruned = False  # the stale worktrees of the cache were pruned this run
 
     # -- blobs ---------------------------------------------------------------------------------

@@ -53,6 +53,29 @@ def _registered(repo: Path) -> list[Path]:
     ]
 
 
+def _linked(path: Path) -> tuple[Path, str | None] | None:
+    """The shared git directory and HEAD's branch of the linked worktree at ``path``, read from
+    the files git keeps for it (``.git`` names its private folder, which names ``path/.git``
+    back, the shared folder and HEAD); None when they do not say so plainly (git is asked)."""
+    try:
+        first = (path / ".git").read_text(encoding="utf-8").splitlines()[0]
+        if not first.startswith("gitdir: "):
+            return None
+        own = (path / first[len("gitdir: "):].strip()).resolve()
+        back = Path((own / "gitdir").read_text(encoding="utf-8").strip())
+        common = (own / (own / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        head = (own / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+    if not (_same(back, path / ".git") and (common / "HEAD").is_file()
+            and own.parent == common / "worktrees"):
+        return None
+    if head.startswith("ref: "):
+        ref = head[len("ref: "):]
+        return common, ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+    return (common, None) if len(head) in (40, 64) else None
+
+
 def _same(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -137,6 +160,10 @@ class Worktree:
         path = Path(path).expanduser().absolute()
         if not (path / ".git").exists():
             raise BackportError("git", f"{path} is not a git worktree.")
+        linked = _linked(path)
+        if linked is not None:
+            repo, branch = linked
+            return cls(path=path, repo=repo, branch=branch, known=known or Known())
         # One git process: the top folder, the shared git directory and HEAD's branch.
         out = git(["rev-parse", "--show-toplevel", "--git-common-dir", "--symbolic-full-name",
                    "HEAD"], cwd=path, check=False)

@@ -16,7 +16,7 @@ from backport.config.model import PatchSet, Project
 from backport.config.patchfiles import Patch
 from backport.config.validate import home_shown
 from backport.envs.changes import scope_of
-from backport.errors import BackportError
+from backport.errors import BackportError, ErrorCode
 from backport.git.cache import RepoCache
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.body_paths import absent_named_paths
@@ -83,9 +83,16 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool, envs:
     cache = open_cache(project, environ if environ is not None else os.environ)
     # Every branch the map declares must exist, targeted by a patch set or not: CI checks the map.
     targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
+    # One fetch of them all; the branches are listed only when it names one the upstream lacks.
+    fetched: dict[str, str] | None = None
     try:
-        cache.ensure()
-        heads = cache.remote_heads(targets)
+        try:
+            fetched = cache.fetch(targets)
+            heads: dict[str, str | None] = dict(fetched)
+        except BackportError as exc:
+            if exc.code != ErrorCode.BRANCH_MISSING:
+                raise
+            heads = cache.remote_heads(targets)
     except BackportError as exc:
         findings.append(Finding(f"branches {', '.join(targets)}", "reachable", False, exc.message))
         return findings
@@ -99,7 +106,7 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool, envs:
             present.append(target)
     if not present:
         return findings
-    bases = cache.fetch(present)
+    bases = fetched if fetched is not None else cache.fetch(present)
     with tempfile.TemporaryDirectory(prefix="backport-check-") as tmp:
         for ps in patch_sets:
             try:

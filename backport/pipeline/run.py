@@ -265,20 +265,27 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
 
 
 def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
-    """Fetch every needed target head into the cache once; per-target errors are kept."""
+    """Fetch every needed target head into the cache once; per-target errors are kept.
+
+    One fetch of them all; only when it names a branch the upstream lacks are its branches
+    listed (``ls-remote``), so the others are fetched and each missing one fails alone."""
     targets = sorted({job.target for job in jobs})
     for job in jobs:
         job.event("fetching", job.target)
     url = cache.upstream_url
     try:
-        cache.ensure()
-        heads = cache.remote_heads(targets)
+        return dict(cache.fetch(targets))
     except BackportError as exc:
         if exc.code == ErrorCode.UPSTREAM_UNREACHABLE:  # no branch can go on: one sentence, not four
             message, code = exc.message, exc.code
             for job in jobs:
                 job.change(lambda r: r.failed(Status.FAILED, message, code))
             raise
+        if exc.code != ErrorCode.BRANCH_MISSING:
+            return dict.fromkeys(targets, exc)
+    try:
+        heads = cache.remote_heads(targets)
+    except BackportError as exc:
         return dict.fromkeys(targets, exc)
     result: dict[str, str | BackportError] = {}
     present = [t for t in targets if heads.get(t)]

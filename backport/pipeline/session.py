@@ -83,8 +83,9 @@ class DocsAudit:
             if api in self._found:
                 return self._found[api]
         try:
-            self.cache.local_heads([DOCS_REF])  # raises when this cache never fetched master
-            found = audit_docs(self.cache.path, f"refs/remotes/upstream/{DOCS_REF}", api)
+            # raises when this cache never fetched master; the audit reads the commit it names
+            (sha,) = self.cache.local_heads([DOCS_REF]).values()
+            found = audit_docs(self.cache.path, sha, api)
             entries = found or None
         except BackportError:
             entries = None

@@ -49,8 +49,11 @@ _FENCE_RUN = re.compile(r"`{3,}|~{3,}")
 
 def _visible(text: str) -> str:
     """One line: whitespace runs are one space, invisible and control characters shown as U+FFFD."""
+    text = str(text)
+    if text.isascii() and text.isprintable():  # no control, invisible or other space in it
+        return " ".join(text.split())
     out = []
-    for ch in str(text):
+    for ch in text:
         if ch.isspace():
             out.append(" ")
         elif ch in _INVISIBLE or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn",

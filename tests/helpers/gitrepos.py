@@ -31,12 +31,16 @@ R = TypeVar("R")
 def git_env(
     author: tuple[str, str] = AUTHOR, date: str | None = DEFAULT_DATE
 ) -> dict[str, str]:
-    """os.environ plus C locale, no prompts and a fixed author/committer identity."""
+    """os.environ plus C locale, no prompts, a fixed author/committer identity and no auto
+    maintenance after a commit (a process each; nothing here is about git's housekeeping)."""
     env = dict(os.environ)
+    count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
     env.update({
         "LANG": "C", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0",
         "GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1],
         "GIT_COMMITTER_NAME": COMMITTER[0], "GIT_COMMITTER_EMAIL": COMMITTER[1],
+        "GIT_CONFIG_COUNT": str(count + 1), f"GIT_CONFIG_KEY_{count}": "maintenance.auto",
+        f"GIT_CONFIG_VALUE_{count}": "false",
     })
     if date:
         env["GIT_AUTHOR_DATE"] = date

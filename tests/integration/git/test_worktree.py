@@ -70,12 +70,18 @@ def test_create_refuses_foreign_directory(cache: RepoCache, tmp_path: Path) -> N
     assert (path / "precious.txt").read_text() == "keep me\n"
 
 
-def test_open_and_remove(cache: RepoCache, tmp_path: Path) -> None:
+def test_open_and_remove(cache: RepoCache, tmp_path: Path,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
     head = cache.fetch(["master"])["master"]
     wt = Worktree.create(cache, tmp_path / "wt", "bp-master", head, [TEST_FILE])
-    opened = Worktree.open(tmp_path / "wt")
+    with monkeypatch.context() as no_git:  # a linked worktree is read from git's files
+        no_git.setenv("PATH", str(tmp_path / "no-programs"))
+        opened = Worktree.open(tmp_path / "wt")
     assert opened.path == wt.path and opened.branch == "bp-master"
     assert opened.repo.resolve() == cache.path.resolve()
+    gr.git(wt.path, "checkout", "--quiet", "--detach")
+    assert Worktree.open(tmp_path / "wt").branch is None
+    gr.git(wt.path, "checkout", "--quiet", "bp-master")
     opened.remove()
     assert not wt.path.exists()
     assert "bp-master" not in gr.branches_of(cache.path)

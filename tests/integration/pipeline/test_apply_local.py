@@ -5,7 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from backport.demo.sandbox import Sandbox
+from backport.states import Status
 from tests.helpers.project import git, rev, run_app, run_cli
+from tests.helpers.runs import apply
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
@@ -101,3 +104,14 @@ def test_pr_body_reports_the_docs_audit_of_upstream_master(sandbox, tmp_path):
     assert "<!-- backport:docs:start -->" in body
     assert "| 2.12.0 | 是 |" in body
     assert "pytorch_2-12-0/torch-distributed-elastic.md" in body
+
+
+def test_a_target_the_upstream_lacks_fails_alone_and_the_others_are_fetched(
+        sandbox: Sandbox) -> None:
+    git(sandbox.upstream, "update-ref", "-d", "refs/heads/v2.11.0")
+    outcome, _ = apply(sandbox, skip_tests=True, no_pr=True)
+    records = {r.target: r for r in outcome.records}
+    missing = records.pop("v2.11.0")
+    assert missing.status == Status.FAILED and missing.error_code == "branch-missing"
+    assert f"target branch 'v2.11.0' does not exist in {sandbox.upstream}" in missing.message
+    assert {t: r.status for t, r in records.items()} == dict.fromkeys(records, Status.PUSHED)
