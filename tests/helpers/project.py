@@ -74,8 +74,12 @@ def run_app(project: Path, *args: str, env: dict[str, str] | None = None) -> Res
     return Result(code, out.getvalue(), err.getvalue())
 
 
+# The tests' own git calls start no auto maintenance (git runs it after commits and fetches).
+NO_MAINTENANCE = ("-c", "maintenance.auto=false")
+
+
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True,
+    return subprocess.run(["git", *NO_MAINTENANCE, *args], cwd=repo, capture_output=True, text=True, check=True,
                           env={**os.environ, "LANG": "C"}).stdout.strip()
 
 
