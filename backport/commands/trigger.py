@@ -21,9 +21,7 @@ from pathlib import Path
 
 import click
 
-from backport.commands.apply import apply_cmd
 from backport.commands.common import AppContext, echo, pass_app
-from backport.commands.from_pr import ensure_from_pr
 from backport.commands.trigger_event import (
     COMMAND,
     TriggerEvent,
@@ -213,11 +211,15 @@ def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None, pl
     if not skip_tests:
         require_isolation(bm, targets)  # a PR's tests run sandboxed, or where the map allows
     echo(f"PR !{event.number}: backporting to {', '.join(targets)}")
+    from backport.commands.apply import apply_cmd  # the plan, a reply and a no-op never load it
+
     ctx.invoke(apply_cmd, from_prs=(event.number,), branches=tuple(targets), skip_tests=skip_tests)
 
 
 def _prepared(app: AppContext, project: Project, number: int) -> None:
     """Make (or keep) the patch set of PR ``number`` and name it as the step's output."""
+    from backport.commands.from_pr import ensure_from_pr  # only a branch job prepares a set
+
     name, lines, _remade = ensure_from_pr(project, app.patches or project.root / "patches",
                                           number, echo)
     for line in lines:
