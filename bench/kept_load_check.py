@@ -15,33 +15,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import statistics
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from child_cpu import median_child_cpu  # noqa: E402  (bench/, the script's own folder)
 
 from backport.config.model import Environment  # noqa: E402
 from backport.envs.kept import KeepPolicy, stop_kept_workers  # noqa: E402
 from backport.envs.pool import Environments  # noqa: E402
 from backport.envs.probe import probe  # noqa: E402
-
-
-def _children_cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def _cpu(action: Callable[[], object], repeat: int) -> float:
-    spent = []
-    for _ in range(repeat):
-        before = _children_cpu()
-        action()
-        spent.append(_children_cpu() - before)
-    return statistics.median(spent)
 
 
 def _run(env: Environment, keep: KeepPolicy, root: Path) -> None:
@@ -69,10 +54,10 @@ def main() -> int:
         root = Path(folder)
         try:
             _run(env, keep, root)  # starts the kept worker, with its load check
-            attached = _cpu(lambda: _run(env, keep, root), args.repeat)
+            attached = median_child_cpu(lambda: _run(env, keep, root), args.repeat)
         finally:
             stop_kept_workers(Path(folder))
-    separate = _cpu(lambda: probe(env), args.repeat)
+    separate = median_child_cpu(lambda: probe(env), args.repeat)
     print(f"a run with no stored probe, kept worker running: {attached:.2f} CPU s")
     print(f"the probe such a run made before (own load check): {separate:.2f} CPU s")
     return 0

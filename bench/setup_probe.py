@@ -12,31 +12,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import statistics
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from child_cpu import median_child_cpu  # noqa: E402  (bench/, the script's own folder)
+
 from backport.config.model import Environment  # noqa: E402
 from backport.envs.probe import probe  # noqa: E402
 from backport.envs.setup import setup_env  # noqa: E402
-
-
-def _children_cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def _cpu(action: Callable[[], object], repeat: int) -> float:
-    spent = []
-    for _ in range(repeat):
-        before = _children_cpu()
-        action()
-        spent.append(_children_cpu() - before)
-    return statistics.median(spent)
 
 
 def main() -> int:
@@ -49,8 +34,9 @@ def main() -> int:
     first = probe(Environment(name="torch", python=Path(args.python)), versions_only=True)
     pins = {"torch": str(first.torch), "torch_npu": str(first.torch_npu)}
     env = Environment(name="torch", python=Path(args.python), expect=pins)
-    setup = _cpu(lambda: setup_env(env, log=lambda _line: None, use_uv=False), args.repeat)
-    full = _cpu(lambda: probe(env), args.repeat)
+    setup = median_child_cpu(lambda: setup_env(env, log=lambda _line: None, use_uv=False),
+                             args.repeat)
+    full = median_child_cpu(lambda: probe(env), args.repeat)
     print(f"env setup, environment up to date (pins {pins}): {setup:.2f} CPU s")
     print(f"the full probe it ran before (torch_npu load check):  {full:.2f} CPU s")
     return 0
