@@ -64,8 +64,6 @@ class Journal:
         self.api = api
         self._lock = threading.Lock()
         self._branches: dict[str, BranchRecord] = {}
-        # Each record's JSON text as last saved: a save encodes only the records that changed.
-        self._encoded: dict[str, tuple[BranchRecord, str]] = {}
 
     @classmethod
     def load(cls, state_dir: Path, patch_set: str, api: str | None, *, persist: bool = True) -> Journal:
@@ -122,26 +120,12 @@ class Journal:
         return {"version": JOURNAL_VERSION, "patch_set": self.patch_set, "api": self.api,
                 "branches": {t: encode(r) for t, r in self._branches.items()}}
 
-    def to_text(self) -> str:
-        """`to_json` as the file holds it: one line per branch record, each encoded (by
-        json's C encoder) only when it changed since the last save."""
-        head = json.dumps({"version": JOURNAL_VERSION, "patch_set": self.patch_set,
-                           "api": self.api}, ensure_ascii=False)[:-1]
-        lines = [f"  {json.dumps(t, ensure_ascii=False)}: {self._text(t, r)}"
-                 for t, r in self._branches.items()]
-        body = "{\n" + ",\n".join(lines) + "\n}" if lines else "{}"
-        return f"{head}, \"branches\": {body}}}\n"
-
-    def _text(self, target: str, rec: BranchRecord) -> str:
-        kept = self._encoded.get(target)
-        if kept is None or kept[0] is not rec:  # records are frozen: the same one, the same text
-            kept = self._encoded[target] = (rec, json.dumps(encode(rec), ensure_ascii=False))
-        return kept[1]
-
     def _save_locked(self) -> None:
         if not self.persist:
             return
-        text = self.to_text()
+        # No indent: json's C encoder then writes it (with an indent, the pure-Python one runs,
+        # once per step of every branch).
+        text = json.dumps(self.to_json(), ensure_ascii=False) + "\n"
         try:
             atomic_write_text(self.path, text)
         except OSError as exc:
