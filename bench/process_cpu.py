@@ -116,14 +116,28 @@ def run_traced(command: list[str], trace: Path) -> int:
     return int(code) if code.strip() else 1
 
 
-def still_running(pid: int) -> Ended | None:
+def stat_fields(text: str) -> list[str]:
+    """The fields of a ``/proc/PID/stat`` line after the command name (field 3 on)."""
+    return text.rpartition(")")[2].split()
+
+
+def started_after(text: str, since: int) -> bool:
+    """Whether the process of ``/proc/PID/stat`` text started at or after clock tick ``since``
+    (field 22, ticks since boot). A pid in the trace can be one a PID namespace gave (the
+    sandbox's ``clone`` returns it), which names another process here: a kernel thread, say."""
+    return int(stat_fields(text)[19]) >= since
+
+
+def still_running(pid: int, since: int) -> Ended | None:
     """A traced process that outlived the command (a kept worker): its CPU so far, from
-    ``/proc/PID/stat``, named "(running)"."""
+    ``/proc/PID/stat``, named "(running)"; None for one that started before the run."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text.rpartition(")")[2].split()
+    if not started_after(text, since):
+        return None
+    fields = stat_fields(text)
     ticks = os.sysconf("SC_CLK_TCK")
     return Ended(pid, int(fields[1]), "(running)", (int(fields[11]) + int(fields[12])) / ticks)
 
@@ -146,6 +160,7 @@ def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.acct(str(accounting).encode()) != 0:
         sys.exit(f"acct: {os.strerror(ctypes.get_errno())} (process accounting needs root)")
+    since = int(stat_fields(Path("/proc/self/stat").read_text())[19])
     try:
         code = run_traced(command, trace)
     finally:
@@ -153,7 +168,7 @@ def main() -> int:
     execs, traced = read_trace(trace.read_text(errors="replace"))
     ended = [e for e in read_accounting(accounting.read_bytes()) if e.pid in traced]
     done = {e.pid for e in ended}
-    ended += [e for pid in sorted(traced - done) if (e := still_running(pid)) is not None]
+    ended += [e for pid in sorted(traced - done) if (e := still_running(pid, since)) is not None]
     parents = {e.pid: e.ppid for e in ended}
     if len(parents) < len(ended):
         print("warning: pids were used twice; raise /proc/sys/kernel/pid_max", file=sys.stderr)

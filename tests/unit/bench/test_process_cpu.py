@@ -47,3 +47,12 @@ def test_kinds_follow_the_command_line() -> None:
     assert process_cpu.kind_of("../.backport-venv/bin/backport check --json") == "backport CLI"
     assert process_cpu.kind_of("/usr/lib/git-core/git pack-objects --revs") == "git"
     assert process_cpu.kind_of("sleep 1") == "other"
+
+
+def test_a_running_process_counts_only_if_it_started_with_the_run() -> None:
+    """A pid from a PID namespace (the sandbox's fork) can name a kernel thread that runs
+    since boot: it is not the run's."""
+    kthread = "15 (rcu_preempt) I 2 0 0 0 -1 2129984 0 0 0 0 0 3137 0 0 20 0 1 0 3 0 0"
+    worker = "4242 (python) S 1 4242 4242 0 -1 4194560 9 0 0 0 180 20 0 0 20 0 3 0 905100 1 2"
+    assert not process_cpu.started_after(kthread, since=905000)
+    assert process_cpu.started_after(worker, since=905000)
