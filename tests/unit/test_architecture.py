@@ -20,6 +20,13 @@ def parsed(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
+@functools.cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of ``path``'s tree in ``ast.walk`` order, walked once per test process: a
+    dozen scans read the same files, and walking was most of their time."""
+    return tuple(ast.walk(parsed(path)))
+
+
 def _names(cell: str) -> set[str]:
     """Module names of the code spans in a table cell: `git/` -> git, `envs/model.py` -> envs.model."""
     spans = re.findall(r"`([A-Za-z_][A-Za-z0-9_/]*(?:\.py)?)`", cell)
@@ -68,11 +75,10 @@ def imported_modules(path: Path, module: str) -> set[str]:
     ``module`` is the importing module's own relative name (``report.summary``); relative imports
     are resolved against it, and ``from backport.x import name`` yields ``x`` and ``x.name``.
     """
-    tree = parsed(path)
     own = ["backport", *module.split(".")] if module != "__init__" else ["backport"]
     package = own if path.name == "__init__.py" else own[:-1]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -161,7 +167,7 @@ def git_processes(path: Path) -> list[str]:
     """What in ``path`` starts git other than through the runner: GitPython, or a call of any
     process function whose argv starts with ``"git"``."""
     found = []
-    for node in ast.walk(parsed(path)):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "git"]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -197,7 +203,7 @@ def process_imports(path: Path) -> list[str]:
     """Imports in ``path`` of a way to start a process other than `backport.process`:
     ``subprocess``, GitPython, ``os.system`` / ``os.popen`` / ``os.exec*`` / ``os.spawn*``."""
     found = []
-    for node in ast.walk(parsed(path)):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             found += [f"line {node.lineno}: import {a.name}" for a in node.names
                       if a.name.split(".")[0] in ("subprocess", "git", "pty")]
@@ -235,7 +241,7 @@ def _modules_spelling(text: str) -> set[str]:
     """Modules with a string constant that contains ``text``."""
     found = set()
     for module, path in package_modules().items():
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if text in node.value:
                     found.add(module)
@@ -269,7 +275,7 @@ def test_pipeline_changes_records_only_by_named_transitions() -> None:
     change is a named transition of the value."""
     found = []
     for path in sorted((PACKAGE / "pipeline").glob("*.py")):
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("replace", "update", "change", "fail", "stop")
                     and node.keywords and not _on_self(node)):
@@ -285,12 +291,11 @@ SCHEDULER_CALLS = ("submit", "ended", "finished", "wait", "wait_newer", "Schedul
 def handed_closures(path: Path) -> list[str]:
     """Lambdas, nested functions and partials that ``path`` hands to the scheduler or the pool
     (the schedule is told of jobs and step names, never given a function to call later)."""
-    tree = parsed(path)
-    nested = {inner.name for outer in ast.walk(tree) if isinstance(outer, ast.FunctionDef)
+    nested = {inner.name for outer in nodes(path) if isinstance(outer, ast.FunctionDef)
               for inner in ast.walk(outer)
               if isinstance(inner, ast.FunctionDef) and inner is not outer}
     found = []
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -376,14 +381,13 @@ def private_imports(path: Path) -> list[str]:
     """Names with a leading underscore that ``path`` imports from another module of the package,
     or reads off a name it imported from one (``Status._value2member_map_``): a name shared
     between modules is public; one used by a single module lives there."""
-    tree = parsed(path)
     found, imported = [], set()
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("backport")):
             imported |= {alias.asname or alias.name for alias in node.names}
             found += [f"{path.name}:{node.lineno} imports {alias.name} from {node.module or '.'}"
                       for alias in node.names if _private(alias.name)]
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if (isinstance(node, ast.Attribute) and _private(node.attr)
                 and isinstance(node.value, ast.Name) and node.value.id in imported):
             found.append(f"{path.name}:{node.lineno} reads {node.value.id}.{node.attr}")
@@ -422,7 +426,7 @@ def imports_of_test_modules(root: Path) -> list[str]:
     found = []
     for path in sorted(root.rglob("*.py")):
         package = ["tests", *path.parent.relative_to(root).parts]
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -522,7 +526,7 @@ def evidence_keys_spelled(path: Path, keys: Sequence[str]) -> set[str]:
     alone where the key is no plain word (``HEAD_COMMIT``, not ``NPU``); docstrings and f-string
     parts count."""
     spelled = set()
-    for node in ast.walk(parsed(path)):
+    for node in nodes(path):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             for key in keys:
                 if (node.value == key and "_" in key) or re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}=", node.value):
