@@ -280,36 +280,5 @@ def test_probe_cache_follows_the_cann_version_file(
     assert (upgraded.cann, reused) == ("8.0.RC2", False)
 
 
-
-
-SOURCED_TEST = """
-import os
-import unittest
-
-
-class Sourced(unittest.TestCase):
-    def test_sees_what_the_script_exported(self):
-        self.assertEqual(os.environ.get("BP_SOURCED"), "yes")
-
-
-if __name__ == "__main__":
-    unittest.main()
-"""
-
-
-@pytest.mark.torch
-def test_a_source_script_reaches_the_test_with_kept_workers_on(
-    torch_env: Environment, kept: KeepPolicy, tmp_path: Path
-) -> None:
-    # What `source:` exports (CANN's set_env.sh: library paths, ASCEND_*) depends on the run's
-    # own environment; a worker kept from another run cannot stand in for it.
-    script = write(tmp_path / "set_env.sh", "export BP_SOURCED=yes\n")
-    env = Environment(name="sourced", python=torch_env.interpreter, source=script,
-                      source_shown="set_env.sh", timeout=120.0)
-    wt = tmp_path / "wt"
-    write(wt / "test" / "test_sourced.py", SOURCED_TEST)
-    found, early = folded_probe(env, kept)  # the worker started for the run runs its check
-    with Runner(env, found, device="none", keep=kept, early=early) as runner:
-        run = runner.run(wt, Spec("test/test_sourced.py"), wt / "1.log")
-        assert (run.runner, run.ok) == ("warm", True), (wt / "1.log").read_text()
-        assert "kept" not in runner.kind
+# A `source:` script reaches its test with kept workers on, through a worker of the run's own:
+# tests/system/pipeline/test_launch.py (its `source:` branch, run by `apply` with them on).
