@@ -15,7 +15,7 @@ from backport.envs.overlay import Overlay, OverlayError, build_overlay, installe
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import LOAD_CHECK_TIMEOUT
 from backport.envs.probe_cache import cached_probe, stored_probe
-from backport.envs.runner import TestRunner
+from backport.envs.runner import TestRunner, static_fallback
 from backport.envs.worker import EarlyWorker
 from backport.errors import BackportError
 
@@ -103,9 +103,10 @@ class Environments:
         """
         if self._closed:
             return
-        if device == "none" and not self.isolated:
+        if device == "none" and static_fallback(env, self.isolated) is None:
             # Start the worker alongside the probe; the runner keeps it if the guess was right.
             # Without a stored probe, the worker also runs the probe's torch_npu load check.
+            # (Where no test would fork from it, none: the probe runs its own check.)
             stored = stored_probe(env, self.cache, self.environ)
             with self._lock:
                 if not self._closed and (env.name, device) not in self._early:

@@ -53,6 +53,16 @@ REPLY_TIMEOUT = 30.0  # for protocol replies that need no test to run
 LOG_TAIL = 4 * 1024 * 1024  # the summary is at the end; read at most this much
 
 
+def static_fallback(env: Environment, isolated: bool) -> str | None:
+    """Why ``env``'s tests never fork from a warm worker, whatever its probe reads (None: they
+    may); the runner's first rule, which a run also asks before starting a worker early."""
+    if isolated:
+        return "isolated runs requested"
+    if env.wrapper:
+        return "the wrapper starts each test"
+    return None
+
+
 class TestRunner:
     """Runs test files of one environment; one instance per environment per run, thread-safe.
 
@@ -87,14 +97,10 @@ class TestRunner:
         self._retired: list[Worker] = []  # replaced workers finishing their running tests
         self._learn = True  # off once a worker retired: its successor only imports torch
         # Why warm runs are off (None while they are on); torch-less envs gain nothing from it.
-        self.fallback: str | None = None
-        if isolated:
-            self.fallback = "isolated runs requested"
-        elif probe.torch is None:
+        self.fallback: str | None = static_fallback(env, isolated)
+        if self.fallback is None and probe.torch is None:
             self.fallback = "torch is not installed, nothing to keep warm"
-        elif env.wrapper:
-            self.fallback = "the wrapper starts each test"
-        elif probe.torch_npu_loads:
+        elif self.fallback is None and probe.torch_npu_loads:
             # An NPU runtime imported before fork() is not known to be fork-safe.
             self.fallback = "torch_npu loads here; each test gets its own process"
         self._early = early if self.fallback is None and self.verdict.runnable else None

@@ -114,19 +114,30 @@ def _targets(project: Path) -> tuple[Path, list[Path]]:
     return worktree, [worktree / "test" / "written.txt", journal, patch, gitconfig, tool]
 
 
-def run_writer(runner: Runner, project: Path, tmp_path: Path) -> str:
-    """Run the writer; how it ran (isolated, warm)."""
+def writer_test(project: Path) -> tuple[Path, Spec, list[Path], bytes]:
+    """The writer's worktree and test, the files it tries, and the tool's file as it was."""
     worktree, paths = _targets(project)
-    tool_before = paths[-1].read_bytes()
     spec = Spec("test/test_write.py", tuple(str(p) for p in paths))
-    run = runner.run(worktree, spec, tmp_path / "write.log")
-    log = Path(run.log).read_text(encoding="utf-8")
+    return worktree, spec, paths, paths[-1].read_bytes()
+
+
+def check_writer(log_path: str, exit_code: int | None, paths: list[Path],
+                 tool_before: bytes) -> None:
+    """The writer wrote its worktree's file and nothing else (see ``WRITER``)."""
+    log = Path(log_path).read_text(encoding="utf-8")
     assert f"WROTE {paths[0]}" in log, log
     assert "CAPABILITIES 0000000000000000" in log and "ESCAPED" not in log, log
     for path in paths[1:]:
         assert f"REFUSED {path}: Read-only file system" in log, log
-    assert run.exit_code == 0, log
+    assert exit_code == 0, log
     for path in paths[1:-1]:
         assert path.read_text(encoding="utf-8") == "as the tool wrote it\n"
     assert paths[-1].read_bytes() == tool_before
+
+
+def run_writer(runner: Runner, project: Path, tmp_path: Path) -> str:
+    """Run the writer; how it ran (isolated, warm)."""
+    worktree, spec, paths, tool_before = writer_test(project)
+    run = runner.run(worktree, spec, tmp_path / "write.log")
+    check_writer(run.log, run.exit_code, paths, tool_before)
     return run.runner

@@ -1,14 +1,20 @@
-"""One probe per environment for the whole test process: a torch environment's probe runs the
+"""One probe per environment for the whole test run: a torch environment's probe runs the
 torch_npu load check in a process that imports torch (a second or two), and no test changes
-what it reads, so the envs and sandbox tests share it (a frozen record)."""
+what it reads, so the envs and sandbox tests share it (a frozen record), and so do the
+pytest-xdist processes of one run (stored in a folder they share, as a run stores its probe)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
+from pathlib import Path
+
+import pytest
 
 from backport.config.model import Environment
 from backport.envs.model import Probe
-from backport.envs.probe import probe
+from backport.envs.probe_cache import cached_probe
 
 _LOCK = threading.Lock()
 _PROBES: dict[str, Probe] = {}
@@ -16,10 +22,24 @@ _PROBES: dict[str, Probe] = {}
 TORCH_PINS = {"torch-npu": "2.13.0", "torch": "2.13.0"}  # as the map pins one
 
 
-def probed_once(env: Environment) -> Probe:
-    """``probe(env)``, run once per environment (its text: a frozen record with dict fields)."""
+def shared_folder(factory: pytest.TempPathFactory) -> Path:
+    """A folder every pytest-xdist process of this run sees (its base temporary folder's
+    parent; without xdist, the base temporary folder itself)."""
+    base = factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / "shared-probes"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def probed_once(env: Environment, shared: Path) -> Probe:
+    """``probe(env)``, run once per environment in this run: the first process probes and
+    stores it in ``shared`` (``cached_probe``: reused while its fingerprint holds), the others
+    read it; its text is a frozen record with dict fields."""
     key = repr(env)
     with _LOCK:
         if key not in _PROBES:
-            _PROBES[key] = probe(env)
+            with open(shared / "lock", "a") as lock:  # one process probes, the others wait
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                _PROBES[key] = cached_probe(env, shared)[0]
         return _PROBES[key]

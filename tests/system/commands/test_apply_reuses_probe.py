@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from backport.envs.kept import stop_kept_workers
+from tests.helpers.plain_patch import add_plain_patch_set
 from tests.helpers.processes import wait_gone
 from tests.helpers.project import needs_torch, run_app, run_cli
 
@@ -21,18 +22,20 @@ BRANCH_KIND = re.compile(r"\[(\S+)\] testing: \S+ finished in [\d.]+s \(warm wor
                          r"pid (\d+), ([^)]*)\)")
 
 
-def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox) -> None:
+def test_a_second_run_reuses_the_probe_and_the_kept_worker(sandbox, tmp_path: Path) -> None:
+    # The runs' test is a plain one over torch: what it imports is not the subject (plain_patch).
+    add_plain_patch_set(sandbox, tmp_path, "plain_torch", ["v2.7.1", "v2.11.0"])
     folder = Path(tempfile.mkdtemp(prefix="bpk-"))  # short: a socket path has a length limit
     os.chmod(folder, 0o700)
     # A cache of its own: the first run probes, the second reuses that probe.
     env = {"BACKPORT_KEEP_WORKERS": "1", "BACKPORT_RUNTIME_DIR": str(folder), "COLUMNS": "300",
            "BACKPORT_CACHE": str(folder / "cache")}
     try:
-        first = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
+        first = run_cli(sandbox.project, "-v", "apply", "--api", "plain_torch", "--branch",
                         "v2.7.1", "--branch", "v2.11.0", "--no-push", env=env)
-        second = run_cli(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
+        second = run_cli(sandbox.project, "-v", "apply", "--api", "plain_torch", "--branch",
                          "v2.7.1", "--no-push", "--force", env=env)
-        own = run_app(sandbox.project, "-v", "apply", "--api", "put_metric", "--branch",
+        own = run_app(sandbox.project, "-v", "apply", "--api", "plain_torch", "--branch",
                       "v2.7.1", "--no-push", "--force", "--no-keep-workers",
                       env={"BACKPORT_KEEP_WORKERS": "0", "COLUMNS": "300"})
         assert (first.code, second.code, own.code) == (0, 0, 0), first.err + second.err + own.err

@@ -18,7 +18,7 @@ from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.probe import LOAD_CHECK_TIMEOUT, probe
 from backport.envs.worker import EarlyWorker
 from tests.helpers.kept_folders import private_kept_folder
-from tests.helpers.torch_probes import TORCH_PINS, probed_once
+from tests.helpers.torch_probes import TORCH_PINS, probed_once, shared_folder
 
 
 @pytest.fixture(scope="session")
@@ -44,13 +44,14 @@ Probed = Callable[[Environment], Probe]
 
 
 @pytest.fixture(scope="session")
-def probed() -> Probed:
-    """``probe(env)``, run once per environment for the whole session (``probed_once``).
+def probed(tmp_path_factory: pytest.TempPathFactory) -> Probed:
+    """``probe(env)``, run once per environment for the whole run (``probed_once``).
 
     The probe is a child process that imports torch (a second or two); the runner only reads
     its verdict, which no test here changes, so one probe per environment serves every test.
     """
-    return probed_once
+    shared = shared_folder(tmp_path_factory)
+    return lambda env: probed_once(env, shared)
 
 
 @pytest.fixture

@@ -125,6 +125,34 @@ def test_cold_run_imports_torch_once_per_environment(
         "ImportError: libhccl.so: cannot open shared object file: No such file or directory")
 
 
+def test_an_environment_with_a_wrapper_starts_no_warm_worker(tmp_path: Path,
+                                                            kept: KeepPolicy) -> None:
+    """The wrapper starts each test, so no test would fork from a worker: a run starts none
+    (it would import torch for nothing, and a kept one would wait for runs that never use it);
+    the probe runs its own load check."""
+    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+    wrapper = write(tmp_path / "wrap.sh", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = Environment(name=env.name, python=env.python, timeout=env.timeout, env=env.env,
+                      wrapper=(str(wrapper),), wrapper_shown=("wrap.sh",))
+    worktree = tmp_path / "wt"
+    write(worktree / "test" / "test_x.py", TEST_FILE)
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache",
+                        keep=kept)
+    try:
+        envs.prewarm(env, "none")
+        found = envs.probe(env)
+        run = envs.runner(env, "none").run(worktree, Spec(path="test/test_x.py", args=()),
+                                           tmp_path / "x.log")
+    finally:
+        envs.close()
+    assert run.ok and run.runner == "isolated"
+    assert not list(kept.folder.glob("w-*.sock"))
+    # Two processes imported torch: the probe's load check and the test.
+    assert len(_importers(log)) == 2
+    assert found.torch_npu_loads is False and "libhccl.so" in (found.torch_npu_error or "")
+
+
 @pytest.mark.parametrize("npu_source", [NPU_MISSING_LIB, NPU_LOADS], ids=["fails", "loads"])
 def test_folded_load_check_reads_what_a_separate_process_reads(
     tmp_path: Path, npu_source: str

@@ -2,6 +2,8 @@
 
 A second run reuses what the first left (the worker, the probe) only while nothing it depends
 on changed; a changed site-packages, a dead worker or an idle timeout each lead to a fresh one.
+A kept worker is used only while it is the process this tool started: a record whose pid now
+names another process is not trusted, and the run starts a fresh worker.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from backport.codec import encode
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
-from backport.envs.kept import KeepPolicy, socket_path
+from backport.envs.kept import KeepPolicy, socket_path, start_time
 from backport.envs.model import Probe
 from backport.envs.probe_cache import cached_probe
 from backport.envs.runner import TestRunner as Runner
@@ -98,9 +100,11 @@ def _add_distribution(env: Environment, name: str, version: str) -> None:
 
 
 @pytest.mark.torch
-def test_later_runs_reuse_the_kept_worker_until_its_site_packages_change_or_it_is_killed(
+def test_later_runs_reuse_the_kept_worker_while_trusted_until_site_packages_change_or_it_is_killed(
     own_env: Environment, kept: KeepPolicy, worktree: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """One kept worker's life after another: each step that ends one is followed by the next
+    on the fresh one (a fresh worker costs an import of torch)."""
     # The first run's worker, started before its probe ended, runs the probe's check too.
     found, early = folded_probe(own_env, kept)
     # A second run reuses the worker the first one started, and its own variable reaches its
@@ -114,8 +118,28 @@ def test_later_runs_reuse_the_kept_worker_until_its_site_packages_change_or_it_i
     assert "started now" in first_kind and f"pid {first_pid}" in first_kind
     assert second_pid == first_pid and "kept from an earlier run" in second_kind
     os.kill(first_pid, 0)  # still there for the next run
+    # It was trusted as the process this tool started: its starter's record names its pid and
+    # its start time.
+    [record_file] = kept.folder.glob("w-*.json")
+    record = json.loads(record_file.read_text())
+    assert record["pid"] == first_pid and record["start"] == start_time(first_pid)
+    # A record whose pid now names another process (as after the worker ended and its pid was
+    # reused: that process started at another time) is not trusted: a fresh worker is started.
+    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        record_file.write_text(json.dumps({**record, "pid": other.pid}))
+        trusted, kind = _run(own_env, found, kept, worktree, "untrusted")
+        assert trusted not in (first_pid, other.pid) and "started now" in kind
+        assert json.loads(record_file.read_text())["pid"] == trusted
+    finally:
+        assert other.stdin is not None
+        other.stdin.close()
+        other.wait()
+        os.kill(first_pid, signal.SIGKILL)  # the worker no run may use any more
+        assert wait_gone(first_pid)
     # A changed site-packages: a new kept worker; the old one is told to shut down.
-    old = first_pid
+    old = trusted
     _add_distribution(own_env, "bp_new_dist", "1.0")
     new, kind = _run(own_env, found, kept, worktree, "3")
     assert new != old and "started now" in kind
@@ -256,36 +280,5 @@ def test_probe_cache_follows_the_cann_version_file(
     assert (upgraded.cann, reused) == ("8.0.RC2", False)
 
 
-
-
-SOURCED_TEST = """
-import os
-import unittest
-
-
-class Sourced(unittest.TestCase):
-    def test_sees_what_the_script_exported(self):
-        self.assertEqual(os.environ.get("BP_SOURCED"), "yes")
-
-
-if __name__ == "__main__":
-    unittest.main()
-"""
-
-
-@pytest.mark.torch
-def test_a_source_script_reaches_the_test_with_kept_workers_on(
-    torch_env: Environment, kept: KeepPolicy, tmp_path: Path
-) -> None:
-    # What `source:` exports (CANN's set_env.sh: library paths, ASCEND_*) depends on the run's
-    # own environment; a worker kept from another run cannot stand in for it.
-    script = write(tmp_path / "set_env.sh", "export BP_SOURCED=yes\n")
-    env = Environment(name="sourced", python=torch_env.interpreter, source=script,
-                      source_shown="set_env.sh", timeout=120.0)
-    wt = tmp_path / "wt"
-    write(wt / "test" / "test_sourced.py", SOURCED_TEST)
-    found, early = folded_probe(env, kept)  # the worker started for the run runs its check
-    with Runner(env, found, device="none", keep=kept, early=early) as runner:
-        run = runner.run(wt, Spec("test/test_sourced.py"), wt / "1.log")
-        assert (run.runner, run.ok) == ("warm", True), (wt / "1.log").read_text()
-        assert "kept" not in runner.kind
+# A `source:` script reaches its test with kept workers on, through a worker of the run's own:
+# tests/system/pipeline/test_launch.py (its `source:` branch, run by `apply` with them on).

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,59 +133,57 @@ def torch_probe(torch_env: Environment, probed: Probed) -> Probe:
     return probed(torch_env)
 
 
-@pytest.fixture(scope="module", params=["private", "kept"])
-def warm_start(torch_env: Environment, torch_probe: Probe,
-               request: pytest.FixtureRequest) -> Iterator[tuple[Runner, int]]:
-    """The run's own warm worker, or one kept between runs (in a folder of this module), each
-    started before the probe ended (``EarlyWorker``), as a run starts it; and its pid."""
-    keep = None
-    if request.param == "kept":
-        keep = KeepPolicy(Path(tempfile.mkdtemp(prefix="bpk-")), idle=600.0)
-        os.chmod(keep.folder, 0o700)
-    # This environment's verdict: torch_npu present, not loadable -> AUTOLOAD=0, as guessed.
-    early = EarlyWorker(torch_env, {AUTOLOAD: "0"}, keep=keep)
-    early._thread.join()
-    assert early._worker is not None
-    pid = early._worker.pid
-    runner = Runner(torch_env, torch_probe, device="none", keep=keep, early=early)
-    yield runner, pid
-    runner.close()
-    if keep is None:
-        assert gone(pid, group=False)  # the adopted worker ends with its run
-    else:
-        pids = stop_kept_workers(keep.folder)
-        assert pids and all(wait_gone(pid) for pid in pids)
-        shutil.rmtree(keep.folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def warm(warm_start: tuple[Runner, int]) -> Runner:
-    return warm_start[0]
-
-
-@pytest.mark.torch
-def test_worker_started_before_the_probe_is_adopted(
-    warm_start: tuple[Runner, int], worktree: Path
-) -> None:
-    # First of the module's warm tests: the worker serving them all is the one started early.
-    runner, pid = warm_start
-    run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "adopted.log")
-    assert (run.runner, run.ok) == ("warm", True)
-    assert runner._worker is not None and runner.worker_pid == pid
-
-
 SMALL = Spec("test/sub/test_small.py", ("-v",))
 
 
+# The warm tests: each worker's life is one test (a fresh worker costs an import of torch; a
+# worker shared by a module was started again in each pytest-xdist process its tests went
+# to). The steps that were tests of their own follow one another on it, each with all its
+# assertions: on a worker kept between runs (below) and on the run's own worker
+# (``test_a_wrong_guess_is_stopped_...``).
+
+
+def _warm_steps(runner: Runner, torch_env: Environment, torch_probe: Probe,
+                worktree: Path) -> None:
+    """What a warm runner does, whichever worker it forks from."""
+    _warm_run_passes(runner, worktree)
+    _harness_imports_are_preloaded_without_leaking(runner, worktree)
+    _warm_failing_test(runner, worktree)
+    _warm_timeout_kills_the_group(runner, worktree)
+    _concurrent_runs_on_one_runner(runner, worktree)
+    _missing_test_file_fails_the_same_warm_and_isolated(runner, torch_env, torch_probe,
+                                                        worktree)
+    _warm_run_of_a_test_that_raises_on_import(runner, worktree)
+
+
 @pytest.mark.torch
-def test_warm_run_passes(warm: Runner, worktree: Path, tmp_path: Path) -> None:
-    run = warm.run(worktree, SMALL, tmp_path / "logs" / "small.log")
+def test_a_kept_worker_started_before_the_probe_ended_is_adopted_and_runs_every_warm_test(
+    torch_env: Environment, torch_probe: Probe, worktree: Path, kept: KeepPolicy
+) -> None:
+    # This environment's verdict: torch_npu present, not loadable -> AUTOLOAD=0, as guessed.
+    early = EarlyWorker(torch_env, {AUTOLOAD: "0"}, keep=kept)
+    early._thread.join()
+    assert early._worker is not None
+    pid = early._worker.pid
+    with Runner(torch_env, torch_probe, device="none", keep=kept, early=early) as runner:
+        # The first warm test: the worker serving them all is the one started early.
+        run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "adopted.log")
+        assert (run.runner, run.ok) == ("warm", True)
+        assert runner._worker is not None and runner.worker_pid == pid
+        _warm_steps(runner, torch_env, torch_probe, worktree)
+    pids = stop_kept_workers(kept.folder)
+    assert pids and all(wait_gone(pid) for pid in pids)
+
+
+def _warm_run_passes(warm: Runner, worktree: Path) -> None:
+    logs = worktree.parent / "logs"
+    run = warm.run(worktree, SMALL, logs / "small.log")
     assert run.runner == "warm", warm.fallback
     assert (run.exit_code, run.ran, run.ok, run.timed_out) == (0, 3, True, False)
     assert run.summary[1] == "OK" and run.summary[0].startswith("Ran 3 tests in ")
     assert run.env_vars == {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
     assert run.command == "TORCH_DEVICE_BACKEND_AUTOLOAD=0 python test/sub/test_small.py -v"
-    log = (tmp_path / "logs" / "small.log").read_text()
+    log = (logs / "small.log").read_text()
     assert log.startswith("$ ") and "test_matmul_after_fork" in log
     assert "no NPU visible" in warm.note and "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in warm.note
 
@@ -219,8 +215,7 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.torch
-def test_harness_imports_are_preloaded_without_leaking(warm: Runner, worktree: Path) -> None:
+def _harness_imports_are_preloaded_without_leaking(warm: Runner, worktree: Path) -> None:
     # The first test that imports the harness teaches the worker (its earlier tests never did);
     # the next starts with it imported, and sees nothing the first changed.
     write(worktree / "test" / "test_dynamo_first.py", DYNAMO.format(expect=False))
@@ -231,24 +226,14 @@ def test_harness_imports_are_preloaded_without_leaking(warm: Runner, worktree: P
         assert run.ok, (worktree.parent / f"dynamo{n}.log").read_text()
 
 
-@pytest.mark.torch
-def test_isolated_run_passes(torch_env: Environment, torch_probe: Probe, worktree: Path) -> None:
-    with Runner(torch_env, torch_probe, device="none", isolated=True) as runner:
-        run = runner.run(worktree, SMALL, worktree.parent / "iso.log")
-    assert run.runner == "isolated"
-    assert (run.exit_code, run.ran, run.ok) == (0, 3, True)
-
-
-@pytest.mark.torch
-def test_warm_failing_test(warm: Runner, worktree: Path) -> None:
+def _warm_failing_test(warm: Runner, worktree: Path) -> None:
     run = warm.run(worktree, Spec("test/test_failing.py"), worktree.parent / "fail.log")
     assert run.runner == "warm"
     assert (run.exit_code, run.ran, run.ok) == (1, 2, False)
     assert run.summary == [run.summary[0], "FAILED (failures=1)"]
 
 
-@pytest.mark.torch
-def test_warm_timeout_kills_the_group(warm: Runner, worktree: Path) -> None:
+def _warm_timeout_kills_the_group(warm: Runner, worktree: Path) -> None:
     pids = worktree.parent / "pids.txt"
     spec = Spec("test/test_hang.py", (str(pids),))
     start = time.monotonic()
@@ -264,8 +249,7 @@ def test_warm_timeout_kills_the_group(warm: Runner, worktree: Path) -> None:
     assert (again.runner, again.ok) == ("warm", True)
 
 
-@pytest.mark.torch
-def test_concurrent_runs_on_one_runner(warm: Runner, worktree: Path) -> None:
+def _concurrent_runs_on_one_runner(warm: Runner, worktree: Path) -> None:
     results: dict[str, object] = {}
 
     def go(name: str, spec: Spec) -> None:
@@ -346,8 +330,7 @@ def test_plain_env_runs_isolated_and_hides_tokens(
     assert run.env_vars == {"MY_FLAG": "1"}
 
 
-@pytest.mark.torch
-def test_missing_test_file_fails_the_same_warm_and_isolated(
+def _missing_test_file_fails_the_same_warm_and_isolated(
     warm: Runner, torch_env: Environment, torch_probe: Probe, worktree: Path
 ) -> None:
     spec = Spec("test/test_absent.py")
@@ -406,8 +389,7 @@ def test_a_test_that_dies_before_unittest_reports_what_happened(
     assert run.summary == [line]
 
 
-@pytest.mark.torch
-def test_warm_run_of_a_test_that_raises_on_import(warm: Runner, worktree: Path) -> None:
+def _warm_run_of_a_test_that_raises_on_import(warm: Runner, worktree: Path) -> None:
     write(worktree / "test" / "test_hccl.py", CRASHES["test/test_hccl.py"][0])
     run = warm.run(worktree, Spec("test/test_hccl.py"), worktree.parent / "hccl.log")
     assert run.runner == "warm"
@@ -415,10 +397,12 @@ def test_warm_run_of_a_test_that_raises_on_import(warm: Runner, worktree: Path) 
 
 
 @pytest.mark.torch
-def test_worker_started_on_a_wrong_guess_is_stopped_and_a_dead_one_falls_back(
+def test_a_wrong_guess_is_stopped_the_run_s_own_worker_runs_every_warm_test_and_falls_back(
     torch_env: Environment, torch_probe: Probe, worktree: Path, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The run's own worker, started once the guessed one was stopped, serves the warm tests
+    (the adoption of a rightly guessed private worker: test_warm_learning.py's first test)."""
     # The killed worker's scratch folder goes with the run: nothing is left in tmp.
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -435,10 +419,14 @@ def test_worker_started_on_a_wrong_guess_is_stopped_and_a_dead_one_falls_back(
         assert gone(pid, group=False)
         worker = runner._worker
         assert worker is not None and worker.proc.pid != pid
-        # The run's own worker dies: the next test runs isolated.
+        _warm_steps(runner, torch_env, torch_probe, worktree)
+        assert runner._worker is worker
+        # The run's own worker dies: the next test runs isolated, as a process of its own that
+        # imports torch (what isolated runs, requested or not, do: see the missing file's).
         os.killpg(worker.proc.pid, signal.SIGKILL)
         worker.proc.wait()
-        second = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "2.log")
+        second = runner.run(worktree, SMALL, worktree.parent / "2.log")
     assert (second.runner, second.ok) == ("isolated", True)
+    assert (second.exit_code, second.ran) == (0, 3)
     assert runner.fallback == "the warm worker exited"
     assert not list(scratch.glob("backport-warm-*"))

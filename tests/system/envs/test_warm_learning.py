@@ -22,7 +22,7 @@ from backport.config.model import TestSpec as Spec
 from backport.envs import runner as runner_module
 from backport.envs.kept import KeepPolicy, read_hello
 from backport.envs.runner import TestRunner as Runner
-from tests.helpers.processes import namespace_pid
+from tests.helpers.processes import namespace_pid, wait_gone
 
 from .conftest import folded_probe, write
 
@@ -255,11 +255,14 @@ def test_a_private_worker_learns_runs_side_by_side_and_retires_on_an_argv_reader
     learning_env: Environment, worktree: Path
 ) -> None:
     found, early = folded_probe(learning_env)
+    assert early._worker is not None
+    adopted = early._worker.pid
     with Runner(learning_env, found, device="none", early=early) as runner:
         # The learned modules are preloaded and nothing leaks from one test to the next.
         _teach_then_check(runner, worktree, "learn")
         worker = runner._worker
-        assert worker is not None
+        # The worker started before the probe ended serves the run's tests.
+        assert worker is not None and runner.worker_pid == adopted
         # The child imported bp_argv_mod (reads sys.argv) and then bp_uses_argv (imports it):
         # the worker preloads neither, stays in service, and each test sees its own argv.
         for n, args in enumerate([("a",), ("b", "c")]):
@@ -278,6 +281,7 @@ def test_a_private_worker_learns_runs_side_by_side_and_retires_on_an_argv_reader
         assert (second.runner, second.ok) == ("warm", True), (worktree / "s2.log").read_text()
         assert old.retired is not None and "bp_sneaky" in old.retired
         assert runner._worker is not old and runner.fallback is None
+    assert wait_gone(adopted, limit=5.0)  # the adopted worker ends with its run
 
 
 def _gated(learning_env: Environment, worktree: Path) -> tuple[Path, Path, Environment]:

@@ -27,6 +27,8 @@ import unittest
 class LaunchTest(unittest.TestCase):
     def test_sees_the_sourced_variable(self):
         print("wrapped by:", os.environ.get("BACKPORT_WRAPPED", "nothing"))
+        with open("/proc/%d/cmdline" % os.getppid(), "rb") as parent:
+            print("parent:", parent.read().replace(b"\\0", b" ").decode())
         self.assertEqual(os.environ.get("BACKPORT_SOURCED"), "yes")
 
 
@@ -125,6 +127,12 @@ def test_source_and_wrapper_run_and_command_is_what_ran(sandbox, tmp_path: Path)
         log = (run_dir / "logs" / f"{target}.log").read_text()
         # the warm worker speaks JSON on stdout: the chatty script must not break it
         assert printed in log and record["test"]["runner"] == runner, log
+        if runner == "warm":
+            # Kept workers are on (as by default), yet the `source:` environment's test is a
+            # fork of a worker of the run's own (started without a socket): what the script
+            # exports depends on the run's environment, which a kept worker cannot stand in for.
+            (parent,) = [line for line in log.splitlines() if line.startswith("parent: ")]
+            assert "warm_worker.py" in parent and "--socket" not in parent, parent
 
         # A reviewer pastes COMMAND in a checkout, with `python` being the branch's interpreter.
         checkout = tmp_path / f"checkout-{target}"

@@ -15,7 +15,7 @@ from backport.envs.kept import KeepPolicy
 from backport.envs.model import Probe
 from tests.helpers.kept_folders import private_kept_folder
 from tests.helpers.sandbox_writes import project  # noqa: F401  (a fixture of these tests)
-from tests.helpers.torch_probes import TORCH_PINS, probed_once
+from tests.helpers.torch_probes import TORCH_PINS, probed_once, shared_folder
 
 
 @pytest.fixture
@@ -35,11 +35,11 @@ def torch_env() -> Environment:
 
 
 @pytest.fixture(scope="session")
-def torch_probe(torch_env: Environment) -> Probe:
+def torch_probe(torch_env: Environment, tmp_path_factory: pytest.TempPathFactory) -> Probe:
     """The torch interpreter's probe, read once (its torch_npu load check imports torch): the
     facts of one interpreter hold for the session, as a run's stored probe does; shared with
     the envs tests (``probed_once``)."""
-    return probed_once(torch_env)
+    return probed_once(torch_env, shared_folder(tmp_path_factory))
 
 
 @pytest.fixture

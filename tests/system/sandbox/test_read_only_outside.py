@@ -31,8 +31,8 @@ def test_an_isolated_test_writes_only_its_worktree(plain_env: Environment, proje
 
 
 # A test forked from a warm worker (own or kept): test_secret_out_of_reach.py's
-# test_a_forked_test_finds_no_secret_and_writes_only_its_worktree runs the writer there, in the
-# worker that also runs the secret walker (one torch import for both).
+# test_a_forked_test_finds_no_secret_writes_only_its_worktree_and_ends_with_its_killed_run runs
+# the writer there, in the worker that also runs the secret walker (one torch import for all).
 
 
 @pytest.mark.parametrize("setattr_off", ["", "1"], ids=["mount_setattr", "remount-each"])

@@ -1,7 +1,8 @@
 """A patch's test that walks /proc for the tool's token finds nothing: not in its own
 environment, not in any other process's (the tool's, a CI shell's), on every path a test runs.
 A test forked from a warm worker is also shown to write only its worktree there (the writer of
-test_read_only_outside.py), in the same worker."""
+test_read_only_outside.py), and a SIGKILL of its run to end what it started (the lingering
+test of test_killed_run_leaves_nothing.py), in the same worker."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from backport.envs.kept import KeepPolicy
 from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
-from tests.helpers.sandbox_writes import run_writer
+from tests.helpers.killed_driver import kill_driver_and_watch
+from tests.helpers.sandbox_writes import check_writer, writer_test
 
 from .conftest import needs_namespaces
 
@@ -94,14 +96,29 @@ def test_isolated_run_finds_no_secret(plain_env: Environment, holder: int,
 
 @pytest.mark.torch
 @pytest.mark.parametrize("keeping", [False, True], ids=["own-worker", "kept-worker"])
-def test_a_forked_test_finds_no_secret_and_writes_only_its_worktree(
+def test_a_forked_test_finds_no_secret_writes_only_its_worktree_and_ends_with_its_killed_run(
         torch_env: Environment, torch_probe: Probe, holder: int, project: Path,
         tmp_path: Path, kept: KeepPolicy, keeping: bool) -> None:
-    """Both checks of a test forked from a warm worker, in one worker (one torch import): the
-    walker of this file, then test_read_only_outside.py's writer."""
+    """Three checks of a test forked from a warm worker, in one worker (one torch import) of
+    one run, whose process holds the token as the tool's does: the walker of this file, then
+    test_read_only_outside.py's writer, then test_killed_run_leaves_nothing.py's lingering
+    test, and SIGKILL of the run's process ends every process it started."""
     needs_namespaces()
-    with Runner(torch_env, torch_probe, device="none", keep=kept if keeping else None) as runner:
-        kind, isolation, log, run_code = _walk(runner, tmp_path / "walk", "warm")
-        assert "FOUND" not in log and "found 0" in log and run_code == 0, log
-        assert (kind, isolation) == ("warm", "pid-namespace")
-        assert run_writer(runner, project, tmp_path) == "warm"
+    assert torch_env.python is not None
+    walk_tree = tmp_path / "walk" / "wt"
+    (walk_tree / "test").mkdir(parents=True)
+    (walk_tree / "test" / "test_walk.py").write_text(WALKER, encoding="utf-8")
+    write_tree, write_spec, paths, tool_before = writer_test(project)
+    first = [{"worktree": str(walk_tree), "path": "test/test_walk.py", "args": [],
+              "log": str(tmp_path / "walk" / "warm.log")},
+             {"worktree": str(write_tree), "path": write_spec.path, "args": list(write_spec.args),
+              "log": str(tmp_path / "write.log")}]
+    walk, write = kill_driver_and_watch(
+        torch_env.python, tmp_path / "run", "kept" if keeping else "warm", kept.folder,
+        torch_probe, first, allow=project / ".backport" / "worktrees")
+    log = Path(walk["log"]).read_text(encoding="utf-8")
+    assert "walked:" in log, log  # it ran to its end
+    assert "FOUND" not in log and "found 0" in log and walk["exit_code"] == 0, log
+    assert (walk["runner"], walk["isolation"]) == ("warm", "pid-namespace")
+    check_writer(write["log"], write["exit_code"], paths, tool_before)
+    assert write["runner"] == "warm"

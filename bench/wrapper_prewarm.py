@@ -1,0 +1,63 @@
+"""What a run with a stored probe spends preparing an environment that has a ``wrapper:``.
+
+Usage: .venv/bin/python bench/wrapper_prewarm.py [--python PATH] [--repeat N]
+
+The environment is the interpreter at ``--python`` (default ``$BACKPORT_TEST_PYTHON``) started
+through a wrapper script, as the seed's ``run_api_python_version.sh`` starts it. A first run
+stores its probe; each later run prewarms and probes as `apply` does. The wrapper starts each
+test, so no test forks from a warm worker: a run that starts one anyway pays an import of torch
+for nothing. Prints the CPU seconds of the child processes (user + system), the median of N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from child_cpu import median_child_cpu  # noqa: E402  (bench/, the script's own folder)
+
+from backport.config.model import Environment  # noqa: E402
+from backport.envs.pool import Environments  # noqa: E402
+
+
+def _run(env: Environment, cache: Path) -> None:
+    """One run's prewarm, probe and runner (no kept workers), then every worker it stopped."""
+    envs = Environments({"BACKPORT_CACHE": str(cache)}, cache)
+    try:
+        envs.prewarm(env, "none")
+        envs.runner(env, "none")
+    finally:
+        envs.close()
+    for thread in threading.enumerate():  # a worker stopped in the background, reaped
+        if thread is not threading.current_thread() and thread.name != "MainThread":
+            thread.join(120)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", default=os.environ.get("BACKPORT_TEST_PYTHON"))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if not args.python:
+        parser.error("--python or BACKPORT_TEST_PYTHON is required")
+    with tempfile.TemporaryDirectory(prefix="bp-wrapper-") as folder:
+        wrapper = Path(folder) / "run_python.sh"
+        wrapper.write_text(f'#!/bin/sh\nexec "{args.python}" "$@"\n', encoding="utf-8")
+        wrapper.chmod(0o755)
+        env = Environment(name="wrapped", python=Path(args.python), wrapper=(str(wrapper),),
+                          wrapper_shown=("run_python.sh",))
+        cache = Path(folder) / "cache"
+        _run(env, cache)  # stores the probe
+        spent = median_child_cpu(lambda: _run(env, cache), args.repeat)
+    print(f"a run with a stored probe, environment with a wrapper: {spent:.2f} CPU s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""A patch set whose test needs torch but not torch's test harness, for tests whose subject is
+the run around the test (kept workers, the sandbox), not what the test imports.
+
+The demo's put_metric test runs through ``torch.testing._internal.common_utils``, whose
+``TestCase.run`` imports ``torch._dynamo`` (seconds of CPU): in the test's fork, and again in a
+kept worker that learned it. A plain ``unittest`` test over torch runs the same steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from backport.demo.sandbox import Sandbox
+from tests.helpers.project import git
+
+TEST_FILE = "test/test_plain_torch.py"
+TEST_TEXT = '''\
+import unittest
+
+import torch
+
+
+class PlainTorch(unittest.TestCase):
+    def test_sum(self):
+        self.assertEqual(torch.ones(3).sum().item(), 3.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+
+def add_plain_patch_set(sandbox: Sandbox, tmp_path: Path, api: str,
+                        branches: list[str]) -> None:
+    """patches/<api>/: one commit adding TEST_FILE (made with git format-patch on v2.7.1),
+    for ``branches``."""
+    work = tmp_path / f"work-{api}"
+    git(tmp_path, "clone", "-q", "--branch", "v2.7.1", str(sandbox.upstream), str(work))
+    (work / TEST_FILE).write_text(TEST_TEXT, encoding="utf-8")
+    git(work, "add", TEST_FILE)
+    git(work, "commit", "-q", "-m", f"test: {api}")
+    out = sandbox.project / "patches" / api
+    out.mkdir(parents=True)
+    git(work, "format-patch", "-q", "-1", "-o", str(out))
+    (out / "patch.yaml").write_text(yaml.safe_dump({
+        "api": f"torch.{api}", "issue": 3217, "title": f"test: {api}",
+        "tests": [{"path": TEST_FILE, "args": ["-v"]}], "device": "none",
+        "branches": branches}, sort_keys=False), encoding="utf-8")
