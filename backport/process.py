@@ -40,6 +40,10 @@ SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
 # Process groups of `run` children still running; an interrupted run kills them on its way out.
 _running: set[int] = set()
 _running_lock = threading.Lock()
+_running_changed = threading.Condition(_running_lock)  # a child left ``_running``
+# How long an interrupted child has to end on SIGTERM (git then removes its lock files: a
+# SIGKILLed one leaves ``index.lock`` or a ref's ``.lock``, and the next run cannot write there).
+STOP_GRACE = 5.0
 
 
 @dataclass(frozen=True)
@@ -147,12 +151,10 @@ def finish(proc: subprocess.Popen[bytes], argv: Sequence[str], *, stdin: bytes |
         try:
             out, err = proc.communicate(stdin, timeout=timeout)
         except TimeoutExpired:
-            kill_group(proc.pid)
-            proc.wait()
+            stop_group(proc)
             return Output(tuple(argv), None)
         except BaseException:
-            kill_group(proc.pid)
-            proc.wait()
+            stop_group(proc)
             raise
         finally:
             for pipe in (proc.stdout, proc.stderr):
@@ -163,6 +165,7 @@ def finish(proc: subprocess.Popen[bytes], argv: Sequence[str], *, stdin: bytes |
     finally:
         with _running_lock:
             _running.discard(proc.pid)
+            _running_changed.notify_all()
     return Output(tuple(argv), proc.returncode, out or b"", err or b"")
 
 
@@ -172,6 +175,17 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """End the group ``proc`` leads: SIGTERM, up to :data:`STOP_GRACE` seconds for ``proc``
+    to end (git removes its lock files), then SIGKILL for whatever is left; ``proc`` reaped."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=STOP_GRACE)
+    kill_group(proc.pid)
+    proc.wait()
+
+
 def running() -> list[int]:
     """The process groups of the children the run is waiting on now."""
     with _running_lock:
@@ -179,8 +193,15 @@ def running() -> list[int]:
 
 
 def kill_running() -> None:
-    """Kill every child :func:`run` is still waiting on (a run that stops on an interrupt)."""
+    """End every child :func:`run` is still waiting on (a run that stops on an interrupt):
+    each process group is asked to stop (SIGTERM), given :data:`STOP_GRACE` seconds to end
+    and be reaped by the thread that waits on it, then killed with whatever it left."""
     with _running_lock:
         groups = list(_running)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+    with _running_changed:
+        _running_changed.wait_for(lambda: not _running.intersection(groups), timeout=STOP_GRACE)
     for pgid in groups:
         kill_group(pgid)
