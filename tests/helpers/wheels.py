@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.session_builds import built_once
+
 
 def build_wheel(
     directory: Path, name: str = "tinypkg", version: str = "1.0", requires: tuple[str, ...] = ()
@@ -75,4 +77,12 @@ def build_backport_wheel(work: Path) -> Path:
                            env={**os.environ, **offline_pip()})
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = (work / "dist").glob("backport-*.whl")
+    return wheel
+
+
+def session_backport_wheel(factory: pytest.TempPathFactory) -> Path:
+    """backport's wheel (:func:`build_backport_wheel`), built once per test session for every
+    test that installs it (the workflows' wheelhouse, the installed-wheel test); read only."""
+    folder = built_once(factory, "backport-wheel", build_backport_wheel)
+    (wheel,) = (folder / "dist").glob("backport-*.whl")
     return wheel

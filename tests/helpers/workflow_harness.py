@@ -41,6 +41,7 @@ from typing import Any
 import yaml
 
 from tests.helpers.processes import wait_gone, with_marker
+from tests.helpers.venvs import venv_with_pip
 
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -359,15 +360,16 @@ class WorkflowRun:
 
 
 def fill_tool_cache(cache: Path) -> Path:
-    """The Python with pip a runner's tool cache holds (a venv of :data:`RUNNER_PYTHON3`),
-    built unless ``cache`` has it. Two processes must not fill one cache at once."""
+    """The Python with pip a runner's tool cache holds (a venv of :data:`RUNNER_PYTHON3`, given
+    this interpreter's pip: :func:`venv_with_pip`, no ensurepip; the workflows' own `python3
+    -m venv` steps run ensurepip as a runner does), built unless ``cache`` has it. Two
+    processes must not fill one cache at once."""
     template, ready = cache / "python", cache / "python.ready"
     if not ready.is_file():
         cache.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(template, ignore_errors=True)
-        subprocess.run([str(RUNNER_PYTHON3), "-m", "venv", str(template)], check=True,
-                       env={"PATH": SYSTEM_PATH, "HOME": str(cache), "LANG": "C.UTF-8"},
-                       capture_output=True)
+        venv_with_pip(template, RUNNER_PYTHON3,
+                      env={"PATH": SYSTEM_PATH, "HOME": str(cache), "LANG": "C.UTF-8"})
         ready.touch()
     return template
 

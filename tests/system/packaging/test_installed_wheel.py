@@ -1,8 +1,9 @@
 """Installed, not cloned: the wheel in a fresh venv outside the checkout runs demo, init, check.
 
 Runs everywhere the suite runs (CI included), with no package registry: the wheel is built by
-pip with its usual build isolation (setuptools from the wheelhouse set-up fills), the package is
-installed without the network (`--no-index --no-deps`), and its dependencies are the tool venv's
+pip with its usual build isolation (setuptools from the wheelhouse set-up fills), once per
+session for this test and the workflow tests (conftest.py), the package is installed without
+the network (`--no-index --no-deps`), and its dependencies are the tool venv's
 own, added after the new venv's site-packages so the installed copy of backport is the one
 imported.
 """
@@ -18,8 +19,6 @@ import venv
 from pathlib import Path
 
 import pytest
-
-from tests.helpers.wheels import build_backport_wheel
 
 ROOT = Path(__file__).resolve().parents[3]
 TORCH_PYTHON = os.environ.get("BACKPORT_TEST_PYTHON")
@@ -45,9 +44,9 @@ def _fresh_venv(path: Path, wheel: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_the_installed_wheel_runs_demo_init_and_check_from_any_folder(tmp_path: Path) -> None:
-    wheel = build_backport_wheel(tmp_path / "build")
-    bin_dir = _fresh_venv(tmp_path / "venv", wheel)
+def test_the_installed_wheel_runs_demo_init_and_check_from_any_folder(
+        tmp_path: Path, backport_wheel: Path) -> None:
+    bin_dir = _fresh_venv(tmp_path / "venv", backport_wheel)
     anywhere = tmp_path / "elsewhere"
     anywhere.mkdir()
     where = _run([str(bin_dir / "python"), "-c", "import backport; print(backport.__file__)"],
