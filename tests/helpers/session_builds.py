@@ -13,12 +13,18 @@ from pathlib import Path
 import pytest
 
 
+def session_root(factory: pytest.TempPathFactory) -> Path:
+    """The folder every pytest-xdist process of this run sees: the base temporary folder's
+    parent under xdist (the workers' base folders lie in it), else the base folder itself."""
+    base = factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
 def built_once(factory: pytest.TempPathFactory, name: str,
                build: Callable[[Path], object]) -> Path:
     """Folder ``name`` of this session, filled by ``build`` the first time it is asked for
     (xdist workers' base folders lie in the session's own, where the folder is kept)."""
-    base = factory.getbasetemp()
-    root = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    root = session_root(factory)
     folder, done = root / name, root / f"{name}.done"
     with (root / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes

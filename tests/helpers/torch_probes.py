@@ -6,7 +6,6 @@ pytest-xdist processes of one run (stored in a folder they share, as a run store
 from __future__ import annotations
 
 import fcntl
-import os
 import threading
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from backport.config.model import Environment
 from backport.envs.model import Probe
 from backport.envs.probe_cache import cached_probe
+from tests.helpers.session_builds import session_root
 
 _LOCK = threading.Lock()
 _PROBES: dict[str, Probe] = {}
@@ -23,11 +23,8 @@ TORCH_PINS = {"torch-npu": "2.13.0", "torch": "2.13.0"}  # as the map pins one
 
 
 def shared_folder(factory: pytest.TempPathFactory) -> Path:
-    """A folder every pytest-xdist process of this run sees (its base temporary folder's
-    parent; without xdist, the base temporary folder itself)."""
-    base = factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    folder = root / "shared-probes"
+    """The run's stored torch probes: a folder every pytest-xdist process sees."""
+    folder = session_root(factory) / "shared-probes"
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder
 

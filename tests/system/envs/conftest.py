@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -66,23 +64,6 @@ def folded_probe(env: Environment, keep: KeepPolicy | None = None) -> tuple[Prob
     test's runner to adopt (``TestRunner(..., early=)``) or discard."""
     early = EarlyWorker(env, {AUTOLOAD: "0"}, keep=keep, load_check=LOAD_CHECK_TIMEOUT)
     return probe(env, load_check=early.load_check_result), early
-
-
-def venv_with_pip(root: Path) -> Path:
-    """A venv at ``root`` holding pip, as ``python -m venv`` leaves one, for tests whose subject
-    is not the venv's creation; returns its interpreter. It is made without pip and given this
-    interpreter's own pip (package and metadata, compiled): ensurepip would spend seconds
-    installing and compiling the same files."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
-    import pip
-
-    source = Path(pip.__file__).resolve().parent.parent
-    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    target = root / "lib" / version / "site-packages"
-    shutil.copytree(source / "pip", target / "pip", symlinks=True)
-    for info in source.glob("pip-*.dist-info"):
-        shutil.copytree(info, target / info.name, symlinks=True)
-    return root / "bin" / "python"
 
 
 def write(path: Path, text: str) -> Path:

@@ -18,9 +18,8 @@ from backport.config.model import Environment
 from backport.envs.probe import probe
 from backport.envs.setup import compatible_platforms, plan_setup, platform_machine, setup_env
 from backport.errors import BackportError
+from tests.helpers.venvs import venv_with_pip
 from tests.helpers.wheels import build_wheel
-
-from .conftest import venv_with_pip
 
 
 @pytest.fixture
