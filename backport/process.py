@@ -19,7 +19,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -84,7 +84,7 @@ def secret_free(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` without the tool's secrets: the token variables (:data:`SECRET_VARS`) and
     every variable whose value holds a registered secret (a token from ``git credential fill``
     included). The one rule for every child's environment."""
-    secrets = registered()
+    secrets = _held(environ.values())
     return {k: v for k, v in environ.items()
             if k not in SECRET_VARS and not (secrets and holds_secret(v, secrets))}
 
@@ -94,10 +94,20 @@ def blanked_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     launcher that can only lay variables over the inherited environment (GitPython's)."""
     environ = os.environ if environ is None else environ
     blank = dict.fromkeys((k for k in SECRET_VARS if k in environ), "")
-    secrets = registered()
-    if secrets:  # a value is read only when there is a secret it could hold
+    secrets = _held(environ.values())
+    if secrets:  # a value is looked at only when the environment holds a secret
         blank.update((k, "") for k, v in environ.items() if holds_secret(v, secrets))
     return blank
+
+
+def _held(values: Iterable[str]) -> tuple[str, ...]:
+    """The registered secrets that one of ``values`` holds: one search of them all per secret
+    (every process start asks, and mostly none is held). A value cannot hold a NUL byte."""
+    secrets = registered()
+    if not secrets:
+        return ()
+    joined = "\0".join(values)
+    return tuple(secret for secret in secrets if "\0" in secret or secret in joined)
 
 
 def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,

@@ -184,6 +184,11 @@ def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
     upstream = build_upstream(root / "upstream.git")
     fork = root / "fork.git"
     _git(root, "init", "--quiet", "--bare", "--", str(fork))
+    # A fork on the forge has no branches of its own yet but borrows the upstream's objects (its
+    # pool), so a push sends only the new commit. Relative, so a copy of the sandbox borrows
+    # from its own upstream.
+    (fork / "objects" / "info" / "alternates").write_text(
+        "../../upstream.git/objects\n", encoding="utf-8")
     # A stand-in for the forge's fork: no `git gc --auto` after each push it receives.
     _git(fork, "config", "receive.autogc", "false")
     project = root / "project"

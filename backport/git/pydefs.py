@@ -4,6 +4,7 @@ class, names a later definition hides, and whether the file compiles. Nothing is
 from __future__ import annotations
 
 import ast
+import functools
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,16 +44,26 @@ class Redefinition:
         return f"{self.scope}.{self.name}" if self.scope else self.name
 
 
+# A run reads each target's file at its base and after the series several times (the tests it
+# adds, the tests already there, what hides one): each text is parsed once, its tree shared
+# (every caller only reads it). A few files per target, a few targets per run.
+_KEPT = 16
+
+
+@functools.lru_cache(maxsize=_KEPT)
 def tree_of(text: str, filename: str) -> ast.Module:
-    """The module's tree; ``SyntaxError`` (with ``lineno``) or ``ValueError`` otherwise."""
+    """The module's tree; ``SyntaxError`` (with ``lineno``) or ``ValueError`` otherwise. The
+    same tree for the same text: read it, never change it."""
     with _PARSING:
         return ast.parse(text, filename=filename)
 
 
+@functools.lru_cache(maxsize=_KEPT)
 def parse(text: str, filename: str) -> ast.Module:
-    """The module's tree, once it also compiles; ``SyntaxError`` (with ``lineno``) otherwise."""
+    """The module's tree (:func:`tree_of`), once it also compiles; ``SyntaxError`` (with
+    ``lineno``) otherwise."""
+    tree = tree_of(text, filename)
     with _PARSING:
-        tree = ast.parse(text, filename=filename)
         compile(tree, filename, "exec", dont_inherit=True)
     return tree
 

@@ -119,8 +119,10 @@ class Worktree:
         path = Path(path).expanduser().absolute()
         cache.ensure()
         patterns = [sparse_pattern(p) for p in sparse_paths or ()]
-        add = ["worktree", "add", "--quiet", "--no-checkout", "--no-track", "-B", branch, "--",
-               str(path), base_sha]
+        # Detached here, the branch made by the checkout below: `add -B` starts two more git
+        # processes (`branch --force`, `symbolic-ref`), `--detach` one (`update-ref`).
+        add = ["worktree", "add", "--quiet", "--no-checkout", "--detach", "--", str(path),
+               base_sha]
         with cache.lock():
             if not cache.known.pruned:
                 git(["worktree", "prune"], cwd=cache.path)
@@ -133,7 +135,7 @@ class Worktree:
                 # Non-cone mode so single files can be listed; writes per-worktree config.
                 git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
         env = {**cache.env, **(env or {})}
-        git(["checkout", "--quiet"], cwd=path, env=env)
+        git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=env)
         return cls(path=path, repo=cache.path, branch=branch, known=cache.known)
 
     @staticmethod

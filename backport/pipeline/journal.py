@@ -64,6 +64,8 @@ class Journal:
         self.api = api
         self._lock = threading.Lock()
         self._branches: dict[str, BranchRecord] = {}
+        # Each save writes every record; one that did not change since is not encoded again.
+        self._encoded: dict[str, tuple[BranchRecord, Any]] = {}
 
     @classmethod
     def load(cls, state_dir: Path, patch_set: str, api: str | None, *, persist: bool = True) -> Journal:
@@ -118,7 +120,14 @@ class Journal:
     def to_json(self) -> dict[str, Any]:
         """The journal file's document."""
         return {"version": JOURNAL_VERSION, "patch_set": self.patch_set, "api": self.api,
-                "branches": {t: encode(r) for t, r in self._branches.items()}}
+                "branches": {t: self._encode(t, r) for t, r in self._branches.items()}}
+
+    def _encode(self, target: str, rec: BranchRecord) -> Any:
+        """``encode(rec)``, kept while ``rec`` (a frozen record) is the one of ``target``."""
+        kept = self._encoded.get(target)
+        if kept is None or kept[0] is not rec:
+            kept = self._encoded[target] = (rec, encode(rec))
+        return kept[1]
 
     def _save_locked(self) -> None:
         if not self.persist:

@@ -35,3 +35,24 @@ def test_a_corrupt_journal_is_a_clear_error(tmp_path: Path) -> None:
     assert "journal.json" in err.value.message
 
 
+
+
+def test_a_save_encodes_only_the_records_that_changed(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from backport.pipeline import journal as journal_module
+    encoded: list[str] = []
+
+    def counting(rec: BranchRecord):
+        encoded.append(rec.target)
+        return real(rec)
+    real = journal_module.encode
+    monkeypatch.setattr(journal_module, "encode", counting)
+    journal = Journal.load(tmp_path, "put_metric", "torch.x")
+    for target in ("v2.7.1", "v2.11.0", "master"):
+        journal.record(target, f"test-put-metric-{target}")
+    journal.change("v2.7.1", _applied)
+    journal.change("master", _applied)
+    assert encoded == ["v2.7.1", "v2.11.0", "master", "master"]
+    again = Journal.load(tmp_path, "put_metric", "torch.x")
+    assert [r.status.value for r in again.records()] == ["applied", "pending", "applied"]
+    assert again.to_json() == journal.to_json()
