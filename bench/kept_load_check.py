@@ -13,7 +13,6 @@ processes this process waited for), the median of N runs.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from child_cpu import median_child_cpu  # noqa: E402  (bench/, the script's own folder)
+from child_cpu import median_child_cpu, torch_bench_args  # noqa: E402  (bench/, the script's own folder)
 
 from backport.config.model import Environment  # noqa: E402
 from backport.envs.kept import KeepPolicy, stop_kept_workers  # noqa: E402
@@ -41,12 +40,7 @@ def _run(env: Environment, keep: KeepPolicy, root: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=os.environ.get("BACKPORT_TEST_PYTHON"))
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    if not args.python:
-        parser.error("--python or BACKPORT_TEST_PYTHON is required")
+    args = torch_bench_args(__doc__.splitlines()[0])
     env = Environment(name="torch", python=Path(args.python))
     with tempfile.TemporaryDirectory(prefix="bpk-") as folder:
         os.chmod(folder, 0o700)

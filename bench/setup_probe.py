@@ -10,14 +10,12 @@ Prints the CPU seconds (user + system of the child processes) of each, the media
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from child_cpu import median_child_cpu  # noqa: E402  (bench/, the script's own folder)
+from child_cpu import median_child_cpu, torch_bench_args  # noqa: E402  (bench/, the script's own folder)
 
 from backport.config.model import Environment  # noqa: E402
 from backport.envs.probe import probe  # noqa: E402
@@ -25,12 +23,7 @@ from backport.envs.setup import setup_env  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=os.environ.get("BACKPORT_TEST_PYTHON"))
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    if not args.python:
-        parser.error("--python or BACKPORT_TEST_PYTHON is required")
+    args = torch_bench_args(__doc__.splitlines()[0])
     first = probe(Environment(name="torch", python=Path(args.python)), versions_only=True)
     pins = {"torch": str(first.torch), "torch_npu": str(first.torch_npu)}
     env = Environment(name="torch", python=Path(args.python), expect=pins)

@@ -11,8 +11,6 @@ for nothing. Prints the CPU seconds of the child processes (user + system), the 
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import tempfile
 import threading
@@ -20,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from child_cpu import median_child_cpu  # noqa: E402  (bench/, the script's own folder)
+from child_cpu import median_child_cpu, torch_bench_args  # noqa: E402  (bench/, the script's own folder)
 
 from backport.config.model import Environment  # noqa: E402
 from backport.envs.pool import Environments  # noqa: E402
@@ -40,12 +38,7 @@ def _run(env: Environment, cache: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=os.environ.get("BACKPORT_TEST_PYTHON"))
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    if not args.python:
-        parser.error("--python or BACKPORT_TEST_PYTHON is required")
+    args = torch_bench_args(__doc__.splitlines()[0])
     with tempfile.TemporaryDirectory(prefix="bp-wrapper-") as folder:
         wrapper = Path(folder) / "run_python.sh"
         wrapper.write_text(f'#!/bin/sh\nexec "{args.python}" "$@"\n', encoding="utf-8")
