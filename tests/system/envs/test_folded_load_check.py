@@ -20,6 +20,7 @@ from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.config.validate import home_shown
 from backport.envs.kept import KeepPolicy
+from backport.envs import model
 from backport.envs.pool import Environments
 from backport.envs.probe import probe
 from backport.envs.setup import plan_setup, setup_env
@@ -101,15 +102,13 @@ def _importers(log: Path) -> set[str]:
     return set(log.read_text().split()) if log.exists() else set()
 
 
-@pytest.mark.parametrize("kept_workers", [False, True], ids=["own-worker", "kept-worker"])
-def test_cold_run_imports_torch_once_per_environment(
-    tmp_path: Path, kept: KeepPolicy, kept_workers: bool
-) -> None:
-    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+def _cold_run(tmp_path: Path, env: Environment,
+              keep: KeepPolicy | None) -> tuple[model.TestRun, model.Probe]:
+    """A run's first steps for ``env``: prewarm, probe, one test; the test's run and the probe."""
     worktree = tmp_path / "wt"
     write(worktree / "test" / "test_x.py", TEST_FILE)
     envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache",
-                        keep=kept if kept_workers else None)
+                        keep=keep)
     try:
         envs.prewarm(env, "none")
         found = envs.probe(env)
@@ -117,6 +116,15 @@ def test_cold_run_imports_torch_once_per_environment(
                                            tmp_path / "x.log")
     finally:
         envs.close()
+    return run, found
+
+
+@pytest.mark.parametrize("kept_workers", [False, True], ids=["own-worker", "kept-worker"])
+def test_cold_run_imports_torch_once_per_environment(
+    tmp_path: Path, kept: KeepPolicy, kept_workers: bool
+) -> None:
+    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
+    run, found = _cold_run(tmp_path, env, kept if kept_workers else None)
     assert run.ok and run.runner == "warm"
     # One process imported torch: the worker. The load check and the test were its forks.
     assert len(_importers(log)) == 1
@@ -135,17 +143,7 @@ def test_an_environment_with_a_wrapper_starts_no_warm_worker(tmp_path: Path,
     wrapper.chmod(0o755)
     env = Environment(name=env.name, python=env.python, timeout=env.timeout, env=env.env,
                       wrapper=(str(wrapper),), wrapper_shown=("wrap.sh",))
-    worktree = tmp_path / "wt"
-    write(worktree / "test" / "test_x.py", TEST_FILE)
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache",
-                        keep=kept)
-    try:
-        envs.prewarm(env, "none")
-        found = envs.probe(env)
-        run = envs.runner(env, "none").run(worktree, Spec(path="test/test_x.py", args=()),
-                                           tmp_path / "x.log")
-    finally:
-        envs.close()
+    run, found = _cold_run(tmp_path, env, kept)
     assert run.ok and run.runner == "isolated"
     assert not list(kept.folder.glob("w-*.sock"))
     # Two processes imported torch: the probe's load check and the test.
