@@ -60,6 +60,30 @@ runner.run(Path(worktree), TestSpec("test/test_linger.py", (marker,)),
 """
 
 
+def sigkill_when_lingering(proc: subprocess.Popen, marker: str, what: str) -> None:
+    """Once the lingering test of ``marker`` and its child (in a session of its own) run,
+    SIGKILL ``proc`` (``what`` names it) and assert that both end; what a failure leaves
+    running is killed."""
+    try:
+        deadline = time.monotonic() + 240  # a warm worker imports torch first
+        while not Path(marker + ".started").exists():
+            assert proc.poll() is None, f"{what} ended before its test started"
+            assert time.monotonic() < deadline, "the test never started"
+            time.sleep(0.05)
+        while len(with_marker(marker)) < 2:  # the test and its child in its own session
+            assert time.monotonic() < deadline, f"found only {with_marker(marker)}"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert wait_none_with(marker, limit=60.0), f"still running: {with_marker(marker)}"
+    finally:
+        for pid in with_marker(marker):  # what a failure left behind
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def kill_driver_and_watch(python: Path, tmp_path: Path, mode: str, folder: Path,
                           found: Probe | None = None, first: list[dict] | None = None,
                           allow: Path | None = None) -> list[dict]:
@@ -76,22 +100,5 @@ def kill_driver_and_watch(python: Path, tmp_path: Path, mode: str, folder: Path,
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(python), str(worktree), mode,
                                str(folder), marker, stored, json.dumps(first or []),
                                str(allow or ""), str(results)])
-    try:
-        deadline = time.monotonic() + 240  # a warm worker imports torch first
-        while not Path(marker + ".started").exists():
-            assert driver.poll() is None, "the driver ended before its test started"
-            assert time.monotonic() < deadline, "the test never started"
-            time.sleep(0.05)
-        while len(with_marker(marker)) < 2:  # the test and its child in its own session
-            assert time.monotonic() < deadline, f"found only {with_marker(marker)}"
-            time.sleep(0.05)
-        driver.send_signal(signal.SIGKILL)
-        driver.wait()
-        assert wait_none_with(marker, limit=60.0), f"still running: {with_marker(marker)}"
-    finally:
-        for pid in with_marker(marker):  # what a failure left behind
-            os.kill(pid, signal.SIGKILL)
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
+    sigkill_when_lingering(driver, marker, "the driver")
     return list(json.loads(results.read_text(encoding="utf-8")))

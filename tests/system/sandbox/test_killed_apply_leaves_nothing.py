@@ -3,16 +3,13 @@ session of its own (the real CLI, its real test step)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 from backport.demo.sandbox import Sandbox
-from tests.helpers.processes import wait_none_with, with_marker
+from tests.helpers.killed_driver import sigkill_when_lingering
 from tests.helpers.project import edit_config, sandbox  # noqa: F401 - the fixture
 
 from .conftest import needs_namespaces
@@ -45,18 +42,4 @@ def test_kill_9_of_apply_leaves_no_test_running(sandbox: Sandbox,  # noqa: F811
     apply = subprocess.Popen([sys.executable, "-m", "backport", "apply", "--api", "put_metric",
                               "--branch", "master", "--no-push"], cwd=sandbox.project,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 240
-        while not Path(marker + ".started").exists() or len(with_marker(marker)) < 2:
-            assert apply.poll() is None, "apply ended before its test started"
-            assert time.monotonic() < deadline, "the test never started"
-            time.sleep(0.05)
-        apply.send_signal(signal.SIGKILL)
-        apply.wait()
-        assert wait_none_with(marker, limit=60.0), f"still running: {with_marker(marker)}"
-    finally:
-        for pid in with_marker(marker):  # what a failure left behind
-            os.kill(pid, signal.SIGKILL)
-        if apply.poll() is None:
-            apply.kill()
-            apply.wait()
+    sigkill_when_lingering(apply, marker, "apply")
