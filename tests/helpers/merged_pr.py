@@ -5,6 +5,7 @@ with a message naming ``!N`` when merged, and the PR on the GitCode stand-in."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from backport.demo.sandbox import Sandbox
 from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_files
@@ -14,9 +15,11 @@ API = "torch.distributed.elastic.metrics.put_metric"
 
 
 def merged_pr(sandbox: Sandbox, gitcode: FakeGitCode, *, base: str = "master",
-              issues: tuple[int, ...] = (3216,), state: str = "merged") -> FakePR:
+              issues: tuple[int, ...] = (3216,), state: str = "merged",
+              patch: Path | None = None) -> FakePR:
     """PR ``!N`` (the next number of ``gitcode``) of the put_metric test into ``base``, its
-    commit at ``refs/merge-requests/N/head``; with ``state="merged"`` it is landed (:func:`land`)."""
+    commit at ``refs/merge-requests/N/head``; with ``state="merged"`` it is landed (:func:`land`).
+    ``patch``: the commit's patch file, if not put_metric's."""
     pr = gitcode.add_pr(head_repo="lgxxx-other/pytorch", head="test-put-metric", base=base,
                         title="test: add put_metric coverage",
                         body=f"test: add put_metric coverage\n\n```text\nAPI={API}\n```\n",
@@ -26,7 +29,7 @@ def merged_pr(sandbox: Sandbox, gitcode: FakeGitCode, *, base: str = "master",
     git(sandbox.root, "clone", "--quiet", "--branch", base, str(sandbox.upstream), str(work))
     git(work, "config", "user.name", "lgxxx")
     git(work, "config", "user.email", "lgxxx@example.invalid")
-    git(work, "am", "--quiet", str(next(PATCHES.glob("0001-*.patch"))))
+    git(work, "am", "--quiet", str(patch or next(PATCHES.glob("0001-*.patch"))))
     pr.head_sha = git(work, "rev-parse", "HEAD")
     pr.files = git_files(work / ".git", "HEAD~1", "HEAD")
     git(work, "push", "--quiet", "--force", "origin", f"HEAD:refs/merge-requests/{pr.number}/head")

@@ -12,6 +12,7 @@ import yaml
 
 from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.git_http import GitHttp
+from tests.helpers.plain_patch import add_plain_patch_set
 from tests.helpers.project import ROOT, TORCH_PYTHON, edit_config, git, needs_torch, run_app
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.upstream import change_upstream_branch
@@ -130,17 +131,23 @@ def test_github_check_passes_clean_and_fails_on_a_conflict(sandbox, tmp_path, wh
     assert [p.split(":")[0] for p in report["problems"]] == ["put_metric on v2.11.0"]
 
 
+APPLIED = "plain_torch"  # the patch set the apply jobs run
+
+
 def _apply_map(sandbox, tmp_path: Path) -> tuple[Path, str]:
     """The map repository of a team whose NPU host for v2.7.1 is this machine (the torch venv),
-    its forge the stand-in GitCode; each environment placed on runner tags."""
+    its forge the stand-in GitCode; each environment placed on runner tags. Its patch set
+    APPLIED has a plain test over torch: the subject is the job's steps, not what the branch's
+    test imports (tests/helpers/plain_patch.py)."""
     def place(data: dict) -> None:
         for env in data["environments"].values():
             env["ci"] = {"runs_on": ["self-hosted", "npu", "torch-2.13"]}
     edit_config(sandbox, place)
+    add_plain_patch_set(sandbox, tmp_path, APPLIED, ["v2.7.1", "v2.11.0", "v2.12.0", "master"])
     config = yaml.safe_load(sandbox.config.read_text(encoding="utf-8"))
     repo, _sha = map_repository(sandbox, tmp_path / "map", keep_environments=True)
     assert yaml.safe_load((repo / "branches.yaml").read_text(encoding="utf-8")) == config
-    printed = run_app(repo, "matrix", "--api", "put_metric", "--format", "gitcode")
+    printed = run_app(repo, "matrix", "--api", APPLIED, "--format", "gitcode")
     assert printed.code == 0, printed.err
     (repo / ".gitcode" / "workflows").mkdir(parents=True)
     (repo / ".gitcode" / "workflows" / "backport-apply.yml").write_text(printed.out,
@@ -163,12 +170,13 @@ def test_gitcode_apply_job_opens_the_branch_pr(sandbox, gitcode, tmp_path, wheel
                           event_name="workflow_dispatch", event={}, tmp=tmp_path / "ci",
                           secrets={"GITCODE_TOKEN": PROJECT_TOKEN},
                           env=pip_offline(wheelhouse), server_url=http.url)
-        assert list(run.data["jobs"]) == ["apply_put_metric_v2_7_1", "apply_put_metric_v2_11_0",
-                                          "apply_put_metric_v2_12_0", "apply_put_metric_master"]
-        job = run.run_job("apply_put_metric_v2_7_1", {})
+        assert list(run.data["jobs"]) == [
+            "apply_plain_torch_v2_7_1", "apply_plain_torch_v2_11_0", "apply_plain_torch_v2_12_0",
+            "apply_plain_torch_master"]
+        job = run.run_job("apply_plain_torch_v2_7_1", {})
     assert job.ok, job.log
     (pr,) = gitcode.open_prs()
-    assert (pr.base_ref, pr.head_ref) == ("v2.7.1", "test-put-metric-v2.7.1")
+    assert (pr.base_ref, pr.head_ref) == ("v2.7.1", "test-plain-torch-v2.7.1")
     assert "HEAD_COMMIT=" in pr.body and "test_exit_code=0" in pr.body
     assert job.step("Apply and test").secrets == () and job.exposed == []
     assert job.step("Publish").secrets == ("GITCODE_TOKEN",)
@@ -184,8 +192,8 @@ def test_github_apply_matrix_job_opens_the_branch_pr(sandbox, gitcode, tmp_path,
     repo, sha = _apply_map(sandbox, tmp_path)
     run = WorkflowRun(GITHUB, EXAMPLES / "github-apply.yml", repo=repo, sha=sha,
                       repository=REPOSITORY, event_name="workflow_dispatch",
-                      event={"inputs": {"api": "put_metric"}}, tmp=tmp_path / "ci",
-                      inputs={"api": "put_metric"}, secrets={"GITCODE_TOKEN": PROJECT_TOKEN},
+                      event={"inputs": {"api": APPLIED}}, tmp=tmp_path / "ci",
+                      inputs={"api": APPLIED}, secrets={"GITCODE_TOKEN": PROJECT_TOKEN},
                       env=pip_offline(wheelhouse), tool_cache=tool_cache)
     plan = run.run_job("plan", {})
     assert plan.ok, plan.log
@@ -201,7 +209,7 @@ def test_github_apply_matrix_job_opens_the_branch_pr(sandbox, gitcode, tmp_path,
     job = run.run_job("apply", entry)
     assert job.ok, job.log
     (pr,) = gitcode.open_prs()
-    assert (pr.base_ref, pr.head_ref) == ("v2.7.1", "test-put-metric-v2.7.1")
+    assert (pr.base_ref, pr.head_ref) == ("v2.7.1", "test-plain-torch-v2.7.1")
     assert job.step("Show this branch as GitCode shows it").ok
-    assert (tmp_path / "ci" / "artifacts" / "backport-put_metric-v2.7.1" / "runs").is_dir()
+    assert (tmp_path / "ci" / "artifacts" / f"backport-{APPLIED}-v2.7.1" / "runs").is_dir()
     assert PROJECT_TOKEN not in job.log

@@ -12,6 +12,7 @@ from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.git_http import GitHttp
 from tests.helpers.merged_pr import merged_pr
+from tests.helpers.plain_patch import plain_patch_file
 from tests.helpers.processes import with_marker
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.project import edit_config, git, needs_torch, run_app
@@ -67,7 +68,10 @@ def test_gitcode_maintainers_backport_comment_opens_one_pr_and_one_summary(
     branch's job runs: it tests without the token and publishes one PR, into v2.12.0, and one
     summary comment on the PR; no step that ran the PR's code held a secret."""
     gitcode.permissions = {"maintainer1": "write"}
-    source = merged_pr(sandbox, gitcode)
+    # The PR's test is a plain one over torch: the subject is the pipeline, not what the test
+    # imports (tests/helpers/plain_patch.py).
+    source = merged_pr(sandbox, gitcode,
+                       patch=plain_patch_file(sandbox, tmp_path, "plain_torch", tmp_path / "pr"))
     repo, sha, served = _map(sandbox, tmp_path)
     with GitHttp(served, PROJECT_TOKEN) as http:
         run = _gitcode_run(repo, sha, tmp_path, http, wheelhouse,
@@ -77,6 +81,8 @@ def test_gitcode_maintainers_backport_comment_opens_one_pr_and_one_summary(
     assert all(j.ok for j in jobs), "\n".join(j.log for j in jobs)
     assert jobs[0].outputs == {"branches": ",v2.12.0,"}
     assert _ours(gitcode) == ["v2.12.0"]
+    (pr,) = [p for p in gitcode.open_prs() if p.head_repo == "lgxxx/pytorch"]
+    assert "test/test_plain_torch.py" in pr.body and "test_exit_code=0" in pr.body  # it ran
     (summary,) = [c["body"] for c in source.comments]
     assert MARKER in summary and "`v2.12.0` | 已完成 | [!" in summary
     branch = jobs[1]
