@@ -5,6 +5,10 @@ subreaper, so processes that outlive their parent (kept warm workers) are still 
 counted, and says how much of the CPU they took, by the script they ran. Prints one line per
 run and the median; timing lives here, never in a test.
 
+CPU seconds depend on the machine (the same tree cost 366 CPU s on one 2-core machine and 585 on
+another), so each invocation first times two fixed workloads, a pure-Python loop and ``import
+torch``, and prints them with the runs: compare suite figures only beside them.
+
 Usage: .venv/bin/python bench/suite_time.py [--repeat N] [--workers N|auto] [PYTEST ARGS...]
 """
 
@@ -20,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from child_cpu import median_child_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 PR_SET_CHILD_SUBREAPER = 36
@@ -69,6 +75,21 @@ def one_run(argv: list[str], linger: float = 30.0) -> tuple[float, float, float,
 
 
 ORPHANS: collections.Counter[str] = collections.Counter()
+LOOP = "n = 0\nfor i in range(10_000_000):\n    n += i\n"  # the pure-Python yardstick
+
+
+def machine_speed(torch_python: str, repeat: int = 3) -> str:
+    """One line saying how fast this machine is: the median CPU seconds of a 10**7-step Python
+    loop and of ``import torch`` (torch_npu's autoload off, as the suite's tests run it)."""
+    loop = median_child_cpu(lambda: subprocess.run([sys.executable, "-c", LOOP], check=True),
+                            repeat)
+    said = f"machine: a 10**7-step Python loop {loop:.2f} CPU s"
+    if Path(torch_python).exists():
+        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+        torch = median_child_cpu(lambda: subprocess.run(
+            [torch_python, "-c", "import torch"], check=True, env=env), repeat)
+        said += f", `import torch` {torch:.2f} CPU s"
+    return said + f" (medians of {repeat})"
 
 
 def _note_orphans(names: dict[int, str], own: int) -> None:
@@ -105,6 +126,8 @@ def main() -> int:
                           str(ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"))
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", args.workers,
             *pytest_args]
+    speed = machine_speed(os.environ["BACKPORT_TEST_PYTHON"])
+    print(speed, flush=True)
     load = os.getloadavg()[0]
     walls = []
     # pytest keeps the last three temp roots of a user: another checkout's run, as the same
@@ -121,6 +144,7 @@ def main() -> int:
         ORPHANS.clear()
     print(f"median wall {statistics.median(walls):.1f} s over {args.repeat} run(s); "
           f"{os.cpu_count()} CPUs; load {load:.2f} at start, {os.getloadavg()[0]:.2f} at end")
+    print(speed)
     return 0
 
 
