@@ -115,4 +115,18 @@ def context(target: str, *, recs: list[dict] | None = None, body: str | None = N
 
 def typed(recs: list[dict]) -> list[BranchRecord]:
     """The journal's typed records of these version 1 records, as the journal reads them."""
-    return [decode(BranchRecord, upgrade_v1(rec, rec["target"])) for rec in recs]
+    return [_typed(rec) for rec in recs]
+
+
+_TYPED: dict[str, BranchRecord] = {}
+
+
+def _typed(rec: dict) -> BranchRecord:
+    """One record decoded once per test process: the report tests build a body's context from
+    the same few records hundreds of times, and decoding them was half of rendering a body.
+    Keyed by the record's ``repr``, which tells every JSON value (and a tuple from a list)
+    apart; a record is frozen all the way down, so one decoded value serves every caller."""
+    key = repr(rec)
+    if key not in _TYPED:
+        _TYPED[key] = decode(BranchRecord, upgrade_v1(rec, rec["target"]))
+    return _TYPED[key]

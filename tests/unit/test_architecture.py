@@ -9,22 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import backport
+from tests.helpers.source_trees import nodes, tree
 
 PACKAGE = Path(backport.__file__).parent
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
-
-
-@functools.cache
-def parsed(path: Path) -> ast.Module:
-    """The syntax tree of ``path``, parsed once per test process (the scans share it)."""
-    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-
-
-@functools.cache
-def nodes(path: Path) -> tuple[ast.AST, ...]:
-    """Every node of ``path``'s tree in ``ast.walk`` order, walked once per test process: a
-    dozen scans read the same files, and walking was most of their time."""
-    return tuple(ast.walk(parsed(path)))
+IMPORTS = (ast.Import, ast.ImportFrom)
 
 
 def _names(cell: str) -> set[str]:
@@ -78,7 +67,7 @@ def imported_modules(path: Path, module: str) -> set[str]:
     own = ["backport", *module.split(".")] if module != "__init__" else ["backport"]
     package = own if path.name == "__init__.py" else own[:-1]
     found: set[str] = set()
-    for node in nodes(path):
+    for node in nodes(path, *IMPORTS):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -167,7 +156,7 @@ def git_processes(path: Path) -> list[str]:
     """What in ``path`` starts git other than through the runner: GitPython, or a call of any
     process function whose argv starts with ``"git"``."""
     found = []
-    for node in nodes(path):
+    for node in nodes(path, *IMPORTS, ast.Call):
         if isinstance(node, ast.Import):
             found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "git"]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -203,7 +192,7 @@ def process_imports(path: Path) -> list[str]:
     """Imports in ``path`` of a way to start a process other than `backport.process`:
     ``subprocess``, GitPython, ``os.system`` / ``os.popen`` / ``os.exec*`` / ``os.spawn*``."""
     found = []
-    for node in nodes(path):
+    for node in nodes(path, *IMPORTS, ast.Attribute):
         if isinstance(node, ast.Import):
             found += [f"line {node.lineno}: import {a.name}" for a in node.names
                       if a.name.split(".")[0] in ("subprocess", "git", "pty")]
@@ -241,7 +230,7 @@ def _modules_spelling(text: str) -> set[str]:
     """Modules with a string constant that contains ``text``."""
     found = set()
     for module, path in package_modules().items():
-        for node in nodes(path):
+        for node in nodes(path, ast.Constant):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if text in node.value:
                     found.add(module)
@@ -257,7 +246,7 @@ def test_not_found_is_defined_once() -> None:
     # Other "not found" strings match what git or a forge says; only the evidence value counts.
     defining = set()
     for module, path in package_modules().items():
-        for node in parsed(path).body:
+        for node in tree(path).body:
             value = getattr(node, "value", None)
             if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(value, ast.Constant):
                 if value.value == "not found":
@@ -275,7 +264,7 @@ def test_pipeline_changes_records_only_by_named_transitions() -> None:
     change is a named transition of the value."""
     found = []
     for path in sorted((PACKAGE / "pipeline").glob("*.py")):
-        for node in nodes(path):
+        for node in nodes(path, ast.Call):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("replace", "update", "change", "fail", "stop")
                     and node.keywords and not _on_self(node)):
@@ -291,11 +280,12 @@ SCHEDULER_CALLS = ("submit", "ended", "finished", "wait", "wait_newer", "Schedul
 def handed_closures(path: Path) -> list[str]:
     """Lambdas, nested functions and partials that ``path`` hands to the scheduler or the pool
     (the schedule is told of jobs and step names, never given a function to call later)."""
-    nested = {inner.name for outer in nodes(path) if isinstance(outer, ast.FunctionDef)
+    nested = {inner.name for outer in nodes(path, ast.FunctionDef)
+              if isinstance(outer, ast.FunctionDef)
               for inner in ast.walk(outer)
               if isinstance(inner, ast.FunctionDef) and inner is not outer}
     found = []
-    for node in nodes(path):
+    for node in nodes(path, ast.Call):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -342,7 +332,7 @@ def test_the_step_list_names_every_step() -> None:
     assert len(set(names)) == len(names)
     defined = {node.name.removesuffix("_step")
                for path in sorted((PACKAGE / "pipeline").glob("*.py"))
-               for node in parsed(path).body
+               for node in tree(path).body
                if isinstance(node, ast.FunctionDef) and node.name.endswith("_step")
                and not node.name.startswith(("_", "run_"))}
     assert defined == set(names)
@@ -382,12 +372,12 @@ def private_imports(path: Path) -> list[str]:
     or reads off a name it imported from one (``Status._value2member_map_``): a name shared
     between modules is public; one used by a single module lives there."""
     found, imported = [], set()
-    for node in nodes(path):
+    for node in nodes(path, ast.ImportFrom):
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("backport")):
             imported |= {alias.asname or alias.name for alias in node.names}
             found += [f"{path.name}:{node.lineno} imports {alias.name} from {node.module or '.'}"
                       for alias in node.names if _private(alias.name)]
-    for node in nodes(path):
+    for node in nodes(path, ast.Attribute):
         if (isinstance(node, ast.Attribute) and _private(node.attr)
                 and isinstance(node.value, ast.Name) and node.value.id in imported):
             found.append(f"{path.name}:{node.lineno} reads {node.value.id}.{node.attr}")
@@ -426,7 +416,7 @@ def imports_of_test_modules(root: Path) -> list[str]:
     found = []
     for path in sorted(root.rglob("*.py")):
         package = ["tests", *path.parent.relative_to(root).parts]
-        for node in nodes(path):
+        for node in nodes(path, *IMPORTS):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -526,10 +516,13 @@ def evidence_keys_spelled(path: Path, keys: Sequence[str]) -> set[str]:
     alone where the key is no plain word (``HEAD_COMMIT``, not ``NPU``); docstrings and f-string
     parts count."""
     spelled = set()
-    for node in nodes(path):
+    for node in nodes(path, ast.Constant):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             for key in keys:
-                if (node.value == key and "_" in key) or re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}=", node.value):
+                if node.value == key and "_" in key:
+                    spelled.add(key)
+                elif "=" in node.value and re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}=",
+                                                     node.value):  # no "=", no KEY=
                     spelled.add(key)
             if "RESULT:" in node.value:
                 spelled.add("RESULT:")

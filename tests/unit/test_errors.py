@@ -16,6 +16,7 @@ from backport.errors import (
     ErrorCode,
     ForkDiverged,
 )
+from tests.helpers.source_trees import nodes
 
 PACKAGE = Path(backport.__file__).parent
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
@@ -78,7 +79,7 @@ def literal_codes() -> list[tuple[str, str]]:
     """
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path, ast.Call, ast.Assign, ast.Compare):
             values: list[str] = []
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", getattr(node.func, "attr", ""))

@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 import backport
+from tests.helpers.source_trees import nodes
 
 PACKAGE = Path(backport.__file__).parent
 
@@ -30,7 +31,7 @@ def imports_of(path: Path, module: str, known: dict[str, Path], top: str) -> set
     if path.name != "__init__.py":
         package = package[:-1]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path, ast.Import, ast.ImportFrom):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
