@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
@@ -19,6 +20,7 @@ _FORMAT_CONFIG = (
 # reproduce the commit byte for byte whatever the user's diff configuration says.
 _FORMAT_OPTIONS = ("--binary", "--full-index", "--find-renames", "--no-ext-diff", "--no-textconv")
 _TEST_DIRS = ("test", "tests")
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def _resolve(repo: Path, rev: str) -> str:
@@ -37,19 +39,37 @@ def _resolve(repo: Path, rev: str) -> str:
     return out.stdout.strip()
 
 
+def _resolve_both(repo: Path, base: str, tip: str) -> tuple[str, str]:
+    """Full shas of the commits ``base`` and ``tip`` name, from one git process when both are
+    commits (else each asked alone, for the error that names the one that is not)."""
+    for rev in (base, tip):
+        if not rev or rev.startswith("-"):
+            raise BackportError("usage", redact(f"invalid revision {rev!r} for {repo}."))
+    # No --end-of-options: without --verify git prints it back; neither end starts with "-".
+    out = git(["rev-parse", f"{base}^{{commit}}", f"{tip}^{{commit}}"], cwd=repo, check=False)
+    shas = out.stdout.split()
+    if out.ok and len(shas) == 2 and all(_FULL_SHA.fullmatch(sha) for sha in shas):
+        return shas[0], shas[1]
+    return _resolve(repo, base), _resolve(repo, tip)
+
+
 def _split(repo: Path, rev: str) -> tuple[str | None, str]:
     """(base sha or None, tip sha) of a single commit or an ``A..B`` range."""
     if "..." in rev:
         raise BackportError("usage", redact(f"revision {rev!r} must be one commit or an A..B range, not A...B."))
     if ".." in rev:
         base, _, tip = rev.partition("..")
-        return _resolve(repo, base or "HEAD"), _resolve(repo, tip or "HEAD")
+        return _resolve_both(repo, base or "HEAD", tip or "HEAD")
     return None, _resolve(repo, rev)
 
 
 def commits(repo: Path, rev: str) -> list[str]:
     """The commits ``rev`` selects, oldest first; a range with no commits or with merges is refused."""
-    base, tip = _split(repo, rev)
+    return _selected(repo, rev, *_split(repo, rev))
+
+
+def _selected(repo: Path, rev: str, base: str | None, tip: str) -> list[str]:
+    """`commits` of ``rev``, its ends already resolved to ``base`` (None: one commit) and ``tip``."""
     if base is None:
         return [tip]
     out = git(["rev-list", "--reverse", "--parents", f"{base}..{tip}", "--"], cwd=repo)
@@ -64,7 +84,11 @@ def commits(repo: Path, rev: str) -> list[str]:
 
 
 def _rev_args(repo: Path, rev: str) -> list[str]:
-    base, tip = _split(repo, rev)
+    return _as_args(*_split(repo, rev))
+
+
+def _as_args(base: str | None, tip: str) -> list[str]:
+    """The revision arguments of git log / format-patch for resolved ends (see `_split`)."""
     return ["-1", tip] if base is None else [f"{base}..{tip}"]
 
 
@@ -78,7 +102,8 @@ def export_patch_set(repo: Path, rev: str, out_dir: Path, *, force: bool) -> lis
     """
     repo = Path(repo)
     out_dir = Path(out_dir)
-    selected = commits(repo, rev)
+    ends = _split(repo, rev)  # resolved once: the commits and format-patch both take them
+    selected = _selected(repo, rev, *ends)
     existing = sorted(out_dir.glob("*.patch")) if out_dir.is_dir() else []
     if existing and not force:
         raise BackportError(
@@ -89,7 +114,7 @@ def export_patch_set(repo: Path, rev: str, out_dir: Path, *, force: bool) -> lis
         old.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
     out = git([*_FORMAT_CONFIG, "format-patch", *_FORMAT_OPTIONS, "-o", str(out_dir.resolve()),
-               *_rev_args(repo, rev), "--"], cwd=repo)
+               *_as_args(*ends), "--"], cwd=repo)
     written = [Path(line.strip()) for line in out.stdout.splitlines() if line.strip()]
     if len(written) != len(selected):
         raise BackportError(

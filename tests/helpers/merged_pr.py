@@ -12,6 +12,8 @@ from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_files
 from tests.helpers.project import PATCHES, git
 
 API = "torch.distributed.elastic.metrics.put_metric"
+# The PR's author commits its commits (as the clone of a contributor would).
+AS_AUTHOR = ("-c", "user.name=lgxxx", "-c", "user.email=lgxxx@example.invalid")
 
 
 def merged_pr(sandbox: Sandbox, gitcode: FakeGitCode, *, base: str = "master",
@@ -25,14 +27,14 @@ def merged_pr(sandbox: Sandbox, gitcode: FakeGitCode, *, base: str = "master",
                         body=f"test: add put_metric coverage\n\n```text\nAPI={API}\n```\n",
                         state="open", author="lgxxx")
     pr.issues = list(issues)
+    # A detached worktree of the upstream itself: its commits are the upstream's objects at
+    # once, so its refs move without a clone, a push or a fetch (and no branch is made there).
     work = sandbox.root / f"work-{pr.number}"
-    git(sandbox.root, "clone", "--quiet", "--branch", base, str(sandbox.upstream), str(work))
-    git(work, "config", "user.name", "lgxxx")
-    git(work, "config", "user.email", "lgxxx@example.invalid")
-    git(work, "am", "--quiet", str(patch or next(PATCHES.glob("0001-*.patch"))))
+    git(sandbox.upstream, "worktree", "add", "--quiet", "--detach", str(work), base)
+    git(work, *AS_AUTHOR, "am", "--quiet", str(patch or next(PATCHES.glob("0001-*.patch"))))
     pr.head_sha = git(work, "rev-parse", "HEAD")
-    pr.files = git_files(work / ".git", "HEAD~1", "HEAD")
-    git(work, "push", "--quiet", "--force", "origin", f"HEAD:refs/merge-requests/{pr.number}/head")
+    pr.files = git_files(sandbox.upstream, f"{pr.head_sha}~1", pr.head_sha)
+    git(work, "update-ref", f"refs/merge-requests/{pr.number}/head", pr.head_sha)
     if state == "merged":
         land(sandbox, gitcode, pr)
     return pr
@@ -41,13 +43,15 @@ def merged_pr(sandbox: Sandbox, gitcode: FakeGitCode, *, base: str = "master",
 def land(sandbox: Sandbox, gitcode: FakeGitCode, pr: FakePR) -> str:
     """Squash-merge ``pr`` onto its base as GitCode does (message naming ``!N``); its sha."""
     work = sandbox.root / f"work-{pr.number}"
-    git(work, "fetch", "--quiet", "origin", pr.base_ref)
-    git(work, "checkout", "--quiet", "-B", "landing", f"origin/{pr.base_ref}")
-    git(work, "cherry-pick", "--quiet", pr.head_sha)
-    git(work, "commit", "--quiet", "--amend", "-m",
+    branch = f"refs/heads/{pr.base_ref}"
+    old = git(work, "rev-parse", branch)
+    git(work, "checkout", "--quiet", "--detach", old)
+    git(work, *AS_AUTHOR, "cherry-pick", "--quiet", pr.head_sha)
+    git(work, *AS_AUTHOR, "commit", "--quiet", "--amend", "-m",
         f"test: add put_metric coverage\n\n!{pr.number} merge {pr.head_ref} into {pr.base_ref}"
         f"\n\nSee merge request: {gitcode.upstream}!{pr.number}")
-    git(work, "push", "--quiet", "origin", f"HEAD:{pr.base_ref}")
+    sha = git(work, "rev-parse", "HEAD")
+    git(work, "update-ref", branch, sha, old)  # only from where it was, as a push would
     pr.state = "merged"
     pr.merged_at = datetime.now(UTC).isoformat(timespec="seconds")
-    return git(work, "rev-parse", "HEAD")
+    return sha

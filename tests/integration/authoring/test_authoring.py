@@ -103,6 +103,29 @@ def test_range_export_is_numbered_in_order(repo: Path, tmp_path: Path) -> None:
     assert "[PATCH 2/3]" in written[1].read_text(encoding="utf-8")
 
 
+def test_a_range_is_resolved_once_in_one_git_process(repo: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ends of ``A..B`` from one ``rev-parse``, and the export reuses them for
+    format-patch: three git processes in all (the ends, the commits, the patches)."""
+    from backport.git import authoring
+
+    called: list[str] = []
+
+    def counting(args, **kwargs):  # type: ignore[no-untyped-def]
+        called.append(next(a for a in args if not a.startswith("-") and "=" not in a))
+        return real(args, **kwargs)
+
+    real = authoring.git
+    monkeypatch.setattr(authoring, "git", counting)
+    written = export_patch_set(repo, "base..main", tmp_path / "out", force=False)
+    assert len(written) == 3
+    assert called == ["rev-parse", "rev-list", "format-patch"]
+    called.clear()
+    assert touched_files(repo, "c1..c2") == [
+        "pkg/widget_test.py", "src/lib.py", "test/npu/test_new_api.py"]
+    assert called == ["rev-parse", "log"]
+
+
 def test_refuses_existing_patches_unless_forced(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     export_patch_set(repo, "base..main", out, force=False)

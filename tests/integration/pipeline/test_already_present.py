@@ -134,8 +134,8 @@ def test_check_notes_a_3_way_merge_as_apply_does(sandbox, tmp_path):
     line = '        self.assertIn("2", output)\n'
     commit_file(work, TEST_FILE, source.replace(line, line.rstrip() + "  # reworded\n"), "reword")
     git(work, "push", "--quiet", "origin", "HEAD:v2.11.0")
-    applied = run_app(sandbox.project, "apply", "--api", "two_tests", "--skip-tests", "--no-push",
-                      "--json")
+    applied = run_app(sandbox.project, "apply", "--api", "two_tests", "--branch", "v2.11.0",
+                      "--skip-tests", "--no-push", "--json")
     assert applied.code == 0, applied.err
     assert by_target(applied)["v2.11.0"]["merged_files"] == [TEST_FILE]
     check = run_app(sandbox.project, "check", "--api", "two_tests", "--json")

@@ -73,7 +73,8 @@ def test_check_names_a_branch_where_the_patch_does_not_apply_and_abort_resets_it
     assert [f["subject"] for f in failing] == ["put_metric on v2.11.0"]
     assert not (sandbox.project / ".backport" / "worktrees").exists()
 
-    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--branch", "v2.11.0",
+                   "--skip-tests").code == 1
     worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0"
     assert worktree.exists()
     result = run_cli(sandbox.project, "abort", "--api", "put_metric", "--branch", "v2.11.0")

@@ -97,7 +97,8 @@ def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
     export_patch_set(sandbox.fork, "test-put-metric-master", sandbox.project / "patches" /
                      "put_metric", force=True)
     edit_upstream(sandbox.upstream, "v2.7.1", tmp_path, FAR, FAR_CHANGED)
-    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--json")
+    result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--branch",
+                     "master", "--branch", "v2.7.1", "--json")
     rows = by_target(result)
     assert rows["master"]["merged_files"] == []
     assert rows["v2.7.1"]["status"] == "done", rows["v2.7.1"]["message"]
@@ -111,7 +112,9 @@ def test_a_three_way_apply_is_flagged_for_review(sandbox, tmp_path):
 def test_a_conflict_being_resolved_by_hand_is_left_alone(sandbox, tmp_path):
     edit_upstream_all(sandbox.upstream, tmp_path, [
         ("v2.12.0", CONTEXT, REWORDED), ("v2.11.0", CONTEXT, REWORDED)])
-    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests").code == 1
+    # The two conflicted branches, and master, whose pushed file the resolution takes.
+    assert run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--branch",
+                   "v2.12.0", "--branch", "v2.11.0", "--branch", "master").code == 1
     mine = sandbox.project / ".backport" / "worktrees" / "put_metric" / "v2.11.0" / TEST_FILE
     mine.write_text("# half way through my own resolution\n", encoding="utf-8")
     done = continue_resolved(sandbox)
