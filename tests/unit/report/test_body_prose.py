@@ -83,24 +83,34 @@ def _states() -> dict[str, list[dict]]:
 STATES = _states()
 
 
-def _context(recs: list[dict], own: str, *, other_host: bool) -> BodyContext:
-    """The body of ``own``; with ``other_host`` every sibling is read from its PR's record."""
+def _read_from_prs(recs: list[dict]) -> dict[str, BranchRecord | None]:
+    """Each branch as another host reads it from its PR's record (None where its body carries
+    none); read once per state, since every branch's body builds on the same siblings."""
+    read: dict[str, BranchRecord | None] = {}
+    for rec in fx.typed(recs):
+        back = read_record(render_body(fx.context(rec.target, recs=recs)), target=rec.target,
+                           fork_branch=rec.fork_branch)
+        read[rec.target] = back.read_from_pr(rec.pr.number, rec.pr.url) if back and rec.pr \
+            else back
+    return read
+
+
+def _context(recs: list[dict], own: str, *,
+             read: dict[str, BranchRecord | None] | None = None) -> BodyContext:
+    """The body of ``own``; with ``read`` (:func:`_read_from_prs`) every sibling is read from
+    its PR's record, as another host builds the body."""
     ps = fx.patch_set()
     if any((rec.get("test") or {}).get("changes") for rec in recs):
         ps = dataclasses.replace(ps, touched_paths={t: (fx.TEST_PATH, OVERLAY, CPP, DOC)
                                                     for t in fx.TARGETS})
-    if not other_host:
+    if read is None:
         ctx = fx.context(own, recs=recs)
         ctx.patch_set = ps
         return ctx
     branches: list[BranchRecord] = []
     for rec in fx.typed(recs):
-        read = read_record(render_body(fx.context(rec.target, recs=recs)), target=rec.target,
-                           fork_branch=rec.fork_branch)
-        if rec.target == own or read is None:
-            branches.append(rec)
-            continue
-        branches.append(read.read_from_pr(rec.pr.number, rec.pr.url) if rec.pr else read)
+        sibling = read[rec.target]
+        branches.append(rec if rec.target == own or sibling is None else sibling)
     return BodyContext(branch_map=fx.branch_map(), patch_set=ps, branches=branches, target=own)
 
 
@@ -147,8 +157,9 @@ def latin_fragments(line: str, names: list[str]) -> list[str]:
 def test_every_prose_line_of_every_state_is_chinese(state: str, other_host: bool) -> None:
     recs = STATES[state]
     names = _names(recs)
+    read = _read_from_prs(recs) if other_host else None
     for own in fx.TARGETS:
-        body = render_body(_context(recs, own, other_host=other_host))
+        body = render_body(_context(recs, own, read=read))
         bad = {line: found for line in prose_lines(body) if (found := latin_fragments(line, names))}
         assert not bad, f"{state} / {own}: {bad}"
         claims = [line for line in prose_lines(body) if "不涉及" in line]

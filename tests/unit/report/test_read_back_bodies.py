@@ -4,6 +4,7 @@ journal's own records build, byte for byte, for every shape the evidence takes."
 from __future__ import annotations
 
 import copy
+import functools
 
 import pytest
 
@@ -70,17 +71,28 @@ def _variants() -> dict[str, list[dict]]:
 VARIANTS = _variants()
 
 
-def _read(recs: list[dict], rec: BranchRecord) -> BranchRecord:
-    """``rec``'s branch as another host reads it from its PR (its body as its own host wrote it)."""
-    read = read_record(render_body(fx.context(rec.target, recs=recs)), target=rec.target,
-                       fork_branch=rec.fork_branch)
+@functools.cache
+def _body(name: str, target: str) -> str:
+    """``target``'s body of variant ``name`` as its own host renders it, rendered once: each is
+    the direct body of one test and the sibling PR every other branch's tests read back."""
+    return render_body(fx.context(target, recs=VARIANTS[name]))
+
+
+def _read(recs: list[dict], rec: BranchRecord, body: str | None = None) -> BranchRecord:
+    """``rec``'s branch as another host reads it from its PR (``body``: its body as its own
+    host wrote it, rendered from ``recs`` when not given)."""
+    body = render_body(fx.context(rec.target, recs=recs)) if body is None else body
+    read = read_record(body, target=rec.target, fork_branch=rec.fork_branch)
     assert read is not None
     return read.read_from_pr(rec.pr.number, rec.pr.url) if rec.pr else read
 
 
-def _read_back(recs: list[dict], own: str) -> BodyContext:
-    """The context of ``own``'s body as another host builds it: every sibling from its PR."""
-    branches = [rec if rec.target == own else _read(recs, rec) for rec in fx.typed(recs)]
+def _read_back(recs: list[dict], own: str, name: str | None = None) -> BodyContext:
+    """The context of ``own``'s body as another host builds it: every sibling from its PR
+    (the PR bodies of variant ``name`` when given)."""
+    branches = [rec if rec.target == own else
+                _read(recs, rec, _body(name, rec.target) if name else None)
+                for rec in fx.typed(recs)]
     return BodyContext(branch_map=fx.branch_map(), patch_set=fx.patch_set(), branches=branches,
                        target=own)
 
@@ -89,14 +101,14 @@ def _read_back(recs: list[dict], own: str) -> BodyContext:
 @pytest.mark.parametrize("own", fx.TARGETS)
 def test_a_body_built_from_read_back_records_is_the_same_body(name: str, own: str) -> None:
     recs = VARIANTS[name]
-    direct = render_body(fx.context(own, recs=recs))
-    assert render_body(_read_back(recs, own)) == direct
+    direct = _body(name, own)
+    assert render_body(_read_back(recs, own, name)) == direct
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_every_record_reads_back_as_published(name: str) -> None:
     for rec in fx.typed(VARIANTS[name]):
-        body = render_body(fx.context(rec.target, recs=VARIANTS[name]))
+        body = _body(name, rec.target)
         assert read_record(body, target=rec.target, fork_branch=rec.fork_branch) == rec.published()
 
 
