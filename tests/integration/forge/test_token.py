@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from backport.forge.token import askpass_env, resolve_token
+from backport.forge.token import ASKPASS_PROGRAM, askpass_env, resolve_token
 from backport.redact import redact
 
 
@@ -44,7 +43,7 @@ def test_askpass_script_holds_no_secret_and_git_uses_it(git_home: dict[str, str]
     extra = askpass_env(token, "lgxxx", environ=git_home)
     script = Path(extra["GIT_ASKPASS"])
     assert token not in script.read_text()
-    assert stat.S_IMODE(script.parent.stat().st_mode) == 0o700
+    assert script == ASKPASS_PROGRAM  # the package's file, never one written in a temp folder
     assert token not in " ".join(f"{k}={v}" for k, v in extra.items() if k != "BACKPORT_ASKPASS_TOKEN")
     # git itself asks the askpass program (the stored credential helper is switched off)
     env = {**git_home, **extra, "LANG": "C", "LC_ALL": "C"}
@@ -53,4 +52,4 @@ def test_askpass_script_holds_no_secret_and_git_uses_it(git_home: dict[str, str]
     fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     assert fields["username"] == "lgxxx"
     assert fields["password"] == token
-    assert askpass_env(token)["GIT_ASKPASS"] == str(script)  # one script per process
+    assert askpass_env(token)["GIT_ASKPASS"] == str(script)  # one program for every push
