@@ -39,11 +39,14 @@ def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.en
                     timeout: float = CREDENTIAL_TIMEOUT) -> str | None:
     """The password git's credential helpers hold for ``protocol://host``, or None.
 
-    The request goes through stdin; git never prompts (no terminal, no askpass program).
+    The request goes through stdin; git never prompts (no terminal, no askpass program). Only
+    the user's and the system's helpers are asked: git runs outside any repository
+    (``GIT_DIR=/dev/null``), so none found around the current folder (a temp folder a test
+    could write) names a helper.
     """
     env = dict(environ)
     env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
-                "LANG": "C", "LC_ALL": "C"})
+                "LANG": "C", "LC_ALL": "C", "GIT_DIR": os.devnull})
     request = f"protocol={protocol}\nhost={host}\n\n"
     try:
         done = process.run(["git", "credential", "fill"], stdin=request.encode(), env=env,

@@ -53,3 +53,19 @@ def test_askpass_script_holds_no_secret_and_git_uses_it(git_home: dict[str, str]
     assert fields["username"] == "lgxxx"
     assert fields["password"] == token
     assert askpass_env(token)["GIT_ASKPASS"] == str(script)  # one program for every push
+
+
+def test_a_repository_around_the_folder_names_no_credential_helper(
+        git_home: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`git credential fill` reads the user's helpers only: a repository planted where the
+    command runs (a temp folder a test could write) is not consulted, and its helper never runs."""
+    planted = tmp_path / "tmp"
+    ran = tmp_path / "helper.ran"
+    subprocess.run(["git", "init", "-q", str(planted)], check=True)
+    subprocess.run(["git", "config", "--file", str(planted / ".git" / "config"), "credential.helper",
+                    f"!touch '{ran}'; echo password=planted-99; :"], check=True)
+    (planted / "work").mkdir()
+    monkeypatch.chdir(planted / "work")
+    assert resolve_token("https://api.gitcode.com/api/v5", git_home) == "stored-TOKEN-from-git-77"
+    assert resolve_token("https://api.other.example/api/v5", git_home) is None  # none stored
+    assert not ran.exists()
