@@ -19,6 +19,7 @@ from backport.git.run import (
     first_error_line,
     git,
     is_unreachable,
+    token_git,
     transport_url,
 )
 from backport.redact import redact, strip_url_credentials
@@ -159,7 +160,10 @@ class RepoCache:
             return self.local_heads(names)
 
     def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
-        return git([*args, "--", REMOTE, *refspecs], cwd=self.path, env=self.env, check=False)
+        """One fetch from the upstream, sealed (`token_git`): it may run in a step that holds
+        the token, after a test."""
+        return token_git([*args, "--", REMOTE, *refspecs], repo=self.path, urls=(self.url,),
+                         env=self.env, check=False)
 
     def _fetch_error(self, out: GitOutput) -> BackportError:
         url = redact(self.upstream_url)
@@ -203,13 +207,9 @@ class RepoCache:
         heads: dict[str, str | None] = dict.fromkeys(names)
         if not names:
             return heads
-        self.root.mkdir(parents=True, exist_ok=True)
-        out = git(
+        out = token_git(
             ["ls-remote", "--heads", "--", self.url, *(f"refs/heads/{b}" for b in names)],
-            cwd=self.root,
-            env=self.env,
-            check=False,
-        )
+            repo=None, urls=(self.url,), env=self.env, check=False)
         if not out.ok:
             url = redact(self.upstream_url)
             reason = redact(first_error_line(out.text).rstrip("."))

@@ -76,6 +76,15 @@ def _linked(path: Path) -> tuple[Path, str | None] | None:
     return (common, None) if len(head) in (40, 64) else None
 
 
+def _writable_then_again(func, name: str, _exc: object) -> None:
+    """`shutil.rmtree`'s second try at what it could not remove: its folder made writable
+    (a test may have taken the write bit away)."""
+    os.chmod(os.path.dirname(name), 0o700)
+    if os.path.isdir(name) and not os.path.islink(name):
+        os.chmod(name, 0o700)
+    func(name)
+
+
 def _same(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -220,6 +229,19 @@ class Worktree:
         return self._own_dir
 
     # -- removal -----------------------------------------------------------------------------
+    @staticmethod
+    def discard(repo: Path, path: Path, branch: str) -> None:
+        """Delete the worktree at ``path`` of the cache ``repo`` and its ``branch`` without
+        reading anything in it (code of the branch ran there and may have rewritten its
+        ``.git``): the folder goes, then git forgets it (``worktree prune``) and the branch."""
+        with repo_lock(repo):
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.is_dir():
+                shutil.rmtree(path, onerror=_writable_then_again)
+            git(["worktree", "prune"], cwd=repo)
+            git(["branch", "--quiet", "-D", "--", branch], cwd=repo, check=False)
+
     def remove(self) -> None:
         """Delete the worktree (even with local changes or a ``git am`` in progress) and its branch.
 

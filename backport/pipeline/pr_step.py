@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from backport.config.model import BranchMap, PatchSet, PrOptions
 from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
 from backport.forge import Forge, PullRequest
 from backport.forge.base import is_refusal
+from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.job import BranchJob
 from backport.pipeline.journal import Transition
-from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.recorded_pr import (
     journal_number,
     judge_unverified,
@@ -73,7 +74,7 @@ def pr_step(run: SetRun, job: BranchJob) -> bool:
         kept = []  # a first decoration says afresh what the forge refused
     info = decorate_once(job, forge, info, writes.warnings)
     writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
-    finish(job, forge, writes, info, kept)
+    finish(job, forge, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
     return True
 
 
@@ -189,9 +190,9 @@ def _with_pr(info: PrInfo) -> Transition:
 
 
 def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
-           kept: list[str]) -> None:
+           kept: list[str], cache: Path, state_dir: Path) -> None:
     """The branch's end state (done, planned, or a failed test shown by a draft), the
-    warnings said once, and the worktree of a finished branch removed."""
+    warnings said once, and the worktree of a finished branch removed (from ``cache``)."""
     rec = job.record
     if writes.pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
         final, message = Status.PLANNED, "dry run: no PR written"
@@ -205,7 +206,7 @@ def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
     for warning in writes.warnings:
         job.event("warning", warning)
     if final == Status.DONE:
-        _drop_worktree(job)
+        _drop_worktree(job, cache, state_dir)
     job.event("done" if final == Status.DONE else final.value, writes.pr.url)
 
 
@@ -271,11 +272,13 @@ def _comment(forge: Forge, number: int, comment: str | None) -> str | None:
     return None
 
 
-def _drop_worktree(job: BranchJob) -> None:
-    """A finished branch needs its worktree no more: the commit is on the fork and recorded."""
-    worktree = kept_worktree(job.record)
-    if worktree is not None:
-        worktree.remove()
+def _drop_worktree(job: BranchJob, cache: Path, state_dir: Path) -> None:
+    """A finished branch needs its worktree no more: the commit is on the fork and recorded.
+    Removed without reading it (its tests ran there): its folder, its registration in the
+    ``cache`` repository, its branch there."""
+    if job.record.worktree:
+        Worktree.discard(cache, Path(job.record.worktree),
+                         cache_branch(state_dir, job.fork_branch))
     job.change(BranchRecord.worktree_removed)
 
 

@@ -52,6 +52,11 @@ def test_the_installed_wheel_runs_demo_init_and_check_from_any_folder(
     where = _run([str(bin_dir / "python"), "-c", "import backport; print(backport.__file__)"],
                  cwd=anywhere)
     assert Path(where.stdout.strip()).is_relative_to(tmp_path / "venv"), where.stdout + where.stderr
+    # git's askpass program is a file of the installed package, executable as installed
+    askpass = _run([str(bin_dir / "python"), "-c", "import os; from backport.forge.token import "
+                    "ASKPASS_PROGRAM as p; print(p, os.access(p, os.X_OK))"], cwd=anywhere)
+    program, executable = askpass.stdout.split()
+    assert Path(program).is_relative_to(tmp_path / "venv") and executable == "True", askpass
 
     torch = ["--python", TORCH_PYTHON] if TORCH_PYTHON else []
     demo = _run([str(bin_dir / "backport"), "demo", "--dir", str(anywhere / "sb"), *torch],
