@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -162,10 +163,12 @@ def _backport_rev(project: Project, source: Source, repo: Path) -> str:
 
 
 def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,
-                   environ: Mapping[str, str] = os.environ) -> tuple[str, list[str], bool]:
+                   environ: Mapping[str, str] = os.environ,
+                   scratch: Path | None = None) -> tuple[str, list[str], bool]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
     the set's name, the plan lines that say which, and whether an earlier set was replaced
-    (its branches' finished steps are then of the old change)."""
+    (its branches' finished steps are then of the old change). With ``scratch`` (a dry run)
+    a set to make is made there instead, and the lines say where the real run writes it."""
     dest = patches_dir / set_name(number)
     kept, why = None, "it is not a folder"
     if dest.is_dir():
@@ -189,8 +192,19 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = 
                   f"new commits ({old.commit[:12]} → {new.commit[:12]})")
         lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}; "
                      f"every branch is done again")
-    write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
+    made = dest if scratch is None else scratch / dest.name
+    write_from_pr(project, made, source, repo, api=kept.api if kept else None,
                   issues=kept.issues if kept else (), title=None, say=say)
     if old is None:
         lines.append(f"{dest.name}: made from {said(new, upstream)}")
+    if scratch is not None:
+        lines.append(f"{dest.name}: dry run: the set is made in a temporary folder ({made}, "
+                     f"removed at the end); the real run writes it to {dest}")
     return dest.name, lines, old is not None
+
+
+def with_sets_in(project: Project, folder: Path) -> Project:
+    """The project with the sets a dry run made in ``folder`` in place of its own."""
+    made = {path.name: load_patch_set(path, project.branch_map)
+            for path in sorted(folder.iterdir()) if path.is_dir()}
+    return dataclasses.replace(project, patch_sets={**project.patch_sets, **made})

@@ -43,6 +43,18 @@ def cache_branch(owner: Path, name: str) -> str:
     return f"backport/{digest[:12]}/{name}"
 
 
+def forget_owner(repo: Path, owner: Path) -> None:
+    """Forget the worktrees of ``owner``, a folder removed with them, in the cache repository
+    at ``repo``: their registrations and their local branches (:func:`cache_branch`)."""
+    with repo_lock(repo):
+        git(["worktree", "prune"], cwd=repo)
+        refs = git(["for-each-ref", "--format=%(refname)",
+                    f"refs/heads/{cache_branch(owner, '')}"], cwd=repo).stdout.split()
+        if refs:
+            git(["update-ref", "--stdin"], cwd=repo,
+                stdin="".join(f"delete {ref}\n" for ref in refs).encode("utf-8"))
+
+
 def _registered(repo: Path) -> list[Path]:
     """Paths of the linked worktrees registered in ``repo``."""
     out = git(["worktree", "list", "--porcelain"], cwd=repo)

@@ -265,39 +265,28 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
 
 
 def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
-    """Fetch every needed target head into the cache once; per-target errors are kept.
+    """Fetch every needed target head into the cache once; returns target -> head.
 
-    One fetch of them all; only when it names a branch the upstream lacks are its branches
-    listed (``ls-remote``), so the others are fetched and each missing one fails alone."""
+    A fetch that fails is the upstream's failure, not the branches': it raises (one sentence
+    naming the upstream and git's reason) and records nothing, so the re-run does every branch.
+    Only when the fetch names a branch the upstream lacks are its branches listed
+    (``ls-remote``), so the others are fetched and each missing one fails alone."""
     targets = sorted({job.target for job in jobs})
     for job in jobs:
         job.event("fetching", job.target)
-    url = cache.upstream_url
     try:
         return dict(cache.fetch(targets))
     except BackportError as exc:
-        if exc.code == ErrorCode.UPSTREAM_UNREACHABLE:  # no branch can go on: one sentence, not four
-            message, code = exc.message, exc.code
-            for job in jobs:
-                job.change(lambda r: r.failed(Status.FAILED, message, code))
-            raise
         if exc.code != ErrorCode.BRANCH_MISSING:
-            return dict.fromkeys(targets, exc)
-    try:
-        heads = cache.remote_heads(targets)
-    except BackportError as exc:
-        return dict.fromkeys(targets, exc)
-    result: dict[str, str | BackportError] = {}
+            raise
+    heads = cache.remote_heads(targets)
+    result: dict[str, str | BackportError] = {
+        target: BackportError("branch-missing", f"target branch '{target}' does not exist in "
+                                                f"{cache.upstream_url}")
+        for target in targets if not heads.get(target)}
     present = [t for t in targets if heads.get(t)]
-    for target in targets:
-        if not heads.get(target):
-            result[target] = BackportError(
-                "branch-missing", f"target branch '{target}' does not exist in {url}")
     if present:
-        try:
-            result.update(cache.fetch(present))
-        except BackportError as exc:
-            result.update(dict.fromkeys(present, exc))
+        result.update(cache.fetch(present))
     return result
 
 

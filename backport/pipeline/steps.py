@@ -31,14 +31,16 @@ from backport.report.body import exit_stated
 from backport.states import Status
 
 
-def worktree_path(state_dir: Path, job: BranchJob) -> Path:
-    return state_dir / "worktrees" / job.patch_set.name / job.target
+def worktree_path(work_dir: Path, job: BranchJob) -> Path:
+    """The branch's worktree under ``work_dir`` (the project's ``.backport``; a dry run's
+    temporary folder)."""
+    return work_dir / "worktrees" / job.patch_set.name / job.target
 
 
-def log_path(job: BranchJob, test_index: int) -> Path:
+def log_path(run: SetRun, job: BranchJob, test_index: int) -> Path:
     suffix = f".{test_index}" if test_index else ""
     safe = job.target.replace("/", "_")
-    return secure_dir(job.journal.run_dir / "logs") / f"{safe}{suffix}.log"
+    return secure_dir(run.session.run_dir(job.patch_set.name) / "logs") / f"{safe}{suffix}.log"
 
 
 # -- apply ------------------------------------------------------------------------------------
@@ -55,9 +57,9 @@ def apply_step(run: SetRun, job: BranchJob) -> bool:
     if isinstance(base, BackportError):
         raise base
     job.change(BranchRecord.error_cleared)
-    cache, state_dir, force = run.session.cache, run.session.project.state_dir, run.options.forces(job.patch_set.name)
+    cache, work_dir, force = run.session.cache, run.session.work_dir, run.options.forces(job.patch_set.name)
     rec = job.record
-    path = worktree_path(state_dir, job)
+    path = worktree_path(work_dir, job)
     series = job.patch_set.series_for(job.target)
     same_base = rec.base == base or rec.manual  # a hand-made fix survives a moved base
     if (rec.commit and same_base and path.exists() and not force
@@ -66,7 +68,7 @@ def apply_step(run: SetRun, job: BranchJob) -> bool:
     job.event("apply", f"{len(series)} patch(es) on {job.target} @ {base[:9]}")
     decision = decide(
         cache, base, series, [t.path for t in job.patch_set.tests],
-        worktree=lambda: Worktree.create(cache, path, cache_branch(state_dir, job.fork_branch),
+        worktree=lambda: Worktree.create(cache, path, cache_branch(work_dir, job.fork_branch),
                                          base, job.patch_set.paths_for(job.target)),
         others=lambda: _other_series(run, job), event=lambda detail: job.event("apply", detail))
     return _record_decision(job, base, path, decision)
@@ -182,7 +184,8 @@ def _other_series(run: SetRun, job: BranchJob) -> list[SiblingSeries]:
     """The series to try where the own one conflicts (see `propagate.try_siblings`), once the
     newer targets of this run have been applied."""
     run.wait_newer(job, "apply")
-    return sibling_series(run.session.cache.path, job.patch_set, job.journal, job.target)
+    return sibling_series(run.session.cache.path, job.patch_set, job.journal, job.target,
+                          out=run.session.run_dir(job.patch_set.name) / "resolutions")
 
 
 # -- test -------------------------------------------------------------------------------------
@@ -252,7 +255,7 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
     for index, spec in enumerate(job.patch_set.tests):
         job.event("testing", f"{spec.path} ({runner_kind(runner, overlay, job.target)})")
         started = time.monotonic()
-        runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout,
+        runs.append(runner.run(path, spec, log_path(run, job, index), timeout=options.timeout,
                                overlay=overlay))
         job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
                              f"({runner_kind(runner, overlay, job.target)})")
@@ -363,7 +366,7 @@ def push_step(run: SetRun, job: BranchJob) -> bool:
         output = exc.details.get("output")
         if not output:
             raise
-        push_log = log_path(job, 0).with_suffix(".push.log")
+        push_log = log_path(run, job, 0).with_suffix(".push.log")
         atomic_write_text(push_log, output)
         raise BackportError(exc.code, f"{exc.message.rstrip('.')}; git's output: {push_log}",
                             details=exc.details) from exc

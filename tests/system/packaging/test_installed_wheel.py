@@ -80,3 +80,10 @@ def test_the_installed_wheel_runs_demo_init_and_check_from_any_folder(
     check = _run([str(bin_dir / "backport"), "check", "--offline"], cwd=first)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "follows the token's login" in " ".join(check.stdout.split())
+    # the wheel holds the put_metric set init --from-shipped writes (issue 49 item 2)
+    second = _run([str(bin_dir / "backport"), "init", "second", "--from-shipped", "put_metric"],
+                  cwd=anywhere)
+    assert second.returncode == 0, second.stdout + second.stderr
+    for name in shipped:
+        assert ((anywhere / "second" / "patches" / "put_metric" / name).read_bytes()
+                == (ROOT / "patches" / "put_metric" / name).read_bytes())
