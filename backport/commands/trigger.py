@@ -206,10 +206,10 @@ def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None, pl
                  f"({', '.join(targets)}): nothing to do")
             raise SystemExit(EXIT_OK)
         targets = [branch]
-        if prepare:
-            _prepared(app, project, event.number)
-    if not skip_tests:
-        require_isolation(bm, targets)  # a PR's tests run sandboxed, or where the map allows
+    if not skip_tests:  # a PR's tests run sandboxed, or where the map allows: said before any
+        require_isolation(bm, targets)  # set is made (the pipeline's --prepare) or tested
+    if prepare:
+        _prepared(app, project, event.number)
     echo(f"PR !{event.number}: backporting to {', '.join(targets)}")
     from backport.commands.apply import apply_cmd  # the plan, a reply and a no-op never load it
 
