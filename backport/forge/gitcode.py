@@ -29,6 +29,7 @@ from backport.errors import BackportError
 from backport.forge.base import Comment, PrFile, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, ApiTransportError, seg
 from backport.forge.token import askpass_env
+from backport.numerals import MAX_DIGITS, json_number
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,12 @@ def _text(value: Any) -> str:
 
 
 def _int(value: Any) -> int:
-    return int(str(value).strip())
+    """A number of the service's answer, through the one bounded parser (ValueError when it
+    is none: at most 10 digits)."""
+    found = json_number(value)
+    if found is None:
+        raise ValueError(f"not a number of at most {MAX_DIGITS} digits")
+    return found
 
 
 WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")  # what GitCode may put before a draft's title
