@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, PrFile, PullRequest, SourcePrInfo
+from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, ApiTransportError, seg
 from backport.forge.token import askpass_env
 from backport.numerals import MAX_DIGITS, json_number
@@ -1062,3 +1062,19 @@ class GitCodeForge:
             raise
         value = data.get("permission") if isinstance(data, dict) else None
         return value.strip().lower() if isinstance(value, str) and value.strip() else "none"
+
+    def collaborators(self) -> dict[str, bool]:
+        """``GET /repos/{o}/{r}/collaborators`` (member.rst §3), every page: each member's
+        ``login`` (the listing names it ``username``) and whether ``permissions.admin`` or
+        ``.push`` is true, or its ``permission`` is a writer's."""
+        found: dict[str, bool] = {}
+        for item in self._pages(f"{self._base_path}/collaborators", {},
+                                key=lambda i: str(i.get("id", i.get("username")))):
+            login = _text(item.get("login")) or _text(item.get("username"))
+            if not login.strip():
+                continue
+            flags = _obj(item, "permissions")
+            named = _text(item.get("permission")).strip().lower()
+            found[login.strip()] = (flags.get("admin") is True or flags.get("push") is True
+                                    or named in WRITE_PERMISSIONS)
+        return found
