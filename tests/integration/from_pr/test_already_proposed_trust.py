@@ -97,3 +97,17 @@ def test_a_readers_pr_with_another_change_does_not_block(sandbox, server):
                  "--branch", "v2.12.0")
     assert result.code == 0, result.err
     assert _branches(result)["v2.12.0"]["status"] == "done"
+
+
+def test_a_readers_pr_with_thousands_of_digits_stops_nothing(sandbox, server):
+    """A reader's PR into the target whose body holds `!` and 5,000 digits crashed every
+    `apply --from-pr` into that target (`ValueError: Exceeds the limit (4300 digits)`)."""
+    pr = source_pr(server, state="merged", issues=[3216])
+    land(sandbox, NUMBER, pr.head_ref)
+    server.add_pr(head_repo="reader/pytorch", head="digits", base="v2.12.0",
+                  title=f"[sync] PR-{'9' * 5000}: x", body="!" + "9" * 5000, author="reader")
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json",
+                 "--branch", "v2.12.0")
+    assert result.code == 0, result.err
+    assert _branches(result)["v2.12.0"]["status"] == "done"
+    assert _asked(server, "reader") == 0
