@@ -34,10 +34,7 @@ from backport.audit.model import (
 )
 from backport.forge import PullRequest
 from backport.git.source_pr import squash_head, squash_number
-from backport.pipeline.proposed import carries
-
-# Every number a message may name a source PR by; `carries` decides which it does name.
-_NUMBERS = re.compile(r"(?:sync-pr|cherry-pick-mr-|PR-|!)(\d+)(?!\d)", re.IGNORECASE)
+from backport.pipeline.proposed import commit_carries
 
 
 def as_merged_pr(message: str, upstream: str, branch: str) -> PullRequest:
@@ -51,12 +48,9 @@ def as_merged_pr(message: str, upstream: str, branch: str) -> PullRequest:
 
 
 def carried(message: str, upstream: str, branch: str) -> set[int]:
-    """The PRs a commit on ``branch`` carries, other than its own: those its message names
-    in a form `carries` accepts (the sync bot's title or branch, GitCode's cherry-pick
-    branch, ``!N``)."""
-    pr = as_merged_pr(message, upstream, branch)
-    numbers = {int(n) for n in _NUMBERS.findall(message)} - {pr.number}
-    return {n for n in numbers if carries(pr, n, upstream, branch) is not None}
+    """The PRs a commit on ``branch`` carries, other than its own: the one carrier rule
+    (`pipeline/proposed.py` `commit_carries`; a mention in prose carries nothing)."""
+    return commit_carries(message, upstream, branch)
 
 
 def title_words(title: str) -> str:

@@ -179,6 +179,13 @@ class PatchSet:
     def slug(self) -> str:
         return self.name.replace("_", "-")
 
+    @property
+    def pr_code(self) -> bool:
+        """Whether its patches are a PR's code (made from a PR: patch.yaml's ``source_pr``,
+        written by the from-PR authoring), whose tests run only sandboxed or where the
+        branch's environment says ``isolation: none``."""
+        return self.source is not None
+
     def series_for(self, target: str) -> tuple[Patch, ...]:
         """The patches applied on ``target``: its variant if any, else the shared series."""
         return self.variants.get(target, self.patches)

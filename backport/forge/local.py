@@ -21,7 +21,7 @@ from pathlib import Path
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, PrFile, PullRequest, SourcePrInfo
+from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS prs (
@@ -451,6 +451,18 @@ class LocalForge:
             except sqlite3.OperationalError:  # a database written before collaborators existed
                 return "none"
             return row[0] if row is not None else "none"
+
+    def collaborators(self) -> dict[str, bool]:
+        """Every login :meth:`set_permission` recorded, with whether it may write."""
+        with self._read() as conn:
+            if conn is None:
+                return {}
+            try:
+                rows = conn.execute("SELECT login, permission FROM collaborators WHERE repo = ?",
+                                    (self.upstream,)).fetchall()
+            except sqlite3.OperationalError:  # a database written before collaborators existed
+                return {}
+            return {row[0]: row[1] in WRITE_PERMISSIONS for row in rows}
 
     def set_permission(self, login: str, permission: str) -> None:
         """Make ``login`` a collaborator of the upstream with ``permission`` (local-only)."""

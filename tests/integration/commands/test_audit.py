@@ -111,8 +111,9 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     (project / "branches.yaml").write_text(yaml.safe_dump(config, sort_keys=False),
                                            encoding="utf-8")
     forge = LocalForge(project / ".backport" / "forge.sqlite", upstream=UP, fork="lgxxx/pytorch")
+    # this tool's backport PR: its evidence's source line carries !20 (a mention would not)
     forge.create_pr("backport-eleven", "v2.7.1", "feat: eleven (v2.7.1)",
-                    f"Backport of {UP}!20 to v2.7.1.")
+                    f"Backport of {UP}!20 to v2.7.1.\n\n```text\nSOURCE={UP}!20@{'0' * 40}\n```\n")
     return {"project": project, "shas": shas, "env": {"BACKPORT_CACHE": str(root / "cache")}}
 
 
