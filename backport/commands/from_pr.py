@@ -20,6 +20,7 @@ from backport.git.authoring import test_files, touched_files
 from backport.git.source_message import backport_message, message_of, restate
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
 from backport.pipeline.session import open_cache
+from backport.titles import strip_branch_tags
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
@@ -140,7 +141,7 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
     if linked:  # patch.yaml's `issue`: one number, or the list of several
         spec["issue"] = linked[0] if len(linked) == 1 else list(linked)
     spec |= {
-        "title": title or info.title,
+        "title": title or strip_branch_tags(info.title, [info.base]),
         "source_pr": record.number, "source_base": record.base, "source_commit": record.commit,
         "source_merged": record.merged, "source_found_by": record.found_by,
         "branches": branches,
