@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
 from rich.console import Console
 
+from backport.config.model import SourcePr
 from backport.records import (
     SKIP_DRY_NO_ENVS,
     SKIP_NO_TESTS,
@@ -17,6 +19,7 @@ from backport.records import (
 from backport.records import (
     TestResult as Result,
 )
+from backport.report.source_summary import render_summary
 from backport.report.summary import render_markdown, render_table, report_rows, status_json
 from backport.states import Status
 from tests.helpers import report_fixtures as fx
@@ -98,3 +101,13 @@ def test_status_json_says_what_happened_to_each_branchs_tests() -> None:
     # the table says it the same way
     assert [r["status"] for r in report_rows("put_metric", list(skipped.values()))] == \
         ["skipped"] * 4
+
+
+def test_a_skipped_branch_is_not_said_to_have_passed_on_the_source_pr() -> None:
+    ps = dataclasses.replace(fx.patch_set(), source=SourcePr(
+        number=42893, base="master", commit="9" * 40, merged=True, found_by="squash message"))
+    record = BranchRecord("v2.7.1", "test-put-metric-v2.7.1", status=Status.TESTED,
+                          commit="7eee9eb92" + "0" * 31, test=Result.skipped_for())
+    text = render_summary(ps, fx.branch_map(), [record])
+    (row,) = [line for line in text.splitlines() if line.startswith("| `v2.7.1`")]
+    assert "测试已通过" not in row and "未运行测试（已跳过），尚未推送" in row
