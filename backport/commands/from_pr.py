@@ -15,12 +15,16 @@ from backport.config import load_patch_set
 from backport.config.branch_map import cache_root
 from backport.config.model import Project, SourcePr
 from backport.errors import BackportError, ConfigError
-from backport.forge.base import SourcePrInfo
+from backport.forge.base import PrFile, SourcePrInfo
 from backport.forge.factory import make_forge
+from backport.forge.local import LocalForge
 from backport.git.authoring import test_files, touched_files
 from backport.git.source_message import backport_message, message_of, restate
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
+from backport.git.squash_merge import find_squash_merge
 from backport.pipeline.session import open_cache
+from backport.redact import redact
+from backport.titles import strip_branch_tags
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
@@ -56,6 +60,8 @@ def read_source(project: Project, number: int,
     missing = forge.missing()
     if missing:
         raise ConfigError(f"PR !{number} cannot be read: {'; '.join(missing)}")
+    if isinstance(forge, LocalForge) and not forge.has_pr(number):
+        learn_from_history(project, forge, number, environ)
     info = forge.get_source_pr(number)
     if info.state == "closed":
         raise BackportError("usage", f"PR !{number} of {bm.upstream} was closed without being "
@@ -69,6 +75,28 @@ def read_source(project: Project, number: int,
     else:
         commits = open_commits(cache, info.base, number)
     return Source(info, commits), cache.path
+
+
+def learn_from_history(project: Project, forge: LocalForge, number: int,
+                       environ: Mapping[str, str]) -> None:
+    """Teach the local forge PR ``number`` from the upstream's history: its squash commit on a
+    mapped branch (``git/squash_merge.py``), recorded with its real number and merge time; a
+    BackportError naming where it looked when no commit is that PR's squash merge."""
+    bm = project.branch_map
+    cache = open_cache(project, environ)
+    branches = list(bm.targets)
+    cache.fetch(branches)
+    found = find_squash_merge(cache, branches, number)
+    if found is None:
+        listed = ", ".join(branches[:-1]) + f" or {branches[-1]}" if len(branches) > 1 \
+            else branches[0]
+        raise BackportError("forge", redact(
+            f"PR !{number} is not in the local forge {forge.path}, and no commit on {listed} "
+            f"of {bm.upstream_url} is its squash merge ('!{number} merge <head> into <base>'); "
+            f"check the number, or fetch the upstream's history"))
+    forge.add_source_pr(number=number, head=found.head, base=found.base, title=found.title,
+                        body=found.body, author=found.author, merged_at=found.merged_at,
+                        files=tuple(PrFile(old, new) for old, new in found.files))
 
 
 def not_taken(source: Source) -> list[str]:
@@ -141,7 +169,7 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
     if linked:  # patch.yaml's `issue`: one number, or the list of several
         spec["issue"] = linked[0] if len(linked) == 1 else list(linked)
     spec |= {
-        "title": title or info.title,
+        "title": title or strip_branch_tags(info.title, [info.base]),
         "source_pr": record.number, "source_base": record.base, "source_commit": record.commit,
         "source_merged": record.merged, "source_found_by": record.found_by,
         "branches": branches,

@@ -66,6 +66,7 @@ class Target:
 
     name: str  # e.g. "v2.7.1"
     env: str  # environment name
+    title_tag: str | None = None  # put before the title of each PR into it, e.g. "[v2.7.1]"
 
 
 @dataclass(frozen=True)

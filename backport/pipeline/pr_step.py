@@ -38,6 +38,7 @@ from backport.pipeline.shared_results import (
 from backport.records import BranchRecord, PrInfo
 from backport.report.body import render_body
 from backport.states import Status
+from backport.titles import backport_title
 
 
 @dataclass
@@ -66,7 +67,7 @@ def pr_step(run: SetRun, job: BranchJob) -> bool:
     rec = job.record
     writes = open_or_update(job, forge, docs, bm, list(job.patch_set.branches),
                             read_siblings=run.partial, new_pr=run.options.new_pr)
-    info = carried_over(rec, writes, job.patch_set.title)
+    info = carried_over(rec, writes, pr_title(job, bm))
     job.change(lambda r: r.with_pr(info))
     kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issues)]
             if rec.pr is not None and rec.pr.number == info.number and not writes.created else [])
@@ -91,12 +92,13 @@ def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | Non
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     if pr is None:
-        writes = PrWrites(_create(job, forge, render_body(ctx), draft, new_pr), created=True)
+        writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft, new_pr),
+                          created=True)
         writes.warnings.extend(_not_taken(writes.pr))
         return writes
     writes = PrWrites(pr, created=False)
     body = render_body(ctx, existing=pr.body)
-    title = title_to_send(job, pr, ps.title)
+    title = title_to_send(job, pr, pr_title(job, bm))
     if body != pr.body or pr.title != title or pr.draft != draft:
         writes.pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
                                     close_related_issue=ps.pr.close_related_issue)
@@ -112,7 +114,16 @@ def _not_taken(pr: PullRequest) -> list[str]:
             f"and as a form); check it on {pr.url}"]
 
 
-def _create(job: BranchJob, forge: Forge, body: str, draft: bool, new_pr: bool) -> PullRequest:
+def pr_title(job: BranchJob, bm: BranchMap) -> str:
+    """The title of the branch's PR: the set's, without the source PR's branch tags, with the
+    target's ``title_tag`` where the map gives one (``titles.backport_title``)."""
+    ps, target = job.patch_set, bm.targets.get(job.target)
+    return backport_title(ps.title, source=ps.source.base if ps.source else None,
+                          target=job.target, tag=target.title_tag if target else None)
+
+
+def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
+            new_pr: bool) -> PullRequest:
     """Open the PR (not where the recorded one was closed or merged, unless ``new_pr``); its
     number is journaled as soon as the forge answers it, and a PR the forge opened wrong (and
     backport closed) is journaled too."""
@@ -125,7 +136,7 @@ def _create(job: BranchJob, forge: Forge, body: str, draft: bool, new_pr: bool) 
                      "hand, then run again to fill it in.")
     stop_if_replaced(job, forge, new_pr=new_pr)
     try:
-        pr = forge.create_pr(job.fork_branch, job.target, ps.title, body, draft=draft,
+        pr = forge.create_pr(job.fork_branch, job.target, title, body, draft=draft,
                              head_sha=rec.pushed_sha,
                              close_related_issue=ps.pr.close_related_issue,
                              on_number=journal_number(job))
