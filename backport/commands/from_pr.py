@@ -185,7 +185,8 @@ def _backport_rev(project: Project, source: Source, repo: Path) -> str:
     if not info.merged or ".." in commits.rev:
         return commits.rev
     ref = f"{project.branch_map.upstream}!{info.number}"
-    message = backport_message(message_of(repo, commits.commit), title=info.title,
+    title = strip_branch_tags(info.title, [info.base])
+    message = backport_message(message_of(repo, commits.commit), title=title,
                                sha=commits.commit, source_ref=ref)
     return restate(repo, commits.commit, message)
 

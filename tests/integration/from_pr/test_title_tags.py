@@ -29,6 +29,10 @@ def test_the_source_tag_goes_and_the_targets_tag_comes_where_asked(sandbox, serv
     spec = yaml.safe_load((sandbox.project / "patches" / f"pr-{NUMBER}" / "patch.yaml")
                           .read_text("utf-8"))
     assert spec["title"] == "test: add test cases for torch.is_conj"
+    patches = sorted((sandbox.project / "patches" / f"pr-{NUMBER}").glob("*.patch"))
+    subjects = [line for path in patches for line in path.read_text("utf-8").splitlines()
+                if line.startswith("Subject:")]
+    assert subjects == ["Subject: [PATCH] test: add test cases for torch.is_conj"]
     titles = {p.base_ref: p.title for p in server.open_prs() if p.head_repo == "lgxxx/pytorch"}
     assert sorted(titles) == sorted(OTHERS)
     assert titles == {"v2.7.1": "[v2.7.1] test: add test cases for torch.is_conj",
