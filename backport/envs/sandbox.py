@@ -155,13 +155,20 @@ def test_view(worktree: Path, reads: Iterable[str | Path] = ()) -> list[str]:
         args += ["--cover", root]
     args += ["--writable", own]
     tool = os.path.dirname(os.path.dirname(os.path.abspath(backport.__file__)))
-    wanted = [*_reads, str(cache_root(os.environ)), sys.prefix, tool, os.getcwd(), *reads]
+    wanted = [*_reads, str(cache_root(os.environ)), sys.prefix, tool, _here(), *reads]
     for path in dict.fromkeys(os.path.realpath(p) for p in wanted):
         if os.path.lexists(path) and not _inside_another(path, {path, *_allowed}):
             args += ["--visible", path]  # never another branch's worktree
     for path in _git_metadata(own):
         args += ["--visible", path]
     return args
+
+
+def _here() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # removed: nothing to bring back
+        return "/"
 
 
 def _git_metadata(worktree: str) -> list[str]:

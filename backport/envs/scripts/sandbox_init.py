@@ -272,8 +272,8 @@ def lay_out(ops: list[tuple[str, str]]) -> None:
     held = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for kind, p in ops  # before any covering
             if kind in (WRITABLE, VISIBLE) and _under(p, hiding) and os.path.lexists(p)}
     opened = [p for kind, p in ops if kind in (PRIVATE, WRITABLE)]
-    ours: list[str] = []  # our tmpfs mounts: only there are mount points made
-    mounted = [op for op in sorted(ops, key=_depth) if _mount(*op, held, opened, ours)]
+    made: dict[str, bool] = {}  # each mount made so far: whether a tmpfs of ours
+    mounted = [op for op in sorted(ops, key=_depth) if _mount(*op, held, opened, made)]
     for fd in held.values():
         os.close(fd)
     _set_read_only(mounted)
@@ -284,39 +284,44 @@ def lay_out(ops: list[tuple[str, str]]) -> None:
 
 
 def _mount(kind: str, path: str, held: dict[str, int], opened: list[str],
-           ours: list[str]) -> bool:
+           made: dict[str, bool]) -> bool:
     """Mount one place of :func:`lay_out`; False where nothing needs mounting."""
     target = path.encode("utf-8", "surrogateescape")
     if kind in (PRIVATE, COVER):
-        if not os.path.isdir(path):
-            if not _under(path, ours):
-                return False  # a temporary folder this host does not have
-            os.makedirs(path, exist_ok=True)
+        if not os.path.isdir(path) and not _mount_point(path, None, made):
+            return False  # a temporary folder this host does not have
         options = b"mode=1777" if kind == PRIVATE else b"mode=0755,size=64k"
         _call(f"mount {path}", _libc.mount(b"tmpfs", target, b"tmpfs", MS_NOSUID | MS_NODEV,
                                            options))
-        ours.append(path)
+        made[path] = True
         return True
     if path in held:
-        _mount_point(path, held[path])
+        if not _mount_point(path, held[path], made):
+            return False
         source = f"/proc/self/fd/{held[path]}".encode()
     elif kind == WRITABLE or _under(path, opened):
         source = target  # set apart where it is
     else:
         return False  # read-only already, where it is
     _call(f"bind {path}", _libc.mount(source, target, None, MS_BIND | MS_REC, None))
+    made[path] = False
     return True
 
 
-def _mount_point(path: str, fd: int) -> None:
-    """An empty folder or file at ``path`` (in a tmpfs of ours) to mount what ``fd`` holds on."""
+def _mount_point(path: str, fd: int | None, made: dict[str, bool]) -> bool:
+    """An empty folder (or file, as ``fd`` holds) at ``path`` to mount on, where there is none:
+    only in a tmpfs of ours (nothing of the host is ever written); False where it cannot be."""
     if os.path.lexists(path):
-        return
+        return True
+    inside = [m for m in made if _under(path, [m])]
+    if not inside or not made[max(inside, key=len)]:
+        return False
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    if stat.S_ISDIR(os.fstat(fd).st_mode):
+    if fd is None or stat.S_ISDIR(os.fstat(fd).st_mode):
         os.mkdir(path, 0o755)
     else:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return True
 
 
 def _set_read_only(mounted: list[tuple[str, str]]) -> None:
