@@ -373,14 +373,13 @@ class TestRunner:
 
     def _reads(self, overlay: Path | None = None) -> list[str]:
         """What a test reads besides its worktree, wherever it lies: the interpreter's prefix
-        (its venv), the folder of the ``source:`` script (CANN's), the paths its wrapper and
-        variables name, the overlay."""
+        (its venv), the folder of the ``source:`` script (CANN's), the paths its wrapper names,
+        the overlay. Not what its variables name: a temporary folder there (CANN's logs) is
+        the test's own, writable."""
         found = [os.path.dirname(os.path.dirname(os.path.abspath(self.interpreter)))]
         if self.env.source is not None:
             found.append(str(self.env.source.parent))
         found += [word for word in self.env.wrapper if os.path.isabs(word)]
-        for value in {**self.env.env, **self.extra_env}.values():
-            found += [p for p in value.split(os.pathsep) if os.path.isabs(p)]
         if overlay is not None:
             found.append(str(overlay))
         return found

@@ -156,11 +156,10 @@ def test_view(worktree: Path, reads: Iterable[str | Path] = ()) -> list[str]:
     args += ["--writable", own]
     tool = os.path.dirname(os.path.dirname(os.path.abspath(backport.__file__)))
     wanted = [*_reads, str(cache_root(os.environ)), sys.prefix, tool, _here(), *reads]
-    for path in dict.fromkeys(os.path.realpath(p) for p in wanted):
-        if os.path.lexists(path) and not _inside_another(path, {path, *_allowed}):
+    for path in dict.fromkeys([*(os.path.realpath(p) for p in wanted), *_git_metadata(own)]):
+        theirs = _inside_another(path, {path, *_allowed}) and not path.startswith(own + "/")
+        if os.path.lexists(path) and not theirs:
             args += ["--visible", path]  # never another branch's worktree
-    for path in _git_metadata(own):
-        args += ["--visible", path]
     return args
 
 
