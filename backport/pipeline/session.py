@@ -157,8 +157,9 @@ class Session:
         self.work_dir = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
                          if options.course.dry_run else project.state_dir)
         keep = keep_policy(self.environ) if options.keep_workers else None
-        # Code from a branch writes only in the worktrees (and temporary folders).
-        allow_writes([self.work_dir / "worktrees"])
+        # Code from a branch writes only in its own worktree (and its private temporary
+        # folders), and reads the project wherever it lies.
+        allow_writes([self.work_dir / "worktrees"], reads=[project.root])
         # ... and finds none of the files git's credential helpers keep the user's secrets in.
         hide_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
