@@ -115,9 +115,11 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
     merge is one change, known by its !N), its state on each other branch: landed (the same
     commit or patch-id, a commit naming it — the sync bot's, GitCode's cherry-pick, !N — or
     its tests already there), proposed (an open PR into the branch carries it), missing
-    (applies to the branch's head or conflicts), not-needed (only files the branch lacks) or
+    (applies to the branch's head, conflicts, or unknown where a blob cannot be read: one
+    warning), not-needed (only files the branch lacks) or
     ignored (`audit: {ignore: [...]}` of branches.yaml). Reads the upstream into the cache;
-    writes nothing remote. Exit 0; 2 for a bad argument or configuration.
+    writes nothing remote. On a terminal, stderr shows the phase, a count and the seconds.
+    Exit 0; 2 for a bad argument or configuration, or --offline with nothing in the cache.
     """
     today = datetime.now(UTC).date()
     since = parse_since(since_text, today)
