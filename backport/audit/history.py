@@ -120,13 +120,20 @@ _ADDS_DEF = re.compile(rb"^\+(?!\+\+ ).*\bdef\b", re.MULTILINE)  # an added line
 CHUNK = 200  # commits per `git log` of whole patches (bounds what is held in memory)
 
 
-def patches_of(repo: Path, commits: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+# The files `git/present.py` `is_python_test` names (``test_*.py``, ``*_test.py``), as pathspecs.
+PYTHON_TESTS = (":(glob)**/test_*.py", ":(glob)**/*_test.py")
+
+
+def patches_of(repo: Path, commits: Sequence[str],
+               paths: Sequence[str] = ()) -> Iterator[tuple[str, bytes]]:
     """(commit, its change against its first parent as a format-patch email, binary-safe) for
-    each of ``commits`` git can show, a few hundred per ``git log``."""
+    each of ``commits`` git can show, a few hundred per ``git log``; only the files of
+    ``paths`` (pathspecs) when given (a commit touching none of them is not shown)."""
     todo = list(dict.fromkeys(commits))
+    limit = ("--", *paths) if paths else ()
     while todo:
         chunk, todo = todo[:CHUNK], todo[CHUNK:]
-        ok, raw = _log(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email")
+        ok, raw = _log(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email", *limit)
         starts = [m for m in _EMAIL_FROM.finditer(raw) if m.group(1).decode() in chunk]
         for index, match in enumerate(starts):
             end = starts[index + 1].start() if index + 1 < len(starts) else len(raw)

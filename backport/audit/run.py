@@ -287,7 +287,7 @@ def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store,
     for change in changes:
         if change.commit not in todo:
             store.added.setdefault(change.commit, [])
-    emails = history.patches_of(repo.path, todo)
+    emails = history.patches_of(repo.path, todo, history.PYTHON_TESTS)  # their test files'
     while chunk := list(islice(emails, history.CHUNK)):
         store.added.update(history.tests_added(repo.path, chunk))
     for commit in todo:
@@ -362,12 +362,13 @@ def _read_changes(facts: Facts, since: int, progress: Progress) -> list[Change]:
     repo, store, targets = facts.repo, facts.store, facts.targets
     every = [c.sha for t in targets.values() for c in t.commits]
     todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
-    progress.phase("fetching the blobs the changes touch", len(todo))
+    progress.phase(f"fetching the blobs {len(todo):,} commits touch" if repo.blobless
+                   else f"reading {len(todo):,} commits")
     cannot = blobs.unreadable_commits(repo.path, todo, repo.env, known=facts.unreadable,
                                       fetching=repo.blobless) if todo else {}
     for commit in cannot:
         store.patch_ids[commit] = ""  # git cannot make its patch: no patch-id
-    progress.phase("reading the changes (patch-ids, files, tests added)", len(todo))
+    progress.phase(f"reading {len(todo):,} commits' patch-ids, files and tests added")
     stop = threading.Event()
     with _pool(1, stop) as side:  # git's patch-ids while Python reads tests
         ids = side.submit(history.fill_patch_ids, repo.path, todo, store)
