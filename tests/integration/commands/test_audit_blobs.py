@@ -139,8 +139,9 @@ def test_deciding_whether_a_change_applies_fetches_only_the_blobs_it_touches(
                  for path in FILES if path not in touched}
     held = _blobs_held(_cache_repo(cache))
     assert held and not held & untouched
-    # one request for the branches, one for the changes' blobs, one for the targets' (a
-    # submodule's commit asked with them would fail the request: each blob asked by itself)
+    # the branches' listing and fetch, then one request for the blobs the changes' diffs
+    # read (here the targets' versions of the touched paths are among them): a submodule's
+    # commit asked with them would fail that request, and git would fetch each blob alone
     requests = [line for line in trace.read_text(encoding="utf-8").splitlines()
                 if '"event":"start"' in line and "upload-pack" in line]
     assert len(requests) <= 3, len(requests)
