@@ -19,7 +19,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -41,6 +41,7 @@ SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
 _running: set[int] = set()
 _running_lock = threading.Lock()
 _running_changed = threading.Condition(_running_lock)  # a child left ``_running``
+_starting = [0]  # children being started, not in ``_running`` yet (`starting`)
 # How long an interrupted child has to end on SIGTERM (git then removes its lock files: a
 # SIGKILLed one leaves ``index.lock`` or a ref's ``.lock``, and the next run cannot write there).
 STOP_GRACE = 5.0
@@ -144,10 +145,32 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
     interrupt (Ctrl-C) kills the group before it goes on. ``env`` and ``pass_fds`` are
     :func:`spawn`'s.
     """
-    proc = spawn(argv, cwd=cwd, env=env, stdin=DEVNULL if stdin is None else PIPE,
-                 stdout=stdout, stderr=STDOUT if merge_stderr else PIPE, code=code,
-                 context=context, shown=shown, pass_fds=pass_fds)
+    with starting():
+        proc = spawn(argv, cwd=cwd, env=env, stdin=DEVNULL if stdin is None else PIPE,
+                     stdout=stdout, stderr=STDOUT if merge_stderr else PIPE, code=code,
+                     context=context, shown=shown, pass_fds=pass_fds)
+        track(proc)
     return finish(proc, argv, stdin=stdin, timeout=timeout, reap=reap)
+
+
+@contextlib.contextmanager
+def starting() -> Iterator[None]:
+    """Around the start of a child and its `track`: an interrupt's :func:`kill_running`
+    waits for it, so a child a thread has just started is not left running."""
+    with _running_lock:
+        _starting[0] += 1
+    try:
+        yield
+    finally:
+        with _running_changed:
+            _starting[0] -= 1
+            _running_changed.notify_all()
+
+
+def track(proc: subprocess.Popen[bytes]) -> None:
+    """Count ``proc`` (leading its own group) among the children an interrupt ends."""
+    with _running_lock:
+        _running.add(proc.pid)
 
 
 def finish(proc: subprocess.Popen[bytes], argv: Sequence[str], *, stdin: bytes | None = None,
@@ -206,7 +229,8 @@ def kill_running() -> None:
     """End every child :func:`run` is still waiting on (a run that stops on an interrupt):
     each process group is asked to stop (SIGTERM), given :data:`STOP_GRACE` seconds to end
     and be reaped by the thread that waits on it, then killed with whatever it left."""
-    with _running_lock:
+    with _running_changed:
+        _running_changed.wait_for(lambda: not _starting[0], timeout=STOP_GRACE)
         groups = list(_running)
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -1,14 +1,16 @@
 """`backport audit` on the real Ascend/pytorch history: first run, re-run, and the goals.
 
     BACKPORT_REAL_REPO=/path/to/Ascend+pytorch.git .venv/bin/python bench/audit_real.py \
-        [--since 2025-09-01] [--work DIR] [--keep]
+        [--since 2025-09-01] [--work DIR] [--keep] [--blobless]
 
 A project whose upstream is the copy (``file://``), the embedded local forge (no open PR), the
 shipped map's four branches and its ``audit: ignore``. The cache repository borrows the copy's
 objects (``objects/info/alternates``, as a clone with ``--shared``), so a run measures the
 audit, not a download; the copy stores no blob above 4 MiB, so a commit changing one has no
-patch-id. Prints the times, the state counts, how many of the sync bot's and GitCode
-cherry-pick's backports between mapped branches come out ``landed`` on their target, and a
+patch-id. ``--blobless``: the cache starts empty and the run fetches as a user's does (the
+branches without blobs, then the blobs it reads) from the copy served over ``file://``.
+Prints the times, the state counts, how many of the sync bot's and GitCode cherry-pick's
+backports between mapped branches come out ``landed`` on their target, and a
 sample of ``missing`` entries with what the history shows of each (same-title commit there?).
 """
 
@@ -40,10 +42,24 @@ _SYNC = re.compile(r"^sync-pr(\d+)-")
 _PICK = re.compile(r"^cherry-pick-mr-(\d+)-")
 
 
-def project(work: Path, mirror: Path) -> tuple[Path, dict[str, str]]:
+def served(work: Path, mirror: Path) -> str:
+    """The copy as an upstream a blobless clone can use: a bare repository borrowing its
+    objects, with its refs, serving filters and any object asked for (as GitCode does)."""
+    bare = work / "served.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    (bare / "objects" / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
+    shutil.copy(mirror / "packed-refs", bare / "packed-refs")
+    shutil.copytree(mirror / "refs", bare / "refs", dirs_exist_ok=True)
+    for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+        subprocess.run(["git", "--git-dir", str(bare), "config", key, "true"], check=True)
+    return f"file://{bare}"
+
+
+def project(work: Path, mirror: Path, blobless: bool) -> tuple[Path, dict[str, str]]:
     shipped = yaml.safe_load((ROOT / "branches.yaml").read_text(encoding="utf-8"))
+    url = served(work, mirror) if blobless else str(mirror)
     config = {"forge": "local", "upstream": "Ascend/pytorch", "fork": "bench/pytorch",
-              "upstream_url": str(mirror), "fork_url": str(work / "fork.git"),
+              "upstream_url": url, "fork_url": str(work / "fork.git"),
               "environments": {"py": {"python": sys.executable}},
               "branches": {b: {"env": "py"} for b in BRANCHES},
               "audit": shipped.get("audit", {})}
@@ -51,6 +67,8 @@ def project(work: Path, mirror: Path) -> tuple[Path, dict[str, str]]:
     (folder / "patches").mkdir(parents=True)
     (folder / "branches.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     cache = work / "cache"
+    if blobless:  # an empty cache: the run's own blobless fetch, as a user meets it
+        return folder, {"BACKPORT_CACHE": str(cache)}
     repo = cache / cache_dir_name(str(mirror))
     subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
     (repo / "objects" / "info" / "alternates").write_text(f"{mirror / 'objects'}\n")
@@ -102,17 +120,22 @@ def main() -> None:
     parser.add_argument("--work", type=Path)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--sample", type=int, default=20)
+    parser.add_argument("--blobless", action="store_true",
+                        help="start from an empty cache: a blobless fetch of the copy served "
+                             "over file:// (it lacks a few blobs, as a promisor may)")
     args = parser.parse_args()
     mirror = Path(os.environ.get("BACKPORT_REAL_REPO") or "")
     if not (mirror / "HEAD").is_file():
         raise SystemExit("error: BACKPORT_REAL_REPO must name a bare copy of Ascend/pytorch")
     work = args.work or Path(tempfile.mkdtemp(prefix="audit-real-"))
     try:
-        folder, env = project(work, mirror)
+        folder, env = project(work, mirror, args.blobless)
         first, data = audit(folder, env, args.since)
         again, data2 = audit(folder, env, args.since)
         assert data == data2, "the re-run's answer differs from the first"
         report(mirror, args, data, first, again)
+        size = sum(f.stat().st_size for f in (work / "cache").rglob("*") if f.is_file())
+        print(f"\ncache folder after the runs: {size / 2**20:.0f} MiB")
         (work / "audit.json").write_text(json.dumps(data), encoding="utf-8")
     finally:
         if not args.keep and args.work is None:
@@ -145,6 +168,12 @@ def report(mirror: Path, args: argparse.Namespace, data: dict, first: float, aga
                   f"{sha[:9]}: {cell}")
     missing = [(c, t) for c in changes for t, cell in c["on"].items()
                if cell["state"] == "missing"]
+    said = Counter(str(c["on"][t].get("applies")) for c, t in missing)
+    print(f"\nmissing cells: applies true {said['True']}, false {said['False']}, "
+          f"null {said['None']}")
+    for change, target in missing:
+        if change["on"][target].get("applies") is None:
+            print(f"  null: {change['commit'][:9]} on {target}: {change['on'][target]['why']}")
     random.Random(38).shuffle(missing)
     print(f"\nsample of {args.sample} missing (of {len(missing)}):\n")
     print("| change | on | applies | same title there | title |\n| --- | --- | --- | --- | --- |")

@@ -1,6 +1,6 @@
 """What the audit reads from the cache repository: each branch's first-parent changes, what a
 target's history holds, patch-ids and files of commits (kept in the `Store`), the tests a
-change adds and whether a target has them, and whether a change applies to a target's head."""
+change adds and whether a target has them (whether a change applies: `blobs.py`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from backport.audit.store import Store
 from backport.config.patchfiles import Patch, parse_patch
 from backport.errors import BackportError
 from backport.git.apply import commit_patch_ids
-from backport.git.cache import REMOTE
-from backport.git.fresh import fresh_trees
 from backport.git.objects import read_blobs
 from backport.git.present import (
     AddedTest,
@@ -56,11 +54,17 @@ def reachable(repo: Path, ref: str, since: int) -> set[str]:
     return set(out.stdout.split())
 
 
-def tree_files(repo: Path, ref: str) -> set[str]:
-    """Every file path of ``ref``'s tree (trees only: no blob is read)."""
-    out = git(["-c", "core.quotepath=false", "ls-tree", "-r", "-z", "--name-only", ref],
+def tree_entries(repo: Path, ref: str) -> dict[str, tuple[str, str]]:
+    """path -> (mode, object) of every file of ``ref``'s tree (trees only: no blob is read)."""
+    out = git(["-c", "core.quotepath=false", "ls-tree", "-r", "-z", "--full-tree", ref],
               cwd=repo)
-    return {p for p in out.stdout.split("\0") if p}
+    found = {}
+    for record in out.stdout.split("\0"):
+        meta, _, path = record.partition("\t")
+        parts = meta.split()
+        if path and len(parts) == 3:
+            found[path] = (parts[0], parts[2])
+    return found
 
 
 def _log(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
@@ -71,23 +75,6 @@ def _log(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
               cwd=repo, stdin="".join(f"{c}\n" for c in commits).encode(), check=False,
               timeout=3600)
     return out.ok, out.raw
-
-
-def prefetch_blobs(repo: Path, commits: Sequence[str], env: dict[str, str]) -> bool:
-    """In a blobless cache, fetch the blobs ``commits`` change in one request (git would fetch
-    each one by itself as a diff reads it); best effort: False when the upstream refused."""
-    if not commits:
-        return True
-    _, raw = _log(repo, commits, "--raw", "--no-abbrev", "--format=")
-    blobs = {oid for line in raw.decode("utf-8", "surrogateescape").splitlines()
-             if line.startswith(":") for oid in line.split()[2:4] if oid.strip("0")}
-    if not blobs:
-        return True
-    out = git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
-               "--filter=blob:none", "--stdin", REMOTE], cwd=repo, env=env,
-              stdin="".join(f"{oid}\n" for oid in sorted(blobs)).encode(), check=False,
-              timeout=3600)
-    return out.ok
 
 
 def fill_patch_ids(repo: Path, commits: Sequence[str], store: Store) -> None:
@@ -129,16 +116,24 @@ def fill_files(repo: Path, commits: Sequence[str], store: Store) -> None:
 
 _COMMIT_LINE = re.compile(rb"^commit ([0-9a-f]{40})$", re.MULTILINE)
 _EMAIL_FROM = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001\n", re.MULTILINE)
+_ADDS_DEF = re.compile(rb"^\+(?!\+\+ ).*\bdef\b", re.MULTILINE)  # an added line with `def`
 CHUNK = 200  # commits per `git log` of whole patches (bounds what is held in memory)
 
 
-def patches_of(repo: Path, commits: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+# The files `git/present.py` `is_python_test` names (``test_*.py``, ``*_test.py``), as pathspecs.
+PYTHON_TESTS = (":(glob)**/test_*.py", ":(glob)**/*_test.py")
+
+
+def patches_of(repo: Path, commits: Sequence[str],
+               paths: Sequence[str] = ()) -> Iterator[tuple[str, bytes]]:
     """(commit, its change against its first parent as a format-patch email, binary-safe) for
-    each of ``commits`` git can show, a few hundred per ``git log``."""
+    each of ``commits`` git can show, a few hundred per ``git log``; only the files of
+    ``paths`` (pathspecs) when given (a commit touching none of them is not shown)."""
     todo = list(dict.fromkeys(commits))
+    limit = ("--", *paths) if paths else ()
     while todo:
         chunk, todo = todo[:CHUNK], todo[CHUNK:]
-        ok, raw = _log(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email")
+        ok, raw = _log(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email", *limit)
         starts = [m for m in _EMAIL_FROM.finditer(raw) if m.group(1).decode() in chunk]
         for index, match in enumerate(starts):
             end = starts[index + 1].start() if index + 1 < len(starts) else len(raw)
@@ -153,9 +148,14 @@ def patches_of(repo: Path, commits: Sequence[str]) -> Iterator[tuple[str, bytes]
 def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, list[str]]:
     """commit -> the tests its patch adds (``path::Class::name``), for each (commit, its
     format-patch email) of ``emails``, read as `apply` reads a series' (`git/present.py`
-    `added_tests`); the test files' pre-images are read in one git process."""
+    `added_tests`); the test files' pre-images are read in one git process. A patch none
+    of whose added lines holds ``def`` adds no test (a test is added by its ``def`` line):
+    it is not parsed."""
     patches: dict[str, Patch | None] = {}
     for commit, email in emails:
+        if not _ADDS_DEF.search(email):
+            patches[commit] = None
+            continue
         try:
             patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
         except BackportError:  # a commit the parser cannot read has no tests to tell
@@ -164,15 +164,6 @@ def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, li
                               for oid in pre_images([patch])])
     return {commit: [test.node_id for test in added_tests(repo, [patch], blobs)]
             if patch is not None else [] for commit, patch in patches.items()}
-
-
-def applies(repo: Path, head: str, emails: Sequence[tuple[str, bytes]]) -> dict[str, bool]:
-    """commit -> whether its patch goes in on ``head`` as ``git am -3`` would take it, for
-    each (commit, its format-patch email) of ``emails``: the publish step's rule
-    (`git/fresh.py` `fresh_trees`: a temporary index, no worktree, ``head`` read once)."""
-    made = fresh_trees(repo, head, [[Patch(Path(f"{commit[:12]}.patch"), data=email)]
-                                    for commit, email in emails])
-    return {commit: tree is not None for (commit, _), tree in zip(emails, made, strict=True)}
 
 
 def head_files(repo: Path, head: str, paths: Iterable[str]) -> dict[str, bytes]:

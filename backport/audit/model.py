@@ -28,9 +28,10 @@ class Cell:
     applies: bool | None = None
     why: str = ""
 
-    def applying(self, applies: bool) -> Cell:
-        """This missing cell, saying whether the change applies to the target's head."""
-        return Cell(self.state, self.commit, self.pr, applies, self.why)
+    def applying(self, applies: bool | None, why: str = "") -> Cell:
+        """This missing cell, saying whether the change applies to the target's head (None:
+        not known, ``why``: a blob it needs could not be read)."""
+        return Cell(self.state, self.commit, self.pr, applies, why or self.why)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"state": self.state}
@@ -38,8 +39,10 @@ class Cell:
             out["commit"] = self.commit
         if self.pr is not None:
             out["pr"] = self.pr
-        if self.applies is not None:
+        if self.applies is not None or self.state == MISSING:
             out["applies"] = self.applies
+        if self.state == MISSING and self.applies is None and self.why:
+            out["why"] = self.why
         return out
 
 

@@ -68,6 +68,8 @@ def _cell(cell: Cell, links: Links, missing_why: str) -> str:
                  f"{LANDED} {escape(cell.commit[:9])}</a>")
     elif state == PROPOSED and cell.pr is not None:
         inner = f'<a href="{escape(links.pr(cell.pr))}">{PROPOSED} !{cell.pr}</a>'
+    elif state == MISSING and cell.applies is None:  # a blob it needs could not be read
+        inner = f'<span title="{_text(cell.why)}">{MISSING} (applies: unknown)</span>'
     elif state == MISSING:
         inner = f"{MISSING} ({'applies' if cell.applies else 'conflicts'})"
     elif state == BRANCH_MISSING:

@@ -4,20 +4,24 @@ Per target: its first-parent commits since the start less ``LOOKBACK`` (a change
 landed there before it landed on its own branch), indexed by patch-id, by the PRs they carry
 and by their own PR; what its history reaches; its tree's files; its open PRs (one listing of
 the forge for the run). Patch-ids and files are kept by commit, whether a change applies by
-commit and head (`store.Store`).
+commit and head (`store.Store`); whether it applies is true, false or, where a blob it needs
+cannot be read, unknown with why (`blobs.py`; not kept: asked again on the next run).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
 
-from backport.audit import history
+from backport.audit import blobs, history
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
+from backport.audit.progress import Progress
 from backport.audit.rules import (
     carried,
     classify,
@@ -49,6 +53,7 @@ class Target:
     commits: list[history.Commit]
     reachable: set[str]
     files: set[str]
+    entries: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (mode, blob)
     folders: set[str] = field(default_factory=set)
     by_patch: dict[str, str] = field(default_factory=dict)  # patch-id -> oldest commit
     carrying: dict[int, str] = field(default_factory=dict)  # PR it carries -> oldest commit
@@ -69,6 +74,8 @@ class Facts:
         self.trees: dict[str, dict[str, ast.Module | None]] = {}  # target -> its files parsed
         self.files: dict[str, dict[str, bytes]] = {}  # target -> "<head>:<path>" -> bytes
         self._asked: dict[str, set[str]] = {}  # target -> the paths read (found or not)
+        self.unreadable: dict[str, str] = {}  # blob -> why it could not be read (this run)
+        self.unknown: dict[tuple[str, str], str] = {}  # (commit, target) -> why not known
 
     def reachable(self, change: Change, target: str) -> bool:
         return change.commit in self.targets[target].reachable
@@ -131,36 +138,125 @@ class Facts:
         modified, added = self._paths(change)
         return lacks_all(modified, added, t.files, t.folders)
 
-    def applies(self, pairs: Sequence[tuple[Change, str]],
-                pool: ThreadPoolExecutor) -> list[tuple[str, Future[dict[str, bool]]]]:
-        """Ask of git, on ``pool``, whether each missing (change, target) applies to the
-        target's head where the store does not know it for that head: each target's patches
-        on one index of its head. Returns what `keep` waits for."""
-        heads = {name: t.head for name, t in self.targets.items()}
+    def check(self, pairs: Sequence[tuple[Change, str]], progress: Progress,
+              workers: int, stop: threading.Event) -> None:
+        """Whether each missing (change, target) applies to the target's head, where the store
+        does not know it for that head: the blobs the patches touch fetched first (one request
+        each for the changes' and the targets'), then each target's patches checked on
+        ``workers`` threads; a cell whose blob cannot be read gets why in ``unknown``."""
         wanted: dict[str, list[str]] = {}
         for change, target in pairs:
-            if f"{change.commit}:{heads[target]}" not in self.store.applies:
+            if f"{change.commit}:{self.targets[target].head}" not in self.store.applies:
                 wanted.setdefault(change.commit, []).append(target)
-        per: dict[str, list[tuple[str, bytes]]] = {}
-        for commit, email in history.patches_of(self.repo.path, list(wanted)):
-            for target in wanted[commit]:
-                per.setdefault(target, []).append((commit, email))
-        return [(heads[t], pool.submit(history.applies, self.repo.path, heads[t], items))
-                for t, items in per.items()]
+        progress.phase("checking whether missing changes apply",
+                       sum(len(t) for t in wanted.values()))
+        if not wanted:
+            return
+        cannot = blobs.unreadable_commits(self.repo.path, list(wanted), self.repo.env,
+                                          known=self.unreadable, fetching=self.repo.blobless)
+        for commit, why in cannot.items():
+            for target in wanted.pop(commit):
+                self.unknown[(commit, target)] = why
+        self._targets_blobs(wanted)
+        with _pool(workers, stop) as pool:
+            pending: list[tuple[str, Future[dict[str, bool | str]]]] = []
+            for target, items in self._patches(wanted):
+                pending.append((target, pool.submit(blobs.applies, self.repo.path,
+                                                    self.targets[target].entries, items, stop)))
+                while len(pending) > 4 * max(1, workers):  # bounds the patches held
+                    self._keep(*pending.pop(0), progress)
+            for each in pending:
+                self._keep(*each, progress)
 
-    def keep(self, checks: Sequence[tuple[str, Future[dict[str, bool]]]]) -> None:
-        """Wait for ``checks`` and keep what they say in the store."""
-        for head, check in checks:
-            for commit, ok in check.result().items():
+    def _touched(self, commit: str, target: str) -> list[str]:
+        modified, added = self._paths_of(commit)
+        entries = self.targets[target].entries
+        return [p for p in [*modified, *added] if p in entries]
+
+    def _paths_of(self, commit: str) -> tuple[list[str], list[str]]:
+        modified, added = self.store.files.get(commit, [[], []])
+        return modified, added
+
+    def _targets_blobs(self, wanted: dict[str, list[str]]) -> None:
+        """Fetch the targets' blobs at the paths the ``wanted`` patches touch (one request);
+        a (commit, target) one of whose blobs cannot be read leaves ``wanted`` for
+        ``unknown``."""
+        oids = {self.targets[t].entries[p][1] for c, ts in wanted.items() for t in ts
+                for p in self._touched(c, t) if self.targets[t].entries[p][0] != blobs.GITLINK}
+        if self.repo.blobless:
+            self.unreadable.update(blobs.fetch(self.repo.path, oids - set(self.unreadable),
+                                               self.repo.env))
+        else:
+            lacking = oids - blobs.present(self.repo.path, oids)
+            self.unreadable.update(dict.fromkeys(lacking - set(self.unreadable),
+                                                 "not in the repository"))
+        for commit, targets in wanted.items():
+            for target in list(targets):
+                entries = self.targets[target].entries
+                bad = [p for p in self._touched(commit, target)
+                       if entries[p][1] in self.unreadable]
+                if bad:
+                    oid = entries[bad[0]][1]
+                    self.unknown[(commit, target)] = (
+                        f"{target}'s blob {oid[:9]} of {bad[0]} could not be read: "
+                        f"{self.unreadable[oid]}")
+                    targets.remove(target)
+
+    def _patches(self, wanted: dict[str, list[str]]
+                 ) -> Iterator[tuple[str, list[tuple[str, list[str], bytes]]]]:
+        """(target, up to a part of its (commit, touched paths, patch)) for every wanted
+        pair; a commit git cannot show goes to ``unknown``."""
+        per: dict[str, list[tuple[str, list[str], bytes]]] = {}
+        shown: set[str] = set()
+        for commit, email in history.patches_of(self.repo.path, [c for c, t in wanted.items()
+                                                                  if t]):
+            shown.add(commit)
+            for target in wanted[commit]:
+                items = per.setdefault(target, [])
+                items.append((commit, self._touched(commit, target), email))
+                if len(items) >= history.CHUNK // 4:
+                    yield target, per.pop(target)
+        yield from per.items()
+        for commit, targets in wanted.items():
+            if commit not in shown:
+                for target in targets:
+                    self.unknown[(commit, target)] = "git could not show its patch"
+
+    def _keep(self, target: str, check: Future[dict[str, bool | str]],
+              progress: Progress) -> None:
+        """Wait for ``check`` and keep what it says: true or false in the store, a blob
+        git could not read in ``unknown``."""
+        head = self.targets[target].head
+        for commit, ok in check.result().items():
+            if isinstance(ok, str):
+                self.unknown[(commit, target)] = ok
+            else:
                 self.store.applies[f"{commit}:{head}"] = ok
+            progress.add()
+
+
+@contextmanager
+def _pool(workers: int, stop: threading.Event) -> Iterator[ThreadPoolExecutor]:
+    """Threads that, when the run stops (an interrupt, an error), are not waited for: ``stop``
+    is set, so their loops start no new git, and what git they run ends with the run
+    (`process.kill_running`)."""
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        yield pool
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
     ref = f"{TRACKING}{name}"
-    files = history.tree_files(repo.path, head)
+    entries = history.tree_entries(repo.path, head)
+    files = set(entries)
     return Target(name=name, head=head, commits=history.first_parent(repo.path, ref, since),
                   reachable=history.reachable(repo.path, ref, since), files=files,
-                  folders=folders_of(files))
+                  folders=folders_of(files), entries=entries)
 
 
 def _index(target: Target, store: Store, upstream: str) -> None:
@@ -179,16 +275,19 @@ def _index(target: Target, store: Store, upstream: str) -> None:
             target.titled.setdefault(key, []).append((frozenset([*modified, *added]), commit.sha))
 
 
-def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store) -> None:
+def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store,
+                cannot: Mapping[str, str]) -> None:
     """The tests each change adds, kept by commit: read from the patches of those that touch
-    a Python test file, a few hundred at a time."""
+    a Python test file, a few hundred at a time (none for those in ``cannot``: a blob of
+    theirs cannot be read)."""
     todo = [c.commit for c in changes if c.commit not in store.added
+            and c.commit not in cannot
             and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
                     for p in part)]
     for change in changes:
         if change.commit not in todo:
             store.added.setdefault(change.commit, [])
-    emails = history.patches_of(repo.path, todo)
+    emails = history.patches_of(repo.path, todo, history.PYTHON_TESTS)  # their test files'
     while chunk := list(islice(emails, history.CHUNK)):
         store.added.update(history.tests_added(repo.path, chunk))
     for commit in todo:
@@ -228,24 +327,15 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
               upstream: str, ignore: Sequence[str], store: Store,
               open_prs: Callable[[], list[PullRequest]] | None,
               missing_why: Mapping[str, str], prs_unread: str = "",
-              workers: int = 2) -> Audit:
+              workers: int = 2, progress: Progress | None = None) -> Audit:
     """The audit of the branches of ``heads`` (None: not upstream, said by ``missing_why``);
     ``open_prs`` lists the forge's open PRs once (None: not read, why is ``prs_unread``)."""
-    start = since - LOOKBACK
-    targets = {name: _read_target(repo, name, head, start)
+    progress = progress or Progress()
+    progress.phase("reading the branches' history")
+    targets = {name: _read_target(repo, name, head, since - LOOKBACK)
                for name, head in heads.items() if head}
-    every = [c.sha for t in targets.values() for c in t.commits]
-    todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
-    if todo and repo.blobless:
-        history.prefetch_blobs(repo.path, todo, repo.env)
-    with ThreadPoolExecutor(max_workers=1) as side:  # git's patch-ids while Python reads tests
-        ids = side.submit(history.fill_patch_ids, repo.path, todo, store)
-        history.fill_files(repo.path, every, store)
-        changes = changes_of(targets, since)
-        _fill_added(repo, changes, store)
-        ids.result()
-    for each in targets.values():
-        _index(each, store, upstream)
+    facts = Facts(repo, targets, store, upstream, ignore)
+    changes = _read_changes(facts, since, progress)
     if open_prs is not None:
         try:
             listed = open_prs()
@@ -254,33 +344,60 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
         for each in targets.values():
             each.open_prs = [pr for pr in listed if pr.base == each.name]
     store.save()  # what is known by commit, kept even if a later step fails
-    facts = Facts(repo, targets, store, upstream, ignore)
-    for name, each in targets.items():  # the test files the already-present rule may read
+    missing = _decide_all(facts, changes, list(heads), progress, workers)
+    facts.check(missing, progress, workers, threading.Event())
+    for change, name in missing:
+        known = store.applies.get(f"{change.commit}:{targets[name].head}")
+        change.on[name] = change.on[name].applying(
+            known, "" if known is not None else facts.unknown.get((change.commit, name),
+                                                                  "not checked"))
+    store.save()
+    return Audit(since=since_text, branches=tuple(heads), changes=tuple(changes),
+                 missing_branches=dict(missing_why), prs_unread=prs_unread)
+
+
+def _read_changes(facts: Facts, since: int, progress: Progress) -> list[Change]:
+    """The changes since ``since``, with what is kept by commit filled in the store (the
+    blobs their diffs read fetched first in a blobless cache) and the targets indexed."""
+    repo, store, targets = facts.repo, facts.store, facts.targets
+    every = [c.sha for t in targets.values() for c in t.commits]
+    todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
+    progress.phase(f"fetching the blobs {len(todo):,} commits touch" if repo.blobless
+                   else f"reading {len(todo):,} commits")
+    cannot = blobs.unreadable_commits(repo.path, todo, repo.env, known=facts.unreadable,
+                                      fetching=repo.blobless) if todo else {}
+    for commit in cannot:
+        store.patch_ids[commit] = ""  # git cannot make its patch: no patch-id
+    progress.phase(f"reading {len(todo):,} commits' patch-ids, files and tests added")
+    stop = threading.Event()
+    with _pool(1, stop) as side:  # git's patch-ids while Python reads tests
+        ids = side.submit(history.fill_patch_ids, repo.path, todo, store)
+        history.fill_files(repo.path, every, store)
+        changes = changes_of(targets, since)
+        _fill_added(repo, changes, store, cannot)
+        ids.result()
+    for each in targets.values():
+        _index(each, store, facts.upstream)
+    return changes
+
+
+def _decide_all(facts: Facts, changes: Sequence[Change], branches: list[str],
+                progress: Progress, workers: int) -> list[tuple[Change, str]]:
+    """Decide every change on every branch, a part at a time on ``workers`` threads; the
+    (change, target) pairs found missing."""
+    store = facts.store
+    for name, each in facts.targets.items():  # the test files the already-present rule reads
         facts.read_files(name, [node.split("::", 1)[0] for c in changes
                                 if c.branch != name and c.commit not in each.reachable
                                 and f"{c.commit}:{each.head}" not in store.present
                                 for node in store.added.get(c.commit, [])])
-    missing: list[tuple[Change, str]] = []
-    pending: list[tuple[str, Future[dict[str, bool]]]] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as deciding, \
-            ThreadPoolExecutor(max_workers=max(1, workers)) as checking:
-        # a part's missing ones are checked by git while the next part is decided
+    progress.phase("deciding", len(changes))
+    with _pool(workers, threading.Event()) as deciding:
         for first in range(0, len(changes), history.CHUNK):
             part = changes[first:first + history.CHUNK]
-            list(deciding.map(_decide, part, [list(heads)] * len(part), [facts] * len(part)))
-            found = [(c, t) for c in part for t, cell in c.on.items() if cell.state == MISSING]
-            missing += found
-            pending += facts.applies(found, checking)
-            while len(pending) > 4 * max(1, workers):  # bounds the patches held in memory
-                facts.keep(pending[:1])
-                pending = pending[1:]
-        facts.keep(pending)
-    for change, name in missing:
-        known = store.applies.get(f"{change.commit}:{targets[name].head}")
-        change.on[name] = change.on[name].applying(bool(known))
-    store.save()
-    return Audit(since=since_text, branches=tuple(heads), changes=tuple(changes),
-                 missing_branches=dict(missing_why), prs_unread=prs_unread)
+            list(deciding.map(_decide, part, [branches] * len(part), [facts] * len(part)))
+            progress.add(len(part))
+    return [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
 
 
 def branch_heads(repo: RepoCache, branches: Sequence[str], *,

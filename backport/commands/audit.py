@@ -4,17 +4,21 @@ date, and its state on every other mapped branch."""
 from __future__ import annotations
 
 import os
+import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import click
 
+from backport.audit.model import MISSING, Audit
 from backport.audit.page import Links, from_pr_arguments, render_html, summary_lines
+from backport.audit.progress import Progress
 from backport.audit.run import branch_heads, run_audit
 from backport.audit.store import Store
 from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.config.model import Project
 from backport.config.validate import suggest
-from backport.errors import EXIT_OK, BackportError
+from backport.errors import EXIT_OK, BackportError, ErrorCode
 from backport.forge import make_forge
 from backport.pipeline.session import open_cache
 
@@ -48,6 +52,45 @@ def chosen_branches(mapped: list[str], asked: tuple[str, ...], config: str,
     return [name for name in mapped if name in asked] if asked else mapped
 
 
+def unknown_warning(audit: Audit) -> str:
+    """One sentence for the missing cells whether the change applies is not known (a blob
+    it needs could not be read), or ""."""
+    unknown = [(change, target, cell.why) for change in audit.changes
+               for target, cell in change.on.items()
+               if cell.state == MISSING and cell.applies is None]
+    if not unknown:
+        return ""
+    change, target, why = unknown[0]
+    return (f"whether {len(unknown)} missing change(s) apply is not known (`applies: null`): a "
+            f"blob they need could not be read; e.g. {change.commit[:9]} on {target}: {why}")
+
+
+def _run(project: Project, chosen: list[str], since: date, offline: bool) -> Audit:
+    """The audit of ``chosen`` since ``since``, its progress on a terminal's stderr."""
+    bm = project.branch_map
+    repo = open_cache(project, os.environ)
+    start = int(datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp())
+    store = Store(repo.root / "audit" / f"{repo.path.name}.json")
+    with Progress.to(sys.stderr) as progress:
+        progress.phase("reading the branches from the cache" if offline
+                       else "fetching the branches")
+        heads, why = branch_heads(repo, chosen, offline=offline)
+        if offline and not any(heads.values()):
+            raise BackportError(ErrorCode.USAGE, f"--offline: the cache holds none of "
+                                f"{', '.join(chosen)}; run `backport audit` once without "
+                                f"--offline to fetch them")
+        unread, open_prs = "offline", None
+        if not offline:
+            forge = make_forge(bm, project.state_dir, environ=os.environ)
+            lacking = forge.missing()
+            unread = "; ".join(lacking)
+            open_prs = None if lacking else (lambda: forge.list_prs("open"))
+        return run_audit(repo, heads, since=start, since_text=since.isoformat(),
+                         upstream=bm.upstream, ignore=bm.audit_ignore, store=store,
+                         open_prs=open_prs, missing_why=why, prs_unread=unread,
+                         progress=progress)
+
+
 @click.command("audit")
 @click.option("--since", "since_text", metavar="DATE",
               help=f"First day of changes, YYYY-MM-DD (default: {DEFAULT_DAYS} days ago).")
@@ -72,9 +115,11 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
     merge is one change, known by its !N), its state on each other branch: landed (the same
     commit or patch-id, a commit naming it — the sync bot's, GitCode's cherry-pick, !N — or
     its tests already there), proposed (an open PR into the branch carries it), missing
-    (applies to the branch's head or conflicts), not-needed (only files the branch lacks) or
+    (applies to the branch's head, conflicts, or unknown where a blob cannot be read: one
+    warning), not-needed (only files the branch lacks) or
     ignored (`audit: {ignore: [...]}` of branches.yaml). Reads the upstream into the cache;
-    writes nothing remote. Exit 0; 2 for a bad argument or configuration.
+    writes nothing remote. On a terminal, stderr shows the phase, a count and the seconds.
+    Exit 0; 2 for a bad argument or configuration, or --offline with nothing in the cache.
     """
     today = datetime.now(UTC).date()
     since = parse_since(since_text, today)
@@ -87,19 +132,10 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
                                      "changes are missing on)")
     if missing_on is not None:
         chosen_branches(chosen, (missing_on,), bm.path.name, "--missing-on")
-    repo = open_cache(project, os.environ)
-    heads, why = branch_heads(repo, chosen, offline=offline)
-    unread, open_prs = "offline", None
-    if not offline:
-        forge = make_forge(bm, project.state_dir, environ=os.environ)
-        lacking = forge.missing()
-        unread = "; ".join(lacking)
-        open_prs = None if lacking else (lambda: forge.list_prs("open"))
-    start = int(datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp())
-    store = Store(repo.root / "audit" / f"{repo.path.name}.json")
-    audit = run_audit(repo, heads, since=start, since_text=since.isoformat(),
-                      upstream=bm.upstream, ignore=bm.audit_ignore, store=store,
-                      open_prs=open_prs, missing_why=why, prs_unread=unread)
+    audit = _run(project, chosen, since, offline)
+    warning = unknown_warning(audit)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     if html_file is not None:
         html_file.write_text(render_html(audit, Links(bm.web_url, bm.upstream)),
                              encoding="utf-8")

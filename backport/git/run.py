@@ -180,17 +180,19 @@ def git(
     runner = gitpython.Git(str(cwd) if cwd is not None else None)
     argv = ["git", *(() if subcommand(args) == "fetch" else NO_MAINTENANCE), *args]
     try:
-        started = runner.execute(
-            argv,
-            as_process=True,  # waited on by `process.finish`, so it ends with the run
-            istream=process.PIPE if stdin is not None else None,
-            env=git_env(env),
-            start_new_session=True,  # no terminal to prompt on; killed with its children
-        )
+        with process.starting():  # an interrupt meanwhile still ends it (`kill_running`)
+            started = runner.execute(
+                argv,
+                as_process=True,  # waited on by `process.finish`, so it ends with the run
+                istream=process.PIPE if stdin is not None else None,
+                env=git_env(env),
+                start_new_session=True,  # no terminal to prompt on; killed with its children
+            )
+            assert started.proc is not None
+            process.track(started.proc)
     except gitpython.GitCommandNotFound as exc:
         raise BackportError(code, f"cannot run git {subcommand(args)}: git is not installed "
                             "or not on PATH.") from exc
-    assert started.proc is not None
     ended = process.finish(started.proc, argv, stdin=stdin, timeout=timeout)
     if ended.timed_out:
         result = GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.audit import history
+from backport.audit import blobs, history
 from backport.config.patchfiles import Patch, read_patch
 from backport.git.fresh import fresh_tree, fresh_trees
 from backport.git.objects import read_blobs
@@ -60,12 +60,14 @@ def test_fresh_trees_gives_each_series_what_fresh_tree_gives(tmp_path: Path) -> 
 def test_the_audit_batches_say_what_one_item_says(tmp_path: Path) -> None:
     work, head, patches = _repo(tmp_path)
     emails = [(f"{i:040x}", p.data) for i, p in enumerate(patches)]
-    assert history.applies(work, head, emails) == {
+    entries = history.tree_entries(work, head)
+    touched = [(c, [PATH, "README"], email) for c, email in emails]
+    assert blobs.applies(work, entries, touched) == {
         c: fresh_tree(work, head, [p]) is not None for (c, _), p in zip(emails, patches,
                                                                          strict=True)}
-    blobs = read_blobs(work, pre_images(patches))
-    assert len(blobs) == 1  # the pre-image both patches changing the test file share
-    assert added_tests(work, patches, blobs) == added_tests(work, patches)
+    pre = read_blobs(work, pre_images(patches))
+    assert len(pre) == 1  # the pre-image both patches changing the test file share
+    assert added_tests(work, patches, pre) == added_tests(work, patches)
     assert history.tests_added(work, emails) == {
         c: [t.node_id for t in added_tests(work, [p])] for (c, _), p in zip(emails, patches,
                                                                             strict=True)}

@@ -1,0 +1,134 @@
+"""The blobs the audit reads, and those it cannot: in a blobless cache the blobs a step needs
+are fetched in one request first (git would fetch each by itself as it reads it), and a blob the
+upstream does not serve is named, with why, instead of failing the step.
+
+Whether a change applies on a target reads only the blobs its patch touches: the target's
+versions of those paths (and, for a three-way merge, the patch's own pre-images, read when its
+patch was made), in a temporary index holding just those paths, never the target's whole tree.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from backport.git.cache import REMOTE
+from backport.git.run import git
+from backport.redact import redact
+
+_REFUSED = re.compile(r"not our ref ([0-9a-f]{40})")
+_FAILED = re.compile(r"could not fetch|promisor remote|unable to read|missing blob|bad object",
+                     re.IGNORECASE)
+NOT_SERVED = "the upstream does not have it"
+GITLINK = "160000"  # a submodule's commit: no blob of this repository
+
+
+def present(repo: Path, oids: Iterable[str]) -> set[str]:
+    """Those of ``oids`` the repository holds now (asked without fetching a missing one)."""
+    wanted = sorted(set(oids))
+    if not wanted:
+        return set()
+    out = git(["rev-list", "--objects", "--no-walk", "--missing=print", "--ignore-missing",
+               "--stdin"], cwd=repo, stdin="".join(f"{o}\n" for o in wanted).encode(),
+              check=False, timeout=3600)
+    return {line.split()[0] for line in out.stdout.splitlines() if line[:1] not in ("", "?")}
+
+
+def fetch(repo: Path, oids: Iterable[str], env: Mapping[str, str]) -> dict[str, str]:
+    """Fetch those of ``oids`` the repository lacks, in one request; blob -> why for each
+    the upstream did not give. A blob the upstream lacks (git names it: "not our ref") is left
+    out and the rest asked again; any other failure is every blob's why."""
+    todo = sorted(set(oids) - present(repo, oids))
+    unreadable: dict[str, str] = {}
+    while todo:
+        out = git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                   "--recurse-submodules=no", "--filter=blob:none", "--stdin", REMOTE],
+                  cwd=repo, env=dict(env), stdin="".join(f"{o}\n" for o in todo).encode(),
+                  check=False, timeout=3600)
+        if out.ok:
+            break
+        refused = _REFUSED.search(out.stderr)
+        if refused is None or refused.group(1) not in todo:
+            why = _last_line(out.stderr) or f"git fetch exited {out.status}"
+            unreadable.update(dict.fromkeys(todo, f"the fetch failed: {redact(why)}"))
+            break
+        unreadable[refused.group(1)] = NOT_SERVED
+        todo.remove(refused.group(1))
+    return unreadable
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1].removeprefix("fatal: ") if lines else ""
+
+
+def changed(repo: Path, commits: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """commit -> (path, blob) of each blob its diff against its first parent reads (the
+    before and after of every file it changes, not a submodule's commit; trees only)."""
+    if not commits:
+        return {}
+    out = git(["-c", "core.quotepath=false", "log", "--no-walk=unsorted", "--stdin",
+               "--diff-merges=first-parent", "--no-renames", "--raw", "--no-abbrev",
+               "--format=commit %H"], cwd=repo, check=False, timeout=3600,
+              stdin="".join(f"{c}\n" for c in commits).encode())
+    found: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] = []
+    for line in out.stdout.splitlines():
+        if line.startswith("commit "):
+            current = found.setdefault(line[7:].strip(), [])
+        elif line.startswith(":") and "\t" in line:
+            meta, _, path = line.partition("\t")
+            modes, oids = meta[1:].split()[0:2], meta.split()[2:4]
+            current.extend((path, oid) for mode, oid in zip(modes, oids, strict=True)
+                           if oid.strip("0") and mode != GITLINK)
+    return found
+
+
+def unreadable_commits(repo: Path, commits: Sequence[str], env: Mapping[str, str], *,
+                       known: dict[str, str], fetching: bool) -> dict[str, str]:
+    """Fetch the blobs ``commits`` read (``fetching``: a blobless cache) and return commit ->
+    why for each whose patch cannot be made; ``known`` (blob -> why) is kept across calls, so
+    a blob the upstream refused is asked for once per run."""
+    blobs = changed(repo, commits)
+    every = {oid for pairs in blobs.values() for _, oid in pairs}
+    if fetching:
+        known.update(fetch(repo, every - set(known), env))
+    else:
+        missing = every - present(repo, every)
+        known.update(dict.fromkeys(missing - set(known), "not in the repository"))
+    return {commit: f"its blob {oid[:9]} of {path} could not be read: {known[oid]}"
+            for commit, pairs in blobs.items()
+            for path, oid in reversed(pairs) if oid in known}
+
+
+def applies(repo: Path, entries: Mapping[str, tuple[str, str]],
+            patches: Sequence[tuple[str, Sequence[str], bytes]],
+            stop: threading.Event | None = None) -> dict[str, bool | str]:
+    """commit -> True or False: whether its patch goes in on a target as ``git am -3`` would
+    take it, for each (commit, the paths it touches, its format-patch email) of ``patches``;
+    ``entries`` is the target's tree (path -> (mode, blob)). The index holds only the touched
+    paths; a check git could not make for want of a blob gives git's reason instead. Once
+    ``stop`` is set (the run is ending) no further check starts."""
+    touched = sorted({p for _, paths, _ in patches for p in paths if p in entries})
+    with tempfile.TemporaryDirectory(prefix="backport-audit-") as tmp:
+        pristine, index = Path(tmp) / "base", Path(tmp) / "index"
+        listing = "".join(f"{entries[p][0]} {entries[p][1]}\t{p}\n" for p in touched)
+        made = {"GIT_INDEX_FILE": str(pristine)}
+        git(["update-index", "--index-info"] if touched else ["read-tree", "--empty"],
+            cwd=repo, env=made, stdin=listing.encode("utf-8", "surrogateescape"))
+        env = {"GIT_INDEX_FILE": str(index)}
+        found: dict[str, bool | str] = {}
+        for commit, _, email in patches:
+            if stop is not None and stop.is_set():
+                break
+            shutil.copyfile(pristine, index)
+            out = git(["apply", "--cached", "--3way", "-"], cwd=repo, env=env, stdin=email,
+                      check=False)
+            failed = not out.ok and _FAILED.search(out.stderr)
+            found[commit] = f"git could not read a blob: {_last_line(out.stderr)}" if failed \
+                else out.ok
+        return found

@@ -1,0 +1,63 @@
+"""`applies` is true, false or unknown: the JSON says null with why, the page says unknown with
+why as its tooltip, the warning says it once; the progress line a terminal gets."""
+
+from __future__ import annotations
+
+import io
+
+from backport.audit.model import MISSING, Audit, Cell, Change
+from backport.audit.page import Links, render_html
+from backport.audit.progress import Progress
+from backport.commands.audit import unknown_warning
+
+WHY = "v2.7.1's blob 1234abcd0 of data/big.bin could not be read: the upstream does not have it"
+
+
+def _audit(*cells: Cell) -> Audit:
+    changes = tuple(Change(branch="master", commit=str(n) * 40, pr=n, title=f"fix {n}",
+                           date="2026-08-01T00:00:00Z", author="Li", on={"v2.7.1": cell})
+                    for n, cell in enumerate(cells, 1))
+    return Audit(since="2026-06-01", branches=("v2.7.1", "master"), changes=changes)
+
+
+def test_a_missing_cell_says_applies_true_false_or_null_with_why() -> None:
+    missing = Cell(MISSING)
+    assert missing.applying(True).to_json() == {"state": MISSING, "applies": True}
+    assert missing.applying(False).to_json() == {"state": MISSING, "applies": False}
+    assert missing.applying(None, WHY).to_json() == {"state": MISSING, "applies": None,
+                                                     "why": WHY}
+    assert Cell("not-needed").to_json() == {"state": "not-needed"}
+
+
+def test_the_page_shows_unknown_with_why_and_lists_it_nowhere_as_clean() -> None:
+    audit = _audit(Cell(MISSING).applying(None, WHY + " <b>"), Cell(MISSING).applying(True))
+    page = render_html(audit, Links("https://gitcode.com", "Ascend/pytorch"))
+    assert "missing (applies: unknown)" in page and "missing (applies)" in page
+    assert "the upstream does not have it &lt;b&gt;" in page and " <b>" not in page
+    assert [c.pr for c in audit.missing_clean("v2.7.1")] == [2]
+
+
+def test_the_warning_counts_every_unknown_cell_once_and_names_one() -> None:
+    audit = _audit(Cell(MISSING).applying(None, WHY), Cell(MISSING).applying(None, "other"),
+                   Cell(MISSING).applying(False))
+    warning = unknown_warning(audit)
+    assert warning.startswith("whether 2 missing change(s) apply is not known")
+    assert warning.endswith(f"{'1' * 9} on v2.7.1: {WHY}")
+    assert unknown_warning(_audit(Cell(MISSING).applying(True))) == ""
+
+
+def test_progress_is_silent_off_a_terminal_and_counts_on_one() -> None:
+    assert Progress.to(io.StringIO()).stream is None
+    now = [100.0]
+    shown = io.StringIO()
+    progress = Progress(shown, clock=lambda: now[0])
+    progress.phase("deciding", 6070)
+    progress.add(200)
+    now[0] += 12.4
+    assert progress.line() == "audit: deciding 200/6,070, 12 s"
+    progress.phase("fetching the branches")
+    assert progress.line() == "audit: fetching the branches, 12 s"
+    with progress:
+        pass
+    assert shown.getvalue().startswith("\raudit: deciding 0/6,070, 0 s\x1b[K")
+    assert shown.getvalue().endswith("\r\x1b[K")
