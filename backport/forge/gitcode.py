@@ -839,15 +839,22 @@ class GitCodeForge:
                   close_related_issue: bool | None = None) -> PullRequest:
         """PATCH, then check every field against the answer, or a read-back where the answer
         does not show it and it may have changed; fields not taken are sent once more
-        form-encoded. The PR returned names in ``not_taken`` what still did not take."""
-        fields: dict[str, Any] = {"title": title, "body": body}
+        form-encoded. The PR returned names in ``not_taken`` what still did not take.
+
+        The title carries the draft marker (``[WIP] ``) of a PR that is, or stays, a draft
+        (``draft`` None: as this client last saw it), so a service that derives draft from the
+        title sent never turns a draft ready; a PR to be ready gets the plain title."""
+        path = self._pulls(f"/{seg(number)}")
+        with self._lock:
+            known = dict((self._open or {}).get(number, {}))
+        stays = draft if draft is not None else _field(known, "draft")
+        title = _strip_wip(title)
+        fields: dict[str, Any] = {"title": f"{WIP_PREFIXES[0]}{title}" if stays else title,
+                                  "body": body}
         if draft is not None:
             fields["draft"] = draft
         if close_related_issue is not None:
             fields["close_related_issue"] = close_related_issue
-        path = self._pulls(f"/{seg(number)}")
-        with self._lock:
-            known = dict((self._open or {}).get(number, {}))
         answer = self.client.request("PATCH", path, json=fields).data
         data, not_taken = self._check_update(number, fields, answer, known)
         if not_taken:
