@@ -31,6 +31,8 @@ MODES: dict[str, dict[str, Any]] = {
     "head_sha_lag": {"head_sha_lag": 1},
     "read_lag": {"read_lag": 1},
     "omit_head_repo": {"omit_head": {"repo"}},
+    "draft_by_title_and_create_ignores_booleans": {"draft_by_title": True,
+                                                   "create_ignores_booleans": True},
 }
 
 
