@@ -112,6 +112,10 @@ class Forge(Protocol):
     def get_pr(self, number: int) -> PullRequest:
         """One PR by number."""
 
+    def current_pr(self, number: int) -> PullRequest:
+        """PR ``number`` as it is now, to write over: the one this client last read or wrote
+        whole where the last listing shows it unchanged since, else read now."""
+
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """PR ``number`` of the upstream as a backport's source, with its linked issues."""
 

@@ -79,9 +79,10 @@ class DryRunForge:
         client = getattr(self.inner, "client", None)
         # made now (each set's issue read too: is it still open?), or estimated without a token
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
-        # the bodies of all but the last new PR of each set rewritten once all exist: read,
-        # then PATCH
-        refresh = 2 * max(0, self.creates - sets)
+        # once all of a set's PRs exist: its open and locked PRs listed afresh, and the bodies
+        # of all but its last new PR rewritten (one PATCH each; the listing shows each
+        # unchanged since its create, so none is read again)
+        refresh = max(0, self.creates - sets) + (2 * sets if self.creates else 0)
         total = reads + self.writes + refresh
         wait = pacing_seconds(total, self.windows)
         limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in self.windows)
@@ -130,6 +131,9 @@ class DryRunForge:
             return PullRequest(number=number, url=PLACEHOLDER_URL, title="", body="", head="",
                                head_repo=self.fork, base="", state="open")
         return reader.get_pr(number)
+
+    def current_pr(self, number: int) -> PullRequest:
+        return self.get_pr(number)
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """A read: passed to the real forge (a dry run without one cannot name the source)."""

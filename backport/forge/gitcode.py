@@ -247,6 +247,8 @@ class GitCodeForge:
         self._merged: dict[str, tuple[float, int, dict[int, dict[str, Any]]]] = {}
         self._after_post: dict[int, list[Comment]] = {}  # a post's read-back, listed once
         self._issue_states: dict[int, str] = {}
+        self._whole: dict[int, dict[str, Any]] = {}  # each PR as this client last read or wrote it
+        self._listed_at: dict[int, str] = {}  # each PR's updated_at as the last listing showed
 
     @property
     def fork(self) -> str:
@@ -339,7 +341,8 @@ class GitCodeForge:
         """The upstream's open PRs by number (``locked`` ones too: they are not closed), in the
         order they were created, so a PR opened meanwhile cannot shift one past a page
         boundary; kept ``listing_ttl`` seconds and kept current by this client's own creates,
-        updates and closes."""
+        updates and closes. A PR this client opened that a fresh listing leaves out (the
+        listing may lag) stays in it as last seen (its next read says whether it is open)."""
         with self._lock:
             now = self._clock()
             if fresh or self._open is None or now - self._open_at > self.listing_ttl:
@@ -350,6 +353,10 @@ class GitCodeForge:
                             listing[_number(item)] = item
                         except (TypeError, ValueError):
                             continue
+                self._listed_at = {n: _text(item.get("updated_at")) for n, item in listing.items()}
+                for number in self._created - set(listing):  # a listing may lag behind a create
+                    if self._open is not None and number in self._open:
+                        listing[number] = self._open[number]
                 self._open, self._open_at = listing, now
             return self._open
 
@@ -516,6 +523,20 @@ class GitCodeForge:
     def get_pr(self, number: int) -> PullRequest:
         return self._to_pr(self._get_pr_data(number))
 
+    def _own(self, pr: PullRequest) -> PullRequest:
+        return pr if pr.head_repo else dataclasses.replace(pr, head_repo=self.fork)
+
+    def current_pr(self, number: int) -> PullRequest:
+        """The PR this client last read or wrote whole, where the last listing shows it with
+        the same ``updated_at`` (nobody wrote it since); else read now. The listing answers
+        only for whether it changed: its body may be cut short."""
+        with self._lock:
+            whole = self._whole.get(number)
+            stamp = self._listed_at.get(number)
+        if whole is not None and stamp and stamp == _text(whole.get("updated_at")):
+            return self._to_pr(whole)
+        return self.get_pr(number)
+
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """``GET /pulls/{n}`` and ``GET /pulls/{n}/issues`` (pulls.rst); ``merge_commit_sha``
         only when the answer carries one (the single-PR example shows none)."""
@@ -557,11 +578,18 @@ class GitCodeForge:
             raise BackportError("forge", f"GitCode API GET {self.api_url}{self._pulls(f'/{number}')} "
                                          "did not return a JSON object.")
         self._remember(data)
+        with self._lock:
+            self._whole[number] = data
         return data
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
+        """A PR this client opened whose head repository the listing does not show is taken
+        as the fork's, as when it was created (`_correct`)."""
         if state == "open":
-            return [self._to_pr(item) for item in self._open_prs(fresh=fresh).values()]
+            with self._lock:
+                created = set(self._created)
+            return [self._to_pr(item) if _number(item) not in created else
+                    self._own(self._to_pr(item)) for item in self._open_prs(fresh=fresh).values()]
         return [self._to_pr(item) for item in self._pages(self._pulls(),
                                                           {"state": state, **STABLE_ORDER})]
 
@@ -845,15 +873,22 @@ class GitCodeForge:
                   close_related_issue: bool | None = None) -> PullRequest:
         """PATCH, then check every field against the answer, or a read-back where the answer
         does not show it and it may have changed; fields not taken are sent once more
-        form-encoded. The PR returned names in ``not_taken`` what still did not take."""
-        fields: dict[str, Any] = {"title": title, "body": body}
+        form-encoded. The PR returned names in ``not_taken`` what still did not take.
+
+        The title carries the draft marker (``[WIP] ``) of a PR that is, or stays, a draft
+        (``draft`` None: as this client last saw it), so a service that derives draft from the
+        title sent never turns a draft ready; a PR to be ready gets the plain title."""
+        path = self._pulls(f"/{seg(number)}")
+        with self._lock:
+            known = dict((self._open or {}).get(number, {}))
+        stays = draft if draft is not None else _field(known, "draft")
+        title = _strip_wip(title)
+        fields: dict[str, Any] = {"title": f"{WIP_PREFIXES[0]}{title}" if stays else title,
+                                  "body": body}
         if draft is not None:
             fields["draft"] = draft
         if close_related_issue is not None:
             fields["close_related_issue"] = close_related_issue
-        path = self._pulls(f"/{seg(number)}")
-        with self._lock:
-            known = dict((self._open or {}).get(number, {}))
         answer = self.client.request("PATCH", path, json=fields).data
         data, not_taken = self._check_update(number, fields, answer, known)
         if not_taken:
@@ -866,6 +901,7 @@ class GitCodeForge:
         with self._lock:
             if self._open is not None:
                 self._remember(data)
+            self._whole[number] = data
         return dataclasses.replace(self._to_pr(data), not_taken=tuple(not_taken))
 
     def _draft_by_title(self, number: int, fields: dict[str, Any], draft: bool,

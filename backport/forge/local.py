@@ -238,6 +238,9 @@ class LocalForge:
         with self._read() as conn:
             return self._pr(self._row(conn, number))
 
+    def current_pr(self, number: int) -> PullRequest:
+        return self.get_pr(number)  # a read of the local database costs nothing
+
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """PR ``number`` with what :meth:`add_source_pr` recorded of its commits (none for a PR
         this tool opened from the fork)."""

@@ -301,9 +301,11 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     Every branch with a PR is refreshed, whatever its status or wherever it ran: the other
     branches' results and PRs change, and a fork branch moved by someone else makes this PR's
     own evidence stale. Nothing is written when neither the generated regions nor the draft
-    state would change; before writing, the PR is read again, so text a maintainer added since
-    the list is kept. Returns True when the PR was updated. The title keeps its wording and is
-    sent with the draft state the branch's result implies (a failing test stays draft).
+    state would change; what is written goes over the PR as it is now (`Forge.current_pr`: read
+    again unless the listing just read shows it unchanged since this client read or wrote it),
+    so text a maintainer added is kept. Returns True when the PR was updated. The title keeps
+    its wording and its draft marker: draft is sent only where the branch's result changes it
+    (a failing test stays draft).
     ``ran``: the branches this run worked on (their results of this run come first).
     """
     ps = job.patch_set
@@ -314,7 +316,7 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     if not known(records, state, job.target) or not _out_of_date(listed, ps, bm, records,
                                                                  job.target, docs, state, ran):
         return False
-    pr = forge.get_pr(listed.number)
+    pr = forge.current_pr(listed.number)
     if pr.state != "open":
         return False
     state = state.with_pr(job.target, pr)

@@ -222,20 +222,20 @@ def refresh_siblings(run: SetRun) -> None:
     """Re-render every open PR of the set, so each body is true after the run.
 
     A body written earlier in the run did not know the PRs created after it; a PR of a branch
-    run elsewhere did not know this run's results, nor this run's PR theirs. Each round reads
-    the set's open PRs once (their evidence is the results shared between hosts) and updates
-    the PRs that are out of date. Where the run is partial (the other branches run
-    elsewhere), a round that wrote something is followed by another, so two runs finishing
-    at the same moment each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are
-    already current are left alone.
+    run elsewhere did not know this run's results, nor this run's PR theirs. Each round lists
+    the set's open PRs afresh once (their evidence is the results shared between hosts, and
+    the listing shows which PRs someone wrote since this run did) and updates, once each, the
+    PRs that are out of date; a PR the listing shows unchanged since this run wrote or read it
+    is not read again. Where the run is partial (the other branches run elsewhere), a round
+    that wrote something is followed by another, so two runs finishing at the same moment
+    each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are already current
+    are left alone.
     """
     ps, bm = run.patch_set, run.branch_map
     for _ in range(REFRESH_ROUNDS if run.partial else 1):
         try:
             forge = run.session.forge.client()
-            # A whole-set run's own writes keep the forge's listing current; where other
-            # branches run elsewhere, every round reads what they wrote since.
-            state = read_set(forge, ps, bm, fresh=run.partial)
+            state = read_set(forge, ps, bm)  # what others (maintainers, hosts) wrote since
         except BackportError as exc:
             run.jobs[0].event("pr", f"could not read the PRs of {ps.name}: {exc.message}")
             return

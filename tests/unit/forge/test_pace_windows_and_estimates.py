@@ -55,9 +55,10 @@ def test_a_dry_run_estimates_a_batch_and_its_wait() -> None:
         dry.link_issues(pr.number, [3216])
     summary = dry.request_summary(20)
     # 3 + 2 x 20 reads and each set's issue; per PR the open PRs into its base read afresh,
-    # a create, its read-back, the link, and all but a set's last body read and rewritten
-    assert summary == ("about 503 GitCode API requests for 80 new PR(s) in 20 patch set(s) "
-                       "(63 reads estimated, 440 for the writes and their read-backs); under the "
-                       "limit of 50 per minute and 4000 per hour, that takes at least 10 min")
+    # a create, its read-back, the link; per set its PRs listed afresh (open, locked) and all
+    # but its last body rewritten (one PATCH each)
+    assert summary == ("about 483 GitCode API requests for 80 new PR(s) in 20 patch set(s) "
+                       "(63 reads estimated, 420 for the writes and their read-backs); under the "
+                       "limit of 50 per minute and 4000 per hour, that takes at least 9 min")
     assert DryRunForge(None, plan.append, upstream=UPSTREAM, fork=FORK,
                        name="local").request_summary(1) is None
