@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
 
-from backport.audit import history
+from backport.audit import content, history
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
 from backport.audit.rules import (
     carried,
@@ -24,7 +24,8 @@ from backport.audit.rules import (
     folders_of,
     ignored,
     lacks_all,
-    title_words,
+    names,
+    title_key,
     titled_commit,
 )
 from backport.audit.store import Store
@@ -34,7 +35,6 @@ from backport.forge import PullRequest
 from backport.git.cache import TRACKING, RepoCache
 from backport.git.present import is_python_test
 from backport.git.source_pr import squash_number
-from backport.pipeline.proposed import carries
 from backport.redact import redact
 
 LOOKBACK = 180 * 24 * 3600  # seconds before the start a target's carriers are looked for
@@ -88,7 +88,7 @@ class Facts:
 
     def same_title(self, change: Change, target: str) -> str:
         modified, added = self._paths(change)
-        found = self.targets[target].titled.get(title_words(change.title), [])
+        found = self.targets[target].titled.get(title_key(change.title, self.targets), [])
         return titled_commit(frozenset([*modified, *added]), found)
 
     def ignored(self, change: Change) -> bool:
@@ -124,7 +124,7 @@ class Facts:
         if change.pr is None:
             return None
         return next((pr.number for pr in self.targets[target].open_prs
-                     if carries(pr, change.pr, self.upstream, target) is not None), None)
+                     if names(pr, change.pr, self.upstream, target)), None)
 
     def lacks_files(self, change: Change, target: str) -> bool:
         t = self.targets[target]
@@ -163,7 +163,7 @@ def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
                   folders=folders_of(files))
 
 
-def _index(target: Target, store: Store, upstream: str) -> None:
+def _index(target: Target, store: Store, upstream: str, branches: Iterable[str]) -> None:
     for commit in reversed(target.commits):  # oldest first: the first to carry it is named
         pid = store.patch_ids.get(commit.sha, "")
         if pid:
@@ -175,7 +175,7 @@ def _index(target: Target, store: Store, upstream: str) -> None:
             target.carrying.setdefault(number, commit.sha)
         modified, added = store.files.get(commit.sha, [[], []])
         if modified or added:
-            key = title_words(commit.message.split("\n", 1)[0])
+            key = title_key(commit.message.split("\n", 1)[0], branches)
             target.titled.setdefault(key, []).append((frozenset([*modified, *added]), commit.sha))
 
 
@@ -245,7 +245,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
         _fill_added(repo, changes, store)
         ids.result()
     for each in targets.values():
-        _index(each, store, upstream)
+        _index(each, store, upstream, targets)
     if open_prs is not None:
         try:
             listed = open_prs()
@@ -278,6 +278,8 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
         change.on[name] = change.on[name].applying(bool(known))
+    content.decide(repo.path, {n: t.head for n, t in targets.items()},
+                   {n: t.files for n, t in targets.items()}, changes, store)
     store.save()
     return Audit(since=since_text, branches=tuple(heads), changes=tuple(changes),
                  missing_branches=dict(missing_why), prs_unread=prs_unread)

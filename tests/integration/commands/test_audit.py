@@ -112,7 +112,9 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                                            encoding="utf-8")
     forge = LocalForge(project / ".backport" / "forge.sqlite", upstream=UP, fork="lgxxx/pytorch")
     forge.create_pr("backport-eleven", "v2.7.1", "feat: eleven (v2.7.1)",
-                    f"Backport of {UP}!20 to v2.7.1.")
+                    f"Backport of {UP}!20 to v2.7.1.\n\nSOURCE={UP}!20@{shas['m9']}")
+    # a mention carries nothing (issue 48 item 4)
+    forge.create_pr("see-also", "v2.7.1", "feat: seven, differently", f"参考 {UP}!18, see also !18")
     return {"project": project, "shas": shas, "env": {"BACKPORT_CACHE": str(root / "cache")}}
 
 
@@ -133,12 +135,14 @@ def test_every_state_with_its_commit_pr_and_applies(upstream: dict) -> None:
     assert data["branches"] == ["v2.7.1", "v2.12.0", "master"]
     changes = by_title(data, "master")
     on = {title: c["on"]["v2.7.1"] for title, c in changes.items()}
-    assert on["feat: one"] == {"state": "landed", "commit": shas["v1"]}  # the sync bot's
-    assert on["feat: three"] == {"state": "landed", "commit": shas["v2"]}  # GitCode's cherry-pick
-    assert on["feat: five"] == {"state": "landed", "commit": shas["v3"]}  # the same patch-id
+    carrier, patch = "carries the change", "same patch-id"
+    assert on["feat: one"] == {"state": "landed", "commit": shas["v1"], "why": carrier}  # sync bot
+    assert on["feat: three"] == {"state": "landed", "commit": shas["v2"], "why": carrier}  # pick
+    assert on["feat: five"] == {"state": "landed", "commit": shas["v3"], "why": patch}
     assert on["test: two"]["state"] == "landed"  # its test already there
     assert shas["v4"].startswith(on["test: two"]["commit"])
-    assert on["fix: by hand on both"] == {"state": "landed", "commit": shas["v7"]}
+    assert on["fix: by hand on both"] == {"state": "landed", "commit": shas["v7"],
+                                          "why": "same title, a file in common"}
     assert on["fix: only master"] == {"state": "not-needed"}
     assert on["Update op_plugin commit id"] == {"state": "ignored"}
     assert on["feat: seven"] == {"state": "missing", "applies": True}
@@ -150,7 +154,8 @@ def test_every_state_with_its_commit_pr_and_applies(upstream: dict) -> None:
     # the other way: the sync bot's change is master's !10, landed there
     older = by_title(data, "v2.7.1")
     synced = older["[sync] PR-10: feat: one"]
-    assert synced["on"]["master"] == {"state": "landed", "commit": shas["m1"]}
+    assert synced["on"]["master"] == {"state": "landed", "commit": shas["m1"], "why": carrier}
+    assert synced["fix"] == m1["fix"] == shas["m1"]  # one fix, started on master
     assert older["fix: twenty"]["on"]["master"] == {"state": "missing", "applies": True}
     assert "root" not in changes  # older than --since
 
@@ -204,7 +209,7 @@ def test_the_page_is_written(upstream: dict, tmp_path: Path) -> None:
     rows = Rows()
     rows.feed(page.read_text(encoding="utf-8"))
     data = audit(upstream, "--json").json()
-    assert rows.rows == len(data["changes"])
+    assert rows.rows == len({c["fix"] for c in data["changes"]}) < len(data["changes"])
     assert f"https://gitcode.com/{UP}/commit/{upstream['shas']['v1']}" in rows.hrefs
 
 

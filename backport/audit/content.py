@@ -1,0 +1,195 @@
+"""The content rule: a change is already on a target when the target's versions of the files it
+changes hold each hunk's post-image (its context and added lines, in order) and, where the hunk
+removes lines, not its pre-image. A file the target has moved or renamed is looked for by its
+name elsewhere in the target's tree; a file the change deletes must be gone. Lines compare
+without trailing white space. `decide` reads the patches and the target's files (one git
+process each) and keeps each answer in the store by commit and target head; the rest is pure."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backport.audit import history
+from backport.audit.model import BY_CONTENT, LANDED, MISSING, NOT_NEEDED, Cell, Change
+from backport.audit.store import Store
+from backport.git.run import git
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+MOVED_AT_MOST = 3  # a name found more often than this in the target's tree is not followed
+
+
+@dataclass
+class FileDiff:
+    """One file of a patch: its path before and after (``""`` for /dev/null) and its hunks as
+    (pre-image lines, post-image lines)."""
+
+    old: str = ""
+    new: str = ""
+    binary: bool = False
+    hunks: list[tuple[list[str], list[str]]] = field(default_factory=list)
+
+
+def _path(line: str) -> str:
+    name = line[4:].rstrip("\n").split("\t", 1)[0]
+    if name == "/dev/null":
+        return ""
+    return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+def parse(patch: str) -> list[FileDiff]:
+    """The files and hunks of a ``git log -p`` / format-patch text (without renames)."""
+    files: list[FileDiff] = []
+    pre: list[str] | None = None
+    post: list[str] = []
+    for line in patch.split("\n"):
+        if line.startswith("diff --git "):
+            files.append(FileDiff())
+            pre = None
+        elif not files:
+            continue
+        elif line.startswith("--- ") and pre is None:
+            files[-1].old = _path(line)
+        elif line.startswith("+++ ") and pre is None:
+            files[-1].new = _path(line)
+        elif line.startswith(("GIT binary patch", "Binary files ")):
+            files[-1].binary = True
+        elif _HUNK.match(line):
+            pre, post = [], []
+            files[-1].hunks.append((pre, post))
+        elif pre is not None and line[:1] in (" ", "-", "+"):
+            if line[0] != "+":
+                pre.append(line[1:].rstrip())
+            if line[0] != "-":
+                post.append(line[1:].rstrip())
+        elif pre is not None and not line.startswith("\\"):
+            pre = None  # the end of the hunks (the email's signature, the next header)
+    return files
+
+
+def _found(block: Sequence[str], lines: Sequence[str]) -> bool:
+    """Whether ``block`` is a run of consecutive ``lines``."""
+    if not block:
+        return True
+    size = len(block)
+    return any(lines[at:at + size] == list(block) for at, line in enumerate(lines)
+               if line == block[0])
+
+
+def holds(diff: FileDiff, text: str) -> bool:
+    """Whether the file ``text`` already holds ``diff``'s change (every hunk's post-image is
+    there; where a hunk removes lines, its pre-image is not)."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    if not diff.old:  # an added file: the target's file is it
+        return _found([x for _, post in diff.hunks for x in post], lines)
+    for pre, post in diff.hunks:
+        if not _found(post, lines):
+            return False
+        if any(x not in post for x in pre) and _found(pre, lines):
+            return False
+    return True
+
+
+def where(diff: FileDiff, tree: Collection[str], by_name: Mapping[str, list[str]]) -> list[str]:
+    """The paths of the target that may be ``diff``'s file: its own path, else the files of the
+    same name elsewhere (moved or renamed), at most `MOVED_AT_MOST`."""
+    path = diff.new or diff.old
+    if path in tree:
+        return [path]
+    same = by_name.get(posixpath.basename(path), [])
+    return same if len(same) <= MOVED_AT_MOST else []
+
+
+def meaningful(files: Sequence[FileDiff]) -> bool:
+    """Whether a patch has something to look for: a text file with a hunk that adds or removes
+    a line that is not blank."""
+    return any(not f.binary and any(x.strip() for pre, post in f.hunks
+                                    for x in set(pre) ^ set(post)) for f in files)
+
+
+def landed(files: Sequence[FileDiff], tree: Collection[str], by_name: Mapping[str, list[str]],
+           read: Mapping[str, str]) -> str:
+    """The path of the target that shows the change is there ("" when it is not): every file
+    of the patch holds its change in one of its `where` paths (``read`` has their text), and
+    every file it deletes is gone."""
+    if not files or any(f.binary for f in files) or not meaningful(files):
+        return ""
+    shown = ""
+    for diff in files:
+        if not diff.new:  # deleted: gone from the target
+            if diff.old in tree:
+                return ""
+            continue
+        hit = next((p for p in where(diff, tree, by_name) if p in read
+                    and holds(diff, read[p])), "")
+        if not hit:
+            return ""
+        shown = shown or hit
+    return shown
+
+
+def probe(files: Sequence[FileDiff]) -> str:
+    """A line to find the commit that brought the change by (``git log -S``): the longest line
+    the patch adds, else the longest it removes."""
+    added = [x for f in files for pre, post in f.hunks for x in post if x not in pre]
+    removed = [x for f in files for pre, post in f.hunks for x in pre if x not in post]
+    for lines in (added, removed):
+        best = max((x.strip() for x in lines), key=len, default="")
+        if best:
+            return best
+    return ""
+
+
+def _by_name(tree: Collection[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in tree:
+        found.setdefault(posixpath.basename(path), []).append(path)
+    return found
+
+
+def _bringer(repo: Path, head: str, path: str, line: str) -> str:
+    """The newest commit of ``head`` that added or removed ``line`` in ``path`` (``head``
+    itself when git finds none)."""
+    out = git(["log", "-1", "--format=%H", f"-S{line}", head, "--", path], cwd=repo,
+              check=False)
+    return out.stdout.strip() if out.ok and out.stdout.strip() else head
+
+
+def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[str]],
+           changes: Sequence[Change], store: Store) -> None:
+    """Make each `missing` or `not-needed` cell of ``changes`` `landed` where the content rule
+    holds on its target, naming the commit that brought the change there (``why``: content
+    already there). Answers are kept in ``store.content`` by commit and target head."""
+    cells = [(c, t) for c in changes for t, cell in c.on.items()
+             if t in heads and cell.state in (MISSING, NOT_NEEDED)]
+    todo: dict[str, list[str]] = {}
+    for change, target in cells:
+        if f"{change.commit}:{heads[target]}" not in store.content:
+            todo.setdefault(change.commit, []).append(target)
+    parsed = {commit: parse(email.decode("utf-8", "surrogateescape"))
+              for commit, email in history.patches_of(repo, list(todo))}
+    for target, head in heads.items():
+        mine = [(commit, parsed.get(commit, [])) for commit, ts in todo.items() if target in ts]
+        if mine:
+            _decide_on(repo, head, trees[target], mine, store)
+    for change, target in cells:
+        found = store.content.get(f"{change.commit}:{heads[target]}", "")
+        if found:
+            change.on[target] = Cell(LANDED, commit=found, why=BY_CONTENT)
+
+
+def _decide_on(repo: Path, head: str, tree: Collection[str],
+               patches: Sequence[tuple[str, list[FileDiff]]], store: Store) -> None:
+    by_name = _by_name(tree)
+    wanted = {p for _, files in patches if meaningful(files) for f in files if f.new
+              for p in where(f, tree, by_name)}
+    blobs = history.head_files(repo, head, sorted(wanted))
+    read = {path: blobs[f"{head}:{path}"].decode("utf-8", "surrogateescape")
+            for path in wanted if f"{head}:{path}" in blobs}
+    for commit, files in patches:
+        path = landed(files, tree, by_name, read)
+        line = probe(files) if path else ""
+        store.content[f"{commit}:{head}"] = _bringer(repo, head, path, line) if line else ""
