@@ -21,7 +21,8 @@ def strip_branch_tags(title: str, branches: Iterable[str] = ()) -> str:
     """``title`` less the tags naming a branch or release: bracketed anywhere (``[v2.12.0]``,
     ``【master】``, ``(v2.7.1)``), or at its start or end after a separator or a space
     (``- v2.7.1``, ``_v2.11``, `` master``, ``v2.12.0:``); its words then joined by one space,
-    lower case. A title that is nothing but a tag stays as it was (only spaces and case)."""
+    lower case, without a closing full stop or separator. A title that is nothing but a tag
+    stays as it was (only spaces and case)."""
     tag = _tag(branches)
     text = re.sub(rf"[\[【(（]\s*{tag}\s*[\]】)）]", " ", title, flags=re.IGNORECASE)
     for _ in range(3):  # "x - v2.12.0 master" loses both
@@ -29,5 +30,5 @@ def strip_branch_tags(title: str, branches: Iterable[str] = ()) -> str:
                       flags=re.IGNORECASE)
         text = re.sub(rf"^{tag}(?:[\s_\-–—:/,|]+|$)", "", text.strip(), flags=re.IGNORECASE)
     text = re.sub(r"\s*([\]】)）])\s*", r"\1 ", re.sub(r"\s*([\[【(（])", r" \1", text))
-    words = " ".join(text.split()).strip(" -_–—:|,").lower()
+    words = " ".join(text.split()).strip(" -_–—:|,.;。").lower()
     return words or " ".join(title.split()).lower()

@@ -1,6 +1,6 @@
 """The content rule: a change is already on a target when the target's versions of the files it
 changes hold each hunk's post-image (its context and added lines, in order) and, where the hunk
-removes lines, not its pre-image. A file the target has moved or renamed is looked for by its
+removes lines, not its pre-image (blank lines ignored). A file the target has moved or renamed is looked for by its
 name elsewhere in the target's tree; a file the change deletes must be gone. Lines compare
 without trailing white space. `decide` reads the patches and the target's files (one git
 process each) and keeps each answer in the store by commit and target head; the rest is pure."""
@@ -79,16 +79,25 @@ def _found(block: Sequence[str], lines: Sequence[str]) -> bool:
                if line == block[0])
 
 
+def _solid(lines: Sequence[str]) -> list[str]:
+    """``lines`` without the blank ones (a blank line more or less is no change)."""
+    return [line for line in lines if line.strip()]
+
+
 def holds(diff: FileDiff, text: str) -> bool:
-    """Whether the file ``text`` already holds ``diff``'s change (every hunk's post-image is
-    there; where a hunk removes lines, its pre-image is not)."""
-    lines = [line.rstrip() for line in text.split("\n")]
+    """Whether the file ``text`` already holds ``diff``'s change: every hunk's post-image is
+    there and, where a hunk removes lines, its pre-image is not (blank lines ignored: a hunk
+    that only adds or removes blank lines asks nothing)."""
+    lines = _solid([line.rstrip() for line in text.split("\n")])
     if not diff.old:  # an added file: the target's file is it
-        return _found([x for _, post in diff.hunks for x in post], lines)
+        return _found(_solid([x for _, post in diff.hunks for x in post]), lines)
     for pre, post in diff.hunks:
-        if not _found(post, lines):
+        before, after = _solid(pre), _solid(post)
+        if before == after:
+            continue
+        if not _found(after, lines):
             return False
-        if any(x not in post for x in pre) and _found(pre, lines):
+        if any(x not in after for x in before) and _found(before, lines):
             return False
     return True
 

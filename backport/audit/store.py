@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 STORE_VERSION = 1
+CONTENT_RULE = 2  # the content rule's version: answers of another are asked again
 
 
 class Store:
@@ -35,13 +36,14 @@ class Store:
             self.applies = dict(data.get("applies") or {})
             self.added = dict(data.get("added") or {})
             self.present = dict(data.get("present") or {})
-            self.content = dict(data.get("content") or {})
+            if data.get("content_rule") == CONTENT_RULE:
+                self.content = dict(data.get("content") or {})
 
     def save(self) -> None:
         """Write the file whole (temp + rename); a folder that cannot be written keeps nothing."""
         data = {"version": STORE_VERSION, "patch_ids": self.patch_ids, "files": self.files,
                 "applies": self.applies, "added": self.added, "present": self.present,
-                "content": self.content}
+                "content": self.content, "content_rule": CONTENT_RULE}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".audit-")

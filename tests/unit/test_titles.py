@@ -21,6 +21,7 @@ BRANCHES = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
     ("【v2.7.1】修复 dump", "修复 dump"),
     ("v2.12.0: fix z", "fix z"),
     ("fix (v2.11.0)", "fix"),
+    ("[onnx] fix group_norm_silu api.", "[onnx] fix group_norm_silu api"),
 ])
 def test_tags_are_stripped(title: str, bare: str) -> None:
     assert strip_branch_tags(title, BRANCHES) == bare

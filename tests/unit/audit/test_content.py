@@ -79,3 +79,16 @@ def test_nothing_to_look_for_is_not_landed() -> None:
     binary = "diff --git a/x.bin b/x.bin\nindex 1..2 100644\nGIT binary patch\nliteral 1\n"
     assert landed(parse(binary), {"x.bin"}, {"x.bin": ["x.bin"]}, {"x.bin": ""}) == ""
     assert landed([], set(), {}, {}) == ""
+
+
+def test_blank_lines_more_or_less_are_no_change() -> None:
+    # issue 48 item 1: a fix whose every change is on the target, but for a blank line it drops
+    spaced = change(BEFORE, 6, "\n")
+    after = change(change(spaced, 5, "line_5 = 'five'\n"), 6, None)  # and the blank line goes
+    files = parse(diff("torch_npu/a.py", spaced, after))
+    tree = {"torch_npu/a.py"}
+    kept_blank = change(spaced, 5, "line_5 = 'five'\n")
+    assert landed(files, tree, by_name(tree), {"torch_npu/a.py": kept_blank}) == "torch_npu/a.py"
+    assert landed(files, tree, by_name(tree), {"torch_npu/a.py": spaced}) == ""
+    only_blank = parse(diff("torch_npu/a.py", spaced, BEFORE))
+    assert landed(only_blank, tree, by_name(tree), {"torch_npu/a.py": spaced}) == ""
