@@ -1,9 +1,10 @@
 """The audit's values and their one JSON form (the contract in docs/audit.md).
 
-One fix, one row: two changes on two branches are one `Fix` when a cell of one names the other
-as the commit that carries it there by a `SAME_FIX` rule (the same patch-id, a carrier form,
-the same title less branch tags with a file in common, the content rule), closed
-transitively."""
+One fix, one row: two changes on two branches are one `Fix` when each one's cell on the other's
+branch names the other as the commit that carries it there by a `SAME_FIX` rule (the same
+patch-id, a carrier form, the same title less branch tags with a file in common, the content
+rule), closed transitively. Both ways: a small fix found inside a large change on another
+branch (a sync of many, a move of the docs) is landed there, but not that change."""
 
 from __future__ import annotations
 
@@ -134,12 +135,13 @@ def _root(parent: dict[str, str], commit: str) -> str:
 def group(changes: Sequence[Change]) -> list[Fix]:
     """The fixes of ``changes``, in the order their first-listed change has in ``changes``."""
     parent = {c.commit: c.commit for c in changes}
-    for change in changes:
-        for cell in change.on.values():
-            if cell.state == LANDED and cell.why in SAME_FIX and cell.commit in parent:
-                a, b = _root(parent, change.commit), _root(parent, cell.commit)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
+    links = {(change.commit, cell.commit) for change in changes for cell in change.on.values()
+             if cell.state == LANDED and cell.why in SAME_FIX and cell.commit in parent}
+    for one, other in links:
+        if (other, one) in links:  # each names the other: not a part of a larger change
+            a, b = _root(parent, one), _root(parent, other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
     members: dict[str, list[Change]] = {}
     for change in changes:
         members.setdefault(_root(parent, change.commit), []).append(change)

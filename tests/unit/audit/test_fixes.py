@@ -85,3 +85,16 @@ def test_the_page_has_one_row_per_fix_and_the_rule_in_the_tooltip() -> None:
     assert '<span id="shown">2</span>' in page
     assert f'title="carries the change: {201:040x}"' in page
     assert "also v2.12.0" in page and "also v2.11.0" in page
+
+
+def test_a_fix_inside_a_larger_change_is_landed_but_not_that_change() -> None:
+    # two small fixes of v2.7.1 found (content rule) inside one large sync on master
+    big = f"{9:040x}"
+    small = [one("v2.7.1", n, f"2026-01-0{n}", {"master": Cell("landed", commit=big,
+                                                                why=BY_CONTENT)})
+             for n in (1, 2)]
+    large = one("master", 9, "2026-01-09", {"v2.7.1": Cell("missing", applies=False)})
+    audit = Audit("2026-01-01", ("v2.7.1", "master"), (*small, large))
+    assert len(audit.fixes) == 3
+    assert all(f.pick("master")[1].state == "landed" for f in audit.fixes
+               if f.first.branch == "v2.7.1")
