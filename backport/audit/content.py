@@ -1,6 +1,8 @@
 """The content rule: a change is already on a target when the target's versions of the files it
 changes hold each hunk's post-image (its context and added lines, in order) and, where the hunk
-removes lines, not its pre-image (blank lines ignored). A file the target has moved or renamed is looked for by its
+removes lines, not its pre-image; or, where the lines around it differ on the target, each
+line it adds is in the file (one of them distinctive) and none it removes is (blank lines
+ignored). A file the target has moved or renamed is looked for by its
 name elsewhere in the target's tree; a file the change deletes must be gone. Lines compare
 without trailing white space. `decide` reads the patches and the target's files (one git
 process each) and keeps each answer in the store by commit and target head; the rest is pure."""
@@ -20,6 +22,7 @@ from backport.git.run import git
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 MOVED_AT_MOST = 3  # a name found more often than this in the target's tree is not followed
+DISTINCT = 16  # characters of an added line that may be looked for without its context
 
 
 @dataclass
@@ -86,20 +89,33 @@ def _solid(lines: Sequence[str]) -> list[str]:
 
 def holds(diff: FileDiff, text: str) -> bool:
     """Whether the file ``text`` already holds ``diff``'s change: every hunk's post-image is
-    there and, where a hunk removes lines, its pre-image is not (blank lines ignored: a hunk
-    that only adds or removes blank lines asks nothing)."""
+    there and, where a hunk removes lines, its pre-image is not; or, where the target's lines
+    around it differ, `_lines_held` (blank lines ignored: a hunk that only adds or removes
+    blank lines asks nothing)."""
     lines = _solid([line.rstrip() for line in text.split("\n")])
     if not diff.old:  # an added file: the target's file is it
         return _found(_solid([x for _, post in diff.hunks for x in post]), lines)
+    every = set(lines)
     for pre, post in diff.hunks:
         before, after = _solid(pre), _solid(post)
         if before == after:
             continue
-        if not _found(after, lines):
-            return False
-        if any(x not in after for x in before) and _found(before, lines):
+        removes = any(x not in after for x in before)
+        if _found(after, lines) and not (removes and _found(before, lines)):
+            continue
+        if not _lines_held(before, after, every):
             return False
     return True
+
+
+def _lines_held(before: Sequence[str], after: Sequence[str], every: Collection[str]) -> bool:
+    """A hunk whose context differs on the target: each line it adds is a line of the file
+    (one of them at least `DISTINCT` characters long) and none it removes is."""
+    added = [x for x in after if x not in before]
+    removed = [x for x in before if x not in after]
+    if added and max(len(x.strip()) for x in added) < DISTINCT:
+        return False
+    return all(x in every for x in added) and not any(x in every for x in removed)
 
 
 def where(diff: FileDiff, tree: Collection[str], by_name: Mapping[str, list[str]]) -> list[str]:

@@ -92,3 +92,20 @@ def test_blank_lines_more_or_less_are_no_change() -> None:
     assert landed(files, tree, by_name(tree), {"torch_npu/a.py": spaced}) == ""
     only_blank = parse(diff("torch_npu/a.py", spaced, BEFORE))
     assert landed(only_blank, tree, by_name(tree), {"torch_npu/a.py": spaced}) == ""
+
+
+def test_the_added_lines_with_other_lines_around_them() -> None:
+    # issue 48 item 1: the fix's lines are on the target, whose neighbouring lines differ
+    ops = "".join(f"    aten.op_{n}.default,\n" for n in range(12))
+    source = "OPS = [\n" + ops + "    # aten.full.default,\n]\n"
+    fixed = source.replace("    # aten.full.default,\n", "    aten.full.default,\n")
+    files = parse(diff("dvm/graph_fusion.py", source, fixed))
+    tree = {"dvm/graph_fusion.py"}
+    other = "OPS = [\n    aten.where.default,\n    aten.full.default,\n]\n"
+    assert landed(files, tree, by_name(tree), {"dvm/graph_fusion.py": other}) != ""
+    still = other.replace("    aten.full.default,\n", "    # aten.full.default,\n")
+    assert landed(files, tree, by_name(tree), {"dvm/graph_fusion.py": still}) == ""
+    both = other + "    # aten.full.default,\n"  # the removed line still there
+    assert landed(files, tree, by_name(tree), {"dvm/graph_fusion.py": both}) == ""
+    short = parse(diff("a.py", "x = 1\n" * 8, "x = 1\n" * 4 + "y = 2\n" + "x = 1\n" * 4))
+    assert landed(short, {"a.py"}, by_name({"a.py"}), {"a.py": "y = 2\nz = 3\n"}) == ""
