@@ -19,12 +19,15 @@ def _tag(branches: Iterable[str]) -> str:
 
 def strip_branch_tags(title: str, branches: Iterable[str] = ()) -> str:
     """``title`` less the tags naming a branch or release: bracketed anywhere (``[v2.12.0]``,
-    ``【master】``, ``(v2.7.1)``), or at its start or end after a separator or a space
+    ``【master】``, ``(v2.7.1)``, ``[torch_2.7.1]``, ``[v2.7.1_logs]``), or at its start or end after a separator or a space
     (``- v2.7.1``, ``_v2.11``, `` master``, ``v2.12.0:``); its words then joined by one space,
     lower case, without a closing full stop or separator. A title that is nothing but a tag
     stays as it was (only spaces and case)."""
     tag = _tag(branches)
-    text = re.sub(rf"[\[【(（]\s*{tag}\s*[\]】)）]", " ", title, flags=re.IGNORECASE)
+    # a bracket that names a branch or release among its words: [v2.12.0], [torch_master],
+    # [v2.7.1_logs], (2.7.1)
+    text = re.sub(rf"[\[【(（][^\]】)）\[【(（]*?(?<![A-Za-z0-9.]){tag}(?![A-Za-z0-9])"
+                  rf"[^\]】)）]*[\]】)）]", " ", title, flags=re.IGNORECASE)
     for _ in range(3):  # "x - v2.12.0 master" loses both
         text = re.sub(rf"(?:^|[\s_\-–—:/,|]+){tag}[\s_\-–—:/,|.]*$", "", text.strip(),
                       flags=re.IGNORECASE)

@@ -278,7 +278,8 @@ def checked_sample(mirror: Path, missing: list[tuple[dict, str]], size: int) -> 
     """The written procedure of bench/README.md on ``size`` missing cells (seed 48): the
     patch in reverse on the target's head; each hunk's post-image in the target's file (its
     path, or its name elsewhere); a target commit (first-parent, since 2025-01-01) with a
-    title like the change's (tags removed, difflib ratio >= 0.8) or naming its !N."""
+    title like the change's (tags removed, difflib ratio >= 0.8) or naming its !N. A cell with
+    one of those, or a quarter of its hunks there, is to be checked by hand."""
     sample = list(missing)
     random.Random(48).shuffle(sample)
     titled = {t: _target_titles(mirror, t) for t in BRANCHES}
@@ -298,7 +299,7 @@ def checked_sample(mirror: Path, missing: list[tuple[dict, str]], size: int) -> 
                      f"--grep=!{change['pr']}", target, "--").split() if change["pr"] else [])
         if back or (total and there == total):
             verdict = "equivalent there"
-        elif like or named or (total and 2 * there >= total):
+        elif like or named or (total and 4 * there >= total):
             verdict = "check by hand"
         else:
             verdict = "missing"

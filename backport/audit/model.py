@@ -25,9 +25,10 @@ STATES = (LANDED, PROPOSED, MISSING, NOT_NEEDED, IGNORED, BRANCH_MISSING)
 BY_ANCESTRY, BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_TESTS, BY_CONTENT = (
     "same commit", "same patch-id", "carries the change", "same title, a file in common",
     "tests already there", "content already there")
+BY_SIMILAR = "similar title, a file in common"
 # The rules by which two changes on two branches are one fix (the already-present rule only
 # says a test is there, not which change brought it).
-SAME_FIX = frozenset({BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_CONTENT})
+SAME_FIX = frozenset({BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_SIMILAR, BY_CONTENT})
 
 
 @dataclass(frozen=True)

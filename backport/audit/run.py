@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
 
-from backport.audit import content, history
+from backport.audit import content, history, similar
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
 from backport.audit.rules import (
     carried,
@@ -179,6 +179,18 @@ def _index(target: Target, store: Store, upstream: str, branches: Iterable[str])
             target.titled.setdefault(key, []).append((frozenset([*modified, *added]), commit.sha))
 
 
+def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
+                    store: Store) -> None:
+    """The similar-title rule (`similar.py`) on the cells still missing or not needed."""
+    keys = {c.sha: title_key(c.message.split("\n", 1)[0], targets)
+            for t in targets.values() for c in t.commits}
+    files = {sha: [p for part in store.files.get(sha, [[], []]) for p in part] for sha in keys}
+    indexes = {name: similar.TitleIndex([(c.sha, keys[c.sha], files[c.sha])
+                                         for c in reversed(t.commits)])
+               for name, t in targets.items()}
+    similar.decide(indexes, keys, files, changes)
+
+
 def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store) -> None:
     """The tests each change adds, kept by commit: read from the patches of those that touch
     a Python test file, a few hundred at a time."""
@@ -278,6 +290,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
         change.on[name] = change.on[name].applying(bool(known))
+    _similar_titles(targets, changes, store)
     content.decide(repo.path, {n: t.head for n, t in targets.items()},
                    {n: t.files for n, t in targets.items()}, changes, store)
     store.save()

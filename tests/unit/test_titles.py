@@ -22,6 +22,10 @@ BRANCHES = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
     ("v2.12.0: fix z", "fix z"),
     ("fix (v2.11.0)", "fix"),
     ("[onnx] fix group_norm_silu api.", "[onnx] fix group_norm_silu api"),
+    ("[torch_2.7.1]修复 parser", "修复 parser"),
+    ("[torch_master]修复 parser", "修复 parser"),
+    ("[bugfix][v2.7.1_logs] improve logs", "[bugfix] improve logs"),
+    ("[fix][2.12.0]fix core dump", "[fix] fix core dump"),
 ])
 def test_tags_are_stripped(title: str, bare: str) -> None:
     assert strip_branch_tags(title, BRANCHES) == bare
@@ -29,7 +33,7 @@ def test_tags_are_stripped(title: str, bare: str) -> None:
 
 @pytest.mark.parametrize("title", [
     "fix: mastery of things", "update README for main branch docs", "use v2 api in x",
-    "fix issue 2.7 of the plan"])
+    "fix issue 2.7 of the plan", "[inductor] fix", "[npu_v2] fix"])
 def test_words_that_are_no_tag_stay(title: str) -> None:
     assert strip_branch_tags(title, BRANCHES) == " ".join(title.split()).lower()
 

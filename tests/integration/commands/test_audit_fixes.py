@@ -49,6 +49,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                                 squash(43, "k", "master", "fix inductor k"), 27)
     three = edited(a, "value_40 = 40\n", "value_40 = 'forty'\n")
     shas["three"] = w.commit({"torch_npu/a.py": three}, squash(44, "f", "master", "fix forty"), 26)
+    shas["typo"] = w.commit({"torch_npu/a.py": edited(three, "value_60 = 60\n", "value_60 = 'x'\n")},
+                            squash(47, "bn", "master", "【fix】batchnorm_check_fix"), 25.5)
     w.run("checkout", "-q", "v2.12.0")
     shas["three-12"] = w.commit({"torch_npu/a.py": three}, squash(
         45, "sync-pr44-master-to-v2.12.0", "v2.12.0", "[sync] PR-44: fix forty"), 25)
@@ -65,6 +67,10 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     shas["assert-7"] = w.commit({"torch_npu/b.py": edited(edited(CHECK, "    assert x > 0\n", ""),
                                                           "    z9 = x - 9\n", "    z9 = x - 99\n")},
                                 "rework check", 190)
+    # the same fix opened again under its title with a typo, its line adapted
+    shas["typo-7"] = w.commit({"torch_npu/a.py": edited(a, "value_60 = 60\n", "value_60 = 'y'\n")},
+                              squash(51, "bn7", "v2.7.1", "【fix】batcnnorm_check_fix"), 21)
+    a = edited(a, "value_60 = 60\n", "value_60 = 'y'\n")
     # the same fix by hand, another line around it, under the other branch's tag
     tagged = edited(a, "value_3 = 3\n", "value_3 = 'three'\n")
     shas["tagged-7"] = w.commit({"torch_npu/a.py": edited(tagged, "value_5 = 5\n", "value_5 = 'v'\n")},
@@ -108,6 +114,12 @@ def test_an_assertion_already_removed_is_landed(made: dict) -> None:
     cell = on_v271(made)["drop the positive check"]["on"]["v2.7.1"]
     assert cell == {"state": "landed", "commit": made["shas"]["assert-7"],
                     "why": "content already there"}
+
+
+def test_a_title_written_again_with_a_file_in_common_is_landed(made: dict) -> None:
+    cell = on_v271(made)["【fix】batchnorm_check_fix"]["on"]["v2.7.1"]
+    assert cell == {"state": "landed", "commit": made["shas"]["typo-7"],
+                    "why": "similar title, a file in common"}
 
 
 def test_a_subsystem_only_master_has_is_not_needed(made: dict) -> None:
