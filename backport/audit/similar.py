@@ -2,7 +2,8 @@
 again (a typo fixed, a word more or less: "fix batcnnorm check" and "fix batchnorm check"):
 a first-parent commit of the target whose title, branch tags removed, is at least `RATIO`
 alike (``difflib``) and is the change's written again (`_written_again`: a word more or less,
-or a typo), with a file in common. Asked of what would be `missing` or `not-needed`
+or a typo), with a file in common (other than a test, where the change has one); a title too
+general to tell ("modify documents": `_specific`) is not compared so. Asked of what would be `missing` or `not-needed`
 after every other rule but the content rule; the most alike wins, then the oldest."""
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from collections.abc import Mapping, Sequence
 from difflib import SequenceMatcher
 
 from backport.audit.model import BY_SIMILAR, LANDED, MISSING, NOT_NEEDED, Cell, Change
+from backport.audit.rules import is_test_path
 
 RATIO = 0.85  # how alike two titles (branch tags removed) must be
 SHORTEST = 12  # characters a title (tags removed) must have to be compared so
+LONG_WORD = 12  # characters of a word that makes a short title specific
 TYPO = 3  # characters two titles may differ by (else the words of one are among the other's)
 
 
@@ -29,8 +32,10 @@ class TitleIndex:
 
     def alike(self, key: str, files: Sequence[str], commit: str) -> str:
         """The commit with a title alike ``key`` and a file among ``files`` ("" for none)."""
-        if len(key) < SHORTEST:
+        if len(key) < SHORTEST or not _specific(key):
             return ""
+        code = [path for path in files if not is_test_path(path)]
+        files = code or files  # a file in common other than a test, where it has one
         seen: set[str] = {commit}
         matcher = SequenceMatcher(None, "", key, autojunk=False)
         best, found = RATIO, ""
@@ -45,6 +50,13 @@ class TitleIndex:
                         and _written_again(theirs, key, matcher)):
                     best, found = ratio, sha
         return found
+
+
+def _specific(key: str) -> bool:
+    """Whether a title says enough to be compared loosely: four words or more, or a word of
+    `LONG_WORD` characters (an identifier: ``batchnorm_check_fix``); not "modify document"."""
+    words = key.split()
+    return len(words) >= 4 or any(len(word) >= LONG_WORD for word in words)
 
 
 def _written_again(one: str, other: str, matcher: SequenceMatcher[str]) -> bool:

@@ -35,6 +35,18 @@ def test_a_title_written_again_with_a_file_in_common() -> None:
     assert TitleIndex([("d" * 40, "fix", ["a.py"])]).alike("fix", ["a.py"], "x" * 40) == ""
 
 
+def test_a_general_title_or_only_a_test_in_common_is_not_enough() -> None:
+    docs = TitleIndex([("d" * 40, key("[docs]modify document"), ["README.md"])])
+    assert docs.alike(key("[docs]modify documents"), ["README.md"], "x" * 40) == ""
+    # the target's commit of that title is only the follow-up test; the fix's code is not there
+    follow_up = TitleIndex([("e" * 40, key("[fix]meta_check-on_rebuild-npu_tensor"),
+                             ["test/test_rng.py"])])
+    assert follow_up.alike(key("[fix]meta_check_on_rebuild-npu_tensor"),
+                           ["torch_npu/utils/storage.py", "test/test_rng.py"], "x" * 40) == ""
+    assert follow_up.alike(key("[fix]meta_check_on_rebuild-npu_tensor"),
+                           ["test/test_rng.py"], "x" * 40) == "e" * 40
+
+
 def test_only_missing_and_not_needed_cells_are_asked() -> None:
     c = Change("master", "x" * 40, 5, "【fix】batcnnorm_check_fix", "2026-01-01", "a")
     c.on["v2.7.1"] = Cell("missing", applies=False)
