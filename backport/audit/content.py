@@ -2,7 +2,8 @@
 changes hold each hunk's post-image (its context and added lines, in order) and, where the hunk
 removes lines, not its pre-image; or, where the lines around it differ on the target, each
 line it adds is in the file (one of them distinctive) and none it removes is (blank lines
-ignored). A file the target has moved or renamed is looked for by its
+ignored). Where the change touches code, its tests are not asked (a port adapts them). A
+file the target has moved or renamed is looked for by its
 name elsewhere in the target's tree; a file the change deletes must be gone. Lines compare
 without trailing white space. `decide` reads the patches and the target's files (one git
 process each) and keeps each answer in the store by commit and target head; the rest is pure."""
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from backport.audit import history
 from backport.audit.model import BY_CONTENT, LANDED, MISSING, NOT_NEEDED, Cell, Change
+from backport.audit.rules import is_test_path
 from backport.audit.store import Store
 from backport.git.run import git
 
@@ -139,7 +141,10 @@ def landed(files: Sequence[FileDiff], tree: Collection[str], by_name: Mapping[st
            read: Mapping[str, str]) -> str:
     """The path of the target that shows the change is there ("" when it is not): every file
     of the patch holds its change in one of its `where` paths (``read`` has their text), and
-    every file it deletes is gone."""
+    every file it deletes is gone. Its code is asked, not its tests (a port adapts its tests),
+    where it changes code."""
+    code = [f for f in files if not is_test_path(f.new or f.old)]
+    files = code if meaningful(code) else files
     if not files or any(f.binary for f in files) or not meaningful(files):
         return ""
     shown = ""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 STORE_VERSION = 1
-CONTENT_RULE = 3  # the content rule's version: answers of another are asked again
+CONTENT_RULE = 4  # the content rule's version: answers of another are asked again
 
 
 class Store:

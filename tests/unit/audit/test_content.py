@@ -109,3 +109,19 @@ def test_the_added_lines_with_other_lines_around_them() -> None:
     assert landed(files, tree, by_name(tree), {"dvm/graph_fusion.py": both}) == ""
     short = parse(diff("a.py", "x = 1\n" * 8, "x = 1\n" * 4 + "y = 2\n" + "x = 1\n" * 4))
     assert landed(short, {"a.py"}, by_name({"a.py"}), {"a.py": "y = 2\nz = 3\n"}) == ""
+
+
+def test_the_code_is_asked_not_the_tests_a_port_adapts() -> None:
+    after = change(BEFORE, 5, "line_5 = 'five'\n")
+    test_before = "def test_a():\n    assert f(10) == 10\n"
+    test_after = "def test_a():\n    assert f(20) == 20\n"
+    files = parse(diff("torch_npu/a.py", BEFORE, after)
+                  + diff("test/test_a.py", test_before, test_after))
+    tree = {"torch_npu/a.py", "test/test_a.py"}
+    adapted = "def test_a():\n    assert f(30) == 30\n"
+    assert landed(files, tree, by_name(tree), {"torch_npu/a.py": after,
+                                                "test/test_a.py": adapted}) == "torch_npu/a.py"
+    assert landed(files, tree, by_name(tree), {"torch_npu/a.py": BEFORE,
+                                                "test/test_a.py": test_after}) == ""
+    tests_only = parse(diff("test/test_a.py", test_before, test_after))
+    assert landed(tests_only, tree, by_name(tree), {"test/test_a.py": adapted}) == ""
