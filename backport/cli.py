@@ -6,6 +6,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -128,9 +129,47 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     app.verbose = verbose
 
 
-def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM stops a run the way Ctrl-C does: cleanly, resumable, exit 130."""
-    raise KeyboardInterrupt
+# An interrupt unwinds the main thread first, so what it was doing cleans up (a test's process
+# group, a half-written file); this many seconds later the process exits even where it still
+# waits (a worker thread's git, say), whatever the command.
+UNWIND_GRACE = 0.5
+
+
+class _Interrupts:
+    """Ctrl-C (SIGINT) and SIGTERM alike: the first raises KeyboardInterrupt in the main thread
+    and arms an exit :data:`UNWIND_GRACE` seconds later; later ones are absorbed. The exit (see
+    `_exit_interrupted`) happens once, from whichever comes first."""
+
+    def __init__(self, app: AppContext) -> None:
+        self.app = app
+        self.heard = False
+        self._exiting = threading.Lock()
+        self._saved: dict[int, Any] = {}
+
+    def install(self) -> None:
+        """Handle SIGTERM, and SIGINT unless the process was started ignoring it (``nohup``)."""
+        wanted = [signal.SIGTERM]
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            wanted.append(signal.SIGINT)
+        for signum in wanted:
+            self._saved[signum] = signal.signal(signum, self._heard)
+
+    def restore(self) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
+
+    def _heard(self, signum: int, frame: object) -> None:
+        if self.heard:
+            return  # the exit is under way
+        self.heard = True
+        threading.Timer(UNWIND_GRACE, self.exit).start()
+        raise KeyboardInterrupt
+
+    def exit(self) -> None:
+        """Exit 130 with the command's interrupt message; a second caller waits for it."""
+        if not self._exiting.acquire(blocking=False):
+            threading.Event().wait()
+        _exit_interrupted(self.app)
 
 
 def _exit_interrupted(app: AppContext) -> None:
@@ -149,9 +188,10 @@ def _exit_interrupted(app: AppContext) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; turn errors into one sentence and the contract's exit codes."""
-    signal.signal(signal.SIGTERM, _terminate)
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     app = AppContext()
+    interrupts = _Interrupts(app)
+    interrupts.install()
     try:
         code = cli.main(args=argv, prog_name="backport", standalone_mode=False, obj=app)
     except click.exceptions.Exit as exc:
@@ -160,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         code = EXIT_USAGE
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        _exit_interrupted(app)
+        interrupts.exit()
     except BackportError as exc:
         if debug:
             traceback.print_exc()
@@ -174,4 +214,6 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"error: internal error: {redact(str(exc))} (rerun with --debug for details)",
                    err=True)
         code = EXIT_CODES[ErrorCode.INTERNAL]
+    finally:
+        interrupts.restore()
     sys.exit(code or 0)

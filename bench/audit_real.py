@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from backport.audit import content  # noqa: E402
 from backport.git.cache import cache_dir_name  # noqa: E402
 from backport.git.source_pr import squash_head, squash_number  # noqa: E402
-from backport.titles import strip_branch_tags  # noqa: E402
+from backport.titles import title_key  # noqa: E402
 
 BRANCHES = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 _SYNC = re.compile(r"^sync-pr(\d+)-")
@@ -179,7 +179,7 @@ def extra(mirror: Path, args: argparse.Namespace, data: dict, work: Path) -> Non
     changes = data["changes"]
     fixes = {c["fix"] for c in changes}
     print(f"\nfixes: {len(fixes)} (of {len(changes)} changes)")
-    titles = {c["pr"]: strip_branch_tags(c["title"], BRANCHES) for c in changes if c["pr"]}
+    titles = {c["pr"]: title_key(c["title"], BRANCHES) for c in changes if c["pr"]}
     env = {**os.environ, "BACKPORT_CACHE": str(work / "cache")}
     for branch in BRANCHES:
         out = subprocess.run([sys.executable, "-m", "backport", "audit", "--since", args.since,
@@ -218,7 +218,7 @@ def _target_titles(mirror: Path, target: str) -> dict[str, list[tuple[str, set[s
     for record in out.split("\x1e")[1:]:
         head, _, names = record.partition("\n")
         sha, _, subject = head.partition("\x00")
-        found.setdefault(strip_branch_tags(subject, BRANCHES), []).append(
+        found.setdefault(title_key(subject, BRANCHES), []).append(
             (sha, {x for x in names.split("\n") if x}))
     return found
 
@@ -233,7 +233,7 @@ def tagged_share(mirror: Path, missing: list[tuple[dict, str]]) -> int:
         for change, where in missing:
             if where != target:
                 continue
-            key = strip_branch_tags(change["title"], BRANCHES)
+            key = title_key(change["title"], BRANCHES)
             mine = files.get(change["commit"], set())
             count += any(sha != change["commit"] and mine & theirs
                          for sha, theirs in titled.get(key, []))
@@ -292,7 +292,7 @@ def checked_sample(mirror: Path, missing: list[tuple[dict, str]], size: int) -> 
         patch = git(mirror, "diff", "--no-color", "--no-renames", f"{sha}^1", sha, "--")
         back = _reverse_applies(mirror, target, patch)
         there, total = _hunks_there(mirror, target, patch)
-        key = strip_branch_tags(change["title"], BRANCHES)
+        key = title_key(change["title"], BRANCHES)
         like = [s[:9] for k, found in titled[target].items()
                 if difflib.SequenceMatcher(None, k, key).ratio() >= 0.8 for s, _ in found]
         named = (git(mirror, "log", "--first-parent", "--since=2025-01-01", "--format=%h", "-F",

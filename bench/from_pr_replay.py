@@ -10,9 +10,10 @@ target's state just before the real backport (its parent):
 - **plain**: ``git cherry-pick`` of the source commit;
 - **from-PR**: ``backport apply --from-pr N --branch T --no-push --skip-tests`` — the same source
   proof (``git/source_pr.landed``), patch set writing and ``git am -3`` the real command runs —
-  with PR N served by the GitCode stand-in on 127.0.0.1 as GitCode records it (no
-  ``merge_commit_sha``, its files those of the squash commit, its merge time the commit's, its
-  body the PR's description) since the real forge is not reachable from here.
+  offline, with ``forge: local``: the local forge learns PR N from its squash commit on a mapped
+  branch (``!N merge <head> into <base>``; its files those of the commit, its merge time the
+  commit's, its body the PR's description; ``docs/apply.md``, "Offline, from the history
+  alone"), as GitCode records it (no ``merge_commit_sha``).
 
 Each route's result is **exact** (the tree the real backport left), **divergent** (it applies
 but leaves another tree), **conflict**, or **refused** (from-PR only: the route stops before
@@ -42,8 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from backport.demo.sandbox import write_project  # noqa: E402
 from backport.git.authoring import test_files  # noqa: E402
-from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_files  # noqa: E402
-from tests.helpers.project import PATCHES, TOKEN, run_app  # noqa: E402
+from tests.helpers.project import PATCHES, run_app  # noqa: E402
 
 MAPPED = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 _BOT = re.compile(r"^!(?P<own>\d+) merge (?:sync-pr(?P<sync>\d+)-\S*|"
@@ -151,7 +151,8 @@ def plain_pick(scratch: Path, work: Path, case: Case) -> str:
 
 
 class FromPr:
-    """One project and one cache for every case: the upstream's refs are set per case."""
+    """One project (``forge: local``) and one cache for every case: the upstream's refs are
+    set per case; the local forge learns each PR from its squash commit."""
 
     def __init__(self, mirror: Path, work: Path) -> None:
         self.mirror, self.work = mirror, work
@@ -160,15 +161,7 @@ class FromPr:
         self.project = work / "project"
         write_project(self.project, self.upstream, fork, PATCHES, sys.executable)
         (self.project / "patches" / PATCHES.name).rename(work / "unused-set")
-        self.server = FakeGitCode(tokens={TOKEN}, upstream="Ascend/pytorch",
-                                  fork="lgxxx/pytorch", first_number=900000)
-        self.server.start()
-        config = self.project / "branches.yaml"
-        data = yaml.safe_load(config.read_text("utf-8"))
-        data.update(forge="gitcode", api_url=self.server.url)
-        config.write_text(yaml.safe_dump(data, sort_keys=False), "utf-8")
-        self.env = {"BACKPORT_CACHE": str(work / "cache"), "GITCODE_TOKEN": TOKEN,
-                    "BACKPORT_GITCODE_SETTLE": "0.1"}
+        self.env = {"BACKPORT_CACHE": str(work / "cache")}
 
     def borrowing(self, path: Path) -> Path:
         subprocess.run(["git", "init", "--quiet", "--bare", str(path)], check=True)
@@ -177,19 +170,6 @@ class FromPr:
         git(path, "config", "uploadpack.allowFilter", "true")
         git(path, "config", "uploadpack.allowAnySHA1InWant", "true")
         return path
-
-    def serve(self, case: Case) -> None:
-        """PR N as GitCode shows it once squash-merged: no merge_commit_sha, no served head."""
-        message = git(self.mirror, "log", "-1", "--format=%B", case.source).stdout
-        merged_at = git(self.mirror, "log", "-1", "--format=%cI", case.source).stdout.strip()
-        body = message.partition("Description:")[2] or message
-        with self.server.lock:
-            self.server.prs[case.number] = FakePR(
-                number=case.number, id=800000 + case.number, title=message.splitlines()[0],
-                body=body, head_repo="someone/pytorch", head_ref=f"pr-{case.number}",
-                base_ref=case.base, author="someone", state="merged", head_sha="e" * 40,
-                issues=[], merged_at=merged_at,
-                files=git_files(self.mirror, f"{case.source}~1", case.source))
 
     def body(self, case: Case) -> dict[str, bool]:
         """What the PR body of the target says (`backport preview`, no forge): its source PR,
@@ -208,7 +188,6 @@ class FromPr:
             ref = f"{case.backport}^" if branch == case.target else branch
             sha = git(self.mirror, "rev-parse", f"{ref}^{{commit}}").stdout.strip()
             git(self.upstream, "update-ref", f"refs/heads/{branch}", sha)
-        self.serve(case)
         result = run_app(self.project, "apply", "--from-pr", str(case.number), "--branch",
                          case.target, "--no-push", "--skip-tests", "--force", "--json",
                          env=self.env)
@@ -223,9 +202,6 @@ class FromPr:
         cache = next(p.parent for p in (self.work / "cache").glob("*/HEAD"))
         tree = git(cache, "rev-parse", f"{commit}^{{tree}}").stdout.strip()
         return outcome(self.mirror, tree, case), ""
-
-    def close(self) -> None:
-        self.server.stop()
 
 
 def main() -> None:
@@ -252,17 +228,14 @@ def main() -> None:
         work = Path(tmp)
         route = FromPr(mirror, work)
         scratch = route.borrowing(work / "scratch.git")
-        try:
-            for case in cases:
-                plain = plain_pick(scratch, work, case)
-                via, why = route.replay(case)
-                body = route.body(case) if via != "refused" else {}
-                rows.append({**asdict(case), "plain": plain, "from_pr": via, "why": why, **body})
-                print(f"{case.kind:11} !{case.number} {case.base} -> {case.target}: "
-                      f"plain {plain}, from-PR {via}{'  (' + why + ')' if why else ''}",
-                      file=sys.stderr, flush=True)
-        finally:
-            route.close()
+        for case in cases:
+            plain = plain_pick(scratch, work, case)
+            via, why = route.replay(case)
+            body = route.body(case) if via != "refused" else {}
+            rows.append({**asdict(case), "plain": plain, "from_pr": via, "why": why, **body})
+            print(f"{case.kind:11} !{case.number} {case.base} -> {case.target}: "
+                  f"plain {plain}, from-PR {via}{'  (' + why + ')' if why else ''}",
+                  file=sys.stderr, flush=True)
     counts = {r: {k: sum(1 for row in rows if row[r] == k)
                   for k in ("exact", "divergent", "conflict", "refused")}
               for r in ("plain", "from_pr")}

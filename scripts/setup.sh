@@ -5,8 +5,9 @@
 # torch comes from pip's configured index unless TORCH_INDEX_URL names another: on Linux x86_64,
 # PyPI's torch==2.13.0 is the CUDA build (several GB with its nvidia-* packages); its CPU build is
 # TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu. Elsewhere (aarch64, macOS) PyPI's is CPU.
-# Idempotent: a second run only checks. .ci/wheelhouse holds the wheels the workflow and
-# packaging tests install offline. Usage: [TORCH_INDEX_URL=URL] bash scripts/setup.sh [--no-torch]
+# Idempotent: a second run only checks. It changes no tracked file: what it makes (.venv, the
+# torch environment, .ci/wheelhouse: the wheels the workflow and packaging tests install offline)
+# is ignored by git. Usage: [TORCH_INDEX_URL=URL] bash scripts/setup.sh [--no-torch]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,7 @@ fi
 
 # A wheelhouse of what the workflow and packaging tests install: backport's dependencies at
 # the versions .venv holds, and its build backend. Those tests then need no package registry.
+# Ignored by git: what pip resolves here differs by day and by machine.
 WHEELS=.ci/wheelhouse
 if [ ! -f "$WHEELS/.complete" ] || [ .venv/.installed -nt "$WHEELS/.complete" ]; then
   echo "setup: filling $WHEELS with the wheels of backport's dependencies and build backend"

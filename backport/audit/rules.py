@@ -34,15 +34,8 @@ from backport.audit.model import (
 )
 from backport.forge import PullRequest
 from backport.git.source_pr import squash_head, squash_number
-from backport.pipeline.proposed import BACKPORT, CHERRY_PICK, SYNC, carries
-from backport.titles import strip_branch_tags
-
-# The forms that carry a PR (the sync bot's title or branch, GitCode's cherry-pick branch, this
-# tool's trailer); a description that only mentions ``!N`` ("see also !N") carries nothing.
-CARRYING = (SYNC, CHERRY_PICK, BACKPORT)
-
-# Every number a message may name a source PR by; `carries` decides which it does name.
-_NUMBERS = re.compile(r"(?:sync-pr|cherry-pick-mr-|PR-|!)(\d+)(?!\d)", re.IGNORECASE)
+from backport.pipeline.proposed import carries, commit_carries
+from backport.titles import title_key as _title_key
 
 
 def as_merged_pr(message: str, upstream: str, branch: str) -> PullRequest:
@@ -56,18 +49,15 @@ def as_merged_pr(message: str, upstream: str, branch: str) -> PullRequest:
 
 
 def names(pr: PullRequest, number: int, upstream: str, target: str) -> bool:
-    """Whether ``pr`` carries PR ``number`` into ``target`` in one of the `CARRYING` forms
-    (`carries`, less a bare mention)."""
-    return carries(pr, number, upstream, target) in CARRYING
+    """Whether ``pr`` carries PR ``number`` into ``target`` (`carries`, the one carrier rule:
+    a mention of ``!N`` in a description carries nothing)."""
+    return carries(pr, number, upstream, target) is not None
 
 
 def carried(message: str, upstream: str, branch: str) -> set[int]:
-    """The PRs a commit on ``branch`` carries, other than its own: those its message names
-    in a `CARRYING` form (the sync bot's title or branch, GitCode's cherry-pick branch, this
-    tool's trailer; never a mention such as "see also !N")."""
-    pr = as_merged_pr(message, upstream, branch)
-    numbers = {int(n) for n in _NUMBERS.findall(message)} - {pr.number}
-    return {n for n in numbers if names(pr, n, upstream, branch)}
+    """The PRs a commit on ``branch`` carries, other than its own: the one carrier rule
+    (`pipeline/proposed.py` `commit_carries`; a mention in prose carries nothing)."""
+    return commit_carries(message, upstream, branch)
 
 
 def title_words(title: str) -> str:
@@ -78,7 +68,7 @@ def title_words(title: str) -> str:
 def title_key(title: str, branches: Iterable[str]) -> str:
     """A title as the same-title rule compares it: without its branch tags (``- v2.7.1``,
     ``[v2.12.0]``, ``_v2.11``, ``[master]``), its words, lower case."""
-    return strip_branch_tags(title, branches)
+    return _title_key(title, branches)
 
 
 def same_files(change: Collection[str], other: Collection[str]) -> bool:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
+import tempfile
+from pathlib import Path
+
 import click
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
-from backport.commands.from_pr import ensure_from_pr, said
+from backport.commands.from_pr import ensure_from_pr, said, with_sets_in
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.pipeline.reach import Course
 from backport.pipeline.run import run_apply
@@ -19,7 +24,8 @@ from backport.report.summary import render_table, status_json
               help="Patch set to backport (a folder under patches/); repeat for a batch.")
 @click.option("--from-pr", "from_prs", type=click.IntRange(min=1), multiple=True, metavar="N",
               help="Backport PR N of the upstream: make (or reuse, while PR N is unchanged) "
-                   "patches/pr-N/ and apply it; once PR N has changed, the set is made again "
+                   "patches/pr-N/ and apply it (a dry run makes it in a temporary folder); "
+                   "once PR N has changed, the set is made again "
                    "and its every step redone, as with --force. Repeat for a batch: one run, "
                    "one paced request budget; a PR that cannot be made into a set is named "
                    "and the others go on.")
@@ -28,7 +34,8 @@ from backport.report.summary import render_table, status_json
               help="Only this target branch; repeatable. Default: the patch set's targets.")
 @click.option("--dry-run", is_flag=True,
               help="Fetch, apply and test locally, then print what would be pushed and opened, "
-                   "and what the real run needs; it needs no token or fork and writes no journal.")
+                   "and what the real run needs; it needs no token or fork and writes nothing "
+                   "in the project (its worktrees and logs go to a temporary folder).")
 @click.option("--no-push", is_flag=True,
               help="Reach: stop after the tests; nothing leaves this machine.")
 @click.option("--no-pr", is_flag=True, help="Reach: push the fork branches but open no PR.")
@@ -79,42 +86,70 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
       backport apply --from-pr 42810 --from-pr 42811 --branch v2.7.1
     """
     app.resumable()
+    app.project()  # a configuration error stops the command before anything is made
+    options = ApplyOptions(branches=branches,
+                           course=Course.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr),
+                           skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
+                           pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
+                           timeout=timeout, keep_workers=not no_keep_workers, new_pr=new_pr)
+    # A dry run makes its sets from PRs in a temporary folder: it writes nothing in the project.
+    scratch = Path(tempfile.mkdtemp(prefix="backport-dry-run-")) if dry_run and from_prs else None
+    try:
+        _apply(app, apis, from_prs, scratch, options, every=every, as_json=as_json)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _from_prs(app: AppContext, from_prs: tuple[int, ...], scratch: Path | None,
+              as_json: bool) -> tuple[list[str], set[str], list[BackportError]]:
+    """The sets of ``from_prs``, made or kept: their names, those made again (their branches'
+    finished steps are of an old change) and the errors of the PRs that could not be made."""
     project = app.project()
     made: list[str] = []  # the sets --from-pr made or kept (their lines said so already)
     redo: set[str] = set()  # sets made again: their branches' finished steps are of an old change
     unmade: list[BackportError] = []
+
+    def say(line: str) -> None:
+        echo(line, err=as_json)  # beside --json's document, never in it
+    for number in dict.fromkeys(from_prs):
+        try:
+            name, lines, remade = ensure_from_pr(
+                project, app.patches or project.root / "patches", number, say, scratch=scratch)
+        except BackportError as exc:
+            if len(from_prs) == 1:
+                raise
+            echo(f"error: PR !{number} is not backported: {exc.message}", err=True)
+            unmade.append(exc)
+            continue
+        for line in lines:
+            say(line)
+        made.append(name)
+        redo |= {name} if remade else set()
+    return made, redo, unmade
+
+
+def _apply(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
+           scratch: Path | None, options: ApplyOptions, *, every: bool, as_json: bool) -> None:
+    """`apply` once its options are read (see `apply_cmd`); exits with the run's code."""
+    project = app.project()
+    made: list[str] = []
+    unmade: list[BackportError] = []
     if from_prs:
-        def say(line: str) -> None:
-            echo(line, err=as_json)  # beside --json's document, never in it
-        for number in dict.fromkeys(from_prs):
-            try:
-                name, lines, remade = ensure_from_pr(
-                    project, app.patches or project.root / "patches", number, say)
-            except BackportError as exc:
-                if len(from_prs) == 1:
-                    raise
-                echo(f"error: PR !{number} is not backported: {exc.message}", err=True)
-                unmade.append(exc)
-                continue
-            for line in lines:
-                say(line)
-            made.append(name)
-            redo |= {name} if remade else set()
+        made, redo, unmade = _from_prs(app, from_prs, scratch, as_json)
         if not made:
             raise SystemExit(max(exc.exit_code for exc in unmade))
         apis = (*apis, *(name for name in made if name not in apis))
+        options = dataclasses.replace(options, redo=frozenset(redo))
         project = app.reload()
+        if scratch is not None:
+            project = with_sets_in(project, scratch)
     for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
         ps = project.patch_sets.get(api)
         if ps is not None and ps.source is not None and api not in made:
             echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
-    course = Course.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr)
-    if project.branch_map.fork_note and course.pushes:
+    if project.branch_map.fork_note and options.course.pushes:
         echo(f"warning: {project.branch_map.fork_note}", err=True)
-    options = ApplyOptions(branches=branches, course=course, skip_tests=skip_tests, force=force,
-                           redo=frozenset(redo), jobs=jobs, isolated=isolated,
-                           pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
-                           timeout=timeout, keep_workers=not no_keep_workers, new_pr=new_pr)
     plan_lines: list[str] = []
     estimates: list[str] = []
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -14,12 +15,16 @@ from backport.config import load_patch_set
 from backport.config.branch_map import cache_root
 from backport.config.model import Project, SourcePr
 from backport.errors import BackportError, ConfigError
-from backport.forge.base import SourcePrInfo
+from backport.forge.base import PrFile, SourcePrInfo
 from backport.forge.factory import make_forge
+from backport.forge.local import LocalForge
 from backport.git.authoring import test_files, touched_files
 from backport.git.source_message import backport_message, message_of, restate
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
+from backport.git.squash_merge import find_squash_merge
 from backport.pipeline.session import open_cache
+from backport.redact import redact
+from backport.titles import strip_branch_tags
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
@@ -55,6 +60,8 @@ def read_source(project: Project, number: int,
     missing = forge.missing()
     if missing:
         raise ConfigError(f"PR !{number} cannot be read: {'; '.join(missing)}")
+    if isinstance(forge, LocalForge) and not forge.has_pr(number):
+        learn_from_history(project, forge, number, environ)
     info = forge.get_source_pr(number)
     if info.state == "closed":
         raise BackportError("usage", f"PR !{number} of {bm.upstream} was closed without being "
@@ -68,6 +75,28 @@ def read_source(project: Project, number: int,
     else:
         commits = open_commits(cache, info.base, number)
     return Source(info, commits), cache.path
+
+
+def learn_from_history(project: Project, forge: LocalForge, number: int,
+                       environ: Mapping[str, str]) -> None:
+    """Teach the local forge PR ``number`` from the upstream's history: its squash commit on a
+    mapped branch (``git/squash_merge.py``), recorded with its real number and merge time; a
+    BackportError naming where it looked when no commit is that PR's squash merge."""
+    bm = project.branch_map
+    cache = open_cache(project, environ)
+    branches = list(bm.targets)
+    cache.fetch(branches)
+    found = find_squash_merge(cache, branches, number)
+    if found is None:
+        listed = ", ".join(branches[:-1]) + f" or {branches[-1]}" if len(branches) > 1 \
+            else branches[0]
+        raise BackportError("forge", redact(
+            f"PR !{number} is not in the local forge {forge.path}, and no commit on {listed} "
+            f"of {bm.upstream_url} is its squash merge ('!{number} merge <head> into <base>'); "
+            f"check the number, or fetch the upstream's history"))
+    forge.add_source_pr(number=number, head=found.head, base=found.base, title=found.title,
+                        body=found.body, author=found.author, merged_at=found.merged_at,
+                        files=tuple(PrFile(old, new) for old, new in found.files))
 
 
 def not_taken(source: Source) -> list[str]:
@@ -140,7 +169,7 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
     if linked:  # patch.yaml's `issue`: one number, or the list of several
         spec["issue"] = linked[0] if len(linked) == 1 else list(linked)
     spec |= {
-        "title": title or info.title,
+        "title": title or strip_branch_tags(info.title, [info.base]),
         "source_pr": record.number, "source_base": record.base, "source_commit": record.commit,
         "source_merged": record.merged, "source_found_by": record.found_by,
         "branches": branches,
@@ -156,16 +185,19 @@ def _backport_rev(project: Project, source: Source, repo: Path) -> str:
     if not info.merged or ".." in commits.rev:
         return commits.rev
     ref = f"{project.branch_map.upstream}!{info.number}"
-    message = backport_message(message_of(repo, commits.commit), title=info.title,
+    title = strip_branch_tags(info.title, [info.base])
+    message = backport_message(message_of(repo, commits.commit), title=title,
                                sha=commits.commit, source_ref=ref)
     return restate(repo, commits.commit, message)
 
 
 def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,
-                   environ: Mapping[str, str] = os.environ) -> tuple[str, list[str], bool]:
+                   environ: Mapping[str, str] = os.environ,
+                   scratch: Path | None = None) -> tuple[str, list[str], bool]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
     the set's name, the plan lines that say which, and whether an earlier set was replaced
-    (its branches' finished steps are then of the old change)."""
+    (its branches' finished steps are then of the old change). With ``scratch`` (a dry run)
+    a set to make is made there instead, and the lines say where the real run writes it."""
     dest = patches_dir / set_name(number)
     kept, why = None, "it is not a folder"
     if dest.is_dir():
@@ -189,8 +221,19 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = 
                   f"new commits ({old.commit[:12]} → {new.commit[:12]})")
         lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}; "
                      f"every branch is done again")
-    write_from_pr(project, dest, source, repo, api=kept.api if kept else None,
+    made = dest if scratch is None else scratch / dest.name
+    write_from_pr(project, made, source, repo, api=kept.api if kept else None,
                   issues=kept.issues if kept else (), title=None, say=say)
     if old is None:
         lines.append(f"{dest.name}: made from {said(new, upstream)}")
+    if scratch is not None:
+        lines.append(f"{dest.name}: dry run: the set is made in a temporary folder ({made}, "
+                     f"removed at the end); the real run writes it to {dest}")
     return dest.name, lines, old is not None
+
+
+def with_sets_in(project: Project, folder: Path) -> Project:
+    """The project with the sets a dry run made in ``folder`` in place of its own."""
+    made = {path.name: load_patch_set(path, project.branch_map)
+            for path in sorted(folder.iterdir()) if path.is_dir()}
+    return dataclasses.replace(project, patch_sets={**project.patch_sets, **made})

@@ -3,27 +3,42 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import click
 
 from backport.commands.common import echo
 from backport.errors import BackportError
-from backport.shipped import example_patch_yaml, real_map
+from backport.shipped import example_patch_yaml, real_map, shipped_sets
 
 EXAMPLE = Path("patches") / "example-patch.yaml"
 
 
-def project_files() -> dict[Path, str]:
-    """What `init` writes, by path relative to the project folder."""
-    return {Path("branches.yaml"): real_map().read_text(encoding="utf-8"),
-            EXAMPLE: example_patch_yaml().read_text(encoding="utf-8")}
+def project_files(shipped: str | None = None) -> dict[Path, bytes]:
+    """What `init` writes, by path relative to the project folder; with ``shipped``, that
+    shipped patch set too, as ``patches/<shipped>/``."""
+    files = {Path("branches.yaml"): real_map().read_bytes(),
+             EXAMPLE: example_patch_yaml().read_bytes()}
+    if shipped is not None:
+        folder = _shipped_set(shipped)
+        files |= {Path("patches") / shipped / path.relative_to(folder): path.read_bytes()
+                  for path in sorted(folder.rglob("*")) if path.is_file()}
+    return files
 
 
-def write_new(path: Path, text: str) -> None:
-    """Create ``path`` with ``text``; never replaces a file (``FileExistsError``)."""
-    with open(path, "x", encoding="utf-8") as out:
-        out.write(text)
+def _shipped_set(name: str) -> Path:
+    sets = shipped_sets()
+    if name not in sets:
+        raise BackportError("usage", f"no shipped patch set '{name}' (shipped: "
+                                     f"{', '.join(sorted(sets))})")
+    return sets[name]
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` with ``data``; never replaces a file (``FileExistsError``)."""
+    with open(path, "xb") as out:
+        out.write(data)
 
 
 def _exists(path: Path | str) -> BackportError:
@@ -31,10 +46,19 @@ def _exists(path: Path | str) -> BackportError:
                          "away or pick another folder)")
 
 
+def next_command(directory: Path) -> str:
+    """The command to run next, from this folder: it works in what init wrote, offline."""
+    check = "backport check --offline"
+    return check if directory == Path(".") else f"cd {shlex.quote(str(directory))} && {check}"
+
+
 @click.command("init")
 @click.argument("directory", required=False, default=".",
                 type=click.Path(file_okay=False, path_type=Path))
-def init_cmd(directory: Path) -> None:
+@click.option("--from-shipped", "shipped", metavar="NAME",
+              help="Also write the shipped patch set NAME as patches/NAME/ (put_metric: the "
+                   "README's `backport apply --api put_metric`).")
+def init_cmd(directory: Path, shipped: str | None) -> None:
     """Start a project in DIRECTORY (default: this folder): branches.yaml and patches/.
 
     \b
@@ -43,7 +67,9 @@ def init_cmd(directory: Path) -> None:
                                       each tested under its own torch / torch_npu; the fork
                                       follows your token (<login>/pytorch) unless you set it
       patches/example-patch.yaml      a commented example of a patch set
-    and never replaces a file that is already there.
+      patches/NAME/                   with --from-shipped NAME: that shipped patch set
+    and never replaces a file that is already there. It ends with the command to run next,
+    which works in what it wrote: backport check --offline.
 
     \b
     Then:
@@ -53,22 +79,24 @@ def init_cmd(directory: Path) -> None:
                                        a patch set from your commits (patches/NAME/)
       4. backport check                then: backport apply --api NAME
     """
-    files = {directory / name: text for name, text in project_files().items()}
+    files = {directory / name: data for name, data in project_files(shipped).items()}
     for path in files:
         if os.path.lexists(path):
             raise _exists(path)
     try:
         for path in files:  # every folder first: a file in a folder's place stops the whole init
             path.parent.mkdir(parents=True, exist_ok=True)
-        for path, text in files.items():
-            write_new(path, text)
+        for path, data in files.items():
+            write_new(path, data)
     except FileExistsError as exc:  # a file where a folder goes, or made since the check above
         raise _exists(exc.filename) from None
     except OSError as exc:
         raise BackportError("usage", f"cannot write {exc.filename}: {exc.strerror}") from None
     for path in files:
         echo(f"wrote {path}")
-    echo("next: set GITCODE_TOKEN (your fork of Ascend/pytorch follows its login, unless "
-         f"{directory / 'branches.yaml'} sets fork:), then `backport env setup`, "
-         "`backport new NAME --from REV ...` and `backport check` (`backport init --help` says "
-         "more)")
+    steps = ("`backport apply --api put_metric`" if shipped == "put_metric" else
+             "`backport new NAME --from REV ...` and `backport apply --api NAME`")
+    echo("then: set GITCODE_TOKEN (your fork of Ascend/pytorch follows its login, unless "
+         f"{directory / 'branches.yaml'} sets fork:), `backport env setup`, {steps} "
+         "(`backport init --help` says more)")
+    echo(f"next: {next_command(directory)}")

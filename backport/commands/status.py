@@ -16,7 +16,7 @@ from backport.pipeline.journal import Journal
 from backport.pipeline.selection import select_patch_sets, select_targets
 from backport.pipeline.shared_results import forge_records
 from backport.records import BranchRecord
-from backport.report.summary import render_table, status_json, test_result
+from backport.report.summary import render_table, status_json, test_result, test_state
 
 
 @click.command("status")
@@ -118,6 +118,7 @@ def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None,
     test = record.test if record else None
     head = (record.fork_sha or record.pushed_sha) if record else None
     tested = (test.commit if test else None) or None
+    state, because = test_state(record) if record else (None, None)
     return {
         "target": target,
         "pr": None if pr is None else {"number": pr.number, "url": pr.url, "draft": pr.draft},
@@ -125,6 +126,8 @@ def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None,
         "result": (test_result(record) if record else
                    "no open PR" if pr is None else "no evidence block in the PR body"),
         "ok": test.ok if test else None,
+        "test_state": state,
+        "skipped_because": because,
         "tested_commit": tested,
         "head_commit": head,
         "stale": bool(test and tested and head and tested != head),

@@ -4,13 +4,16 @@ A newly created `/backport [B…]` comment (the first word exactly `/backport`) 
 write permission on the upstream asks for the named targets (none: every target but the PR's
 base); an edited or deleted comment never acts. On a merged PR the from-PR flow runs (`apply
 --from-pr N`); on an open PR the request is acknowledged and the merge event runs it, reading
-the requests again from the PR's comments by the same rule. Anyone else, or a branch that is
-not a target, gets one reply.
+the requests again from the PR's comments by the same rule (who may ask read once, from the
+collaborators listing: a merge costs a few requests however many readers asked). Anyone else,
+or a branch that is not a target, gets one reply.
 
 The pipeline runs it in two kinds of job: ``--plan`` first (the permission checked before any
 environment is built or any comment listed; the one reply; the branches asked for, as a CI
 output), then one ``--branch B`` job per branch it names, which checks the permission again
-and answers nobody. Without either, one host does everything.
+and answers nobody. Without either, one host does everything. A job that would test the PR's
+code (``--branch``, with or without ``--prepare``) refuses first where the host refuses
+namespaces, unless the branch's environment says ``isolation: none``; ``--plan`` runs none.
 """
 
 from __future__ import annotations
@@ -34,13 +37,15 @@ from backport.config.model import Project
 from backport.envs.sandbox import require_isolation
 from backport.errors import EXIT_OK, BackportError
 from backport.forge import Forge
-from backport.forge.base import WRITE_PERMISSIONS, SourcePrInfo
+from backport.forge.base import SourcePrInfo
 from backport.forge.factory import make_forge
+from backport.pipeline.writers import Writers
 from backport.report.inert import inert
 
 REPLY_MARKER = "<!-- backport:reply:{id} -->"
 OUTPUT_VARIABLE = "ATOMGIT_OUTPUT"  # where GitCode reads a step's outputs
 OUTPUT_KEY = "branches"
+MAX_ASKED = 3  # requesters the collaborators listing does not show, asked by login at a merge
 
 
 def plan_value(targets: list[str]) -> str:
@@ -65,19 +70,6 @@ class _Answer:
             self.forge.add_comment(self.event.number, f"{marker}\n{text}\n")
         except BackportError as exc:
             echo(f"warning: reply on PR !{self.event.number} not posted: {exc.message}", err=True)
-
-
-class _Permissions:
-    """Users' permissions on the upstream, each read once."""
-
-    def __init__(self, forge: Forge) -> None:
-        self.forge = forge
-        self.known: dict[str, bool] = {}
-
-    def may_ask(self, login: str) -> bool:
-        if login not in self.known:
-            self.known[login] = self.forge.permission(login) in WRITE_PERMISSIONS
-        return self.known[login]
 
 
 def _names(targets: list[str]) -> str:
@@ -106,17 +98,34 @@ def _asked(answer: _Answer, event: TriggerEvent, info: SourcePrInfo,
 
 def _recorded(forge: Forge, info: SourcePrInfo, choosable: list[str]) -> list[str]:
     """The targets the PR's `/backport` comments from users with write permission ask for
-    (the one rule of a request: :func:`is_request`)."""
-    permissions = _Permissions(forge)
-    wanted: dict[str, None] = {}
+    (the one rule of a request: :func:`is_request`). Who may ask is read once, from the
+    collaborators listing; a requester it does not show (a member through an organisation) is
+    asked by login, but only the newest ``MAX_ASKED`` of them, and the rest are said: a merge
+    costs a few requests however many readers asked."""
+    requests = []
     for comment in forge.list_comments(info.number):
         if not is_request(comment.body) or not comment.author:
             continue
         names = requested(comment.body)
-        if names and not set(names) <= set(choosable):
-            continue  # answered when it was written
-        if permissions.may_ask(comment.author):
+        if not names or set(names) <= set(choosable):  # else answered when it was written
+            requests.append((comment.author, names))
+    writers = Writers()
+    listed = writers.listed(forge) if requests else {}
+    asked: set[str] = set()
+    unread = 0
+    wanted: dict[str, None] = {}
+    for author, names in reversed(requests):  # the newest first
+        if author not in listed and author not in asked:
+            if len(asked) >= MAX_ASKED:
+                unread += 1
+                continue
+            asked.add(author)
+        if writers.can_write(forge, author):
             wanted.update(dict.fromkeys(names or choosable))
+    if unread:
+        echo(f"{unread} older {COMMAND} request(s) on PR !{info.number} by users the "
+             f"collaborators listing does not show were not read (only the newest "
+             f"{MAX_ASKED} such users are asked)")
     return [t for t in choosable if t in wanted]
 
 
@@ -206,10 +215,10 @@ def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None, pl
                  f"({', '.join(targets)}): nothing to do")
             raise SystemExit(EXIT_OK)
         targets = [branch]
-        if prepare:
-            _prepared(app, project, event.number)
-    if not skip_tests:
-        require_isolation(bm, targets)  # a PR's tests run sandboxed, or where the map allows
+    if not skip_tests:  # a PR's tests run sandboxed, or where the map allows: said before any
+        require_isolation(bm, targets)  # set is made (the pipeline's --prepare) or tested
+    if prepare:
+        _prepared(app, project, event.number)
     echo(f"PR !{event.number}: backporting to {', '.join(targets)}")
     from backport.commands.apply import apply_cmd  # the plan, a reply and a no-op never load it
 
@@ -241,7 +250,7 @@ def _targets(forge: Forge, project: Project, event: TriggerEvent, *, replies: bo
     ``replies``). A comment's author's permission is read first, before anything else."""
     answer = _Answer(forge, event, replies)
     upstream = project.branch_map.upstream
-    if event.comment is not None and not _Permissions(forge).may_ask(event.login):
+    if event.comment is not None and not Writers().can_write(forge, event.login):
         answer(f"@{event.login} 只有对 `{upstream}` 有写权限（write 及以上）的成员"
                f"可以用 `{COMMAND}` 请求回合，本次请求未执行。")
         echo(f"{event.login} has no write permission on {upstream}: "

@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from backport.errors import BackportError
+from backport.numerals import MAX_DIGITS, json_number, parse_int
 
 COMMAND = "/backport"
 CREATED = "created"  # GitCode's comment events: created | edited | deleted
 EVENT_FORGES = ("gitcode", "local")  # the forges whose payloads are read (GitCode's shape)
 EVENT_VARIABLES = ("ATOMGIT_EVENT_PATH",)
+MAX_EVENT_BYTES = 1 << 20  # GitCode's events are a few KiB; a comment body is bounded
+MAX_EVENT_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -75,11 +78,48 @@ def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def _number(value: Any) -> int | None:
+    number = json_number(value)  # the one bounded parser: at most 10 digits
+    return number if number else None
+
+
+def _depth(data: Any) -> int:
+    """How deep ``data`` nests (a scalar: 0), walked without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = (value.values() if isinstance(value, dict)
+                    else value if isinstance(value, list) else None)
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _load(path: Path) -> Any:
+    """The JSON in ``path``, at most ``MAX_EVENT_BYTES`` and ``MAX_EVENT_DEPTH`` deep; one
+    sentence (exit 2) otherwise."""
     try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_EVENT_BYTES + 1)
+    except OSError as exc:
+        raise BackportError("usage", f"cannot read the event file {path}: "
+                                     f"{exc.strerror or exc}") from None
+    if len(raw) > MAX_EVENT_BYTES:
+        raise BackportError("usage", f"the event file {path} is larger than 1 MiB, more than "
+                                     "any event of the forge holds")
+    too_deep = BackportError("usage", f"the event file {path} nests deeper than "
+                                      f"{MAX_EVENT_DEPTH} levels, deeper than any event of the "
+                                      "forge")
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_int=parse_int)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as exc:  # UnicodeDecodeError among them
+        raise BackportError("usage", f"the event file {path} is not JSON ({exc})") from None
+    if _depth(data) > MAX_EVENT_DEPTH:
+        raise too_deep
+    return data
 
 
 def _github_shaped(data: Mapping[str, Any]) -> str:
@@ -99,13 +139,7 @@ def read_event(path: Path, forge: str = "gitcode") -> TriggerEvent:
     """The event in ``path``, read as ``forge``'s payload; a payload of another forge, one
     without a PR number, or a comment event with an empty comment, is refused in one sentence
     (exit 2)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BackportError("usage", f"cannot read the event file {path}: "
-                                     f"{exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise BackportError("usage", f"the event file {path} is not JSON ({exc})") from None
+    data = _load(path)
     if not isinstance(data, dict):
         raise BackportError("usage", f"the event file {path} does not hold a JSON object")
     if forge not in EVENT_FORGES:
@@ -116,10 +150,13 @@ def read_event(path: Path, forge: str = "gitcode") -> TriggerEvent:
         raise BackportError("usage", f"the event in {path} is GitHub's ({other}), but the map "
                                      f"names the {forge} forge, whose events alone are read")
     pr = _obj(data, "pull_request")
-    number = _number(pr.get("number", pr.get("iid")))
+    given = pr.get("number", pr.get("iid"))
+    number = _number(given)
     if number is None:
-        raise BackportError("usage", f"the event in {path} names no PR (no pull_request.number), "
-                                     "so there is nothing to backport")
+        said = ("no pull_request.number" if given in (None, "") else
+                f"pull_request.number is not a PR number of at most {MAX_DIGITS} digits")
+        raise BackportError("usage", f"the event in {path} names no PR ({said}), so there is "
+                                     "nothing to backport")
     action = str(data.get("action") or "").strip().lower()
     if "comment" not in data:
         merged = (pr.get("merged") in (True, "true") or action == "merge"

@@ -45,6 +45,7 @@ from backport.config.validate import (
     url_shown,
 )
 from backport.errors import ConfigError
+from backport.titles import strip_branch_tags
 
 FORGES = ("gitcode", "local")
 DEFAULT_FORK_BRANCH = "test-{slug}-{target}"
@@ -395,14 +396,25 @@ def _targets(doc: Doc, v: Val, environments: Mapping[str, Environment]) -> dict[
             doc.fail(key, f"branch name '{key.value}' is not a valid git branch name: it {problem}")
         if not isinstance(value.value, dict):
             doc.fail(value, "must be a mapping like {env: ENVIRONMENT}")
-        field = doc.mapping(value, ("env",), required=("env",))["env"]
-        env = doc.string(field)
+        fields = doc.mapping(value, ("env", "title_tag"), required=("env",))
+        env = doc.string(fields["env"])
         if env not in environments:
-            doc.fail(field, f"unknown environment '{env}'{suggest(env, environments)}")
-        targets[key.value] = Target(name=key.value, env=env)
+            doc.fail(fields["env"], f"unknown environment '{env}'{suggest(env, environments)}")
+        tag = _title_tag(doc, fields["title_tag"], key.value) if "title_tag" in fields else None
+        targets[key.value] = Target(name=key.value, env=env, title_tag=tag)
     if not targets:
         doc.fail(v, "lists no target branch")
     return targets
+
+
+def _title_tag(doc: Doc, v: Val, branch: str) -> str:
+    """A target's ``title_tag``: one tag naming the branch (``[v2.7.1]``, ``【2.7.1】``,
+    ``(v2.7.1)``), so a title it heads still reads as the same change's (``titles.py``)."""
+    tag = doc.string(v, max_len=64)
+    if strip_branch_tags(f"{tag} x", [branch]) != "x":
+        doc.fail(v, f"'{tag}' is not a tag naming the branch '{branch}'; write it like "
+                    f"'[{branch}]', '【{branch}】' or '({branch})'")
+    return tag
 
 
 def _http_url(doc: Doc, v: Val) -> str:

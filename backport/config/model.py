@@ -66,6 +66,7 @@ class Target:
 
     name: str  # e.g. "v2.7.1"
     env: str  # environment name
+    title_tag: str | None = None  # put before the title of each PR into it, e.g. "[v2.7.1]"
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,13 @@ class PatchSet:
     @property
     def slug(self) -> str:
         return self.name.replace("_", "-")
+
+    @property
+    def pr_code(self) -> bool:
+        """Whether its patches are a PR's code (made from a PR: patch.yaml's ``source_pr``,
+        written by the from-PR authoring), whose tests run only sandboxed or where the
+        branch's environment says ``isolation: none``."""
+        return self.source is not None
 
     def series_for(self, target: str) -> tuple[Patch, ...]:
         """The patches applied on ``target``: its variant if any, else the shared series."""

@@ -35,7 +35,7 @@ from backport.envs.launch import (
 )
 from backport.envs.model import Probe, TestRun
 from backport.envs.probe import env_vars, require_interpreter
-from backport.envs.sandbox import sandboxed
+from backport.envs.sandbox import PID_NAMESPACE, sandboxed, test_view
 from backport.envs.summary import parse_summary
 from backport.envs.worker import (
     WORKER_START_TIMEOUT,
@@ -285,6 +285,7 @@ class TestRunner:
             "log": str(spill),
             "env": {},
         }
+        confine = test_view(worktree, self._reads())  # for a worker in a sandbox
         for _attempt in range(3):  # again on a fresh worker if one retired or a kept one died
             with self._lock:
                 worker = self._ensure_worker()
@@ -299,6 +300,8 @@ class TestRunner:
                 # environment, as a process of its own would get it.
                 sent = request if worker.kept is None else {
                     **request, "environ": env_vars(self.env, self.extra_env)}
+                if worker.isolation == PID_NAMESPACE:
+                    sent = {**sent, "confine": confine}
                 rid, waiter = worker.submit(sent)
                 # Before it forks, the worker imports what earlier tests taught it: an import
                 # like its own start, as slow on a busy machine, so it gets the start's time.
@@ -348,7 +351,8 @@ class TestRunner:
         overlay: Path | None = None,
     ) -> TestRun:
         self._start_log(log_path, test, overlay)
-        launch = sandboxed(self._launch(script_args(test.path, test.args), overlay))
+        launch = sandboxed(self._launch(script_args(test.path, test.args), overlay),
+                           view=test_view(worktree, self._reads(overlay)))
         start = time.monotonic()
         with open(log_path, "ab") as log:
             # reap: leftovers the test started in its group go when it ends (and the namespace
@@ -366,6 +370,19 @@ class TestRunner:
                             isolation=launch.isolation)
 
     # -- shared ------------------------------------------------------------------------
+
+    def _reads(self, overlay: Path | None = None) -> list[str]:
+        """What a test reads besides its worktree, wherever it lies: the interpreter's prefix
+        (its venv), the folder of the ``source:`` script (CANN's), the paths its wrapper names,
+        the overlay. Not what its variables name: a temporary folder there (CANN's logs) is
+        the test's own, writable."""
+        found = [os.path.dirname(os.path.dirname(os.path.abspath(self.interpreter)))]
+        if self.env.source is not None:
+            found.append(str(self.env.source.parent))
+        found += [word for word in self.env.wrapper if os.path.isabs(word)]
+        if overlay is not None:
+            found.append(str(overlay))
+        return found
 
     def _start_log(self, log_path: Path, test: TestSpec, overlay: Path | None = None) -> None:
         # Logs may hold paths and output a maintainer would not publish: owner-only, like the journal.

@@ -6,7 +6,12 @@ this tool's own interpreter, unshares a user, PID and mount namespace, mounts th
 own ``/proc``, makes every mount read-only but the writable folders (:func:`writable_roots`:
 the temporary folders and the run's worktrees, :func:`allow_writes`), covers the places the
 user's credentials live (:func:`hidden_places`, ``envs/hidden.py``) and the block devices,
-gives up its capabilities and starts the command inside. The command sees no process outside the
+gives up its capabilities and starts the command inside. A test gets a narrower view
+(:func:`test_view`): temporary folders of its own (fresh tmpfs mounts), its own worktree the
+only writable folder (its ``.git`` read-only, the other worktrees covered), and what it reads
+bound back read-only wherever it lies (a project or venv under ``/tmp``); an isolated run gets
+it from the init, a test forked from the warm worker (which serves every branch of its
+environment) in a namespace of its own, before any of its code runs. The command sees no process outside the
 namespace (so no other process's ``/proc/<pid>/environ``, where ``backport`` or a CI shell
 keeps a token), cannot change what a later step runs or reads (the tool's installation, the
 journal, the patch sets, git's configuration), and every process of the namespace ends with it: when the command ends, when
@@ -34,7 +39,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import backport
 from backport import process
+from backport.config.branch_map import cache_root
 from backport.config.model import BranchMap
 from backport.envs.hidden import credential_places, to_hide
 from backport.errors import BackportError, ErrorCode
@@ -51,6 +58,7 @@ _lifeline: int | None = None  # the read end handed to every sandbox; we keep th
 _lifeline_writer: int | None = None
 _said = False
 _allowed: tuple[str, ...] = ()
+_reads: tuple[str, ...] = ()
 _hidden_also: tuple[str, ...] = ()
 TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
 
@@ -76,11 +84,13 @@ class Start:
     isolation: str
 
 
-def _launcher(writable: Sequence[str] = ()) -> list[str]:
-    out = [sys.executable, "-I", "-S", INIT_SCRIPT]
+def _launcher(writable: Sequence[str] = (), view: Sequence[str] = ()) -> list[str]:
+    out = [sys.executable, "-I", "-S", INIT_SCRIPT, *view]
     for root in writable:
         out += ["--writable", root]
-    for place in hidden_places(writable):
+    opened = [*writable, *(view[i + 1] for i in range(0, len(view), 2)
+                           if view[i] == "--writable")]
+    for place in hidden_places(opened):
         out += ["--hide", place]
     return out
 
@@ -91,15 +101,17 @@ def hidden_places(writable: Sequence[str] = ()) -> tuple[str, ...]:
     return to_hide([*credential_places(os.environ), *_hidden_also], writable)
 
 
-def allow_writes(folders: Iterable[Path]) -> None:
+def allow_writes(folders: Iterable[Path], reads: Iterable[Path] = ()) -> None:
     """Let code from a branch write in ``folders`` too (made where missing): the run's
-    worktrees. Set once per run, before any sandbox starts."""
-    global _allowed
+    worktrees, each test only its own (:func:`test_view`); and let a test read ``reads`` (the
+    project) wherever they lie. Set once per run, before any sandbox starts."""
+    global _allowed, _reads
     found = []
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
         found.append(os.path.realpath(folder))
-    _allowed = tuple(sorted(set(found)))  # one assignment: read without the lock
+    _allowed = tuple(sorted(set(found)))  # one assignment each: read without the lock
+    _reads = tuple(os.path.realpath(r) for r in reads)
 
 
 def hide_also(places: Iterable[str]) -> None:
@@ -121,6 +133,64 @@ def writable_roots(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
     found.update(allowed)
     found.update(os.path.realpath(e) for e in extra)
     return tuple(root for root in sorted(found) if not _inside_another(root, found))
+
+
+def temporary_folders() -> tuple[str, ...]:
+    """The temporary folders (``$TMPDIR``, ``/tmp``, ``/var/tmp``, ``/dev/shm``) this host has."""
+    temps = [tempfile.gettempdir(), *TEMPORARY]
+    return tuple(sorted({os.path.realpath(t) for t in temps if os.path.isdir(t)}))
+
+
+def test_view(worktree: Path, reads: Iterable[str | Path] = ()) -> list[str]:
+    """``sandbox_init.py``'s options that give one test its view: every temporary folder
+    fresh, empty and its own; the run's worktrees covered, but ``worktree``, writable, with
+    its ``.git`` read-only; and, read-only wherever they lie (in ``/tmp`` too), what a test
+    reads: ``reads`` (its environment), the project, the cache, the tool's installation and
+    the folder ``backport`` runs in (a CI workspace)."""
+    own = os.path.realpath(worktree)
+    args: list[str] = []
+    for folder in temporary_folders():
+        args += ["--private", folder]
+    for root in _allowed:
+        args += ["--cover", root]
+    args += ["--writable", own]
+    tool = os.path.dirname(os.path.dirname(os.path.abspath(backport.__file__)))
+    wanted = [*_reads, str(cache_root(os.environ)), sys.prefix, tool, _here(), *reads]
+    for path in dict.fromkeys([*(os.path.realpath(p) for p in wanted), *_git_metadata(own)]):
+        theirs = _inside_another(path, {path, *_allowed}) and not path.startswith(own + "/")
+        if os.path.lexists(path) and not theirs:
+            args += ["--visible", path]  # never another branch's worktree
+    return args
+
+
+def _here() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # removed: nothing to bring back
+        return "/"
+
+
+def _git_metadata(worktree: str) -> list[str]:
+    """The worktree's ``.git`` and, for a linked worktree, the folder it names (the cache
+    repository's ``worktrees/<name>``) and that repository's git folder."""
+    dot_git = os.path.join(worktree, ".git")
+    if not os.path.isfile(dot_git):
+        return [dot_git] if os.path.isdir(dot_git) else []
+    try:
+        with open(dot_git, encoding="utf-8") as handle:
+            pointer = handle.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return [dot_git]
+    if not pointer.startswith("gitdir:"):
+        return [dot_git]
+    admin = os.path.realpath(os.path.join(worktree, pointer.removeprefix("gitdir:").strip()))
+    found = [dot_git, admin]
+    try:
+        with open(os.path.join(admin, "commondir"), encoding="utf-8") as handle:
+            found.append(os.path.realpath(os.path.join(admin, handle.read().strip())))
+    except (OSError, UnicodeDecodeError):
+        pass
+    return [p for p in found if os.path.lexists(p)]
 
 
 def _inside_another(root: str, roots: set[str]) -> bool:
@@ -180,16 +250,18 @@ def _lifeline_fd() -> int:
 
 
 def sandboxed(argv: Sequence[str], *, tied: bool = True,
-              writable: Iterable[str | Path] = ()) -> Start:
+              writable: Iterable[str | Path] = (), view: Sequence[str] = ()) -> Start:
     """``argv`` started in a PID namespace of its own (as it is where the host refuses), where
-    only :func:`writable_roots` (with ``writable``) can be written.
+    only :func:`writable_roots` (with ``writable``) can be written; with ``view`` (a test's,
+    :func:`test_view`), only what it makes writable and ``writable``.
 
     ``tied``: the namespace also ends when this process ends (not for kept workers, which
     outlive the run by design; theirs ends with them).
     """
     if not isolation().isolated:
         return Start(list(argv), (), NONE)
-    launcher = _launcher(writable_roots(writable))
+    roots = [os.path.realpath(w) for w in writable] if view else writable_roots(writable)
+    launcher = _launcher(roots, view)
     if not tied:
         return Start([*launcher, "--", *argv], (), PID_NAMESPACE)
     fd = _lifeline_fd()

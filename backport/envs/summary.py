@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from backport.numerals import DIGITS, number
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_RAN = re.compile(r"^Ran (\d+) tests? in (\d+(?:\.\d+)?)s\s*$")
+_RAN = re.compile(rf"^Ran ({DIGITS}) tests? in (\d+(?:\.\d+)?)s\s*$")
 _UNITTEST_STATUS = re.compile(r"^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?\s*$")
-_COUNT = re.compile(r"^\s*([a-z ]+?)=(\d+)\s*$")
+_COUNT = re.compile(rf"^\s*([a-z ]+?)=({DIGITS})\s*$")
 _PYTEST = re.compile(r"^=*\s*(.*?)\s+in (\d+(?:\.\d+)?)s(?: \(\d+:\d\d:\d\d\))?\s*=*$")
-_PYTEST_PART = re.compile(r"^(\d+) ([a-z]+)$")
+_PYTEST_PART = re.compile(rf"^({DIGITS}) ([a-z]+)$")
 _TRACEBACK = "Traceback (most recent call last):"
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
@@ -61,15 +63,22 @@ def _unittest_counts(detail: str | None) -> dict[str, int] | None:
         if not part.strip() and not detail:
             continue
         match = _COUNT.match(part)
-        if not match:
+        count = number(match.group(2)) if match else None
+        if match is None or count is None:
             return None
-        counts[match.group(1)] = int(match.group(2))
+        counts[match.group(1)] = count
     return counts
+
+
+def _ran(line: str) -> re.Match[str] | None:
+    """unittest's ``Ran N tests in Ts`` line, when N is a count (at most ten digits)."""
+    match = _RAN.match(line)
+    return match if match is not None and number(match.group(1)) is not None else None
 
 
 def _unittest(lines: list[str], index: int) -> Summary:
     """The unittest summary whose ``Ran N tests`` line is ``lines[index]``."""
-    ran_match = _RAN.match(lines[index])
+    ran_match = _ran(lines[index])
     assert ran_match is not None
     ran, duration = int(ran_match.group(1)), float(ran_match.group(2))
     for line in lines[index + 1 : index + 4]:
@@ -102,10 +111,11 @@ def _pytest(line: str) -> Summary | None:
     counts: dict[str, int] = {}
     for part in body.split(", "):
         found = _PYTEST_PART.match(part)
-        if not found or found.group(2) not in _PYTEST_WORDS:
+        count = number(found.group(1)) if found else None
+        if found is None or count is None or found.group(2) not in _PYTEST_WORDS:
             return None
         word = found.group(2).rstrip("s")  # errors -> error, warnings -> warning
-        counts[word] = counts.get(word, 0) + int(found.group(1))
+        counts[word] = counts.get(word, 0) + count
     failed, errors = counts.get("failed", 0), counts.get("error", 0)
     skipped = counts.get("skipped", 0)
     ran = sum(counts.get(k, 0) for k in ("passed", "failed", "error", "xfailed", "xpassed"))
@@ -135,7 +145,7 @@ def parse_summary(text: str) -> Summary:
 def _summary(lines: list[str]) -> Summary:
     for index in range(len(lines) - 1, -1, -1):
         line = lines[index]
-        if _RAN.match(line):
+        if _ran(line):
             return _unittest(lines, index)
         if line.startswith(("OK", "FAILED", "NO TESTS RAN")) and _UNITTEST_STATUS.match(line):
             ran_index = _ran_before(lines, index)
@@ -151,7 +161,7 @@ def _summary(lines: list[str]) -> Summary:
 def _ran_before(lines: list[str], index: int) -> int | None:
     """Index of the ``Ran N tests`` line just above status line ``index`` (blank lines between)."""
     for back in range(index - 1, max(index - 4, -1), -1):
-        if _RAN.match(lines[back]):
+        if _ran(lines[back]):
             return back
         if lines[back]:
             return None

@@ -181,6 +181,11 @@ class Forge(Protocol):
         """``login``'s permission on the upstream (``admin``, ``write``, ``read``…; ``none``
         when the forge knows no such collaborator)."""
 
+    def collaborators(self) -> dict[str, bool]:
+        """The upstream's collaborators as its listing shows them, each with whether it may
+        write (every page; a member the listing does not show, say through an organisation,
+        is not in it: :meth:`permission` answers for one login)."""
+
 REFUSAL_STATUSES = frozenset({403, 404})
 
 

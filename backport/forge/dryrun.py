@@ -240,6 +240,10 @@ class DryRunForge:
         reader = self._reads()
         return reader.permission(login) if reader is not None else "none"
 
+    def collaborators(self) -> dict[str, bool]:
+        reader = self._reads()
+        return reader.collaborators() if reader is not None else {}
+
     def pr_files(self, number: int) -> list[PrFile]:
         """A read: passed to the real forge (none without one)."""
         reader = self._reads()

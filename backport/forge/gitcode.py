@@ -26,9 +26,10 @@ from typing import Any, NoReturn
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, PrFile, PullRequest, SourcePrInfo
+from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
 from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, ApiTransportError, seg
 from backport.forge.token import askpass_env
+from backport.numerals import MAX_DIGITS, json_number
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,12 @@ def _text(value: Any) -> str:
 
 
 def _int(value: Any) -> int:
-    return int(str(value).strip())
+    """A number of the service's answer, through the one bounded parser (ValueError when it
+    is none: at most 10 digits)."""
+    found = json_number(value)
+    if found is None:
+        raise ValueError(f"not a number of at most {MAX_DIGITS} digits")
+    return found
 
 
 WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")  # what GitCode may put before a draft's title
@@ -1056,3 +1062,19 @@ class GitCodeForge:
             raise
         value = data.get("permission") if isinstance(data, dict) else None
         return value.strip().lower() if isinstance(value, str) and value.strip() else "none"
+
+    def collaborators(self) -> dict[str, bool]:
+        """``GET /repos/{o}/{r}/collaborators`` (member.rst §3), every page: each member's
+        ``login`` (the listing names it ``username``) and whether ``permissions.admin`` or
+        ``.push`` is true, or its ``permission`` is a writer's."""
+        found: dict[str, bool] = {}
+        for item in self._pages(f"{self._base_path}/collaborators", {},
+                                key=lambda i: str(i.get("id", i.get("username")))):
+            login = _text(item.get("login")) or _text(item.get("username"))
+            if not login.strip():
+                continue
+            flags = _obj(item, "permissions")
+            named = _text(item.get("permission")).strip().lower()
+            found[login.strip()] = (flags.get("admin") is True or flags.get("push") is True
+                                    or named in WRITE_PERMISSIONS)
+        return found

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, PrFile, PullRequest, SourcePrInfo
+from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS prs (
@@ -363,20 +363,35 @@ class LocalForge:
                 conn.executemany("INSERT OR IGNORE INTO pr_people (pr, role, name) VALUES (?, ?, ?)",
                                  [(number, role, n) for n in names])
 
+    def has_pr(self, number: int) -> bool:
+        """Whether this forge holds PR ``number`` of its upstream."""
+        with self._read() as conn:
+            return conn is not None and conn.execute(
+                "SELECT 1 FROM prs WHERE repo = ? AND number = ?",
+                (self.upstream, int(number))).fetchone() is not None
+
     def add_source_pr(self, *, head: str, base: str, title: str, body: str, author: str,
                       state: str = "merged", head_sha: str = "", merge_commit: str = "",
-                      issues: tuple[int, ...] = (), files: tuple[PrFile, ...] = ()) -> int:
+                      issues: tuple[int, ...] = (), files: tuple[PrFile, ...] = (),
+                      number: int | None = None, merged_at: str = "") -> int:
         """Record someone's PR on the upstream itself (head branch in the upstream), as a
-        maintainer's merged change is, with the files it changes; returns its number. A
-        merged one is merged now."""
+        maintainer's merged change is, with the files it changes; returns its number (the
+        next one, or ``number``: a real PR learned from its squash commit, after which this
+        forge numbers on from there). A merged one is merged at ``merged_at`` (ISO 8601),
+        else now."""
         if state not in STATES:
             raise BackportError("usage", f"PR state {state!r} is not one of {', '.join(STATES)}.")
         with self._write() as conn:
+            if number is not None and conn.execute("SELECT 1 FROM prs WHERE number = ?",
+                                                   (int(number),)).fetchone() is not None:
+                raise BackportError("usage", f"The local forge {self.path} already has PR "
+                                             f"!{number}.")
             now = _now()
+            when = merged_at or now
             cursor = conn.execute(
-                "INSERT INTO prs (repo, head, head_repo, base, title, body, state, draft, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
-                (self.upstream, head, self.upstream, base, title, body, state, now, now))
+                "INSERT INTO prs (number, repo, head, head_repo, base, title, body, state, draft, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                (number, self.upstream, head, self.upstream, base, title, body, state, when, now))
             number = int(cursor.lastrowid or 0)
             conn.execute("INSERT INTO pr_sources (pr, head_sha, merge_commit, author) "
                          "VALUES (?, ?, ?, ?)", (number, head_sha, merge_commit, author))
@@ -387,7 +402,7 @@ class LocalForge:
                              [(number, seq, f.old or "", f.new or "")
                               for seq, f in enumerate(files)])
             if state == "merged":
-                conn.execute("INSERT INTO pr_merged (pr, merged_at) VALUES (?, ?)", (number, now))
+                conn.execute("INSERT INTO pr_merged (pr, merged_at) VALUES (?, ?)", (number, when))
             return number
 
     def comments(self, number: int) -> list[str]:
@@ -451,6 +466,18 @@ class LocalForge:
             except sqlite3.OperationalError:  # a database written before collaborators existed
                 return "none"
             return row[0] if row is not None else "none"
+
+    def collaborators(self) -> dict[str, bool]:
+        """Every login :meth:`set_permission` recorded, with whether it may write."""
+        with self._read() as conn:
+            if conn is None:
+                return {}
+            try:
+                rows = conn.execute("SELECT login, permission FROM collaborators WHERE repo = ?",
+                                    (self.upstream,)).fetchall()
+            except sqlite3.OperationalError:  # a database written before collaborators existed
+                return {}
+            return {row[0]: row[1] in WRITE_PERMISSIONS for row in rows}
 
     def set_permission(self, login: str, permission: str) -> None:
         """Make ``login`` a collaborator of the upstream with ``permission`` (local-only)."""

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import stat
-import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -21,16 +16,9 @@ CREDENTIAL_TIMEOUT = 10.0
 ASKPASS_TOKEN_VAR = "BACKPORT_ASKPASS_TOKEN"
 ASKPASS_USER_VAR = "BACKPORT_ASKPASS_USER"
 
-# The askpass helper reads the secret from the environment; the script holds no secret.
-_ASKPASS_SCRIPT = f"""#!/bin/sh
-case "$1" in
-  [Uu]sername*) printf '%s\\n' "${{{ASKPASS_USER_VAR}:-oauth2}}" ;;
-  *) printf '%s\\n' "${ASKPASS_TOKEN_VAR}" ;;
-esac
-"""
-
-_askpass_lock = threading.Lock()
-_askpass_path: Path | None = None
+# git's askpass program: a file of the installed package (no sandbox writes there, and no temp
+# folder holds it); it reads the token from the environment of the git process that runs it.
+ASKPASS_PROGRAM = Path(__file__).with_name("askpass.sh")
 
 
 def web_host(api_url: str) -> tuple[str, str]:
@@ -51,11 +39,14 @@ def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.en
                     timeout: float = CREDENTIAL_TIMEOUT) -> str | None:
     """The password git's credential helpers hold for ``protocol://host``, or None.
 
-    The request goes through stdin; git never prompts (no terminal, no askpass program).
+    The request goes through stdin; git never prompts (no terminal, no askpass program). Only
+    the user's and the system's helpers are asked: git runs outside any repository
+    (``GIT_DIR=/dev/null``), so none found around the current folder (a temp folder a test
+    could write) names a helper.
     """
     env = dict(environ)
     env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
-                "LANG": "C", "LC_ALL": "C"})
+                "LANG": "C", "LC_ALL": "C", "GIT_DIR": os.devnull})
     request = f"protocol={protocol}\nhost={host}\n\n"
     try:
         done = process.run(["git", "credential", "fill"], stdin=request.encode(), env=env,
@@ -107,29 +98,28 @@ def _refuse_control(token: str, where: str) -> None:
                       f"{len(token)} (the token is not shown); set it again without it")
 
 
-def _askpass_script() -> Path:
-    """Create (once per process) a 0700 directory holding the secret-free askpass script."""
-    global _askpass_path
-    with _askpass_lock:
-        if _askpass_path is not None and _askpass_path.exists():
-            return _askpass_path
-        directory = Path(tempfile.mkdtemp(prefix="backport-askpass-"))  # mode 0700
-        os.chmod(directory, stat.S_IRWXU)
-        script = directory / "askpass.sh"
-        fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(_ASKPASS_SCRIPT)
-        atexit.register(shutil.rmtree, directory, True)
-        _askpass_path = script
-        return script
+def askpass_program() -> Path:
+    """`ASKPASS_PROGRAM`, executable (an install that lost its mode bit gets it back, when it
+    may be changed); BackportError ``config`` when git could not run it."""
+    if not os.access(ASKPASS_PROGRAM, os.X_OK):
+        try:
+            os.chmod(ASKPASS_PROGRAM, ASKPASS_PROGRAM.stat().st_mode | 0o555)
+        except OSError:
+            pass
+    if not os.access(ASKPASS_PROGRAM, os.R_OK | os.X_OK):
+        raise BackportError("config", f"git's askpass program {ASKPASS_PROGRAM} of the installed "
+                                      "package is missing or not executable; install backport "
+                                      "again")
+    return ASKPASS_PROGRAM
 
 
 def askpass_env(token: str, username: str | None = None,
                 environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Environment variables that let ``git push https://…`` authenticate with ``token``.
 
-    The token travels in ``BACKPORT_ASKPASS_TOKEN``; ``GIT_ASKPASS`` points at a script that
-    echoes it, so it is never in argv, a URL or a file. ``username`` should be the fork owner
+    The token travels in ``BACKPORT_ASKPASS_TOKEN``; ``GIT_ASKPASS`` names the package's
+    `askpass_program`, which echoes it, so it is never in argv, a URL or a file, and the
+    program is no file a test could replace. ``username`` should be the fork owner
     (GitCode accepts the token as the password of its owner's login); default ``oauth2``.
     Configured credential helpers are switched off for the call (``credential.helper=`` via
     ``GIT_CONFIG_COUNT``) so a stale stored password cannot win. Merge into the git env.
@@ -137,7 +127,7 @@ def askpass_env(token: str, username: str | None = None,
     register_secret(token)
     count = int(environ.get("GIT_CONFIG_COUNT", "0") or 0)
     return {
-        "GIT_ASKPASS": str(_askpass_script()),
+        "GIT_ASKPASS": str(askpass_program()),
         ASKPASS_TOKEN_VAR: token,
         ASKPASS_USER_VAR: username or "oauth2",
         "GIT_TERMINAL_PROMPT": "0",

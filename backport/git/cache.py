@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from backport.git.run import (
     first_error_line,
     git,
     is_unreachable,
+    token_git,
     transport_url,
 )
 from backport.redact import redact, strip_url_credentials
@@ -26,6 +28,10 @@ from backport.redact import redact, strip_url_credentials
 REMOTE = "upstream"
 TRACKING = f"refs/remotes/{REMOTE}/"
 _MISSING_REF = re.compile(r"couldn't find remote ref refs/heads/(?P<branch>\S+)")
+# What git says when the upstream cannot send an object its branches need.
+_LACKING = ("possible repository corruption on the remote side",
+            "did not send all necessary objects", "missing blob object")
+_UNREADABLE = re.compile(r"(?:unable to read|missing blob object) '?(?P<sha>[0-9a-f]{40,64})")
 
 # In-process side of the cache lock: re-entrant per thread, shared by every RepoCache
 # instance of the same repository; the flock below it keeps other processes out.
@@ -72,6 +78,22 @@ def cache_dir_name(url: str) -> str:
     readable = readable[-60:].strip("-.") or "repo"
     digest = hashlib.sha256(clean.encode("utf-8")).hexdigest()[:10]
     return f"{readable}-{digest}"
+
+
+def lacks_objects(text: str) -> bool:
+    """True when git's output says the upstream lacks objects a fetch needs."""
+    low = text.lower()
+    return any(marker in low for marker in _LACKING)
+
+
+def _lacking_said(text: str) -> str:
+    """git's line saying the upstream lacks objects (without its prefixes and the terminal's
+    escapes), and the object it could not read where git names it."""
+    plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x09\x0b-\x1f\x7f]", "", text)
+    line = next(line for line in plain.splitlines() if lacks_objects(line))
+    said = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
+    missing = _UNREADABLE.search(plain)
+    return f"{said}: it has no object {missing.group('sha')}" if missing else said
 
 
 class RepoCache:
@@ -143,23 +165,46 @@ class RepoCache:
             return {}
         refspecs = [f"+refs/heads/{b}:{TRACKING}{b}" for b in names]
         with self.lock():
+            made = not (self.path / "HEAD").is_file()
             self.ensure()
-            base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
-            if self.known.nofilter:
-                out = self._fetch([*base, "--no-filter"], refspecs)
-            else:
-                out = self._fetch([*base, "--filter=blob:none"], refspecs)
-                if not out.ok and "filter" in out.stderr.lower() and not is_unreachable(out.text):
-                    git(["config", "backport.nofilter", "true"], cwd=self.path)
-                    self.known.nofilter = True
-                    out = self._fetch([*base, "--no-filter"], refspecs)
-            if not out.ok:
+            config = (self.path / "config").read_bytes()
+            out = self._fetch_heads(refspecs)
+            if not out.ok:  # the cache stays as it was: a new one goes, an old one's settings stay
+                self._undo(made, config)
                 raise self._fetch_error(out)
             self.known.fetched()
             return self.local_heads(names)
 
+    def _fetch_heads(self, refspecs: list[str]) -> GitOutput:
+        """Fetch ``refspecs`` blobless, or whole from a server that cannot filter (remembered
+        in ``backport.nofilter`` once such a fetch succeeded)."""
+        base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
+        if self.known.nofilter:
+            return self._fetch([*base, "--no-filter"], refspecs)
+        out = self._fetch([*base, "--filter=blob:none"], refspecs)
+        if (out.ok or "filter" not in out.stderr.lower() or is_unreachable(out.text)
+                or lacks_objects(out.text)):
+            return out
+        out = self._fetch([*base, "--no-filter"], refspecs)
+        if out.ok:
+            git(["config", "backport.nofilter", "true"], cwd=self.path)
+            self.known.nofilter = True
+        return out
+
+    def _undo(self, made: bool, config: bytes) -> None:
+        """Leave the cache as it was before a fetch that failed: a repository made for it
+        removed, an existing one's settings (git writes the partial-clone ones) restored."""
+        if made:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.known.ensured = False
+        elif (self.path / "config").read_bytes() != config:
+            (self.path / "config").write_bytes(config)
+
     def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
-        return git([*args, "--", REMOTE, *refspecs], cwd=self.path, env=self.env, check=False)
+        """One fetch from the upstream, sealed (`token_git`): it may run in a step that holds
+        the token, after a test."""
+        return token_git([*args, "--", REMOTE, *refspecs], repo=self.path, urls=(self.url,),
+                         env=self.env, check=False)
 
     def _fetch_error(self, out: GitOutput) -> BackportError:
         url = redact(self.upstream_url)
@@ -169,6 +214,12 @@ class RepoCache:
             return BackportError(
                 "branch-missing", f"target branch '{branch}' does not exist in {url}."
             )
+        if lacks_objects(out.text):
+            return BackportError(
+                "git", f"the upstream {url} lacks objects its branches need "
+                       f"({redact(_lacking_said(out.text))}), as a copy without some of its "
+                       f"files does: use a full clone of it instead (`git clone --mirror`); "
+                       f"the cache is left as it was.")
         reason = redact(first_error_line(out.text).rstrip("."))
         if is_unreachable(out.text):
             return BackportError("upstream-unreachable", f"cannot reach upstream {url}: {reason}.")
@@ -203,13 +254,9 @@ class RepoCache:
         heads: dict[str, str | None] = dict.fromkeys(names)
         if not names:
             return heads
-        self.root.mkdir(parents=True, exist_ok=True)
-        out = git(
+        out = token_git(
             ["ls-remote", "--heads", "--", self.url, *(f"refs/heads/{b}" for b in names)],
-            cwd=self.root,
-            env=self.env,
-            check=False,
-        )
+            repo=None, urls=(self.url,), env=self.env, check=False)
         if not out.ok:
             url = redact(self.upstream_url)
             reason = redact(first_error_line(out.text).rstrip("."))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -11,8 +10,8 @@ from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.run import (
     check_branch_name,
     first_error_line,
-    git,
     is_unreachable,
+    token_git,
     transport_url,
 )
 from backport.redact import redact
@@ -30,12 +29,9 @@ def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> s
     """The sha of ``refs/heads/<branch>`` on ``url``, or None when the branch does not exist."""
     check_branch_name(branch)
     ref = f"refs/heads/{branch}"
-    out = git(
-        ["ls-remote", "--heads", "--", transport_url(url), ref],
-        cwd=Path(tempfile.gettempdir()),  # outside any repository: url is never a remote name
-        env=env,
-        check=False,
-    )
+    # outside any repository (url is never a remote name), sealed: the token may be in env
+    out = token_git(["ls-remote", "--heads", "--", transport_url(url), ref], repo=None,
+                    urls=(url,), env=env, check=False)
     if not out.ok:
         reason = redact(first_error_line(out.text).rstrip("."))
         code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
@@ -55,8 +51,8 @@ def remote_shas(url: str, branches: list[str],
     for branch in branches:
         check_branch_name(branch)
     refs = {f"refs/heads/{b}": b for b in branches}
-    out = git(["ls-remote", "--heads", "--", transport_url(url), *refs],
-              cwd=Path(tempfile.gettempdir()), env=env, check=False)
+    out = token_git(["ls-remote", "--heads", "--", transport_url(url), *refs], repo=None,
+                    urls=(url,), env=env, check=False)
     if not out.ok:
         reason = redact(first_error_line(out.text).rstrip("."))
         code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
@@ -88,13 +84,10 @@ def push_branch(
     if expect is not None:
         _check_sha(expect, "expected commit")
     ref = f"refs/heads/{branch}"
-    out = git(
+    out = token_git(
         ["push", "--porcelain", "--no-verify", f"--force-with-lease={ref}:{expect or ''}",
          "--", transport_url(url), f"{sha}:{ref}"],
-        cwd=Path(repo),
-        env=env,
-        check=False,
-    )
+        repo=Path(repo), urls=(url,), env=env, check=False)
     rejected = [
         line for line in out.stdout.splitlines()
         if line.startswith("!\t") and line.split("\t")[1].endswith(f":{ref}")

@@ -8,6 +8,8 @@ flight ends with the run (an interrupt, a timeout) like every other child proces
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,13 @@ DEFAULT_TIMEOUT = 1800.0
 # branches (`cache.py`) starts it, once; every other call (and the children it starts, which
 # inherit ``-c``) does not.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false")
+# What every git process of a step that holds the forge token runs with (`token_git`): no
+# transport that runs a command, no hook, no file-system monitor; given on the command line,
+# they win over every config file git reads.
+SEALED_OPTIONS = ("-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null",
+                  "-c", "core.fsmonitor=false")
+# The transport of a URL: its scheme, or the helper of git's ``<helper>::<address>`` form.
+_SCHEME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9+.-]*)(?:://|::)")
 # Options git takes before its subcommand; the ones in _WITH_VALUE consume the next argument.
 _WITH_VALUE = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 
@@ -93,6 +102,47 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env.update(extra or {})
     env.update(BASE_ENV)
     return env
+
+
+def transport_of(url: str) -> str:
+    """The git transport ``url`` uses: ``https``, ``file`` for a local path, ``ssh`` for
+    ``host:path``."""
+    found = _SCHEME.match(transport_url(url))
+    name = found.group("name").lower() if found else "ssh"
+    return "ssh" if name in ("git+ssh", "ssh+git") else name
+
+
+def sealed_call(repo: Path | None, urls: Sequence[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
+    """The leading options and the environment of a `token_git` call run in ``cwd``.
+
+    ``--git-dir`` names ``repo`` (None: ``/dev/null``, so git runs outside any repository);
+    with it and ``GIT_CEILING_DIRECTORIES`` no repository is ever discovered. Only the
+    transports of ``urls`` are allowed (``GIT_ALLOW_PROTOCOL``, never ``ext``).
+    """
+    allowed = sorted({transport_of(url) for url in urls} - {"ext"})
+    options = ["--git-dir", str(Path(repo).absolute()) if repo is not None else os.devnull,
+               *SEALED_OPTIONS]
+    return options, {"GIT_ALLOW_PROTOCOL": ":".join(allowed),
+                     "GIT_CEILING_DIRECTORIES": str(Path(cwd).absolute().parent)}
+
+
+def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
+              env: Mapping[str, str] | None = None, stdin: bytes | None = None,
+              check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
+              timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
+    """`git` for a step that holds the forge token (push, ``ls-remote``, fetch, the publish
+    check): it reads no repository but ``repo`` and runs nothing a config file names.
+
+    Its folder is a new empty private one (`sealed_call` for the rest); ``env`` (the
+    askpass, ``GIT_INDEX_FILE``) cannot undo the sealing. A failure names ``repo``.
+    """
+    with tempfile.TemporaryDirectory(prefix="backport-git-") as empty:
+        options, sealed = sealed_call(repo, urls, Path(empty))
+        out = git([*options, *args], cwd=Path(empty), env={**(env or {}), **sealed},
+                  stdin=stdin, check=False, timeout=timeout)
+    if check and not out.ok:
+        raise failure(GitOutput(tuple(args), out.status, out.raw, out.stderr), code, repo)
+    return GitOutput(tuple(args), out.status, out.raw, out.stderr)
 
 
 def first_error_line(text: str) -> str:

@@ -17,6 +17,8 @@ from backport.git.run import git
 
 GENERATED = "# message auto-generated for no-merge-commit merge:"
 _TRAILER = re.compile(r"^See merge request: \S+!\d+\s*$")
+# A line in one of this tool's trailer forms: only the tool writes them in a backport.
+_TOOL_FORM = re.compile(r"^\s*(?:Backport of \S*!\S*|\(cherry picked from commit \S*\))\s*$")
 
 
 def one_line(text: str) -> str:
@@ -34,8 +36,11 @@ def own_message(message: str) -> str:
 
 def backport_message(message: str, *, title: str, sha: str, source_ref: str) -> str:
     """The message of the backport of ``sha`` (a squash commit whose message is ``message``)
-    from PR ``source_ref`` (``Ascend/pytorch!N``) titled ``title``."""
-    own = own_message(message)
+    from PR ``source_ref`` (``Ascend/pytorch!N``) titled ``title``. The author's lines that
+    take the tool's trailer forms (``Backport of …!N.``, ``(cherry picked from commit …)``)
+    are left out: the only trailer in the tool's place is the tool's."""
+    own = "\n".join(line for line in own_message(message).splitlines()
+                    if not _TOOL_FORM.match(line)).strip()
     subject, _, rest = own.partition("\n")
     heading = one_line(title) or one_line(subject) or f"Backport of {source_ref}"
     body = rest.strip() if one_line(subject) == heading else own

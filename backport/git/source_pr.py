@@ -23,6 +23,9 @@ from backport.errors import BackportError
 from backport.git.apply import patch_ids, same_change
 from backport.git.cache import REMOTE, TRACKING, RepoCache
 from backport.git.run import first_error_line, git, is_unreachable
+from backport.git.source_message import GENERATED
+from backport.numerals import DIGITS
+from backport.numerals import number as bounded
 from backport.redact import redact
 
 FOUND_BY_MERGE_SHA = "merge_commit_sha"
@@ -58,34 +61,38 @@ class SourceCommits:
     passed_over: tuple[PassedOver, ...] = ()
 
 
+_TRAILER = re.compile(rf"^See merge request: \S+?!({DIGITS})\s*$", re.MULTILINE)
+_MERGE_LINE = re.compile(rf"^\s*!({DIGITS}) merge (\S+) into \S+\s*$", re.MULTILINE)
+
+
 def squash_names(message: str, number: int) -> bool:
     """Whether a commit message is GitCode's squash message of PR ``number`` (not ``!N0``):
     its last ``See merge request: …!N`` trailer when it has one (GitCode writes it after the
     PR's own text, which may quote another PR's lines), else its ``!N merge <head> into
     <base>`` line."""
-    trailers = re.findall(r"^See merge request: \S+?!(\d+)\s*$", message, re.MULTILINE)
+    trailers = _TRAILER.findall(message)
     if trailers:
         return trailers[-1] == str(number)
     n = re.escape(str(number))
     return bool(re.search(rf"^\s*!{n} merge \S+ into \S+\s*$", message, re.MULTILINE))
 
 
-_TRAILER = re.compile(r"^See merge request: \S+?!(\d+)\s*$", re.MULTILINE)
-_MERGE_LINE = re.compile(r"^\s*!(\d+) merge (\S+) into \S+\s*$", re.MULTILINE)
-
-
 def squash_number(message: str) -> int | None:
     """The PR whose GitCode squash message ``message`` is (the number :func:`squash_names`
     accepts), or None when it is none."""
     trailers = _TRAILER.findall(message)
-    found = [int(trailers[-1])] if trailers else [int(m.group(1)) for m in _MERGE_LINE.finditer(message)]
-    return next((n for n in found if squash_names(message, n)), None)
+    said = [trailers[-1]] if trailers else [m.group(1) for m in _MERGE_LINE.finditer(message)]
+    found = (bounded(digits) for digits in said)
+    return next((n for n in found if n is not None and squash_names(message, n)), None)
 
 
 def squash_head(message: str, number: int) -> str:
-    """The head branch the squash message of PR ``number`` says it merged ("" when it says none)."""
-    for match in _MERGE_LINE.finditer(message):
-        if int(match.group(1)) == number:
+    """The head branch the squash message of PR ``number`` says it merged ("" when it says
+    none): its merge line in GitCode's generated block when the message has one (the text
+    before it is the author's, who may quote any line)."""
+    generated = message.split(GENERATED, 1)
+    for match in _MERGE_LINE.finditer(generated[-1]):
+        if bounded(match.group(1)) == number:
             return match.group(2)
     return ""
 

@@ -43,6 +43,18 @@ def cache_branch(owner: Path, name: str) -> str:
     return f"backport/{digest[:12]}/{name}"
 
 
+def forget_owner(repo: Path, owner: Path) -> None:
+    """Forget the worktrees of ``owner``, a folder removed with them, in the cache repository
+    at ``repo``: their registrations and their local branches (:func:`cache_branch`)."""
+    with repo_lock(repo):
+        git(["worktree", "prune"], cwd=repo)
+        refs = git(["for-each-ref", "--format=%(refname)",
+                    f"refs/heads/{cache_branch(owner, '')}"], cwd=repo).stdout.split()
+        if refs:
+            git(["update-ref", "--stdin"], cwd=repo,
+                stdin="".join(f"delete {ref}\n" for ref in refs).encode("utf-8"))
+
+
 def _registered(repo: Path) -> list[Path]:
     """Paths of the linked worktrees registered in ``repo``."""
     out = git(["worktree", "list", "--porcelain"], cwd=repo)
@@ -74,6 +86,15 @@ def _linked(path: Path) -> tuple[Path, str | None] | None:
         ref = head[len("ref: "):]
         return common, ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
     return (common, None) if len(head) in (40, 64) else None
+
+
+def _writable_then_again(func, name: str, _exc: object) -> None:
+    """`shutil.rmtree`'s second try at what it could not remove: its folder made writable
+    (a test may have taken the write bit away)."""
+    os.chmod(os.path.dirname(name), 0o700)
+    if os.path.isdir(name) and not os.path.islink(name):
+        os.chmod(name, 0o700)
+    func(name)
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -220,6 +241,19 @@ class Worktree:
         return self._own_dir
 
     # -- removal -----------------------------------------------------------------------------
+    @staticmethod
+    def discard(repo: Path, path: Path, branch: str) -> None:
+        """Delete the worktree at ``path`` of the cache ``repo`` and its ``branch`` without
+        reading anything in it (code of the branch ran there and may have rewritten its
+        ``.git``): the folder goes, then git forgets it (``worktree prune``) and the branch."""
+        with repo_lock(repo):
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.is_dir():
+                shutil.rmtree(path, onerror=_writable_then_again)
+            git(["worktree", "prune"], cwd=repo)
+            git(["branch", "--quiet", "-D", "--", branch], cwd=repo, check=False)
+
     def remove(self) -> None:
         """Delete the worktree (even with local changes or a ``git am`` in progress) and its branch.
 

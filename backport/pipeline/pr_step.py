@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from backport.config.model import BranchMap, PatchSet, PrOptions
 from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
 from backport.forge import Forge, PullRequest
 from backport.forge.base import is_refusal
+from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.job import BranchJob
 from backport.pipeline.journal import Transition
-from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.recorded_pr import (
     journal_number,
     judge_unverified,
@@ -37,6 +38,7 @@ from backport.pipeline.shared_results import (
 from backport.records import BranchRecord, PrInfo
 from backport.report.body import render_body
 from backport.states import Status
+from backport.titles import backport_title
 
 
 @dataclass
@@ -65,7 +67,7 @@ def pr_step(run: SetRun, job: BranchJob) -> bool:
     rec = job.record
     writes = open_or_update(job, forge, docs, bm, list(job.patch_set.branches),
                             read_siblings=run.partial, new_pr=run.options.new_pr)
-    info = carried_over(rec, writes, job.patch_set.title)
+    info = carried_over(rec, writes, pr_title(job, bm))
     job.change(lambda r: r.with_pr(info))
     kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issues)]
             if rec.pr is not None and rec.pr.number == info.number and not writes.created else [])
@@ -73,7 +75,7 @@ def pr_step(run: SetRun, job: BranchJob) -> bool:
         kept = []  # a first decoration says afresh what the forge refused
     info = decorate_once(job, forge, info, writes.warnings)
     writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
-    finish(job, forge, writes, info, kept)
+    finish(job, forge, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
     return True
 
 
@@ -90,12 +92,13 @@ def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | Non
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     if pr is None:
-        writes = PrWrites(_create(job, forge, render_body(ctx), draft, new_pr), created=True)
+        writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft, new_pr),
+                          created=True)
         writes.warnings.extend(_not_taken(writes.pr))
         return writes
     writes = PrWrites(pr, created=False)
     body = render_body(ctx, existing=pr.body)
-    title = title_to_send(job, pr, ps.title)
+    title = title_to_send(job, pr, pr_title(job, bm))
     if body != pr.body or pr.title != title or pr.draft != draft:
         writes.pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
                                     close_related_issue=ps.pr.close_related_issue)
@@ -111,7 +114,16 @@ def _not_taken(pr: PullRequest) -> list[str]:
             f"and as a form); check it on {pr.url}"]
 
 
-def _create(job: BranchJob, forge: Forge, body: str, draft: bool, new_pr: bool) -> PullRequest:
+def pr_title(job: BranchJob, bm: BranchMap) -> str:
+    """The title of the branch's PR: the set's, without the source PR's branch tags, with the
+    target's ``title_tag`` where the map gives one (``titles.backport_title``)."""
+    ps, target = job.patch_set, bm.targets.get(job.target)
+    return backport_title(ps.title, source=ps.source.base if ps.source else None,
+                          target=job.target, tag=target.title_tag if target else None)
+
+
+def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
+            new_pr: bool) -> PullRequest:
     """Open the PR (not where the recorded one was closed or merged, unless ``new_pr``); its
     number is journaled as soon as the forge answers it, and a PR the forge opened wrong (and
     backport closed) is journaled too."""
@@ -124,7 +136,7 @@ def _create(job: BranchJob, forge: Forge, body: str, draft: bool, new_pr: bool) 
                      "hand, then run again to fill it in.")
     stop_if_replaced(job, forge, new_pr=new_pr)
     try:
-        pr = forge.create_pr(job.fork_branch, job.target, ps.title, body, draft=draft,
+        pr = forge.create_pr(job.fork_branch, job.target, title, body, draft=draft,
                              head_sha=rec.pushed_sha,
                              close_related_issue=ps.pr.close_related_issue,
                              on_number=journal_number(job))
@@ -189,9 +201,9 @@ def _with_pr(info: PrInfo) -> Transition:
 
 
 def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
-           kept: list[str]) -> None:
+           kept: list[str], cache: Path, state_dir: Path) -> None:
     """The branch's end state (done, planned, or a failed test shown by a draft), the
-    warnings said once, and the worktree of a finished branch removed."""
+    warnings said once, and the worktree of a finished branch removed (from ``cache``)."""
     rec = job.record
     if writes.pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
         final, message = Status.PLANNED, "dry run: no PR written"
@@ -205,7 +217,7 @@ def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
     for warning in writes.warnings:
         job.event("warning", warning)
     if final == Status.DONE:
-        _drop_worktree(job)
+        _drop_worktree(job, cache, state_dir)
     job.event("done" if final == Status.DONE else final.value, writes.pr.url)
 
 
@@ -271,11 +283,13 @@ def _comment(forge: Forge, number: int, comment: str | None) -> str | None:
     return None
 
 
-def _drop_worktree(job: BranchJob) -> None:
-    """A finished branch needs its worktree no more: the commit is on the fork and recorded."""
-    worktree = kept_worktree(job.record)
-    if worktree is not None:
-        worktree.remove()
+def _drop_worktree(job: BranchJob, cache: Path, state_dir: Path) -> None:
+    """A finished branch needs its worktree no more: the commit is on the fork and recorded.
+    Removed without reading it (its tests ran there): its folder, its registration in the
+    ``cache`` repository, its branch there."""
+    if job.record.worktree:
+        Worktree.discard(cache, Path(job.record.worktree),
+                         cache_branch(state_dir, job.fork_branch))
     job.change(BranchRecord.worktree_removed)
 
 

@@ -1,8 +1,10 @@
 """Already proposed elsewhere: before a set made from upstream PR N does any work on a target,
 look for an open or merged PR into that target that already carries PR N there.
 
-`carries` is the one rule of how a PR names PR N (a pure function of its head branch, title and
-body); naming is not enough, since anyone can open a PR whose body says "cf. !N". `counts`
+`carries` is the one rule of how a PR carries PR N (a pure function of its head branch, title and
+body), and `commit_carries` the same rule for a commit (the audit's): only the forms the sync
+bot, GitCode's cherry-pick or this tool write, where they write them; a mention ("cf. !N", "参考
+!N", a quoted description) carries nothing, since anyone can write one. `counts`
 decides whether a PR that names N may stop the branch: a bot's branch in the upstream itself
 (the sync bot's, GitCode's cherry-pick: only writers make branches there), a PR by a user with
 write permission on the upstream (asked once per login for the run, only for PRs that name N),
@@ -16,64 +18,106 @@ are found and refreshed by the PR step as always.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from backport.config.model import BranchMap
 from backport.forge import Forge, PullRequest
 from backport.git.cache import RepoCache
-from backport.git.source_pr import carries_change
+from backport.git.source_message import own_message
+from backport.git.source_pr import carries_change, squash_head, squash_number
+from backport.numerals import DIGITS
+from backport.numerals import number as bounded
 from backport.pipeline.job import BranchJob
 from backport.pipeline.set_run import SetRun
 from backport.pipeline.writers import Writers
 from backport.records import ProposedPr
 from backport.report.evidence_fields import SOURCE
 
-# The forms a PR names its source by, in the order they are tried, and how the terminal says
-# them (the PR body's Chinese: report/prose_zh.py).
+# The forms a PR or commit carries a source PR by, and how the terminal says them (the PR
+# body's Chinese: report/prose_zh.py). ``BODY`` (a description naming the PR) is no carrier
+# any more: it is kept only to read records written before.
 SYNC, CHERRY_PICK, BACKPORT, BODY = "sync", "cherry-pick", "backport", "body"
 KIND_EN = {SYNC: "the sync bot's PR", CHERRY_PICK: "GitCode's cherry-pick",
            BACKPORT: "a backport PR", BODY: "a PR whose description names the source PR"}
 
-_SYNC_TITLE = re.compile(r"^\s*\[sync\]\s*PR-(\d+)(?!\d)", re.IGNORECASE)
-_CHERRY_PICK = re.compile(r"^cherry-pick-mr-(\d+)-\d+-auto$")
-# `!N` alone, or `owner/repo!N`; never inside a longer name, path or number.
-_REFERENCE = re.compile(r"(?<![A-Za-z0-9_/.-])(?:([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?!(\d+)(?!\d)")
+_SYNC_TITLE = re.compile(rf"^\s*\[sync\]\s*PR-({DIGITS})(?![0-9])", re.IGNORECASE)
+_SYNC_HEAD = re.compile(rf"^sync-pr({DIGITS})-(.+)$")
+_CHERRY_PICK = re.compile(rf"^cherry-pick-mr-({DIGITS})-[0-9]+-auto$")
+_REPO = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
+# This tool's forms, where it writes them: a backport PR's evidence line, and the trailer
+# that is the last paragraph of a backport commit's message (git/source_message.py).
+_SOURCE_LINE = re.compile(rf"^{re.escape(SOURCE.prefix)}({_REPO})!({DIGITS})@[0-9a-f]{{40}}$",
+                          re.MULTILINE)
+_TOOL_TRAILER = re.compile(rf"Backport of ({_REPO})!({DIGITS})\.\n"
+                           rf"\(cherry picked from commit [0-9a-f]{{40}}\)")
 
 
 def _same_repo(a: str, b: str) -> bool:
     return a.strip().casefold() == b.strip().casefold()
 
 
-def names_source(text: str, number: int, upstream: str) -> bool:
-    """True when ``text`` names PR ``number`` of ``upstream``: ``!N`` not followed by a digit,
-    bare or as ``<upstream>!N`` (another repository's ``!N`` is another PR)."""
-    for match in _REFERENCE.finditer(text):
-        repo, found = match.group(1), int(match.group(2))
-        if found == number and (repo is None or _same_repo(repo, upstream)):
-            return True
-    return False
+def head_carries(head: str, target: str) -> dict[int, str]:
+    """The PR a head branch carries into ``target`` by a bot's form: the sync bot's
+    ``sync-pr<N>-<head>-to-<target>`` (or its short ``sync-pr<N>-<target>``), GitCode's
+    ``cherry-pick-mr-<N>-<digits>-auto``."""
+    sync = _SYNC_HEAD.match(head)
+    if sync is not None:
+        rest, tail = sync.group(2), f"-to-{target}"
+        found = bounded(sync.group(1))
+        if found is not None and (rest == target or (rest.endswith(tail)
+                                                     and len(rest) > len(tail))):
+            return {found: SYNC}
+        return {}
+    picked = _CHERRY_PICK.match(head)
+    found = bounded(picked.group(1)) if picked is not None else None
+    return {found: CHERRY_PICK} if found is not None else {}
+
+
+def title_carries(title: str) -> dict[int, str]:
+    """The PR the sync bot's ``[sync] PR-<N>:`` title prefix carries."""
+    sync = _SYNC_TITLE.match(title)
+    found = bounded(sync.group(1)) if sync is not None else None
+    return {found: SYNC} if found is not None else {}
+
+
+def _ours_said(pairs: Iterable[tuple[str, str]], upstream: str) -> dict[int, str]:
+    found = {}
+    for repo, digits in pairs:
+        value = bounded(digits)
+        if value is not None and _same_repo(repo, upstream):
+            found[value] = BACKPORT
+    return found
 
 
 def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | None:
-    """How ``pr`` says it carries PR ``number`` of ``upstream`` into ``target`` (``SYNC``,
-    ``CHERRY_PICK``, ``BACKPORT``, ``BODY``), or None when it does not. Only an open or merged
-    PR into ``target`` counts."""
+    """How ``pr`` carries PR ``number`` of ``upstream`` into ``target`` (``SYNC``,
+    ``CHERRY_PICK``, ``BACKPORT``), or None when it does not. Only an open or merged PR into
+    ``target`` counts, and only by a form its writer puts where it writes it: the sync bot's
+    title prefix or branch, GitCode's cherry-pick branch, the source line of this tool's
+    evidence; a description that mentions ``!N`` carries nothing."""
     if pr.base != target or pr.state not in ("open", "merged"):
         return None
-    sync_head, sync_tail = f"sync-pr{number}-", f"-to-{target}"
-    title = _SYNC_TITLE.match(pr.title)
-    if (title is not None and int(title.group(1)) == number) or (
-            pr.head.startswith(sync_head) and pr.head.endswith(sync_tail)
-            and len(pr.head) > len(sync_head) + len(sync_tail)) or (
-            pr.head == f"{sync_head}{target}"):  # the bot's short form: sync-pr36613-master
-        return SYNC
-    picked = _CHERRY_PICK.match(pr.head)
-    if picked is not None and int(picked.group(1)) == number:
-        return CHERRY_PICK
-    if names_source(pr.body, number, upstream):
-        return BACKPORT if f"{SOURCE.prefix}{upstream}!{number}@" in pr.body else BODY
-    return None
+    forms = {**_ours_said(_SOURCE_LINE.findall(pr.body), upstream), **head_carries(pr.head, target),
+             **title_carries(pr.title)}
+    return forms.get(number)
+
+
+def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
+    """The PRs a commit on ``branch`` carries, other than its own (the PR its GitCode squash
+    message is): the sync bot's title prefix on its subject, the head branch of its own squash
+    line (a bot's form), this tool's trailer as the last paragraph of the message its author
+    wrote. A mention anywhere else (a description quoted in the squash message, "see also
+    !N", "参考 !N") carries nothing."""
+    own = squash_number(message)
+    head = squash_head(message, own) if own is not None else ""
+    words = own_message(message)
+    last = words.rsplit("\n\n", 1)[-1].strip()
+    trailer = _TOOL_TRAILER.fullmatch(last)
+    said = [(trailer.group(1), trailer.group(2))] if trailer else []
+    found = {**_ours_said(said, upstream),
+             **head_carries(head, branch), **title_carries(message.split("\n", 1)[0])}
+    return set(found) - {own}
 
 
 def _ours(pr: PullRequest, job: BranchJob, bm: BranchMap) -> bool:

@@ -26,7 +26,7 @@ from pathlib import Path
 from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
-from backport.envs.sandbox import refusal_notice
+from backport.envs.sandbox import refusal_notice, require_isolation
 from backport.errors import BackportError, ConfigError, ErrorCode
 from backport.git.apply import am_in_progress
 from backport.git.cache import RepoCache
@@ -124,6 +124,7 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     needs = check_prerequisites(session, jobs)
     if any(need is Need.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
         session.options = session.options.without_tests(SKIP_DRY_NO_ENVS)
+    refuse_unconfined_pr_code(session, jobs)
     session.follow_token()
     if session.options.course.pushes:
         session.forge.client().preflight()  # a bad token stops the run before any push
@@ -161,6 +162,16 @@ def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
     if run.options.course.opens_prs and not run.options.course.dry_run:
         refresh_siblings(run)
         write_summary(run)
+
+
+def refuse_unconfined_pr_code(session: Session, jobs: list[BranchJob]) -> None:
+    """A set made from a PR is tested only in the sandbox, or on a branch whose environment
+    says ``isolation: none``: on a host that refuses namespaces the run stops before any work
+    (exit 2), whichever command started it (`apply --from-pr`, `apply --api pr-N`, the
+    pipeline's test step, `trigger`, `continue`)."""
+    pr_targets = [job.target for job in jobs if job.patch_set.pr_code]
+    if pr_targets and not session.options.skip_tests:
+        require_isolation(session.project.branch_map, dict.fromkeys(pr_targets))
 
 
 def check_prerequisites(session: Session,
@@ -265,39 +276,28 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
 
 
 def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
-    """Fetch every needed target head into the cache once; per-target errors are kept.
+    """Fetch every needed target head into the cache once; returns target -> head.
 
-    One fetch of them all; only when it names a branch the upstream lacks are its branches
-    listed (``ls-remote``), so the others are fetched and each missing one fails alone."""
+    A fetch that fails is the upstream's failure, not the branches': it raises (one sentence
+    naming the upstream and git's reason) and records nothing, so the re-run does every branch.
+    Only when the fetch names a branch the upstream lacks are its branches listed
+    (``ls-remote``), so the others are fetched and each missing one fails alone."""
     targets = sorted({job.target for job in jobs})
     for job in jobs:
         job.event("fetching", job.target)
-    url = cache.upstream_url
     try:
         return dict(cache.fetch(targets))
     except BackportError as exc:
-        if exc.code == ErrorCode.UPSTREAM_UNREACHABLE:  # no branch can go on: one sentence, not four
-            message, code = exc.message, exc.code
-            for job in jobs:
-                job.change(lambda r: r.failed(Status.FAILED, message, code))
-            raise
         if exc.code != ErrorCode.BRANCH_MISSING:
-            return dict.fromkeys(targets, exc)
-    try:
-        heads = cache.remote_heads(targets)
-    except BackportError as exc:
-        return dict.fromkeys(targets, exc)
-    result: dict[str, str | BackportError] = {}
+            raise
+    heads = cache.remote_heads(targets)
+    result: dict[str, str | BackportError] = {
+        target: BackportError("branch-missing", f"target branch '{target}' does not exist in "
+                                                f"{cache.upstream_url}")
+        for target in targets if not heads.get(target)}
     present = [t for t in targets if heads.get(t)]
-    for target in targets:
-        if not heads.get(target):
-            result[target] = BackportError(
-                "branch-missing", f"target branch '{target}' does not exist in {url}")
     if present:
-        try:
-            result.update(cache.fetch(present))
-        except BackportError as exc:
-            result.update(dict.fromkeys(present, exc))
+        result.update(cache.fetch(present))
     return result
 
 

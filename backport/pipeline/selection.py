@@ -70,9 +70,11 @@ def run_lock(project: Project, patch_set: str, on_wait: Callable[[], None] | Non
 @contextmanager
 def locked_journals(project: Project, patch_sets: list[PatchSet], progress: ProgressSink,
                     *, persist: bool = True) -> Iterator[dict[str, Journal]]:
-    """Take every patch set's run lock (waiting for another run to finish), then its journal."""
+    """Take every patch set's run lock (waiting for another run to finish), then its journal.
+    Without ``persist`` (a dry run, which writes no journal) no lock is taken: it writes
+    nothing in the project."""
     with ExitStack() as stack:
-        for ps in sorted(patch_sets, key=lambda p: p.name):
+        for ps in sorted(patch_sets, key=lambda p: p.name) if persist else ():
             def waiting(name: str = ps.name) -> None:
                 progress.event(name, "waiting", "another backport run holds this patch set's "
                                "lock; waiting for it to finish")

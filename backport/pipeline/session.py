@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from backport.config.branch_map import cache_root
 from backport.config.model import Project
@@ -19,6 +22,7 @@ from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
 from backport.git.credential_helpers import configured_helpers
+from backport.git.worktree import forget_owner
 from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
 from backport.pipeline.reach import Course
 from backport.pipeline.writers import Writers
@@ -148,9 +152,14 @@ class Session:
         self.environ = environ if environ is not None else os.environ
         self.plan = plan or (lambda line: None)
         self.cache = open_cache(project, self.environ)
+        # Where the worktrees, test logs and carried resolutions go: the project's .backport;
+        # a dry run's in a temporary folder, removed at its end (it writes nothing in the project).
+        self.work_dir = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
+                         if options.course.dry_run else project.state_dir)
         keep = keep_policy(self.environ) if options.keep_workers else None
-        # Code from a branch writes only in the worktrees (and temporary folders).
-        allow_writes([project.state_dir / "worktrees"])
+        # Code from a branch writes only in its own worktree (and its private temporary
+        # folders), and reads the project wherever it lies.
+        allow_writes([self.work_dir / "worktrees"], reads=[project.root])
         # ... and finds none of the files git's credential helpers keep the user's secrets in.
         hide_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
@@ -171,5 +180,16 @@ class Session:
             bm.with_login(self.forge.client().current_user()))
         self.forge.project = self.project
 
+    def run_dir(self, patch_set: str) -> Path:
+        """Where the run of ``patch_set`` keeps its test logs and carried resolutions: beside
+        its journal, or in a dry run's temporary folder."""
+        return self.work_dir / "runs" / patch_set
+
     def close(self) -> None:
+        """Stop the environments; a dry run's temporary folder goes, with its worktrees'
+        registrations and branches in the cache repository."""
         self.envs.close()
+        if self.options.course.dry_run and self.work_dir.exists():
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            if (self.cache.path / "HEAD").is_file():
+                forget_owner(self.cache.path, self.work_dir)

@@ -15,8 +15,10 @@ from backport.envs.pins import pin_mismatches
 from backport.envs.verbose import outcomes_of
 from backport.errors import BackportError, ErrorCode
 from backport.git.apply import am_in_progress, snapshot
+from backport.git.cache import RepoCache
 from backport.git.fresh import fresh_tree, tree_of
 from backport.git.present import AddedTest, with_classes
+from backport.git.run import token_git
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.beyond_tests import changes_for_run
 from backport.pipeline.decide import Decision, Verdict, decide
@@ -29,14 +31,16 @@ from backport.report.body import exit_stated
 from backport.states import Status
 
 
-def worktree_path(state_dir: Path, job: BranchJob) -> Path:
-    return state_dir / "worktrees" / job.patch_set.name / job.target
+def worktree_path(work_dir: Path, job: BranchJob) -> Path:
+    """The branch's worktree under ``work_dir`` (the project's ``.backport``; a dry run's
+    temporary folder)."""
+    return work_dir / "worktrees" / job.patch_set.name / job.target
 
 
-def log_path(job: BranchJob, test_index: int) -> Path:
+def log_path(run: SetRun, job: BranchJob, test_index: int) -> Path:
     suffix = f".{test_index}" if test_index else ""
     safe = job.target.replace("/", "_")
-    return secure_dir(job.journal.run_dir / "logs") / f"{safe}{suffix}.log"
+    return secure_dir(run.session.run_dir(job.patch_set.name) / "logs") / f"{safe}{suffix}.log"
 
 
 # -- apply ------------------------------------------------------------------------------------
@@ -44,39 +48,70 @@ def apply_step(run: SetRun, job: BranchJob) -> bool:
     """Put the patch series on a fresh fork branch on top of the fetched base; False when it
     stopped.
 
-    Keeps the previous run's commit when its base is the same (or it was made by hand), its
-    worktree still holds it and ``--force`` is not given. Where the own series conflicts, the
+    Keeps the previous run's commit when its base is the same (or it was made by hand), the
+    cache holds it (and, where a test is to run in it, its worktree too: `_kept`) and
+    ``--force`` is not given. Where the own series conflicts, the
     siblings' series are tried once the newer targets' apply steps ended (the schedule).
     """
     base = run.bases[job.target]
     if isinstance(base, BackportError):
         raise base
     job.change(BranchRecord.error_cleared)
-    cache, state_dir, force = run.session.cache, run.session.project.state_dir, run.options.forces(job.patch_set.name)
+    cache, work_dir, force = run.session.cache, run.session.work_dir, run.options.forces(job.patch_set.name)
     rec = job.record
-    path = worktree_path(state_dir, job)
+    path = worktree_path(work_dir, job)
     series = job.patch_set.series_for(job.target)
     same_base = rec.base == base or rec.manual  # a hand-made fix survives a moved base
     if (rec.commit and same_base and path.exists() and not force
-            and rec.status not in (Status.PENDING, Status.CONFLICT)):
-        try:
-            wt = Worktree.open(path)
-            if wt.head() == rec.commit and not am_in_progress(wt):
-                if _same_repo(wt.repo, cache.path):
-                    job.event("apply", f"kept {rec.commit[:9]} from the previous run")
-                    return True
-                job.event("apply", f"the previous run's commit {rec.commit[:9]} is not in this "
-                          "run's cache repository (the cache folder was moved, cleared or is "
-                          "another one): applying again")
-        except BackportError:
-            pass
+            and rec.status not in (Status.PENDING, Status.CONFLICT) and _kept(run, job, path)):
+        return True
     job.event("apply", f"{len(series)} patch(es) on {job.target} @ {base[:9]}")
     decision = decide(
         cache, base, series, [t.path for t in job.patch_set.tests],
-        worktree=lambda: Worktree.create(cache, path, cache_branch(state_dir, job.fork_branch),
+        worktree=lambda: Worktree.create(cache, path, cache_branch(work_dir, job.fork_branch),
                                          base, job.patch_set.paths_for(job.target)),
         others=lambda: _other_series(run, job), event=lambda detail: job.event("apply", detail))
     return _record_decision(job, base, path, decision)
+
+
+def _kept(run: SetRun, job: BranchJob, path: Path) -> bool:
+    """Whether the previous run's commit goes on (said as an event): this run's cache
+    repository must hold it. Where no test runs in the worktree in this run (`_no_test_runs`)
+    only the cache is asked; otherwise the worktree at ``path`` must still hold it too."""
+    cache, commit = run.session.cache, job.record.commit
+    assert commit is not None
+    if _no_test_runs(run, job.record):
+        here = _in_cache(cache, commit)
+    else:
+        try:
+            wt = Worktree.open(path)
+            if wt.head() != commit or am_in_progress(wt):
+                return False
+        except BackportError:
+            return False
+        here = _same_repo(wt.repo, cache.path)
+    if here:
+        job.event("apply", f"kept {commit[:9]} from the previous run")
+    else:
+        job.event("apply", f"the previous run's commit {commit[:9]} is not in this run's cache "
+                  "repository (the cache folder was moved, cleared or is another one): "
+                  "applying again")
+    return here
+
+
+def _no_test_runs(run: SetRun, rec: BranchRecord) -> bool:
+    """True when no test will run in the branch's worktree in this run (a publish step, or the
+    passing result of the commit kept): the commit recorded before its test is what goes on,
+    and the worktree, which the test's code could write, is not read."""
+    return run.options.skip_tests or bool(rec.test and rec.test.ok
+                                          and rec.test.commit == rec.commit)
+
+
+def _in_cache(cache: RepoCache, commit: str) -> bool:
+    """True when the cache repository holds ``commit`` (read sealed: the step may hold the
+    token)."""
+    return token_git(["cat-file", "-e", f"{commit}^{{commit}}"], repo=cache.path,
+                     urls=(cache.url,), check=False).ok
 
 
 def _same_repo(one: Path, other: Path) -> bool:
@@ -149,7 +184,8 @@ def _other_series(run: SetRun, job: BranchJob) -> list[SiblingSeries]:
     """The series to try where the own one conflicts (see `propagate.try_siblings`), once the
     newer targets of this run have been applied."""
     run.wait_newer(job, "apply")
-    return sibling_series(run.session.cache.path, job.patch_set, job.journal, job.target)
+    return sibling_series(run.session.cache.path, job.patch_set, job.journal, job.target,
+                          out=run.session.run_dir(job.patch_set.name) / "resolutions")
 
 
 # -- test -------------------------------------------------------------------------------------
@@ -219,7 +255,7 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
     for index, spec in enumerate(job.patch_set.tests):
         job.event("testing", f"{spec.path} ({runner_kind(runner, overlay, job.target)})")
         started = time.monotonic()
-        runs.append(runner.run(path, spec, log_path(job, index), timeout=options.timeout,
+        runs.append(runner.run(path, spec, log_path(run, job, index), timeout=options.timeout,
                                overlay=overlay))
         job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
                              f"({runner_kind(runner, overlay, job.target)})")
@@ -270,17 +306,20 @@ def runner_kind(runner: Any, overlay: Path | None = None, target: str = "") -> s
 
 
 # -- push -------------------------------------------------------------------------------------
-def _fresh(job: BranchJob, repo: Path, skip_tests: bool) -> bool:
+def _fresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> bool:
     """A publish step (``--skip-tests`` after a run that tested the commit) pushes only a commit
     whose tree equals the series applied afresh on its base; False after stopping the branch.
-    A commit of another series (a resolution, a sibling's) is not re-derived here."""
+    A commit of another series (a resolution, a sibling's) is not re-derived here. Read from
+    the cache's objects only (the worktree the tests wrote is not looked at), every git
+    process sealed (`token_git`)."""
     rec = job.record
     if not (skip_tests and rec.test is not None and rec.test.ok and rec.commit
             and rec.base and rec.series_source is None and not rec.manual):
         return True
     series = job.patch_set.series_for(job.target)
-    made = fresh_tree(repo, rec.base, series)
-    if made is not None and made == tree_of(repo, rec.commit):
+    urls = (cache.url,)  # blobs a blobless cache lacks come from the upstream
+    made = fresh_tree(cache.path, rec.base, series, urls=urls)
+    if made is not None and made == tree_of(cache.path, rec.commit, urls=urls):
         job.event("push", f"{rec.commit[:9]} is the series applied afresh on {rec.base[:9]}")
         return True
     message = (f"the tested commit {rec.commit[:9]} is not what the series makes on "
@@ -301,7 +340,7 @@ def push_step(run: SetRun, job: BranchJob) -> bool:
     rec = job.record
     commit = rec.commit
     assert commit is not None
-    if not _fresh(job, repo, options.skip_tests):
+    if not _fresh(job, session.cache, options.skip_tests):
         return False
     remote = fork.head(fork_url, job.fork_branch, push_env)
     ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
@@ -327,7 +366,7 @@ def push_step(run: SetRun, job: BranchJob) -> bool:
         output = exc.details.get("output")
         if not output:
             raise
-        push_log = log_path(job, 0).with_suffix(".push.log")
+        push_log = log_path(run, job, 0).with_suffix(".push.log")
         atomic_write_text(push_log, output)
         raise BackportError(exc.code, f"{exc.message.rstrip('.')}; git's output: {push_log}",
                             details=exc.details) from exc

@@ -1,5 +1,7 @@
-"""Who may write to the upstream, as the forge says (``collaborators/{login}/permission``),
-asked once per login for a whole run however many branches ask."""
+"""Who may write to the upstream, as the forge says, each answer read once for a whole run
+however many branches or requests ask: one login's permission
+(``collaborators/{login}/permission``) and the collaborators listing (``collaborators``, every
+page). The already-proposed step and `trigger` share it."""
 
 from __future__ import annotations
 
@@ -10,17 +12,29 @@ from backport.forge.base import WRITE_PERMISSIONS
 
 
 class Writers:
-    """The run's answers of ``Forge.permission``, kept per login."""
+    """The run's answers of ``Forge.permission`` (per login) and ``Forge.collaborators``."""
 
     def __init__(self) -> None:
         self._known: dict[str, bool] = {}
-        self._lock = threading.Lock()  # held over the request: one request per login
+        self._listed: dict[str, bool] | None = None
+        self._lock = threading.Lock()  # held over the request: one request per answer
 
     def can_write(self, forge: Forge, login: str) -> bool:
-        """Whether ``login`` has write permission on the upstream (no login: no)."""
+        """Whether ``login`` has write permission on the upstream (no login: no); the
+        listing's answer when it was read and shows ``login``, else one request."""
         if not login:
             return False
         with self._lock:
+            if self._listed is not None and login in self._listed:
+                return self._listed[login]
             if login not in self._known:
                 self._known[login] = forge.permission(login) in WRITE_PERMISSIONS
             return self._known[login]
+
+    def listed(self, forge: Forge) -> dict[str, bool]:
+        """The collaborators listing: each member shown, with whether it may write; read once
+        (its pages) for the run."""
+        with self._lock:
+            if self._listed is None:
+                self._listed = forge.collaborators()
+            return self._listed

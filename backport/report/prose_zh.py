@@ -20,6 +20,7 @@ _STATUS_ZH = {
     "fetched": "尚未运行",
     "applied": "补丁已应用，测试尚未运行",
     "tested": "测试已通过，尚未推送",
+    "skipped": "未运行测试（已跳过），尚未推送",  # past its test step with none run
     "pushed": "已推送，PR 尚未创建",
     "done": "已完成",
     "planned": "试运行，未执行",

@@ -16,6 +16,7 @@ from backport.records import BranchRecord
 from backport.report.body import proposed_zh, result_cell
 from backport.report.inert import inert
 from backport.report.prose_zh import status_zh
+from backport.report.summary import shown_status
 from backport.states import Status
 
 MARKER = "<!-- backport:source-summary -->"
@@ -41,7 +42,7 @@ def _row(number: int, rec: BranchRecord) -> str:
     already-proposed branch names the PR that carries the change there."""
     pr = (f"[!{rec.pr.number}]({rec.pr.url})" if rec.pr is not None else
           proposed_zh(rec) or "—")
-    state = status_zh(rec.status)
+    state = status_zh(shown_status(rec))  # a branch whose tests were skipped did not pass them
     result = "—" if rec.status == Status.PENDING and rec.test is None else result_cell(rec)
     return (f"| `{rec.target}` | {state} | {pr} | {result} | "
             f"`{rerun_command(number, rec.target)}` |")

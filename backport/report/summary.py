@@ -11,7 +11,14 @@ from rich.text import Text
 from backport.branch_order import newest_first
 from backport.codec import encode
 from backport.config.model import PatchSet
-from backport.records import SKIP_SAID, BranchRecord
+from backport.records import (
+    SKIP_DRY_NO_ENVS,
+    SKIP_NO_TESTS,
+    SKIP_NO_TORCH,
+    SKIP_ON_REQUEST,
+    SKIP_SAID,
+    BranchRecord,
+)
 from backport.redact import redact
 from backport.report.body import exit_stated, summary_lines
 from backport.report.inert import inert
@@ -41,12 +48,30 @@ def test_result(record: BranchRecord) -> str:
     return redact(", ".join(" ".join(p.split()) for p in parts))
 
 
+# Why a branch's tests did not run on purpose, as `status --json` / `apply --json` say it.
+SKIPPED_BECAUSE = {SKIP_ON_REQUEST: "--skip-tests", SKIP_NO_TESTS: "no-tests",
+                   SKIP_NO_TORCH: "no-environment", SKIP_DRY_NO_ENVS: "dry-run"}
+SKIPPED = "skipped"  # the shown status of a branch past its test step with no test run
+
+
 def shown_status(record: BranchRecord) -> str:
-    """The status a report shows: a branch whose tests were skipped on request stands at
-    ``applied`` (the journal keeps ``tested``, the step it passed)."""
+    """The status a report shows: the journal's, but ``skipped`` for a branch whose tests were
+    skipped (the journal keeps ``tested``, the step it passed)."""
     if record.status == Status.TESTED and record.test is not None and record.test.skipped:
-        return Status.APPLIED.value
+        return SKIPPED
     return record.status.value
+
+
+def test_state(record: BranchRecord) -> tuple[str, str | None]:
+    """What happened to the branch's tests: ``passed``, ``failed``, ``skipped`` (with its cause,
+    a value of SKIPPED_BECAUSE) or ``not-run`` (none yet, or none could run: the status says
+    why)."""
+    test = record.test
+    if test is None or (test.ok is None and not test.skipped):
+        return "not-run", None
+    if test.skipped:
+        return SKIPPED, SKIPPED_BECAUSE.get(test.skip_cause, test.skip_cause)
+    return ("passed" if test.ok else "failed"), None
 
 
 def _source_suffix(record: BranchRecord) -> str:
@@ -109,6 +134,8 @@ def apply_notes(record: BranchRecord) -> list[str]:
 
 def status_style(status: str) -> str:
     """Rich style for a status: green for success, red for failures, yellow otherwise."""
+    if status == SKIPPED:
+        return "yellow"
     try:
         value = Status(status)
     except ValueError:
@@ -185,5 +212,7 @@ def status_json(patch_set: PatchSet, records: list[BranchRecord]) -> dict:
     for record in records:
         item = encode(record)
         item["message"] = redact(record.message)
+        item["status"] = shown_status(record)
+        item["test_state"], item["skipped_because"] = test_state(record)
         branches.append(item)
     return {"api": patch_set.api, "patch_set": patch_set.name, "branches": branches}

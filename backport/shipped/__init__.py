@@ -24,3 +24,8 @@ def demo_patch_set() -> Path:
 def example_patch_yaml() -> Path:
     """The commented example `init` writes into patches/."""
     return _HERE / "example-patch.yaml"
+
+
+def shipped_sets() -> dict[str, Path]:
+    """The patch sets the package ships (``init --from-shipped NAME``), by name."""
+    return {"put_metric": demo_patch_set()}

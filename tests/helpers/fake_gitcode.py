@@ -356,6 +356,9 @@ class FakeGitCode:
         self.comment_race: tuple[str, str] | None = None
         # login -> permission on the upstream (collaborators/{login}/permission); others 404.
         self.permissions: dict[str, str] = {}
+        # logins of ``permissions`` the collaborators listing does not show (an organisation's
+        # members, whose permission is inherited).
+        self.unlisted: set[str] = set()
         self._next_note = 50000
 
     # ------------------------------------------------------------------ lifecycle
@@ -609,6 +612,12 @@ class FakeGitCode:
         m = re.fullmatch(r"/pulls/comments/([^/]+)", rest)
         if m:
             return self._comment_route(method, m.group(1), body, form)
+        if rest == "/collaborators" and method == "GET":  # member.rst §3, paged
+            per_page = self._per_page(query)
+            page = max(1, int(query.get("page", 1)))
+            listed = [login for login in self.permissions if login not in self.unlisted]
+            return 200, [self._member_json(login) for login in
+                         listed[(page - 1) * per_page: page * per_page]]
         m = re.fullmatch(r"/collaborators/([^/]+)/permission", rest)
         if m and method == "GET":
             login = m.group(1)
@@ -691,6 +700,16 @@ class FakeGitCode:
             self._shift += 1
         chunk = items[(page - 1) * per_page: page * per_page]
         return [self._list_json(p, repo) for p in chunk]
+
+    def _member_json(self, login: str) -> dict[str, Any]:
+        """One item of the collaborators listing, in member.rst §3's shape: ``username``, no
+        ``login``, and the ``permissions`` flags (``null`` where not granted)."""
+        level = self.permissions[login]
+        return {"id": str(7000 + len(login)), "name": login, "username": login,
+                "type": "ProjectMember",
+                "permissions": {"pull": True,
+                                "push": True if level in ("write", "push", "maintain") else None,
+                                "admin": True if level == "admin" else None}}
 
     def _per_page(self, query: dict[str, str]) -> int:
         if not self.honour_per_page:

@@ -12,6 +12,7 @@ import base64
 import os
 import subprocess
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,10 @@ from urllib.parse import urlsplit
 
 
 class GitHttp:
-    def __init__(self, root: Path, token: str) -> None:
+    def __init__(self, root: Path, token: str,
+                 refused: Callable[[str], None] | None = None) -> None:
         self.root, self.token = root, token
+        self.refused = refused  # told of each request refused, before git hears the 401
         self.requests: list[tuple[str, bool]] = []  # (path, authorised)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.owner = self  # type: ignore[attr-defined]
@@ -69,6 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
         ok = owner.authorised(self.headers.get("Authorization"))
         owner.requests.append((parts.path, ok))
         if not ok:
+            if owner.refused is not None:
+                owner.refused(parts.path)
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Basic realm="git"')
             self.send_header("Content-Length", "0")

@@ -94,7 +94,7 @@ def kill_driver_and_watch(python: Path, tmp_path: Path, mode: str, folder: Path,
     worktree = tmp_path / "wt"
     (worktree / "test").mkdir(parents=True)
     (worktree / "test" / "test_linger.py").write_text(LINGER, encoding="utf-8")
-    marker = str(tmp_path / f"linger-{uuid.uuid4().hex}")
+    marker = str(worktree / f"linger-{uuid.uuid4().hex}")  # the test writes only its worktree
     stored = json.dumps(encode(found)) if found is not None else ""
     results = tmp_path / "first-results.json"
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(python), str(worktree), mode,

@@ -46,7 +46,8 @@ def build_wheel(
 
 
 ROOT = Path(__file__).resolve().parents[2]
-# Filled by scripts/setup.sh: backport's dependencies as .venv holds them, and its build backend.
+# Filled by scripts/setup.sh (ignored by git): backport's dependencies as .venv holds them, and
+# its build backend.
 SETUP_WHEELHOUSE = ROOT / ".ci" / "wheelhouse"
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".ci", "build", "dist", "*.egg-info",
                                      "__pycache__", ".backport", "out", ".pytest_cache")

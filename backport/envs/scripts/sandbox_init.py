@@ -3,8 +3,10 @@ end together.
 
 Run by ``backport`` with its own interpreter (``python -I -S``); standard library only.
 
-    sandbox_init.py [--writable DIR]... [--hide PATH]... [--lifeline FD] -- COMMAND...
-    sandbox_init.py [--writable DIR]... [--hide PATH]... --check
+    sandbox_init.py [OPTION PATH]... [--lifeline FD] -- COMMAND...
+    sandbox_init.py [OPTION PATH]... --check
+
+OPTION is ``--writable``, ``--private``, ``--cover``, ``--visible`` or ``--hide``.
 
 The process unshares a user, PID and mount namespace (the user namespace maps the caller's
 uid and gid to themselves, so the command runs as the same user, and it is what lets an
@@ -18,9 +20,14 @@ SIGKILL, the init reads EOF and ends the namespace. The outer process exits as C
 (killed by the same signal, when it was killed).
 
 The mount namespace is a copy of the caller's, every file and device where it was, but read-only
-except the ``--writable`` folders (the run's worktrees, the temporary folders): code from a
-branch cannot change the tool, its journal, the patch sets, git's configuration or anything
-else a later step of the run (or of a CI job) reads. Devices stay usable (a read-only mount
+except the ``--writable`` folders: code from a branch cannot change the tool, its journal, the
+patch sets, git's configuration or anything else a later step of the run (or of a CI job)
+reads. Each ``--private`` folder (a temporary one) is a fresh empty tmpfs, gone with the
+namespace; each ``--cover`` folder (where other branches' worktrees are) an empty read-only one;
+a ``--writable`` or ``--visible`` path inside either is brought back, writable or read-only (a
+project, cache or venv under ``/tmp``; the test's own worktree), and a ``--visible`` path inside
+a writable one is read-only (the worktree's ``.git``): :func:`lay_out`. A test forked from a
+warm worker gets the same view in a user and mount namespace of its own (:func:`confine`). Devices stay usable (a read-only mount
 does not stop writing to a device file). On a kernel without ``mount_setattr(2)`` (before 5.12)
 every mount is remounted read-only one by one, as ``/proc/self/mountinfo`` lists them. Each
 ``--hide`` place (where the user's credentials live: ``envs/hidden.py``) and every block device
@@ -28,8 +35,9 @@ is covered by an empty folder or the null device. Once the mounts are set, the i
 (an empty bounding set, ``no_new_privs``): a command run as root cannot remount anything
 writable, and in a namespace of its own it finds the mounts locked read-only by the kernel.
 
-``--check`` makes the namespace, checks that its init is pid 1, sees its own ``/proc`` and
-cannot write or remount outside the writable folders, and exits 0; otherwise it prints why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` in the
+``--check`` makes the namespace, checks that its init is pid 1, sees its own ``/proc``,
+cannot write or remount outside the writable folders and can give a test a namespace of its
+own, and exits 0; otherwise it prints why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` in the
 environment makes ``--check`` report a refusal, as a host without namespaces does (for
 tests; a run then takes the host's "no isolation" path).
 """
@@ -63,6 +71,8 @@ LINUX_CAPABILITY_VERSION_3 = 0x20080522
 DEV_MOUNTS = ("/dev/pts", "/dev/shm", "/dev/mqueue", "/dev/hugepages")
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (Linux 5.12)
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
+PRIVATE, COVER, WRITABLE, VISIBLE, HIDE = "--private", "--cover", "--writable", "--visible", "--hide"
+USERNS_VAR = "BACKPORT_SANDBOX_USERNS"  # the descriptor of the tests' user namespace
 REFUSE_VAR = "BACKPORT_SANDBOX_REFUSE"
 NO_SETATTR_VAR = "BACKPORT_SANDBOX_NO_SETATTR"  # take the older kernels' path (for tests)
 
@@ -98,6 +108,38 @@ def enter() -> None:
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
     except OSError as exc:
         _fail(f"cannot map the user into the namespace: {exc.strerror}")
+
+
+def tests_user_namespace() -> None:
+    """In the init, before its mounts are read-only: a user namespace inside the sandbox's,
+    the user mapped to itself, held by a descriptor the command inherits (its number in
+    ``$BACKPORT_SANDBOX_USERNS``). A test forked from a warm worker enters it to lay out its
+    own mounts (:func:`confine`): it could not write a uid map itself, ``/proc`` being
+    read-only (as it must stay: a test run as root could write ``/proc/sys``). Whoever enters
+    it gains nothing a new user namespace of its own would not give."""
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    helper = os.fork()
+    if helper == 0:
+        _call("unshare", _libc.unshare(CLONE_NEWUSER))
+        os.write(ready_w, b"x")
+        os.read(go_r, 1)
+        os._exit(0)
+    try:
+        if os.read(ready_r, 1) != b"x":
+            _fail("cannot make the tests' user namespace")
+        _write(f"/proc/{helper}/setgroups", "deny")
+        _write(f"/proc/{helper}/uid_map", f"{os.getuid()} {os.getuid()} 1")
+        _write(f"/proc/{helper}/gid_map", f"{os.getgid()} {os.getgid()} 1")
+        held = os.open(f"/proc/{helper}/ns/user", os.O_RDONLY)
+    except OSError as exc:
+        _fail(f"cannot make the tests' user namespace: {exc.strerror}")
+    os.write(go_w, b"x")
+    os.waitpid(helper, 0)
+    for fd in (ready_r, ready_w, go_r, go_w):
+        os.close(fd)
+    os.set_inheritable(held, True)
+    os.environ[USERNS_VAR] = str(held)
 
 
 def mount_proc() -> None:
@@ -199,35 +241,102 @@ def _remount_each(read_only: bool, under: str | None = None) -> None:
         if _libc.mount(None, point.encode("utf-8", "surrogateescape"), None,
                        MS_REMOUNT | MS_BIND | flags | extra, None) != 0:
             err = ctypes.get_errno()
-            if err in (errno.ENOENT, errno.EACCES) and point.startswith(("/proc", "/sys")):
+            if err == errno.ENOENT:
+                continue  # under a mount laid over it: out of reach
+            if err in (errno.EACCES, errno.EPERM) and point.startswith(("/proc", "/sys")):
                 continue  # a kernel file system the namespace may not touch: not a file store
             _fail(f"remount {point}: {os.strerror(err)}")
 
 
-def read_only_except(writable: list[str]) -> None:
-    """Every mount read-only, but for the ``writable`` folders (each made a mount of its own);
-    the current folder is entered again, so it is seen through the new mounts (a folder held
-    open stays on the mount it was opened on)."""
+def _under(path: str, folders: list[str]) -> bool:
+    """Whether ``path`` lies inside one of ``folders`` (not one of them)."""
+    return any(path != f and path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _depth(op: tuple[str, str]) -> tuple[int, str]:
+    return len([part for part in op[1].split("/") if part]), op[1]
+
+
+def lay_out(ops: list[tuple[str, str]]) -> None:
+    """Make the namespace's mounts as ``ops`` (option, real path) say: each ``--private``
+    folder a fresh empty tmpfs, each ``--cover`` folder an empty one, the ``--writable`` and
+    ``--visible`` paths inside those brought back as they were (each writable folder is a
+    mount of its own), then every mount read-only but the private and writable places, the
+    innermost deciding (a read-only ``.git`` in a writable worktree). The current folder is
+    entered again, so it is seen through the new mounts."""
     try:
         here = os.getcwd()
     except OSError:
         here = ""
-    _read_only_except(writable)
-    if here:
-        os.chdir(here)
+    hiding = [p for kind, p in ops if kind in (PRIVATE, COVER)]
+    held = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for kind, p in ops  # before any covering
+            if kind in (WRITABLE, VISIBLE) and _under(p, hiding) and os.path.lexists(p)}
+    opened = [p for kind, p in ops if kind in (PRIVATE, WRITABLE)]
+    made: dict[str, bool] = {}  # each mount made so far: whether a tmpfs of ours
+    mounted = [op for op in sorted(ops, key=_depth) if _mount(*op, held, opened, made)]
+    for fd in held.values():
+        os.close(fd)
+    _set_read_only(mounted)
+    try:
+        os.chdir(here or "/")
+    except OSError:
+        os.chdir("/")  # covered: nothing of it is seen here
 
 
-def _read_only_except(writable: list[str]) -> None:
-    for path in writable:
-        _call(f"bind {path}", _libc.mount(path.encode(), path.encode(), None,
-                                          MS_BIND | MS_REC, None))
+def _mount(kind: str, path: str, held: dict[str, int], opened: list[str],
+           made: dict[str, bool]) -> bool:
+    """Mount one place of :func:`lay_out`; False where nothing needs mounting."""
+    target = path.encode("utf-8", "surrogateescape")
+    if kind in (PRIVATE, COVER):
+        if not os.path.isdir(path) and not _mount_point(path, None, made):
+            return False  # a temporary folder this host does not have
+        options = b"mode=1777" if kind == PRIVATE else b"mode=0755,size=64k"
+        _call(f"mount {path}", _libc.mount(b"tmpfs", target, b"tmpfs", MS_NOSUID | MS_NODEV,
+                                           options))
+        made[path] = True
+        return True
+    if path in held:
+        if not _mount_point(path, held[path], made):
+            return False
+        source = f"/proc/self/fd/{held[path]}".encode()
+    elif kind == WRITABLE or _under(path, opened):
+        source = target  # set apart where it is
+    else:
+        return False  # read-only already, where it is
+    _call(f"bind {path}", _libc.mount(source, target, None, MS_BIND | MS_REC, None))
+    made[path] = False
+    return True
+
+
+def _mount_point(path: str, fd: int | None, made: dict[str, bool]) -> bool:
+    """An empty folder (or file, as ``fd`` holds) at ``path`` to mount on, where there is none:
+    only in a tmpfs of ours (nothing of the host is ever written); False where it cannot be."""
+    if os.path.lexists(path):
+        return True
+    inside = [m for m in made if _under(path, [m])]
+    if not inside or not made[max(inside, key=len)]:
+        return False
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if fd is None or stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.mkdir(path, 0o755)
+    else:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return True
+
+
+def _set_read_only(mounted: list[tuple[str, str]]) -> None:
+    """Every mount read-only, then each of ``mounted`` (outermost first) writable or
+    read-only again with all below it, as its option says."""
     if _setattr("/", MOUNT_ATTR_RDONLY, 0):
-        for path in writable:
-            _setattr(path, 0, MOUNT_ATTR_RDONLY)
+        for kind, path in mounted:
+            if kind in (PRIVATE, WRITABLE):
+                _setattr(path, 0, MOUNT_ATTR_RDONLY)
+            else:
+                _setattr(path, MOUNT_ATTR_RDONLY, 0)
         return
     _remount_each(read_only=True)
-    for path in writable:
-        _remount_each(read_only=False, under=path)
+    for kind, path in mounted:
+        _remount_each(read_only=kind not in (PRIVATE, WRITABLE), under=path)
 
 
 def _watch_lifeline(fd: int) -> None:
@@ -254,11 +363,12 @@ def _devnull_stdio() -> None:
     os.dup2(_null, 1)
 
 
-def init(command: list[str], writable: list[str], hidden: list[str], lifeline: int,
+def init(command: list[str], ops: list[tuple[str, str]], hidden: list[str], lifeline: int,
          report: int) -> None:
     """The namespace's pid 1: start ``command``, reap, exit with its status (never returns)."""
     mount_proc()
-    read_only_except(writable)
+    tests_user_namespace()
+    lay_out(ops)
     hide(hidden)
     drop_privileges()
     child = os.fork()
@@ -290,21 +400,49 @@ def init(command: list[str], writable: list[str], hidden: list[str], lifeline: i
     os._exit(0)
 
 
-def check(writable: list[str], hidden: list[str]) -> None:
+def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
     """In the init: it is pid 1, its /proc is the namespace's, only the writable folders
-    take a new file, and nothing can be remounted."""
+    take a new file, nothing can be remounted, and a test can be given a namespace of its own
+    (:func:`confine`)."""
     mount_proc()
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
-    read_only_except(writable)
+    tests_user_namespace()
+    lay_out(ops)
     hide(hidden)
     drop_privileges()
+    writable = [path for kind, path in ops if kind in (WRITABLE, PRIVATE) and os.path.isdir(path)]
     if "/" not in writable and (_can_create("/") or _can_remount("/")):
         _fail("/ is still writable")
     for path in writable:
         if not _can_create(path):
             _fail(f"{path} is not writable")
+    child = os.fork()
+    if child == 0:
+        confine([PRIVATE, "/tmp"] if os.path.isdir("/tmp") else [])
+        os._exit(0)
+    if os.waitpid(child, 0)[1] != 0:
+        _fail("a test cannot be given a mount namespace of its own")
     os._exit(0)
+
+
+def confine(args: list[str]) -> None:
+    """In a test forked from a warm worker of the run's namespace, before any of its code
+    runs: a user and mount namespace of the test's own laid out by ``args`` (the options
+    above, see :func:`lay_out`; ``--hide`` too), then no capability left. Any failure ends
+    the process (exit 125, the reason on stderr, the test's log)."""
+    ops, hidden, _ = parse(args)
+    held = int(os.environ.pop(USERNS_VAR, "") or -1)
+    if held < 0:
+        _fail(f"no {USERNS_VAR}: not started in a sandbox")
+    _call("enter the tests' user namespace", _libc.setns(held, CLONE_NEWUSER))
+    os.close(held)
+    _call("unshare", _libc.unshare(CLONE_NEWNS))
+    _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)  # best effort: already private
+    lay_out(ops)
+    if hidden:
+        hide(hidden)
+    drop_privileges()
 
 
 def _can_remount(point: str) -> bool:
@@ -326,20 +464,31 @@ def _can_create(folder: str) -> bool:
     return True
 
 
-def main(args: list[str]) -> None:
-    writable: list[str] = []
+def parse(args: list[str]) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """The leading options of ``args``: the places to lay out (option, real path), those to
+    hide, and the rest."""
+    ops: list[tuple[str, str]] = []
     hidden: list[str] = []
-    while args[:1] in (["--writable"], ["--hide"]) and len(args) > 1:
-        (writable if args[0] == "--writable" else hidden).append(os.path.realpath(args[1]))
+    while args[:1] and args[0] in (PRIVATE, COVER, WRITABLE, VISIBLE, HIDE) and len(args) > 1:
+        path = os.path.realpath(args[1])
+        if args[0] == HIDE:
+            hidden.append(path)
+        else:
+            ops.append((args[0], path))
         args = args[2:]
+    return ops, hidden, args
+
+
+def main(args: list[str]) -> None:
+    ops, hidden, args = parse(args)
     checking = args[:1] == ["--check"]
     lifeline = -1
     if args[:1] == ["--lifeline"]:
         lifeline, args = int(args[1]), args[2:]
     command = args[1:] if args[:1] == ["--"] else []
     if not checking and not command:
-        _fail("usage: sandbox_init.py [--writable DIR]... [--hide PATH]... [--lifeline FD] -- "
-              "COMMAND... | [--writable DIR]... [--hide PATH]... --check", 2)
+        _fail("usage: sandbox_init.py [OPTION PATH]... [--lifeline FD] -- COMMAND... | "
+              "[OPTION PATH]... --check", 2)
     if checking and os.environ.get(REFUSE_VAR) == "1":
         _fail(f"{REFUSE_VAR}=1")
     # Opened on the caller's mounts, before there are others: opening it later would race the
@@ -354,8 +503,8 @@ def main(args: list[str]) -> None:
         os.close(read_end)
         _call("prctl", _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
         if checking:
-            check(writable, hidden)
-        init(command, writable, hidden, lifeline, report)
+            check(ops, hidden)
+        init(command, ops, hidden, lifeline, report)
     os.close(report)
     if lifeline >= 0:
         os.close(lifeline)

@@ -149,6 +149,18 @@ def learnable(before: set, readers: set, roots: tuple, excluded: tuple) -> list:
 # -- the child -------------------------------------------------------------------------------
 
 
+_confine: Any = None  # sandbox_init.confine, loaded by the worker before the first fork
+
+
+def _load_confine() -> None:
+    global _confine
+    if _confine is None:
+        import runpy
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        _confine = runpy.run_path(os.path.join(here, "sandbox_init.py"))["confine"]
+
+
 def child(request: dict, private: list, watch: _Watch | None) -> int:
     """Run one test file as ``__main__`` in this forked process; return its exit code.
 
@@ -169,6 +181,8 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
+    if request.get("confine"):  # the test's own mounts, before any of its code runs
+        _confine(request["confine"])
     os.chdir(request["cwd"])
     if "environ" in request:
         os.environ.clear()
@@ -278,6 +292,9 @@ class Worker:
         conn.write((json.dumps(message) + "\n").encode("utf-8"))
 
     def fork(self, request: dict) -> int:
+        if request.get("confine"):  # the child writes its report in the spool
+            request = {**request, "confine": [*request["confine"], "--writable", self.spool]}
+            _load_confine()
         before = set(sys.modules)
         private = self.private_fds()
         sys.stdout.flush()

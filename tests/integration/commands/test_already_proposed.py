@@ -1,5 +1,5 @@
 """`apply --from-pr N`: a target that already has a PR carrying !N (the sync bot's, GitCode's
-cherry-pick, or one whose body names it) gets no new PR and reports that PR (GitCode stand-in,
+cherry-pick, this tool's) gets no new PR; a body that only mentions it carries nothing and reports that PR (GitCode stand-in,
 real HTTP on 127.0.0.1, and the local forge; the sandbox's real upstream repository)."""
 
 from __future__ import annotations
@@ -83,14 +83,16 @@ def test_a_sync_bot_pr_and_a_merged_cherry_pick_block_and_a_near_miss_does_not(s
     assert f"!{sync.number}" in body and f"!{picked.number}" in body
 
 
-def test_a_maintainers_body_naming_the_pr_blocks_until_closed_and_our_own_prs_never_do(
+def test_a_maintainers_carrier_blocks_until_closed_a_mention_never_and_our_own_prs_never_do(
         sandbox, server):
     pr = source_pr(server, state="merged", issues=[3216])
     land(sandbox, NUMBER, pr.head_ref)
     handmade = server.add_pr(head_repo="someone/pytorch", head="backport-put-metric",
-                             base="v2.11.0", title="backport put_metric test",
-                             body=f"Cherry-picked from Ascend/pytorch!{NUMBER}.",
-                             author="someone")
+                             base="v2.11.0", title=f"[sync] PR-{NUMBER}: put_metric test",
+                             body="by hand", author="someone")
+    # a mention in prose carries nothing (issue 47 item 6), whoever writes it
+    server.add_pr(head_repo="someone/pytorch", head="note", base="v2.7.1", title="docs: note",
+                  body=f"Cherry-picked from Ascend/pytorch!{NUMBER}.", author="someone")
     server.permissions["someone"] = "write"  # a maintainer of the upstream
     first = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json")
     assert first.code == 0, first.err
@@ -99,7 +101,7 @@ def test_a_maintainers_body_naming_the_pr_blocks_until_closed_and_our_own_prs_ne
     assert sorted(ours) == ["v2.12.0", "v2.7.1"]
     proposed = _branches(first)["v2.11.0"]
     assert proposed["status"] == "already-proposed"
-    assert (proposed["proposed"]["number"], proposed["proposed"]["kind"]) == (handmade.number, "body")
+    assert (proposed["proposed"]["number"], proposed["proposed"]["kind"]) == (handmade.number, "sync")
 
     # Our own PRs name !N in their bodies (合入来源, SOURCE=): they are refreshed, never a block.
     again = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--force", "--json")

@@ -68,8 +68,9 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     (project / "branches.yaml").write_text(yaml.safe_dump(config, sort_keys=False),
                                            encoding="utf-8")
     forge = LocalForge(project / ".backport" / "forge.sqlite", upstream=UP, fork="lgxxx/pytorch")
+    # this tool's backport PR: its evidence's source line carries !20 (a mention would not)
     forge.create_pr("backport-eleven", "v2.7.1", "feat: eleven (v2.7.1)",
-                    f"Backport of {UP}!20 to v2.7.1.\n\nSOURCE={UP}!20@{shas['m9']}")
+                    f"Backport of {UP}!20 to v2.7.1.\n\n```text\nSOURCE={UP}!20@{'0' * 40}\n```\n")
     # a mention carries nothing (issue 48 item 4)
     forge.create_pr("see-also", "v2.7.1", "feat: seven, differently", f"参考 {UP}!18, see also !18")
     return {"project": project, "shas": shas, "env": {"BACKPORT_CACHE": str(root / "cache")}}

@@ -22,9 +22,12 @@ def test_each_branch_shows_its_pr_and_result_and_one_without_pr_fails(sandbox, g
         (pr,) = gitcode.open_prs(base=target)
         assert rows[target]["pr"]["number"] == pr.number
         assert rows[target]["result"] == "not run (--skip-tests)"
+        assert (rows[target]["test_state"], rows[target]["skipped_because"]) == (
+            "skipped", "--skip-tests")
         assert rows[target]["head_commit"] == pr.head_sha
     for target in ("v2.7.1", "v2.11.0"):
         assert rows[target]["pr"] is None and rows[target]["result"] == "no open PR"
+        assert rows[target]["test_state"] is None
     assert all(r.method == "GET" for r in gitcode.requests[requests:])  # it only reads
     only = run_app(sandbox.project, "status", "--api", "put_metric", "--from-forge",
                    "--branch", "master", env=ENV)

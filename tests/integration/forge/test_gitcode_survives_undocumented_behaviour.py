@@ -6,6 +6,7 @@ client must survive without harming a PR.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -204,22 +205,59 @@ def test_requests_are_paced_under_the_limit_and_never_meet_429() -> None:
 
 
 # ---------------------------------------------------------------- 9: no route to the service
-def test_no_route_is_one_sentence_naming_the_host_and_what_to_check(sleeps: SleepLog) -> None:
-    for url, why in (("http://127.0.0.1:9/api/v5", "the connection was refused"),
-                     ("https://api.backport-test.invalid/api/v5", "its name does not resolve")):
-        forge = GitCodeForge(url, UPSTREAM, FORK, TOKEN, sleep=sleeps)
-        started = time.monotonic()
-        with pytest.raises(BackportError) as info:
-            forge.preflight()
-        message = info.value.message
-        host = url.split("/")[2]
-        assert message == (f"GitCode API at {host} could not be reached ({why}); check the "
-                           "network connection, any proxy (HTTPS_PROXY) and api_url in "
-                           "branches.yaml.")
-        assert sleeps.calls == []  # not retried: nothing to wait for
-        assert time.monotonic() - started < 30
+UNRESOLVABLE = "api.backport-test.invalid"
 
 
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on: bound, then closed."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def name_unresolvable(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """This process's resolver fails for UNRESOLVABLE as the host's would at its worst or best
+    (no such name / resolver unreachable); other names resolve as usual."""
+    real = socket.getaddrinfo
+    errno_, text = request.param
+
+    def getaddrinfo(host: object, *args: object, **kwargs: object) -> object:
+        if host == UNRESOLVABLE:
+            raise socket.gaierror(errno_, text)
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def assert_unreachable_in_one_sentence(url: str, why: str, sleeps: SleepLog) -> None:
+    forge = GitCodeForge(url, UPSTREAM, FORK, TOKEN, sleep=sleeps)
+    started = time.monotonic()
+    with pytest.raises(BackportError) as info:
+        forge.preflight()
+    host = url.split("/")[2]
+    assert info.value.message == (
+        f"GitCode API at {host} could not be reached ({why}); check the network connection, any "
+        "proxy (HTTPS_PROXY) and api_url in branches.yaml.")
+    assert sleeps.calls == []  # not retried: nothing to wait for
+    assert time.monotonic() - started < 30
+
+
+def test_refused_connection_is_one_sentence_naming_the_host_and_what_to_check(
+        sleeps: SleepLog, closed_port: int) -> None:
+    assert_unreachable_in_one_sentence(f"http://127.0.0.1:{closed_port}/api/v5",
+                                       "the connection was refused", sleeps)
+
+
+@pytest.mark.parametrize("name_unresolvable", [
+    (socket.EAI_NONAME, "Name or service not known"),
+    (socket.EAI_AGAIN, "Temporary failure in name resolution"),
+], indirect=True, ids=["no-such-name", "resolver-unreachable"])
+def test_no_route_is_one_sentence_naming_the_host_and_what_to_check(
+        sleeps: SleepLog, name_unresolvable: None) -> None:
+    assert_unreachable_in_one_sentence(f"https://{UNRESOLVABLE}/api/v5",
+                                       "its name does not resolve", sleeps)
 
 
 def test_fixture_forge_is_unpaced(server: FakeGitCode, sleeps: SleepLog) -> None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from backport.forge.token import askpass_env, resolve_token
+from backport.forge.token import ASKPASS_PROGRAM, askpass_env, resolve_token
 from backport.redact import redact
 
 
@@ -44,7 +43,7 @@ def test_askpass_script_holds_no_secret_and_git_uses_it(git_home: dict[str, str]
     extra = askpass_env(token, "lgxxx", environ=git_home)
     script = Path(extra["GIT_ASKPASS"])
     assert token not in script.read_text()
-    assert stat.S_IMODE(script.parent.stat().st_mode) == 0o700
+    assert script == ASKPASS_PROGRAM  # the package's file, never one written in a temp folder
     assert token not in " ".join(f"{k}={v}" for k, v in extra.items() if k != "BACKPORT_ASKPASS_TOKEN")
     # git itself asks the askpass program (the stored credential helper is switched off)
     env = {**git_home, **extra, "LANG": "C", "LC_ALL": "C"}
@@ -53,4 +52,20 @@ def test_askpass_script_holds_no_secret_and_git_uses_it(git_home: dict[str, str]
     fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     assert fields["username"] == "lgxxx"
     assert fields["password"] == token
-    assert askpass_env(token)["GIT_ASKPASS"] == str(script)  # one script per process
+    assert askpass_env(token)["GIT_ASKPASS"] == str(script)  # one program for every push
+
+
+def test_a_repository_around_the_folder_names_no_credential_helper(
+        git_home: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`git credential fill` reads the user's helpers only: a repository planted where the
+    command runs (a temp folder a test could write) is not consulted, and its helper never runs."""
+    planted = tmp_path / "tmp"
+    ran = tmp_path / "helper.ran"
+    subprocess.run(["git", "init", "-q", str(planted)], check=True)
+    subprocess.run(["git", "config", "--file", str(planted / ".git" / "config"), "credential.helper",
+                    f"!touch '{ran}'; echo password=planted-99; :"], check=True)
+    (planted / "work").mkdir()
+    monkeypatch.chdir(planted / "work")
+    assert resolve_token("https://api.gitcode.com/api/v5", git_home) == "stored-TOKEN-from-git-77"
+    assert resolve_token("https://api.other.example/api/v5", git_home) is None  # none stored
+    assert not ran.exists()

@@ -1,8 +1,8 @@
-"""`apply --from-pr N`: a PR naming `!N` stops a target only when it counts. A reader's PR whose
-body says "cf. !N" never blocks and the source PR's summary does not name it; a maintainer's
-does; a reader's PR whose own commits carry the change (its patch-id) does. Permissions are
-asked once per login, and only for PRs that name `!N` (GitCode stand-in, the sandbox's real
-upstream repository)."""
+"""`apply --from-pr N`: a PR carrying `!N` stops a target only when it counts. A PR whose body
+says "cf. !N" carries nothing (no request is made for it) and the source PR's summary does not
+name it; a reader's PR in a carrier form whose own commits carry the change (its patch-id)
+blocks. Permissions are asked once per login, and only for PRs that carry `!N` (GitCode
+stand-in, the sandbox's real upstream repository)."""
 
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def test_a_readers_pr_saying_cf_never_blocks_and_the_summary_does_not_name_it(sa
     assert all(b["proposed"] is None for b in branches.values())
     ours = {p.base_ref for p in server.prs.values() if p.head_repo == OURS}
     assert ours == {"v2.7.1", "v2.11.0", "v2.12.0"}
-    assert _asked(server, "reader") == 1  # two PRs of one login: asked once for the run
-    assert _asked(server, "writer") == 0  # a PR that does not name !N costs nothing
+    assert _asked(server, "reader") == 0  # a mention carries nothing: no request for it
+    assert _asked(server, "writer") == 0  # a PR that does not carry !N costs nothing
     summary = "\n".join(c["body"] for c in server.prs[NUMBER].comments)
     assert summary, "the source PR has its summary"
     for other in (cf, also, unrelated):
@@ -71,7 +71,7 @@ def test_a_readers_pr_whose_commits_carry_the_change_blocks(sandbox, server):
     pr = source_pr(server, state="merged", issues=[3216])
     land(sandbox, NUMBER, pr.head_ref)
     picked = server.add_pr(head_repo="reader/pytorch", head="pick", base="v2.12.0",
-                           title="test: put_metric on 2.12", body=f"from !{NUMBER}",
+                           title=f"[sync] PR-{NUMBER}: put_metric on 2.12", body="",
                            author="reader")
     push_mr_head(sandbox, picked.number, pr_commit(sandbox, "v2.12.0"), "v2.12.0")
     result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json")
@@ -87,7 +87,7 @@ def test_a_readers_pr_with_another_change_does_not_block(sandbox, server):
     pr = source_pr(server, state="merged", issues=[3216])
     land(sandbox, NUMBER, pr.head_ref)
     other = server.add_pr(head_repo="reader/pytorch", head="pick", base="v2.12.0",
-                          title="not it", body=f"backport of !{NUMBER}", author="reader")
+                          title=f"[sync] PR-{NUMBER}: not it", body="", author="reader")
     work = work_clone(sandbox, "v2.12.0")
     (work / "NOTES.md").write_text("a note\n", encoding="utf-8")
     git(work, "add", "NOTES.md")
@@ -97,3 +97,17 @@ def test_a_readers_pr_with_another_change_does_not_block(sandbox, server):
                  "--branch", "v2.12.0")
     assert result.code == 0, result.err
     assert _branches(result)["v2.12.0"]["status"] == "done"
+
+
+def test_a_readers_pr_with_thousands_of_digits_stops_nothing(sandbox, server):
+    """A reader's PR into the target whose body holds `!` and 5,000 digits crashed every
+    `apply --from-pr` into that target (`ValueError: Exceeds the limit (4300 digits)`)."""
+    pr = source_pr(server, state="merged", issues=[3216])
+    land(sandbox, NUMBER, pr.head_ref)
+    server.add_pr(head_repo="reader/pytorch", head="digits", base="v2.12.0",
+                  title=f"[sync] PR-{'9' * 5000}: x", body="!" + "9" * 5000, author="reader")
+    result = run(sandbox, "apply", "--from-pr", str(NUMBER), "--skip-tests", "--json",
+                 "--branch", "v2.12.0")
+    assert result.code == 0, result.err
+    assert _branches(result)["v2.12.0"]["status"] == "done"
+    assert _asked(server, "reader") == 0

@@ -76,6 +76,8 @@ def test_unreachable_https_url_is_redacted(tmp_path: Path) -> None:
         cache.fetch(["master"])
     assert info.value.code == "upstream-unreachable"
     assert "s3cr3t" not in info.value.message
+    assert not cache.path.exists()  # a failed first fetch leaves no cache behind
+    cache.ensure()
     assert "s3cr3t" not in (cache.path / "config").read_text()
 
 

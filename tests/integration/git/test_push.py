@@ -39,7 +39,7 @@ def test_push_creates_branch_then_moves_it_with_lease(
     # A new commit, lease = what we pushed: moves (even non-fast-forward).
     gr.git(applied.path, "commit", "--amend", "--quiet", "-m", "amended")
     second = applied.head()
-    push_branch(applied.path, str(fork), second, BRANCH, expect=first)
+    push_branch(cache.path, str(fork), second, BRANCH, expect=first)  # the cache holds it
     assert remote_sha(str(fork), BRANCH) == second
     # The upstream was never touched.
     assert gr.branches_of(scenario.upstream) == scenario.heads

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from backport.errors import BackportError
-from backport.git.run import git
+from backport.git.run import git, token_git
 from tests.helpers.processes import alive
 
 
@@ -103,3 +103,39 @@ def test_a_hanging_git_is_killed_with_its_children(tmp_path: Path) -> None:
 
 
 
+
+
+def test_a_token_holding_call_runs_nothing_a_config_file_names(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """`token_git`'s own options win over every config file git reads: no ``ext::`` transport
+    (an ``insteadOf`` turns the upstream's URL into one), no hook, no file-system monitor."""
+    upstream = tmp_path / "upstream"
+    git(["init", "--quiet", str(upstream)], cwd=tmp_path)
+    git(["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "--quiet",
+         "--allow-empty", "-m", "base"], cwd=upstream)
+    cache = tmp_path / "cache.git"
+    git(["init", "--quiet", "--bare", str(cache)], cwd=tmp_path)
+    ran = tmp_path / "ran"
+    program = _script(tmp_path / "x.sh", f"echo \"$0\" >> '{ran}'\nexit 1\n")
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for hook in ("reference-transaction", "post-checkout", "pre-push"):
+        _script(hooks / hook, f"echo {hook} >> '{ran}'\n")
+    config = tmp_path / "global.gitconfig"
+    url = f"file://{upstream}"
+    config.write_text(f"[protocol \"ext\"]\n\tallow = always\n[core]\n\thooksPath = {hooks}\n"
+                      f"\tfsmonitor = {program}\n[url \"ext::{program} \"]\n\tinsteadOf = {url}\n",
+                      encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    fetch = ["fetch", "--quiet", "--", url, "+refs/heads/*:refs/remotes/u/*"]
+    out = token_git(fetch, repo=cache, urls=(url,), check=False)
+    assert not out.ok and "transport 'ext' not allowed" in out.stderr
+    assert not ran.exists()
+    config.write_text(config.read_text(encoding="utf-8").split("[url")[0], encoding="utf-8")
+    assert token_git(fetch, repo=cache, urls=(url,)).ok  # the same fetch, without the insteadOf
+    assert git(["for-each-ref"], cwd=cache).stdout.strip()
+    assert not ran.exists()
+    # a transport the call's URLs do not use is not allowed either
+    other = token_git(["ls-remote", "--", url], repo=None, urls=("https://gitcode.com/a/b.git",),
+                      check=False)
+    assert not other.ok and "transport 'file' not allowed" in other.stderr

@@ -123,3 +123,54 @@ def test_a_maintainers_plan_names_the_branches_and_runs_nothing(sandbox, gitcode
     assert output.read_text(encoding="utf-8") == "branches=,v2.7.1,v2.12.0,\n"
     assert len(gitcode.prs[NUMBER].comments) == 400 and ours(gitcode) == []
     assert not (sandbox.project / "patches" / f"pr-{NUMBER}").exists()
+
+
+def _merge_event(tmp: Path) -> Path:
+    return _event(tmp, {"action": "merge", "pull_request": {
+        "number": NUMBER, "state": "merged", "merged": True}}, "merge")
+
+
+def test_a_merge_after_300_readers_asked_costs_the_plan_at_most_12_requests(sandbox, gitcode,
+                                                                           tmp_path):
+    """300 readers wrote `/backport` after a maintainer did: who may ask is read once (the
+    collaborators listing), not once per reader; the maintainer's request is obeyed."""
+    pr = merged_pr(sandbox, gitcode, state="open")
+    gitcode.add_comment(NUMBER, "/backport v2.11.0", author="maintainer1")
+    for i in range(300):
+        gitcode.add_comment(NUMBER, "/backport v2.12.0", author=f"reader{i}")
+        if i % 2:
+            gitcode.permissions[f"reader{i}"] = "read"  # a member; the others are strangers
+    land(sandbox, gitcode, pr)
+    output = tmp_path / "atomgit-output"
+    plan = trigger(sandbox, "--event", str(_merge_event(tmp_path)), "--plan",
+                   env={"ATOMGIT_OUTPUT": str(output)})
+    assert plan.code == 0, plan.err
+    assert len(gitcode.requests) <= 12, gitcode.counts()
+    assert output.read_text(encoding="utf-8") == "branches=,v2.11.0,\n"
+    assert "147 older /backport request(s)" in plan.out  # 150 strangers, the newest 3 asked
+    gitcode.requests.clear()
+    job = trigger(sandbox, "--event", str(_merge_event(tmp_path)), "--branch", "v2.12.0")
+    assert job.code == 0, job.err
+    assert "v2.12.0 was not asked for" in job.out
+    assert len(gitcode.requests) <= 12, len(gitcode.requests)
+
+
+def test_a_writer_the_listing_misses_is_asked_only_among_the_newest_requests(sandbox, gitcode,
+                                                                            tmp_path):
+    """A writer the collaborators listing does not show (an organisation's member) is asked
+    by login, but only among the newest requests of unlisted users; older ones are said."""
+    pr = merged_pr(sandbox, gitcode, state="open")
+    gitcode.unlisted = {"orgadmin", "oldadmin"}
+    gitcode.permissions |= {"orgadmin": "admin", "oldadmin": "admin"}
+    gitcode.add_comment(NUMBER, "/backport v2.7.1", author="oldadmin")
+    for i in range(10):
+        gitcode.add_comment(NUMBER, "/backport v2.12.0", author=f"reader{i}")
+    gitcode.add_comment(NUMBER, "/backport v2.11.0", author="orgadmin")
+    land(sandbox, gitcode, pr)
+    output = tmp_path / "atomgit-output"
+    plan = trigger(sandbox, "--event", str(_merge_event(tmp_path)), "--plan",
+                   env={"ATOMGIT_OUTPUT": str(output)})
+    assert plan.code == 0, plan.err
+    assert len(gitcode.requests) <= 12, len(gitcode.requests)
+    assert output.read_text(encoding="utf-8") == "branches=,v2.11.0,\n"
+    assert "not read" in plan.out and "oldadmin" not in plan.out

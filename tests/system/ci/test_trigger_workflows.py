@@ -111,3 +111,26 @@ def test_gitcode_readers_comment_leads_to_one_reply_and_no_branch_job(sandbox, g
     (reply,) = [c["body"] for c in source.comments]
     assert "@reader1" in reply and MARKER not in reply
     assert len(gitcode.requests) <= 4
+
+
+def test_gitcode_pipeline_on_a_host_refusing_namespaces_runs_no_pr_code(sandbox, gitcode,
+                                                                        tmp_path, wheelhouse):
+    """The branch job's host refuses namespaces (BACKPORT_SANDBOX_REFUSE=1) and the map does
+    not say `isolation: none`: the prepare step refuses in one sentence (exit 2), so neither
+    the set is tested nor anything published."""
+    gitcode.permissions = {"maintainer1": "write"}
+    source = merged_pr(sandbox, gitcode)
+    repo, sha, served = _map(sandbox, tmp_path)
+    with GitHttp(served, PROJECT_TOKEN) as http:
+        run = _gitcode_run(repo, sha, tmp_path, http, wheelhouse,
+                           _comment(source.number, "/backport v2.12.0", "maintainer1"))
+        run.extra_env["BACKPORT_SANDBOX_REFUSE"] = "1"
+        jobs = run.run_all()
+    assert [j.job for j in jobs] == ["plan", "trigger_v2_12_0"]
+    assert jobs[0].ok, jobs[0].log
+    branch = jobs[1]
+    prepare = branch.step("Check the permission again")
+    assert prepare.ran and not prepare.ok
+    assert "refuses PID namespaces" in prepare.output and "isolation: none" in prepare.output
+    assert not branch.step("Apply and test").ran and not branch.step("Publish").ran
+    assert _ours(gitcode) == [] and source.comments == []

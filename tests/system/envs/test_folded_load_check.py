@@ -86,13 +86,14 @@ if __name__ == "__main__":
 
 
 def _fake_env(root: Path, npu_source: str) -> tuple[Environment, Path]:
-    site = root / "site"
+    # In the worktree of _cold_run: all a test of its sandbox reads and writes.
+    site = root / "wt" / "site"
     write(site / "torch" / "__init__.py", FAKE_TORCH)
     write(site / "torch_npu" / "__init__.py", npu_source)
     for name in ("torch", "torch_npu"):
         write(site / f"{name}-2.13.0.dist-info" / "METADATA",
               f"Metadata-Version: 2.1\nName: {name}\nVersion: 2.13.0\n")
-    log = root / "imports.log"
+    log = root / "wt" / "imports.log"
     env = Environment(name="fake-torch", python=Path(sys.executable), timeout=60.0,
                       env={"PYTHONPATH": str(site), "FAKE_TORCH_LOG": str(log)})
     return env, log

@@ -234,7 +234,7 @@ def _warm_failing_test(warm: Runner, worktree: Path) -> None:
 
 
 def _warm_timeout_kills_the_group(warm: Runner, worktree: Path) -> None:
-    pids = worktree.parent / "pids.txt"
+    pids = worktree / "pids.txt"  # a test writes only its worktree
     spec = Spec("test/test_hang.py", (str(pids),))
     start = time.monotonic()
     run = warm.run(worktree, spec, worktree.parent / "hang.log", timeout=2.0)
@@ -287,7 +287,7 @@ def test_fallback_when_worker_cannot_start(plain_env: Environment, worktree: Pat
 
 def test_isolated_timeout_kills_the_group(plain_env: Environment, worktree: Path) -> None:
     runner = Runner(plain_env, probe(plain_env), device="none")
-    pids = worktree.parent / "pids.txt"
+    pids = worktree / "pids.txt"  # a test writes only its worktree
     run = runner.run(worktree, Spec("test/test_hang.py", (str(pids),)), worktree.parent / "h.log",
                      timeout=2.0)  # fmt: skip
     assert run.runner == "isolated"

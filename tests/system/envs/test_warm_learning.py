@@ -288,7 +288,7 @@ def _gated(learning_env: Environment, worktree: Path) -> tuple[Path, Path, Envir
     """Two FIFO gates (``<gate>_a``, ``<gate>_b``) that modules ``bp_gate_a`` / ``bp_gate_b``
     wait on when imported, a test file importing both, the log ``bp_counted`` notes each
     importing process in, and the environment naming them."""
-    gate, log = worktree.parent / "gate", worktree.parent / "counted.log"
+    gate, log = worktree / "gate", worktree / "counted.log"  # a test writes only its worktree
     for end in ("_a", "_b"):
         os.mkfifo(f"{gate}{end}")
     write(worktree / "test" / "test_gate.py",

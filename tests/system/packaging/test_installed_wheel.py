@@ -52,6 +52,11 @@ def test_the_installed_wheel_runs_demo_init_and_check_from_any_folder(
     where = _run([str(bin_dir / "python"), "-c", "import backport; print(backport.__file__)"],
                  cwd=anywhere)
     assert Path(where.stdout.strip()).is_relative_to(tmp_path / "venv"), where.stdout + where.stderr
+    # git's askpass program is a file of the installed package, executable as installed
+    askpass = _run([str(bin_dir / "python"), "-c", "import os; from backport.forge.token import "
+                    "ASKPASS_PROGRAM as p; print(p, os.access(p, os.X_OK))"], cwd=anywhere)
+    program, executable = askpass.stdout.split()
+    assert Path(program).is_relative_to(tmp_path / "venv") and executable == "True", askpass
 
     torch = ["--python", TORCH_PYTHON] if TORCH_PYTHON else []
     demo = _run([str(bin_dir / "backport"), "demo", "--dir", str(anywhere / "sb"), *torch],
@@ -75,3 +80,10 @@ def test_the_installed_wheel_runs_demo_init_and_check_from_any_folder(
     check = _run([str(bin_dir / "backport"), "check", "--offline"], cwd=first)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "follows the token's login" in " ".join(check.stdout.split())
+    # the wheel holds the put_metric set init --from-shipped writes (issue 49 item 2)
+    second = _run([str(bin_dir / "backport"), "init", "second", "--from-shipped", "put_metric"],
+                  cwd=anywhere)
+    assert second.returncode == 0, second.stdout + second.stderr
+    for name in shipped:
+        assert ((anywhere / "second" / "patches" / "put_metric" / name).read_bytes()
+                == (ROOT / "patches" / "put_metric" / name).read_bytes())

@@ -244,6 +244,6 @@ def test_an_unreachable_upstream_stops_the_run_in_one_sentence_naming_it(sandbox
     errors = [line for line in result.err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and f"upstream {url}:" in errors[0], result.err
     assert "Traceback" not in result.err and result.out == ""
-    status = run_app(sandbox.project, "status", "--json").json()
-    assert {b["status"] for b in status["branches"]} == {"failed"}
-    assert all(url in b["message"] for b in status["branches"])
+    # the upstream's failure, not the branches': none is recorded as failed (issue 49 item 3)
+    status = run_app(sandbox.project, "status")
+    assert status.code == 0 and "No runs yet" in status.out, status.out + status.err

@@ -30,7 +30,9 @@ exec {python} -c 'import time; time.sleep(600)' {marker}
 def test_kill_9_of_apply_leaves_no_test_running(sandbox: Sandbox,  # noqa: F811
                                                  tmp_path: Path) -> None:
     needs_namespaces()
-    marker = str(tmp_path / f"linger-{uuid.uuid4().hex}")
+    # in the test's worktree: the only folder of the host it writes
+    worktree = sandbox.project / ".backport" / "worktrees" / "put_metric" / "master"
+    marker = str(worktree / f"linger-{uuid.uuid4().hex}")
     wrapper = tmp_path / "wrapper.sh"
     wrapper.write_text(WRAPPER.format(python=sys.executable, marker=marker), encoding="utf-8")
     wrapper.chmod(0o755)

@@ -119,7 +119,7 @@ def test_a_squash_message_is_known_by_its_own_pr() -> None:
     assert squash_number(quoting) == 20
 
 
-def test_the_sync_bot_and_cherry_pick_and_a_named_pr_are_carried() -> None:
+def test_the_sync_bot_and_cherry_pick_are_carried_and_a_mention_is_not() -> None:
     sync = squash(44833, "sync-pr43883-2.7uce-to-v2.11.0", "v2.11.0",
                   "[sync] PR-43883: fix repair addresses")
     assert carried(sync, UP, "v2.11.0") == {43883}
@@ -127,8 +127,9 @@ def test_the_sync_bot_and_cherry_pick_and_a_named_pr_are_carried() -> None:
     assert carried(short, UP, "master") == {36613}
     pick = squash(44585, "cherry-pick-mr-44584-1786698435449-auto", "v2.11.0", "fix: x")
     assert carried(pick, UP, "v2.11.0") == {44584}
-    trailer = squash(50, "backport/y", "master", "fix: y", body=f"SOURCE={UP}!41@{'a' * 40}")
-    assert carried(trailer, UP, "master") == {41}  # this tool's trailer
+    # a mention in prose carries nothing (issue 47 item 6): "see also !N", "参考 !N"
+    for prose in ("the same as !41 on v2.7.1", "see also !41", "参考 !41"):
+        assert carried(squash(50, "fix/y", "master", "fix: y", body=prose), UP, "master") == set()
     # its own number, a longer number and another repository's !N are not carried
     other = squash(51, "fix/z", "master", "fix: z", body="see other/repo!42 and path/x!43")
     assert carried(other, UP, "master") == set()

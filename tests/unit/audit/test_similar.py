@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from backport.audit.model import Cell, Change
 from backport.audit.similar import TitleIndex, decide
-from backport.titles import strip_branch_tags
+from backport.titles import title_key
 
 BRANCHES = ("v2.7.1", "master")
 
 
 def key(title: str) -> str:
-    return strip_branch_tags(title, BRANCHES)
+    return title_key(title, BRANCHES)
 
 
 def index() -> TitleIndex:

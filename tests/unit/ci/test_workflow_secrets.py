@@ -58,3 +58,21 @@ def test_the_check_sees_a_token_next_to_pr_code():
     assert runs_pr_code({"run": "cd src && backport check --json"})
     assert runs_pr_code({"run": "backport trigger --branch B"})
     assert not runs_pr_code({"run": "backport trigger --plan"})
+
+
+@pytest.mark.parametrize("name", [n for n in SHIPPED if "trigger" in n])
+def test_each_branch_job_refuses_before_any_step_runs_pr_code(name):
+    """On a host that refuses namespaces, `trigger --branch B --prepare` exits 2 (it checks the
+    isolation before it makes the set) and the job stops there: it must come before every step
+    that runs PR code, and be asked without --skip-tests, which would skip the check."""
+    for job_id, job in load_workflow(EXAMPLES / name)["jobs"].items():
+        runs = [s.get("run", "") for s in job["steps"]]
+        prepares = [i for i, run in enumerate(runs) if re.search(r"backport\s+trigger\b[^\n]*"
+                                                                 r"--branch[^\n]*--prepare", run)]
+        pr_code = [i for i, step in enumerate(job["steps"]) if runs_pr_code(step)]
+        if job_id == "plan":
+            assert not prepares and not pr_code, job_id
+            continue
+        assert len(prepares) == 1 and "--skip-tests" not in runs[prepares[0]], job_id
+        assert pr_code and all(i > prepares[0] for i in pr_code), job_id
+        assert all("backport" in runs[i] for i in pr_code), job_id  # each checks again itself

@@ -157,6 +157,17 @@ CASES = [
     ),
     ("branch-missing-env", _replace("{env: e1}", "{}"), 9, ["missing required key 'env'"]),
     (
+        "title-tag-naming-another-branch",
+        _replace("{env: e1}", "{env: e1, title_tag: '[v2.7.1]'}"),
+        9,
+        ["branches.master.title_tag:", "'[v2.7.1]' is not a tag naming the branch 'master'",
+         "like '[master]'"],
+    ),
+    ("title-tag-empty", _replace("{env: e1}", "{env: e1, title_tag: ''}"), 9,
+     ["branches.master.title_tag:", "must not be empty"]),
+    ("title-tag-two-lines", _replace("{env: e1}", '{env: e1, title_tag: "[master]\\n[x]"}'), 9,
+     ["branches.master.title_tag:", "single line"]),
+    (
         "unquoted-version",
         _replace("{python: /py}", "{python: /py, expect: {torch: 2.10}}"),
         7,

@@ -62,3 +62,10 @@ def test_only_a_set_made_from_a_pr_may_list_no_test(tmp_path: Path) -> None:
         load(tmp_path, _no_tests(PATCH_YAML))
     assert ("lists no test (only a set made from a PR, with source_pr, may list none)"
             in info.value.message)
+
+
+def test_a_set_made_from_a_pr_is_pr_code_and_a_hand_made_one_is_not(tmp_path: Path) -> None:
+    """The record the refusal on hosts without namespaces reads (issue 47 item 5): the
+    source_* keys the from-PR authoring writes."""
+    assert load(tmp_path, PATCH_YAML + SOURCE).pr_code
+    assert not load(tmp_path, PATCH_YAML).pr_code

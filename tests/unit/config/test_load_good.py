@@ -347,3 +347,14 @@ def test_installer_and_launch_keys(tmp_path: Path, home: Path) -> None:
     assert prefixed.source == tmp_path / "scripts" / "env.sh"  # relative to the file
     assert prefixed.source_shown == "scripts/env.sh"
     assert prefixed.wrapper == ("taskset", "-c", "0", "{python}")
+
+
+def test_a_branch_may_ask_for_a_title_tag(tmp_path: Path) -> None:
+    config = write_project(tmp_path)
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("  v2.7.1:  {env: torch-2.7.1}",
+                                   "  v2.7.1: {env: torch-2.7.1, title_tag: '【2.7.1】'}"),
+                      encoding="utf-8")
+    bm = load_branch_map(config, environ={})
+    assert bm.targets["v2.7.1"].title_tag == "【2.7.1】"
+    assert bm.targets["master"].title_tag is None

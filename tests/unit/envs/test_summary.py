@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -172,3 +173,16 @@ def test_round_trip_after_arbitrary_output(noise: str, generated: tuple[str, dic
     summary = parse_summary(noise + "\n" + text)
     for key, value in expected.items():
         assert getattr(summary, key) == value, (key, text)
+
+
+@pytest.mark.parametrize("text", [
+    f"Ran {'9' * 5000} tests in 0.1s\n\nOK\n",
+    f"Ran 3 tests in 0.1s\n\nFAILED (failures={'9' * 5000})\n",
+    f"===== {'9' * 5000} passed in 0.12s =====\n",
+    f"Ran {'1' * 11} tests in 0.1s\n\nOK\n",
+])
+def test_a_count_of_more_than_ten_digits_is_no_summary_and_raises_nothing(text: str) -> None:
+    """A test's log is outside text: its numbers go through the one bounded parser."""
+    found = parse_summary(text)
+    assert found.ran is None or found.ran < 10**10
+    assert found.ok is not True

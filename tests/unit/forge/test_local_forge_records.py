@@ -80,3 +80,22 @@ def test_the_local_forge_keeps_a_source_prs_files_and_merge_time(tmp_path: Path)
     later = {p.number: p.author for p in forge.later_prs(0, "master")}
     assert later == {number: "maint", opened: "maint"}
     assert [p.author for p in forge.later_prs(0, "v2.7.1")] == ["lgxxx"]  # the fork's owner
+
+
+def test_a_pr_learned_from_history_keeps_its_real_number_and_merge_time(local: LocalForge):
+    merged_at = "2026-08-21T23:23:02+08:00"  # the squash commit's committer date
+    assert not local.has_pr(42893)
+    number = local.add_source_pr(number=42893, merged_at=merged_at, head="is-conj",
+                                 base="master", title="[master] test: is_conj", body="b",
+                                 author="someone", files=(PrFile(None, "test/test_conj.py"),))
+    assert number == 42893 and local.has_pr(42893)
+    info = local.get_source_pr(42893)
+    assert (info.number, info.state, info.merged_at, info.base, info.head) == (
+        42893, "merged", merged_at, "master", "is-conj")
+    assert local.pr_files(42893) == [PrFile(None, "test/test_conj.py")]
+    # the PRs this tool opens afterwards are later ones, as on GitCode
+    assert local.create_pr("test-x-v2.7.1", "v2.7.1", "t", "b").number > 42893
+    with pytest.raises(BackportError) as again:
+        local.add_source_pr(number=42893, head="h", base="master", title="t", body="b",
+                            author="x")
+    assert "already has PR !42893" in again.value.message

@@ -72,3 +72,17 @@ def test_an_empty_title_falls_back_to_the_subject_then_to_the_source() -> None:
     assert backport_message("subj\n", title="\n", sha=SHA, source_ref=REF).startswith("subj\n\n")
     assert backport_message("# message auto-generated for no-merge-commit merge:\n!1 x",
                             title="", sha=SHA, source_ref=REF).startswith(f"Backport of {REF}\n")
+
+
+def test_the_authors_lines_in_the_tools_trailer_forms_are_not_kept_as_trailers() -> None:
+    """Only the tool's trailer says where a backport comes from: an author's `Backport of …!N.`
+    or `(cherry picked from commit …)` line would make the commit carry another PR."""
+    other = "0" * 40
+    own = (f"fix: y\n\nthe author's words\n\nBackport of Ascend/pytorch!999.\n"
+           f"(cherry picked from commit {other})\n  (cherry picked from commit {other})  \n")
+    message = backport_message(own, title="fix: y", sha=SHA, source_ref=REF)
+    assert message == ("fix: y\n\nthe author's words\n\n"
+                       f"Backport of {REF}.\n(cherry picked from commit {SHA})\n")
+    kept = backport_message("fix: z\n\nsee Backport of !999. in the notes\n", title="fix: z",
+                            sha=SHA, source_ref=REF)
+    assert "see Backport of !999. in the notes" in kept  # words in a line stay

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from backport.forge import PullRequest
 from backport.pipeline.proposed import (
-    BODY,
+    BACKPORT,
     BOT_BRANCH,
     CHERRY_PICK,
     SAME_CHANGE,
@@ -18,6 +18,7 @@ from backport.pipeline.proposed import (
 )
 
 N, UP, TARGET = 42810, "Ascend/pytorch", "v2.7.1"
+SOURCE_LINE = f"```text\nSOURCE={UP}!{N}@{'a' * 40}\n```"  # a backport PR's evidence line
 
 
 def pr(*, head_repo: str = "reader/pytorch", head: str = "topic", title: str = "t",
@@ -51,21 +52,22 @@ def judge(made: PullRequest, asked: Asked) -> str | None:
                   has_change=asked.has_change)
 
 
-def test_a_readers_cf_counts_for_nothing_after_both_checks() -> None:
+def test_a_readers_cf_carries_nothing_and_a_readers_backport_counts_for_nothing() -> None:
+    assert carries(pr(body=f"cf. !{N}"), N, UP, TARGET) is None  # a mention is no carrier
     asked = Asked()
-    assert judge(pr(body=f"cf. !{N}"), asked) is None
+    assert judge(pr(body=SOURCE_LINE), asked) is None
     assert asked.logins == ["reader"] and asked.changes == 1
 
 
 def test_a_writers_pr_counts_without_reading_its_commits() -> None:
     asked = Asked(writers=frozenset({"maint"}))
-    assert judge(pr(body=f"backport of !{N}", author="maint"), asked) == WRITER
+    assert judge(pr(body=SOURCE_LINE, author="maint"), asked) == WRITER
     assert asked.changes == 0
 
 
 def test_a_readers_pr_with_the_change_counts() -> None:
     asked = Asked(change=True)
-    assert judge(pr(body=f"from !{N}"), asked) == SAME_CHANGE
+    assert judge(pr(body=SOURCE_LINE), asked) == SAME_CHANGE
 
 
 def test_a_bot_branch_in_the_upstream_counts_without_a_request() -> None:
@@ -83,4 +85,4 @@ def test_a_bot_title_or_branch_from_a_readers_fork_is_checked_like_any_pr() -> N
     assert judge(fake_sync, asked) is None
     fake_pick = pr(head=f"cherry-pick-mr-{N}-1-auto")
     assert not bot_branch(fake_pick, CHERRY_PICK, UP) and judge(fake_pick, asked) is None
-    assert not bot_branch(pr(head_repo=UP, body=f"!{N}"), BODY, UP)  # a body is no bot form
+    assert not bot_branch(pr(head_repo=UP, body=SOURCE_LINE), BACKPORT, UP)  # no bot form

@@ -1,5 +1,5 @@
 """`carries`: which PR already carries source PR !N into a target (the sync bot's, GitCode's
-cherry-pick, a backport, a body naming it), and the near misses that must not count; the
+cherry-pick, a backport), and the near misses (a body naming it among them) that must not count; the
 already-proposed record and its JSON."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from backport.codec import decode, encode
 from backport.forge import PullRequest
-from backport.pipeline.proposed import BACKPORT, BODY, CHERRY_PICK, SYNC, carries, names_source
+from backport.pipeline.proposed import BACKPORT, CHERRY_PICK, SYNC, carries
 from backport.records import BranchRecord, ProposedPr
 from backport.states import Status, may_move
 
@@ -28,12 +28,8 @@ def pr(*, title: str = "fix something", head: str = "topic", body: str = "", bas
     (pr(head=f"sync-pr{N}-test-put-metric-master-to-{TARGET}"), SYNC),
     (pr(head=f"sync-pr{N}-{TARGET}"), SYNC),  # the short form (Ascend's !36752: sync-pr36613-master)
     (pr(head=f"cherry-pick-mr-{N}-1733000000-auto", state="merged"), CHERRY_PICK),
-    (pr(body=f"see !{N}"), BODY),
-    (pr(body=f"!{N}"), BODY),
-    (pr(body=f"合入来源：[Ascend/pytorch!{N}](https://gitcode.com/x)"), BODY),
-    (pr(body=f"from ascend/PyTorch!{N}."), BODY),
-    (pr(body=f"(!{N})"), BODY),
     (pr(body=f"```text\nSOURCE=Ascend/pytorch!{N}@{'a' * 40}\n```"), BACKPORT),
+    (pr(body=f"```text\nSOURCE=ascend/PyTorch!{N}@{'a' * 40}\n```"), BACKPORT),
 ])
 def test_each_form_that_carries_the_source(made: PullRequest, kind: str) -> None:
     assert carries(made, N, UP, TARGET) == kind
@@ -51,6 +47,13 @@ def test_each_form_that_carries_the_source(made: PullRequest, kind: str) -> None
     pr(head=f"sync-pr{N}-{TARGET}0"),  # the short form of another target
     pr(head=f"cherry-pick-mr-{N}0-1733000000-auto"),
     pr(head=f"cherry-pick-mr-{N}-auto"),
+    pr(body=f"see !{N}"),  # a mention in prose carries nothing (issue 47 item 6)
+    pr(body=f"!{N}"),
+    pr(body=f"合入来源：[Ascend/pytorch!{N}](https://gitcode.com/x)"),
+    pr(body=f"from ascend/PyTorch!{N}."),
+    pr(body=f"(!{N})"),
+    pr(body=f"SOURCE=Ascend/pytorch!{N}0@{'a' * 40}"),
+    pr(body=f"SOURCE=Ascend/op-plugin!{N}@{'a' * 40}"),
     pr(body=f"!{N}0"),
     pr(body=f"!{N // 10}"),
     pr(body=f"Ascend/op-plugin!{N}"),  # another repository's PR of that number
@@ -63,11 +66,6 @@ def test_each_form_that_carries_the_source(made: PullRequest, kind: str) -> None
 ])
 def test_near_misses_do_not_carry_it(made: PullRequest) -> None:
     assert carries(made, N, UP, TARGET) is None
-
-
-def test_names_source_finds_one_reference_among_others() -> None:
-    assert names_source(f"Ascend/op-plugin!{N} and then !{N}", N, UP)
-    assert not names_source(f"!{N}0, !{N}1 and other/repo!{N}", N, UP)
 
 
 def test_the_record_says_which_pr_carries_it_and_reads_back() -> None:

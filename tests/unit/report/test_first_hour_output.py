@@ -22,7 +22,7 @@ def test_a_branch_whose_tests_were_skipped_is_not_shown_as_tested() -> None:
     record = BranchRecord("v2.7.1", "test-put-metric-v2.7.1", status=Status.TESTED,
                           commit="7eee9eb92" + "0" * 31, test=Result.skipped_for())
     (row,) = report_rows("put_metric", [record])
-    assert row["status"] == "applied" and row["test"] == "not run (--skip-tests)"
+    assert row["status"] == "skipped" and row["test"] == "not run (--skip-tests)"
     out = io.StringIO()
     render_table([record], Console(file=out, width=200, force_terminal=False, no_color=True))
     assert "tested" not in out.getvalue()

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
 from rich.console import Console
 
-from backport.records import BranchRecord
+from backport.config.model import SourcePr
+from backport.records import (
+    SKIP_DRY_NO_ENVS,
+    SKIP_NO_TESTS,
+    SKIP_NO_TORCH,
+    SKIP_ON_REQUEST,
+    BranchRecord,
+)
+from backport.records import (
+    TestResult as Result,
+)
+from backport.report.source_summary import render_summary
 from backport.report.summary import render_markdown, render_table, report_rows, status_json
+from backport.states import Status
 from tests.helpers import report_fixtures as fx
 from tests.helpers.golden import check_golden
 
@@ -67,3 +80,34 @@ def test_status_json_shape() -> None:
     pr = doc["branches"][3]["pr"]
     assert (pr["number"], pr["url"]) == (42809, "https://gitcode.com/Ascend/pytorch/pull/42809")
     assert doc["branches"][3]["env"]["shared_with"] == ["v2.12.0"]
+
+
+def test_status_json_says_what_happened_to_each_branchs_tests() -> None:
+    done, env_mismatch, planned_skipped, _ = mixed_records()
+    commit = "7eee9eb92" + "0" * 31
+    skipped = {cause: BranchRecord("v2.7.1", "test-put-metric-v2.7.1", status=Status.TESTED,
+                                   commit=commit, test=Result.skipped_for(cause))
+               for cause in (SKIP_ON_REQUEST, SKIP_NO_TESTS, SKIP_NO_TORCH, SKIP_DRY_NO_ENVS)}
+    doc = status_json(fx.patch_set(), [done, env_mismatch, planned_skipped, *skipped.values()])
+    said = [(b["status"], b["test_state"], b["skipped_because"]) for b in doc["branches"]]
+    assert said == [("test-failed", "failed", None), ("env-mismatch", "not-run", None),
+                    ("planned", "skipped", "--skip-tests"),
+                    ("skipped", "skipped", "--skip-tests"), ("skipped", "skipped", "no-tests"),
+                    ("skipped", "skipped", "no-environment"), ("skipped", "skipped", "dry-run")]
+    passed = fx.typed(fx.records())[3]
+    (branch,) = status_json(fx.patch_set(), [passed])["branches"]
+    assert (branch["status"], branch["test_state"], branch["skipped_because"]) == (
+        "done", "passed", None)
+    # the table says it the same way
+    assert [r["status"] for r in report_rows("put_metric", list(skipped.values()))] == \
+        ["skipped"] * 4
+
+
+def test_a_skipped_branch_is_not_said_to_have_passed_on_the_source_pr() -> None:
+    ps = dataclasses.replace(fx.patch_set(), source=SourcePr(
+        number=42893, base="master", commit="9" * 40, merged=True, found_by="squash message"))
+    record = BranchRecord("v2.7.1", "test-put-metric-v2.7.1", status=Status.TESTED,
+                          commit="7eee9eb92" + "0" * 31, test=Result.skipped_for())
+    text = render_summary(ps, fx.branch_map(), [record])
+    (row,) = [line for line in text.splitlines() if line.startswith("| `v2.7.1`")]
+    assert "测试已通过" not in row and "未运行测试（已跳过），尚未推送" in row

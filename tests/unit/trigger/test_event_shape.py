@@ -55,3 +55,43 @@ def test_the_plan_names_branches_so_a_job_can_test_for_its_own():
     assert plan_value([]) == ""
     value = plan_value(["v2.12.0", "master"])
     assert ",v2.12.0," in value and ",master," in value and ",v2.1," not in value
+
+
+def _refused(path: Path, *words: str) -> str:
+    with pytest.raises(BackportError) as caught:
+        read_event(path, "gitcode")
+    message = caught.value.message
+    assert caught.value.code == "usage" and caught.value.exit_code == 2
+    assert "\n" not in message and str(path) in message
+    assert all(word in message for word in words), message
+    return message
+
+
+@pytest.mark.parametrize("raw", ['"' + "9" * 5000 + '"', '"' + "9" * 11 + '"', "9" * 5000],
+                         ids=["string", "eleven-digits", "json-integer"])
+def test_a_pr_number_of_more_than_ten_digits_is_refused_in_one_sentence(tmp_path, raw):
+    path = tmp_path / "event.json"
+    path.write_text('{"action": "merge", "pull_request": {"merged": true, "number": '
+                    f'{raw}}}}}', encoding="utf-8")
+    assert len(_refused(path, "pull_request.number")) < 300  # the digits are not echoed
+
+
+def test_an_event_file_over_one_mib_is_refused_before_it_is_parsed(tmp_path):
+    path = _write(tmp_path, {"action": "created", "pull_request": {"number": 5},
+                             "comment": {**COMMENT, "body": "/backport " + "x" * (1 << 20)}})
+    _refused(path, "1 MiB")
+
+
+@pytest.mark.parametrize("depth", [65, 5000])
+def test_an_event_nested_deeper_than_64_levels_is_refused(tmp_path, depth):
+    path = tmp_path / "event.json"
+    nested = "[" * (depth - 1) + "]" * (depth - 1)
+    path.write_text(f'{{"pull_request": {{"number": 5}}, "x": {nested}}}', encoding="utf-8")
+    _refused(path, "64 levels")
+
+
+def test_an_event_nested_64_levels_is_read(tmp_path):
+    path = tmp_path / "event.json"
+    nested = "[" * 63 + "]" * 63
+    path.write_text(f'{{"pull_request": {{"number": 5}}, "x": {nested}}}', encoding="utf-8")
+    assert read_event(path, "gitcode").number == 5
