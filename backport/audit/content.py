@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from backport.git.run import git
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 MOVED_AT_MOST = 3  # a name found more often than this in the target's tree is not followed
+BRINGERS = 2  # `git log -S` at once (one per core of the machine the goals are set on)
 DISTINCT = 16  # characters of an added line that may be looked for without its context
 
 
@@ -219,7 +221,11 @@ def _decide_on(repo: Path, head: str, tree: Collection[str],
     blobs = history.head_files(repo, head, sorted(wanted))
     read = {path: blobs[f"{head}:{path}"].decode("utf-8", "surrogateescape")
             for path in wanted if f"{head}:{path}" in blobs}
-    for commit, files in patches:
-        path = landed(files, tree, by_name, read)
-        line = probe(files) if path else ""
-        store.content[f"{commit}:{head}"] = _bringer(repo, head, path, line) if line else ""
+    found = [(commit, path, probe(files) if path else "") for commit, files in patches
+             for path in [landed(files, tree, by_name, read)]]
+    asked = [(commit, path, line) for commit, path, line in found if line]
+    with ThreadPoolExecutor(max_workers=BRINGERS) as pool:  # one `git log -S` each
+        brought = pool.map(lambda one: _bringer(repo, head, one[1], one[2]), asked)
+        store.content.update({f"{commit}:{head}": by for (commit, _, _), by in
+                              zip(asked, brought, strict=True)})
+    store.content.update({f"{commit}:{head}": "" for commit, _, line in found if not line})
