@@ -4,7 +4,8 @@ Titles of the same change on several branches differ by a tag naming the branch:
 ``[master]``, ``[2.7.1]``, ``【v2.12.0】`` or ``(master)`` (also among other leading tags:
 ``[fix][2.11.0]fix …``), a conventional-commit scope ``fix(v2.11.0): …``, or a trailing
 ``(master)``, ``[v2.7.1]``, ``- master`` or ``_2.12``. `backport_title` (from-PR backports)
-and the audit's "same title" rule both read them here; pure functions, no I/O.
+and the audit's "same title" rules (`title_key`, looser) both read them here; pure functions,
+no I/O.
 """
 
 from __future__ import annotations
@@ -83,6 +84,45 @@ def strip_branch_tags(title: str, branches: Iterable[str]) -> str:
     original = " ".join(title.split())
     stripped = _strip_trailing(_strip_leading(original, names), names).strip()
     return stripped or original
+
+
+# A release name as titles write it: v2.12.0, v2.11, 2.7.1 (with a v or at least two dots).
+_ANY_VERSION = r"(?:v\d+(?:\.\d+)+(?:[-.]?[a-z]+\d*)?|\d+\.\d+\.\d+(?:[-.]?[a-z]+\d*)?)"
+_TRUNKS = ("master", "main")  # named by a tag even when not mapped
+
+
+def _tag(branches: Iterable[str]) -> str:
+    names = sorted({b for b in branches if b} | set(_TRUNKS), key=len, reverse=True)
+    return "(?:" + "|".join([*(re.escape(n) for n in names), _ANY_VERSION]) + ")"
+
+
+def _loose(title: str, branches: Iterable[str] = ()) -> str:
+    """``title`` less the tags naming a branch or release: bracketed anywhere (``[v2.12.0]``,
+    ``(v2.7.1)``, ``[torch_2.7.1]``, ``[v2.7.1_logs]``), or at its start or end after a
+    separator or a space (``- v2.7.1``, ``_v2.11``, `` master``); its words joined by one space,
+    lower case, without a closing full stop or separator. A title that is nothing but a tag
+    stays as it was (only spaces and case)."""
+    tag = _tag(branches)
+    # a bracket that names a branch or release among its words: [v2.12.0], [torch_master],
+    # [v2.7.1_logs], (2.7.1)
+    text = re.sub(rf"[\[【(（][^\]】)）\[【(（]*?(?<![A-Za-z0-9.]){tag}(?![A-Za-z0-9])"
+                  rf"[^\]】)）]*[\]】)）]", " ", title, flags=re.IGNORECASE)
+    for _ in range(3):  # "x - v2.12.0 master" loses both
+        text = re.sub(rf"(?:^|[\s_\-–—:/,|]+){tag}[\s_\-–—:/,|.]*$", "", text.strip(),
+                      flags=re.IGNORECASE)
+        text = re.sub(rf"^{tag}(?:[\s_\-–—:/,|]+|$)", "", text.strip(), flags=re.IGNORECASE)
+    text = re.sub(r"\s*([\]】)）])\s*", r"\1 ", re.sub(r"\s*([\[【(（])", r" \1", text))
+    words = " ".join(text.split()).strip(" -_–—:|,.;。").lower()
+    return words or " ".join(title.split()).lower()
+
+
+def title_key(title: str, branches: Iterable[str]) -> str:
+    """A title as the audit's same-title rules compare it: `strip_branch_tags`, then, looser,
+    any release or branch name in a bracket among other words (``[torch_2.7.1]``,
+    ``[v2.7.1_logs]``) or at the end after a space (``… master``, ``… v2.11``), brackets
+    spaced alike, lower case, without a closing full stop."""
+    names = tuple(branches)
+    return _loose(strip_branch_tags(title, names), names)
 
 
 def backport_title(title: str, *, source: str | None, target: str, tag: str | None) -> str:

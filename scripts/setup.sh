@@ -79,4 +79,12 @@ if [ "${1:-}" != "--no-torch" ]; then
     echo "setup: installed: $(TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$TORCH_VENV/bin/python" -c 'import torch; cuda = torch.version.cuda; print(f"torch {torch.__version__} (" + (f"CUDA {cuda} build" if cuda else "CPU build") + ")")')"
   fi
 fi
+# The audit page's browser test (tests/system/audit) drives Debian's headless chromium: installed
+# here when this machine can (root, apt-get); elsewhere that test skips, naming the package.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing chromium (apt-get) for the audit page's browser test"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1; then
+    echo "setup: chromium could not be installed; tests/system/audit will skip"
+  fi
+fi
 echo "setup: ready"

@@ -1,20 +1,34 @@
-"""The audit's values and their one JSON form (the contract in docs/audit.md)."""
+"""The audit's values and their one JSON form (the contract in docs/audit.md).
+
+One fix, one row: two changes on two branches are one `Fix` when each one's cell on the other's
+branch names the other as the commit that carries it there by a `SAME_FIX` rule (the same
+patch-id, a carrier form, the same title less branch tags with a file in common, the content
+rule), closed transitively. Both ways: a small fix found inside a large change on another
+branch (a sync of many, a move of the docs) is landed there, but not that change."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+from backport.branch_order import nearest_first
 
 LANDED, PROPOSED, MISSING, NOT_NEEDED, IGNORED = (
     "landed", "proposed", "missing", "not-needed", "ignored")
 BRANCH_MISSING = "branch-missing"  # the target branch is not upstream (or not in the cache)
 STATES = (LANDED, PROPOSED, MISSING, NOT_NEEDED, IGNORED, BRANCH_MISSING)
 
-# How a landed change was found (said in the terminal and the page's title text, not the JSON).
-BY_ANCESTRY, BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_TESTS = (
-    "same commit", "same patch-id", "names the change", "same title and files",
-    "tests already there")
+# How a landed change was found: a landed cell's ``why`` (the JSON, the page's tooltip).
+BY_ANCESTRY, BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_TESTS, BY_CONTENT = (
+    "same commit", "same patch-id", "carries the change", "same title, a file in common",
+    "tests already there", "content already there")
+BY_SIMILAR = "similar title, a file in common"
+# The rules by which two changes on two branches are one fix (the already-present rule only
+# says a test is there, not which change brought it).
+SAME_FIX = frozenset({BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_SIMILAR, BY_CONTENT})
 
 
 @dataclass(frozen=True)
@@ -41,7 +55,7 @@ class Cell:
             out["pr"] = self.pr
         if self.applies is not None or self.state == MISSING:
             out["applies"] = self.applies
-        if self.state == MISSING and self.applies is None and self.why:
+        if self.why and (self.state == LANDED or (self.state == MISSING and self.applies is None)):
             out["why"] = self.why
         return out
 
@@ -66,6 +80,81 @@ class Change:
                 "on": {target: cell.to_json() for target, cell in self.on.items()}}
 
 
+MERGED_HERE = "merged on this branch"
+# Which member's cell stands for the fix on a branch none of them is on: the first state found.
+_RANK = (LANDED, PROPOSED, MISSING, NOT_NEEDED, IGNORED, BRANCH_MISSING)
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One logical change: ``members`` (oldest first), the first of which it started as."""
+
+    members: tuple[Change, ...]
+
+    @property
+    def first(self) -> Change:
+        return self.members[0]
+
+    @property
+    def key(self) -> str:
+        """The fix's key: the commit of the change it started as."""
+        return self.first.commit
+
+    @property
+    def branches(self) -> set[str]:
+        return {m.branch for m in self.members}
+
+    def pick(self, target: str) -> tuple[Change | None, Cell]:
+        """The fix on ``target``: landed where one of its changes was merged there (the cell of
+        its oldest change that says so, with the rule that found it); else the
+        cell of the member whose branch is nearest ``target`` in release order among those in
+        the first state of landed, proposed, missing (one that applies first), not-needed,
+        ignored, branch-missing; that member is the source to take onto ``target``."""
+        here = next((m for m in self.members if m.branch == target), None)
+        if here is not None:  # how the rules saw it there, said by the oldest change that did
+            said = next((m.on[target] for m in self.members if target in m.on
+                         and m.on[target].state == LANDED), None)
+            return here, said or Cell(LANDED, commit=here.commit, why=MERGED_HERE)
+        order = nearest_first(target, sorted(self.branches))
+        ranked = sorted((m for m in self.members if target in m.on),
+                        key=lambda m: order.index(m.branch))
+        for state in _RANK:
+            found = [m for m in ranked if m.on[target].state == state]
+            if state == MISSING:
+                found = [m for m in found if m.on[target].applies] + found
+            if found:
+                return found[0], found[0].on[target]
+        return None, Cell(BRANCH_MISSING)
+
+
+def _root(parent: dict[str, str], commit: str) -> str:
+    while parent[commit] != commit:
+        parent[commit] = parent[parent[commit]]
+        commit = parent[commit]
+    return commit
+
+
+def group(changes: Sequence[Change]) -> list[Fix]:
+    """The fixes of ``changes``, in the order their first-listed change has in ``changes``."""
+    parent = {c.commit: c.commit for c in changes}
+    links = {(change.commit, cell.commit) for change in changes for cell in change.on.values()
+             if cell.state == LANDED and cell.why in SAME_FIX and cell.commit in parent}
+    for one, other in links:
+        if (other, one) in links:  # each names the other: not a part of a larger change
+            a, b = _root(parent, one), _root(parent, other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    members: dict[str, list[Change]] = {}
+    for change in changes:
+        members.setdefault(_root(parent, change.commit), []).append(change)
+    return [Fix(tuple(sorted(found, key=lambda c: c.date))) for found in members.values()]
+
+
+def fix_keys(fixes: Iterable[Fix]) -> dict[str, str]:
+    """commit -> the key of its fix."""
+    return {m.commit: fix.key for fix in fixes for m in fix.members}
+
+
 @dataclass(frozen=True)
 class Audit:
     """The whole answer: the date it starts at, the branches audited, every change."""
@@ -76,28 +165,46 @@ class Audit:
     missing_branches: dict[str, str] = field(default_factory=dict)  # branch -> why
     prs_unread: str = ""  # why the open PRs were not read ("" when they were)
 
+    @cached_property
+    def fixes(self) -> list[Fix]:
+        """One per fix: the changes on several branches that are the same fix, grouped."""
+        return group(self.changes)
+
     def to_json(self) -> dict[str, Any]:
+        fix = fix_keys(self.fixes)
         return {"since": self.since, "branches": list(self.branches),
-                "changes": [change.to_json() for change in self.changes]}
+                "changes": [{**change.to_json(), "fix": fix[change.commit]}
+                            for change in self.changes]}
+
+    def _cells(self) -> Iterator[tuple[Fix, str, Cell]]:
+        """(fix, target, its cell there) for each fix and each branch but the one it started on."""
+        for fix in self.fixes:
+            for target in self.branches:
+                if target != fix.first.branch:
+                    yield fix, target, fix.pick(target)[1]
 
     def counts(self) -> dict[tuple[str, str], Counter[str]]:
-        """(source branch, target) -> how many changes are in each state."""
+        """(the branch a fix started on, target) -> how many fixes are in each state."""
         found: dict[tuple[str, str], Counter[str]] = {}
-        for change in self.changes:
-            for target, cell in change.on.items():
-                found.setdefault((change.branch, target), Counter())[cell.state] += 1
+        for fix, target, cell in self._cells():
+            found.setdefault((fix.first.branch, target), Counter())[cell.state] += 1
         return found
 
     def by_target(self) -> dict[str, Counter[str]]:
-        """target -> how many changes of the other branches are in each state there."""
+        """target -> how many fixes of the other branches are in each state there."""
         found: dict[str, Counter[str]] = {b: Counter() for b in self.branches}
-        for change in self.changes:
-            for target, cell in change.on.items():
-                found[target][cell.state] += 1
+        for _, target, cell in self._cells():
+            found[target][cell.state] += 1
         return found
 
     def missing_clean(self, target: str) -> list[Change]:
-        """The changes missing on ``target`` that apply to its head cleanly, oldest first."""
-        return sorted((c for c in self.changes
-                       if (cell := c.on.get(target)) is not None and cell.state == MISSING
-                       and cell.applies), key=lambda c: c.date)
+        """Each fix missing on ``target`` that applies there cleanly, once, as the change to
+        take (the one of the nearest release branch that applies), oldest first."""
+        found = []
+        for fix in self.fixes:
+            if target in fix.branches:
+                continue
+            source, cell = fix.pick(target)
+            if source is not None and cell.state == MISSING and cell.applies:
+                found.append(source)
+        return sorted(found, key=lambda c: c.date)

@@ -15,7 +15,7 @@ from backport.audit.model import (
     STATES,
     Audit,
     Cell,
-    Change,
+    Fix,
 )
 from backport.report.inert import inert
 
@@ -64,7 +64,8 @@ class Links:
 def _cell(cell: Cell, links: Links, missing_why: str) -> str:
     state = cell.state
     if state == LANDED and cell.commit:
-        inner = (f'<a href="{escape(links.commit(cell.commit))}" title="{escape(cell.why)}">'
+        tip = f"{cell.why}: {cell.commit}" if cell.why else cell.commit
+        inner = (f'<a href="{escape(links.commit(cell.commit))}" title="{escape(tip)}">'
                  f"{LANDED} {escape(cell.commit[:9])}</a>")
     elif state == PROPOSED and cell.pr is not None:
         inner = f'<a href="{escape(links.pr(cell.pr))}">{PROPOSED} !{cell.pr}</a>'
@@ -79,22 +80,31 @@ def _cell(cell: Cell, links: Links, missing_why: str) -> str:
     return f'<td class="s-{state}">{inner}</td>'
 
 
-def _row(change: Change, branches: tuple[str, ...], links: Links, audit: Audit) -> str:
-    text = inert(" ".join([change.title, change.author, change.commit, f"!{change.pr}"
-                           if change.pr else "", change.branch]).lower(), where="code")
-    data = "".join(f' data-{_key(t)}="{escape(c.state)}"' for t, c in change.on.items())
-    pr = (f'<a href="{escape(links.pr(change.pr))}">!{change.pr}</a>' if change.pr is not None
+def _row(fix: Fix, branches: tuple[str, ...], links: Links, audit: Audit) -> str:
+    """One fix: the change it started as (branch, commit, PR, title, date, author), the other
+    branches it was merged on, and its state on every branch."""
+    first = fix.first
+    words = [first.author, *(w for m in fix.members
+                             for w in (m.title, m.commit, f"!{m.pr}" if m.pr else "", m.branch))]
+    text = inert(" ".join(words).lower(), where="code")
+    picked = {b: fix.pick(b)[1] for b in branches}
+    data = "".join(f' data-{_key(t)}="{escape(c.state)}"' for t, c in picked.items()
+                   if t != first.branch)
+    pr = (f'<a href="{escape(links.pr(first.pr))}">!{first.pr}</a>' if first.pr is not None
           else "")
-    cells = "".join(_cell(change.on[b], links, audit.missing_branches.get(b, ""))
-                    if b in change.on else "<td>(its branch)</td>" for b in branches)
-    return (f'<tr data-text="{escape(text)}"{data}><td>{escape(change.branch)}</td>'
-            f'<td><a href="{escape(links.commit(change.commit))}">{escape(change.commit[:9])}'
-            f"</a></td><td>{pr}</td><td class=\"t\">{_text(change.title)}</td>"
-            f"<td>{escape(change.date[:10])}</td><td>{_text(change.author)}</td>{cells}</tr>")
+    also = "".join(f'<br><small>also {escape(m.branch)} <a href="{escape(links.commit(m.commit))}">'
+                   f"{escape(m.commit[:9])}</a>{f' !{m.pr}' if m.pr else ''}: "
+                   f"{_text(m.title)}</small>" for m in fix.members[1:])
+    cells = "".join(_cell(picked[b], links, audit.missing_branches.get(b, ""))
+                    if b != first.branch else "<td>(its branch)</td>" for b in branches)
+    return (f'<tr data-text="{escape(text)}"{data}><td>{escape(first.branch)}</td>'
+            f'<td><a href="{escape(links.commit(first.commit))}">{escape(first.commit[:9])}'
+            f"</a></td><td>{pr}</td><td class=\"t\">{_text(first.title)}{also}</td>"
+            f"<td>{escape(first.date[:10])}</td><td>{_text(first.author)}</td>{cells}</tr>")
 
 
 def render_html(audit: Audit, links: Links) -> str:
-    """The page: counts per branch and state, then one row per change, one column per branch."""
+    """The page: counts per branch and state, then one row per fix, one column per branch."""
     counts = audit.by_target()
     head = "".join(f"<th>{escape(s)}</th>" for s in STATES)
     count_rows = "".join(
@@ -104,7 +114,7 @@ def render_html(audit: Audit, links: Links) -> str:
     options = "".join(f'<option value="{escape(b)}">{escape(b)}</option>' for b in audit.branches)
     states = "".join(f'<option value="{s}">{s}</option>' for s in STATES)
     columns = "".join(f"<th>{escape(b)}</th>" for b in audit.branches)
-    rows = "\n".join(_row(c, audit.branches, links, audit) for c in audit.changes)
+    rows = "\n".join(_row(f, audit.branches, links, audit) for f in audit.fixes)
     offline = (f"<p>{escape(audit.prs_unread)}: the open PRs were not read, so no change is "
                "<b>proposed</b>.</p>" if audit.prs_unread else "")
     return (
@@ -116,15 +126,18 @@ def render_html(audit: Audit, links: Links) -> str:
         f'<div id="bar"><label>on branch <select id="fb"><option value="">any</option>{options}'
         f'</select></label><label>state <select id="fs"><option value="">any</option>{states}'
         f'</select></label><input id="ft" type="search" placeholder="search title, author, '
-        f'commit, !N"><span><span id="shown">{len(audit.changes)}</span> shown</span></div>'
+        f'commit, !N"><span><span id="shown">{len(audit.fixes)}</span> shown</span></div>'
         f'<table id="changes"><thead><tr><th>branch</th><th>commit</th><th>PR</th><th>title</th>'
         f"<th>date</th><th>author</th>{columns}</tr></thead><tbody>\n{rows}\n</tbody></table>"
         f"<script>{_JS}</script></body></html>\n")
 
 
 def summary_lines(audit: Audit) -> list[str]:
-    """The terminal summary: counts per branch pair, then the missing ones that apply cleanly."""
-    lines = [f"Changes since {audit.since} on {', '.join(audit.branches)}: {len(audit.changes)}"]
+    """The terminal summary: counts of fixes per branch pair (the branch a fix started on and
+    a branch it was not merged on), then each fix missing on a branch that applies cleanly,
+    once."""
+    lines = [f"Changes since {audit.since} on {', '.join(audit.branches)}: {len(audit.changes)} "
+             f"({len(audit.fixes)} fixes)"]
     if audit.prs_unread:
         lines.append(f"{audit.prs_unread}: the open PRs were not read, so none is counted as "
                      "proposed")
@@ -144,6 +157,6 @@ def summary_lines(audit: Audit) -> list[str]:
 
 
 def from_pr_arguments(audit: Audit, target: str) -> list[str]:
-    """``--from-pr N`` for each change missing on ``target`` that applies cleanly and names
-    its PR, oldest first."""
+    """``--from-pr N`` for each fix missing on ``target`` that applies cleanly, once: the PR of
+    its change of the nearest release branch that applies, oldest first."""
     return [f"--from-pr {c.pr}" for c in audit.missing_clean(target) if c.pr is not None]

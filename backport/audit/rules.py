@@ -34,7 +34,8 @@ from backport.audit.model import (
 )
 from backport.forge import PullRequest
 from backport.git.source_pr import squash_head, squash_number
-from backport.pipeline.proposed import commit_carries
+from backport.pipeline.proposed import carries, commit_carries
+from backport.titles import title_key as _title_key
 
 
 def as_merged_pr(message: str, upstream: str, branch: str) -> PullRequest:
@@ -47,6 +48,12 @@ def as_merged_pr(message: str, upstream: str, branch: str) -> PullRequest:
                        head_repo=upstream, base=branch, state="merged")
 
 
+def names(pr: PullRequest, number: int, upstream: str, target: str) -> bool:
+    """Whether ``pr`` carries PR ``number`` into ``target`` (`carries`, the one carrier rule:
+    a mention of ``!N`` in a description carries nothing)."""
+    return carries(pr, number, upstream, target) is not None
+
+
 def carried(message: str, upstream: str, branch: str) -> set[int]:
     """The PRs a commit on ``branch`` carries, other than its own: the one carrier rule
     (`pipeline/proposed.py` `commit_carries`; a mention in prose carries nothing)."""
@@ -56,6 +63,12 @@ def carried(message: str, upstream: str, branch: str) -> set[int]:
 def title_words(title: str) -> str:
     """A title as the same-title rule compares it: its words, spaces trimmed."""
     return " ".join(title.split())
+
+
+def title_key(title: str, branches: Iterable[str]) -> str:
+    """A title as the same-title rule compares it: without its branch tags (``- v2.7.1``,
+    ``[v2.12.0]``, ``_v2.11``, ``[master]``), its words, lower case."""
+    return _title_key(title, branches)
 
 
 def same_files(change: Collection[str], other: Collection[str]) -> bool:
@@ -71,10 +84,10 @@ def titled_commit(files: frozenset[str],
                   candidates: Sequence[tuple[frozenset[str], str]]) -> str:
     """The commit among ``candidates`` ((its files, commit) of the target's commits with the
     change's title, oldest first) that is the change: one with exactly its ``files``, else
-    the oldest with `same_files` ("" for none)."""
+    the oldest with `same_files`, else the oldest with a file in common ("" for none)."""
     exact = next((commit for theirs, commit in candidates if theirs == files), "")
     return exact or next((commit for theirs, commit in candidates if same_files(files, theirs)),
-                         "")
+                         "") or next((commit for theirs, commit in candidates if files & theirs), "")
 
 
 def ignored(title: str, patterns: Sequence[str]) -> bool:
@@ -82,14 +95,31 @@ def ignored(title: str, patterns: Sequence[str]) -> bool:
     return any(re.search(pattern, title) for pattern in patterns)
 
 
+_TEST_DIRS = frozenset({"test", "tests", "testing", "unittest", "ut", "st"})
+
+
+def is_test_path(path: str) -> bool:
+    """Whether ``path`` is a test: under a ``test``/``tests`` folder (any depth), or a file
+    named ``test_*`` / ``*_test.*``."""
+    parts = path.lower().split("/")
+    name = parts[-1].rsplit(".", 1)[0]
+    return (any(part in _TEST_DIRS for part in parts[:-1]) or name.startswith("test_")
+            or name.endswith("_test"))
+
+
 def lacks_all(modified: Iterable[str], added: Iterable[str], files: Collection[str],
               folders: Collection[str]) -> bool:
-    """The not-needed rule: the change touches only files the target does not have: none of
-    the files it changes or deletes is there, and no file it adds goes into a folder there
-    (a change touching nothing is not judged so)."""
+    """The not-needed rule: the change's code (its files other than tests; all its files when
+    it has only tests) is only files the target does not have: none of those it changes or
+    deletes is there, and none it adds goes into a folder there (a change touching nothing is
+    not judged so). A fix of a subsystem the target lacks is not-needed even when it adds
+    tests into a folder the target has."""
     modified, added = list(modified), list(added)
     if not modified and not added:
         return False
+    code = [p for p in modified if not is_test_path(p)], [p for p in added if not is_test_path(p)]
+    if code[0] or code[1]:
+        modified, added = code
     return (not any(path in files for path in modified)
             and not any(posixpath.dirname(path) in folders for path in added))
 

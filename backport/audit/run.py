@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
 
-from backport.audit import blobs, history
+from backport.audit import blobs, content, history, similar
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
 from backport.audit.progress import Progress
 from backport.audit.rules import (
@@ -28,7 +28,8 @@ from backport.audit.rules import (
     folders_of,
     ignored,
     lacks_all,
-    title_words,
+    names,
+    title_key,
     titled_commit,
 )
 from backport.audit.store import Store
@@ -38,7 +39,6 @@ from backport.forge import PullRequest
 from backport.git.cache import TRACKING, RepoCache
 from backport.git.present import is_python_test
 from backport.git.source_pr import squash_number
-from backport.pipeline.proposed import carries
 from backport.redact import redact
 
 LOOKBACK = 180 * 24 * 3600  # seconds before the start a target's carriers are looked for
@@ -95,7 +95,7 @@ class Facts:
 
     def same_title(self, change: Change, target: str) -> str:
         modified, added = self._paths(change)
-        found = self.targets[target].titled.get(title_words(change.title), [])
+        found = self.targets[target].titled.get(title_key(change.title, self.targets), [])
         return titled_commit(frozenset([*modified, *added]), found)
 
     def ignored(self, change: Change) -> bool:
@@ -131,7 +131,7 @@ class Facts:
         if change.pr is None:
             return None
         return next((pr.number for pr in self.targets[target].open_prs
-                     if carries(pr, change.pr, self.upstream, target) is not None), None)
+                     if names(pr, change.pr, self.upstream, target)), None)
 
     def lacks_files(self, change: Change, target: str) -> bool:
         t = self.targets[target]
@@ -259,7 +259,7 @@ def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
                   folders=folders_of(files), entries=entries)
 
 
-def _index(target: Target, store: Store, upstream: str) -> None:
+def _index(target: Target, store: Store, upstream: str, branches: Iterable[str]) -> None:
     for commit in reversed(target.commits):  # oldest first: the first to carry it is named
         pid = store.patch_ids.get(commit.sha, "")
         if pid:
@@ -271,8 +271,20 @@ def _index(target: Target, store: Store, upstream: str) -> None:
             target.carrying.setdefault(number, commit.sha)
         modified, added = store.files.get(commit.sha, [[], []])
         if modified or added:
-            key = title_words(commit.message.split("\n", 1)[0])
+            key = title_key(commit.message.split("\n", 1)[0], branches)
             target.titled.setdefault(key, []).append((frozenset([*modified, *added]), commit.sha))
+
+
+def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
+                    store: Store) -> None:
+    """The similar-title rule (`similar.py`) on the cells still missing or not needed."""
+    keys = {c.sha: title_key(c.message.split("\n", 1)[0], targets)
+            for t in targets.values() for c in t.commits}
+    files = {sha: [p for part in store.files.get(sha, [[], []]) for p in part] for sha in keys}
+    indexes = {name: similar.TitleIndex([(c.sha, keys[c.sha], files[c.sha])
+                                         for c in reversed(t.commits)])
+               for name, t in targets.items()}
+    similar.decide(indexes, keys, files, changes)
 
 
 def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store,
@@ -344,7 +356,12 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
         for each in targets.values():
             each.open_prs = [pr for pr in listed if pr.base == each.name]
     store.save()  # what is known by commit, kept even if a later step fails
-    missing = _decide_all(facts, changes, list(heads), progress, workers)
+    _decide_all(facts, changes, list(heads), progress, workers)
+    progress.phase("looking for the same fix under a similar title or in other words")
+    _similar_titles(targets, changes, store)
+    content.decide(repo.path, {n: t.head for n, t in targets.items()},
+                   {n: t.files for n, t in targets.items()}, changes, store)
+    missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
     facts.check(missing, progress, workers, threading.Event())
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
@@ -377,14 +394,13 @@ def _read_changes(facts: Facts, since: int, progress: Progress) -> list[Change]:
         _fill_added(repo, changes, store, cannot)
         ids.result()
     for each in targets.values():
-        _index(each, store, facts.upstream)
+        _index(each, store, facts.upstream, targets)
     return changes
 
 
 def _decide_all(facts: Facts, changes: Sequence[Change], branches: list[str],
-                progress: Progress, workers: int) -> list[tuple[Change, str]]:
-    """Decide every change on every branch, a part at a time on ``workers`` threads; the
-    (change, target) pairs found missing."""
+                progress: Progress, workers: int) -> None:
+    """Decide every change on every branch, a part at a time on ``workers`` threads."""
     store = facts.store
     for name, each in facts.targets.items():  # the test files the already-present rule reads
         facts.read_files(name, [node.split("::", 1)[0] for c in changes
@@ -397,7 +413,6 @@ def _decide_all(facts: Facts, changes: Sequence[Change], branches: list[str],
             part = changes[first:first + history.CHUNK]
             list(deciding.map(_decide, part, [branches] * len(part), [facts] * len(part)))
             progress.add(len(part))
-    return [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
 
 
 def branch_heads(repo: RepoCache, branches: Sequence[str], *,

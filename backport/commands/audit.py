@@ -102,7 +102,7 @@ def _run(project: Project, chosen: list[str], since: date, offline: bool) -> Aud
 @click.option("--offline", is_flag=True,
               help="No network: the branches as last fetched into the cache, no open PR read.")
 @click.option("--missing-on", "missing_on", metavar="B",
-              help="With --format from-pr: the changes missing on B that apply cleanly.")
+              help="With --format from-pr: each fix missing on B that applies cleanly, once.")
 @click.option("--format", "fmt", type=click.Choice(["from-pr"]),
               help="from-pr: print `--from-pr N` for each (needs --missing-on).")
 @pass_app
@@ -113,13 +113,16 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
 
     For every change merged on a branch of branches.yaml since DATE (first-parent; a squash
     merge is one change, known by its !N), its state on each other branch: landed (the same
-    commit or patch-id, a commit naming it — the sync bot's, GitCode's cherry-pick, !N — or
-    its tests already there), proposed (an open PR into the branch carries it), missing
-    (applies to the branch's head, conflicts, or unknown where a blob cannot be read: one
-    warning), not-needed (only files the branch lacks) or
-    ignored (`audit: {ignore: [...]}` of branches.yaml). Reads the upstream into the cache;
-    writes nothing remote. On a terminal, stderr shows the phase, a count and the seconds.
-    Exit 0; 2 for a bad argument or configuration, or --offline with nothing in the cache.
+    commit or patch-id, a commit carrying it — the sync bot's, GitCode's cherry-pick, this
+    tool's trailer; a mention of !N carries nothing — the same or a similar title less branch
+    tags with a file in common, its tests or its content already there), proposed (an open PR
+    into the branch carries it), missing (applies to the branch's head, conflicts, or unknown
+    where a blob cannot be read: one warning), not-needed (its code is only files the branch
+    lacks) or ignored (`audit: {ignore: [...]}` of branches.yaml). The changes of one fix on
+    several branches are one row of the page and are named once. Reads the upstream into the
+    cache; writes nothing remote. On a terminal, stderr shows the phase, a count and the
+    seconds. Exit 0; 2 for a bad argument or configuration, or --offline with nothing in the
+    cache.
     """
     today = datetime.now(UTC).date()
     since = parse_since(since_text, today)

@@ -1,4 +1,4 @@
-"""A branch's flow, top to bottom: proposed → apply → test → push → pr.
+"""A branch's flow, top to bottom: proposed → apply → same_fix → test → push → pr.
 
 `STEPS` is the whole order; every step is a function ``step(run, job)`` (``run``: the
 patch set's `SetRun`) returning True when the branch goes on:
@@ -6,6 +6,8 @@ patch set's `SetRun`) returning True when the branch goes on:
 - `proposed_step` (`proposed.py`): for a set made from an upstream PR, stop where another PR
   already carries it;
 - `apply_step` (`steps.py`): the series on the fetched base (`decide.py`, `propagate.py`);
+- `same_fix_step` (`same_fix.py`): in a batch, stop where a set run before carries the same
+  change into the target and has a PR there (one PR per fix);
 - `test_step` (`steps.py`): the set's tests in the branch's environment;
 - `push_step` (`steps.py`): to the fork, with a lease;
 - `pr_step` (`pr_step.py`): find or create the PR, its body, its decorations.
@@ -28,6 +30,7 @@ from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.pipeline.job import BranchJob
 from backport.pipeline.pr_step import pr_step
 from backport.pipeline.proposed import proposed_step
+from backport.pipeline.same_fix import same_fix_step
 from backport.pipeline.session import ApplyOptions
 from backport.pipeline.set_run import SetRun
 from backport.pipeline.steps import apply_step, push_step, test_step
@@ -74,6 +77,7 @@ def wants_pr(rec: BranchRecord, options: ApplyOptions) -> bool:
 STEPS: tuple[Step, ...] = (
     Step("proposed", always, proposed_step),
     Step("apply", always, apply_step),
+    Step("same_fix", always, same_fix_step),
     Step("test", always, test_step),
     Step("push", publishable, push_step, after_stop=True),
     Step("pr", wants_pr, pr_step, in_turn=True),

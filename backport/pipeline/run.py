@@ -134,8 +134,8 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     pool = ThreadPoolExecutor(max_workers=session.options.workers, thread_name_prefix="branch")
     try:
         # A batch goes one patch set after another, so its PRs appear as it goes.
-        for run in runs:
-            run.bases = bases
+        for index, run in enumerate(runs):
+            run.bases, run.earlier = bases, runs[:index]  # one PR per fix: `same_fix.py`
             run_set(run, pool)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)

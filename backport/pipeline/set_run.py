@@ -35,6 +35,7 @@ class SetRun:
     rows_named_by_set: bool = False  # several sets run: a progress row is `<set>:<target>`
     bases: dict[str, str | BackportError] = field(default_factory=dict)  # target -> fetched head
     schedule: Schedule = field(default_factory=Schedule)
+    earlier: list[SetRun] = field(default_factory=list)  # the batch's sets run before this one
 
     @property
     def ran(self) -> frozenset[str]:

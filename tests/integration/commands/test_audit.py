@@ -4,10 +4,8 @@ the local forge holding an open backport PR: every state, the JSON, the page, th
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,49 +14,8 @@ import pytest
 import yaml
 
 from backport.forge.local import LocalForge
+from tests.helpers.audit_history import LINES, TEST, UP, Work, squash
 from tests.helpers.project import run_app, run_cli
-
-UP = "Ascend/pytorch"
-DAY = 24 * 3600
-LINES = [f"value_{n} = {n}\n" for n in range(64)]
-TEST = ("import unittest\n\n\nclass TestA(unittest.TestCase):\n    def test_one(self):\n"
-        "        self.assertTrue(True)\n")
-
-
-def squash(number: int, head: str, base: str, title: str, body: str = "") -> str:
-    return (f"{title}\n\n# message auto-generated for no-merge-commit merge:\n!{number} merge "
-            f"{head} into {base}\n\n{title}\n\nDescription: {body}\n\nSee merge request: "
-            f"{UP}!{number}\n")
-
-
-class Work:
-    """A work tree whose commits carry the given message and age."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.run("init", "-q", "-b", "master")
-
-    def run(self, *args: str, days: float = 0) -> str:
-        when = f"@{int(time.time() - days * DAY)} +0000"
-        env = {**os.environ, "LANG": "C", "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "Li",
-               "GIT_AUTHOR_EMAIL": "li@example.com", "GIT_COMMITTER_NAME": "Li",
-               "GIT_COMMITTER_EMAIL": "li@example.com", "GIT_AUTHOR_DATE": when,
-               "GIT_COMMITTER_DATE": when}
-        return subprocess.run(["git", *args], cwd=self.path, env=env, check=True,
-                              capture_output=True, text=True).stdout.strip()
-
-    def commit(self, files: dict[str, str], message: str, days: float) -> str:
-        for name, text in files.items():
-            (self.path / name).parent.mkdir(parents=True, exist_ok=True)
-            (self.path / name).write_text(text, encoding="utf-8")
-        self.run("add", "-A")
-        self.run("commit", "-q", "--allow-empty", "-m", message, days=days)
-        return self.run("rev-parse", "HEAD")
-
-    def line(self, index: int, text: str) -> dict[str, str]:
-        lines = (self.path / "torch_npu/a.py").read_text(encoding="utf-8").splitlines(True)
-        lines[index] = text
-        return {"torch_npu/a.py": "".join(lines)}
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +71,8 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     # this tool's backport PR: its evidence's source line carries !20 (a mention would not)
     forge.create_pr("backport-eleven", "v2.7.1", "feat: eleven (v2.7.1)",
                     f"Backport of {UP}!20 to v2.7.1.\n\n```text\nSOURCE={UP}!20@{'0' * 40}\n```\n")
+    # a mention carries nothing (issue 48 item 4)
+    forge.create_pr("see-also", "v2.7.1", "feat: seven, differently", f"参考 {UP}!18, see also !18")
     return {"project": project, "shas": shas, "env": {"BACKPORT_CACHE": str(root / "cache")}}
 
 
@@ -134,12 +93,14 @@ def test_every_state_with_its_commit_pr_and_applies(upstream: dict) -> None:
     assert data["branches"] == ["v2.7.1", "v2.12.0", "master"]
     changes = by_title(data, "master")
     on = {title: c["on"]["v2.7.1"] for title, c in changes.items()}
-    assert on["feat: one"] == {"state": "landed", "commit": shas["v1"]}  # the sync bot's
-    assert on["feat: three"] == {"state": "landed", "commit": shas["v2"]}  # GitCode's cherry-pick
-    assert on["feat: five"] == {"state": "landed", "commit": shas["v3"]}  # the same patch-id
+    carrier, patch = "carries the change", "same patch-id"
+    assert on["feat: one"] == {"state": "landed", "commit": shas["v1"], "why": carrier}  # sync bot
+    assert on["feat: three"] == {"state": "landed", "commit": shas["v2"], "why": carrier}  # pick
+    assert on["feat: five"] == {"state": "landed", "commit": shas["v3"], "why": patch}
     assert on["test: two"]["state"] == "landed"  # its test already there
     assert shas["v4"].startswith(on["test: two"]["commit"])
-    assert on["fix: by hand on both"] == {"state": "landed", "commit": shas["v7"]}
+    assert on["fix: by hand on both"] == {"state": "landed", "commit": shas["v7"],
+                                          "why": "same title, a file in common"}
     assert on["fix: only master"] == {"state": "not-needed"}
     assert on["Update op_plugin commit id"] == {"state": "ignored"}
     assert on["feat: seven"] == {"state": "missing", "applies": True}
@@ -151,7 +112,8 @@ def test_every_state_with_its_commit_pr_and_applies(upstream: dict) -> None:
     # the other way: the sync bot's change is master's !10, landed there
     older = by_title(data, "v2.7.1")
     synced = older["[sync] PR-10: feat: one"]
-    assert synced["on"]["master"] == {"state": "landed", "commit": shas["m1"]}
+    assert synced["on"]["master"] == {"state": "landed", "commit": shas["m1"], "why": carrier}
+    assert synced["fix"] == m1["fix"] == shas["m1"]  # one fix, started on master
     assert older["fix: twenty"]["on"]["master"] == {"state": "missing", "applies": True}
     assert "root" not in changes  # older than --since
 
@@ -205,7 +167,7 @@ def test_the_page_is_written(upstream: dict, tmp_path: Path) -> None:
     rows = Rows()
     rows.feed(page.read_text(encoding="utf-8"))
     data = audit(upstream, "--json").json()
-    assert rows.rows == len(data["changes"])
+    assert rows.rows == len({c["fix"] for c in data["changes"]}) < len(data["changes"])
     assert f"https://gitcode.com/{UP}/commit/{upstream['shas']['v1']}" in rows.hrefs
 
 

@@ -44,8 +44,8 @@ if __name__ == "__main__":
 '''
 
 
-def _fork_heads(sandbox: Sandbox) -> dict[str, str]:
-    listed = git(sandbox.fork, "for-each-ref", "--format=%(refname:short) %(objectname)",
+def _fork_heads(sb: Sandbox) -> dict[str, str]:
+    listed = git(sb.fork, "for-each-ref", "--format=%(refname:short) %(objectname)",
                  "refs/heads")
     return dict(line.split() for line in listed.splitlines())
 

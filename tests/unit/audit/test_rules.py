@@ -12,11 +12,15 @@ from backport.audit.rules import (
     classify,
     folders_of,
     ignored,
+    is_test_path,
     lacks_all,
+    names,
     same_files,
+    title_key,
     title_words,
     titled_commit,
 )
+from backport.forge import PullRequest
 from backport.git.source_pr import squash_number
 
 UP = "Ascend/pytorch"
@@ -83,13 +87,13 @@ class Fake:
 
 def test_landed_by_each_rule_names_the_carrying_commit() -> None:
     c = change()
-    assert classify(c, "v2.7.1", Fake(reach=True)).to_json() == {"state": "landed",
-                                                                   "commit": c.commit}
+    assert classify(c, "v2.7.1", Fake(reach=True)).to_json() == {
+        "state": "landed", "commit": c.commit, "why": "same commit"}
     assert classify(c, "v2.7.1", Fake(patch="p" * 40)).commit == "p" * 40
     assert classify(c, "v2.7.1", Fake(carrier_commit="s" * 40)).commit == "s" * 40
     assert classify(c, "v2.7.1", Fake(titled="t" * 40)).commit == "t" * 40
     assert classify(c, "v2.7.1", Fake(tests="abc123def")).to_json() == {
-        "state": "landed", "commit": "abc123def"}
+        "state": "landed", "commit": "abc123def", "why": "tests already there"}
 
 
 def test_the_order_decides_and_later_facts_are_not_asked() -> None:
@@ -163,7 +167,7 @@ def test_a_hand_port_with_one_file_more_or_less_is_the_same_change() -> None:
 
 def test_same_title_but_other_files_is_not_the_same_change() -> None:
     assert not same_files({"a.cpp", "a.h"}, {"test/test_a.py"})  # disjoint: the follow-up UT
-    assert not same_files({"a.cpp", "b.cpp"}, {"b.cpp", "c.cpp"})  # each has one the other lacks
+    assert not same_files({"a.cpp", "b.cpp"}, {"b.cpp", "c.cpp"})  # neither holds the other
     assert not same_files(set(), {"a.cpp"})
     assert not same_files(set(), set())
 
@@ -198,4 +202,49 @@ def test_from_pr_arguments_are_the_missing_ones_that_apply_and_name_a_pr() -> No
     assert from_pr_arguments(audit, "v2.7.1") == ["--from-pr 2", "--from-pr 3"]
     assert audit.to_json()["changes"][0] == {
         "branch": "master", "commit": f"{3:040d}", "pr": 3, "title": "t", "date": "2026-02-02",
-        "author": "a", "on": {"v2.7.1": {"state": "missing", "applies": True}}}
+        "author": "a", "on": {"v2.7.1": {"state": "missing", "applies": True}},
+        "fix": f"{3:040d}"}
+
+
+def test_a_mention_carries_nothing() -> None:
+    # issue 48 item 4: "see also !N" / "参考 !N" in a description never makes N landed there
+    for body in ("see also !41", "参考 !41", "the same as !41 on v2.7.1", f"cf. {UP}!41"):
+        mention = squash(50, "fix/y", "master", "fix: y", body=body)
+        assert carried(mention, UP, "master") == set(), body
+    open_pr = PullRequest(number=60, url="", title="fix: y", body="参考 !41", head="y",
+                          head_repo="someone/pytorch", base="v2.7.1", state="open")
+    assert not names(open_pr, 41, UP, "v2.7.1")
+    synced = PullRequest(number=61, url="", title="[sync] PR-41: fix: y", body="", head="y",
+                         head_repo=UP, base="v2.7.1", state="open")
+    assert names(synced, 41, UP, "v2.7.1")
+
+
+def test_not_needed_judges_the_code_not_the_tests_it_adds() -> None:
+    # issue 48 item 3: a fix of a subsystem only master has, its new test in a folder the
+    # target has, is not needed there
+    files = {"torch_npu/a.py", "test/test_a.py"}
+    folders = folders_of(files)
+    assert lacks_all(["torch_npu/_inductor/k.py"], ["test/test_k.py"], files, folders)
+    assert lacks_all(["torch_npu/_inductor/k.py", "test/test_a.py"], [], files, folders)
+    assert not lacks_all(["torch_npu/a.py"], ["test/test_k.py"], files, folders)
+    assert not lacks_all([], ["torch_npu/new.py", "test/test_new.py"], files, folders)
+    # a change of tests only is judged by its tests
+    assert not lacks_all(["test/test_a.py"], [], files, folders)
+    assert lacks_all(["test/_inductor/test_k.py"], [], files, folders)
+    assert is_test_path("test/x/helpers.py") and is_test_path("torch_npu/test_utils.py")
+    assert not is_test_path("torch_npu/testing_tools.py")
+
+
+def test_a_tagged_title_with_a_file_in_common_is_the_same_fix() -> None:
+    # issue 48 item 2: the same fix opened by hand on each branch under a tagged title
+    branches = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
+    pairs = [("fix the cann check - v2.12.0", "fix the cann check - v2.7.1"),
+             ("[feat][v2.12.0]add npu graph", "[feat]add npu graph"),
+             ("fix benchmark README issue master", "fix benchmark README issue v2.11"),
+             ("[master] fix dump_v2.11", "fix dump")]
+    for one, other in pairs:
+        assert title_key(one, branches) == title_key(other, branches), (one, other)
+    assert title_key("fix a", branches) != title_key("fix b", branches)
+    files = frozenset({"a.cpp", "b.cpp"})
+    assert titled_commit(files, [(frozenset({"b.cpp", "c.cpp"}), "o" * 40)]) == "o" * 40
+    assert titled_commit(files, [(frozenset({"test/test_a.py"}), "u" * 40)]) == ""
