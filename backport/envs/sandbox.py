@@ -179,19 +179,12 @@ def _lifeline_fd() -> int:
         return _lifeline
 
 
-def sandboxed(argv: Sequence[str], *, tied: bool = True,
-              writable: Iterable[str | Path] = ()) -> Start:
+def sandboxed(argv: Sequence[str]) -> Start:
     """``argv`` started in a PID namespace of its own (as it is where the host refuses), where
-    only :func:`writable_roots` (with ``writable``) can be written.
-
-    ``tied``: the namespace also ends when this process ends (not for kept workers, which
-    outlive the run by design; theirs ends with them).
-    """
+    only :func:`writable_roots` can be written; the namespace ends when this process ends."""
     if not isolation().isolated:
         return Start(list(argv), (), NONE)
-    launcher = _launcher(writable_roots(writable))
-    if not tied:
-        return Start([*launcher, "--", *argv], (), PID_NAMESPACE)
+    launcher = _launcher(writable_roots())
     fd = _lifeline_fd()
     return Start([*launcher, "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
 
