@@ -29,8 +29,8 @@ time.sleep(600)
 """
 
 # The runner's parent: the tests it is given first (each one's result noted in a file), then
-# the lingering one, until it is killed. It is given the interpreter's probe (as a run reuses a
-# stored one), or probes it; and the worktree folder its run allows writes in, if any.
+# the lingering one, until it is killed. It is given the interpreter's probe (read once for the
+# test session), or probes it; and the worktree folder its run allows writes in, if any.
 DRIVER = """
 import json, sys
 from pathlib import Path

@@ -35,7 +35,7 @@ def torch_env() -> Environment:
 @pytest.fixture(scope="session")
 def torch_probe(torch_env: Environment, tmp_path_factory: pytest.TempPathFactory) -> Probe:
     """The torch interpreter's probe, read once (its torch_npu load check imports torch): the
-    facts of one interpreter hold for the session, as a run's stored probe does; shared with
+    facts of one interpreter hold for the session; shared with
     the envs tests (``probed_once``)."""
     return probed_once(torch_env, shared_folder(tmp_path_factory))
 
