@@ -230,9 +230,9 @@ class EarlyWorker:
     installed torch_npu out of the worker). The runner adopts it only when the verdict
     gives exactly these variables; otherwise it is stopped unused.
 
-    With ``load_check`` (seconds) the worker, if started now, runs the probe's torch_npu load
-    check in a fork right after importing torch (:meth:`load_check_result`), so a cold run
-    imports torch once per environment, not once for the probe and once for the worker.
+    With ``load_check`` (seconds) the worker runs the probe's torch_npu load check in a fork
+    right after importing torch (:meth:`load_check_result`), so a run imports torch once per
+    environment, not once for the probe and once for the worker.
     """
 
     def __init__(self, env: Environment, extra_env: dict[str, str],
