@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "docs": ("docs:docs_cmd", "Audit docs/zh/api/native_api/pytorch_*/ for an API: listed or "
              "not, support marks."),
     "env": ("env:env_group", "Branch test environments: probe what is installed, build what is "
-            "missing, stop kept warm workers."),
+            "missing."),
     "init": ("init:init_cmd", "Start a project in DIRECTORY (default: this folder): "
              "branches.yaml and patches/."),
     "list": ("listing:list_cmd",
@@ -173,7 +173,7 @@ class _Interrupts:
 
 
 def _exit_interrupted(app: AppContext) -> None:
-    """Ctrl-C or SIGTERM: exit 130 at once, saying what a re-run does and what stays running.
+    """Ctrl-C or SIGTERM: exit 130 at once, saying what a re-run does.
 
     Branch threads or the main thread may still be waiting on git, a test or the forge; exiting
     without joining them keeps the interrupt prompt, and the journal already holds every

@@ -1,7 +1,7 @@
 """Which processes a command's CPU went to: every process it started, by kind, with its argv.
 
 Turns on the kernel's process accounting (``acct(2)``: needs root) for the run, so every
-process that ends is counted, kept warm workers and their forks included, and records each
+process that ends is counted, warm workers and their forks included, and records each
 ``execve`` with ``strace`` to name them. Prints the CPU seconds by kind (warm worker, fork of a
 warm worker, probe, pip, ``python -m venv``'s ensurepip, backport CLI, git, ...) and the
 costliest processes. Accounting counts CPU in 1/100 s ticks, rounded down per process: the
@@ -11,7 +11,7 @@ Usage: sudo .venv/bin/python bench/process_cpu.py [--top N] -- COMMAND...
 e.g.   .venv/bin/python bench/process_cpu.py -- .venv/bin/python -m pytest -q -n auto tests/system
 
 Only the command's own descendants count (other users of the machine do not). Processes still
-running when the command ends (kept workers) are let go and counted with their CPU so far. Raise ``/proc/sys/kernel/pid_max`` on a long run so no
+running when the command ends (daemons) are let go and counted with their CPU so far. Raise ``/proc/sys/kernel/pid_max`` on a long run so no
 pid is used twice (this script warns when one was).
 """
 
@@ -37,7 +37,7 @@ RESUMED = re.compile(r"^(\d+)\s+<\.\.\. execve resumed>.*\)\s+= 0$")
 SUCCEEDED = re.compile(r"\)\s+= 0$")
 CLONED = re.compile(r"^(\d+)\s+(?:<\.\.\. )?(?:clone3?|v?fork)\b.* = (\d+)$")
 # Runs the command under strace and says its exit code on the descriptor named first: strace
-# itself waits for every process it traces, kept workers included, so it is told to let go once
+# itself waits for every process it traces, daemons included, so it is told to let go once
 # the command is done.
 RUNNER = ("import os, subprocess, sys; code = subprocess.call(sys.argv[2:]); "
           "os.write(int(sys.argv[1]), b'%d' % code)")
@@ -102,7 +102,7 @@ def read_trace(text: str) -> tuple[dict[int, str], set[int]]:
 
 def run_traced(command: list[str], trace: Path) -> int:
     """``command`` under strace (execve and forks logged to ``trace``); strace lets go of
-    what still runs (kept workers) once the command has ended. Its exit code."""
+    what still runs (daemons) once the command has ended. Its exit code."""
     read_end, write_end = os.pipe()
     tracer = subprocess.Popen(
         ["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve,clone,clone3,fork,vfork",
@@ -129,7 +129,7 @@ def started_after(text: str, since: int) -> bool:
 
 
 def still_running(pid: int, since: int) -> Ended | None:
-    """A traced process that outlived the command (a kept worker): its CPU so far, from
+    """A traced process that outlived the command (a daemon): its CPU so far, from
     ``/proc/PID/stat``, named "(running)"; None for one that started before the run."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()

@@ -36,8 +36,6 @@ from real_trees import build as build_real  # noqa: E402
 from real_trees import real_repo  # noqa: E402
 from synth_repo import build as build_synthetic  # noqa: E402
 
-from backport.envs.kept import stop_kept_workers  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 ENVIRONMENTS = {"v2.7.1": "torch-2.7.1", "v2.11.0": "torch-2.11.0", "v2.12.0": "torch-2.12.0",
@@ -222,7 +220,7 @@ def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: 
            "apply", *argv]
     log_path = logs / f"{label}.log"
     with log_path.open("wb") as sink:
-        started, cpu0 = time.monotonic(), children_cpu() + kept_cpu()
+        started, cpu0 = time.monotonic(), children_cpu()
         proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
         peak, done = [0], threading.Event()
@@ -231,7 +229,7 @@ def run_backport(label: str, project: Path, cache: Path, argv: list[str], logs: 
         _copy_timestamped(proc.stdout, sink, started)
         code = proc.wait()
         wall = time.monotonic() - started
-        cpu = children_cpu() + kept_cpu() - cpu0
+        cpu = children_cpu() - cpu0
         done.set()
         poller.join()
     try:
@@ -263,55 +261,6 @@ def children_cpu() -> float:
     """User + system CPU seconds of every finished child process so far (and theirs)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
-
-
-def kept_folder() -> Path | None:
-    """Where this bench's kept warm workers live (None: kept workers are off)."""
-    if os.environ.get("BACKPORT_KEEP_WORKERS", "1").strip().lower() in ("0", "no", "false", "off"):
-        return None
-    value = os.environ.get("BACKPORT_RUNTIME_DIR")
-    return Path(value) if value else None
-
-
-def kept_cpu() -> float:
-    """CPU seconds of this bench's kept workers (and of the test children they reaped).
-
-    A kept worker outlives the run that started it, so no run reaps it: its CPU would be missing
-    from :func:`children_cpu`. Counted from /proc while it runs; a stopped worker's CPU was
-    counted by the runs during which it worked.
-    """
-    folder = kept_folder()
-    if folder is None or not Path("/proc").is_dir():
-        return 0.0
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            if b"--socket\x00" + str(folder).encode() not in cmdline:
-                continue
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
-        except (OSError, ValueError, IndexError):
-            continue
-    return total / ticks
-
-
-def stop_kept(label: str) -> None:
-    """Stop this bench's kept workers (before a cold run, and at the end) and wait for them."""
-    folder = kept_folder()
-    if folder is None or not folder.is_dir():
-        return
-    pids = stop_kept_workers(folder)
-    deadline = time.monotonic() + 60
-    while pids and time.monotonic() < deadline:
-        pids = [pid for pid in pids if Path(f"/proc/{pid}").exists()
-                and "Z" not in (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3])]
-        time.sleep(0.1)
-    if pids:
-        log(f"{label}: kept workers {pids} did not stop")
 
 
 def ratio(a: float, b: float) -> float:
@@ -550,11 +499,6 @@ def main(argv: list[str] | None = None) -> int:
                                           "envs": "shared" if len(set(pythons.values())) == 1
                                           else "real"}}
     extra = ["--jobs", str(args.jobs)] if args.jobs else []
-    # Kept warm workers of this bench only (short path: Unix sockets); cold runs start without.
-    if os.environ.get("BACKPORT_KEEP_WORKERS", "1").strip().lower() not in ("0", "no", "false",
-                                                                           "off"):
-        os.environ["BACKPORT_RUNTIME_DIR"] = str(work / "rt")
-    results["params"]["kept_workers"] = kept_folder() is not None
     try:
         # 1. the upstream
         if source is not None:
@@ -608,7 +552,6 @@ def main(argv: list[str] | None = None) -> int:
                 project, cache = base / "project", base / "cache"
                 make_project(project, str(upstream), base / "fork.git", pythons, [PUT_METRIC],
                              args.fork)
-                stop_kept("put_metric_cold")
                 colds.append(run_backport(f"put_metric_cold_{n + 1}", project, cache,
                                           ["--api", "put_metric", *extra], logs,
                                           args.tool_python))
@@ -640,8 +583,6 @@ def main(argv: list[str] | None = None) -> int:
                                         ("single_warm", one, ["--api", names[0], "--force"]),
                                         ("batch_cold", many, ["--all"]),
                                         ("batch_warm", many, ["--all", "--force"])):
-                    if key.endswith("_cold"):
-                        stop_kept(key)
                     found.setdefault(key, []).append(run_backport(
                         f"{key}_{n + 1}", where / "project", where / "cache", [*api, *extra],
                         logs, args.tool_python))
@@ -650,7 +591,6 @@ def main(argv: list[str] | None = None) -> int:
             for key, all_runs in found.items():
                 runs[key] = median_run(all_runs)
     finally:
-        stop_kept("end")
         results["machine"]["loadavg_end"] = os.getloadavg()[0]
         results["machine"]["loadavg_end_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
         if args.keep:

@@ -1,7 +1,7 @@
 """Time the test suite: wall seconds and the CPU seconds of every process it started.
 
 Runs pytest the way ``scripts/test.sh`` does (after its set-up, lint and types) as a child
-subreaper, so processes that outlive their parent (kept warm workers) are still reaped and
+subreaper, so processes that outlive their parent (daemons) are still reaped and
 counted, and says how much of the CPU they took, by the script they ran. Prints one line per
 run and the median; timing lives here, never in a test.
 
@@ -41,9 +41,9 @@ def become_subreaper() -> None:
 def one_run(argv: list[str], linger: float = 30.0) -> tuple[float, float, float, int]:
     """Run ``argv``; reap every child as it ends (orphans included, so none stays a zombie
     that a test waiting for a process group to vanish would still see); then wait up to
-    ``linger`` seconds for the last orphans (kept workers stopped at the suite's end).
+    ``linger`` seconds for the last orphans.
     Returns wall seconds, CPU seconds of all, CPU seconds of the orphans (processes that
-    outlived the test that started them: kept workers, daemons), and pytest's exit code."""
+    outlived the test that started them: daemons), and pytest's exit code."""
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=ROOT)
     code: int | None = None

@@ -2,8 +2,8 @@
 
 Usage: .venv/bin/python bench/test_cpu.py [--top N] [PYTEST ARGS...]   (default: the whole suite)
 
-Counts each test's own process and the children it waited for; kept warm workers that outlive
-a test are missed here (``bench/suite_time.py`` counts them), so the total is a lower bound.
+Counts each test's own process and the children it waited for; processes that outlive a
+test are missed here (``bench/suite_time.py`` counts them), so the total is a lower bound.
 """
 
 from __future__ import annotations

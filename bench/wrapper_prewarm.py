@@ -25,7 +25,7 @@ from backport.envs.pool import Environments  # noqa: E402
 
 
 def _run(env: Environment, cache: Path) -> None:
-    """One run's prewarm, probe and runner (no kept workers), then every worker it stopped."""
+    """One run's prewarm, probe and runner, then every worker it stopped."""
     envs = Environments({"BACKPORT_CACHE": str(cache)}, cache)
     try:
         envs.prewarm(env, "none")

@@ -56,10 +56,6 @@ from backport.report.summary import render_table, status_json
               help="Branches applied, tested and pushed at once; 0 (the default): one per CPU.")
 @click.option("--isolated", is_flag=True,
               help="Run every test in a fresh interpreter instead of the warm worker.")
-@click.option("--no-keep-workers", is_flag=True,
-              help="Stop the warm workers at the end of the run instead of keeping them for "
-                   "the next one (kept workers end after BACKPORT_WORKER_IDLE seconds, 600 by "
-                   "default; BACKPORT_KEEP_WORKERS=0 turns them off for good).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
               help="Seconds before a test is killed (default: the environment's timeout, 1800).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state as JSON.")
@@ -68,8 +64,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
               branches: tuple[str, ...],
               dry_run: bool, no_push: bool, no_pr: bool, skip_tests: bool, force: bool,
               overwrite_fork_branch: bool, pr_on_failure: bool, new_pr: bool, jobs: int,
-              isolated: bool,
-              no_keep_workers: bool, timeout: float | None, as_json: bool) -> None:
+              isolated: bool, timeout: float | None, as_json: bool) -> None:
     """Backport patch sets to their target branches and open one PR per branch.
 
     For each target branch: fetch it from upstream, apply the patch series with `git am -3` on
@@ -91,7 +86,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
                            course=Course.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr),
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
-                           timeout=timeout, keep_workers=not no_keep_workers, new_pr=new_pr)
+                           timeout=timeout, new_pr=new_pr)
     # A dry run makes its sets from PRs in a temporary folder: it writes nothing in the project.
     scratch = Path(tempfile.mkdtemp(prefix="backport-dry-run-")) if dry_run and from_prs else None
     try:

@@ -1,7 +1,7 @@
 """What every command shares: global options, project loading, output.
 
 `backport` imports this module before it knows the command (cli.py), so what only some
-commands use (the loader, the forge, rich, the kept workers) is imported where it is used.
+commands use (the loader, the forge, rich) is imported where it is used.
 """
 
 from __future__ import annotations
@@ -53,8 +53,7 @@ class AppContext:
 
     def interrupted_text(self) -> str:
         """What to say when this command is interrupted (see `interrupted_message`)."""
-        from backport.envs.kept import kept_workers
-        return interrupted_message(self.resume, kept_workers(os.environ))
+        return interrupted_message(self.resume)
 
     def reload(self) -> Project:
         """The project read again (after a command wrote a patch set)."""
@@ -101,17 +100,11 @@ def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(redact(text), err=err)
 
 
-def interrupted_message(resume: str | None, kept: tuple[int, float] | None) -> str:
+def interrupted_message(resume: str | None) -> str:
     """What an interrupt leaves: ``resume``, the command that finishes what is left (None for a
-    command that keeps no journal); ``kept``, the warm workers still up and their idle time."""
-    lines = ["interrupted"]
-    if resume is not None:
-        lines = ["interrupted: every finished step is in the run's journal; this finishes what "
-                 "is left (a step cut off midway is done again):", f"  {resume}"]
-    if kept is not None:
-        count, idle = kept
-        lines.append(f"{'a warm worker' if count == 1 else f'{count} warm workers'} (Python "
-                     f"with torch imported) stay{'s' if count == 1 else ''} up to "
-                     f"{idle / 60:.0f} minutes for the next run; `backport env stop` stops "
-                     f"{'it' if count == 1 else 'them'} now")
-    return "\n".join(lines)
+    command that keeps no journal). Nothing of the run goes on running: its warm workers and
+    tests end with it (``envs/sandbox.py``)."""
+    if resume is None:
+        return "interrupted"
+    return ("interrupted: every finished step is in the run's journal; this finishes what is "
+            f"left (a step cut off midway is done again):\n  {resume}")

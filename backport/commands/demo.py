@@ -19,7 +19,6 @@ from backport.config import load_project
 from backport.config.branch_map import cache_root
 from backport.config.patch_set import load_patch_set
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, build_sandbox, clear_sandbox, land_merged_pr
-from backport.envs.kept import keep_policy
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.forge import PrFile, make_forge
 from backport.forge.local import LocalForge
@@ -136,10 +135,6 @@ def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
     return name
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} seconds"
-
-
 def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
               replaced: bool, name: str) -> None:
     """Apply put_metric in the built sandbox, print what happened and where to look."""
@@ -178,8 +173,4 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
     echo(f"  run it again:   {app.resume}")
     echo(f"  test logs:      {project.state_dir / 'runs' / name / 'logs'}")
     echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
-    kept = keep_policy(environ) if torch_python is not None else None
-    if kept is not None:
-        echo(f"The warm worker the tests ran in (a Python process that has imported torch) stays "
-             f"up to {_duration(kept.idle)} for the next run; `{cmd} env stop` stops it now.")
     raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)

@@ -1,11 +1,9 @@
-"""`backport env probe` / `setup` / `stop`: show and build branch environments, stop kept
-warm workers."""
+"""`backport env probe` / `setup`: show and build branch environments."""
 
 from __future__ import annotations
 
 import functools
 import os
-import time
 from pathlib import Path
 
 import click
@@ -19,7 +17,6 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.branch_map import cache_root
 from backport.config.model import Environment, Project
 from backport.config.validate import home_shown
-from backport.envs.kept import runtime_folder, stop_kept_workers
 from backport.envs.launch import shown_command
 from backport.envs.model import NOT_FOUND
 from backport.envs.pins import pin_mismatches
@@ -77,8 +74,7 @@ def probe_rows(project: Project, envs: list[Environment], *,
 
 @click.group("env")
 def env_group() -> None:
-    """Branch test environments: probe what is installed, build what is missing, stop kept
-    warm workers."""
+    """Branch test environments: probe what is installed, build what is missing."""
 
 
 @env_group.command("probe")
@@ -203,39 +199,3 @@ def _unmet_note(item: Planned, plan: list[Planned]) -> str:
         if have is not None and not req.specifier.contains(have, prereleases=True):
             unmet.append(f"it asks for {req}, installed next to {req.name} {have}")
     return f" ({'; '.join(unmet)})" if unmet else ""
-
-
-STOP_WAIT = 10.0  # seconds a kept worker has to end after it was asked to
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@env_group.command("stop")
-def stop_cmd() -> None:
-    """Stop the warm workers kept between runs (each a Python process that has imported torch;
-    otherwise each ends on its own after BACKPORT_WORKER_IDLE seconds without a run, 600 by
-    default)."""
-    folder = runtime_folder(os.environ)
-    pids = [pid for pid in stop_kept_workers(folder) if pid > 0]
-    if not pids:
-        echo(f"no kept warm worker is running (looked in {folder})")
-        return
-    deadline = time.monotonic() + STOP_WAIT
-    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [pid for pid in pids if _running(pid)]
-    noun = "worker" if len(pids) == 1 else "workers"
-    shown = ", ".join(map(str, pids))
-    if left:
-        echo(f"asked {len(pids)} kept warm {noun} to stop (pid {shown}); still ending after "
-             f"{STOP_WAIT:.0f} s: pid {', '.join(map(str, left))}")
-    else:
-        echo(f"stopped {len(pids)} kept warm {noun} (pid {shown})")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
 import click
 
 from backport.commands.common import AppContext, pass_app, print_json
@@ -42,9 +45,15 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     app.resumable()
     # refused before `git am` is concluded, so a refusal leaves the branch as it was
     project = app.project() if no_push else app.pushing_project()
+    flags = [flag for flag, on in (("--no-push", no_push), ("--no-pr", no_pr),
+                                   ("--skip-tests", skip_tests)) if on]
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         finish_conflict(project, api, branch, progress, save=save)
+        # `git am` is concluded: from here `apply` finishes what is left (`continue` would
+        # find no conflict to continue)
+        app.resumable(_apply_line(app, api, (branch,), flags))
         others = propagation_targets(project, api, branch, progress)
+        app.resumable(_apply_line(app, api, (branch, *others), flags))
         options = ApplyOptions(branches=(branch, *others), skip_tests=skip_tests,
                                course=Course.of_flags(no_push=no_push, no_pr=no_pr))
         (outcome,) = run_apply(project, [api], options, progress)
@@ -53,6 +62,20 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     else:
         render_table(outcome.records, app.console)
     raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)
+
+
+def _apply_line(app: AppContext, api: str, branches: tuple[str, ...], flags: list[str]) -> str:
+    """The `apply` command line that finishes ``branches`` of ``api`` with ``flags``, under
+    this invocation's global options."""
+    words = ["backport"]
+    if app.config != Path("branches.yaml"):
+        words += ["--config", str(app.config)]
+    if app.patches is not None:
+        words += ["--patches", str(app.patches)]
+    words += ["apply", "--api", api]
+    for branch in branches:
+        words += ["--branch", branch]
+    return shlex.join([*words, *flags])
 
 
 @click.command("abort")

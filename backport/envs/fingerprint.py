@@ -1,9 +1,9 @@
 """A fingerprint of everything that can change what an environment's interpreter sees.
 
-The probe cache and the kept warm workers are valid only while it stays the same: the
-interpreter (its path, where it really lives, its size and mtime), every folder on its
-``sys.path`` (mtime and size; in site-packages also each ``.dist-info`` / ``.egg-info`` /
-``.pth`` entry, so an install, an upgrade or an uninstall shows), the environment's variables,
+The torch_npu overlays kept in the cache folder (``overlay``) are valid only while it stays
+the same: the interpreter (its path, where it really lives, its size and mtime), every folder
+on its ``sys.path`` (mtime and size; in site-packages also each ``.dist-info`` / ``.egg-info``
+/ ``.pth`` entry, so an install, an upgrade or an uninstall shows), the environment's variables,
 the content of its ``source:`` script, its wrapper, the variables of the calling process that
 reach the interpreter's imports or the device (``PYTHON*``, ``LD_LIBRARY_PATH``, ``ASCEND_*``,
 ``TORCH_*``, ``*_VISIBLE_DEVICES``) and the files a probe reads for CANN facts and NPU devices.

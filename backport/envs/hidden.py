@@ -66,7 +66,7 @@ def helper_paths(value: str) -> list[str]:
 
 def to_hide(places: Iterable[str], keep: Iterable[str]) -> tuple[str, ...]:
     """The existing ``places`` (real paths) to cover, where none holds a folder of ``keep``
-    (the writable folders: a kept worker's socket folder in the runtime folder). A place that
+    (the writable folders: a $TMPDIR in the runtime folder). A place that
     holds one is covered entry by entry instead, but for the entries on the way to it; a
     symbolic link inside is covered where it leads, unless that holds one too, and never
     walked through."""

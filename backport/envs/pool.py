@@ -9,12 +9,10 @@ from pathlib import Path
 
 from backport.config.model import Environment
 from backport.envs.fingerprint import FingerprintError, fingerprint
-from backport.envs.kept import KeepPolicy
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.overlay import Overlay, OverlayError, build_overlay, installed_package
 from backport.envs.pins import pin_mismatches
-from backport.envs.probe import LOAD_CHECK_TIMEOUT
-from backport.envs.probe_cache import cached_probe, stored_probe
+from backport.envs.probe import LOAD_CHECK_TIMEOUT, probe
 from backport.envs.runner import TestRunner, static_fallback
 from backport.envs.worker import EarlyWorker
 from backport.errors import BackportError
@@ -24,16 +22,14 @@ class Environments:
     """Probes and test runners of one run: each environment probed once, one runner per
     environment and device policy; safe to use from the branch worker threads."""
 
-    def __init__(self, environ: Mapping[str, str], cache: Path, *, isolated: bool = False,
-                 keep: KeepPolicy | None = None) -> None:
+    def __init__(self, environ: Mapping[str, str], cache: Path, *,
+                 isolated: bool = False) -> None:
         self.environ = environ
-        self.cache = cache  # where probes are stored between runs
+        self.cache = cache  # where overlays are kept between runs
         self.isolated = isolated
-        self.keep = keep  # None: warm workers end with the run
         self._lock = threading.Lock()
         self._env_locks: dict[str, threading.Lock] = {}
         self._probes: dict[str, Probe | BackportError] = {}
-        self.probes_reused: set[str] = set()  # environments whose probe an earlier run made
         self._runners: dict[tuple[str, str], TestRunner] = {}
         self._early: dict[tuple[str, str], EarlyWorker] = {}
         self._installed: dict[str, tuple[str, Path] | OverlayError] = {}
@@ -52,11 +48,7 @@ class Environments:
         with self._env_lock(env.name):
             if env.name not in self._probes:
                 try:
-                    found, reused = cached_probe(env, self.cache, self.environ,
-                                                 load_check=load_check)
-                    self._probes[env.name] = found
-                    if reused:
-                        self.probes_reused.add(env.name)
+                    self._probes[env.name] = probe(env, load_check=load_check)
                 except BackportError as exc:
                     self._probes[env.name] = exc
             result = self._probes[env.name]
@@ -66,14 +58,14 @@ class Environments:
 
     def runner(self, env: Environment, device: str) -> TestRunner:
         """One test runner (warm worker) per environment and device policy."""
-        probe = self.probe(env)
+        found = self.probe(env)
         with self._env_lock(env.name):
             key = (env.name, device)
             if key not in self._runners:
                 with self._lock:
                     early = self._early.pop(key, None)
-                self._runners[key] = TestRunner(env, probe, device=device, early=early,
-                                                isolated=self.isolated, keep=self.keep)
+                self._runners[key] = TestRunner(env, found, device=device, early=early,
+                                                isolated=self.isolated)
             return self._runners[key]
 
     def overlay(self, env: Environment, files: Mapping[str, bytes | None]) -> Overlay:
@@ -98,24 +90,20 @@ class Environments:
         """Probe ``env`` and start its warm worker, while other threads fetch and apply.
 
         Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
-        A prewarm the run's end (:meth:`close`) overtook starts no worker (a kept one would
-        outlive the run) and keeps no runner.
+        A prewarm the run's end (:meth:`close`) overtook starts no worker and keeps no runner.
         """
         if self._closed:
             return
         if device == "none" and static_fallback(env, self.isolated) is None:
             # Start the worker alongside the probe; the runner keeps it if the guess was right.
-            # Without a stored probe, the worker also runs the probe's torch_npu load check.
-            # (Where no test would fork from it, none: the probe runs its own check.)
-            stored = stored_probe(env, self.cache, self.environ)
+            # The worker also runs the probe's torch_npu load check. (Where no test would fork
+            # from it, none: the probe runs its own check.)
             with self._lock:
                 if not self._closed and (env.name, device) not in self._early:
                     self._early[(env.name, device)] = EarlyWorker(
-                        env, {AUTOLOAD: "0"}, keep=self.keep,
-                        load_check=None if stored else LOAD_CHECK_TIMEOUT)
+                        env, {AUTOLOAD: "0"}, load_check=LOAD_CHECK_TIMEOUT)
         try:
-            probe = self.probe(env)
-            if not pin_mismatches(env, probe) and not self._closed:
+            if not pin_mismatches(env, self.probe(env)) and not self._closed:
                 self.runner(env, device).warm_up()
         except BackportError:
             pass

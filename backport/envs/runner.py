@@ -24,7 +24,6 @@ from backport import process
 from backport.config.model import Environment, TestSpec
 from backport.config.validate import home_shown
 from backport.envs.device import device_verdict
-from backport.envs.kept import KeepPolicy
 from backport.envs.launch import (
     PATH_FIRST,
     launch_argv,
@@ -81,10 +80,8 @@ class TestRunner:
         isolated: bool = False,
         start_timeout: float = WORKER_START_TIMEOUT,
         early: EarlyWorker | None = None,
-        keep: KeepPolicy | None = None,
     ) -> None:
         self.env = env
-        self._keep = keep  # kept workers on (None: this run's own worker only)
         self.probe = probe
         self.device = device
         self.verdict = device_verdict(probe, device)
@@ -93,7 +90,6 @@ class TestRunner:
         self.start_timeout = start_timeout
         self._lock = threading.Lock()
         self._worker: Worker | None = None
-        self._started_for: dict[int, str] = {}  # pid of a worker started now -> its first user
         self._retired: list[Worker] = []  # replaced workers finishing their running tests
         self._learn = True  # off once a worker retired: its successor only imports torch
         # Why warm runs are off (None while they are on); torch-less envs gain nothing from it.
@@ -114,23 +110,8 @@ class TestRunner:
 
     @property
     def kind(self) -> str:
-        """How tests run, for the verbose log: isolated, or forked from which worker."""
-        return self.kind_for("")
-
-    def kind_for(self, user: str) -> str:
-        """:attr:`kind` as ``user`` (a target branch) sees it: a kept worker this run started
-        is "started now" for the first user that asks, and started earlier for the others."""
-        if self.isolated:
-            return "isolated"
-        worker = self._worker
-        if worker is None or worker.kept is None:
-            return "warm worker"
-        when = "kept from an earlier run"
-        if worker.kept.get("started"):
-            with self._lock:  # no user (the plain `kind`) claims nothing
-                first = self._started_for.setdefault(worker.pid, user) if user else user
-            when = "started now" if first == user else f"started earlier in this run, for {first}"
-        return f"warm worker, kept, pid {worker.pid}, {when}"
+        """How tests run, for the verbose log: isolated, or forked from the run's worker."""
+        return "isolated" if self.isolated else "warm worker"
 
     @property
     def worker_pid(self) -> int | None:
@@ -228,12 +209,7 @@ class TestRunner:
     def _ensure_worker(self) -> Worker | None:
         """The usable worker, started (or replaced, if it retired) as needed; call under the lock."""
         if self._worker is not None and not self._worker.alive():
-            if self._worker.kept is not None:
-                # A kept worker died (or was told to go): this run starts its own.
-                threading.Thread(target=self._worker.stop, daemon=True).start()
-                self._worker, self._keep = None, None
-            else:
-                self._drop_worker("the warm worker exited")
+            self._drop_worker("the warm worker exited")
         if self._worker is not None and self._worker.retired is not None:
             # It stopped forking; let it finish its running tests, start a plain one.
             self._retired.append(self._worker)
@@ -245,9 +221,7 @@ class TestRunner:
         if self._worker is None and self.fallback is None:
             try:
                 self._worker = start_worker(
-                    self.env, self.extra_env, self.start_timeout, learn=self._learn,
-                    keep=self._keep,
-                )
+                    self.env, self.extra_env, self.start_timeout, learn=self._learn)
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")
         return self._worker
@@ -286,7 +260,7 @@ class TestRunner:
             "env": {},
         }
         confine = test_view(worktree, self._reads())  # for a worker in a sandbox
-        for _attempt in range(3):  # again on a fresh worker if one retired or a kept one died
+        for _attempt in range(3):  # again on a fresh worker if one retired
             with self._lock:
                 worker = self._ensure_worker()
             if worker is None:
@@ -296,12 +270,8 @@ class TestRunner:
             start = time.monotonic()
             pid = rid = None
             try:
-                # A kept worker was started by some earlier run: give the test this run's
-                # environment, as a process of its own would get it.
-                sent = request if worker.kept is None else {
-                    **request, "environ": env_vars(self.env, self.extra_env)}
-                if worker.isolation == PID_NAMESPACE:
-                    sent = {**sent, "confine": confine}
+                sent = request if worker.isolation != PID_NAMESPACE else {
+                    **request, "confine": confine}
                 rid, waiter = worker.submit(sent)
                 # Before it forks, the worker imports what earlier tests taught it: an import
                 # like its own start, as slow on a busy machine, so it gets the start's time.
@@ -330,13 +300,6 @@ class TestRunner:
                 if pid is not None:
                     worker.kill(pid)
                 with self._lock:
-                    if worker.kept is not None:
-                        # A kept worker crashed or went stale: this run starts its own.
-                        if worker is self._worker:
-                            self._worker = None
-                            threading.Thread(target=worker.stop, daemon=True).start()
-                        self._keep = None
-                        continue
                     self._drop_worker(f"the warm worker failed: {exc}", worker)
                 return None
             finally:

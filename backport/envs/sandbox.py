@@ -249,21 +249,16 @@ def _lifeline_fd() -> int:
         return _lifeline
 
 
-def sandboxed(argv: Sequence[str], *, tied: bool = True,
-              writable: Iterable[str | Path] = (), view: Sequence[str] = ()) -> Start:
+def sandboxed(argv: Sequence[str], *, writable: Iterable[str | Path] = (),
+              view: Sequence[str] = ()) -> Start:
     """``argv`` started in a PID namespace of its own (as it is where the host refuses), where
     only :func:`writable_roots` (with ``writable``) can be written; with ``view`` (a test's,
-    :func:`test_view`), only what it makes writable and ``writable``.
-
-    ``tied``: the namespace also ends when this process ends (not for kept workers, which
-    outlive the run by design; theirs ends with them).
-    """
+    :func:`test_view`), only what it makes writable and ``writable``. The namespace ends when
+    this process ends."""
     if not isolation().isolated:
         return Start(list(argv), (), NONE)
     roots = [os.path.realpath(w) for w in writable] if view else writable_roots(writable)
     launcher = _launcher(roots, view)
-    if not tied:
-        return Start([*launcher, "--", *argv], (), PID_NAMESPACE)
     fd = _lifeline_fd()
     return Start([*launcher, "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
 

@@ -1,8 +1,9 @@
 """The warm-worker client: one long-lived interpreter per environment that imported torch once.
 
 Every test is a fork of the worker (``scripts/warm_worker.py``), so a run skips the import cost.
-A client talks to its own worker over pipes or to a kept one (see ``kept``) over a socket; many
-requests may be in flight at once. ``EarlyWorker`` starts one before the probe has ended.
+The run talks to its own worker over pipes; many requests may be in flight at once. The worker
+starts in the run's sandbox (``sandbox.sandboxed``) and ends with the run, however it ends.
+``EarlyWorker`` starts one before the probe has ended.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import queue
 import selectors
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -22,8 +22,6 @@ from typing import IO
 
 from backport import process
 from backport.config.model import Environment
-from backport.envs.fingerprint import FingerprintError, fingerprint
-from backport.envs.kept import KeepPolicy, KeptUnavailable, connect_or_start
 from backport.envs.launch import launch_argv
 from backport.envs.probe import SCRIPTS_DIR, env_vars
 from backport.envs.sandbox import sandboxed
@@ -77,18 +75,18 @@ class Worker:
         self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool,
         load_check: float | None = None,
     ) -> None:
-        self._stderr: IO[bytes] | None = tempfile.TemporaryFile()
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()
         # The worker's scratch folder is ours, so it goes even when the worker is killed.
-        self.spool: Path | None = Path(tempfile.mkdtemp(prefix="backport-warm-"))
+        self.spool = Path(tempfile.mkdtemp(prefix="backport-warm-"))
         argv = [*launch, str(WORKER_SCRIPT), "torch", "--spool", str(self.spool)]
         if not learn:
             argv.append("--no-learn")
         if load_check is not None:
             argv += ["--load-check", f"{load_check:g}"]
         start = sandboxed(argv)  # its tests are its forks: in the run's namespace with it
-        self.isolation: str | None = start.isolation
+        self.isolation = start.isolation
         try:
-            self.proc: process.Popen[bytes] | None = process.spawn(
+            self.proc: process.Popen[bytes] = process.spawn(
                 start.argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr,
                 env=env, cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
         except BackportError as exc:  # the interpreter cannot start
@@ -96,8 +94,6 @@ class Worker:
             self._stderr.close()
             raise WorkerDied(exc.message) from None
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.sock: socket.socket | None = None
-        self.kept: dict | None = None  # the kept worker's hello (pid, started) when kept
         self._setup(self.proc.stdout.fileno())
         try:
             hello = self._lines.read(start_timeout)
@@ -111,22 +107,6 @@ class Worker:
         self.pid = int(self.proc.pid)
         self.load_check: dict | None = hello.get("load_check")  # see probe_env.load_check
         self._start_reader()
-
-    @classmethod
-    def attach(cls, sock: socket.socket, hello: dict) -> Worker:
-        """A client of the kept worker behind ``sock`` (its hello already read)."""
-        self = cls.__new__(cls)
-        self._stderr = None
-        self.spool = None  # the kept worker's, removed by whoever replaces or stops it
-        self.proc = None
-        self.sock = sock
-        self.kept = hello
-        self.pid = int(hello.get("pid") or 0)  # as this process sees it (kept.peer_pid)
-        self.isolation = hello.get("isolation")
-        self.load_check = hello.get("load_check")  # the kept worker's, whoever started it
-        self._setup(sock.fileno())
-        self._start_reader()
-        return self
 
     def _setup(self, read_fd: int) -> None:
         self._lines = _Lines(read_fd)
@@ -143,8 +123,6 @@ class Worker:
         self._reader.start()
 
     def _last_stderr_line(self) -> str:
-        if self._stderr is None:
-            return ""
         self._stderr.seek(0)
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return lines[-1] if lines else ""
@@ -172,7 +150,7 @@ class Worker:
                 waiter.put(None)
 
     def alive(self) -> bool:
-        return (self.proc is None or self.proc.poll() is None) and self.gone is None
+        return self.proc.poll() is None and self.gone is None
 
     def submit(self, request: dict) -> tuple[int, queue.Queue[dict | None]]:
         """Send ``request``; its replies arrive on the returned queue (None: the worker died)."""
@@ -183,12 +161,9 @@ class Worker:
         line = (json.dumps({**request, "id": rid}) + "\n").encode("utf-8")
         try:
             with self._send_lock:
-                if self.sock is not None:
-                    self.sock.sendall(line)
-                else:
-                    assert self.proc is not None and self.proc.stdin is not None
-                    self.proc.stdin.write(line)
-                    self.proc.stdin.flush()
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(line)
+                self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             self.done(rid)
             raise WorkerDied(f"cannot send a request: {exc}") from None
@@ -202,9 +177,7 @@ class Worker:
         line = (json.dumps({"kill": pid}) + "\n").encode("utf-8")
         try:
             with self._send_lock:
-                if self.sock is not None:
-                    self.sock.sendall(line)
-                elif self.proc is not None and self.proc.stdin is not None:
+                if self.proc.stdin is not None:
                     self.proc.stdin.write(line)
                     self.proc.stdin.flush()
         except (OSError, ValueError):
@@ -215,22 +188,7 @@ class Worker:
             self._waiters.pop(rid, None)
 
     def stop(self, wait: float = 5.0) -> None:
-        """Close stdin (the worker exits on EOF once its children end); kill it if it lingers.
-
-        A kept worker's client only disconnects; the worker waits for the next run.
-        """
-        if self.sock is not None:
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            reader = getattr(self, "_reader", None)
-            if reader is not None:
-                reader.join(5)
-            self._lines.close()
-            self.sock.close()
-            return
-        assert self.proc is not None
+        """Close stdin (the worker exits on EOF once its children end); kill it if it lingers."""
         try:
             if self.proc.stdin is not None:
                 with self._send_lock:
@@ -248,36 +206,18 @@ class Worker:
         self._lines.close()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-        if self._stderr is not None:
-            self._stderr.close()
-        if self.spool is not None:
-            shutil.rmtree(self.spool, ignore_errors=True)
+        self._stderr.close()
+        shutil.rmtree(self.spool, ignore_errors=True)
 
 
 def start_worker(
     env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool,
-    keep: KeepPolicy | None = None, load_check: float | None = None,
+    load_check: float | None = None,
 ) -> Worker:
     """Launch ``env``'s warm worker with ``extra_env`` on top of its variables (through its
-    ``source:`` script and ``wrapper:``, like every test).
-
-    With ``keep`` (and ``learn``), connect to the kept worker of this launch instead, started
-    if none runs; when that is not possible, a private worker is started as without it. An
-    environment with a ``source:`` script always gets a private worker: what the script exports
-    depends on the environment of the run that sources it, which a kept worker's children,
-    given the client's environment, would not see.
-    With ``load_check``, a worker started now also runs the probe's torch_npu load check.
-    """
-    variables = {**env.env, **extra_env}
-    launch = launch_argv(env, [], variables)
-    if keep is not None and learn and env.source is None:
-        try:
-            sock, hello = connect_or_start(keep, launch, WORKER_SCRIPT, variables,
-                                           env_vars(env, extra_env), fingerprint(env),
-                                           start_timeout, load_check)
-            return Worker.attach(sock, hello)
-        except (KeptUnavailable, FingerprintError, OSError):
-            pass
+    ``source:`` script and ``wrapper:``, like every test). With ``load_check``, it also runs
+    the probe's torch_npu load check."""
+    launch = launch_argv(env, [], {**env.env, **extra_env})
     return Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn,
                    load_check=load_check)
 
@@ -290,16 +230,15 @@ class EarlyWorker:
     installed torch_npu out of the worker). The runner adopts it only when the verdict
     gives exactly these variables; otherwise it is stopped unused.
 
-    With ``load_check`` (seconds) the worker, if started now, runs the probe's torch_npu load
-    check in a fork right after importing torch (:meth:`load_check_result`), so a cold run
-    imports torch once per environment, not once for the probe and once for the worker.
+    With ``load_check`` (seconds) the worker runs the probe's torch_npu load check in a fork
+    right after importing torch (:meth:`load_check_result`), so a run imports torch once per
+    environment, not once for the probe and once for the worker.
     """
 
     def __init__(self, env: Environment, extra_env: dict[str, str],
                  start_timeout: float = WORKER_START_TIMEOUT, *,
-                 keep: KeepPolicy | None = None, load_check: float | None = None) -> None:
+                 load_check: float | None = None) -> None:
         self.env = env
-        self.keep = keep
         self.load_check = load_check
         self.extra_env = dict(extra_env)
         self._worker: Worker | None = None
@@ -312,15 +251,14 @@ class EarlyWorker:
     def _start(self, start_timeout: float) -> None:
         try:
             self._worker = start_worker(self.env, self.extra_env, start_timeout, learn=True,
-                                         keep=self.keep, load_check=self.load_check)
+                                         load_check=self.load_check)
             self._checked = self._worker.load_check
         except (WorkerDied, OSError) as exc:
             self._error = str(exc)
 
     def load_check_result(self) -> dict | None:
-        """The load check the worker ran at its start (once it started), also when it is a kept
-        worker an earlier run started with one; None when it ran none (asked not to, a kept
-        worker started without one, failed to start)."""
+        """The load check the worker ran at its start (once it started); None when it ran
+        none (asked not to, or it failed to start)."""
         self._thread.join()
         return self._checked
 

@@ -15,7 +15,6 @@ from backport.config.branch_map import cache_root
 from backport.config.model import Project
 from backport.docs_audit import DocsEntry, audit_docs
 from backport.envs.hidden import helper_paths
-from backport.envs.kept import keep_policy
 from backport.envs.pool import Environments
 from backport.envs.sandbox import allow_writes, hide_also
 from backport.errors import BackportError
@@ -42,7 +41,6 @@ class ApplyOptions:
     redo: frozenset[str] = frozenset()  # patch sets whose every step is redone, as by ``force``
     jobs: int = 0  # 0: number of CPUs
     isolated: bool = False
-    keep_workers: bool = True  # warm workers kept alive between runs (BACKPORT_KEEP_WORKERS)
     pr_on_failure: bool = False
     overwrite_fork_branch: bool = False
     timeout: float | None = None
@@ -156,13 +154,12 @@ class Session:
         # a dry run's in a temporary folder, removed at its end (it writes nothing in the project).
         self.work_dir = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
                          if options.course.dry_run else project.state_dir)
-        keep = keep_policy(self.environ) if options.keep_workers else None
         # Code from a branch writes only in its own worktree (and its private temporary
         # folders), and reads the project wherever it lies.
         allow_writes([self.work_dir / "worktrees"], reads=[project.root])
         # ... and finds none of the files git's credential helpers keep the user's secrets in.
         hide_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
-        self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated, keep=keep)
+        self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated)
         self.docs = DocsAudit(self.cache)
         self.writers = Writers()  # who may write to the upstream, asked once per login
         self.forge = ForgeAccess(project, self.environ, course=options.course, plan=self.plan,

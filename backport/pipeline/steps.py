@@ -224,8 +224,6 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
     job.event("probe", env.name)
     try:
         probe = envs.probe(env)
-        if env.name in envs.probes_reused:
-            job.event("probe", f"{env.name}: reused an earlier probe (nothing it reads changed)")
     except BackportError as exc:
         message = exc.message
         unread = env_evidence(bm, env.name, None, "", False, among=job.patch_set.branches)
@@ -253,12 +251,12 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
     changes, overlay = changes_for_run(job, envs, env, path)
     runs = []
     for index, spec in enumerate(job.patch_set.tests):
-        job.event("testing", f"{spec.path} ({runner_kind(runner, overlay, job.target)})")
+        job.event("testing", f"{spec.path} ({runner_kind(runner, overlay)})")
         started = time.monotonic()
         runs.append(runner.run(path, spec, log_path(run, job, index), timeout=options.timeout,
                                overlay=overlay))
         job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
-                             f"({runner_kind(runner, overlay, job.target)})")
+                             f"({runner_kind(runner, overlay)})")
     result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs),
                                 changes)
     if result.ok:
@@ -297,12 +295,11 @@ def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> lis
             for t, outcome in found]
 
 
-def runner_kind(runner: Any, overlay: Path | None = None, target: str = "") -> str:
-    """How ``runner`` runs tests, as the branch ``target`` sees it."""
+def runner_kind(runner: Any, overlay: Path | None = None) -> str:
+    """How ``runner`` runs tests."""
     if overlay is not None:
         return "isolated, over a copy of the installed torch_npu"
-    kind_for = getattr(runner, "kind_for", None)
-    return str(kind_for(target) if kind_for else getattr(runner, "kind", "warm worker"))
+    return str(getattr(runner, "kind", "warm worker"))
 
 
 # -- push -------------------------------------------------------------------------------------

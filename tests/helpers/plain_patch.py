@@ -1,9 +1,9 @@
 """A patch set whose test needs torch but not torch's test harness, for tests whose subject is
-the run around the test (kept workers, the sandbox), not what the test imports.
+the run around the test (its warm worker, the sandbox), not what the test imports.
 
 The demo's put_metric test runs through ``torch.testing._internal.common_utils``, whose
-``TestCase.run`` imports ``torch._dynamo`` (seconds of CPU): in the test's fork, and again in a
-kept worker that learned it. A plain ``unittest`` test over torch runs the same steps."""
+``TestCase.run`` imports ``torch._dynamo`` (seconds of CPU) in the test's fork. A plain
+``unittest`` test over torch runs the same steps."""
 
 from __future__ import annotations
 

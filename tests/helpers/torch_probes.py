@@ -6,14 +6,17 @@ pytest-xdist processes of one run (stored in a folder they share, as a run store
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import threading
 from pathlib import Path
 
 import pytest
 
+from backport.codec import decode, encode
 from backport.config.model import Environment
 from backport.envs.model import Probe
-from backport.envs.probe_cache import cached_probe
+from backport.envs.probe import probe
 from tests.helpers.session_builds import session_root
 
 _LOCK = threading.Lock()
@@ -31,12 +34,14 @@ def shared_folder(factory: pytest.TempPathFactory) -> Path:
 
 def probed_once(env: Environment, shared: Path) -> Probe:
     """``probe(env)``, run once per environment in this run: the first process probes and
-    stores it in ``shared`` (``cached_probe``: reused while its fingerprint holds), the others
-    read it; its text is a frozen record with dict fields."""
+    stores it in ``shared``, the others read it; its text is a frozen record with dict fields."""
     key = repr(env)
     with _LOCK:
         if key not in _PROBES:
+            stored = shared / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
             with open(shared / "lock", "a") as lock:  # one process probes, the others wait
                 fcntl.flock(lock, fcntl.LOCK_EX)
-                _PROBES[key] = cached_probe(env, shared)[0]
+                if not stored.exists():
+                    stored.write_text(json.dumps(encode(probe(env))), encoding="utf-8")
+                _PROBES[key] = decode(Probe, json.loads(stored.read_text(encoding="utf-8")))
         return _PROBES[key]

@@ -399,8 +399,7 @@ _PR_CODE = re.compile(
 def end_leftovers(where: Path) -> None:
     """End what a job left running once it is over, as a runner does after each job (GitHub's
     runner "cleans up orphan processes"): every process whose command line names the job's
-    folder, such as the kept warm worker its `backport` started, which would otherwise wait
-    out its idle time in this machine's own runtime folder."""
+    folder (a step's own background process; `backport` leaves none)."""
     pids = with_marker(str(where))
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):

@@ -13,25 +13,14 @@ Learning (unless ``--no-learn``): each child reports the modules it imported tha
 interpreter's standard library or site-packages (never the test file, the worktree, or a module
 whose import read ``sys.argv``: older torch test harnesses parse the command line at import);
 before its next fork the worker imports them itself, so that child starts with nothing left to
-import. A kept worker also imports them as soon as no client is connected, so the next run's
-first test finds them imported; a worker no test follows imports nothing more (the first tests
-of a fresh worker import what they need, as processes of their own would). If the worker's own
-state could have become run-dependent (an
-import it made read ``sys.argv``, or started a thread, which ``fork()`` would not copy) it stops
-forking and says ``{"retire": reason}``; requests it then receives get
+import; a worker no test follows imports nothing more (the first tests of a fresh worker import
+what they need, as processes of their own would). If the worker's own state could have become
+run-dependent (an import it made read ``sys.argv``, or started a thread, which ``fork()`` would
+not copy) it stops forking and says ``{"retire": reason}``; requests it then receives get
 ``{"id", "retired": reason}``. Imports that read the working directory see the worker's folder,
 as ``import torch`` itself always did (torch only derives default debug-output folders from it).
-
-Kept mode (``--socket PATH --idle S --fingerprint F``): after start-up the worker listens on the
-Unix socket ``PATH`` (in a folder only its user can enter), writes the ready line on stdout and
-closes it. Every connection is a client speaking the protocol above; it first receives
-``{"ready": true, "pid", "fingerprint": F, "retired"}``. Clients may overlap; the children of
-a client that disconnects are killed (``--sandboxed``: the worker runs in a PID namespace of its
-own, and once no client is left every other process in it is killed, what tests started in
-sessions of their own included). A request ``{"kill": PID}`` kills the process group of that
-client's child PID (its pid as the worker sees it). A request ``{"shutdown": true}`` (or retiring) removes the
-socket; the worker then ends once no client and no child is left, as it does after ``S`` idle
-seconds. A request may carry ``environ``: the child's whole environment.
+A request ``{"kill": PID}`` kills the process group of the child PID (its pid as the worker
+sees it). The worker serves the run that started it only, in that run's sandbox, and ends with it.
 
 Scratch (``--spool DIR``): the folder for the children's reports, made by
 whoever started the worker so that it can remove it even when the worker is killed; the worker
@@ -40,10 +29,7 @@ empties and removes it when it ends. Without it the worker makes one in the temp
 ``--load-check SECONDS``: right after importing torch (with the backend autoload off), a fork
 runs ``probe_env.load_check`` (autoload back as the user has it, torch's end-of-import backend
 loading replayed) and the ready line carries its result as ``"load_check"``, so the probe
-needs no process of its own that imports torch again. A kept worker keeps the result and
-sends it in every client's hello: it holds as long as the worker does (its fingerprint covers
-torch_npu's install, the CANN files, the devices and the variables; a client that computes
-another one replaces the worker).
+needs no process of its own that imports torch again.
 """
 
 from __future__ import annotations
@@ -184,9 +170,6 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
     if request.get("confine"):  # the test's own mounts, before any of its code runs
         _confine(request["confine"])
     os.chdir(request["cwd"])
-    if "environ" in request:
-        os.environ.clear()
-        os.environ.update(request["environ"])
     os.environ.update(request.get("env") or {})
     path = request["path"]
     if not os.path.isfile(path):  # what `python missing.py` says and does
@@ -222,12 +205,11 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
 
 
 class Conn:
-    """One client: requests read from ``rfd``, replies written to ``wfd``."""
+    """The client: requests read from ``rfd``, replies written to ``wfd``."""
 
-    def __init__(self, rfd: int, wfd: int, sock: Any = None) -> None:
+    def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd = rfd
         self.wfd = wfd
-        self.sock = sock
         self.buffer = b""
         self.open = True
 
@@ -238,7 +220,7 @@ class Conn:
             while data:
                 data = data[os.write(self.wfd, data):]
         except OSError:
-            self.open = False  # the client went away; its children get killed on EOF
+            self.open = False  # the client went away
 
     def read(self) -> list | None:
         """Complete request lines available; None at EOF."""
@@ -258,8 +240,7 @@ class Conn:
 class Worker:
     """Forks children on request, reaps them, and learns what they imported."""
 
-    def __init__(self, proto: int, learn: bool, *, listener: Any = None, socket_path: str = "",
-                 idle: float = 0.0, fingerprint: str = "", spool: str = "") -> None:
+    def __init__(self, proto: int, learn: bool, *, spool: str = "") -> None:
         self.learn = learn
         self.roots = _safe_roots()
         if spool:
@@ -271,21 +252,13 @@ class Worker:
         self.readers: set = set()
         self.retired = ""
         self.threads = _thread_count()
-        self.listener = listener
-        self.socket_path = socket_path
-        self.idle = idle
-        self.fingerprint = fingerprint
-        self.socket_ino = os.stat(socket_path).st_ino if socket_path else 0  # ours, not a successor's
-        self.conns: list = [] if listener is not None else [Conn(0, proto)]
+        self.conns: list = [Conn(0, proto)]
         self.proto = proto
         self.wake = (-1, -1)
 
     def private_fds(self) -> list:
-        """What a child must not keep: the protocol, the clients, the listener, the wake pipe."""
+        """What a child must not keep: the protocol and the wake pipe."""
         fds = [self.proto, *self.wake]
-        fds += [c.rfd for c in self.conns if c.rfd != 0] + [c.wfd for c in self.conns]
-        if self.listener is not None:
-            fds.append(self.listener.fileno())
         return sorted({fd for fd in fds if fd > 2})
 
     def send(self, conn: Any, message: dict) -> None:
@@ -335,10 +308,7 @@ class Worker:
         os.replace(target + ".tmp", target)
 
     def handle(self, conn: Any, request: dict) -> None:
-        if request.get("shutdown"):
-            self.unlisten()
-            return
-        if "kill" in request:  # a test of this client ran out of time: end its group
+        if "kill" in request:  # a test ran out of time: end its group
             owner = self.children.get(request["kill"])
             if owner is not None and owner[0] is conn:
                 try:
@@ -384,12 +354,8 @@ class Worker:
             if name not in sys.modules and name not in self.failed:
                 self.pending[name] = None
 
-    def preload(self, interrupted: Any = lambda: False) -> None:
-        """Import the pending modules; retire if that made the worker's state run-dependent.
-
-        ``interrupted()`` is asked before each module: when it is true (a client is knocking)
-        the rest stays pending, so a client never waits for more than one import.
-        """
+    def preload(self) -> None:
+        """Import the pending modules; retire if that made the worker's state run-dependent."""
         if not self.pending or self.retired:
             return
         watch = _Watch()
@@ -399,7 +365,7 @@ class Worker:
         block = _Block(self.readers)
         sys.meta_path.insert(0, block)
         try:
-            while self.pending and not interrupted():
+            while self.pending:
                 name = next(iter(self.pending))
                 del self.pending[name]
                 if name in sys.modules or name in self.readers:
@@ -422,59 +388,11 @@ class Worker:
     def retire(self, reason: str) -> None:
         self.retired = reason
         self.pending.clear()
-        self.unlisten()
         for conn in self.conns:
             self.send(conn, {"retire": reason})
 
-    # -- kept mode ---------------------------------------------------------------------------
-
-    def unlisten(self) -> None:
-        """Take the socket away (if it still is ours): new clients start a new worker."""
-        if self.listener is None:
-            return
-        try:
-            if os.stat(self.socket_path).st_ino == self.socket_ino:
-                os.unlink(self.socket_path)
-        except OSError:
-            pass
-        self.listener.close()
-        self.listener = None
-
-    def accept(self) -> Any:
-        if self.listener is None:
-            return None
-        try:
-            sock, _ = self.listener.accept()
-        except OSError:
-            return None
-        conn = Conn(sock.fileno(), sock.fileno(), sock)
-        self.conns.append(conn)
-        hello = {"ready": True, "pid": os.getpid(), "fingerprint": self.fingerprint,
-                 "retired": self.retired or None, "learn": self.learn}
-        if self.load_check is not None:
-            hello["load_check"] = self.load_check
-        self.send(conn, hello)
-        return conn
-
-    def drop(self, conn: Any) -> None:
-        """A client left: end its children (no one waits for them) and forget it."""
-        self.conns.remove(conn)
-        for pid, owner in list(self.children.items()):
-            if owner is not None and owner[0] is conn:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        if conn.sock is not None:
-            conn.sock.close()
-        if self.sandboxed and not self.conns:
-            sweep()
-
-    sandboxed = False  # in a PID namespace of its own: every other process in it is a test's
-    load_check: Any = None  # a kept worker's start-up load check, sent in every client's hello
-
     def serve(self) -> None:
-        """Answer requests until the clients are gone (stdin EOF, or idle in kept mode)."""
+        """Answer requests until stdin ends, then until the running children have ended."""
         wake_r, wake_w = os.pipe()
         self.wake = (wake_r, wake_w)
         os.set_blocking(wake_r, False)
@@ -485,53 +403,24 @@ class Worker:
         selector.register(wake_r, selectors.EVENT_READ)
         for conn in self.conns:
             selector.register(conn.rfd, selectors.EVENT_READ, conn)
-        listen_fd = -1
-        if self.listener is not None:
-            listen_fd = self.listener.fileno()
-            selector.register(listen_fd, selectors.EVENT_READ, "listener")
-        kept = listen_fd >= 0
-        idle_since = time.monotonic()
-
-        while self.conns or self.children or self.listener is not None:
-            if listen_fd >= 0 and self.listener is None:
-                selector.unregister(listen_fd)
-                listen_fd = -1
-            wait = None
-            if kept and not self.conns and not self.children:
-                # Between runs, so the next run's first test finds it imported; a client that
-                # connects meanwhile is answered after the module being imported, not after all.
-                self.preload(lambda: bool(selector.select(0)))
-                wait = self.idle - (time.monotonic() - idle_since)
-                if wait <= 0:
-                    break
-            events = selector.select(wait)
-            for key, _ in events:
+        while self.conns or self.children:
+            for key, _ in selector.select():
                 if key.fd == wake_r:
                     try:
                         while os.read(wake_r, 512):
                             pass
                     except BlockingIOError:
                         pass
-                elif key.data == "listener":
-                    conn = self.accept()
-                    if conn is not None:
-                        selector.register(conn.rfd, selectors.EVENT_READ, conn)
-                else:
-                    conn = key.data
-                    requests = conn.read()
-                    if requests is None:
-                        selector.unregister(conn.rfd)
-                        if kept:
-                            self.drop(conn)
-                        else:
-                            self.conns.remove(conn)
-                        continue
-                    for request in requests:
-                        self.handle(conn, request)
+                    continue
+                conn = key.data
+                requests = conn.read()
+                if requests is None:
+                    selector.unregister(conn.rfd)
+                    self.conns.remove(conn)
+                    continue
+                for request in requests:
+                    self.handle(conn, request)
             self.reap()
-            if self.conns or self.children:
-                idle_since = time.monotonic()
-        self.unlisten()
         selector.close()
         for name in os.listdir(self.spool):
             os.unlink(os.path.join(self.spool, name))
@@ -584,19 +473,6 @@ def fork_load_check(timeout: float) -> dict:
         return {"loads": False, "error": f"import torch_npu exited with code {code}"}
 
 
-def sweep() -> None:
-    """Kill what the tests of gone clients left in this worker's PID namespace (daemons in
-    sessions of their own included): every process but this one and the namespace's init.
-    Only where ``/proc`` is the namespace's (``--sandboxed``)."""
-    me = os.getpid()
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (1, me):
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-
-
 def _thread_count() -> int:
     try:
         return len(os.listdir("/proc/self/task"))
@@ -610,13 +486,9 @@ def _option(args: list, name: str) -> str:
 
 def main(args: list) -> int:
     learn = "--no-learn" not in args
-    socket_path = _option(args, "--socket")
-    idle = float(_option(args, "--idle") or 600)
-    fingerprint = _option(args, "--fingerprint")
     spool = _option(args, "--spool")
     check_timeout = _option(args, "--load-check")
-    values = {_option(args, name)
-              for name in ("--socket", "--idle", "--fingerprint", "--spool", "--load-check")}
+    values = {_option(args, name) for name in ("--spool", "--load-check")}
     preload = [a for a in args if not a.startswith("--") and a not in values]
     preload = preload or list(DEFAULT_PRELOAD)
     # The protocol gets a private copy of stdout; stray prints (from imports) go to stderr.
@@ -637,27 +509,8 @@ def main(args: list) -> int:
     hello = {"ready": True, "loaded": loaded, "learn": learn, "pid": os.getpid()}
     if check_timeout:
         hello["load_check"] = fork_load_check(float(check_timeout))
-    if socket_path:
-        import socket
-
-        os.umask(0o077)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            listener.bind(socket_path)
-        except OSError as exc:
-            os.write(proto, (json.dumps({"ready": False, "error": str(exc)}) + "\n").encode())
-            return 1
-        listener.listen(16)
-        worker = Worker(proto, learn, listener=listener, socket_path=socket_path, idle=idle,
-                        fingerprint=fingerprint, spool=spool)
-        worker.sandboxed = "--sandboxed" in args
-        worker.load_check = hello.get("load_check")
-        os.write(proto, (json.dumps(hello) + "\n").encode("utf-8"))
-        os.close(proto)
-        worker.proto = -1
-    else:
-        worker = Worker(proto, learn, spool=spool)
-        worker.send(worker.conns[0], hello)
+    worker = Worker(proto, learn, spool=spool)
+    worker.send(worker.conns[0], hello)
     worker.serve()
     return 0
 

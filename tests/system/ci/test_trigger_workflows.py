@@ -90,7 +90,7 @@ def test_gitcode_maintainers_backport_comment_opens_one_pr_and_one_summary(
     assert branch.step("Publish").secrets == ("GITCODE_TOKEN",)
     assert all(j.exposed == [] for j in jobs)
     assert all(PROJECT_TOKEN not in j.log for j in jobs)
-    # the runner ended what the jobs left running (the branch job's kept warm worker)
+    # nothing the jobs started runs on
     assert with_marker(str(tmp_path / "ci")) == []
 
 

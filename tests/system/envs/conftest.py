@@ -5,17 +5,15 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from backport.config.model import Environment
-from backport.envs.kept import KeepPolicy
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.probe import LOAD_CHECK_TIMEOUT, probe
 from backport.envs.worker import EarlyWorker
-from tests.helpers.kept_folders import private_kept_folder
 from tests.helpers.torch_probes import TORCH_PINS, probed_once, shared_folder
 
 
@@ -58,11 +56,11 @@ def plain_env() -> Environment:
     return Environment(name="plain", python=Path(sys.executable), timeout=60.0)
 
 
-def folded_probe(env: Environment, keep: KeepPolicy | None = None) -> tuple[Probe, EarlyWorker]:
+def folded_probe(env: Environment) -> tuple[Probe, EarlyWorker]:
     """``env``'s probe, its torch_npu load check run by the warm worker started for the run
     (as ``Environments.prewarm`` does: one import of torch for both), and that worker, for the
     test's runner to adopt (``TestRunner(..., early=)``) or discard."""
-    early = EarlyWorker(env, {AUTOLOAD: "0"}, keep=keep, load_check=LOAD_CHECK_TIMEOUT)
+    early = EarlyWorker(env, {AUTOLOAD: "0"}, load_check=LOAD_CHECK_TIMEOUT)
     return probe(env, load_check=early.load_check_result), early
 
 
@@ -70,13 +68,3 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     return path
-
-
-@pytest.fixture
-def kept() -> Iterator[KeepPolicy]:
-    """Kept warm workers in a private folder of this test; all shut down (and gone) after it.
-
-    The folder is short on purpose: a Unix socket's path has a limit of about 100 bytes.
-    """
-    with private_kept_folder() as folder:
-        yield KeepPolicy(folder, idle=600.0)

@@ -20,7 +20,6 @@ from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.config.validate import home_shown
 from backport.envs import model
-from backport.envs.kept import KeepPolicy
 from backport.envs.pool import Environments
 from backport.envs.probe import probe
 from backport.envs.setup import plan_setup, setup_env
@@ -103,13 +102,11 @@ def _importers(log: Path) -> set[str]:
     return set(log.read_text().split()) if log.exists() else set()
 
 
-def _cold_run(tmp_path: Path, env: Environment,
-              keep: KeepPolicy | None) -> tuple[model.TestRun, model.Probe]:
+def _cold_run(tmp_path: Path, env: Environment) -> tuple[model.TestRun, model.Probe]:
     """A run's first steps for ``env``: prewarm, probe, one test; the test's run and the probe."""
     worktree = tmp_path / "wt"
     write(worktree / "test" / "test_x.py", TEST_FILE)
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache",
-                        keep=keep)
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
     try:
         envs.prewarm(env, "none")
         found = envs.probe(env)
@@ -120,12 +117,9 @@ def _cold_run(tmp_path: Path, env: Environment,
     return run, found
 
 
-@pytest.mark.parametrize("kept_workers", [False, True], ids=["own-worker", "kept-worker"])
-def test_cold_run_imports_torch_once_per_environment(
-    tmp_path: Path, kept: KeepPolicy, kept_workers: bool
-) -> None:
+def test_cold_run_imports_torch_once_per_environment(tmp_path: Path) -> None:
     env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
-    run, found = _cold_run(tmp_path, env, kept if kept_workers else None)
+    run, found = _cold_run(tmp_path, env)
     assert run.ok and run.runner == "warm"
     # One process imported torch: the worker. The load check and the test were its forks.
     assert len(_importers(log)) == 1
@@ -134,19 +128,16 @@ def test_cold_run_imports_torch_once_per_environment(
         "ImportError: libhccl.so: cannot open shared object file: No such file or directory")
 
 
-def test_an_environment_with_a_wrapper_starts_no_warm_worker(tmp_path: Path,
-                                                            kept: KeepPolicy) -> None:
+def test_an_environment_with_a_wrapper_starts_no_warm_worker(tmp_path: Path) -> None:
     """The wrapper starts each test, so no test would fork from a worker: a run starts none
-    (it would import torch for nothing, and a kept one would wait for runs that never use it);
-    the probe runs its own load check."""
+    (it would import torch for nothing); the probe runs its own load check."""
     env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
     wrapper = write(tmp_path / "wrap.sh", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     wrapper.chmod(0o755)
     env = Environment(name=env.name, python=env.python, timeout=env.timeout, env=env.env,
                       wrapper=(str(wrapper),), wrapper_shown=("wrap.sh",))
-    run, found = _cold_run(tmp_path, env, kept)
+    run, found = _cold_run(tmp_path, env)
     assert run.ok and run.runner == "isolated"
-    assert not list(kept.folder.glob("w-*.sock"))
     # Two processes imported torch: the probe's load check and the test.
     assert len(_importers(log)) == 2
     assert found.torch_npu_loads is False and "libhccl.so" in (found.torch_npu_error or "")
@@ -193,41 +184,12 @@ def test_env_setup_reads_the_pins_without_importing_torch(tmp_path: Path) -> Non
     assert len(log.read_text().split()) == 1
 
 
-def test_a_run_attaching_to_a_kept_worker_reads_its_load_check(
-    tmp_path: Path, kept: KeepPolicy
-) -> None:
-    # A second run (another project, a cleared cache: no stored probe) attaches to the kept
-    # worker the first run started; the worker's load check serves it too, so no process of
-    # the second run imports torch (a separate load-check probe would).
-    env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
-    facts = []
-    for cache in ("cache-1", "cache-2"):
-        envs = Environments({"BACKPORT_CACHE": str(tmp_path / cache)}, tmp_path / cache,
-                            keep=kept)
-        try:
-            envs.prewarm(env, "none")
-            found = envs.probe(env)
-        finally:
-            envs.close()
-        assert env.name not in envs.probes_reused  # probed afresh: nothing stored in it
-        facts.append((found.torch_npu_loads, found.torch_npu_error, found.npu_model,
-                      found.npu_count))
-        assert len(_importers(log)) == 1  # the kept worker, both times
-    assert facts[0] == facts[1] == (
-        False, "ImportError: libhccl.so: cannot open shared object file: No such file or directory",
-        None, None)
-
-
-def test_a_prewarm_that_comes_after_the_run_closed_starts_nothing(tmp_path: Path,
-                                                                   kept: KeepPolicy) -> None:
+def test_a_prewarm_that_comes_after_the_run_closed_starts_nothing(tmp_path: Path) -> None:
     # A run that stops early (its fetch failed) closes its environments while its prewarm
-    # threads may not have begun: those start nothing, no probe, no warm worker (a kept one
-    # would outlive the run), no runner.
+    # threads may not have begun: those start nothing, no probe, no warm worker, no runner.
     env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache",
-                        keep=kept)
+    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
     envs.close()
     envs.prewarm(env, "none")
     assert not envs._early and not envs._runners
-    assert not list(kept.folder.glob("w-*.sock"))
     assert not log.exists()  # no process imported torch

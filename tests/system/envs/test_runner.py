@@ -13,13 +13,12 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
-from backport.envs.kept import KeepPolicy, stop_kept_workers
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
 from backport.envs.worker import EarlyWorker
 from backport.errors import BackportError
-from tests.helpers.processes import wait_gone, wait_none_with
+from tests.helpers.processes import wait_none_with
 
 from .conftest import Probed, write
 
@@ -139,8 +138,7 @@ SMALL = Spec("test/sub/test_small.py", ("-v",))
 # The warm tests: each worker's life is one test (a fresh worker costs an import of torch; a
 # worker shared by a module was started again in each pytest-xdist process its tests went
 # to). The steps that were tests of their own follow one another on it, each with all its
-# assertions: on a worker kept between runs (below) and on the run's own worker
-# (``test_a_wrong_guess_is_stopped_...``).
+# assertions, on the run's own worker (``test_a_wrong_guess_is_stopped_...``).
 
 
 def _warm_steps(runner: Runner, torch_env: Environment, torch_probe: Probe,
@@ -154,25 +152,6 @@ def _warm_steps(runner: Runner, torch_env: Environment, torch_probe: Probe,
     _missing_test_file_fails_the_same_warm_and_isolated(runner, torch_env, torch_probe,
                                                         worktree)
     _warm_run_of_a_test_that_raises_on_import(runner, worktree)
-
-
-@pytest.mark.torch
-def test_a_kept_worker_started_before_the_probe_ended_is_adopted_and_runs_every_warm_test(
-    torch_env: Environment, torch_probe: Probe, worktree: Path, kept: KeepPolicy
-) -> None:
-    # This environment's verdict: torch_npu present, not loadable -> AUTOLOAD=0, as guessed.
-    early = EarlyWorker(torch_env, {AUTOLOAD: "0"}, keep=kept)
-    early._thread.join()
-    assert early._worker is not None
-    pid = early._worker.pid
-    with Runner(torch_env, torch_probe, device="none", keep=kept, early=early) as runner:
-        # The first warm test: the worker serving them all is the one started early.
-        run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "adopted.log")
-        assert (run.runner, run.ok) == ("warm", True)
-        assert runner._worker is not None and runner.worker_pid == pid
-        _warm_steps(runner, torch_env, torch_probe, worktree)
-    pids = stop_kept_workers(kept.folder)
-    assert pids and all(wait_gone(pid) for pid in pids)
 
 
 def _warm_run_passes(warm: Runner, worktree: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import threading
 import time
@@ -20,9 +19,8 @@ import pytest
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.envs import runner as runner_module
-from backport.envs.kept import KeepPolicy, read_hello
 from backport.envs.runner import TestRunner as Runner
-from tests.helpers.processes import namespace_pid, wait_gone
+from tests.helpers.processes import wait_gone
 
 from .conftest import folded_probe, write
 
@@ -341,59 +339,3 @@ def test_a_private_worker_waits_for_its_preload_and_imports_nothing_no_test_need
         run = runner.run(worktree, Spec("test/test_counted.py"), worktree / "3.log")
         assert (run.runner, run.ok) == ("warm", True), (worktree / "3.log").read_text()
     assert len(log.read_text().split()) == 1
-
-
-def test_a_kept_worker_learns_between_runs_and_nothing_leaks_from_one_to_the_next(
-    learning_env: Environment, worktree: Path, kept: KeepPolicy
-) -> None:
-    gate, log, env = _gated(learning_env, worktree)
-    with _released_on_failure(gate):
-        _kept_runs(env, worktree, kept, gate, log)
-
-
-def _kept_runs(env: Environment, worktree: Path, kept: KeepPolicy, gate: Path, log: Path) -> None:
-    found, early = folded_probe(env, kept)
-    with Runner(env, found, device="none", keep=kept, early=early) as first:
-        # Within a run, as with a worker of its own: learned modules preloaded, nothing leaks.
-        _teach_then_check(first, worktree, "r1-")
-        teach = first.run(worktree, Spec("test/test_teach.py", ("one",)), worktree / "r1-3.log")
-        assert (teach.runner, teach.ok) == ("warm", True), (worktree / "r1-3.log").read_text()
-        # This test teaches the kept worker bp_counted, which it imports between runs.
-        run = first.run(worktree, Spec("test/test_counted.py"), worktree / "r1-4.log")
-        assert (run.runner, run.ok) == ("warm", True), (worktree / "r1-4.log").read_text()
-        pid = first.worker_pid
-        assert pid is not None
-        worker = namespace_pid(pid)  # the pid the worker logs is its own
-    # Two runs (two runners, as two `backport apply` would make) share one kept worker: the
-    # second run's test starts from the worker's state, never from the first run's test.
-    with Runner(env, found, device="none", keep=kept) as second:
-        check = second.run(worktree, Spec("test/test_check.py", ("two", "-x")),
-                           worktree / "r2-1.log")
-        assert second.worker_pid == pid and "kept from an earlier run" in second.kind
-        assert (check.runner, check.ran) == ("warm", 3)
-        assert check.ok, (worktree / "r2-1.log").read_text()
-        # It starts with bp_counted imported (by the worker, once): it runs nothing of it again.
-        run = second.run(worktree, Spec("test/test_counted.py"), worktree / "r2-2.log")
-        assert (run.runner, run.ok) == ("warm", True), (worktree / "r2-2.log").read_text()
-        _side_by_side(second, worktree, "meet")
-        # The last test teaches the worker two modules (it imports them after the run).
-        run = second.run(worktree, Spec("test/test_gate.py"), worktree / "r2-3.log")
-        assert (run.runner, run.ok) == ("warm", True), (worktree / "r2-3.log").read_text()
-    importers = log.read_text().split()
-    assert len(importers) == 2 and importers[1] == str(worker)
-    # Between runs the worker imports the two modules. A client that connects while the first
-    # one is importing gets its hello when that import ends, before the second one starts
-    # (which here would never end before the test lets it).
-    (path,) = kept.folder.glob("w-*.sock")
-    with open(f"{gate}_a", "wb"):  # returns once the worker's preload waits in the first gate
-        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        client.connect(str(path))
-    released = threading.Thread(target=lambda: open(f"{gate}_b", "wb").close(), daemon=True)
-    try:
-        hello = read_hello(client, 120.0)  # fails (times out) when the worker went on importing
-        assert hello["ready"] is True
-    finally:
-        client.close()
-        released.start()  # the second gate: imported now (or before, without the fix)
-        released.join(120.0)
-    assert not released.is_alive()

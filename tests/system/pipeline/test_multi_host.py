@@ -1,11 +1,9 @@
 """Branches tested on different hosts: every PR shows every branch's real result.
 
 Four project folders stand for four hosts (each its own cache and journal); they share the
-upstream, the fork and one GitCode stand-in on 127.0.0.1, as runners of the CI matrix do. So
-as not to import torch once per run, they also share the test session's kept warm worker, as
-a user's runs share one (their worktree folders are one folder, which a worker's sandbox lets
-its tests write; each host works on its own target's worktree there); no test here ends or
-replaces it. A worker holds no result: every result still comes from one host's run and
+upstream, the fork and one GitCode stand-in on 127.0.0.1, as runners of the CI matrix do
+(their worktree folders are one folder; each host works on its own target's worktree there).
+Each run has its warm worker of its own; every result comes from one host's run and
 reaches the others only through GitCode. Tests run under real
 torch (BACKPORT_TEST_PYTHON); with BACKPORT_REAL_REPO the upstream's test file is the real
 Ascend/pytorch one of each branch (``Ran 7 tests``).
@@ -77,8 +75,7 @@ def _real_test_files(sandbox: Sandbox, work: Path) -> None:
 
 
 @pytest.fixture
-def hosts(sandbox: Sandbox, gitcode: FakeGitCode, tmp_path: Path, probe_store: Path,
-          kept_folder: Path) -> list[Host]:
+def hosts(sandbox: Sandbox, gitcode: FakeGitCode, tmp_path: Path) -> list[Host]:
     if REAL_REPO:
         _real_test_files(sandbox, tmp_path / "upstream-work")
     worktrees = tmp_path / "worktrees"  # every host's worktree folder (see the docstring)
@@ -92,12 +89,9 @@ def hosts(sandbox: Sandbox, gitcode: FakeGitCode, tmp_path: Path, probe_store: P
         (project / ".backport" / "worktrees").symlink_to(worktrees, target_is_directory=True)
         cache = root / "cache"
         cache.mkdir(parents=True)
-        # Probes of one interpreter read the same facts on every host: shared to save time.
-        (cache / "probes").symlink_to(probe_store, target_is_directory=True)
         made.append(Host(target, project, {
             "GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.1",
-            "BACKPORT_CACHE": str(cache), "BACKPORT_KEEP_WORKERS": "1",
-            "BACKPORT_RUNTIME_DIR": str(kept_folder)}))  # the session's (tests/conftest.py)
+            "BACKPORT_CACHE": str(cache)}))
     return made
 
 

@@ -1,4 +1,4 @@
-"""Fixtures of the sandbox tests: a plain and a torch environment, kept workers of one test."""
+"""Fixtures of the sandbox tests: a plain and a torch environment."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import pytest
 
 from backport.config.model import Environment
 from backport.envs import sandbox
-from backport.envs.kept import KeepPolicy
 from backport.envs.model import Probe
-from tests.helpers.kept_folders import private_kept_folder
 from tests.helpers.sandbox_writes import project  # noqa: F401  (a fixture of these tests)
 from tests.helpers.torch_probes import TORCH_PINS, probed_once, shared_folder
 
@@ -37,25 +35,9 @@ def torch_env() -> Environment:
 @pytest.fixture(scope="session")
 def torch_probe(torch_env: Environment, tmp_path_factory: pytest.TempPathFactory) -> Probe:
     """The torch interpreter's probe, read once (its torch_npu load check imports torch): the
-    facts of one interpreter hold for the session, as a run's stored probe does; shared with
+    facts of one interpreter hold for the session; shared with
     the envs tests (``probed_once``)."""
     return probed_once(torch_env, shared_folder(tmp_path_factory))
-
-
-@pytest.fixture
-def kept() -> Iterator[KeepPolicy]:
-    """Kept warm workers in a private (short) folder of this test, stopped after it."""
-    with private_kept_folder() as folder:
-        yield KeepPolicy(folder, idle=600.0)
-
-
-@pytest.fixture
-def private_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The kept workers of this test's CLI runs in a private folder (``BACKPORT_RUNTIME_DIR``),
-    for a test that replaces or kills them: the session's kept workers stay for the next tests."""
-    with private_kept_folder() as folder:
-        monkeypatch.setenv("BACKPORT_RUNTIME_DIR", str(folder))
-        yield folder
 
 
 @pytest.fixture

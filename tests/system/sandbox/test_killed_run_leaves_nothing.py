@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 from backport.config.model import Environment
-from backport.envs.kept import KeepPolicy
 from tests.helpers.killed_driver import kill_driver_and_watch
 
 from .conftest import needs_namespaces
 
 
-def test_isolated_run(plain_env: Environment, tmp_path: Path, kept: KeepPolicy) -> None:
+def test_isolated_run(plain_env: Environment, tmp_path: Path) -> None:
     needs_namespaces()
-    assert kill_driver_and_watch(Path(sys.executable), tmp_path, "isolated", kept.folder) == []
+    assert kill_driver_and_watch(Path(sys.executable), tmp_path, "isolated") == []

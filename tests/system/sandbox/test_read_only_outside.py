@@ -30,7 +30,7 @@ def test_an_isolated_test_writes_only_its_worktree(plain_env: Environment, proje
         assert run_writer(runner, project, tmp_path) == "isolated"
 
 
-# A test forked from a warm worker (own or kept): test_secret_out_of_reach.py's
+# A test forked from a warm worker: test_secret_out_of_reach.py's
 # test_a_forked_test_finds_no_secret_writes_only_its_worktree_and_ends_with_its_killed_run runs
 # the writer there, in the worker that also runs the secret walker (one torch import for all).
 

@@ -17,7 +17,6 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
-from backport.envs.kept import KeepPolicy
 from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
@@ -95,10 +94,9 @@ def test_isolated_run_finds_no_secret(plain_env: Environment, holder: int,
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("keeping", [False, True], ids=["own-worker", "kept-worker"])
 def test_a_forked_test_finds_no_secret_writes_only_its_worktree_and_ends_with_its_killed_run(
         torch_env: Environment, torch_probe: Probe, holder: int, project: Path,
-        tmp_path: Path, kept: KeepPolicy, keeping: bool) -> None:
+        tmp_path: Path) -> None:
     """Three checks of a test forked from a warm worker, in one worker (one torch import) of
     one run, whose process holds the token as the tool's does: the walker of this file, then
     test_read_only_outside.py's writer, then test_killed_run_leaves_nothing.py's lingering
@@ -114,8 +112,8 @@ def test_a_forked_test_finds_no_secret_writes_only_its_worktree_and_ends_with_it
              {"worktree": str(write_tree), "path": write_spec.path, "args": list(write_spec.args),
               "log": str(tmp_path / "write.log")}]
     walk, write = kill_driver_and_watch(
-        torch_env.python, tmp_path / "run", "kept" if keeping else "warm", kept.folder,
-        torch_probe, first, allow=project / ".backport" / "worktrees")
+        torch_env.python, tmp_path / "run", "warm", torch_probe, first,
+        allow=project / ".backport" / "worktrees")
     log = Path(walk["log"]).read_text(encoding="utf-8")
     assert "walked:" in log, log  # it ran to its end
     assert "FOUND" not in log and "found 0" in log and walk["exit_code"] == 0, log

@@ -23,7 +23,6 @@ ARGS: dict[str, list[str] | None] = {
     "new": ["x", "--from", "HEAD", "--api", "a.b", "--issue", "1"],
     "env probe": [],
     "env setup": ["--dry-run"],
-    "env stop": None,
     "docs": ["--api", "torch.a.b"],
     "matrix": ["--api", "put_metric"],
     "preview": ["--api", "put_metric"],

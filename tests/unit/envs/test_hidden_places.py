@@ -59,7 +59,7 @@ def test_only_existing_places_are_covered_and_never_one_holding_a_writable_folde
 
 
 def test_a_place_holding_a_writable_folder_is_covered_around_it(tmp_path: Path) -> None:
-    """A kept worker's socket folder in the runtime folder: the agents and buses beside it
+    """A writable folder in the runtime folder (a $TMPDIR there): the agents and buses beside it
     are covered one by one; the way to it and the folder stay; a link is never walked."""
     runtime = tmp_path / "run"
     sockets = runtime / "backport" / "sockets"

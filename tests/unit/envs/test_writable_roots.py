@@ -1,5 +1,5 @@
 """The folders a sandbox may write, each named once: a folder inside another is not a root of
-its own (a project in /tmp makes no other sandbox, and no other kept worker, than one outside)."""
+its own (a project in /tmp makes no other sandbox than one outside)."""
 
 from __future__ import annotations
 

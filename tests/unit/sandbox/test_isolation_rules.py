@@ -1,16 +1,14 @@
 """The sandbox's pure rules: the `isolation:` key, the ISOLATION evidence line, a child's
-environment without secrets, and the record a kept worker is trusted by."""
+environment without secrets."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from backport import process
 from backport.config import load_branch_map
-from backport.envs.kept import stat_start_time, trusted_record
 from backport.envs.model import TestRun as Run
 from backport.errors import ConfigError
 from backport.records import BranchRecord
@@ -82,23 +80,3 @@ def test_a_child_environment_holds_no_secret_by_name_or_value() -> None:
     assert process.secret_free(environ) == {"PATH": "/bin"}
     assert process.blanked_secrets(environ) == {"GITCODE_TOKEN": "", "BACKPORT_TOKEN": "",
                                                  "CI_JOB_SECRET": ""}
-
-
-def test_start_time_is_read_after_the_command_name() -> None:
-    fields = " ".join(["S", *[str(n) for n in range(4, 22)], "987654", "0"])
-    assert stat_start_time(f"42 (a) b (c) {fields}") == "987654"
-    assert stat_start_time("42 (truncated") is None
-
-
-def test_a_record_is_trusted_only_for_its_pid_and_start_time() -> None:
-    pid = os.getpid()
-    with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-        started = stat_start_time(handle.read())
-    assert trusted_record({"pid": pid, "start": started})
-    assert trusted_record({"pid": pid, "start": started}, peer=pid)
-    # the pid now belongs to a process that started at another time: a reused pid
-    assert not trusted_record({"pid": pid, "start": str(int(started or 0) + 1)})
-    # the socket's peer is another process than the one recorded
-    assert not trusted_record({"pid": pid, "start": started}, peer=pid + 1)
-    assert not trusted_record({})
-    assert not trusted_record({"pid": "1", "start": started})
