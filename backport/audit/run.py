@@ -357,17 +357,17 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
             each.open_prs = [pr for pr in listed if pr.base == each.name]
     store.save()  # what is known by commit, kept even if a later step fails
     _decide_all(facts, changes, list(heads), progress, workers)
-    progress.phase("looking for the same fix under a similar title or in other words")
-    _similar_titles(targets, changes, store)
-    content.decide(repo.path, {n: t.head for n, t in targets.items()},
-                   {n: t.files for n, t in targets.items()}, changes, store)
     missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
-    facts.check(missing, progress, workers, threading.Event())
+    facts.check(missing, progress, workers, threading.Event())  # fetches the touched blobs
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
         change.on[name] = change.on[name].applying(
             known, "" if known is not None else facts.unknown.get((change.commit, name),
                                                                   "not checked"))
+    progress.phase("looking for the same fix under a similar title or in other words")
+    _similar_titles(targets, changes, store)
+    content.decide(repo.path, {n: t.head for n, t in targets.items()},
+                   {n: t.files for n, t in targets.items()}, changes, store)
     store.save()
     return Audit(since=since_text, branches=tuple(heads), changes=tuple(changes),
                  missing_branches=dict(missing_why), prs_unread=prs_unread)
