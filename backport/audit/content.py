@@ -10,9 +10,10 @@ process each) and keeps each answer in the store by commit and target head; the 
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,22 +192,26 @@ def _bringer(repo: Path, head: str, path: str, line: str) -> str:
 
 
 def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[str]],
-           changes: Sequence[Change], store: Store) -> None:
+           changes: Sequence[Change], store: Store,
+           readable: Callable[[str, Iterable[str]], list[str]]) -> None:
     """Make each `missing` or `not-needed` cell of ``changes`` `landed` where the content rule
     holds on its target, naming the commit that brought the change there (``why``: content
-    already there). Answers are kept in ``store.content`` by commit and target head."""
+    already there). Answers are kept in ``store.content`` by commit and target head;
+    ``readable(target, paths)`` gives those of the target's files that can be read."""
     cells = [(c, t) for c in changes for t, cell in c.on.items()
              if t in heads and cell.state in (MISSING, NOT_NEEDED)]
     todo: dict[str, list[str]] = {}
-    for change, target in cells:
-        if f"{change.commit}:{heads[target]}" not in store.content:
+    for change, target in cells:  # not one whose patch git cannot make (no patch-id)
+        if (f"{change.commit}:{heads[target]}" not in store.content
+                and store.patch_ids.get(change.commit)):
             todo.setdefault(change.commit, []).append(target)
     parsed = {commit: parse(email.decode("utf-8", "surrogateescape"))
               for commit, email in history.patches_of(repo, list(todo))}
     for target, head in heads.items():
         mine = [(commit, parsed.get(commit, [])) for commit, ts in todo.items() if target in ts]
         if mine:
-            _decide_on(repo, head, trees[target], mine, store)
+            _decide_on(repo, head, trees[target], mine, store,
+                       functools.partial(readable, target))
     for change, target in cells:
         found = store.content.get(f"{change.commit}:{heads[target]}", "")
         if found:
@@ -214,11 +219,12 @@ def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[
 
 
 def _decide_on(repo: Path, head: str, tree: Collection[str],
-               patches: Sequence[tuple[str, list[FileDiff]]], store: Store) -> None:
+               patches: Sequence[tuple[str, list[FileDiff]]], store: Store,
+               readable: Callable[[Iterable[str]], list[str]]) -> None:
     by_name = _by_name(tree)
     wanted = {p for _, files in patches if meaningful(files) for f in files if f.new
               for p in where(f, tree, by_name)}
-    blobs = history.head_files(repo, head, sorted(wanted))
+    blobs = history.head_files(repo, head, readable(sorted(wanted)))
     read = {path: blobs[f"{head}:{path}"].decode("utf-8", "surrogateescape")
             for path in wanted if f"{head}:{path}" in blobs}
     found = [(commit, path, probe(files) if path else "") for commit, files in patches

@@ -123,9 +123,24 @@ class Facts:
         asked = self._asked.setdefault(target, set())
         todo = [p for p in dict.fromkeys(paths) if p not in asked]
         if todo:
-            found = history.head_files(self.repo.path, self.targets[target].head, todo)
+            found = history.head_files(self.repo.path, self.targets[target].head,
+                                       self.readable(target, todo))
             self.files.setdefault(target, {}).update(found)
             asked.update(todo)
+
+    def readable(self, target: str, paths: Iterable[str]) -> list[str]:
+        """Those of ``paths`` on ``target``'s head whose blobs can be read, fetched first in
+        one request in a blobless cache: a blob git would fetch by itself, one at a time, and
+        one the upstream cannot give would end the whole read (`git cat-file --batch`)."""
+        entries = self.targets[target].entries
+        files = [p for p in dict.fromkeys(paths) if p in entries
+                 and entries[p][0] != blobs.GITLINK]
+        oids = {entries[p][1] for p in files}
+        if self.repo.blobless:
+            self.unreadable.update(blobs.fetch(self.repo.path, oids - set(self.unreadable),
+                                               self.repo.env))
+        held = blobs.present(self.repo.path, oids)
+        return [p for p in files if entries[p][1] in held]
 
     def proposed(self, change: Change, target: str) -> int | None:
         if change.pr is None:
@@ -367,7 +382,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     progress.phase("looking for the same fix under a similar title or in other words")
     _similar_titles(targets, changes, store)
     content.decide(repo.path, {n: t.head for n, t in targets.items()},
-                   {n: t.files for n, t in targets.items()}, changes, store)
+                   {n: t.files for n, t in targets.items()}, changes, store, facts.readable)
     store.save()
     return Audit(since=since_text, branches=tuple(heads), changes=tuple(changes),
                  missing_branches=dict(missing_why), prs_unread=prs_unread)

@@ -155,3 +155,33 @@ def test_offline_with_nothing_in_the_cache_says_what_to_run_first(upstream: dict
     assert result.code == 2, result.out
     assert result.err == ("error: --offline: the cache holds none of v2.7.1, master; run "
                           "`backport audit` once without --offline to fetch them\n")
+
+
+def test_a_blob_the_upstream_lacks_hides_no_other_file_from_the_content_rule(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """v2.7.1 holds master's "fix: z" in its own commit (another title, another patch-id), and
+    lacks the blob of its own a.py, which master's "fix: a" changes: the content rule reads both
+    files of v2.7.1 in a blobless cache; the blob git cannot fetch must not end that read."""
+    root = tmp_path_factory.mktemp("audit-content-lost")
+    work = make_repo(root / "work")
+    lines = "".join(f"setting_{i} = {i}\n" for i in range(20))
+    commit_files(work, {"pkg/a.py": lines, "pkg/z.py": lines}, "root", date=_when(400))
+    git(work, "branch", "v2.7.1")
+    fixed = "setting_3 = compute_the_third_setting_from_the_environment()\n"
+    fix_z = commit_files(work, {"pkg/z.py": lines.replace("setting_3 = 3\n", fixed)},
+                         "fix: z", date=_when(20))
+    commit_files(work, {"pkg/a.py": lines.replace("setting_5 = 5\n", "setting_5 = 'five'\n")},
+                 "fix: a", date=_when(19))
+    git(work, "checkout", "--quiet", "v2.7.1")
+    ported = lines.replace("setting_3 = 3\n", fixed).replace("setting_18 = 18\n",
+                                                             "setting_18 = 'v2.7.1 only'\n")
+    commit_files(work, {"pkg/z.py": ported}, "v2.7.1: compute the third setting",
+                 date=_when(18))
+    own_a = commit_files(work, {"pkg/a.py": lines + "local_only = True\n"},
+                         "v2.7.1: a local setting", date=_when(17))
+    lost = {git(work, "rev-parse", f"{own_a}:pkg/a.py")}
+    upstream = {"project": _project(root, "lacking", work, lost)}
+    result = _audit(upstream, tmp_path / "cache", "--json")
+    assert result.code == 0, result.err
+    cell = next(c["on"]["v2.7.1"] for c in result.json()["changes"] if c["commit"] == fix_z)
+    assert cell["state"] == "landed" and cell["why"] == "content already there", (cell, result.err)
