@@ -3,11 +3,10 @@ and by commit and target head (whether it applies there, its tests or its conten
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from backport.jsonfile import read_json, write_json
 
 STORE_VERSION = 1
 CONTENT_RULE = 4  # the content rule's version: answers of another are asked again
@@ -26,10 +25,7 @@ class Store:
         self.present: dict[str, str] = {}  # "<commit>:<head>" -> the already-present commit
         # "<commit>:<head>" -> the commit that brought its content there ("" for none)
         self.content: dict[str, str] = {}
-        try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return  # none yet, or unreadable: computed again
+        data: Any = read_json(path, None)  # none yet, or unreadable: computed again
         if isinstance(data, dict) and data.get("version") == STORE_VERSION:
             self.patch_ids = dict(data.get("patch_ids") or {})
             self.files = dict(data.get("files") or {})
@@ -40,15 +36,11 @@ class Store:
                 self.content = dict(data.get("content") or {})
 
     def save(self) -> None:
-        """Write the file whole (temp + rename); a folder that cannot be written keeps nothing."""
+        """Write the file whole (``write_json``); a folder that cannot be written keeps nothing."""
         data = {"version": STORE_VERSION, "patch_ids": self.patch_ids, "files": self.files,
                 "applies": self.applies, "added": self.added, "present": self.present,
                 "content": self.content, "content_rule": CONTENT_RULE}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".audit-")
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, separators=(",", ":"))
-            os.replace(tmp, self.path)
+            write_json(self.path, data)
         except OSError:
             return

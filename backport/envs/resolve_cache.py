@@ -16,12 +16,12 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from backport.config.model import Environment
+from backport.jsonfile import read_json, write_json
 
 FORMAT = 1
 MAX_AGE = 24 * 3600.0
@@ -81,24 +81,20 @@ def stored_resolution(cache_dir: Path, key: str, *, now: float | None = None
                       ) -> tuple[list[dict], float] | None:
     """The stored items of ``key`` and when they were resolved, unless older than MAX_AGE."""
     now = time.time() if now is None else now
+    data = read_json(_slot(cache_dir, key), None)
     try:
-        data = json.loads(_slot(cache_dir, key).read_text(encoding="utf-8"))
         created = float(data["created"])
         if data.get("key") == _digest(key) and 0 <= now - created <= MAX_AGE:
             return list(data["items"]), created
-    except (OSError, ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError):
         pass
     return None
 
 
 def store_resolution(cache_dir: Path, key: str, items: list[dict]) -> None:
     """Keep ``items`` for ``key``; a cache that cannot be written only costs a resolution."""
-    slot = _slot(cache_dir, key)
     try:
-        slot.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=slot.parent, prefix=".resolution-")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"key": _digest(key), "created": time.time(), "items": items}, handle)
-        os.replace(tmp, slot)
+        write_json(_slot(cache_dir, key), {"key": _digest(key), "created": time.time(),
+                                           "items": items})
     except OSError:
         pass

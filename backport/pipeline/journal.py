@@ -1,15 +1,11 @@
 """The run journal: per patch set, per target branch, the step reached and its results.
 
-Stored as JSON at ``.backport/runs/<patch-set>/journal.json``; every update is written to a
-temporary file, fsynced and renamed over the old one, so a kill at any moment leaves either the
-old or the new journal, never a torn one.
+Stored as JSON at ``.backport/runs/<patch-set>/journal.json``; every update rewrites it whole
+(``jsonfile.write_json``: a kill at any moment leaves the old or the new journal, never a torn one).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +13,7 @@ from typing import Any
 
 from backport.codec import decode, encode
 from backport.errors import BackportError, ErrorCode
+from backport.jsonfile import read_json, write_json
 from backport.records import BranchRecord, upgrade_v1
 from backport.states import may_move
 
@@ -24,34 +21,6 @@ JOURNAL_VERSION = 2  # 2: the codec's form (version 1 journals are read and upgr
 READS = (1, 2)
 
 Transition = Callable[[BranchRecord], BranchRecord]  # one named change of a record
-
-
-def secure_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700 for the directories this tool owns."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
-    return path
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically with mode 0600 (temp file + fsync + rename)."""
-    secure_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class Journal:
@@ -132,11 +101,8 @@ class Journal:
     def _save_locked(self) -> None:
         if not self.persist:
             return
-        # No indent: json's C encoder then writes it (with an indent, the pure-Python one runs,
-        # once per step of every branch).
-        text = json.dumps(self.to_json(), ensure_ascii=False) + "\n"
         try:
-            atomic_write_text(self.path, text)
+            write_json(self.path, self.to_json())
         except OSError as exc:
             raise BackportError(
                 "journal", f"cannot write the run journal {self.path}: {exc.strerror or exc}; "
@@ -145,12 +111,7 @@ class Journal:
 
 def read_branches(path: Path) -> dict[str, BranchRecord]:
     """The records of the journal file ``path``; one clear sentence when it cannot be used."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BackportError(
-            "config", f"{path}: the run journal cannot be read ({exc}); "
-            f"move it aside to start over") from exc
+    data = read_json(path, what="run journal")
     if not isinstance(data, dict) or not isinstance(data.get("branches"), dict):
         raise BackportError(
             "config", f"{path}: not a backport journal; move it aside to start over")

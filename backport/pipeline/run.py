@@ -30,9 +30,10 @@ from backport.envs.sandbox import refusal_notice, require_isolation
 from backport.errors import BackportError, ConfigError, ErrorCode
 from backport.git.apply import am_in_progress
 from backport.git.cache import RepoCache
+from backport.jsonfile import secure_dir, write_text
 from backport.pipeline.flow import run_branch, take_turns
 from backport.pipeline.job import BranchJob, ProgressSink
-from backport.pipeline.journal import Journal, atomic_write_text, secure_dir
+from backport.pipeline.journal import Journal
 from backport.pipeline.kept_worktree import kept_worktree
 from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.reach import Need
@@ -304,5 +305,5 @@ def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | Back
 def write_report(run: SetRun) -> Path:
     """Write the run report as Markdown next to the journal."""
     path = run.journal.run_dir / "report.md"
-    atomic_write_text(path, render_markdown(run.patch_set.name, run.records))
+    write_text(path, render_markdown(run.patch_set.name, run.records))
     return path

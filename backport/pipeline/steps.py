@@ -20,10 +20,10 @@ from backport.git.fresh import fresh_tree, tree_of
 from backport.git.present import AddedTest, with_classes
 from backport.git.run import token_git
 from backport.git.worktree import Worktree, cache_branch
+from backport.jsonfile import secure_dir, write_text
 from backport.pipeline.beyond_tests import changes_for_run
 from backport.pipeline.decide import Decision, Verdict, decide
 from backport.pipeline.job import BranchJob
-from backport.pipeline.journal import atomic_write_text, secure_dir
 from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.set_run import SetRun
 from backport.records import SKIP_NO_TESTS, SKIP_SAID, BranchRecord, EnvEvidence, TestResult
@@ -364,7 +364,7 @@ def push_step(run: SetRun, job: BranchJob) -> bool:
         if not output:
             raise
         push_log = log_path(run, job, 0).with_suffix(".push.log")
-        atomic_write_text(push_log, output)
+        write_text(push_log, output)
         raise BackportError(exc.code, f"{exc.message.rstrip('.')}; git's output: {push_log}",
                             details=exc.details) from exc
     job.change(lambda r: r.pushed(commit))
