@@ -10,8 +10,10 @@ from pathlib import Path
 import click
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
-from backport.commands.from_pr import ensure_from_pr, said, with_sets_in
+from backport.config import load_patch_set
+from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
+from backport.pipeline.from_pr import said, sets_from_prs
 from backport.pipeline.reach import Course
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
@@ -87,8 +89,16 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
                            timeout=timeout, new_pr=new_pr)
+    run(app, apis, from_prs, options, every=every, as_json=as_json)
+
+
+def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
+        options: ApplyOptions, *, every: bool = False, as_json: bool = False) -> None:
+    """`apply` once its options are read (see `apply_cmd`; `trigger` runs it for a PR too);
+    exits with the run's code."""
     # A dry run makes its sets from PRs in a temporary folder: it writes nothing in the project.
-    scratch = Path(tempfile.mkdtemp(prefix="backport-dry-run-")) if dry_run and from_prs else None
+    scratch = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
+               if options.course.dry_run and from_prs else None)
     try:
         _apply(app, apis, from_prs, scratch, options, every=every, as_json=as_json)
     finally:
@@ -96,42 +106,17 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _from_prs(app: AppContext, from_prs: tuple[int, ...], scratch: Path | None,
-              as_json: bool) -> tuple[list[str], set[str], list[BackportError]]:
-    """The sets of ``from_prs``, made or kept: their names, those made again (their branches'
-    finished steps are of an old change) and the errors of the PRs that could not be made."""
-    project = app.project()
-    made: list[str] = []  # the sets --from-pr made or kept (their lines said so already)
-    redo: set[str] = set()  # sets made again: their branches' finished steps are of an old change
-    unmade: list[BackportError] = []
-
-    def say(line: str) -> None:
-        echo(line, err=as_json)  # beside --json's document, never in it
-    for number in dict.fromkeys(from_prs):
-        try:
-            name, lines, remade = ensure_from_pr(
-                project, app.patches or project.root / "patches", number, say, scratch=scratch)
-        except BackportError as exc:
-            if len(from_prs) == 1:
-                raise
-            echo(f"error: PR !{number} is not backported: {exc.message}", err=True)
-            unmade.append(exc)
-            continue
-        for line in lines:
-            say(line)
-        made.append(name)
-        redo |= {name} if remade else set()
-    return made, redo, unmade
-
-
 def _apply(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
            scratch: Path | None, options: ApplyOptions, *, every: bool, as_json: bool) -> None:
-    """`apply` once its options are read (see `apply_cmd`); exits with the run's code."""
+    """`run` with the dry run's folder for the sets it makes from PRs (``scratch``)."""
     project = app.project()
     made: list[str] = []
     unmade: list[BackportError] = []
     if from_prs:
-        made, redo, unmade = _from_prs(app, from_prs, scratch, as_json)
+        made, redo, unmade = sets_from_prs(
+            project, app.patches or project.root / "patches", from_prs,
+            lambda line: echo(line, err=as_json),  # beside --json's document, never in it
+            lambda line: echo(line, err=True), scratch=scratch)
         if not made:
             raise SystemExit(max(exc.exit_code for exc in unmade))
         apis = (*apis, *(name for name in made if name not in apis))
@@ -169,3 +154,10 @@ def _apply(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
     if unmade:  # named above, before the run; the batch's exit says so too
         raise SystemExit(max(EXIT_BRANCH_FAILED, *(exc.exit_code for exc in unmade)))
     raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
+
+
+def with_sets_in(project: Project, folder: Path) -> Project:
+    """The project with the sets a dry run made in ``folder`` in place of its own."""
+    made = {path.name: load_patch_set(path, project.branch_map)
+            for path in sorted(folder.iterdir()) if path.is_dir()}
+    return dataclasses.replace(project, patch_sets={**project.patch_sets, **made})

@@ -14,7 +14,6 @@ from rich.table import Table
 
 from backport import process
 from backport.commands.common import AppContext, echo, pass_app
-from backport.commands.from_pr import ensure_from_pr
 from backport.config import load_project
 from backport.config.branch_map import cache_root
 from backport.config.patch_set import load_patch_set
@@ -23,6 +22,7 @@ from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.forge import PrFile, make_forge
 from backport.forge.local import LocalForge
 from backport.git.locks import file_lock
+from backport.pipeline.from_pr import sets_from_prs
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
 from backport.records import SKIP_NO_TORCH
@@ -129,9 +129,8 @@ def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
          f"as {sha[:12]}")
     shutil.rmtree(sandbox.project / "patches" / patches.name)
     environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
-    name, lines, _ = ensure_from_pr(project, sandbox.project / "patches", number, environ=environ)
-    for line in lines:
-        echo(line)
+    (name,), _, _ = sets_from_prs(project, sandbox.project / "patches", (number,), echo, echo,
+                                  environ=environ)
     return name
 
 

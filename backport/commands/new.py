@@ -7,16 +7,26 @@ from pathlib import Path
 
 import click
 
-from backport.commands.authoring import ask, write_patch_set
 from backport.commands.common import AppContext, echo, pass_app
-from backport.commands.from_pr import read_source, write_from_pr
 from backport.config.patch_set import patch_set_name_problem
 from backport.errors import BackportError
-from backport.git.authoring import (
-    first_subject,
-    test_files,
-    touched_files,
-)
+from backport.git.authoring import first_subject, test_files, touched_files
+from backport.pipeline.from_pr import read_source, write_from_pr, write_patch_set
+
+
+def ask(value: str | None, prompt: str, option: str) -> str:
+    """``value``, else the answer at a terminal prompt; off a terminal the option is required."""
+    if value:
+        return value
+    if not sys.stdin.isatty():
+        raise BackportError("usage", f"{option} is required off a terminal")
+    try:
+        return click.prompt(prompt)
+    except click.exceptions.Abort as exc:  # click turns both EOF and Ctrl-C into Abort
+        if isinstance(exc.__context__, EOFError):
+            raise BackportError("usage", f"input ended at the {option} prompt, so no patch set "
+                                f"was written; pass {option}") from None
+        raise
 
 
 def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
@@ -100,7 +110,7 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
                                          "PR N and its commits from the map's upstream")
         source, cache_repo = read_source(project, pr)
         write_from_pr(project, dest, source, cache_repo, api=api,
-                      issues=(issue,) if issue else (), title=title)
+                      issues=(issue,) if issue else (), title=title, say=echo)
         echo(f"next: backport check --api {name}")
         return
     assert rev is not None
@@ -117,5 +127,5 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
     api = ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
     issue_no = int(ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
     dest = write_patch_set(project, dest, repo, rev, tests, {
-        "api": api, "issue": issue_no, "title": title or first_subject(repo, rev)})
+        "api": api, "issue": issue_no, "title": title or first_subject(repo, rev)}, echo)
     echo(f"next: backport check --api {name}")

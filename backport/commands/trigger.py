@@ -160,9 +160,8 @@ def _planned(targets: list[str], environ: Mapping[str, str]) -> None:
                    "it (api=pr-N on stdout and in $ATOMGIT_OUTPUT); the CI then tests it with "
                    "`apply --no-push` in a step without the token, and publishes it.")
 @click.option("--skip-tests", is_flag=True, help="As `apply --skip-tests`.")
-@click.pass_context
 @pass_app
-def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None, plan: bool,
+def trigger_cmd(app: AppContext, event_file: Path | None, plan: bool,
                 branch: str | None, prepare: bool, skip_tests: bool) -> None:
     """Act on a `/backport [B…]` PR comment, or on the merge of a PR that asked for one.
 
@@ -220,19 +219,19 @@ def trigger_cmd(app: AppContext, ctx: click.Context, event_file: Path | None, pl
     if prepare:
         _prepared(app, project, event.number)
     echo(f"PR !{event.number}: backporting to {', '.join(targets)}")
-    from backport.commands.apply import apply_cmd  # the plan, a reply and a no-op never load it
+    from backport.commands import apply  # the plan, a reply and a no-op never load it
+    from backport.pipeline.session import ApplyOptions
 
-    ctx.invoke(apply_cmd, from_prs=(event.number,), branches=tuple(targets), skip_tests=skip_tests)
+    app.resumable()
+    apply.run(app, (), (event.number,), ApplyOptions(branches=tuple(targets), skip_tests=skip_tests))
 
 
 def _prepared(app: AppContext, project: Project, number: int) -> None:
     """Make (or keep) the patch set of PR ``number`` and name it as the step's output."""
-    from backport.commands.from_pr import ensure_from_pr  # only a branch job prepares a set
+    from backport.pipeline.from_pr import sets_from_prs  # only a branch job prepares a set
 
-    name, lines, _remade = ensure_from_pr(project, app.patches or project.root / "patches",
-                                          number, echo)
-    for line in lines:
-        echo(line)
+    (name,), _, _ = sets_from_prs(project, app.patches or project.root / "patches", (number,),
+                                  echo, echo)
     out = _output_file(os.environ)
     if out is not None:
         with out.open("a", encoding="utf-8") as fh:

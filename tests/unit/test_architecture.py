@@ -507,7 +507,7 @@ def test_the_decision_scan_sees_both_kinds_of_call() -> None:
 # `backport list` prints its jobs as `API=… BRANCH=…` lines: the CI matrix, not evidence.
 # A source PR's body names its API as `API=…` (the upstream template's line), read by `new --from-pr`
 # and written by the demo's merged PR: the PR's text, not evidence.
-EVIDENCE_KEY_ELSEWHERE = {"commands.listing": {"API"}, "commands.from_pr": {"API"},
+EVIDENCE_KEY_ELSEWHERE = {"commands.listing": {"API"}, "pipeline.from_pr": {"API"},
                           "commands.demo": {"API"}}
 
 
@@ -566,3 +566,12 @@ def test_the_command_mirror_matches_by_prefix(tmp_path: Path) -> None:
     for name in ("test_env_probe", "test_newer", "test_status"):
         (tmp_path / "t" / f"{name}.py").write_text("")
     assert commands_without_tests(tmp_path / "c", [tmp_path / "t"]) == ["new"]
+
+
+def test_no_command_runs_another_through_click() -> None:
+    """A command that needs another's work calls the plain function below it (`trigger` runs
+    `apply.run`), never the other's click function through ``ctx.invoke``."""
+    found = [f"{path.name}: {name}" for path in sorted((PACKAGE / "commands").glob("*.py"))
+             for name in called_names(path.read_text(encoding="utf-8"))
+             if name in ("invoke", "forward")]
+    assert not found, found

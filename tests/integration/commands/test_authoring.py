@@ -1,4 +1,4 @@
-"""`commands/authoring.py`: a patch set folder is written whole or not at all."""
+"""`pipeline/from_pr.py` `write_patch_set`: a patch set folder is written whole or not at all."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from backport.commands.authoring import ask, write_patch_set
+from backport.commands.new import ask
 from backport.config import load_project
 from backport.errors import BackportError, ConfigError
+from backport.pipeline.from_pr import write_patch_set
 from tests.helpers.upstream import PLAIN, commit_test
 
 

@@ -2,7 +2,7 @@
 fresh interpreter, `--version` and `--help` load no command module and none of the heavy
 libraries; `check --help` loads `check`'s module alone (no HTTP client: the map may name the
 local forge), `status --help` no Jinja2 (only a PR body's rendering needs it), and
-`trigger --help` not the apply it runs for a branch job."""
+`trigger --help` not the apply and the from-PR flow it runs for a branch job."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ for argv in (["--version"], ["--help"], ["check", "--help"], ["status", "--help"
     seen.append({"argv": argv, "code": code,
                  "heavy": sorted({m.split(".")[0] for m in sys.modules} & HEAVY),
                  "commands": sorted(m for m in sys.modules
-                                    if m.startswith("backport.commands."))})
+                                    if m.startswith("backport.commands.")
+                                    or m == "backport.pipeline.from_pr")})
 print("RESULT " + json.dumps(seen))
 """
 
@@ -47,12 +48,12 @@ def test_version_and_help_import_no_command_and_a_commands_help_only_its_own() -
     assert check_help["code"] == 0
     assert "backport.commands.check" in check_help["commands"]
     assert not {"backport.commands.apply", "backport.commands.trigger", "backport.commands.demo",
-                "backport.commands.from_pr"} & set(check_help["commands"]), check_help
+                "backport.pipeline.from_pr"} & set(check_help["commands"]), check_help
     assert not {"requests", "urllib3", "jinja2"} & set(check_help["heavy"]), check_help
     assert status_help["code"] == 0 and "backport.commands.status" in status_help["commands"]
     assert not {"requests", "jinja2"} & set(status_help["heavy"]), status_help
     # a `/backport` comment's plan job runs `trigger`: it loads apply and the from-PR flow
     # only when it backports (a branch job), never to plan or reply
     assert trigger_help["code"] == 0 and "backport.commands.trigger" in trigger_help["commands"]
-    assert not {"backport.commands.apply", "backport.commands.from_pr"} & \
+    assert not {"backport.commands.apply", "backport.pipeline.from_pr"} & \
         set(trigger_help["commands"]), trigger_help

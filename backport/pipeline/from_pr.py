@@ -1,24 +1,29 @@
-"""A patch set made from a PR of the upstream (`new --from-pr`, `apply --from-pr`)."""
+"""A patch set made from a PR of the upstream (`new --from-pr`, `apply --from-pr`, `trigger`),
+and the folder a patch set is written to, whole (`new --from` too)."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from backport.commands.authoring import write_patch_set
-from backport.commands.common import echo
+import yaml
+
 from backport.config import load_patch_set
 from backport.config.branch_map import cache_root
 from backport.config.model import Project, SourcePr
+from backport.config.validate import display_path
+from backport.envs.device import infer_device
+from backport.envs.model import AUTOLOAD
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import PrFile, SourcePrInfo
 from backport.forge.factory import make_forge
 from backport.forge.local import LocalForge
-from backport.git.authoring import test_files, touched_files
+from backport.git.authoring import export_patch_set, file_at, test_files, touched_files
 from backport.git.source_message import backport_message, message_of, restate
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
 from backport.git.squash_merge import find_squash_merge
@@ -146,7 +151,7 @@ def _issues(info: SourcePrInfo, issues: tuple[int, ...], say: Say) -> tuple[int,
 
 def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
                   api: str | None, issues: tuple[int, ...], title: str | None,
-                  say: Say = echo) -> Path:
+                  say: Say) -> Path:
     """Write ``dest`` from ``source``'s commits in ``repo`` (the cache repository)."""
     info, commits = source.info, source.commits
     tests = test_files(touched_files(repo, commits.rev))
@@ -191,7 +196,7 @@ def _backport_rev(project: Project, source: Source, repo: Path) -> str:
     return restate(repo, commits.commit, message)
 
 
-def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = echo, *,
+def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say, *,
                    environ: Mapping[str, str] = os.environ,
                    scratch: Path | None = None) -> tuple[str, list[str], bool]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
@@ -232,8 +237,65 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say = 
     return dest.name, lines, old is not None
 
 
-def with_sets_in(project: Project, folder: Path) -> Project:
-    """The project with the sets a dry run made in ``folder`` in place of its own."""
-    made = {path.name: load_patch_set(path, project.branch_map)
-            for path in sorted(folder.iterdir()) if path.is_dir()}
-    return dataclasses.replace(project, patch_sets={**project.patch_sets, **made})
+def sets_from_prs(project: Project, patches_dir: Path, numbers: tuple[int, ...], say: Say,
+                  error: Say, *, scratch: Path | None = None,
+                  environ: Mapping[str, str] = os.environ,
+                  ) -> tuple[list[str], set[str], list[BackportError]]:
+    """The sets of PRs ``numbers``, made or kept: their names, those made again (their branches'
+    finished steps are of an old change) and the errors of the PRs that could not be made
+    (each told to ``error``; a single PR's is raised)."""
+    made: list[str] = []  # the sets made or kept (their lines said so already)
+    redo: set[str] = set()
+    unmade: list[BackportError] = []
+    for number in dict.fromkeys(numbers):
+        try:
+            name, lines, remade = ensure_from_pr(project, patches_dir, number, say,
+                                                 environ=environ, scratch=scratch)
+        except BackportError as exc:
+            if len(numbers) == 1:
+                raise
+            error(f"error: PR !{number} is not backported: {exc.message}")
+            unmade.append(exc)
+            continue
+        for line in lines:
+            say(line)
+        made.append(name)
+        redo |= {name} if remade else set()
+    return made, redo, unmade
+
+
+def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: list[str],
+                    spec: dict[str, object], say: Say) -> Path:
+    """Export ``rev`` of ``repo`` and write ``dest`` (patches and patch.yaml: ``spec``, then the
+    tests and the inferred device), whole or not at all; tells ``say`` what it wrote."""
+    sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
+    device, reasons = infer_device(sources)
+    spec = {**spec, "tests": [{"path": path, "args": ["-v"]} for path in tests], "device": device}
+    if "branches" in spec:  # after tests and device, as a maintainer writes it
+        spec["branches"] = spec.pop("branches")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging_root = Path(tempfile.mkdtemp(prefix=".new-", dir=dest.parent))
+    staging = staging_root / dest.name
+    try:
+        export_patch_set(repo, rev, staging, force=True)
+        (staging / "patch.yaml").write_text(
+            yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        try:
+            load_patch_set(staging, project.branch_map)
+        except ConfigError as exc:
+            message = exc.message.replace(str(staging), str(dest))
+            raise ConfigError(message.replace(display_path(staging), display_path(dest))) from exc
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging.rename(dest)
+    finally:
+        shutil.rmtree(staging_root, ignore_errors=True)
+    files = sorted(p.name for p in dest.glob("*.patch"))
+    say(f"wrote {dest}: {', '.join(files)} and patch.yaml (tests: {', '.join(tests)})")
+    if device == "npu":
+        say(f"device: npu, inferred because {'; '.join(reasons)}: the tests run only where "
+             f"torch_npu loads and an NPU is visible (edit patch.yaml if they do not need one)")
+    else:
+        say("device: none, inferred because no test imports torch_npu or creates npu tensors: "
+             f"the tests run with {AUTOLOAD}=0 where torch_npu cannot load")
+    return dest
