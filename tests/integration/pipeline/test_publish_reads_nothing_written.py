@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from backport.envs import sandbox as sandbox_module
 from backport.forge import token as token_module
 from tests.helpers.git_http import GitHttp
 from tests.helpers.project import TOKEN, git, rev, run_app
@@ -112,7 +113,11 @@ def test_the_askpass_program_is_a_read_only_file_of_the_package_outside_every_te
     assert program.resolve().is_relative_to(package)
     temps = {temp_folder, Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp"),
              Path("/dev/shm"), Path(os.environ.get("TMPDIR", "/tmp"))}
-    assert not any(program.resolve().is_relative_to(t.resolve()) for t in temps)
+    # not written into a temporary folder: only where the package itself lies there (a clone
+    # under /tmp), and then every test sees it bound back read-only (`sandbox.test_view`)
+    assert not any(program.resolve().is_relative_to(t.resolve())
+                   and not package.is_relative_to(t.resolve()) for t in temps)
+    assert str(package.parent) in sandbox_module.test_view(temp_folder)
     assert os.access(program, os.X_OK)
     assert "a-token-1234" not in program.read_text(encoding="utf-8")
 
