@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from backport.demo.sandbox import Sandbox
 from tests.helpers.project import git
 from tests.helpers.source_pr import (
     NUMBER,
@@ -19,18 +16,11 @@ from tests.helpers.source_pr import (
     push_mr_head,
     run,
     source_pr,
-    source_server,
     work_clone,
 )
 
 OURS = "lgxxx/pytorch"
 PERMISSION = "GET /repos/Ascend/pytorch/collaborators/{login}/permission"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def _branches(result) -> dict[str, dict]:

@@ -3,19 +3,12 @@ is backported without a question (the GitCode stand-in on 127.0.0.1, the sandbox
 
 from __future__ import annotations
 
-import pytest
 import yaml
 
 from backport.demo.sandbox import Sandbox
-from tests.helpers.source_pr import NUMBER, OTHERS, land, run, source_pr, source_server
+from tests.helpers.source_pr import NUMBER, OTHERS, land, run, source_pr
 
 TITLE = "fix: keep the metric handler across forks"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def spec(sandbox: Sandbox) -> dict:

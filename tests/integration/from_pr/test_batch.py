@@ -3,8 +3,6 @@ journal; one that cannot be made into a set is named and the others go on."""
 
 from __future__ import annotations
 
-import pytest
-
 from backport.demo.sandbox import Sandbox
 from tests.helpers.project import git
 from tests.helpers.source_pr import (
@@ -12,19 +10,12 @@ from tests.helpers.source_pr import (
     land,
     run,
     source_pr,
-    source_server,
     squash_message,
     work_clone,
 )
 
 OTHER = NUMBER + 7
 OTHER_TEST = "test/batch/test_other.py"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def land_other(sandbox: Sandbox, server) -> None:

@@ -4,25 +4,15 @@ naming it (issue 48 item 7)."""
 
 from __future__ import annotations
 
-import pytest
-
-from backport.demo.sandbox import Sandbox
 from tests.helpers.source_pr import (
     NUMBER,
     land,
     put_metric_files,
     run,
     source_pr,
-    source_server,
 )
 
 OURS = "lgxxx/pytorch"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def test_two_prs_of_one_fix_open_one_pr_into_a_target(sandbox, server):

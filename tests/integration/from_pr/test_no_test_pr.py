@@ -4,21 +4,13 @@ PR has none, and each PR body says so without claiming any validation."""
 
 from __future__ import annotations
 
-import pytest
 import yaml
 
-from backport.demo.sandbox import Sandbox
 from backport.report import prose_zh as zh
-from tests.helpers.source_pr import NUMBER, OTHERS, code_only_pr, run, source_server
+from tests.helpers.source_pr import NUMBER, OTHERS, code_only_pr, run
 
 CODE = "torch_npu/utils/_foo.py"
 TITLE = "fix: keep the foo handler across forks"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def test_new_from_a_pr_changing_no_test_writes_a_set_listing_none(sandbox, server):

@@ -5,22 +5,15 @@ files as it leaves them (renamed: the new path; deleted: none)."""
 
 from __future__ import annotations
 
-import pytest
 import yaml
 
 from backport.demo.sandbox import Sandbox
 from tests.helpers.fake_gitcode import git_files
 from tests.helpers.project import git
-from tests.helpers.source_pr import NUMBER, land, run, source_pr, source_server, work_clone
+from tests.helpers.source_pr import NUMBER, land, run, source_pr, work_clone
 
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"
 EVIL = "test/test_evil.py"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def spoof(sandbox: Sandbox, number: int, base: str = "master") -> str:

@@ -3,20 +3,12 @@ asks (`title_tag:`); the GitCode stand-in on 127.0.0.1 and the sandbox's real gi
 
 from __future__ import annotations
 
-import pytest
 import yaml
 
-from backport.demo.sandbox import Sandbox
 from tests.helpers.project import edit_config
-from tests.helpers.source_pr import NUMBER, OTHERS, land, run, source_pr, source_server
+from tests.helpers.source_pr import NUMBER, OTHERS, land, run, source_pr
 
 TITLE = "[master] test: add test cases for torch.is_conj"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def test_the_source_tag_goes_and_the_targets_tag_comes_where_asked(sandbox, server):
