@@ -67,7 +67,8 @@ with open(report, "w") as out:
     json.dump({"status": status, "left": left}, out)
 """
 
-# Says which PID namespace it runs in (a run's worker and its forks have one of their own);
+# Says which PID namespace it runs in (a run's worker and its forks have one of their own), by
+# its id and its init's start time: two namespaces one after the other may get the same id;
 # with HOLD_TEST set, marks its worktree and waits to be killed.
 TEST_TEXT = '''\
 import os
@@ -79,7 +80,9 @@ import torch
 
 class Where(unittest.TestCase):
     def test_where(self):
-        print("pid namespace:", os.readlink("/proc/self/ns/pid"), flush=True)
+        # the namespace's id, and when its init started (the kernel reuses a freed id)
+        init = open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19]
+        print("pid namespace:", os.readlink("/proc/self/ns/pid") + "@" + init, flush=True)
         if os.environ.get("HOLD_TEST"):
             open("held", "w").close()
             time.sleep(600)
