@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.project import gitcode, sandbox  # noqa: F401  (registered as fixtures)
 from tests.helpers.session_builds import built_once
 from tests.helpers.wheels import session_backport_wheel, setup_wheelhouse
 from tests.helpers.workflow_harness import fill_tool_cache
