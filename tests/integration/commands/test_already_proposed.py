@@ -12,7 +12,7 @@ from backport.config.loader import load_project
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
 from backport.forge import PrFile
 from backport.forge.local import LocalForge
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.fakes.gitcode import FakeGitCode
 from tests.helpers.project import PATCHES, run_app
 from tests.helpers.source_pr import (
     BODY,

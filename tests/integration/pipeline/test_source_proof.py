@@ -8,7 +8,7 @@ from __future__ import annotations
 import yaml
 
 from backport.demo.sandbox import Sandbox
-from tests.helpers.fake_gitcode import git_files
+from tests.fakes.gitcode import git_files
 from tests.helpers.project import git
 from tests.helpers.source_pr import NUMBER, land, run, source_pr, work_clone
 

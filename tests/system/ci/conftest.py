@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.workflow_harness import fill_tool_cache
 from tests.helpers.session_builds import built_once
 from tests.helpers.wheels import session_backport_wheel, setup_wheelhouse
-from tests.helpers.workflow_harness import fill_tool_cache
 
 
 @pytest.fixture(scope="session")

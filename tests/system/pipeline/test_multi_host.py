@@ -24,8 +24,8 @@ import pytest
 
 from backport.demo.sandbox import TEST_PATH, Sandbox
 from backport.report import regions as rg
+from tests.fakes.gitcode import FakeGitCode, Fault
 from tests.helpers.evidence import evidence_fields, evidence_text, shared_record
-from tests.helpers.fake_gitcode import FakeGitCode, Fault
 from tests.helpers.project import TOKEN, Result, git, needs_torch, run_app
 
 pytestmark = needs_torch

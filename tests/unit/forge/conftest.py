@@ -1,3 +1,3 @@
 """Fixtures of the forge unit tests: the local forge (SQLite in tmp_path), an injected sleep."""
 
-from tests.helpers.forge import local, no_token_leak, sleeps  # noqa: F401  (registered as fixtures)
+from tests.fakes.forge import local, no_token_leak, sleeps  # noqa: F401  (registered as fixtures)

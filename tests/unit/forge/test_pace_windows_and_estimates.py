@@ -7,7 +7,7 @@ import pytest
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import RateLimiter
 from backport.forge.pace import parse_windows
-from tests.helpers.forge import FORK, TOKEN, UPSTREAM
+from tests.fakes.forge import FORK, TOKEN, UPSTREAM
 from tests.helpers.pace import take_slot
 
 

@@ -1,18 +1,21 @@
-"""Forge test helpers: a fake GitCode server, forges bound to it, the local forge (fixtures)."""
+"""Stand-in forges for the forge tests: the fake GitCode server and forges bound to it, the
+local forge (fixtures), and what a maintainer does on the local forge's web page."""
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from backport.config.model import BranchMap, Environment, Target
+from backport.forge.base import PullRequest
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import ApiClient, RateLimiter
 from backport.forge.local import LocalForge
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.fakes.gitcode import FakeGitCode
 
 TOKEN = "gct-SeCrEt-0123456789abcdef"
 UPSTREAM = "Ascend/pytorch"
@@ -82,3 +85,15 @@ def branch_map(tmp_path: Path, forge: str, api_url: str = "https://api.gitcode.c
         environments={"e": Environment(name="e", python=Path("/usr/bin/python3"))},
         targets={BASE: Target(name=BASE, env="e")},
     )
+
+
+def set_state(forge: LocalForge, number: int, state: str) -> PullRequest:
+    """Close, merge or reopen PR ``number`` of ``forge``'s database, as the web page would."""
+    assert state in ("open", "closed", "merged"), state
+    with sqlite3.connect(forge.path) as db:
+        changed = db.execute("UPDATE prs SET state = ? WHERE number = ?", (state, number))
+        assert changed.rowcount == 1, f"no PR {number}"
+        if state == "merged":
+            db.execute("INSERT OR IGNORE INTO pr_merged (pr, merged_at) VALUES (?, "
+                       "strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))", (number,))
+    return forge.get_pr(number)
