@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import backport
-from tests.helpers.source_trees import nodes, tree
+from tests.unit.conftest import nodes, tree
 
 PACKAGE = Path(backport.__file__).parent
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"

@@ -14,7 +14,8 @@ from backport.pipeline.shared_results import forge_records, read_set
 from backport.pipeline.steps import BranchJob
 from backport.report.body import render_body
 from tests.helpers import report_fixtures as fx
-from tests.helpers.journals import journal_holding
+
+from .conftest import journal_holding
 
 TARGET = "v2.11.0"
 

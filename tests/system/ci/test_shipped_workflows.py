@@ -12,11 +12,12 @@ import yaml
 
 from tests.fakes.git_http import GitHttp
 from tests.fakes.workflow_harness import GITCODE, GITHUB, WorkflowRun, load_workflow
-from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.plain_patch import add_plain_patch_set
 from tests.helpers.project import ROOT, TORCH_PYTHON, edit_config, git, needs_torch, run_app
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.upstream import change_upstream_branch
+
+from .conftest import map_repository, pip_offline
 
 EXAMPLES = ROOT / "examples" / "ci"
 TOKEN = "gc-user-token-7d1e"  # the repository secret GITCODE_TOKEN

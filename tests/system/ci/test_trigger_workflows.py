@@ -11,12 +11,13 @@ from backport.report.source_summary import MARKER
 from tests.fakes.git_http import GitHttp
 from tests.fakes.gitcode import FakeGitCode
 from tests.fakes.workflow_harness import GITCODE, WorkflowRun
-from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.merged_pr import merged_pr
 from tests.helpers.plain_patch import plain_patch_file
 from tests.helpers.processes import with_marker
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.project import edit_config, git, needs_torch, run_app
+
+from .conftest import map_repository, pip_offline
 
 MAP = "ascend-ci/backport-map"
 UPSTREAM = "Ascend/pytorch"

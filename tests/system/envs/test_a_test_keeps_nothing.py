@@ -24,9 +24,8 @@ from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
 from backport.git.worktree import Worktree
 from tests.helpers.gitrepos import git
-from tests.helpers.hostile_worktree import snapshot, two_worktrees
 
-from .conftest import needs_namespaces
+from .conftest import needs_namespaces, snapshot, two_worktrees
 
 
 @pytest.fixture

@@ -13,11 +13,10 @@ import uuid
 from pathlib import Path
 
 from backport.demo.sandbox import Sandbox
-from tests.helpers.hostile_worktree import HOSTILE
 from tests.helpers.plain_patch import add_plain_patch_set
 from tests.helpers.project import git, needs_torch, run_app, sandbox  # noqa: F401 - the fixture
 
-from .conftest import needs_namespaces
+from .conftest import HOSTILE, needs_namespaces
 
 pytestmark = needs_torch
 

@@ -9,10 +9,9 @@ import uuid
 from pathlib import Path
 
 from backport.demo.sandbox import Sandbox
-from tests.helpers.killed_driver import sigkill_when_lingering
 from tests.helpers.project import edit_config, sandbox  # noqa: F401 - the fixture
 
-from .conftest import needs_namespaces
+from .conftest import needs_namespaces, sigkill_when_lingering
 
 # The environment's wrapper: the probe runs as it would; the test leaves a process in a session
 # of its own and waits. The marker in both command lines finds them from outside.

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 from backport.config.model import Environment
-from tests.helpers.killed_driver import kill_driver_and_watch
 
-from .conftest import needs_namespaces
+from .conftest import kill_driver_and_watch, needs_namespaces
 
 
 def test_isolated_run(plain_env: Environment, tmp_path: Path) -> None:

@@ -18,9 +18,8 @@ from backport.config.model import Environment
 from backport.envs import sandbox
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
-from tests.helpers.sandbox_writes import outside_folder, run_writer
 
-from .conftest import needs_namespaces
+from .conftest import needs_namespaces, outside_folder, run_writer
 
 
 def test_an_isolated_test_writes_only_its_worktree(plain_env: Environment, project: Path,

@@ -20,10 +20,8 @@ from backport.config.model import TestSpec as Spec
 from backport.envs.model import Probe
 from backport.envs.probe import probe
 from backport.envs.runner import TestRunner as Runner
-from tests.helpers.killed_driver import kill_driver_and_watch
-from tests.helpers.sandbox_writes import check_writer, writer_test
 
-from .conftest import needs_namespaces
+from .conftest import check_writer, kill_driver_and_watch, needs_namespaces, writer_test
 
 SECRET = "gtk-sandbox-secret-5f1d9c"
 

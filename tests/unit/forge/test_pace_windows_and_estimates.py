@@ -8,7 +8,8 @@ from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import RateLimiter
 from backport.forge.pace import parse_windows
 from tests.fakes.forge import FORK, TOKEN, UPSTREAM
-from tests.helpers.pace import take_slot
+
+from .conftest import take_slot
 
 
 def test_a_long_wait_is_announced_with_seconds_left() -> None:

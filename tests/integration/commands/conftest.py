@@ -1,5 +1,4 @@
-"""Small upstream histories for the audit's tests: a work tree whose commits carry a given
-message and age, and GitCode's squash message."""
+"""Helpers of the command tests: an upstream history for the audit."""
 
 from __future__ import annotations
 
@@ -8,6 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
+# Small upstream histories for the audit's tests: a work tree whose commits carry a given
+# message and age, and GitCode's squash message.
 UP = "Ascend/pytorch"
 DAY = 24 * 3600
 LINES = [f"value_{n} = {n}\n" for n in range(64)]

@@ -1,6 +1,4 @@
-"""Headless Chromium (Debian's `chromium`) driven over the DevTools protocol on a pipe
-(``--remote-debugging-pipe``: JSON messages ending in NUL on the browser's fds 3 and 4), with
-the standard library alone: open a page, evaluate JavaScript in it, see every request it made."""
+"""Helpers of the audit page's browser test."""
 
 from __future__ import annotations
 
@@ -17,6 +15,9 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
 
+# Headless Chromium (Debian's `chromium`) driven over the DevTools protocol on a pipe
+# (``--remote-debugging-pipe``: JSON messages ending in NUL on the browser's fds 3 and 4), with
+# the standard library alone: open a page, evaluate JavaScript in it, see every request it made.
 PACKAGE = "chromium"  # Debian's package; `apt-get install -y chromium`
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run", "--disable-sync",
