@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from backport.config.loader import load_project
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
 from backport.forge import PrFile
@@ -22,16 +20,9 @@ from tests.helpers.source_pr import (
     put_metric_files,
     run,
     source_pr,
-    source_server,
 )
 
 OURS = "lgxxx/pytorch"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def _ours(server: FakeGitCode) -> dict[str, int]:

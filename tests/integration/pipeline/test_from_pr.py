@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import yaml
 
 from backport.demo.sandbox import Sandbox
@@ -19,18 +18,11 @@ from tests.helpers.source_pr import (
     push_mr_head,
     run,
     source_pr,
-    source_server,
     squash_message,
     work_clone,
 )
 
 DECOY_TEST = "test/decoy/test_decoy.py"
-
-
-@pytest.fixture
-def server(sandbox: Sandbox):
-    with source_server(sandbox) as fake:
-        yield fake
 
 
 def land_decoy(sandbox: Sandbox) -> str:
