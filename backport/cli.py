@@ -22,7 +22,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 # Every command: its module in backport/commands/ and attribute there, and its one-line help,
 # the first sentence of its docstring (`backport --help` lists it without importing the module;
-# tests/unit/test_cli.py holds the two equal).
+# tests/unit/commands/test_help_lists_commands_not_imported.py holds the two equal).
 COMMANDS: dict[str, tuple[str, str]] = {
     "abort": ("resume:abort_cmd",
               "Give up on branches: stop `git am`, remove their worktrees, forget their progress."),
