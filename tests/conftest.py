@@ -10,7 +10,9 @@ import pytest
 # with no git on PATH (tests/unit/conftest.py), so it is told to stay quiet there.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
-from tests.helpers.project import built_sandbox  # noqa: F401  (the session's sandbox, copied per test)
+# The demo's sandbox (built once a session, copied per test) and the fake GitCode server that
+# branches.yaml points at, for every folder (a folder's conftest or a module may override them).
+from tests.helpers.project import built_sandbox, gitcode, sandbox  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(autouse=True)
