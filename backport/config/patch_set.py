@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from backport.config.branch_map import MAX_BODY_CHARS, pr_options
+from backport.config.branch_map import MAX_BODY_CHARS, pr_options, render_fork_branches
 from backport.config.model import (
     BranchMap,
     PatchSet,
@@ -51,12 +51,11 @@ def patch_set_name_problem(name: str) -> str | None:
 
 
 def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
-    """Read and validate one patch set directory against ``branch_map``."""
+    """Read and check one patch set directory against ``branch_map``."""
     dir = Path(os.path.abspath(dir))
     problem = patch_set_name_problem(dir.name)
     if problem:
         raise config_error(f"{display_path(dir)}: {problem}")
-    name = dir.name
     doc = Doc(dir / "patch.yaml")
     root = doc.load()
     f = doc.mapping(root, PATCH_KEYS, required=("title", "tests"))
@@ -64,59 +63,50 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         if key not in f and "source_pr" not in f:
             doc.fail(root, f"missing required key '{key}' (only a set made from a PR, with "
                            f"source_pr, may leave it out)")
-    api = _api(doc, f["api"]) if "api" in f else None
-    title = doc.string(f["title"], max_len=255)
     tests = tuple(_test_spec(doc, item) for item in doc.items(f["tests"], "list of tests", 100))
     if not tests and "source_pr" not in f:  # a PR that adds or changes no test has none
         doc.fail(f["tests"], "lists no test (only a set made from a PR, with source_pr, may "
                              "list none)")
-    device = "none"
-    if "device" in f:
-        device = doc.string(f["device"])
-        if device not in DEVICES:
-            doc.fail(
-                f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}"
-            )
-    branches = (
-        _patch_branches(doc, f["branches"], branch_map)
-        if "branches" in f
-        else tuple(branch_map.targets)
-    )
-    pr = pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
-    shared, variants = _series(dir, branch_map, branches)
-    read: dict[Path, Patch] = {}  # each file read and parsed once
-    touched: dict[str, tuple[str, ...]] = {}
-    for target in branches:
-        series = variants.get(target, shared)
-        if not series:
-            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target '{target}'")
-        paths: set[str] = set()
-        for file in series:
-            if file not in read:
-                read[file] = read_patch(file)
-            paths.update(read[file].paths)
-        touched[target] = tuple(sorted(paths))
-    for file in shared:  # the shared series when every target has its own variant
-        if file not in read:
-            read[file] = read_patch(file)
+    device = doc.string(f["device"]) if "device" in f else "none"
+    if device not in DEVICES:
+        doc.fail(f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}")
+    branches = (_patch_branches(doc, f["branches"], branch_map) if "branches" in f
+                else tuple(branch_map.targets))
+    patches, variants, touched = _read_series(dir, branch_map, branches)
     patch_set = PatchSet(
-        name=name,
-        dir=dir,
-        api=api,
+        name=dir.name, dir=dir, api=_api(doc, f["api"]) if "api" in f else None,
         issues=_issues(doc, f["issue"]) if "issue" in f else (),
-        title=title,
-        tests=tests,
-        device=device,
-        branches=branches,
-        patches=tuple(read[file] for file in shared),
-        variants={target: tuple(read[file] for file in files) for target, files in variants.items()},
-        touched_paths=touched,
+        title=doc.string(f["title"], max_len=255), tests=tests, device=device,
+        branches=branches, patches=patches, variants=variants, touched_paths=touched,
         body=_read_body(dir / "body.md"),
-        pr=pr,
+        pr=pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr,
         source=_source(doc, f),
     )
     fork_branches(branch_map, patch_set)
     return patch_set
+
+
+def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
+        tuple[Patch, ...], dict[str, tuple[Patch, ...]], dict[str, tuple[str, ...]]]:
+    """The shared series, each target's variant and the paths each target's series touches;
+    every patch file read and parsed once."""
+    shared, variants = _series(dir, branch_map, branches)
+    read: dict[Path, Patch] = {}
+    touched: dict[str, tuple[str, ...]] = {}
+    for file in shared:
+        read[file] = read_patch(file)
+    for target in branches:
+        series = variants.get(target, shared)
+        if not series:
+            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target "
+                               f"'{target}'")
+        for file in series:
+            if file not in read:
+                read[file] = read_patch(file)
+        touched[target] = tuple(sorted({path for file in series for path in read[file].paths}))
+    return (tuple(read[file] for file in shared),
+            {target: tuple(read[file] for file in files) for target, files in variants.items()},
+            touched)
 
 
 def _api(doc: Doc, v: Val) -> str:
@@ -280,20 +270,9 @@ def _read_body(path: Path) -> str | None:
 
 
 def fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
-    """target -> rendered fork branch for a patch set; each valid and distinct."""
-    out: dict[str, str] = {}
-    where = display_path(branch_map.path)
-    for target in ps.branches:
-        branch = ps.fork_branch(branch_map, target)
-        problem = refname_problem(branch)
-        if problem:
-            raise config_error(
-                f"{where}: fork_branch renders '{branch}' for patch set '{ps.name}' and target "
-                f"'{target}', which {problem}"
-            )
-        if branch in out.values():
-            raise config_error(
-                f"{where}: fork_branch renders the same branch '{branch}' twice for patch set '{ps.name}'"
-            )
-        out[target] = branch
-    return out
+    """target -> rendered fork branch of a patch set; each valid and distinct."""
+    try:
+        return render_fork_branches(branch_map.fork_branch, ps.branches, ps.slug, ps.name,
+                                    ps.api or "", of_set=ps.name)
+    except ValueError as exc:
+        raise config_error(f"{display_path(branch_map.path)}: {exc}") from None

@@ -1,4 +1,5 @@
-"""Typed access to parsed YAML with one-sentence errors naming file, line and key path."""
+"""Typed access to parsed YAML (`Doc`, `Val`) with one-sentence errors naming file, line and key
+path, and the rules for repository paths and git/http URLs the configuration holds."""
 
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ from backport.redact import redact
 
 MAX_STR = 4096  # longest ordinary string value
 MAX_ITEMS = 1000  # longest list or free-form mapping
-
-
 MAX_MESSAGE = 1000
 
 
@@ -82,6 +81,11 @@ def kind(value: Any) -> str:
     if isinstance(value, bytes):
         return "binary data"
     return "a string"
+
+
+def quote_hint(v: Val) -> str:
+    """How to make a value read as a string, from its source text ("" when it has none)."""
+    return f'; quote it: "{v.raw}"' if v.raw else ""
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -199,8 +203,7 @@ class Doc:
         if allow_ints and isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            hint = f'; quote it: "{v.raw}"' if v.raw else ""
-            self.fail(v, f"must be a string, not {kind(value)}{hint}")
+            self.fail(v, f"must be a string, not {kind(value)}{quote_hint(v)}")
         if strip:
             value = value.strip()
         if not value:
@@ -214,8 +217,7 @@ class Doc:
     def version(self, v: Val) -> str:
         """A version string such as ``2.7.1.post4``; numbers are refused (2.10 reads as 2.1)."""
         if not isinstance(v.value, str):
-            hint = f'; quote it: "{v.raw}"' if v.raw else ""
-            self.fail(v, f"version must be a quoted string, not {kind(v.value)}{hint}")
+            self.fail(v, f"version must be a quoted string, not {kind(v.value)}{quote_hint(v)}")
         text = self.string(v, max_len=128)
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_*-]*", text):
             self.fail(v, f"'{_short(text)}' is not a version")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from backport.config.loader import load_project
+from backport.config import load_project
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
 from backport.forge import PrFile
 from backport.forge.local import LocalForge
