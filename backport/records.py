@@ -114,7 +114,6 @@ class TestResult:
         )
 
 
-
 # Probe attribute -> its key in a version 1 journal, where the probe's facts sat in the env.
 _V1_PROBE_KEYS = {"npu_model": "npu", "npu_count": "visible_npus"}
 _V1_PROBE = ("interpreter", "platform", "python", "torch", "torch_npu", "cann", "npu_model",
@@ -137,7 +136,6 @@ class EnvEvidence:
     def fact(self, name: str) -> Any:
         """A probed value by its `Probe` attribute name (``torch`` too); None when not read."""
         return getattr(self.probe, name) if self.probe is not None else None
-
 
 
 @dataclass(frozen=True)
@@ -178,7 +176,6 @@ class PrInfo:
         return dataclasses.replace(self, commented_sha=sha)
 
 
-
 @dataclass(frozen=True)
 class SeriesSource:
     """The sibling whose series went in where the branch's own conflicted."""
@@ -210,7 +207,6 @@ class SeriesSource:
         return f"the {self.branch} result, itself from {self.origin.label}{through}"
 
 
-
 @dataclass(frozen=True)
 class ExistingTest:
     """A test the patch adds that the target branch already defines, and the commit that
@@ -228,7 +224,6 @@ class ExistingTest:
         return f'{where}, added by {self.commit} "{self.subject}"' if self.commit else where
 
 
-
 @dataclass(frozen=True)
 class ProposedPr:
     """Another PR into the target that already carries the set's source PR (open or merged):
@@ -239,7 +234,6 @@ class ProposedPr:
     state: str  # "open" | "merged"
     kind: str  # how it names the source: "sync" | "cherry-pick" | "backport" | "body"
     title: str = ""
-
 
 
 @dataclass(frozen=True)

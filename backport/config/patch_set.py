@@ -21,6 +21,7 @@ from backport.config.validate import (
     config_error,
     display_path,
     kind,
+    repo_path,
     repo_path_problem,
     suggest,
 )
@@ -176,7 +177,7 @@ def _test_spec(doc: Doc, v: Val) -> TestSpec:
         args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
     text = doc.string(path_val, max_len=1024)
     problem = "uses '\\' (write '/')" if "\\" in text else repo_path_problem(text)
-    path = "/".join(p for p in text.split("/") if p not in ("", "."))
+    path = repo_path(text)
     if not problem and path.startswith("-"):
         problem = "starts with '-' (python would read it as an option)"
     if problem:

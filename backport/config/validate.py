@@ -254,6 +254,11 @@ class Doc:
 # -- repository paths --------------------------------------------------------------------------
 
 
+def repo_path(path: str) -> str:
+    """A repository path without empty and ``.`` components."""
+    return "/".join(p for p in path.split("/") if p not in ("", "."))
+
+
 def repo_path_problem(path: str) -> str | None:
     """Why ``path`` is not a safe path inside a repository, or ``None``."""
     if not path:
