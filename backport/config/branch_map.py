@@ -34,14 +34,14 @@ from backport.config.validate import (
     config_error,
     display_path,
     git_url_problem,
-    home_shown,
+    home_as_tilde,
     http_url_problem,
     kind,
     quote_hint,
     repo_identity,
     resolve_url,
     suggest,
-    url_shown,
+    url_without_userinfo,
 )
 from backport.titles import strip_branch_tags
 
@@ -120,7 +120,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     web_url = _http_url(doc, top["web_url"]) if "web_url" in top else GITCODE_WEB_URL
     environments = {
         key.value: _environment(doc, key, value, envs_dir(environ))
-        for key, value in doc.entries(top["environments"], "environment name", 256)
+        for key, value in doc.pairs(top["environments"], "environment name", 256)
     }
     if not environments:
         doc.fail(top["environments"], "defines no environment")
@@ -223,7 +223,7 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
         fields["venv"] = _local_path(doc, f["venv"]) if "venv" in f else default_dir / name
     if "expect" in f:
         fields["expect"] = {dist.value: _pin(doc, dist, version)
-                            for dist, version in doc.entries(f["expect"], "distribution", 100)}
+                            for dist, version in doc.pairs(f["expect"], "distribution", 100)}
     if "requirements" in f:
         fields["requirements"] = _requirements(doc, f["requirements"], strict=False)
     if "no_deps" in f:
@@ -233,7 +233,7 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
                                                    max_items=20, max_len=2048)
     if "source" in f:
         fields["source"] = _local_path(doc, f["source"])
-        fields["source_shown"] = home_shown(doc.string(f["source"], max_len=1024))
+        fields["source_shown"] = home_as_tilde(doc.string(f["source"], max_len=1024))
     if "wrapper" in f:
         fields["wrapper"], fields["wrapper_shown"] = _wrapper(doc, f["wrapper"])
     if "env" in f:
@@ -322,13 +322,13 @@ def _wrapper(doc: Doc, v: Val) -> tuple[tuple[str, ...], tuple[str, ...]]:
         doc.fail(v, "needs a program: a script that execs the interpreter it is given")
     program = written[0]  # a command name is looked up on PATH when started
     run = str(_local_path(doc, first)) if program.startswith("~") or "/" in program else program
-    return (run, *written[1:]), (home_shown(program), *written[1:])
+    return (run, *written[1:]), (home_as_tilde(program), *written[1:])
 
 
 def _variables(doc: Doc, v: Val) -> dict[str, str]:
     """``env:``: variable name -> value (a string, or an unquoted integer as its text)."""
     out = {}
-    for name, value in doc.entries(v, "variable", 200):
+    for name, value in doc.pairs(v, "variable", 200):
         if not _VARIABLE.fullmatch(name.value):
             doc.fail(name, f"'{name.value}' is not an environment variable name")
         text = value.value
@@ -344,7 +344,7 @@ def _variables(doc: Doc, v: Val) -> dict[str, str]:
 
 def _targets(doc: Doc, v: Val, environments: Mapping[str, Environment]) -> dict[str, Target]:
     targets: dict[str, Target] = {}
-    for key, value in doc.entries(v, "branch name", 256):
+    for key, value in doc.pairs(v, "branch name", 256):
         problem = refname_problem(key.value)
         if problem:
             doc.fail(key, f"branch name '{key.value}' is not a valid git branch name: it {problem}")
@@ -375,7 +375,7 @@ def _http_url(doc: Doc, v: Val) -> str:
     text = doc.string(v, max_len=2048)
     problem = http_url_problem(text)
     if problem:
-        doc.fail(v, f"'{url_shown(text)}' {problem}")
+        doc.fail(v, f"'{url_without_userinfo(text)}' {problem}")
     return text.rstrip("/")
 
 
@@ -395,7 +395,7 @@ def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, s
             continue
         problem = http_url_problem(text) if key == "api_url" else git_url_problem(text)
         if problem:
-            _url_fail(doc, origin[key], f"'{url_shown(text)}' {problem}")
+            _url_fail(doc, origin[key], f"'{url_without_userinfo(text)}' {problem}")
         urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, base)
     if forge == "gitcode":
         urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")

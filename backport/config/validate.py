@@ -40,7 +40,7 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def home_shown(text: str) -> str:
+def home_as_tilde(text: str) -> str:
     """A path as text, with the home directory written as ``~`` (never a path of this user)."""
     home = os.path.expanduser("~").rstrip("/")
     if home and (text == home or text.startswith(home + "/")):
@@ -153,7 +153,7 @@ class Doc:
                 raise self.error(v.line, f"missing required key '{key}'", v.path)
         return out
 
-    def entries(self, v: Val, what: str, max_items: int = MAX_ITEMS) -> list[tuple[Val, Val]]:
+    def pairs(self, v: Val, what: str, max_items: int = MAX_ITEMS) -> list[tuple[Val, Val]]:
         """(key, value) pairs of a free-form mapping whose keys must be strings."""
         m = self._map(v)
         if len(m) > max_items:
@@ -334,7 +334,7 @@ def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
     return None
 
 
-def url_shown(url: str) -> str:
+def url_without_userinfo(url: str) -> str:
     """``url`` as a message may show it: its user info (``user:password@``) left out."""
     if "://" not in url:
         return url
