@@ -130,7 +130,7 @@ class PrInfo:
     decorated: bool | None = None  # labels, assignees, reviewers and the comment were set
     linked: bool | None = None  # the issue link was made (older records: assumed)
     commented_sha: str | None = None  # the fork branch's commit when the comment was posted
-    refused: tuple[str, ...] = ()  # best-effort writes the forge refused ("link", "comment"): not retried
+    refused: tuple[str, ...] = ()  # best-effort writes the forge refused ("link", "comment")
     unverified: bool = False  # opened, but not yet read back and judged (a re-run judges it)
     title: str | None = None  # the set's title when last sent or kept (None: older records)
 
@@ -477,9 +477,9 @@ class BranchRecord:
             refused=self.pr.refused) or None
         status = Status.DONE if self.status == Status.PUSHED else self.status
         return dataclasses.replace(
-            self, status=status, push_intent=None, test=test, env=env, pr=pr, worktree=None, message="",
-            manual=False, error_code=None, warnings=(), tried_sources=(), conflict_snapshot=None,
-            closed_prs=(), proposed=None)
+            self, status=status, push_intent=None, test=test, env=env, pr=pr, worktree=None,
+            message="", manual=False, error_code=None, warnings=(), tried_sources=(),
+            conflict_snapshot=None, closed_prs=(), proposed=None)
 
 
 def upgrade_v1(data: dict[str, Any], target: str) -> dict[str, Any]:

@@ -116,7 +116,9 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     if forge == "gitcode" and upstream.lower() == fork.lower():
         doc.fail(top["fork"], f"'{fork}' is the upstream repository; backport pushes only to "
                               "a fork")
-    fork_branch = _template(doc, top["fork_branch"]) if "fork_branch" in top else DEFAULT_FORK_BRANCH
+    fork_branch = DEFAULT_FORK_BRANCH
+    if "fork_branch" in top:
+        fork_branch = _template(doc, top["fork_branch"])
     web_url = _http_url(doc, top["web_url"]) if "web_url" in top else GITCODE_WEB_URL
     environments = {
         key.value: _environment(doc, key, value, envs_dir(environ))
@@ -409,7 +411,8 @@ def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, s
     urls.setdefault("fork_url", "")
     if urls["fork_url"] and repo_identity(urls["upstream_url"]) == repo_identity(urls["fork_url"]):
         _url_fail(doc, origin.get("fork_url") or top["fork"],
-                  f"'{urls['fork_url']}' is the upstream repository; backport pushes only to a fork")
+                  f"'{urls['fork_url']}' is the upstream repository; backport pushes only to "
+                  "a fork")
     return urls
 
 
@@ -437,6 +440,10 @@ def _audit_ignore(doc: Doc, v: Val) -> tuple[str, ...]:
     return _checked_list(doc, f["ignore"], problem, max_items=100, max_len=500)
 
 
+def _label_problem(name: str) -> str | None:
+    return f"'{name}' is not a valid label" if "," in name else None
+
+
 def _user_problem(name: str) -> str | None:
     return None if _USER.fullmatch(name) else f"'{name}' is not a valid user name"
 
@@ -446,9 +453,8 @@ def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
     f = doc.mapping(v, PR_KEYS)
     changes: dict = {}
     if "labels" in f:
-        changes["labels"] = _checked_list(
-            doc, f["labels"], lambda name: f"'{name}' is not a valid label" if "," in name else None,
-            max_items=50, max_len=100)
+        changes["labels"] = _checked_list(doc, f["labels"], _label_problem, max_items=50,
+                                          max_len=100)
     for key in ("assignees", "reviewers", "testers"):
         if key in f:
             changes[key] = _checked_list(doc, f[key], _user_problem, max_items=50, max_len=100)

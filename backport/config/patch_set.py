@@ -21,6 +21,7 @@ from backport.config.validate import (
     config_error,
     display_path,
     kind,
+    read_bytes,
     repo_path,
     repo_path_problem,
     suggest,
@@ -38,9 +39,6 @@ MAX_VARIANT_DIRS = 500
 _API = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
-
-
-# -- patches/<name>/ -----------------------------------------------------------------------------
 
 
 def patch_set_name_problem(name: str) -> str | None:
@@ -208,7 +206,8 @@ def listdir(directory: Path) -> list[Path]:
     try:
         return sorted(directory.iterdir(), key=lambda p: p.name)
     except OSError as exc:
-        raise config_error(f"{display_path(directory)} cannot be read ({exc.strerror or exc})") from None
+        raise config_error(f"{display_path(directory)} cannot be read "
+                           f"({exc.strerror or exc})") from None
 
 
 def _patch_files(directory: Path) -> tuple[Path, ...]:
@@ -218,7 +217,8 @@ def _patch_files(directory: Path) -> tuple[Path, ...]:
         if not entry.name.endswith(".patch"):
             continue
         if not PATCH_FILE.fullmatch(entry.name):
-            raise config_error(f"{display_path(entry)}: patch file names must look like NNNN-name.patch")
+            raise config_error(f"{display_path(entry)}: patch file names must look like "
+                               "NNNN-name.patch")
         if not entry.is_file():
             raise config_error(f"{display_path(entry)} is not a regular file")
         found.append(entry)
@@ -238,21 +238,19 @@ def _series(
             continue
         seen += 1
         if seen > MAX_VARIANT_DIRS:
-            raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} sub-directories")
+            raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} "
+                               "sub-directories")
         rel = Path(current).relative_to(dir).as_posix()
         files = _patch_files(Path(current))
         if rel in branch_map.targets:
             if not files:
-                raise config_error(
-                    f"{display_path(Path(current))} is named after target '{rel}' but has no NNNN-*.patch file"
-                )
+                raise config_error(f"{display_path(Path(current))} is named after target '{rel}' "
+                                   "but has no NNNN-*.patch file")
             if rel in branches:
                 variants[rel] = files
         elif files:
-            raise config_error(
-                f"{display_path(Path(current))} holds patch files but '{rel}' is not a target branch"
-                f"{suggest(rel, branch_map.targets)}"
-            )
+            raise config_error(f"{display_path(Path(current))} holds patch files but '{rel}' is "
+                               f"not a target branch{suggest(rel, branch_map.targets)}")
     return shared, variants
 
 
@@ -260,11 +258,9 @@ def _read_body(path: Path) -> str | None:
     if not path.exists():
         return None
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_bytes(path).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise config_error(f"{display_path(path)} is not valid UTF-8") from None
-    except OSError as exc:
-        raise config_error(f"{display_path(path)} cannot be read ({exc.strerror or exc})") from None
     if len(text) > MAX_BODY_CHARS:
         raise config_error(f"{display_path(path)} is longer than {MAX_BODY_CHARS} characters")
     return text

@@ -28,7 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backport.config.validate import config_error, display_path, repo_path, repo_path_problem
+from backport.config.validate import (
+    config_error,
+    display_path,
+    read_bytes,
+    repo_path,
+    repo_path_problem,
+)
 
 MAX_PATCH_BYTES = 16 << 20
 SYMLINK_MODE = "120000"
@@ -52,7 +58,7 @@ class DiffInfo:
 
 @dataclass(frozen=True)
 class Hunk:
-    """One hunk's lines, each with its tag (``" "``, ``"-"``, ``"+"``); line ends and CRs dropped."""
+    """One hunk's lines, each with its tag (``" "``, ``"-"``, ``"+"``), without line ends."""
 
     lines: tuple[str, ...]
     old_start: int = 0  # the header's first old line (0: none, as for a new file)
@@ -339,7 +345,8 @@ class _Parser:
             return
         if not sec.names:
             raise _Bad(sec.line, "has a diff header whose file names cannot be read")
-        hunks = tuple(Hunk(tuple(h), *start) for h, start in zip(sec.hunks, sec.starts, strict=True))
+        hunks = tuple(Hunk(tuple(lines), *start)
+                      for lines, start in zip(sec.hunks, sec.starts, strict=True))
         self.files.append(FileDiff(sec.old_path, hunks, sec.binary,
                                    None if sec.deleted else sec.new_name, sec.old_blob,
                                    sec.created))
@@ -368,11 +375,7 @@ class _Parser:
 def read_patch(path: Path) -> Patch:
     """Read and check one ``NNNN-*.patch`` file; raises ``ConfigError`` naming the file and line."""
     display = display_path(path)
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_PATCH_BYTES + 1)
-    except OSError as exc:
-        raise config_error(f"{display} cannot be read ({exc.strerror or exc})") from None
+    data = read_bytes(path, MAX_PATCH_BYTES)
     if len(data) > MAX_PATCH_BYTES:
         raise config_error(f"{display} is larger than {MAX_PATCH_BYTES >> 20} MiB")
     if not data.strip():

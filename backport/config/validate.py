@@ -40,6 +40,18 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def read_bytes(path: Path, limit: int = -1) -> bytes:
+    """The bytes of ``path`` (at most ``limit`` + 1 when a limit is given); `ConfigError`
+    naming it when it is missing or cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(limit + 1 if limit >= 0 else -1)
+    except FileNotFoundError:
+        raise config_error(f"{display_path(path)} not found") from None
+    except OSError as exc:
+        raise config_error(f"{display_path(path)} cannot be read ({exc.strerror or exc})") from None
+
+
 def home_as_tilde(text: str) -> str:
     """A path as text, with the home directory written as ``~`` (never a path of this user)."""
     home = os.path.expanduser("~").rstrip("/")
@@ -116,13 +128,7 @@ class Doc:
     def load(self) -> Val:
         """Read and parse the file; the root value must be a non-empty mapping."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            raise config_error(f"{self.display} not found") from None
-        except OSError as exc:
-            raise config_error(f"{self.display} cannot be read ({exc.strerror or exc})") from None
-        try:
-            root = read_yaml_file(data)
+            root = read_yaml_file(read_bytes(self.path))
         except YamlProblem as exc:
             raise self.error(exc.line, exc.message) from None
         if root is None:

@@ -213,7 +213,8 @@ def parse_yaml(text: str) -> Any:
         raise _syntax_problem(exc, text) from None
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, max(exc.position, 0)) + 1
-        raise YamlProblem(line, f"YAML cannot contain the character U+{exc.character:04X}") from None
+        text = f"YAML cannot contain the character U+{exc.character:04X}"
+        raise YamlProblem(line, text) from None
     except yaml.YAMLError as exc:
         raise YamlProblem(None, f"YAML syntax error: {exc}") from None
     except RecursionError:
