@@ -25,7 +25,7 @@ def test_probe_missing_interpreter(tmp_path: Path) -> None:
     )
 
 
-def test_home_shown() -> None:
+def test_home_as_tilde() -> None:
     home = os.path.expanduser("~")
     assert home_as_tilde(str(Path(home) / "envs" / "x")) == "~/envs/x"
     assert home_as_tilde("/opt/python") == "/opt/python"
