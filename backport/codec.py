@@ -118,19 +118,16 @@ def _decode(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch p
                 errors.append(str(exc))
         raise CodecError("; ".join(errors) or f"{where}: no type fits")
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is tuple:
+    if origin in (tuple, list):
         if not isinstance(data, list | tuple):
             raise CodecError(f"{where}: expected a list, found {type(data).__name__}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_decode(args[0], item, f"{where}[{i}]") for i, item in enumerate(data))
+        if origin is list or args[1:] == (Ellipsis,):  # list[X] or tuple[X, ...]
+            args = (args[0],) * len(data)
         if len(args) != len(data):
             raise CodecError(f"{where}: expected {len(args)} items, found {len(data)}")
-        return tuple(_decode(a, item, f"{where}[{i}]")
-                     for i, (a, item) in enumerate(zip(args, data, strict=True)))
-    if origin is list:
-        if not isinstance(data, list):
-            raise CodecError(f"{where}: expected a list, found {type(data).__name__}")
-        return [_decode(args[0], item, f"{where}[{i}]") for i, item in enumerate(data)]
+        items = (_decode(arg, item, f"{where}[{i}]")
+                 for i, (arg, item) in enumerate(zip(args, data, strict=True)))
+        return list(items) if origin is list else tuple(items)
     if origin is dict:
         if not isinstance(data, dict):
             raise CodecError(f"{where}: expected an object, found {type(data).__name__}")

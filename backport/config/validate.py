@@ -84,9 +84,7 @@ def kind(value: Any) -> str:
         return "empty"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
-    if isinstance(value, int):
-        return f"the number {value}"
-    if isinstance(value, float):
+    if isinstance(value, int | float):
         return f"the number {value!r}"
     if isinstance(value, date):
         return "a date"
