@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
-from backport.config.yamlsafe import Loc, YamlProblem, YMap, YSeq, read_yaml_file
+from backport.config.yamlsafe import MAX_FILE_BYTES, Loc, YamlProblem, YMap, YSeq, read_yaml_file
 from backport.errors import ConfigError
 from backport.redact import redact
 
@@ -126,7 +126,7 @@ class Doc:
     def load(self) -> Val:
         """Read and parse the file; the root value must be a non-empty mapping."""
         try:
-            root = read_yaml_file(read_bytes(self.path))
+            root = read_yaml_file(read_bytes(self.path, MAX_FILE_BYTES))
         except YamlProblem as exc:
             raise self.error(exc.line, exc.message) from None
         if root is None:
