@@ -120,8 +120,9 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     if "fork_branch" in top:
         fork_branch = _template(doc, top["fork_branch"])
     web_url = _http_url(doc, top["web_url"]) if "web_url" in top else GITCODE_WEB_URL
+    default_dir = envs_dir(environ)
     environments = {
-        key.value: _environment(doc, key, value, envs_dir(environ))
+        key.value: _environment(doc, key, value, default_dir)
         for key, value in doc.pairs(top["environments"], "environment name", 256)
     }
     if not environments:

@@ -71,16 +71,16 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         doc.fail(f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}")
     branches = (_patch_branches(doc, f["branches"], branch_map) if "branches" in f
                 else tuple(branch_map.targets))
+    api = _api(doc, f["api"]) if "api" in f else None
+    issues = _issues(doc, f["issue"]) if "issue" in f else ()
+    title = doc.string(f["title"], max_len=255)
+    pr = pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
+    source = _source(doc, f)
     patches, variants, touched = _read_series(dir, branch_map, branches)
     patch_set = PatchSet(
-        name=dir.name, dir=dir, api=_api(doc, f["api"]) if "api" in f else None,
-        issues=_issues(doc, f["issue"]) if "issue" in f else (),
-        title=doc.string(f["title"], max_len=255), tests=tests, device=device,
+        name=dir.name, dir=dir, api=api, issues=issues, title=title, tests=tests, device=device,
         branches=branches, patches=patches, variants=variants, touched_paths=touched,
-        body=_read_body(dir / "body.md"),
-        pr=pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr,
-        source=_source(doc, f),
-    )
+        body=_read_body(dir / "body.md"), pr=pr, source=source)
     fork_branches(branch_map, patch_set)
     return patch_set
 
