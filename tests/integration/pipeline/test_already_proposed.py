@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from backport.config import load_project
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
 from backport.forge import PrFile
