@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,10 +14,9 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config import load_patch_set
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.pipeline.from_pr import said, sets_from_prs
 from backport.pipeline.reach import Course
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions
+from backport.pipeline.session import ApplyOptions, Session
 from backport.report.progress import Progress
 from backport.report.summary import render_table, status_json
 
@@ -93,28 +93,36 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 
 
 def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
-        options: ApplyOptions, *, every: bool = False, as_json: bool = False) -> None:
-    """`apply` once its options are read (see `apply_cmd`; `trigger` runs it for a PR too);
-    exits with the run's code."""
-    # A dry run makes its sets from PRs in a temporary folder: it writes nothing in the project.
+        options: ApplyOptions, *, every: bool = False, as_json: bool = False,
+        session: Session | None = None) -> None:
+    """`apply` once its options are read (`trigger` runs it for a PR, with its ``session``):
+    one `Session` makes the sets of ``from_prs`` (a dry run's in a temporary folder) and runs
+    them; exits with the run's code."""
+    plan_lines: list[str] = []
+    session = session or Session(app.project(), options, environ=os.environ,
+                                 plan=plan_lines.append)
+    session.options = options
     scratch = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
                if options.course.dry_run and from_prs else None)
     try:
-        _apply(app, apis, from_prs, scratch, options, every=every, as_json=as_json)
+        _apply(app, session, apis, from_prs, scratch, plan_lines, every=every, as_json=as_json)
     finally:
+        session.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _apply(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
-           scratch: Path | None, options: ApplyOptions, *, every: bool, as_json: bool) -> None:
+def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: tuple[int, ...],
+           scratch: Path | None, plan_lines: list[str], *, every: bool, as_json: bool) -> None:
     """`run` with the dry run's folder for the sets it makes from PRs (``scratch``)."""
-    project = app.project()
+    from backport.pipeline.from_pr import said, sets_from_prs
+
+    project, options = session.project, session.options
     made: list[str] = []
     unmade: list[BackportError] = []
     if from_prs:
         made, redo, unmade = sets_from_prs(
-            project, app.patches or project.root / "patches", from_prs,
+            session, app.patches or project.root / "patches", from_prs,
             lambda line: echo(line, err=as_json),  # beside --json's document, never in it
             lambda line: echo(line, err=True), scratch=scratch)
         if not made:
@@ -130,20 +138,18 @@ def _apply(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
             echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
     if project.branch_map.fork_note and options.course.pushes:
         echo(f"warning: {project.branch_map.fork_note}", err=True)
-    plan_lines: list[str] = []
     estimates: list[str] = []
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         outcomes = run_apply(project, list(apis), options, progress, every=every,
-                             plan=plan_lines.append, estimate=estimates.append)
+                             estimate=estimates.append, session=session)
     if as_json:
         payload = [status_json(o.patch_set, o.records) for o in outcomes]
         print_json(payload[0] if len(payload) == 1 else {"runs": payload})
     else:
-        console = app.console
         for outcome in outcomes:
             if len(outcomes) > 1:
-                console.print(f"[bold]{outcome.patch_set.name}[/bold]")
-            render_table(outcome.records, console)
+                app.console.print(f"[bold]{outcome.patch_set.name}[/bold]")
+            render_table(outcome.records, app.console)
         if plan_lines:  # only a dry run plans
             echo("\nDry run: these writes were not made:")
             for line in plan_lines:

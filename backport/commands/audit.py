@@ -3,7 +3,6 @@ date, and its state on every other mapped branch."""
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -19,8 +18,7 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Project
 from backport.config.validate import suggest
 from backport.errors import EXIT_OK, BackportError, ErrorCode
-from backport.forge import make_forge
-from backport.pipeline.session import open_cache
+from backport.pipeline.session import Session
 
 DEFAULT_DAYS = 90
 
@@ -68,7 +66,8 @@ def unknown_warning(audit: Audit) -> str:
 def _run(project: Project, chosen: list[str], since: date, offline: bool) -> Audit:
     """The audit of ``chosen`` since ``since``, its progress on a terminal's stderr."""
     bm = project.branch_map
-    repo = open_cache(project, os.environ)
+    session = Session(project)
+    repo = session.cache
     start = int(datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp())
     store = Store(repo.root / "audit" / f"{repo.path.name}.json")
     with Progress.to(sys.stderr) as progress:
@@ -81,7 +80,7 @@ def _run(project: Project, chosen: list[str], since: date, offline: bool) -> Aud
                                 f"--offline to fetch them")
         unread, open_prs = "offline", None
         if not offline:
-            forge = make_forge(bm, project.state_dir, environ=os.environ)
+            forge = session.forge.real()
             lacking = forge.missing()
             unread = "; ".join(lacking)
             open_prs = None if lacking else (lambda: forge.list_prs("open"))

@@ -11,9 +11,9 @@ from rich.table import Table
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
-from backport.forge import make_forge
 from backport.pipeline.check import Finding, run_check, summary_markdown
 from backport.pipeline.selection import select_patch_sets
+from backport.pipeline.session import Session
 from backport.redact import redact
 
 # Where a CI takes Markdown for the run's page: GitHub Actions and GitCode (AtomGit) pipelines.
@@ -82,7 +82,7 @@ def fork_findings(project: Project, *, offline: bool) -> list[Finding]:
     if bm.fork:
         return [*note, Finding("fork", "pushed to", True, f"{bm.fork} (set in {bm.path.name})")]
     follows = f"follows the token's login: {bm.fork_shown}"
-    forge = make_forge(bm, project.state_dir, environ=os.environ)
+    forge = Session(project).forge.real()
     if offline:
         return [*note, Finding("fork", "pushed to", True, f"{follows} (offline: not asked)")]
     if forge.missing():

@@ -63,9 +63,9 @@ class AppContext:
     def pushing_project(self) -> Project:
         """The project of a command that pushes: refused while the forge has no token
         (`apply` names it among its other prerequisites: `pipeline.run.check_prerequisites`)."""
-        from backport.forge import make_forge
+        from backport.pipeline.session import Session
         project = self.project()
-        missing = make_forge(project.branch_map, project.state_dir, environ=os.environ).missing()
+        missing = Session(project).forge.missing()
         if missing:
             raise ConfigError(missing[0][0].upper() + missing[0][1:] + ".")
         return project

@@ -12,6 +12,7 @@ from backport.config.patch_set import patch_set_name_problem
 from backport.errors import BackportError
 from backport.git.authoring import first_subject, test_files, touched_files
 from backport.pipeline.from_pr import read_source, write_from_pr, write_patch_set
+from backport.pipeline.session import Session
 
 
 def ask(value: str | None, prompt: str, option: str) -> str:
@@ -108,8 +109,8 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
         if repo_given:
             raise BackportError("usage", "--repo names the clone --from reads; --from-pr reads "
                                          "PR N and its commits from the map's upstream")
-        source, cache_repo = read_source(project, pr)
-        write_from_pr(project, dest, source, cache_repo, api=api,
+        session = Session(project)
+        write_from_pr(session, dest, read_source(session, pr), api=api,
                       issues=(issue,) if issue else (), title=title, say=echo)
         echo(f"next: backport check --api {name}")
         return

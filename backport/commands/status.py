@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 from rich.table import Table
 
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
-from backport.config.branch_map import cache_root
 from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
-from backport.forge import PullRequest, make_forge
+from backport.forge import PullRequest
 from backport.pipeline.journal import Journal
 from backport.pipeline.selection import select_patch_sets, select_targets
+from backport.pipeline.session import Session
 from backport.pipeline.shared_results import forge_records
 from backport.records import BranchRecord
 from backport.report.summary import render_table, status_json, test_result, test_state
@@ -76,8 +74,7 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     or a failing result."""
     chosen = select_targets(patch_sets, branches)
     bm = project.branch_map
-    forge = make_forge(bm, project.state_dir, environ=os.environ,
-                       pace_dir=cache_root(os.environ) / "pace")  # runs of the token share it
+    forge = Session(project).forge.real()
     if not bm.fork:  # the fork follows the token: its PRs are the login's
         bm = bm.with_login(forge.current_user())
     shown = []
