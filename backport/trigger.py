@@ -1,19 +1,13 @@
 """`backport trigger`: `/backport` from the PR page, run by the CI on a comment or a merge.
 
-The event is read in the shape of the forge the map names: GitCode's PR comment (``action``,
-``comment``, ``pull_request``) or PR event; the local forge reads the same shape. Another
-forge's payload (GitHub's ``issue_comment``, a github.com address) is refused in one sentence:
-a login of another forge is never checked against this one's collaborators.
-
-A newly created comment whose first word is exactly ``/backport`` (`is_request`, the one rule
-when it is written and at the merge), from a user with write permission on the upstream, asks
-for the named targets (none: every target but the PR's base); an edited or deleted comment
-never acts. On a merged PR the from-PR flow runs; on an open PR the request is acknowledged
-and the merge event runs it, reading the requests again from the PR's comments (who may ask
-read once, from the collaborators listing). Anyone else, or a branch that is not a target,
-gets one reply. The pipeline runs ``--plan`` first (the permission checked before anything
-else; the one reply; the branches asked for, as a CI output), then one ``--branch B`` job per
-branch, which checks the permission again and answers nobody.
+The event is read in the shape of GitCode (which the local forge shares); another forge's
+payload is refused: its logins are never checked against this forge's collaborators. A new
+comment whose first word is exactly ``/backport`` (`is_request`), by a user with write
+permission on the upstream, asks for the targets it names (none: all but the PR's base); on a
+merged PR the from-PR flow runs, on an open one the request is acknowledged and the merge
+runs it (the requests read again from the PR's comments, who may ask read once from the
+collaborators listing). Anyone else gets one reply. The CI's ``--plan`` job answers and names
+the branches; each ``--branch B`` job checks the permission again and answers nobody.
 """
 
 from __future__ import annotations
@@ -36,7 +30,6 @@ from backport.report.inert import inert
 
 COMMAND = "/backport"
 CREATED = "created"  # GitCode's comment events: created | edited | deleted
-EVENT_FORGES = ("gitcode", "local")  # the forges whose payloads are read (GitCode's shape)
 EVENT_VARIABLE = "ATOMGIT_EVENT_PATH"
 MAX_EVENT_BYTES = 1 << 20  # GitCode's events are a few KiB; a comment body is bounded
 MAX_EVENT_DEPTH = 64
@@ -59,8 +52,7 @@ class TriggerEvent:
     action: str = ""  # the payload's ``action`` ("created", "edited", "deleted", "merge", …)
 
     @property
-    def created(self) -> bool:
-        """A comment event that is the comment's creation (edits and deletions never act)."""
+    def created(self) -> bool:  # edits and deletions never act
         return self.comment is not None and self.action == CREATED
 
     @property
@@ -91,8 +83,7 @@ def event_path(given: Path | None, environ: Mapping[str, str]) -> Path:
 
 
 def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = data.get(key)
-    return value if isinstance(value, dict) else {}
+    return data[key] if isinstance(data.get(key), dict) else {}
 
 
 def _depth(data: Any) -> int:
@@ -109,7 +100,7 @@ def _depth(data: Any) -> int:
 
 
 def _load(path: Path) -> Any:
-    """The JSON in ``path``, at most ``MAX_EVENT_BYTES`` and ``MAX_EVENT_DEPTH`` deep."""
+    """The JSON in ``path``, bounded in bytes and depth."""
     try:
         with path.open("rb") as fh:
             raw = fh.read(MAX_EVENT_BYTES + 1)
@@ -146,14 +137,10 @@ def _github_shaped(data: Mapping[str, Any]) -> str:
 
 
 def read_event(path: Path, forge: str = "gitcode") -> TriggerEvent:
-    """The event in ``path``, read as ``forge``'s payload; another forge's payload, one
-    without a PR number, or an empty comment is refused in one sentence (exit 2)."""
+    """The event in ``path``, read as ``forge``'s payload (else exit 2, one sentence)."""
     data = _load(path)
     if not isinstance(data, dict):
         raise BackportError("usage", f"the event file {path} does not hold a JSON object")
-    if forge not in EVENT_FORGES:
-        raise BackportError("usage", f"backport trigger reads the events of "
-                                     f"{' and '.join(EVENT_FORGES)} only, not of forge {forge}")
     other = _github_shaped(data)
     if other:
         raise BackportError("usage", f"the event in {path} is GitHub's ({other}), but the map "
@@ -187,8 +174,7 @@ def read_event(path: Path, forge: str = "gitcode") -> TriggerEvent:
 
 
 def plan_value(targets: list[str]) -> str:
-    """The branches as the plan's output: ``,B1,B2,`` (a job tests ``contains(…, ',B,')``),
-    ``""`` for none."""
+    """The plan's output: ``,B1,B2,`` (a job tests ``contains(…, ',B,')``), ``""`` for none."""
     return f",{','.join(targets)}," if targets else ""
 
 
@@ -201,14 +187,12 @@ def write_output(key: str, value: str, environ: Mapping[str, str], say: Say) -> 
 
 
 class _Answer:
-    """Who hears about a request: the commenter (one reply) or nobody (a branch job)."""
+    """The one reply to the commenter (none in a branch job): best effort, never looked up."""
 
     def __init__(self, forge: Forge, event: TriggerEvent, replies: bool, say: Say) -> None:
         self.forge, self.event, self.replies, self.say = forge, event, replies, say
 
     def __call__(self, text: str) -> None:
-        """One reply to the event's comment, never looked up (only one job of a run replies);
-        best effort: a refusal is said, never raised."""
         if not self.replies:
             return
         marker = REPLY_MARKER.format(id=self.event.comment_id)
@@ -218,8 +202,7 @@ class _Answer:
             self.say(f"warning: reply on PR !{self.event.number} not posted: {exc.message}")
 
 
-def _names(targets: list[str]) -> str:
-    """Branch names (words of a reader's comment among them) as inert code spans."""
+def _names(targets: list[str]) -> str:  # words of a reader's comment among them
     return "、".join(inert(t, where="span") for t in targets)
 
 
@@ -244,9 +227,8 @@ def _asked(answer: _Answer, event: TriggerEvent, info: SourcePrInfo, choosable: 
 
 def _recorded(forge: Forge, writers: Writers, info: SourcePrInfo, choosable: list[str],
               say: Say) -> list[str]:
-    """The targets the PR's `/backport` comments from users with write permission ask for.
-    Who may ask is read once, from the collaborators listing; a requester it does not show is
-    asked by login, only the newest ``MAX_ASKED`` of them (the rest are said)."""
+    """The targets the PR's requests by users with write permission ask for; a requester the
+    collaborators listing does not show is asked by login, the newest ``MAX_ASKED`` only."""
     requests = []
     for comment in forge.list_comments(info.number):
         if not is_request(comment.body) or not comment.author:
@@ -275,8 +257,8 @@ def _recorded(forge: Forge, writers: Writers, info: SourcePrInfo, choosable: lis
 
 def requested_targets(session: Session, event: TriggerEvent, *, replies: bool,
                       say: Say) -> list[str]:
-    """The branches the event asks to backport now ([] when none, after the one reply where
-    ``replies``). A comment's author's permission is read first, before anything else."""
+    """The branches the event asks to backport now ([] after the one reply where
+    ``replies``); a commenter's permission is read first, before anything else."""
     forge, upstream = session.forge.real(), session.project.branch_map.upstream
     answer = _Answer(forge, event, replies, say)
     if event.comment is not None and not session.writers.can_write(forge, event.login):

@@ -1,4 +1,5 @@
-"""`backport apply`: the whole job for one or more patch sets."""
+"""`backport apply`: the whole job for one or more patch sets (`pipeline/run.py` `run_apply`;
+the sets of `--from-pr` made first: `pipeline/from_pr.py`)."""
 
 from __future__ import annotations
 
@@ -25,12 +26,10 @@ from backport.report.summary import render_table, status_json
 @click.option("--api", "apis", multiple=True, metavar="NAME",
               help="Patch set to backport (a folder under patches/); repeat for a batch.")
 @click.option("--from-pr", "from_prs", type=click.IntRange(min=1), multiple=True, metavar="N",
-              help="Backport PR N of the upstream: make (or reuse, while PR N is unchanged) "
-                   "patches/pr-N/ and apply it (a dry run makes it in a temporary folder); "
-                   "once PR N has changed, the set is made again "
-                   "and its every step redone, as with --force. Repeat for a batch: one run, "
-                   "one paced request budget; a PR that cannot be made into a set is named "
-                   "and the others go on.")
+              help="Backport PR N of the upstream: make patches/pr-N/ (kept while PR N is "
+                   "unchanged, made again with every step redone once it changed; a dry run's "
+                   "in a temporary folder) and apply it. Repeatable: one run, one paced request "
+                   "budget; a PR that cannot be made into a set is named, the others go on.")
 @click.option("--all", "every", is_flag=True, help="Every patch set under patches/.")
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable. Default: the patch set's targets.")
@@ -42,9 +41,9 @@ from backport.report.summary import render_table, status_json
               help="Reach: stop after the tests; nothing leaves this machine.")
 @click.option("--no-pr", is_flag=True, help="Reach: push the fork branches but open no PR.")
 @click.option("--skip-tests", is_flag=True,
-              help="Run no test: a passing result of the same commit is kept (a CI's "
-                   "publish step, whose commit must then be the series applied afresh), else "
-                   "the PR body says the tests were not run.")
+              help="Run no test: a passing result of the same commit is kept (a CI's publish "
+                   "step: the commit must be the series applied afresh), else the PR body says "
+                   "the tests were not run.")
 @click.option("--force", is_flag=True,
               help="Redo every step for every branch (re-apply, re-test, refresh the PR). "
                    "Never overwrites a fork branch someone else moved.")
@@ -95,9 +94,8 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
         options: ApplyOptions, *, every: bool = False, as_json: bool = False,
         session: Session | None = None) -> None:
-    """`apply` once its options are read (`trigger` runs it for a PR, with its ``session``):
-    one `Session` makes the sets of ``from_prs`` (a dry run's in a temporary folder) and runs
-    them; exits with the run's code."""
+    """`apply` once its options are read (`trigger` runs it, with its ``session``): one session
+    makes the sets of ``from_prs`` (a dry run's in ``scratch``) and runs them; exits."""
     plan_lines: list[str] = []
     session = session or Session(app.project(), options, environ=os.environ,
                                  plan=plan_lines.append)
@@ -114,7 +112,6 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 
 def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: tuple[int, ...],
            scratch: Path | None, plan_lines: list[str], *, every: bool, as_json: bool) -> None:
-    """`run` with the dry run's folder for the sets it makes from PRs (``scratch``)."""
     from backport.pipeline.from_pr import said, sets_from_prs
 
     project, options = session.project, session.options

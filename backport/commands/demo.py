@@ -1,4 +1,4 @@
-"""`backport demo`: the whole job offline, in a sandbox folder."""
+"""`backport demo`: the whole job offline, in a sandbox folder (`demo/sandbox.py`)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def find_patch_set(app: AppContext) -> Path:
-    """The put_metric patch set: --patches/put_metric when given, else the one the package ships."""
+    """--patches/put_metric when given, else the put_metric the package ships."""
     candidate = app.patches / "put_metric" if app.patches is not None else demo_patch_set()
     if (candidate / "patch.yaml").is_file():
         return candidate.resolve()
@@ -43,31 +43,23 @@ def find_patch_set(app: AppContext) -> Path:
 
 
 def has_torch(python: str) -> bool:
-    """True when ``python`` can find the torch package (without importing it)."""
+    """True when ``python`` exists and finds the torch package (without importing it)."""
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
     try:
-        return process.run([python, "-c", probe], timeout=60).ok
+        return Path(python).exists() and process.run([python, "-c", probe], timeout=60).ok
     except BackportError:  # it cannot start
         return False
 
 
 def find_torch_python(explicit: str | None) -> str | None:
-    """An interpreter with torch for the demo's tests, or None.
-
-    An explicit ``--python`` is the only candidate: one without torch is an error, never
-    silently replaced by another interpreter.
-    """
-    if explicit:
-        if Path(explicit).exists() and has_torch(explicit):
-            return explicit
+    """An interpreter with torch for the demo's tests, or None; an explicit ``--python``
+    without torch is an error, never silently replaced."""
+    if explicit and not has_torch(explicit):
         raise BackportError("usage", f"--python {explicit} has no torch installed")
-    candidates = [os.environ.get("BACKPORT_DEMO_PYTHON"),
-                  str(SOURCE_ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"),
-                  sys.executable]
-    for candidate in candidates:
-        if candidate and Path(candidate).exists() and has_torch(candidate):
-            return candidate
-    return None
+    candidates = [explicit] if explicit else [
+        os.environ.get("BACKPORT_DEMO_PYTHON"),
+        str(SOURCE_ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"), sys.executable]
+    return next((c for c in candidates if c and has_torch(c)), None)
 
 
 @click.command("demo")
@@ -118,8 +110,8 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
 
 
 def _merged_pr(session: Session, sandbox: Sandbox, patches: Path) -> str:
-    """Land put_metric on the sandbox's master as a merged PR of its local forge (no
-    merge_commit_sha, as GitCode's answer gives none), then make its patch set from that PR."""
+    """Land put_metric on master as a merged PR of the sandbox's forge (no merge_commit_sha, as
+    GitCode gives none) and make its patch set from that PR."""
     spec = load_patch_set(patches, session.project.branch_map)
     forge = session.forge.real()
     assert isinstance(forge, LocalForge)
@@ -137,7 +129,7 @@ def _merged_pr(session: Session, sandbox: Sandbox, patches: Path) -> str:
 
 def _run_demo(app: AppContext, session: Session, sandbox: Sandbox, torch_python: str | None,
               replaced: bool, name: str) -> None:
-    """Apply put_metric in the built sandbox, print what happened and where to look."""
+    """Apply the set in the built sandbox; say what happened and where to look."""
     echo(f"sandbox: {sandbox.root}" + (" (the previous demo's sandbox there was replaced)"
                                        if replaced else ""))
     if torch_python is None:
@@ -146,15 +138,14 @@ def _run_demo(app: AppContext, session: Session, sandbox: Sandbox, torch_python:
     else:
         echo(f"tests run under: {torch_python}")
     project = load_project(sandbox.config, None, os.environ)  # with the set made from a PR
-    options = session.options
     exe = Path(sys.executable).parent / "backport"
     cmd = str(exe) if exe.exists() else "backport"
     # The sandbox's journal names commits of the sandbox's own cache repository: the commands
     # printed for it pin that cache, so a re-run there keeps what the demo did.
     here = f"cd {shlex.quote(str(sandbox.project))} && BACKPORT_CACHE={shlex.quote(str(sandbox.cache))} {cmd}"
-    app.resumable(f"{here} apply --api {name}" + (" --skip-tests" if options.skip_tests else ""))
+    app.resumable(f"{here} apply --api {name}" + (" --skip-tests" if session.options.skip_tests else ""))
     with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
-        (outcome,) = run_apply(project, [name], options, progress, session=session)
+        (outcome,) = run_apply(project, [name], session.options, progress, session=session)
     render_table(outcome.records, app.console)
     forge = session.forge.real()
     prs = forge.list_prs("open")

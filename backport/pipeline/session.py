@@ -1,10 +1,7 @@
-"""What one command run builds once and shares: the forge, the cache repository, the
-environments, the docs audit, the fork; and `apply`'s options.
-
-Every command that reads the forge or the upstream takes them from its `Session`, built once
-per run: `apply --from-pr` makes its sets and runs them on the same forge and cache. A run of
-`apply` (`Session.start`) also gets its work folder (a dry run's is temporary), the sandbox's
-writable and hidden paths, and its fork (`GitFork`, or a dry run's `PlannedFork`).
+"""What one command run builds once and shares (`Session`): the forge, the cache repository,
+the environments, the docs audit, the fork; and `apply`'s options. Every command that reads the
+forge or the upstream takes them from its session (`apply --from-pr` makes its sets and runs
+them on one forge and cache); `Session.start` readies an `apply` run's work folder and sandbox.
 """
 
 from __future__ import annotations
@@ -54,7 +51,7 @@ class ApplyOptions:
     timeout: float | None = None
     new_pr: bool = False  # open a new PR where the recorded one was closed or merged
 
-    def without_tests(self, cause: str) -> ApplyOptions:
+    def without_tests(self, cause: str) -> ApplyOptions:  # a dry run without environments
         return dataclasses.replace(self, skip_tests=True, skip_cause=cause)
 
     def forces(self, patch_set: str) -> bool:
@@ -67,8 +64,8 @@ class ApplyOptions:
 
 
 class DocsAudit:
-    """The docs audit of upstream master, once per API per run (the PR body's 【资料变更】;
-    None leaves that section to a human)."""
+    """The docs audit of upstream master for the PR body's 【资料变更】, once per API per run;
+    None (master not fetched by this run, no API, a failure) leaves that section to a human."""
 
     def __init__(self, cache: RepoCache) -> None:
         self.cache = cache
@@ -76,7 +73,6 @@ class DocsAudit:
         self._found: dict[str, list[DocsEntry] | None] = {}
 
     def __call__(self, api: str | None) -> list[DocsEntry] | None:
-        """The audit of ``api`` where this run's cache fetched master, else None."""
         from backport.docs_audit import audit_docs
 
         if api is None:
@@ -107,9 +103,9 @@ class ForgeAccess:
     def real(self) -> Forge:
         s = self.session
         with self._lock:
-            if self._real is None:
+            if self._real is None:  # the token's request log of this host is shared (pace)
                 self._real = make_forge(s.project.branch_map, s.project.state_dir,
-                                        environ=s.environ, notify=s.notify_forge,
+                                        environ=s.environ, notify=lambda text: s.notify(text),
                                         pace_dir=cache_root(s.environ) / "pace")
             return self._real
 
@@ -121,17 +117,14 @@ class ForgeAccess:
                                 if s.options.course.dry_run else self.real())
             return self._client
 
-    def missing(self) -> list[str]:
-        """What the real run's forge lacks (no token...); a dry run asks the real forge too."""
+    def missing(self) -> list[str]:  # what the real run's forge lacks, a dry run's too
         return self.real().missing()
 
-    def request_summary(self, sets: int) -> str | None:
-        """For a dry run: about how many forge requests the run would make, and how long."""
+    def request_summary(self, sets: int) -> str | None:  # a dry run's requests and time
         summary = getattr(self._client, "request_summary", None)
         return summary(sets) if summary is not None else None
 
-    def push_env(self) -> dict[str, str] | None:
-        """Extra environment for `git push` to the fork, as the forge provides it."""
+    def push_env(self) -> dict[str, str] | None:  # for `git push` to the fork
         return self.client().push_credentials(self.session.project.branch_map.fork_url)
 
 
@@ -146,18 +139,13 @@ class Session:
         self.options = options or ApplyOptions()
         self.environ = environ if environ is not None else os.environ
         self.plan = plan or (lambda line: None)
-        self.notify = notify  # hears of the forge's waits for its rate limit
+        self.notify = notify or (lambda text: None)  # hears of the forge's rate-limit waits
         self.forge = ForgeAccess(self)
         self.work_dir = project.state_dir
         self.started = False
 
-    def notify_forge(self, text: str) -> None:
-        if self.notify is not None:
-            self.notify(text)
-
     @functools.cached_property
     def cache(self) -> RepoCache:
-        """The repository cache of the project's upstream."""
         return RepoCache(cache_root(self.environ), self.project.branch_map.upstream_url)
 
     @functools.cached_property
@@ -172,8 +160,7 @@ class Session:
         return DocsAudit(self.cache)
 
     @functools.cached_property
-    def writers(self) -> Writers:
-        """Who may write to the upstream, asked once per login."""
+    def writers(self) -> Writers:  # who may write to the upstream, asked once per login
         from backport.pipeline.writers import Writers
 
         return Writers()
@@ -202,16 +189,15 @@ class Session:
                   for p in helper_paths(helper))
 
     def follow_token(self) -> None:
-        """Name the fork where branches.yaml leaves it to the token: ``<login>/<repo>``, the
-        login asked once (``GET /user``). A dry run without a token cannot ask: its plan says so."""
+        """Name the fork where branches.yaml leaves it to the token's login (``GET /user``);
+        a dry run without a token cannot ask, and its plan says so."""
         bm = self.project.branch_map
         if bm.fork or not self.options.course.pushes:
             return
         self.project = self.project.with_branch_map(
             bm.with_login(self.forge.client().current_user()))
 
-    def run_dir(self, patch_set: str) -> Path:
-        """Where the run of ``patch_set`` keeps its test logs and carried resolutions."""
+    def run_dir(self, patch_set: str) -> Path:  # test logs and carried resolutions
         return self.work_dir / "runs" / patch_set
 
     def close(self) -> None:
