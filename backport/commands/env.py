@@ -153,7 +153,8 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool, refre
             _show_plan(env, cache_root(os.environ), refresh)
         raise SystemExit(EXIT_OK)
     for env in envs:
-        setup_env(env, log=lambda line, name=env.name: echo(f"[{name}] {line}"))
+        prefix = f"[{env.name}] "
+        setup_env(env, log=lambda line: echo(prefix + line))  # noqa: B023 - called in the loop
     rows = probe_rows(project, envs, versions_only=True)  # what setup promises: the pins
     for row in rows:
         state = "ok" if row["ok"] else row.get("error") or "; ".join(row["pin_mismatches"])
