@@ -112,12 +112,12 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 
 def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: tuple[int, ...],
            scratch: Path | None, plan_lines: list[str], *, every: bool, as_json: bool) -> None:
-    from backport.pipeline.from_pr import said, sets_from_prs
-
     project, options = session.project, session.options
     made: list[str] = []
     unmade: list[BackportError] = []
     if from_prs:
+        from backport.pipeline.from_pr import sets_from_prs
+
         made, redo, unmade = sets_from_prs(
             session, app.patches or project.root / "patches", from_prs,
             lambda line: echo(line, err=as_json),  # beside --json's document, never in it
@@ -132,6 +132,8 @@ def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: t
     for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
         ps = project.patch_sets.get(api)
         if ps is not None and ps.source is not None and api not in made:
+            from backport.pipeline.from_pr import said
+
             echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
     if project.branch_map.fork_note and options.course.pushes:
         echo(f"warning: {project.branch_map.fork_note}", err=True)
