@@ -186,7 +186,7 @@ def write_output(key: str, value: str, environ: Mapping[str, str], say: Say) -> 
     say(f"{key}={value}")
 
 
-class _Answer:
+class _Reply:
     """The one reply to the commenter (none in a branch job): best effort, never looked up."""
 
     def __init__(self, forge: Forge, event: TriggerEvent, replies: bool, say: Say) -> None:
@@ -206,7 +206,7 @@ def _names(targets: list[str]) -> str:  # words of a reader's comment among them
     return "、".join(inert(t, where="span") for t in targets)
 
 
-def _asked(answer: _Answer, event: TriggerEvent, info: SourcePrInfo, choosable: list[str],
+def _asked(answer: _Reply, event: TriggerEvent, info: SourcePrInfo, choosable: list[str],
            say: Say) -> list[str] | None:
     """The targets a permitted comment asks for, or None after answering why it is not obeyed."""
     assert event.comment is not None
@@ -260,7 +260,7 @@ def requested_targets(session: Session, event: TriggerEvent, *, replies: bool,
     """The branches the event asks to backport now ([] after the one reply where
     ``replies``); a commenter's permission is read first, before anything else."""
     forge, upstream = session.forge.real(), session.project.branch_map.upstream
-    answer = _Answer(forge, event, replies, say)
+    answer = _Reply(forge, event, replies, say)
     if event.comment is not None and not session.writers.can_write(forge, event.login):
         answer(f"@{event.login} 只有对 `{upstream}` 有写权限（write 及以上）的成员"
                f"可以用 `{COMMAND}` 请求回合，本次请求未执行。")

@@ -132,9 +132,9 @@ def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: t
     for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
         ps = project.patch_sets.get(api)
         if ps is not None and ps.source is not None and api not in made:
-            from backport.pipeline.from_pr import said
+            from backport.pipeline.from_pr import source_line
 
-            echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
+            echo(f"{api}: from {source_line(ps.source, project.branch_map.upstream)}", err=as_json)
     if project.branch_map.fork_note and options.course.pushes:
         echo(f"warning: {project.branch_map.fork_note}", err=True)
     estimates: list[str] = []

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
+from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
 from backport.pipeline.check import Finding, run_check, summary_markdown
@@ -47,7 +47,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     findings = run_check(project, names, offline=offline, envs=envs)
     findings[1:1] = fork_findings(project, offline=offline)
     broken = sorted(project.broken.items()) if names is None else []
-    findings += [Finding(broken_subject(name), "schema", False, message) for name, message in broken]
+    findings += [Finding(f"patches/{name}", "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)
     title = "backport check" + (" --offline" if offline else "") + (" --envs" if envs else "")
     _write_step_summary(title, findings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
+from backport.commands.common import AppContext, echo, pass_app, print_json, report_broken
 from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.forge import PullRequest
@@ -50,9 +50,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
         journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
         payload.append((ps, journal.records(chosen[ps.name])))
     unfinished = any(not r.status.ok for _, records in payload for r in records)
-    broken = sorted(project.broken.items()) if not apis else []
-    for name, message in broken:  # a set that cannot be read is a problem of its own
-        echo(f"problem: {broken_subject(name)}: {message}", err=True)
+    broken = not apis and report_broken(project)  # a set that cannot be read: a problem
     if as_json:
         data = [status_json(ps, records) for ps, records in payload]
         print_json(data[0] if len(data) == 1 else {"runs": data})

@@ -99,7 +99,7 @@ def learn_from_history(session: Session, forge: object, number: int) -> None:
                         files=tuple(PrFile(old, new) for old, new in found.files))
 
 
-def not_taken(source: Source) -> list[str]:
+def passed_over_line(source: Source) -> list[str]:
     """The line naming the commits on the base that name the PR but were not taken as its
     change (none, usually)."""
     passed = source.commits.passed_over
@@ -107,7 +107,7 @@ def not_taken(source: Source) -> list[str]:
             f"{passed_over_said(passed)}"] if passed else []
 
 
-def said(source: SourcePr, upstream: str) -> str:
+def source_line(source: SourcePr, upstream: str) -> str:
     """One line on where a set's change comes from."""
     how = {"merge_commit_sha": "the PR's merge_commit_sha",
            "squash message": "the squash message on the base branch naming it",
@@ -155,8 +155,8 @@ def write_from_pr(session: Session, dest: Path, source: Source, *, api: str | No
         raise BackportError("usage", f"the branch map {project.branch_map.path} has no target "
                                      f"other than '{info.base}', the base of PR !{info.number}")
     record = source.record()
-    say(f"source: {said(record, project.branch_map.upstream)}")
-    for line in not_taken(source):
+    say(f"source: {source_line(record, project.branch_map.upstream)}")
+    for line in passed_over_line(source):
         say(line)
     spec: dict[str, object] = {}
     named = _api(info, api, say)
@@ -188,7 +188,7 @@ def _backport_rev(session: Session, source: Source) -> str:
     return restate(repo, commits.commit, message)
 
 
-def ensure_from_pr(session: Session, patches_dir: Path, number: int, say: Say, *,
+def set_from_pr(session: Session, patches_dir: Path, number: int, say: Say, *,
                    scratch: Path | None = None) -> tuple[str, list[str], bool]:
     """Make ``patches/pr-<N>/`` from PR ``number``, or keep it while its source is unchanged:
     the set's name, the lines that say which, and whether an earlier set was replaced (its
@@ -208,8 +208,8 @@ def ensure_from_pr(session: Session, patches_dir: Path, number: int, say: Say, *
     source = read_source(session, number)
     new, upstream = source.record(), session.project.branch_map.upstream
     if old is not None and old == new:
-        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged",
-                           *not_taken(source)], False
+        return dest.name, [f"{dest.name}: kept, made from {source_line(new, upstream)}, unchanged",
+                           *passed_over_line(source)], False
     lines = []
     if old is not None:
         change = ("now merged" if new.merged and not old.merged else
@@ -220,7 +220,7 @@ def ensure_from_pr(session: Session, patches_dir: Path, number: int, say: Say, *
     write_from_pr(session, made, source, api=kept.api if kept else None,
                   issues=kept.issues if kept else (), title=None, say=say)
     if old is None:
-        lines.append(f"{dest.name}: made from {said(new, upstream)}")
+        lines.append(f"{dest.name}: made from {source_line(new, upstream)}")
     if scratch is not None:
         lines.append(f"{dest.name}: dry run: the set is made in a temporary folder ({made}, "
                      f"removed at the end); the real run writes it to {dest}")
@@ -237,7 +237,7 @@ def sets_from_prs(session: Session, patches_dir: Path, numbers: tuple[int, ...],
     unmade: list[BackportError] = []
     for number in dict.fromkeys(numbers):
         try:
-            name, lines, remade = ensure_from_pr(session, patches_dir, number, say,
+            name, lines, remade = set_from_pr(session, patches_dir, number, say,
                                                  scratch=scratch)
         except BackportError as exc:
             if len(numbers) == 1:
