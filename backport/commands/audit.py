@@ -1,5 +1,5 @@
-"""`backport audit`: what is missing where — every change merged on a mapped branch since a
-date, and its state on every other mapped branch."""
+"""`backport audit`: every change merged on a mapped branch since a date, and its state on
+every other one (`audit/run.py`; the rules: `audit/rules.py`)."""
 
 from __future__ import annotations
 
@@ -51,8 +51,7 @@ def chosen_branches(mapped: list[str], asked: tuple[str, ...], config: str,
 
 
 def unknown_warning(audit: Audit) -> str:
-    """One sentence for the missing cells whether the change applies is not known (a blob
-    it needs could not be read), or ""."""
+    """One sentence on the missing cells whose `applies` is unknown (a blob unread), or ""."""
     unknown = [(change, target, cell.why) for change in audit.changes
                for target, cell in change.on.items()
                if cell.state == MISSING and cell.applies is None]
@@ -111,17 +110,13 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
     """Which changes of each mapped branch are on the others: landed, proposed, missing.
 
     For every change merged on a branch of branches.yaml since DATE (first-parent; a squash
-    merge is one change, known by its !N), its state on each other branch: landed (the same
-    commit or patch-id, a commit carrying it — the sync bot's, GitCode's cherry-pick, this
-    tool's trailer; a mention of !N carries nothing — the same or a similar title less branch
-    tags with a file in common, its tests or its content already there), proposed (an open PR
-    into the branch carries it), missing (applies to the branch's head, conflicts, or unknown
-    where a blob cannot be read: one warning), not-needed (its code is only files the branch
-    lacks) or ignored (`audit: {ignore: [...]}` of branches.yaml). The changes of one fix on
-    several branches are one row of the page and are named once. Reads the upstream into the
-    cache; writes nothing remote. On a terminal, stderr shows the phase, a count and the
-    seconds. Exit 0; 2 for a bad argument or configuration, or --offline with nothing in the
-    cache.
+    merge is one change, !N), its state on each other branch: landed (the same commit or
+    patch-id, a commit carrying it, the same or a similar title with a file in common, its
+    tests or content already there), proposed (an open PR carries it), missing (applies,
+    conflicts, or unknown where a blob cannot be read), not-needed (only files the branch
+    lacks) or ignored (`audit: {ignore: [...]}`). One fix on several branches is one row.
+    Reads the upstream into the cache; writes nothing remote (docs/audit.md). Exit 0; 2 for a
+    bad argument or configuration, or --offline with nothing in the cache.
     """
     today = datetime.now(UTC).date()
     since = parse_since(since_text, today)

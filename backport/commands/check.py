@@ -1,4 +1,5 @@
-"""`backport check`: validate the branch map for CI without writing anything remote."""
+"""`backport check`: validate the branch map for CI without writing anything remote
+(`pipeline/check.py`; the fork's name: `fork_findings`)."""
 
 from __future__ import annotations
 
@@ -33,14 +34,13 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
               as_json: bool) -> None:
     """Check branches.yaml and every patch set: schema, target branches, clean apply.
 
-    Confirms every branch of the map exists upstream (`git ls-remote`) and that every patch
-    set applies with `git am -3` on each of its targets, in a temporary worktree, leaving each
-    test file in place. An environment not built on this machine is a warning (`--envs`: a
-    problem). It names the fork the real run pushes to: the one set, or, where branches.yaml
-    leaves it to the token, the token's login's (one GET /user; offline or without a token it
-    says the fork follows the token). Nothing is pushed and nothing else is asked of the forge. Exit 0 when all is well, 1 naming each
-    problem, 2 for a configuration error (a patch set that cannot be read among them). Under CI
-    the table also goes to the step summary ($GITHUB_STEP_SUMMARY, $ATOMGIT_STEP_SUMMARY).
+    Confirms every branch of the map exists upstream and every patch set applies with
+    `git am -3` on each target, in a temporary worktree. An environment not built here is a
+    warning (`--envs`: a problem). Names the fork the real run pushes to (where branches.yaml
+    leaves it to the token: its login, one GET /user); nothing is pushed. Exit 0 when all is
+    well, 1 naming each problem, 2 for a configuration error (an unreadable patch set too).
+    Under CI the table also goes to the step summary ($GITHUB_STEP_SUMMARY,
+    $ATOMGIT_STEP_SUMMARY).
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
@@ -76,7 +76,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
 
 def fork_findings(project: Project, *, offline: bool) -> list[Finding]:
     """Which fork the real run pushes to: the one set, or the token's login's (one ``GET
-    /user`` when online with a token; else it says the fork follows the token)."""
+    /user`` online with a token)."""
     bm = project.branch_map
     note = [Finding("fork", "set", True, bm.fork_note, warning=True)] if bm.fork_note else []
     if bm.fork:
@@ -96,8 +96,7 @@ def fork_findings(project: Project, *, offline: bool) -> list[Finding]:
 
 
 def _write_step_summary(title: str, findings: list[Finding]) -> None:
-    """Append the table to each step summary file the CI names; one that cannot be written
-    is a warning (the check's result stands)."""
+    """Append the table to each step summary file the CI names (one unwritable: a warning)."""
     text = redact(summary_markdown(title, findings))
     for variable in STEP_SUMMARY_VARIABLES:
         target = os.environ.get(variable)

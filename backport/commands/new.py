@@ -1,4 +1,5 @@
-"""`backport new`: make a patch set from commits."""
+"""`backport new`: a patch set from commits (`git/authoring.py`) or from a PR
+(`pipeline/from_pr.py`), written whole (`write_patch_set`)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,9 @@ from backport.pipeline.session import Session
 
 
 def ask(value: str | None, prompt: str, option: str) -> str:
-    """``value``, else the answer at a terminal prompt; off a terminal the option is required."""
+    """``value``, else the answer at a terminal prompt (`_required_off_terminal` ran first)."""
     if value:
         return value
-    if not sys.stdin.isatty():
-        raise BackportError("usage", f"{option} is required off a terminal")
     try:
         return click.prompt(prompt)
     except click.exceptions.Abort as exc:  # click turns both EOF and Ctrl-C into Abort
@@ -31,7 +30,7 @@ def ask(value: str | None, prompt: str, option: str) -> str:
 
 
 def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
-    """Where the commits were looked for by default (the current folder), say so and how to
+    """Where the commits were looked for in the current folder by default, say so and how to
     name another repository."""
     if repo_given:
         return exc
