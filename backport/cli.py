@@ -1,4 +1,5 @@
-"""The `backport` command line: global options, command registry, error handling."""
+"""The `backport` command line: global options, the commands (`COMMANDS`: a command's module
+is imported only when it runs or shows its help), errors as one sentence and exit codes."""
 
 from __future__ import annotations
 

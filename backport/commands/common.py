@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from backport.errors import EXIT_USAGE, ConfigError
+from backport.errors import EXIT_USAGE
 from backport.redact import redact
 
 if TYPE_CHECKING:
@@ -59,15 +59,6 @@ class AppContext:
             return "interrupted"
         return ("interrupted: every finished step is in the run's journal; this finishes what "
                 f"is left (a step cut off midway is done again):\n  {self.resume}")
-
-    def pushing_project(self) -> Project:
-        """The project of a command that pushes: refused while the forge has no token."""
-        from backport.pipeline.session import Session
-        project = self.project()
-        missing = Session(project).forge.missing()
-        if missing:
-            raise ConfigError(missing[0][0].upper() + missing[0][1:] + ".")
-        return project
 
     @property
     def console(self) -> Console:

@@ -1,4 +1,6 @@
-"""`backport list` and `backport matrix`: what there is to backport, and CI fan-out."""
+"""`backport list` and `backport matrix`: what there is to backport, and the CI's jobs (one
+per patch set and target on its environment's `ci:` runner: `report/ci_matrix.py`; the shipped
+workflows: examples/ci/, docs/ci.md)."""
 
 from __future__ import annotations
 
