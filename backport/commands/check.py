@@ -82,9 +82,9 @@ def fork_findings(project: Project, *, offline: bool) -> list[Finding]:
     if bm.fork:
         return [*note, Finding("fork", "pushed to", True, f"{bm.fork} (set in {bm.path.name})")]
     follows = f"follows the token's login: {bm.fork_shown}"
-    forge = Session(project).forge.real()
     if offline:
         return [*note, Finding("fork", "pushed to", True, f"{follows} (offline: not asked)")]
+    forge = Session(project).forge.real()
     if forge.missing():
         return [*note, Finding("fork", "pushed to", True, f"{follows} (no token here to ask)")]
     try:

@@ -71,10 +71,9 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     """Each branch of the named sets as its open PR shows it; exit 1 when one has no open PR
     or a failing result."""
     chosen = select_targets(patch_sets, branches)
-    bm = project.branch_map
-    forge = Session(project).forge.real()
-    if not bm.fork:  # the fork follows the token: its PRs are the login's
-        bm = bm.with_login(forge.current_user())
+    session = Session(project)
+    session.follow_token()  # where the fork follows the token, its PRs are the login's
+    forge, bm = session.forge.real(), session.project.branch_map
     shown = []
     for ps in patch_sets:
         state, records = forge_records(forge, ps, bm)

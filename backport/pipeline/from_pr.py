@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -28,6 +29,9 @@ from backport.git.source_pr import SourceCommits, landed, open_commits, passed_o
 from backport.pipeline.session import Session
 from backport.redact import redact
 from backport.titles import strip_branch_tags
+
+if TYPE_CHECKING:
+    from backport.forge.local import LocalForge
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
@@ -77,13 +81,11 @@ def read_source(session: Session, number: int) -> Source:
     return Source(info, commits)
 
 
-def learn_from_history(session: Session, forge: object, number: int) -> None:
+def learn_from_history(session: Session, forge: LocalForge, number: int) -> None:
     """Teach the local ``forge`` PR ``number`` from its squash commit on a mapped branch, with
     its real number and merge time; a BackportError naming where it looked when none is."""
-    from backport.forge.local import LocalForge
     from backport.git.squash_merge import find_squash_merge
 
-    assert isinstance(forge, LocalForge)
     bm, branches = session.project.branch_map, list(session.project.branch_map.targets)
     session.cache.fetch(branches)
     found = find_squash_merge(session.cache, branches, number)

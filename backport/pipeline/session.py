@@ -7,7 +7,6 @@ them on one forge and cache); `Session.start` readies an `apply` run's work fold
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import shutil
 import tempfile
@@ -23,13 +22,13 @@ from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.forge.factory import dry_run_of
 from backport.git.cache import RepoCache
+from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
 from backport.pipeline.reach import Course
+from backport.pipeline.writers import Writers
 
 if TYPE_CHECKING:
     from backport.docs_audit import DocsEntry
     from backport.envs.pool import Environments
-    from backport.pipeline.fork_read import Fork
-    from backport.pipeline.writers import Writers
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -141,35 +140,25 @@ class Session:
         self.plan = plan or (lambda line: None)
         self.notify = notify or (lambda text: None)  # hears of the forge's rate-limit waits
         self.forge = ForgeAccess(self)
+        self.cache = RepoCache(cache_root(self.environ), project.branch_map.upstream_url)
+        self.docs = DocsAudit(self.cache)
+        self.writers = Writers()  # who may write to the upstream, asked once per login
         self.work_dir = project.state_dir
+        self.fork: Fork = GitFork()  # a dry run's plans its pushes (`start`)
         self.started = False
+        self._envs: Environments | None = None
+        self._lock = threading.Lock()
 
-    @functools.cached_property
-    def cache(self) -> RepoCache:
-        return RepoCache(cache_root(self.environ), self.project.branch_map.upstream_url)
-
-    @functools.cached_property
+    @property
     def envs(self) -> Environments:
+        """The run's environments, made when first used (a run without tests loads none)."""
         from backport.envs.pool import Environments
 
-        return Environments(self.environ, cache_root(self.environ),
-                            isolated=self.options.isolated)
-
-    @functools.cached_property
-    def docs(self) -> DocsAudit:
-        return DocsAudit(self.cache)
-
-    @functools.cached_property
-    def writers(self) -> Writers:  # who may write to the upstream, asked once per login
-        from backport.pipeline.writers import Writers
-
-        return Writers()
-
-    @functools.cached_property
-    def fork(self) -> Fork:
-        from backport.pipeline.fork_read import GitFork, PlannedFork
-
-        return PlannedFork(self.plan) if self.options.course.dry_run else GitFork()
+        with self._lock:
+            if self._envs is None:
+                self._envs = Environments(self.environ, cache_root(self.environ),
+                                          isolated=self.options.isolated)
+            return self._envs
 
     def start(self) -> None:
         """Ready an `apply` run, once: its work folder (worktrees, test logs, carried
@@ -183,6 +172,7 @@ class Session:
             return
         self.started = True
         if self.options.course.dry_run:
+            self.fork = PlannedFork(self.plan)
             self.work_dir = Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
         allow_writes([self.work_dir / "worktrees"], reads=[self.project.root])
         hide_also(p for helper in configured_helpers(self.project.root)
@@ -205,8 +195,8 @@ class Session:
         registrations and branches in the cache repository."""
         from backport.git.worktree import forget_owner
 
-        if "envs" in self.__dict__:
-            self.envs.close()
+        if self._envs is not None:
+            self._envs.close()
         if self.started and self.options.course.dry_run and self.work_dir.exists():
             shutil.rmtree(self.work_dir, ignore_errors=True)
             if (self.cache.path / "HEAD").is_file():
