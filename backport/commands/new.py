@@ -17,9 +17,11 @@ from backport.pipeline.session import Session
 
 
 def ask(value: str | None, prompt: str, option: str) -> str:
-    """``value``, else the answer at a terminal prompt (`_required_off_terminal` ran first)."""
+    """``value``, else the answer at a terminal prompt; off a terminal the option is required."""
     if value:
         return value
+    if not sys.stdin.isatty():
+        raise BackportError("usage", f"{option} is required off a terminal")
     try:
         return click.prompt(prompt)
     except click.exceptions.Abort as exc:  # click turns both EOF and Ctrl-C into Abort
