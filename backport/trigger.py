@@ -189,8 +189,8 @@ def write_output(key: str, value: str, environ: Mapping[str, str], say: Say) -> 
 class _Reply:
     """The one reply to the commenter (none in a branch job): best effort, never looked up."""
 
-    def __init__(self, forge: Forge, event: TriggerEvent, replies: bool, say: Say) -> None:
-        self.forge, self.event, self.replies, self.say = forge, event, replies, say
+    def __init__(self, forge: Forge, event: TriggerEvent, replies: bool, warn: Say) -> None:
+        self.forge, self.event, self.replies, self.warn = forge, event, replies, warn
 
     def __call__(self, text: str) -> None:
         if not self.replies:
@@ -199,7 +199,7 @@ class _Reply:
         try:
             self.forge.add_comment(self.event.number, f"{marker}\n{text}\n")
         except BackportError as exc:
-            self.say(f"warning: reply on PR !{self.event.number} not posted: {exc.message}")
+            self.warn(f"warning: reply on PR !{self.event.number} not posted: {exc.message}")
 
 
 def _names(targets: list[str]) -> str:  # words of a reader's comment among them
@@ -255,12 +255,12 @@ def _recorded(forge: Forge, writers: Writers, info: SourcePrInfo, choosable: lis
     return [t for t in choosable if t in wanted]
 
 
-def requested_targets(session: Session, event: TriggerEvent, *, replies: bool,
-                      say: Say) -> list[str]:
+def requested_targets(session: Session, event: TriggerEvent, *, replies: bool, say: Say,
+                      warn: Say) -> list[str]:
     """The branches the event asks to backport now ([] after the one reply where
     ``replies``); a commenter's permission is read first, before anything else."""
     forge, upstream = session.forge.real(), session.project.branch_map.upstream
-    answer = _Reply(forge, event, replies, say)
+    answer = _Reply(forge, event, replies, warn)
     if event.comment is not None and not session.writers.can_write(forge, event.login):
         answer(f"@{event.login} 只有对 `{upstream}` 有写权限（write 及以上）的成员"
                f"可以用 `{COMMAND}` 请求回合，本次请求未执行。")
@@ -303,9 +303,10 @@ def _ignored(event: TriggerEvent) -> str:
 
 def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *, plan: bool,
         branch: str | None, prepare: bool, skip_tests: bool, patches: Path, say: Say,
-        backport: Callable[[Session, int, list[str]], None]) -> None:
+        warn: Say, backport: Callable[[Session, int, list[str]], None]) -> None:
     """What `trigger` does with its event: the plan's answer, a branch job's set (``prepare``)
-    or ``backport(session, number, targets)``; exits 0 where there is nothing to do."""
+    or ``backport(session, number, targets)``; exits 0 where there is nothing to do. ``say``
+    hears what it does, ``warn`` a reply it could not post."""
     from backport.envs.sandbox import require_isolation
 
     bm = project.branch_map
@@ -328,7 +329,7 @@ def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *
         for missing in session.forge.real().missing():  # the CI secret not given: one sentence
             raise BackportError("config", f"backport trigger cannot act on PR !{event.number}: "
                                         f"{missing}")
-        targets = requested_targets(session, event, replies=branch is None, say=say)
+        targets = requested_targets(session, event, replies=branch is None, say=say, warn=warn)
     if plan:
         write_output(OUTPUT_KEY, plan_value(targets), environ, say)
     if plan or not targets:

@@ -58,4 +58,4 @@ def trigger_cmd(app: AppContext, event_file: Path | None, plan: bool,
 
     act(project, event_file, os.environ, plan=plan, branch=branch, prepare=prepare,
         skip_tests=skip_tests, patches=app.patches or project.root / "patches", say=echo,
-        backport=backport)
+        warn=lambda line: echo(line, err=True), backport=backport)
