@@ -14,9 +14,8 @@ from pathlib import Path
 from backport.config.branch_map import cache_root
 from backport.config.model import Project
 from backport.docs_audit import DocsEntry, audit_docs
-from backport.envs.hidden import helper_paths
 from backport.envs.pool import Environments
-from backport.envs.sandbox import allow_writes, hide_also
+from backport.envs.sandbox import allow_writes, cover_also, helper_paths
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
@@ -158,7 +157,7 @@ class Session:
         # folders), and reads the project wherever it lies.
         allow_writes([self.work_dir / "worktrees"], reads=[project.root])
         # ... and finds none of the files git's credential helpers keep the user's secrets in.
-        hide_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
+        cover_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated)
         self.docs = DocsAudit(self.cache)
         self.writers = Writers()  # who may write to the upstream, asked once per login

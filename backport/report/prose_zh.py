@@ -41,7 +41,7 @@ _PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode �
                      "backport": "backport 工具的 PR", "body": "描述中注明源 PR 的 PR"}
 _PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
 
-# A test's outcome as `envs/verbose.py` writes it.
+# A test's outcome as `envs/summary.py` (`outcomes_of`) writes it.
 _OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "跳过",
                "expected failure": "预期失败", "unexpected success": "意外通过",
                "not run": "未运行"}
