@@ -26,7 +26,7 @@ from backport.envs.pool import Environments  # noqa: E402
 
 def _run(env: Environment, cache: Path) -> None:
     """One run's prewarm, probe and runner, then every worker it stopped."""
-    envs = Environments({"BACKPORT_CACHE": str(cache)}, cache)
+    envs = Environments()
     try:
         envs.prewarm(env, "none")
         envs.runner(env, "none")

@@ -5,22 +5,17 @@ A branch environment runs the released wheel. To let its tests see a series' cha
 folders on the way to each changed file, the changed files as the branch has them (a deleted
 one left out), and links to the installed package for everything else (compiled libraries,
 data, untouched modules; never its ``__pycache__``, which holds the installed files' bytecode).
-
-The copy is kept under the cache folder, keyed by the environment's fingerprint, the installed
-package's place and the changed files' content: the next run (or branch) with the same
-environment and the same files finds it and copies nothing. A copy is built in a temporary
-folder and renamed into place, so runs building the same one at once never see half of it;
-each use marks it, and one no run used for two weeks is removed when another is built.
+Such a test is always a process of its own: a warm worker may hold the installed modules, and a
+fork cannot unimport them. The copies are links, cheap to make: each run makes its own
+(``pool.Environments.overlay``, once per environment and content) and removes them at its end.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +28,7 @@ from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 
 PACKAGE = "torch_npu"
-FORMAT = 1
 FIND_TIMEOUT = 60.0
-KEEP_UNUSED = 14 * 24 * 3600.0  # a copy no run used for this long is removed
 # Where the interpreter would import the package from, without importing it.
 _FIND = ("import importlib.util, json, sys; s = importlib.util.find_spec(sys.argv[1]); "
          "print(json.dumps(list(s.submodule_search_locations or []) if s else []))")
@@ -51,7 +44,7 @@ class Overlay:
 
     root: Path  # holds the ``torch_npu`` folder
     files: tuple[str, ...]  # the repository paths laid over the installed package
-    reused: bool  # an earlier run (or branch) built it
+    reused: bool  # another branch of the run built it
 
 
 def installed_package(env: Environment, name: str = PACKAGE) -> Path:
@@ -76,64 +69,17 @@ def installed_package(env: Environment, name: str = PACKAGE) -> Path:
     return Path(str(found[0]))
 
 
-def overlay_key(fingerprint: str, package: Path, files: Mapping[str, bytes | None]) -> str:
-    """What a copy depends on: the environment, the installed package and the files' content."""
-    content = sorted((path, None if data is None else hashlib.sha256(data).hexdigest())
-                     for path, data in files.items())
-    text = json.dumps([FORMAT, fingerprint, str(package), content])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def build_overlay(cache: Path, fingerprint: str, package: Path,
-                  files: Mapping[str, bytes | None]) -> Overlay:
-    """The copy of ``package`` holding ``files`` (repository path ``torch_npu/…`` -> the
-    branch's bytes, None where the series deletes it), built once per key under ``cache``."""
+def build_overlay(parent: Path, package: Path, files: Mapping[str, bytes | None]) -> Overlay:
+    """A copy of ``package`` holding ``files`` (repository path ``torch_npu/…`` -> the branch's
+    bytes, None where the series deletes it), in a new folder under ``parent``."""
     inside = {_inside(path): data for path, data in files.items()}
-    shown = tuple(sorted(files))
-    folder = cache / "overlays"
-    final = folder / overlay_key(fingerprint, package, files)
-    if (final / PACKAGE).is_dir():
-        _touch(final)
-        return Overlay(root=final, files=shown, reused=True)
-    folder.mkdir(parents=True, exist_ok=True)
-    prune(folder)
-    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))
+    root = Path(tempfile.mkdtemp(prefix="overlay-", dir=parent))
     try:
-        _mirror(package, staging / PACKAGE, inside)
-        try:
-            os.rename(staging, final)
-        except OSError:  # another run put the same copy in place first
-            if not (final / PACKAGE).is_dir():
-                raise
-            return Overlay(root=final, files=shown, reused=True)
+        _mirror(package, root / PACKAGE, inside)
     except OSError as exc:
+        shutil.rmtree(root, ignore_errors=True)
         raise OverlayError(f"cannot copy {package}: {exc.strerror or exc}") from None
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return Overlay(root=final, files=shown, reused=False)
-
-
-def prune(folder: Path, now: float | None = None) -> list[Path]:
-    """Remove the copies no run used for ``KEEP_UNUSED`` seconds (and building folders that
-    old, left by a run that was killed); the removed ones."""
-    limit = (time.time() if now is None else now) - KEEP_UNUSED
-    removed = []
-    for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
-        try:
-            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < limit:
-                shutil.rmtree(entry)
-                removed.append(entry)
-        except OSError:
-            continue  # another run removes or uses it
-    return removed
-
-
-def _touch(path: Path) -> None:
-    try:
-        os.utime(path)
-    except OSError:
-        pass
+    return Overlay(root=root, files=tuple(sorted(files)), reused=False)
 
 
 def _inside(path: str) -> tuple[str, ...]:

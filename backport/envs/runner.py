@@ -23,7 +23,6 @@ from pathlib import Path
 from backport import process
 from backport.config.model import Environment, TestSpec
 from backport.config.validate import home_shown
-from backport.envs.device import device_verdict
 from backport.envs.launch import (
     PATH_FIRST,
     launch_argv,
@@ -33,7 +32,7 @@ from backport.envs.launch import (
     shown_command,
 )
 from backport.envs.model import Probe, TestRun
-from backport.envs.probe import env_vars, require_interpreter
+from backport.envs.probe import device_verdict, env_vars, require_interpreter
 from backport.envs.sandbox import PID_NAMESPACE, sandboxed, test_view
 from backport.envs.summary import parse_summary
 from backport.envs.worker import (

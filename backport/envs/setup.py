@@ -30,8 +30,7 @@ from backport import process
 from backport.config.model import Environment
 from backport.config.validate import home_shown
 from backport.envs.model import Probe
-from backport.envs.pins import pin_mismatches
-from backport.envs.probe import probe
+from backport.envs.probe import pin_mismatches, probe
 from backport.envs.resolve_cache import resolution_key, store_resolution, stored_resolution
 from backport.errors import BackportError
 from backport.redact import redact

@@ -17,8 +17,8 @@ from backport.config import load_patch_set
 from backport.config.branch_map import cache_root
 from backport.config.model import Project, SourcePr
 from backport.config.validate import display_path
-from backport.envs.device import infer_device
 from backport.envs.model import AUTOLOAD
+from backport.envs.probe import infer_device
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import PrFile, SourcePrInfo
 from backport.forge.factory import make_forge

@@ -158,7 +158,7 @@ class Session:
         allow_writes([self.work_dir / "worktrees"], reads=[project.root])
         # ... and finds none of the files git's credential helpers keep the user's secrets in.
         cover_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
-        self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated)
+        self.envs = Environments(isolated=options.isolated)
         self.docs = DocsAudit(self.cache)
         self.writers = Writers()  # who may write to the upstream, asked once per login
         self.forge = ForgeAccess(project, self.environ, course=options.course, plan=self.plan,
