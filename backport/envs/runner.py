@@ -256,7 +256,6 @@ class TestRunner:
             "path": str(worktree / test.path),
             "argv": [test.path, *test.args],
             "log": str(spill),
-            "env": {},
         }
         confine = test_view(worktree, self._reads())  # for a worker in a sandbox
         for _attempt in range(3):  # again on a fresh worker if one retired
