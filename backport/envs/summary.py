@@ -44,10 +44,6 @@ class Summary:
     ran: int | None = None
     ok: bool | None = None
     lines: list[str] = field(default_factory=list)
-    duration: float | None = None
-    failures: int = 0
-    errors: int = 0
-    skipped: int = 0
     exception: str | None = None  # the last exception line of the log, paths cut to file names
 
     def outcome(self, exit_code: int | None) -> list[str]:
@@ -91,24 +87,16 @@ def _unittest(lines: list[str], index: int) -> Summary:
     """The unittest summary whose ``Ran N tests`` line is ``lines[index]``."""
     ran_match = _ran(lines[index])
     assert ran_match is not None
-    ran, duration = int(ran_match.group(1)), float(ran_match.group(2))
+    ran = int(ran_match.group(1))
     for line in lines[index + 1 : index + 4]:
         status = _UNITTEST_STATUS.match(line)
         counts = _unittest_counts(status.group(2)) if status else None
         if status and counts is not None:
             word = status.group(1)
-            return Summary(
-                ran=ran,
-                ok=word == "OK" and ran > 0,
-                lines=[lines[index], line],
-                duration=duration,
-                failures=counts.get("failures", 0) + counts.get("unexpected successes", 0),
-                errors=counts.get("errors", 0),
-                skipped=counts.get("skipped", 0),
-            )
+            return Summary(ran=ran, ok=word == "OK" and ran > 0, lines=[lines[index], line])
         if line:
             break
-    return Summary(ran=ran, ok=None, lines=[lines[index]], duration=duration)
+    return Summary(ran=ran, ok=None, lines=[lines[index]])
 
 
 def _pytest(line: str) -> Summary | None:
@@ -116,9 +104,9 @@ def _pytest(line: str) -> Summary | None:
     match = _PYTEST.match(line)
     if not match:
         return None
-    body, duration = match.group(1), float(match.group(2))
+    body = match.group(1)
     if body == "no tests ran":
-        return Summary(ran=0, ok=False, lines=[line.strip("= ")], duration=duration)
+        return Summary(ran=0, ok=False, lines=[line.strip("= ")])
     counts: dict[str, int] = {}
     for part in body.split(", "):
         found = _PYTEST_PART.match(part)
@@ -127,19 +115,10 @@ def _pytest(line: str) -> Summary | None:
             return None
         word = found.group(2).rstrip("s")  # errors -> error, warnings -> warning
         counts[word] = counts.get(word, 0) + count
-    failed, errors = counts.get("failed", 0), counts.get("error", 0)
-    skipped = counts.get("skipped", 0)
-    ran = sum(counts.get(k, 0) for k in ("passed", "failed", "error", "xfailed", "xpassed"))
-    ran += skipped
-    return Summary(
-        ran=ran,
-        ok=failed == 0 and errors == 0 and ran > 0,
-        lines=[line.strip("= ")],
-        duration=duration,
-        failures=failed,
-        errors=errors,
-        skipped=skipped,
-    )
+    ran = sum(counts.get(k, 0) for k in ("passed", "failed", "error", "skipped", "xfailed",
+                                         "xpassed"))
+    failed = counts.get("failed", 0) + counts.get("error", 0)
+    return Summary(ran=ran, ok=failed == 0 and ran > 0, lines=[line.strip("= ")])
 
 
 def parse_summary(text: str) -> Summary:

@@ -14,7 +14,7 @@ PID}`` kills the group of child PID. EOF on stdin stops the worker once its chil
 Learning (unless ``--no-learn``): each child reports, in the spool folder, the modules it
 imported from this interpreter's standard library or site-packages (never from the worktree or
 the test's folder, never one whose import read ``sys.argv``); the worker imports them before its
-next fork. If that made its state run-dependent (an import read ``sys.argv`` or started a
+next fork (torch's lazy ``import torch._dynamo`` in ``TestCase.run`` is paid once a worker). If that made its state run-dependent (an import read ``sys.argv`` or started a
 thread, which ``fork()`` would not copy) it says ``{"retire": reason}`` and answers later
 requests ``{"id", "retired": reason}``.
 
