@@ -87,18 +87,19 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _map_user(proc: str) -> None:
-    """Map this user's uid and gid to themselves in the user namespace of ``proc``."""
+def _map_user(proc: str, uid: int, gid: int) -> None:
+    """Map ``uid`` and ``gid`` to themselves in the user namespace of ``proc``."""
     _write(f"{proc}/setgroups", "deny")
-    _write(f"{proc}/uid_map", f"{os.getuid()} {os.getuid()} 1")
-    _write(f"{proc}/gid_map", f"{os.getgid()} {os.getgid()} 1")
+    _write(f"{proc}/uid_map", f"{uid} {uid} 1")
+    _write(f"{proc}/gid_map", f"{gid} {gid} 1")
 
 
 def enter() -> None:
     """Unshare the user, PID and mount namespaces; the caller keeps its uid and gid."""
+    uid, gid = os.getuid(), os.getgid()  # before the namespace, where they are not mapped yet
     _call("unshare", _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS))
     try:
-        _map_user("/proc/self")
+        _map_user("/proc/self", uid, gid)
     except OSError as exc:
         _fail(f"cannot map the user into the namespace: {exc.strerror}")
 
@@ -119,7 +120,7 @@ def tests_user_namespace() -> None:
     try:
         if os.read(ready_r, 1) != b"x":
             _fail("cannot make the tests' user namespace")
-        _map_user(f"/proc/{helper}")
+        _map_user(f"/proc/{helper}", os.getuid(), os.getgid())
         held = os.open(f"/proc/{helper}/ns/user", os.O_RDONLY)
     except OSError as exc:
         _fail(f"cannot make the tests' user namespace: {exc.strerror}")
