@@ -356,8 +356,9 @@ def human_size(size: float) -> str:
 
 
 def _installer_environ() -> dict[str, str]:
-    dropped = ("PYTHONHOME", "VIRTUAL_ENV", *process.SECRET_VARS)
-    return {k: v for k, v in os.environ.items() if k not in dropped}
+    """What pip or uv runs with: no token (``process.secret_free``), no other Python's venv."""
+    return {k: v for k, v in process.secret_free(os.environ).items()
+            if k not in ("PYTHONHOME", "VIRTUAL_ENV")}
 
 
 def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> None:
