@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from child_cpu import median_child_cpu, torch_bench_args  # noqa: E402  (bench/, the script's own folder)
 
 from backport.config.model import Environment  # noqa: E402
-from backport.envs.pool import Environments  # noqa: E402
+from backport.envs.environments import Environments  # noqa: E402
 
 
 def _run(env: Environment, cache: Path) -> None:

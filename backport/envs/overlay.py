@@ -7,7 +7,7 @@ one left out), and links to the installed package for everything else (compiled 
 data, untouched modules; never its ``__pycache__``, which holds the installed files' bytecode).
 Such a test is always a process of its own: a warm worker may hold the installed modules, and a
 fork cannot unimport them. The copies are links, cheap to make: each run makes its own
-(``pool.Environments.overlay``, once per environment and content) and removes them at its end.
+(``environments.Environments.overlay``, once per environment and content) and removes them at its end.
 """
 
 from __future__ import annotations

@@ -231,22 +231,22 @@ class TestRunner:
         """A forked run; None when the worker is unusable (the caller then runs isolated).
         The test writes to a temporary file of ours (a sandbox may write there), added to the
         log once it ended."""
-        fd, spill_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
+        fd, scratch_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
         os.close(fd)
-        spill = Path(spill_name)
+        scratch = Path(scratch_name)
         try:
-            return self._run_forked(worktree, test, log_path, timeout, spill)
+            return self._run_forked(worktree, test, log_path, timeout, scratch)
         finally:
-            spill.unlink(missing_ok=True)
+            scratch.unlink(missing_ok=True)
 
     def _run_forked(
-        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float, spill: Path
+        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float, scratch: Path
     ) -> TestRun | None:
         request = {
             "cwd": str(worktree),
             "path": str(worktree / test.path),
             "argv": [test.path, *test.args],
-            "log": str(spill),
+            "log": str(scratch),
         }
         confine = test_view(worktree, self._reads())  # for a worker in a sandbox
         for _attempt in range(3):  # again on a fresh worker if one retired
@@ -255,7 +255,7 @@ class TestRunner:
             if worker is None:
                 return None
             self._start_log(log_path, test)
-            spill.write_bytes(b"")  # nothing of an earlier attempt
+            scratch.write_bytes(b"")  # nothing of an earlier attempt
             start = time.monotonic()
             pid = rid = None
             try:
@@ -277,10 +277,10 @@ class TestRunner:
                     worker.kill(pid)
                     if next_reply(waiter, REPLY_TIMEOUT) is None:
                         raise WorkerDied("the worker did not reap a killed test")
-                    _append(spill, log_path)
+                    _append(scratch, log_path)
                     return self._result(test, log_path, None, start, "warm", worker.isolation,
                                         timeout)
-                _append(spill, log_path)
+                _append(scratch, log_path)
                 return self._result(test, log_path, int(reply["exit_code"]), start, "warm",
                                     worker.isolation)
             except (WorkerDied, KeyError, ValueError, TypeError) as exc:
@@ -372,8 +372,8 @@ def _read_tail(path: Path) -> str:
         return handle.read().decode("utf-8", "replace")
 
 
-def _append(spill: Path, log_path: Path) -> None:
-    """Add what a forked test wrote to ``spill`` to its log, and empty ``spill`` for a retry."""
-    with open(spill, "r+b") as src, open(log_path, "ab") as dst:
+def _append(scratch: Path, log_path: Path) -> None:
+    """Add what a forked test wrote to ``scratch`` to its log, and empty ``scratch`` for a retry."""
+    with open(scratch, "r+b") as src, open(log_path, "ab") as dst:
         shutil.copyfileobj(src, dst)
         src.truncate(0)

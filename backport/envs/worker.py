@@ -41,8 +41,8 @@ class Worker:
     ) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
         # The worker's scratch folder is ours, so it goes even when the worker is killed.
-        self.spool = Path(tempfile.mkdtemp(prefix="backport-warm-"))
-        argv = [*launch, str(WORKER_SCRIPT), "torch", "--spool", str(self.spool)]
+        self.reports = Path(tempfile.mkdtemp(prefix="backport-warm-"))
+        argv = [*launch, str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)]
         if not learn:
             argv.append("--no-learn")
         if load_check is not None:
@@ -54,7 +54,7 @@ class Worker:
                 start.argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr,
                 env=env, cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
         except BackportError as exc:  # the interpreter cannot start
-            shutil.rmtree(self.spool, ignore_errors=True)
+            shutil.rmtree(self.reports, ignore_errors=True)
             self._stderr.close()
             raise WorkerDied(exc.message) from None
         self.pid = int(self.proc.pid)
@@ -162,7 +162,7 @@ class Worker:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
-        shutil.rmtree(self.spool, ignore_errors=True)
+        shutil.rmtree(self.reports, ignore_errors=True)
 
 
 def start_worker(

@@ -18,7 +18,7 @@ from backport.envs.overlay import OverlayError
 from backport.git.changed import changed_paths, file_at
 
 if TYPE_CHECKING:
-    from backport.envs.pool import Environments
+    from backport.envs.environments import Environments
     from backport.pipeline.job import BranchJob
 
 

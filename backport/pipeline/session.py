@@ -14,7 +14,7 @@ from pathlib import Path
 from backport.config.branch_map import cache_root
 from backport.config.model import Project
 from backport.docs_audit import DocsEntry, audit_docs
-from backport.envs.pool import Environments
+from backport.envs.environments import Environments
 from backport.envs.sandbox import allow_writes, cover_also, helper_paths
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge

@@ -3,7 +3,7 @@
 Run by ``backport`` with an environment's interpreter, in the run's sandbox; standard library
 only, Python 3.8+. It serves the run that started it and ends with it.
 
-    warm_worker.py MODULE... --spool DIR [--no-learn] [--load-check SECONDS]
+    warm_worker.py MODULE... --reports DIR [--no-learn] [--load-check SECONDS]
 
 Protocol (JSON lines): the worker first writes ``{"ready": true, ...}`` or ``{"ready": false,
 "error": ...}``. A request on stdin ``{"id", "cwd", "path", "argv", "log"[, "confine"]}``
@@ -11,7 +11,7 @@ is answered ``{"id", "pid": N}`` once the child (leader of its own process group
 ``{"id", "exit_code": N}`` (``-signal`` when killed); children run side by side. ``{"kill":
 PID}`` kills the group of child PID. EOF on stdin stops the worker once its children ended.
 
-Learning (unless ``--no-learn``): each child reports, in the spool folder, the modules it
+Learning (unless ``--no-learn``): each child reports, in the reports folder, the modules it
 imported from this interpreter's standard library or site-packages (never from the worktree or
 the test's folder, never one whose import read ``sys.argv``); the worker imports them before its
 next fork (torch's lazy ``import torch._dynamo`` in ``TestCase.run`` is paid once a worker). If that made its state run-dependent (an import read ``sys.argv`` or started a
@@ -200,10 +200,10 @@ def read_requests(buffer: bytes) -> tuple[list | None, bytes]:
 class Worker:
     """Forks children on request, reaps them, and learns what they imported."""
 
-    def __init__(self, proto: int, learn: bool, spool: str) -> None:
+    def __init__(self, proto: int, learn: bool, reports: str) -> None:
         self.learn = learn
         self.roots = _safe_roots()
-        self.spool = spool  # made by the client, which removes it even if the worker is killed
+        self.reports = reports  # made by the client, which removes it even if the worker is killed
         self.children: dict = {}  # pid -> request id
         self.pending: dict = {}  # module names to import, in order (a dict as an ordered set)
         self.failed: set = set()
@@ -227,8 +227,8 @@ class Worker:
             pass  # the client went away
 
     def fork(self, request: dict) -> int:
-        if request.get("confine"):  # the child writes its report in the spool
-            request = {**request, "confine": [*request["confine"], "--writable", self.spool]}
+        if request.get("confine"):  # the child writes its report in the reports folder
+            request = {**request, "confine": [*request["confine"], "--writable", self.reports]}
             _load_confine()
         before = set(sys.modules)
         private = self.private_fds()
@@ -264,7 +264,7 @@ class Worker:
         cwd = os.path.realpath(request["cwd"]).rstrip(os.sep) + os.sep
         test_dir = os.path.dirname(os.path.realpath(request["path"])).rstrip(os.sep) + os.sep
         names = learnable(before, readers, self.roots, (cwd, test_dir))
-        target = os.path.join(self.spool, f"{os.getpid()}.json")
+        target = os.path.join(self.reports, f"{os.getpid()}.json")
         with open(target + ".tmp", "w") as out:
             json.dump({"modules": names, "readers": sorted(readers)}, out)
         os.replace(target + ".tmp", target)
@@ -302,7 +302,7 @@ class Worker:
             self._collect(pid)
 
     def _collect(self, pid: int) -> None:
-        path = os.path.join(self.spool, f"{pid}.json")
+        path = os.path.join(self.reports, f"{pid}.json")
         try:
             with open(path) as handle:
                 found = json.load(handle)
@@ -379,9 +379,9 @@ class Worker:
                     self.handle(request)
             self.reap()
         selector.close()
-        for name in os.listdir(self.spool):
-            os.unlink(os.path.join(self.spool, name))
-        os.rmdir(self.spool)
+        for name in os.listdir(self.reports):
+            os.unlink(os.path.join(self.reports, name))
+        os.rmdir(self.reports)
 
 
 def fork_load_check(timeout: float) -> dict:
@@ -443,9 +443,9 @@ def _option(args: list, name: str) -> str:
 
 def main(args: list) -> int:
     learn = "--no-learn" not in args
-    spool = _option(args, "--spool")
+    reports = _option(args, "--reports")
     check_timeout = _option(args, "--load-check")
-    values = {_option(args, name) for name in ("--spool", "--load-check")}
+    values = {_option(args, name) for name in ("--reports", "--load-check")}
     preload = [a for a in args if not a.startswith("--") and a not in values]
     # The protocol gets a private copy of stdout; stray prints (from imports) go to stderr.
     proto = os.dup(1)
@@ -465,7 +465,7 @@ def main(args: list) -> int:
     hello = {"ready": True, "loaded": loaded, "learn": learn, "pid": os.getpid()}
     if check_timeout:
         hello["load_check"] = fork_load_check(float(check_timeout))
-    worker = Worker(proto, learn, spool)
+    worker = Worker(proto, learn, reports)
     worker.send(hello)
     worker.serve()
     return 0

@@ -20,7 +20,7 @@ from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.config.validate import home_shown
 from backport.envs import model
-from backport.envs.pool import Environments
+from backport.envs.environments import Environments
 from backport.envs.probe import probe
 from backport.envs.setup import plan_setup, setup_env
 from tests.helpers.project import run_app

@@ -16,6 +16,7 @@ import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
+from backport.envs.environments import Environments
 from backport.envs.model import Probe
 from backport.envs.overlay import (
     PACKAGE,
@@ -23,7 +24,6 @@ from backport.envs.overlay import (
     build_overlay,
     installed_package,
 )
-from backport.envs.pool import Environments
 from backport.envs.runner import TestRunner as Runner
 from tests.helpers.torch_npu_compat import COMPAT, COMPAT_TEST
 
