@@ -16,7 +16,7 @@ from backport.codec import encode
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.branch_map import cache_root
 from backport.config.model import Environment, Project
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.launch import shown_command
 from backport.envs.model import NOT_FOUND
 from backport.envs.probe import pin_mismatches, probe
@@ -38,7 +38,7 @@ def environments_for(project: Project, branches: tuple[str, ...]) -> list[Enviro
 def options_of(env: Environment) -> dict:
     """The environment's installer and start options, as configured (home shown as ``~``)."""
     return {
-        "interpreter": home_shown(str(env.interpreter)),
+        "interpreter": home_as_tilde(str(env.interpreter)),
         "requirements": list(env.requirements),
         "no_deps": list(env.no_deps),
         "extra_index_urls": list(env.extra_index_urls),

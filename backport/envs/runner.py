@@ -20,7 +20,7 @@ from pathlib import Path
 
 from backport import process
 from backport.config.model import Environment, TestSpec
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.launch import (
     PATH_FIRST,
     launch_argv,
@@ -312,7 +312,7 @@ class TestRunner:
                                                        **self._overlay_vars(overlay)}),
                                stdout=log, merge_stderr=True, timeout=timeout, reap=True,
                                code="env-missing", context=f"environment '{self.env.name}': ",
-                               shown=home_shown(str(self.interpreter)), pass_fds=launch.pass_fds)
+                               shown=home_as_tilde(str(self.interpreter)), pass_fds=launch.pass_fds)
         return self._result(test, log_path, None if done.timed_out else done.returncode, start,
                             "isolated", launch.isolation, timeout if done.timed_out else None,
                             overlay)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from backport.config.model import PatchSet, Project
 from backport.config.patchfiles import Patch
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.overlay import scope_of
 from backport.errors import BackportError, ErrorCode
 from backport.git.cache import RepoCache
@@ -230,7 +230,7 @@ def _interpreters(project: Project, *, required: bool) -> list[Finding]:
         if not users or env.interpreter.exists():
             continue
         detail = (f"environment '{name}' of branch {', '.join(users)} is not built here: "
-                  f"interpreter {home_shown(str(env.interpreter))} does not exist "
+                  f"interpreter {home_as_tilde(str(env.interpreter))} does not exist "
                   f"(`backport env setup` builds it)")
         subject = f"branch {', '.join(users)}"
         findings.append(Finding(subject, "environment", not required, detail,

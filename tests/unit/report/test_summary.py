@@ -23,7 +23,7 @@ from backport.report.source_summary import render_summary
 from backport.report.summary import render_markdown, render_table, report_rows, status_json
 from backport.states import Status
 from tests.helpers import report_fixtures as fx
-from tests.helpers.golden import check_golden
+from tests.helpers.report_fixtures import check_golden
 
 
 def mixed_records() -> list[BranchRecord]:
