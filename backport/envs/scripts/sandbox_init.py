@@ -444,7 +444,8 @@ def _can_remount(point: str) -> bool:
 
 
 def _can_create(folder: str) -> bool:
-    probe = os.path.join(folder, f".backport-sandbox-check-{os.getpid()}-{os.getppid()}")
+    # a name of its own: every check's init is pid 1, and /dev/shm is shared with the host
+    probe = os.path.join(folder, f".backport-sandbox-check-{os.urandom(8).hex()}")
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
