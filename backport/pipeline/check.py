@@ -14,7 +14,7 @@ from pathlib import Path
 from backport.config.model import PatchSet, Project
 from backport.config.patchfiles import Patch
 from backport.config.validate import home_as_tilde
-from backport.envs.changes import scope_of
+from backport.envs.overlay import scope_of
 from backport.errors import BackportError, ErrorCode
 from backport.git.cache import RepoCache
 from backport.git.worktree import Worktree, cache_branch

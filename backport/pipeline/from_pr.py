@@ -258,8 +258,8 @@ def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: l
                     spec: dict[str, object], say: Say) -> Path:
     """Export ``rev`` of ``repo`` and write ``dest`` (patches and patch.yaml: ``spec``, then the
     tests and the inferred device), whole or not at all; tells ``say`` what it wrote."""
-    from backport.envs.device import infer_device
     from backport.envs.model import AUTOLOAD
+    from backport.envs.probe import infer_device
 
     sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
     device, reasons = infer_device(sources)

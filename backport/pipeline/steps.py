@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from backport.config.model import BranchMap, PatchSet
-from backport.envs.device import device_verdict
 from backport.envs.model import Probe
-from backport.envs.pins import pin_mismatches
-from backport.envs.verbose import outcomes_of
+from backport.envs.probe import device_verdict, pin_mismatches
+from backport.envs.summary import outcomes_of
 from backport.errors import BackportError, ErrorCode
 from backport.git.apply import am_in_progress, snapshot
 from backport.git.cache import RepoCache

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backport.envs.hidden import helper_paths
+from backport.envs.sandbox import helper_paths
 from backport.git.credential_helpers import configured_helpers
 
 
