@@ -6,10 +6,6 @@ import os
 
 import pytest
 
-# GitPython runs `git version` when first imported and fails without git; the unit layer runs
-# with no git on PATH (tests/unit/conftest.py), so it is told to stay quiet there.
-os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-
 from tests.helpers.project import built_sandbox  # noqa: F401  (the session's sandbox, copied per test)
 
 

@@ -1,8 +1,19 @@
-"""The one place git processes are started: argv lists, C locale, no prompts, timeouts, one-sentence errors.
+"""The one git runner: every git call of the tool goes through :func:`git` (``docs_audit.py``
+and ``demo/`` too), started and waited on by ``backport.process.run``, so a timeout or an
+interrupt kills git with its children like any other child.
 
-Every git call of the tool goes through :func:`git`: GitPython's ``Git.execute`` (the mission's
-git library) starts git, and `backport.process.finish` waits for it, so a git fetch or push in
-flight ends with the run (an interrupt, a timeout) like every other child process.
+Each call: an argv list (``--`` before paths), ``LANG=C``, ``GIT_TERMINAL_PROMPT=0``, no askpass
+program unless the caller names one (the push's token askpass), stdin bytes through a pipe,
+killed after ``DEFAULT_TIMEOUT`` (a blobless cache may fetch during any command) and reported
+"timed out", git's auto maintenance only after a fetch, and a failure told in one redacted
+sentence naming the subcommand.
+
+A step that holds the forge token (the fork's push and ``ls-remote``, the upstream's fetch and
+``ls-remote``, the publish step's fresh apply) calls :func:`token_git` instead: ``--git-dir``
+names the one repository it may read (``/dev/null`` for none), its folder is a new empty one
+under ``GIT_CEILING_DIRECTORIES``, so no repository is discovered; ``protocol.ext.allow=never``,
+no hooks, no fsmonitor, and ``GIT_ALLOW_PROTOCOL`` only the transports of the URLs it talks to,
+given on the command line and in the environment, so no config file can undo them.
 """
 
 from __future__ import annotations
@@ -14,8 +25,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import git as gitpython
-
 from backport import process
 from backport.config.refnames import refname_problem
 from backport.config.validate import is_local_path
@@ -23,31 +32,28 @@ from backport.errors import BackportError, ErrorCode
 from backport.redact import redact
 
 # Forced on every git call: messages are parsed, and git must never wait for a password.
-BASE_ENV: dict[str, str] = {
-    "LANG": "C",
-    "LC_ALL": "C",
-    "LANGUAGE": "C",
-    "GIT_TERMINAL_PROMPT": "0",
-}
+BASE_ENV = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"}
 # Unless the caller brings its own (the push's token askpass), no askpass program is started.
-NO_ASKPASS: dict[str, str] = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
-# Seconds a git call may take before it is killed with its children. Generous: in a blobless
-# cache even a checkout or ``am`` may fetch objects from the upstream.
-DEFAULT_TIMEOUT = 1800.0
-# Git's auto maintenance of a repository runs after its fetches and commits, a process or more
-# each, and after every blob a blobless cache fetches lazily: only the run's fetch of its
-# branches (`cache.py`) starts it, once; every other call (and the children it starts, which
-# inherit ``-c``) does not.
+NO_ASKPASS = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+DEFAULT_TIMEOUT = 1800.0  # seconds; in a blobless cache even a checkout may fetch objects
+# Auto maintenance runs after fetches and commits, a process or more each: only the run's fetch
+# of its branches starts it; every other call (and the children it starts) does not.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false")
-# What every git process of a step that holds the forge token runs with (`token_git`): no
-# transport that runs a command, no hook, no file-system monitor; given on the command line,
-# they win over every config file git reads.
+# What every `token_git` process runs with: no transport that runs a command, no hook, no
+# file-system monitor.
 SEALED_OPTIONS = ("-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null",
                   "-c", "core.fsmonitor=false")
 # The transport of a URL: its scheme, or the helper of git's ``<helper>::<address>`` form.
 _SCHEME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9+.-]*)(?:://|::)")
 # Options git takes before its subcommand; the ones in _WITH_VALUE consume the next argument.
 _WITH_VALUE = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
+_UNREACHABLE = (
+    "could not read from remote repository", "does not appear to be a git repository",
+    "unable to access", "could not resolve host", "connection refused", "connection timed out",
+    "operation timed out", "authentication failed", "terminal prompts disabled",
+    "could not read username", "permission denied", "repository not found",
+    "the requested url returned error", "unable to connect", "no such file or directory",
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,11 @@ class GitOutput:
         """The git subcommand, e.g. ``fetch`` for ``git -c x=y fetch ...``."""
         return subcommand(self.args)
 
+    @property
+    def reason(self) -> str:
+        """git's most telling line, redacted, without its final full stop."""
+        return redact(first_error_line(self.text).rstrip("."))
+
 
 def subcommand(args: Sequence[str]) -> str:
     """The first argument of ``args`` that is not one of git's own leading options."""
@@ -92,16 +103,26 @@ def subcommand(args: Sequence[str]) -> str:
     return args[0] if args else "git"
 
 
-def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment overrides for a git call: ``extra`` plus the forced locale and no prompts.
-
-    GitPython lays them over this process's environment, so every secret of it is emptied
-    (``process.blanked_secrets``); a token reaches git only in ``extra`` (the push's askpass).
-    """
-    env = {**NO_ASKPASS, **process.blanked_secrets()}
-    env.update(extra or {})
-    env.update(BASE_ENV)
-    return env
+def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None, check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
+        timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
+    """Run ``git <args>`` in ``cwd``. ``env`` is laid over this process's environment less its
+    secrets (the locale and no prompts always win). With ``check`` a non-zero exit raises
+    ``BackportError(code)`` (:func:`failure`)."""
+    command = subcommand(args)
+    if cwd is not None and not Path(cwd).is_dir():
+        raise BackportError(code, f"cannot run git {command}: directory {cwd} does not exist.")
+    argv = ["git", *(() if command == "fetch" else NO_MAINTENANCE), *args]
+    ended = process.run(argv, cwd=cwd, stdin=stdin, timeout=timeout, code=code,
+                        shown=f"git {command}", unfiltered={**NO_ASKPASS, **(env or {}),
+                                                           **BASE_ENV})
+    if ended.timed_out:
+        result = GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
+    else:
+        result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
+    if check and not result.ok:
+        raise failure(result, code, cwd)
+    return result
 
 
 def transport_of(url: str) -> str:
@@ -113,12 +134,8 @@ def transport_of(url: str) -> str:
 
 
 def sealed_call(repo: Path | None, urls: Sequence[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
-    """The leading options and the environment of a `token_git` call run in ``cwd``.
-
-    ``--git-dir`` names ``repo`` (None: ``/dev/null``, so git runs outside any repository);
-    with it and ``GIT_CEILING_DIRECTORIES`` no repository is ever discovered. Only the
-    transports of ``urls`` are allowed (``GIT_ALLOW_PROTOCOL``, never ``ext``).
-    """
+    """The leading options and the environment of a `token_git` call run in ``cwd``: only
+    ``repo`` (None: none) is read, only the transports of ``urls`` allowed, never ``ext``."""
     allowed = sorted({transport_of(url) for url in urls} - {"ext"})
     options = ["--git-dir", str(Path(repo).absolute()) if repo is not None else os.devnull,
                *SEALED_OPTIONS]
@@ -130,19 +147,16 @@ def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
               env: Mapping[str, str] | None = None, stdin: bytes | None = None,
               check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
               timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
-    """`git` for a step that holds the forge token (push, ``ls-remote``, fetch, the publish
-    check): it reads no repository but ``repo`` and runs nothing a config file names.
-
-    Its folder is a new empty private one (`sealed_call` for the rest); ``env`` (the
-    askpass, ``GIT_INDEX_FILE``) cannot undo the sealing. A failure names ``repo``.
-    """
+    """`git` for a step that holds the forge token, in a new empty private folder; ``env``
+    (the askpass, ``GIT_INDEX_FILE``) cannot undo the sealing. A failure names ``repo``."""
     with tempfile.TemporaryDirectory(prefix="backport-git-") as empty:
         options, sealed = sealed_call(repo, urls, Path(empty))
         out = git([*options, *args], cwd=Path(empty), env={**(env or {}), **sealed},
                   stdin=stdin, check=False, timeout=timeout)
-    if check and not out.ok:
-        raise failure(GitOutput(tuple(args), out.status, out.raw, out.stderr), code, repo)
-    return GitOutput(tuple(args), out.status, out.raw, out.stderr)
+    result = GitOutput(tuple(args), out.status, out.raw, out.stderr)
+    if check and not result.ok:
+        raise failure(result, code, repo)
+    return result
 
 
 def first_error_line(text: str) -> str:
@@ -155,61 +169,18 @@ def first_error_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def git(
-    args: Sequence[str],
-    *,
-    cwd: Path | None,
-    env: Mapping[str, str] | None = None,
-    stdin: bytes | None = None,
-    check: bool = True,
-    code: ErrorCode | str = ErrorCode.GIT,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> GitOutput:
-    """Run ``git <args>`` in ``cwd`` and return its output.
-
-    ``env`` is laid over the inherited environment (``LANG=C``, ``LC_ALL=C`` and
-    ``GIT_TERMINAL_PROMPT=0`` always win; no askpass program unless ``env`` names one; no
-    auto maintenance but after a fetch: `NO_MAINTENANCE`).
-    ``stdin`` is fed through a pipe. After ``timeout`` seconds git and its children are killed
-    and the call fails as "timed out". With ``check`` a non-zero exit raises
-    ``BackportError(code, ...)`` whose message is one redacted sentence.
-    """
-    if cwd is not None and not Path(cwd).is_dir():
-        # GitPython silently falls back to the process's own directory; never let it.
-        raise BackportError(code, f"cannot run git {subcommand(args)}: directory {cwd} does not exist.")
-    runner = gitpython.Git(str(cwd) if cwd is not None else None)
-    argv = ["git", *(() if subcommand(args) == "fetch" else NO_MAINTENANCE), *args]
-    try:
-        with process.starting():  # an interrupt meanwhile still ends it (`kill_running`)
-            started = runner.execute(
-                argv,
-                as_process=True,  # waited on by `process.finish`, so it ends with the run
-                istream=process.PIPE if stdin is not None else None,
-                env=git_env(env),
-                start_new_session=True,  # no terminal to prompt on; killed with its children
-            )
-            assert started.proc is not None
-            process.track(started.proc)
-    except gitpython.GitCommandNotFound as exc:
-        raise BackportError(code, f"cannot run git {subcommand(args)}: git is not installed "
-                            "or not on PATH.") from exc
-    ended = process.finish(started.proc, argv, stdin=stdin, timeout=timeout)
-    if ended.timed_out:
-        result = GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
-    else:
-        result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
-    if check and not result.ok:
-        raise failure(result, code, cwd)
-    return result
-
-
 def failure(result: GitOutput, code: ErrorCode | str = ErrorCode.GIT,
             cwd: Path | None = None) -> BackportError:
     """A BackportError describing a failed git call in one redacted sentence."""
     where = f" in {cwd}" if cwd is not None else ""
-    reason = first_error_line(result.text).rstrip(".")
-    message = redact(f"git {result.command} failed{where}: {reason}.")
+    message = redact(f"git {result.command} failed{where}: {result.reason}.")
     return BackportError(code, message, details={"exit": result.status})
+
+
+def remote_failure(out: GitOutput, what: str, unreachable: ErrorCode | str) -> BackportError:
+    """``<what>: <git's reason>.``, coded ``unreachable`` when the remote could not be reached."""
+    return BackportError(unreachable if is_unreachable(out.text) else ErrorCode.GIT,
+                         f"{what}: {out.reason}.")
 
 
 def transport_url(url: str) -> str:
@@ -226,28 +197,15 @@ def check_branch_name(branch: str) -> None:
         raise BackportError(ErrorCode.USAGE, redact(f"invalid branch name {branch!r}: {problem}."))
 
 
-_UNREACHABLE = (
-    "could not read from remote repository",
-    "does not appear to be a git repository",
-    "unable to access",
-    "could not resolve host",
-    "connection refused",
-    "connection timed out",
-    "operation timed out",
-    "authentication failed",
-    "terminal prompts disabled",
-    "could not read username",
-    "permission denied",
-    "repository not found",
-    "the requested url returned error",
-    "unable to connect",
-    "no such file or directory",
-)
-
-
 def is_unreachable(text: str) -> bool:
     """True when git's output says the remote could not be reached or read."""
     low = text.lower()
     return any(marker in low for marker in _UNREACHABLE) or (
-        "repository" in low and "not found" in low
-    )
+        "repository" in low and "not found" in low)
+
+
+def configured_helpers(cwd: Path | None = None) -> list[str]:
+    """Every ``credential.helper`` and ``credential.<url>.helper`` value git sees in ``cwd``
+    (system, global and, in a repository, its own configuration)."""
+    found = git(["config", "--get-regexp", r"^credential\..*helper$"], cwd=cwd, check=False)
+    return [line.partition(" ")[2] for line in found.stdout.splitlines() if " " in line]
