@@ -14,8 +14,7 @@ from backport.audit.store import Store
 from backport.config.patchfiles import Patch, parse_patch
 from backport.errors import BackportError
 from backport.git.apply import commit_patch_ids
-from backport.git.objects import read_blobs
-from backport.git.present import (
+from backport.git.python_tests import (
     AddedTest,
     added_tests,
     all_present,
@@ -23,7 +22,7 @@ from backport.git.present import (
     introduced_by,
     pre_images,
 )
-from backport.git.run import git
+from backport.git.run import git, read_blobs
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,28 @@
-"""One bare, blobless cache repository per upstream URL; only the needed heads are fetched."""
+"""The cache repository: one bare, blobless repository per upstream URL, holding only the
+fetched heads under ``refs/remotes/upstream/``, shared by every project folder and run on the
+host (one lock: ``<repo>.lock``); what a run learned from it (:class:`RunMemo`), and the file
+lock the cache and the run locks use (:func:`file_lock`).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from backport.errors import BackportError
-from backport.git.known import Known
-from backport.git.locks import file_lock
 from backport.git.run import (
     GitOutput,
     check_branch_name,
-    first_error_line,
     git,
     is_unreachable,
+    ls_remote,
     token_git,
     transport_url,
 )
@@ -32,11 +35,52 @@ _MISSING_REF = re.compile(r"couldn't find remote ref refs/heads/(?P<branch>\S+)"
 _LACKING = ("possible repository corruption on the remote side",
             "did not send all necessary objects", "missing blob object")
 _UNREADABLE = re.compile(r"(?:unable to read|missing blob object) '?(?P<sha>[0-9a-f]{40,64})")
+_MAX_BLOB = 8 << 20  # bytes: a larger blob is read again when asked again
+_MAX_KEPT = 128 << 20  # bytes of blobs a run keeps in all
+# Names that always name the same object: a full id (of a blob, or of a commit with a path in
+# its tree) or an abbreviated blob id, as a patch's index line gives one. A ref name moves.
+_FIXED = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})(?::.+)?|[0-9a-f]{7,39}", re.S)
 
 # In-process side of the cache lock: re-entrant per thread, shared by every RepoCache
 # instance of the same repository; the flock below it keeps other processes out.
 _guard = threading.Lock()
 _path_locks: dict[Path, tuple[threading.RLock, list[int]]] = {}
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, wait: bool = True,
+              on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created 0600, parents as needed) for the body.
+
+    Held elsewhere: with ``wait`` call ``on_wait`` once (to say "waiting for ...") and block;
+    without, raise ``BackportError("locked")`` naming the file and the holder's process id.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                who = f" by process {pid}" if pid.isdigit() else ""
+                raise BackportError(
+                    "locked", f"{path} is locked{who}; another backport run is using it."
+                ) from None
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def lock_file(repo: Path) -> Path:
@@ -47,8 +91,8 @@ def lock_file(repo: Path) -> Path:
 
 @contextlib.contextmanager
 def repo_lock(repo: Path) -> Iterator[None]:
-    """Exclusive use of the cache repository at ``repo`` (re-entrant within one thread): its
-    refs, its worktree registry; other processes are kept out by the flock on its lock file."""
+    """Exclusive use of the cache repository at ``repo`` (its refs, its worktree registry),
+    re-entrant within one thread."""
     repo = Path(os.path.realpath(repo))
     with _guard:
         rlock, depth = _path_locks.setdefault(repo, (threading.RLock(), [0]))
@@ -68,14 +112,106 @@ def repo_lock(repo: Path) -> Iterator[None]:
                 depth[0] = 0
 
 
+class RunMemo:
+    """What one run learned from its cache repository, so it does not start git to ask again:
+    only what stays true for the run. Blobs read by a name that always names the same bytes,
+    the patch-ids of a patch's bytes, the committer identity git is configured with, the
+    pre-image blobs a search of the history did not find (asked again after the next fetch).
+    One per `RepoCache`, shared by its worktrees and the run's threads (two threads asking at
+    once both ask git, which is harmless)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._blobs: dict[str, bytes] = {}
+        self._size = 0
+        self._ids: dict[bytes, frozenset[str]] = {}
+        self._identity: dict[str, str] | None = None
+        self._fetches = 0  # fetches so far; a search holds until the next one
+        self._absent: dict[str, int] = {}  # blob a search missed -> fetches then
+        self._present: set[str] = set()  # blob names that name a blob in the repository
+        self.ensured = False  # the cache repository exists with its remote set
+        self.nofilter = False  # its fetches go without a filter (`backport.nofilter`), as read
+        self.pruned = False  # the stale worktrees of the cache were pruned this run
+
+    def blob(self, repo: Path, name: str) -> bytes | None:
+        """The bytes ``name`` (a blob id or ``<commit>:<path>``) names in ``repo``; None when it
+        names no blob there (asked again next time, unless a search found it `absent`)."""
+        if name in self._blobs:
+            return self._blobs[name]
+        if self.absent(name):
+            return None
+        out = git(["cat-file", "blob", name], cwd=repo, check=False)
+        if not out.ok:
+            return None
+        if _FIXED.fullmatch(name):
+            self.keep(name, out.raw)
+        return out.raw
+
+    def has(self, name: str) -> bool:
+        """True when ``name`` is known to name a blob in the repository."""
+        return name in self._blobs or name in self._present
+
+    def keep(self, name: str, data: bytes) -> None:
+        """Remember that ``name`` (a fixed name) names ``data``."""
+        with self._lock:
+            self._present.add(name)
+            if name in self._blobs or len(data) > _MAX_BLOB or self._size + len(data) > _MAX_KEPT:
+                return
+            self._blobs[name] = data
+            self._size += len(data)
+
+    def reader(self, repo: Path) -> BlobReader:
+        """``repo``'s blobs read through this memo (``get(name)``, as a dict's)."""
+        return BlobReader(self, repo)
+
+    def fetched(self) -> None:
+        """The cache fetched: the history may now hold what an earlier search missed."""
+        with self._lock:
+            self._fetches += 1
+
+    def searched(self, found: Iterable[str], missed: Iterable[str]) -> None:
+        """A search of the whole history found (and fetched) ``found`` and not ``missed``."""
+        with self._lock:
+            self._present.update(found)
+            for name in missed:
+                self._absent[name] = self._fetches
+
+    def absent(self, name: str) -> bool:
+        """True when a search since the last fetch did not find blob ``name``."""
+        return self._absent.get(name) == self._fetches
+
+    def patch_ids(self, diff: bytes, compute: Callable[[], set[str]]) -> set[str]:
+        """The patch-ids of ``diff``: ``compute()`` the first time (they depend on its bytes)."""
+        found = self._ids.get(diff)
+        if found is None:
+            found = frozenset(compute())
+            with self._lock:
+                self._ids[diff] = found
+        return set(found)
+
+    def identity(self, read: Callable[[], Mapping[str, str]]) -> Mapping[str, str]:
+        """``user.name`` / ``user.email`` as git is configured: ``read()`` the first time."""
+        if self._identity is None:
+            self._identity = dict(read())
+        return self._identity
+
+
+class BlobReader:
+    """A repository's blobs by name, read through a run's `RunMemo` (``get`` as a dict's)."""
+
+    def __init__(self, memo: RunMemo, repo: Path) -> None:
+        self.memo, self.repo = memo, repo
+
+    def get(self, name: str) -> bytes | None:
+        return self.memo.blob(self.repo, name)
+
+
 def cache_dir_name(url: str) -> str:
     """``<host-and-path>-<hash>``: readable, filesystem-safe and unique per upstream URL."""
     clean = strip_url_credentials(transport_url(url))
     readable = re.sub(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", "", clean)
     readable = re.sub(r"[^A-Za-z0-9._-]+", "-", readable).strip("-.")
-    if readable.endswith(".git"):
-        readable = readable[: -len(".git")]
-    readable = readable[-60:].strip("-.") or "repo"
+    readable = readable.removesuffix(".git")[-60:].strip("-.") or "repo"
     digest = hashlib.sha256(clean.encode("utf-8")).hexdigest()[:10]
     return f"{readable}-{digest}"
 
@@ -97,46 +233,39 @@ def _lacking_said(text: str) -> str:
 
 
 class RepoCache:
-    """A bare repository holding the upstream's needed branches under ``refs/remotes/upstream``.
+    """The bare cache repository of ``upstream_url`` under ``root``. ``env`` (the askpass) goes
+    to every call that talks to the upstream; ``memo`` is what this run learned from it."""
 
-    ``env`` (e.g. ``GIT_ASKPASS``) is passed to every call that talks to the upstream;
-    ``known`` is what this run (one instance) learned from the repository (`git/known.py`).
-    """
-
-    def __init__(
-        self, root: Path, upstream_url: str, *, env: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, root: Path, upstream_url: str, *,
+                 env: Mapping[str, str] | None = None) -> None:
         self.root = Path(root).expanduser().absolute()
         self.upstream_url = upstream_url
         self.url = strip_url_credentials(transport_url(upstream_url))
         self.path = self.root / cache_dir_name(upstream_url)
         self.lock_path = lock_file(self.path)
         self.env = dict(env or {})
-        self.known = Known()
+        self.memo = RunMemo()
 
-    # -- locking ---------------------------------------------------------------------------
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """Exclusive use of the cache repository (re-entrant within one thread)."""
         return repo_lock(self.path)
 
-    # -- setup -----------------------------------------------------------------------------
     def ensure(self) -> None:
-        """Create the bare repository with remote ``upstream`` if it is not there yet (asked
-        of git once per instance while the repository stays: its remote and whether fetches
-        go without a filter, `nofilter`, in one read; none for a repository made here)."""
+        """Create the bare repository with remote ``upstream`` if it is not there yet; its
+        settings are read once per run while it stays."""
         with self.lock():
-            if self.known.ensured and (self.path / "HEAD").is_file():
+            if self.memo.ensured and (self.path / "HEAD").is_file():
                 return
             if not (self.path / "HEAD").is_file():
                 self.path.mkdir(parents=True, exist_ok=True)
                 git(["init", "--quiet", "--bare", "--", str(self.path)], cwd=self.root)
-                current, self.known.nofilter = "", False
+                current, self.memo.nofilter = "", False
             else:
-                current, self.known.nofilter = self._read_setup()
+                current, self.memo.nofilter = self._read_setup()
             if current != self.url:
                 git(["config", "--", f"remote.{REMOTE}.url", self.url], cwd=self.path)
                 git(["config", "--", f"remote.{REMOTE}.tagOpt", "--no-tags"], cwd=self.path)
-            self.known.ensured = True
+            self.memo.ensured = True
 
     def _read_setup(self) -> tuple[str, bool]:
         """The remote's URL and whether ``backport.nofilter`` is true, in one git process."""
@@ -149,15 +278,13 @@ class RepoCache:
     @property
     def blobless(self) -> bool:
         """True when the cache is a partial clone that fetches blobs lazily."""
-        out = git(
-            ["config", "--get", f"remote.{REMOTE}.partialclonefilter"], cwd=self.path, check=False
-        )
-        nofilter = git(["config", "--get", "backport.nofilter"], cwd=self.path, check=False)
-        return out.ok and nofilter.stdout.strip() != "true"
+        out = git(["config", "--get", f"remote.{REMOTE}.partialclonefilter"], cwd=self.path,
+                  check=False)
+        return out.ok and not self._read_setup()[1]
 
-    # -- network ---------------------------------------------------------------------------
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
-        """Fetch exactly ``refs/heads/<B>`` for each branch; return branch -> upstream head sha."""
+        """Fetch exactly ``refs/heads/<B>`` for each branch; return branch -> upstream head sha.
+        A fetch that fails leaves the cache as it was."""
         names = list(dict.fromkeys(branches))
         for name in names:
             check_branch_name(name)
@@ -169,17 +296,17 @@ class RepoCache:
             self.ensure()
             config = (self.path / "config").read_bytes()
             out = self._fetch_heads(refspecs)
-            if not out.ok:  # the cache stays as it was: a new one goes, an old one's settings stay
+            if not out.ok:
                 self._undo(made, config)
                 raise self._fetch_error(out)
-            self.known.fetched()
+            self.memo.fetched()
             return self.local_heads(names)
 
     def _fetch_heads(self, refspecs: list[str]) -> GitOutput:
         """Fetch ``refspecs`` blobless, or whole from a server that cannot filter (remembered
         in ``backport.nofilter`` once such a fetch succeeded)."""
         base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
-        if self.known.nofilter:
+        if self.memo.nofilter:
             return self._fetch([*base, "--no-filter"], refspecs)
         out = self._fetch([*base, "--filter=blob:none"], refspecs)
         if (out.ok or "filter" not in out.stderr.lower() or is_unreachable(out.text)
@@ -188,21 +315,19 @@ class RepoCache:
         out = self._fetch([*base, "--no-filter"], refspecs)
         if out.ok:
             git(["config", "backport.nofilter", "true"], cwd=self.path)
-            self.known.nofilter = True
+            self.memo.nofilter = True
         return out
 
     def _undo(self, made: bool, config: bytes) -> None:
-        """Leave the cache as it was before a fetch that failed: a repository made for it
-        removed, an existing one's settings (git writes the partial-clone ones) restored."""
+        """A repository made for the fetch removed, an existing one's settings restored."""
         if made:
             shutil.rmtree(self.path, ignore_errors=True)
-            self.known.ensured = False
+            self.memo.ensured = False
         elif (self.path / "config").read_bytes() != config:
             (self.path / "config").write_bytes(config)
 
     def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
-        """One fetch from the upstream, sealed (`token_git`): it may run in a step that holds
-        the token, after a test."""
+        """One fetch from the upstream, sealed: it may run in a step that holds the token."""
         return token_git([*args, "--", REMOTE, *refspecs], repo=self.path, urls=(self.url,),
                          env=self.env, check=False)
 
@@ -210,24 +335,22 @@ class RepoCache:
         url = redact(self.upstream_url)
         missing = _MISSING_REF.search(out.text)
         if missing:
-            branch = missing.group("branch")
-            return BackportError(
-                "branch-missing", f"target branch '{branch}' does not exist in {url}."
-            )
+            return BackportError("branch-missing", f"target branch '{missing.group('branch')}' "
+                                                   f"does not exist in {url}.")
         if lacks_objects(out.text):
             return BackportError(
                 "git", f"the upstream {url} lacks objects its branches need "
                        f"({redact(_lacking_said(out.text))}), as a copy without some of its "
                        f"files does: use a full clone of it instead (`git clone --mirror`); "
                        f"the cache is left as it was.")
-        reason = redact(first_error_line(out.text).rstrip("."))
         if is_unreachable(out.text):
-            return BackportError("upstream-unreachable", f"cannot reach upstream {url}: {reason}.")
-        return BackportError("git", f"fetching from {url} failed: {reason}.")
+            return BackportError("upstream-unreachable",
+                                 f"cannot reach upstream {url}: {out.reason}.")
+        return BackportError("git", f"fetching from {url} failed: {out.reason}.")
 
     def local_heads(self, branches: Sequence[str]) -> dict[str, str]:
         """branch -> sha of ``refs/remotes/upstream/<branch>`` as last fetched (one
-        ``git cat-file --batch-check`` for them all)."""
+        ``cat-file --batch-check`` for them all)."""
         names = list(dict.fromkeys(branches))
         asked = [b for b in names if b.strip() and "\n" not in b]  # one line each
         out = git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.path,
@@ -238,33 +361,13 @@ class RepoCache:
         for branch in names:
             sha, _, kind = lines.get(branch, "").partition(" ")
             if kind != "commit":
-                raise BackportError(
-                    "branch-missing",
-                    f"target branch '{branch}' has not been fetched from "
-                    f"{redact(self.upstream_url)}.",
-                )
+                raise BackportError("branch-missing", f"target branch '{branch}' has not been "
+                                                      f"fetched from {redact(self.upstream_url)}.")
             heads[branch] = sha
         return heads
 
     def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:
         """branch -> current upstream sha (None when absent), by ``ls-remote``; fetches nothing."""
-        names = list(dict.fromkeys(branches))
-        for name in names:
-            check_branch_name(name)
-        heads: dict[str, str | None] = dict.fromkeys(names)
-        if not names:
-            return heads
-        out = token_git(
-            ["ls-remote", "--heads", "--", self.url, *(f"refs/heads/{b}" for b in names)],
-            repo=None, urls=(self.url,), env=self.env, check=False)
-        if not out.ok:
-            url = redact(self.upstream_url)
-            reason = redact(first_error_line(out.text).rstrip("."))
-            code = "upstream-unreachable" if is_unreachable(out.text) else "git"
-            raise BackportError(code, f"cannot list branches of upstream {url}: {reason}.")
-        for line in out.stdout.splitlines():
-            sha, _, ref = line.partition("\t")
-            branch = ref.strip().removeprefix("refs/heads/")
-            if branch in heads and ref.strip() == f"refs/heads/{branch}":
-                heads[branch] = sha.strip()
-        return heads
+        return ls_remote(self.url, branches, self.env, "upstream-unreachable",
+                         f"cannot list branches of upstream {redact(self.upstream_url)}")
+

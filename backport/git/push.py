@@ -1,4 +1,5 @@
-"""Read and move one branch on the fork: ``ls-remote`` and ``push --force-with-lease``."""
+"""Read and move a branch of the fork: ``ls-remote`` and ``push --force-with-lease``, both
+sealed (`token_git`: the token travels in the askpass environment, never in argv or a URL)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from backport.git.run import (
     check_branch_name,
     first_error_line,
     is_unreachable,
+    ls_remote,
     token_git,
     transport_url,
 )
@@ -18,6 +20,7 @@ from backport.redact import redact
 
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 _LEASE_FAILED = ("stale info", "fetch first", "non-fast-forward", "[rejected]")
+_NOISE = ("failed to push some refs", "could not read from remote repository")
 
 
 def _check_sha(sha: str, what: str) -> None:
@@ -27,58 +30,22 @@ def _check_sha(sha: str, what: str) -> None:
 
 def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> str | None:
     """The sha of ``refs/heads/<branch>`` on ``url``, or None when the branch does not exist."""
-    check_branch_name(branch)
-    ref = f"refs/heads/{branch}"
-    # outside any repository (url is never a remote name), sealed: the token may be in env
-    out = token_git(["ls-remote", "--heads", "--", transport_url(url), ref], repo=None,
-                    urls=(url,), env=env, check=False)
-    if not out.ok:
-        reason = redact(first_error_line(out.text).rstrip("."))
-        code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
-        raise BackportError(code, f"cannot read branch '{branch}' from {redact(url)}: {reason}.")
-    for line in out.stdout.splitlines():
-        sha, _, name = line.partition("\t")
-        if name.strip() == ref:
-            return sha.strip()
-    return None
+    return ls_remote(url, [branch], env, ErrorCode.FORK_UNREACHABLE,
+                     f"cannot read branch '{branch}' from {redact(url)}")[branch]
 
 
 def remote_shas(url: str, branches: list[str],
                 env: Mapping[str, str] | None = None) -> dict[str, str | None]:
     """The sha of each of ``branches`` on ``url`` in one ``ls-remote`` (None: no such branch)."""
-    if not branches:
-        return {}
-    for branch in branches:
-        check_branch_name(branch)
-    refs = {f"refs/heads/{b}": b for b in branches}
-    out = token_git(["ls-remote", "--heads", "--", transport_url(url), *refs], repo=None,
-                    urls=(url,), env=env, check=False)
-    if not out.ok:
-        reason = redact(first_error_line(out.text).rstrip("."))
-        code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
-        raise BackportError(code, f"cannot read the fork branches from {redact(url)}: {reason}.")
-    found: dict[str, str | None] = dict.fromkeys(branches)
-    for line in out.stdout.splitlines():
-        sha, _, name = line.partition("\t")
-        if name.strip() in refs:
-            found[refs[name.strip()]] = sha.strip()
-    return found
+    return ls_remote(url, branches, env, ErrorCode.FORK_UNREACHABLE,
+                     f"cannot read the fork branches from {redact(url)}")
 
 
-def push_branch(
-    repo: Path,
-    url: str,
-    sha: str,
-    branch: str,
-    *,
-    expect: str | None,
-    env: Mapping[str, str] | None = None,
-) -> None:
-    """Set ``refs/heads/<branch>`` on ``url`` to ``sha`` if it is still at ``expect``.
-
-    ``expect=None`` means the branch must not exist yet. Raises ``fork-diverged`` when someone
-    else moved it (their commit is left alone), ``fork-unreachable`` when ``url`` cannot be used.
-    """
+def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | None,
+                env: Mapping[str, str] | None = None) -> None:
+    """Set ``refs/heads/<branch>`` on ``url`` to ``sha`` if it is still at ``expect`` (None:
+    the branch must not exist yet). Raises ``fork-diverged`` when someone else moved it (their
+    commit is left alone), ``fork-unreachable`` when ``url`` cannot be used."""
     check_branch_name(branch)
     _check_sha(sha, "commit")
     if expect is not None:
@@ -88,10 +55,8 @@ def push_branch(
         ["push", "--porcelain", "--no-verify", f"--force-with-lease={ref}:{expect or ''}",
          "--", transport_url(url), f"{sha}:{ref}"],
         repo=Path(repo), urls=(url,), env=env, check=False)
-    rejected = [
-        line for line in out.stdout.splitlines()
-        if line.startswith("!\t") and line.split("\t")[1].endswith(f":{ref}")
-    ]
+    rejected = [line for line in out.stdout.splitlines()
+                if line.startswith("!\t") and line.split("\t")[1].endswith(f":{ref}")]
     if out.ok and not rejected:
         return
     shown = redact(url)
@@ -115,15 +80,9 @@ def push_branch(
                         details={"output": redact(out.text)})
 
 
-_NOISE = ("failed to push some refs", "could not read from remote repository")
-
-
 def _causes(text: str) -> list[str]:
-    """git's own ``fatal:`` / ``error:`` / ``remote:`` lines, the causes behind a rejection.
-
-    A rejected push shows only ``[remote rejected] (unpacker error)`` on the ref line; why (for
-    example ``could not fetch <sha> from promisor remote``) is on these lines.
-    """
+    """git's own ``fatal:`` / ``error:`` / ``remote:`` lines: why a push was rejected where the
+    ref line says only ``[remote rejected] (unpacker error)``."""
     causes = []
     for raw in text.splitlines():
         line = raw.strip()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +202,75 @@ def is_unreachable(text: str) -> bool:
     low = text.lower()
     return any(marker in low for marker in _UNREACHABLE) or (
         "repository" in low and "not found" in low)
+
+
+def read_blob(cwd: Path, name: str, env: Mapping[str, str] | None = None) -> bytes | None:
+    """The bytes of the blob ``name`` (an id or ``<commit>:<path>``) names; None when none."""
+    out = git(["cat-file", "blob", name], cwd=cwd, env=env, check=False)
+    return out.raw if out.ok else None
+
+
+def read_blobs(repo: Path, names: Iterable[str]) -> dict[str, bytes]:
+    """name -> bytes of each of ``names`` that names a blob in ``repo``, in one
+    ``cat-file --batch`` (one that does not, or holds a line break, is left out)."""
+    wanted = [n for n in dict.fromkeys(names) if n and "\n" not in n]
+    if not wanted:
+        return {}
+    out = git(["cat-file", "--batch"], cwd=repo, check=False, timeout=3600,
+              stdin="".join(f"{n}\n" for n in wanted).encode("utf-8", "surrogateescape"))
+    raw, pos, found = out.raw, 0, {}
+    for name in wanted:
+        end = raw.find(b"\n", pos)
+        if end < 0:
+            break
+        header = raw[pos:end].split()
+        pos = end + 1
+        if len(header) != 3 or not header[2].isdigit():
+            continue  # "<name> missing" / "ambiguous": no content follows
+        size = int(header[2])
+        if header[1] == b"blob":
+            found[name] = raw[pos:pos + size]
+        pos += size + 1  # the content and its closing line break
+    return found
+
+
+def changed_files(cwd: Path, base: str | None, commit: str,
+                  env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(status letter, path) of each file ``commit`` changes against ``base`` (None: a root
+    commit's), a rename as its two paths; trees only, so a blobless cache fetches nothing."""
+    against = [base, commit] if base else ["--root", commit]
+    out = git(["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--name-status",
+               *against, "--"], cwd=cwd, env=env)
+    items = [item for item in out.stdout.split("\0") if item]
+    return list(zip(items[::2], items[1::2], strict=True))
+
+
+def changed_paths(cwd: Path, base: str, commit: str) -> dict[str, bool]:
+    """Every path ``base..commit`` changes -> whether ``commit`` still has it."""
+    return {path: status != "D" for status, path in changed_files(cwd, base, commit)}
+
+
+def ls_remote(url: str, branches: Sequence[str], env: Mapping[str, str] | None,
+              unreachable: ErrorCode | str, failed: str) -> dict[str, str | None]:
+    """branch -> sha on ``url`` (None: no such branch), in one sealed ``ls-remote`` outside any
+    repository; a failure is ``<failed>: <git's reason>.``."""
+    names = list(dict.fromkeys(branches))
+    for name in names:
+        check_branch_name(name)
+    heads: dict[str, str | None] = dict.fromkeys(names)
+    if not names:
+        return heads
+    out = token_git(["ls-remote", "--heads", "--", transport_url(url),
+                     *(f"refs/heads/{b}" for b in names)], repo=None, urls=(url,), env=env,
+                    check=False)
+    if not out.ok:
+        raise remote_failure(out, failed, unreachable)
+    for line in out.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        branch = ref.strip().removeprefix("refs/heads/")
+        if branch in heads and ref.strip() == f"refs/heads/{branch}":
+            heads[branch] = sha.strip()
+    return heads
 
 
 def configured_helpers(cwd: Path | None = None) -> list[str]:

@@ -1,15 +1,24 @@
-"""The commits an upstream PR carries, found in the cache repository and proven to be its own.
+"""The source PR of a from-PR backport, read from the cache repository: the commits it carries,
+proven to be its own; what a merged PR's squash commit says of it; the backport's message.
 
 A merged PR: what landed on its base branch. A commit there is PR N's only when the files it
 changes are exactly the files the forge lists for PR N (``/pulls/N/files``) and it was committed
 no earlier than the PR's merge time (less ``MERGE_CLOCK_SKEW``): the forge's
 ``merge_commit_sha`` when it is on the base and its files match, else the oldest such commit
 whose GitCode squash message names ``!N`` (``!N merge <head> into <base>`` … ``See merge
-request: <owner>/<repo>!N``). Every other commit whose message names ``!N`` that way is passed
-over and reported by sha: anyone who gets a commit onto the base can quote ``!N``, so a message
-alone proves nothing. Never the PR's own head commits, which a squash merge may leave
-unserved. An open PR: its head ref ``refs/merge-requests/N/head``, from where it leaves the
-base (only the PR's author moves that ref).
+request: <owner>/<repo>!N``). Every other commit naming ``!N`` that way is passed over and
+reported by sha: anyone who gets a commit onto the base can quote ``!N``, so a message alone
+proves nothing. Never the PR's own head commits, which a squash merge may leave unserved. An
+open PR: its head ref ``refs/merge-requests/N/head`` from where it leaves the base (only the
+PR's author moves that ref). A PR carries a change when each patch's ``patch-id`` is one of its
+commits' or their sum's (:func:`carries_change`).
+
+GitCode's squash message holds the PR's own commit message, then a block it generates
+(``GENERATED``, ``!N merge X into Y``, the title again, ``Created-by:``, ``Merged-by:``, the PR
+description after ``Description:``, ``See merge request: …!N``). The local forge reads a real PR
+it never held from it (:func:`find_squash_merge`); a backport carries the PR's title, the
+change's own message and where it comes from (:func:`backport_message`), with the source
+commit's author and date (:func:`restate`).
 """
 
 from __future__ import annotations
@@ -18,12 +27,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from backport.errors import BackportError
 from backport.git.apply import patch_ids, same_change
 from backport.git.cache import REMOTE, TRACKING, RepoCache
-from backport.git.run import first_error_line, git, is_unreachable
-from backport.git.source_message import GENERATED
+from backport.git.run import changed_files, git, remote_failure
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
 from backport.redact import redact
@@ -40,6 +49,16 @@ FILES_DIFFER = "its files are not the PR's"
 BEFORE_MERGE = "committed before the PR was merged"
 LATER = "a later commit with the PR's files"
 _SHOWN_FILES = 3  # files named in the sentence when no commit proves the source
+_SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
+MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
+GENERATED = "# message auto-generated for no-merge-commit merge:"
+_TRAILER = re.compile(rf"^See merge request: \S+?!({DIGITS})\s*$", re.MULTILINE)
+_MERGE_LINE = re.compile(rf"^\s*!({DIGITS}) merge (\S+) into (\S+)\s*$", re.MULTILINE)
+# The lines GitCode writes after the title; a block without the title starts with one.
+_FIELD = re.compile(r"(Created-by|Commit-by|Merged-by|Description|See merge request):")
+# A line in one of this tool's trailer forms: only the tool writes them in a backport.
+_TOOL_FORM = re.compile(r"^\s*(?:Backport of \S*!\S*|\(cherry picked from commit \S*\))\s*$")
+_LOG_FORMAT = "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e"
 
 
 @dataclass(frozen=True)
@@ -61,25 +80,46 @@ class SourceCommits:
     passed_over: tuple[PassedOver, ...] = ()
 
 
-_TRAILER = re.compile(rf"^See merge request: \S+?!({DIGITS})\s*$", re.MULTILINE)
-_MERGE_LINE = re.compile(rf"^\s*!({DIGITS}) merge (\S+) into \S+\s*$", re.MULTILINE)
+@dataclass(frozen=True)
+class NamedCommit:
+    """A commit on the base whose message is PR N's squash message."""
+
+    sha: str
+    time: int  # committer time, epoch seconds
+
+
+@dataclass(frozen=True)
+class SquashMerge:
+    """PR ``number`` as its squash commit ``sha`` on ``base`` tells it."""
+
+    number: int
+    sha: str
+    base: str
+    head: str
+    title: str
+    body: str
+    author: str
+    merged_at: str  # the committer date, ISO 8601 with its zone
+    files: tuple[tuple[str | None, str | None], ...]  # (old, new) per file, as a forge lists
+
+
+def _merge_line(message: str, number: int) -> re.Match[str] | None:
+    """The ``!N merge <head> into <base>`` line of PR ``number`` in ``message``."""
+    return next((m for m in _MERGE_LINE.finditer(message) if m.group(1) == str(number)), None)
 
 
 def squash_names(message: str, number: int) -> bool:
     """Whether a commit message is GitCode's squash message of PR ``number`` (not ``!N0``):
-    its last ``See merge request: …!N`` trailer when it has one (GitCode writes it after the
-    PR's own text, which may quote another PR's lines), else its ``!N merge <head> into
-    <base>`` line."""
+    its last ``See merge request: …!N`` trailer when it has one (written after the PR's own
+    text, which may quote another PR's lines), else its ``!N merge`` line."""
     trailers = _TRAILER.findall(message)
     if trailers:
         return trailers[-1] == str(number)
-    n = re.escape(str(number))
-    return bool(re.search(rf"^\s*!{n} merge \S+ into \S+\s*$", message, re.MULTILINE))
+    return _merge_line(message, number) is not None
 
 
 def squash_number(message: str) -> int | None:
-    """The PR whose GitCode squash message ``message`` is (the number :func:`squash_names`
-    accepts), or None when it is none."""
+    """The PR whose GitCode squash message ``message`` is, or None when it is none."""
     trailers = _TRAILER.findall(message)
     said = [trailers[-1]] if trailers else [m.group(1) for m in _MERGE_LINE.finditer(message)]
     found = (bounded(digits) for digits in said)
@@ -87,14 +127,10 @@ def squash_number(message: str) -> int | None:
 
 
 def squash_head(message: str, number: int) -> str:
-    """The head branch the squash message of PR ``number`` says it merged ("" when it says
-    none): its merge line in GitCode's generated block when the message has one (the text
-    before it is the author's, who may quote any line)."""
-    generated = message.split(GENERATED, 1)
-    for match in _MERGE_LINE.finditer(generated[-1]):
-        if bounded(match.group(1)) == number:
-            return match.group(2)
-    return ""
+    """The head branch the squash message of PR ``number`` says it merged ("" when none),
+    from GitCode's generated block when there is one (the author may quote any line above)."""
+    line = _merge_line(message.split(GENERATED, 1)[-1], number)
+    return line.group(2) if line else ""
 
 
 def same_files(pr_paths: Iterable[str], commit_paths: Iterable[str]) -> bool:
@@ -116,55 +152,49 @@ def merge_bound(merged_at: str) -> int | None:
     return int((when - MERGE_CLOCK_SKEW).timestamp())
 
 
-def _is_commit(repo: RepoCache, sha: str) -> bool:
-    """Whether ``sha`` is a commit here (a partial clone asks the upstream for it)."""
-    return git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo.path, env=repo.env,
-               check=False).ok
+def _git(repo: RepoCache, args: list[str], check: bool = True) -> str:
+    out = git(args, cwd=repo.path, env=repo.env, check=check)
+    return out.stdout if out.ok else ""
 
 
-def _on_branch(repo: RepoCache, sha: str, base: str) -> bool:
-    return git(["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"], cwd=repo.path,
-               env=repo.env, check=False).ok
+def _ok(repo: RepoCache, args: list[str]) -> bool:
+    return git(args, cwd=repo.path, env=repo.env, check=False).ok
 
 
-def changed_paths(repo: RepoCache, sha: str) -> frozenset[str]:
-    """Every path commit ``sha`` changes against its first parent (renames as both names; a
-    root commit against nothing). Reads trees only: no blob of a blobless cache is fetched."""
-    parents = git(["rev-list", "--parents", "-1", sha, "--"], cwd=repo.path,
-                  env=repo.env).stdout.split()[1:]
-    against = [parents[0], sha] if parents else ["--root", sha]
-    out = git(["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--name-only",
-               *against], cwd=repo.path, env=repo.env)
-    return frozenset(p for p in out.stdout.split("\0") if p)
+def _parents(repo: RepoCache, sha: str) -> list[str]:
+    return _git(repo, ["rev-list", "--parents", "-1", sha, "--"]).split()[1:]
+
+
+def _changes(repo: RepoCache, sha: str) -> list[tuple[str, str]]:
+    """(status, path) of each file ``sha`` changes against its first parent (trees only)."""
+    parents = _parents(repo, sha)
+    return changed_files(repo.path, parents[0] if parents else None, sha, repo.env)
 
 
 def _landed_rev(repo: RepoCache, sha: str) -> str:
     """``sha`` when it is one commit; for a merge commit, the commits it brought in."""
-    parents = git(["rev-list", "--parents", "-1", sha, "--"], cwd=repo.path).stdout.split()[1:]
+    parents = _parents(repo, sha)
     if len(parents) < 2:
         return sha
-    fork_point = git(["merge-base", parents[0], parents[1]], cwd=repo.path).stdout.strip()
-    return f"{fork_point}..{parents[1]}"
+    return f"{_git(repo, ['merge-base', parents[0], parents[1]]).strip()}..{parents[1]}"
 
 
-@dataclass(frozen=True)
-class NamedCommit:
-    """A commit on the base whose message is PR N's squash message."""
-
-    sha: str
-    time: int  # committer time, epoch seconds
+def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
+    """(sha, committer time, its ISO form, author, message) of each commit ``log`` lists."""
+    found = []
+    for record in _git(repo, ["log", _LOG_FORMAT, "--fixed-strings", *args, "--"]).split("\x1e"):
+        fields = record.strip("\n").split("\x00", 4)
+        if len(fields) == 5 and fields[1].isdigit():
+            sha, time, when, author, message = fields
+            found.append((sha, int(time), when, author, message))
+    return found
 
 
 def _naming(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
     """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
-    out = git(["log", "--format=%H%x00%ct%x00%B%x1e", "--fixed-strings", f"--grep=!{number}",
-               f"{TRACKING}{base}", "--"], cwd=repo.path)
-    found = []
-    for order, record in enumerate(out.stdout.split("\x1e")):
-        sha, _, rest = record.strip("\n").partition("\x00")
-        time, _, message = rest.partition("\x00")
-        if sha and time.isdigit() and squash_names(message, number):
-            found.append((int(time), -order, NamedCommit(sha, int(time))))
+    found = [(time, -order, NamedCommit(sha, time)) for order, (sha, time, _, _, message)
+             in enumerate(_log(repo, f"--grep=!{number}", f"{TRACKING}{base}"))
+             if squash_names(message, number)]
     return [named for *_, named in sorted(found, key=lambda f: (f[0], f[1]))]
 
 
@@ -193,9 +223,6 @@ def _files_said(paths: frozenset[str]) -> str:
     return f"{len(shown)} file{'s' if len(shown) != 1 else ''} ({', '.join(shown[:_SHOWN_FILES])}{more})"
 
 
-_SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
-
-
 def passed_over_said(passed: Iterable[PassedOver]) -> str:
     """``abc123456789 (its files are not the PR's), …``: the commits not taken, by sha."""
     listed = list(passed)
@@ -207,26 +234,25 @@ def passed_over_said(passed: Iterable[PassedOver]) -> str:
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
            pr_paths: Iterable[str], merged_at: str) -> SourceCommits:
     """What merged PR ``number`` put on ``base`` (fetched into ``repo`` first), proven by the
-    PR's files ``pr_paths`` (every path the forge lists for it, both names of a rename) and
-    its merge time ``merged_at``; a BackportError ``source-unproven`` naming what was seen when
-    no commit proves it."""
+    PR's files ``pr_paths`` (both names of a rename) and its merge time ``merged_at``; a
+    BackportError ``source-unproven`` naming what was seen when no commit proves it."""
     paths = frozenset(pr_paths)
     if not paths:
         raise BackportError("source-unproven", f"PR !{number} is merged but the forge lists no "
                                                f"file it changes, so no commit on '{base}' can "
                                                f"be proven to be its change")
-    sha = merge_commit_sha
-    sha_seen = ""
-    if sha and _is_commit(repo, sha) and _on_branch(repo, sha, base):
-        if same_files(paths, changed_paths(repo, sha)):
+    sha, sha_seen = merge_commit_sha, ""
+    # a partial clone asks the upstream for a commit it lacks
+    if sha and _ok(repo, ["cat-file", "-e", f"{sha}^{{commit}}"]) and _ok(
+            repo, ["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"]):
+        if same_files(paths, commit_paths(repo, sha)):
             return SourceCommits(_landed_rev(repo, sha), sha, FOUND_BY_MERGE_SHA)
         sha_seen = f"its merge_commit_sha {sha[:12]} changes other files; "
     elif sha:
         sha_seen = f"its merge_commit_sha {sha[:12]} is not on '{base}'; "
     named = _naming(repo, base, number)
-    files_of = {commit.sha: changed_paths(repo, commit.sha) for commit in named}
-    bound = merge_bound(merged_at)
-    found, passed = choose(named, files_of, paths, bound)
+    files_of = {commit.sha: commit_paths(repo, commit.sha) for commit in named}
+    found, passed = choose(named, files_of, paths, merge_bound(merged_at))
     if found is not None:
         return SourceCommits(_landed_rev(repo, found), found, FOUND_BY_SQUASH, passed)
     seen = (f"{len(named)} commit{'s name' if len(named) != 1 else ' names'} it but none is "
@@ -238,29 +264,35 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
         f"be its change: {sha_seen}{seen}"))
 
 
+def commit_paths(repo: RepoCache, sha: str) -> frozenset[str]:
+    """Every path commit ``sha`` changes against its first parent (a rename as both names)."""
+    return frozenset(path for _, path in _changes(repo, sha))
+
+
 def fetch_head(repo: RepoCache, number: int) -> str:
     """Fetch ``refs/merge-requests/N/head`` from the upstream; its sha."""
     local = f"{_PR_HEADS}{number}/head"
-    refspec = f"+refs/merge-requests/{number}/head:{local}"
     with repo.lock():
         repo.ensure()
-        filt = "--filter=blob:none" if repo.blobless else "--no-filter"
-        out = git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", filt, "--", REMOTE,
-                   refspec], cwd=repo.path, env=repo.env, check=False)
+        out = git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                   "--filter=blob:none" if repo.blobless else "--no-filter", "--", REMOTE,
+                   f"+refs/merge-requests/{number}/head:{local}"], cwd=repo.path, env=repo.env,
+                  check=False)
         if not out.ok:
-            url = redact(repo.upstream_url)
-            reason = redact(first_error_line(out.text).rstrip("."))
-            code = "upstream-unreachable" if is_unreachable(out.text) else "git"
-            raise BackportError(code, f"cannot fetch the commits of PR !{number} "
-                                      f"(refs/merge-requests/{number}/head) from {url}: {reason}.")
+            raise remote_failure(out, f"cannot fetch the commits of PR !{number} (refs/merge-"
+                                      f"requests/{number}/head) from {redact(repo.upstream_url)}",
+                                 "upstream-unreachable")
         return git(["rev-parse", "--verify", f"{local}^{{commit}}"], cwd=repo.path).stdout.strip()
+
+
+def _fork_point(repo: RepoCache, base: str, head: str) -> str:
+    return _git(repo, ["merge-base", f"{TRACKING}{base}", head], check=False).strip()
 
 
 def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
     """Open PR ``number``'s own commits: from where its head leaves ``base`` to its head."""
     head = fetch_head(repo, number)
-    fork_point = git(["merge-base", f"{TRACKING}{base}", head], cwd=repo.path,
-                     check=False).stdout.strip()
+    fork_point = _fork_point(repo, base, head)
     if not fork_point:
         raise BackportError("usage", f"the head of PR !{number} shares no history with '{base}'")
     if fork_point == head:
@@ -268,14 +300,11 @@ def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
     return SourceCommits(f"{fork_point}..{head}", head, FOUND_BY_HEAD)
 
 
-MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
-
-
 def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
     """Whether open or merged PR ``number`` into ``base`` carries the change ``patches`` (the
     set's format-patch files) make: each patch's ``patch-id --stable`` is that of one of the
-    PR's own commits, or of all of them together (its head ref fetched first; a PR whose head
-    cannot be fetched, or with more than ``MAX_CARRIER_COMMITS`` commits, does not)."""
+    PR's own commits, or of all of them together (a PR whose head cannot be fetched, or with
+    more than ``MAX_CARRIER_COMMITS`` commits, does not)."""
     wanted = [patch_ids(repo.path, data, repo.env) for data in patches]
     if not wanted or not all(wanted):
         return False
@@ -283,18 +312,97 @@ def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[by
         head = fetch_head(repo, number)
     except BackportError:
         return False
-    fork_point = git(["merge-base", f"{TRACKING}{base}", head], cwd=repo.path, env=repo.env,
-                     check=False).stdout.strip()
+    fork_point = _fork_point(repo, base, head)
     if not fork_point or fork_point == head:
         return False
-    count = git(["rev-list", "--count", f"{fork_point}..{head}", "--"], cwd=repo.path,
-                env=repo.env).stdout.strip()
+    count = _git(repo, ["rev-list", "--count", f"{fork_point}..{head}", "--"]).strip()
     if not count.isdigit() or int(count) > MAX_CARRIER_COMMITS:
         return False
     each = git(["log", "-p", "--no-color", "--no-ext-diff", "--format=commit %H",
                 f"{fork_point}..{head}", "--"], cwd=repo.path, env=repo.env)
     whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=repo.path,
                 env=repo.env)
-    found = (patch_ids(repo.path, each.stdout.encode("utf-8", "surrogateescape"), repo.env)
-             | patch_ids(repo.path, whole.stdout.encode("utf-8", "surrogateescape"), repo.env))
+    found = patch_ids(repo.path, each.raw, repo.env) | patch_ids(repo.path, whole.raw, repo.env)
     return same_change(wanted, found)
+
+
+def read_message(message: str, number: int, author: str) -> tuple[str, str, str]:
+    """(title, body, author) of PR ``number`` from its squash message: the title GitCode
+    repeats after the ``!N merge`` line (else the subject), the ``Description:`` up to the
+    trailer, the ``Created-by:`` login (else the commit's ``author``)."""
+    line = _merge_line(message, number)
+    block = message[line.end():] if line else ""
+    title = next((t.strip() for t in block.splitlines() if t.strip()), "")
+    if _FIELD.match(title):
+        title = ""
+    subject = message.strip().splitlines()[0].strip() if message.strip() else ""
+    body = block.partition("\nDescription:")[2] if "\nDescription:" in block else ""
+    body = _TRAILER.split(body, 1)[0].strip()
+    if not body:
+        body = message.split(GENERATED, 1)[0].strip()
+    created = re.search(r"^Created-by:[ \t]*(.*)$", block, re.MULTILINE)
+    return title or subject, body, (created.group(1).strip() if created else "") or author
+
+
+def find_squash_merge(repo: RepoCache, branches: Sequence[str],
+                      number: int) -> SquashMerge | None:
+    """PR ``number``'s squash merge on one of ``branches`` (fetched into ``repo`` first): the
+    oldest first-parent commit whose own squash line names it and the branch it is on."""
+    found = [(time, sha, branch, when, author, message) for branch in branches
+             for sha, time, when, author, message in _log(
+                 repo, "--first-parent", f"--grep=!{number} merge", f"{TRACKING}{branch}")
+             if (line := _merge_line(message, number)) and line.group(3) == branch
+             and squash_names(message, number)]
+    if not found:
+        return None
+    _, sha, branch, when, author, message = min(found)
+    line = _merge_line(message, number)
+    assert line is not None
+    title, body, login = read_message(message, number, author)
+    files = tuple((None, path) if status == "A" else (path, None) if status == "D"
+                  else (path, path) for status, path in _changes(repo, sha))
+    return SquashMerge(number=number, sha=sha, base=branch, head=line.group(2), title=title,
+                       body=body, author=login, merged_at=when, files=files)
+
+
+def one_line(text: str) -> str:
+    """``text`` (a title from outside) as one line: whitespace and control characters folded."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
+def own_message(message: str) -> str:
+    """The part of a commit message its author wrote: everything before GitCode's generated
+    block (the whole message when it has none, less a ``See merge request:`` line)."""
+    own = message.split(GENERATED, 1)[0]
+    lines = [line.rstrip() for line in own.splitlines() if not _TRAILER.match(line)]
+    return "\n".join(lines).strip()
+
+
+def backport_message(message: str, *, title: str, sha: str, source_ref: str) -> str:
+    """The message of the backport of ``sha`` (a squash commit whose message is ``message``)
+    from PR ``source_ref`` (``Ascend/pytorch!N``) titled ``title``. The author's lines in the
+    tool's trailer forms are left out: the only trailer in the tool's place is the tool's."""
+    own = "\n".join(line for line in own_message(message).splitlines()
+                    if not _TOOL_FORM.match(line)).strip()
+    subject, _, rest = own.partition("\n")
+    heading = one_line(title) or one_line(subject) or f"Backport of {source_ref}"
+    body = rest.strip() if one_line(subject) == heading else own
+    parts = [heading, body] if body else [heading]
+    parts.append(f"Backport of {source_ref}.\n(cherry picked from commit {sha})")
+    return "\n\n".join(parts) + "\n"
+
+
+def restate(repo: Path, sha: str, message: str) -> str:
+    """A commit of ``repo`` with ``sha``'s tree, parent, author and date and ``message`` (on no
+    branch: only its patch is exported); its sha, the same on every host (the committer is
+    the author too: no identity of this machine is needed or shown)."""
+    name, email, date = git(["log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", sha],
+                            cwd=repo).stdout.rstrip("\n").split("\x00")
+    env = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+           for what, value in (("NAME", name), ("EMAIL", email), ("DATE", date))}
+    return git(["commit-tree", f"{sha}^{{tree}}", "-p", f"{sha}^", "-F", "-"], cwd=repo,
+               env=env, stdin=message.encode("utf-8")).stdout.strip()
+
+
+def message_of(repo: Path, sha: str) -> str:
+    return git(["log", "-1", "--format=%B", sha], cwd=repo).stdout

@@ -23,10 +23,17 @@ from backport.errors import BackportError, ConfigError
 from backport.forge.base import PrFile, SourcePrInfo
 from backport.forge.factory import make_forge
 from backport.forge.local import LocalForge
-from backport.git.authoring import export_patch_set, file_at, test_files, touched_files
-from backport.git.source_message import backport_message, message_of, restate
-from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
-from backport.git.squash_merge import find_squash_merge
+from backport.git.patch_export import export_patch_set, file_at, test_files, touched_files
+from backport.git.source_pr import (
+    SourceCommits,
+    backport_message,
+    find_squash_merge,
+    landed,
+    message_of,
+    open_commits,
+    passed_over_said,
+    restate,
+)
 from backport.pipeline.session import open_cache
 from backport.redact import redact
 from backport.titles import strip_branch_tags

@@ -18,9 +18,9 @@ from backport.config.model import PatchSet
 from backport.config.patchfiles import Patch, read_patch
 from backport.errors import BackportError
 from backport.git.apply import ApplyResult, abort_series, apply_series
-from backport.git.authoring import export_patch_set
-from backport.git.entries import finish_by_entries
-from backport.git.loose import apply_loose
+from backport.git.apply_ignoring_context import apply_ignoring_context
+from backport.git.json_list_merge import finish_by_entries
+from backport.git.patch_export import export_patch_set
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal
 from backport.records import BranchRecord, SeriesSource
@@ -128,7 +128,7 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
     """The own series conflicted in ``wt``: try ``candidates`` in order, each as `git am -3`
     (where that stops only on JSON lists of one member per line, merged entry by entry:
     `git.entries`); when none applies so, each again with its context lines ignored where
-    every change has one certain place (`git.loose`) — a maintainer's series often fails only
+    every change has one certain place (`git/apply_ignoring_context.py`) — a maintainer's series often fails only
     on a line next to its change that differs here.
 
     Returns the result to record, the series that applied (or None) and the labels of those
@@ -140,7 +140,7 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
         for candidate in candidates:
             abort_series(wt)
             if loose:
-                attempt = apply_loose(wt, candidate.patches)
+                attempt = apply_ignoring_context(wt, candidate.patches)
             else:
                 attempt = finish_by_entries(wt, apply_series(wt, candidate.patches))
             if attempt.status == "applied":

@@ -24,8 +24,7 @@ from functools import partial
 from backport.config.model import BranchMap
 from backport.forge import Forge, PullRequest
 from backport.git.cache import RepoCache
-from backport.git.source_message import own_message
-from backport.git.source_pr import carries_change, squash_head, squash_number
+from backport.git.source_pr import carries_change, own_message, squash_head, squash_number
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
 from backport.pipeline.job import BranchJob

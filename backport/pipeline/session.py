@@ -20,7 +20,7 @@ from backport.envs.sandbox import allow_writes, hide_also
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
-from backport.git.credential_helpers import configured_helpers
+from backport.git.run import configured_helpers
 from backport.git.worktree import forget_owner
 from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
 from backport.pipeline.reach import Course

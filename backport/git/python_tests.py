@@ -1,29 +1,144 @@
-"""The tests a patch series adds, whether a target already has them, and whether the series
-leaves a Python test file that hides one definition behind another or does not compile.
+"""The Python tests a patch series adds, whether a target already defines them, and test files
+the series leaves that hide one definition behind another or do not compile; read with the
+standard library's ``ast`` (nothing is executed).
 
 A test the series adds is a ``test*`` function whose ``def`` line one of its hunks adds, read
-with ``ast`` from the file as the patch leaves it (its pre-image blob with the hunks applied).
-Where that blob is not in the repository, the hunks alone name the test and its class.
+from the file as the patch leaves it (its pre-image blob with the hunks applied); where that
+blob is not in the repository, the hunks alone name the test, and the class is read from the
+applied commit (:func:`with_classes`). Where the target's file already defines every one in the
+same class (or module), the branch is ``already-present`` (:func:`all_present`); the commit that
+added each is the newest ``git log -S 'def <name>('`` on that path. After the apply, every test
+file the series changes must compile and must not define one name twice in one body where the
+base did not (property setters, ``@overload``, ``@f.register`` excepted).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
-from backport.git import pydefs
-from backport.git.authoring import left_paths
-from backport.git.run import git
+from backport.git.apply import file_lines
+from backport.git.run import git, read_blob
+
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+# CPython 3.11's parser keeps its recursion depth in shared state: two threads parsing at once
+# can fail ("AST constructor recursion depth mismatch"), so the branch threads parse one at a time.
+_PARSING = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A ``def`` or ``class`` directly in a module or class body; ``scope`` is the enclosing
+    class name ("" for the module)."""
+
+    scope: str
+    name: str
+    line: int  # the line of the ``def``/``class`` keyword (decorators above it)
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.scope}.{self.name}" if self.scope else self.name
+
+
+@dataclass(frozen=True)
+class Redefinition(Definition):
+    """A second definition of one name in one body (at ``again``): the first is hidden."""
+
+    again: int
+
+
+# A run reads each target's file several times (the tests added, those there, what hides one):
+# each text is parsed once, its tree shared (every caller only reads it).
+_KEPT = 16
+
+
+@functools.lru_cache(maxsize=_KEPT)
+def parsed(text: str, filename: str) -> ast.Module:
+    """The module's tree; ``SyntaxError`` (with ``lineno``) or ``ValueError`` otherwise. The
+    same tree for the same text: read it, never change it."""
+    with _PARSING:
+        return ast.parse(text, filename=filename)
+
+
+@functools.lru_cache(maxsize=_KEPT)
+def compiled(text: str, filename: str) -> ast.Module:
+    """The module's tree (:func:`parsed`), once it also compiles; ``SyntaxError`` (with
+    ``lineno``) otherwise."""
+    tree = parsed(text, filename)
+    with _PARSING:
+        compile(tree, filename, "exec", dont_inherit=True)
+    return tree
+
+
+def compile_problem(text: str, filename: str) -> str | None:
+    """Why ``text`` does not compile (``line N: message``), else None."""
+    try:
+        compiled(text, filename)
+    except SyntaxError as exc:
+        return f"line {exc.lineno}: {exc.msg}"
+    except ValueError as exc:  # e.g. a NUL byte in the source
+        return str(exc)
+    return None
+
+
+def _bodies(tree: ast.Module) -> Iterator[tuple[str, list[ast.stmt]]]:
+    """(scope, statements) of the module and of every class, nested classes by dotted name."""
+    stack: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
+    while stack:
+        scope, body = stack.pop(0)
+        yield scope, body
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                stack.append((f"{scope}.{node.name}" if scope else node.name, node.body))
+
+
+def test_definitions(tree: ast.Module) -> list[Definition]:
+    """The test functions: ``test*`` functions directly in the module or a class body."""
+    found = []
+    for scope, body in _bodies(tree):
+        found += [Definition(scope, node.name, node.lineno) for node in body
+                  if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.name.startswith("test")]
+    return sorted(found, key=lambda d: d.line)
+
+
+def _rebinds_on_purpose(node: _Def) -> bool:
+    """``@x.setter``/``@x.getter``/``@x.deleter``, ``@overload`` and ``@f.register`` redefine
+    a name on purpose."""
+    for deco in node.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if isinstance(target, ast.Attribute) and target.attr in (
+                "setter", "getter", "deleter", "register", "overload"):
+            return True
+        if isinstance(target, ast.Name) and target.id == "overload":
+            return True
+    return False
+
+
+def redefinitions(tree: ast.Module) -> list[Redefinition]:
+    """Names defined twice in one module or class body, the later one hiding the earlier."""
+    found = []
+    for scope, body in _bodies(tree):
+        seen: dict[str, int] = {}
+        for node in body:
+            if not isinstance(node, _Def):
+                continue
+            if node.name in seen and not _rebinds_on_purpose(node):
+                found.append(Redefinition(scope, node.name, seen[node.name], node.lineno))
+            seen[node.name] = node.lineno
+    return sorted(found, key=lambda r: r.again)
 
 
 class Blobs(Protocol):
     """Blobs by name (a blob id or ``<commit>:<path>``): a dict of those read at once
-    (`git/objects.py` `read_blobs`), or a run's reader (`git/known.py`) that asks git."""
+    (`run.read_blobs`), or a run's `cache.BlobReader` that asks git."""
 
     def get(self, name: str, /) -> bytes | None: ...
 
@@ -67,13 +182,6 @@ class PresentTest:
         if self.commit:
             return f'{where}, added by {self.commit} "{self.subject}"'
         return where
-
-
-def _lines(text: str) -> list[str]:
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
 
 
 def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[int]] | None:
@@ -147,8 +255,7 @@ def is_python_test(path: str, test_paths: Sequence[str] = ()) -> bool:
 def added_tests(repo: Path, patches: Sequence[Patch],
                 blobs: Blobs | None = None) -> list[AddedTest]:
     """Every test function the series adds to its Python test files, in patch order;
-    ``blobs`` (blob id -> bytes, as `git/objects.py` `read_blobs` reads many at once) holds
-    the pre-images already read: one it lacks is not in the repository."""
+    ``blobs`` holds the pre-images already read (one it lacks is not in the repository)."""
     found: dict[AddedTest, None] = {}
     posts: dict[str, list[str]] = {}  # each path as the earlier patches of the series left it
     for patch in patches:
@@ -169,13 +276,13 @@ def pre_images(patches: Sequence[Patch]) -> list[str]:
             and is_python_test(d.new)]
 
 
-def _blob_text(repo: Path, oid: str, blobs: Blobs | None) -> str | None:
-    """The text of blob ``oid`` (from ``blobs`` when given, else one ``git cat-file``)."""
-    if blobs is not None:
-        data = blobs.get(oid)
-        return None if data is None else data.decode("utf-8", "surrogateescape")
-    out = git(["cat-file", "blob", oid], cwd=repo, check=False)
-    return out.stdout if out.ok else None
+def _blob(repo: Path, name: str, blobs: Blobs | None) -> bytes | None:
+    """The blob ``name`` names (from ``blobs`` when given, else one ``git cat-file``)."""
+    return blobs.get(name) if blobs is not None else read_blob(repo, name)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
 
 
 def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
@@ -190,9 +297,9 @@ def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
         if diff.old in posts:
             candidates.append(posts[diff.old])
         if diff.old_blob:
-            text = _blob_text(repo, diff.old_blob, blobs)
-            if text is not None:
-                candidates.append(_lines(text))
+            data = _blob(repo, diff.old_blob, blobs)
+            if data is not None:
+                candidates.append(file_lines(data))
     for pre in candidates:
         made = post_image(pre, diff.hunks)
         if made is None:
@@ -200,24 +307,23 @@ def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
         lines, added = made
         posts[path] = lines
         try:
-            tree = pydefs.parse("\n".join(lines) + "\n", path)
+            tree = compiled("\n".join(lines) + "\n", path)
         except (SyntaxError, ValueError):
             return None
-        return [AddedTest(path, d.scope, d.name) for d in pydefs.test_definitions(tree)
+        return [AddedTest(path, d.scope, d.name) for d in test_definitions(tree)
                 if d.line in added]
     return None
 
 
 def _tree_at(repo: Path, commit: str, path: str,
              blobs: Blobs | None = None) -> ast.Module | None:
-    """The parsed file ``path`` of ``commit``; None when it is not there or does not parse;
-    ``blobs`` (``<commit>:<path>`` -> bytes) holds the files already read: one it lacks is
-    not there."""
-    text = _blob_text(repo, f"{commit}:{path}", blobs)
-    if text is None:
+    """The parsed file ``path`` of ``commit``; None when it is not there (not in ``blobs``,
+    when given) or does not parse."""
+    data = _blob(repo, f"{commit}:{path}", blobs)
+    if data is None:
         return None
     try:
-        return pydefs.tree_of(text, path)
+        return parsed(_text(data), path)
     except (SyntaxError, ValueError):
         return None
 
@@ -247,7 +353,7 @@ def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
         tree = trees[test.path]
         if tree is None:
             continue
-        match = next((d for d in pydefs.test_definitions(tree) if d.name == test.name
+        match = next((d for d in test_definitions(tree) if d.name == test.name
                       and (test.scope is None or d.scope == test.scope)), None)
         if match is not None:
             found.append((AddedTest(test.path, match.scope, test.name), match.line))
@@ -279,13 +385,26 @@ def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest],
         if test.scope is None:
             after = _tree_at(repo, head, test.path, blobs)
             before = _tree_at(repo, base, test.path, blobs)
-            old = {(d.scope, d.name) for d in pydefs.test_definitions(before)} if before else set()
-            new = [d for d in (pydefs.test_definitions(after) if after else [])
+            old = {(d.scope, d.name) for d in test_definitions(before)} if before else set()
+            new = [d for d in (test_definitions(after) if after else [])
                    if d.name == test.name and (d.scope, d.name) not in old]
             if len(new) == 1:
                 test = AddedTest(test.path, new[0].scope, test.name)
         out.append(test)
     return out
+
+
+def left_paths(changes: Iterable[tuple[str | None, str | None]]) -> list[str]:
+    """The one rule of which files a series leaves, from its file changes in order (path
+    before, path after; None for a new or a deleted file's missing side): a path a later
+    change deletes or renames away is dropped, a rename's new path counts; in first-left order."""
+    left: dict[str, None] = {}
+    for old, new in changes:
+        if old and old != new:
+            left.pop(old, None)
+        if new:
+            left.setdefault(new)
+    return list(left)
 
 
 def changed_python_tests(patches: Sequence[Patch], test_paths: Sequence[str] = ()) -> list[str]:
@@ -300,29 +419,27 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
                     blobs: Blobs | None = None) -> list[str]:
     """What is wrong with ``paths`` at ``head`` (a commit, or a folder holding the files as
     they are on disk): a file that does not compile, or a name defined twice in one class or
-    module body where ``base`` did not define it twice; ``blobs`` as `_tree_at`.
-
-    One sentence each, naming the file, the name and both line numbers.
-    """
+    module body where ``base`` did not define it twice: one sentence each, naming the file,
+    the name and both line numbers. ``blobs`` as `_tree_at`."""
     problems = []
     for path in paths:
         if isinstance(head, Path):
             try:
-                text = (head / path).read_bytes().decode("utf-8", "surrogateescape")
+                text = _text((head / path).read_bytes())
             except OSError:
                 continue
         else:
-            found = _blob_text(repo, f"{head}:{path}", blobs)
-            if found is None:
+            data = _blob(repo, f"{head}:{path}", blobs)
+            if data is None:
                 continue
-            text = found
-        broken = pydefs.compile_problem(text, path)
+            text = _text(data)
+        broken = compile_problem(text, path)
         if broken:
             problems.append(f"{path} does not compile ({broken})")
             continue
         before = _tree_at(repo, base, path, blobs)
-        known = {(r.scope, r.name) for r in pydefs.redefinitions(before)} if before else set()
-        for again in pydefs.redefinitions(pydefs.tree_of(text, path)):
+        known = {(r.scope, r.name) for r in redefinitions(before)} if before else set()
+        for again in redefinitions(parsed(text, path)):
             if (again.scope, again.name) in known:
                 continue
             problems.append(f"{path} defines {again.qualname} twice (lines {again.line} and "

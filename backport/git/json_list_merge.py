@@ -1,12 +1,12 @@
-"""A 3-way merge of JSON object files written one member per line, entry by entry.
+"""Finish a ``git am -3`` that stopped on JSON object files written one member per line, by
+merging them entry by entry.
 
 torch-npu keeps lists such as ``test/unsupported_test_cases/.pytorch-disabled-tests.json``: one
 ``"test name": [...]`` member per line, each release branch with entries of its own. A line
 merge conflicts whenever a change removes or adds entries next to lines the branch changed; by
-entry, the change is clear: these keys go, these come, these change. The merge refuses (None)
-whenever the change cannot be carried exactly: a file not in that form, a removed or changed
-entry the branch does not have as the change expects, a key that is duplicated where it is
-touched, an added entry without a neighbour to follow.
+entry the change is clear. The merge refuses (None) whatever it cannot carry exactly: a file
+not in that form, a removed or changed entry the branch does not have as the change expects, a
+key duplicated where it is touched, an added entry without a neighbour to follow.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from backport.git.apply import ApplyResult, continue_series
+from backport.git.run import read_blob
 from backport.git.worktree import Worktree
 
 
@@ -126,21 +127,14 @@ def _values(entries: list[tuple[str, str]]) -> dict[str, object]:
     return {k: json.loads("{" + _bare(line) + "}")[k] for k, line in entries}
 
 
-def _stage(wt: Worktree, number: int, path: str) -> bytes | None:
-    out = wt.git(["cat-file", "blob", f":{number}:{path}"], check=False)
-    return out.raw if out.ok else None
-
-
 def finish_by_entries(wt: Worktree, stopped: ApplyResult) -> ApplyResult:
-    """`git am -3` stopped in ``wt`` on conflicts: when every conflicted file is a JSON object
-    written one member per line and merges entry by entry, write the merges and go on (patch
-    after patch); otherwise return ``stopped`` untouched. The merged files are ``merged``."""
+    """Where every file ``git am -3`` stopped on merges entry by entry, write the merges and go
+    on, patch after patch (the merged files are ``merged``); otherwise ``stopped`` untouched."""
     result, merged = stopped, []
     while result.status == "conflict" and result.conflicts:
         merges = {}
         for path in result.conflicts:
-            stages = [_stage(wt, n, path) for n in (1, 2, 3)]
-            base, ours, theirs = stages
+            base, ours, theirs = (read_blob(wt.path, f":{n}:{path}") for n in (1, 2, 3))
             merge = (merge_entries(base, ours, theirs)
                      if base is not None and ours is not None and theirs is not None else None)
             if merge is None:
