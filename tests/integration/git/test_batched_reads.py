@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.git.apply import commit_tree, series_tree
-
 from backport.audit import blobs, history
 from backport.config.patchfiles import Patch, read_patch
+from backport.git.apply import commit_tree, series_tree
 from backport.git.python_tests import added_tests, pre_images
 from backport.git.run import read_blobs
 from tests.helpers.gitrepos import commit_file, format_patch, git, make_repo
