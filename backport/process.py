@@ -1,16 +1,12 @@
-"""The one place child processes start: argv lists, the caller's environment and folder, stdin
-bytes, output captured, a timeout that kills the whole process group, one error sentence.
+"""The one place child processes start: argv lists, stdin bytes, output captured, a timeout
+that kills the whole process group, one error sentence for a program that cannot start.
 
-:func:`run` starts a process and waits for it (git's wrapper, ``git/run.py``, too); :func:`spawn`
-starts one the caller talks to while it runs (warm workers, pip's streamed log). Each child
-leads a process group of its own, so a kill takes its children too, and every child :func:`run`
-waits on ends with the run (:func:`kill_running` on an interrupt: SIGTERM, then SIGKILL after
-``STOP_GRACE``, so git removes its lock files first).
-
-No child gets a secret of the tool in its environment (:func:`secret_free`: the token
-variables, and any variable holding a token however it was obtained); git's wrapper lays its
-own variables over that (``unfiltered``): the push's askpass is the one way a token reaches a
-child.
+:func:`run` waits for the child (git's runner uses it too); :func:`spawn` returns it running
+(warm workers, pip's log). Each child leads a process group of its own, and every child
+:func:`run` waits on ends with the run (:func:`kill_running`: SIGTERM, then SIGKILL after
+``STOP_GRACE``, so git removes its lock files first). No child gets a secret of the tool in its
+environment (:func:`secret_free`); git's runner lays its own variables over that
+(``unfiltered``): the push's askpass is the one way a token reaches a child.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -43,8 +39,7 @@ _running: set[int] = set()
 _running_lock = threading.Lock()
 _running_changed = threading.Condition(_running_lock)  # a child left ``_running``
 _starting = [0]  # children being started, not in ``_running`` yet
-# How long an interrupted child has to end on SIGTERM (git then removes its lock files: a
-# SIGKILLed one leaves ``index.lock`` or a ref's ``.lock``, and the next run cannot write there).
+# Seconds an interrupted child has to end on SIGTERM (a SIGKILLed git leaves its lock files).
 STOP_GRACE = 5.0
 
 
@@ -77,27 +72,16 @@ class Output:
 
 def start_error(argv: Sequence[str], exc: OSError, *, code: ErrorCode | str,
                 context: str = "", shown: str | None = None) -> BackportError:
-    """The one sentence for a program that cannot start: ``<context>cannot run <shown>: <why>``."""
+    """``<context>cannot run <shown>: <why>``."""
     why = exc.strerror or str(exc)
     return BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}"))
 
 
 def secret_free(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` without the token variables (:data:`SECRET_VARS`) and every variable whose
-    value holds a registered secret (a token from ``git credential fill`` included)."""
-    secrets = _held(environ.values())
+    """``environ`` without :data:`SECRET_VARS` and every variable holding a registered secret."""
+    secrets = registered()
     return {k: v for k, v in environ.items()
             if k not in SECRET_VARS and not (secrets and holds_secret(v, secrets))}
-
-
-def _held(values: Iterable[str]) -> tuple[str, ...]:
-    """The registered secrets one of ``values`` holds: one search of them all per secret (every
-    process start asks, and mostly none is held). A value cannot hold a NUL byte."""
-    secrets = registered()
-    if not secrets:
-        return ()
-    joined = "\0".join(values)
-    return tuple(secret for secret in secrets if "\0" in secret or secret in joined)
 
 
 def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
@@ -105,13 +89,8 @@ def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
           stdout: Stream = PIPE, stderr: Stream = PIPE, code: ErrorCode | str = ErrorCode.INTERNAL,
           context: str = "", shown: str | None = None, pass_fds: Sequence[int] = (),
           unfiltered: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a process group of its own and return it running.
-
-    ``env`` is the child's whole environment (None: this process's) less the tool's secrets
-    (:func:`secret_free`), ``unfiltered`` laid over it as given. ``pass_fds``: descriptors the
-    child inherits. A program that cannot start raises ``BackportError(code)``
-    (:func:`start_error`).
-    """
+    """Start ``argv`` in a process group of its own and return it running. ``env`` is its whole
+    environment (None: this process's) less the secrets, ``unfiltered`` laid over it as given."""
     child_env = {**secret_free(os.environ if env is None else env), **(unfiltered or {})}
     try:
         return subprocess.Popen(list(argv), cwd=cwd, env=child_env,
@@ -127,14 +106,9 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         reap: bool = False, code: ErrorCode | str = ErrorCode.INTERNAL, context: str = "",
         shown: str | None = None, pass_fds: Sequence[int] = (),
         unfiltered: Mapping[str, str] | None = None) -> Output:
-    """Run ``argv`` to its end and return its :class:`Output` (a non-zero exit is no error).
-
-    ``stdin`` bytes are written to its standard input (none: ``/dev/null``); ``stdout`` is
-    captured unless a file is given; ``merge_stderr`` sends stderr to the same place. After
-    ``timeout`` seconds the child's whole process group is killed and ``returncode`` is None;
-    ``reap`` kills what the child left running in its group after a normal end too. An
-    interrupt kills the group before it goes on. The rest is :func:`spawn`'s.
-    """
+    """Run ``argv`` to its end (a non-zero exit is no error). ``stdout`` is captured unless a
+    file is given, ``merge_stderr`` sends stderr there too. After ``timeout`` seconds the group
+    is killed (``returncode`` None); ``reap`` kills what the child left in it after a normal end."""
     with _running_lock:
         _starting[0] += 1  # an interrupt's `kill_running` waits for the child to be counted
     try:
@@ -176,8 +150,7 @@ def kill_group(pgid: int) -> None:
 
 
 def stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """End the group ``proc`` leads: SIGTERM, up to :data:`STOP_GRACE` seconds for ``proc``
-    to end, then SIGKILL for whatever is left; ``proc`` reaped."""
+    """End the group ``proc`` leads: SIGTERM, :data:`STOP_GRACE` seconds, SIGKILL; reaped."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -193,9 +166,8 @@ def running() -> list[int]:
 
 
 def kill_running() -> None:
-    """End every child :func:`run` is still waiting on (a run that stops on an interrupt):
-    SIGTERM to each group, :data:`STOP_GRACE` seconds for it to end and be reaped by the thread
-    that waits on it, then SIGKILL for whatever it left."""
+    """End every child :func:`run` waits on (an interrupted run): SIGTERM to each group,
+    :data:`STOP_GRACE` seconds for the waiting threads to reap it, then SIGKILL."""
     with _running_changed:
         _running_changed.wait_for(lambda: not _starting[0], timeout=STOP_GRACE)
         groups = list(_running)

@@ -161,7 +161,7 @@ def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, li
             patches[commit] = None
     blobs = read_blobs(repo, [oid for patch in patches.values() if patch is not None
                               for oid in pre_images([patch])])
-    return {commit: [test.node_id for test in added_tests(repo, [patch], blobs)]
+    return {commit: [test.node_id for test in added_tests(repo, [patch], blobs.get)]
             if patch is not None else [] for commit, patch in patches.items()}
 
 
@@ -179,7 +179,7 @@ def tests_there(repo: Path, added: Sequence[str], head: str,
     tests = [AddedTest.from_node_id(node) for node in added]
     if not tests:
         return ""
-    defined = defined_tests(repo, head, tests, trees, blobs)
+    defined = defined_tests(repo, head, tests, trees, blobs.get if blobs else None)
     if not all_present(tests, defined):
         return ""
     test = defined[0][0]

@@ -1,12 +1,10 @@
-"""Apply a patch series in a worktree with ``git am -3``: conflicts, ``continue`` / ``abort``,
-already-applied by patch-id, and the tree a series makes on a base computed afresh.
+"""Apply a patch series with ``git am -3``: conflicts, ``continue`` / ``abort``, already-applied
+by patch-id (``git patch-id --stable``: the one identity of a change across branches), and the
+tree a series makes on a base computed afresh.
 
-Every step takes the loaded `Patch` values: ``git am`` reads their bytes as one mailbox on its
-standard input (no patch file is opened again), ``author`` is the committer where git has no
-identity configured, ``preimages`` are the blobs made local before a 3-way fallback. A
-``conflict`` leaves ``git am`` in progress for the user; ``already-applied`` means every patch
-was present (same ``git patch-id --stable`` reachable from the base: the one identity of a change
-across branches). User hooks and signing never run; the patch text is kept byte for byte.
+Every step takes the loaded `Patch` values (``git am`` reads their bytes on its standard input;
+no patch file is opened again); ``author`` is the committer where git has no identity. A
+``conflict`` leaves ``git am`` in progress for the user. No hook or signing runs.
 """
 
 from __future__ import annotations
@@ -31,9 +29,8 @@ if TYPE_CHECKING:
 Status = Literal["applied", "conflict", "already-applied"]
 
 SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"]
-# --keep-cr: a CRLF file comes out byte for byte as it went into the patch.
-# --committer-date-is-author-date: a re-apply on the same base gives the same commit, so a re-run
-# after a crash finds its own push on the fork.
+# --keep-cr keeps CRLF files byte for byte; --committer-date-is-author-date gives a re-apply on
+# the same base the same commit, so a re-run after a crash finds its own push on the fork.
 AM_OPTIONS = ["--keep-cr", "--committer-date-is-author-date", "--no-message-id",
               "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
 _ALREADY = "No changes -- Patch already applied."
@@ -58,15 +55,14 @@ class ApplyResult:
     head: str
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
-    # Files whose hunks went in only through the 3-way merge: their surrounding lines differ
-    # from the source, so the result needs a look.
+    # Files whose hunks went in only through the 3-way merge: the result needs a look.
     merged: list[str] = field(default_factory=list)
-    # Files placed with their context lines ignored (`git/apply_ignoring_context.py`).
+    # Files placed with their context lines ignored (`git/apply_fallbacks.py`).
     loose: list[str] = field(default_factory=list)
 
 
 def three_way_files(text: str) -> list[str]:
-    """The files ``git am -3`` output says it had to merge (empty when every hunk applied as is)."""
+    """The files ``git am -3`` output says it had to merge."""
     if _FELL_BACK not in text:
         return []
     found = [m.group("path") for m in _AUTO_MERGING.finditer(text)]
@@ -98,7 +94,7 @@ def file_lines(data: bytes) -> list[str]:
 
 
 def configured_identity(wt: Worktree) -> dict[str, str]:
-    """``user.name`` and ``user.email`` as git is configured (one set to nothing is not set)."""
+    """``user.name`` and ``user.email`` as git is configured (empty: not set)."""
     out = wt.git(["config", "--get-regexp", r"^user\.(name|email)$"], check=False)
     found: dict[str, str] = {}
     for line in out.stdout.splitlines():
@@ -108,13 +104,12 @@ def configured_identity(wt: Worktree) -> dict[str, str]:
 
 
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
-    """GIT_COMMITTER_NAME/EMAIL from ``author`` when git has no identity of its own configured
-    (read once per run)."""
+    """GIT_COMMITTER_NAME/EMAIL from ``author`` where git has no identity configured."""
     env: dict[str, str] = {}
     if author is None:
         return env
     name, mail = author
-    identity = wt.memo.identity(lambda: configured_identity(wt))
+    identity = wt.memo.once("identity", lambda: configured_identity(wt))
     if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
     if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and (
@@ -184,10 +179,8 @@ def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> Apply
 
 
 def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str, str]) -> None:
-    """Make the patches' pre-image blobs local so the 3-way fallback can use them: in a
-    blobless cache an abbreviated id cannot be fetched lazily, so its full id is found in the
-    (blob-free) history of the touched paths, then read once. What the run found is not
-    asked again."""
+    """Make the pre-image blobs local for the 3-way fallback: an abbreviated id cannot be
+    fetched lazily, so its full id is found in the (blob-free) history of the paths first."""
     memo = wt.memo
     missing: dict[str, str] = {}
     for patch in patches:
@@ -198,39 +191,28 @@ def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str
                 memo.searched([blob], [])
             else:
                 missing[blob] = path
-    if not missing:
-        return
-    full = {b for b in missing if len(b) in (40, 64)}
-    short = {b for b in missing if b not in full}
-    matches: dict[str, set[str]] = {b: {b} for b in full}
-    if short:
-        log = wt.git(["-c", "core.quotepath=false", "log", "--all", "--format=", "--raw",
-                      "--no-abbrev", "--no-renames", "--", *sorted({missing[b] for b in short})],
-                     check=False)
-        for line in log.stdout.splitlines():
-            parts = line.split()
-            if line.startswith(":") and len(parts) >= 4:
-                for oid in parts[2:4]:
-                    for b in short:
-                        if oid.startswith(b):
-                            full.add(oid)
-                            matches.setdefault(b, set()).add(oid)
-    fetched = {oid for oid in sorted(full)
+    paths = sorted({path for blob, path in missing.items() if len(blob) not in (40, 64)})
+    log = wt.git(["-c", "core.quotepath=false", "log", "--all", "--format=", "--raw",
+                  "--no-abbrev", "--no-renames", "--", *paths], check=False) if paths else None
+    oids = {oid for line in (log.stdout.splitlines() if log else []) if line.startswith(":")
+            for oid in line.split()[2:4]}
+    matches = {b: {b} if len(b) in (40, 64) else {o for o in oids if o.startswith(b)}
+               for b in missing}
+    fetched = {oid for oid in sorted(set().union(*matches.values()))
                if wt.git(["cat-file", "-e", oid], env=env, check=False).ok}
-    memo.searched([b for b in missing if matches.get(b, set()) & fetched],
-                  [b for b in missing if not matches.get(b, set()) & fetched])
+    memo.searched([b for b in missing if matches[b] & fetched],
+                  [b for b in missing if not matches[b] & fetched])
 
 
 def mailbox(patches: Sequence[Patch]) -> bytes:
-    """The patches' bytes as one mailbox (each starts with its ``From <sha>`` line and ends
-    with a newline), so ``git am`` splits them where one file ends."""
+    """The patches' bytes as one mailbox, each ending with a newline."""
     return b"".join(p.data if p.data.endswith(b"\n") else p.data + b"\n" for p in patches)
 
 
 def apply_series(wt: Worktree, patches: Sequence[Patch], *,
                  env: Mapping[str, str] | None = None, base: str | None = None) -> ApplyResult:
-    """Apply ``patches`` in order with ``git am -3`` (author, date and message kept); an empty
-    patch is stepped over. ``base``: the worktree's HEAD when the caller knows it."""
+    """Apply ``patches`` with ``git am -3`` (author, date and message kept), stepping over an
+    empty one; ``base``: the worktree's HEAD when the caller knows it."""
     if not patches:
         raise BackportError("usage", "no patch files to apply.")
     refuse_in_progress(wt)
@@ -263,8 +245,7 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *,
 
 
 def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> ApplyResult:
-    """After the user resolved a conflict: stage the resolved files and run ``git am
-    --continue``; refused (``conflict``) while a touched file still holds conflict markers."""
+    """Stage the resolved files and ``git am --continue`` (refused while markers remain)."""
     if not am_in_progress(wt):
         raise BackportError("conflict", f"no git am is in progress in {wt.path}; nothing to continue.")
     diff = _rebase_apply(wt) / "patch"  # git am's copy of the patch it stopped on
@@ -304,8 +285,7 @@ def abort_series(wt: Worktree) -> None:
 
 def commit_patch_ids(cwd: Path, diff: bytes,
                      env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """commit (or the ``From`` line's sha) -> ``git patch-id --stable`` of each change in
-    ``diff`` (a patch, a mailbox or ``git log -p --format='commit %H'`` output)."""
+    """commit -> patch-id of each change in ``diff`` (``log -p --format='commit %H'`` output)."""
     out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
     return {parts[1]: parts[0] for parts in (line.split() for line in out.stdout.splitlines())
             if len(parts) == 2}
@@ -314,21 +294,20 @@ def commit_patch_ids(cwd: Path, diff: bytes,
 def patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None,
               memo: RunMemo | None = None) -> set[str]:
     """The patch-ids of the changes in ``diff``; ``memo`` keeps them for the run."""
-    def compute() -> set[str]:
-        out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
-        return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
-    return memo.patch_ids(diff, compute) if memo is not None else compute()
+    if memo is not None:
+        return set(memo.once(("patch-ids", diff), lambda: frozenset(patch_ids(cwd, diff, env))))
+    out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
 
 
 def same_change(wanted: Sequence[set[str]], found: set[str]) -> bool:
-    """The patch-id rule: every patch of a change (its ids in ``wanted``) has an id among
-    ``found``, the ids of the commits that may carry it."""
+    """The patch-id rule: every patch of a change (``wanted``) has an id among ``found``."""
     return bool(wanted) and all(ids and ids & found for ids in wanted)
 
 
 def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -> bool:
-    """True when every patch's patch-id matches a commit reachable from ``base_sha``; only
-    commits touching exactly the patch's paths are diffed, so few blobs are fetched."""
+    """True when every patch's patch-id is a commit's reachable from ``base_sha`` (only commits
+    touching exactly its paths are diffed: few blobs fetched)."""
     if not _HEX.match(base_sha or ""):
         raise BackportError("usage", f"invalid base commit {base_sha!r}.")
     wanted = [(ids, set(p.paths)) for p in patches
@@ -360,12 +339,9 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
 
 def series_tree(repo: Path, base: str, patches: Sequence[Patch], *,
                 urls: Sequence[str] | None = None) -> str | None:
-    """The tree ``patches`` make applied in order on ``base`` (``git apply --cached --3way``
-    into a new index, as ``git am -3`` would), from the repository's objects alone: no
-    worktree, nothing of an earlier run read; None when one does not apply. What a publish step
-    compares the tested commit with. The index lies in a private folder inside ``repo``; with
-    ``urls`` (the upstream's, for the blobs a blobless cache fetches) every git process is
-    sealed (`token_git`): the publish step holds the token."""
+    """The tree ``patches`` make on ``base`` (``git apply --cached --3way`` into a new index in
+    a private folder of ``repo``), from its objects alone, or None: what the publish step
+    compares the tested commit with. With ``urls`` every git process is sealed (`token_git`)."""
     def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> GitOutput:
         if urls is None:
             return git(args, cwd=repo, env=env, stdin=stdin, check=False)

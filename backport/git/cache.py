@@ -1,20 +1,21 @@
-"""The cache repository: one bare, blobless repository per upstream URL, holding only the
-fetched heads under ``refs/remotes/upstream/``, shared by every project folder and run on the
-host (one lock: ``<repo>.lock``); what a run learned from it (:class:`RunMemo`), and the file
-lock the cache and the run locks use (:func:`file_lock`).
-"""
+"""The cache repository: one bare, blobless repository per upstream URL holding only the heads
+fetched (``refs/remotes/upstream/``), shared by every folder and run on the host under one lock
+(``<repo>.lock``, :func:`file_lock`, which the run locks use too); what a run learned from it
+(:class:`RunMemo`)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import re
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from backport.errors import BackportError
 from backport.git.run import (
@@ -28,6 +29,7 @@ from backport.git.run import (
 )
 from backport.redact import redact, strip_url_credentials
 
+T = TypeVar("T")
 REMOTE = "upstream"
 TRACKING = f"refs/remotes/{REMOTE}/"
 _MISSING_REF = re.compile(r"couldn't find remote ref refs/heads/(?P<branch>\S+)")
@@ -37,12 +39,10 @@ _LACKING = ("possible repository corruption on the remote side",
 _UNREADABLE = re.compile(r"(?:unable to read|missing blob object) '?(?P<sha>[0-9a-f]{40,64})")
 _MAX_BLOB = 8 << 20  # bytes: a larger blob is read again when asked again
 _MAX_KEPT = 128 << 20  # bytes of blobs a run keeps in all
-# Names that always name the same object: a full id (of a blob, or of a commit with a path in
-# its tree) or an abbreviated blob id, as a patch's index line gives one. A ref name moves.
+# Names that always name the same object: a full id (with a path) or an abbreviated blob id.
 _FIXED = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})(?::.+)?|[0-9a-f]{7,39}", re.S)
 
-# In-process side of the cache lock: re-entrant per thread, shared by every RepoCache
-# instance of the same repository; the flock below it keeps other processes out.
+# The in-process side of the cache lock (per repository); the flock keeps other processes out.
 _guard = threading.Lock()
 _path_locks: dict[Path, tuple[threading.RLock, list[int]]] = {}
 
@@ -50,11 +50,8 @@ _path_locks: dict[Path, tuple[threading.RLock, list[int]]] = {}
 @contextlib.contextmanager
 def file_lock(path: Path, *, wait: bool = True,
               on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (created 0600, parents as needed) for the body.
-
-    Held elsewhere: with ``wait`` call ``on_wait`` once (to say "waiting for ...") and block;
-    without, raise ``BackportError("locked")`` naming the file and the holder's process id.
-    """
+    """Hold an exclusive ``flock`` on ``path`` (made 0600) for the body. Held elsewhere: with
+    ``wait`` call ``on_wait`` once and block; else ``locked`` naming the file and holder's pid."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -84,48 +81,38 @@ def file_lock(path: Path, *, wait: bool = True,
 
 
 def lock_file(repo: Path) -> Path:
-    """The file whose flock guards the cache repository at ``repo``: ``<repo>.lock`` beside it."""
+    """``<repo>.lock``, beside the cache repository."""
     real = Path(os.path.realpath(repo))
     return real.with_name(real.name + ".lock")
 
 
 @contextlib.contextmanager
 def repo_lock(repo: Path) -> Iterator[None]:
-    """Exclusive use of the cache repository at ``repo`` (its refs, its worktree registry),
-    re-entrant within one thread."""
+    """Exclusive use of the cache repository (its refs, its worktrees), re-entrant per thread."""
     repo = Path(os.path.realpath(repo))
     with _guard:
         rlock, depth = _path_locks.setdefault(repo, (threading.RLock(), [0]))
-    with rlock:
-        if depth[0]:
-            depth[0] += 1
-            try:
-                yield
-            finally:
-                depth[0] -= 1
-            return
-        with file_lock(lock_file(repo), wait=True):
-            depth[0] = 1
-            try:
-                yield
-            finally:
-                depth[0] = 0
+    with rlock, contextlib.ExitStack() as held:
+        if not depth[0]:
+            held.enter_context(file_lock(lock_file(repo)))
+        depth[0] += 1
+        try:
+            yield
+        finally:
+            depth[0] -= 1
 
 
 class RunMemo:
-    """What one run learned from its cache repository, so it does not start git to ask again:
-    only what stays true for the run. Blobs read by a name that always names the same bytes,
-    the patch-ids of a patch's bytes, the committer identity git is configured with, the
-    pre-image blobs a search of the history did not find (asked again after the next fetch).
-    One per `RepoCache`, shared by its worktrees and the run's threads (two threads asking at
-    once both ask git, which is harmless)."""
+    """What a run learned from its cache repository and does not ask git again, only what stays
+    true for the run: blobs by a name that always names the same bytes, answers kept by key
+    (patch-ids, identity), pre-image blobs a search did not find (until the next fetch). One per
+    `RepoCache`, shared by its worktrees and threads (two asking at once both ask git)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._blobs: dict[str, bytes] = {}
         self._size = 0
-        self._ids: dict[bytes, frozenset[str]] = {}
-        self._identity: dict[str, str] | None = None
+        self._answers: dict[Hashable, Any] = {}
         self._fetches = 0  # fetches so far; a search holds until the next one
         self._absent: dict[str, int] = {}  # blob a search missed -> fetches then
         self._present: set[str] = set()  # blob names that name a blob in the repository
@@ -134,8 +121,7 @@ class RunMemo:
         self.pruned = False  # the stale worktrees of the cache were pruned this run
 
     def blob(self, repo: Path, name: str) -> bytes | None:
-        """The bytes ``name`` (a blob id or ``<commit>:<path>``) names in ``repo``; None when it
-        names no blob there (asked again next time, unless a search found it `absent`)."""
+        """The bytes ``name`` (a blob id or ``<commit>:<path>``) names in ``repo``, or None."""
         if name in self._blobs:
             return self._blobs[name]
         if self.absent(name):
@@ -160,9 +146,9 @@ class RunMemo:
             self._blobs[name] = data
             self._size += len(data)
 
-    def reader(self, repo: Path) -> BlobReader:
-        """``repo``'s blobs read through this memo (``get(name)``, as a dict's)."""
-        return BlobReader(self, repo)
+    def reader(self, repo: Path) -> Callable[[str], bytes | None]:
+        """``repo``'s blobs by name, read through this memo."""
+        return functools.partial(self.blob, repo)
 
     def fetched(self) -> None:
         """The cache fetched: the history may now hold what an earlier search missed."""
@@ -170,7 +156,7 @@ class RunMemo:
             self._fetches += 1
 
     def searched(self, found: Iterable[str], missed: Iterable[str]) -> None:
-        """A search of the whole history found (and fetched) ``found`` and not ``missed``."""
+        """A search of the history found (and fetched) ``found``, not ``missed``."""
         with self._lock:
             self._present.update(found)
             for name in missed:
@@ -180,30 +166,12 @@ class RunMemo:
         """True when a search since the last fetch did not find blob ``name``."""
         return self._absent.get(name) == self._fetches
 
-    def patch_ids(self, diff: bytes, compute: Callable[[], set[str]]) -> set[str]:
-        """The patch-ids of ``diff``: ``compute()`` the first time (they depend on its bytes)."""
-        found = self._ids.get(diff)
-        if found is None:
-            found = frozenset(compute())
-            with self._lock:
-                self._ids[diff] = found
-        return set(found)
-
-    def identity(self, read: Callable[[], Mapping[str, str]]) -> Mapping[str, str]:
-        """``user.name`` / ``user.email`` as git is configured: ``read()`` the first time."""
-        if self._identity is None:
-            self._identity = dict(read())
-        return self._identity
-
-
-class BlobReader:
-    """A repository's blobs by name, read through a run's `RunMemo` (``get`` as a dict's)."""
-
-    def __init__(self, memo: RunMemo, repo: Path) -> None:
-        self.memo, self.repo = memo, repo
-
-    def get(self, name: str) -> bytes | None:
-        return self.memo.blob(self.repo, name)
+    def once(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked (the patch-ids of a patch's bytes, the
+        configured identity), its first answer after."""
+        if key not in self._answers:
+            self._answers[key] = compute()
+        return self._answers[key]
 
 
 def cache_dir_name(url: str) -> str:
@@ -223,8 +191,7 @@ def lacks_objects(text: str) -> bool:
 
 
 def _lacking_said(text: str) -> str:
-    """git's line saying the upstream lacks objects (without its prefixes and the terminal's
-    escapes), and the object it could not read where git names it."""
+    """git's line saying the upstream lacks objects, and the object it names."""
     plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x09\x0b-\x1f\x7f]", "", text)
     line = next(line for line in plain.splitlines() if lacks_objects(line))
     said = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
@@ -233,8 +200,8 @@ def _lacking_said(text: str) -> str:
 
 
 class RepoCache:
-    """The bare cache repository of ``upstream_url`` under ``root``. ``env`` (the askpass) goes
-    to every call that talks to the upstream; ``memo`` is what this run learned from it."""
+    """The cache repository of ``upstream_url`` under ``root``; ``env`` (the askpass) goes to
+    every call that talks to the upstream."""
 
     def __init__(self, root: Path, upstream_url: str, *,
                  env: Mapping[str, str] | None = None) -> None:
@@ -251,8 +218,7 @@ class RepoCache:
         return repo_lock(self.path)
 
     def ensure(self) -> None:
-        """Create the bare repository with remote ``upstream`` if it is not there yet; its
-        settings are read once per run while it stays."""
+        """Create the repository with remote ``upstream`` unless there (read once per run)."""
         with self.lock():
             if self.memo.ensured and (self.path / "HEAD").is_file():
                 return
@@ -283,8 +249,8 @@ class RepoCache:
         return out.ok and not self._read_setup()[1]
 
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
-        """Fetch exactly ``refs/heads/<B>`` for each branch; return branch -> upstream head sha.
-        A fetch that fails leaves the cache as it was."""
+        """Fetch exactly ``refs/heads/<B>`` of each branch: branch -> head sha. A fetch that
+        fails leaves the cache as it was."""
         names = list(dict.fromkeys(branches))
         for name in names:
             check_branch_name(name)
@@ -303,8 +269,7 @@ class RepoCache:
             return self.local_heads(names)
 
     def _fetch_heads(self, refspecs: list[str]) -> GitOutput:
-        """Fetch ``refspecs`` blobless, or whole from a server that cannot filter (remembered
-        in ``backport.nofilter`` once such a fetch succeeded)."""
+        """Fetch blobless, or whole from a server that cannot filter (``backport.nofilter``)."""
         base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
         if self.memo.nofilter:
             return self._fetch([*base, "--no-filter"], refspecs)
@@ -319,7 +284,7 @@ class RepoCache:
         return out
 
     def _undo(self, made: bool, config: bytes) -> None:
-        """A repository made for the fetch removed, an existing one's settings restored."""
+        """A repository made for the fetch goes, an existing one's settings come back."""
         if made:
             shutil.rmtree(self.path, ignore_errors=True)
             self.memo.ensured = False
@@ -349,8 +314,7 @@ class RepoCache:
         return BackportError("git", f"fetching from {url} failed: {out.reason}.")
 
     def local_heads(self, branches: Sequence[str]) -> dict[str, str]:
-        """branch -> sha of ``refs/remotes/upstream/<branch>`` as last fetched (one
-        ``cat-file --batch-check`` for them all)."""
+        """branch -> sha as last fetched, in one ``cat-file --batch-check``."""
         names = list(dict.fromkeys(branches))
         asked = [b for b in names if b.strip() and "\n" not in b]  # one line each
         out = git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.path,

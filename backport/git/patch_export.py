@@ -1,10 +1,7 @@
-"""Export one commit or an ``A..B`` range as a numbered ``git format-patch`` set (``backport
-new``, a from-PR set, a sibling's result offered to another branch), and what the commits
-touch: their files and which of them are tests.
-
-The export keeps author, date and message as committed, writes binary changes, renames and full
-blob ids (``git am -3`` can fetch a pre-image in a blobless clone), whatever the user's diff
-configuration says.
+"""Export one commit or an ``A..B`` range as a numbered ``git format-patch`` set (``new``, a
+from-PR set, a sibling's result), and the files the commits touch. Author, date and message are
+kept; binary changes, renames and full blob ids are written (``git am -3`` fetches a pre-image
+in a blobless clone) whatever the user's diff configuration says.
 """
 
 from __future__ import annotations
@@ -40,8 +37,7 @@ def _resolve(repo: Path, rev: str) -> str:
 
 
 def _split(repo: Path, rev: str) -> tuple[str | None, str]:
-    """(base sha or None, tip sha) of a single commit or an ``A..B`` range; both ends of a
-    range from one git process when both are commits."""
+    """(base sha or None, tip sha) of one commit or an ``A..B`` range (one process for both)."""
     if "..." in rev:
         raise BackportError("usage", redact(f"revision {rev!r} must be one commit or an A..B "
                                             "range, not A...B."))
@@ -61,8 +57,7 @@ def _split(repo: Path, rev: str) -> tuple[str | None, str]:
 
 
 def _selected(repo: Path, rev: str, base: str | None, tip: str) -> list[str]:
-    """The commits of ``rev`` (its ends resolved), oldest first; a range with no commits or
-    with merges is refused."""
+    """The commits of ``rev``, oldest first; a range without commits or with merges is refused."""
     if base is None:
         return [tip]
     out = git(["rev-list", "--reverse", "--parents", f"{base}..{tip}", "--"], cwd=repo)
@@ -86,9 +81,8 @@ def _rev_args(base: str | None, tip: str) -> list[str]:
 
 
 def export_patch_set(repo: Path, rev: str, out_dir: Path, *, force: bool) -> list[Path]:
-    """Write ``rev`` as ``0001-….patch`` files into ``out_dir``; the files written, in order.
-    Existing ``*.patch`` files there are refused unless ``force``, which removes them first (no
-    patch of an older, longer set survives)."""
+    """Write ``rev`` as ``0001-….patch`` files into ``out_dir`` (old ones refused unless
+    ``force``, which removes them first); the files written, in order."""
     repo, out_dir = Path(repo), Path(out_dir)
     ends = _split(repo, rev)
     selected = _selected(repo, rev, *ends)
@@ -121,7 +115,7 @@ def touched_files(repo: Path, rev: str) -> list[str]:
 
 
 def is_test_file(path: str) -> bool:
-    """True for paths under a top-level ``test/`` or ``tests/`` and ``test_*.py`` / ``*_test.py``."""
+    """Under a top-level ``test/`` or ``tests/``, or ``test_*.py`` / ``*_test.py``."""
     p = PurePosixPath(path)
     if p.parts and p.parts[0] in _TEST_DIRS and len(p.parts) > 1:
         return True

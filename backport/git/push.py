@@ -43,9 +43,8 @@ def remote_shas(url: str, branches: list[str],
 
 def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | None,
                 env: Mapping[str, str] | None = None) -> None:
-    """Set ``refs/heads/<branch>`` on ``url`` to ``sha`` if it is still at ``expect`` (None:
-    the branch must not exist yet). Raises ``fork-diverged`` when someone else moved it (their
-    commit is left alone), ``fork-unreachable`` when ``url`` cannot be used."""
+    """Set ``refs/heads/<branch>`` on ``url`` to ``sha`` if it is still at ``expect`` (None: not
+    there yet); ``fork-diverged`` when someone else moved it (left alone)."""
     check_branch_name(branch)
     _check_sha(sha, "commit")
     if expect is not None:
@@ -81,8 +80,7 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
 
 
 def _causes(text: str) -> list[str]:
-    """git's own ``fatal:`` / ``error:`` / ``remote:`` lines: why a push was rejected where the
-    ref line says only ``[remote rejected] (unpacker error)``."""
+    """git's ``fatal:`` / ``error:`` / ``remote:`` lines: why a push was rejected."""
     causes = []
     for raw in text.splitlines():
         line = raw.strip()

@@ -1,15 +1,12 @@
-"""The Python tests a patch series adds, whether a target already defines them, and test files
-the series leaves that hide one definition behind another or do not compile; read with the
-standard library's ``ast`` (nothing is executed).
+"""The Python tests a series adds, whether a target already defines them, and test files it
+leaves that hide a definition behind another or do not compile; read with ``ast``, never run.
 
-A test the series adds is a ``test*`` function whose ``def`` line one of its hunks adds, read
-from the file as the patch leaves it (its pre-image blob with the hunks applied); where that
-blob is not in the repository, the hunks alone name the test, and the class is read from the
-applied commit (:func:`with_classes`). Where the target's file already defines every one in the
-same class (or module), the branch is ``already-present`` (:func:`all_present`); the commit that
-added each is the newest ``git log -S 'def <name>('`` on that path. After the apply, every test
-file the series changes must compile and must not define one name twice in one body where the
-base did not (property setters, ``@overload``, ``@f.register`` excepted).
+A test the series adds is a ``test*`` function whose ``def`` line a hunk adds, read from the file
+as the patch leaves it (its pre-image blob with the hunks applied; without that blob, the hunks
+alone, the class read later from the applied commit). A target whose file already defines every
+one in the same class is ``already-present``; the commit that added each is the newest
+``git log -S 'def <name>('``. After the apply a test file must compile and define no name twice
+in one body where the base did not (setters, ``@overload``, ``@f.register`` excepted).
 """
 
 from __future__ import annotations
@@ -18,10 +15,9 @@ import ast
 import functools
 import posixpath
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.git.apply import file_lines
@@ -35,12 +31,11 @@ _PARSING = threading.Lock()
 
 @dataclass(frozen=True)
 class Definition:
-    """A ``def`` or ``class`` directly in a module or class body; ``scope`` is the enclosing
-    class name ("" for the module)."""
+    """A ``def`` or ``class`` directly in a body; ``scope``: its class ("" for the module)."""
 
     scope: str
     name: str
-    line: int  # the line of the ``def``/``class`` keyword (decorators above it)
+    line: int  # of the ``def``/``class`` keyword
 
     @property
     def qualname(self) -> str:
@@ -61,16 +56,15 @@ _KEPT = 16
 
 @functools.lru_cache(maxsize=_KEPT)
 def parsed(text: str, filename: str) -> ast.Module:
-    """The module's tree; ``SyntaxError`` (with ``lineno``) or ``ValueError`` otherwise. The
-    same tree for the same text: read it, never change it."""
+    """The module's tree (the same for the same text: never change it), or ``SyntaxError`` /
+    ``ValueError``."""
     with _PARSING:
         return ast.parse(text, filename=filename)
 
 
 @functools.lru_cache(maxsize=_KEPT)
 def compiled(text: str, filename: str) -> ast.Module:
-    """The module's tree (:func:`parsed`), once it also compiles; ``SyntaxError`` (with
-    ``lineno``) otherwise."""
+    """The module's tree (:func:`parsed`), once it also compiles."""
     tree = parsed(text, filename)
     with _PARSING:
         compile(tree, filename, "exec", dont_inherit=True)
@@ -110,8 +104,7 @@ def test_definitions(tree: ast.Module) -> list[Definition]:
 
 
 def _rebinds_on_purpose(node: _Def) -> bool:
-    """``@x.setter``/``@x.getter``/``@x.deleter``, ``@overload`` and ``@f.register`` redefine
-    a name on purpose."""
+    """A property's setter/getter/deleter, ``@overload``, ``@f.register``."""
     for deco in node.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         if isinstance(target, ast.Attribute) and target.attr in (
@@ -136,17 +129,13 @@ def redefinitions(tree: ast.Module) -> list[Redefinition]:
     return sorted(found, key=lambda r: r.again)
 
 
-class Blobs(Protocol):
-    """Blobs by name (a blob id or ``<commit>:<path>``): a dict of those read at once
-    (`run.read_blobs`), or a run's `cache.BlobReader` that asks git."""
-
-    def get(self, name: str, /) -> bytes | None: ...
+# Blobs by name: a dict's ``get`` (`run.read_blobs`), or a run's `RunMemo.reader`.
+Blobs = Callable[[str], bytes | None]
 
 
 @dataclass(frozen=True)
 class AddedTest:
-    """A test function a series adds: its file, class ("" for the module; None when only the
-    hunk named it and no class line was in sight) and name."""
+    """A test function a series adds: file, class ("" for the module; None: not known) and name."""
 
     path: str
     scope: str | None
@@ -185,8 +174,8 @@ class PresentTest:
 
 
 def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[int]] | None:
-    """The file as the hunks leave ``pre`` and the (1-based) numbers of the lines they add;
-    None when a hunk does not match ``pre`` exactly where its header says."""
+    """The file as the hunks leave ``pre`` and the numbers of the lines they add (from 1);
+    None when a hunk does not match ``pre`` where its header says."""
     out: list[str] = []
     added: set[int] = set()
     pos = 0
@@ -226,8 +215,7 @@ def _indent(line: str) -> int:
 
 
 def _from_hunks(path: str, diff: FileDiff) -> list[AddedTest]:
-    """The tests added lines define, the class read from the nearest less indented ``class``
-    line of the same hunk (None when there is none)."""
+    """The tests added lines define, the class from the hunk's nearest outer ``class`` line."""
     found = []
     for hunk in diff.hunks:
         new_side = [line for line in hunk.lines if line[:1] in (" ", "+")]
@@ -254,8 +242,7 @@ def is_python_test(path: str, test_paths: Sequence[str] = ()) -> bool:
 
 def added_tests(repo: Path, patches: Sequence[Patch],
                 blobs: Blobs | None = None) -> list[AddedTest]:
-    """Every test function the series adds to its Python test files, in patch order;
-    ``blobs`` holds the pre-images already read (one it lacks is not in the repository)."""
+    """Every test the series adds, in patch order; ``blobs``: the pre-images read already."""
     found: dict[AddedTest, None] = {}
     posts: dict[str, list[str]] = {}  # each path as the earlier patches of the series left it
     for patch in patches:
@@ -277,8 +264,8 @@ def pre_images(patches: Sequence[Patch]) -> list[str]:
 
 
 def _blob(repo: Path, name: str, blobs: Blobs | None) -> bytes | None:
-    """The blob ``name`` names (from ``blobs`` when given, else one ``git cat-file``)."""
-    return blobs.get(name) if blobs is not None else read_blob(repo, name)
+    """The blob ``name`` names, from ``blobs`` when given."""
+    return blobs(name) if blobs is not None else read_blob(repo, name)
 
 
 def _text(data: bytes) -> str:
@@ -287,7 +274,7 @@ def _text(data: bytes) -> str:
 
 def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
                      blobs: Blobs | None = None) -> list[AddedTest] | None:
-    """The tests added to one file, read from its post-image; None when that is not at hand."""
+    """The tests added to one file, from its post-image; None when that is not at hand."""
     path = diff.new
     assert path is not None
     candidates: list[list[str]] = []
@@ -317,8 +304,7 @@ def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
 
 def _tree_at(repo: Path, commit: str, path: str,
              blobs: Blobs | None = None) -> ast.Module | None:
-    """The parsed file ``path`` of ``commit``; None when it is not there (not in ``blobs``,
-    when given) or does not parse."""
+    """The parsed ``path`` of ``commit``; None when it is not there or does not parse."""
     data = _blob(repo, f"{commit}:{path}", blobs)
     if data is None:
         return None
@@ -329,8 +315,8 @@ def _tree_at(repo: Path, commit: str, path: str,
 
 
 def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, str] | None:
-    """(short sha, subject) of the newest commit reachable from ``commit`` that changed how
-    often ``def <name>(`` occurs in ``path`` (git's pickaxe, ``log -S``)."""
+    """(short sha, subject) of the newest commit that changed how often ``def <name>(``
+    occurs in ``path`` (``log -S``)."""
     out = git(["log", "-1", f"-Sdef {name}(", "--format=%H%x00%s", commit, "--", path],
               cwd=repo, check=False)
     if not out.ok or "\x00" not in out.stdout:
@@ -342,9 +328,8 @@ def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, s
 def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
                   trees: dict[str, ast.Module | None] | None = None,
                   blobs: Blobs | None = None) -> list[tuple[AddedTest, int]]:
-    """The ``tests`` that ``commit`` already defines, in the same class (or module) and file,
-    each with its class as found there and its line; ``trees`` keeps the files of ``commit``
-    read so far (path -> parsed file) for a caller that asks again; ``blobs`` as `_tree_at`."""
+    """The ``tests`` ``commit`` defines in the same file and class, each with its class found
+    there and its line; ``trees`` keeps the files read (path -> tree) for a caller's next ask."""
     found = []
     trees = {} if trees is None else trees
     for test in tests:
@@ -362,8 +347,7 @@ def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
 
 def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
                   blobs: Blobs | None = None) -> list[PresentTest]:
-    """The ``tests`` that ``commit`` already defines, in the same class (or module) and file,
-    with the commit that added each; ``blobs`` as `_tree_at`."""
+    """`defined_tests`, each with the commit that added it."""
     found = []
     for test, line in defined_tests(repo, commit, tests, blobs=blobs):
         by = introduced_by(repo, commit, test.path, test.name)
@@ -378,8 +362,8 @@ def all_present(added: Sequence[object], present: Sequence[object]) -> bool:
 
 def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest],
                  blobs: Blobs | None = None) -> list[AddedTest]:
-    """``tests`` with each unknown class read from ``head``: the class of the one definition
-    of that name ``head`` has and ``base`` had not; ``blobs`` as `_tree_at`."""
+    """``tests`` with each unknown class read from ``head``: that of the one definition of the
+    name ``head`` has and ``base`` had not."""
     out = []
     for test in tests:
         if test.scope is None:
@@ -395,9 +379,8 @@ def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest],
 
 
 def left_paths(changes: Iterable[tuple[str | None, str | None]]) -> list[str]:
-    """The one rule of which files a series leaves, from its file changes in order (path
-    before, path after; None for a new or a deleted file's missing side): a path a later
-    change deletes or renames away is dropped, a rename's new path counts; in first-left order."""
+    """The one rule of which files a series leaves, from its (path before, path after) changes
+    in order: a path later deleted or renamed away is dropped, a rename's new path counts."""
     left: dict[str, None] = {}
     for old, new in changes:
         if old and old != new:
@@ -408,8 +391,7 @@ def left_paths(changes: Iterable[tuple[str | None, str | None]]) -> list[str]:
 
 
 def changed_python_tests(patches: Sequence[Patch], test_paths: Sequence[str] = ()) -> list[str]:
-    """The Python test files the series leaves in the tree (created or changed, as
-    :func:`left_paths` says: a renamed one by its new path, a deleted one not), in order."""
+    """The Python test files the series leaves (:func:`left_paths`), in order."""
     binary = {d.new for p in patches for d in p.files if d.binary and d.new}
     left = left_paths((d.old, d.new) for p in patches for d in p.files)
     return [path for path in left if path not in binary and is_python_test(path, test_paths)]
@@ -417,10 +399,8 @@ def changed_python_tests(patches: Sequence[Patch], test_paths: Sequence[str] = (
 
 def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str],
                     blobs: Blobs | None = None) -> list[str]:
-    """What is wrong with ``paths`` at ``head`` (a commit, or a folder holding the files as
-    they are on disk): a file that does not compile, or a name defined twice in one class or
-    module body where ``base`` did not define it twice: one sentence each, naming the file,
-    the name and both line numbers. ``blobs`` as `_tree_at`."""
+    """One sentence per file of ``paths`` at ``head`` (a commit, or a folder) that does not
+    compile or defines a name twice in one body where ``base`` did not (with both lines)."""
     problems = []
     for path in paths:
         if isinstance(head, Path):

@@ -1,19 +1,14 @@
-"""The one git runner: every git call of the tool goes through :func:`git` (``docs_audit.py``
-and ``demo/`` too), started and waited on by ``backport.process.run``, so a timeout or an
-interrupt kills git with its children like any other child.
+"""The one git runner, and the reads every part shares (blobs, changed files, ``ls-remote``).
 
-Each call: an argv list (``--`` before paths), ``LANG=C``, ``GIT_TERMINAL_PROMPT=0``, no askpass
-program unless the caller names one (the push's token askpass), stdin bytes through a pipe,
-killed after ``DEFAULT_TIMEOUT`` (a blobless cache may fetch during any command) and reported
-"timed out", git's auto maintenance only after a fetch, and a failure told in one redacted
-sentence naming the subcommand.
-
-A step that holds the forge token (the fork's push and ``ls-remote``, the upstream's fetch and
-``ls-remote``, the publish step's fresh apply) calls :func:`token_git` instead: ``--git-dir``
-names the one repository it may read (``/dev/null`` for none), its folder is a new empty one
-under ``GIT_CEILING_DIRECTORIES``, so no repository is discovered; ``protocol.ext.allow=never``,
-no hooks, no fsmonitor, and ``GIT_ALLOW_PROTOCOL`` only the transports of the URLs it talks to,
-given on the command line and in the environment, so no config file can undo them.
+Every git call goes through :func:`git` (``docs_audit.py`` and ``demo/`` too), run by
+``process.run``, so a timeout or an interrupt kills it with its children: an argv list, ``--``
+before paths, ``LANG=C``, no prompt and no askpass program unless the caller names one (the
+push's token askpass), killed after ``DEFAULT_TIMEOUT`` ("timed out"), auto maintenance only
+after a fetch, a failure one redacted sentence naming the subcommand. A step that holds the
+forge token calls :func:`token_git`: ``--git-dir`` names the one repository it may read, its
+folder is a new empty one under ``GIT_CEILING_DIRECTORIES`` (no repository discovered), no
+``ext::`` transport, hooks or fsmonitor, and ``GIT_ALLOW_PROTOCOL`` only the transports of its
+URLs: on the command line and in the environment, so no config file can undo them.
 """
 
 from __future__ import annotations
@@ -36,16 +31,13 @@ BASE_ENV = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": 
 # Unless the caller brings its own (the push's token askpass), no askpass program is started.
 NO_ASKPASS = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
 DEFAULT_TIMEOUT = 1800.0  # seconds; in a blobless cache even a checkout may fetch objects
-# Auto maintenance runs after fetches and commits, a process or more each: only the run's fetch
-# of its branches starts it; every other call (and the children it starts) does not.
+# Auto maintenance (a process or more after each fetch and commit) runs only after a fetch.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false")
-# What every `token_git` process runs with: no transport that runs a command, no hook, no
-# file-system monitor.
 SEALED_OPTIONS = ("-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null",
                   "-c", "core.fsmonitor=false")
 # The transport of a URL: its scheme, or the helper of git's ``<helper>::<address>`` form.
 _SCHEME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9+.-]*)(?:://|::)")
-# Options git takes before its subcommand; the ones in _WITH_VALUE consume the next argument.
+# git's options before its subcommand that take the next argument.
 _WITH_VALUE = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 _UNREACHABLE = (
     "could not read from remote repository", "does not appear to be a git repository",
@@ -78,11 +70,6 @@ class GitOutput:
     def text(self) -> str:
         """stdout and stderr together, for parsing messages that may go to either."""
         return f"{self.stdout}\n{self.stderr}"
-
-    @property
-    def command(self) -> str:
-        """The git subcommand, e.g. ``fetch`` for ``git -c x=y fetch ...``."""
-        return subcommand(self.args)
 
     @property
     def reason(self) -> str:
@@ -126,8 +113,7 @@ def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None 
 
 
 def transport_of(url: str) -> str:
-    """The git transport ``url`` uses: ``https``, ``file`` for a local path, ``ssh`` for
-    ``host:path``."""
+    """``url``'s git transport: ``https``, ``file`` for a local path, ``ssh`` for ``host:path``."""
     found = _SCHEME.match(transport_url(url))
     name = found.group("name").lower() if found else "ssh"
     return "ssh" if name in ("git+ssh", "ssh+git") else name
@@ -160,7 +146,7 @@ def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
 
 
 def first_error_line(text: str) -> str:
-    """The most telling line of git's output: the first ``fatal:``/``error:`` line, else the last."""
+    """The first ``fatal:``/``error:`` line of git's output, else its last line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for prefix in ("fatal:", "error:"):
         for line in lines:
@@ -173,18 +159,18 @@ def failure(result: GitOutput, code: ErrorCode | str = ErrorCode.GIT,
             cwd: Path | None = None) -> BackportError:
     """A BackportError describing a failed git call in one redacted sentence."""
     where = f" in {cwd}" if cwd is not None else ""
-    message = redact(f"git {result.command} failed{where}: {result.reason}.")
+    message = redact(f"git {subcommand(result.args)} failed{where}: {result.reason}.")
     return BackportError(code, message, details={"exit": result.status})
 
 
 def remote_failure(out: GitOutput, what: str, unreachable: ErrorCode | str) -> BackportError:
-    """``<what>: <git's reason>.``, coded ``unreachable`` when the remote could not be reached."""
+    """``<what>: <reason>.``, coded ``unreachable`` when the remote could not be reached."""
     return BackportError(unreachable if is_unreachable(out.text) else ErrorCode.GIT,
                          f"{what}: {out.reason}.")
 
 
 def transport_url(url: str) -> str:
-    """``url`` with a plain local path turned into a ``file://`` URL (so partial clone filters work)."""
+    """``url``, a local path as a ``file://`` URL (so partial clone filters work)."""
     if is_local_path(url):
         return "file://" + os.path.abspath(os.path.expanduser(url))
     return url
@@ -205,7 +191,7 @@ def is_unreachable(text: str) -> bool:
 
 
 def read_blob(cwd: Path, name: str, env: Mapping[str, str] | None = None) -> bytes | None:
-    """The bytes of the blob ``name`` (an id or ``<commit>:<path>``) names; None when none."""
+    """The blob ``name`` (an id or ``<commit>:<path>``) names; None when none."""
     out = git(["cat-file", "blob", name], cwd=cwd, env=env, check=False)
     return out.raw if out.ok else None
 
@@ -252,8 +238,7 @@ def changed_paths(cwd: Path, base: str, commit: str) -> dict[str, bool]:
 
 def ls_remote(url: str, branches: Sequence[str], env: Mapping[str, str] | None,
               unreachable: ErrorCode | str, failed: str) -> dict[str, str | None]:
-    """branch -> sha on ``url`` (None: no such branch), in one sealed ``ls-remote`` outside any
-    repository; a failure is ``<failed>: <git's reason>.``."""
+    """branch -> sha on ``url`` (None: none), in one sealed ``ls-remote`` outside any repository."""
     names = list(dict.fromkeys(branches))
     for name in names:
         check_branch_name(name)
@@ -274,7 +259,6 @@ def ls_remote(url: str, branches: Sequence[str], env: Mapping[str, str] | None,
 
 
 def configured_helpers(cwd: Path | None = None) -> list[str]:
-    """Every ``credential.helper`` and ``credential.<url>.helper`` value git sees in ``cwd``
-    (system, global and, in a repository, its own configuration)."""
+    """Every ``credential[.<url>].helper`` value git's configuration holds, seen from ``cwd``."""
     found = git(["config", "--get-regexp", r"^credential\..*helper$"], cwd=cwd, check=False)
     return [line.partition(" ")[2] for line in found.stdout.splitlines() if " " in line]

@@ -1,24 +1,17 @@
 """The source PR of a from-PR backport, read from the cache repository: the commits it carries,
-proven to be its own; what a merged PR's squash commit says of it; the backport's message.
+proven to be its own, what its GitCode squash commit says, and the backport's message.
 
-A merged PR: what landed on its base branch. A commit there is PR N's only when the files it
-changes are exactly the files the forge lists for PR N (``/pulls/N/files``) and it was committed
-no earlier than the PR's merge time (less ``MERGE_CLOCK_SKEW``): the forge's
-``merge_commit_sha`` when it is on the base and its files match, else the oldest such commit
-whose GitCode squash message names ``!N`` (``!N merge <head> into <base>`` … ``See merge
-request: <owner>/<repo>!N``). Every other commit naming ``!N`` that way is passed over and
-reported by sha: anyone who gets a commit onto the base can quote ``!N``, so a message alone
-proves nothing. Never the PR's own head commits, which a squash merge may leave unserved. An
-open PR: its head ref ``refs/merge-requests/N/head`` from where it leaves the base (only the
-PR's author moves that ref). A PR carries a change when each patch's ``patch-id`` is one of its
-commits' or their sum's (:func:`carries_change`).
-
-GitCode's squash message holds the PR's own commit message, then a block it generates
-(``GENERATED``, ``!N merge X into Y``, the title again, ``Created-by:``, ``Merged-by:``, the PR
-description after ``Description:``, ``See merge request: …!N``). The local forge reads a real PR
-it never held from it (:func:`find_squash_merge`); a backport carries the PR's title, the
-change's own message and where it comes from (:func:`backport_message`), with the source
-commit's author and date (:func:`restate`).
+A merged PR's change is the commit on its base whose files are exactly the PR's
+(``/pulls/N/files``), committed no earlier than its merge (less ``MERGE_CLOCK_SKEW``): the
+forge's ``merge_commit_sha``, else the oldest whose squash message names ``!N`` (``!N merge
+<head> into <base>`` … ``See merge request: …!N``); anyone can quote ``!N`` on the base, so the
+others naming it are passed over and reported by sha. An open PR's change runs from where its
+head ref ``refs/merge-requests/N/head`` leaves the base. A PR carries a set's change when each
+patch's patch-id is one of its commits' or their sum's. A squash message holds the PR's own
+commit message, then the block GitCode generates (``GENERATED``: the merge line, the title,
+``Created-by:``, ``Description:``, the trailer): the local forge reads a PR it never held from
+it, and a backport keeps the PR's title and the change's own words, with the source commit's
+author and date.
 """
 
 from __future__ import annotations
@@ -41,8 +34,7 @@ FOUND_BY_MERGE_SHA = "merge_commit_sha"
 FOUND_BY_SQUASH = "squash message"
 FOUND_BY_HEAD = "head ref"
 _PR_HEADS = "refs/backport/pr/"
-# How much earlier than the forge's `merged_at` the landed commit may say it was committed: the
-# squash commit is written a moment before the merge is recorded, by other hosts' clocks.
+# The squash commit is written a moment before the merge is recorded, by other hosts' clocks.
 MERGE_CLOCK_SKEW = timedelta(minutes=10)
 # Why a commit naming !N was not taken (the plan names it by sha with one of these).
 FILES_DIFFER = "its files are not the PR's"
@@ -71,8 +63,8 @@ class PassedOver:
 
 @dataclass(frozen=True)
 class SourceCommits:
-    """What ``new --from-pr`` exports: ``rev`` (one sha or ``A..B``) and the commit it names,
-    with the commits naming the PR that were passed over."""
+    """What a from-PR set exports: ``rev`` (one sha or ``A..B``), the commit it names, and
+    the commits naming the PR that were passed over."""
 
     rev: str
     commit: str  # the landed commit, or the open PR's head
@@ -109,9 +101,9 @@ def _merge_line(message: str, number: int) -> re.Match[str] | None:
 
 
 def squash_names(message: str, number: int) -> bool:
-    """Whether a commit message is GitCode's squash message of PR ``number`` (not ``!N0``):
-    its last ``See merge request: …!N`` trailer when it has one (written after the PR's own
-    text, which may quote another PR's lines), else its ``!N merge`` line."""
+    """Whether ``message`` is GitCode's squash message of PR ``number`` (not ``!N0``): by its
+    last trailer when it has one (the PR's own text above may quote another's), else its
+    ``!N merge`` line."""
     trailers = _TRAILER.findall(message)
     if trailers:
         return trailers[-1] == str(number)
@@ -127,28 +119,27 @@ def squash_number(message: str) -> int | None:
 
 
 def squash_head(message: str, number: int) -> str:
-    """The head branch the squash message of PR ``number`` says it merged ("" when none),
-    from GitCode's generated block when there is one (the author may quote any line above)."""
+    """The head branch PR ``number``'s squash message says it merged ("" when none), read
+    from the generated block where there is one (the author may quote any line above)."""
     line = _merge_line(message.split(GENERATED, 1)[-1], number)
     return line.group(2) if line else ""
 
 
 def same_files(pr_paths: Iterable[str], commit_paths: Iterable[str]) -> bool:
-    """The file rule: a commit is a PR's change only when it touches exactly the PR's paths
-    (both names of a rename on each side), and the PR touches at least one."""
+    """A commit is a PR's change only when it touches exactly the PR's paths (at least one)."""
     wanted = frozenset(pr_paths)
     return bool(wanted) and wanted == frozenset(commit_paths)
 
 
 def merge_bound(merged_at: str) -> int | None:
-    """The earliest commit time (epoch seconds) a PR merged at ``merged_at`` (ISO 8601, as the
-    forge writes it) may have landed with; None when the time is not given or not readable."""
+    """The earliest commit time (epoch seconds) a PR merged at ``merged_at`` (ISO 8601) may
+    have landed with; None when the time is missing, unreadable or without its zone."""
     try:
         when = datetime.fromisoformat(merged_at.strip())
     except ValueError:
         return None
     if when.tzinfo is None:
-        return None  # a time without its zone cannot be compared with a commit's
+        return None
     return int((when - MERGE_CLOCK_SKEW).timestamp())
 
 
@@ -200,9 +191,8 @@ def _naming(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
 
 def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_paths: frozenset[str],
            bound: int | None) -> tuple[str | None, tuple[PassedOver, ...]]:
-    """The rule, given the commits naming the PR (oldest first), the files each changes, the
-    PR's files and the earliest time it may have landed: the oldest commit at or after that
-    time with exactly the PR's files, and every other one with why it was not taken."""
+    """The oldest of ``named`` (oldest first) at or after ``bound`` with exactly the PR's
+    files, and every other one with why it was not taken."""
     taken: str | None = None
     passed = []
     for commit in named:
@@ -224,7 +214,7 @@ def _files_said(paths: frozenset[str]) -> str:
 
 
 def passed_over_said(passed: Iterable[PassedOver]) -> str:
-    """``abc123456789 (its files are not the PR's), …``: the commits not taken, by sha."""
+    """``abc123456789 (its files are not the PR's), …``."""
     listed = list(passed)
     said = ", ".join(f"{p.sha[:12]} ({p.why})" for p in listed[:_SHOWN_COMMITS])
     more = len(listed) - _SHOWN_COMMITS
@@ -233,9 +223,8 @@ def passed_over_said(passed: Iterable[PassedOver]) -> str:
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
            pr_paths: Iterable[str], merged_at: str) -> SourceCommits:
-    """What merged PR ``number`` put on ``base`` (fetched into ``repo`` first), proven by the
-    PR's files ``pr_paths`` (both names of a rename) and its merge time ``merged_at``; a
-    BackportError ``source-unproven`` naming what was seen when no commit proves it."""
+    """What merged PR ``number`` put on ``base`` (fetched first), proven by its files and merge
+    time; ``source-unproven`` naming what was seen when no commit proves it."""
     paths = frozenset(pr_paths)
     if not paths:
         raise BackportError("source-unproven", f"PR !{number} is merged but the forge lists no "
@@ -301,10 +290,9 @@ def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
 
 
 def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
-    """Whether open or merged PR ``number`` into ``base`` carries the change ``patches`` (the
-    set's format-patch files) make: each patch's ``patch-id --stable`` is that of one of the
-    PR's own commits, or of all of them together (a PR whose head cannot be fetched, or with
-    more than ``MAX_CARRIER_COMMITS`` commits, does not)."""
+    """Whether PR ``number`` into ``base`` carries the change of ``patches`` (format-patch
+    bytes): each patch's patch-id is one of its own commits' or their sum's (a PR whose head
+    cannot be fetched, or with over ``MAX_CARRIER_COMMITS`` commits, does not)."""
     wanted = [patch_ids(repo.path, data, repo.env) for data in patches]
     if not wanted or not all(wanted):
         return False
@@ -327,9 +315,8 @@ def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[by
 
 
 def read_message(message: str, number: int, author: str) -> tuple[str, str, str]:
-    """(title, body, author) of PR ``number`` from its squash message: the title GitCode
-    repeats after the ``!N merge`` line (else the subject), the ``Description:`` up to the
-    trailer, the ``Created-by:`` login (else the commit's ``author``)."""
+    """(title, body, author) of PR ``number`` from its squash message: the title after the
+    merge line (else the subject), the ``Description:``, the ``Created-by:`` login."""
     line = _merge_line(message, number)
     block = message[line.end():] if line else ""
     title = next((t.strip() for t in block.splitlines() if t.strip()), "")
@@ -346,8 +333,8 @@ def read_message(message: str, number: int, author: str) -> tuple[str, str, str]
 
 def find_squash_merge(repo: RepoCache, branches: Sequence[str],
                       number: int) -> SquashMerge | None:
-    """PR ``number``'s squash merge on one of ``branches`` (fetched into ``repo`` first): the
-    oldest first-parent commit whose own squash line names it and the branch it is on."""
+    """PR ``number``'s squash merge on one of ``branches``: the oldest first-parent commit
+    whose own merge line names it and the branch it is on."""
     found = [(time, sha, branch, when, author, message) for branch in branches
              for sha, time, when, author, message in _log(
                  repo, "--first-parent", f"--grep=!{number} merge", f"{TRACKING}{branch}")
@@ -379,9 +366,8 @@ def own_message(message: str) -> str:
 
 
 def backport_message(message: str, *, title: str, sha: str, source_ref: str) -> str:
-    """The message of the backport of ``sha`` (a squash commit whose message is ``message``)
-    from PR ``source_ref`` (``Ascend/pytorch!N``) titled ``title``. The author's lines in the
-    tool's trailer forms are left out: the only trailer in the tool's place is the tool's."""
+    """The message of the backport of ``sha`` from PR ``source_ref`` (``Ascend/pytorch!N``)
+    titled ``title``; the author's lines in the tool's trailer forms are left out."""
     own = "\n".join(line for line in own_message(message).splitlines()
                     if not _TOOL_FORM.match(line)).strip()
     subject, _, rest = own.partition("\n")
@@ -393,9 +379,8 @@ def backport_message(message: str, *, title: str, sha: str, source_ref: str) -> 
 
 
 def restate(repo: Path, sha: str, message: str) -> str:
-    """A commit of ``repo`` with ``sha``'s tree, parent, author and date and ``message`` (on no
-    branch: only its patch is exported); its sha, the same on every host (the committer is
-    the author too: no identity of this machine is needed or shown)."""
+    """A commit (on no branch) with ``sha``'s tree, parent, author and date and ``message``;
+    the committer is the author too, so every host makes the same sha and needs no identity."""
     name, email, date = git(["log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", sha],
                             cwd=repo).stdout.rstrip("\n").split("\x00")
     env = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")

@@ -19,7 +19,7 @@ _GLOB_CHARS = "\\*?["
 
 
 def sparse_pattern(path: str) -> str:
-    """A non-cone sparse-checkout pattern matching exactly ``path`` (file or directory) from the root."""
+    """A non-cone sparse-checkout pattern matching exactly ``path`` from the root."""
     clean = path.strip().lstrip("/")
     if not clean or clean.startswith("../") or "/../" in clean:
         raise BackportError("usage", f"invalid path {path!r} for a sparse checkout.")
@@ -37,8 +37,8 @@ def cache_branch(owner: Path, name: str) -> str:
 
 
 def forget_owner(repo: Path, owner: Path) -> None:
-    """Forget the worktrees of ``owner``, a folder removed with them, in the cache repository
-    at ``repo``: their registrations and their local branches (:func:`cache_branch`)."""
+    """Forget the worktrees of ``owner`` (a folder removed with them): their registrations and
+    their local branches in the cache repository ``repo``."""
     with repo_lock(repo):
         git(["worktree", "prune"], cwd=repo)
         refs = git(["for-each-ref", "--format=%(refname)",
@@ -56,7 +56,7 @@ def _registered(repo: Path) -> list[Path]:
 
 
 def _pointer(path: Path) -> Path | None:
-    """The private git folder the ``gitdir:`` line of ``path/.git`` names (a linked worktree's)."""
+    """The private git folder ``path/.git``'s ``gitdir:`` line names."""
     try:
         first = (path / ".git").read_text(encoding="utf-8").splitlines()[0]
     except (OSError, UnicodeDecodeError, IndexError):
@@ -66,8 +66,7 @@ def _pointer(path: Path) -> Path | None:
 
 def _linked(path: Path) -> tuple[Path, str | None] | None:
     """The shared git folder and HEAD's branch of the linked worktree at ``path``, read from
-    the files git keeps for it (its private folder names ``path/.git`` back, the shared folder
-    and HEAD); None when they do not say so plainly (git is asked)."""
+    git's files for it; None when they do not say so plainly (git is asked)."""
     own = _pointer(path)
     try:
         if own is None:
@@ -90,8 +89,7 @@ def _branch(ref: str) -> str | None:
 
 
 def _writable_then_again(func, name: str, _exc: object) -> None:
-    """`shutil.rmtree`'s second try at what it could not remove: its folder made writable
-    (a test may have taken the write bit away)."""
+    """`shutil.rmtree`'s retry with the folder made writable (a test may have locked it)."""
     os.chmod(os.path.dirname(name), 0o700)
     if os.path.isdir(name) and not os.path.islink(name):
         os.chmod(name, 0o700)
@@ -107,8 +105,7 @@ def _same(a: Path, b: Path) -> bool:
 
 @dataclass
 class Worktree:
-    """A linked worktree of the cache repository; ``repo`` is the cache's git directory,
-    ``memo`` what the run learned from it (the cache's when made from one)."""
+    """A linked worktree of the cache repository ``repo`` (``memo``: the cache's)."""
 
     path: Path
     repo: Path
@@ -120,17 +117,15 @@ class Worktree:
     def create(cls, cache: RepoCache, path: Path, branch: str, base_sha: str,
                sparse_paths: Sequence[str] | None, *,
                env: Mapping[str, str] | None = None) -> Worktree:
-        """Check out ``base_sha`` at ``path`` on local branch ``branch`` (reset if it exists),
-        a stale worktree there removed first; with ``sparse_paths`` only those files and folders
-        are materialized, their blobs fetched lazily from the upstream."""
+        """Check out ``base_sha`` at ``path`` on local branch ``branch`` (a stale worktree there
+        removed first), only ``sparse_paths`` materialized when given."""
         check_branch_name(branch)
         if not base_sha or base_sha.startswith("-"):
             raise BackportError("usage", f"invalid base commit {base_sha!r}.")
         path = Path(path).expanduser().absolute()
         cache.ensure()
         patterns = [sparse_pattern(p) for p in sparse_paths or ()]
-        # Detached here, the branch made by the checkout below: `add -B` starts two more git
-        # processes (`branch --force`, `symbolic-ref`), `--detach` one (`update-ref`).
+        # Detached, the branch made by the checkout: `add -B` would start two more processes.
         add = ["worktree", "add", "--quiet", "--no-checkout", "--detach", "--", str(path),
                base_sha]
         with cache.lock():
@@ -142,7 +137,6 @@ class Worktree:
                 cls._clear(cache.path, path)
                 git(add, cwd=cache.path)
             if patterns:
-                # Non-cone mode so single files can be listed; writes per-worktree config.
                 git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
         env = {**cache.env, **(env or {})}
         git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=env)
@@ -166,8 +160,7 @@ class Worktree:
 
     @classmethod
     def open(cls, path: Path, memo: RunMemo | None = None) -> Worktree:
-        """The worktree at ``path``; BackportError when there is none. ``memo``: the run's memo
-        of its cache repository, when the caller knows the worktree is of that cache."""
+        """The worktree at ``path`` (``memo``: its cache's, when the caller knows it)."""
         path = Path(path).expanduser().absolute()
         if not (path / ".git").exists():
             raise BackportError("git", f"{path} is not a git worktree.")
@@ -198,9 +191,8 @@ class Worktree:
 
     @staticmethod
     def discard(repo: Path, path: Path, branch: str) -> None:
-        """Delete the worktree at ``path`` of the cache ``repo`` and its ``branch`` without
-        reading anything in it (code of the branch ran there and may have rewritten its
-        ``.git``): the folder goes, then git forgets it (``worktree prune``) and the branch."""
+        """Delete the worktree at ``path`` and its ``branch`` without reading anything in it
+        (code of the branch ran there and may have rewritten its ``.git``)."""
         with repo_lock(repo):
             if path.is_symlink() or path.is_file():
                 path.unlink()
@@ -210,8 +202,7 @@ class Worktree:
             git(["branch", "--quiet", "-D", "--", branch], cwd=repo, check=False)
 
     def remove(self) -> None:
-        """Delete the worktree (even with local changes or a ``git am`` in progress) and its
-        branch, holding the cache lock (worktrees of other branches may be made meanwhile)."""
+        """Delete the worktree (even mid ``git am``) and its branch, under the cache lock."""
         if self.repo.is_dir():
             with repo_lock(self.repo):
                 self._remove()

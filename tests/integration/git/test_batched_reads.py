@@ -68,7 +68,7 @@ def test_the_audit_batches_say_what_one_item_says(tmp_path: Path) -> None:
                                                                          strict=True)}
     pre = read_blobs(work, pre_images(patches))
     assert len(pre) == 1  # the pre-image both patches changing the test file share
-    assert added_tests(work, patches, pre) == added_tests(work, patches)
+    assert added_tests(work, patches, pre.get) == added_tests(work, patches)
     assert history.tests_added(work, emails) == {
         c: [t.node_id for t in added_tests(work, [p])] for (c, _), p in zip(emails, patches,
                                                                             strict=True)}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from backport.config.patchfiles import read_patch
 from backport.git.apply import abort_series, am_in_progress, apply_series
-from backport.git.apply_ignoring_context import apply_ignoring_context
+from backport.git.apply_fallbacks import apply_ignoring_context
 from backport.git.worktree import Worktree
 from tests.helpers import gitrepos as gr
 

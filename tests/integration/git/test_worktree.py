@@ -171,13 +171,13 @@ def test_a_run_reads_a_file_of_a_commit_once_and_a_moving_name_each_time(
     wt = Worktree.create(cache, tmp_path / "wt", "bp", head, [TEST_FILE])
     assert wt.memo is cache.memo
     blobs = cache.memo.reader(cache.path)
-    assert blobs.get(f"{head}:{TEST_FILE}") == BASE.encode()
+    assert blobs(f"{head}:{TEST_FILE}") == BASE.encode()
     assert cache.memo.has(f"{head}:{TEST_FILE}")
     (wt.path / TEST_FILE).write_text("moved on\n")
     gr.git(wt.path, "commit", "--quiet", "-am", "move")
-    assert cache.memo.reader(wt.path).get(f"HEAD:{TEST_FILE}") == b"moved on\n"
+    assert cache.memo.reader(wt.path)(f"HEAD:{TEST_FILE}") == b"moved on\n"
     assert not cache.memo.has(f"HEAD:{TEST_FILE}")  # a ref moves: never kept
     gr.git(wt.path, "commit", "--quiet", "--amend", "-m", "moved again")
     (wt.path / TEST_FILE).write_text("and again\n")
     gr.git(wt.path, "commit", "--quiet", "-am", "again")
-    assert cache.memo.reader(wt.path).get(f"HEAD:{TEST_FILE}") == b"and again\n"
+    assert cache.memo.reader(wt.path)(f"HEAD:{TEST_FILE}") == b"and again\n"

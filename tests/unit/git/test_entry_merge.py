@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backport.git.json_list_merge import merge_entries
+from backport.git.apply_fallbacks import merge_entries
 from tests.helpers.entries import doc
 
 

@@ -13,7 +13,7 @@ def test_a_blob_kept_by_a_fixed_name_is_read_again_without_git() -> None:
     memo = RunMemo()
     memo.keep(f"{FULL}:test/x.py", b"text")
     assert memo.blob(Path("/nonexistent"), f"{FULL}:test/x.py") == b"text"
-    assert memo.reader(Path("/nonexistent")).get(f"{FULL}:test/x.py") == b"text"
+    assert memo.reader(Path("/nonexistent"))(f"{FULL}:test/x.py") == b"text"
     assert memo.has(f"{FULL}:test/x.py") and not memo.has(f"{FULL}:test/y.py")
 
 
@@ -27,24 +27,24 @@ def test_a_blob_a_search_missed_is_absent_until_the_next_fetch() -> None:
     assert not memo.absent("0123abcde")
 
 
-def test_patch_ids_and_identity_are_computed_once() -> None:
+def test_an_answer_is_computed_once_per_key() -> None:
     memo = RunMemo()
     calls: list[str] = []
 
-    def ids() -> set[str]:
+    def ids() -> frozenset[str]:
         calls.append("ids")
-        return {"p1"}
+        return frozenset({"p1"})
 
-    assert memo.patch_ids(b"diff", ids) == {"p1"} == memo.patch_ids(b"diff", ids)
-    assert memo.patch_ids(b"other", ids) == {"p1"}
+    assert memo.once(("patch-ids", b"diff"), ids) == {"p1"}
+    assert memo.once(("patch-ids", b"diff"), ids) == {"p1"}
+    assert memo.once(("patch-ids", b"other"), ids) == {"p1"}
     assert calls == ["ids", "ids"]  # once per distinct bytes
     read = [{"user.name": "A"}, {"user.name": "B"}]
-    assert memo.identity(lambda: read.pop(0)) == {"user.name": "A"}
-    assert memo.identity(lambda: read.pop(0)) == {"user.name": "A"}
+    assert memo.once("identity", lambda: read.pop(0)) == {"user.name": "A"}
+    assert memo.once("identity", lambda: read.pop(0)) == {"user.name": "A"}
 
 
 def test_a_blob_too_large_to_keep_is_not_kept() -> None:
     memo = RunMemo()
     memo.keep(FULL, b"x" * ((8 << 20) + 1))
     assert memo.has(FULL)  # known to be there, its bytes read again when asked
-    assert memo.reader(Path("/x")).memo is memo

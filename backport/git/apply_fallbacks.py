@@ -1,23 +1,101 @@
-"""Finish a ``git am -3`` that stopped on JSON object files written one member per line, by
-merging them entry by entry.
+"""Two ways to carry a maintainer's series where ``git am -3`` refuses it (a resolution made
+for a neighbour branch often fails only because of a line next to a change).
 
-torch-npu keeps lists such as ``test/unsupported_test_cases/.pytorch-disabled-tests.json``: one
-``"test name": [...]`` member per line, each release branch with entries of its own. A line
-merge conflicts whenever a change removes or adds entries next to lines the branch changed; by
-entry the change is clear. The merge refuses (None) whatever it cannot carry exactly: a file
-not in that form, a removed or changed entry the branch does not have as the change expects, a
-key duplicated where it is touched, an added entry without a neighbour to follow.
+With its context lines ignored (``git am -C0``), only where every change has one certain place:
+each hunk whose full text is not in the file needs a *core* (its lines from first change to
+last) that removes a line and occurs exactly once in the file before that patch; otherwise the
+whole series is refused. And, where ``git am -3`` stopped only on JSON objects written one
+member per line (torch-npu's ``.pytorch-disabled-tests.json``, each branch with entries of its
+own), by merging them entry by entry; the merge refuses (None) what it cannot carry exactly: a
+file not in that form, a removed or changed entry the branch does not have as expected, a
+duplicated key where it is touched, an added entry without a neighbour to follow.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from backport.git.apply import ApplyResult, continue_series
+from backport.config.patchfiles import FileDiff, Hunk, Patch
+from backport.git.apply import (
+    AM_OPTIONS,
+    SAFE_CONFIG,
+    ApplyResult,
+    am_in_progress,
+    committer_env,
+    continue_series,
+    file_lines,
+    mailbox,
+    refuse_in_progress,
+)
 from backport.git.run import read_blob
 from backport.git.worktree import Worktree
+
+
+def _count(haystack: list[str], needle: tuple[str, ...], limit: int = 2) -> int:
+    """How often ``needle`` occurs in ``haystack`` as consecutive lines (up to ``limit``)."""
+    if not needle:
+        return 0
+    found, first, size = 0, needle[0], len(needle)
+    for start in range(len(haystack) - size + 1):
+        if haystack[start] == first and tuple(haystack[start:start + size]) == needle:
+            found += 1
+            if found >= limit:
+                break
+    return found
+
+
+def _placed(hunk: Hunk, lines: list[str]) -> str:
+    """"exact" (the whole hunk is in the file), "core" (only its one core place) or "no"."""
+    if _count(lines, hunk.preimage, 1):
+        return "exact"
+    removes = any(line[:1] == "-" for line in hunk.lines)
+    return "core" if removes and _count(lines, hunk.core) == 1 else "no"
+
+
+def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] | None:
+    """The files whose hunks need their context ignored; None when a hunk has no certain place
+    in HEAD (or a change is binary)."""
+    found = []
+    for diff in diffs:
+        if diff.binary:
+            return None
+        if diff.old is None or not diff.hunks:
+            continue  # a new file, a rename or a mode change: nothing to place
+        data = read_blob(wt.path, f"HEAD:{diff.old}")
+        if data is None:
+            return None
+        lines = file_lines(data)
+        places = [_placed(hunk, lines) for hunk in diff.hunks]
+        if "no" in places:
+            return None
+        if "core" in places:
+            found.append(diff.old)
+    return list(dict.fromkeys(found))
+
+
+def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch], *,
+                           env: Mapping[str, str] | None = None) -> ApplyResult:
+    """Apply ``patches`` one by one with ``git am -C0`` (the files so placed: ``loose``); on a
+    ``conflict`` the worktree is back where it was, no ``git am`` in progress."""
+    refuse_in_progress(wt)
+    base = wt.head()
+    placed: list[str] = []
+    run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
+    for patch in patches:
+        files = context_ignored_files(wt, patch.files) if patch.commits == 1 else None
+        if files is None or not wt.git([*SAFE_CONFIG, "am", "-C0", *AM_OPTIONS], env=run_env,
+                                       stdin=mailbox([patch]), check=False).ok:
+            if am_in_progress(wt):
+                wt.git([*SAFE_CONFIG, "am", "--abort"], check=False)
+            wt.git(["reset", "--quiet", "--hard", base])
+            return ApplyResult("conflict", base, [], f"{patch.name} has a change without one "
+                                                     "certain place on this branch")
+        placed += [f for f in files if f not in placed]
+    return ApplyResult("applied", wt.head(), [], f"applied {len(patches)} patch(es) on top of "
+                       f"{base[:9]} with reduced context", loose=placed)
 
 
 @dataclass(frozen=True)
@@ -71,11 +149,8 @@ def _with_comma(line: str, comma: bool) -> str:
 
 
 def merge_entries(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
-    """``ours`` with the change from ``base`` to ``theirs`` made entry by entry, or None.
-
-    Lines the change does not touch keep their text; the commas are set so the result is a
-    valid object (every member but the last ends with one).
-    """
+    """``ours`` with the change from ``base`` to ``theirs`` made entry by entry, or None;
+    lines it does not touch keep their text, the commas set for a valid object."""
     docs = [_read(data) for data in (base, ours, theirs)]
     if docs[0] is None or docs[1] is None or docs[2] is None:
         return None
