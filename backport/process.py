@@ -1,11 +1,9 @@
 """The one place child processes start: argv lists, stdin bytes, output captured, a timeout
 that kills the whole process group, one error sentence for a program that cannot start.
 
-:func:`run` waits for the child (git's runner uses it too); :func:`spawn` returns it running
-(warm workers, pip's log). Each child leads a process group of its own, and every child
-:func:`run` waits on ends with the run (:func:`kill_running`: SIGTERM, then SIGKILL after
-``STOP_GRACE``, so git removes its lock files first). No child gets a secret of the tool in its
-environment (:func:`secret_free`); git's runner lays its own variables over that
+:func:`run` waits for the child (git's runner too), :func:`spawn` returns it running. Each child
+leads a process group, ended with the run (:func:`kill_running`). No child gets a secret of the
+tool in its environment (:func:`secret_free`); git's runner lays its own variables over it
 (``unfiltered``): the push's askpass is the one way a token reaches a child.
 """
 
@@ -61,20 +59,12 @@ class Output:
         return self.returncode is None
 
     @property
-    def out(self) -> str:
-        """stdout as text (bytes that are not UTF-8 replaced)."""
+    def out(self) -> str:  # bytes that are not UTF-8 replaced
         return self.stdout.decode("utf-8", "replace")
 
     @property
     def err(self) -> str:
         return self.stderr.decode("utf-8", "replace")
-
-
-def start_error(argv: Sequence[str], exc: OSError, *, code: ErrorCode | str,
-                context: str = "", shown: str | None = None) -> BackportError:
-    """``<context>cannot run <shown>: <why>``."""
-    why = exc.strerror or str(exc)
-    return BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}"))
 
 
 def secret_free(environ: Mapping[str, str]) -> dict[str, str]:
@@ -89,15 +79,16 @@ def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
           stdout: Stream = PIPE, stderr: Stream = PIPE, code: ErrorCode | str = ErrorCode.INTERNAL,
           context: str = "", shown: str | None = None, pass_fds: Sequence[int] = (),
           unfiltered: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a process group of its own and return it running. ``env`` is its whole
-    environment (None: this process's) less the secrets, ``unfiltered`` laid over it as given."""
+    """Start ``argv`` in a group of its own: ``env`` (None: this process's) less the secrets,
+    ``unfiltered`` laid over it."""
     child_env = {**secret_free(os.environ if env is None else env), **(unfiltered or {})}
     try:
         return subprocess.Popen(list(argv), cwd=cwd, env=child_env,
                                 stdin=stdin, stdout=stdout, stderr=stderr,
                                 start_new_session=True, pass_fds=tuple(pass_fds))
-    except OSError as exc:
-        raise start_error(argv, exc, code=code, context=context, shown=shown) from None
+    except OSError as exc:  # one sentence: <context>cannot run <shown>: <why>
+        why = exc.strerror or str(exc)
+        raise BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}")) from None
 
 
 def run(argv: Sequence[str], *, cwd: Path | str | None = None,
@@ -166,8 +157,7 @@ def running() -> list[int]:
 
 
 def kill_running() -> None:
-    """End every child :func:`run` waits on (an interrupted run): SIGTERM to each group,
-    :data:`STOP_GRACE` seconds for the waiting threads to reap it, then SIGKILL."""
+    """End every child :func:`run` waits on (an interrupted run): SIGTERM, then SIGKILL."""
     with _running_changed:
         _running_changed.wait_for(lambda: not _starting[0], timeout=STOP_GRACE)
         groups = list(_running)

@@ -119,7 +119,7 @@ _ADDS_DEF = re.compile(rb"^\+(?!\+\+ ).*\bdef\b", re.MULTILINE)  # an added line
 CHUNK = 200  # commits per `git log` of whole patches (bounds what is held in memory)
 
 
-# The files `git/present.py` `is_python_test` names (``test_*.py``, ``*_test.py``), as pathspecs.
+# The files `git/python_tests.py` `is_python_test` names (``test_*.py``, ``*_test.py``), as pathspecs.
 PYTHON_TESTS = (":(glob)**/test_*.py", ":(glob)**/*_test.py")
 
 
@@ -146,7 +146,7 @@ def patches_of(repo: Path, commits: Sequence[str],
 
 def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, list[str]]:
     """commit -> the tests its patch adds (``path::Class::name``), for each (commit, its
-    format-patch email) of ``emails``, read as `apply` reads a series' (`git/present.py`
+    format-patch email) of ``emails``, read as `apply` reads a series' (`git/python_tests.py`
     `added_tests`); the test files' pre-images are read in one git process. A patch none
     of whose added lines holds ``def`` adds no test (a test is added by its ``def`` line):
     it is not parsed."""

@@ -175,12 +175,12 @@ def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> Apply
     name = _current_patch_name(wt, out, names)
     why = (f"conflict in {', '.join(conflicts)}" if conflicts
            else first_error_line(out.text).rstrip("."))
-    return ApplyResult("conflict", wt.head(), conflicts, redact(f"patch {name} does not apply: {why}"))
+    message = redact(f"patch {name} does not apply: {why}")
+    return ApplyResult("conflict", wt.head(), conflicts, message)
 
 
 def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str, str]) -> None:
-    """Make the pre-image blobs local for the 3-way fallback: an abbreviated id cannot be
-    fetched lazily, so its full id is found in the (blob-free) history of the paths first."""
+    """Make the pre-image blobs local for the 3-way fallback (an abbreviated id by its full one)."""
     memo = wt.memo
     missing: dict[str, str] = {}
     for patch in patches:
@@ -211,8 +211,7 @@ def mailbox(patches: Sequence[Patch]) -> bytes:
 
 def apply_series(wt: Worktree, patches: Sequence[Patch], *,
                  env: Mapping[str, str] | None = None, base: str | None = None) -> ApplyResult:
-    """Apply ``patches`` with ``git am -3`` (author, date and message kept), stepping over an
-    empty one; ``base``: the worktree's HEAD when the caller knows it."""
+    """Apply ``patches`` with ``git am -3``, skipping an empty one; ``base``: HEAD if known."""
     if not patches:
         raise BackportError("usage", "no patch files to apply.")
     refuse_in_progress(wt)
@@ -296,8 +295,7 @@ def patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None,
     """The patch-ids of the changes in ``diff``; ``memo`` keeps them for the run."""
     if memo is not None:
         return set(memo.once(("patch-ids", diff), lambda: frozenset(patch_ids(cwd, diff, env))))
-    out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
-    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+    return set(commit_patch_ids(cwd, diff, env).values())
 
 
 def same_change(wanted: Sequence[set[str]], found: set[str]) -> bool:
@@ -306,8 +304,7 @@ def same_change(wanted: Sequence[set[str]], found: set[str]) -> bool:
 
 
 def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -> bool:
-    """True when every patch's patch-id is a commit's reachable from ``base_sha`` (only commits
-    touching exactly its paths are diffed: few blobs fetched)."""
+    """True when every patch's patch-id is that of a commit touching its paths in ``base_sha``."""
     if not _HEX.match(base_sha or ""):
         raise BackportError("usage", f"invalid base commit {base_sha!r}.")
     wanted = [(ids, set(p.paths)) for p in patches

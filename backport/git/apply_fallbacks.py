@@ -1,14 +1,12 @@
-"""Two ways to carry a maintainer's series where ``git am -3`` refuses it (a resolution made
-for a neighbour branch often fails only because of a line next to a change).
+"""Two ways to carry a maintainer's series where ``git am -3`` refuses it (a resolution made for
+a neighbour often fails only on a line next to a change).
 
-With its context lines ignored (``git am -C0``), only where every change has one certain place:
-each hunk whose full text is not in the file needs a *core* (its lines from first change to
-last) that removes a line and occurs exactly once in the file before that patch; otherwise the
-whole series is refused. And, where ``git am -3`` stopped only on JSON objects written one
-member per line (torch-npu's ``.pytorch-disabled-tests.json``, each branch with entries of its
-own), by merging them entry by entry; the merge refuses (None) what it cannot carry exactly: a
-file not in that form, a removed or changed entry the branch does not have as expected, a
-duplicated key where it is touched, an added entry without a neighbour to follow.
+Its context ignored (``git am -C0``), only where every hunk whose text is not in the file has a
+*core* (its lines from first change to last) that removes a line and occurs exactly once there.
+And, where ``git am -3`` stopped only on JSON objects of one member per line (torch-npu's
+``.pytorch-disabled-tests.json``), merged entry by entry, refusing (None) what it cannot carry
+exactly: another form, an entry not as expected, a duplicated key, an added entry without a
+neighbour to follow.
 """
 
 from __future__ import annotations
@@ -56,8 +54,7 @@ def _placed(hunk: Hunk, lines: list[str]) -> str:
 
 
 def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] | None:
-    """The files whose hunks need their context ignored; None when a hunk has no certain place
-    in HEAD (or a change is binary)."""
+    """The files whose hunks need their context ignored; None: a hunk has no certain place."""
     found = []
     for diff in diffs:
         if diff.binary:
@@ -78,8 +75,7 @@ def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] 
 
 def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch], *,
                            env: Mapping[str, str] | None = None) -> ApplyResult:
-    """Apply ``patches`` one by one with ``git am -C0`` (the files so placed: ``loose``); on a
-    ``conflict`` the worktree is back where it was, no ``git am`` in progress."""
+    """Apply ``patches`` with ``git am -C0``; on a ``conflict`` the worktree is as it was."""
     refuse_in_progress(wt)
     base = wt.head()
     placed: list[str] = []
@@ -106,19 +102,16 @@ class _Doc:
     end: str  # the text after the "}" line ("\n" or "")
 
 
-def _read(data: bytes) -> _Doc | None:
+def _read(data: bytes | None) -> _Doc | None:
     try:
-        text = data.decode("utf-8")
+        lines = (data or b"").decode("utf-8").split("\n")
     except UnicodeDecodeError:
         return None
-    lines = text.split("\n")
-    end = ""
-    if lines and lines[-1] == "":
+    end = "\n" if lines[-1] == "" else ""
+    if end:
         lines.pop()
-        end = "\n"
-    if len(lines) < 2 or lines[0].strip() != "{" or lines[-1].strip() != "}":
-        return None
-    if any(line.endswith("\r") for line in lines):
+    if (len(lines) < 2 or lines[0].strip() != "{" or lines[-1].strip() != "}"
+            or any(line.endswith("\r") for line in lines)):
         return None
     entries = []
     for line in lines[1:-1]:
@@ -142,19 +135,14 @@ def _bare(line: str) -> str:
 
 def _with_comma(line: str, comma: bool) -> str:
     body = line.rstrip()
-    blank = line[len(body):]
-    if body.endswith(","):
-        body = body[:-1]
-    return body + ("," if comma else "") + blank
+    return body.removesuffix(",") + ("," if comma else "") + line[len(body):]
 
 
-def merge_entries(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
-    """``ours`` with the change from ``base`` to ``theirs`` made entry by entry, or None;
-    lines it does not touch keep their text, the commas set for a valid object."""
-    docs = [_read(data) for data in (base, ours, theirs)]
-    if docs[0] is None or docs[1] is None or docs[2] is None:
+def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> bytes | None:
+    """``ours`` with the change from ``base`` to ``theirs`` made entry by entry, or None."""
+    b, o, t = _read(base), _read(ours), _read(theirs)
+    if b is None or o is None or t is None:
         return None
-    b, o, t = docs[0], docs[1], docs[2]
     before, here, after = (dict(doc.entries) for doc in (b, o, t))
     removed = [k for k in before if k not in after]
     changed = [k for k in after if k in before and _bare(after[k]) != _bare(before[k])]
@@ -203,15 +191,12 @@ def _values(entries: list[tuple[str, str]]) -> dict[str, object]:
 
 
 def finish_by_entries(wt: Worktree, stopped: ApplyResult) -> ApplyResult:
-    """Where every file ``git am -3`` stopped on merges entry by entry, write the merges and go
-    on, patch after patch (the merged files are ``merged``); otherwise ``stopped`` untouched."""
+    """Merge every file ``git am -3`` stopped on and go on, or return ``stopped`` untouched."""
     result, merged = stopped, []
     while result.status == "conflict" and result.conflicts:
         merges = {}
         for path in result.conflicts:
-            base, ours, theirs = (read_blob(wt.path, f":{n}:{path}") for n in (1, 2, 3))
-            merge = (merge_entries(base, ours, theirs)
-                     if base is not None and ours is not None and theirs is not None else None)
+            merge = merge_entries(*(read_blob(wt.path, f":{n}:{path}") for n in (1, 2, 3)))
             if merge is None:
                 return result
             merges[path] = merge

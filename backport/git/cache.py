@@ -1,7 +1,8 @@
 """The cache repository: one bare, blobless repository per upstream URL holding only the heads
 fetched (``refs/remotes/upstream/``), shared by every folder and run on the host under one lock
 (``<repo>.lock``, :func:`file_lock`, which the run locks use too); what a run learned from it
-(:class:`RunMemo`)."""
+(:class:`RunMemo`); and the fork's branches read and moved from it (``ls-remote``, ``push
+--force-with-lease``), sealed like its fetch: the token only in the askpass environment."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from pathlib import Path
 from typing import Any, TypeVar
 
-from backport.errors import BackportError
+from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.run import (
     GitOutput,
     check_branch_name,
+    first_error_line,
     git,
     is_unreachable,
     ls_remote,
@@ -37,6 +39,9 @@ _MISSING_REF = re.compile(r"couldn't find remote ref refs/heads/(?P<branch>\S+)"
 _LACKING = ("possible repository corruption on the remote side",
             "did not send all necessary objects", "missing blob object")
 _UNREADABLE = re.compile(r"(?:unable to read|missing blob object) '?(?P<sha>[0-9a-f]{40,64})")
+_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+_LEASE_FAILED = ("stale info", "fetch first", "non-fast-forward", "[rejected]")
+_NOISE = ("failed to push some refs", "could not read from remote repository")
 _MAX_BLOB = 8 << 20  # bytes: a larger blob is read again when asked again
 _MAX_KEPT = 128 << 20  # bytes of blobs a run keeps in all
 # Names that always name the same object: a full id (with a path) or an abbreviated blob id.
@@ -103,10 +108,9 @@ def repo_lock(repo: Path) -> Iterator[None]:
 
 
 class RunMemo:
-    """What a run learned from its cache repository and does not ask git again, only what stays
-    true for the run: blobs by a name that always names the same bytes, answers kept by key
-    (patch-ids, identity), pre-image blobs a search did not find (until the next fetch). One per
-    `RepoCache`, shared by its worktrees and threads (two asking at once both ask git)."""
+    """What a run learned from its cache and does not ask git again: blobs by a fixed name,
+    answers by key (patch-ids, identity), pre-images a search missed (until the next fetch).
+    Shared by the cache's worktrees and threads (two asking at once both ask git)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -167,8 +171,7 @@ class RunMemo:
         return self._absent.get(name) == self._fetches
 
     def once(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """``compute()`` the first time ``key`` is asked (the patch-ids of a patch's bytes, the
-        configured identity), its first answer after."""
+        """``compute()`` the first time ``key`` is asked, its first answer after."""
         if key not in self._answers:
             self._answers[key] = compute()
         return self._answers[key]
@@ -200,8 +203,7 @@ def _lacking_said(text: str) -> str:
 
 
 class RepoCache:
-    """The cache repository of ``upstream_url`` under ``root``; ``env`` (the askpass) goes to
-    every call that talks to the upstream."""
+    """The cache repository of ``upstream_url``; ``env`` (the askpass) talks to the upstream."""
 
     def __init__(self, root: Path, upstream_url: str, *,
                  env: Mapping[str, str] | None = None) -> None:
@@ -249,8 +251,7 @@ class RepoCache:
         return out.ok and not self._read_setup()[1]
 
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
-        """Fetch exactly ``refs/heads/<B>`` of each branch: branch -> head sha. A fetch that
-        fails leaves the cache as it was."""
+        """Fetch each branch's head only (branch -> sha); a failure leaves the cache as it was."""
         names = list(dict.fromkeys(branches))
         for name in names:
             check_branch_name(name)
@@ -314,24 +315,88 @@ class RepoCache:
         return BackportError("git", f"fetching from {url} failed: {out.reason}.")
 
     def local_heads(self, branches: Sequence[str]) -> dict[str, str]:
-        """branch -> sha as last fetched, in one ``cat-file --batch-check``."""
-        names = list(dict.fromkeys(branches))
-        asked = [b for b in names if b.strip() and "\n" not in b]  # one line each
-        out = git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.path,
-                  check=False, stdin="".join(f"{TRACKING}{b}^{{commit}}\n" for b in asked
-                                             ).encode("utf-8", "surrogateescape")) if asked else None
-        lines = dict(zip(asked, out.stdout.splitlines() if out and out.ok else [], strict=False))
-        heads: dict[str, str] = {}
-        for branch in names:
-            sha, _, kind = lines.get(branch, "").partition(" ")
-            if kind != "commit":
+        """branch -> sha as last fetched, in one ``for-each-ref``."""
+        out = git(["for-each-ref", "--format=%(objecttype) %(objectname) %(refname)", TRACKING],
+                  cwd=self.path, check=False)
+        found = {ref.removeprefix(TRACKING): sha for kind, sha, ref in
+                 (line.split(" ", 2) for line in out.stdout.splitlines()) if kind == "commit"}
+        for branch in branches:
+            if branch not in found:
                 raise BackportError("branch-missing", f"target branch '{branch}' has not been "
                                                       f"fetched from {redact(self.upstream_url)}.")
-            heads[branch] = sha
-        return heads
+        return {branch: found[branch] for branch in branches}
 
     def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:
         """branch -> current upstream sha (None when absent), by ``ls-remote``; fetches nothing."""
         return ls_remote(self.url, branches, self.env, "upstream-unreachable",
                          f"cannot list branches of upstream {redact(self.upstream_url)}")
 
+
+def _check_sha(sha: str, what: str) -> None:
+    if not _SHA.match(sha or ""):
+        raise BackportError(ErrorCode.USAGE, f"{what} {sha!r} is not a full commit id.")
+
+
+def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The sha of ``refs/heads/<branch>`` on ``url``, or None when the branch does not exist."""
+    return ls_remote(url, [branch], env, ErrorCode.FORK_UNREACHABLE,
+                     f"cannot read branch '{branch}' from {redact(url)}")[branch]
+
+
+def remote_shas(url: str, branches: list[str],
+                env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The sha of each of ``branches`` on ``url`` in one ``ls-remote`` (None: no such branch)."""
+    return ls_remote(url, branches, env, ErrorCode.FORK_UNREACHABLE,
+                     f"cannot read the fork branches from {redact(url)}")
+
+
+def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | None,
+                env: Mapping[str, str] | None = None) -> None:
+    """Set ``refs/heads/<branch>`` on ``url`` to ``sha`` if it is still at ``expect`` (None: not
+    there yet); ``fork-diverged`` when someone else moved it (left alone)."""
+    check_branch_name(branch)
+    _check_sha(sha, "commit")
+    if expect is not None:
+        _check_sha(expect, "expected commit")
+    ref = f"refs/heads/{branch}"
+    out = token_git(
+        ["push", "--porcelain", "--no-verify", f"--force-with-lease={ref}:{expect or ''}",
+         "--", transport_url(url), f"{sha}:{ref}"],
+        repo=Path(repo), urls=(url,), env=env, check=False)
+    rejected = [line for line in out.stdout.splitlines()
+                if line.startswith("!\t") and line.split("\t")[1].endswith(f":{ref}")]
+    if out.ok and not rejected:
+        return
+    shown = redact(url)
+    if any(marker in line for line in rejected for marker in _LEASE_FAILED):
+        try:
+            now = remote_sha(url, branch, env)
+        except BackportError:
+            now = None
+        raise ForkDiverged(
+            f"fork branch '{branch}' on {shown} was moved by someone else "
+            f"(now at {now[:7] if now else 'absent'}, expected {expect[:7] if expect else 'absent'}); "
+            "it was left untouched: inspect that commit, then delete the fork branch "
+            "if it may be replaced and run again.",
+            remote=now, expected=expect,
+        )
+    reasons = [rejected[0].split("\t")[-1].strip()] if rejected else []
+    reasons += _causes(out.text) or ([] if reasons else [first_error_line(out.text).rstrip(".")])
+    reason = redact("; ".join(dict.fromkeys(reasons)))
+    code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
+    raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.",
+                        details={"output": redact(out.text)})
+
+
+def _causes(text: str) -> list[str]:
+    """git's ``fatal:`` / ``error:`` / ``remote:`` lines: why a push was rejected."""
+    causes = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        for prefix in ("fatal:", "error:", "remote: fatal:", "remote: error:", "remote:"):
+            if line.startswith(prefix):
+                cause = line[len(prefix):].strip().rstrip(".")
+                if cause and not any(n in cause.lower() for n in _NOISE):
+                    causes.append(cause)
+                break
+    return causes[:4]

@@ -1,12 +1,10 @@
 """The Python tests a series adds, whether a target already defines them, and test files it
-leaves that hide a definition behind another or do not compile; read with ``ast``, never run.
+leaves that hide a definition or do not compile; read with ``ast``, never run.
 
 A test the series adds is a ``test*`` function whose ``def`` line a hunk adds, read from the file
-as the patch leaves it (its pre-image blob with the hunks applied; without that blob, the hunks
-alone, the class read later from the applied commit). A target whose file already defines every
-one in the same class is ``already-present``; the commit that added each is the newest
-``git log -S 'def <name>('``. After the apply a test file must compile and define no name twice
-in one body where the base did not (setters, ``@overload``, ``@f.register`` excepted).
+as the patch leaves it (without its pre-image blob, from the hunks alone). A target defining
+every one in the same class is ``already-present``. After the apply a test file must compile
+and define no name twice in one body where the base did not.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import posixpath
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.git.apply import file_lines
 from backport.git.run import git, read_blob
 
+_DEF = re.compile(r"\s*(?:async\s+)?def\s+([^\W\d]\w*)\s*[(:]")
+_CLASS = re.compile(r"\s*class\s+([^\W\d]\w*)\s*[(:]")
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 # CPython 3.11's parser keeps its recursion depth in shared state: two threads parsing at once
 # can fail ("AST constructor recursion depth mismatch"), so the branch threads parse one at a time.
@@ -56,8 +57,7 @@ _KEPT = 16
 
 @functools.lru_cache(maxsize=_KEPT)
 def parsed(text: str, filename: str) -> ast.Module:
-    """The module's tree (the same for the same text: never change it), or ``SyntaxError`` /
-    ``ValueError``."""
+    """The module's tree (the same for the same text: never change it)."""
     with _PARSING:
         return ast.parse(text, filename=filename)
 
@@ -174,8 +174,7 @@ class PresentTest:
 
 
 def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[int]] | None:
-    """The file as the hunks leave ``pre`` and the numbers of the lines they add (from 1);
-    None when a hunk does not match ``pre`` where its header says."""
+    """The file as the hunks leave ``pre`` and the numbers of the lines they add, or None."""
     out: list[str] = []
     added: set[int] = set()
     pos = 0
@@ -199,17 +198,6 @@ def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[in
     return out + pre[pos:], added
 
 
-def _keyword_name(line: str, keyword: str) -> str | None:
-    """The name after ``keyword`` (``def``/``class``) at the start of a stripped line."""
-    text = line.strip()
-    if keyword == "def":
-        text = text.removeprefix("async").lstrip() if text.startswith("async ") else text
-    if not text.startswith(keyword + " "):
-        return None
-    name = text[len(keyword) + 1:].lstrip().split("(")[0].split(":")[0].strip()
-    return name if name.isidentifier() else None
-
-
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
@@ -220,16 +208,17 @@ def _from_hunks(path: str, diff: FileDiff) -> list[AddedTest]:
     for hunk in diff.hunks:
         new_side = [line for line in hunk.lines if line[:1] in (" ", "+")]
         for index, line in enumerate(new_side):
-            name = _keyword_name(line[1:], "def")
-            if line[:1] != "+" or not name or not name.startswith("test"):
+            name = _DEF.match(line[1:])
+            if line[:1] != "+" or not name or not name.group(1).startswith("test"):
                 continue
             depth = _indent(line[1:])
             scope: str | None = "" if depth == 0 else None
             for before in reversed(new_side[:index]):
                 if before[1:].strip() and _indent(before[1:]) < depth:
-                    scope = _keyword_name(before[1:], "class") if depth else ""
+                    outer = _CLASS.match(before[1:])
+                    scope = outer.group(1) if outer else None
                     break
-            found.append(AddedTest(path, scope, name))
+            found.append(AddedTest(path, scope, name.group(1)))
     return found
 
 
@@ -315,8 +304,7 @@ def _tree_at(repo: Path, commit: str, path: str,
 
 
 def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, str] | None:
-    """(short sha, subject) of the newest commit that changed how often ``def <name>(``
-    occurs in ``path`` (``log -S``)."""
+    """(short sha, subject) of the newest commit that added ``def <name>(`` (``log -S``)."""
     out = git(["log", "-1", f"-Sdef {name}(", "--format=%H%x00%s", commit, "--", path],
               cwd=repo, check=False)
     if not out.ok or "\x00" not in out.stdout:
@@ -328,8 +316,8 @@ def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, s
 def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
                   trees: dict[str, ast.Module | None] | None = None,
                   blobs: Blobs | None = None) -> list[tuple[AddedTest, int]]:
-    """The ``tests`` ``commit`` defines in the same file and class, each with its class found
-    there and its line; ``trees`` keeps the files read (path -> tree) for a caller's next ask."""
+    """The ``tests`` ``commit`` defines in the same file and class, with their lines (``trees``:
+    the files read so far)."""
     found = []
     trees = {} if trees is None else trees
     for test in tests:
@@ -362,8 +350,7 @@ def all_present(added: Sequence[object], present: Sequence[object]) -> bool:
 
 def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest],
                  blobs: Blobs | None = None) -> list[AddedTest]:
-    """``tests`` with each unknown class read from ``head``: that of the one definition of the
-    name ``head`` has and ``base`` had not."""
+    """``tests`` with each unknown class read from the one new definition ``head`` has."""
     out = []
     for test in tests:
         if test.scope is None:
@@ -403,26 +390,22 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
     compile or defines a name twice in one body where ``base`` did not (with both lines)."""
     problems = []
     for path in paths:
-        if isinstance(head, Path):
-            try:
-                text = _text((head / path).read_bytes())
-            except OSError:
-                continue
-        else:
-            data = _blob(repo, f"{head}:{path}", blobs)
-            if data is None:
-                continue
-            text = _text(data)
+        try:
+            data = ((head / path).read_bytes() if isinstance(head, Path)
+                    else _blob(repo, f"{head}:{path}", blobs))
+        except OSError:
+            continue
+        if data is None:
+            continue
+        text = _text(data)
         broken = compile_problem(text, path)
         if broken:
             problems.append(f"{path} does not compile ({broken})")
             continue
         before = _tree_at(repo, base, path, blobs)
         known = {(r.scope, r.name) for r in redefinitions(before)} if before else set()
-        for again in redefinitions(parsed(text, path)):
-            if (again.scope, again.name) in known:
-                continue
-            problems.append(f"{path} defines {again.qualname} twice (lines {again.line} and "
-                            f"{again.again}): the second definition hides the first, so one "
-                            f"test would never run")
+        problems += [f"{path} defines {again.qualname} twice (lines {again.line} and "
+                     f"{again.again}): the second definition hides the first, so one test "
+                     f"would never run" for again in redefinitions(parsed(text, path))
+                     if (again.scope, again.name) not in known]
     return problems

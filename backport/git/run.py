@@ -1,14 +1,11 @@
 """The one git runner, and the reads every part shares (blobs, changed files, ``ls-remote``).
 
-Every git call goes through :func:`git` (``docs_audit.py`` and ``demo/`` too), run by
-``process.run``, so a timeout or an interrupt kills it with its children: an argv list, ``--``
-before paths, ``LANG=C``, no prompt and no askpass program unless the caller names one (the
-push's token askpass), killed after ``DEFAULT_TIMEOUT`` ("timed out"), auto maintenance only
-after a fetch, a failure one redacted sentence naming the subcommand. A step that holds the
-forge token calls :func:`token_git`: ``--git-dir`` names the one repository it may read, its
-folder is a new empty one under ``GIT_CEILING_DIRECTORIES`` (no repository discovered), no
-``ext::`` transport, hooks or fsmonitor, and ``GIT_ALLOW_PROTOCOL`` only the transports of its
-URLs: on the command line and in the environment, so no config file can undo them.
+Every git call goes through :func:`git`, run by ``process.run`` (a timeout or an interrupt kills
+it with its children): an argv list, ``LANG=C``, no prompt or askpass unless the caller names
+one (the push's), auto maintenance only after a fetch, a failure one redacted sentence naming
+the subcommand. A step that holds the token calls :func:`token_git`: ``--git-dir`` names the one
+repository it reads, its folder is new and empty under ``GIT_CEILING_DIRECTORIES``, no ``ext::``,
+hooks or fsmonitor, ``GIT_ALLOW_PROTOCOL`` only its URLs' transports; no config file undoes it.
 """
 
 from __future__ import annotations
@@ -58,8 +55,7 @@ class GitOutput:
     stderr: str
 
     @property
-    def stdout(self) -> str:
-        """stdout as text (bytes that are not UTF-8 kept as surrogate escapes)."""
+    def stdout(self) -> str:  # bytes that are not UTF-8 kept as surrogate escapes
         return self.raw.decode("utf-8", "surrogateescape")
 
     @property
@@ -67,13 +63,11 @@ class GitOutput:
         return self.status == 0
 
     @property
-    def text(self) -> str:
-        """stdout and stderr together, for parsing messages that may go to either."""
+    def text(self) -> str:  # stdout and stderr: a message may go to either
         return f"{self.stdout}\n{self.stderr}"
 
     @property
-    def reason(self) -> str:
-        """git's most telling line, redacted, without its final full stop."""
+    def reason(self) -> str:  # git's most telling line, redacted
         return redact(first_error_line(self.text).rstrip("."))
 
 
@@ -93,9 +87,8 @@ def subcommand(args: Sequence[str]) -> str:
 def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None = None,
         stdin: bytes | None = None, check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
         timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
-    """Run ``git <args>`` in ``cwd``. ``env`` is laid over this process's environment less its
-    secrets (the locale and no prompts always win). With ``check`` a non-zero exit raises
-    ``BackportError(code)`` (:func:`failure`)."""
+    """Run ``git <args>`` in ``cwd``, ``env`` laid over this process's environment less its
+    secrets; with ``check`` a non-zero exit raises ``BackportError(code)``."""
     command = subcommand(args)
     if cwd is not None and not Path(cwd).is_dir():
         raise BackportError(code, f"cannot run git {command}: directory {cwd} does not exist.")
@@ -120,8 +113,7 @@ def transport_of(url: str) -> str:
 
 
 def sealed_call(repo: Path | None, urls: Sequence[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
-    """The leading options and the environment of a `token_git` call run in ``cwd``: only
-    ``repo`` (None: none) is read, only the transports of ``urls`` allowed, never ``ext``."""
+    """The leading options and the environment of a `token_git` call run in ``cwd``."""
     allowed = sorted({transport_of(url) for url in urls} - {"ext"})
     options = ["--git-dir", str(Path(repo).absolute()) if repo is not None else os.devnull,
                *SEALED_OPTIONS]
@@ -197,8 +189,7 @@ def read_blob(cwd: Path, name: str, env: Mapping[str, str] | None = None) -> byt
 
 
 def read_blobs(repo: Path, names: Iterable[str]) -> dict[str, bytes]:
-    """name -> bytes of each of ``names`` that names a blob in ``repo``, in one
-    ``cat-file --batch`` (one that does not, or holds a line break, is left out)."""
+    """name -> bytes of each of ``names`` that names a blob, in one ``cat-file --batch``."""
     wanted = [n for n in dict.fromkeys(names) if n and "\n" not in n]
     if not wanted:
         return {}
@@ -222,8 +213,7 @@ def read_blobs(repo: Path, names: Iterable[str]) -> dict[str, bytes]:
 
 def changed_files(cwd: Path, base: str | None, commit: str,
                   env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """(status letter, path) of each file ``commit`` changes against ``base`` (None: a root
-    commit's), a rename as its two paths; trees only, so a blobless cache fetches nothing."""
+    """(status, path) of each file ``commit`` changes against ``base`` (None: root), from trees."""
     against = [base, commit] if base else ["--root", commit]
     out = git(["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--name-status",
                *against, "--"], cwd=cwd, env=env)

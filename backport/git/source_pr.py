@@ -1,17 +1,12 @@
-"""The source PR of a from-PR backport, read from the cache repository: the commits it carries,
-proven to be its own, what its GitCode squash commit says, and the backport's message.
+"""The source PR of a from-PR backport, read from the cache repository: its commits, proven to
+be its own; what its GitCode squash commit says; the backport's message.
 
-A merged PR's change is the commit on its base whose files are exactly the PR's
-(``/pulls/N/files``), committed no earlier than its merge (less ``MERGE_CLOCK_SKEW``): the
-forge's ``merge_commit_sha``, else the oldest whose squash message names ``!N`` (``!N merge
-<head> into <base>`` … ``See merge request: …!N``); anyone can quote ``!N`` on the base, so the
-others naming it are passed over and reported by sha. An open PR's change runs from where its
-head ref ``refs/merge-requests/N/head`` leaves the base. A PR carries a set's change when each
-patch's patch-id is one of its commits' or their sum's. A squash message holds the PR's own
-commit message, then the block GitCode generates (``GENERATED``: the merge line, the title,
-``Created-by:``, ``Description:``, the trailer): the local forge reads a PR it never held from
-it, and a backport keeps the PR's title and the change's own words, with the source commit's
-author and date.
+A merged PR's change is the commit on its base with exactly the PR's files, committed no earlier
+than its merge (less ``MERGE_CLOCK_SKEW``): the forge's ``merge_commit_sha``, else the oldest
+whose squash message (``!N merge <head> into <base>`` … ``See merge request: …!N``) names it;
+anyone can quote ``!N``, so the others are passed over, named by sha. An open PR's change runs
+from where its head ref leaves the base. A squash message holds the PR's own message, then
+GitCode's block (``GENERATED``: merge line, title, ``Created-by:``, ``Description:``, trailer).
 """
 
 from __future__ import annotations
@@ -63,8 +58,7 @@ class PassedOver:
 
 @dataclass(frozen=True)
 class SourceCommits:
-    """What a from-PR set exports: ``rev`` (one sha or ``A..B``), the commit it names, and
-    the commits naming the PR that were passed over."""
+    """What a from-PR set exports (one sha or ``A..B``), and the commits passed over."""
 
     rev: str
     commit: str  # the landed commit, or the open PR's head
@@ -119,8 +113,7 @@ def squash_number(message: str) -> int | None:
 
 
 def squash_head(message: str, number: int) -> str:
-    """The head branch PR ``number``'s squash message says it merged ("" when none), read
-    from the generated block where there is one (the author may quote any line above)."""
+    """The head branch the generated block of PR ``number``'s squash message names ("": none)."""
     line = _merge_line(message.split(GENERATED, 1)[-1], number)
     return line.group(2) if line else ""
 
@@ -132,8 +125,7 @@ def same_files(pr_paths: Iterable[str], commit_paths: Iterable[str]) -> bool:
 
 
 def merge_bound(merged_at: str) -> int | None:
-    """The earliest commit time (epoch seconds) a PR merged at ``merged_at`` (ISO 8601) may
-    have landed with; None when the time is missing, unreadable or without its zone."""
+    """The earliest commit time a PR merged at ``merged_at`` (ISO 8601 with its zone) may have."""
     try:
         when = datetime.fromisoformat(merged_at.strip())
     except ValueError:
@@ -183,16 +175,14 @@ def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
 
 def _naming(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
     """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
-    found = [(time, -order, NamedCommit(sha, time)) for order, (sha, time, _, _, message)
-             in enumerate(_log(repo, f"--grep=!{number}", f"{TRACKING}{base}"))
-             if squash_names(message, number)]
-    return [named for *_, named in sorted(found, key=lambda f: (f[0], f[1]))]
+    named = [NamedCommit(sha, time) for sha, time, _, _, message
+             in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}") if squash_names(message, number)]
+    return sorted(reversed(named), key=lambda commit: commit.time)
 
 
 def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_paths: frozenset[str],
            bound: int | None) -> tuple[str | None, tuple[PassedOver, ...]]:
-    """The oldest of ``named`` (oldest first) at or after ``bound`` with exactly the PR's
-    files, and every other one with why it was not taken."""
+    """The oldest of ``named`` since ``bound`` with the PR's files; why each other was not."""
     taken: str | None = None
     passed = []
     for commit in named:
@@ -223,8 +213,7 @@ def passed_over_said(passed: Iterable[PassedOver]) -> str:
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
            pr_paths: Iterable[str], merged_at: str) -> SourceCommits:
-    """What merged PR ``number`` put on ``base`` (fetched first), proven by its files and merge
-    time; ``source-unproven`` naming what was seen when no commit proves it."""
+    """What merged PR ``number`` put on ``base``, proven; else ``source-unproven``, saying why."""
     paths = frozenset(pr_paths)
     if not paths:
         raise BackportError("source-unproven", f"PR !{number} is merged but the forge lists no "
@@ -315,26 +304,21 @@ def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[by
 
 
 def read_message(message: str, number: int, author: str) -> tuple[str, str, str]:
-    """(title, body, author) of PR ``number`` from its squash message: the title after the
-    merge line (else the subject), the ``Description:``, the ``Created-by:`` login."""
+    """(title, body, author) of PR ``number`` as its squash message tells them."""
     line = _merge_line(message, number)
     block = message[line.end():] if line else ""
     title = next((t.strip() for t in block.splitlines() if t.strip()), "")
-    if _FIELD.match(title):
-        title = ""
+    title = "" if _FIELD.match(title) else title
     subject = message.strip().splitlines()[0].strip() if message.strip() else ""
-    body = block.partition("\nDescription:")[2] if "\nDescription:" in block else ""
-    body = _TRAILER.split(body, 1)[0].strip()
-    if not body:
-        body = message.split(GENERATED, 1)[0].strip()
+    body = (_TRAILER.split(block.partition("\nDescription:")[2], 1)[0].strip()
+            or message.split(GENERATED, 1)[0].strip())
     created = re.search(r"^Created-by:[ \t]*(.*)$", block, re.MULTILINE)
     return title or subject, body, (created.group(1).strip() if created else "") or author
 
 
 def find_squash_merge(repo: RepoCache, branches: Sequence[str],
                       number: int) -> SquashMerge | None:
-    """PR ``number``'s squash merge on one of ``branches``: the oldest first-parent commit
-    whose own merge line names it and the branch it is on."""
+    """PR ``number``'s oldest squash merge on one of ``branches`` (first parents only)."""
     found = [(time, sha, branch, when, author, message) for branch in branches
              for sha, time, when, author, message in _log(
                  repo, "--first-parent", f"--grep=!{number} merge", f"{TRACKING}{branch}")
@@ -358,16 +342,14 @@ def one_line(text: str) -> str:
 
 
 def own_message(message: str) -> str:
-    """The part of a commit message its author wrote: everything before GitCode's generated
-    block (the whole message when it has none, less a ``See merge request:`` line)."""
+    """The part of a commit message its author wrote (before the block, less the trailer)."""
     own = message.split(GENERATED, 1)[0]
     lines = [line.rstrip() for line in own.splitlines() if not _TRAILER.match(line)]
     return "\n".join(lines).strip()
 
 
 def backport_message(message: str, *, title: str, sha: str, source_ref: str) -> str:
-    """The message of the backport of ``sha`` from PR ``source_ref`` (``Ascend/pytorch!N``)
-    titled ``title``; the author's lines in the tool's trailer forms are left out."""
+    """The backport's message: ``title``, the change's own words, and where it comes from."""
     own = "\n".join(line for line in own_message(message).splitlines()
                     if not _TOOL_FORM.match(line)).strip()
     subject, _, rest = own.partition("\n")

@@ -30,15 +30,13 @@ def sparse_pattern(path: str) -> str:
 
 
 def cache_branch(owner: Path, name: str) -> str:
-    """``backport/<hash of owner>/<name>``: worktrees of one cache cannot check out one branch,
-    so the name is scoped by the folder that owns the worktree (a project's ``.backport``)."""
+    """``backport/<hash of owner>/<name>``: folders sharing a cache never check out one branch."""
     digest = hashlib.sha256(str(Path(owner).expanduser().absolute()).encode("utf-8")).hexdigest()
     return f"backport/{digest[:12]}/{name}"
 
 
 def forget_owner(repo: Path, owner: Path) -> None:
-    """Forget the worktrees of ``owner`` (a folder removed with them): their registrations and
-    their local branches in the cache repository ``repo``."""
+    """Forget the worktrees and branches of ``owner``, a folder removed with them."""
     with repo_lock(repo):
         git(["worktree", "prune"], cwd=repo)
         refs = git(["for-each-ref", "--format=%(refname)",
@@ -61,12 +59,12 @@ def _pointer(path: Path) -> Path | None:
         first = (path / ".git").read_text(encoding="utf-8").splitlines()[0]
     except (OSError, UnicodeDecodeError, IndexError):
         return None
-    return (path / first[len("gitdir: "):].strip()).resolve() if first.startswith("gitdir: ") else None
+    gitdir = first.removeprefix("gitdir: ")
+    return (path / gitdir.strip()).resolve() if gitdir != first else None
 
 
 def _linked(path: Path) -> tuple[Path, str | None] | None:
-    """The shared git folder and HEAD's branch of the linked worktree at ``path``, read from
-    git's files for it; None when they do not say so plainly (git is asked)."""
+    """The shared git folder and HEAD's branch of a linked worktree, read from git's files."""
     own = _pointer(path)
     try:
         if own is None:
@@ -117,8 +115,7 @@ class Worktree:
     def create(cls, cache: RepoCache, path: Path, branch: str, base_sha: str,
                sparse_paths: Sequence[str] | None, *,
                env: Mapping[str, str] | None = None) -> Worktree:
-        """Check out ``base_sha`` at ``path`` on local branch ``branch`` (a stale worktree there
-        removed first), only ``sparse_paths`` materialized when given."""
+        """Check out ``base_sha`` at ``path`` on branch ``branch`` (``sparse_paths`` only)."""
         check_branch_name(branch)
         if not base_sha or base_sha.startswith("-"):
             raise BackportError("usage", f"invalid base commit {base_sha!r}.")
@@ -191,8 +188,7 @@ class Worktree:
 
     @staticmethod
     def discard(repo: Path, path: Path, branch: str) -> None:
-        """Delete the worktree at ``path`` and its ``branch`` without reading anything in it
-        (code of the branch ran there and may have rewritten its ``.git``)."""
+        """Delete a worktree and its branch reading nothing in it (a branch's code ran there)."""
         with repo_lock(repo):
             if path.is_symlink() or path.is_file():
                 path.unlink()
@@ -203,25 +199,23 @@ class Worktree:
 
     def remove(self) -> None:
         """Delete the worktree (even mid ``git am``) and its branch, under the cache lock."""
-        if self.repo.is_dir():
-            with repo_lock(self.repo):
-                self._remove()
-        elif self.path.is_dir() and (self.path / ".git").is_file():
-            shutil.rmtree(self.path)
-
-    def _remove(self) -> None:
-        remove = ["worktree", "remove", "--force", "--force", "--", str(self.path)]
-        # Mostly it is there, registered: one `worktree remove` does it; else cleaned as a leftover.
-        if not (self.path.is_dir() and git(remove, cwd=self.repo, check=False).ok):
-            if self.path.exists() and any(_same(p, self.path) for p in _registered(self.repo)):
-                git(remove, cwd=self.repo)
-            elif self.path.is_dir() and (self.path / ".git").is_file():
+        if not self.repo.is_dir():
+            if self.path.is_dir() and (self.path / ".git").is_file():
                 shutil.rmtree(self.path)
-            git(["worktree", "prune"], cwd=self.repo)
+            return
+        remove = ["worktree", "remove", "--force", "--force", "--", str(self.path)]
         delete = ["branch", "--quiet", "-D", "--", self.branch or ""]
-        if self.branch and not git(delete, cwd=self.repo, check=False).ok:
-            # Not there (nothing to do), or held by a stale registration: pruned, then again.
-            git(["worktree", "prune"], cwd=self.repo)
-            if git(["rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}"],
-                   cwd=self.repo, check=False).ok:
-                git(delete, cwd=self.repo)
+        with repo_lock(self.repo):
+            # Mostly it is there, registered: one `worktree remove` does it; else a leftover.
+            if not (self.path.is_dir() and git(remove, cwd=self.repo, check=False).ok):
+                if self.path.exists() and any(_same(p, self.path) for p in _registered(self.repo)):
+                    git(remove, cwd=self.repo)
+                elif self.path.is_dir() and (self.path / ".git").is_file():
+                    shutil.rmtree(self.path)
+                git(["worktree", "prune"], cwd=self.repo)
+            if self.branch and not git(delete, cwd=self.repo, check=False).ok:
+                # Not there (nothing to do), or held by a stale registration: pruned, then again.
+                git(["worktree", "prune"], cwd=self.repo)
+                if git(["rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}"],
+                       cwd=self.repo, check=False).ok:
+                    git(delete, cwd=self.repo)

@@ -92,7 +92,7 @@ def read_source(project: Project, number: int,
 def learn_from_history(project: Project, forge: LocalForge, number: int,
                        environ: Mapping[str, str]) -> None:
     """Teach the local forge PR ``number`` from the upstream's history: its squash commit on a
-    mapped branch (``git/squash_merge.py``), recorded with its real number and merge time; a
+    mapped branch (``git/source_pr.py``), recorded with its real number and merge time; a
     BackportError naming where it looked when no commit is that PR's squash merge."""
     bm = project.branch_map
     cache = open_cache(project, environ)
@@ -192,7 +192,7 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
 
 def _backport_rev(project: Project, source: Source, repo: Path) -> str:
     """What the set is exported from: a merged PR's squash commit restated with the change's
-    own message (``git/source_message.py``); an open PR's own commits as they are."""
+    own message (``git/source_pr.py``); an open PR's own commits as they are."""
     info, commits = source.info, source.commits
     if not info.merged or ".." in commits.rev:
         return commits.rev
