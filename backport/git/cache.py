@@ -332,11 +332,6 @@ class RepoCache:
                          f"cannot list branches of upstream {redact(self.upstream_url)}")
 
 
-def _check_sha(sha: str, what: str) -> None:
-    if not _SHA.match(sha or ""):
-        raise BackportError(ErrorCode.USAGE, f"{what} {sha!r} is not a full commit id.")
-
-
 def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> str | None:
     """The sha of ``refs/heads/<branch>`` on ``url``, or None when the branch does not exist."""
     return ls_remote(url, [branch], env, ErrorCode.FORK_UNREACHABLE,
@@ -355,14 +350,13 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
     """Set ``refs/heads/<branch>`` on ``url`` to ``sha`` if it is still at ``expect`` (None: not
     there yet); ``fork-diverged`` when someone else moved it (left alone)."""
     check_branch_name(branch)
-    _check_sha(sha, "commit")
-    if expect is not None:
-        _check_sha(expect, "expected commit")
+    for what, given in (("commit", sha), ("expected commit", expect)):
+        if given is not None and not _SHA.match(given):
+            raise BackportError(ErrorCode.USAGE, f"{what} {given!r} is not a full commit id.")
     ref = f"refs/heads/{branch}"
-    out = token_git(
-        ["push", "--porcelain", "--no-verify", f"--force-with-lease={ref}:{expect or ''}",
-         "--", transport_url(url), f"{sha}:{ref}"],
-        repo=Path(repo), urls=(url,), env=env, check=False)
+    lease = f"--force-with-lease={ref}:{expect or ''}"
+    out = token_git(["push", "--porcelain", "--no-verify", lease, "--", transport_url(url),
+                     f"{sha}:{ref}"], repo=Path(repo), urls=(url,), env=env, check=False)
     rejected = [line for line in out.stdout.splitlines()
                 if line.startswith("!\t") and line.split("\t")[1].endswith(f":{ref}")]
     if out.ok and not rejected:
@@ -374,12 +368,10 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
         except BackportError:
             now = None
         raise ForkDiverged(
-            f"fork branch '{branch}' on {shown} was moved by someone else "
-            f"(now at {now[:7] if now else 'absent'}, expected {expect[:7] if expect else 'absent'}); "
+            f"fork branch '{branch}' on {shown} was moved by someone else (now at "
+            f"{now[:7] if now else 'absent'}, expected {expect[:7] if expect else 'absent'}); "
             "it was left untouched: inspect that commit, then delete the fork branch "
-            "if it may be replaced and run again.",
-            remote=now, expected=expect,
-        )
+            "if it may be replaced and run again.", remote=now, expected=expect)
     reasons = [rejected[0].split("\t")[-1].strip()] if rejected else []
     reasons += _causes(out.text) or ([] if reasons else [first_error_line(out.text).rstrip(".")])
     reason = redact("; ".join(dict.fromkeys(reasons)))

@@ -36,13 +36,12 @@ SEALED_OPTIONS = ("-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/n
 _SCHEME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9+.-]*)(?:://|::)")
 # git's options before its subcommand that take the next argument.
 _WITH_VALUE = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
-_UNREACHABLE = (
-    "could not read from remote repository", "does not appear to be a git repository",
-    "unable to access", "could not resolve host", "connection refused", "connection timed out",
-    "operation timed out", "authentication failed", "terminal prompts disabled",
-    "could not read username", "permission denied", "repository not found",
-    "the requested url returned error", "unable to connect", "no such file or directory",
-)
+_UNREACHABLE = ("could not read from remote repository", "does not appear to be a git repository",
+                "unable to access", "could not resolve host", "connection refused",
+                "connection timed out", "operation timed out", "authentication failed",
+                "terminal prompts disabled", "could not read username", "permission denied",
+                "repository not found", "the requested url returned error", "unable to connect",
+                "no such file or directory")
 
 
 @dataclass(frozen=True)
