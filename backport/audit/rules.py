@@ -3,7 +3,7 @@
 The rules are those `apply`, `check` and the already-proposed step use, called here, not
 copied: the patch-id (`git/apply.py` `same_change`), the forms a PR or commit names a source
 PR by (`pipeline/proposed.py` `carries`), a GitCode squash message's own PR
-(`git/source_pr.py` `squash_number`), the tests already there (`git/present.py`
+(`git/source_pr.py` `squash_number`), the tests already there (`git/python_tests.py`
 `all_present`). The order is the decision: landed (the same commit, the same patch-id, a
 commit that names the change) → ignored → landed (a commit with its title and its files,
 exactly or one set holding the other: the same fix opened on each branch by hand; its tests

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from backport.config.model import Environment
 from backport.envs.model import ChangeScope
 from backport.envs.overlay import OverlayError, overlay_paths, scope_of
-from backport.git.changed import changed_paths, file_at
+from backport.git.run import changed_paths, read_blob
 
 if TYPE_CHECKING:
     from backport.envs.environments import Environments
@@ -39,7 +39,7 @@ def changes_for_run(job: BranchJob, envs: Environments, env: Environment,
     if not wanted:
         return scope_of(paths), None
     commit = job.record.commit or "HEAD"
-    files = {path: file_at(worktree, commit, path) if paths[path] else None for path in wanted}
+    files = {path: read_blob(worktree, f"{commit}:{path}") if paths[path] else None for path in wanted}
     try:
         overlay = envs.overlay(env, files)
     except OverlayError as exc:

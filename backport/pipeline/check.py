@@ -212,7 +212,7 @@ def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
     """True when ``path`` is a file in ``commit`` (sparse checkouts do not matter; a file the
     run read there already is)."""
     name = f"{commit}:{path}"
-    return worktree.known.has(name) or worktree.git(["cat-file", "-e", name], check=False).ok
+    return worktree.memo.has(name) or worktree.git(["cat-file", "-e", name], check=False).ok
 
 
 def _created(series: Sequence[Patch], path: str) -> bool:

@@ -164,7 +164,7 @@ class Session:
         resolutions; a dry run's temporary, as it writes nothing in the project), writable by
         code from a branch only there; the files of git's credential helpers hidden."""
         from backport.envs.sandbox import allow_writes, cover_also, helper_paths
-        from backport.git.credential_helpers import configured_helpers
+        from backport.git.run import configured_helpers
 
         if self.started:
             return

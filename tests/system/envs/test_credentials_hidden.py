@@ -16,7 +16,7 @@ import pytest
 from backport import process
 from backport.envs import sandbox
 from backport.envs.sandbox import helper_paths
-from backport.git.credential_helpers import configured_helpers
+from backport.git.run import configured_helpers
 
 from .conftest import needs_namespaces
 
