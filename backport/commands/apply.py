@@ -14,7 +14,7 @@ from backport.config import load_patch_set
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.pipeline.from_pr import said, sets_from_prs
-from backport.pipeline.reach import Course
+from backport.pipeline.mode import RunMode
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
 from backport.report.progress import Progress
@@ -85,7 +85,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
     app.resumable()
     app.project()  # a configuration error stops the command before anything is made
     options = ApplyOptions(branches=branches,
-                           course=Course.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr),
+                           mode=RunMode.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr),
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
                            timeout=timeout, new_pr=new_pr)
@@ -98,7 +98,7 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
     exits with the run's code."""
     # A dry run makes its sets from PRs in a temporary folder: it writes nothing in the project.
     scratch = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
-               if options.course.dry_run and from_prs else None)
+               if options.mode.dry_run and from_prs else None)
     try:
         _apply(app, apis, from_prs, scratch, options, every=every, as_json=as_json)
     finally:
@@ -128,7 +128,7 @@ def _apply(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
         ps = project.patch_sets.get(api)
         if ps is not None and ps.source is not None and api not in made:
             echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
-    if project.branch_map.fork_note and options.course.pushes:
+    if project.branch_map.fork_note and options.mode.pushes:
         echo(f"warning: {project.branch_map.fork_note}", err=True)
     plan_lines: list[str] = []
     estimates: list[str] = []

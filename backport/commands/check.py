@@ -13,7 +13,7 @@ from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
 from backport.forge import make_forge
 from backport.pipeline.check import Finding, run_check, summary_markdown
-from backport.pipeline.selection import select_patch_sets
+from backport.pipeline.journal import select_patch_sets
 from backport.redact import redact
 
 # Where a CI takes Markdown for the run's page: GitHub Actions and GitCode (AtomGit) pipelines.

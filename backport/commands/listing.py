@@ -10,7 +10,7 @@ from rich.table import Table
 from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
 from backport.config.model import Project
 from backport.errors import EXIT_USAGE, BackportError
-from backport.pipeline.selection import select_patch_sets
+from backport.pipeline.journal import select_patch_sets
 from backport.report.ci_matrix import (
     gitcode_pipeline,
     gitcode_trigger_pipeline,

@@ -8,8 +8,7 @@ import os
 import click
 
 from backport.commands.common import AppContext, echo, pass_app
-from backport.pipeline.journal import Journal
-from backport.pipeline.selection import select_patch_sets, select_targets
+from backport.pipeline.journal import Journal, select_patch_sets, select_targets
 from backport.pipeline.session import DocsAudit, open_cache
 from backport.records import BranchRecord
 from backport.report.body import BodyContext, render_body

@@ -39,7 +39,7 @@ from backport.errors import EXIT_OK, BackportError
 from backport.forge import Forge
 from backport.forge.base import SourcePrInfo
 from backport.forge.factory import make_forge
-from backport.pipeline.writers import Writers
+from backport.pipeline.permissions import WritePermissions
 from backport.report.inert import inert
 
 REPLY_MARKER = "<!-- backport:reply:{id} -->"
@@ -109,8 +109,8 @@ def _recorded(forge: Forge, info: SourcePrInfo, choosable: list[str]) -> list[st
         names = requested(comment.body)
         if not names or set(names) <= set(choosable):  # else answered when it was written
             requests.append((comment.author, names))
-    writers = Writers()
-    listed = writers.listed(forge) if requests else {}
+    permissions = WritePermissions()
+    listed = permissions.listed(forge) if requests else {}
     asked: set[str] = set()
     unread = 0
     wanted: dict[str, None] = {}
@@ -120,7 +120,7 @@ def _recorded(forge: Forge, info: SourcePrInfo, choosable: list[str]) -> list[st
                 unread += 1
                 continue
             asked.add(author)
-        if writers.can_write(forge, author):
+        if permissions.can_write(forge, author):
             wanted.update(dict.fromkeys(names or choosable))
     if unread:
         echo(f"{unread} older {COMMAND} request(s) on PR !{info.number} by users the "
@@ -249,7 +249,7 @@ def _targets(forge: Forge, project: Project, event: TriggerEvent, *, replies: bo
     ``replies``). A comment's author's permission is read first, before anything else."""
     answer = _Answer(forge, event, replies)
     upstream = project.branch_map.upstream
-    if event.comment is not None and not Writers().can_write(forge, event.login):
+    if event.comment is not None and not WritePermissions().can_write(forge, event.login):
         answer(f"@{event.login} 只有对 `{upstream}` 有写权限（write 及以上）的成员"
                f"可以用 `{COMMAND}` 请求回合，本次请求未执行。")
         echo(f"{event.login} has no write permission on {upstream}: "

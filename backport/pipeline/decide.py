@@ -1,10 +1,21 @@
-"""What applying a patch set's series to a base gives: the one decision `apply` and `check` share.
+"""What applying a patch set's series to a base gives: the one decision `apply` and `check` share,
+and the other series a conflicted branch may try.
 
 The order is the rule: already applied upstream (same patch-id) → every test the series adds
 already there → `git am -3` of the branch's own series → where that conflicts, the recorded and
-sibling series (`propagate.try_siblings`) → a test file the result shadows or cannot compile.
-The callers differ only in where the worktree lives and which other series they offer; what they
-do with the answer (journal transitions, check findings) is theirs.
+sibling series (`try_siblings`) → a test file the result shadows or cannot compile. The callers
+differ only in where the worktree lives and which other series they offer.
+
+Tests the patch adds (`git/present.py` `AddedTest`: the ``test*`` functions whose ``def`` a
+hunk adds) are recorded as ``path::Class::name``. Where the base already defines every one of
+them the branch is `already-present` (no worktree, push or PR; final like `already-applied`);
+where only some, the apply goes on naming them. After the apply every Python test file the
+series changes must compile and define no name twice in one body (unless the base did).
+
+One human resolution serves every branch: where a branch's own series conflicts, a sibling's
+hand resolution (`backport continue`), its saved variant (``patches/NAME/B/``) or its result
+that itself went in from such a series is tried, nearest release first; never where the own
+series applies cleanly.
 """
 
 from __future__ import annotations
@@ -12,9 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from pathlib import Path
 
-from backport.config.patchfiles import Patch
-from backport.git.apply import ApplyResult, already_applied, apply_series
+from backport.branch_order import nearest_first
+from backport.config.model import PatchSet
+from backport.config.patchfiles import Patch, read_patch
+from backport.errors import BackportError
+from backport.git.apply import ApplyResult, abort_series, already_applied, apply_series
 from backport.git.cache import RepoCache
 from backport.git.present import (
     AddedTest,
@@ -26,8 +41,9 @@ from backport.git.present import (
     source_problems,
 )
 from backport.git.worktree import Worktree
-from backport.pipeline.propagate import SiblingSeries, try_siblings
-from backport.records import ExistingTest
+from backport.pipeline.journal import Journal
+from backport.records import BranchRecord, ExistingTest, SeriesSource
+from backport.states import Status
 
 
 class Verdict(Enum):
@@ -39,6 +55,26 @@ class Verdict(Enum):
     CONFLICT = "conflict"  # neither the own series nor any other offered goes in
     UNUSABLE = "unusable"  # it goes in, but a test file shadows a name or does not compile
     APPLIED = "applied"
+
+
+@dataclass(frozen=True)
+class SiblingSeries:
+    """A series made for another target branch."""
+
+    branch: str
+    kind: str  # "resolution", "variant" or "propagated" (see SeriesSource)
+    patches: tuple[Patch, ...]
+    via: SeriesSource | None = None  # "propagated": the series that sibling took
+
+    @property
+    def source(self) -> SeriesSource:
+        """What the journal records of it."""
+        return SeriesSource(self.branch, self.kind, self.via)
+
+    @property
+    def label(self) -> str:
+        """``the v2.11.0 resolution`` / ``… variant`` / ``the v2.11.0 result, itself from …``."""
+        return self.source.label
 
 
 @dataclass(frozen=True)
@@ -55,7 +91,7 @@ class Decision:
     problems: tuple[str, ...] = ()  # UNUSABLE: each test file problem
 
     @property
-    def said(self) -> str:
+    def present_said(self) -> str:
         """The tests already present, as one phrase."""
         return "; ".join(t.describe() for t in self.present)
 
@@ -69,12 +105,9 @@ def existing_tests(found: list[PresentTest]) -> tuple[ExistingTest, ...]:
 def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Sequence[str], *,
            worktree: Callable[[], Worktree], others: Callable[[], Sequence[SiblingSeries]],
            event: Callable[[str], None] = lambda detail: None) -> Decision:
-    """What applying ``series`` to ``base`` gives.
-
-    ``worktree`` makes the worktree to apply in, on ``base`` (only called when something is
-    to be applied); ``others`` gives the series to try where the own one conflicts (only
-    called then). The files it reads go through the run's memo (``cache.known``).
-    """
+    """What applying ``series`` to ``base`` gives. ``worktree`` makes the worktree to apply in
+    (called only when something is applied); ``others`` the series to try where the own one
+    conflicts (called only then)."""
     if already_applied(cache, base, series):
         return Decision(Verdict.ALREADY_APPLIED)
     blobs = cache.known.reader(cache.path)
@@ -98,3 +131,99 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
     if problems:
         return replace(found, verdict=Verdict.UNUSABLE, problems=tuple(problems))
     return found
+
+
+def _exported(repo: Path, out: Path, rec: BranchRecord) -> list[Patch]:
+    """The record's commit (on its base) as patch files in ``out``; [] if unreadable."""
+    from backport.git.authoring import export_patch_set  # only where a result is carried
+
+    try:
+        return [read_patch(file) for file in
+                export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)]
+    except BackportError:
+        return []
+
+
+def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
+                    ) -> SiblingSeries | None:
+    """``branch``'s result as the journal records it, when a maintainer's series made it (a
+    hand resolution, or what went in from another branch's series); exported under ``out``."""
+    rec = journal.get(branch)
+    if (rec is None or not rec.commit or not rec.base
+            or rec.status in (Status.PENDING, Status.CONFLICT)):
+        return None
+    if not rec.manual and rec.series_source is None:
+        return None
+    files = _exported(repo, out, rec)
+    if not files:
+        return None
+    if rec.manual:
+        return SiblingSeries(branch, "resolution", tuple(files))
+    return SiblingSeries(branch, "propagated", tuple(files), rec.series_source)
+
+
+def _passes(series: SiblingSeries, target: str) -> bool:
+    """True when ``series`` was carried to its branch from (or through) ``target``."""
+    step = series.via
+    while step is not None:
+        if step.branch == target:
+            return True
+        step = step.via
+    return False
+
+
+def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: str, *,
+                   out: Path | None = None) -> list[SiblingSeries]:
+    """The other targets' series for ``target`` to try, nearest release first: per sibling its
+    hand resolution or its result carried from another sibling (exported from ``repo`` under
+    ``out``, by default the run directory), then its saved variant. Never a result carried from
+    ``target`` itself, never a sibling's own tool-made result."""
+    found = []
+    for branch in nearest_first(target, patch_set.branches):
+        folder = ((out or journal.run_dir / "resolutions") / target.replace("/", "_")
+                  / branch.replace("/", "_"))
+        recorded = recorded_series(repo, journal, branch, folder)
+        if recorded is not None and not _passes(recorded, target):
+            found.append(recorded)
+            if recorded.kind == "resolution":
+                continue  # a hand resolution replaces the variant it may have started from
+        if branch in patch_set.variants:
+            found.append(SiblingSeries(branch, "variant", patch_set.variants[branch]))
+    return found
+
+
+def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: Sequence[Patch],
+                 own: ApplyResult, event: Callable[[str], None] = lambda detail: None
+                 ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
+    """The own series conflicted in ``wt``: try ``candidates`` in order, each as `git am -3`
+    (finished entry by entry where it stops only on one-member-per-line JSON lists:
+    `git.entries`); when none applies, each again with its context lines ignored where every
+    change has one certain place (`git.loose`).
+
+    Returns the result to record, the series that applied (or None) and the labels of those
+    that did not. When none applies, the own series' conflict is left in ``wt`` for the user.
+    """
+    from backport.git.entries import finish_by_entries  # only after a conflict
+    from backport.git.loose import apply_loose
+
+    tried: list[str] = []
+    for loose in (False, True):
+        for candidate in candidates:
+            abort_series(wt)
+            if loose:
+                attempt = apply_loose(wt, candidate.patches)
+            else:
+                attempt = finish_by_entries(wt, apply_series(wt, candidate.patches))
+            if attempt.status == "applied":
+                how = " with its context lines ignored" if attempt.loose else ""
+                event(f"applied from {candidate.label}{how}")
+                return attempt, candidate, tried
+            if attempt.status == "conflict":
+                abort_series(wt)
+            if loose:
+                tried.append(candidate.label)
+                event(f"{candidate.label} still conflicts")
+    if not candidates:
+        return own, None, tried
+    abort_series(wt)
+    return apply_series(wt, own_series), None, tried

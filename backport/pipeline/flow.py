@@ -27,12 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from backport.errors import BackportError, ErrorCode, ForkDiverged
-from backport.pipeline.job import BranchJob
 from backport.pipeline.pr_step import pr_step
-from backport.pipeline.proposed import proposed_step
-from backport.pipeline.same_fix import same_fix_step
+from backport.pipeline.proposed import proposed_step, same_fix_step
 from backport.pipeline.session import ApplyOptions
-from backport.pipeline.set_run import SetRun
+from backport.pipeline.set_run import BranchJob, SetRun
 from backport.pipeline.steps import apply_step, push_step, test_step
 from backport.records import BranchRecord
 from backport.redact import redact
@@ -67,11 +65,11 @@ def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
     with --pr-on-failure, in a run whose reach goes past this machine."""
     eligible = rec.status in (Status.TESTED, Status.PUSHED) or (
         rec.status == Status.TEST_FAILED and options.pr_on_failure and rec.commit is not None)
-    return eligible and options.course.pushes
+    return eligible and options.mode.pushes
 
 
 def wants_pr(rec: BranchRecord, options: ApplyOptions) -> bool:
-    return options.course.opens_prs
+    return options.mode.opens_prs
 
 
 STEPS: tuple[Step, ...] = (

@@ -1,46 +1,223 @@
-"""The PR step: find or open the fork branch's PR, make its body true, decorate it once, finish.
+"""The PR step, the set as the forge shows it, the refresh of the set's PRs and the summary
+comment on a source PR.
 
-Each part reads alone: `open_or_update` (the PR and its body), `carried_over` (what the
-journal knew of that PR), `decorate_once` (the best-effort writes: issue link, labels and
-the like, the CI comment) and `finish` (the branch's end state and its worktree). Also the
-refresh of a sibling's PR at the end of a run (`refresh_sibling_pr`).
+The PR step (`pr_step`) finds or opens the fork branch's PR and makes its body true
+(`open_or_update`), carries over what the journal knew of that same PR (`carried_over`), makes
+the best-effort writes once (`decorate_once`: issue link, labels and the like, the CI comment;
+a refusal is a warning, not retried) and ends the branch (`finish`). A PR whose number the
+create answered but that was never read back is judged first; one closed or merged is never
+replaced unless ``--new-pr``; the set's title is sent only when it changed since the last run,
+so a maintainer's edit of the title survives.
+
+Runs on different hosts share results through the forge: each open PR carries its branch's
+record as one hidden JSON line in its evidence region (``report/record_block.py``); the
+evidence text above it is for reviewers and never read. `read_set` reads a set's open PRs in
+one list and the fork heads in one ``ls-remote``. A body takes each branch from the journal
+where the journal states the result the PR shows, where the branch has a result of this run,
+or where the journal has a result of the fork head the PR does not show yet; otherwise from
+the PR's record. A fork head other than the record's shows that result as stale. A PR with no
+record is rewritten only by a host whose journal has that branch. After its PR steps a run
+refreshes the set (`refresh_sibling_pr`, in rounds: `run.refresh_siblings`), each out-of-date
+PR written once over the PR as it is now, its title and draft marker kept.
+
+The summary comment on a source PR (`write_source_summary`) is one comment found by its hidden
+marker AND its author (the token's user) and edited in place; anyone else's is never edited,
+read or counted. When two runners posted at once the oldest is kept and this run's deleted.
+Best effort: a refusal is returned as a warning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from backport.config.model import BranchMap, PatchSet, PrOptions
 from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
-from backport.forge import Forge, PullRequest
+from backport.forge import Comment, Forge, PullRequest
 from backport.forge.base import is_refusal
+from backport.git.push import remote_shas
 from backport.git.worktree import Worktree, cache_branch
-from backport.pipeline.job import BranchJob
 from backport.pipeline.journal import Transition
-from backport.pipeline.recorded_pr import (
-    journal_number,
-    judge_unverified,
-    stop_if_replaced,
-    title_to_send,
-)
-from backport.pipeline.set_run import SetRun
-from backport.pipeline.shared_results import (
-    SetOnForge,
-    body_context,
-    draft_implied,
-    known,
-    read_set,
-    record_for,
-)
+from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import BranchRecord, PrInfo
-from backport.report.body import render_body
+from backport.report.body import BodyContext, render_body
+from backport.report.record_block import read_line
 from backport.states import Status
 from backport.titles import backport_title
 
+log = logging.getLogger(__name__)
 
+
+# -- the set as the forge shows it ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SetOnForge:
+    """The open PRs of one patch set's fork branches, the records they carry and fork heads."""
+
+    prs: dict[str, PullRequest] = field(default_factory=dict)  # target -> its open PR
+    shared: dict[str, BranchRecord] = field(default_factory=dict)  # target -> its PR's record
+    heads: dict[str, str | None] = field(default_factory=dict)  # target -> fork branch head
+    lines: dict[str, dict] = field(default_factory=dict)  # target -> the JSON of that record
+
+    def with_pr(self, target: str, pr: PullRequest) -> SetOnForge:
+        """This state with ``target``'s PR as just read (its record taken from it)."""
+        shared, lines = dict(self.shared), dict(self.lines)
+        read = read_line(pr.body, target=target, fork_branch=pr.head)
+        if read is not None:
+            shared[target], lines[target] = read
+        else:
+            shared.pop(target, None)
+            lines.pop(target, None)
+        return dataclasses.replace(self, prs={**self.prs, target: pr}, shared=shared,
+                                   lines=lines)
+
+
+def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -> SetOnForge:
+    """One list of open PRs, the record each branch's PR carries, one ``ls-remote`` of the fork.
+
+    A list item whose body holds no record (a service may cut list bodies short) is read once
+    by itself. The fork heads are best-effort: unreadable, the evidence's own head
+    stands. ``fresh`` (the default) lists the service now; False may use the forge's kept
+    listing, which its own writes keep current.
+    """
+    by_branch = {ps.fork_branch(bm, target): target for target in ps.branches}
+    fork = bm.fork.casefold()
+    prs: dict[str, PullRequest] = {}
+    for pr in forge.list_prs("open", fresh=fresh):
+        target = by_branch.get(pr.head)
+        if (target is None or pr.base != target or pr.state != "open"
+                or pr.head_repo.casefold() != fork):
+            continue
+        if target not in prs or pr.number < prs[target].number:
+            prs[target] = pr
+    shared: dict[str, BranchRecord] = {}
+    lines: dict[str, dict] = {}
+    for target, pr in list(prs.items()):
+        read = read_line(pr.body, target=target, fork_branch=pr.head)
+        if read is None:
+            pr = prs[target] = forge.get_pr(pr.number)
+            read = read_line(pr.body, target=target, fork_branch=pr.head)
+        if read is not None:
+            shared[target], lines[target] = read
+    heads: dict[str, str | None] = {}
+    if prs:
+        branches = {ps.fork_branch(bm, target): target for target in prs}
+        try:
+            found = remote_shas(bm.fork_url, list(branches),
+                                env=forge.push_credentials(bm.fork_url))
+            heads = {branches[branch]: sha for branch, sha in found.items()}
+        except BackportError:
+            heads = {}
+    return SetOnForge(prs=prs, shared=shared, heads=heads, lines=lines)
+
+
+def _tested(rec: BranchRecord) -> str | None:
+    """The commit the journal's result is of (a skipped test: the commit pushed)."""
+    if rec.test is None:
+        return None
+    return rec.test.commit or rec.pushed_sha or rec.commit
+
+
+def _shown_tested(shown: BranchRecord) -> str | None:
+    """The commit the result a PR shows is of: its tested commit, else the head it shows."""
+    test = shown.test
+    return (test.commit if test and not test.skipped and test.commit else None) or shown.head
+
+
+def _journal_states_it(rec: BranchRecord, shown: BranchRecord, head: str | None) -> bool:
+    """True when the journal's record is the one to render: it states the result the PR
+    shows, or a result of the fork branch's head that the PR does not show yet."""
+    tested = _tested(rec)
+    if tested is None:
+        return False
+    if tested == _shown_tested(shown) and (rec.fork_sha or rec.pushed_sha) == shown.head:
+        return True
+    return head is not None and tested == head and _shown_tested(shown) != head
+
+
+def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | None = None,
+                 ran: frozenset[str] = frozenset()) -> tuple[list[BranchRecord], frozenset[str]]:
+    """The records a body renders and the branches whose record was read from their PR.
+
+    ``own`` comes from the journal, and so does each of ``ran`` (the branches this run
+    worked on) that has a result of this run; the others as `_journal_states_it` says.
+    """
+    chosen: list[BranchRecord] = []
+    read_back: set[str] = set()
+    known = {rec.target for rec in records}
+    never_run_here = [BranchRecord(target, pr.head) for target, pr in state.prs.items()
+                      if target not in known]
+    for rec in [*records, *never_run_here]:
+        pr = state.prs.get(rec.target)
+        shown = state.shared.get(rec.target)
+        head = state.heads.get(rec.target)
+        if (rec.target == own or shown is None or (rec.target in ran and rec.test)
+                or _journal_states_it(rec, shown, head)):
+            if pr is not None and rec.pr is None:
+                rec = rec.with_pr(PrInfo(number=pr.number, url=pr.url))
+            if rec.target != own and head and head != (rec.fork_sha or rec.pushed_sha) \
+                    and rec.pushed_sha:
+                rec = rec.fork_moved(head)
+            chosen.append(rec)
+            continue
+        assert pr is not None
+        read = shown.read_from_pr(pr.number, pr.url)
+        if head and head != shown.head:
+            read = read.fork_moved(head)  # moved since the record was written
+        chosen.append(read)
+        read_back.add(rec.target)
+    return chosen, frozenset(read_back)
+
+
+def body_context(ps: PatchSet, bm: BranchMap, records: list[BranchRecord], target: str,
+                 docs: Sequence[DocsEntry] | None, state: SetOnForge | None, *,
+                 own_from_journal: bool, ran: frozenset[str] = frozenset()) -> BodyContext:
+    """The context of ``target``'s body, every branch as the forge shows it (``target``'s
+    own record from the journal with ``own_from_journal``: the run just made its result)."""
+    if state is None:
+        return BodyContext(branch_map=bm, patch_set=ps, branches=records, target=target,
+                           docs=docs)
+    branches, read_back = body_records(records, state, own=target if own_from_journal else None,
+                                       ran=ran)
+    return BodyContext(branch_map=bm, patch_set=ps, branches=branches, target=target, docs=docs,
+                       kept=state.lines.get(target) if target in read_back else None)
+
+
+def record_for(records: list[BranchRecord], state: SetOnForge, target: str,
+               ran: frozenset[str] = frozenset()) -> BranchRecord | None:
+    """The record ``target``'s own PR is rendered from when a run refreshes it."""
+    chosen, _ = body_records(records, state, ran=ran)
+    return next((rec for rec in chosen if rec.target == target), None)
+
+
+def renderable(records: list[BranchRecord], state: SetOnForge, target: str) -> bool:
+    """True when a body of ``target`` can be rendered from facts: its PR carries a record, or
+    the journal has the branch. A PR with no record (written before the record line existed, or
+    its line deleted) and no journal record here is left to the host that has its results."""
+    return target in state.shared or any(rec.target == target for rec in records)
+
+
+def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
+    """The draft state a branch's PR should have: its test failed, its result does not
+    validate the change (``not_in_build``), or the patch set asks."""
+    failed = rec is not None and rec.test is not None and rec.test.ok is False
+    unproven = rec is not None and rec.test is not None and rec.test.not_in_build
+    return failed or unproven or ps.pr.draft
+
+
+def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:
+    """The set as GitCode shows it, with no journal: each branch with an open PR, as the
+    record that PR carries states it (a fork branch moved since shows its result as stale)."""
+    state = read_set(forge, ps, bm)
+    chosen, _ = body_records([], state)
+    return state, {rec.target: rec for rec in chosen}
+
+
+# -- the PR step -----------------------------------------------------------------------------
 @dataclass
 class PrWrites:
     """What the PR step did to the PR so far: the PR, whether it was created, the warnings."""
@@ -313,7 +490,7 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     if listed is None:
         return False
     records = job.journal.records(all_targets)
-    if not known(records, state, job.target) or not _out_of_date(listed, ps, bm, records,
+    if not renderable(records, state, job.target) or not _out_of_date(listed, ps, bm, records,
                                                                  job.target, docs, state, ran):
         return False
     pr = forge.current_pr(listed.number)
@@ -339,3 +516,101 @@ def _out_of_date(pr: PullRequest, ps: PatchSet, bm: BranchMap, records: list[Bra
     ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)
     return (render_body(ctx, existing=pr.body) != pr.body
             or pr.draft != draft_implied(record_for(records, state, target, ran), ps))
+
+
+# -- the PR the journal recorded ------------------------------------------------------------
+def journal_number(job: BranchJob) -> Callable[[int], None]:
+    """For ``create_pr(on_number=…)``: journal the new PR's number at once, unverified."""
+    def record(number: int) -> None:
+        job.change(lambda r: r.with_pr(PrInfo.opened(number)))
+    return record
+
+
+def judge_unverified(job: BranchJob, forge: Forge) -> None:
+    """A PR opened by an earlier run but never read back: judge it now, before anything else
+    (kept, or closed when it came from the wrong source)."""
+    recorded = job.record.pr
+    if recorded is None or not recorded.unverified:
+        return
+    try:
+        pr = forge.verify_pr(recorded.number, job.fork_branch, job.target,
+                             head_sha=job.record.pushed_sha)
+    except BackportError as exc:
+        if exc.details.get("closed") is True:
+            settled(job, recorded.number)
+        raise
+    job.change(lambda r: r.with_pr(recorded.judged(pr.url)))
+
+
+def settled(job: BranchJob, closed: int) -> None:
+    """The PR ``closed`` was closed as wrong: recorded so (and so judged)."""
+    job.change(lambda r: r.pr_closed(closed))
+
+
+def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
+    """Before a create: when the PR the journal recorded was closed or merged, stop this
+    branch with one sentence, unless ``new_pr`` asks for another PR."""
+    recorded = job.record.pr
+    if recorded is None or new_pr:
+        return
+    try:
+        pr = forge.get_pr(recorded.number)
+    except BackportError as exc:
+        if exc.details.get("not_found"):
+            return  # gone from the forge: nothing to keep
+        raise
+    if pr.state in ("closed", "merged"):
+        raise BackportError(
+            "forge", f"PR !{pr.number} of {job.fork_branch} ({pr.url}) was {pr.state} on the "
+                     "forge, so backport opens no other PR for this branch; run apply with "
+                     "--new-pr to open a new one.",
+            details={"number": pr.number, "url": pr.url, "state": pr.state})
+
+
+def title_to_send(job: BranchJob, pr: PullRequest, set_title: str) -> str:
+    """The set's title when it changed since the last run; else the PR's own title (which a
+    maintainer may have edited; also when no run recorded the set's title for this PR)."""
+    recorded = job.record.pr
+    last = recorded.title if recorded is not None and recorded.number == pr.number else None
+    return set_title if last is not None and last != set_title else pr.title
+
+
+# -- the summary comment on the source PR -----------------------------------------------------
+def write_source_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
+                         ran: frozenset[str]) -> str | None:
+    """Post or edit the one summary comment of ours on ``ps``'s source PR (see the module
+    docstring); a warning when the forge refused, else None."""
+    from backport.report.source_summary import MARKER, render_summary  # a real run's alone
+
+    if ps.source is None:
+        return None
+    number = ps.source.number
+    try:
+        # a whole-set run's own writes keep the forge's listing current (as for the refresh)
+        state = read_set(forge, ps, bm, fresh=bool(set(ps.branches) - ran))
+        chosen, _ = body_records(records, state, ran=ran)
+        me = forge.current_user()
+        found = _ours_marked(forge, number, MARKER, me)
+        posted = None
+        if not found:
+            posted = forge.post_comment(number, render_summary(ps, bm, chosen, None))
+            found = _ours_marked(forge, number, MARKER, me) or [posted]
+        oldest = found[0]
+        if posted is None or oldest.id != posted.id:  # none posted, or another runner's too
+            body = render_summary(ps, bm, chosen, oldest.body)
+            if oldest.body.strip() != body.strip():
+                forge.edit_comment(number, oldest.id, body)
+            if posted is not None:
+                forge.delete_comment(number, posted.id)
+    except BackportError as exc:
+        text = (f"summary comment on the source PR !{number} not written "
+                f"(the backports are not affected): {exc.message.rstrip('.')}")
+        log.warning("%s", text)
+        return text
+    return None
+
+
+def _ours_marked(forge: Forge, number: int, marker: str, me: str) -> list[Comment]:
+    """Our comments holding ``marker``, oldest first."""
+    return [c for c in forge.list_comments(number)
+            if marker in c.body and c.author.casefold() == me.casefold()]

@@ -17,9 +17,13 @@ from backport.git.apply import (
 from backport.git.authoring import export_patch_set
 from backport.git.present import changed_python_tests, source_problems
 from backport.git.worktree import Worktree
-from backport.pipeline.job import ProgressSink
-from backport.pipeline.kept_worktree import kept_worktree
-from backport.pipeline.selection import locked_journals, select_patch_sets, select_targets
+from backport.pipeline.journal import (
+    ProgressSink,
+    locked_journals,
+    recorded_worktree,
+    select_patch_sets,
+    select_targets,
+)
 from backport.records import BranchRecord
 from backport.states import Status
 
@@ -37,7 +41,7 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
             raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no conflict "
                                 f"to continue (status: {state})")
         path = Path(rec.worktree or "")
-        worktree = kept_worktree(rec)
+        worktree = recorded_worktree(rec)
         if worktree is None:
             raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
                                 f"`backport abort --api {name} --branch {target}` and apply again")
@@ -94,7 +98,7 @@ def propagation_targets(project: Project, name: str, target: str,
             status = rec.status if rec else Status.PENDING
             if status not in (Status.PENDING, Status.CONFLICT):
                 continue
-            worktree = kept_worktree(rec) if status == Status.CONFLICT else None
+            worktree = recorded_worktree(rec) if status == Status.CONFLICT else None
             if worktree is not None:
                 if am_in_progress(worktree):
                     if rec is None or not _untouched(worktree, rec):
@@ -125,7 +129,7 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
         for target in chosen:
             rec = journal.get(target)
             assert rec is not None
-            worktree = kept_worktree(rec)
+            worktree = recorded_worktree(rec)
             if worktree is not None:
                 if am_in_progress(worktree):
                     abort_series(worktree)

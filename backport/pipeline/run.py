@@ -27,23 +27,23 @@ from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
 from backport.envs.sandbox import refusal_notice, require_isolation
-from backport.errors import BackportError, ConfigError, ErrorCode
+from backport.errors import BackportError, ConfigError
 from backport.git.apply import am_in_progress
-from backport.git.cache import RepoCache
 from backport.jsonfile import secure_dir, write_text
 from backport.pipeline.flow import run_branch, take_turns
-from backport.pipeline.job import BranchJob, ProgressSink
-from backport.pipeline.journal import Journal
-from backport.pipeline.kept_worktree import kept_worktree
-from backport.pipeline.pr_step import refresh_sibling_pr
-from backport.pipeline.reach import Need
-from backport.pipeline.selection import locked_journals, select_patch_sets, select_targets
+from backport.pipeline.journal import (
+    Journal,
+    ProgressSink,
+    locked_journals,
+    recorded_worktree,
+    select_patch_sets,
+    select_targets,
+)
+from backport.pipeline.mode import Prerequisite
+from backport.pipeline.pr_step import read_set, refresh_sibling_pr, write_source_summary
 from backport.pipeline.session import ApplyOptions, Session
-from backport.pipeline.set_run import SetRun
-from backport.pipeline.shared_results import read_set
-from backport.pipeline.source_comment import write_summary as summary_comment
+from backport.pipeline.set_run import BranchJob, SetRun, fetch_bases
 from backport.records import SKIP_DRY_NO_ENVS
-from backport.report.summary import render_markdown
 from backport.states import Status
 
 FORGE_ROW = "forge"  # the progress row of the forge's own waits (the rate limit)
@@ -62,7 +62,7 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
     chosen = select_targets(patch_sets, options.branches)
     session = Session(project, options, environ=environ, plan=plan,
                       notify=functools.partial(progress.event, FORGE_ROW, "rate limit"))
-    persist = not options.course.dry_run  # a dry run writes no journal and no report
+    persist = not options.mode.dry_run  # a dry run writes no journal and no report
     if persist:
         secure_dir(project.state_dir)
     try:
@@ -108,7 +108,7 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
         return False
     if rec.status == Status.CONFLICT:
         try:
-            worktree = kept_worktree(rec)
+            worktree = recorded_worktree(rec)
             if worktree is not None and am_in_progress(worktree):
                 job.event("conflict", f"still waiting for you in {rec.worktree}: "
                           f"resolve, then `backport continue` (or `backport abort`)")
@@ -123,15 +123,17 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     on without."""
     jobs = [job for run in runs for job in run.jobs]
     needs = check_prerequisites(session, jobs)
-    if any(need is Need.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
+    if any(need is Prerequisite.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
         session.options = session.options.without_tests(SKIP_DRY_NO_ENVS)
     refuse_unconfined_pr_code(session, jobs)
     session.follow_token()
-    if session.options.course.pushes:
+    if session.options.mode.pushes:
         session.forge.client().preflight()  # a bad token stops the run before any push
     if not session.options.skip_tests:
         _prewarm(session, jobs)
-    bases = fetch_bases(session.cache, jobs)
+    for job in jobs:
+        job.event("fetching", job.target)
+    bases = fetch_bases(session.cache, sorted({job.target for job in jobs}))
     pool = ThreadPoolExecutor(max_workers=session.options.workers, thread_name_prefix="branch")
     try:
         # A batch goes one patch set after another, so its PRs appear as it goes.
@@ -160,7 +162,7 @@ def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
     take_turns(run)
     for branch in branches:
         branch.result()
-    if run.options.course.opens_prs and not run.options.course.dry_run:
+    if run.options.mode.opens_prs and not run.options.mode.dry_run:
         refresh_siblings(run)
         write_summary(run)
 
@@ -176,15 +178,15 @@ def refuse_unconfined_pr_code(session: Session, jobs: list[BranchJob]) -> None:
 
 
 def check_prerequisites(session: Session,
-                        jobs: list[BranchJob]) -> list[tuple[Need, BackportError]]:
+                        jobs: list[BranchJob]) -> list[tuple[Prerequisite, BackportError]]:
     """What the run's reach needs that needs no network to check (`Course.needs`: environments
     built, the forge's token, a fork to push to). A real run missing any stops before any work,
     naming everything missing in one sentence; a dry run goes on and returns them (its end
     names them as what the real run needs)."""
-    course = session.options.course
-    missing = [(need, problem) for need in course.needs(skip_tests=session.options.skip_tests)
+    mode = session.options.mode
+    missing = [(need, problem) for need in mode.prerequisites(skip_tests=session.options.skip_tests)
                for problem in _missing(need, session, jobs)]
-    if course.dry_run or not missing:
+    if mode.dry_run or not missing:
         return missing
     problems = [problem for _, problem in missing]
     if len(problems) == 1:
@@ -196,10 +198,10 @@ def check_prerequisites(session: Session,
     raise BackportError(first, text[0].upper() + text[1:] + ".")
 
 
-def _missing(need: Need, session: Session, jobs: list[BranchJob]) -> list[BackportError]:
+def _missing(need: Prerequisite, session: Session, jobs: list[BranchJob]) -> list[BackportError]:
     """What this machine lacks of ``need``, one error each."""
     bm = session.project.branch_map
-    if need is Need.ENVIRONMENTS:
+    if need is Prerequisite.ENVIRONMENTS:
         users: dict[str, list[str]] = {}
         for job in jobs:
             users.setdefault(bm.targets[job.target].env, []).append(job.target)
@@ -208,7 +210,7 @@ def _missing(need: Need, session: Session, jobs: list[BranchJob]) -> list[Backpo
         except BackportError as exc:
             return [exc]
         return []
-    if need is Need.TOKEN:
+    if need is Prerequisite.TOKEN:
         return [ConfigError(text) for text in session.forge.missing()]
     if bm.fork or not session.forge.missing():  # set, or the token names it
         return []
@@ -257,7 +259,7 @@ def write_summary(run: SetRun) -> None:
     ps = run.patch_set
     if ps.source is None:
         return
-    warning = summary_comment(run.session.forge.client(), ps, run.branch_map,
+    warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
                               run.journal.records(list(ps.branches)), run.ran)
     if warning:
         run.jobs[0].event("pr", warning)
@@ -276,34 +278,10 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
                          name=f"prewarm-{env_name}", daemon=True).start()
 
 
-def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
-    """Fetch every needed target head into the cache once; returns target -> head.
-
-    A fetch that fails is the upstream's failure, not the branches': it raises (one sentence
-    naming the upstream and git's reason) and records nothing, so the re-run does every branch.
-    Only when the fetch names a branch the upstream lacks are its branches listed
-    (``ls-remote``), so the others are fetched and each missing one fails alone."""
-    targets = sorted({job.target for job in jobs})
-    for job in jobs:
-        job.event("fetching", job.target)
-    try:
-        return dict(cache.fetch(targets))
-    except BackportError as exc:
-        if exc.code != ErrorCode.BRANCH_MISSING:
-            raise
-    heads = cache.remote_heads(targets)
-    result: dict[str, str | BackportError] = {
-        target: BackportError("branch-missing", f"target branch '{target}' does not exist in "
-                                                f"{cache.upstream_url}")
-        for target in targets if not heads.get(target)}
-    present = [t for t in targets if heads.get(t)]
-    if present:
-        result.update(cache.fetch(present))
-    return result
-
-
 def write_report(run: SetRun) -> Path:
     """Write the run report as Markdown next to the journal."""
+    from backport.report.summary import render_markdown  # a dry run writes no report
+
     path = run.journal.run_dir / "report.md"
     write_text(path, render_markdown(run.patch_set.name, run.records))
     return path

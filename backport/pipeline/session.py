@@ -22,9 +22,8 @@ from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
 from backport.git.credential_helpers import configured_helpers
 from backport.git.worktree import forget_owner
-from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
-from backport.pipeline.reach import Course
-from backport.pipeline.writers import Writers
+from backport.pipeline.mode import Fork, GitFork, PlannedFork, RunMode
+from backport.pipeline.permissions import WritePermissions
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -34,7 +33,7 @@ class ApplyOptions:
     """What the user asked of `apply` (and of `continue`, which resumes one branch)."""
 
     branches: tuple[str, ...] = ()
-    course: Course = Course()  # how far the run goes, decided once (`Course.of_flags`)
+    mode: RunMode = RunMode()  # how far the run goes, and dry or not (`RunMode.of_flags`)
     skip_tests: bool = False
     skip_cause: str = "request"  # why tests are skipped (records.SKIP_ON_REQUEST / SKIP_NO_TORCH)
     force: bool = False
@@ -99,12 +98,12 @@ class DocsAudit:
 class ForgeAccess:
     """The forge client of one run, built when first needed; it finds its own credentials."""
 
-    def __init__(self, project: Project, environ: Mapping[str, str], *, course: Course | None = None,
+    def __init__(self, project: Project, environ: Mapping[str, str], *, mode: RunMode | None = None,
                  plan: Callable[[str], None] | None = None,
                  notify: Callable[[str], None] | None = None) -> None:
         self.project = project
         self.environ = environ
-        self.course = course or Course()
+        self.mode = mode or RunMode()
         self.plan = plan or (lambda line: None)
         self.notify = notify
         self._lock = threading.Lock()
@@ -115,7 +114,7 @@ class ForgeAccess:
         with self._lock:
             if self._forge is None:
                 self._forge = make_forge(self.project.branch_map, self.project.state_dir,
-                                         environ=self.environ, dry_run=self.course.dry_run,
+                                         environ=self.environ, dry_run=self.mode.dry_run,
                                          plan=self.plan, notify=self.notify,
                                          pace_dir=cache_root(self.environ) / "pace")
             return self._forge
@@ -153,7 +152,7 @@ class Session:
         # Where the worktrees, test logs and carried resolutions go: the project's .backport;
         # a dry run's in a temporary folder, removed at its end (it writes nothing in the project).
         self.work_dir = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
-                         if options.course.dry_run else project.state_dir)
+                         if options.mode.dry_run else project.state_dir)
         # Code from a branch writes only in its own worktree (and its private temporary
         # folders), and reads the project wherever it lies.
         allow_writes([self.work_dir / "worktrees"], reads=[project.root])
@@ -161,17 +160,17 @@ class Session:
         hide_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
         self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated)
         self.docs = DocsAudit(self.cache)
-        self.writers = Writers()  # who may write to the upstream, asked once per login
-        self.forge = ForgeAccess(project, self.environ, course=options.course, plan=self.plan,
+        self.permissions = WritePermissions()  # who may write to the upstream, asked once a login
+        self.forge = ForgeAccess(project, self.environ, mode=options.mode, plan=self.plan,
                                   notify=notify)
-        self.fork: Fork = PlannedFork(self.plan) if options.course.dry_run else GitFork()
+        self.fork: Fork = PlannedFork(self.plan) if options.mode.dry_run else GitFork()
 
     def follow_token(self) -> None:
         """Name the fork where branches.yaml leaves it to the token: ``<login>/<repo>``, the
         login asked of the forge once (``GET /user``). A dry run without a token cannot ask;
         its fork stays unnamed and its plan says so."""
         bm = self.project.branch_map
-        if bm.fork or not self.options.course.pushes:
+        if bm.fork or not self.options.mode.pushes:
             return
         self.project = self.project.with_branch_map(
             bm.with_login(self.forge.client().current_user()))
@@ -186,7 +185,7 @@ class Session:
         """Stop the environments; a dry run's temporary folder goes, with its worktrees'
         registrations and branches in the cache repository."""
         self.envs.close()
-        if self.options.course.dry_run and self.work_dir.exists():
+        if self.options.mode.dry_run and self.work_dir.exists():
             shutil.rmtree(self.work_dir, ignore_errors=True)
             if (self.cache.path / "HEAD").is_file():
                 forget_owner(self.cache.path, self.work_dir)
