@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +41,6 @@ from backport.forge import Comment, Forge, PullRequest
 from backport.forge.base import is_refusal
 from backport.git.push import remote_shas
 from backport.git.worktree import Worktree, cache_branch
-from backport.pipeline.journal import Transition
 from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import BranchRecord, PrInfo
 from backport.report.body import BodyContext, render_body
@@ -53,7 +52,6 @@ log = logging.getLogger(__name__)
 
 
 # -- the set as the forge shows it ------------------------------------------------------------
-
 @dataclass(frozen=True)
 class SetOnForge:
     """The open PRs of one patch set's fork branches, the records they carry and fork heads."""
@@ -65,54 +63,42 @@ class SetOnForge:
 
     def with_pr(self, target: str, pr: PullRequest) -> SetOnForge:
         """This state with ``target``'s PR as just read (its record taken from it)."""
-        shared, lines = dict(self.shared), dict(self.lines)
+        shared = {t: r for t, r in self.shared.items() if t != target}
+        lines = {t: r for t, r in self.lines.items() if t != target}
         read = read_line(pr.body, target=target, fork_branch=pr.head)
         if read is not None:
             shared[target], lines[target] = read
-        else:
-            shared.pop(target, None)
-            lines.pop(target, None)
         return dataclasses.replace(self, prs={**self.prs, target: pr}, shared=shared,
                                    lines=lines)
 
 
 def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -> SetOnForge:
-    """One list of open PRs, the record each branch's PR carries, one ``ls-remote`` of the fork.
-
-    A list item whose body holds no record (a service may cut list bodies short) is read once
-    by itself. The fork heads are best-effort: unreadable, the evidence's own head
-    stands. ``fresh`` (the default) lists the service now; False may use the forge's kept
-    listing, which its own writes keep current.
-    """
+    """One list of open PRs (``fresh``: listed now; else the forge's kept listing, which its
+    own writes keep current), the record each carries (an item whose listed body holds none is
+    read by itself), one ``ls-remote`` of the fork (best effort)."""
     by_branch = {ps.fork_branch(bm, target): target for target in ps.branches}
-    fork = bm.fork.casefold()
     prs: dict[str, PullRequest] = {}
     for pr in forge.list_prs("open", fresh=fresh):
         target = by_branch.get(pr.head)
         if (target is None or pr.base != target or pr.state != "open"
-                or pr.head_repo.casefold() != fork):
+                or pr.head_repo.casefold() != bm.fork.casefold()):
             continue
         if target not in prs or pr.number < prs[target].number:
             prs[target] = pr
-    shared: dict[str, BranchRecord] = {}
-    lines: dict[str, dict] = {}
-    for target, pr in list(prs.items()):
-        read = read_line(pr.body, target=target, fork_branch=pr.head)
-        if read is None:
-            pr = prs[target] = forge.get_pr(pr.number)
-            read = read_line(pr.body, target=target, fork_branch=pr.head)
-        if read is not None:
-            shared[target], lines[target] = read
-    heads: dict[str, str | None] = {}
+    state = SetOnForge()
+    for target, pr in prs.items():
+        if read_line(pr.body, target=target, fork_branch=pr.head) is None:
+            pr = forge.get_pr(pr.number)
+        state = state.with_pr(target, pr)
     if prs:
         branches = {ps.fork_branch(bm, target): target for target in prs}
         try:
             found = remote_shas(bm.fork_url, list(branches),
                                 env=forge.push_credentials(bm.fork_url))
-            heads = {branches[branch]: sha for branch, sha in found.items()}
+            state = dataclasses.replace(state, heads={branches[b]: sha for b, sha in found.items()})
         except BackportError:
-            heads = {}
-    return SetOnForge(prs=prs, shared=shared, heads=heads, lines=lines)
+            pass  # the evidence's own head stands
+    return state
 
 
 def _tested(rec: BranchRecord) -> str | None:
@@ -129,8 +115,8 @@ def _shown_tested(shown: BranchRecord) -> str | None:
 
 
 def _journal_states_it(rec: BranchRecord, shown: BranchRecord, head: str | None) -> bool:
-    """True when the journal's record is the one to render: it states the result the PR
-    shows, or a result of the fork branch's head that the PR does not show yet."""
+    """True when the journal states the result the PR shows, or a result of the fork
+    branch's head that the PR does not show yet."""
     tested = _tested(rec)
     if tested is None:
         return False
@@ -141,16 +127,14 @@ def _journal_states_it(rec: BranchRecord, shown: BranchRecord, head: str | None)
 
 def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | None = None,
                  ran: frozenset[str] = frozenset()) -> tuple[list[BranchRecord], frozenset[str]]:
-    """The records a body renders and the branches whose record was read from their PR.
-
-    ``own`` comes from the journal, and so does each of ``ran`` (the branches this run
-    worked on) that has a result of this run; the others as `_journal_states_it` says.
-    """
+    """The records a body renders and the branches whose record was read from their PR:
+    ``own`` and each of ``ran`` with a result of this run from the journal, the others as
+    `_journal_states_it` says."""
     chosen: list[BranchRecord] = []
     read_back: set[str] = set()
-    known = {rec.target for rec in records}
+    journaled = {rec.target for rec in records}
     never_run_here = [BranchRecord(target, pr.head) for target, pr in state.prs.items()
-                      if target not in known]
+                      if target not in journaled]
     for rec in [*records, *never_run_here]:
         pr = state.prs.get(rec.target)
         shown = state.shared.get(rec.target)
@@ -195,29 +179,27 @@ def record_for(records: list[BranchRecord], state: SetOnForge, target: str,
 
 
 def renderable(records: list[BranchRecord], state: SetOnForge, target: str) -> bool:
-    """True when a body of ``target`` can be rendered from facts: its PR carries a record, or
-    the journal has the branch. A PR with no record (written before the record line existed, or
-    its line deleted) and no journal record here is left to the host that has its results."""
+    """True when ``target``'s body can be rendered from facts: its PR carries a record, or
+    the journal has the branch (else it is left to the host that has its results)."""
     return target in state.shared or any(rec.target == target for rec in records)
 
 
 def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
-    """The draft state a branch's PR should have: its test failed, its result does not
-    validate the change (``not_in_build``), or the patch set asks."""
+    """A branch's PR is a draft when its test failed, its result does not validate the change
+    (``not_in_build``), or the patch set asks."""
     failed = rec is not None and rec.test is not None and rec.test.ok is False
     unproven = rec is not None and rec.test is not None and rec.test.not_in_build
     return failed or unproven or ps.pr.draft
 
 
 def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:
-    """The set as GitCode shows it, with no journal: each branch with an open PR, as the
-    record that PR carries states it (a fork branch moved since shows its result as stale)."""
+    """The set as the forge shows it, with no journal (`status --from-forge`)."""
     state = read_set(forge, ps, bm)
     chosen, _ = body_records([], state)
     return state, {rec.target: rec for rec in chosen}
 
 
-# -- the PR step -----------------------------------------------------------------------------
+# -- the PR step -------------------------------------------------------------------------------
 @dataclass
 class PrWrites:
     """What the PR step did to the PR so far: the PR, whether it was created, the warnings."""
@@ -228,39 +210,35 @@ class PrWrites:
 
 
 def pr_step(run: SetRun, job: BranchJob) -> bool:
-    """Find or create the PR for this fork branch, refresh its body, link the issue.
+    """Find or open the fork branch's PR, make its body true, decorate it once, finish.
 
-    An open PR of the fork branch is found again, never duplicated; it is decorated once, and
-    commented again only when its branch was pushed since (``comment_on_push``). Where the
-    run is partial (some branches of the set run elsewhere) the other branches' results are
-    read from their own PRs first. The issue link, decorations and comment are
-    best-effort: a refusal is a warning, recorded and not retried. A branch whose wrong PR
-    backport closed once gets no second PR; nor does one whose recorded PR was closed or
-    merged, unless ``--new-pr``. A PR opened but never read back is judged first.
+    An open PR of the fork branch is found again, never duplicated, and commented again only
+    when its branch was pushed since (``comment_on_push``). Where the run is partial the other
+    branches' results are read from their own PRs first. A branch whose wrong PR backport
+    closed once gets no second PR.
     """
     forge, bm = run.session.forge.client(), run.branch_map
-    docs = run.session.docs(job.patch_set.api)
     judge_unverified(job, forge)
     rec = job.record
-    writes = open_or_update(job, forge, docs, bm, list(job.patch_set.branches),
-                            read_siblings=run.partial, new_pr=run.options.new_pr)
+    writes = open_or_update(job, forge, run.session.docs(job.patch_set.api), bm,
+                            list(job.patch_set.branches), read_siblings=run.partial,
+                            new_pr=run.options.new_pr)
     info = carried_over(rec, writes, pr_title(job, bm))
     job.change(lambda r: r.with_pr(info))
     kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issues)]
-            if rec.pr is not None and rec.pr.number == info.number and not writes.created else [])
-    if not info.decorated:
-        kept = []  # a first decoration says afresh what the forge refused
+            if rec.pr is not None and rec.pr.number == info.number and not writes.created
+            and info.decorated else [])  # a first decoration says afresh what was refused
     info = decorate_once(job, forge, info, writes.warnings)
     writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
-    finish(job, forge, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
+    finish(job, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
     return True
 
 
 def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None,
                    bm: BranchMap, all_targets: list[str], *, read_siblings: bool,
                    new_pr: bool = False) -> PrWrites:
-    """The fork branch's open PR with a current body, draft state and title (the set's title
-    only when it changed since the last run); created when there is none."""
+    """The fork branch's open PR with a current body, draft state and title; created when
+    there is none."""
     ps, rec = job.patch_set, job.record
     draft = draft_implied(rec, ps)  # from this run's result: a passing re-run clears the draft
     state = read_set(forge, ps, bm) if read_siblings else None
@@ -271,29 +249,23 @@ def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | Non
     if pr is None:
         writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft, new_pr),
                           created=True)
-        writes.warnings.extend(_not_taken(writes.pr))
-        return writes
-    writes = PrWrites(pr, created=False)
-    body = render_body(ctx, existing=pr.body)
-    title = title_to_send(job, pr, pr_title(job, bm))
-    if body != pr.body or pr.title != title or pr.draft != draft:
+    else:
+        writes = PrWrites(pr, created=False)
+        body = render_body(ctx, existing=pr.body)
+        title = title_to_send(job, pr, pr_title(job, bm))
+        if body == pr.body and pr.title == title and pr.draft == draft:
+            return writes
         writes.pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
                                     close_related_issue=ps.pr.close_related_issue)
-        writes.warnings.extend(_not_taken(writes.pr))
+    if writes.pr.not_taken:
+        writes.warnings.append(f"PR !{writes.pr.number} did not take the new "
+                               f"{', '.join(writes.pr.not_taken)} (sent as JSON and as a form); "
+                               f"check it on {writes.pr.url}")
     return writes
 
 
-def _not_taken(pr: PullRequest) -> list[str]:
-    """A warning naming the fields the forge did not take (sent as JSON and as a form)."""
-    if not pr.not_taken:
-        return []
-    return [f"PR !{pr.number} did not take the new {', '.join(pr.not_taken)} (sent as JSON "
-            f"and as a form); check it on {pr.url}"]
-
-
 def pr_title(job: BranchJob, bm: BranchMap) -> str:
-    """The title of the branch's PR: the set's, without the source PR's branch tags, with the
-    target's ``title_tag`` where the map gives one (``titles.backport_title``)."""
+    """The set's title without the source PR's branch tags, with the target's ``title_tag``."""
     ps, target = job.patch_set, bm.targets.get(job.target)
     return backport_title(ps.title, source=ps.source.base if ps.source else None,
                           target=job.target, tag=target.title_tag if target else None)
@@ -301,9 +273,8 @@ def pr_title(job: BranchJob, bm: BranchMap) -> str:
 
 def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
             new_pr: bool) -> PullRequest:
-    """Open the PR (not where the recorded one was closed or merged, unless ``new_pr``); its
-    number is journaled as soon as the forge answers it, and a PR the forge opened wrong (and
-    backport closed) is journaled too."""
+    """Open the PR; its number is journaled as soon as the forge answers it, and a PR the
+    forge opened wrong (and backport closed) is journaled too."""
     ps, rec = job.patch_set, job.record
     if rec.closed_prs:
         raise BackportError(
@@ -312,23 +283,25 @@ def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
                      "branch, and opens no second one: open the PR from the fork branch by "
                      "hand, then run again to fill it in.")
     stop_if_replaced(job, forge, new_pr=new_pr)
+
+    def journal_number(number: int) -> None:
+        job.change(lambda r: r.with_pr(PrInfo.opened(number)))  # unverified until read back
+
     try:
-        pr = forge.create_pr(job.fork_branch, job.target, title, body, draft=draft,
-                             head_sha=rec.pushed_sha,
-                             close_related_issue=ps.pr.close_related_issue,
-                             on_number=journal_number(job))
+        return forge.create_pr(job.fork_branch, job.target, title, body, draft=draft,
+                               head_sha=rec.pushed_sha,
+                               close_related_issue=ps.pr.close_related_issue,
+                               on_number=journal_number)
     except BackportError as exc:
         if exc.details.get("closed") is True:
             closed = int(exc.details["number"])
             job.change(lambda r: r.pr_closed(closed))
         raise
-    return pr
 
 
 def carried_over(rec: BranchRecord, writes: PrWrites, set_title: str) -> PrInfo:
     """The PR's journal entry: what the journal knew of this same PR (link, decorations,
-    comment, refusals) carries over; a new or other PR starts afresh. ``set_title``: the
-    set's title this run (a later change of it is sent to the PR)."""
+    comment, refusals) carries over; a new or other PR starts afresh."""
     pr = writes.pr
     previous = rec.pr if rec.pr and not writes.created and rec.pr.number == pr.number else None
     return PrInfo(number=pr.number, url=pr.url,
@@ -339,48 +312,41 @@ def carried_over(rec: BranchRecord, writes: PrWrites, set_title: str) -> PrInfo:
 
 
 def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str]) -> PrInfo:
-    """The best-effort writes, each journaled at once: link the issue, add labels, assignees,
-    reviewers and testers, post the CI comment. A refusal is added to ``warnings`` and never
-    retried; the comment is journaled before it is posted, so a run killed right after the
-    post does not post it again."""
-    ps, opts, number = job.patch_set, job.patch_set.pr, info.number
+    """The best-effort writes, each journaled at once: the issue link, labels, assignees,
+    reviewers and testers, the CI comment (journaled before it is posted, so a run killed
+    right after does not post it again). A refusal goes to ``warnings``, never retried."""
+    opts, number = job.patch_set.pr, info.number
     if not info.linked and "link" not in info.refused:
-        failed, refusal = _link(forge, number, ps.issues)
+        failed, refusal = _link(forge, number, job.patch_set.issues)
         warnings.extend([failed] if failed else [])
-        if failed is None:
-            info = info.link_made()
-        elif refusal:
-            info = info.refusing("link")
-        job.change(_with_pr(info))
+        info = info.link_made() if failed is None else info.refusing("link") if refusal else info
+        job.change(lambda r: r.with_pr(info))
     pushed = job.record.pushed_sha
-    comment = False
     if not info.decorated:
         warnings.extend(_decorate(forge, number, opts))
         info = info.decorations_made()  # best-effort: never retried
         comment = bool(opts.comment)
-    elif (opts.comment and opts.comment_on_push and pushed
-          and info.commented_sha != pushed and "comment" not in info.refused):
-        comment = True  # the branch of this open PR was force-pushed since the comment
+    else:  # the branch of this open PR was force-pushed since the comment
+        comment = bool(opts.comment and opts.comment_on_push and pushed
+                       and info.commented_sha != pushed and "comment" not in info.refused)
     if not comment:
         return info
     before, info = info, info.commented(pushed)
-    job.change(_with_pr(info))
-    refused = _comment(forge, number, opts.comment)
-    if refused:
-        warnings.append(refused)
+    job.change(lambda r: r.with_pr(info))
+    try:
+        forge.add_comment(number, opts.comment or "")
+    except BackportError as exc:
+        warnings.append(f"comment {opts.comment!r} not posted on PR !{number} (not tried "
+                        f"again): {exc.message}")
         info = before.refusing("comment")
-        job.change(_with_pr(info))
+        job.change(lambda r: r.with_pr(info))
     return info
 
 
-def _with_pr(info: PrInfo) -> Transition:
-    return lambda r: r.with_pr(info)
-
-
-def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
-           kept: list[str], cache: Path, state_dir: Path) -> None:
+def finish(job: BranchJob, writes: PrWrites, info: PrInfo, kept: list[str], cache: Path,
+           state_dir: Path) -> None:
     """The branch's end state (done, planned, or a failed test shown by a draft), the
-    warnings said once, and the worktree of a finished branch removed (from ``cache``)."""
+    warnings said once; a finished branch's worktree is removed unread (its tests ran there)."""
     rec = job.record
     if writes.pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
         final, message = Status.PLANNED, "dry run: no PR written"
@@ -394,7 +360,10 @@ def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
     for warning in writes.warnings:
         job.event("warning", warning)
     if final == Status.DONE:
-        _drop_worktree(job, cache, state_dir)
+        if job.record.worktree:
+            Worktree.discard(cache, Path(job.record.worktree),
+                             cache_branch(state_dir, job.fork_branch))
+        job.change(BranchRecord.worktree_removed)
     job.event("done" if final == Status.DONE else final.value, writes.pr.url)
 
 
@@ -403,9 +372,8 @@ def _issues_said(issues: tuple[int, ...]) -> str:
 
 
 def _link(forge: Forge, number: int, issues: tuple[int, ...]) -> tuple[str | None, bool]:
-    """Link the patch set's issues (none: nothing to do); a failure is returned as a warning
-    (the PR stays open) and whether it was a refusal (403/404: not tried again; anything
-    else: the next run tries)."""
+    """Link the set's issues; a failure is returned as a warning and whether it was a refusal
+    (403/404: not tried again; anything else: the next run tries)."""
     try:
         forge.link_issues(number, issues)
     except BackportError as exc:
@@ -426,8 +394,7 @@ def _said_again(warning: str, info: PrInfo, issues: tuple[int, ...]) -> bool:
 
 
 def _closed_issues(forge: Forge, issues: tuple[int, ...], pr: PullRequest) -> list[str]:
-    """A warning for each of the set's issues closed while this PR is open (a sibling's merge
-    may have closed it for all of them)."""
+    """A warning for each of the set's issues closed while this PR is open."""
     if pr.state != "open":
         return []
     return [f"issue #{issue} is closed while PR !{pr.number} is open; reopen it if the "
@@ -450,56 +417,29 @@ def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
     return warnings
 
 
-def _comment(forge: Forge, number: int, comment: str | None) -> str | None:
-    """Post the configured comment (e.g. the CI trigger); a refusal is returned as a warning."""
-    try:
-        forge.add_comment(number, comment or "")
-    except BackportError as exc:
-        return (f"comment {comment!r} not posted on PR !{number} (not tried again): "
-                f"{exc.message}")
-    return None
-
-
-def _drop_worktree(job: BranchJob, cache: Path, state_dir: Path) -> None:
-    """A finished branch needs its worktree no more: the commit is on the fork and recorded.
-    Removed without reading it (its tests ran there): its folder, its registration in the
-    ``cache`` repository, its branch there."""
-    if job.record.worktree:
-        Worktree.discard(cache, Path(job.record.worktree),
-                         cache_branch(state_dir, job.fork_branch))
-    job.change(BranchRecord.worktree_removed)
-
-
 def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
                        all_targets: list[str], state: SetOnForge,
                        ran: frozenset[str] = frozenset()) -> bool:
-    """Bring a branch's open PR (as ``state`` read it) up to date with what is true now.
+    """Bring a branch's open PR (as ``state`` listed it) up to date; True when it was updated.
 
-    Every branch with a PR is refreshed, whatever its status or wherever it ran: the other
-    branches' results and PRs change, and a fork branch moved by someone else makes this PR's
-    own evidence stale. Nothing is written when neither the generated regions nor the draft
-    state would change; what is written goes over the PR as it is now (`Forge.current_pr`: read
-    again unless the listing just read shows it unchanged since this client read or wrote it),
-    so text a maintainer added is kept. Returns True when the PR was updated. The title keeps
-    its wording and its draft marker: draft is sent only where the branch's result changes it
-    (a failing test stays draft).
-    ``ran``: the branches this run worked on (their results of this run come first).
+    Every branch with a PR is refreshed, whatever its status or wherever it ran. Nothing is
+    written when neither the generated regions nor the draft state would change; what is
+    written goes over the PR as it is now (`Forge.current_pr`: read again unless the listing
+    shows it unchanged since this client read or wrote it), keeping a maintainer's text and
+    the title with its draft marker; draft is sent only where the result changes it. ``ran``:
+    the branches this run worked on (their results of this run come first).
     """
-    ps = job.patch_set
     listed = state.prs.get(job.target)
-    if listed is None:
-        return False
     records = job.journal.records(all_targets)
-    if not renderable(records, state, job.target) or not _out_of_date(listed, ps, bm, records,
-                                                                 job.target, docs, state, ran):
+    if listed is None or not renderable(records, state, job.target):
+        return False
+    if _wanted(job, listed, bm, records, docs, state, ran) == (listed.body, listed.draft):
         return False
     pr = forge.current_pr(listed.number)
     if pr.state != "open":
         return False
     state = state.with_pr(job.target, pr)
-    ctx = body_context(ps, bm, records, job.target, docs, state, own_from_journal=False, ran=ran)
-    body = render_body(ctx, existing=pr.body)
-    draft = draft_implied(record_for(records, state, job.target, ran), ps)
+    body, draft = _wanted(job, pr, bm, records, docs, state, ran)
     if body == pr.body and pr.draft == draft:
         return False
     # draft only where it changes: a draft sent is read back unless the answer shows it
@@ -509,25 +449,18 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     return True
 
 
-def _out_of_date(pr: PullRequest, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
-                 target: str, docs: Sequence[DocsEntry] | None, state: SetOnForge,
-                 ran: frozenset[str]) -> bool:
-    """True when the PR as listed differs from what it should show (body regions or draft)."""
+def _wanted(job: BranchJob, pr: PullRequest, bm: BranchMap, records: list[BranchRecord],
+            docs: Sequence[DocsEntry] | None, state: SetOnForge,
+            ran: frozenset[str]) -> tuple[str, bool]:
+    """The body and draft state a sibling's PR should have, over its body as ``pr`` shows it."""
+    ps, target = job.patch_set, job.target
     ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)
-    return (render_body(ctx, existing=pr.body) != pr.body
-            or pr.draft != draft_implied(record_for(records, state, target, ran), ps))
-
-
-# -- the PR the journal recorded ------------------------------------------------------------
-def journal_number(job: BranchJob) -> Callable[[int], None]:
-    """For ``create_pr(on_number=…)``: journal the new PR's number at once, unverified."""
-    def record(number: int) -> None:
-        job.change(lambda r: r.with_pr(PrInfo.opened(number)))
-    return record
+    return (render_body(ctx, existing=pr.body),
+            draft_implied(record_for(records, state, target, ran), ps))
 
 
 def judge_unverified(job: BranchJob, forge: Forge) -> None:
-    """A PR opened by an earlier run but never read back: judge it now, before anything else
+    """A PR an earlier run opened but never read back: judged now, before anything else
     (kept, or closed when it came from the wrong source)."""
     recorded = job.record.pr
     if recorded is None or not recorded.unverified:
@@ -537,19 +470,14 @@ def judge_unverified(job: BranchJob, forge: Forge) -> None:
                              head_sha=job.record.pushed_sha)
     except BackportError as exc:
         if exc.details.get("closed") is True:
-            settled(job, recorded.number)
+            job.change(lambda r: r.pr_closed(recorded.number))
         raise
     job.change(lambda r: r.with_pr(recorded.judged(pr.url)))
 
 
-def settled(job: BranchJob, closed: int) -> None:
-    """The PR ``closed`` was closed as wrong: recorded so (and so judged)."""
-    job.change(lambda r: r.pr_closed(closed))
-
-
 def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
-    """Before a create: when the PR the journal recorded was closed or merged, stop this
-    branch with one sentence, unless ``new_pr`` asks for another PR."""
+    """Before a create: where the recorded PR was closed or merged, stop the branch with one
+    sentence, unless ``new_pr`` asks for another PR."""
     recorded = job.record.pr
     if recorded is None or new_pr:
         return
@@ -568,8 +496,7 @@ def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
 
 
 def title_to_send(job: BranchJob, pr: PullRequest, set_title: str) -> str:
-    """The set's title when it changed since the last run; else the PR's own title (which a
-    maintainer may have edited; also when no run recorded the set's title for this PR)."""
+    """The set's title when it changed since the last run; else the PR's own title."""
     recorded = job.record.pr
     last = recorded.title if recorded is not None and recorded.number == pr.number else None
     return set_title if last is not None and last != set_title else pr.title
