@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backport.config.model import PatchSet, Project
-from backport.config.patchfiles import Patch
 from backport.config.validate import home_shown
 from backport.envs.changes import scope_of
 from backport.errors import BackportError
@@ -65,11 +64,9 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 def run_check(project: Project, names: list[str] | None, *, offline: bool, envs: bool = False,
               environ: dict[str, str] | None = None) -> list[Finding]:
-    """Validate the map and, unless ``offline``, that every patch set applies everywhere.
-
-    An environment not built on this machine is a warning (a CI runner checks the map and the
-    patches, not the hosts), a problem when ``envs`` asks for the environments as well.
-    """
+    """Validate the map and, unless ``offline``, that every patch set applies everywhere. An
+    environment not built here is a warning (a CI runner checks the map and the patches, not the
+    hosts), a problem when ``envs`` asks for the environments too."""
     bm = project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
     findings = [Finding(str(bm.path.name), "schema", True,
@@ -146,9 +143,8 @@ def _beyond_tests(ps: PatchSet) -> list[Finding]:
 
 def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str, base: str,
                    tmp: Path) -> list[Finding]:
-    """Does the series `apply` would use go in on ``base``? The same decision as `apply`'s:
-    its own series first; where that conflicts, the branch's recorded result (a hand
-    resolution, or a series carried from a sibling) and the siblings' series."""
+    """Does the series `apply` would use go in on ``base``? Its own series first; where that
+    conflicts, the branch's recorded result and the siblings' series."""
     subject = f"{ps.name} on {target}"
     series = ps.series_for(target)
     variant = target in ps.variants
@@ -175,10 +171,12 @@ def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str
                         variant, warning=True)] if decision.present else []
     worktree, result = decision.worktree, decision.result
     assert worktree is not None and result is not None
-    try:
-        head = result.head if result.status == "applied" else base
-        missing = [t.path for t in ps.tests
-                   if not _in_tree(worktree, head, t.path) and not _created(series, t.path)]
+    head = result.head if result.status == "applied" else base
+    created = {diff.new for patch in series for diff in patch.files if diff.created}
+    try:  # a file in the commit, sparse checkout or not (one the run read is known)
+        missing = [t.path for t in ps.tests if t.path not in created
+                   and not worktree.known.has(f"{head}:{t.path}")
+                   and not worktree.git(["cat-file", "-e", f"{head}:{t.path}"], check=False).ok]
     finally:
         worktree.remove()
     findings.append(_applies(subject, decision, variant))
@@ -209,17 +207,6 @@ def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
                        variant, warning=True)
     detail = "cleanly with git am -3" if result.status == "applied" else "already applied"
     return Finding(subject, "applies", True, detail, variant)
-
-
-def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
-    """True when ``path`` is a file in ``commit`` (sparse checkouts do not matter)."""
-    name = f"{commit}:{path}"
-    return worktree.known.has(name) or worktree.git(["cat-file", "-e", name], check=False).ok
-
-
-def _created(series: Sequence[Patch], path: str) -> bool:
-    """True when one of the patches creates ``path`` (``new file`` in its diff)."""
-    return any(diff.created and diff.new == path for patch in series for diff in patch.files)
 
 
 def _interpreters(project: Project, *, required: bool) -> list[Finding]:
@@ -254,9 +241,8 @@ def named_paths(body: str) -> list[tuple[str, int]]:
 
 
 def absent_named_paths(repo: Path, ps: PatchSet, bases: Mapping[str, str]) -> list[tuple[str, str]]:
-    """``(target, sentence)`` for each target of ``ps`` in ``bases`` that lacks a path
-    ``body.md`` names. A path no target has (nor the series changes) is another project's and
-    is left alone. Only trees are read."""
+    """``(target, sentence)`` for each target in ``bases`` lacking a path ``body.md`` names; a
+    path no target has (nor the series changes) is another project's. Only trees are read."""
     named = named_paths(ps.body or "")
     if not named:
         return []

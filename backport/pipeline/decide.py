@@ -33,7 +33,6 @@ from backport.git.apply import ApplyResult, abort_series, already_applied, apply
 from backport.git.cache import RepoCache
 from backport.git.present import (
     AddedTest,
-    PresentTest,
     added_tests,
     all_present,
     changed_python_tests,
@@ -42,7 +41,7 @@ from backport.git.present import (
 )
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal
-from backport.records import BranchRecord, ExistingTest, SeriesSource
+from backport.records import ExistingTest, SeriesSource
 from backport.states import Status
 
 
@@ -96,12 +95,6 @@ class Decision:
         return "; ".join(t.describe() for t in self.present)
 
 
-def existing_tests(found: list[PresentTest]) -> tuple[ExistingTest, ...]:
-    """The journal's form of the tests a target already defines."""
-    return tuple(ExistingTest(path=p.test.path, name=p.test.qualname, line=p.line,
-                              commit=p.commit, subject=p.subject) for p in found)
-
-
 def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Sequence[str], *,
            worktree: Callable[[], Worktree], others: Callable[[], Sequence[SiblingSeries]],
            event: Callable[[str], None] = lambda detail: None) -> Decision:
@@ -112,7 +105,9 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
         return Decision(Verdict.ALREADY_APPLIED)
     blobs = cache.known.reader(cache.path)
     added = tuple(added_tests(cache.path, series, blobs))
-    present = existing_tests(present_tests(cache.path, base, list(added), blobs)) if added else ()
+    present = tuple(ExistingTest(path=p.test.path, name=p.test.qualname, line=p.line,
+                                 commit=p.commit, subject=p.subject)
+                    for p in (present_tests(cache.path, base, list(added), blobs) if added else ()))
     if all_present(added, present):
         return Decision(Verdict.ALREADY_PRESENT, added, present)
     wt = worktree()
@@ -133,17 +128,6 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
     return found
 
 
-def _exported(repo: Path, out: Path, rec: BranchRecord) -> list[Patch]:
-    """The record's commit (on its base) as patch files in ``out``; [] if unreadable."""
-    from backport.git.authoring import export_patch_set  # only where a result is carried
-
-    try:
-        return [read_patch(file) for file in
-                export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)]
-    except BackportError:
-        return []
-
-
 def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
                     ) -> SiblingSeries | None:
     """``branch``'s result as the journal records it, when a maintainer's series made it (a
@@ -154,7 +138,13 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
         return None
     if not rec.manual and rec.series_source is None:
         return None
-    files = _exported(repo, out, rec)
+    from backport.git.authoring import export_patch_set  # only where a result is carried
+
+    try:
+        files = [read_patch(file) for file in
+                 export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)]
+    except BackportError:
+        return None
     if not files:
         return None
     if rec.manual:
@@ -162,28 +152,20 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
     return SiblingSeries(branch, "propagated", tuple(files), rec.series_source)
 
 
-def _passes(series: SiblingSeries, target: str) -> bool:
-    """True when ``series`` was carried to its branch from (or through) ``target``."""
-    step = series.via
-    while step is not None:
-        if step.branch == target:
-            return True
-        step = step.via
-    return False
-
-
 def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: str, *,
                    out: Path | None = None) -> list[SiblingSeries]:
     """The other targets' series for ``target`` to try, nearest release first: per sibling its
-    hand resolution or its result carried from another sibling (exported from ``repo`` under
-    ``out``, by default the run directory), then its saved variant. Never a result carried from
-    ``target`` itself, never a sibling's own tool-made result."""
+    hand resolution or its result carried from another (exported under ``out``), then its saved
+    variant; never a result carried from ``target``, nor a sibling's own tool-made result."""
     found = []
     for branch in nearest_first(target, patch_set.branches):
         folder = ((out or journal.run_dir / "resolutions") / target.replace("/", "_")
                   / branch.replace("/", "_"))
         recorded = recorded_series(repo, journal, branch, folder)
-        if recorded is not None and not _passes(recorded, target):
+        via, passes = recorded.via if recorded else None, False
+        while via is not None and not passes:  # carried from (or through) ``target`` itself
+            passes, via = via.branch == target, via.via
+        if recorded is not None and not passes:
             found.append(recorded)
             if recorded.kind == "resolution":
                 continue  # a hand resolution replaces the variant it may have started from
@@ -195,14 +177,11 @@ def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: st
 def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: Sequence[Patch],
                  own: ApplyResult, event: Callable[[str], None] = lambda detail: None
                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
-    """The own series conflicted in ``wt``: try ``candidates`` in order, each as `git am -3`
-    (finished entry by entry where it stops only on one-member-per-line JSON lists:
-    `git.entries`); when none applies, each again with its context lines ignored where every
-    change has one certain place (`git.loose`).
-
-    Returns the result to record, the series that applied (or None) and the labels of those
-    that did not. When none applies, the own series' conflict is left in ``wt`` for the user.
-    """
+    """The own series conflicted in ``wt``: try ``candidates`` in order as `git am -3` (finished
+    entry by entry on one-member-per-line JSON lists: `git.entries`), then each with its context
+    lines ignored where every change has one certain place (`git.loose`). Returns the result,
+    the series that applied (or None) and the labels of those that did not; when none applies,
+    the own series' conflict is left in ``wt`` for the user."""
     from backport.git.entries import finish_by_entries  # only after a conflict
     from backport.git.loose import apply_loose
 

@@ -71,9 +71,8 @@ class Journal:
             return self._branches.get(target)
 
     def change(self, target: str, transition: Transition) -> BranchRecord:
-        """Apply ``transition`` to the record of ``target`` and persist the whole journal
-        atomically; returns the new record. A move `states.MOVES` does not allow raises an
-        internal error naming both states, and the record stays as it was."""
+        """Apply ``transition`` to ``target``'s record and save the journal; a move
+        `states.MOVES` does not allow raises, naming both states, and changes nothing."""
         with self._lock:
             before = self._branches[target]
             rec = transition(before)
@@ -90,11 +89,6 @@ class Journal:
         with self._lock:
             names = targets if targets is not None else list(self._branches)
             return [self._branches[t] for t in names if t in self._branches]
-
-    def drop(self, target: str) -> None:
-        with self._lock:
-            self._branches.pop(target, None)
-            self._save_locked()
 
     def to_json(self) -> dict[str, Any]:
         """The journal file's document."""

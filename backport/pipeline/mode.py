@@ -1,8 +1,8 @@
 """How a run goes: how far (local, push, PR), whether its effects are only planned, what that
-needs before it starts, and the fork it pushes to (or, dry, plans to).
+needs before it starts, and the fork it pushes to (or, dry, plans to: `Fork`).
 
 `--no-push` and `--no-pr` set how far (`Effects`); `--dry-run` keeps it and makes every effect
-a plan: a dry forge, a `PlannedFork`, no journal. The prerequisites follow from the mode alone
+a plan: a dry forge, a planning `Fork`, no journal. The prerequisites follow from the mode alone
 (`RunMode.prerequisites`): a real run refuses to start without them, a dry run names them at
 its end as what the real run needs.
 """
@@ -65,31 +65,19 @@ class RunMode:
         return (*tests, Prerequisite.TOKEN, Prerequisite.FORK) if self.pushes else tests
 
 
-class GitFork:
-    """The fork through git: ``ls-remote`` its branch, ``push --force-with-lease`` to it."""
+class Fork:
+    """The fork through git: ``ls-remote`` its branch, ``push --force-with-lease`` to it. A dry
+    run's (``plan`` given) is read when it can be and never pushed to: each push is a plan line,
+    and a fork it cannot read (unnamed without a token, no credentials) is taken as lacking the
+    branch, so the push and the PR the real run would make are planned."""
 
-    def head(self, url: str, branch: str, env: Mapping[str, str] | None) -> str | None:
-        """The sha of ``branch`` on the fork, None when it is not there."""
-        return remote_sha(url, branch, env=env)
-
-    def push(self, repo: Path, url: str, sha: str, branch: str, *, expect: str | None,
-             env: Mapping[str, str] | None, started: Callable[[], object]) -> bool:
-        """Move ``branch`` to ``sha`` if it is still at ``expect`` (``started`` is told first,
-        for the journal); True: pushed."""
-        started()
-        push_branch(repo, url, sha, branch, expect=expect, env=env)
-        return True
-
-
-class PlannedFork:
-    """A dry run's fork: read when it can be, never pushed to; each push a plan line."""
-
-    def __init__(self, plan: Callable[[str], None]) -> None:
+    def __init__(self, plan: Callable[[str], None] | None = None) -> None:
         self.plan = plan
 
     def head(self, url: str, branch: str, env: Mapping[str, str] | None) -> str | None:
-        """As `GitFork.head`; a fork it cannot read (unnamed without a token, no credentials)
-        is said in the plan and taken as lacking the branch, so the push and PR are planned."""
+        """The sha of ``branch`` on the fork, None when it is not there."""
+        if self.plan is None:
+            return remote_sha(url, branch, env=env)
         if not url:
             self.plan(f"fork branch '{branch}' not read: the fork follows the token's login, "
                       "and this dry run has no token; the plan takes it as not there yet")
@@ -102,10 +90,12 @@ class PlannedFork:
 
     def push(self, repo: Path, url: str, sha: str, branch: str, *, expect: str | None,
              env: Mapping[str, str] | None, started: Callable[[], object]) -> bool:
-        """One plan line; False: nothing was pushed."""
-        self.plan(f"git push --force-with-lease={branch}:{expect or ''} <fork> "
-                  f"{sha[:9]}:refs/heads/{branch}")
-        return False
-
-
-Fork = GitFork | PlannedFork
+        """Move ``branch`` to ``sha`` if it is still at ``expect`` (``started`` is told first,
+        for the journal); True: pushed, False: planned."""
+        if self.plan is not None:
+            self.plan(f"git push --force-with-lease={branch}:{expect or ''} <fork> "
+                      f"{sha[:9]}:refs/heads/{branch}")
+            return False
+        started()
+        push_branch(repo, url, sha, branch, expect=expect, env=env)
+        return True

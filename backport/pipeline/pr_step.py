@@ -85,19 +85,21 @@ def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -
             continue
         if target not in prs or pr.number < prs[target].number:
             prs[target] = pr
-    state = SetOnForge()
     for target, pr in prs.items():
         if read_line(pr.body, target=target, fork_branch=pr.head) is None:
-            pr = forge.get_pr(pr.number)
-        state = state.with_pr(target, pr)
+            prs[target] = forge.get_pr(pr.number)
+    heads: dict[str, str | None] = {}
     if prs:
         branches = {ps.fork_branch(bm, target): target for target in prs}
         try:
             found = remote_shas(bm.fork_url, list(branches),
                                 env=forge.push_credentials(bm.fork_url))
-            state = dataclasses.replace(state, heads={branches[b]: sha for b, sha in found.items()})
+            heads = {branches[branch]: sha for branch, sha in found.items()}
         except BackportError:
             pass  # the evidence's own head stands
+    state = SetOnForge(heads=heads)
+    for target, pr in prs.items():
+        state = state.with_pr(target, pr)
     return state
 
 

@@ -1,18 +1,12 @@
-"""`apply`'s run, phase by phase: every chosen branch of every patch set, in parallel.
+"""`apply`'s run: prerequisites, one fetch of every target, then one patch set after another.
 
-`run_apply` checks what the reach needs, fetches every target once and then runs one patch
-set after another (`run_set`), each in four phases:
-
-1. **branches** — each branch's steps on a worker thread, newest target first
-   (`flow.run_branch`: proposed → apply → test → push);
-2. **PRs** — the set's PR steps in target order, each once its branch was pushed
-   (`flow.take_turns`);
-3. **sibling refresh** — every open PR of the set re-rendered with what is true now
-   (`refresh_siblings`);
-4. **summary** — the comment on the source PR of a set made from one (`write_summary`).
-
-What one set's run is (its jobs, which branches run here, whether it is partial) is its
-`SetRun`; the steps themselves are listed in `flow.py`.
+Each set (`run_set`) goes in four phases: **branches**, each branch's steps on a worker thread,
+newest target first (`flow.run_branch`: proposed → apply → same_fix → test → push); **PRs**, the
+set's PR steps in target order on the set's own thread, each once its branch was pushed
+(`flow.take_turns`); **refresh**, every open PR of the set re-rendered with what is true now
+(`refresh_siblings`); **summary**, the comment on the source PR of a set made from one.
+A plain re-run leaves finished branches, and a conflict still waiting for the user, alone
+unless ``--force`` (`needs_work`).
 """
 
 from __future__ import annotations
@@ -54,10 +48,8 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
               environ: dict[str, str] | None = None,
               plan: Callable[[str], None] | None = None,
               estimate: Callable[[str], None] | None = None) -> list[SetRun]:
-    """Run the whole job for the named patch sets; returns each set's run (its records).
-
-    In a dry run ``plan`` hears of every write not made and ``estimate`` of the forge requests
-    and time the run would take."""
+    """Run the named patch sets; returns each set's run (its records). In a dry run ``plan``
+    hears of every write not made, ``estimate`` of the requests and time the run would take."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
     session = Session(project, options, environ=environ, plan=plan,
@@ -119,8 +111,7 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
 
 
 def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
-    """Run the sets one after another; returns what the real run needs that a dry run went
-    on without."""
+    """Run the sets one after another; returns what a dry run went on without."""
     jobs = [job for run in runs for job in run.jobs]
     needs = check_prerequisites(session, jobs)
     if any(need is Prerequisite.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
@@ -138,7 +129,7 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     try:
         # A batch goes one patch set after another, so its PRs appear as it goes.
         for index, run in enumerate(runs):
-            run.bases, run.earlier = bases, runs[:index]  # one PR per fix: `same_fix.py`
+            run.bases, run.earlier = bases, runs[:index]  # one PR per fix: `same_fix_step`
             run_set(run, pool)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
@@ -149,13 +140,8 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
 
 
 def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
-    """One patch set's run, phase by phase (see the module docstring).
-
-    Newest branch first: its conflict is the one to resolve first, and flows down. Each
-    branch is pushed as soon as it is tested; its PR is opened once the branches before it
-    (target order) had theirs. Bodies written before the other branches finished are
-    refreshed at the end (a dry run's PRs are not there to refresh).
-    """
+    """One patch set's run, phase by phase (see the module docstring). Newest branch first:
+    its conflict is the one to resolve first, and its resolution flows down."""
     order = newest_first(run.ran)
     branches = [pool.submit(run_branch, run, job)
                 for job in sorted(run.jobs, key=lambda j: order.index(j.target))]
@@ -168,10 +154,8 @@ def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
 
 
 def refuse_unconfined_pr_code(session: Session, jobs: list[BranchJob]) -> None:
-    """A set made from a PR is tested only in the sandbox, or on a branch whose environment
-    says ``isolation: none``: on a host that refuses namespaces the run stops before any work
-    (exit 2), whichever command started it (`apply --from-pr`, `apply --api pr-N`, the
-    pipeline's test step, `trigger`, `continue`)."""
+    """A set made from a PR is tested only in the sandbox (or where its environment says
+    ``isolation: none``): on a host that refuses namespaces the run stops before any work."""
     pr_targets = [job.target for job in jobs if job.patch_set.pr_code]
     if pr_targets and not session.options.skip_tests:
         require_isolation(session.project.branch_map, dict.fromkeys(pr_targets))
@@ -179,61 +163,45 @@ def refuse_unconfined_pr_code(session: Session, jobs: list[BranchJob]) -> None:
 
 def check_prerequisites(session: Session,
                         jobs: list[BranchJob]) -> list[tuple[Prerequisite, BackportError]]:
-    """What the run's reach needs that needs no network to check (`Course.needs`: environments
-    built, the forge's token, a fork to push to). A real run missing any stops before any work,
-    naming everything missing in one sentence; a dry run goes on and returns them (its end
-    names them as what the real run needs)."""
-    mode = session.options.mode
-    missing = [(need, problem) for need in mode.prerequisites(skip_tests=session.options.skip_tests)
-               for problem in _missing(need, session, jobs)]
+    """What the run's mode needs that needs no network to check (environments built, the
+    forge's token, a fork to push to). A real run missing any stops before any work, naming
+    all in one sentence; a dry run goes on and returns them."""
+    mode, bm = session.options.mode, session.project.branch_map
+    missing: list[tuple[Prerequisite, BackportError]] = []
+    for need in mode.prerequisites(skip_tests=session.options.skip_tests):
+        if need is Prerequisite.ENVIRONMENTS:
+            users: dict[str, list[str]] = {}
+            for job in jobs:
+                users.setdefault(bm.targets[job.target].env, []).append(job.target)
+            try:
+                require_built({name: bm.environments[name] for name in users}, users)
+            except BackportError as exc:
+                missing.append((need, exc))
+        elif need is Prerequisite.TOKEN:
+            missing += [(need, ConfigError(text)) for text in session.forge.missing()]
+        elif not bm.fork and session.forge.missing():  # else set, or the token names it
+            missing.append((need, ConfigError(
+                f"the fork's name: it follows the token's login ({bm.fork_shown}), or set "
+                f"fork: in {bm.path.name}")))
     if mode.dry_run or not missing:
         return missing
-    problems = [problem for _, problem in missing]
-    if len(problems) == 1:
-        raise problems[0]
-    parts = [p.message.rstrip(".") for p in problems]
-    first = problems[0].code  # each is a configuration or usage error (exit 2)
-    lead = "" if len(parts) == 1 else f"{len(parts)} things are missing before the run can start: "
-    text = lead + "; and ".join(parts)
-    raise BackportError(first, text[0].upper() + text[1:] + ".")
-
-
-def _missing(need: Prerequisite, session: Session, jobs: list[BranchJob]) -> list[BackportError]:
-    """What this machine lacks of ``need``, one error each."""
-    bm = session.project.branch_map
-    if need is Prerequisite.ENVIRONMENTS:
-        users: dict[str, list[str]] = {}
-        for job in jobs:
-            users.setdefault(bm.targets[job.target].env, []).append(job.target)
-        try:
-            require_built({name: bm.environments[name] for name in users}, users)
-        except BackportError as exc:
-            return [exc]
-        return []
-    if need is Prerequisite.TOKEN:
-        return [ConfigError(text) for text in session.forge.missing()]
-    if bm.fork or not session.forge.missing():  # set, or the token names it
-        return []
-    return [ConfigError(f"the fork's name: it follows the token's login ({bm.fork_shown}), "
-                        f"or set fork: in {bm.path.name}")]
+    if len(missing) == 1:
+        raise missing[0][1]
+    parts = "; and ".join(problem.message.rstrip(".") for _, problem in missing)
+    # each is a configuration or usage error (exit 2)
+    raise BackportError(missing[0][1].code,
+                        f"{len(missing)} things are missing before the run can start: {parts}.")
 
 
 REFRESH_ROUNDS = 3  # reads of the set's PRs after a run; each further one only after a write
 
 
 def refresh_siblings(run: SetRun) -> None:
-    """Re-render every open PR of the set, so each body is true after the run.
-
-    A body written earlier in the run did not know the PRs created after it; a PR of a branch
-    run elsewhere did not know this run's results, nor this run's PR theirs. Each round lists
-    the set's open PRs afresh once (their evidence is the results shared between hosts, and
-    the listing shows which PRs someone wrote since this run did) and updates, once each, the
-    PRs that are out of date; a PR the listing shows unchanged since this run wrote or read it
-    is not read again. Where the run is partial (the other branches run elsewhere), a round
-    that wrote something is followed by another, so two runs finishing at the same moment
-    each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are already current
-    are left alone.
-    """
+    """Re-render every open PR of the set, so each body is true after the run: a body written
+    earlier did not know the PRs made after it, nor a PR run elsewhere this run's results.
+    Each round lists the set's open PRs once and updates each out-of-date one once; where the
+    run is partial, a round that wrote is followed by another, so two runs ending at once each
+    see the other's result (at most ``REFRESH_ROUNDS``)."""
     ps, bm = run.patch_set, run.branch_map
     for _ in range(REFRESH_ROUNDS if run.partial else 1):
         try:
@@ -260,14 +228,13 @@ def write_summary(run: SetRun) -> None:
     if ps.source is None:
         return
     warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
-                              run.journal.records(list(ps.branches)), run.ran)
+                                   run.journal.records(list(ps.branches)), run.ran)
     if warning:
         run.jobs[0].event("pr", warning)
 
 
 def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
-    """Probe every needed environment and start its warm worker in the background; say once
-    when the host refuses the tests' sandbox."""
+    """Probe every needed environment and start its warm worker in the background."""
     notice = refusal_notice()
     if notice and jobs:
         jobs[0].event("sandbox", notice)

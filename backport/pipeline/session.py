@@ -22,7 +22,7 @@ from backport.forge import Forge, make_forge
 from backport.git.cache import RepoCache
 from backport.git.credential_helpers import configured_helpers
 from backport.git.worktree import forget_owner
-from backport.pipeline.mode import Fork, GitFork, PlannedFork, RunMode
+from backport.pipeline.mode import Fork, RunMode
 from backport.pipeline.permissions import WritePermissions
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
@@ -163,7 +163,7 @@ class Session:
         self.permissions = WritePermissions()  # who may write to the upstream, asked once a login
         self.forge = ForgeAccess(project, self.environ, mode=options.mode, plan=self.plan,
                                   notify=notify)
-        self.fork: Fork = PlannedFork(self.plan) if options.mode.dry_run else GitFork()
+        self.fork = Fork(self.plan if options.mode.dry_run else None)
 
     def follow_token(self) -> None:
         """Name the fork where branches.yaml leaves it to the token: ``<login>/<repo>``, the

@@ -1,18 +1,12 @@
 """One patch set's run (`SetRun`), one branch's job in it (`BranchJob`), and when a step may
 run (`Schedule`).
 
-Every step is ``step(run, job) -> bool`` (True: the branch goes on). ``run`` is computed once
-per set: the set, its journal, the targets chosen, the jobs with work left, which branches run
-here (`ran`), whether the set is only partly run here (`partial`: the other branches run on
-other hosts and their results are read from their PRs), the fetched `bases`, the `schedule` and
-the run's `Session` (cache, environments, docs audit, forge, fork).
-
-The schedule has one protocol, "wait until that branch's step ended". A branch thread tells it
-each step it ended and whether the branch goes on; two waits use it: an older target's apply,
-where its own series conflicts, waits for the newer targets' apply (their resolutions are what
-it tries next: `SetRun.wait_newer`), and the set's PR steps, taken in target order on the set's
-own thread, each wait for their branch's push. It is told of jobs and step names only, never
-handed a function.
+``run``, computed once per set, holds the set, its journal, the chosen targets, the jobs with
+work left, the branches run here (`ran`), whether the others run on other hosts (`partial`:
+their results are read from their PRs), the fetched `bases` and the run's `Session`. The
+schedule's one protocol is "wait until that branch's step ended": an older target's apply, where
+its own series conflicts, waits for the newer targets' apply (`SetRun.wait_newer`), and each PR
+step waits for its branch's push. It is told of jobs and step names only, never a function.
 """
 
 from __future__ import annotations
@@ -69,8 +63,7 @@ class Schedule:
         self._finished: set[str] = set()  # targets whose thread is done with every step
 
     def ended(self, job: BranchJob, step: str, going: bool) -> None:
-        """``job``'s ``step`` is over (ran, stopped, failed or not needed); ``going``: the
-        branch goes on past it."""
+        """``job``'s ``step`` is over; ``going``: the branch goes on past it."""
         with self._changed:
             self._ended[(job.target, step)] = going
             self._changed.notify_all()
@@ -146,19 +139,17 @@ class SetRun:
                          self.journal, self.event_for(target))
 
     def wait_newer(self, job: BranchJob, step: str) -> None:
-        """Block until every newer target of the set run here ended ``step``. Branches start
-        newest first, so a waiting branch never holds a worker a newer one needs."""
+        """Block until every newer target run here ended ``step`` (they start first, so a
+        waiting branch never holds a worker a newer one needs)."""
         for other in self.jobs:
             if newer(other.target, job.target):
                 self.schedule.wait(other, step)
 
 
 def fetch_bases(cache: RepoCache, targets: list[str]) -> dict[str, str | BackportError]:
-    """Fetch every target head into the cache once; returns target -> head (`apply`, `check`).
-
-    A fetch that fails is the upstream's failure: it raises (one sentence naming the upstream
-    and git's reason). Only when it names a branch the upstream lacks are the branches listed
-    (``ls-remote``), so the others are fetched and each missing one fails alone."""
+    """Fetch every target head into the cache once; target -> head (`apply`, `check`). A failed
+    fetch raises, unless it names a branch the upstream lacks: then the branches are listed
+    (``ls-remote``), the others fetched, and each missing one fails alone."""
     try:
         return dict(cache.fetch(targets))
     except BackportError as exc:
