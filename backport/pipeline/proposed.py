@@ -20,13 +20,11 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from backport.config.model import BranchMap
-from backport.forge import Forge, PullRequest
+from backport.forge import PullRequest
 from backport.git.apply import patch_ids
-from backport.git.cache import RepoCache
 from backport.git.run import git
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
-from backport.pipeline.permissions import WritePermissions
 from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import BranchRecord, ProposedPr
 from backport.report.evidence_fields import SOURCE
@@ -89,11 +87,9 @@ def _ours_said(pairs: Iterable[tuple[str, str]], upstream: str) -> dict[int, str
 
 
 def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | None:
-    """How ``pr`` carries PR ``number`` of ``upstream`` into ``target`` (``SYNC``,
-    ``CHERRY_PICK``, ``BACKPORT``), or None when it does not. Only an open or merged PR into
-    ``target`` counts, and only by a form its writer puts where it writes it: the sync bot's
-    title prefix or branch, GitCode's cherry-pick branch, the source line of this tool's
-    evidence; a description that mentions ``!N`` carries nothing."""
+    """How an open or merged ``pr`` into ``target`` carries PR ``number`` of ``upstream``
+    (``SYNC``, ``CHERRY_PICK``, ``BACKPORT``: the sync bot's title prefix or branch, GitCode's
+    cherry-pick branch, this tool's evidence line), or None."""
     if pr.base != target or pr.state not in ("open", "merged"):
         return None
     forms = {**_ours_said(_SOURCE_LINE.findall(pr.body), upstream), **head_carries(pr.head, target),
@@ -102,11 +98,9 @@ def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | N
 
 
 def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
-    """The PRs a commit on ``branch`` carries, other than its own (the PR its GitCode squash
-    message is): the sync bot's title prefix on its subject, the head branch of its own squash
-    line (a bot's form), this tool's trailer as the last paragraph of the message its author
-    wrote. A mention anywhere else (a description quoted in the squash message, "see also
-    !N", "参考 !N") carries nothing."""
+    """The PRs a commit on ``branch`` carries, other than its own (its GitCode squash line's):
+    the sync bot's title prefix on its subject, the head branch of its own squash line, this
+    tool's trailer as the last paragraph of its author's message."""
     from backport.git.source_message import own_message  # the audit's alone
     from backport.git.source_pr import squash_head, squash_number
 
@@ -132,16 +126,14 @@ SAME_CHANGE = "its commits carry the change"
 
 
 def bot_branch(pr: PullRequest, kind: str, upstream: str) -> bool:
-    """The pure part of the trust rule: a bot's form (the sync bot's, GitCode's cherry-pick)
-    on a branch of the upstream repository itself, which only its writers can make."""
+    """A bot's form on a branch of the upstream itself, which only its writers can make."""
     return kind in (SYNC, CHERRY_PICK) and _same_repo(pr.head_repo, upstream)
 
 
 def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[str], bool],
            has_change: Callable[[], bool]) -> str | None:
-    """Why ``pr``, which names the source as ``kind``, may stop the branch (one of
-    ``BOT_BRANCH``, ``WRITER``, ``SAME_CHANGE``), or None when it may not. The checks run in
-    order of cost and stop at the first that holds: no request, one per login, a git fetch."""
+    """Why ``pr``, which names the source as ``kind``, may stop the branch, or None. The
+    checks run in order of cost: no request, one per login, a git fetch."""
     if bot_branch(pr, kind, upstream):
         return BOT_BRANCH
     if can_write(pr.author):
@@ -151,18 +143,19 @@ def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[st
     return None
 
 
-def _first_counting(job: BranchJob, found: list[tuple[PullRequest, str]], forge: Forge,
-                    bm: BranchMap, permissions: WritePermissions, cache: RepoCache,
+def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, str]],
                     number: int) -> tuple[PullRequest, str, str] | None:
     """The first PR of ``found`` (merged ones first, then the oldest) that counts, with its
     kind and why; each one passed over is said in the branch's progress, by number only."""
     from backport.git.source_pr import carries_change  # only where a PR names the source
 
+    forge, session = run.session.forge.client(), run.session
     patches = [patch.data for patch in job.patch_set.patches]
     for pr, kind in sorted(found, key=lambda f: (f[0].state != "merged", f[0].number)):
-        why = counts(pr, kind, upstream=bm.upstream,
-                     can_write=lambda login: permissions.can_write(forge, login),
-                     has_change=partial(carries_change, cache, pr.number, job.target, patches))
+        why = counts(pr, kind, upstream=run.branch_map.upstream,
+                     can_write=lambda login: session.permissions.can_write(forge, login),
+                     has_change=partial(carries_change, session.cache, pr.number, job.target,
+                                        patches))
         if why is not None:
             return pr, kind, why
         job.event("proposed", f"PR !{pr.number} names !{number} but does not count: its author "
@@ -172,22 +165,20 @@ def _first_counting(job: BranchJob, found: list[tuple[PullRequest, str]], forge:
 
 
 def proposed_step(run: SetRun, job: BranchJob) -> bool:
-    """For a set made from a PR: stop the branch as already proposed when another open or
-    merged PR into its target carries that PR and counts (a merged one first, then the
-    oldest); False then. A set not made from a PR, a branch whose own PR is open, and a run
-    that opens no PRs go on."""
+    """For a set made from a PR: stop the branch as already proposed (False) when another open
+    or merged PR into its target carries that PR and counts. A branch whose own PR is open,
+    and a run that opens no PRs, go on."""
     source = job.patch_set.source
     if source is None or not run.options.mode.opens_prs:
         return True
     forge, bm = run.session.forge.client(), run.branch_map
-    permissions, cache = run.session.permissions, run.session.cache
     job.event("proposed", f"looking for PRs into {job.target} that carry !{source.number}")
     later = forge.later_prs(source.number, job.target)
     if any(_ours(pr, job, bm) and pr.state == "open" for pr in later):
         return True
     found = [(pr, kind) for pr in later if not _ours(pr, job, bm)
              and (kind := carries(pr, source.number, bm.upstream, job.target)) is not None]
-    first = _first_counting(job, found, forge, bm, permissions, cache, source.number)
+    first = _first_counting(run, job, found, source.number)
     if first is None:
         return True
     pr, kind, why = first
@@ -223,8 +214,8 @@ def _carrier(earlier: BranchRecord) -> ProposedPr | None:
 
 
 def same_fix_step(run: SetRun, job: BranchJob) -> bool:
-    """Stop the branch as already proposed when a set run before it in this batch carries the
-    same change into its target and has a PR there; True (go on) otherwise."""
+    """Stop the branch (False) where a set run before it in this batch carries the same change
+    into its target and has a PR there."""
     if not run.earlier or job.patch_set.source is None or not run.options.mode.opens_prs:
         return True
     mine = _change(run, job.record)

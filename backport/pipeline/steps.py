@@ -1,19 +1,15 @@
-"""The apply, test and push steps, each ``step(run, job)``; each reads and writes one journal
+"""The apply, test and push steps, each ``step(run, job)``: each reads and writes one journal
 record and is safe to repeat.
 
-Re-run rules: apply keeps the commit when the base did not move (or the commit was made by
-hand) and the cache (and, where a test runs in it, the worktree) still holds it; test keeps a
-passing result of the same commit; push does nothing when the fork branch is at the commit and
-stops (`fork-diverged`) when someone else moved it. A publish step (``--skip-tests``, run
-without test code after a CI's test step) pushes only the commit recorded before the test,
-and only when its tree is the series applied afresh on its base, read from the cache's objects
-(the worktree the tests could write is never read: `_keeps_commit`, `_is_series_afresh`).
-
-Before the tests, the commit's files outside ``test/`` are sorted (``envs/changes.py``): the
-``torch_npu`` Python files are laid over a copy of the installed package the tests import
-instead (``envs/overlay.py``); compiled sources and build inputs are named as not in the build;
-the rest as not exercised. Each test the patch adds must have run and passed in the ``-v``
-output of its file (``envs/verbose.py``), whatever unittest's summary says.
+Re-runs: apply keeps the commit when the base did not move (or it was made by hand) and the
+cache (and, where a test runs in it, the worktree) holds it; test keeps a passing result of the
+same commit; push does nothing when the fork branch is at the commit and stops
+(`fork-diverged`) when someone else moved it. A publish step (``--skip-tests`` after a CI's test
+step) pushes the commit recorded before the test only when its tree is the series applied
+afresh on its base, read from the cache's objects: the worktree the tests could write is never
+read. Before the tests, the ``torch_npu`` Python files the commit changes are laid over a copy
+of the installed package (``envs/overlay.py``); each test the patch adds must have passed in
+the ``-v`` output of its file (``envs/verbose.py``), whatever unittest's summary says.
 """
 
 from __future__ import annotations
@@ -61,10 +57,8 @@ def log_path(run: SetRun, job: BranchJob, test_index: int) -> Path:
 
 # -- apply ------------------------------------------------------------------------------------
 def apply_step(run: SetRun, job: BranchJob) -> bool:
-    """Put the patch series on a fresh fork branch on top of the fetched base; False when it
-    stopped. Keeps the previous run's commit (see the module docstring) unless ``--force``;
-    where the own series conflicts, the siblings' series are tried once the newer targets'
-    apply steps ended."""
+    """Put the series on a fresh fork branch on the fetched base; False when it stopped. Where
+    the own series conflicts, the siblings' are tried once the newer targets were applied."""
     base = run.bases[job.target]
     if isinstance(base, BackportError):
         raise base
@@ -88,9 +82,8 @@ def apply_step(run: SetRun, job: BranchJob) -> bool:
 
 
 def _keeps_commit(run: SetRun, job: BranchJob, path: Path) -> bool:
-    """Whether the previous run's commit goes on (said as an event): this run's cache must hold
-    it; where a test runs in the worktree in this run, the worktree at ``path`` too. Where none
-    runs (a publish step, or the passing result kept) the worktree is not read."""
+    """Whether the previous run's commit goes on: the cache must hold it, and where a test runs
+    in this run, the worktree at ``path`` too (else the worktree is not read)."""
     cache, rec = run.session.cache, job.record
     commit = rec.commit
     assert commit is not None
@@ -198,13 +191,9 @@ def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
 
 
 def test_step(run: SetRun, job: BranchJob) -> bool:
-    """Run the patch set's tests under the target's environment; False when it stopped.
-
-    Keeps the previous run's passing result of the same commit unless ``--force`` (or a set
-    made again); ``--skip-tests`` runs no test code (a CI's publish step, which holds the
-    token), keeping such a result or recording the tests as not run; so does a set with no
-    test, for that cause.
-    """
+    """Run the set's tests in the target's environment; False when it stopped. ``--skip-tests``
+    (a publish step, which holds the token) runs no test code, keeping a passing result or
+    recording the tests as not run; so does a set with no test, for that cause."""
     options, rec, ps = run.options, job.record, job.patch_set
     if (not options.forces(ps.name) and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
@@ -338,9 +327,8 @@ def changes_for_run(job: BranchJob, envs: Environments, env: Environment,
 
 # -- push -------------------------------------------------------------------------------------
 def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> bool:
-    """A publish step pushes only a commit whose tree equals the series applied afresh on its
-    base (a resolution's or a sibling's commit is not re-derived); False after stopping the
-    branch. Read from the cache's objects only, every git process sealed."""
+    """A publish step pushes only a commit whose tree is the series applied afresh on its base
+    (a resolution's is not re-derived); False after stopping the branch."""
     rec = job.record
     if not (skip_tests and rec.test is not None and rec.test.ok and rec.commit
             and rec.base and rec.series_source is None and not rec.manual):
@@ -360,11 +348,8 @@ def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> boo
 
 
 def push_step(run: SetRun, job: BranchJob) -> bool:
-    """Push the fork branch to the fork only, with a lease on what this tool last pushed.
-
-    Nothing is pushed when the fork branch is already at the commit, or someone else moved it
-    (unless ``--overwrite-fork-branch``); a dry run's fork (`Session.fork`) only plans the push.
-    """
+    """Push the fork branch to the fork only, with a lease on what this tool last pushed; not
+    where someone else moved it (unless ``--overwrite-fork-branch``). A dry run's fork plans."""
     session, options = run.session, run.options
     fork_url, fork, push_env = run.branch_map.fork_url, session.fork, session.forge.push_env()
     rec = job.record
