@@ -39,8 +39,8 @@ from backport.report.summary import render_table, status_json
                    "and what the real run needs; it needs no token or fork and writes nothing "
                    "in the project (its worktrees and logs go to a temporary folder).")
 @click.option("--no-push", is_flag=True,
-              help="Reach: stop after the tests; nothing leaves this machine.")
-@click.option("--no-pr", is_flag=True, help="Reach: push the fork branches but open no PR.")
+              help="Stop after the tests; nothing leaves this machine.")
+@click.option("--no-pr", is_flag=True, help="Push the fork branches but open no PR.")
 @click.option("--skip-tests", is_flag=True,
               help="Run no test: a passing result of the same commit is kept (a CI's "
                    "publish step, whose commit must then be the series applied afresh), else "

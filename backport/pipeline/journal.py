@@ -1,11 +1,10 @@
 """The run journal of each patch set, the lock that keeps two runs on it apart, and which
 patch sets and targets a command names.
 
-The journal is JSON at ``.backport/runs/<patch-set>/journal.json``: per target branch the step
-reached and its results. Every change is one named transition checked against `states.MOVES`
-and rewrites the file whole (``jsonfile.write_json``: a kill leaves the old or the new journal,
-never a torn one). A lock file beside it keeps two runs from interleaving; worktrees live under
-``.backport/worktrees/<patch-set>/<target>``, logs under ``.backport/runs/<patch-set>/logs/``.
+The journal is ``.backport/runs/<patch-set>/journal.json``: per target the step reached and its
+results. Every change is one named transition checked against `states.MOVES` and rewrites the
+file whole (``jsonfile.write_json``: a kill leaves the old or the new journal). Worktrees live
+under ``.backport/worktrees/<patch-set>/<target>``, logs under ``.backport/runs/<set>/logs/``.
 """
 
 from __future__ import annotations
@@ -146,11 +145,8 @@ class ProgressSink(Protocol):
 
 
 def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
-    """The patch sets a command names (``--api``, repeatable), or all of them with ``every``.
-
-    A named set that did not load (and with ``every``, any such set) fails with its own
-    sentence (ConfigError); the others' problems do not matter here.
-    """
+    """The patch sets a command names (``--api``), or all with ``every``; a named set that did
+    not load (with ``every``, any) fails with its own sentence."""
     if every:
         for message in project.broken.values():
             raise ConfigError(message)
@@ -201,9 +197,8 @@ def run_lock(project: Project, patch_set: str, on_wait: Callable[[], None] | Non
 @contextmanager
 def locked_journals(project: Project, patch_sets: list[PatchSet], progress: ProgressSink,
                     *, persist: bool = True) -> Iterator[dict[str, Journal]]:
-    """Take every patch set's run lock (waiting for another run to finish), then its journal.
-    Without ``persist`` (a dry run, which writes no journal) no lock is taken: it writes
-    nothing in the project."""
+    """Take every patch set's run lock (waiting for another run), then its journal. Without
+    ``persist`` (a dry run writes nothing in the project) no lock is taken."""
     with ExitStack() as stack:
         for ps in sorted(patch_sets, key=lambda p: p.name) if persist else ():
             def waiting(name: str = ps.name) -> None:

@@ -1,29 +1,20 @@
-"""The PR step, the set as the forge shows it, the refresh of the set's PRs and the summary
+"""The PR step, the set as the forge shows it, the refresh of the set's PRs, and the summary
 comment on a source PR.
 
-The PR step (`pr_step`) finds or opens the fork branch's PR and makes its body true
-(`open_or_update`), carries over what the journal knew of that same PR (`carried_over`), makes
-the best-effort writes once (`decorate_once`: issue link, labels and the like, the CI comment;
-a refusal is a warning, not retried) and ends the branch (`finish`). A PR whose number the
-create answered but that was never read back is judged first; one closed or merged is never
-replaced unless ``--new-pr``; the set's title is sent only when it changed since the last run,
-so a maintainer's edit of the title survives.
+The PR step finds or opens the fork branch's PR and makes its body true (`open_or_update`),
+carries over what the journal knew of that PR (`carried_over`), makes the best-effort writes
+once (`decorate_once`: a refusal is a warning, never retried) and ends the branch (`finish`).
+A PR opened but never read back is judged first; one closed or merged is never replaced unless
+``--new-pr``; the set's title is sent only when it changed, so a maintainer's edit survives.
 
-Runs on different hosts share results through the forge: each open PR carries its branch's
-record as one hidden JSON line in its evidence region (``report/record_block.py``); the
-evidence text above it is for reviewers and never read. `read_set` reads a set's open PRs in
-one list and the fork heads in one ``ls-remote``. A body takes each branch from the journal
-where the journal states the result the PR shows, where the branch has a result of this run,
-or where the journal has a result of the fork head the PR does not show yet; otherwise from
-the PR's record. A fork head other than the record's shows that result as stale. A PR with no
-record is rewritten only by a host whose journal has that branch. After its PR steps a run
-refreshes the set (`refresh_sibling_pr`, in rounds: `run.refresh_siblings`), each out-of-date
-PR written once over the PR as it is now, its title and draft marker kept.
-
-The summary comment on a source PR (`write_source_summary`) is one comment found by its hidden
-marker AND its author (the token's user) and edited in place; anyone else's is never edited,
-read or counted. When two runners posted at once the oldest is kept and this run's deleted.
-Best effort: a refusal is returned as a warning.
+Hosts share results through the forge: each open PR carries its branch's record as one hidden
+JSON line in its evidence (``report/record_block.py``; the text above it is never read).
+`read_set` reads a set's open PRs in one list and the fork heads in one ``ls-remote``. A body
+takes a branch from the journal where the journal states the result the PR shows, has a result
+of this run, or of the fork head the PR does not show yet; else from the PR's record (stale
+where the fork head moved since). A PR with no record is rewritten only by a host whose journal
+has the branch. The summary comment on a source PR is one comment found by its marker AND its
+author (the token's user), edited in place; anyone else's is never edited, read or counted.
 """
 
 from __future__ import annotations
@@ -103,28 +94,17 @@ def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -
     return state
 
 
-def _tested(rec: BranchRecord) -> str | None:
-    """The commit the journal's result is of (a skipped test: the commit pushed)."""
-    if rec.test is None:
-        return None
-    return rec.test.commit or rec.pushed_sha or rec.commit
-
-
-def _shown_tested(shown: BranchRecord) -> str | None:
-    """The commit the result a PR shows is of: its tested commit, else the head it shows."""
-    test = shown.test
-    return (test.commit if test and not test.skipped and test.commit else None) or shown.head
-
-
 def _journal_states_it(rec: BranchRecord, shown: BranchRecord, head: str | None) -> bool:
     """True when the journal states the result the PR shows, or a result of the fork
     branch's head that the PR does not show yet."""
-    tested = _tested(rec)
-    if tested is None:
+    if rec.test is None:
         return False
-    if tested == _shown_tested(shown) and (rec.fork_sha or rec.pushed_sha) == shown.head:
+    tested = rec.test.commit or rec.pushed_sha or rec.commit  # a skipped test: the commit pushed
+    test = shown.test  # the PR shows the result of its tested commit, else of its head
+    shown_tested = (test.commit if test and not test.skipped and test.commit else None) or shown.head
+    if tested == shown_tested and (rec.fork_sha or rec.pushed_sha) == shown.head:
         return True
-    return head is not None and tested == head and _shown_tested(shown) != head
+    return head is not None and tested == head and shown_tested != head
 
 
 def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | None = None,
@@ -178,12 +158,6 @@ def record_for(records: list[BranchRecord], state: SetOnForge, target: str,
     """The record ``target``'s own PR is rendered from when a run refreshes it."""
     chosen, _ = body_records(records, state, ran=ran)
     return next((rec for rec in chosen if rec.target == target), None)
-
-
-def renderable(records: list[BranchRecord], state: SetOnForge, target: str) -> bool:
-    """True when ``target``'s body can be rendered from facts: its PR carries a record, or
-    the journal has the branch (else it is left to the host that has its results)."""
-    return target in state.shared or any(rec.target == target for rec in records)
 
 
 def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
@@ -433,7 +407,9 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     """
     listed = state.prs.get(job.target)
     records = job.journal.records(all_targets)
-    if listed is None or not renderable(records, state, job.target):
+    # rendered from facts alone: the PR carries a record, or the journal has the branch
+    if listed is None or (job.target not in state.shared
+                          and not any(rec.target == job.target for rec in records)):
         return False
     if _wanted(job, listed, bm, records, docs, state, ran) == (listed.body, listed.draft):
         return False

@@ -37,7 +37,7 @@ def project_of(sandbox: Sandbox) -> Project:
     return load_project(sandbox.config, None, os.environ)
 
 
-FLAGS = ("dry_run", "no_push", "no_pr")  # the reach flags of `apply` (`RunMode.of_flags`)
+FLAGS = ("dry_run", "no_push", "no_pr")  # the flags of how far `apply` goes (`RunMode.of_flags`)
 
 
 def apply(sandbox: Sandbox, **options) -> tuple[SetRun, Events]:
