@@ -188,12 +188,6 @@ def select_targets(patch_sets: list[PatchSet], branches: tuple[str, ...]) -> dic
             for ps in patch_sets}
 
 
-def run_lock(project: Project, patch_set: str, on_wait: Callable[[], None] | None,
-             *, wait: bool = True):
-    """The lock that keeps two runs on one patch set from interleaving."""
-    return file_lock(project.state_dir / "runs" / patch_set / "lock", wait=wait, on_wait=on_wait)
-
-
 @contextmanager
 def locked_journals(project: Project, patch_sets: list[PatchSet], progress: ProgressSink,
                     *, persist: bool = True) -> Iterator[dict[str, Journal]]:
@@ -204,7 +198,8 @@ def locked_journals(project: Project, patch_sets: list[PatchSet], progress: Prog
             def waiting(name: str = ps.name) -> None:
                 progress.event(name, "waiting", "another backport run holds this patch set's "
                                "lock; waiting for it to finish")
-            stack.enter_context(run_lock(project, ps.name, waiting))
+            stack.enter_context(file_lock(project.state_dir / "runs" / ps.name / "lock",
+                                          on_wait=waiting))
         yield {ps.name: Journal.load(project.state_dir, ps.name, ps.api, persist=persist)
                for ps in patch_sets}
 

@@ -44,11 +44,6 @@ if TYPE_CHECKING:
     from backport.envs.pool import Environments
 
 
-def worktree_path(work_dir: Path, job: BranchJob) -> Path:
-    """The branch's worktree under ``work_dir`` (``.backport``; a dry run's temporary folder)."""
-    return work_dir / "worktrees" / job.patch_set.name / job.target
-
-
 def log_path(run: SetRun, job: BranchJob, test_index: int) -> Path:
     suffix = f".{test_index}" if test_index else ""
     safe = job.target.replace("/", "_")
@@ -65,7 +60,7 @@ def apply_step(run: SetRun, job: BranchJob) -> bool:
     job.change(BranchRecord.error_cleared)
     cache, work_dir = run.session.cache, run.session.work_dir
     rec = job.record
-    path = worktree_path(work_dir, job)
+    path = work_dir / "worktrees" / job.patch_set.name / job.target  # a dry run's: temporary
     series = job.patch_set.series_for(job.target)
     same_base = rec.base == base or rec.manual  # a hand-made fix survives a moved base
     if (rec.commit and same_base and path.exists() and not run.options.forces(job.patch_set.name)
