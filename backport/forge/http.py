@@ -1,17 +1,20 @@
-"""A small JSON-over-HTTP client for forge REST APIs: auth header, rate limit, retries, errors.
+"""JSON over HTTP for the GitCode API: the token header, the rate limit, retries, one-sentence
+errors.
 
-Policy:
-- the token travels only in the ``PRIVATE-TOKEN`` header, never in a URL; redirects are not
-  followed (a redirect to another host would carry the header along);
-- at most N requests in any window of each of ``windows`` (GitCode's documented 50 a minute and
-  4,000 an hour), a request counted until its answer arrived; long waits told to ``notify``;
-- 429 is retried for every method (the server did not act), honouring ``Retry-After``; without
-  one (GitCode documents none) the client waits out the per-minute window (``rate_window``,
-  60 s), telling ``notify`` how long is left;
-- 500/502/503/504 and connection errors are retried only for idempotent methods; a POST is
-  retried only when the caller says it is safe (``retry=True``); a host that cannot be reached
-  at all is one sentence naming it, at once;
-- every error becomes one redacted sentence in a :class:`ApiError` / :class:`ApiTransportError`.
+- The token travels only in the ``PRIVATE-TOKEN`` header, never in a URL; redirects are not
+  followed (one to another host would carry the header along).
+- :class:`RateLimiter`: at most N requests in any window of each of ``windows`` (GitCode's
+  documented 50 a minute and 4,000 an hour), every attempt counted until its answer arrived.
+- Retries are urllib3's ``Retry`` mounted through a requests ``HTTPAdapter`` (:class:`_Retry`):
+  5xx and dropped connections for idempotent methods (a POST only with ``retry=True``), a 429
+  for every method (the server did not act), up to ``max_attempts``, exponential back-off with
+  jitter. What urllib3 does not know stays here, in ``_Retry``'s hooks: each attempt takes its
+  own place in the limiter; a 429 pauses every thread and process of the token, for its
+  ``Retry-After`` (read against the reply's ``Date``; over ``max_retry_after`` it is not
+  waited) or, without one (GitCode sends none), the shortest window, told to ``notify``; a
+  host that cannot be reached at all (no such name, connection refused) is not retried.
+- Every error is one redacted sentence naming the URL: :class:`ApiError` (an answer) or
+  :class:`ApiTransportError` (none).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import contextlib
 import email.utils
 import logging
 import math
-import random
 import socket
 import threading
 import time
@@ -31,6 +33,10 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
+from urllib3.util.retry import Retry
 
 from backport import __version__
 from backport.errors import BackportError
@@ -42,8 +48,6 @@ log = logging.getLogger(__name__)
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 USER_AGENT = f"backport/{__version__}"
-
-
 def seg(value: str | int) -> str:
     """URL-encode one path segment (``/`` becomes ``%2F``)."""
     return quote(str(value), safe="")
@@ -284,40 +288,74 @@ class _TokenAuth(requests.auth.AuthBase):
         return "_TokenAuth(***)"
 
 
+class _Retry(Retry):
+    """urllib3's retry policy with this client's hooks (carried to every copy ``new`` makes):
+    each attempt paced, a 429 retried for any method and waited out as the module says, an
+    unreachable host or an over-long ``Retry-After`` not retried."""
+
+    client: ApiClient | None = None
+
+    def new(self, **kw: Any) -> _Retry:
+        retry = super().new(**kw)
+        retry.client = self.client
+        return retry
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if status_code == 429:
+            return bool(self.total)
+        return super().is_retry(method, status_code, has_retry_after)
+
+    def get_retry_after(self, response: Any) -> float | None:
+        return retry_after_seconds(response.headers.get("Retry-After"),
+                                   date=response.headers.get("Date"))
+
+    def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
+                  error: Exception | None = None, _pool: Any = None,
+                  _stacktrace: Any = None) -> _Retry:
+        assert self.client is not None
+        self.client._answered()
+        if error is not None and _unreachable(error):
+            raise MaxRetryError(_pool, url or "", error) from error
+        if response is not None and response.status == 429 and \
+                (self.get_retry_after(response) or 0.0) > self.client.max_retry_after:
+            raise MaxRetryError(_pool, url or "", ResponseError("Retry-After too long"))
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+    def sleep(self, response: Any = None) -> None:
+        assert self.client is not None
+        self.client._between_attempts(self, response)
+
+
 class ApiClient:
-    """JSON REST client bound to one base URL and one token."""
+    """JSON REST client bound to one base URL and one token. ``pace_dir``: where the token's
+    request log shared by this host's processes lives (None: this client counts only its own
+    requests). ``sleep`` and ``limiter`` are injectable so tests need not wait."""
 
     def __init__(self, base_url: str, token: str | None, *, timeout: float = 30.0,
                  max_attempts: int = 5, limiter: RateLimiter | None = None,
-                 sleep: Callable[[float], None] = time.sleep,
-                 backoff: float = 1.0, backoff_cap: float = 30.0, max_retry_after: float = 300.0,
-                 jitter: Callable[[], float] = random.random, service: str = "GitCode API",
-                 rate_window: float = 60.0, progress_every: float = 15.0,
-                 notify: Callable[[str], None] | None = None,
+                 sleep: Callable[[float], None] = time.sleep, backoff: float = 1.0,
+                 backoff_cap: float = 30.0, max_retry_after: float = 300.0,
+                 service: str = "GitCode API", rate_window: float = 60.0,
+                 progress_every: float = 15.0, notify: Callable[[str], None] | None = None,
                  windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
                  pace_dir: Path | None = None) -> None:
-        """``pace_dir``: where the token's request log shared by this host's processes lives
-        (None: this client counts only its own requests)."""
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self.max_attempts = max(1, max_attempts)
+        self.max_retry_after = max_retry_after
+        self.service = service
+        self._notify = notify or log.warning
         shared = SharedPace.for_token(pace_dir, base_url, token) if pace_dir and token else None
         self.limiter = limiter if limiter is not None else RateLimiter(
-            windows, sleep=sleep, notify=notify or log.warning, progress_every=progress_every,
+            windows, sleep=sleep, notify=self._notify, progress_every=progress_every,
             service=service, shared=shared)
         self.sent = 0  # requests sent, retries included
         self._count_lock = threading.Lock()
-        self.service = service
+        self._attempt = threading.local()  # this thread's request: .slot, .count
         self._sleep = sleep
-        self._backoff = backoff
-        self._backoff_cap = backoff_cap
-        self._max_retry_after = max_retry_after
-        self._jitter = jitter
         # a 429 without Retry-After waits out the shortest window (GitCode's minute by default)
-        self._rate_window = rate_window if windows == DEFAULT_WINDOWS else min(
-            (period for _, period in windows), default=rate_window)
+        self._rate_window = min((period for _, period in windows), default=rate_window) \
+            if windows != DEFAULT_WINDOWS else rate_window
         self._progress_every = progress_every
-        self._notify = notify or log.warning
         register_secret(token)
         self.session = requests.Session()
         self.session.auth = _TokenAuth(token)
@@ -325,18 +363,27 @@ class ApiClient:
         # The environment's proxies (HTTPS_PROXY, NO_PROXY) and CA bundle for the one host every
         # call goes to (redirects are not followed), read once here instead of on each call.
         settings = self.session.merge_environment_settings(self.base_url, {}, None, None, None)
-        self._proxies, self._verify = settings["proxies"], settings["verify"]
+        self._proxies, self._verify = settings["proxies"], settings["verify"] or True
         self.session.trust_env = False
+        self._adapters = {unsafe: HTTPAdapter(max_retries=self._retry(
+            max_attempts, backoff, backoff_cap, IDEMPOTENT | ({"POST"} if unsafe else set())))
+            for unsafe in (False, True)}  # by whether a POST may be sent again
+
+    def _retry(self, attempts: int, backoff: float, cap: float, methods: frozenset[str]) -> _Retry:
+        retry = _Retry(total=max(1, attempts) - 1, allowed_methods=methods,
+                       status_forcelist=RETRY_STATUSES, backoff_factor=backoff,
+                       backoff_max=cap, backoff_jitter=backoff, raise_on_status=False,
+                       raise_on_redirect=False, respect_retry_after_header=False)
+        retry.client = self
+        return retry
 
     def close(self) -> None:
+        for adapter in self._adapters.values():
+            adapter.close()
         self.session.close()
 
     def url(self, path: str) -> str:
         return self.base_url + path
-
-    def _backoff_delay(self, attempt: int) -> float:
-        base = min(self._backoff_cap, self._backoff * (2 ** (attempt - 1)))
-        return base * (0.5 + 0.5 * self._jitter())
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 json: Any = None, data: Mapping[str, str] | None = None,
@@ -345,78 +392,92 @@ class ApiClient:
 
         ``path`` starts with ``/`` and has its segments already encoded (see :func:`seg`).
         ``json`` is sent as a JSON body, ``data`` form-encoded. ``retry`` overrides whether
-        5xx / connection errors are retried (default: idempotent). A host that cannot be reached
-        at all (no such name, connection refused) is not retried.
+        5xx and lost connections are retried (default: for idempotent methods).
         """
         method = method.upper()
-        retry_unsafe = (method in IDEMPOTENT) if retry is None else retry
-        attempt = 0
-        while True:
-            attempt += 1
-            started = time.monotonic()
-            try:
-                with self.limiter.slot():
-                    with self._count_lock:
-                        self.sent += 1
-                    response = self.session.request(
-                        method, self.url(path), params=params, json=json, data=data,
-                        timeout=self.timeout, allow_redirects=False, proxies=self._proxies,
-                        verify=self._verify,
-                    )
-            except requests.RequestException as exc:
-                kind = "timed out" if isinstance(exc, requests.Timeout) else "failed"
-                reason = redact(" ".join(str(exc).split()))[:200]
-                log.debug("%s %s %s after %.2fs: %s", method, redact(path), kind, time.monotonic() - started, reason)
-                unreachable = _unreachable(exc)
-                if unreachable:
-                    host = urlsplit(self.base_url).netloc
-                    raise ApiTransportError(
-                        redact(f"{self.service} at {host} could not be reached ({unreachable}); "
-                               f"check the network connection, any proxy (HTTPS_PROXY) and "
-                               f"api_url in branches.yaml."),
-                        method=method, path=path) from None
-                if retry_unsafe and attempt < self.max_attempts:
-                    self._sleep(self._backoff_delay(attempt))
-                    continue
-                what = f"timed out after {self.timeout:g}s" if kind == "timed out" else f"failed ({reason})"
-                raise ApiTransportError(
-                    redact(f"{self.service} {method} {self.url(path)} {what}"
-                           f"{'' if attempt == 1 else f' ({attempt} attempts)'}."),
-                    method=method, path=path) from None
-            log.debug("%s %s -> %s in %.2fs", method, redact(path), response.status_code,
-                      time.monotonic() - started)
-            status = response.status_code
-            if 200 <= status < 300:
-                return ApiResponse(status, _decode(response), response.headers)
-            if status == 429 and attempt < self.max_attempts:
-                delay = retry_after_seconds(response.headers.get("Retry-After"),
-                                            date=response.headers.get("Date"))
-                if delay is None:
-                    self.limiter.pause(self._rate_window)  # every thread waits too
-                    self._wait_for_window(method, path)
-                    continue
-                if delay <= self._max_retry_after:
-                    self.limiter.pause(delay)
-                    log.info("%s rate limit (429) on %s %s; waiting %.1fs", self.service, method,
-                             redact(path), delay)
-                    self._sleep(delay)
-                    continue
-            if status in RETRY_STATUSES and retry_unsafe and attempt < self.max_attempts:
-                self._sleep(self._backoff_delay(attempt))
-                continue
-            raise self._error(method, path, response)
+        again = (method in IDEMPOTENT) if retry is None else retry
+        prepared = self.session.prepare_request(requests.Request(
+            method, self.url(path), params=params, json=json, data=data))
+        started = time.monotonic()
+        self._attempt.count = 0
+        try:
+            self._next_attempt()
+            response = self._adapters[again].send(prepared, timeout=self.timeout,
+                                                  proxies=self._proxies, verify=self._verify)
+            response.content  # noqa: B018  (the whole answer, inside its place in the limiter)
+        except requests.RequestException as exc:
+            raise self._transport_error(method, path, exc) from None
+        finally:
+            self._answered()
+        log.debug("%s %s -> %s in %.2fs", method, redact(path), response.status_code,
+                  time.monotonic() - started)
+        if 200 <= response.status_code < 300:
+            return ApiResponse(response.status_code, _decode(response), response.headers)
+        raise self._error(method, path, response)
 
-    def _wait_for_window(self, method: str, path: str) -> None:
+    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        return self.request("GET", path, params=params).data
+
+    def _next_attempt(self) -> None:
+        """Take a place in the limiter for one more attempt of this thread's request."""
+        stack = contextlib.ExitStack()
+        stack.enter_context(self.limiter.slot())
+        self._attempt.slot = stack
+        self._attempt.count += 1
+        with self._count_lock:
+            self.sent += 1
+
+    def _answered(self) -> None:
+        """The attempt in flight got its answer (or none): its place counts from now."""
+        stack = getattr(self._attempt, "slot", None)
+        self._attempt.slot = None
+        if stack is not None:
+            stack.close()
+
+    def _between_attempts(self, retry: Retry, response: Any) -> None:
+        """Wait as a 429 asks (pausing every thread and process of the token) or back off,
+        then take the next attempt's place."""
+        if response is not None and response.status == 429:
+            delay = retry.get_retry_after(response)
+            self.limiter.pause(self._rate_window if delay is None else delay)
+            if delay is None:
+                self._wait_for_window()
+            else:
+                log.info("%s rate limit (429); waiting %.1fs", self.service, delay)
+                self._sleep(delay)
+        else:
+            self._sleep(retry.get_backoff_time())
+        self._next_attempt()
+
+    def _wait_for_window(self) -> None:
         """Sleep out a 429 that gave no Retry-After: the whole per-minute window, with progress."""
         left = self._rate_window
-        self._notify(f"{self.service} rate limit (429, no Retry-After) on {method} {redact(path)}; "
-                     f"waiting {left:.0f}s for the per-minute window to pass")
+        self._notify(f"{self.service} rate limit (429, no Retry-After); waiting {left:.0f}s "
+                     "for the per-minute window to pass")
         while left > 0:
             step = min(self._progress_every, left)
             self._sleep(step)
             left -= step
             if left > 0:
                 self._notify(f"{self.service} rate limit: {left:.0f}s left")
+
+    def _transport_error(self, method: str, path: str,
+                         exc: requests.RequestException) -> ApiTransportError:
+        unreachable = _unreachable(exc)
+        if unreachable:
+            host = urlsplit(self.base_url).netloc
+            return ApiTransportError(
+                redact(f"{self.service} at {host} could not be reached ({unreachable}); check "
+                       "the network connection, any proxy (HTTPS_PROXY) and api_url in "
+                       "branches.yaml."), method=method, path=path)
+        if any(isinstance(c, (requests.Timeout, Urllib3Timeout)) for c in _causes(exc)):
+            what = f"timed out after {self.timeout:g}s"
+        else:
+            what = f"failed ({redact(' '.join(str(exc).split()))[:200]})"
+        count = int(getattr(self._attempt, "count", 1))
+        return ApiTransportError(
+            redact(f"{self.service} {method} {self.url(path)} {what}"
+                   f"{'' if count <= 1 else f' ({count} attempts)'}."), method=method, path=path)
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
         status = response.status_code
@@ -433,12 +494,9 @@ class ApiClient:
         return ApiError(code, message, method=method, path=path, status=status,
                         server_message=server_message, trace_id=trace_id)
 
-    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        return self.request("GET", path, params=params).data
 
-
-def _unreachable(exc: BaseException) -> str:
-    """Why no connection could be made at all ("" when it was made or may have been)."""
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception behind it (causes, contexts, reasons, arguments)."""
     seen: set[int] = set()
     todo: list[BaseException] = [exc]
     while todo:
@@ -446,14 +504,20 @@ def _unreachable(exc: BaseException) -> str:
         if id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
-            return "its name does not resolve"
-        if isinstance(item, ConnectionRefusedError):
-            return "the connection was refused"
+        yield item
         for nxt in (getattr(item, "reason", None), item.__cause__, item.__context__,
                     *(a for a in getattr(item, "args", ()) if isinstance(a, BaseException))):
             if isinstance(nxt, BaseException):
                 todo.append(nxt)
+
+
+def _unreachable(exc: BaseException) -> str:
+    """Why no connection could be made at all ("" when it was made or may have been)."""
+    for item in _causes(exc):
+        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
+            return "its name does not resolve"
+        if isinstance(item, ConnectionRefusedError):
+            return "the connection was refused"
     return ""
 
 
