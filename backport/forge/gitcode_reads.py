@@ -1,0 +1,465 @@
+"""The GitCode REST v5 client's reads (every behaviour relied on is in ``docs/gitcode.md``).
+
+List filters are never trusted: every item is matched here, and a PR found in a listing is read
+again whole (a list item's body may be cut short). The upstream's open (and locked) PRs are
+listed once a run, in a stable order, and kept current by this client's own writes, so finds
+cost no request after the first; the merged PRs into a target are read newest first down to
+the number asked. ``current_pr`` answers from the PR last read or written where the listing
+shows it unchanged since. Writes are in :mod:`backport.forge.gitcode`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from backport.config.model import fork_of
+from backport.errors import BackportError
+from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
+from backport.forge.gitcode_json import (
+    MAX_PAGES,
+    author_of,
+    body_of,
+    comment_of,
+    is_draft,
+    issue_numbers,
+    norm_repo,
+    obj,
+    pages,
+    pr_file,
+    pr_number,
+    repo_of,
+    strip_wip,
+    text,
+)
+from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, seg
+from backport.forge.token import askpass_env
+
+log = logging.getLogger(__name__)
+
+LISTING_TTL = 300.0  # seconds a listing of open PRs is reused (own writes keep it current)
+OPEN_STATES = ("open", "locked")  # the listing states of a PR that is not closed
+STABLE_ORDER = {"sort": "created", "direction": "asc"}  # new PRs land on the last page
+
+
+class GitCodeReads:
+    """What :class:`~backport.forge.gitcode.GitCodeForge` reads of GitCode, and the listing it
+    keeps."""
+
+    name = "gitcode"
+
+    def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
+                 web_url: str = "https://gitcode.com", timeout: float = 30.0,
+                 client: ApiClient | None = None, max_pages: int = MAX_PAGES,
+                 settle: float = 2.0, sleep: Callable[[float], None] = time.sleep,
+                 windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
+                 notify: Callable[[str], None] | None = None,
+                 listing_ttl: float = LISTING_TTL,
+                 clock: Callable[[], float] = time.monotonic,
+                 pace_dir: Path | None = None) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.upstream = upstream
+        self._fork = fork  # "" follows the token: `fork`
+        self.web_url = web_url.rstrip("/")
+        self.has_token = bool(token)
+        self._token = token
+        self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
+                                          windows=windows, notify=notify, pace_dir=pace_dir)
+        self.max_pages = max_pages
+        self.settle = settle  # seconds to let a just-created PR or a pushed branch show up
+        self._sleep = sleep
+        self._clock = clock
+        owner, _, repo = upstream.partition("/")
+        self._base_path = f"/repos/{seg(owner)}/{seg(repo)}"
+        self.login: str | None = None  # the token's own user (GET /user)
+        self.listing_ttl = listing_ttl
+        self._lock = threading.RLock()
+        self._open: dict[int, dict[str, Any]] | None = None  # the open PRs, by number
+        self._open_at = 0.0
+        self._closed_for: set[tuple[str, str]] = set()  # (head, base) of PRs closed as wrong
+        self._created: set[int] = set()  # PRs this client opened (no issue linked yet)
+        # base -> (read at, every merged PR above this number listed, those PRs by number)
+        self._merged: dict[str, tuple[float, int, dict[int, dict[str, Any]]]] = {}
+        self._after_post: dict[int, list[Comment]] = {}  # a post's read-back, listed once
+        self._issue_states: dict[int, str] = {}
+        self._whole: dict[int, dict[str, Any]] = {}  # each PR as this client last read or wrote it
+        self._listed_at: dict[int, str] = {}  # each PR's updated_at as the last listing showed
+
+    @property
+    def fork(self) -> str:
+        """The fork: as branches.yaml names it, else the token's login's (``GET /user``)."""
+        return self._fork or fork_of(self.upstream, self.current_user())
+
+    @property
+    def fork_owner(self) -> str:
+        return self.fork.partition("/")[0]
+
+    def _pulls(self, suffix: str = "") -> str:
+        return f"{self._base_path}/pulls{suffix}"
+
+    def _pr_url(self, data: dict[str, Any], number: int) -> str:
+        return (text(data.get("html_url")) or text(data.get("web_url"))
+                or f"{self.web_url}/{self.upstream}/pull/{number}")
+
+    def _to_pr(self, data: dict[str, Any]) -> PullRequest:
+        number = pr_number(data)
+        head, base = obj(data, "head"), obj(data, "base")
+        state = text(data.get("state")).lower()
+        if state == "merged" or text(data.get("merged_at")):
+            state = "merged"
+        elif state in ("open", "opened", "reopened", "locked", ""):  # locked: open, talk frozen
+            state = "open"
+        else:
+            state = "closed"
+        draft = is_draft(data)
+        title = text(data.get("title"))
+        return PullRequest(
+            number=number,
+            url=self._pr_url(data, number),
+            title=strip_wip(title) if draft else title,
+            body=body_of(data),
+            head=text(head.get("ref")) or text(data.get("source_branch")),
+            head_repo=repo_of(head) or "",
+            base=text(base.get("ref")) or text(data.get("target_branch")),
+            state=state,
+            draft=draft,
+            author=author_of(data),
+        )
+
+    def _from_fork(self, data: dict[str, Any]) -> bool | None:
+        """Whether the PR's head lives on the fork; None when the object does not say."""
+        head = obj(data, "head")
+        repo = repo_of(head)
+        if repo:
+            return norm_repo(repo) == norm_repo(self.fork)
+        login = obj(head, "user").get("login")
+        if login:
+            return login.casefold() == self.fork_owner.casefold()
+        return None
+
+    def _pages(self, path: str, params: dict[str, Any],
+               key: Callable[[dict[str, Any]], str] | None = None) -> Iterator[dict[str, Any]]:
+        return pages(self.client.get, self.api_url, path, params, key, self.max_pages)
+
+    def _open_prs(self, *, fresh: bool = False) -> dict[int, dict[str, Any]]:
+        """The upstream's open PRs by number (``locked`` ones too: they are not closed), in the
+        order they were created, so a PR opened meanwhile cannot shift one past a page
+        boundary; kept ``listing_ttl`` seconds and kept current by this client's own creates,
+        updates and closes. A PR this client opened that a fresh listing leaves out (the
+        listing may lag) stays in it as last seen (its next read says whether it is open)."""
+        with self._lock:
+            now = self._clock()
+            if fresh or self._open is None or now - self._open_at > self.listing_ttl:
+                listing: dict[int, dict[str, Any]] = {}
+                for state in OPEN_STATES:
+                    for item in self._pages(self._pulls(), {"state": state, **STABLE_ORDER}):
+                        try:
+                            listing[pr_number(item)] = item
+                        except (TypeError, ValueError):
+                            continue
+                self._listed_at = {n: text(item.get("updated_at")) for n, item in listing.items()}
+                for number in self._created - set(listing):  # a listing may lag behind a create
+                    if self._open is not None and number in self._open:
+                        listing[number] = self._open[number]
+                self._open, self._open_at = listing, now
+            return self._open
+
+    def _remember(self, data: dict[str, Any]) -> None:
+        """Keep the listing current with what was just read or written of one PR."""
+        with self._lock:
+            if self._open is None:
+                return
+            try:
+                number = pr_number(data)
+            except (TypeError, ValueError):
+                return
+            if self._to_pr(data).state == "open":
+                self._open[number] = {**self._open.get(number, {}), **data}
+            else:
+                self._open.pop(number, None)
+
+    def missing(self) -> list[str]:
+        if self.has_token:
+            return []
+        return [f"no GitCode token for {self.api_url}: set GITCODE_TOKEN (or BACKPORT_TOKEN) to "
+                "a personal access token, or store one with git's credential helper"]
+
+    def preflight(self) -> None:
+        if not self.has_token:
+            raise BackportError("auth", f"No GitCode token for {self.api_url}; set GITCODE_TOKEN "
+                                        "(or BACKPORT_TOKEN) to a personal access token.")
+        self.current_user()
+        fork_role = "fork in branches.yaml" if self._fork else "fork that follows the token's login"
+        for role, repo, code in (("upstream in branches.yaml", self.upstream, "upstream-unreachable"),
+                                 (fork_role, self.fork, "fork-unreachable")):
+            owner, _, name = repo.partition("/")
+            try:
+                self.client.get(f"/repos/{seg(owner)}/{seg(name)}")
+            except ApiError as exc:
+                if exc.not_found:
+                    raise BackportError(
+                        code, f"GitCode has no repository {repo} (the {role}) visible "
+                              f"to this token: GET {self.api_url}/repos/{owner}/{name} answered "
+                              f"{exc.status}: {exc.server_message}.") from None
+                raise
+
+    def current_user(self) -> str:
+        """The token's own login (``GET /user``, read once)."""
+        with self._lock:
+            if self.login is not None:
+                return self.login
+            if not self.has_token:
+                raise BackportError("auth", f"No GitCode token for {self.api_url}, so nobody to "
+                                            "ask GET /user about; set GITCODE_TOKEN (or "
+                                            "BACKPORT_TOKEN) to a personal access token.")
+            try:
+                data = self.client.get("/user")
+            except ApiError as exc:
+                if exc.status == 401:
+                    raise BackportError(
+                        "auth", f"GitCode rejected the token (401 Unauthorized) at GET "
+                                f"{self.api_url}/user; set GITCODE_TOKEN to a valid personal "
+                                "access token.") from None
+                raise
+            login = data.get("login") if isinstance(data, dict) else None
+            if not (isinstance(login, str) and login):
+                if not self._fork:
+                    raise BackportError("forge", f"GET {self.api_url}/user named no login, so "
+                                                 "the fork cannot follow the token; set fork: "
+                                                 "in branches.yaml")
+                login = self._fork.partition("/")[0]
+            self.login = login
+            return self.login
+
+    def push_credentials(self, url: str) -> dict[str, str] | None:
+        """Environment for ``git push`` over HTTPS: the token via askpass, never in argv or URL,
+        with the token's own login as the user name (the fork may belong to an organisation)."""
+        if self._token and url.startswith(("https://", "http://")):
+            return askpass_env(self._token, self.current_user())
+        return None
+
+    def find_open_pr(self, head: str, base: str) -> PullRequest | None:
+        return self._find(head, base, fresh=False)
+
+    def later_prs(self, number: int, base: str) -> list[PullRequest]:
+        """The open PRs from the kept listing, and the merged ones into ``base`` asked newest
+        first (``base``, ``sort`` and ``direction`` only narrow the reading: every item is
+        checked here). The merged listing ends at the first PR numbered ``number`` or below
+        once the items so far came strictly newest first; where they did not, every page is
+        read (a service that ignores the order is read whole)."""
+        found = {n: item for n, item in self._open_prs().items() if n > number}
+        found.update((n, item) for n, item in self._merged_into(base, number).items()
+                     if n > number)
+        prs = (self._to_pr(item) for _, item in sorted(found.items()))
+        return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
+
+    def _merged_into(self, base: str, number: int) -> dict[int, dict[str, Any]]:
+        """The merged PRs into ``base`` numbered above ``number`` (and maybe more), by number.
+        One reading serves every later ask of the run for ``base`` down to the number it
+        reached, while it is younger than the listing's ``listing_ttl`` (as the open half)."""
+        with self._lock:
+            kept = self._merged.get(base)
+            if kept is not None and kept[1] <= number and \
+                    self._clock() - kept[0] <= self.listing_ttl:
+                return kept[2]
+        read_at = self._clock()
+        found: dict[int, dict[str, Any]] = {}
+        previous: int | None = None
+        ordered, reached = True, 0  # reached: every merged PR above it was listed
+        newest_first = {"state": "merged", "base": base, "sort": "created", "direction": "desc"}
+        for item in self._pages(self._pulls(), newest_first):
+            try:
+                current = pr_number(item)
+            except (TypeError, ValueError):
+                continue
+            ordered = ordered and (previous is None or current < previous)
+            if ordered and previous is not None and current <= number:
+                reached = number
+                break
+            previous = current
+            found[current] = item
+        with self._lock:
+            self._merged[base] = (read_at, reached, found)
+        return found
+
+    def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
+        return self._match(self._open_prs(fresh=fresh).values(), head, base)
+
+    def _opened_since(self, head: str, base: str) -> PullRequest | None:
+        """Right before a create: the open PRs into ``base`` read now (the documented ``base``
+        filter only narrows the reading; every item is matched here, so a service that ignores
+        it lists them all), kept in the listing, and the listing's locked PRs (a PR opened
+        since the listing is open; one locked since was open, and listed, then). Without a
+        listing kept, the whole listing is read."""
+        with self._lock:
+            listed = self._open is not None and self._clock() - self._open_at <= self.listing_ttl
+        if not listed:
+            return self._find(head, base, fresh=True)
+        fresh: dict[int, dict[str, Any]] = {}
+        for item in self._pages(self._pulls(), {"state": "open", "base": base, **STABLE_ORDER}):
+            try:
+                fresh[pr_number(item)] = item
+            except (TypeError, ValueError):
+                continue
+        with self._lock:
+            kept = dict(self._open or {})
+            if self._open is not None:
+                for number, item in fresh.items():
+                    self._open[number] = {**self._open.get(number, {}), **item}
+        locked = [item for item in kept.values()
+                  if text(item.get("state")).lower() == "locked"]
+        return self._match([*fresh.values(), *locked], head, base)
+
+    def _match(self, items: Iterable[dict[str, Any]], head: str,
+               base: str) -> PullRequest | None:
+        for item in list(items):
+            pr = self._to_pr(item)
+            if pr.state != "open" or pr.head != head or pr.base != base:
+                continue
+            if self._from_fork(item):
+                # A list item is a summary (its body may be cut short): read the PR itself.
+                found = self.get_pr(pr.number)
+                if found.state == "open":
+                    return found
+        return None
+
+    def get_pr(self, number: int) -> PullRequest:
+        return self._to_pr(self._get_pr_data(number))
+
+    def _own(self, pr: PullRequest) -> PullRequest:
+        return pr if pr.head_repo else dataclasses.replace(pr, head_repo=self.fork)
+
+    def current_pr(self, number: int) -> PullRequest:
+        """The PR this client last read or wrote whole, where the last listing shows it with
+        the same ``updated_at`` (nobody wrote it since); else read now. The listing answers
+        only for whether it changed: its body may be cut short."""
+        with self._lock:
+            whole = self._whole.get(number)
+            stamp = self._listed_at.get(number)
+        if whole is not None and stamp and stamp == text(whole.get("updated_at")):
+            return self._to_pr(whole)
+        return self.get_pr(number)
+
+    def get_source_pr(self, number: int) -> SourcePrInfo:
+        """``GET /pulls/{n}`` and ``GET /pulls/{n}/issues`` (pulls.rst); ``merge_commit_sha``
+        only when the answer carries one (the single-PR example shows none)."""
+        data = self._get_pr_data(number)
+        pr = self._to_pr(data)
+        head = obj(data, "head")
+        merge_sha = text(data.get("merge_commit_sha")).strip()
+        return SourcePrInfo(
+            number=pr.number, state=pr.state, title=strip_wip(pr.title), body=pr.body,
+            base=pr.base, head=pr.head, head_sha=text(head.get("sha")).strip(),
+            merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
+            author=text(obj(data, "user").get("login")),
+            issues=tuple(self.linked_issues(number)),
+            merged_at=text(data.get("merged_at")).strip())
+
+    def pr_files(self, number: int) -> list[PrFile]:
+        """``GET /pulls/{n}/files`` (pulls.rst §5): one item per file, ``filename`` and a
+        ``patch`` object with ``old_path``, ``new_path``, ``new_file``, ``renamed_file``,
+        ``deleted_file`` (booleans in the example, integers in the schema). No paging is
+        documented; pages are still followed, as for every list, in case the service pages."""
+        files: dict[PrFile, None] = {}
+        for item in self._pages(self._pulls(f"/{seg(number)}/files"), {},
+                                key=lambda i: text(i.get("filename"))):
+            found = pr_file(item)
+            if found is not None:
+                files.setdefault(found)
+        return list(files)
+
+    def _get_pr_data(self, number: int) -> dict[str, Any]:
+        try:
+            data = self.client.get(self._pulls(f"/{seg(number)}"))
+        except ApiError as exc:
+            if exc.not_found:
+                raise BackportError("forge", f"GitCode has no PR !{number} in {self.upstream} "
+                                             f"({exc.status}: {exc.server_message}).",
+                                    details={"status": exc.status, "not_found": True}) from None
+            raise
+        if not isinstance(data, dict):
+            raise BackportError("forge", f"GitCode API GET {self.api_url}{self._pulls(f'/{number}')} "
+                                         "did not return a JSON object.")
+        self._remember(data)
+        with self._lock:
+            self._whole[number] = data
+        return data
+
+    def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
+        """A PR this client opened whose head repository the listing does not show is taken
+        as the fork's, as when it was created (`_correct`)."""
+        if state == "open":
+            with self._lock:
+                created = set(self._created)
+            return [self._to_pr(item) if pr_number(item) not in created else
+                    self._own(self._to_pr(item)) for item in self._open_prs(fresh=fresh).values()]
+        return [self._to_pr(item) for item in self._pages(self._pulls(),
+                                                          {"state": state, **STABLE_ORDER})]
+
+    def issue_state(self, issue: int) -> str:
+        """``GET /repos/{o}/{r}/issues/{n}``: its ``state``, ``""`` when it cannot be read; read
+        once per client (a run), whichever branch asks."""
+        with self._lock:
+            if issue in self._issue_states:
+                return self._issue_states[issue]
+        state = self._read_issue_state(issue)
+        with self._lock:
+            self._issue_states[issue] = state
+        return state
+
+    def _read_issue_state(self, issue: int) -> str:
+        try:
+            data = self.client.get(f"{self._base_path}/issues/{seg(issue)}")
+        except ApiError as exc:
+            log.warning("GitCode issue #%s could not be read: %s", issue, exc.message)
+            return ""
+        state = text(data.get("state")).lower() if isinstance(data, dict) else ""
+        return "open" if state in ("open", "opened", "reopened", "progressing") else state
+
+    def linked_issues(self, number: int) -> list[int]:
+        return issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
+
+    def list_comments(self, number: int) -> list[Comment]:
+        """``GET …/pulls/{n}/comments``, every page (pulls.rst §6); sorted oldest first by
+        ``created_at`` (the order of the answer is not documented). Right after a post (no
+        other comment write between), the post's own read-back is the answer."""
+        with self._lock:
+            listed = self._after_post.pop(number, None)
+        if listed is not None:
+            return listed
+        items = [comment_of(item)
+                 for item in self._pages(self._pulls(f"/{seg(number)}/comments"), {})]
+        return sorted(items, key=lambda c: (c.created_at, int(c.id) if c.id.isdigit() else 0))
+
+    def permission(self, login: str) -> str:
+        """``GET /repos/{o}/{r}/collaborators/{login}/permission`` (member.rst §5); ``none``
+        when GitCode knows no such collaborator."""
+        try:
+            data = self.client.get(f"{self._base_path}/collaborators/{seg(login)}/permission")
+        except ApiError as exc:
+            if exc.not_found:
+                return "none"
+            raise
+        value = data.get("permission") if isinstance(data, dict) else None
+        return value.strip().lower() if isinstance(value, str) and value.strip() else "none"
+
+    def collaborators(self) -> dict[str, bool]:
+        """``GET /repos/{o}/{r}/collaborators`` (member.rst §3), every page: each member's
+        ``login`` (the listing names it ``username``) and whether ``permissions.admin`` or
+        ``.push`` is true, or its ``permission`` is a writer's."""
+        found: dict[str, bool] = {}
+        for item in self._pages(f"{self._base_path}/collaborators", {},
+                                key=lambda i: str(i.get("id", i.get("username")))):
+            login = text(item.get("login")) or text(item.get("username"))
+            if not login.strip():
+                continue
+            flags = obj(item, "permissions")
+            named = text(item.get("permission")).strip().lower()
+            found[login.strip()] = (flags.get("admin") is True or flags.get("push") is True
+                                    or named in WRITE_PERMISSIONS)
+        return found
