@@ -85,15 +85,10 @@ class GitCodeForge(GitCodeReads):
                   draft: bool = False, head_sha: str | None = None,
                   close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
-        """Open the PR as one transaction: create → read back → correct.
-
-        1. **create**, unless another run opened it meanwhile: POST it (`_post_pr`; after a
-           failure, the PR it may have opened is looked for first); ``on_number`` hears the
-           new PR's number at once;
-        2. **read back** until GitCode shows it (`_read_created`);
-        3. **correct** (`_correct`): a PR opened from another head is closed (once per
-           branch) and the create flags GitCode did not take are set through an update.
-        """
+        """One transaction: create unless another run opened it meanwhile (`_post_pr`; the
+        number told to ``on_number`` at once), read back until GitCode shows it
+        (`_read_created`), correct (`_correct`: a PR from another head closed once per branch,
+        create flags not taken set through an update)."""
         ask = _Ask(head, base, title, body, draft, head_sha, close_related_issue)
         with _create_lock((self.api_url, self.upstream, head, base)):
             existing = self._opened_since(head, base)  # another run may have opened it
@@ -109,8 +104,7 @@ class GitCodeForge(GitCodeReads):
 
     def verify_pr(self, number: int, head: str, base: str, *,
                   head_sha: str | None = None) -> PullRequest:
-        """Judge a PR this tool opened but could not read back then: steps 2 and 3 of
-        `create_pr`, with no create flags to correct."""
+        """`create_pr`'s read-back and correction for a PR it left unverified."""
         ask = _Ask(head, base, "", "", None, head_sha, None)
         full = self._read_created(number, ask)
         return self._correct(number, full, ask)
@@ -124,8 +118,7 @@ class GitCodeForge(GitCodeReads):
             if exc.not_found:
                 return None
             raise
-        commit = data.get("commit") if isinstance(data, dict) else None
-        return text(commit.get("id") if isinstance(commit, dict) else None) or ""
+        return text(obj(data if isinstance(data, dict) else {}, "commit").get("id"))
 
     def _fork_branch_shown(self, head: str, head_sha: str | None) -> bool:
         """After a refused create: whether GitCode shows the fork branch (at ``head_sha``), after
@@ -150,18 +143,16 @@ class GitCodeForge(GitCodeReads):
         return False
 
     def _post_pr(self, ask: _Ask) -> PullRequest | int:
-        """Step 1 of `create_pr`: POST the PR; the new PR's number, or the PR a failed create
-        opened after all. Resent once after a lost reply or a 5xx, and after a refusal for a
-        fork branch GitCode showed only later; any other refusal is one sentence."""
-        head, base, head_sha = ask.head, ask.base, ask.head_sha
-        title, body, draft, close_related_issue = (ask.title, ask.body, ask.draft,
-                                                   ask.close_related_issue)
+        """POST the PR: its number, or the PR a failed create opened after all. Resent once
+        after a lost reply or a 5xx, or a refusal for a fork branch GitCode showed only later."""
+        head, base = ask.head, ask.base
         head_form = head if norm_repo(self.fork) == norm_repo(self.upstream) else f"{self.fork}:{head}"
-        payload: dict[str, Any] = {"title": title, "head": head_form, "base": base, "body": body}
-        if draft:
+        payload: dict[str, Any] = {"title": ask.title, "head": head_form, "base": base,
+                                   "body": ask.body}
+        if ask.draft:
             payload["draft"] = True
-        if close_related_issue is not None:
-            payload["close_related_issue"] = close_related_issue
+        if ask.close_related_issue is not None:
+            payload["close_related_issue"] = ask.close_related_issue
         resends = 1  # after a lost reply or 5xx, and after a branch that showed only later
         while True:
             try:
@@ -196,7 +187,7 @@ class GitCodeForge(GitCodeReads):
                     resends -= 1
                     continue
                 if 400 <= exc.status < 500 and resends > 0 and \
-                        self._fork_branch_shown(head, head_sha):
+                        self._fork_branch_shown(head, ask.head_sha):
                     resends -= 1
                     continue
                 raise BackportError(
@@ -238,9 +229,9 @@ class GitCodeForge(GitCodeReads):
                                      "no such open PR is listed.")
 
     def _read_created(self, number: int, ask: _Ask) -> dict[str, Any]:
-        """Step 2 of `create_pr`: the created PR as GitCode shows it: a 404, an error or a reply that is not a PR is
-        "not yet" (replication lag) and read again after the settle wait; a head that looks
-        wrong or a SHA that differs is read once more before it is judged."""
+        """The created PR as GitCode shows it: a 404, an error or a reply that is no PR is "not
+        yet" (lag), read again after a settle wait; a head or SHA that looks wrong is read once
+        more before it is judged."""
         full: dict[str, Any] | None = None
         why = ""
         good = 0
@@ -270,11 +261,9 @@ class GitCodeForge(GitCodeReads):
         return full
 
     def _correct(self, number: int, full: dict[str, Any], ask: _Ask) -> PullRequest:
-        """Step 3 of `create_pr`: a PR whose head repository and branch are both shown and are
-        not the fork branch goes to `_close_wrong` (which raises); any other is kept, a head it
-        does not show taken as the fork branch. Then ``draft`` and ``close_related_issue`` are
-        set through the update path where the PR does not show them as sent (a create may
-        ignore JSON booleans)."""
+        """A PR whose head repository and branch are both shown and wrong goes to `_close_wrong`
+        (which raises); any other is kept (a head not shown taken as the fork's), and create
+        flags it does not show as sent are set through `update_pr`."""
         head = ask.head
         pr = self._to_pr(full)
         with self._lock:
@@ -359,13 +348,9 @@ class GitCodeForge(GitCodeReads):
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
-        """PATCH, then check every field against the answer, or a read-back where the answer
-        does not show it and it may have changed; fields not taken are sent once more
-        form-encoded. The PR returned names in ``not_taken`` what still did not take.
-
-        The title carries the draft marker (``[WIP] ``) of a PR that is, or stays, a draft
-        (``draft`` None: as this client last saw it), so a service that derives draft from the
-        title sent never turns a draft ready; a PR to be ready gets the plain title."""
+        """PATCH, each field checked against the answer or a read-back; fields not taken sent
+        again form-encoded. The title keeps the ``[WIP] `` marker of a PR that stays a draft
+        (``draft`` None: as last seen), so a service deriving draft from it keeps the draft."""
         path = self._pulls(f"/{seg(number)}")
         with self._lock:
             known = dict((self._open or {}).get(number, {}))
@@ -411,10 +396,8 @@ class GitCodeForge(GitCodeReads):
 
     def _check_update(self, number: int, fields: dict[str, Any], answer: Any,
                       known: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """The PR as it now is and the fields that did not take: the answer shows title and
-        body; a field it does not show is read back unless it was already as sent, and draft
-        is always read back unless the answer shows it (a service may derive it from the
-        title sent)."""
+        """The PR as it now is and the fields that did not take; a field the answer does not
+        show is read back unless it was already as sent (draft always: it may follow the title)."""
         shown = answer if isinstance(answer, dict) else {}
         need_read = not known or any(
             field(shown, key) is None and (key == "draft"
@@ -429,11 +412,9 @@ class GitCodeForge(GitCodeReads):
         return data, not_taken
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
-        """Link every one of ``issues`` not linked yet, in one POST (the linked ones are not
-        read for a PR this client just opened); read back only when the answer does not list
-        them all or never came. A 5xx, 429 or lost reply is tried again, up to
-        ``LINK_ATTEMPTS`` times a settle wait apart; only a 403 or 404 is the service refusing
-        the link (:func:`~backport.forge.base.is_refusal`)."""
+        """One POST of the issues not linked yet (none read for a PR just opened), read back
+        only where the answer does not list them; a 5xx, 429 or lost reply tried again up to
+        ``LINK_ATTEMPTS`` times, a settle wait apart."""
         wanted = [int(i) for i in dict.fromkeys(issues)]
         if not wanted:
             return

@@ -29,6 +29,7 @@ from backport.forge.gitcode_json import (
     is_draft,
     issue_numbers,
     norm_repo,
+    numbered,
     obj,
     pages,
     pr_file,
@@ -116,20 +117,14 @@ class GitCodeReads:
             state = "open"
         else:
             state = "closed"
-        draft = is_draft(data)
-        title = text(data.get("title"))
+        draft, title = is_draft(data), text(data.get("title"))
         return PullRequest(
-            number=number,
-            url=self._pr_url(data, number),
-            title=strip_wip(title) if draft else title,
-            body=body_of(data),
+            number=number, url=self._pr_url(data, number),
+            title=strip_wip(title) if draft else title, body=body_of(data),
             head=text(head.get("ref")) or text(data.get("source_branch")),
             head_repo=repo_of(head) or "",
             base=text(base.get("ref")) or text(data.get("target_branch")),
-            state=state,
-            draft=draft,
-            author=author_of(data),
-        )
+            state=state, draft=draft, author=author_of(data))
 
     def _from_fork(self, data: dict[str, Any]) -> bool | None:
         """Whether the PR's head lives on the fork; None when the object does not say."""
@@ -147,21 +142,15 @@ class GitCodeReads:
         return pages(self.client.get, self.api_url, path, params, key, self.max_pages)
 
     def _open_prs(self, *, fresh: bool = False) -> dict[int, dict[str, Any]]:
-        """The upstream's open PRs by number (``locked`` ones too: they are not closed), in the
-        order they were created, so a PR opened meanwhile cannot shift one past a page
-        boundary; kept ``listing_ttl`` seconds and kept current by this client's own creates,
-        updates and closes. A PR this client opened that a fresh listing leaves out (the
-        listing may lag) stays in it as last seen (its next read says whether it is open)."""
+        """The upstream's open (and locked) PRs by number, listed oldest first (a PR opened
+        meanwhile cannot shift one past a page boundary); kept ``listing_ttl`` seconds and
+        current by this client's own writes. A PR this client opened that a listing leaves out
+        (it may lag) stays as last seen."""
         with self._lock:
             now = self._clock()
             if fresh or self._open is None or now - self._open_at > self.listing_ttl:
-                listing: dict[int, dict[str, Any]] = {}
-                for state in OPEN_STATES:
-                    for item in self._pages(self._pulls(), {"state": state, **STABLE_ORDER}):
-                        try:
-                            listing[pr_number(item)] = item
-                        except (TypeError, ValueError):
-                            continue
+                listing = {n: item for state in OPEN_STATES for n, item in numbered(
+                    self._pages(self._pulls(), {"state": state, **STABLE_ORDER}))}
                 self._listed_at = {n: text(item.get("updated_at")) for n, item in listing.items()}
                 for number in self._created - set(listing):  # a listing may lag behind a create
                     if self._open is not None and number in self._open:
@@ -174,14 +163,11 @@ class GitCodeReads:
         with self._lock:
             if self._open is None:
                 return
-            try:
-                number = pr_number(data)
-            except (TypeError, ValueError):
-                return
-            if self._to_pr(data).state == "open":
-                self._open[number] = {**self._open.get(number, {}), **data}
-            else:
-                self._open.pop(number, None)
+            for number, item in numbered(iter([data])):
+                if self._to_pr(item).state == "open":
+                    self._open[number] = {**self._open.get(number, {}), **item}
+                else:
+                    self._open.pop(number, None)
 
     def missing(self) -> list[str]:
         if self.has_token:
@@ -247,11 +233,8 @@ class GitCodeReads:
         return self._find(head, base, fresh=False)
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
-        """The open PRs from the kept listing, and the merged ones into ``base`` asked newest
-        first (``base``, ``sort`` and ``direction`` only narrow the reading: every item is
-        checked here). The merged listing ends at the first PR numbered ``number`` or below
-        once the items so far came strictly newest first; where they did not, every page is
-        read (a service that ignores the order is read whole)."""
+        """The open PRs from the kept listing and the merged ones into ``base``; every item is
+        checked here (the filters only narrow the reading)."""
         found = {n: item for n, item in self._open_prs().items() if n > number}
         found.update((n, item) for n, item in self._merged_into(base, number).items()
                      if n > number)
@@ -259,9 +242,10 @@ class GitCodeReads:
         return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
 
     def _merged_into(self, base: str, number: int) -> dict[int, dict[str, Any]]:
-        """The merged PRs into ``base`` numbered above ``number`` (and maybe more), by number.
-        One reading serves every later ask of the run for ``base`` down to the number it
-        reached, while it is younger than the listing's ``listing_ttl`` (as the open half)."""
+        """The merged PRs into ``base`` numbered above ``number`` (maybe more), asked newest
+        first: the reading ends at the first one at or below ``number`` while the items came
+        strictly newest first (a service that ignores the order is read whole). One reading
+        serves the run's later asks for ``base`` down to where it reached, for ``listing_ttl``."""
         with self._lock:
             kept = self._merged.get(base)
             if kept is not None and kept[1] <= number and \
@@ -272,11 +256,7 @@ class GitCodeReads:
         previous: int | None = None
         ordered, reached = True, 0  # reached: every merged PR above it was listed
         newest_first = {"state": "merged", "base": base, "sort": "created", "direction": "desc"}
-        for item in self._pages(self._pulls(), newest_first):
-            try:
-                current = pr_number(item)
-            except (TypeError, ValueError):
-                continue
+        for current, item in numbered(self._pages(self._pulls(), newest_first)):
             ordered = ordered and (previous is None or current < previous)
             if ordered and previous is not None and current <= number:
                 reached = number
@@ -291,21 +271,15 @@ class GitCodeReads:
         return self._match(self._open_prs(fresh=fresh).values(), head, base)
 
     def _opened_since(self, head: str, base: str) -> PullRequest | None:
-        """Right before a create: the open PRs into ``base`` read now (the documented ``base``
-        filter only narrows the reading; every item is matched here, so a service that ignores
-        it lists them all), kept in the listing, and the listing's locked PRs (a PR opened
-        since the listing is open; one locked since was open, and listed, then). Without a
-        listing kept, the whole listing is read."""
+        """Right before a create: the open PRs into ``base`` read now (kept in the listing),
+        and the listing's locked ones (a PR opened since is open; one locked since was open,
+        and listed, then). Without a listing kept, the whole listing is read."""
         with self._lock:
             listed = self._open is not None and self._clock() - self._open_at <= self.listing_ttl
         if not listed:
             return self._find(head, base, fresh=True)
-        fresh: dict[int, dict[str, Any]] = {}
-        for item in self._pages(self._pulls(), {"state": "open", "base": base, **STABLE_ORDER}):
-            try:
-                fresh[pr_number(item)] = item
-            except (TypeError, ValueError):
-                continue
+        fresh = dict(numbered(self._pages(self._pulls(), {"state": "open", "base": base,
+                                                          **STABLE_ORDER})))
         with self._lock:
             kept = dict(self._open or {})
             if self._open is not None:
@@ -335,9 +309,8 @@ class GitCodeReads:
         return pr if pr.head_repo else dataclasses.replace(pr, head_repo=self.fork)
 
     def current_pr(self, number: int) -> PullRequest:
-        """The PR this client last read or wrote whole, where the last listing shows it with
-        the same ``updated_at`` (nobody wrote it since); else read now. The listing answers
-        only for whether it changed: its body may be cut short."""
+        """The PR as this client last read or wrote it whole where the last listing shows the
+        same ``updated_at`` (nobody wrote it since; a listed body may be cut short); else read."""
         with self._lock:
             whole = self._whole.get(number)
             stamp = self._listed_at.get(number)
@@ -346,8 +319,8 @@ class GitCodeReads:
         return self.get_pr(number)
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
-        """``GET /pulls/{n}`` and ``GET /pulls/{n}/issues`` (pulls.rst); ``merge_commit_sha``
-        only when the answer carries one (the single-PR example shows none)."""
+        """``GET …/pulls/{n}`` and its ``/issues`` (pulls.rst); ``merge_commit_sha`` only when
+        the answer carries one (the single-PR example shows none)."""
         data = self._get_pr_data(number)
         pr = self._to_pr(data)
         head = obj(data, "head")
@@ -361,10 +334,7 @@ class GitCodeReads:
             merged_at=text(data.get("merged_at")).strip())
 
     def pr_files(self, number: int) -> list[PrFile]:
-        """``GET /pulls/{n}/files`` (pulls.rst §5): one item per file, ``filename`` and a
-        ``patch`` object with ``old_path``, ``new_path``, ``new_file``, ``renamed_file``,
-        ``deleted_file`` (booleans in the example, integers in the schema). No paging is
-        documented; pages are still followed, as for every list, in case the service pages."""
+        """``GET …/pulls/{n}/files`` (pulls.rst §5; pages followed, though none are documented)."""
         files: dict[PrFile, None] = {}
         for item in self._pages(self._pulls(f"/{seg(number)}/files"), {},
                                 key=lambda i: text(i.get("filename"))):
@@ -391,8 +361,8 @@ class GitCodeReads:
         return data
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
-        """A PR this client opened whose head repository the listing does not show is taken
-        as the fork's, as when it was created (`_correct`)."""
+        """A PR this client opened is taken as the fork's where the listing shows no head
+        repository (as when it was created)."""
         if state == "open":
             with self._lock:
                 created = set(self._created)
@@ -402,32 +372,27 @@ class GitCodeReads:
                                                           {"state": state, **STABLE_ORDER})]
 
     def issue_state(self, issue: int) -> str:
-        """``GET /repos/{o}/{r}/issues/{n}``: its ``state``, ``""`` when it cannot be read; read
-        once per client (a run), whichever branch asks."""
+        """``GET …/issues/{n}``'s ``state``, ``""`` when it cannot be read; once a run."""
         with self._lock:
             if issue in self._issue_states:
                 return self._issue_states[issue]
-        state = self._read_issue_state(issue)
-        with self._lock:
-            self._issue_states[issue] = state
-        return state
-
-    def _read_issue_state(self, issue: int) -> str:
         try:
             data = self.client.get(f"{self._base_path}/issues/{seg(issue)}")
         except ApiError as exc:
             log.warning("GitCode issue #%s could not be read: %s", issue, exc.message)
-            return ""
+            data = None
         state = text(data.get("state")).lower() if isinstance(data, dict) else ""
-        return "open" if state in ("open", "opened", "reopened", "progressing") else state
+        with self._lock:
+            self._issue_states[issue] = "open" if state in ("opened", "reopened",
+                                                            "progressing") else state
+        return self._issue_states[issue]
 
     def linked_issues(self, number: int) -> list[int]:
         return issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
 
     def list_comments(self, number: int) -> list[Comment]:
-        """``GET …/pulls/{n}/comments``, every page (pulls.rst §6); sorted oldest first by
-        ``created_at`` (the order of the answer is not documented). Right after a post (no
-        other comment write between), the post's own read-back is the answer."""
+        """``GET …/pulls/{n}/comments`` (pulls.rst §6), sorted by ``created_at`` (the answer's
+        order is not documented); right after a post, the post's own read-back answers."""
         with self._lock:
             listed = self._after_post.pop(number, None)
         if listed is not None:
@@ -436,22 +401,24 @@ class GitCodeReads:
                  for item in self._pages(self._pulls(f"/{seg(number)}/comments"), {})]
         return sorted(items, key=lambda c: (c.created_at, int(c.id) if c.id.isdigit() else 0))
 
-    def permission(self, login: str) -> str:
-        """``GET /repos/{o}/{r}/collaborators/{login}/permission`` (member.rst §5); ``none``
-        when GitCode knows no such collaborator."""
+    def _get_found(self, path: str) -> Any:
+        """``GET path``'s answer; None where GitCode has no such thing (:attr:`ApiError.not_found`)."""
         try:
-            data = self.client.get(f"{self._base_path}/collaborators/{seg(login)}/permission")
+            return self.client.get(path)
         except ApiError as exc:
             if exc.not_found:
-                return "none"
+                return None
             raise
-        value = data.get("permission") if isinstance(data, dict) else None
-        return value.strip().lower() if isinstance(value, str) and value.strip() else "none"
+
+    def permission(self, login: str) -> str:
+        """``GET …/collaborators/{login}/permission`` (member.rst §5); ``none`` for a stranger."""
+        data = self._get_found(f"{self._base_path}/collaborators/{seg(login)}/permission")
+        value = text(data.get("permission")).strip().lower() if isinstance(data, dict) else ""
+        return value or "none"
 
     def collaborators(self) -> dict[str, bool]:
-        """``GET /repos/{o}/{r}/collaborators`` (member.rst §3), every page: each member's
-        ``login`` (the listing names it ``username``) and whether ``permissions.admin`` or
-        ``.push`` is true, or its ``permission`` is a writer's."""
+        """``GET …/collaborators`` (member.rst §3): each ``login`` (or ``username``) and whether
+        ``permissions.admin`` or ``.push`` is true, or its ``permission`` a writer's."""
         found: dict[str, bool] = {}
         for item in self._pages(f"{self._base_path}/collaborators", {},
                                 key=lambda i: str(i.get("id", i.get("username")))):

@@ -54,18 +54,11 @@ def seg(value: str | int) -> str:
 
 
 class RateLimiter:
-    """Sliding-window limiter: never more than ``limit`` requests in any ``period`` seconds.
-
-    Several windows may be combined (e.g. 50 per minute and 4,000 per hour). A request counts
-    from when it is sent until its answer arrived, and then from the time it arrived: the server
-    saw it no later than that, so however long requests travel, the server's window never holds
-    more than ``limit``. With ``shared`` the count is the token's across every process of the
-    host (:class:`~backport.forge.pace.SharedPace`, whose clock is then used). A 429 met by one
-    thread (:meth:`pause`) holds back every other thread, and with ``shared`` every process.
-    A wait of ``notify_over`` seconds or more (or a tenth of the shortest window) is announced
-    to ``notify`` (seconds left and why), again every ``progress_every`` seconds, and its end
-    too. ``clock`` and ``sleep`` are injectable so tests need not wait.
-    """
+    """Never more than ``limit`` requests in any ``period`` seconds, for each window. A request
+    counts from when it is sent until its answer arrived, then from then (the server saw it no
+    later). With ``shared`` the count is the token's across the host's processes. A wait of
+    ``notify_over`` seconds (or a tenth of the shortest window) is told to ``notify``, again
+    every ``progress_every`` seconds, and its end too."""
 
     def __init__(self, windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS, *,
                  clock: Callable[[], float] = time.monotonic,
@@ -191,19 +184,13 @@ class ApiError(BackportError):
     @property
     def not_found(self) -> bool:
         """404, or the 400/403 GitCode uses for "project/branch not found"."""
-        if self.status == 404:
-            return True
         text = self.server_message.lower()
-        return self.status in (400, 403) and (
-            "not found" in text or "not exist" in text or "不存在" in self.server_message
-        )
+        return self.status == 404 or self.status in (400, 403) and (
+            "not found" in text or "not exist" in text or "不存在" in text)
 
 
 class ApiTransportError(BackportError):
-    """No usable answer: timeout, connection reset, or a reply that never came.
-
-    The request may nevertheless have been carried out by the server.
-    """
+    """No usable answer (a timeout, a reset): the server may have acted nevertheless."""
 
     def __init__(self, message: str, *, method: str, path: str) -> None:
         super().__init__("forge", message, details={"method": method, "path": path})
@@ -213,62 +200,36 @@ class ApiTransportError(BackportError):
 
 def error_text(response: requests.Response) -> tuple[str, str | None]:
     """The server's error message and trace id, whatever the body shape."""
-    trace_id = None
-    message = ""
     try:
         data = response.json()
     except ValueError:
-        data = None
-    if isinstance(data, dict):
-        for key in ("error_message", "message", "error", "msg"):
-            value = data.get(key)
-            if value:
-                message = value if isinstance(value, str) else str(value)
-                break
-        trace = data.get("trace_id") or data.get("traceId")
-        trace_id = str(trace) if trace else None
-        if not message:
-            message = str(data)
-    elif data is not None:
-        message = str(data)
-    else:
-        message = response.text or ""
+        data = response.text or ""
+    shown = data if isinstance(data, dict) else {}
+    trace = shown.get("trace_id") or shown.get("traceId")
+    message = str(next((shown[k] for k in ("error_message", "message", "error", "msg")
+                        if shown.get(k)), data))
     message = " ".join(message.split())
     if len(message) > 300:
         message = message[:297] + "..."
-    return redact(message) or (response.reason or "no message"), trace_id
+    return redact(message) or (response.reason or "no message"), str(trace) if trace else None
 
 
 def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time,
                         date: str | None = None) -> float | None:
-    """Parse a Retry-After header: delta seconds or an HTTP date; None when absent/invalid.
-
-    A date is read against the reply's own ``Date`` header when it has one (the server's
-    clock, which may differ from this host's), else against ``now``.
-    """
-    if not value:
-        return None
-    value = value.strip()
+    """A Retry-After header's seconds (a delta, or an HTTP date read against the reply's own
+    ``Date`` where it has one: the server's clock may differ from this host's); None if none."""
+    value = (value or "").strip()
     try:
-        return max(0.0, float(value))
+        return max(0.0, float(value)) if value else None
     except ValueError:
         pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    sent = _http_date(date)
-    return max(0.0, when.timestamp() - (sent if sent is not None else now()))
+    when, sent = (_http_date(text) for text in (value, date))
+    return None if when is None else max(0.0, when - (sent if sent is not None else now()))
 
 
 def _http_date(value: str | None) -> float | None:
-    """An HTTP date as a timestamp, or None."""
-    if not value:
-        return None
     try:
-        return email.utils.parsedate_to_datetime(value.strip()).timestamp()
+        return email.utils.parsedate_to_datetime((value or "").strip()).timestamp()
     except (TypeError, ValueError, IndexError):
         return None
 
@@ -388,12 +349,9 @@ class ApiClient:
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 json: Any = None, data: Mapping[str, str] | None = None,
                 retry: bool | None = None) -> ApiResponse:
-        """Send one call (with retries as the policy allows); return the 2xx answer or raise.
-
-        ``path`` starts with ``/`` and has its segments already encoded (see :func:`seg`).
-        ``json`` is sent as a JSON body, ``data`` form-encoded. ``retry`` overrides whether
-        5xx and lost connections are retried (default: for idempotent methods).
-        """
+        """One call, retried as the policy allows; the 2xx answer, else raises. ``path`` has its
+        segments encoded (:func:`seg`); ``retry`` overrides whether 5xx and lost connections
+        are retried (default: for idempotent methods)."""
         method = method.upper()
         again = (method in IDEMPOTENT) if retry is None else retry
         prepared = self.session.prepare_request(requests.Request(
