@@ -3,8 +3,8 @@ errors.
 
 - The token travels only in the ``PRIVATE-TOKEN`` header, never in a URL; redirects are not
   followed (one to another host would carry the header along).
-- :class:`RateLimiter`: at most N requests in any window of each of ``windows`` (GitCode's
-  documented 50 a minute and 4,000 an hour), every attempt counted until its answer arrived.
+- Every attempt waits its turn of :class:`~backport.forge.pace.RateLimiter` (GitCode's rate
+  windows, kept across the host's processes when ``pace_dir`` is given).
 - Retries are urllib3's ``Retry`` mounted through a requests ``HTTPAdapter`` (:class:`_Retry`):
   5xx and dropped connections for idempotent methods (a POST only with ``retry=True``), a 429
   for every method (the server did not act), up to ``max_attempts``, exponential back-off with
@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import logging
-import math
 import socket
 import threading
 import time
@@ -40,7 +39,7 @@ from urllib3.util.retry import Retry
 
 from backport import __version__
 from backport.errors import BackportError
-from backport.forge.pace import DEFAULT_WINDOWS, PAUSED, SharedPace, window_delay
+from backport.forge.pace import DEFAULT_WINDOWS, RateLimiter, RequestLog
 from backport.redact import redact, register_secret
 
 log = logging.getLogger(__name__)
@@ -51,113 +50,6 @@ USER_AGENT = f"backport/{__version__}"
 def seg(value: str | int) -> str:
     """URL-encode one path segment (``/`` becomes ``%2F``)."""
     return quote(str(value), safe="")
-
-
-class RateLimiter:
-    """Never more than ``limit`` requests in any ``period`` seconds, for each window. A request
-    counts from when it is sent until its answer arrived, then from then (the server saw it no
-    later). With ``shared`` the count is the token's across the host's processes. A wait of
-    ``notify_over`` seconds (or a tenth of the shortest window) is told to ``notify``, again
-    every ``progress_every`` seconds, and its end too."""
-
-    def __init__(self, windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS, *,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep,
-                 notify: Callable[[str], None] | None = None, notify_over: float = 5.0,
-                 progress_every: float = 15.0, service: str = "GitCode API",
-                 shared: SharedPace | None = None) -> None:
-        self.windows = tuple((limit, period) for limit, period in windows if limit > 0)
-        self._stamps: list[list[float]] = []  # [sent-or-answered time]; inf while in flight
-        self._longest = max((period for _, period in self.windows), default=0.0)
-        self._shortest = min((period for _, period in self.windows), default=0.0)
-        self.shared = shared
-        self._clock = shared.clock if shared is not None else clock
-        self._sleep = sleep
-        self._notify = notify
-        self._notify_over = notify_over
-        self._progress_every = progress_every
-        self._service = service
-        self._turn = threading.Lock()  # one waiter at a time, in arrival order
-        self._state = threading.Condition()
-        self._paused_until = -math.inf
-        self._seen = threading.local()  # .until: the end of the last pause this thread waited
-
-    def _pause_seen(self) -> float:
-        return float(getattr(self._seen, "until", -math.inf))
-
-    def pause(self, seconds: float) -> None:
-        """A 429: no thread (and with ``shared`` no process) sends for ``seconds``; the calling
-        thread waits them out itself."""
-        with self._state:
-            until = self._clock() + seconds
-            self._paused_until = max(self._paused_until, until)
-            self._seen.until = self._paused_until
-        if self.shared is not None:
-            self.shared.pause(until)
-
-    def _delay(self, now: float) -> tuple[float, str, float | None]:
-        """Seconds until one more request fits every window (inf: wait for an answer), why,
-        and the end of the 429 pause when that is the reason."""
-        if self._paused_until > now and self._paused_until > self._pause_seen():
-            return self._paused_until - now, PAUSED, self._paused_until
-        self._stamps = [s for s in self._stamps if s[0] > now - self._longest]
-        return (*window_delay([s[0] for s in self._stamps], self.windows, now), None)
-
-    def _sleep_out(self, seconds: float, announced: bool) -> float:
-        left = seconds
-        while left > 0:
-            step = min(left, self._progress_every) if announced else left
-            self._sleep(step)
-            left -= step
-            if left > 0 and self._notify is not None:
-                self._notify(f"{self._service}: waiting {left:.0f}s")
-        return seconds
-
-    @contextlib.contextmanager
-    def slot(self) -> Iterator[float]:
-        """Wait for room, hold one place while the request travels; yields the seconds waited."""
-        stamp = [math.inf]
-        ident: str | None = None
-        waited = 0.0
-        with self._turn:
-            announced = False
-            while True:
-                with self._state:
-                    now = self._clock()
-                    delay, why, pause_end = self._delay(now)
-                    if delay <= 0 and self.shared is not None:
-                        delay, why, ident, pause_end = self.shared.reserve(
-                            self.windows, max(self._pause_seen(), self._paused_until))
-                    if delay <= 0:
-                        self._stamps.append(stamp)
-                        break
-                    if math.isinf(delay):  # every place is held by a request in flight
-                        if self.shared is None:
-                            self._state.wait(1.0)
-                            continue
-                        delay = 0.25  # another process's request: look again shortly
-                if self._notify is not None and (announced or delay >= self._notify_over
-                                                 or delay >= self._shortest / 10):
-                    self._notify(f"{self._service}: waiting {delay:.0f}s"
-                                 + ("" if announced else f" ({why})"))
-                    announced = True
-                if pause_end is not None:  # sleep it out whole: then it is over for this thread
-                    waited += self._sleep_out(delay, announced)
-                    self._seen.until = pause_end
-                    continue
-                step = min(delay, self._progress_every) if announced else delay
-                self._sleep(step)
-                waited += step
-            if announced and self._notify is not None:
-                self._notify(f"{self._service}: waited {waited:.0f}s; sending again")
-        try:
-            yield waited
-        finally:
-            with self._state:
-                stamp[0] = self._clock()
-                self._state.notify_all()
-            if ident is not None and self.shared is not None:
-                self.shared.answered(ident)
 
 
 @dataclass(frozen=True)
@@ -305,7 +197,7 @@ class ApiClient:
         self.max_retry_after = max_retry_after
         self.service = service
         self._notify = notify or log.warning
-        shared = SharedPace.for_token(pace_dir, base_url, token) if pace_dir and token else None
+        shared = RequestLog.for_token(pace_dir, base_url, token) if pace_dir and token else None
         self.limiter = limiter if limiter is not None else RateLimiter(
             windows, sleep=sleep, notify=self._notify, progress_every=progress_every,
             service=service, shared=shared)
