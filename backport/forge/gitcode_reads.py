@@ -22,7 +22,6 @@ from backport.config.model import fork_of
 from backport.errors import BackportError
 from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
 from backport.forge.gitcode_json import (
-    MAX_PAGES,
     author_of,
     body_of,
     comment_of,
@@ -56,12 +55,9 @@ class GitCodeReads:
 
     def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
                  web_url: str = "https://gitcode.com", timeout: float = 30.0,
-                 client: ApiClient | None = None, max_pages: int = MAX_PAGES,
-                 settle: float = 2.0, sleep: Callable[[float], None] = time.sleep,
+                 client: ApiClient | None = None, settle: float = 2.0, sleep: Callable[[float], None] = time.sleep,
                  windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
-                 notify: Callable[[str], None] | None = None,
-                 listing_ttl: float = LISTING_TTL,
-                 clock: Callable[[], float] = time.monotonic,
+                 notify: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
                  pace_dir: Path | None = None) -> None:
         self.api_url = api_url.rstrip("/")
         self.upstream = upstream
@@ -71,14 +67,12 @@ class GitCodeReads:
         self._token = token
         self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
                                           windows=windows, notify=notify, pace_dir=pace_dir)
-        self.max_pages = max_pages
         self.settle = settle  # seconds to let a just-created PR or a pushed branch show up
         self._sleep = sleep
         self._clock = clock
         owner, _, repo = upstream.partition("/")
         self._base_path = f"/repos/{seg(owner)}/{seg(repo)}"
         self.login: str | None = None  # the token's own user (GET /user)
-        self.listing_ttl = listing_ttl
         self._lock = threading.RLock()
         self._open: dict[int, dict[str, Any]] | None = None  # the open PRs, by number
         self._open_at = 0.0
@@ -139,16 +133,16 @@ class GitCodeReads:
 
     def _pages(self, path: str, params: dict[str, Any],
                key: Callable[[dict[str, Any]], str] | None = None) -> Iterator[dict[str, Any]]:
-        return pages(self.client.get, self.api_url, path, params, key, self.max_pages)
+        return pages(self.client.get, self.api_url, path, params, key)
 
     def _open_prs(self, *, fresh: bool = False) -> dict[int, dict[str, Any]]:
         """The upstream's open (and locked) PRs by number, listed oldest first (a PR opened
-        meanwhile cannot shift one past a page boundary); kept ``listing_ttl`` seconds and
+        meanwhile cannot shift one past a page boundary); kept ``LISTING_TTL`` seconds and
         current by this client's own writes. A PR this client opened that a listing leaves out
         (it may lag) stays as last seen."""
         with self._lock:
             now = self._clock()
-            if fresh or self._open is None or now - self._open_at > self.listing_ttl:
+            if fresh or self._open is None or now - self._open_at > LISTING_TTL:
                 listing = {n: item for state in OPEN_STATES for n, item in numbered(
                     self._pages(self._pulls(), {"state": state, **STABLE_ORDER}))}
                 self._listed_at = {n: text(item.get("updated_at")) for n, item in listing.items()}
@@ -245,11 +239,11 @@ class GitCodeReads:
         """The merged PRs into ``base`` numbered above ``number`` (maybe more), asked newest
         first: the reading ends at the first one at or below ``number`` while the items came
         strictly newest first (a service that ignores the order is read whole). One reading
-        serves the run's later asks for ``base`` down to where it reached, for ``listing_ttl``."""
+        serves the run's later asks for ``base`` down to where it reached, for ``LISTING_TTL``."""
         with self._lock:
             kept = self._merged.get(base)
             if kept is not None and kept[1] <= number and \
-                    self._clock() - kept[0] <= self.listing_ttl:
+                    self._clock() - kept[0] <= LISTING_TTL:
                 return kept[2]
         read_at = self._clock()
         found: dict[int, dict[str, Any]] = {}
@@ -275,7 +269,7 @@ class GitCodeReads:
         and the listing's locked ones (a PR opened since is open; one locked since was open,
         and listed, then). Without a listing kept, the whole listing is read."""
         with self._lock:
-            listed = self._open is not None and self._clock() - self._open_at <= self.listing_ttl
+            listed = self._open is not None and self._clock() - self._open_at <= LISTING_TTL
         if not listed:
             return self._find(head, base, fresh=True)
         fresh = dict(numbered(self._pages(self._pulls(), {"state": "open", "base": base,

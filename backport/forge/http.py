@@ -10,7 +10,7 @@ errors.
   for every method (the server did not act), up to ``max_attempts``, exponential back-off with
   jitter. What urllib3 does not know stays here, in ``_Retry``'s hooks: each attempt takes its
   own place in the limiter; a 429 pauses every thread and process of the token, for its
-  ``Retry-After`` (read against the reply's ``Date``; over ``max_retry_after`` it is not
+  ``Retry-After`` (read against the reply's ``Date``; over 5 minutes it is not
   waited) or, without one (GitCode sends none), the shortest window, told to ``notify``; a
   host that cannot be reached at all (no such name, connection refused) is not retried.
 - Every error is one redacted sentence naming the URL: :class:`ApiError` (an answer) or
@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 USER_AGENT = f"backport/{__version__}"
+SERVICE = "GitCode API"  # how errors and waits name the service
+MAX_RETRY_AFTER = 300.0  # seconds: a 429 asking a longer wait is not waited
+PROGRESS_EVERY = 15.0  # seconds between the notes of a long wait
 def seg(value: str | int) -> str:
     """URL-encode one path segment (``/`` becomes ``%2F``)."""
     return quote(str(value), safe="")
@@ -170,7 +173,7 @@ class _Retry(Retry):
         if error is not None and _unreachable(error):
             raise MaxRetryError(_pool, url or "", error) from error
         if response is not None and response.status == 429 and \
-                (self.get_retry_after(response) or 0.0) > self.client.max_retry_after:
+                (self.get_retry_after(response) or 0.0) > MAX_RETRY_AFTER:
             raise MaxRetryError(_pool, url or "", ResponseError("Retry-After too long"))
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
@@ -186,29 +189,22 @@ class ApiClient:
 
     def __init__(self, base_url: str, token: str | None, *, timeout: float = 30.0,
                  max_attempts: int = 5, limiter: RateLimiter | None = None,
-                 sleep: Callable[[float], None] = time.sleep, backoff: float = 1.0,
-                 backoff_cap: float = 30.0, max_retry_after: float = 300.0,
-                 service: str = "GitCode API", rate_window: float = 60.0,
-                 progress_every: float = 15.0, notify: Callable[[str], None] | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 notify: Callable[[str], None] | None = None,
                  windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
                  pace_dir: Path | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self.max_retry_after = max_retry_after
-        self.service = service
         self._notify = notify or log.warning
         shared = RequestLog.for_token(pace_dir, base_url, token) if pace_dir and token else None
         self.limiter = limiter if limiter is not None else RateLimiter(
-            windows, sleep=sleep, notify=self._notify, progress_every=progress_every,
-            service=service, shared=shared)
+            windows, sleep=sleep, notify=self._notify, shared=shared)
         self.sent = 0  # requests sent, retries included
         self._count_lock = threading.Lock()
         self._attempt = threading.local()  # this thread's request: .slot, .count
         self._sleep = sleep
         # a 429 without Retry-After waits out the shortest window (GitCode's minute by default)
-        self._rate_window = min((period for _, period in windows), default=rate_window) \
-            if windows != DEFAULT_WINDOWS else rate_window
-        self._progress_every = progress_every
+        self._rate_window = min((period for _, period in windows), default=60.0)
         register_secret(token)
         self.session = requests.Session()
         self.session.auth = _TokenAuth(token)
@@ -219,13 +215,13 @@ class ApiClient:
         self._proxies, self._verify = settings["proxies"], settings["verify"] or True
         self.session.trust_env = False
         self._adapters = {unsafe: HTTPAdapter(max_retries=self._retry(
-            max_attempts, backoff, backoff_cap, IDEMPOTENT | ({"POST"} if unsafe else set())))
+            max_attempts, IDEMPOTENT | ({"POST"} if unsafe else set())))
             for unsafe in (False, True)}  # by whether a POST may be sent again
 
-    def _retry(self, attempts: int, backoff: float, cap: float, methods: frozenset[str]) -> _Retry:
+    def _retry(self, attempts: int, methods: frozenset[str]) -> _Retry:
         retry = _Retry(total=max(1, attempts) - 1, allowed_methods=methods,
-                       status_forcelist=RETRY_STATUSES, backoff_factor=backoff,
-                       backoff_max=cap, backoff_jitter=backoff, raise_on_status=False,
+                       status_forcelist=RETRY_STATUSES, backoff_factor=1.0,
+                       backoff_max=30.0, backoff_jitter=1.0, raise_on_status=False,
                        raise_on_redirect=False, respect_retry_after_header=False)
         retry.client = self
         return retry
@@ -293,7 +289,7 @@ class ApiClient:
             if delay is None:
                 self._wait_for_window()
             else:
-                log.info("%s rate limit (429); waiting %.1fs", self.service, delay)
+                log.info("%s rate limit (429); waiting %.1fs", SERVICE, delay)
                 self._sleep(delay)
         else:
             self._sleep(retry.get_backoff_time())
@@ -302,14 +298,14 @@ class ApiClient:
     def _wait_for_window(self) -> None:
         """Sleep out a 429 that gave no Retry-After: the whole per-minute window, with progress."""
         left = self._rate_window
-        self._notify(f"{self.service} rate limit (429, no Retry-After); waiting {left:.0f}s "
+        self._notify(f"{SERVICE} rate limit (429, no Retry-After); waiting {left:.0f}s "
                      "for the per-minute window to pass")
         while left > 0:
-            step = min(self._progress_every, left)
+            step = min(PROGRESS_EVERY, left)
             self._sleep(step)
             left -= step
             if left > 0:
-                self._notify(f"{self.service} rate limit: {left:.0f}s left")
+                self._notify(f"{SERVICE} rate limit: {left:.0f}s left")
 
     def _transport_error(self, method: str, path: str,
                          exc: requests.RequestException) -> ApiTransportError:
@@ -317,7 +313,7 @@ class ApiClient:
         if unreachable:
             host = urlsplit(self.base_url).netloc
             return ApiTransportError(
-                redact(f"{self.service} at {host} could not be reached ({unreachable}); check "
+                redact(f"{SERVICE} at {host} could not be reached ({unreachable}); check "
                        "the network connection, any proxy (HTTPS_PROXY) and api_url in "
                        "branches.yaml."), method=method, path=path)
         if any(isinstance(c, (requests.Timeout, Urllib3Timeout)) for c in _causes(exc)):
@@ -326,7 +322,7 @@ class ApiClient:
             what = f"failed ({redact(' '.join(str(exc).split()))[:200]})"
         count = int(getattr(self._attempt, "count", 1))
         return ApiTransportError(
-            redact(f"{self.service} {method} {self.url(path)} {what}"
+            redact(f"{SERVICE} {method} {self.url(path)} {what}"
                    f"{'' if count <= 1 else f' ({count} attempts)'}."), method=method, path=path)
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
@@ -339,7 +335,7 @@ class ApiClient:
             server_message, trace_id = error_text(response)
         code = "auth" if status == 401 or (status == 403 and path.rstrip("/") == "/user") else "forge"
         trace = f" (trace id {trace_id})" if trace_id else ""
-        message = redact(f"{self.service} {method} {self.url(path)} answered {status}: "
+        message = redact(f"{SERVICE} {method} {self.url(path)} answered {status}: "
                          f"{server_message}{trace}.")
         return ApiError(code, message, method=method, path=path, status=status,
                         server_message=server_message, trace_id=trace_id)

@@ -100,13 +100,11 @@ class LocalForge:
 
     name = "local"
 
-    def __init__(self, path: Path, *, upstream: str, fork: str, user: str = "",
-                 busy_timeout: float = 60.0) -> None:
+    def __init__(self, path: Path, *, upstream: str, fork: str, user: str = "") -> None:
         self.path = Path(path)
         self.upstream = upstream
         self._fork = fork
         self.user = user
-        self.busy_timeout = busy_timeout
 
     @property
     def fork(self) -> str:
@@ -125,7 +123,7 @@ class LocalForge:
     def _connect(self) -> sqlite3.Connection:
         """A connection to a database whose tables are all there (an older file's gain theirs;
         its comments an author column, "" for the old ones)."""
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
         conn.row_factory = sqlite3.Row
         conn.executescript(SCHEMA)
         if "author" not in {r[1] for r in conn.execute("PRAGMA table_info(comments)")}:

@@ -168,8 +168,7 @@ class RateLimiter:
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep,
                  notify: Callable[[str], None] | None = None, notify_over: float = 5.0,
-                 progress_every: float = 15.0, service: str = "GitCode API",
-                 shared: RequestLog | None = None) -> None:
+                 progress_every: float = 15.0, shared: RequestLog | None = None) -> None:
         self.windows = tuple((limit, period) for limit, period in windows if limit > 0)
         self.log = shared if shared is not None else RequestLog(clock=clock)
         self._shortest = min((period for _, period in self.windows), default=0.0)
@@ -177,7 +176,6 @@ class RateLimiter:
         self._notify = notify
         self._notify_over = notify_over
         self._progress_every = progress_every
-        self._service = service
         self._turn = threading.Lock()  # one waiter at a time, in arrival order
         self._answers = threading.Condition()
         self._seen = threading.local()  # .until: the end of the last pause this thread waited
@@ -188,7 +186,7 @@ class RateLimiter:
 
     def _tell(self, text: str) -> None:
         if self._notify is not None:
-            self._notify(f"{self._service}: {text}")
+            self._notify(f"GitCode API: {text}")
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[float]:
