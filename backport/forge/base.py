@@ -165,8 +165,9 @@ class Forge(Protocol):
     def add_comment(self, number: int, body: str) -> None:
         """Post a PR comment (not read back)."""
 
-    def decorate(self, number: int, *, labels: tuple[str, ...] = (), assignees: tuple[str, ...] = (),
-                 reviewers: tuple[str, ...] = (), testers: tuple[str, ...] = ()) -> None:
+    def decorate(self, number: int, *, labels: tuple[str, ...] = (),
+                 assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
+                 testers: tuple[str, ...] = ()) -> None:
         """Add labels / assignees / reviewers / testers, keeping existing ones; BackportError
         when the forge refuses."""
 

@@ -98,7 +98,8 @@ class DryRunForge:
         refresh = max(0, self.creates - sets) + (2 * sets if self.creates else 0)
         total = reads + self.writes + refresh
         wait = pacing_seconds(total, self.windows)
-        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in self.windows)
+        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in
+                              self.windows)
         took = ("that needs no wait" if wait <= 0 else
                 f"that takes at least {wait / 60:.0f} min" if wait >= 60 else
                 f"that takes at least {wait:.0f} s")
@@ -177,8 +178,8 @@ class DryRunForge:
         existing = self.find_open_pr(head, base)
         if existing is not None:
             return existing
-        self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} title={_quote(title)} "
-                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}"
+        self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} "
+                   f"title={_quote(title)} body=<{len(body)} chars>{' draft=true' if draft else ''}"
                    f"{_flag('close_related_issue', close_related_issue)}",
                    cost=3)  # the open PRs into base read afresh, the POST, the read-back
         self.creates += 1
@@ -215,7 +216,8 @@ class DryRunForge:
         n = number or _NEW
         if labels:
             self._emit(f"POST {self._pulls(f'/{n}/labels')} {list(labels)}")
-        for role, names, more in (("assignees", assignees, ""), ("reviewers", reviewers, " add=true"),
+        for role, names, more in (("assignees", assignees, ""),
+                                  ("reviewers", reviewers, " add=true"),
                                   ("testers", testers, " add=true")):
             if names:
                 self._emit(f"POST {self._pulls(f'/{n}/{role}')} {role}={','.join(names)}{more}")

@@ -22,23 +22,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from backport.errors import BackportError
+from backport.forge import gitcode_json as wire
 from backport.forge.base import Comment, PullRequest
-from backport.forge.gitcode_json import (
-    WIP_PREFIXES,
-    as_sent,
-    author_of,
-    comment_of,
-    field,
-    form,
-    is_duplicate,
-    issue_numbers,
-    norm_repo,
-    obj,
-    pr_number,
-    repo_of,
-    strip_wip,
-    text,
-)
 from backport.forge.gitcode_reads import GitCodeReads
 from backport.forge.http import ApiError, ApiTransportError, seg
 from backport.redact import redact
@@ -118,7 +103,7 @@ class GitCodeForge(GitCodeReads):
             if exc.not_found:
                 return None
             raise
-        return text(obj(data if isinstance(data, dict) else {}, "commit").get("id"))
+        return wire.text(wire.obj(data if isinstance(data, dict) else {}, "commit").get("id"))
 
     def _fork_branch_shown(self, head: str, head_sha: str | None) -> bool:
         """After a refused create: whether GitCode shows the fork branch (at ``head_sha``), after
@@ -146,7 +131,8 @@ class GitCodeForge(GitCodeReads):
         """POST the PR: its number, or the PR a failed create opened after all. Resent once
         after a lost reply or a 5xx, or a refusal for a fork branch GitCode showed only later."""
         head, base = ask.head, ask.base
-        head_form = head if norm_repo(self.fork) == norm_repo(self.upstream) else f"{self.fork}:{head}"
+        same = wire.norm_repo(self.fork) == wire.norm_repo(self.upstream)
+        head_form = head if same else f"{self.fork}:{head}"
         payload: dict[str, Any] = {"title": ask.title, "head": head_form, "base": base,
                                    "body": ask.body}
         if ask.draft:
@@ -172,11 +158,11 @@ class GitCodeForge(GitCodeReads):
                 # through): look before sending anything else.
                 found = self._look_up_after_failure(
                     head, base, exc.message,
-                    settle=is_duplicate(exc.server_message) or exc.status in (409, 429)
+                    settle=wire.is_duplicate(exc.server_message) or exc.status in (409, 429)
                     or exc.status >= 500)
                 if found is not None:
                     return found
-                if is_duplicate(exc.server_message):
+                if wire.is_duplicate(exc.server_message):
                     raise BackportError(
                         "forge", redact(f"GitCode says a PR from {self.fork}:{head} into "
                                         f"{self.upstream}:{base} already exists "
@@ -216,7 +202,7 @@ class GitCodeForge(GitCodeReads):
         head, base = ask.head, ask.base
         if isinstance(data, dict):
             try:
-                return pr_number(data)
+                return wire.pr_number(data)
             except (TypeError, ValueError):
                 pass
         found = self._look_up_after_failure(
@@ -246,7 +232,7 @@ class GitCodeForge(GitCodeReads):
                 why = exc.message.rstrip(".")
                 continue
             full, good = data, good + 1
-            sha = text(obj(data, "head").get("sha"))
+            sha = wire.text(wire.obj(data, "head").get("sha"))
             suspect = (self._to_pr(data).head != ask.head or self._from_fork(data) is False
                        or bool(ask.head_sha and sha and sha != ask.head_sha))
             if not suspect or good >= READS_BEFORE_JUDGING:
@@ -270,22 +256,22 @@ class GitCodeForge(GitCodeReads):
             self._created.add(number)
             if self._open is not None and pr.state == "open":
                 self._open[number] = full
-        repo = repo_of(obj(full, "head"))
+        repo = wire.repo_of(wire.obj(full, "head"))
         if bool(pr.head) and repo is not None and (
-                pr.head != head or norm_repo(repo) != norm_repo(self.fork)):
+                pr.head != head or wire.norm_repo(repo) != wire.norm_repo(self.fork)):
             self._close_wrong(number, pr, full, ask)
         if not pr.head or repo is None:
             log.warning("GitCode PR !%s does not show its head %s; assuming %s:%s, so it is "
                         "kept", number, "branch" if not pr.head else "repository",
                         self.fork, head)
             pr = dataclasses.replace(pr, head=pr.head or head, head_repo=pr.head_repo or self.fork)
-        sha = text(obj(full, "head").get("sha"))
+        sha = wire.text(wire.obj(full, "head").get("sha"))
         if ask.head_sha and sha and sha != ask.head_sha:
             log.warning("GitCode PR !%s still shows head %s, not the %s pushed; its head "
                         "SHA may lag, so the PR is kept", number, sha[:9], ask.head_sha[:9])
-        off = [] if ask.draft is None or field(full, "draft") == ask.draft else ["draft"]
+        off = [] if ask.draft is None or wire.field(full, "draft") == ask.draft else ["draft"]
         if ask.close_related_issue is not None and \
-                field(full, "close_related_issue") != ask.close_related_issue:
+                wire.field(full, "close_related_issue") != ask.close_related_issue:
             off.append("close_related_issue")
         if not off:
             return pr
@@ -302,10 +288,10 @@ class GitCodeForge(GitCodeReads):
         sentence either way."""
         head, base = ask.head, ask.base
         source = f"{pr.head_repo}:{pr.head}"
-        if norm_repo(pr.head_repo) == norm_repo(self.upstream):
+        if wire.norm_repo(pr.head_repo) == wire.norm_repo(self.upstream):
             source = f"the upstream branch {source}"
         wanted = f"{self.fork}:{head}"
-        author = author_of(full)
+        author = wire.author_of(full)
         if pr.base != base or not author or author.casefold() != self.current_user().casefold():
             reason = (f"its base is {pr.base or 'not shown'}, not {base}" if pr.base != base
                       else f"its author is {author or 'not shown'}, not {self.current_user()}")
@@ -354,9 +340,9 @@ class GitCodeForge(GitCodeReads):
         path = self._pulls(f"/{seg(number)}")
         with self._lock:
             known = dict((self._open or {}).get(number, {}))
-        stays = draft if draft is not None else field(known, "draft")
-        title = strip_wip(title)
-        fields: dict[str, Any] = {"title": f"{WIP_PREFIXES[0]}{title}" if stays else title,
+        stays = draft if draft is not None else wire.field(known, "draft")
+        title = wire.strip_wip(title)
+        fields: dict[str, Any] = {"title": f"{wire.WIP_PREFIXES[0]}{title}" if stays else title,
                                   "body": body}
         if draft is not None:
             fields["draft"] = draft
@@ -367,7 +353,7 @@ class GitCodeForge(GitCodeReads):
         if not_taken:
             log.warning("GitCode did not take %s of PR !%s sent as JSON; sending it form-encoded",
                         ", ".join(not_taken), number)
-            answer = self.client.request("PATCH", path, data=form(fields)).data
+            answer = self.client.request("PATCH", path, data=wire.form(fields)).data
             data, not_taken = self._check_update(number, fields, answer, data)
         if "draft" in not_taken and draft is not None:
             data, not_taken = self._draft_by_title(number, fields, draft, data, not_taken)
@@ -382,15 +368,16 @@ class GitCodeForge(GitCodeReads):
                                                                                list[str]]:
         """Set draft through the title where the service derives draft from it and ignores
         the ``draft`` field: ``[WIP] `` before the title for a draft, the plain title else."""
-        title = strip_wip(str(fields["title"]))
-        sent = {"title": f"{WIP_PREFIXES[0]}{title}" if draft else title, "body": fields["body"]}
+        title = wire.strip_wip(str(fields["title"]))
+        sent = {"title": f"{wire.WIP_PREFIXES[0]}{title}" if draft else title,
+                "body": fields["body"]}
         log.warning("GitCode did not take draft=%s of PR !%s; setting it through the title",
                     draft, number)
         answer = self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=sent).data
         data, _ = self._check_update(number, {**sent, "draft": draft}, answer, {})
         still = [key for key in not_taken
-                 if key != "draft" and field(data, key) != as_sent(key, fields[key])]
-        if field(data, "draft") != draft:
+                 if key != "draft" and wire.field(data, key) != wire.as_sent(key, fields[key])]
+        if wire.field(data, "draft") != draft:
             still.append("draft")
         return data, still
 
@@ -400,15 +387,15 @@ class GitCodeForge(GitCodeReads):
         show is read back unless it was already as sent (draft always: it may follow the title)."""
         shown = answer if isinstance(answer, dict) else {}
         need_read = not known or any(
-            field(shown, key) is None and (key == "draft"
-                                            or field(known, key) != as_sent(key, value))
+            wire.field(shown, key) is None and (key == "draft"
+                                            or wire.field(known, key) != wire.as_sent(key, value))
             for key, value in fields.items())
         data = self._get_pr_data(number) if need_read else {**known, **shown}
         for key, value in fields.items():
             if key in ("draft", "close_related_issue") and not need_read:
-                data[key] = value if field(shown, key) is None else field(shown, key)
+                data[key] = value if wire.field(shown, key) is None else wire.field(shown, key)
         not_taken = [key for key, value in fields.items()
-                     if field(data, key) != as_sent(key, value)]
+                     if wire.field(data, key) != wire.as_sent(key, value)]
         return data, not_taken
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
@@ -438,7 +425,7 @@ class GitCodeForge(GitCodeReads):
                 if not wanted:
                     return
                 continue
-            missing = _not_in(wanted, issue_numbers(answer))
+            missing = _not_in(wanted, wire.issue_numbers(answer))
             if not missing or not _not_in(missing, self.linked_issues(number)):
                 return
             said = ", ".join(f"#{i}" for i in missing)
@@ -470,7 +457,7 @@ class GitCodeForge(GitCodeReads):
         """``POST …/pulls/{n}/comments`` (never sent twice), then read back from the list."""
         answer = self.client.request("POST", self._pulls(f"/{seg(number)}/comments"),
                                      json={"body": body}, retry=False).data
-        posted = comment_of(answer) if isinstance(answer, dict) else None
+        posted = wire.comment_of(answer) if isinstance(answer, dict) else None
         listed = self.list_comments(number)
         with self._lock:  # read after the post: it serves the next listing of this PR too
             self._after_post[number] = listed

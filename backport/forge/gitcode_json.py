@@ -58,7 +58,8 @@ def as_int(value: Any) -> int:
     return found
 
 
-WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")  # what GitCode may put before a draft's title
+# What GitCode may put before a draft's title.
+WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")
 
 
 def strip_wip(title: str) -> str:

@@ -20,23 +20,8 @@ from typing import Any
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
+from backport.forge import gitcode_json as wire
 from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
-from backport.forge.gitcode_json import (
-    author_of,
-    body_of,
-    comment_of,
-    is_draft,
-    issue_numbers,
-    norm_repo,
-    numbered,
-    obj,
-    pages,
-    pr_file,
-    pr_number,
-    repo_of,
-    strip_wip,
-    text,
-)
 from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, seg
 from backport.forge.token import askpass_env
 
@@ -55,9 +40,11 @@ class GitCodeReads:
 
     def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
                  web_url: str = "https://gitcode.com", timeout: float = 30.0,
-                 client: ApiClient | None = None, settle: float = 2.0, sleep: Callable[[float], None] = time.sleep,
+                 client: ApiClient | None = None, settle: float = 2.0,
+                 sleep: Callable[[float], None] = time.sleep,
                  windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
-                 notify: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
+                 notify: Callable[[str], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
                  pace_dir: Path | None = None) -> None:
         self.api_url = api_url.rstrip("/")
         self.upstream = upstream
@@ -90,50 +77,46 @@ class GitCodeReads:
         """The fork: as branches.yaml names it, else the token's login's (``GET /user``)."""
         return self._fork or fork_of(self.upstream, self.current_user())
 
-    @property
-    def fork_owner(self) -> str:
-        return self.fork.partition("/")[0]
-
     def _pulls(self, suffix: str = "") -> str:
         return f"{self._base_path}/pulls{suffix}"
 
     def _pr_url(self, data: dict[str, Any], number: int) -> str:
-        return (text(data.get("html_url")) or text(data.get("web_url"))
+        return (wire.text(data.get("html_url")) or wire.text(data.get("web_url"))
                 or f"{self.web_url}/{self.upstream}/pull/{number}")
 
     def _to_pr(self, data: dict[str, Any]) -> PullRequest:
-        number = pr_number(data)
-        head, base = obj(data, "head"), obj(data, "base")
-        state = text(data.get("state")).lower()
-        if state == "merged" or text(data.get("merged_at")):
+        number = wire.pr_number(data)
+        head, base = wire.obj(data, "head"), wire.obj(data, "base")
+        state = wire.text(data.get("state")).lower()
+        if state == "merged" or wire.text(data.get("merged_at")):
             state = "merged"
         elif state in ("open", "opened", "reopened", "locked", ""):  # locked: open, talk frozen
             state = "open"
         else:
             state = "closed"
-        draft, title = is_draft(data), text(data.get("title"))
+        draft, title = wire.is_draft(data), wire.text(data.get("title"))
         return PullRequest(
             number=number, url=self._pr_url(data, number),
-            title=strip_wip(title) if draft else title, body=body_of(data),
-            head=text(head.get("ref")) or text(data.get("source_branch")),
-            head_repo=repo_of(head) or "",
-            base=text(base.get("ref")) or text(data.get("target_branch")),
-            state=state, draft=draft, author=author_of(data))
+            title=wire.strip_wip(title) if draft else title, body=wire.body_of(data),
+            head=wire.text(head.get("ref")) or wire.text(data.get("source_branch")),
+            head_repo=wire.repo_of(head) or "",
+            base=wire.text(base.get("ref")) or wire.text(data.get("target_branch")),
+            state=state, draft=draft, author=wire.author_of(data))
 
     def _from_fork(self, data: dict[str, Any]) -> bool | None:
         """Whether the PR's head lives on the fork; None when the object does not say."""
-        head = obj(data, "head")
-        repo = repo_of(head)
+        head = wire.obj(data, "head")
+        repo = wire.repo_of(head)
         if repo:
-            return norm_repo(repo) == norm_repo(self.fork)
-        login = obj(head, "user").get("login")
+            return wire.norm_repo(repo) == wire.norm_repo(self.fork)
+        login = wire.obj(head, "user").get("login")
         if login:
-            return login.casefold() == self.fork_owner.casefold()
+            return login.casefold() == self.fork.partition("/")[0].casefold()
         return None
 
     def _pages(self, path: str, params: dict[str, Any],
                key: Callable[[dict[str, Any]], str] | None = None) -> Iterator[dict[str, Any]]:
-        return pages(self.client.get, self.api_url, path, params, key)
+        return wire.pages(self.client.get, self.api_url, path, params, key)
 
     def _open_prs(self, *, fresh: bool = False) -> dict[int, dict[str, Any]]:
         """The upstream's open (and locked) PRs by number, listed oldest first (a PR opened
@@ -143,9 +126,10 @@ class GitCodeReads:
         with self._lock:
             now = self._clock()
             if fresh or self._open is None or now - self._open_at > LISTING_TTL:
-                listing = {n: item for state in OPEN_STATES for n, item in numbered(
+                listing = {n: item for state in OPEN_STATES for n, item in wire.numbered(
                     self._pages(self._pulls(), {"state": state, **STABLE_ORDER}))}
-                self._listed_at = {n: text(item.get("updated_at")) for n, item in listing.items()}
+                self._listed_at = {n: wire.text(item.get("updated_at"))
+                                   for n, item in listing.items()}
                 for number in self._created - set(listing):  # a listing may lag behind a create
                     if self._open is not None and number in self._open:
                         listing[number] = self._open[number]
@@ -157,7 +141,7 @@ class GitCodeReads:
         with self._lock:
             if self._open is None:
                 return
-            for number, item in numbered(iter([data])):
+            for number, item in wire.numbered(iter([data])):
                 if self._to_pr(item).state == "open":
                     self._open[number] = {**self._open.get(number, {}), **item}
                 else:
@@ -175,8 +159,9 @@ class GitCodeReads:
                                         "(or BACKPORT_TOKEN) to a personal access token.")
         self.current_user()
         fork_role = "fork in branches.yaml" if self._fork else "fork that follows the token's login"
-        for role, repo, code in (("upstream in branches.yaml", self.upstream, "upstream-unreachable"),
-                                 (fork_role, self.fork, "fork-unreachable")):
+        for role, repo, code in (
+                ("upstream in branches.yaml", self.upstream, "upstream-unreachable"),
+                (fork_role, self.fork, "fork-unreachable")):
             owner, _, name = repo.partition("/")
             try:
                 self.client.get(f"/repos/{seg(owner)}/{seg(name)}")
@@ -250,7 +235,7 @@ class GitCodeReads:
         previous: int | None = None
         ordered, reached = True, 0  # reached: every merged PR above it was listed
         newest_first = {"state": "merged", "base": base, "sort": "created", "direction": "desc"}
-        for current, item in numbered(self._pages(self._pulls(), newest_first)):
+        for current, item in wire.numbered(self._pages(self._pulls(), newest_first)):
             ordered = ordered and (previous is None or current < previous)
             if ordered and previous is not None and current <= number:
                 reached = number
@@ -272,7 +257,7 @@ class GitCodeReads:
             listed = self._open is not None and self._clock() - self._open_at <= LISTING_TTL
         if not listed:
             return self._find(head, base, fresh=True)
-        fresh = dict(numbered(self._pages(self._pulls(), {"state": "open", "base": base,
+        fresh = dict(wire.numbered(self._pages(self._pulls(), {"state": "open", "base": base,
                                                           **STABLE_ORDER})))
         with self._lock:
             kept = dict(self._open or {})
@@ -280,7 +265,7 @@ class GitCodeReads:
                 for number, item in fresh.items():
                     self._open[number] = {**self._open.get(number, {}), **item}
         locked = [item for item in kept.values()
-                  if text(item.get("state")).lower() == "locked"]
+                  if wire.text(item.get("state")).lower() == "locked"]
         return self._match([*fresh.values(), *locked], head, base)
 
     def _match(self, items: Iterable[dict[str, Any]], head: str,
@@ -299,16 +284,13 @@ class GitCodeReads:
     def get_pr(self, number: int) -> PullRequest:
         return self._to_pr(self._get_pr_data(number))
 
-    def _own(self, pr: PullRequest) -> PullRequest:
-        return pr if pr.head_repo else dataclasses.replace(pr, head_repo=self.fork)
-
     def current_pr(self, number: int) -> PullRequest:
         """The PR as this client last read or wrote it whole where the last listing shows the
         same ``updated_at`` (nobody wrote it since; a listed body may be cut short); else read."""
         with self._lock:
             whole = self._whole.get(number)
             stamp = self._listed_at.get(number)
-        if whole is not None and stamp and stamp == text(whole.get("updated_at")):
+        if whole is not None and stamp and stamp == wire.text(whole.get("updated_at")):
             return self._to_pr(whole)
         return self.get_pr(number)
 
@@ -317,22 +299,22 @@ class GitCodeReads:
         the answer carries one (the single-PR example shows none)."""
         data = self._get_pr_data(number)
         pr = self._to_pr(data)
-        head = obj(data, "head")
-        merge_sha = text(data.get("merge_commit_sha")).strip()
+        head = wire.obj(data, "head")
+        merge_sha = wire.text(data.get("merge_commit_sha")).strip()
         return SourcePrInfo(
-            number=pr.number, state=pr.state, title=strip_wip(pr.title), body=pr.body,
-            base=pr.base, head=pr.head, head_sha=text(head.get("sha")).strip(),
+            number=pr.number, state=pr.state, title=wire.strip_wip(pr.title), body=pr.body,
+            base=pr.base, head=pr.head, head_sha=wire.text(head.get("sha")).strip(),
             merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
-            author=text(obj(data, "user").get("login")),
+            author=wire.text(wire.obj(data, "user").get("login")),
             issues=tuple(self.linked_issues(number)),
-            merged_at=text(data.get("merged_at")).strip())
+            merged_at=wire.text(data.get("merged_at")).strip())
 
     def pr_files(self, number: int) -> list[PrFile]:
-        """``GET …/pulls/{n}/files`` (pulls.rst §5; pages followed, though none are documented)."""
+        """``GET …/pulls/{n}/files`` (pulls.rst §5; pages followed, though none documented)."""
         files: dict[PrFile, None] = {}
         for item in self._pages(self._pulls(f"/{seg(number)}/files"), {},
-                                key=lambda i: text(i.get("filename"))):
-            found = pr_file(item)
+                                key=lambda i: wire.text(i.get("filename"))):
+            found = wire.pr_file(item)
             if found is not None:
                 files.setdefault(found)
         return list(files)
@@ -347,8 +329,9 @@ class GitCodeReads:
                                     details={"status": exc.status, "not_found": True}) from None
             raise
         if not isinstance(data, dict):
-            raise BackportError("forge", f"GitCode API GET {self.api_url}{self._pulls(f'/{number}')} "
-                                         "did not return a JSON object.")
+            raise BackportError("forge", f"GitCode API GET {self.api_url}"
+                                         f"{self._pulls(f'/{number}')} did not return a JSON "
+                                         "object.")
         self._remember(data)
         with self._lock:
             self._whole[number] = data
@@ -360,8 +343,9 @@ class GitCodeReads:
         if state == "open":
             with self._lock:
                 created = set(self._created)
-            return [self._to_pr(item) if pr_number(item) not in created else
-                    self._own(self._to_pr(item)) for item in self._open_prs(fresh=fresh).values()]
+            prs = [self._to_pr(item) for item in self._open_prs(fresh=fresh).values()]
+            return [dataclasses.replace(pr, head_repo=self.fork) if pr.number in created
+                    and not pr.head_repo else pr for pr in prs]
         return [self._to_pr(item) for item in self._pages(self._pulls(),
                                                           {"state": state, **STABLE_ORDER})]
 
@@ -375,14 +359,14 @@ class GitCodeReads:
         except ApiError as exc:
             log.warning("GitCode issue #%s could not be read: %s", issue, exc.message)
             data = None
-        state = text(data.get("state")).lower() if isinstance(data, dict) else ""
+        state = wire.text(data.get("state")).lower() if isinstance(data, dict) else ""
         with self._lock:
             self._issue_states[issue] = "open" if state in ("opened", "reopened",
                                                             "progressing") else state
         return self._issue_states[issue]
 
     def linked_issues(self, number: int) -> list[int]:
-        return issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
+        return wire.issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
 
     def list_comments(self, number: int) -> list[Comment]:
         """``GET …/pulls/{n}/comments`` (pulls.rst §6), sorted by ``created_at`` (the answer's
@@ -391,12 +375,12 @@ class GitCodeReads:
             listed = self._after_post.pop(number, None)
         if listed is not None:
             return listed
-        items = [comment_of(item)
+        items = [wire.comment_of(item)
                  for item in self._pages(self._pulls(f"/{seg(number)}/comments"), {})]
         return sorted(items, key=lambda c: (c.created_at, int(c.id) if c.id.isdigit() else 0))
 
     def _get_found(self, path: str) -> Any:
-        """``GET path``'s answer; None where GitCode has no such thing (:attr:`ApiError.not_found`)."""
+        """``GET path``'s answer; None where GitCode has no such thing (``not_found``)."""
         try:
             return self.client.get(path)
         except ApiError as exc:
@@ -405,9 +389,9 @@ class GitCodeReads:
             raise
 
     def permission(self, login: str) -> str:
-        """``GET …/collaborators/{login}/permission`` (member.rst §5); ``none`` for a stranger."""
+        """``GET …/collaborators/{login}/permission`` (member.rst §5); ``none`` if unknown."""
         data = self._get_found(f"{self._base_path}/collaborators/{seg(login)}/permission")
-        value = text(data.get("permission")).strip().lower() if isinstance(data, dict) else ""
+        value = wire.text(data.get("permission")).strip().lower() if isinstance(data, dict) else ""
         return value or "none"
 
     def collaborators(self) -> dict[str, bool]:
@@ -416,11 +400,11 @@ class GitCodeReads:
         found: dict[str, bool] = {}
         for item in self._pages(f"{self._base_path}/collaborators", {},
                                 key=lambda i: str(i.get("id", i.get("username")))):
-            login = text(item.get("login")) or text(item.get("username"))
+            login = wire.text(item.get("login")) or wire.text(item.get("username"))
             if not login.strip():
                 continue
-            flags = obj(item, "permissions")
-            named = text(item.get("permission")).strip().lower()
+            flags = wire.obj(item, "permissions")
+            named = wire.text(item.get("permission")).strip().lower()
             found[login.strip()] = (flags.get("admin") is True or flags.get("push") is True
                                     or named in WRITE_PERMISSIONS)
         return found

@@ -333,7 +333,8 @@ class ApiClient:
             server_message = f"redirect to {where} (not followed)"
         else:
             server_message, trace_id = error_text(response)
-        code = "auth" if status == 401 or (status == 403 and path.rstrip("/") == "/user") else "forge"
+        refused = status == 401 or (status == 403 and path.rstrip("/") == "/user")
+        code = "auth" if refused else "forge"
         trace = f" (trace id {trace_id})" if trace_id else ""
         message = redact(f"{SERVICE} {method} {self.url(path)} answered {status}: "
                          f"{server_message}{trace}.")

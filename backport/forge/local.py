@@ -145,11 +145,9 @@ class LocalForge:
         """A connection inside ``BEGIN IMMEDIATE`` (committed on success, rolled back on error)."""
         created = not self.path.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn: sqlite3.Connection | None = None
         try:
             conn = self._connect()
-        except sqlite3.Error as exc:
-            raise BackportError("forge", f"Local forge database {self.path} failed: {exc}.") from None
-        try:
             if created:
                 with contextlib.suppress(OSError):
                     os.chmod(self.path, 0o600)
@@ -161,9 +159,11 @@ class LocalForge:
                 raise
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise BackportError("forge", f"Local forge database {self.path} failed: {exc}.") from None
+            raise BackportError("forge", f"Local forge database {self.path} failed: {exc}.") \
+                from None
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
 
     def url(self, number: int) -> str:
         return f"local://{self.upstream}/pull/{number}"
@@ -276,7 +276,8 @@ class LocalForge:
             row = self._row(conn, number)
             conn.execute("UPDATE prs SET title = ?, body = ?, draft = ?, updated_at = ? "
                          "WHERE number = ?",
-                         (title, body, row["draft"] if draft is None else int(draft), _now(), number))
+                         (title, body, row["draft"] if draft is None else int(draft), _now(),
+                          number))
             return self._pr(self._row(conn, number))
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
@@ -297,8 +298,8 @@ class LocalForge:
             self._row(conn, number)
             for role, names in (("label", labels), ("assignee", assignees),
                                 ("reviewer", reviewers), ("tester", testers)):
-                conn.executemany("INSERT OR IGNORE INTO pr_people (pr, role, name) VALUES (?, ?, ?)",
-                                 [(number, role, n) for n in names])
+                conn.executemany("INSERT OR IGNORE INTO pr_people (pr, role, name) "
+                                 "VALUES (?, ?, ?)", [(number, role, n) for n in names])
 
     def decorations(self, number: int) -> dict[str, list[str]]:
         """``{"label": [...], "assignee": [...], "reviewer": [...], "tester": [...]}``."""
