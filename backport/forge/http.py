@@ -50,6 +50,8 @@ USER_AGENT = f"backport/{__version__}"
 SERVICE = "GitCode API"  # how errors and waits name the service
 MAX_RETRY_AFTER = 300.0  # seconds: a 429 asking a longer wait is not waited
 PROGRESS_EVERY = 15.0  # seconds between the notes of a long wait
+
+
 def seg(value: str | int) -> str:
     """URL-encode one path segment (``/`` becomes ``%2F``)."""
     return quote(str(value), safe="")
@@ -129,21 +131,6 @@ def _http_date(value: str | None) -> float | None:
         return None
 
 
-class _TokenAuth(requests.auth.AuthBase):
-    """Adds the PRIVATE-TOKEN header; also keeps requests from consulting ~/.netrc."""
-
-    def __init__(self, token: str | None) -> None:
-        self._token = token
-
-    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        if self._token:
-            request.headers["PRIVATE-TOKEN"] = self._token
-        return request
-
-    def __repr__(self) -> str:
-        return "_TokenAuth(***)"
-
-
 class _Retry(Retry):
     """urllib3's retry policy with this client's hooks (carried to every copy ``new`` makes):
     each attempt paced, a 429 retried for any method and waited out as the module says, an
@@ -206,8 +193,8 @@ class ApiClient:
         # a 429 without Retry-After waits out the shortest window (GitCode's minute by default)
         self._rate_window = min((period for _, period in windows), default=60.0)
         register_secret(token)
+        self._token = token  # sent in the PRIVATE-TOKEN header alone
         self.session = requests.Session()
-        self.session.auth = _TokenAuth(token)
         self.session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
         # The environment's proxies (HTTPS_PROXY, NO_PROXY) and CA bundle for the one host every
         # call goes to (redirects are not followed), read once here instead of on each call.
@@ -244,6 +231,8 @@ class ApiClient:
         again = (method in IDEMPOTENT) if retry is None else retry
         prepared = self.session.prepare_request(requests.Request(
             method, self.url(path), params=params, json=json, data=data))
+        if self._token:
+            prepared.headers["PRIVATE-TOKEN"] = self._token
         started = time.monotonic()
         self._attempt.count = 0
         try:
@@ -287,25 +276,15 @@ class ApiClient:
             delay = retry.get_retry_after(response)
             self.limiter.pause(self._rate_window if delay is None else delay)
             if delay is None:
-                self._wait_for_window()
+                self.limiter.sleep_out(self._rate_window, "rate limit (429, no Retry-After); "
+                                       f"waiting {self._rate_window:.0f}s for the per-minute "
+                                       "window to pass", self._notify)
             else:
                 log.info("%s rate limit (429); waiting %.1fs", SERVICE, delay)
                 self._sleep(delay)
         else:
             self._sleep(retry.get_backoff_time())
         self._next_attempt()
-
-    def _wait_for_window(self) -> None:
-        """Sleep out a 429 that gave no Retry-After: the whole per-minute window, with progress."""
-        left = self._rate_window
-        self._notify(f"{SERVICE} rate limit (429, no Retry-After); waiting {left:.0f}s "
-                     "for the per-minute window to pass")
-        while left > 0:
-            step = min(PROGRESS_EVERY, left)
-            self._sleep(step)
-            left -= step
-            if left > 0:
-                self._notify(f"{SERVICE} rate limit: {left:.0f}s left")
 
     def _transport_error(self, method: str, path: str,
                          exc: requests.RequestException) -> ApiTransportError:

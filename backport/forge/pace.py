@@ -184,6 +184,22 @@ class RateLimiter:
         """A 429: nobody sends for ``seconds``; the calling thread waits them out itself."""
         self._seen.until = self.log.pause(self.log.clock() + seconds)
 
+    def sleep_out(self, seconds: float, note: str = "",
+                  notify: Callable[[str], None] | None = None) -> float:
+        """Sleep ``seconds``, telling ``notify`` (default: the limiter's) ``note`` when given,
+        and what is left every ``progress_every`` seconds."""
+        tell = self._tell if notify is None else (lambda text: notify(f"GitCode API: {text}"))
+        if note:
+            tell(note)
+        left = seconds
+        while left > 0:
+            step = min(left, self._progress_every)
+            self._sleep(step)
+            left -= step
+            if left > 0:
+                tell(f"{left:.0f}s left")
+        return seconds
+
     def _tell(self, text: str) -> None:
         if self._notify is not None:
             self._notify(f"GitCode API: {text}")
@@ -205,17 +221,13 @@ class RateLimiter:
                 if announced or delay >= self._notify_over or delay >= self._shortest / 10:
                     self._tell(f"waiting {delay:.0f}s" + ("" if announced else f" ({why})"))
                     announced = announced or self._notify is not None
-                left = delay  # a 429's pause is slept out whole: then it is over for this thread
-                while left > 0:
-                    step = min(left, self._progress_every) if announced else left
-                    self._sleep(step)
-                    waited, left = waited + step, left - step
-                    if pause_end is None:
-                        break
-                    if left > 0:
-                        self._tell(f"waiting {left:.0f}s")
-                if pause_end is not None:
+                if pause_end is not None:  # slept out whole: then it is over for this thread
+                    waited += self.sleep_out(delay)
                     self._seen.until = pause_end
+                    continue
+                step = min(delay, self._progress_every) if announced else delay
+                self._sleep(step)
+                waited += step
             if announced:
                 self._tell(f"waited {waited:.0f}s; sending again")
         try:
