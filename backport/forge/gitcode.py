@@ -469,21 +469,16 @@ class GitCodeForge(GitCodeReads):
                                          f"{self.upstream} but did not say which one it made.")
         return posted
 
-    def _comment_path(self, comment_id: str) -> str:
-        return self._pulls(f"/comments/{seg(comment_id)}")
-
     def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
         """``PATCH …/pulls/comments/{id}`` (pulls.rst §26: its answer is ``{}``), checked by
         reading the PR's comments; sent once more form-encoded (as documented) when the JSON
         body did not take."""
         with self._lock:
             self._after_post.pop(number, None)
-        path = self._comment_path(comment_id)
-        for attempt in range(2):
-            if attempt:
-                self.client.request("PATCH", path, data={"body": body})
-            else:
-                self.client.request("PATCH", path, json={"body": body})
+        path = self._pulls(f"/comments/{seg(comment_id)}")
+        for as_json in (True, False):  # sent once more form-encoded where JSON did not take
+            self.client.request("PATCH", path, json={"body": body} if as_json else None,
+                                data=None if as_json else {"body": body})
             shown = next((c for c in self.list_comments(number) if c.id == comment_id), None)
             if shown is None:
                 raise BackportError("forge", f"GitCode no longer lists comment {comment_id} on "
@@ -497,4 +492,4 @@ class GitCodeForge(GitCodeReads):
         """``DELETE …/pulls/comments/{id}`` (pulls.rst §27)."""
         with self._lock:
             self._after_post.pop(number, None)
-        self.client.request("DELETE", self._comment_path(comment_id))
+        self.client.request("DELETE", self._pulls(f"/comments/{seg(comment_id)}"))

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 LISTING_TTL = 300.0  # seconds a listing of open PRs is reused (own writes keep it current)
 OPEN_STATES = ("open", "locked")  # the listing states of a PR that is not closed
 STABLE_ORDER = {"sort": "created", "direction": "asc"}  # new PRs land on the last page
+SET_TOKEN = "set GITCODE_TOKEN (or BACKPORT_TOKEN) to a personal access token"
 
 
 class GitCodeReads:
@@ -150,14 +151,11 @@ class GitCodeReads:
     def missing(self) -> list[str]:
         if self.has_token:
             return []
-        return [f"no GitCode token for {self.api_url}: set GITCODE_TOKEN (or BACKPORT_TOKEN) to "
-                "a personal access token, or store one with git's credential helper"]
+        return [f"no GitCode token for {self.api_url}: {SET_TOKEN}, or store one with git's "
+                "credential helper"]
 
     def preflight(self) -> None:
-        if not self.has_token:
-            raise BackportError("auth", f"No GitCode token for {self.api_url}; set GITCODE_TOKEN "
-                                        "(or BACKPORT_TOKEN) to a personal access token.")
-        self.current_user()
+        self.current_user()  # a token, and one GitCode takes
         fork_role = "fork in branches.yaml" if self._fork else "fork that follows the token's login"
         for role, repo, code in (
                 ("upstream in branches.yaml", self.upstream, "upstream-unreachable"),
@@ -179,17 +177,14 @@ class GitCodeReads:
             if self.login is not None:
                 return self.login
             if not self.has_token:
-                raise BackportError("auth", f"No GitCode token for {self.api_url}, so nobody to "
-                                            "ask GET /user about; set GITCODE_TOKEN (or "
-                                            "BACKPORT_TOKEN) to a personal access token.")
+                raise BackportError("auth", f"No GitCode token for {self.api_url}; {SET_TOKEN}.")
             try:
                 data = self.client.get("/user")
             except ApiError as exc:
                 if exc.status == 401:
                     raise BackportError(
                         "auth", f"GitCode rejected the token (401 Unauthorized) at GET "
-                                f"{self.api_url}/user; set GITCODE_TOKEN to a valid personal "
-                                "access token.") from None
+                                f"{self.api_url}/user; {SET_TOKEN} that is valid.") from None
                 raise
             login = data.get("login") if isinstance(data, dict) else None
             if not (isinstance(login, str) and login):
