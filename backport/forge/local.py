@@ -206,6 +206,8 @@ class LocalForge:
         return None  # the fork is a path git reaches directly
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
+        if not self.path.exists():  # nothing to find (and no user asked for)
+            return None
         found = self._prs("prs.head_repo = ? AND prs.head = ? AND prs.base = ? AND "
                           "prs.state = 'open'", self.fork, head, base)
         return found[0] if found else None
