@@ -182,7 +182,7 @@ class GitCodeForge(GitCodeReads):
                                     f"with head={head_form!r} answered {exc.status}: "
                                     f"{exc.server_message}."),
                     details={"status": exc.status}) from None
-            return self._number_of(answer.data, ask)
+            return self._number_of(answer, ask)
 
     def _look_up_after_failure(self, head: str, base: str, why: str, *,
                                settle: bool = True) -> PullRequest | None:
@@ -348,12 +348,12 @@ class GitCodeForge(GitCodeReads):
             fields["draft"] = draft
         if close_related_issue is not None:
             fields["close_related_issue"] = close_related_issue
-        answer = self.client.request("PATCH", path, json=fields).data
+        answer = self.client.request("PATCH", path, json=fields)
         data, not_taken = self._check_update(number, fields, answer, known)
         if not_taken:
             log.warning("GitCode did not take %s of PR !%s sent as JSON; sending it form-encoded",
                         ", ".join(not_taken), number)
-            answer = self.client.request("PATCH", path, data=wire.form(fields)).data
+            answer = self.client.request("PATCH", path, data=wire.form(fields))
             data, not_taken = self._check_update(number, fields, answer, data)
         if "draft" in not_taken and draft is not None:
             data, not_taken = self._draft_by_title(number, fields, draft, data, not_taken)
@@ -373,7 +373,7 @@ class GitCodeForge(GitCodeReads):
                 "body": fields["body"]}
         log.warning("GitCode did not take draft=%s of PR !%s; setting it through the title",
                     draft, number)
-        answer = self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=sent).data
+        answer = self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=sent)
         data, _ = self._check_update(number, {**sent, "draft": draft}, answer, {})
         still = [key for key in not_taken
                  if key != "draft" and wire.field(data, key) != wire.as_sent(key, fields[key])]
@@ -414,7 +414,7 @@ class GitCodeForge(GitCodeReads):
         path = self._pulls(f"/{seg(number)}/issues")
         for attempt in range(1, LINK_ATTEMPTS + 1):
             try:
-                answer = self.client.request("POST", path, json=wanted, retry=False).data
+                answer = self.client.request("POST", path, json=wanted, retry=False)
             except (ApiTransportError, ApiError) as exc:
                 transient = not isinstance(exc, ApiError) or exc.status >= 500 \
                     or exc.status == 429
@@ -456,7 +456,7 @@ class GitCodeForge(GitCodeReads):
     def post_comment(self, number: int, body: str) -> Comment:
         """``POST …/pulls/{n}/comments`` (never sent twice), then read back from the list."""
         answer = self.client.request("POST", self._pulls(f"/{seg(number)}/comments"),
-                                     json={"body": body}, retry=False).data
+                                     json={"body": body}, retry=False)
         posted = wire.comment_of(answer) if isinstance(answer, dict) else None
         listed = self.list_comments(number)
         with self._lock:  # read after the post: it serves the next listing of this PR too

@@ -26,7 +26,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -55,15 +54,6 @@ PROGRESS_EVERY = 15.0  # seconds between the notes of a long wait
 def seg(value: str | int) -> str:
     """URL-encode one path segment (``/`` becomes ``%2F``)."""
     return quote(str(value), safe="")
-
-
-@dataclass(frozen=True)
-class ApiResponse:
-    """A decoded 2xx answer."""
-
-    status: int
-    data: Any  # parsed JSON, or the text when the body is not JSON, or None when empty
-    headers: Mapping[str, str]
 
 
 class ApiError(BackportError):
@@ -223,8 +213,9 @@ class ApiClient:
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 json: Any = None, data: Mapping[str, str] | None = None,
-                retry: bool | None = None) -> ApiResponse:
-        """One call, retried as the policy allows; the 2xx answer, else raises. ``path`` has its
+                retry: bool | None = None) -> Any:
+        """One call, retried as the policy allows; the 2xx answer decoded (JSON, else the text,
+        None when empty), else raises. ``path`` has its
         segments encoded (:func:`seg`); ``retry`` overrides whether 5xx and lost connections
         are retried (default: for idempotent methods)."""
         method = method.upper()
@@ -247,11 +238,11 @@ class ApiClient:
         log.debug("%s %s -> %s in %.2fs", method, redact(path), response.status_code,
                   time.monotonic() - started)
         if 200 <= response.status_code < 300:
-            return ApiResponse(response.status_code, _decode(response), response.headers)
+            return _decode(response)
         raise self._error(method, path, response)
 
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        return self.request("GET", path, params=params).data
+        return self.request("GET", path, params=params)
 
     def _next_attempt(self) -> None:
         """Take a place in the limiter for one more attempt of this thread's request."""
