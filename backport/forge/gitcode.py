@@ -440,18 +440,14 @@ class GitCodeForge(GitCodeReads):
                  assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
                  testers: tuple[str, ...] = ()) -> None:
         # Each of these adds to the existing set, so repeating one is harmless: retry allowed.
-        n = seg(number)
-        if labels:
-            self.client.request("POST", self._pulls(f"/{n}/labels"), json=list(labels), retry=True)
-        if assignees:
-            self.client.request("POST", self._pulls(f"/{n}/assignees"),
-                                json={"assignees": ",".join(assignees)}, retry=True)
-        if reviewers:
-            self.client.request("POST", self._pulls(f"/{n}/reviewers"),
-                                json={"reviewers": ",".join(reviewers), "add": True}, retry=True)
-        if testers:
-            self.client.request("POST", self._pulls(f"/{n}/testers"),
-                                json={"testers": ",".join(testers), "add": True}, retry=True)
+        for role, names, payload in (
+                ("labels", labels, list(labels)),
+                ("assignees", assignees, {"assignees": ",".join(assignees)}),
+                ("reviewers", reviewers, {"reviewers": ",".join(reviewers), "add": True}),
+                ("testers", testers, {"testers": ",".join(testers), "add": True})):
+            if names:
+                self.client.request("POST", self._pulls(f"/{seg(number)}/{role}"), json=payload,
+                                    retry=True)
 
     def post_comment(self, number: int, body: str) -> Comment:
         """``POST …/pulls/{n}/comments`` (never sent twice), then read back from the list."""

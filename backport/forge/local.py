@@ -350,10 +350,6 @@ class LocalForge:
                 conn.execute("INSERT INTO pr_merged (pr, merged_at) VALUES (?, ?)", (number, when))
             return number
 
-    def comments(self, number: int) -> list[str]:
-        """Bodies of the PR's comments, oldest first."""
-        return [c.body for c in self.list_comments(number)]
-
     def list_comments(self, number: int) -> list[Comment]:
         self._row(None, number)
         return [Comment(id=str(r["id"]), body=r["body"], created_at=r["created_at"],
