@@ -93,7 +93,8 @@ PlanSink = Callable[[str], None]
 
 
 class Forge(Protocol):
-    """Find-or-create PRs from fork branches into upstream target branches."""
+    """Find-or-create PRs from fork branches into upstream target branches. A forge that
+    subclasses it takes the plain answers below where its own reads cost nothing."""
 
     name: str
 
@@ -111,6 +112,7 @@ class Forge(Protocol):
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
         """Extra environment for ``git push``/``ls-remote`` to the fork at ``url``, or None."""
+        return None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         """The open PR from fork branch ``head`` into ``base``, or None (never trusts filters)."""
@@ -120,6 +122,7 @@ class Forge(Protocol):
 
     def current_pr(self, number: int) -> PullRequest:
         """PR ``number`` as it is now, to write over (a copy known unchanged may answer)."""
+        return self.get_pr(number)
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """PR ``number`` of the upstream as a backport's source, with its linked issues."""
@@ -147,9 +150,11 @@ class Forge(Protocol):
     def verify_pr(self, number: int, head: str, base: str, *,
                   head_sha: str | None = None) -> PullRequest:
         """Judge a PR ``create_pr`` opened but left unverified, as right after create."""
+        return self.get_pr(number)
 
     def issue_state(self, issue: int) -> str:
         """``"open"`` or ``"closed"`` for upstream ``issue``; ``""`` when the forge cannot say."""
+        return ""
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
@@ -164,6 +169,7 @@ class Forge(Protocol):
 
     def add_comment(self, number: int, body: str) -> None:
         """Post a PR comment (not read back)."""
+        self.post_comment(number, body)
 
     def decorate(self, number: int, *, labels: tuple[str, ...] = (),
                  assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),

@@ -37,7 +37,7 @@ def _flag(name: str, value: bool | None) -> str:
     return "" if value is None else f" {name}={str(value).lower()}"
 
 
-class DryRunForge:
+class DryRunForge(Forge):
     """Describe writes to ``plan`` instead of sending them; ``inner`` answers reads (None:
     none are made, for ``skip_reason``)."""
 
@@ -132,13 +132,6 @@ class DryRunForge:
         return next((pr for pr in self._planned.values() if pr.number == number),
                     PullRequest(number=number, url=PLACEHOLDER_URL, title="", body="", head="",
                                 head_repo=self.fork, base="", state="open"))
-
-    def current_pr(self, number: int) -> PullRequest:
-        return self.get_pr(number)
-
-    def verify_pr(self, number: int, head: str, base: str, *,
-                  head_sha: str | None = None) -> PullRequest:
-        return self.get_pr(number)
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """A dry run without a forge to read from cannot name the source."""

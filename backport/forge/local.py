@@ -20,7 +20,7 @@ from pathlib import Path
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
-from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
+from backport.forge.base import WRITE_PERMISSIONS, Comment, Forge, PrFile, PullRequest, SourcePrInfo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS prs (
@@ -93,7 +93,7 @@ def _now() -> str:
 PRS = "SELECT prs.*, s.author AS author FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
 
 
-class LocalForge:
+class LocalForge(Forge):
     """A forge whose PRs live in a SQLite database at ``path``. Its user (as a token's login
     on GitCode) is ``user`` (``BACKPORT_LOCAL_USER``), else the owner of the fork branches.yaml
     names; the fork follows the user where branches.yaml names none."""
@@ -202,9 +202,6 @@ class LocalForge:
         if self.path.exists() and not os.access(self.path, os.W_OK):
             raise BackportError("forge", f"The local forge database {self.path} is not writable.")
 
-    def push_credentials(self, url: str) -> dict[str, str] | None:
-        return None  # the fork is a path git reaches directly
-
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         if not self.path.exists():  # nothing to find (and no user asked for)
             return None
@@ -214,16 +211,6 @@ class LocalForge:
 
     def get_pr(self, number: int) -> PullRequest:
         return self._pr(self._row(None, number))
-
-    def current_pr(self, number: int) -> PullRequest:
-        return self.get_pr(number)
-
-    def verify_pr(self, number: int, head: str, base: str, *,
-                  head_sha: str | None = None) -> PullRequest:
-        return self.get_pr(number)  # always opened from the fork
-
-    def issue_state(self, issue: int) -> str:
-        return ""  # the local forge keeps no issues
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """PR ``number`` with what :meth:`add_source_pr` recorded of its commits (none for a PR
@@ -364,9 +351,6 @@ class LocalForge:
             cursor = conn.execute("INSERT INTO comments (pr, body, created_at, author) "
                                   "VALUES (?, ?, ?, ?)", (number, body, now, self._writer()))
             return Comment(id=str(cursor.lastrowid), body=body, created_at=now)
-
-    def add_comment(self, number: int, body: str) -> None:
-        self.post_comment(number, body)
 
     def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
         with self._write() as conn:
