@@ -199,20 +199,14 @@ class GitCodeForge(GitCodeReads):
 
     def _number_of(self, data: Any, ask: _Ask) -> PullRequest | int:
         """The number a create answered; where it answered none, the PR listed since."""
-        head, base = ask.head, ask.base
-        if isinstance(data, dict):
-            try:
-                return wire.pr_number(data)
-            except (TypeError, ValueError):
-                pass
-        found = self._look_up_after_failure(
-            head, base, f"GitCode accepted the PR from {self.fork}:{head} into "
-                        f"{self.upstream}:{base} but returned no PR number")
+        for number, _ in wire.numbered(iter([data] if isinstance(data, dict) else [])):
+            return number
+        said = (f"GitCode accepted the PR from {self.fork}:{ask.head} into "
+                f"{self.upstream}:{ask.base} but returned no PR number")
+        found = self._look_up_after_failure(ask.head, ask.base, said)
         if found is not None:
             return found
-        raise BackportError("forge", f"GitCode accepted the PR from {self.fork}:{head} into "
-                                     f"{self.upstream}:{base} but returned no PR number, and "
-                                     "no such open PR is listed.")
+        raise BackportError("forge", f"{said}, and no such open PR is listed.")
 
     def _read_created(self, number: int, ask: _Ask) -> dict[str, Any]:
         """The created PR as GitCode shows it: a 404, an error or a reply that is no PR is "not
