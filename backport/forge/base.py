@@ -1,4 +1,17 @@
-"""The forge protocol: what the pipeline needs from GitCode (or the embedded local forge)."""
+"""The forge protocol: what the pipeline needs of GitCode (or the embedded local forge).
+
+Everything forge-specific stays behind :class:`Forge`: credentials (``missing``, ``preflight``,
+``push_credentials``), head forms, retries, pacing, and whether writes really happen. Three
+forges implement it: :class:`~backport.forge.gitcode.GitCodeForge` (REST v5, as documented in
+``docs/gitcode.md``), :class:`~backport.forge.local.LocalForge` (SQLite, offline) and, for
+``--dry-run``, :class:`~backport.forge.dryrun.DryRunForge`, the one place a dry run is decided
+for forge writes: the PRs it answers for a create or an update are ``planned``. They are built
+by :func:`~backport.forge.factory.make_forge` alone; ``pipeline/`` never names a forge.
+
+The pr step treats labels, assignees, reviewers, testers and the comment as best-effort: a
+refusal lands in the record's warnings; a comment or issue link refused with 403/404
+(:func:`is_refusal`) is recorded and not tried again.
+"""
 
 from __future__ import annotations
 
@@ -29,8 +42,7 @@ class PullRequest:
 
 @dataclass(frozen=True)
 class SourcePrInfo:
-    """A PR of the upstream read as the source of a backport (``GET /pulls/{n}`` and its
-    ``/issues``): what is needed to find the change it carries."""
+    """A PR of the upstream read as a backport's source (``GET /pulls/{n}`` and its issues)."""
 
     number: int
     state: str  # "open" | "closed" | "merged"
@@ -51,8 +63,7 @@ class SourcePrInfo:
 
 @dataclass(frozen=True)
 class PrFile:
-    """One file a PR changes (``GET /pulls/{n}/files``): its path before the PR (None for a
-    new file) and after it (None for a deleted one); a rename has both."""
+    """One file a PR changes: its path before (None: new) and after (None: deleted)."""
 
     old: str | None
     new: str | None
@@ -77,34 +88,31 @@ class Comment:
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "maintainer", "master", "owner", "write",
                                "push"})
 
-
 # Receives one line per API call a dry run would make: "POST /repos/o/r/pulls title=… head=…".
 PlanSink = Callable[[str], None]
 
 
 class Forge(Protocol):
-    """Find-or-create PRs from fork branches into upstream target branches.
-
-    Everything forge-specific stays behind this protocol: credentials (``preflight``,
-    ``push_credentials``), head forms, retries, and whether writes really happen (the dry
-    forge of `forge/dryrun.py` describes them: the PRs it answers are ``planned``).
-    """
+    """Find-or-create PRs from fork branches into upstream target branches. A forge that
+    subclasses it takes the plain answers below where its own reads cost nothing."""
 
     name: str
 
     def missing(self) -> list[str]:
-        """What this forge lacks that needs no network to tell (e.g. no token), one phrase each."""
+        """What this forge lacks that needs no network to tell (no token), one phrase each;
+        ``apply`` reports it before any work."""
 
     def current_user(self) -> str:
-        """The login of the token's user (GitCode: ``GET /user``, asked once per forge); the
-        fork follows it where ``fork:`` is not set, and it is the author of every comment this
-        tool writes. "" when a dry run cannot ask (no token)."""
+        """The token's login (GitCode: ``GET /user`` once); the fork follows it where
+        ``fork:`` is not set, and it is the author of this tool's comments. "" when a dry run
+        cannot ask."""
 
     def preflight(self) -> None:
         """Check credentials and that upstream and fork are visible; raise BackportError."""
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
         """Extra environment for ``git push``/``ls-remote`` to the fork at ``url``, or None."""
+        return None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         """The open PR from fork branch ``head`` into ``base``, or None (never trusts filters)."""
@@ -113,8 +121,8 @@ class Forge(Protocol):
         """One PR by number."""
 
     def current_pr(self, number: int) -> PullRequest:
-        """PR ``number`` as it is now, to write over: the one this client last read or wrote
-        whole where the last listing shows it unchanged since, else read now."""
+        """PR ``number`` as it is now, to write over (a copy known unchanged may answer)."""
+        return self.get_pr(number)
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """PR ``number`` of the upstream as a backport's source, with its linked issues."""
@@ -123,51 +131,51 @@ class Forge(Protocol):
         """Every file PR ``number`` of the upstream changes, as the service lists them."""
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
-        """PRs of the upstream repository in ``state`` ("open" or "all"); ``fresh``: read from
-        the service now, never from a listing kept from earlier (another host may have written
-        since)."""
+        """The upstream's PRs in ``state`` ("open" or "all"); ``fresh``: read now, never from
+        a listing kept from earlier (another host may have written since)."""
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
-        """The upstream's open and merged PRs into ``base`` numbered above ``number`` (opened
-        after PR ``number``, so the ones that may carry it), every one the service lists."""
+        """The upstream's open and merged PRs into ``base`` numbered above ``number``."""
 
     def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
                   head_sha: str | None = None,
                   close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
-        """Open a PR from fork branch ``head`` (at ``head_sha`` when given); verified to come
-        from the fork; never duplicates. ``close_related_issue``: whether merging it may close
-        the linked issues (None: the repository's setting). ``on_number`` hears the new PR's
-        number as soon as the forge answers it, before the PR is read back and judged; a PR
-        that could not be read back raises with ``details["unverified"]`` and its number."""
+        """Open a PR from fork branch ``head`` (at ``head_sha``), one transaction: create →
+        read back → correct; verified to come from the fork, never duplicated.
+        ``close_related_issue`` None: the repository's setting. ``on_number`` hears the new
+        number before the read-back (the pr step journals it); a PR not read back raises with
+        ``details["unverified"]``, and :meth:`verify_pr` judges it on the next run."""
 
     def verify_pr(self, number: int, head: str, base: str, *,
                   head_sha: str | None = None) -> PullRequest:
         """Judge a PR ``create_pr`` opened but left unverified, as right after create."""
+        return self.get_pr(number)
 
     def issue_state(self, issue: int) -> str:
         """``"open"`` or ``"closed"`` for upstream ``issue``; ``""`` when the forge cannot say."""
+        return ""
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
-        """Replace title and body (both sent together); set draft and issue closing when given."""
+        """Replace title and body; set draft and issue closing when given. The PR as read
+        back, ``not_taken`` naming fields the forge did not take."""
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
-        """Link every one of upstream ``issues`` to PR ``number`` (idempotent; none: nothing)."""
+        """Link every one of upstream ``issues`` to PR ``number`` (idempotent)."""
 
     def linked_issues(self, number: int) -> list[int]:
         """Issue numbers linked to PR ``number``."""
 
     def add_comment(self, number: int, body: str) -> None:
-        """Post a PR comment."""
+        """Post a PR comment (not read back)."""
+        self.post_comment(number, body)
 
-    def decorate(self, number: int, *, labels: tuple[str, ...] = (), assignees: tuple[str, ...] = (),
-                 reviewers: tuple[str, ...] = (), testers: tuple[str, ...] = ()) -> None:
-        """Add labels / assignees / reviewers / testers without removing existing ones.
-
-        Raises BackportError when the forge refuses (e.g. the token's user is not a member);
-        callers treat decorations as best-effort.
-        """
+    def decorate(self, number: int, *, labels: tuple[str, ...] = (),
+                 assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
+                 testers: tuple[str, ...] = ()) -> None:
+        """Add labels / assignees / reviewers / testers, keeping existing ones; BackportError
+        when the forge refuses."""
 
     def list_comments(self, number: int) -> list[Comment]:
         """Every comment of PR ``number`` (all pages), oldest first."""
@@ -182,18 +190,15 @@ class Forge(Protocol):
         """Delete comment ``comment_id`` of PR ``number``."""
 
     def permission(self, login: str) -> str:
-        """``login``'s permission on the upstream (``admin``, ``write``, ``read``…; ``none``
-        when the forge knows no such collaborator)."""
+        """``login``'s permission on the upstream (``admin``, ``write``…; ``none`` for a
+        stranger)."""
 
     def collaborators(self) -> dict[str, bool]:
-        """The upstream's collaborators as its listing shows them, each with whether it may
-        write (every page; a member the listing does not show, say through an organisation,
-        is not in it: :meth:`permission` answers for one login)."""
-
-REFUSAL_STATUSES = frozenset({403, 404})
+        """The upstream's collaborators its listing shows, each with whether it may write (one
+        shown only through an organisation is not in it: :meth:`permission` answers)."""
 
 
 def is_refusal(exc: BackportError) -> bool:
     """Whether a forge error is the service refusing a write (403/404), not a transient failure
     worth trying again on the next run."""
-    return exc.details.get("status") in REFUSAL_STATUSES
+    return exc.details.get("status") in (403, 404)

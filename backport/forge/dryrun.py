@@ -1,10 +1,18 @@
-"""A forge wrapper for ``--dry-run``: reads go through, every write becomes one plan line."""
+"""``--dry-run``'s forge: reads go through to the real one, every write becomes one plan line.
+
+The PRs it answers for a create or an update are ``planned`` (number 0, a placeholder URL), and
+the pr step ends such a branch as ``planned``. Without a forge to read from (GitCode without a
+token) reads are skipped too: nothing is found, and the plan says so once.
+:meth:`DryRunForge.request_summary` estimates the requests a run would make and the least time
+the rate limit takes for them.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
@@ -15,6 +23,7 @@ from backport.redact import redact
 log = logging.getLogger(__name__)
 
 PLACEHOLDER_URL = "(dry run: no PR opened)"
+_NEW = "<new>"  # a planned PR's number in the plan
 
 
 def _quote(text: str, limit: int = 72) -> str:
@@ -24,45 +33,37 @@ def _quote(text: str, limit: int = 72) -> str:
     return "'" + text.replace("'", "\\'") + "'"
 
 
-def _log_plan(line: str) -> None:
-    log.info("dry run: %s", line)
+def _flag(name: str, value: bool | None) -> str:
+    return "" if value is None else f" {name}={str(value).lower()}"
 
 
-class DryRunForge:
-    """Describe writes instead of sending them.
-
-    ``inner`` answers reads; when it is None (e.g. GitCode without a token) reads are skipped
-    too: nothing is found, and the plan says so once.
-    """
+class DryRunForge(Forge):
+    """Describe writes to ``plan`` instead of sending them; ``inner`` answers reads (None:
+    none are made, for ``skip_reason``)."""
 
     def __init__(self, inner: Forge | None, plan: PlanSink | None, *, upstream: str, fork: str,
                  name: str = "", skip_reason: str = "",
                  windows: tuple[tuple[int, float], ...] | None = None) -> None:
         self.inner = inner
-        self.plan = plan or _log_plan
+        self.plan = plan or (lambda line: log.info("dry run: %s", line))
         self.upstream = upstream
         self._fork = fork  # "" follows the token: `fork`
         self.name = name or (inner.name if inner is not None else "dry-run")
         self.skip_reason = skip_reason
-        self._said_skipped = False
+        self._told_skipped = False
         self._planned: dict[tuple[str, str], PullRequest] = {}
-        client = getattr(inner, "client", None)
-        limiter = getattr(client, "limiter", None)
+        limiter = getattr(getattr(inner, "client", None), "limiter", None)
         self.windows = windows or getattr(limiter, "windows", None) or DEFAULT_WINDOWS
         self.writes = 0  # requests the planned writes would cost, read-backs included
         self.creates = 0
 
     @property
     def fork(self) -> str:
-        """The fork: as set, else the token's login's (asked of the inner forge), else shown
-        as the token's (a dry run without a token cannot ask)."""
-        if self._fork:
-            return self._fork
-        login = self.current_user()
-        return fork_of(self.upstream, login or TOKEN_LOGIN)
+        """As set, else the token's login's; shown as the token's without one."""
+        return self._fork or fork_of(self.upstream, self.current_user() or TOKEN_LOGIN)
 
     def current_user(self) -> str:
-        """A read: the inner forge's answer; "" where it has nothing to ask with (no token)."""
+        """The inner forge's answer; "" where it has nothing to ask with (no token)."""
         if self.inner is None or self.inner.missing():
             return ""
         return self.inner.current_user()
@@ -70,6 +71,19 @@ class DryRunForge:
     def _emit(self, line: str, cost: int = 1) -> None:
         self.writes += cost
         self.plan(redact(line))
+
+    def _read(self, number: int | None, method: str, default: Any, *args: Any, **kw: Any) -> Any:
+        """The inner forge's ``method(*args)``, or ``default`` without one (said once in the
+        plan) or for the planned PR (``number`` 0)."""
+        if number == 0:
+            return default
+        if self.inner is None:
+            if not self._told_skipped:
+                self._told_skipped = True
+                self._emit(f"GET requests skipped ({self.skip_reason or 'no forge to read from'}"
+                           "); existing PRs are not looked up", cost=0)
+            return default
+        return getattr(self.inner, method)(*args, **kw)
 
     def request_summary(self, sets: int) -> str | None:
         """One plan line: about how many API requests the run would make and how long the
@@ -80,12 +94,12 @@ class DryRunForge:
         # made now (each set's issue read too: is it still open?), or estimated without a token
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
         # once all of a set's PRs exist: its open and locked PRs listed afresh, and the bodies
-        # of all but its last new PR rewritten (one PATCH each; the listing shows each
-        # unchanged since its create, so none is read again)
+        # of all but its last new PR rewritten (one PATCH each; none read again)
         refresh = max(0, self.creates - sets) + (2 * sets if self.creates else 0)
         total = reads + self.writes + refresh
         wait = pacing_seconds(total, self.windows)
-        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in self.windows)
+        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in
+                              self.windows)
         took = ("that needs no wait" if wait <= 0 else
                 f"that takes at least {wait / 60:.0f} min" if wait >= 60 else
                 f"that takes at least {wait:.0f} s")
@@ -94,17 +108,7 @@ class DryRunForge:
                 f"{self.writes + refresh} for the writes and their read-backs); under the limit "
                 f"of {limits}, {took}")
 
-    def _reads(self) -> Forge | None:
-        """The forge that answers reads, or None (said once in the plan)."""
-        if self.inner is not None:
-            return self.inner
-        if not self._said_skipped:
-            self._said_skipped = True
-            self._emit(f"GET requests skipped ({self.skip_reason or 'no forge to read from'}); "
-                       "existing PRs are not looked up", cost=0)
-        return None
-
-    def _pulls(self, suffix: str = "") -> str:
+    def _pulls(self, suffix: object = "") -> str:
         return f"/repos/{self.upstream}/pulls{suffix}"
 
     def missing(self) -> list[str]:
@@ -119,37 +123,46 @@ class DryRunForge:
         return self.inner.push_credentials(url) if self.inner is not None else None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
-        reader = self._reads()
-        return reader.find_open_pr(head, base) if reader is not None else None
+        return self._read(None, "find_open_pr", None, head, base)
 
     def get_pr(self, number: int) -> PullRequest:
-        reader = self._reads() if number != 0 else None
-        if reader is None:
-            for pr in self._planned.values():
-                if pr.number == number:
-                    return pr
-            return PullRequest(number=number, url=PLACEHOLDER_URL, title="", body="", head="",
-                               head_repo=self.fork, base="", state="open")
-        return reader.get_pr(number)
-
-    def current_pr(self, number: int) -> PullRequest:
-        return self.get_pr(number)
+        found = self._read(number, "get_pr", None, number)
+        if found is not None:
+            return found
+        return next((pr for pr in self._planned.values() if pr.number == number),
+                    PullRequest(number=number, url=PLACEHOLDER_URL, title="", body="", head="",
+                                head_repo=self.fork, base="", state="open"))
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
-        """A read: passed to the real forge (a dry run without one cannot name the source)."""
-        reader = self.inner
-        if reader is None:
+        """A dry run without a forge to read from cannot name the source."""
+        if self.inner is None:
             raise BackportError("usage", f"a dry run without a {self.name} token cannot read "
                                          f"PR !{number}; set the token to plan a backport from it")
-        return reader.get_source_pr(number)
+        return self.inner.get_source_pr(number)
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
-        reader = self._reads()
-        return reader.list_prs(state, fresh=fresh) if reader is not None else []
+        return self._read(None, "list_prs", [], state, fresh=fresh)
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
-        reader = self._reads()
-        return reader.later_prs(number, base) if reader is not None else []
+        return self._read(None, "later_prs", [], number, base)
+
+    def issue_state(self, issue: int) -> str:
+        return self._read(None, "issue_state", "", issue)
+
+    def linked_issues(self, number: int) -> list[int]:
+        return self._read(number, "linked_issues", [], number)
+
+    def list_comments(self, number: int) -> list[Comment]:
+        return self._read(number, "list_comments", [], number)
+
+    def permission(self, login: str) -> str:
+        return self._read(None, "permission", "none", login)
+
+    def collaborators(self) -> dict[str, bool]:
+        return self._read(None, "collaborators", {})
+
+    def pr_files(self, number: int) -> list[PrFile]:
+        return self._read(None, "pr_files", [], number)
 
     def create_pr(self, head: str, base: str, title: str, body: str, *,
                   draft: bool = False, head_sha: str | None = None,
@@ -158,10 +171,9 @@ class DryRunForge:
         existing = self.find_open_pr(head, base)
         if existing is not None:
             return existing
-        closing = "" if close_related_issue is None else \
-            f" close_related_issue={str(close_related_issue).lower()}"
-        self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} title={_quote(title)} "
-                   f"body=<{len(body)} chars>{' draft=true' if draft else ''}{closing}",
+        self._emit(f"POST {self._pulls()} head={self.fork}:{head} base={base} "
+                   f"title={_quote(title)} body=<{len(body)} chars>{' draft=true' if draft else ''}"
+                   f"{_flag('close_related_issue', close_related_issue)}",
                    cost=3)  # the open PRs into base read afresh, the POST, the read-back
         self.creates += 1
         pr = PullRequest(number=0, url=PLACEHOLDER_URL, title=title, body=body, head=head,
@@ -169,64 +181,39 @@ class DryRunForge:
         self._planned[(head, base)] = pr
         return pr
 
-    def verify_pr(self, number: int, head: str, base: str, *,
-                  head_sha: str | None = None) -> PullRequest:
-        """Reads only: the PR as the forge shows it."""
-        return self.get_pr(number)
-
-    def issue_state(self, issue: int) -> str:
-        reader = self._reads()
-        return reader.issue_state(issue) if reader is not None else ""
-
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
         current = self.get_pr(number)
         if number != 0:
-            self._emit(f"PATCH {self._pulls(f'/{number}')} title={_quote(title)} "
-                       f"body=<{len(body)} chars>"
-                       f"{'' if draft is None else f' draft={str(draft).lower()}'}"
-                       f"{'' if close_related_issue is None else f' close_related_issue={str(close_related_issue).lower()}'}")
-        changes: dict = {"title": title, "body": body, "planned": True}
-        if draft is not None:
-            changes["draft"] = draft
-        updated = dataclasses.replace(current, **changes)
+            self._emit(f"PATCH {self._pulls(f'/{number}')} title={_quote(title)} body=<{len(body)} "
+                       f"chars>{_flag('draft', draft)}"
+                       f"{_flag('close_related_issue', close_related_issue)}")
+        updated = dataclasses.replace(current, title=title, body=body, planned=True,
+                                      draft=current.draft if draft is None else draft)
         if number == 0:
             self._planned[(updated.head, updated.base)] = updated
         return updated
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
-        reader = self._reads() if number != 0 else None
-        linked = set(reader.linked_issues(number)) if reader is not None else set()
+        linked = set(self.linked_issues(number))
         wanted = [int(i) for i in dict.fromkeys(issues) if i not in linked]
-        if not wanted:
-            return
-        n = number or "<new>"
-        self._emit(f"POST {self._pulls(f'/{n}/issues')} {wanted}")
-
-    def linked_issues(self, number: int) -> list[int]:
-        reader = self._reads() if number != 0 else None
-        return reader.linked_issues(number) if reader is not None else []
+        if wanted:
+            self._emit(f"POST {self._pulls(f'/{number or _NEW}/issues')} {wanted}")
 
     def add_comment(self, number: int, body: str) -> None:
-        n = number or "<new>"
-        self._emit(f"POST {self._pulls(f'/{n}/comments')} body={_quote(body)}")
+        self._emit(f"POST {self._pulls(f'/{number or _NEW}/comments')} body={_quote(body)}")
 
     def decorate(self, number: int, *, labels: tuple[str, ...] = (),
                  assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
                  testers: tuple[str, ...] = ()) -> None:
-        n = number or "<new>"
+        n = number or _NEW
         if labels:
             self._emit(f"POST {self._pulls(f'/{n}/labels')} {list(labels)}")
-        if assignees:
-            self._emit(f"POST {self._pulls(f'/{n}/assignees')} assignees={','.join(assignees)}")
-        if reviewers:
-            self._emit(f"POST {self._pulls(f'/{n}/reviewers')} reviewers={','.join(reviewers)} add=true")
-        if testers:
-            self._emit(f"POST {self._pulls(f'/{n}/testers')} testers={','.join(testers)} add=true")
-
-    def list_comments(self, number: int) -> list[Comment]:
-        reader = self._reads() if number != 0 else None
-        return reader.list_comments(number) if reader is not None else []
+        for role, names, more in (("assignees", assignees, ""),
+                                  ("reviewers", reviewers, " add=true"),
+                                  ("testers", testers, " add=true")):
+            if names:
+                self._emit(f"POST {self._pulls(f'/{n}/{role}')} {role}={','.join(names)}{more}")
 
     def post_comment(self, number: int, body: str) -> Comment:
         self._emit(f"POST {self._pulls(f'/{number}/comments')} body=<{len(body)} chars>", cost=2)
@@ -239,16 +226,3 @@ class DryRunForge:
 
     def delete_comment(self, number: int, comment_id: str) -> None:
         self._emit(f"DELETE {self._pulls(f'/comments/{comment_id}')}")
-
-    def permission(self, login: str) -> str:
-        reader = self._reads()
-        return reader.permission(login) if reader is not None else "none"
-
-    def collaborators(self) -> dict[str, bool]:
-        reader = self._reads()
-        return reader.collaborators() if reader is not None else {}
-
-    def pr_files(self, number: int) -> list[PrFile]:
-        """A read: passed to the real forge (none without one)."""
-        reader = self._reads()
-        return reader.pr_files(number) if reader is not None else []

@@ -1,4 +1,5 @@
-"""Build the forge a branch map asks for (optionally wrapped for a dry run)."""
+"""Build the forge a branch map asks for (wrapped for a dry run). The session builds it once a
+run; the GitCode client (requests, urllib3) is imported only for a map that names GitCode."""
 
 from __future__ import annotations
 
@@ -53,21 +54,16 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
                dry_run: bool = False, plan: PlanSink | None = None,
                timeout: float = 30.0, notify: Callable[[str], None] | None = None,
                pace_dir: Path | None = None) -> Forge:
-    """The forge of ``branch_map``; in a dry run writes become lines sent to ``plan``.
-
-    Local forge: ``state_dir / "forge.sqlite"``. GitCode: ``branch_map.api_url`` with ``token``,
-    or, when none is given and ``environ`` is, the token :func:`resolve_token` finds there (a dry
-    run without a token skips reads too, and says so in the plan). ``notify`` hears of every
-    wait for the rate limit (seconds left and why). ``pace_dir``: where the GitCode client
-    keeps the token's request log shared by every process of this host (None: per process).
-    """
+    """The forge of ``branch_map``; in a dry run writes become lines sent to ``plan``. Local:
+    ``state_dir / "forge.sqlite"``. GitCode: ``token``, else the one ``environ`` holds (a dry run
+    without one reads nothing either); ``notify`` hears of rate-limit waits; ``pace_dir`` holds
+    the token's request log shared by the host's processes (None: this process's)."""
     forge: Forge
     if branch_map.forge == "local":
         forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
                            fork=branch_map.fork,
                            user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip())
     elif branch_map.forge == "gitcode":
-        # Imported here: the HTTP client (requests, urllib3) is for GitCode maps alone.
         from backport.forge.gitcode import GitCodeForge
         if token is None and environ is not None:
             token = resolve_token(branch_map.api_url, environ)

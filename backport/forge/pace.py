@@ -1,12 +1,14 @@
-"""The requests of one token, counted across the processes of one host.
+"""The pace of one token's requests: GitCode's rate windows, kept by every thread and process.
 
-Several runs of one user (``apply --branch`` in two terminals, a re-run while another runs)
-share GitCode's per-token limit. Each client keeps its requests in a small log file in the
-cache folder, named by a hash of the API URL and the token (never the token itself); an
-exclusive ``flock`` guards every read-and-write, so every process on the host sees every other
-one's requests, and a 429 one of them met pauses them all. Hosts do not share the file: runs
-of one token on several hosts must share the limit by ``BACKPORT_GITCODE_RATE`` (see
-``docs/gitcode.md``).
+GitCode allows a token 50 requests a minute and 4,000 an hour (``BACKPORT_GITCODE_RATE`` sets
+other windows). :class:`RateLimiter` holds each request back until it fits every window: a
+request counts from when it is sent until its answer arrived, then from then (the server saw it
+no later), so however long requests travel the server's window never holds more than the
+limit. The count lives in a :class:`RequestLog`: this process's, or the token's on this host, a
+small file in the cache folder named by a hash of the API URL and the token (never the token
+itself) read and written under an exclusive ``flock``, so the runs of one user share the limit,
+and a 429 one of them met pauses them all. Hosts do not share the file: runs of one token on
+several hosts share the limit by ``BACKPORT_GITCODE_RATE`` (see ``docs/gitcode.md``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,15 +29,16 @@ PAUSED = "GitCode answered 429 (too many requests)"
 STALE_IN_FLIGHT = 600.0  # seconds after which a request never answered counts as answered
 # GitCode's documented limits: 50 requests a minute, 4,000 an hour (limit, seconds).
 DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
+Windows = tuple[tuple[int, float], ...]
 
 
-def pacing_seconds(requests_: int, windows: tuple[tuple[int, float], ...]) -> float:
+def pacing_seconds(requests_: int, windows: Windows) -> float:
     """The least time ``requests_`` requests take under the limiter's windows."""
     return max((max(0, math.ceil(requests_ / limit) - 1) * period for limit, period in windows
                 if limit > 0), default=0.0)
 
 
-def parse_windows(text: str) -> tuple[tuple[int, float], ...]:
+def parse_windows(text: str) -> Windows:
     """``"50/60,4000/3600"`` (requests/seconds, comma-separated) as limiter windows; ValueError."""
     windows = []
     for part in text.split(","):
@@ -48,12 +52,9 @@ def parse_windows(text: str) -> tuple[tuple[int, float], ...]:
     return tuple(windows)
 
 
-def window_delay(stamps: list[float], windows: tuple[tuple[int, float], ...],
-                 now: float) -> tuple[float, str]:
-    """Seconds until one more request fits every window (inf: wait for an answer), and why.
-
-    ``stamps``: when each request was answered (``inf`` while it travels).
-    """
+def window_delay(stamps: list[float], windows: Windows, now: float) -> tuple[float, str]:
+    """Seconds until one more request fits every window, and why; ``stamps``: when each request
+    was answered (``inf`` while it travels, and then the delay may be inf)."""
     delay, why = 0.0, ""
     for limit, period in windows:
         inside = sorted(s for s in stamps if s > now - period)
@@ -67,31 +68,34 @@ def window_delay(stamps: list[float], windows: tuple[tuple[int, float], ...],
 
 
 def period_text(seconds: float) -> str:
-    if seconds == 60.0:
-        return "minute"
-    if seconds == 3600.0:
-        return "hour"
-    return f"{seconds:g} s"
+    return {60.0: "minute", 3600.0: "hour"}.get(seconds, f"{seconds:g} s")
 
 
-class SharedPace:
-    """One token's request log on this host: ``{"requests": [[id, sent, answered|null]],
-    "paused_until": t}`` in wall-clock seconds (``clock``)."""
+class RequestLog:
+    """One token's requests, ``{"requests": [[id, sent, answered|null]], "paused_until": t}``
+    in ``clock`` seconds: in memory (``path`` None) or in a file the host's processes share."""
 
-    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: Path | None = None, *,
+                 clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.clock = clock
         self._serial = 0
+        self._memory: dict[str, Any] = {"requests": []}
+        self._lock = threading.Lock()
 
     @classmethod
     def for_token(cls, folder: Path, api_url: str, token: str, *,
-                  clock: Callable[[], float] = time.time) -> SharedPace:
+                  clock: Callable[[], float] = time.time) -> RequestLog:
         key = hashlib.sha256(f"{api_url.rstrip('/')}\n{token}".encode()).hexdigest()[:32]
         return cls(Path(folder) / f"pace-{key}.json", clock=clock)
 
     @contextlib.contextmanager
     def _state(self) -> Iterator[dict[str, Any]]:
         """The log, read and written back under an exclusive lock."""
+        if self.path is None:
+            with self._lock:
+                yield self._memory
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         with os.fdopen(fd, "r+", encoding="utf-8") as handle:
@@ -108,13 +112,11 @@ class SharedPace:
             handle.write(json.dumps(state))
             handle.flush()
 
-    def reserve(self, windows: tuple[tuple[int, float], ...],
+    def reserve(self, windows: Windows,
                 pause_seen: float) -> tuple[float, str, str | None, float | None]:
         """Seconds to wait, why, and the end of the 429 pause when that is the reason; or 0,
-        "", the id of the request now counted as sent, and None.
-
-        ``pause_seen``: the end of a 429 pause the caller already waited out itself.
-        """
+        "", the id of the request now counted as sent, and None. ``pause_seen``: the end of a
+        429 pause the caller already waited out itself."""
         longest = max((period for _, period in windows), default=0.0)
         with self._state() as state:
             now = self.clock()
@@ -129,11 +131,11 @@ class SharedPace:
                 if answered is None or float(answered) > now - longest:
                     kept.append([ident, sent, answered])
             state["requests"] = kept
-            paused = float(state.get("paused_until") or 0.0)
+            paused = float(state.get("paused_until") or -math.inf)
             if paused > now and paused > pause_seen:
                 return paused - now, PAUSED, None, paused
-            stamps = [math.inf if a is None else float(a) for _, _, a in kept]
-            delay, why = window_delay(stamps, windows, now)
+            delay, why = window_delay([math.inf if a is None else float(a) for _, _, a in kept],
+                                      windows, now)
             if delay > 0:
                 return delay, why, None, None
             self._serial += 1
@@ -149,7 +151,88 @@ class SharedPace:
                 if entry and entry[0] == ident:
                     entry[2] = now
 
-    def pause(self, until: float) -> None:
-        """Every process of this token waits until ``until`` (a 429 was met)."""
+    def pause(self, until: float) -> float:
+        """Nobody sends until ``until`` (a 429 was met); the end of the pause now."""
         with self._state() as state:
-            state["paused_until"] = max(float(state.get("paused_until") or 0.0), until)
+            state["paused_until"] = max(float(state.get("paused_until") or -math.inf), until)
+            return float(state["paused_until"])
+
+
+class RateLimiter:
+    """Holds each request back until it fits every window, its place held in ``shared`` (else
+    this process's log) while it travels. A 429 (:meth:`pause`) holds back every thread and
+    every process of the log. A wait of ``notify_over`` seconds (or a tenth of the shortest
+    window) is told to ``notify``, again every ``progress_every`` seconds, and its end too."""
+
+    def __init__(self, windows: Windows = DEFAULT_WINDOWS, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep,
+                 notify: Callable[[str], None] | None = None, notify_over: float = 5.0,
+                 progress_every: float = 15.0, shared: RequestLog | None = None) -> None:
+        self.windows = tuple((limit, period) for limit, period in windows if limit > 0)
+        self.log = shared if shared is not None else RequestLog(clock=clock)
+        self._shortest = min((period for _, period in self.windows), default=0.0)
+        self._sleep = sleep
+        self._notify = notify
+        self._notify_over = notify_over
+        self._progress_every = progress_every
+        self._turn = threading.Lock()  # one waiter at a time, in arrival order
+        self._answers = threading.Condition()
+        self._seen = threading.local()  # .until: the end of the last pause this thread waited
+
+    def pause(self, seconds: float) -> None:
+        """A 429: nobody sends for ``seconds``; the calling thread waits them out itself."""
+        self._seen.until = self.log.pause(self.log.clock() + seconds)
+
+    def sleep_out(self, seconds: float, note: str = "",
+                  notify: Callable[[str], None] | None = None) -> float:
+        """Sleep ``seconds``, telling ``notify`` (default: the limiter's) ``note`` when given,
+        and what is left every ``progress_every`` seconds."""
+        tell = self._tell if notify is None else (lambda text: notify(f"GitCode API: {text}"))
+        if note:
+            tell(note)
+        left = seconds
+        while left > 0:
+            step = min(left, self._progress_every)
+            self._sleep(step)
+            left -= step
+            if left > 0:
+                tell(f"{left:.0f}s left")
+        return seconds
+
+    def _tell(self, text: str) -> None:
+        if self._notify is not None:
+            self._notify(f"GitCode API: {text}")
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[float]:
+        """Wait for room, hold one place while the request travels; yields the seconds waited."""
+        waited, announced = 0.0, False
+        with self._turn:
+            while True:
+                delay, why, ident, pause_end = self.log.reserve(
+                    self.windows, getattr(self._seen, "until", -math.inf))
+                if ident is not None:
+                    break
+                if math.isinf(delay):  # every place is held by a request in flight
+                    with self._answers:
+                        self._answers.wait(0.25)
+                    continue
+                if announced or delay >= self._notify_over or delay >= self._shortest / 10:
+                    self._tell(f"waiting {delay:.0f}s" + ("" if announced else f" ({why})"))
+                    announced = announced or self._notify is not None
+                if pause_end is not None:  # slept out whole: then it is over for this thread
+                    waited += self.sleep_out(delay)
+                    self._seen.until = pause_end
+                    continue
+                step = min(delay, self._progress_every) if announced else delay
+                self._sleep(step)
+                waited += step
+            if announced:
+                self._tell(f"waited {waited:.0f}s; sending again")
+        try:
+            yield waited
+        finally:
+            self.log.answered(ident)
+            with self._answers:
+                self._answers.notify_all()

@@ -1,4 +1,5 @@
-"""Where the forge token comes from, and how git push gets it without argv or URLs."""
+"""Where the forge token comes from (``GITCODE_TOKEN``, ``BACKPORT_TOKEN``, git's credential
+store), and how ``git push`` gets it without argv, URLs or files (askpass)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,8 @@ ASKPASS_PROGRAM = Path(__file__).with_name("askpass.sh")
 
 
 def web_host(api_url: str) -> tuple[str, str]:
-    """``(protocol, host[:port])`` of the forge's web/git host for an API URL.
-
-    ``https://api.gitcode.com/api/v5`` -> ``("https", "gitcode.com")``.
-    """
+    """``(protocol, host[:port])`` of the forge's web/git host for an API URL
+    (``https://api.gitcode.com/api/v5`` -> ``("https", "gitcode.com")``)."""
     parts = urlsplit(api_url)
     host = parts.hostname or ""
     if host.startswith("api."):
@@ -37,13 +36,9 @@ def web_host(api_url: str) -> tuple[str, str]:
 
 def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.environ,
                     timeout: float = CREDENTIAL_TIMEOUT) -> str | None:
-    """The password git's credential helpers hold for ``protocol://host``, or None.
-
-    The request goes through stdin; git never prompts (no terminal, no askpass program). Only
-    the user's and the system's helpers are asked: git runs outside any repository
-    (``GIT_DIR=/dev/null``), so none found around the current folder (a temp folder a test
-    could write) names a helper.
-    """
+    """The password git's credential helpers hold for ``protocol://host``, or None; git never
+    prompts, and runs outside any repository (``GIT_DIR=/dev/null``), so only the user's and
+    the system's helpers are asked."""
     env = dict(environ)
     env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
                 "LANG": "C", "LC_ALL": "C", "GIT_DIR": os.devnull})
@@ -63,11 +58,8 @@ def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.en
 
 
 def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str | None:
-    """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else git's credential store.
-
-    A token found is registered with :func:`backport.redact.register_secret`; one holding a
-    control character is refused (exit 2) in a sentence that does not contain it.
-    """
+    """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else git's credential
+    store; registered as a secret, refused (the token unsaid) if it holds a control character."""
     token = None
     for var in TOKEN_VARS:
         value = (environ.get(var) or "").strip()
@@ -87,8 +79,7 @@ def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str 
 
 
 def _refuse_control(token: str, where: str) -> None:
-    """A token holding a control character (a newline, say) is refused, the token unsaid: it
-    would split a header or a line of git's credential protocol."""
+    """Refuse a token holding a control character: it would split a header or a line."""
     bad = next((i for i, ch in enumerate(token) if ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0
                 or ch in "\u2028\u2029"), None)
     if bad is not None:
@@ -115,15 +106,10 @@ def askpass_program() -> Path:
 
 def askpass_env(token: str, username: str | None = None,
                 environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Environment variables that let ``git push https://…`` authenticate with ``token``.
-
-    The token travels in ``BACKPORT_ASKPASS_TOKEN``; ``GIT_ASKPASS`` names the package's
-    `askpass_program`, which echoes it, so it is never in argv, a URL or a file, and the
-    program is no file a test could replace. ``username`` should be the fork owner
-    (GitCode accepts the token as the password of its owner's login); default ``oauth2``.
-    Configured credential helpers are switched off for the call (``credential.helper=`` via
-    ``GIT_CONFIG_COUNT``) so a stale stored password cannot win. Merge into the git env.
-    """
+    """Environment that lets ``git push https://…`` authenticate with ``token``: it travels in
+    ``BACKPORT_ASKPASS_TOKEN``, echoed by the package's `askpass_program`; the user is
+    ``username`` (the token's login), default ``oauth2``. Credential helpers are switched off
+    for the call (``credential.helper=``) so a stale stored password cannot win."""
     register_secret(token)
     count = int(environ.get("GIT_CONFIG_COUNT", "0") or 0)
     return {

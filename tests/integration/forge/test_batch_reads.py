@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from backport.forge.gitcode import GitCodeForge
+from backport.forge.gitcode_reads import LISTING_TTL
 from backport.forge.http import ApiClient, RateLimiter
 from tests.fakes.gitcode import FakeGitCode
 
@@ -58,7 +59,7 @@ def test_a_merged_listing_older_than_the_listing_is_read_again(server):
     now = [1000.0]
     gitcode = client(server, clock=lambda: now[0])
     gitcode.later_prs(0, "v2.7.1")
-    now[0] += gitcode.listing_ttl + 1
+    now[0] += LISTING_TTL + 1
     late = server.add_pr(head_repo=UPSTREAM, head="sync-late", base="v2.7.1")
     server.merge(late.number)
     assert [p.number for p in gitcode.later_prs(0, "v2.7.1")] == [late.number]

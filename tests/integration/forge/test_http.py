@@ -78,3 +78,19 @@ def test_timeout_names_the_url(server: FakeGitCode, sleeps: SleepLog) -> None:
     with pytest.raises(BackportError) as info:
         client.get("/user")
     assert info.value.message == f"GitCode API GET {server.url}/user timed out after 0.3s."
+
+
+def test_every_attempt_of_a_retried_call_is_counted_and_paced(server: FakeGitCode) -> None:
+    # urllib3 retries inside one call; each attempt still takes its own place in the limiter
+    now, slept = [1000.0], []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    client = ApiClient(server.url, TOKEN, sleep=sleep,
+                       limiter=RateLimiter(((2, 60.0),), clock=lambda: now[0], sleep=sleep))
+    server.add_fault("GET", r"^/user$", Fault(status=503), Fault(status=503))
+    assert client.get("/user")["login"] == "lgxxx"
+    assert client.sent == 3 and len(server.requests) == 3
+    assert sum(slept) >= 59.99  # the third attempt waited for the window: two a minute

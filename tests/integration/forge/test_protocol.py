@@ -43,7 +43,7 @@ def _local_backend(tmp_path: Path) -> Backend:
     return Backend(
         forge=forge, make=make,
         close=lambda n: set_state(forge, n, "closed"),
-        comments=forge.comments,
+        comments=lambda n: [c.body for c in forge.list_comments(n)],
         decorations=lambda n: {k + "s": v for k, v in forge.decorations(n).items()},
         add_foreign=add_foreign,
         count_open=lambda: len([p for p in forge.list_prs("open") if p.head_repo == FORK]),

@@ -45,7 +45,7 @@ def test_every_call_goes_through_the_environments_proxy_unless_no_proxy_names_th
     monkeypatch.setenv("NO_PROXY", "elsewhere.invalid")
     client = ApiClient("http://gitcode.invalid/api/v5", "secret-token-123", max_attempts=1)
     for _ in range(2):
-        assert client.request("GET", "/user").data == {"login": "via-proxy"}
+        assert client.request("GET", "/user") == {"login": "via-proxy"}
     assert _Proxy.seen == ["http://gitcode.invalid/api/v5/user"] * 2
     monkeypatch.setenv("NO_PROXY", "gitcode.invalid")
     direct = ApiClient("http://gitcode.invalid/api/v5", "secret-token-123", max_attempts=1)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from backport.config.patchfiles import FileDiff, Patch
 from backport.forge import PrFile
-from backport.forge.gitcode import pr_file
+from backport.forge.gitcode_json import pr_file
 from backport.git.python_tests import changed_python_tests, left_paths
 from backport.git.source_pr import (
     BEFORE_MERGE,
