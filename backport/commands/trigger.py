@@ -40,7 +40,7 @@ from backport.forge import Forge
 from backport.forge.base import SourcePrInfo
 from backport.forge.factory import make_forge
 from backport.pipeline.writers import Writers
-from backport.report.inert import inert
+from backport.report.untrusted import untrusted
 
 REPLY_MARKER = "<!-- backport:reply:{id} -->"
 OUTPUT_VARIABLE = "ATOMGIT_OUTPUT"  # where GitCode reads a step's outputs
@@ -74,7 +74,7 @@ class _Answer:
 
 def _names(targets: list[str]) -> str:
     """Branch names (words of a reader's comment among them) as inert code spans."""
-    return "、".join(inert(t, where="span") for t in targets)
+    return "、".join(untrusted(t, where="span") for t in targets)
 
 
 def _asked(answer: _Answer, event: TriggerEvent, info: SourcePrInfo,

@@ -28,7 +28,7 @@ from backport.pipeline.propagate import (
     sibling_series,
 )
 from backport.pipeline.session import open_cache
-from backport.report.inert import inert
+from backport.report.untrusted import untrusted
 
 
 @dataclass
@@ -241,7 +241,7 @@ def _interpreters(project: Project, *, required: bool) -> list[Finding]:
 def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
     """The check as one Markdown table, for a CI's step summary."""
     def cell(text: str) -> str:
-        return inert(text, where="cell")  # file names and messages come from the patches
+        return untrusted(text, where="cell")  # file names and messages come from the patches
 
     rows = [f"### {title}", "", "| subject | check | result | detail |", "| --- | --- | --- | --- |"]
     for f in findings:

@@ -23,7 +23,7 @@ from backport.forge import Forge, PullRequest
 from backport.git.push import remote_shas
 from backport.records import BranchRecord, PrInfo
 from backport.report.body import BodyContext
-from backport.report.record_block import read_line
+from backport.report.regions import read_line
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from backport.errors import BackportError
 from backport.forge import Comment, Forge
 from backport.pipeline.shared_results import body_records, read_set
 from backport.records import BranchRecord
-from backport.report.source_summary import MARKER, render_summary
+from backport.report.summary import MARKER, render_summary
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,8 @@ from backport.redact import redact
 from backport.report import evidence_fields as ef
 from backport.report import prose_zh as zh
 from backport.report import regions as rg
-from backport.report.evidence_fields import summary_lines
-from backport.report.inert import inert
-from backport.report.record_block import record_line
+from backport.report.summary import exit_stated, summary_lines
+from backport.report.untrusted import untrusted
 from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
@@ -70,30 +69,22 @@ def proposed_zh(view: BranchRecord) -> str | None:
         return None
     return zh.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
 
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+_one_line = ef.one_line
 
 
 def _cell(text: object) -> str:
     """A value from outside (a name, a test's output) as inert text of one table cell."""
-    return inert(text, where="cell")
+    return untrusted(text, where="cell")
 
 
 def _prose(text: object) -> str:
     """A value from outside as inert text in a sentence."""
-    return inert(text, where="prose")
+    return untrusted(text, where="prose")
 
 
 def _value(value: object) -> str:
     """A fact as shown in prose or a cell (inert: probes and docs are read from outside)."""
     return NOT_FOUND_ZH if value is None or value == "" else _cell(value)
-
-
-def exit_stated(lines: Sequence[str], code: object) -> bool:
-    """True when the last summary line already gives the exit code (``no test summary; exit 1``)."""
-    return bool(lines) and code is not None and lines[-1].endswith(f"exit {code}")
 
 
 def result_cell(view: BranchRecord) -> str:
@@ -313,10 +304,10 @@ def _commands(views: list[BranchRecord]) -> list[str]:
         if view.skipped and view.test is not None:
             lines.append(f"# {zh.SKIPPED_ZH[view.test.skip_cause]}".replace("`", ""))
         elif view.test and view.test.command:
-            lines.append(inert(view.test.command, where="code"))
+            lines.append(untrusted(view.test.command, where="code"))
         else:
             lines.append(f"# 未运行：{zh.status_zh(view.status)}".replace("`", ""))
-    return [inert(line, where="code") for line in lines]
+    return [untrusted(line, where="code") for line in lines]
 
 
 def _shared_notes(vs: _Views) -> list[str]:
@@ -370,7 +361,7 @@ def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
 def evidence_region(branch: BranchRecord, ctx: BodyContext) -> str:
     """What the evidence region holds (the template puts the markers around it): the fence,
     then the branch's record as one hidden line for the other hosts (`record_block`)."""
-    return f"{evidence_fence(branch, ctx)}\n{record_line(branch, ctx.kept)}"
+    return f"{evidence_fence(branch, ctx)}\n{rg.record_line(branch, ctx.kept)}"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from backport.records import (
     EnvEvidence,
     TestResult,
 )
-from backport.report.inert import inert
+from backport.report.summary import summary_lines
+from backport.report.untrusted import untrusted
 
 NOT_PROBED = "not probed yet"  # no run has read the branch's environment yet
 NOT_RUN = "none (not run)"
@@ -96,15 +97,6 @@ class Block:
 
 def one_line(text: object) -> str:
     return " ".join(str(text).split())
-
-
-def summary_lines(test: TestResult | None) -> list[str]:
-    """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
-    if not test:
-        return []
-    if test.summary_lines:
-        return [str(line) for line in test.summary_lines]
-    return [test.summary] if test.summary else []
 
 
 def _val(value: object, missing: str = NOT_FOUND) -> str:
@@ -288,4 +280,4 @@ def written(facts: Facts) -> list[str]:
     lines: list[str] = []
     for row in TABLE:
         lines += row.lines(facts) if isinstance(row, Field) else row.write(facts)
-    return [inert(line, where="code") for line in lines]
+    return [untrusted(line, where="code") for line in lines]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from backport.envs.model import AUTOLOAD
 from backport.report.evidence_fields import RUNNER
-from backport.report.inert import inert
+from backport.report.untrusted import untrusted
 
 # Why a branch has no test result, by its status.
 _STATUS_ZH = {
@@ -59,7 +59,7 @@ NO_TESTS_NOTE = ("本 PR 未经本地测试验证：源 PR 未新增或修改测
 
 def code(text: str) -> str:
     """``text`` as inline code that stays one code span in a table cell or a sentence."""
-    return inert(text, where="cell-span")
+    return untrusted(text, where="cell-span")
 
 
 def status_zh(status: str) -> str:

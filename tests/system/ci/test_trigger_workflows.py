@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.report.source_summary import MARKER
+from backport.report.summary import MARKER
 from tests.helpers.ci_map import map_repository, pip_offline
 from tests.helpers.fake_gitcode import FakeGitCode
 from tests.helpers.git_http import GitHttp

@@ -14,7 +14,7 @@ from backport.envs.model import Probe
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, device_note_zh, render_body
-from backport.report.record_block import read_record
+from backport.report.regions import read_record
 from tests.helpers import report_fixtures as fx
 
 # Words the seed's Chinese prose itself uses as names of things (its register).
