@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from backport.audit import blobs, content, history, similar
+from backport.audit.history import Store
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
-from backport.audit.progress import Progress
 from backport.audit.rules import (
     carried,
     classify,
@@ -32,7 +32,6 @@ from backport.audit.rules import (
     title_key,
     titled_commit,
 )
-from backport.audit.store import Store
 from backport.branch_order import newest_first
 from backport.errors import BackportError
 from backport.forge import PullRequest
@@ -40,6 +39,7 @@ from backport.git.cache import TRACKING, RepoCache
 from backport.git.present import is_python_test
 from backport.git.source_pr import squash_number
 from backport.redact import redact
+from backport.report.progress import PhaseProgress
 
 LOOKBACK = 180 * 24 * 3600  # seconds before the start a target's carriers are looked for
 
@@ -153,7 +153,7 @@ class Facts:
         modified, added = self._paths(change)
         return lacks_all(modified, added, t.files, t.folders)
 
-    def check(self, pairs: Sequence[tuple[Change, str]], progress: Progress,
+    def check(self, pairs: Sequence[tuple[Change, str]], progress: PhaseProgress,
               workers: int, stop: threading.Event) -> None:
         """Whether each missing (change, target) applies to the target's head, where the store
         does not know it for that head: the blobs the patches touch fetched first (one request
@@ -238,7 +238,7 @@ class Facts:
                     self.unknown[(commit, target)] = "git could not show its patch"
 
     def _keep(self, target: str, check: Future[dict[str, bool | str]],
-              progress: Progress) -> None:
+              progress: PhaseProgress) -> None:
         """Wait for ``check`` and keep what it says: true or false in the store, a blob
         git could not read in ``unknown``."""
         head = self.targets[target].head
@@ -354,10 +354,10 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
               upstream: str, ignore: Sequence[str], store: Store,
               open_prs: Callable[[], list[PullRequest]] | None,
               missing_why: Mapping[str, str], prs_unread: str = "",
-              workers: int = 2, progress: Progress | None = None) -> Audit:
+              workers: int = 2, progress: PhaseProgress | None = None) -> Audit:
     """The audit of the branches of ``heads`` (None: not upstream, said by ``missing_why``);
     ``open_prs`` lists the forge's open PRs once (None: not read, why is ``prs_unread``)."""
-    progress = progress or Progress()
+    progress = progress or PhaseProgress()
     progress.phase("reading the branches' history")
     targets = {name: _read_target(repo, name, head, since - LOOKBACK)
                for name, head in heads.items() if head}
@@ -388,7 +388,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
                  missing_branches=dict(missing_why), prs_unread=prs_unread)
 
 
-def _read_changes(facts: Facts, since: int, progress: Progress) -> list[Change]:
+def _read_changes(facts: Facts, since: int, progress: PhaseProgress) -> list[Change]:
     """The changes since ``since``, with what is kept by commit filled in the store (the
     blobs their diffs read fetched first in a blobless cache) and the targets indexed."""
     repo, store, targets = facts.repo, facts.store, facts.targets
@@ -414,7 +414,7 @@ def _read_changes(facts: Facts, since: int, progress: Progress) -> list[Change]:
 
 
 def _decide_all(facts: Facts, changes: Sequence[Change], branches: list[str],
-                progress: Progress, workers: int) -> None:
+                progress: PhaseProgress, workers: int) -> None:
     """Decide every change on every branch, a part at a time on ``workers`` threads."""
     store = facts.store
     for name, each in facts.targets.items():  # the test files the already-present rule reads
