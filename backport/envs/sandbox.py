@@ -25,7 +25,7 @@ behave differently as root stay as they are) and watches the lifeline, which ``u
 parent). Python 3.11 has no ``os.unshare``; the launcher calls libc through ``ctypes``.
 
 Whether the host allows namespaces is probed once per process (:func:`isolation`); where it
-does not, commands start as they are, the evidence says so (``report/evidence_fields.py``) and ``trigger``
+does not, commands start as they are, the evidence says so (``report/wording.py``) and ``trigger``
 refuses PR tests unless the environment says ``isolation: none`` (:func:`require_isolation`).
 """
 

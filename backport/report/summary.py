@@ -261,7 +261,7 @@ def _row(number: int, rec: BranchRecord) -> str:
     """One target's line: its state as the PR bodies word it, its PR (or the PR that carries
     the change there), its result."""
     from backport.report.body import proposed_zh, result_cell  # loaded to write a comment alone
-    from backport.report.prose_zh import status_zh
+    from backport.report.wording import status_zh
 
     pr = (f"[!{rec.pr.number}]({rec.pr.url})" if rec.pr is not None else
           proposed_zh(rec) or "—")
