@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from backport.audit import blobs, history
 from backport.audit.history import Store
 from backport.audit.model import Change
-from backport.audit.rules import carried, ignored, lacks_all, names, title_key, titled_commit
+from backport.audit.rules import ignored, lacks_all, names, titled_commit
 from backport.forge import PullRequest
 from backport.git.cache import RepoCache
+from backport.pipeline.proposed import commit_carries as carried
 from backport.report.progress import PhaseProgress
+from backport.titles import title_key
 
 
 @dataclass

@@ -18,15 +18,17 @@ from backport.audit import blobs, content, history, similar
 from backport.audit.facts import Facts, Target, pool
 from backport.audit.history import Store
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
-from backport.audit.rules import carried, classify, folders_of, title_key
+from backport.audit.rules import classify, folders_of
 from backport.branch_order import newest_first
 from backport.errors import BackportError
 from backport.forge import PullRequest
 from backport.git.cache import TRACKING, RepoCache
 from backport.git.present import is_python_test
 from backport.git.source_pr import squash_number
+from backport.pipeline.proposed import commit_carries as carried
 from backport.redact import redact
 from backport.report.progress import PhaseProgress
+from backport.titles import title_key
 
 LOOKBACK = 180 * 24 * 3600  # seconds before the start a target's carriers are looked for
 

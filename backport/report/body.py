@@ -1,10 +1,13 @@
-"""The PR body: rendered from a Jinja2 template (`report/template.py`), refreshed region by
-region on re-runs.
-
-The body follows the Ascend/pytorch PR template (six fixed sections). Generated parts live in
-regions (see :mod:`backport.report.regions`); on a refresh only those are replaced and the
-maintainer's text around them is kept byte for byte. ``body.md`` (the hand-written part) and the
-CheckList are written once, when the PR is created, and belong to the maintainer afterwards.
+"""The PR body (`render_body`), in the Ascend/pytorch PR template's six sections, rendered with
+Jinja2 (`template.py`, templates/pr_body.md.j2, or a project's own template) from the records:
+the journal's, or a sibling's as its PR's record line states it (a branch without one renders an
+empty record named as configured). The template sees small frozen rows (`BranchRow`, `DocsRow`);
+the docs audit comes in as `DocsFacts`. A body is written from the records' facts (status,
+conflict files, summary lines, pins, commits, PR numbers, ``conflicts``, ``mismatches``,
+``pushed_sha``, ``fork_sha``, ``pr.linked``; ``test.commit`` other than the PR's head makes the
+evidence ``STALE=``), never from a record's ``message``, which is written for the maintainer's
+terminal. Generated parts are regions (`regions.py`): a refresh replaces only those and keeps the
+maintainer's text byte for byte; ``body.md`` and the CheckList are written once, at creation.
 """
 
 from __future__ import annotations
@@ -56,8 +59,7 @@ class BodyContext:
     target: str  # the target branch of this PR (its evidence block)
     docs: Sequence[DocsFacts] | None = None  # the docs audit, one entry per docs version
     template: Path | None = None  # a project template replacing the packaged one
-    # The JSON of ``target``'s record line where the record rendered is the one read from it:
-    # keys this version does not know are written again (`record_block.record_line`).
+    # The JSON of ``target``'s record line where its record was read from it (`record_line`)
     kept: dict | None = None
 
 
@@ -72,26 +74,22 @@ _one_line = wording.one_line
 
 
 def _cell(text: object) -> str:
-    """A value from outside (a name, a test's output) as inert text of one table cell."""
+    """A value from outside (a name, a test's output) as one table cell."""
     return untrusted(text, where="cell")
 
 
 def _prose(text: object) -> str:
-    """A value from outside as inert text in a sentence."""
+    """A value from outside in a sentence."""
     return untrusted(text, where="prose")
 
 
 def _value(value: object) -> str:
-    """A fact as shown in prose or a cell (inert: probes and docs are read from outside)."""
+    """A probed or documented fact (from outside) in prose or a cell."""
     return NOT_FOUND_ZH if value is None or value == "" else _cell(value)
 
 
 def result_cell(view: BranchRecord) -> str:
-    """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why none ran.
-
-    Built from the record's facts only (status, conflict files, summary), never from the
-    run's message, which is written for the maintainer's terminal.
-    """
+    """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why none ran."""
     if view.status == "conflict":
         files = "、".join(_cell(f) for f in view.conflicts) or "文件未知"
         return _one_line(f"冲突：{files}（补丁未能自动应用，未运行测试）")
@@ -342,8 +340,7 @@ def source_pr(ctx: BodyContext) -> dict[str, str] | None:
 
 
 def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
-    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers), for reviewers:
-    written from the record, never read back."""
+    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers)."""
     configured = ctx.branch_map.targets.get(view.target)
     facts = wording.Facts(record=view, upstream=ctx.branch_map.upstream, api=ctx.patch_set.api,
                      configured_env=configured.env if configured else None,
@@ -358,8 +355,7 @@ def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
 
 
 def evidence_region(branch: BranchRecord, ctx: BodyContext) -> str:
-    """What the evidence region holds (the template puts the markers around it): the fence,
-    then the branch's record as one hidden line for the other hosts (`record_block`)."""
+    """What the evidence region holds: the fence, then the branch's record line."""
     return f"{evidence_fence(branch, ctx)}\n{rg.record_line(branch, ctx.kept)}"
 
 
