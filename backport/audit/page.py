@@ -144,8 +144,8 @@ def summary_lines(audit: Audit) -> list[str]:
     for branch, why in audit.missing_branches.items():
         lines.append(f"{branch}: {why}")
     for (source, target), counter in sorted(audit.counts().items()):
-        said = ", ".join(f"{counter[s]} {s}" for s in STATES if counter[s])
-        lines.append(f"  {source} -> {target}: {said}")
+        states = ", ".join(f"{counter[s]} {s}" for s in STATES if counter[s])
+        lines.append(f"  {source} -> {target}: {states}")
     for target in audit.branches:
         clean = audit.missing_clean(target)
         if clean:

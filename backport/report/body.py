@@ -31,7 +31,6 @@ from backport.states import Status
 TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到"
 NOT_PROBED_ZH = "未探测"
-device_note_zh = wording.device_note_zh
 
 _CN_NUMBERS = "零一两三四五六七八九十"
 
@@ -69,6 +68,7 @@ def proposed_zh(view: BranchRecord) -> str | None:
     if pr is None or view.status != Status.ALREADY_PROPOSED:
         return None
     return wording.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
+
 
 _one_line = wording.one_line
 
@@ -145,7 +145,7 @@ def changes_cell(changes: ChangeScope) -> list[str]:
 def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
     """Under the result table: how far the tests saw what the series changes beyond tests,
     one sentence per kind, the branches that share it named together."""
-    said: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    by_kind: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for view in views:
         if view.test is None or view.test.skipped:
             continue
@@ -153,9 +153,9 @@ def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
         for kind, paths in (("overlay", changes.overlay), ("build", changes.not_in_build),
                             ("other", changes.not_exercised)):
             if paths:
-                said.setdefault((kind, paths), []).append(view.target)
+                by_kind.setdefault((kind, paths), []).append(view.target)
     notes = []
-    for (kind, paths), targets in said.items():
+    for (kind, paths), targets in by_kind.items():
         where, files = "、".join(_prose(t) for t in targets), _files_zh(paths)
         if kind == "overlay":
             notes.append(f"{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
@@ -320,7 +320,7 @@ def _shared_notes(vs: _Views) -> list[str]:
 
 
 def _runner_note(vs: _Views) -> str | None:
-    """How the tests were run, said once (a warm run: a process that had already imported torch)."""
+    """How the tests were run, by_kind once (a warm run: a process that had already imported torch)."""
     ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
     return wording.runner_note(warm, [v.target for v in ran if v.target not in warm])

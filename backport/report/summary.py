@@ -124,10 +124,10 @@ def apply_notes(record: BranchRecord) -> list[str]:
     """What a reviewer should know about how the series went in (English, one line each)."""
     notes = []
     if record.present:
-        said = "; ".join(t.describe() for t in record.present)
-        notes.append(f"already defines what the patch adds: {said}"
+        tests = "; ".join(t.describe() for t in record.present)
+        notes.append(f"already defines what the patch adds: {tests}"
                      if record.status == Status.ALREADY_PRESENT else
-                     f"already defines a test the patch adds: {said}")
+                     f"already defines a test the patch adds: {tests}")
     if record.series_source:
         notes.append(f"its own series conflicts; applied from {record.series_source.label}")
     tried = record.tried_sources
@@ -176,8 +176,8 @@ def render_table(records: list[BranchRecord], console: Console, *, title: str | 
                       row["test"], row["pr"] or "-")
     console.print(table)
     for row in rows:
-        said = status_style(row["status"]) != "green" or row["status"] == Status.ALREADY_PROPOSED
-        if row["message"] and said and row["status"] != Status.CONFLICT:
+        shown = status_style(row["status"]) != "green" or row["status"] == Status.ALREADY_PROPOSED
+        if row["message"] and shown and row["status"] != Status.CONFLICT:
             console.print(Text(f"{row['target']}: {row['message']}", style=status_style(row["status"])))
         for warning in row["warnings"]:
             console.print(Text(f"{row['target']}: warning: {warning}", style="yellow"))
@@ -211,11 +211,11 @@ def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
                                        row["status"] + row["source"])]
         cells += [commit, _md_cell(row["test"]), pr]
         lines.append("| " + " | ".join(cells) + " |")
-    said = functools.partial(untrusted, where="prose")
-    notes = [f"- {said(row['target'])} ({row['status']}): {said(row['message'])}"
+    prose = functools.partial(untrusted, where="prose")
+    notes = [f"- {prose(row['target'])} ({row['status']}): {prose(row['message'])}"
              for row in rows if row["message"]]
-    notes += [f"- {said(row['target'])} (warning): {said(w)}" for row in rows for w in row["warnings"]]
-    notes += [f"- {said(r.target)}: {said(note)}" for r in records for note in apply_notes(r)]
+    notes += [f"- {prose(row['target'])} (warning): {prose(w)}" for row in rows for w in row["warnings"]]
+    notes += [f"- {prose(r.target)}: {prose(note)}" for r in records for note in apply_notes(r)]
     if notes:
         lines += ["", "## Messages", "", *notes]
     logs = [f"- {untrusted(row['target'], where='prose')}: {untrusted(row['log'], where='span')}"

@@ -162,7 +162,7 @@ def _stale_write(facts: Facts) -> str | None:
     return STALE_MOVED if facts.record.fork_sha else STALE_UNTESTED
 
 
-def _skipped_said(test: TestResult | None) -> str:
+def _skip_reason(test: TestResult | None) -> str:
     """Why the tests did not run, as the evidence says it."""
     cause = test.skip_cause if test is not None else SKIP_ON_REQUEST
     if cause == SKIP_ON_REQUEST:
@@ -173,7 +173,7 @@ def _skipped_said(test: TestResult | None) -> str:
 def _result_write(facts: Facts) -> list[str]:
     rec, test = facts.record, facts.test
     if rec.skipped:
-        return [f"RESULT: not run ({_skipped_said(facts.record.test)})"]
+        return [f"RESULT: not run ({_skip_reason(facts.record.test)})"]
     if not test:
         return [f"RESULT: not run ({rec.status})"]
     lines = [RESULT, *([quoted(one_line(s)) for s in summary_lines(test)] or [NO_SUMMARY])]
@@ -340,8 +340,8 @@ def status_zh(status: str) -> str:
 
 def proposed_pr_zh(number: int, url: str, kind: str, state: str) -> str:
     """Another PR that carries the source: ``[!7](url)（同步机器人的 PR，尚未合入）``."""
-    said = _PROPOSED_KIND_ZH.get(kind, "其他 PR")
-    return f"[!{number}]({url})（{said}，{_PROPOSED_STATE_ZH.get(state, code(state))}）"
+    kind_zh = _PROPOSED_KIND_ZH.get(kind, "其他 PR")
+    return f"[!{number}]({url})（{kind_zh}，{_PROPOSED_STATE_ZH.get(state, code(state))}）"
 
 
 def outcome_zh(outcome: str) -> str:
@@ -407,10 +407,10 @@ def device_note_zh(note: str) -> str:
     """The device note of the evidence (``torch_npu loaded; 1 NPU visible``) in Chinese; a
     note the run did not write is quoted whole."""
     phrases = [p.strip() for p in note.split("; ") if p.strip()]
-    said = [_phrase_zh(p) for p in phrases]
-    if all(s == code(p) for s, p in zip(said, phrases, strict=True)):
+    phrases_zh = [_phrase_zh(p) for p in phrases]
+    if all(s == code(p) for s, p in zip(phrases_zh, phrases, strict=True)):
         return code(note.strip())
-    return "；".join(said)
+    return "；".join(phrases_zh)
 
 
 def runner_note(warm: Sequence[str], isolated: Sequence[str]) -> str | None:
