@@ -27,7 +27,7 @@ from backport.pipeline.job import BranchJob
 from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.set_run import SetRun
 from backport.records import SKIP_NO_TESTS, SKIP_SAID, BranchRecord, EnvEvidence, TestResult
-from backport.report.summary import exit_stated
+from backport.report.wording import exit_stated
 from backport.states import Status
 
 

@@ -5,7 +5,7 @@ empty record named as configured). The template sees small frozen rows (`BranchR
 the docs audit comes in as `DocsFacts`. A body is written from the records' facts (status,
 conflict files, summary lines, pins, commits, PR numbers, ``conflicts``, ``mismatches``,
 ``pushed_sha``, ``fork_sha``, ``pr.linked``; ``test.commit`` other than the PR's head makes the
-evidence ``STALE=``), never from a record's ``message``, which is written for the maintainer's
+evidence say the result is stale), never from a record's ``message``, which is written for the maintainer's
 terminal. Generated parts are regions (`regions.py`): a refresh replaces only those and keeps the
 maintainer's text byte for byte; ``body.md`` and the CheckList are written once, at creation.
 """
@@ -24,8 +24,8 @@ from backport.records import BranchRecord, EnvEvidence
 from backport.redact import redact
 from backport.report import regions as rg
 from backport.report import wording
-from backport.report.summary import exit_stated, summary_lines
 from backport.report.untrusted import untrusted
+from backport.report.wording import exit_stated, summary_lines
 from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"

@@ -23,25 +23,12 @@ from backport.records import (
     SKIP_ON_REQUEST,
     SKIP_SAID,
     BranchRecord,
-    TestResult,
 )
 from backport.redact import redact
+from backport.report import wording
 from backport.report.untrusted import untrusted
+from backport.report.wording import exit_stated, summary_lines
 from backport.states import FAILURES, Status
-
-
-def summary_lines(test: TestResult | None) -> list[str]:
-    """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
-    if not test:
-        return []
-    if test.summary_lines:
-        return [str(line) for line in test.summary_lines]
-    return [test.summary] if test.summary else []
-
-
-def exit_stated(lines: Sequence[str], code: object) -> bool:
-    """True when the last summary line already gives the exit code (``no test summary; exit 1``)."""
-    return bool(lines) and code is not None and lines[-1].endswith(f"exit {code}")
 
 
 def test_result(record: BranchRecord) -> str:
@@ -261,11 +248,10 @@ def _row(number: int, rec: BranchRecord) -> str:
     """One target's line: its state as the PR bodies word it, its PR (or the PR that carries
     the change there), its result."""
     from backport.report.body import proposed_zh, result_cell  # loaded to write a comment alone
-    from backport.report.wording import status_zh
 
     pr = (f"[!{rec.pr.number}]({rec.pr.url})" if rec.pr is not None else
           proposed_zh(rec) or "—")
-    state = status_zh(shown_status(rec))  # a branch whose tests were skipped did not pass them
+    state = wording.status_zh(shown_status(rec))  # a branch whose tests were skipped did not pass them
     result = "—" if rec.status == Status.PENDING and rec.test is None else result_cell(rec)
     return (f"| `{rec.target}` | {state} | {pr} | {result} | "
             f"`{rerun_command(number, rec.target)}` |")

@@ -24,7 +24,6 @@ from backport.records import (
     EnvEvidence,
     TestResult,
 )
-from backport.report.summary import summary_lines
 from backport.report.untrusted import untrusted
 
 NOT_PROBED = "not probed yet"  # no run has read the branch's environment yet
@@ -94,6 +93,20 @@ class Block:
     """Lines of the evidence that are no ``KEY=value`` (the title, the result section)."""
 
     write: Callable[[Facts], list[str]]
+
+
+def summary_lines(test: TestResult | None) -> list[str]:
+    """The test summary lines of a record's ``test`` entry (``[]`` when there are none)."""
+    if not test:
+        return []
+    if test.summary_lines:
+        return [str(line) for line in test.summary_lines]
+    return [test.summary] if test.summary else []
+
+
+def exit_stated(lines: Sequence[str], code: object) -> bool:
+    """True when the last summary line already gives the exit code (``no test summary; exit 1``)."""
+    return bool(lines) and code is not None and lines[-1].endswith(f"exit {code}")
 
 
 def one_line(text: object) -> str:
