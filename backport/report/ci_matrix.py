@@ -12,11 +12,13 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from backport import __version__
 from backport.config.model import BranchMap, PatchSet
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,10 @@ def pinned() -> str:
 
 @functools.cache
 def _templates() -> jinja2.Environment:
-    """The pipelines' templates: ``<< >>`` and ``<% %>``, so GitCode's ``${{ }}`` is text."""
+    """The pipelines' templates: ``<< >>`` and ``<% %>``, so GitCode's ``${{ }}`` is text
+    (Jinja2 loaded only to write a pipeline)."""
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("backport.report", "templates"), autoescape=False,
         variable_start_string="<<", variable_end_string=">>", block_start_string="<%",
