@@ -1,7 +1,7 @@
 """Measure what `backport apply` costs GitCode: requests per PR, and a batch's wall time under
 GitCode's documented limit of 50 requests a minute.
 
-Runs offline against the GitCode stand-in (`tests/helpers/fake_gitcode.py`) on 127.0.0.1, which
+Runs offline against the GitCode stand-in (`tests/fakes/gitcode.py`) on 127.0.0.1, which
 answers 429 to the 51st request in any window, like the service. The demo sandbox (an upstream
 with v2.7.1, v2.11.0, v2.12.0, master) gets N patch sets of one commit each; `apply --all
 --skip-tests` opens their 4 x N PRs. The minute is scaled down by ``--scale`` on both sides
@@ -42,7 +42,7 @@ from batch_patches import TEST_TEMPLATE, make_patch_sets  # noqa: E402
 
 from backport.demo.sandbox import Sandbox, build_sandbox  # noqa: E402
 from backport.forge.pace import pacing_seconds  # noqa: E402
-from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker  # noqa: E402
+from tests.fakes.gitcode import FakeGitCode, git_branch_checker  # noqa: E402
 
 TOKEN = "bench-token"
 

@@ -10,7 +10,9 @@ import pytest
 # with no git on PATH (tests/unit/conftest.py), so it is told to stay quiet there.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
-from tests.helpers.project import built_sandbox  # noqa: F401  (the session's sandbox, copied per test)
+# The demo's sandbox (built once a session, copied per test) and the fake GitCode server that
+# branches.yaml points at, for every folder (a folder's conftest or a module may override them).
+from tests.helpers.project import built_sandbox, gitcode, sandbox  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(autouse=True)
@@ -29,4 +31,7 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch,
                 "BACKPORT_API_URL", "BACKPORT_CONFIG", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
+    # The stand-in servers keep no rate limit: a test of several runs would otherwise wait out
+    # GitCode's 50-a-minute window. The tests of the pace set their own windows.
+    monkeypatch.setenv("BACKPORT_GITCODE_RATE", "100000/60")
     os.environ.setdefault("LANG", "C")

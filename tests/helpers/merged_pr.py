@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from backport.demo.sandbox import Sandbox
-from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_files
+from tests.fakes.gitcode import FakeGitCode, FakePR, git_files
 from tests.helpers.project import PATCHES, git
 
 API = "torch.distributed.elastic.metrics.put_metric"

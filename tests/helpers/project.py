@@ -19,7 +19,7 @@ import yaml
 
 from backport.cli import main
 from backport.demo.sandbox import Sandbox, build_sandbox
-from tests.helpers.fake_gitcode import FakeGitCode, git_branch_checker
+from tests.fakes.gitcode import FakeGitCode, git_branch_checker
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCHES = ROOT / "patches" / "put_metric"

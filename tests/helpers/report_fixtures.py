@@ -1,9 +1,10 @@
 """Realistic put_metric configuration and journal records for the report tests (the records in
-the shapes of a version 1 journal, which the journal still reads)."""
+the shapes of a version 1 journal, which the journal still reads), and their golden files."""
 
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 from backport.codec import decode
@@ -130,3 +131,16 @@ def _typed(rec: dict) -> BranchRecord:
     if key not in _TYPED:
         _TYPED[key] = decode(BranchRecord, upgrade_v1(rec, rec["target"]))
     return _TYPED[key]
+
+
+# Golden files of the report tests: compared, or rewritten with UPDATE_GOLDEN=1.
+GOLDEN = Path(__file__).resolve().parents[1] / "unit" / "report" / "golden"
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"golden file {path} missing; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from backport.config.patchfiles import read_patch
 from backport.demo.sandbox import Sandbox
-from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_branch_checker
+from tests.fakes.gitcode import FakeGitCode, FakePR, git_branch_checker
 from tests.helpers.project import PATCHES, TOKEN, edit_config, git, run_app
 
 NUMBER = 4281  # a later PR numbered !42810 must never be taken for it

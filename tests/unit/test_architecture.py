@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import backport
-from tests.helpers.source_trees import nodes, tree
+from tests.unit.conftest import nodes, tree
 
 PACKAGE = Path(backport.__file__).parent
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
@@ -465,6 +465,39 @@ def test_the_test_import_scan_sees_every_kind(tmp_path: Path) -> None:
         f"{tmp_path.name}/pipeline/test_a.py:1 imports tests.report.test_body",
         f"{tmp_path.name}/pipeline/test_a.py:2 imports tests.pipeline.test_b",
         f"{tmp_path.name}/pipeline/test_a.py:3 imports tests.git.test_c"]
+
+
+# Test folders of the repository's own code outside the package: scripts/, bench/, .ci and
+# examples/ci, the packaging (pyproject, the wheel), patches/.
+OWN_CODE = frozenset({"scripts", "bench", "ci", "packaging", "patches"})
+
+
+def folders_mirroring_nothing(root: Path, package: Path) -> list[str]:
+    """Folders of test modules in ``root``'s layers that are neither a package's mirror
+    (``unit/git`` for ``backport/git/``) nor one of the repository's own code (``OWN_CODE``)."""
+    found = set()
+    for layer in LAYERS:
+        for path in (root / layer).rglob("test_*.py"):
+            folder = path.parent.relative_to(root / layer)
+            if folder.parts and folder.as_posix() not in OWN_CODE \
+                    and not (package / folder / "__init__.py").is_file():
+                found.add(f"{layer}/{folder.as_posix()}")
+    return sorted(found)
+
+
+def test_every_test_folder_mirrors_a_package_or_the_repositorys_own_code() -> None:
+    assert folders_mirroring_nothing(TESTS, PACKAGE) == []
+
+
+def test_the_mirror_scan_names_a_feature_folder(tmp_path: Path) -> None:
+    (tmp_path / "backport" / "git").mkdir(parents=True)
+    (tmp_path / "backport" / "git" / "__init__.py").write_text("")
+    for rel in ("unit/git/test_a.py", "unit/test_b.py", "integration/scripts/test_c.py",
+                "system/sandbox/test_d.py", "unit/git/deep/test_e.py", "unit/data/x.json"):
+        (tmp_path / "tests" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tests" / rel).write_text("")
+    assert folders_mirroring_nothing(tmp_path / "tests", tmp_path / "backport") == [
+        "system/sandbox", "unit/git/deep"]
 
 
 

@@ -16,7 +16,7 @@ from backport.errors import (
     ErrorCode,
     ForkDiverged,
 )
-from tests.helpers.source_trees import nodes
+from tests.unit.conftest import nodes
 
 PACKAGE = Path(backport.__file__).parent
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import backport
-from tests.helpers.source_trees import nodes
+from tests.unit.conftest import nodes
 
 PACKAGE = Path(backport.__file__).parent
 

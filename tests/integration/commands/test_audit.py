@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from backport.forge.local import LocalForge
-from tests.helpers.audit_history import LINES, TEST, UP, Work, squash
 from tests.helpers.project import run_app, run_cli
+
+from .conftest import LINES, TEST, UP, Work, squash
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.audit_history import LINES, UP, Work, squash
 from tests.helpers.project import run_app
+
+from .conftest import LINES, UP, Work, squash
 
 BRANCHES = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 UTIL = "".join(f"def util_{n}(x):\n    return x + {n}\n\n" for n in range(12))

@@ -10,7 +10,7 @@ import pytest
 
 from backport.demo.sandbox import Sandbox
 from backport.report.summary import MARKER
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.fakes.gitcode import FakeGitCode
 from tests.helpers.merged_pr import land, merged_pr
 from tests.helpers.project import TOKEN, run_app
 from tests.helpers.source_pr import source_server

@@ -7,8 +7,8 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
-from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.forge import UPSTREAM
+from tests.fakes.forge import UPSTREAM
+from tests.fakes.gitcode import FakeGitCode
 
 
 def _source(server: FakeGitCode) -> int:

@@ -8,7 +8,7 @@ import pytest
 from backport.errors import BackportError
 from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.fakes.gitcode import FakeGitCode
 
 TOKEN = "gct-current-user-0123456789"
 

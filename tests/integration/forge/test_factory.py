@@ -12,8 +12,8 @@ from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
 from backport.redact import register_secret
-from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.forge import BASE, BRANCH, FORK, TOKEN, UPSTREAM, branch_map
+from tests.fakes.forge import BASE, BRANCH, FORK, TOKEN, UPSTREAM, branch_map
+from tests.fakes.gitcode import FakeGitCode
 
 
 def test_local_forge_lives_in_the_state_dir(tmp_path: Path) -> None:

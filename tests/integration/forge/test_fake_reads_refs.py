@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.fake_gitcode import git_branch_checker
+from tests.fakes.gitcode import git_branch_checker
 from tests.helpers.gitrepos import commit_file, git, make_bare, make_repo
 
 

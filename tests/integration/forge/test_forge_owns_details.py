@@ -10,8 +10,8 @@ from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
 from backport.pipeline import pr_step, steps
-from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.forge import FORK, TOKEN, UPSTREAM, branch_map
+from tests.fakes.forge import FORK, TOKEN, UPSTREAM, branch_map
+from tests.fakes.gitcode import FakeGitCode
 
 PIPELINE = Path(steps.__file__).parent
 

@@ -9,8 +9,8 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
-from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.helpers.forge import BASE, BRANCH, FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.fakes.forge import BASE, BRANCH, FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.fakes.gitcode import FakeGitCode, Fault
 
 pytestmark = pytest.mark.usefixtures("no_token_leak")
 

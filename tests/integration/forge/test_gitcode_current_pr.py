@@ -9,7 +9,7 @@ import pytest
 
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import ApiClient, RateLimiter
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.fakes.gitcode import FakeGitCode
 
 TOKEN = "gct-current-0123456789"
 UPSTREAM, FORK = "Ascend/pytorch", "lgxxx/pytorch"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from backport.forge.http import ApiClient, RateLimiter
 from backport.forge.pace import SharedPace
-from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.helpers.forge import FORK, TOKEN, UPSTREAM, SleepLog
+from tests.fakes.forge import FORK, TOKEN, UPSTREAM, SleepLog
+from tests.fakes.gitcode import FakeGitCode, Fault
 
 UNPACED = ((10_000, 60.0),)
 

@@ -11,8 +11,8 @@ import requests
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import ApiClient, RateLimiter
-from tests.helpers.fake_gitcode import FakeGitCode, Fault, synthetic_sha
-from tests.helpers.forge import BASE, BRANCH, FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.fakes.forge import BASE, BRANCH, FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.fakes.gitcode import FakeGitCode, Fault, synthetic_sha
 
 pytestmark = pytest.mark.usefixtures("no_token_leak")
 

@@ -7,8 +7,8 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
-from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.forge import BASE, BRANCH, FORK, UPSTREAM, make_gitcode
+from tests.fakes.forge import BASE, BRANCH, FORK, UPSTREAM, make_gitcode
+from tests.fakes.gitcode import FakeGitCode
 
 pytestmark = pytest.mark.usefixtures("no_token_leak")
 

@@ -16,8 +16,8 @@ from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import ApiClient, RateLimiter
 from backport.forge.pace import parse_windows
-from tests.helpers.fake_gitcode import FakeGitCode, Fault, synthetic_sha
-from tests.helpers.forge import BASE, BRANCH, FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.fakes.forge import BASE, BRANCH, FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.fakes.gitcode import FakeGitCode, Fault, synthetic_sha
 
 CREATE = r"/pulls$"
 

@@ -6,8 +6,8 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.http import ApiClient, RateLimiter
-from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.helpers.forge import TOKEN, SleepLog
+from tests.fakes.forge import TOKEN, SleepLog
+from tests.fakes.gitcode import FakeGitCode, Fault
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.local import LocalForge
-from tests.helpers.fake_gitcode import FakeGitCode, Fault
-from tests.helpers.forge import FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.fakes.forge import FORK, TOKEN, UPSTREAM, SleepLog, make_gitcode
+from tests.fakes.gitcode import FakeGitCode, Fault
 
 SEEDS = [  # (base, state) in the order they are opened: numbers 1, 2, 3...
     ("v2.7.1", "merged"),  # 1: before the source, so it cannot carry it

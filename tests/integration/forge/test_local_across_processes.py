@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from backport.forge.local import LocalForge
-from tests.helpers.forge import FORK, UPSTREAM
+from tests.fakes.forge import FORK, UPSTREAM
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -11,7 +11,7 @@ import pytest
 from backport.forge import PrFile
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import ApiClient, RateLimiter
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.fakes.gitcode import FakeGitCode
 
 TOKEN = "gct-files-0123456789"
 UPSTREAM, FORK = "Ascend/pytorch", "lgxxx/pytorch"

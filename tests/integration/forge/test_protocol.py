@@ -12,9 +12,8 @@ import pytest
 from backport.errors import BackportError
 from backport.forge.base import Forge
 from backport.forge.local import LocalForge
-from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.forge import BASE, BRANCH, FORK, UPSTREAM, make_gitcode
-from tests.helpers.local_web import set_state
+from tests.fakes.forge import BASE, BRANCH, FORK, UPSTREAM, make_gitcode, set_state
+from tests.fakes.gitcode import FakeGitCode
 
 
 @dataclass

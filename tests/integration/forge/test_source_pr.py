@@ -7,7 +7,7 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.gitcode import GitCodeForge
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.fakes.gitcode import FakeGitCode
 
 SHA = "1292bcfa165ef69dd3cc3169ec4b1ac51a3b042f"
 

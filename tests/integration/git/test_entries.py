@@ -11,7 +11,7 @@ from backport.git.apply import am_in_progress, apply_series
 from backport.git.entries import finish_by_entries, merge_entries
 from backport.git.worktree import Worktree
 from tests.helpers import gitrepos as gr
-from tests.helpers.entries import FILE, doc
+from tests.helpers.torch_npu_files import FILE, doc
 
 
 def line_merge_conflicts(base: bytes, ours: bytes, theirs: bytes, tmp: Path) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.fake_gitcode import Fault
+from tests.fakes.gitcode import Fault
 from tests.helpers.project import TOKEN, git, rev, run_app
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.fake_gitcode import WIP, FakeGitCode
+from tests.fakes.gitcode import WIP, FakeGitCode
 from tests.helpers.project import TOKEN, edit_config, run_app
 
 FAST = {"GITCODE_TOKEN": TOKEN, "BACKPORT_GITCODE_SETTLE": "0.05"}

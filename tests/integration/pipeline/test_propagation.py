@@ -277,7 +277,7 @@ def test_a_maintainers_series_is_merged_entry_by_entry_but_never_the_own(tmp_pat
     from backport.git.worktree import Worktree
     from backport.pipeline.propagate import SiblingSeries, try_siblings
     from tests.helpers import gitrepos as gr
-    from tests.helpers.entries import FILE, doc
+    from tests.helpers.torch_npu_files import FILE, doc
 
     repo = gr.make_repo(tmp_path / "repo")
     gr.commit_files(repo, {FILE: doc("a", "gone_1", "gone_2", "z").decode()}, "start")

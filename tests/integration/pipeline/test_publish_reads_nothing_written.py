@@ -14,7 +14,7 @@ import pytest
 
 from backport.envs import sandbox as sandbox_module
 from backport.forge import token as token_module
-from tests.helpers.git_http import GitHttp
+from tests.fakes.git_http import GitHttp
 from tests.helpers.project import TOKEN, git, rev, run_app
 
 TARGET = "v2.7.1"

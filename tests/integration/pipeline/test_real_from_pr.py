@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.fake_gitcode import FakeGitCode, FakePR, git_branch_checker, git_files
+from tests.fakes.gitcode import FakeGitCode, FakePR, git_branch_checker, git_files
 from tests.helpers.project import TOKEN, TORCH_PYTHON, run_app
 from tests.helpers.real_repo import (
     MIRROR,

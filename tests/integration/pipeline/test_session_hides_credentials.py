@@ -1,5 +1,5 @@
 """A run names the files git's configured credential helpers keep secrets in, so that its
-sandboxes cover them (tests/system/sandbox/test_credentials_hidden.py shows the covering)."""
+sandboxes cover them (tests/system/envs/test_credentials_hidden.py shows the covering)."""
 
 from __future__ import annotations
 

@@ -11,10 +11,11 @@ from backport.pipeline.job import BranchJob
 from backport.pipeline.pr_step import refresh_sibling_pr
 from backport.pipeline.shared_results import forge_records, read_set
 from backport.report.body import render_body
+from tests.fakes.gitcode import FakeGitCode
 from tests.helpers import report_fixtures as fx
-from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.journals import journal_holding
 from tests.helpers.project import git
+
+from .conftest import journal_holding
 
 TOKEN = "gct-shared-results-0001"
 

@@ -11,7 +11,8 @@ import pytest
 
 from backport.audit.model import BY_CARRIER, Audit, Cell, Change
 from backport.audit.page import Links, render_html
-from tests.helpers.browser import PACKAGE, browser, executable
+
+from .conftest import PACKAGE, browser, executable
 
 pytestmark = pytest.mark.skipif(executable() is None,
                                 reason=f"needs Debian's {PACKAGE} package (apt-get install "

@@ -1,4 +1,4 @@
-"""The shipped CI workflows, run as their CI would run them (tests/helpers/workflow_harness.py):
+"""The shipped CI workflows, run as their CI would run them (tests/fakes/workflow_harness.py):
 against a local upstream, the repository fetched over HTTP with the token in a header, pip
 installing backport from the workflow's own step, and no branch environment on the runner."""
 
@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.ci_map import map_repository, pip_offline
-from tests.helpers.git_http import GitHttp
+from tests.fakes.git_http import GitHttp
+from tests.fakes.workflow_harness import GITCODE, GITHUB, WorkflowRun, load_workflow
 from tests.helpers.plain_patch import add_plain_patch_set
 from tests.helpers.project import ROOT, TORCH_PYTHON, edit_config, git, needs_torch, run_app
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.upstream import change_upstream_branch
-from tests.helpers.workflow_harness import GITCODE, GITHUB, WorkflowRun, load_workflow
+
+from .conftest import map_repository, pip_offline
 
 EXAMPLES = ROOT / "examples" / "ci"
 TOKEN = "gc-user-token-7d1e"  # the repository secret GITCODE_TOKEN

@@ -8,15 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from backport.report.summary import MARKER
-from tests.helpers.ci_map import map_repository, pip_offline
-from tests.helpers.fake_gitcode import FakeGitCode
-from tests.helpers.git_http import GitHttp
+from tests.fakes.git_http import GitHttp
+from tests.fakes.gitcode import FakeGitCode
+from tests.fakes.workflow_harness import GITCODE, WorkflowRun
 from tests.helpers.merged_pr import merged_pr
 from tests.helpers.plain_patch import plain_patch_file
 from tests.helpers.processes import with_marker
 from tests.helpers.project import TOKEN as PROJECT_TOKEN
 from tests.helpers.project import edit_config, git, needs_torch, run_app
-from tests.helpers.workflow_harness import GITCODE, WorkflowRun
+
+from .conftest import map_repository, pip_offline
 
 MAP = "ascend-ci/backport-map"
 UPSTREAM = "Ascend/pytorch"

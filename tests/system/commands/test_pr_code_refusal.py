@@ -13,7 +13,7 @@ import pytest
 
 from backport.demo.sandbox import Sandbox
 from backport.envs import sandbox as sandbox_module
-from tests.helpers.fake_gitcode import FakeGitCode
+from tests.fakes.gitcode import FakeGitCode
 from tests.helpers.merged_pr import merged_pr
 from tests.helpers.project import TOKEN, edit_config, run_app, run_cli
 from tests.helpers.source_pr import source_server

@@ -26,7 +26,7 @@ from backport.envs.overlay import (
 )
 from backport.envs.pool import Environments
 from backport.envs.runner import TestRunner as Runner
-from tests.helpers.torch_npu_compat import COMPAT, COMPAT_TEST
+from tests.helpers.torch_npu_files import COMPAT, COMPAT_TEST
 
 from .conftest import Probed, write
 

@@ -2,7 +2,7 @@
 
 Runs everywhere the suite runs (CI included), with no package registry: the wheel is built by
 pip with its usual build isolation (setuptools from the wheelhouse set-up fills), once per
-session for this test and the workflow tests (conftest.py), the package is installed without
+session for this test and the workflow tests (tests/helpers/wheels.py), the package is installed without
 the network (`--no-index --no-deps`), and its dependencies are the tool venv's
 own, added after the new venv's site-packages so the installed copy of backport is the one
 imported.
@@ -20,8 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.wheels import session_backport_wheel
+
 ROOT = Path(__file__).resolve().parents[3]
 TORCH_PYTHON = os.environ.get("BACKPORT_TEST_PYTHON")
+
+
+@pytest.fixture(scope="session")
+def backport_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """backport's wheel, built by pip from a copy of the checkout (read only)."""
+    return session_backport_wheel(tmp_path_factory)
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ from backport.config.model import Environment
 from backport.envs.overlay import installed_package
 from tests.helpers.gitrepos import clone, commit_files, format_patch, git
 from tests.helpers.project import TORCH_PYTHON, edit_config, needs_torch, pr_body, run_app
-from tests.helpers.torch_npu_compat import COMPAT, COMPAT_TEST
+from tests.helpers.torch_npu_files import COMPAT, COMPAT_TEST
 
 pytestmark = needs_torch
 

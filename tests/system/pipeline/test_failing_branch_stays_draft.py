@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.helpers.fake_gitcode import WIP
+from tests.fakes.gitcode import WIP
 from tests.helpers.project import TOKEN, edit_config, needs_torch, run_app
 
 pytestmark = needs_torch

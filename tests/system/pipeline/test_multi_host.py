@@ -24,15 +24,15 @@ import pytest
 
 from backport.demo.sandbox import TEST_PATH, Sandbox
 from backport.report import regions as rg
+from tests.fakes.gitcode import FakeGitCode, Fault
 from tests.helpers.evidence import evidence_fields, evidence_text, shared_record
-from tests.helpers.fake_gitcode import FakeGitCode, Fault
 from tests.helpers.project import TOKEN, Result, git, needs_torch, run_app
 
 pytestmark = needs_torch
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 REAL_REPO = os.environ.get("BACKPORT_REAL_REPO")
-# The real pre-states of the four branches (tests/integration/authoring/test_put_metric_patch.py).
+# The real pre-states of the four branches (tests/integration/patches/test_put_metric_patch.py).
 PRE_STATES = {"v2.7.1": "82ea54ed3", "v2.11.0": "d5bd55141", "v2.12.0": "8c57daccf",
               "master": "c6b207c55"}
 RAN = "Ran 7 tests" if REAL_REPO else "Ran 4 tests"

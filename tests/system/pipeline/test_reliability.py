@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.fake_gitcode import FakeGitCode, Fault
+from tests.fakes.gitcode import FakeGitCode, Fault
 from tests.helpers.processes import popen_interruptible
 from tests.helpers.project import (
     ROOT,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fakes.workflow_harness import load_workflow
 from tests.helpers.project import ROOT, run_app
-from tests.helpers.workflow_harness import load_workflow
 
 EXAMPLES = ROOT / "examples" / "ci"
 

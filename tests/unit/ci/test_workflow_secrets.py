@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.workflow_harness import load_workflow, pr_code_with_secrets, runs_pr_code
+from tests.fakes.workflow_harness import load_workflow, pr_code_with_secrets, runs_pr_code
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "ci"
 SHIPPED = sorted(p.name for p in EXAMPLES.glob("*.yml"))

@@ -8,8 +8,7 @@ import pytest
 
 from backport.errors import BackportError
 from backport.forge.local import LocalForge
-from tests.helpers.forge import BASE, BRANCH, FORK, UPSTREAM
-from tests.helpers.local_web import set_state
+from tests.fakes.forge import BASE, BRANCH, FORK, UPSTREAM, set_state
 
 
 def test_url_and_numbering(local: LocalForge) -> None:

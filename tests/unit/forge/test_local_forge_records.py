@@ -11,8 +11,7 @@ import pytest
 from backport.errors import BackportError
 from backport.forge import PrFile
 from backport.forge.local import LocalForge
-from tests.helpers.forge import FORK, UPSTREAM
-from tests.helpers.local_web import set_state
+from tests.fakes.forge import FORK, UPSTREAM, set_state
 
 SHA = "1292bcfa165ef69dd3cc3169ec4b1ac51a3b042f"
 

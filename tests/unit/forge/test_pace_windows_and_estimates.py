@@ -7,8 +7,9 @@ import pytest
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.http import RateLimiter
 from backport.forge.pace import parse_windows
-from tests.helpers.forge import FORK, TOKEN, UPSTREAM
-from tests.helpers.pace import take_slot
+from tests.fakes.forge import FORK, TOKEN, UPSTREAM
+
+from .conftest import take_slot
 
 
 def test_a_long_wait_is_announced_with_seconds_left() -> None:

@@ -6,7 +6,8 @@ import email.utils
 import time
 
 from backport.forge.http import RateLimiter, retry_after_seconds, seg
-from tests.helpers.pace import take_slot
+
+from .conftest import take_slot
 
 
 class FakeClock:

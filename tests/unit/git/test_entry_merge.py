@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backport.git.entries import merge_entries
-from tests.helpers.entries import doc
+from tests.helpers.torch_npu_files import doc
 
 
 def test_an_entry_the_branch_lacks_or_changed_is_refused():

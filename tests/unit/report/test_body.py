@@ -12,7 +12,7 @@ from backport.errors import BackportError
 from backport.report import regions as rg
 from backport.report.body import BodyContext, evidence_fence, render_body
 from tests.helpers import report_fixtures as fx
-from tests.helpers.golden import check_golden
+from tests.helpers.report_fixtures import check_golden
 
 GOLDEN = Path(__file__).parent / "golden"
 SECTIONS = ("# 【合入来源】", "# 【修改方案】", "# 【资料变更】", "# 【接口变更】",

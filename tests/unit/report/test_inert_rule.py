@@ -1,4 +1,4 @@
-"""The one rule for text from outside (`report/inert.py`), place by place."""
+"""The one rule for text from outside (`report/untrusted.py`), place by place."""
 
 from __future__ import annotations
 

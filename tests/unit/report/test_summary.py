@@ -28,7 +28,7 @@ from backport.report.summary import (
 )
 from backport.states import Status
 from tests.helpers import report_fixtures as fx
-from tests.helpers.golden import check_golden
+from tests.helpers.report_fixtures import check_golden
 
 
 def mixed_records() -> list[BranchRecord]:

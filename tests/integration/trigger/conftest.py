@@ -1,3 +1,0 @@
-"""Fixtures of the `/backport` trigger tests: the demo's sandbox."""
-
-from tests.helpers.project import sandbox  # noqa: F401  (registered as a fixture here)
