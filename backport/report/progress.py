@@ -177,7 +177,7 @@ class PhaseProgress:
         self.bar = RichProgress(TextColumn(f"{label}: {{task.description}}"),
                                 TimeElapsedColumn(), console=self.console, transient=True,
                                 refresh_per_second=1, disable=not self.console.is_terminal)
-        self.task = self.bar.add_task("", total=None)
+        self.task = self.bar.add_task("", total=None, visible=False)  # shown at the first phase
         self.name, self.done, self.total = "", 0, 0
 
     def phase(self, name: str, total: int = 0) -> None:
@@ -191,7 +191,7 @@ class PhaseProgress:
 
     def _show(self) -> None:
         counted = f" {self.done:,}/{self.total:,}" if self.total else ""
-        self.bar.update(self.task, description=f"{self.name}{counted}")
+        self.bar.update(self.task, description=f"{self.name}{counted}", visible=True)
 
     def __enter__(self) -> PhaseProgress:
         self.bar.start()
