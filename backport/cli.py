@@ -1,4 +1,5 @@
-"""The `backport` command line: global options, command registry, error handling."""
+"""The `backport` command line: global options, the commands (`COMMANDS`: a command's module
+is imported only when it runs or shows its help), errors as one sentence and exit codes."""
 
 from __future__ import annotations
 
@@ -20,39 +21,38 @@ from backport.redact import redact
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-# Every command: its module in backport/commands/ and attribute there, and its one-line help,
-# the first sentence of its docstring (`backport --help` lists it without importing the module;
-# tests/unit/commands/test_help_lists_commands_not_imported.py holds the two equal).
+# Every command: its module:attribute in backport/commands/ and its one-line help, the first
+# sentence of its docstring (`--help` lists it without importing the module; a test holds them
+# equal).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "abort": ("resume:abort_cmd",
-              "Give up on branches: stop `git am`, remove their worktrees, forget their progress."),
-    "apply": ("apply:apply_cmd",
-              "Backport patch sets to their target branches and open one PR per branch."),
-    "audit": ("audit:audit_cmd", "Which changes of each mapped branch are on the others: "
-              "landed, proposed, missing."),
-    "check": ("check:check_cmd", "Check branches.yaml and every patch set: schema, target "
-              "branches, clean apply."),
-    "continue": ("resume:continue_cmd",
-                 "Finish a branch whose patch stopped on a conflict, after you fixed it by hand."),
+    "abort": ("resume:abort_cmd", "Give up on branches: stop `git am`, remove their worktrees, "
+                                  "forget their progress."),
+    "apply": ("apply:apply_cmd", "Backport patch sets to their target branches and open one PR per "
+                                 "branch."),
+    "audit": ("audit:audit_cmd", "Which changes of each mapped branch are on the others: landed, "
+                                 "proposed, missing."),
+    "check": ("check:check_cmd", "Check branches.yaml and every patch set: schema, target branches, "
+                                 "clean apply."),
+    "continue": ("resume:continue_cmd", "Finish a branch whose patch stopped on a conflict, after "
+                                        "you fixed it by hand."),
     "demo": ("demo:demo_cmd", "Run `apply --api put_metric` end to end, offline, in a sandbox."),
-    "docs": ("docs:docs_cmd", "Audit docs/zh/api/native_api/pytorch_*/ for an API: listed or "
-             "not, support marks."),
+    "docs": ("docs:docs_cmd", "Audit docs/zh/api/native_api/pytorch_*/ for an API: listed or not, "
+                              "support marks."),
     "env": ("env:env_group", "Branch test environments: probe what is installed, build what is "
-            "missing."),
-    "init": ("init:init_cmd", "Start a project in DIRECTORY (default: this folder): "
-             "branches.yaml and patches/."),
-    "list": ("listing:list_cmd",
-             "List patch sets, their APIs, issues and target branches (variants marked *)."),
-    "matrix": ("listing:matrix_cmd",
-               "Print a CI job matrix: one job per patch set and target branch."),
-    "new": ("new:new_cmd", "Create patches/NAME/ from commits: numbered patches plus a "
-            "patch.yaml."),
-    "preview": ("preview:preview_cmd",
-                "Print the PR body `apply` would write, from the last run's results."),
-    "status": ("status:status_cmd",
-               "Show where every target branch stands: status, commit, test result, PR."),
-    "trigger": ("trigger:trigger_cmd", "Act on a `/backport [B…]` PR comment, or on the merge "
-                "of a PR that asked for one."),
+                             "missing."),
+    "init": ("init:init_cmd", "Start a project in DIRECTORY (default: this folder): branches.yaml "
+                              "and patches/."),
+    "list": ("listing:list_cmd", "List patch sets, their APIs, issues and target branches (variants "
+                                 "marked *)."),
+    "matrix": ("listing:matrix_cmd", "Print a CI job matrix: one job per patch set and target "
+                                     "branch."),
+    "new": ("new:new_cmd", "Create patches/NAME/ from commits: numbered patches plus a patch.yaml."),
+    "preview": ("preview:preview_cmd", "Print the PR body `apply` would write, from the last run's "
+                                       "results."),
+    "status": ("status:status_cmd", "Show where every target branch stands: status, commit, test "
+                                    "result, PR."),
+    "trigger": ("trigger:trigger_cmd", "Act on a `/backport [B…]` PR comment, or on the merge of a "
+                                       "PR that asked for one."),
 }
 
 
@@ -129,61 +129,47 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     app.verbose = verbose
 
 
-# An interrupt unwinds the main thread first, so what it was doing cleans up (a test's process
-# group, a half-written file); this many seconds later the process exits even where it still
-# waits (a worker thread's git, say), whatever the command.
+# An interrupt unwinds the main thread first, so what it was doing cleans up; this many seconds
+# later the process exits even where it still waits (a worker thread's git, say).
 UNWIND_GRACE = 0.5
 
 
 class _Interrupts:
-    """Ctrl-C (SIGINT) and SIGTERM alike: the first raises KeyboardInterrupt in the main thread
-    and arms an exit :data:`UNWIND_GRACE` seconds later; later ones are absorbed. The exit (see
-    `_exit_interrupted`) happens once, from whichever comes first."""
+    """Ctrl-C (SIGINT, unless started ignoring it) and SIGTERM alike: the first raises
+    KeyboardInterrupt in the main thread and arms an exit `UNWIND_GRACE` seconds later; later
+    ones are absorbed. The exit happens once, from whichever comes first."""
 
     def __init__(self, app: AppContext) -> None:
-        self.app = app
-        self.heard = False
-        self._exiting = threading.Lock()
+        self.app, self.heard, self._exiting = app, False, threading.Lock()
         self._saved: dict[int, Any] = {}
 
     def install(self) -> None:
-        """Handle SIGTERM, and SIGINT unless the process was started ignoring it (``nohup``)."""
         wanted = [signal.SIGTERM]
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             wanted.append(signal.SIGINT)
-        for signum in wanted:
-            self._saved[signum] = signal.signal(signum, self._heard)
+        self._saved = {signum: signal.signal(signum, self._heard) for signum in wanted}
 
     def restore(self) -> None:
         for signum, handler in self._saved.items():
             signal.signal(signum, handler)
 
     def _heard(self, signum: int, frame: object) -> None:
-        if self.heard:
-            return  # the exit is under way
-        self.heard = True
-        threading.Timer(UNWIND_GRACE, self.exit).start()
-        raise KeyboardInterrupt
+        if not self.heard:
+            self.heard = True
+            threading.Timer(UNWIND_GRACE, self.exit).start()
+            raise KeyboardInterrupt
 
     def exit(self) -> None:
-        """Exit 130 with the command's interrupt message; a second caller waits for it."""
+        """Exit 130 at once with the command's interrupt message (what a re-run does), without
+        joining the threads still waiting on git, a test or the forge: the journal holds every
+        finished step. A second caller waits for the first."""
         if not self._exiting.acquire(blocking=False):
             threading.Event().wait()
-        _exit_interrupted(self.app)
-
-
-def _exit_interrupted(app: AppContext) -> None:
-    """Ctrl-C or SIGTERM: exit 130 at once, saying what a re-run does.
-
-    Branch threads or the main thread may still be waiting on git, a test or the forge; exiting
-    without joining them keeps the interrupt prompt, and the journal already holds every
-    finished step.
-    """
-    process.kill_running()  # git or a test still running for a branch thread goes too
-    click.echo(app.interrupted_text(), err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(EXIT_INTERRUPTED)
+        process.kill_running()  # git or a test still running for a branch thread goes too
+        click.echo(self.app.interrupted_text(), err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,10 +1,10 @@
-"""One JSON form for every record: frozen dataclasses of enums, tuples, dicts and optional fields.
+"""One JSON form for every record (the journal, the PR record line, ``status --json``).
 
-:func:`encode` turns a record into JSON values field by field (an enum by its value, a tuple as a
-list); :func:`decode` reads them back by the dataclass's type hints. Reading is lenient where a
-record written before a field existed needs it (a missing key, or ``null`` for a field that takes
-no ``None``, reads as the field's default; a key no field has is ignored) and strict about
-everything else: a value of the wrong shape raises :class:`CodecError`.
+`encode` writes a frozen dataclass field by field (an enum by its value, a tuple as a list);
+`decode` reads it back by the dataclass's type hints. Reading is lenient where a record written
+before a field existed needs it (a missing key, or ``null`` for a field that takes no ``None``,
+reads as the field's default; a key no field has is ignored) and strict about everything else:
+a value of the wrong shape raises `CodecError`.
 """
 
 from __future__ import annotations
@@ -118,19 +118,16 @@ def _decode(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch p
                 errors.append(str(exc))
         raise CodecError("; ".join(errors) or f"{where}: no type fits")
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is tuple:
+    if origin in (tuple, list):
         if not isinstance(data, list | tuple):
             raise CodecError(f"{where}: expected a list, found {type(data).__name__}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_decode(args[0], item, f"{where}[{i}]") for i, item in enumerate(data))
+        if origin is list or args[1:] == (Ellipsis,):  # list[X] or tuple[X, ...]
+            args = (args[0],) * len(data)
         if len(args) != len(data):
             raise CodecError(f"{where}: expected {len(args)} items, found {len(data)}")
-        return tuple(_decode(a, item, f"{where}[{i}]")
-                     for i, (a, item) in enumerate(zip(args, data, strict=True)))
-    if origin is list:
-        if not isinstance(data, list):
-            raise CodecError(f"{where}: expected a list, found {type(data).__name__}")
-        return [_decode(args[0], item, f"{where}[{i}]") for i, item in enumerate(data)]
+        items = (_decode(arg, item, f"{where}[{i}]")
+                 for i, (arg, item) in enumerate(zip(args, data, strict=True)))
+        return list(items) if origin is list else tuple(items)
     if origin is dict:
         if not isinstance(data, dict):
             raise CodecError(f"{where}: expected an object, found {type(data).__name__}")
@@ -147,14 +144,12 @@ def _decode(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch p
 
 
 def _scalar(tp: Any, data: Any, where: str) -> Any:
-    if tp is bool and isinstance(data, bool):
-        return data
-    if tp is int and isinstance(data, int) and not isinstance(data, bool):
-        return data
-    if tp is float and isinstance(data, int | float) and not isinstance(data, bool):
+    if tp not in (bool, int, float, str):
+        raise CodecError(f"{where}: cannot decode type {tp!r}")
+    if isinstance(data, bool) and tp is not bool:  # JSON's true is no number
+        raise CodecError(f"{where}: expected {tp.__name__}, found bool")
+    if tp is float and isinstance(data, int | float):
         return float(data)
-    if tp is str and isinstance(data, str):
-        return data
-    if tp in (bool, int, float, str):
+    if not isinstance(data, tp):
         raise CodecError(f"{where}: expected {tp.__name__}, found {type(data).__name__}")
-    raise CodecError(f"{where}: cannot decode type {tp!r}")
+    return data

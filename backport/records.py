@@ -1,9 +1,12 @@
-"""The journal's typed records.
+"""The journal's records: one `BranchRecord` per (patch set, target branch).
 
-A branch record is what the run journal keeps per target branch; `pipeline/` writes it and
-`report/` reads it. Every record is a frozen dataclass, turned into JSON and back by the one
-codec (``backport/codec.py``); :func:`upgrade_v1` reads the shapes of a version 1 journal, and
-:meth:`BranchRecord.published` is the record as a PR body carries it for the other hosts.
+`pipeline/` writes them and `report/` reads them. Each is a frozen dataclass turned into JSON
+and back by `backport.codec`; `upgrade_v1` reads a version 1 journal's shapes (the probe's
+facts moved from the env into ``env.probe``, ``patch_tests`` an object). A record changes only
+by a named transition, a method returning the new record (`applied`, `tested`, `pushed`...;
+`Journal.change` checks each move against `states.MOVES`); every transition that ends an apply
+attempt goes through `reset_apply`, the one place that replaces that attempt's outcome.
+`BranchRecord.published` is the record as a PR body carries it for the other hosts.
 """
 
 from __future__ import annotations
@@ -16,16 +19,11 @@ from typing import Any
 from backport.envs.model import ChangeScope, Probe, TestRun
 from backport.states import Status
 
-
-def _tuple(value: Any) -> tuple:
-    return tuple(value) if value else ()
-
-
 SKIP_ON_REQUEST = "request"  # the user passed --skip-tests
 SKIP_NO_TORCH = "no-torch"  # no interpreter with torch on the host (the demo without one)
 SKIP_DRY_NO_ENVS = "dry-no-envs"  # a dry run where environments are not built (never in a PR)
 SKIP_NO_TESTS = "no-tests"  # a set made from a PR that adds or changes no test lists none
-SKIP_SAID = {SKIP_ON_REQUEST: "--skip-tests",
+SKIP_CAUSE_TEXT = {SKIP_ON_REQUEST: "--skip-tests",
              SKIP_NO_TORCH: "no interpreter with torch on the host that ran it",
              SKIP_DRY_NO_ENVS: "environments not built: dry run",
              SKIP_NO_TESTS: "no test: the source PR adds or changes no test"}
@@ -46,7 +44,7 @@ class TestResult:
     timed_out: bool = False
     log: str | None = None  # the logs, "; "-joined
     skipped: bool = False  # not run on purpose: see ``skip_cause``
-    skip_cause: str = "request"  # a key of SKIP_SAID
+    skip_cause: str = "request"  # a key of SKIP_CAUSE_TEXT
     runs: tuple[TestRun, ...] = ()  # one per test file
     commit: str | None = None  # the commit the result is of
     # (test, outcome) of every test the patch adds, as the -v output showed it: "ok", "FAIL",
@@ -56,12 +54,6 @@ class TestResult:
     changes: ChangeScope = ChangeScope()
     # "none" when any run had no sandbox (the host refused a PID namespace); else how they ran
     isolation: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "summary_lines", _tuple(self.summary_lines))
-        object.__setattr__(self, "runs", _tuple(self.runs))
-        object.__setattr__(self, "patch_tests",
-                           tuple((str(n), str(o)) for n, o in self.patch_tests or ()))
 
     @property
     def patch_tests_ok(self) -> bool:
@@ -81,8 +73,8 @@ class TestResult:
 
     @classmethod
     def skipped_for(cls, cause: str = SKIP_ON_REQUEST) -> TestResult:
-        """Not run on purpose, for ``cause`` (a key of SKIP_SAID)."""
-        return cls(ok=None, exit_code=None, summary=f"not run ({SKIP_SAID[cause]})",
+        """Not run on purpose, for ``cause`` (a key of SKIP_CAUSE_TEXT)."""
+        return cls(ok=None, exit_code=None, summary=f"not run ({SKIP_CAUSE_TEXT[cause]})",
                    skipped=True, skip_cause=cause)
 
     @classmethod
@@ -92,27 +84,20 @@ class TestResult:
         """Fold the runs of every test file of the patch set into one result; it is ok only
         when every run passed and every test the patch adds (``patch_tests``) says ``ok``.
         ``changes``: the series' files beyond tests, as the runs saw them."""
-        ran = sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None
         lines = tuple(line for r in runs for line in r.summary)
         return cls(
-            ran=ran,
+            ran=sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None,
             ok=cls.passes(all(r.ok for r in runs), patch_tests),
             exit_code=next((r.exit_code for r in runs if r.exit_code != 0), 0),
-            summary=", ".join(lines),
-            summary_lines=lines,
+            summary=", ".join(lines), summary_lines=lines,
             duration=round(sum(r.duration for r in runs), 3),
-            command="; ".join(r.command for r in runs),
-            runner=runs[0].runner if runs else None,
-            timed_out=any(r.timed_out for r in runs),
-            log="; ".join(r.log for r in runs),
-            runs=tuple(runs),
-            commit=commit,
-            patch_tests=tuple(patch_tests),
+            command="; ".join(r.command for r in runs), runner=runs[0].runner if runs else None,
+            timed_out=any(r.timed_out for r in runs), log="; ".join(r.log for r in runs),
+            runs=tuple(runs), commit=commit, patch_tests=tuple(patch_tests),
             changes=changes or ChangeScope(),
             isolation=next((r.isolation for r in runs if r.isolation == "none"),
                            runs[0].isolation if runs else None),
         )
-
 
 
 # Probe attribute -> its key in a version 1 journal, where the probe's facts sat in the env.
@@ -131,13 +116,9 @@ class EnvEvidence:
     autoload_disabled: bool = False  # tests ran with torch_npu's autoload off
     probe: Probe | None = None  # None: the environment could not be read
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "shared_with", _tuple(self.shared_with))
-
     def fact(self, name: str) -> Any:
         """A probed value by its `Probe` attribute name (``torch`` too); None when not read."""
         return getattr(self.probe, name) if self.probe is not None else None
-
 
 
 @dataclass(frozen=True)
@@ -149,7 +130,7 @@ class PrInfo:
     decorated: bool | None = None  # labels, assignees, reviewers and the comment were set
     linked: bool | None = None  # the issue link was made (older records: assumed)
     commented_sha: str | None = None  # the fork branch's commit when the comment was posted
-    refused: tuple[str, ...] = ()  # best-effort writes the forge refused ("link", "comment"): not retried
+    refused: tuple[str, ...] = ()  # best-effort writes the forge refused ("link", "comment")
     unverified: bool = False  # opened, but not yet read back and judged (a re-run judges it)
     title: str | None = None  # the set's title when last sent or kept (None: older records)
 
@@ -176,7 +157,6 @@ class PrInfo:
     def commented(self, sha: str | None) -> PrInfo:
         """The comment was posted while the fork branch was at ``sha``."""
         return dataclasses.replace(self, commented_sha=sha)
-
 
 
 @dataclass(frozen=True)
@@ -210,7 +190,6 @@ class SeriesSource:
         return f"the {self.branch} result, itself from {self.origin.label}{through}"
 
 
-
 @dataclass(frozen=True)
 class ExistingTest:
     """A test the patch adds that the target branch already defines, and the commit that
@@ -228,7 +207,6 @@ class ExistingTest:
         return f'{where}, added by {self.commit} "{self.subject}"' if self.commit else where
 
 
-
 @dataclass(frozen=True)
 class ProposedPr:
     """Another PR into the target that already carries the set's source PR (open or merged):
@@ -239,7 +217,6 @@ class ProposedPr:
     state: str  # "open" | "merged"
     kind: str  # how it names the source: "sync" | "cherry-pick" | "backport" | "body"
     title: str = ""
-
 
 
 @dataclass(frozen=True)
@@ -273,14 +250,6 @@ class BranchRecord:
     added_tests: tuple[str, ...] = ()  # the tests the series adds, as path::Class::name
     present: tuple[ExistingTest, ...] = ()  # those the target already defines
     proposed: ProposedPr | None = None  # already-proposed: the other PR that carries the source
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "status", Status(self.status))
-        for name in ("conflicts", "mismatches", "warnings", "tried_sources", "merged_files",
-                     "loose_files", "closed_prs", "added_tests", "present"):
-            object.__setattr__(self, name, _tuple(getattr(self, name)))
-        if self.error_code is not None:
-            object.__setattr__(self, "error_code", str(self.error_code))
 
     def named(self, target: str, fork_branch: str) -> BranchRecord:
         """This record with ``target`` and ``fork_branch`` where it names none."""
@@ -508,9 +477,9 @@ class BranchRecord:
             refused=self.pr.refused) or None
         status = Status.DONE if self.status == Status.PUSHED else self.status
         return dataclasses.replace(
-            self, status=status, push_intent=None, test=test, env=env, pr=pr, worktree=None, message="",
-            manual=False, error_code=None, warnings=(), tried_sources=(), conflict_snapshot=None,
-            closed_prs=(), proposed=None)
+            self, status=status, push_intent=None, test=test, env=env, pr=pr, worktree=None,
+            message="", manual=False, error_code=None, warnings=(), tried_sources=(),
+            conflict_snapshot=None, closed_prs=(), proposed=None)
 
 
 def upgrade_v1(data: dict[str, Any], target: str) -> dict[str, Any]:

@@ -1,8 +1,10 @@
-"""`backport apply`: the whole job for one or more patch sets."""
+"""`backport apply`: the whole job for one or more patch sets (`pipeline/run.py` `run_apply`;
+the sets of `--from-pr` made first: `pipeline/from_pr.py`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,10 +15,9 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config import load_patch_set
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.pipeline.from_pr import said, sets_from_prs
 from backport.pipeline.reach import Course
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions
+from backport.pipeline.session import ApplyOptions, Session
 from backport.report.progress import Progress
 from backport.report.summary import render_table, status_json
 
@@ -25,12 +26,10 @@ from backport.report.summary import render_table, status_json
 @click.option("--api", "apis", multiple=True, metavar="NAME",
               help="Patch set to backport (a folder under patches/); repeat for a batch.")
 @click.option("--from-pr", "from_prs", type=click.IntRange(min=1), multiple=True, metavar="N",
-              help="Backport PR N of the upstream: make (or reuse, while PR N is unchanged) "
-                   "patches/pr-N/ and apply it (a dry run makes it in a temporary folder); "
-                   "once PR N has changed, the set is made again "
-                   "and its every step redone, as with --force. Repeat for a batch: one run, "
-                   "one paced request budget; a PR that cannot be made into a set is named "
-                   "and the others go on.")
+              help="Backport PR N of the upstream: make patches/pr-N/ (kept while PR N is "
+                   "unchanged, made again with every step redone once it changed; a dry run's "
+                   "in a temporary folder) and apply it. Repeatable: one run, one paced request "
+                   "budget; a PR that cannot be made into a set is named, the others go on.")
 @click.option("--all", "every", is_flag=True, help="Every patch set under patches/.")
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable. Default: the patch set's targets.")
@@ -42,9 +41,9 @@ from backport.report.summary import render_table, status_json
               help="Reach: stop after the tests; nothing leaves this machine.")
 @click.option("--no-pr", is_flag=True, help="Reach: push the fork branches but open no PR.")
 @click.option("--skip-tests", is_flag=True,
-              help="Run no test: a passing result of the same commit is kept (a CI's "
-                   "publish step, whose commit must then be the series applied afresh), else "
-                   "the PR body says the tests were not run.")
+              help="Run no test: a passing result of the same commit is kept (a CI's publish "
+                   "step: the commit must be the series applied afresh), else the PR body says "
+                   "the tests were not run.")
 @click.option("--force", is_flag=True,
               help="Redo every step for every branch (re-apply, re-test, refresh the PR). "
                    "Never overwrites a fork branch someone else moved.")
@@ -93,28 +92,34 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 
 
 def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
-        options: ApplyOptions, *, every: bool = False, as_json: bool = False) -> None:
-    """`apply` once its options are read (see `apply_cmd`; `trigger` runs it for a PR too);
-    exits with the run's code."""
-    # A dry run makes its sets from PRs in a temporary folder: it writes nothing in the project.
+        options: ApplyOptions, *, every: bool = False, as_json: bool = False,
+        session: Session | None = None) -> None:
+    """`apply` once its options are read (`trigger` runs it, with its ``session``): one session
+    makes the sets of ``from_prs`` (a dry run's in ``scratch``) and runs them; exits."""
+    plan_lines: list[str] = []
+    session = session or Session(app.project(), options, environ=os.environ,
+                                 plan=plan_lines.append)
+    session.options = options
     scratch = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
                if options.course.dry_run and from_prs else None)
     try:
-        _apply(app, apis, from_prs, scratch, options, every=every, as_json=as_json)
+        _apply(app, session, apis, from_prs, scratch, plan_lines, every=every, as_json=as_json)
     finally:
+        session.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _apply(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
-           scratch: Path | None, options: ApplyOptions, *, every: bool, as_json: bool) -> None:
-    """`run` with the dry run's folder for the sets it makes from PRs (``scratch``)."""
-    project = app.project()
+def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: tuple[int, ...],
+           scratch: Path | None, plan_lines: list[str], *, every: bool, as_json: bool) -> None:
+    project, options = session.project, session.options
     made: list[str] = []
     unmade: list[BackportError] = []
     if from_prs:
+        from backport.pipeline.from_pr import sets_from_prs
+
         made, redo, unmade = sets_from_prs(
-            project, app.patches or project.root / "patches", from_prs,
+            session, app.patches or project.root / "patches", from_prs,
             lambda line: echo(line, err=as_json),  # beside --json's document, never in it
             lambda line: echo(line, err=True), scratch=scratch)
         if not made:
@@ -127,23 +132,23 @@ def _apply(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
     for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
         ps = project.patch_sets.get(api)
         if ps is not None and ps.source is not None and api not in made:
-            echo(f"{api}: from {said(ps.source, project.branch_map.upstream)}", err=as_json)
+            from backport.pipeline.from_pr import source_line
+
+            echo(f"{api}: from {source_line(ps.source, project.branch_map.upstream)}", err=as_json)
     if project.branch_map.fork_note and options.course.pushes:
         echo(f"warning: {project.branch_map.fork_note}", err=True)
-    plan_lines: list[str] = []
     estimates: list[str] = []
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
         outcomes = run_apply(project, list(apis), options, progress, every=every,
-                             plan=plan_lines.append, estimate=estimates.append)
+                             estimate=estimates.append, session=session)
     if as_json:
         payload = [status_json(o.patch_set, o.records) for o in outcomes]
         print_json(payload[0] if len(payload) == 1 else {"runs": payload})
     else:
-        console = app.console
         for outcome in outcomes:
             if len(outcomes) > 1:
-                console.print(f"[bold]{outcome.patch_set.name}[/bold]")
-            render_table(outcome.records, console)
+                app.console.print(f"[bold]{outcome.patch_set.name}[/bold]")
+            render_table(outcome.records, app.console)
         if plan_lines:  # only a dry run plans
             echo("\nDry run: these writes were not made:")
             for line in plan_lines:

@@ -1,9 +1,8 @@
-"""`backport audit`: what is missing where — every change merged on a mapped branch since a
-date, and its state on every other mapped branch."""
+"""`backport audit`: every change merged on a mapped branch since a date, and its state on
+every other one (`audit/run.py`; the rules: `audit/rules.py`)."""
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -17,8 +16,7 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Project
 from backport.config.validate import suggest
 from backport.errors import EXIT_OK, BackportError, ErrorCode
-from backport.forge import make_forge
-from backport.pipeline.session import open_cache
+from backport.pipeline.session import Session
 from backport.report.progress import PhaseProgress
 
 DEFAULT_DAYS = 90
@@ -52,8 +50,7 @@ def chosen_branches(mapped: list[str], asked: tuple[str, ...], config: str,
 
 
 def unknown_warning(audit: Audit) -> str:
-    """One sentence for the missing cells whether the change applies is not known (a blob
-    it needs could not be read), or ""."""
+    """One sentence on the missing cells whose `applies` is unknown (a blob unread), or ""."""
     unknown = [(change, target, cell.why) for change in audit.changes
                for target, cell in change.on.items()
                if cell.state == MISSING and cell.applies is None]
@@ -67,7 +64,8 @@ def unknown_warning(audit: Audit) -> str:
 def _run(project: Project, chosen: list[str], since: date, offline: bool) -> Audit:
     """The audit of ``chosen`` since ``since``, its progress on a terminal's stderr."""
     bm = project.branch_map
-    repo = open_cache(project, os.environ)
+    session = Session(project)
+    repo = session.cache
     start = int(datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp())
     store = Store(repo.root / "audit" / f"{repo.path.name}.json")
     with PhaseProgress() as progress:
@@ -80,7 +78,7 @@ def _run(project: Project, chosen: list[str], since: date, offline: bool) -> Aud
                                 f"--offline to fetch them")
         unread, open_prs = "offline", None
         if not offline:
-            forge = make_forge(bm, project.state_dir, environ=os.environ)
+            forge = session.forge.real()
             lacking = forge.missing()
             unread = "; ".join(lacking)
             open_prs = None if lacking else (lambda: forge.list_prs("open"))
@@ -111,17 +109,13 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
     """Which changes of each mapped branch are on the others: landed, proposed, missing.
 
     For every change merged on a branch of branches.yaml since DATE (first-parent; a squash
-    merge is one change, known by its !N), its state on each other branch: landed (the same
-    commit or patch-id, a commit carrying it — the sync bot's, GitCode's cherry-pick, this
-    tool's trailer; a mention of !N carries nothing — the same or a similar title less branch
-    tags with a file in common, its tests or its content already there), proposed (an open PR
-    into the branch carries it), missing (applies to the branch's head, conflicts, or unknown
-    where a blob cannot be read: one warning), not-needed (its code is only files the branch
-    lacks) or ignored (`audit: {ignore: [...]}` of branches.yaml). The changes of one fix on
-    several branches are one row of the page and are named once. Reads the upstream into the
-    cache; writes nothing remote. On a terminal, stderr shows the phase, a count and the
-    seconds. Exit 0; 2 for a bad argument or configuration, or --offline with nothing in the
-    cache.
+    merge is one change, !N), its state on each other branch: landed (the same commit or
+    patch-id, a commit carrying it, the same or a similar title with a file in common, its
+    tests or content already there), proposed (an open PR carries it), missing (applies,
+    conflicts, or unknown where a blob cannot be read), not-needed (only files the branch
+    lacks) or ignored (`audit: {ignore: [...]}`). One fix on several branches is one row.
+    Reads the upstream into the cache; writes nothing remote (docs/audit.md). Exit 0; 2 for a
+    bad argument or configuration, or --offline with nothing in the cache.
     """
     today = datetime.now(UTC).date()
     since = parse_since(since_text, today)

@@ -1,4 +1,5 @@
-"""`backport check`: validate the branch map for CI without writing anything remote."""
+"""`backport check`: validate the branch map for CI without writing anything remote
+(`pipeline/check.py`; the fork's name: `fork_findings`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
+from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
-from backport.forge import make_forge
 from backport.pipeline.check import Finding, run_check, summary_markdown
 from backport.pipeline.selection import select_patch_sets
+from backport.pipeline.session import Session
 from backport.redact import redact
 
 # Where a CI takes Markdown for the run's page: GitHub Actions and GitCode (AtomGit) pipelines.
@@ -33,21 +34,20 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
               as_json: bool) -> None:
     """Check branches.yaml and every patch set: schema, target branches, clean apply.
 
-    Confirms every branch of the map exists upstream (`git ls-remote`) and that every patch
-    set applies with `git am -3` on each of its targets, in a temporary worktree, leaving each
-    test file in place. An environment not built on this machine is a warning (`--envs`: a
-    problem). It names the fork the real run pushes to: the one set, or, where branches.yaml
-    leaves it to the token, the token's login's (one GET /user; offline or without a token it
-    says the fork follows the token). Nothing is pushed and nothing else is asked of the forge. Exit 0 when all is well, 1 naming each
-    problem, 2 for a configuration error (a patch set that cannot be read among them). Under CI
-    the table also goes to the step summary ($GITHUB_STEP_SUMMARY, $ATOMGIT_STEP_SUMMARY).
+    Confirms every branch of the map exists upstream and every patch set applies with
+    `git am -3` on each target, in a temporary worktree. An environment not built here is a
+    warning (`--envs`: a problem). Names the fork the real run pushes to (where branches.yaml
+    leaves it to the token: its login, one GET /user); nothing is pushed. Exit 0 when all is
+    well, 1 naming each problem, 2 for a configuration error (an unreadable patch set too).
+    Under CI the table also goes to the step summary ($GITHUB_STEP_SUMMARY,
+    $ATOMGIT_STEP_SUMMARY).
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
     findings = run_check(project, names, offline=offline, envs=envs)
     findings[1:1] = fork_findings(project, offline=offline)
     broken = sorted(project.broken.items()) if names is None else []
-    findings += [Finding(broken_subject(name), "schema", False, message) for name, message in broken]
+    findings += [Finding(f"patches/{name}", "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)
     title = "backport check" + (" --offline" if offline else "") + (" --envs" if envs else "")
     _write_step_summary(title, findings)
@@ -76,15 +76,15 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
 
 def fork_findings(project: Project, *, offline: bool) -> list[Finding]:
     """Which fork the real run pushes to: the one set, or the token's login's (one ``GET
-    /user`` when online with a token; else it says the fork follows the token)."""
+    /user`` online with a token)."""
     bm = project.branch_map
     note = [Finding("fork", "set", True, bm.fork_note, warning=True)] if bm.fork_note else []
     if bm.fork:
         return [*note, Finding("fork", "pushed to", True, f"{bm.fork} (set in {bm.path.name})")]
     follows = f"follows the token's login: {bm.fork_shown}"
-    forge = make_forge(bm, project.state_dir, environ=os.environ)
     if offline:
         return [*note, Finding("fork", "pushed to", True, f"{follows} (offline: not asked)")]
+    forge = Session(project).forge.real()
     if forge.missing():
         return [*note, Finding("fork", "pushed to", True, f"{follows} (no token here to ask)")]
     try:
@@ -96,8 +96,7 @@ def fork_findings(project: Project, *, offline: bool) -> list[Finding]:
 
 
 def _write_step_summary(title: str, findings: list[Finding]) -> None:
-    """Append the table to each step summary file the CI names; one that cannot be written
-    is a warning (the check's result stands)."""
+    """Append the table to each step summary file the CI names (one unwritable: a warning)."""
     text = redact(summary_markdown(title, findings))
     for variable in STEP_SUMMARY_VARIABLES:
         target = os.environ.get(variable)

@@ -1,8 +1,6 @@
-"""What every command shares: global options, project loading, output.
-
-`backport` imports this module before it knows the command (cli.py), so what only some
-commands use (the loader, the forge, rich) is imported where it is used.
-"""
+"""What every command shares: global options, project loading, output. cli.py imports it
+before it knows the command, so what only some use (the loader, the forge, rich) is imported
+where it is used."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from backport.errors import ConfigError
+from backport.errors import EXIT_USAGE
 from backport.redact import redact
 
 if TYPE_CHECKING:
@@ -34,9 +32,7 @@ class AppContext:
     debug: bool = False
     quiet: bool = False
     verbose: bool = False
-    # What running again does after an interrupt, for a command that journals its steps:
-    # the command line to run and, where it runs elsewhere, the folder (see `resumable`).
-    resume: str | None = None
+    resume: str | None = None  # the command that finishes what an interrupt left (`resumable`)
     _project: Project | None = field(default=None, repr=False)
 
     def project(self) -> Project:
@@ -46,29 +42,23 @@ class AppContext:
             self._project = load_project(self.config, self.patches, os.environ)
         return self._project
 
+    def reload(self) -> Project:
+        """The project read again (after a command wrote a patch set)."""
+        self._project = None
+        return self.project()
+
     def resumable(self, command: str | None = None) -> None:
         """This command journals its steps: after an interrupt, ``command`` (default: the
         command line as given) finishes what is left."""
         self.resume = command or shlex.join(["backport", *sys.argv[1:]])
 
     def interrupted_text(self) -> str:
-        """What to say when this command is interrupted (see `interrupted_message`)."""
-        return interrupted_message(self.resume)
-
-    def reload(self) -> Project:
-        """The project read again (after a command wrote a patch set)."""
-        self._project = None
-        return self.project()
-
-    def pushing_project(self) -> Project:
-        """The project of a command that pushes: refused while the forge has no token
-        (`apply` names it among its other prerequisites: `pipeline.run.check_prerequisites`)."""
-        from backport.forge import make_forge
-        project = self.project()
-        missing = make_forge(project.branch_map, project.state_dir, environ=os.environ).missing()
-        if missing:
-            raise ConfigError(missing[0][0].upper() + missing[0][1:] + ".")
-        return project
+        """What an interrupt says: the command that finishes what is left, where it journals
+        (nothing of the run goes on running: its workers and tests end with it)."""
+        if self.resume is None:
+            return "interrupted"
+        return ("interrupted: every finished step is in the run's journal; this finishes what "
+                f"is left (a step cut off midway is done again):\n  {self.resume}")
 
     @property
     def console(self) -> Console:
@@ -91,20 +81,15 @@ def print_json(data: Any) -> None:
     click.echo(redact(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
-def broken_subject(name: str) -> str:
-    """How reports name a patch set folder: ``patches/<name>``."""
-    return f"patches/{name}"
-
-
 def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(redact(text), err=err)
 
 
-def interrupted_message(resume: str | None) -> str:
-    """What an interrupt leaves: ``resume``, the command that finishes what is left (None for a
-    command that keeps no journal). Nothing of the run goes on running: its warm workers and
-    tests end with it (``envs/sandbox.py``)."""
-    if resume is None:
-        return "interrupted"
-    return ("interrupted: every finished step is in the run's journal; this finishes what is "
-            f"left (a step cut off midway is done again):\n  {resume}")
+def report_broken(project: Project, *, exit_now: bool = False) -> bool:
+    """One `problem: patches/<name>: …` line per patch set that cannot be read; whether there
+    was one (``exit_now``: then exit 2, as for any configuration error)."""
+    for name, message in sorted(project.broken.items()):
+        echo(f"problem: patches/{name}: {message}", err=True)
+    if project.broken and exit_now:
+        raise SystemExit(EXIT_USAGE)
+    return bool(project.broken)

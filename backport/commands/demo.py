@@ -1,4 +1,4 @@
-"""`backport demo`: the whole job offline, in a sandbox folder."""
+"""`backport demo`: the whole job offline, in a sandbox folder (`demo/sandbox.py`)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ from backport.config.branch_map import cache_root
 from backport.config.patch_set import load_patch_set
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, build_sandbox, clear_sandbox, land_merged_pr
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.forge import PrFile, make_forge
+from backport.forge import PrFile
 from backport.forge.local import LocalForge
 from backport.git.locks import file_lock
 from backport.pipeline.from_pr import sets_from_prs
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions
+from backport.pipeline.session import ApplyOptions, Session
 from backport.records import SKIP_NO_TORCH
 from backport.report.progress import Progress
 from backport.report.summary import render_table
@@ -34,7 +34,7 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def find_patch_set(app: AppContext) -> Path:
-    """The put_metric patch set: --patches/put_metric when given, else the one the package ships."""
+    """--patches/put_metric when given, else the put_metric the package ships."""
     candidate = app.patches / "put_metric" if app.patches is not None else demo_patch_set()
     if (candidate / "patch.yaml").is_file():
         return candidate.resolve()
@@ -43,31 +43,23 @@ def find_patch_set(app: AppContext) -> Path:
 
 
 def has_torch(python: str) -> bool:
-    """True when ``python`` can find the torch package (without importing it)."""
+    """True when ``python`` exists and finds the torch package (without importing it)."""
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
     try:
-        return process.run([python, "-c", probe], timeout=60).ok
+        return Path(python).exists() and process.run([python, "-c", probe], timeout=60).ok
     except BackportError:  # it cannot start
         return False
 
 
 def find_torch_python(explicit: str | None) -> str | None:
-    """An interpreter with torch for the demo's tests, or None.
-
-    An explicit ``--python`` is the only candidate: one without torch is an error, never
-    silently replaced by another interpreter.
-    """
-    if explicit:
-        if Path(explicit).exists() and has_torch(explicit):
-            return explicit
+    """An interpreter with torch for the demo's tests, or None; an explicit ``--python``
+    without torch is an error, never silently replaced."""
+    if explicit and not has_torch(explicit):
         raise BackportError("usage", f"--python {explicit} has no torch installed")
-    candidates = [os.environ.get("BACKPORT_DEMO_PYTHON"),
-                  str(SOURCE_ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"),
-                  sys.executable]
-    for candidate in candidates:
-        if candidate and Path(candidate).exists() and has_torch(candidate):
-            return candidate
-    return None
+    candidates = [explicit] if explicit else [
+        os.environ.get("BACKPORT_DEMO_PYTHON"),
+        str(SOURCE_ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"), sys.executable]
+    return next((c for c in candidates if c and has_torch(c)), None)
 
 
 @click.command("demo")
@@ -109,17 +101,20 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
             raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
                                 "them away or pass --dir with an empty folder") from None
         sandbox = build_sandbox(root, patches, torch_python)
-        name = _merged_pr(app, sandbox, patches) if from_pr else "put_metric"
-        _run_demo(app, sandbox, torch_python, replaced, name)
+        # one forge and cache repository for the whole demo: the sandbox's own
+        session = Session(load_project(sandbox.config, None, os.environ),
+                          ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH),
+                          environ={**os.environ, "BACKPORT_CACHE": str(sandbox.cache)})
+        name = _merged_pr(session, sandbox, patches) if from_pr else "put_metric"
+        _run_demo(app, session, sandbox, torch_python, replaced, name)
 
 
-def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
-    """Land put_metric on the sandbox's master as a merged PR of its local forge (no
-    merge_commit_sha, as GitCode's answer gives none), then make its patch set from that PR."""
-    project = load_project(sandbox.config, None, os.environ)
-    spec = load_patch_set(patches, project.branch_map)
-    forge = LocalForge(project.state_dir / "forge.sqlite", upstream=project.branch_map.upstream,
-                       fork=project.branch_map.fork)
+def _merged_pr(session: Session, sandbox: Sandbox, patches: Path) -> str:
+    """Land put_metric on master as a merged PR of the sandbox's forge (no merge_commit_sha, as
+    GitCode gives none) and make its patch set from that PR."""
+    spec = load_patch_set(patches, session.project.branch_map)
+    forge = session.forge.real()
+    assert isinstance(forge, LocalForge)
     files = tuple(PrFile(d.old, d.new) for patch in spec.patches for d in patch.files)
     number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title=spec.title,
                                  body=f"{spec.title}\n\nAPI={spec.api}\n", author="lgxxx",
@@ -128,15 +123,13 @@ def _merged_pr(app: AppContext, sandbox: Sandbox, patches: Path) -> str:
     echo(f"the sandbox's upstream holds PR !{number} ({spec.title}), squash-merged into master "
          f"as {sha[:12]}")
     shutil.rmtree(sandbox.project / "patches" / patches.name)
-    environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
-    (name,), _, _ = sets_from_prs(project, sandbox.project / "patches", (number,), echo, echo,
-                                  environ=environ)
+    (name,), _, _ = sets_from_prs(session, sandbox.project / "patches", (number,), echo, echo)
     return name
 
 
-def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
+def _run_demo(app: AppContext, session: Session, sandbox: Sandbox, torch_python: str | None,
               replaced: bool, name: str) -> None:
-    """Apply put_metric in the built sandbox, print what happened and where to look."""
+    """Apply the set in the built sandbox; say what happened and where to look."""
     echo(f"sandbox: {sandbox.root}" + (" (the previous demo's sandbox there was replaced)"
                                        if replaced else ""))
     if torch_python is None:
@@ -144,19 +137,17 @@ def _run_demo(app: AppContext, sandbox: Sandbox, torch_python: str | None,
              "(pass --python PATH to include them)")
     else:
         echo(f"tests run under: {torch_python}")
-    project = load_project(sandbox.config, None, os.environ)
-    environ = {**os.environ, "BACKPORT_CACHE": str(sandbox.cache)}
-    options = ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH)
+    project = load_project(sandbox.config, None, os.environ)  # with the set made from a PR
     exe = Path(sys.executable).parent / "backport"
     cmd = str(exe) if exe.exists() else "backport"
     # The sandbox's journal names commits of the sandbox's own cache repository: the commands
     # printed for it pin that cache, so a re-run there keeps what the demo did.
     here = f"cd {shlex.quote(str(sandbox.project))} && BACKPORT_CACHE={shlex.quote(str(sandbox.cache))} {cmd}"
-    app.resumable(f"{here} apply --api {name}" + (" --skip-tests" if options.skip_tests else ""))
+    app.resumable(f"{here} apply --api {name}" + (" --skip-tests" if session.options.skip_tests else ""))
     with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
-        (outcome,) = run_apply(project, [name], options, progress, environ=environ)
+        (outcome,) = run_apply(project, [name], session.options, progress, session=session)
     render_table(outcome.records, app.console)
-    forge = make_forge(project.branch_map, project.state_dir)
+    forge = session.forge.real()
     prs = forge.list_prs("open")
     table = Table(title=f"PRs in the local forge ({len(prs)})", title_justify="left")
     for column in ("#", "head → base", "title", "linked issues"):

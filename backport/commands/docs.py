@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.config.model import Project
 from backport.docs_audit import DOCS_ROOT, audit_docs, render_docs_table
 from backport.errors import BackportError, ConfigError, ErrorCode
-from backport.pipeline.session import open_cache
+from backport.pipeline.session import Session
 
 
 @click.command("docs")
@@ -29,7 +27,7 @@ def docs_cmd(app: AppContext, api: str, ref: str | None, as_json: bool) -> None:
     project = app.project()
     api = _full_name(api, project)
     branch = ref or "master"
-    cache = open_cache(project, os.environ)
+    cache = Session(project).cache
     cache.ensure()
     heads = cache.remote_heads([branch])
     if not heads.get(branch):

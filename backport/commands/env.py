@@ -1,8 +1,8 @@
-"""`backport env probe` / `setup`: show and build branch environments."""
+"""`backport env probe` / `setup`: show and build branch environments (`envs/probe.py`,
+`envs/setup.py`; a `--dry-run` plan's resolution kept a day: `envs/resolve_cache.py`)."""
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 
@@ -16,7 +16,7 @@ from backport.codec import encode
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.branch_map import cache_root
 from backport.config.model import Environment, Project
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.launch import shown_command
 from backport.envs.model import NOT_FOUND
 from backport.envs.pins import pin_mismatches
@@ -26,7 +26,7 @@ from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 
 
 def environments_for(project: Project, branches: tuple[str, ...]) -> list[Environment]:
-    """The environments the given branches use (all of them when none is given)."""
+    """The environments ``branches`` use (none given: all)."""
     bm = project.branch_map
     for branch in branches:
         if branch not in bm.targets:
@@ -37,9 +37,9 @@ def environments_for(project: Project, branches: tuple[str, ...]) -> list[Enviro
 
 
 def options_of(env: Environment) -> dict:
-    """The environment's installer and start options, as configured (home shown as ``~``)."""
+    """The environment's installer and start options (home shown as ``~``)."""
     return {
-        "interpreter": home_shown(str(env.interpreter)),
+        "interpreter": home_as_tilde(str(env.interpreter)),
         "requirements": list(env.requirements),
         "no_deps": list(env.no_deps),
         "extra_index_urls": list(env.extra_index_urls),
@@ -51,24 +51,22 @@ def options_of(env: Environment) -> dict:
 
 def probe_rows(project: Project, envs: list[Environment], *,
                versions_only: bool = False) -> list[dict]:
-    """One row per environment: its probe and pins. ``versions_only``: the pins alone, read
-    without the torch_npu load check (no process imports torch; see ``probe.probe``)."""
+    """One row per environment: its probe and pins (``versions_only``: no torch_npu load
+    check, no process imports torch)."""
     bm = project.branch_map
     rows = []
     for env in envs:
         row: dict = {"env": env.name,
                      "branches": [t.name for t in bm.targets.values() if t.env == env.name],
                      "options": options_of(env)}
+        rows.append(row)
         try:
             found = probe(env, versions_only=versions_only)
         except BackportError as exc:
             row.update(ok=False, error=exc.message)
-            rows.append(row)
             continue
         mismatches = pin_mismatches(env, found)
-        row.update(encode(found))
-        row.update(ok=not mismatches, pin_mismatches=mismatches)
-        rows.append(row)
+        row.update(encode(found), ok=not mismatches, pin_mismatches=mismatches)
     return rows
 
 
@@ -117,8 +115,6 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
     raise SystemExit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_BRANCH_FAILED)
 
 
-def _echo_prefixed(prefix: str, line: str) -> None:
-    echo(prefix + line)
 def _options_line(name: str, options: dict) -> str:
     parts = [f"{name}: {options['interpreter']}"]
     if options["no_deps"]:
@@ -153,12 +149,12 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool, refre
         raise BackportError("usage", "--refresh goes with --dry-run (a setup always installs "
                             "what pip resolves then)")
     if plan_only:
-        cache_dir = cache_root(os.environ)
         for env in envs:
-            _show_plan(env, cache_dir, refresh)
+            _show_plan(env, cache_root(os.environ), refresh)
         raise SystemExit(EXIT_OK)
     for env in envs:
-        setup_env(env, log=functools.partial(_echo_prefixed, f"[{env.name}] "))
+        prefix = f"[{env.name}] "
+        setup_env(env, log=lambda line: echo(prefix + line))  # noqa: B023 - called in the loop
     rows = probe_rows(project, envs, versions_only=True)  # what setup promises: the pins
     for row in rows:
         state = "ok" if row["ok"] else row.get("error") or "; ".join(row["pin_mismatches"])

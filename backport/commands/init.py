@@ -1,4 +1,5 @@
-"""`backport init`: a starting project from what the package ships."""
+"""`backport init`: a starting project from what the package ships (`shipped/`): the real map
+(its fork following the token), patches/ with a commented example, and the next command."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`backport list` and `backport matrix`: what there is to backport, and CI fan-out."""
+"""`backport list` and `backport matrix`: what there is to backport, and the CI's jobs (one
+per patch set and target on its environment's `ci:` runner: `report/ci_matrix.py`; the shipped
+workflows: examples/ci/, docs/ci.md)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,8 @@ from typing import Any
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
-from backport.config.model import Project
-from backport.errors import EXIT_USAGE, BackportError
+from backport.commands.common import AppContext, echo, pass_app, print_json, report_broken
+from backport.errors import BackportError
 from backport.pipeline.selection import select_patch_sets
 from backport.report.ci_matrix import (
     gitcode_pipeline,
@@ -46,7 +47,7 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
         echo(f"No patch sets under {project.root / 'patches'}; create one with `backport new`.")
     elif rows:
         _print_table(app, rows)
-    report_broken(project)
+    report_broken(project, exit_now=True)
 
 
 def _print_table(app: AppContext, rows: list[dict[str, Any]]) -> None:
@@ -58,15 +59,6 @@ def _print_table(app: AppContext, rows: list[dict[str, Any]]) -> None:
         table.add_row(row["name"], row["api"] or "—",
                       ", ".join(f"#{i}" for i in row["issues"]) or "—", targets)
     app.console.print(table)
-
-
-def report_broken(project: Project) -> None:
-    """One `problem:` line per patch set that cannot be read; exit 2 (a configuration error)
-    when there is one."""
-    for name, message in sorted(project.broken.items()):
-        echo(f"problem: {broken_subject(name)}: {message}", err=True)
-    if project.broken:
-        raise SystemExit(EXIT_USAGE)
 
 
 @click.command("matrix")

@@ -1,4 +1,5 @@
-"""`backport new`: make a patch set from commits."""
+"""`backport new`: a patch set from commits (`git/authoring.py`) or from a PR
+(`pipeline/from_pr.py`), written whole (`write_patch_set`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from backport.config.patch_set import patch_set_name_problem
 from backport.errors import BackportError
 from backport.git.authoring import first_subject, test_files, touched_files
 from backport.pipeline.from_pr import read_source, write_from_pr, write_patch_set
+from backport.pipeline.session import Session
 
 
 def ask(value: str | None, prompt: str, option: str) -> str:
@@ -30,7 +32,7 @@ def ask(value: str | None, prompt: str, option: str) -> str:
 
 
 def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
-    """Where the commits were looked for by default (the current folder), say so and how to
+    """Where the commits were looked for in the current folder by default, say so and how to
     name another repository."""
     if repo_given:
         return exc
@@ -108,8 +110,8 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
         if repo_given:
             raise BackportError("usage", "--repo names the clone --from reads; --from-pr reads "
                                          "PR N and its commits from the map's upstream")
-        source, cache_repo = read_source(project, pr)
-        write_from_pr(project, dest, source, cache_repo, api=api,
+        session = Session(project)
+        write_from_pr(session, dest, read_source(session, pr), api=api,
                       issues=(issue,) if issue else (), title=title, say=echo)
         echo(f"next: backport check --api {name}")
         return

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import click
 
 from backport.commands.common import AppContext, echo, pass_app
 from backport.pipeline.journal import Journal
 from backport.pipeline.selection import select_patch_sets, select_targets
-from backport.pipeline.session import DocsAudit, open_cache
+from backport.pipeline.session import Session
 from backport.records import BranchRecord
 from backport.report.body import BodyContext, render_body
 
@@ -37,7 +36,7 @@ def preview_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
     for target in ps.branches:
         fork_branch = ps.fork_branch(bm, target)
         records.append(journal.get(target) or BranchRecord(target, fork_branch))
-    docs = DocsAudit(open_cache(project, os.environ))(ps.api)
+    docs = Session(project).docs(ps.api)
     for target in targets:
         body = render_body(BodyContext(branch_map=bm, patch_set=ps, branches=records,
                                        target=target, docs=docs))

@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from backport.commands.common import AppContext, pass_app, print_json
-from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, ConfigError
 from backport.pipeline.reach import Course
 from backport.pipeline.resume import abort_branches, finish_conflict, propagation_targets
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions
+from backport.pipeline.session import ApplyOptions, Session
 from backport.report.progress import Progress
 from backport.report.summary import render_table, status_json
 
@@ -43,8 +43,11 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     and which still conflict.
     """
     app.resumable()
-    # refused before `git am` is concluded, so a refusal leaves the branch as it was
-    project = app.project() if no_push else app.pushing_project()
+    project = app.project()
+    session = Session(project)
+    missing = [] if no_push else session.forge.missing()
+    if missing:  # refused before `git am` is concluded: the branch is left as it was
+        raise ConfigError(missing[0][0].upper() + missing[0][1:] + ".")
     flags = [flag for flag, on in (("--no-push", no_push), ("--no-pr", no_pr),
                                    ("--skip-tests", skip_tests)) if on]
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
@@ -56,7 +59,7 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
         app.resumable(_apply_line(app, api, (branch, *others), flags))
         options = ApplyOptions(branches=(branch, *others), skip_tests=skip_tests,
                                course=Course.of_flags(no_push=no_push, no_pr=no_pr))
-        (outcome,) = run_apply(project, [api], options, progress)
+        (outcome,) = run_apply(project, [api], options, progress, session=session)
     if as_json:
         print_json(status_json(outcome.patch_set, outcome.records))
     else:

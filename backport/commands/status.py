@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, broken_subject, echo, pass_app, print_json
-from backport.config.branch_map import cache_root
+from backport.commands.common import AppContext, echo, pass_app, print_json, report_broken
 from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
-from backport.forge import PullRequest, make_forge
+from backport.forge import PullRequest
 from backport.pipeline.journal import Journal
 from backport.pipeline.selection import select_patch_sets, select_targets
+from backport.pipeline.session import Session
 from backport.pipeline.shared_results import forge_records
 from backport.records import BranchRecord
 from backport.report.summary import render_table, status_json, test_result, test_state
@@ -52,9 +50,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
         journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
         payload.append((ps, journal.records(chosen[ps.name])))
     unfinished = any(not r.status.ok for _, records in payload for r in records)
-    broken = sorted(project.broken.items()) if not apis else []
-    for name, message in broken:  # a set that cannot be read is a problem of its own
-        echo(f"problem: {broken_subject(name)}: {message}", err=True)
+    broken = not apis and report_broken(project)  # a set that cannot be read: a problem
     if as_json:
         data = [status_json(ps, records) for ps, records in payload]
         print_json(data[0] if len(data) == 1 else {"runs": data})
@@ -75,11 +71,9 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     """Each branch of the named sets as its open PR shows it; exit 1 when one has no open PR
     or a failing result."""
     chosen = select_targets(patch_sets, branches)
-    bm = project.branch_map
-    forge = make_forge(bm, project.state_dir, environ=os.environ,
-                       pace_dir=cache_root(os.environ) / "pace")  # runs of the token share it
-    if not bm.fork:  # the fork follows the token: its PRs are the login's
-        bm = bm.with_login(forge.current_user())
+    session = Session(project)
+    session.follow_token()  # where the fork follows the token, its PRs are the login's
+    forge, bm = session.forge.real(), session.project.branch_map
     shown = []
     for ps in patch_sets:
         state, records = forge_records(forge, ps, bm)

@@ -1,11 +1,14 @@
-"""Loads ``branches.yaml`` into a :class:`~backport.config.model.BranchMap`.
+"""Loads and checks ``branches.yaml`` into a `BranchMap`.
 
-Every problem is a :class:`~backport.errors.ConfigError` whose one-sentence message names
-the file and line (and the key path), e.g.
-``branches.yaml:12: unknown key 'enviroments' (did you mean 'environments'?)``.
-Relative local paths (URLs, ``python``, ``venv``) are resolved against the file's directory
-(``~`` expanded), except that a bare command name such as ``python3`` is looked up on PATH;
-relative paths in ``BACKPORT_*_URL`` variables are resolved against the working directory.
+Every problem is one `ConfigError` sentence naming file, line and key path, e.g.
+``branches.yaml:12: unknown key 'enviroments' (did you mean 'environments'?)``. The variables
+``BACKPORT_UPSTREAM_URL``, ``BACKPORT_FORK_URL`` and ``BACKPORT_API_URL`` win over the file
+(a relative path in them is taken from the working directory). Default URLs: gitcode gives
+``<web_url>/<repo>.git`` and the API ``https://api.gitcode.com/api/v5``; the local forge needs
+both repository URLs given. Relative paths in the file (URLs, ``python``, ``venv``, ``source``,
+``wrapper``) are taken from the file's folder, ``~`` expanded; a bare command name such as
+``python3`` is looked up on PATH. Also here: the default environment folder (`envs_dir`) and
+cache folder (`cache_root`).
 """
 
 from __future__ import annotations
@@ -16,19 +19,14 @@ import re
 import shutil
 import string
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import NoReturn
 
 import platformdirs
 from packaging.requirements import InvalidRequirement, Requirement
 
-from backport.config.model import (
-    BranchMap,
-    CiPlacement,
-    Environment,
-    PrOptions,
-    Target,
-)
+from backport.config.model import BranchMap, CiPlacement, Environment, PrOptions, Target
 from backport.config.refnames import refname_problem
 from backport.config.validate import (
     Doc,
@@ -36,15 +34,15 @@ from backport.config.validate import (
     config_error,
     display_path,
     git_url_problem,
-    home_shown,
+    home_as_tilde,
     http_url_problem,
     kind,
+    quote_hint,
     repo_identity,
     resolve_url,
     suggest,
-    url_shown,
+    url_without_userinfo,
 )
-from backport.errors import ConfigError
 from backport.titles import strip_branch_tags
 
 FORGES = ("gitcode", "local")
@@ -67,9 +65,7 @@ ENV_KEYS = (
     "wrapper", "env", "timeout", "ci", "isolation",
 )  # fmt: skip
 ISOLATION_VALUES = ("pid-namespace", "none")
-ENVS_VARIABLE = "BACKPORT_ENVS"
 PYTHON_PLACEHOLDER = "{python}"  # in ``wrapper:``, where the environment's interpreter goes
-AUDIT_KEYS = ("ignore",)
 PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "comment_on_push",
            "close_related_issue")
 MAX_TIMEOUT = 7 * 24 * 3600.0
@@ -80,20 +76,14 @@ _ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _DIST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER = re.compile(r"[A-Za-z0-9_.-]+")
-_SAMPLE = {"slug": "example", "name": "example", "api": "torch.example"}
-
-
-def _fail(message: str) -> ConfigError:
-    return config_error(message)
+_RUNNER_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")  # GitCode joins tags with ','
+_IMAGE = re.compile(r"[a-z0-9][A-Za-z0-9._/:@-]*")
 
 
 def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """Where environments that name neither ``python`` nor ``venv`` live: one venv per name.
-
-    ``$BACKPORT_ENVS``, else ``platformdirs.user_data_dir("backport")/envs``
-    (``~/.local/share/backport/envs`` on Linux).
-    """
-    chosen = (environ.get(ENVS_VARIABLE) or "").strip()
+    """Where environments naming neither ``python`` nor ``venv`` live, one venv per name:
+    ``$BACKPORT_ENVS``, else the per-user data folder's ``backport/envs``."""
+    chosen = (environ.get("BACKPORT_ENVS") or "").strip()
     if chosen:
         return Path(os.path.abspath(os.path.expanduser(chosen)))
     return Path(platformdirs.user_data_dir("backport")) / "envs"
@@ -107,67 +97,71 @@ def cache_root(environ: Mapping[str, str]) -> Path:
     return Path(platformdirs.user_cache_dir("backport"))
 
 
-# -- branches.yaml -------------------------------------------------------------------------------
-
-
 def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> BranchMap:
-    """Read and validate ``branches.yaml``; URL variables in ``environ`` override the file."""
+    """Read and check ``branches.yaml``; URL variables in ``environ`` override the file."""
     path = Path(os.path.abspath(path))
     if not path.is_file():
-        raise _fail(f"{display_path(path)} not found; run from the project root, pass "
-                    f"--config, or start a project in this folder with `backport init`")
+        raise config_error(f"{display_path(path)} not found; run from the project root, pass "
+                           f"--config, or start a project in this folder with `backport init`")
     doc = Doc(path)
     root = doc.load()
-    base = path.parent
-    top = doc.mapping(
-        root, TOP_KEYS, required=("forge", "upstream", "environments", "branches")
-    )
+    top = doc.mapping(root, TOP_KEYS, required=("forge", "upstream", "environments", "branches"))
     forge = doc.string(top["forge"])
     if forge not in FORGES:
-        doc.fail(
-            top["forge"], f"must be 'gitcode' or 'local', not '{forge}'{suggest(forge, FORGES)}"
-        )
+        doc.fail(top["forge"], f"must be 'gitcode' or 'local', not '{forge}'"
+                               f"{suggest(forge, FORGES)}")
     upstream = _repo_name(doc, top["upstream"])
     fork_note = _fork_placeholder(doc, top["fork"]) if "fork" in top else ""
     fork = "" if fork_note or "fork" not in top else _repo_name(doc, top["fork"])
     if forge == "gitcode" and upstream.lower() == fork.lower():
-        doc.fail(
-            top["fork"], f"'{fork}' is the upstream repository; backport pushes only to a fork"
-        )
-    fork_branch = (
-        _template(doc, top["fork_branch"]) if "fork_branch" in top else DEFAULT_FORK_BRANCH
-    )
-    web_url = GITCODE_WEB_URL
-    if "web_url" in top:
-        web_url = _http_url(doc, top["web_url"])
+        doc.fail(top["fork"], f"'{fork}' is the upstream repository; backport pushes only to "
+                              "a fork")
+    fork_branch = DEFAULT_FORK_BRANCH
+    if "fork_branch" in top:
+        fork_branch = _template(doc, top["fork_branch"])
+    web_url = _http_url(doc, top["web_url"]) if "web_url" in top else GITCODE_WEB_URL
     default_dir = envs_dir(environ)
     environments = {
-        key.value: _environment(doc, key, value, base, default_dir)
-        for key, value in doc.entries(top["environments"], "environment name", 256)
+        key.value: _environment(doc, key, value, default_dir)
+        for key, value in doc.pairs(top["environments"], "environment name", 256)
     }
     if not environments:
         doc.fail(top["environments"], "defines no environment")
     targets = _targets(doc, top["branches"], environments)
-    urls = _urls(doc, top, forge, upstream, fork, web_url, base, environ)
-    pr = pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions()
-    audit_ignore = _audit_ignore(doc, top["audit"]) if "audit" in top else ()
-    _check_rendered(doc, top.get("fork_branch") or root, fork_branch, targets)
+    urls = _urls(doc, top, forge, (upstream, fork, web_url), environ)
+    try:
+        render_fork_branches(fork_branch, targets)
+    except ValueError as exc:
+        doc.fail(top.get("fork_branch") or root, str(exc))
     return BranchMap(
-        path=path,
-        forge=forge,
-        upstream=upstream,
-        fork=fork,
-        fork_note=fork_note,
-        fork_branch=fork_branch,
-        upstream_url=urls["upstream_url"],
-        fork_url=urls["fork_url"],
-        api_url=urls["api_url"],
-        environments=environments,
-        targets=targets,
-        pr=pr,
+        path=path, forge=forge, upstream=upstream, fork=fork, fork_note=fork_note,
+        fork_branch=fork_branch, upstream_url=urls["upstream_url"], fork_url=urls["fork_url"],
+        api_url=urls["api_url"], environments=environments, targets=targets,
+        pr=pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions(),
         web_url=web_url,
-        audit_ignore=audit_ignore,
+        audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else (),
     )
+
+
+def render_fork_branches(template: str, targets: Iterable[str], slug: str = "example",
+                         name: str = "example", api: str = "torch.example",
+                         of_set: str = "") -> dict[str, str]:
+    """target -> the fork branch ``template`` renders for a patch set (by default a sample
+    one); `ValueError` saying why when one is not a valid branch name or two are the same."""
+    out: dict[str, str] = {}
+    where = f"patch set '{of_set}' and " if of_set else ""
+    for target in targets:
+        branch = template.format(slug=slug, target=target, name=name, api=api)
+        problem = refname_problem(branch)
+        if problem:
+            raise ValueError(f"fork_branch renders '{branch}' for {where}target '{target}', "
+                             f"which {problem}")
+        same = [other for other, rendered in out.items() if rendered == branch]
+        if same:
+            raise ValueError(f"fork_branch renders the same branch '{branch}' for {where}"
+                             f"targets '{same[0]}' and '{target}'; include {{target}}")
+        out[target] = branch
+    return out
 
 
 def _repo_name(doc: Doc, v: Val) -> str:
@@ -178,8 +172,8 @@ def _repo_name(doc: Doc, v: Val) -> str:
 
 
 def _fork_placeholder(doc: Doc, v: Val) -> str:
-    """The warning when ``fork`` is the placeholder earlier maps shipped, else "": it is read
-    as not set (the fork follows the token's login, which is what it stood for)."""
+    """The warning when ``fork`` is the placeholder earlier maps shipped (read as not set:
+    the fork follows the token's login), else ""."""
     if doc.string(v, max_len=200) != FORK_PLACEHOLDER:
         return ""
     return doc.error(
@@ -196,57 +190,27 @@ def _template(doc: Doc, v: Val) -> str:
     except ValueError as exc:
         doc.fail(v, f"'{text}' is not a valid template ({exc})")
     for _literal, field, spec, conversion in parsed:
-        if field is None:
-            continue
-        if field not in TEMPLATE_FIELDS:
-            doc.fail(
-                v,
-                f"unknown field '{{{field}}}'{suggest(field, TEMPLATE_FIELDS)}; "
-                "use {slug}, {target}, {name} or {api}",
-            )
-        if spec or conversion:
+        if field is not None and field not in TEMPLATE_FIELDS:
+            doc.fail(v, f"unknown field '{{{field}}}'{suggest(field, TEMPLATE_FIELDS)}; "
+                        "use {slug}, {target}, {name} or {api}")
+        if field is not None and (spec or conversion):
             doc.fail(v, f"field '{{{field}}}' must be plain, without a format spec or conversion")
     return text
 
 
-def _check_rendered(doc: Doc, where: Val, template: str, targets: Mapping[str, Target]) -> None:
-    """Every target's fork branch (rendered with a sample patch set) is valid and distinct."""
-    seen: dict[str, str] = {}
-    for target in targets:
-        branch = template.format(target=target, **_SAMPLE)
-        problem = refname_problem(branch)
-        if problem:
-            doc.fail(
-                where, f"fork_branch renders '{branch}' for target '{target}', which {problem}"
-            )
-        if branch in seen:
-            doc.fail(
-                where,
-                f"fork_branch renders the same branch '{branch}' for targets '{seen[branch]}' "
-                f"and '{target}'; include {{target}}",
-            )
-        seen[branch] = target
+def _local_path(doc: Doc, v: Val) -> Path:
+    path = Path(os.path.expanduser(doc.string(v, max_len=1024)))
+    return Path(os.path.normpath(doc.path.parent / path))
 
 
-def _local_path(doc: Doc, v: Val, base: Path) -> Path:
-    text = doc.string(v, max_len=1024)
-    path = Path(os.path.expanduser(text))
-    if not path.is_absolute():
-        path = base / path
-    return Path(os.path.normpath(path))
-
-
-def _interpreter(doc: Doc, v: Val, base: Path) -> Path:
+def _interpreter(doc: Doc, v: Val) -> Path:
     """A bare command name (``python3``) is looked up on PATH; anything else is a path."""
     text = doc.string(v, max_len=1024)
-    if "/" not in text and not text.startswith("~"):
-        found = shutil.which(text)
-        if found:
-            return Path(found)
-    return _local_path(doc, v, base)
+    found = shutil.which(text) if "/" not in text and not text.startswith("~") else None
+    return Path(found) if found else _local_path(doc, v)
 
 
-def _environment(doc: Doc, key: Val, v: Val, base: Path, default_dir: Path) -> Environment:
+def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     name = key.value
     if not _ENV_NAME.fullmatch(name):
         doc.fail(key, f"environment name '{name}' may use only letters, digits and '._+-'")
@@ -255,43 +219,32 @@ def _environment(doc: Doc, key: Val, v: Val, base: Path, default_dir: Path) -> E
     f = doc.mapping(v, ENV_KEYS)
     if "python" in f and "venv" in f:
         doc.fail(v, "sets both python and venv; keep one")
-    fields: dict = {"name": name}
+    fields: dict = {"name": name, "ci": CiPlacement(("self-hosted", name))}
     if "python" in f:
-        fields["python"] = _interpreter(doc, f["python"], base)
-    elif "venv" in f:
-        fields["venv"] = _local_path(doc, f["venv"], base)
+        fields["python"] = _interpreter(doc, f["python"])
     else:
-        fields["venv"] = default_dir / name
+        fields["venv"] = _local_path(doc, f["venv"]) if "venv" in f else default_dir / name
     if "expect" in f:
-        expect = {}
-        for dist, version in doc.entries(f["expect"], "distribution", 100):
-            if not _DIST.fullmatch(dist.value):
-                doc.fail(dist, f"'{dist.value}' is not a distribution name")
-            expect[dist.value] = doc.version(version)
-        fields["expect"] = expect
+        fields["expect"] = {dist.value: _pin(doc, dist, version)
+                            for dist, version in doc.pairs(f["expect"], "distribution", 100)}
     if "requirements" in f:
         fields["requirements"] = _requirements(doc, f["requirements"], strict=False)
     if "no_deps" in f:
         fields["no_deps"] = _requirements(doc, f["no_deps"], strict=True)
     if "extra_index_urls" in f:
-        urls = doc.str_list(f["extra_index_urls"], max_items=20, max_len=2048)
-        for url, item in zip(urls, doc.items(f["extra_index_urls"]), strict=True):
-            problem = _index_url_problem(url)
-            if problem:
-                doc.fail(item, problem)
-        fields["extra_index_urls"] = urls
+        fields["extra_index_urls"] = _checked_list(doc, f["extra_index_urls"], _index_url_problem,
+                                                   max_items=20, max_len=2048)
     if "source" in f:
-        fields["source"] = _local_path(doc, f["source"], base)
-        fields["source_shown"] = home_shown(doc.string(f["source"], max_len=1024))
+        fields["source"] = _local_path(doc, f["source"])
+        fields["source_shown"] = home_as_tilde(doc.string(f["source"], max_len=1024))
     if "wrapper" in f:
-        fields["wrapper"], fields["wrapper_shown"] = _wrapper(doc, f["wrapper"], base)
+        fields["wrapper"], fields["wrapper_shown"] = _wrapper(doc, f["wrapper"])
     if "env" in f:
-        fields["env"] = {
-            name.value: _env_value(doc, value) for name, value in _variables(doc, f["env"])
-        }
+        fields["env"] = _variables(doc, f["env"])
     if "timeout" in f:
         fields["timeout"] = doc.number(f["timeout"], low=0, high=MAX_TIMEOUT)
-    fields["ci"] = _ci(doc, f["ci"], name) if "ci" in f else CiPlacement(("self-hosted", name))
+    if "ci" in f:
+        fields["ci"] = _ci(doc, f["ci"], name)
     if "isolation" in f:
         fields["isolation"] = doc.string(f["isolation"], max_len=32)
         if fields["isolation"] not in ISOLATION_VALUES:
@@ -300,97 +253,101 @@ def _environment(doc: Doc, key: Val, v: Val, base: Path, default_dir: Path) -> E
     return Environment(**fields)
 
 
-CI_KEYS = ("runs_on", "image")
-_RUNNER_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")  # GitCode joins tags with ','
-_IMAGE = re.compile(r"[a-z0-9][A-Za-z0-9._/:@-]*")
+def _pin(doc: Doc, dist: Val, version: Val) -> str:
+    if not _DIST.fullmatch(dist.value):
+        doc.fail(dist, f"'{dist.value}' is not a distribution name")
+    return doc.version(version)
+
+
+def _checked_list(doc: Doc, v: Val, problem_of: Callable[[str], str | None],
+                  max_items: int = 100, max_len: int = 256) -> tuple[str, ...]:
+    """A list of strings, each passing ``problem_of`` (which says why not, or ``None``)."""
+    texts = doc.str_list(v, max_items=max_items, max_len=max_len)
+    for text, item in zip(texts, doc.items(v), strict=True):
+        problem = problem_of(text)
+        if problem:
+            doc.fail(item, problem)
+    return texts
 
 
 def _ci(doc: Doc, v: Val, name: str) -> CiPlacement:
     """``ci: {runs_on: [tags], image: name}``: the runner (default ``[self-hosted, <name>]``)
     and container image (default none) CI runs this environment's branches on."""
-    f = doc.mapping(v, CI_KEYS)
+    f = doc.mapping(v, ("runs_on", "image"))
     runs_on: tuple[str, ...] = ("self-hosted", name)
     if "runs_on" in f:
-        runs_on = doc.str_list(f["runs_on"], max_items=20, max_len=128)
+        runs_on = _checked_list(doc, f["runs_on"], lambda tag: None if _RUNNER_TAG.fullmatch(tag)
+                                else f"'{tag}' is not a runner tag (letters, digits and '._=+-')",
+                                max_items=20, max_len=128)
         if not runs_on:
             doc.fail(f["runs_on"], "must name at least one runner tag")
-        for tag, item in zip(runs_on, doc.items(f["runs_on"]), strict=True):
-            if not _RUNNER_TAG.fullmatch(tag):
-                doc.fail(item, f"'{tag}' is not a runner tag (letters, digits and '._=+-')")
-    image = ""
-    if "image" in f:
-        image = doc.string(f["image"], max_len=512)
-        if not _IMAGE.fullmatch(image):
-            doc.fail(f["image"], f"'{image}' is not a container image name")
+    image = doc.string(f["image"], max_len=512) if "image" in f else ""
+    if image and not _IMAGE.fullmatch(image):
+        doc.fail(f["image"], f"'{image}' is not a container image name")
     return CiPlacement(runs_on, image)
 
 
 def _requirements(doc: Doc, v: Val, *, strict: bool) -> tuple[str, ...]:
     """Requirement lines; ``strict`` ones must be PEP 508 (``torch_npu==2.7.1.post4``)."""
-    reqs = doc.str_list(v, max_len=1024)
-    for req, item in zip(reqs, doc.items(v), strict=True):
+
+    def problem(req: str) -> str | None:
         if req.startswith("-"):
-            doc.fail(item, f"'{req}' starts with '-'; options are not allowed here")
-        if strict:
-            try:
+            return f"'{req}' starts with '-'; options are not allowed here"
+        try:
+            if strict:
                 Requirement(req)
-            except InvalidRequirement as exc:
-                doc.fail(item, f"'{req}' is not a requirement like name==version ({exc})")
-    return reqs
+        except InvalidRequirement as exc:
+            return f"'{req}' is not a requirement like name==version ({exc})"
+        return None
+
+    return _checked_list(doc, v, problem, max_len=1024)
 
 
 def _index_url_problem(url: str) -> str | None:
     parts = urllib.parse.urlsplit(url)
     if parts.username or parts.password:
-        host = parts.hostname or "the URL"
-        return (f"the index URL for {host} carries credentials (not shown); give them to pip "
-                "through keyring or .netrc instead")
+        return (f"the index URL for {parts.hostname or 'the URL'} carries credentials (not "
+                "shown); give them to pip through keyring or .netrc instead")
     if parts.scheme not in ("https", "http", "file") or not (parts.netloc or parts.path):
         return f"'{url}' is not an http(s):// or file:// index URL"
     return None
 
 
-def _wrapper(doc: Doc, v: Val, base: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _wrapper(doc: Doc, v: Val) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``wrapper:`` as (argv to run, argv as written); a string is one program without args."""
     if isinstance(v.value, str):
         written: tuple[str, ...] = (doc.string(v, max_len=1024),)
-        items = [v]
+        first = v
     else:
         written = doc.str_list(v, max_items=50, max_len=1024)
-        items = doc.items(v)
+        first = doc.items(v)[0] if written else v
     if not written or not written[0]:
         doc.fail(v, "needs a program: a script that execs the interpreter it is given")
-    program = written[0]
-    if program.startswith("~") or "/" in program:
-        run = str(_local_path(doc, items[0], base))
-    else:
-        run = program  # a command name, looked up on PATH when started
-    return (run, *written[1:]), (home_shown(program), *written[1:])
+    program = written[0]  # a command name is looked up on PATH when started
+    run = str(_local_path(doc, first)) if program.startswith("~") or "/" in program else program
+    return (run, *written[1:]), (home_as_tilde(program), *written[1:])
 
 
-def _variables(doc: Doc, v: Val) -> list[tuple[Val, Val]]:
-    pairs = doc.entries(v, "variable", 200)
-    for name, _value in pairs:
+def _variables(doc: Doc, v: Val) -> dict[str, str]:
+    """``env:``: variable name -> value (a string, or an unquoted integer as its text)."""
+    out = {}
+    for name, value in doc.pairs(v, "variable", 200):
         if not _VARIABLE.fullmatch(name.value):
             doc.fail(name, f"'{name.value}' is not an environment variable name")
-    return pairs
-
-
-def _env_value(doc: Doc, v: Val) -> str:
-    value = v.value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str):
-        hint = f'; quote it: "{v.raw}"' if v.raw else ""
-        doc.fail(v, f"must be a string, not {kind(value)}{hint}")
-    if "\x00" in value or len(value) > 32768:
-        doc.fail(v, "is too long or contains a NUL character")
-    return value
+        text = value.value
+        if isinstance(text, int) and not isinstance(text, bool):
+            text = str(text)
+        if not isinstance(text, str):
+            doc.fail(value, f"must be a string, not {kind(text)}{quote_hint(value)}")
+        if "\x00" in text or len(text) > 32768:
+            doc.fail(value, "is too long or contains a NUL character")
+        out[name.value] = text
+    return out
 
 
 def _targets(doc: Doc, v: Val, environments: Mapping[str, Environment]) -> dict[str, Target]:
     targets: dict[str, Target] = {}
-    for key, value in doc.entries(v, "branch name", 256):
+    for key, value in doc.pairs(v, "branch name", 256):
         problem = refname_problem(key.value)
         if problem:
             doc.fail(key, f"branch name '{key.value}' is not a valid git branch name: it {problem}")
@@ -421,97 +378,87 @@ def _http_url(doc: Doc, v: Val) -> str:
     text = doc.string(v, max_len=2048)
     problem = http_url_problem(text)
     if problem:
-        doc.fail(v, f"'{url_shown(text)}' {problem}")
+        doc.fail(v, f"'{url_without_userinfo(text)}' {problem}")
     return text.rstrip("/")
 
 
-def _urls(
-    doc: Doc,
-    top: Mapping[str, Val],
-    forge: str,
-    upstream: str,
-    fork: str,
-    web_url: str,
-    base: Path,
-    environ: Mapping[str, str],
-) -> dict[str, str]:
+def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, str],
+          environ: Mapping[str, str]) -> dict[str, str]:
     """upstream_url, fork_url and api_url: environment, else file, else forge defaults."""
+    upstream, fork, web_url = repos
     urls: dict[str, str] = {}
-    origin: dict[str, Val | str | None] = {}  # where each came from, for messages
+    origin: dict[str, Val | str] = {}  # where each came from: its value in the file, or variable
     for key, variable in URL_VARIABLES.items():
-        from_env = (environ.get(variable) or "").strip()
-        if from_env:
-            text, origin[key], rel_base = from_env, variable, Path.cwd()
+        text, base = (environ.get(variable) or "").strip(), Path.cwd()
+        if text:
+            origin[key] = variable
         elif key in top:
-            text, origin[key], rel_base = doc.string(top[key], max_len=2048), top[key], base
+            text, origin[key], base = doc.string(top[key], max_len=2048), top[key], doc.path.parent
         else:
-            origin[key] = None
             continue
         problem = http_url_problem(text) if key == "api_url" else git_url_problem(text)
         if problem:
-            _url_fail(doc, origin[key], key, f"'{url_shown(text)}' {problem}")
-        urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, rel_base)
+            _url_fail(doc, origin[key], f"'{url_without_userinfo(text)}' {problem}")
+        urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, base)
     if forge == "gitcode":
         urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")
         if fork:  # else the token's login names it (`BranchMap.with_login`)
             urls.setdefault("fork_url", f"{web_url}/{fork}.git")
         urls.setdefault("api_url", GITCODE_API_URL)
-    else:
-        for key in ("upstream_url", "fork_url"):
-            if key not in urls:
-                doc.fail(
-                    top["forge"], f"'local' needs {key} in {doc.display} or {URL_VARIABLES[key]}"
-                )
-        urls.setdefault("api_url", "")
+    for key in ("upstream_url", "fork_url"):
+        if forge == "local" and key not in urls:
+            doc.fail(top["forge"], f"'local' needs {key} in {doc.display} or {URL_VARIABLES[key]}")
+    urls.setdefault("api_url", "")
     urls.setdefault("fork_url", "")
     if urls["fork_url"] and repo_identity(urls["upstream_url"]) == repo_identity(urls["fork_url"]):
-        where = origin["fork_url"] or top.get("fork")
-        _url_fail(
-            doc,
-            where,
-            "fork_url",
-            f"'{urls['fork_url']}' is the upstream repository; backport pushes only to a fork",
-        )
+        _url_fail(doc, origin.get("fork_url") or top["fork"],
+                  f"'{urls['fork_url']}' is the upstream repository; backport pushes only to "
+                  "a fork")
     return urls
+
+
+def _url_fail(doc: Doc, origin: Val | str, message: str) -> NoReturn:
+    if isinstance(origin, Val):
+        doc.fail(origin, message)
+    raise config_error(f"{origin}: {message}")
 
 
 def _audit_ignore(doc: Doc, v: Val) -> tuple[str, ...]:
     """``audit: {ignore: [regex…]}``: the titles `backport audit` reports as ignored, each a
     Python regular expression searched in a change's title."""
-    f = doc.mapping(v, AUDIT_KEYS)
-    if "ignore" not in f:
-        return ()
-    patterns = doc.str_list(f["ignore"], max_items=100, max_len=500)
-    for pattern, item in zip(patterns, doc.items(f["ignore"]), strict=True):
+
+    def problem(pattern: str) -> str | None:
         try:
             re.compile(pattern)
         except re.error as exc:
-            doc.fail(item, f"'{pattern}' is not a regular expression ({exc}); escape a "
-                           "literal character with a backslash")
-    return patterns
+            return (f"'{pattern}' is not a regular expression ({exc}); escape a literal "
+                    "character with a backslash")
+        return None
+
+    f = doc.mapping(v, ("ignore",))
+    if "ignore" not in f:
+        return ()
+    return _checked_list(doc, f["ignore"], problem, max_items=100, max_len=500)
 
 
-def _url_fail(doc: Doc, origin: Val | str | None, key: str, message: str) -> None:
-    if isinstance(origin, Val):
-        doc.fail(origin, message)
-    raise _fail(f"{origin or key}: {message}")
+def _label_problem(name: str) -> str | None:
+    return f"'{name}' is not a valid label" if "," in name else None
+
+
+def _user_problem(name: str) -> str | None:
+    return None if _USER.fullmatch(name) else f"'{name}' is not a valid user name"
 
 
 def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
     """PR options of ``v`` (a ``pr:`` mapping) over ``base``, field by field."""
     f = doc.mapping(v, PR_KEYS)
     changes: dict = {}
-    for key in ("labels", "assignees", "reviewers", "testers"):
+    if "labels" in f:
+        changes["labels"] = _checked_list(doc, f["labels"], _label_problem, max_items=50,
+                                          max_len=100)
+    for key in ("assignees", "reviewers", "testers"):
         if key in f:
-            names = doc.str_list(f[key], max_items=50, max_len=100)
-            for name, item in zip(names, doc.items(f[key]), strict=True):
-                bad = "," in name if key == "labels" else not _USER.fullmatch(name)
-                if bad:
-                    doc.fail(
-                        item,
-                        f"'{name}' is not a valid {'label' if key == 'labels' else 'user name'}",
-                    )
-            changes[key] = names
+            changes[key] = _checked_list(doc, f[key], _user_problem, max_items=50, max_len=100)
     if "comment" in f:
         changes["comment"] = doc.string(f["comment"], max_len=MAX_BODY_CHARS, multiline=True)
     for key in ("draft", "comment_on_push", "close_related_issue"):

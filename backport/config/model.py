@@ -79,7 +79,7 @@ class PrOptions:
     testers: tuple[str, ...] = ()
     comment: str | None = None  # posted once after creation, e.g. "compile" (Ascend's CI robot)
     draft: bool = False
-    comment_on_push: bool = False  # post ``comment`` again after a force-push of an open PR's branch
+    comment_on_push: bool = False  # post ``comment`` again after a force-push of an open PR
     close_related_issue: bool = False  # whether merging a PR may close the (shared) linked issue
 
 

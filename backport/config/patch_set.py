@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from backport.config.branch_map import MAX_BODY_CHARS, pr_options
+from backport.config.branch_map import MAX_BODY_CHARS, pr_options, render_fork_branches
 from backport.config.model import (
     BranchMap,
     PatchSet,
@@ -21,6 +21,8 @@ from backport.config.validate import (
     config_error,
     display_path,
     kind,
+    read_bytes,
+    repo_path,
     repo_path_problem,
     suggest,
 )
@@ -39,9 +41,6 @@ _SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
 
 
-# -- patches/<name>/ -----------------------------------------------------------------------------
-
-
 def patch_set_name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a patch set (its directory, journal and fork branches), or None."""
     if not _SET_NAME.fullmatch(name) or name.endswith((".lock", ".")):
@@ -51,12 +50,11 @@ def patch_set_name_problem(name: str) -> str | None:
 
 
 def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
-    """Read and validate one patch set directory against ``branch_map``."""
+    """Read and check one patch set directory against ``branch_map``."""
     dir = Path(os.path.abspath(dir))
     problem = patch_set_name_problem(dir.name)
     if problem:
         raise config_error(f"{display_path(dir)}: {problem}")
-    name = dir.name
     doc = Doc(dir / "patch.yaml")
     root = doc.load()
     f = doc.mapping(root, PATCH_KEYS, required=("title", "tests"))
@@ -64,59 +62,50 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         if key not in f and "source_pr" not in f:
             doc.fail(root, f"missing required key '{key}' (only a set made from a PR, with "
                            f"source_pr, may leave it out)")
-    api = _api(doc, f["api"]) if "api" in f else None
-    title = doc.string(f["title"], max_len=255)
     tests = tuple(_test_spec(doc, item) for item in doc.items(f["tests"], "list of tests", 100))
     if not tests and "source_pr" not in f:  # a PR that adds or changes no test has none
         doc.fail(f["tests"], "lists no test (only a set made from a PR, with source_pr, may "
                              "list none)")
-    device = "none"
-    if "device" in f:
-        device = doc.string(f["device"])
-        if device not in DEVICES:
-            doc.fail(
-                f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}"
-            )
-    branches = (
-        _patch_branches(doc, f["branches"], branch_map)
-        if "branches" in f
-        else tuple(branch_map.targets)
-    )
+    device = doc.string(f["device"]) if "device" in f else "none"
+    if device not in DEVICES:
+        doc.fail(f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}")
+    branches = (_patch_branches(doc, f["branches"], branch_map) if "branches" in f
+                else tuple(branch_map.targets))
+    api = _api(doc, f["api"]) if "api" in f else None
+    issues = _issues(doc, f["issue"]) if "issue" in f else ()
+    title = doc.string(f["title"], max_len=255)
     pr = pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
+    source = _source(doc, f)
+    patches, variants, touched = _read_series(dir, branch_map, branches)
+    patch_set = PatchSet(
+        name=dir.name, dir=dir, api=api, issues=issues, title=title, tests=tests, device=device,
+        branches=branches, patches=patches, variants=variants, touched_paths=touched,
+        body=_read_body(dir / "body.md"), pr=pr, source=source)
+    fork_branches(branch_map, patch_set)
+    return patch_set
+
+
+def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
+        tuple[Patch, ...], dict[str, tuple[Patch, ...]], dict[str, tuple[str, ...]]]:
+    """The shared series, each target's variant and the paths each target's series touches;
+    every patch file read and parsed once."""
     shared, variants = _series(dir, branch_map, branches)
-    read: dict[Path, Patch] = {}  # each file read and parsed once
+    read: dict[Path, Patch] = {}
     touched: dict[str, tuple[str, ...]] = {}
+    for file in shared:
+        read[file] = read_patch(file)
     for target in branches:
         series = variants.get(target, shared)
         if not series:
-            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target '{target}'")
-        paths: set[str] = set()
+            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target "
+                               f"'{target}'")
         for file in series:
             if file not in read:
                 read[file] = read_patch(file)
-            paths.update(read[file].paths)
-        touched[target] = tuple(sorted(paths))
-    for file in shared:  # the shared series when every target has its own variant
-        if file not in read:
-            read[file] = read_patch(file)
-    patch_set = PatchSet(
-        name=name,
-        dir=dir,
-        api=api,
-        issues=_issues(doc, f["issue"]) if "issue" in f else (),
-        title=title,
-        tests=tests,
-        device=device,
-        branches=branches,
-        patches=tuple(read[file] for file in shared),
-        variants={target: tuple(read[file] for file in files) for target, files in variants.items()},
-        touched_paths=touched,
-        body=_read_body(dir / "body.md"),
-        pr=pr,
-        source=_source(doc, f),
-    )
-    fork_branches(branch_map, patch_set)
-    return patch_set
+        touched[target] = tuple(sorted({path for file in series for path in read[file].paths}))
+    return (tuple(read[file] for file in shared),
+            {target: tuple(read[file] for file in files) for target, files in variants.items()},
+            touched)
 
 
 def _api(doc: Doc, v: Val) -> str:
@@ -186,7 +175,7 @@ def _test_spec(doc: Doc, v: Val) -> TestSpec:
         args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
     text = doc.string(path_val, max_len=1024)
     problem = "uses '\\' (write '/')" if "\\" in text else repo_path_problem(text)
-    path = "/".join(p for p in text.split("/") if p not in ("", "."))
+    path = repo_path(text)
     if not problem and path.startswith("-"):
         problem = "starts with '-' (python would read it as an option)"
     if problem:
@@ -217,7 +206,8 @@ def listdir(directory: Path) -> list[Path]:
     try:
         return sorted(directory.iterdir(), key=lambda p: p.name)
     except OSError as exc:
-        raise config_error(f"{display_path(directory)} cannot be read ({exc.strerror or exc})") from None
+        raise config_error(f"{display_path(directory)} cannot be read "
+                           f"({exc.strerror or exc})") from None
 
 
 def _patch_files(directory: Path) -> tuple[Path, ...]:
@@ -227,7 +217,8 @@ def _patch_files(directory: Path) -> tuple[Path, ...]:
         if not entry.name.endswith(".patch"):
             continue
         if not PATCH_FILE.fullmatch(entry.name):
-            raise config_error(f"{display_path(entry)}: patch file names must look like NNNN-name.patch")
+            raise config_error(f"{display_path(entry)}: patch file names must look like "
+                               "NNNN-name.patch")
         if not entry.is_file():
             raise config_error(f"{display_path(entry)} is not a regular file")
         found.append(entry)
@@ -247,21 +238,19 @@ def _series(
             continue
         seen += 1
         if seen > MAX_VARIANT_DIRS:
-            raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} sub-directories")
+            raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} "
+                               "sub-directories")
         rel = Path(current).relative_to(dir).as_posix()
         files = _patch_files(Path(current))
         if rel in branch_map.targets:
             if not files:
-                raise config_error(
-                    f"{display_path(Path(current))} is named after target '{rel}' but has no NNNN-*.patch file"
-                )
+                raise config_error(f"{display_path(Path(current))} is named after target '{rel}' "
+                                   "but has no NNNN-*.patch file")
             if rel in branches:
                 variants[rel] = files
         elif files:
-            raise config_error(
-                f"{display_path(Path(current))} holds patch files but '{rel}' is not a target branch"
-                f"{suggest(rel, branch_map.targets)}"
-            )
+            raise config_error(f"{display_path(Path(current))} holds patch files but '{rel}' is "
+                               f"not a target branch{suggest(rel, branch_map.targets)}")
     return shared, variants
 
 
@@ -269,31 +258,18 @@ def _read_body(path: Path) -> str | None:
     if not path.exists():
         return None
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_bytes(path).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise config_error(f"{display_path(path)} is not valid UTF-8") from None
-    except OSError as exc:
-        raise config_error(f"{display_path(path)} cannot be read ({exc.strerror or exc})") from None
     if len(text) > MAX_BODY_CHARS:
         raise config_error(f"{display_path(path)} is longer than {MAX_BODY_CHARS} characters")
     return text
 
 
 def fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
-    """target -> rendered fork branch for a patch set; each valid and distinct."""
-    out: dict[str, str] = {}
-    where = display_path(branch_map.path)
-    for target in ps.branches:
-        branch = ps.fork_branch(branch_map, target)
-        problem = refname_problem(branch)
-        if problem:
-            raise config_error(
-                f"{where}: fork_branch renders '{branch}' for patch set '{ps.name}' and target "
-                f"'{target}', which {problem}"
-            )
-        if branch in out.values():
-            raise config_error(
-                f"{where}: fork_branch renders the same branch '{branch}' twice for patch set '{ps.name}'"
-            )
-        out[target] = branch
-    return out
+    """target -> rendered fork branch of a patch set; each valid and distinct."""
+    try:
+        return render_fork_branches(branch_map.fork_branch, ps.branches, ps.slug, ps.name,
+                                    ps.api or "", of_set=ps.name)
+    except ValueError as exc:
+        raise config_error(f"{display_path(branch_map.path)}: {exc}") from None

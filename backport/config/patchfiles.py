@@ -1,31 +1,40 @@
-"""The one reader of ``git format-patch`` files: each is read and parsed once into a `Patch`.
+"""The one reader of ``git format-patch`` files: each file is read and parsed once into a `Patch`.
 
-:func:`read_patch` reads a file and :func:`parse_patch` parses bytes already read; both check
-the patch and return a `Patch` holding everything the later steps use (bytes, subjects,
-author, touched paths, pre-image blobs, per-file diffs with hunks), so nothing reads the file
-again. :func:`read_diff` reads, best effort, the plain diff ``git am`` keeps of the patch it
-stopped on, through the same parser.
+`read_patch` reads a ``NNNN-*.patch`` file (at most 16 MiB, not empty), `parse_patch` parses bytes
+already read; both check the patch and return a frozen `Patch`: the bytes (fed to ``git am``
+as they are), subjects, author, touched paths, pre-image blobs and per-file diffs with hunks.
+Every later step takes these values (patch-id, committer fallback, prefetch, ``git am``, the
+loose apply, test discovery); no step opens a patch file of a set again. `read_diff` reads,
+best effort, the plain diff ``git am`` keeps of the patch it stopped on.
 
-The parser follows the mbox layout git produces: a ``From <sha> <date>`` line, mail headers
-(``From:``, ``Subject:``), the commit message, then ``diff --git`` sections with extended
-headers and hunks whose line counts are verified. Every path a section names (``diff --git``,
-``---``/``+++``, ``rename``/``copy from``/``to``) must stay inside the repository, and a
-symbolic link the patch creates must not point outside it or into ``.git``.
+The layout is the mbox git writes: a ``From <sha> <date>`` line, mail headers (read by the
+standard library's `email`: ``From:``, ``Subject:``), the message, then ``diff --git``
+sections whose hunk line counts are verified. Every path a section names must stay inside
+the repository, and a symbolic link it creates must not point outside it or into ``.git``.
+Errors name the file and line.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import email
+import email.message
 import email.policy
 import email.utils
 import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from email.parser import BytesParser
 from pathlib import Path
 
-from backport.config.validate import config_error, display_path, repo_path_problem
+from backport.config.validate import (
+    config_error,
+    display_path,
+    read_bytes,
+    repo_path,
+    repo_path_problem,
+)
 
 MAX_PATCH_BYTES = 16 << 20
 SYMLINK_MODE = "120000"
@@ -35,7 +44,8 @@ _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _MODE_LINE = re.compile(r"(?:new file mode|new mode) ([0-7]{6})$")
 _INDEX_LINE = re.compile(r"index (?P<old>[0-9a-f]+)\.\.[0-9a-f]+(?: (?P<mode>[0-7]{6}))?$")
 _NAME_LINES = ("rename from ", "rename to ", "copy from ", "copy to ")
-_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
+_GIT_ESCAPES = re.compile(r'(?:[^\\]|\\[abtnvfr"\\]|\\[0-3][0-7][0-7])*', re.S)
 
 
 @dataclass(frozen=True)
@@ -48,7 +58,7 @@ class DiffInfo:
 
 @dataclass(frozen=True)
 class Hunk:
-    """One hunk's lines, each with its tag (``" "``, ``"-"``, ``"+"``); line ends and CRs dropped."""
+    """One hunk's lines, each with its tag (``" "``, ``"-"``, ``"+"``), without line ends."""
 
     lines: tuple[str, ...]
     old_start: int = 0  # the header's first old line (0: none, as for a new file)
@@ -113,28 +123,13 @@ class _Bad(Exception):
 
 def unquote_git_path(text: str) -> tuple[str, int]:
     """Decode a C-quoted git path at the start of ``text``; returns it and the index after it."""
-    assert text.startswith('"')
-    out = bytearray()
-    i = 1
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            return out.decode("utf-8", "surrogateescape"), i + 1
-        if ch == "\\":
-            nxt = text[i + 1 : i + 2]
-            if nxt in _ESCAPES:
-                out.append(_ESCAPES[nxt])
-                i += 2
-                continue
-            octal = text[i + 1 : i + 4]
-            if re.fullmatch(r"[0-3][0-7][0-7]", octal):
-                out.append(int(octal, 8))
-                i += 4
-                continue
-            raise ValueError("bad escape in quoted path")
-        out.extend(ch.encode("utf-8", "surrogateescape"))
-        i += 1
-    raise ValueError("unterminated quoted path")
+    quoted = _QUOTED.match(text)
+    if quoted is None:
+        raise ValueError("unterminated quoted path")
+    if not _GIT_ESCAPES.fullmatch(quoted.group(1)):
+        raise ValueError("bad escape in quoted path")
+    raw = codecs.escape_decode(quoted.group(1).encode("utf-8", "surrogateescape"))[0]
+    return raw.decode("utf-8", "surrogateescape"), quoted.end()
 
 
 def _name(text: str) -> str:
@@ -194,15 +189,16 @@ class _Section:
 class _Parser:
     def __init__(self) -> None:
         self.subjects: list[str] = []
-        self.paths: set[str] = set()
-        self.order: dict[str, None] = {}  # the paths in the order they appear
+        self.paths: dict[str, None] = {}  # every path touched, in the order they appear
         self.preimages: dict[str, str] = {}
         self.section: _Section | None = None
         self.old = self.new = 0  # lines left in the current hunk
         self.state = "headers"
         self.msg_line = 1
         self.has_from = False
+        self.headers: list[str] = []
         self.subject: str | None = None
+        self.author: tuple[str, str] | None = None
         self.diffs = 0
         self.files: list[FileDiff] = []  # every section read, hunks included
 
@@ -236,23 +232,26 @@ class _Parser:
         # "binary" and "trailer": skip until the next section or message
 
     def header_line(self, line: str) -> None:
-        if line == "":
-            self.state = "body"
-        elif line[:1] in (" ", "\t"):
-            if self.subject is not None and self._last_header == "subject":
-                self.subject += " " + line.strip()
-        else:
-            name = line.split(":", 1)[0].lower()
-            self._last_header = name
-            if name == "from":
-                self.has_from = True
-            elif name == "subject":
-                self.subject = line.split(":", 1)[1].strip()
+        if line:
+            self.headers.append(line)
+            return
+        self.state = "body"
+        self.read_headers()
 
-    _last_header = ""
+    def read_headers(self) -> None:
+        """The ``From:`` and ``Subject:`` of the mail headers read (the first message's
+        ``From:`` is the patch's author)."""
+        text, self.headers = "\n".join(self.headers) + "\n\n", []
+        message = email.message_from_string(text, policy=email.policy.default)
+        self.has_from = "From" in message
+        self.subject = None if message["Subject"] is None else str(message["Subject"]).strip()
+        if self.has_from and not self.subjects:
+            self.author = _author(message)
 
     def end_message(self, n: int) -> None:
         self.end_section()
+        if self.state == "headers":
+            self.read_headers()
         if not self.has_from:
             raise _Bad(self.msg_line, "has no 'From:' header; make it with git format-patch")
         if self.subject is None:
@@ -346,7 +345,8 @@ class _Parser:
             return
         if not sec.names:
             raise _Bad(sec.line, "has a diff header whose file names cannot be read")
-        hunks = tuple(Hunk(tuple(h), *start) for h, start in zip(sec.hunks, sec.starts, strict=True))
+        hunks = tuple(Hunk(tuple(lines), *start)
+                      for lines, start in zip(sec.hunks, sec.starts, strict=True))
         self.files.append(FileDiff(sec.old_path, hunks, sec.binary,
                                    None if sec.deleted else sec.new_name, sec.old_blob,
                                    sec.created))
@@ -354,12 +354,9 @@ class _Parser:
             problem = repo_path_problem(name)
             if problem:
                 raise _Bad(n, f"touches '{name}', which {problem}")
-            path = "/".join(p for p in name.split("/") if p not in ("", "."))
-            self.paths.add(path)
-            self.order.setdefault(path)
+            self.paths.setdefault(repo_path(name))
         if sec.old_blob:
-            first = sec.names[0][0]
-            self.preimages["/".join(p for p in first.split("/") if p not in ("", "."))] = sec.old_blob
+            self.preimages[repo_path(sec.names[0][0])] = sec.old_blob
         if sec.symlink and sec.link_target and sec.new_name:
             target, n = sec.link_target[-1]
             self.check_link(sec.new_name, target, n)
@@ -375,28 +372,10 @@ class _Parser:
             raise _Bad(n, f"makes the symbolic link '{link}' point into .git")
 
 
-def _parsed(text: str, display: str) -> _Parser:
-    """The parser after reading a whole format-patch text; ``ConfigError`` naming ``display``
-    and the line when it is not well formed."""
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    if lines and lines[-1] == "":
-        lines.pop()
-    parser = _Parser()
-    try:
-        parser.parse(lines)
-    except _Bad as exc:
-        raise config_error(f"{display}:{exc.line}: {exc.message}") from None
-    return parser
-
-
 def read_patch(path: Path) -> Patch:
     """Read and check one ``NNNN-*.patch`` file; raises ``ConfigError`` naming the file and line."""
     display = display_path(path)
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_PATCH_BYTES + 1)
-    except OSError as exc:
-        raise config_error(f"{display} cannot be read ({exc.strerror or exc})") from None
+    data = read_bytes(path, MAX_PATCH_BYTES)
     if len(data) > MAX_PATCH_BYTES:
         raise config_error(f"{display} is larger than {MAX_PATCH_BYTES >> 20} MiB")
     if not data.strip():
@@ -407,10 +386,20 @@ def read_patch(path: Path) -> Patch:
 def parse_patch(data: bytes, path: Path, display: str | None = None) -> Patch:
     """The `Patch` of a format-patch file's bytes; ``ConfigError`` naming ``display`` (by
     default ``path``) and the line when they are not a well-formed patch."""
-    display = display_path(path) if display is None else display
-    parser = _parsed(data.decode("utf-8", "surrogateescape"), display)
-    return Patch(path, data, tuple(parser.subjects), _author(data), tuple(sorted(parser.paths)),
+    parser = _Parser()
+    try:
+        parser.parse(_lines(data.decode("utf-8", "surrogateescape")))
+    except _Bad as exc:
+        where = display_path(path) if display is None else display
+        raise config_error(f"{where}:{exc.line}: {exc.message}") from None
+    return Patch(path, data, tuple(parser.subjects), parser.author, tuple(sorted(parser.paths)),
                  dict(parser.preimages), tuple(parser.files))
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of a text, without their ``\\n`` or ``\\r\\n`` (no empty last line)."""
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def read_diff(text: str) -> DiffInfo:
@@ -419,7 +408,7 @@ def read_diff(text: str) -> DiffInfo:
     Meant for diffs git itself wrote (what ``git am`` keeps of the patch it stopped on):
     reading stops at the first problem and returns what came before it.
     """
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    lines = _lines(text)
     parser = _Parser()
     try:
         if lines and _FROM_LINE.match(lines[0]):
@@ -432,23 +421,15 @@ def read_diff(text: str) -> DiffInfo:
     except _Bad:
         with contextlib.suppress(_Bad):
             parser.end_section()
-    return DiffInfo(tuple(parser.order), dict(parser.preimages))
+    return DiffInfo(tuple(parser.paths), dict(parser.preimages))
 
 
-def _author(data: bytes) -> tuple[str, str] | None:
-    """(name, email) from the first ``From:`` header of a format-patch text, if it has one."""
+def _author(message: email.message.Message) -> tuple[str, str] | None:
+    """(name, email) of a message's ``From:`` header, when it names an address."""
     try:
-        message = BytesParser(policy=email.policy.default).parsebytes(data, headersonly=True)
-        header = message.get("From")
-        if header is None:
-            return None
-        addresses = getattr(header, "addresses", ())
-        if addresses:
-            name, addr = addresses[0].display_name, addresses[0].addr_spec
-        else:
-            name, addr = email.utils.parseaddr(str(header))
-    except (ValueError, IndexError):
+        name, addr = email.utils.parseaddr(str(message["From"]))
+    except (ValueError, IndexError, TypeError):
         return None
-    if not addr or "@" not in addr:
+    if "@" not in addr:
         return None
     return (name or addr.split("@", 1)[0], addr)

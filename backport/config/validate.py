@@ -1,4 +1,5 @@
-"""Typed access to parsed YAML with one-sentence errors naming file, line and key path."""
+"""Typed access to parsed YAML (`Doc`, `Val`) with one-sentence errors naming file, line and key
+path, and the rules for repository paths and git/http URLs the configuration holds."""
 
 from __future__ import annotations
 
@@ -13,14 +14,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
-from backport.config.yamlsafe import Loc, YamlProblem, YMap, YSeq, read_yaml_file
+from backport.config.yamlsafe import MAX_FILE_BYTES, Loc, YamlProblem, YMap, YSeq, read_yaml_file
 from backport.errors import ConfigError
 from backport.redact import redact
 
 MAX_STR = 4096  # longest ordinary string value
 MAX_ITEMS = 1000  # longest list or free-form mapping
-
-
 MAX_MESSAGE = 1000
 
 
@@ -41,7 +40,19 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def home_shown(text: str) -> str:
+def read_bytes(path: Path, limit: int = -1) -> bytes:
+    """The bytes of ``path`` (at most ``limit`` + 1 when a limit is given); `ConfigError`
+    naming it when it is missing or cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(limit + 1 if limit >= 0 else -1)
+    except FileNotFoundError:
+        raise config_error(f"{display_path(path)} not found") from None
+    except OSError as exc:
+        raise config_error(f"{display_path(path)} cannot be read ({exc.strerror or exc})") from None
+
+
+def home_as_tilde(text: str) -> str:
     """A path as text, with the home directory written as ``~`` (never a path of this user)."""
     home = os.path.expanduser("~").rstrip("/")
     if home and (text == home or text.startswith(home + "/")):
@@ -73,15 +84,18 @@ def kind(value: Any) -> str:
         return "empty"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
-    if isinstance(value, int):
-        return f"the number {value}"
-    if isinstance(value, float):
+    if isinstance(value, int | float):
         return f"the number {value!r}"
     if isinstance(value, date):
         return "a date"
     if isinstance(value, bytes):
         return "binary data"
     return "a string"
+
+
+def quote_hint(v: Val) -> str:
+    """How to make a value read as a string, from its source text ("" when it has none)."""
+    return f'; quote it: "{v.raw}"' if v.raw else ""
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -112,13 +126,7 @@ class Doc:
     def load(self) -> Val:
         """Read and parse the file; the root value must be a non-empty mapping."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            raise config_error(f"{self.display} not found") from None
-        except OSError as exc:
-            raise config_error(f"{self.display} cannot be read ({exc.strerror or exc})") from None
-        try:
-            root = read_yaml_file(data)
+            root = read_yaml_file(read_bytes(self.path, MAX_FILE_BYTES))
         except YamlProblem as exc:
             raise self.error(exc.line, exc.message) from None
         if root is None:
@@ -149,7 +157,7 @@ class Doc:
                 raise self.error(v.line, f"missing required key '{key}'", v.path)
         return out
 
-    def entries(self, v: Val, what: str, max_items: int = MAX_ITEMS) -> list[tuple[Val, Val]]:
+    def pairs(self, v: Val, what: str, max_items: int = MAX_ITEMS) -> list[tuple[Val, Val]]:
         """(key, value) pairs of a free-form mapping whose keys must be strings."""
         m = self._map(v)
         if len(m) > max_items:
@@ -199,8 +207,7 @@ class Doc:
         if allow_ints and isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            hint = f'; quote it: "{v.raw}"' if v.raw else ""
-            self.fail(v, f"must be a string, not {kind(value)}{hint}")
+            self.fail(v, f"must be a string, not {kind(value)}{quote_hint(v)}")
         if strip:
             value = value.strip()
         if not value:
@@ -214,8 +221,7 @@ class Doc:
     def version(self, v: Val) -> str:
         """A version string such as ``2.7.1.post4``; numbers are refused (2.10 reads as 2.1)."""
         if not isinstance(v.value, str):
-            hint = f'; quote it: "{v.raw}"' if v.raw else ""
-            self.fail(v, f"version must be a quoted string, not {kind(v.value)}{hint}")
+            self.fail(v, f"version must be a quoted string, not {kind(v.value)}{quote_hint(v)}")
         text = self.string(v, max_len=128)
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_*-]*", text):
             self.fail(v, f"'{_short(text)}' is not a version")
@@ -250,6 +256,11 @@ class Doc:
 
 
 # -- repository paths --------------------------------------------------------------------------
+
+
+def repo_path(path: str) -> str:
+    """A repository path without empty and ``.`` components."""
+    return "/".join(p for p in path.split("/") if p not in ("", "."))
 
 
 def repo_path_problem(path: str) -> str | None:
@@ -327,7 +338,7 @@ def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
     return None
 
 
-def url_shown(url: str) -> str:
+def url_without_userinfo(url: str) -> str:
     """``url`` as a message may show it: its user info (``user:password@``) left out."""
     if "://" not in url:
         return url

@@ -1,17 +1,10 @@
 """YAML reading that keeps line numbers and cannot be blown up.
 
-Only the YAML *composer* of PyYAML's ``SafeLoader`` is used; the node graph is turned into
-plain values here, so that:
-
-* every mapping remembers the line of each key and value (:class:`YMap`, :class:`YSeq`);
-* duplicate keys are errors (PyYAML silently keeps the last one);
-* only the standard scalar tags and plain mappings/sequences are accepted;
-* aliases are allowed, but every value produced counts against :data:`MAX_NODES`, so a
-  "billion laughs" document fails after a few thousand steps; recursive aliases fail too;
-* nesting deeper than :data:`MAX_DEPTH` fails before the composer can recurse deeply.
-
-Every problem is raised as :class:`YamlProblem` carrying a 1-based line; the caller turns
-it into a ``ConfigError`` naming its file.
+PyYAML's ``SafeLoader`` only composes the node graph; it is turned into plain values here, so
+every key and value keeps its line (`YMap`, `YSeq`), a duplicate key is an error, only the
+standard tags are accepted, and aliases count every use against `MAX_NODES` (a "billion laughs"
+document fails early), nesting against `MAX_DEPTH`. A problem is a `YamlProblem` with a
+1-based line, which the caller turns into a ``ConfigError`` naming its file.
 """
 
 from __future__ import annotations
@@ -99,7 +92,7 @@ def _loc(node: Node) -> Loc:
 
 
 class _Builder:
-    """Turns a composed node graph into :class:`YMap` / :class:`YSeq` / scalars."""
+    """Turns a composed node graph into `YMap` / `YSeq` / scalars."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -109,23 +102,22 @@ class _Builder:
     def build(self, node: Node) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
-            raise YamlProblem(
-                _line(node),
-                f"the document expands to more than {MAX_NODES} values (too many aliases?)",
-            )
+            raise YamlProblem(_line(node), f"the document expands to more than {MAX_NODES} "
+                                           "values (too many aliases?)")
         if isinstance(node, ScalarNode):
             return self.scalar(node)
+        if node.tag not in (_T + "seq", _T + "map"):
+            raise YamlProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
         if id(node) in self.open:
             raise YamlProblem(_line(node), "an alias refers to the value that contains it")
         self.open.add(id(node))
         try:
             if isinstance(node, SequenceNode):
                 return self.sequence(node)
-            if isinstance(node, MappingNode):
-                return self.mapping(node)
+            assert isinstance(node, MappingNode)
+            return self.mapping(node)
         finally:
             self.open.discard(id(node))
-        raise YamlProblem(_line(node), "unsupported YAML node")  # pragma: no cover
 
     def scalar(self, node: ScalarNode) -> Any:
         if node.tag in _TEXT_TAGS:
@@ -142,8 +134,6 @@ class _Builder:
             ) from None
 
     def sequence(self, node: SequenceNode) -> YSeq:
-        if node.tag != _T + "seq":
-            raise YamlProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
         out = YSeq(_line(node))
         for item in node.value:
             out.append(self.build(item))
@@ -151,8 +141,6 @@ class _Builder:
         return out
 
     def mapping(self, node: MappingNode) -> YMap:
-        if node.tag != _T + "map":
-            raise YamlProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
         out = YMap(_line(node))
         merges: list[Node] = []
         for key_node, value_node in node.value:
@@ -165,26 +153,22 @@ class _Builder:
                 )
             key = self.build(key_node)
             if key in out:
-                raise YamlProblem(
-                    _line(key_node),
-                    f"duplicate key '{key}' (first given on line {out.key_locs[key].line})",
-                )
+                raise YamlProblem(_line(key_node), f"duplicate key '{key}' (first given on "
+                                                   f"line {out.key_locs[key].line})")
             out[key] = self.build(value_node)
             out.key_locs[key] = _loc(key_node)
             out.locs[key] = _loc(value_node)
         for merge in merges:  # explicit keys win; earlier merge sources win over later ones
-            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
-            for source in sources:
+            for source in merge.value if isinstance(merge, SequenceNode) else [merge]:
                 if not isinstance(source, MappingNode):
                     raise YamlProblem(
                         _line(source), "a merge key '<<' needs a mapping or a list of mappings"
                     )
                 merged = self.build(source)
-                for key, value in merged.items():
-                    if key not in out:
-                        out[key] = value
-                        out.key_locs[key] = merged.key_locs[key]
-                        out.locs[key] = merged.locs[key]
+                for key in [key for key in merged if key not in out]:
+                    out[key] = merged[key]
+                    out.key_locs[key] = merged.key_locs[key]
+                    out.locs[key] = merged.locs[key]
         return out
 
 
@@ -219,33 +203,26 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> YamlProblem:
 
 
 def parse_yaml(text: str) -> Any:
-    """Parse one YAML document into plain values; ``None`` for an empty document.
-
-    Raises :class:`YamlProblem` for syntax errors, unsupported tags, duplicate keys,
-    excessive nesting or alias expansion.
-    """
+    """One YAML document as plain values (``None`` when empty); `YamlProblem` for syntax
+    errors, unsupported tags, duplicate keys, deep nesting or alias expansion."""
     loader: _Loader | None = None
     try:
-        try:
-            loader = _Loader(text)
-            node = loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            raise _syntax_problem(exc, text) from None
-        except yaml.reader.ReaderError as exc:
-            line = text.count("\n", 0, max(exc.position, 0)) + 1
-            raise YamlProblem(
-                line, f"YAML cannot contain the character U+{exc.character:04X}"
-            ) from None
-        except yaml.YAMLError as exc:
-            raise YamlProblem(None, f"YAML syntax error: {exc}") from None
-        except RecursionError:
-            raise YamlProblem(None, "values are nested too deeply") from None
+        loader = _Loader(text)
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        raise _syntax_problem(exc, text) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        text = f"YAML cannot contain the character U+{exc.character:04X}"
+        raise YamlProblem(line, text) from None
+    except yaml.YAMLError as exc:
+        raise YamlProblem(None, f"YAML syntax error: {exc}") from None
+    except RecursionError:
+        raise YamlProblem(None, "values are nested too deeply") from None
     finally:
         if loader is not None:
             loader.dispose()
-    if node is None:
-        return None
-    return _Builder().build(node)
+    return None if node is None else _Builder().build(node)
 
 
 def read_yaml_file(data: bytes) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from backport import process
 from backport.config.model import Environment
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.launch import launch_argv, program_path
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.sandbox import sandboxed
@@ -40,19 +40,19 @@ def require_interpreter(env: Environment) -> Path:
     if not interpreter.exists():
         raise BackportError(
             "env-missing",
-            f"environment '{env.name}': interpreter {home_shown(str(interpreter))} does not exist; "
+            f"environment '{env.name}': interpreter {home_as_tilde(str(interpreter))} does not exist; "
             "run `backport env setup`",
         )
     if env.source is not None and not env.source.is_file():
         raise BackportError(
             "env-missing",
-            f"environment '{env.name}': source script {home_shown(str(env.source))} does not exist",
+            f"environment '{env.name}': source script {home_as_tilde(str(env.source))} does not exist",
         )
     program = program_path(env)
     if program is not None and not os.access(program, os.X_OK):
         raise BackportError(
             "env-missing",
-            f"environment '{env.name}': wrapper {home_shown(str(program))} does not exist or is "
+            f"environment '{env.name}': wrapper {home_as_tilde(str(program))} does not exist or is "
             "not executable",
         )
     return interpreter
@@ -68,7 +68,7 @@ def require_built(envs: Mapping[str, Environment], branches: Mapping[str, list[s
         return
     described = ", ".join(
         f"{env.name} for {', '.join(branches.get(env.name, []))} "
-        f"({home_shown(str(env.interpreter))} does not exist)"
+        f"({home_as_tilde(str(env.interpreter))} does not exist)"
         for env in missing
     )
     noun = "environment" if len(missing) == 1 else "environments"
@@ -93,7 +93,7 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
     NPU facts stay None), for callers that only compare pins.
     """
     interpreter = require_interpreter(env)
-    shown = home_shown(str(interpreter))
+    shown = home_as_tilde(str(interpreter))
     skip = ["--no-load-check"] if load_check is not None or versions_only else []
     args = [str(PROBE_SCRIPT), "--timeout", str(LOAD_CHECK_TIMEOUT), *skip, *env.expect]
     variables = {AUTOLOAD: "0"}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from backport import process
 from backport.config.model import Environment, TestSpec
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.device import device_verdict
 from backport.envs.launch import (
     PATH_FIRST,
@@ -325,7 +325,7 @@ class TestRunner:
                                                        **self._overlay_vars(overlay)}),
                                stdout=log, merge_stderr=True, timeout=timeout, reap=True,
                                code="env-missing", context=f"environment '{self.env.name}': ",
-                               shown=home_shown(str(self.interpreter)), pass_fds=launch.pass_fds)
+                               shown=home_as_tilde(str(self.interpreter)), pass_fds=launch.pass_fds)
         if done.timed_out:
             return self._result(test, log_path, None, start, "isolated", timed_out=timeout,
                                 overlay=overlay, isolation=launch.isolation)

@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 
 from backport import process
 from backport.config.model import Environment
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.model import Probe
 from backport.envs.pins import pin_mismatches
 from backport.envs.probe import probe
@@ -59,7 +59,7 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
     if use_uv and uv is None:
         raise BackportError("env-missing", f"environment '{env.name}': uv is not on PATH")
     interpreter = env.interpreter
-    shown = home_shown(str(interpreter))
+    shown = home_as_tilde(str(interpreter))
     target = venv_dir(env)
     if interpreter.exists():
         problems = pin_mismatches(env, _versions(env))
@@ -83,10 +83,10 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
         if target.exists() and any(target.iterdir()) and not (target / "pyvenv.cfg").is_file():
             raise BackportError(
                 "env-missing",
-                f"environment '{env.name}': {home_shown(str(target))} exists but is not a "
+                f"environment '{env.name}': {home_as_tilde(str(target))} exists but is not a "
                 "virtual environment; remove it or point `venv:` elsewhere",
             )
-        log(f"{env.name}: creating {home_shown(str(target))}")
+        log(f"{env.name}: creating {home_as_tilde(str(target))}")
         _run(env, _create_command(env, target, uv), log)
         if not interpreter.exists():
             raise BackportError(
@@ -124,13 +124,13 @@ def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool
         except BackportError as exc:
             problems = [exc.message]
         if not problems:
-            return f"{home_shown(str(interpreter))} is up to date; nothing to install", []
+            return f"{home_as_tilde(str(interpreter))} is up to date; nothing to install", []
         action = f"{'; '.join(problems)}; would reinstall the requirements"
     elif target is None:
-        return (f"interpreter {home_shown(str(interpreter))} does not exist and is not "
+        return (f"interpreter {home_as_tilde(str(interpreter))} does not exist and is not "
                 "<dir>/bin/python; nothing env setup can build"), []  # fmt: skip
     else:
-        action = f"would create the venv {home_shown(str(target))} and install"
+        action = f"would create the venv {home_as_tilde(str(target))} and install"
     if not (env.requirements or env.no_deps):
         return f"{action} nothing (no requirements)", []
     return action + ":", _resolve_noted(env, cache_dir, refresh, note)
@@ -380,7 +380,7 @@ def _installer_environ() -> dict[str, str]:
 
 def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> None:
     """Run ``argv``, passing its output to ``log`` line by line; raise when it fails."""
-    shown = " ".join([home_shown(str(argv[0])), *argv[1:]])
+    shown = " ".join([home_as_tilde(str(argv[0])), *argv[1:]])
     log(redact(f"$ {shown}"))
     started = time.monotonic()
     proc = process.spawn(argv, env=_installer_environ(), stderr=process.STDOUT,

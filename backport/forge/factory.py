@@ -78,9 +78,13 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
     else:
         raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not one of "
                           f"{', '.join(FORGES)}.")
-    if not dry_run:
-        return forge
-    skipped = forge.name == "gitcode" and not token  # no token: the dry run reads nothing either
+    return dry_run_of(forge, branch_map, plan, environ) if dry_run else forge
+
+
+def dry_run_of(forge: Forge, branch_map: BranchMap, plan: PlanSink | None,
+               environ: Mapping[str, str] | None) -> Forge:
+    """``forge`` for a dry run: its writes become lines sent to ``plan``."""
+    skipped = forge.name == "gitcode" and bool(forge.missing())  # no token: no reads either
     return DryRunForge(None if skipped else forge, plan, upstream=branch_map.upstream,
                        fork=branch_map.fork, name=forge.name,
                        skip_reason="no GitCode token" if skipped else "",

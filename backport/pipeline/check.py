@@ -6,7 +6,6 @@ that is removed before returning.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from backport.config.model import PatchSet, Project
 from backport.config.patchfiles import Patch
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.changes import scope_of
 from backport.errors import BackportError, ErrorCode
 from backport.git.cache import RepoCache
@@ -27,7 +26,7 @@ from backport.pipeline.propagate import (
     recorded_series,
     sibling_series,
 )
-from backport.pipeline.session import open_cache
+from backport.pipeline.session import Session
 from backport.report.untrusted import untrusted
 
 
@@ -80,7 +79,7 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool, envs:
                                     variant=target in ps.variants))
     if offline:
         return findings
-    cache = open_cache(project, environ if environ is not None else os.environ)
+    cache = Session(project, environ=environ).cache
     # Every branch the map declares must exist, targeted by a patch set or not: CI checks the map.
     targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
     # One fetch of them all; the branches are listed only when it names one the upstream lacks.
@@ -230,7 +229,7 @@ def _interpreters(project: Project, *, required: bool) -> list[Finding]:
         if not users or env.interpreter.exists():
             continue
         detail = (f"environment '{name}' of branch {', '.join(users)} is not built here: "
-                  f"interpreter {home_shown(str(env.interpreter))} does not exist "
+                  f"interpreter {home_as_tilde(str(env.interpreter))} does not exist "
                   f"(`backport env setup` builds it)")
         subject = f"branch {', '.join(users)}"
         findings.append(Finding(subject, "environment", not required, detail,

@@ -1,35 +1,37 @@
-"""A patch set made from a PR of the upstream (`new --from-pr`, `apply --from-pr`, `trigger`),
-and the folder a patch set is written to, whole (`new --from` too)."""
+"""The one place a PR of the upstream becomes a patch set (`new --from-pr`, `apply --from-pr`,
+`trigger`), and where a patch set folder is written, whole (`new --from` too).
+
+The PR is read through the run's `Session` (`Forge.get_source_pr`, `Forge.pr_files`); what it
+landed or carries is found in the cache repository (``git/source_pr.py``); `apply --from-pr N`
+keeps ``patches/pr-<N>/`` while PR N is unchanged and makes it again, every step redone, once
+it changed. A local forge learns a PR it lacks from its squash commit (``git/squash_merge.py``).
+"""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from backport.config import load_patch_set
-from backport.config.branch_map import cache_root
 from backport.config.model import Project, SourcePr
 from backport.config.validate import display_path
-from backport.envs.device import infer_device
-from backport.envs.model import AUTOLOAD
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import PrFile, SourcePrInfo
-from backport.forge.factory import make_forge
-from backport.forge.local import LocalForge
 from backport.git.authoring import export_patch_set, file_at, test_files, touched_files
-from backport.git.source_message import backport_message, message_of, restate
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
-from backport.git.squash_merge import find_squash_merge
-from backport.pipeline.session import open_cache
+from backport.pipeline.session import Session
 from backport.redact import redact
 from backport.titles import strip_branch_tags
+
+if TYPE_CHECKING:
+    from backport.forge.local import LocalForge
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
@@ -54,24 +56,21 @@ class Source:
                         merged=self.info.merged, found_by=self.commits.found_by)
 
 
-def read_source(project: Project, number: int,
-                environ: Mapping[str, str] = os.environ) -> tuple[Source, Path]:
-    """PR ``number`` of the map's upstream and its commits, fetched into the cache repository
-    (returned with it)."""
-    bm = project.branch_map
-    # the token's request log of this host: a batch's source reads count in the run's pace
-    forge = make_forge(bm, project.state_dir, environ=environ,
-                       pace_dir=cache_root(environ) / "pace")
+def read_source(session: Session, number: int) -> Source:
+    """PR ``number`` of the map's upstream, its commits fetched into the session's cache."""
+    from backport.forge.local import LocalForge
+
+    forge, cache = session.forge.real(), session.cache
     missing = forge.missing()
     if missing:
         raise ConfigError(f"PR !{number} cannot be read: {'; '.join(missing)}")
     if isinstance(forge, LocalForge) and not forge.has_pr(number):
-        learn_from_history(project, forge, number, environ)
+        learn_from_history(session, forge, number)
     info = forge.get_source_pr(number)
     if info.state == "closed":
-        raise BackportError("usage", f"PR !{number} of {bm.upstream} was closed without being "
-                                     f"merged, so it carries no change to backport")
-    cache = open_cache(project, environ)
+        raise BackportError("usage", f"PR !{number} of {session.project.branch_map.upstream} was "
+                                     "closed without being merged, so it carries no change to "
+                                     "backport")
     cache.fetch([info.base])
     if info.merged:
         pr_paths = {path for f in forge.pr_files(number) for path in f.paths}
@@ -79,22 +78,20 @@ def read_source(project: Project, number: int,
                          merged_at=info.merged_at)
     else:
         commits = open_commits(cache, info.base, number)
-    return Source(info, commits), cache.path
+    return Source(info, commits)
 
 
-def learn_from_history(project: Project, forge: LocalForge, number: int,
-                       environ: Mapping[str, str]) -> None:
-    """Teach the local forge PR ``number`` from the upstream's history: its squash commit on a
-    mapped branch (``git/squash_merge.py``), recorded with its real number and merge time; a
-    BackportError naming where it looked when no commit is that PR's squash merge."""
-    bm = project.branch_map
-    cache = open_cache(project, environ)
-    branches = list(bm.targets)
-    cache.fetch(branches)
-    found = find_squash_merge(cache, branches, number)
+def learn_from_history(session: Session, forge: LocalForge, number: int) -> None:
+    """Teach the local ``forge`` PR ``number`` from its squash commit on a mapped branch, with
+    its real number and merge time; a BackportError naming where it looked when none is."""
+    from backport.git.squash_merge import find_squash_merge
+
+    bm, branches = session.project.branch_map, list(session.project.branch_map.targets)
+    session.cache.fetch(branches)
+    found = find_squash_merge(session.cache, branches, number)
     if found is None:
-        listed = ", ".join(branches[:-1]) + f" or {branches[-1]}" if len(branches) > 1 \
-            else branches[0]
+        listed = (", ".join(branches[:-1]) + f" or {branches[-1]}" if len(branches) > 1
+                  else branches[0])
         raise BackportError("forge", redact(
             f"PR !{number} is not in the local forge {forge.path}, and no commit on {listed} "
             f"of {bm.upstream_url} is its squash merge ('!{number} merge <head> into <base>'); "
@@ -104,17 +101,15 @@ def learn_from_history(project: Project, forge: LocalForge, number: int,
                         files=tuple(PrFile(old, new) for old, new in found.files))
 
 
-def not_taken(source: Source) -> list[str]:
-    """The plan's line naming, by sha, the commits on the base that name the PR but were not
-    taken as its change (none, usually)."""
+def passed_over_line(source: Source) -> list[str]:
+    """The line naming the commits on the base that name the PR but were not taken as its
+    change (none, usually)."""
     passed = source.commits.passed_over
-    if not passed:
-        return []
     return [f"not taken as PR !{source.info.number}'s change although their message names it: "
-            f"{passed_over_said(passed)}"]
+            f"{passed_over_said(passed)}"] if passed else []
 
 
-def said(source: SourcePr, upstream: str) -> str:
+def source_line(source: SourcePr, upstream: str) -> str:
     """One line on where a set's change comes from."""
     how = {"merge_commit_sha": "the PR's merge_commit_sha",
            "squash message": "the squash message on the base branch naming it",
@@ -125,8 +120,7 @@ def said(source: SourcePr, upstream: str) -> str:
 
 
 def _api(info: SourcePrInfo, api: str | None, say: Say) -> str | None:
-    """The API the set covers: given, else the one the PR's body names, else none (the PR
-    bodies then leave out the docs audit and the API line, and say so)."""
+    """The API the set covers: given, else the one the PR's body names, else none."""
     if api:
         return api
     found = _BODY_API.search(info.body)
@@ -149,10 +143,10 @@ def _issues(info: SourcePrInfo, issues: tuple[int, ...], say: Say) -> tuple[int,
     return tuple(dict.fromkeys(info.issues))
 
 
-def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
-                  api: str | None, issues: tuple[int, ...], title: str | None,
-                  say: Say) -> Path:
-    """Write ``dest`` from ``source``'s commits in ``repo`` (the cache repository)."""
+def write_from_pr(session: Session, dest: Path, source: Source, *, api: str | None,
+                  issues: tuple[int, ...], title: str | None, say: Say) -> Path:
+    """Write ``dest`` from ``source``'s commits in the session's cache repository."""
+    project, repo = session.project, session.cache.path
     info, commits = source.info, source.commits
     tests = test_files(touched_files(repo, commits.rev))
     if not tests:
@@ -163,8 +157,8 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
         raise BackportError("usage", f"the branch map {project.branch_map.path} has no target "
                                      f"other than '{info.base}', the base of PR !{info.number}")
     record = source.record()
-    say(f"source: {said(record, project.branch_map.upstream)}")
-    for line in not_taken(source):
+    say(f"source: {source_line(record, project.branch_map.upstream)}")
+    for line in passed_over_line(source):
         say(line)
     spec: dict[str, object] = {}
     named = _api(info, api, say)
@@ -179,47 +173,45 @@ def write_from_pr(project: Project, dest: Path, source: Source, repo: Path, *,
         "source_merged": record.merged, "source_found_by": record.found_by,
         "branches": branches,
     }
-    return write_patch_set(project, dest, repo, _backport_rev(project, source, repo), tests,
-                           spec, say)
+    return write_patch_set(project, dest, repo, _backport_rev(session, source), tests, spec, say)
 
 
-def _backport_rev(project: Project, source: Source, repo: Path) -> str:
+def _backport_rev(session: Session, source: Source) -> str:
     """What the set is exported from: a merged PR's squash commit restated with the change's
     own message (``git/source_message.py``); an open PR's own commits as they are."""
-    info, commits = source.info, source.commits
+    from backport.git.source_message import backport_message, message_of, restate
+
+    info, commits, repo = source.info, source.commits, session.cache.path
     if not info.merged or ".." in commits.rev:
         return commits.rev
-    ref = f"{project.branch_map.upstream}!{info.number}"
-    title = strip_branch_tags(info.title, [info.base])
-    message = backport_message(message_of(repo, commits.commit), title=title,
-                               sha=commits.commit, source_ref=ref)
+    ref = f"{session.project.branch_map.upstream}!{info.number}"
+    message = backport_message(message_of(repo, commits.commit), sha=commits.commit,
+                               title=strip_branch_tags(info.title, [info.base]), source_ref=ref)
     return restate(repo, commits.commit, message)
 
 
-def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say, *,
-                   environ: Mapping[str, str] = os.environ,
+def set_from_pr(session: Session, patches_dir: Path, number: int, say: Say, *,
                    scratch: Path | None = None) -> tuple[str, list[str], bool]:
-    """Make ``patches/pr-<N>/`` from PR ``number``, or keep it when its source is unchanged;
-    the set's name, the plan lines that say which, and whether an earlier set was replaced
-    (its branches' finished steps are then of the old change). With ``scratch`` (a dry run)
-    a set to make is made there instead, and the lines say where the real run writes it."""
+    """Make ``patches/pr-<N>/`` from PR ``number``, or keep it while its source is unchanged:
+    the set's name, the lines that say which, and whether an earlier set was replaced (its
+    branches' finished steps are then of the old change). With ``scratch`` (a dry run) a set
+    to make is made there, and the lines say where the real run writes it."""
     dest = patches_dir / set_name(number)
     kept, why = None, "it is not a folder"
     if dest.is_dir():
         try:
-            kept, why = load_patch_set(dest, project.branch_map), "it names no source_pr"
+            kept, why = load_patch_set(dest, session.project.branch_map), "it names no source_pr"
         except ConfigError as exc:
             why = exc.message.rstrip(".")
     if dest.exists() and (kept is None or kept.source is None):
         raise BackportError("usage", f"{dest} exists but is not a set made from a PR ({why}); "
                                      f"move it away to make one from PR !{number}")
     old = kept.source if kept is not None else None
-    source, repo = read_source(project, number, environ)
-    new = source.record()
-    upstream = project.branch_map.upstream
+    source = read_source(session, number)
+    new, upstream = source.record(), session.project.branch_map.upstream
     if old is not None and old == new:
-        return dest.name, [f"{dest.name}: kept, made from {said(new, upstream)}, unchanged",
-                           *not_taken(source)], False
+        return dest.name, [f"{dest.name}: kept, made from {source_line(new, upstream)}, unchanged",
+                           *passed_over_line(source)], False
     lines = []
     if old is not None:
         change = ("now merged" if new.merged and not old.merged else
@@ -227,30 +219,28 @@ def ensure_from_pr(project: Project, patches_dir: Path, number: int, say: Say, *
         lines.append(f"{dest.name}: made again, PR !{number} has changed since: {change}; "
                      f"every branch is done again")
     made = dest if scratch is None else scratch / dest.name
-    write_from_pr(project, made, source, repo, api=kept.api if kept else None,
+    write_from_pr(session, made, source, api=kept.api if kept else None,
                   issues=kept.issues if kept else (), title=None, say=say)
     if old is None:
-        lines.append(f"{dest.name}: made from {said(new, upstream)}")
+        lines.append(f"{dest.name}: made from {source_line(new, upstream)}")
     if scratch is not None:
         lines.append(f"{dest.name}: dry run: the set is made in a temporary folder ({made}, "
                      f"removed at the end); the real run writes it to {dest}")
     return dest.name, lines, old is not None
 
 
-def sets_from_prs(project: Project, patches_dir: Path, numbers: tuple[int, ...], say: Say,
+def sets_from_prs(session: Session, patches_dir: Path, numbers: tuple[int, ...], say: Say,
                   error: Say, *, scratch: Path | None = None,
-                  environ: Mapping[str, str] = os.environ,
                   ) -> tuple[list[str], set[str], list[BackportError]]:
-    """The sets of PRs ``numbers``, made or kept: their names, those made again (their branches'
-    finished steps are of an old change) and the errors of the PRs that could not be made
-    (each told to ``error``; a single PR's is raised)."""
-    made: list[str] = []  # the sets made or kept (their lines said so already)
+    """The sets of PRs ``numbers``, made or kept: their names, those made again, and the errors
+    of the PRs that could not be made (each told to ``error``; a single PR's is raised)."""
+    made: list[str] = []
     redo: set[str] = set()
     unmade: list[BackportError] = []
     for number in dict.fromkeys(numbers):
         try:
-            name, lines, remade = ensure_from_pr(project, patches_dir, number, say,
-                                                 environ=environ, scratch=scratch)
+            name, lines, remade = set_from_pr(session, patches_dir, number, say,
+                                                 scratch=scratch)
         except BackportError as exc:
             if len(numbers) == 1:
                 raise
@@ -268,6 +258,9 @@ def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: l
                     spec: dict[str, object], say: Say) -> Path:
     """Export ``rev`` of ``repo`` and write ``dest`` (patches and patch.yaml: ``spec``, then the
     tests and the inferred device), whole or not at all; tells ``say`` what it wrote."""
+    from backport.envs.device import infer_device
+    from backport.envs.model import AUTOLOAD
+
     sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
     device, reasons = infer_device(sources)
     spec = {**spec, "tests": [{"path": path, "args": ["-v"]} for path in tests], "device": device}
@@ -294,8 +287,8 @@ def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: l
     say(f"wrote {dest}: {', '.join(files)} and patch.yaml (tests: {', '.join(tests)})")
     if device == "npu":
         say(f"device: npu, inferred because {'; '.join(reasons)}: the tests run only where "
-             f"torch_npu loads and an NPU is visible (edit patch.yaml if they do not need one)")
+            f"torch_npu loads and an NPU is visible (edit patch.yaml if they do not need one)")
     else:
         say("device: none, inferred because no test imports torch_npu or creates npu tensors: "
-             f"the tests run with {AUTOLOAD}=0 where torch_npu cannot load")
+            f"the tests run with {AUTOLOAD}=0 where torch_npu cannot load")
     return dest

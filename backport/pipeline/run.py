@@ -53,15 +53,18 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
               progress: ProgressSink, *, every: bool = False,
               environ: dict[str, str] | None = None,
               plan: Callable[[str], None] | None = None,
-              estimate: Callable[[str], None] | None = None) -> list[SetRun]:
+              estimate: Callable[[str], None] | None = None,
+              session: Session | None = None) -> list[SetRun]:
     """Run the whole job for the named patch sets; returns each set's run (its records).
 
     In a dry run ``plan`` hears of every write not made and ``estimate`` of the forge requests
-    and time the run would take."""
+    and time the run would take. ``session``: the command's, when it read the forge already."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
-    session = Session(project, options, environ=environ, plan=plan,
-                      notify=functools.partial(progress.event, FORGE_ROW, "rate limit"))
+    session = session or Session(project, options, environ=environ, plan=plan)
+    session.project, session.options = project, options
+    session.notify = functools.partial(progress.event, FORGE_ROW, "rate limit")
+    session.start()
     persist = not options.course.dry_run  # a dry run writes no journal and no report
     if persist:
         secure_dir(project.state_dir)

@@ -1,4 +1,8 @@
-"""What the branches of one run share: the cache, the environments, the docs audit, the forge."""
+"""What one command run builds once and shares (`Session`): the forge, the cache repository,
+the environments, the docs audit, the fork; and `apply`'s options. Every command that reads the
+forge or the upstream takes them from its session (`apply --from-pr` makes its sets and runs
+them on one forge and cache); `Session.start` readies an `apply` run's work folder and sandbox.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +14,21 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backport.config.branch_map import cache_root
 from backport.config.model import Project
-from backport.docs_audit import DocsEntry, audit_docs
-from backport.envs.hidden import helper_paths
-from backport.envs.pool import Environments
-from backport.envs.sandbox import allow_writes, hide_also
 from backport.errors import BackportError
 from backport.forge import Forge, make_forge
+from backport.forge.factory import dry_run_of
 from backport.git.cache import RepoCache
-from backport.git.credential_helpers import configured_helpers
-from backport.git.worktree import forget_owner
 from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
 from backport.pipeline.reach import Course
 from backport.pipeline.writers import Writers
+
+if TYPE_CHECKING:
+    from backport.docs_audit import DocsEntry
+    from backport.envs.pool import Environments
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -34,9 +38,9 @@ class ApplyOptions:
     """What the user asked of `apply` (and of `continue`, which resumes one branch)."""
 
     branches: tuple[str, ...] = ()
-    course: Course = Course()  # how far the run goes, decided once (`Course.of_flags`)
+    course: Course = Course()  # how far the run goes (`Course.of_flags`)
     skip_tests: bool = False
-    skip_cause: str = "request"  # why tests are skipped (records.SKIP_ON_REQUEST / SKIP_NO_TORCH)
+    skip_cause: str = "request"  # a `records.SKIP_*`
     force: bool = False
     redo: frozenset[str] = frozenset()  # patch sets whose every step is redone, as by ``force``
     jobs: int = 0  # 0: number of CPUs
@@ -46,9 +50,7 @@ class ApplyOptions:
     timeout: float | None = None
     new_pr: bool = False  # open a new PR where the recorded one was closed or merged
 
-    def without_tests(self, cause: str) -> ApplyOptions:
-        """These options with the tests skipped for ``cause`` (a `records.SKIP_*`: a dry run
-        where environments are not built)."""
+    def without_tests(self, cause: str) -> ApplyOptions:  # a dry run without environments
         return dataclasses.replace(self, skip_tests=True, skip_cause=cause)
 
     def forces(self, patch_set: str) -> bool:
@@ -60,16 +62,9 @@ class ApplyOptions:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
 
 
-def open_cache(project: Project, environ: Mapping[str, str]) -> RepoCache:
-    """The repository cache of the project's upstream (what `check` and `docs` need alone)."""
-    return RepoCache(cache_root(environ), project.branch_map.upstream_url)
-
-
 class DocsAudit:
-    """The docs audit of upstream master, once per API per run.
-
-    Feeds the PR body's 【资料变更】; a failure only leaves that section for a human.
-    """
+    """The docs audit of upstream master for the PR body's 【资料变更】, once per API per run;
+    None (master not fetched by this run, no API, a failure) leaves that section to a human."""
 
     def __init__(self, cache: RepoCache) -> None:
         self.cache = cache
@@ -77,18 +72,16 @@ class DocsAudit:
         self._found: dict[str, list[DocsEntry] | None] = {}
 
     def __call__(self, api: str | None) -> list[DocsEntry] | None:
-        """The audit of ``api`` if this run's cache fetched master; else (and for a set that
-        names no API) None."""
+        from backport.docs_audit import audit_docs
+
         if api is None:
             return None
         with self._lock:
             if api in self._found:
                 return self._found[api]
         try:
-            # raises when this cache never fetched master; the audit reads the commit it names
-            (sha,) = self.cache.local_heads([DOCS_REF]).values()
-            found = audit_docs(self.cache.path, sha, api)
-            entries = found or None
+            (sha,) = self.cache.local_heads([DOCS_REF]).values()  # raises: master not fetched
+            entries = audit_docs(self.cache.path, sha, api) or None
         except BackportError:
             entries = None
         with self._lock:
@@ -97,96 +90,114 @@ class DocsAudit:
 
 
 class ForgeAccess:
-    """The forge client of one run, built when first needed; it finds its own credentials."""
+    """The run's forge, built once when first needed: `real` as the token reaches it,
+    `client` the one the run writes through (a dry run's plans its writes)."""
 
-    def __init__(self, project: Project, environ: Mapping[str, str], *, course: Course | None = None,
-                 plan: Callable[[str], None] | None = None,
-                 notify: Callable[[str], None] | None = None) -> None:
-        self.project = project
-        self.environ = environ
-        self.course = course or Course()
-        self.plan = plan or (lambda line: None)
-        self.notify = notify
-        self._lock = threading.Lock()
-        self._forge: Forge | None = None
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._lock = threading.RLock()
+        self._real: Forge | None = None
+        self._client: Forge | None = None
+
+    def real(self) -> Forge:
+        s = self.session
+        with self._lock:
+            if self._real is None:  # the token's request log of this host is shared (pace)
+                self._real = make_forge(s.project.branch_map, s.project.state_dir,
+                                        environ=s.environ, notify=lambda text: s.notify(text),
+                                        pace_dir=cache_root(s.environ) / "pace")
+            return self._real
 
     def client(self) -> Forge:
-        """The run's forge client (built once; it finds its own credentials in ``environ``)."""
+        s = self.session
         with self._lock:
-            if self._forge is None:
-                self._forge = make_forge(self.project.branch_map, self.project.state_dir,
-                                         environ=self.environ, dry_run=self.course.dry_run,
-                                         plan=self.plan, notify=self.notify,
-                                         pace_dir=cache_root(self.environ) / "pace")
-            return self._forge
+            if self._client is None:
+                self._client = (dry_run_of(self.real(), s.project.branch_map, s.plan, s.environ)
+                                if s.options.course.dry_run else self.real())
+            return self._client
 
-    def missing(self) -> list[str]:
-        """What the real run's forge lacks (no token...); a dry forge lacks nothing, so this
-        asks the forge the real run would have."""
-        return make_forge(self.project.branch_map, self.project.state_dir,
-                          environ=self.environ).missing()
+    def missing(self) -> list[str]:  # what the real run's forge lacks, a dry run's too
+        return self.real().missing()
 
-    def request_summary(self, sets: int) -> str | None:
-        """For a dry run: about how many forge requests the run would make, and how long."""
-        with self._lock:
-            forge = self._forge
-        summary = getattr(forge, "request_summary", None) if forge is not None else None
+    def request_summary(self, sets: int) -> str | None:  # a dry run's requests and time
+        summary = getattr(self._client, "request_summary", None)
         return summary(sets) if summary is not None else None
 
-    def push_env(self) -> dict[str, str] | None:
-        """Extra environment for `git push` to the fork, as the forge provides it."""
-        return self.client().push_credentials(self.project.branch_map.fork_url)
+    def push_env(self) -> dict[str, str] | None:  # for `git push` to the fork
+        return self.client().push_credentials(self.session.project.branch_map.fork_url)
 
 
 class Session:
-    """What the branches of one run share; each step is handed only the parts it uses."""
+    """What one command run shares; each step is handed only the parts it uses."""
 
-    def __init__(self, project: Project, options: ApplyOptions, *,
+    def __init__(self, project: Project, options: ApplyOptions | None = None, *,
                  environ: Mapping[str, str] | None = None,
                  plan: Callable[[str], None] | None = None,
                  notify: Callable[[str], None] | None = None) -> None:
         self.project = project
-        self.options = options
+        self.options = options or ApplyOptions()
         self.environ = environ if environ is not None else os.environ
         self.plan = plan or (lambda line: None)
-        self.cache = open_cache(project, self.environ)
-        # Where the worktrees, test logs and carried resolutions go: the project's .backport;
-        # a dry run's in a temporary folder, removed at its end (it writes nothing in the project).
-        self.work_dir = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
-                         if options.course.dry_run else project.state_dir)
-        # Code from a branch writes only in its own worktree (and its private temporary
-        # folders), and reads the project wherever it lies.
-        allow_writes([self.work_dir / "worktrees"], reads=[project.root])
-        # ... and finds none of the files git's credential helpers keep the user's secrets in.
-        hide_also(p for helper in configured_helpers(project.root) for p in helper_paths(helper))
-        self.envs = Environments(self.environ, cache_root(self.environ), isolated=options.isolated)
+        self.notify = notify or (lambda text: None)  # hears of the forge's rate-limit waits
+        self.forge = ForgeAccess(self)
+        self.cache = RepoCache(cache_root(self.environ), project.branch_map.upstream_url)
         self.docs = DocsAudit(self.cache)
         self.writers = Writers()  # who may write to the upstream, asked once per login
-        self.forge = ForgeAccess(project, self.environ, course=options.course, plan=self.plan,
-                                  notify=notify)
-        self.fork: Fork = PlannedFork(self.plan) if options.course.dry_run else GitFork()
+        self.work_dir = project.state_dir
+        self.fork: Fork = GitFork()  # a dry run's plans its pushes (`start`)
+        self.started = False
+        self._envs: Environments | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def envs(self) -> Environments:
+        """The run's environments, made when first used (a run without tests loads none)."""
+        from backport.envs.pool import Environments
+
+        with self._lock:
+            if self._envs is None:
+                self._envs = Environments(self.environ, cache_root(self.environ),
+                                          isolated=self.options.isolated)
+            return self._envs
+
+    def start(self) -> None:
+        """Ready an `apply` run, once: its work folder (worktrees, test logs, carried
+        resolutions; a dry run's temporary, as it writes nothing in the project), writable by
+        code from a branch only there; the files of git's credential helpers hidden."""
+        from backport.envs.hidden import helper_paths
+        from backport.envs.sandbox import allow_writes, hide_also
+        from backport.git.credential_helpers import configured_helpers
+
+        if self.started:
+            return
+        self.started = True
+        if self.options.course.dry_run:
+            self.fork = PlannedFork(self.plan)
+            self.work_dir = Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
+        allow_writes([self.work_dir / "worktrees"], reads=[self.project.root])
+        hide_also(p for helper in configured_helpers(self.project.root)
+                  for p in helper_paths(helper))
 
     def follow_token(self) -> None:
-        """Name the fork where branches.yaml leaves it to the token: ``<login>/<repo>``, the
-        login asked of the forge once (``GET /user``). A dry run without a token cannot ask;
-        its fork stays unnamed and its plan says so."""
+        """Name the fork where branches.yaml leaves it to the token's login (``GET /user``);
+        a dry run without a token cannot ask, and its plan says so."""
         bm = self.project.branch_map
         if bm.fork or not self.options.course.pushes:
             return
         self.project = self.project.with_branch_map(
             bm.with_login(self.forge.client().current_user()))
-        self.forge.project = self.project
 
-    def run_dir(self, patch_set: str) -> Path:
-        """Where the run of ``patch_set`` keeps its test logs and carried resolutions: beside
-        its journal, or in a dry run's temporary folder."""
+    def run_dir(self, patch_set: str) -> Path:  # test logs and carried resolutions
         return self.work_dir / "runs" / patch_set
 
     def close(self) -> None:
         """Stop the environments; a dry run's temporary folder goes, with its worktrees'
         registrations and branches in the cache repository."""
-        self.envs.close()
-        if self.options.course.dry_run and self.work_dir.exists():
+        from backport.git.worktree import forget_owner
+
+        if self._envs is not None:
+            self._envs.close()
+        if self.started and self.options.course.dry_run and self.work_dir.exists():
             shutil.rmtree(self.work_dir, ignore_errors=True)
             if (self.cache.path / "HEAD").is_file():
                 forget_owner(self.cache.path, self.work_dir)

@@ -1,7 +1,7 @@
 """The patch set as the forge shows it, so runs on different hosts share their results.
 
 Each branch's open PR carries its own record, one hidden JSON line in its evidence region
-(``report/record_block.py``); the evidence text above it is for reviewers and is never read. A
+(``report/regions.py`` `record_line`); the evidence text above it is for reviewers and is never read. A
 run reads the set's open PRs in one list, takes the record of every branch from its PR and the
 fork branches' heads from one ``ls-remote``, and renders a body from that and its own journal:
 a branch's journal record is used where it states the result the PR shows (it also knows how

@@ -26,7 +26,7 @@ from backport.pipeline.decide import Decision, Verdict, decide
 from backport.pipeline.job import BranchJob
 from backport.pipeline.propagate import SiblingSeries, sibling_series
 from backport.pipeline.set_run import SetRun
-from backport.records import SKIP_NO_TESTS, SKIP_SAID, BranchRecord, EnvEvidence, TestResult
+from backport.records import SKIP_CAUSE_TEXT, SKIP_NO_TESTS, BranchRecord, EnvEvidence, TestResult
 from backport.report.wording import exit_stated
 from backport.states import Status
 
@@ -216,7 +216,7 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
         # a set with no test says so even under --skip-tests: that is why none would run
         cause = options.skip_cause if job.patch_set.tests else SKIP_NO_TESTS
         skipped = TestResult.skipped_for(cause)
-        said = SKIP_SAID[cause]
+        said = SKIP_CAUSE_TEXT[cause]
         job.change(lambda r: r.tested(skipped, r.env, f"tests not run: {said}"))
         job.event("tested", f"skipped ({said})")
         return True

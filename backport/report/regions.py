@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backport.codec import CodecError, decode, encode
-from backport.records import SKIP_SAID, BranchRecord
+from backport.records import SKIP_CAUSE_TEXT, BranchRecord
 
 EVIDENCE = "api-validation-evidence"
 
@@ -305,7 +305,7 @@ def read_line(body: str | None, *, target: str,
         return None
     if rec.target != target or rec.fork_branch != fork_branch:
         return None
-    if rec.test is not None and rec.test.skip_cause not in SKIP_SAID:
+    if rec.test is not None and rec.test.skip_cause not in SKIP_CAUSE_TEXT:
         return None
     return rec.published(), data
 

@@ -17,11 +17,11 @@ from backport.branch_order import newest_first
 from backport.codec import encode
 from backport.config.model import BranchMap, PatchSet
 from backport.records import (
+    SKIP_CAUSE_TEXT,
     SKIP_DRY_NO_ENVS,
     SKIP_NO_TESTS,
     SKIP_NO_TORCH,
     SKIP_ON_REQUEST,
-    SKIP_SAID,
     BranchRecord,
 )
 from backport.redact import redact
@@ -35,7 +35,7 @@ def test_result(record: BranchRecord) -> str:
     """One-line English test result: ``Ran 7 tests in 0.054s, OK, exit 0`` or why none ran."""
     test = record.test
     if test and test.skipped:
-        return f"not run ({SKIP_SAID[test.skip_cause]})"
+        return f"not run ({SKIP_CAUSE_TEXT[test.skip_cause]})"
     if not test:
         return f"not run ({record.status.value})"
     lines = summary_lines(test)

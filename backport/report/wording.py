@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from backport.config.model import SourcePr
 from backport.envs.model import AUTOLOAD, NOT_FOUND
 from backport.records import (
+    SKIP_CAUSE_TEXT,
     SKIP_NO_TORCH,
     SKIP_ON_REQUEST,
-    SKIP_SAID,
     BranchRecord,
     EnvEvidence,
     TestResult,
@@ -180,7 +180,7 @@ def _skip_reason(test: TestResult | None) -> str:
     cause = test.skip_cause if test is not None else SKIP_ON_REQUEST
     if cause == SKIP_ON_REQUEST:
         return f"{SKIPPED}: --skip-tests"
-    return SKIPPED_NO_TORCH if cause == SKIP_NO_TORCH else SKIP_SAID[cause]
+    return SKIPPED_NO_TORCH if cause == SKIP_NO_TORCH else SKIP_CAUSE_TEXT[cause]
 
 
 def _result_write(facts: Facts) -> list[str]:

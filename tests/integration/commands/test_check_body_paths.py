@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from backport.config.loader import load_project
+from backport.config import load_project
 from backport.pipeline.body_paths import absent_named_paths, named_paths
 from tests.helpers.gitrepos import clone, commit_file, git
 from tests.helpers.project import ROOT, run_app

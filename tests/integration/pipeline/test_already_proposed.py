@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from backport.config.loader import load_project
+from backport.config import load_project
 from backport.demo.sandbox import SOURCE_HEAD, Sandbox, land_merged_pr
 from backport.forge import PrFile
 from backport.forge.local import LocalForge

@@ -18,7 +18,7 @@ import yaml
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs import model
 from backport.envs.pool import Environments
 from backport.envs.probe import probe
@@ -165,7 +165,7 @@ def test_env_setup_reads_the_pins_without_importing_torch(tmp_path: Path) -> Non
                          expect={"torch": "2.13.0", "torch_npu": "2.13.0"})
     lines: list[str] = []
     setup_env(pinned, log=lines.append, use_uv=False)
-    assert lines == [f"fake-torch: {home_shown(str(pinned.interpreter))} is up to date"]
+    assert lines == [f"fake-torch: {home_as_tilde(str(pinned.interpreter))} is up to date"]
     assert plan_setup(pinned)[1] == []
     assert not log.exists()  # each importing process would have added a line
     # The command says the same, from the same versions, without importing torch either.

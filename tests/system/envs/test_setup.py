@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from backport.config.model import Environment
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.probe import probe
 from backport.envs.setup import setup_env
 from backport.errors import BackportError
@@ -55,7 +55,7 @@ def test_setup_builds_then_skips(tmp_path: Path, use_uv: bool) -> None:
 
     again: list[str] = []
     setup_env(env, log=again.append, use_uv=use_uv)
-    assert again == [f"tiny: {home_shown(str(env.interpreter))} is up to date"]
+    assert again == [f"tiny: {home_as_tilde(str(env.interpreter))} is up to date"]
 
     # A pin the requirements cannot satisfy: reinstalled, then reported as a mismatch.
     wrong = Environment(name="tiny", venv=env.venv, expect={"tinypkg": "2.0"},

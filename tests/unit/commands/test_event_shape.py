@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from backport.commands.trigger import plan_value
-from backport.commands.trigger_event import is_request, read_event
 from backport.errors import BackportError
+from backport.trigger import is_request, plan_value, read_event
 
 COMMENT = {"id": 1, "body": "/backport v2.12.0", "user": {"login": "octocat"}}
 

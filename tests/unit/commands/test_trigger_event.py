@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from backport.commands.trigger_event import event_path, read_event, requested
 from backport.errors import BackportError
+from backport.trigger import event_path, read_event, requested
 
 
 def _write(tmp_path: Path, data: object) -> Path:

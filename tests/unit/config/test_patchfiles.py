@@ -213,3 +213,16 @@ def test_a_damaged_diff_gives_what_it_could_read(tmp_path: Path) -> None:
     diff.write_text("diff --git a/x.py b/x.py\nindex 1234567..89abcde 100644\n--- a/x.py\n"
                     "+++ b/x.py\n@@ -1,5 +1,5 @@\n-a\n+b\n")
     assert read_diff(diff.read_text()).paths == ("x.py",)
+
+
+def test_encoded_and_folded_headers_read_as_git_am_reads_them() -> None:
+    """git format-patch writes a non-ASCII subject or name RFC 2047-encoded and folds a long
+    subject: both read back as the plain text (and the name as the author's)."""
+    text = make_patch().replace(
+        "From: A U Thor <author@example.com>",
+        "From: =?UTF-8?q?Zo=C3=AB_Thor?= <zoe@example.com>",
+    ).replace("Subject: [PATCH] test: add put_metric coverage",
+              "Subject: [PATCH] =?UTF-8?q?t=C3=A9st:_add?=\n =?UTF-8?q?_coverage?=")
+    patch = parse_patch(text.encode(), Path("0001-x.patch"))
+    assert patch.subjects == ("tést: add coverage",)
+    assert patch.author == ("Zoë Thor", "zoe@example.com")

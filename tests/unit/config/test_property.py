@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backport.config import BranchMap, PatchSet, load_branch_map, load_patch_set
-from backport.config.loader import ENV_KEYS, PATCH_KEYS, PR_KEYS, TOP_KEYS
+from backport.config.branch_map import ENV_KEYS, PR_KEYS, TOP_KEYS
+from backport.config.patch_set import PATCH_KEYS
 from backport.config.patchfiles import parse_patch
 from backport.errors import ConfigError
 from tests.helpers.config_samples import BRANCHES_YAML, PATCH_YAML, make_patch, write_project

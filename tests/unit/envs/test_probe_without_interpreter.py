@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from backport.config.model import Environment
-from backport.config.validate import home_shown
+from backport.config.validate import home_as_tilde
 from backport.envs.probe import probe
 from backport.errors import BackportError
 
@@ -25,8 +25,8 @@ def test_probe_missing_interpreter(tmp_path: Path) -> None:
     )
 
 
-def test_home_shown() -> None:
+def test_home_as_tilde() -> None:
     home = os.path.expanduser("~")
-    assert home_shown(str(Path(home) / "envs" / "x")) == "~/envs/x"
-    assert home_shown("/opt/python") == "/opt/python"
-    assert home_shown(home + "other/x") == home + "other/x"
+    assert home_as_tilde(str(Path(home) / "envs" / "x")) == "~/envs/x"
+    assert home_as_tilde("/opt/python") == "/opt/python"
+    assert home_as_tilde(home + "other/x") == home + "other/x"
