@@ -17,8 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from backport.errors import BackportError
-from backport.git.objects import read_blobs
-from backport.git.run import git
+from backport.git.run import git, read_blobs
 
 DOCS_ROOT = "docs/zh/api/native_api"
 _VERSION_DIR = re.compile(r"^pytorch_(?P<v>[0-9][0-9A-Za-z-]*)$")

@@ -1,15 +1,10 @@
-"""The one place child processes start: argv lists, the caller's environment and folder, stdin
-bytes, output captured, a timeout that kills the whole process group, one error sentence.
+"""The one place child processes start: argv lists, stdin bytes, output captured, a timeout
+that kills the whole process group, one error sentence for a program that cannot start.
 
-:func:`run` starts a process and waits for it; :func:`spawn` starts one the caller talks to
-while it runs (warm workers, pip's streamed log); :func:`finish` waits for one started
-elsewhere (git's wrapper, ``git/run.py``, starts git through GitPython and waits here). Each
-child leads a process group of its own, so a kill takes its children too, and every child
-waited on ends with the run (:func:`kill_running` on an interrupt).
-
-No child gets a secret of the tool in its environment (:func:`secret_free`: the token
-variables, and any variable holding a token however it was obtained); git's credential path
-(the push's askpass variables, ``git/run.py``) is the one way a token reaches a child.
+:func:`run` waits for the child (git's runner too), :func:`spawn` returns it running. Each child
+leads a process group, ended with the run (:func:`kill_running`). No child gets a secret of the
+tool in its environment (:func:`secret_free`); git's runner lays its own variables over it
+(``unfiltered``): the push's askpass is the one way a token reaches a child.
 """
 
 from __future__ import annotations
@@ -19,7 +14,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -41,9 +36,8 @@ SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
 _running: set[int] = set()
 _running_lock = threading.Lock()
 _running_changed = threading.Condition(_running_lock)  # a child left ``_running``
-_starting = [0]  # children being started, not in ``_running`` yet (`starting`)
-# How long an interrupted child has to end on SIGTERM (git then removes its lock files: a
-# SIGKILLed one leaves ``index.lock`` or a ref's ``.lock``, and the next run cannot write there).
+_starting = [0]  # children being started, not in ``_running`` yet
+# Seconds an interrupted child has to end on SIGTERM (a SIGKILLed git leaves its lock files).
 STOP_GRACE = 5.0
 
 
@@ -65,8 +59,7 @@ class Output:
         return self.returncode is None
 
     @property
-    def out(self) -> str:
-        """stdout as text (bytes that are not UTF-8 replaced)."""
+    def out(self) -> str:  # bytes that are not UTF-8 replaced
         return self.stdout.decode("utf-8", "replace")
 
     @property
@@ -74,112 +67,51 @@ class Output:
         return self.stderr.decode("utf-8", "replace")
 
 
-def start_error(argv: Sequence[str], exc: OSError, *, code: ErrorCode | str,
-                context: str = "", shown: str | None = None) -> BackportError:
-    """The one sentence for a program that cannot start: ``<context>cannot run <shown>: <why>``."""
-    why = exc.strerror or str(exc)
-    return BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}"))
-
-
 def secret_free(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` without the tool's secrets: the token variables (:data:`SECRET_VARS`) and
-    every variable whose value holds a registered secret (a token from ``git credential fill``
-    included). The one rule for every child's environment."""
-    secrets = _held(environ.values())
+    """``environ`` without :data:`SECRET_VARS` and every variable holding a registered secret."""
+    secrets = registered()
     return {k: v for k, v in environ.items()
             if k not in SECRET_VARS and not (secrets and holds_secret(v, secrets))}
-
-
-def blanked_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Overrides that empty each secret of ``environ`` (this process's by default), for a
-    launcher that can only lay variables over the inherited environment (GitPython's)."""
-    environ = os.environ if environ is None else environ
-    blank = dict.fromkeys((k for k in SECRET_VARS if k in environ), "")
-    secrets = _held(environ.values())
-    if secrets:  # a value is looked at only when the environment holds a secret
-        blank.update((k, "") for k, v in environ.items() if holds_secret(v, secrets))
-    return blank
-
-
-def _held(values: Iterable[str]) -> tuple[str, ...]:
-    """The registered secrets that one of ``values`` holds: one search of them all per secret
-    (every process start asks, and mostly none is held). A value cannot hold a NUL byte."""
-    secrets = registered()
-    if not secrets:
-        return ()
-    joined = "\0".join(values)
-    return tuple(secret for secret in secrets if "\0" in secret or secret in joined)
 
 
 def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
           env: Mapping[str, str] | None = None, stdin: Stream = DEVNULL,
           stdout: Stream = PIPE, stderr: Stream = PIPE, code: ErrorCode | str = ErrorCode.INTERNAL,
-          context: str = "", shown: str | None = None,
-          pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a process group of its own and return it running.
-
-    ``env`` is the child's whole environment (None: this process's), without the tool's
-    secrets (:func:`secret_free`). ``pass_fds``: descriptors the child inherits. A program
-    that cannot start raises ``BackportError(code)`` with the sentence of :func:`start_error`.
-    """
-    child_env = secret_free(os.environ if env is None else env)
+          context: str = "", shown: str | None = None, pass_fds: Sequence[int] = (),
+          unfiltered: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a group of its own: ``env`` (None: this process's) less the secrets,
+    ``unfiltered`` laid over it."""
+    child_env = {**secret_free(os.environ if env is None else env), **(unfiltered or {})}
     try:
         return subprocess.Popen(list(argv), cwd=cwd, env=child_env,
                                 stdin=stdin, stdout=stdout, stderr=stderr,
                                 start_new_session=True, pass_fds=tuple(pass_fds))
-    except OSError as exc:
-        raise start_error(argv, exc, code=code, context=context, shown=shown) from None
+    except OSError as exc:  # one sentence: <context>cannot run <shown>: <why>
+        why = exc.strerror or str(exc)
+        raise BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}")) from None
 
 
 def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         env: Mapping[str, str] | None = None, stdin: bytes | None = None,
         timeout: float | None = None, stdout: Stream = PIPE, merge_stderr: bool = False,
         reap: bool = False, code: ErrorCode | str = ErrorCode.INTERNAL, context: str = "",
-        shown: str | None = None, pass_fds: Sequence[int] = ()) -> Output:
-    """Run ``argv`` to its end and return its :class:`Output` (a non-zero exit is no error).
-
-    ``stdin`` bytes are written to its standard input (none: ``/dev/null``); ``stdout`` is
-    captured unless a file is given; ``merge_stderr`` sends stderr to the same place. After
-    ``timeout`` seconds the child's whole process group is killed and ``returncode`` is None;
-    ``reap`` kills what the child left running in its group after a normal end too. An
-    interrupt (Ctrl-C) kills the group before it goes on. ``env`` and ``pass_fds`` are
-    :func:`spawn`'s.
-    """
-    with starting():
+        shown: str | None = None, pass_fds: Sequence[int] = (),
+        unfiltered: Mapping[str, str] | None = None) -> Output:
+    """Run ``argv`` to its end (a non-zero exit is no error). ``stdout`` is captured unless a
+    file is given, ``merge_stderr`` sends stderr there too. After ``timeout`` seconds the group
+    is killed (``returncode`` None); ``reap`` kills what the child left in it after a normal end."""
+    with _running_lock:
+        _starting[0] += 1  # an interrupt's `kill_running` waits for the child to be counted
+    try:
         proc = spawn(argv, cwd=cwd, env=env, stdin=DEVNULL if stdin is None else PIPE,
                      stdout=stdout, stderr=STDOUT if merge_stderr else PIPE, code=code,
-                     context=context, shown=shown, pass_fds=pass_fds)
-        track(proc)
-    return finish(proc, argv, stdin=stdin, timeout=timeout, reap=reap)
-
-
-@contextlib.contextmanager
-def starting() -> Iterator[None]:
-    """Around the start of a child and its `track`: an interrupt's :func:`kill_running`
-    waits for it, so a child a thread has just started is not left running."""
-    with _running_lock:
-        _starting[0] += 1
-    try:
-        yield
+                     context=context, shown=shown, pass_fds=pass_fds, unfiltered=unfiltered)
+        with _running_lock:
+            _running.add(proc.pid)
     finally:
         with _running_changed:
             _starting[0] -= 1
             _running_changed.notify_all()
-
-
-def track(proc: subprocess.Popen[bytes]) -> None:
-    """Count ``proc`` (leading its own group) among the children an interrupt ends."""
-    with _running_lock:
-        _running.add(proc.pid)
-
-
-def finish(proc: subprocess.Popen[bytes], argv: Sequence[str], *, stdin: bytes | None = None,
-           timeout: float | None = None, reap: bool = False) -> Output:
-    """Wait for a child that leads its own process group to end, as :func:`run` does: among
-    the run's children meanwhile (an interrupt kills it), killed with its group after
-    ``timeout`` seconds (``returncode`` None)."""
-    with _running_lock:
-        _running.add(proc.pid)
     try:
         try:
             out, err = proc.communicate(stdin, timeout=timeout)
@@ -196,7 +128,7 @@ def finish(proc: subprocess.Popen[bytes], argv: Sequence[str], *, stdin: bytes |
             if reap:
                 kill_group(proc.pid)
     finally:
-        with _running_lock:
+        with _running_changed:
             _running.discard(proc.pid)
             _running_changed.notify_all()
     return Output(tuple(argv), proc.returncode, out or b"", err or b"")
@@ -209,8 +141,7 @@ def kill_group(pgid: int) -> None:
 
 
 def stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """End the group ``proc`` leads: SIGTERM, up to :data:`STOP_GRACE` seconds for ``proc``
-    to end (git removes its lock files), then SIGKILL for whatever is left; ``proc`` reaped."""
+    """End the group ``proc`` leads: SIGTERM, :data:`STOP_GRACE` seconds, SIGKILL; reaped."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -226,9 +157,7 @@ def running() -> list[int]:
 
 
 def kill_running() -> None:
-    """End every child :func:`run` is still waiting on (a run that stops on an interrupt):
-    each process group is asked to stop (SIGTERM), given :data:`STOP_GRACE` seconds to end
-    and be reaped by the thread that waits on it, then killed with whatever it left."""
+    """End every child :func:`run` waits on (an interrupted run): SIGTERM, then SIGKILL."""
     with _running_changed:
         _running_changed.wait_for(lambda: not _starting[0], timeout=STOP_GRACE)
         groups = list(_running)

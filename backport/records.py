@@ -50,7 +50,7 @@ class TestResult:
     # (test, outcome) of every test the patch adds, as the -v output showed it: "ok", "FAIL",
     # "ERROR", "skipped", "not run"...; the result is ok only when each one is "ok"
     patch_tests: tuple[tuple[str, str], ...] = ()
-    # What the series changes beyond tests and how far the run saw it (``envs/changes.py``)
+    # What the series changes beyond tests and how far the run saw it (``envs/overlay.py``)
     changes: ChangeScope = ChangeScope()
     # "none" when any run had no sandbox (the host refused a PID namespace); else how they ran
     isolation: str | None = None

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backport.demo.sandbox import write_project  # noqa: E402
-from backport.git.authoring import test_files  # noqa: E402
+from backport.git.patch_export import test_files  # noqa: E402
 from tests.helpers.project import PATCHES, run_app  # noqa: E402
 
 MAPPED = ("v2.7.1", "v2.11.0", "v2.12.0", "master")

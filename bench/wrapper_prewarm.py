@@ -1,10 +1,10 @@
-"""What a run with a stored probe spends preparing an environment that has a ``wrapper:``.
+"""What a run spends preparing an environment that has a ``wrapper:``.
 
 Usage: .venv/bin/python bench/wrapper_prewarm.py [--python PATH] [--repeat N]
 
 The environment is the interpreter at ``--python`` (default ``$BACKPORT_TEST_PYTHON``) started
-through a wrapper script, as the seed's ``run_api_python_version.sh`` starts it. A first run
-stores its probe; each later run prewarms and probes as `apply` does. The wrapper starts each
+through a wrapper script, as the seed's ``run_api_python_version.sh`` starts it. Each run
+prewarms and probes as `apply` does. The wrapper starts each
 test, so no test forks from a warm worker: a run that starts one anyway pays an import of torch
 for nothing. Prints the CPU seconds of the child processes (user + system), the median of N.
 """
@@ -21,12 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from child_cpu import median_child_cpu, torch_bench_args  # noqa: E402  (bench/, the script's own folder)
 
 from backport.config.model import Environment  # noqa: E402
-from backport.envs.pool import Environments  # noqa: E402
+from backport.envs.environments import Environments  # noqa: E402
 
 
-def _run(env: Environment, cache: Path) -> None:
+def _run(env: Environment) -> None:
     """One run's prewarm, probe and runner, then every worker it stopped."""
-    envs = Environments({"BACKPORT_CACHE": str(cache)}, cache)
+    envs = Environments()
     try:
         envs.prewarm(env, "none")
         envs.runner(env, "none")
@@ -45,10 +45,9 @@ def main() -> int:
         wrapper.chmod(0o755)
         env = Environment(name="wrapped", python=Path(args.python), wrapper=(str(wrapper),),
                           wrapper_shown=("run_python.sh",))
-        cache = Path(folder) / "cache"
-        _run(env, cache)  # stores the probe
-        spent = median_child_cpu(lambda: _run(env, cache), args.repeat)
-    print(f"a run with a stored probe, environment with a wrapper: {spent:.2f} CPU s")
+        _run(env)  # bytecode written once
+        spent = median_child_cpu(lambda: _run(env), args.repeat)
+    print(f"a run, environment with a wrapper: {spent:.2f} CPU s")
     return 0
 
 

@@ -6,10 +6,6 @@ import os
 
 import pytest
 
-# GitPython runs `git version` when first imported and fails without git; the unit layer runs
-# with no git on PATH (tests/unit/conftest.py), so it is told to stay quiet there.
-os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-
 # The demo's sandbox (built once a session, copied per test) and the fake GitCode server that
 # branches.yaml points at, for every folder (a folder's conftest or a module may override them).
 from tests.helpers.project import built_sandbox, gitcode, sandbox  # noqa: F401  (fixtures)

@@ -15,8 +15,7 @@ from typing import Any
 from backport.config.patchfiles import Patch, parse_patch
 from backport.errors import BackportError
 from backport.git.apply import commit_patch_ids
-from backport.git.objects import read_blobs
-from backport.git.present import (
+from backport.git.python_tests import (
     AddedTest,
     added_tests,
     all_present,
@@ -24,7 +23,7 @@ from backport.git.present import (
     introduced_by,
     pre_images,
 )
-from backport.git.run import git
+from backport.git.run import git, read_blobs
 from backport.jsonfile import read_json, write_json
 
 STORE_VERSION = 1
@@ -155,7 +154,7 @@ _ADDS_DEF = re.compile(rb"^\+(?!\+\+ ).*\bdef\b", re.MULTILINE)  # an added line
 CHUNK = 200  # commits per `git log` of whole patches (bounds what is held in memory)
 
 
-# The files `git/present.py` `is_python_test` names (``test_*.py``, ``*_test.py``), as pathspecs.
+# The files `git/python_tests.py` `is_python_test` names (``test_*.py``, ``*_test.py``), as pathspecs.
 PYTHON_TESTS = (":(glob)**/test_*.py", ":(glob)**/*_test.py")
 
 
@@ -182,7 +181,7 @@ def patches_of(repo: Path, commits: Sequence[str],
 
 def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, list[str]]:
     """commit -> the tests its patch adds (``path::Class::name``), for each (commit, its
-    format-patch email) of ``emails``, read as `apply` reads a series' (`git/present.py`
+    format-patch email) of ``emails``, read as `apply` reads a series' (`git/python_tests.py`
     `added_tests`); the test files' pre-images are read in one git process. A patch none
     of whose added lines holds ``def`` adds no test (a test is added by its ``def`` line):
     it is not parsed."""
@@ -197,7 +196,7 @@ def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, li
             patches[commit] = None
     blobs = read_blobs(repo, [oid for patch in patches.values() if patch is not None
                               for oid in pre_images([patch])])
-    return {commit: [test.node_id for test in added_tests(repo, [patch], blobs)]
+    return {commit: [test.node_id for test in added_tests(repo, [patch], blobs.get)]
             if patch is not None else [] for commit, patch in patches.items()}
 
 
@@ -215,7 +214,7 @@ def tests_there(repo: Path, added: Sequence[str], head: str,
     tests = [AddedTest.from_node_id(node) for node in added]
     if not tests:
         return ""
-    defined = defined_tests(repo, head, tests, trees, blobs)
+    defined = defined_tests(repo, head, tests, trees, blobs.get if blobs else None)
     if not all_present(tests, defined):
         return ""
     test = defined[0][0]

@@ -3,10 +3,10 @@
 copied: the patch-id (`git/apply.py` `same_change`), the one carrier rule
 (`pipeline/proposed.py` `carries`, `commit_carries`: a mention in prose carries nothing), a
 GitCode squash message's own PR (`git/source_pr.py` `squash_number`), the tests already there
-(`git/present.py` `all_present`). The order is the decision: landed (the same commit, the same
-patch-id, a commit that carries it) → ignored → landed (a commit with its title and its files:
-the same fix opened on each branch by hand; its tests there) → proposed → not-needed → missing
-(whether it applies is then asked of git for every missing one together).
+(`git/python_tests.py` `all_present`). The order is the decision: landed (the same commit,
+the same patch-id, a commit that carries it) → ignored → landed (a commit with its title and its
+files: the same fix opened on each branch by hand; its tests there) → proposed → not-needed →
+missing (whether it applies is then asked of git for every missing one together).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from backport.branch_order import newest_first
 from backport.errors import BackportError
 from backport.forge import PullRequest
 from backport.git.cache import TRACKING, RepoCache
-from backport.git.present import is_python_test
+from backport.git.python_tests import is_python_test
 from backport.git.source_pr import squash_number
 from backport.pipeline.proposed import commit_carries as carried
 from backport.redact import redact

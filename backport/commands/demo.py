@@ -22,7 +22,7 @@ from backport.demo.sandbox import SOURCE_HEAD, Sandbox, build_sandbox, clear_san
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.forge import PrFile
 from backport.forge.local import LocalForge
-from backport.git.locks import file_lock
+from backport.git.cache import file_lock
 from backport.pipeline.from_pr import sets_from_prs
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions, Session

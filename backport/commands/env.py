@@ -19,8 +19,7 @@ from backport.config.model import Environment, Project
 from backport.config.validate import home_as_tilde
 from backport.envs.launch import shown_command
 from backport.envs.model import NOT_FOUND
-from backport.envs.pins import pin_mismatches
-from backport.envs.probe import probe
+from backport.envs.probe import pin_mismatches, probe
 from backport.envs.setup import Planned, human_size, plan_setup, setup_env
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 

@@ -11,7 +11,7 @@ import click
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config.patch_set import patch_set_name_problem
 from backport.errors import BackportError
-from backport.git.authoring import first_subject, test_files, touched_files
+from backport.git.patch_export import first_subject, test_files, touched_files
 from backport.pipeline.from_pr import read_source, write_from_pr, write_patch_set
 from backport.pipeline.session import Session
 

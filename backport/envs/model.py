@@ -34,7 +34,6 @@ class Probe:
         return self.packages.get("torch_npu")
 
 
-
 @dataclass(frozen=True)
 class TestRun:
     """The outcome of one test file run."""
@@ -52,7 +51,6 @@ class TestRun:
     env_vars: dict[str, str] = field(default_factory=dict)  # variables set for the run
     # "pid-namespace" (the run's sandbox) | "none" (the host refused one); None: not recorded
     isolation: str | None = None
-
 
 
 @dataclass(frozen=True)

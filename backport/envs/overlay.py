@@ -1,41 +1,102 @@
-"""The installed ``torch_npu`` with the branch's versions of the Python files a series changes.
+"""What a series changes beyond its tests, and the installed torch_npu with its Python files.
 
-A branch environment runs the released wheel. To let its tests see a series' change to
-``torch_npu/**.py``, the run puts a copy of the installed package first on the path: real
-folders on the way to each changed file, the changed files as the branch has them (a deleted
-one left out), and links to the installed package for everything else (compiled libraries,
-data, untouched modules; never its ``__pycache__``, which holds the installed files' bytecode).
+A branch environment runs the *released* torch_npu wheel, not the patched source. Each path of
+a series (in the Ascend/pytorch tree) is one of (:func:`classify`, :func:`scope_of`):
 
-The copy is kept under the cache folder, keyed by the environment's fingerprint, the installed
-package's place and the changed files' content: the next run (or branch) with the same
-environment and the same files finds it and copies nothing. A copy is built in a temporary
-folder and renamed into place, so runs building the same one at once never see half of it;
-each use marks it, and one no run used for two weeks is removed when another is built.
+- ``test``: under ``test/``; the run takes them from the worktree.
+- ``python``: ``torch_npu/**.py`` outside ``torch_npu/csrc/``; the run sees the branch's version
+  laid over a copy of the installed package (the overlay).
+- ``compiled``: anything the wheel is built or generated from (C/C++/CUDA sources and headers,
+  CMake, ``torch_npu/csrc/``, codegen YAML and ``torchnpugen/``, ``third_party/``, ``setup.py``
+  and the other build inputs): not in the build that ran.
+- ``other``: everything else (docs, CI files, requirements): not exercised by the tests.
+
+The overlay (:func:`build_overlay`) goes first on the test's path: real folders on the way to
+each changed file, the changed files as the branch has them (a deleted one left out), links to
+the installed package for everything else (never its ``__pycache__``, which holds the installed
+files' bytecode). Such a test is always a process of its own: a warm worker may hold the
+installed modules, and a fork cannot unimport them. The copies are links, cheap to make: each
+run makes its own (``environments.Environments.overlay``, once per environment and content) and
+removes them at its end.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import tempfile
-import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from backport import process
 from backport.config.model import Environment
 from backport.envs.launch import launch_argv
+from backport.envs.model import ChangeScope
 from backport.envs.probe import env_vars
 from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 
 PACKAGE = "torch_npu"
-FORMAT = 1
+Kind = Literal["test", "python", "compiled", "other"]
+
+COMPILED_SUFFIXES = frozenset({
+    ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cuh", ".inc", ".inl",
+    ".cmake", ".proto", ".s", ".asm",
+})
+COMPILED_NAMES = frozenset({"CMakeLists.txt", "Makefile", "BUILD", "BUILD.bazel"})
+# Top-level folders whose content is compiled into the wheel or generates what is.
+COMPILED_TOPS = frozenset({"cmake", "third_party", "torchnpugen", "codegen"})
+# Top-level files that build the wheel.
+BUILD_FILES = frozenset({"setup.py", "setup.cfg", "pyproject.toml", "build_libtorch_npu.py",
+                         "generate_code.sh", "version.txt", ".gitmodules"})
+CODEGEN_SUFFIXES = frozenset({".yaml", ".yml"})
+
+
+def classify(path: str) -> Kind:
+    """The kind of one repository path (``/``-separated, relative to the tree's root)."""
+    parts = PurePosixPath(path.strip().lstrip("/")).parts
+    if not parts:
+        return "other"
+    name = parts[-1]
+    suffix = PurePosixPath(name).suffix.lower()
+    if parts[0] == "test":
+        return "test"
+    if (suffix in COMPILED_SUFFIXES or name in COMPILED_NAMES or parts[0] in COMPILED_TOPS
+            or (len(parts) == 1 and name in BUILD_FILES)):
+        return "compiled"
+    if parts[0] == PACKAGE and len(parts) > 1:
+        if parts[1] == "csrc" or suffix in CODEGEN_SUFFIXES:
+            return "compiled"
+        if suffix == ".py":
+            return "python"
+    return "other"
+
+
+def overlay_paths(paths: Iterable[str]) -> tuple[str, ...]:
+    """The paths a test run can see laid over the installed package, sorted."""
+    return tuple(sorted({p for p in paths if classify(p) == "python"}))
+
+
+def scope_of(paths: Iterable[str], *, overlaid: bool = True) -> ChangeScope:
+    """The scope of a series changing ``paths``; ``overlaid=False`` when the run could not lay
+    the ``torch_npu`` Python files over the installed package (they are then not in the build)."""
+    kinds: dict[str, list[str]] = {"test": [], "python": [], "compiled": [], "other": []}
+    for path in sorted(set(paths)):
+        kinds[classify(path)].append(path)
+    python = kinds["python"]
+    return ChangeScope(
+        overlay=tuple(python) if overlaid else (),
+        not_in_build=tuple(sorted(kinds["compiled"] + ([] if overlaid else python))),
+        not_exercised=tuple(kinds["other"]),
+    )
+
+
+# -- the overlay -----------------------------------------------------------------------------
+
 FIND_TIMEOUT = 60.0
-KEEP_UNUSED = 14 * 24 * 3600.0  # a copy no run used for this long is removed
 # Where the interpreter would import the package from, without importing it.
 _FIND = ("import importlib.util, json, sys; s = importlib.util.find_spec(sys.argv[1]); "
          "print(json.dumps(list(s.submodule_search_locations or []) if s else []))")
@@ -51,7 +112,7 @@ class Overlay:
 
     root: Path  # holds the ``torch_npu`` folder
     files: tuple[str, ...]  # the repository paths laid over the installed package
-    reused: bool  # an earlier run (or branch) built it
+    reused: bool  # another branch of the run built it
 
 
 def installed_package(env: Environment, name: str = PACKAGE) -> Path:
@@ -76,64 +137,17 @@ def installed_package(env: Environment, name: str = PACKAGE) -> Path:
     return Path(str(found[0]))
 
 
-def overlay_key(fingerprint: str, package: Path, files: Mapping[str, bytes | None]) -> str:
-    """What a copy depends on: the environment, the installed package and the files' content."""
-    content = sorted((path, None if data is None else hashlib.sha256(data).hexdigest())
-                     for path, data in files.items())
-    text = json.dumps([FORMAT, fingerprint, str(package), content])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def build_overlay(cache: Path, fingerprint: str, package: Path,
-                  files: Mapping[str, bytes | None]) -> Overlay:
-    """The copy of ``package`` holding ``files`` (repository path ``torch_npu/…`` -> the
-    branch's bytes, None where the series deletes it), built once per key under ``cache``."""
+def build_overlay(parent: Path, package: Path, files: Mapping[str, bytes | None]) -> Overlay:
+    """A copy of ``package`` holding ``files`` (repository path ``torch_npu/…`` -> the branch's
+    bytes, None where the series deletes it), in a new folder under ``parent``."""
     inside = {_inside(path): data for path, data in files.items()}
-    shown = tuple(sorted(files))
-    folder = cache / "overlays"
-    final = folder / overlay_key(fingerprint, package, files)
-    if (final / PACKAGE).is_dir():
-        _touch(final)
-        return Overlay(root=final, files=shown, reused=True)
-    folder.mkdir(parents=True, exist_ok=True)
-    prune(folder)
-    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))
+    root = Path(tempfile.mkdtemp(prefix="overlay-", dir=parent))
     try:
-        _mirror(package, staging / PACKAGE, inside)
-        try:
-            os.rename(staging, final)
-        except OSError:  # another run put the same copy in place first
-            if not (final / PACKAGE).is_dir():
-                raise
-            return Overlay(root=final, files=shown, reused=True)
+        _mirror(package, root / PACKAGE, inside)
     except OSError as exc:
+        shutil.rmtree(root, ignore_errors=True)
         raise OverlayError(f"cannot copy {package}: {exc.strerror or exc}") from None
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return Overlay(root=final, files=shown, reused=False)
-
-
-def prune(folder: Path, now: float | None = None) -> list[Path]:
-    """Remove the copies no run used for ``KEEP_UNUSED`` seconds (and building folders that
-    old, left by a run that was killed); the removed ones."""
-    limit = (time.time() if now is None else now) - KEEP_UNUSED
-    removed = []
-    for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
-        try:
-            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_mtime < limit:
-                shutil.rmtree(entry)
-                removed.append(entry)
-        except OSError:
-            continue  # another run removes or uses it
-    return removed
-
-
-def _touch(path: Path) -> None:
-    try:
-        os.utime(path)
-    except OSError:
-        pass
+    return Overlay(root=root, files=tuple(sorted(files)), reused=False)
 
 
 def _inside(path: str) -> tuple[str, ...]:

@@ -1,14 +1,24 @@
-"""Probe an environment by running ``scripts/probe_env.py`` with its own interpreter.
+"""Probe an environment and judge what it found.
 
-The tool never imports torch or torch_npu itself; everything is read in a child process.
+:func:`probe` runs ``scripts/probe_env.py`` with the environment's interpreter, in the sandbox
+(the tool never imports torch or torch_npu itself): platform, Python, package versions, CANN,
+whether torch_npu loads, NPUs. :func:`pin_mismatches` compares the ``expect:`` pins with it
+(``torch: expected 2.7.1, found 2.13.0+cpu``); :func:`device_verdict` says whether a test of a
+``device:`` policy may run and with which variables (torch_npu installed but not loadable:
+torch_npu's backend autoload off); :func:`infer_device` reads a test's need of an NPU.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from backport import process
 from backport.config.model import Environment
@@ -134,3 +144,148 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
         npu_count=data.get("npu_count"),
         visible_devices=data.get("visible_devices"),
     )
+
+
+# -- pins ------------------------------------------------------------------------------------
+
+def installed_version(probe: Probe, dist: str) -> str | None:
+    """The probed version of ``dist`` under any spelling of its name (``python`` too)."""
+    wanted = canonicalize_name(dist)
+    if wanted == "python":
+        return probe.python
+    found = None
+    for name, version in probe.packages.items():
+        if canonicalize_name(name) == wanted:
+            if version is not None:
+                return version
+            found = version
+    return found
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def version_matches(pin: str, installed: str) -> bool:
+    """Equal as PEP 440 versions, or equal once the installed local label (``+cpu``) is dropped.
+
+    A pin with its own local label must match exactly; ``.postN`` and other public parts count
+    (``2.7.1`` does not match ``2.7.1.post4``). Text that is no PEP 440 version must be equal.
+    """
+    want, have = _version(pin.strip()), _version(installed.strip())
+    if want is None or have is None:
+        return pin.strip() == installed.strip()
+    return want == (have if want.local else Version(have.public))
+
+
+def python_matches(pin: str, installed: str) -> bool:
+    """``3.11`` matches ``3.11.7``; ``3.11.7`` matches only itself."""
+    want, have = _version(pin.strip()), _version(installed.strip())
+    if want is None or have is None:
+        return pin.strip() == installed.strip()
+    if want.public != want.base_version:  # a pre-, post- or dev-release is compared whole
+        return want == have
+    return have.release[: len(want.release)] == want.release
+
+
+def pin_mismatches(env: Environment, probe: Probe) -> list[str]:
+    """One line per pin the environment does not satisfy, e.g. ``torch: expected 2.7.1, found 2.13.0+cpu``."""
+    problems = []
+    for dist, pin in env.expect.items():
+        installed = installed_version(probe, dist)
+        if installed is None:
+            problems.append(f"{dist}: expected {pin}, not installed")
+            continue
+        is_python = canonicalize_name(dist) == "python"
+        ok = python_matches(pin, installed) if is_python else version_matches(pin, installed)
+        if not ok:
+            problems.append(f"{dist}: expected {pin}, found {installed}")
+    return problems
+
+
+# -- device policy ---------------------------------------------------------------------------
+
+_MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared object file")
+
+
+def short_reason(error: str | None) -> str:
+    """A few words on why torch_npu does not load, e.g. ``libhccl.so missing``."""
+    if not error:
+        return "reason unknown"
+    match = _MISSING_LIB.search(error)
+    if match:
+        return f"{match.group(1)} missing"
+    text = error.strip().splitlines()[-1] if error.strip() else "reason unknown"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def npu_phrase(probe: Probe) -> str:
+    """``no NPU visible`` or ``2 NPUs visible (Ascend910B4)``."""
+    count = probe.npu_count or 0
+    if count <= 0:
+        return "no NPU visible"
+    noun = "NPU" if count == 1 else "NPUs"
+    model = f" ({probe.npu_model})" if probe.npu_model else ""
+    return f"{count} {noun} visible{model}"
+
+
+@dataclass(frozen=True)
+class DeviceVerdict:
+    """Whether a test may run, the variables it runs with, and the evidence note.
+
+    The note is evidence text: it says what was (or will be) run, never more.
+    """
+
+    runnable: bool  # False: the environment cannot give the test what it needs (env-unavailable)
+    env: Mapping[str, str]
+    note: str
+
+    @property
+    def autoload_off(self) -> bool:
+        """True when the test runs with torch_npu's backend autoload switched off."""
+        return self.env.get(AUTOLOAD) == "0"
+
+
+def device_verdict(probe: Probe, device: str) -> DeviceVerdict:
+    """What running ``device`` ("none" | "npu") tests in the probed environment means."""
+    if probe.torch_npu_loads is None:  # torch_npu not installed
+        if device == "npu":
+            return DeviceVerdict(False, {}, "torch_npu not installed; device: npu needs a visible NPU")
+        return DeviceVerdict(True, {}, "torch_npu not installed; no NPU visible")
+    if not probe.torch_npu_loads:
+        why = short_reason(probe.torch_npu_error)
+        if device == "npu":
+            return DeviceVerdict(
+                False, {}, f"torch_npu present but not loadable ({why}); no NPU visible")
+        note = f"torch_npu present but not loadable ({why}); ran with {AUTOLOAD}=0; no NPU visible"
+        return DeviceVerdict(True, {AUTOLOAD: "0"}, note)
+    visible = npu_phrase(probe)
+    if device == "npu" and not probe.npu_count:
+        return DeviceVerdict(
+            False, {}, f"torch_npu loaded; {visible}; device: npu needs a visible NPU")
+    if probe.visible_devices:
+        visible += f" with {probe.visible_devices}"
+    return DeviceVerdict(True, {}, f"torch_npu loaded; {visible}")
+
+
+# What makes a test need an NPU: it imports torch_npu, or puts tensors / modules on "npu".
+_NPU_USES = (
+    (re.compile(r"^\s*(?:import\s+torch_npu\b|from\s+torch_npu\b)", re.M), "imports torch_npu"),
+    (re.compile(r"""device\s*=\s*["']npu\b|torch\.device\(\s*["']npu\b|["']npu:\d+["']"""),
+     "creates npu tensors or devices"),
+    (re.compile(r"\.npu\(\)|\btorch\.npu\.|\.to\(\s*[\"']npu\b"), "creates npu tensors or devices"),
+)
+
+
+def infer_device(sources: dict[str, str]) -> tuple[str, list[str]]:
+    """``("npu", reasons)`` when a test file imports torch_npu or uses ``npu`` devices, else
+    ``("none", [])``. ``sources`` maps test paths to their text; reasons read ``path imports …``.
+    """
+    reasons = []
+    for path, text in sources.items():
+        found = dict.fromkeys(why for pattern, why in _NPU_USES if pattern.search(text))
+        reasons += [f"{path} {why}" for why in found]
+    return ("npu" if reasons else "none"), reasons

@@ -1,14 +1,12 @@
-"""Run one test file in an environment: forked from a warm worker, or as its own process.
+"""Run one test file in an environment: forked from the run's warm worker, or as its own process.
 
-The warm worker (see ``worker``) imported torch once; every test is a fork of it.  When the
-worker cannot start or dies, or ``isolated=True``, each test is ``python <path> <args>`` in a
-fresh process.  Either way the test runs from the worktree root, in its own process group, with
-its output in ``log_path``, and a timeout kills the whole group.
-
-A run with an overlay (the installed torch_npu with the branch's versions of the Python files a
-series changes, ``overlay``) is always a process of its own, the overlay first on its
-``PYTHONPATH``: the warm worker may already hold the installed package's modules (it imports
-what earlier tests imported), and a fork cannot unimport them.
+A test is a fork of the warm worker (``worker``), which imported torch once. Where that cannot
+be (isolated runs asked for, a wrapper, no torch, a torch_npu that loads, a worker that would
+not start or died) it is ``python <path> <args>`` started afresh, in the test's sandbox view
+(``sandbox.test_view``). Either way it runs from the worktree root in its own process group,
+its output in its log (owner-only), and a timeout kills the group. A run with an overlay
+(``overlay``) is always a process of its own, the overlay first on its ``PYTHONPATH``.
+``TestRun.command`` is the start as the evidence shows it (``launch.shown_command``).
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from pathlib import Path
 from backport import process
 from backport.config.model import Environment, TestSpec
 from backport.config.validate import home_as_tilde
-from backport.envs.device import device_verdict
 from backport.envs.launch import (
     PATH_FIRST,
     launch_argv,
@@ -33,7 +30,7 @@ from backport.envs.launch import (
     shown_command,
 )
 from backport.envs.model import Probe, TestRun
-from backport.envs.probe import env_vars, require_interpreter
+from backport.envs.probe import device_verdict, env_vars, require_interpreter
 from backport.envs.sandbox import PID_NAMESPACE, sandboxed, test_view
 from backport.envs.summary import parse_summary
 from backport.envs.worker import (
@@ -54,7 +51,7 @@ LOG_TAIL = 4 * 1024 * 1024  # the summary is at the end; read at most this much
 
 def static_fallback(env: Environment, isolated: bool) -> str | None:
     """Why ``env``'s tests never fork from a warm worker, whatever its probe reads (None: they
-    may); the runner's first rule, which a run also asks before starting a worker early."""
+    may); asked before a worker is started early too."""
     if isolated:
         return "isolated runs requested"
     if env.wrapper:
@@ -63,11 +60,8 @@ def static_fallback(env: Environment, isolated: bool) -> str | None:
 
 
 class TestRunner:
-    """Runs test files of one environment; one instance per environment per run, thread-safe.
-
-    Runs overlap as the callers' threads ask: warm runs are concurrent children of one
-    worker, isolated runs separate processes.
-    """
+    """Runs test files of one environment and device policy; one per run, thread-safe: warm
+    runs are concurrent children of one worker, isolated runs separate processes."""
 
     __test__ = False  # not a pytest test class
 
@@ -125,13 +119,12 @@ class TestRunner:
         return {k: redact(v) for k, v in {**self.env.env, **self.extra_env}.items()}
 
     def command(self, test: TestSpec, overlay: Path | None = None) -> str:
-        """The test's start as the evidence shows it: source script, the variables this runner
-        sets, wrapper or ``python``, the worktree-relative path and args (see ``launch``)."""
+        """The test's start as the evidence shows it (``launch.shown_command``)."""
         return shown_command(self.env, script_args(test.path, test.args), self._shown_vars(overlay))
 
     def _shown_vars(self, overlay: Path | None) -> dict[str, str]:
         """The variables COMMAND shows: the overlay as ``<torch_npu overlay>``, ahead of the
-        map's own ``PYTHONPATH`` (itself a placeholder where it names a local path)."""
+        map's own ``PYTHONPATH`` (a placeholder where it names a local path)."""
         if overlay is None:
             return self.env_vars
         pinned = self.env_vars.get("PYTHONPATH")
@@ -142,9 +135,8 @@ class TestRunner:
 
     def _overlay_vars(self, overlay: Path | None) -> dict[str, str]:
         """What puts ``overlay`` first on the path: ``PYTHONPATH`` ahead of what the environment
-        sets, or, where a ``source:`` script runs first (CANN's ``set_env.sh`` extends
-        ``PYTHONPATH``) and the map pins none, ``PATH_FIRST``, which the start prepends to
-        what the script left (``launch``)."""
+        sets, or, after a ``source:`` script (CANN's extends ``PYTHONPATH``) where the map pins
+        none, ``PATH_FIRST``, which the start prepends to what the script left."""
         if overlay is None:
             return {}
         if self.env.source is not None and "PYTHONPATH" not in self.env.env:
@@ -160,10 +152,8 @@ class TestRunner:
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None,
         *, overlay: Path | None = None,
     ) -> TestRun:
-        """Run ``test`` from ``worktree``; output to ``log_path``; kill it after ``timeout`` s.
-
-        ``overlay``: a folder holding a ``torch_npu`` to import instead of the installed one;
-        the test then runs as a process of its own."""
+        """Run ``test`` from ``worktree``, output to ``log_path``, killed after ``timeout`` s;
+        with ``overlay`` (a folder holding a ``torch_npu``) as a process of its own."""
         if not self.verdict.runnable:
             raise BackportError("env-unavailable", f"environment '{self.env.name}': {self.note}")
         require_interpreter(self.env)
@@ -238,26 +228,25 @@ class TestRunner:
     def _run_warm(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
     ) -> TestRun | None:
-        """A forked run; None when the worker is unusable (the caller then runs isolated)."""
-        # The test writes its output where a sandbox may write (a temporary file of ours); it
-        # is added to the log once the test ended.
-        fd, spill_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
+        """A forked run; None when the worker is unusable (the caller then runs isolated).
+        The test writes to a temporary file of ours (a sandbox may write there), added to the
+        log once it ended."""
+        fd, scratch_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
         os.close(fd)
-        spill = Path(spill_name)
+        scratch = Path(scratch_name)
         try:
-            return self._run_forked(worktree, test, log_path, timeout, spill)
+            return self._run_forked(worktree, test, log_path, timeout, scratch)
         finally:
-            spill.unlink(missing_ok=True)
+            scratch.unlink(missing_ok=True)
 
     def _run_forked(
-        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float, spill: Path
+        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float, scratch: Path
     ) -> TestRun | None:
         request = {
             "cwd": str(worktree),
             "path": str(worktree / test.path),
             "argv": [test.path, *test.args],
-            "log": str(spill),
-            "env": {},
+            "log": str(scratch),
         }
         confine = test_view(worktree, self._reads())  # for a worker in a sandbox
         for _attempt in range(3):  # again on a fresh worker if one retired
@@ -266,15 +255,14 @@ class TestRunner:
             if worker is None:
                 return None
             self._start_log(log_path, test)
-            spill.write_bytes(b"")  # nothing of an earlier attempt
+            scratch.write_bytes(b"")  # nothing of an earlier attempt
             start = time.monotonic()
             pid = rid = None
             try:
                 sent = request if worker.isolation != PID_NAMESPACE else {
                     **request, "confine": confine}
                 rid, waiter = worker.submit(sent)
-                # Before it forks, the worker imports what earlier tests taught it: an import
-                # like its own start, as slow on a busy machine, so it gets the start's time.
+                # Before it forks the worker imports what earlier tests taught it: start's time.
                 hello = next_reply(waiter, self.start_timeout)
                 if hello is not None and "retired" in hello:
                     worker.retired = worker.retired or str(hello["retired"])
@@ -282,20 +270,19 @@ class TestRunner:
                 if hello is None or "pid" not in hello:
                     raise WorkerDied("the worker did not start the test")
                 pid = int(hello["pid"])
-                # The test's time starts when its child exists: a worker first imports what
-                # earlier tests taught it, and that wait is not the test's.
+                # The test's time starts when its child exists.
                 start = time.monotonic()
                 reply = next_reply(waiter, timeout)
                 if reply is None:  # timed out: kill the test's group, collect its status
                     worker.kill(pid)
                     if next_reply(waiter, REPLY_TIMEOUT) is None:
                         raise WorkerDied("the worker did not reap a killed test")
-                    _append(spill, log_path)
-                    return self._result(test, log_path, None, start, "warm", timed_out=timeout,
-                                        isolation=worker.isolation)
-                _append(spill, log_path)
+                    _append(scratch, log_path)
+                    return self._result(test, log_path, None, start, "warm", worker.isolation,
+                                        timeout)
+                _append(scratch, log_path)
                 return self._result(test, log_path, int(reply["exit_code"]), start, "warm",
-                                    isolation=worker.isolation)
+                                    worker.isolation)
             except (WorkerDied, KeyError, ValueError, TypeError) as exc:
                 if pid is not None:
                     worker.kill(pid)
@@ -326,19 +313,16 @@ class TestRunner:
                                stdout=log, merge_stderr=True, timeout=timeout, reap=True,
                                code="env-missing", context=f"environment '{self.env.name}': ",
                                shown=home_as_tilde(str(self.interpreter)), pass_fds=launch.pass_fds)
-        if done.timed_out:
-            return self._result(test, log_path, None, start, "isolated", timed_out=timeout,
-                                overlay=overlay, isolation=launch.isolation)
-        return self._result(test, log_path, done.returncode, start, "isolated", overlay=overlay,
-                            isolation=launch.isolation)
+        return self._result(test, log_path, None if done.timed_out else done.returncode, start,
+                            "isolated", launch.isolation, timeout if done.timed_out else None,
+                            overlay)
 
     # -- shared ------------------------------------------------------------------------
 
     def _reads(self, overlay: Path | None = None) -> list[str]:
-        """What a test reads besides its worktree, wherever it lies: the interpreter's prefix
-        (its venv), the folder of the ``source:`` script (CANN's), the paths its wrapper names,
-        the overlay. Not what its variables name: a temporary folder there (CANN's logs) is
-        the test's own, writable."""
+        """What a test reads besides its worktree, wherever it lies: the interpreter's venv,
+        the ``source:`` script's folder, the wrapper's paths, the overlay (not what its
+        variables name: a temporary folder there, CANN's logs, is the test's own)."""
         found = [os.path.dirname(os.path.dirname(os.path.abspath(self.interpreter)))]
         if self.env.source is not None:
             found.append(str(self.env.source.parent))
@@ -348,7 +332,7 @@ class TestRunner:
         return found
 
     def _start_log(self, log_path: Path, test: TestSpec, overlay: Path | None = None) -> None:
-        # Logs may hold paths and output a maintainer would not publish: owner-only, like the journal.
+        # Logs may hold what a maintainer would not publish: owner-only, like the journal.
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -357,16 +341,8 @@ class TestRunner:
                 handle.write(f"# {OVERLAY_SHOWN}: {overlay}\n")
 
     def _result(
-        self,
-        test: TestSpec,
-        log_path: Path,
-        exit_code: int | None,
-        start: float,
-        runner: str,
-        *,
-        timed_out: float | None = None,
-        overlay: Path | None = None,
-        isolation: str | None = None,
+        self, test: TestSpec, log_path: Path, exit_code: int | None, start: float, runner: str,
+        isolation: str, timed_out: float | None = None, overlay: Path | None = None,
     ) -> TestRun:
         duration = time.monotonic() - start
         summary = parse_summary(_read_tail(log_path))
@@ -396,8 +372,8 @@ def _read_tail(path: Path) -> str:
         return handle.read().decode("utf-8", "replace")
 
 
-def _append(spill: Path, log_path: Path) -> None:
-    """Add what a forked test wrote to ``spill`` to its log, and empty ``spill`` for a retry."""
-    with open(spill, "r+b") as src, open(log_path, "ab") as dst:
+def _append(scratch: Path, log_path: Path) -> None:
+    """Add what a forked test wrote to ``scratch`` to its log, and empty ``scratch`` for a retry."""
+    with open(scratch, "r+b") as src, open(log_path, "ab") as dst:
         shutil.copyfileobj(src, dst)
         src.truncate(0)

@@ -1,41 +1,41 @@
-"""The sandbox of code from a branch or a PR: a PID namespace of the run.
+"""The sandbox every process that runs code from a branch or a PR starts in.
 
-Every process that runs such code (the probe, warm workers and the tests they fork, isolated
-and overlay test runs) starts through :func:`sandboxed`: ``scripts/sandbox_init.py``, run by
-this tool's own interpreter, unshares a user, PID and mount namespace, mounts the namespace's
-own ``/proc``, makes every mount read-only but the writable folders (:func:`writable_roots`:
-the temporary folders and the run's worktrees, :func:`allow_writes`), covers the places the
-user's credentials live (:func:`hidden_places`, ``envs/hidden.py``) and the block devices,
-gives up its capabilities and starts the command inside. A test gets a narrower view
-(:func:`test_view`): temporary folders of its own (fresh tmpfs mounts), its own worktree the
-only writable folder (its ``.git`` read-only, the other worktrees covered), and what it reads
-bound back read-only wherever it lies (a project or venv under ``/tmp``); an isolated run gets
-it from the init, a test forked from the warm worker (which serves every branch of its
-environment) in a namespace of its own, before any of its code runs. The command sees no process outside the
-namespace (so no other process's ``/proc/<pid>/environ``, where ``backport`` or a CI shell
-keeps a token), cannot change what a later step runs or reads (the tool's installation, the
-journal, the patch sets, git's configuration), and every process of the namespace ends with it: when the command ends, when
-its launcher is killed, and when this process ends in any way (even SIGKILL), through the
-lifeline, a pipe whose write end only this process holds.
+The probe, the warm worker (and the tests it forks) and every isolated test start through
+:func:`sandboxed`: ``scripts/sandbox_init.py``, run by this tool's interpreter, makes a user,
+PID and mount namespace, mounts its own ``/proc`` (no other process's ``environ``, where a token
+may live, is readable), makes every mount read-only but the writable folders
+(:func:`writable_roots`: the temporary folders and the run's worktrees, :func:`allow_writes`),
+covers the user's credential places and the block devices (:func:`covered_places`), drops every
+capability and starts the command. A test gets a narrower view (:func:`test_view`): private
+temporary folders, only its own worktree writable (its ``.git`` read-only, other worktrees
+covered), what it reads bound back read-only. An isolated test gets it from the init, a forked
+one in a namespace of its own before its code runs (``sandbox_init.confine``). Every process of
+the namespace ends with the command, with its launcher, and with this process however it ends
+(even SIGKILL), through the lifeline: a pipe whose write end only this process holds.
 
-A small launcher we control was chosen over util-linux's ``unshare``: it needs no particular
-util-linux version (``--map-current-user`` is recent), keeps the user's own uid (tests that
-behave differently as root stay as they are) and watches the lifeline, which ``unshare
---kill-child`` cannot (it ties the namespace to ``unshare`` itself, which outlives a killed
-parent). Python 3.11 has no ``os.unshare``; the launcher calls libc through ``ctypes``.
+Credential places (:func:`credential_places`): git's credential store and cache and the files
+its configured helpers name (``--file``/``--socket``), netrc, SSH keys and agent, GnuPG, the
+runtime folder, and the sockets of services that start commands for root (container engines,
+the system bus). Mounts are read-only, not unreadable, so each existing one is covered: an empty
+folder over a folder, the null device over a file or socket.
+
+A launcher of our own rather than util-linux's ``unshare``: no recent util-linux needed
+(``--map-current-user``), the user's own uid kept, and the lifeline watched (``unshare
+--kill-child`` ties the namespace to ``unshare``, which outlives a killed parent).
 
 Whether the host allows namespaces is probed once per process (:func:`isolation`); where it
-does not, commands start as they are, the evidence says so (``report/wording.py``) and ``trigger``
-refuses PR tests unless the environment says ``isolation: none`` (:func:`require_isolation`).
+does not, commands start as they are, the evidence says so, and ``trigger`` refuses PR tests
+unless the environment says ``isolation: none`` (:func:`require_isolation`).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +43,6 @@ import backport
 from backport import process
 from backport.config.branch_map import cache_root
 from backport.config.model import BranchMap
-from backport.envs.hidden import credential_places, to_hide
 from backport.errors import BackportError, ErrorCode
 
 INIT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts",
@@ -56,11 +55,19 @@ _lock = threading.Lock()
 _probed: Isolation | None = None
 _lifeline: int | None = None  # the read end handed to every sandbox; we keep the write end
 _lifeline_writer: int | None = None
-_said = False
+_warned = False
 _allowed: tuple[str, ...] = ()
 _reads: tuple[str, ...] = ()
-_hidden_also: tuple[str, ...] = ()
+_covered_also: tuple[str, ...] = ()
 TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
+HELPER_PATH_OPTIONS = ("--file", "--socket")  # git-credential-store's and -cache's
+# Sockets of services that start commands for whoever may connect (root, or a group): the
+# container engines' and the system bus, through which systemd starts units.
+SERVICE_SOCKETS = (
+    "/run/docker.sock", "/var/run/docker.sock", "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock", "/run/crio/crio.sock", "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket", "/run/systemd/private",
+)
 
 
 @dataclass(frozen=True)
@@ -90,21 +97,89 @@ def _launcher(writable: Sequence[str] = (), view: Sequence[str] = ()) -> list[st
         out += ["--writable", root]
     opened = [*writable, *(view[i + 1] for i in range(0, len(view), 2)
                            if view[i] == "--writable")]
-    for place in hidden_places(opened):
+    for place in covered_places(opened):
         out += ["--hide", place]
     return out
 
 
-def hidden_places(writable: Sequence[str] = ()) -> tuple[str, ...]:
-    """The existing places of this user's credentials (``envs/hidden.py``, and those
-    :func:`hide_also` named) a sandbox covers, but for those that hold a ``writable`` folder."""
-    return to_hide([*credential_places(os.environ), *_hidden_also], writable)
+def covered_places(writable: Sequence[str] = ()) -> tuple[str, ...]:
+    """The existing credential places (with those :func:`cover_also` named) a sandbox covers,
+    but for those that hold a ``writable`` folder."""
+    return places_to_cover([*credential_places(os.environ), *_covered_also], writable)
+
+
+def credential_places(environ: Mapping[str, str], helpers: Iterable[str] = (),
+                      uid: int | None = None) -> list[str]:
+    """The places, existing or not, where credentials of the user of ``environ`` may be (the
+    files the configured git credential ``helpers`` name too), and :data:`SERVICE_SOCKETS`."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    runtime = environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid() if uid is None else uid}"
+    places = [
+        os.path.join(home, ".git-credentials"), os.path.join(config, "git", "credentials"),
+        os.path.join(cache, "git", "credential"), os.path.join(home, ".git-credential-cache"),
+        environ.get("NETRC") or os.path.join(home, ".netrc"), os.path.join(home, "_netrc"),
+        os.path.join(home, ".ssh"), environ.get("SSH_AUTH_SOCK", ""),
+        environ.get("GNUPGHOME") or os.path.join(home, ".gnupg"), runtime, *SERVICE_SOCKETS,
+    ]
+    for helper in helpers:
+        places += helper_paths(helper)
+    return [p for p in places if p]
+
+
+def helper_paths(value: str) -> list[str]:
+    """The ``--file`` / ``--socket`` paths one ``credential.helper`` value names."""
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        return []
+    found = []
+    for index, word in enumerate(words):
+        option, equals, rest = word.partition("=")
+        if option in HELPER_PATH_OPTIONS:
+            if equals:
+                found.append(rest)
+            elif index + 1 < len(words):
+                found.append(words[index + 1])
+    return [os.path.expanduser(p) for p in found]
+
+
+def places_to_cover(places: Iterable[str], keep: Iterable[str]) -> tuple[str, ...]:
+    """The existing ``places`` (real paths) to cover, but for those holding a folder of
+    ``keep`` (a writable $TMPDIR in the runtime folder): those are covered entry by entry, but
+    for the entries on the way to it; a symbolic link inside is covered where it leads (unless
+    that holds one too), never walked through."""
+    kept = [os.path.realpath(k) for k in keep]
+    out: set[str] = set()
+
+    def cover(path: str, descend: bool = True) -> None:
+        if not os.path.lexists(path):
+            return
+        holding = [k for k in kept if k == path or k.startswith(path.rstrip("/") + "/")]
+        if not holding:
+            out.add(path)
+            return
+        if not descend or path in holding or not os.path.isdir(path):
+            return  # the writable folder itself, or a link's target that holds one
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.is_symlink():  # covered where it leads, never walked through
+                cover(os.path.realpath(entry.path), descend=False)
+            else:
+                cover(entry.path)
+
+    for place in places:
+        cover(os.path.realpath(place))
+    return tuple(sorted(out))
 
 
 def allow_writes(folders: Iterable[Path], reads: Iterable[Path] = ()) -> None:
-    """Let code from a branch write in ``folders`` too (made where missing): the run's
-    worktrees, each test only its own (:func:`test_view`); and let a test read ``reads`` (the
-    project) wherever they lie. Set once per run, before any sandbox starts."""
+    """Let sandboxes write in ``folders`` (the run's worktrees, made where missing; a test only
+    its own) and tests read ``reads`` (the project) wherever they lie; set once per run."""
     global _allowed, _reads
     found = []
     for folder in folders:
@@ -114,23 +189,17 @@ def allow_writes(folders: Iterable[Path], reads: Iterable[Path] = ()) -> None:
     _reads = tuple(os.path.realpath(r) for r in reads)
 
 
-def hide_also(places: Iterable[str]) -> None:
-    """Cover ``places`` too (the files git's configured credential helpers name). Set once
-    per run, before any sandbox starts."""
-    global _hidden_also
-    # a store's file or a cache's socket, never a folder: a helper naming one (`--file ~`)
-    # would cover what the tests need
-    _hidden_also = tuple(p for p in places if not os.path.isdir(p))  # read without the lock
+def cover_also(places: Iterable[str]) -> None:
+    """Cover ``places`` too (the files git's credential helpers name); set once per run."""
+    global _covered_also
+    # a store's file or a cache's socket, never a folder (`--file ~` would cover the home)
+    _covered_also = tuple(p for p in places if not os.path.isdir(p))  # read without the lock
 
 
 def writable_roots(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
-    """The folders a sandbox may write: the temporary ones, :func:`allow_writes`' and
-    ``extra``, but for those inside another (a project's worktrees in ``/tmp``); every other
-    file is read-only inside."""
-    allowed = _allowed
-    temps = [tempfile.gettempdir(), *TEMPORARY]
-    found = {os.path.realpath(t) for t in temps if os.path.isdir(t)}
-    found.update(allowed)
+    """The folders a sandbox may write (temporary ones, :func:`allow_writes`' and ``extra``),
+    none inside another; everything else is read-only inside."""
+    found = {*temporary_folders(), *_allowed}
     found.update(os.path.realpath(e) for e in extra)
     return tuple(root for root in sorted(found) if not _inside_another(root, found))
 
@@ -142,11 +211,10 @@ def temporary_folders() -> tuple[str, ...]:
 
 
 def test_view(worktree: Path, reads: Iterable[str | Path] = ()) -> list[str]:
-    """``sandbox_init.py``'s options that give one test its view: every temporary folder
-    fresh, empty and its own; the run's worktrees covered, but ``worktree``, writable, with
-    its ``.git`` read-only; and, read-only wherever they lie (in ``/tmp`` too), what a test
-    reads: ``reads`` (its environment), the project, the cache, the tool's installation and
-    the folder ``backport`` runs in (a CI workspace)."""
+    """``sandbox_init.py``'s options for one test's view: private temporary folders; the run's
+    worktrees covered but ``worktree``, writable, its ``.git`` read-only; read-only wherever
+    they lie: ``reads`` (its environment), the project, the cache, the tool and the folder
+    ``backport`` runs in (a CI workspace)."""
     own = os.path.realpath(worktree)
     args: list[str] = []
     for folder in temporary_folders():
@@ -220,22 +288,20 @@ def _check() -> Isolation:
 
 
 def forget() -> None:
-    """Probe again on the next :func:`isolation` call (for tests that change the host's answer
-    with ``BACKPORT_SANDBOX_REFUSE``)."""
-    global _probed, _said
+    """Probe again on the next :func:`isolation` call (tests set ``BACKPORT_SANDBOX_REFUSE``)."""
+    global _probed, _warned
     with _lock:
-        _probed, _said = None, False
+        _probed, _warned = None, False
 
 
 def refusal_notice() -> str | None:
-    """The one sentence that says tests run without isolation, the first time it is asked
-    (None after that, and where the host isolates)."""
-    global _said
+    """The warning that tests run without isolation, once per process (None where isolated)."""
+    global _warned
     found = isolation()
     with _lock:
-        if found.isolated or _said:
+        if found.isolated or _warned:
             return None
-        _said = True
+        _warned = True
     return (f"warning: no sandbox for tests, the host refuses PID namespaces ({found.why}): "
             "they can see every process of this user; the evidence says so")
 
@@ -251,10 +317,9 @@ def _lifeline_fd() -> int:
 
 def sandboxed(argv: Sequence[str], *, writable: Iterable[str | Path] = (),
               view: Sequence[str] = ()) -> Start:
-    """``argv`` started in a PID namespace of its own (as it is where the host refuses), where
-    only :func:`writable_roots` (with ``writable``) can be written; with ``view`` (a test's,
-    :func:`test_view`), only what it makes writable and ``writable``. The namespace ends when
-    this process ends."""
+    """``argv`` started in a namespace of its own (as it is where the host refuses) where only
+    :func:`writable_roots` and ``writable`` can be written, or with ``view`` (a test's) only
+    what that and ``writable`` open; it ends when this process ends."""
     if not isolation().isolated:
         return Start(list(argv), (), NONE)
     roots = [os.path.realpath(w) for w in writable] if view else writable_roots(writable)
@@ -264,8 +329,8 @@ def sandboxed(argv: Sequence[str], *, writable: Iterable[str | Path] = (),
 
 
 def require_isolation(branch_map: BranchMap, targets: Iterable[str]) -> None:
-    """Refuse to run a PR's tests on ``targets`` without isolation, unless the environment of
-    each says ``isolation: none`` in branches.yaml (an NPU host that needs it)."""
+    """Refuse a PR's tests on ``targets`` without isolation, unless each environment says
+    ``isolation: none`` (an NPU host that needs it)."""
     found = isolation()
     if found.isolated:
         return

@@ -1,11 +1,12 @@
-"""``backport env setup``: build a missing environment from its ``requirements:``.
+"""``backport env setup``: build an environment from its ``requirements:``, and plan it.
 
-uv is used when it is on PATH (``uv venv`` + ``uv pip install``), else ``python -m venv`` + pip.
-``requirements`` are installed first, then ``no_deps`` without their dependencies (torch_npu
-wheels that name a torch build the index does not have); ``extra_index_urls`` are searched
-besides the configured index. An environment that exists and satisfies its pins is left alone.
-:func:`resolve` asks pip what an installation would fetch (``--dry-run --report``), for this
-machine or another platform, without installing anything.
+uv when it is on PATH (``uv venv`` + ``uv pip install``), else ``python -m venv`` + pip;
+``requirements`` first, then ``no_deps`` without their dependencies (torch_npu wheels naming a
+torch build the index lacks), ``extra_index_urls`` besides the configured index. An environment
+that satisfies its pins is left alone; the pins are compared with a probe that imports nothing
+(``probe(versions_only=True)``). :func:`plan_setup` says what it would do, :func:`resolve` what
+pip would fetch (``--dry-run --report``, sizes, another platform), installing nothing; the
+resolution is reused a day at most while its key holds (``resolve_cache``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -30,8 +31,7 @@ from backport import process
 from backport.config.model import Environment
 from backport.config.validate import home_as_tilde
 from backport.envs.model import Probe
-from backport.envs.pins import pin_mismatches
-from backport.envs.probe import probe
+from backport.envs.probe import pin_mismatches, probe
 from backport.envs.resolve_cache import resolution_key, store_resolution, stored_resolution
 from backport.errors import BackportError
 from backport.redact import redact
@@ -50,11 +50,9 @@ def venv_dir(env: Environment) -> Path | None:
 
 
 def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | None = None) -> None:
-    """Create ``env``'s venv and install its requirements unless it already matches its pins.
-
-    ``use_uv`` None picks uv when it is on PATH. Raises ``env-missing`` when the environment
-    cannot be built and ``env-mismatch`` when it still misses its pins afterwards.
-    """
+    """Create ``env``'s venv and install its requirements unless it matches its pins (``use_uv``
+    None: uv when on PATH); ``env-missing`` when it cannot be built, ``env-mismatch`` when it
+    still misses its pins afterwards."""
     uv = shutil.which("uv") if use_uv is not False else None
     if use_uv and uv is None:
         raise BackportError("env-missing", f"environment '{env.name}': uv is not on PATH")
@@ -104,18 +102,15 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
 
 
 def _versions(env: Environment) -> Probe:
-    """What the pins are compared with: the probe without its torch_npu load check (no process
-    imports torch; with CANN that import alone can take a minute)."""
+    """The probe without its torch_npu load check (with CANN that import takes a minute)."""
     return probe(env, versions_only=True)
 
 
 def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool = False,
                note: Callable[[str], None] = lambda _line: None) -> tuple[str, list[Planned]]:
-    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch.
-
-    With ``cache_dir`` a stored resolution is reused while its key holds (see
-    ``resolve_cache``), unless ``refresh``; ``note`` hears what is being resolved or reused.
-    """
+    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch;
+    with ``cache_dir`` a stored resolution is reused unless ``refresh``; ``note`` hears what is
+    resolved or reused."""
     interpreter = env.interpreter
     target = venv_dir(env)
     if interpreter.exists():
@@ -159,7 +154,7 @@ def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
     plan = resolve(env)
     note(f"{env.name}: resolved in {time.monotonic() - started:.0f} s")
     if cache_dir is not None and key is not None:
-        store_resolution(cache_dir, key, [item.to_dict() for item in plan])
+        store_resolution(cache_dir, key, [asdict(item) for item in plan])
     return plan
 
 
@@ -229,15 +224,9 @@ class Planned:
     no_deps: bool  # installed without its dependencies
     requires: tuple[str, ...]  # its Requires-Dist lines
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "version": self.version, "url": self.url, "size": self.size,
-                "no_deps": self.no_deps, "requires": list(self.requires)}
-
     @classmethod
     def from_dict(cls, data: dict) -> Planned:
-        return cls(name=str(data["name"]), version=str(data["version"]), url=str(data["url"]),
-                   size=data["size"], no_deps=bool(data["no_deps"]),
-                   requires=tuple(data["requires"]))
+        return cls(**{**data, "requires": tuple(data["requires"])})
 
     @property
     def source(self) -> str:
@@ -255,13 +244,10 @@ def resolve(
     with_deps: bool = True,
     timeout: float = 900.0,
 ) -> list[Planned]:
-    """What ``env setup`` would install for ``env``, from pip's dry run; nothing is installed.
-
-    ``platform`` (a wheel tag like ``manylinux_2_28_aarch64``) and ``python_version``
-    resolve for another machine (binary wheels only). ``with_deps`` False resolves only the
-    named distributions (quick: no CUDA wheel is looked at). Raises ``env-missing`` when pip cannot
-    resolve, with pip's last line.
-    """
+    """What ``env setup`` would install for ``env``, from pip's dry run. ``platform`` (a wheel
+    tag like ``manylinux_2_28_aarch64``) and ``python_version`` resolve for another machine
+    (binary wheels only); ``with_deps`` False only the named distributions. ``env-missing``
+    with pip's last line when it cannot resolve."""
     plan: list[Planned] = []
     for lines, no_deps in ((env.requirements, False), (env.no_deps, True)):
         if not lines:
@@ -333,11 +319,8 @@ def platform_machine(tag: str) -> str:
 
 
 def compatible_platforms(tag: str) -> list[str]:
-    """``tag`` and the older manylinux tags a machine of that tag also installs.
-
-    pip takes a ``--platform`` tag literally, while a real ``manylinux_2_28`` machine also
-    installs ``manylinux_2_27`` … ``manylinux_2_17`` (``manylinux2014``) wheels.
-    """
+    """``tag`` and the older manylinux tags a machine of that tag also installs (pip takes a
+    ``--platform`` tag literally; a ``manylinux_2_28`` machine installs ``manylinux2014`` too)."""
     match = re.fullmatch(r"manylinux_2_(\d+)_(\w+)", tag)
     if not match:
         return [tag]
@@ -347,8 +330,7 @@ def compatible_platforms(tag: str) -> list[str]:
 
 
 def _download_size(url: str) -> int | None:
-    """The bytes a distribution's URL serves (None: not told). requests is imported here, for
-    a dry run's sizes only: every other `backport env` command starts without it."""
+    """The bytes a distribution's URL serves (None: not told); requests imported for this only."""
     import requests
 
     parts = urllib.parse.urlsplit(url)
@@ -374,8 +356,9 @@ def human_size(size: float) -> str:
 
 
 def _installer_environ() -> dict[str, str]:
-    dropped = ("PYTHONHOME", "VIRTUAL_ENV", *process.SECRET_VARS)
-    return {k: v for k, v in os.environ.items() if k not in dropped}
+    """What pip or uv runs with: no token (``process.secret_free``), no other Python's venv."""
+    return {k: v for k, v in process.secret_free(os.environ).items()
+            if k not in ("PYTHONHOME", "VIRTUAL_ENV")}
 
 
 def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> None:

@@ -1,8 +1,14 @@
-"""Parse the result summary of a unittest or pytest run out of its log text."""
+"""Read a test log: the unittest or pytest summary at its end (:func:`parse_summary`), and each
+test's outcome in verbose (``-v``) output (:func:`outcomes_of`).
+
+``Summary.outcome`` is the one rule for a test result: the summary lines, else the last
+exception line, else ``no test summary; exit N`` (never "not found").
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from backport.numerals import DIGITS, number
@@ -21,7 +27,7 @@ _EXCEPTION = re.compile(
 _CANT_OPEN = re.compile(r"^\S*python[\d.]*: (can't open file .*)$")
 # An absolute path in an exception message names this machine's layout: keep the last part.
 _ABS_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"]+/)+(?=[^\s/:'\"]+)")
-_PYTEST_WORDS = {
+_PYTEST_COUNTED = {
     "passed", "failed", "error", "errors", "skipped", "xfailed", "xpassed",
     "deselected", "warning", "warnings", "rerun", "reruns",
 }  # fmt: skip
@@ -38,10 +44,6 @@ class Summary:
     ran: int | None = None
     ok: bool | None = None
     lines: list[str] = field(default_factory=list)
-    duration: float | None = None
-    failures: int = 0
-    errors: int = 0
-    skipped: int = 0
     exception: str | None = None  # the last exception line of the log, paths cut to file names
 
     def outcome(self, exit_code: int | None) -> list[str]:
@@ -55,6 +57,11 @@ class Summary:
         if self.exception:
             return [self.exception]
         return [f"no test summary; exit {exit_code}"] if exit_code is not None else []
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of a log, colour codes and carriage returns taken out."""
+    return [line.rstrip() for line in _ANSI.sub("", text or "").replace("\r", "\n").split("\n")]
 
 
 def _unittest_counts(detail: str | None) -> dict[str, int] | None:
@@ -80,24 +87,16 @@ def _unittest(lines: list[str], index: int) -> Summary:
     """The unittest summary whose ``Ran N tests`` line is ``lines[index]``."""
     ran_match = _ran(lines[index])
     assert ran_match is not None
-    ran, duration = int(ran_match.group(1)), float(ran_match.group(2))
+    ran = int(ran_match.group(1))
     for line in lines[index + 1 : index + 4]:
         status = _UNITTEST_STATUS.match(line)
         counts = _unittest_counts(status.group(2)) if status else None
         if status and counts is not None:
             word = status.group(1)
-            return Summary(
-                ran=ran,
-                ok=word == "OK" and ran > 0,
-                lines=[lines[index], line],
-                duration=duration,
-                failures=counts.get("failures", 0) + counts.get("unexpected successes", 0),
-                errors=counts.get("errors", 0),
-                skipped=counts.get("skipped", 0),
-            )
+            return Summary(ran=ran, ok=word == "OK" and ran > 0, lines=[lines[index], line])
         if line:
             break
-    return Summary(ran=ran, ok=None, lines=[lines[index]], duration=duration)
+    return Summary(ran=ran, ok=None, lines=[lines[index]])
 
 
 def _pytest(line: str) -> Summary | None:
@@ -105,30 +104,21 @@ def _pytest(line: str) -> Summary | None:
     match = _PYTEST.match(line)
     if not match:
         return None
-    body, duration = match.group(1), float(match.group(2))
+    body = match.group(1)
     if body == "no tests ran":
-        return Summary(ran=0, ok=False, lines=[line.strip("= ")], duration=duration)
+        return Summary(ran=0, ok=False, lines=[line.strip("= ")])
     counts: dict[str, int] = {}
     for part in body.split(", "):
         found = _PYTEST_PART.match(part)
         count = number(found.group(1)) if found else None
-        if found is None or count is None or found.group(2) not in _PYTEST_WORDS:
+        if found is None or count is None or found.group(2) not in _PYTEST_COUNTED:
             return None
         word = found.group(2).rstrip("s")  # errors -> error, warnings -> warning
         counts[word] = counts.get(word, 0) + count
-    failed, errors = counts.get("failed", 0), counts.get("error", 0)
-    skipped = counts.get("skipped", 0)
-    ran = sum(counts.get(k, 0) for k in ("passed", "failed", "error", "xfailed", "xpassed"))
-    ran += skipped
-    return Summary(
-        ran=ran,
-        ok=failed == 0 and errors == 0 and ran > 0,
-        lines=[line.strip("= ")],
-        duration=duration,
-        failures=failed,
-        errors=errors,
-        skipped=skipped,
-    )
+    ran = sum(counts.get(k, 0) for k in ("passed", "failed", "error", "skipped", "xfailed",
+                                         "xpassed"))
+    failed = counts.get("failed", 0) + counts.get("error", 0)
+    return Summary(ran=ran, ok=failed == 0 and ran > 0, lines=[line.strip("= ")])
 
 
 def parse_summary(text: str) -> Summary:
@@ -136,7 +126,7 @@ def parse_summary(text: str) -> Summary:
 
     Never raises; returns an empty :class:`Summary` when the text holds none.
     """
-    lines = [line.rstrip() for line in _ANSI.sub("", text or "").replace("\r", "\n").split("\n")]
+    lines = _lines(text)
     found = _summary(lines)
     exception = last_exception(lines)
     return replace(found, exception=exception) if exception else found
@@ -182,3 +172,94 @@ def last_exception(lines: list[str]) -> str | None:
         if cant_open:
             return _ABS_PATH.sub("", cant_open.group(1))
     return None
+
+
+# -- each test's outcome in verbose output ------------------------------------------------
+
+# "test_x (module.Class.test_x) ... ok" (3.11+) or "test_x (module.Class) ... ok"; a test with a
+# docstring puts its first line, then " ... ok", on the next line; xmlrunner indents the line.
+_UNITTEST_LINE = re.compile(r"^\s*(?P<method>[A-Za-z_]\w*) \((?P<id>[\w.]+)\)(?P<rest>.*)$")
+_REPORT = re.compile(r"^\s*(?P<kind>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<method>[A-Za-z_]\w*) "
+                     r"\((?P<id>[\w.]+)\)")
+_PYTEST_LINE = re.compile(r"^(?P<node>\S+::\S+) (?P<word>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_SEP = " ... "
+_DURATION = re.compile(r"\s*\(\d+(?:\.\d+)?m?s\)$")  # xmlrunner's "ok (0.002s)"
+_OUTCOMES = ("ok", "FAIL", "ERROR", "skipped", "expected failure", "unexpected success")
+_PYTEST_WORDS = {"PASSED": "ok", "FAILED": "FAIL", "ERROR": "ERROR", "SKIPPED": "skipped",
+                 "XFAIL": "expected failure", "XPASS": "unexpected success"}
+NOT_RUN = "not run"
+
+
+def _outcome_word(text: str) -> str | None:
+    text = _DURATION.sub("", text.strip())
+    for word in _OUTCOMES:
+        if text == word or (word == "skipped" and text.startswith("skipped ")):
+            return word
+    return None
+
+
+def _unittest_class(method: str, test_id: str) -> str:
+    parts = test_id.split(".")
+    return parts[-2] if parts[-1] == method and len(parts) > 1 else parts[-1]
+
+
+def _results(lines: list[str]) -> list[tuple[str, str, str]]:
+    """(class, method, outcome) of every test the output reports, in order."""
+    found: list[tuple[str, str, str]] = []
+    for index, line in enumerate(lines):
+        pytest = _PYTEST_LINE.match(line)
+        if pytest:
+            parts = pytest.group("node").split("::")
+            cls = parts[-2] if len(parts) > 2 else ""
+            found.append((cls, parts[-1].split("[")[0], _PYTEST_WORDS[pytest.group("word")]))
+            continue
+        report = _REPORT.match(line)
+        if report:
+            kind = "unexpected success" if report.group("kind") == "UNEXPECTED SUCCESS" else (
+                report.group("kind"))
+            found.append((_unittest_class(report.group("method"), report.group("id")),
+                          report.group("method"), kind))
+            continue
+        head = _UNITTEST_LINE.match(line)
+        if not head:
+            continue
+        method, rest = head.group("method"), head.group("rest")
+        word = None
+        following = lines[index + 1:index + 50]
+        if not rest and following and _SEP in following[0]:  # the docstring line
+            rest, following = following[0][following[0].index(_SEP):], following[1:]
+        if rest.startswith(_SEP):
+            word = _outcome_word(rest[len(_SEP):])
+            for later in following if word is None else ():  # the test printed after " ... "
+                if _UNITTEST_LINE.match(later):
+                    break
+                word = _outcome_word(later)
+                if word:
+                    break
+        if word:
+            found.append((_unittest_class(method, head.group("id")), method, word))
+    return found
+
+
+def outcomes_of(text: str, tests: Sequence[tuple[str, str]]) -> list[str]:
+    """The outcome of each (class, name) in ``text``: ``ok``, ``FAIL``, ``ERROR``,
+    ``skipped``, ``expected failure``, ``unexpected success``, or ``not run`` when no line
+    names it. The class may be "" (a module-level test) and may be dotted (nested classes).
+
+    A test torch instantiated per device (``TestX`` → ``TestXCPU``, ``test_y`` →
+    ``test_y_cpu``) counts when the test itself is not named. Any line that is not ``ok``
+    decides the outcome of a test reported more than once.
+    """
+    results = _results(_lines(text))
+    outcomes = []
+    for scope, name in tests:
+        cls = scope.split(".")[-1] if scope else ""
+        words = [w for c, m, w in results if m == name and (not cls or c == cls)]
+        if not words and cls:
+            words = [w for c, m, w in results if c.startswith(cls) and c != cls
+                     and m.startswith(name + "_")]
+        if not words:
+            outcomes.append(NOT_RUN)
+        else:
+            outcomes.append(next((w for w in words if w != "ok"), "ok"))
+    return outcomes

@@ -1,22 +1,19 @@
-"""The warm-worker client: one long-lived interpreter per environment that imported torch once.
+"""The client of a run's warm worker (``scripts/warm_worker.py``): one interpreter per
+environment that imported torch once and forks each test, so a test skips the import.
 
-Every test is a fork of the worker (``scripts/warm_worker.py``), so a run skips the import cost.
-The run talks to its own worker over pipes; many requests may be in flight at once. The worker
-starts in the run's sandbox (``sandbox.sandboxed``) and ends with the run, however it ends.
-``EarlyWorker`` starts one before the probe has ended.
+The worker starts in the run's sandbox and ends with the run, however it ends; no run shares
+another's. Requests go over its stdin, many in flight at once, and a reader thread hands each
+reply to the request it answers (by ``id``). ``EarlyWorker`` starts one before the probe ended.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import queue
-import selectors
 import shutil
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import IO
 
@@ -35,41 +32,8 @@ class WorkerDied(Exception):
     """The warm worker went away or stopped answering."""
 
 
-class _Lines:
-    """Newline-delimited reads from a pipe with a deadline."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._buffer = b""
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._fd, selectors.EVENT_READ)
-
-    def read(self, timeout: float) -> dict | None:
-        """The next JSON line, or None when ``timeout`` passes first; WorkerDied on EOF."""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self._selector.select(left):
-                return None
-            chunk = os.read(self._fd, 65536)
-            if not chunk:
-                raise WorkerDied("the worker closed its output")
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        try:
-            return json.loads(line)
-        except ValueError:
-            raise WorkerDied(f"unreadable reply {line[:200]!r}") from None
-
-    def close(self) -> None:
-        self._selector.close()
-
-
 class Worker:
-    """One running ``warm_worker.py`` process; many requests may be in flight at once.
-
-    A reader thread routes each reply to the request it answers (by ``id``).
-    """
+    """One running ``warm_worker.py`` process; many requests may be in flight at once."""
 
     def __init__(
         self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool,
@@ -77,8 +41,8 @@ class Worker:
     ) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
         # The worker's scratch folder is ours, so it goes even when the worker is killed.
-        self.spool = Path(tempfile.mkdtemp(prefix="backport-warm-"))
-        argv = [*launch, str(WORKER_SCRIPT), "torch", "--spool", str(self.spool)]
+        self.reports = Path(tempfile.mkdtemp(prefix="backport-warm-"))
+        argv = [*launch, str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)]
         if not learn:
             argv.append("--no-learn")
         if load_check is not None:
@@ -90,13 +54,21 @@ class Worker:
                 start.argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr,
                 env=env, cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
         except BackportError as exc:  # the interpreter cannot start
-            shutil.rmtree(self.spool, ignore_errors=True)
+            shutil.rmtree(self.reports, ignore_errors=True)
             self._stderr.close()
             raise WorkerDied(exc.message) from None
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._setup(self.proc.stdout.fileno())
+        self.pid = int(self.proc.pid)
+        self._send_lock = threading.Lock()  # one writer at a time
+        self._waiters_lock = threading.Lock()
+        self._waiters: dict[int, queue.Queue[dict | None]] = {0: queue.Queue()}  # 0: the hello
+        self._ids = itertools.count(1)
+        self.retired: str | None = None  # why the worker stopped forking, once it says so
+        self.gone: str | None = None  # why the worker's output ended
+        self._reader = threading.Thread(target=self._read_replies, daemon=True,
+                                        name=f"warm-worker-{self.pid}")
+        self._reader.start()
         try:
-            hello = self._lines.read(start_timeout)
+            hello = next_reply(self._waiters[0], start_timeout)
         except WorkerDied:
             hello = {"ready": False, "error": self._last_stderr_line() or "it exited"}
         if hello is None:
@@ -104,44 +76,32 @@ class Worker:
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(str(hello.get("error") or "it did not start"))
-        self.pid = int(self.proc.pid)
+        self.done(0)
         self.load_check: dict | None = hello.get("load_check")  # see probe_env.load_check
-        self._start_reader()
-
-    def _setup(self, read_fd: int) -> None:
-        self._lines = _Lines(read_fd)
-        self._send_lock = threading.Lock()  # one writer at a time
-        self._waiters_lock = threading.Lock()
-        self._waiters: dict[int, queue.Queue[dict | None]] = {}
-        self._ids = itertools.count(1)
-        self.retired: str | None = None  # why the worker stopped forking, once it says so
-        self.gone: str | None = None  # why the worker's output ended
-
-    def _start_reader(self) -> None:
-        self._reader = threading.Thread(target=self._read_replies, daemon=True,
-                                        name=f"warm-worker-{self.pid}")
-        self._reader.start()
 
     def _last_stderr_line(self) -> str:
+        try:
+            self.proc.wait(timeout=5)
+        except process.TimeoutExpired:
+            pass
         self._stderr.seek(0)
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return lines[-1] if lines else ""
 
     def _read_replies(self) -> None:
+        assert self.proc.stdout is not None
         try:
-            while True:
-                message = self._lines.read(3600.0)
-                if message is None:
-                    continue
+            for line in self.proc.stdout:
+                message = json.loads(line)
                 if "retire" in message:
                     self.retired = str(message["retire"])
                     continue
                 with self._waiters_lock:
-                    waiter = self._waiters.get(message.get("id"))  # type: ignore[arg-type]
+                    waiter = self._waiters.get(message.get("id", 0))
                 if waiter is not None:
                     waiter.put(message)
-        except (WorkerDied, OSError, ValueError) as exc:
-            self.gone = str(exc)
+        except (OSError, ValueError) as exc:
+            self.gone = f"unreadable reply: {exc}"
         finally:
             self.gone = self.gone or "the worker closed its output"
             with self._waiters_lock:
@@ -152,19 +112,22 @@ class Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None and self.gone is None
 
+    def _send(self, message: dict) -> None:
+        line = (json.dumps(message) + "\n").encode("utf-8")
+        with self._send_lock:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+
     def submit(self, request: dict) -> tuple[int, queue.Queue[dict | None]]:
         """Send ``request``; its replies arrive on the returned queue (None: the worker died)."""
         waiter: queue.Queue[dict | None] = queue.Queue()
         with self._waiters_lock:
             rid = next(self._ids)
             self._waiters[rid] = waiter
-        line = (json.dumps({**request, "id": rid}) + "\n").encode("utf-8")
         try:
-            with self._send_lock:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(line)
-                self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError) as exc:
+            self._send({**request, "id": rid})
+        except (OSError, ValueError) as exc:
             self.done(rid)
             raise WorkerDied(f"cannot send a request: {exc}") from None
         if self.gone is not None:
@@ -172,14 +135,9 @@ class Worker:
         return rid, waiter
 
     def kill(self, pid: int) -> None:
-        """Have the worker kill the group of its child ``pid`` (a pid as the worker sees it,
-        in its namespace: never one for this process to signal)."""
-        line = (json.dumps({"kill": pid}) + "\n").encode("utf-8")
+        """Have the worker kill the group of its child ``pid`` (a pid of its namespace)."""
         try:
-            with self._send_lock:
-                if self.proc.stdin is not None:
-                    self.proc.stdin.write(line)
-                    self.proc.stdin.flush()
+            self._send({"kill": pid})
         except (OSError, ValueError):
             pass  # it is gone, and its namespace with it
 
@@ -200,39 +158,32 @@ class Worker:
         except process.TimeoutExpired:
             process.kill_group(self.proc.pid)
             self.proc.wait()
-        reader = getattr(self, "_reader", None)
-        if reader is not None:
-            reader.join(5)
-        self._lines.close()
+        self._reader.join(5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
-        shutil.rmtree(self.spool, ignore_errors=True)
+        shutil.rmtree(self.reports, ignore_errors=True)
 
 
 def start_worker(
     env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool,
     load_check: float | None = None,
 ) -> Worker:
-    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables (through its
-    ``source:`` script and ``wrapper:``, like every test). With ``load_check``, it also runs
-    the probe's torch_npu load check."""
+    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables, started like
+    every test; with ``load_check`` it also runs the probe's torch_npu load check."""
     launch = launch_argv(env, [], {**env.env, **extra_env})
     return Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn,
-                   load_check=load_check)
+                  load_check=load_check)
 
 
 class EarlyWorker:
     """A warm worker started before the probe ends, on a guess of the variables tests get.
 
-    The guess is the probe's usual verdict on a CPU machine: torch_npu installed but not
-    loadable, so tests run with torch_npu's backend autoload off (which also keeps an
-    installed torch_npu out of the worker). The runner adopts it only when the verdict
-    gives exactly these variables; otherwise it is stopped unused.
-
-    With ``load_check`` (seconds) the worker runs the probe's torch_npu load check in a fork
-    right after importing torch (:meth:`load_check_result`), so a run imports torch once per
-    environment, not once for the probe and once for the worker.
+    The guess is the usual verdict on a CPU machine: torch_npu installed but not loadable, so
+    tests run with its backend autoload off. The runner adopts the worker only when the verdict
+    gives exactly these variables; otherwise it is stopped unused. With ``load_check``
+    (seconds) it runs the probe's torch_npu load check in a fork right after importing torch
+    (:meth:`load_check_result`), so a run imports torch once per environment.
     """
 
     def __init__(self, env: Environment, extra_env: dict[str, str],
@@ -243,7 +194,6 @@ class EarlyWorker:
         self.extra_env = dict(extra_env)
         self._worker: Worker | None = None
         self._checked: dict | None = None
-        self._error: str | None = None
         self._thread = threading.Thread(target=self._start, args=(start_timeout,),
                                         name=f"early-worker-{env.name}", daemon=True)
         self._thread.start()
@@ -251,14 +201,13 @@ class EarlyWorker:
     def _start(self, start_timeout: float) -> None:
         try:
             self._worker = start_worker(self.env, self.extra_env, start_timeout, learn=True,
-                                         load_check=self.load_check)
+                                        load_check=self.load_check)
             self._checked = self._worker.load_check
-        except (WorkerDied, OSError) as exc:
-            self._error = str(exc)
+        except (WorkerDied, OSError):
+            pass  # the runner starts its own, the probe runs its own check
 
     def load_check_result(self) -> dict | None:
-        """The load check the worker ran at its start (once it started); None when it ran
-        none (asked not to, or it failed to start)."""
+        """The load check the worker ran at its start; None when it ran none."""
         self._thread.join()
         return self._checked
 
@@ -288,5 +237,3 @@ def next_reply(waiter: queue.Queue[dict | None], timeout: float) -> dict | None:
     if message is None:
         raise WorkerDied("the worker went away")
     return message
-
-

@@ -1,9 +1,17 @@
-"""Apply a patch series with ``git am -3``; conflicts, continue/abort, already-applied by patch-id."""
+"""Apply a patch series with ``git am -3``: conflicts, ``continue`` / ``abort``, already-applied
+by patch-id (``git patch-id --stable``: the one identity of a change across branches), and the
+tree a series makes on a base computed afresh.
+
+Every step takes the loaded `Patch` values (``git am`` reads their bytes on its standard input;
+no patch file is opened again); ``author`` is the committer where git has no identity. A
+``conflict`` leaves ``git am`` in progress for the user. No hook or signing runs.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,24 +19,20 @@ from typing import TYPE_CHECKING, Literal
 
 from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
-from backport.git.known import Known
-from backport.git.run import GitOutput, first_error_line, git
+from backport.git.run import GitOutput, failure, first_error_line, git, token_git
 from backport.git.worktree import Worktree
 from backport.redact import redact
 
 if TYPE_CHECKING:
-    from backport.git.cache import RepoCache
+    from backport.git.cache import RepoCache, RunMemo
 
 Status = Literal["applied", "conflict", "already-applied"]
 
-# User hooks and signing must not change or block the commits; the patch text is kept as is.
 SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false"]
-# --keep-cr keeps the CR of CRLF lines (mailsplit strips it otherwise), so a CRLF file comes out
-# byte for byte as it went into the patch.
-# --committer-date-is-author-date makes a re-apply on the same base give the same commit, so a
-# re-run after a crash finds its own push on the fork instead of seeing a different commit.
-_AM = [*SAFE_CONFIG, "am", "--3way", "--keep-cr", "--committer-date-is-author-date", "--no-message-id",
-       "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
+# --keep-cr keeps CRLF files byte for byte; --committer-date-is-author-date gives a re-apply on
+# the same base the same commit, so a re-run after a crash finds its own push on the fork.
+AM_OPTIONS = ["--keep-cr", "--committer-date-is-author-date", "--no-message-id",
+              "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
 _ALREADY = "No changes -- Patch already applied."
 _PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)
 _NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index|already exists in (?:index|working directory))$", re.M)
@@ -51,15 +55,14 @@ class ApplyResult:
     head: str
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
-    # Files whose hunks did not match the branch's text and went in only through the 3-way
-    # merge: the lines around the change differ from the source, so the result needs a look.
+    # Files whose hunks went in only through the 3-way merge: the result needs a look.
     merged: list[str] = field(default_factory=list)
-    # Files placed with their context lines ignored (git.loose): each change had one place.
+    # Files placed with their context lines ignored (`git/apply_fallbacks.py`).
     loose: list[str] = field(default_factory=list)
 
 
 def three_way_files(text: str) -> list[str]:
-    """The files ``git am -3`` output says it had to merge (empty when every hunk applied as is)."""
+    """The files ``git am -3`` output says it had to merge."""
     if _FELL_BACK not in text:
         return []
     found = [m.group("path") for m in _AUTO_MERGING.finditer(text)]
@@ -67,7 +70,6 @@ def three_way_files(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-# -- helpers ---------------------------------------------------------------------------------
 def _rebase_apply(wt: Worktree) -> Path:
     return wt.own_dir() / "rebase-apply"
 
@@ -77,9 +79,22 @@ def am_in_progress(wt: Worktree) -> bool:
     return (_rebase_apply(wt) / "applying").is_file()
 
 
+def refuse_in_progress(wt: Worktree) -> None:
+    if am_in_progress(wt):
+        raise BackportError("conflict", f"a git am is already in progress in {wt.path}; run "
+                                        "continue or abort first.")
+
+
+def file_lines(data: bytes) -> list[str]:
+    """A file's lines as the patch reader sees them: no line ends, no trailing CR."""
+    lines = data.decode("utf-8", "surrogateescape").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
 def configured_identity(wt: Worktree) -> dict[str, str]:
-    """``user.name`` and ``user.email`` as git is configured (the last value of each; one set
-    to nothing counts as not set), in one git process."""
+    """``user.name`` and ``user.email`` as git is configured (empty: not set)."""
     out = wt.git(["config", "--get-regexp", r"^user\.(name|email)$"], check=False)
     found: dict[str, str] = {}
     for line in out.stdout.splitlines():
@@ -89,18 +104,16 @@ def configured_identity(wt: Worktree) -> dict[str, str]:
 
 
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
-    """GIT_COMMITTER_NAME/EMAIL from ``author`` when git has no identity of its own configured
-    (read once per run: ``wt.known``)."""
+    """GIT_COMMITTER_NAME/EMAIL from ``author`` where git has no identity configured."""
     env: dict[str, str] = {}
     if author is None:
         return env
     name, mail = author
-    identity = wt.known.identity(lambda: configured_identity(wt))
+    identity = wt.memo.once("identity", lambda: configured_identity(wt))
     if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
     if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and (
-        "user.email" not in identity
-    ):
+            "user.email" not in identity):
         env["GIT_COMMITTER_EMAIL"] = mail
         env.setdefault("GIT_COMMITTER_NAME", name)
     return env
@@ -133,12 +146,8 @@ def has_markers(path: Path) -> bool:
 
 def snapshot(wt: Worktree, paths: Sequence[str]) -> dict[str, str | None]:
     """Blob id of each file as it is in the worktree now (None when absent)."""
-    found: dict[str, str | None] = {}
-    for path in paths:
-        file = wt.path / path
-        found[path] = (wt.git(["hash-object", "--no-filters", "--", path]).stdout.strip()
-                       if file.is_file() else None)
-    return found
+    return {path: wt.git(["hash-object", "--no-filters", "--", path]).stdout.strip()
+            if (wt.path / path).is_file() else None for path in paths}
 
 
 def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> str:
@@ -160,167 +169,108 @@ def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | Non
 
 def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> ApplyResult:
     """Describe where ``git am`` stopped; the am session is left in progress for the user."""
-    conflicts: list[str] = []
-    for path in _unmerged(wt) + [
-        m.group("path")
-        for rx in (_CONFLICT, _DELETED, _PATCH_FAILED, _NOT_APPLY, _LACKING)
-        for m in rx.finditer(out.text)
-    ]:
-        if path not in conflicts:
-            conflicts.append(path)
+    said = [m.group("path") for rx in (_CONFLICT, _DELETED, _PATCH_FAILED, _NOT_APPLY, _LACKING)
+            for m in rx.finditer(out.text)]
+    conflicts = list(dict.fromkeys(_unmerged(wt) + said))
     name = _current_patch_name(wt, out, names)
-    if conflicts:
-        message = f"patch {name} does not apply: conflict in {', '.join(conflicts)}"
-    else:
-        message = f"patch {name} does not apply: {first_error_line(out.text).rstrip('.')}"
-    return ApplyResult("conflict", wt.head(), conflicts, redact(message))
+    why = (f"conflict in {', '.join(conflicts)}" if conflicts
+           else first_error_line(out.text).rstrip("."))
+    message = redact(f"patch {name} does not apply: {why}")
+    return ApplyResult("conflict", wt.head(), conflicts, message)
 
 
 def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str, str]) -> None:
-    """Make the patches' pre-image blobs local so the 3-way fallback can use them.
-
-    In a blobless cache, abbreviated ids cannot be fetched lazily; full ids are found in the
-    (blob-free) history of the touched paths, then read once, which fetches them. What a run
-    found (``wt.known``) is not asked again: a blob that is there, or that the history lacked
-    at the last fetch.
-    """
-    known = wt.known
+    """Make the pre-image blobs local for the 3-way fallback (an abbreviated id by its full one)."""
+    memo = wt.memo
     missing: dict[str, str] = {}
     for patch in patches:
         for path, blob in patch.preimages.items():
-            if blob in missing or known.has(blob) or known.absent(blob):
+            if blob in missing or memo.has(blob) or memo.absent(blob):
                 continue
-            probe = wt.git(["rev-parse", "--verify", "--quiet", f"{blob}^{{blob}}"], check=False)
-            if probe.ok:
-                known.searched([blob], [])
+            if wt.git(["rev-parse", "--verify", "--quiet", f"{blob}^{{blob}}"], check=False).ok:
+                memo.searched([blob], [])
             else:
                 missing[blob] = path
-    if not missing:
-        return
-    full = {b for b in missing if len(b) in (40, 64)}
-    short = {b for b in missing if b not in full}
-    matches: dict[str, set[str]] = {b: {b} for b in full}
-    if short:
-        log = wt.git(
-            ["-c", "core.quotepath=false", "log", "--all", "--format=", "--raw", "--no-abbrev",
-             "--no-renames", "--", *sorted(set(missing[b] for b in short))],
-            check=False,
-        )
-        for line in log.stdout.splitlines():
-            parts = line.split()
-            if line.startswith(":") and len(parts) >= 4:
-                for oid in parts[2:4]:
-                    for b in short:
-                        if oid.startswith(b):
-                            full.add(oid)
-                            matches.setdefault(b, set()).add(oid)
-    fetched = {oid for oid in sorted(full) if wt.git(["cat-file", "-e", oid], env=env,
-                                                      check=False).ok}
-    known.searched([b for b in missing if matches.get(b, set()) & fetched],
-                   [b for b in missing if not matches.get(b, set()) & fetched])
+    paths = sorted({path for blob, path in missing.items() if len(blob) not in (40, 64)})
+    log = wt.git(["-c", "core.quotepath=false", "log", "--all", "--format=", "--raw",
+                  "--no-abbrev", "--no-renames", "--", *paths], check=False) if paths else None
+    oids = {oid for line in (log.stdout.splitlines() if log else []) if line.startswith(":")
+            for oid in line.split()[2:4]}
+    matches = {b: {b} if len(b) in (40, 64) else {o for o in oids if o.startswith(b)}
+               for b in missing}
+    fetched = {oid for oid in sorted(set().union(*matches.values()))
+               if wt.git(["cat-file", "-e", oid], env=env, check=False).ok}
+    memo.searched([b for b in missing if matches[b] & fetched],
+                  [b for b in missing if not matches[b] & fetched])
 
 
-# -- public API ------------------------------------------------------------------------------
 def mailbox(patches: Sequence[Patch]) -> bytes:
-    """The patches' bytes as one mailbox: each starts with its ``From <sha>`` line (the load
-    checked it) and ends with a newline, so ``git am`` splits them where one file ends."""
+    """The patches' bytes as one mailbox, each ending with a newline."""
     return b"".join(p.data if p.data.endswith(b"\n") else p.data + b"\n" for p in patches)
 
 
-def apply_series(
-    wt: Worktree, patches: Sequence[Patch], *, env: Mapping[str, str] | None = None,
-    base: str | None = None,
-) -> ApplyResult:
-    """Apply ``patches`` in order with ``git am -3`` (author, date and message kept); git reads
-    them as one mailbox on its standard input, made of the bytes each `Patch` was checked from
-    (the files are not read again).
-
-    ``conflict``: am is left in progress with the conflicting files listed; ``already-applied``:
-    every patch turned out to be present already (nothing was committed). ``base``: the
-    worktree's HEAD (full sha) when the caller knows it (one it has just made there).
-    """
+def apply_series(wt: Worktree, patches: Sequence[Patch], *,
+                 env: Mapping[str, str] | None = None, base: str | None = None) -> ApplyResult:
+    """Apply ``patches`` with ``git am -3``, skipping an empty one; ``base``: HEAD if known."""
     if not patches:
         raise BackportError("usage", "no patch files to apply.")
-    if am_in_progress(wt):
-        raise BackportError(
-            "conflict",
-            f"a git am is already in progress in {wt.path}; run continue or abort first.",
-        )
+    refuse_in_progress(wt)
     base = base or wt.head()
     names = [p.path.name for p in patches]
     run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
     _prefetch_preimages(wt, patches, run_env)
-    out = wt.git(_AM, env=run_env, stdin=mailbox(patches), check=False)
+    out = wt.git([*SAFE_CONFIG, "am", "--3way", *AM_OPTIONS], env=run_env,
+                 stdin=mailbox(patches), check=False)
     skipped = out.text.count(_ALREADY)
     seen = [out.text]
     while not out.ok and am_in_progress(wt) and "Patch is empty." in out.text:
-        skipped += 1  # an empty patch changes nothing: step over it
+        skipped += 1
         out = wt.git([*SAFE_CONFIG, "am", "--skip"], env=run_env, check=False)
         seen.append(out.text)
         skipped += out.text.count(_ALREADY)
     if not out.ok:
         if am_in_progress(wt):
             return _stopped(wt, out, names)
-        raise BackportError(
-            "git",
-            redact(f"git am could not apply {names[0]} in {wt.path}: "
-                   f"{first_error_line(out.text).rstrip('.')}."),
-        )
-    return _finished(wt, base, len(patches), skipped, three_way_files("\n".join(seen)))
-
-
-def _finished(wt: Worktree, base: str, total: int, skipped: int,
-              merged: list[str]) -> ApplyResult:
-    # The commits am made, HEAD first (topological order: each before its parents).
-    made = wt.git(["rev-list", "--topo-order", f"{base}..HEAD"]).stdout.split()
-    head = made[0] if made else wt.head()
-    count = len(made)
-    if count == 0:
-        return ApplyResult(
-            "already-applied", head, [], f"all {total} patch(es) already present on {base[:9]}"
-        )
-    message = f"applied {count} patch(es) on top of {base[:9]}"
+        raise BackportError("git", redact(f"git am could not apply {names[0]} in {wt.path}: "
+                                          f"{first_error_line(out.text).rstrip('.')}."))
+    made = wt.git(["rev-list", "--topo-order", f"{base}..HEAD"]).stdout.split()  # HEAD first
+    if not made:
+        return ApplyResult("already-applied", wt.head(), [],
+                           f"all {len(patches)} patch(es) already present on {base[:9]}")
+    message = f"applied {len(made)} patch(es) on top of {base[:9]}"
     if skipped:
         message += f"; {skipped} already present"
-    return ApplyResult("applied", head, [], message, merged)
+    return ApplyResult("applied", made[0], [], message, three_way_files("\n".join(seen)))
 
 
 def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> ApplyResult:
-    """After the user resolved a conflict: stage the resolved files and run ``git am --continue``.
-
-    Refuses (status ``conflict``) while any touched file still holds conflict markers.
-    """
+    """Stage the resolved files and ``git am --continue`` (refused while markers remain)."""
     if not am_in_progress(wt):
         raise BackportError("conflict", f"no git am is in progress in {wt.path}; nothing to continue.")
-    state = _rebase_apply(wt)
-    diff = state / "patch"  # git am's copy of the patch it stopped on, resolved by hand
+    diff = _rebase_apply(wt) / "patch"  # git am's copy of the patch it stopped on
     touched = list(read_diff(diff.read_bytes().decode("utf-8", "surrogateescape")).paths
                    ) if diff.is_file() else []
     candidates = list(dict.fromkeys(_unmerged(wt) + touched))
     marked = [p for p in candidates if has_markers(wt.path / p)]
     if marked:
-        return ApplyResult(
-            "conflict", wt.head(), marked, f"conflict markers remain in {', '.join(marked)}"
-        )
-    tracked = set(
-        wt.git(["-c", "core.quotepath=false", "ls-files", "--", *candidates]).stdout.splitlines()
-    ) if candidates else set()
+        return ApplyResult("conflict", wt.head(), marked,
+                           f"conflict markers remain in {', '.join(marked)}")
+    tracked = set(wt.git(["-c", "core.quotepath=false", "ls-files", "--", *candidates]
+                         ).stdout.splitlines()) if candidates else set()
     stage = [p for p in candidates if (wt.path / p).exists() or p in tracked]
     if stage:
         wt.git(["add", "--sparse", "-A", "--", *stage])
     run_env = {**(env or {}), **committer_env(wt, _info_author(wt))}
     before = wt.head()
-    out = wt.git([*SAFE_CONFIG, "am", "--continue", "--committer-date-is-author-date"], env=run_env,
-                 check=False)
+    out = wt.git([*SAFE_CONFIG, "am", "--continue", "--committer-date-is-author-date"],
+                 env=run_env, check=False)
     if out.ok:
         return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")
     if am_in_progress(wt):
         if "No changes" in out.text:
             name = _current_patch_name(wt, out, None)
-            return ApplyResult(
-                "conflict", wt.head(), candidates,
-                f"patch {name} leaves no change after the resolution; stage the fix or run abort",
-            )
+            return ApplyResult("conflict", wt.head(), candidates, f"patch {name} leaves no "
+                               "change after the resolution; stage the fix or run abort")
         return _stopped(wt, out, None)
     raise BackportError("git", redact(
         f"git am --continue failed in {wt.path}: {first_error_line(out.text).rstrip('.')}."))
@@ -332,51 +282,38 @@ def abort_series(wt: Worktree) -> None:
         wt.git(["am", "--abort"])
 
 
-def patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None,
-              known: Known | None = None) -> set[str]:
-    """The ``git patch-id --stable`` of each change in ``diff`` (a patch, a mailbox or
-    ``git log -p`` output): the one identity of a change across branches; ``known`` keeps
-    them for the run (they depend on the bytes alone)."""
-    def compute() -> set[str]:
-        out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
-        return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
-    return known.patch_ids(diff, compute) if known is not None else compute()
-
-
-def commit_patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """commit -> ``patch-id --stable`` of ``git log -p --format='commit %H'`` output."""
+def commit_patch_ids(cwd: Path, diff: bytes,
+                     env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """commit -> patch-id of each change in ``diff`` (``log -p --format='commit %H'`` output)."""
     out = git(["patch-id", "--stable"], cwd=cwd, env=env, stdin=diff)
     return {parts[1]: parts[0] for parts in (line.split() for line in out.stdout.splitlines())
             if len(parts) == 2}
 
 
+def patch_ids(cwd: Path, diff: bytes, env: Mapping[str, str] | None = None,
+              memo: RunMemo | None = None) -> set[str]:
+    """The patch-ids of the changes in ``diff``; ``memo`` keeps them for the run."""
+    if memo is not None:
+        return set(memo.once(("patch-ids", diff), lambda: frozenset(patch_ids(cwd, diff, env))))
+    return set(commit_patch_ids(cwd, diff, env).values())
+
+
 def same_change(wanted: Sequence[set[str]], found: set[str]) -> bool:
-    """The patch-id rule: every patch of a change (its ids in ``wanted``) has an id among
-    ``found``, the ids of the commits that may carry it."""
+    """The patch-id rule: every patch of a change (``wanted``) has an id among ``found``."""
     return bool(wanted) and all(ids and ids & found for ids in wanted)
 
 
 def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -> bool:
-    """True when every patch's ``patch-id --stable`` matches a commit reachable from ``base_sha``.
-
-    Only commits touching exactly the patch's paths are diffed, so few blobs are fetched.
-    """
+    """True when every patch's patch-id is that of a commit touching its paths in ``base_sha``."""
     if not _HEX.match(base_sha or ""):
         raise BackportError("usage", f"invalid base commit {base_sha!r}.")
-    wanted: list[tuple[set[str], set[str]]] = []
-    for patch in patches:
-        ids = patch_ids(cache.path, patch.data, known=cache.known)
-        paths = set(patch.paths)
-        if ids and paths:
-            wanted.append((ids, paths))
+    wanted = [(ids, set(p.paths)) for p in patches
+              if (ids := patch_ids(cache.path, p.data, memo=cache.memo)) and p.paths]
     if not wanted:
         return False
     all_paths = sorted(set().union(*(paths for _, paths in wanted)))
-    log = git(
-        ["-c", "core.quotepath=false", "log", "--no-merges", "--full-diff", "--name-only",
-         "--no-renames", "--format=%x01%H", base_sha, "--", *all_paths],
-        cwd=cache.path,
-    )
+    log = git(["-c", "core.quotepath=false", "log", "--no-merges", "--full-diff", "--name-only",
+               "--no-renames", "--format=%x01%H", base_sha, "--", *all_paths], cwd=cache.path)
     touched: dict[str, set[str]] = {}
     sha = None
     for line in log.stdout.splitlines():
@@ -389,12 +326,39 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
     for ids, paths in wanted:
         candidates = [c for c, files in touched.items() if files == paths]
         if candidates:
-            show = git(
-                ["show", "--no-color", "--no-ext-diff", "--format=commit %H", *candidates, "--"],
-                cwd=cache.path,
-                env=cache.env,
-            )
-            found |= patch_ids(cache.path, show.stdout.encode("utf-8", "surrogateescape"))
+            show = git(["show", "--no-color", "--no-ext-diff", "--format=commit %H",
+                        *candidates, "--"], cwd=cache.path, env=cache.env)
+            found |= patch_ids(cache.path, show.raw)
         if not ids <= found:
             return False
     return True
+
+
+def series_tree(repo: Path, base: str, patches: Sequence[Patch], *,
+                urls: Sequence[str] | None = None) -> str | None:
+    """The tree ``patches`` make on ``base`` (``git apply --cached --3way`` into a new index in
+    a private folder of ``repo``), from its objects alone, or None: what the publish step
+    compares the tested commit with. With ``urls`` every git process is sealed (`token_git`)."""
+    def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> GitOutput:
+        if urls is None:
+            return git(args, cwd=repo, env=env, stdin=stdin, check=False)
+        return token_git(args, repo=repo, urls=urls, env=env, stdin=stdin, check=False)
+
+    with tempfile.TemporaryDirectory(prefix="backport-fresh-", dir=repo) as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        read = run(["read-tree", base], env)
+        if not read.ok:
+            raise failure(read, cwd=repo)
+        for patch in patches:
+            if not run(["apply", "--cached", "--3way", "-"], env, patch.data).ok:
+                return None
+        tree = run(["write-tree"], env)  # fails on a conflict left
+        return tree.stdout.strip() if tree.ok else None
+
+
+def commit_tree(repo: Path, commit: str, *, urls: Sequence[str] | None = None) -> str:
+    """The tree of ``commit`` in ``repo`` (sealed with ``urls``, as `series_tree`)."""
+    args = ["rev-parse", f"{commit}^{{tree}}"]
+    if urls is None:
+        return git(args, cwd=repo).stdout.strip()
+    return token_git(args, repo=repo, urls=urls).stdout.strip()

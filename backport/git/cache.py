@@ -1,30 +1,37 @@
-"""One bare, blobless cache repository per upstream URL; only the needed heads are fetched."""
+"""The cache repository: one bare, blobless repository per upstream URL holding only the heads
+fetched (``refs/remotes/upstream/``), shared by every folder and run on the host under one lock
+(``<repo>.lock``, :func:`file_lock`, which the run locks use too); what a run learned from it
+(:class:`RunMemo`); and the fork's branches read and moved from it (``ls-remote``, ``push
+--force-with-lease``), sealed like its fetch: the token only in the askpass environment."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import functools
 import hashlib
 import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
-from backport.errors import BackportError
-from backport.git.known import Known
-from backport.git.locks import file_lock
+from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.run import (
     GitOutput,
     check_branch_name,
     first_error_line,
     git,
     is_unreachable,
+    ls_remote,
     token_git,
     transport_url,
 )
 from backport.redact import redact, strip_url_credentials
 
+T = TypeVar("T")
 REMOTE = "upstream"
 TRACKING = f"refs/remotes/{REMOTE}/"
 _MISSING_REF = re.compile(r"couldn't find remote ref refs/heads/(?P<branch>\S+)")
@@ -32,40 +39,142 @@ _MISSING_REF = re.compile(r"couldn't find remote ref refs/heads/(?P<branch>\S+)"
 _LACKING = ("possible repository corruption on the remote side",
             "did not send all necessary objects", "missing blob object")
 _UNREADABLE = re.compile(r"(?:unable to read|missing blob object) '?(?P<sha>[0-9a-f]{40,64})")
+_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+_LEASE_FAILED = ("stale info", "fetch first", "non-fast-forward", "[rejected]")
+_NOISE = ("failed to push some refs", "could not read from remote repository")
+_MAX_BLOB = 8 << 20  # bytes: a larger blob is read again when asked again
+_MAX_KEPT = 128 << 20  # bytes of blobs a run keeps in all
+# Names that always name the same object: a full id (with a path) or an abbreviated blob id.
+_FIXED = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})(?::.+)?|[0-9a-f]{7,39}", re.S)
 
-# In-process side of the cache lock: re-entrant per thread, shared by every RepoCache
-# instance of the same repository; the flock below it keeps other processes out.
+# The in-process side of the cache lock (per repository); the flock keeps other processes out.
 _guard = threading.Lock()
 _path_locks: dict[Path, tuple[threading.RLock, list[int]]] = {}
 
 
+@contextlib.contextmanager
+def file_lock(path: Path, *, wait: bool = True,
+              on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (made 0600) for the body. Held elsewhere: with
+    ``wait`` call ``on_wait`` once and block; else ``locked`` naming the file and holder's pid."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                who = f" by process {pid}" if pid.isdigit() else ""
+                raise BackportError(
+                    "locked", f"{path} is locked{who}; another backport run is using it."
+                ) from None
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def lock_file(repo: Path) -> Path:
-    """The file whose flock guards the cache repository at ``repo``: ``<repo>.lock`` beside it."""
+    """``<repo>.lock``, beside the cache repository."""
     real = Path(os.path.realpath(repo))
     return real.with_name(real.name + ".lock")
 
 
 @contextlib.contextmanager
 def repo_lock(repo: Path) -> Iterator[None]:
-    """Exclusive use of the cache repository at ``repo`` (re-entrant within one thread): its
-    refs, its worktree registry; other processes are kept out by the flock on its lock file."""
+    """Exclusive use of the cache repository (its refs, its worktrees), re-entrant per thread."""
     repo = Path(os.path.realpath(repo))
     with _guard:
         rlock, depth = _path_locks.setdefault(repo, (threading.RLock(), [0]))
-    with rlock:
-        if depth[0]:
-            depth[0] += 1
-            try:
-                yield
-            finally:
-                depth[0] -= 1
-            return
-        with file_lock(lock_file(repo), wait=True):
-            depth[0] = 1
-            try:
-                yield
-            finally:
-                depth[0] = 0
+    with rlock, contextlib.ExitStack() as held:
+        if not depth[0]:
+            held.enter_context(file_lock(lock_file(repo)))
+        depth[0] += 1
+        try:
+            yield
+        finally:
+            depth[0] -= 1
+
+
+class RunMemo:
+    """What a run learned from its cache and does not ask git again: blobs by a fixed name,
+    answers by key (patch-ids, identity), pre-images a search missed (until the next fetch).
+    Shared by the cache's worktrees and threads (two asking at once both ask git)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._blobs: dict[str, bytes] = {}
+        self._size = 0
+        self._answers: dict[Hashable, Any] = {}
+        self._fetches = 0  # fetches so far; a search holds until the next one
+        self._absent: dict[str, int] = {}  # blob a search missed -> fetches then
+        self._present: set[str] = set()  # blob names that name a blob in the repository
+        self.ensured = False  # the cache repository exists with its remote set
+        self.nofilter = False  # its fetches go without a filter (`backport.nofilter`), as read
+        self.pruned = False  # the stale worktrees of the cache were pruned this run
+
+    def blob(self, repo: Path, name: str) -> bytes | None:
+        """The bytes ``name`` (a blob id or ``<commit>:<path>``) names in ``repo``, or None."""
+        if name in self._blobs:
+            return self._blobs[name]
+        if self.absent(name):
+            return None
+        out = git(["cat-file", "blob", name], cwd=repo, check=False)
+        if not out.ok:
+            return None
+        if _FIXED.fullmatch(name):
+            self.keep(name, out.raw)
+        return out.raw
+
+    def has(self, name: str) -> bool:
+        """True when ``name`` is known to name a blob in the repository."""
+        return name in self._blobs or name in self._present
+
+    def keep(self, name: str, data: bytes) -> None:
+        """Remember that ``name`` (a fixed name) names ``data``."""
+        with self._lock:
+            self._present.add(name)
+            if name in self._blobs or len(data) > _MAX_BLOB or self._size + len(data) > _MAX_KEPT:
+                return
+            self._blobs[name] = data
+            self._size += len(data)
+
+    def reader(self, repo: Path) -> Callable[[str], bytes | None]:
+        """``repo``'s blobs by name, read through this memo."""
+        return functools.partial(self.blob, repo)
+
+    def fetched(self) -> None:
+        """The cache fetched: the history may now hold what an earlier search missed."""
+        with self._lock:
+            self._fetches += 1
+
+    def searched(self, found: Iterable[str], missed: Iterable[str]) -> None:
+        """A search of the history found (and fetched) ``found``, not ``missed``."""
+        with self._lock:
+            self._present.update(found)
+            for name in missed:
+                self._absent[name] = self._fetches
+
+    def absent(self, name: str) -> bool:
+        """True when a search since the last fetch did not find blob ``name``."""
+        return self._absent.get(name) == self._fetches
+
+    def once(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked, its first answer after."""
+        if key not in self._answers:
+            self._answers[key] = compute()
+        return self._answers[key]
 
 
 def cache_dir_name(url: str) -> str:
@@ -73,9 +182,7 @@ def cache_dir_name(url: str) -> str:
     clean = strip_url_credentials(transport_url(url))
     readable = re.sub(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", "", clean)
     readable = re.sub(r"[^A-Za-z0-9._-]+", "-", readable).strip("-.")
-    if readable.endswith(".git"):
-        readable = readable[: -len(".git")]
-    readable = readable[-60:].strip("-.") or "repo"
+    readable = readable.removesuffix(".git")[-60:].strip("-.") or "repo"
     digest = hashlib.sha256(clean.encode("utf-8")).hexdigest()[:10]
     return f"{readable}-{digest}"
 
@@ -87,8 +194,7 @@ def lacks_objects(text: str) -> bool:
 
 
 def _lacking_said(text: str) -> str:
-    """git's line saying the upstream lacks objects (without its prefixes and the terminal's
-    escapes), and the object it could not read where git names it."""
+    """git's line saying the upstream lacks objects, and the object it names."""
     plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x09\x0b-\x1f\x7f]", "", text)
     line = next(line for line in plain.splitlines() if lacks_objects(line))
     said = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
@@ -97,46 +203,37 @@ def _lacking_said(text: str) -> str:
 
 
 class RepoCache:
-    """A bare repository holding the upstream's needed branches under ``refs/remotes/upstream``.
+    """The cache repository of ``upstream_url``; ``env`` (the askpass) talks to the upstream."""
 
-    ``env`` (e.g. ``GIT_ASKPASS``) is passed to every call that talks to the upstream;
-    ``known`` is what this run (one instance) learned from the repository (`git/known.py`).
-    """
-
-    def __init__(
-        self, root: Path, upstream_url: str, *, env: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, root: Path, upstream_url: str, *,
+                 env: Mapping[str, str] | None = None) -> None:
         self.root = Path(root).expanduser().absolute()
         self.upstream_url = upstream_url
         self.url = strip_url_credentials(transport_url(upstream_url))
         self.path = self.root / cache_dir_name(upstream_url)
         self.lock_path = lock_file(self.path)
         self.env = dict(env or {})
-        self.known = Known()
+        self.memo = RunMemo()
 
-    # -- locking ---------------------------------------------------------------------------
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """Exclusive use of the cache repository (re-entrant within one thread)."""
         return repo_lock(self.path)
 
-    # -- setup -----------------------------------------------------------------------------
     def ensure(self) -> None:
-        """Create the bare repository with remote ``upstream`` if it is not there yet (asked
-        of git once per instance while the repository stays: its remote and whether fetches
-        go without a filter, `nofilter`, in one read; none for a repository made here)."""
+        """Create the repository with remote ``upstream`` unless there (read once per run)."""
         with self.lock():
-            if self.known.ensured and (self.path / "HEAD").is_file():
+            if self.memo.ensured and (self.path / "HEAD").is_file():
                 return
             if not (self.path / "HEAD").is_file():
                 self.path.mkdir(parents=True, exist_ok=True)
                 git(["init", "--quiet", "--bare", "--", str(self.path)], cwd=self.root)
-                current, self.known.nofilter = "", False
+                current, self.memo.nofilter = "", False
             else:
-                current, self.known.nofilter = self._read_setup()
+                current, self.memo.nofilter = self._read_setup()
             if current != self.url:
                 git(["config", "--", f"remote.{REMOTE}.url", self.url], cwd=self.path)
                 git(["config", "--", f"remote.{REMOTE}.tagOpt", "--no-tags"], cwd=self.path)
-            self.known.ensured = True
+            self.memo.ensured = True
 
     def _read_setup(self) -> tuple[str, bool]:
         """The remote's URL and whether ``backport.nofilter`` is true, in one git process."""
@@ -149,15 +246,12 @@ class RepoCache:
     @property
     def blobless(self) -> bool:
         """True when the cache is a partial clone that fetches blobs lazily."""
-        out = git(
-            ["config", "--get", f"remote.{REMOTE}.partialclonefilter"], cwd=self.path, check=False
-        )
-        nofilter = git(["config", "--get", "backport.nofilter"], cwd=self.path, check=False)
-        return out.ok and nofilter.stdout.strip() != "true"
+        out = git(["config", "--get", f"remote.{REMOTE}.partialclonefilter"], cwd=self.path,
+                  check=False)
+        return out.ok and not self._read_setup()[1]
 
-    # -- network ---------------------------------------------------------------------------
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
-        """Fetch exactly ``refs/heads/<B>`` for each branch; return branch -> upstream head sha."""
+        """Fetch each branch's head only (branch -> sha); a failure leaves the cache as it was."""
         names = list(dict.fromkeys(branches))
         for name in names:
             check_branch_name(name)
@@ -169,17 +263,16 @@ class RepoCache:
             self.ensure()
             config = (self.path / "config").read_bytes()
             out = self._fetch_heads(refspecs)
-            if not out.ok:  # the cache stays as it was: a new one goes, an old one's settings stay
+            if not out.ok:
                 self._undo(made, config)
                 raise self._fetch_error(out)
-            self.known.fetched()
+            self.memo.fetched()
             return self.local_heads(names)
 
     def _fetch_heads(self, refspecs: list[str]) -> GitOutput:
-        """Fetch ``refspecs`` blobless, or whole from a server that cannot filter (remembered
-        in ``backport.nofilter`` once such a fetch succeeded)."""
+        """Fetch blobless, or whole from a server that cannot filter (``backport.nofilter``)."""
         base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
-        if self.known.nofilter:
+        if self.memo.nofilter:
             return self._fetch([*base, "--no-filter"], refspecs)
         out = self._fetch([*base, "--filter=blob:none"], refspecs)
         if (out.ok or "filter" not in out.stderr.lower() or is_unreachable(out.text)
@@ -188,21 +281,19 @@ class RepoCache:
         out = self._fetch([*base, "--no-filter"], refspecs)
         if out.ok:
             git(["config", "backport.nofilter", "true"], cwd=self.path)
-            self.known.nofilter = True
+            self.memo.nofilter = True
         return out
 
     def _undo(self, made: bool, config: bytes) -> None:
-        """Leave the cache as it was before a fetch that failed: a repository made for it
-        removed, an existing one's settings (git writes the partial-clone ones) restored."""
+        """A repository made for the fetch goes, an existing one's settings come back."""
         if made:
             shutil.rmtree(self.path, ignore_errors=True)
-            self.known.ensured = False
+            self.memo.ensured = False
         elif (self.path / "config").read_bytes() != config:
             (self.path / "config").write_bytes(config)
 
     def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
-        """One fetch from the upstream, sealed (`token_git`): it may run in a step that holds
-        the token, after a test."""
+        """One fetch from the upstream, sealed: it may run in a step that holds the token."""
         return token_git([*args, "--", REMOTE, *refspecs], repo=self.path, urls=(self.url,),
                          env=self.env, check=False)
 
@@ -210,61 +301,94 @@ class RepoCache:
         url = redact(self.upstream_url)
         missing = _MISSING_REF.search(out.text)
         if missing:
-            branch = missing.group("branch")
-            return BackportError(
-                "branch-missing", f"target branch '{branch}' does not exist in {url}."
-            )
+            return BackportError("branch-missing", f"target branch '{missing.group('branch')}' "
+                                                   f"does not exist in {url}.")
         if lacks_objects(out.text):
             return BackportError(
                 "git", f"the upstream {url} lacks objects its branches need "
                        f"({redact(_lacking_said(out.text))}), as a copy without some of its "
                        f"files does: use a full clone of it instead (`git clone --mirror`); "
                        f"the cache is left as it was.")
-        reason = redact(first_error_line(out.text).rstrip("."))
         if is_unreachable(out.text):
-            return BackportError("upstream-unreachable", f"cannot reach upstream {url}: {reason}.")
-        return BackportError("git", f"fetching from {url} failed: {reason}.")
+            return BackportError("upstream-unreachable",
+                                 f"cannot reach upstream {url}: {out.reason}.")
+        return BackportError("git", f"fetching from {url} failed: {out.reason}.")
 
     def local_heads(self, branches: Sequence[str]) -> dict[str, str]:
-        """branch -> sha of ``refs/remotes/upstream/<branch>`` as last fetched (one
-        ``git cat-file --batch-check`` for them all)."""
-        names = list(dict.fromkeys(branches))
-        asked = [b for b in names if b.strip() and "\n" not in b]  # one line each
-        out = git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=self.path,
-                  check=False, stdin="".join(f"{TRACKING}{b}^{{commit}}\n" for b in asked
-                                             ).encode("utf-8", "surrogateescape")) if asked else None
-        lines = dict(zip(asked, out.stdout.splitlines() if out and out.ok else [], strict=False))
-        heads: dict[str, str] = {}
-        for branch in names:
-            sha, _, kind = lines.get(branch, "").partition(" ")
-            if kind != "commit":
-                raise BackportError(
-                    "branch-missing",
-                    f"target branch '{branch}' has not been fetched from "
-                    f"{redact(self.upstream_url)}.",
-                )
-            heads[branch] = sha
-        return heads
+        """branch -> sha as last fetched, in one ``for-each-ref``."""
+        out = git(["for-each-ref", "--format=%(objecttype) %(objectname) %(refname)", TRACKING],
+                  cwd=self.path, check=False)
+        found = {ref.removeprefix(TRACKING): sha for kind, sha, ref in
+                 (line.split(" ", 2) for line in out.stdout.splitlines()) if kind == "commit"}
+        for branch in branches:
+            if branch not in found:
+                raise BackportError("branch-missing", f"target branch '{branch}' has not been "
+                                                      f"fetched from {redact(self.upstream_url)}.")
+        return {branch: found[branch] for branch in branches}
 
     def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:
         """branch -> current upstream sha (None when absent), by ``ls-remote``; fetches nothing."""
-        names = list(dict.fromkeys(branches))
-        for name in names:
-            check_branch_name(name)
-        heads: dict[str, str | None] = dict.fromkeys(names)
-        if not names:
-            return heads
-        out = token_git(
-            ["ls-remote", "--heads", "--", self.url, *(f"refs/heads/{b}" for b in names)],
-            repo=None, urls=(self.url,), env=self.env, check=False)
-        if not out.ok:
-            url = redact(self.upstream_url)
-            reason = redact(first_error_line(out.text).rstrip("."))
-            code = "upstream-unreachable" if is_unreachable(out.text) else "git"
-            raise BackportError(code, f"cannot list branches of upstream {url}: {reason}.")
-        for line in out.stdout.splitlines():
-            sha, _, ref = line.partition("\t")
-            branch = ref.strip().removeprefix("refs/heads/")
-            if branch in heads and ref.strip() == f"refs/heads/{branch}":
-                heads[branch] = sha.strip()
-        return heads
+        return ls_remote(self.url, branches, self.env, "upstream-unreachable",
+                         f"cannot list branches of upstream {redact(self.upstream_url)}")
+
+
+def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The sha of ``refs/heads/<branch>`` on ``url``, or None when the branch does not exist."""
+    return ls_remote(url, [branch], env, ErrorCode.FORK_UNREACHABLE,
+                     f"cannot read branch '{branch}' from {redact(url)}")[branch]
+
+
+def remote_shas(url: str, branches: list[str],
+                env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The sha of each of ``branches`` on ``url`` in one ``ls-remote`` (None: no such branch)."""
+    return ls_remote(url, branches, env, ErrorCode.FORK_UNREACHABLE,
+                     f"cannot read the fork branches from {redact(url)}")
+
+
+def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | None,
+                env: Mapping[str, str] | None = None) -> None:
+    """Set ``refs/heads/<branch>`` on ``url`` to ``sha`` if it is still at ``expect`` (None: not
+    there yet); ``fork-diverged`` when someone else moved it (left alone)."""
+    check_branch_name(branch)
+    for what, given in (("commit", sha), ("expected commit", expect)):
+        if given is not None and not _SHA.match(given):
+            raise BackportError(ErrorCode.USAGE, f"{what} {given!r} is not a full commit id.")
+    ref = f"refs/heads/{branch}"
+    lease = f"--force-with-lease={ref}:{expect or ''}"
+    out = token_git(["push", "--porcelain", "--no-verify", lease, "--", transport_url(url),
+                     f"{sha}:{ref}"], repo=Path(repo), urls=(url,), env=env, check=False)
+    rejected = [line for line in out.stdout.splitlines()
+                if line.startswith("!\t") and line.split("\t")[1].endswith(f":{ref}")]
+    if out.ok and not rejected:
+        return
+    shown = redact(url)
+    if any(marker in line for line in rejected for marker in _LEASE_FAILED):
+        try:
+            now = remote_sha(url, branch, env)
+        except BackportError:
+            now = None
+        raise ForkDiverged(
+            f"fork branch '{branch}' on {shown} was moved by someone else (now at "
+            f"{now[:7] if now else 'absent'}, expected {expect[:7] if expect else 'absent'}); "
+            "it was left untouched: inspect that commit, then delete the fork branch "
+            "if it may be replaced and run again.", remote=now, expected=expect)
+    reasons = [rejected[0].split("\t")[-1].strip()] if rejected else []
+    reasons += _causes(out.text) or ([] if reasons else [first_error_line(out.text).rstrip(".")])
+    reason = redact("; ".join(dict.fromkeys(reasons)))
+    code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
+    raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.",
+                        details={"output": redact(out.text)})
+
+
+def _causes(text: str) -> list[str]:
+    """git's ``fatal:`` / ``error:`` / ``remote:`` lines: why a push was rejected."""
+    causes = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        for prefix in ("fatal:", "error:", "remote: fatal:", "remote: error:", "remote:"):
+            if line.startswith(prefix):
+                cause = line[len(prefix):].strip().rstrip(".")
+                if cause and not any(n in cause.lower() for n in _NOISE):
+                    causes.append(cause)
+                break
+    return causes[:4]

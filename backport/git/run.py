@@ -1,8 +1,11 @@
-"""The one place git processes are started: argv lists, C locale, no prompts, timeouts, one-sentence errors.
+"""The one git runner, and the reads every part shares (blobs, changed files, ``ls-remote``).
 
-Every git call of the tool goes through :func:`git`: GitPython's ``Git.execute`` (the mission's
-git library) starts git, and `backport.process.finish` waits for it, so a git fetch or push in
-flight ends with the run (an interrupt, a timeout) like every other child process.
+Every git call goes through :func:`git`, run by ``process.run`` (a timeout or an interrupt kills
+it with its children): an argv list, ``LANG=C``, no prompt or askpass unless the caller names
+one (the push's), auto maintenance only after a fetch, a failure one redacted sentence naming
+the subcommand. A step that holds the token calls :func:`token_git`: ``--git-dir`` names the one
+repository it reads, its folder is new and empty under ``GIT_CEILING_DIRECTORIES``, no ``ext::``,
+hooks or fsmonitor, ``GIT_ALLOW_PROTOCOL`` only its URLs' transports; no config file undoes it.
 """
 
 from __future__ import annotations
@@ -10,11 +13,9 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import git as gitpython
 
 from backport import process
 from backport.config.refnames import refname_problem
@@ -23,31 +24,24 @@ from backport.errors import BackportError, ErrorCode
 from backport.redact import redact
 
 # Forced on every git call: messages are parsed, and git must never wait for a password.
-BASE_ENV: dict[str, str] = {
-    "LANG": "C",
-    "LC_ALL": "C",
-    "LANGUAGE": "C",
-    "GIT_TERMINAL_PROMPT": "0",
-}
+BASE_ENV = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"}
 # Unless the caller brings its own (the push's token askpass), no askpass program is started.
-NO_ASKPASS: dict[str, str] = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
-# Seconds a git call may take before it is killed with its children. Generous: in a blobless
-# cache even a checkout or ``am`` may fetch objects from the upstream.
-DEFAULT_TIMEOUT = 1800.0
-# Git's auto maintenance of a repository runs after its fetches and commits, a process or more
-# each, and after every blob a blobless cache fetches lazily: only the run's fetch of its
-# branches (`cache.py`) starts it, once; every other call (and the children it starts, which
-# inherit ``-c``) does not.
+NO_ASKPASS = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+DEFAULT_TIMEOUT = 1800.0  # seconds; in a blobless cache even a checkout may fetch objects
+# Auto maintenance (a process or more after each fetch and commit) runs only after a fetch.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false")
-# What every git process of a step that holds the forge token runs with (`token_git`): no
-# transport that runs a command, no hook, no file-system monitor; given on the command line,
-# they win over every config file git reads.
 SEALED_OPTIONS = ("-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null",
                   "-c", "core.fsmonitor=false")
 # The transport of a URL: its scheme, or the helper of git's ``<helper>::<address>`` form.
 _SCHEME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9+.-]*)(?:://|::)")
-# Options git takes before its subcommand; the ones in _WITH_VALUE consume the next argument.
+# git's options before its subcommand that take the next argument.
 _WITH_VALUE = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
+_UNREACHABLE = ("could not read from remote repository", "does not appear to be a git repository",
+                "unable to access", "could not resolve host", "connection refused",
+                "connection timed out", "operation timed out", "authentication failed",
+                "terminal prompts disabled", "could not read username", "permission denied",
+                "repository not found", "the requested url returned error", "unable to connect",
+                "no such file or directory")
 
 
 @dataclass(frozen=True)
@@ -60,8 +54,7 @@ class GitOutput:
     stderr: str
 
     @property
-    def stdout(self) -> str:
-        """stdout as text (bytes that are not UTF-8 kept as surrogate escapes)."""
+    def stdout(self) -> str:  # bytes that are not UTF-8 kept as surrogate escapes
         return self.raw.decode("utf-8", "surrogateescape")
 
     @property
@@ -69,14 +62,12 @@ class GitOutput:
         return self.status == 0
 
     @property
-    def text(self) -> str:
-        """stdout and stderr together, for parsing messages that may go to either."""
+    def text(self) -> str:  # stdout and stderr: a message may go to either
         return f"{self.stdout}\n{self.stderr}"
 
     @property
-    def command(self) -> str:
-        """The git subcommand, e.g. ``fetch`` for ``git -c x=y fetch ...``."""
-        return subcommand(self.args)
+    def reason(self) -> str:  # git's most telling line, redacted
+        return redact(first_error_line(self.text).rstrip("."))
 
 
 def subcommand(args: Sequence[str]) -> str:
@@ -92,33 +83,36 @@ def subcommand(args: Sequence[str]) -> str:
     return args[0] if args else "git"
 
 
-def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment overrides for a git call: ``extra`` plus the forced locale and no prompts.
-
-    GitPython lays them over this process's environment, so every secret of it is emptied
-    (``process.blanked_secrets``); a token reaches git only in ``extra`` (the push's askpass).
-    """
-    env = {**NO_ASKPASS, **process.blanked_secrets()}
-    env.update(extra or {})
-    env.update(BASE_ENV)
-    return env
+def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None, check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
+        timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
+    """Run ``git <args>`` in ``cwd``, ``env`` laid over this process's environment less its
+    secrets; with ``check`` a non-zero exit raises ``BackportError(code)``."""
+    command = subcommand(args)
+    if cwd is not None and not Path(cwd).is_dir():
+        raise BackportError(code, f"cannot run git {command}: directory {cwd} does not exist.")
+    argv = ["git", *(() if command == "fetch" else NO_MAINTENANCE), *args]
+    ended = process.run(argv, cwd=cwd, stdin=stdin, timeout=timeout, code=code,
+                        shown=f"git {command}", unfiltered={**NO_ASKPASS, **(env or {}),
+                                                           **BASE_ENV})
+    if ended.timed_out:
+        result = GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
+    else:
+        result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
+    if check and not result.ok:
+        raise failure(result, code, cwd)
+    return result
 
 
 def transport_of(url: str) -> str:
-    """The git transport ``url`` uses: ``https``, ``file`` for a local path, ``ssh`` for
-    ``host:path``."""
+    """``url``'s git transport: ``https``, ``file`` for a local path, ``ssh`` for ``host:path``."""
     found = _SCHEME.match(transport_url(url))
     name = found.group("name").lower() if found else "ssh"
     return "ssh" if name in ("git+ssh", "ssh+git") else name
 
 
 def sealed_call(repo: Path | None, urls: Sequence[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
-    """The leading options and the environment of a `token_git` call run in ``cwd``.
-
-    ``--git-dir`` names ``repo`` (None: ``/dev/null``, so git runs outside any repository);
-    with it and ``GIT_CEILING_DIRECTORIES`` no repository is ever discovered. Only the
-    transports of ``urls`` are allowed (``GIT_ALLOW_PROTOCOL``, never ``ext``).
-    """
+    """The leading options and the environment of a `token_git` call run in ``cwd``."""
     allowed = sorted({transport_of(url) for url in urls} - {"ext"})
     options = ["--git-dir", str(Path(repo).absolute()) if repo is not None else os.devnull,
                *SEALED_OPTIONS]
@@ -130,23 +124,20 @@ def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
               env: Mapping[str, str] | None = None, stdin: bytes | None = None,
               check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
               timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
-    """`git` for a step that holds the forge token (push, ``ls-remote``, fetch, the publish
-    check): it reads no repository but ``repo`` and runs nothing a config file names.
-
-    Its folder is a new empty private one (`sealed_call` for the rest); ``env`` (the
-    askpass, ``GIT_INDEX_FILE``) cannot undo the sealing. A failure names ``repo``.
-    """
+    """`git` for a step that holds the forge token, in a new empty private folder; ``env``
+    (the askpass, ``GIT_INDEX_FILE``) cannot undo the sealing. A failure names ``repo``."""
     with tempfile.TemporaryDirectory(prefix="backport-git-") as empty:
         options, sealed = sealed_call(repo, urls, Path(empty))
         out = git([*options, *args], cwd=Path(empty), env={**(env or {}), **sealed},
                   stdin=stdin, check=False, timeout=timeout)
-    if check and not out.ok:
-        raise failure(GitOutput(tuple(args), out.status, out.raw, out.stderr), code, repo)
-    return GitOutput(tuple(args), out.status, out.raw, out.stderr)
+    result = GitOutput(tuple(args), out.status, out.raw, out.stderr)
+    if check and not result.ok:
+        raise failure(result, code, repo)
+    return result
 
 
 def first_error_line(text: str) -> str:
-    """The most telling line of git's output: the first ``fatal:``/``error:`` line, else the last."""
+    """The first ``fatal:``/``error:`` line of git's output, else its last line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for prefix in ("fatal:", "error:"):
         for line in lines:
@@ -155,65 +146,22 @@ def first_error_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def git(
-    args: Sequence[str],
-    *,
-    cwd: Path | None,
-    env: Mapping[str, str] | None = None,
-    stdin: bytes | None = None,
-    check: bool = True,
-    code: ErrorCode | str = ErrorCode.GIT,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> GitOutput:
-    """Run ``git <args>`` in ``cwd`` and return its output.
-
-    ``env`` is laid over the inherited environment (``LANG=C``, ``LC_ALL=C`` and
-    ``GIT_TERMINAL_PROMPT=0`` always win; no askpass program unless ``env`` names one; no
-    auto maintenance but after a fetch: `NO_MAINTENANCE`).
-    ``stdin`` is fed through a pipe. After ``timeout`` seconds git and its children are killed
-    and the call fails as "timed out". With ``check`` a non-zero exit raises
-    ``BackportError(code, ...)`` whose message is one redacted sentence.
-    """
-    if cwd is not None and not Path(cwd).is_dir():
-        # GitPython silently falls back to the process's own directory; never let it.
-        raise BackportError(code, f"cannot run git {subcommand(args)}: directory {cwd} does not exist.")
-    runner = gitpython.Git(str(cwd) if cwd is not None else None)
-    argv = ["git", *(() if subcommand(args) == "fetch" else NO_MAINTENANCE), *args]
-    try:
-        with process.starting():  # an interrupt meanwhile still ends it (`kill_running`)
-            started = runner.execute(
-                argv,
-                as_process=True,  # waited on by `process.finish`, so it ends with the run
-                istream=process.PIPE if stdin is not None else None,
-                env=git_env(env),
-                start_new_session=True,  # no terminal to prompt on; killed with its children
-            )
-            assert started.proc is not None
-            process.track(started.proc)
-    except gitpython.GitCommandNotFound as exc:
-        raise BackportError(code, f"cannot run git {subcommand(args)}: git is not installed "
-                            "or not on PATH.") from exc
-    ended = process.finish(started.proc, argv, stdin=stdin, timeout=timeout)
-    if ended.timed_out:
-        result = GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
-    else:
-        result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
-    if check and not result.ok:
-        raise failure(result, code, cwd)
-    return result
-
-
 def failure(result: GitOutput, code: ErrorCode | str = ErrorCode.GIT,
             cwd: Path | None = None) -> BackportError:
     """A BackportError describing a failed git call in one redacted sentence."""
     where = f" in {cwd}" if cwd is not None else ""
-    reason = first_error_line(result.text).rstrip(".")
-    message = redact(f"git {result.command} failed{where}: {reason}.")
+    message = redact(f"git {subcommand(result.args)} failed{where}: {result.reason}.")
     return BackportError(code, message, details={"exit": result.status})
 
 
+def remote_failure(out: GitOutput, what: str, unreachable: ErrorCode | str) -> BackportError:
+    """``<what>: <reason>.``, coded ``unreachable`` when the remote could not be reached."""
+    return BackportError(unreachable if is_unreachable(out.text) else ErrorCode.GIT,
+                         f"{what}: {out.reason}.")
+
+
 def transport_url(url: str) -> str:
-    """``url`` with a plain local path turned into a ``file://`` URL (so partial clone filters work)."""
+    """``url``, a local path as a ``file://`` URL (so partial clone filters work)."""
     if is_local_path(url):
         return "file://" + os.path.abspath(os.path.expanduser(url))
     return url
@@ -226,28 +174,80 @@ def check_branch_name(branch: str) -> None:
         raise BackportError(ErrorCode.USAGE, redact(f"invalid branch name {branch!r}: {problem}."))
 
 
-_UNREACHABLE = (
-    "could not read from remote repository",
-    "does not appear to be a git repository",
-    "unable to access",
-    "could not resolve host",
-    "connection refused",
-    "connection timed out",
-    "operation timed out",
-    "authentication failed",
-    "terminal prompts disabled",
-    "could not read username",
-    "permission denied",
-    "repository not found",
-    "the requested url returned error",
-    "unable to connect",
-    "no such file or directory",
-)
-
-
 def is_unreachable(text: str) -> bool:
     """True when git's output says the remote could not be reached or read."""
     low = text.lower()
     return any(marker in low for marker in _UNREACHABLE) or (
-        "repository" in low and "not found" in low
-    )
+        "repository" in low and "not found" in low)
+
+
+def read_blob(cwd: Path, name: str, env: Mapping[str, str] | None = None) -> bytes | None:
+    """The blob ``name`` (an id or ``<commit>:<path>``) names; None when none."""
+    out = git(["cat-file", "blob", name], cwd=cwd, env=env, check=False)
+    return out.raw if out.ok else None
+
+
+def read_blobs(repo: Path, names: Iterable[str]) -> dict[str, bytes]:
+    """name -> bytes of each of ``names`` that names a blob, in one ``cat-file --batch``."""
+    wanted = [n for n in dict.fromkeys(names) if n and "\n" not in n]
+    if not wanted:
+        return {}
+    out = git(["cat-file", "--batch"], cwd=repo, check=False, timeout=3600,
+              stdin="".join(f"{n}\n" for n in wanted).encode("utf-8", "surrogateescape"))
+    raw, pos, found = out.raw, 0, {}
+    for name in wanted:
+        end = raw.find(b"\n", pos)
+        if end < 0:
+            break
+        header = raw[pos:end].split()
+        pos = end + 1
+        if len(header) != 3 or not header[2].isdigit():
+            continue  # "<name> missing" / "ambiguous": no content follows
+        size = int(header[2])
+        if header[1] == b"blob":
+            found[name] = raw[pos:pos + size]
+        pos += size + 1  # the content and its closing line break
+    return found
+
+
+def changed_files(cwd: Path, base: str | None, commit: str,
+                  env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(status, path) of each file ``commit`` changes against ``base`` (None: root), from trees."""
+    against = [base, commit] if base else ["--root", commit]
+    out = git(["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--name-status",
+               *against, "--"], cwd=cwd, env=env)
+    items = [item for item in out.stdout.split("\0") if item]
+    return list(zip(items[::2], items[1::2], strict=True))
+
+
+def changed_paths(cwd: Path, base: str, commit: str) -> dict[str, bool]:
+    """Every path ``base..commit`` changes -> whether ``commit`` still has it."""
+    return {path: status != "D" for status, path in changed_files(cwd, base, commit)}
+
+
+def ls_remote(url: str, branches: Sequence[str], env: Mapping[str, str] | None,
+              unreachable: ErrorCode | str, failed: str) -> dict[str, str | None]:
+    """branch -> sha on ``url`` (None: none), in one sealed ``ls-remote`` outside any repository."""
+    names = list(dict.fromkeys(branches))
+    for name in names:
+        check_branch_name(name)
+    heads: dict[str, str | None] = dict.fromkeys(names)
+    if not names:
+        return heads
+    out = token_git(["ls-remote", "--heads", "--", transport_url(url),
+                     *(f"refs/heads/{b}" for b in names)], repo=None, urls=(url,), env=env,
+                    check=False)
+    if not out.ok:
+        raise remote_failure(out, failed, unreachable)
+    for line in out.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        branch = ref.strip().removeprefix("refs/heads/")
+        if branch in heads and ref.strip() == f"refs/heads/{branch}":
+            heads[branch] = sha.strip()
+    return heads
+
+
+def configured_helpers(cwd: Path | None = None) -> list[str]:
+    """Every ``credential[.<url>].helper`` value git's configuration holds, seen from ``cwd``."""
+    found = git(["config", "--get-regexp", r"^credential\..*helper$"], cwd=cwd, check=False)
+    return [line.partition(" ")[2] for line in found.stdout.splitlines() if " " in line]

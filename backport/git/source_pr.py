@@ -1,15 +1,12 @@
-"""The commits an upstream PR carries, found in the cache repository and proven to be its own.
+"""The source PR of a from-PR backport, read from the cache repository: its commits, proven to
+be its own; what its GitCode squash commit says; the backport's message.
 
-A merged PR: what landed on its base branch. A commit there is PR N's only when the files it
-changes are exactly the files the forge lists for PR N (``/pulls/N/files``) and it was committed
-no earlier than the PR's merge time (less ``MERGE_CLOCK_SKEW``): the forge's
-``merge_commit_sha`` when it is on the base and its files match, else the oldest such commit
-whose GitCode squash message names ``!N`` (``!N merge <head> into <base>`` … ``See merge
-request: <owner>/<repo>!N``). Every other commit whose message names ``!N`` that way is passed
-over and reported by sha: anyone who gets a commit onto the base can quote ``!N``, so a message
-alone proves nothing. Never the PR's own head commits, which a squash merge may leave
-unserved. An open PR: its head ref ``refs/merge-requests/N/head``, from where it leaves the
-base (only the PR's author moves that ref).
+A merged PR's change is the commit on its base with exactly the PR's files, committed no earlier
+than its merge (less ``MERGE_CLOCK_SKEW``): the forge's ``merge_commit_sha``, else the oldest
+whose squash message (``!N merge <head> into <base>`` … ``See merge request: …!N``) names it;
+anyone can quote ``!N``, so the others are passed over, named by sha. An open PR's change runs
+from where its head ref leaves the base. A squash message holds the PR's own message, then
+GitCode's block (``GENERATED``: merge line, title, ``Created-by:``, ``Description:``, trailer).
 """
 
 from __future__ import annotations
@@ -18,12 +15,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from backport.errors import BackportError
 from backport.git.apply import patch_ids, same_change
 from backport.git.cache import REMOTE, TRACKING, RepoCache
-from backport.git.run import first_error_line, git, is_unreachable
-from backport.git.source_message import GENERATED
+from backport.git.run import changed_files, git, remote_failure
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
 from backport.redact import redact
@@ -32,14 +29,23 @@ FOUND_BY_MERGE_SHA = "merge_commit_sha"
 FOUND_BY_SQUASH = "squash message"
 FOUND_BY_HEAD = "head ref"
 _PR_HEADS = "refs/backport/pr/"
-# How much earlier than the forge's `merged_at` the landed commit may say it was committed: the
-# squash commit is written a moment before the merge is recorded, by other hosts' clocks.
+# The squash commit is written a moment before the merge is recorded, by other hosts' clocks.
 MERGE_CLOCK_SKEW = timedelta(minutes=10)
 # Why a commit naming !N was not taken (the plan names it by sha with one of these).
 FILES_DIFFER = "its files are not the PR's"
 BEFORE_MERGE = "committed before the PR was merged"
 LATER = "a later commit with the PR's files"
 _SHOWN_FILES = 3  # files named in the sentence when no commit proves the source
+_SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
+MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
+GENERATED = "# message auto-generated for no-merge-commit merge:"
+_TRAILER = re.compile(rf"^See merge request: \S+?!({DIGITS})\s*$", re.MULTILINE)
+_MERGE_LINE = re.compile(rf"^\s*!({DIGITS}) merge (\S+) into (\S+)\s*$", re.MULTILINE)
+# The lines GitCode writes after the title; a block without the title starts with one.
+_FIELD = re.compile(r"(Created-by|Commit-by|Merged-by|Description|See merge request):")
+# A line in one of this tool's trailer forms: only the tool writes them in a backport.
+_TOOL_FORM = re.compile(r"^\s*(?:Backport of \S*!\S*|\(cherry picked from commit \S*\))\s*$")
+_LOG_FORMAT = "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e"
 
 
 @dataclass(frozen=True)
@@ -52,99 +58,12 @@ class PassedOver:
 
 @dataclass(frozen=True)
 class SourceCommits:
-    """What ``new --from-pr`` exports: ``rev`` (one sha or ``A..B``) and the commit it names,
-    with the commits naming the PR that were passed over."""
+    """What a from-PR set exports (one sha or ``A..B``), and the commits passed over."""
 
     rev: str
     commit: str  # the landed commit, or the open PR's head
     found_by: str
     passed_over: tuple[PassedOver, ...] = ()
-
-
-_TRAILER = re.compile(rf"^See merge request: \S+?!({DIGITS})\s*$", re.MULTILINE)
-_MERGE_LINE = re.compile(rf"^\s*!({DIGITS}) merge (\S+) into \S+\s*$", re.MULTILINE)
-
-
-def squash_names(message: str, number: int) -> bool:
-    """Whether a commit message is GitCode's squash message of PR ``number`` (not ``!N0``):
-    its last ``See merge request: …!N`` trailer when it has one (GitCode writes it after the
-    PR's own text, which may quote another PR's lines), else its ``!N merge <head> into
-    <base>`` line."""
-    trailers = _TRAILER.findall(message)
-    if trailers:
-        return trailers[-1] == str(number)
-    n = re.escape(str(number))
-    return bool(re.search(rf"^\s*!{n} merge \S+ into \S+\s*$", message, re.MULTILINE))
-
-
-def squash_number(message: str) -> int | None:
-    """The PR whose GitCode squash message ``message`` is (the number :func:`squash_names`
-    accepts), or None when it is none."""
-    trailers = _TRAILER.findall(message)
-    said = [trailers[-1]] if trailers else [m.group(1) for m in _MERGE_LINE.finditer(message)]
-    found = (bounded(digits) for digits in said)
-    return next((n for n in found if n is not None and squash_names(message, n)), None)
-
-
-def squash_head(message: str, number: int) -> str:
-    """The head branch the squash message of PR ``number`` says it merged ("" when it says
-    none): its merge line in GitCode's generated block when the message has one (the text
-    before it is the author's, who may quote any line)."""
-    generated = message.split(GENERATED, 1)
-    for match in _MERGE_LINE.finditer(generated[-1]):
-        if bounded(match.group(1)) == number:
-            return match.group(2)
-    return ""
-
-
-def same_files(pr_paths: Iterable[str], commit_paths: Iterable[str]) -> bool:
-    """The file rule: a commit is a PR's change only when it touches exactly the PR's paths
-    (both names of a rename on each side), and the PR touches at least one."""
-    wanted = frozenset(pr_paths)
-    return bool(wanted) and wanted == frozenset(commit_paths)
-
-
-def merge_bound(merged_at: str) -> int | None:
-    """The earliest commit time (epoch seconds) a PR merged at ``merged_at`` (ISO 8601, as the
-    forge writes it) may have landed with; None when the time is not given or not readable."""
-    try:
-        when = datetime.fromisoformat(merged_at.strip())
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        return None  # a time without its zone cannot be compared with a commit's
-    return int((when - MERGE_CLOCK_SKEW).timestamp())
-
-
-def _is_commit(repo: RepoCache, sha: str) -> bool:
-    """Whether ``sha`` is a commit here (a partial clone asks the upstream for it)."""
-    return git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo.path, env=repo.env,
-               check=False).ok
-
-
-def _on_branch(repo: RepoCache, sha: str, base: str) -> bool:
-    return git(["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"], cwd=repo.path,
-               env=repo.env, check=False).ok
-
-
-def changed_paths(repo: RepoCache, sha: str) -> frozenset[str]:
-    """Every path commit ``sha`` changes against its first parent (renames as both names; a
-    root commit against nothing). Reads trees only: no blob of a blobless cache is fetched."""
-    parents = git(["rev-list", "--parents", "-1", sha, "--"], cwd=repo.path,
-                  env=repo.env).stdout.split()[1:]
-    against = [parents[0], sha] if parents else ["--root", sha]
-    out = git(["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--name-only",
-               *against], cwd=repo.path, env=repo.env)
-    return frozenset(p for p in out.stdout.split("\0") if p)
-
-
-def _landed_rev(repo: RepoCache, sha: str) -> str:
-    """``sha`` when it is one commit; for a merge commit, the commits it brought in."""
-    parents = git(["rev-list", "--parents", "-1", sha, "--"], cwd=repo.path).stdout.split()[1:]
-    if len(parents) < 2:
-        return sha
-    fork_point = git(["merge-base", parents[0], parents[1]], cwd=repo.path).stdout.strip()
-    return f"{fork_point}..{parents[1]}"
 
 
 @dataclass(frozen=True)
@@ -155,24 +74,115 @@ class NamedCommit:
     time: int  # committer time, epoch seconds
 
 
+@dataclass(frozen=True)
+class SquashMerge:
+    """PR ``number`` as its squash commit ``sha`` on ``base`` tells it."""
+
+    number: int
+    sha: str
+    base: str
+    head: str
+    title: str
+    body: str
+    author: str
+    merged_at: str  # the committer date, ISO 8601 with its zone
+    files: tuple[tuple[str | None, str | None], ...]  # (old, new) per file, as a forge lists
+
+
+def _merge_line(message: str, number: int) -> re.Match[str] | None:
+    """The ``!N merge <head> into <base>`` line of PR ``number`` in ``message``."""
+    return next((m for m in _MERGE_LINE.finditer(message) if m.group(1) == str(number)), None)
+
+
+def squash_names(message: str, number: int) -> bool:
+    """Whether ``message`` is GitCode's squash message of PR ``number`` (not ``!N0``): by its
+    last trailer when it has one (the PR's own text above may quote another's), else its
+    ``!N merge`` line."""
+    trailers = _TRAILER.findall(message)
+    if trailers:
+        return trailers[-1] == str(number)
+    return _merge_line(message, number) is not None
+
+
+def squash_number(message: str) -> int | None:
+    """The PR whose GitCode squash message ``message`` is, or None when it is none."""
+    trailers = _TRAILER.findall(message)
+    said = [trailers[-1]] if trailers else [m.group(1) for m in _MERGE_LINE.finditer(message)]
+    found = (bounded(digits) for digits in said)
+    return next((n for n in found if n is not None and squash_names(message, n)), None)
+
+
+def squash_head(message: str, number: int) -> str:
+    """The head branch the generated block of PR ``number``'s squash message names ("": none)."""
+    line = _merge_line(message.split(GENERATED, 1)[-1], number)
+    return line.group(2) if line else ""
+
+
+def same_files(pr_paths: Iterable[str], commit_paths: Iterable[str]) -> bool:
+    """A commit is a PR's change only when it touches exactly the PR's paths (at least one)."""
+    wanted = frozenset(pr_paths)
+    return bool(wanted) and wanted == frozenset(commit_paths)
+
+
+def merge_bound(merged_at: str) -> int | None:
+    """The earliest commit time a PR merged at ``merged_at`` (ISO 8601 with its zone) may have."""
+    try:
+        when = datetime.fromisoformat(merged_at.strip())
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return int((when - MERGE_CLOCK_SKEW).timestamp())
+
+
+def _git(repo: RepoCache, args: list[str], check: bool = True) -> str:
+    out = git(args, cwd=repo.path, env=repo.env, check=check)
+    return out.stdout if out.ok else ""
+
+
+def _ok(repo: RepoCache, args: list[str]) -> bool:
+    return git(args, cwd=repo.path, env=repo.env, check=False).ok
+
+
+def _parents(repo: RepoCache, sha: str) -> list[str]:
+    return _git(repo, ["rev-list", "--parents", "-1", sha, "--"]).split()[1:]
+
+
+def _changes(repo: RepoCache, sha: str) -> list[tuple[str, str]]:
+    """(status, path) of each file ``sha`` changes against its first parent (trees only)."""
+    parents = _parents(repo, sha)
+    return changed_files(repo.path, parents[0] if parents else None, sha, repo.env)
+
+
+def _landed_rev(repo: RepoCache, sha: str) -> str:
+    """``sha`` when it is one commit; for a merge commit, the commits it brought in."""
+    parents = _parents(repo, sha)
+    if len(parents) < 2:
+        return sha
+    return f"{_git(repo, ['merge-base', parents[0], parents[1]]).strip()}..{parents[1]}"
+
+
+def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
+    """(sha, committer time, its ISO form, author, message) of each commit ``log`` lists."""
+    found = []
+    for record in _git(repo, ["log", _LOG_FORMAT, "--fixed-strings", *args, "--"]).split("\x1e"):
+        fields = record.strip("\n").split("\x00", 4)
+        if len(fields) == 5 and fields[1].isdigit():
+            sha, time, when, author, message = fields
+            found.append((sha, int(time), when, author, message))
+    return found
+
+
 def _naming(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
     """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
-    out = git(["log", "--format=%H%x00%ct%x00%B%x1e", "--fixed-strings", f"--grep=!{number}",
-               f"{TRACKING}{base}", "--"], cwd=repo.path)
-    found = []
-    for order, record in enumerate(out.stdout.split("\x1e")):
-        sha, _, rest = record.strip("\n").partition("\x00")
-        time, _, message = rest.partition("\x00")
-        if sha and time.isdigit() and squash_names(message, number):
-            found.append((int(time), -order, NamedCommit(sha, int(time))))
-    return [named for *_, named in sorted(found, key=lambda f: (f[0], f[1]))]
+    named = [NamedCommit(sha, time) for sha, time, _, _, message
+             in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}") if squash_names(message, number)]
+    return sorted(reversed(named), key=lambda commit: commit.time)
 
 
 def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_paths: frozenset[str],
            bound: int | None) -> tuple[str | None, tuple[PassedOver, ...]]:
-    """The rule, given the commits naming the PR (oldest first), the files each changes, the
-    PR's files and the earliest time it may have landed: the oldest commit at or after that
-    time with exactly the PR's files, and every other one with why it was not taken."""
+    """The oldest of ``named`` since ``bound`` with the PR's files; why each other was not."""
     taken: str | None = None
     passed = []
     for commit in named:
@@ -193,11 +203,8 @@ def _files_said(paths: frozenset[str]) -> str:
     return f"{len(shown)} file{'s' if len(shown) != 1 else ''} ({', '.join(shown[:_SHOWN_FILES])}{more})"
 
 
-_SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
-
-
 def passed_over_said(passed: Iterable[PassedOver]) -> str:
-    """``abc123456789 (its files are not the PR's), …``: the commits not taken, by sha."""
+    """``abc123456789 (its files are not the PR's), …``."""
     listed = list(passed)
     said = ", ".join(f"{p.sha[:12]} ({p.why})" for p in listed[:_SHOWN_COMMITS])
     more = len(listed) - _SHOWN_COMMITS
@@ -206,27 +213,24 @@ def passed_over_said(passed: Iterable[PassedOver]) -> str:
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
            pr_paths: Iterable[str], merged_at: str) -> SourceCommits:
-    """What merged PR ``number`` put on ``base`` (fetched into ``repo`` first), proven by the
-    PR's files ``pr_paths`` (every path the forge lists for it, both names of a rename) and
-    its merge time ``merged_at``; a BackportError ``source-unproven`` naming what was seen when
-    no commit proves it."""
+    """What merged PR ``number`` put on ``base``, proven; else ``source-unproven``, saying why."""
     paths = frozenset(pr_paths)
     if not paths:
         raise BackportError("source-unproven", f"PR !{number} is merged but the forge lists no "
                                                f"file it changes, so no commit on '{base}' can "
                                                f"be proven to be its change")
-    sha = merge_commit_sha
-    sha_seen = ""
-    if sha and _is_commit(repo, sha) and _on_branch(repo, sha, base):
-        if same_files(paths, changed_paths(repo, sha)):
+    sha, sha_seen = merge_commit_sha, ""
+    # a partial clone asks the upstream for a commit it lacks
+    if sha and _ok(repo, ["cat-file", "-e", f"{sha}^{{commit}}"]) and _ok(
+            repo, ["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"]):
+        if same_files(paths, commit_paths(repo, sha)):
             return SourceCommits(_landed_rev(repo, sha), sha, FOUND_BY_MERGE_SHA)
         sha_seen = f"its merge_commit_sha {sha[:12]} changes other files; "
     elif sha:
         sha_seen = f"its merge_commit_sha {sha[:12]} is not on '{base}'; "
     named = _naming(repo, base, number)
-    files_of = {commit.sha: changed_paths(repo, commit.sha) for commit in named}
-    bound = merge_bound(merged_at)
-    found, passed = choose(named, files_of, paths, bound)
+    files_of = {commit.sha: commit_paths(repo, commit.sha) for commit in named}
+    found, passed = choose(named, files_of, paths, merge_bound(merged_at))
     if found is not None:
         return SourceCommits(_landed_rev(repo, found), found, FOUND_BY_SQUASH, passed)
     seen = (f"{len(named)} commit{'s name' if len(named) != 1 else ' names'} it but none is "
@@ -238,29 +242,35 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
         f"be its change: {sha_seen}{seen}"))
 
 
+def commit_paths(repo: RepoCache, sha: str) -> frozenset[str]:
+    """Every path commit ``sha`` changes against its first parent (a rename as both names)."""
+    return frozenset(path for _, path in _changes(repo, sha))
+
+
 def fetch_head(repo: RepoCache, number: int) -> str:
     """Fetch ``refs/merge-requests/N/head`` from the upstream; its sha."""
     local = f"{_PR_HEADS}{number}/head"
-    refspec = f"+refs/merge-requests/{number}/head:{local}"
     with repo.lock():
         repo.ensure()
-        filt = "--filter=blob:none" if repo.blobless else "--no-filter"
-        out = git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", filt, "--", REMOTE,
-                   refspec], cwd=repo.path, env=repo.env, check=False)
+        out = git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                   "--filter=blob:none" if repo.blobless else "--no-filter", "--", REMOTE,
+                   f"+refs/merge-requests/{number}/head:{local}"], cwd=repo.path, env=repo.env,
+                  check=False)
         if not out.ok:
-            url = redact(repo.upstream_url)
-            reason = redact(first_error_line(out.text).rstrip("."))
-            code = "upstream-unreachable" if is_unreachable(out.text) else "git"
-            raise BackportError(code, f"cannot fetch the commits of PR !{number} "
-                                      f"(refs/merge-requests/{number}/head) from {url}: {reason}.")
+            raise remote_failure(out, f"cannot fetch the commits of PR !{number} (refs/merge-"
+                                      f"requests/{number}/head) from {redact(repo.upstream_url)}",
+                                 "upstream-unreachable")
         return git(["rev-parse", "--verify", f"{local}^{{commit}}"], cwd=repo.path).stdout.strip()
+
+
+def _fork_point(repo: RepoCache, base: str, head: str) -> str:
+    return _git(repo, ["merge-base", f"{TRACKING}{base}", head], check=False).strip()
 
 
 def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
     """Open PR ``number``'s own commits: from where its head leaves ``base`` to its head."""
     head = fetch_head(repo, number)
-    fork_point = git(["merge-base", f"{TRACKING}{base}", head], cwd=repo.path,
-                     check=False).stdout.strip()
+    fork_point = _fork_point(repo, base, head)
     if not fork_point:
         raise BackportError("usage", f"the head of PR !{number} shares no history with '{base}'")
     if fork_point == head:
@@ -268,14 +278,10 @@ def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
     return SourceCommits(f"{fork_point}..{head}", head, FOUND_BY_HEAD)
 
 
-MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
-
-
 def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
-    """Whether open or merged PR ``number`` into ``base`` carries the change ``patches`` (the
-    set's format-patch files) make: each patch's ``patch-id --stable`` is that of one of the
-    PR's own commits, or of all of them together (its head ref fetched first; a PR whose head
-    cannot be fetched, or with more than ``MAX_CARRIER_COMMITS`` commits, does not)."""
+    """Whether PR ``number`` into ``base`` carries the change of ``patches`` (format-patch
+    bytes): each patch's patch-id is one of its own commits' or their sum's (a PR whose head
+    cannot be fetched, or with over ``MAX_CARRIER_COMMITS`` commits, does not)."""
     wanted = [patch_ids(repo.path, data, repo.env) for data in patches]
     if not wanted or not all(wanted):
         return False
@@ -283,18 +289,87 @@ def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[by
         head = fetch_head(repo, number)
     except BackportError:
         return False
-    fork_point = git(["merge-base", f"{TRACKING}{base}", head], cwd=repo.path, env=repo.env,
-                     check=False).stdout.strip()
+    fork_point = _fork_point(repo, base, head)
     if not fork_point or fork_point == head:
         return False
-    count = git(["rev-list", "--count", f"{fork_point}..{head}", "--"], cwd=repo.path,
-                env=repo.env).stdout.strip()
+    count = _git(repo, ["rev-list", "--count", f"{fork_point}..{head}", "--"]).strip()
     if not count.isdigit() or int(count) > MAX_CARRIER_COMMITS:
         return False
     each = git(["log", "-p", "--no-color", "--no-ext-diff", "--format=commit %H",
                 f"{fork_point}..{head}", "--"], cwd=repo.path, env=repo.env)
     whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=repo.path,
                 env=repo.env)
-    found = (patch_ids(repo.path, each.stdout.encode("utf-8", "surrogateescape"), repo.env)
-             | patch_ids(repo.path, whole.stdout.encode("utf-8", "surrogateescape"), repo.env))
+    found = patch_ids(repo.path, each.raw, repo.env) | patch_ids(repo.path, whole.raw, repo.env)
     return same_change(wanted, found)
+
+
+def read_message(message: str, number: int, author: str) -> tuple[str, str, str]:
+    """(title, body, author) of PR ``number`` as its squash message tells them."""
+    line = _merge_line(message, number)
+    block = message[line.end():] if line else ""
+    title = next((t.strip() for t in block.splitlines() if t.strip()), "")
+    title = "" if _FIELD.match(title) else title
+    subject = message.strip().splitlines()[0].strip() if message.strip() else ""
+    body = (_TRAILER.split(block.partition("\nDescription:")[2], 1)[0].strip()
+            or message.split(GENERATED, 1)[0].strip())
+    created = re.search(r"^Created-by:[ \t]*(.*)$", block, re.MULTILINE)
+    return title or subject, body, (created.group(1).strip() if created else "") or author
+
+
+def find_squash_merge(repo: RepoCache, branches: Sequence[str],
+                      number: int) -> SquashMerge | None:
+    """PR ``number``'s oldest squash merge on one of ``branches`` (first parents only)."""
+    found = [(time, sha, branch, when, author, message) for branch in branches
+             for sha, time, when, author, message in _log(
+                 repo, "--first-parent", f"--grep=!{number} merge", f"{TRACKING}{branch}")
+             if (line := _merge_line(message, number)) and line.group(3) == branch
+             and squash_names(message, number)]
+    if not found:
+        return None
+    _, sha, branch, when, author, message = min(found)
+    line = _merge_line(message, number)
+    assert line is not None
+    title, body, login = read_message(message, number, author)
+    files = tuple((None, path) if status == "A" else (path, None) if status == "D"
+                  else (path, path) for status, path in _changes(repo, sha))
+    return SquashMerge(number=number, sha=sha, base=branch, head=line.group(2), title=title,
+                       body=body, author=login, merged_at=when, files=files)
+
+
+def one_line(text: str) -> str:
+    """``text`` (a title from outside) as one line: whitespace and control characters folded."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
+def own_message(message: str) -> str:
+    """The part of a commit message its author wrote (before the block, less the trailer)."""
+    own = message.split(GENERATED, 1)[0]
+    lines = [line.rstrip() for line in own.splitlines() if not _TRAILER.match(line)]
+    return "\n".join(lines).strip()
+
+
+def backport_message(message: str, *, title: str, sha: str, source_ref: str) -> str:
+    """The backport's message: ``title``, the change's own words, and where it comes from."""
+    own = "\n".join(line for line in own_message(message).splitlines()
+                    if not _TOOL_FORM.match(line)).strip()
+    subject, _, rest = own.partition("\n")
+    heading = one_line(title) or one_line(subject) or f"Backport of {source_ref}"
+    body = rest.strip() if one_line(subject) == heading else own
+    parts = [heading, body] if body else [heading]
+    parts.append(f"Backport of {source_ref}.\n(cherry picked from commit {sha})")
+    return "\n\n".join(parts) + "\n"
+
+
+def restate(repo: Path, sha: str, message: str) -> str:
+    """A commit (on no branch) with ``sha``'s tree, parent, author and date and ``message``;
+    the committer is the author too, so every host makes the same sha and needs no identity."""
+    name, email, date = git(["log", "-1", "--date=raw", "--format=%an%x00%ae%x00%ad", sha],
+                            cwd=repo).stdout.rstrip("\n").split("\x00")
+    env = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+           for what, value in (("NAME", name), ("EMAIL", email), ("DATE", date))}
+    return git(["commit-tree", f"{sha}^{{tree}}", "-p", f"{sha}^", "-F", "-"], cwd=repo,
+               env=env, stdin=message.encode("utf-8")).stdout.strip()
+
+
+def message_of(repo: Path, sha: str) -> str:
+    return git(["log", "-1", "--format=%B", sha], cwd=repo).stdout

@@ -1,4 +1,6 @@
-"""One (sparse) worktree per target branch, checked out from the cache repository."""
+"""One sparse worktree per target branch, checked out from the cache repository on a local
+branch scoped by the folder that owns it (:func:`cache_branch`); removed with its branch, or
+discarded unread where code of the branch ran in it (:meth:`Worktree.discard`)."""
 
 from __future__ import annotations
 
@@ -8,21 +10,16 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from backport.errors import BackportError
-from backport.git.cache import repo_lock
-from backport.git.known import Known
+from backport.git.cache import RepoCache, RunMemo, repo_lock
 from backport.git.run import GitOutput, check_branch_name, git
-
-if TYPE_CHECKING:
-    from backport.git.cache import RepoCache
 
 _GLOB_CHARS = "\\*?["
 
 
 def sparse_pattern(path: str) -> str:
-    """A non-cone sparse-checkout pattern matching exactly ``path`` (file or directory) from the root."""
+    """A non-cone sparse-checkout pattern matching exactly ``path`` from the root."""
     clean = path.strip().lstrip("/")
     if not clean or clean.startswith("../") or "/../" in clean:
         raise BackportError("usage", f"invalid path {path!r} for a sparse checkout.")
@@ -33,19 +30,13 @@ def sparse_pattern(path: str) -> str:
 
 
 def cache_branch(owner: Path, name: str) -> str:
-    """The local branch name for ``name`` in a cache repository shared by many folders.
-
-    Worktrees of one cache cannot check out the same branch, so the name is scoped by the
-    folder that owns the worktree (``owner``, e.g. a project's ``.backport``): two project
-    folders on one cache never collide, and the same folder always gets the same name.
-    """
+    """``backport/<hash of owner>/<name>``: folders sharing a cache never check out one branch."""
     digest = hashlib.sha256(str(Path(owner).expanduser().absolute()).encode("utf-8")).hexdigest()
     return f"backport/{digest[:12]}/{name}"
 
 
 def forget_owner(repo: Path, owner: Path) -> None:
-    """Forget the worktrees of ``owner``, a folder removed with them, in the cache repository
-    at ``repo``: their registrations and their local branches (:func:`cache_branch`)."""
+    """Forget the worktrees and branches of ``owner``, a folder removed with them."""
     with repo_lock(repo):
         git(["worktree", "prune"], cwd=repo)
         refs = git(["for-each-ref", "--format=%(refname)",
@@ -58,39 +49,45 @@ def forget_owner(repo: Path, owner: Path) -> None:
 def _registered(repo: Path) -> list[Path]:
     """Paths of the linked worktrees registered in ``repo``."""
     out = git(["worktree", "list", "--porcelain"], cwd=repo)
-    return [
-        Path(line[len("worktree "):])
-        for line in out.stdout.splitlines()
-        if line.startswith("worktree ")
-    ]
+    return [Path(line[len("worktree "):]) for line in out.stdout.splitlines()
+            if line.startswith("worktree ")]
+
+
+def _pointer(path: Path) -> Path | None:
+    """The private git folder ``path/.git``'s ``gitdir:`` line names."""
+    try:
+        first = (path / ".git").read_text(encoding="utf-8").splitlines()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+    gitdir = first.removeprefix("gitdir: ")
+    return (path / gitdir.strip()).resolve() if gitdir != first else None
 
 
 def _linked(path: Path) -> tuple[Path, str | None] | None:
-    """The shared git directory and HEAD's branch of the linked worktree at ``path``, read from
-    the files git keeps for it (``.git`` names its private folder, which names ``path/.git``
-    back, the shared folder and HEAD); None when they do not say so plainly (git is asked)."""
+    """The shared git folder and HEAD's branch of a linked worktree, read from git's files."""
+    own = _pointer(path)
     try:
-        first = (path / ".git").read_text(encoding="utf-8").splitlines()[0]
-        if not first.startswith("gitdir: "):
+        if own is None:
             return None
-        own = (path / first[len("gitdir: "):].strip()).resolve()
         back = Path((own / "gitdir").read_text(encoding="utf-8").strip())
         common = (own / (own / "commondir").read_text(encoding="utf-8").strip()).resolve()
         head = (own / "HEAD").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError, IndexError):
+    except (OSError, UnicodeDecodeError):
         return None
     if not (_same(back, path / ".git") and (common / "HEAD").is_file()
             and own.parent == common / "worktrees"):
         return None
     if head.startswith("ref: "):
-        ref = head[len("ref: "):]
-        return common, ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+        return common, _branch(head[len("ref: "):])
     return (common, None) if len(head) in (40, 64) else None
 
 
+def _branch(ref: str) -> str | None:
+    return ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+
+
 def _writable_then_again(func, name: str, _exc: object) -> None:
-    """`shutil.rmtree`'s second try at what it could not remove: its folder made writable
-    (a test may have taken the write bit away)."""
+    """`shutil.rmtree`'s retry with the folder made writable (a test may have locked it)."""
     os.chmod(os.path.dirname(name), 0o700)
     if os.path.isdir(name) and not os.path.islink(name):
         os.chmod(name, 0o700)
@@ -106,58 +103,41 @@ def _same(a: Path, b: Path) -> bool:
 
 @dataclass
 class Worktree:
-    """A linked worktree of the cache repository; ``repo`` is the cache's git directory,
-    ``known`` what the run learned from it (`git/known.py`; the cache's when made from one)."""
+    """A linked worktree of the cache repository ``repo`` (``memo``: the cache's)."""
 
     path: Path
     repo: Path
     branch: str | None = None
-    known: Known = field(default_factory=Known, repr=False, compare=False)
+    memo: RunMemo = field(default_factory=RunMemo, repr=False, compare=False)
     _own_dir: Path | None = field(default=None, repr=False, compare=False)
 
-    # -- construction ------------------------------------------------------------------------
     @classmethod
-    def create(
-        cls,
-        cache: RepoCache,
-        path: Path,
-        branch: str,
-        base_sha: str,
-        sparse_paths: Sequence[str] | None,
-        *,
-        env: Mapping[str, str] | None = None,
-    ) -> Worktree:
-        """Check out ``base_sha`` at ``path`` on local branch ``branch`` (reset if it exists).
-
-        A stale worktree at ``path`` is removed first (the cache's stale registrations are
-        pruned once per run; where nothing is at ``path`` git is asked only when its add
-        fails). With ``sparse_paths`` only those files and directories are materialized; blobs
-        come lazily from the upstream.
-        """
+    def create(cls, cache: RepoCache, path: Path, branch: str, base_sha: str,
+               sparse_paths: Sequence[str] | None, *,
+               env: Mapping[str, str] | None = None) -> Worktree:
+        """Check out ``base_sha`` at ``path`` on branch ``branch`` (``sparse_paths`` only)."""
         check_branch_name(branch)
         if not base_sha or base_sha.startswith("-"):
             raise BackportError("usage", f"invalid base commit {base_sha!r}.")
         path = Path(path).expanduser().absolute()
         cache.ensure()
         patterns = [sparse_pattern(p) for p in sparse_paths or ()]
-        # Detached here, the branch made by the checkout below: `add -B` starts two more git
-        # processes (`branch --force`, `symbolic-ref`), `--detach` one (`update-ref`).
+        # Detached, the branch made by the checkout: `add -B` would start two more processes.
         add = ["worktree", "add", "--quiet", "--no-checkout", "--detach", "--", str(path),
                base_sha]
         with cache.lock():
-            if not cache.known.pruned:
+            if not cache.memo.pruned:
                 git(["worktree", "prune"], cwd=cache.path)
-                cache.known.pruned = True
+                cache.memo.pruned = True
             path.parent.mkdir(parents=True, exist_ok=True)
             if os.path.lexists(path) or not git(add, cwd=cache.path, check=False).ok:
                 cls._clear(cache.path, path)
                 git(add, cwd=cache.path)
             if patterns:
-                # Non-cone mode so single files can be listed; writes per-worktree config.
                 git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
         env = {**cache.env, **(env or {})}
         git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=env)
-        return cls(path=path, repo=cache.path, branch=branch, known=cache.known)
+        return cls(path=path, repo=cache.path, branch=branch, memo=cache.memo)
 
     @staticmethod
     def _clear(repo: Path, path: Path) -> None:
@@ -170,48 +150,27 @@ class Worktree:
             raise BackportError("git", f"{path} exists and is not a worktree; move it away.")
         if path.is_dir():
             if any(path.iterdir()) and not (path / ".git").is_file():
-                raise BackportError(
-                    "git", f"{path} exists and is not a backport worktree; move it away."
-                )
+                raise BackportError("git", f"{path} exists and is not a backport worktree; "
+                                           "move it away.")
             shutil.rmtree(path)
             git(["worktree", "prune"], cwd=repo)
 
     @classmethod
-    def open(cls, path: Path, known: Known | None = None) -> Worktree:
-        """The worktree at ``path``; BackportError when there is none. ``known``: the run's
-        memo of its cache repository, when the caller knows the worktree is of that cache."""
+    def open(cls, path: Path, memo: RunMemo | None = None) -> Worktree:
+        """The worktree at ``path`` (``memo``: its cache's, when the caller knows it)."""
         path = Path(path).expanduser().absolute()
         if not (path / ".git").exists():
             raise BackportError("git", f"{path} is not a git worktree.")
         linked = _linked(path)
-        if linked is not None:
-            repo, branch = linked
-            return cls(path=path, repo=repo, branch=branch, known=known or Known())
-        # One git process: the top folder, the shared git directory and HEAD's branch.
-        out = git(["rev-parse", "--show-toplevel", "--git-common-dir", "--symbolic-full-name",
-                   "HEAD"], cwd=path, check=False)
-        lines = out.stdout.splitlines() if out.ok else []
-        if len(lines) != 3:
-            return cls._open_slowly(path, known)
-        top, common, ref = lines
-        if not _same(Path(top), path):
-            raise BackportError("git", f"{path} is not a git worktree.")
-        return cls(path=path, repo=(path / common).resolve(),
-                   branch=ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/")
-                   else None, known=known or Known())
+        if linked is None:
+            out = git(["rev-parse", "--show-toplevel", "--git-common-dir"], cwd=path, check=False)
+            lines = out.stdout.splitlines() if out.ok else []
+            if len(lines) != 2 or not _same(Path(lines[0]), path):
+                raise BackportError("git", f"{path} is not a git worktree.")
+            ref = git(["symbolic-ref", "--quiet", "HEAD"], cwd=path, check=False)
+            linked = (path / lines[1]).resolve(), _branch(ref.stdout.strip())
+        return cls(path=path, repo=linked[0], branch=linked[1], memo=memo or RunMemo())
 
-    @classmethod
-    def _open_slowly(cls, path: Path, known: Known | None) -> Worktree:
-        """`open` one question at a time (HEAD on no commit yet, or git said something else)."""
-        top = git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
-        if not top.ok or not _same(Path(top.stdout.strip()), path):
-            raise BackportError("git", f"{path} is not a git worktree.")
-        common = git(["rev-parse", "--git-common-dir"], cwd=path).stdout.strip()
-        repo = (path / common).resolve()
-        ref = git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=path, check=False)
-        return cls(path=path, repo=repo, branch=ref.stdout.strip() or None, known=known or Known())
-
-    # -- queries -----------------------------------------------------------------------------
     def git(self, args: Sequence[str], **kwargs) -> GitOutput:
         """Run git in this worktree (see :func:`backport.git.run.git`)."""
         return git(args, cwd=self.path, **kwargs)
@@ -220,32 +179,16 @@ class Worktree:
         """The sha of HEAD."""
         return self.git(["rev-parse", "--verify", "HEAD^{commit}"]).stdout.strip()
 
-    def git_path(self, name: str) -> Path:
-        """Absolute path of ``name`` inside this worktree's private git directory."""
-        out = self.git(["rev-parse", "--git-path", name]).stdout.strip()
-        return (self.path / out).resolve()
-
     def own_dir(self) -> Path:
-        """This worktree's private git directory (where ``git am`` keeps its state): read from
-        the ``gitdir:`` line git writes into a linked worktree's ``.git`` file, else asked of git."""
+        """This worktree's private git folder (where ``git am`` keeps its state)."""
         if self._own_dir is None:
-            try:
-                first = (self.path / ".git").read_text(encoding="utf-8").splitlines()[0]
-            except (OSError, UnicodeDecodeError, IndexError):
-                first = ""
-            if first.startswith("gitdir: "):
-                self._own_dir = (self.path / first[len("gitdir: "):].strip()).resolve()
-            else:
-                out = self.git(["rev-parse", "--absolute-git-dir"]).stdout.strip()
-                self._own_dir = Path(out).resolve()
+            self._own_dir = _pointer(self.path) or Path(
+                self.git(["rev-parse", "--absolute-git-dir"]).stdout.strip()).resolve()
         return self._own_dir
 
-    # -- removal -----------------------------------------------------------------------------
     @staticmethod
     def discard(repo: Path, path: Path, branch: str) -> None:
-        """Delete the worktree at ``path`` of the cache ``repo`` and its ``branch`` without
-        reading anything in it (code of the branch ran there and may have rewritten its
-        ``.git``): the folder goes, then git forgets it (``worktree prune``) and the branch."""
+        """Delete a worktree and its branch reading nothing in it (a branch's code ran there)."""
         with repo_lock(repo):
             if path.is_symlink() or path.is_file():
                 path.unlink()
@@ -255,39 +198,24 @@ class Worktree:
             git(["branch", "--quiet", "-D", "--", branch], cwd=repo, check=False)
 
     def remove(self) -> None:
-        """Delete the worktree (even with local changes or a ``git am`` in progress) and its branch.
-
-        Holds the cache lock: worktrees of other branches may be created meanwhile.
-        """
-        if self.repo.is_dir():
-            with repo_lock(self.repo):
-                self._remove()
-        elif self.path.is_dir() and (self.path / ".git").is_file():
-            shutil.rmtree(self.path)
-
-    def _remove(self) -> None:
-        # Most often the worktree is there, registered: one `worktree remove` says so and
-        # removes it; otherwise the registry is read and cleaned as for any leftover.
-        if not (self.path.is_dir() and git(
-                ["worktree", "remove", "--force", "--force", "--", str(self.path)],
-                cwd=self.repo, check=False).ok):
-            registered = [p for p in _registered(self.repo) if _same(p, self.path)]
-            if registered and self.path.exists():
-                git(
-                    ["worktree", "remove", "--force", "--force", "--", str(self.path)],
-                    cwd=self.repo,
-                )
-            elif self.path.is_dir() and (self.path / ".git").is_file():
+        """Delete the worktree (even mid ``git am``) and its branch, under the cache lock."""
+        if not self.repo.is_dir():
+            if self.path.is_dir() and (self.path / ".git").is_file():
                 shutil.rmtree(self.path)
-            git(["worktree", "prune"], cwd=self.repo)
-        if self.branch and not git(["branch", "--quiet", "-D", "--", self.branch],
-                                   cwd=self.repo, check=False).ok:
-            # Not there (nothing to do), or held by a stale registration: pruned, then again.
-            git(["worktree", "prune"], cwd=self.repo)
-            exists = git(
-                ["rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}"],
-                cwd=self.repo,
-                check=False,
-            )
-            if exists.ok:
-                git(["branch", "--quiet", "-D", "--", self.branch], cwd=self.repo)
+            return
+        remove = ["worktree", "remove", "--force", "--force", "--", str(self.path)]
+        delete = ["branch", "--quiet", "-D", "--", self.branch or ""]
+        with repo_lock(self.repo):
+            # Mostly it is there, registered: one `worktree remove` does it; else a leftover.
+            if not (self.path.is_dir() and git(remove, cwd=self.repo, check=False).ok):
+                if self.path.exists() and any(_same(p, self.path) for p in _registered(self.repo)):
+                    git(remove, cwd=self.repo)
+                elif self.path.is_dir() and (self.path / ".git").is_file():
+                    shutil.rmtree(self.path)
+                git(["worktree", "prune"], cwd=self.repo)
+            if self.branch and not git(delete, cwd=self.repo, check=False).ok:
+                # Not there (nothing to do), or held by a stale registration: pruned, then again.
+                git(["worktree", "prune"], cwd=self.repo)
+                if git(["rev-parse", "--verify", "--quiet", f"refs/heads/{self.branch}"],
+                       cwd=self.repo, check=False).ok:
+                    git(delete, cwd=self.repo)

@@ -1,7 +1,7 @@
 """The test step's view of what a series changes beyond its tests.
 
 A branch environment runs the released torch_npu wheel. Before the tests run, the commit's
-files outside ``test/`` are sorted (``envs/changes.py``): the ``torch_npu`` Python files are
+files outside ``test/`` are sorted (``envs/overlay.py``): the ``torch_npu`` Python files are
 laid over a copy of the installed package that the runs import instead (``envs/overlay.py``);
 compiled sources and build inputs are named as not in the build; the rest as not exercised.
 """
@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backport.config.model import Environment
-from backport.envs.changes import overlay_paths, scope_of
 from backport.envs.model import ChangeScope
-from backport.envs.overlay import OverlayError
-from backport.git.changed import changed_paths, file_at
+from backport.envs.overlay import OverlayError, overlay_paths, scope_of
+from backport.git.run import changed_paths, read_blob
 
 if TYPE_CHECKING:
-    from backport.envs.pool import Environments
+    from backport.envs.environments import Environments
     from backport.pipeline.job import BranchJob
 
 
@@ -40,7 +39,7 @@ def changes_for_run(job: BranchJob, envs: Environments, env: Environment,
     if not wanted:
         return scope_of(paths), None
     commit = job.record.commit or "HEAD"
-    files = {path: file_at(worktree, commit, path) if paths[path] else None for path in wanted}
+    files = {path: read_blob(worktree, f"{commit}:{path}") if paths[path] else None for path in wanted}
     try:
         overlay = envs.overlay(env, files)
     except OverlayError as exc:

@@ -14,7 +14,7 @@ from pathlib import Path
 from backport.config.model import PatchSet, Project
 from backport.config.patchfiles import Patch
 from backport.config.validate import home_as_tilde
-from backport.envs.changes import scope_of
+from backport.envs.overlay import scope_of
 from backport.errors import BackportError, ErrorCode
 from backport.git.cache import RepoCache
 from backport.git.worktree import Worktree, cache_branch
@@ -212,7 +212,7 @@ def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
     """True when ``path`` is a file in ``commit`` (sparse checkouts do not matter; a file the
     run read there already is)."""
     name = f"{commit}:{path}"
-    return worktree.known.has(name) or worktree.git(["cat-file", "-e", name], check=False).ok
+    return worktree.memo.has(name) or worktree.git(["cat-file", "-e", name], check=False).ok
 
 
 def _created(series: Sequence[Patch], path: str) -> bool:

@@ -16,7 +16,7 @@ from enum import Enum
 from backport.config.patchfiles import Patch
 from backport.git.apply import ApplyResult, already_applied, apply_series
 from backport.git.cache import RepoCache
-from backport.git.present import (
+from backport.git.python_tests import (
     AddedTest,
     PresentTest,
     added_tests,
@@ -73,11 +73,11 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
 
     ``worktree`` makes the worktree to apply in, on ``base`` (only called when something is
     to be applied); ``others`` gives the series to try where the own one conflicts (only
-    called then). The files it reads go through the run's memo (``cache.known``).
+    called then). The files it reads go through the run's memo (``cache.memo``).
     """
     if already_applied(cache, base, series):
         return Decision(Verdict.ALREADY_APPLIED)
-    blobs = cache.known.reader(cache.path)
+    blobs = cache.memo.reader(cache.path)
     added = tuple(added_tests(cache.path, series, blobs))
     present = existing_tests(present_tests(cache.path, base, list(added), blobs)) if added else ()
     if all_present(added, present):

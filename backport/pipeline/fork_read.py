@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from backport.errors import BackportError
-from backport.git.push import push_branch, remote_sha
+from backport.git.cache import push_branch, remote_sha
 
 
 class GitFork:

@@ -4,7 +4,7 @@
 The PR is read through the run's `Session` (`Forge.get_source_pr`, `Forge.pr_files`); what it
 landed or carries is found in the cache repository (``git/source_pr.py``); `apply --from-pr N`
 keeps ``patches/pr-<N>/`` while PR N is unchanged and makes it again, every step redone, once
-it changed. A local forge learns a PR it lacks from its squash commit (``git/squash_merge.py``).
+it changed. A local forge learns a PR it lacks from its squash commit (``git/source_pr.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from backport.config.model import Project, SourcePr
 from backport.config.validate import display_path
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import PrFile, SourcePrInfo
-from backport.git.authoring import export_patch_set, file_at, test_files, touched_files
+from backport.git.patch_export import export_patch_set, file_at, test_files, touched_files
 from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
 from backport.pipeline.session import Session
 from backport.redact import redact
@@ -84,7 +84,7 @@ def read_source(session: Session, number: int) -> Source:
 def learn_from_history(session: Session, forge: LocalForge, number: int) -> None:
     """Teach the local ``forge`` PR ``number`` from its squash commit on a mapped branch, with
     its real number and merge time; a BackportError naming where it looked when none is."""
-    from backport.git.squash_merge import find_squash_merge
+    from backport.git.source_pr import find_squash_merge
 
     bm, branches = session.project.branch_map, list(session.project.branch_map.targets)
     session.cache.fetch(branches)
@@ -178,8 +178,8 @@ def write_from_pr(session: Session, dest: Path, source: Source, *, api: str | No
 
 def _backport_rev(session: Session, source: Source) -> str:
     """What the set is exported from: a merged PR's squash commit restated with the change's
-    own message (``git/source_message.py``); an open PR's own commits as they are."""
-    from backport.git.source_message import backport_message, message_of, restate
+    own message (``git/source_pr.py``); an open PR's own commits as they are."""
+    from backport.git.source_pr import backport_message, message_of, restate
 
     info, commits, repo = source.info, source.commits, session.cache.path
     if not info.merged or ".." in commits.rev:
@@ -258,8 +258,8 @@ def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: l
                     spec: dict[str, object], say: Say) -> Path:
     """Export ``rev`` of ``repo`` and write ``dest`` (patches and patch.yaml: ``spec``, then the
     tests and the inferred device), whole or not at all; tells ``say`` what it wrote."""
-    from backport.envs.device import infer_device
     from backport.envs.model import AUTOLOAD
+    from backport.envs.probe import infer_device
 
     sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
     device, reasons = infer_device(sources)

@@ -18,9 +18,8 @@ from backport.config.model import PatchSet
 from backport.config.patchfiles import Patch, read_patch
 from backport.errors import BackportError
 from backport.git.apply import ApplyResult, abort_series, apply_series
-from backport.git.authoring import export_patch_set
-from backport.git.entries import finish_by_entries
-from backport.git.loose import apply_loose
+from backport.git.apply_fallbacks import apply_ignoring_context, finish_by_entries
+from backport.git.patch_export import export_patch_set
 from backport.git.worktree import Worktree
 from backport.pipeline.journal import Journal
 from backport.records import BranchRecord, SeriesSource
@@ -126,9 +125,9 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
                  own: ApplyResult, event: Callable[[str], None] = lambda detail: None
                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
     """The own series conflicted in ``wt``: try ``candidates`` in order, each as `git am -3`
-    (where that stops only on JSON lists of one member per line, merged entry by entry:
-    `git.entries`); when none applies so, each again with its context lines ignored where
-    every change has one certain place (`git.loose`) — a maintainer's series often fails only
+    (where that stops only on JSON lists of one member per line, merged entry by entry);
+    when none applies so, each again with its context lines ignored where every change has
+    one certain place (both `git/apply_fallbacks.py`) — a maintainer's series often fails only
     on a line next to its change that differs here.
 
     Returns the result to record, the series that applied (or None) and the labels of those
@@ -140,7 +139,7 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
         for candidate in candidates:
             abort_series(wt)
             if loose:
-                attempt = apply_loose(wt, candidate.patches)
+                attempt = apply_ignoring_context(wt, candidate.patches)
             else:
                 attempt = finish_by_entries(wt, apply_series(wt, candidate.patches))
             if attempt.status == "applied":

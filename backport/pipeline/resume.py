@@ -14,8 +14,8 @@ from backport.git.apply import (
     has_markers,
     snapshot,
 )
-from backport.git.authoring import export_patch_set
-from backport.git.present import changed_python_tests, source_problems
+from backport.git.patch_export import export_patch_set
+from backport.git.python_tests import changed_python_tests, source_problems
 from backport.git.worktree import Worktree
 from backport.pipeline.job import ProgressSink
 from backport.pipeline.kept_worktree import kept_worktree

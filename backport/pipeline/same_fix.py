@@ -24,7 +24,7 @@ def _change(run: SetRun, rec: BranchRecord) -> set[str]:
               cwd=cache.path, env=cache.env, check=False)
     if not out.ok or not out.raw.strip():
         return set()
-    return patch_ids(cache.path, out.raw, cache.env, known=cache.known)
+    return patch_ids(cache.path, out.raw, cache.env, memo=cache.memo)
 
 
 def _carrier(earlier: BranchRecord) -> ProposedPr | None:

@@ -9,7 +9,7 @@ from contextlib import ExitStack, contextmanager
 from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
 from backport.errors import BackportError, ConfigError
-from backport.git.locks import file_lock
+from backport.git.cache import file_lock
 from backport.pipeline.job import ProgressSink
 from backport.pipeline.journal import Journal
 

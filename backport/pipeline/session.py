@@ -28,7 +28,7 @@ from backport.pipeline.writers import Writers
 
 if TYPE_CHECKING:
     from backport.docs_audit import DocsEntry
-    from backport.envs.pool import Environments
+    from backport.envs.environments import Environments
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -152,21 +152,19 @@ class Session:
     @property
     def envs(self) -> Environments:
         """The run's environments, made when first used (a run without tests loads none)."""
-        from backport.envs.pool import Environments
+        from backport.envs.environments import Environments
 
         with self._lock:
             if self._envs is None:
-                self._envs = Environments(self.environ, cache_root(self.environ),
-                                          isolated=self.options.isolated)
+                self._envs = Environments(isolated=self.options.isolated)
             return self._envs
 
     def start(self) -> None:
         """Ready an `apply` run, once: its work folder (worktrees, test logs, carried
         resolutions; a dry run's temporary, as it writes nothing in the project), writable by
         code from a branch only there; the files of git's credential helpers hidden."""
-        from backport.envs.hidden import helper_paths
-        from backport.envs.sandbox import allow_writes, hide_also
-        from backport.git.credential_helpers import configured_helpers
+        from backport.envs.sandbox import allow_writes, cover_also, helper_paths
+        from backport.git.run import configured_helpers
 
         if self.started:
             return
@@ -175,7 +173,7 @@ class Session:
             self.fork = PlannedFork(self.plan)
             self.work_dir = Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
         allow_writes([self.work_dir / "worktrees"], reads=[self.project.root])
-        hide_also(p for helper in configured_helpers(self.project.root)
+        cover_also(p for helper in configured_helpers(self.project.root)
                   for p in helper_paths(helper))
 
     def follow_token(self) -> None:

@@ -20,7 +20,7 @@ from backport.config.model import BranchMap, PatchSet
 from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
 from backport.forge import Forge, PullRequest
-from backport.git.push import remote_shas
+from backport.git.cache import remote_shas
 from backport.records import BranchRecord, PrInfo
 from backport.report.body import BodyContext
 from backport.report.regions import read_line

@@ -9,15 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from backport.config.model import BranchMap, PatchSet
-from backport.envs.device import device_verdict
 from backport.envs.model import Probe
-from backport.envs.pins import pin_mismatches
-from backport.envs.verbose import outcomes_of
+from backport.envs.probe import device_verdict, pin_mismatches
+from backport.envs.summary import outcomes_of
 from backport.errors import BackportError, ErrorCode
-from backport.git.apply import am_in_progress, snapshot
+from backport.git.apply import am_in_progress, commit_tree, series_tree, snapshot
 from backport.git.cache import RepoCache
-from backport.git.fresh import fresh_tree, tree_of
-from backport.git.present import AddedTest, with_classes
+from backport.git.python_tests import AddedTest, with_classes
 from backport.git.run import token_git
 from backport.git.worktree import Worktree, cache_branch
 from backport.jsonfile import secure_dir, write_text
@@ -165,7 +163,7 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
             series_source=source.source if source else None, tried_sources=tried,
             merged_files=result.merged, loose_files=result.loose))
         return False
-    added = with_classes(wt.path, base, result.head, decision.added, wt.known.reader(wt.path))
+    added = with_classes(wt.path, base, result.head, decision.added, wt.memo.reader(wt.path))
     job.change(lambda r: r.applied(
         base, result.head, str(path), [t.node_id for t in added],
         series_source=source.source if source else None, tried_sources=tried,
@@ -315,8 +313,8 @@ def _fresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> bool:
         return True
     series = job.patch_set.series_for(job.target)
     urls = (cache.url,)  # blobs a blobless cache lacks come from the upstream
-    made = fresh_tree(cache.path, rec.base, series, urls=urls)
-    if made is not None and made == tree_of(cache.path, rec.commit, urls=urls):
+    made = series_tree(cache.path, rec.base, series, urls=urls)
+    if made is not None and made == commit_tree(cache.path, rec.commit, urls=urls):
         job.event("push", f"{rec.commit[:9]} is the series applied afresh on {rec.base[:9]}")
         return True
     message = (f"the tested commit {rec.commit[:9]} is not what the series makes on "

@@ -325,7 +325,7 @@ _PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode �
                      "backport": "backport 工具的 PR", "body": "描述中注明源 PR 的 PR"}
 _PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
 
-# A test's outcome as `envs/verbose.py` writes it.
+# A test's outcome as `envs/summary.py` (`outcomes_of`) writes it.
 _OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "跳过",
                "expected failure": "预期失败", "unexpected success": "意外通过",
                "not run": "未运行"}
@@ -365,7 +365,8 @@ _PIN = re.compile(r"^(?P<dist>[\w.-]+): expected (?P<pin>.+?), (?:found (?P<foun
 
 
 def mismatch_zh(line: str) -> str:
-    """``torch: expected 2.7.1, found 2.13.0+cpu`` (``envs/pins.py``) said in Chinese."""
+    """``torch: expected 2.7.1, found 2.13.0+cpu`` (``envs/probe.py`` ``pin_mismatches``) in
+    Chinese."""
     match = _PIN.match(line)
     if not match:
         return code(line)
@@ -377,7 +378,7 @@ def seconds_zh(seconds: float) -> str:
     return f"{seconds:.0f} 秒"
 
 
-# The phrases `envs/device.py` writes into a device note, each said in Chinese.
+# The phrases `envs/probe.py` (`device_verdict`) writes into a device note, in Chinese.
 _MISSING_LIB = re.compile(r"^(?P<lib>\S+\.so\S*) missing$")
 _NOT_LOADABLE = re.compile(r"^torch_npu present but not loadable \((?P<why>.*)\)$")
 _VISIBLE = re.compile(r"^(?P<count>\d+) NPUs? visible(?: \((?P<model>[^)]*)\))?(?: with (?P<devices>.+))?$")

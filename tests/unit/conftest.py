@@ -13,7 +13,6 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import git.cmd  # imported (and its git probe run) before any test's guard is set
 import pytest
 import urllib3  # noqa: F401 - its import binds a socket (the IPv6 probe): done before any guard
 
@@ -31,7 +30,7 @@ _PROCESS = ("posix_spawn", "posix_spawnp", "execv", "execve", "execvp", "execvpe
 @pytest.fixture(autouse=True)
 def _pure_python_only(monkeypatch: pytest.MonkeyPatch,
                       request: pytest.FixtureRequest) -> Iterator[None]:
-    """Refuse subprocesses, exec, fork, GitPython's git and socket connect/bind for this test;
+    """Refuse subprocesses, exec, fork and socket connect/bind for this test;
     fail it afterwards even when the refusal was caught (a thread, a broad ``except``)."""
     reached: list[str] = []
 
@@ -49,7 +48,6 @@ def _pure_python_only(monkeypatch: pytest.MonkeyPatch,
             monkeypatch.setattr(os, name, refuse(f"os.{name}"))
     for name in ("connect", "connect_ex", "bind"):
         monkeypatch.setattr(socket.socket, name, refuse(f"socket.{name}"))
-    monkeypatch.setattr(git.cmd.Git, "execute", refuse("git (GitPython)"))
     request.node.stash[REACHED] = reached
     yield
     assert not reached, f"{request.node.nodeid} reached {', '.join(sorted(set(reached)))}"

@@ -29,11 +29,11 @@ def test_a_spawn_is_refused() -> None:
         os.posix_spawn(sys.executable, [sys.executable, "-c", "pass"], dict(os.environ))
 
 
-def test_git_through_gitpython_is_refused(tmp_path) -> None:
-    import git
+def test_git_through_the_runner_is_refused(tmp_path) -> None:
+    from backport.git.run import git
 
-    with pytest.raises(LayerViolation, match="GitPython"):
-        git.Git(str(tmp_path)).execute(["git", "--version"])
+    with pytest.raises(LayerViolation, match="subprocess.Popen"):
+        git(["--version"], cwd=tmp_path)
 
 
 def test_a_socket_connect_and_bind_are_refused() -> None:

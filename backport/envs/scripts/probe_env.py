@@ -1,16 +1,14 @@
 """Probe the interpreter this script runs under and print one JSON object.
 
-Run by ``backport`` with the environment's own interpreter, so it must work on any Python 3.8+
-and import nothing outside the standard library.  Versions are read from installed
-distribution metadata; torch and torch_npu are imported only in a child process
-(``--load-check``), so a crash or a hang there cannot take the probe down.
+Run by ``backport`` with the environment's interpreter: Python 3.8+, standard library only.
 
-Usage: probe_env.py [--timeout SECONDS] [--no-load-check] [DIST ...]
-       probe_env.py --load-check
+    probe_env.py [--timeout SECONDS] [--no-load-check] [DIST ...]
+    probe_env.py --load-check
 
-``--no-load-check`` leaves the check to the caller (the warm worker runs :func:`load_check` in
-a fork of itself, see ``warm_worker.py``) and says ``"load_check": "wanted"`` when torch_npu is
-installed.
+Versions come from installed distribution metadata; torch and torch_npu are imported only in a
+child process (``--load-check``), so a crash or a hang there cannot take the probe down.
+``--no-load-check`` leaves that check to the caller (the warm worker runs :func:`load_check` in
+a fork of itself) and says ``"load_check": "wanted"`` when torch_npu is installed.
 """
 
 from __future__ import annotations
@@ -26,13 +24,8 @@ from typing import Any
 
 BASE_DISTS = ("torch", "torch_npu", "expecttest", "numpy")
 CANN_FIXED_DIRS = ("/usr/local/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann")
-CANN_VERSION_FILES = (
-    "version.cfg",
-    "version.info",
-    "ascend_toolkit_install.info",
-    "*/version.info",
-    "*/ascend_toolkit_install.info",
-)
+CANN_VERSION_FILES = ("version.cfg", "version.info", "ascend_toolkit_install.info",
+                      "*/version.info", "*/ascend_toolkit_install.info")
 _VERSION_LINE = re.compile(r"^\s*[Vv]ersion\s*[=:]\s*['\"]?([^'\"\s]+)")
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
@@ -104,11 +97,8 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def load_check(preloaded: bool = False) -> dict:
     """Import torch and torch_npu (autoload as the user has it) and read the NPUs.
-
-    ``preloaded``: torch was imported before with the backend autoload off (in the warm
-    worker); the end of its import, which loads the device backends when autoload is on, is
-    replayed here, so the check reads what a fresh ``import torch`` would.
-    """
+    ``preloaded``: torch was imported with autoload off (the warm worker); the end of its
+    import, which loads the device backends, is replayed, as a fresh ``import torch`` does."""
     result: dict[str, Any] = {"loads": False, "error": None, "count": None, "model": None}
     try:
         import torch  # noqa: F401
@@ -140,13 +130,8 @@ def run_load_check(timeout: float) -> dict:
     env.pop(AUTOLOAD, None)
     argv = [sys.executable, os.path.abspath(__file__), "--load-check"]
     try:
-        proc = subprocess.run(
-            argv,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-        )
+        proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
     out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
@@ -174,16 +159,12 @@ def main(argv: list) -> int:
     wanted = argv[:1] != ["--no-load-check"]
     argv = argv[1:] if not wanted else argv
     names = [n for n in list(BASE_DISTS) + list(argv) if n.lower() != "python"]
-    packages = {}
-    for name in names:
-        packages[name] = dist_version(name)
+    packages = {name: dist_version(name) for name in names}
     loads = error = model = count = None
     if packages.get("torch_npu") is not None and wanted:
         check = run_load_check(timeout)
-        loads = bool(check.get("loads"))
-        error = check.get("error")
-        model = check.get("model")
-        count = check.get("count")
+        loads, error = bool(check.get("loads")), check.get("error")
+        model, count = check.get("model"), check.get("count")
     result = {
         "platform": platform.platform(),
         "python": platform.python_version(),

@@ -1,5 +1,4 @@
-"""Start a command in a PID namespace of its own: it sees only its own processes, and they all
-end together.
+"""Start a command in a sandbox: user, PID and mount namespaces of its own.
 
 Run by ``backport`` with its own interpreter (``python -I -S``); standard library only.
 
@@ -8,38 +7,28 @@ Run by ``backport`` with its own interpreter (``python -I -S``); standard librar
 
 OPTION is ``--writable``, ``--private``, ``--cover``, ``--visible`` or ``--hide``.
 
-The process unshares a user, PID and mount namespace (the user namespace maps the caller's
-uid and gid to themselves, so the command runs as the same user, and it is what lets an
-unprivileged user create the other two), then forks the namespace's init. The init mounts a
-fresh ``/proc`` (so ``/proc`` lists only the namespace's processes: no other process's
-``environ`` can be read), starts COMMAND as its child, reaps whatever is orphaned inside, and
-exits when COMMAND ends; the kernel then kills every other process of the namespace. The init
-also dies with this outer process (``PR_SET_PDEATHSIG``), and with the ``--lifeline`` pipe:
-its write end is held only by ``backport``, so when ``backport`` ends in any way, even by
-SIGKILL, the init reads EOF and ends the namespace. The outer process exits as COMMAND did
-(killed by the same signal, when it was killed).
+The process unshares the namespaces (the user one maps the caller's uid and gid to themselves,
+so the command runs as the same user) and forks the namespace's init. The init mounts a fresh
+``/proc`` (only the namespace's processes, so no other process's ``environ`` can be read), lays
+out the mounts, covers the ``--hide`` places and the block devices, gives up every capability
+(an empty bounding set, ``no_new_privs``), starts COMMAND, reaps orphans and exits when COMMAND
+ends; the kernel then kills every other process of the namespace. The init also dies with this
+outer process (``PR_SET_PDEATHSIG``) and when the ``--lifeline`` pipe reads EOF (its write end
+is held only by ``backport``, so the namespace ends however ``backport`` ends). The outer
+process exits as COMMAND did.
 
-The mount namespace is a copy of the caller's, every file and device where it was, but read-only
-except the ``--writable`` folders: code from a branch cannot change the tool, its journal, the
-patch sets, git's configuration or anything else a later step of the run (or of a CI job)
-reads. Each ``--private`` folder (a temporary one) is a fresh empty tmpfs, gone with the
-namespace; each ``--cover`` folder (where other branches' worktrees are) an empty read-only one;
-a ``--writable`` or ``--visible`` path inside either is brought back, writable or read-only (a
-project, cache or venv under ``/tmp``; the test's own worktree), and a ``--visible`` path inside
-a writable one is read-only (the worktree's ``.git``): :func:`lay_out`. A test forked from a
-warm worker gets the same view in a user and mount namespace of its own (:func:`confine`). Devices stay usable (a read-only mount
-does not stop writing to a device file). On a kernel without ``mount_setattr(2)`` (before 5.12)
-every mount is remounted read-only one by one, as ``/proc/self/mountinfo`` lists them. Each
-``--hide`` place (where the user's credentials live: ``envs/hidden.py``) and every block device
-is covered by an empty folder or the null device. Once the mounts are set, the init gives up every capability the user namespace granted it, for good
-(an empty bounding set, ``no_new_privs``): a command run as root cannot remount anything
-writable, and in a namespace of its own it finds the mounts locked read-only by the kernel.
+Mounts (:func:`lay_out`): a copy of the caller's, every mount read-only but the ``--writable``
+folders; each ``--private`` folder a fresh empty tmpfs, each ``--cover`` folder an empty one; a
+``--writable`` or ``--visible`` path inside those is brought back (a project or venv under
+``/tmp``, the test's own worktree), and a ``--visible`` path inside a writable one is read-only
+(the worktree's ``.git``). Devices stay usable. Without ``mount_setattr(2)`` (before Linux
+5.12) each mount is remounted read-only one by one. A test forked from a warm worker gets its
+view in a user and mount namespace of its own (:func:`confine`).
 
-``--check`` makes the namespace, checks that its init is pid 1, sees its own ``/proc``,
-cannot write or remount outside the writable folders and can give a test a namespace of its
-own, and exits 0; otherwise it prints why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` in the
-environment makes ``--check`` report a refusal, as a host without namespaces does (for
-tests; a run then takes the host's "no isolation" path).
+``--check`` makes the namespace, checks that its init is pid 1 with its own ``/proc``, cannot
+write or remount outside the writable folders and can give a test a namespace of its own, and
+exits 0; otherwise it says why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` makes it
+report a refusal, as a host without namespaces does (for tests).
 """
 
 from __future__ import annotations
@@ -98,25 +87,28 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
+def _map_user(proc: str, uid: int, gid: int) -> None:
+    """Map ``uid`` and ``gid`` to themselves in the user namespace of ``proc``."""
+    _write(f"{proc}/setgroups", "deny")
+    _write(f"{proc}/uid_map", f"{uid} {uid} 1")
+    _write(f"{proc}/gid_map", f"{gid} {gid} 1")
+
+
 def enter() -> None:
     """Unshare the user, PID and mount namespaces; the caller keeps its uid and gid."""
-    uid, gid = os.getuid(), os.getgid()
+    uid, gid = os.getuid(), os.getgid()  # before the namespace, where they are not mapped yet
     _call("unshare", _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS))
     try:
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        _map_user("/proc/self", uid, gid)
     except OSError as exc:
         _fail(f"cannot map the user into the namespace: {exc.strerror}")
 
 
 def tests_user_namespace() -> None:
-    """In the init, before its mounts are read-only: a user namespace inside the sandbox's,
-    the user mapped to itself, held by a descriptor the command inherits (its number in
-    ``$BACKPORT_SANDBOX_USERNS``). A test forked from a warm worker enters it to lay out its
-    own mounts (:func:`confine`): it could not write a uid map itself, ``/proc`` being
-    read-only (as it must stay: a test run as root could write ``/proc/sys``). Whoever enters
-    it gains nothing a new user namespace of its own would not give."""
+    """In the init, before ``/proc`` is read-only: a user namespace inside the sandbox's, held
+    by a descriptor the command inherits (``$BACKPORT_SANDBOX_USERNS``), for a forked test to
+    enter and lay out its own mounts (:func:`confine`); it could not write a uid map itself,
+    ``/proc`` staying read-only (a test run as root could write ``/proc/sys``)."""
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     helper = os.fork()
@@ -128,9 +120,7 @@ def tests_user_namespace() -> None:
     try:
         if os.read(ready_r, 1) != b"x":
             _fail("cannot make the tests' user namespace")
-        _write(f"/proc/{helper}/setgroups", "deny")
-        _write(f"/proc/{helper}/uid_map", f"{os.getuid()} {os.getuid()} 1")
-        _write(f"/proc/{helper}/gid_map", f"{os.getgid()} {os.getgid()} 1")
+        _map_user(f"/proc/{helper}", os.getuid(), os.getgid())
         held = os.open(f"/proc/{helper}/ns/user", os.O_RDONLY)
     except OSError as exc:
         _fail(f"cannot make the tests' user namespace: {exc.strerror}")
@@ -363,14 +353,20 @@ def _devnull_stdio() -> None:
     os.dup2(_null, 1)
 
 
-def init(command: list[str], ops: list[tuple[str, str]], hidden: list[str], lifeline: int,
-         report: int) -> None:
-    """The namespace's pid 1: start ``command``, reap, exit with its status (never returns)."""
+def set_up(ops: list[tuple[str, str]], hidden: list[str]) -> None:
+    """In the init: its own ``/proc``, the tests' user namespace, the mounts, the covered
+    places, then no capability left."""
     mount_proc()
     tests_user_namespace()
     lay_out(ops)
     hide(hidden)
     drop_privileges()
+
+
+def init(command: list[str], ops: list[tuple[str, str]], hidden: list[str], lifeline: int,
+         report: int) -> None:
+    """The namespace's pid 1: start ``command``, reap, exit with its status (never returns)."""
+    set_up(ops, hidden)
     child = os.fork()
     if child == 0:
         if lifeline >= 0:
@@ -404,13 +400,9 @@ def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
     """In the init: it is pid 1, its /proc is the namespace's, only the writable folders
     take a new file, nothing can be remounted, and a test can be given a namespace of its own
     (:func:`confine`)."""
-    mount_proc()
+    set_up(ops, hidden)
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
-    tests_user_namespace()
-    lay_out(ops)
-    hide(hidden)
-    drop_privileges()
     writable = [path for kind, path in ops if kind in (WRITABLE, PRIVATE) and os.path.isdir(path)]
     if "/" not in writable and (_can_create("/") or _can_remount("/")):
         _fail("/ is still writable")
@@ -452,7 +444,8 @@ def _can_remount(point: str) -> bool:
 
 
 def _can_create(folder: str) -> bool:
-    probe = os.path.join(folder, f".backport-sandbox-check-{os.getpid()}-{os.getppid()}")
+    # a name of its own: every check's init is pid 1, and /dev/shm is shared with the host
+    probe = os.path.join(folder, f".backport-sandbox-check-{os.urandom(8).hex()}")
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:

@@ -1,35 +1,26 @@
 """A warm test worker: import torch once, then fork one child per test file.
 
-Run by ``backport`` with an environment's interpreter; standard library only, Python 3.8+.
+Run by ``backport`` with an environment's interpreter, in the run's sandbox; standard library
+only, Python 3.8+. It serves the run that started it and ends with it.
 
-Protocol (JSON lines): after start-up the worker writes ``{"ready": true, ...}`` or
-``{"ready": false, "error": ...}``. Each request on stdin is
-``{"id", "cwd", "path", "argv", "log", "env"}``; the worker answers ``{"id", "pid": N}`` as soon
-as the child (leader of its own process group) exists, then ``{"id", "exit_code": N}`` when it
-ends (``-signal`` when killed). Children run concurrently. EOF on stdin stops the worker once
-its running children have ended.
+    warm_worker.py MODULE... --reports DIR [--no-learn] [--load-check SECONDS]
 
-Learning (unless ``--no-learn``): each child reports the modules it imported that live in this
-interpreter's standard library or site-packages (never the test file, the worktree, or a module
-whose import read ``sys.argv``: older torch test harnesses parse the command line at import);
-before its next fork the worker imports them itself, so that child starts with nothing left to
-import; a worker no test follows imports nothing more (the first tests of a fresh worker import
-what they need, as processes of their own would). If the worker's own state could have become
-run-dependent (an import it made read ``sys.argv``, or started a thread, which ``fork()`` would
-not copy) it stops forking and says ``{"retire": reason}``; requests it then receives get
-``{"id", "retired": reason}``. Imports that read the working directory see the worker's folder,
-as ``import torch`` itself always did (torch only derives default debug-output folders from it).
-A request ``{"kill": PID}`` kills the process group of the child PID (its pid as the worker
-sees it). The worker serves the run that started it only, in that run's sandbox, and ends with it.
+Protocol (JSON lines): the worker first writes ``{"ready": true, ...}`` or ``{"ready": false,
+"error": ...}``. A request on stdin ``{"id", "cwd", "path", "argv", "log"[, "confine"]}``
+is answered ``{"id", "pid": N}`` once the child (leader of its own process group) exists, then
+``{"id", "exit_code": N}`` (``-signal`` when killed); children run side by side. ``{"kill":
+PID}`` kills the group of child PID. EOF on stdin stops the worker once its children ended.
 
-Scratch (``--spool DIR``): the folder for the children's reports, made by
-whoever started the worker so that it can remove it even when the worker is killed; the worker
-empties and removes it when it ends. Without it the worker makes one in the temp folder.
+Learning (unless ``--no-learn``): each child reports, in the reports folder, the modules it
+imported from this interpreter's standard library or site-packages (never from the worktree or
+the test's folder, never one whose import read ``sys.argv``); the worker imports them before its
+next fork (torch's lazy ``import torch._dynamo`` in ``TestCase.run`` is paid once a worker). If that made its state run-dependent (an import read ``sys.argv`` or started a
+thread, which ``fork()`` would not copy) it says ``{"retire": reason}`` and answers later
+requests ``{"id", "retired": reason}``.
 
-``--load-check SECONDS``: right after importing torch (with the backend autoload off), a fork
-runs ``probe_env.load_check`` (autoload back as the user has it, torch's end-of-import backend
-loading replayed) and the ready line carries its result as ``"load_check"``, so the probe
-needs no process of its own that imports torch again.
+``--load-check SECONDS``: right after importing torch (backend autoload off) a fork runs
+``probe_env.load_check`` (autoload as the user has it) and the ready line carries its result as
+``"load_check"``: the probe needs no process of its own that imports torch again.
 """
 
 from __future__ import annotations
@@ -43,14 +34,10 @@ import selectors
 import signal
 import sys
 import sysconfig
-import tempfile
 import threading
 import time
 import traceback
 from typing import Any
-
-DEFAULT_PRELOAD = ("torch",)
-
 
 # -- what reads the run's context --------------------------------------------------------------
 
@@ -149,9 +136,7 @@ def _load_confine() -> None:
 
 def child(request: dict, private: list, watch: _Watch | None) -> int:
     """Run one test file as ``__main__`` in this forked process; return its exit code.
-
-    With ``watch``, note which imports read ``sys.argv`` or the working directory.
-    """
+    With ``watch``, note which imports read ``sys.argv``."""
     import runpy
 
     for fd in private:
@@ -170,7 +155,6 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
     if request.get("confine"):  # the test's own mounts, before any of its code runs
         _confine(request["confine"])
     os.chdir(request["cwd"])
-    os.environ.update(request.get("env") or {})
     path = request["path"]
     if not os.path.isfile(path):  # what `python missing.py` says and does
         sys.stderr.write(
@@ -183,10 +167,7 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
         watch.install()
     code = 0
     try:
-        if "source" in request:
-            exec(compile(request["source"], path, "exec"), {"__name__": "__main__"})
-        else:
-            runpy.run_path(path, run_name="__main__")
+        runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
         if exc.code is None:
             code = 0
@@ -204,55 +185,31 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
 # -- the worker ------------------------------------------------------------------------------
 
 
-class Conn:
-    """The client: requests read from ``rfd``, replies written to ``wfd``."""
-
-    def __init__(self, rfd: int, wfd: int) -> None:
-        self.rfd = rfd
-        self.wfd = wfd
-        self.buffer = b""
-        self.open = True
-
-    def write(self, data: bytes) -> None:
-        if not self.open:
-            return
-        try:
-            while data:
-                data = data[os.write(self.wfd, data):]
-        except OSError:
-            self.open = False  # the client went away
-
-    def read(self) -> list | None:
-        """Complete request lines available; None at EOF."""
-        try:
-            chunk = os.read(self.rfd, 65536)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EINTR):
-                return []
-            return None
-        if not chunk:
-            return None
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        return [json.loads(line) for line in lines if line.strip()]
+def read_requests(buffer: bytes) -> tuple[list | None, bytes]:
+    """The complete request lines on stdin and what is left of a line; None at EOF."""
+    try:
+        chunk = os.read(0, 65536)
+    except OSError as exc:
+        return ([] if exc.errno in (errno.EAGAIN, errno.EINTR) else None), buffer
+    if not chunk:
+        return None, buffer
+    *lines, rest = (buffer + chunk).split(b"\n")
+    return [json.loads(line) for line in lines if line.strip()], rest
 
 
 class Worker:
     """Forks children on request, reaps them, and learns what they imported."""
 
-    def __init__(self, proto: int, learn: bool, *, spool: str = "") -> None:
+    def __init__(self, proto: int, learn: bool, reports: str) -> None:
         self.learn = learn
         self.roots = _safe_roots()
-        if spool:
-            os.makedirs(spool, mode=0o700, exist_ok=True)
-        self.spool = spool or tempfile.mkdtemp(prefix="backport-warm-")
-        self.children: dict = {}  # pid -> (conn, request id)
+        self.reports = reports  # made by the client, which removes it even if the worker is killed
+        self.children: dict = {}  # pid -> request id
         self.pending: dict = {}  # module names to import, in order (a dict as an ordered set)
         self.failed: set = set()
         self.readers: set = set()
         self.retired = ""
         self.threads = _thread_count()
-        self.conns: list = [Conn(0, proto)]
         self.proto = proto
         self.wake = (-1, -1)
 
@@ -261,12 +218,17 @@ class Worker:
         fds = [self.proto, *self.wake]
         return sorted({fd for fd in fds if fd > 2})
 
-    def send(self, conn: Any, message: dict) -> None:
-        conn.write((json.dumps(message) + "\n").encode("utf-8"))
+    def send(self, message: dict) -> None:
+        data = (json.dumps(message) + "\n").encode("utf-8")
+        try:
+            while data:
+                data = data[os.write(self.proto, data):]
+        except OSError:
+            pass  # the client went away
 
     def fork(self, request: dict) -> int:
-        if request.get("confine"):  # the child writes its report in the spool
-            request = {**request, "confine": [*request["confine"], "--writable", self.spool]}
+        if request.get("confine"):  # the child writes its report in the reports folder
+            request = {**request, "confine": [*request["confine"], "--writable", self.reports]}
             _load_confine()
         before = set(sys.modules)
         private = self.private_fds()
@@ -302,15 +264,14 @@ class Worker:
         cwd = os.path.realpath(request["cwd"]).rstrip(os.sep) + os.sep
         test_dir = os.path.dirname(os.path.realpath(request["path"])).rstrip(os.sep) + os.sep
         names = learnable(before, readers, self.roots, (cwd, test_dir))
-        target = os.path.join(self.spool, f"{os.getpid()}.json")
+        target = os.path.join(self.reports, f"{os.getpid()}.json")
         with open(target + ".tmp", "w") as out:
             json.dump({"modules": names, "readers": sorted(readers)}, out)
         os.replace(target + ".tmp", target)
 
-    def handle(self, conn: Any, request: dict) -> None:
+    def handle(self, request: dict) -> None:
         if "kill" in request:  # a test ran out of time: end its group
-            owner = self.children.get(request["kill"])
-            if owner is not None and owner[0] is conn:
+            if request["kill"] in self.children:
                 try:
                     os.killpg(request["kill"], signal.SIGKILL)
                 except OSError:
@@ -319,11 +280,11 @@ class Worker:
         rid = request.get("id")
         self.preload()  # what the tests so far taught, before this fork
         if self.retired:
-            self.send(conn, {"id": rid, "retired": self.retired})
+            self.send({"id": rid, "retired": self.retired})
             return
         pid = self.fork(request)
-        self.children[pid] = (conn, rid)
-        self.send(conn, {"id": rid, "pid": pid})
+        self.children[pid] = rid
+        self.send({"id": rid, "pid": pid})
 
     def reap(self) -> None:
         while self.children:
@@ -335,14 +296,13 @@ class Worker:
                 return
             if pid not in self.children:
                 continue
-            owner = self.children.pop(pid)
-            if owner is not None:
-                code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-                self.send(owner[0], {"id": owner[1], "exit_code": code})
+            rid = self.children.pop(pid)
+            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            self.send({"id": rid, "exit_code": code})
             self._collect(pid)
 
     def _collect(self, pid: int) -> None:
-        path = os.path.join(self.spool, f"{pid}.json")
+        path = os.path.join(self.reports, f"{pid}.json")
         try:
             with open(path) as handle:
                 found = json.load(handle)
@@ -388,8 +348,7 @@ class Worker:
     def retire(self, reason: str) -> None:
         self.retired = reason
         self.pending.clear()
-        for conn in self.conns:
-            self.send(conn, {"retire": reason})
+        self.send({"retire": reason})
 
     def serve(self) -> None:
         """Answer requests until stdin ends, then until the running children have ended."""
@@ -401,9 +360,9 @@ class Worker:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         selector = selectors.DefaultSelector()
         selector.register(wake_r, selectors.EVENT_READ)
-        for conn in self.conns:
-            selector.register(conn.rfd, selectors.EVENT_READ, conn)
-        while self.conns or self.children:
+        selector.register(0, selectors.EVENT_READ)
+        reading, buffer = True, b""
+        while reading or self.children:
             for key, _ in selector.select():
                 if key.fd == wake_r:
                     try:
@@ -412,19 +371,17 @@ class Worker:
                     except BlockingIOError:
                         pass
                     continue
-                conn = key.data
-                requests = conn.read()
+                requests, buffer = read_requests(buffer)
                 if requests is None:
-                    selector.unregister(conn.rfd)
-                    self.conns.remove(conn)
-                    continue
-                for request in requests:
-                    self.handle(conn, request)
+                    selector.unregister(0)
+                    reading = False
+                for request in requests or ():
+                    self.handle(request)
             self.reap()
         selector.close()
-        for name in os.listdir(self.spool):
-            os.unlink(os.path.join(self.spool, name))
-        os.rmdir(self.spool)
+        for name in os.listdir(self.reports):
+            os.unlink(os.path.join(self.reports, name))
+        os.rmdir(self.reports)
 
 
 def fork_load_check(timeout: float) -> dict:
@@ -486,11 +443,10 @@ def _option(args: list, name: str) -> str:
 
 def main(args: list) -> int:
     learn = "--no-learn" not in args
-    spool = _option(args, "--spool")
+    reports = _option(args, "--reports")
     check_timeout = _option(args, "--load-check")
-    values = {_option(args, name) for name in ("--spool", "--load-check")}
+    values = {_option(args, name) for name in ("--reports", "--load-check")}
     preload = [a for a in args if not a.startswith("--") and a not in values]
-    preload = preload or list(DEFAULT_PRELOAD)
     # The protocol gets a private copy of stdout; stray prints (from imports) go to stderr.
     proto = os.dup(1)
     os.dup2(2, 1)
@@ -509,8 +465,8 @@ def main(args: list) -> int:
     hello = {"ready": True, "loaded": loaded, "learn": learn, "pid": os.getpid()}
     if check_timeout:
         hello["load_check"] = fork_load_check(float(check_timeout))
-    worker = Worker(proto, learn, spool=spool)
-    worker.send(worker.conns[0], hello)
+    worker = Worker(proto, learn, reports)
+    worker.send(hello)
     worker.serve()
     return 0
 

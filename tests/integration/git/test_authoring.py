@@ -1,4 +1,4 @@
-"""git/authoring.py against real repositories built in tmp_path: commits exported as a patch set."""
+"""git/patch_export.py against real repositories built in tmp_path: commits exported as a patch set."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from backport.errors import BackportError
-from backport.git.authoring import (
+from backport.git.patch_export import (
     commits,
     export_patch_set,
     first_subject,
@@ -107,7 +107,7 @@ def test_a_range_is_resolved_once_in_one_git_process(repo: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Both ends of ``A..B`` from one ``rev-parse``, and the export reuses them for
     format-patch: three git processes in all (the ends, the commits, the patches)."""
-    from backport.git import authoring
+    from backport.git import patch_export
 
     called: list[str] = []
 
@@ -115,8 +115,8 @@ def test_a_range_is_resolved_once_in_one_git_process(repo: Path, tmp_path: Path,
         called.append(next(a for a in args if not a.startswith("-") and "=" not in a))
         return real(args, **kwargs)
 
-    real = authoring.git
-    monkeypatch.setattr(authoring, "git", counting)
+    real = patch_export.git
+    monkeypatch.setattr(patch_export, "git", counting)
     written = export_patch_set(repo, "base..main", tmp_path / "out", force=False)
     assert len(written) == 3
     assert called == ["rev-parse", "rev-list", "format-patch"]

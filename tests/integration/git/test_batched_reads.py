@@ -1,6 +1,6 @@
 """The batched forms the audit uses give what the one-item calls give: many blobs in one
-``git cat-file --batch``, many series on one base index, the tests a patch adds with its
-pre-images read at once."""
+``git cat-file --batch``, the tests a patch adds with its pre-images read at once; and a
+series' tree computed afresh on a base."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 from backport.audit import blobs, history
 from backport.config.patchfiles import Patch, read_patch
-from backport.git.fresh import fresh_tree, fresh_trees
-from backport.git.objects import read_blobs
-from backport.git.present import added_tests, pre_images
+from backport.git.apply import commit_tree, series_tree
+from backport.git.python_tests import added_tests, pre_images
+from backport.git.run import read_blobs
 from tests.helpers.gitrepos import commit_file, format_patch, git, make_repo
 
 PATH = "test/test_x.py"
@@ -47,14 +47,15 @@ def test_read_blobs_reads_blobs_by_id_and_by_path_and_leaves_out_the_rest(tmp_pa
     assert read_blobs(work, []) == {}
 
 
-def test_fresh_trees_gives_each_series_what_fresh_tree_gives(tmp_path: Path) -> None:
+def test_series_tree_is_the_tree_git_am_makes_or_none_on_a_conflict(tmp_path: Path) -> None:
     work, head, patches = _repo(tmp_path)
-    one_by_one = [fresh_tree(work, head, [p]) for p in patches]
+    one_by_one = [series_tree(work, head, [p]) for p in patches]
     assert one_by_one[0] is not None and one_by_one[2] is not None
     assert one_by_one[1] is None  # the conflict
-    assert list(fresh_trees(work, head, [[p] for p in patches])) == one_by_one
-    assert list(fresh_trees(work, head, [patches[::2]])) == [fresh_tree(work, head,
-                                                                        patches[::2])]
+    git(work, "checkout", "--quiet", "--detach", head)
+    git(work, "am", "--3way", "--quiet", str(patches[0].path), str(patches[2].path))
+    assert series_tree(work, head, patches[::2]) == commit_tree(work, "HEAD")
+    assert series_tree(work, head, patches[::2]) not in one_by_one
 
 
 def test_the_audit_batches_say_what_one_item_says(tmp_path: Path) -> None:
@@ -63,11 +64,11 @@ def test_the_audit_batches_say_what_one_item_says(tmp_path: Path) -> None:
     entries = history.tree_entries(work, head)
     touched = [(c, [PATH, "README"], email) for c, email in emails]
     assert blobs.applies(work, entries, touched) == {
-        c: fresh_tree(work, head, [p]) is not None for (c, _), p in zip(emails, patches,
+        c: series_tree(work, head, [p]) is not None for (c, _), p in zip(emails, patches,
                                                                          strict=True)}
     pre = read_blobs(work, pre_images(patches))
     assert len(pre) == 1  # the pre-image both patches changing the test file share
-    assert added_tests(work, patches, pre) == added_tests(work, patches)
+    assert added_tests(work, patches, pre.get) == added_tests(work, patches)
     assert history.tests_added(work, emails) == {
         c: [t.node_id for t in added_tests(work, [p])] for (c, _), p in zip(emails, patches,
                                                                             strict=True)}

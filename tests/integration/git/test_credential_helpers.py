@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from backport.envs.hidden import helper_paths
-from backport.git.credential_helpers import configured_helpers
+from backport.envs.sandbox import helper_paths
+from backport.git.run import configured_helpers
 
 
 def test_global_and_url_helpers_are_read_and_name_their_files(tmp_path: Path,

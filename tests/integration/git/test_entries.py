@@ -8,7 +8,7 @@ from pathlib import Path
 
 from backport.config.patchfiles import read_patch
 from backport.git.apply import am_in_progress, apply_series
-from backport.git.entries import finish_by_entries, merge_entries
+from backport.git.apply_fallbacks import finish_by_entries, merge_entries
 from backport.git.worktree import Worktree
 from tests.helpers import gitrepos as gr
 from tests.helpers.torch_npu_files import FILE, doc

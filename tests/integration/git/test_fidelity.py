@@ -10,8 +10,8 @@ import pytest
 
 from backport.config.patchfiles import read_patch
 from backport.git.apply import apply_series
-from backport.git.authoring import export_patch_set
 from backport.git.cache import RepoCache
+from backport.git.patch_export import export_patch_set
 from backport.git.worktree import Worktree
 from tests.helpers import gitrepos as gr
 

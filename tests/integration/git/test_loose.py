@@ -6,7 +6,7 @@ from pathlib import Path
 
 from backport.config.patchfiles import read_patch
 from backport.git.apply import abort_series, am_in_progress, apply_series
-from backport.git.loose import apply_loose
+from backport.git.apply_fallbacks import apply_ignoring_context
 from backport.git.worktree import Worktree
 from tests.helpers import gitrepos as gr
 
@@ -42,7 +42,7 @@ def test_a_change_whose_neighbour_differs_goes_in_with_its_context_ignored(tmp_p
     base = wt.head()
     assert apply_series(wt, [read_patch(patch)]).status == "conflict"
     abort_series(wt)
-    result = apply_loose(wt, [read_patch(patch)])
+    result = apply_ignoring_context(wt, [read_patch(patch)])
     assert result.status == "applied", result.message
     assert result.loose == [FILE]
     assert (wt.path / FILE).read_text() == text([line for line in mine if "gone" not in line])
@@ -56,7 +56,7 @@ def test_a_change_found_twice_is_refused_and_nothing_is_left_behind(tmp_path):
             '  "gone_1": 3,', '  "gone_2": 4,', '  "z": 0', "}"]
     wt, patch = world(tmp_path, mine)
     base = wt.head()
-    result = apply_loose(wt, [read_patch(patch)])
+    result = apply_ignoring_context(wt, [read_patch(patch)])
     assert result.status == "conflict" and "one certain place" in result.message
     assert wt.head() == base and not am_in_progress(wt)
     assert (wt.path / FILE).read_text() == text(mine)
@@ -68,14 +68,14 @@ def test_a_hunk_that_only_adds_lines_needs_its_context(tmp_path):
     mine = [line.replace('"b": 2', '"b": 20') for line in BEFORE]
     wt, patch = world(tmp_path, mine, result_lines=added)
     base = wt.head()
-    assert apply_loose(wt, [read_patch(patch)]).status == "conflict"
+    assert apply_ignoring_context(wt, [read_patch(patch)]).status == "conflict"
     assert wt.head() == base and not am_in_progress(wt)
 
 
 def test_crlf_lines_keep_their_cr(tmp_path):
     mine = [line.replace('"c": 5', '"c": 50') for line in BEFORE]
     wt, patch = world(tmp_path, mine, end="\r\n")
-    result = apply_loose(wt, [read_patch(patch)])
+    result = apply_ignoring_context(wt, [read_patch(patch)])
     assert result.status == "applied", result.message
     assert (wt.path / FILE).read_bytes() == text(
         [line for line in mine if "gone" not in line], "\r\n").encode()
@@ -83,7 +83,7 @@ def test_crlf_lines_keep_their_cr(tmp_path):
 
 def test_a_file_whose_hunks_all_match_is_not_called_loose(tmp_path):
     wt, patch = world(tmp_path, BEFORE + ["// a line of the branch's own"])
-    result = apply_loose(wt, [read_patch(patch)])
+    result = apply_ignoring_context(wt, [read_patch(patch)])
     assert result.status == "applied" and result.loose == []
 
 
@@ -92,6 +92,6 @@ def test_the_loaded_bytes_are_applied_not_the_file_on_disk(tmp_path):
     wt, patch = world(tmp_path, mine)
     loaded = read_patch(patch)
     patch.unlink()  # the file is gone once loaded; git am gets the bytes that were checked
-    result = apply_loose(wt, [loaded])
+    result = apply_ignoring_context(wt, [loaded])
     assert result.status == "applied", result.message
     assert (wt.path / FILE).read_text() == text([line for line in mine if "gone" not in line])

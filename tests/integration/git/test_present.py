@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from backport.config.patchfiles import Patch, read_patch
-from backport.git.present import (
+from backport.git.python_tests import (
     AddedTest,
     added_tests,
     changed_python_tests,

@@ -9,8 +9,7 @@ import pytest
 from backport.config.patchfiles import read_patch
 from backport.errors import BackportError, ForkDiverged
 from backport.git.apply import apply_series
-from backport.git.cache import RepoCache
-from backport.git.push import push_branch, remote_sha
+from backport.git.cache import RepoCache, push_branch, remote_sha
 from tests.helpers import gitrepos as gr
 from tests.integration.git.conftest import Scenario
 

@@ -155,7 +155,7 @@ def test_a_worktree_deleted_by_hand_is_replaced_within_the_same_run(
     heads = cache.fetch(["master", "v2.11.0"])
     path = tmp_path / "wt"
     first = Worktree.create(cache, path, "bp", heads["master"], [TEST_FILE])
-    assert cache.known.pruned
+    assert cache.memo.pruned
     shutil.rmtree(first.path)  # still registered, still holding branch bp
     again = Worktree.create(cache, path, "bp", heads["v2.11.0"], [TEST_FILE])
     assert again.head() == heads["v2.11.0"] and (again.path / TEST_FILE).read_text() == BASE
@@ -169,15 +169,15 @@ def test_a_run_reads_a_file_of_a_commit_once_and_a_moving_name_each_time(
         cache: RepoCache, tmp_path: Path) -> None:
     head = cache.fetch(["master"])["master"]
     wt = Worktree.create(cache, tmp_path / "wt", "bp", head, [TEST_FILE])
-    assert wt.known is cache.known
-    blobs = cache.known.reader(cache.path)
-    assert blobs.get(f"{head}:{TEST_FILE}") == BASE.encode()
-    assert cache.known.has(f"{head}:{TEST_FILE}")
+    assert wt.memo is cache.memo
+    blobs = cache.memo.reader(cache.path)
+    assert blobs(f"{head}:{TEST_FILE}") == BASE.encode()
+    assert cache.memo.has(f"{head}:{TEST_FILE}")
     (wt.path / TEST_FILE).write_text("moved on\n")
     gr.git(wt.path, "commit", "--quiet", "-am", "move")
-    assert cache.known.reader(wt.path).get(f"HEAD:{TEST_FILE}") == b"moved on\n"
-    assert not cache.known.has(f"HEAD:{TEST_FILE}")  # a ref moves: never kept
+    assert cache.memo.reader(wt.path)(f"HEAD:{TEST_FILE}") == b"moved on\n"
+    assert not cache.memo.has(f"HEAD:{TEST_FILE}")  # a ref moves: never kept
     gr.git(wt.path, "commit", "--quiet", "--amend", "-m", "moved again")
     (wt.path / TEST_FILE).write_text("and again\n")
     gr.git(wt.path, "commit", "--quiet", "-am", "again")
-    assert cache.known.reader(wt.path).get(f"HEAD:{TEST_FILE}") == b"and again\n"
+    assert cache.memo.reader(wt.path)(f"HEAD:{TEST_FILE}") == b"and again\n"

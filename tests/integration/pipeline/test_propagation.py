@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from backport.config.patchfiles import read_patch
-from backport.git.authoring import export_patch_set
+from backport.git.patch_export import export_patch_set
 from tests.helpers.project import git, pr_body, run_app
 
 TEST_FILE = "test/distributed/elastic/metrics/test_metrics_api.py"

@@ -18,10 +18,10 @@ def test_a_run_hides_the_store_its_git_names(sandbox, tmp_path: Path) -> None:
     config.write_text(config.read_text(encoding="utf-8")
                       + f"[credential]\n\thelper = store --file {store}\n", encoding="utf-8")
     try:
-        assert str(store) not in sandboxes.hidden_places()
+        assert str(store) not in sandboxes.covered_places()
         result = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests",
                          "--dry-run")
         assert result.code == 0, result.err
-        assert str(store) in sandboxes.hidden_places()
+        assert str(store) in sandboxes.covered_places()
     finally:
-        sandboxes.hide_also([])
+        sandboxes.cover_also([])

@@ -15,8 +15,8 @@ import pytest
 
 from backport import process
 from backport.envs import sandbox
-from backport.envs.hidden import helper_paths
-from backport.git.credential_helpers import configured_helpers
+from backport.envs.sandbox import helper_paths
+from backport.git.run import configured_helpers
 
 from .conftest import needs_namespaces
 
@@ -55,9 +55,9 @@ def credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert TOKEN in (home / ".git-credentials").read_text(encoding="utf-8")
     assert socket.is_socket()
     # what a run's session does: the files and sockets the configured helpers name
-    sandbox.hide_also(p for helper in configured_helpers() for p in helper_paths(helper))
+    sandbox.cover_also(p for helper in configured_helpers() for p in helper_paths(helper))
     yield home
-    sandbox.hide_also([])
+    sandbox.cover_also([])
     subprocess.run(["git", "credential-cache", "exit", "--socket", str(socket)], check=False)
 
 

@@ -20,7 +20,7 @@ from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
 from backport.config.validate import home_as_tilde
 from backport.envs import model
-from backport.envs.pool import Environments
+from backport.envs.environments import Environments
 from backport.envs.probe import probe
 from backport.envs.setup import plan_setup, setup_env
 from tests.helpers.project import run_app
@@ -106,7 +106,7 @@ def _cold_run(tmp_path: Path, env: Environment) -> tuple[model.TestRun, model.Pr
     """A run's first steps for ``env``: prewarm, probe, one test; the test's run and the probe."""
     worktree = tmp_path / "wt"
     write(worktree / "test" / "test_x.py", TEST_FILE)
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
+    envs = Environments()
     try:
         envs.prewarm(env, "none")
         found = envs.probe(env)
@@ -148,7 +148,7 @@ def test_folded_load_check_reads_what_a_separate_process_reads(
     tmp_path: Path, npu_source: str
 ) -> None:
     env, _log = _fake_env(tmp_path, npu_source)
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
+    envs = Environments()
     try:
         envs.prewarm(env, "none")
         folded = envs.probe(env)
@@ -188,7 +188,7 @@ def test_a_prewarm_that_comes_after_the_run_closed_starts_nothing(tmp_path: Path
     # A run that stops early (its fetch failed) closes its environments while its prewarm
     # threads may not have begun: those start nothing, no probe, no warm worker, no runner.
     env, log = _fake_env(tmp_path, NPU_MISSING_LIB)
-    envs = Environments({"BACKPORT_CACHE": str(tmp_path / "cache")}, tmp_path / "cache")
+    envs = Environments()
     envs.close()
     envs.prewarm(env, "none")
     assert not envs._early and not envs._runners

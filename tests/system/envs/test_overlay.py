@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from backport.config.model import Environment
 from backport.config.model import TestSpec as Spec
+from backport.envs.environments import Environments
 from backport.envs.model import Probe
 from backport.envs.overlay import (
     PACKAGE,
@@ -24,7 +24,6 @@ from backport.envs.overlay import (
     build_overlay,
     installed_package,
 )
-from backport.envs.pool import Environments
 from backport.envs.runner import TestRunner as Runner
 from tests.helpers.torch_npu_files import COMPAT, COMPAT_TEST
 
@@ -65,7 +64,7 @@ def test_the_overlay_holds_the_branch_files_and_links_the_rest(installed: Path,
                                                                tmp_path: Path) -> None:
     files = {COMPAT: PATCHED_COMPAT, "torch_npu/_compat/new_helper.py": b"X = 1\n",
              "torch_npu/_compat/utils.py": None}
-    overlay = build_overlay(tmp_path, "fp", installed, files)
+    overlay = build_overlay(tmp_path, installed, files)
     assert not overlay.reused
     assert overlay.files == tuple(sorted(files))
     copy = overlay.root / PACKAGE
@@ -84,25 +83,29 @@ def test_the_overlay_holds_the_branch_files_and_links_the_rest(installed: Path,
     assert sorted(os.listdir(installed)) == sorted(set(os.listdir(copy)) | {"__pycache__"})
 
 
-def test_the_overlay_is_built_once_per_environment_and_content(installed: Path,
-                                                               tmp_path: Path) -> None:
-    first = build_overlay(tmp_path, "fp", installed, {COMPAT: PATCHED_COMPAT})
-    stamp = (first.root / PACKAGE / "_compat" / "version.py").stat()
-    again = build_overlay(tmp_path, "fp", installed, {COMPAT: PATCHED_COMPAT})
-    assert again.reused and again.root == first.root
-    assert (again.root / PACKAGE / "_compat" / "version.py").stat().st_ino == stamp.st_ino
-    other_content = build_overlay(tmp_path, "fp", installed, {COMPAT: PATCHED_COMPAT + b"\n"})
-    other_env = build_overlay(tmp_path, "fp-2", installed, {COMPAT: PATCHED_COMPAT})
-    assert len({first.root, other_content.root, other_env.root}) == 3
-    assert not other_content.reused and not other_env.reused
-    # Nothing half-built is left beside them.
-    assert sorted(p.name for p in (tmp_path / "overlays").iterdir()) == sorted(
-        p.name for p in (first.root, other_content.root, other_env.root))
+def test_the_overlay_is_built_once_per_run_environment_and_content(torch_env: Environment,
+                                                                   installed: Path) -> None:
+    envs = Environments()
+    try:
+        first = envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT})
+        stamp = (first.root / PACKAGE / "_compat" / "version.py").stat()
+        again = envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT})
+        assert not first.reused and again.reused and again.root == first.root
+        assert (again.root / PACKAGE / "_compat" / "version.py").stat().st_ino == stamp.st_ino
+        other = envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT + b"\n"})
+        assert not other.reused and other.root != first.root
+        # Nothing half-built is left beside them.
+        assert sorted(os.listdir(first.root.parent)) == sorted([first.root.name, other.root.name])
+    finally:
+        envs.close()
+    # The run's copies go with it; the installed package is untouched.
+    assert not first.root.parent.exists()
+    assert installed.is_dir() and (installed / "_compat" / "version.py").is_file()
 
 
 def test_a_path_outside_the_package_is_refused(installed: Path, tmp_path: Path) -> None:
     with pytest.raises(OverlayError, match="torch_npu/../x.py is not a file of the torch_npu"):
-        build_overlay(tmp_path, "fp", installed, {"torch_npu/../x.py": b""})
+        build_overlay(tmp_path, installed, {"torch_npu/../x.py": b""})
 
 
 def test_a_test_run_with_the_overlay_sees_the_patched_module(
@@ -110,7 +113,7 @@ def test_a_test_run_with_the_overlay_sees_the_patched_module(
     worktree = tmp_path / "wt"
     write(worktree / "test" / "test_compat_version.py", COMPAT_TEST)
     spec = Spec("test/test_compat_version.py", ("-v",))
-    envs = Environments(os.environ, tmp_path / "cache")
+    envs = Environments()
     try:
         envs.prewarm(torch_env, "none")  # as a run does: the worker also runs the probe's check
         # The folded load check on the real torch_npu reads what a process of its own reads.
@@ -122,6 +125,7 @@ def test_a_test_run_with_the_overlay_sees_the_patched_module(
         assert not runner.isolated  # a warm worker serves the runs without an overlay
         released = runner.run(worktree, spec, tmp_path / "released.log")
         patched = runner.run(worktree, spec, tmp_path / "patched.log", overlay=overlay.root)
+        assert envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT}).reused
     finally:
         envs.close()
     # The released wheel's _parse drops the patch level; the branch's keeps it.
@@ -133,7 +137,6 @@ def test_a_test_run_with_the_overlay_sees_the_patched_module(
     assert patched.command == ("TORCH_DEVICE_BACKEND_AUTOLOAD=0 PYTHONPATH='<torch_npu overlay>' "
                                "python test/test_compat_version.py -v")
     assert str(tmp_path) not in patched.command and str(tmp_path) not in str(patched.env_vars)
-    assert envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT}).reused
 
 
 SEES_BOTH = """
@@ -181,17 +184,3 @@ def test_the_overlay_goes_first_on_what_a_source_script_or_the_map_sets(
     shown = "'<torch_npu overlay>:<PYTHONPATH>'" if pinned else "'<torch_npu overlay>'"
     assert run.command == f"source ~/set_env.sh && PYTHONPATH={shown} python test/test_path.py -v"
     assert str(tmp_path) not in str(run.env_vars)
-
-
-def test_copies_no_run_used_for_two_weeks_go_when_another_is_built(installed: Path,
-                                                                   tmp_path: Path) -> None:
-    used = build_overlay(tmp_path, "fp", installed, {COMPAT: PATCHED_COMPAT})
-    old = build_overlay(tmp_path, "fp-old", installed, {COMPAT: PATCHED_COMPAT})
-    weeks_ago = time.time() - 15 * 24 * 3600
-    for root in (used.root, old.root):
-        os.utime(root, (weeks_ago, weeks_ago))
-    assert build_overlay(tmp_path, "fp", installed, {COMPAT: PATCHED_COMPAT}).reused  # used now
-    fresh = build_overlay(tmp_path, "fp-new", installed, {COMPAT: PATCHED_COMPAT})
-    assert sorted(p.name for p in (tmp_path / "overlays").iterdir()) == sorted(
-        [used.root.name, fresh.root.name])
-    assert installed.is_dir() and (installed / "_compat" / "version.py").is_file()  # untouched

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backport.envs.changes import classify, overlay_paths, scope_of
 from backport.envs.model import ChangeScope
+from backport.envs.overlay import classify, overlay_paths, scope_of
 
 
 @pytest.mark.parametrize(("path", "kind"), [

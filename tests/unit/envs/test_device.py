@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from backport.envs.device import DeviceVerdict, device_verdict, short_reason
 from backport.envs.model import Probe
+from backport.envs.probe import DeviceVerdict, device_verdict, short_reason
 
 HCCL = "ImportError: libhccl.so: cannot open shared object file: No such file or directory"
 

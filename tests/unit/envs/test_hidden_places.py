@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.envs.hidden import SERVICE_SOCKETS, credential_places, helper_paths, to_hide
+from backport.envs.sandbox import SERVICE_SOCKETS, credential_places, helper_paths, places_to_cover
 
 
 def test_the_places_follow_the_users_folders_and_variables() -> None:
@@ -53,7 +53,7 @@ def test_only_existing_places_are_covered_and_never_one_holding_a_writable_folde
     (runtime / "work").mkdir(parents=True)
     link = tmp_path / "link-to-creds"
     link.symlink_to(creds)
-    found = to_hide([str(ssh), str(creds), str(tmp_path / "missing"), str(runtime), str(link)],
+    found = places_to_cover([str(ssh), str(creds), str(tmp_path / "missing"), str(runtime), str(link)],
                     keep=[str(runtime / "work")])
     assert found == tuple(sorted({str(ssh), str(creds)}))  # the link is its target
 
@@ -69,6 +69,6 @@ def test_a_place_holding_a_writable_folder_is_covered_around_it(tmp_path: Path) 
     (runtime / "gnupg").mkdir()
     (runtime / "to-root").symlink_to("/")
     (runtime / "to-bus").symlink_to(runtime / "bus")
-    found = to_hide([str(runtime)], keep=[str(sockets)])
+    found = places_to_cover([str(runtime)], keep=[str(sockets)])
     assert found == tuple(sorted({str(runtime / "bus"), str(runtime / "gnupg"),
                                   str(runtime / "backport" / "notes")}))

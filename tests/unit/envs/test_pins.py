@@ -6,7 +6,7 @@ from pathlib import Path
 
 from backport.config.model import Environment
 from backport.envs.model import Probe
-from backport.envs.pins import pin_mismatches, version_matches
+from backport.envs.probe import pin_mismatches, version_matches
 
 
 def make_probe(**packages: str | None) -> Probe:

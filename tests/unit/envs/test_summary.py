@@ -21,27 +21,27 @@ OK
 
 def test_unittest_ok() -> None:
     s = parse_summary(UNITTEST_OK)
-    assert s == Summary(ran=7, ok=True, lines=["Ran 7 tests in 0.054s", "OK"], duration=0.054)
+    assert s == Summary(ran=7, ok=True, lines=["Ran 7 tests in 0.054s", "OK"])
 
 
 def test_unittest_ok_skipped() -> None:
     s = parse_summary("Ran 1 test in 1.5s\n\nOK (skipped=2)\n")
-    assert (s.ran, s.ok, s.skipped, s.duration) == (1, True, 2, 1.5)
+    assert (s.ran, s.ok) == (1, True)
     assert s.lines == ["Ran 1 test in 1.5s", "OK (skipped=2)"]
 
 
 def test_unittest_failed() -> None:
     text = "F.E\n======\nFAIL: test_x\n------\nRan 3 tests in 0.010s\n\nFAILED (failures=1, errors=2)\n"
     s = parse_summary(text)
-    assert (s.ran, s.ok, s.failures, s.errors, s.skipped) == (3, False, 1, 2, 0)
+    assert (s.ran, s.ok) == (3, False)
     assert s.lines[-1] == "FAILED (failures=1, errors=2)"
 
 
 def test_unittest_expected_failures_and_unexpected_successes() -> None:
     ok = parse_summary("Ran 4 tests in 0.1s\n\nOK (skipped=1, expected failures=1)")
-    assert ok.ok is True and ok.skipped == 1
+    assert ok.ok is True and ok.ran == 4
     bad = parse_summary("Ran 4 tests in 0.1s\n\nFAILED (unexpected successes=1)")
-    assert bad.ok is False and bad.failures == 1
+    assert bad.ok is False and bad.ran == 4
 
 
 def test_unittest_zero_tests_is_not_ok() -> None:
@@ -58,7 +58,7 @@ def test_unittest_without_status_line() -> None:
 def test_last_summary_wins() -> None:
     text = UNITTEST_OK + "\nmore output\nRan 2 tests in 0.2s\n\nFAILED (errors=1)\n"
     s = parse_summary(text)
-    assert (s.ran, s.ok, s.errors) == (2, False, 1)
+    assert (s.ran, s.ok) == (2, False)
     pytest_then_unittest = "=== 5 passed in 1.00s ===\n" + UNITTEST_OK
     assert parse_summary(pytest_then_unittest).ran == 7
     unittest_then_pytest = UNITTEST_OK + "== 1 failed, 2 passed in 3.10s ==\n"
@@ -67,12 +67,12 @@ def test_last_summary_wins() -> None:
 
 def test_pytest_lines() -> None:
     s = parse_summary("x\n===== 3 passed, 1 failed, 2 skipped in 0.12s =====\n")
-    assert (s.ran, s.ok, s.failures, s.skipped, s.duration) == (6, False, 1, 2, 0.12)
+    assert (s.ran, s.ok) == (6, False)
     assert s.lines == ["3 passed, 1 failed, 2 skipped in 0.12s"]
     s = parse_summary("==== 4 passed, 2 warnings in 61.23s (0:01:01) ====")
-    assert (s.ran, s.ok, s.duration) == (4, True, 61.23)
+    assert (s.ran, s.ok) == (4, True)
     s = parse_summary("2 passed, 1 error in 0.5s")  # pytest -q
-    assert (s.ran, s.ok, s.errors) == (3, False, 1)
+    assert (s.ran, s.ok) == (3, False)
     s = parse_summary("============ no tests ran in 0.01s ============")
     assert (s.ran, s.ok) == (0, False)
     s = parse_summary(
@@ -133,7 +133,7 @@ def unittest_summaries(draw: st.DrawFn) -> tuple[str, dict]:
         status += " (" + ", ".join(parts) + ")"
     plural = "test" if ran == 1 else "tests"
     text = f"Ran {ran} {plural} in {duration}s\n\n{status}\n"
-    return text, {"ran": ran, "ok": not failed and ran > 0, "duration": float(duration), **counts}
+    return text, {"ran": ran, "ok": not failed and ran > 0}
 
 
 @st.composite
@@ -150,15 +150,7 @@ def pytest_summaries(draw: st.DrawFn) -> tuple[str, dict]:
     fence = "=" * draw(st.integers(0, 30))
     text = f"{fence} {body} in {duration}s {fence}\n".strip() + "\n"
     ran = sum(counts.values())
-    expected = {
-        "ran": ran,
-        "ok": ran > 0 and not counts["failed"] and not counts["error"],
-        "duration": float(duration),
-        "failures": counts["failed"],
-        "errors": counts["error"],
-        "skipped": counts["skipped"],
-    }
-    return text, expected
+    return text, {"ran": ran, "ok": ran > 0 and not counts["failed"] and not counts["error"]}
 
 
 @given(st.text())

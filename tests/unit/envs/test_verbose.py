@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backport.envs.verbose import NOT_RUN, outcomes_of
+from backport.envs.summary import NOT_RUN, outcomes_of
 
 OK_311 = """\
 test_console_handler_is_a_metric_handler (__main__.ElasticMetricsApiTest.test_console_handler_is_a_metric_handler) ... ok

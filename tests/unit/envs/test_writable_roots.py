@@ -32,8 +32,8 @@ def test_a_helper_naming_a_folder_covers_nothing(tmp_path: Path) -> None:
     store = tmp_path / "creds"
     store.write_text("https://u:t@gitcode.com\n")
     try:
-        sandbox.hide_also([str(tmp_path), str(store)])
-        hidden = sandbox.hidden_places()
+        sandbox.cover_also([str(tmp_path), str(store)])
+        hidden = sandbox.covered_places()
         assert str(store) in hidden and str(tmp_path) not in hidden
     finally:
-        sandbox.hide_also([])
+        sandbox.cover_also([])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backport.git.entries import merge_entries
+from backport.git.apply_fallbacks import merge_entries
 from tests.helpers.torch_npu_files import doc
 
 

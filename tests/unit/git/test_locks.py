@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from backport.errors import BackportError
-from backport.git.locks import file_lock
+from backport.git.cache import file_lock
 
 
 def test_second_holder_is_refused_without_wait(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from backport.errors import BackportError
 from backport.git.cache import cache_dir_name
-from backport.git.pydefs import redefinitions
+from backport.git.python_tests import redefinitions
 from backport.git.worktree import sparse_pattern
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from backport.config.patch_set import patch_set_name_problem
 from backport.errors import BackportError
-from backport.git.authoring import (
+from backport.git.patch_export import (
     is_test_file,
 )
-from backport.git.authoring import test_files as pick_test_files
+from backport.git.patch_export import test_files as pick_test_files
 
 
 def test_test_files_filter() -> None:

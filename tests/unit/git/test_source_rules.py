@@ -9,8 +9,7 @@ from pathlib import Path
 from backport.config.patchfiles import FileDiff, Patch
 from backport.forge import PrFile
 from backport.forge.gitcode import pr_file
-from backport.git.authoring import left_paths
-from backport.git.present import changed_python_tests
+from backport.git.python_tests import changed_python_tests, left_paths
 from backport.git.source_pr import (
     BEFORE_MERGE,
     FILES_DIFFER,

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from backport.envs.device import device_verdict
 from backport.envs.model import Probe
+from backport.envs.probe import device_verdict
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, render_body

@@ -1,38 +1,47 @@
-"""The environments of one run: each probed once, its warm worker started early, one test
-runner per environment and device policy; shared by the branch worker threads."""
+"""The environments of one run, shared by the branch threads.
+
+Each environment is probed once a run; each (environment, device policy) gets one test runner.
+``prewarm`` probes an environment and starts its warm worker while other threads fetch and
+apply; the worker is started before the probe ends, on the guess a CPU machine usually gives
+(torch_npu's backend autoload off), and also runs the probe's torch_npu load check, so a run
+imports torch once per environment. The runner, worker and overlay modules are imported only
+when a run needs them (a run that skips its tests never does).
+"""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backport.config.model import Environment
-from backport.envs.fingerprint import FingerprintError, fingerprint
 from backport.envs.model import AUTOLOAD, Probe
-from backport.envs.overlay import Overlay, OverlayError, build_overlay, installed_package
-from backport.envs.pins import pin_mismatches
-from backport.envs.probe import LOAD_CHECK_TIMEOUT, probe
-from backport.envs.runner import TestRunner, static_fallback
-from backport.envs.worker import EarlyWorker
+from backport.envs.probe import LOAD_CHECK_TIMEOUT, pin_mismatches, probe
 from backport.errors import BackportError
+
+if TYPE_CHECKING:
+    from backport.envs.overlay import Overlay, OverlayError
+    from backport.envs.runner import TestRunner
+    from backport.envs.worker import EarlyWorker
 
 
 class Environments:
-    """Probes and test runners of one run: each environment probed once, one runner per
-    environment and device policy; safe to use from the branch worker threads."""
+    """Probes, runners and overlays of one run; safe to use from the branch threads."""
 
-    def __init__(self, environ: Mapping[str, str], cache: Path, *,
-                 isolated: bool = False) -> None:
-        self.environ = environ
-        self.cache = cache  # where overlays are kept between runs
+    def __init__(self, *, isolated: bool = False) -> None:
         self.isolated = isolated
         self._lock = threading.Lock()
         self._env_locks: dict[str, threading.Lock] = {}
         self._probes: dict[str, Probe | BackportError] = {}
         self._runners: dict[tuple[str, str], TestRunner] = {}
         self._early: dict[tuple[str, str], EarlyWorker] = {}
-        self._installed: dict[str, tuple[str, Path] | OverlayError] = {}
+        self._installed: dict[str, Path | OverlayError] = {}
+        self._overlays: dict[tuple, Overlay] = {}
+        self._overlay_dir: Path | None = None  # the run's overlays, removed at its end
         self._closed = False  # the run ended: a prewarm still under way starts nothing more
 
     def _env_lock(self, name: str) -> threading.Lock:
@@ -57,7 +66,9 @@ class Environments:
         return result
 
     def runner(self, env: Environment, device: str) -> TestRunner:
-        """One test runner (warm worker) per environment and device policy."""
+        """One test runner per environment and device policy."""
+        from backport.envs.runner import TestRunner
+
         found = self.probe(env)
         with self._env_lock(env.name):
             key = (env.name, device)
@@ -69,22 +80,28 @@ class Environments:
             return self._runners[key]
 
     def overlay(self, env: Environment, files: Mapping[str, bytes | None]) -> Overlay:
-        """The installed torch_npu of ``env`` with ``files`` laid over it (see ``overlay``),
-        kept in the cache folder per environment fingerprint and content; OverlayError when the
-        package cannot be found or copied. The package is looked for once per run."""
+        """The installed torch_npu of ``env`` with ``files`` laid over it (``overlay``), made
+        once per run, environment and content; OverlayError when the package cannot be found
+        or copied. The package is looked for once per run."""
+        from backport.envs.overlay import OverlayError, build_overlay, installed_package
+
+        key = (env.name, tuple(sorted(files.items(), key=lambda item: item[0])))
         with self._env_lock(env.name):
+            if key in self._overlays:
+                return replace(self._overlays[key], reused=True)
             if env.name not in self._installed:
                 try:
-                    self._installed[env.name] = (fingerprint(env, self.environ),
-                                                 installed_package(env))
-                except FingerprintError as exc:
-                    self._installed[env.name] = OverlayError(str(exc))
+                    self._installed[env.name] = installed_package(env)
                 except OverlayError as exc:
                     self._installed[env.name] = exc
             found = self._installed[env.name]
             if isinstance(found, OverlayError):
                 raise found
-            return build_overlay(self.cache, found[0], found[1], files)
+            with self._lock:
+                if self._overlay_dir is None:
+                    self._overlay_dir = Path(tempfile.mkdtemp(prefix="backport-overlays-"))
+            self._overlays[key] = build_overlay(self._overlay_dir, found, files)
+            return self._overlays[key]
 
     def prewarm(self, env: Environment, device: str) -> None:
         """Probe ``env`` and start its warm worker, while other threads fetch and apply.
@@ -92,12 +109,13 @@ class Environments:
         Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
         A prewarm the run's end (:meth:`close`) overtook starts no worker and keeps no runner.
         """
+        from backport.envs.runner import static_fallback
+        from backport.envs.worker import EarlyWorker
+
         if self._closed:
             return
         if device == "none" and static_fallback(env, self.isolated) is None:
-            # Start the worker alongside the probe; the runner keeps it if the guess was right.
-            # The worker also runs the probe's torch_npu load check. (Where no test would fork
-            # from it, none: the probe runs its own check.)
+            # Where no test would fork from a worker (a wrapper), the probe runs its own check.
             with self._lock:
                 if not self._closed and (env.name, device) not in self._early:
                     self._early[(env.name, device)] = EarlyWorker(
@@ -123,7 +141,11 @@ class Environments:
             self._runners.clear()
             early = list(self._early.values())
             self._early.clear()
+            overlays, self._overlay_dir = self._overlay_dir, None
+            self._overlays.clear()
         for worker in early:
             worker.discard()
         for runner in runners:
             runner.close()
+        if overlays is not None:
+            shutil.rmtree(overlays, ignore_errors=True)
