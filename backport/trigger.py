@@ -24,8 +24,8 @@ from backport.errors import EXIT_OK, BackportError
 from backport.forge import Forge
 from backport.forge.base import SourcePrInfo
 from backport.numerals import MAX_DIGITS, json_number, parse_int
+from backport.pipeline.permissions import WritePermissions
 from backport.pipeline.session import Session
-from backport.pipeline.writers import Writers
 from backport.report.untrusted import untrusted
 
 COMMAND = "/backport"
@@ -225,8 +225,8 @@ def _asked(answer: _Reply, event: TriggerEvent, info: SourcePrInfo, choosable: l
     return [t for t in choosable if t in wanted]  # in the map's order
 
 
-def _recorded(forge: Forge, writers: Writers, info: SourcePrInfo, choosable: list[str],
-              say: Say) -> list[str]:
+def _recorded(forge: Forge, permissions: WritePermissions, info: SourcePrInfo,
+              choosable: list[str], say: Say) -> list[str]:
     """The targets the PR's requests by users with write permission ask for; a requester the
     collaborators listing does not show is asked by login, the newest ``MAX_ASKED`` only."""
     requests = []
@@ -236,7 +236,7 @@ def _recorded(forge: Forge, writers: Writers, info: SourcePrInfo, choosable: lis
         names = requested(comment.body)
         if not names or set(names) <= set(choosable):  # else answered when it was written
             requests.append((comment.author, names))
-    listed = writers.listed(forge) if requests else {}
+    listed = permissions.listed(forge) if requests else {}
     asked: set[str] = set()
     unread = 0
     wanted: dict[str, None] = {}
@@ -246,7 +246,7 @@ def _recorded(forge: Forge, writers: Writers, info: SourcePrInfo, choosable: lis
                 unread += 1
                 continue
             asked.add(author)
-        if writers.can_write(forge, author):
+        if permissions.can_write(forge, author):
             wanted.update(dict.fromkeys(names or choosable))
     if unread:
         say(f"{unread} older {COMMAND} request(s) on PR !{info.number} by users the "
@@ -261,7 +261,7 @@ def requested_targets(session: Session, event: TriggerEvent, *, replies: bool, s
     ``replies``); a commenter's permission is read first, before anything else."""
     forge, upstream = session.forge.real(), session.project.branch_map.upstream
     answer = _Reply(forge, event, replies, warn)
-    if event.comment is not None and not session.writers.can_write(forge, event.login):
+    if event.comment is not None and not session.permissions.can_write(forge, event.login):
         answer(f"@{event.login} 只有对 `{upstream}` 有写权限（write 及以上）的成员"
                f"可以用 `{COMMAND}` 请求回合，本次请求未执行。")
         say(f"{event.login} has no write permission on {upstream}: "
@@ -273,7 +273,7 @@ def requested_targets(session: Session, event: TriggerEvent, *, replies: bool, s
         if not info.merged:
             say(f"PR !{info.number} is not merged: nothing to do")
             return []
-        targets = _recorded(forge, session.writers, info, choosable, say)
+        targets = _recorded(forge, session.permissions, info, choosable, say)
         if not targets:
             say(f"PR !{info.number} was merged with no {COMMAND} request: nothing to do")
         return targets

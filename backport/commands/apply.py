@@ -15,7 +15,7 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config import load_patch_set
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.pipeline.reach import Course
+from backport.pipeline.mode import RunMode
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions, Session
 from backport.report.progress import Progress
@@ -38,8 +38,8 @@ from backport.report.summary import render_table, status_json
                    "and what the real run needs; it needs no token or fork and writes nothing "
                    "in the project (its worktrees and logs go to a temporary folder).")
 @click.option("--no-push", is_flag=True,
-              help="Reach: stop after the tests; nothing leaves this machine.")
-@click.option("--no-pr", is_flag=True, help="Reach: push the fork branches but open no PR.")
+              help="Stop after the tests; nothing leaves this machine.")
+@click.option("--no-pr", is_flag=True, help="Push the fork branches but open no PR.")
 @click.option("--skip-tests", is_flag=True,
               help="Run no test: a passing result of the same commit is kept (a CI's publish "
                    "step: the commit must be the series applied afresh), else the PR body says "
@@ -84,7 +84,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
     app.resumable()
     app.project()  # a configuration error stops the command before anything is made
     options = ApplyOptions(branches=branches,
-                           course=Course.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr),
+                           mode=RunMode.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr),
                            skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
                            pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
                            timeout=timeout, new_pr=new_pr)
@@ -101,7 +101,7 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
                                  plan=plan_lines.append)
     session.options = options
     scratch = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
-               if options.course.dry_run and from_prs else None)
+               if options.mode.dry_run and from_prs else None)
     try:
         _apply(app, session, apis, from_prs, scratch, plan_lines, every=every, as_json=as_json)
     finally:
@@ -135,7 +135,7 @@ def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: t
             from backport.pipeline.from_pr import source_line
 
             echo(f"{api}: from {source_line(ps.source, project.branch_map.upstream)}", err=as_json)
-    if project.branch_map.fork_note and options.course.pushes:
+    if project.branch_map.fork_note and options.mode.pushes:
         echo(f"warning: {project.branch_map.fork_note}", err=True)
     estimates: list[str] = []
     with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:

@@ -13,7 +13,7 @@ from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
 from backport.pipeline.check import Finding, run_check, summary_markdown
-from backport.pipeline.selection import select_patch_sets
+from backport.pipeline.journal import select_patch_sets
 from backport.pipeline.session import Session
 from backport.redact import redact
 

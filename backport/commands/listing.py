@@ -11,7 +11,7 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json, report_broken
 from backport.errors import BackportError
-from backport.pipeline.selection import select_patch_sets
+from backport.pipeline.journal import select_patch_sets
 from backport.report.ci_matrix import (
     gitcode_pipeline,
     gitcode_trigger_pipeline,

@@ -7,8 +7,7 @@ import dataclasses
 import click
 
 from backport.commands.common import AppContext, echo, pass_app
-from backport.pipeline.journal import Journal
-from backport.pipeline.selection import select_patch_sets, select_targets
+from backport.pipeline.journal import Journal, select_patch_sets, select_targets
 from backport.pipeline.session import Session
 from backport.records import BranchRecord
 from backport.report.body import BodyContext, render_body

@@ -9,7 +9,7 @@ import click
 
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, ConfigError
-from backport.pipeline.reach import Course
+from backport.pipeline.mode import RunMode
 from backport.pipeline.resume import abort_branches, finish_conflict, propagation_targets
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions, Session
@@ -58,7 +58,7 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
         others = propagation_targets(project, api, branch, progress)
         app.resumable(_apply_line(app, api, (branch, *others), flags))
         options = ApplyOptions(branches=(branch, *others), skip_tests=skip_tests,
-                               course=Course.of_flags(no_push=no_push, no_pr=no_pr))
+                               mode=RunMode.of_flags(no_push=no_push, no_pr=no_pr))
         (outcome,) = run_apply(project, [api], options, progress, session=session)
     if as_json:
         print_json(status_json(outcome.patch_set, outcome.records))

@@ -9,10 +9,9 @@ from backport.commands.common import AppContext, echo, pass_app, print_json, rep
 from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.forge import PullRequest
-from backport.pipeline.journal import Journal
-from backport.pipeline.selection import select_patch_sets, select_targets
+from backport.pipeline.journal import Journal, select_patch_sets, select_targets
+from backport.pipeline.pr_step import forge_records
 from backport.pipeline.session import Session
-from backport.pipeline.shared_results import forge_records
 from backport.records import BranchRecord
 from backport.report.summary import render_table, status_json, test_result, test_state
 

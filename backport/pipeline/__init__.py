@@ -1,5 +1,9 @@
 """The per-branch state machine: the only place that knows the order of the steps.
 
 Start at `run.py` (`apply`'s run, phase by phase), then `flow.py` (one branch's steps, top to
-bottom, each naming the module of its function); `set_run.py` is what one patch set's run is.
+bottom). Each step lives in the module of its name: `proposed.py` (proposed, same_fix),
+`steps.py` (apply, test, push; what applying gives is `decide.py`'s), `pr_step.py` (pr, the set
+as the forge shows it, the refresh of the set's PRs, the source PR's summary). `set_run.py` is
+what one patch set's run is; `journal.py` its records and locks; `mode.py` how far a run goes;
+`session.py` what a run shares; `check.py`, `resume.py` and `from_pr.py` serve their commands.
 """

@@ -1,32 +1,38 @@
-"""`check`: the CI dry-run of the branch map. Writes nothing to upstream, fork or forge.
+"""`check`: the CI dry-run of the branch map. Writes nothing to upstream, fork or forge: only
+objects in the local repository cache and temporary worktrees removed before returning.
 
-The only things written are objects in the local repository cache and a temporary worktree
-that is removed before returning.
+Each series is judged by the decision `apply` takes (`decide.decide`): already-present is an
+``applies`` line naming the test and commit, a test already there and a 3-way merge are
+warnings, a shadowed test or a file that does not compile is a problem. Paths ``body.md``
+names that a target lacks are warnings (`absent_named_paths`).
 """
 
 from __future__ import annotations
 
+import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from backport.config.model import PatchSet, Project
-from backport.config.patchfiles import Patch
 from backport.config.validate import home_as_tilde
 from backport.envs.overlay import scope_of
-from backport.errors import BackportError, ErrorCode
+from backport.errors import BackportError
 from backport.git.cache import RepoCache
+from backport.git.run import git
 from backport.git.worktree import Worktree, cache_branch
-from backport.pipeline.body_paths import absent_named_paths
-from backport.pipeline.decide import Decision, Verdict, decide
-from backport.pipeline.journal import Journal
-from backport.pipeline.propagate import (
+from backport.pipeline.decide import (
+    Decision,
     SiblingSeries,
+    Verdict,
+    decide,
     recorded_series,
     sibling_series,
 )
+from backport.pipeline.journal import Journal
 from backport.pipeline.session import Session
+from backport.pipeline.set_run import fetch_bases
 from backport.report.untrusted import untrusted
 
 
@@ -57,11 +63,9 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 def run_check(project: Project, names: list[str] | None, *, offline: bool, envs: bool = False,
               environ: dict[str, str] | None = None) -> list[Finding]:
-    """Validate the map and, unless ``offline``, that every patch set applies everywhere.
-
-    An environment not built on this machine is a warning (a CI runner checks the map and the
-    patches, not the hosts), a problem when ``envs`` asks for the environments as well.
-    """
+    """Validate the map and, unless ``offline``, that every patch set applies everywhere. An
+    environment not built here is a warning (a CI runner checks the map and the patches, not the
+    hosts), a problem when ``envs`` asks for the environments too."""
     bm = project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
     findings = [Finding(str(bm.path.name), "schema", True,
@@ -74,38 +78,32 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool, envs:
                                 f"{len(ps.patches)} patch(es), variants: {variants}"))
         findings += _beyond_tests(ps)
         for target in ps.branches:
-            fork_branch = ps.fork_branch(bm, target)
-            findings.append(Finding(f"{ps.name} on {target}", "fork branch name", True, fork_branch,
-                                    variant=target in ps.variants))
+            findings.append(Finding(f"{ps.name} on {target}", "fork branch name", True,
+                                    ps.fork_branch(bm, target), variant=target in ps.variants))
     if offline:
         return findings
     cache = Session(project, environ=environ).cache
     # Every branch the map declares must exist, targeted by a patch set or not: CI checks the map.
     targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
-    # One fetch of them all; the branches are listed only when it names one the upstream lacks.
-    fetched: dict[str, str] | None = None
     try:
-        try:
-            fetched = cache.fetch(targets)
-            heads: dict[str, str | None] = dict(fetched)
-        except BackportError as exc:
-            if exc.code != ErrorCode.BRANCH_MISSING:
-                raise
-            heads = cache.remote_heads(targets)
+        fetched = fetch_bases(cache, targets)
     except BackportError as exc:
         findings.append(Finding(f"branches {', '.join(targets)}", "reachable", False, exc.message))
         return findings
-    present = []
+    bases = {target: head for target, head in fetched.items() if isinstance(head, str)}
     for target in targets:
-        ok = bool(heads.get(target))
-        findings.append(Finding(f"branch {target}", "exists upstream", ok,
-                                (heads[target] or "")[:9] if ok else
-                                f"target branch '{target}' does not exist in {bm.upstream_url}"))
-        if ok:
-            present.append(target)
-    if not present:
-        return findings
-    bases = fetched if fetched is not None else cache.fetch(present)
+        head = fetched[target]
+        findings.append(Finding(f"branch {target}", "exists upstream", isinstance(head, str),
+                                head[:9] if isinstance(head, str) else head.message))
+    if bases:
+        findings += _check_sets(project, cache, patch_sets, bases)
+    return findings
+
+
+def _check_sets(project: Project, cache: RepoCache, patch_sets: list[PatchSet],
+                bases: dict[str, str]) -> list[Finding]:
+    """Whether each set applies on each fetched target, and the paths its body names."""
+    findings = []
     with tempfile.TemporaryDirectory(prefix="backport-check-") as tmp:
         for ps in patch_sets:
             try:
@@ -144,9 +142,8 @@ def _beyond_tests(ps: PatchSet) -> list[Finding]:
 
 def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str, base: str,
                    tmp: Path) -> list[Finding]:
-    """Does the series `apply` would use go in on ``base``? The same decision as `apply`'s
-    (`decide`): its own series first; where that conflicts, the branch's recorded result (a
-    hand resolution, or a series carried from a sibling) and the siblings' series."""
+    """Does the series `apply` would use go in on ``base``? Its own series first; where that
+    conflicts, the branch's recorded result and the siblings' series."""
     subject = f"{ps.name} on {target}"
     series = ps.series_for(target)
     variant = target in ps.variants
@@ -163,19 +160,22 @@ def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str
             cache, tmp / f"{ps.name}-{target}".replace("/", "_"),
             cache_branch(tmp, f"check/{ps.slug}/{target}"), base, ps.paths_for(target)),
         others=others)
+    said = decision.present_said
     if decision.verdict is Verdict.ALREADY_APPLIED:
         return [Finding(subject, "applies", True, "already applied upstream (no PR needed)", variant)]
     if decision.verdict is Verdict.ALREADY_PRESENT:
         return [Finding(subject, "applies", True, f"already present: every test the patch adds is "
-                        f"already on {target}: {decision.said} (no PR needed)", variant)]
-    findings = [Finding(subject, "already present", True, f"already on {target}: {decision.said}",
+                        f"already on {target}: {said} (no PR needed)", variant)]
+    findings = [Finding(subject, "already present", True, f"already on {target}: {said}",
                         variant, warning=True)] if decision.present else []
     worktree, result = decision.worktree, decision.result
     assert worktree is not None and result is not None
-    try:
-        head = result.head if result.status == "applied" else base
-        missing = [t.path for t in ps.tests
-                   if not _in_tree(worktree, head, t.path) and not _created(series, t.path)]
+    head = result.head if result.status == "applied" else base
+    created = {diff.new for patch in series for diff in patch.files if diff.created}
+    try:  # a file in the commit, sparse checkout or not (one the run read is known)
+        missing = [t.path for t in ps.tests if t.path not in created
+                   and not worktree.memo.has(f"{head}:{t.path}")
+                   and not worktree.git(["cat-file", "-e", f"{head}:{t.path}"], check=False).ok]
     finally:
         worktree.remove()
     findings.append(_applies(subject, decision, variant))
@@ -208,18 +208,6 @@ def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
     return Finding(subject, "applies", True, detail, variant)
 
 
-def _in_tree(worktree: Worktree, commit: str, path: str) -> bool:
-    """True when ``path`` is a file in ``commit`` (sparse checkouts do not matter; a file the
-    run read there already is)."""
-    name = f"{commit}:{path}"
-    return worktree.memo.has(name) or worktree.git(["cat-file", "-e", name], check=False).ok
-
-
-def _created(series: Sequence[Patch], path: str) -> bool:
-    """True when one of the patches creates ``path`` (``new file`` in its diff)."""
-    return any(diff.created and diff.new == path for patch in series for diff in patch.files)
-
-
 def _interpreters(project: Project, *, required: bool) -> list[Finding]:
     """Each target's environment interpreter exists: a warning, a problem when ``required``."""
     bm = project.branch_map
@@ -231,10 +219,41 @@ def _interpreters(project: Project, *, required: bool) -> list[Finding]:
         detail = (f"environment '{name}' of branch {', '.join(users)} is not built here: "
                   f"interpreter {home_as_tilde(str(env.interpreter))} does not exist "
                   f"(`backport env setup` builds it)")
-        subject = f"branch {', '.join(users)}"
-        findings.append(Finding(subject, "environment", not required, detail,
-                                warning=not required))
+        findings.append(Finding(f"branch {', '.join(users)}", "environment", not required,
+                                detail, warning=not required))
     return findings
+
+
+_CODE = re.compile(r"`([^`\n]+)`")
+_PATH = re.compile(r"^[\w.-]+(?:/[\w.-]+)+$")
+
+
+def named_paths(body: str) -> list[tuple[str, int]]:
+    """Each path ``body.md`` names in backticks (``dir/file.ext``), with the line of its first
+    mention (1-based)."""
+    found: dict[str, int] = {}
+    for number, line in enumerate(body.splitlines(), start=1):
+        for span in _CODE.findall(line):
+            if _PATH.match(span) and "." in span.rsplit("/", 1)[-1]:
+                found.setdefault(span, number)
+    return list(found.items())
+
+
+def absent_named_paths(repo: Path, ps: PatchSet, bases: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(target, sentence)`` for each target in ``bases`` lacking a path ``body.md`` names; a
+    path no target has (nor the series changes) is another project's. Only trees are read."""
+    named = named_paths(ps.body or "")
+    if not named:
+        return []
+    paths = [path for path, _ in named]
+    targets = [t for t in ps.branches if t in bases]
+    present = {t: set(git(["ls-tree", "-r", "--name-only", bases[t], "--", *paths],
+                          cwd=repo).stdout.splitlines())
+               | set(ps.touched_paths.get(t, ()))
+               | {p for patch in ps.series_for(t) for p in patch.paths} for t in targets}
+    ours = {path for path in paths if any(path in present[t] for t in targets)}
+    return [(t, f"patches/{ps.name}/body.md line {line} names {path}, which is not on branch {t}")
+            for t in targets for path, line in named if path in ours and path not in present[t]]
 
 
 def summary_markdown(title: str, findings: Sequence[Finding]) -> str:

@@ -1,10 +1,21 @@
-"""What applying a patch set's series to a base gives: the one decision `apply` and `check` share.
+"""What applying a patch set's series to a base gives: the one decision `apply` and `check` share,
+and the other series a conflicted branch may try.
 
 The order is the rule: already applied upstream (same patch-id) → every test the series adds
 already there → `git am -3` of the branch's own series → where that conflicts, the recorded and
-sibling series (`propagate.try_siblings`) → a test file the result shadows or cannot compile.
-The callers differ only in where the worktree lives and which other series they offer; what they
-do with the answer (journal transitions, check findings) is theirs.
+sibling series (`try_siblings`) → a test file the result shadows or cannot compile. The callers
+differ only in where the worktree lives and which other series they offer.
+
+Tests the patch adds (`git/present.py` `AddedTest`: the ``test*`` functions whose ``def`` a
+hunk adds) are recorded as ``path::Class::name``. Where the base already defines every one of
+them the branch is `already-present` (no worktree, push or PR; final like `already-applied`);
+where only some, the apply goes on naming them. After the apply every Python test file the
+series changes must compile and define no name twice in one body (unless the base did).
+
+One human resolution serves every branch: where a branch's own series conflicts, a sibling's
+hand resolution (`backport continue`), its saved variant (``patches/NAME/B/``) or its result
+that itself went in from such a series is tried, nearest release first; never where the own
+series applies cleanly.
 """
 
 from __future__ import annotations
@@ -12,13 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from pathlib import Path
 
-from backport.config.patchfiles import Patch
-from backport.git.apply import ApplyResult, already_applied, apply_series
+from backport.branch_order import nearest_first
+from backport.config.model import PatchSet
+from backport.config.patchfiles import Patch, read_patch
+from backport.errors import BackportError
+from backport.git.apply import ApplyResult, abort_series, already_applied, apply_series
 from backport.git.cache import RepoCache
 from backport.git.python_tests import (
     AddedTest,
-    PresentTest,
     added_tests,
     all_present,
     changed_python_tests,
@@ -26,8 +40,9 @@ from backport.git.python_tests import (
     source_problems,
 )
 from backport.git.worktree import Worktree
-from backport.pipeline.propagate import SiblingSeries, try_siblings
-from backport.records import ExistingTest
+from backport.pipeline.journal import Journal
+from backport.records import ExistingTest, SeriesSource
+from backport.states import Status
 
 
 class Verdict(Enum):
@@ -39,6 +54,26 @@ class Verdict(Enum):
     CONFLICT = "conflict"  # neither the own series nor any other offered goes in
     UNUSABLE = "unusable"  # it goes in, but a test file shadows a name or does not compile
     APPLIED = "applied"
+
+
+@dataclass(frozen=True)
+class SiblingSeries:
+    """A series made for another target branch."""
+
+    branch: str
+    kind: str  # "resolution", "variant" or "propagated" (see SeriesSource)
+    patches: tuple[Patch, ...]
+    via: SeriesSource | None = None  # "propagated": the series that sibling took
+
+    @property
+    def source(self) -> SeriesSource:
+        """What the journal records of it."""
+        return SeriesSource(self.branch, self.kind, self.via)
+
+    @property
+    def label(self) -> str:
+        """``the v2.11.0 resolution`` / ``… variant`` / ``the v2.11.0 result, itself from …``."""
+        return self.source.label
 
 
 @dataclass(frozen=True)
@@ -55,31 +90,24 @@ class Decision:
     problems: tuple[str, ...] = ()  # UNUSABLE: each test file problem
 
     @property
-    def said(self) -> str:
+    def present_said(self) -> str:
         """The tests already present, as one phrase."""
         return "; ".join(t.describe() for t in self.present)
-
-
-def existing_tests(found: list[PresentTest]) -> tuple[ExistingTest, ...]:
-    """The journal's form of the tests a target already defines."""
-    return tuple(ExistingTest(path=p.test.path, name=p.test.qualname, line=p.line,
-                              commit=p.commit, subject=p.subject) for p in found)
 
 
 def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Sequence[str], *,
            worktree: Callable[[], Worktree], others: Callable[[], Sequence[SiblingSeries]],
            event: Callable[[str], None] = lambda detail: None) -> Decision:
-    """What applying ``series`` to ``base`` gives.
-
-    ``worktree`` makes the worktree to apply in, on ``base`` (only called when something is
-    to be applied); ``others`` gives the series to try where the own one conflicts (only
-    called then). The files it reads go through the run's memo (``cache.memo``).
-    """
+    """What applying ``series`` to ``base`` gives. ``worktree`` makes the worktree to apply in
+    (called only when something is applied); ``others`` the series to try where the own one
+    conflicts (called only then)."""
     if already_applied(cache, base, series):
         return Decision(Verdict.ALREADY_APPLIED)
     blobs = cache.memo.reader(cache.path)
     added = tuple(added_tests(cache.path, series, blobs))
-    present = existing_tests(present_tests(cache.path, base, list(added), blobs)) if added else ()
+    present = tuple(ExistingTest(path=p.test.path, name=p.test.qualname, line=p.line,
+                                 commit=p.commit, subject=p.subject)
+                    for p in (present_tests(cache.path, base, list(added), blobs) if added else ()))
     if all_present(added, present):
         return Decision(Verdict.ALREADY_PRESENT, added, present)
     wt = worktree()
@@ -98,3 +126,85 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
     if problems:
         return replace(found, verdict=Verdict.UNUSABLE, problems=tuple(problems))
     return found
+
+
+def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
+                    ) -> SiblingSeries | None:
+    """``branch``'s result as the journal records it, when a maintainer's series made it (a
+    hand resolution, or what went in from another branch's series); exported under ``out``."""
+    rec = journal.get(branch)
+    if (rec is None or not rec.commit or not rec.base
+            or rec.status in (Status.PENDING, Status.CONFLICT)):
+        return None
+    if not rec.manual and rec.series_source is None:
+        return None
+    from backport.git.patch_export import export_patch_set  # only where a result is carried
+
+    try:
+        files = [read_patch(file) for file in
+                 export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)]
+    except BackportError:
+        return None
+    if not files:
+        return None
+    if rec.manual:
+        return SiblingSeries(branch, "resolution", tuple(files))
+    return SiblingSeries(branch, "propagated", tuple(files), rec.series_source)
+
+
+def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: str, *,
+                   out: Path | None = None) -> list[SiblingSeries]:
+    """The other targets' series for ``target`` to try, nearest release first: per sibling its
+    hand resolution or its result carried from another (exported under ``out``), then its saved
+    variant; never a result carried from ``target``, nor a sibling's own tool-made result."""
+    found = []
+    for branch in nearest_first(target, patch_set.branches):
+        folder = ((out or journal.run_dir / "resolutions") / target.replace("/", "_")
+                  / branch.replace("/", "_"))
+        recorded = recorded_series(repo, journal, branch, folder)
+        via, passes = recorded.via if recorded else None, False
+        while via is not None and not passes:  # carried from (or through) ``target`` itself
+            passes, via = via.branch == target, via.via
+        if recorded is not None and not passes:
+            found.append(recorded)
+            if recorded.kind == "resolution":
+                continue  # a hand resolution replaces the variant it may have started from
+        if branch in patch_set.variants:
+            found.append(SiblingSeries(branch, "variant", patch_set.variants[branch]))
+    return found
+
+
+def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: Sequence[Patch],
+                 own: ApplyResult, event: Callable[[str], None] = lambda detail: None
+                 ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
+    """The own series conflicted in ``wt``: try ``candidates`` in order as `git am -3` (finished
+    entry by entry on one-member-per-line JSON lists: `git/apply_fallbacks.py`), then each with its context
+    lines ignored where every change has one certain place (`git/apply_fallbacks.py`). Returns the result,
+    the series that applied (or None) and the labels of those that did not; when none applies,
+    the own series' conflict is left in ``wt`` for the user."""
+    from backport.git.apply_fallbacks import (
+        apply_ignoring_context,
+        finish_by_entries,  # only after a conflict
+    )
+
+    tried: list[str] = []
+    for loose in (False, True):
+        for candidate in candidates:
+            abort_series(wt)
+            if loose:
+                attempt = apply_ignoring_context(wt, candidate.patches)
+            else:
+                attempt = finish_by_entries(wt, apply_series(wt, candidate.patches))
+            if attempt.status == "applied":
+                how = " with its context lines ignored" if attempt.loose else ""
+                event(f"applied from {candidate.label}{how}")
+                return attempt, candidate, tried
+            if attempt.status == "conflict":
+                abort_series(wt)
+            if loose:
+                tried.append(candidate.label)
+                event(f"{candidate.label} still conflicts")
+    if not candidates:
+        return own, None, tried
+    abort_series(wt)
+    return apply_series(wt, own_series), None, tried

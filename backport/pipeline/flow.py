@@ -1,23 +1,13 @@
 """A branch's flow, top to bottom: proposed → apply → same_fix → test → push → pr.
 
-`STEPS` is the whole order; every step is a function ``step(run, job)`` (``run``: the
-patch set's `SetRun`) returning True when the branch goes on:
-
-- `proposed_step` (`proposed.py`): for a set made from an upstream PR, stop where another PR
-  already carries it;
-- `apply_step` (`steps.py`): the series on the fetched base (`decide.py`, `propagate.py`);
-- `same_fix_step` (`same_fix.py`): in a batch, stop where a set run before carries the same
-  change into the target and has a PR there (one PR per fix);
-- `test_step` (`steps.py`): the set's tests in the branch's environment;
-- `push_step` (`steps.py`): to the fork, with a lease;
-- `pr_step` (`pr_step.py`): find or create the PR, its body, its decorations.
-
-Each `Step` names its guard (does it run for this record and these options). A branch's
-thread walks the steps before the first that runs `in_turn` (`run_branch`); the set's own
-thread then takes the turns in target order (`take_turns`), each once that branch's last
-step before it ended (`schedule.py`). An error stops its branch only (`guarded`), with one
-redacted sentence in its record. Adding a step (say, lint between test and push) is one
-entry here, its function, its states (`states.py`) and its report.
+`STEPS` is the whole order; each step is ``step(run, job) -> bool`` (True: the branch goes on)
+and names its guard (does it run for this record and these options). A branch's thread walks
+the steps before the first that runs `in_turn` (`run_branch`); the set's own thread then takes
+the turns in target order (`take_turns`), each once that branch's step before ended. A step
+runs when the one before let the branch go on (or it runs `after_stop`, as push, whose guard
+`publishable` alone decides). An error stops its branch only (`guarded`), with one redacted
+sentence in its record. A new step (say, lint between test and push) is one entry here, its
+function, its states and moves (`states.py`) and its report (`report/`).
 """
 
 from __future__ import annotations
@@ -27,12 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from backport.errors import BackportError, ErrorCode, ForkDiverged
-from backport.pipeline.job import BranchJob
 from backport.pipeline.pr_step import pr_step
-from backport.pipeline.proposed import proposed_step
-from backport.pipeline.same_fix import same_fix_step
+from backport.pipeline.proposed import proposed_step, same_fix_step
 from backport.pipeline.session import ApplyOptions
-from backport.pipeline.set_run import SetRun
+from backport.pipeline.set_run import BranchJob, SetRun
 from backport.pipeline.steps import apply_step, push_step, test_step
 from backport.records import BranchRecord
 from backport.redact import redact
@@ -44,12 +32,8 @@ StepFunction = Callable[[SetRun, BranchJob], bool]
 
 @dataclass(frozen=True)
 class Step:
-    """One named step of a branch's flow.
-
-    ``needed``: does it run for this record and these options; ``after_stop``: it runs even
-    when the step before it stopped the branch (its guard alone decides); ``in_turn``: the
-    set's steps of this name run one after another in target order; ``run``: the step.
-    """
+    """One named step: ``needed`` is its guard; ``in_turn``: the set's steps of this name run
+    one after another in target order; ``after_stop``: its guard alone decides."""
 
     name: str
     needed: Guard
@@ -63,15 +47,15 @@ def always(rec: BranchRecord, options: ApplyOptions) -> bool:
 
 
 def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
-    """True for a branch the run pushes (and opens a PR for), or plans to: tested, or failed
-    with --pr-on-failure, in a run whose reach goes past this machine."""
+    """A branch the run pushes (or plans to): tested, or failed with --pr-on-failure, in a run
+    whose effects go past this machine."""
     eligible = rec.status in (Status.TESTED, Status.PUSHED) or (
         rec.status == Status.TEST_FAILED and options.pr_on_failure and rec.commit is not None)
-    return eligible and options.course.pushes
+    return eligible and options.mode.pushes
 
 
 def wants_pr(rec: BranchRecord, options: ApplyOptions) -> bool:
-    return options.course.opens_prs
+    return options.mode.opens_prs
 
 
 STEPS: tuple[Step, ...] = (
@@ -85,8 +69,7 @@ STEPS: tuple[Step, ...] = (
 
 
 def run_branch(run: SetRun, job: BranchJob, steps: tuple[Step, ...] = STEPS) -> None:
-    """The steps of ``job`` before the first that runs in turn (on a worker thread); the
-    schedule hears each one's end."""
+    """``job``'s steps before the first that runs in turn; the schedule hears each one's end."""
     going = True
     try:
         for step in steps:
@@ -99,8 +82,8 @@ def run_branch(run: SetRun, job: BranchJob, steps: tuple[Step, ...] = STEPS) -> 
 
 
 def take_turns(run: SetRun, steps: tuple[Step, ...] = STEPS) -> None:
-    """The steps that run in turn, job by job in target order (on the set's own thread): each
-    job's turn comes once its branch thread ended the step before."""
+    """The steps that run in turn, job by job in target order, each once its branch thread
+    ended the step before."""
     first = next((i for i, step in enumerate(steps) if step.in_turn), len(steps))
     if first == len(steps) or first == 0:
         return
@@ -111,8 +94,7 @@ def take_turns(run: SetRun, steps: tuple[Step, ...] = STEPS) -> None:
 
 
 def take(run: SetRun, job: BranchJob, step: Step, going: bool) -> bool:
-    """Run ``step`` when the branch goes on (or it runs after a stop) and its guard says so;
-    True when the branch goes on after it."""
+    """Run ``step`` where the branch goes on (or it runs after a stop) and its guard says so."""
     if (going or step.after_stop) and step.needed(job.record, run.options):
         return guarded(run, job, step)
     return False

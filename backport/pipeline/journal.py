@@ -1,18 +1,27 @@
-"""The run journal: per patch set, per target branch, the step reached and its results.
+"""The run journal of each patch set, the lock that keeps two runs on it apart, and which
+patch sets and targets a command names.
 
-Stored as JSON at ``.backport/runs/<patch-set>/journal.json``; every update rewrites it whole
-(``jsonfile.write_json``: a kill at any moment leaves the old or the new journal, never a torn one).
+The journal is ``.backport/runs/<patch-set>/journal.json``: per target the step reached and its
+results. Every change is one named transition checked against `states.MOVES` and rewrites the
+file whole (``jsonfile.write_json``: a kill leaves the old or the new journal). Worktrees live
+under ``.backport/worktrees/<patch-set>/<target>``, logs under ``.backport/runs/<set>/logs/``.
 """
 
 from __future__ import annotations
 
+import difflib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from backport.branch_order import newest_first
 from backport.codec import decode, encode
-from backport.errors import BackportError, ErrorCode
+from backport.config.model import PatchSet, Project
+from backport.errors import BackportError, ConfigError, ErrorCode
+from backport.git.cache import file_lock
+from backport.git.worktree import Worktree
 from backport.jsonfile import read_json, write_json
 from backport.records import BranchRecord, upgrade_v1
 from backport.states import may_move
@@ -61,9 +70,8 @@ class Journal:
             return self._branches.get(target)
 
     def change(self, target: str, transition: Transition) -> BranchRecord:
-        """Apply ``transition`` to the record of ``target`` and persist the whole journal
-        atomically; returns the new record. A move `states.MOVES` does not allow raises an
-        internal error naming both states, and the record stays as it was."""
+        """Apply ``transition`` to ``target``'s record and save the journal; a move
+        `states.MOVES` does not allow raises, naming both states, and changes nothing."""
         with self._lock:
             before = self._branches[target]
             rec = transition(before)
@@ -80,11 +88,6 @@ class Journal:
         with self._lock:
             names = targets if targets is not None else list(self._branches)
             return [self._branches[t] for t in names if t in self._branches]
-
-    def drop(self, target: str) -> None:
-        with self._lock:
-            self._branches.pop(target, None)
-            self._save_locked()
 
     def to_json(self) -> dict[str, Any]:
         """The journal file's document."""
@@ -133,3 +136,77 @@ def read_branches(path: Path) -> dict[str, BranchRecord]:
         raise BackportError(
             "config", f"{path}: a branch record of the run journal cannot be read ({exc}); "
             f"move it aside to start over") from exc
+
+
+class ProgressSink(Protocol):
+    """Where a run's progress goes: one event per (row, step, detail)."""
+
+    def event(self, target: str, step: str, detail: str = "") -> None: ...
+
+
+def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
+    """The patch sets a command names (``--api``), or all with ``every``; a named set that did
+    not load (with ``every``, any) fails with its own sentence."""
+    if every:
+        for message in project.broken.values():
+            raise ConfigError(message)
+        if not project.patch_sets:
+            raise BackportError("usage", f"no patch sets found under {project.root / 'patches'}; "
+                                "make one with `backport new NAME --from REV` or "
+                                "`backport new NAME --from-pr N`")
+        return list(project.patch_sets.values())
+    if not names:
+        raise BackportError("usage", "name a patch set with --api NAME (or use --all); "
+                            "`backport list` shows them")
+    chosen = []
+    for name in names:
+        if name in project.broken:
+            raise ConfigError(project.broken[name])
+        if name not in project.patch_sets:
+            known = ", ".join(sorted(project.patch_sets)) or "none"
+            raise BackportError("usage", f"no patch set '{name}' under {project.root / 'patches'} "
+                                f"(known: {known}; `backport list` shows them, `backport new "
+                                f"{name} --from REV` makes it)")
+        chosen.append(project.patch_sets[name])
+    return chosen
+
+
+def select_targets(patch_sets: list[PatchSet], branches: tuple[str, ...]) -> dict[str, list[str]]:
+    """Each patch set's targets, limited to the ``--branch`` values when given."""
+    if branches:
+        known = {t for ps in patch_sets for t in ps.branches}
+        unknown = [b for b in branches if b not in known]
+        if unknown:
+            targets = ", ".join(newest_first(known))
+            names = ", ".join(sorted(ps.name for ps in patch_sets))
+            where = (f"patch set {names} (targets: {targets})" if len(patch_sets) == 1 else
+                     f"any patch set ({names}; targets: {targets})")
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise BackportError("usage", f"branch '{unknown[0]}' is not a target of {where}{hint}")
+    return {ps.name: [t for t in ps.branches if not branches or t in branches]
+            for ps in patch_sets}
+
+
+@contextmanager
+def locked_journals(project: Project, patch_sets: list[PatchSet], progress: ProgressSink,
+                    *, persist: bool = True) -> Iterator[dict[str, Journal]]:
+    """Take every patch set's run lock (waiting for another run), then its journal. Without
+    ``persist`` (a dry run writes nothing in the project) no lock is taken."""
+    with ExitStack() as stack:
+        for ps in sorted(patch_sets, key=lambda p: p.name) if persist else ():
+            def waiting(name: str = ps.name) -> None:
+                progress.event(name, "waiting", "another backport run holds this patch set's "
+                               "lock; waiting for it to finish")
+            stack.enter_context(file_lock(project.state_dir / "runs" / ps.name / "lock",
+                                          on_wait=waiting))
+        yield {ps.name: Journal.load(project.state_dir, ps.name, ps.api, persist=persist)
+               for ps in patch_sets}
+
+
+def recorded_worktree(rec: BranchRecord | None) -> Worktree | None:
+    """The record's worktree, opened, while it is still on disk; None when it keeps none."""
+    if rec is None or not rec.worktree:
+        return None
+    path = Path(rec.worktree)
+    return Worktree.open(path) if path.exists() else None

@@ -1,13 +1,26 @@
-"""The PR step: find or open the fork branch's PR, make its body true, decorate it once, finish.
+"""The PR step, the set as the forge shows it, the refresh of the set's PRs, and the summary
+comment on a source PR.
 
-Each part reads alone: `open_or_update` (the PR and its body), `carried_over` (what the
-journal knew of that PR), `decorate_once` (the best-effort writes: issue link, labels and
-the like, the CI comment) and `finish` (the branch's end state and its worktree). Also the
-refresh of a sibling's PR at the end of a run (`refresh_sibling_pr`).
+The PR step finds or opens the fork branch's PR and makes its body true (`open_or_update`),
+carries over what the journal knew of that PR (`carried_over`), makes the best-effort writes
+once (`decorate_once`: a refusal is a warning, never retried) and ends the branch (`finish`).
+A PR opened but never read back is judged first; one closed or merged is never replaced unless
+``--new-pr``; the set's title is sent only when it changed, so a maintainer's edit survives.
+
+Hosts share results through the forge: each open PR carries its branch's record as one hidden
+JSON line in its evidence (``report/regions.py`` `record_line`; the text above it is never read).
+`read_set` reads a set's open PRs in one list and the fork heads in one ``ls-remote``. A body
+takes a branch from the journal where the journal states the result the PR shows, has a result
+of this run, or of the fork head the PR does not show yet; else from the PR's record (stale
+where the fork head moved since). A PR with no record is rewritten only by a host whose journal
+has the branch. The summary comment on a source PR is one comment found by its marker AND its
+author (the token's user), edited in place; anyone else's is never edited, read or counted.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,32 +28,154 @@ from pathlib import Path
 from backport.config.model import BranchMap, PatchSet, PrOptions
 from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
-from backport.forge import Forge, PullRequest
+from backport.forge import Comment, Forge, PullRequest
 from backport.forge.base import is_refusal
+from backport.git.cache import remote_shas
 from backport.git.worktree import Worktree, cache_branch
-from backport.pipeline.job import BranchJob
-from backport.pipeline.journal import Transition
-from backport.pipeline.recorded_pr import (
-    journal_number,
-    judge_unverified,
-    stop_if_replaced,
-    title_to_send,
-)
-from backport.pipeline.set_run import SetRun
-from backport.pipeline.shared_results import (
-    SetOnForge,
-    body_context,
-    draft_implied,
-    known,
-    read_set,
-    record_for,
-)
+from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import BranchRecord, PrInfo
-from backport.report.body import render_body
+from backport.report.body import BodyContext, render_body
+from backport.report.regions import read_line
 from backport.states import Status
 from backport.titles import backport_title
 
+log = logging.getLogger(__name__)
 
+
+# -- the set as the forge shows it ------------------------------------------------------------
+@dataclass(frozen=True)
+class SetOnForge:
+    """The open PRs of one patch set's fork branches, the records they carry and fork heads."""
+
+    prs: dict[str, PullRequest] = field(default_factory=dict)  # target -> its open PR
+    shared: dict[str, BranchRecord] = field(default_factory=dict)  # target -> its PR's record
+    heads: dict[str, str | None] = field(default_factory=dict)  # target -> fork branch head
+    lines: dict[str, dict] = field(default_factory=dict)  # target -> the JSON of that record
+
+    def with_pr(self, target: str, pr: PullRequest) -> SetOnForge:
+        """This state with ``target``'s PR as just read (its record taken from it)."""
+        shared = {t: r for t, r in self.shared.items() if t != target}
+        lines = {t: r for t, r in self.lines.items() if t != target}
+        read = read_line(pr.body, target=target, fork_branch=pr.head)
+        if read is not None:
+            shared[target], lines[target] = read
+        return dataclasses.replace(self, prs={**self.prs, target: pr}, shared=shared,
+                                   lines=lines)
+
+
+def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -> SetOnForge:
+    """One list of open PRs (``fresh``: listed now; else the forge's kept listing, which its
+    own writes keep current), the record each carries (an item whose listed body holds none is
+    read by itself), one ``ls-remote`` of the fork (best effort)."""
+    by_branch = {ps.fork_branch(bm, target): target for target in ps.branches}
+    prs: dict[str, PullRequest] = {}
+    for pr in forge.list_prs("open", fresh=fresh):
+        target = by_branch.get(pr.head)
+        if (target is None or pr.base != target or pr.state != "open"
+                or pr.head_repo.casefold() != bm.fork.casefold()):
+            continue
+        if target not in prs or pr.number < prs[target].number:
+            prs[target] = pr
+    for target, pr in prs.items():
+        if read_line(pr.body, target=target, fork_branch=pr.head) is None:
+            prs[target] = forge.get_pr(pr.number)
+    heads: dict[str, str | None] = {}
+    if prs:
+        branches = {ps.fork_branch(bm, target): target for target in prs}
+        try:
+            found = remote_shas(bm.fork_url, list(branches),
+                                env=forge.push_credentials(bm.fork_url))
+            heads = {branches[branch]: sha for branch, sha in found.items()}
+        except BackportError:
+            pass  # the evidence's own head stands
+    state = SetOnForge(heads=heads)
+    for target, pr in prs.items():
+        state = state.with_pr(target, pr)
+    return state
+
+
+def _journal_states_it(rec: BranchRecord, shown: BranchRecord, head: str | None) -> bool:
+    """True when the journal states the result the PR shows, or a result of the fork
+    branch's head that the PR does not show yet."""
+    if rec.test is None:
+        return False
+    tested = rec.test.commit or rec.pushed_sha or rec.commit  # a skipped test: the commit pushed
+    test = shown.test  # the PR shows the result of its tested commit, else of its head
+    shown_tested = (test.commit if test and not test.skipped and test.commit else None) or shown.head
+    if tested == shown_tested and (rec.fork_sha or rec.pushed_sha) == shown.head:
+        return True
+    return head is not None and tested == head and shown_tested != head
+
+
+def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | None = None,
+                 ran: frozenset[str] = frozenset()) -> tuple[list[BranchRecord], frozenset[str]]:
+    """The records a body renders and the branches whose record was read from their PR:
+    ``own`` and each of ``ran`` with a result of this run from the journal, the others as
+    `_journal_states_it` says."""
+    chosen: list[BranchRecord] = []
+    read_back: set[str] = set()
+    journaled = {rec.target for rec in records}
+    never_run_here = [BranchRecord(target, pr.head) for target, pr in state.prs.items()
+                      if target not in journaled]
+    for rec in [*records, *never_run_here]:
+        pr = state.prs.get(rec.target)
+        shown = state.shared.get(rec.target)
+        head = state.heads.get(rec.target)
+        if (rec.target == own or shown is None or (rec.target in ran and rec.test)
+                or _journal_states_it(rec, shown, head)):
+            if pr is not None and rec.pr is None:
+                rec = rec.with_pr(PrInfo(number=pr.number, url=pr.url))
+            if rec.target != own and head and head != (rec.fork_sha or rec.pushed_sha) \
+                    and rec.pushed_sha:
+                rec = rec.fork_moved(head)
+            chosen.append(rec)
+            continue
+        assert pr is not None
+        read = shown.read_from_pr(pr.number, pr.url)
+        if head and head != shown.head:
+            read = read.fork_moved(head)  # moved since the record was written
+        chosen.append(read)
+        read_back.add(rec.target)
+    return chosen, frozenset(read_back)
+
+
+def body_context(ps: PatchSet, bm: BranchMap, records: list[BranchRecord], target: str,
+                 docs: Sequence[DocsEntry] | None, state: SetOnForge | None, *,
+                 own_from_journal: bool, ran: frozenset[str] = frozenset()) -> BodyContext:
+    """The context of ``target``'s body, every branch as the forge shows it (``target``'s
+    own record from the journal with ``own_from_journal``: the run just made its result)."""
+    if state is None:
+        return BodyContext(branch_map=bm, patch_set=ps, branches=records, target=target,
+                           docs=docs)
+    branches, read_back = body_records(records, state, own=target if own_from_journal else None,
+                                       ran=ran)
+    return BodyContext(branch_map=bm, patch_set=ps, branches=branches, target=target, docs=docs,
+                       kept=state.lines.get(target) if target in read_back else None)
+
+
+def record_for(records: list[BranchRecord], state: SetOnForge, target: str,
+               ran: frozenset[str] = frozenset()) -> BranchRecord | None:
+    """The record ``target``'s own PR is rendered from when a run refreshes it."""
+    chosen, _ = body_records(records, state, ran=ran)
+    return next((rec for rec in chosen if rec.target == target), None)
+
+
+def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
+    """A branch's PR is a draft when its test failed, its result does not validate the change
+    (``not_in_build``), or the patch set asks."""
+    failed = rec is not None and rec.test is not None and rec.test.ok is False
+    unproven = rec is not None and rec.test is not None and rec.test.not_in_build
+    return failed or unproven or ps.pr.draft
+
+
+def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:
+    """The set as the forge shows it, with no journal (`status --from-forge`)."""
+    state = read_set(forge, ps, bm)
+    chosen, _ = body_records([], state)
+    return state, {rec.target: rec for rec in chosen}
+
+
+# -- the PR step -------------------------------------------------------------------------------
 @dataclass
 class PrWrites:
     """What the PR step did to the PR so far: the PR, whether it was created, the warnings."""
@@ -51,39 +186,35 @@ class PrWrites:
 
 
 def pr_step(run: SetRun, job: BranchJob) -> bool:
-    """Find or create the PR for this fork branch, refresh its body, link the issue.
+    """Find or open the fork branch's PR, make its body true, decorate it once, finish.
 
-    An open PR of the fork branch is found again, never duplicated; it is decorated once, and
-    commented again only when its branch was pushed since (``comment_on_push``). Where the
-    run is partial (some branches of the set run elsewhere) the other branches' results are
-    read from their own PRs first. The issue link, decorations and comment are
-    best-effort: a refusal is a warning, recorded and not retried. A branch whose wrong PR
-    backport closed once gets no second PR; nor does one whose recorded PR was closed or
-    merged, unless ``--new-pr``. A PR opened but never read back is judged first.
+    An open PR of the fork branch is found again, never duplicated, and commented again only
+    when its branch was pushed since (``comment_on_push``). Where the run is partial the other
+    branches' results are read from their own PRs first. A branch whose wrong PR backport
+    closed once gets no second PR.
     """
     forge, bm = run.session.forge.client(), run.branch_map
-    docs = run.session.docs(job.patch_set.api)
     judge_unverified(job, forge)
     rec = job.record
-    writes = open_or_update(job, forge, docs, bm, list(job.patch_set.branches),
-                            read_siblings=run.partial, new_pr=run.options.new_pr)
+    writes = open_or_update(job, forge, run.session.docs(job.patch_set.api), bm,
+                            list(job.patch_set.branches), read_siblings=run.partial,
+                            new_pr=run.options.new_pr)
     info = carried_over(rec, writes, pr_title(job, bm))
     job.change(lambda r: r.with_pr(info))
     kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issues)]
-            if rec.pr is not None and rec.pr.number == info.number and not writes.created else [])
-    if not info.decorated:
-        kept = []  # a first decoration says afresh what the forge refused
+            if rec.pr is not None and rec.pr.number == info.number and not writes.created
+            and info.decorated else [])  # a first decoration says afresh what was refused
     info = decorate_once(job, forge, info, writes.warnings)
     writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
-    finish(job, forge, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
+    finish(job, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
     return True
 
 
 def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None,
                    bm: BranchMap, all_targets: list[str], *, read_siblings: bool,
                    new_pr: bool = False) -> PrWrites:
-    """The fork branch's open PR with a current body, draft state and title (the set's title
-    only when it changed since the last run); created when there is none."""
+    """The fork branch's open PR with a current body, draft state and title; created when
+    there is none."""
     ps, rec = job.patch_set, job.record
     draft = draft_implied(rec, ps)  # from this run's result: a passing re-run clears the draft
     state = read_set(forge, ps, bm) if read_siblings else None
@@ -94,29 +225,23 @@ def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | Non
     if pr is None:
         writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft, new_pr),
                           created=True)
-        writes.warnings.extend(_not_taken(writes.pr))
-        return writes
-    writes = PrWrites(pr, created=False)
-    body = render_body(ctx, existing=pr.body)
-    title = title_to_send(job, pr, pr_title(job, bm))
-    if body != pr.body or pr.title != title or pr.draft != draft:
+    else:
+        writes = PrWrites(pr, created=False)
+        body = render_body(ctx, existing=pr.body)
+        title = title_to_send(job, pr, pr_title(job, bm))
+        if body == pr.body and pr.title == title and pr.draft == draft:
+            return writes
         writes.pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
                                     close_related_issue=ps.pr.close_related_issue)
-        writes.warnings.extend(_not_taken(writes.pr))
+    if writes.pr.not_taken:
+        writes.warnings.append(f"PR !{writes.pr.number} did not take the new "
+                               f"{', '.join(writes.pr.not_taken)} (sent as JSON and as a form); "
+                               f"check it on {writes.pr.url}")
     return writes
 
 
-def _not_taken(pr: PullRequest) -> list[str]:
-    """A warning naming the fields the forge did not take (sent as JSON and as a form)."""
-    if not pr.not_taken:
-        return []
-    return [f"PR !{pr.number} did not take the new {', '.join(pr.not_taken)} (sent as JSON "
-            f"and as a form); check it on {pr.url}"]
-
-
 def pr_title(job: BranchJob, bm: BranchMap) -> str:
-    """The title of the branch's PR: the set's, without the source PR's branch tags, with the
-    target's ``title_tag`` where the map gives one (``titles.backport_title``)."""
+    """The set's title without the source PR's branch tags, with the target's ``title_tag``."""
     ps, target = job.patch_set, bm.targets.get(job.target)
     return backport_title(ps.title, source=ps.source.base if ps.source else None,
                           target=job.target, tag=target.title_tag if target else None)
@@ -124,9 +249,8 @@ def pr_title(job: BranchJob, bm: BranchMap) -> str:
 
 def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
             new_pr: bool) -> PullRequest:
-    """Open the PR (not where the recorded one was closed or merged, unless ``new_pr``); its
-    number is journaled as soon as the forge answers it, and a PR the forge opened wrong (and
-    backport closed) is journaled too."""
+    """Open the PR; its number is journaled as soon as the forge answers it, and a PR the
+    forge opened wrong (and backport closed) is journaled too."""
     ps, rec = job.patch_set, job.record
     if rec.closed_prs:
         raise BackportError(
@@ -135,23 +259,25 @@ def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
                      "branch, and opens no second one: open the PR from the fork branch by "
                      "hand, then run again to fill it in.")
     stop_if_replaced(job, forge, new_pr=new_pr)
+
+    def journal_number(number: int) -> None:
+        job.change(lambda r: r.with_pr(PrInfo.opened(number)))  # unverified until read back
+
     try:
-        pr = forge.create_pr(job.fork_branch, job.target, title, body, draft=draft,
-                             head_sha=rec.pushed_sha,
-                             close_related_issue=ps.pr.close_related_issue,
-                             on_number=journal_number(job))
+        return forge.create_pr(job.fork_branch, job.target, title, body, draft=draft,
+                               head_sha=rec.pushed_sha,
+                               close_related_issue=ps.pr.close_related_issue,
+                               on_number=journal_number)
     except BackportError as exc:
         if exc.details.get("closed") is True:
             closed = int(exc.details["number"])
             job.change(lambda r: r.pr_closed(closed))
         raise
-    return pr
 
 
 def carried_over(rec: BranchRecord, writes: PrWrites, set_title: str) -> PrInfo:
     """The PR's journal entry: what the journal knew of this same PR (link, decorations,
-    comment, refusals) carries over; a new or other PR starts afresh. ``set_title``: the
-    set's title this run (a later change of it is sent to the PR)."""
+    comment, refusals) carries over; a new or other PR starts afresh."""
     pr = writes.pr
     previous = rec.pr if rec.pr and not writes.created and rec.pr.number == pr.number else None
     return PrInfo(number=pr.number, url=pr.url,
@@ -162,48 +288,41 @@ def carried_over(rec: BranchRecord, writes: PrWrites, set_title: str) -> PrInfo:
 
 
 def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str]) -> PrInfo:
-    """The best-effort writes, each journaled at once: link the issue, add labels, assignees,
-    reviewers and testers, post the CI comment. A refusal is added to ``warnings`` and never
-    retried; the comment is journaled before it is posted, so a run killed right after the
-    post does not post it again."""
-    ps, opts, number = job.patch_set, job.patch_set.pr, info.number
+    """The best-effort writes, each journaled at once: the issue link, labels, assignees,
+    reviewers and testers, the CI comment (journaled before it is posted, so a run killed
+    right after does not post it again). A refusal goes to ``warnings``, never retried."""
+    opts, number = job.patch_set.pr, info.number
     if not info.linked and "link" not in info.refused:
-        failed, refusal = _link(forge, number, ps.issues)
+        failed, refusal = _link(forge, number, job.patch_set.issues)
         warnings.extend([failed] if failed else [])
-        if failed is None:
-            info = info.link_made()
-        elif refusal:
-            info = info.refusing("link")
-        job.change(_with_pr(info))
+        info = info.link_made() if failed is None else info.refusing("link") if refusal else info
+        job.change(lambda r: r.with_pr(info))
     pushed = job.record.pushed_sha
-    comment = False
     if not info.decorated:
         warnings.extend(_decorate(forge, number, opts))
         info = info.decorations_made()  # best-effort: never retried
         comment = bool(opts.comment)
-    elif (opts.comment and opts.comment_on_push and pushed
-          and info.commented_sha != pushed and "comment" not in info.refused):
-        comment = True  # the branch of this open PR was force-pushed since the comment
+    else:  # the branch of this open PR was force-pushed since the comment
+        comment = bool(opts.comment and opts.comment_on_push and pushed
+                       and info.commented_sha != pushed and "comment" not in info.refused)
     if not comment:
         return info
     before, info = info, info.commented(pushed)
-    job.change(_with_pr(info))
-    refused = _comment(forge, number, opts.comment)
-    if refused:
-        warnings.append(refused)
+    job.change(lambda r: r.with_pr(info))
+    try:
+        forge.add_comment(number, opts.comment or "")
+    except BackportError as exc:
+        warnings.append(f"comment {opts.comment!r} not posted on PR !{number} (not tried "
+                        f"again): {exc.message}")
         info = before.refusing("comment")
-        job.change(_with_pr(info))
+        job.change(lambda r: r.with_pr(info))
     return info
 
 
-def _with_pr(info: PrInfo) -> Transition:
-    return lambda r: r.with_pr(info)
-
-
-def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
-           kept: list[str], cache: Path, state_dir: Path) -> None:
+def finish(job: BranchJob, writes: PrWrites, info: PrInfo, kept: list[str], cache: Path,
+           state_dir: Path) -> None:
     """The branch's end state (done, planned, or a failed test shown by a draft), the
-    warnings said once, and the worktree of a finished branch removed (from ``cache``)."""
+    warnings said once; a finished branch's worktree is removed unread (its tests ran there)."""
     rec = job.record
     if writes.pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
         final, message = Status.PLANNED, "dry run: no PR written"
@@ -217,7 +336,10 @@ def finish(job: BranchJob, forge: Forge, writes: PrWrites, info: PrInfo,
     for warning in writes.warnings:
         job.event("warning", warning)
     if final == Status.DONE:
-        _drop_worktree(job, cache, state_dir)
+        if job.record.worktree:
+            Worktree.discard(cache, Path(job.record.worktree),
+                             cache_branch(state_dir, job.fork_branch))
+        job.change(BranchRecord.worktree_removed)
     job.event("done" if final == Status.DONE else final.value, writes.pr.url)
 
 
@@ -226,9 +348,8 @@ def _issues_said(issues: tuple[int, ...]) -> str:
 
 
 def _link(forge: Forge, number: int, issues: tuple[int, ...]) -> tuple[str | None, bool]:
-    """Link the patch set's issues (none: nothing to do); a failure is returned as a warning
-    (the PR stays open) and whether it was a refusal (403/404: not tried again; anything
-    else: the next run tries)."""
+    """Link the set's issues; a failure is returned as a warning and whether it was a refusal
+    (403/404: not tried again; anything else: the next run tries)."""
     try:
         forge.link_issues(number, issues)
     except BackportError as exc:
@@ -249,8 +370,7 @@ def _said_again(warning: str, info: PrInfo, issues: tuple[int, ...]) -> bool:
 
 
 def _closed_issues(forge: Forge, issues: tuple[int, ...], pr: PullRequest) -> list[str]:
-    """A warning for each of the set's issues closed while this PR is open (a sibling's merge
-    may have closed it for all of them)."""
+    """A warning for each of the set's issues closed while this PR is open."""
     if pr.state != "open":
         return []
     return [f"issue #{issue} is closed while PR !{pr.number} is open; reopen it if the "
@@ -273,56 +393,31 @@ def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
     return warnings
 
 
-def _comment(forge: Forge, number: int, comment: str | None) -> str | None:
-    """Post the configured comment (e.g. the CI trigger); a refusal is returned as a warning."""
-    try:
-        forge.add_comment(number, comment or "")
-    except BackportError as exc:
-        return (f"comment {comment!r} not posted on PR !{number} (not tried again): "
-                f"{exc.message}")
-    return None
-
-
-def _drop_worktree(job: BranchJob, cache: Path, state_dir: Path) -> None:
-    """A finished branch needs its worktree no more: the commit is on the fork and recorded.
-    Removed without reading it (its tests ran there): its folder, its registration in the
-    ``cache`` repository, its branch there."""
-    if job.record.worktree:
-        Worktree.discard(cache, Path(job.record.worktree),
-                         cache_branch(state_dir, job.fork_branch))
-    job.change(BranchRecord.worktree_removed)
-
-
 def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
                        all_targets: list[str], state: SetOnForge,
                        ran: frozenset[str] = frozenset()) -> bool:
-    """Bring a branch's open PR (as ``state`` read it) up to date with what is true now.
+    """Bring a branch's open PR (as ``state`` listed it) up to date; True when it was updated.
 
-    Every branch with a PR is refreshed, whatever its status or wherever it ran: the other
-    branches' results and PRs change, and a fork branch moved by someone else makes this PR's
-    own evidence stale. Nothing is written when neither the generated regions nor the draft
-    state would change; what is written goes over the PR as it is now (`Forge.current_pr`: read
-    again unless the listing just read shows it unchanged since this client read or wrote it),
-    so text a maintainer added is kept. Returns True when the PR was updated. The title keeps
-    its wording and its draft marker: draft is sent only where the branch's result changes it
-    (a failing test stays draft).
-    ``ran``: the branches this run worked on (their results of this run come first).
+    Every branch with a PR is refreshed, whatever its status or wherever it ran. Nothing is
+    written when neither the generated regions nor the draft state would change; what is
+    written goes over the PR as it is now (`Forge.current_pr`: read again unless the listing
+    shows it unchanged since this client read or wrote it), keeping a maintainer's text and
+    the title with its draft marker; draft is sent only where the result changes it. ``ran``:
+    the branches this run worked on (their results of this run come first).
     """
-    ps = job.patch_set
     listed = state.prs.get(job.target)
-    if listed is None:
-        return False
     records = job.journal.records(all_targets)
-    if not known(records, state, job.target) or not _out_of_date(listed, ps, bm, records,
-                                                                 job.target, docs, state, ran):
+    # rendered from facts alone: the PR carries a record, or the journal has the branch
+    if listed is None or (job.target not in state.shared
+                          and not any(rec.target == job.target for rec in records)):
+        return False
+    if _wanted(job, listed, bm, records, docs, state, ran) == (listed.body, listed.draft):
         return False
     pr = forge.current_pr(listed.number)
     if pr.state != "open":
         return False
     state = state.with_pr(job.target, pr)
-    ctx = body_context(ps, bm, records, job.target, docs, state, own_from_journal=False, ran=ran)
-    body = render_body(ctx, existing=pr.body)
-    draft = draft_implied(record_for(records, state, job.target, ran), ps)
+    body, draft = _wanted(job, pr, bm, records, docs, state, ran)
     if body == pr.body and pr.draft == draft:
         return False
     # draft only where it changes: a draft sent is read back unless the answer shows it
@@ -332,10 +427,95 @@ def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] |
     return True
 
 
-def _out_of_date(pr: PullRequest, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
-                 target: str, docs: Sequence[DocsEntry] | None, state: SetOnForge,
-                 ran: frozenset[str]) -> bool:
-    """True when the PR as listed differs from what it should show (body regions or draft)."""
+def _wanted(job: BranchJob, pr: PullRequest, bm: BranchMap, records: list[BranchRecord],
+            docs: Sequence[DocsEntry] | None, state: SetOnForge,
+            ran: frozenset[str]) -> tuple[str, bool]:
+    """The body and draft state a sibling's PR should have, over its body as ``pr`` shows it."""
+    ps, target = job.patch_set, job.target
     ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)
-    return (render_body(ctx, existing=pr.body) != pr.body
-            or pr.draft != draft_implied(record_for(records, state, target, ran), ps))
+    return (render_body(ctx, existing=pr.body),
+            draft_implied(record_for(records, state, target, ran), ps))
+
+
+def judge_unverified(job: BranchJob, forge: Forge) -> None:
+    """A PR an earlier run opened but never read back: judged now, before anything else
+    (kept, or closed when it came from the wrong source)."""
+    recorded = job.record.pr
+    if recorded is None or not recorded.unverified:
+        return
+    try:
+        pr = forge.verify_pr(recorded.number, job.fork_branch, job.target,
+                             head_sha=job.record.pushed_sha)
+    except BackportError as exc:
+        if exc.details.get("closed") is True:
+            job.change(lambda r: r.pr_closed(recorded.number))
+        raise
+    job.change(lambda r: r.with_pr(recorded.judged(pr.url)))
+
+
+def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
+    """Before a create: where the recorded PR was closed or merged, stop the branch with one
+    sentence, unless ``new_pr`` asks for another PR."""
+    recorded = job.record.pr
+    if recorded is None or new_pr:
+        return
+    try:
+        pr = forge.get_pr(recorded.number)
+    except BackportError as exc:
+        if exc.details.get("not_found"):
+            return  # gone from the forge: nothing to keep
+        raise
+    if pr.state in ("closed", "merged"):
+        raise BackportError(
+            "forge", f"PR !{pr.number} of {job.fork_branch} ({pr.url}) was {pr.state} on the "
+                     "forge, so backport opens no other PR for this branch; run apply with "
+                     "--new-pr to open a new one.",
+            details={"number": pr.number, "url": pr.url, "state": pr.state})
+
+
+def title_to_send(job: BranchJob, pr: PullRequest, set_title: str) -> str:
+    """The set's title when it changed since the last run; else the PR's own title."""
+    recorded = job.record.pr
+    last = recorded.title if recorded is not None and recorded.number == pr.number else None
+    return set_title if last is not None and last != set_title else pr.title
+
+
+# -- the summary comment on the source PR -----------------------------------------------------
+def write_source_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
+                         ran: frozenset[str]) -> str | None:
+    """Post or edit the one summary comment of ours on ``ps``'s source PR (see the module
+    docstring); a warning when the forge refused, else None."""
+    from backport.report.summary import MARKER, render_summary  # a real run's alone
+
+    if ps.source is None:
+        return None
+    number = ps.source.number
+    try:
+        # a whole-set run's own writes keep the forge's listing current (as for the refresh)
+        state = read_set(forge, ps, bm, fresh=bool(set(ps.branches) - ran))
+        chosen, _ = body_records(records, state, ran=ran)
+        me = forge.current_user()
+        found = _ours_marked(forge, number, MARKER, me)
+        posted = None
+        if not found:
+            posted = forge.post_comment(number, render_summary(ps, bm, chosen, None))
+            found = _ours_marked(forge, number, MARKER, me) or [posted]
+        oldest = found[0]
+        if posted is None or oldest.id != posted.id:  # none posted, or another runner's too
+            body = render_summary(ps, bm, chosen, oldest.body)
+            if oldest.body.strip() != body.strip():
+                forge.edit_comment(number, oldest.id, body)
+            if posted is not None:
+                forge.delete_comment(number, posted.id)
+    except BackportError as exc:
+        text = (f"summary comment on the source PR !{number} not written "
+                f"(the backports are not affected): {exc.message.rstrip('.')}")
+        log.warning("%s", text)
+        return text
+    return None
+
+
+def _ours_marked(forge: Forge, number: int, marker: str, me: str) -> list[Comment]:
+    """Our comments holding ``marker``, oldest first."""
+    return [c for c in forge.list_comments(number)
+            if marker in c.body and c.author.casefold() == me.casefold()]

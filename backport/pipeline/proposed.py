@@ -1,18 +1,16 @@
-"""Already proposed elsewhere: before a set made from upstream PR N does any work on a target,
-look for an open or merged PR into that target that already carries PR N there.
+"""Already proposed elsewhere: the steps that stop a branch of a set made from upstream PR N
+where another PR already carries N into the target.
 
-`carries` is the one rule of how a PR carries PR N (a pure function of its head branch, title and
-body), and `commit_carries` the same rule for a commit (the audit's): only the forms the sync
-bot, GitCode's cherry-pick or this tool write, where they write them; a mention ("cf. !N", "参考
-!N", a quoted description) carries nothing, since anyone can write one. `counts`
-decides whether a PR that names N may stop the branch: a bot's branch in the upstream itself
-(the sync bot's, GitCode's cherry-pick: only writers make branches there), a PR by a user with
-write permission on the upstream (asked once per login for the run, only for PRs that name N),
-or a PR whose own commits carry the change (`patch-id`). Anyone else's PR never blocks: it is
-only said in the branch's progress. `proposed_step` asks the forge for the PRs opened after PR N
-into the target and stops the branch as `already-proposed` on the first PR that counts (merged
-ones first, then the oldest). The set's own PRs (its fork branch on the fork) never count: they
-are found and refreshed by the PR step as always.
+`carries` is the one rule of how a PR carries PR N (a pure function of its head branch, title
+and body), `commit_carries` the same for a commit (the audit's): only the forms the sync bot,
+GitCode's cherry-pick or this tool write, where they write them; a mention ("cf. !N", "参考
+!N") carries nothing. `counts` decides whether such a PR may stop the branch: a bot's branch in
+the upstream itself (only writers make branches there), a PR by a user with write permission
+(asked once per login a run), or a PR whose own commits carry the change (``patch-id``).
+Anyone else's PR never blocks; it is said in the branch's progress. The set's own PRs never
+count. `proposed_step` runs before apply; `same_fix_step` after it: in a batch (``apply
+--from-pr A --from-pr B``), a branch whose whole change (``patch-id --stable`` from base to
+commit) is that of a set run before it, which has a PR there, is already proposed by it.
 """
 
 from __future__ import annotations
@@ -22,16 +20,15 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from backport.config.model import BranchMap
-from backport.forge import Forge, PullRequest
-from backport.git.cache import RepoCache
-from backport.git.source_pr import carries_change, own_message, squash_head, squash_number
+from backport.forge import PullRequest
+from backport.git.apply import patch_ids
+from backport.git.run import git
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
-from backport.pipeline.job import BranchJob
-from backport.pipeline.set_run import SetRun
-from backport.pipeline.writers import Writers
-from backport.records import ProposedPr
+from backport.pipeline.set_run import BranchJob, SetRun
+from backport.records import BranchRecord, ProposedPr
 from backport.report.wording import SOURCE
+from backport.states import Status
 
 # The forms a PR or commit carries a source PR by, and how the terminal says them (the PR
 # body's Chinese: report/wording.py). ``BODY`` (a description naming the PR) is no carrier
@@ -90,11 +87,9 @@ def _ours_said(pairs: Iterable[tuple[str, str]], upstream: str) -> dict[int, str
 
 
 def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | None:
-    """How ``pr`` carries PR ``number`` of ``upstream`` into ``target`` (``SYNC``,
-    ``CHERRY_PICK``, ``BACKPORT``), or None when it does not. Only an open or merged PR into
-    ``target`` counts, and only by a form its writer puts where it writes it: the sync bot's
-    title prefix or branch, GitCode's cherry-pick branch, the source line of this tool's
-    evidence; a description that mentions ``!N`` carries nothing."""
+    """How an open or merged ``pr`` into ``target`` carries PR ``number`` of ``upstream``
+    (``SYNC``, ``CHERRY_PICK``, ``BACKPORT``: the sync bot's title prefix or branch, GitCode's
+    cherry-pick branch, this tool's evidence line), or None."""
     if pr.base != target or pr.state not in ("open", "merged"):
         return None
     forms = {**_ours_said(_SOURCE_LINE.findall(pr.body), upstream), **head_carries(pr.head, target),
@@ -103,11 +98,15 @@ def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | N
 
 
 def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
-    """The PRs a commit on ``branch`` carries, other than its own (the PR its GitCode squash
-    message is): the sync bot's title prefix on its subject, the head branch of its own squash
-    line (a bot's form), this tool's trailer as the last paragraph of the message its author
-    wrote. A mention anywhere else (a description quoted in the squash message, "see also
-    !N", "参考 !N") carries nothing."""
+    """The PRs a commit on ``branch`` carries, other than its own (its GitCode squash line's):
+    the sync bot's title prefix on its subject, the head branch of its own squash line, this
+    tool's trailer as the last paragraph of its author's message."""
+    from backport.git.source_pr import (
+        own_message,  # the audit's alone
+        squash_head,
+        squash_number,
+    )
+
     own = squash_number(message)
     head = squash_head(message, own) if own is not None else ""
     words = own_message(message)
@@ -130,16 +129,14 @@ SAME_CHANGE = "its commits carry the change"
 
 
 def bot_branch(pr: PullRequest, kind: str, upstream: str) -> bool:
-    """The pure part of the trust rule: a bot's form (the sync bot's, GitCode's cherry-pick)
-    on a branch of the upstream repository itself, which only its writers can make."""
+    """A bot's form on a branch of the upstream itself, which only its writers can make."""
     return kind in (SYNC, CHERRY_PICK) and _same_repo(pr.head_repo, upstream)
 
 
 def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[str], bool],
            has_change: Callable[[], bool]) -> str | None:
-    """Why ``pr``, which names the source as ``kind``, may stop the branch (one of
-    ``BOT_BRANCH``, ``WRITER``, ``SAME_CHANGE``), or None when it may not. The checks run in
-    order of cost and stop at the first that holds: no request, one per login, a git fetch."""
+    """Why ``pr``, which names the source as ``kind``, may stop the branch, or None. The
+    checks run in order of cost: no request, one per login, a git fetch."""
     if bot_branch(pr, kind, upstream):
         return BOT_BRANCH
     if can_write(pr.author):
@@ -149,16 +146,19 @@ def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[st
     return None
 
 
-def _first_counting(job: BranchJob, found: list[tuple[PullRequest, str]], forge: Forge,
-                    bm: BranchMap, writers: Writers, cache: RepoCache,
+def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, str]],
                     number: int) -> tuple[PullRequest, str, str] | None:
     """The first PR of ``found`` (merged ones first, then the oldest) that counts, with its
     kind and why; each one passed over is said in the branch's progress, by number only."""
+    from backport.git.source_pr import carries_change  # only where a PR names the source
+
+    forge, session = run.session.forge.client(), run.session
     patches = [patch.data for patch in job.patch_set.patches]
     for pr, kind in sorted(found, key=lambda f: (f[0].state != "merged", f[0].number)):
-        why = counts(pr, kind, upstream=bm.upstream,
-                     can_write=lambda login: writers.can_write(forge, login),
-                     has_change=partial(carries_change, cache, pr.number, job.target, patches))
+        why = counts(pr, kind, upstream=run.branch_map.upstream,
+                     can_write=lambda login: session.permissions.can_write(forge, login),
+                     has_change=partial(carries_change, session.cache, pr.number, job.target,
+                                        patches))
         if why is not None:
             return pr, kind, why
         job.event("proposed", f"PR !{pr.number} names !{number} but does not count: its author "
@@ -168,22 +168,20 @@ def _first_counting(job: BranchJob, found: list[tuple[PullRequest, str]], forge:
 
 
 def proposed_step(run: SetRun, job: BranchJob) -> bool:
-    """For a set made from a PR: stop the branch as already proposed when another open or
-    merged PR into its target carries that PR and counts (a merged one first, then the
-    oldest); False then. A set not made from a PR, a branch whose own PR is open, and a run
-    that opens no PRs go on."""
+    """For a set made from a PR: stop the branch as already proposed (False) when another open
+    or merged PR into its target carries that PR and counts. A branch whose own PR is open,
+    and a run that opens no PRs, go on."""
     source = job.patch_set.source
-    if source is None or not run.options.course.opens_prs:
+    if source is None or not run.options.mode.opens_prs:
         return True
     forge, bm = run.session.forge.client(), run.branch_map
-    writers, cache = run.session.writers, run.session.cache
     job.event("proposed", f"looking for PRs into {job.target} that carry !{source.number}")
     later = forge.later_prs(source.number, job.target)
     if any(_ours(pr, job, bm) and pr.state == "open" for pr in later):
         return True
     found = [(pr, kind) for pr in later if not _ours(pr, job, bm)
              and (kind := carries(pr, source.number, bm.upstream, job.target)) is not None]
-    first = _first_counting(job, found, forge, bm, writers, cache, source.number)
+    first = _first_counting(run, job, found, source.number)
     if first is None:
         return True
     pr, kind, why = first
@@ -192,4 +190,48 @@ def proposed_step(run: SetRun, job: BranchJob) -> bool:
     message = (f"already proposed in PR !{pr.number} ({pr.state}, {KIND_EN[kind]}; {why}): "
                f"{pr.url}; it carries !{source.number} into {job.target}, so no PR is opened")
     job.stop(lambda r: r.already_proposed(proposed, message))
+    return False
+
+
+# -- one PR per fix in a batch ----------------------------------------------------------------
+def _change(run: SetRun, rec: BranchRecord) -> set[str]:
+    """The patch-id of ``rec``'s whole change on its base (empty when there is none)."""
+    if not rec.base or not rec.commit or rec.base == rec.commit:
+        return set()
+    cache = run.session.cache
+    out = git(["diff", "--no-color", "--no-ext-diff", rec.base, rec.commit, "--"],
+              cwd=cache.path, env=cache.env, check=False)
+    if not out.ok or not out.raw.strip():
+        return set()
+    return patch_ids(cache.path, out.raw, cache.env, memo=cache.memo)
+
+
+def _carrier(earlier: BranchRecord) -> ProposedPr | None:
+    """The PR an earlier set's branch stands for: its own, or the one it found carrying it."""
+    if earlier.status == Status.ALREADY_PROPOSED and earlier.proposed is not None:
+        return earlier.proposed
+    if earlier.pr is not None:
+        return ProposedPr(number=earlier.pr.number, url=earlier.pr.url, state="open",
+                          kind=BACKPORT, title=earlier.pr.title or "")
+    return None
+
+
+def same_fix_step(run: SetRun, job: BranchJob) -> bool:
+    """Stop the branch (False) where a set run before it in this batch carries the same change
+    into its target and has a PR there."""
+    if not run.earlier or job.patch_set.source is None or not run.options.mode.opens_prs:
+        return True
+    mine = _change(run, job.record)
+    if not mine:
+        return True
+    found = next(((other, pr) for other in run.earlier if other.patch_set.source is not None
+                  and job.target in other.targets
+                  and (pr := _carrier(theirs := other.job_for(job.target).record)) is not None
+                  and _change(run, theirs) == mine), None)
+    if found is None:
+        return True
+    other, pr = found
+    message = (f"already proposed in PR !{pr.number} ({pr.url}) of {other.patch_set.name} in "
+               f"this run: it carries the same change into {job.target}, so no PR is opened")
+    job.stop(lambda r: r.already_proposed(pr, message))
     return False

@@ -1,4 +1,11 @@
-"""`continue` after a conflict was resolved by hand, and `abort`."""
+"""`continue` after a conflict was resolved by hand, and `abort`.
+
+`continue` concludes `git am` in the branch's kept worktree once the resolution leaves every
+test file compiling, then names the other branches the resolution may serve (those conflicted,
+whose conflict is untouched, or not applied yet), which `apply` runs next (`decide.py` tries the
+resolution there). `abort` stops `git am`, removes worktrees and resets the records; the fork
+branch and the PR are left alone.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +24,13 @@ from backport.git.apply import (
 from backport.git.patch_export import export_patch_set
 from backport.git.python_tests import changed_python_tests, source_problems
 from backport.git.worktree import Worktree
-from backport.pipeline.job import ProgressSink
-from backport.pipeline.kept_worktree import kept_worktree
-from backport.pipeline.selection import locked_journals, select_patch_sets, select_targets
+from backport.pipeline.journal import (
+    ProgressSink,
+    locked_journals,
+    recorded_worktree,
+    select_patch_sets,
+    select_targets,
+)
 from backport.records import BranchRecord
 from backport.states import Status
 
@@ -37,7 +48,7 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
             raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no conflict "
                                 f"to continue (status: {state})")
         path = Path(rec.worktree or "")
-        worktree = kept_worktree(rec)
+        worktree = recorded_worktree(rec)
         if worktree is None:
             raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
                                 f"`backport abort --api {name} --branch {target}` and apply again")
@@ -79,12 +90,9 @@ def _untouched(worktree: Worktree, rec: BranchRecord) -> bool:
 
 def propagation_targets(project: Project, name: str, target: str,
                         progress: ProgressSink) -> list[str]:
-    """The other branches a fresh resolution of ``target`` may serve, nearest release first.
-
-    Those that conflicted or are not applied yet. A conflicted branch whose conflict is still
-    untouched (every conflicting file keeps its markers) has its `git am` stopped, so the next
-    apply can try the resolution there; one a maintainer is already editing is left alone.
-    """
+    """The other branches a fresh resolution of ``target`` may serve, nearest release first:
+    those not applied yet, and those conflicted, whose untouched `git am` is stopped (one a
+    maintainer is already editing is left alone)."""
     (patch_set,) = select_patch_sets(project, [name])
     with locked_journals(project, [patch_set], progress) as journals:
         journal = journals[name]
@@ -94,7 +102,7 @@ def propagation_targets(project: Project, name: str, target: str,
             status = rec.status if rec else Status.PENDING
             if status not in (Status.PENDING, Status.CONFLICT):
                 continue
-            worktree = kept_worktree(rec) if status == Status.CONFLICT else None
+            worktree = recorded_worktree(rec) if status == Status.CONFLICT else None
             if worktree is not None:
                 if am_in_progress(worktree):
                     if rec is None or not _untouched(worktree, rec):
@@ -108,11 +116,8 @@ def propagation_targets(project: Project, name: str, target: str,
 
 def abort_branches(project: Project, name: str, targets: tuple[str, ...],
                    progress: ProgressSink) -> list[str]:
-    """Give up on branches: stop `git am`, remove worktrees, reset their records.
-
-    The fork branch and the PR are left alone, and what this tool last pushed is remembered, so
-    a later run can still update them.
-    """
+    """Give up on branches: stop `git am`, remove worktrees, reset their records (what this
+    tool last pushed is remembered, so a later run can still update the fork branch and PR)."""
     (patch_set,) = select_patch_sets(project, [name])
     select_targets([patch_set], targets)
     with locked_journals(project, [patch_set], progress) as journals:
@@ -125,7 +130,7 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
         for target in chosen:
             rec = journal.get(target)
             assert rec is not None
-            worktree = kept_worktree(rec)
+            worktree = recorded_worktree(rec)
             if worktree is not None:
                 if am_in_progress(worktree):
                     abort_series(worktree)

@@ -1,18 +1,12 @@
-"""`apply`'s run, phase by phase: every chosen branch of every patch set, in parallel.
+"""`apply`'s run: prerequisites, one fetch of every target, then one patch set after another.
 
-`run_apply` checks what the reach needs, fetches every target once and then runs one patch
-set after another (`run_set`), each in four phases:
-
-1. **branches** — each branch's steps on a worker thread, newest target first
-   (`flow.run_branch`: proposed → apply → test → push);
-2. **PRs** — the set's PR steps in target order, each once its branch was pushed
-   (`flow.take_turns`);
-3. **sibling refresh** — every open PR of the set re-rendered with what is true now
-   (`refresh_siblings`);
-4. **summary** — the comment on the source PR of a set made from one (`write_summary`).
-
-What one set's run is (its jobs, which branches run here, whether it is partial) is its
-`SetRun`; the steps themselves are listed in `flow.py`.
+Each set (`run_set`) goes in four phases: **branches**, each branch's steps on a worker thread,
+newest target first (`flow.run_branch`: proposed → apply → same_fix → test → push); **PRs**, the
+set's PR steps in target order on the set's own thread, each once its branch was pushed
+(`flow.take_turns`); **refresh**, every open PR of the set re-rendered with what is true now
+(`refresh_siblings`); **summary**, the comment on the source PR of a set made from one.
+A plain re-run leaves finished branches, and a conflict still waiting for the user, alone
+unless ``--force`` (`needs_work`).
 """
 
 from __future__ import annotations
@@ -27,23 +21,23 @@ from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
 from backport.envs.probe import require_built
 from backport.envs.sandbox import refusal_notice, require_isolation
-from backport.errors import BackportError, ConfigError, ErrorCode
+from backport.errors import BackportError, ConfigError
 from backport.git.apply import am_in_progress
-from backport.git.cache import RepoCache
 from backport.jsonfile import secure_dir, write_text
 from backport.pipeline.flow import run_branch, take_turns
-from backport.pipeline.job import BranchJob, ProgressSink
-from backport.pipeline.journal import Journal
-from backport.pipeline.kept_worktree import kept_worktree
-from backport.pipeline.pr_step import refresh_sibling_pr
-from backport.pipeline.reach import Need
-from backport.pipeline.selection import locked_journals, select_patch_sets, select_targets
+from backport.pipeline.journal import (
+    Journal,
+    ProgressSink,
+    locked_journals,
+    recorded_worktree,
+    select_patch_sets,
+    select_targets,
+)
+from backport.pipeline.mode import Prerequisite
+from backport.pipeline.pr_step import read_set, refresh_sibling_pr, write_source_summary
 from backport.pipeline.session import ApplyOptions, Session
-from backport.pipeline.set_run import SetRun
-from backport.pipeline.shared_results import read_set
-from backport.pipeline.source_comment import write_summary as summary_comment
+from backport.pipeline.set_run import BranchJob, SetRun, fetch_bases
 from backport.records import SKIP_DRY_NO_ENVS
-from backport.report.summary import render_markdown
 from backport.states import Status
 
 FORGE_ROW = "forge"  # the progress row of the forge's own waits (the rate limit)
@@ -55,17 +49,16 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
               plan: Callable[[str], None] | None = None,
               estimate: Callable[[str], None] | None = None,
               session: Session | None = None) -> list[SetRun]:
-    """Run the whole job for the named patch sets; returns each set's run (its records).
-
-    In a dry run ``plan`` hears of every write not made and ``estimate`` of the forge requests
-    and time the run would take. ``session``: the command's, when it read the forge already."""
+    """Run the named patch sets; returns each set's run (its records). In a dry run ``plan``
+    hears of every write not made, ``estimate`` of the requests and time the run would take.
+    ``session``: the command's, when it read the forge already."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
     session = session or Session(project, options, environ=environ, plan=plan)
     session.project, session.options = project, options
     session.notify = functools.partial(progress.event, FORGE_ROW, "rate limit")
     session.start()
-    persist = not options.course.dry_run  # a dry run writes no journal and no report
+    persist = not options.mode.dry_run  # a dry run writes no journal and no report
     if persist:
         secure_dir(project.state_dir)
     try:
@@ -111,7 +104,7 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
         return False
     if rec.status == Status.CONFLICT:
         try:
-            worktree = kept_worktree(rec)
+            worktree = recorded_worktree(rec)
             if worktree is not None and am_in_progress(worktree):
                 job.event("conflict", f"still waiting for you in {rec.worktree}: "
                           f"resolve, then `backport continue` (or `backport abort`)")
@@ -122,24 +115,25 @@ def needs_work(job: BranchJob, options: ApplyOptions) -> bool:
 
 
 def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
-    """Run the sets one after another; returns what the real run needs that a dry run went
-    on without."""
+    """Run the sets one after another; returns what a dry run went on without."""
     jobs = [job for run in runs for job in run.jobs]
     needs = check_prerequisites(session, jobs)
-    if any(need is Need.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
+    if any(need is Prerequisite.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
         session.options = session.options.without_tests(SKIP_DRY_NO_ENVS)
     refuse_unconfined_pr_code(session, jobs)
     session.follow_token()
-    if session.options.course.pushes:
+    if session.options.mode.pushes:
         session.forge.client().preflight()  # a bad token stops the run before any push
     if not session.options.skip_tests:
         _prewarm(session, jobs)
-    bases = fetch_bases(session.cache, jobs)
+    for job in jobs:
+        job.event("fetching", job.target)
+    bases = fetch_bases(session.cache, sorted({job.target for job in jobs}))
     pool = ThreadPoolExecutor(max_workers=session.options.workers, thread_name_prefix="branch")
     try:
         # A batch goes one patch set after another, so its PRs appear as it goes.
         for index, run in enumerate(runs):
-            run.bases, run.earlier = bases, runs[:index]  # one PR per fix: `same_fix.py`
+            run.bases, run.earlier = bases, runs[:index]  # one PR per fix: `same_fix_step`
             run_set(run, pool)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
@@ -150,91 +144,68 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
 
 
 def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
-    """One patch set's run, phase by phase (see the module docstring).
-
-    Newest branch first: its conflict is the one to resolve first, and flows down. Each
-    branch is pushed as soon as it is tested; its PR is opened once the branches before it
-    (target order) had theirs. Bodies written before the other branches finished are
-    refreshed at the end (a dry run's PRs are not there to refresh).
-    """
+    """One patch set's run, phase by phase (see the module docstring). Newest branch first:
+    its conflict is the one to resolve first, and its resolution flows down."""
     order = newest_first(run.ran)
     branches = [pool.submit(run_branch, run, job)
                 for job in sorted(run.jobs, key=lambda j: order.index(j.target))]
     take_turns(run)
     for branch in branches:
         branch.result()
-    if run.options.course.opens_prs and not run.options.course.dry_run:
+    if run.options.mode.opens_prs and not run.options.mode.dry_run:
         refresh_siblings(run)
         write_summary(run)
 
 
 def refuse_unconfined_pr_code(session: Session, jobs: list[BranchJob]) -> None:
-    """A set made from a PR is tested only in the sandbox, or on a branch whose environment
-    says ``isolation: none``: on a host that refuses namespaces the run stops before any work
-    (exit 2), whichever command started it (`apply --from-pr`, `apply --api pr-N`, the
-    pipeline's test step, `trigger`, `continue`)."""
+    """A set made from a PR is tested only in the sandbox (or where its environment says
+    ``isolation: none``): on a host that refuses namespaces the run stops before any work."""
     pr_targets = [job.target for job in jobs if job.patch_set.pr_code]
     if pr_targets and not session.options.skip_tests:
         require_isolation(session.project.branch_map, dict.fromkeys(pr_targets))
 
 
 def check_prerequisites(session: Session,
-                        jobs: list[BranchJob]) -> list[tuple[Need, BackportError]]:
-    """What the run's reach needs that needs no network to check (`Course.needs`: environments
-    built, the forge's token, a fork to push to). A real run missing any stops before any work,
-    naming everything missing in one sentence; a dry run goes on and returns them (its end
-    names them as what the real run needs)."""
-    course = session.options.course
-    missing = [(need, problem) for need in course.needs(skip_tests=session.options.skip_tests)
-               for problem in _missing(need, session, jobs)]
-    if course.dry_run or not missing:
+                        jobs: list[BranchJob]) -> list[tuple[Prerequisite, BackportError]]:
+    """What the run's mode needs that needs no network to check (environments built, the
+    forge's token, a fork to push to). A real run missing any stops before any work, naming
+    all in one sentence; a dry run goes on and returns them."""
+    mode, bm = session.options.mode, session.project.branch_map
+    missing: list[tuple[Prerequisite, BackportError]] = []
+    for need in mode.prerequisites(skip_tests=session.options.skip_tests):
+        if need is Prerequisite.ENVIRONMENTS:
+            users: dict[str, list[str]] = {}
+            for job in jobs:
+                users.setdefault(bm.targets[job.target].env, []).append(job.target)
+            try:
+                require_built({name: bm.environments[name] for name in users}, users)
+            except BackportError as exc:
+                missing.append((need, exc))
+        elif need is Prerequisite.TOKEN:
+            missing += [(need, ConfigError(text)) for text in session.forge.missing()]
+        elif not bm.fork and session.forge.missing():  # else set, or the token names it
+            missing.append((need, ConfigError(
+                f"the fork's name: it follows the token's login ({bm.fork_shown}), or set "
+                f"fork: in {bm.path.name}")))
+    if mode.dry_run or not missing:
         return missing
-    problems = [problem for _, problem in missing]
-    if len(problems) == 1:
-        raise problems[0]
-    parts = [p.message.rstrip(".") for p in problems]
-    first = problems[0].code  # each is a configuration or usage error (exit 2)
-    lead = "" if len(parts) == 1 else f"{len(parts)} things are missing before the run can start: "
-    text = lead + "; and ".join(parts)
-    raise BackportError(first, text[0].upper() + text[1:] + ".")
-
-
-def _missing(need: Need, session: Session, jobs: list[BranchJob]) -> list[BackportError]:
-    """What this machine lacks of ``need``, one error each."""
-    bm = session.project.branch_map
-    if need is Need.ENVIRONMENTS:
-        users: dict[str, list[str]] = {}
-        for job in jobs:
-            users.setdefault(bm.targets[job.target].env, []).append(job.target)
-        try:
-            require_built({name: bm.environments[name] for name in users}, users)
-        except BackportError as exc:
-            return [exc]
-        return []
-    if need is Need.TOKEN:
-        return [ConfigError(text) for text in session.forge.missing()]
-    if bm.fork or not session.forge.missing():  # set, or the token names it
-        return []
-    return [ConfigError(f"the fork's name: it follows the token's login ({bm.fork_shown}), "
-                        f"or set fork: in {bm.path.name}")]
+    if len(missing) == 1:
+        raise missing[0][1]
+    parts = "; and ".join(problem.message.rstrip(".") for _, problem in missing)
+    # each is a configuration or usage error (exit 2)
+    raise BackportError(missing[0][1].code,
+                        f"{len(missing)} things are missing before the run can start: {parts}.")
 
 
 REFRESH_ROUNDS = 3  # reads of the set's PRs after a run; each further one only after a write
 
 
 def refresh_siblings(run: SetRun) -> None:
-    """Re-render every open PR of the set, so each body is true after the run.
-
-    A body written earlier in the run did not know the PRs created after it; a PR of a branch
-    run elsewhere did not know this run's results, nor this run's PR theirs. Each round lists
-    the set's open PRs afresh once (their evidence is the results shared between hosts, and
-    the listing shows which PRs someone wrote since this run did) and updates, once each, the
-    PRs that are out of date; a PR the listing shows unchanged since this run wrote or read it
-    is not read again. Where the run is partial (the other branches run elsewhere), a round
-    that wrote something is followed by another, so two runs finishing at the same moment
-    each see the other's result (at most ``REFRESH_ROUNDS``). PRs that are already current
-    are left alone.
-    """
+    """Re-render every open PR of the set, so each body is true after the run: a body written
+    earlier did not know the PRs made after it, nor a PR run elsewhere this run's results.
+    Each round lists the set's open PRs once and updates each out-of-date one once; where the
+    run is partial, a round that wrote is followed by another, so two runs ending at once each
+    see the other's result (at most ``REFRESH_ROUNDS``)."""
     ps, bm = run.patch_set, run.branch_map
     for _ in range(REFRESH_ROUNDS if run.partial else 1):
         try:
@@ -260,15 +231,14 @@ def write_summary(run: SetRun) -> None:
     ps = run.patch_set
     if ps.source is None:
         return
-    warning = summary_comment(run.session.forge.client(), ps, run.branch_map,
-                              run.journal.records(list(ps.branches)), run.ran)
+    warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
+                                   run.journal.records(list(ps.branches)), run.ran)
     if warning:
         run.jobs[0].event("pr", warning)
 
 
 def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
-    """Probe every needed environment and start its warm worker in the background; say once
-    when the host refuses the tests' sandbox."""
+    """Probe every needed environment and start its warm worker in the background."""
     notice = refusal_notice()
     if notice and jobs:
         jobs[0].event("sandbox", notice)
@@ -279,34 +249,10 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
                          name=f"prewarm-{env_name}", daemon=True).start()
 
 
-def fetch_bases(cache: RepoCache, jobs: list[BranchJob]) -> dict[str, str | BackportError]:
-    """Fetch every needed target head into the cache once; returns target -> head.
-
-    A fetch that fails is the upstream's failure, not the branches': it raises (one sentence
-    naming the upstream and git's reason) and records nothing, so the re-run does every branch.
-    Only when the fetch names a branch the upstream lacks are its branches listed
-    (``ls-remote``), so the others are fetched and each missing one fails alone."""
-    targets = sorted({job.target for job in jobs})
-    for job in jobs:
-        job.event("fetching", job.target)
-    try:
-        return dict(cache.fetch(targets))
-    except BackportError as exc:
-        if exc.code != ErrorCode.BRANCH_MISSING:
-            raise
-    heads = cache.remote_heads(targets)
-    result: dict[str, str | BackportError] = {
-        target: BackportError("branch-missing", f"target branch '{target}' does not exist in "
-                                                f"{cache.upstream_url}")
-        for target in targets if not heads.get(target)}
-    present = [t for t in targets if heads.get(t)]
-    if present:
-        result.update(cache.fetch(present))
-    return result
-
-
 def write_report(run: SetRun) -> Path:
     """Write the run report as Markdown next to the journal."""
+    from backport.report.summary import render_markdown  # a dry run writes no report
+
     path = run.journal.run_dir / "report.md"
     write_text(path, render_markdown(run.patch_set.name, run.records))
     return path

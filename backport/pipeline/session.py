@@ -22,9 +22,8 @@ from backport.errors import BackportError
 from backport.forge import Forge, make_forge
 from backport.forge.factory import dry_run_of
 from backport.git.cache import RepoCache
-from backport.pipeline.fork_read import Fork, GitFork, PlannedFork
-from backport.pipeline.reach import Course
-from backport.pipeline.writers import Writers
+from backport.pipeline.mode import Fork, RunMode
+from backport.pipeline.permissions import WritePermissions
 
 if TYPE_CHECKING:
     from backport.docs_audit import DocsEntry
@@ -38,7 +37,7 @@ class ApplyOptions:
     """What the user asked of `apply` (and of `continue`, which resumes one branch)."""
 
     branches: tuple[str, ...] = ()
-    course: Course = Course()  # how far the run goes (`Course.of_flags`)
+    mode: RunMode = RunMode()  # how far the run goes, and dry or not (`RunMode.of_flags`)
     skip_tests: bool = False
     skip_cause: str = "request"  # a `records.SKIP_*`
     force: bool = False
@@ -113,7 +112,7 @@ class ForgeAccess:
         with self._lock:
             if self._client is None:
                 self._client = (dry_run_of(self.real(), s.project.branch_map, s.plan, s.environ)
-                                if s.options.course.dry_run else self.real())
+                                if s.options.mode.dry_run else self.real())
             return self._client
 
     def missing(self) -> list[str]:  # what the real run's forge lacks, a dry run's too
@@ -142,9 +141,9 @@ class Session:
         self.forge = ForgeAccess(self)
         self.cache = RepoCache(cache_root(self.environ), project.branch_map.upstream_url)
         self.docs = DocsAudit(self.cache)
-        self.writers = Writers()  # who may write to the upstream, asked once per login
+        self.permissions = WritePermissions()  # who may write to the upstream, asked once a login
         self.work_dir = project.state_dir
-        self.fork: Fork = GitFork()  # a dry run's plans its pushes (`start`)
+        self.fork = Fork()  # a dry run's plans its pushes (`start`)
         self.started = False
         self._envs: Environments | None = None
         self._lock = threading.Lock()
@@ -169,8 +168,8 @@ class Session:
         if self.started:
             return
         self.started = True
-        if self.options.course.dry_run:
-            self.fork = PlannedFork(self.plan)
+        if self.options.mode.dry_run:
+            self.fork = Fork(self.plan)
             self.work_dir = Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
         allow_writes([self.work_dir / "worktrees"], reads=[self.project.root])
         cover_also(p for helper in configured_helpers(self.project.root)
@@ -180,7 +179,7 @@ class Session:
         """Name the fork where branches.yaml leaves it to the token's login (``GET /user``);
         a dry run without a token cannot ask, and its plan says so."""
         bm = self.project.branch_map
-        if bm.fork or not self.options.course.pushes:
+        if bm.fork or not self.options.mode.pushes:
             return
         self.project = self.project.with_branch_map(
             bm.with_login(self.forge.client().current_user()))
@@ -195,7 +194,7 @@ class Session:
 
         if self._envs is not None:
             self._envs.close()
-        if self.started and self.options.course.dry_run and self.work_dir.exists():
+        if self.started and self.options.mode.dry_run and self.work_dir.exists():
             shutil.rmtree(self.work_dir, ignore_errors=True)
             if (self.cache.path / "HEAD").is_file():
                 forget_owner(self.cache.path, self.work_dir)

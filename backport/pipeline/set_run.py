@@ -1,25 +1,86 @@
-"""One patch set's run: the set, its journal, the targets chosen, the jobs that run here.
+"""One patch set's run (`SetRun`), one branch's job in it (`BranchJob`), and when a step may
+run (`Schedule`).
 
-Computed once per set and handed to every step as ``run`` (each step is ``step(run, job)``):
-which branches run here (`ran`), whether the set is only partly run here (`partial`: its
-other branches run elsewhere, and their results are read from their own PRs), and the parts
-the run shares (`session`, the fetched `bases`, the set's `schedule`).
+``run``, computed once per set, holds the set, its journal, the chosen targets, the jobs with
+work left, the branches run here (`ran`), whether the others run on other hosts (`partial`:
+their results are read from their PRs), the fetched `bases` and the run's `Session`. The
+schedule's one protocol is "wait until that branch's step ended": an older target's apply, where
+its own series conflicts, waits for the newer targets' apply (`SetRun.wait_newer`), and each PR
+step waits for its branch's push. It is told of jobs and step names only, never a function.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backport.branch_order import newer
 from backport.config.model import BranchMap, PatchSet
-from backport.errors import BackportError
-from backport.pipeline.job import BranchJob, Event, ProgressSink
-from backport.pipeline.journal import Journal
-from backport.pipeline.schedule import Schedule
+from backport.errors import BackportError, ErrorCode
+from backport.git.cache import RepoCache
+from backport.pipeline.journal import Journal, ProgressSink, Transition
 from backport.pipeline.session import ApplyOptions, Session
 from backport.records import BranchRecord
 from backport.states import FAILURES
+
+Event = Callable[[str, str], None]  # (step, detail)
+
+
+@dataclass
+class BranchJob:
+    """One (patch set, target branch) pair of a run: its record lives in ``journal``."""
+
+    patch_set: PatchSet
+    target: str
+    fork_branch: str
+    journal: Journal
+    event: Event
+
+    @property
+    def record(self) -> BranchRecord:
+        rec = self.journal.get(self.target)
+        assert rec is not None
+        return rec
+
+    def change(self, transition: Transition) -> BranchRecord:
+        """Apply one named transition to this branch's record (persisted)."""
+        return self.journal.change(self.target, transition)
+
+    def stop(self, transition: Transition) -> None:
+        """Apply a transition that stops the branch, and report its status and message."""
+        rec = self.change(transition)
+        self.event(rec.status.value, rec.message)
+
+
+class Schedule:
+    """The steps the branches of one patch set's run have ended (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._ended: dict[tuple[str, str], bool] = {}  # (target, step) -> the branch goes on
+        self._finished: set[str] = set()  # targets whose thread is done with every step
+
+    def ended(self, job: BranchJob, step: str, going: bool) -> None:
+        """``job``'s ``step`` is over; ``going``: the branch goes on past it."""
+        with self._changed:
+            self._ended[(job.target, step)] = going
+            self._changed.notify_all()
+
+    def finished(self, job: BranchJob) -> None:
+        """``job``'s thread is done: a step it did not end is over, the branch not going on."""
+        with self._changed:
+            self._finished.add(job.target)
+            self._changed.notify_all()
+
+    def wait(self, job: BranchJob, step: str) -> bool:
+        """Block until ``job``'s ``step`` ended; True when the branch went on past it."""
+        key = (job.target, step)
+        with self._changed:
+            while key not in self._ended and job.target not in self._finished:
+                self._changed.wait()
+            return self._ended.get(key, False)
 
 
 @dataclass
@@ -78,8 +139,28 @@ class SetRun:
                          self.journal, self.event_for(target))
 
     def wait_newer(self, job: BranchJob, step: str) -> None:
-        """Block until every newer target of the set run here ended ``step``. Branches start
-        newest first, so a waiting branch never holds a worker a newer one needs."""
+        """Block until every newer target run here ended ``step`` (they start first, so a
+        waiting branch never holds a worker a newer one needs)."""
         for other in self.jobs:
             if newer(other.target, job.target):
                 self.schedule.wait(other, step)
+
+
+def fetch_bases(cache: RepoCache, targets: list[str]) -> dict[str, str | BackportError]:
+    """Fetch every target head into the cache once; target -> head (`apply`, `check`). A failed
+    fetch raises, unless it names a branch the upstream lacks: then the branches are listed
+    (``ls-remote``), the others fetched, and each missing one fails alone."""
+    try:
+        return dict(cache.fetch(targets))
+    except BackportError as exc:
+        if exc.code != ErrorCode.BRANCH_MISSING:
+            raise
+    heads = cache.remote_heads(targets)
+    result: dict[str, str | BackportError] = {
+        target: BackportError("branch-missing", f"target branch '{target}' does not exist in "
+                                                f"{cache.upstream_url}")
+        for target in targets if not heads.get(target)}
+    present = [t for t in targets if heads.get(t)]
+    if present:
+        result.update(cache.fetch(present))
+    return result

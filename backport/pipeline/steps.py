@@ -1,38 +1,44 @@
-"""The apply, test and push steps, each ``step(run, job)``. Each reads and writes one journal
-record and is safe to repeat."""
+"""The apply, test and push steps, each ``step(run, job)``: each reads and writes one journal
+record and is safe to repeat.
+
+Re-runs: apply keeps the commit when the base did not move (or it was made by hand) and the
+cache (and, where a test runs in it, the worktree) holds it; test keeps a passing result of the
+same commit; push does nothing when the fork branch is at the commit and stops
+(`fork-diverged`) when someone else moved it. A publish step (``--skip-tests`` after a CI's test
+step) pushes the commit recorded before the test only when its tree is the series applied
+afresh on its base, read from the cache's objects: the worktree the tests could write is never
+read. Before the tests, the ``torch_npu`` Python files the commit changes are laid over a copy
+of the installed package (``envs/overlay.py``); each test the patch adds must have passed in
+the ``-v`` output of its file (``envs/verbose.py``), whatever unittest's summary says.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from backport.config.model import BranchMap, PatchSet
-from backport.envs.model import Probe
+from backport.config.model import BranchMap, Environment, PatchSet
+from backport.envs.model import ChangeScope, Probe
+from backport.envs.overlay import OverlayError, overlay_paths, scope_of
 from backport.envs.probe import device_verdict, pin_mismatches
 from backport.envs.summary import outcomes_of
 from backport.errors import BackportError, ErrorCode
-from backport.git.apply import am_in_progress, commit_tree, series_tree, snapshot
+from backport.git.apply import am_in_progress, snapshot
 from backport.git.cache import RepoCache
 from backport.git.python_tests import AddedTest, with_classes
-from backport.git.run import token_git
+from backport.git.run import changed_paths, read_blob, token_git
 from backport.git.worktree import Worktree, cache_branch
 from backport.jsonfile import secure_dir, write_text
-from backport.pipeline.beyond_tests import changes_for_run
-from backport.pipeline.decide import Decision, Verdict, decide
-from backport.pipeline.job import BranchJob
-from backport.pipeline.propagate import SiblingSeries, sibling_series
-from backport.pipeline.set_run import SetRun
+from backport.pipeline.decide import Decision, SiblingSeries, Verdict, decide, sibling_series
+from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import SKIP_CAUSE_TEXT, SKIP_NO_TESTS, BranchRecord, EnvEvidence, TestResult
 from backport.report.wording import exit_stated
 from backport.states import Status
 
-
-def worktree_path(work_dir: Path, job: BranchJob) -> Path:
-    """The branch's worktree under ``work_dir`` (the project's ``.backport``; a dry run's
-    temporary folder)."""
-    return work_dir / "worktrees" / job.patch_set.name / job.target
+if TYPE_CHECKING:
+    from backport.envs.environments import Environments
 
 
 def log_path(run: SetRun, job: BranchJob, test_index: int) -> Path:
@@ -43,25 +49,20 @@ def log_path(run: SetRun, job: BranchJob, test_index: int) -> Path:
 
 # -- apply ------------------------------------------------------------------------------------
 def apply_step(run: SetRun, job: BranchJob) -> bool:
-    """Put the patch series on a fresh fork branch on top of the fetched base; False when it
-    stopped.
-
-    Keeps the previous run's commit when its base is the same (or it was made by hand), the
-    cache holds it (and, where a test is to run in it, its worktree too: `_kept`) and
-    ``--force`` is not given. Where the own series conflicts, the
-    siblings' series are tried once the newer targets' apply steps ended (the schedule).
-    """
+    """Put the series on a fresh fork branch on the fetched base; False when it stopped. Where
+    the own series conflicts, the siblings' are tried once the newer targets were applied."""
     base = run.bases[job.target]
     if isinstance(base, BackportError):
         raise base
     job.change(BranchRecord.error_cleared)
-    cache, work_dir, force = run.session.cache, run.session.work_dir, run.options.forces(job.patch_set.name)
+    cache, work_dir = run.session.cache, run.session.work_dir
     rec = job.record
-    path = worktree_path(work_dir, job)
+    path = work_dir / "worktrees" / job.patch_set.name / job.target  # a dry run's: temporary
     series = job.patch_set.series_for(job.target)
     same_base = rec.base == base or rec.manual  # a hand-made fix survives a moved base
-    if (rec.commit and same_base and path.exists() and not force
-            and rec.status not in (Status.PENDING, Status.CONFLICT) and _kept(run, job, path)):
+    if (rec.commit and same_base and path.exists() and not run.options.forces(job.patch_set.name)
+            and rec.status not in (Status.PENDING, Status.CONFLICT)
+            and _keeps_commit(run, job, path)):
         return True
     job.event("apply", f"{len(series)} patch(es) on {job.target} @ {base[:9]}")
     decision = decide(
@@ -72,14 +73,16 @@ def apply_step(run: SetRun, job: BranchJob) -> bool:
     return _record_decision(job, base, path, decision)
 
 
-def _kept(run: SetRun, job: BranchJob, path: Path) -> bool:
-    """Whether the previous run's commit goes on (said as an event): this run's cache
-    repository must hold it. Where no test runs in the worktree in this run (`_no_test_runs`)
-    only the cache is asked; otherwise the worktree at ``path`` must still hold it too."""
-    cache, commit = run.session.cache, job.record.commit
+def _keeps_commit(run: SetRun, job: BranchJob, path: Path) -> bool:
+    """Whether the previous run's commit goes on: the cache must hold it, and where a test runs
+    in this run, the worktree at ``path`` too (else the worktree is not read)."""
+    cache, rec = run.session.cache, job.record
+    commit = rec.commit
     assert commit is not None
-    if _no_test_runs(run, job.record):
-        here = _in_cache(cache, commit)
+    if run.options.skip_tests or bool(rec.test and rec.test.ok and rec.test.commit == commit):
+        # read sealed: the step may hold the token
+        here = token_git(["cat-file", "-e", f"{commit}^{{commit}}"], repo=cache.path,
+                         urls=(cache.url,), check=False).ok
     else:
         try:
             wt = Worktree.open(path)
@@ -87,7 +90,10 @@ def _kept(run: SetRun, job: BranchJob, path: Path) -> bool:
                 return False
         except BackportError:
             return False
-        here = _same_repo(wt.repo, cache.path)
+        try:
+            here = wt.repo.resolve().samefile(cache.path.resolve())
+        except OSError:
+            here = False
     if here:
         job.event("apply", f"kept {commit[:9]} from the previous run")
     else:
@@ -95,29 +101,6 @@ def _kept(run: SetRun, job: BranchJob, path: Path) -> bool:
                   "repository (the cache folder was moved, cleared or is another one): "
                   "applying again")
     return here
-
-
-def _no_test_runs(run: SetRun, rec: BranchRecord) -> bool:
-    """True when no test will run in the branch's worktree in this run (a publish step, or the
-    passing result of the commit kept): the commit recorded before its test is what goes on,
-    and the worktree, which the test's code could write, is not read."""
-    return run.options.skip_tests or bool(rec.test and rec.test.ok
-                                          and rec.test.commit == rec.commit)
-
-
-def _in_cache(cache: RepoCache, commit: str) -> bool:
-    """True when the cache repository holds ``commit`` (read sealed: the step may hold the
-    token)."""
-    return token_git(["cat-file", "-e", f"{commit}^{{commit}}"], repo=cache.path,
-                     urls=(cache.url,), check=False).ok
-
-
-def _same_repo(one: Path, other: Path) -> bool:
-    """True when two paths name the same git directory."""
-    try:
-        return one.resolve().samefile(other.resolve())
-    except OSError:
-        return False
 
 
 def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) -> bool:
@@ -130,12 +113,33 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
     job.change(lambda r: r.tests_found([t.node_id for t in decision.added], decision.present))
     if decision.verdict is Verdict.ALREADY_PRESENT:
         job.change(lambda r: r.already_present(
-            base, f"every test the patch adds is already on {job.target}: {decision.said}; "
-                  "no PR needed"))
-        job.event("already-present", decision.said)
+            base, f"every test the patch adds is already on {job.target}: "
+                  f"{decision.present_said}; no PR needed"))
+        job.event("already-present", decision.present_said)
         return False
     for test in decision.present:
         job.event("apply", f"already on {job.target}: {test.describe()}")
+    if decision.verdict is not Verdict.APPLIED:
+        _record_stop(job, base, path, decision)
+        return False
+    wt, result, source = decision.worktree, decision.result, decision.source
+    assert wt is not None and result is not None
+    added = with_classes(wt.path, base, result.head, decision.added, wt.memo.reader(wt.path))
+    job.change(lambda r: r.applied(
+        base, result.head, str(path), [t.node_id for t in added],
+        series_source=source.source if source else None, tried_sources=decision.tried,
+        merged_files=result.merged, loose_files=result.loose))
+    job.event("applied", result.head[:9] + (f" from {source.label}" if source else ""))
+    for files, how in ((result.merged, "only through a 3-way merge"),
+                       (result.loose, "with context lines ignored")):
+        if files:
+            job.event("apply", f"{', '.join(files)} went in {how}; compare it with the newer "
+                      "branches")
+    return True
+
+
+def _record_stop(job: BranchJob, base: str, path: Path, decision: Decision) -> None:
+    """A series that went in with no change, conflicted, or left an unusable test file."""
     wt, result, source, tried = decision.worktree, decision.result, decision.source, decision.tried
     assert wt is not None and result is not None
     if decision.verdict is Verdict.NO_CHANGE:
@@ -143,9 +147,7 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
         job.change(lambda r: r.no_change(
             base, f"the patch makes no change on {job.target}; no PR needed"))
         job.event("already-applied", "no change")
-        return False
-    if decision.verdict is Verdict.CONFLICT:
-        files = ", ".join(result.conflicts) or "unknown files"
+    elif decision.verdict is Verdict.CONFLICT:
         still = f"; {', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}" if tried else ""
         message = (f"{result.message}{still}; resolve it in {path}, then run `backport "
                    f"continue --api {job.patch_set.name} --branch {job.target}` (or `backport "
@@ -153,34 +155,18 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
         left = snapshot(wt, result.conflicts)
         job.stop(lambda r: r.conflicted(base, message, result.conflicts, str(path), tried,
                                         left))
-        job.event("conflict", files)
-        return False
-    if decision.verdict is Verdict.UNUSABLE:
+        job.event("conflict", ", ".join(result.conflicts) or "unknown files")
+    else:
         message = (f"with the series applied on {job.target}, {'; '.join(decision.problems)}; "
                    f"nothing was pushed: change the patch (its commit is kept in {path} to look at)")
         job.stop(lambda r: r.unusable(
             base, message, str(path), ErrorCode.CONFLICT,
             series_source=source.source if source else None, tried_sources=tried,
             merged_files=result.merged, loose_files=result.loose))
-        return False
-    added = with_classes(wt.path, base, result.head, decision.added, wt.memo.reader(wt.path))
-    job.change(lambda r: r.applied(
-        base, result.head, str(path), [t.node_id for t in added],
-        series_source=source.source if source else None, tried_sources=tried,
-        merged_files=result.merged, loose_files=result.loose))
-    job.event("applied", result.head[:9] + (f" from {source.label}" if source else ""))
-    if result.merged:
-        job.event("apply", f"{', '.join(result.merged)} went in only through a 3-way merge; "
-                  "compare it with the newer branches")
-    if result.loose:
-        job.event("apply", f"{', '.join(result.loose)} went in with context lines ignored; "
-                  "compare it with the newer branches")
-    return True
 
 
 def _other_series(run: SetRun, job: BranchJob) -> list[SiblingSeries]:
-    """The series to try where the own one conflicts (see `propagate.try_siblings`), once the
-    newer targets of this run have been applied."""
+    """The series to try where the own one conflicts, once the newer targets were applied."""
     run.wait_newer(job, "apply")
     return sibling_series(run.session.cache.path, job.patch_set, job.journal, job.target,
                           out=run.session.run_dir(job.patch_set.name) / "resolutions")
@@ -189,82 +175,42 @@ def _other_series(run: SetRun, job: BranchJob) -> list[SiblingSeries]:
 # -- test -------------------------------------------------------------------------------------
 def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
                  autoload_disabled: bool, *, among: Sequence[str]) -> EnvEvidence:
-    """The environment half of the evidence: only values the probe really read; it is shared
-    with the branches ``among`` (the patch set's) that use it too."""
+    """The environment half of the evidence: only values the probe really read; shared with
+    the branches ``among`` (the patch set's) that use it too."""
     shared = tuple(t.name for t in bm.targets.values() if t.env == env_name and t.name in among)
     return EnvEvidence(name=env_name, shared_with=shared, note=note,
                        autoload_disabled=autoload_disabled, probe=probe)
 
 
 def test_step(run: SetRun, job: BranchJob) -> bool:
-    """Run the patch set's tests under the target's environment; False when it stopped.
-
-    Keeps the previous run's passing result of the same commit unless ``--force`` (or a set
-    made again) redoes it; ``--skip-tests`` runs no test code at all (a CI's publish step after its test step
-    without the token), keeping such a result or else recording the tests as not run; a set
-    with no test (a PR that adds or changes none) records them as not run for that cause.
-    """
-    envs, bm, options = run.session.envs, run.branch_map, run.options
-    rec = job.record
-    if (not options.forces(job.patch_set.name) and rec.status in (Status.TESTED, Status.PUSHED)
+    """Run the set's tests in the target's environment; False when it stopped. ``--skip-tests``
+    (a publish step, which holds the token) runs no test code, keeping a passing result or
+    recording the tests as not run; so does a set with no test, for that cause."""
+    options, rec, ps = run.options, job.record, job.patch_set
+    if (not options.forces(ps.name) and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
         job.event("tested", "kept the passing result of the previous run")
         return True
-    if options.skip_tests or not job.patch_set.tests:
+    if options.skip_tests or not ps.tests:
         # a set with no test says so even under --skip-tests: that is why none would run
-        cause = options.skip_cause if job.patch_set.tests else SKIP_NO_TESTS
-        skipped = TestResult.skipped_for(cause)
+        cause = options.skip_cause if ps.tests else SKIP_NO_TESTS
         said = SKIP_CAUSE_TEXT[cause]
-        job.change(lambda r: r.tested(skipped, r.env, f"tests not run: {said}"))
+        job.change(lambda r: r.tested(TestResult.skipped_for(cause), r.env,
+                                      f"tests not run: {said}"))
         job.event("tested", f"skipped ({said})")
         return True
-    env = bm.environments[bm.targets[job.target].env]
-    job.event("probe", env.name)
-    try:
-        probe = envs.probe(env)
-    except BackportError as exc:
-        message = exc.message
-        unread = env_evidence(bm, env.name, None, "", False, among=job.patch_set.branches)
-        job.stop(lambda r: r.env_missing(message, unread))
+    ready = _environment(run, job)
+    if ready is None:
         return False
-    mismatches = pin_mismatches(env, probe)
-    if mismatches:
-        message = (f"environment '{env.name}' for {job.target} does not match its pins: "
-                   f"{'; '.join(mismatches)}; the test was not run")
-        read = env_evidence(bm, env.name, probe, "pins do not match", False,
-                            among=job.patch_set.branches)
-        job.stop(lambda r: r.env_mismatched(message, read, mismatches))
-        return False
-    verdict = device_verdict(probe, job.patch_set.device)
-    evidence = env_evidence(bm, env.name, probe, verdict.note, verdict.autoload_off,
-                            among=job.patch_set.branches)
-    if not verdict.runnable:
-        message = (f"environment '{env.name}' for {job.target} cannot run a device: npu test: "
-                   f"{verdict.note}")
-        job.stop(lambda r: r.env_unavailable(message, evidence))
-        return False
-    runner = envs.runner(env, job.patch_set.device)
-    assert rec.worktree is not None
-    path = Path(rec.worktree)
-    changes, overlay = changes_for_run(job, envs, env, path)
-    runs = []
-    for index, spec in enumerate(job.patch_set.tests):
-        job.event("testing", f"{spec.path} ({runner_kind(runner, overlay)})")
-        started = time.monotonic()
-        runs.append(runner.run(path, spec, log_path(run, job, index), timeout=options.timeout,
-                               overlay=overlay))
-        job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s "
-                             f"({runner_kind(runner, overlay)})")
-    result = TestResult.of_runs(runs, rec.commit, patch_test_outcomes(rec, job.patch_set, runs),
-                                changes)
+    env, evidence = ready
+    result, runs = _run_tests(run, job, env)
     if result.ok:
         job.change(lambda r: r.tested(result, evidence, ""))
         job.event("tested", result.summary)
         return True
-    code = result.exit_code
-    said = result.summary if exit_stated(result.summary_lines, code) else (
-        f"{result.summary} (exit {code})")
-    if not result.patch_tests_ok and all(run.ok for run in runs):
+    said = result.summary if exit_stated(result.summary_lines, result.exit_code) else (
+        f"{result.summary} (exit {result.exit_code})")
+    if not result.patch_tests_ok and all(one.ok for one in runs):
         missed = ", ".join(f"{name} {outcome}" for name, outcome in result.patch_tests
                            if outcome != "ok")
         said = f"{said}, but the tests the patch adds did not all pass: {missed}"
@@ -273,17 +219,68 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
     return False
 
 
+def _environment(run: SetRun, job: BranchJob) -> tuple[Environment, EnvEvidence] | None:
+    """The target's environment, probed, its pins and device policy checked; None after
+    stopping the branch."""
+    bm, among = run.branch_map, job.patch_set.branches
+    env = bm.environments[bm.targets[job.target].env]
+    job.event("probe", env.name)
+    try:
+        probe = run.session.envs.probe(env)
+    except BackportError as exc:
+        message = exc.message
+        unread = env_evidence(bm, env.name, None, "", False, among=among)
+        job.stop(lambda r: r.env_missing(message, unread))
+        return None
+    mismatches = pin_mismatches(env, probe)
+    if mismatches:
+        message = (f"environment '{env.name}' for {job.target} does not match its pins: "
+                   f"{'; '.join(mismatches)}; the test was not run")
+        read = env_evidence(bm, env.name, probe, "pins do not match", False, among=among)
+        job.stop(lambda r: r.env_mismatched(message, read, mismatches))
+        return None
+    verdict = device_verdict(probe, job.patch_set.device)
+    evidence = env_evidence(bm, env.name, probe, verdict.note, verdict.autoload_off,
+                            among=among)
+    if not verdict.runnable:
+        message = (f"environment '{env.name}' for {job.target} cannot run a device: npu test: "
+                   f"{verdict.note}")
+        job.stop(lambda r: r.env_unavailable(message, evidence))
+        return None
+    return env, evidence
+
+
+def _run_tests(run: SetRun, job: BranchJob, env: Environment) -> tuple[TestResult, list[Any]]:
+    """Each of the set's test files run in the branch's worktree, and their one result."""
+    rec = job.record
+    runner = run.session.envs.runner(env, job.patch_set.device)
+    assert rec.worktree is not None
+    path = Path(rec.worktree)
+    changes, overlay = changes_for_run(job, run.session.envs, env, path)
+    kind = ("isolated, over a copy of the installed torch_npu" if overlay is not None
+            else str(getattr(runner, "kind", "warm worker")))
+    runs = []
+    for index, spec in enumerate(job.patch_set.tests):
+        job.event("testing", f"{spec.path} ({kind})")
+        started = time.monotonic()
+        runs.append(runner.run(path, spec, log_path(run, job, index), timeout=run.options.timeout,
+                               overlay=overlay))
+        job.event("testing", f"{spec.path} finished in {time.monotonic() - started:.1f}s ({kind})")
+    outcomes = patch_test_outcomes(rec, job.patch_set, runs)
+    return TestResult.of_runs(runs, rec.commit, outcomes, changes), runs
+
+
 def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> list[tuple[str, str]]:
     """(name, outcome) of every test the series adds in the files the patch set runs, read
     from those runs' verbose output; named without their class unless two share a name."""
     added = [AddedTest.from_node_id(node) for node in rec.added_tests]
     found: list[tuple[AddedTest, str]] = []
-    for spec, run in zip(ps.tests, runs, strict=False):
+    for spec, one in zip(ps.tests, runs, strict=False):
         wanted = [t for t in added if t.path == spec.path]
         if not wanted:
             continue
         try:
-            text = Path(run.log).read_text(encoding="utf-8", errors="replace")
+            text = Path(one.log).read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = ""
         found += zip(wanted, outcomes_of(text, [(t.scope or "", t.name) for t in wanted]),
@@ -293,24 +290,43 @@ def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> lis
             for t, outcome in found]
 
 
-def runner_kind(runner: Any, overlay: Path | None = None) -> str:
-    """How ``runner`` runs tests."""
-    if overlay is not None:
-        return "isolated, over a copy of the installed torch_npu"
-    return str(getattr(runner, "kind", "warm worker"))
+def changes_for_run(job: BranchJob, envs: Environments, env: Environment,
+                    worktree: Path) -> tuple[ChangeScope, Path | None]:
+    """The series' scope beyond tests, and the folder to put first on the tests' path (None:
+    the tests run against the installed package as it is)."""
+    rec = job.record
+    if rec.base and rec.commit:
+        paths = changed_paths(worktree, rec.base, rec.commit)  # path -> the commit keeps it
+    else:
+        paths = {path: True for patch in job.patch_set.series_for(job.target)
+                 for path in patch.paths}
+    wanted = overlay_paths(paths)
+    if not wanted:
+        return scope_of(paths), None
+    commit = rec.commit or "HEAD"
+    files = {path: read_blob(worktree, f"{commit}:{path}") if paths[path] else None for path in wanted}
+    try:
+        overlay = envs.overlay(env, files)
+    except OverlayError as exc:
+        job.event("overlay", f"{exc}; the torch_npu files the series changes are not in the "
+                             f"build the tests run on")
+        return scope_of(paths, overlaid=False), None
+    how = "reused the copy" if overlay.reused else "copied"
+    job.event("overlay", f"{how} of the installed torch_npu with the branch's "
+                         f"{', '.join(overlay.files)}")
+    return scope_of(paths), overlay.root
 
 
 # -- push -------------------------------------------------------------------------------------
-def _fresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> bool:
-    """A publish step (``--skip-tests`` after a run that tested the commit) pushes only a commit
-    whose tree equals the series applied afresh on its base; False after stopping the branch.
-    A commit of another series (a resolution, a sibling's) is not re-derived here. Read from
-    the cache's objects only (the worktree the tests wrote is not looked at), every git
-    process sealed (`token_git`)."""
+def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> bool:
+    """A publish step pushes only a commit whose tree is the series applied afresh on its base
+    (a resolution's is not re-derived); False after stopping the branch."""
     rec = job.record
     if not (skip_tests and rec.test is not None and rec.test.ok and rec.commit
             and rec.base and rec.series_source is None and not rec.manual):
         return True
+    from backport.git.apply import commit_tree, series_tree  # only a publish step reads it
+
     series = job.patch_set.series_for(job.target)
     urls = (cache.url,)  # blobs a blobless cache lacks come from the upstream
     made = series_tree(cache.path, rec.base, series, urls=urls)
@@ -324,25 +340,21 @@ def _fresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> bool:
 
 
 def push_step(run: SetRun, job: BranchJob) -> bool:
-    """Push the fork branch to the fork only, with a lease on what this tool last pushed.
-
-    Nothing is pushed when the fork branch is already at the commit, or someone else moved it
-    (unless ``--overwrite-fork-branch``); a dry run's fork (`Session.fork`) only plans the push.
-    """
+    """Push the fork branch to the fork only, with a lease on what this tool last pushed; not
+    where someone else moved it (unless ``--overwrite-fork-branch``). A dry run's fork plans."""
     session, options = run.session, run.options
-    repo, fork_url, fork = session.cache.path, run.branch_map.fork_url, session.fork
-    push_env = session.forge.push_env()
+    fork_url, fork, push_env = run.branch_map.fork_url, session.fork, session.forge.push_env()
     rec = job.record
     commit = rec.commit
     assert commit is not None
-    if not _fresh(job, session.cache, options.skip_tests):
+    if not _is_series_afresh(job, session.cache, options.skip_tests):
         return False
     remote = fork.head(fork_url, job.fork_branch, push_env)
-    ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
     if remote == commit:
         job.change(lambda r: r.pushed(commit))
         job.event("pushed", f"{job.fork_branch} already at {commit[:9]}")
         return True
+    ours = {sha for sha in (rec.pushed_sha, rec.push_intent) if sha}
     if remote is not None and remote not in ours and not options.overwrite_fork_branch:
         last = rec.pushed_sha
         message = (f"fork branch '{job.fork_branch}' is at {remote[:9]}, which this tool did "
@@ -353,8 +365,8 @@ def push_step(run: SetRun, job: BranchJob) -> bool:
         return False
     job.event("pushing", f"{job.fork_branch} -> fork")
     try:
-        if not fork.push(repo, fork_url, commit, job.fork_branch, expect=remote, env=push_env,
-                         started=lambda: job.change(lambda r: r.push_started(commit))):
+        if not fork.push(session.cache.path, fork_url, commit, job.fork_branch, expect=remote,
+                         env=push_env, started=lambda: job.change(lambda r: r.push_started(commit))):
             job.change(lambda r: r.planned("dry run: nothing pushed"))
             return True
     except BackportError as exc:

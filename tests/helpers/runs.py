@@ -8,7 +8,7 @@ import sqlite3
 from backport.config import load_project
 from backport.config.model import Project
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.reach import Course
+from backport.pipeline.mode import RunMode
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
 from backport.pipeline.set_run import SetRun
@@ -37,7 +37,7 @@ def project_of(sandbox: Sandbox) -> Project:
     return load_project(sandbox.config, None, os.environ)
 
 
-FLAGS = ("dry_run", "no_push", "no_pr")  # the reach flags of `apply` (`Course.of_flags`)
+FLAGS = ("dry_run", "no_push", "no_pr")  # the flags of how far `apply` goes (`RunMode.of_flags`)
 
 
 def apply(sandbox: Sandbox, **options) -> tuple[SetRun, Events]:
@@ -46,7 +46,7 @@ def apply(sandbox: Sandbox, **options) -> tuple[SetRun, Events]:
     events = Events()
     flags = {flag: options.pop(flag) for flag in FLAGS if flag in options}
     (outcome,) = run_apply(project_of(sandbox), [NAME],
-                           ApplyOptions(course=Course.of_flags(**flags), **options), events,
+                           ApplyOptions(mode=RunMode.of_flags(**flags), **options), events,
                            environ=dict(os.environ))
     return outcome, events
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from backport.config import load_project
-from backport.pipeline.body_paths import absent_named_paths, named_paths
+from backport.pipeline.check import absent_named_paths, named_paths
 from tests.helpers.gitrepos import clone, commit_file, git
 from tests.helpers.project import ROOT, run_app
 

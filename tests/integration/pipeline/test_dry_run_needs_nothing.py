@@ -68,5 +68,5 @@ def test_a_dry_run_that_does_not_push_needs_no_token(sandbox, gitcode) -> None:
     dry = run_app(sandbox.project, "apply", "--api", "put_metric", "--skip-tests", "--dry-run",
                   "--no-push", env=env)
     assert dry.code == 0, dry.out + dry.err
-    assert "git push" not in dry.out and "POST " not in dry.out  # its reach plans nothing remote
+    assert "git push" not in dry.out and "POST " not in dry.out  # its mode plans nothing remote
     assert "token" not in dry.out

@@ -275,7 +275,7 @@ def test_check_says_which_recorded_or_sibling_series_applies_where_the_own_confl
 def test_a_maintainers_series_is_merged_entry_by_entry_but_never_the_own(tmp_path):
     from backport.git.apply import am_in_progress, apply_series
     from backport.git.worktree import Worktree
-    from backport.pipeline.propagate import SiblingSeries, try_siblings
+    from backport.pipeline.decide import SiblingSeries, try_siblings
     from tests.helpers import gitrepos as gr
     from tests.helpers.torch_npu_files import FILE, doc
 

@@ -15,7 +15,7 @@ from backport.codec import encode
 from backport.demo.sandbox import Sandbox
 from backport.pipeline.flow import publishable
 from backport.pipeline.journal import Journal
-from backport.pipeline.reach import Course
+from backport.pipeline.mode import RunMode
 from backport.pipeline.run import run_apply
 from backport.pipeline.session import ApplyOptions
 from backport.records import TestResult as Result
@@ -220,7 +220,7 @@ def test_dry_run_plans_the_push_and_writes_nothing(sandbox: Sandbox) -> None:
     planned: list[str] = []
     events = Events()
     (outcome,) = run_apply(project_of(sandbox), [NAME],
-                           ApplyOptions(skip_tests=True, course=Course(dry_run=True)),
+                           ApplyOptions(skip_tests=True, mode=RunMode(dry_run=True)),
                            events, environ=dict(os.environ), plan=planned.append)
     assert statuses(outcome) == dict.fromkeys(TARGETS, "planned")
     assert sum(line.startswith("git push --force-with-lease=") for line in planned) == 4
@@ -250,11 +250,11 @@ def test_which_branches_get_published(sandbox: Sandbox) -> None:
     assert not publishable(dataclasses.replace(failed, commit=None), ApplyOptions(pr_on_failure=True))
     for status in (Status.TESTED, Status.PUSHED):
         assert publishable(dataclasses.replace(rec, status=status), ApplyOptions())
-        local = Course.of_flags(no_push=True)
-        assert not publishable(dataclasses.replace(rec, status=status), ApplyOptions(course=local))
-        dry_local = ApplyOptions(course=Course.of_flags(no_push=True, dry_run=True))
+        local = RunMode.of_flags(no_push=True)
+        assert not publishable(dataclasses.replace(rec, status=status), ApplyOptions(mode=local))
+        dry_local = ApplyOptions(mode=RunMode.of_flags(no_push=True, dry_run=True))
         assert not publishable(dataclasses.replace(rec, status=status), dry_local)  # plans no push
-        dry = ApplyOptions(course=Course.of_flags(dry_run=True))
+        dry = ApplyOptions(mode=RunMode.of_flags(dry_run=True))
         assert publishable(dataclasses.replace(rec, status=status), dry)
     for status in (Status.CONFLICT, Status.ENV_MISSING, Status.ENV_MISMATCH, Status.APPLIED,
                    Status.FAILED, Status.FORK_DIVERGED):

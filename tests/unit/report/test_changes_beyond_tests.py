@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from backport.pipeline.shared_results import draft_implied
+from backport.pipeline.pr_step import draft_implied
 from backport.report import summary
 from backport.report.body import render_body
 from tests.helpers import report_fixtures as fx

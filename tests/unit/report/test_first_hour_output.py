@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from backport.errors import BackportError
-from backport.pipeline.selection import select_targets
+from backport.pipeline.journal import select_targets
 from backport.records import BranchRecord
 from backport.records import TestResult as Result
 from backport.report.progress import Progress

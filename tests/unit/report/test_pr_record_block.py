@@ -12,7 +12,7 @@ import pytest
 
 from backport.codec import encode
 from backport.forge.base import PullRequest
-from backport.pipeline.shared_results import SetOnForge, body_context, body_records
+from backport.pipeline.pr_step import SetOnForge, body_context, body_records
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import render_body

@@ -1,7 +1,6 @@
-"""Who may write to the upstream, as the forge says, each answer read once for a whole run
-however many branches or requests ask: one login's permission
-(``collaborators/{login}/permission``) and the collaborators listing (``collaborators``, every
-page). The already-proposed step and `trigger` share it."""
+"""Who may write to the upstream, each answer asked of the forge once a run: one login's
+permission (``collaborators/{login}/permission``) and the collaborators listing (every page).
+The already-proposed step and `trigger` share it."""
 
 from __future__ import annotations
 
@@ -11,29 +10,28 @@ from backport.forge import Forge
 from backport.forge.base import WRITE_PERMISSIONS
 
 
-class Writers:
+class WritePermissions:
     """The run's answers of ``Forge.permission`` (per login) and ``Forge.collaborators``."""
 
     def __init__(self) -> None:
-        self._known: dict[str, bool] = {}
+        self._asked: dict[str, bool] = {}
         self._listed: dict[str, bool] | None = None
         self._lock = threading.Lock()  # held over the request: one request per answer
 
     def can_write(self, forge: Forge, login: str) -> bool:
-        """Whether ``login`` has write permission on the upstream (no login: no); the
-        listing's answer when it was read and shows ``login``, else one request."""
+        """Whether ``login`` may write to the upstream (no login: no): the listing's answer
+        when it was read and shows ``login``, else one request."""
         if not login:
             return False
         with self._lock:
             if self._listed is not None and login in self._listed:
                 return self._listed[login]
-            if login not in self._known:
-                self._known[login] = forge.permission(login) in WRITE_PERMISSIONS
-            return self._known[login]
+            if login not in self._asked:
+                self._asked[login] = forge.permission(login) in WRITE_PERMISSIONS
+            return self._asked[login]
 
     def listed(self, forge: Forge) -> dict[str, bool]:
-        """The collaborators listing: each member shown, with whether it may write; read once
-        (its pages) for the run."""
+        """The collaborators listing, each member with whether it may write; read once."""
         with self._lock:
             if self._listed is None:
                 self._listed = forge.collaborators()
