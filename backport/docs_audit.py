@@ -1,7 +1,7 @@
-"""Docs support audit: which ``pytorch_<x-y-z>`` docs versions list an API, and its support table.
-
-The docs are read straight from git objects (``ls-tree`` and ``cat-file``), never from a checkout,
-so a blobless cache repository works: missing blobs are fetched on demand by git itself.
+"""The docs audit: which ``docs/zh/api/native_api/pytorch_<x-y-z>/`` versions list an API, and
+its support table there. Read from git objects (``ls-tree``, ``cat-file``), never a checkout, so
+a blobless cache works. The PR body reads it through `report.body.DocsFacts` (report/ does not
+import this module).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from backport.errors import BackportError
-from backport.git.run import git
+from backport.git.run import git, read_blobs
 
 DOCS_ROOT = "docs/zh/api/native_api"
 _VERSION_DIR = re.compile(r"^pytorch_(?P<v>[0-9][0-9A-Za-z-]*)$")
@@ -34,15 +34,14 @@ _NO_MARKS = frozenset({"✘", "✗", "×", "x", "no", "n", "否", "不支持", "
 
 
 class SupportRow(NamedTuple):
-    """One row of a support table: hardware name, normalised mark and any extra cells."""
+    """One row of a support table: hardware, its mark (✔, ✘ or the cell's text), other cells."""
 
     hardware: str
-    mark: str  # "✔", "✘", or the decoded cell text when it is neither
+    mark: str
     note: str = ""
 
     @property
     def supported(self) -> bool | None:
-        """True for ✔, False for ✘, None for anything else."""
         return True if self.mark == YES else False if self.mark == NO else None
 
 
@@ -51,131 +50,74 @@ class DocsEntry:
     """What one docs version says about one API."""
 
     version: str  # "2.7.1"
-    path: str  # repository path of the file holding the entry (or the preferred file if absent)
+    path: str  # the file holding the entry (where there is none: the file it would be in)
     listed: bool
     support: list[SupportRow] = field(default_factory=list)
     summary: str = ""  # e.g. "是，暂不支持 Ascend 950DT"
     limits: str = ""  # the "限制与说明" text, if any
 
     def to_dict(self) -> dict:
-        """A JSON-able form of the entry."""
-        return {
-            "version": self.version,
-            "path": self.path,
-            "listed": self.listed,
-            "summary": self.summary,
-            "limits": self.limits,
-            "support": [
-                {"hardware": r.hardware, "mark": r.mark, "supported": r.supported, "note": r.note}
-                for r in self.support
-            ],
-        }
-
-
-# ---------------------------------------------------------------------------------------------
-# git access
-
-
-def _git(repo: Path, args: Sequence[str], *, stdin: bytes | None = None) -> bytes:
-    """stdout of ``git <args>`` run on the git directory ``repo``; a failure is a ``git`` error."""
-    return git(args, cwd=repo, env=_on(repo), stdin=stdin).raw
+        return {"version": self.version, "path": self.path, "listed": self.listed,
+                "summary": self.summary, "limits": self.limits,
+                "support": [{"hardware": r.hardware, "mark": r.mark, "supported": r.supported,
+                             "note": r.note} for r in self.support]}
 
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-def _on(repo: Path) -> dict[str, str]:
-    """The environment that points git at the git directory ``repo`` (never a parent's)."""
-    return {"GIT_DIR": str(repo)}
-
-
 def _resolve(repo: Path, ref: str) -> str:
-    if _FULL_ID.fullmatch(ref):  # a commit id (a caller that read it already): no git asked
+    if _FULL_ID.fullmatch(ref):  # a commit id a caller read already: no git asked
         return ref
-    try:
-        out = _git(repo, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
-    except BackportError:
-        raise BackportError("git", f"Ref {ref!r} does not name a commit in {repo}.") from None
-    return out.decode().strip()
+    out = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+              cwd=repo, check=False)
+    if not out.ok:
+        raise BackportError("git", f"Ref {ref!r} does not name a commit in {repo}.")
+    return out.stdout.strip()
 
 
 def _docs_files(repo: Path, sha: str) -> dict[str, dict[str, str]]:
-    """version dir name -> {path: blob oid} for every ``.md`` file under the docs root."""
-    out = _git(repo, ["ls-tree", "-r", "-z", sha, "--", f"{DOCS_ROOT}/"])
+    """version folder -> {path: blob} of every ``.md`` file under the docs root."""
+    out = git(["ls-tree", "-r", "-z", sha, "--", f"{DOCS_ROOT}/"], cwd=repo)
     found: dict[str, dict[str, str]] = {}
-    for record in out.split(b"\0"):
-        if not record:
-            continue
+    for record in out.raw.split(b"\0"):
         meta, _, raw_path = record.partition(b"\t")
-        _mode, kind, oid = meta.decode().split()
         path = raw_path.decode("utf-8", "surrogateescape")
-        parts = PurePosixPath(path).relative_to(DOCS_ROOT).parts
-        if kind != "blob" or len(parts) < 2 or not path.endswith(".md"):
-            continue
-        if _VERSION_DIR.match(parts[0]):
-            found.setdefault(parts[0], {})[path] = oid
+        parts = PurePosixPath(path).relative_to(DOCS_ROOT).parts if path else ()
+        if (len(parts) >= 2 and meta.split()[1] == b"blob" and path.endswith(".md")
+                and _VERSION_DIR.match(parts[0])):
+            found.setdefault(parts[0], {})[path] = meta.split()[2].decode()
     return found
 
 
 def _missing_blobs(repo: Path, sha: str) -> set[str]:
-    """Blobs under the docs root that a partial clone has not fetched yet (no fetch happens)."""
+    """Blobs under the docs root a partial clone has not fetched yet (none is fetched)."""
     out = git(["rev-list", "--objects", "--missing=print", f"{sha}:{DOCS_ROOT}"], cwd=repo,
-              env=_on(repo), check=False)
-    if not out.ok:
-        return set()
+              check=False)
     return {line[1:].split()[0] for line in out.stdout.splitlines() if line.startswith("?")}
 
 
-def _promisor_remote(repo: Path) -> str | None:
-    """The remote a partial clone fetches missing objects from, if any."""
-    out = git(["config", "--get-regexp", r"^(remote\..*\.promisor|extensions\.partialclone)$"],
-              cwd=repo, env=_on(repo), check=False)
-    for line in out.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        if key.lower() == "extensions.partialclone" and value:
-            return value
-        if key.startswith("remote.") and value.lower() in ("true", "1", "yes", "on"):
-            return key[len("remote."):-len(".promisor")]
-    return None
-
-
 def _prefetch(repo: Path, oids: Sequence[str]) -> None:
-    """Fetch ``oids`` from the promisor remote in one request instead of one per blob.
-
-    Best effort: when it fails, ``cat-file`` still fetches lazily (or reports the blob missing).
-    """
-    if not oids:
-        return
-    remote = _promisor_remote(repo)
-    if remote is None:
-        return
-    git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
-         "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin",
-         "--", remote],
-        cwd=repo, env=_on(repo), stdin="".join(f"{o}\n" for o in oids).encode(), check=False)
+    """Fetch ``oids`` from the promisor remote in one request instead of one per blob (best
+    effort: ``cat-file`` still fetches each itself, or finds it missing)."""
+    out = git(["config", "--get-regexp", r"^remote\..*\.promisor$"], cwd=repo, check=False)
+    remote = next((key[len("remote."):-len(".promisor")] for key, _, value in
+                   (line.partition(" ") for line in out.stdout.splitlines())
+                   if value.lower() in ("true", "1", "yes", "on")), None)
+    if oids and remote:
+        git(["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
+             "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin",
+             "--", remote], cwd=repo, stdin="".join(f"{o}\n" for o in oids).encode(),
+            check=False)
 
 
-def _read_blobs(repo: Path, oids: Sequence[str]) -> dict[str, str]:
-    """Contents of ``oids`` through one ``git cat-file --batch`` call."""
-    if not oids:
-        return {}
-    out = _git(repo, ["cat-file", "--batch"], stdin="".join(f"{o}\n" for o in oids).encode())
-    texts: dict[str, str] = {}
-    pos = 0
+def _read_texts(repo: Path, oids: Sequence[str]) -> dict[str, str]:
+    """The text of each of ``oids`` (one ``git cat-file --batch``); a missing one is an error."""
+    found = read_blobs(repo, oids)
     for oid in oids:
-        nl = out.index(b"\n", pos)
-        header = out[pos:nl].decode().split()
-        pos = nl + 1
-        if len(header) < 3 or header[1] == "missing":
+        if oid not in found:
             raise BackportError("git", f"Blob {oid} is missing from {repo}.")
-        size = int(header[2])
-        texts[oid] = out[pos : pos + size].decode("utf-8", "replace")
-        pos += size + 1
-    return texts
-
-
-# ---------------------------------------------------------------------------------------------
-# parsing
+    return {oid: data.decode("utf-8", "replace") for oid, data in found.items()}
 
 
 def version_of(dir_name: str) -> str:
@@ -225,12 +167,9 @@ def _is_block_end(line: str) -> bool:
 
 
 def find_section(text: str, api: str) -> list[str] | None:
-    """Lines of the entry documenting ``api``, or None when the text has no such entry.
-
-    The entry starts at a heading naming the API (``### torch.x.y``, optionally
-    ``### <code><i>class</i></code> torch.x.Y``) or, for members listed under a class, at a
-    ``**原生文档**：[torch.x.Y.m](…)`` line; it ends at the next heading or member marker.
-    """
+    """Lines of the entry documenting ``api`` (None: none): from a heading naming it
+    (``### torch.x.y``, ``### <code><i>class</i></code> torch.x.Y``) or, for a member listed
+    under a class, a ``**原生文档**：[torch.x.Y.m](…)`` line, to the next heading or member."""
     lines = text.splitlines()
     start = None
     for i, line in enumerate(lines):
@@ -316,10 +255,6 @@ def parse_entry(text: str, api: str) -> tuple[bool, list[SupportRow], str]:
     return True, rows, limits
 
 
-# ---------------------------------------------------------------------------------------------
-# audit
-
-
 def _ordered_candidates(paths: Iterable[str], api: str) -> list[str]:
     preferred = preferred_files(api)
     rank = {name: i for i, name in enumerate(preferred)}
@@ -329,7 +264,7 @@ def _ordered_candidates(paths: Iterable[str], api: str) -> list[str]:
 def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str],
             api: str) -> DocsEntry | None:
     """The entry for ``api`` in the first of ``paths`` that has one (blobs already local)."""
-    texts = _read_blobs(repo, list(dict.fromkeys(files[p] for p in paths)))
+    texts = _read_texts(repo, list(dict.fromkeys(files[p] for p in paths)))
     for path in paths:
         listed, rows, limits = parse_entry(texts[files[path]], api)
         if listed:
@@ -338,12 +273,9 @@ def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str
 
 
 def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
-    """Audit every ``docs/zh/api/native_api/pytorch_*/`` version at ``ref`` for ``api``.
-
-    Returns one entry per version directory, sorted by version number. Files named after the
-    API's module are read first; the other ``.md`` files of a version only when those have no
-    entry. In a partial clone each of the two rounds fetches its missing blobs in one request.
-    """
+    """One entry per docs version at ``ref`` for ``api``, by version number. Files named after
+    the API's module are read first, the version's other ``.md`` files only when those have no
+    entry; in a partial clone each of the two rounds fetches its missing blobs in one request."""
     repo = Path(repo_git_dir)
     sha = _resolve(repo, ref)
     versions = _docs_files(repo, sha)
@@ -378,10 +310,8 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
 
 def render_docs_table(entries: Sequence[DocsEntry], console: Console | None = None, *,
                       api: str | None = None) -> Table:
-    """A rich table: one row per docs version, one column per hardware seen anywhere.
-
-    With ``console`` the table is also printed there.
-    """
+    """A rich table: one row per docs version, one column per hardware seen anywhere (also
+    printed on ``console`` when given)."""
     hardware: list[str] = []
     for entry in entries:
         for row in entry.support:
@@ -396,13 +326,8 @@ def render_docs_table(entries: Sequence[DocsEntry], console: Console | None = No
     table.add_column("file")
     for entry in entries:
         marks = {r.hardware: r.mark for r in entry.support}
-        table.add_row(
-            entry.version,
-            "yes" if entry.listed else "no",
-            *[marks.get(hw, "-") for hw in hardware],
-            entry.summary,
-            entry.path,
-        )
+        table.add_row(entry.version, "yes" if entry.listed else "no",
+                      *[marks.get(hw, "-") for hw in hardware], entry.summary, entry.path)
     if console is not None:
         console.print(table)
     return table

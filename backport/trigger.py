@@ -26,7 +26,7 @@ from backport.forge.base import SourcePrInfo
 from backport.numerals import MAX_DIGITS, json_number, parse_int
 from backport.pipeline.permissions import WritePermissions
 from backport.pipeline.session import Session
-from backport.report.inert import inert
+from backport.report.untrusted import untrusted
 
 COMMAND = "/backport"
 CREATED = "created"  # GitCode's comment events: created | edited | deleted
@@ -203,7 +203,7 @@ class _Reply:
 
 
 def _names(targets: list[str]) -> str:  # words of a reader's comment among them
-    return "、".join(inert(t, where="span") for t in targets)
+    return "、".join(untrusted(t, where="span") for t in targets)
 
 
 def _asked(answer: _Reply, event: TriggerEvent, info: SourcePrInfo, choosable: list[str],

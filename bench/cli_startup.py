@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from backport.bundled import demo_patch_set  # noqa: E402
 from backport.demo.sandbox import build_sandbox  # noqa: E402
-from backport.shipped import demo_patch_set  # noqa: E402
 
 COMMANDS = (["--version"], ["--help"], ["check", "--help"])
 

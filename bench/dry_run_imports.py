@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from backport.bundled import demo_patch_set  # noqa: E402
 from backport.demo.sandbox import build_sandbox  # noqa: E402
-from backport.shipped import demo_patch_set  # noqa: E402
 
 # Run in the sandbox's project: the dry run, then the package's modules, as one JSON line.
 SCRIPT = """

@@ -88,18 +88,25 @@ def changed(repo: Path, commits: Sequence[str]) -> dict[str, list[tuple[str, str
     return found
 
 
+def read_or_why(repo: Path, oids: set[str], env: Mapping[str, str], known: dict[str, str], *,
+                fetching: bool) -> None:
+    """Those of ``oids`` not in ``known`` (blob -> why it cannot be read) fetched in one request
+    (``fetching``: a blobless cache), or, where none is fetched, those missing named so."""
+    if fetching:
+        known.update(fetch(repo, oids - set(known), env))
+    else:
+        missing = oids - present(repo, oids)
+        known.update(dict.fromkeys(missing - set(known), "not in the repository"))
+
+
 def unreadable_commits(repo: Path, commits: Sequence[str], env: Mapping[str, str], *,
                        known: dict[str, str], fetching: bool) -> dict[str, str]:
     """Fetch the blobs ``commits`` read (``fetching``: a blobless cache) and return commit ->
     why for each whose patch cannot be made; ``known`` (blob -> why) is kept across calls, so
     a blob the upstream refused is asked for once per run."""
     blobs = changed(repo, commits)
-    every = {oid for pairs in blobs.values() for _, oid in pairs}
-    if fetching:
-        known.update(fetch(repo, every - set(known), env))
-    else:
-        missing = every - present(repo, every)
-        known.update(dict.fromkeys(missing - set(known), "not in the repository"))
+    read_or_why(repo, {oid for pairs in blobs.values() for _, oid in pairs}, env, known,
+                fetching=fetching)
     return {commit: f"its blob {oid[:9]} of {path} could not be read: {known[oid]}"
             for commit, pairs in blobs.items()
             for path, oid in reversed(pairs) if oid in known}

@@ -1,12 +1,10 @@
-"""The content rule: a change is already on a target when the target's versions of the files it
-changes hold each hunk's post-image (its context and added lines, in order) and, where the hunk
-removes lines, not its pre-image; or, where the lines around it differ on the target, each
-line it adds is in the file (one of them distinctive) and none it removes is (blank lines
-ignored). Where the change touches code, its tests are not asked (a port adapts them). A
-file the target has moved or renamed is looked for by its
-name elsewhere in the target's tree; a file the change deletes must be gone. Lines compare
-without trailing white space. `decide` reads the patches and the target's files (one git
-process each) and keeps each answer in the store by commit and target head; the rest is pure."""
+"""The content rule: a change is already on a target when the target's files hold each hunk's
+post-image (context and added lines, in order) and not a pre-image it removes; or, where the
+lines around it differ there, each line it adds is in the file (one distinctive) and none it
+removes is. Blank lines and trailing white space are ignored; where the change touches code its
+tests are not asked (a port adapts them); a moved file is looked for by its name elsewhere in the
+tree; a deleted one must be gone. `decide` reads the patches and files (one git process each)
+and keeps each answer in the `Store` by commit and target head; the rest is pure."""
 
 from __future__ import annotations
 
@@ -19,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backport.audit import history
+from backport.audit.history import Store
 from backport.audit.model import BY_CONTENT, LANDED, MISSING, NOT_NEEDED, Cell, Change
 from backport.audit.rules import is_test_path
-from backport.audit.store import Store
 from backport.git.run import git
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
@@ -32,8 +30,7 @@ DISTINCT = 16  # characters of an added line that may be looked for without its 
 
 @dataclass
 class FileDiff:
-    """One file of a patch: its path before and after (``""`` for /dev/null) and its hunks as
-    (pre-image lines, post-image lines)."""
+    """One file of a patch: its paths (``""``: /dev/null), its hunks as (pre-image, post-image)."""
 
     old: str = ""
     new: str = ""
@@ -93,10 +90,7 @@ def _solid(lines: Sequence[str]) -> list[str]:
 
 
 def holds(diff: FileDiff, text: str) -> bool:
-    """Whether the file ``text`` already holds ``diff``'s change: every hunk's post-image is
-    there and, where a hunk removes lines, its pre-image is not; or, where the target's lines
-    around it differ, `_lines_held` (blank lines ignored: a hunk that only adds or removes
-    blank lines asks nothing)."""
+    """Whether the file ``text`` already holds ``diff``'s change (the rule of the module)."""
     lines = _solid([line.rstrip() for line in text.split("\n")])
     if not diff.old:  # an added file: the target's file is it
         return _found(_solid([x for _, post in diff.hunks for x in post]), lines)
@@ -114,8 +108,8 @@ def holds(diff: FileDiff, text: str) -> bool:
 
 
 def _lines_held(before: Sequence[str], after: Sequence[str], every: Collection[str]) -> bool:
-    """A hunk whose context differs on the target: each line it adds is a line of the file
-    (one of them at least `DISTINCT` characters long) and none it removes is."""
+    """Each line a hunk adds is in the file (one of `DISTINCT` characters at least), none it
+    removes is."""
     added = [x for x in after if x not in before]
     removed = [x for x in before if x not in after]
     if added and max(len(x.strip()) for x in added) < DISTINCT:
@@ -124,8 +118,7 @@ def _lines_held(before: Sequence[str], after: Sequence[str], every: Collection[s
 
 
 def where(diff: FileDiff, tree: Collection[str], by_name: Mapping[str, list[str]]) -> list[str]:
-    """The paths of the target that may be ``diff``'s file: its own path, else the files of the
-    same name elsewhere (moved or renamed), at most `MOVED_AT_MOST`."""
+    """The target's paths that may be ``diff``'s file: its own, else its name elsewhere."""
     path = diff.new or diff.old
     if path in tree:
         return [path]
@@ -134,18 +127,15 @@ def where(diff: FileDiff, tree: Collection[str], by_name: Mapping[str, list[str]
 
 
 def meaningful(files: Sequence[FileDiff]) -> bool:
-    """Whether a patch has something to look for: a text file with a hunk that adds or removes
-    a line that is not blank."""
+    """Whether a text file of the patch adds or removes a line that is not blank."""
     return any(not f.binary and any(x.strip() for pre, post in f.hunks
                                     for x in set(pre) ^ set(post)) for f in files)
 
 
 def landed(files: Sequence[FileDiff], tree: Collection[str], by_name: Mapping[str, list[str]],
            read: Mapping[str, str]) -> str:
-    """The path of the target that shows the change is there ("" when it is not): every file
-    of the patch holds its change in one of its `where` paths (``read`` has their text), and
-    every file it deletes is gone. Its code is asked, not its tests (a port adapts its tests),
-    where it changes code."""
+    """The target's path that shows the change is there ("" when it is not); ``read`` has the
+    text of the `where` paths."""
     code = [f for f in files if not is_test_path(f.new or f.old)]
     files = code if meaningful(code) else files
     if not files or any(f.binary for f in files) or not meaningful(files):
@@ -165,7 +155,7 @@ def landed(files: Sequence[FileDiff], tree: Collection[str], by_name: Mapping[st
 
 
 def probe(files: Sequence[FileDiff]) -> str:
-    """A line to find the commit that brought the change by (``git log -S``): the longest line
+    """The line to find the commit that brought the change by (``git log -S``): the longest
     the patch adds, else the longest it removes."""
     added = [x for f in files for pre, post in f.hunks for x in post if x not in pre]
     removed = [x for f in files for pre, post in f.hunks for x in pre if x not in post]
@@ -184,8 +174,7 @@ def _by_name(tree: Collection[str]) -> dict[str, list[str]]:
 
 
 def _bringer(repo: Path, head: str, path: str, line: str) -> str:
-    """The newest commit of ``head`` that added or removed ``line`` in ``path`` (``head``
-    itself when git finds none)."""
+    """The newest commit of ``head`` that added or removed ``line`` in ``path`` (else ``head``)."""
     out = git(["log", "-1", "--format=%H", f"-S{line}", head, "--", path], cwd=repo,
               check=False)
     return out.stdout.strip() if out.ok and out.stdout.strip() else head
@@ -194,10 +183,8 @@ def _bringer(repo: Path, head: str, path: str, line: str) -> str:
 def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[str]],
            changes: Sequence[Change], store: Store,
            readable: Callable[[str, Iterable[str]], list[str]]) -> None:
-    """Make each `missing` or `not-needed` cell of ``changes`` `landed` where the content rule
-    holds on its target, naming the commit that brought the change there (``why``: content
-    already there). Answers are kept in ``store.content`` by commit and target head;
-    ``readable(target, paths)`` gives those of the target's files that can be read."""
+    """Make each `missing` or `not-needed` cell `landed` where the content rule holds, naming
+    the commit that brought the change there; ``readable(target, paths)``: the readable ones."""
     cells = [(c, t) for c in changes for t, cell in c.on.items()
              if t in heads and cell.state in (MISSING, NOT_NEEDED)]
     todo: dict[str, list[str]] = {}

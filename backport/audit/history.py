@@ -1,16 +1,17 @@
-"""What the audit reads from the cache repository: each branch's first-parent changes, what a
-target's history holds, patch-ids and files of commits (kept in the `Store`), the tests a
-change adds and whether a target has them (whether a change applies: `blobs.py`)."""
+"""What the audit reads from the cache repository (each branch's first-parent changes, what a
+target's history holds, patch-ids and files of commits, the tests a change adds and whether a
+target has them; whether a change applies: `blobs.py`), and the `Store` that keeps it."""
 
 from __future__ import annotations
 
 import ast
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from backport.audit.store import Store
 from backport.config.patchfiles import Patch, parse_patch
 from backport.errors import BackportError
 from backport.git.apply import commit_patch_ids
@@ -23,6 +24,40 @@ from backport.git.python_tests import (
     pre_images,
 )
 from backport.git.run import git, read_blobs
+from backport.jsonfile import read_json, write_json
+
+STORE_VERSION = 1
+CONTENT_RULE = 4  # the content rule's version: answers of another are asked again
+_KEPT = ("patch_ids", "files", "applies", "added", "present", "content")
+
+
+class Store:
+    """What the audit keeps between runs, one JSON file in the cache folder: by commit (never
+    changes) ``patch_ids`` ("" where git cannot make its patch), ``files`` ([changed or deleted,
+    added]), ``added`` (its tests, ``path::Class::name``); by ``<commit>:<target head>``
+    ``applies``, ``present`` (the commit that added its tests there) and ``content`` (the commit
+    that brought it there, "" for none). A torn file or one of another version starts empty."""
+
+    patch_ids: dict[str, str]
+    files: dict[str, list[list[str]]]
+    applies: dict[str, bool]
+    added: dict[str, list[str]]
+    present: dict[str, str]
+    content: dict[str, str]
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        data: Any = read_json(path, None)
+        known = isinstance(data, dict) and data.get("version") == STORE_VERSION
+        for key in _KEPT:
+            kept = known and (key != "content" or data.get("content_rule") == CONTENT_RULE)
+            setattr(self, key, dict(data.get(key) or {}) if kept else {})
+
+    def save(self) -> None:
+        """Write the file whole; a folder that cannot be written keeps nothing."""
+        with suppress(OSError):
+            write_json(self.path, {"version": STORE_VERSION, "content_rule": CONTENT_RULE,
+                                   **{key: getattr(self, key) for key in _KEPT}})
 
 
 @dataclass(frozen=True)

@@ -112,9 +112,9 @@ class Fix:
         ignored, branch-missing; that member is the source to take onto ``target``."""
         here = next((m for m in self.members if m.branch == target), None)
         if here is not None:  # how the rules saw it there, said by the oldest change that did
-            said = next((m.on[target] for m in self.members if target in m.on
+            landed = next((m.on[target] for m in self.members if target in m.on
                          and m.on[target].state == LANDED), None)
-            return here, said or Cell(LANDED, commit=here.commit, why=MERGED_HERE)
+            return here, landed or Cell(LANDED, commit=here.commit, why=MERGED_HERE)
         order = nearest_first(target, sorted(self.branches))
         ranked = sorted((m for m in self.members if target in m.on),
                         key=lambda m: order.index(m.branch))

@@ -17,7 +17,7 @@ from backport.audit.model import (
     Cell,
     Fix,
 )
-from backport.report.inert import inert
+from backport.report.untrusted import untrusted
 
 COLOURS = {LANDED: "#cdeccd", PROPOSED: "#cfe0f7", MISSING: "#f7cfcf", NOT_NEEDED: "#e6e6e6",
            IGNORED: "#f3efd9", BRANCH_MISSING: "#ffffff"}
@@ -40,7 +40,7 @@ for(const id of ['fb','fs','ft'])q(id).addEventListener('input',f);"""
 
 def _text(text: str) -> str:
     """Text from a commit, shown as itself: one line, no control character, HTML-escaped."""
-    return escape(inert(text, where="code"))
+    return escape(untrusted(text, where="code"))
 
 
 def _key(branch: str) -> str:
@@ -86,7 +86,7 @@ def _row(fix: Fix, branches: tuple[str, ...], links: Links, audit: Audit) -> str
     first = fix.first
     words = [first.author, *(w for m in fix.members
                              for w in (m.title, m.commit, f"!{m.pr}" if m.pr else "", m.branch))]
-    text = inert(" ".join(words).lower(), where="code")
+    text = untrusted(" ".join(words).lower(), where="code")
     picked = {b: fix.pick(b)[1] for b in branches}
     data = "".join(f' data-{_key(t)}="{escape(c.state)}"' for t, c in picked.items()
                    if t != first.branch)
@@ -144,14 +144,14 @@ def summary_lines(audit: Audit) -> list[str]:
     for branch, why in audit.missing_branches.items():
         lines.append(f"{branch}: {why}")
     for (source, target), counter in sorted(audit.counts().items()):
-        said = ", ".join(f"{counter[s]} {s}" for s in STATES if counter[s])
-        lines.append(f"  {source} -> {target}: {said}")
+        states = ", ".join(f"{counter[s]} {s}" for s in STATES if counter[s])
+        lines.append(f"  {source} -> {target}: {states}")
     for target in audit.branches:
         clean = audit.missing_clean(target)
         if clean:
             lines.append(f"Missing on {target} and applying cleanly ({len(clean)}):")
             lines += [f"  {c.commit[:9]} {f'!{c.pr}' if c.pr else '':>7} {c.branch}: "
-                      f"{inert(c.title, where='code')}"
+                      f"{untrusted(c.title, where='code')}"
                       for c in clean]
     return lines
 

@@ -1,14 +1,12 @@
-"""How a change stands on a target: one pure decision over what the history tells.
-
-The rules are those `apply`, `check` and the already-proposed step use, called here, not
-copied: the patch-id (`git/apply.py` `same_change`), the forms a PR or commit names a source
-PR by (`pipeline/proposed.py` `carries`), a GitCode squash message's own PR
-(`git/source_pr.py` `squash_number`), the tests already there (`git/python_tests.py`
-`all_present`). The order is the decision: landed (the same commit, the same patch-id, a
-commit that names the change) → ignored → landed (a commit with its title and its files,
-exactly or one set holding the other: the same fix opened on each branch by hand; its tests
-there) → proposed → not-needed → missing
-(whether it applies is then asked of git for every missing one together).
+"""How a change stands on a target: one pure decision (`classify`) over what the history tells
+(`facts.py`), by the rules `apply`, `check` and the already-proposed step use, called, not
+copied: the patch-id (`git/apply.py` `same_change`), the one carrier rule
+(`pipeline/proposed.py` `carries`, `commit_carries`: a mention in prose carries nothing), a
+GitCode squash message's own PR (`git/source_pr.py` `squash_number`), the tests already there
+(`git/python_tests.py` `all_present`). The order is the decision: landed (the same commit,
+the same patch-id, a commit that carries it) → ignored → landed (a commit with its title and its
+files: the same fix opened on each branch by hand; its tests there) → proposed → not-needed →
+missing (whether it applies is then asked of git for every missing one together).
 """
 
 from __future__ import annotations
@@ -33,58 +31,26 @@ from backport.audit.model import (
     Change,
 )
 from backport.forge import PullRequest
-from backport.git.source_pr import squash_head, squash_number
-from backport.pipeline.proposed import carries, commit_carries
-from backport.titles import title_key as _title_key
-
-
-def as_merged_pr(message: str, upstream: str, branch: str) -> PullRequest:
-    """A commit on ``branch`` read as the merged PR its squash message says it is (its head
-    branch, title and description), so `carries` judges it as it judges a PR."""
-    number = squash_number(message)
-    title = message.split("\n", 1)[0]
-    head = squash_head(message, number) if number is not None else ""
-    return PullRequest(number=number or 0, url="", title=title, body=message, head=head,
-                       head_repo=upstream, base=branch, state="merged")
+from backport.pipeline.proposed import carries
 
 
 def names(pr: PullRequest, number: int, upstream: str, target: str) -> bool:
-    """Whether ``pr`` carries PR ``number`` into ``target`` (`carries`, the one carrier rule:
-    a mention of ``!N`` in a description carries nothing)."""
+    """Whether ``pr`` carries PR ``number`` into ``target``."""
     return carries(pr, number, upstream, target) is not None
 
 
-def carried(message: str, upstream: str, branch: str) -> set[int]:
-    """The PRs a commit on ``branch`` carries, other than its own: the one carrier rule
-    (`pipeline/proposed.py` `commit_carries`; a mention in prose carries nothing)."""
-    return commit_carries(message, upstream, branch)
-
-
-def title_words(title: str) -> str:
-    """A title as the same-title rule compares it: its words, spaces trimmed."""
-    return " ".join(title.split())
-
-
-def title_key(title: str, branches: Iterable[str]) -> str:
-    """A title as the same-title rule compares it: without its branch tags (``- v2.7.1``,
-    ``[v2.12.0]``, ``_v2.11``, ``[master]``), its words, lower case."""
-    return _title_key(title, branches)
-
-
 def same_files(change: Collection[str], other: Collection[str]) -> bool:
-    """What a commit with a change's title must touch to be that change opened by hand on
-    another branch: exactly its files, or files that all are among its files or that hold
-    all of them (a port that adds a test or leaves out a file the branch lacks), sharing at
-    least one."""
+    """Whether a commit with a change's title touches what that change opened by hand on another
+    branch would: one set of files holding the other (a port that adds a test or leaves out a
+    file the branch lacks), sharing at least one."""
     mine, theirs = set(change), set(other)
     return bool(mine & theirs) and (mine <= theirs or theirs <= mine)
 
 
 def titled_commit(files: frozenset[str],
                   candidates: Sequence[tuple[frozenset[str], str]]) -> str:
-    """The commit among ``candidates`` ((its files, commit) of the target's commits with the
-    change's title, oldest first) that is the change: one with exactly its ``files``, else
-    the oldest with `same_files`, else the oldest with a file in common ("" for none)."""
+    """The commit among ``candidates`` ((files, commit) with the change's title, oldest first)
+    that is the change: exactly its ``files``, else `same_files`, else a file in common."""
     exact = next((commit for theirs, commit in candidates if theirs == files), "")
     return exact or next((commit for theirs, commit in candidates if same_files(files, theirs)),
                          "") or next((commit for theirs, commit in candidates if files & theirs), "")
@@ -109,11 +75,9 @@ def is_test_path(path: str) -> bool:
 
 def lacks_all(modified: Iterable[str], added: Iterable[str], files: Collection[str],
               folders: Collection[str]) -> bool:
-    """The not-needed rule: the change's code (its files other than tests; all its files when
-    it has only tests) is only files the target does not have: none of those it changes or
-    deletes is there, and none it adds goes into a folder there (a change touching nothing is
-    not judged so). A fix of a subsystem the target lacks is not-needed even when it adds
-    tests into a folder the target has."""
+    """The not-needed rule: the change's code (its files other than tests, else all) is only
+    files the target does not have: none it changes or deletes is there, none it adds goes into
+    a folder there (a change touching nothing is not judged so)."""
     modified, added = list(modified), list(added)
     if not modified and not added:
         return False
@@ -136,8 +100,7 @@ def folders_of(files: Iterable[str]) -> set[str]:
 
 
 class Facts(Protocol):
-    """What the history says of a change on a target; each is asked only when the decision
-    reaches it (the later ones cost more)."""
+    """What the history says of a change on a target, asked only when the decision reaches it."""
 
     def reachable(self, change: Change, target: str) -> bool: ...
     def same_patch(self, change: Change, target: str) -> str: ...

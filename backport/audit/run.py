@@ -1,268 +1,36 @@
-"""The audit's run: read each branch once, then decide every change on every other branch.
+"""The audit's run: read each branch once (`facts.py`), then decide every change on every other
+branch by the rules (`rules.classify`), check whether the missing ones apply, and look for the
+same fix under a similar title or in other words (`similar.py`, `content.py`).
 
-Per target: its first-parent commits since the start less ``LOOKBACK`` (a change may have
+Each target's first-parent commits are read from the start less ``LOOKBACK`` (a change may have
 landed there before it landed on its own branch), indexed by patch-id, by the PRs they carry
-and by their own PR; what its history reaches; its tree's files; its open PRs (one listing of
-the forge for the run). Patch-ids and files are kept by commit, whether a change applies by
-commit and head (`store.Store`); whether it applies is true, false or, where a blob it needs
-cannot be read, unknown with why (`blobs.py`; not kept: asked again on the next run).
+and by their own PR; its open PRs come from one listing of the forge for the run.
 """
 
 from __future__ import annotations
 
-import ast
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import islice
 
 from backport.audit import blobs, content, history, similar
+from backport.audit.facts import Facts, Target, pool
+from backport.audit.history import Store
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
-from backport.audit.progress import Progress
-from backport.audit.rules import (
-    carried,
-    classify,
-    folders_of,
-    ignored,
-    lacks_all,
-    names,
-    title_key,
-    titled_commit,
-)
-from backport.audit.store import Store
+from backport.audit.rules import classify, folders_of
 from backport.branch_order import newest_first
 from backport.errors import BackportError
 from backport.forge import PullRequest
 from backport.git.cache import TRACKING, RepoCache
 from backport.git.python_tests import is_python_test
 from backport.git.source_pr import squash_number
+from backport.pipeline.proposed import commit_carries as carried
 from backport.redact import redact
+from backport.report.progress import PhaseProgress
+from backport.titles import title_key
 
 LOOKBACK = 180 * 24 * 3600  # seconds before the start a target's carriers are looked for
-
-
-@dataclass
-class Target:
-    """What one target branch's history holds, read once."""
-
-    name: str
-    head: str
-    commits: list[history.Commit]
-    reachable: set[str]
-    files: set[str]
-    entries: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (mode, blob)
-    folders: set[str] = field(default_factory=set)
-    by_patch: dict[str, str] = field(default_factory=dict)  # patch-id -> oldest commit
-    carrying: dict[int, str] = field(default_factory=dict)  # PR it carries -> oldest commit
-    own: dict[int, str] = field(default_factory=dict)  # its own squash PR -> commit
-    # title words -> (files, commit) of each commit with that title, oldest first
-    titled: dict[str, list[tuple[frozenset[str], str]]] = field(default_factory=dict)
-    open_prs: list[PullRequest] = field(default_factory=list)
-
-
-class Facts:
-    """`rules.Facts` over the targets read, the store and the run's ignore list."""
-
-    def __init__(self, repo: RepoCache, targets: Mapping[str, Target], store: Store,
-                 upstream: str, ignore: Sequence[str]) -> None:
-        self.repo, self.targets, self.store = repo, targets, store
-        self.upstream, self.ignore = upstream, ignore
-        self._carried: dict[str, set[int]] = {}
-        self.trees: dict[str, dict[str, ast.Module | None]] = {}  # target -> its files parsed
-        self.files: dict[str, dict[str, bytes]] = {}  # target -> "<head>:<path>" -> bytes
-        self._asked: dict[str, set[str]] = {}  # target -> the paths read (found or not)
-        self.unreadable: dict[str, str] = {}  # blob -> why it could not be read (this run)
-        self.unknown: dict[tuple[str, str], str] = {}  # (commit, target) -> why not known
-
-    def reachable(self, change: Change, target: str) -> bool:
-        return change.commit in self.targets[target].reachable
-
-    def same_patch(self, change: Change, target: str) -> str:
-        pid = self.store.patch_ids.get(change.commit, "")
-        found = self.targets[target].by_patch.get(pid, "") if pid else ""
-        return found if found != change.commit else ""
-
-    def carrier(self, change: Change, target: str) -> str:
-        t = self.targets[target]
-        if change.pr is not None and change.pr in t.carrying:
-            return t.carrying[change.pr]
-        if change.commit not in self._carried:  # the change is itself a backport of PR M
-            self._carried[change.commit] = carried(change.message, self.upstream, change.branch)
-        return next((t.own[n] for n in sorted(self._carried[change.commit]) if n in t.own), "")
-
-    def same_title(self, change: Change, target: str) -> str:
-        modified, added = self._paths(change)
-        found = self.targets[target].titled.get(title_key(change.title, self.targets), [])
-        return titled_commit(frozenset([*modified, *added]), found)
-
-    def ignored(self, change: Change) -> bool:
-        return ignored(change.title, self.ignore)
-
-    def _paths(self, change: Change) -> tuple[list[str], list[str]]:
-        modified, added = self.store.files.get(change.commit, [[], []])
-        return modified, added
-
-    def tests_there(self, change: Change, target: str) -> str:
-        tests = self.store.added.get(change.commit, [])
-        if not tests:
-            return ""
-        head = self.targets[target].head
-        key = f"{change.commit}:{head}"
-        if key not in self.store.present:
-            self.read_files(target, [node.split("::", 1)[0] for node in tests])
-            trees = self.trees.setdefault(target, {})
-            self.store.present[key] = history.tests_there(self.repo.path, tests, head, trees,
-                                                          self.files[target])
-        return self.store.present[key]
-
-    def read_files(self, target: str, paths: Iterable[str]) -> None:
-        """Read those of ``paths`` not read yet from the target's head (one git process)."""
-        asked = self._asked.setdefault(target, set())
-        todo = [p for p in dict.fromkeys(paths) if p not in asked]
-        if todo:
-            found = history.head_files(self.repo.path, self.targets[target].head,
-                                       self.readable(target, todo))
-            self.files.setdefault(target, {}).update(found)
-            asked.update(todo)
-
-    def readable(self, target: str, paths: Iterable[str]) -> list[str]:
-        """Those of ``paths`` on ``target``'s head whose blobs can be read, fetched first in
-        one request in a blobless cache: a blob git would fetch by itself, one at a time, and
-        one the upstream cannot give would end the whole read (`git cat-file --batch`)."""
-        entries = self.targets[target].entries
-        files = [p for p in dict.fromkeys(paths) if p in entries
-                 and entries[p][0] != blobs.GITLINK]
-        oids = {entries[p][1] for p in files}
-        if self.repo.blobless:
-            self.unreadable.update(blobs.fetch(self.repo.path, oids - set(self.unreadable),
-                                               self.repo.env))
-        held = blobs.present(self.repo.path, oids)
-        return [p for p in files if entries[p][1] in held]
-
-    def proposed(self, change: Change, target: str) -> int | None:
-        if change.pr is None:
-            return None
-        return next((pr.number for pr in self.targets[target].open_prs
-                     if names(pr, change.pr, self.upstream, target)), None)
-
-    def lacks_files(self, change: Change, target: str) -> bool:
-        t = self.targets[target]
-        modified, added = self._paths(change)
-        return lacks_all(modified, added, t.files, t.folders)
-
-    def check(self, pairs: Sequence[tuple[Change, str]], progress: Progress,
-              workers: int, stop: threading.Event) -> None:
-        """Whether each missing (change, target) applies to the target's head, where the store
-        does not know it for that head: the blobs the patches touch fetched first (one request
-        each for the changes' and the targets'), then each target's patches checked on
-        ``workers`` threads; a cell whose blob cannot be read gets why in ``unknown``."""
-        wanted: dict[str, list[str]] = {}
-        for change, target in pairs:
-            if f"{change.commit}:{self.targets[target].head}" not in self.store.applies:
-                wanted.setdefault(change.commit, []).append(target)
-        progress.phase("checking whether missing changes apply",
-                       sum(len(t) for t in wanted.values()))
-        if not wanted:
-            return
-        cannot = blobs.unreadable_commits(self.repo.path, list(wanted), self.repo.env,
-                                          known=self.unreadable, fetching=self.repo.blobless)
-        for commit, why in cannot.items():
-            for target in wanted.pop(commit):
-                self.unknown[(commit, target)] = why
-        self._targets_blobs(wanted)
-        with _pool(workers, stop) as pool:
-            pending: list[tuple[str, Future[dict[str, bool | str]]]] = []
-            for target, items in self._patches(wanted):
-                pending.append((target, pool.submit(blobs.applies, self.repo.path,
-                                                    self.targets[target].entries, items, stop)))
-                while len(pending) > 4 * max(1, workers):  # bounds the patches held
-                    self._keep(*pending.pop(0), progress)
-            for each in pending:
-                self._keep(*each, progress)
-
-    def _touched(self, commit: str, target: str) -> list[str]:
-        modified, added = self._paths_of(commit)
-        entries = self.targets[target].entries
-        return [p for p in [*modified, *added] if p in entries]
-
-    def _paths_of(self, commit: str) -> tuple[list[str], list[str]]:
-        modified, added = self.store.files.get(commit, [[], []])
-        return modified, added
-
-    def _targets_blobs(self, wanted: dict[str, list[str]]) -> None:
-        """Fetch the targets' blobs at the paths the ``wanted`` patches touch (one request);
-        a (commit, target) one of whose blobs cannot be read leaves ``wanted`` for
-        ``unknown``."""
-        oids = {self.targets[t].entries[p][1] for c, ts in wanted.items() for t in ts
-                for p in self._touched(c, t) if self.targets[t].entries[p][0] != blobs.GITLINK}
-        if self.repo.blobless:
-            self.unreadable.update(blobs.fetch(self.repo.path, oids - set(self.unreadable),
-                                               self.repo.env))
-        else:
-            lacking = oids - blobs.present(self.repo.path, oids)
-            self.unreadable.update(dict.fromkeys(lacking - set(self.unreadable),
-                                                 "not in the repository"))
-        for commit, targets in wanted.items():
-            for target in list(targets):
-                entries = self.targets[target].entries
-                bad = [p for p in self._touched(commit, target)
-                       if entries[p][1] in self.unreadable]
-                if bad:
-                    oid = entries[bad[0]][1]
-                    self.unknown[(commit, target)] = (
-                        f"{target}'s blob {oid[:9]} of {bad[0]} could not be read: "
-                        f"{self.unreadable[oid]}")
-                    targets.remove(target)
-
-    def _patches(self, wanted: dict[str, list[str]]
-                 ) -> Iterator[tuple[str, list[tuple[str, list[str], bytes]]]]:
-        """(target, up to a part of its (commit, touched paths, patch)) for every wanted
-        pair; a commit git cannot show goes to ``unknown``."""
-        per: dict[str, list[tuple[str, list[str], bytes]]] = {}
-        shown: set[str] = set()
-        for commit, email in history.patches_of(self.repo.path, [c for c, t in wanted.items()
-                                                                  if t]):
-            shown.add(commit)
-            for target in wanted[commit]:
-                items = per.setdefault(target, [])
-                items.append((commit, self._touched(commit, target), email))
-                if len(items) >= history.CHUNK // 4:
-                    yield target, per.pop(target)
-        yield from per.items()
-        for commit, targets in wanted.items():
-            if commit not in shown:
-                for target in targets:
-                    self.unknown[(commit, target)] = "git could not show its patch"
-
-    def _keep(self, target: str, check: Future[dict[str, bool | str]],
-              progress: Progress) -> None:
-        """Wait for ``check`` and keep what it says: true or false in the store, a blob
-        git could not read in ``unknown``."""
-        head = self.targets[target].head
-        for commit, ok in check.result().items():
-            if isinstance(ok, str):
-                self.unknown[(commit, target)] = ok
-            else:
-                self.store.applies[f"{commit}:{head}"] = ok
-            progress.add()
-
-
-@contextmanager
-def _pool(workers: int, stop: threading.Event) -> Iterator[ThreadPoolExecutor]:
-    """Threads that, when the run stops (an interrupt, an error), are not waited for: ``stop``
-    is set, so their loops start no new git, and what git they run ends with the run
-    (`process.kill_running`)."""
-    pool = ThreadPoolExecutor(max_workers=max(1, workers))
-    try:
-        yield pool
-    except BaseException:
-        stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
 
 
 def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
@@ -354,10 +122,10 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
               upstream: str, ignore: Sequence[str], store: Store,
               open_prs: Callable[[], list[PullRequest]] | None,
               missing_why: Mapping[str, str], prs_unread: str = "",
-              workers: int = 2, progress: Progress | None = None) -> Audit:
+              workers: int = 2, progress: PhaseProgress | None = None) -> Audit:
     """The audit of the branches of ``heads`` (None: not upstream, said by ``missing_why``);
     ``open_prs`` lists the forge's open PRs once (None: not read, why is ``prs_unread``)."""
-    progress = progress or Progress()
+    progress = progress or PhaseProgress()
     progress.phase("reading the branches' history")
     targets = {name: _read_target(repo, name, head, since - LOOKBACK)
                for name, head in heads.items() if head}
@@ -388,7 +156,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
                  missing_branches=dict(missing_why), prs_unread=prs_unread)
 
 
-def _read_changes(facts: Facts, since: int, progress: Progress) -> list[Change]:
+def _read_changes(facts: Facts, since: int, progress: PhaseProgress) -> list[Change]:
     """The changes since ``since``, with what is kept by commit filled in the store (the
     blobs their diffs read fetched first in a blobless cache) and the targets indexed."""
     repo, store, targets = facts.repo, facts.store, facts.targets
@@ -402,7 +170,7 @@ def _read_changes(facts: Facts, since: int, progress: Progress) -> list[Change]:
         store.patch_ids[commit] = ""  # git cannot make its patch: no patch-id
     progress.phase(f"reading {len(todo):,} commits' patch-ids, files and tests added")
     stop = threading.Event()
-    with _pool(1, stop) as side:  # git's patch-ids while Python reads tests
+    with pool(1, stop) as side:  # git's patch-ids while Python reads tests
         ids = side.submit(history.fill_patch_ids, repo.path, todo, store)
         history.fill_files(repo.path, every, store)
         changes = changes_of(targets, since)
@@ -414,7 +182,7 @@ def _read_changes(facts: Facts, since: int, progress: Progress) -> list[Change]:
 
 
 def _decide_all(facts: Facts, changes: Sequence[Change], branches: list[str],
-                progress: Progress, workers: int) -> None:
+                progress: PhaseProgress, workers: int) -> None:
     """Decide every change on every branch, a part at a time on ``workers`` threads."""
     store = facts.store
     for name, each in facts.targets.items():  # the test files the already-present rule reads
@@ -423,7 +191,7 @@ def _decide_all(facts: Facts, changes: Sequence[Change], branches: list[str],
                                 and f"{c.commit}:{each.head}" not in store.present
                                 for node in store.added.get(c.commit, [])])
     progress.phase("deciding", len(changes))
-    with _pool(workers, threading.Event()) as deciding:
+    with pool(workers, threading.Event()) as deciding:
         for first in range(0, len(changes), history.CHUNK):
             part = changes[first:first + history.CHUNK]
             list(deciding.map(_decide, part, [branches] * len(part), [facts] * len(part)))

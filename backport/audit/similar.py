@@ -1,10 +1,9 @@
-"""The similar-title rule: the same fix opened by hand on another branch under a title written
-again (a typo fixed, a word more or less: "fix batcnnorm check" and "fix batchnorm check"):
-a first-parent commit of the target whose title, branch tags removed, is at least `RATIO`
-alike (``difflib``) and is the change's written again (`_written_again`: a word more or less,
-or a typo), with a file in common (other than a test, where the change has one); a title too
-general to tell ("modify documents": `_specific`) is not compared so. Asked of what would be `missing` or `not-needed`
-after every other rule but the content rule; the most alike wins, then the oldest."""
+"""The similar-title rule: the same fix opened by hand on another branch under its title written
+again ("fix batcnnorm check" / "fix batchnorm check"): a target's commit whose title, branch tags
+removed, is `RATIO` alike (``difflib``), differs by a word more or less or a typo, and shares a
+file (other than a test, where the change has one); a title too general ("modify documents") is
+not compared so. Asked of the cells still `missing` or `not-needed` after every rule but the
+content rule; the most alike wins, then the oldest."""
 
 from __future__ import annotations
 
@@ -53,16 +52,14 @@ class TitleIndex:
 
 
 def _specific(key: str) -> bool:
-    """Whether a title says enough to be compared loosely: four words or more, or a word of
-    `LONG_WORD` characters (an identifier: ``batchnorm_check_fix``); not "modify document"."""
+    """Four words or more, or a word of `LONG_WORD` characters (an identifier)."""
     words = key.split()
     return len(words) >= 4 or any(len(word) >= LONG_WORD for word in words)
 
 
 def _written_again(one: str, other: str, matcher: SequenceMatcher[str]) -> bool:
-    """Whether two alike titles are one title written again, not two fixes alike: the words of
-    one are all among the other's ("apply the x." / "apply x"), or they differ by at most
-    `TYPO` characters ("batcnnorm" / "batchnorm"; not "op_alpha" / "op_beta")."""
+    """One title written again, not two fixes alike: the words of one among the other's, or at
+    most `TYPO` characters apart ("batcnnorm" / "batchnorm"; not "op_alpha" / "op_beta")."""
     mine, theirs = set(one.split()), set(other.split())
     if mine <= theirs or theirs <= mine:
         return True
@@ -72,8 +69,8 @@ def _written_again(one: str, other: str, matcher: SequenceMatcher[str]) -> bool:
 
 def decide(indexes: Mapping[str, TitleIndex], keys: Mapping[str, str],
            files: Mapping[str, Sequence[str]], changes: Sequence[Change]) -> None:
-    """Make each `missing` or `not-needed` cell of ``changes`` `landed` where a commit of its
-    target has a title alike (``keys``: commit -> title key; ``files``: commit -> files)."""
+    """Make each `missing` or `not-needed` cell `landed` where a commit of its target has a
+    title alike (``keys``: commit -> title key; ``files``: commit -> files)."""
     for change in changes:
         for target, cell in change.on.items():
             if cell.state in (MISSING, NOT_NEEDED) and target in indexes:

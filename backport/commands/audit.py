@@ -3,22 +3,21 @@ every other one (`audit/run.py`; the rules: `audit/rules.py`)."""
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import click
 
+from backport.audit.history import Store
 from backport.audit.model import MISSING, Audit
 from backport.audit.page import Links, from_pr_arguments, render_html, summary_lines
-from backport.audit.progress import Progress
 from backport.audit.run import branch_heads, run_audit
-from backport.audit.store import Store
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.model import Project
 from backport.config.validate import suggest
 from backport.errors import EXIT_OK, BackportError, ErrorCode
 from backport.pipeline.session import Session
+from backport.report.progress import PhaseProgress
 
 DEFAULT_DAYS = 90
 
@@ -69,7 +68,7 @@ def _run(project: Project, chosen: list[str], since: date, offline: bool) -> Aud
     repo = session.cache
     start = int(datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp())
     store = Store(repo.root / "audit" / f"{repo.path.name}.json")
-    with Progress.to(sys.stderr) as progress:
+    with PhaseProgress() as progress:
         progress.phase("reading the branches from the cache" if offline
                        else "fetching the branches")
         heads, why = branch_heads(repo, chosen, offline=offline)

@@ -13,6 +13,7 @@ import click
 from rich.table import Table
 
 from backport import process
+from backport.bundled import demo_patch_set
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_project
 from backport.config.branch_map import cache_root
@@ -28,7 +29,6 @@ from backport.pipeline.session import ApplyOptions, Session
 from backport.records import SKIP_NO_TORCH
 from backport.report.progress import Progress
 from backport.report.summary import render_table
-from backport.shipped import demo_patch_set
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 

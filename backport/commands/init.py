@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
+from backport.bundled import bundled_sets, example_patch_yaml, real_map
 from backport.commands.common import echo
 from backport.errors import BackportError
-from backport.shipped import example_patch_yaml, real_map, shipped_sets
 
 EXAMPLE = Path("patches") / "example-patch.yaml"
 
@@ -29,7 +29,7 @@ def project_files(shipped: str | None = None) -> dict[Path, bytes]:
 
 
 def _shipped_set(name: str) -> Path:
-    sets = shipped_sets()
+    sets = bundled_sets()
     if name not in sets:
         raise BackportError("usage", f"no shipped patch set '{name}' (shipped: "
                                      f"{', '.join(sorted(sets))})")

@@ -33,7 +33,7 @@ from backport.pipeline.decide import (
 from backport.pipeline.journal import Journal
 from backport.pipeline.session import Session
 from backport.pipeline.set_run import fetch_bases
-from backport.report.inert import inert
+from backport.report.untrusted import untrusted
 
 
 @dataclass
@@ -259,7 +259,7 @@ def absent_named_paths(repo: Path, ps: PatchSet, bases: Mapping[str, str]) -> li
 def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
     """The check as one Markdown table, for a CI's step summary."""
     def cell(text: str) -> str:
-        return inert(text, where="cell")  # file names and messages come from the patches
+        return untrusted(text, where="cell")  # file names and messages come from the patches
 
     rows = [f"### {title}", "", "| subject | check | result | detail |", "| --- | --- | --- | --- |"]
     for f in findings:

@@ -8,7 +8,7 @@ A PR opened but never read back is judged first; one closed or merged is never r
 ``--new-pr``; the set's title is sent only when it changed, so a maintainer's edit survives.
 
 Hosts share results through the forge: each open PR carries its branch's record as one hidden
-JSON line in its evidence (``report/record_block.py``; the text above it is never read).
+JSON line in its evidence (``report/regions.py`` `record_line`; the text above it is never read).
 `read_set` reads a set's open PRs in one list and the fork heads in one ``ls-remote``. A body
 takes a branch from the journal where the journal states the result the PR shows, has a result
 of this run, or of the fork head the PR does not show yet; else from the PR's record (stale
@@ -24,6 +24,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backport.config.model import BranchMap, PatchSet, PrOptions
 from backport.docs_audit import DocsEntry
@@ -34,10 +35,20 @@ from backport.git.cache import remote_shas
 from backport.git.worktree import Worktree, cache_branch
 from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import BranchRecord, PrInfo
-from backport.report.body import BodyContext, render_body
-from backport.report.record_block import read_line
+from backport.report.regions import read_line
 from backport.states import Status
 from backport.titles import backport_title
+
+if TYPE_CHECKING:
+    from backport.report.body import BodyContext
+
+
+def render_body(ctx: BodyContext, existing: str | None = None) -> str:
+    """``ctx``'s PR body (`report.body`, loaded when a run writes a body, not before)."""
+    from backport.report.body import render_body as render
+
+    return render(ctx, existing)
+
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +155,8 @@ def body_context(ps: PatchSet, bm: BranchMap, records: list[BranchRecord], targe
                  own_from_journal: bool, ran: frozenset[str] = frozenset()) -> BodyContext:
     """The context of ``target``'s body, every branch as the forge shows it (``target``'s
     own record from the journal with ``own_from_journal``: the run just made its result)."""
+    from backport.report.body import BodyContext
+
     if state is None:
         return BodyContext(branch_map=bm, patch_set=ps, branches=records, target=target,
                            docs=docs)
@@ -485,7 +498,7 @@ def write_source_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: lis
                          ran: frozenset[str]) -> str | None:
     """Post or edit the one summary comment of ours on ``ps``'s source PR (see the module
     docstring); a warning when the forge refused, else None."""
-    from backport.report.source_summary import MARKER, render_summary  # a real run's alone
+    from backport.report.summary import MARKER, render_summary  # a real run's alone
 
     if ps.source is None:
         return None

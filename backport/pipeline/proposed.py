@@ -27,11 +27,11 @@ from backport.numerals import DIGITS
 from backport.numerals import number as bounded
 from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import BranchRecord, ProposedPr
-from backport.report.evidence_fields import SOURCE
+from backport.report.wording import SOURCE
 from backport.states import Status
 
 # The forms a PR or commit carries a source PR by, and how the terminal says them (the PR
-# body's Chinese: report/prose_zh.py). ``BODY`` (a description naming the PR) is no carrier
+# body's Chinese: report/wording.py). ``BODY`` (a description naming the PR) is no carrier
 # any more: it is kept only to read records written before.
 SYNC, CHERRY_PICK, BACKPORT, BODY = "sync", "cherry-pick", "backport", "body"
 KIND_EN = {SYNC: "the sync bot's PR", CHERRY_PICK: "GitCode's cherry-pick",

@@ -34,7 +34,7 @@ from backport.jsonfile import secure_dir, write_text
 from backport.pipeline.decide import Decision, SiblingSeries, Verdict, decide, sibling_series
 from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import SKIP_CAUSE_TEXT, SKIP_NO_TESTS, BranchRecord, EnvEvidence, TestResult
-from backport.report.body import exit_stated
+from backport.report.wording import exit_stated
 from backport.states import Status
 
 if TYPE_CHECKING:

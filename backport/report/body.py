@@ -1,10 +1,13 @@
-"""The PR body: rendered from a Jinja2 template (`report/template.py`), refreshed region by
-region on re-runs.
-
-The body follows the Ascend/pytorch PR template (six fixed sections). Generated parts live in
-regions (see :mod:`backport.report.regions`); on a refresh only those are replaced and the
-maintainer's text around them is kept byte for byte. ``body.md`` (the hand-written part) and the
-CheckList are written once, when the PR is created, and belong to the maintainer afterwards.
+"""The PR body (`render_body`), in the Ascend/pytorch PR template's six sections, rendered with
+Jinja2 (`template.py`, templates/pr_body.md.j2, or a project's own template) from the records:
+the journal's, or a sibling's as its PR's record line states it (a branch without one renders an
+empty record named as configured). The template sees small frozen rows (`BranchRow`, `DocsRow`);
+the docs audit comes in as `DocsFacts`. A body is written from the records' facts (status,
+conflict files, summary lines, pins, commits, PR numbers, ``conflicts``, ``mismatches``,
+``pushed_sha``, ``fork_sha``, ``pr.linked``; ``test.commit`` other than the PR's head makes the
+evidence say the result is stale), never from a record's ``message``, which is written for the maintainer's
+terminal. Generated parts are regions (`regions.py`): a refresh replaces only those and keeps the
+maintainer's text byte for byte; ``body.md`` and the CheckList are written once, at creation.
 """
 
 from __future__ import annotations
@@ -19,18 +22,15 @@ from backport.config.model import BranchMap, PatchSet
 from backport.envs.model import AUTOLOAD, ChangeScope
 from backport.records import BranchRecord, EnvEvidence
 from backport.redact import redact
-from backport.report import evidence_fields as ef
-from backport.report import prose_zh as zh
 from backport.report import regions as rg
-from backport.report.evidence_fields import summary_lines
-from backport.report.inert import inert
-from backport.report.record_block import record_line
+from backport.report import wording
+from backport.report.untrusted import untrusted
+from backport.report.wording import exit_stated, summary_lines
 from backport.states import Status
 
 TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到"
 NOT_PROBED_ZH = "未探测"
-device_note_zh = zh.device_note_zh
 
 _CN_NUMBERS = "零一两三四五六七八九十"
 
@@ -58,8 +58,7 @@ class BodyContext:
     target: str  # the target branch of this PR (its evidence block)
     docs: Sequence[DocsFacts] | None = None  # the docs audit, one entry per docs version
     template: Path | None = None  # a project template replacing the packaged one
-    # The JSON of ``target``'s record line where the record rendered is the one read from it:
-    # keys this version does not know are written again (`record_block.record_line`).
+    # The JSON of ``target``'s record line where its record was read from it (`record_line`)
     kept: dict | None = None
 
 
@@ -68,65 +67,54 @@ def proposed_zh(view: BranchRecord) -> str | None:
     pr = view.proposed
     if pr is None or view.status != Status.ALREADY_PROPOSED:
         return None
-    return zh.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
+    return wording.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
 
 
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+_one_line = wording.one_line
 
 
 def _cell(text: object) -> str:
-    """A value from outside (a name, a test's output) as inert text of one table cell."""
-    return inert(text, where="cell")
+    """A value from outside (a name, a test's output) as one table cell."""
+    return untrusted(text, where="cell")
 
 
 def _prose(text: object) -> str:
-    """A value from outside as inert text in a sentence."""
-    return inert(text, where="prose")
+    """A value from outside in a sentence."""
+    return untrusted(text, where="prose")
 
 
 def _value(value: object) -> str:
-    """A fact as shown in prose or a cell (inert: probes and docs are read from outside)."""
+    """A probed or documented fact (from outside) in prose or a cell."""
     return NOT_FOUND_ZH if value is None or value == "" else _cell(value)
 
 
-def exit_stated(lines: Sequence[str], code: object) -> bool:
-    """True when the last summary line already gives the exit code (``no test summary; exit 1``)."""
-    return bool(lines) and code is not None and lines[-1].endswith(f"exit {code}")
-
-
 def result_cell(view: BranchRecord) -> str:
-    """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why none ran.
-
-    Built from the record's facts only (status, conflict files, summary), never from the
-    run's message, which is written for the maintainer's terminal.
-    """
+    """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why none ran."""
     if view.status == "conflict":
         files = "、".join(_cell(f) for f in view.conflicts) or "文件未知"
         return _one_line(f"冲突：{files}（补丁未能自动应用，未运行测试）")
     if view.skipped and view.test is not None:
-        return zh.SKIPPED_ZH[view.test.skip_cause]
+        return wording.SKIPPED_ZH[view.test.skip_cause]
     proposed = proposed_zh(view)
     if proposed is not None:
         return _one_line(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
     if not view.test:
-        reason = zh.status_zh(view.status)
+        reason = wording.status_zh(view.status)
         if view.status == "env-mismatch" and view.mismatches:
-            reason += "：" + "；".join(zh.mismatch_zh(m) for m in view.mismatches)
+            reason += "：" + "；".join(wording.mismatch_zh(m) for m in view.mismatches)
         return _one_line(f"未运行：{reason}")
     lines = summary_lines(view.test)
     parts = [_cell(line) for line in lines] or ["无测试摘要"]
     if view.test.timed_out:
         duration = view.test.duration
-        parts.append(f"超时（运行 {zh.seconds_zh(duration)}后终止）" if isinstance(duration, int | float)
+        parts.append(f"超时（运行 {wording.seconds_zh(duration)}后终止）" if isinstance(duration, int | float)
                      else "超时")
     code = view.test.exit_code
     if code is not None and not exit_stated(lines, code):
         parts.append(f"退出码 {code}")
     elif code is None and not view.test.timed_out:
         parts.append("无退出码")
-    missed = [f"{zh.code(name)}（{zh.outcome_zh(outcome)}）"
+    missed = [f"{wording.code(name)}（{wording.outcome_zh(outcome)}）"
               for name, outcome in view.test.patch_tests if outcome != "ok"]
     if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
         parts.append(f"补丁新增的测试未全部通过：{'、'.join(missed)}")
@@ -140,7 +128,7 @@ def result_cell(view: BranchRecord) -> str:
 
 def _files_zh(paths: Sequence[str]) -> str:
     """Paths as code spans (they stay spans in a table cell and in a sentence)."""
-    return "、".join(zh.code(path) for path in paths)
+    return "、".join(wording.code(path) for path in paths)
 
 
 def changes_cell(changes: ChangeScope) -> list[str]:
@@ -157,7 +145,7 @@ def changes_cell(changes: ChangeScope) -> list[str]:
 def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
     """Under the result table: how far the tests saw what the series changes beyond tests,
     one sentence per kind, the branches that share it named together."""
-    said: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    by_kind: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for view in views:
         if view.test is None or view.test.skipped:
             continue
@@ -165,9 +153,9 @@ def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
         for kind, paths in (("overlay", changes.overlay), ("build", changes.not_in_build),
                             ("other", changes.not_exercised)):
             if paths:
-                said.setdefault((kind, paths), []).append(view.target)
+                by_kind.setdefault((kind, paths), []).append(view.target)
     notes = []
-    for (kind, paths), targets in said.items():
+    for (kind, paths), targets in by_kind.items():
         where, files = "、".join(_prose(t) for t in targets), _files_zh(paths)
         if kind == "overlay":
             notes.append(f"{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
@@ -283,9 +271,9 @@ def _env_lines(vs: _Views) -> list[str]:
     for view in views:
         env = view.env
         if not env:
-            why = (zh.SKIPPED_ZH[view.test.skip_cause].removeprefix("未运行：")
+            why = (wording.SKIPPED_ZH[view.test.skip_cause].removeprefix("未运行：")
                    if view.skipped and view.test is not None else
-                   f"该分支未运行测试：{zh.status_zh(view.status)}")
+                   f"该分支未运行测试：{wording.status_zh(view.status)}")
             lines.append(f"{view.target}：未探测运行环境（{why}）")
             continue
         first = vs.first_user(view)
@@ -295,13 +283,13 @@ def _env_lines(vs: _Views) -> list[str]:
         line = (f"{view.target}（{_value(env.name)}）：torch {_value(env.fact('torch'))}，"
                 f"torch-npu {_value(env.fact('torch_npu'))}")
         if env.fact("torch_npu_loads") is False or env.autoload_disabled:
-            line += f"；torch_npu 未加载，测试在 {zh.code(f'{AUTOLOAD}=0')} 下运行，未使用 NPU"
+            line += f"；torch_npu 未加载，测试在 {wording.code(f'{AUTOLOAD}=0')} 下运行，未使用 NPU"
         lines.append(line)
     notes = [(v.target, v.env.note) for v in probed if v.env and v.env.note]
     if len({note for _, note in notes}) == 1:
-        lines.append(f"设备说明：{zh.device_note_zh(notes[0][1])}")
+        lines.append(f"设备说明：{wording.device_note_zh(notes[0][1])}")
     else:
-        lines.extend(f"设备说明（{target}）：{zh.device_note_zh(note)}" for target, note in notes)
+        lines.extend(f"设备说明（{target}）：{wording.device_note_zh(note)}" for target, note in notes)
     return [_one_line(line) for line in lines]
 
 
@@ -311,12 +299,12 @@ def _commands(views: list[BranchRecord]) -> list[str]:
         env = f"（{view.env_name}）" if view.env_name else ""
         lines.append(f"# {view.target}{env}")
         if view.skipped and view.test is not None:
-            lines.append(f"# {zh.SKIPPED_ZH[view.test.skip_cause]}".replace("`", ""))
+            lines.append(f"# {wording.SKIPPED_ZH[view.test.skip_cause]}".replace("`", ""))
         elif view.test and view.test.command:
-            lines.append(inert(view.test.command, where="code"))
+            lines.append(untrusted(view.test.command, where="code"))
         else:
-            lines.append(f"# 未运行：{zh.status_zh(view.status)}".replace("`", ""))
-    return [inert(line, where="code") for line in lines]
+            lines.append(f"# 未运行：{wording.status_zh(view.status)}".replace("`", ""))
+    return [untrusted(line, where="code") for line in lines]
 
 
 def _shared_notes(vs: _Views) -> list[str]:
@@ -332,10 +320,10 @@ def _shared_notes(vs: _Views) -> list[str]:
 
 
 def _runner_note(vs: _Views) -> str | None:
-    """How the tests were run, said once (a warm run: a process that had already imported torch)."""
+    """How the tests were run, by_kind once (a warm run: a process that had already imported torch)."""
     ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
-    return zh.runner_note(warm, [v.target for v in ran if v.target not in warm])
+    return wording.runner_note(warm, [v.target for v in ran if v.target not in warm])
 
 
 def source_pr(ctx: BodyContext) -> dict[str, str] | None:
@@ -343,7 +331,7 @@ def source_pr(ctx: BodyContext) -> dict[str, str] | None:
     source, bm = ctx.patch_set.source, ctx.branch_map
     if source is None:
         return None
-    base = zh.code(source.base)
+    base = wording.code(source.base)
     state = (f"已合入 {base}，合入提交 `{source.commit[:12]}`" if source.merged else
              f"尚未合入 {base}：本 PR 取自其当前提交（至 `{source.commit[:12]}`），"
              f"源 PR 合入前可能仍会变化")
@@ -352,14 +340,13 @@ def source_pr(ctx: BodyContext) -> dict[str, str] | None:
 
 
 def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
-    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers), for reviewers:
-    written from the record, never read back."""
+    """The evidence of ``view`` as KEY=VALUE lines (no fence, no markers)."""
     configured = ctx.branch_map.targets.get(view.target)
-    facts = ef.Facts(record=view, upstream=ctx.branch_map.upstream, api=ctx.patch_set.api,
+    facts = wording.Facts(record=view, upstream=ctx.branch_map.upstream, api=ctx.patch_set.api,
                      configured_env=configured.env if configured else None,
                      source=ctx.patch_set.source,
                      ran_in_envs=tuple(b.target for b in ctx.branches if b.env and b.env.probe))
-    return "\n".join(ef.written(facts))
+    return "\n".join(wording.written(facts))
 
 
 def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
@@ -368,9 +355,8 @@ def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
 
 
 def evidence_region(branch: BranchRecord, ctx: BodyContext) -> str:
-    """What the evidence region holds (the template puts the markers around it): the fence,
-    then the branch's record as one hidden line for the other hosts (`record_block`)."""
-    return f"{evidence_fence(branch, ctx)}\n{record_line(branch, ctx.kept)}"
+    """What the evidence region holds: the fence, then the branch's record line."""
+    return f"{evidence_fence(branch, ctx)}\n{rg.record_line(branch, ctx.kept)}"
 
 
 @dataclass(frozen=True)
@@ -445,7 +431,7 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
                          f"请评审时与较新分支的改动对照。")
         if rec.status == Status.ALREADY_PRESENT and rec.present:
-            tests = "；".join(f"{zh.code(t.name)}（{zh.code(t.path)} 第 {t.line} 行"
+            tests = "；".join(f"{wording.code(t.name)}（{wording.code(t.path)} 第 {t.line} 行"
                              + (f"，由 {_prose(t.commit)}「{_prose(t.subject)}」加入" if t.commit else "")
                              + "）" for t in rec.present)
             notes.append(f"{target}：补丁新增的测试已在该分支上：{tests}，无需 PR。")
@@ -474,7 +460,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "api": ps.api,
         "title": ps.title,
         "title_ok": ps.title.strip().startswith("test:"),
-        "only_tests": zh.only_tests(_series_paths(ps)),
+        "only_tests": wording.only_tests(_series_paths(ps)),
         "issues": [{"ref": f"{bm.upstream}#{i}", "url": bm.issue_url(i)} for i in ps.issues],
         # the first issue alone, as templates written before `issues` name it ("" for none)
         "issue_url": bm.issue_url(ps.issues[0]) if ps.issues else "",
@@ -492,13 +478,13 @@ def template_variables(ctx: BodyContext) -> dict:
         "issue_sentence": issue_sentence(vs, "该 Issue" if len(ps.issues) == 1 else "这些 Issue"),
         "handwritten": (ps.body or "").strip("\n") or None,
         "changed_files": _changed_files(ps),
-        "tests": [zh.code(" ".join((t.path, *t.args))) for t in ps.tests],
+        "tests": [wording.code(" ".join((t.path, *t.args))) for t in ps.tests],
         "docs": docs[0] if docs else None,
         "docs_conclusion": docs[1] if docs else "",
         "env_lines": _env_lines(vs),
         "commands": _commands(vs.views),
         "shared_notes": (_shared_notes(vs) + changes_notes_zh(vs.views)
-                         + ([] if ps.tests else [zh.NO_TESTS_NOTE])),
+                         + ([] if ps.tests else [wording.NO_TESTS_NOTE])),
         "runner_note": _runner_note(vs),
         "apply_notes": apply_notes_zh(ctx.branches),
         "evidence": evidence_region(vs.own, ctx),

@@ -1,4 +1,5 @@
-"""Live per-branch progress: a rich table on a terminal, one plain line per event elsewhere."""
+"""Progress on stderr: `Progress`, the live per-branch table of `apply` (one plain line per event
+where stderr is no terminal), and `PhaseProgress`, the one line of a long audit."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import IO
 
 from rich.console import Console
 from rich.live import Live
+from rich.progress import Progress as RichProgress
+from rich.progress import TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -162,3 +165,37 @@ class Progress:
             except (OSError, ValueError):
                 pass
 
+
+
+class PhaseProgress:
+    """A long run's phase, its count and the time since the start, on one line of a terminal
+    redrawn every second (rich's progress display, gone when the run ends); nothing where the
+    console is no terminal (a pipe, a log file, CI), which gets only warnings."""
+
+    def __init__(self, console: Console | None = None, *, label: str = "audit") -> None:
+        self.console = console or Console(stderr=True)
+        self.bar = RichProgress(TextColumn(f"{label}: {{task.description}}"),
+                                TimeElapsedColumn(), console=self.console, transient=True,
+                                refresh_per_second=1, disable=not self.console.is_terminal)
+        self.task = self.bar.add_task("", total=None, visible=False)  # shown at the first phase
+        self.name, self.done, self.total = "", 0, 0
+
+    def phase(self, name: str, total: int = 0) -> None:
+        """A new phase: ``total`` things to do in it (0: not counted)."""
+        self.name, self.done, self.total = name, 0, total
+        self._show()
+
+    def add(self, count: int = 1) -> None:
+        self.done += count
+        self._show()
+
+    def _show(self) -> None:
+        counted = f" {self.done:,}/{self.total:,}" if self.total else ""
+        self.bar.update(self.task, description=f"{self.name}{counted}", visible=True)
+
+    def __enter__(self) -> PhaseProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()

@@ -1,16 +1,29 @@
-"""Generated regions of a PR body: find them, replace their content, keep one evidence block.
+"""The generated parts of a PR body, and the branch record its evidence region carries.
 
 A region is the text between ``<!-- backport:NAME:start -->`` and ``<!-- backport:NAME:end -->``;
-the evidence block uses ``<!-- api-validation-evidence:start -->`` / ``:end -->``. Everything
-outside the markers belongs to the maintainer and is never changed. A start marker without its
-end marker (or the reverse) is an *orphan*: its region counts as missing, the orphan marker alone
-is dropped and the text after it stays where it is.
+the one evidence block uses ``<!-- api-validation-evidence:start -->`` / ``:end -->``. A refresh
+(`refresh_body`) replaces only what is inside markers; everything outside belongs to the
+maintainer and is kept byte for byte. A marker without its partner is an orphan: its region
+counts as missing, the marker alone is dropped and the text after it stays.
+
+The evidence region ends with ``<!-- backport:record v1 {...} -->``: the branch's record
+(`BranchRecord.published`) in the codec's compact JSON, which the other hosts read back
+(`read_record`); the evidence text above it is for reviewers and never read. The line is ASCII
+with ``<``, ``>`` and ``&`` written as ``\\u`` escapes, so no text from outside ends the comment
+or opens a marker. A line that is not valid JSON (a key given twice, NaN), of another version,
+shape or branch reads as no record; keys a later version added are read past and written again
+when this host rewrites that branch's PR from the record it read.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
+
+from backport.codec import CodecError, decode, encode
+from backport.records import SKIP_CAUSE_TEXT, BranchRecord
 
 EVIDENCE = "api-validation-evidence"
 
@@ -28,23 +41,17 @@ class Region:
     """One complete region: ``start``/``end`` span the markers, ``inner_*`` the content."""
 
     name: str
-    start: int  # index of the start marker
-    inner_start: int  # just after the start marker
-    inner_end: int  # index of the end marker
-    end: int  # just after the end marker
+    start: int
+    inner_start: int
+    inner_end: int
+    end: int
 
     def content(self, text: str) -> str:
         return text[self.inner_start:self.inner_end]
 
 
-def start_marker(name: str) -> str:
-    """The start marker of region ``name`` (``EVIDENCE`` for the evidence block)."""
-    return f"<!-- {name}:start -->" if name == EVIDENCE else f"<!-- backport:{name}:start -->"
-
-
-def end_marker(name: str) -> str:
-    """The end marker of region ``name``."""
-    return f"<!-- {name}:end -->" if name == EVIDENCE else f"<!-- backport:{name}:end -->"
+def _marker(name: str, kind: str) -> str:
+    return f"<!-- {name}:{kind} -->" if name == EVIDENCE else f"<!-- backport:{name}:{kind} -->"
 
 
 def newline_of(text: str) -> str:
@@ -54,8 +61,7 @@ def newline_of(text: str) -> str:
 
 def wrap(name: str, content: str, newline: str = "\n") -> str:
     """A whole region: markers on their own lines around ``content``."""
-    body = _inner(content, newline)
-    return f"{start_marker(name)}{body}{end_marker(name)}"
+    return f"{_marker(name, 'start')}{_inner(content, newline)}{_marker(name, 'end')}"
 
 
 def _inner(content: str, newline: str) -> str:
@@ -100,7 +106,6 @@ def _scan(text: str) -> tuple[list[Region], list[Orphan]]:
 
 
 def find_orphans(text: str) -> list[Orphan]:
-    """Markers of ``text`` that have no partner, in order."""
     return _scan(text)[1]
 
 
@@ -141,11 +146,8 @@ def drop_orphan_markers(text: str) -> str:
 
 
 def replace_region(text: str, name: str, content: str) -> str:
-    """Set the content of every complete region ``name``; append the region when there is none.
-
-    Text outside the markers is kept byte for byte; the new content takes the line ending
-    ``text`` already uses. An orphan marker of ``name`` is dropped before appending.
-    """
+    """Set the content of every complete region ``name`` (in ``text``'s line ending); without
+    one, complete its orphan start marker, else append the region."""
     newline = newline_of(text)
     inner = _inner(content, newline)
     regions = [r for r in all_regions(text) if r.name == name]
@@ -164,9 +166,8 @@ def replace_region(text: str, name: str, content: str) -> str:
 
 
 def restore_region(text: str, name: str, content: str) -> str | None:
-    """Complete a region whose end marker was deleted: the orphan start marker becomes the
-    whole region (the text that followed it stays after the new end marker). None when ``name``
-    has no orphan start marker."""
+    """The orphan start marker of ``name`` made the whole region (the text after it stays
+    after the new end marker); None when there is none."""
     starts = [o for o in find_orphans(text) if o.name == name and o.kind == "start"]
     if not starts:
         return None
@@ -204,11 +205,8 @@ def append_region(text: str, name: str, content: str) -> str:
 
 
 def ensure_single_evidence(text: str) -> str:
-    """Keep the first complete evidence block and remove the other blocks.
-
-    Orphan evidence markers are removed too once a complete block exists; without one they stay
-    so that :func:`restore_region` can complete the block where it was.
-    """
+    """Keep the first complete evidence block, remove the others (and, once one exists, the
+    orphan evidence markers; without one they stay for `restore_region`)."""
     regions, orphans = _scan(text)
     blocks = [(r.start, r.end) for r in regions if r.name == EVIDENCE]
     orphan_evidence = [(o.start, o.end) for o in orphans if o.name == EVIDENCE] if blocks else []
@@ -234,7 +232,8 @@ def _section_end(text: str, title: str) -> int | None:
 
 
 def _insert_missing(text: str, fresh: str, order: list[Region], region: Region) -> str:
-    """Insert ``region`` of the fresh body into ``text`` at the closest sensible place."""
+    """Insert ``region`` of ``fresh`` into ``text``: after the nearest earlier region of its
+    section, before a later one, at the section's end, or at the end."""
     content = region.content(fresh)
     section = _section_of(fresh, region.start)
     same = [r for r in order if _section_of(fresh, r.start) == section]
@@ -264,3 +263,60 @@ def refresh_body(existing: str, fresh: str) -> str:
         restored = restore_region(text, region.name, content)
         text = restored if restored is not None else _insert_missing(text, fresh, order, region)
     return ensure_single_evidence(drop_orphan_markers(text))
+
+
+# -- the record line ----------------------------------------------------------------------------
+VERSION = 1
+_PREFIX = "<!-- backport:record v"
+_LINE = re.compile(r"^<!-- backport:record v(?P<version>\d{1,6}) (?P<json>\{.*\}) -->$", re.M)
+_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+
+
+def record_line(rec: BranchRecord, keep: dict[str, Any] | None = None) -> str:
+    """The hidden line of ``rec`` (published); ``keep``: the JSON it was read from."""
+    text = json.dumps(encode(rec.published(), compact=True, keep=keep), ensure_ascii=True,
+                      separators=(",", ":"))
+    for char, escape in _ESCAPES.items():  # only inside JSON strings: JSON has no such syntax
+        text = text.replace(char, escape)
+    return f"{_PREFIX}{VERSION} {text} -->"
+
+
+def read_record(body: str | None, *, target: str, fork_branch: str) -> BranchRecord | None:
+    """The record ``body``'s evidence region carries for ``target`` on ``fork_branch``, or None."""
+    read = read_line(body, target=target, fork_branch=fork_branch)
+    return read[0] if read else None
+
+
+def read_line(body: str | None, *, target: str,
+              fork_branch: str) -> tuple[BranchRecord, dict[str, Any]] | None:
+    """`read_record`, with the JSON it was read from (`record_line`'s ``keep``)."""
+    if not body:
+        return None
+    region = find_regions(body).get(EVIDENCE)
+    if region is None:
+        return None
+    match = _LINE.search(region.content(body).replace("\r\n", "\n"))
+    if match is None or int(match["version"]) != VERSION:
+        return None
+    try:
+        data = json.loads(match["json"], parse_constant=_no_constant, object_pairs_hook=_unique)
+        rec = decode(BranchRecord, data)
+    except (CodecError, ValueError, TypeError, RecursionError):
+        return None
+    if rec.target != target or rec.fork_branch != fork_branch:
+        return None
+    if rec.test is not None and rec.test.skip_cause not in SKIP_CAUSE_TEXT:
+        return None
+    return rec.published(), data
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is no JSON number")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise ValueError("a key is given twice")
+    return data

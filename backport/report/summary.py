@@ -1,8 +1,13 @@
-"""Run reports built from journal records: console table, Markdown file and ``--json`` output."""
+"""Reports of a run from its records: the console table, ``report.md``, the ``--json`` document
+(`status --json` with the message redacted, ``status`` as reports show it, ``test_state`` and
+``skipped_because``; the keys in docs/apply.md), and the one summary comment on a set's source PR
+(found again by `MARKER`; one line a target, starting ``| `<target>` |``, so a runner that knows
+nothing of a target keeps that target's line as another runner wrote it)."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -10,7 +15,7 @@ from rich.text import Text
 
 from backport.branch_order import newest_first
 from backport.codec import encode
-from backport.config.model import PatchSet
+from backport.config.model import BranchMap, PatchSet
 from backport.records import (
     SKIP_CAUSE_TEXT,
     SKIP_DRY_NO_ENVS,
@@ -20,8 +25,9 @@ from backport.records import (
     BranchRecord,
 )
 from backport.redact import redact
-from backport.report.body import exit_stated, summary_lines
-from backport.report.inert import inert
+from backport.report import wording
+from backport.report.untrusted import untrusted
+from backport.report.wording import exit_stated, summary_lines
 from backport.states import FAILURES, Status
 
 
@@ -105,10 +111,10 @@ def apply_notes(record: BranchRecord) -> list[str]:
     """What a reviewer should know about how the series went in (English, one line each)."""
     notes = []
     if record.present:
-        said = "; ".join(t.describe() for t in record.present)
-        notes.append(f"already defines what the patch adds: {said}"
+        tests = "; ".join(t.describe() for t in record.present)
+        notes.append(f"already defines what the patch adds: {tests}"
                      if record.status == Status.ALREADY_PRESENT else
-                     f"already defines a test the patch adds: {said}")
+                     f"already defines a test the patch adds: {tests}")
     if record.series_source:
         notes.append(f"its own series conflicts; applied from {record.series_source.label}")
     tried = record.tried_sources
@@ -157,8 +163,8 @@ def render_table(records: list[BranchRecord], console: Console, *, title: str | 
                       row["test"], row["pr"] or "-")
     console.print(table)
     for row in rows:
-        said = status_style(row["status"]) != "green" or row["status"] == Status.ALREADY_PROPOSED
-        if row["message"] and said and row["status"] != Status.CONFLICT:
+        shown = status_style(row["status"]) != "green" or row["status"] == Status.ALREADY_PROPOSED
+        if row["message"] and shown and row["status"] != Status.CONFLICT:
             console.print(Text(f"{row['target']}: {row['message']}", style=status_style(row["status"])))
         for warning in row["warnings"]:
             console.print(Text(f"{row['target']}: warning: {warning}", style="yellow"))
@@ -175,7 +181,7 @@ def render_table(records: list[BranchRecord], console: Console, *, title: str | 
 
 
 def _md_cell(text: str) -> str:
-    return inert(text, where="cell") or "-"
+    return untrusted(text, where="cell") or "-"
 
 
 def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
@@ -192,14 +198,14 @@ def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
                                        row["status"] + row["source"])]
         cells += [commit, _md_cell(row["test"]), pr]
         lines.append("| " + " | ".join(cells) + " |")
-    said = functools.partial(inert, where="prose")
-    notes = [f"- {said(row['target'])} ({row['status']}): {said(row['message'])}"
+    prose = functools.partial(untrusted, where="prose")
+    notes = [f"- {prose(row['target'])} ({row['status']}): {prose(row['message'])}"
              for row in rows if row["message"]]
-    notes += [f"- {said(row['target'])} (warning): {said(w)}" for row in rows for w in row["warnings"]]
-    notes += [f"- {said(r.target)}: {said(note)}" for r in records for note in apply_notes(r)]
+    notes += [f"- {prose(row['target'])} (warning): {prose(w)}" for row in rows for w in row["warnings"]]
+    notes += [f"- {prose(r.target)}: {prose(note)}" for r in records for note in apply_notes(r)]
     if notes:
         lines += ["", "## Messages", "", *notes]
-    logs = [f"- {inert(row['target'], where='prose')}: {inert(row['log'], where='span')}"
+    logs = [f"- {untrusted(row['target'], where='prose')}: {untrusted(row['log'], where='span')}"
             for row in rows if row["log"]]
     if logs:
         lines += ["", "## Test logs", "", *logs]
@@ -216,3 +222,73 @@ def status_json(patch_set: PatchSet, records: list[BranchRecord]) -> dict:
         item["test_state"], item["skipped_because"] = test_state(record)
         branches.append(item)
     return {"api": patch_set.api, "patch_set": patch_set.name, "branches": branches}
+
+
+# -- the summary comment on a source PR ------------------------------------------------------
+MARKER = "<!-- backport:source-summary -->"
+HEADER = "| 目标分支 | 状态 | PR | 测试结果 | 重新运行该分支 |"
+
+
+def rerun_command(number: int, target: str) -> str:
+    return f"backport apply --from-pr {number} --branch {target}"
+
+
+def rows_of(body: str) -> dict[str, str]:
+    """The table lines of a summary already posted, by target."""
+    rows: dict[str, str] = {}
+    for line in body.splitlines():
+        if line.startswith("| `"):
+            target = line[3:].partition("`")[0]
+            if target:
+                rows[target] = line
+    return rows
+
+
+def _row(number: int, rec: BranchRecord) -> str:
+    """One target's line: its state as the PR bodies word it, its PR (or the PR that carries
+    the change there), its result."""
+    from backport.report.body import proposed_zh, result_cell  # loaded to write a comment alone
+
+    pr = (f"[!{rec.pr.number}]({rec.pr.url})" if rec.pr is not None else
+          proposed_zh(rec) or "—")
+    state = wording.status_zh(shown_status(rec))  # a branch whose tests were skipped did not pass them
+    result = "—" if rec.status == Status.PENDING and rec.test is None else result_cell(rec)
+    return (f"| `{rec.target}` | {state} | {pr} | {result} | "
+            f"`{rerun_command(number, rec.target)}` |")
+
+
+def render_summary(ps: PatchSet, bm: BranchMap, records: Sequence[BranchRecord],
+                   existing: str | None = None) -> str:
+    """The summary of ``ps`` (made from a PR) over its targets: each from ``records`` where
+    one is known, else the line ``existing`` holds for it, else as not run yet."""
+    assert ps.source is not None
+    source = ps.source
+    by_target = {rec.target: rec for rec in records}
+    kept = rows_of(existing or "")
+    lines = []
+    for target in ps.branches:
+        rec = by_target.get(target)
+        if rec is None or (rec.status == Status.PENDING and rec.pr is None and target in kept):
+            line = kept.get(target)
+            if line is None:
+                line = _row(source.number, BranchRecord(target, ps.fork_branch(bm, target)))
+            lines.append(line)
+        else:
+            lines.append(_row(source.number, rec))
+    base = untrusted(source.base, where="span")
+    what = (f"本 PR 已合入 {base}（提交 `{source.commit[:12]}`）" if source.merged else
+            f"本 PR 尚未合入 {base}，以其当前提交 `{source.commit[:12]}` 回合")
+    return "\n".join([
+        MARKER,
+        f"### 回合到其他发布分支（{bm.upstream}!{source.number}）",
+        "",
+        f"{what}。它回合到以下发布分支的情况如下：每个分支一个 PR（来自 fork `{bm.fork}`），"
+        "测试在配置给该分支的运行环境中运行（所用 torch / torch_npu 版本见其 PR 的验证证据）。",
+        "",
+        HEADER,
+        "| --- | --- | --- | --- | --- |",
+        *lines,
+        "",
+        "本评论由 backport 生成，每次运行后在原处更新；各分支的完整证据见其 PR 的正文。",
+        "",
+    ])

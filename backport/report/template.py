@@ -14,7 +14,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from backport.errors import BackportError
-from backport.report.inert import inert
+from backport.report.untrusted import untrusted
 
 
 @functools.lru_cache(maxsize=8)
@@ -28,15 +28,15 @@ def _environment(search_dir: str | None) -> SandboxedEnvironment:
         loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
     )
-    # `{{ value | inert("span") }}`: a value from outside, inert where the template shows it.
-    env.filters["inert"] = _inert_filter
+    # `{{ value | untrusted("span") }}`; `inert`, its old name, for templates written before
+    env.filters["untrusted"] = env.filters["inert"] = _untrusted_filter
     return env
 
 
-def _inert_filter(text: object, where: str = "prose") -> str:
+def _untrusted_filter(text: object, where: str = "prose") -> str:
     if where not in ("prose", "cell", "code", "span", "cell-span"):
-        raise jinja2.TemplateRuntimeError(f"inert: unknown place {where!r}")
-    return inert(text, where=where)  # type: ignore[arg-type]
+        raise jinja2.TemplateRuntimeError(f"untrusted: unknown place {where!r}")
+    return untrusted(text, where=where)  # type: ignore[arg-type]
 
 
 def render_template(name: str, variables: dict, *, search_dir: Path | None = None) -> str:

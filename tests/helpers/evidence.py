@@ -7,7 +7,7 @@ import re
 
 from backport.records import BranchRecord
 from backport.report import regions as rg
-from backport.report.record_block import read_record
+from backport.report.regions import read_record
 
 _KEY = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$")
 

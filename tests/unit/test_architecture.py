@@ -563,10 +563,10 @@ def evidence_keys_spelled(path: Path, keys: Sequence[str]) -> set[str]:
 
 
 def test_evidence_keys_are_spelled_only_in_the_table() -> None:
-    from backport.report.evidence_fields import KEYS
+    from backport.report.wording import KEYS
 
     found = {module: evidence_keys_spelled(path, KEYS) - EVIDENCE_KEY_ELSEWHERE.get(module, set())
-             for module, path in package_modules().items() if module != "report.evidence_fields"}
+             for module, path in package_modules().items() if module != "report.wording"}
     assert {module: keys for module, keys in found.items() if keys} == {}
 
 

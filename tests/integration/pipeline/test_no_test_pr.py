@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-from backport.report import prose_zh as zh
+from backport.report import wording as zh
 from tests.helpers.source_pr import NUMBER, OTHERS, code_only_pr, run
 
 CODE = "torch_npu/utils/_foo.py"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from backport.demo.sandbox import Sandbox
-from backport.report.source_summary import MARKER
+from backport.report.summary import MARKER
 from tests.helpers.merged_pr import merged_pr
 from tests.helpers.project import TOKEN, run_app
 from tests.helpers.source_pr import NUMBER, source_server

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from backport.demo.sandbox import Sandbox
-from backport.report.source_summary import MARKER
+from backport.report.summary import MARKER
 from tests.fakes.gitcode import FakeGitCode
 from tests.helpers.merged_pr import merged_pr
 from tests.helpers.project import TOKEN, run_app

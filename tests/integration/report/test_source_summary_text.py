@@ -8,8 +8,8 @@ import dataclasses
 from backport.config import load_project
 from backport.config.model import SourcePr
 from backport.records import BranchRecord, PrInfo, ProposedPr
-from backport.report.prose_zh import status_zh
-from backport.report.source_summary import MARKER, render_summary, rows_of
+from backport.report.summary import MARKER, render_summary, rows_of
+from backport.report.wording import status_zh
 
 SOURCE = SourcePr(number=42810, base="master", commit="1292bcfa1" + "0" * 31, merged=True,
                   found_by="squash message")

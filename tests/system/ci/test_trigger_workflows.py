@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.report.source_summary import MARKER
+from backport.report.summary import MARKER
 from tests.fakes.git_http import GitHttp
 from tests.fakes.gitcode import FakeGitCode
 from tests.fakes.workflow_harness import GITCODE, WorkflowRun

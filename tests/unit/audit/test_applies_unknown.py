@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 
+from rich.console import Console
+
 from backport.audit.model import MISSING, Audit, Cell, Change
 from backport.audit.page import Links, render_html
-from backport.audit.progress import Progress
 from backport.commands.audit import unknown_warning
+from backport.report.progress import PhaseProgress
 
 WHY = "v2.7.1's blob 1234abcd0 of data/big.bin could not be read: the upstream does not have it"
 
@@ -47,17 +49,17 @@ def test_the_warning_counts_every_unknown_cell_once_and_names_one() -> None:
 
 
 def test_progress_is_silent_off_a_terminal_and_counts_on_one() -> None:
-    assert Progress.to(io.StringIO()).stream is None
-    now = [100.0]
+    piped = io.StringIO()
+    with PhaseProgress(Console(file=piped)) as progress:
+        progress.phase("deciding", 6070)
+        progress.add(200)
+    assert piped.getvalue() == ""
     shown = io.StringIO()
-    progress = Progress(shown, clock=lambda: now[0])
-    progress.phase("deciding", 6070)
-    progress.add(200)
-    now[0] += 12.4
-    assert progress.line() == "audit: deciding 200/6,070, 12 s"
-    progress.phase("fetching the branches")
-    assert progress.line() == "audit: fetching the branches, 12 s"
-    with progress:
-        pass
-    assert shown.getvalue().startswith("\raudit: deciding 0/6,070, 0 s\x1b[K")
-    assert shown.getvalue().endswith("\r\x1b[K")
+    with PhaseProgress(Console(file=shown, force_terminal=True, width=80)) as progress:
+        progress.phase("deciding", 6070)
+        progress.add(200)
+        progress.bar.refresh()
+        assert "audit: deciding 200/6,070 0:00:00" in shown.getvalue()
+        progress.phase("fetching the branches")
+        progress.bar.refresh()
+    assert "audit: fetching the branches 0:00:00" in shown.getvalue()

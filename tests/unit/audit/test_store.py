@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.audit.store import Store
+from backport.audit.history import Store
 
 
 def test_what_is_saved_is_read_back(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from backport.errors import ConfigError
 from backport.records import BranchRecord
 from backport.records import TestResult as Result
 from backport.redact import register_secret
-from backport.report import evidence_fields as ef
+from backport.report import wording as ef
 from backport.states import Status
 
 MAP = """\

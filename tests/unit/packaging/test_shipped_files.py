@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.shipped import demo_patch_set, example_patch_yaml, real_map
+from backport.bundled import demo_patch_set, example_patch_yaml, real_map
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,8 +13,9 @@ from backport.envs.model import Probe
 from backport.envs.probe import device_verdict
 from backport.records import BranchRecord
 from backport.report import regions as rg
-from backport.report.body import BodyContext, device_note_zh, render_body
-from backport.report.record_block import read_record
+from backport.report.body import BodyContext, render_body
+from backport.report.regions import read_record
+from backport.report.wording import device_note_zh
 from tests.helpers import report_fixtures as fx
 
 # Words the seed's Chinese prose itself uses as names of things (its register).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backport.report import evidence_fields as ef
 from backport.report import regions as rg
+from backport.report import wording as ef
 from backport.report.body import render_body
 from tests.helpers import report_fixtures as fx
 from tests.helpers.evidence import evidence_fields, shared_record

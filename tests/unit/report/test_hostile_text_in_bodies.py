@@ -14,9 +14,8 @@ from backport.config.model import SourcePr
 from backport.docs_audit import DocsEntry
 from backport.report import regions as rg
 from backport.report.body import render_body
-from backport.report.record_block import read_record
-from backport.report.source_summary import MARKER, render_summary, rows_of
-from backport.report.summary import render_markdown
+from backport.report.regions import read_record
+from backport.report.summary import MARKER, render_markdown, render_summary, rows_of
 from backport.states import Status
 from tests.helpers import report_fixtures as fx
 from tests.helpers.hostile_text import EVIL_URL, HOSTILE, INVISIBLE, read

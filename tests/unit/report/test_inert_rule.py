@@ -1,10 +1,10 @@
-"""The one rule for text from outside (`report/inert.py`), place by place."""
+"""The one rule for text from outside (`report/untrusted.py`), place by place."""
 
 from __future__ import annotations
 
 import pytest
 
-from backport.report.inert import inert
+from backport.report.untrusted import untrusted
 from tests.helpers.hostile_text import HOSTILE, read
 
 GOLDEN = [
@@ -34,26 +34,26 @@ GOLDEN = [
 
 @pytest.mark.parametrize(("text", "prose", "code", "span"), GOLDEN)
 def test_each_place_writes_the_golden_text(text: str, prose: str, code: str, span: str) -> None:
-    assert inert(text, where="prose") == prose
-    assert inert(text, where="code") == code
-    assert inert(text, where="cell-span") == span
+    assert untrusted(text, where="prose") == prose
+    assert untrusted(text, where="code") == code
+    assert untrusted(text, where="cell-span") == span
 
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_a_cell_stays_one_cell_of_plain_text(text: str) -> None:
-    table = f"| a | b |\n| --- | --- |\n| {inert(text, where='cell')} | {inert(text, where='cell-span')} |\n"
+    table = f"| a | b |\n| --- | --- |\n| {untrusted(text, where='cell')} | {untrusted(text, where='cell-span')} |\n"
     seen = read(table)
     assert seen.rows == [2, 2] and seen.html == [] and seen.links == [] and seen.live_text == []
 
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_a_code_line_ends_no_fence_and_is_written_again_unchanged(text: str) -> None:
-    line = inert(text, where="code")
+    line = untrusted(text, where="code")
     seen = read(f"```text\n{line}\n```\n\nafter")
     assert seen.fences == [line + "\n"] and seen.html == []
-    assert inert(line, where="code") == line
+    assert untrusted(line, where="code") == line
 
 
 def test_an_unknown_place_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown place"):
-        inert("x", where="table")  # type: ignore[arg-type]
+        untrusted("x", where="table")  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from backport.pipeline.pr_step import SetOnForge, body_context, body_records
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import render_body
-from backport.report.record_block import read_record, record_line
+from backport.report.regions import read_record, record_line
 from tests.helpers import report_fixtures as fx
 
 SIBLING = "v2.11.0"

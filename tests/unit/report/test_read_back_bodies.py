@@ -11,7 +11,7 @@ import pytest
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, render_body
-from backport.report.record_block import read_record
+from backport.report.regions import read_record
 from tests.helpers import report_fixtures as fx
 
 

@@ -19,8 +19,13 @@ from backport.records import (
 from backport.records import (
     TestResult as Result,
 )
-from backport.report.source_summary import render_summary
-from backport.report.summary import render_markdown, render_table, report_rows, status_json
+from backport.report.summary import (
+    render_markdown,
+    render_summary,
+    render_table,
+    report_rows,
+    status_json,
+)
 from backport.states import Status
 from tests.helpers import report_fixtures as fx
 from tests.helpers.report_fixtures import check_golden

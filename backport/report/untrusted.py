@@ -1,21 +1,12 @@
-"""Text from outside made inert where a PR body or comment shows it: the one rule.
-
-A PR title, a test's output, a file or branch name, a comment: anyone can write them, and GitCode
-renders PR bodies and comments as Markdown with HTML, links, autolinks and ``@``/``#``/``!``
-references. :func:`inert` writes such a value so that it shows as the text it is and does
-nothing else: no HTML element or comment (so no marker of ours), no link or image, no reference
-or mention, no new line, no table cell of its own, no end of the code block it sits in, and no
-invisible or bidirectional control character. Ordinary text (a test summary, a path) is written
-unchanged. A ``code`` line is written again unchanged, so evidence read back from a PR and
-written anew does not grow.
-
-Where the value goes decides how (``where``):
-
-``prose``     inline Markdown text (a list item, a sentence);
-``cell``      one cell of a Markdown table (as ``prose``; ``|`` never splits the cell);
-``code``      one line inside a fenced code block (the evidence block, the command block);
-``span``      a whole inline code span, backticks included (a path shown as code);
-``cell-span`` a code span inside a table cell.
+"""Text from outside (titles, test output, file, branch and test names, subjects, comments)
+written so that it shows as itself and does nothing where a PR body, comment, evidence line or
+run report shows it: no HTML, marker, link, reference or mention, new line, table cell of its
+own, end of its code block, nor invisible or bidirectional character. GitCode renders Markdown
+with HTML, autolinks and ``@``/``#``/``!`` references. Ordinary text is unchanged, and a
+``code`` line written again does not grow. The place decides how (``where``): ``prose`` (a
+sentence), ``cell`` (a table cell), ``code`` (a line of a fenced block), ``span`` (an inline
+code span, backticks included), ``cell-span`` (a code span in a table cell); the body template's
+``untrusted`` filter calls it.
 """
 
 from __future__ import annotations
@@ -121,8 +112,8 @@ def _code_line(text: str) -> str:
     return _no_markers(text)
 
 
-def inert(text: object, *, where: Where) -> str:
-    """``text`` written so that it shows as itself and does nothing where it goes (see module)."""
+def untrusted(text: object, *, where: Where) -> str:
+    """``text`` shown as itself and harmless at ``where`` (see the module)."""
     line = _visible(str(text))
     if where == "code":
         return _code_line(line)
