@@ -2,9 +2,11 @@
 
 Usage: .venv/bin/python bench/dry_run_imports.py [--json]
 
-Builds the demo sandbox in a temporary folder (no interpreter with torch: the tests are
-skipped, as `backport demo` skips them), runs the dry run there in a fresh interpreter and
-prints how many modules of the package it imported, and which.
+Builds the demo sandbox in a temporary folder with its environments on ``--python`` (an
+interpreter with torch: default `.ci/venvs/torch-2.13.0/bin/python`, as `scripts/setup.sh`
+makes it), runs the dry run there in a fresh interpreter and prints its exit code, how many
+modules of the package it imported, and which. Without such an interpreter the dry run stops
+at its prerequisites, and the count says less.
 """
 
 from __future__ import annotations
@@ -36,10 +38,11 @@ print("MODULES " + json.dumps({"code": code, "modules": sorted(
 """
 
 
-def dry_run_modules(python: str = sys.executable) -> tuple[int, list[str]]:
+def dry_run_modules(torch_python: str | None,
+                    python: str = sys.executable) -> tuple[int, list[str]]:
     """The exit code of the dry run in a fresh demo sandbox, and the package modules imported."""
     with tempfile.TemporaryDirectory(prefix="dry-run-imports-") as tmp:
-        sandbox = build_sandbox(Path(tmp) / "sandbox", demo_patch_set(), None)
+        sandbox = build_sandbox(Path(tmp) / "sandbox", demo_patch_set(), torch_python)
         env = {k: v for k, v in os.environ.items() if not k.startswith("BACKPORT_")}
         env |= {"BACKPORT_CACHE": str(Path(tmp) / "cache"), "PYTHONPATH": str(ROOT)}
         done = subprocess.run([python, "-c", SCRIPT], cwd=sandbox.project, env=env,
@@ -54,8 +57,10 @@ def dry_run_modules(python: str = sys.executable) -> tuple[int, list[str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="Print the result as JSON.")
+    parser.add_argument("--python", default=str(ROOT / ".ci/venvs/torch-2.13.0/bin/python"),
+                        help="The environments' interpreter (one with torch).")
     args = parser.parse_args()
-    code, modules = dry_run_modules()
+    code, modules = dry_run_modules(args.python if Path(args.python).exists() else None)
     if args.json:
         print(json.dumps({"exit": code, "count": len(modules), "modules": modules}, indent=2))
     else:
