@@ -23,8 +23,8 @@ ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 
 
 def documented_codes() -> dict[str, int]:
-    """code -> exit code from the table of the ``### errors`` section."""
-    section = ARCHITECTURE.read_text(encoding="utf-8").split("### errors", 1)[1].split("\n### ", 1)[0]
+    """code -> exit code from the table of the ``## Errors`` section."""
+    section = ARCHITECTURE.read_text(encoding="utf-8").split("## Errors", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `([a-z-]+)` \| (\d+) \|", section, re.M)
     return {code: int(exit_code) for code, exit_code in rows}
 
