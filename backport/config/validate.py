@@ -1,5 +1,5 @@
-"""Typed access to parsed YAML (`Doc`, `Val`) with one-sentence errors naming file, line and key
-path, and the rules for repository paths and git/http URLs the configuration holds."""
+"""Typed access to parsed YAML (`Doc`, `Val`) whose errors are one sentence naming file, line
+and key path (did-you-mean for unknown keys), and the rules for repository paths and URLs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
-from backport.config.yamlsafe import MAX_FILE_BYTES, Loc, YamlProblem, YMap, YSeq, read_yaml_file
+from backport.config.yamlsafe import MAX_FILE_BYTES, LineProblem, Loc, YMap, YSeq, read_yaml_file
 from backport.errors import ConfigError
 from backport.redact import redact
 
@@ -41,8 +41,7 @@ def display_path(path: Path) -> str:
 
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:
-    """The bytes of ``path`` (at most ``limit`` + 1 when a limit is given); `ConfigError`
-    naming it when it is missing or cannot be read."""
+    """The bytes of ``path`` (at most ``limit`` + 1); `ConfigError` when it cannot be read."""
     try:
         with path.open("rb") as fh:
             return fh.read(limit + 1 if limit >= 0 else -1)
@@ -127,7 +126,7 @@ class Doc:
         """Read and parse the file; the root value must be a non-empty mapping."""
         try:
             root = read_yaml_file(read_bytes(self.path, MAX_FILE_BYTES))
-        except YamlProblem as exc:
+        except LineProblem as exc:
             raise self.error(exc.line, exc.message) from None
         if root is None:
             raise self.error(None, "is empty")
@@ -135,11 +134,8 @@ class Doc:
             raise self.error(1, f"must be a mapping of keys to values, not {kind(root)}")
         return Val(root, root.line, "")
 
-    # -- collections -----------------------------------------------------------------------
-
-    def mapping(
-        self, v: Val, allowed: Iterable[str], required: Iterable[str] = ()
-    ) -> dict[str, Val]:
+    def mapping(self, v: Val, allowed: Iterable[str],
+                required: Iterable[str] = ()) -> dict[str, Val]:
         """The entries of a mapping with a fixed set of string keys."""
         allowed = list(allowed)
         m = self._map(v)
@@ -148,9 +144,8 @@ class Doc:
             kloc = m.key_locs[key]
             if not isinstance(key, str) or key not in allowed:
                 name = key if isinstance(key, str) else kloc.raw
-                raise self.error(
-                    kloc.line, f"unknown key '{name}'{suggest(str(name), allowed)}", v.path
-                )
+                raise self.error(kloc.line, f"unknown key '{name}'{suggest(str(name), allowed)}",
+                                 v.path)
             out[key] = v.child(key, m.locs[key], value)
         for key in required:
             if key not in out:
@@ -181,27 +176,16 @@ class Doc:
             self.fail(v, f"must be a {what}, not {kind(v.value)}")
         if len(v.value) > max_items:
             self.fail(v, f"has {len(v.value)} items, more than the {max_items} allowed")
-        return [
-            Val(item, loc.line, f"{v.path}[{i}]", loc.raw)
-            for i, (item, loc) in enumerate(zip(v.value, v.value.locs, strict=True))
-        ]
+        return [Val(item, loc.line, f"{v.path}[{i}]", loc.raw)
+                for i, (item, loc) in enumerate(zip(v.value, v.value.locs, strict=True))]
 
     def _map(self, v: Val) -> YMap:
         if not isinstance(v.value, YMap):
             self.fail(v, f"must be a mapping, not {kind(v.value)}")
         return v.value
 
-    # -- scalars ---------------------------------------------------------------------------
-
-    def string(
-        self,
-        v: Val,
-        *,
-        max_len: int = MAX_STR,
-        multiline: bool = False,
-        allow_ints: bool = False,
-        strip: bool = True,
-    ) -> str:
+    def string(self, v: Val, *, max_len: int = MAX_STR, multiline: bool = False,
+               allow_ints: bool = False, strip: bool = True) -> str:
         """A non-empty string; ``allow_ints`` also takes an unquoted integer as its text."""
         value = v.value
         if allow_ints and isinstance(value, int) and not isinstance(value, bool):
@@ -246,16 +230,10 @@ class Doc:
             self.fail(v, f"must be a number above {low:g} and at most {high:g}, not {value!r}")
         return float(value)
 
-    def str_list(
-        self, v: Val, *, max_items: int = 100, max_len: int = 256, allow_ints: bool = False
-    ) -> tuple[str, ...]:
-        return tuple(
-            self.string(item, max_len=max_len, allow_ints=allow_ints, strip=not allow_ints)
-            for item in self.items(v, "list of strings", max_items)
-        )
-
-
-# -- repository paths --------------------------------------------------------------------------
+    def str_list(self, v: Val, *, max_items: int = 100, max_len: int = 256,
+                 allow_ints: bool = False) -> tuple[str, ...]:
+        return tuple(self.string(item, max_len=max_len, allow_ints=allow_ints, strip=not allow_ints)
+                     for item in self.items(v, "list of strings", max_items))
 
 
 def repo_path(path: str) -> str:
@@ -280,8 +258,6 @@ def repo_path_problem(path: str) -> str | None:
         return "lies inside a .git directory"
     return None
 
-
-# -- URLs ---------------------------------------------------------------------------------------
 
 _ALLOWED_SCHEMES = frozenset({"http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"})
 _HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")

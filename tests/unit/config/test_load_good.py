@@ -67,7 +67,7 @@ def test_branch_map_fields(tmp_path: Path, home: Path) -> None:
     assert bm.pr == PrOptions(
         labels=("backport", "test"), reviewers=("alice",), comment="/ci-pytorch"
     )
-    assert bm.fork_branch_for("put-metric", "v2.7.1") == "test-put-metric-v2.7.1"
+    assert bm.fork_branch.format(slug="put-metric", target="v2.7.1") == "test-put-metric-v2.7.1"
 
 
 def test_gitcode_defaults(tmp_path: Path) -> None:
