@@ -46,7 +46,6 @@ FAILURES = frozenset({
 })
 
 
-_EVERY = frozenset(Status)
 # Where an apply (or the look-up before it) can end: from any state (a re-run, --force,
 # `continue`, `abort`, an error).
 _APPLY_ENDS = frozenset({Status.PENDING, Status.APPLIED, Status.ALREADY_APPLIED,
@@ -64,7 +63,7 @@ MOVES: dict[Status, frozenset[Status]] = {
     | (frozenset({Status.PUSHED, Status.PLANNED}) if here in _PUSHABLE else frozenset())
     | (frozenset({Status.DONE}) if here == Status.PUSHED else frozenset())
     | {here}
-    for here in _EVERY
+    for here in Status
 }
 
 

@@ -7,13 +7,7 @@ MAX_COMPONENT_BYTES = 255
 
 
 def refname_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid branch name, or ``None`` when git would accept it.
-
-    Rules (``git help check-ref-format``): no ``..``, no ``@{``, no ASCII control
-    characters, space, ``~ ^ : ? * [ \\``; not empty, not ``@`` or ``HEAD``, no leading
-    ``-``; no leading, trailing or doubled ``/``; no trailing ``.``; no component that
-    starts with ``.`` or ends with ``.lock``.
-    """
+    """Why ``name`` is not a valid branch name (``git help check-ref-format``), or ``None``."""
     if not name:
         return "is empty"
     if name in ("@", "HEAD"):

@@ -8,18 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from backport.config import (
-    Environment,
-    PrOptions,
-    Target,
-    load_branch_map,
-    load_patch_set,
-    load_project,
-)
-from backport.config import (
-    TestSpec as Spec,
-)
-from backport.config.model import DEFAULT_TEST_TIMEOUT, CiPlacement
+from backport.config import load_branch_map, load_patch_set, load_project
+from backport.config.model import DEFAULT_TEST_TIMEOUT, CiPlacement, Environment, PrOptions, Target
+from backport.config.model import TestSpec as Spec
 from backport.errors import ConfigError
 from tests.helpers.config_samples import (
     BRANCHES_YAML,
