@@ -27,7 +27,6 @@ import platformdirs
 from packaging.requirements import InvalidRequirement, Requirement
 
 from backport.config.model import BranchMap, CiPlacement, Environment, PrOptions, Target
-from backport.config.refnames import refname_problem
 from backport.config.validate import (
     Doc,
     Val,
@@ -38,29 +37,23 @@ from backport.config.validate import (
     http_url_problem,
     kind,
     quote_hint,
+    refname_problem,
     repo_identity,
     resolve_url,
     suggest,
-    url_without_userinfo,
 )
+from backport.redact import strip_url_credentials
 from backport.titles import strip_branch_tags
 
 FORGES = ("gitcode", "local")
 FORK_PLACEHOLDER = "<your-login>/pytorch"  # earlier shipped maps' fork: read as not set
 TEMPLATE_FIELDS = ("slug", "target", "name", "api")
-URL_VARIABLES = {
-    "upstream_url": "BACKPORT_UPSTREAM_URL",
-    "fork_url": "BACKPORT_FORK_URL",
-    "api_url": "BACKPORT_API_URL",
-}
-TOP_KEYS = (
-    "forge", "upstream", "fork", "fork_branch", "upstream_url", "fork_url", "api_url",
-    "web_url", "environments", "branches", "pr", "audit",
-)  # fmt: skip
-ENV_KEYS = (
-    "python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
-    "wrapper", "env", "timeout", "ci", "isolation",
-)  # fmt: skip
+URL_VARIABLES = {"upstream_url": "BACKPORT_UPSTREAM_URL", "fork_url": "BACKPORT_FORK_URL",
+                 "api_url": "BACKPORT_API_URL"}
+TOP_KEYS = ("forge", "upstream", "fork", "fork_branch", "upstream_url", "fork_url", "api_url",
+            "web_url", "environments", "branches", "pr", "audit")
+ENV_KEYS = ("python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
+            "wrapper", "env", "timeout", "ci", "isolation")
 ISOLATION_VALUES = ("pid-namespace", "none")
 PYTHON_PLACEHOLDER = "{python}"  # in ``wrapper:``, where the environment's interpreter goes
 PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "comment_on_push",
@@ -117,13 +110,10 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     if "web_url" in top:
         web_url = doc.string(top["web_url"], max_len=2048)
         if problem := http_url_problem(web_url):
-            doc.fail(top["web_url"], f"'{url_without_userinfo(web_url)}' {problem}")
+            doc.fail(top["web_url"], f"'{strip_url_credentials(web_url)}' {problem}")
         web_url = web_url.rstrip("/")
-    default_dir = envs_dir(environ)
-    environments = {
-        key.value: _environment(doc, key, value, default_dir)
-        for key, value in doc.pairs(top["environments"], "environment name", 256)
-    }
+    environments = {key.value: _environment(doc, key, value, envs_dir(environ))
+                    for key, value in doc.pairs(top["environments"], "environment name", 256)}
     if not environments:
         doc.fail(top["environments"], "defines no environment")
     targets = _targets(doc, top["branches"], environments)
@@ -137,9 +127,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         fork_branch=fork_branch, upstream_url=urls["upstream_url"], fork_url=urls["fork_url"],
         api_url=urls["api_url"], environments=environments, targets=targets,
         pr=pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions(),
-        web_url=web_url,
-        audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else (),
-    )
+        web_url=web_url, audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else ())
 
 
 def render_fork_branches(template: str, targets: Iterable[str], slug: str = "example",
@@ -173,11 +161,9 @@ def _fork_placeholder(doc: Doc, v: Val) -> str:
     """The warning when ``fork`` is the placeholder earlier maps shipped, else ""."""
     if doc.string(v, max_len=200) != FORK_PLACEHOLDER:
         return ""
-    return doc.error(
-        v.line,
-        f"fork is the old placeholder '{FORK_PLACEHOLDER}', read as not set: the fork follows "
-        "the token's login; delete the line, or name your fork there (owner/repo)",
-    ).message
+    return doc.error(v.line, f"fork is the old placeholder '{FORK_PLACEHOLDER}', read as not "
+                     "set: the fork follows the token's login; delete the line, or name your "
+                     "fork there (owner/repo)").message
 
 
 def _template(doc: Doc, v: Val) -> str:
@@ -374,7 +360,7 @@ def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, s
         else:
             continue
         if problem := http_url_problem(text) if key == "api_url" else git_url_problem(text):
-            _url_fail(doc, origin[key], f"'{url_without_userinfo(text)}' {problem}")
+            _url_fail(doc, origin[key], f"'{strip_url_credentials(text)}' {problem}")
         urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, base)
     if forge == "gitcode":
         urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")

@@ -11,7 +11,6 @@ from pathlib import Path
 from backport.config.branch_map import MAX_BODY_CHARS, pr_options, render_fork_branches
 from backport.config.model import BranchMap, PatchSet, SourcePr, TestSpec
 from backport.config.patchfiles import Patch, read_patch
-from backport.config.refnames import refname_problem
 from backport.config.validate import (
     Doc,
     Val,
@@ -19,6 +18,7 @@ from backport.config.validate import (
     display_path,
     kind,
     read_bytes,
+    refname_problem,
     repo_path,
     repo_path_problem,
     suggest,

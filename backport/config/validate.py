@@ -75,21 +75,14 @@ class Val:
 
 def kind(value: Any) -> str:
     """How a value's type is named in messages."""
-    if isinstance(value, YMap | dict):
-        return "a mapping"
-    if isinstance(value, YSeq | list):
-        return "a list"
     if value is None:
         return "empty"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, int | float):
         return f"the number {value!r}"
-    if isinstance(value, date):
-        return "a date"
-    if isinstance(value, bytes):
-        return "binary data"
-    return "a string"
+    names = {dict: "a mapping", list: "a list", date: "a date", bytes: "binary data"}
+    return next((name for t, name in names.items() if isinstance(value, t)), "a string")
 
 
 def quote_hint(v: Val) -> str:
@@ -259,6 +252,44 @@ def repo_path_problem(path: str) -> str | None:
     return None
 
 
+_FORBIDDEN_CHARS = frozenset(" ~^:?*[\\")
+MAX_COMPONENT_BYTES = 255
+
+
+def refname_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid branch name, or ``None`` when git would accept it (the rules
+    of ``git check-ref-format --branch``, checked without running git)."""
+    if not name:
+        return "is empty"
+    if name in ("@", "HEAD"):
+        return f"'{name}' is reserved by git"
+    if name.startswith("-"):
+        return "starts with '-'"
+    for ch in name:
+        if ord(ch) < 0x20 or ord(ch) == 0x7F:
+            return "contains a control character"
+        if ch in _FORBIDDEN_CHARS:
+            return "contains a space" if ch == " " else f"contains '{ch}'"
+    if ".." in name:
+        return "contains '..'"
+    if "@{" in name:
+        return "contains '@{'"
+    if name.startswith("/") or name.endswith("/"):
+        return "starts or ends with '/'"
+    if "//" in name:
+        return "contains '//'"
+    if name.endswith("."):
+        return "ends with '.'"
+    for part in name.split("/"):
+        if part.startswith("."):
+            return f"has a component '{part}' starting with '.'"
+        if part.endswith(".lock"):
+            return f"has a component '{part}' ending with '.lock'"
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+            return f"has a component longer than {MAX_COMPONENT_BYTES} bytes"
+    return None
+
+
 _ALLOWED_SCHEMES = frozenset({"http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"})
 _HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 
@@ -312,15 +343,6 @@ def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
         return ("must not carry a user name or token before '@' (not shown; put the token in "
                 "GITCODE_TOKEN)")
     return None
-
-
-def url_without_userinfo(url: str) -> str:
-    """``url`` as a message may show it: its user info (``user:password@``) left out."""
-    if "://" not in url:
-        return url
-    scheme, _, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
 
 
 def resolve_url(url: str, base: Path) -> str:
