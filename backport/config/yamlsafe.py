@@ -198,10 +198,9 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> LineProblem:
 
 def parse_yaml(text: str) -> Any:
     """One YAML document as plain values (``None`` when empty), or a `LineProblem`."""
-    loader: _Loader | None = None
     try:
-        loader = _Loader(text)
-        node = loader.get_single_node()
+        node = _Loader(text).get_single_node()
+        return None if node is None else _Builder().build(node)
     except yaml.MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
     except yaml.reader.ReaderError as exc:
@@ -210,12 +209,8 @@ def parse_yaml(text: str) -> Any:
         raise LineProblem(line, text) from None
     except yaml.YAMLError as exc:
         raise LineProblem(None, f"YAML syntax error: {exc}") from None
-    except RecursionError:
+    except RecursionError:  # aliases nested in aliases: deeper when built than when read
         raise LineProblem(None, "values are nested too deeply") from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-    return None if node is None else _Builder().build(node)
 
 
 def read_yaml_file(data: bytes) -> Any:
