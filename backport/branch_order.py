@@ -16,8 +16,7 @@ _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)")
 def _key(target: str) -> tuple[int, tuple[int, ...]]:
     if target in _TRUNKS:
         return (2, ())
-    match = _VERSION.match(target)
-    if match:
+    if match := _VERSION.match(target):
         return (1, tuple(int(part) for part in match.group(1).split(".")))
     return (0, ())
 

@@ -71,16 +71,14 @@ _IMAGE = re.compile(r"[a-z0-9][A-Za-z0-9._/:@-]*")
 
 def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
     """Where environments naming neither ``python`` nor ``venv`` live, one venv per name."""
-    chosen = (environ.get("BACKPORT_ENVS") or "").strip()
-    if chosen:
+    if chosen := (environ.get("BACKPORT_ENVS") or "").strip():
         return Path(os.path.abspath(os.path.expanduser(chosen)))
     return Path(platformdirs.user_data_dir("backport")) / "envs"
 
 
 def cache_root(environ: Mapping[str, str]) -> Path:
     """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
-    configured = environ.get("BACKPORT_CACHE")
-    if configured:
+    if configured := environ.get("BACKPORT_CACHE"):
         return Path(configured).expanduser()
     return Path(platformdirs.user_cache_dir("backport"))
 
@@ -142,8 +140,7 @@ def render_fork_branches(template: str, targets: Iterable[str], slug: str = "exa
         if problem := refname_problem(branch):
             raise ValueError(f"fork_branch renders '{branch}' for {where}target '{target}', "
                              f"which {problem}")
-        same = [other for other, rendered in out.items() if rendered == branch]
-        if same:
+        if same := [other for other, rendered in out.items() if rendered == branch]:
             raise ValueError(f"fork_branch renders the same branch '{branch}' for {where}"
                              f"targets '{same[0]}' and '{target}'; include {{target}}")
         out[target] = branch

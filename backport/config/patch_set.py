@@ -47,8 +47,7 @@ def patch_set_name_problem(name: str) -> str | None:
 def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     """Read and check one patch set directory against ``branch_map``."""
     dir = Path(os.path.abspath(dir))
-    problem = patch_set_name_problem(dir.name)
-    if problem:
+    if problem := patch_set_name_problem(dir.name):
         raise config_error(f"{display_path(dir)}: {problem}")
     doc = Doc(dir / "patch.yaml")
     root = doc.load()
@@ -131,8 +130,7 @@ def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
     given = [key for key in SOURCE_KEYS if key in f]
     if not given:
         return None
-    missing = [key for key in SOURCE_KEYS if key not in f]
-    if missing:
+    if missing := [key for key in SOURCE_KEYS if key not in f]:
         doc.fail(f[given[0]], f"'{given[0]}' needs {', '.join(missing)} too (the source_* keys "
                               f"come together)")
     number = f["source_pr"].value

@@ -60,10 +60,7 @@ class Hunk:
     def core(self) -> tuple[str, ...]:
         """The preimage from the first changed line to the last (inner context kept)."""
         changed = [i for i, line in enumerate(self.lines) if line[:1] in ("-", "+")]
-        if not changed:
-            return ()
-        inner = self.lines[changed[0]:changed[-1] + 1]
-        return tuple(line[1:] for line in inner if line[:1] in (" ", "-"))
+        return Hunk(self.lines[changed[0]:changed[-1] + 1]).preimage if changed else ()
 
 
 @dataclass(frozen=True)
@@ -157,8 +154,7 @@ class _Section:
     link_target: list[tuple[str, int]] = field(default_factory=list)
     old_blob: str | None = None  # from the index line; None for a new file
     old_path: str | None = None  # from the "--- a/…" line; None for a new file
-    hunks: list[list[str]] = field(default_factory=list)
-    starts: list[int] = field(default_factory=list)  # the first old line of each hunk
+    hunks: list[tuple[int, list[str]]] = field(default_factory=list)  # (first old line, lines)
     binary: bool = False
     deleted: bool = False
     created: bool = False
@@ -263,8 +259,7 @@ class _Parser:
                     raise ValueError("malformed hunk header")
                 self.old = int(m.group(2) or 1)
                 self.new = int(m.group(4) or 1)
-                sec.hunks.append([])
-                sec.starts.append(int(m.group(1)))
+                sec.hunks.append((int(m.group(1)), []))
                 self.state = "hunk" if self.old or self.new else "diff"
             elif line.startswith(("--- ", "+++ ")):
                 name = _name(line[4:])
@@ -300,7 +295,7 @@ class _Parser:
     def hunk_line(self, n: int, line: str) -> None:
         tag = line[:1]
         if self.section is not None and self.section.hunks and tag != "\\":
-            self.section.hunks[-1].append(line or " ")
+            self.section.hunks[-1][1].append(line or " ")
         if tag in (" ", ""):
             self.old -= 1
             self.new -= 1
@@ -326,14 +321,12 @@ class _Parser:
             return
         if not sec.names:
             raise LineProblem(sec.line, "has a diff header whose file names cannot be read")
-        hunks = tuple(Hunk(tuple(lines), start)
-                      for lines, start in zip(sec.hunks, sec.starts, strict=True))
+        hunks = tuple(Hunk(tuple(lines), start) for start, lines in sec.hunks)
         self.files.append(FileDiff(sec.old_path, hunks, sec.binary,
                                    None if sec.deleted else sec.new_name, sec.old_blob,
                                    sec.created))
         for name, n in sec.names:
-            problem = repo_path_problem(name)
-            if problem:
+            if problem := repo_path_problem(name):
                 raise LineProblem(n, f"touches '{name}', which {problem}")
             self.paths.setdefault(repo_path(name))
         if sec.old_blob:
