@@ -50,9 +50,7 @@ def decode(cls: type[T], data: Any) -> T:
     return typing.cast(T, _decode(cls, data, cls.__name__))
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+_hints = functools.cache(typing.get_type_hints)
 
 
 def _default(f: dataclasses.Field) -> Any:

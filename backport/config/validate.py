@@ -330,14 +330,12 @@ def http_url_problem(url: str) -> str | None:
 def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
     try:
         parts = urlsplit(url)
-        host = parts.hostname
-        password = parts.password
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
         return "is not a valid URL"
-    if need_host and not host:
+    if need_host and not parts.hostname:
         return "has no host"
-    if password is not None:
+    if parts.password is not None:
         return "must not contain a password (put the token in GITCODE_TOKEN)"
     if parts.username is not None and parts.scheme.lower() in ("http", "https"):
         return ("must not carry a user name or token before '@' (not shown; put the token in "
@@ -349,10 +347,7 @@ def resolve_url(url: str, base: Path) -> str:
     """``url`` with a local path made absolute against ``base`` (``~`` expanded)."""
     if not is_local_path(url):
         return url
-    path = Path(os.path.expanduser(url))
-    if not path.is_absolute():
-        path = base / path
-    return os.path.normpath(path)
+    return os.path.normpath(base / os.path.expanduser(url))  # an absolute path replaces base
 
 
 def repo_identity(url: str) -> str:
