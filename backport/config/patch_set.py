@@ -82,27 +82,6 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     return patch_set
 
 
-def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
-        tuple[Patch, ...], dict[str, tuple[Patch, ...]], dict[str, tuple[str, ...]]]:
-    """The shared series, each target's variant and the paths each target's series touches;
-    every patch file read and parsed once."""
-    shared, variants = _series(dir, branch_map, branches)
-    read = {file: read_patch(file) for file in shared}
-    touched: dict[str, tuple[str, ...]] = {}
-    for target in branches:
-        series = variants.get(target, shared)
-        if not series:
-            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target "
-                               f"'{target}'")
-        for file in series:
-            if file not in read:
-                read[file] = read_patch(file)
-        touched[target] = tuple(sorted({path for file in series for path in read[file].paths}))
-    return (tuple(read[file] for file in shared),
-            {target: tuple(read[file] for file in files) for target, files in variants.items()},
-            touched)
-
-
 def _issues(doc: Doc, v: Val) -> tuple[int, ...]:
     """``issue``: one issue number, or a list of them (a PR linking several); never empty."""
     if not isinstance(v.value, YSeq):
@@ -207,11 +186,12 @@ def _patch_files(directory: Path) -> tuple[Path, ...]:
     return tuple(found)
 
 
-def _series(dir: Path, branch_map: BranchMap,
-            branches: tuple[str, ...]) -> tuple[tuple[Path, ...], dict[str, tuple[Path, ...]]]:
-    """The shared series and the per-target variants (sub-directories named after a target)."""
-    shared = _patch_files(dir)
-    variants: dict[str, tuple[Path, ...]] = {}
+def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
+        tuple[Patch, ...], dict[str, tuple[Patch, ...]], dict[str, tuple[str, ...]]]:
+    """The shared series, each target's variant (a sub-directory named after it) and the paths
+    each target's series touches; every patch file read and parsed once."""
+    shared_files = _patch_files(dir)
+    files: dict[str, tuple[Path, ...]] = {}
     seen = 0
     for current, subdirs, _files in os.walk(dir):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
@@ -222,17 +202,26 @@ def _series(dir: Path, branch_map: BranchMap,
             raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} "
                                "sub-directories")
         rel = Path(current).relative_to(dir).as_posix()
-        files = _patch_files(Path(current))
+        found = _patch_files(Path(current))
         if rel in branch_map.targets:
-            if not files:
+            if not found:
                 raise config_error(f"{display_path(Path(current))} is named after target '{rel}' "
                                    "but has no NNNN-*.patch file")
             if rel in branches:
-                variants[rel] = files
-        elif files:
+                files[rel] = found
+        elif found:
             raise config_error(f"{display_path(Path(current))} holds patch files but '{rel}' is "
                                f"not a target branch{suggest(rel, branch_map.targets)}")
-    return shared, variants
+    shared = tuple(map(read_patch, shared_files))
+    variants = {target: tuple(map(read_patch, found)) for target, found in files.items()}
+    touched: dict[str, tuple[str, ...]] = {}
+    for target in branches:
+        series = variants.get(target, shared)
+        if not series:
+            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target "
+                               f"'{target}'")
+        touched[target] = tuple(sorted({path for patch in series for path in patch.paths}))
+    return shared, variants, touched
 
 
 def _read_body(path: Path) -> str | None:
