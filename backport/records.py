@@ -370,10 +370,8 @@ class BranchRecord:
 
     def read_from_pr(self, number: int, url: str) -> BranchRecord:
         """This record as read from PR ``number``; what it knew of that PR is kept."""
-        known = self.pr if self.pr is not None and self.pr.number == number else None
-        pr = PrInfo(number=number, url=url) if known is None else dataclasses.replace(known,
-                                                                                     url=url)
-        return dataclasses.replace(self, pr=pr)
+        pr = self.pr if self.pr is not None and self.pr.number == number else PrInfo(number, url)
+        return dataclasses.replace(self, pr=dataclasses.replace(pr, url=url))
 
     def finished(self, status: Status, message: str, pr: PrInfo,
                  warnings: Sequence[str]) -> BranchRecord:

@@ -367,8 +367,7 @@ def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, s
     for key in ("upstream_url", "fork_url"):
         if forge == "local" and key not in urls:
             doc.fail(top["forge"], f"'local' needs {key} in {doc.display} or {URL_VARIABLES[key]}")
-    urls.setdefault("api_url", "")
-    urls.setdefault("fork_url", "")
+    urls = {"api_url": "", "fork_url": "", **urls}
     if urls["fork_url"] and repo_identity(urls["upstream_url"]) == repo_identity(urls["fork_url"]):
         _url_fail(doc, origin.get("fork_url") or top["fork"],
                   f"'{urls['fork_url']}' is the upstream repository; backport pushes only to "
