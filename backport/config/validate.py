@@ -3,6 +3,7 @@ and key path (did-you-mean for unknown keys), and the rules for repository paths
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import os
@@ -213,10 +214,8 @@ class Doc:
         """A finite number with ``low < n <= high``."""
         value = v.value
         if isinstance(value, str):  # YAML 1.1 reads 1e3 (no dot) as a string
-            try:
+            with contextlib.suppress(ValueError):
                 value = float(value)
-            except ValueError:
-                pass
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(v, f"must be a number, not {kind(value)}")
         if not math.isfinite(value) or not low < value <= high:
