@@ -16,14 +16,13 @@ _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)")
 def _key(target: str) -> tuple[int, tuple[int, ...]]:
     if target in _TRUNKS:
         return (2, ())
-    match = _VERSION.match(target)
-    if match:
+    if match := _VERSION.match(target):
         return (1, tuple(int(part) for part in match.group(1).split(".")))
     return (0, ())
 
 
 def newest_first(targets: Iterable[str]) -> list[str]:
-    """``targets`` from the newest release to the oldest (master → v2.12.0 → v2.11.0 → v2.7.1)."""
+    """``targets`` from the newest release to the oldest (master → v2.12.0 → v2.7.1)."""
     return sorted(targets, key=_key, reverse=True)
 
 
@@ -33,7 +32,7 @@ def newer(target: str, than: str) -> bool:
 
 
 def nearest_first(target: str, targets: Sequence[str]) -> list[str]:
-    """The other ``targets`` by distance from ``target`` in release order; on a tie the newer one."""
+    """The other ``targets`` by distance from ``target`` in release order, newer on a tie."""
     order = newest_first(dict.fromkeys([*targets, target]))
     here = order.index(target)
     others = [t for t in order if t != target]

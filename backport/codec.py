@@ -24,17 +24,15 @@ class CodecError(ValueError):
 
 
 def encode(value: Any, *, compact: bool = False, keep: Any = None) -> Any:
-    """``value`` as JSON values: dataclass -> dict, enum -> its value, tuple -> list.
-    ``compact`` leaves out every field at its default (:func:`decode` reads it as that);
-    ``keep``, the JSON a record was read from, gives back its keys no field has (a later
-    version's), at every level where a record holds a record."""
+    """``value`` as JSON values. ``compact`` leaves out every field at its default; ``keep``,
+    the JSON a record was read from, gives back its keys no field has (a later version's)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = {f.name for f in dataclasses.fields(value)}
         kept = keep if isinstance(keep, dict) else {}
         data = {key: item for key, item in kept.items() if key not in names}
         data.update((f.name, encode(getattr(value, f.name), compact=compact, keep=kept.get(f.name)))
                     for f in dataclasses.fields(value)
-                    if not (compact and _is_default(f, getattr(value, f.name))))
+                    if not (compact and getattr(value, f.name) == _default(f)))
         return data
     if isinstance(value, enum.Enum):
         return encode(value.value)
@@ -52,21 +50,14 @@ def decode(cls: type[T], data: Any) -> T:
     return typing.cast(T, _decode(cls, data, cls.__name__))
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+_hints = functools.cache(typing.get_type_hints)
 
 
-def _has_default(f: dataclasses.Field) -> bool:
-    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-
-
-def _is_default(f: dataclasses.Field, value: Any) -> bool:
-    if f.default is not dataclasses.MISSING:
-        return bool(value == f.default)
+def _default(f: dataclasses.Field) -> Any:
+    """The field's default value; ``dataclasses.MISSING`` when it has none."""
     if f.default_factory is not dataclasses.MISSING:
-        return bool(value == f.default_factory())
-    return False
+        return f.default_factory()
+    return f.default
 
 
 def _admits_none(tp: Any) -> bool:
@@ -89,7 +80,7 @@ def _record(cls: type, data: Any, where: str) -> Any:
         tp = hints[f.name]
         value = data.get(f.name)
         if f.name not in data or (value is None and not _admits_none(tp)):
-            if _has_default(f):
+            if _default(f) is not dataclasses.MISSING:
                 continue
             raise CodecError(f"{where}: no {f.name}")
         values[f.name] = _decode(tp, value, f"{where}.{f.name}")

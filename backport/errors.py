@@ -36,20 +36,16 @@ class ErrorCode(StrEnum):
     INTERNAL = "internal"  # a bug: anything that is not a BackportError
 
 
-_USAGE_CODES = frozenset({ErrorCode.CONFIG, ErrorCode.USAGE, ErrorCode.LOCKED})
-
+# Configuration and usage problems exit 2; any other code fails the branch it happened on (the
+# run goes on with the others and exits 1 at the end) or, outside a run, exits 1.
 EXIT_CODES: Mapping[ErrorCode, int] = MappingProxyType({
-    code: EXIT_USAGE if code in _USAGE_CODES else EXIT_BRANCH_FAILED for code in ErrorCode
+    code: EXIT_USAGE if code in (ErrorCode.CONFIG, ErrorCode.USAGE, ErrorCode.LOCKED)
+    else EXIT_BRANCH_FAILED for code in ErrorCode
 })
-"""The exit code of the command when it stops on an error of each code.
-
-Configuration and usage problems exit 2; every other code fails the branch it happened on
-(the run goes on with the others and exits 1 at the end) or, outside a run, exits 1.
-"""
 
 
 class BackportError(Exception):
-    """A failure with a machine-readable ``code`` (an :class:`ErrorCode`) and a one-sentence ``message``."""
+    """A failure with a machine-readable ``code`` and a one-sentence ``message``."""
 
     def __init__(self, code: ErrorCode | str, message: str, *, details: dict | None = None) -> None:
         super().__init__(message)
@@ -73,10 +69,7 @@ class ConfigError(BackportError):
 
 
 class ForkDiverged(BackportError):
-    """The fork branch is not where this tool left it: someone else moved it.
-
-    ``remote`` is where it is now (None: absent), ``expected`` where the tool expected it.
-    """
+    """Someone else moved the fork branch: it is at ``remote`` (None: absent), not ``expected``."""
 
     def __init__(self, message: str, *, remote: str | None, expected: str | None) -> None:
         super().__init__(ErrorCode.FORK_DIVERGED, message,

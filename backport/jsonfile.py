@@ -50,8 +50,7 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_json(path: Path, default: Any = _RAISE, *, what: str = "file") -> Any:
-    """The JSON document of ``path``. When it is missing or cannot be read: ``default`` when
-    one is given, else a configuration error naming ``path`` and ``what`` it is."""
+    """The JSON of ``path``; when it cannot be read, ``default`` if given, else a config error."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

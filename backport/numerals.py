@@ -1,10 +1,7 @@
-"""The one parser of numbers read from outside text: a PR's ``!N``, a title's ``PR-N``, a
-branch's ``sync-prN-``, an event's ``pull_request.number``, a log's ``Ran N tests``.
-
-Patterns capture ASCII digits only (:data:`DIGITS`; ``\\d`` also matches other scripts'
-digits, which ``int`` would read) and hand them to :func:`number`, which takes at most
-:data:`MAX_DIGITS` of them: a longer run of digits is no number this tool reads (never an
-``int()`` of thousands of digits, which Python refuses with a ``ValueError``).
+"""The one parser of numbers read from outside text (a PR's ``!N``, an event's
+``pull_request.number``, a log's ``Ran N tests``…). Patterns capture ASCII digits only
+(`DIGITS`: ``\\d`` matches other scripts' digits too) and `number` takes at most `MAX_DIGITS`
+of them: never an ``int()`` of thousands of digits, which Python refuses.
 """
 
 from __future__ import annotations
@@ -17,8 +14,7 @@ LIMIT = 10**MAX_DIGITS
 
 
 def number(digits: str) -> int | None:
-    """The number ``digits`` (ASCII digits, spaces around allowed) writes, when it has at
-    most ``MAX_DIGITS`` digits; None otherwise."""
+    """The number ``digits`` (ASCII, spaces around allowed) writes; None past MAX_DIGITS."""
     text = digits.strip()
     if not 0 < len(text) <= MAX_DIGITS or not text.isascii() or not text.isdigit():
         return None
@@ -26,8 +22,7 @@ def number(digits: str) -> int | None:
 
 
 def json_number(value: Any) -> int | None:
-    """A JSON value read as a number: an integer (never a boolean) or a string of digits,
-    below ``10**MAX_DIGITS``; None otherwise."""
+    """A JSON integer (never a boolean) or string of digits below ``LIMIT``; None otherwise."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -36,7 +31,6 @@ def json_number(value: Any) -> int | None:
 
 
 def parse_int(digits: str) -> int | str:
-    """``json.loads``' ``parse_int``: an integer of at most ``MAX_DIGITS`` digits (a sign
-    allowed) as an int, a longer one left as its text (:func:`json_number` then refuses it)."""
+    """``json.loads``' ``parse_int``: a longer integer than MAX_DIGITS is left as its text."""
     body = digits.lstrip("-")
     return int(digits) if len(body) <= MAX_DIGITS else digits

@@ -47,28 +47,19 @@ class TestResult:
     skip_cause: str = "request"  # a key of SKIP_CAUSE_TEXT
     runs: tuple[TestRun, ...] = ()  # one per test file
     commit: str | None = None  # the commit the result is of
-    # (test, outcome) of every test the patch adds, as the -v output showed it: "ok", "FAIL",
-    # "ERROR", "skipped", "not run"...; the result is ok only when each one is "ok"
+    # (test, outcome) of every test the patch adds, as -v showed it: "ok", "FAIL", "not run"...
     patch_tests: tuple[tuple[str, str], ...] = ()
-    # What the series changes beyond tests and how far the run saw it (``envs/overlay.py``)
     changes: ChangeScope = ChangeScope()
-    # "none" when any run had no sandbox (the host refused a PID namespace); else how they ran
-    isolation: str | None = None
+    isolation: str | None = None  # "none" when any run had no sandbox
 
     @property
     def patch_tests_ok(self) -> bool:
         """Every test the patch adds ran and passed (True when it adds none)."""
-        return self.passes(True, self.patch_tests)
-
-    @staticmethod
-    def passes(runs_ok: bool, patch_tests: Sequence[tuple[str, str]]) -> bool:
-        """The one "result ok" rule: every run passed and each test the patch adds says ``ok``."""
-        return runs_ok and all(outcome == "ok" for _, outcome in patch_tests)
+        return all(outcome == "ok" for _, outcome in self.patch_tests)
 
     @property
     def not_in_build(self) -> bool:
-        """The series changes files the build that ran does not hold (compiled sources, build
-        inputs): a passing run does not validate the change."""
+        """The series changes files the build that ran lacks: a pass does not validate it."""
         return bool(self.changes.not_in_build)
 
     @classmethod
@@ -81,13 +72,12 @@ class TestResult:
     def of_runs(cls, runs: Sequence[TestRun], commit: str | None,
                 patch_tests: Sequence[tuple[str, str]] = (),
                 changes: ChangeScope | None = None) -> TestResult:
-        """Fold the runs of every test file of the patch set into one result; it is ok only
-        when every run passed and every test the patch adds (``patch_tests``) says ``ok``.
-        ``changes``: the series' files beyond tests, as the runs saw them."""
+        """One result of the runs of every test file: ok only when every run passed and every
+        test the patch adds (``patch_tests``) says ``ok``."""
         lines = tuple(line for r in runs for line in r.summary)
         return cls(
             ran=sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None,
-            ok=cls.passes(all(r.ok for r in runs), patch_tests),
+            ok=all(r.ok for r in runs) and all(outcome == "ok" for _, outcome in patch_tests),
             exit_code=next((r.exit_code for r in runs if r.exit_code != 0), 0),
             summary=", ".join(lines), summary_lines=lines,
             duration=round(sum(r.duration for r in runs), 3),
@@ -123,7 +113,7 @@ class EnvEvidence:
 
 @dataclass(frozen=True)
 class PrInfo:
-    """The PR of one fork branch. ``None``: a record written before the field existed."""
+    """The PR of one fork branch. ``None`` fields: a record written before they existed."""
 
     number: int
     url: str
@@ -135,7 +125,7 @@ class PrInfo:
     title: str | None = None  # the set's title when last sent or kept (None: older records)
 
     def refusing(self, write: str) -> PrInfo:
-        """The forge refused ``write`` ("link", "comment"): it is not tried again."""
+        """The forge refused ``write``: it is not tried again."""
         return dataclasses.replace(self, refused=(*self.refused, write))
 
     @classmethod
@@ -144,14 +134,12 @@ class PrInfo:
         return cls(number=int(number), url="", unverified=True)
 
     def judged(self, url: str) -> PrInfo:
-        """The PR was read back and kept."""
         return dataclasses.replace(self, url=url, unverified=False)
 
     def link_made(self) -> PrInfo:
         return dataclasses.replace(self, linked=True)
 
     def decorations_made(self) -> PrInfo:
-        """Labels, assignees, reviewers and testers were set (best-effort: never again)."""
         return dataclasses.replace(self, decorated=True)
 
     def commented(self, sha: str | None) -> PrInfo:
@@ -174,8 +162,7 @@ class SeriesSource:
 
     @property
     def hops(self) -> tuple[str, ...]:
-        """The branches a chained series passed between its origin and ``branch``, origin side
-        first (``("v2.12.0",)`` for master's resolution carried to v2.12.0, then v2.11.0)."""
+        """The branches a chained series passed between its origin and ``branch``, origin first."""
         if self.via is None or self.via.via is None:
             return ()
         return (*self.via.hops, self.via.branch)
@@ -192,8 +179,7 @@ class SeriesSource:
 
 @dataclass(frozen=True)
 class ExistingTest:
-    """A test the patch adds that the target branch already defines, and the commit that
-    added it there (None when its history does not say)."""
+    """A test the patch adds that the target branch already defines, and the commit adding it."""
 
     path: str
     name: str  # Class.test_name, or test_name for a module-level test
@@ -209,8 +195,7 @@ class ExistingTest:
 
 @dataclass(frozen=True)
 class ProposedPr:
-    """Another PR into the target that already carries the set's source PR (open or merged):
-    why the branch gets no PR of its own."""
+    """Another PR into the target that already carries the set's source PR (open or merged)."""
 
     number: int
     url: str
@@ -256,14 +241,11 @@ class BranchRecord:
         return dataclasses.replace(self, target=self.target or target,
                                    fork_branch=self.fork_branch or fork_branch)
 
-    # -- named transitions: each returns the record after one thing happened to the branch --
     def reset_apply(self, *, conflicts: Sequence[str] = (),
                     series_source: SeriesSource | None = None, tried_sources: Sequence[str] = (),
                     merged_files: Sequence[str] = (),
                     loose_files: Sequence[str] = ()) -> BranchRecord:
-        """The outcome of an apply attempt replaces the previous one's: conflicting files,
-        the sibling series that went in, those tried in vain, files merged or placed loosely,
-        and another PR found carrying the source."""
+        """The outcome of an apply attempt replaces the previous one's."""
         return dataclasses.replace(
             self, conflicts=tuple(conflicts), series_source=series_source,
             tried_sources=tuple(tried_sources), merged_files=tuple(merged_files),
@@ -273,40 +255,32 @@ class BranchRecord:
         return dataclasses.replace(self, fork_branch=fork_branch)
 
     def error_cleared(self) -> BranchRecord:
-        """A new attempt starts: the error code of the last one no longer holds."""
         return dataclasses.replace(self, error_code=None)
 
     def already_upstream(self, base: str, message: str) -> BranchRecord:
-        """The same patch-id is on the target already: nothing to apply, no tests searched."""
         return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_APPLIED, base=base,
                                    commit=None, present=(), message=message)
 
     def no_change(self, base: str, message: str) -> BranchRecord:
-        """The series applied without changing the target; its worktree is gone."""
         return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_APPLIED, base=base,
                                    commit=None, worktree=None, message=message)
 
     def tests_found(self, added: Sequence[str],
                     present: Sequence[ExistingTest]) -> BranchRecord:
-        """The tests the series adds (as path::Class::name), and those the target defines."""
         return dataclasses.replace(self, added_tests=tuple(added), present=tuple(present))
 
     def already_present(self, base: str, message: str) -> BranchRecord:
-        """Every test the patch adds is on the target already: nothing to apply."""
         return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_PRESENT, base=base,
                                    commit=None, message=message)
 
     def already_proposed(self, pr: ProposedPr, message: str) -> BranchRecord:
-        """Another PR into the target already carries the source PR: nothing tested, pushed
-        or opened. An earlier run's test result no longer stands; its commit (a resolution by
-        hand too) is kept for a run after that PR is closed."""
+        """Another PR carries the source: the test result goes, the commit stays for later."""
         return dataclasses.replace(self.reset_apply(), status=Status.ALREADY_PROPOSED,
                                    proposed=pr, test=None, message=message, error_code=None)
 
     def conflicted(self, base: str, message: str, conflicts: Sequence[str], worktree: str,
                    tried_sources: Sequence[str],
                    snapshot: dict[str, str | None] | None) -> BranchRecord:
-        """`git am` stopped on ``conflicts`` in ``worktree``, left as ``snapshot`` shows."""
         return dataclasses.replace(
             self.reset_apply(conflicts=conflicts, tried_sources=tried_sources),
             status=Status.CONFLICT, message=message, base=base, commit=None, worktree=worktree,
@@ -315,7 +289,6 @@ class BranchRecord:
     def unusable(self, base: str, message: str, worktree: str, code: str, *,
                  series_source: SeriesSource | None, tried_sources: Sequence[str],
                  merged_files: Sequence[str], loose_files: Sequence[str]) -> BranchRecord:
-        """The series went in but leaves the sources broken; its commit is not used."""
         return dataclasses.replace(
             self.reset_apply(series_source=series_source, tried_sources=tried_sources,
                              merged_files=merged_files, loose_files=loose_files),
@@ -333,22 +306,18 @@ class BranchRecord:
             test=None, manual=False, added_tests=tuple(added_tests))
 
     def still_conflicted(self, conflicts: Sequence[str], message: str) -> BranchRecord:
-        """A hand resolution was continued but `git am` stopped again."""
         return dataclasses.replace(self, conflicts=tuple(conflicts), message=message)
 
     def resolved_by_hand(self, commit: str, message: str) -> BranchRecord:
-        """`git am` concluded after a hand resolution, as ``commit``."""
         return dataclasses.replace(self, status=Status.APPLIED, commit=commit, conflicts=(),
                                    manual=True, test=None, message=message)
 
     def aborted(self, message: str) -> BranchRecord:
-        """Back to the start: no commit, worktree, test or apply outcome; what was pushed and
-        the PR are remembered."""
+        """Back to the start; what was pushed and the PR are remembered."""
         return dataclasses.replace(self.reset_apply(), status=Status.PENDING, commit=None,
                                    worktree=None, test=None, manual=False, message=message)
 
     def tested(self, test: TestResult, env: EnvEvidence | None, message: str) -> BranchRecord:
-        """The tests passed (or were skipped on request) under ``env``."""
         return dataclasses.replace(self, status=Status.TESTED, test=test, env=env,
                                    message=message)
 
@@ -357,49 +326,40 @@ class BranchRecord:
                                    env=env)
 
     def env_missing(self, message: str, env: EnvEvidence) -> BranchRecord:
-        """The environment could not be read."""
         return dataclasses.replace(self, status=Status.ENV_MISSING, message=message, env=env)
 
     def env_mismatched(self, message: str, env: EnvEvidence,
                        mismatches: Sequence[str]) -> BranchRecord:
-        """The environment does not match its pins; no test ran."""
         return dataclasses.replace(self, status=Status.ENV_MISMATCH, message=message, env=env,
                                    test=None, mismatches=tuple(mismatches))
 
     def env_unavailable(self, message: str, env: EnvEvidence) -> BranchRecord:
-        """The environment cannot run the device the tests need; no test ran."""
         return dataclasses.replace(self, status=Status.ENV_UNAVAILABLE, message=message,
                                    env=env, test=None)
 
     def failed(self, status: Status, message: str, code: str | None) -> BranchRecord:
-        """A step stopped the branch with ``status``; ``code`` names the error."""
         return dataclasses.replace(self, status=status, message=message,
                                    error_code=None if code is None else str(code))
 
     def fork_diverged(self, message: str, fork_sha: str | None,
                       code: str | None = None) -> BranchRecord:
-        """Someone else moved the fork branch to ``fork_sha``."""
         return dataclasses.replace(self.failed(Status.FORK_DIVERGED, message, code),
                                    fork_sha=fork_sha)
 
     def fork_moved(self, fork_sha: str | None) -> BranchRecord:
-        """The fork branch was found at ``fork_sha``."""
         return dataclasses.replace(self, fork_sha=fork_sha)
 
     def planned(self, message: str) -> BranchRecord:
-        """A dry run stopped here."""
         return dataclasses.replace(self, status=Status.PLANNED, message=message)
 
     def push_started(self, sha: str) -> BranchRecord:
         return dataclasses.replace(self, push_intent=sha)
 
     def pushed(self, sha: str) -> BranchRecord:
-        """The fork branch is at ``sha``, pushed by this tool."""
         return dataclasses.replace(self, status=Status.PUSHED, pushed_sha=sha, push_intent=None,
                                    fork_sha=None)
 
     def pr_closed(self, number: int) -> BranchRecord:
-        """Backport closed PR ``number``: the forge opened it wrong."""
         pr = self.pr
         if pr is not None and pr.number == int(number):
             pr = dataclasses.replace(pr, unverified=False)  # judged: closed as wrong
@@ -409,16 +369,12 @@ class BranchRecord:
         return dataclasses.replace(self, pr=pr)
 
     def read_from_pr(self, number: int, url: str) -> BranchRecord:
-        """This record as read from PR ``number`` (at ``url``, as the forge lists it): what
-        the record knew of the link is kept where it is of that PR."""
-        known = self.pr if self.pr is not None and self.pr.number == number else None
-        pr = PrInfo(number=number, url=url) if known is None else dataclasses.replace(known,
-                                                                                     url=url)
-        return dataclasses.replace(self, pr=pr)
+        """This record as read from PR ``number``; what it knew of that PR is kept."""
+        pr = self.pr if self.pr is not None and self.pr.number == number else PrInfo(number, url)
+        return dataclasses.replace(self, pr=dataclasses.replace(pr, url=url))
 
     def finished(self, status: Status, message: str, pr: PrInfo,
                  warnings: Sequence[str]) -> BranchRecord:
-        """The PR step ended with ``status``; ``warnings`` say what the forge refused."""
         return dataclasses.replace(self, pr=pr, status=status, message=message,
                                    warnings=tuple(warnings))
 
@@ -441,7 +397,6 @@ class BranchRecord:
 
     @property
     def skipped(self) -> bool:
-        """The tests were skipped on request."""
         return bool(self.test and self.test.skipped)
 
     @property
@@ -456,9 +411,8 @@ class BranchRecord:
         return self.pr is not None and self.pr.linked is not False
 
     def published(self) -> BranchRecord:
-        """The record as its PR body carries it for the other hosts: the facts the body shows
-        and nothing of this host (no paths, logs, terminal message, interpreter, load error or
-        forge bookkeeping; an already-proposed branch has no PR of its own to carry it)."""
+        """The record as its PR body carries it for the other hosts: the facts the body shows,
+        nothing of this host (paths, logs, messages, interpreter, forge bookkeeping)."""
         test = self.test and dataclasses.replace(
             self.test, log=None,
             runs=tuple(dataclasses.replace(run, log="", env_vars={}) for run in self.test.runs))
@@ -468,10 +422,8 @@ class BranchRecord:
                 probe, interpreter="", torch_npu_error=None,
                 packages={name: probe.packages.get(name) for name in ("torch", "torch_npu")})
         env = self.env and dataclasses.replace(self.env, probe=probe)
-        # Written into the branch's own PR: the PR exists (a pushed branch is done), and its
-        # number and url are where the record is read from (``read_from_pr``), carried only
-        # with what the forge refused. So a new PR's body, rendered just before the PR existed,
-        # is still true once it does: the newest PR of a set is not rewritten.
+        # The PR is kept only with what the forge refused: a body rendered before its PR
+        # existed stays true once it does (``read_from_pr`` gives number and url).
         pr = self.pr and self.pr.refused and PrInfo(
             number=self.pr.number, url=self.pr.url, linked=self.pr.linked,
             refused=self.pr.refused) or None
@@ -483,9 +435,8 @@ class BranchRecord:
 
 
 def upgrade_v1(data: dict[str, Any], target: str) -> dict[str, Any]:
-    """A branch record of a version 1 journal in today's JSON form: the probe's facts move
-    from the env into ``env.probe`` and ``patch_tests`` becomes a list of pairs; the record is
-    named ``target`` (its key in the journal) where it names none."""
+    """A version 1 journal's branch record in today's JSON form, named ``target`` (its key)
+    where it names none."""
     data = {**data, "target": data.get("target") or target,
             "fork_branch": data.get("fork_branch") or ""}
     test = data.get("test")

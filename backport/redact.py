@@ -22,9 +22,7 @@ MASK = "***"
 
 
 def register_secret(secret: str | None) -> None:
-    """Remember a secret so that every later :func:`redact` call hides it, also as it reads
-    escaped: URL-encoded, JSON- or ``repr()``-escaped, and inside base64 (``user:token`` of a
-    Basic authorization)."""
+    """Remember a secret so that every later `redact` hides it, also escaped (`escaped_forms`)."""
     if secret and len(secret) >= 4:
         forms = {secret, *escaped_forms(secret)}
         with _lock:
@@ -32,7 +30,7 @@ def register_secret(secret: str | None) -> None:
 
 
 def escaped_forms(secret: str) -> set[str]:
-    """How ``secret`` reads after the escaping a log or a message may apply to it."""
+    """``secret`` URL-encoded, JSON- or ``repr()``-escaped, and inside base64 (Basic auth)."""
     forms = {
         urllib.parse.quote(secret, safe=""),
         urllib.parse.quote_plus(secret, safe=""),
@@ -72,12 +70,10 @@ def redact(text: str) -> str:
 
 
 def registered() -> tuple[str, ...]:
-    """The registered secrets and their escaped forms, as they are now."""
     with _lock:
         return tuple(_secrets)
 
 
 def holds_secret(text: str, secrets: tuple[str, ...] | None = None) -> bool:
-    """True when ``text`` contains a registered secret (a child's environment never may);
-    ``secrets``: a `registered` snapshot, for a caller that asks of many texts."""
+    """True when ``text`` contains a registered secret (of ``secrets``, a `registered` snapshot)."""
     return any(secret in text for secret in (registered() if secrets is None else secrets))

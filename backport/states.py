@@ -27,8 +27,10 @@ class Status(StrEnum):
 
     @property
     def ok(self) -> bool:
-        """True for outcomes that count as success for the exit code."""
-        return self in _SUCCESS
+        """True for outcomes that count as success for the exit code (already-proposed too,
+        though not final: a re-run looks again, that PR may be closed)."""
+        return self in (Status.DONE, Status.ALREADY_APPLIED, Status.ALREADY_PRESENT,
+                        Status.ALREADY_PROPOSED, Status.PLANNED)
 
     @property
     def final(self) -> bool:
@@ -36,19 +38,12 @@ class Status(StrEnum):
         return self in (Status.DONE, Status.ALREADY_APPLIED, Status.ALREADY_PRESENT)
 
 
-# already-proposed is a success but not final: a re-run looks again (that PR may be closed).
-_SUCCESS = frozenset({Status.DONE, Status.ALREADY_APPLIED, Status.ALREADY_PRESENT,
-                      Status.ALREADY_PROPOSED, Status.PLANNED})
 # Statuses that stop the branch before push; the run exits 1 when any branch ends in one.
-FAILURES = frozenset({
-    Status.CONFLICT, Status.TEST_FAILED, Status.ENV_MISSING, Status.ENV_MISMATCH,
-    Status.ENV_UNAVAILABLE, Status.FORK_DIVERGED, Status.FAILED,
-})
+FAILURES = frozenset({Status.CONFLICT, Status.TEST_FAILED, Status.ENV_MISSING, Status.ENV_MISMATCH,
+                      Status.ENV_UNAVAILABLE, Status.FORK_DIVERGED, Status.FAILED})
 
 
-_EVERY = frozenset(Status)
-# Where an apply (or the look-up before it) can end: from any state (a re-run, --force,
-# `continue`, `abort`, an error).
+# Where an apply (or the look-up before it) can end, from any state.
 _APPLY_ENDS = frozenset({Status.PENDING, Status.APPLIED, Status.ALREADY_APPLIED,
                          Status.ALREADY_PRESENT, Status.ALREADY_PROPOSED, Status.CONFLICT,
                          Status.FAILED, Status.FORK_DIVERGED})
@@ -64,7 +59,7 @@ MOVES: dict[Status, frozenset[Status]] = {
     | (frozenset({Status.PUSHED, Status.PLANNED}) if here in _PUSHABLE else frozenset())
     | (frozenset({Status.DONE}) if here == Status.PUSHED else frozenset())
     | {here}
-    for here in _EVERY
+    for here in Status
 }
 
 

@@ -1,11 +1,9 @@
 """Branch tags in titles: which tag names a branch, a title without them, a backport's title.
 
 Titles of the same change on several branches differ by a tag naming the branch: a leading
-``[master]``, ``[2.7.1]``, ``【v2.12.0】`` or ``(master)`` (also among other leading tags:
-``[fix][2.11.0]fix …``), a conventional-commit scope ``fix(v2.11.0): …``, or a trailing
-``(master)``, ``[v2.7.1]``, ``- master`` or ``_2.12``. `backport_title` (from-PR backports)
-and the audit's "same title" rules (`title_key`, looser) both read them here; pure functions,
-no I/O.
+``[master]``, ``【v2.12.0】`` or ``(master)`` (also among other leading tags), a scope
+``fix(v2.11.0): …``, or a trailing ``(master)``, ``- master`` or ``_2.12``. `backport_title`
+and the audit's looser `title_key` both read them here.
 """
 
 from __future__ import annotations
@@ -25,9 +23,8 @@ _TRAILING = (
 
 
 def names_branch(tag: str, branch: str) -> bool:
-    """True when ``tag`` (the text inside a title's tag) names ``branch``: the same name in
-    any case, or for a version branch (``v2.7.1``) the version with or without ``v``, whole or
-    cut after its minor number (``2.7.1``, ``v2.7``, ``2.7``)."""
+    """True when ``tag`` (the text inside a title's tag) names ``branch``: the same name in any
+    case, or for ``v2.7.1`` the version with or without ``v``, whole or cut (``2.7``)."""
     text, name = tag.strip().lower(), branch.strip().lower()
     if not text:
         return False
@@ -78,8 +75,8 @@ def _strip_trailing(title: str, branches: tuple[str, ...]) -> str:
 
 
 def strip_branch_tags(title: str, branches: Iterable[str]) -> str:
-    """``title`` without its leading and trailing tags that name one of ``branches`` (see the
-    module docstring); ``title`` itself, trimmed, when nothing else would be left."""
+    """``title`` without its leading and trailing tags naming one of ``branches`` (``title``
+    itself, trimmed, when nothing else would be left)."""
     names = tuple(branches)
     original = " ".join(title.split())
     stripped = _strip_trailing(_strip_leading(original, names), names).strip()
@@ -91,20 +88,16 @@ _ANY_VERSION = r"(?:v\d+(?:\.\d+)+(?:[-.]?[a-z]+\d*)?|\d+\.\d+\.\d+(?:[-.]?[a-z]
 _TRUNKS = ("master", "main")  # named by a tag even when not mapped
 
 
-def _tag(branches: Iterable[str]) -> str:
-    names = sorted({b for b in branches if b} | set(_TRUNKS), key=len, reverse=True)
-    return "(?:" + "|".join([*(re.escape(n) for n in names), _ANY_VERSION]) + ")"
-
-
-def _loose(title: str, branches: Iterable[str] = ()) -> str:
-    """``title`` less the tags naming a branch or release: bracketed anywhere (``[v2.12.0]``,
-    ``(v2.7.1)``, ``[torch_2.7.1]``, ``[v2.7.1_logs]``), or at its start or end after a
-    separator or a space (``- v2.7.1``, ``_v2.11``, `` master``); its words joined by one space,
-    lower case, without a closing full stop or separator. A title that is nothing but a tag
-    stays as it was (only spaces and case)."""
-    tag = _tag(branches)
-    # a bracket that names a branch or release among its words: [v2.12.0], [torch_master],
-    # [v2.7.1_logs], (2.7.1)
+def title_key(title: str, branches: Iterable[str]) -> str:
+    """A title as the audit's same-title rules compare it: `strip_branch_tags`, then less any
+    release or branch name in a bracket among other words (``[torch_2.7.1]``) or at its start
+    or end after a separator or space (``… master``); brackets spaced alike, lower case,
+    without a closing full stop. A title that is nothing but a tag keeps its words."""
+    names = tuple(branches)
+    title = strip_branch_tags(title, names)
+    longest_first = sorted({b for b in names if b} | set(_TRUNKS), key=len, reverse=True)
+    tag = "(?:" + "|".join([*map(re.escape, longest_first), _ANY_VERSION]) + ")"
+    # a bracket that names a branch or release among its words: [torch_master], (2.7.1)
     text = re.sub(rf"[\[【(（][^\]】)）\[【(（]*?(?<![A-Za-z0-9.]){tag}(?![A-Za-z0-9])"
                   rf"[^\]】)）]*[\]】)）]", " ", title, flags=re.IGNORECASE)
     for _ in range(3):  # "x - v2.12.0 master" loses both
@@ -116,19 +109,9 @@ def _loose(title: str, branches: Iterable[str] = ()) -> str:
     return words or " ".join(title.split()).lower()
 
 
-def title_key(title: str, branches: Iterable[str]) -> str:
-    """A title as the audit's same-title rules compare it: `strip_branch_tags`, then, looser,
-    any release or branch name in a bracket among other words (``[torch_2.7.1]``,
-    ``[v2.7.1_logs]``) or at the end after a space (``… master``, ``… v2.11``), brackets
-    spaced alike, lower case, without a closing full stop."""
-    names = tuple(branches)
-    return _loose(strip_branch_tags(title, names), names)
-
-
 def backport_title(title: str, *, source: str | None, target: str, tag: str | None) -> str:
-    """The title of a backport into ``target`` of a change titled ``title`` on ``source`` (None:
-    not made from a PR): the source's branch tags dropped; with ``tag`` (the target's
-    ``title_tag``), any tag naming the target is replaced by it, in front."""
+    """The title of a backport into ``target`` of ``title`` on ``source`` (None: not made from a
+    PR): the source's tags dropped; ``tag`` (the target's ``title_tag``) replaces the target's."""
     drop = [b for b in (source, target if tag else None) if b]
     text = strip_branch_tags(title, drop) if drop else " ".join(title.split())
     return f"{tag} {text}" if tag else text

@@ -12,32 +12,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from backport.config.branch_map import load_branch_map
-from backport.config.model import (
-    BranchMap,
-    Environment,
-    PatchSet,
-    Project,
-    PrOptions,
-    Target,
-    TestSpec,
-)
+from backport.config.model import PatchSet, Project
 from backport.config.patch_set import PATCH_FILE, fork_branches, listdir, load_patch_set
 from backport.config.validate import config_error, display_path
 from backport.errors import ConfigError
 
-__all__ = ["BranchMap", "Environment", "PatchSet", "PrOptions", "Project", "Target", "TestSpec",
-           "load_branch_map", "load_patch_set", "load_project"]
 
-
-def load_project(
-    config_path: Path, patches_dir: Path | None = None, environ: Mapping[str, str] = os.environ
-) -> Project:
-    """The branch map and every ``patches/<name>/`` holding a ``patch.yaml``.
-
-    A patch set that does not load is kept in ``Project.broken`` with its error sentence (only
-    a command using it fails); a bad branch map or patches folder, or two sets rendering the
-    same fork branch, fail the whole project.
-    """
+def load_project(config_path: Path, patches_dir: Path | None = None,
+                 environ: Mapping[str, str] = os.environ) -> Project:
+    """The branch map and every ``patches/<name>/`` holding a ``patch.yaml``; a set that does not
+    load goes to ``Project.broken``, a bad branch map or patches folder fails the project."""
     branch_map = load_branch_map(Path(config_path), environ)
     root = branch_map.path.parent
     pdir = Path(patches_dir) if patches_dir is not None else root / "patches"

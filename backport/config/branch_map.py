@@ -27,7 +27,6 @@ import platformdirs
 from packaging.requirements import InvalidRequirement, Requirement
 
 from backport.config.model import BranchMap, CiPlacement, Environment, PrOptions, Target
-from backport.config.refnames import refname_problem
 from backport.config.validate import (
     Doc,
     Val,
@@ -38,37 +37,27 @@ from backport.config.validate import (
     http_url_problem,
     kind,
     quote_hint,
+    refname_problem,
     repo_identity,
     resolve_url,
     suggest,
-    url_without_userinfo,
 )
+from backport.redact import strip_url_credentials
 from backport.titles import strip_branch_tags
 
 FORGES = ("gitcode", "local")
-DEFAULT_FORK_BRANCH = "test-{slug}-{target}"
 FORK_PLACEHOLDER = "<your-login>/pytorch"  # earlier shipped maps' fork: read as not set
 TEMPLATE_FIELDS = ("slug", "target", "name", "api")
-GITCODE_WEB_URL = "https://gitcode.com"
-GITCODE_API_URL = "https://api.gitcode.com/api/v5"
-URL_VARIABLES = {
-    "upstream_url": "BACKPORT_UPSTREAM_URL",
-    "fork_url": "BACKPORT_FORK_URL",
-    "api_url": "BACKPORT_API_URL",
-}
-TOP_KEYS = (
-    "forge", "upstream", "fork", "fork_branch", "upstream_url", "fork_url", "api_url",
-    "web_url", "environments", "branches", "pr", "audit",
-)  # fmt: skip
-ENV_KEYS = (
-    "python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
-    "wrapper", "env", "timeout", "ci", "isolation",
-)  # fmt: skip
+URL_VARIABLES = {"upstream_url": "BACKPORT_UPSTREAM_URL", "fork_url": "BACKPORT_FORK_URL",
+                 "api_url": "BACKPORT_API_URL"}
+TOP_KEYS = ("forge", "upstream", "fork", "fork_branch", "upstream_url", "fork_url", "api_url",
+            "web_url", "environments", "branches", "pr", "audit")
+ENV_KEYS = ("python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
+            "wrapper", "env", "timeout", "ci", "isolation")
 ISOLATION_VALUES = ("pid-namespace", "none")
 PYTHON_PLACEHOLDER = "{python}"  # in ``wrapper:``, where the environment's interpreter goes
 PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "comment_on_push",
            "close_related_issue")
-MAX_TIMEOUT = 7 * 24 * 3600.0
 MAX_BODY_CHARS = 65536
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -81,18 +70,15 @@ _IMAGE = re.compile(r"[a-z0-9][A-Za-z0-9._/:@-]*")
 
 
 def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """Where environments naming neither ``python`` nor ``venv`` live, one venv per name:
-    ``$BACKPORT_ENVS``, else the per-user data folder's ``backport/envs``."""
-    chosen = (environ.get("BACKPORT_ENVS") or "").strip()
-    if chosen:
+    """Where environments naming neither ``python`` nor ``venv`` live, one venv per name."""
+    if chosen := (environ.get("BACKPORT_ENVS") or "").strip():
         return Path(os.path.abspath(os.path.expanduser(chosen)))
     return Path(platformdirs.user_data_dir("backport")) / "envs"
 
 
 def cache_root(environ: Mapping[str, str]) -> Path:
     """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
-    configured = environ.get("BACKPORT_CACHE")
-    if configured:
+    if configured := environ.get("BACKPORT_CACHE"):
         return Path(configured).expanduser()
     return Path(platformdirs.user_cache_dir("backport"))
 
@@ -116,15 +102,16 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     if forge == "gitcode" and upstream.lower() == fork.lower():
         doc.fail(top["fork"], f"'{fork}' is the upstream repository; backport pushes only to "
                               "a fork")
-    fork_branch = DEFAULT_FORK_BRANCH
-    if "fork_branch" in top:
-        fork_branch = _template(doc, top["fork_branch"])
-    web_url = _http_url(doc, top["web_url"]) if "web_url" in top else GITCODE_WEB_URL
-    default_dir = envs_dir(environ)
-    environments = {
-        key.value: _environment(doc, key, value, default_dir)
-        for key, value in doc.pairs(top["environments"], "environment name", 256)
-    }
+    fork_branch = (_template(doc, top["fork_branch"]) if "fork_branch" in top
+                   else "test-{slug}-{target}")
+    web_url = "https://gitcode.com"
+    if "web_url" in top:
+        web_url = doc.string(top["web_url"], max_len=2048)
+        if problem := http_url_problem(web_url):
+            doc.fail(top["web_url"], f"'{strip_url_credentials(web_url)}' {problem}")
+        web_url = web_url.rstrip("/")
+    environments = {key.value: _environment(doc, key, value, envs_dir(environ))
+                    for key, value in doc.pairs(top["environments"], "environment name", 256)}
     if not environments:
         doc.fail(top["environments"], "defines no environment")
     targets = _targets(doc, top["branches"], environments)
@@ -138,26 +125,22 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         fork_branch=fork_branch, upstream_url=urls["upstream_url"], fork_url=urls["fork_url"],
         api_url=urls["api_url"], environments=environments, targets=targets,
         pr=pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions(),
-        web_url=web_url,
-        audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else (),
-    )
+        web_url=web_url, audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else ())
 
 
 def render_fork_branches(template: str, targets: Iterable[str], slug: str = "example",
                          name: str = "example", api: str = "torch.example",
                          of_set: str = "") -> dict[str, str]:
     """target -> the fork branch ``template`` renders for a patch set (by default a sample
-    one); `ValueError` saying why when one is not a valid branch name or two are the same."""
+    one); `ValueError` when one is not a valid branch name or two are the same."""
     out: dict[str, str] = {}
     where = f"patch set '{of_set}' and " if of_set else ""
     for target in targets:
         branch = template.format(slug=slug, target=target, name=name, api=api)
-        problem = refname_problem(branch)
-        if problem:
+        if problem := refname_problem(branch):
             raise ValueError(f"fork_branch renders '{branch}' for {where}target '{target}', "
                              f"which {problem}")
-        same = [other for other, rendered in out.items() if rendered == branch]
-        if same:
+        if same := [other for other, rendered in out.items() if rendered == branch]:
             raise ValueError(f"fork_branch renders the same branch '{branch}' for {where}"
                              f"targets '{same[0]}' and '{target}'; include {{target}}")
         out[target] = branch
@@ -172,15 +155,12 @@ def _repo_name(doc: Doc, v: Val) -> str:
 
 
 def _fork_placeholder(doc: Doc, v: Val) -> str:
-    """The warning when ``fork`` is the placeholder earlier maps shipped (read as not set:
-    the fork follows the token's login), else ""."""
+    """The warning when ``fork`` is the placeholder earlier maps shipped, else ""."""
     if doc.string(v, max_len=200) != FORK_PLACEHOLDER:
         return ""
-    return doc.error(
-        v.line,
-        f"fork is the old placeholder '{FORK_PLACEHOLDER}', read as not set: the fork follows "
-        "the token's login; delete the line, or name your fork there (owner/repo)",
-    ).message
+    return doc.error(v.line, f"fork is the old placeholder '{FORK_PLACEHOLDER}', read as not "
+                     "set: the fork follows the token's login; delete the line, or name your "
+                     "fork there (owner/repo)").message
 
 
 def _template(doc: Doc, v: Val) -> str:
@@ -203,13 +183,6 @@ def _local_path(doc: Doc, v: Val) -> Path:
     return Path(os.path.normpath(doc.path.parent / path))
 
 
-def _interpreter(doc: Doc, v: Val) -> Path:
-    """A bare command name (``python3``) is looked up on PATH; anything else is a path."""
-    text = doc.string(v, max_len=1024)
-    found = shutil.which(text) if "/" not in text and not text.startswith("~") else None
-    return Path(found) if found else _local_path(doc, v)
-
-
 def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     name = key.value
     if not _ENV_NAME.fullmatch(name):
@@ -220,13 +193,18 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     if "python" in f and "venv" in f:
         doc.fail(v, "sets both python and venv; keep one")
     fields: dict = {"name": name, "ci": CiPlacement(("self-hosted", name))}
-    if "python" in f:
-        fields["python"] = _interpreter(doc, f["python"])
+    if "python" in f:  # a bare command name (python3) is looked up on PATH
+        text = doc.string(f["python"], max_len=1024)
+        found = shutil.which(text) if "/" not in text and not text.startswith("~") else None
+        fields["python"] = Path(found) if found else _local_path(doc, f["python"])
     else:
         fields["venv"] = _local_path(doc, f["venv"]) if "venv" in f else default_dir / name
     if "expect" in f:
-        fields["expect"] = {dist.value: _pin(doc, dist, version)
-                            for dist, version in doc.pairs(f["expect"], "distribution", 100)}
+        fields["expect"] = {}
+        for dist, version in doc.pairs(f["expect"], "distribution", 100):
+            if not _DIST.fullmatch(dist.value):
+                doc.fail(dist, f"'{dist.value}' is not a distribution name")
+            fields["expect"][dist.value] = doc.version(version)
     if "requirements" in f:
         fields["requirements"] = _requirements(doc, f["requirements"], strict=False)
     if "no_deps" in f:
@@ -242,7 +220,7 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     if "env" in f:
         fields["env"] = _variables(doc, f["env"])
     if "timeout" in f:
-        fields["timeout"] = doc.number(f["timeout"], low=0, high=MAX_TIMEOUT)
+        fields["timeout"] = doc.number(f["timeout"], low=0, high=7 * 24 * 3600.0)
     if "ci" in f:
         fields["ci"] = _ci(doc, f["ci"], name)
     if "isolation" in f:
@@ -253,26 +231,18 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     return Environment(**fields)
 
 
-def _pin(doc: Doc, dist: Val, version: Val) -> str:
-    if not _DIST.fullmatch(dist.value):
-        doc.fail(dist, f"'{dist.value}' is not a distribution name")
-    return doc.version(version)
-
-
 def _checked_list(doc: Doc, v: Val, problem_of: Callable[[str], str | None],
                   max_items: int = 100, max_len: int = 256) -> tuple[str, ...]:
     """A list of strings, each passing ``problem_of`` (which says why not, or ``None``)."""
     texts = doc.str_list(v, max_items=max_items, max_len=max_len)
     for text, item in zip(texts, doc.items(v), strict=True):
-        problem = problem_of(text)
-        if problem:
+        if problem := problem_of(text):
             doc.fail(item, problem)
     return texts
 
 
 def _ci(doc: Doc, v: Val, name: str) -> CiPlacement:
-    """``ci: {runs_on: [tags], image: name}``: the runner (default ``[self-hosted, <name>]``)
-    and container image (default none) CI runs this environment's branches on."""
+    """``ci: {runs_on: [tags], image: name}``: where CI runs this environment's branches."""
     f = doc.mapping(v, ("runs_on", "image"))
     runs_on: tuple[str, ...] = ("self-hosted", name)
     if "runs_on" in f:
@@ -348,8 +318,7 @@ def _variables(doc: Doc, v: Val) -> dict[str, str]:
 def _targets(doc: Doc, v: Val, environments: Mapping[str, Environment]) -> dict[str, Target]:
     targets: dict[str, Target] = {}
     for key, value in doc.pairs(v, "branch name", 256):
-        problem = refname_problem(key.value)
-        if problem:
+        if problem := refname_problem(key.value):
             doc.fail(key, f"branch name '{key.value}' is not a valid git branch name: it {problem}")
         if not isinstance(value.value, dict):
             doc.fail(value, "must be a mapping like {env: ENVIRONMENT}")
@@ -365,21 +334,12 @@ def _targets(doc: Doc, v: Val, environments: Mapping[str, Environment]) -> dict[
 
 
 def _title_tag(doc: Doc, v: Val, branch: str) -> str:
-    """A target's ``title_tag``: one tag naming the branch (``[v2.7.1]``, ``【2.7.1】``,
-    ``(v2.7.1)``), so a title it heads still reads as the same change's (``titles.py``)."""
+    """A target's ``title_tag``: one tag naming the branch (``[v2.7.1]``, ``【2.7.1】``)."""
     tag = doc.string(v, max_len=64)
     if strip_branch_tags(f"{tag} x", [branch]) != "x":
         doc.fail(v, f"'{tag}' is not a tag naming the branch '{branch}'; write it like "
                     f"'[{branch}]', '【{branch}】' or '({branch})'")
     return tag
-
-
-def _http_url(doc: Doc, v: Val) -> str:
-    text = doc.string(v, max_len=2048)
-    problem = http_url_problem(text)
-    if problem:
-        doc.fail(v, f"'{url_without_userinfo(text)}' {problem}")
-    return text.rstrip("/")
 
 
 def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, str],
@@ -396,20 +356,18 @@ def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, s
             text, origin[key], base = doc.string(top[key], max_len=2048), top[key], doc.path.parent
         else:
             continue
-        problem = http_url_problem(text) if key == "api_url" else git_url_problem(text)
-        if problem:
-            _url_fail(doc, origin[key], f"'{url_without_userinfo(text)}' {problem}")
+        if problem := http_url_problem(text) if key == "api_url" else git_url_problem(text):
+            _url_fail(doc, origin[key], f"'{strip_url_credentials(text)}' {problem}")
         urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, base)
     if forge == "gitcode":
         urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")
         if fork:  # else the token's login names it (`BranchMap.with_login`)
             urls.setdefault("fork_url", f"{web_url}/{fork}.git")
-        urls.setdefault("api_url", GITCODE_API_URL)
+        urls.setdefault("api_url", "https://api.gitcode.com/api/v5")
     for key in ("upstream_url", "fork_url"):
         if forge == "local" and key not in urls:
             doc.fail(top["forge"], f"'local' needs {key} in {doc.display} or {URL_VARIABLES[key]}")
-    urls.setdefault("api_url", "")
-    urls.setdefault("fork_url", "")
+    urls = {"api_url": "", "fork_url": "", **urls}
     if urls["fork_url"] and repo_identity(urls["upstream_url"]) == repo_identity(urls["fork_url"]):
         _url_fail(doc, origin.get("fork_url") or top["fork"],
                   f"'{urls['fork_url']}' is the upstream repository; backport pushes only to "
@@ -424,8 +382,7 @@ def _url_fail(doc: Doc, origin: Val | str, message: str) -> NoReturn:
 
 
 def _audit_ignore(doc: Doc, v: Val) -> tuple[str, ...]:
-    """``audit: {ignore: [regex…]}``: the titles `backport audit` reports as ignored, each a
-    Python regular expression searched in a change's title."""
+    """``audit: {ignore: [regex…]}``: title patterns `backport audit` reports as ignored."""
 
     def problem(pattern: str) -> str | None:
         try:
@@ -441,24 +398,19 @@ def _audit_ignore(doc: Doc, v: Val) -> tuple[str, ...]:
     return _checked_list(doc, f["ignore"], problem, max_items=100, max_len=500)
 
 
-def _label_problem(name: str) -> str | None:
-    return f"'{name}' is not a valid label" if "," in name else None
-
-
-def _user_problem(name: str) -> str | None:
-    return None if _USER.fullmatch(name) else f"'{name}' is not a valid user name"
-
-
 def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
     """PR options of ``v`` (a ``pr:`` mapping) over ``base``, field by field."""
     f = doc.mapping(v, PR_KEYS)
     changes: dict = {}
     if "labels" in f:
-        changes["labels"] = _checked_list(doc, f["labels"], _label_problem, max_items=50,
-                                          max_len=100)
+        changes["labels"] = _checked_list(
+            doc, f["labels"], lambda label: f"'{label}' is not a valid label" if "," in label
+            else None, max_items=50, max_len=100)
     for key in ("assignees", "reviewers", "testers"):
         if key in f:
-            changes[key] = _checked_list(doc, f[key], _user_problem, max_items=50, max_len=100)
+            changes[key] = _checked_list(
+                doc, f[key], lambda name: None if _USER.fullmatch(name)
+                else f"'{name}' is not a valid user name", max_items=50, max_len=100)
     if "comment" in f:
         changes["comment"] = doc.string(f["comment"], max_len=MAX_BODY_CHARS, multiline=True)
     for key in ("draft", "comment_on_push", "close_related_issue"):

@@ -39,18 +39,14 @@ class Environment:
     requirements: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # extra environment variables
     timeout: float = DEFAULT_TEST_TIMEOUT
-    # Installer options of `backport env setup`.
-    extra_index_urls: tuple[str, ...] = ()  # searched besides the configured index
+    extra_index_urls: tuple[str, ...] = ()  # `env setup`: searched besides the configured index
     no_deps: tuple[str, ...] = ()  # installed after `requirements`, without their dependencies
-    # How the interpreter is started (probe, warm worker, tests).
     source: Path | None = None  # a shell script sourced first (CANN's set_env.sh), `~` expanded
     source_shown: str = ""  # ``source`` as written in branches.yaml, home as `~`
     wrapper: tuple[str, ...] = ()  # a command started instead of the interpreter, `~` expanded
     wrapper_shown: tuple[str, ...] = ()  # ``wrapper`` as written, home as `~`
     ci: CiPlacement = field(default_factory=CiPlacement)  # where CI runs it (`backport matrix`)
-    # "none": PR tests may run here without a PID namespace where the host refuses one
-    # (`trigger` refuses otherwise); "pid-namespace": the default, the sandbox is required.
-    isolation: str = "pid-namespace"
+    isolation: str = "pid-namespace"  # "none": PR code may run unsandboxed where none is had
 
     @property
     def interpreter(self) -> Path:
@@ -108,8 +104,8 @@ class BranchMap:
         return self.fork or fork_of(self.upstream, TOKEN_LOGIN)
 
     def with_login(self, login: str) -> BranchMap:
-        """The map whose fork follows the token of ``login`` (a fork set in the file stays);
-        ``login`` "" (not known: a dry run without a token) leaves it unnamed."""
+        """The map whose fork follows the token of ``login`` (a fork set in the file stays;
+        ``login`` "", a dry run without a token, leaves it unnamed)."""
         if self.fork or not login:
             return self
         if not _LOGIN.fullmatch(login):
@@ -124,15 +120,11 @@ class BranchMap:
                               "to a fork (backport pushes only to a fork)")
         return dataclasses.replace(self, fork=fork, fork_url=fork_url)
 
-    def fork_branch_for(self, slug: str, target: str, name: str = "", api: str = "") -> str:
-        return self.fork_branch.format(slug=slug, target=target, name=name or slug, api=api)
-
     def issue_url(self, issue: int) -> str:
         return f"{self.web_url}/{self.upstream}/issues/{issue}"
 
     def pr_url(self, number: int) -> str:
-        """The web page of the upstream's PR ``number`` on the forge the map names (the local
-        forge's own ``local://`` form, as its PRs are shown)."""
+        """The web page of the upstream's PR ``number`` (``local://…`` on the local forge)."""
         if self.forge == "local":
             return f"local://{self.upstream}/pull/{number}"
         return f"{self.web_url}/{self.upstream}/pull/{number}"
@@ -182,9 +174,7 @@ class PatchSet:
 
     @property
     def pr_code(self) -> bool:
-        """Whether its patches are a PR's code (made from a PR: patch.yaml's ``source_pr``,
-        written by the from-PR authoring), whose tests run only sandboxed or where the
-        branch's environment says ``isolation: none``."""
+        """Its patches are a PR's code (made from a PR), whose tests run only sandboxed."""
         return self.source is not None
 
     def series_for(self, target: str) -> tuple[Patch, ...]:
@@ -192,8 +182,9 @@ class PatchSet:
         return self.variants.get(target, self.patches)
 
     def fork_branch(self, branch_map: BranchMap, target: str) -> str:
-        """The fork branch this patch set is pushed to for ``target`` (branches.yaml's template)."""
-        return branch_map.fork_branch_for(self.slug, target, self.name, self.api or "")
+        """The fork branch this patch set is pushed to for ``target``."""
+        return branch_map.fork_branch.format(slug=self.slug, target=target, name=self.name,
+                                             api=self.api or "")
 
     def paths_for(self, target: str) -> tuple[str, ...]:
         """Repository paths the series for ``target`` touches, plus the test paths."""
@@ -204,11 +195,8 @@ class PatchSet:
 
 @dataclass(frozen=True)
 class Project:
-    """Everything loaded from the project root: the branch map and the patch sets.
-
-    ``broken`` holds each patch set that could not be loaded, by name, with its one error
-    sentence: only a command that uses that set fails on it.
-    """
+    """The branch map and the patch sets; ``broken``: set name -> the error it did not load
+    with (only a command using that set fails on it)."""
 
     root: Path
     branch_map: BranchMap

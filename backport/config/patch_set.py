@@ -1,4 +1,6 @@
-"""Loads ``patches/<name>/`` (patch.yaml, NNNN-*.patch, variants, body.md) into a PatchSet."""
+"""Loads ``patches/<name>/`` into a `PatchSet`: patch.yaml, the shared ``NNNN-*.patch`` series,
+a variant series in a sub-folder named after a target, and body.md (the hand-written PR body).
+Every patch file is read once here (`patchfiles.read_patch`); errors name file, line and key."""
 
 from __future__ import annotations
 
@@ -7,14 +9,8 @@ import re
 from pathlib import Path
 
 from backport.config.branch_map import MAX_BODY_CHARS, pr_options, render_fork_branches
-from backport.config.model import (
-    BranchMap,
-    PatchSet,
-    SourcePr,
-    TestSpec,
-)
+from backport.config.model import BranchMap, PatchSet, SourcePr, TestSpec
 from backport.config.patchfiles import Patch, read_patch
-from backport.config.refnames import refname_problem
 from backport.config.validate import (
     Doc,
     Val,
@@ -22,6 +18,7 @@ from backport.config.validate import (
     display_path,
     kind,
     read_bytes,
+    refname_problem,
     repo_path,
     repo_path_problem,
     suggest,
@@ -30,11 +27,9 @@ from backport.config.yamlsafe import YSeq
 
 SOURCE_KEYS = ("source_pr", "source_base", "source_commit", "source_merged", "source_found_by")
 PATCH_KEYS = ("api", "issue", "title", "tests", "device", "branches", "pr", *SOURCE_KEYS)
-FROM_PR_OPTIONAL = ("api", "issue")  # required, except in a set made from a PR (source_pr)
 FOUND_BY = ("merge_commit_sha", "squash message", "head ref")
 DEVICES = ("none", "npu")
 MAX_ISSUE = 2**31 - 1
-
 MAX_VARIANT_DIRS = 500
 _API = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -52,13 +47,12 @@ def patch_set_name_problem(name: str) -> str | None:
 def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     """Read and check one patch set directory against ``branch_map``."""
     dir = Path(os.path.abspath(dir))
-    problem = patch_set_name_problem(dir.name)
-    if problem:
+    if problem := patch_set_name_problem(dir.name):
         raise config_error(f"{display_path(dir)}: {problem}")
     doc = Doc(dir / "patch.yaml")
     root = doc.load()
     f = doc.mapping(root, PATCH_KEYS, required=("title", "tests"))
-    for key in FROM_PR_OPTIONAL:  # the one rule: only a set made from a PR may leave them out
+    for key in ("api", "issue"):  # only a set made from a PR may leave them out
         if key not in f and "source_pr" not in f:
             doc.fail(root, f"missing required key '{key}' (only a set made from a PR, with "
                            f"source_pr, may leave it out)")
@@ -71,7 +65,10 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         doc.fail(f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}")
     branches = (_patch_branches(doc, f["branches"], branch_map) if "branches" in f
                 else tuple(branch_map.targets))
-    api = _api(doc, f["api"]) if "api" in f else None
+    api = doc.string(f["api"], max_len=200) if "api" in f else None
+    if api is not None and not _API.fullmatch(api):
+        doc.fail(f["api"], f"'{api}' is not a dotted API name like "
+                           f"torch.distributed.elastic.metrics.put_metric")
     issues = _issues(doc, f["issue"]) if "issue" in f else ()
     title = doc.string(f["title"], max_len=255)
     pr = pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
@@ -83,37 +80,6 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         body=_read_body(dir / "body.md"), pr=pr, source=source)
     fork_branches(branch_map, patch_set)
     return patch_set
-
-
-def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
-        tuple[Patch, ...], dict[str, tuple[Patch, ...]], dict[str, tuple[str, ...]]]:
-    """The shared series, each target's variant and the paths each target's series touches;
-    every patch file read and parsed once."""
-    shared, variants = _series(dir, branch_map, branches)
-    read: dict[Path, Patch] = {}
-    touched: dict[str, tuple[str, ...]] = {}
-    for file in shared:
-        read[file] = read_patch(file)
-    for target in branches:
-        series = variants.get(target, shared)
-        if not series:
-            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target "
-                               f"'{target}'")
-        for file in series:
-            if file not in read:
-                read[file] = read_patch(file)
-        touched[target] = tuple(sorted({path for file in series for path in read[file].paths}))
-    return (tuple(read[file] for file in shared),
-            {target: tuple(read[file] for file in files) for target, files in variants.items()},
-            touched)
-
-
-def _api(doc: Doc, v: Val) -> str:
-    api = doc.string(v, max_len=200)
-    if not _API.fullmatch(api):
-        doc.fail(v, f"'{api}' is not a dotted API name like "
-                    f"torch.distributed.elastic.metrics.put_metric")
-    return api
 
 
 def _issues(doc: Doc, v: Val) -> tuple[int, ...]:
@@ -143,16 +109,14 @@ def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
     given = [key for key in SOURCE_KEYS if key in f]
     if not given:
         return None
-    missing = [key for key in SOURCE_KEYS if key not in f]
-    if missing:
+    if missing := [key for key in SOURCE_KEYS if key not in f]:
         doc.fail(f[given[0]], f"'{given[0]}' needs {', '.join(missing)} too (the source_* keys "
                               f"come together)")
     number = f["source_pr"].value
     if isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= MAX_ISSUE:
         doc.fail(f["source_pr"], f"must be a positive PR number like 42810, not {kind(number)}")
     base = doc.string(f["source_base"], max_len=255, allow_ints=True)
-    problem = refname_problem(base)
-    if problem:
+    if problem := refname_problem(base):
         doc.fail(f["source_base"], f"branch '{base}' {problem}")
     commit = doc.string(f["source_commit"], max_len=64, allow_ints=True)
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
@@ -188,11 +152,8 @@ def _patch_branches(doc: Doc, v: Val, branch_map: BranchMap) -> tuple[str, ...]:
     for item in doc.items(v, "list of target branches", 256):
         name = doc.string(item)
         if name not in branch_map.targets:
-            doc.fail(
-                item,
-                f"unknown target branch '{name}' (not in {display_path(branch_map.path)})"
-                f"{suggest(name, branch_map.targets)}",
-            )
+            doc.fail(item, f"unknown target branch '{name}' (not in "
+                           f"{display_path(branch_map.path)}){suggest(name, branch_map.targets)}")
         if name in chosen:
             doc.fail(item, f"lists '{name}' twice")
         chosen.add(name)
@@ -225,12 +186,12 @@ def _patch_files(directory: Path) -> tuple[Path, ...]:
     return tuple(found)
 
 
-def _series(
-    dir: Path, branch_map: BranchMap, branches: tuple[str, ...]
-) -> tuple[tuple[Path, ...], dict[str, tuple[Path, ...]]]:
-    """The shared series and the per-target variants (sub-directories named after a target)."""
-    shared = _patch_files(dir)
-    variants: dict[str, tuple[Path, ...]] = {}
+def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
+        tuple[Patch, ...], dict[str, tuple[Patch, ...]], dict[str, tuple[str, ...]]]:
+    """The shared series, each target's variant (a sub-directory named after it) and the paths
+    each target's series touches; every patch file read and parsed once."""
+    shared_files = _patch_files(dir)
+    files: dict[str, tuple[Path, ...]] = {}
     seen = 0
     for current, subdirs, _files in os.walk(dir):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
@@ -241,17 +202,26 @@ def _series(
             raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} "
                                "sub-directories")
         rel = Path(current).relative_to(dir).as_posix()
-        files = _patch_files(Path(current))
+        found = _patch_files(Path(current))
         if rel in branch_map.targets:
-            if not files:
+            if not found:
                 raise config_error(f"{display_path(Path(current))} is named after target '{rel}' "
                                    "but has no NNNN-*.patch file")
             if rel in branches:
-                variants[rel] = files
-        elif files:
+                files[rel] = found
+        elif found:
             raise config_error(f"{display_path(Path(current))} holds patch files but '{rel}' is "
                                f"not a target branch{suggest(rel, branch_map.targets)}")
-    return shared, variants
+    shared = tuple(map(read_patch, shared_files))
+    variants = {target: tuple(map(read_patch, found)) for target, found in files.items()}
+    touched: dict[str, tuple[str, ...]] = {}
+    for target in branches:
+        series = variants.get(target, shared)
+        if not series:
+            raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target "
+                               f"'{target}'")
+        touched[target] = tuple(sorted({path for patch in series for path in patch.paths}))
+    return shared, variants, touched
 
 
 def _read_body(path: Path) -> str | None:

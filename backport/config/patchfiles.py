@@ -1,17 +1,13 @@
-"""The one reader of ``git format-patch`` files: each file is read and parsed once into a `Patch`.
+"""The one reader of ``git format-patch`` files: each is read and parsed once into a `Patch`.
 
-`read_patch` reads a ``NNNN-*.patch`` file (at most 16 MiB, not empty), `parse_patch` parses bytes
-already read; both check the patch and return a frozen `Patch`: the bytes (fed to ``git am``
-as they are), subjects, author, touched paths, pre-image blobs and per-file diffs with hunks.
-Every later step takes these values (patch-id, committer fallback, prefetch, ``git am``, the
-loose apply, test discovery); no step opens a patch file of a set again. `read_diff` reads,
-best effort, the plain diff ``git am`` keeps of the patch it stopped on.
-
-The layout is the mbox git writes: a ``From <sha> <date>`` line, mail headers (read by the
-standard library's `email`: ``From:``, ``Subject:``), the message, then ``diff --git``
-sections whose hunk line counts are verified. Every path a section names must stay inside
-the repository, and a symbolic link it creates must not point outside it or into ``.git``.
-Errors name the file and line.
+`read_patch` reads a ``NNNN-*.patch`` file (at most 16 MiB), `parse_patch` parses bytes already
+read: a frozen `Patch` of the bytes (fed to ``git am`` as they are), subjects, author, touched
+paths, pre-image blobs and per-file hunks, which every later step takes; no step opens a patch
+file again. `read_diff` reads, best effort, the plain diff ``git am`` keeps when it stops.
+The layout is git's mbox: a ``From <sha>`` line, mail headers (read by the standard library's
+`email`), the message, then ``diff --git`` sections whose hunk line counts are verified. Every
+path must stay inside the repository, and a symbolic link must not point outside it or into
+``.git``. Errors name the file and line.
 """
 
 from __future__ import annotations
@@ -35,6 +31,7 @@ from backport.config.validate import (
     repo_path,
     repo_path_problem,
 )
+from backport.config.yamlsafe import LineProblem
 
 MAX_PATCH_BYTES = 16 << 20
 SYMLINK_MODE = "120000"
@@ -49,34 +46,21 @@ _GIT_ESCAPES = re.compile(r'(?:[^\\]|\\[abtnvfr"\\]|\\[0-3][0-7][0-7])*', re.S)
 
 
 @dataclass(frozen=True)
-class DiffInfo:
-    """What a diff git wrote names: touched paths in order, each path's pre-image blob id."""
-
-    paths: tuple[str, ...]  # in the order the patch names them (old and new names)
-    preimages: dict[str, str]  # path -> abbreviated blob id the patch was made against
-
-
-@dataclass(frozen=True)
 class Hunk:
     """One hunk's lines, each with its tag (``" "``, ``"-"``, ``"+"``), without line ends."""
 
     lines: tuple[str, ...]
     old_start: int = 0  # the header's first old line (0: none, as for a new file)
-    new_start: int = 0  # the header's first new line
 
     @property
     def preimage(self) -> tuple[str, ...]:
-        """The lines the hunk expects in the file: context and removed lines."""
         return tuple(line[1:] for line in self.lines if line[:1] in (" ", "-"))
 
     @property
     def core(self) -> tuple[str, ...]:
         """The preimage from the first changed line to the last (inner context kept)."""
         changed = [i for i, line in enumerate(self.lines) if line[:1] in ("-", "+")]
-        if not changed:
-            return ()
-        inner = self.lines[changed[0]:changed[-1] + 1]
-        return tuple(line[1:] for line in inner if line[:1] in (" ", "-"))
+        return Hunk(self.lines[changed[0]:changed[-1] + 1]).preimage if changed else ()
 
 
 @dataclass(frozen=True)
@@ -105,20 +89,11 @@ class Patch:
 
     @property
     def name(self) -> str:
-        """The file name, as messages show the patch."""
         return self.path.name
 
     @property
     def commits(self) -> int:
-        """How many commits the file holds."""
         return len(self.subjects)
-
-
-class _Bad(Exception):
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
 
 
 def unquote_git_path(text: str) -> tuple[str, int]:
@@ -179,8 +154,7 @@ class _Section:
     link_target: list[tuple[str, int]] = field(default_factory=list)
     old_blob: str | None = None  # from the index line; None for a new file
     old_path: str | None = None  # from the "--- a/…" line; None for a new file
-    hunks: list[list[str]] = field(default_factory=list)
-    starts: list[tuple[int, int]] = field(default_factory=list)  # (old, new) first line per hunk
+    hunks: list[tuple[int, list[str]]] = field(default_factory=list)  # (first old line, lines)
     binary: bool = False
     deleted: bool = False
     created: bool = False
@@ -204,11 +178,12 @@ class _Parser:
 
     def parse(self, lines: list[str]) -> None:
         if not lines or not _FROM_LINE.match(lines[0]):
-            raise _Bad(1, "does not start with a 'From <sha>' line; make it with git format-patch")
+            raise LineProblem(1, "does not start with a 'From <sha>' line; make it with git "
+                                 "format-patch")
         for number, line in enumerate(lines[1:], start=2):
             self.feed(number, line)
         if self.state == "hunk":
-            raise _Bad(len(lines), "ends inside a hunk (the patch is truncated)")
+            raise LineProblem(len(lines), "ends inside a hunk (the patch is truncated)")
         self.end_message(len(lines))
 
     def feed(self, n: int, line: str) -> None:
@@ -239,8 +214,7 @@ class _Parser:
         self.read_headers()
 
     def read_headers(self) -> None:
-        """The ``From:`` and ``Subject:`` of the mail headers read (the first message's
-        ``From:`` is the patch's author)."""
+        """``From:`` and ``Subject:`` (the first message's ``From:`` is the patch's author)."""
         text, self.headers = "\n".join(self.headers) + "\n\n", []
         message = email.message_from_string(text, policy=email.policy.default)
         self.has_from = "From" in message
@@ -253,11 +227,13 @@ class _Parser:
         if self.state == "headers":
             self.read_headers()
         if not self.has_from:
-            raise _Bad(self.msg_line, "has no 'From:' header; make it with git format-patch")
+            raise LineProblem(self.msg_line, "has no 'From:' header; make it with git format-patch")
         if self.subject is None:
-            raise _Bad(self.msg_line, "has no 'Subject:' header; make it with git format-patch")
+            raise LineProblem(self.msg_line, "has no 'Subject:' header; make it with git "
+                                             "format-patch")
         if self.diffs == 0:
-            raise _Bad(self.msg_line, "contains no diff (a cover letter or an empty commit?)")
+            raise LineProblem(self.msg_line, "contains no diff (a cover letter or an empty "
+                                             "commit?)")
         self.subjects.append(re.sub(r"^\[PATCH[^\]]*\]\s*", "", self.subject))
 
     def start_section(self, n: int, line: str) -> None:
@@ -268,7 +244,7 @@ class _Parser:
         try:
             names = _diff_git_names(line[len("diff --git ") :])
         except ValueError as exc:
-            raise _Bad(n, f"has a bad diff header: {exc}") from None
+            raise LineProblem(n, f"has a bad diff header: {exc}") from None
         if names:
             self.section.names += [(names[0], n), (names[1], n)]
             self.section.new_name = names[1]
@@ -283,8 +259,7 @@ class _Parser:
                     raise ValueError("malformed hunk header")
                 self.old = int(m.group(2) or 1)
                 self.new = int(m.group(4) or 1)
-                sec.hunks.append([])
-                sec.starts.append((int(m.group(1)), int(m.group(3))))
+                sec.hunks.append((int(m.group(1)), []))
                 self.state = "hunk" if self.old or self.new else "diff"
             elif line.startswith(("--- ", "+++ ")):
                 name = _name(line[4:])
@@ -315,12 +290,12 @@ class _Parser:
                 sec.binary = True
                 self.state = "binary" if line == "GIT binary patch" else self.state
         except ValueError as exc:
-            raise _Bad(n, f"has a bad diff line: {exc}") from None
+            raise LineProblem(n, f"has a bad diff line: {exc}") from None
 
     def hunk_line(self, n: int, line: str) -> None:
         tag = line[:1]
         if self.section is not None and self.section.hunks and tag != "\\":
-            self.section.hunks[-1].append(line or " ")
+            self.section.hunks[-1][1].append(line or " ")
         if tag in (" ", ""):
             self.old -= 1
             self.new -= 1
@@ -333,9 +308,10 @@ class _Parser:
         elif tag == "\\":
             return
         else:
-            raise _Bad(n, "has a hunk that ends before its header's line count (corrupt patch)")
+            raise LineProblem(n, "has a hunk that ends before its header's line count (corrupt "
+                                 "patch)")
         if self.old < 0 or self.new < 0:
-            raise _Bad(n, "has a hunk longer than its header's line count (corrupt patch)")
+            raise LineProblem(n, "has a hunk longer than its header's line count (corrupt patch)")
         if self.old == 0 and self.new == 0:
             self.state = "diff"
 
@@ -344,16 +320,14 @@ class _Parser:
         if sec is None:
             return
         if not sec.names:
-            raise _Bad(sec.line, "has a diff header whose file names cannot be read")
-        hunks = tuple(Hunk(tuple(lines), *start)
-                      for lines, start in zip(sec.hunks, sec.starts, strict=True))
+            raise LineProblem(sec.line, "has a diff header whose file names cannot be read")
+        hunks = tuple(Hunk(tuple(lines), start) for start, lines in sec.hunks)
         self.files.append(FileDiff(sec.old_path, hunks, sec.binary,
                                    None if sec.deleted else sec.new_name, sec.old_blob,
                                    sec.created))
         for name, n in sec.names:
-            problem = repo_path_problem(name)
-            if problem:
-                raise _Bad(n, f"touches '{name}', which {problem}")
+            if problem := repo_path_problem(name):
+                raise LineProblem(n, f"touches '{name}', which {problem}")
             self.paths.setdefault(repo_path(name))
         if sec.old_blob:
             self.preimages[repo_path(sec.names[0][0])] = sec.old_blob
@@ -364,12 +338,13 @@ class _Parser:
     @staticmethod
     def check_link(link: str, target: str, n: int) -> None:
         if target.startswith("/"):
-            raise _Bad(n, f"makes the symbolic link '{link}' point to the absolute path '{target}'")
+            raise LineProblem(n, f"makes the symbolic link '{link}' point to the absolute path "
+                                 f"'{target}'")
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link), target))
         if resolved == ".." or resolved.startswith("../"):
-            raise _Bad(n, f"makes the symbolic link '{link}' point outside the repository")
+            raise LineProblem(n, f"makes the symbolic link '{link}' point outside the repository")
         if any(p.lower().rstrip(". ") == ".git" for p in resolved.split("/")):
-            raise _Bad(n, f"makes the symbolic link '{link}' point into .git")
+            raise LineProblem(n, f"makes the symbolic link '{link}' point into .git")
 
 
 def read_patch(path: Path) -> Patch:
@@ -389,7 +364,7 @@ def parse_patch(data: bytes, path: Path, display: str | None = None) -> Patch:
     parser = _Parser()
     try:
         parser.parse(_lines(data.decode("utf-8", "surrogateescape")))
-    except _Bad as exc:
+    except LineProblem as exc:
         where = display_path(path) if display is None else display
         raise config_error(f"{where}:{exc.line}: {exc.message}") from None
     return Patch(path, data, tuple(parser.subjects), parser.author, tuple(sorted(parser.paths)),
@@ -397,17 +372,13 @@ def parse_patch(data: bytes, path: Path, display: str | None = None) -> Patch:
 
 
 def _lines(text: str) -> list[str]:
-    """The lines of a text, without their ``\\n`` or ``\\r\\n`` (no empty last line)."""
     lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def read_diff(text: str) -> DiffInfo:
-    """Paths and pre-image blobs of a format-patch text or a plain ``git diff``; best effort.
-
-    Meant for diffs git itself wrote (what ``git am`` keeps of the patch it stopped on):
-    reading stops at the first problem and returns what came before it.
-    """
+def read_diff(text: str) -> Patch:
+    """The paths and pre-image blobs of a format-patch text or a plain ``git diff`` git wrote;
+    reading stops at the first problem and returns what came before it."""
     lines = _lines(text)
     parser = _Parser()
     try:
@@ -418,10 +389,10 @@ def read_diff(text: str) -> DiffInfo:
             for number, line in enumerate(lines, start=1):
                 parser.feed(number, line)
             parser.end_section()
-    except _Bad:
-        with contextlib.suppress(_Bad):
+    except LineProblem:
+        with contextlib.suppress(LineProblem):
             parser.end_section()
-    return DiffInfo(tuple(parser.paths), dict(parser.preimages))
+    return Patch(Path("patch"), paths=tuple(sorted(parser.paths)), preimages=parser.preimages)
 
 
 def _author(message: email.message.Message) -> tuple[str, str] | None:

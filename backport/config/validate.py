@@ -1,8 +1,9 @@
-"""Typed access to parsed YAML (`Doc`, `Val`) with one-sentence errors naming file, line and key
-path, and the rules for repository paths and git/http URLs the configuration holds."""
+"""Typed access to parsed YAML (`Doc`, `Val`) whose errors are one sentence naming file, line
+and key path (did-you-mean for unknown keys), and the rules for repository paths and URLs."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
-from backport.config.yamlsafe import MAX_FILE_BYTES, Loc, YamlProblem, YMap, YSeq, read_yaml_file
+from backport.config.yamlsafe import MAX_FILE_BYTES, LineProblem, Loc, YMap, YSeq, read_yaml_file
 from backport.errors import ConfigError
 from backport.redact import redact
 
@@ -41,8 +42,7 @@ def display_path(path: Path) -> str:
 
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:
-    """The bytes of ``path`` (at most ``limit`` + 1 when a limit is given); `ConfigError`
-    naming it when it is missing or cannot be read."""
+    """The bytes of ``path`` (at most ``limit`` + 1); `ConfigError` when it cannot be read."""
     try:
         with path.open("rb") as fh:
             return fh.read(limit + 1 if limit >= 0 else -1)
@@ -76,21 +76,14 @@ class Val:
 
 def kind(value: Any) -> str:
     """How a value's type is named in messages."""
-    if isinstance(value, YMap | dict):
-        return "a mapping"
-    if isinstance(value, YSeq | list):
-        return "a list"
     if value is None:
         return "empty"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, int | float):
         return f"the number {value!r}"
-    if isinstance(value, date):
-        return "a date"
-    if isinstance(value, bytes):
-        return "binary data"
-    return "a string"
+    names = {dict: "a mapping", list: "a list", date: "a date", bytes: "binary data"}
+    return next((name for t, name in names.items() if isinstance(value, t)), "a string")
 
 
 def quote_hint(v: Val) -> str:
@@ -127,7 +120,7 @@ class Doc:
         """Read and parse the file; the root value must be a non-empty mapping."""
         try:
             root = read_yaml_file(read_bytes(self.path, MAX_FILE_BYTES))
-        except YamlProblem as exc:
+        except LineProblem as exc:
             raise self.error(exc.line, exc.message) from None
         if root is None:
             raise self.error(None, "is empty")
@@ -135,11 +128,8 @@ class Doc:
             raise self.error(1, f"must be a mapping of keys to values, not {kind(root)}")
         return Val(root, root.line, "")
 
-    # -- collections -----------------------------------------------------------------------
-
-    def mapping(
-        self, v: Val, allowed: Iterable[str], required: Iterable[str] = ()
-    ) -> dict[str, Val]:
+    def mapping(self, v: Val, allowed: Iterable[str],
+                required: Iterable[str] = ()) -> dict[str, Val]:
         """The entries of a mapping with a fixed set of string keys."""
         allowed = list(allowed)
         m = self._map(v)
@@ -148,9 +138,8 @@ class Doc:
             kloc = m.key_locs[key]
             if not isinstance(key, str) or key not in allowed:
                 name = key if isinstance(key, str) else kloc.raw
-                raise self.error(
-                    kloc.line, f"unknown key '{name}'{suggest(str(name), allowed)}", v.path
-                )
+                raise self.error(kloc.line, f"unknown key '{name}'{suggest(str(name), allowed)}",
+                                 v.path)
             out[key] = v.child(key, m.locs[key], value)
         for key in required:
             if key not in out:
@@ -181,27 +170,16 @@ class Doc:
             self.fail(v, f"must be a {what}, not {kind(v.value)}")
         if len(v.value) > max_items:
             self.fail(v, f"has {len(v.value)} items, more than the {max_items} allowed")
-        return [
-            Val(item, loc.line, f"{v.path}[{i}]", loc.raw)
-            for i, (item, loc) in enumerate(zip(v.value, v.value.locs, strict=True))
-        ]
+        return [Val(item, loc.line, f"{v.path}[{i}]", loc.raw)
+                for i, (item, loc) in enumerate(zip(v.value, v.value.locs, strict=True))]
 
     def _map(self, v: Val) -> YMap:
         if not isinstance(v.value, YMap):
             self.fail(v, f"must be a mapping, not {kind(v.value)}")
         return v.value
 
-    # -- scalars ---------------------------------------------------------------------------
-
-    def string(
-        self,
-        v: Val,
-        *,
-        max_len: int = MAX_STR,
-        multiline: bool = False,
-        allow_ints: bool = False,
-        strip: bool = True,
-    ) -> str:
+    def string(self, v: Val, *, max_len: int = MAX_STR, multiline: bool = False,
+               allow_ints: bool = False, strip: bool = True) -> str:
         """A non-empty string; ``allow_ints`` also takes an unquoted integer as its text."""
         value = v.value
         if allow_ints and isinstance(value, int) and not isinstance(value, bool):
@@ -236,26 +214,18 @@ class Doc:
         """A finite number with ``low < n <= high``."""
         value = v.value
         if isinstance(value, str):  # YAML 1.1 reads 1e3 (no dot) as a string
-            try:
+            with contextlib.suppress(ValueError):
                 value = float(value)
-            except ValueError:
-                pass
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(v, f"must be a number, not {kind(value)}")
         if not math.isfinite(value) or not low < value <= high:
             self.fail(v, f"must be a number above {low:g} and at most {high:g}, not {value!r}")
         return float(value)
 
-    def str_list(
-        self, v: Val, *, max_items: int = 100, max_len: int = 256, allow_ints: bool = False
-    ) -> tuple[str, ...]:
-        return tuple(
-            self.string(item, max_len=max_len, allow_ints=allow_ints, strip=not allow_ints)
-            for item in self.items(v, "list of strings", max_items)
-        )
-
-
-# -- repository paths --------------------------------------------------------------------------
+    def str_list(self, v: Val, *, max_items: int = 100, max_len: int = 256,
+                 allow_ints: bool = False) -> tuple[str, ...]:
+        return tuple(self.string(item, max_len=max_len, allow_ints=allow_ints, strip=not allow_ints)
+                     for item in self.items(v, "list of strings", max_items))
 
 
 def repo_path(path: str) -> str:
@@ -281,7 +251,43 @@ def repo_path_problem(path: str) -> str | None:
     return None
 
 
-# -- URLs ---------------------------------------------------------------------------------------
+_FORBIDDEN_CHARS = frozenset(" ~^:?*[\\")
+MAX_COMPONENT_BYTES = 255
+
+
+def refname_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid branch name, or ``None`` when git would accept it (the rules
+    of ``git check-ref-format --branch``, checked without running git)."""
+    if not name:
+        return "is empty"
+    if name in ("@", "HEAD"):
+        return f"'{name}' is reserved by git"
+    if name.startswith("-"):
+        return "starts with '-'"
+    for ch in name:
+        if ord(ch) < 0x20 or ord(ch) == 0x7F:
+            return "contains a control character"
+        if ch in _FORBIDDEN_CHARS:
+            return "contains a space" if ch == " " else f"contains '{ch}'"
+    if ".." in name:
+        return "contains '..'"
+    if "@{" in name:
+        return "contains '@{'"
+    if name.startswith("/") or name.endswith("/"):
+        return "starts or ends with '/'"
+    if "//" in name:
+        return "contains '//'"
+    if name.endswith("."):
+        return "ends with '.'"
+    for part in name.split("/"):
+        if part.startswith("."):
+            return f"has a component '{part}' starting with '.'"
+        if part.endswith(".lock"):
+            return f"has a component '{part}' ending with '.lock'"
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+            return f"has a component longer than {MAX_COMPONENT_BYTES} bytes"
+    return None
+
 
 _ALLOWED_SCHEMES = frozenset({"http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"})
 _HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
@@ -323,14 +329,12 @@ def http_url_problem(url: str) -> str | None:
 def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
     try:
         parts = urlsplit(url)
-        host = parts.hostname
-        password = parts.password
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
         return "is not a valid URL"
-    if need_host and not host:
+    if need_host and not parts.hostname:
         return "has no host"
-    if password is not None:
+    if parts.password is not None:
         return "must not contain a password (put the token in GITCODE_TOKEN)"
     if parts.username is not None and parts.scheme.lower() in ("http", "https"):
         return ("must not carry a user name or token before '@' (not shown; put the token in "
@@ -338,23 +342,11 @@ def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
     return None
 
 
-def url_without_userinfo(url: str) -> str:
-    """``url`` as a message may show it: its user info (``user:password@``) left out."""
-    if "://" not in url:
-        return url
-    scheme, _, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
-
-
 def resolve_url(url: str, base: Path) -> str:
     """``url`` with a local path made absolute against ``base`` (``~`` expanded)."""
     if not is_local_path(url):
         return url
-    path = Path(os.path.expanduser(url))
-    if not path.is_absolute():
-        path = base / path
-    return os.path.normpath(path)
+    return os.path.normpath(base / os.path.expanduser(url))  # an absolute path replaces base
 
 
 def repo_identity(url: str) -> str:

@@ -3,7 +3,7 @@
 PyYAML's ``SafeLoader`` only composes the node graph; it is turned into plain values here, so
 every key and value keeps its line (`YMap`, `YSeq`), a duplicate key is an error, only the
 standard tags are accepted, and aliases count every use against `MAX_NODES` (a "billion laughs"
-document fails early), nesting against `MAX_DEPTH`. A problem is a `YamlProblem` with a
+document fails early), nesting against `MAX_DEPTH`. A problem is a `LineProblem` with a
 1-based line, which the caller turns into a ``ConfigError`` naming its file.
 """
 
@@ -21,14 +21,13 @@ MAX_NODES = 10_000  # values produced, aliases counted every time they are used
 MAX_DEPTH = 32
 
 _T = "tag:yaml.org,2002:"
-_SCALAR_TAGS = frozenset(
-    _T + t for t in ("str", "int", "float", "bool", "null", "timestamp", "binary")
-)
+_SCALAR_TAGS = frozenset(_T + t for t in ("str", "int", "float", "bool", "null", "timestamp",
+                                           "binary"))
 _TEXT_TAGS = frozenset((_T + "value", _T + "merge"))  # no constructor: keep the text
 
 
-class YamlProblem(Exception):
-    """A problem at a 1-based ``line`` (``None`` when no line applies)."""
+class LineProblem(Exception):
+    """A problem at a 1-based ``line`` of a file (``None`` when no line applies)."""
 
     def __init__(self, line: int | None, message: str) -> None:
         super().__init__(message)
@@ -45,7 +44,7 @@ class Loc:
 
 
 class YMap(dict):
-    """A mapping that remembers where its keys (``key_locs``) and values (``locs``) are."""
+    """A mapping that remembers where its keys and values are."""
 
     def __init__(self, line: int) -> None:
         super().__init__()
@@ -75,9 +74,8 @@ class _Loader(yaml.SafeLoader):
         try:
             if self._depth > MAX_DEPTH:
                 mark = self.peek_event().start_mark
-                raise YamlProblem(
-                    mark.line + 1, f"values are nested more than {MAX_DEPTH} levels deep"
-                )
+                raise LineProblem(mark.line + 1,
+                                  f"values are nested more than {MAX_DEPTH} levels deep")
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -102,14 +100,14 @@ class _Builder:
     def build(self, node: Node) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
-            raise YamlProblem(_line(node), f"the document expands to more than {MAX_NODES} "
+            raise LineProblem(_line(node), f"the document expands to more than {MAX_NODES} "
                                            "values (too many aliases?)")
         if isinstance(node, ScalarNode):
             return self.scalar(node)
         if node.tag not in (_T + "seq", _T + "map"):
-            raise YamlProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
+            raise LineProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
         if id(node) in self.open:
-            raise YamlProblem(_line(node), "an alias refers to the value that contains it")
+            raise LineProblem(_line(node), "an alias refers to the value that contains it")
         self.open.add(id(node))
         try:
             if isinstance(node, SequenceNode):
@@ -123,15 +121,14 @@ class _Builder:
         if node.tag in _TEXT_TAGS:
             return node.value
         if node.tag not in _SCALAR_TAGS:
-            raise YamlProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
+            raise LineProblem(_line(node), f"unsupported YAML tag '{node.tag}'")
         try:
             return self.scalars.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError, TypeError) as exc:
             kind = node.tag.rsplit(":", 1)[-1]
             text = node.value if len(node.value) <= 40 else node.value[:40] + "..."
-            raise YamlProblem(
-                _line(node), f"'{text}' is not a valid {kind} ({type(exc).__name__})"
-            ) from None
+            raise LineProblem(_line(node), f"'{text}' is not a valid {kind} "
+                                           f"({type(exc).__name__})") from None
 
     def sequence(self, node: SequenceNode) -> YSeq:
         out = YSeq(_line(node))
@@ -148,12 +145,11 @@ class _Builder:
                 merges.append(value_node)
                 continue
             if not isinstance(key_node, ScalarNode):
-                raise YamlProblem(
-                    _line(key_node), "a mapping key must be a plain value, not a list or mapping"
-                )
+                raise LineProblem(_line(key_node), "a mapping key must be a plain value, not a "
+                                                   "list or mapping")
             key = self.build(key_node)
             if key in out:
-                raise YamlProblem(_line(key_node), f"duplicate key '{key}' (first given on "
+                raise LineProblem(_line(key_node), f"duplicate key '{key}' (first given on "
                                                    f"line {out.key_locs[key].line})")
             out[key] = self.build(value_node)
             out.key_locs[key] = _loc(key_node)
@@ -161,9 +157,8 @@ class _Builder:
         for merge in merges:  # explicit keys win; earlier merge sources win over later ones
             for source in merge.value if isinstance(merge, SequenceNode) else [merge]:
                 if not isinstance(source, MappingNode):
-                    raise YamlProblem(
-                        _line(source), "a merge key '<<' needs a mapping or a list of mappings"
-                    )
+                    raise LineProblem(_line(source), "a merge key '<<' needs a mapping or a list "
+                                                     "of mappings")
                 merged = self.build(source)
                 for key in [key for key in merged if key not in out]:
                     out[key] = merged[key]
@@ -176,14 +171,13 @@ _OPENERS = {"{": "the flow mapping", "[": "the flow sequence", '"': "the quoted 
             "'": "the quoted string"}
 
 
-def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> YamlProblem:
-    """The syntax error at the line where the broken construct starts: an unclosed ``{``,
-    ``[`` or quote is named at the line that opened it, with where the parser gave up;
-    anything else at the parser's own line (never past the last line)."""
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> LineProblem:
+    """The syntax error at the line that opened an unclosed ``{``, ``[`` or quote, else at the
+    parser's own line (never past the last line)."""
     mark = exc.problem_mark or exc.context_mark
     problem = ", ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
     if mark is None:
-        return YamlProblem(None, f"YAML syntax error: {problem}")
+        return LineProblem(None, f"YAML syntax error: {problem}")
     lines = text.splitlines()
     last = max(len(lines), 1)
     opened = exc.context_mark
@@ -192,46 +186,40 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> YamlProblem:
         if char in _OPENERS:
             where = ("the file ends before it is closed" if mark.line + 1 > last else
                      f"on line {mark.line + 1}, column {mark.column + 1}: {exc.problem}")
-            return YamlProblem(opened.line + 1, f"YAML syntax error: {_OPENERS[char]} opened "
+            return LineProblem(opened.line + 1, f"YAML syntax error: {_OPENERS[char]} opened "
                                f"here with {char} (column {opened.column + 1}) is not closed: "
                                f"{where}")
     if mark.line + 1 > last:
         mark = opened if opened is not None and opened.line + 1 <= last else mark
         problem += "; the file ends before it is closed" if opened is not None else ""
-        return YamlProblem(min(mark.line + 1, last), f"YAML syntax error: {problem}")
-    return YamlProblem(mark.line + 1, f"YAML syntax error: {problem}")
+        return LineProblem(min(mark.line + 1, last), f"YAML syntax error: {problem}")
+    return LineProblem(mark.line + 1, f"YAML syntax error: {problem}")
 
 
 def parse_yaml(text: str) -> Any:
-    """One YAML document as plain values (``None`` when empty); `YamlProblem` for syntax
-    errors, unsupported tags, duplicate keys, deep nesting or alias expansion."""
-    loader: _Loader | None = None
+    """One YAML document as plain values (``None`` when empty), or a `LineProblem`."""
     try:
-        loader = _Loader(text)
-        node = loader.get_single_node()
+        node = _Loader(text).get_single_node()
+        return None if node is None else _Builder().build(node)
     except yaml.MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, max(exc.position, 0)) + 1
         text = f"YAML cannot contain the character U+{exc.character:04X}"
-        raise YamlProblem(line, text) from None
+        raise LineProblem(line, text) from None
     except yaml.YAMLError as exc:
-        raise YamlProblem(None, f"YAML syntax error: {exc}") from None
-    except RecursionError:
-        raise YamlProblem(None, "values are nested too deeply") from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-    return None if node is None else _Builder().build(node)
+        raise LineProblem(None, f"YAML syntax error: {exc}") from None
+    except RecursionError:  # aliases nested in aliases: deeper when built than when read
+        raise LineProblem(None, "values are nested too deeply") from None
 
 
 def read_yaml_file(data: bytes) -> Any:
     """Decode and parse the bytes of a YAML file (size-checked, UTF-8)."""
     if len(data) > MAX_FILE_BYTES:
-        raise YamlProblem(None, f"is larger than {MAX_FILE_BYTES // 1024} KiB")
+        raise LineProblem(None, f"is larger than {MAX_FILE_BYTES // 1024} KiB")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise YamlProblem(line, "is not valid UTF-8") from None
+        raise LineProblem(line, "is not valid UTF-8") from None
     return parse_yaml(text)

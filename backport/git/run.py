@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backport import process
-from backport.config.refnames import refname_problem
-from backport.config.validate import is_local_path
+from backport.config.validate import is_local_path, refname_problem
 from backport.errors import BackportError, ErrorCode
 from backport.redact import redact
 

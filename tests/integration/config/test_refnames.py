@@ -1,4 +1,4 @@
-"""refnames agrees with ``git check-ref-format --branch``."""
+"""refname_problem agrees with ``git check-ref-format --branch``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backport.config.refnames import refname_problem
+from backport.config.validate import refname_problem
 
 ENV = {**os.environ, "LANG": "C", "LC_ALL": "C"}
 # Names git accepts for --branch that we refuse on purpose ('@' means HEAD to git).

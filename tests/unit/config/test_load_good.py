@@ -8,18 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from backport.config import (
-    Environment,
-    PrOptions,
-    Target,
-    load_branch_map,
-    load_patch_set,
-    load_project,
-)
-from backport.config import (
-    TestSpec as Spec,
-)
-from backport.config.model import DEFAULT_TEST_TIMEOUT, CiPlacement
+from backport.config import load_branch_map, load_patch_set, load_project
+from backport.config.model import DEFAULT_TEST_TIMEOUT, CiPlacement, Environment, PrOptions, Target
+from backport.config.model import TestSpec as Spec
 from backport.errors import ConfigError
 from tests.helpers.config_samples import (
     BRANCHES_YAML,
@@ -67,7 +58,7 @@ def test_branch_map_fields(tmp_path: Path, home: Path) -> None:
     assert bm.pr == PrOptions(
         labels=("backport", "test"), reviewers=("alice",), comment="/ci-pytorch"
     )
-    assert bm.fork_branch_for("put-metric", "v2.7.1") == "test-put-metric-v2.7.1"
+    assert bm.fork_branch.format(slug="put-metric", target="v2.7.1") == "test-put-metric-v2.7.1"
 
 
 def test_gitcode_defaults(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backport.config import BranchMap, PatchSet, load_branch_map, load_patch_set
+from backport.config import load_branch_map, load_patch_set
 from backport.config.branch_map import ENV_KEYS, PR_KEYS, TOP_KEYS
+from backport.config.model import BranchMap, PatchSet
 from backport.config.patch_set import PATCH_KEYS
 from backport.config.patchfiles import parse_patch
 from backport.errors import ConfigError

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from backport.config.yamlsafe import YamlProblem, parse_yaml
+from backport.config.yamlsafe import LineProblem, parse_yaml
 
 
-def problem_of(text: str) -> YamlProblem:
-    with pytest.raises(YamlProblem) as caught:
+def problem_of(text: str) -> LineProblem:
+    with pytest.raises(LineProblem) as caught:
         parse_yaml(text)
     return caught.value
 

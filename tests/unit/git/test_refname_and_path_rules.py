@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backport.config.refnames import refname_problem
+from backport.config.validate import refname_problem
 from backport.errors import BackportError
 from backport.git.run import check_branch_name, git
 from backport.redact import redact, strip_url_credentials
