@@ -33,7 +33,7 @@ from backport.audit.model import (
     Change,
 )
 from backport.forge import PullRequest
-from backport.git.source_pr import squash_head, squash_number
+from backport.git.squash_message import squash_head, squash_number
 from backport.pipeline.proposed import carries, commit_carries
 from backport.titles import title_key as _title_key
 

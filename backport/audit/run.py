@@ -38,7 +38,7 @@ from backport.errors import BackportError
 from backport.forge import PullRequest
 from backport.git.cache import TRACKING, RepoCache
 from backport.git.python_tests import is_python_test
-from backport.git.source_pr import squash_number
+from backport.git.squash_message import squash_number
 from backport.redact import redact
 
 LOOKBACK = 180 * 24 * 3600  # seconds before the start a target's carriers are looked for

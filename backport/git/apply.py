@@ -45,6 +45,7 @@ _HEX = re.compile(r"^[0-9a-f]{7,64}$")
 _FELL_BACK = "Falling back to patching base and 3-way merge"
 _AUTO_MERGING = re.compile(r"^Auto-merging (?P<path>.+)$", re.M)
 _BASE_ENTRY = re.compile(r"^[AMD]\t(?P<path>.+)$", re.M)
+MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
 
 
 @dataclass
@@ -332,6 +333,32 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
         if not ids <= found:
             return False
     return True
+
+
+def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
+    """Whether PR ``number`` into ``base`` carries the change of ``patches`` (format-patch
+    bytes): each patch's patch-id is one of its own commits' or their sum's (a PR whose head
+    cannot be fetched, or with over ``MAX_CARRIER_COMMITS`` commits, does not)."""
+    wanted = [patch_ids(cache.path, data, cache.env) for data in patches]
+    if not wanted or not all(wanted):
+        return False
+    try:
+        head = cache.fetch_pr_head(number)
+    except BackportError:
+        return False
+    fork_point = cache.fork_point(base, head)
+    if not fork_point or fork_point == head:
+        return False
+    commits = f"{fork_point}..{head}"
+    count = git(["rev-list", "--count", commits, "--"], cwd=cache.path).stdout.strip()
+    if not count.isdigit() or int(count) > MAX_CARRIER_COMMITS:
+        return False
+    each = git(["log", "-p", "--no-color", "--no-ext-diff", "--format=commit %H", commits, "--"],
+               cwd=cache.path, env=cache.env)
+    whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=cache.path,
+                env=cache.env)
+    found = patch_ids(cache.path, each.raw, cache.env) | patch_ids(cache.path, whole.raw, cache.env)
+    return same_change(wanted, found)
 
 
 def series_tree(repo: Path, base: str, patches: Sequence[Patch], *,

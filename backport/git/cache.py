@@ -26,6 +26,7 @@ from backport.git.run import (
     git,
     is_unreachable,
     ls_remote,
+    remote_failure,
     token_git,
     transport_url,
 )
@@ -325,6 +326,26 @@ class RepoCache:
                 raise BackportError("branch-missing", f"target branch '{branch}' has not been "
                                                       f"fetched from {redact(self.upstream_url)}.")
         return {branch: found[branch] for branch in branches}
+
+    def fetch_pr_head(self, number: int) -> str:
+        """Fetch PR ``number``'s ``refs/merge-requests/N/head`` from the upstream; its sha."""
+        local = f"refs/backport/pr/{number}/head"
+        with self.lock():
+            self.ensure()
+            out = self._fetch(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                               "--filter=blob:none" if self.blobless else "--no-filter"],
+                              [f"+refs/merge-requests/{number}/head:{local}"])
+            if not out.ok:
+                raise remote_failure(out, f"cannot fetch the commits of PR !{number} (refs/"
+                                          f"merge-requests/{number}/head) from "
+                                          f"{redact(self.upstream_url)}", "upstream-unreachable")
+            return git(["rev-parse", "--verify", f"{local}^{{commit}}"],
+                       cwd=self.path).stdout.strip()
+
+    def fork_point(self, base: str, head: str) -> str:
+        """Where ``head`` leaves the fetched ``base`` ("": no shared history)."""
+        out = git(["merge-base", f"{TRACKING}{base}", head], cwd=self.path, check=False)
+        return out.stdout.strip() if out.ok else ""
 
     def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:
         """branch -> current upstream sha (None when absent), by ``ls-remote``; fetches nothing."""

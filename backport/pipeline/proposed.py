@@ -23,8 +23,9 @@ from functools import partial
 
 from backport.config.model import BranchMap
 from backport.forge import Forge, PullRequest
+from backport.git.apply import carries_change
 from backport.git.cache import RepoCache
-from backport.git.source_pr import carries_change, own_message, squash_head, squash_number
+from backport.git.squash_message import own_message, squash_head, squash_number
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
 from backport.pipeline.job import BranchJob
@@ -45,7 +46,7 @@ _SYNC_HEAD = re.compile(rf"^sync-pr({DIGITS})-(.+)$")
 _CHERRY_PICK = re.compile(rf"^cherry-pick-mr-({DIGITS})-[0-9]+-auto$")
 _REPO = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
 # This tool's forms, where it writes them: a backport PR's evidence line, and the trailer
-# that is the last paragraph of a backport commit's message (git/source_pr.py).
+# that is the last paragraph of a backport commit's message (git/squash_message.py).
 _SOURCE_LINE = re.compile(rf"^{re.escape(SOURCE.prefix)}({_REPO})!({DIGITS})@[0-9a-f]{{40}}$",
                           re.MULTILINE)
 _TOOL_TRAILER = re.compile(rf"Backport of ({_REPO})!({DIGITS})\.\n"
