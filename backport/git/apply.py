@@ -9,6 +9,7 @@ no patch file is opened again); ``author`` is the committer where git has no ide
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
-from backport.git.run import GitOutput, failure, first_error_line, git, token_git
+from backport.git.run import GitOutput, first_error_line, git, token_git
 from backport.git.worktree import Worktree
 from backport.redact import redact
 
@@ -35,7 +36,8 @@ AM_OPTIONS = ["--keep-cr", "--committer-date-is-author-date", "--no-message-id",
               "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
 _ALREADY = "No changes -- Patch already applied."
 _PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)
-_NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index|already exists in (?:index|working directory))$", re.M)
+_NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index"
+                        r"|already exists in (?:index|working directory))$", re.M)
 _LACKING = re.compile(r"^error: sha1 information is lacking or useless \((?P<path>.+)\)\.$", re.M)
 _CONFLICT = re.compile(r"^CONFLICT \(content\): Merge conflict in (?P<path>.+)$", re.M)
 _DELETED = re.compile(r"^CONFLICT \([^)]*\): (?P<path>.+?) deleted in ", re.M)
@@ -56,10 +58,8 @@ class ApplyResult:
     head: str
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
-    # Files whose hunks went in only through the 3-way merge: the result needs a look.
-    merged: list[str] = field(default_factory=list)
-    # Files placed with their context lines ignored (`git/apply_fallbacks.py`).
-    loose: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)  # went in by a 3-way merge: needs a look
+    loose: list[str] = field(default_factory=list)  # placed with their context ignored
 
 
 def three_way_files(text: str) -> list[str]:
@@ -71,7 +71,7 @@ def three_way_files(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _rebase_apply(wt: Worktree) -> Path:
+def _rebase_apply(wt: Worktree) -> Path:  # where `git am` keeps its state
     return wt.own_dir() / "rebase-apply"
 
 
@@ -94,14 +94,11 @@ def file_lines(data: bytes) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def configured_identity(wt: Worktree) -> dict[str, str]:
-    """``user.name`` and ``user.email`` as git is configured (empty: not set)."""
+def _configured_identity(wt: Worktree) -> set[str]:
+    """Which of ``user.name`` and ``user.email`` git has a value for."""
     out = wt.git(["config", "--get-regexp", r"^user\.(name|email)$"], check=False)
-    found: dict[str, str] = {}
-    for line in out.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        found[key.lower()] = value.strip()
-    return {key: value for key, value in found.items() if value}
+    return {key.lower() for key, _, value in (line.partition(" ") for line in
+                                              out.stdout.splitlines()) if value.strip()}
 
 
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
@@ -110,7 +107,7 @@ def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str
     if author is None:
         return env
     name, mail = author
-    identity = wt.memo.once("identity", lambda: configured_identity(wt))
+    identity = wt.memo.once("identity", lambda: _configured_identity(wt))
     if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
     if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and (
@@ -132,7 +129,7 @@ def _info_author(wt: Worktree) -> tuple[str, str] | None:
     return fields.get("Author", fields["Email"]), fields["Email"]
 
 
-def _unmerged(wt: Worktree) -> list[str]:
+def _unmerged(wt: Worktree) -> list[str]:  # the files git marks as conflicted
     out = wt.git(["-c", "core.quotepath=false", "diff", "--name-only", "--diff-filter=U"])
     return [line for line in out.stdout.splitlines() if line]
 
@@ -154,10 +151,8 @@ def snapshot(wt: Worktree, paths: Sequence[str]) -> dict[str, str | None]:
 def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> str:
     """The file name (or number and subject) of the patch ``git am`` stopped at."""
     number = None
-    try:
+    with contextlib.suppress(OSError, ValueError):
         number = int((_rebase_apply(wt) / "next").read_text().strip())
-    except (OSError, ValueError):
-        pass
     match = _FAILED_AT.search(out.text)
     if number is None and match:
         number = int(match.group("num"))
@@ -170,9 +165,9 @@ def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | Non
 
 def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> ApplyResult:
     """Describe where ``git am`` stopped; the am session is left in progress for the user."""
-    said = [m.group("path") for rx in (_CONFLICT, _DELETED, _PATCH_FAILED, _NOT_APPLY, _LACKING)
-            for m in rx.finditer(out.text)]
-    conflicts = list(dict.fromkeys(_unmerged(wt) + said))
+    named = [m.group("path") for rx in (_CONFLICT, _DELETED, _PATCH_FAILED, _NOT_APPLY, _LACKING)
+             for m in rx.finditer(out.text)]
+    conflicts = list(dict.fromkeys(_unmerged(wt) + named))
     name = _current_patch_name(wt, out, names)
     why = (f"conflict in {', '.join(conflicts)}" if conflicts
            else first_error_line(out.text).rstrip("."))
@@ -247,7 +242,8 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *,
 def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> ApplyResult:
     """Stage the resolved files and ``git am --continue`` (refused while markers remain)."""
     if not am_in_progress(wt):
-        raise BackportError("conflict", f"no git am is in progress in {wt.path}; nothing to continue.")
+        raise BackportError("conflict", f"no git am is in progress in {wt.path}; "
+                                        "nothing to continue.")
     diff = _rebase_apply(wt) / "patch"  # git am's copy of the patch it stopped on
     touched = list(read_diff(diff.read_bytes().decode("utf-8", "surrogateescape")).paths
                    ) if diff.is_file() else []
@@ -362,30 +358,21 @@ def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[b
 
 
 def series_tree(repo: Path, base: str, patches: Sequence[Patch], *,
-                urls: Sequence[str] | None = None) -> str | None:
+                urls: Sequence[str] = ()) -> str | None:
     """The tree ``patches`` make on ``base`` (``git apply --cached --3way`` into a new index in
-    a private folder of ``repo``), from its objects alone, or None: what the publish step
-    compares the tested commit with. With ``urls`` every git process is sealed (`token_git`)."""
-    def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> GitOutput:
-        if urls is None:
-            return git(args, cwd=repo, env=env, stdin=stdin, check=False)
-        return token_git(args, repo=repo, urls=urls, env=env, stdin=stdin, check=False)
-
+    a private folder of the git folder ``repo``), from its objects alone, or None: what the
+    publish step compares the tested commit with. Every git process is sealed (`token_git`)."""
     with tempfile.TemporaryDirectory(prefix="backport-fresh-", dir=repo) as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        read = run(["read-tree", base], env)
-        if not read.ok:
-            raise failure(read, cwd=repo)
+        token_git(["read-tree", base], repo=repo, urls=urls, env=env)
         for patch in patches:
-            if not run(["apply", "--cached", "--3way", "-"], env, patch.data).ok:
+            if not token_git(["apply", "--cached", "--3way", "-"], repo=repo, urls=urls, env=env,
+                             stdin=patch.data, check=False).ok:
                 return None
-        tree = run(["write-tree"], env)  # fails on a conflict left
-        return tree.stdout.strip() if tree.ok else None
+        tree = token_git(["write-tree"], repo=repo, urls=urls, env=env, check=False)
+        return tree.stdout.strip() if tree.ok else None  # fails on a conflict left
 
 
-def commit_tree(repo: Path, commit: str, *, urls: Sequence[str] | None = None) -> str:
-    """The tree of ``commit`` in ``repo`` (sealed with ``urls``, as `series_tree`)."""
-    args = ["rev-parse", f"{commit}^{{tree}}"]
-    if urls is None:
-        return git(args, cwd=repo).stdout.strip()
-    return token_git(args, repo=repo, urls=urls).stdout.strip()
+def commit_tree(repo: Path, commit: str, *, urls: Sequence[str] = ()) -> str:
+    """The tree of ``commit`` in the git folder ``repo`` (sealed, as `series_tree`)."""
+    return token_git(["rev-parse", f"{commit}^{{tree}}"], repo=repo, urls=urls).stdout.strip()
