@@ -87,8 +87,8 @@ def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
                                 stdin=stdin, stdout=stdout, stderr=stderr,
                                 start_new_session=True, pass_fds=tuple(pass_fds))
     except OSError as exc:  # one sentence: <context>cannot run <shown>: <why>
-        why = exc.strerror or str(exc)
-        raise BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}")) from None
+        message = f"{context}cannot run {shown or argv[0]}: {exc.strerror or exc}"
+        raise BackportError(code, redact(message)) from None
 
 
 def run(argv: Sequence[str], *, cwd: Path | str | None = None,

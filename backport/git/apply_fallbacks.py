@@ -11,6 +11,7 @@ neighbour to follow.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -34,15 +35,10 @@ from backport.git.worktree import Worktree
 
 def _count(haystack: list[str], needle: tuple[str, ...], limit: int = 2) -> int:
     """How often ``needle`` occurs in ``haystack`` as consecutive lines (up to ``limit``)."""
-    if not needle:
-        return 0
-    found, first, size = 0, needle[0], len(needle)
-    for start in range(len(haystack) - size + 1):
-        if haystack[start] == first and tuple(haystack[start:start + size]) == needle:
-            found += 1
-            if found >= limit:
-                break
-    return found
+    size = len(needle)
+    hits = (start for start in range(len(haystack) - size + 1) if needle
+            and haystack[start] == needle[0] and tuple(haystack[start:start + size]) == needle)
+    return len(list(itertools.islice(hits, limit)))
 
 
 def _placed(hunk: Hunk, lines: list[str]) -> str:
@@ -96,10 +92,12 @@ def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch], *,
 
 @dataclass(frozen=True)
 class _Doc:
-    head: str  # the "{" line
-    entries: list[tuple[str, str]]  # (key, line as written)
-    tail: str  # the "}" line
-    end: str  # the text after the "}" line ("\n" or "")
+    """A JSON object of one member per line: its ``{`` line, (key, line), ``}`` line, end."""
+
+    head: str
+    entries: list[tuple[str, str]]
+    tail: str
+    end: str  # "\n" or ""
 
 
 def _read(data: bytes | None) -> _Doc | None:

@@ -26,6 +26,7 @@ from backport.git.run import (
     git,
     is_unreachable,
     ls_remote,
+    read_blob,
     remote_failure,
     token_git,
     transport_url,
@@ -121,14 +122,10 @@ class RunMemo:
         """The bytes ``name`` (a blob id or ``<commit>:<path>``) names in ``repo``, or None."""
         if name in self._blobs:
             return self._blobs[name]
-        if self.absent(name):
-            return None
-        out = git(["cat-file", "blob", name], cwd=repo, check=False)
-        if not out.ok:
-            return None
-        if _FIXED.fullmatch(name):
-            self.keep(name, out.raw)
-        return out.raw
+        data = None if self.absent(name) else read_blob(repo, name)
+        if data is not None and _FIXED.fullmatch(name):
+            self.keep(name, data)
+        return data
 
     def has(self, name: str) -> bool:
         return name in self._blobs or name in self._present
@@ -295,11 +292,11 @@ class RepoCache:
             return BackportError("branch-missing", f"target branch '{missing.group('branch')}' "
                                                    f"does not exist in {url}.")
         if lacks_objects(out.text):
-            return BackportError(
-                "git", f"the upstream {url} lacks objects its branches need "
-                       f"({redact(_lacking_objects_reason(out.text))}), as a copy without some of its "
-                       f"files does: use a full clone of it instead (`git clone --mirror`); "
-                       f"the cache is left as it was.")
+            reason = redact(_lacking_objects_reason(out.text))
+            return BackportError("git", f"the upstream {url} lacks objects its branches need "
+                                        f"({reason}), as a copy without some of its files does: "
+                                        f"use a full clone of it instead (`git clone --mirror`); "
+                                        f"the cache is left as it was.")
         if is_unreachable(out.text):
             return BackportError("upstream-unreachable",
                                  f"cannot reach upstream {url}: {out.reason}.")

@@ -25,8 +25,7 @@ from backport.git.run import git, read_blob
 _DEF = re.compile(r"\s*(?:async\s+)?def\s+([^\W\d]\w*)\s*[(:]")
 _CLASS = re.compile(r"\s*class\s+([^\W\d]\w*)\s*[(:]")
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-# CPython 3.11's parser keeps its recursion depth in shared state: two threads parsing at once
-# can fail ("AST constructor recursion depth mismatch"), so the branch threads parse one at a time.
+# CPython 3.11's parser fails when two threads parse at once: the branch threads take turns.
 _PARSING = threading.Lock()
 
 
@@ -50,19 +49,14 @@ class Redefinition(Definition):
     again: int
 
 
-# A run reads each target's file several times (the tests added, those there, what hides one):
-# each text is parsed once, its tree shared (every caller only reads it).
-_KEPT = 16
-
-
-@functools.lru_cache(maxsize=_KEPT)
+@functools.lru_cache(maxsize=16)  # a run reads each target's file several times
 def parsed(text: str, filename: str) -> ast.Module:
-    """The module's tree (the same for the same text: never change it)."""
+    """The module's tree, shared by every caller with the same text: never change it."""
     with _PARSING:
         return ast.parse(text, filename=filename)
 
 
-@functools.lru_cache(maxsize=_KEPT)
+@functools.lru_cache(maxsize=16)
 def compiled(text: str, filename: str) -> ast.Module:
     """The module's tree (:func:`parsed`), once it also compiles."""
     tree = parsed(text, filename)
@@ -257,10 +251,6 @@ def _blob(repo: Path, name: str, blobs: Blobs | None) -> bytes | None:
     return blobs(name) if blobs is not None else read_blob(repo, name)
 
 
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "surrogateescape")
-
-
 def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
                      blobs: Blobs | None = None) -> list[AddedTest] | None:
     """The tests added to one file, from its post-image; None when that is not at hand."""
@@ -298,7 +288,7 @@ def _tree_at(repo: Path, commit: str, path: str,
     if data is None:
         return None
     try:
-        return parsed(_text(data), path)
+        return parsed(data.decode("utf-8", "surrogateescape"), path)
     except (SyntaxError, ValueError):
         return None
 
@@ -316,8 +306,7 @@ def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, s
 def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
                   trees: dict[str, ast.Module | None] | None = None,
                   blobs: Blobs | None = None) -> list[tuple[AddedTest, int]]:
-    """The ``tests`` ``commit`` defines in the same file and class, with their lines (``trees``:
-    the files read so far)."""
+    """The ``tests`` ``commit`` defines in the same file and class, with their lines."""
     found = []
     trees = {} if trees is None else trees
     for test in tests:
@@ -366,8 +355,8 @@ def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest],
 
 
 def left_paths(changes: Iterable[tuple[str | None, str | None]]) -> list[str]:
-    """The one rule of which files a series leaves, from its (path before, path after) changes
-    in order: a path later deleted or renamed away is dropped, a rename's new path counts."""
+    """The files a series leaves, from its (path before, path after) changes in order: a path
+    later deleted or renamed away is dropped, a rename's new path counts."""
     left: dict[str, None] = {}
     for old, new in changes:
         if old and old != new:
@@ -386,8 +375,8 @@ def changed_python_tests(patches: Sequence[Patch], test_paths: Sequence[str] = (
 
 def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str],
                     blobs: Blobs | None = None) -> list[str]:
-    """One sentence per file of ``paths`` at ``head`` (a commit, or a folder) that does not
-    compile or defines a name twice in one body where ``base`` did not (with both lines)."""
+    """One sentence per file of ``paths`` at ``head`` (a commit or a folder) that does not
+    compile, or defines a name twice in one body where ``base`` did not."""
     problems = []
     for path in paths:
         try:
@@ -397,7 +386,7 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
             continue
         if data is None:
             continue
-        text = _text(data)
+        text = data.decode("utf-8", "surrogateescape")
         broken = compile_problem(text, path)
         if broken:
             problems.append(f"{path} does not compile ({broken})")

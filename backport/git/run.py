@@ -23,12 +23,11 @@ from backport.config.validate import is_local_path
 from backport.errors import BackportError, ErrorCode
 from backport.redact import redact
 
-# Forced on every git call: messages are parsed, and git must never wait for a password.
+# Forced on every git call: messages are parsed, and git never waits for a password.
 BASE_ENV = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"}
-# Unless the caller brings its own (the push's token askpass), no askpass program is started.
-NO_ASKPASS = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+NO_ASKPASS = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}  # unless the caller brings its own
 DEFAULT_TIMEOUT = 1800.0  # seconds; in a blobless cache even a checkout may fetch objects
-# Auto maintenance (a process or more after each fetch and commit) runs only after a fetch.
+# Auto maintenance (processes after each fetch and commit) runs only after a fetch.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false")
 SEALED_OPTIONS = ("-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null",
                   "-c", "core.fsmonitor=false")
@@ -111,7 +110,8 @@ def transport_of(url: str) -> str:
     return "ssh" if name in ("git+ssh", "ssh+git") else name
 
 
-def sealed_call(repo: Path | None, urls: Sequence[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
+def sealed_call(repo: Path | None, urls: Sequence[str],
+                cwd: Path) -> tuple[list[str], dict[str, str]]:
     """The leading options and the environment of a `token_git` call run in ``cwd``."""
     allowed = sorted({transport_of(url) for url in urls} - {"ext"})
     options = ["--git-dir", str(Path(repo).absolute()) if repo is not None else os.devnull,
@@ -130,10 +130,9 @@ def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
         options, sealed = sealed_call(repo, urls, Path(empty))
         out = git([*options, *args], cwd=Path(empty), env={**(env or {}), **sealed},
                   stdin=stdin, check=False, timeout=timeout)
-    result = GitOutput(tuple(args), out.status, out.raw, out.stderr)
-    if check and not result.ok:
-        raise failure(result, code, repo)
-    return result
+    if check and not out.ok:
+        raise failure(out, code, repo)
+    return out
 
 
 def first_error_line(text: str) -> str:
@@ -148,7 +147,7 @@ def first_error_line(text: str) -> str:
 
 def failure(result: GitOutput, code: ErrorCode | str = ErrorCode.GIT,
             cwd: Path | None = None) -> BackportError:
-    """A BackportError describing a failed git call in one redacted sentence."""
+    """``git <subcommand> failed in <cwd>: <reason>.``, redacted."""
     where = f" in {cwd}" if cwd is not None else ""
     message = redact(f"git {subcommand(result.args)} failed{where}: {result.reason}.")
     return BackportError(code, message, details={"exit": result.status})

@@ -90,13 +90,8 @@ def merge_bound(merged_at: str) -> int | None:
     return int((when - MERGE_CLOCK_SKEW).timestamp())
 
 
-def _git(repo: RepoCache, args: list[str], check: bool = True) -> str:
-    out = git(args, cwd=repo.path, env=repo.env, check=check)
-    return out.stdout if out.ok else ""
-
-
-def _ok(repo: RepoCache, args: list[str]) -> bool:
-    return git(args, cwd=repo.path, env=repo.env, check=False).ok
+def _git(repo: RepoCache, args: list[str]) -> str:
+    return git(args, cwd=repo.path, env=repo.env).stdout
 
 
 def _parents(repo: RepoCache, sha: str) -> list[str]:
@@ -131,7 +126,8 @@ def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
 def _naming(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
     """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
     named = [NamedCommit(sha, time) for sha, time, _, _, message
-             in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}") if squash_names(message, number)]
+             in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}")
+             if squash_names(message, number)]
     return sorted(reversed(named), key=lambda commit: commit.time)
 
 
@@ -178,8 +174,9 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
                                                f"be proven to be its change")
     sha, sha_seen = merge_commit_sha, ""
     # a partial clone asks the upstream for a commit it lacks
-    if sha and _ok(repo, ["cat-file", "-e", f"{sha}^{{commit}}"]) and _ok(
-            repo, ["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"]):
+    if sha and all(git(args, cwd=repo.path, env=repo.env, check=False).ok for args in (
+            ["cat-file", "-e", f"{sha}^{{commit}}"],
+            ["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"])):
         if same_files(paths, commit_paths(repo, sha)):
             return SourceCommits(_landed_rev(repo, sha), sha, "merge_commit_sha")
         sha_seen = f"its merge_commit_sha {sha[:12]} changes other files; "
