@@ -205,15 +205,14 @@ def mailbox(patches: Sequence[Patch]) -> bytes:
     return b"".join(p.data if p.data.endswith(b"\n") else p.data + b"\n" for p in patches)
 
 
-def apply_series(wt: Worktree, patches: Sequence[Patch], *,
-                 env: Mapping[str, str] | None = None, base: str | None = None) -> ApplyResult:
+def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = None) -> ApplyResult:
     """Apply ``patches`` with ``git am -3``, skipping an empty one; ``base``: HEAD if known."""
     if not patches:
         raise BackportError("usage", "no patch files to apply.")
     refuse_in_progress(wt)
     base = base or wt.head()
     names = [p.path.name for p in patches]
-    run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
+    run_env = committer_env(wt, patches[0].author)
     _prefetch_preimages(wt, patches, run_env)
     out = wt.git([*SAFE_CONFIG, "am", "--3way", *AM_OPTIONS], env=run_env,
                  stdin=mailbox(patches), check=False)
@@ -239,7 +238,7 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *,
     return ApplyResult("applied", made[0], [], message, three_way_files("\n".join(seen)))
 
 
-def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> ApplyResult:
+def continue_series(wt: Worktree) -> ApplyResult:
     """Stage the resolved files and ``git am --continue`` (refused while markers remain)."""
     if not am_in_progress(wt):
         raise BackportError("conflict", f"no git am is in progress in {wt.path}; "
@@ -257,10 +256,9 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
     stage = [p for p in candidates if (wt.path / p).exists() or p in tracked]
     if stage:
         wt.git(["add", "--sparse", "-A", "--", *stage])
-    run_env = {**(env or {}), **committer_env(wt, _info_author(wt))}
     before = wt.head()
     out = wt.git([*SAFE_CONFIG, "am", "--continue", "--committer-date-is-author-date"],
-                 env=run_env, check=False)
+                 env=committer_env(wt, _info_author(wt)), check=False)
     if out.ok:
         return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")
     if am_in_progress(wt):

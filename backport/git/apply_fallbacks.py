@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
@@ -69,13 +69,12 @@ def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] 
     return list(dict.fromkeys(found))
 
 
-def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch], *,
-                           env: Mapping[str, str] | None = None) -> ApplyResult:
+def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch]) -> ApplyResult:
     """Apply ``patches`` with ``git am -C0``; on a ``conflict`` the worktree is as it was."""
     refuse_in_progress(wt)
     base = wt.head()
     placed: list[str] = []
-    run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
+    run_env = committer_env(wt, patches[0].author)
     for patch in patches:
         files = context_ignored_files(wt, patch.files) if patch.commits == 1 else None
         if files is None or not wt.git([*SAFE_CONFIG, "am", "-C0", *AM_OPTIONS], env=run_env,

@@ -217,26 +217,25 @@ class RepoCache:
                 git(["init", "--quiet", "--bare", "--", str(self.path)], cwd=self.root)
                 current, self.memo.nofilter = "", False
             else:
-                current, self.memo.nofilter = self._read_setup()
+                setup = self._read_setup()
+                current, self.memo.nofilter = setup.get("url", ""), setup.get("nofilter") == "true"
             if current != self.url:
                 git(["config", "--", f"remote.{REMOTE}.url", self.url], cwd=self.path)
                 git(["config", "--", f"remote.{REMOTE}.tagOpt", "--no-tags"], cwd=self.path)
             self.memo.ensured = True
 
-    def _read_setup(self) -> tuple[str, bool]:
-        """The remote's URL and whether ``backport.nofilter`` is true."""
-        out = git(["config", "--null", "--get-regexp",
-                   rf"^(remote\.{REMOTE}\.url|backport\.nofilter)$"], cwd=self.path, check=False)
+    def _read_setup(self) -> dict[str, str]:
+        """The remote's ``url`` and ``partialclonefilter``, and ``backport.nofilter``."""
+        out = git(["config", "--null", "--get-regexp", rf"^(remote\.{REMOTE}\.(url|"
+                   r"partialclonefilter)|backport\.nofilter)$"], cwd=self.path, check=False)
         values = dict(item.partition("\n")[::2] for item in out.stdout.split("\0") if item)
-        return (values.get(f"remote.{REMOTE}.url", "").strip(),
-                values.get("backport.nofilter", "").strip() == "true")
+        return {key.rpartition(".")[2]: value.strip() for key, value in values.items()}
 
     @property
     def blobless(self) -> bool:
         """True when the cache is a partial clone that fetches blobs lazily."""
-        out = git(["config", "--get", f"remote.{REMOTE}.partialclonefilter"], cwd=self.path,
-                  check=False)
-        return out.ok and not self._read_setup()[1]
+        setup = self._read_setup()
+        return "partialclonefilter" in setup and setup.get("nofilter") != "true"
 
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
         """Fetch each branch's head only (branch -> sha); a failure leaves the cache as it was."""

@@ -83,15 +83,16 @@ def subcommand(args: Sequence[str]) -> str:
 
 
 def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None, check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
+        stdin: bytes | None = None, check: bool = True,
         timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
     """Run ``git <args>`` in ``cwd``, ``env`` laid over this process's environment less its
-    secrets; with ``check`` a non-zero exit raises ``BackportError(code)``."""
+    secrets; with ``check`` a non-zero exit raises ``BackportError("git")``."""
     command = subcommand(args)
     if cwd is not None and not Path(cwd).is_dir():
-        raise BackportError(code, f"cannot run git {command}: directory {cwd} does not exist.")
+        raise BackportError(ErrorCode.GIT, f"cannot run git {command}: directory {cwd} does "
+                                           "not exist.")
     argv = ["git", *(() if command == "fetch" else NO_MAINTENANCE), *args]
-    ended = process.run(argv, cwd=cwd, stdin=stdin, timeout=timeout, code=code,
+    ended = process.run(argv, cwd=cwd, stdin=stdin, timeout=timeout, code=ErrorCode.GIT,
                         shown=f"git {command}", unfiltered={**NO_ASKPASS, **(env or {}),
                                                            **BASE_ENV})
     if ended.timed_out:
@@ -99,7 +100,7 @@ def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None 
     else:
         result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
     if check and not result.ok:
-        raise failure(result, code, cwd)
+        raise failure(result, cwd)
     return result
 
 
@@ -122,16 +123,15 @@ def sealed_call(repo: Path | None, urls: Sequence[str],
 
 def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
               env: Mapping[str, str] | None = None, stdin: bytes | None = None,
-              check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
-              timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
+              check: bool = True) -> GitOutput:
     """`git` for a step that holds the forge token, in a new empty private folder; ``env``
     (the askpass, ``GIT_INDEX_FILE``) cannot undo the sealing. A failure names ``repo``."""
     with tempfile.TemporaryDirectory(prefix="backport-git-") as empty:
         options, sealed = sealed_call(repo, urls, Path(empty))
         out = git([*options, *args], cwd=Path(empty), env={**(env or {}), **sealed},
-                  stdin=stdin, check=False, timeout=timeout)
+                  stdin=stdin, check=False)
     if check and not out.ok:
-        raise failure(out, code, repo)
+        raise failure(out, repo)
     return out
 
 
@@ -145,12 +145,11 @@ def first_error_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def failure(result: GitOutput, code: ErrorCode | str = ErrorCode.GIT,
-            cwd: Path | None = None) -> BackportError:
+def failure(result: GitOutput, cwd: Path | None = None) -> BackportError:
     """``git <subcommand> failed in <cwd>: <reason>.``, redacted."""
     where = f" in {cwd}" if cwd is not None else ""
     message = redact(f"git {subcommand(result.args)} failed{where}: {result.reason}.")
-    return BackportError(code, message, details={"exit": result.status})
+    return BackportError(ErrorCode.GIT, message, details={"exit": result.status})
 
 
 def remote_failure(out: GitOutput, what: str, unreachable: ErrorCode | str) -> BackportError:
@@ -180,9 +179,9 @@ def is_unreachable(text: str) -> bool:
         "repository" in low and "not found" in low)
 
 
-def read_blob(cwd: Path, name: str, env: Mapping[str, str] | None = None) -> bytes | None:
+def read_blob(cwd: Path, name: str) -> bytes | None:
     """The blob ``name`` (an id or ``<commit>:<path>``) names; None when none."""
-    out = git(["cat-file", "blob", name], cwd=cwd, env=env, check=False)
+    out = git(["cat-file", "blob", name], cwd=cwd, check=False)
     return out.raw if out.ok else None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,8 +113,7 @@ class Worktree:
 
     @classmethod
     def create(cls, cache: RepoCache, path: Path, branch: str, base_sha: str,
-               sparse_paths: Sequence[str] | None, *,
-               env: Mapping[str, str] | None = None) -> Worktree:
+               sparse_paths: Sequence[str] | None) -> Worktree:
         """Check out ``base_sha`` at ``path`` on branch ``branch`` (``sparse_paths`` only)."""
         check_branch_name(branch)
         if not base_sha or base_sha.startswith("-"):
@@ -135,8 +134,7 @@ class Worktree:
                 git(add, cwd=cache.path)
             if patterns:
                 git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
-        env = {**cache.env, **(env or {})}
-        git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=env)
+        git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=cache.env)
         return cls(path=path, repo=cache.path, branch=branch, memo=cache.memo)
 
     @staticmethod
@@ -156,8 +154,8 @@ class Worktree:
             git(["worktree", "prune"], cwd=repo)
 
     @classmethod
-    def open(cls, path: Path, memo: RunMemo | None = None) -> Worktree:
-        """The worktree at ``path`` (``memo``: its cache's, when the caller knows it)."""
+    def open(cls, path: Path) -> Worktree:
+        """The worktree at ``path``."""
         path = Path(path).expanduser().absolute()
         if not (path / ".git").exists():
             raise BackportError("git", f"{path} is not a git worktree.")
@@ -169,7 +167,7 @@ class Worktree:
                 raise BackportError("git", f"{path} is not a git worktree.")
             ref = git(["symbolic-ref", "--quiet", "HEAD"], cwd=path, check=False)
             linked = (path / lines[1]).resolve(), _branch(ref.stdout.strip())
-        return cls(path=path, repo=linked[0], branch=linked[1], memo=memo or RunMemo())
+        return cls(path=path, repo=linked[0], branch=linked[1])
 
     def git(self, args: Sequence[str], **kwargs) -> GitOutput:
         """Run git in this worktree (see :func:`backport.git.run.git`)."""
