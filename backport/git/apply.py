@@ -163,7 +163,7 @@ def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | Non
     return f"{number:04d}" if number is not None else "(unknown)"
 
 
-def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> ApplyResult:
+def _conflict_result(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> ApplyResult:
     """Describe where ``git am`` stopped; the am session is left in progress for the user."""
     named = [m.group("path") for rx in (_CONFLICT, _DELETED, _PATCH_FAILED, _NOT_APPLY, _LACKING)
              for m in rx.finditer(out.text)]
@@ -225,7 +225,7 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = N
         skipped += out.text.count(_ALREADY)
     if not out.ok:
         if am_in_progress(wt):
-            return _stopped(wt, out, names)
+            return _conflict_result(wt, out, names)
         raise BackportError("git", redact(f"git am could not apply {names[0]} in {wt.path}: "
                                           f"{first_error_line(out.text).rstrip('.')}."))
     made = wt.git(["rev-list", "--topo-order", f"{base}..HEAD"]).stdout.split()  # HEAD first
@@ -266,7 +266,7 @@ def continue_series(wt: Worktree) -> ApplyResult:
             name = _current_patch_name(wt, out, None)
             return ApplyResult("conflict", wt.head(), candidates, f"patch {name} leaves no "
                                "change after the resolution; stage the fix or run abort")
-        return _stopped(wt, out, None)
+        return _conflict_result(wt, out, None)
     raise BackportError("git", redact(
         f"git am --continue failed in {wt.path}: {first_error_line(out.text).rstrip('.')}."))
 

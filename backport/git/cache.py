@@ -113,7 +113,7 @@ class RunMemo:
         self._answers: dict[Hashable, Any] = {}
         self._fetches = 0  # a search's miss holds until the next fetch
         self._absent: dict[str, int] = {}  # blob a search missed -> fetches then
-        self._present: set[str] = set()  # names known to name a blob
+        self._blob_names: set[str] = set()  # names known to name a blob
         self.ensured = False  # the repository exists with its remote set
         self.nofilter = False  # `backport.nofilter` as read: fetch without a filter
         self.pruned = False  # stale worktrees pruned this run
@@ -128,12 +128,12 @@ class RunMemo:
         return data
 
     def has(self, name: str) -> bool:
-        return name in self._blobs or name in self._present
+        return name in self._blobs or name in self._blob_names
 
     def keep(self, name: str, data: bytes) -> None:
         """Remember that ``name`` (a fixed name) names ``data``."""
         with self._lock:
-            self._present.add(name)
+            self._blob_names.add(name)
             if name in self._blobs or len(data) > _MAX_BLOB or self._size + len(data) > _MAX_KEPT:
                 return
             self._blobs[name] = data
@@ -151,7 +151,7 @@ class RunMemo:
     def searched(self, found: Iterable[str], missed: Iterable[str]) -> None:
         """A search of the history found (and fetched) ``found``, not ``missed``."""
         with self._lock:
-            self._present.update(found)
+            self._blob_names.update(found)
             for name in missed:
                 self._absent[name] = self._fetches
 

@@ -392,9 +392,9 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
             problems.append(f"{path} does not compile ({broken})")
             continue
         before = _tree_at(repo, base, path, blobs)
-        known = {(r.scope, r.name) for r in redefinitions(before)} if before else set()
+        before_names = {(r.scope, r.name) for r in redefinitions(before)} if before else set()
         problems += [f"{path} defines {again.qualname} twice (lines {again.line} and "
                      f"{again.again}): the second definition hides the first, so one test "
                      f"would never run" for again in redefinitions(parsed(text, path))
-                     if (again.scope, again.name) not in known]
+                     if (again.scope, again.name) not in before_names]
     return problems

@@ -123,7 +123,7 @@ def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
     return found
 
 
-def _naming(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
+def _squash_commits(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
     """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
     named = [NamedCommit(sha, time) for sha, time, _, _, message
              in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}")
@@ -182,7 +182,7 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
         sha_seen = f"its merge_commit_sha {sha[:12]} changes other files; "
     elif sha:
         sha_seen = f"its merge_commit_sha {sha[:12]} is not on '{base}'; "
-    named = _naming(repo, base, number)
+    named = _squash_commits(repo, base, number)
     files_of = {commit.sha: commit_paths(repo, commit.sha) for commit in named}
     found, passed = choose(named, files_of, paths, merge_bound(merged_at))
     if found is not None:
