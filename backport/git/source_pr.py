@@ -215,20 +215,18 @@ def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
 def find_squash_merge(repo: RepoCache, branches: Sequence[str],
                       number: int) -> SquashMerge | None:
     """PR ``number``'s oldest squash merge on one of ``branches`` (first parents only)."""
-    found = [(time, sha, branch, when, author, message) for branch in branches
+    found = [(time, sha, branch, line.group(2), when, author, message) for branch in branches
              for sha, time, when, author, message in _log(
                  repo, "--first-parent", f"--grep=!{number} merge", f"{TRACKING}{branch}")
              if (line := merge_line(message, number)) and line.group(3) == branch
              and squash_names(message, number)]
     if not found:
         return None
-    _, sha, branch, when, author, message = min(found)
-    line = merge_line(message, number)
-    assert line is not None
+    _, sha, branch, head, when, author, message = min(found)
     title, body, login = read_message(message, number, author)
     files = tuple((None, path) if status == "A" else (path, None) if status == "D"
                   else (path, path) for status, path in _changes(repo, sha))
-    return SquashMerge(number=number, sha=sha, base=branch, head=line.group(2), title=title,
+    return SquashMerge(number=number, sha=sha, base=branch, head=head, title=title,
                        body=body, author=login, merged_at=when, files=files)
 
 
