@@ -175,7 +175,7 @@ def _conflict_result(wt: Worktree, out: GitOutput, names: Sequence[str] | None) 
     return ApplyResult("conflict", wt.head(), conflicts, message)
 
 
-def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str, str]) -> None:
+def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch]) -> None:
     """Make the pre-image blobs local for the 3-way fallback (an abbreviated id by its full one)."""
     memo = wt.memo
     missing: dict[str, str] = {}
@@ -195,7 +195,7 @@ def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str
     matches = {b: {b} if len(b) in (40, 64) else {o for o in oids if o.startswith(b)}
                for b in missing}
     fetched = {oid for oid in sorted(set().union(*matches.values()))
-               if wt.git(["cat-file", "-e", oid], env=env, check=False).ok}
+               if wt.git(["cat-file", "-e", oid], check=False).ok}
     memo.searched([b for b in missing if matches[b] & fetched],
                   [b for b in missing if not matches[b] & fetched])
 
@@ -213,7 +213,7 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = N
     base = base or wt.head()
     names = [p.path.name for p in patches]
     run_env = committer_env(wt, patches[0].author)
-    _prefetch_preimages(wt, patches, run_env)
+    _prefetch_preimages(wt, patches)
     out = wt.git([*SAFE_CONFIG, "am", "--3way", *AM_OPTIONS], env=run_env,
                  stdin=mailbox(patches), check=False)
     skipped = out.text.count(_ALREADY)
@@ -309,14 +309,8 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
     all_paths = sorted(set().union(*(paths for _, paths in wanted)))
     log = git(["-c", "core.quotepath=false", "log", "--no-merges", "--full-diff", "--name-only",
                "--no-renames", "--format=%x01%H", base_sha, "--", *all_paths], cwd=cache.path)
-    touched: dict[str, set[str]] = {}
-    sha = None
-    for line in log.stdout.splitlines():
-        if line.startswith("\x01"):
-            sha = line[1:].strip()
-            touched[sha] = set()
-        elif line and sha:
-            touched[sha].add(line)
+    touched = {sha.strip(): {f for f in files if f} for sha, *files in
+               (record.split("\n") for record in log.stdout.split("\x01")[1:])}
     found: set[str] = set()
     for ids, paths in wanted:
         candidates = [c for c, files in touched.items() if files == paths]
