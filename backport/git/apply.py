@@ -1,6 +1,6 @@
 """Apply a patch series with ``git am -3``: conflicts, ``continue`` / ``abort``, already-applied
-by patch-id (``git patch-id --stable``: the one identity of a change across branches), and the
-tree a series makes on a base computed afresh.
+by patch-id (``git patch-id --stable``: the one identity of a change across branches, also
+whether a PR's commits carry a change), and the tree a series makes on a base afresh.
 
 Every step takes the loaded `Patch` values (``git am`` reads their bytes on its standard input;
 no patch file is opened again); ``author`` is the committer where git has no identity. A
