@@ -36,17 +36,11 @@ class Definition:
     scope: str
     name: str
     line: int  # of the ``def``/``class`` keyword
+    again: int = 0  # a redefinition's second line (it hides the first)
 
     @property
     def qualname(self) -> str:
         return f"{self.scope}.{self.name}" if self.scope else self.name
-
-
-@dataclass(frozen=True)
-class Redefinition(Definition):
-    """A second definition of one name in one body (at ``again``): the first is hidden."""
-
-    again: int
 
 
 @functools.lru_cache(maxsize=16)  # a run reads each target's file several times
@@ -109,7 +103,7 @@ def _rebinds_on_purpose(node: _Def) -> bool:
     return False
 
 
-def redefinitions(tree: ast.Module) -> list[Redefinition]:
+def redefinitions(tree: ast.Module) -> list[Definition]:
     """Names defined twice in one module or class body, the later one hiding the earlier."""
     found = []
     for scope, body in _bodies(tree):
@@ -118,7 +112,7 @@ def redefinitions(tree: ast.Module) -> list[Redefinition]:
             if not isinstance(node, _Def):
                 continue
             if node.name in seen and not _rebinds_on_purpose(node):
-                found.append(Redefinition(scope, node.name, seen[node.name], node.lineno))
+                found.append(Definition(scope, node.name, seen[node.name], node.lineno))
             seen[node.name] = node.lineno
     return sorted(found, key=lambda r: r.again)
 
