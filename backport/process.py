@@ -112,21 +112,19 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
             _starting[0] -= 1
             _running_changed.notify_all()
     try:
-        try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-        except TimeoutExpired:
-            stop_group(proc)
-            return Output(tuple(argv), None)
-        except BaseException:
-            stop_group(proc)
-            raise
-        finally:
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            if reap:
-                kill_group(proc.pid)
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except TimeoutExpired:
+        stop_group(proc)
+        return Output(tuple(argv), None)
+    except BaseException:
+        stop_group(proc)
+        raise
     finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        if reap:
+            kill_group(proc.pid)
         with _running_changed:
             _running.discard(proc.pid)
             _running_changed.notify_all()
