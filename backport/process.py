@@ -34,8 +34,7 @@ SECRET_VARS = ("GITCODE_TOKEN", "BACKPORT_TOKEN")
 
 # Process groups of `run` children still running; an interrupted run kills them on its way out.
 _running: set[int] = set()
-_running_lock = threading.Lock()
-_running_changed = threading.Condition(_running_lock)  # a child left ``_running``
+_running_changed = threading.Condition()  # its lock guards ``_running``; notified as it changes
 _starting = [0]  # children being started, not in ``_running`` yet
 # Seconds an interrupted child has to end on SIGTERM (a SIGKILLed git leaves its lock files).
 STOP_GRACE = 5.0
@@ -87,8 +86,8 @@ def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
                                 stdin=stdin, stdout=stdout, stderr=stderr,
                                 start_new_session=True, pass_fds=tuple(pass_fds))
     except OSError as exc:  # one sentence: <context>cannot run <shown>: <why>
-        why = exc.strerror or str(exc)
-        raise BackportError(code, redact(f"{context}cannot run {shown or argv[0]}: {why}")) from None
+        message = f"{context}cannot run {shown or argv[0]}: {exc.strerror or exc}"
+        raise BackportError(code, redact(message)) from None
 
 
 def run(argv: Sequence[str], *, cwd: Path | str | None = None,
@@ -100,34 +99,32 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
     """Run ``argv`` to its end (a non-zero exit is no error). ``stdout`` is captured unless a
     file is given, ``merge_stderr`` sends stderr there too. After ``timeout`` seconds the group
     is killed (``returncode`` None); ``reap`` kills what the child left in it after a normal end."""
-    with _running_lock:
+    with _running_changed:
         _starting[0] += 1  # an interrupt's `kill_running` waits for the child to be counted
     try:
         proc = spawn(argv, cwd=cwd, env=env, stdin=DEVNULL if stdin is None else PIPE,
                      stdout=stdout, stderr=STDOUT if merge_stderr else PIPE, code=code,
                      context=context, shown=shown, pass_fds=pass_fds, unfiltered=unfiltered)
-        with _running_lock:
+        with _running_changed:
             _running.add(proc.pid)
     finally:
         with _running_changed:
             _starting[0] -= 1
             _running_changed.notify_all()
     try:
-        try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-        except TimeoutExpired:
-            stop_group(proc)
-            return Output(tuple(argv), None)
-        except BaseException:
-            stop_group(proc)
-            raise
-        finally:
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            if reap:
-                kill_group(proc.pid)
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except TimeoutExpired:
+        stop_group(proc)
+        return Output(tuple(argv), None)
+    except BaseException:
+        stop_group(proc)
+        raise
     finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        if reap:
+            kill_group(proc.pid)
         with _running_changed:
             _running.discard(proc.pid)
             _running_changed.notify_all()
@@ -152,7 +149,7 @@ def stop_group(proc: subprocess.Popen[bytes]) -> None:
 
 def running() -> list[int]:
     """The process groups of the children the run is waiting on now."""
-    with _running_lock:
+    with _running_changed:
         return sorted(_running)
 
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from backport.audit import content  # noqa: E402
 from backport.git.cache import cache_dir_name  # noqa: E402
-from backport.git.source_pr import squash_head, squash_number  # noqa: E402
+from backport.git.squash_message import squash_head, squash_number  # noqa: E402
 from backport.titles import title_key  # noqa: E402
 
 BRANCHES = ("v2.7.1", "v2.11.0", "v2.12.0", "master")

@@ -24,7 +24,7 @@ from backport.errors import BackportError
 from backport.forge import PullRequest
 from backport.git.cache import TRACKING, RepoCache
 from backport.git.python_tests import is_python_test
-from backport.git.source_pr import squash_number
+from backport.git.squash_message import squash_number
 from backport.pipeline.proposed import commit_carries as carried
 from backport.redact import redact
 from backport.report.progress import PhaseProgress

@@ -1,6 +1,6 @@
 """Apply a patch series with ``git am -3``: conflicts, ``continue`` / ``abort``, already-applied
-by patch-id (``git patch-id --stable``: the one identity of a change across branches), and the
-tree a series makes on a base computed afresh.
+by patch-id (``git patch-id --stable``: the one identity of a change across branches, also
+whether a PR's commits carry a change), and the tree a series makes on a base afresh.
 
 Every step takes the loaded `Patch` values (``git am`` reads their bytes on its standard input;
 no patch file is opened again); ``author`` is the committer where git has no identity. A
@@ -9,6 +9,7 @@ no patch file is opened again); ``author`` is the committer where git has no ide
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
-from backport.git.run import GitOutput, failure, first_error_line, git, token_git
+from backport.git.run import GitOutput, first_error_line, git, token_git
 from backport.git.worktree import Worktree
 from backport.redact import redact
 
@@ -35,7 +36,8 @@ AM_OPTIONS = ["--keep-cr", "--committer-date-is-author-date", "--no-message-id",
               "--no-scissors", "--no-signoff", "--whitespace=nowarn"]
 _ALREADY = "No changes -- Patch already applied."
 _PATCH_FAILED = re.compile(r"^error: patch failed: (?P<path>.+):\d+$", re.M)
-_NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index|already exists in (?:index|working directory))$", re.M)
+_NOT_APPLY = re.compile(r"^error: (?P<path>.+): (?:patch does not apply|does not exist in index"
+                        r"|already exists in (?:index|working directory))$", re.M)
 _LACKING = re.compile(r"^error: sha1 information is lacking or useless \((?P<path>.+)\)\.$", re.M)
 _CONFLICT = re.compile(r"^CONFLICT \(content\): Merge conflict in (?P<path>.+)$", re.M)
 _DELETED = re.compile(r"^CONFLICT \([^)]*\): (?P<path>.+?) deleted in ", re.M)
@@ -45,6 +47,7 @@ _HEX = re.compile(r"^[0-9a-f]{7,64}$")
 _FELL_BACK = "Falling back to patching base and 3-way merge"
 _AUTO_MERGING = re.compile(r"^Auto-merging (?P<path>.+)$", re.M)
 _BASE_ENTRY = re.compile(r"^[AMD]\t(?P<path>.+)$", re.M)
+MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
 
 
 @dataclass
@@ -55,10 +58,8 @@ class ApplyResult:
     head: str
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
-    # Files whose hunks went in only through the 3-way merge: the result needs a look.
-    merged: list[str] = field(default_factory=list)
-    # Files placed with their context lines ignored (`git/apply_fallbacks.py`).
-    loose: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)  # went in by a 3-way merge: needs a look
+    loose: list[str] = field(default_factory=list)  # placed with their context ignored
 
 
 def three_way_files(text: str) -> list[str]:
@@ -70,7 +71,7 @@ def three_way_files(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _rebase_apply(wt: Worktree) -> Path:
+def _rebase_apply(wt: Worktree) -> Path:  # where `git am` keeps its state
     return wt.own_dir() / "rebase-apply"
 
 
@@ -93,14 +94,11 @@ def file_lines(data: bytes) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def configured_identity(wt: Worktree) -> dict[str, str]:
-    """``user.name`` and ``user.email`` as git is configured (empty: not set)."""
+def _configured_identity(wt: Worktree) -> set[str]:
+    """Which of ``user.name`` and ``user.email`` git has a value for."""
     out = wt.git(["config", "--get-regexp", r"^user\.(name|email)$"], check=False)
-    found: dict[str, str] = {}
-    for line in out.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        found[key.lower()] = value.strip()
-    return {key: value for key, value in found.items() if value}
+    return {key.lower() for key, _, value in (line.partition(" ") for line in
+                                              out.stdout.splitlines()) if value.strip()}
 
 
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
@@ -109,7 +107,7 @@ def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str
     if author is None:
         return env
     name, mail = author
-    identity = wt.memo.once("identity", lambda: configured_identity(wt))
+    identity = wt.memo.once("identity", lambda: _configured_identity(wt))
     if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
     if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and (
@@ -131,7 +129,7 @@ def _info_author(wt: Worktree) -> tuple[str, str] | None:
     return fields.get("Author", fields["Email"]), fields["Email"]
 
 
-def _unmerged(wt: Worktree) -> list[str]:
+def _unmerged(wt: Worktree) -> list[str]:  # the files git marks as conflicted
     out = wt.git(["-c", "core.quotepath=false", "diff", "--name-only", "--diff-filter=U"])
     return [line for line in out.stdout.splitlines() if line]
 
@@ -153,10 +151,8 @@ def snapshot(wt: Worktree, paths: Sequence[str]) -> dict[str, str | None]:
 def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> str:
     """The file name (or number and subject) of the patch ``git am`` stopped at."""
     number = None
-    try:
+    with contextlib.suppress(OSError, ValueError):
         number = int((_rebase_apply(wt) / "next").read_text().strip())
-    except (OSError, ValueError):
-        pass
     match = _FAILED_AT.search(out.text)
     if number is None and match:
         number = int(match.group("num"))
@@ -167,11 +163,11 @@ def _current_patch_name(wt: Worktree, out: GitOutput, names: Sequence[str] | Non
     return f"{number:04d}" if number is not None else "(unknown)"
 
 
-def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> ApplyResult:
+def _conflict_result(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> ApplyResult:
     """Describe where ``git am`` stopped; the am session is left in progress for the user."""
-    said = [m.group("path") for rx in (_CONFLICT, _DELETED, _PATCH_FAILED, _NOT_APPLY, _LACKING)
-            for m in rx.finditer(out.text)]
-    conflicts = list(dict.fromkeys(_unmerged(wt) + said))
+    named = [m.group("path") for rx in (_CONFLICT, _DELETED, _PATCH_FAILED, _NOT_APPLY, _LACKING)
+             for m in rx.finditer(out.text)]
+    conflicts = list(dict.fromkeys(_unmerged(wt) + named))
     name = _current_patch_name(wt, out, names)
     why = (f"conflict in {', '.join(conflicts)}" if conflicts
            else first_error_line(out.text).rstrip("."))
@@ -179,7 +175,7 @@ def _stopped(wt: Worktree, out: GitOutput, names: Sequence[str] | None) -> Apply
     return ApplyResult("conflict", wt.head(), conflicts, message)
 
 
-def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str, str]) -> None:
+def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch]) -> None:
     """Make the pre-image blobs local for the 3-way fallback (an abbreviated id by its full one)."""
     memo = wt.memo
     missing: dict[str, str] = {}
@@ -199,7 +195,7 @@ def _prefetch_preimages(wt: Worktree, patches: Sequence[Patch], env: Mapping[str
     matches = {b: {b} if len(b) in (40, 64) else {o for o in oids if o.startswith(b)}
                for b in missing}
     fetched = {oid for oid in sorted(set().union(*matches.values()))
-               if wt.git(["cat-file", "-e", oid], env=env, check=False).ok}
+               if wt.git(["cat-file", "-e", oid], check=False).ok}
     memo.searched([b for b in missing if matches[b] & fetched],
                   [b for b in missing if not matches[b] & fetched])
 
@@ -209,16 +205,15 @@ def mailbox(patches: Sequence[Patch]) -> bytes:
     return b"".join(p.data if p.data.endswith(b"\n") else p.data + b"\n" for p in patches)
 
 
-def apply_series(wt: Worktree, patches: Sequence[Patch], *,
-                 env: Mapping[str, str] | None = None, base: str | None = None) -> ApplyResult:
+def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = None) -> ApplyResult:
     """Apply ``patches`` with ``git am -3``, skipping an empty one; ``base``: HEAD if known."""
     if not patches:
         raise BackportError("usage", "no patch files to apply.")
     refuse_in_progress(wt)
     base = base or wt.head()
     names = [p.path.name for p in patches]
-    run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
-    _prefetch_preimages(wt, patches, run_env)
+    run_env = committer_env(wt, patches[0].author)
+    _prefetch_preimages(wt, patches)
     out = wt.git([*SAFE_CONFIG, "am", "--3way", *AM_OPTIONS], env=run_env,
                  stdin=mailbox(patches), check=False)
     skipped = out.text.count(_ALREADY)
@@ -230,7 +225,7 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *,
         skipped += out.text.count(_ALREADY)
     if not out.ok:
         if am_in_progress(wt):
-            return _stopped(wt, out, names)
+            return _conflict_result(wt, out, names)
         raise BackportError("git", redact(f"git am could not apply {names[0]} in {wt.path}: "
                                           f"{first_error_line(out.text).rstrip('.')}."))
     made = wt.git(["rev-list", "--topo-order", f"{base}..HEAD"]).stdout.split()  # HEAD first
@@ -243,10 +238,11 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *,
     return ApplyResult("applied", made[0], [], message, three_way_files("\n".join(seen)))
 
 
-def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> ApplyResult:
+def continue_series(wt: Worktree) -> ApplyResult:
     """Stage the resolved files and ``git am --continue`` (refused while markers remain)."""
     if not am_in_progress(wt):
-        raise BackportError("conflict", f"no git am is in progress in {wt.path}; nothing to continue.")
+        raise BackportError("conflict", f"no git am is in progress in {wt.path}; "
+                                        "nothing to continue.")
     diff = _rebase_apply(wt) / "patch"  # git am's copy of the patch it stopped on
     touched = list(read_diff(diff.read_bytes().decode("utf-8", "surrogateescape")).paths
                    ) if diff.is_file() else []
@@ -260,10 +256,9 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
     stage = [p for p in candidates if (wt.path / p).exists() or p in tracked]
     if stage:
         wt.git(["add", "--sparse", "-A", "--", *stage])
-    run_env = {**(env or {}), **committer_env(wt, _info_author(wt))}
     before = wt.head()
     out = wt.git([*SAFE_CONFIG, "am", "--continue", "--committer-date-is-author-date"],
-                 env=run_env, check=False)
+                 env=committer_env(wt, _info_author(wt)), check=False)
     if out.ok:
         return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")
     if am_in_progress(wt):
@@ -271,7 +266,7 @@ def continue_series(wt: Worktree, *, env: Mapping[str, str] | None = None) -> Ap
             name = _current_patch_name(wt, out, None)
             return ApplyResult("conflict", wt.head(), candidates, f"patch {name} leaves no "
                                "change after the resolution; stage the fix or run abort")
-        return _stopped(wt, out, None)
+        return _conflict_result(wt, out, None)
     raise BackportError("git", redact(
         f"git am --continue failed in {wt.path}: {first_error_line(out.text).rstrip('.')}."))
 
@@ -314,14 +309,8 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
     all_paths = sorted(set().union(*(paths for _, paths in wanted)))
     log = git(["-c", "core.quotepath=false", "log", "--no-merges", "--full-diff", "--name-only",
                "--no-renames", "--format=%x01%H", base_sha, "--", *all_paths], cwd=cache.path)
-    touched: dict[str, set[str]] = {}
-    sha = None
-    for line in log.stdout.splitlines():
-        if line.startswith("\x01"):
-            sha = line[1:].strip()
-            touched[sha] = set()
-        elif line and sha:
-            touched[sha].add(line)
+    touched = {sha.strip(): {f for f in files if f} for sha, *files in
+               (record.split("\n") for record in log.stdout.split("\x01")[1:])}
     found: set[str] = set()
     for ids, paths in wanted:
         candidates = [c for c, files in touched.items() if files == paths]
@@ -334,31 +323,48 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
     return True
 
 
-def series_tree(repo: Path, base: str, patches: Sequence[Patch], *,
-                urls: Sequence[str] | None = None) -> str | None:
-    """The tree ``patches`` make on ``base`` (``git apply --cached --3way`` into a new index in
-    a private folder of ``repo``), from its objects alone, or None: what the publish step
-    compares the tested commit with. With ``urls`` every git process is sealed (`token_git`)."""
-    def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> GitOutput:
-        if urls is None:
-            return git(args, cwd=repo, env=env, stdin=stdin, check=False)
-        return token_git(args, repo=repo, urls=urls, env=env, stdin=stdin, check=False)
+def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
+    """Whether PR ``number`` into ``base`` carries the change of ``patches`` (format-patch
+    bytes): each patch's patch-id is one of its own commits' or their sum's (a PR whose head
+    cannot be fetched, or with over ``MAX_CARRIER_COMMITS`` commits, does not)."""
+    wanted = [patch_ids(cache.path, data, cache.env) for data in patches]
+    if not wanted or not all(wanted):
+        return False
+    try:
+        head = cache.fetch_pr_head(number)
+    except BackportError:
+        return False
+    fork_point = cache.fork_point(base, head)
+    if not fork_point or fork_point == head:
+        return False
+    commits = f"{fork_point}..{head}"
+    count = git(["rev-list", "--count", commits, "--"], cwd=cache.path).stdout.strip()
+    if not count.isdigit() or int(count) > MAX_CARRIER_COMMITS:
+        return False
+    each = git(["log", "-p", "--no-color", "--no-ext-diff", "--format=commit %H", commits, "--"],
+               cwd=cache.path, env=cache.env)
+    whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=cache.path,
+                env=cache.env)
+    found = patch_ids(cache.path, each.raw, cache.env) | patch_ids(cache.path, whole.raw, cache.env)
+    return same_change(wanted, found)
 
+
+def series_tree(repo: Path, base: str, patches: Sequence[Patch], *,
+                urls: Sequence[str] = ()) -> str | None:
+    """The tree ``patches`` make on ``base`` (``git apply --cached --3way`` into a new index in
+    a private folder of the git folder ``repo``), from its objects alone, or None: what the
+    publish step compares the tested commit with. Every git process is sealed (`token_git`)."""
     with tempfile.TemporaryDirectory(prefix="backport-fresh-", dir=repo) as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        read = run(["read-tree", base], env)
-        if not read.ok:
-            raise failure(read, cwd=repo)
+        token_git(["read-tree", base], repo=repo, urls=urls, env=env)
         for patch in patches:
-            if not run(["apply", "--cached", "--3way", "-"], env, patch.data).ok:
+            if not token_git(["apply", "--cached", "--3way", "-"], repo=repo, urls=urls, env=env,
+                             stdin=patch.data, check=False).ok:
                 return None
-        tree = run(["write-tree"], env)  # fails on a conflict left
-        return tree.stdout.strip() if tree.ok else None
+        tree = token_git(["write-tree"], repo=repo, urls=urls, env=env, check=False)
+        return tree.stdout.strip() if tree.ok else None  # fails on a conflict left
 
 
-def commit_tree(repo: Path, commit: str, *, urls: Sequence[str] | None = None) -> str:
-    """The tree of ``commit`` in ``repo`` (sealed with ``urls``, as `series_tree`)."""
-    args = ["rev-parse", f"{commit}^{{tree}}"]
-    if urls is None:
-        return git(args, cwd=repo).stdout.strip()
-    return token_git(args, repo=repo, urls=urls).stdout.strip()
+def commit_tree(repo: Path, commit: str, *, urls: Sequence[str] = ()) -> str:
+    """The tree of ``commit`` in the git folder ``repo`` (sealed, as `series_tree`)."""
+    return token_git(["rev-parse", f"{commit}^{{tree}}"], repo=repo, urls=urls).stdout.strip()

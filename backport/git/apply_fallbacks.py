@@ -11,9 +11,10 @@ neighbour to follow.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
@@ -34,18 +35,13 @@ from backport.git.worktree import Worktree
 
 def _count(haystack: list[str], needle: tuple[str, ...], limit: int = 2) -> int:
     """How often ``needle`` occurs in ``haystack`` as consecutive lines (up to ``limit``)."""
-    if not needle:
-        return 0
-    found, first, size = 0, needle[0], len(needle)
-    for start in range(len(haystack) - size + 1):
-        if haystack[start] == first and tuple(haystack[start:start + size]) == needle:
-            found += 1
-            if found >= limit:
-                break
-    return found
+    size = len(needle)
+    hits = (start for start in range(len(haystack) - size + 1) if needle
+            and haystack[start] == needle[0] and tuple(haystack[start:start + size]) == needle)
+    return len(list(itertools.islice(hits, limit)))
 
 
-def _placed(hunk: Hunk, lines: list[str]) -> str:
+def _hunk_place(hunk: Hunk, lines: list[str]) -> str:
     """"exact" (the whole hunk is in the file), "core" (only its one core place) or "no"."""
     if _count(lines, hunk.preimage, 1):
         return "exact"
@@ -65,7 +61,7 @@ def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] 
         if data is None:
             return None
         lines = file_lines(data)
-        places = [_placed(hunk, lines) for hunk in diff.hunks]
+        places = [_hunk_place(hunk, lines) for hunk in diff.hunks]
         if "no" in places:
             return None
         if "core" in places:
@@ -73,13 +69,12 @@ def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] 
     return list(dict.fromkeys(found))
 
 
-def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch], *,
-                           env: Mapping[str, str] | None = None) -> ApplyResult:
+def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch]) -> ApplyResult:
     """Apply ``patches`` with ``git am -C0``; on a ``conflict`` the worktree is as it was."""
     refuse_in_progress(wt)
     base = wt.head()
     placed: list[str] = []
-    run_env = {**(env or {}), **committer_env(wt, patches[0].author)}
+    run_env = committer_env(wt, patches[0].author)
     for patch in patches:
         files = context_ignored_files(wt, patch.files) if patch.commits == 1 else None
         if files is None or not wt.git([*SAFE_CONFIG, "am", "-C0", *AM_OPTIONS], env=run_env,
@@ -95,14 +90,16 @@ def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch], *,
 
 
 @dataclass(frozen=True)
-class _Doc:
-    head: str  # the "{" line
-    entries: list[tuple[str, str]]  # (key, line as written)
-    tail: str  # the "}" line
-    end: str  # the text after the "}" line ("\n" or "")
+class _OnePerLine:
+    """A JSON object of one member per line: its ``{`` line, (key, line), ``}`` line, end."""
+
+    head: str
+    entries: list[tuple[str, str]]
+    tail: str
+    end: str  # "\n" or ""
 
 
-def _read(data: bytes | None) -> _Doc | None:
+def _read_one_per_line(data: bytes | None) -> _OnePerLine | None:
     try:
         lines = (data or b"").decode("utf-8").split("\n")
     except UnicodeDecodeError:
@@ -115,7 +112,7 @@ def _read(data: bytes | None) -> _Doc | None:
         return None
     entries = []
     for line in lines[1:-1]:
-        member = _bare(line)
+        member = _member(line)
         try:
             value = json.loads("{" + member + "}") if member else None
         except ValueError:
@@ -124,10 +121,10 @@ def _read(data: bytes | None) -> _Doc | None:
             return None
         (key,) = value
         entries.append((key, line))
-    return _Doc(lines[0], entries, lines[-1], end)
+    return _OnePerLine(lines[0], entries, lines[-1], end)
 
 
-def _bare(line: str) -> str:
+def _member(line: str) -> str:
     """The member without its trailing comma and surrounding blanks."""
     stripped = line.strip()
     return stripped[:-1].rstrip() if stripped.endswith(",") else stripped
@@ -140,12 +137,12 @@ def _with_comma(line: str, comma: bool) -> str:
 
 def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> bytes | None:
     """``ours`` with the change from ``base`` to ``theirs`` made entry by entry, or None."""
-    b, o, t = _read(base), _read(ours), _read(theirs)
+    b, o, t = _read_one_per_line(base), _read_one_per_line(ours), _read_one_per_line(theirs)
     if b is None or o is None or t is None:
         return None
     before, here, after = (dict(doc.entries) for doc in (b, o, t))
     removed = [k for k in before if k not in after]
-    changed = [k for k in after if k in before and _bare(after[k]) != _bare(before[k])]
+    changed = [k for k in after if k in before and _member(after[k]) != _member(before[k])]
     added = [k for k, _ in t.entries if k not in before]
     duplicated = {k for doc in (b, o, t)
                   for k, n in Counter(key for key, _ in doc.entries).items() if n > 1}
@@ -153,21 +150,21 @@ def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) 
         return None
     result = list(o.entries)
     for key in removed:
-        if key not in here or _bare(here[key]) != _bare(before[key]):
+        if key not in here or _member(here[key]) != _member(before[key]):
             return None
         result = [(k, line) for k, line in result if k != key]
     for key in changed:
         if key not in here:
             return None
-        if _bare(here[key]) == _bare(after[key]):
+        if _member(here[key]) == _member(after[key]):
             continue
-        if _bare(here[key]) != _bare(before[key]):
+        if _member(here[key]) != _member(before[key]):
             return None
         result = [(k, after[key] if k == key else line) for k, line in result]
     order = [k for k, _ in t.entries]
     for key in added:
         if key in here:
-            if _bare(here[key]) != _bare(after[key]):
+            if _member(here[key]) != _member(after[key]):
                 return None
             continue
         keys = [k for k, _ in result]
@@ -187,7 +184,7 @@ def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) 
 
 
 def _values(entries: list[tuple[str, str]]) -> dict[str, object]:
-    return {k: json.loads("{" + _bare(line) + "}")[k] for k, line in entries}
+    return {k: json.loads("{" + _member(line) + "}")[k] for k, line in entries}
 
 
 def finish_by_entries(wt: Worktree, stopped: ApplyResult) -> ApplyResult:

@@ -1,8 +1,8 @@
 """The cache repository: one bare, blobless repository per upstream URL holding only the heads
 fetched (``refs/remotes/upstream/``), shared by every folder and run on the host under one lock
 (``<repo>.lock``, :func:`file_lock`, which the run locks use too); what a run learned from it
-(:class:`RunMemo`); and the fork's branches read and moved from it (``ls-remote``, ``push
---force-with-lease``), sealed like its fetch: the token only in the askpass environment."""
+(:class:`RunMemo`); and the fork's branches read and moved (``ls-remote``, ``push
+--force-with-lease``), sealed like the fetch: the token only in the askpass environment."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from backport.git.run import (
     git,
     is_unreachable,
     ls_remote,
+    read_blob,
+    remote_failure,
     token_git,
     transport_url,
 )
@@ -42,8 +44,7 @@ _UNREADABLE = re.compile(r"(?:unable to read|missing blob object) '?(?P<sha>[0-9
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 _LEASE_FAILED = ("stale info", "fetch first", "non-fast-forward", "[rejected]")
 _NOISE = ("failed to push some refs", "could not read from remote repository")
-_MAX_BLOB = 8 << 20  # bytes: a larger blob is read again when asked again
-_MAX_KEPT = 128 << 20  # bytes of blobs a run keeps in all
+_MAX_BLOB, _MAX_KEPT = 8 << 20, 128 << 20  # bytes: the largest blob kept, all blobs kept
 # Names that always name the same object: a full id (with a path) or an abbreviated blob id.
 _FIXED = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})(?::.+)?|[0-9a-f]{7,39}", re.S)
 
@@ -55,8 +56,8 @@ _path_locks: dict[Path, tuple[threading.RLock, list[int]]] = {}
 @contextlib.contextmanager
 def file_lock(path: Path, *, wait: bool = True,
               on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (made 0600) for the body. Held elsewhere: with
-    ``wait`` call ``on_wait`` once and block; else ``locked`` naming the file and holder's pid."""
+    """Hold an exclusive ``flock`` on ``path`` (made 0600). Held elsewhere: with ``wait`` call
+    ``on_wait`` once and block; else ``locked`` naming the file and the holder's pid."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -85,12 +86,6 @@ def file_lock(path: Path, *, wait: bool = True,
         os.close(fd)
 
 
-def lock_file(repo: Path) -> Path:
-    """``<repo>.lock``, beside the cache repository."""
-    real = Path(os.path.realpath(repo))
-    return real.with_name(real.name + ".lock")
-
-
 @contextlib.contextmanager
 def repo_lock(repo: Path) -> Iterator[None]:
     """Exclusive use of the cache repository (its refs, its worktrees), re-entrant per thread."""
@@ -99,7 +94,7 @@ def repo_lock(repo: Path) -> Iterator[None]:
         rlock, depth = _path_locks.setdefault(repo, (threading.RLock(), [0]))
     with rlock, contextlib.ExitStack() as held:
         if not depth[0]:
-            held.enter_context(file_lock(lock_file(repo)))
+            held.enter_context(file_lock(repo.with_name(repo.name + ".lock")))
         depth[0] += 1
         try:
             yield
@@ -108,43 +103,37 @@ def repo_lock(repo: Path) -> Iterator[None]:
 
 
 class RunMemo:
-    """What a run learned from its cache and does not ask git again: blobs by a fixed name,
-    answers by key (patch-ids, identity), pre-images a search missed (until the next fetch).
-    Shared by the cache's worktrees and threads (two asking at once both ask git)."""
+    """What a run learned from its cache: blobs by a fixed name, answers by key (patch-ids,
+    identity), pre-images a search missed (until the next fetch). Shared by its worktrees."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._blobs: dict[str, bytes] = {}
         self._size = 0
         self._answers: dict[Hashable, Any] = {}
-        self._fetches = 0  # fetches so far; a search holds until the next one
+        self._fetches = 0  # a search's miss holds until the next fetch
         self._absent: dict[str, int] = {}  # blob a search missed -> fetches then
-        self._present: set[str] = set()  # blob names that name a blob in the repository
-        self.ensured = False  # the cache repository exists with its remote set
-        self.nofilter = False  # its fetches go without a filter (`backport.nofilter`), as read
-        self.pruned = False  # the stale worktrees of the cache were pruned this run
+        self._blob_names: set[str] = set()  # names known to name a blob
+        self.ensured = False  # the repository exists with its remote set
+        self.nofilter = False  # `backport.nofilter` as read: fetch without a filter
+        self.pruned = False  # stale worktrees pruned this run
 
     def blob(self, repo: Path, name: str) -> bytes | None:
         """The bytes ``name`` (a blob id or ``<commit>:<path>``) names in ``repo``, or None."""
         if name in self._blobs:
             return self._blobs[name]
-        if self.absent(name):
-            return None
-        out = git(["cat-file", "blob", name], cwd=repo, check=False)
-        if not out.ok:
-            return None
-        if _FIXED.fullmatch(name):
-            self.keep(name, out.raw)
-        return out.raw
+        data = None if self.absent(name) else read_blob(repo, name)
+        if data is not None and _FIXED.fullmatch(name):
+            self.keep(name, data)
+        return data
 
     def has(self, name: str) -> bool:
-        """True when ``name`` is known to name a blob in the repository."""
-        return name in self._blobs or name in self._present
+        return name in self._blobs or name in self._blob_names
 
     def keep(self, name: str, data: bytes) -> None:
         """Remember that ``name`` (a fixed name) names ``data``."""
         with self._lock:
-            self._present.add(name)
+            self._blob_names.add(name)
             if name in self._blobs or len(data) > _MAX_BLOB or self._size + len(data) > _MAX_KEPT:
                 return
             self._blobs[name] = data
@@ -155,14 +144,14 @@ class RunMemo:
         return functools.partial(self.blob, repo)
 
     def fetched(self) -> None:
-        """The cache fetched: the history may now hold what an earlier search missed."""
+        """The history may now hold what an earlier search missed."""
         with self._lock:
             self._fetches += 1
 
     def searched(self, found: Iterable[str], missed: Iterable[str]) -> None:
         """A search of the history found (and fetched) ``found``, not ``missed``."""
         with self._lock:
-            self._present.update(found)
+            self._blob_names.update(found)
             for name in missed:
                 self._absent[name] = self._fetches
 
@@ -193,13 +182,13 @@ def lacks_objects(text: str) -> bool:
     return any(marker in low for marker in _LACKING)
 
 
-def _lacking_said(text: str) -> str:
+def _lacking_objects_reason(text: str) -> str:
     """git's line saying the upstream lacks objects, and the object it names."""
     plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x09\x0b-\x1f\x7f]", "", text)
     line = next(line for line in plain.splitlines() if lacks_objects(line))
-    said = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
+    reason = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
     missing = _UNREADABLE.search(plain)
-    return f"{said}: it has no object {missing.group('sha')}" if missing else said
+    return f"{reason}: it has no object {missing.group('sha')}" if missing else reason
 
 
 class RepoCache:
@@ -211,12 +200,11 @@ class RepoCache:
         self.upstream_url = upstream_url
         self.url = strip_url_credentials(transport_url(upstream_url))
         self.path = self.root / cache_dir_name(upstream_url)
-        self.lock_path = lock_file(self.path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.env = dict(env or {})
         self.memo = RunMemo()
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
-        """Exclusive use of the cache repository (re-entrant within one thread)."""
         return repo_lock(self.path)
 
     def ensure(self) -> None:
@@ -229,26 +217,25 @@ class RepoCache:
                 git(["init", "--quiet", "--bare", "--", str(self.path)], cwd=self.root)
                 current, self.memo.nofilter = "", False
             else:
-                current, self.memo.nofilter = self._read_setup()
+                setup = self._read_setup()
+                current, self.memo.nofilter = setup.get("url", ""), setup.get("nofilter") == "true"
             if current != self.url:
                 git(["config", "--", f"remote.{REMOTE}.url", self.url], cwd=self.path)
                 git(["config", "--", f"remote.{REMOTE}.tagOpt", "--no-tags"], cwd=self.path)
             self.memo.ensured = True
 
-    def _read_setup(self) -> tuple[str, bool]:
-        """The remote's URL and whether ``backport.nofilter`` is true, in one git process."""
-        out = git(["config", "--null", "--get-regexp",
-                   rf"^(remote\.{REMOTE}\.url|backport\.nofilter)$"], cwd=self.path, check=False)
+    def _read_setup(self) -> dict[str, str]:
+        """The remote's ``url`` and ``partialclonefilter``, and ``backport.nofilter``."""
+        out = git(["config", "--null", "--get-regexp", rf"^(remote\.{REMOTE}\.(url|"
+                   r"partialclonefilter)|backport\.nofilter)$"], cwd=self.path, check=False)
         values = dict(item.partition("\n")[::2] for item in out.stdout.split("\0") if item)
-        return (values.get(f"remote.{REMOTE}.url", "").strip(),
-                values.get("backport.nofilter", "").strip() == "true")
+        return {key.rpartition(".")[2]: value.strip() for key, value in values.items()}
 
     @property
     def blobless(self) -> bool:
         """True when the cache is a partial clone that fetches blobs lazily."""
-        out = git(["config", "--get", f"remote.{REMOTE}.partialclonefilter"], cwd=self.path,
-                  check=False)
-        return out.ok and not self._read_setup()[1]
+        setup = self._read_setup()
+        return "partialclonefilter" in setup and setup.get("nofilter") != "true"
 
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
         """Fetch each branch's head only (branch -> sha); a failure leaves the cache as it was."""
@@ -293,7 +280,7 @@ class RepoCache:
             (self.path / "config").write_bytes(config)
 
     def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
-        """One fetch from the upstream, sealed: it may run in a step that holds the token."""
+        """One fetch from the upstream, sealed (a step holding the token may run it)."""
         return token_git([*args, "--", REMOTE, *refspecs], repo=self.path, urls=(self.url,),
                          env=self.env, check=False)
 
@@ -304,11 +291,11 @@ class RepoCache:
             return BackportError("branch-missing", f"target branch '{missing.group('branch')}' "
                                                    f"does not exist in {url}.")
         if lacks_objects(out.text):
-            return BackportError(
-                "git", f"the upstream {url} lacks objects its branches need "
-                       f"({redact(_lacking_said(out.text))}), as a copy without some of its "
-                       f"files does: use a full clone of it instead (`git clone --mirror`); "
-                       f"the cache is left as it was.")
+            reason = redact(_lacking_objects_reason(out.text))
+            return BackportError("git", f"the upstream {url} lacks objects its branches need "
+                                        f"({reason}), as a copy without some of its files does: "
+                                        f"use a full clone of it instead (`git clone --mirror`); "
+                                        f"the cache is left as it was.")
         if is_unreachable(out.text):
             return BackportError("upstream-unreachable",
                                  f"cannot reach upstream {url}: {out.reason}.")
@@ -326,23 +313,42 @@ class RepoCache:
                                                       f"fetched from {redact(self.upstream_url)}.")
         return {branch: found[branch] for branch in branches}
 
+    def fetch_pr_head(self, number: int) -> str:
+        """Fetch PR ``number``'s ``refs/merge-requests/N/head`` from the upstream; its sha."""
+        local = f"refs/backport/pr/{number}/head"
+        with self.lock():
+            self.ensure()
+            out = self._fetch(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                               "--filter=blob:none" if self.blobless else "--no-filter"],
+                              [f"+refs/merge-requests/{number}/head:{local}"])
+            if not out.ok:
+                raise remote_failure(out, f"cannot fetch the commits of PR !{number} (refs/"
+                                          f"merge-requests/{number}/head) from "
+                                          f"{redact(self.upstream_url)}", "upstream-unreachable")
+            return git(["rev-parse", "--verify", f"{local}^{{commit}}"],
+                       cwd=self.path).stdout.strip()
+
+    def fork_point(self, base: str, head: str) -> str:
+        """Where ``head`` leaves the fetched ``base`` ("": no shared history)."""
+        out = git(["merge-base", f"{TRACKING}{base}", head], cwd=self.path, check=False)
+        return out.stdout.strip() if out.ok else ""
+
     def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:
         """branch -> current upstream sha (None when absent), by ``ls-remote``; fetches nothing."""
         return ls_remote(self.url, branches, self.env, "upstream-unreachable",
                          f"cannot list branches of upstream {redact(self.upstream_url)}")
 
 
-def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> str | None:
-    """The sha of ``refs/heads/<branch>`` on ``url``, or None when the branch does not exist."""
-    return ls_remote(url, [branch], env, ErrorCode.FORK_UNREACHABLE,
-                     f"cannot read branch '{branch}' from {redact(url)}")[branch]
-
-
 def remote_shas(url: str, branches: list[str],
                 env: Mapping[str, str] | None = None) -> dict[str, str | None]:
     """The sha of each of ``branches`` on ``url`` in one ``ls-remote`` (None: no such branch)."""
+    what = f"branch '{branches[0]}'" if len(branches) == 1 else "the fork branches"
     return ls_remote(url, branches, env, ErrorCode.FORK_UNREACHABLE,
-                     f"cannot read the fork branches from {redact(url)}")
+                     f"cannot read {what} from {redact(url)}")
+
+
+def remote_sha(url: str, branch: str, env: Mapping[str, str] | None = None) -> str | None:
+    return remote_shas(url, [branch], env)[branch]
 
 
 def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | None,
@@ -381,7 +387,7 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
 
 
 def _causes(text: str) -> list[str]:
-    """git's ``fatal:`` / ``error:`` / ``remote:`` lines: why a push was rejected."""
+    """git's ``fatal:``, ``error:``, ``remote:`` lines: why a push was rejected."""
     causes = []
     for raw in text.splitlines():
         line = raw.strip()

@@ -25,8 +25,7 @@ from backport.git.run import git, read_blob
 _DEF = re.compile(r"\s*(?:async\s+)?def\s+([^\W\d]\w*)\s*[(:]")
 _CLASS = re.compile(r"\s*class\s+([^\W\d]\w*)\s*[(:]")
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-# CPython 3.11's parser keeps its recursion depth in shared state: two threads parsing at once
-# can fail ("AST constructor recursion depth mismatch"), so the branch threads parse one at a time.
+# CPython 3.11's parser fails when two threads parse at once: the branch threads take turns.
 _PARSING = threading.Lock()
 
 
@@ -37,32 +36,21 @@ class Definition:
     scope: str
     name: str
     line: int  # of the ``def``/``class`` keyword
+    again: int = 0  # a redefinition's second line (it hides the first)
 
     @property
     def qualname(self) -> str:
         return f"{self.scope}.{self.name}" if self.scope else self.name
 
 
-@dataclass(frozen=True)
-class Redefinition(Definition):
-    """A second definition of one name in one body (at ``again``): the first is hidden."""
-
-    again: int
-
-
-# A run reads each target's file several times (the tests added, those there, what hides one):
-# each text is parsed once, its tree shared (every caller only reads it).
-_KEPT = 16
-
-
-@functools.lru_cache(maxsize=_KEPT)
+@functools.lru_cache(maxsize=16)  # a run reads each target's file several times
 def parsed(text: str, filename: str) -> ast.Module:
-    """The module's tree (the same for the same text: never change it)."""
+    """The module's tree, shared by every caller with the same text: never change it."""
     with _PARSING:
         return ast.parse(text, filename=filename)
 
 
-@functools.lru_cache(maxsize=_KEPT)
+@functools.lru_cache(maxsize=16)
 def compiled(text: str, filename: str) -> ast.Module:
     """The module's tree (:func:`parsed`), once it also compiles."""
     tree = parsed(text, filename)
@@ -115,7 +103,7 @@ def _rebinds_on_purpose(node: _Def) -> bool:
     return False
 
 
-def redefinitions(tree: ast.Module) -> list[Redefinition]:
+def redefinitions(tree: ast.Module) -> list[Definition]:
     """Names defined twice in one module or class body, the later one hiding the earlier."""
     found = []
     for scope, body in _bodies(tree):
@@ -124,7 +112,7 @@ def redefinitions(tree: ast.Module) -> list[Redefinition]:
             if not isinstance(node, _Def):
                 continue
             if node.name in seen and not _rebinds_on_purpose(node):
-                found.append(Redefinition(scope, node.name, seen[node.name], node.lineno))
+                found.append(Definition(scope, node.name, seen[node.name], node.lineno))
             seen[node.name] = node.lineno
     return sorted(found, key=lambda r: r.again)
 
@@ -257,10 +245,6 @@ def _blob(repo: Path, name: str, blobs: Blobs | None) -> bytes | None:
     return blobs(name) if blobs is not None else read_blob(repo, name)
 
 
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "surrogateescape")
-
-
 def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
                      blobs: Blobs | None = None) -> list[AddedTest] | None:
     """The tests added to one file, from its post-image; None when that is not at hand."""
@@ -298,7 +282,7 @@ def _tree_at(repo: Path, commit: str, path: str,
     if data is None:
         return None
     try:
-        return parsed(_text(data), path)
+        return parsed(data.decode("utf-8", "surrogateescape"), path)
     except (SyntaxError, ValueError):
         return None
 
@@ -316,8 +300,7 @@ def introduced_by(repo: Path, commit: str, path: str, name: str) -> tuple[str, s
 def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
                   trees: dict[str, ast.Module | None] | None = None,
                   blobs: Blobs | None = None) -> list[tuple[AddedTest, int]]:
-    """The ``tests`` ``commit`` defines in the same file and class, with their lines (``trees``:
-    the files read so far)."""
+    """The ``tests`` ``commit`` defines in the same file and class, with their lines."""
     found = []
     trees = {} if trees is None else trees
     for test in tests:
@@ -366,8 +349,8 @@ def with_classes(repo: Path, base: str, head: str, tests: Sequence[AddedTest],
 
 
 def left_paths(changes: Iterable[tuple[str | None, str | None]]) -> list[str]:
-    """The one rule of which files a series leaves, from its (path before, path after) changes
-    in order: a path later deleted or renamed away is dropped, a rename's new path counts."""
+    """The files a series leaves, from its (path before, path after) changes in order: a path
+    later deleted or renamed away is dropped, a rename's new path counts."""
     left: dict[str, None] = {}
     for old, new in changes:
         if old and old != new:
@@ -386,8 +369,8 @@ def changed_python_tests(patches: Sequence[Patch], test_paths: Sequence[str] = (
 
 def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str],
                     blobs: Blobs | None = None) -> list[str]:
-    """One sentence per file of ``paths`` at ``head`` (a commit, or a folder) that does not
-    compile or defines a name twice in one body where ``base`` did not (with both lines)."""
+    """One sentence per file of ``paths`` at ``head`` (a commit or a folder) that does not
+    compile, or defines a name twice in one body where ``base`` did not."""
     problems = []
     for path in paths:
         try:
@@ -397,15 +380,15 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
             continue
         if data is None:
             continue
-        text = _text(data)
+        text = data.decode("utf-8", "surrogateescape")
         broken = compile_problem(text, path)
         if broken:
             problems.append(f"{path} does not compile ({broken})")
             continue
         before = _tree_at(repo, base, path, blobs)
-        known = {(r.scope, r.name) for r in redefinitions(before)} if before else set()
+        before_names = {(r.scope, r.name) for r in redefinitions(before)} if before else set()
         problems += [f"{path} defines {again.qualname} twice (lines {again.line} and "
                      f"{again.again}): the second definition hides the first, so one test "
                      f"would never run" for again in redefinitions(parsed(text, path))
-                     if (again.scope, again.name) not in known]
+                     if (again.scope, again.name) not in before_names]
     return problems

@@ -22,12 +22,11 @@ from backport.config.validate import is_local_path, refname_problem
 from backport.errors import BackportError, ErrorCode
 from backport.redact import redact
 
-# Forced on every git call: messages are parsed, and git must never wait for a password.
+# Forced on every git call: messages are parsed, and git never waits for a password.
 BASE_ENV = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"}
-# Unless the caller brings its own (the push's token askpass), no askpass program is started.
-NO_ASKPASS = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+NO_ASKPASS = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}  # unless the caller brings its own
 DEFAULT_TIMEOUT = 1800.0  # seconds; in a blobless cache even a checkout may fetch objects
-# Auto maintenance (a process or more after each fetch and commit) runs only after a fetch.
+# Auto maintenance (processes after each fetch and commit) runs only after a fetch.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false")
 SEALED_OPTIONS = ("-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null",
                   "-c", "core.fsmonitor=false")
@@ -83,15 +82,16 @@ def subcommand(args: Sequence[str]) -> str:
 
 
 def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None, check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
+        stdin: bytes | None = None, check: bool = True,
         timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
     """Run ``git <args>`` in ``cwd``, ``env`` laid over this process's environment less its
-    secrets; with ``check`` a non-zero exit raises ``BackportError(code)``."""
+    secrets; with ``check`` a non-zero exit raises ``BackportError("git")``."""
     command = subcommand(args)
     if cwd is not None and not Path(cwd).is_dir():
-        raise BackportError(code, f"cannot run git {command}: directory {cwd} does not exist.")
+        raise BackportError(ErrorCode.GIT, f"cannot run git {command}: directory {cwd} does "
+                                           "not exist.")
     argv = ["git", *(() if command == "fetch" else NO_MAINTENANCE), *args]
-    ended = process.run(argv, cwd=cwd, stdin=stdin, timeout=timeout, code=code,
+    ended = process.run(argv, cwd=cwd, stdin=stdin, timeout=timeout, code=ErrorCode.GIT,
                         shown=f"git {command}", unfiltered={**NO_ASKPASS, **(env or {}),
                                                            **BASE_ENV})
     if ended.timed_out:
@@ -99,7 +99,7 @@ def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None 
     else:
         result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
     if check and not result.ok:
-        raise failure(result, code, cwd)
+        raise failure(result, cwd)
     return result
 
 
@@ -110,7 +110,8 @@ def transport_of(url: str) -> str:
     return "ssh" if name in ("git+ssh", "ssh+git") else name
 
 
-def sealed_call(repo: Path | None, urls: Sequence[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
+def sealed_call(repo: Path | None, urls: Sequence[str],
+                cwd: Path) -> tuple[list[str], dict[str, str]]:
     """The leading options and the environment of a `token_git` call run in ``cwd``."""
     allowed = sorted({transport_of(url) for url in urls} - {"ext"})
     options = ["--git-dir", str(Path(repo).absolute()) if repo is not None else os.devnull,
@@ -121,18 +122,16 @@ def sealed_call(repo: Path | None, urls: Sequence[str], cwd: Path) -> tuple[list
 
 def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
               env: Mapping[str, str] | None = None, stdin: bytes | None = None,
-              check: bool = True, code: ErrorCode | str = ErrorCode.GIT,
-              timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
+              check: bool = True) -> GitOutput:
     """`git` for a step that holds the forge token, in a new empty private folder; ``env``
     (the askpass, ``GIT_INDEX_FILE``) cannot undo the sealing. A failure names ``repo``."""
     with tempfile.TemporaryDirectory(prefix="backport-git-") as empty:
         options, sealed = sealed_call(repo, urls, Path(empty))
         out = git([*options, *args], cwd=Path(empty), env={**(env or {}), **sealed},
-                  stdin=stdin, check=False, timeout=timeout)
-    result = GitOutput(tuple(args), out.status, out.raw, out.stderr)
-    if check and not result.ok:
-        raise failure(result, code, repo)
-    return result
+                  stdin=stdin, check=False)
+    if check and not out.ok:
+        raise failure(out, repo)
+    return out
 
 
 def first_error_line(text: str) -> str:
@@ -145,12 +144,11 @@ def first_error_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def failure(result: GitOutput, code: ErrorCode | str = ErrorCode.GIT,
-            cwd: Path | None = None) -> BackportError:
-    """A BackportError describing a failed git call in one redacted sentence."""
+def failure(result: GitOutput, cwd: Path | None = None) -> BackportError:
+    """``git <subcommand> failed in <cwd>: <reason>.``, redacted."""
     where = f" in {cwd}" if cwd is not None else ""
     message = redact(f"git {subcommand(result.args)} failed{where}: {result.reason}.")
-    return BackportError(code, message, details={"exit": result.status})
+    return BackportError(ErrorCode.GIT, message, details={"exit": result.status})
 
 
 def remote_failure(out: GitOutput, what: str, unreachable: ErrorCode | str) -> BackportError:
@@ -180,9 +178,9 @@ def is_unreachable(text: str) -> bool:
         "repository" in low and "not found" in low)
 
 
-def read_blob(cwd: Path, name: str, env: Mapping[str, str] | None = None) -> bytes | None:
+def read_blob(cwd: Path, name: str) -> bytes | None:
     """The blob ``name`` (an id or ``<commit>:<path>``) names; None when none."""
-    out = git(["cat-file", "blob", name], cwd=cwd, env=env, check=False)
+    out = git(["cat-file", "blob", name], cwd=cwd, check=False)
     return out.raw if out.ok else None
 
 

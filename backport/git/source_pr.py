@@ -1,34 +1,26 @@
-"""The source PR of a from-PR backport, read from the cache repository: its commits, proven to
-be its own; what its GitCode squash commit says; the backport's message.
+"""The source PR of a from-PR backport, read from the cache repository: the commits that are
+proven its own, what its GitCode squash commit says (`git/squash_message.py`), and the commit
+the backport exports.
 
 A merged PR's change is the commit on its base with exactly the PR's files, committed no earlier
 than its merge (less ``MERGE_CLOCK_SKEW``): the forge's ``merge_commit_sha``, else the oldest
-whose squash message (``!N merge <head> into <base>`` … ``See merge request: …!N``) names it;
-anyone can quote ``!N``, so the others are passed over, named by sha. An open PR's change runs
-from where its head ref leaves the base. A squash message holds the PR's own message, then
-GitCode's block (``GENERATED``: merge line, title, ``Created-by:``, ``Description:``, trailer).
+whose squash message names it; anyone can quote ``!N``, so the others are passed over, named by
+sha. An open PR's change runs from where its head ref leaves the base.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from backport.errors import BackportError
-from backport.git.apply import patch_ids, same_change
-from backport.git.cache import REMOTE, TRACKING, RepoCache
-from backport.git.run import changed_files, git, remote_failure
-from backport.numerals import DIGITS
-from backport.numerals import number as bounded
+from backport.git.cache import TRACKING, RepoCache
+from backport.git.run import changed_files, git
+from backport.git.squash_message import merge_line, read_message, squash_names
 from backport.redact import redact
 
-FOUND_BY_MERGE_SHA = "merge_commit_sha"
-FOUND_BY_SQUASH = "squash message"
-FOUND_BY_HEAD = "head ref"
-_PR_HEADS = "refs/backport/pr/"
 # The squash commit is written a moment before the merge is recorded, by other hosts' clocks.
 MERGE_CLOCK_SKEW = timedelta(minutes=10)
 # Why a commit naming !N was not taken (the plan names it by sha with one of these).
@@ -37,14 +29,6 @@ BEFORE_MERGE = "committed before the PR was merged"
 LATER = "a later commit with the PR's files"
 _SHOWN_FILES = 3  # files named in the sentence when no commit proves the source
 _SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
-MAX_CARRIER_COMMITS = 100  # a PR with more commits is not read for the change
-GENERATED = "# message auto-generated for no-merge-commit merge:"
-_TRAILER = re.compile(rf"^See merge request: \S+?!({DIGITS})\s*$", re.MULTILINE)
-_MERGE_LINE = re.compile(rf"^\s*!({DIGITS}) merge (\S+) into (\S+)\s*$", re.MULTILINE)
-# The lines GitCode writes after the title; a block without the title starts with one.
-_FIELD = re.compile(r"(Created-by|Commit-by|Merged-by|Description|See merge request):")
-# A line in one of this tool's trailer forms: only the tool writes them in a backport.
-_TOOL_FORM = re.compile(r"^\s*(?:Backport of \S*!\S*|\(cherry picked from commit \S*\))\s*$")
 _LOG_FORMAT = "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e"
 
 
@@ -89,35 +73,6 @@ class SquashMerge:
     files: tuple[tuple[str | None, str | None], ...]  # (old, new) per file, as a forge lists
 
 
-def _merge_line(message: str, number: int) -> re.Match[str] | None:
-    """The ``!N merge <head> into <base>`` line of PR ``number`` in ``message``."""
-    return next((m for m in _MERGE_LINE.finditer(message) if m.group(1) == str(number)), None)
-
-
-def squash_names(message: str, number: int) -> bool:
-    """Whether ``message`` is GitCode's squash message of PR ``number`` (not ``!N0``): by its
-    last trailer when it has one (the PR's own text above may quote another's), else its
-    ``!N merge`` line."""
-    trailers = _TRAILER.findall(message)
-    if trailers:
-        return trailers[-1] == str(number)
-    return _merge_line(message, number) is not None
-
-
-def squash_number(message: str) -> int | None:
-    """The PR whose GitCode squash message ``message`` is, or None when it is none."""
-    trailers = _TRAILER.findall(message)
-    said = [trailers[-1]] if trailers else [m.group(1) for m in _MERGE_LINE.finditer(message)]
-    found = (bounded(digits) for digits in said)
-    return next((n for n in found if n is not None and squash_names(message, n)), None)
-
-
-def squash_head(message: str, number: int) -> str:
-    """The head branch the generated block of PR ``number``'s squash message names ("": none)."""
-    line = _merge_line(message.split(GENERATED, 1)[-1], number)
-    return line.group(2) if line else ""
-
-
 def same_files(pr_paths: Iterable[str], commit_paths: Iterable[str]) -> bool:
     """A commit is a PR's change only when it touches exactly the PR's paths (at least one)."""
     wanted = frozenset(pr_paths)
@@ -135,13 +90,8 @@ def merge_bound(merged_at: str) -> int | None:
     return int((when - MERGE_CLOCK_SKEW).timestamp())
 
 
-def _git(repo: RepoCache, args: list[str], check: bool = True) -> str:
-    out = git(args, cwd=repo.path, env=repo.env, check=check)
-    return out.stdout if out.ok else ""
-
-
-def _ok(repo: RepoCache, args: list[str]) -> bool:
-    return git(args, cwd=repo.path, env=repo.env, check=False).ok
+def _git(repo: RepoCache, args: list[str]) -> str:
+    return git(args, cwd=repo.path, env=repo.env).stdout
 
 
 def _parents(repo: RepoCache, sha: str) -> list[str]:
@@ -173,10 +123,11 @@ def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
     return found
 
 
-def _naming(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
+def _squash_commits(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
     """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
     named = [NamedCommit(sha, time) for sha, time, _, _, message
-             in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}") if squash_names(message, number)]
+             in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}")
+             if squash_names(message, number)]
     return sorted(reversed(named), key=lambda commit: commit.time)
 
 
@@ -197,18 +148,20 @@ def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_pat
     return taken, tuple(passed)
 
 
-def _files_said(paths: frozenset[str]) -> str:
+def _describe_files(paths: frozenset[str]) -> str:
+    """``2 files (a.py, b.py)``: the count and the first few names."""
     shown = sorted(paths)
     more = f" and {len(shown) - _SHOWN_FILES} more" if len(shown) > _SHOWN_FILES else ""
-    return f"{len(shown)} file{'s' if len(shown) != 1 else ''} ({', '.join(shown[:_SHOWN_FILES])}{more})"
+    names = ", ".join(shown[:_SHOWN_FILES])
+    return f"{len(shown)} file{'s' if len(shown) != 1 else ''} ({names}{more})"
 
 
-def passed_over_said(passed: Iterable[PassedOver]) -> str:
+def describe_passed_over(passed: Iterable[PassedOver]) -> str:
     """``abc123456789 (its files are not the PR's), …``."""
     listed = list(passed)
-    said = ", ".join(f"{p.sha[:12]} ({p.why})" for p in listed[:_SHOWN_COMMITS])
+    shown = ", ".join(f"{p.sha[:12]} ({p.why})" for p in listed[:_SHOWN_COMMITS])
     more = len(listed) - _SHOWN_COMMITS
-    return f"{said} and {more} more" if more > 0 else said
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
@@ -221,24 +174,25 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
                                                f"be proven to be its change")
     sha, sha_seen = merge_commit_sha, ""
     # a partial clone asks the upstream for a commit it lacks
-    if sha and _ok(repo, ["cat-file", "-e", f"{sha}^{{commit}}"]) and _ok(
-            repo, ["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"]):
+    if sha and all(git(args, cwd=repo.path, env=repo.env, check=False).ok for args in (
+            ["cat-file", "-e", f"{sha}^{{commit}}"],
+            ["merge-base", "--is-ancestor", sha, f"{TRACKING}{base}"])):
         if same_files(paths, commit_paths(repo, sha)):
-            return SourceCommits(_landed_rev(repo, sha), sha, FOUND_BY_MERGE_SHA)
+            return SourceCommits(_landed_rev(repo, sha), sha, "merge_commit_sha")
         sha_seen = f"its merge_commit_sha {sha[:12]} changes other files; "
     elif sha:
         sha_seen = f"its merge_commit_sha {sha[:12]} is not on '{base}'; "
-    named = _naming(repo, base, number)
+    named = _squash_commits(repo, base, number)
     files_of = {commit.sha: commit_paths(repo, commit.sha) for commit in named}
     found, passed = choose(named, files_of, paths, merge_bound(merged_at))
     if found is not None:
-        return SourceCommits(_landed_rev(repo, found), found, FOUND_BY_SQUASH, passed)
+        return SourceCommits(_landed_rev(repo, found), found, "squash message", passed)
     seen = (f"{len(named)} commit{'s name' if len(named) != 1 else ' names'} it but none is "
-            f"its change: {passed_over_said(passed)}" if named
+            f"its change: {describe_passed_over(passed)}" if named
             else f"no commit names it in a squash message ('!{number} merge … into {base}')")
     raise BackportError("source-unproven", redact(
         f"PR !{number} is merged{f' at {merged_at}' if merged_at else ''} with "
-        f"{_files_said(paths)}, but no commit on '{base}' of {repo.upstream_url} is proven to "
+        f"{_describe_files(paths)}, but no commit on '{base}' of {repo.upstream_url} is proven to "
         f"be its change: {sha_seen}{seen}"))
 
 
@@ -247,117 +201,33 @@ def commit_paths(repo: RepoCache, sha: str) -> frozenset[str]:
     return frozenset(path for _, path in _changes(repo, sha))
 
 
-def fetch_head(repo: RepoCache, number: int) -> str:
-    """Fetch ``refs/merge-requests/N/head`` from the upstream; its sha."""
-    local = f"{_PR_HEADS}{number}/head"
-    with repo.lock():
-        repo.ensure()
-        out = git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                   "--filter=blob:none" if repo.blobless else "--no-filter", "--", REMOTE,
-                   f"+refs/merge-requests/{number}/head:{local}"], cwd=repo.path, env=repo.env,
-                  check=False)
-        if not out.ok:
-            raise remote_failure(out, f"cannot fetch the commits of PR !{number} (refs/merge-"
-                                      f"requests/{number}/head) from {redact(repo.upstream_url)}",
-                                 "upstream-unreachable")
-        return git(["rev-parse", "--verify", f"{local}^{{commit}}"], cwd=repo.path).stdout.strip()
-
-
-def _fork_point(repo: RepoCache, base: str, head: str) -> str:
-    return _git(repo, ["merge-base", f"{TRACKING}{base}", head], check=False).strip()
-
-
 def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
     """Open PR ``number``'s own commits: from where its head leaves ``base`` to its head."""
-    head = fetch_head(repo, number)
-    fork_point = _fork_point(repo, base, head)
+    head = repo.fetch_pr_head(number)
+    fork_point = repo.fork_point(base, head)
     if not fork_point:
         raise BackportError("usage", f"the head of PR !{number} shares no history with '{base}'")
     if fork_point == head:
         raise BackportError("usage", f"PR !{number} has no commit that is not already on '{base}'")
-    return SourceCommits(f"{fork_point}..{head}", head, FOUND_BY_HEAD)
-
-
-def carries_change(repo: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
-    """Whether PR ``number`` into ``base`` carries the change of ``patches`` (format-patch
-    bytes): each patch's patch-id is one of its own commits' or their sum's (a PR whose head
-    cannot be fetched, or with over ``MAX_CARRIER_COMMITS`` commits, does not)."""
-    wanted = [patch_ids(repo.path, data, repo.env) for data in patches]
-    if not wanted or not all(wanted):
-        return False
-    try:
-        head = fetch_head(repo, number)
-    except BackportError:
-        return False
-    fork_point = _fork_point(repo, base, head)
-    if not fork_point or fork_point == head:
-        return False
-    count = _git(repo, ["rev-list", "--count", f"{fork_point}..{head}", "--"]).strip()
-    if not count.isdigit() or int(count) > MAX_CARRIER_COMMITS:
-        return False
-    each = git(["log", "-p", "--no-color", "--no-ext-diff", "--format=commit %H",
-                f"{fork_point}..{head}", "--"], cwd=repo.path, env=repo.env)
-    whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=repo.path,
-                env=repo.env)
-    found = patch_ids(repo.path, each.raw, repo.env) | patch_ids(repo.path, whole.raw, repo.env)
-    return same_change(wanted, found)
-
-
-def read_message(message: str, number: int, author: str) -> tuple[str, str, str]:
-    """(title, body, author) of PR ``number`` as its squash message tells them."""
-    line = _merge_line(message, number)
-    block = message[line.end():] if line else ""
-    title = next((t.strip() for t in block.splitlines() if t.strip()), "")
-    title = "" if _FIELD.match(title) else title
-    subject = message.strip().splitlines()[0].strip() if message.strip() else ""
-    body = (_TRAILER.split(block.partition("\nDescription:")[2], 1)[0].strip()
-            or message.split(GENERATED, 1)[0].strip())
-    created = re.search(r"^Created-by:[ \t]*(.*)$", block, re.MULTILINE)
-    return title or subject, body, (created.group(1).strip() if created else "") or author
+    return SourceCommits(f"{fork_point}..{head}", head, "head ref")
 
 
 def find_squash_merge(repo: RepoCache, branches: Sequence[str],
                       number: int) -> SquashMerge | None:
     """PR ``number``'s oldest squash merge on one of ``branches`` (first parents only)."""
-    found = [(time, sha, branch, when, author, message) for branch in branches
+    found = [(time, sha, branch, line.group(2), when, author, message) for branch in branches
              for sha, time, when, author, message in _log(
                  repo, "--first-parent", f"--grep=!{number} merge", f"{TRACKING}{branch}")
-             if (line := _merge_line(message, number)) and line.group(3) == branch
+             if (line := merge_line(message, number)) and line.group(3) == branch
              and squash_names(message, number)]
     if not found:
         return None
-    _, sha, branch, when, author, message = min(found)
-    line = _merge_line(message, number)
-    assert line is not None
+    _, sha, branch, head, when, author, message = min(found)
     title, body, login = read_message(message, number, author)
     files = tuple((None, path) if status == "A" else (path, None) if status == "D"
                   else (path, path) for status, path in _changes(repo, sha))
-    return SquashMerge(number=number, sha=sha, base=branch, head=line.group(2), title=title,
+    return SquashMerge(number=number, sha=sha, base=branch, head=head, title=title,
                        body=body, author=login, merged_at=when, files=files)
-
-
-def one_line(text: str) -> str:
-    """``text`` (a title from outside) as one line: whitespace and control characters folded."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
-
-
-def own_message(message: str) -> str:
-    """The part of a commit message its author wrote (before the block, less the trailer)."""
-    own = message.split(GENERATED, 1)[0]
-    lines = [line.rstrip() for line in own.splitlines() if not _TRAILER.match(line)]
-    return "\n".join(lines).strip()
-
-
-def backport_message(message: str, *, title: str, sha: str, source_ref: str) -> str:
-    """The backport's message: ``title``, the change's own words, and where it comes from."""
-    own = "\n".join(line for line in own_message(message).splitlines()
-                    if not _TOOL_FORM.match(line)).strip()
-    subject, _, rest = own.partition("\n")
-    heading = one_line(title) or one_line(subject) or f"Backport of {source_ref}"
-    body = rest.strip() if one_line(subject) == heading else own
-    parts = [heading, body] if body else [heading]
-    parts.append(f"Backport of {source_ref}.\n(cherry picked from commit {sha})")
-    return "\n\n".join(parts) + "\n"
 
 
 def restate(repo: Path, sha: str, message: str) -> str:

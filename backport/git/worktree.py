@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,7 +53,7 @@ def _registered(repo: Path) -> list[Path]:
             if line.startswith("worktree ")]
 
 
-def _pointer(path: Path) -> Path | None:
+def _gitdir_of(path: Path) -> Path | None:
     """The private git folder ``path/.git``'s ``gitdir:`` line names."""
     try:
         first = (path / ".git").read_text(encoding="utf-8").splitlines()[0]
@@ -63,9 +63,9 @@ def _pointer(path: Path) -> Path | None:
     return (path / gitdir.strip()).resolve() if gitdir != first else None
 
 
-def _linked(path: Path) -> tuple[Path, str | None] | None:
+def _linked_worktree(path: Path) -> tuple[Path, str | None] | None:
     """The shared git folder and HEAD's branch of a linked worktree, read from git's files."""
-    own = _pointer(path)
+    own = _gitdir_of(path)
     try:
         if own is None:
             return None
@@ -74,7 +74,7 @@ def _linked(path: Path) -> tuple[Path, str | None] | None:
         head = (own / "HEAD").read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    if not (_same(back, path / ".git") and (common / "HEAD").is_file()
+    if not (_same_file(back, path / ".git") and (common / "HEAD").is_file()
             and own.parent == common / "worktrees"):
         return None
     if head.startswith("ref: "):
@@ -86,7 +86,7 @@ def _branch(ref: str) -> str | None:
     return ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
 
 
-def _writable_then_again(func, name: str, _exc: object) -> None:
+def _retry_writable(func, name: str, _exc: object) -> None:
     """`shutil.rmtree`'s retry with the folder made writable (a test may have locked it)."""
     os.chmod(os.path.dirname(name), 0o700)
     if os.path.isdir(name) and not os.path.islink(name):
@@ -94,7 +94,7 @@ def _writable_then_again(func, name: str, _exc: object) -> None:
     func(name)
 
 
-def _same(a: Path, b: Path) -> bool:
+def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -113,8 +113,7 @@ class Worktree:
 
     @classmethod
     def create(cls, cache: RepoCache, path: Path, branch: str, base_sha: str,
-               sparse_paths: Sequence[str] | None, *,
-               env: Mapping[str, str] | None = None) -> Worktree:
+               sparse_paths: Sequence[str] | None) -> Worktree:
         """Check out ``base_sha`` at ``path`` on branch ``branch`` (``sparse_paths`` only)."""
         check_branch_name(branch)
         if not base_sha or base_sha.startswith("-"):
@@ -135,8 +134,7 @@ class Worktree:
                 git(add, cwd=cache.path)
             if patterns:
                 git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
-        env = {**cache.env, **(env or {})}
-        git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=env)
+        git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=cache.env)
         return cls(path=path, repo=cache.path, branch=branch, memo=cache.memo)
 
     @staticmethod
@@ -144,7 +142,7 @@ class Worktree:
         """Forget or delete whatever worktree was left at ``path`` by an earlier run."""
         git(["worktree", "prune"], cwd=repo)
         for registered in _registered(repo):
-            if _same(registered, path) and registered != repo:
+            if _same_file(registered, path) and registered != repo:
                 git(["worktree", "remove", "--force", "--force", "--", str(path)], cwd=repo)
         if path.is_symlink() or path.is_file():
             raise BackportError("git", f"{path} exists and is not a worktree; move it away.")
@@ -156,20 +154,20 @@ class Worktree:
             git(["worktree", "prune"], cwd=repo)
 
     @classmethod
-    def open(cls, path: Path, memo: RunMemo | None = None) -> Worktree:
-        """The worktree at ``path`` (``memo``: its cache's, when the caller knows it)."""
+    def open(cls, path: Path) -> Worktree:
+        """The worktree at ``path``."""
         path = Path(path).expanduser().absolute()
         if not (path / ".git").exists():
             raise BackportError("git", f"{path} is not a git worktree.")
-        linked = _linked(path)
+        linked = _linked_worktree(path)
         if linked is None:
             out = git(["rev-parse", "--show-toplevel", "--git-common-dir"], cwd=path, check=False)
             lines = out.stdout.splitlines() if out.ok else []
-            if len(lines) != 2 or not _same(Path(lines[0]), path):
+            if len(lines) != 2 or not _same_file(Path(lines[0]), path):
                 raise BackportError("git", f"{path} is not a git worktree.")
             ref = git(["symbolic-ref", "--quiet", "HEAD"], cwd=path, check=False)
             linked = (path / lines[1]).resolve(), _branch(ref.stdout.strip())
-        return cls(path=path, repo=linked[0], branch=linked[1], memo=memo or RunMemo())
+        return cls(path=path, repo=linked[0], branch=linked[1])
 
     def git(self, args: Sequence[str], **kwargs) -> GitOutput:
         """Run git in this worktree (see :func:`backport.git.run.git`)."""
@@ -182,7 +180,7 @@ class Worktree:
     def own_dir(self) -> Path:
         """This worktree's private git folder (where ``git am`` keeps its state)."""
         if self._own_dir is None:
-            self._own_dir = _pointer(self.path) or Path(
+            self._own_dir = _gitdir_of(self.path) or Path(
                 self.git(["rev-parse", "--absolute-git-dir"]).stdout.strip()).resolve()
         return self._own_dir
 
@@ -193,7 +191,7 @@ class Worktree:
             if path.is_symlink() or path.is_file():
                 path.unlink()
             elif path.is_dir():
-                shutil.rmtree(path, onerror=_writable_then_again)
+                shutil.rmtree(path, onerror=_retry_writable)
             git(["worktree", "prune"], cwd=repo)
             git(["branch", "--quiet", "-D", "--", branch], cwd=repo, check=False)
 
@@ -208,7 +206,8 @@ class Worktree:
         with repo_lock(self.repo):
             # Mostly it is there, registered: one `worktree remove` does it; else a leftover.
             if not (self.path.is_dir() and git(remove, cwd=self.repo, check=False).ok):
-                if self.path.exists() and any(_same(p, self.path) for p in _registered(self.repo)):
+                if self.path.exists() and any(_same_file(p, self.path)
+                                              for p in _registered(self.repo)):
                     git(remove, cwd=self.repo)
                 elif self.path.is_dir() and (self.path / ".git").is_file():
                     shutil.rmtree(self.path)

@@ -25,7 +25,7 @@ from backport.config.validate import display_path
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import PrFile, SourcePrInfo
 from backport.git.patch_export import export_patch_set, file_at, test_files, touched_files
-from backport.git.source_pr import SourceCommits, landed, open_commits, passed_over_said
+from backport.git.source_pr import SourceCommits, describe_passed_over, landed, open_commits
 from backport.pipeline.session import Session
 from backport.redact import redact
 from backport.titles import strip_branch_tags
@@ -106,7 +106,7 @@ def passed_over_line(source: Source) -> list[str]:
     change (none, usually)."""
     passed = source.commits.passed_over
     return [f"not taken as PR !{source.info.number}'s change although their message names it: "
-            f"{passed_over_said(passed)}"] if passed else []
+            f"{describe_passed_over(passed)}"] if passed else []
 
 
 def source_line(source: SourcePr, upstream: str) -> str:
@@ -179,7 +179,8 @@ def write_from_pr(session: Session, dest: Path, source: Source, *, api: str | No
 def _backport_rev(session: Session, source: Source) -> str:
     """What the set is exported from: a merged PR's squash commit restated with the change's
     own message (``git/source_pr.py``); an open PR's own commits as they are."""
-    from backport.git.source_pr import backport_message, message_of, restate
+    from backport.git.source_pr import message_of, restate
+    from backport.git.squash_message import backport_message
 
     info, commits, repo = source.info, source.commits, session.cache.path
     if not info.merged or ".." in commits.rev:

@@ -42,7 +42,7 @@ _SYNC_HEAD = re.compile(rf"^sync-pr({DIGITS})-(.+)$")
 _CHERRY_PICK = re.compile(rf"^cherry-pick-mr-({DIGITS})-[0-9]+-auto$")
 _REPO = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
 # This tool's forms, where it writes them: a backport PR's evidence line, and the trailer
-# that is the last paragraph of a backport commit's message (git/source_pr.py).
+# that is the last paragraph of a backport commit's message (git/squash_message.py).
 _SOURCE_LINE = re.compile(rf"^{re.escape(SOURCE.prefix)}({_REPO})!({DIGITS})@[0-9a-f]{{40}}$",
                           re.MULTILINE)
 _TOOL_TRAILER = re.compile(rf"Backport of ({_REPO})!({DIGITS})\.\n"
@@ -101,7 +101,7 @@ def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
     """The PRs a commit on ``branch`` carries, other than its own (its GitCode squash line's):
     the sync bot's title prefix on its subject, the head branch of its own squash line, this
     tool's trailer as the last paragraph of its author's message."""
-    from backport.git.source_pr import (
+    from backport.git.squash_message import (
         own_message,  # the audit's alone
         squash_head,
         squash_number,
@@ -150,7 +150,7 @@ def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, 
                     number: int) -> tuple[PullRequest, str, str] | None:
     """The first PR of ``found`` (merged ones first, then the oldest) that counts, with its
     kind and why; each one passed over is said in the branch's progress, by number only."""
-    from backport.git.source_pr import carries_change  # only where a PR names the source
+    from backport.git.apply import carries_change  # only where a PR names the source
 
     forge, session = run.session.forge.client(), run.session
     patches = [patch.data for patch in job.patch_set.patches]

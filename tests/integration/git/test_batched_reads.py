@@ -49,13 +49,13 @@ def test_read_blobs_reads_blobs_by_id_and_by_path_and_leaves_out_the_rest(tmp_pa
 
 def test_series_tree_is_the_tree_git_am_makes_or_none_on_a_conflict(tmp_path: Path) -> None:
     work, head, patches = _repo(tmp_path)
-    one_by_one = [series_tree(work, head, [p]) for p in patches]
+    one_by_one = [series_tree(work / ".git", head, [p]) for p in patches]
     assert one_by_one[0] is not None and one_by_one[2] is not None
     assert one_by_one[1] is None  # the conflict
     git(work, "checkout", "--quiet", "--detach", head)
     git(work, "am", "--3way", "--quiet", str(patches[0].path), str(patches[2].path))
-    assert series_tree(work, head, patches[::2]) == commit_tree(work, "HEAD")
-    assert series_tree(work, head, patches[::2]) not in one_by_one
+    assert series_tree(work / ".git", head, patches[::2]) == commit_tree(work / ".git", "HEAD")
+    assert series_tree(work / ".git", head, patches[::2]) not in one_by_one
 
 
 def test_the_audit_batches_say_what_one_item_says(tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_the_audit_batches_say_what_one_item_says(tmp_path: Path) -> None:
     entries = history.tree_entries(work, head)
     touched = [(c, [PATH, "README"], email) for c, email in emails]
     assert blobs.applies(work, entries, touched) == {
-        c: series_tree(work, head, [p]) is not None for (c, _), p in zip(emails, patches,
+        c: series_tree(work / ".git", head, [p]) is not None for (c, _), p in zip(emails, patches,
                                                                          strict=True)}
     pre = read_blobs(work, pre_images(patches))
     assert len(pre) == 1  # the pre-image both patches changing the test file share

@@ -17,7 +17,7 @@ from backport.audit.rules import (
     titled_commit,
 )
 from backport.forge import PullRequest
-from backport.git.source_pr import squash_number
+from backport.git.squash_message import squash_number
 from backport.pipeline.proposed import commit_carries as carried
 from backport.titles import title_key
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from backport.git.source_pr import backport_message, one_line, own_message
+from backport.git.squash_message import backport_message, one_line, own_message
 
 SHA = "9e73e708ab9350d203475609f36f8a43f6a0c2ab"
 REF = "Ascend/pytorch!45049"

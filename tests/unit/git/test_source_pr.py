@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backport.git.source_pr import squash_names
+from backport.git.squash_message import squash_names
 
 SQUASH = ("test: add put_metric coverage\n\n# message auto-generated for no-merge-commit merge:\n"
           "!42810 merge test-put-metric-master into master\n\ntest: add put_metric coverage\n\n"

@@ -18,11 +18,11 @@ from backport.git.source_pr import (
     NamedCommit,
     PassedOver,
     choose,
+    describe_passed_over,
     merge_bound,
-    passed_over_said,
     same_files,
-    squash_names,
 )
+from backport.git.squash_message import squash_names
 
 PR_FILES = frozenset({"test/a/test_x.py"})
 
@@ -95,11 +95,11 @@ def test_a_gitcode_file_item_with_flags_as_booleans_or_integers() -> None:
 
 def test_the_commits_passed_over_are_named_by_sha_five_at_most() -> None:
     passed = [PassedOver(str(i) * 40, FILES_DIFFER) for i in range(7)]
-    said = passed_over_said(passed)
+    said = describe_passed_over(passed)
     assert said.startswith(f"{'0' * 12} (its files are not the PR's), {'1' * 12} (")
     assert said.endswith(f"{'4' * 12} (its files are not the PR's) and 2 more")
     assert "5555" not in said
-    assert passed_over_said(passed[:1]) == f"{'0' * 12} (its files are not the PR's)"
+    assert describe_passed_over(passed[:1]) == f"{'0' * 12} (its files are not the PR's)"
 
 
 def test_the_python_tests_a_series_leaves_follow_the_same_rule() -> None:
