@@ -21,9 +21,8 @@ from backport.redact import redact
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-# Every command: its module:attribute in backport/commands/ and its one-line help, the first
-# sentence of its docstring (`--help` lists it without importing the module; a test holds them
-# equal).
+# Every command: module:attribute in backport/commands/, and its docstring's first sentence
+# (`--help` lists it without importing the module; a test holds them equal).
 COMMANDS: dict[str, tuple[str, str]] = {
     "abort": ("resume:abort_cmd", "Give up on branches: stop `git am`, remove their worktrees, "
                                   "forget their progress."),
@@ -57,8 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported only when one runs or shows its own help: a process
-    pays for the modules of the command it runs, not for every command's."""
+    """A group whose commands are imported only when one runs or shows its own help."""
 
     def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -83,7 +81,6 @@ class LazyGroup(click.Group):
                                                  possibilities=self.list_commands(ctx)) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's list of commands, each shortened as click shortens it, from `COMMANDS`."""
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(name) for name in names)
         rows = [(name, click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit)
@@ -129,15 +126,12 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     app.verbose = verbose
 
 
-# An interrupt unwinds the main thread first, so what it was doing cleans up; this many seconds
-# later the process exits even where it still waits (a worker thread's git, say).
-UNWIND_GRACE = 0.5
+UNWIND_GRACE = 0.5  # seconds the main thread has to unwind before the process exits anyway
 
 
 class _Interrupts:
-    """Ctrl-C (SIGINT, unless started ignoring it) and SIGTERM alike: the first raises
-    KeyboardInterrupt in the main thread and arms an exit `UNWIND_GRACE` seconds later; later
-    ones are absorbed. The exit happens once, from whichever comes first."""
+    """Ctrl-C (unless started ignoring it) and SIGTERM: the first raises KeyboardInterrupt in
+    the main thread and arms the exit `UNWIND_GRACE` seconds later; later ones are absorbed."""
 
     def __init__(self, app: AppContext) -> None:
         self.app, self.heard, self._exiting = app, False, threading.Lock()
@@ -160,9 +154,8 @@ class _Interrupts:
             raise KeyboardInterrupt
 
     def exit(self) -> None:
-        """Exit 130 at once with the command's interrupt message (what a re-run does), without
-        joining the threads still waiting on git, a test or the forge: the journal holds every
-        finished step. A second caller waits for the first."""
+        """Exit 130 with the interrupt message, not joining the threads still waiting (the
+        journal holds every finished step); once: a second caller waits for the first."""
         if not self._exiting.acquire(blocking=False):
             threading.Event().wait()
         process.kill_running()  # git or a test still running for a branch thread goes too

@@ -1,9 +1,14 @@
-"""Build the demo sandbox: upstream with four release branches, an empty fork, a project."""
+"""The demo's sandbox: a local upstream with four release branches, an empty fork, a project
+(`build_sandbox`); the put_metric set, an interpreter with torch, and the merged PR that
+`demo --from-pr` starts from."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -11,8 +16,14 @@ from pathlib import Path
 import yaml
 
 from backport import process
+from backport.config.patch_set import load_patch_set
 from backport.errors import BackportError
+from backport.forge import PrFile
+from backport.forge.local import LocalForge
 from backport.git.run import git
+from backport.pipeline.from_pr import sets_from_prs
+from backport.pipeline.session import Session
+from backport.shipped import demo_patch_set
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
@@ -194,3 +205,52 @@ def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
     project = root / "project"
     write_project(project, upstream, fork, patches, python)
     return Sandbox(root=root, upstream=upstream, fork=fork, project=project)
+
+
+def find_patch_set(patches: Path | None) -> Path:
+    """``patches``/put_metric when given, else the put_metric the package ships."""
+    candidate = patches / "put_metric" if patches is not None else demo_patch_set()
+    if (candidate / "patch.yaml").is_file():
+        return candidate.resolve()
+    raise BackportError("usage", f"the put_metric patch set was not found in {candidate} "
+                        "(--patches names the folder that holds put_metric/)")
+
+
+def has_torch(python: str) -> bool:
+    """True when ``python`` exists and finds the torch package (without importing it)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
+    try:
+        return Path(python).exists() and process.run([python, "-c", probe], timeout=60).ok
+    except BackportError:  # it cannot start
+        return False
+
+
+def find_torch_python(explicit: str | None) -> str | None:
+    """An interpreter with torch for the demo's tests, or None; an explicit ``--python``
+    without torch is an error, never silently replaced."""
+    if explicit and not has_torch(explicit):
+        raise BackportError("usage", f"--python {explicit} has no torch installed")
+    checkout = Path(__file__).resolve().parents[2]  # installed in place from a source checkout
+    candidates = [explicit] if explicit else [
+        os.environ.get("BACKPORT_DEMO_PYTHON"),
+        str(checkout / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"), sys.executable]
+    return next((c for c in candidates if c and has_torch(c)), None)
+
+
+def set_from_merged_pr(session: Session, sandbox: Sandbox, patches: Path,
+                       say: Callable[[str], None]) -> str:
+    """Land put_metric on master as a merged PR of the sandbox's forge (no merge_commit_sha, as
+    GitCode gives none) and make its patch set from that PR; the set's name."""
+    spec = load_patch_set(patches, session.project.branch_map)
+    forge = session.forge.real()
+    assert isinstance(forge, LocalForge)
+    files = tuple(PrFile(d.old, d.new) for patch in spec.patches for d in patch.files)
+    number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title=spec.title,
+                                 body=f"{spec.title}\n\nAPI={spec.api}\n", author="lgxxx",
+                                 issues=spec.issues, files=files)
+    sha = land_merged_pr(sandbox, number, patches)
+    say(f"the sandbox's upstream holds PR !{number} ({spec.title}), squash-merged into master "
+        f"as {sha[:12]}")
+    shutil.rmtree(sandbox.project / "patches" / patches.name)
+    (name,), _, _ = sets_from_prs(session, sandbox.project / "patches", (number,), say, say)
+    return name
