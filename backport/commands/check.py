@@ -70,7 +70,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
                  "each patch set applies on them (`backport check` without --offline tries both).")
         for f in findings:  # a warning stays a row of the table; a problem is repeated on stderr
             if not f.ok:
-                app.err_console.print(f"problem: {f.problem}", markup=False, soft_wrap=True)
+                echo(f"problem: {f.problem}", err=True)
     raise SystemExit(EXIT_USAGE if broken else EXIT_OK if ok else EXIT_BRANCH_FAILED)
 
 

@@ -67,11 +67,6 @@ class AppContext:
         width = None if sys.stdout.isatty() else 160
         return Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")), width=width)
 
-    @property
-    def err_console(self) -> Console:
-        from rich.console import Console
-        return Console(stderr=True, highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
-
 
 pass_app = click.make_pass_decorator(AppContext, ensure=True)
 

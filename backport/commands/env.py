@@ -70,18 +70,14 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
                           row.get("cann") or NOT_FOUND, npu, pins)
         app.console.print(table)
         for row in rows:
-            echo(_options_line(row["env"], row["options"]))
+            options = row["options"]
+            parts = [f"{row['env']}: {options['interpreter']}"]
+            if options["no_deps"]:
+                parts.append(f"without dependencies: {', '.join(options['no_deps'])}")
+            if options["extra_index_urls"]:
+                parts.append(f"extra index: {', '.join(options['extra_index_urls'])}")
+            echo("; ".join([*parts, f"tests start as: {options['starts_as']}"]))
     raise SystemExit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_BRANCH_FAILED)
-
-
-def _options_line(name: str, options: dict) -> str:
-    parts = [f"{name}: {options['interpreter']}"]
-    if options["no_deps"]:
-        parts.append(f"without dependencies: {', '.join(options['no_deps'])}")
-    if options["extra_index_urls"]:
-        parts.append(f"extra index: {', '.join(options['extra_index_urls'])}")
-    parts.append(f"tests start as: {options['starts_as']}")
-    return "; ".join(parts)
 
 
 @env_group.command("setup")

@@ -37,7 +37,6 @@ _VERSIONS = ("import importlib.metadata as m, sys\n"
 
 @dataclass(frozen=True)
 class Sandbox:
-    """Paths of a built sandbox."""
 
     root: Path
     upstream: Path
@@ -95,8 +94,7 @@ def build_upstream(path: Path) -> Path:
         _commit(work_dir, f"demo: version {version}")
     _git(path.parent, "clone", "--quiet", "--bare", "--", str(work_dir), str(path))
     _git(path, "config", "uploadpack.allowFilter", "true")
-    # A stand-in for the forge's repository: no `git gc --auto` after each push it receives.
-    _git(path, "config", "receive.autogc", "false")
+    _git(path, "config", "receive.autogc", "false")  # as a forge: no gc after each push
     shutil.rmtree(work_dir)
     return path
 
@@ -171,11 +169,8 @@ def environment_name(python: str) -> str:
 
 
 def clear_sandbox(root: Path) -> bool:
-    """Make ``root`` ready for a new sandbox; True when a previous demo's sandbox was removed.
-
-    Absent or empty is ready. A folder marked as a demo sandbox (``MARKER``) is removed whole;
-    one holding anything else is left alone (``FileExistsError``).
-    """
+    """Make ``root`` ready for a new sandbox: absent, empty, or a previous demo's (``MARKER``),
+    removed (then True); anything else is left alone (``FileExistsError``)."""
     if not root.exists() or (root.is_dir() and not any(root.iterdir())):
         return False
     if not (root / MARKER).is_file() or root.is_symlink():
@@ -195,13 +190,10 @@ def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
     upstream = build_upstream(root / "upstream.git")
     fork = root / "fork.git"
     _git(root, "init", "--quiet", "--bare", "--", str(fork))
-    # A fork on the forge has no branches of its own yet but borrows the upstream's objects (its
-    # pool), so a push sends only the new commit. Relative, so a copy of the sandbox borrows
-    # from its own upstream.
+    # A forge's fork borrows the upstream's objects; relative, so a copy borrows from its own.
     (fork / "objects" / "info" / "alternates").write_text(
         "../../upstream.git/objects\n", encoding="utf-8")
-    # A stand-in for the forge's fork: no `git gc --auto` after each push it receives.
-    _git(fork, "config", "receive.autogc", "false")
+    _git(fork, "config", "receive.autogc", "false")  # as a forge: no gc after each push
     project = root / "project"
     write_project(project, upstream, fork, patches, python)
     return Sandbox(root=root, upstream=upstream, fork=fork, project=project)
