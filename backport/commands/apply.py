@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.commands.common import AppContext, echo, pass_app, print_runs
 from backport.config import load_patch_set
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
@@ -116,8 +116,7 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     if as_json:
-        payload = [status_json(o.patch_set, o.records) for o in outcomes]
-        print_json(payload[0] if len(payload) == 1 else {"runs": payload})
+        print_runs([status_json(o.patch_set, o.records) for o in outcomes])
     else:
         for outcome in outcomes:
             if len(outcomes) > 1:

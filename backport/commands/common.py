@@ -76,6 +76,11 @@ def print_json(data: Any) -> None:
     click.echo(redact(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
+def print_runs(runs: list[dict]) -> None:
+    """The JSON of one patch set's run, or ``{"runs": [...]}`` of several."""
+    print_json(runs[0] if len(runs) == 1 else {"runs": runs})
+
+
 def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(redact(text), err=err)
 
