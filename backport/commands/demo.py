@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -13,20 +12,10 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_project
-from backport.config.branch_map import cache_root
-from backport.demo.sandbox import (
-    Sandbox,
-    build_sandbox,
-    clear_sandbox,
-    find_patch_set,
-    find_torch_python,
-    set_from_merged_pr,
-)
-from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.git.cache import file_lock
+from backport.demo.sandbox import Sandbox, demo_session, find_patch_set, find_torch_python
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions, Session
-from backport.records import SKIP_NO_TORCH
+from backport.pipeline.session import Session
 from backport.report.progress import Progress
 from backport.report.summary import render_table
 
@@ -60,21 +49,8 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
     """
     patches = find_patch_set(app.patches)
     torch_python = find_torch_python(python)
-    root = Path(os.path.abspath(directory or cache_root(os.environ) / "demo"))
-    # Two demos at once in the per-user sandbox would remove each other's files.
-    lock = nullcontext() if directory else file_lock(root.parent / ".demo.lock", wait=False)
-    with lock:
-        try:
-            replaced = clear_sandbox(root)
-        except FileExistsError:
-            raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
-                                "them away or pass --dir with an empty folder") from None
-        sandbox = build_sandbox(root, patches, torch_python)
-        # one forge and cache repository for the whole demo: the sandbox's own
-        session = Session(load_project(sandbox.config, None, os.environ),
-                          ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH),
-                          environ={**os.environ, "BACKPORT_CACHE": str(sandbox.cache)})
-        name = set_from_merged_pr(session, sandbox, patches, echo) if from_pr else "put_metric"
+    with demo_session(directory, patches, torch_python, from_pr=from_pr, say=echo) as (
+            session, sandbox, replaced, name):
         _run_demo(app, session, sandbox, torch_python, replaced, name)
 
 

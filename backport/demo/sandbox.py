@@ -8,7 +8,8 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -16,13 +17,17 @@ from pathlib import Path
 import yaml
 
 from backport import process
+from backport.config import load_project
+from backport.config.branch_map import cache_root
 from backport.config.patch_set import load_patch_set
 from backport.errors import BackportError
 from backport.forge import PrFile
 from backport.forge.local import LocalForge
+from backport.git.cache import file_lock
 from backport.git.run import git
 from backport.pipeline.from_pr import sets_from_prs
-from backport.pipeline.session import Session
+from backport.pipeline.session import ApplyOptions, Session
+from backport.records import SKIP_NO_TORCH
 from backport.shipped import demo_patch_set
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
@@ -246,3 +251,27 @@ def set_from_merged_pr(session: Session, sandbox: Sandbox, patches: Path,
     shutil.rmtree(sandbox.project / "patches" / patches.name)
     (name,), _, _ = sets_from_prs(session, sandbox.project / "patches", (number,), say, say)
     return name
+
+
+@contextmanager
+def demo_session(directory: Path | None, patches: Path, torch_python: str | None, *,
+                 from_pr: bool, say: Callable[[str], None],
+                 ) -> Iterator[tuple[Session, Sandbox, bool, str]]:
+    """The sandbox built in ``directory`` (default: demo/ of the cache folder, one demo there at
+    a time), its session (the sandbox's own forge and cache), whether it replaced a previous
+    demo's, and the set to apply: put_metric, or (``from_pr``) the one made from a merged PR."""
+    root = Path(os.path.abspath(directory or cache_root(os.environ) / "demo"))
+    # Two demos at once in the per-user sandbox would remove each other's files.
+    lock = nullcontext() if directory else file_lock(root.parent / ".demo.lock", wait=False)
+    with lock:
+        try:
+            replaced = clear_sandbox(root)
+        except FileExistsError:
+            raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
+                                "them away or pass --dir with an empty folder") from None
+        sandbox = build_sandbox(root, patches, torch_python)
+        session = Session(load_project(sandbox.config, None, os.environ),
+                          ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH),
+                          environ={**os.environ, "BACKPORT_CACHE": str(sandbox.cache)})
+        name = set_from_merged_pr(session, sandbox, patches, say) if from_pr else "put_metric"
+        yield session, sandbox, replaced, name
