@@ -32,7 +32,6 @@ from backport.shipped import demo_patch_set
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
-DEMO_AUTHOR = ("backport demo", "demo@backport.invalid")
 MARKER = ".backport-demo"  # the file that makes a folder a demo sandbox, replaceable
 _ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _VERSIONS = ("import importlib.metadata as m, sys\n"
@@ -57,7 +56,7 @@ class Sandbox:
         return self.root / "cache"
 
 
-_NAME, _EMAIL = DEMO_AUTHOR
+_NAME, _EMAIL = "backport demo", "demo@backport.invalid"
 # Every demo commit has the same author, committer and date, so the sandbox is reproducible.
 _IDENTITY = {"GIT_AUTHOR_NAME": _NAME, "GIT_AUTHOR_EMAIL": _EMAIL, "GIT_COMMITTER_NAME": _NAME,
              "GIT_COMMITTER_EMAIL": _EMAIL, "GIT_AUTHOR_DATE": "2026-08-01T09:00:00+08:00",
@@ -107,14 +106,6 @@ def build_upstream(path: Path) -> Path:
 SOURCE_HEAD = "test-put-metric-master"  # the merged demo PR's source branch
 
 
-def squash_message(subject: str, number: int, head: str, base: str, upstream: str) -> str:
-    """The message GitCode gives a squash merge of PR ``number`` (as Ascend/pytorch's history
-    shows it)."""
-    return (f"{subject}\n\n# message auto-generated for no-merge-commit merge:\n"
-            f"!{number} merge {head} into {base}\n\n{subject}\n\nMerged-by: ascend-robot\n\n"
-            f"See merge request: {upstream}!{number}\n")
-
-
 def land_merged_pr(sandbox: Sandbox, number: int, patches: Path, base: str = "master") -> str:
     """Squash-merge ``patches``' series onto ``base`` of the sandbox's upstream as GitCode
     lands PR ``number`` (author and change kept, the squash message naming ``!N``); its sha."""
@@ -129,9 +120,11 @@ def land_merged_pr(sandbox: Sandbox, number: int, patches: Path, base: str = "ma
         _git(work, "reset", "--soft", f"origin/{base}")
         # Committed now, as the forge merges it now (the PR's merge time is read against it).
         merging = {k: v for k, v in _IDENTITY.items() if k != "GIT_COMMITTER_DATE"}
-        git(["commit", "--quiet", f"--author={author}", f"--date={date}", "-m",
-             squash_message(subject, number, SOURCE_HEAD, base, "Ascend/pytorch")], cwd=work,
-            env=merging)
+        message = (f"{subject}\n\n# message auto-generated for no-merge-commit merge:\n"  # GitCode's
+                   f"!{number} merge {SOURCE_HEAD} into {base}\n\n{subject}\n\n"
+                   f"Merged-by: ascend-robot\n\nSee merge request: Ascend/pytorch!{number}\n")
+        git(["commit", "--quiet", f"--author={author}", f"--date={date}", "-m", message],
+            cwd=work, env=merging)
         _git(work, "push", "--quiet", "origin", f"HEAD:refs/heads/{base}")
         return git(["rev-parse", "HEAD"], cwd=work).stdout.strip()
     finally:
