@@ -3,6 +3,7 @@ is imported only when it runs or shows its help), errors as one sentence and exi
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import signal
@@ -21,46 +22,31 @@ from backport.redact import redact
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-# Every command: its module:attribute in backport/commands/ and its one-line help, the first
-# sentence of its docstring (`--help` lists it without importing the module; a test holds them
-# equal).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "abort": ("resume:abort_cmd", "Give up on branches: stop `git am`, remove their worktrees, "
-                                  "forget their progress."),
-    "apply": ("apply:apply_cmd", "Backport patch sets to their target branches and open one PR per "
-                                 "branch."),
-    "audit": ("audit:audit_cmd", "Which changes of each mapped branch are on the others: landed, "
-                                 "proposed, missing."),
-    "check": ("check:check_cmd", "Check branches.yaml and every patch set: schema, target branches, "
-                                 "clean apply."),
-    "continue": ("resume:continue_cmd", "Finish a branch whose patch stopped on a conflict, after "
-                                        "you fixed it by hand."),
-    "demo": ("demo:demo_cmd", "Run `apply --api put_metric` end to end, offline, in a sandbox."),
-    "docs": ("docs:docs_cmd", "Audit docs/zh/api/native_api/pytorch_*/ for an API: listed or not, "
-                              "support marks."),
-    "env": ("env:env_group", "Branch test environments: probe what is installed, build what is "
-                             "missing."),
-    "init": ("init:init_cmd", "Start a project in DIRECTORY (default: this folder): branches.yaml "
-                              "and patches/."),
-    "list": ("listing:list_cmd", "List patch sets, their APIs, issues and target branches (variants "
-                                 "marked *)."),
-    "matrix": ("listing:matrix_cmd", "Print a CI job matrix: one job per patch set and target "
-                                     "branch."),
-    "new": ("new:new_cmd", "Create patches/NAME/ from commits: numbered patches plus a patch.yaml."),
-    "preview": ("preview:preview_cmd", "Print the PR body `apply` would write, from the last run's "
-                                       "results."),
-    "status": ("status:status_cmd", "Show where every target branch stands: status, commit, test "
-                                    "result, PR."),
-    "trigger": ("trigger:trigger_cmd", "Act on a `/backport [B…]` PR comment, or on the merge of a "
-                                       "PR that asked for one."),
+# Every command's click function in backport/commands/ (module:attribute), imported only
+# when it runs or shows its help; `--help` reads the one-line helps from the sources.
+COMMANDS = {
+    "abort": "resume:abort_cmd",
+    "apply": "apply:apply_cmd",
+    "audit": "audit:audit_cmd",
+    "check": "check:check_cmd",
+    "continue": "resume:continue_cmd",
+    "demo": "demo:demo_cmd",
+    "docs": "docs:docs_cmd",
+    "env": "env:env_group",
+    "init": "init:init_cmd",
+    "list": "listing:list_cmd",
+    "matrix": "listing:matrix_cmd",
+    "new": "new:new_cmd",
+    "preview": "preview:preview_cmd",
+    "status": "status:status_cmd",
+    "trigger": "trigger:trigger_cmd",
 }
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported only when one runs or shows its own help: a process
-    pays for the modules of the command it runs, not for every command's."""
+    """A group whose commands are imported only when one runs or shows its own help."""
 
-    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = lazy
 
@@ -69,7 +55,7 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in self.lazy:
-            module, _, attribute = self.lazy[cmd_name][0].partition(":")
+            module, _, attribute = self.lazy[cmd_name].partition(":")
             command = getattr(importlib.import_module(f"backport.commands.{module}"), attribute)
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
@@ -83,14 +69,21 @@ class LazyGroup(click.Group):
                                                  possibilities=self.list_commands(ctx)) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's list of commands, each shortened as click shortens it, from `COMMANDS`."""
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit)
-                 if name in self.lazy else self.commands[name].get_short_help_str(limit))
+        rows = [(name, self.commands[name].get_short_help_str(limit) if name in self.commands
+                 else click.Command(name, help=_docstring(self.lazy[name])).get_short_help_str(limit))
                 for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _docstring(spec: str) -> str | None:
+    """The docstring of a command's click function, read from its module's source."""
+    module, _, attribute = spec.partition(":")
+    source = (Path(__file__).parent / "commands" / f"{module}.py").read_text(encoding="utf-8")
+    return next(ast.get_docstring(node) for node in ast.parse(source).body
+                if isinstance(node, ast.FunctionDef) and node.name == attribute)
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)
@@ -129,15 +122,12 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     app.verbose = verbose
 
 
-# An interrupt unwinds the main thread first, so what it was doing cleans up; this many seconds
-# later the process exits even where it still waits (a worker thread's git, say).
-UNWIND_GRACE = 0.5
+UNWIND_GRACE = 0.5  # seconds the main thread has to unwind before the process exits anyway
 
 
 class _Interrupts:
-    """Ctrl-C (SIGINT, unless started ignoring it) and SIGTERM alike: the first raises
-    KeyboardInterrupt in the main thread and arms an exit `UNWIND_GRACE` seconds later; later
-    ones are absorbed. The exit happens once, from whichever comes first."""
+    """Ctrl-C (unless started ignoring it) and SIGTERM: the first raises KeyboardInterrupt in
+    the main thread and arms the exit `UNWIND_GRACE` seconds later; later ones are absorbed."""
 
     def __init__(self, app: AppContext) -> None:
         self.app, self.heard, self._exiting = app, False, threading.Lock()
@@ -160,9 +150,8 @@ class _Interrupts:
             raise KeyboardInterrupt
 
     def exit(self) -> None:
-        """Exit 130 at once with the command's interrupt message (what a re-run does), without
-        joining the threads still waiting on git, a test or the forge: the journal holds every
-        finished step. A second caller waits for the first."""
+        """Exit 130 with the interrupt message, not joining the threads still waiting (the
+        journal holds every finished step); once: a second caller waits for the first."""
         if not self._exiting.acquire(blocking=False):
             threading.Event().wait()
         process.kill_running()  # git or a test still running for a branch thread goes too

@@ -29,13 +29,9 @@ from backport.pipeline.session import Session
 from backport.report.untrusted import untrusted
 
 COMMAND = "/backport"
-CREATED = "created"  # GitCode's comment events: created | edited | deleted
 EVENT_VARIABLE = "ATOMGIT_EVENT_PATH"
 MAX_EVENT_BYTES = 1 << 20  # GitCode's events are a few KiB; a comment body is bounded
 MAX_EVENT_DEPTH = 64
-REPLY_MARKER = "<!-- backport:reply:{id} -->"
-OUTPUT_VARIABLE = "ATOMGIT_OUTPUT"  # where GitCode reads a step's outputs
-OUTPUT_KEY = "branches"
 MAX_ASKED = 3  # requesters the collaborators listing does not show, asked by login at a merge
 Say = Callable[[str], None]
 
@@ -53,7 +49,7 @@ class TriggerEvent:
 
     @property
     def created(self) -> bool:  # edits and deletions never act
-        return self.comment is not None and self.action == CREATED
+        return self.comment is not None and self.action == "created"
 
     @property
     def asks(self) -> bool:
@@ -87,7 +83,7 @@ def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def _depth(data: Any) -> int:
-    """How deep ``data`` nests (a scalar: 0), walked without recursion."""
+    """How deep ``data`` nests (a scalar: 0), without recursion."""
     deepest, stack = 0, [(data, 1)]
     while stack:
         value, level = stack.pop()
@@ -180,33 +176,29 @@ def plan_value(targets: list[str]) -> str:
 
 def write_output(key: str, value: str, environ: Mapping[str, str], say: Say) -> None:
     """``key=value`` on stdout and as the CI step's output (``$ATOMGIT_OUTPUT``)."""
-    if environ.get(OUTPUT_VARIABLE):
-        with Path(environ[OUTPUT_VARIABLE]).open("a", encoding="utf-8") as fh:
+    if environ.get("ATOMGIT_OUTPUT"):
+        with Path(environ["ATOMGIT_OUTPUT"]).open("a", encoding="utf-8") as fh:
             fh.write(f"{key}={value}\n")
     say(f"{key}={value}")
 
 
-class _Reply:
+def _replier(forge: Forge, event: TriggerEvent, replies: bool, warn: Say) -> Say:
     """The one reply to the commenter (none in a branch job): best effort, never looked up."""
-
-    def __init__(self, forge: Forge, event: TriggerEvent, replies: bool, warn: Say) -> None:
-        self.forge, self.event, self.replies, self.warn = forge, event, replies, warn
-
-    def __call__(self, text: str) -> None:
-        if not self.replies:
-            return
-        marker = REPLY_MARKER.format(id=self.event.comment_id)
-        try:
-            self.forge.add_comment(self.event.number, f"{marker}\n{text}\n")
-        except BackportError as exc:
-            self.warn(f"warning: reply on PR !{self.event.number} not posted: {exc.message}")
+    def answer(text: str) -> None:
+        if replies:
+            try:
+                forge.add_comment(event.number,
+                                  f"<!-- backport:reply:{event.comment_id} -->\n{text}\n")
+            except BackportError as exc:
+                warn(f"warning: reply on PR !{event.number} not posted: {exc.message}")
+    return answer
 
 
 def _names(targets: list[str]) -> str:  # words of a reader's comment among them
     return "、".join(untrusted(t, where="span") for t in targets)
 
 
-def _asked(answer: _Reply, event: TriggerEvent, info: SourcePrInfo, choosable: list[str],
+def _asked(answer: Say, event: TriggerEvent, info: SourcePrInfo, choosable: list[str],
            say: Say) -> list[str] | None:
     """The targets a permitted comment asks for, or None after answering why it is not obeyed."""
     assert event.comment is not None
@@ -260,7 +252,7 @@ def requested_targets(session: Session, event: TriggerEvent, *, replies: bool, s
     """The branches the event asks to backport now ([] after the one reply where
     ``replies``); a commenter's permission is read first, before anything else."""
     forge, upstream = session.forge.real(), session.project.branch_map.upstream
-    answer = _Reply(forge, event, replies, warn)
+    answer = _replier(forge, event, replies, warn)
     if event.comment is not None and not session.permissions.can_write(forge, event.login):
         answer(f"@{event.login} 只有对 `{upstream}` 有写权限（write 及以上）的成员"
                f"可以用 `{COMMAND}` 请求回合，本次请求未执行。")
@@ -331,7 +323,7 @@ def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *
                                         f"{missing}")
         targets = requested_targets(session, event, replies=branch is None, say=say, warn=warn)
     if plan:
-        write_output(OUTPUT_KEY, plan_value(targets), environ, say)
+        write_output("branches", plan_value(targets), environ, say)
     if plan or not targets:
         raise SystemExit(EXIT_OK)
     if branch is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from backport.commands.common import AppContext, echo, pass_app, print_json
+from backport.commands.common import AppContext, echo, pass_app, print_runs
 from backport.config import load_patch_set
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
@@ -94,8 +94,8 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
         options: ApplyOptions, *, every: bool = False, as_json: bool = False,
         session: Session | None = None) -> None:
-    """`apply` once its options are read (`trigger` runs it, with its ``session``): one session
-    makes the sets of ``from_prs`` (a dry run's in ``scratch``) and runs them; exits."""
+    """`apply` once its options are read (`trigger` runs it with its ``session``): makes the
+    sets of ``from_prs`` (a dry run's in a temporary folder), runs them, prints; exits."""
     plan_lines: list[str] = []
     session = session or Session(app.project(), options, environ=os.environ,
                                  plan=plan_lines.append)
@@ -103,47 +103,20 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
     scratch = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
                if options.mode.dry_run and from_prs else None)
     try:
-        _apply(app, session, apis, from_prs, scratch, plan_lines, every=every, as_json=as_json)
+        project, apis, unmade = _sets_from_prs(app, session, apis, from_prs, scratch,
+                                               as_json=as_json)
+        if project.branch_map.fork_note and options.mode.pushes:
+            echo(f"warning: {project.branch_map.fork_note}", err=True)
+        estimates: list[str] = []
+        with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
+            outcomes = run_apply(project, list(apis), session.options, progress, every=every,
+                                 estimate=estimates.append, session=session)
     finally:
         session.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: tuple[int, ...],
-           scratch: Path | None, plan_lines: list[str], *, every: bool, as_json: bool) -> None:
-    project, options = session.project, session.options
-    made: list[str] = []
-    unmade: list[BackportError] = []
-    if from_prs:
-        from backport.pipeline.from_pr import sets_from_prs
-
-        made, redo, unmade = sets_from_prs(
-            session, app.patches or project.root / "patches", from_prs,
-            lambda line: echo(line, err=as_json),  # beside --json's document, never in it
-            lambda line: echo(line, err=True), scratch=scratch)
-        if not made:
-            raise SystemExit(max(exc.exit_code for exc in unmade))
-        apis = (*apis, *(name for name in made if name not in apis))
-        options = dataclasses.replace(options, redo=frozenset(redo))
-        project = app.reload()
-        if scratch is not None:
-            project = with_sets_in(project, scratch)
-    for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
-        ps = project.patch_sets.get(api)
-        if ps is not None and ps.source is not None and api not in made:
-            from backport.pipeline.from_pr import source_line
-
-            echo(f"{api}: from {source_line(ps.source, project.branch_map.upstream)}", err=as_json)
-    if project.branch_map.fork_note and options.mode.pushes:
-        echo(f"warning: {project.branch_map.fork_note}", err=True)
-    estimates: list[str] = []
-    with Progress(quiet=app.quiet or as_json, verbose=app.verbose) as progress:
-        outcomes = run_apply(project, list(apis), options, progress, every=every,
-                             estimate=estimates.append, session=session)
     if as_json:
-        payload = [status_json(o.patch_set, o.records) for o in outcomes]
-        print_json(payload[0] if len(payload) == 1 else {"runs": payload})
+        print_runs([status_json(o.patch_set, o.records) for o in outcomes])
     else:
         for outcome in outcomes:
             if len(outcomes) > 1:
@@ -161,8 +134,30 @@ def _apply(app: AppContext, session: Session, apis: tuple[str, ...], from_prs: t
     raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
 
 
-def with_sets_in(project: Project, folder: Path) -> Project:
-    """The project with the sets a dry run made in ``folder`` in place of its own."""
-    made = {path.name: load_patch_set(path, project.branch_map)
-            for path in sorted(folder.iterdir()) if path.is_dir()}
-    return dataclasses.replace(project, patch_sets={**project.patch_sets, **made})
+def _sets_from_prs(app: AppContext, session: Session, apis: tuple[str, ...],
+                   from_prs: tuple[int, ...], scratch: Path | None, *, as_json: bool,
+                   ) -> tuple[Project, tuple[str, ...], list[BackportError]]:
+    """The project with the sets of ``from_prs`` made (a dry run's in ``scratch``), the sets to
+    run, the PRs' errors; every set from a PR says where it comes from."""
+    from backport.pipeline.from_pr import sets_from_prs, source_line
+
+    project, made, unmade = session.project, list[str](), list[BackportError]()
+    say = lambda line: echo(line, err=as_json)  # noqa: E731 - beside --json's document
+    if from_prs:
+        made, redo, unmade = sets_from_prs(session, app.patches or project.root / "patches",
+                                           from_prs, say, lambda line: echo(line, err=True),
+                                           scratch=scratch)
+        if not made:
+            raise SystemExit(max(exc.exit_code for exc in unmade))
+        apis = (*apis, *(name for name in made if name not in apis))
+        session.options = dataclasses.replace(session.options, redo=frozenset(redo))
+        project = app.reload()
+        if scratch is not None:  # the sets made there, in place of the project's own
+            project = dataclasses.replace(project, patch_sets={**project.patch_sets, **{
+                path.name: load_patch_set(path, project.branch_map)
+                for path in sorted(scratch.iterdir()) if path.is_dir()}})
+    for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
+        ps = project.patch_sets.get(api)
+        if ps is not None and ps.source is not None and api not in made:
+            say(f"{api}: from {source_line(ps.source, project.branch_map.upstream)}")
+    return project, apis, unmade

@@ -10,7 +10,6 @@ import click
 from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
-from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
 from backport.pipeline.check import Finding, run_check, summary_markdown
 from backport.pipeline.journal import select_patch_sets
@@ -44,8 +43,9 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
-    findings = run_check(project, names, offline=offline, envs=envs)
-    findings[1:1] = fork_findings(project, offline=offline)
+    session = Session(project)
+    findings = run_check(session, names, offline=offline, envs=envs)
+    findings[1:1] = fork_findings(session, offline=offline)
     broken = sorted(project.broken.items()) if names is None else []
     findings += [Finding(f"patches/{name}", "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)
@@ -70,21 +70,21 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
                  "each patch set applies on them (`backport check` without --offline tries both).")
         for f in findings:  # a warning stays a row of the table; a problem is repeated on stderr
             if not f.ok:
-                app.err_console.print(f"problem: {f.problem}", markup=False, soft_wrap=True)
+                echo(f"problem: {f.problem}", err=True)
     raise SystemExit(EXIT_USAGE if broken else EXIT_OK if ok else EXIT_BRANCH_FAILED)
 
 
-def fork_findings(project: Project, *, offline: bool) -> list[Finding]:
+def fork_findings(session: Session, *, offline: bool) -> list[Finding]:
     """Which fork the real run pushes to: the one set, or the token's login's (one ``GET
     /user`` online with a token)."""
-    bm = project.branch_map
+    bm = session.project.branch_map
     note = [Finding("fork", "set", True, bm.fork_note, warning=True)] if bm.fork_note else []
     if bm.fork:
         return [*note, Finding("fork", "pushed to", True, f"{bm.fork} (set in {bm.path.name})")]
     follows = f"follows the token's login: {bm.fork_shown}"
     if offline:
         return [*note, Finding("fork", "pushed to", True, f"{follows} (offline: not asked)")]
-    forge = Session(project).forge.real()
+    forge = session.forge.real()
     if forge.missing():
         return [*note, Finding("fork", "pushed to", True, f"{follows} (no token here to ask)")]
     try:

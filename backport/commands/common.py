@@ -67,11 +67,6 @@ class AppContext:
         width = None if sys.stdout.isatty() else 160
         return Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")), width=width)
 
-    @property
-    def err_console(self) -> Console:
-        from rich.console import Console
-        return Console(stderr=True, highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
-
 
 pass_app = click.make_pass_decorator(AppContext, ensure=True)
 
@@ -79,6 +74,11 @@ pass_app = click.make_pass_decorator(AppContext, ensure=True)
 def print_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout, secrets redacted."""
     click.echo(redact(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+
+
+def print_runs(runs: list[dict]) -> None:
+    """The JSON of one patch set's run, or ``{"runs": [...]}`` of several."""
+    print_json(runs[0] if len(runs) == 1 else {"runs": runs})
 
 
 def echo(text: str = "", *, err: bool = False) -> None:

@@ -4,62 +4,20 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from backport import process
-from backport.bundled import demo_patch_set
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_project
-from backport.config.branch_map import cache_root
-from backport.config.patch_set import load_patch_set
-from backport.demo.sandbox import SOURCE_HEAD, Sandbox, build_sandbox, clear_sandbox, land_merged_pr
-from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.forge import PrFile
-from backport.forge.local import LocalForge
-from backport.git.cache import file_lock
-from backport.pipeline.from_pr import sets_from_prs
+from backport.demo.sandbox import Sandbox, demo_session, find_patch_set, find_torch_python
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions, Session
-from backport.records import SKIP_NO_TORCH
+from backport.pipeline.session import Session
 from backport.report.progress import Progress
 from backport.report.summary import render_table
-
-SOURCE_ROOT = Path(__file__).resolve().parents[2]
-
-
-def find_patch_set(app: AppContext) -> Path:
-    """--patches/put_metric when given, else the put_metric the package ships."""
-    candidate = app.patches / "put_metric" if app.patches is not None else demo_patch_set()
-    if (candidate / "patch.yaml").is_file():
-        return candidate.resolve()
-    raise BackportError("usage", f"the put_metric patch set was not found in {candidate} "
-                        "(--patches names the folder that holds put_metric/)")
-
-
-def has_torch(python: str) -> bool:
-    """True when ``python`` exists and finds the torch package (without importing it)."""
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
-    try:
-        return Path(python).exists() and process.run([python, "-c", probe], timeout=60).ok
-    except BackportError:  # it cannot start
-        return False
-
-
-def find_torch_python(explicit: str | None) -> str | None:
-    """An interpreter with torch for the demo's tests, or None; an explicit ``--python``
-    without torch is an error, never silently replaced."""
-    if explicit and not has_torch(explicit):
-        raise BackportError("usage", f"--python {explicit} has no torch installed")
-    candidates = [explicit] if explicit else [
-        os.environ.get("BACKPORT_DEMO_PYTHON"),
-        str(SOURCE_ROOT / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"), sys.executable]
-    return next((c for c in candidates if c and has_torch(c)), None)
 
 
 @click.command("demo")
@@ -89,42 +47,11 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
     the local upstream, the PR in the local forge): `apply --from-pr` finds what landed and
     opens three PRs, one per other branch, each naming the source PR.
     """
-    patches = find_patch_set(app)
+    patches = find_patch_set(app.patches)
     torch_python = find_torch_python(python)
-    root = Path(os.path.abspath(directory or cache_root(os.environ) / "demo"))
-    # Two demos at once in the per-user sandbox would remove each other's files.
-    lock = nullcontext() if directory else file_lock(root.parent / ".demo.lock", wait=False)
-    with lock:
-        try:
-            replaced = clear_sandbox(root)
-        except FileExistsError:
-            raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
-                                "them away or pass --dir with an empty folder") from None
-        sandbox = build_sandbox(root, patches, torch_python)
-        # one forge and cache repository for the whole demo: the sandbox's own
-        session = Session(load_project(sandbox.config, None, os.environ),
-                          ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH),
-                          environ={**os.environ, "BACKPORT_CACHE": str(sandbox.cache)})
-        name = _merged_pr(session, sandbox, patches) if from_pr else "put_metric"
+    with demo_session(directory, patches, torch_python, from_pr=from_pr, say=echo) as (
+            session, sandbox, replaced, name):
         _run_demo(app, session, sandbox, torch_python, replaced, name)
-
-
-def _merged_pr(session: Session, sandbox: Sandbox, patches: Path) -> str:
-    """Land put_metric on master as a merged PR of the sandbox's forge (no merge_commit_sha, as
-    GitCode gives none) and make its patch set from that PR."""
-    spec = load_patch_set(patches, session.project.branch_map)
-    forge = session.forge.real()
-    assert isinstance(forge, LocalForge)
-    files = tuple(PrFile(d.old, d.new) for patch in spec.patches for d in patch.files)
-    number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title=spec.title,
-                                 body=f"{spec.title}\n\nAPI={spec.api}\n", author="lgxxx",
-                                 issues=spec.issues, files=files)
-    sha = land_merged_pr(sandbox, number, patches)
-    echo(f"the sandbox's upstream holds PR !{number} ({spec.title}), squash-merged into master "
-         f"as {sha[:12]}")
-    shutil.rmtree(sandbox.project / "patches" / patches.name)
-    (name,), _, _ = sets_from_prs(session, sandbox.project / "patches", (number,), echo, echo)
-    return name
 
 
 def _run_demo(app: AppContext, session: Session, sandbox: Sandbox, torch_python: str | None,

@@ -1,26 +1,20 @@
-"""`backport env probe` / `setup`: show and build branch environments (`envs/probe.py`,
-`envs/setup.py`; a `--dry-run` plan's resolution kept a day: `envs/resolve_cache.py`)."""
+"""`backport env probe` / `setup`: show and build branch environments (the rows:
+`envs/probe.py` `probe_rows`; the build and its plan: `envs/setup.py`)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import click
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 from rich.markup import escape
 from rich.table import Table
 
-from backport.codec import encode
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.config.branch_map import cache_root
 from backport.config.model import Environment, Project
-from backport.config.validate import home_as_tilde
-from backport.envs.launch import shown_command
 from backport.envs.model import NOT_FOUND
-from backport.envs.probe import pin_mismatches, probe
-from backport.envs.setup import Planned, human_size, plan_setup, setup_env
+from backport.envs.probe import probe_rows
+from backport.envs.setup import plan_lines, setup_env
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 
 
@@ -33,40 +27,6 @@ def environments_for(project: Project, branches: tuple[str, ...]) -> list[Enviro
                                 f"(targets: {', '.join(bm.targets)})")
     names = [bm.targets[b].env for b in branches] if branches else list(bm.environments)
     return [bm.environments[n] for n in dict.fromkeys(names)]
-
-
-def options_of(env: Environment) -> dict:
-    """The environment's installer and start options (home shown as ``~``)."""
-    return {
-        "interpreter": home_as_tilde(str(env.interpreter)),
-        "requirements": list(env.requirements),
-        "no_deps": list(env.no_deps),
-        "extra_index_urls": list(env.extra_index_urls),
-        "source": env.source_shown or None,
-        "wrapper": list(env.wrapper_shown) or None,
-        "starts_as": shown_command(env, ["TEST"], env.env),
-    }
-
-
-def probe_rows(project: Project, envs: list[Environment], *,
-               versions_only: bool = False) -> list[dict]:
-    """One row per environment: its probe and pins (``versions_only``: no torch_npu load
-    check, no process imports torch)."""
-    bm = project.branch_map
-    rows = []
-    for env in envs:
-        row: dict = {"env": env.name,
-                     "branches": [t.name for t in bm.targets.values() if t.env == env.name],
-                     "options": options_of(env)}
-        rows.append(row)
-        try:
-            found = probe(env, versions_only=versions_only)
-        except BackportError as exc:
-            row.update(ok=False, error=exc.message)
-            continue
-        mismatches = pin_mismatches(env, found)
-        row.update(encode(found), ok=not mismatches, pin_mismatches=mismatches)
-    return rows
 
 
 @click.group("env")
@@ -85,7 +45,7 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
     machine without CANN still reports them.
     """
     project = app.project()
-    rows = probe_rows(project, environments_for(project, branches))
+    rows = probe_rows(project.branch_map, environments_for(project, branches))
     if as_json:
         print_json(rows)
     else:
@@ -110,18 +70,14 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
                           row.get("cann") or NOT_FOUND, npu, pins)
         app.console.print(table)
         for row in rows:
-            echo(_options_line(row["env"], row["options"]))
+            options = row["options"]
+            parts = [f"{row['env']}: {options['interpreter']}"]
+            if options["no_deps"]:
+                parts.append(f"without dependencies: {', '.join(options['no_deps'])}")
+            if options["extra_index_urls"]:
+                parts.append(f"extra index: {', '.join(options['extra_index_urls'])}")
+            echo("; ".join([*parts, f"tests start as: {options['starts_as']}"]))
     raise SystemExit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_BRANCH_FAILED)
-
-
-def _options_line(name: str, options: dict) -> str:
-    parts = [f"{name}: {options['interpreter']}"]
-    if options["no_deps"]:
-        parts.append(f"without dependencies: {', '.join(options['no_deps'])}")
-    if options["extra_index_urls"]:
-        parts.append(f"extra index: {', '.join(options['extra_index_urls'])}")
-    parts.append(f"tests start as: {options['starts_as']}")
-    return "; ".join(parts)
 
 
 @env_group.command("setup")
@@ -149,48 +105,15 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool, refre
                             "what pip resolves then)")
     if plan_only:
         for env in envs:
-            _show_plan(env, cache_root(os.environ), refresh)
+            for line in plan_lines(env, cache_root(os.environ), refresh,
+                                   lambda line: echo(line, err=True)):
+                echo(line)
         raise SystemExit(EXIT_OK)
     for env in envs:
         prefix = f"[{env.name}] "
         setup_env(env, log=lambda line: echo(prefix + line))  # noqa: B023 - called in the loop
-    rows = probe_rows(project, envs, versions_only=True)  # what setup promises: the pins
+    rows = probe_rows(project.branch_map, envs, versions_only=True)  # what setup promises: the pins
     for row in rows:
         state = "ok" if row["ok"] else row.get("error") or "; ".join(row["pin_mismatches"])
         echo(f"{row['env']}: {state}")
     raise SystemExit(EXIT_OK if all(r["ok"] for r in rows) else EXIT_BRANCH_FAILED)
-
-
-def _show_plan(env: Environment, cache_dir: Path, refresh: bool) -> None:
-    """Print ``env``'s plan; what is being resolved (slow) goes to stderr first."""
-    action, plan = plan_setup(env, cache_dir=cache_dir, refresh=refresh,
-                              note=lambda line: echo(line, err=True))
-    echo(f"{env.name}: {action}")
-    if not plan:
-        return
-    width = max(len(f"{p.name} {p.version}") for p in plan)
-    for item in plan:
-        size = human_size(item.size) if item.size is not None else "size unknown"
-        note = f"  without dependencies{_unmet_note(item, plan)}" if item.no_deps else ""
-        echo(f"  {f'{item.name} {item.version}':<{width}}  {size:>9}  {item.source}{note}")
-    known = [p.size for p in plan if p.size is not None]
-    unknown = len(plan) - len(known)
-    echo(f"  {len(plan)} distribution{'' if len(plan) == 1 else 's'}, about {human_size(sum(known))} to download"
-         + (f" ({unknown} of unknown size)" if unknown else ""))
-
-
-def _unmet_note(item: Planned, plan: list[Planned]) -> str:
-    """Which of ``item``'s own requirements the plan does not satisfy (why it is no_deps)."""
-    versions = {canonicalize_name(p.name): p.version for p in plan}
-    unmet = []
-    for line in item.requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue
-        have = versions.get(canonicalize_name(req.name))
-        if have is not None and not req.specifier.contains(have, prereleases=True):
-            unmet.append(f"it asks for {req}, installed next to {req.name} {have}")
-    return f" ({'; '.join(unmet)})" if unmet else ""

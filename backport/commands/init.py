@@ -1,4 +1,4 @@
-"""`backport init`: a starting project from what the package ships (`shipped/`): the real map
+"""`backport init`: a starting project from what the package ships (`bundled/`): the real map
 (its fork following the token), patches/ with a commented example, and the next command."""
 
 from __future__ import annotations
@@ -22,35 +22,19 @@ def project_files(shipped: str | None = None) -> dict[Path, bytes]:
     files = {Path("branches.yaml"): real_map().read_bytes(),
              EXAMPLE: example_patch_yaml().read_bytes()}
     if shipped is not None:
-        folder = _shipped_set(shipped)
+        sets = bundled_sets()
+        if shipped not in sets:
+            raise BackportError("usage", f"no shipped patch set '{shipped}' (shipped: "
+                                         f"{', '.join(sorted(sets))})")
+        folder = sets[shipped]
         files |= {Path("patches") / shipped / path.relative_to(folder): path.read_bytes()
                   for path in sorted(folder.rglob("*")) if path.is_file()}
     return files
 
 
-def _shipped_set(name: str) -> Path:
-    sets = bundled_sets()
-    if name not in sets:
-        raise BackportError("usage", f"no shipped patch set '{name}' (shipped: "
-                                     f"{', '.join(sorted(sets))})")
-    return sets[name]
-
-
-def write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` with ``data``; never replaces a file (``FileExistsError``)."""
-    with open(path, "xb") as out:
-        out.write(data)
-
-
 def _exists(path: Path | str) -> BackportError:
     return BackportError("usage", f"{path} already exists; init never replaces a file (move it "
                          "away or pick another folder)")
-
-
-def next_command(directory: Path) -> str:
-    """The command to run next, from this folder: it works in what init wrote, offline."""
-    check = "backport check --offline"
-    return check if directory == Path(".") else f"cd {shlex.quote(str(directory))} && {check}"
 
 
 @click.command("init")
@@ -88,7 +72,8 @@ def init_cmd(directory: Path, shipped: str | None) -> None:
         for path in files:  # every folder first: a file in a folder's place stops the whole init
             path.parent.mkdir(parents=True, exist_ok=True)
         for path, data in files.items():
-            write_new(path, data)
+            with open(path, "xb") as out:  # never replaces a file (FileExistsError)
+                out.write(data)
     except FileExistsError as exc:  # a file where a folder goes, or made since the check above
         raise _exists(exc.filename) from None
     except OSError as exc:
@@ -100,4 +85,5 @@ def init_cmd(directory: Path, shipped: str | None) -> None:
     echo("then: set GITCODE_TOKEN (your fork of Ascend/pytorch follows its login, unless "
          f"{directory / 'branches.yaml'} sets fork:), `backport env setup`, {steps} "
          "(`backport init --help` says more)")
-    echo(f"next: {next_command(directory)}")
+    where = "" if directory == Path(".") else f"cd {shlex.quote(str(directory))} && "
+    echo(f"next: {where}backport check --offline")  # it works in what init wrote, offline

@@ -46,19 +46,15 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     elif not rows and not project.broken:
         echo(f"No patch sets under {project.root / 'patches'}; create one with `backport new`.")
     elif rows:
-        _print_table(app, rows)
+        table = Table(title_justify="left")
+        for column in ("patch set", "api", "issue", "targets (* = variant)"):
+            table.add_column(column)
+        for row in rows:
+            targets = ", ".join(b["target"] + ("*" if b["variant"] else "") for b in row["branches"])
+            table.add_row(row["name"], row["api"] or "—",
+                          ", ".join(f"#{i}" for i in row["issues"]) or "—", targets)
+        app.console.print(table)
     report_broken(project, exit_now=True)
-
-
-def _print_table(app: AppContext, rows: list[dict[str, Any]]) -> None:
-    table = Table(title_justify="left")
-    for column in ("patch set", "api", "issue", "targets (* = variant)"):
-        table.add_column(column)
-    for row in rows:
-        targets = ", ".join(b["target"] + ("*" if b["variant"] else "") for b in row["branches"])
-        table.add_row(row["name"], row["api"] or "—",
-                      ", ".join(f"#{i}" for i in row["issues"]) or "—", targets)
-    app.console.print(table)
 
 
 @click.command("matrix")

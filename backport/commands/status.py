@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from backport.commands.common import AppContext, echo, pass_app, print_json, report_broken
+from backport.commands.common import AppContext, echo, pass_app, print_runs, report_broken
 from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.forge import PullRequest
@@ -51,8 +51,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
     unfinished = any(not r.status.ok for _, records in payload for r in records)
     broken = not apis and report_broken(project)  # a set that cannot be read: a problem
     if as_json:
-        data = [status_json(ps, records) for ps, records in payload]
-        print_json(data[0] if len(data) == 1 else {"runs": data})
+        print_runs([status_json(ps, records) for ps, records in payload])
     elif not payload:
         echo("No runs yet: start one with `backport apply --api NAME`.")
     else:
@@ -76,15 +75,14 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     shown = []
     for ps in patch_sets:
         state, records = forge_records(forge, ps, bm)
-        rows = [_forge_row(target, state.prs.get(target), records.get(target),
-                           read=target in state.shared)
+        rows = [_forge_row(target, state.prs.get(target),
+                           records.get(target) if target in state.shared else None)
                 for target in chosen[ps.name]]
         shown.append((ps, rows))
     failed = any(row["pr"] is None or row["ok"] is False for _, rows in shown for row in rows)
     if as_json:
-        data = [{"patch_set": ps.name, "api": ps.api, "source": "forge", "branches": rows}
-                for ps, rows in shown]
-        print_json(data[0] if len(data) == 1 else {"runs": data})
+        print_runs([{"patch_set": ps.name, "api": ps.api, "source": "forge", "branches": rows}
+                    for ps, rows in shown])
     else:
         for ps, rows in shown:
             app.console.print(f"[bold]{ps.name}[/bold] ({ps.api or 'no API'}) as {bm.upstream} shows it")
@@ -103,11 +101,8 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
 
 
-def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None, *,
-               read: bool) -> dict:
-    """One branch as its open PR shows it (``read``: its body carried a record)."""
-    if not read:
-        record = None
+def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None) -> dict:
+    """One branch as its open PR shows it (``record``: the one its body carried)."""
     test = record.test if record else None
     head = (record.fork_sha or record.pushed_sha) if record else None
     tested = (test.commit if test else None) or None

@@ -1,9 +1,15 @@
-"""Build the demo sandbox: upstream with four release branches, an empty fork, a project."""
+"""The demo's sandbox: a local upstream with four release branches, an empty fork, a project
+(`build_sandbox`); the put_metric set, an interpreter with torch, and the merged PR that
+`demo --from-pr` starts from."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -11,12 +17,21 @@ from pathlib import Path
 import yaml
 
 from backport import process
+from backport.bundled import demo_patch_set
+from backport.config import load_project
+from backport.config.branch_map import cache_root
+from backport.config.patch_set import load_patch_set
 from backport.errors import BackportError
+from backport.forge import PrFile
+from backport.forge.local import LocalForge
+from backport.git.cache import file_lock
 from backport.git.run import git
+from backport.pipeline.from_pr import sets_from_prs
+from backport.pipeline.session import ApplyOptions, Session
+from backport.records import SKIP_NO_TORCH
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 TEST_PATH = "test/distributed/elastic/metrics/test_metrics_api.py"
-DEMO_AUTHOR = ("backport demo", "demo@backport.invalid")
 MARKER = ".backport-demo"  # the file that makes a folder a demo sandbox, replaceable
 _ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _VERSIONS = ("import importlib.metadata as m, sys\n"
@@ -26,7 +41,6 @@ _VERSIONS = ("import importlib.metadata as m, sys\n"
 
 @dataclass(frozen=True)
 class Sandbox:
-    """Paths of a built sandbox."""
 
     root: Path
     upstream: Path
@@ -42,7 +56,7 @@ class Sandbox:
         return self.root / "cache"
 
 
-_NAME, _EMAIL = DEMO_AUTHOR
+_NAME, _EMAIL = "backport demo", "demo@backport.invalid"
 # Every demo commit has the same author, committer and date, so the sandbox is reproducible.
 _IDENTITY = {"GIT_AUTHOR_NAME": _NAME, "GIT_AUTHOR_EMAIL": _EMAIL, "GIT_COMMITTER_NAME": _NAME,
              "GIT_COMMITTER_EMAIL": _EMAIL, "GIT_AUTHOR_DATE": "2026-08-01T09:00:00+08:00",
@@ -84,21 +98,12 @@ def build_upstream(path: Path) -> Path:
         _commit(work_dir, f"demo: version {version}")
     _git(path.parent, "clone", "--quiet", "--bare", "--", str(work_dir), str(path))
     _git(path, "config", "uploadpack.allowFilter", "true")
-    # A stand-in for the forge's repository: no `git gc --auto` after each push it receives.
-    _git(path, "config", "receive.autogc", "false")
+    _git(path, "config", "receive.autogc", "false")  # as a forge: no gc after each push
     shutil.rmtree(work_dir)
     return path
 
 
 SOURCE_HEAD = "test-put-metric-master"  # the merged demo PR's source branch
-
-
-def squash_message(subject: str, number: int, head: str, base: str, upstream: str) -> str:
-    """The message GitCode gives a squash merge of PR ``number`` (as Ascend/pytorch's history
-    shows it)."""
-    return (f"{subject}\n\n# message auto-generated for no-merge-commit merge:\n"
-            f"!{number} merge {head} into {base}\n\n{subject}\n\nMerged-by: ascend-robot\n\n"
-            f"See merge request: {upstream}!{number}\n")
 
 
 def land_merged_pr(sandbox: Sandbox, number: int, patches: Path, base: str = "master") -> str:
@@ -115,9 +120,11 @@ def land_merged_pr(sandbox: Sandbox, number: int, patches: Path, base: str = "ma
         _git(work, "reset", "--soft", f"origin/{base}")
         # Committed now, as the forge merges it now (the PR's merge time is read against it).
         merging = {k: v for k, v in _IDENTITY.items() if k != "GIT_COMMITTER_DATE"}
-        git(["commit", "--quiet", f"--author={author}", f"--date={date}", "-m",
-             squash_message(subject, number, SOURCE_HEAD, base, "Ascend/pytorch")], cwd=work,
-            env=merging)
+        message = (f"{subject}\n\n# message auto-generated for no-merge-commit merge:\n"  # GitCode's
+                   f"!{number} merge {SOURCE_HEAD} into {base}\n\n{subject}\n\n"
+                   f"Merged-by: ascend-robot\n\nSee merge request: Ascend/pytorch!{number}\n")
+        git(["commit", "--quiet", f"--author={author}", f"--date={date}", "-m", message],
+            cwd=work, env=merging)
         _git(work, "push", "--quiet", "origin", f"HEAD:refs/heads/{base}")
         return git(["rev-parse", "HEAD"], cwd=work).stdout.strip()
     finally:
@@ -160,11 +167,8 @@ def environment_name(python: str) -> str:
 
 
 def clear_sandbox(root: Path) -> bool:
-    """Make ``root`` ready for a new sandbox; True when a previous demo's sandbox was removed.
-
-    Absent or empty is ready. A folder marked as a demo sandbox (``MARKER``) is removed whole;
-    one holding anything else is left alone (``FileExistsError``).
-    """
+    """Make ``root`` ready for a new sandbox: absent, empty, or a previous demo's (``MARKER``),
+    removed (then True); anything else is left alone (``FileExistsError``)."""
     if not root.exists() or (root.is_dir() and not any(root.iterdir())):
         return False
     if not (root / MARKER).is_file() or root.is_symlink():
@@ -184,13 +188,83 @@ def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
     upstream = build_upstream(root / "upstream.git")
     fork = root / "fork.git"
     _git(root, "init", "--quiet", "--bare", "--", str(fork))
-    # A fork on the forge has no branches of its own yet but borrows the upstream's objects (its
-    # pool), so a push sends only the new commit. Relative, so a copy of the sandbox borrows
-    # from its own upstream.
+    # A forge's fork borrows the upstream's objects; relative, so a copy borrows from its own.
     (fork / "objects" / "info" / "alternates").write_text(
         "../../upstream.git/objects\n", encoding="utf-8")
-    # A stand-in for the forge's fork: no `git gc --auto` after each push it receives.
-    _git(fork, "config", "receive.autogc", "false")
+    _git(fork, "config", "receive.autogc", "false")  # as a forge: no gc after each push
     project = root / "project"
     write_project(project, upstream, fork, patches, python)
     return Sandbox(root=root, upstream=upstream, fork=fork, project=project)
+
+
+def find_patch_set(patches: Path | None) -> Path:
+    """``patches``/put_metric when given, else the put_metric the package ships."""
+    candidate = patches / "put_metric" if patches is not None else demo_patch_set()
+    if (candidate / "patch.yaml").is_file():
+        return candidate.resolve()
+    raise BackportError("usage", f"the put_metric patch set was not found in {candidate} "
+                        "(--patches names the folder that holds put_metric/)")
+
+
+def has_torch(python: str) -> bool:
+    """True when ``python`` exists and finds the torch package (without importing it)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
+    try:
+        return Path(python).exists() and process.run([python, "-c", probe], timeout=60).ok
+    except BackportError:  # it cannot start
+        return False
+
+
+def find_torch_python(explicit: str | None) -> str | None:
+    """An interpreter with torch for the demo's tests, or None; an explicit ``--python``
+    without torch is an error, never silently replaced."""
+    if explicit and not has_torch(explicit):
+        raise BackportError("usage", f"--python {explicit} has no torch installed")
+    checkout = Path(__file__).resolve().parents[2]  # installed in place from a source checkout
+    candidates = [explicit] if explicit else [
+        os.environ.get("BACKPORT_DEMO_PYTHON"),
+        str(checkout / ".ci" / "venvs" / "torch-2.13.0" / "bin" / "python"), sys.executable]
+    return next((c for c in candidates if c and has_torch(c)), None)
+
+
+def set_from_merged_pr(session: Session, sandbox: Sandbox, patches: Path,
+                       say: Callable[[str], None]) -> str:
+    """Land put_metric on master as a merged PR of the sandbox's forge (no merge_commit_sha, as
+    GitCode gives none) and make its patch set from that PR; the set's name."""
+    spec = load_patch_set(patches, session.project.branch_map)
+    forge = session.forge.real()
+    assert isinstance(forge, LocalForge)
+    files = tuple(PrFile(d.old, d.new) for patch in spec.patches for d in patch.files)
+    number = forge.add_source_pr(head=SOURCE_HEAD, base="master", title=spec.title,
+                                 body=f"{spec.title}\n\nAPI={spec.api}\n", author="lgxxx",
+                                 issues=spec.issues, files=files)
+    sha = land_merged_pr(sandbox, number, patches)
+    say(f"the sandbox's upstream holds PR !{number} ({spec.title}), squash-merged into master "
+        f"as {sha[:12]}")
+    shutil.rmtree(sandbox.project / "patches" / patches.name)
+    (name,), _, _ = sets_from_prs(session, sandbox.project / "patches", (number,), say, say)
+    return name
+
+
+@contextmanager
+def demo_session(directory: Path | None, patches: Path, torch_python: str | None, *,
+                 from_pr: bool, say: Callable[[str], None],
+                 ) -> Iterator[tuple[Session, Sandbox, bool, str]]:
+    """The sandbox built in ``directory`` (default: demo/ of the cache folder, one demo there at
+    a time), its session (the sandbox's own forge and cache), whether it replaced a previous
+    demo's, and the set to apply: put_metric, or (``from_pr``) the one made from a merged PR."""
+    root = Path(os.path.abspath(directory or cache_root(os.environ) / "demo"))
+    # Two demos at once in the per-user sandbox would remove each other's files.
+    lock = nullcontext() if directory else file_lock(root.parent / ".demo.lock", wait=False)
+    with lock:
+        try:
+            replaced = clear_sandbox(root)
+        except FileExistsError:
+            raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
+                                "them away or pass --dir with an empty folder") from None
+        sandbox = build_sandbox(root, patches, torch_python)
+        session = Session(load_project(sandbox.config, None, os.environ),
+                          ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH),
+                          environ={**os.environ, "BACKPORT_CACHE": str(sandbox.cache)})
+        name = set_from_merged_pr(session, sandbox, patches, say) if from_pr else "put_metric"
+        yield session, sandbox, replaced, name

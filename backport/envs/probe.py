@@ -21,9 +21,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from backport import process
-from backport.config.model import Environment
+from backport.codec import encode
+from backport.config.model import BranchMap, Environment
 from backport.config.validate import home_as_tilde
-from backport.envs.launch import launch_argv, program_path
+from backport.envs.launch import launch_argv, program_path, shown_command
 from backport.envs.model import AUTOLOAD, Probe
 from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
@@ -289,3 +290,29 @@ def infer_device(sources: dict[str, str]) -> tuple[str, list[str]]:
         found = dict.fromkeys(why for pattern, why in _NPU_USES if pattern.search(text))
         reasons += [f"{path} {why}" for why in found]
     return ("npu" if reasons else "none"), reasons
+
+
+def probe_rows(bm: BranchMap, envs: list[Environment], *,
+               versions_only: bool = False) -> list[dict]:
+    """`env probe`'s rows: each environment's branches, options (home as ``~``), probe and
+    pins (``versions_only``: nothing imports torch)."""
+    rows = []
+    for env in envs:
+        row: dict = {"env": env.name,
+                     "branches": [t.name for t in bm.targets.values() if t.env == env.name],
+                     "options": {"interpreter": home_as_tilde(str(env.interpreter)),
+                                 "requirements": list(env.requirements),
+                                 "no_deps": list(env.no_deps),
+                                 "extra_index_urls": list(env.extra_index_urls),
+                                 "source": env.source_shown or None,
+                                 "wrapper": list(env.wrapper_shown) or None,
+                                 "starts_as": shown_command(env, ["TEST"], env.env)}}
+        rows.append(row)
+        try:
+            found = probe(env, versions_only=versions_only)
+        except BackportError as exc:
+            row.update(ok=False, error=exc.message)
+            continue
+        mismatches = pin_mismatches(env, found)
+        row.update(encode(found), ok=not mismatches, pin_mismatches=mismatches)
+    return rows

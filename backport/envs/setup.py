@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from backport import process
@@ -388,3 +389,41 @@ def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> N
             "env-missing",
             redact(f"environment '{env.name}': `{shown}` failed with exit code {code}: {last}"),
         )
+
+
+def plan_lines(env: Environment, cache_dir: Path, refresh: bool,
+               note: Callable[[str], None]) -> list[str]:
+    """`env setup --dry-run`'s lines for ``env``: each distribution, its size and source, the
+    total; ``note`` hears first what is being resolved (slow)."""
+    action, plan = plan_setup(env, cache_dir=cache_dir, refresh=refresh, note=note)
+    lines = [f"{env.name}: {action}"]
+    if not plan:
+        return lines
+    width = max(len(f"{p.name} {p.version}") for p in plan)
+    for item in plan:
+        size = human_size(item.size) if item.size is not None else "size unknown"
+        unmet = f"  without dependencies{_unmet_note(item, plan)}" if item.no_deps else ""
+        lines.append(f"  {f'{item.name} {item.version}':<{width}}  {size:>9}  {item.source}"
+                     f"{unmet}")
+    known = [p.size for p in plan if p.size is not None]
+    unknown = f" ({len(plan) - len(known)} of unknown size)" if len(known) < len(plan) else ""
+    lines.append(f"  {len(plan)} distribution{'' if len(plan) == 1 else 's'}, about "
+                 f"{human_size(sum(known))} to download{unknown}")
+    return lines
+
+
+def _unmet_note(item: Planned, plan: list[Planned]) -> str:
+    """Which of ``item``'s own requirements the plan does not satisfy (why it is no_deps)."""
+    versions = {canonicalize_name(p.name): p.version for p in plan}
+    unmet = []
+    for line in item.requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        have = versions.get(canonicalize_name(req.name))
+        if have is not None and not req.specifier.contains(have, prereleases=True):
+            unmet.append(f"it asks for {req}, installed next to {req.name} {have}")
+    return f" ({'; '.join(unmet)})" if unmet else ""

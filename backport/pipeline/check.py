@@ -61,11 +61,14 @@ def plural(count: int, word: str, words: str | None = None) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
 
 
-def run_check(project: Project, names: list[str] | None, *, offline: bool, envs: bool = False,
-              environ: dict[str, str] | None = None) -> list[Finding]:
-    """Validate the map and, unless ``offline``, that every patch set applies everywhere. An
-    environment not built here is a warning (a CI runner checks the map and the patches, not the
-    hosts), a problem when ``envs`` asks for the environments too."""
+def run_check(session: Session, names: list[str] | None, *, offline: bool,
+              envs: bool = False) -> list[Finding]:
+    """Validate the map and, unless ``offline``, that every patch set applies everywhere.
+
+    An environment not built on this machine is a warning (a CI runner checks the map and the
+    patches, not the hosts), a problem when ``envs`` asks for the environments as well.
+    """
+    project = session.project
     bm = project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
     findings = [Finding(str(bm.path.name), "schema", True,
@@ -82,7 +85,7 @@ def run_check(project: Project, names: list[str] | None, *, offline: bool, envs:
                                     ps.fork_branch(bm, target), variant=target in ps.variants))
     if offline:
         return findings
-    cache = Session(project, environ=environ).cache
+    cache = session.cache
     # Every branch the map declares must exist, targeted by a patch set or not: CI checks the map.
     targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
     try:

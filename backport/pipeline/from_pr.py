@@ -39,11 +39,6 @@ _BODY_API = re.compile(r"^(?:API=|-\s*API[：:]\s*`)([A-Za-z_][\w]*(?:\.[A-Za-z_
                        re.MULTILINE)
 
 
-def set_name(number: int) -> str:
-    """The folder `apply --from-pr N` keeps the set in: ``pr-<N>``."""
-    return f"pr-{number}"
-
-
 @dataclass(frozen=True)
 class Source:
     """A PR as read now: the forge's view and the commits it carries."""
@@ -82,8 +77,7 @@ def read_source(session: Session, number: int) -> Source:
 
 
 def learn_from_history(session: Session, forge: LocalForge, number: int) -> None:
-    """Teach the local ``forge`` PR ``number`` from its squash commit on a mapped branch, with
-    its real number and merge time; a BackportError naming where it looked when none is."""
+    """Teach the local ``forge`` PR ``number`` from its squash commit on a mapped branch."""
     from backport.git.source_pr import find_squash_merge
 
     bm, branches = session.project.branch_map, list(session.project.branch_map.targets)
@@ -102,8 +96,7 @@ def learn_from_history(session: Session, forge: LocalForge, number: int) -> None
 
 
 def passed_over_line(source: Source) -> list[str]:
-    """The line naming the commits on the base that name the PR but were not taken as its
-    change (none, usually)."""
+    """The commits on the base naming the PR but not taken as its change (none, usually)."""
     passed = source.commits.passed_over
     return [f"not taken as PR !{source.info.number}'s change although their message names it: "
             f"{describe_passed_over(passed)}"] if passed else []
@@ -133,7 +126,7 @@ def _api(info: SourcePrInfo, api: str | None, say: Say) -> str | None:
 
 
 def _issues(info: SourcePrInfo, issues: tuple[int, ...], say: Say) -> tuple[int, ...]:
-    """The issues each backport links: given, else every issue the PR links (none or several)."""
+    """The issues each backport links: given, else every issue the PR links."""
     if issues:
         return issues
     if len(info.issues) != 1:
@@ -177,8 +170,8 @@ def write_from_pr(session: Session, dest: Path, source: Source, *, api: str | No
 
 
 def _backport_rev(session: Session, source: Source) -> str:
-    """What the set is exported from: a merged PR's squash commit restated with the change's
-    own message (``git/source_pr.py``); an open PR's own commits as they are."""
+    """What the set is exported from: a merged PR's squash commit with the change's own
+    message; an open PR's own commits as they are."""
     from backport.git.source_pr import message_of, restate
     from backport.git.squash_message import backport_message
 
@@ -192,12 +185,10 @@ def _backport_rev(session: Session, source: Source) -> str:
 
 
 def set_from_pr(session: Session, patches_dir: Path, number: int, say: Say, *,
-                   scratch: Path | None = None) -> tuple[str, list[str], bool]:
-    """Make ``patches/pr-<N>/`` from PR ``number``, or keep it while its source is unchanged:
-    the set's name, the lines that say which, and whether an earlier set was replaced (its
-    branches' finished steps are then of the old change). With ``scratch`` (a dry run) a set
-    to make is made there, and the lines say where the real run writes it."""
-    dest = patches_dir / set_name(number)
+                scratch: Path | None = None) -> tuple[str, list[str], bool]:
+    """Make ``patches/pr-<N>/`` from PR ``number`` (a dry run's in ``scratch``), or keep it
+    while its source is unchanged: its name, the lines saying which, whether it replaced one."""
+    dest = patches_dir / f"pr-{number}"
     kept, why = None, "it is not a folder"
     if dest.is_dir():
         try:
@@ -234,14 +225,13 @@ def sets_from_prs(session: Session, patches_dir: Path, numbers: tuple[int, ...],
                   error: Say, *, scratch: Path | None = None,
                   ) -> tuple[list[str], set[str], list[BackportError]]:
     """The sets of PRs ``numbers``, made or kept: their names, those made again, and the errors
-    of the PRs that could not be made (each told to ``error``; a single PR's is raised)."""
+    of the PRs not made (each told to ``error``; a single PR's is raised)."""
     made: list[str] = []
     redo: set[str] = set()
     unmade: list[BackportError] = []
     for number in dict.fromkeys(numbers):
         try:
-            name, lines, remade = set_from_pr(session, patches_dir, number, say,
-                                                 scratch=scratch)
+            name, lines, remade = set_from_pr(session, patches_dir, number, say, scratch=scratch)
         except BackportError as exc:
             if len(numbers) == 1:
                 raise
@@ -257,8 +247,8 @@ def sets_from_prs(session: Session, patches_dir: Path, numbers: tuple[int, ...],
 
 def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: list[str],
                     spec: dict[str, object], say: Say) -> Path:
-    """Export ``rev`` of ``repo`` and write ``dest`` (patches and patch.yaml: ``spec``, then the
-    tests and the inferred device), whole or not at all; tells ``say`` what it wrote."""
+    """Export ``rev`` of ``repo`` into ``dest`` with a patch.yaml of ``spec``, the tests and the
+    inferred device, whole or not at all; tells ``say`` what it wrote."""
     from backport.envs.model import AUTOLOAD
     from backport.envs.probe import infer_device
 

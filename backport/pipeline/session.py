@@ -52,8 +52,7 @@ class ApplyOptions:
     def without_tests(self, cause: str) -> ApplyOptions:  # a dry run without environments
         return dataclasses.replace(self, skip_tests=True, skip_cause=cause)
 
-    def forces(self, patch_set: str) -> bool:
-        """Whether every step of ``patch_set``'s branches is redone (``force`` or ``redo``)."""
+    def forces(self, patch_set: str) -> bool:  # every step of the set's branches redone
         return self.force or patch_set in self.redo
 
     @property
@@ -61,36 +60,9 @@ class ApplyOptions:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
 
 
-class DocsAudit:
-    """The docs audit of upstream master for the PR body's 【资料变更】, once per API per run;
-    None (master not fetched by this run, no API, a failure) leaves that section to a human."""
-
-    def __init__(self, cache: RepoCache) -> None:
-        self.cache = cache
-        self._lock = threading.Lock()
-        self._found: dict[str, list[DocsEntry] | None] = {}
-
-    def __call__(self, api: str | None) -> list[DocsEntry] | None:
-        from backport.docs_audit import audit_docs
-
-        if api is None:
-            return None
-        with self._lock:
-            if api in self._found:
-                return self._found[api]
-        try:
-            (sha,) = self.cache.local_heads([DOCS_REF]).values()  # raises: master not fetched
-            entries = audit_docs(self.cache.path, sha, api) or None
-        except BackportError:
-            entries = None
-        with self._lock:
-            self._found[api] = entries
-        return entries
-
-
 class ForgeAccess:
-    """The run's forge, built once when first needed: `real` as the token reaches it,
-    `client` the one the run writes through (a dry run's plans its writes)."""
+    """The run's forge, built when first needed: `real` as the token reaches it, `client` the
+    one the run writes through (a dry run's plans its writes)."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -140,7 +112,7 @@ class Session:
         self.notify = notify or (lambda text: None)  # hears of the forge's rate-limit waits
         self.forge = ForgeAccess(self)
         self.cache = RepoCache(cache_root(self.environ), project.branch_map.upstream_url)
-        self.docs = DocsAudit(self.cache)
+        self._docs: dict[str, list[DocsEntry] | None] = {}
         self.permissions = WritePermissions()  # who may write to the upstream, asked once a login
         self.work_dir = project.state_dir
         self.fork = Fork()  # a dry run's plans its pushes (`start`)
@@ -150,7 +122,7 @@ class Session:
 
     @property
     def envs(self) -> Environments:
-        """The run's environments, made when first used (a run without tests loads none)."""
+        """The run's environments, made when first used."""
         from backport.envs.environments import Environments
 
         with self._lock:
@@ -158,10 +130,28 @@ class Session:
                 self._envs = Environments(isolated=self.options.isolated)
             return self._envs
 
+    def docs(self, api: str | None) -> list[DocsEntry] | None:
+        """The docs audit of upstream master for the PR body's 【资料变更】, once per API; None
+        (no API, master not fetched by this run, a failure) leaves that section to a human."""
+        from backport.docs_audit import audit_docs
+
+        if api is None:
+            return None
+        with self._lock:
+            if api in self._docs:
+                return self._docs[api]
+        try:
+            (sha,) = self.cache.local_heads([DOCS_REF]).values()  # raises: master not fetched
+            entries = audit_docs(self.cache.path, sha, api) or None
+        except BackportError:
+            entries = None
+        with self._lock:
+            self._docs[api] = entries
+        return entries
+
     def start(self) -> None:
-        """Ready an `apply` run, once: its work folder (worktrees, test logs, carried
-        resolutions; a dry run's temporary, as it writes nothing in the project), writable by
-        code from a branch only there; the files of git's credential helpers hidden."""
+        """Ready an `apply` run, once: its work folder (a dry run's temporary), the only place
+        a branch's code may write; git's credential helpers' files hidden."""
         from backport.envs.sandbox import allow_writes, cover_also, helper_paths
         from backport.git.run import configured_helpers
 
@@ -176,8 +166,7 @@ class Session:
                   for p in helper_paths(helper))
 
     def follow_token(self) -> None:
-        """Name the fork where branches.yaml leaves it to the token's login (``GET /user``);
-        a dry run without a token cannot ask, and its plan says so."""
+        """Name the fork where branches.yaml leaves it to the token's login (``GET /user``)."""
         bm = self.project.branch_map
         if bm.fork or not self.options.mode.pushes:
             return
@@ -188,8 +177,7 @@ class Session:
         return self.work_dir / "runs" / patch_set
 
     def close(self) -> None:
-        """Stop the environments; a dry run's temporary folder goes, with its worktrees'
-        registrations and branches in the cache repository."""
+        """Stop the environments; remove a dry run's folder and its worktrees' branches."""
         from backport.git.worktree import forget_owner
 
         if self._envs is not None:

@@ -541,7 +541,7 @@ def test_the_decision_scan_sees_both_kinds_of_call() -> None:
 # A source PR's body names its API as `API=…` (the upstream template's line), read by `new --from-pr`
 # and written by the demo's merged PR: the PR's text, not evidence.
 EVIDENCE_KEY_ELSEWHERE = {"commands.listing": {"API"}, "pipeline.from_pr": {"API"},
-                          "commands.demo": {"API"}}
+                          "demo.sandbox": {"API"}}
 
 
 def evidence_keys_spelled(path: Path, keys: Sequence[str]) -> set[str]:
