@@ -1,12 +1,10 @@
 """Run one test file in an environment: forked from the run's warm worker, or as its own process.
 
-A test is a fork of the warm worker (``worker``), which imported torch once. Where that cannot
-be (isolated runs asked for, a wrapper, no torch, a torch_npu that loads, a worker that would
-not start or died) it is ``python <path> <args>`` started afresh, in the test's sandbox view
-(``sandbox.test_view``). Either way it runs from the worktree root in its own process group,
-its output in its log (owner-only), and a timeout kills the group. A run with an overlay
-(``overlay``) is always a process of its own, the overlay first on its ``PYTHONPATH``.
-``TestRun.command`` is the start as the evidence shows it (``launch.shown_command``).
+A test is a fork of the warm worker, which imported torch once; where that cannot be (isolated
+runs asked for, a wrapper, no torch, a torch_npu that loads, a worker that failed) it is
+``python <path> <args>`` started afresh in the test's sandbox view (``sandbox.test_view``), as
+is a run with an overlay (first on its ``PYTHONPATH``). Either way it runs from the worktree
+root in its own process group, its output in an owner-only log, killed at its timeout.
 """
 
 from __future__ import annotations
@@ -50,8 +48,7 @@ LOG_TAIL = 4 * 1024 * 1024  # the summary is at the end; read at most this much
 
 
 def static_fallback(env: Environment, isolated: bool) -> str | None:
-    """Why ``env``'s tests never fork from a warm worker, whatever its probe reads (None: they
-    may); asked before a worker is started early too."""
+    """Why ``env``'s tests never fork from a warm worker, whatever its probe says (None: they may)."""
     if isolated:
         return "isolated runs requested"
     if env.wrapper:
@@ -60,8 +57,7 @@ def static_fallback(env: Environment, isolated: bool) -> str | None:
 
 
 class TestRunner:
-    """Runs test files of one environment and device policy; one per run, thread-safe: warm
-    runs are concurrent children of one worker, isolated runs separate processes."""
+    """Runs test files of one environment and device policy; one per run, thread-safe."""
 
     __test__ = False  # not a pytest test class
 
@@ -86,7 +82,6 @@ class TestRunner:
         self._worker: Worker | None = None
         self._retired: list[Worker] = []  # replaced workers finishing their running tests
         self._learn = True  # off once a worker retired: its successor only imports torch
-        # Why warm runs are off (None while they are on); torch-less envs gain nothing from it.
         self.fallback: str | None = static_fallback(env, isolated)
         if self.fallback is None and probe.torch is None:
             self.fallback = "torch is not installed, nothing to keep warm"
@@ -104,12 +99,10 @@ class TestRunner:
 
     @property
     def kind(self) -> str:
-        """How tests run, for the verbose log: isolated, or forked from the run's worker."""
         return "isolated" if self.isolated else "warm worker"
 
     @property
     def worker_pid(self) -> int | None:
-        """The pid of the worker tests fork from (None: none yet, or isolated)."""
         worker = self._worker
         return worker.pid if worker is not None else None
 
@@ -119,12 +112,10 @@ class TestRunner:
         return {k: redact(v) for k, v in {**self.env.env, **self.extra_env}.items()}
 
     def command(self, test: TestSpec, overlay: Path | None = None) -> str:
-        """The test's start as the evidence shows it (``launch.shown_command``)."""
         return shown_command(self.env, script_args(test.path, test.args), self._shown_vars(overlay))
 
     def _shown_vars(self, overlay: Path | None) -> dict[str, str]:
-        """The variables COMMAND shows: the overlay as ``<torch_npu overlay>``, ahead of the
-        map's own ``PYTHONPATH`` (a placeholder where it names a local path)."""
+        """The variables COMMAND shows, the overlay as ``<torch_npu overlay>`` on ``PYTHONPATH``."""
         if overlay is None:
             return self.env_vars
         pinned = self.env_vars.get("PYTHONPATH")
@@ -134,9 +125,8 @@ class TestRunner:
         return {**self.env_vars, "PYTHONPATH": shown}
 
     def _overlay_vars(self, overlay: Path | None) -> dict[str, str]:
-        """What puts ``overlay`` first on the path: ``PYTHONPATH`` ahead of what the environment
-        sets, or, after a ``source:`` script (CANN's extends ``PYTHONPATH``) where the map pins
-        none, ``PATH_FIRST``, which the start prepends to what the script left."""
+        """What puts ``overlay`` first on ``PYTHONPATH``; after a ``source:`` script that may set
+        it (CANN's does) and no pinned one, ``PATH_FIRST``, prepended to what the script left."""
         if overlay is None:
             return {}
         if self.env.source is not None and "PYTHONPATH" not in self.env.env:
@@ -152,8 +142,7 @@ class TestRunner:
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None,
         *, overlay: Path | None = None,
     ) -> TestRun:
-        """Run ``test`` from ``worktree``, output to ``log_path``, killed after ``timeout`` s;
-        with ``overlay`` (a folder holding a ``torch_npu``) as a process of its own."""
+        """Run ``test`` from ``worktree``, output to ``log_path``, killed after ``timeout`` s."""
         if not self.verdict.runnable:
             raise BackportError("env-unavailable", f"environment '{self.env.name}': {self.note}")
         require_interpreter(self.env)
@@ -197,11 +186,10 @@ class TestRunner:
                 self._ensure_worker()
 
     def _ensure_worker(self) -> Worker | None:
-        """The usable worker, started (or replaced, if it retired) as needed; call under the lock."""
+        """The usable worker, started or replaced as needed; call under the lock."""
         if self._worker is not None and not self._worker.alive():
             self._drop_worker("the warm worker exited")
         if self._worker is not None and self._worker.retired is not None:
-            # It stopped forking; let it finish its running tests, start a plain one.
             self._retired.append(self._worker)
             self._worker = None
             self._learn = False
@@ -228,9 +216,8 @@ class TestRunner:
     def _run_warm(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
     ) -> TestRun | None:
-        """A forked run; None when the worker is unusable (the caller then runs isolated).
-        The test writes to a temporary file of ours (a sandbox may write there), added to the
-        log once it ended."""
+        """A forked run, None when the worker is unusable; the test writes to a temporary file
+        (a sandbox may write there), added to its log once it ended."""
         fd, scratch_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
         os.close(fd)
         scratch = Path(scratch_name)
@@ -262,7 +249,6 @@ class TestRunner:
                 sent = request if worker.isolation != PID_NAMESPACE else {
                     **request, "confine": confine}
                 rid, waiter = worker.submit(sent)
-                # Before it forks the worker imports what earlier tests taught it: start's time.
                 hello = next_reply(waiter, self.start_timeout)
                 if hello is not None and "retired" in hello:
                     worker.retired = worker.retired or str(hello["retired"])
@@ -270,8 +256,7 @@ class TestRunner:
                 if hello is None or "pid" not in hello:
                     raise WorkerDied("the worker did not start the test")
                 pid = int(hello["pid"])
-                # The test's time starts when its child exists.
-                start = time.monotonic()
+                start = time.monotonic()  # the test's time starts when its child exists
                 reply = next_reply(waiter, timeout)
                 if reply is None:  # timed out: kill the test's group, collect its status
                     worker.kill(pid)
@@ -305,8 +290,6 @@ class TestRunner:
                            view=test_view(worktree, self._reads(overlay)))
         start = time.monotonic()
         with open(log_path, "ab") as log:
-            # reap: leftovers the test started in its group go when it ends (and the namespace
-            # takes every other process it started)
             done = process.run(launch.argv, cwd=worktree,
                                env=env_vars(self.env, {**self.extra_env,
                                                        **self._overlay_vars(overlay)}),
@@ -320,9 +303,8 @@ class TestRunner:
     # -- shared ------------------------------------------------------------------------
 
     def _reads(self, overlay: Path | None = None) -> list[str]:
-        """What a test reads besides its worktree, wherever it lies: the interpreter's venv,
-        the ``source:`` script's folder, the wrapper's paths, the overlay (not what its
-        variables name: a temporary folder there, CANN's logs, is the test's own)."""
+        """What a test reads besides its worktree: the venv, the ``source:`` script's folder,
+        the wrapper's paths, the overlay (not what its variables name: those are its own)."""
         found = [os.path.dirname(os.path.dirname(os.path.abspath(self.interpreter)))]
         if self.env.source is not None:
             found.append(str(self.env.source.parent))
@@ -332,7 +314,6 @@ class TestRunner:
         return found
 
     def _start_log(self, log_path: Path, test: TestSpec, overlay: Path | None = None) -> None:
-        # Logs may hold what a maintainer would not publish: owner-only, like the journal.
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
