@@ -1,11 +1,9 @@
 """The environments of one run, shared by the branch threads.
 
 Each environment is probed once a run; each (environment, device policy) gets one test runner.
-``prewarm`` probes an environment and starts its warm worker while other threads fetch and
-apply; the worker is started before the probe ends, on the guess a CPU machine usually gives
-(torch_npu's backend autoload off), and also runs the probe's torch_npu load check, so a run
-imports torch once per environment. The runner, worker and overlay modules are imported only
-when a run needs them (a run that skips its tests never does).
+``prewarm`` probes and starts the warm worker (before the probe ends, with the probe's load
+check folded in) while other threads fetch and apply. The runner, worker and overlay modules are
+imported only when a run needs them.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class Environments:
-    """Probes, runners and overlays of one run; safe to use from the branch threads."""
+    """Probes, runners and overlays of one run; thread-safe."""
 
     def __init__(self, *, isolated: bool = False) -> None:
         self.isolated = isolated
@@ -80,12 +78,11 @@ class Environments:
             return self._runners[key]
 
     def overlay(self, env: Environment, files: Mapping[str, bytes | None]) -> Overlay:
-        """The installed torch_npu of ``env`` with ``files`` laid over it (``overlay``), made
-        once per run, environment and content; OverlayError when the package cannot be found
-        or copied. The package is looked for once per run."""
+        """The installed torch_npu of ``env`` with ``files`` laid over it, made once per run,
+        environment and content; OverlayError when the package cannot be found or copied."""
         from backport.envs.overlay import OverlayError, build_overlay, installed_package
 
-        key = (env.name, tuple(sorted(files.items(), key=lambda item: item[0])))
+        key = (env.name, tuple(sorted(files.items())))
         with self._env_lock(env.name):
             if key in self._overlays:
                 return replace(self._overlays[key], reused=True)
@@ -104,18 +101,14 @@ class Environments:
             return self._overlays[key]
 
     def prewarm(self, env: Environment, device: str) -> None:
-        """Probe ``env`` and start its warm worker, while other threads fetch and apply.
-
-        Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
-        A prewarm the run's end (:meth:`close`) overtook starts no worker and keeps no runner.
-        """
+        """Probe ``env`` and start its warm worker; errors are kept by :meth:`probe`. A prewarm
+        the run's end overtook starts no worker and keeps no runner."""
         from backport.envs.runner import static_fallback
         from backport.envs.worker import EarlyWorker
 
         if self._closed:
             return
         if device == "none" and static_fallback(env, self.isolated) is None:
-            # Where no test would fork from a worker (a wrapper), the probe runs its own check.
             with self._lock:
                 if not self._closed and (env.name, device) not in self._early:
                     self._early[(env.name, device)] = EarlyWorker(

@@ -1,9 +1,7 @@
 """The client of a run's warm worker (``scripts/warm_worker.py``): one interpreter per
-environment that imported torch once and forks each test, so a test skips the import.
-
-The worker starts in the run's sandbox and ends with the run, however it ends; no run shares
-another's. Requests go over its stdin, many in flight at once, and a reader thread hands each
-reply to the request it answers (by ``id``). ``EarlyWorker`` starts one before the probe ended.
+environment that imported torch once and forks each test. It runs in the run's sandbox and ends
+with the run. Many requests are in flight on its stdin; a reader thread hands each reply to its
+request by ``id``. ``EarlyWorker`` starts one before the probe ended.
 """
 
 from __future__ import annotations
@@ -40,14 +38,13 @@ class Worker:
         load_check: float | None = None,
     ) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
-        # The worker's scratch folder is ours, so it goes even when the worker is killed.
         self.reports = Path(tempfile.mkdtemp(prefix="backport-warm-"))
         argv = [*launch, str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)]
         if not learn:
             argv.append("--no-learn")
         if load_check is not None:
             argv += ["--load-check", f"{load_check:g}"]
-        start = sandboxed(argv)  # its tests are its forks: in the run's namespace with it
+        start = sandboxed(argv)
         self.isolation = start.isolation
         try:
             self.proc: process.Popen[bytes] = process.spawn(
@@ -58,7 +55,7 @@ class Worker:
             self._stderr.close()
             raise WorkerDied(exc.message) from None
         self.pid = int(self.proc.pid)
-        self._send_lock = threading.Lock()  # one writer at a time
+        self._send_lock = threading.Lock()
         self._waiters_lock = threading.Lock()
         self._waiters: dict[int, queue.Queue[dict | None]] = {0: queue.Queue()}  # 0: the hello
         self._ids = itertools.count(1)
@@ -169,22 +166,18 @@ def start_worker(
     env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool,
     load_check: float | None = None,
 ) -> Worker:
-    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables, started like
-    every test; with ``load_check`` it also runs the probe's torch_npu load check."""
+    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables; with
+    ``load_check`` it also runs the probe's torch_npu load check."""
     launch = launch_argv(env, [], {**env.env, **extra_env})
     return Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn,
                   load_check=load_check)
 
 
 class EarlyWorker:
-    """A warm worker started before the probe ends, on a guess of the variables tests get.
-
-    The guess is the usual verdict on a CPU machine: torch_npu installed but not loadable, so
-    tests run with its backend autoload off. The runner adopts the worker only when the verdict
-    gives exactly these variables; otherwise it is stopped unused. With ``load_check``
-    (seconds) it runs the probe's torch_npu load check in a fork right after importing torch
-    (:meth:`load_check_result`), so a run imports torch once per environment.
-    """
+    """A warm worker started before the probe ends, on a guess of the variables tests get
+    (a CPU machine's: torch_npu's autoload off); the runner adopts it only when the verdict
+    gives exactly these, else it is stopped unused. With ``load_check`` it runs the probe's
+    torch_npu load check too, so a run imports torch once per environment."""
 
     def __init__(self, env: Environment, extra_env: dict[str, str],
                  start_timeout: float = WORKER_START_TIMEOUT, *,
@@ -207,7 +200,6 @@ class EarlyWorker:
             pass  # the runner starts its own, the probe runs its own check
 
     def load_check_result(self) -> dict | None:
-        """The load check the worker ran at its start; None when it ran none."""
         self._thread.join()
         return self._checked
 

@@ -3,12 +3,11 @@
 Run by ``backport`` with the environment's interpreter: Python 3.8+, standard library only.
 
     probe_env.py [--timeout SECONDS] [--no-load-check] [DIST ...]
-    probe_env.py --load-check
 
 Versions come from installed distribution metadata; torch and torch_npu are imported only in a
-child process (``--load-check``), so a crash or a hang there cannot take the probe down.
-``--no-load-check`` leaves that check to the caller (the warm worker runs :func:`load_check` in
-a fork of itself) and says ``"load_check": "wanted"`` when torch_npu is installed.
+fork (:func:`run_load_check`), so a crash or a hang there cannot take the probe down.
+``--no-load-check`` leaves that check to the caller (the warm worker runs it in a fork of
+itself) and says ``"load_check": "wanted"`` when torch_npu is installed.
 """
 
 from __future__ import annotations
@@ -18,8 +17,10 @@ import json
 import os
 import platform
 import re
-import subprocess
+import selectors
+import signal
 import sys
+import time
 from typing import Any
 
 BASE_DISTS = ("torch", "torch_npu", "expecttest", "numpy")
@@ -124,34 +125,51 @@ def load_check(preloaded: bool = False) -> dict:
     return result
 
 
-def run_load_check(timeout: float) -> dict:
-    """Run :func:`load_check` in a child process; a crash or hang becomes an error text."""
-    env = dict(os.environ)
-    env.pop(AUTOLOAD, None)
-    argv = [sys.executable, os.path.abspath(__file__), "--load-check"]
-    try:
-        proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
-    out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    if proc.returncode == 0 and out:
+def run_load_check(timeout: float, preloaded: bool = False) -> dict:
+    """:func:`load_check` in a fork, autoload as the user has it; a crash or hang becomes an
+    error text. ``preloaded``: see :func:`load_check`."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
         try:
-            return json.loads(out[-1])
-        except ValueError:
-            pass
-    if proc.returncode < 0:
-        error = f"import torch_npu was killed by signal {-proc.returncode}"
-    else:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        error = err[-1] if err else f"import torch_npu exited with code {proc.returncode}"
-    return {"loads": False, "error": error}
+            os.close(read_fd)
+            os.dup2(2, 1)  # what the imports print stays off the caller's stdout
+            os.environ.pop(AUTOLOAD, None)
+            data = (json.dumps(load_check(preloaded)) + "\n").encode("utf-8")
+            while data:
+                data = data[os.write(write_fd, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    out, deadline = b"", time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(read_fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if selector.select(deadline - time.monotonic()):
+                chunk = os.read(read_fd, 65536)
+                if not chunk:
+                    break
+                out += chunk
+    os.close(read_fd)
+    timed_out = time.monotonic() >= deadline and not out.endswith(b"\n")
+    if timed_out:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
+    if os.WIFSIGNALED(status):
+        return {"loads": False,
+                "error": f"import torch_npu was killed by signal {os.WTERMSIG(status)}"}
+    try:
+        return dict(json.loads(out))
+    except ValueError:
+        code = os.WEXITSTATUS(status)
+        return {"loads": False, "error": f"import torch_npu exited with code {code}"}
 
 
 def main(argv: list) -> int:
-    if argv[:1] == ["--load-check"]:
-        sys.stdout.write(json.dumps(load_check()) + "\n")
-        return 0
     timeout = 120.0
     if argv[:1] == ["--timeout"]:
         timeout = float(argv[1])

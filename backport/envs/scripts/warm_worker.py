@@ -31,7 +31,6 @@ import selectors
 import signal
 import sys
 import sysconfig
-import time
 import traceback
 from typing import Any
 
@@ -349,51 +348,6 @@ class Worker:
         os.rmdir(self.reports)
 
 
-def fork_load_check(timeout: float) -> dict:
-    """``probe_env.load_check`` in a fork; a crash or hang worded as ``run_load_check`` does."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(read_fd)
-            os.environ.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-            import probe_env
-
-            data = (json.dumps(probe_env.load_check(preloaded=True)) + "\n").encode("utf-8")
-            while data:
-                data = data[os.write(write_fd, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    out, deadline = b"", time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(read_fd, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(deadline - time.monotonic()):
-                chunk = os.read(read_fd, 65536)
-                if not chunk:
-                    break
-                out += chunk
-    os.close(read_fd)
-    timed_out = time.monotonic() >= deadline and not out.endswith(b"\n")
-    if timed_out:
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    if timed_out:
-        return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
-    if os.WIFSIGNALED(status):
-        return {"loads": False,
-                "error": f"import torch_npu was killed by signal {os.WTERMSIG(status)}"}
-    try:
-        return dict(json.loads(out))
-    except ValueError:
-        code = os.WEXITSTATUS(status)
-        return {"loads": False, "error": f"import torch_npu exited with code {code}"}
-
-
 def _thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
 
@@ -425,7 +379,9 @@ def main(args: list) -> int:
     gc.freeze()  # keep the collector off the imported objects: fewer copy-on-write faults
     hello = {"ready": True, "loaded": loaded, "learn": learn, "pid": os.getpid()}
     if check_timeout:
-        hello["load_check"] = fork_load_check(float(check_timeout))
+        here = os.path.dirname(os.path.abspath(__file__))
+        check = runpy.run_path(os.path.join(here, "probe_env.py"))["run_load_check"]
+        hello["load_check"] = check(float(check_timeout), preloaded=True)
     worker = Worker(proto, learn, reports)
     worker.send(hello)
     worker.serve()
