@@ -40,26 +40,17 @@ def env_vars(env: Environment, extra: Mapping[str, str] | None = None) -> dict[s
 def require_interpreter(env: Environment) -> Path:
     """The environment's interpreter; ``env-missing`` when it, its ``source:`` script or its
     ``wrapper:`` does not exist."""
-    interpreter = env.interpreter
-    if not interpreter.exists():
-        raise BackportError(
-            "env-missing",
-            f"environment '{env.name}': interpreter {home_as_tilde(str(interpreter))} does not exist; "
-            "run `backport env setup`",
-        )
-    if env.source is not None and not env.source.is_file():
-        raise BackportError(
-            "env-missing",
-            f"environment '{env.name}': source script {home_as_tilde(str(env.source))} does not exist",
-        )
     program = program_path(env)
-    if program is not None and not os.access(program, os.X_OK):
-        raise BackportError(
-            "env-missing",
-            f"environment '{env.name}': wrapper {home_as_tilde(str(program))} does not exist or is "
-            "not executable",
-        )
-    return interpreter
+    for what, path, found, more in (
+        ("interpreter", env.interpreter, env.interpreter.exists(), "; run `backport env setup`"),
+        ("source script", env.source, env.source is None or env.source.is_file(), ""),
+        ("wrapper", program, program is None or os.access(program, os.X_OK),
+         " or is not executable"),
+    ):
+        if not found:
+            raise BackportError("env-missing", f"environment '{env.name}': {what} "
+                                f"{home_as_tilde(str(path))} does not exist{more}")
+    return env.interpreter
 
 
 def require_built(envs: Mapping[str, Environment], branches: Mapping[str, list[str]]) -> None:

@@ -31,14 +31,7 @@ from backport.envs.model import Probe, TestRun
 from backport.envs.probe import device_verdict, env_vars, require_interpreter
 from backport.envs.sandbox import PID_NAMESPACE, sandboxed, test_view
 from backport.envs.summary import parse_summary
-from backport.envs.worker import (
-    WORKER_START_TIMEOUT,
-    EarlyWorker,
-    Worker,
-    WorkerDied,
-    next_reply,
-    start_worker,
-)
+from backport.envs.worker import WORKER_START_TIMEOUT, EarlyWorker, Worker, WorkerDied, next_reply
 from backport.errors import BackportError
 from backport.redact import redact
 
@@ -198,7 +191,7 @@ class TestRunner:
             self._worker = early.take(self.extra_env)
         if self._worker is None and self.fallback is None:
             try:
-                self._worker = start_worker(
+                self._worker = Worker(
                     self.env, self.extra_env, self.start_timeout, learn=self._learn)
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")

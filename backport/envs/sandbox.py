@@ -295,15 +295,12 @@ def _lifeline_fd() -> int:
         return _lifeline
 
 
-def sandboxed(argv: Sequence[str], *, writable: Iterable[str | Path] = (),
-              view: Sequence[str] = ()) -> Start:
-    """``argv`` started in a namespace where only :func:`writable_roots` and ``writable`` (with
-    a test's ``view``: only what it and ``writable`` open) can be written; as it is where the
-    host refuses."""
+def sandboxed(argv: Sequence[str], *, view: Sequence[str] = ()) -> Start:
+    """``argv`` started in a namespace where only :func:`writable_roots` (with a test's
+    ``view``: only what it opens) can be written; as it is where the host refuses."""
     if not isolation().isolated:
         return Start(list(argv), (), NONE)
-    roots = [os.path.realpath(w) for w in writable] if view else writable_roots(writable)
-    launcher = _launcher(roots, view)
+    launcher = _launcher([] if view else writable_roots(), view)
     fd = _lifeline_fd()
     return Start([*launcher, "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
 

@@ -124,25 +124,10 @@ def _summary(lines: list[str]) -> Summary:
         line = lines[index]
         if _ran(line):
             return _unittest(lines, index)
-        if line.startswith(("OK", "FAILED", "NO TESTS RAN")) and _UNITTEST_STATUS.match(line):
-            ran_index = _ran_before(lines, index)
-            if ran_index is not None:
-                return _unittest(lines, ran_index)
-            continue
         summary = _pytest(line) if " in " in line else None
         if summary is not None:
             return summary
     return Summary()
-
-
-def _ran_before(lines: list[str], index: int) -> int | None:
-    """Index of the ``Ran N tests`` line just above status line ``index`` (blank lines between)."""
-    for back in range(index - 1, max(index - 4, -1), -1):
-        if _ran(lines[back]):
-            return back
-        if lines[back]:
-            return None
-    return None
 
 
 def last_exception(lines: list[str]) -> str | None:

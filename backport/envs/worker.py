@@ -31,15 +31,15 @@ class WorkerDied(Exception):
 
 
 class Worker:
-    """One running ``warm_worker.py`` process; many requests may be in flight at once."""
+    """``env``'s running warm worker, ``extra_env`` on top of its variables; with ``load_check``
+    it also runs the probe's torch_npu load check."""
 
-    def __init__(
-        self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool,
-        load_check: float | None = None,
-    ) -> None:
+    def __init__(self, env: Environment, extra_env: dict[str, str], start_timeout: float, *,
+                 learn: bool, load_check: float | None = None) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
         self.reports = Path(tempfile.mkdtemp(prefix="backport-warm-"))
-        argv = [*launch, str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)]
+        argv = launch_argv(env, [str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)],
+                           {**env.env, **extra_env})
         if not learn:
             argv.append("--no-learn")
         if load_check is not None:
@@ -49,7 +49,7 @@ class Worker:
         try:
             self.proc: process.Popen[bytes] = process.spawn(
                 start.argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr,
-                env=env, cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
+                env=env_vars(env, extra_env), cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
         except BackportError as exc:  # the interpreter cannot start
             shutil.rmtree(self.reports, ignore_errors=True)
             self._stderr.close()
@@ -162,17 +162,6 @@ class Worker:
         shutil.rmtree(self.reports, ignore_errors=True)
 
 
-def start_worker(
-    env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool,
-    load_check: float | None = None,
-) -> Worker:
-    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables; with
-    ``load_check`` it also runs the probe's torch_npu load check."""
-    launch = launch_argv(env, [], {**env.env, **extra_env})
-    return Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn,
-                  load_check=load_check)
-
-
 class EarlyWorker:
     """A warm worker started before the probe ends, on a guess of the variables tests get
     (a CPU machine's: torch_npu's autoload off); the runner adopts it only when the verdict
@@ -193,8 +182,8 @@ class EarlyWorker:
 
     def _start(self, start_timeout: float) -> None:
         try:
-            self._worker = start_worker(self.env, self.extra_env, start_timeout, learn=True,
-                                        load_check=self.load_check)
+            self._worker = Worker(self.env, self.extra_env, start_timeout, learn=True,
+                                  load_check=self.load_check)
             self._checked = self._worker.load_check
         except (WorkerDied, OSError):
             pass  # the runner starts its own, the probe runs its own check

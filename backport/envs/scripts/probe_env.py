@@ -33,17 +33,13 @@ AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 def dist_version(name: str) -> str | None:
     """Installed version of distribution ``name`` (any spelling of - _ .), or None."""
-    try:
-        from importlib import metadata
-    except ImportError:  # Python < 3.8
-        return None
+    from importlib import metadata
+
     spellings = [name, name.replace("-", "_"), name.replace("_", "-"), name.lower()]
     for spelling in dict.fromkeys(spellings):
         try:
             return metadata.version(spelling)
-        except metadata.PackageNotFoundError:
-            continue
-        except Exception:  # a broken dist-info must not sink the probe
+        except Exception:  # not installed, or a broken dist-info that must not sink the probe
             continue
     return None
 

@@ -115,10 +115,7 @@ _confine: Any = None  # sandbox_init.confine, loaded by the worker before the fi
 def child(request: dict, private: list, watch: _Watch | None) -> int:
     """Run one test file as ``__main__`` in this forked process; return its exit code."""
     for fd in private:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+        os.close(fd)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -132,9 +129,8 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
     os.chdir(request["cwd"])
     path = request["path"]
     if not os.path.isfile(path):  # what `python missing.py` says and does
-        sys.stderr.write(
-            f"{sys.executable}: can't open file {path!r}: [Errno 2] No such file or directory\n"
-        )
+        sys.stderr.write(f"{sys.executable}: can't open file {path!r}: "
+                         "[Errno 2] No such file or directory\n")
         return 2
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(path))
