@@ -54,23 +54,11 @@ class TestRunner:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(
-        self,
-        env: Environment,
-        probe: Probe,
-        *,
-        device: str,
-        isolated: bool = False,
-        start_timeout: float = WORKER_START_TIMEOUT,
-        early: EarlyWorker | None = None,
-    ) -> None:
+    def __init__(self, env: Environment, probe: Probe, *, device: str, isolated: bool = False,
+                 early: EarlyWorker | None = None) -> None:
         self.env = env
-        self.probe = probe
-        self.device = device
         self.verdict = device_verdict(probe, device)
         self.extra_env, self.note = dict(self.verdict.env), self.verdict.note
-        self.interpreter = env.interpreter
-        self.start_timeout = start_timeout
         self._lock = threading.Lock()
         self._worker: Worker | None = None
         self._retired: list[Worker] = []  # replaced workers finishing their running tests
@@ -126,10 +114,6 @@ class TestRunner:
             return {PATH_FIRST: str(overlay)}
         before = {**os.environ, **self.env.env}.get("PYTHONPATH")
         return {"PYTHONPATH": os.pathsep.join([str(overlay), *([before] if before else [])])}
-
-    def _launch(self, args: list[str], overlay: Path | None = None) -> list[str]:
-        pinned = {k: v for k, v in self._overlay_vars(overlay).items() if k != PATH_FIRST}
-        return launch_argv(self.env, args, {**self.env.env, **self.extra_env, **pinned})
 
     def run(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None,
@@ -192,7 +176,7 @@ class TestRunner:
         if self._worker is None and self.fallback is None:
             try:
                 self._worker = Worker(
-                    self.env, self.extra_env, self.start_timeout, learn=self._learn)
+                    self.env, self.extra_env, WORKER_START_TIMEOUT, learn=self._learn)
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")
         return self._worker
@@ -242,7 +226,7 @@ class TestRunner:
                 sent = request if worker.isolation != PID_NAMESPACE else {
                     **request, "confine": confine}
                 rid, waiter = worker.submit(sent)
-                hello = next_reply(waiter, self.start_timeout)
+                hello = next_reply(waiter, WORKER_START_TIMEOUT)
                 if hello is not None and "retired" in hello:
                     worker.retired = worker.retired or str(hello["retired"])
                     continue
@@ -279,16 +263,17 @@ class TestRunner:
         overlay: Path | None = None,
     ) -> TestRun:
         self._start_log(log_path, test, overlay)
-        launch = sandboxed(self._launch(script_args(test.path, test.args), overlay),
-                           view=test_view(worktree, self._reads(overlay)))
+        variables = {**self.extra_env, **self._overlay_vars(overlay)}
+        pinned = {k: v for k, v in variables.items() if k != PATH_FIRST}
+        argv = launch_argv(self.env, script_args(test.path, test.args), {**self.env.env, **pinned})
+        launch = sandboxed(argv, view=test_view(worktree, self._reads(overlay)))
         start = time.monotonic()
         with open(log_path, "ab") as log:
-            done = process.run(launch.argv, cwd=worktree,
-                               env=env_vars(self.env, {**self.extra_env,
-                                                       **self._overlay_vars(overlay)}),
+            done = process.run(launch.argv, cwd=worktree, env=env_vars(self.env, variables),
                                stdout=log, merge_stderr=True, timeout=timeout, reap=True,
                                code="env-missing", context=f"environment '{self.env.name}': ",
-                               shown=home_as_tilde(str(self.interpreter)), pass_fds=launch.pass_fds)
+                               shown=home_as_tilde(str(self.env.interpreter)),
+                               pass_fds=launch.pass_fds)
         return self._result(test, log_path, None if done.timed_out else done.returncode, start,
                             "isolated", launch.isolation, timeout if done.timed_out else None,
                             overlay)
@@ -298,7 +283,7 @@ class TestRunner:
     def _reads(self, overlay: Path | None = None) -> list[str]:
         """What a test reads besides its worktree: the venv, the ``source:`` script's folder,
         the wrapper's paths, the overlay (not what its variables name: those are its own)."""
-        found = [os.path.dirname(os.path.dirname(os.path.abspath(self.interpreter)))]
+        found = [os.path.dirname(os.path.dirname(os.path.abspath(self.env.interpreter)))]
         if self.env.source is not None:
             found.append(str(self.env.source.parent))
         found += [word for word in self.env.wrapper if os.path.isabs(word)]

@@ -50,9 +50,12 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
     """Create ``env``'s venv and install its requirements unless it matches its pins (``use_uv``
     None: uv when on PATH); ``env-missing`` when it cannot be built, ``env-mismatch`` when it
     still misses its pins afterwards."""
+    def refusal(code: str, text: str) -> BackportError:
+        return BackportError(code, f"environment '{env.name}'{text}")
+
     uv = shutil.which("uv") if use_uv is not False else None
     if use_uv and uv is None:
-        raise BackportError("env-missing", f"environment '{env.name}': uv is not on PATH")
+        raise refusal("env-missing", ": uv is not on PATH")
     interpreter = env.interpreter
     shown = home_as_tilde(str(interpreter))
     target = venv_dir(env)
@@ -62,39 +65,26 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
             log(f"{env.name}: {shown} is up to date")
             return
         if target is None or not (target / "pyvenv.cfg").is_file():
-            raise BackportError(
-                "env-mismatch",
-                f"environment '{env.name}': {shown} is not a virtual environment backport may "
-                f"change, and {'; '.join(problems)}",
-            )
+            raise refusal("env-mismatch", f": {shown} is not a virtual environment backport may "
+                                          f"change, and {'; '.join(problems)}")
         log(f"{env.name}: {'; '.join(problems)}; reinstalling the requirements")
     else:
         if target is None:
-            raise BackportError(
-                "env-missing",
-                f"environment '{env.name}': interpreter {shown} does not exist and is not "
-                "<dir>/bin/python, so there is no venv to create; fix `python:` or use `venv:`",
-            )
+            raise refusal("env-missing", f": interpreter {shown} does not exist and is not "
+                          "<dir>/bin/python, so there is no venv to create; fix `python:` or use "
+                          "`venv:`")
         if target.exists() and any(target.iterdir()) and not (target / "pyvenv.cfg").is_file():
-            raise BackportError(
-                "env-missing",
-                f"environment '{env.name}': {home_as_tilde(str(target))} exists but is not a "
-                "virtual environment; remove it or point `venv:` elsewhere",
-            )
+            raise refusal("env-missing", f": {home_as_tilde(str(target))} exists but is not a "
+                          "virtual environment; remove it or point `venv:` elsewhere")
         log(f"{env.name}: creating {home_as_tilde(str(target))}")
         _run(env, _create_command(env, target, uv), log)
         if not interpreter.exists():
-            raise BackportError(
-                "env-missing",
-                f"environment '{env.name}': the new venv has no interpreter {shown}",
-            )
+            raise refusal("env-missing", f": the new venv has no interpreter {shown}")
     if env.requirements or env.no_deps:
         _install(env, interpreter, uv, log)
     problems = pin_mismatches(env, probe(env, versions_only=True))
     if problems:
-        raise BackportError(
-            "env-mismatch", f"environment '{env.name}' after setup: {'; '.join(problems)}"
-        )
+        raise refusal("env-mismatch", f" after setup: {'; '.join(problems)}")
     log(f"{env.name}: ready ({shown})")
 
 
@@ -317,9 +307,9 @@ def _download_size(url: str) -> int | None:
 
 
 def human_size(size: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit in ("B", "kB") else f"{size:.1f} {unit}"
+    for unit in ("B", "kB", "MB"):
+        if size < 1000:
+            return f"{size:.1f} MB" if unit == "MB" else f"{size:.0f} {unit}"
         size /= 1000
     return f"{size:.1f} GB"
 
