@@ -12,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -106,22 +106,12 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
         check = load_check()
         if check is None:
             return probe(env, timeout=timeout)
-        data.update(torch_npu_loads=bool(check.get("loads")), torch_npu_error=check.get("error"),
-                    npu_model=check.get("model"), npu_count=check.get("count"))
-    error = data.get("torch_npu_error")
-    return Probe(
-        env_name=env.name,
-        interpreter=shown,
-        platform=data.get("platform"),
-        python=data.get("python"),
-        packages=dict(data.get("packages") or {}),
-        cann=data.get("cann"),
-        torch_npu_loads=data.get("torch_npu_loads"),
-        torch_npu_error=redact(error) if error else None,
-        npu_model=data.get("npu_model"),
-        npu_count=data.get("npu_count"),
-        visible_devices=data.get("visible_devices"),
-    )
+        data.update(check)
+    found = {f.name: data.get(f.name) for f in fields(Probe)}
+    error = found["torch_npu_error"]
+    found.update(env_name=env.name, interpreter=shown, packages=dict(data.get("packages") or {}),
+                 torch_npu_error=redact(error) if error else None)
+    return Probe(**found)
 
 
 # -- pins ------------------------------------------------------------------------------------

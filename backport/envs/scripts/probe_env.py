@@ -96,7 +96,8 @@ def load_check(preloaded: bool = False) -> dict:
     """Import torch and torch_npu (autoload as the user has it) and read the NPUs.
     ``preloaded``: torch was imported with autoload off (the warm worker); the end of its
     import, which loads the device backends, is replayed, as a fresh ``import torch`` does."""
-    result: dict[str, Any] = {"loads": False, "error": None, "count": None, "model": None}
+    result: dict[str, Any] = {"torch_npu_loads": False, "torch_npu_error": None,
+                              "npu_count": None, "npu_model": None}
     try:
         import torch  # noqa: F401
 
@@ -107,17 +108,17 @@ def load_check(preloaded: bool = False) -> dict:
     except BaseException as exc:  # noqa: B036 - report anything, even SystemExit
         cause = root_cause(exc)
         text = (f"{type(cause).__name__}: {cause}").strip().splitlines()
-        result["error"] = text[-1] if text else type(cause).__name__
+        result["torch_npu_error"] = text[-1] if text else type(cause).__name__
         return result
-    result["loads"] = True
+    result["torch_npu_loads"] = True
     try:
         count = int(torch.npu.device_count())
-        result["count"] = count
+        result["npu_count"] = count
         if count > 0:
-            result["model"] = str(torch.npu.get_device_name(0))
+            result["npu_model"] = str(torch.npu.get_device_name(0))
     except Exception as exc:
         lines = str(exc).strip().splitlines()
-        result["error"] = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+        result["torch_npu_error"] = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
     return result
 
 
@@ -154,44 +155,29 @@ def run_load_check(timeout: float, preloaded: bool = False) -> dict:
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     if timed_out:
-        return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
-    if os.WIFSIGNALED(status):
-        return {"loads": False,
-                "error": f"import torch_npu was killed by signal {os.WTERMSIG(status)}"}
-    try:
-        return dict(json.loads(out))
-    except ValueError:
-        code = os.WEXITSTATUS(status)
-        return {"loads": False, "error": f"import torch_npu exited with code {code}"}
+        error = f"import torch_npu timed out after {timeout:g}s"
+    elif os.WIFSIGNALED(status):
+        error = f"import torch_npu was killed by signal {os.WTERMSIG(status)}"
+    else:
+        try:
+            return dict(json.loads(out))
+        except ValueError:
+            error = f"import torch_npu exited with code {os.WEXITSTATUS(status)}"
+    return {"torch_npu_loads": False, "torch_npu_error": error}
 
 
 def main(argv: list) -> int:
     timeout = 120.0
     if argv[:1] == ["--timeout"]:
-        timeout = float(argv[1])
-        argv = argv[2:]
+        timeout, argv = float(argv[1]), argv[2:]
     wanted = argv[:1] != ["--no-load-check"]
-    argv = argv[1:] if not wanted else argv
+    argv = argv if wanted else argv[1:]
     names = [n for n in list(BASE_DISTS) + list(argv) if n.lower() != "python"]
     packages = {name: dist_version(name) for name in names}
-    loads = error = model = count = None
-    if packages.get("torch_npu") is not None and wanted:
-        check = run_load_check(timeout)
-        loads, error = bool(check.get("loads")), check.get("error")
-        model, count = check.get("model"), check.get("count")
-    result = {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "packages": packages,
-        "cann": cann_version(),
-        "torch_npu_loads": loads,
-        "torch_npu_error": error,
-        "npu_model": model,
-        "npu_count": count,
-        "visible_devices": visible_devices(),
-    }
-    if packages.get("torch_npu") is not None and not wanted:
-        result["load_check"] = "wanted"
+    result = {"platform": platform.platform(), "python": platform.python_version(),
+              "packages": packages, "cann": cann_version(), "visible_devices": visible_devices()}
+    if packages.get("torch_npu") is not None:  # else the load check's fields stay null
+        result.update(run_load_check(timeout) if wanted else {"load_check": "wanted"})
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 
