@@ -11,10 +11,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from backport.config.model import Environment
 from backport.envs.model import AUTOLOAD, Probe
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from backport.envs.overlay import Overlay, OverlayError
     from backport.envs.runner import TestRunner
     from backport.envs.worker import EarlyWorker
+
+T = TypeVar("T")
 
 
 class Environments:
@@ -53,15 +55,8 @@ class Environments:
                         if name == env.name and w.load_check is not None]
         load_check = checking[0].load_check_result if checking else None
         with self._env_lock(env.name):
-            if env.name not in self._probes:
-                try:
-                    self._probes[env.name] = probe(env, load_check=load_check)
-                except BackportError as exc:
-                    self._probes[env.name] = exc
-            result = self._probes[env.name]
-        if isinstance(result, BackportError):
-            raise result
-        return result
+            return _once(self._probes, env.name, lambda: probe(env, load_check=load_check),
+                         BackportError)
 
     def runner(self, env: Environment, device: str) -> TestRunner:
         """One test runner per environment and device policy."""
@@ -86,14 +81,7 @@ class Environments:
         with self._env_lock(env.name):
             if key in self._overlays:
                 return replace(self._overlays[key], reused=True)
-            if env.name not in self._installed:
-                try:
-                    self._installed[env.name] = installed_package(env)
-                except OverlayError as exc:
-                    self._installed[env.name] = exc
-            found = self._installed[env.name]
-            if isinstance(found, OverlayError):
-                raise found
+            found = _once(self._installed, env.name, lambda: installed_package(env), OverlayError)
             with self._lock:
                 if self._overlay_dir is None:
                     self._overlay_dir = Path(tempfile.mkdtemp(prefix="backport-overlays-"))
@@ -130,15 +118,25 @@ class Environments:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            runners = list(self._runners.values())
-            self._runners.clear()
-            early = list(self._early.values())
-            self._early.clear()
+            runners, self._runners = self._runners, {}
+            early, self._early = self._early, {}
             overlays, self._overlay_dir = self._overlay_dir, None
             self._overlays.clear()
-        for worker in early:
+        for worker in early.values():
             worker.discard()
-        for runner in runners:
+        for runner in runners.values():
             runner.close()
         if overlays is not None:
             shutil.rmtree(overlays, ignore_errors=True)
+
+
+def _once(cache: dict[str, Any], key: str, make: Callable[[], T], error: type[Exception]) -> T:
+    """``make()`` once per ``key``; its ``error`` is kept and raised again each time."""
+    if key not in cache:
+        try:
+            cache[key] = make()
+        except error as exc:
+            cache[key] = exc
+    if isinstance(cache[key], error):
+        raise cache[key]
+    return cast(T, cache[key])

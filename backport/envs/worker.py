@@ -6,6 +6,7 @@ request by ``id``. ``EarlyWorker`` starts one before the probe ended.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import queue
@@ -77,10 +78,8 @@ class Worker:
         self.load_check: dict | None = hello.get("load_check")  # see probe_env.load_check
 
     def _last_stderr_line(self) -> str:
-        try:
+        with contextlib.suppress(process.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except process.TimeoutExpired:
-            pass
         self._stderr.seek(0)
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return lines[-1] if lines else ""
@@ -133,10 +132,8 @@ class Worker:
 
     def kill(self, pid: int) -> None:
         """Have the worker kill the group of its child ``pid`` (a pid of its namespace)."""
-        try:
+        with contextlib.suppress(OSError, ValueError):  # gone, and its namespace with it
             self._send({"kill": pid})
-        except (OSError, ValueError):
-            pass  # it is gone, and its namespace with it
 
     def done(self, rid: int) -> None:
         with self._waiters_lock:

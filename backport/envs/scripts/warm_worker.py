@@ -21,6 +21,7 @@ and answers later requests ``{"id", "retired": reason}``. ``--load-check SECONDS
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import importlib
@@ -215,10 +216,8 @@ class Worker:
                     sys.stderr.flush()
                 finally:
                     os._exit(code & 0xFF)
-        try:
-            os.setpgid(pid, pid)  # also here, so the group exists before we report it
-        except OSError:
-            pass  # the child already did it, or already exited
+        with contextlib.suppress(OSError):  # also here, so the group exists before we report it
+            os.setpgid(pid, pid)
         return pid
 
     def _report(self, before: set, readers: set, request: dict) -> None:
@@ -234,10 +233,8 @@ class Worker:
     def handle(self, request: dict) -> None:
         if "kill" in request:  # a test ran out of time: end its group
             if request["kill"] in self.children:
-                try:
+                with contextlib.suppress(OSError):
                     os.killpg(request["kill"], signal.SIGKILL)
-                except OSError:
-                    pass
             return
         rid = request.get("id")
         self.preload()  # what the tests so far taught, before this fork
@@ -325,11 +322,9 @@ class Worker:
         while reading or self.children:
             for key, _ in selector.select():
                 if key.fd == wake_r:
-                    try:
+                    with contextlib.suppress(BlockingIOError):
                         while os.read(wake_r, 512):
                             pass
-                    except BlockingIOError:
-                        pass
                     continue
                 requests, buffer = read_requests(buffer)
                 if requests is None:
