@@ -121,13 +121,8 @@ def installed_version(probe: Probe, dist: str) -> str | None:
     wanted = canonicalize_name(dist)
     if wanted == "python":
         return probe.python
-    found = None
-    for name, version in probe.packages.items():
-        if canonicalize_name(name) == wanted:
-            if version is not None:
-                return version
-            found = version
-    return found
+    versions = [v for name, v in probe.packages.items() if canonicalize_name(name) == wanted]
+    return next((v for v in versions if v is not None), None)
 
 
 def _version(text: str) -> Version | None:
@@ -161,12 +156,10 @@ def pin_mismatches(env: Environment, probe: Probe) -> list[str]:
     problems = []
     for dist, pin in env.expect.items():
         installed = installed_version(probe, dist)
+        matches = python_matches if canonicalize_name(dist) == "python" else version_matches
         if installed is None:
             problems.append(f"{dist}: expected {pin}, not installed")
-            continue
-        is_python = canonicalize_name(dist) == "python"
-        ok = python_matches(pin, installed) if is_python else version_matches(pin, installed)
-        if not ok:
+        elif not matches(pin, installed):
             problems.append(f"{dist}: expected {pin}, found {installed}")
     return problems
 
@@ -178,12 +171,12 @@ _MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared obje
 
 def short_reason(error: str | None) -> str:
     """A few words on why torch_npu does not load, e.g. ``libhccl.so missing``."""
-    if not error:
+    if not error or not error.strip():
         return "reason unknown"
     match = _MISSING_LIB.search(error)
     if match:
         return f"{match.group(1)} missing"
-    text = error.strip().splitlines()[-1] if error.strip() else "reason unknown"
+    text = error.strip().splitlines()[-1]
     return text if len(text) <= 160 else text[:157] + "..."
 
 
