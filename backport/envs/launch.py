@@ -55,15 +55,11 @@ def shown_command(env: Environment, args: Sequence[str], variables: Mapping[str,
     parts: list[str] = []
     if env.source is not None:
         parts += ["source", _quote(env.source_shown), "&&"]
-    parts += [f"{k}={shlex.quote(placeholder(k) if local_path(env.env.get(k)) and local_path(v) else v)}"
-              for k, v in variables.items()]
-    if env.wrapper_shown:
-        parts += [
-            SHOWN_PYTHON if item == PYTHON_PLACEHOLDER else _quote(item)
-            for item in env.wrapper_shown
-        ]
-    else:
-        parts.append(SHOWN_PYTHON)
+    for k, v in variables.items():
+        local = local_path(env.env.get(k)) and local_path(v)
+        parts.append(f"{k}={shlex.quote(placeholder(k) if local else v)}")
+    parts += [SHOWN_PYTHON if item == PYTHON_PLACEHOLDER else _quote(item)
+              for item in env.wrapper_shown or [PYTHON_PLACEHOLDER]]
     parts += [shlex.quote(a) for a in args]
     return " ".join(parts)
 
@@ -82,9 +78,8 @@ def local_path(value: str | None) -> bool:
 
 def _program(env: Environment) -> list[str]:
     interpreter = str(env.interpreter)
-    if not env.wrapper:
-        return [interpreter]
-    return [interpreter if item == PYTHON_PLACEHOLDER else item for item in env.wrapper]
+    return [interpreter if item == PYTHON_PLACEHOLDER else item
+            for item in env.wrapper or [PYTHON_PLACEHOLDER]]
 
 
 def _quote(text: str) -> str:
@@ -96,6 +91,4 @@ def _quote(text: str) -> str:
 
 def program_path(env: Environment) -> Path | None:
     """The file the start depends on besides the interpreter (the wrapper), if it is a path."""
-    if env.wrapper and "/" in env.wrapper[0]:
-        return Path(env.wrapper[0])
-    return None
+    return Path(env.wrapper[0]) if env.wrapper and "/" in env.wrapper[0] else None
