@@ -160,14 +160,12 @@ def _install(env: Environment, interpreter: Path, uv: str | None, log: Callable)
         base = [str(interpreter), "-m", "pip", "install", "--disable-pip-version-check",
                 "--progress-bar", "off"]  # fmt: skip
     base += [a for url in env.extra_index_urls for a in ("--extra-index-url", url)]
-    if env.requirements:
-        with _requirements_file(env.requirements) as name:
-            log(f"{env.name}: installing {', '.join(env.requirements)}")
-            _run(env, [*base, "-r", name], log)
-    if env.no_deps:
-        with _requirements_file(env.no_deps) as name:
-            log(f"{env.name}: installing {', '.join(env.no_deps)} without their dependencies")
-            _run(env, [*base, "--no-deps", "-r", name], log)
+    for lines, options, how in ((env.requirements, [], ""),
+                                (env.no_deps, ["--no-deps"], " without their dependencies")):
+        if lines:
+            with _requirements_file(lines) as name:
+                log(f"{env.name}: installing {', '.join(lines)}{how}")
+                _run(env, [*base, *options, "-r", name], log)
 
 
 @contextmanager
