@@ -1,11 +1,9 @@
 """The environments of one run, shared by the branch threads.
 
 Each environment is probed once a run; each (environment, device policy) gets one test runner.
-``prewarm`` probes an environment and starts its warm worker while other threads fetch and
-apply; the worker is started before the probe ends, on the guess a CPU machine usually gives
-(torch_npu's backend autoload off), and also runs the probe's torch_npu load check, so a run
-imports torch once per environment. The runner, worker and overlay modules are imported only
-when a run needs them (a run that skips its tests never does).
+``prewarm`` probes and starts the warm worker (before the probe ends, with the probe's load
+check folded in) while other threads fetch and apply. The runner, worker and overlay modules are
+imported only when a run needs them.
 """
 
 from __future__ import annotations
@@ -13,10 +11,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from backport.config.model import Environment
 from backport.envs.model import AUTOLOAD, Probe
@@ -28,9 +26,11 @@ if TYPE_CHECKING:
     from backport.envs.runner import TestRunner
     from backport.envs.worker import EarlyWorker
 
+T = TypeVar("T")
+
 
 class Environments:
-    """Probes, runners and overlays of one run; safe to use from the branch threads."""
+    """Probes, runners and overlays of one run; thread-safe."""
 
     def __init__(self, *, isolated: bool = False) -> None:
         self.isolated = isolated
@@ -55,15 +55,8 @@ class Environments:
                         if name == env.name and w.load_check is not None]
         load_check = checking[0].load_check_result if checking else None
         with self._env_lock(env.name):
-            if env.name not in self._probes:
-                try:
-                    self._probes[env.name] = probe(env, load_check=load_check)
-                except BackportError as exc:
-                    self._probes[env.name] = exc
-            result = self._probes[env.name]
-        if isinstance(result, BackportError):
-            raise result
-        return result
+            return _once(self._probes, env.name, lambda: probe(env, load_check=load_check),
+                         BackportError)
 
     def runner(self, env: Environment, device: str) -> TestRunner:
         """One test runner per environment and device policy."""
@@ -80,23 +73,15 @@ class Environments:
             return self._runners[key]
 
     def overlay(self, env: Environment, files: Mapping[str, bytes | None]) -> Overlay:
-        """The installed torch_npu of ``env`` with ``files`` laid over it (``overlay``), made
-        once per run, environment and content; OverlayError when the package cannot be found
-        or copied. The package is looked for once per run."""
+        """The installed torch_npu of ``env`` with ``files`` laid over it, made once per run,
+        environment and content; OverlayError when the package cannot be found or copied."""
         from backport.envs.overlay import OverlayError, build_overlay, installed_package
 
-        key = (env.name, tuple(sorted(files.items(), key=lambda item: item[0])))
+        key = (env.name, tuple(sorted(files.items())))
         with self._env_lock(env.name):
             if key in self._overlays:
                 return replace(self._overlays[key], reused=True)
-            if env.name not in self._installed:
-                try:
-                    self._installed[env.name] = installed_package(env)
-                except OverlayError as exc:
-                    self._installed[env.name] = exc
-            found = self._installed[env.name]
-            if isinstance(found, OverlayError):
-                raise found
+            found = _once(self._installed, env.name, lambda: installed_package(env), OverlayError)
             with self._lock:
                 if self._overlay_dir is None:
                     self._overlay_dir = Path(tempfile.mkdtemp(prefix="backport-overlays-"))
@@ -104,18 +89,14 @@ class Environments:
             return self._overlays[key]
 
     def prewarm(self, env: Environment, device: str) -> None:
-        """Probe ``env`` and start its warm worker, while other threads fetch and apply.
-
-        Errors are kept by :meth:`probe` and reported by the branch that needs the environment.
-        A prewarm the run's end (:meth:`close`) overtook starts no worker and keeps no runner.
-        """
+        """Probe ``env`` and start its warm worker; errors are kept by :meth:`probe`. A prewarm
+        the run's end overtook starts no worker and keeps no runner."""
         from backport.envs.runner import static_fallback
         from backport.envs.worker import EarlyWorker
 
         if self._closed:
             return
         if device == "none" and static_fallback(env, self.isolated) is None:
-            # Where no test would fork from a worker (a wrapper), the probe runs its own check.
             with self._lock:
                 if not self._closed and (env.name, device) not in self._early:
                     self._early[(env.name, device)] = EarlyWorker(
@@ -137,15 +118,25 @@ class Environments:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            runners = list(self._runners.values())
-            self._runners.clear()
-            early = list(self._early.values())
-            self._early.clear()
+            runners, self._runners = self._runners, {}
+            early, self._early = self._early, {}
             overlays, self._overlay_dir = self._overlay_dir, None
             self._overlays.clear()
-        for worker in early:
+        for worker in early.values():
             worker.discard()
-        for runner in runners:
+        for runner in runners.values():
             runner.close()
         if overlays is not None:
             shutil.rmtree(overlays, ignore_errors=True)
+
+
+def _once(cache: dict[str, Any], key: str, make: Callable[[], T], error: type[Exception]) -> T:
+    """``make()`` once per ``key``; its ``error`` is kept and raised again each time."""
+    if key not in cache:
+        try:
+            cache[key] = make()
+        except error as exc:
+            cache[key] = exc
+    if isinstance(cache[key], error):
+        raise cache[key]
+    return cast(T, cache[key])

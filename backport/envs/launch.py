@@ -1,16 +1,11 @@
 """How an environment's Python is started, and that start as a reviewer can paste it.
 
-Every child that runs in an environment (the probe, the warm worker, each test) starts the same
-way: the environment's ``source:`` script is sourced by bash first (its output goes to stderr,
-so protocols on stdout stay clean), then its ``wrapper:`` runs in place of the interpreter, or
-the interpreter itself when there is none. A ``{python}`` item in the wrapper is replaced by the
-interpreter; otherwise the wrapper is expected to exec a Python it chooses.
-
-:func:`shown_command` is the same start written for a PR body: the script and wrapper as written
-in branches.yaml (home as ``~``), the variables the tool sets, the interpreter as ``python`` and
-the test path relative to the worktree — no path of the machine that ran it. A variable the
-map sets to a path of that machine (``PYTHONPATH: /home/me/src``) shows as a placeholder
-naming it (``PYTHONPATH='<PYTHONPATH>'``): its value means nothing on a reviewer's machine.
+Every child that runs in an environment (probe, warm worker, test) starts the same way: bash
+sources the ``source:`` script (its output to stderr), then the ``wrapper:`` runs (its
+``{python}`` item replaced by the interpreter), or the interpreter when there is none.
+:func:`shown_command` is that start for a PR body: script and wrapper as written in
+branches.yaml, the variables set, ``python`` and the worktree-relative test path; a variable the
+map sets to a local path shows as a placeholder (``PYTHONPATH='<PYTHONPATH>'``).
 """
 
 from __future__ import annotations
@@ -50,9 +45,8 @@ def launch_argv(
 
 
 def script_args(path: str, args: Sequence[str] = ()) -> list[str]:
-    """``python``'s arguments that run the worktree-relative script ``path`` with ``args``:
-    a path starting with ``-`` is written ``./-…`` so the interpreter can never read it as an
-    option (``-c…`` would run code; the map's check refuses such a path too)."""
+    """``python``'s arguments that run the script ``path``: ``./-…`` for a path starting with
+    ``-``, so the interpreter never reads it as an option."""
     return [f"./{path}" if path.startswith("-") else path, *args]
 
 
@@ -61,27 +55,21 @@ def shown_command(env: Environment, args: Sequence[str], variables: Mapping[str,
     parts: list[str] = []
     if env.source is not None:
         parts += ["source", _quote(env.source_shown), "&&"]
-    parts += [f"{k}={shlex.quote(placeholder(k) if local_path(env.env.get(k)) and local_path(v) else v)}"
-              for k, v in variables.items()]
-    if env.wrapper_shown:
-        parts += [
-            SHOWN_PYTHON if item == PYTHON_PLACEHOLDER else _quote(item)
-            for item in env.wrapper_shown
-        ]
-    else:
-        parts.append(SHOWN_PYTHON)
+    for k, v in variables.items():
+        local = local_path(env.env.get(k)) and local_path(v)
+        parts.append(f"{k}={shlex.quote(placeholder(k) if local else v)}")
+    parts += [SHOWN_PYTHON if item == PYTHON_PLACEHOLDER else _quote(item)
+              for item in env.wrapper_shown or [PYTHON_PLACEHOLDER]]
     parts += [shlex.quote(a) for a in args]
     return " ".join(parts)
 
 
 def placeholder(name: str) -> str:
-    """What COMMAND shows for a variable whose value is a path of the machine that ran it."""
     return f"<{name}>"
 
 
 def local_path(value: str | None) -> bool:
-    """True when a map-set value names a place on this machine (absolute, ``~`` or ``$HOME``),
-    alone or in a ``:``-separated list."""
+    """True when a value (or an item of a ``:`` list) is a local path: absolute, ``~``, ``$HOME``."""
     if not value:
         return False
     return any(part.startswith(("/", "~", "$HOME", "${HOME}"))
@@ -90,9 +78,8 @@ def local_path(value: str | None) -> bool:
 
 def _program(env: Environment) -> list[str]:
     interpreter = str(env.interpreter)
-    if not env.wrapper:
-        return [interpreter]
-    return [interpreter if item == PYTHON_PLACEHOLDER else item for item in env.wrapper]
+    return [interpreter if item == PYTHON_PLACEHOLDER else item
+            for item in env.wrapper or [PYTHON_PLACEHOLDER]]
 
 
 def _quote(text: str) -> str:
@@ -104,6 +91,4 @@ def _quote(text: str) -> str:
 
 def program_path(env: Environment) -> Path | None:
     """The file the start depends on besides the interpreter (the wrapper), if it is a path."""
-    if env.wrapper and "/" in env.wrapper[0]:
-        return Path(env.wrapper[0])
-    return None
+    return Path(env.wrapper[0]) if env.wrapper and "/" in env.wrapper[0] else None

@@ -55,21 +55,11 @@ class TestRun:
 
 @dataclass(frozen=True)
 class ChangeScope:
-    """What a series changes beyond its tests, and how far the test run exercised it.
+    """What a series changes beyond its tests, and how far the test run exercised it."""
 
-    ``overlay``: ``torch_npu`` Python files the run saw in the branch's version, laid over the
-    installed package; ``not_in_build``: files the installed build cannot reflect (compiled
-    sources, build and codegen inputs), so the run does not validate them; ``not_exercised``:
-    other files outside ``test/`` (docs, CI) the tests do not touch.
-    """
-
-    overlay: tuple[str, ...] = ()
-    not_in_build: tuple[str, ...] = ()
-    not_exercised: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("overlay", "not_in_build", "not_exercised"):
-            object.__setattr__(self, name, tuple(str(p) for p in getattr(self, name) or ()))
+    overlay: tuple[str, ...] = ()  # torch_npu Python files laid over the installed package
+    not_in_build: tuple[str, ...] = ()  # compiled sources, build and codegen inputs
+    not_exercised: tuple[str, ...] = ()  # other files outside test/ (docs, CI)
 
     def __bool__(self) -> bool:
         return bool(self.overlay or self.not_in_build or self.not_exercised)

@@ -1,23 +1,15 @@
 """What a series changes beyond its tests, and the installed torch_npu with its Python files.
 
-A branch environment runs the *released* torch_npu wheel, not the patched source. Each path of
-a series (in the Ascend/pytorch tree) is one of (:func:`classify`, :func:`scope_of`):
-
-- ``test``: under ``test/``; the run takes them from the worktree.
-- ``python``: ``torch_npu/**.py`` outside ``torch_npu/csrc/``; the run sees the branch's version
-  laid over a copy of the installed package (the overlay).
-- ``compiled``: anything the wheel is built or generated from (C/C++/CUDA sources and headers,
-  CMake, ``torch_npu/csrc/``, codegen YAML and ``torchnpugen/``, ``third_party/``, ``setup.py``
-  and the other build inputs): not in the build that ran.
-- ``other``: everything else (docs, CI files, requirements): not exercised by the tests.
+A branch environment runs the *released* torch_npu wheel. Each path of a series is (:func:`classify`):
+``test`` (under ``test/``, taken from the worktree); ``python`` (``torch_npu/**.py`` outside
+``csrc/``, laid over a copy of the installed package: the overlay); ``compiled`` (what the wheel
+is built or generated from: not in the build that ran); ``other`` (docs, CI: not exercised).
 
 The overlay (:func:`build_overlay`) goes first on the test's path: real folders on the way to
-each changed file, the changed files as the branch has them (a deleted one left out), links to
-the installed package for everything else (never its ``__pycache__``, which holds the installed
-files' bytecode). Such a test is always a process of its own: a warm worker may hold the
-installed modules, and a fork cannot unimport them. The copies are links, cheap to make: each
-run makes its own (``environments.Environments.overlay``, once per environment and content) and
-removes them at its end.
+each changed file, the branch's files (a deleted one left out), links to the installed package
+for the rest (never its ``__pycache__``). Such a test is always a process of its own (a warm
+worker cannot unimport the installed modules). Each run makes its own, once per environment and
+content (``environments.Environments.overlay``), and removes them at its end.
 """
 
 from __future__ import annotations
@@ -47,12 +39,10 @@ COMPILED_SUFFIXES = frozenset({
     ".cmake", ".proto", ".s", ".asm",
 })
 COMPILED_NAMES = frozenset({"CMakeLists.txt", "Makefile", "BUILD", "BUILD.bazel"})
-# Top-level folders whose content is compiled into the wheel or generates what is.
 COMPILED_TOPS = frozenset({"cmake", "third_party", "torchnpugen", "codegen"})
 # Top-level files that build the wheel.
 BUILD_FILES = frozenset({"setup.py", "setup.cfg", "pyproject.toml", "build_libtorch_npu.py",
                          "generate_code.sh", "version.txt", ".gitmodules"})
-CODEGEN_SUFFIXES = frozenset({".yaml", ".yml"})
 
 
 def classify(path: str) -> Kind:
@@ -68,7 +58,7 @@ def classify(path: str) -> Kind:
             or (len(parts) == 1 and name in BUILD_FILES)):
         return "compiled"
     if parts[0] == PACKAGE and len(parts) > 1:
-        if parts[1] == "csrc" or suffix in CODEGEN_SUFFIXES:
+        if parts[1] == "csrc" or suffix in (".yaml", ".yml"):  # codegen input
             return "compiled"
         if suffix == ".py":
             return "python"
@@ -81,8 +71,8 @@ def overlay_paths(paths: Iterable[str]) -> tuple[str, ...]:
 
 
 def scope_of(paths: Iterable[str], *, overlaid: bool = True) -> ChangeScope:
-    """The scope of a series changing ``paths``; ``overlaid=False`` when the run could not lay
-    the ``torch_npu`` Python files over the installed package (they are then not in the build)."""
+    """The scope of a series changing ``paths``; ``overlaid=False`` when no overlay was laid
+    (its Python files are then not in the build)."""
     kinds: dict[str, list[str]] = {"test": [], "python": [], "compiled": [], "other": []}
     for path in sorted(set(paths)):
         kinds[classify(path)].append(path)
@@ -103,7 +93,7 @@ _FIND = ("import importlib.util, json, sys; s = importlib.util.find_spec(sys.arg
 
 
 class OverlayError(Exception):
-    """The installed package cannot be found or copied; the message says why."""
+    """The installed package cannot be found or copied."""
 
 
 @dataclass(frozen=True)
@@ -138,8 +128,8 @@ def installed_package(env: Environment, name: str = PACKAGE) -> Path:
 
 
 def build_overlay(parent: Path, package: Path, files: Mapping[str, bytes | None]) -> Overlay:
-    """A copy of ``package`` holding ``files`` (repository path ``torch_npu/…`` -> the branch's
-    bytes, None where the series deletes it), in a new folder under ``parent``."""
+    """A copy of ``package`` under ``parent`` holding ``files`` (``torch_npu/…`` -> the branch's
+    bytes, None where deleted)."""
     inside = {_inside(path): data for path, data in files.items()}
     root = Path(tempfile.mkdtemp(prefix="overlay-", dir=parent))
     try:
@@ -151,7 +141,7 @@ def build_overlay(parent: Path, package: Path, files: Mapping[str, bytes | None]
 
 
 def _inside(path: str) -> tuple[str, ...]:
-    """A repository path ``torch_npu/a/b.py`` as parts inside the package: ``("a", "b.py")``."""
+    """``torch_npu/a/b.py`` as parts inside the package: ``("a", "b.py")``."""
     parts = tuple(p for p in path.strip("/").split("/") if p)
     if len(parts) < 2 or parts[0] != PACKAGE or ".." in parts:
         raise OverlayError(f"{path} is not a file of the {PACKAGE} package")

@@ -1,11 +1,9 @@
 """Probe an environment and judge what it found.
 
-:func:`probe` runs ``scripts/probe_env.py`` with the environment's interpreter, in the sandbox
-(the tool never imports torch or torch_npu itself): platform, Python, package versions, CANN,
-whether torch_npu loads, NPUs. :func:`pin_mismatches` compares the ``expect:`` pins with it
-(``torch: expected 2.7.1, found 2.13.0+cpu``); :func:`device_verdict` says whether a test of a
-``device:`` policy may run and with which variables (torch_npu installed but not loadable:
-torch_npu's backend autoload off); :func:`infer_device` reads a test's need of an NPU.
+:func:`probe` runs ``scripts/probe_env.py`` with the environment's interpreter in the sandbox
+(the tool never imports torch itself). :func:`pin_mismatches` compares the ``expect:`` pins
+with it; :func:`device_verdict` says whether a test of a ``device:`` policy may run and with
+which variables; :func:`infer_device` reads a test's need of an NPU.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -36,44 +34,29 @@ LOAD_CHECK_TIMEOUT = 120.0
 
 
 def env_vars(env: Environment, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The process environment for code run in ``env``: ours + env.env + ``extra``, no tokens
-    (``process.secret_free``, which every child's start applies again)."""
-    result = process.secret_free(os.environ)
-    result.update(env.env)
-    result.update(extra or {})
-    return result
+    """The process environment for code run in ``env``: ours + env.env + ``extra``, no tokens."""
+    return {**process.secret_free(os.environ), **env.env, **(extra or {})}
 
 
 def require_interpreter(env: Environment) -> Path:
     """The environment's interpreter; ``env-missing`` when it, its ``source:`` script or its
     ``wrapper:`` does not exist."""
-    interpreter = env.interpreter
-    if not interpreter.exists():
-        raise BackportError(
-            "env-missing",
-            f"environment '{env.name}': interpreter {home_as_tilde(str(interpreter))} does not exist; "
-            "run `backport env setup`",
-        )
-    if env.source is not None and not env.source.is_file():
-        raise BackportError(
-            "env-missing",
-            f"environment '{env.name}': source script {home_as_tilde(str(env.source))} does not exist",
-        )
     program = program_path(env)
-    if program is not None and not os.access(program, os.X_OK):
-        raise BackportError(
-            "env-missing",
-            f"environment '{env.name}': wrapper {home_as_tilde(str(program))} does not exist or is "
-            "not executable",
-        )
-    return interpreter
+    for what, path, found, more in (
+        ("interpreter", env.interpreter, env.interpreter.exists(), "; run `backport env setup`"),
+        ("source script", env.source, env.source is None or env.source.is_file(), ""),
+        ("wrapper", program, program is None or os.access(program, os.X_OK),
+         " or is not executable"),
+    ):
+        if not found:
+            raise BackportError("env-missing", f"environment '{env.name}': {what} "
+                                f"{home_as_tilde(str(path))} does not exist{more}")
+    return env.interpreter
 
 
 def require_built(envs: Mapping[str, Environment], branches: Mapping[str, list[str]]) -> None:
-    """Stop before any work when an environment a run needs has no interpreter yet.
-
-    ``branches`` maps each environment name to the target branches that use it.
-    """
+    """Stop before any work when an environment a run needs has no interpreter yet
+    (``branches``: each environment's target branches)."""
     missing = [env for env in envs.values() if not env.interpreter.exists()]
     if not missing:
         return
@@ -95,14 +78,9 @@ LoadCheck = Callable[[], "dict | None"]  # the torch_npu load check run elsewher
 
 def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
           load_check: LoadCheck | None = None, versions_only: bool = False) -> Probe:
-    """Read platform, Python, package versions, CANN and NPU facts of ``env``.
-
-    ``load_check``: where the check whether torch_npu loads comes from when torch_npu is
-    installed (the warm worker runs it in a fork of itself, see ``EarlyWorker``); when it gives
-    None, the probe runs the check in a process of its own, as without it.
-    ``versions_only``: no check at all (no process imports torch; ``torch_npu_loads`` and the
-    NPU facts stay None), for callers that only compare pins.
-    """
+    """Read platform, Python, package versions, CANN and NPU facts of ``env``. ``load_check``
+    gives the torch_npu load check (an early worker's; None: the probe runs its own);
+    ``versions_only`` imports no torch at all, for callers that only compare pins."""
     interpreter = require_interpreter(env)
     shown = home_as_tilde(str(interpreter))
     skip = ["--no-load-check"] if load_check is not None or versions_only else []
@@ -129,22 +107,12 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
         check = load_check()
         if check is None:
             return probe(env, timeout=timeout)
-        data.update(torch_npu_loads=bool(check.get("loads")), torch_npu_error=check.get("error"),
-                    npu_model=check.get("model"), npu_count=check.get("count"))
-    error = data.get("torch_npu_error")
-    return Probe(
-        env_name=env.name,
-        interpreter=shown,
-        platform=data.get("platform"),
-        python=data.get("python"),
-        packages=dict(data.get("packages") or {}),
-        cann=data.get("cann"),
-        torch_npu_loads=data.get("torch_npu_loads"),
-        torch_npu_error=redact(error) if error else None,
-        npu_model=data.get("npu_model"),
-        npu_count=data.get("npu_count"),
-        visible_devices=data.get("visible_devices"),
-    )
+        data.update(check)
+    found = {f.name: data.get(f.name) for f in fields(Probe)}
+    error = found["torch_npu_error"]
+    found.update(env_name=env.name, interpreter=shown, packages=dict(data.get("packages") or {}),
+                 torch_npu_error=redact(error) if error else None)
+    return Probe(**found)
 
 
 # -- pins ------------------------------------------------------------------------------------
@@ -154,13 +122,8 @@ def installed_version(probe: Probe, dist: str) -> str | None:
     wanted = canonicalize_name(dist)
     if wanted == "python":
         return probe.python
-    found = None
-    for name, version in probe.packages.items():
-        if canonicalize_name(name) == wanted:
-            if version is not None:
-                return version
-            found = version
-    return found
+    versions = [v for name, v in probe.packages.items() if canonicalize_name(name) == wanted]
+    return next((v for v in versions if v is not None), None)
 
 
 def _version(text: str) -> Version | None:
@@ -171,11 +134,8 @@ def _version(text: str) -> Version | None:
 
 
 def version_matches(pin: str, installed: str) -> bool:
-    """Equal as PEP 440 versions, or equal once the installed local label (``+cpu``) is dropped.
-
-    A pin with its own local label must match exactly; ``.postN`` and other public parts count
-    (``2.7.1`` does not match ``2.7.1.post4``). Text that is no PEP 440 version must be equal.
-    """
+    """Equal as PEP 440 versions, the installed local label (``+cpu``) dropped unless the pin
+    has one; text that is no version must be equal."""
     want, have = _version(pin.strip()), _version(installed.strip())
     if want is None or have is None:
         return pin.strip() == installed.strip()
@@ -186,23 +146,21 @@ def python_matches(pin: str, installed: str) -> bool:
     """``3.11`` matches ``3.11.7``; ``3.11.7`` matches only itself."""
     want, have = _version(pin.strip()), _version(installed.strip())
     if want is None or have is None:
-        return pin.strip() == installed.strip()
+        return version_matches(pin, installed)
     if want.public != want.base_version:  # a pre-, post- or dev-release is compared whole
         return want == have
     return have.release[: len(want.release)] == want.release
 
 
 def pin_mismatches(env: Environment, probe: Probe) -> list[str]:
-    """One line per pin the environment does not satisfy, e.g. ``torch: expected 2.7.1, found 2.13.0+cpu``."""
+    """One line per pin not met, e.g. ``torch: expected 2.7.1, found 2.13.0+cpu``."""
     problems = []
     for dist, pin in env.expect.items():
         installed = installed_version(probe, dist)
+        matches = python_matches if canonicalize_name(dist) == "python" else version_matches
         if installed is None:
             problems.append(f"{dist}: expected {pin}, not installed")
-            continue
-        is_python = canonicalize_name(dist) == "python"
-        ok = python_matches(pin, installed) if is_python else version_matches(pin, installed)
-        if not ok:
+        elif not matches(pin, installed):
             problems.append(f"{dist}: expected {pin}, found {installed}")
     return problems
 
@@ -214,12 +172,12 @@ _MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared obje
 
 def short_reason(error: str | None) -> str:
     """A few words on why torch_npu does not load, e.g. ``libhccl.so missing``."""
-    if not error:
+    if not error or not error.strip():
         return "reason unknown"
     match = _MISSING_LIB.search(error)
     if match:
         return f"{match.group(1)} missing"
-    text = error.strip().splitlines()[-1] if error.strip() else "reason unknown"
+    text = error.strip().splitlines()[-1]
     return text if len(text) <= 160 else text[:157] + "..."
 
 
@@ -235,18 +193,14 @@ def npu_phrase(probe: Probe) -> str:
 
 @dataclass(frozen=True)
 class DeviceVerdict:
-    """Whether a test may run, the variables it runs with, and the evidence note.
+    """Whether a test may run, the variables it runs with, and the evidence note."""
 
-    The note is evidence text: it says what was (or will be) run, never more.
-    """
-
-    runnable: bool  # False: the environment cannot give the test what it needs (env-unavailable)
+    runnable: bool
     env: Mapping[str, str]
     note: str
 
     @property
     def autoload_off(self) -> bool:
-        """True when the test runs with torch_npu's backend autoload switched off."""
         return self.env.get(AUTOLOAD) == "0"
 
 
@@ -282,9 +236,8 @@ _NPU_USES = (
 
 
 def infer_device(sources: dict[str, str]) -> tuple[str, list[str]]:
-    """``("npu", reasons)`` when a test file imports torch_npu or uses ``npu`` devices, else
-    ``("none", [])``. ``sources`` maps test paths to their text; reasons read ``path imports …``.
-    """
+    """``("npu", reasons)`` when a test file (path -> text) imports torch_npu or uses ``npu``
+    devices, else ``("none", [])``."""
     reasons = []
     for path, text in sources.items():
         found = dict.fromkeys(why for pattern, why in _NPU_USES if pattern.search(text))

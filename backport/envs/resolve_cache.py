@@ -1,11 +1,9 @@
 """Reuse pip's dry-run resolution of an environment while nothing it depends on changed.
 
 The key holds everything the resolution reads on this machine: the requirements, ``no_deps``
-and extra indexes, the platform and Python asked for, whether dependencies and sizes are
-wanted, the Python and pip that resolve, the machine and C library (which wheels fit), the
-``PIP_*`` variables and the pip configuration files. What an index serves changes too, so a
-stored resolution is reused for ``MAX_AGE`` seconds at most. One owner-only JSON file per key
-under ``<cache>/resolutions/``, written atomically.
+and extra indexes, the Python and pip that resolve, the machine and C library, the ``PIP_*``
+variables and pip's configuration files. What an index serves changes too, so a resolution is
+reused ``MAX_AGE`` seconds at most. One owner-only JSON file per key under ``<cache>/resolutions/``.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from pathlib import Path
 from backport.config.model import Environment
 from backport.jsonfile import read_json, write_json
 
-FORMAT = 1
+FORMAT = 2
 MAX_AGE = 24 * 3600.0
 
 
@@ -47,9 +45,8 @@ def _file_digest(path: Path) -> str | None:
         return None
 
 
-def resolution_key(env: Environment, *, platform_tag: str | None, python_version: str | None,
-                   with_deps: bool, sizes: bool, environ: Mapping[str, str] = os.environ) -> str:
-    """Everything the resolution of ``env`` depends on, as one string."""
+def resolution_key(env: Environment, environ: Mapping[str, str] = os.environ) -> str:
+    """Everything this machine's resolution of ``env`` depends on, as one string."""
     try:
         pip_version = importlib.metadata.version("pip")
     except importlib.metadata.PackageNotFoundError:
@@ -58,8 +55,6 @@ def resolution_key(env: Environment, *, platform_tag: str | None, python_version
         "format": FORMAT,
         "requirements": list(env.requirements), "no_deps": list(env.no_deps),
         "extra_index_urls": list(env.extra_index_urls),
-        "platform": platform_tag, "python_version": python_version,
-        "with_deps": with_deps, "sizes": sizes,
         "python": [sys.executable, sys.version], "pip": pip_version,
         "machine": [sys.platform, platform.machine(), *platform.libc_ver()],
         "pip_environ": sorted((k, v) for k, v in environ.items() if k.startswith("PIP_")),

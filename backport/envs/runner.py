@@ -1,12 +1,10 @@
 """Run one test file in an environment: forked from the run's warm worker, or as its own process.
 
-A test is a fork of the warm worker (``worker``), which imported torch once. Where that cannot
-be (isolated runs asked for, a wrapper, no torch, a torch_npu that loads, a worker that would
-not start or died) it is ``python <path> <args>`` started afresh, in the test's sandbox view
-(``sandbox.test_view``). Either way it runs from the worktree root in its own process group,
-its output in its log (owner-only), and a timeout kills the group. A run with an overlay
-(``overlay``) is always a process of its own, the overlay first on its ``PYTHONPATH``.
-``TestRun.command`` is the start as the evidence shows it (``launch.shown_command``).
+A test is a fork of the warm worker, which imported torch once; where that cannot be (isolated
+runs asked for, a wrapper, no torch, a torch_npu that loads, a worker that failed) it is
+``python <path> <args>`` started afresh in the test's sandbox view (``sandbox.test_view``), as
+is a run with an overlay (first on its ``PYTHONPATH``). Either way it runs from the worktree
+root in its own process group, its output in an owner-only log, killed at its timeout.
 """
 
 from __future__ import annotations
@@ -33,14 +31,7 @@ from backport.envs.model import Probe, TestRun
 from backport.envs.probe import device_verdict, env_vars, require_interpreter
 from backport.envs.sandbox import PID_NAMESPACE, sandboxed, test_view
 from backport.envs.summary import parse_summary
-from backport.envs.worker import (
-    WORKER_START_TIMEOUT,
-    EarlyWorker,
-    Worker,
-    WorkerDied,
-    next_reply,
-    start_worker,
-)
+from backport.envs.worker import WORKER_START_TIMEOUT, EarlyWorker, Worker, WorkerDied, next_reply
 from backport.errors import BackportError
 from backport.redact import redact
 
@@ -50,8 +41,7 @@ LOG_TAIL = 4 * 1024 * 1024  # the summary is at the end; read at most this much
 
 
 def static_fallback(env: Environment, isolated: bool) -> str | None:
-    """Why ``env``'s tests never fork from a warm worker, whatever its probe reads (None: they
-    may); asked before a worker is started early too."""
+    """Why ``env``'s tests never fork from a warm worker, whatever its probe says (None: they may)."""
     if isolated:
         return "isolated runs requested"
     if env.wrapper:
@@ -60,33 +50,19 @@ def static_fallback(env: Environment, isolated: bool) -> str | None:
 
 
 class TestRunner:
-    """Runs test files of one environment and device policy; one per run, thread-safe: warm
-    runs are concurrent children of one worker, isolated runs separate processes."""
+    """Runs test files of one environment and device policy; one per run, thread-safe."""
 
     __test__ = False  # not a pytest test class
 
-    def __init__(
-        self,
-        env: Environment,
-        probe: Probe,
-        *,
-        device: str,
-        isolated: bool = False,
-        start_timeout: float = WORKER_START_TIMEOUT,
-        early: EarlyWorker | None = None,
-    ) -> None:
+    def __init__(self, env: Environment, probe: Probe, *, device: str, isolated: bool = False,
+                 early: EarlyWorker | None = None) -> None:
         self.env = env
-        self.probe = probe
-        self.device = device
         self.verdict = device_verdict(probe, device)
         self.extra_env, self.note = dict(self.verdict.env), self.verdict.note
-        self.interpreter = env.interpreter
-        self.start_timeout = start_timeout
         self._lock = threading.Lock()
         self._worker: Worker | None = None
         self._retired: list[Worker] = []  # replaced workers finishing their running tests
         self._learn = True  # off once a worker retired: its successor only imports torch
-        # Why warm runs are off (None while they are on); torch-less envs gain nothing from it.
         self.fallback: str | None = static_fallback(env, isolated)
         if self.fallback is None and probe.torch is None:
             self.fallback = "torch is not installed, nothing to keep warm"
@@ -104,12 +80,10 @@ class TestRunner:
 
     @property
     def kind(self) -> str:
-        """How tests run, for the verbose log: isolated, or forked from the run's worker."""
         return "isolated" if self.isolated else "warm worker"
 
     @property
     def worker_pid(self) -> int | None:
-        """The pid of the worker tests fork from (None: none yet, or isolated)."""
         worker = self._worker
         return worker.pid if worker is not None else None
 
@@ -119,12 +93,10 @@ class TestRunner:
         return {k: redact(v) for k, v in {**self.env.env, **self.extra_env}.items()}
 
     def command(self, test: TestSpec, overlay: Path | None = None) -> str:
-        """The test's start as the evidence shows it (``launch.shown_command``)."""
         return shown_command(self.env, script_args(test.path, test.args), self._shown_vars(overlay))
 
     def _shown_vars(self, overlay: Path | None) -> dict[str, str]:
-        """The variables COMMAND shows: the overlay as ``<torch_npu overlay>``, ahead of the
-        map's own ``PYTHONPATH`` (a placeholder where it names a local path)."""
+        """The variables COMMAND shows, the overlay as ``<torch_npu overlay>`` on ``PYTHONPATH``."""
         if overlay is None:
             return self.env_vars
         pinned = self.env_vars.get("PYTHONPATH")
@@ -134,9 +106,8 @@ class TestRunner:
         return {**self.env_vars, "PYTHONPATH": shown}
 
     def _overlay_vars(self, overlay: Path | None) -> dict[str, str]:
-        """What puts ``overlay`` first on the path: ``PYTHONPATH`` ahead of what the environment
-        sets, or, after a ``source:`` script (CANN's extends ``PYTHONPATH``) where the map pins
-        none, ``PATH_FIRST``, which the start prepends to what the script left."""
+        """What puts ``overlay`` first on ``PYTHONPATH``; after a ``source:`` script that may set
+        it (CANN's does) and no pinned one, ``PATH_FIRST``, prepended to what the script left."""
         if overlay is None:
             return {}
         if self.env.source is not None and "PYTHONPATH" not in self.env.env:
@@ -144,16 +115,11 @@ class TestRunner:
         before = {**os.environ, **self.env.env}.get("PYTHONPATH")
         return {"PYTHONPATH": os.pathsep.join([str(overlay), *([before] if before else [])])}
 
-    def _launch(self, args: list[str], overlay: Path | None = None) -> list[str]:
-        pinned = {k: v for k, v in self._overlay_vars(overlay).items() if k != PATH_FIRST}
-        return launch_argv(self.env, args, {**self.env.env, **self.extra_env, **pinned})
-
     def run(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float | None = None,
         *, overlay: Path | None = None,
     ) -> TestRun:
-        """Run ``test`` from ``worktree``, output to ``log_path``, killed after ``timeout`` s;
-        with ``overlay`` (a folder holding a ``torch_npu``) as a process of its own."""
+        """Run ``test`` from ``worktree``, output to ``log_path``, killed after ``timeout`` s."""
         if not self.verdict.runnable:
             raise BackportError("env-unavailable", f"environment '{self.env.name}': {self.note}")
         require_interpreter(self.env)
@@ -197,11 +163,10 @@ class TestRunner:
                 self._ensure_worker()
 
     def _ensure_worker(self) -> Worker | None:
-        """The usable worker, started (or replaced, if it retired) as needed; call under the lock."""
+        """The usable worker, started or replaced as needed; call under the lock."""
         if self._worker is not None and not self._worker.alive():
             self._drop_worker("the warm worker exited")
         if self._worker is not None and self._worker.retired is not None:
-            # It stopped forking; let it finish its running tests, start a plain one.
             self._retired.append(self._worker)
             self._worker = None
             self._learn = False
@@ -210,8 +175,8 @@ class TestRunner:
             self._worker = early.take(self.extra_env)
         if self._worker is None and self.fallback is None:
             try:
-                self._worker = start_worker(
-                    self.env, self.extra_env, self.start_timeout, learn=self._learn)
+                self._worker = Worker(
+                    self.env, self.extra_env, WORKER_START_TIMEOUT, learn=self._learn)
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")
         return self._worker
@@ -228,9 +193,8 @@ class TestRunner:
     def _run_warm(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
     ) -> TestRun | None:
-        """A forked run; None when the worker is unusable (the caller then runs isolated).
-        The test writes to a temporary file of ours (a sandbox may write there), added to the
-        log once it ended."""
+        """A forked run, None when the worker is unusable; the test writes to a temporary file
+        (a sandbox may write there), added to its log once it ended."""
         fd, scratch_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
         os.close(fd)
         scratch = Path(scratch_name)
@@ -262,16 +226,14 @@ class TestRunner:
                 sent = request if worker.isolation != PID_NAMESPACE else {
                     **request, "confine": confine}
                 rid, waiter = worker.submit(sent)
-                # Before it forks the worker imports what earlier tests taught it: start's time.
-                hello = next_reply(waiter, self.start_timeout)
+                hello = next_reply(waiter, WORKER_START_TIMEOUT)
                 if hello is not None and "retired" in hello:
                     worker.retired = worker.retired or str(hello["retired"])
                     continue
                 if hello is None or "pid" not in hello:
                     raise WorkerDied("the worker did not start the test")
                 pid = int(hello["pid"])
-                # The test's time starts when its child exists.
-                start = time.monotonic()
+                start = time.monotonic()  # the test's time starts when its child exists
                 reply = next_reply(waiter, timeout)
                 if reply is None:  # timed out: kill the test's group, collect its status
                     worker.kill(pid)
@@ -301,18 +263,17 @@ class TestRunner:
         overlay: Path | None = None,
     ) -> TestRun:
         self._start_log(log_path, test, overlay)
-        launch = sandboxed(self._launch(script_args(test.path, test.args), overlay),
-                           view=test_view(worktree, self._reads(overlay)))
+        variables = {**self.extra_env, **self._overlay_vars(overlay)}
+        pinned = {k: v for k, v in variables.items() if k != PATH_FIRST}
+        argv = launch_argv(self.env, script_args(test.path, test.args), {**self.env.env, **pinned})
+        launch = sandboxed(argv, view=test_view(worktree, self._reads(overlay)))
         start = time.monotonic()
         with open(log_path, "ab") as log:
-            # reap: leftovers the test started in its group go when it ends (and the namespace
-            # takes every other process it started)
-            done = process.run(launch.argv, cwd=worktree,
-                               env=env_vars(self.env, {**self.extra_env,
-                                                       **self._overlay_vars(overlay)}),
+            done = process.run(launch.argv, cwd=worktree, env=env_vars(self.env, variables),
                                stdout=log, merge_stderr=True, timeout=timeout, reap=True,
                                code="env-missing", context=f"environment '{self.env.name}': ",
-                               shown=home_as_tilde(str(self.interpreter)), pass_fds=launch.pass_fds)
+                               shown=home_as_tilde(str(self.env.interpreter)),
+                               pass_fds=launch.pass_fds)
         return self._result(test, log_path, None if done.timed_out else done.returncode, start,
                             "isolated", launch.isolation, timeout if done.timed_out else None,
                             overlay)
@@ -320,10 +281,9 @@ class TestRunner:
     # -- shared ------------------------------------------------------------------------
 
     def _reads(self, overlay: Path | None = None) -> list[str]:
-        """What a test reads besides its worktree, wherever it lies: the interpreter's venv,
-        the ``source:`` script's folder, the wrapper's paths, the overlay (not what its
-        variables name: a temporary folder there, CANN's logs, is the test's own)."""
-        found = [os.path.dirname(os.path.dirname(os.path.abspath(self.interpreter)))]
+        """What a test reads besides its worktree: the venv, the ``source:`` script's folder,
+        the wrapper's paths, the overlay (not what its variables name: those are its own)."""
+        found = [os.path.dirname(os.path.dirname(os.path.abspath(self.env.interpreter)))]
         if self.env.source is not None:
             found.append(str(self.env.source.parent))
         found += [word for word in self.env.wrapper if os.path.isabs(word)]
@@ -332,7 +292,6 @@ class TestRunner:
         return found
 
     def _start_log(self, log_path: Path, test: TestSpec, overlay: Path | None = None) -> None:
-        # Logs may hold what a maintainer would not publish: owner-only, like the journal.
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

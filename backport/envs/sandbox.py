@@ -1,31 +1,16 @@
 """The sandbox every process that runs code from a branch or a PR starts in.
 
 The probe, the warm worker (and the tests it forks) and every isolated test start through
-:func:`sandboxed`: ``scripts/sandbox_init.py``, run by this tool's interpreter, makes a user,
-PID and mount namespace, mounts its own ``/proc`` (no other process's ``environ``, where a token
-may live, is readable), makes every mount read-only but the writable folders
-(:func:`writable_roots`: the temporary folders and the run's worktrees, :func:`allow_writes`),
-covers the user's credential places and the block devices (:func:`covered_places`), drops every
-capability and starts the command. A test gets a narrower view (:func:`test_view`): private
-temporary folders, only its own worktree writable (its ``.git`` read-only, other worktrees
-covered), what it reads bound back read-only. An isolated test gets it from the init, a forked
-one in a namespace of its own before its code runs (``sandbox_init.confine``). Every process of
-the namespace ends with the command, with its launcher, and with this process however it ends
-(even SIGKILL), through the lifeline: a pipe whose write end only this process holds.
-
-Credential places (:func:`credential_places`): git's credential store and cache and the files
-its configured helpers name (``--file``/``--socket``), netrc, SSH keys and agent, GnuPG, the
-runtime folder, and the sockets of services that start commands for root (container engines,
-the system bus). Mounts are read-only, not unreadable, so each existing one is covered: an empty
-folder over a folder, the null device over a file or socket.
-
-A launcher of our own rather than util-linux's ``unshare``: no recent util-linux needed
-(``--map-current-user``), the user's own uid kept, and the lifeline watched (``unshare
---kill-child`` ties the namespace to ``unshare``, which outlives a killed parent).
-
-Whether the host allows namespaces is probed once per process (:func:`isolation`); where it
-does not, commands start as they are, the evidence says so, and ``trigger`` refuses PR tests
-unless the environment says ``isolation: none`` (:func:`require_isolation`).
+:func:`sandboxed`: ``scripts/sandbox_init.py`` makes a user, PID and mount namespace with its
+own ``/proc`` (no other process's ``environ``, where a token may live, is readable), every mount
+read-only but :func:`writable_roots`, the credential places and block devices covered
+(:func:`covered_places`), no capability left. A test gets a narrower view (:func:`test_view`):
+private temporary folders, only its own worktree writable (its ``.git`` read-only, the other
+worktrees covered), what it reads bound back read-only. Every process of the namespace ends
+with the command and with this process however it ends, through the lifeline: a pipe whose
+write end only this process holds (util-linux's ``unshare`` cannot tie the namespace to us).
+Where the host refuses namespaces (:func:`isolation`, probed once a process) commands start as
+they are, the evidence says so, and PR tests need ``isolation: none`` (:func:`require_isolation`).
 """
 
 from __future__ import annotations
@@ -60,7 +45,6 @@ _allowed: tuple[str, ...] = ()
 _reads: tuple[str, ...] = ()
 _covered_also: tuple[str, ...] = ()
 TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
-HELPER_PATH_OPTIONS = ("--file", "--socket")  # git-credential-store's and -cache's
 # Sockets of services that start commands for whoever may connect (root, or a group): the
 # container engines' and the system bus, through which systemd starts units.
 SERVICE_SOCKETS = (
@@ -103,15 +87,15 @@ def _launcher(writable: Sequence[str] = (), view: Sequence[str] = ()) -> list[st
 
 
 def covered_places(writable: Sequence[str] = ()) -> tuple[str, ...]:
-    """The existing credential places (with those :func:`cover_also` named) a sandbox covers,
-    but for those that hold a ``writable`` folder."""
+    """The existing credential places a sandbox covers (see :func:`places_to_cover`)."""
     return places_to_cover([*credential_places(os.environ), *_covered_also], writable)
 
 
 def credential_places(environ: Mapping[str, str], helpers: Iterable[str] = (),
                       uid: int | None = None) -> list[str]:
-    """The places, existing or not, where credentials of the user of ``environ`` may be (the
-    files the configured git credential ``helpers`` name too), and :data:`SERVICE_SOCKETS`."""
+    """Where credentials of the user of ``environ`` may be (existing or not): git's credential
+    store and cache and the files its ``helpers`` name, netrc, SSH, GnuPG, the runtime folder,
+    and :data:`SERVICE_SOCKETS`."""
     home = environ.get("HOME") or os.path.expanduser("~")
     config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     cache = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
@@ -137,7 +121,7 @@ def helper_paths(value: str) -> list[str]:
     found = []
     for index, word in enumerate(words):
         option, equals, rest = word.partition("=")
-        if option in HELPER_PATH_OPTIONS:
+        if option in ("--file", "--socket"):  # git-credential-store's and -cache's
             if equals:
                 found.append(rest)
             elif index + 1 < len(words):
@@ -146,10 +130,8 @@ def helper_paths(value: str) -> list[str]:
 
 
 def places_to_cover(places: Iterable[str], keep: Iterable[str]) -> tuple[str, ...]:
-    """The existing ``places`` (real paths) to cover, but for those holding a folder of
-    ``keep`` (a writable $TMPDIR in the runtime folder): those are covered entry by entry, but
-    for the entries on the way to it; a symbolic link inside is covered where it leads (unless
-    that holds one too), never walked through."""
+    """The existing ``places`` (real paths) to cover; one holding a folder of ``keep`` (a
+    $TMPDIR in the runtime folder) is covered entry by entry around it, links where they lead."""
     kept = [os.path.realpath(k) for k in keep]
     out: set[str] = set()
 
@@ -178,8 +160,8 @@ def places_to_cover(places: Iterable[str], keep: Iterable[str]) -> tuple[str, ..
 
 
 def allow_writes(folders: Iterable[Path], reads: Iterable[Path] = ()) -> None:
-    """Let sandboxes write in ``folders`` (the run's worktrees, made where missing; a test only
-    its own) and tests read ``reads`` (the project) wherever they lie; set once per run."""
+    """Let sandboxes write in ``folders`` (the run's worktrees; a test only its own) and tests
+    read ``reads`` (the project) wherever they lie; set once per run."""
     global _allowed, _reads
     found = []
     for folder in folders:
@@ -197,8 +179,7 @@ def cover_also(places: Iterable[str]) -> None:
 
 
 def writable_roots(extra: Iterable[str | Path] = ()) -> tuple[str, ...]:
-    """The folders a sandbox may write (temporary ones, :func:`allow_writes`' and ``extra``),
-    none inside another; everything else is read-only inside."""
+    """The folders a sandbox may write (temporary ones, :func:`allow_writes`' and ``extra``)."""
     found = {*temporary_folders(), *_allowed}
     found.update(os.path.realpath(e) for e in extra)
     return tuple(root for root in sorted(found) if not _inside_another(root, found))
@@ -211,10 +192,9 @@ def temporary_folders() -> tuple[str, ...]:
 
 
 def test_view(worktree: Path, reads: Iterable[str | Path] = ()) -> list[str]:
-    """``sandbox_init.py``'s options for one test's view: private temporary folders; the run's
-    worktrees covered but ``worktree``, writable, its ``.git`` read-only; read-only wherever
-    they lie: ``reads`` (its environment), the project, the cache, the tool and the folder
-    ``backport`` runs in (a CI workspace)."""
+    """``sandbox_init.py``'s options for one test's view: private temporary folders, the run's
+    worktrees covered but ``worktree`` (writable, its ``.git`` read-only), and read-only wherever
+    they lie ``reads``, the project, the cache, the tool and the current folder."""
     own = os.path.realpath(worktree)
     args: list[str] = []
     for folder in temporary_folders():
@@ -239,8 +219,8 @@ def _here() -> str:
 
 
 def _git_metadata(worktree: str) -> list[str]:
-    """The worktree's ``.git`` and, for a linked worktree, the folder it names (the cache
-    repository's ``worktrees/<name>``) and that repository's git folder."""
+    """The worktree's ``.git`` and, for a linked worktree, its ``worktrees/<name>`` folder and
+    the repository's git folder."""
     dot_git = os.path.join(worktree, ".git")
     if not os.path.isfile(dot_git):
         return [dot_git] if os.path.isdir(dot_git) else []
@@ -262,7 +242,7 @@ def _git_metadata(worktree: str) -> list[str]:
 
 
 def _inside_another(root: str, roots: set[str]) -> bool:
-    """Whether ``root`` lies in another of ``roots`` (writable already: one rule, one worker)."""
+    """Whether ``root`` lies in another of ``roots``."""
     return any(other != root and root.startswith(other.rstrip("/") + "/") for other in roots)
 
 
@@ -315,22 +295,19 @@ def _lifeline_fd() -> int:
         return _lifeline
 
 
-def sandboxed(argv: Sequence[str], *, writable: Iterable[str | Path] = (),
-              view: Sequence[str] = ()) -> Start:
-    """``argv`` started in a namespace of its own (as it is where the host refuses) where only
-    :func:`writable_roots` and ``writable`` can be written, or with ``view`` (a test's) only
-    what that and ``writable`` open; it ends when this process ends."""
+def sandboxed(argv: Sequence[str], *, view: Sequence[str] = ()) -> Start:
+    """``argv`` started in a namespace where only :func:`writable_roots` (with a test's
+    ``view``: only what it opens) can be written; as it is where the host refuses."""
     if not isolation().isolated:
         return Start(list(argv), (), NONE)
-    roots = [os.path.realpath(w) for w in writable] if view else writable_roots(writable)
-    launcher = _launcher(roots, view)
+    launcher = _launcher([] if view else writable_roots(), view)
     fd = _lifeline_fd()
     return Start([*launcher, "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
 
 
 def require_isolation(branch_map: BranchMap, targets: Iterable[str]) -> None:
     """Refuse a PR's tests on ``targets`` without isolation, unless each environment says
-    ``isolation: none`` (an NPU host that needs it)."""
+    ``isolation: none``."""
     found = isolation()
     if found.isolated:
         return

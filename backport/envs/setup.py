@@ -1,12 +1,10 @@
 """``backport env setup``: build an environment from its ``requirements:``, and plan it.
 
-uv when it is on PATH (``uv venv`` + ``uv pip install``), else ``python -m venv`` + pip;
-``requirements`` first, then ``no_deps`` without their dependencies (torch_npu wheels naming a
-torch build the index lacks), ``extra_index_urls`` besides the configured index. An environment
-that satisfies its pins is left alone; the pins are compared with a probe that imports nothing
-(``probe(versions_only=True)``). :func:`plan_setup` says what it would do, :func:`resolve` what
-pip would fetch (``--dry-run --report``, sizes, another platform), installing nothing; the
-resolution is reused a day at most while its key holds (``resolve_cache``).
+uv when on PATH, else ``python -m venv`` + pip; ``requirements`` first, then ``no_deps`` without
+their dependencies, ``extra_index_urls`` besides the configured index. An environment that meets
+its pins (read by a probe that imports nothing) is left alone. :func:`plan_setup` says what it
+would do and :func:`resolve` what pip would fetch (``--dry-run --report``), installing nothing;
+a resolution is reused a day at most while its key holds (``resolve_cache``).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -31,7 +29,6 @@ from packaging.utils import canonicalize_name
 from backport import process
 from backport.config.model import Environment
 from backport.config.validate import home_as_tilde
-from backport.envs.model import Probe
 from backport.envs.probe import pin_mismatches, probe
 from backport.envs.resolve_cache import resolution_key, store_resolution, stored_resolution
 from backport.errors import BackportError
@@ -54,57 +51,42 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
     """Create ``env``'s venv and install its requirements unless it matches its pins (``use_uv``
     None: uv when on PATH); ``env-missing`` when it cannot be built, ``env-mismatch`` when it
     still misses its pins afterwards."""
+    def refusal(code: str, text: str) -> BackportError:
+        return BackportError(code, f"environment '{env.name}'{text}")
+
     uv = shutil.which("uv") if use_uv is not False else None
     if use_uv and uv is None:
-        raise BackportError("env-missing", f"environment '{env.name}': uv is not on PATH")
+        raise refusal("env-missing", ": uv is not on PATH")
     interpreter = env.interpreter
     shown = home_as_tilde(str(interpreter))
     target = venv_dir(env)
     if interpreter.exists():
-        problems = pin_mismatches(env, _versions(env))
+        problems = pin_mismatches(env, probe(env, versions_only=True))
         if not problems:
             log(f"{env.name}: {shown} is up to date")
             return
         if target is None or not (target / "pyvenv.cfg").is_file():
-            raise BackportError(
-                "env-mismatch",
-                f"environment '{env.name}': {shown} is not a virtual environment backport may "
-                f"change, and {'; '.join(problems)}",
-            )
+            raise refusal("env-mismatch", f": {shown} is not a virtual environment backport may "
+                                          f"change, and {'; '.join(problems)}")
         log(f"{env.name}: {'; '.join(problems)}; reinstalling the requirements")
     else:
         if target is None:
-            raise BackportError(
-                "env-missing",
-                f"environment '{env.name}': interpreter {shown} does not exist and is not "
-                "<dir>/bin/python, so there is no venv to create; fix `python:` or use `venv:`",
-            )
+            raise refusal("env-missing", f": interpreter {shown} does not exist and is not "
+                          "<dir>/bin/python, so there is no venv to create; fix `python:` or use "
+                          "`venv:`")
         if target.exists() and any(target.iterdir()) and not (target / "pyvenv.cfg").is_file():
-            raise BackportError(
-                "env-missing",
-                f"environment '{env.name}': {home_as_tilde(str(target))} exists but is not a "
-                "virtual environment; remove it or point `venv:` elsewhere",
-            )
+            raise refusal("env-missing", f": {home_as_tilde(str(target))} exists but is not a "
+                          "virtual environment; remove it or point `venv:` elsewhere")
         log(f"{env.name}: creating {home_as_tilde(str(target))}")
         _run(env, _create_command(env, target, uv), log)
         if not interpreter.exists():
-            raise BackportError(
-                "env-missing",
-                f"environment '{env.name}': the new venv has no interpreter {shown}",
-            )
+            raise refusal("env-missing", f": the new venv has no interpreter {shown}")
     if env.requirements or env.no_deps:
         _install(env, interpreter, uv, log)
-    problems = pin_mismatches(env, _versions(env))
+    problems = pin_mismatches(env, probe(env, versions_only=True))
     if problems:
-        raise BackportError(
-            "env-mismatch", f"environment '{env.name}' after setup: {'; '.join(problems)}"
-        )
+        raise refusal("env-mismatch", f" after setup: {'; '.join(problems)}")
     log(f"{env.name}: ready ({shown})")
-
-
-def _versions(env: Environment) -> Probe:
-    """The probe without its torch_npu load check (with CANN that import takes a minute)."""
-    return probe(env, versions_only=True)
 
 
 def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool = False,
@@ -116,7 +98,7 @@ def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool
     target = venv_dir(env)
     if interpreter.exists():
         try:
-            problems = pin_mismatches(env, _versions(env))
+            problems = pin_mismatches(env, probe(env, versions_only=True))
         except BackportError as exc:
             problems = [exc.message]
         if not problems:
@@ -135,26 +117,24 @@ def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool
 def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
                    note: Callable[[str], None]) -> list[Planned]:
     """:func:`resolve` for this machine, said before it starts, stored and reused."""
-    key = (resolution_key(env, platform_tag=None, python_version=None, with_deps=True,
-                          sizes=True) if cache_dir is not None else None)
-    if cache_dir is not None and key is not None and not refresh:
-        stored = stored_resolution(cache_dir, key)
-        if stored is not None:
-            items, created = stored
-            try:
-                reused = [Planned.from_dict(item) for item in items]
-            except (KeyError, TypeError, ValueError):
-                reused = None  # written by another version: resolve again
-            if reused is not None:
-                note(f"{env.name}: reusing pip's resolution of {_age(time.time() - created)} "
-                     "ago (--refresh resolves again)")
-                return reused
+    key = resolution_key(env)
+    stored = stored_resolution(cache_dir, key) if cache_dir is not None and not refresh else None
+    if stored is not None:
+        items, created = stored
+        try:
+            reused = [Planned(**{**item, "requires": tuple(item["requires"])}) for item in items]
+        except (KeyError, TypeError, ValueError):
+            pass  # written by another version: resolve again
+        else:
+            note(f"{env.name}: reusing pip's resolution of {_age(time.time() - created)} "
+                 "ago (--refresh resolves again)")
+            return reused
     wanted = [*env.requirements, *env.no_deps]
     note(f"{env.name}: resolving {', '.join(wanted)} with pip's dry run …")
     started = time.monotonic()
     plan = resolve(env)
     note(f"{env.name}: resolved in {time.monotonic() - started:.0f} s")
-    if cache_dir is not None and key is not None:
+    if cache_dir is not None:
         store_resolution(cache_dir, key, [asdict(item) for item in plan])
     return plan
 
@@ -181,14 +161,12 @@ def _install(env: Environment, interpreter: Path, uv: str | None, log: Callable)
         base = [str(interpreter), "-m", "pip", "install", "--disable-pip-version-check",
                 "--progress-bar", "off"]  # fmt: skip
     base += [a for url in env.extra_index_urls for a in ("--extra-index-url", url)]
-    if env.requirements:
-        with _requirements_file(env.requirements) as name:
-            log(f"{env.name}: installing {', '.join(env.requirements)}")
-            _run(env, [*base, "-r", name], log)
-    if env.no_deps:
-        with _requirements_file(env.no_deps) as name:
-            log(f"{env.name}: installing {', '.join(env.no_deps)} without their dependencies")
-            _run(env, [*base, "--no-deps", "-r", name], log)
+    for lines, options, how in ((env.requirements, [], ""),
+                                (env.no_deps, ["--no-deps"], " without their dependencies")):
+        if lines:
+            with _requirements_file(lines) as name:
+                log(f"{env.name}: installing {', '.join(lines)}{how}")
+                _run(env, [*base, *options, "-r", name], log)
 
 
 @contextmanager
@@ -225,10 +203,6 @@ class Planned:
     no_deps: bool  # installed without its dependencies
     requires: tuple[str, ...]  # its Requires-Dist lines
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Planned:
-        return cls(**{**data, "requires": tuple(data["requires"])})
-
     @property
     def source(self) -> str:
         """The host (or ``local file``) it comes from."""
@@ -236,24 +210,15 @@ class Planned:
         return parts.hostname or ("local file" if parts.scheme == "file" else self.url)
 
 
-def resolve(
-    env: Environment,
-    *,
-    platform: str | None = None,
-    python_version: str | None = None,
-    sizes: bool = True,
-    with_deps: bool = True,
-    timeout: float = 900.0,
-) -> list[Planned]:
-    """What ``env setup`` would install for ``env``, from pip's dry run. ``platform`` (a wheel
-    tag like ``manylinux_2_28_aarch64``) and ``python_version`` resolve for another machine
-    (binary wheels only); ``with_deps`` False only the named distributions. ``env-missing``
-    with pip's last line when it cannot resolve."""
+def resolve(env: Environment, *, platform: str | None = None, python_version: str | None = None,
+            sizes: bool = True, with_deps: bool = True) -> list[Planned]:
+    """What ``env setup`` would install, from pip's dry run; ``platform`` (a wheel tag) and
+    ``python_version`` resolve for another machine. ``env-missing`` when pip cannot resolve."""
     plan: list[Planned] = []
     for lines, no_deps in ((env.requirements, False), (env.no_deps, True)):
         if not lines:
             continue
-        found = _pip_resolution(env, lines, no_deps or not with_deps, platform, python_version, timeout)
+        found = _pip_resolution(env, lines, no_deps or not with_deps, platform, python_version)
         for item in found:
             meta = item.get("metadata") or {}
             plan.append(Planned(
@@ -267,19 +232,12 @@ def resolve(
     if sizes and plan:
         with ThreadPoolExecutor(max_workers=8) as pool:
             lengths = list(pool.map(_download_size, [p.url for p in plan]))
-        plan = [Planned(p.name, p.version, p.url, n, p.no_deps, p.requires)
-                for p, n in zip(plan, lengths, strict=True)]  # fmt: skip
+        plan = [replace(p, size=n) for p, n in zip(plan, lengths, strict=True)]
     return plan
 
 
-def _pip_resolution(
-    env: Environment,
-    lines: Sequence[str],
-    no_deps: bool,
-    platform: str | None,
-    python_version: str | None,
-    timeout: float,
-) -> list[dict]:
+def _pip_resolution(env: Environment, lines: Sequence[str], no_deps: bool, platform: str | None,
+                    python_version: str | None, timeout: float = 900.0) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="backport-resolve-") as tmp, \
             _requirements_file(lines) as name:  # fmt: skip
         report = Path(tmp) / "report.json"
@@ -320,8 +278,7 @@ def platform_machine(tag: str) -> str:
 
 
 def compatible_platforms(tag: str) -> list[str]:
-    """``tag`` and the older manylinux tags a machine of that tag also installs (pip takes a
-    ``--platform`` tag literally; a ``manylinux_2_28`` machine installs ``manylinux2014`` too)."""
+    """``tag`` and the older manylinux tags its machine also installs (pip takes tags literally)."""
     match = re.fullmatch(r"manylinux_2_(\d+)_(\w+)", tag)
     if not match:
         return [tag]
@@ -331,7 +288,7 @@ def compatible_platforms(tag: str) -> list[str]:
 
 
 def _download_size(url: str) -> int | None:
-    """The bytes a distribution's URL serves (None: not told); requests imported for this only."""
+    """The bytes a distribution's URL serves (None: not told)."""
     import requests
 
     parts = urllib.parse.urlsplit(url)
@@ -349,9 +306,9 @@ def _download_size(url: str) -> int | None:
 
 
 def human_size(size: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit in ("B", "kB") else f"{size:.1f} {unit}"
+    for unit in ("B", "kB", "MB"):
+        if size < 1000:
+            return f"{size:.1f} MB" if unit == "MB" else f"{size:.0f} {unit}"
         size /= 1000
     return f"{size:.1f} GB"
 

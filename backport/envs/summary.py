@@ -1,8 +1,5 @@
 """Read a test log: the unittest or pytest summary at its end (:func:`parse_summary`), and each
 test's outcome in verbose (``-v``) output (:func:`outcomes_of`).
-
-``Summary.outcome`` is the one rule for a test result: the summary lines, else the last
-exception line, else ``no test summary; exit N`` (never "not found").
 """
 
 from __future__ import annotations
@@ -35,11 +32,8 @@ _PYTEST_COUNTED = {
 
 @dataclass(frozen=True)
 class Summary:
-    """What the last test summary in a log says; ``None`` where it says nothing.
-
-    ``ran`` is unittest's ``Ran N`` or pytest's passed + failed + errors + skipped + xfailed +
-    xpassed. ``ok`` is True only for a passing summary of at least one test.
-    """
+    """What the last test summary in a log says; ``None`` where it says nothing. ``ok`` is
+    True only for a passing summary of at least one test."""
 
     ran: int | None = None
     ok: bool | None = None
@@ -47,11 +41,8 @@ class Summary:
     exception: str | None = None  # the last exception line of the log, paths cut to file names
 
     def outcome(self, exit_code: int | None) -> list[str]:
-        """What a run's result says: the summary lines, else the exception, else the exit code.
-
-        This is the one rule for a test result; "not found" is never one (that is for values a
-        probe could not read). ``[]`` only when there is neither a summary nor an exit code.
-        """
+        """The one rule for a test result: the summary lines, else the last exception, else
+        ``no test summary; exit N`` (never "not found")."""
         if self.lines:
             return list(self.lines)
         if self.exception:
@@ -60,7 +51,6 @@ class Summary:
 
 
 def _lines(text: str) -> list[str]:
-    """The lines of a log, colour codes and carriage returns taken out."""
     return [line.rstrip() for line in _ANSI.sub("", text or "").replace("\r", "\n").split("\n")]
 
 
@@ -122,10 +112,7 @@ def _pytest(line: str) -> Summary | None:
 
 
 def parse_summary(text: str) -> Summary:
-    """The last unittest (``Ran N tests`` + ``OK``/``FAILED (...)``) or pytest summary in ``text``.
-
-    Never raises; returns an empty :class:`Summary` when the text holds none.
-    """
+    """The last unittest or pytest summary in ``text``; an empty :class:`Summary` if none."""
     lines = _lines(text)
     found = _summary(lines)
     exception = last_exception(lines)
@@ -137,25 +124,10 @@ def _summary(lines: list[str]) -> Summary:
         line = lines[index]
         if _ran(line):
             return _unittest(lines, index)
-        if line.startswith(("OK", "FAILED", "NO TESTS RAN")) and _UNITTEST_STATUS.match(line):
-            ran_index = _ran_before(lines, index)
-            if ran_index is not None:
-                return _unittest(lines, ran_index)
-            continue
         summary = _pytest(line) if " in " in line else None
         if summary is not None:
             return summary
     return Summary()
-
-
-def _ran_before(lines: list[str], index: int) -> int | None:
-    """Index of the ``Ran N tests`` line just above status line ``index`` (blank lines between)."""
-    for back in range(index - 1, max(index - 4, -1), -1):
-        if _ran(lines[back]):
-            return back
-        if lines[back]:
-            return None
-    return None
 
 
 def last_exception(lines: list[str]) -> str | None:
@@ -242,14 +214,9 @@ def _results(lines: list[str]) -> list[tuple[str, str, str]]:
 
 
 def outcomes_of(text: str, tests: Sequence[tuple[str, str]]) -> list[str]:
-    """The outcome of each (class, name) in ``text``: ``ok``, ``FAIL``, ``ERROR``,
-    ``skipped``, ``expected failure``, ``unexpected success``, or ``not run`` when no line
-    names it. The class may be "" (a module-level test) and may be dotted (nested classes).
-
-    A test torch instantiated per device (``TestX`` → ``TestXCPU``, ``test_y`` →
-    ``test_y_cpu``) counts when the test itself is not named. Any line that is not ``ok``
-    decides the outcome of a test reported more than once.
-    """
+    """The outcome of each (class, name) in ``text`` (one of ``_OUTCOMES``, or ``not run``);
+    the class may be "" or dotted. A per-device instance (``TestXCPU.test_y_cpu``) counts when
+    the test itself is not named; any line that is not ``ok`` decides."""
     results = _results(_lines(text))
     outcomes = []
     for scope, name in tests:
@@ -258,8 +225,5 @@ def outcomes_of(text: str, tests: Sequence[tuple[str, str]]) -> list[str]:
         if not words and cls:
             words = [w for c, m, w in results if c.startswith(cls) and c != cls
                      and m.startswith(name + "_")]
-        if not words:
-            outcomes.append(NOT_RUN)
-        else:
-            outcomes.append(next((w for w in words if w != "ok"), "ok"))
+        outcomes.append(next((w for w in words if w != "ok"), "ok") if words else NOT_RUN)
     return outcomes

@@ -1,13 +1,12 @@
 """The client of a run's warm worker (``scripts/warm_worker.py``): one interpreter per
-environment that imported torch once and forks each test, so a test skips the import.
-
-The worker starts in the run's sandbox and ends with the run, however it ends; no run shares
-another's. Requests go over its stdin, many in flight at once, and a reader thread hands each
-reply to the request it answers (by ``id``). ``EarlyWorker`` starts one before the probe ended.
+environment that imported torch once and forks each test. It runs in the run's sandbox and ends
+with the run. Many requests are in flight on its stdin; a reader thread hands each reply to its
+request by ``id``. ``EarlyWorker`` starts one before the probe ended.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import queue
@@ -33,32 +32,31 @@ class WorkerDied(Exception):
 
 
 class Worker:
-    """One running ``warm_worker.py`` process; many requests may be in flight at once."""
+    """``env``'s running warm worker, ``extra_env`` on top of its variables; with ``load_check``
+    it also runs the probe's torch_npu load check."""
 
-    def __init__(
-        self, launch: list[str], env: dict[str, str], start_timeout: float, *, learn: bool,
-        load_check: float | None = None,
-    ) -> None:
+    def __init__(self, env: Environment, extra_env: dict[str, str], start_timeout: float, *,
+                 learn: bool, load_check: float | None = None) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
-        # The worker's scratch folder is ours, so it goes even when the worker is killed.
         self.reports = Path(tempfile.mkdtemp(prefix="backport-warm-"))
-        argv = [*launch, str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)]
+        argv = launch_argv(env, [str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)],
+                           {**env.env, **extra_env})
         if not learn:
             argv.append("--no-learn")
         if load_check is not None:
             argv += ["--load-check", f"{load_check:g}"]
-        start = sandboxed(argv)  # its tests are its forks: in the run's namespace with it
+        start = sandboxed(argv)
         self.isolation = start.isolation
         try:
             self.proc: process.Popen[bytes] = process.spawn(
                 start.argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr,
-                env=env, cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
+                env=env_vars(env, extra_env), cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
         except BackportError as exc:  # the interpreter cannot start
             shutil.rmtree(self.reports, ignore_errors=True)
             self._stderr.close()
             raise WorkerDied(exc.message) from None
         self.pid = int(self.proc.pid)
-        self._send_lock = threading.Lock()  # one writer at a time
+        self._send_lock = threading.Lock()
         self._waiters_lock = threading.Lock()
         self._waiters: dict[int, queue.Queue[dict | None]] = {0: queue.Queue()}  # 0: the hello
         self._ids = itertools.count(1)
@@ -80,10 +78,8 @@ class Worker:
         self.load_check: dict | None = hello.get("load_check")  # see probe_env.load_check
 
     def _last_stderr_line(self) -> str:
-        try:
+        with contextlib.suppress(process.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except process.TimeoutExpired:
-            pass
         self._stderr.seek(0)
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return lines[-1] if lines else ""
@@ -136,10 +132,8 @@ class Worker:
 
     def kill(self, pid: int) -> None:
         """Have the worker kill the group of its child ``pid`` (a pid of its namespace)."""
-        try:
+        with contextlib.suppress(OSError, ValueError):  # gone, and its namespace with it
             self._send({"kill": pid})
-        except (OSError, ValueError):
-            pass  # it is gone, and its namespace with it
 
     def done(self, rid: int) -> None:
         with self._waiters_lock:
@@ -165,26 +159,11 @@ class Worker:
         shutil.rmtree(self.reports, ignore_errors=True)
 
 
-def start_worker(
-    env: Environment, extra_env: dict[str, str], start_timeout: float, *, learn: bool,
-    load_check: float | None = None,
-) -> Worker:
-    """Launch ``env``'s warm worker with ``extra_env`` on top of its variables, started like
-    every test; with ``load_check`` it also runs the probe's torch_npu load check."""
-    launch = launch_argv(env, [], {**env.env, **extra_env})
-    return Worker(launch, env_vars(env, extra_env), start_timeout, learn=learn,
-                  load_check=load_check)
-
-
 class EarlyWorker:
-    """A warm worker started before the probe ends, on a guess of the variables tests get.
-
-    The guess is the usual verdict on a CPU machine: torch_npu installed but not loadable, so
-    tests run with its backend autoload off. The runner adopts the worker only when the verdict
-    gives exactly these variables; otherwise it is stopped unused. With ``load_check``
-    (seconds) it runs the probe's torch_npu load check in a fork right after importing torch
-    (:meth:`load_check_result`), so a run imports torch once per environment.
-    """
+    """A warm worker started before the probe ends, on a guess of the variables tests get
+    (a CPU machine's: torch_npu's autoload off); the runner adopts it only when the verdict
+    gives exactly these, else it is stopped unused. With ``load_check`` it runs the probe's
+    torch_npu load check too, so a run imports torch once per environment."""
 
     def __init__(self, env: Environment, extra_env: dict[str, str],
                  start_timeout: float = WORKER_START_TIMEOUT, *,
@@ -200,14 +179,13 @@ class EarlyWorker:
 
     def _start(self, start_timeout: float) -> None:
         try:
-            self._worker = start_worker(self.env, self.extra_env, start_timeout, learn=True,
-                                        load_check=self.load_check)
+            self._worker = Worker(self.env, self.extra_env, start_timeout, learn=True,
+                                  load_check=self.load_check)
             self._checked = self._worker.load_check
         except (WorkerDied, OSError):
             pass  # the runner starts its own, the probe runs its own check
 
     def load_check_result(self) -> dict | None:
-        """The load check the worker ran at its start; None when it ran none."""
         self._thread.join()
         return self._checked
 

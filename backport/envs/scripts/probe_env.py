@@ -3,12 +3,11 @@
 Run by ``backport`` with the environment's interpreter: Python 3.8+, standard library only.
 
     probe_env.py [--timeout SECONDS] [--no-load-check] [DIST ...]
-    probe_env.py --load-check
 
 Versions come from installed distribution metadata; torch and torch_npu are imported only in a
-child process (``--load-check``), so a crash or a hang there cannot take the probe down.
-``--no-load-check`` leaves that check to the caller (the warm worker runs :func:`load_check` in
-a fork of itself) and says ``"load_check": "wanted"`` when torch_npu is installed.
+fork (:func:`run_load_check`), so a crash or a hang there cannot take the probe down.
+``--no-load-check`` leaves that check to the caller (the warm worker runs it in a fork of
+itself) and says ``"load_check": "wanted"`` when torch_npu is installed.
 """
 
 from __future__ import annotations
@@ -18,8 +17,10 @@ import json
 import os
 import platform
 import re
-import subprocess
+import selectors
+import signal
 import sys
+import time
 from typing import Any
 
 BASE_DISTS = ("torch", "torch_npu", "expecttest", "numpy")
@@ -32,17 +33,13 @@ AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 def dist_version(name: str) -> str | None:
     """Installed version of distribution ``name`` (any spelling of - _ .), or None."""
-    try:
-        from importlib import metadata
-    except ImportError:  # Python < 3.8
-        return None
+    from importlib import metadata
+
     spellings = [name, name.replace("-", "_"), name.replace("_", "-"), name.lower()]
     for spelling in dict.fromkeys(spellings):
         try:
             return metadata.version(spelling)
-        except metadata.PackageNotFoundError:
-            continue
-        except Exception:  # a broken dist-info must not sink the probe
+        except Exception:  # not installed, or a broken dist-info that must not sink the probe
             continue
     return None
 
@@ -99,7 +96,8 @@ def load_check(preloaded: bool = False) -> dict:
     """Import torch and torch_npu (autoload as the user has it) and read the NPUs.
     ``preloaded``: torch was imported with autoload off (the warm worker); the end of its
     import, which loads the device backends, is replayed, as a fresh ``import torch`` does."""
-    result: dict[str, Any] = {"loads": False, "error": None, "count": None, "model": None}
+    result: dict[str, Any] = {"torch_npu_loads": False, "torch_npu_error": None,
+                              "npu_count": None, "npu_model": None}
     try:
         import torch  # noqa: F401
 
@@ -110,74 +108,76 @@ def load_check(preloaded: bool = False) -> dict:
     except BaseException as exc:  # noqa: B036 - report anything, even SystemExit
         cause = root_cause(exc)
         text = (f"{type(cause).__name__}: {cause}").strip().splitlines()
-        result["error"] = text[-1] if text else type(cause).__name__
+        result["torch_npu_error"] = text[-1] if text else type(cause).__name__
         return result
-    result["loads"] = True
+    result["torch_npu_loads"] = True
     try:
         count = int(torch.npu.device_count())
-        result["count"] = count
+        result["npu_count"] = count
         if count > 0:
-            result["model"] = str(torch.npu.get_device_name(0))
+            result["npu_model"] = str(torch.npu.get_device_name(0))
     except Exception as exc:
         lines = str(exc).strip().splitlines()
-        result["error"] = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+        result["torch_npu_error"] = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
     return result
 
 
-def run_load_check(timeout: float) -> dict:
-    """Run :func:`load_check` in a child process; a crash or hang becomes an error text."""
-    env = dict(os.environ)
-    env.pop(AUTOLOAD, None)
-    argv = [sys.executable, os.path.abspath(__file__), "--load-check"]
-    try:
-        proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
-    out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    if proc.returncode == 0 and out:
+def run_load_check(timeout: float, preloaded: bool = False) -> dict:
+    """:func:`load_check` in a fork, autoload as the user has it; a crash or hang becomes an
+    error text. ``preloaded``: see :func:`load_check`."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
         try:
-            return json.loads(out[-1])
-        except ValueError:
-            pass
-    if proc.returncode < 0:
-        error = f"import torch_npu was killed by signal {-proc.returncode}"
+            os.close(read_fd)
+            os.dup2(2, 1)  # what the imports print stays off the caller's stdout
+            os.environ.pop(AUTOLOAD, None)
+            data = (json.dumps(load_check(preloaded)) + "\n").encode("utf-8")
+            while data:
+                data = data[os.write(write_fd, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    out, deadline = b"", time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(read_fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if selector.select(deadline - time.monotonic()):
+                chunk = os.read(read_fd, 65536)
+                if not chunk:
+                    break
+                out += chunk
+    os.close(read_fd)
+    timed_out = time.monotonic() >= deadline and not out.endswith(b"\n")
+    if timed_out:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    if timed_out:
+        error = f"import torch_npu timed out after {timeout:g}s"
+    elif os.WIFSIGNALED(status):
+        error = f"import torch_npu was killed by signal {os.WTERMSIG(status)}"
     else:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        error = err[-1] if err else f"import torch_npu exited with code {proc.returncode}"
-    return {"loads": False, "error": error}
+        try:
+            return dict(json.loads(out))
+        except ValueError:
+            error = f"import torch_npu exited with code {os.WEXITSTATUS(status)}"
+    return {"torch_npu_loads": False, "torch_npu_error": error}
 
 
 def main(argv: list) -> int:
-    if argv[:1] == ["--load-check"]:
-        sys.stdout.write(json.dumps(load_check()) + "\n")
-        return 0
     timeout = 120.0
     if argv[:1] == ["--timeout"]:
-        timeout = float(argv[1])
-        argv = argv[2:]
+        timeout, argv = float(argv[1]), argv[2:]
     wanted = argv[:1] != ["--no-load-check"]
-    argv = argv[1:] if not wanted else argv
+    argv = argv if wanted else argv[1:]
     names = [n for n in list(BASE_DISTS) + list(argv) if n.lower() != "python"]
     packages = {name: dist_version(name) for name in names}
-    loads = error = model = count = None
-    if packages.get("torch_npu") is not None and wanted:
-        check = run_load_check(timeout)
-        loads, error = bool(check.get("loads")), check.get("error")
-        model, count = check.get("model"), check.get("count")
-    result = {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "packages": packages,
-        "cann": cann_version(),
-        "torch_npu_loads": loads,
-        "torch_npu_error": error,
-        "npu_model": model,
-        "npu_count": count,
-        "visible_devices": visible_devices(),
-    }
-    if packages.get("torch_npu") is not None and not wanted:
-        result["load_check"] = "wanted"
+    result = {"platform": platform.platform(), "python": platform.python_version(),
+              "packages": packages, "cann": cann_version(), "visible_devices": visible_devices()}
+    if packages.get("torch_npu") is not None:  # else the load check's fields stay null
+        result.update(run_load_check(timeout) if wanted else {"load_check": "wanted"})
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 

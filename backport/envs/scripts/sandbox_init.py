@@ -5,30 +5,14 @@ Run by ``backport`` with its own interpreter (``python -I -S``); standard librar
     sandbox_init.py [OPTION PATH]... [--lifeline FD] -- COMMAND...
     sandbox_init.py [OPTION PATH]... --check
 
-OPTION is ``--writable``, ``--private``, ``--cover``, ``--visible`` or ``--hide``.
-
-The process unshares the namespaces (the user one maps the caller's uid and gid to themselves,
-so the command runs as the same user) and forks the namespace's init. The init mounts a fresh
-``/proc`` (only the namespace's processes, so no other process's ``environ`` can be read), lays
-out the mounts, covers the ``--hide`` places and the block devices, gives up every capability
-(an empty bounding set, ``no_new_privs``), starts COMMAND, reaps orphans and exits when COMMAND
-ends; the kernel then kills every other process of the namespace. The init also dies with this
-outer process (``PR_SET_PDEATHSIG``) and when the ``--lifeline`` pipe reads EOF (its write end
-is held only by ``backport``, so the namespace ends however ``backport`` ends). The outer
-process exits as COMMAND did.
-
-Mounts (:func:`lay_out`): a copy of the caller's, every mount read-only but the ``--writable``
-folders; each ``--private`` folder a fresh empty tmpfs, each ``--cover`` folder an empty one; a
-``--writable`` or ``--visible`` path inside those is brought back (a project or venv under
-``/tmp``, the test's own worktree), and a ``--visible`` path inside a writable one is read-only
-(the worktree's ``.git``). Devices stay usable. Without ``mount_setattr(2)`` (before Linux
-5.12) each mount is remounted read-only one by one. A test forked from a warm worker gets its
-view in a user and mount namespace of its own (:func:`confine`).
-
-``--check`` makes the namespace, checks that its init is pid 1 with its own ``/proc``, cannot
-write or remount outside the writable folders and can give a test a namespace of its own, and
-exits 0; otherwise it says why on stderr and exits 1. ``BACKPORT_SANDBOX_REFUSE=1`` makes it
-report a refusal, as a host without namespaces does (for tests).
+OPTION is ``--writable``, ``--private``, ``--cover``, ``--visible`` or ``--hide``. The user
+namespace maps the caller's uid and gid to themselves. The namespace's init mounts its own
+``/proc``, lays out the mounts (:func:`lay_out`), covers the ``--hide`` places and the block
+devices, drops every capability, runs COMMAND and exits with it (the kernel then kills the
+rest). It dies with this process and when the ``--lifeline`` pipe, held only by ``backport``,
+reads EOF. A test forked from a warm worker gets its own view in :func:`confine`. ``--check``
+exits 0 when all of that works, else 1 with the reason on stderr; ``BACKPORT_SANDBOX_REFUSE=1``
+makes it refuse, as a host without namespaces does (for tests).
 """
 
 from __future__ import annotations
@@ -105,10 +89,8 @@ def enter() -> None:
 
 
 def tests_user_namespace() -> None:
-    """In the init, before ``/proc`` is read-only: a user namespace inside the sandbox's, held
-    by a descriptor the command inherits (``$BACKPORT_SANDBOX_USERNS``), for a forked test to
-    enter and lay out its own mounts (:func:`confine`); it could not write a uid map itself,
-    ``/proc`` staying read-only (a test run as root could write ``/proc/sys``)."""
+    """In the init, while ``/proc`` is writable: a mapped user namespace for forked tests to
+    enter (:func:`confine`), held by the inherited descriptor ``$BACKPORT_SANDBOX_USERNS``."""
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     helper = os.fork()
@@ -140,10 +122,8 @@ def mount_proc() -> None:
 
 
 def hide(places: list[str]) -> None:
-    """Cover each place: an empty read-only folder over a folder, the null device over
-    anything else (a file, a socket); and the null device over every block device, which a
-    test run as root could otherwise read or write past every mount. A place already covered
-    by an earlier one is gone, and skipped."""
+    """Cover each place and every block device: an empty read-only folder over a folder, the
+    null device over anything else. A place under an earlier one is gone, and skipped."""
     blocks = []
     for root, dirs, files in os.walk("/dev"):
         dirs[:] = [d for d in dirs if os.path.join(root, d) not in DEV_MOUNTS]
@@ -169,10 +149,8 @@ def hide(places: list[str]) -> None:
 
 
 def drop_privileges() -> None:
-    """Give up, for this process and all it starts, every capability the user namespace
-    granted: a command run as root would otherwise hold them there and could make the mounts
-    writable again. Emptying the bounding set keeps an ``execve`` as root from taking them back;
-    ``no_new_privs`` keeps set-uid programs from it."""
+    """Give up every capability, for good (empty bounding set, ``no_new_privs``): a command
+    run as root could otherwise make the mounts writable again."""
     _call("no_new_privs", _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
     for cap in range(64):
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
@@ -190,8 +168,7 @@ class _MountAttr(ctypes.Structure):
 
 
 def _setattr(path: str, attr_set: int, attr_clr: int) -> bool:
-    """``mount_setattr(2)`` on ``path`` and every mount below it; False where the kernel lacks
-    it (any other failure ends the sandbox)."""
+    """``mount_setattr(2)`` on ``path`` and the mounts below it; False where the kernel lacks it."""
     if os.environ.get(NO_SETATTR_VAR) == "1":
         return False
     attr = _MountAttr(attr_set, attr_clr, 0, 0)
@@ -239,7 +216,6 @@ def _remount_each(read_only: bool, under: str | None = None) -> None:
 
 
 def _under(path: str, folders: list[str]) -> bool:
-    """Whether ``path`` lies inside one of ``folders`` (not one of them)."""
     return any(path != f and path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
@@ -248,12 +224,9 @@ def _depth(op: tuple[str, str]) -> tuple[int, str]:
 
 
 def lay_out(ops: list[tuple[str, str]]) -> None:
-    """Make the namespace's mounts as ``ops`` (option, real path) say: each ``--private``
-    folder a fresh empty tmpfs, each ``--cover`` folder an empty one, the ``--writable`` and
-    ``--visible`` paths inside those brought back as they were (each writable folder is a
-    mount of its own), then every mount read-only but the private and writable places, the
-    innermost deciding (a read-only ``.git`` in a writable worktree). The current folder is
-    entered again, so it is seen through the new mounts."""
+    """Mount as ``ops`` (option, real path) say: a fresh tmpfs on each ``--private`` folder, an
+    empty one on each ``--cover`` folder, ``--writable``/``--visible`` paths inside those brought
+    back; then all read-only but the private and writable places, the innermost deciding."""
     try:
         here = os.getcwd()
     except OSError:
@@ -299,8 +272,7 @@ def _mount(kind: str, path: str, held: dict[str, int], opened: list[str],
 
 
 def _mount_point(path: str, fd: int | None, made: dict[str, bool]) -> bool:
-    """An empty folder (or file, as ``fd`` holds) at ``path`` to mount on, where there is none:
-    only in a tmpfs of ours (nothing of the host is ever written); False where it cannot be."""
+    """An empty folder or file to mount on at ``path``, made only in a tmpfs of ours."""
     if os.path.lexists(path):
         return True
     inside = [m for m in made if _under(path, [m])]
@@ -315,8 +287,7 @@ def _mount_point(path: str, fd: int | None, made: dict[str, bool]) -> bool:
 
 
 def _set_read_only(mounted: list[tuple[str, str]]) -> None:
-    """Every mount read-only, then each of ``mounted`` (outermost first) writable or
-    read-only again with all below it, as its option says."""
+    """Every mount read-only, then each of ``mounted`` (outermost first) as its option says."""
     if _setattr("/", MOUNT_ATTR_RDONLY, 0):
         for kind, path in mounted:
             if kind in (PRIVATE, WRITABLE):
@@ -332,15 +303,11 @@ def _set_read_only(mounted: list[tuple[str, str]]) -> None:
 def _watch_lifeline(fd: int) -> None:
     """End the namespace (this init) when the lifeline's writer, backport, is gone."""
     def watch() -> None:
-        while True:
-            try:
-                if not os.read(fd, 512):
-                    break
-            except InterruptedError:
-                continue
-            except OSError:
-                break
-        os._exit(137)
+        try:
+            while os.read(fd, 512):
+                pass
+        finally:
+            os._exit(137)
     threading.Thread(target=watch, daemon=True).start()
 
 
@@ -354,8 +321,6 @@ def _devnull_stdio() -> None:
 
 
 def set_up(ops: list[tuple[str, str]], hidden: list[str]) -> None:
-    """In the init: its own ``/proc``, the tests' user namespace, the mounts, the covered
-    places, then no capability left."""
     mount_proc()
     tests_user_namespace()
     lay_out(ops)
@@ -372,9 +337,8 @@ def init(command: list[str], ops: list[tuple[str, str]], hidden: list[str], life
         if lifeline >= 0:
             os.close(lifeline)
         os.close(report)
-        for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; a started program must not
-            if hasattr(signal, name):
-                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; COMMAND must not
+            signal.signal(sig, signal.SIG_DFL)
         try:
             os.execvp(command[0], command)
         except OSError as exc:
@@ -385,8 +349,6 @@ def init(command: list[str], ops: list[tuple[str, str]], hidden: list[str], life
     while True:
         try:
             pid, status = os.wait()
-        except InterruptedError:
-            continue
         except ChildProcessError:
             status = CANNOT_RUN << 8
             break
@@ -397,9 +359,8 @@ def init(command: list[str], ops: list[tuple[str, str]], hidden: list[str], life
 
 
 def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
-    """In the init: it is pid 1, its /proc is the namespace's, only the writable folders
-    take a new file, nothing can be remounted, and a test can be given a namespace of its own
-    (:func:`confine`)."""
+    """In the init: pid 1 with its own /proc, only the writable folders writable, nothing
+    remountable, and a forked test can be confined."""
     set_up(ops, hidden)
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
@@ -419,10 +380,8 @@ def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
 
 
 def confine(args: list[str]) -> None:
-    """In a test forked from a warm worker of the run's namespace, before any of its code
-    runs: a user and mount namespace of the test's own laid out by ``args`` (the options
-    above, see :func:`lay_out`; ``--hide`` too), then no capability left. Any failure ends
-    the process (exit 125, the reason on stderr, the test's log)."""
+    """In a test forked from a warm worker, before its code runs: a user and mount namespace
+    laid out by ``args``, then no capability left; a failure exits 125."""
     ops, hidden, _ = parse(args)
     held = int(os.environ.pop(USERNS_VAR, "") or -1)
     if held < 0:
@@ -438,8 +397,6 @@ def confine(args: list[str]) -> None:
 
 
 def _can_remount(point: str) -> bool:
-    """Whether a remount could make ``point`` writable again (it must not, once privileges
-    are dropped)."""
     return _libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND, None) == 0
 
 
@@ -458,8 +415,7 @@ def _can_create(folder: str) -> bool:
 
 
 def parse(args: list[str]) -> tuple[list[tuple[str, str]], list[str], list[str]]:
-    """The leading options of ``args``: the places to lay out (option, real path), those to
-    hide, and the rest."""
+    """The places to lay out (option, real path), those to hide, and the rest of ``args``."""
     ops: list[tuple[str, str]] = []
     hidden: list[str] = []
     while args[:1] and args[0] in (PRIVATE, COVER, WRITABLE, VISIBLE, HIDE) and len(args) > 1:
@@ -484,9 +440,8 @@ def main(args: list[str]) -> None:
               "[OPTION PATH]... --check", 2)
     if checking and os.environ.get(REFUSE_VAR) == "1":
         _fail(f"{REFUSE_VAR}=1")
-    # Opened on the caller's mounts, before there are others: opening it later would race the
-    # init making the namespace's mounts read-only (a host whose /dev/null is a plain file
-    # makes that open a writer, and mount_setattr then fails with EBUSY).
+    # Opened before the namespace: later it would race the init's read-only remount (where
+    # /dev/null is a plain file, the open is a writer and mount_setattr fails with EBUSY).
     global _null
     _null = os.open(os.devnull, os.O_RDWR)
     enter()
@@ -504,12 +459,7 @@ def main(args: list[str]) -> None:
     if not checking:
         _devnull_stdio()
     _, status = os.waitpid(init_pid, 0)
-    reported = b""
-    while True:
-        chunk = os.read(read_end, 64)
-        if not chunk:
-            break
-        reported += chunk
+    reported = b"".join(iter(lambda: os.read(read_end, 64), b""))
     if checking:
         os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
     if not reported:  # the init was killed: the lifeline ended, or someone killed it

@@ -5,41 +5,36 @@ only, Python 3.8+. It serves the run that started it and ends with it.
 
     warm_worker.py MODULE... --reports DIR [--no-learn] [--load-check SECONDS]
 
-Protocol (JSON lines): the worker first writes ``{"ready": true, ...}`` or ``{"ready": false,
-"error": ...}``. A request on stdin ``{"id", "cwd", "path", "argv", "log"[, "confine"]}``
-is answered ``{"id", "pid": N}`` once the child (leader of its own process group) exists, then
-``{"id", "exit_code": N}`` (``-signal`` when killed); children run side by side. ``{"kill":
-PID}`` kills the group of child PID. EOF on stdin stops the worker once its children ended.
+Protocol (JSON lines): first ``{"ready": true, ...}`` or ``{"ready": false, "error": ...}``.
+A request ``{"id", "cwd", "path", "argv", "log"[, "confine"]}`` is answered ``{"id", "pid"}``
+once the child (its own process group) exists, then ``{"id", "exit_code"}`` (``-signal`` when
+killed). ``{"kill": PID}`` kills that child's group. EOF on stdin stops the worker once its
+children ended.
 
-Learning (unless ``--no-learn``): each child reports, in the reports folder, the modules it
-imported from this interpreter's standard library or site-packages (never from the worktree or
-the test's folder, never one whose import read ``sys.argv``); the worker imports them before its
-next fork (torch's lazy ``import torch._dynamo`` in ``TestCase.run`` is paid once a worker). If that made its state run-dependent (an import read ``sys.argv`` or started a
-thread, which ``fork()`` would not copy) it says ``{"retire": reason}`` and answers later
-requests ``{"id", "retired": reason}``.
-
-``--load-check SECONDS``: right after importing torch (backend autoload off) a fork runs
-``probe_env.load_check`` (autoload as the user has it) and the ready line carries its result as
-``"load_check"``: the probe needs no process of its own that imports torch again.
+Learning (unless ``--no-learn``): each child reports the modules it imported from the standard
+library or site-packages (never the worktree's, never one that read ``sys.argv``); the worker
+imports them before its next fork, so torch's lazy imports are paid once. If that made its state
+run-dependent (an import read ``sys.argv`` or started a thread) it says ``{"retire": reason}``
+and answers later requests ``{"id", "retired": reason}``. ``--load-check SECONDS``: a fork runs
+``probe_env.load_check`` right after torch is imported; the ready line carries its result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import importlib
 import json
 import os
+import runpy
 import selectors
 import signal
 import sys
 import sysconfig
-import threading
-import time
 import traceback
 from typing import Any
 
-# -- what reads the run's context --------------------------------------------------------------
 
 class _Watch:
     """Names of modules whose top-level code read ``sys.argv`` (while installed)."""
@@ -75,10 +70,6 @@ class _Watch:
         sys.argv = Argv(sys.argv)
 
 
-class _Blocked(ImportError):
-    """Raised in the worker for a module that must be imported by each child itself."""
-
-
 class _Block:
     """A meta-path finder that refuses the given modules (and so what imports them)."""
 
@@ -87,7 +78,7 @@ class _Block:
 
     def find_spec(self, name, path=None, target=None):
         if name in self.names:
-            raise _Blocked(f"{name} reads sys.argv at import; each test imports it itself")
+            raise ImportError(f"{name} reads sys.argv at import; each test imports it itself")
         return None
 
 
@@ -119,31 +110,13 @@ def learnable(before: set, readers: set, roots: tuple, excluded: tuple) -> list:
     return names
 
 
-# -- the child -------------------------------------------------------------------------------
-
-
 _confine: Any = None  # sandbox_init.confine, loaded by the worker before the first fork
 
 
-def _load_confine() -> None:
-    global _confine
-    if _confine is None:
-        import runpy
-
-        here = os.path.dirname(os.path.abspath(__file__))
-        _confine = runpy.run_path(os.path.join(here, "sandbox_init.py"))["confine"]
-
-
 def child(request: dict, private: list, watch: _Watch | None) -> int:
-    """Run one test file as ``__main__`` in this forked process; return its exit code.
-    With ``watch``, note which imports read ``sys.argv``."""
-    import runpy
-
+    """Run one test file as ``__main__`` in this forked process; return its exit code."""
     for fd in private:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+        os.close(fd)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -157,32 +130,24 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
     os.chdir(request["cwd"])
     path = request["path"]
     if not os.path.isfile(path):  # what `python missing.py` says and does
-        sys.stderr.write(
-            f"{sys.executable}: can't open file {path!r}: [Errno 2] No such file or directory\n"
-        )
+        sys.stderr.write(f"{sys.executable}: can't open file {path!r}: "
+                         "[Errno 2] No such file or directory\n")
         return 2
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(path))
     if watch is not None:
         watch.install()
-    code = 0
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
-        if exc.code is None:
-            code = 0
-        elif isinstance(exc.code, int):
-            code = exc.code
-        else:
-            sys.stderr.write(f"{exc.code}\n")
-            code = 1
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        sys.stderr.write(f"{exc.code}\n")
+        return 1
     except BaseException:  # noqa: B036 - the test's own crash is its result
         traceback.print_exc()
-        code = 1
-    return code
-
-
-# -- the worker ------------------------------------------------------------------------------
+        return 1
+    return 0
 
 
 def read_requests(buffer: bytes) -> tuple[list | None, bytes]:
@@ -205,18 +170,13 @@ class Worker:
         self.roots = _safe_roots()
         self.reports = reports  # made by the client, which removes it even if the worker is killed
         self.children: dict = {}  # pid -> request id
-        self.pending: dict = {}  # module names to import, in order (a dict as an ordered set)
+        self.pending: dict = {}  # module names to import, in order
         self.failed: set = set()
         self.readers: set = set()
         self.retired = ""
         self.threads = _thread_count()
         self.proto = proto
         self.wake = (-1, -1)
-
-    def private_fds(self) -> list:
-        """What a child must not keep: the protocol and the wake pipe."""
-        fds = [self.proto, *self.wake]
-        return sorted({fd for fd in fds if fd > 2})
 
     def send(self, message: dict) -> None:
         data = (json.dumps(message) + "\n").encode("utf-8")
@@ -229,9 +189,12 @@ class Worker:
     def fork(self, request: dict) -> int:
         if request.get("confine"):  # the child writes its report in the reports folder
             request = {**request, "confine": [*request["confine"], "--writable", self.reports]}
-            _load_confine()
+            global _confine
+            if _confine is None:
+                here = os.path.dirname(os.path.abspath(__file__))
+                _confine = runpy.run_path(os.path.join(here, "sandbox_init.py"))["confine"]
         before = set(sys.modules)
-        private = self.private_fds()
+        private = sorted({fd for fd in (self.proto, *self.wake) if fd > 2})  # the child's not
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -253,14 +216,12 @@ class Worker:
                     sys.stderr.flush()
                 finally:
                     os._exit(code & 0xFF)
-        try:
-            os.setpgid(pid, pid)  # also here, so the group exists before we report it
-        except OSError:
-            pass  # the child already did it, or already exited
+        with contextlib.suppress(OSError):  # also here, so the group exists before we report it
+            os.setpgid(pid, pid)
         return pid
 
     def _report(self, before: set, readers: set, request: dict) -> None:
-        """In the child: write the learnable modules where the worker will look for them."""
+        """In the child: write the learnable modules to the reports folder."""
         cwd = os.path.realpath(request["cwd"]).rstrip(os.sep) + os.sep
         test_dir = os.path.dirname(os.path.realpath(request["path"])).rstrip(os.sep) + os.sep
         names = learnable(before, readers, self.roots, (cwd, test_dir))
@@ -272,10 +233,8 @@ class Worker:
     def handle(self, request: dict) -> None:
         if "kill" in request:  # a test ran out of time: end its group
             if request["kill"] in self.children:
-                try:
+                with contextlib.suppress(OSError):
                     os.killpg(request["kill"], signal.SIGKILL)
-                except OSError:
-                    pass
             return
         rid = request.get("id")
         self.preload()  # what the tests so far taught, before this fork
@@ -321,7 +280,6 @@ class Worker:
         watch = _Watch()
         argv = sys.argv
         watch.install()
-        # A module that imports a reader fails here at that import, before it does much else.
         block = _Block(self.readers)
         sys.meta_path.insert(0, block)
         try:
@@ -338,8 +296,7 @@ class Worker:
             sys.argv = argv
             sys.meta_path.remove(block)
         if watch.readers:
-            self.retire("an import read sys.argv: "
-                        + ", ".join(sorted(watch.readers)[:5]))
+            self.retire("an import read sys.argv: " + ", ".join(sorted(watch.readers)[:5]))
         elif _thread_count() > self.threads:
             self.retire("an import started a thread")
         gc.collect()
@@ -365,11 +322,9 @@ class Worker:
         while reading or self.children:
             for key, _ in selector.select():
                 if key.fd == wake_r:
-                    try:
+                    with contextlib.suppress(BlockingIOError):
                         while os.read(wake_r, 512):
                             pass
-                    except BlockingIOError:
-                        pass
                     continue
                 requests, buffer = read_requests(buffer)
                 if requests is None:
@@ -384,57 +339,8 @@ class Worker:
         os.rmdir(self.reports)
 
 
-def fork_load_check(timeout: float) -> dict:
-    """``probe_env.load_check`` in a fork of this process; a crash or hang becomes an error
-    text worded as ``probe_env.run_load_check`` words it."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(read_fd)
-            os.environ.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-            import probe_env
-
-            data = (json.dumps(probe_env.load_check(preloaded=True)) + "\n").encode("utf-8")
-            while data:
-                data = data[os.write(write_fd, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    out, deadline = b"", time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(read_fd, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(deadline - time.monotonic()):
-                chunk = os.read(read_fd, 65536)
-                if not chunk:
-                    break
-                out += chunk
-    os.close(read_fd)
-    timed_out = time.monotonic() >= deadline and not out.endswith(b"\n")
-    if timed_out:
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    if timed_out:
-        return {"loads": False, "error": f"import torch_npu timed out after {timeout:g}s"}
-    if os.WIFSIGNALED(status):
-        return {"loads": False,
-                "error": f"import torch_npu was killed by signal {os.WTERMSIG(status)}"}
-    try:
-        return dict(json.loads(out))
-    except ValueError:
-        code = os.WEXITSTATUS(status)
-        return {"loads": False, "error": f"import torch_npu exited with code {code}"}
-
-
 def _thread_count() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return threading.active_count()
+    return len(os.listdir("/proc/self/task"))
 
 
 def _option(args: list, name: str) -> str:
@@ -464,7 +370,9 @@ def main(args: list) -> int:
     gc.freeze()  # keep the collector off the imported objects: fewer copy-on-write faults
     hello = {"ready": True, "loaded": loaded, "learn": learn, "pid": os.getpid()}
     if check_timeout:
-        hello["load_check"] = fork_load_check(float(check_timeout))
+        here = os.path.dirname(os.path.abspath(__file__))
+        check = runpy.run_path(os.path.join(here, "probe_env.py"))["run_load_check"]
+        hello["load_check"] = check(float(check_timeout), preloaded=True)
     worker = Worker(proto, learn, reports)
     worker.send(hello)
     worker.serve()
