@@ -139,11 +139,11 @@ def _sets_from_prs(app: AppContext, session: Session, apis: tuple[str, ...],
                    ) -> tuple[Project, tuple[str, ...], list[BackportError]]:
     """The project with the sets of ``from_prs`` made (a dry run's in ``scratch``), the sets to
     run, the PRs' errors; every set from a PR says where it comes from."""
-    from backport.pipeline.from_pr import sets_from_prs, source_line
-
     project, made, unmade = session.project, list[str](), list[BackportError]()
     say = lambda line: echo(line, err=as_json)  # noqa: E731 - beside --json's document
     if from_prs:
+        from backport.pipeline.from_pr import sets_from_prs
+
         made, redo, unmade = sets_from_prs(session, app.patches or project.root / "patches",
                                            from_prs, say, lambda line: echo(line, err=True),
                                            scratch=scratch)
@@ -159,5 +159,7 @@ def _sets_from_prs(app: AppContext, session: Session, apis: tuple[str, ...],
     for api in apis:  # a set made from a PR earlier says where it comes from, merged or not
         ps = project.patch_sets.get(api)
         if ps is not None and ps.source is not None and api not in made:
+            from backport.pipeline.from_pr import source_line
+
             say(f"{api}: from {source_line(ps.source, project.branch_map.upstream)}")
     return project, apis, unmade
