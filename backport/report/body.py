@@ -98,14 +98,14 @@ def result_cell(view: BranchRecord) -> str:
     parts = [_cell(line) for line in lines] or ["无测试摘要"]
     if view.test.timed_out:
         duration = view.test.duration
-        parts.append(f"超时（运行 {wording.seconds_zh(duration)}后终止）" if isinstance(duration, int | float)
+        parts.append(f"超时（运行 {duration:.0f} 秒后终止）" if isinstance(duration, int | float)
                      else "超时")
     code = view.test.exit_code
     if code is not None and not exit_stated(lines, code):
         parts.append(f"退出码 {code}")
     elif code is None and not view.test.timed_out:
         parts.append("无退出码")
-    missed = [f"{wording.code(name)}（{wording.outcome_zh(outcome)}）"
+    missed = [f"{wording.code(name)}（{wording.OUTCOME_ZH.get(outcome, wording.code(outcome))}）"
               for name, outcome in view.test.patch_tests if outcome != "ok"]
     if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
         parts.append(f"补丁新增的测试未全部通过：{'、'.join(missed)}")
