@@ -1,6 +1,7 @@
-"""The audit's run: read each branch once (`facts.py`), then decide every change on every other
-branch by the rules (`rules.classify`), check whether the missing ones apply, and look for the
-same fix under a similar title or in other words (`similar.py`, `content.py`).
+"""The audit's run (`audit_project`, all `backport audit` calls): read each branch once
+(`facts.py`), decide every change on every other branch by the rules (`rules.classify`), check
+whether the missing ones apply, and look for the same fix under a similar title or in other
+words (`similar.py`, `content.py`).
 
 Each target's first-parent commits are read from the start less ``LOOKBACK`` (a change may have
 landed there before it landed on its own branch), indexed by patch-id, by the PRs they carry
