@@ -64,14 +64,8 @@ def proposed_zh(view: BranchRecord) -> str | None:
     return wording.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
 
 
-def _cell(text: object) -> str:
-    """A value from outside (a name, a test's output) as one table cell."""
-    return untrusted(text, where="cell")
-
-
-def _prose(text: object) -> str:
-    """A value from outside in a sentence."""
-    return untrusted(text, where="prose")
+_cell = partial(untrusted, where="cell")  # a value from outside (a name, a test's output)
+_prose = partial(untrusted, where="prose")
 
 
 def _value(value: object) -> str:
@@ -340,14 +334,9 @@ def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
     return "\n".join(wording.written(facts))
 
 
-def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
-    """The evidence of one branch as a ```text fence."""
-    return f"```text\n{evidence_text(branch, ctx)}\n```"
-
-
 def evidence_region(branch: BranchRecord, ctx: BodyContext) -> str:
-    """What the evidence region holds: the fence, then the branch's record line."""
-    return f"{evidence_fence(branch, ctx)}\n{rg.record_line(branch, ctx.kept)}"
+    """What the evidence region holds: the evidence as a ```text fence, then the record line."""
+    return f"```text\n{evidence_text(branch, ctx)}\n```\n{rg.record_line(branch, ctx.kept)}"
 
 
 def _docs(ctx: BodyContext) -> tuple[list[dict[str, str]], str] | None:
