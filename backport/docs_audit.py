@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
@@ -111,15 +111,6 @@ def _prefetch(repo: Path, oids: Sequence[str]) -> None:
             check=False)
 
 
-def _read_texts(repo: Path, oids: Sequence[str]) -> dict[str, str]:
-    """The text of each of ``oids`` (one ``git cat-file --batch``); a missing one is an error."""
-    found = read_blobs(repo, oids)
-    for oid in oids:
-        if oid not in found:
-            raise BackportError("git", f"Blob {oid} is missing from {repo}.")
-    return {oid: data.decode("utf-8", "replace") for oid, data in found.items()}
-
-
 def version_of(dir_name: str) -> str:
     """``pytorch_2-7-1`` -> ``2.7.1``."""
     m = _VERSION_DIR.match(dir_name)
@@ -161,11 +152,6 @@ def _heading_name(text: str) -> str:
     return name.split("(", 1)[0].strip()
 
 
-def _is_block_end(line: str) -> bool:
-    stripped = line.lstrip()
-    return bool(_HEADING.match(stripped)) or stripped.startswith("> <font")
-
-
 def find_section(text: str, api: str) -> list[str] | None:
     """Lines of the entry documenting ``api`` (None: none): from a heading naming it
     (``### torch.x.y``, ``### <code><i>class</i></code> torch.x.Y``) or, for a member listed
@@ -186,17 +172,14 @@ def find_section(text: str, api: str) -> list[str] | None:
     if start is None:
         return None
     end = start
-    while end < len(lines) and not _is_block_end(lines[end]):
+    while end < len(lines) and not (_HEADING.match(lines[end].lstrip())
+                                    or lines[end].lstrip().startswith("> <font")):
         end += 1
     return lines[start:end]
 
 
 def _split_row(line: str) -> list[str]:
-    body = line.strip()
-    if body.startswith("|"):
-        body = body[1:]
-    if body.endswith("|"):
-        body = body[:-1]
+    body = line.strip().removeprefix("|").removesuffix("|")
     return [c.strip() for c in re.split(r"(?<!\\)\|", body)]
 
 
@@ -255,18 +238,18 @@ def parse_entry(text: str, api: str) -> tuple[bool, list[SupportRow], str]:
     return True, rows, limits
 
 
-def _ordered_candidates(paths: Iterable[str], api: str) -> list[str]:
-    preferred = preferred_files(api)
-    rank = {name: i for i, name in enumerate(preferred)}
-    return sorted(paths, key=lambda p: (rank.get(PurePosixPath(p).name, len(rank)), p))
-
-
 def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str],
             api: str) -> DocsEntry | None:
-    """The entry for ``api`` in the first of ``paths`` that has one (blobs already local)."""
-    texts = _read_texts(repo, list(dict.fromkeys(files[p] for p in paths)))
+    """The entry for ``api`` in the first of ``paths`` that has one (blobs already local, read
+    in one ``git cat-file --batch``; a missing one is an error)."""
+    oids = list(dict.fromkeys(files[p] for p in paths))
+    texts = read_blobs(repo, oids)
+    for oid in oids:
+        if oid not in texts:
+            raise BackportError("git", f"Blob {oid} is missing from {repo}.")
     for path in paths:
-        listed, rows, limits = parse_entry(texts[files[path]], api)
+        text = texts[files[path]].decode("utf-8", "replace")
+        listed, rows, limits = parse_entry(text, api)
         if listed:
             return DocsEntry(version, path, True, rows, summarize(rows), limits)
     return None
@@ -280,11 +263,11 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
     sha = _resolve(repo, ref)
     versions = _docs_files(repo, sha)
     missing = _missing_blobs(repo, sha) if versions else set()
-    preferred = set(preferred_files(api))
+    rank = {name: i for i, name in enumerate(preferred_files(api))}
     plans: dict[str, tuple[list[str], list[str]]] = {}
     for dir_name, files in versions.items():
-        ordered = _ordered_candidates(files, api)
-        first = [p for p in ordered if PurePosixPath(p).name in preferred]
+        ordered = sorted(files, key=lambda p: (rank.get(PurePosixPath(p).name, len(rank)), p))
+        first = [p for p in ordered if PurePosixPath(p).name in rank]
         plans[dir_name] = (first, [p for p in ordered if p not in first])
 
     found: dict[str, DocsEntry | None] = {}
@@ -308,10 +291,10 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
     return entries
 
 
-def render_docs_table(entries: Sequence[DocsEntry], console: Console | None = None, *,
+def render_docs_table(entries: Sequence[DocsEntry], console: Console, *,
                       api: str | None = None) -> Table:
-    """A rich table: one row per docs version, one column per hardware seen anywhere (also
-    printed on ``console`` when given)."""
+    """A rich table, printed on ``console``: one row per docs version, one column per hardware
+    seen anywhere."""
     hardware: list[str] = []
     for entry in entries:
         for row in entry.support:
@@ -328,6 +311,5 @@ def render_docs_table(entries: Sequence[DocsEntry], console: Console | None = No
         marks = {r.hardware: r.mark for r in entry.support}
         table.add_row(entry.version, "yes" if entry.listed else "no",
                       *[marks.get(hw, "-") for hw in hardware], entry.summary, entry.path)
-    if console is not None:
-        console.print(table)
+    console.print(table)
     return table

@@ -20,7 +20,7 @@ from backport.audit import history
 from backport.audit.history import Store
 from backport.audit.model import BY_CONTENT, LANDED, MISSING, NOT_NEEDED, Cell, Change
 from backport.audit.rules import is_test_path
-from backport.git.run import git
+from backport.git.run import git, read_blobs
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 MOVED_AT_MOST = 3  # a name found more often than this in the target's tree is not followed
@@ -211,7 +211,7 @@ def _decide_on(repo: Path, head: str, tree: Collection[str],
     by_name = _by_name(tree)
     wanted = {p for _, files in patches if meaningful(files) for f in files if f.new
               for p in where(f, tree, by_name)}
-    blobs = history.head_files(repo, head, readable(sorted(wanted)))
+    blobs = read_blobs(repo, [f"{head}:{path}" for path in readable(sorted(wanted))])
     read = {path: blobs[f"{head}:{path}"].decode("utf-8", "surrogateescape")
             for path in wanted if f"{head}:{path}" in blobs}
     found = [(commit, path, probe(files) if path else "") for commit, files in patches

@@ -19,6 +19,7 @@ from backport.audit.model import Change
 from backport.audit.rules import ignored, lacks_all, names, titled_commit
 from backport.forge import PullRequest
 from backport.git.cache import RepoCache
+from backport.git.run import read_blobs
 from backport.pipeline.proposed import commit_carries as carried
 from backport.report.progress import PhaseProgress
 from backport.titles import title_key
@@ -103,8 +104,8 @@ class Facts:
         asked = self._asked.setdefault(target, set())
         todo = [p for p in dict.fromkeys(paths) if p not in asked]
         if todo:
-            found = history.head_files(self.repo.path, self.targets[target].head,
-                                       self.readable(target, todo))
+            head = self.targets[target].head
+            found = read_blobs(self.repo.path, [f"{head}:{p}" for p in self.readable(target, todo)])
             self.files.setdefault(target, {}).update(found)
             asked.update(todo)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,17 +200,12 @@ def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, li
             if patch is not None else [] for commit, patch in patches.items()}
 
 
-def head_files(repo: Path, head: str, paths: Iterable[str]) -> dict[str, bytes]:
-    """``<head>:<path>`` -> bytes of each of ``paths`` there (one git process)."""
-    return read_blobs(repo, [f"{head}:{path}" for path in paths])
-
-
 def tests_there(repo: Path, added: Sequence[str], head: str,
                 trees: dict[str, ast.Module | None],
                 blobs: Mapping[str, bytes] | None = None) -> str:
     """The already-present rule on a change that adds the tests ``added``: where ``head``
     defines every one, the commit that added the first there (else ""); ``trees`` keeps the
-    files of ``head`` parsed so far, ``blobs`` those read (`head_files`)."""
+    files of ``head`` parsed so far, ``blobs`` those read (``<head>:<path>`` -> bytes)."""
     tests = [AddedTest.from_node_id(node) for node in added]
     if not tests:
         return ""

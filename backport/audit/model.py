@@ -9,7 +9,7 @@ branch (a sync of many, a move of the docs) is landed there, but not that change
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -81,8 +81,6 @@ class Change:
 
 
 MERGED_HERE = "merged on this branch"
-# Which member's cell stands for the fix on a branch none of them is on: the first state found.
-_RANK = (LANDED, PROPOSED, MISSING, NOT_NEEDED, IGNORED, BRANCH_MISSING)
 
 
 @dataclass(frozen=True)
@@ -118,7 +116,7 @@ class Fix:
         order = nearest_first(target, sorted(self.branches))
         ranked = sorted((m for m in self.members if target in m.on),
                         key=lambda m: order.index(m.branch))
-        for state in _RANK:
+        for state in STATES:  # the first state found stands for the fix
             found = [m for m in ranked if m.on[target].state == state]
             if state == MISSING:
                 found = [m for m in found if m.on[target].applies] + found
@@ -150,11 +148,6 @@ def group(changes: Sequence[Change]) -> list[Fix]:
     return [Fix(tuple(sorted(found, key=lambda c: c.date))) for found in members.values()]
 
 
-def fix_keys(fixes: Iterable[Fix]) -> dict[str, str]:
-    """commit -> the key of its fix."""
-    return {m.commit: fix.key for fix in fixes for m in fix.members}
-
-
 @dataclass(frozen=True)
 class Audit:
     """The whole answer: the date it starts at, the branches audited, every change."""
@@ -171,7 +164,7 @@ class Audit:
         return group(self.changes)
 
     def to_json(self) -> dict[str, Any]:
-        fix = fix_keys(self.fixes)
+        fix = {m.commit: f.key for f in self.fixes for m in f.members}
         return {"since": self.since, "branches": list(self.branches),
                 "changes": [{**change.to_json(), "fix": fix[change.commit]}
                             for change in self.changes]}

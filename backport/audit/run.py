@@ -1,6 +1,7 @@
-"""The audit's run: read each branch once (`facts.py`), then decide every change on every other
-branch by the rules (`rules.classify`), check whether the missing ones apply, and look for the
-same fix under a similar title or in other words (`similar.py`, `content.py`).
+"""The audit's run (`audit_project`, all `backport audit` calls): read each branch once
+(`facts.py`), decide every change on every other branch by the rules (`rules.classify`), check
+whether the missing ones apply, and look for the same fix under a similar title or in other
+words (`similar.py`, `content.py`).
 
 Each target's first-parent commits are read from the start less ``LOOKBACK`` (a change may have
 landed there before it landed on its own branch), indexed by patch-id, by the PRs they carry
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from itertools import islice
 
 from backport.audit import blobs, content, history, similar
@@ -20,17 +21,93 @@ from backport.audit.history import Store
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
 from backport.audit.rules import classify, folders_of
 from backport.branch_order import newest_first
-from backport.errors import BackportError
+from backport.config.model import Project
+from backport.config.validate import suggest
+from backport.errors import BackportError, ErrorCode
 from backport.forge import PullRequest
 from backport.git.cache import TRACKING, RepoCache
 from backport.git.python_tests import is_python_test
 from backport.git.squash_message import squash_number
 from backport.pipeline.proposed import commit_carries as carried
+from backport.pipeline.session import Session
 from backport.redact import redact
 from backport.report.progress import PhaseProgress
 from backport.titles import title_key
 
 LOOKBACK = 180 * 24 * 3600  # seconds before the start a target's carriers are looked for
+DEFAULT_DAYS = 90
+
+
+def parse_since(text: str | None, today: date) -> date:
+    """The start date: ``YYYY-MM-DD``, not after ``today``; default ``DEFAULT_DAYS`` ago."""
+    example = (today - timedelta(days=DEFAULT_DAYS)).isoformat()
+    if text is None:
+        return today - timedelta(days=DEFAULT_DAYS)
+    try:
+        when = date.fromisoformat(text.strip())
+    except ValueError:
+        raise BackportError("usage", f"--since {text!r} is not a date; give it as YYYY-MM-DD, "
+                                     f"e.g. --since {example}") from None
+    if when > today:
+        raise BackportError("usage", f"--since {when.isoformat()} lies in the future (today is "
+                                     f"{today.isoformat()}); give a past date, e.g. --since "
+                                     f"{example}")
+    return when
+
+
+def chosen_branches(mapped: list[str], asked: tuple[str, ...], config: str,
+                    option: str = "--branch") -> list[str]:
+    """The branches to audit: those asked (each mapped), else every mapped one, in map order."""
+    for name in asked:
+        if name not in mapped:
+            raise BackportError("usage", f"{option} {name} is not a branch of {config} "
+                                         f"({', '.join(mapped)}){suggest(name, mapped)}")
+    return [name for name in mapped if name in asked] if asked else mapped
+
+
+def unknown_warning(audit: Audit) -> str:
+    """One sentence on the missing cells whose `applies` is unknown (a blob unread), or ""."""
+    unknown = [(change, target, cell.why) for change in audit.changes
+               for target, cell in change.on.items()
+               if cell.state == MISSING and cell.applies is None]
+    if not unknown:
+        return ""
+    change, target, why = unknown[0]
+    return (f"whether {len(unknown)} missing change(s) apply is not known (`applies: null`): a "
+            f"blob they need could not be read; e.g. {change.commit[:9]} on {target}: {why}")
+
+
+def audit_project(project: Project, since_text: str | None, asked: tuple[str, ...], *,
+                  offline: bool, missing_on: str | None) -> Audit:
+    """`backport audit`: the branches asked (default every mapped one) since ``since_text``,
+    its progress on a terminal's stderr; ``missing_on`` must be one of them."""
+    since = parse_since(since_text, datetime.now(UTC).date())
+    bm = project.branch_map
+    chosen = chosen_branches(list(bm.targets), asked, bm.path.name)
+    if missing_on is not None:
+        chosen_branches(chosen, (missing_on,), bm.path.name, "--missing-on")
+    session = Session(project)
+    repo = session.cache
+    start = int(datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp())
+    store = Store(repo.root / "audit" / f"{repo.path.name}.json")
+    with PhaseProgress() as progress:
+        progress.phase("reading the branches from the cache" if offline
+                       else "fetching the branches")
+        heads, why = branch_heads(repo, chosen, offline=offline)
+        if offline and not any(heads.values()):
+            raise BackportError(ErrorCode.USAGE, f"--offline: the cache holds none of "
+                                f"{', '.join(chosen)}; run `backport audit` once without "
+                                f"--offline to fetch them")
+        unread, open_prs = "offline", None
+        if not offline:
+            forge = session.forge.real()
+            lacking = forge.missing()
+            unread = "; ".join(lacking)
+            open_prs = None if lacking else (lambda: forge.list_prs("open"))
+        return run_audit(repo, heads, since=start, since_text=since.isoformat(),
+                         upstream=bm.upstream, ignore=bm.audit_ignore, store=store,
+                         open_prs=open_prs, missing_why=why, prs_unread=unread,
+                         progress=progress)
 
 
 def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
@@ -122,10 +199,9 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
               upstream: str, ignore: Sequence[str], store: Store,
               open_prs: Callable[[], list[PullRequest]] | None,
               missing_why: Mapping[str, str], prs_unread: str = "",
-              workers: int = 2, progress: PhaseProgress | None = None) -> Audit:
+              progress: PhaseProgress, workers: int = 2) -> Audit:
     """The audit of the branches of ``heads`` (None: not upstream, said by ``missing_why``);
     ``open_prs`` lists the forge's open PRs once (None: not read, why is ``prs_unread``)."""
-    progress = progress or PhaseProgress()
     progress.phase("reading the branches' history")
     targets = {name: _read_target(repo, name, head, since - LOOKBACK)
                for name, head in heads.items() if head}

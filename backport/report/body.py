@@ -1,20 +1,18 @@
 """The PR body (`render_body`), in the Ascend/pytorch PR template's six sections, rendered with
-Jinja2 (`template.py`, templates/pr_body.md.j2, or a project's own template) from the records:
-the journal's, or a sibling's as its PR's record line states it (a branch without one renders an
-empty record named as configured). The template sees small frozen rows (`BranchRow`, `DocsRow`);
-the docs audit comes in as `DocsFacts`. A body is written from the records' facts (status,
-conflict files, summary lines, pins, commits, PR numbers, ``conflicts``, ``mismatches``,
-``pushed_sha``, ``fork_sha``, ``pr.linked``; ``test.commit`` other than the PR's head makes the
-evidence say the result is stale), never from a record's ``message``, which is written for the maintainer's
-terminal. Generated parts are regions (`regions.py`): a refresh replaces only those and keeps the
-maintainer's text byte for byte; ``body.md`` and the CheckList are written once, at creation.
+Jinja2 (templates/pr_body.md.j2, or a project's own template) from the records: the journal's, or
+a sibling's as its PR's record line states it (a branch without one renders an empty record named
+as configured); the docs audit comes in as `DocsFacts`. A body is written from the records' facts,
+never from a record's ``message`` (written for the maintainer's terminal); a ``test.commit`` other
+than the PR's head makes the evidence say the result is stale. Generated parts are regions
+(`regions.py`): a refresh replaces only those and keeps the maintainer's text byte for byte;
+``body.md`` and the CheckList are written once, at creation.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -25,14 +23,10 @@ from backport.redact import redact
 from backport.report import regions as rg
 from backport.report import wording
 from backport.report.untrusted import untrusted
-from backport.report.wording import exit_stated, summary_lines
+from backport.report.wording import exit_stated, one_line, summary_lines
 from backport.states import Status
 
-TEMPLATE = "pr_body.md.j2"
 NOT_FOUND_ZH = "未找到"
-NOT_PROBED_ZH = "未探测"
-
-_CN_NUMBERS = "零一两三四五六七八九十"
 
 
 class DocsFacts(Protocol):
@@ -70,17 +64,8 @@ def proposed_zh(view: BranchRecord) -> str | None:
     return wording.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
 
 
-_one_line = wording.one_line
-
-
-def _cell(text: object) -> str:
-    """A value from outside (a name, a test's output) as one table cell."""
-    return untrusted(text, where="cell")
-
-
-def _prose(text: object) -> str:
-    """A value from outside in a sentence."""
-    return untrusted(text, where="prose")
+_cell = partial(untrusted, where="cell")  # a value from outside (a name, a test's output)
+_prose = partial(untrusted, where="prose")
 
 
 def _value(value: object) -> str:
@@ -92,29 +77,29 @@ def result_cell(view: BranchRecord) -> str:
     """The seed's result wording: ``Ran 7 tests in 0.054s，OK，退出码 0`` or why none ran."""
     if view.status == "conflict":
         files = "、".join(_cell(f) for f in view.conflicts) or "文件未知"
-        return _one_line(f"冲突：{files}（补丁未能自动应用，未运行测试）")
+        return one_line(f"冲突：{files}（补丁未能自动应用，未运行测试）")
     if view.skipped and view.test is not None:
         return wording.SKIPPED_ZH[view.test.skip_cause]
     proposed = proposed_zh(view)
     if proposed is not None:
-        return _one_line(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
+        return one_line(f"未运行：该分支已有 {proposed}带入同一源 PR，未再创建 PR")
     if not view.test:
         reason = wording.status_zh(view.status)
         if view.status == "env-mismatch" and view.mismatches:
             reason += "：" + "；".join(wording.mismatch_zh(m) for m in view.mismatches)
-        return _one_line(f"未运行：{reason}")
+        return one_line(f"未运行：{reason}")
     lines = summary_lines(view.test)
     parts = [_cell(line) for line in lines] or ["无测试摘要"]
     if view.test.timed_out:
         duration = view.test.duration
-        parts.append(f"超时（运行 {wording.seconds_zh(duration)}后终止）" if isinstance(duration, int | float)
+        parts.append(f"超时（运行 {duration:.0f} 秒后终止）" if isinstance(duration, int | float)
                      else "超时")
     code = view.test.exit_code
     if code is not None and not exit_stated(lines, code):
         parts.append(f"退出码 {code}")
     elif code is None and not view.test.timed_out:
         parts.append("无退出码")
-    missed = [f"{wording.code(name)}（{wording.outcome_zh(outcome)}）"
+    missed = [f"{wording.code(name)}（{wording.OUTCOME_ZH.get(outcome, wording.code(outcome))}）"
               for name, outcome in view.test.patch_tests if outcome != "ok"]
     if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
         parts.append(f"补丁新增的测试未全部通过：{'、'.join(missed)}")
@@ -123,7 +108,7 @@ def result_cell(view: BranchRecord) -> str:
         tested, head = str(view.test.commit)[:12], str(view.head)[:12]
         parts.append(f"该结果测于 {tested}；Fork 分支已被他人更新为 {head}，未经本工具测试"
                      if view.fork_sha else f"该结果测于 {tested}，不是 Fork 分支当前的 {head}")
-    return _one_line("，".join(parts))
+    return one_line("，".join(parts))
 
 
 def _files_zh(paths: Sequence[str]) -> str:
@@ -213,7 +198,7 @@ def _visible(env: EnvEvidence) -> str:
 
 
 def _cn_count(n: int) -> str:
-    return _CN_NUMBERS[n] if 0 <= n <= 10 else str(n)
+    return "零一两三四五六七八九十"[n] if 0 <= n <= 10 else str(n)
 
 
 class _Views:
@@ -249,7 +234,7 @@ def _common_or_per_branch(views: list[BranchRecord], fmt: Callable[[EnvEvidence]
     probed = [(v.target, fmt(v.env)) for v in views if v.env]
     values = {value for _, value in probed}
     if not probed:
-        return NOT_PROBED_ZH
+        return "未探测"
     if len(values) == 1:
         return values.pop()
     return "；".join(f"{target} {value}" for target, value in probed)
@@ -262,7 +247,7 @@ def _value_of(key: str, env: EnvEvidence) -> str:
 def _env_lines(vs: _Views) -> list[str]:
     views = vs.views
     lines = [
-        f"{label}：{_common_or_per_branch(views, functools.partial(_value_of, key))}"
+        f"{label}：{_common_or_per_branch(views, partial(_value_of, key))}"
         for label, key in (("主机平台", "platform"), ("Python", "python"), ("CANN", "cann"),
                            ("NPU", "npu_model"))
     ]
@@ -290,7 +275,7 @@ def _env_lines(vs: _Views) -> list[str]:
         lines.append(f"设备说明：{wording.device_note_zh(notes[0][1])}")
     else:
         lines.extend(f"设备说明（{target}）：{wording.device_note_zh(note)}" for target, note in notes)
-    return [_one_line(line) for line in lines]
+    return [one_line(line) for line in lines]
 
 
 def _commands(views: list[BranchRecord]) -> list[str]:
@@ -349,39 +334,20 @@ def evidence_text(view: BranchRecord, ctx: BodyContext) -> str:
     return "\n".join(wording.written(facts))
 
 
-def evidence_fence(branch: BranchRecord, ctx: BodyContext) -> str:
-    """The evidence of one branch as a ```text fence."""
-    return f"```text\n{evidence_text(branch, ctx)}\n```"
-
-
 def evidence_region(branch: BranchRecord, ctx: BodyContext) -> str:
-    """What the evidence region holds: the fence, then the branch's record line."""
-    return f"{evidence_fence(branch, ctx)}\n{rg.record_line(branch, ctx.kept)}"
+    """What the evidence region holds: the evidence as a ```text fence, then the record line."""
+    return f"```text\n{evidence_text(branch, ctx)}\n```\n{rg.record_line(branch, ctx.kept)}"
 
 
-@dataclass(frozen=True)
-class DocsRow:
-    """One row of the 【资料变更】 table, as the template shows it."""
-
-    version: str
-    listed: str  # 是 / 否
-    support: str
-    path: str  # the docs file checked ("" when none)
-
-    @classmethod
-    def of(cls, entry: DocsFacts) -> DocsRow:
-        support = _value(entry.summary or None) if entry.listed else "—"
-        return cls(version=_cell(entry.version or NOT_FOUND_ZH),
-                   listed="是" if entry.listed else "否", support=support,
-                   path=entry.path or "")
-
-
-def _docs(ctx: BodyContext) -> tuple[list[DocsRow], str] | None:
+def _docs(ctx: BodyContext) -> tuple[list[dict[str, str]], str] | None:
+    """The rows of the 【资料变更】 table and its conclusion (None: no docs audit)."""
     if ctx.docs is None:
         return None
-    rows = [DocsRow.of(entry) for entry in ctx.docs]
-    missing = [r.version for r in rows if r.listed == "否"]
-    supports = {r.support for r in rows}
+    rows = [{"version": _cell(e.version or NOT_FOUND_ZH), "listed": "是" if e.listed else "否",
+             "support": _value(e.summary or None) if e.listed else "—", "path": e.path or ""}
+            for e in ctx.docs]
+    missing = [r["version"] for r in rows if r["listed"] == "否"]
+    supports = {r["support"] for r in rows}
     if not rows:
         conclusion = "未找到任何资料版本目录，需人工确认。"
     elif missing:
@@ -393,19 +359,9 @@ def _docs(ctx: BodyContext) -> tuple[list[DocsRow], str] | None:
     return rows, conclusion
 
 
-def _changed_files(ps: PatchSet) -> list[str]:
-    paths: set[str] = set()
-    for touched in ps.touched_paths.values():
-        paths.update(touched)
-    return sorted(paths) or sorted({t.path for t in ps.tests})
-
-
-def _series_paths(ps: PatchSet) -> list[str]:
-    """Every path the series changes, on any target (from its patches and as applied)."""
-    paths = {path for patch in ps.patches for path in patch.paths}
-    for touched in ps.touched_paths.values():
-        paths.update(touched)
-    return sorted(paths)
+def _touched(ps: PatchSet) -> set[str]:
+    """The paths the series changed as applied, on any target."""
+    return {path for touched in ps.touched_paths.values() for path in touched}
 
 
 _KIND_ZH = {"resolution": "人工冲突解决结果", "variant": "已保存的分支补丁"}
@@ -442,15 +398,6 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
     return notes
 
 
-@dataclass(frozen=True)
-class BranchRow:
-    """One row of the table of target branches, as the template shows it."""
-
-    target: str
-    fork_branch: str
-    result: str
-
-
 def template_variables(ctx: BodyContext) -> dict:
     """The names the body template sees."""
     vs = _Views(ctx)
@@ -460,7 +407,7 @@ def template_variables(ctx: BodyContext) -> dict:
         "api": ps.api,
         "title": ps.title,
         "title_ok": ps.title.strip().startswith("test:"),
-        "only_tests": wording.only_tests(_series_paths(ps)),
+        "only_tests": wording.only_tests(sorted(_touched(ps).union(*(p.paths for p in ps.patches)))),
         "issues": [{"ref": f"{bm.upstream}#{i}", "url": bm.issue_url(i)} for i in ps.issues],
         # the first issue alone, as templates written before `issues` name it ("" for none)
         "issue_url": bm.issue_url(ps.issues[0]) if ps.issues else "",
@@ -472,12 +419,12 @@ def template_variables(ctx: BodyContext) -> dict:
         "fork": bm.fork,
         "target": vs.own.target,
         "branch_count": _cn_count(len(vs.views)),
-        "branches": [BranchRow(target=_cell(v.target),
-                               fork_branch=fork_branch_cell(v, own=v.target == vs.own.target),
-                               result=result_cell(v)) for v in vs.views],
+        "branches": [{"target": _cell(v.target), "result": result_cell(v),
+                      "fork_branch": fork_branch_cell(v, own=v.target == vs.own.target)}
+                     for v in vs.views],
         "issue_sentence": issue_sentence(vs, "该 Issue" if len(ps.issues) == 1 else "这些 Issue"),
         "handwritten": (ps.body or "").strip("\n") or None,
-        "changed_files": _changed_files(ps),
+        "changed_files": sorted(_touched(ps)) or sorted({t.path for t in ps.tests}),
         "tests": [wording.code(" ".join((t.path, *t.args))) for t in ps.tests],
         "docs": docs[0] if docs else None,
         "docs_conclusion": docs[1] if docs else "",
@@ -495,12 +442,11 @@ def render_fresh(ctx: BodyContext) -> str:
     """The whole body as it is written when the PR is created."""
     from backport.report.template import render_template  # Jinja2: loaded to render alone
 
-    name, search_dir = TEMPLATE, None
+    name, search_dir = "pr_body.md.j2", None
     if ctx.template is not None:
         name, search_dir = ctx.template.name, ctx.template.parent
     text = render_template(name, template_variables(ctx), search_dir=search_dir)
-    text = text.strip("\n") + "\n"
-    return redact(text)
+    return redact(text.strip("\n") + "\n")
 
 
 def render_body(ctx: BodyContext, existing: str | None = None) -> str:

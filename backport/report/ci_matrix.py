@@ -43,24 +43,20 @@ class MatrixJob:
                 "runs_on": list(self.runs_on), "image": self.image, "command": self.command}
 
 
+def _job(bm: BranchMap, api: str, target: str) -> MatrixJob:
+    env = bm.environments[bm.targets[target].env]
+    return MatrixJob(api, target, env.name, env.ci.runs_on, env.ci.image)
+
+
 def matrix_jobs(bm: BranchMap, patch_sets: Sequence[PatchSet]) -> list[MatrixJob]:
     """The jobs, in patch-set and target order."""
-    jobs = []
-    for ps in patch_sets:
-        for target in ps.branches:
-            env = bm.environments[bm.targets[target].env]
-            jobs.append(MatrixJob(ps.name, target, env.name, env.ci.runs_on, env.ci.image))
-    return jobs
+    return [_job(bm, ps.name, target) for ps in patch_sets for target in ps.branches]
 
 
 def trigger_jobs(bm: BranchMap) -> list[MatrixJob]:
     """The `/backport` jobs: one per target of the map (`backport trigger --branch B`), each
     on its environment's runner; the job of a branch the event does not ask for does nothing."""
-    jobs = []
-    for target, spec in bm.targets.items():
-        env = bm.environments[spec.env]
-        jobs.append(MatrixJob("", target, env.name, env.ci.runs_on, env.ci.image))
-    return jobs
+    return [_job(bm, "", target) for target in bm.targets]
 
 
 def github_matrix(jobs: Sequence[MatrixJob]) -> str:
@@ -71,12 +67,6 @@ def github_matrix(jobs: Sequence[MatrixJob]) -> str:
 def _q(text: str) -> str:
     """A YAML scalar: a JSON string is a valid double-quoted YAML scalar."""
     return json.dumps(text, ensure_ascii=False)
-
-
-def pinned() -> str:
-    """The backport every pipeline installs: this exact version, as a wheel from the package
-    index (never the checkout's own code, which a PR may have changed)."""
-    return f"backport=={__version__}"
 
 
 @functools.cache
@@ -95,8 +85,9 @@ def _templates() -> jinja2.Environment:
 
 
 def _render(name: str, jobs: Sequence[MatrixJob], **more: str) -> str:
+    # ``pin``: this exact version as a wheel from the index, never the checkout's own code
     return _templates().get_template(name).render(
-        jobs=jobs, q=_q, pin=pinned(), ident=lambda text: re.sub(r"[^A-Za-z0-9_]", "_", text),
+        jobs=jobs, q=_q, pin=f"backport=={__version__}", ident=lambda text: re.sub(r"[^A-Za-z0-9_]", "_", text),
         **more)
 
 

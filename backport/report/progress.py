@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import IO
 
@@ -160,11 +161,8 @@ class Progress:
             live.update(self.table(), refresh=True)
             live.stop()
         else:
-            try:
+            with suppress(OSError, ValueError):
                 self.console.file.flush()
-            except (OSError, ValueError):
-                pass
-
 
 
 class PhaseProgress:
@@ -172,9 +170,9 @@ class PhaseProgress:
     redrawn every second (rich's progress display, gone when the run ends); nothing where the
     console is no terminal (a pipe, a log file, CI), which gets only warnings."""
 
-    def __init__(self, console: Console | None = None, *, label: str = "audit") -> None:
+    def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
-        self.bar = RichProgress(TextColumn(f"{label}: {{task.description}}"),
+        self.bar = RichProgress(TextColumn("audit: {task.description}"),
                                 TimeElapsedColumn(), console=self.console, transient=True,
                                 refresh_per_second=1, disable=not self.console.is_terminal)
         self.task = self.bar.add_task("", total=None, visible=False)  # shown at the first phase

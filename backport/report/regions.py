@@ -81,7 +81,7 @@ class Orphan:
     end: int
 
 
-def _scan(text: str) -> tuple[list[Region], list[Orphan]]:
+def scan(text: str) -> tuple[list[Region], list[Orphan]]:
     """Pair markers per name (an end closes the nearest open start); return regions and orphans."""
     regions: list[Region] = []
     orphans: list[Orphan] = []
@@ -105,13 +105,9 @@ def _scan(text: str) -> tuple[list[Region], list[Orphan]]:
     return regions, orphans
 
 
-def find_orphans(text: str) -> list[Orphan]:
-    return _scan(text)[1]
-
-
 def all_regions(text: str) -> list[Region]:
     """Every complete region of ``text`` in order, duplicates included."""
-    return _scan(text)[0]
+    return scan(text)[0]
 
 
 def find_regions(text: str) -> dict[str, Region]:
@@ -141,7 +137,7 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
 
 def drop_orphan_markers(text: str) -> str:
     """Remove markers that have no partner; the text around them stays."""
-    orphans = find_orphans(text)
+    orphans = scan(text)[1]
     return _cut(text, [(o.start, o.end) for o in orphans]) if orphans else text
 
 
@@ -151,8 +147,9 @@ def replace_region(text: str, name: str, content: str) -> str:
     newline = newline_of(text)
     inner = _inner(content, newline)
     regions = [r for r in all_regions(text) if r.name == name]
-    if not regions:
-        return restore_region(text, name, content) or append_region(text, name, content)
+    if not regions:  # the orphan start completed, else the region added at the end
+        return (restore_region(text, name, content)
+                or insert_region(drop_orphan_markers(text), name, content, len(text)))
     pieces: list[str] = []
     last = 0
     for region in regions:
@@ -168,7 +165,7 @@ def replace_region(text: str, name: str, content: str) -> str:
 def restore_region(text: str, name: str, content: str) -> str | None:
     """The orphan start marker of ``name`` made the whole region (the text after it stays
     after the new end marker); None when there is none."""
-    starts = [o for o in find_orphans(text) if o.name == name and o.kind == "start"]
+    starts = [o for o in scan(text)[1] if o.name == name and o.kind == "start"]
     if not starts:
         return None
     orphan = starts[0]
@@ -198,16 +195,10 @@ def insert_region(text: str, name: str, content: str, index: int) -> str:
     return before + block + after
 
 
-def append_region(text: str, name: str, content: str) -> str:
-    """Add region ``name`` at the end of ``text`` (orphan markers of any name dropped first)."""
-    text = drop_orphan_markers(text)
-    return insert_region(text, name, content, len(text))
-
-
 def ensure_single_evidence(text: str) -> str:
     """Keep the first complete evidence block, remove the others (and, once one exists, the
     orphan evidence markers; without one they stay for `restore_region`)."""
-    regions, orphans = _scan(text)
+    regions, orphans = scan(text)
     blocks = [(r.start, r.end) for r in regions if r.name == EVIDENCE]
     orphan_evidence = [(o.start, o.end) for o in orphans if o.name == EVIDENCE] if blocks else []
     spans = sorted(blocks[1:] + orphan_evidence)
@@ -266,9 +257,7 @@ def refresh_body(existing: str, fresh: str) -> str:
 
 
 # -- the record line ----------------------------------------------------------------------------
-VERSION = 1
-_PREFIX = "<!-- backport:record v"
-_LINE = re.compile(r"^<!-- backport:record v(?P<version>\d{1,6}) (?P<json>\{.*\}) -->$", re.M)
+_LINE = re.compile(r"^<!-- backport:record v1 (?P<json>\{.*\}) -->$", re.M)  # version 1
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 
@@ -278,7 +267,7 @@ def record_line(rec: BranchRecord, keep: dict[str, Any] | None = None) -> str:
                       separators=(",", ":"))
     for char, escape in _ESCAPES.items():  # only inside JSON strings: JSON has no such syntax
         text = text.replace(char, escape)
-    return f"{_PREFIX}{VERSION} {text} -->"
+    return f"<!-- backport:record v1 {text} -->"
 
 
 def read_record(body: str | None, *, target: str, fork_branch: str) -> BranchRecord | None:
@@ -296,7 +285,7 @@ def read_line(body: str | None, *, target: str,
     if region is None:
         return None
     match = _LINE.search(region.content(body).replace("\r\n", "\n"))
-    if match is None or int(match["version"]) != VERSION:
+    if match is None:
         return None
     try:
         data = json.loads(match["json"], parse_constant=_no_constant, object_pairs_hook=_unique)

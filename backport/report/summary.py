@@ -6,8 +6,8 @@ nothing of a target keeps that target's line as another runner wrote it)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
+from functools import partial
 
 from rich.console import Console
 from rich.table import Table
@@ -80,11 +80,6 @@ def test_state(record: BranchRecord) -> tuple[str, str | None]:
     return ("passed" if test.ok else "failed"), None
 
 
-def _source_suffix(record: BranchRecord) -> str:
-    source = record.series_source
-    return f" (from {source.label})" if source else ""
-
-
 def report_rows(api: str, records: list[BranchRecord]) -> list[dict]:
     """Flat rows (all strings) for tables: api, target, fork branch, status, commit, test, PR."""
     rows = []
@@ -102,7 +97,7 @@ def report_rows(api: str, records: list[BranchRecord]) -> list[dict]:
             "log": "" if test is None or test.skipped else (test.log or ""),
             "message": redact(" ".join(record.message.split())),
             "warnings": [redact(" ".join(w.split())) for w in record.warnings],
-            "source": _source_suffix(record),
+            "source": f" (from {record.series_source.label})" if record.series_source else "",
         })
     return rows
 
@@ -198,14 +193,14 @@ def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
                                        row["status"] + row["source"])]
         cells += [commit, _md_cell(row["test"]), pr]
         lines.append("| " + " | ".join(cells) + " |")
-    prose = functools.partial(untrusted, where="prose")
+    prose = partial(untrusted, where="prose")
     notes = [f"- {prose(row['target'])} ({row['status']}): {prose(row['message'])}"
              for row in rows if row["message"]]
     notes += [f"- {prose(row['target'])} (warning): {prose(w)}" for row in rows for w in row["warnings"]]
     notes += [f"- {prose(r.target)}: {prose(note)}" for r in records for note in apply_notes(r)]
     if notes:
         lines += ["", "## Messages", "", *notes]
-    logs = [f"- {untrusted(row['target'], where='prose')}: {untrusted(row['log'], where='span')}"
+    logs = [f"- {prose(row['target'])}: {untrusted(row['log'], where='span')}"
             for row in rows if row["log"]]
     if logs:
         lines += ["", "## Test logs", "", *logs]
@@ -226,11 +221,6 @@ def status_json(patch_set: PatchSet, records: list[BranchRecord]) -> dict:
 
 # -- the summary comment on a source PR ------------------------------------------------------
 MARKER = "<!-- backport:source-summary -->"
-HEADER = "| 目标分支 | 状态 | PR | 测试结果 | 重新运行该分支 |"
-
-
-def rerun_command(number: int, target: str) -> str:
-    return f"backport apply --from-pr {number} --branch {target}"
 
 
 def rows_of(body: str) -> dict[str, str]:
@@ -254,25 +244,23 @@ def _row(number: int, rec: BranchRecord) -> str:
     state = wording.status_zh(shown_status(rec))  # a branch whose tests were skipped did not pass them
     result = "—" if rec.status == Status.PENDING and rec.test is None else result_cell(rec)
     return (f"| `{rec.target}` | {state} | {pr} | {result} | "
-            f"`{rerun_command(number, rec.target)}` |")
+            f"`backport apply --from-pr {number} --branch {rec.target}` |")
 
 
 def render_summary(ps: PatchSet, bm: BranchMap, records: Sequence[BranchRecord],
                    existing: str | None = None) -> str:
     """The summary of ``ps`` (made from a PR) over its targets: each from ``records`` where
     one is known, else the line ``existing`` holds for it, else as not run yet."""
-    assert ps.source is not None
     source = ps.source
+    assert source is not None
     by_target = {rec.target: rec for rec in records}
     kept = rows_of(existing or "")
     lines = []
     for target in ps.branches:
         rec = by_target.get(target)
         if rec is None or (rec.status == Status.PENDING and rec.pr is None and target in kept):
-            line = kept.get(target)
-            if line is None:
-                line = _row(source.number, BranchRecord(target, ps.fork_branch(bm, target)))
-            lines.append(line)
+            rec = BranchRecord(target, ps.fork_branch(bm, target))
+            lines.append(kept.get(target) or _row(source.number, rec))
         else:
             lines.append(_row(source.number, rec))
     base = untrusted(source.base, where="span")
@@ -285,7 +273,7 @@ def render_summary(ps: PatchSet, bm: BranchMap, records: Sequence[BranchRecord],
         f"{what}。它回合到以下发布分支的情况如下：每个分支一个 PR（来自 fork `{bm.fork}`），"
         "测试在配置给该分支的运行环境中运行（所用 torch / torch_npu 版本见其 PR 的验证证据）。",
         "",
-        HEADER,
+        "| 目标分支 | 状态 | PR | 测试结果 | 重新运行该分支 |",
         "| --- | --- | --- | --- | --- |",
         *lines,
         "",

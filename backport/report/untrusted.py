@@ -106,17 +106,11 @@ def _span(text: str, *, cell: bool) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _code_line(text: str) -> str:
-    """A line inside a fenced block: no fence of its own, no marker of ours."""
-    text = _FENCE_RUN.sub(lambda m: " ".join(m.group()), text)
-    return _no_markers(text)
-
-
 def untrusted(text: object, *, where: Where) -> str:
     """``text`` shown as itself and harmless at ``where`` (see the module)."""
     line = _visible(str(text))
-    if where == "code":
-        return _code_line(line)
+    if where == "code":  # a line inside a fenced block: no fence of its own, no marker of ours
+        return _no_markers(_FENCE_RUN.sub(lambda m: " ".join(m.group()), line))
     if where in ("span", "cell-span"):
         return _span(line, cell=where == "cell-span")
     if where in ("prose", "cell"):

@@ -28,21 +28,13 @@ from backport.report.untrusted import untrusted
 
 NOT_PROBED = "not probed yet"  # no run has read the branch's environment yet
 NOT_RUN = "none (not run)"
-NO_HEAD = "none (no commit on the fork branch)"
 RESULT = "RESULT:"  # the heading of the result section
 TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
 SKIPPED = "skipped on request"
-SKIPPED_NO_TORCH = "skipped: no interpreter with torch on the host that ran it"
 # A summary line of the test's output that would read as a line of the block's own (a key, the
 # result heading, a timeout) is written after this prefix, so a reviewer tells them apart.
 QUOTED = "> "
-AUTOLOAD_NOTE = f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
-# The STALE= values: the head was pushed by this tool but not tested, or by someone else.
-STALE_UNTESTED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork branch now "
-                  "holds, was not tested by this run")
-STALE_MOVED = ("the result below is of TESTED_COMMIT; HEAD_COMMIT was pushed to the fork branch "
-               "by someone else and was not tested by this tool")
 
 _TIMED_OUT = re.compile(r"^TIMED OUT(?: after (?P<seconds>\d+)s)?$")
 _KEY_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -86,13 +78,6 @@ class Field:
     def lines(self, facts: Facts) -> list[str]:
         value = self.write(facts)
         return [] if value is None else [f"{self.key}={value}"]
-
-
-@dataclass(frozen=True)
-class Block:
-    """Lines of the evidence that are no ``KEY=value`` (the title, the result section)."""
-
-    write: Callable[[Facts], list[str]]
 
 
 def summary_lines(test: TestResult | None) -> list[str]:
@@ -170,9 +155,14 @@ def _tested_write(facts: Facts) -> str | None:
 
 
 def _stale_write(facts: Facts) -> str | None:
+    """Whether the head was pushed by this tool but not tested, or by someone else."""
     if not (facts.test and facts.record.stale):
         return None
-    return STALE_MOVED if facts.record.fork_sha else STALE_UNTESTED
+    if facts.record.fork_sha:
+        return ("the result below is of TESTED_COMMIT; HEAD_COMMIT was pushed to the fork branch "
+                "by someone else and was not tested by this tool")
+    return ("the result below is of TESTED_COMMIT; HEAD_COMMIT, which the fork branch now "
+            "holds, was not tested by this run")
 
 
 def _skip_reason(test: TestResult | None) -> str:
@@ -180,7 +170,9 @@ def _skip_reason(test: TestResult | None) -> str:
     cause = test.skip_cause if test is not None else SKIP_ON_REQUEST
     if cause == SKIP_ON_REQUEST:
         return f"{SKIPPED}: --skip-tests"
-    return SKIPPED_NO_TORCH if cause == SKIP_NO_TORCH else SKIP_CAUSE_TEXT[cause]
+    if cause == SKIP_NO_TORCH:
+        return "skipped: no interpreter with torch on the host that ran it"
+    return SKIP_CAUSE_TEXT[cause]
 
 
 def _result_write(facts: Facts) -> list[str]:
@@ -239,16 +231,15 @@ def _note_write(facts: Facts) -> str:
     note = env.note if env else None
     if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
-        note += AUTOLOAD_NOTE
+        note += f"ran with {AUTOLOAD}=0 (torch_npu not loaded)"
     return _val(note, "none")
 
 
-TITLE = Block(_title)
 API = Field("API", lambda f: f.api)
 # The upstream PR the set was made from: "Ascend/pytorch!42810@<sha>".
 SOURCE = Field("SOURCE", _source_write)
 TARGET_BRANCH = Field("TARGET_BRANCH", lambda f: f.record.target)
-HEAD_COMMIT = Field("HEAD_COMMIT", lambda f: f.record.head or NO_HEAD)
+HEAD_COMMIT = Field("HEAD_COMMIT", lambda f: f.record.head or "none (no commit on the fork branch)")
 PLATFORM = _probed("platform", "PLATFORM")
 PYTHON = _probed("python", "PYTHON")
 TORCH = _probed("torch", "TORCH")
@@ -266,7 +257,6 @@ LOOSE_FILES = Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files))
 TESTED_COMMIT = Field("TESTED_COMMIT", _tested_write)
 # Where the result is not of the head: whether someone else moved the fork branch since.
 STALE = Field("STALE", _stale_write)
-RESULT_SECTION = Block(_result_write)
 EXIT_CODE = Field("test_exit_code", _exit_write)
 PATCH_TESTS = Field("PATCH_TESTS", _patch_tests_write)
 # The series' files beyond tests: run in the branch's version over the installed torch_npu, not in
@@ -279,11 +269,11 @@ NOTE = Field("NOTE", _note_write)
 # own); a run in its sandbox writes no line, as every run before this key did.
 ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation == "none" else None)
 
-# Every line of the evidence, in the order it is written.
-TABLE: tuple[Field | Block, ...] = (
-    TITLE, API, SOURCE, TARGET_BRANCH, HEAD_COMMIT, PLATFORM, PYTHON, TORCH, TORCH_NPU, CANN, NPU,
+# Every line of the evidence, in the order it is written (a function: lines that are no KEY=value).
+TABLE: tuple[Field | Callable[[Facts], list[str]], ...] = (
+    _title, API, SOURCE, TARGET_BRANCH, HEAD_COMMIT, PLATFORM, PYTHON, TORCH, TORCH_NPU, CANN, NPU,
     VISIBLE_NPU, ENVIRONMENT, RUNNER, ISOLATION, COMMAND, SERIES_FROM, MERGED_FILES, LOOSE_FILES,
-    TESTED_COMMIT, STALE, RESULT_SECTION, EXIT_CODE, PATCH_TESTS, OVERLAY, NOT_IN_BUILD,
+    TESTED_COMMIT, STALE, _result_write, EXIT_CODE, PATCH_TESTS, OVERLAY, NOT_IN_BUILD,
     NOT_EXERCISED, NOTE,
 )
 KEYS = tuple(row.key for row in TABLE if isinstance(row, Field))
@@ -293,7 +283,7 @@ def written(facts: Facts) -> list[str]:
     """The evidence of one branch, line by line."""
     lines: list[str] = []
     for row in TABLE:
-        lines += row.lines(facts) if isinstance(row, Field) else row.write(facts)
+        lines += row.lines(facts) if isinstance(row, Field) else row(facts)
     return [untrusted(line, where="code") for line in lines]
 
 
@@ -326,7 +316,7 @@ _PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode �
 _PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
 
 # A test's outcome as `envs/summary.py` (`outcomes_of`) writes it.
-_OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "跳过",
+OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "跳过",
                "expected failure": "预期失败", "unexpected success": "意外通过",
                "not run": "未运行"}
 
@@ -357,10 +347,6 @@ def proposed_pr_zh(number: int, url: str, kind: str, state: str) -> str:
     return f"[!{number}]({url})（{kind_zh}，{_PROPOSED_STATE_ZH.get(state, code(state))}）"
 
 
-def outcome_zh(outcome: str) -> str:
-    return _OUTCOME_ZH.get(outcome, code(outcome))
-
-
 _PIN = re.compile(r"^(?P<dist>[\w.-]+): expected (?P<pin>.+?), (?:found (?P<found>.+)|not installed)$")
 
 
@@ -372,10 +358,6 @@ def mismatch_zh(line: str) -> str:
         return code(line)
     found = f"实际为 {code(match['found'])}" if match["found"] else "未安装"
     return f"{code(match['dist'])} 要求 {code(match['pin'])}，{found}"
-
-
-def seconds_zh(seconds: float) -> str:
-    return f"{seconds:.0f} 秒"
 
 
 # The phrases `envs/probe.py` (`device_verdict`) writes into a device note, in Chinese.

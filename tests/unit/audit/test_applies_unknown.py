@@ -9,7 +9,7 @@ from rich.console import Console
 
 from backport.audit.model import MISSING, Audit, Cell, Change
 from backport.audit.page import Links, render_html
-from backport.commands.audit import unknown_warning
+from backport.audit.run import unknown_warning
 from backport.report.progress import PhaseProgress
 
 WHY = "v2.7.1's blob 1234abcd0 of data/big.bin could not be read: the upstream does not have it"

@@ -10,7 +10,7 @@ import pytest
 from backport.docs_audit import DocsEntry, SupportRow
 from backport.errors import BackportError
 from backport.report import regions as rg
-from backport.report.body import BodyContext, evidence_fence, render_body
+from backport.report.body import BodyContext, evidence_region, render_body
 from tests.helpers import report_fixtures as fx
 from tests.helpers.report_fixtures import check_golden
 
@@ -168,7 +168,7 @@ def test_refresh_does_not_reinsert_body_md() -> None:
 def test_two_evidence_blocks_become_one() -> None:
     body = render_body(fx.context("v2.12.0"))
     view = fx.typed([fx.record("v2.7.1")])[0].with_fork_branch("test-put-metric-v2.7.1")
-    block = rg.wrap(rg.EVIDENCE, evidence_fence(view, fx.context("v2.7.1")))
+    block = rg.wrap(rg.EVIDENCE, evidence_region(view, fx.context("v2.7.1")))
     doubled = body + "\n## 旧证据\n\n" + block + "\n尾注。\n"
     assert doubled.count(EVIDENCE_START) == 2
     refreshed = render_body(fx.context("v2.12.0"), doubled)

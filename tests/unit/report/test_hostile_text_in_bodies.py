@@ -87,7 +87,7 @@ def test_a_body_with_hostile_text_renders_the_structure_of_a_plain_one() -> None
     assert len(seen.fences) == len(expected.fences)
     assert not any(ch in hostile for ch in INVISIBLE)
     assert [r.name for r in rg.all_regions(hostile)] == [r.name for r in rg.all_regions(benign)]
-    assert rg.find_orphans(hostile) == []
+    assert rg.scan(hostile)[1] == []
 
 
 def test_hostile_text_is_shown_as_text() -> None:

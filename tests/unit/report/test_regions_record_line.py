@@ -119,7 +119,7 @@ def test_text_from_outside_in_a_record_cannot_end_the_comment_or_add_a_marker() 
     body = render_body(fx.context(SIBLING, recs=recs))
     plain = render_body(fx.context(SIBLING))
     assert [r.name for r in rg.all_regions(body)] == [r.name for r in rg.all_regions(plain)]
-    assert rg.find_orphans(body) == []
+    assert rg.scan(body)[1] == []
     assert read_record(body, target=SIBLING, fork_branch=FORK_BRANCH) == rec.published()
 
 
