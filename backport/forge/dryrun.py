@@ -17,7 +17,6 @@ from typing import Any
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
 from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest, SourcePrInfo
-from backport.forge.pace import DEFAULT_WINDOWS, pacing_seconds, period_text
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -52,8 +51,7 @@ class DryRunForge(Forge):
         self.skip_reason = skip_reason
         self._told_skipped = False
         self._planned: dict[tuple[str, str], PullRequest] = {}
-        limiter = getattr(getattr(inner, "client", None), "limiter", None)
-        self.windows = windows or getattr(limiter, "windows", None) or DEFAULT_WINDOWS
+        self.windows = windows
         self.writes = 0  # requests the planned writes would cost, read-backs included
         self.creates = 0
 
@@ -90,16 +88,18 @@ class DryRunForge(Forge):
         service's rate limit makes that take (None for a forge without such a limit)."""
         if self.name != "gitcode":
             return None
+        from backport.forge.pace import DEFAULT_WINDOWS, pacing_seconds, period_text
         client = getattr(self.inner, "client", None)
+        windows = self.windows or getattr(getattr(client, "limiter", None), "windows", None) \
+            or DEFAULT_WINDOWS
         # made now (each set's issue read too: is it still open?), or estimated without a token
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
         # once all of a set's PRs exist: its open and locked PRs listed afresh, and the bodies
         # of all but its last new PR rewritten (one PATCH each; none read again)
         refresh = max(0, self.creates - sets) + (2 * sets if self.creates else 0)
         total = reads + self.writes + refresh
-        wait = pacing_seconds(total, self.windows)
-        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in
-                              self.windows)
+        wait = pacing_seconds(total, windows)
+        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in windows)
         took = ("that needs no wait" if wait <= 0 else
                 f"that takes at least {wait / 60:.0f} min" if wait >= 60 else
                 f"that takes at least {wait:.0f} s")
