@@ -52,9 +52,9 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
                dry_run: bool = False, plan: PlanSink | None = None,
                timeout: float = 30.0, notify: Callable[[str], None] | None = None,
                pace_dir: Path | None = None) -> Forge:
-    """The forge of ``branch_map``. Local: ``state_dir / "forge.sqlite"``. GitCode: ``token``, else the one ``environ`` holds;
-    ``notify`` hears of rate-limit waits; ``pace_dir`` holds the token's request log shared by
-    the host's processes (None: this process's)."""
+    """The forge of ``branch_map``. Local: ``state_dir / "forge.sqlite"``. GitCode: ``token``,
+    else the one ``environ`` holds; ``notify`` hears of rate-limit waits; ``pace_dir`` holds the
+    token's request log shared by the host's processes (None: this process's)."""
     forge: Forge
     if branch_map.forge == "local":
         forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,

@@ -15,9 +15,6 @@ from backport.forge.base import Comment, PrFile
 from backport.numerals import MAX_DIGITS, json_number
 from backport.redact import redact
 
-PER_PAGE = 100
-MAX_PAGES = 50
-
 
 def norm_repo(value: str) -> str:
     return "/".join(part.strip() for part in value.split("/")).casefold()
@@ -164,14 +161,14 @@ def comment_of(data: dict[str, Any]) -> Comment:
 
 def pages(get: Callable[[str, dict[str, Any]], Any], url: str, path: str,
           params: dict[str, Any], key: Callable[[dict[str, Any]], str] | None = None,
-          max_pages: int = MAX_PAGES) -> Iterator[dict[str, Any]]:
+          max_pages: int = 50) -> Iterator[dict[str, Any]]:
     """Every item of a paginated list, until an empty or repeated page, or one shorter than the
     documented default of 20 (``per_page`` may be ignored). A page that is not a list is an
     error, never the end. ``key`` names an item to tell a repeated page (default: ``id``)."""
     seen_pages: set[tuple[str, ...]] = set()
     named = key or (lambda i: str(i.get("id", i.get("number"))))
     for page in range(1, max_pages + 1):
-        items = get(path, {**params, "page": page, "per_page": PER_PAGE})
+        items = get(path, {**params, "page": page, "per_page": 100})
         if not isinstance(items, list):
             shape = "an object" if isinstance(items, dict) else "text" if items else "nothing"
             raise BackportError("forge", redact(

@@ -77,10 +77,6 @@ class GitCodeReads:
     def _pulls(self, suffix: str = "") -> str:
         return f"{self._base_path}/pulls{suffix}"
 
-    def _pr_url(self, data: dict[str, Any], number: int) -> str:
-        return (wire.text(data.get("html_url")) or wire.text(data.get("web_url"))
-                or f"{self.web_url}/{self.upstream}/pull/{number}")
-
     def _to_pr(self, data: dict[str, Any]) -> PullRequest:
         number = wire.pr_number(data)
         head, base = wire.obj(data, "head"), wire.obj(data, "base")
@@ -92,8 +88,10 @@ class GitCodeReads:
         else:
             state = "closed"
         draft, title = wire.is_draft(data), wire.text(data.get("title"))
+        url = (wire.text(data.get("html_url")) or wire.text(data.get("web_url"))
+               or f"{self.web_url}/{self.upstream}/pull/{number}")
         return PullRequest(
-            number=number, url=self._pr_url(data, number),
+            number=number, url=url,
             title=wire.strip_wip(title) if draft else title, body=wire.body_of(data),
             head=wire.text(head.get("ref")) or wire.text(data.get("source_branch")),
             head_repo=wire.repo_of(head) or "",

@@ -38,7 +38,6 @@ from backport.redact import redact, register_secret
 log = logging.getLogger(__name__)
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"})
-RETRY_STATUSES = frozenset({500, 502, 503, 504})
 SERVICE = "GitCode API"
 MAX_RETRY_AFTER = 300.0  # seconds: a 429 asking a longer wait is not waited
 
@@ -178,16 +177,11 @@ class ApiClient:
 
     def _retry(self, attempts: int, methods: frozenset[str]) -> _Retry:
         retry = _Retry(total=max(1, attempts) - 1, allowed_methods=methods,
-                       status_forcelist=RETRY_STATUSES, backoff_factor=1.0,
+                       status_forcelist=(500, 502, 503, 504), backoff_factor=1.0,
                        backoff_max=30.0, backoff_jitter=1.0, raise_on_status=False,
                        raise_on_redirect=False, respect_retry_after_header=False)
         retry.client = self
         return retry
-
-    def close(self) -> None:
-        for adapter in self._adapters.values():
-            adapter.close()
-        self.session.close()
 
     def url(self, path: str) -> str:
         return self.base_url + path

@@ -130,46 +130,36 @@ class LocalForge(Forge):
         """The rows of one read; none while the database does not exist."""
         if not self.path.exists():
             return []
-        conn = self._connect()
-        try:
+        with contextlib.closing(self._connect()) as conn:
             return conn.execute(sql, args).fetchall()
-        finally:
-            conn.close()
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A connection inside ``BEGIN IMMEDIATE`` (committed on success, rolled back on error)."""
         created = not self.path.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn: sqlite3.Connection | None = None
         try:
-            conn = self._connect()
-            if created:
-                with contextlib.suppress(OSError):
-                    os.chmod(self.path, 0o600)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+            with contextlib.closing(self._connect()) as conn:
+                if created:
+                    with contextlib.suppress(OSError):
+                        os.chmod(self.path, 0o600)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise BackportError("forge", f"Local forge database {self.path} failed: {exc}.") \
                 from None
-        finally:
-            if conn is not None:
-                conn.close()
-
-    def url(self, number: int) -> str:
-        return f"local://{self.upstream}/pull/{number}"
 
     def _pr(self, row: sqlite3.Row) -> PullRequest:
         """A PR row as a PR; its author the one recorded, else its head repository's owner."""
         return PullRequest(
-            number=row["number"], url=self.url(row["number"]), title=row["title"],
-            body=row["body"], head=row["head"], head_repo=row["head_repo"], base=row["base"],
-            state=row["state"], draft=bool(row["draft"]),
+            number=row["number"], url=f"local://{self.upstream}/pull/{row['number']}",
+            title=row["title"], body=row["body"], head=row["head"], head_repo=row["head_repo"],
+            base=row["base"], state=row["state"], draft=bool(row["draft"]),
             author=row["author"] or str(row["head_repo"]).partition("/")[0])
 
     def _prs(self, where: str, *args: object) -> list[PullRequest]:

@@ -13,12 +13,7 @@ from backport import process
 from backport.errors import BackportError
 from backport.redact import register_secret
 
-TOKEN_VARS = process.SECRET_VARS  # GITCODE_TOKEN first
-CREDENTIAL_TIMEOUT = 10.0
-ASKPASS_TOKEN_VAR = "BACKPORT_ASKPASS_TOKEN"
-ASKPASS_USER_VAR = "BACKPORT_ASKPASS_USER"
-
-# git's askpass program, a file of the installed package: it echoes the token from git's environment.
+# git's askpass program, a file of the package: it echoes the token from git's environment.
 ASKPASS_PROGRAM = Path(__file__).with_name("askpass.sh")
 
 
@@ -35,7 +30,7 @@ def web_host(api_url: str) -> tuple[str, str]:
 
 
 def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.environ,
-                    timeout: float = CREDENTIAL_TIMEOUT) -> str | None:
+                    timeout: float = 10.0) -> str | None:
     """The password git's credential helpers hold for ``protocol://host``, or None; git never
     prompts, and runs outside any repository, so only the user's and system's helpers answer."""
     env = dict(environ)
@@ -60,7 +55,7 @@ def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str 
     """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else git's credential
     store; registered as a secret, refused (the token unsaid) if it holds a control character."""
     token = None
-    for var in TOKEN_VARS:
+    for var in process.SECRET_VARS:  # GITCODE_TOKEN first
         value = (environ.get(var) or "").strip()
         if value:
             _refuse_control(value, var)
@@ -109,8 +104,8 @@ def askpass_env(token: str, username: str | None = None,
     count = int(environ.get("GIT_CONFIG_COUNT", "0") or 0)
     return {
         "GIT_ASKPASS": str(askpass_program()),
-        ASKPASS_TOKEN_VAR: token,
-        ASKPASS_USER_VAR: username or "oauth2",
+        "BACKPORT_ASKPASS_TOKEN": token,
+        "BACKPORT_ASKPASS_USER": username or "oauth2",
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_CONFIG_COUNT": str(count + 1),
         f"GIT_CONFIG_KEY_{count}": "credential.helper",
