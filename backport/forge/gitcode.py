@@ -156,11 +156,8 @@ class GitCodeForge(GitCodeReads):
                                         f"({exc.server_message}), but no open PR from that fork "
                                         "branch is listed; look at the upstream's PRs, then run "
                                         "again."), details={"status": exc.status}) from None
-                if exc.status >= 500 and resends > 0:
-                    resends -= 1
-                    continue
-                if 400 <= exc.status < 500 and resends > 0 and \
-                        self._fork_branch_shown(head, ask.head_sha):
+                if resends > 0 and (exc.status >= 500 or 400 <= exc.status < 500
+                                     and self._fork_branch_shown(head, ask.head_sha)):
                     resends -= 1
                     continue
                 raise BackportError(
@@ -413,13 +410,12 @@ class GitCodeForge(GitCodeReads):
     def decorate(self, number: int, *, labels: tuple[str, ...] = (),
                  assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
                  testers: tuple[str, ...] = ()) -> None:
-        # Each of these adds to the existing set, so repeating one is harmless: retry allowed.
         for role, names, payload in (
                 ("labels", labels, list(labels)),
                 ("assignees", assignees, {"assignees": ",".join(assignees)}),
                 ("reviewers", reviewers, {"reviewers": ",".join(reviewers), "add": True}),
                 ("testers", testers, {"testers": ",".join(testers), "add": True})):
-            if names:
+            if names:  # each adds to the existing set, so a resend is harmless
                 self.client.request("POST", self._pulls(f"/{seg(number)}/{role}"), json=payload,
                                     retry=True)
 

@@ -47,11 +47,10 @@ class GitCodeReads:
         self.upstream = upstream
         self._fork = fork  # "" follows the token: `fork`
         self.web_url = web_url.rstrip("/")
-        self.has_token = bool(token)
         self._token = token
         self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
                                           windows=windows, notify=notify, pace_dir=pace_dir)
-        self.settle = settle  # seconds to let a just-created PR or a pushed branch show up
+        self.settle = settle  # seconds to let a new PR or a pushed branch show up
         self._sleep = sleep
         self._clock = clock
         owner, _, repo = upstream.partition("/")
@@ -142,7 +141,7 @@ class GitCodeReads:
                     self._open.pop(number, None)
 
     def missing(self) -> list[str]:
-        if self.has_token:
+        if self._token:
             return []
         return [f"no GitCode token for {self.api_url}: {SET_TOKEN}, or store one with git's "
                 "credential helper"]
@@ -169,7 +168,7 @@ class GitCodeReads:
         with self._lock:
             if self.login is not None:
                 return self.login
-            if not self.has_token:
+            if not self._token:
                 raise BackportError("auth", f"No GitCode token for {self.api_url}; {SET_TOKEN}.")
             try:
                 data = self.client.get("/user")
