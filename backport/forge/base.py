@@ -4,7 +4,8 @@ Everything forge-specific stays behind :class:`Forge`: credentials, head forms, 
 and whether writes really happen. GitCode (REST v5, docs/gitcode.md), the local forge (SQLite)
 and, for ``--dry-run``, the dry-run forge (whose PRs are ``planned``) implement it; only
 :func:`backport.forge.make_forge` builds them, and ``pipeline/`` never names one. A write refused
-with 403/404 (:func:`is_refusal`) is recorded by the pr step and not tried again.
+with 403/404 (:func:`is_refusal`) is recorded by the pr step and not tried again; labels,
+assignees, reviewers, testers and the comment are best-effort (a refusal is a warning).
 """
 
 from __future__ import annotations

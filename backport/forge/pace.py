@@ -184,21 +184,21 @@ class RateLimiter:
                   notify: Callable[[str], None] | None = None) -> float:
         """Sleep ``seconds``, telling ``notify`` (default: the limiter's) ``note`` and what is
         left every ``progress_every`` seconds."""
-        tell = self._tell if notify is None else (lambda text: notify(f"GitCode API: {text}"))
         if note:
-            tell(note)
+            self._tell(note, notify)
         left = seconds
         while left > 0:
             step = min(left, self._progress_every)
             self._sleep(step)
             left -= step
             if left > 0:
-                tell(f"{left:.0f}s left")
+                self._tell(f"{left:.0f}s left", notify)
         return seconds
 
-    def _tell(self, text: str) -> None:
-        if self._notify is not None:
-            self._notify(f"GitCode API: {text}")
+    def _tell(self, text: str, notify: Callable[[str], None] | None = None) -> None:
+        notify = notify or self._notify
+        if notify is not None:
+            notify(f"GitCode API: {text}")
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[float]:
