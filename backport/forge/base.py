@@ -1,16 +1,11 @@
 """The forge protocol: what the pipeline needs of GitCode (or the embedded local forge).
 
-Everything forge-specific stays behind :class:`Forge`: credentials (``missing``, ``preflight``,
-``push_credentials``), head forms, retries, pacing, and whether writes really happen. Three
-forges implement it: :class:`~backport.forge.gitcode.GitCodeForge` (REST v5, as documented in
-``docs/gitcode.md``), :class:`~backport.forge.local.LocalForge` (SQLite, offline) and, for
-``--dry-run``, :class:`~backport.forge.dryrun.DryRunForge`, the one place a dry run is decided
-for forge writes: the PRs it answers for a create or an update are ``planned``. They are built
-by :func:`~backport.forge.factory.make_forge` alone; ``pipeline/`` never names a forge.
-
-The pr step treats labels, assignees, reviewers, testers and the comment as best-effort: a
-refusal lands in the record's warnings; a comment or issue link refused with 403/404
-(:func:`is_refusal`) is recorded and not tried again.
+Everything forge-specific stays behind :class:`Forge`: credentials, head forms, retries, pacing,
+and whether writes really happen. GitCode (REST v5, docs/gitcode.md), the local forge (SQLite)
+and, for ``--dry-run``, the dry-run forge (whose PRs are ``planned``) implement it; only
+:func:`backport.forge.make_forge` builds them, and ``pipeline/`` never names one. A write refused
+with 403/404 (:func:`is_refusal`) is recorded by the pr step and not tried again; labels,
+assignees, reviewers, testers and the comment are best-effort (a refusal is a warning).
 """
 
 from __future__ import annotations
@@ -30,31 +25,31 @@ class PullRequest:
     url: str
     title: str
     body: str
-    head: str  # source (fork) branch name
-    head_repo: str  # owner/repo the head branch lives in
-    base: str  # target branch
+    head: str  # fork branch
+    head_repo: str  # owner/repo of the head branch
+    base: str
     state: str  # "open" | "closed" | "merged"
     draft: bool = False
     not_taken: tuple[str, ...] = ()  # fields an update sent that the PR still does not show
-    planned: bool = False  # the create or update was only described (a dry forge's answer)
-    author: str = ""  # login of who opened it ("" when not shown)
+    planned: bool = False  # a dry run's answer: the write was only described
+    author: str = ""
 
 
 @dataclass(frozen=True)
 class SourcePrInfo:
-    """A PR of the upstream read as a backport's source (``GET /pulls/{n}`` and its issues)."""
+    """A PR of the upstream read as a backport's source, with its linked issues ("": not shown)."""
 
     number: int
-    state: str  # "open" | "closed" | "merged"
+    state: str
     title: str
     body: str
-    base: str  # the branch it targets (or landed on)
-    head: str  # its source branch name
-    head_sha: str  # the head commit the service shows ("" when it shows none)
-    merge_commit_sha: str  # "" when the service does not give one (GitCode's single-PR answer)
-    author: str  # login of the PR's author ("" when not shown)
-    issues: tuple[int, ...] = ()  # linked issues
-    merged_at: str = ""  # when it was merged, ISO 8601 as the service writes it ("" if not)
+    base: str
+    head: str
+    head_sha: str
+    merge_commit_sha: str
+    author: str
+    issues: tuple[int, ...] = ()
+    merged_at: str = ""  # ISO 8601 as the service writes it
 
     @property
     def merged(self) -> bool:
@@ -78,9 +73,9 @@ class PrFile:
 class Comment:
     """One comment of a PR, as the forge shows it."""
 
-    id: str  # what edits and deletes name it by
+    id: str
     body: str
-    author: str = ""  # login of who wrote it ("" when not shown)
+    author: str = ""
     created_at: str = ""
 
 
@@ -99,13 +94,11 @@ class Forge(Protocol):
     name: str
 
     def missing(self) -> list[str]:
-        """What this forge lacks that needs no network to tell (no token), one phrase each;
-        ``apply`` reports it before any work."""
+        """What this forge lacks that needs no network to tell (no token), one phrase each."""
 
     def current_user(self) -> str:
-        """The token's login (GitCode: ``GET /user`` once); the fork follows it where
-        ``fork:`` is not set, and it is the author of this tool's comments. "" when a dry run
-        cannot ask."""
+        """The token's login: the fork follows it where ``fork:`` is not set ("" when a dry run
+        cannot ask)."""
 
     def preflight(self) -> None:
         """Check credentials and that upstream and fork are visible; raise BackportError."""
@@ -131,8 +124,8 @@ class Forge(Protocol):
         """Every file PR ``number`` of the upstream changes, as the service lists them."""
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
-        """The upstream's PRs in ``state`` ("open" or "all"); ``fresh``: read now, never from
-        a listing kept from earlier (another host may have written since)."""
+        """The upstream's PRs in ``state`` ("open" or "all"); ``fresh``: never from a listing
+        kept from earlier."""
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
         """The upstream's open and merged PRs into ``base`` numbered above ``number``."""
@@ -141,10 +134,8 @@ class Forge(Protocol):
                   head_sha: str | None = None,
                   close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
-        """Open a PR from fork branch ``head`` (at ``head_sha``), one transaction: create →
-        read back → correct; verified to come from the fork, never duplicated.
-        ``close_related_issue`` None: the repository's setting. ``on_number`` hears the new
-        number before the read-back (the pr step journals it); a PR not read back raises with
+        """Open a PR from fork branch ``head``: create → read back → correct, never duplicated.
+        ``on_number`` hears the new number before the read-back; a PR not read back raises with
         ``details["unverified"]``, and :meth:`verify_pr` judges it on the next run."""
 
     def verify_pr(self, number: int, head: str, base: str, *,
@@ -158,8 +149,8 @@ class Forge(Protocol):
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
-        """Replace title and body; set draft and issue closing when given. The PR as read
-        back, ``not_taken`` naming fields the forge did not take."""
+        """Replace title and body, set draft and issue closing when given; the PR as read back,
+        ``not_taken`` naming fields the forge did not take."""
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
         """Link every one of upstream ``issues`` to PR ``number`` (idempotent)."""
@@ -174,8 +165,7 @@ class Forge(Protocol):
     def decorate(self, number: int, *, labels: tuple[str, ...] = (),
                  assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
                  testers: tuple[str, ...] = ()) -> None:
-        """Add labels / assignees / reviewers / testers, keeping existing ones; BackportError
-        when the forge refuses."""
+        """Add labels / assignees / reviewers / testers, keeping existing ones."""
 
     def list_comments(self, number: int) -> list[Comment]:
         """Every comment of PR ``number`` (all pages), oldest first."""
@@ -190,15 +180,12 @@ class Forge(Protocol):
         """Delete comment ``comment_id`` of PR ``number``."""
 
     def permission(self, login: str) -> str:
-        """``login``'s permission on the upstream (``admin``, ``write``…; ``none`` for a
-        stranger)."""
+        """``login``'s permission on the upstream (``admin``, ``write``…, ``none``)."""
 
     def collaborators(self) -> dict[str, bool]:
-        """The upstream's collaborators its listing shows, each with whether it may write (one
-        shown only through an organisation is not in it: :meth:`permission` answers)."""
+        """The upstream's listed collaborators, each with whether it may write."""
 
 
 def is_refusal(exc: BackportError) -> bool:
-    """Whether a forge error is the service refusing a write (403/404), not a transient failure
-    worth trying again on the next run."""
+    """Whether a forge error is the service refusing a write (403/404), not a transient one."""
     return exc.details.get("status") in (403, 404)

@@ -1,10 +1,8 @@
 """``--dry-run``'s forge: reads go through to the real one, every write becomes one plan line.
 
-The PRs it answers for a create or an update are ``planned`` (number 0, a placeholder URL), and
-the pr step ends such a branch as ``planned``. Without a forge to read from (GitCode without a
-token) reads are skipped too: nothing is found, and the plan says so once.
-:meth:`DryRunForge.request_summary` estimates the requests a run would make and the least time
-the rate limit takes for them.
+The PRs it answers for a create or an update are ``planned`` (number 0, a placeholder URL).
+Without a forge to read from (GitCode without a token) nothing is found, and the plan says so
+once. :meth:`DryRunForge.request_summary` estimates a run's requests and the time they take.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from typing import Any
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
 from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest, SourcePrInfo
-from backport.forge.pace import DEFAULT_WINDOWS, pacing_seconds, period_text
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -38,8 +35,7 @@ def _flag(name: str, value: bool | None) -> str:
 
 
 class DryRunForge(Forge):
-    """Describe writes to ``plan`` instead of sending them; ``inner`` answers reads (None:
-    none are made, for ``skip_reason``)."""
+    """Describe writes to ``plan``; ``inner`` answers reads (None: none, for ``skip_reason``)."""
 
     def __init__(self, inner: Forge | None, plan: PlanSink | None, *, upstream: str, fork: str,
                  name: str = "", skip_reason: str = "",
@@ -52,8 +48,7 @@ class DryRunForge(Forge):
         self.skip_reason = skip_reason
         self._told_skipped = False
         self._planned: dict[tuple[str, str], PullRequest] = {}
-        limiter = getattr(getattr(inner, "client", None), "limiter", None)
-        self.windows = windows or getattr(limiter, "windows", None) or DEFAULT_WINDOWS
+        self.windows = windows
         self.writes = 0  # requests the planned writes would cost, read-backs included
         self.creates = 0
 
@@ -73,8 +68,7 @@ class DryRunForge(Forge):
         self.plan(redact(line))
 
     def _read(self, number: int | None, method: str, default: Any, *args: Any, **kw: Any) -> Any:
-        """The inner forge's ``method(*args)``, or ``default`` without one (said once in the
-        plan) or for the planned PR (``number`` 0)."""
+        """The inner forge's ``method(*args)``, or ``default`` without one or for a planned PR."""
         if number == 0:
             return default
         if self.inner is None:
@@ -86,20 +80,20 @@ class DryRunForge(Forge):
         return getattr(self.inner, method)(*args, **kw)
 
     def request_summary(self, sets: int) -> str | None:
-        """One plan line: about how many API requests the run would make and how long the
-        service's rate limit makes that take (None for a forge without such a limit)."""
+        """One plan line: about how many GitCode requests the run makes, and how long the rate
+        limit makes that take (None for another forge)."""
         if self.name != "gitcode":
             return None
+        from backport.forge.pace import DEFAULT_WINDOWS, pacing_seconds, period_text
         client = getattr(self.inner, "client", None)
-        # made now (each set's issue read too: is it still open?), or estimated without a token
+        windows = self.windows or getattr(getattr(client, "limiter", None), "windows", None) \
+            or DEFAULT_WINDOWS
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
-        # once all of a set's PRs exist: its open and locked PRs listed afresh, and the bodies
-        # of all but its last new PR rewritten (one PATCH each; none read again)
+        # once a set's PRs exist: its PRs listed afresh, the bodies of all but its last rewritten
         refresh = max(0, self.creates - sets) + (2 * sets if self.creates else 0)
         total = reads + self.writes + refresh
-        wait = pacing_seconds(total, self.windows)
-        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in
-                              self.windows)
+        wait = pacing_seconds(total, windows)
+        limits = " and ".join(f"{limit} per {period_text(period)}" for limit, period in windows)
         took = ("that needs no wait" if wait <= 0 else
                 f"that takes at least {wait / 60:.0f} min" if wait >= 60 else
                 f"that takes at least {wait:.0f} s")
@@ -119,7 +113,6 @@ class DryRunForge(Forge):
             self.inner.preflight()
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
-        """The inner forge's (ls-remote still reads the fork in a dry run)."""
         return self.inner.push_credentials(url) if self.inner is not None else None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
@@ -134,7 +127,6 @@ class DryRunForge(Forge):
                                 head_repo=self.fork, base="", state="open"))
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
-        """A dry run without a forge to read from cannot name the source."""
         if self.inner is None:
             raise BackportError("usage", f"a dry run without a {self.name} token cannot read "
                                          f"PR !{number}; set the token to plan a backport from it")

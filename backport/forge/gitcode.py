@@ -1,16 +1,13 @@
-"""The GitCode REST v5 forge: :class:`GitCodeForge`, its writes on top of the reads of
-:mod:`backport.forge.gitcode_reads` (every behaviour relied on is in ``docs/gitcode.md``).
+"""GitCode's writes (:class:`GitCodeForge`) on top of :mod:`.gitcode_reads` (see docs/gitcode.md).
 
-A create is one transaction, create → read back → correct (:meth:`GitCodeForge.create_pr`):
-right before it the open PRs into its base are read afresh; the head is sent only as
-``owner/repo:branch``; the new PR's number is handed over at once; the PR is read back (a 404
-is "not yet") and closed only when its head repository and branch are both shown and wrong,
-its base is the one asked for and its author the token's user, after a second read, and never
-twice for one branch; the create flags are read back and corrected. A create that failed in
-transit, answered 5xx or was refused as a duplicate (in English or Chinese) is looked up, with
-settle waits, before anything is sent again. Every PATCH is checked against its answer or a
-read-back (draft always), sent again form-encoded when a field did not take, and a draft still
-not taken is set through the ``[WIP] `` title prefix, which every PATCH of a draft keeps.
+A create is one transaction: the open PRs into its base read afresh, the POST (head as
+``owner/repo:branch``), the number handed over at once, a read-back (404 is "not yet"), then
+corrections: a PR shown from another head is closed once per branch (only when its base is the
+one asked for and its author the token's user), create flags not taken are set by an update. A
+create that failed in transit, answered 5xx or was refused as a duplicate is looked up before
+anything is sent again. Every PATCH is checked against its answer or a read-back, sent again
+form-encoded when a field did not take; draft falls back to the ``[WIP] `` title prefix, which
+every PATCH of a draft keeps.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -36,18 +34,13 @@ READS_BEFORE_JUDGING = 2  # reads of a created PR, a settle wait apart, before i
 CREATED_READS = 5  # reads of a created PR before it is left unverified (404 is "not yet")
 
 # Creates are serialised per (api, upstream, head, base) inside one process.
-_create_locks: dict[tuple[str, str, str, str], threading.Lock] = {}
+_create_locks: defaultdict[tuple[str, str, str, str], threading.Lock] = defaultdict(threading.Lock)
 _create_locks_guard = threading.Lock()
-
-
-def _create_lock(key: tuple[str, str, str, str]) -> threading.Lock:
-    with _create_locks_guard:
-        return _create_locks.setdefault(key, threading.Lock())
 
 
 @dataclasses.dataclass(frozen=True)
 class _Ask:
-    """What one create asked for: what the PR GitCode made is judged and corrected against."""
+    """What one create asked for, to judge and correct the PR GitCode made against."""
 
     head: str
     base: str
@@ -59,7 +52,6 @@ class _Ask:
 
 
 def _not_in(wanted: list[int], linked: Sequence[int]) -> list[int]:
-    """The issues of ``wanted`` that ``linked`` does not hold, in order."""
     return [i for i in wanted if i not in set(linked)]
 
 
@@ -70,12 +62,11 @@ class GitCodeForge(GitCodeReads):
                   draft: bool = False, head_sha: str | None = None,
                   close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
-        """One transaction: create unless another run opened it meanwhile (`_post_pr`; the
-        number told to ``on_number`` at once), read back until GitCode shows it
-        (`_read_created`), correct (`_correct`: a PR from another head closed once per branch,
-        create flags not taken set through an update)."""
+        """Create unless another run opened it meanwhile, read back, correct (module doc)."""
         ask = _Ask(head, base, title, body, draft, head_sha, close_related_issue)
-        with _create_lock((self.api_url, self.upstream, head, base)):
+        with _create_locks_guard:
+            lock = _create_locks[(self.api_url, self.upstream, head, base)]
+        with lock:
             existing = self._opened_since(head, base)  # another run may have opened it
             if existing is not None:
                 return existing
@@ -95,19 +86,16 @@ class GitCodeForge(GitCodeReads):
         return self._correct(number, full, ask)
 
     def _branch_sha(self, repo: str, branch: str) -> str | None:
-        """The commit ``repo``'s ``branch`` points at on GitCode, or None when it does not exist."""
+        """The commit ``repo``'s ``branch`` points at, or None when it does not exist."""
         owner, _, name = repo.partition("/")
-        try:
-            data = self.client.get(f"/repos/{seg(owner)}/{seg(name)}/branches/{seg(branch)}")
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
+        data = self._get_found(f"/repos/{seg(owner)}/{seg(name)}/branches/{seg(branch)}")
+        if data is None:
+            return None
         return wire.text(wire.obj(data if isinstance(data, dict) else {}, "commit").get("id"))
 
     def _fork_branch_shown(self, head: str, head_sha: str | None) -> bool:
-        """After a refused create: whether GitCode shows the fork branch (at ``head_sha``), after
-        the settle wait when it does not at once; raises the sentence when it never does."""
+        """After a refused create: whether the fork branch (at ``head_sha``) showed only after a
+        settle wait; raises when it never does."""
         sha: str | None = None
         for attempt in range(2):  # a branch pushed a moment ago may take a while to show
             if attempt:
@@ -129,7 +117,7 @@ class GitCodeForge(GitCodeReads):
 
     def _post_pr(self, ask: _Ask) -> PullRequest | int:
         """POST the PR: its number, or the PR a failed create opened after all. Resent once
-        after a lost reply or a 5xx, or a refusal for a fork branch GitCode showed only later."""
+        after a lost reply, a 5xx, or a refusal for a fork branch that showed only later."""
         head, base = ask.head, ask.base
         same = wire.norm_repo(self.fork) == wire.norm_repo(self.upstream)
         head_form = head if same else f"{self.fork}:{head}"
@@ -139,7 +127,7 @@ class GitCodeForge(GitCodeReads):
             payload["draft"] = True
         if ask.close_related_issue is not None:
             payload["close_related_issue"] = ask.close_related_issue
-        resends = 1  # after a lost reply or 5xx, and after a branch that showed only later
+        resends = 1
         while True:
             try:
                 answer = self.client.request("POST", self._pulls(), json=payload, retry=False)
@@ -154,8 +142,7 @@ class GitCodeForge(GitCodeReads):
             except ApiError as exc:
                 if exc.code == "auth":
                     raise
-                # Whatever the refusal, the PR may exist (a duplicate, a create that went
-                # through): look before sending anything else.
+                # Whatever the refusal, the PR may exist: look before sending anything else.
                 found = self._look_up_after_failure(
                     head, base, exc.message,
                     settle=wire.is_duplicate(exc.server_message) or exc.status in (409, 429)
@@ -169,11 +156,8 @@ class GitCodeForge(GitCodeReads):
                                         f"({exc.server_message}), but no open PR from that fork "
                                         "branch is listed; look at the upstream's PRs, then run "
                                         "again."), details={"status": exc.status}) from None
-                if exc.status >= 500 and resends > 0:
-                    resends -= 1
-                    continue
-                if 400 <= exc.status < 500 and resends > 0 and \
-                        self._fork_branch_shown(head, ask.head_sha):
+                if resends > 0 and (exc.status >= 500 or 400 <= exc.status < 500
+                                     and self._fork_branch_shown(head, ask.head_sha)):
                     resends -= 1
                     continue
                 raise BackportError(
@@ -186,8 +170,8 @@ class GitCodeForge(GitCodeReads):
 
     def _look_up_after_failure(self, head: str, base: str, why: str, *,
                                settle: bool = True) -> PullRequest | None:
-        """Look for the PR a failed create may have opened: fresh listings, ``LOOKUPS`` of them
-        ``settle`` seconds apart (one when the refusal says nothing was made)."""
+        """The PR a failed create may have opened: ``LOOKUPS`` fresh listings a settle wait
+        apart (one without ``settle``)."""
         log.warning("%s; checking whether the PR exists anyway", why.rstrip("."))
         for attempt in range(LOOKUPS if settle else 1):
             if attempt:
@@ -209,9 +193,8 @@ class GitCodeForge(GitCodeReads):
         raise BackportError("forge", f"{said}, and no such open PR is listed.")
 
     def _read_created(self, number: int, ask: _Ask) -> dict[str, Any]:
-        """The created PR as GitCode shows it: a 404, an error or a reply that is no PR is "not
-        yet" (lag), read again after a settle wait; a head or SHA that looks wrong is read once
-        more before it is judged."""
+        """The created PR as GitCode shows it: an error is "not yet", read again after a settle
+        wait; a head or SHA that looks wrong is read once more before it is judged."""
         full: dict[str, Any] | None = None
         why = ""
         good = 0
@@ -241,9 +224,8 @@ class GitCodeForge(GitCodeReads):
         return full
 
     def _correct(self, number: int, full: dict[str, Any], ask: _Ask) -> PullRequest:
-        """A PR whose head repository and branch are both shown and wrong goes to `_close_wrong`
-        (which raises); any other is kept (a head not shown taken as the fork's), and create
-        flags it does not show as sent are set through `update_pr`."""
+        """A PR whose head repository and branch are both shown and wrong is closed
+        (`_close_wrong` raises); else kept, its create flags not taken set by `update_pr`."""
         head = ask.head
         pr = self._to_pr(full)
         with self._lock:
@@ -277,9 +259,8 @@ class GitCodeForge(GitCodeReads):
 
     def _close_wrong(self, number: int, pr: PullRequest, full: dict[str, Any],
                      ask: _Ask) -> NoReturn:
-        """A PR GitCode opened from another head: closed once per branch where backport may
-        (its base the one asked for, its author the token's user), else left open; raises the
-        sentence either way."""
+        """A PR opened from another head: closed once per branch where backport may, else left
+        open; raises either way."""
         head, base = ask.head, ask.base
         source = f"{pr.head_repo}:{pr.head}"
         if wire.norm_repo(pr.head_repo) == wire.norm_repo(self.upstream):
@@ -312,8 +293,7 @@ class GitCodeForge(GitCodeReads):
             details={"number": number, "url": pr.url, "closed": closed is None})
 
     def _close(self, number: int, pr: PullRequest) -> str | None:
-        """Close a PR (``PATCH state=closed``, form-encoded if JSON did not take); None when
-        closed, else why not."""
+        """PATCH state=closed (again form-encoded if JSON did not take); None, or why not."""
         fields = {"title": pr.title, "body": pr.body, "state": "closed"}
         try:
             self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=fields)
@@ -328,9 +308,8 @@ class GitCodeForge(GitCodeReads):
 
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
-        """PATCH, each field checked against the answer or a read-back; fields not taken sent
-        again form-encoded. The title keeps the ``[WIP] `` marker of a PR that stays a draft
-        (``draft`` None: as last seen), so a service deriving draft from it keeps the draft."""
+        """PATCH, checked and resent as the module says; the title keeps ``[WIP] `` for a PR
+        that stays a draft (``draft`` None: as last seen)."""
         path = self._pulls(f"/{seg(number)}")
         with self._lock:
             known = dict((self._open or {}).get(number, {}))
@@ -360,8 +339,7 @@ class GitCodeForge(GitCodeReads):
     def _draft_by_title(self, number: int, fields: dict[str, Any], draft: bool,
                         data: dict[str, Any], not_taken: list[str]) -> tuple[dict[str, Any],
                                                                                list[str]]:
-        """Set draft through the title where the service derives draft from it and ignores
-        the ``draft`` field: ``[WIP] `` before the title for a draft, the plain title else."""
+        """Set draft through the title: ``[WIP] `` before it for a draft, the plain one else."""
         title = wire.strip_wip(str(fields["title"]))
         sent = {"title": f"{wire.WIP_PREFIXES[0]}{title}" if draft else title,
                 "body": fields["body"]}
@@ -377,8 +355,8 @@ class GitCodeForge(GitCodeReads):
 
     def _check_update(self, number: int, fields: dict[str, Any], answer: Any,
                       known: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """The PR as it now is and the fields that did not take; a field the answer does not
-        show is read back unless it was already as sent (draft always: it may follow the title)."""
+        """The PR as it now is and the fields not taken; one the answer does not show is read
+        back unless already as sent (draft always: it may follow the title)."""
         shown = answer if isinstance(answer, dict) else {}
         need_read = not known or any(
             wire.field(shown, key) is None and (key == "draft"
@@ -393,9 +371,8 @@ class GitCodeForge(GitCodeReads):
         return data, not_taken
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
-        """One POST of the issues not linked yet (none read for a PR just opened), read back
-        only where the answer does not list them; a 5xx, 429 or lost reply tried again up to
-        ``LINK_ATTEMPTS`` times, a settle wait apart."""
+        """One POST of the issues not linked yet, read back where the answer does not list
+        them; a 5xx, 429 or lost reply tried again up to ``LINK_ATTEMPTS`` times."""
         wanted = [int(i) for i in dict.fromkeys(issues)]
         if not wanted:
             return
@@ -433,18 +410,17 @@ class GitCodeForge(GitCodeReads):
     def decorate(self, number: int, *, labels: tuple[str, ...] = (),
                  assignees: tuple[str, ...] = (), reviewers: tuple[str, ...] = (),
                  testers: tuple[str, ...] = ()) -> None:
-        # Each of these adds to the existing set, so repeating one is harmless: retry allowed.
         for role, names, payload in (
                 ("labels", labels, list(labels)),
                 ("assignees", assignees, {"assignees": ",".join(assignees)}),
                 ("reviewers", reviewers, {"reviewers": ",".join(reviewers), "add": True}),
                 ("testers", testers, {"testers": ",".join(testers), "add": True})):
-            if names:
+            if names:  # each adds to the existing set, so a resend is harmless
                 self.client.request("POST", self._pulls(f"/{seg(number)}/{role}"), json=payload,
                                     retry=True)
 
     def post_comment(self, number: int, body: str) -> Comment:
-        """``POST …/pulls/{n}/comments`` (never sent twice), then read back from the list."""
+        """POST (never sent twice), then read back from the list."""
         answer = self.client.request("POST", self._pulls(f"/{seg(number)}/comments"),
                                      json={"body": body}, retry=False)
         posted = wire.comment_of(answer) if isinstance(answer, dict) else None
@@ -460,13 +436,12 @@ class GitCodeForge(GitCodeReads):
         return posted
 
     def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
-        """``PATCH …/pulls/comments/{id}`` (pulls.rst §26: its answer is ``{}``), checked by
-        reading the PR's comments; sent once more form-encoded (as documented) when the JSON
-        body did not take."""
+        """PATCH (its answer is ``{}``), checked by reading the comments; sent once more
+        form-encoded when the JSON body did not take."""
         with self._lock:
             self._after_post.pop(number, None)
         path = self._pulls(f"/comments/{seg(comment_id)}")
-        for as_json in (True, False):  # sent once more form-encoded where JSON did not take
+        for as_json in (True, False):
             self.client.request("PATCH", path, json={"body": body} if as_json else None,
                                 data=None if as_json else {"body": body})
             shown = next((c for c in self.list_comments(number) if c.id == comment_id), None)
@@ -479,7 +454,6 @@ class GitCodeForge(GitCodeReads):
                                      f"!{number} of {self.upstream} but still shows the old text.")
 
     def delete_comment(self, number: int, comment_id: str) -> None:
-        """``DELETE …/pulls/comments/{id}`` (pulls.rst §27)."""
         with self._lock:
             self._after_post.pop(number, None)
         self.client.request("DELETE", self._pulls(f"/comments/{seg(comment_id)}"))

@@ -1,9 +1,8 @@
 """GitCode's JSON answers read into this package's values, whatever shape the service gives.
 
-Every reader here takes what the answer shows and nothing more: a field the object does not
-carry reads as empty (or None where "not shown" must differ from "empty"), numbers go through
-the one bounded parser, and a draft's title is read without the prefix (``[WIP] ``) GitCode may
-put before it. :func:`pages` reads a paginated list whole.
+A field the object does not carry reads as empty (None where "not shown" must differ from
+"empty"), numbers go through the one bounded parser, a draft's title is read without its
+``[WIP] `` prefix. :func:`pages` reads a paginated list whole.
 """
 
 from __future__ import annotations
@@ -15,10 +14,6 @@ from backport.errors import BackportError
 from backport.forge.base import Comment, PrFile
 from backport.numerals import MAX_DIGITS, json_number
 from backport.redact import redact
-
-PER_PAGE = 100
-SMALLEST_PAGE = 20  # the documented default page size, used where ``per_page`` is ignored
-MAX_PAGES = 50
 
 
 def norm_repo(value: str) -> str:
@@ -50,8 +45,7 @@ def text(value: Any) -> str:
 
 
 def as_int(value: Any) -> int:
-    """A number of the service's answer, through the one bounded parser (ValueError when it
-    is none: at most 10 digits)."""
+    """A number of the service's answer (ValueError unless of at most 10 digits)."""
     found = json_number(value)
     if found is None:
         raise ValueError(f"not a number of at most {MAX_DIGITS} digits")
@@ -118,8 +112,8 @@ def body_of(data: dict[str, Any]) -> str:
 
 
 def field(data: dict[str, Any], key: str) -> Any:
-    """One PR field as the forge compares it (title without a draft prefix, body without
-    surrounding blank space); None when ``data`` does not show it."""
+    """One PR field as compared (title without a draft prefix, body stripped); None when
+    ``data`` does not show it."""
     if key == "title":
         return strip_wip(data["title"]) if isinstance(data.get("title"), str) else None
     if key == "body":
@@ -133,7 +127,7 @@ def field(data: dict[str, Any], key: str) -> Any:
 
 
 def as_sent(key: str, value: Any) -> Any:
-    """A value sent, as :func:`_field` would show it once taken."""
+    """A value sent, as :func:`field` would show it once taken."""
     if key == "title":
         return strip_wip(str(value))
     if key == "body":
@@ -158,8 +152,7 @@ def issue_numbers(answer: Any) -> list[int]:
 
 
 def comment_of(data: dict[str, Any]) -> Comment:
-    """A comment item: ``note_id`` (an integer, what ``PATCH …/pulls/comments/{id}`` takes)
-    where the item has one, else ``id``."""
+    """A comment item, named by ``note_id`` (what its PATCH takes) where it has one, else ``id``."""
     ident = data.get("note_id") if data.get("note_id") not in (None, "") else data.get("id")
     return Comment(id=str(ident), body=text(data.get("body")),
                    author=text(obj(data, "user").get("login")),
@@ -168,16 +161,14 @@ def comment_of(data: dict[str, Any]) -> Comment:
 
 def pages(get: Callable[[str, dict[str, Any]], Any], url: str, path: str,
           params: dict[str, Any], key: Callable[[dict[str, Any]], str] | None = None,
-          max_pages: int = MAX_PAGES) -> Iterator[dict[str, Any]]:
-    """Every item of a paginated list, page after page until an empty or a repeated page, or
-    one shorter than the documented default of 20 (a longer one does not end it: the service
-    may not honour ``per_page``). A page that is not a list (an error object or an HTML page
-    answered 200) is an error, never the end. ``key`` names an item for telling a repeated page
-    (default: its ``id`` or ``number``); ``url`` is the API's, for the error."""
+          max_pages: int = 50) -> Iterator[dict[str, Any]]:
+    """Every item of a paginated list, until an empty or repeated page, or one shorter than the
+    documented default of 20 (``per_page`` may be ignored). A page that is not a list is an
+    error, never the end. ``key`` names an item to tell a repeated page (default: ``id``)."""
     seen_pages: set[tuple[str, ...]] = set()
     named = key or (lambda i: str(i.get("id", i.get("number"))))
     for page in range(1, max_pages + 1):
-        items = get(path, {**params, "page": page, "per_page": PER_PAGE})
+        items = get(path, {**params, "page": page, "per_page": 100})
         if not isinstance(items, list):
             shape = "an object" if isinstance(items, dict) else "text" if items else "nothing"
             raise BackportError("forge", redact(
@@ -189,8 +180,8 @@ def pages(get: Callable[[str, dict[str, Any]], Any], url: str, path: str,
             return
         seen_pages.add(shown)
         yield from (i for i in items if isinstance(i, dict))
-        if len(items) < SMALLEST_PAGE:
-            return  # shorter than any page size the service uses: the last page
+        if len(items) < 20:
+            return
     raise BackportError("forge", f"GitCode API GET {url}{path} returned more than {max_pages} "
                                  "pages; refusing to guess whether a PR already exists.")
 

@@ -1,11 +1,9 @@
-"""The GitCode REST v5 client's reads (every behaviour relied on is in ``docs/gitcode.md``).
+"""The GitCode REST v5 client's reads (see docs/gitcode.md); writes are in :mod:`.gitcode`.
 
 List filters are never trusted: every item is matched here, and a PR found in a listing is read
 again whole (a list item's body may be cut short). The upstream's open (and locked) PRs are
-listed once a run, in a stable order, and kept current by this client's own writes, so finds
-cost no request after the first; the merged PRs into a target are read newest first down to
-the number asked. ``current_pr`` answers from the PR last read or written where the listing
-shows it unchanged since. Writes are in :mod:`backport.forge.gitcode`.
+listed once a run, oldest first, and kept current by this client's own writes; the merged PRs
+into a target are read newest first down to the number asked.
 """
 
 from __future__ import annotations
@@ -27,15 +25,13 @@ from backport.forge.token import askpass_env
 
 log = logging.getLogger(__name__)
 
-LISTING_TTL = 300.0  # seconds a listing of open PRs is reused (own writes keep it current)
-OPEN_STATES = ("open", "locked")  # the listing states of a PR that is not closed
+LISTING_TTL = 300.0  # seconds a listing of open PRs is reused
 STABLE_ORDER = {"sort": "created", "direction": "asc"}  # new PRs land on the last page
 SET_TOKEN = "set GITCODE_TOKEN (or BACKPORT_TOKEN) to a personal access token"
 
 
 class GitCodeReads:
-    """What :class:`~backport.forge.gitcode.GitCodeForge` reads of GitCode, and the listing it
-    keeps."""
+    """What :class:`~backport.forge.gitcode.GitCodeForge` reads, and the listing it keeps."""
 
     name = "gitcode"
 
@@ -51,11 +47,10 @@ class GitCodeReads:
         self.upstream = upstream
         self._fork = fork  # "" follows the token: `fork`
         self.web_url = web_url.rstrip("/")
-        self.has_token = bool(token)
         self._token = token
         self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
                                           windows=windows, notify=notify, pace_dir=pace_dir)
-        self.settle = settle  # seconds to let a just-created PR or a pushed branch show up
+        self.settle = settle  # seconds to let a new PR or a pushed branch show up
         self._sleep = sleep
         self._clock = clock
         owner, _, repo = upstream.partition("/")
@@ -81,10 +76,6 @@ class GitCodeReads:
     def _pulls(self, suffix: str = "") -> str:
         return f"{self._base_path}/pulls{suffix}"
 
-    def _pr_url(self, data: dict[str, Any], number: int) -> str:
-        return (wire.text(data.get("html_url")) or wire.text(data.get("web_url"))
-                or f"{self.web_url}/{self.upstream}/pull/{number}")
-
     def _to_pr(self, data: dict[str, Any]) -> PullRequest:
         number = wire.pr_number(data)
         head, base = wire.obj(data, "head"), wire.obj(data, "base")
@@ -96,8 +87,10 @@ class GitCodeReads:
         else:
             state = "closed"
         draft, title = wire.is_draft(data), wire.text(data.get("title"))
+        url = (wire.text(data.get("html_url")) or wire.text(data.get("web_url"))
+               or f"{self.web_url}/{self.upstream}/pull/{number}")
         return PullRequest(
-            number=number, url=self._pr_url(data, number),
+            number=number, url=url,
             title=wire.strip_wip(title) if draft else title, body=wire.body_of(data),
             head=wire.text(head.get("ref")) or wire.text(data.get("source_branch")),
             head_repo=wire.repo_of(head) or "",
@@ -120,14 +113,13 @@ class GitCodeReads:
         return wire.pages(self.client.get, self.api_url, path, params, key)
 
     def _open_prs(self, *, fresh: bool = False) -> dict[int, dict[str, Any]]:
-        """The upstream's open (and locked) PRs by number, listed oldest first (a PR opened
-        meanwhile cannot shift one past a page boundary); kept ``LISTING_TTL`` seconds and
-        current by this client's own writes. A PR this client opened that a listing leaves out
-        (it may lag) stays as last seen."""
+        """The upstream's open (and locked) PRs by number, oldest first (a PR opened meanwhile
+        cannot shift one past a page boundary); a PR this client opened that a lagging listing
+        leaves out stays as last seen."""
         with self._lock:
             now = self._clock()
             if fresh or self._open is None or now - self._open_at > LISTING_TTL:
-                listing = {n: item for state in OPEN_STATES for n, item in wire.numbered(
+                listing = {n: item for state in ("open", "locked") for n, item in wire.numbered(
                     self._pages(self._pulls(), {"state": state, **STABLE_ORDER}))}
                 self._listed_at = {n: wire.text(item.get("updated_at"))
                                    for n, item in listing.items()}
@@ -149,7 +141,7 @@ class GitCodeReads:
                     self._open.pop(number, None)
 
     def missing(self) -> list[str]:
-        if self.has_token:
+        if self._token:
             return []
         return [f"no GitCode token for {self.api_url}: {SET_TOKEN}, or store one with git's "
                 "credential helper"]
@@ -172,11 +164,11 @@ class GitCodeReads:
                 raise
 
     def current_user(self) -> str:
-        """The token's own login (``GET /user``, read once)."""
+        """The token's own login (``GET /user``, once)."""
         with self._lock:
             if self.login is not None:
                 return self.login
-            if not self.has_token:
+            if not self._token:
                 raise BackportError("auth", f"No GitCode token for {self.api_url}; {SET_TOKEN}.")
             try:
                 data = self.client.get("/user")
@@ -198,7 +190,7 @@ class GitCodeReads:
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
         """Environment for ``git push`` over HTTPS: the token via askpass, never in argv or URL,
-        with the token's own login as the user name (the fork may belong to an organisation)."""
+        as the token's own login."""
         if self._token and url.startswith(("https://", "http://")):
             return askpass_env(self._token, self.current_user())
         return None
@@ -207,8 +199,7 @@ class GitCodeReads:
         return self._find(head, base, fresh=False)
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
-        """The open PRs from the kept listing and the merged ones into ``base``; every item is
-        checked here (the filters only narrow the reading)."""
+        """The open PRs from the kept listing and the merged ones into ``base``."""
         found = {n: item for n, item in self._open_prs().items() if n > number}
         found.update((n, item) for n, item in self._merged_into(base, number).items()
                      if n > number)
@@ -216,10 +207,8 @@ class GitCodeReads:
         return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
 
     def _merged_into(self, base: str, number: int) -> dict[int, dict[str, Any]]:
-        """The merged PRs into ``base`` numbered above ``number`` (maybe more), asked newest
-        first: the reading ends at the first one at or below ``number`` while the items came
-        strictly newest first (a service that ignores the order is read whole). One reading
-        serves the run's later asks for ``base`` down to where it reached, for ``LISTING_TTL``."""
+        """The merged PRs into ``base`` numbered above ``number`` (maybe more), read newest first
+        until one at or below it (whole where the order is ignored); kept for later asks."""
         with self._lock:
             kept = self._merged.get(base)
             if kept is not None and kept[1] <= number and \
@@ -245,9 +234,8 @@ class GitCodeReads:
         return self._match(self._open_prs(fresh=fresh).values(), head, base)
 
     def _opened_since(self, head: str, base: str) -> PullRequest | None:
-        """Right before a create: the open PRs into ``base`` read now (kept in the listing),
-        and the listing's locked ones (a PR opened since is open; one locked since was open,
-        and listed, then). Without a listing kept, the whole listing is read."""
+        """Right before a create: the open PRs into ``base`` read now, and the listing's locked
+        ones (one locked since was listed as open); without a listing kept, the whole one."""
         with self._lock:
             listed = self._open is not None and self._clock() - self._open_at <= LISTING_TTL
         if not listed:
@@ -280,8 +268,8 @@ class GitCodeReads:
         return self._to_pr(self._get_pr_data(number))
 
     def current_pr(self, number: int) -> PullRequest:
-        """The PR as this client last read or wrote it whole where the last listing shows the
-        same ``updated_at`` (nobody wrote it since; a listed body may be cut short); else read."""
+        """The PR as this client last read or wrote it where the last listing shows the same
+        ``updated_at``; else read."""
         with self._lock:
             whole = self._whole.get(number)
             stamp = self._listed_at.get(number)
@@ -290,8 +278,7 @@ class GitCodeReads:
         return self.get_pr(number)
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
-        """``GET …/pulls/{n}`` and its ``/issues`` (pulls.rst); ``merge_commit_sha`` only when
-        the answer carries one (the single-PR example shows none)."""
+        """``GET …/pulls/{n}`` and its issues; ``merge_commit_sha`` only where shown."""
         data = self._get_pr_data(number)
         pr = self._to_pr(data)
         head = wire.obj(data, "head")
@@ -305,7 +292,7 @@ class GitCodeReads:
             merged_at=wire.text(data.get("merged_at")).strip())
 
     def pr_files(self, number: int) -> list[PrFile]:
-        """``GET …/pulls/{n}/files`` (pulls.rst §5; pages followed, though none documented)."""
+        """``GET …/pulls/{n}/files`` (pages followed, though none documented)."""
         files: dict[PrFile, None] = {}
         for item in self._pages(self._pulls(f"/{seg(number)}/files"), {},
                                 key=lambda i: wire.text(i.get("filename"))):
@@ -333,8 +320,7 @@ class GitCodeReads:
         return data
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
-        """A PR this client opened is taken as the fork's where the listing shows no head
-        repository (as when it was created)."""
+        """A PR this client opened is taken as the fork's where no head repository is shown."""
         if state == "open":
             with self._lock:
                 created = set(self._created)
@@ -364,8 +350,7 @@ class GitCodeReads:
         return wire.issue_numbers(list(self._pages(self._pulls(f"/{seg(number)}/issues"), {})))
 
     def list_comments(self, number: int) -> list[Comment]:
-        """``GET …/pulls/{n}/comments`` (pulls.rst §6), sorted by ``created_at`` (the answer's
-        order is not documented); right after a post, the post's own read-back answers."""
+        """The comments by ``created_at``; right after a post, the post's own read-back."""
         with self._lock:
             listed = self._after_post.pop(number, None)
         if listed is not None:
@@ -375,7 +360,7 @@ class GitCodeReads:
         return sorted(items, key=lambda c: (c.created_at, int(c.id) if c.id.isdigit() else 0))
 
     def _get_found(self, path: str) -> Any:
-        """``GET path``'s answer; None where GitCode has no such thing (``not_found``)."""
+        """``GET path``'s answer; None where GitCode has no such thing."""
         try:
             return self.client.get(path)
         except ApiError as exc:
@@ -384,14 +369,14 @@ class GitCodeReads:
             raise
 
     def permission(self, login: str) -> str:
-        """``GET …/collaborators/{login}/permission`` (member.rst §5); ``none`` if unknown."""
+        """``GET …/collaborators/{login}/permission``; ``none`` if unknown."""
         data = self._get_found(f"{self._base_path}/collaborators/{seg(login)}/permission")
         value = wire.text(data.get("permission")).strip().lower() if isinstance(data, dict) else ""
         return value or "none"
 
     def collaborators(self) -> dict[str, bool]:
-        """``GET …/collaborators`` (member.rst §3): each ``login`` (or ``username``) and whether
-        ``permissions.admin`` or ``.push`` is true, or its ``permission`` a writer's."""
+        """Each ``login`` (or ``username``): ``permissions.admin`` or ``.push``, or a writer's
+        ``permission``."""
         found: dict[str, bool] = {}
         for item in self._pages(f"{self._base_path}/collaborators", {},
                                 key=lambda i: str(i.get("id", i.get("username")))):

@@ -1,20 +1,14 @@
-"""JSON over HTTP for the GitCode API: the token header, the rate limit, retries, one-sentence
-errors.
+"""JSON over HTTP for the GitCode API: the token header, the rate limit, retries, errors.
 
-- The token travels only in the ``PRIVATE-TOKEN`` header, never in a URL; redirects are not
-  followed (one to another host would carry the header along).
-- Every attempt waits its turn of :class:`~backport.forge.pace.RateLimiter` (GitCode's rate
-  windows, kept across the host's processes when ``pace_dir`` is given).
-- Retries are urllib3's ``Retry`` mounted through a requests ``HTTPAdapter`` (:class:`_Retry`):
-  5xx and dropped connections for idempotent methods (a POST only with ``retry=True``), a 429
-  for every method (the server did not act), up to ``max_attempts``, exponential back-off with
-  jitter. What urllib3 does not know stays here, in ``_Retry``'s hooks: each attempt takes its
-  own place in the limiter; a 429 pauses every thread and process of the token, for its
-  ``Retry-After`` (read against the reply's ``Date``; over 5 minutes it is not
-  waited) or, without one (GitCode sends none), the shortest window, told to ``notify``; a
-  host that cannot be reached at all (no such name, connection refused) is not retried.
-- Every error is one redacted sentence naming the URL: :class:`ApiError` (an answer) or
-  :class:`ApiTransportError` (none).
+The token travels only in the ``PRIVATE-TOKEN`` header, never in a URL; redirects are not
+followed (they would carry the header along). Every attempt waits its turn of the
+:class:`~backport.forge.pace.RateLimiter`. Retries are urllib3's ``Retry`` through a requests
+``HTTPAdapter`` (:class:`_Retry`): 5xx and dropped connections for idempotent methods (a POST
+only with ``retry=True``), a 429 for every method, with exponential back-off and jitter. A 429
+pauses every thread and process of the token for its ``Retry-After`` (read against the reply's
+``Date``; over 5 minutes: not waited) or, without one, the shortest window; an unreachable host
+is not retried. Every error is one redacted sentence naming the URL: :class:`ApiError` (an
+answer) or :class:`ApiTransportError` (none).
 """
 
 from __future__ import annotations
@@ -44,11 +38,8 @@ from backport.redact import redact, register_secret
 log = logging.getLogger(__name__)
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"})
-RETRY_STATUSES = frozenset({500, 502, 503, 504})
-USER_AGENT = f"backport/{__version__}"
-SERVICE = "GitCode API"  # how errors and waits name the service
+SERVICE = "GitCode API"
 MAX_RETRY_AFTER = 300.0  # seconds: a 429 asking a longer wait is not waited
-PROGRESS_EVERY = 15.0  # seconds between the notes of a long wait
 
 
 def seg(value: str | int) -> str:
@@ -60,13 +51,10 @@ class ApiError(BackportError):
     """The server answered with an error status."""
 
     def __init__(self, code: str, message: str, *, method: str, path: str, status: int,
-                 server_message: str, trace_id: str | None = None) -> None:
+                 server_message: str) -> None:
         super().__init__(code, message, details={"status": status, "method": method, "path": path})
-        self.method = method
-        self.path = path
         self.status = status
         self.server_message = server_message
-        self.trace_id = trace_id
 
     @property
     def not_found(self) -> bool:
@@ -81,8 +69,6 @@ class ApiTransportError(BackportError):
 
     def __init__(self, message: str, *, method: str, path: str) -> None:
         super().__init__("forge", message, details={"method": method, "path": path})
-        self.method = method
-        self.path = path
 
 
 def error_text(response: requests.Response) -> tuple[str, str | None]:
@@ -104,27 +90,22 @@ def error_text(response: requests.Response) -> tuple[str, str | None]:
 def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time,
                         date: str | None = None) -> float | None:
     """A Retry-After header's seconds (a delta, or an HTTP date read against the reply's own
-    ``Date`` where it has one: the server's clock may differ from this host's); None if none."""
+    ``Date`` where it has one: the clocks may differ); None if none."""
     value = (value or "").strip()
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(value)) if value else None
-    except ValueError:
-        pass
     when, sent = (_http_date(text) for text in (value, date))
     return None if when is None else max(0.0, when - (sent if sent is not None else now()))
 
 
 def _http_date(value: str | None) -> float | None:
-    try:
+    with contextlib.suppress(TypeError, ValueError, IndexError):
         return email.utils.parsedate_to_datetime((value or "").strip()).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
+    return None
 
 
 class _Retry(Retry):
-    """urllib3's retry policy with this client's hooks (carried to every copy ``new`` makes):
-    each attempt paced, a 429 retried for any method and waited out as the module says, an
-    unreachable host or an over-long ``Retry-After`` not retried."""
+    """urllib3's retry policy with this client's hooks (carried to every copy ``new`` makes)."""
 
     client: ApiClient | None = None
 
@@ -161,8 +142,7 @@ class _Retry(Retry):
 
 class ApiClient:
     """JSON REST client bound to one base URL and one token. ``pace_dir``: where the token's
-    request log shared by this host's processes lives (None: this client counts only its own
-    requests). ``sleep`` and ``limiter`` are injectable so tests need not wait."""
+    request log shared by this host's processes lives (None: this client's own)."""
 
     def __init__(self, base_url: str, token: str | None, *, timeout: float = 30.0,
                  max_attempts: int = 5, limiter: RateLimiter | None = None,
@@ -185,9 +165,9 @@ class ApiClient:
         register_secret(token)
         self._token = token  # sent in the PRIVATE-TOKEN header alone
         self.session = requests.Session()
-        self.session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
-        # The environment's proxies (HTTPS_PROXY, NO_PROXY) and CA bundle for the one host every
-        # call goes to (redirects are not followed), read once here instead of on each call.
+        self.session.headers.update({"User-Agent": f"backport/{__version__}",
+                                     "Accept": "application/json"})
+        # The environment's proxies and CA bundle for the one host, read once.
         settings = self.session.merge_environment_settings(self.base_url, {}, None, None, None)
         self._proxies, self._verify = settings["proxies"], settings["verify"] or True
         self.session.trust_env = False
@@ -197,16 +177,11 @@ class ApiClient:
 
     def _retry(self, attempts: int, methods: frozenset[str]) -> _Retry:
         retry = _Retry(total=max(1, attempts) - 1, allowed_methods=methods,
-                       status_forcelist=RETRY_STATUSES, backoff_factor=1.0,
+                       status_forcelist=(500, 502, 503, 504), backoff_factor=1.0,
                        backoff_max=30.0, backoff_jitter=1.0, raise_on_status=False,
                        raise_on_redirect=False, respect_retry_after_header=False)
         retry.client = self
         return retry
-
-    def close(self) -> None:
-        for adapter in self._adapters.values():
-            adapter.close()
-        self.session.close()
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -215,9 +190,8 @@ class ApiClient:
                 json: Any = None, data: Mapping[str, str] | None = None,
                 retry: bool | None = None) -> Any:
         """One call, retried as the policy allows; the 2xx answer decoded (JSON, else the text,
-        None when empty), else raises. ``path`` has its
-        segments encoded (:func:`seg`); ``retry`` overrides whether 5xx and lost connections
-        are retried (default: for idempotent methods)."""
+        None when empty), else raises. ``retry``: whether 5xx and lost connections are retried
+        (default: for idempotent methods)."""
         method = method.upper()
         again = (method in IDEMPOTENT) if retry is None else retry
         prepared = self.session.prepare_request(requests.Request(
@@ -245,7 +219,6 @@ class ApiClient:
         return self.request("GET", path, params=params)
 
     def _next_attempt(self) -> None:
-        """Take a place in the limiter for one more attempt of this thread's request."""
         stack = contextlib.ExitStack()
         stack.enter_context(self.limiter.slot())
         self._attempt.slot = stack
@@ -261,8 +234,7 @@ class ApiClient:
             stack.close()
 
     def _between_attempts(self, retry: Retry, response: Any) -> None:
-        """Wait as a 429 asks (pausing every thread and process of the token) or back off,
-        then take the next attempt's place."""
+        """Wait as a 429 asks or back off, then take the next attempt's place."""
         if response is not None and response.status == 429:
             delay = retry.get_retry_after(response)
             self.limiter.pause(self._rate_window if delay is None else delay)
@@ -297,7 +269,7 @@ class ApiClient:
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
         status = response.status_code
-        trace_id = None
+        trace_id: str | None = None
         if 300 <= status < 400:
             where = redact(response.headers.get("Location", "elsewhere"))
             server_message = f"redirect to {where} (not followed)"
@@ -309,11 +281,11 @@ class ApiClient:
         message = redact(f"{SERVICE} {method} {self.url(path)} answered {status}: "
                          f"{server_message}{trace}.")
         return ApiError(code, message, method=method, path=path, status=status,
-                        server_message=server_message, trace_id=trace_id)
+                        server_message=server_message)
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and every exception behind it (causes, contexts, reasons, arguments)."""
+    """``exc`` and every exception behind it."""
     seen: set[int] = set()
     todo: list[BaseException] = [exc]
     while todo:

@@ -1,12 +1,10 @@
 """The embedded offline forge: PRs in one SQLite file (``.backport/forge.sqlite``).
 
-Used by ``backport demo``, by tests and by teams without a GitCode account. Safe across threads
-and processes: every write runs in ``BEGIN IMMEDIATE``, and a create re-checks inside it for an
-open PR with the same head and base (a partial unique index backs this up). PR URLs read
-``local://<upstream>/pull/<n>``. Reads never create the database file (a dry run leaves the
-state folder untouched); any connection brings an older file's tables up to date. Someone's PR
-on the upstream itself (a maintainer's merged change, the demo's) is recorded with
-:meth:`LocalForge.add_source_pr`.
+Used by ``backport demo``, by tests and by teams without a GitCode account. Every write runs
+in ``BEGIN IMMEDIATE`` (a create re-checks there for an open PR of the same head and base, and a
+partial unique index backs it up), so threads and processes may share it. Reads never create
+the file (a dry run leaves the state folder untouched); a connection brings an older file's
+tables up to date. :meth:`LocalForge.add_source_pr` records someone's PR on the upstream itself.
 """
 
 from __future__ import annotations
@@ -94,9 +92,8 @@ PRS = "SELECT prs.*, s.author AS author FROM prs LEFT JOIN pr_sources s ON s.pr 
 
 
 class LocalForge(Forge):
-    """A forge whose PRs live in a SQLite database at ``path``. Its user (as a token's login
-    on GitCode) is ``user`` (``BACKPORT_LOCAL_USER``), else the owner of the fork branches.yaml
-    names; the fork follows the user where branches.yaml names none."""
+    """PRs in a SQLite database at ``path``. Its user (a token's login on GitCode) is ``user``,
+    else the owner of the fork branches.yaml names; the fork follows the user otherwise."""
 
     name = "local"
 
@@ -121,8 +118,7 @@ class LocalForge(Forge):
         return self.user or self._fork.partition("/")[0]
 
     def _connect(self) -> sqlite3.Connection:
-        """A connection to a database whose tables are all there (an older file's gain theirs;
-        its comments an author column, "" for the old ones)."""
+        """A connection to a database whose tables are all there (an older file's updated)."""
         conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
         conn.row_factory = sqlite3.Row
         conn.executescript(SCHEMA)
@@ -134,47 +130,36 @@ class LocalForge(Forge):
         """The rows of one read; none while the database does not exist."""
         if not self.path.exists():
             return []
-        conn = self._connect()
-        try:
+        with contextlib.closing(self._connect()) as conn:
             return conn.execute(sql, args).fetchall()
-        finally:
-            conn.close()
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A connection inside ``BEGIN IMMEDIATE`` (committed on success, rolled back on error)."""
         created = not self.path.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn: sqlite3.Connection | None = None
         try:
-            conn = self._connect()
-            if created:
-                with contextlib.suppress(OSError):
-                    os.chmod(self.path, 0o600)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+            with contextlib.closing(self._connect()) as conn:
+                if created:
+                    with contextlib.suppress(OSError):
+                        os.chmod(self.path, 0o600)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise BackportError("forge", f"Local forge database {self.path} failed: {exc}.") \
                 from None
-        finally:
-            if conn is not None:
-                conn.close()
-
-    def url(self, number: int) -> str:
-        return f"local://{self.upstream}/pull/{number}"
 
     def _pr(self, row: sqlite3.Row) -> PullRequest:
-        """A PR row as a PR; its author the one recorded, else its head repository's owner
-        (this tool opens PRs from the fork)."""
+        """A PR row as a PR; its author the one recorded, else its head repository's owner."""
         return PullRequest(
-            number=row["number"], url=self.url(row["number"]), title=row["title"],
-            body=row["body"], head=row["head"], head_repo=row["head_repo"], base=row["base"],
-            state=row["state"], draft=bool(row["draft"]),
+            number=row["number"], url=f"local://{self.upstream}/pull/{row['number']}",
+            title=row["title"], body=row["body"], head=row["head"], head_repo=row["head_repo"],
+            base=row["base"], state=row["state"], draft=bool(row["draft"]),
             author=row["author"] or str(row["head_repo"]).partition("/")[0])
 
     def _prs(self, where: str, *args: object) -> list[PullRequest]:
@@ -182,7 +167,7 @@ class LocalForge(Forge):
                                                  "ORDER BY prs.number", self.upstream, *args)]
 
     def _row(self, conn: sqlite3.Connection | None, number: int) -> sqlite3.Row:
-        """PR ``number``'s row (read through ``conn``, else a connection of its own)."""
+        """PR ``number``'s row (through ``conn``, else a connection of its own)."""
         sql, args = f"{PRS} WHERE prs.repo = ? AND prs.number = ?", (self.upstream, number)
         rows = conn.execute(sql, args).fetchall() if conn is not None else self._query(sql, *args)
         if not rows:
@@ -198,7 +183,6 @@ class LocalForge(Forge):
                 "follows it) or fork: in branches.yaml"]
 
     def preflight(self) -> None:
-        """Nothing to check beyond the database being writable when it exists."""
         if self.path.exists() and not os.access(self.path, os.W_OK):
             raise BackportError("forge", f"The local forge database {self.path} is not writable.")
 
@@ -213,8 +197,7 @@ class LocalForge(Forge):
         return self._pr(self._row(None, number))
 
     def get_source_pr(self, number: int) -> SourcePrInfo:
-        """PR ``number`` with what :meth:`add_source_pr` recorded of its commits (none for a PR
-        this tool opened from the fork)."""
+        """PR ``number`` with what :meth:`add_source_pr` recorded of its commits."""
         row = self._row(None, number)
         extra = self._query("SELECT head_sha, merge_commit FROM pr_sources WHERE pr = ?", number)
         merged = self._query("SELECT merged_at FROM pr_merged WHERE pr = ?", number)
@@ -226,7 +209,6 @@ class LocalForge(Forge):
             merged_at=merged[0]["merged_at"] if merged and row["state"] == "merged" else "")
 
     def pr_files(self, number: int) -> list[PrFile]:
-        """What :meth:`add_source_pr` recorded of the PR's files."""
         self._row(None, number)
         return [PrFile(r["old_path"] or None, r["new_path"] or None) for r in self._query(
             "SELECT old_path, new_path FROM pr_files WHERE pr = ? ORDER BY seq", number)]
@@ -308,9 +290,8 @@ class LocalForge(Forge):
                       state: str = "merged", head_sha: str = "", merge_commit: str = "",
                       issues: tuple[int, ...] = (), files: tuple[PrFile, ...] = (),
                       number: int | None = None, merged_at: str = "") -> int:
-        """Record someone's PR on the upstream itself (head branch in the upstream) with the
-        files it changes; its number (the next one, or ``number``, after which this forge
-        numbers on from there). A merged one is merged at ``merged_at``, else now."""
+        """Record someone's PR on the upstream itself with the files it changes; its number
+        (the next one, or ``number``). A merged one is merged at ``merged_at``, else now."""
         if state not in STATES:
             raise BackportError("usage", f"PR state {state!r} is not one of {', '.join(STATES)}.")
         with self._write() as conn:
@@ -367,13 +348,11 @@ class LocalForge(Forge):
             conn.execute("DELETE FROM comments WHERE pr = ? AND id = ?", (number, int(comment_id)))
 
     def permission(self, login: str) -> str:
-        """What :meth:`set_permission` recorded for ``login``; ``none`` otherwise."""
         rows = self._query("SELECT permission FROM collaborators WHERE repo = ? AND login = ?",
                            self.upstream, login)
         return rows[0][0] if rows else "none"
 
     def collaborators(self) -> dict[str, bool]:
-        """Every login :meth:`set_permission` recorded, with whether it may write."""
         return {row[0]: row[1] in WRITE_PERMISSIONS for row in self._query(
             "SELECT login, permission FROM collaborators WHERE repo = ?", self.upstream)}
 

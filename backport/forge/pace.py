@@ -1,14 +1,11 @@
 """The pace of one token's requests: GitCode's rate windows, kept by every thread and process.
 
 GitCode allows a token 50 requests a minute and 4,000 an hour (``BACKPORT_GITCODE_RATE`` sets
-other windows). :class:`RateLimiter` holds each request back until it fits every window: a
-request counts from when it is sent until its answer arrived, then from then (the server saw it
-no later), so however long requests travel the server's window never holds more than the
-limit. The count lives in a :class:`RequestLog`: this process's, or the token's on this host, a
-small file in the cache folder named by a hash of the API URL and the token (never the token
-itself) read and written under an exclusive ``flock``, so the runs of one user share the limit,
-and a 429 one of them met pauses them all. Hosts do not share the file: runs of one token on
-several hosts share the limit by ``BACKPORT_GITCODE_RATE`` (see ``docs/gitcode.md``).
+other windows). :class:`RateLimiter` holds each request back until it fits every window; a
+request counts while it travels and from its answer on, so the server's window never holds
+more than the limit. The count lives in a :class:`RequestLog`: this process's, or a file of the
+token's in the cache folder (named by a hash of API URL and token, under an exclusive
+``flock``) that the host's processes share, so a 429 one of them met pauses them all.
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ Windows = tuple[tuple[int, float], ...]
 
 
 def pacing_seconds(requests_: int, windows: Windows) -> float:
-    """The least time ``requests_`` requests take under the limiter's windows."""
+    """The least time ``requests_`` requests take under ``windows``."""
     return max((max(0, math.ceil(requests_ / limit) - 1) * period for limit, period in windows
                 if limit > 0), default=0.0)
 
@@ -54,7 +51,7 @@ def parse_windows(text: str) -> Windows:
 
 def window_delay(stamps: list[float], windows: Windows, now: float) -> tuple[float, str]:
     """Seconds until one more request fits every window, and why; ``stamps``: when each request
-    was answered (``inf`` while it travels, and then the delay may be inf)."""
+    was answered (``inf`` while it travels)."""
     delay, why = 0.0, ""
     for limit, period in windows:
         inside = sorted(s for s in stamps if s > now - period)
@@ -114,9 +111,9 @@ class RequestLog:
 
     def reserve(self, windows: Windows,
                 pause_seen: float) -> tuple[float, str, str | None, float | None]:
-        """Seconds to wait, why, and the end of the 429 pause when that is the reason; or 0,
-        "", the id of the request now counted as sent, and None. ``pause_seen``: the end of a
-        429 pause the caller already waited out itself."""
+        """Seconds to wait, why, and the end of the 429 pause that is the reason; or 0, "",
+        the id of the request now counted as sent, None. ``pause_seen``: a pause already
+        waited out."""
         longest = max((period for _, period in windows), default=0.0)
         with self._state() as state:
             now = self.clock()
@@ -159,10 +156,9 @@ class RequestLog:
 
 
 class RateLimiter:
-    """Holds each request back until it fits every window, its place held in ``shared`` (else
-    this process's log) while it travels. A 429 (:meth:`pause`) holds back every thread and
-    every process of the log. A wait of ``notify_over`` seconds (or a tenth of the shortest
-    window) is told to ``notify``, again every ``progress_every`` seconds, and its end too."""
+    """Holds each request back until it fits every window of ``shared`` (else this process's
+    log). A wait of ``notify_over`` seconds (or a tenth of the shortest window) is told to
+    ``notify``, again every ``progress_every`` seconds, and its end too."""
 
     def __init__(self, windows: Windows = DEFAULT_WINDOWS, *,
                  clock: Callable[[], float] = time.monotonic,
@@ -186,23 +182,23 @@ class RateLimiter:
 
     def sleep_out(self, seconds: float, note: str = "",
                   notify: Callable[[str], None] | None = None) -> float:
-        """Sleep ``seconds``, telling ``notify`` (default: the limiter's) ``note`` when given,
-        and what is left every ``progress_every`` seconds."""
-        tell = self._tell if notify is None else (lambda text: notify(f"GitCode API: {text}"))
+        """Sleep ``seconds``, telling ``notify`` (default: the limiter's) ``note`` and what is
+        left every ``progress_every`` seconds."""
         if note:
-            tell(note)
+            self._tell(note, notify)
         left = seconds
         while left > 0:
             step = min(left, self._progress_every)
             self._sleep(step)
             left -= step
             if left > 0:
-                tell(f"{left:.0f}s left")
+                self._tell(f"{left:.0f}s left", notify)
         return seconds
 
-    def _tell(self, text: str) -> None:
-        if self._notify is not None:
-            self._notify(f"GitCode API: {text}")
+    def _tell(self, text: str, notify: Callable[[str], None] | None = None) -> None:
+        notify = notify or self._notify
+        if notify is not None:
+            notify(f"GitCode API: {text}")
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[float]:

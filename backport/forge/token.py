@@ -3,6 +3,7 @@ store), and how ``git push`` gets it without argv, URLs or files (askpass)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,13 +13,7 @@ from backport import process
 from backport.errors import BackportError
 from backport.redact import register_secret
 
-TOKEN_VARS = process.SECRET_VARS  # GITCODE_TOKEN first
-CREDENTIAL_TIMEOUT = 10.0
-ASKPASS_TOKEN_VAR = "BACKPORT_ASKPASS_TOKEN"
-ASKPASS_USER_VAR = "BACKPORT_ASKPASS_USER"
-
-# git's askpass program: a file of the installed package (no sandbox writes there, and no temp
-# folder holds it); it reads the token from the environment of the git process that runs it.
+# git's askpass program, a file of the package: it echoes the token from git's environment.
 ASKPASS_PROGRAM = Path(__file__).with_name("askpass.sh")
 
 
@@ -35,10 +30,9 @@ def web_host(api_url: str) -> tuple[str, str]:
 
 
 def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.environ,
-                    timeout: float = CREDENTIAL_TIMEOUT) -> str | None:
+                    timeout: float = 10.0) -> str | None:
     """The password git's credential helpers hold for ``protocol://host``, or None; git never
-    prompts, and runs outside any repository (``GIT_DIR=/dev/null``), so only the user's and
-    the system's helpers are asked."""
+    prompts, and runs outside any repository, so only the user's and system's helpers answer."""
     env = dict(environ)
     env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
                 "LANG": "C", "LC_ALL": "C", "GIT_DIR": os.devnull})
@@ -61,7 +55,7 @@ def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str 
     """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else git's credential
     store; registered as a secret, refused (the token unsaid) if it holds a control character."""
     token = None
-    for var in TOKEN_VARS:
+    for var in process.SECRET_VARS:  # GITCODE_TOKEN first
         value = (environ.get(var) or "").strip()
         if value:
             _refuse_control(value, var)
@@ -90,13 +84,10 @@ def _refuse_control(token: str, where: str) -> None:
 
 
 def askpass_program() -> Path:
-    """`ASKPASS_PROGRAM`, executable (an install that lost its mode bit gets it back, when it
-    may be changed); BackportError ``config`` when git could not run it."""
+    """`ASKPASS_PROGRAM`, made executable where an install lost its mode bit."""
     if not os.access(ASKPASS_PROGRAM, os.X_OK):
-        try:
+        with contextlib.suppress(OSError):
             os.chmod(ASKPASS_PROGRAM, ASKPASS_PROGRAM.stat().st_mode | 0o555)
-        except OSError:
-            pass
     if not os.access(ASKPASS_PROGRAM, os.R_OK | os.X_OK):
         raise BackportError("config", f"git's askpass program {ASKPASS_PROGRAM} of the installed "
                                       "package is missing or not executable; install backport "
@@ -106,16 +97,15 @@ def askpass_program() -> Path:
 
 def askpass_env(token: str, username: str | None = None,
                 environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Environment that lets ``git push https://…`` authenticate with ``token``: it travels in
-    ``BACKPORT_ASKPASS_TOKEN``, echoed by the package's `askpass_program`; the user is
-    ``username`` (the token's login), default ``oauth2``. Credential helpers are switched off
-    for the call (``credential.helper=``) so a stale stored password cannot win."""
+    """Environment that lets ``git push https://…`` authenticate with ``token`` through the
+    askpass program, as ``username`` (default ``oauth2``); credential helpers are switched off
+    so a stale stored password cannot win."""
     register_secret(token)
     count = int(environ.get("GIT_CONFIG_COUNT", "0") or 0)
     return {
         "GIT_ASKPASS": str(askpass_program()),
-        ASKPASS_TOKEN_VAR: token,
-        ASKPASS_USER_VAR: username or "oauth2",
+        "BACKPORT_ASKPASS_TOKEN": token,
+        "BACKPORT_ASKPASS_USER": username or "oauth2",
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_CONFIG_COUNT": str(count + 1),
         f"GIT_CONFIG_KEY_{count}": "credential.helper",

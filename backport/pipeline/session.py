@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 from backport.config.branch_map import cache_root
 from backport.config.model import Project
 from backport.errors import BackportError
-from backport.forge import Forge, make_forge
-from backport.forge.factory import dry_run_of
+from backport.forge import Forge, dry_run_of, make_forge
 from backport.git.cache import RepoCache
 from backport.pipeline.mode import Fork, RunMode
 from backport.pipeline.permissions import WritePermissions
