@@ -5,19 +5,23 @@ as configured); the docs audit comes in as `DocsFacts`. A body is written from t
 never from a record's ``message`` (written for the maintainer's terminal); a ``test.commit`` other
 than the PR's head makes the evidence say the result is stale. Generated parts are regions
 (`regions.py`): a refresh replaces only those and keeps the maintainer's text byte for byte;
-``body.md`` and the CheckList are written once, at creation.
+``body.md`` and the CheckList are written once, at creation. Jinja2 is imported only where a
+body is rendered, sandboxed, with the `untrusted` filter (`inert`, its old name, too).
 """
 
 from __future__ import annotations
 
+import functools
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from backport.config.model import BranchMap, PatchSet
 from backport.envs.model import AUTOLOAD, ChangeScope
+from backport.errors import BackportError
 from backport.records import BranchRecord, EnvEvidence
 from backport.redact import redact
 from backport.report import regions as rg
@@ -25,6 +29,9 @@ from backport.report import wording
 from backport.report.untrusted import untrusted
 from backport.report.wording import exit_stated, one_line, summary_lines
 from backport.states import Status
+
+if TYPE_CHECKING:  # Jinja2 is imported only where a body is rendered
+    from jinja2.sandbox import SandboxedEnvironment
 
 NOT_FOUND_ZH = "未找到"
 
@@ -440,8 +447,6 @@ def template_variables(ctx: BodyContext) -> dict:
 
 def render_fresh(ctx: BodyContext) -> str:
     """The whole body as it is written when the PR is created."""
-    from backport.report.template import render_template  # Jinja2: loaded to render alone
-
     name, search_dir = "pr_body.md.j2", None
     if ctx.template is not None:
         name, search_dir = ctx.template.name, ctx.template.parent
@@ -455,3 +460,57 @@ def render_body(ctx: BodyContext, existing: str | None = None) -> str:
     if existing is None or not existing.strip():
         return fresh
     return rg.refresh_body(existing, fresh)
+
+@functools.lru_cache(maxsize=8)
+def _environment(search_dir: str | None) -> SandboxedEnvironment:
+    """The sandboxed Jinja2 environment of the packaged templates or of ``search_dir``."""
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+    loader: jinja2.BaseLoader
+    if search_dir is None:
+        loader = jinja2.PackageLoader("backport.report", "templates")
+    else:
+        loader = jinja2.FileSystemLoader(search_dir)
+    env = SandboxedEnvironment(
+        loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+    )
+    # `{{ value | untrusted("span") }}`; `inert`, its old name, for templates written before
+    env.filters["untrusted"] = env.filters["inert"] = _untrusted_filter
+    return env
+
+
+def _untrusted_filter(text: object, where: str = "prose") -> str:
+    import jinja2
+
+    if where not in ("prose", "cell", "code", "span", "cell-span"):
+        raise jinja2.TemplateRuntimeError(f"untrusted: unknown place {where!r}")
+    return untrusted(text, where=where)  # type: ignore[arg-type]
+
+
+def render_template(name: str, variables: dict, *, search_dir: Path | None = None) -> str:
+    """Render template ``name`` (packaged, or from ``search_dir``); errors are BackportError."""
+    import jinja2
+
+    env = _environment(str(search_dir) if search_dir is not None else None)
+    shown = str(search_dir / name) if search_dir is not None else f"backport/report/templates/{name}"
+    try:
+        template = env.get_template(name)
+        return template.render(**variables)
+    except jinja2.TemplateSyntaxError as exc:
+        raise BackportError("config", f"PR body template {shown} line {exc.lineno}: {exc.message}.") from exc
+    except jinja2.TemplateNotFound as exc:
+        raise BackportError("config", f"PR body template {shown} was not found.") from exc
+    except jinja2.TemplateError as exc:
+        line = _template_line(exc, name)
+        where = f" line {line}" if line else ""
+        raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
+
+
+def _template_line(exc: BaseException, name: str) -> int | None:
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).name == name:
+            line = frame.lineno
+    return line
