@@ -192,7 +192,7 @@ def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
     if decision.source is not None:
         how = ", its context lines ignored" if result.loose else ""
         return Finding(subject, "applies", True, f"its own series conflicts; "
-                       f"{decision.source.label} applies instead{how}", variant, warning=True)
+                       f"{decision.source.source.label} applies instead{how}", variant, warning=True)
     if result.merged:
         return Finding(subject, "applies", True, f"with git am -3, but {', '.join(result.merged)} "
                        f"went in only through a 3-way merge: compare it with the newer branches",

@@ -60,10 +60,6 @@ class SiblingSeries:
     def source(self) -> SeriesSource:
         return SeriesSource(self.branch, self.kind, self.via)
 
-    @property
-    def label(self) -> str:
-        return self.source.label
-
 
 @dataclass(frozen=True)
 class Decision:
@@ -181,13 +177,13 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
                 attempt = finish_by_entries(wt, apply_series(wt, candidate.patches))
             if attempt.status == "applied":
                 how = " with its context lines ignored" if attempt.loose else ""
-                event(f"applied from {candidate.label}{how}")
+                event(f"applied from {candidate.source.label}{how}")
                 return attempt, candidate, tried
             if attempt.status == "conflict":
                 abort_series(wt)
             if loose:
-                tried.append(candidate.label)
-                event(f"{candidate.label} still conflicts")
+                tried.append(candidate.source.label)
+                event(f"{candidate.source.label} still conflicts")
     if not candidates:
         return own, None, tried
     abort_series(wt)

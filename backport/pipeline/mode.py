@@ -70,15 +70,15 @@ class Fork:
 
     def head(self, url: str, branch: str, env: Mapping[str, str] | None) -> str | None:
         """The sha of ``branch`` on the fork, None when it is not there."""
-        if self.plan is None:
-            return remote_sha(url, branch, env=env)
-        if not url:
+        if self.plan is not None and not url:
             self.plan(f"fork branch '{branch}' not read: the fork follows the token's login, "
                       "and this dry run has no token; the plan takes it as not there yet")
             return None
         try:
             return remote_sha(url, branch, env=env)
         except BackportError as exc:
+            if self.plan is None:
+                raise
             self.plan(f"{exc.message.rstrip('.')}; the plan takes it as not there yet")
             return None
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backport.config.model import BranchMap, PatchSet, PrOptions
-from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
 from backport.forge import Comment, Forge, PullRequest
 from backport.forge.base import is_refusal
@@ -35,6 +34,7 @@ from backport.states import Status
 from backport.titles import backport_title
 
 if TYPE_CHECKING:
+    from backport.docs_audit import DocsEntry
     from backport.report.body import BodyContext
 
 
@@ -182,37 +182,37 @@ class PrWrites:
 
 def pr_step(run: SetRun, job: BranchJob) -> bool:
     """Find or open the fork branch's PR, make its body true, decorate it once, finish."""
-    forge, bm = run.session.forge.client(), run.branch_map
+    forge = run.session.forge.client()
     judge_unverified(job, forge)
     rec = job.record
-    writes = open_or_update(job, forge, run.session.docs(job.patch_set.api), bm,
-                            list(job.patch_set.branches), read_siblings=run.partial,
-                            new_pr=run.options.new_pr)
-    info = carried_over(rec, writes, pr_title(job, bm))
+    writes = open_or_update(run, job, forge)
+    pr = writes.pr  # what the journal knew of this same PR carries over
+    previous = rec.pr if rec.pr and not writes.created and rec.pr.number == pr.number else None
+    info = PrInfo(number=pr.number, url=pr.url, decorated=bool(previous and previous.decorated),
+                  linked=bool(previous and previous.linked),
+                  commented_sha=previous.commented_sha if previous else None,
+                  refused=previous.refused if previous else (), title=pr_title(job, run.branch_map))
     job.change(lambda r: r.with_pr(info))
     kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issues)]
-            if rec.pr is not None and rec.pr.number == info.number and not writes.created
-            and info.decorated else [])  # a first decoration says afresh what was refused
+            if previous is not None and info.decorated else [])  # else all is said afresh
     info = decorate_once(job, forge, info, writes.warnings)
     writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
     finish(job, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
     return True
 
 
-def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None,
-                   bm: BranchMap, all_targets: list[str], *, read_siblings: bool,
-                   new_pr: bool = False) -> PrWrites:
+def open_or_update(run: SetRun, job: BranchJob, forge: Forge) -> PrWrites:
     """The fork branch's open PR with a current body, draft and title; created if missing."""
-    ps, rec = job.patch_set, job.record
+    ps, rec, bm = job.patch_set, job.record, run.branch_map
     draft = draft_implied(rec, ps)  # from this run's result: a passing re-run clears the draft
-    state = read_set(forge, ps, bm) if read_siblings else None
-    ctx = body_context(ps, bm, job.journal.records(all_targets), job.target, docs, state,
-                       own_from_journal=True)
+    state = read_set(forge, ps, bm) if run.partial else None  # the others' results from PRs
+    ctx = body_context(ps, bm, job.journal.records(list(ps.branches)), job.target,
+                       run.session.docs(ps.api), state, own_from_journal=True)
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     if pr is None:
-        writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft, new_pr),
-                          created=True)
+        writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft,
+                                  run.options.new_pr), created=True)
     else:
         writes = PrWrites(pr, created=False)
         body = render_body(ctx, existing=pr.body)
@@ -263,17 +263,6 @@ def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
             closed = int(exc.details["number"])
             job.change(lambda r: r.pr_closed(closed))
         raise
-
-
-def carried_over(rec: BranchRecord, writes: PrWrites, set_title: str) -> PrInfo:
-    """The PR's journal entry: what the journal knew of this same PR carries over."""
-    pr = writes.pr
-    previous = rec.pr if rec.pr and not writes.created and rec.pr.number == pr.number else None
-    return PrInfo(number=pr.number, url=pr.url,
-                  decorated=bool(previous and previous.decorated),
-                  linked=bool(previous and previous.linked),
-                  commented_sha=previous.commented_sha if previous else None,
-                  refused=previous.refused if previous else (), title=set_title)
 
 
 def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str]) -> PrInfo:

@@ -125,7 +125,7 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
         base, result.head, str(path), [t.node_id for t in added],
         series_source=source.source if source else None, tried_sources=decision.tried,
         merged_files=result.merged, loose_files=result.loose))
-    job.event("applied", result.head[:9] + (f" from {source.label}" if source else ""))
+    job.event("applied", result.head[:9] + (f" from {source.source.label}" if source else ""))
     for files, how in ((result.merged, "only through a 3-way merge"),
                        (result.loose, "with context lines ignored")):
         if files:
