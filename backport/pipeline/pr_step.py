@@ -147,20 +147,16 @@ def body_context(ps: PatchSet, bm: BranchMap, records: list[BranchRecord], targe
     """The context of ``target``'s body, every branch as the forge shows it."""
     from backport.report.body import BodyContext
 
-    if state is None:
-        return BodyContext(branch_map=bm, patch_set=ps, branches=records, target=target,
-                           docs=docs)
-    branches, read_back = body_records(records, state, own=target if own_from_journal else None,
-                                       ran=ran)
+    branches, read_back = (records, frozenset()) if state is None else body_records(
+        records, state, own=target if own_from_journal else None, ran=ran)
     return BodyContext(branch_map=bm, patch_set=ps, branches=branches, target=target, docs=docs,
-                       kept=state.lines.get(target) if target in read_back else None)
+                       kept=state.lines.get(target) if state and target in read_back else None)
 
 
 def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
     """Draft when the test failed, its result does not validate the change, or the set asks."""
-    failed = rec is not None and rec.test is not None and rec.test.ok is False
-    unproven = rec is not None and rec.test is not None and rec.test.not_in_build
-    return failed or unproven or ps.pr.draft
+    test = rec.test if rec is not None else None
+    return bool(test and (test.ok is False or test.not_in_build)) or ps.pr.draft
 
 
 def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:
