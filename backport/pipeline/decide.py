@@ -117,9 +117,8 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
     """``branch``'s recorded result when a maintainer's series made it, exported under ``out``."""
     rec = journal.get(branch)
     if (rec is None or not rec.commit or not rec.base
-            or rec.status in (Status.PENDING, Status.CONFLICT)):
-        return None
-    if not rec.manual and rec.series_source is None:
+            or rec.status in (Status.PENDING, Status.CONFLICT)
+            or (not rec.manual and rec.series_source is None)):
         return None
     from backport.git.patch_export import export_patch_set  # only where a result is carried
 

@@ -41,7 +41,6 @@ class Journal:
         self.api = api
         self._lock = threading.Lock()
         self._branches: dict[str, BranchRecord] = {}
-        # Each save writes every record; one that did not change since is not encoded again.
         self._encoded: dict[str, tuple[BranchRecord, Any]] = {}
 
     @classmethod
@@ -79,7 +78,13 @@ class Journal:
                     ErrorCode.INTERNAL, f"{self.patch_set} {target}: a step moved the branch "
                     f"from {before.status.value} to {rec.status.value}, which no step may")
             self._branches[target] = rec
-            self._save_locked()
+            if self.persist:
+                try:
+                    write_json(self.path, self.to_json())
+                except OSError as exc:
+                    raise BackportError(
+                        "journal", f"cannot write the run journal {self.path}: "
+                        f"{exc.strerror or exc}; the previous journal is intact") from exc
             return rec
 
     def records(self, targets: list[str] | None = None) -> list[BranchRecord]:
@@ -99,16 +104,6 @@ class Journal:
         if kept is None or kept[0] is not rec:
             kept = self._encoded[target] = (rec, encode(rec))
         return kept[1]
-
-    def _save_locked(self) -> None:
-        if not self.persist:
-            return
-        try:
-            write_json(self.path, self.to_json())
-        except OSError as exc:
-            raise BackportError(
-                "journal", f"cannot write the run journal {self.path}: {exc.strerror or exc}; "
-                f"the previous journal is intact") from exc
 
 
 def read_branches(path: Path) -> dict[str, BranchRecord]:
