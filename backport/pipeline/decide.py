@@ -135,13 +135,12 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
 
 
 def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: str, *,
-                   out: Path | None = None) -> list[SiblingSeries]:
+                   out: Path) -> list[SiblingSeries]:
     """The other targets' series for ``target`` to try, nearest release first: each sibling's
     recorded series (never one carried from ``target``), then its saved variant."""
     found = []
     for branch in nearest_first(target, patch_set.branches):
-        folder = ((out or journal.run_dir / "resolutions") / target.replace("/", "_")
-                  / branch.replace("/", "_"))
+        folder = out / target.replace("/", "_") / branch.replace("/", "_")
         recorded = recorded_series(repo, journal, branch, folder)
         via, passes = recorded.via if recorded else None, False
         while via is not None and not passes:  # carried from (or through) ``target`` itself
@@ -161,10 +160,7 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
     """The own series conflicted in ``wt``: try ``candidates`` as `git am -3`, then each with its
     context lines ignored (`git/apply_fallbacks.py`). Returns the result, the series that
     applied (or None) and those that did not; if none applies, the own conflict is left."""
-    from backport.git.apply_fallbacks import (
-        apply_ignoring_context,
-        finish_by_entries,  # only after a conflict
-    )
+    from backport.git.apply_fallbacks import apply_ignoring_context, finish_by_entries  # rare
 
     tried: list[str] = []
     for loose in (False, True):

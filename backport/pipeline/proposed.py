@@ -35,8 +35,7 @@ _SYNC_TITLE = re.compile(rf"^\s*\[sync\]\s*PR-({DIGITS})(?![0-9])", re.IGNORECAS
 _SYNC_HEAD = re.compile(rf"^sync-pr({DIGITS})-(.+)$")
 _CHERRY_PICK = re.compile(rf"^cherry-pick-mr-({DIGITS})-[0-9]+-auto$")
 _REPO = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
-# This tool's forms, where it writes them: a backport PR's evidence line, and the trailer
-# that is the last paragraph of a backport commit's message (git/source_pr.py).
+# This tool's forms: a backport PR's evidence line, a backport commit's last paragraph.
 _SOURCE_LINE = re.compile(rf"^{re.escape(SOURCE.prefix)}({_REPO})!({DIGITS})@[0-9a-f]{{40}}$",
                           re.MULTILINE)
 _TOOL_TRAILER = re.compile(rf"Backport of ({_REPO})!({DIGITS})\.\n"
@@ -90,11 +89,7 @@ def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | N
 
 def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
     """The PRs a commit on ``branch`` carries, other than its own squash line's."""
-    from backport.git.source_pr import (
-        own_message,  # the audit's alone
-        squash_head,
-        squash_number,
-    )
+    from backport.git.source_pr import own_message, squash_head, squash_number  # the audit's
 
     own = squash_number(message)
     head = squash_head(message, own) if own is not None else ""
