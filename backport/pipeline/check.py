@@ -1,10 +1,6 @@
 """`check`: the CI dry-run of the branch map. Writes nothing to upstream, fork or forge: only
 objects in the local repository cache and temporary worktrees removed before returning.
-
-Each series is judged by the decision `apply` takes (`decide.decide`): already-present is an
-``applies`` line naming the test and commit, a test already there and a 3-way merge are
-warnings, a shadowed test or a file that does not compile is a problem. Paths ``body.md``
-names that a target lacks are warnings (`absent_named_paths`).
+Each series is judged by `apply`'s own decision (`decide.decide`).
 """
 
 from __future__ import annotations
@@ -40,8 +36,8 @@ from backport.report.untrusted import untrusted
 class Finding:
     """One line of the check report."""
 
-    subject: str  # "branches.yaml", "branch v2.7.1", "put_metric on v2.7.1"
-    check: str  # "schema", "exists upstream", "applies"
+    subject: str
+    check: str
     ok: bool
     detail: str = ""
     variant: bool = False
@@ -52,7 +48,7 @@ class Finding:
 
     @property
     def problem(self) -> str:
-        """The ``problem:`` line: the subject (it names the branch) and what is wrong."""
+        """The ``problem:`` line."""
         return f"{self.subject}: {self.detail}"
 
 
@@ -63,11 +59,8 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 def run_check(session: Session, names: list[str] | None, *, offline: bool,
               envs: bool = False) -> list[Finding]:
-    """Validate the map and, unless ``offline``, that every patch set applies everywhere.
-
-    An environment not built on this machine is a warning (a CI runner checks the map and the
-    patches, not the hosts), a problem when ``envs`` asks for the environments as well.
-    """
+    """Validate the map and, unless ``offline``, that every patch set applies everywhere. An
+    environment not built here is a warning, a problem with ``envs``."""
     project = session.project
     bm = project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
@@ -86,7 +79,7 @@ def run_check(session: Session, names: list[str] | None, *, offline: bool,
     if offline:
         return findings
     cache = session.cache
-    # Every branch the map declares must exist, targeted by a patch set or not: CI checks the map.
+    # every branch the map declares must exist, targeted by a patch set or not
     targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
     try:
         fetched = fetch_bases(cache, targets)
@@ -126,8 +119,7 @@ def _check_sets(project: Project, cache: RepoCache, patch_sets: list[PatchSet],
 
 
 def _beyond_tests(ps: PatchSet) -> list[Finding]:
-    """What the tests will not validate: a warning naming the files outside ``test/`` that the
-    installed build does not hold; a note naming the torch_npu files run over it."""
+    """What the tests will not validate (a warning), and the torch_npu files run over it."""
     scope = scope_of(path for target in ps.branches for patch in ps.series_for(target)
                      for path in patch.paths)
     findings = []
@@ -145,8 +137,7 @@ def _beyond_tests(ps: PatchSet) -> list[Finding]:
 
 def _check_applies(cache: RepoCache, ps: PatchSet, journal: Journal, target: str, base: str,
                    tmp: Path) -> list[Finding]:
-    """Does the series `apply` would use go in on ``base``? Its own series first; where that
-    conflicts, the branch's recorded result and the siblings' series."""
+    """Does the series `apply` would use go in on ``base``?"""
     subject = f"{ps.name} on {target}"
     series = ps.series_for(target)
     variant = target in ps.variants
@@ -202,7 +193,7 @@ def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
     if decision.source is not None:
         how = ", its context lines ignored" if result.loose else ""
         return Finding(subject, "applies", True, f"its own series conflicts; "
-                       f"{decision.source.label} applies instead{how}", variant, warning=True)
+                       f"{decision.source.source.label} applies instead{how}", variant, warning=True)
     if result.merged:
         return Finding(subject, "applies", True, f"with git am -3, but {', '.join(result.merged)} "
                        f"went in only through a 3-way merge: compare it with the newer branches",
@@ -232,8 +223,7 @@ _PATH = re.compile(r"^[\w.-]+(?:/[\w.-]+)+$")
 
 
 def named_paths(body: str) -> list[tuple[str, int]]:
-    """Each path ``body.md`` names in backticks (``dir/file.ext``), with the line of its first
-    mention (1-based)."""
+    """Each path ``body.md`` names in backticks, with the line of its first mention."""
     found: dict[str, int] = {}
     for number, line in enumerate(body.splitlines(), start=1):
         for span in _CODE.findall(line):
@@ -243,8 +233,8 @@ def named_paths(body: str) -> list[tuple[str, int]]:
 
 
 def absent_named_paths(repo: Path, ps: PatchSet, bases: Mapping[str, str]) -> list[tuple[str, str]]:
-    """``(target, sentence)`` for each target in ``bases`` lacking a path ``body.md`` names; a
-    path no target has (nor the series changes) is another project's. Only trees are read."""
+    """``(target, sentence)`` for each target lacking a path ``body.md`` names; a path no
+    target has (nor the series changes) is another project's."""
     named = named_paths(ps.body or "")
     if not named:
         return []

@@ -2,20 +2,11 @@
 and the other series a conflicted branch may try.
 
 The order is the rule: already applied upstream (same patch-id) → every test the series adds
-already there → `git am -3` of the branch's own series → where that conflicts, the recorded and
-sibling series (`try_siblings`) → a test file the result shadows or cannot compile. The callers
-differ only in where the worktree lives and which other series they offer.
-
-Tests the patch adds (`git/present.py` `AddedTest`: the ``test*`` functions whose ``def`` a
-hunk adds) are recorded as ``path::Class::name``. Where the base already defines every one of
-them the branch is `already-present` (no worktree, push or PR; final like `already-applied`);
-where only some, the apply goes on naming them. After the apply every Python test file the
-series changes must compile and define no name twice in one body (unless the base did).
-
-One human resolution serves every branch: where a branch's own series conflicts, a sibling's
-hand resolution (`backport continue`), its saved variant (``patches/NAME/B/``) or its result
-that itself went in from such a series is tried, nearest release first; never where the own
-series applies cleanly.
+already on the base (`already-present`, final) → `git am -3` of the own series → where that
+conflicts, the recorded and sibling series (`try_siblings`) → a changed test file that shadows
+a name or does not compile. One human resolution serves every branch: where a branch's own
+series conflicts, a sibling's hand resolution, saved variant (``patches/NAME/B/``) or result
+carried from such a series is tried, nearest release first.
 """
 
 from __future__ import annotations
@@ -67,13 +58,7 @@ class SiblingSeries:
 
     @property
     def source(self) -> SeriesSource:
-        """What the journal records of it."""
         return SeriesSource(self.branch, self.kind, self.via)
-
-    @property
-    def label(self) -> str:
-        """``the v2.11.0 resolution`` / ``… variant`` / ``the v2.11.0 result, itself from …``."""
-        return self.source.label
 
 
 @dataclass(frozen=True)
@@ -98,9 +83,8 @@ class Decision:
 def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Sequence[str], *,
            worktree: Callable[[], Worktree], others: Callable[[], Sequence[SiblingSeries]],
            event: Callable[[str], None] = lambda detail: None) -> Decision:
-    """What applying ``series`` to ``base`` gives. ``worktree`` makes the worktree to apply in
-    (called only when something is applied); ``others`` the series to try where the own one
-    conflicts (called only then)."""
+    """What applying ``series`` to ``base`` gives. ``worktree`` and ``others`` (the series to
+    try after a conflict) are called only when needed."""
     if already_applied(cache, base, series):
         return Decision(Verdict.ALREADY_APPLIED)
     blobs = cache.memo.reader(cache.path)
@@ -130,13 +114,11 @@ def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Seq
 
 def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
                     ) -> SiblingSeries | None:
-    """``branch``'s result as the journal records it, when a maintainer's series made it (a
-    hand resolution, or what went in from another branch's series); exported under ``out``."""
+    """``branch``'s recorded result when a maintainer's series made it, exported under ``out``."""
     rec = journal.get(branch)
     if (rec is None or not rec.commit or not rec.base
-            or rec.status in (Status.PENDING, Status.CONFLICT)):
-        return None
-    if not rec.manual and rec.series_source is None:
+            or rec.status in (Status.PENDING, Status.CONFLICT)
+            or (not rec.manual and rec.series_source is None)):
         return None
     from backport.git.patch_export import export_patch_set  # only where a result is carried
 
@@ -153,14 +135,12 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
 
 
 def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: str, *,
-                   out: Path | None = None) -> list[SiblingSeries]:
-    """The other targets' series for ``target`` to try, nearest release first: per sibling its
-    hand resolution or its result carried from another (exported under ``out``), then its saved
-    variant; never a result carried from ``target``, nor a sibling's own tool-made result."""
+                   out: Path) -> list[SiblingSeries]:
+    """The other targets' series for ``target`` to try, nearest release first: each sibling's
+    recorded series (never one carried from ``target``), then its saved variant."""
     found = []
     for branch in nearest_first(target, patch_set.branches):
-        folder = ((out or journal.run_dir / "resolutions") / target.replace("/", "_")
-                  / branch.replace("/", "_"))
+        folder = out / target.replace("/", "_") / branch.replace("/", "_")
         recorded = recorded_series(repo, journal, branch, folder)
         via, passes = recorded.via if recorded else None, False
         while via is not None and not passes:  # carried from (or through) ``target`` itself
@@ -177,15 +157,10 @@ def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: st
 def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: Sequence[Patch],
                  own: ApplyResult, event: Callable[[str], None] = lambda detail: None
                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
-    """The own series conflicted in ``wt``: try ``candidates`` in order as `git am -3` (finished
-    entry by entry on one-member-per-line JSON lists: `git/apply_fallbacks.py`), then each with its context
-    lines ignored where every change has one certain place (`git/apply_fallbacks.py`). Returns the result,
-    the series that applied (or None) and the labels of those that did not; when none applies,
-    the own series' conflict is left in ``wt`` for the user."""
-    from backport.git.apply_fallbacks import (
-        apply_ignoring_context,
-        finish_by_entries,  # only after a conflict
-    )
+    """The own series conflicted in ``wt``: try ``candidates`` as `git am -3`, then each with its
+    context lines ignored (`git/apply_fallbacks.py`). Returns the result, the series that
+    applied (or None) and those that did not; if none applies, the own conflict is left."""
+    from backport.git.apply_fallbacks import apply_ignoring_context, finish_by_entries  # rare
 
     tried: list[str] = []
     for loose in (False, True):
@@ -197,13 +172,13 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
                 attempt = finish_by_entries(wt, apply_series(wt, candidate.patches))
             if attempt.status == "applied":
                 how = " with its context lines ignored" if attempt.loose else ""
-                event(f"applied from {candidate.label}{how}")
+                event(f"applied from {candidate.source.label}{how}")
                 return attempt, candidate, tried
             if attempt.status == "conflict":
                 abort_series(wt)
             if loose:
-                tried.append(candidate.label)
-                event(f"{candidate.label} still conflicts")
+                tried.append(candidate.source.label)
+                event(f"{candidate.source.label} still conflicts")
     if not candidates:
         return own, None, tried
     abort_series(wt)

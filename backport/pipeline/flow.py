@@ -1,13 +1,10 @@
 """A branch's flow, top to bottom: proposed → apply → same_fix → test → push → pr.
 
 `STEPS` is the whole order; each step is ``step(run, job) -> bool`` (True: the branch goes on)
-and names its guard (does it run for this record and these options). A branch's thread walks
-the steps before the first that runs `in_turn` (`run_branch`); the set's own thread then takes
-the turns in target order (`take_turns`), each once that branch's step before ended. A step
-runs when the one before let the branch go on (or it runs `after_stop`, as push, whose guard
-`publishable` alone decides). An error stops its branch only (`guarded`), with one redacted
-sentence in its record. A new step (say, lint between test and push) is one entry here, its
-function, its states and moves (`states.py`) and its report (`report/`).
+with its guard. A branch's thread walks the steps before the first that runs `in_turn`; the
+set's own thread then takes the turns in target order. An error stops its branch only, with
+one redacted sentence in its record. A new step is one entry here, its function, its states
+and moves (`states.py`) and its report (`report/`).
 """
 
 from __future__ import annotations
@@ -47,8 +44,7 @@ def always(rec: BranchRecord, options: ApplyOptions) -> bool:
 
 
 def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
-    """A branch the run pushes (or plans to): tested, or failed with --pr-on-failure, in a run
-    whose effects go past this machine."""
+    """Tested, or failed with --pr-on-failure, in a run that pushes."""
     eligible = rec.status in (Status.TESTED, Status.PUSHED) or (
         rec.status == Status.TEST_FAILED and options.pr_on_failure and rec.commit is not None)
     return eligible and options.mode.pushes
@@ -82,8 +78,7 @@ def run_branch(run: SetRun, job: BranchJob, steps: tuple[Step, ...] = STEPS) -> 
 
 
 def take_turns(run: SetRun, steps: tuple[Step, ...] = STEPS) -> None:
-    """The steps that run in turn, job by job in target order, each once its branch thread
-    ended the step before."""
+    """The steps that run in turn, job by job, each once its branch ended the step before."""
     first = next((i for i, step in enumerate(steps) if step.in_turn), len(steps))
     if first == len(steps) or first == 0:
         return

@@ -26,8 +26,7 @@ from backport.jsonfile import read_json, write_json
 from backport.records import BranchRecord, upgrade_v1
 from backport.states import may_move
 
-JOURNAL_VERSION = 2  # 2: the codec's form (version 1 journals are read and upgraded)
-READS = (1, 2)
+JOURNAL_VERSION = 2  # version 1 journals are read and upgraded
 
 Transition = Callable[[BranchRecord], BranchRecord]  # one named change of a record
 
@@ -42,7 +41,6 @@ class Journal:
         self.api = api
         self._lock = threading.Lock()
         self._branches: dict[str, BranchRecord] = {}
-        # Each save writes every record; one that did not change since is not encoded again.
         self._encoded: dict[str, tuple[BranchRecord, Any]] = {}
 
     @classmethod
@@ -70,8 +68,8 @@ class Journal:
             return self._branches.get(target)
 
     def change(self, target: str, transition: Transition) -> BranchRecord:
-        """Apply ``transition`` to ``target``'s record and save the journal; a move
-        `states.MOVES` does not allow raises, naming both states, and changes nothing."""
+        """Apply ``transition`` to ``target``'s record and save; a move `states.MOVES` forbids
+        raises and changes nothing."""
         with self._lock:
             before = self._branches[target]
             rec = transition(before)
@@ -80,7 +78,13 @@ class Journal:
                     ErrorCode.INTERNAL, f"{self.patch_set} {target}: a step moved the branch "
                     f"from {before.status.value} to {rec.status.value}, which no step may")
             self._branches[target] = rec
-            self._save_locked()
+            if self.persist:
+                try:
+                    write_json(self.path, self.to_json())
+                except OSError as exc:
+                    raise BackportError(
+                        "journal", f"cannot write the run journal {self.path}: "
+                        f"{exc.strerror or exc}; the previous journal is intact") from exc
             return rec
 
     def records(self, targets: list[str] | None = None) -> list[BranchRecord]:
@@ -95,21 +99,11 @@ class Journal:
                 "branches": {t: self._encode(t, r) for t, r in self._branches.items()}}
 
     def _encode(self, target: str, rec: BranchRecord) -> Any:
-        """``encode(rec)``, kept while ``rec`` (a frozen record) is the one of ``target``."""
+        """``encode(rec)``, kept while ``rec`` is the one of ``target``."""
         kept = self._encoded.get(target)
         if kept is None or kept[0] is not rec:
             kept = self._encoded[target] = (rec, encode(rec))
         return kept[1]
-
-    def _save_locked(self) -> None:
-        if not self.persist:
-            return
-        try:
-            write_json(self.path, self.to_json())
-        except OSError as exc:
-            raise BackportError(
-                "journal", f"cannot write the run journal {self.path}: {exc.strerror or exc}; "
-                f"the previous journal is intact") from exc
 
 
 def read_branches(path: Path) -> dict[str, BranchRecord]:
@@ -119,10 +113,10 @@ def read_branches(path: Path) -> dict[str, BranchRecord]:
         raise BackportError(
             "config", f"{path}: not a backport journal; move it aside to start over")
     version = data.get("version")
-    if not isinstance(version, int) or version < min(READS):
+    if not isinstance(version, int) or version < 1:
         raise BackportError(
             "config", f"{path}: the run journal is from an older backport (version "
-            f"{version}, this one reads {min(READS)} to {JOURNAL_VERSION}); move it aside to "
+            f"{version}, this one reads 1 to {JOURNAL_VERSION}); move it aside to "
             f"start over")
     if version > JOURNAL_VERSION:
         raise BackportError(
@@ -145,8 +139,8 @@ class ProgressSink(Protocol):
 
 
 def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
-    """The patch sets a command names (``--api``), or all with ``every``; a named set that did
-    not load (with ``every``, any) fails with its own sentence."""
+    """The patch sets a command names (``--api``), or all with ``every``; a chosen set that
+    did not load fails with its own sentence."""
     if every:
         for message in project.broken.values():
             raise ConfigError(message)
@@ -191,8 +185,8 @@ def select_targets(patch_sets: list[PatchSet], branches: tuple[str, ...]) -> dic
 @contextmanager
 def locked_journals(project: Project, patch_sets: list[PatchSet], progress: ProgressSink,
                     *, persist: bool = True) -> Iterator[dict[str, Journal]]:
-    """Take every patch set's run lock (waiting for another run), then its journal. Without
-    ``persist`` (a dry run writes nothing in the project) no lock is taken."""
+    """Take every patch set's run lock (waiting for another run), then its journal; no lock
+    without ``persist`` (a dry run)."""
     with ExitStack() as stack:
         for ps in sorted(patch_sets, key=lambda p: p.name) if persist else ():
             def waiting(name: str = ps.name) -> None:

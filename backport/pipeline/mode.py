@@ -1,10 +1,6 @@
-"""How a run goes: how far (local, push, PR), whether its effects are only planned, what that
-needs before it starts, and the fork it pushes to (or, dry, plans to: `Fork`).
-
-`--no-push` and `--no-pr` set how far (`Effects`); `--dry-run` keeps it and makes every effect
-a plan: a dry forge, a planning `Fork`, no journal. The prerequisites follow from the mode alone
-(`RunMode.prerequisites`): a real run refuses to start without them, a dry run names them at
-its end as what the real run needs.
+"""How a run goes: how far (`Effects`: local, push, PR), whether its effects are only planned
+(`--dry-run`: a dry forge, a planning `Fork`, no journal), and what that needs before it starts
+(a real run refuses to start without it, a dry run names it at its end).
 """
 
 from __future__ import annotations
@@ -59,39 +55,36 @@ class RunMode:
         return self.effects is Effects.PR
 
     def prerequisites(self, *, skip_tests: bool) -> tuple[Prerequisite, ...]:
-        """Environments unless the tests are skipped; the token and the fork once anything
-        leaves this machine."""
+        """Environments unless tests are skipped; token and fork once anything leaves here."""
         tests = () if skip_tests else (Prerequisite.ENVIRONMENTS,)
         return (*tests, Prerequisite.TOKEN, Prerequisite.FORK) if self.pushes else tests
 
 
 class Fork:
-    """The fork through git: ``ls-remote`` its branch, ``push --force-with-lease`` to it. A dry
-    run's (``plan`` given) is read when it can be and never pushed to: each push is a plan line,
-    and a fork it cannot read (unnamed without a token, no credentials) is taken as lacking the
-    branch, so the push and the PR the real run would make are planned."""
+    """The fork through git. A dry run's (``plan`` given) is read when it can be and never
+    pushed to: each push is a plan line, and a fork it cannot read is taken as lacking the
+    branch."""
 
     def __init__(self, plan: Callable[[str], None] | None = None) -> None:
         self.plan = plan
 
     def head(self, url: str, branch: str, env: Mapping[str, str] | None) -> str | None:
         """The sha of ``branch`` on the fork, None when it is not there."""
-        if self.plan is None:
-            return remote_sha(url, branch, env=env)
-        if not url:
+        if self.plan is not None and not url:
             self.plan(f"fork branch '{branch}' not read: the fork follows the token's login, "
                       "and this dry run has no token; the plan takes it as not there yet")
             return None
         try:
             return remote_sha(url, branch, env=env)
         except BackportError as exc:
+            if self.plan is None:
+                raise
             self.plan(f"{exc.message.rstrip('.')}; the plan takes it as not there yet")
             return None
 
     def push(self, repo: Path, url: str, sha: str, branch: str, *, expect: str | None,
              env: Mapping[str, str] | None, started: Callable[[], object]) -> bool:
-        """Move ``branch`` to ``sha`` if it is still at ``expect`` (``started`` is told first,
-        for the journal); True: pushed, False: planned."""
+        """Move ``branch`` to ``sha`` if it is still at ``expect``; False: only planned."""
         if self.plan is not None:
             self.plan(f"git push --force-with-lease={branch}:{expect or ''} <fork> "
                       f"{sha[:9]}:refs/heads/{branch}")

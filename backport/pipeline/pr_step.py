@@ -1,20 +1,15 @@
 """The PR step, the set as the forge shows it, the refresh of the set's PRs, and the summary
 comment on a source PR.
 
-The PR step finds or opens the fork branch's PR and makes its body true (`open_or_update`),
-carries over what the journal knew of that PR (`carried_over`), makes the best-effort writes
-once (`decorate_once`: a refusal is a warning, never retried) and ends the branch (`finish`).
-A PR opened but never read back is judged first; one closed or merged is never replaced unless
-``--new-pr``; the set's title is sent only when it changed, so a maintainer's edit survives.
-
+The PR step finds or opens the fork branch's PR, makes its body true, makes the best-effort
+writes once (a refusal is a warning, never retried) and ends the branch. A PR closed or merged
+is never replaced unless ``--new-pr``; the title is sent only when the set's changed.
 Hosts share results through the forge: each open PR carries its branch's record as one hidden
-JSON line in its evidence (``report/regions.py`` `record_line`; the text above it is never read).
-`read_set` reads a set's open PRs in one list and the fork heads in one ``ls-remote``. A body
-takes a branch from the journal where the journal states the result the PR shows, has a result
-of this run, or of the fork head the PR does not show yet; else from the PR's record (stale
-where the fork head moved since). A PR with no record is rewritten only by a host whose journal
-has the branch. The summary comment on a source PR is one comment found by its marker AND its
-author (the token's user), edited in place; anyone else's is never edited, read or counted.
+JSON line (``report/regions.py``). A body takes a branch from the journal where the journal
+states the result the PR shows, has a result of this run, or of a fork head the PR does not
+show yet; else from the PR's record. A PR with no record is rewritten only by a host whose
+journal has the branch. The source PR's summary is one comment found by its marker AND its
+author (the token's user); anyone else's is never edited, read or counted.
 """
 
 from __future__ import annotations
@@ -27,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backport.config.model import BranchMap, PatchSet, PrOptions
-from backport.docs_audit import DocsEntry
 from backport.errors import BackportError
 from backport.forge import Comment, Forge, PullRequest
 from backport.forge.base import is_refusal
@@ -40,11 +34,12 @@ from backport.states import Status
 from backport.titles import backport_title
 
 if TYPE_CHECKING:
+    from backport.docs_audit import DocsEntry
     from backport.report.body import BodyContext
 
 
 def render_body(ctx: BodyContext, existing: str | None = None) -> str:
-    """``ctx``'s PR body (`report.body`, loaded when a run writes a body, not before)."""
+    """``ctx``'s PR body (`report.body` is loaded only when a run writes one)."""
     from backport.report.body import render_body as render
 
     return render(ctx, existing)
@@ -75,9 +70,8 @@ class SetOnForge:
 
 
 def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -> SetOnForge:
-    """One list of open PRs (``fresh``: listed now; else the forge's kept listing, which its
-    own writes keep current), the record each carries (an item whose listed body holds none is
-    read by itself), one ``ls-remote`` of the fork (best effort)."""
+    """One list of open PRs (not ``fresh``: the forge's kept listing), the record each carries,
+    one ``ls-remote`` of the fork (best effort)."""
     by_branch = {ps.fork_branch(bm, target): target for target in ps.branches}
     prs: dict[str, PullRequest] = {}
     for pr in forge.list_prs("open", fresh=fresh):
@@ -106,8 +100,7 @@ def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -
 
 
 def _journal_states_it(rec: BranchRecord, shown: BranchRecord, head: str | None) -> bool:
-    """True when the journal states the result the PR shows, or a result of the fork
-    branch's head that the PR does not show yet."""
+    """The journal states the result the PR shows, or one of a fork head the PR does not show."""
     if rec.test is None:
         return False
     tested = rec.test.commit or rec.pushed_sha or rec.commit  # a skipped test: the commit pushed
@@ -120,9 +113,7 @@ def _journal_states_it(rec: BranchRecord, shown: BranchRecord, head: str | None)
 
 def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | None = None,
                  ran: frozenset[str] = frozenset()) -> tuple[list[BranchRecord], frozenset[str]]:
-    """The records a body renders and the branches whose record was read from their PR:
-    ``own`` and each of ``ran`` with a result of this run from the journal, the others as
-    `_journal_states_it` says."""
+    """The records a body renders, and the branches whose record was read from their PR."""
     chosen: list[BranchRecord] = []
     read_back: set[str] = set()
     journaled = {rec.target for rec in records}
@@ -153,32 +144,19 @@ def body_records(records: list[BranchRecord], state: SetOnForge, *, own: str | N
 def body_context(ps: PatchSet, bm: BranchMap, records: list[BranchRecord], target: str,
                  docs: Sequence[DocsEntry] | None, state: SetOnForge | None, *,
                  own_from_journal: bool, ran: frozenset[str] = frozenset()) -> BodyContext:
-    """The context of ``target``'s body, every branch as the forge shows it (``target``'s
-    own record from the journal with ``own_from_journal``: the run just made its result)."""
+    """The context of ``target``'s body, every branch as the forge shows it."""
     from backport.report.body import BodyContext
 
-    if state is None:
-        return BodyContext(branch_map=bm, patch_set=ps, branches=records, target=target,
-                           docs=docs)
-    branches, read_back = body_records(records, state, own=target if own_from_journal else None,
-                                       ran=ran)
+    branches, read_back = (records, frozenset()) if state is None else body_records(
+        records, state, own=target if own_from_journal else None, ran=ran)
     return BodyContext(branch_map=bm, patch_set=ps, branches=branches, target=target, docs=docs,
-                       kept=state.lines.get(target) if target in read_back else None)
-
-
-def record_for(records: list[BranchRecord], state: SetOnForge, target: str,
-               ran: frozenset[str] = frozenset()) -> BranchRecord | None:
-    """The record ``target``'s own PR is rendered from when a run refreshes it."""
-    chosen, _ = body_records(records, state, ran=ran)
-    return next((rec for rec in chosen if rec.target == target), None)
+                       kept=state.lines.get(target) if state and target in read_back else None)
 
 
 def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
-    """A branch's PR is a draft when its test failed, its result does not validate the change
-    (``not_in_build``), or the patch set asks."""
-    failed = rec is not None and rec.test is not None and rec.test.ok is False
-    unproven = rec is not None and rec.test is not None and rec.test.not_in_build
-    return failed or unproven or ps.pr.draft
+    """Draft when the test failed, its result does not validate the change, or the set asks."""
+    test = rec.test if rec is not None else None
+    return bool(test and (test.ok is False or test.not_in_build)) or ps.pr.draft
 
 
 def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:
@@ -191,7 +169,7 @@ def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge
 # -- the PR step -------------------------------------------------------------------------------
 @dataclass
 class PrWrites:
-    """What the PR step did to the PR so far: the PR, whether it was created, the warnings."""
+    """What the PR step did to the PR so far."""
 
     pr: PullRequest
     created: bool
@@ -199,49 +177,45 @@ class PrWrites:
 
 
 def pr_step(run: SetRun, job: BranchJob) -> bool:
-    """Find or open the fork branch's PR, make its body true, decorate it once, finish.
-
-    An open PR of the fork branch is found again, never duplicated, and commented again only
-    when its branch was pushed since (``comment_on_push``). Where the run is partial the other
-    branches' results are read from their own PRs first. A branch whose wrong PR backport
-    closed once gets no second PR.
-    """
-    forge, bm = run.session.forge.client(), run.branch_map
+    """Find or open the fork branch's PR, make its body true, decorate it once, finish."""
+    forge = run.session.forge.client()
     judge_unverified(job, forge)
     rec = job.record
-    writes = open_or_update(job, forge, run.session.docs(job.patch_set.api), bm,
-                            list(job.patch_set.branches), read_siblings=run.partial,
-                            new_pr=run.options.new_pr)
-    info = carried_over(rec, writes, pr_title(job, bm))
+    writes = open_or_update(run, job, forge)
+    pr = writes.pr  # what the journal knew of this same PR carries over
+    previous = rec.pr if rec.pr and not writes.created and rec.pr.number == pr.number else None
+    info = PrInfo(number=pr.number, url=pr.url, decorated=bool(previous and previous.decorated),
+                  linked=bool(previous and previous.linked),
+                  commented_sha=previous.commented_sha if previous else None,
+                  refused=previous.refused if previous else (), title=pr_title(job, run.branch_map))
     job.change(lambda r: r.with_pr(info))
     kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issues)]
-            if rec.pr is not None and rec.pr.number == info.number and not writes.created
-            and info.decorated else [])  # a first decoration says afresh what was refused
+            if previous is not None and info.decorated else [])  # else all is said afresh
     info = decorate_once(job, forge, info, writes.warnings)
     writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
     finish(job, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
     return True
 
 
-def open_or_update(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None,
-                   bm: BranchMap, all_targets: list[str], *, read_siblings: bool,
-                   new_pr: bool = False) -> PrWrites:
-    """The fork branch's open PR with a current body, draft state and title; created when
-    there is none."""
-    ps, rec = job.patch_set, job.record
+def open_or_update(run: SetRun, job: BranchJob, forge: Forge) -> PrWrites:
+    """The fork branch's open PR with a current body, draft and title; created if missing."""
+    ps, rec, bm = job.patch_set, job.record, run.branch_map
     draft = draft_implied(rec, ps)  # from this run's result: a passing re-run clears the draft
-    state = read_set(forge, ps, bm) if read_siblings else None
-    ctx = body_context(ps, bm, job.journal.records(all_targets), job.target, docs, state,
-                       own_from_journal=True)
+    state = read_set(forge, ps, bm) if run.partial else None  # the others' results from PRs
+    ctx = body_context(ps, bm, job.journal.records(list(ps.branches)), job.target,
+                       run.session.docs(ps.api), state, own_from_journal=True)
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
     if pr is None:
-        writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft, new_pr),
-                          created=True)
+        writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft,
+                                  run.options.new_pr), created=True)
     else:
         writes = PrWrites(pr, created=False)
         body = render_body(ctx, existing=pr.body)
-        title = title_to_send(job, pr, pr_title(job, bm))
+        recorded = rec.pr
+        last = recorded.title if recorded is not None and recorded.number == pr.number else None
+        set_title = pr_title(job, bm)  # sent only when it changed, so a maintainer's edit stays
+        title = set_title if last is not None and last != set_title else pr.title
         if body == pr.body and pr.title == title and pr.draft == draft:
             return writes
         writes.pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
@@ -262,8 +236,7 @@ def pr_title(job: BranchJob, bm: BranchMap) -> str:
 
 def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
             new_pr: bool) -> PullRequest:
-    """Open the PR; its number is journaled as soon as the forge answers it, and a PR the
-    forge opened wrong (and backport closed) is journaled too."""
+    """Open the PR, journaling its number as soon as the forge answers (or its closing)."""
     ps, rec = job.patch_set, job.record
     if rec.closed_prs:
         raise BackportError(
@@ -288,22 +261,9 @@ def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
         raise
 
 
-def carried_over(rec: BranchRecord, writes: PrWrites, set_title: str) -> PrInfo:
-    """The PR's journal entry: what the journal knew of this same PR (link, decorations,
-    comment, refusals) carries over; a new or other PR starts afresh."""
-    pr = writes.pr
-    previous = rec.pr if rec.pr and not writes.created and rec.pr.number == pr.number else None
-    return PrInfo(number=pr.number, url=pr.url,
-                  decorated=bool(previous and previous.decorated),
-                  linked=bool(previous and previous.linked),
-                  commented_sha=previous.commented_sha if previous else None,
-                  refused=previous.refused if previous else (), title=set_title)
-
-
 def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str]) -> PrInfo:
-    """The best-effort writes, each journaled at once: the issue link, labels, assignees,
-    reviewers and testers, the CI comment (journaled before it is posted, so a run killed
-    right after does not post it again). A refusal goes to ``warnings``, never retried."""
+    """The best-effort writes, each journaled at once (the comment before it is posted); a
+    refusal goes to ``warnings``, never retried."""
     opts, number = job.patch_set.pr, info.number
     if not info.linked and "link" not in info.refused:
         failed, refusal = _link(forge, number, job.patch_set.issues)
@@ -334,8 +294,7 @@ def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str
 
 def finish(job: BranchJob, writes: PrWrites, info: PrInfo, kept: list[str], cache: Path,
            state_dir: Path) -> None:
-    """The branch's end state (done, planned, or a failed test shown by a draft), the
-    warnings said once; a finished branch's worktree is removed unread (its tests ran there)."""
+    """The branch's end state and its warnings, said once; a done branch's worktree goes."""
     rec = job.record
     if writes.pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
         final, message = Status.PLANNED, "dry run: no PR written"
@@ -361,8 +320,7 @@ def _issues_said(issues: tuple[int, ...]) -> str:
 
 
 def _link(forge: Forge, number: int, issues: tuple[int, ...]) -> tuple[str | None, bool]:
-    """Link the set's issues; a failure is returned as a warning and whether it was a refusal
-    (403/404: not tried again; anything else: the next run tries)."""
+    """Link the set's issues; a failure as a warning, and whether it was a refusal."""
     try:
         forge.link_issues(number, issues)
     except BackportError as exc:
@@ -409,15 +367,8 @@ def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
 def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
                        all_targets: list[str], state: SetOnForge,
                        ran: frozenset[str] = frozenset()) -> bool:
-    """Bring a branch's open PR (as ``state`` listed it) up to date; True when it was updated.
-
-    Every branch with a PR is refreshed, whatever its status or wherever it ran. Nothing is
-    written when neither the generated regions nor the draft state would change; what is
-    written goes over the PR as it is now (`Forge.current_pr`: read again unless the listing
-    shows it unchanged since this client read or wrote it), keeping a maintainer's text and
-    the title with its draft marker; draft is sent only where the result changes it. ``ran``:
-    the branches this run worked on (their results of this run come first).
-    """
+    """Bring a branch's open PR up to date over the PR as it is now (keeping a maintainer's
+    text and the title with its draft marker); True when it was updated."""
     listed = state.prs.get(job.target)
     records = job.journal.records(all_targets)
     # rendered from facts alone: the PR carries a record, or the journal has the branch
@@ -446,13 +397,13 @@ def _wanted(job: BranchJob, pr: PullRequest, bm: BranchMap, records: list[Branch
     """The body and draft state a sibling's PR should have, over its body as ``pr`` shows it."""
     ps, target = job.patch_set, job.target
     ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)
-    return (render_body(ctx, existing=pr.body),
-            draft_implied(record_for(records, state, target, ran), ps))
+    chosen, _ = body_records(records, state, ran=ran)
+    own = next((rec for rec in chosen if rec.target == target), None)
+    return render_body(ctx, existing=pr.body), draft_implied(own, ps)
 
 
 def judge_unverified(job: BranchJob, forge: Forge) -> None:
-    """A PR an earlier run opened but never read back: judged now, before anything else
-    (kept, or closed when it came from the wrong source)."""
+    """A PR an earlier run opened but never read back: kept, or closed if from elsewhere."""
     recorded = job.record.pr
     if recorded is None or not recorded.unverified:
         return
@@ -467,8 +418,7 @@ def judge_unverified(job: BranchJob, forge: Forge) -> None:
 
 
 def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
-    """Before a create: where the recorded PR was closed or merged, stop the branch with one
-    sentence, unless ``new_pr`` asks for another PR."""
+    """Before a create: stop where the recorded PR was closed or merged, unless ``new_pr``."""
     recorded = job.record.pr
     if recorded is None or new_pr:
         return
@@ -486,18 +436,12 @@ def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
             details={"number": pr.number, "url": pr.url, "state": pr.state})
 
 
-def title_to_send(job: BranchJob, pr: PullRequest, set_title: str) -> str:
-    """The set's title when it changed since the last run; else the PR's own title."""
-    recorded = job.record.pr
-    last = recorded.title if recorded is not None and recorded.number == pr.number else None
-    return set_title if last is not None and last != set_title else pr.title
 
 
 # -- the summary comment on the source PR -----------------------------------------------------
 def write_source_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
                          ran: frozenset[str]) -> str | None:
-    """Post or edit the one summary comment of ours on ``ps``'s source PR (see the module
-    docstring); a warning when the forge refused, else None."""
+    """Post or edit our one summary comment on the source PR; a warning if the forge refused."""
     from backport.report.summary import MARKER, render_summary  # a real run's alone
 
     if ps.source is None:

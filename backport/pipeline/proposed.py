@@ -1,16 +1,12 @@
 """Already proposed elsewhere: the steps that stop a branch of a set made from upstream PR N
 where another PR already carries N into the target.
 
-`carries` is the one rule of how a PR carries PR N (a pure function of its head branch, title
-and body), `commit_carries` the same for a commit (the audit's): only the forms the sync bot,
-GitCode's cherry-pick or this tool write, where they write them; a mention ("cf. !N", "参考
-!N") carries nothing. `counts` decides whether such a PR may stop the branch: a bot's branch in
-the upstream itself (only writers make branches there), a PR by a user with write permission
-(asked once per login a run), or a PR whose own commits carry the change (``patch-id``).
-Anyone else's PR never blocks; it is said in the branch's progress. The set's own PRs never
-count. `proposed_step` runs before apply; `same_fix_step` after it: in a batch (``apply
---from-pr A --from-pr B``), a branch whose whole change (``patch-id --stable`` from base to
-commit) is that of a set run before it, which has a PR there, is already proposed by it.
+`carries` (a PR) and `commit_carries` (a commit, for the audit) read only the forms the sync
+bot, GitCode's cherry-pick or this tool write; a mention ("cf. !N") carries nothing. `counts`
+says whether such a PR may stop the branch: a bot's branch in the upstream itself, a PR by a
+user with write permission, or one whose commits carry the change (``patch-id``). Anyone
+else's PR, and the set's own, never block. `proposed_step` runs before apply; `same_fix_step`
+after it stops a branch whose whole change is that of a set run before it in the batch.
 """
 
 from __future__ import annotations
@@ -30,19 +26,16 @@ from backport.records import BranchRecord, ProposedPr
 from backport.report.wording import SOURCE
 from backport.states import Status
 
-# The forms a PR or commit carries a source PR by, and how the terminal says them (the PR
-# body's Chinese: report/wording.py). ``BODY`` (a description naming the PR) is no carrier
-# any more: it is kept only to read records written before.
-SYNC, CHERRY_PICK, BACKPORT, BODY = "sync", "cherry-pick", "backport", "body"
+# The forms a PR or commit carries a source PR by, as the terminal says them.
+SYNC, CHERRY_PICK, BACKPORT = "sync", "cherry-pick", "backport"
 KIND_EN = {SYNC: "the sync bot's PR", CHERRY_PICK: "GitCode's cherry-pick",
-           BACKPORT: "a backport PR", BODY: "a PR whose description names the source PR"}
+           BACKPORT: "a backport PR"}
 
 _SYNC_TITLE = re.compile(rf"^\s*\[sync\]\s*PR-({DIGITS})(?![0-9])", re.IGNORECASE)
 _SYNC_HEAD = re.compile(rf"^sync-pr({DIGITS})-(.+)$")
 _CHERRY_PICK = re.compile(rf"^cherry-pick-mr-({DIGITS})-[0-9]+-auto$")
 _REPO = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
-# This tool's forms, where it writes them: a backport PR's evidence line, and the trailer
-# that is the last paragraph of a backport commit's message (git/squash_message.py).
+# This tool's forms: a backport PR's evidence line, a backport commit's last paragraph.
 _SOURCE_LINE = re.compile(rf"^{re.escape(SOURCE.prefix)}({_REPO})!({DIGITS})@[0-9a-f]{{40}}$",
                           re.MULTILINE)
 _TOOL_TRAILER = re.compile(rf"Backport of ({_REPO})!({DIGITS})\.\n"
@@ -54,9 +47,8 @@ def _same_repo(a: str, b: str) -> bool:
 
 
 def head_carries(head: str, target: str) -> dict[int, str]:
-    """The PR a head branch carries into ``target`` by a bot's form: the sync bot's
-    ``sync-pr<N>-<head>-to-<target>`` (or its short ``sync-pr<N>-<target>``), GitCode's
-    ``cherry-pick-mr-<N>-<digits>-auto``."""
+    """The PR a bot's head branch carries into ``target`` (``sync-pr<N>-…-to-<target>``,
+    ``cherry-pick-mr-<N>-<digits>-auto``)."""
     sync = _SYNC_HEAD.match(head)
     if sync is not None:
         rest, tail = sync.group(2), f"-to-{target}"
@@ -87,9 +79,7 @@ def _ours_said(pairs: Iterable[tuple[str, str]], upstream: str) -> dict[int, str
 
 
 def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | None:
-    """How an open or merged ``pr`` into ``target`` carries PR ``number`` of ``upstream``
-    (``SYNC``, ``CHERRY_PICK``, ``BACKPORT``: the sync bot's title prefix or branch, GitCode's
-    cherry-pick branch, this tool's evidence line), or None."""
+    """How an open or merged ``pr`` into ``target`` carries PR ``number``, or None."""
     if pr.base != target or pr.state not in ("open", "merged"):
         return None
     forms = {**_ours_said(_SOURCE_LINE.findall(pr.body), upstream), **head_carries(pr.head, target),
@@ -98,14 +88,8 @@ def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | N
 
 
 def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
-    """The PRs a commit on ``branch`` carries, other than its own (its GitCode squash line's):
-    the sync bot's title prefix on its subject, the head branch of its own squash line, this
-    tool's trailer as the last paragraph of its author's message."""
-    from backport.git.squash_message import (
-        own_message,  # the audit's alone
-        squash_head,
-        squash_number,
-    )
+    """The PRs a commit on ``branch`` carries, other than its own squash line's."""
+    from backport.git.squash_message import own_message, squash_head, squash_number  # the audit's
 
     own = squash_number(message)
     head = squash_head(message, own) if own is not None else ""
@@ -135,8 +119,7 @@ def bot_branch(pr: PullRequest, kind: str, upstream: str) -> bool:
 
 def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[str], bool],
            has_change: Callable[[], bool]) -> str | None:
-    """Why ``pr``, which names the source as ``kind``, may stop the branch, or None. The
-    checks run in order of cost: no request, one per login, a git fetch."""
+    """Why ``pr`` may stop the branch, or None; the checks run cheapest first."""
     if bot_branch(pr, kind, upstream):
         return BOT_BRANCH
     if can_write(pr.author):
@@ -148,8 +131,7 @@ def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[st
 
 def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, str]],
                     number: int) -> tuple[PullRequest, str, str] | None:
-    """The first PR of ``found`` (merged ones first, then the oldest) that counts, with its
-    kind and why; each one passed over is said in the branch's progress, by number only."""
+    """The first PR of ``found`` (merged first, then oldest) that counts, with kind and why."""
     from backport.git.apply import carries_change  # only where a PR names the source
 
     forge, session = run.session.forge.client(), run.session
@@ -168,9 +150,8 @@ def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, 
 
 
 def proposed_step(run: SetRun, job: BranchJob) -> bool:
-    """For a set made from a PR: stop the branch as already proposed (False) when another open
-    or merged PR into its target carries that PR and counts. A branch whose own PR is open,
-    and a run that opens no PRs, go on."""
+    """Stop the branch as already proposed (False) when another open or merged PR into its
+    target carries the set's source PR and counts."""
     source = job.patch_set.source
     if source is None or not run.options.mode.opens_prs:
         return True

@@ -1,10 +1,8 @@
 """`continue` after a conflict was resolved by hand, and `abort`.
 
-`continue` concludes `git am` in the branch's kept worktree once the resolution leaves every
-test file compiling, then names the other branches the resolution may serve (those conflicted,
-whose conflict is untouched, or not applied yet), which `apply` runs next (`decide.py` tries the
-resolution there). `abort` stops `git am`, removes worktrees and resets the records; the fork
-branch and the PR are left alone.
+`continue` concludes `git am` once the resolution leaves every test file compiling, then names
+the other branches the resolution may serve, which `apply` runs next. `abort` stops `git am`,
+removes worktrees and resets the records; the fork branch and the PR are left alone.
 """
 
 from __future__ import annotations
@@ -91,8 +89,7 @@ def _untouched(worktree: Worktree, rec: BranchRecord) -> bool:
 def propagation_targets(project: Project, name: str, target: str,
                         progress: ProgressSink) -> list[str]:
     """The other branches a fresh resolution of ``target`` may serve, nearest release first:
-    those not applied yet, and those conflicted, whose untouched `git am` is stopped (one a
-    maintainer is already editing is left alone)."""
+    those not applied yet, and those conflicted whose `git am` nobody touched (it is stopped)."""
     (patch_set,) = select_patch_sets(project, [name])
     with locked_journals(project, [patch_set], progress) as journals:
         journal = journals[name]
@@ -117,7 +114,7 @@ def propagation_targets(project: Project, name: str, target: str,
 def abort_branches(project: Project, name: str, targets: tuple[str, ...],
                    progress: ProgressSink) -> list[str]:
     """Give up on branches: stop `git am`, remove worktrees, reset their records (what this
-    tool last pushed is remembered, so a later run can still update the fork branch and PR)."""
+    tool last pushed is remembered)."""
     (patch_set,) = select_patch_sets(project, [name])
     select_targets([patch_set], targets)
     with locked_journals(project, [patch_set], progress) as journals:

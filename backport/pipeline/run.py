@@ -15,7 +15,6 @@ import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from backport.branch_order import newest_first
 from backport.config.model import PatchSet, Project
@@ -40,8 +39,6 @@ from backport.pipeline.set_run import BranchJob, SetRun, fetch_bases
 from backport.records import SKIP_DRY_NO_ENVS
 from backport.states import Status
 
-FORGE_ROW = "forge"  # the progress row of the forge's own waits (the rate limit)
-
 
 def run_apply(project: Project, names: list[str], options: ApplyOptions,
               progress: ProgressSink, *, every: bool = False,
@@ -49,14 +46,13 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
               plan: Callable[[str], None] | None = None,
               estimate: Callable[[str], None] | None = None,
               session: Session | None = None) -> list[SetRun]:
-    """Run the named patch sets; returns each set's run (its records). In a dry run ``plan``
-    hears of every write not made, ``estimate`` of the requests and time the run would take.
-    ``session``: the command's, when it read the forge already."""
+    """Run the named patch sets; returns each set's run. A dry run tells ``plan`` each write
+    not made and ``estimate`` the requests and time the run would take."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
     session = session or Session(project, options, environ=environ, plan=plan)
     session.project, session.options = project, options
-    session.notify = functools.partial(progress.event, FORGE_ROW, "rate limit")
+    session.notify = functools.partial(progress.event, "forge", "rate limit")
     session.start()
     persist = not options.mode.dry_run  # a dry run writes no journal and no report
     if persist:
@@ -120,7 +116,9 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     needs = check_prerequisites(session, jobs)
     if any(need is Prerequisite.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
         session.options = session.options.without_tests(SKIP_DRY_NO_ENVS)
-    refuse_unconfined_pr_code(session, jobs)
+    pr_targets = [job.target for job in jobs if job.patch_set.pr_code]
+    if pr_targets and not session.options.skip_tests:  # a PR's code is tested only confined
+        require_isolation(session.project.branch_map, dict.fromkeys(pr_targets))
     session.follow_token()
     if session.options.mode.pushes:
         session.forge.client().preflight()  # a bad token stops the run before any push
@@ -131,7 +129,6 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     bases = fetch_bases(session.cache, sorted({job.target for job in jobs}))
     pool = ThreadPoolExecutor(max_workers=session.options.workers, thread_name_prefix="branch")
     try:
-        # A batch goes one patch set after another, so its PRs appear as it goes.
         for index, run in enumerate(runs):
             run.bases, run.earlier = bases, runs[:index]  # one PR per fix: `same_fix_step`
             run_set(run, pool)
@@ -144,8 +141,7 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
 
 
 def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
-    """One patch set's run, phase by phase (see the module docstring). Newest branch first:
-    its conflict is the one to resolve first, and its resolution flows down."""
+    """One patch set's run, phase by phase; newest branch first, as its resolution flows down."""
     order = newest_first(run.ran)
     branches = [pool.submit(run_branch, run, job)
                 for job in sorted(run.jobs, key=lambda j: order.index(j.target))]
@@ -154,22 +150,18 @@ def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
         branch.result()
     if run.options.mode.opens_prs and not run.options.mode.dry_run:
         refresh_siblings(run)
-        write_summary(run)
-
-
-def refuse_unconfined_pr_code(session: Session, jobs: list[BranchJob]) -> None:
-    """A set made from a PR is tested only in the sandbox (or where its environment says
-    ``isolation: none``): on a host that refuses namespaces the run stops before any work."""
-    pr_targets = [job.target for job in jobs if job.patch_set.pr_code]
-    if pr_targets and not session.options.skip_tests:
-        require_isolation(session.project.branch_map, dict.fromkeys(pr_targets))
+        ps = run.patch_set
+        if ps.source is not None:
+            warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
+                                           run.journal.records(list(ps.branches)), run.ran)
+            if warning:
+                run.jobs[0].event("pr", warning)
 
 
 def check_prerequisites(session: Session,
                         jobs: list[BranchJob]) -> list[tuple[Prerequisite, BackportError]]:
-    """What the run's mode needs that needs no network to check (environments built, the
-    forge's token, a fork to push to). A real run missing any stops before any work, naming
-    all in one sentence; a dry run goes on and returns them."""
+    """What the run's mode needs (environments, token, fork): a real run missing any stops,
+    naming all in one sentence; a dry run goes on and returns them."""
     mode, bm = session.options.mode, session.project.branch_map
     missing: list[tuple[Prerequisite, BackportError]] = []
     for need in mode.prerequisites(skip_tests=session.options.skip_tests):
@@ -192,20 +184,17 @@ def check_prerequisites(session: Session,
     if len(missing) == 1:
         raise missing[0][1]
     parts = "; and ".join(problem.message.rstrip(".") for _, problem in missing)
-    # each is a configuration or usage error (exit 2)
     raise BackportError(missing[0][1].code,
                         f"{len(missing)} things are missing before the run can start: {parts}.")
 
 
-REFRESH_ROUNDS = 3  # reads of the set's PRs after a run; each further one only after a write
+REFRESH_ROUNDS = 3  # at most, in a partial run
 
 
 def refresh_siblings(run: SetRun) -> None:
-    """Re-render every open PR of the set, so each body is true after the run: a body written
-    earlier did not know the PRs made after it, nor a PR run elsewhere this run's results.
-    Each round lists the set's open PRs once and updates each out-of-date one once; where the
-    run is partial, a round that wrote is followed by another, so two runs ending at once each
-    see the other's result (at most ``REFRESH_ROUNDS``)."""
+    """Re-render every open PR of the set with what is true after the run. Each round lists
+    the PRs once; in a partial run a round that wrote is followed by another, so two runs
+    ending at once each see the other's result."""
     ps, bm = run.patch_set, run.branch_map
     for _ in range(REFRESH_ROUNDS if run.partial else 1):
         try:
@@ -226,19 +215,8 @@ def refresh_siblings(run: SetRun) -> None:
             return
 
 
-def write_summary(run: SetRun) -> None:
-    """The summary comment on the source PR of a set made from a PR (best effort)."""
-    ps = run.patch_set
-    if ps.source is None:
-        return
-    warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
-                                   run.journal.records(list(ps.branches)), run.ran)
-    if warning:
-        run.jobs[0].event("pr", warning)
-
-
 def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
-    """Probe every needed environment and start its warm worker in the background."""
+    """Probe each needed environment and start its warm worker in the background."""
     notice = refusal_notice()
     if notice and jobs:
         jobs[0].event("sandbox", notice)
@@ -249,10 +227,8 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
                          name=f"prewarm-{env_name}", daemon=True).start()
 
 
-def write_report(run: SetRun) -> Path:
+def write_report(run: SetRun) -> None:
     """Write the run report as Markdown next to the journal."""
     from backport.report.summary import render_markdown  # a dry run writes no report
 
-    path = run.journal.run_dir / "report.md"
-    write_text(path, render_markdown(run.patch_set.name, run.records))
-    return path
+    write_text(run.journal.run_dir / "report.md", render_markdown(run.patch_set.name, run.records))

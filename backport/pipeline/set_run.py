@@ -1,12 +1,9 @@
 """One patch set's run (`SetRun`), one branch's job in it (`BranchJob`), and when a step may
 run (`Schedule`).
 
-``run``, computed once per set, holds the set, its journal, the chosen targets, the jobs with
-work left, the branches run here (`ran`), whether the others run on other hosts (`partial`:
-their results are read from their PRs), the fetched `bases` and the run's `Session`. The
-schedule's one protocol is "wait until that branch's step ended": an older target's apply, where
-its own series conflicts, waits for the newer targets' apply (`SetRun.wait_newer`), and each PR
-step waits for its branch's push. It is told of jobs and step names only, never a function.
+The schedule's one protocol is "wait until that branch's step ended": an older target's apply,
+where its own series conflicts, waits for the newer targets' apply (`SetRun.wait_newer`), and
+each PR step waits for its branch's push. It knows jobs and step names only.
 """
 
 from __future__ import annotations
@@ -55,7 +52,7 @@ class BranchJob:
 
 
 class Schedule:
-    """The steps the branches of one patch set's run have ended (see the module docstring)."""
+    """The steps the branches of one patch set's run have ended."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -85,7 +82,7 @@ class Schedule:
 
 @dataclass
 class SetRun:
-    """One patch set's run (see the module docstring); after the run, its records."""
+    """One patch set's run; after the run, its records."""
 
     patch_set: PatchSet
     journal: Journal
@@ -139,17 +136,15 @@ class SetRun:
                          self.journal, self.event_for(target))
 
     def wait_newer(self, job: BranchJob, step: str) -> None:
-        """Block until every newer target run here ended ``step`` (they start first, so a
-        waiting branch never holds a worker a newer one needs)."""
+        """Block until every newer target run here ended ``step`` (they start first)."""
         for other in self.jobs:
             if newer(other.target, job.target):
                 self.schedule.wait(other, step)
 
 
 def fetch_bases(cache: RepoCache, targets: list[str]) -> dict[str, str | BackportError]:
-    """Fetch every target head into the cache once; target -> head (`apply`, `check`). A failed
-    fetch raises, unless it names a branch the upstream lacks: then the branches are listed
-    (``ls-remote``), the others fetched, and each missing one fails alone."""
+    """Fetch every target head into the cache once; target -> head. Where the upstream lacks a
+    branch, each missing one fails alone and the others are fetched."""
     try:
         return dict(cache.fetch(targets))
     except BackportError as exc:

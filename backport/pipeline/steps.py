@@ -2,14 +2,12 @@
 record and is safe to repeat.
 
 Re-runs: apply keeps the commit when the base did not move (or it was made by hand) and the
-cache (and, where a test runs in it, the worktree) holds it; test keeps a passing result of the
-same commit; push does nothing when the fork branch is at the commit and stops
-(`fork-diverged`) when someone else moved it. A publish step (``--skip-tests`` after a CI's test
-step) pushes the commit recorded before the test only when its tree is the series applied
-afresh on its base, read from the cache's objects: the worktree the tests could write is never
-read. Before the tests, the ``torch_npu`` Python files the commit changes are laid over a copy
-of the installed package (``envs/overlay.py``); each test the patch adds must have passed in
-the ``-v`` output of its file (``envs/verbose.py``), whatever unittest's summary says.
+cache holds it; test keeps a passing result of the same commit; push does nothing when the fork
+branch is at the commit and stops (`fork-diverged`) when someone else moved it. A publish step
+(``--skip-tests``) pushes a tested commit only when its tree is the series applied afresh on
+its base, read from the cache's objects, never from the worktree the tests could write. The
+``torch_npu`` files the commit changes are laid over a copy of the installed package
+(``envs/overlay.py``); each test the patch adds must pass in its file's ``-v`` output.
 """
 
 from __future__ import annotations
@@ -49,8 +47,7 @@ def log_path(run: SetRun, job: BranchJob, test_index: int) -> Path:
 
 # -- apply ------------------------------------------------------------------------------------
 def apply_step(run: SetRun, job: BranchJob) -> bool:
-    """Put the series on a fresh fork branch on the fetched base; False when it stopped. Where
-    the own series conflicts, the siblings' are tried once the newer targets were applied."""
+    """Put the series on a fresh fork branch on the fetched base; False when it stopped."""
     base = run.bases[job.target]
     if isinstance(base, BackportError):
         raise base
@@ -74,8 +71,7 @@ def apply_step(run: SetRun, job: BranchJob) -> bool:
 
 
 def _keeps_commit(run: SetRun, job: BranchJob, path: Path) -> bool:
-    """Whether the previous run's commit goes on: the cache must hold it, and where a test runs
-    in this run, the worktree at ``path`` too (else the worktree is not read)."""
+    """The previous run's commit goes on: the cache holds it (and the worktree, for a test)."""
     cache, rec = run.session.cache, job.record
     commit = rec.commit
     assert commit is not None
@@ -129,7 +125,7 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
         base, result.head, str(path), [t.node_id for t in added],
         series_source=source.source if source else None, tried_sources=decision.tried,
         merged_files=result.merged, loose_files=result.loose))
-    job.event("applied", result.head[:9] + (f" from {source.label}" if source else ""))
+    job.event("applied", result.head[:9] + (f" from {source.source.label}" if source else ""))
     for files, how in ((result.merged, "only through a 3-way merge"),
                        (result.loose, "with context lines ignored")):
         if files:
@@ -139,7 +135,7 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
 
 
 def _record_stop(job: BranchJob, base: str, path: Path, decision: Decision) -> None:
-    """A series that went in with no change, conflicted, or left an unusable test file."""
+    """A series that made no change, conflicted, or left an unusable test file."""
     wt, result, source, tried = decision.worktree, decision.result, decision.source, decision.tried
     assert wt is not None and result is not None
     if decision.verdict is Verdict.NO_CHANGE:
@@ -175,8 +171,7 @@ def _other_series(run: SetRun, job: BranchJob) -> list[SiblingSeries]:
 # -- test -------------------------------------------------------------------------------------
 def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
                  autoload_disabled: bool, *, among: Sequence[str]) -> EnvEvidence:
-    """The environment half of the evidence: only values the probe really read; shared with
-    the branches ``among`` (the patch set's) that use it too."""
+    """The environment half of the evidence, shared with the branches ``among`` that use it."""
     shared = tuple(t.name for t in bm.targets.values() if t.env == env_name and t.name in among)
     return EnvEvidence(name=env_name, shared_with=shared, note=note,
                        autoload_disabled=autoload_disabled, probe=probe)
@@ -184,8 +179,7 @@ def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
 
 def test_step(run: SetRun, job: BranchJob) -> bool:
     """Run the set's tests in the target's environment; False when it stopped. ``--skip-tests``
-    (a publish step, which holds the token) runs no test code, keeping a passing result or
-    recording the tests as not run; so does a set with no test, for that cause."""
+    and a set with no test run no test code, recording why."""
     options, rec, ps = run.options, job.record, job.patch_set
     if (not options.forces(ps.name) and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
@@ -220,8 +214,7 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
 
 
 def _environment(run: SetRun, job: BranchJob) -> tuple[Environment, EnvEvidence] | None:
-    """The target's environment, probed, its pins and device policy checked; None after
-    stopping the branch."""
+    """The target's environment, probed and checked; None after stopping the branch."""
     bm, among = run.branch_map, job.patch_set.branches
     env = bm.environments[bm.targets[job.target].env]
     job.event("probe", env.name)
@@ -271,8 +264,7 @@ def _run_tests(run: SetRun, job: BranchJob, env: Environment) -> tuple[TestResul
 
 
 def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> list[tuple[str, str]]:
-    """(name, outcome) of every test the series adds in the files the patch set runs, read
-    from those runs' verbose output; named without their class unless two share a name."""
+    """(name, outcome) of each test the series adds, read from its run's verbose output."""
     added = [AddedTest.from_node_id(node) for node in rec.added_tests]
     found: list[tuple[AddedTest, str]] = []
     for spec, one in zip(ps.tests, runs, strict=False):
@@ -292,8 +284,7 @@ def patch_test_outcomes(rec: BranchRecord, ps: PatchSet, runs: list[Any]) -> lis
 
 def changes_for_run(job: BranchJob, envs: Environments, env: Environment,
                     worktree: Path) -> tuple[ChangeScope, Path | None]:
-    """The series' scope beyond tests, and the folder to put first on the tests' path (None:
-    the tests run against the installed package as it is)."""
+    """The series' scope beyond tests, and the overlay folder for the tests' path (or None)."""
     rec = job.record
     if rec.base and rec.commit:
         paths = changed_paths(worktree, rec.base, rec.commit)  # path -> the commit keeps it
@@ -319,8 +310,7 @@ def changes_for_run(job: BranchJob, envs: Environments, env: Environment,
 
 # -- push -------------------------------------------------------------------------------------
 def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> bool:
-    """A publish step pushes only a commit whose tree is the series applied afresh on its base
-    (a resolution's is not re-derived); False after stopping the branch."""
+    """A publish step's commit must be the series applied afresh; False after stopping."""
     rec = job.record
     if not (skip_tests and rec.test is not None and rec.test.ok and rec.commit
             and rec.base and rec.series_source is None and not rec.manual):
@@ -340,8 +330,8 @@ def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> boo
 
 
 def push_step(run: SetRun, job: BranchJob) -> bool:
-    """Push the fork branch to the fork only, with a lease on what this tool last pushed; not
-    where someone else moved it (unless ``--overwrite-fork-branch``). A dry run's fork plans."""
+    """Push the fork branch with a lease on what this tool last pushed; not where someone else
+    moved it (unless ``--overwrite-fork-branch``)."""
     session, options = run.session, run.options
     fork_url, fork, push_env = run.branch_map.fork_url, session.fork, session.forge.push_env()
     rec = job.record
