@@ -54,7 +54,7 @@ def test_the_shipped_map_is_the_real_one() -> None:
     assert (bm.forge, bm.upstream, bm.fork) == ("gitcode", "Ascend/pytorch", "")
     assert bm.fork_url == "" and not bm.fork_note  # nobody else's fork: the token's login names it
     assert bm.with_login("maintainer").fork_url == "https://gitcode.com/maintainer/pytorch.git"
-    assert bm.fork_branch_for("put-metric", "v2.7.1") == "test-put-metric-v2.7.1"
+    assert bm.fork_branch.format(slug="put-metric", target="v2.7.1") == "test-put-metric-v2.7.1"
     assert list(bm.targets) == TARGETS
     for target, (torch, torch_npu) in PINS.items():
         env = bm.environments[bm.targets[target].env]
