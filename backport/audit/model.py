@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from backport.branch_order import nearest_first
+from backport.config.model import nearest_first
 
 LANDED, PROPOSED, MISSING, NOT_NEEDED, IGNORED = (
     "landed", "proposed", "missing", "not-needed", "ignored")

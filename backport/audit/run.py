@@ -20,8 +20,7 @@ from backport.audit.facts import Facts, Target, pool
 from backport.audit.history import Store
 from backport.audit.model import BRANCH_MISSING, MISSING, Audit, Cell, Change
 from backport.audit.rules import classify, folders_of
-from backport.branch_order import newest_first
-from backport.config.model import Project
+from backport.config.model import Project, newest_first
 from backport.config.validate import suggest
 from backport.errors import BackportError, ErrorCode
 from backport.forge import PullRequest

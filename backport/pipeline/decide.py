@@ -16,8 +16,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
-from backport.branch_order import nearest_first
-from backport.config.model import PatchSet
+from backport.config.model import PatchSet, nearest_first
 from backport.config.patchfiles import Patch, read_patch
 from backport.errors import BackportError
 from backport.git.apply import ApplyResult, abort_series, already_applied, apply_series

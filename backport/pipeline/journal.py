@@ -16,9 +16,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from backport.branch_order import newest_first
 from backport.codec import decode, encode
-from backport.config.model import PatchSet, Project
+from backport.config.model import PatchSet, Project, newest_first
 from backport.errors import BackportError, ConfigError, ErrorCode
 from backport.git.cache import file_lock
 from backport.git.worktree import Worktree

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backport.branch_order import nearest_first
-from backport.config.model import Project
+from backport.config.model import Project, nearest_first
 from backport.errors import BackportError
 from backport.git.apply import (
     abort_series,

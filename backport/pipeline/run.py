@@ -16,8 +16,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from backport.branch_order import newest_first
-from backport.config.model import PatchSet, Project
+from backport.config.model import PatchSet, Project, newest_first
 from backport.envs.probe import require_built
 from backport.envs.sandbox import refusal_notice, require_isolation
 from backport.errors import BackportError, ConfigError

@@ -22,11 +22,11 @@ from backport.errors import BackportError
 from backport.forge import Forge, dry_run_of, make_forge
 from backport.git.cache import RepoCache
 from backport.pipeline.mode import Fork, RunMode
-from backport.pipeline.permissions import WritePermissions
 
 if TYPE_CHECKING:
     from backport.docs_audit import DocsEntry
     from backport.envs.environments import Environments
+    from backport.pipeline.permissions import WritePermissions
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -112,11 +112,11 @@ class Session:
         self.forge = ForgeAccess(self)
         self.cache = RepoCache(cache_root(self.environ), project.branch_map.upstream_url)
         self._docs: dict[str, list[DocsEntry] | None] = {}
-        self.permissions = WritePermissions()  # who may write to the upstream, asked once a login
         self.work_dir = project.state_dir
         self.fork = Fork()  # a dry run's plans its pushes (`start`)
         self.started = False
         self._envs: Environments | None = None
+        self._permissions: WritePermissions | None = None
         self._lock = threading.Lock()
 
     @property
@@ -163,6 +163,16 @@ class Session:
         allow_writes([self.work_dir / "worktrees"], reads=[self.project.root])
         cover_also(p for helper in configured_helpers(self.project.root)
                   for p in helper_paths(helper))
+
+    @property
+    def permissions(self) -> WritePermissions:
+        """Who may write to the upstream, asked once a login (only a from-PR run asks)."""
+        from backport.pipeline.permissions import WritePermissions
+
+        with self._lock:
+            if self._permissions is None:
+                self._permissions = WritePermissions()
+            return self._permissions
 
     def follow_token(self) -> None:
         """Name the fork where branches.yaml leaves it to the token's login (``GET /user``)."""

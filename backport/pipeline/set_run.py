@@ -13,8 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from backport.branch_order import newer
-from backport.config.model import BranchMap, PatchSet
+from backport.config.model import BranchMap, PatchSet, newer
 from backport.errors import BackportError, ErrorCode
 from backport.git.cache import RepoCache
 from backport.pipeline.journal import Journal, ProgressSink, Transition

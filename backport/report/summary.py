@@ -13,9 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from backport.branch_order import newest_first
 from backport.codec import encode
-from backport.config.model import BranchMap, PatchSet
+from backport.config.model import BranchMap, PatchSet, newest_first
 from backport.records import (
     SKIP_CAUSE_TEXT,
     SKIP_DRY_NO_ENVS,

@@ -1,6 +1,6 @@
 """Release order of target branches."""
 
-from backport.branch_order import nearest_first, newer, newest_first
+from backport.config.model import nearest_first, newer, newest_first
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 
