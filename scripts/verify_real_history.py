@@ -44,8 +44,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backport.branch_order import newest_first  # noqa: E402
 from backport.cli import cli  # noqa: E402
+from backport.config.model import newest_first  # noqa: E402
 
 BRANCHES = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 SOURCE = "master"
