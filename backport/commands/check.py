@@ -1,5 +1,5 @@
 """`backport check`: validate the branch map for CI without writing anything remote
-(`pipeline/check.py`; the fork's name: `fork_findings`)."""
+(`pipeline/check.py` `run_check`); the table, the JSON and the CI's step summary here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
-from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE, BackportError
+from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
 from backport.pipeline.check import Finding, run_check, summary_markdown
 from backport.pipeline.journal import select_patch_sets
 from backport.pipeline.session import Session
@@ -45,7 +45,6 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
     session = Session(project)
     findings = run_check(session, names, offline=offline, envs=envs)
-    findings[1:1] = fork_findings(session, offline=offline)
     broken = sorted(project.broken.items()) if names is None else []
     findings += [Finding(f"patches/{name}", "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)
@@ -72,27 +71,6 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
             if not f.ok:
                 echo(f"problem: {f.problem}", err=True)
     raise SystemExit(EXIT_USAGE if broken else EXIT_OK if ok else EXIT_BRANCH_FAILED)
-
-
-def fork_findings(session: Session, *, offline: bool) -> list[Finding]:
-    """Which fork the real run pushes to: the one set, or the token's login's (one ``GET
-    /user`` online with a token)."""
-    bm = session.project.branch_map
-    note = [Finding("fork", "set", True, bm.fork_note, warning=True)] if bm.fork_note else []
-    if bm.fork:
-        return [*note, Finding("fork", "pushed to", True, f"{bm.fork} (set in {bm.path.name})")]
-    follows = f"follows the token's login: {bm.fork_shown}"
-    if offline:
-        return [*note, Finding("fork", "pushed to", True, f"{follows} (offline: not asked)")]
-    forge = session.forge.real()
-    if forge.missing():
-        return [*note, Finding("fork", "pushed to", True, f"{follows} (no token here to ask)")]
-    try:
-        named = bm.with_login(forge.current_user())
-    except BackportError as exc:
-        return [*note, Finding("fork", "pushed to", True, f"{follows}; asking who the token is "
-                               f"failed: {exc.message}", warning=True)]
-    return [*note, Finding("fork", "pushed to", True, f"{named.fork} (the token's login)")]
 
 
 def _write_step_summary(title: str, findings: list[Finding]) -> None:

@@ -8,12 +8,10 @@ from rich.table import Table
 from backport.commands.common import AppContext, echo, pass_app, print_runs, report_broken
 from backport.config.model import PatchSet, Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, EXIT_USAGE
-from backport.forge import PullRequest
 from backport.pipeline.journal import Journal, select_patch_sets, select_targets
-from backport.pipeline.pr_step import forge_records
+from backport.pipeline.pr_step import forge_status
 from backport.pipeline.session import Session
-from backport.records import BranchRecord
-from backport.report.summary import render_table, status_json, test_result, test_state
+from backport.report.summary import render_table, status_json
 
 
 @click.command("status")
@@ -68,17 +66,8 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
                 branches: tuple[str, ...], as_json: bool) -> None:
     """Each branch of the named sets as its open PR shows it; exit 1 when one has no open PR
     or a failing result."""
-    chosen = select_targets(patch_sets, branches)
-    session = Session(project)
-    session.follow_token()  # where the fork follows the token, its PRs are the login's
-    forge, bm = session.forge.real(), session.project.branch_map
-    shown = []
-    for ps in patch_sets:
-        state, records = forge_records(forge, ps, bm)
-        rows = [_forge_row(target, state.prs.get(target),
-                           records.get(target) if target in state.shared else None)
-                for target in chosen[ps.name]]
-        shown.append((ps, rows))
+    bm = project.branch_map
+    shown = forge_status(Session(project), patch_sets, select_targets(patch_sets, branches))
     failed = any(row["pr"] is None or row["ok"] is False for _, rows in shown for row in rows)
     if as_json:
         print_runs([{"patch_set": ps.name, "api": ps.api, "source": "forge", "branches": rows}
@@ -99,26 +88,3 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
                               (row["head_commit"] or "")[:12], row["platform"] or "")
             app.console.print(table)
     raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
-
-
-def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None) -> dict:
-    """One branch as its open PR shows it (``record``: the one its body carried)."""
-    test = record.test if record else None
-    head = (record.fork_sha or record.pushed_sha) if record else None
-    tested = (test.commit if test else None) or None
-    state, because = test_state(record) if record else (None, None)
-    return {
-        "target": target,
-        "pr": None if pr is None else {"number": pr.number, "url": pr.url, "draft": pr.draft},
-        "status": record.status.value if record else None,
-        "result": (test_result(record) if record else
-                   "no open PR" if pr is None else "no evidence block in the PR body"),
-        "ok": test.ok if test else None,
-        "test_state": state,
-        "skipped_because": because,
-        "tested_commit": tested,
-        "head_commit": head,
-        "stale": bool(test and tested and head and tested != head),
-        "platform": record.env.fact("platform") if record and record.env else None,
-        "environment": record.env.name if record and record.env else None,
-    }

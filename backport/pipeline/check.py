@@ -67,6 +67,7 @@ def run_check(session: Session, names: list[str] | None, *, offline: bool,
     findings = [Finding(str(bm.path.name), "schema", True,
                         f"{plural(len(bm.targets), 'target branch', 'target branches')}, "
                         f"{plural(len(bm.environments), 'environment')}")]
+    findings += fork_findings(session, offline=offline)
     findings += _interpreters(project, required=envs)
     for ps in patch_sets:
         variants = ", ".join(sorted(ps.variants)) or "none"
@@ -260,3 +261,24 @@ def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
         detail = f.detail + (" (variant)" if f.variant else "")
         rows.append(f"| {cell(f.subject)} | {cell(f.check)} | {mark} | {cell(detail)} |")
     return "\n".join(rows) + "\n"
+
+
+def fork_findings(session: Session, *, offline: bool) -> list[Finding]:
+    """Which fork the real run pushes to: the one set, or the token's login's (one ``GET
+    /user`` online with a token)."""
+    bm = session.project.branch_map
+    note = [Finding("fork", "set", True, bm.fork_note, warning=True)] if bm.fork_note else []
+    if bm.fork:
+        return [*note, Finding("fork", "pushed to", True, f"{bm.fork} (set in {bm.path.name})")]
+    follows = f"follows the token's login: {bm.fork_shown}"
+    if offline:
+        return [*note, Finding("fork", "pushed to", True, f"{follows} (offline: not asked)")]
+    forge = session.forge.real()
+    if forge.missing():
+        return [*note, Finding("fork", "pushed to", True, f"{follows} (no token here to ask)")]
+    try:
+        named = bm.with_login(forge.current_user())
+    except BackportError as exc:
+        return [*note, Finding("fork", "pushed to", True, f"{follows}; asking who the token is "
+                               f"failed: {exc.message}", warning=True)]
+    return [*note, Finding("fork", "pushed to", True, f"{named.fork} (the token's login)")]

@@ -27,6 +27,7 @@ from backport.forge import Comment, Forge, PullRequest
 from backport.forge.base import is_refusal
 from backport.git.cache import remote_shas
 from backport.git.worktree import Worktree, cache_branch
+from backport.pipeline.session import Session
 from backport.pipeline.set_run import BranchJob, SetRun
 from backport.records import BranchRecord, PrInfo
 from backport.report.regions import read_line
@@ -164,6 +165,44 @@ def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge
     state = read_set(forge, ps, bm)
     chosen, _ = body_records([], state)
     return state, {rec.target: rec for rec in chosen}
+
+
+def forge_status(session: Session, patch_sets: Sequence[PatchSet],
+                 chosen: dict[str, list[str]]) -> list[tuple[PatchSet, list[dict]]]:
+    """Each chosen branch of ``patch_sets`` as its open PR shows it (`status --from-forge`)."""
+    session.follow_token()  # where the fork follows the token, its PRs are the login's
+    forge, shown = session.forge.real(), []
+    for ps in patch_sets:
+        state, records = forge_records(forge, ps, session.project.branch_map)
+        shown.append((ps, [_forge_row(target, state.prs.get(target),
+                                      records.get(target) if target in state.shared else None)
+                           for target in chosen[ps.name]]))
+    return shown
+
+
+def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None) -> dict:
+    """One branch as its open PR shows it (``record``: the one its body carried)."""
+    from backport.report.summary import test_result, test_state  # status's alone
+
+    test = record.test if record else None
+    head = (record.fork_sha or record.pushed_sha) if record else None
+    tested = (test.commit if test else None) or None
+    state, because = test_state(record) if record else (None, None)
+    return {
+        "target": target,
+        "pr": None if pr is None else {"number": pr.number, "url": pr.url, "draft": pr.draft},
+        "status": record.status.value if record else None,
+        "result": (test_result(record) if record else
+                   "no open PR" if pr is None else "no evidence block in the PR body"),
+        "ok": test.ok if test else None,
+        "test_state": state,
+        "skipped_because": because,
+        "tested_commit": tested,
+        "head_commit": head,
+        "stale": bool(test and tested and head and tested != head),
+        "platform": record.env.fact("platform") if record and record.env else None,
+        "environment": record.env.name if record and record.env else None,
+    }
 
 
 # -- the PR step -------------------------------------------------------------------------------
