@@ -132,7 +132,11 @@ class TestRunner:
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         if self.fallback is None and overlay is None:
-            result = self._run_warm(worktree, test, log_path, timeout)
+            # the forked test writes to a temporary file (a sandbox may write there), added to
+            # its log once it ended
+            with tempfile.TemporaryDirectory(prefix="backport-test-") as scratch:
+                result = self._run_forked(worktree, test, log_path, timeout,
+                                          Path(scratch) / "test.log")
             if result is not None:
                 return result
         return self._run_isolated(worktree, test, log_path, timeout, overlay)
@@ -190,22 +194,10 @@ class TestRunner:
         if self.fallback is None:
             self.fallback = redact(reason)
 
-    def _run_warm(
-        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
-    ) -> TestRun | None:
-        """A forked run, None when the worker is unusable; the test writes to a temporary file
-        (a sandbox may write there), added to its log once it ended."""
-        fd, scratch_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
-        os.close(fd)
-        scratch = Path(scratch_name)
-        try:
-            return self._run_forked(worktree, test, log_path, timeout, scratch)
-        finally:
-            scratch.unlink(missing_ok=True)
-
     def _run_forked(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float, scratch: Path
     ) -> TestRun | None:
+        """A run forked from the warm worker; None when the worker is unusable."""
         request = {
             "cwd": str(worktree),
             "path": str(worktree / test.path),

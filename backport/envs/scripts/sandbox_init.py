@@ -63,19 +63,15 @@ def _call(what: str, result: int) -> None:
         _fail(f"{what}: {os.strerror(err)}")
 
 
-def _write(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-
-
 def _map_user(proc: str, uid: int, gid: int) -> None:
     """Map ``uid`` and ``gid`` to themselves in the user namespace of ``proc``."""
-    _write(f"{proc}/setgroups", "deny")
-    _write(f"{proc}/uid_map", f"{uid} {uid} 1")
-    _write(f"{proc}/gid_map", f"{gid} {gid} 1")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        fd = os.open(f"{proc}/{name}", os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
 
 
 def enter() -> None:
@@ -112,13 +108,6 @@ def tests_user_namespace() -> None:
         os.close(fd)
     os.set_inheritable(held, True)
     os.environ[USERNS_VAR] = str(held)
-
-
-def mount_proc() -> None:
-    """In the init: mounts stay in this namespace; ``/proc`` becomes the namespace's."""
-    _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)  # best effort: already private
-    _call("mount /proc", _libc.mount(b"proc", b"/proc", b"proc",
-                                     MS_NOSUID | MS_NODEV | MS_NOEXEC, None))
 
 
 def hide(places: list[str]) -> None:
@@ -321,7 +310,10 @@ def _devnull_stdio() -> None:
 
 
 def set_up(ops: list[tuple[str, str]], hidden: list[str]) -> None:
-    mount_proc()
+    """In the init: mounts stay in this namespace, ``/proc`` becomes its own, then the view."""
+    _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)  # best effort: already private
+    _call("mount /proc", _libc.mount(b"proc", b"/proc", b"proc",
+                                     MS_NOSUID | MS_NODEV | MS_NOEXEC, None))
     tests_user_namespace()
     lay_out(ops)
     hide(hidden)
@@ -365,7 +357,8 @@ def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
     writable = [path for kind, path in ops if kind in (WRITABLE, PRIVATE) and os.path.isdir(path)]
-    if "/" not in writable and (_can_create("/") or _can_remount("/")):
+    if "/" not in writable and (_can_create("/") or _libc.mount(
+            None, b"/", None, MS_REMOUNT | MS_BIND, None) == 0):
         _fail("/ is still writable")
     for path in writable:
         if not _can_create(path):
@@ -394,10 +387,6 @@ def confine(args: list[str]) -> None:
     if hidden:
         hide(hidden)
     drop_privileges()
-
-
-def _can_remount(point: str) -> bool:
-    return _libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND, None) == 0
 
 
 def _can_create(folder: str) -> bool:
