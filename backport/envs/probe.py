@@ -170,16 +170,6 @@ def short_reason(error: str | None) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def npu_phrase(probe: Probe) -> str:
-    """``no NPU visible`` or ``2 NPUs visible (Ascend910B4)``."""
-    count = probe.npu_count or 0
-    if count <= 0:
-        return "no NPU visible"
-    noun = "NPU" if count == 1 else "NPUs"
-    model = f" ({probe.npu_model})" if probe.npu_model else ""
-    return f"{count} {noun} visible{model}"
-
-
 @dataclass(frozen=True)
 class DeviceVerdict:
     """Whether a test may run, the variables it runs with, and the evidence note."""
@@ -206,7 +196,10 @@ def device_verdict(probe: Probe, device: str) -> DeviceVerdict:
                 False, {}, f"torch_npu present but not loadable ({why}); no NPU visible")
         note = f"torch_npu present but not loadable ({why}); ran with {AUTOLOAD}=0; no NPU visible"
         return DeviceVerdict(True, {AUTOLOAD: "0"}, note)
-    visible = npu_phrase(probe)
+    count = probe.npu_count or 0
+    visible = f"{count} NPU{'s' if count > 1 else ''} visible" if count > 0 else "no NPU visible"
+    if probe.npu_model and count > 0:
+        visible += f" ({probe.npu_model})"
     if device == "npu" and not probe.npu_count:
         return DeviceVerdict(
             False, {}, f"torch_npu loaded; {visible}; device: npu needs a visible NPU")

@@ -76,7 +76,12 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
             raise refusal("env-missing", f": {home_as_tilde(str(target))} exists but is not a "
                           "virtual environment; remove it or point `venv:` elsewhere")
         log(f"{env.name}: creating {home_as_tilde(str(target))}")
-        _run(env, _create_command(env, target, uv), log)
+        if uv is None:
+            create = [sys.executable, "-m", "venv", str(target)]
+        else:
+            pin = next((v for k, v in env.expect.items() if canonicalize_name(k) == "python"), None)
+            create = [uv, "venv", "--python", pin or sys.executable, "--", str(target)]
+        _run(env, create, log)
         if not interpreter.exists():
             raise refusal("env-missing", f": the new venv has no interpreter {shown}")
     if env.requirements or env.no_deps:
@@ -122,8 +127,10 @@ def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
         except (KeyError, TypeError, ValueError):
             pass  # written by another version: resolve again
         else:
-            note(f"{env.name}: reusing pip's resolution of {_age(time.time() - created)} "
-                 "ago (--refresh resolves again)")
+            minutes = round((time.time() - created) / 60)
+            age = f"{minutes} min" if minutes < 90 else f"{minutes / 60:.0f} h"
+            note(f"{env.name}: reusing pip's resolution of "
+                 f"{'under a minute' if minutes < 1 else age} ago (--refresh resolves again)")
             return reused
     wanted = [*env.requirements, *env.no_deps]
     note(f"{env.name}: resolving {', '.join(wanted)} with pip's dry run …")
@@ -133,20 +140,6 @@ def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
     if cache_dir is not None:
         store_resolution(cache_dir, key, [asdict(item) for item in plan])
     return plan
-
-
-def _age(seconds: float) -> str:
-    minutes = round(seconds / 60)
-    if minutes < 1:
-        return "under a minute"
-    return f"{minutes} min" if minutes < 90 else f"{minutes / 60:.0f} h"
-
-
-def _create_command(env: Environment, target: Path, uv: str | None) -> list[str]:
-    python_pin = next((v for k, v in env.expect.items() if canonicalize_name(k) == "python"), None)
-    if uv is not None:
-        return [uv, "venv", "--python", python_pin or sys.executable, "--", str(target)]
-    return [sys.executable, "-m", "venv", str(target)]
 
 
 def _install(env: Environment, interpreter: Path, uv: str | None, log: Callable) -> None:

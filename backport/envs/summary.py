@@ -52,9 +52,7 @@ def _lines(text: str) -> list[str]:
 
 def _unittest_counts(detail: str | None) -> dict[str, int] | None:
     counts: dict[str, int] = {}
-    for part in (detail or "").split(","):
-        if not part.strip() and not detail:
-            continue
+    for part in detail.split(",") if detail else ():
         match = _COUNT.match(part)
         count = number(match.group(2)) if match else None
         if match is None or count is None:

@@ -5,14 +5,12 @@ Run by ``backport`` with its own interpreter (``python -I -S``); standard librar
     sandbox_init.py [OPTION PATH]... [--lifeline FD] -- COMMAND...
     sandbox_init.py [OPTION PATH]... --check
 
-OPTION is ``--writable``, ``--private``, ``--cover``, ``--visible`` or ``--hide``. The user
-namespace maps the caller's uid and gid to themselves. The namespace's init mounts its own
-``/proc``, lays out the mounts (:func:`lay_out`), covers the ``--hide`` places and the block
-devices, drops every capability, runs COMMAND and exits with it (the kernel then kills the
-rest). It dies with this process and when the ``--lifeline`` pipe, held only by ``backport``,
-reads EOF. A test forked from a warm worker gets its own view in :func:`confine`. ``--check``
-exits 0 when all of that works, else 1 with the reason on stderr; ``BACKPORT_SANDBOX_REFUSE=1``
-makes it refuse, as a host without namespaces does (for tests).
+OPTION is ``--writable``, ``--private``, ``--cover``, ``--visible`` or ``--hide``. The init
+mounts its own ``/proc``, lays out the mounts (:func:`lay_out`), covers the hidden places and
+block devices, drops every capability, runs COMMAND and exits with it. It dies with this process
+and when the ``--lifeline`` pipe reads EOF. A test forked from a warm worker gets its own view
+in :func:`confine`. ``--check`` exits 0 when all of that works, else 1 with the reason on stderr
+(``BACKPORT_SANDBOX_REFUSE=1`` makes it refuse, for tests).
 """
 
 from __future__ import annotations
@@ -85,8 +83,7 @@ def enter() -> None:
 
 
 def tests_user_namespace() -> None:
-    """In the init, while ``/proc`` is writable: a mapped user namespace for forked tests to
-    enter (:func:`confine`), held by the inherited descriptor ``$BACKPORT_SANDBOX_USERNS``."""
+    """A mapped user namespace for forked tests to enter, held by ``$BACKPORT_SANDBOX_USERNS``."""
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     helper = os.fork()
@@ -111,8 +108,8 @@ def tests_user_namespace() -> None:
 
 
 def hide(places: list[str]) -> None:
-    """Cover each place and every block device: an empty read-only folder over a folder, the
-    null device over anything else. A place under an earlier one is gone, and skipped."""
+    """Cover each place and every block device: an empty read-only tmpfs over a folder, the
+    null device over anything else."""
     blocks = []
     for root, dirs, files in os.walk("/dev"):
         dirs[:] = [d for d in dirs if os.path.join(root, d) not in DEV_MOUNTS]
@@ -138,8 +135,7 @@ def hide(places: list[str]) -> None:
 
 
 def drop_privileges() -> None:
-    """Give up every capability, for good (empty bounding set, ``no_new_privs``): a command
-    run as root could otherwise make the mounts writable again."""
+    """Give up every capability for good, so no command can make the mounts writable again."""
     _call("no_new_privs", _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
     for cap in range(64):
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
@@ -213,9 +209,8 @@ def _depth(op: tuple[str, str]) -> tuple[int, str]:
 
 
 def lay_out(ops: list[tuple[str, str]]) -> None:
-    """Mount as ``ops`` (option, real path) say: a fresh tmpfs on each ``--private`` folder, an
-    empty one on each ``--cover`` folder, ``--writable``/``--visible`` paths inside those brought
-    back; then all read-only but the private and writable places, the innermost deciding."""
+    """Mount as ``ops`` say: a tmpfs on each private or covered folder, writable and visible
+    paths inside brought back; then all read-only but private and writable places."""
     try:
         here = os.getcwd()
     except OSError:
@@ -351,8 +346,7 @@ def init(command: list[str], ops: list[tuple[str, str]], hidden: list[str], life
 
 
 def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
-    """In the init: pid 1 with its own /proc, only the writable folders writable, nothing
-    remountable, and a forked test can be confined."""
+    """In the init: pid 1, own /proc, only the writable folders writable, tests confinable."""
     set_up(ops, hidden)
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
@@ -373,8 +367,7 @@ def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
 
 
 def confine(args: list[str]) -> None:
-    """In a test forked from a warm worker, before its code runs: a user and mount namespace
-    laid out by ``args``, then no capability left; a failure exits 125."""
+    """In a forked test, before its code: its own mounts laid out by ``args``, no capability."""
     ops, hidden, _ = parse(args)
     held = int(os.environ.pop(USERNS_VAR, "") or -1)
     if held < 0:

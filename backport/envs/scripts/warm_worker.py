@@ -145,7 +145,7 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
 
 
 def read_requests(buffer: bytes) -> tuple[list | None, bytes]:
-    """The complete request lines on stdin and what is left of a line; None at EOF."""
+    """The complete request lines on stdin, and the rest; None at EOF."""
     try:
         chunk = os.read(0, 65536)
     except OSError as exc:
@@ -215,7 +215,6 @@ class Worker:
         return pid
 
     def _report(self, before: set, readers: set, request: dict) -> None:
-        """In the child: write the learnable modules to the reports folder."""
         cwd = os.path.realpath(request["cwd"]).rstrip(os.sep) + os.sep
         test_dir = os.path.dirname(os.path.realpath(request["path"])).rstrip(os.sep) + os.sep
         names = learnable(before, readers, self.roots, (cwd, test_dir))
@@ -268,7 +267,7 @@ class Worker:
                 self.pending[name] = None
 
     def preload(self) -> None:
-        """Import the pending modules; retire if that made the worker's state run-dependent."""
+        """Import the pending modules; retire if that made the state run-dependent."""
         if not self.pending or self.retired:
             return
         watch = _Watch()
