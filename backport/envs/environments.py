@@ -1,9 +1,6 @@
-"""The environments of one run, shared by the branch threads.
-
-Each environment is probed once a run; each (environment, device policy) gets one test runner.
-``prewarm`` probes and starts the warm worker (before the probe ends, with the probe's load
-check folded in) while other threads fetch and apply. The runner, worker and overlay modules are
-imported only when a run needs them.
+"""The environments of one run, shared by the branch threads: one probe per environment, one
+test runner per (environment, device policy). ``prewarm`` probes and starts the warm worker
+(with the probe's load check folded in) while other threads fetch and apply.
 """
 
 from __future__ import annotations
@@ -49,7 +46,7 @@ class Environments:
             return self._env_locks.setdefault(name, threading.Lock())
 
     def probe(self, env: Environment) -> Probe:
-        """Probe ``env`` once per run; raises the probe's BackportError every time it is asked."""
+        """Probe ``env`` once per run; its BackportError is raised every time."""
         with self._lock:  # an early worker of this environment runs the torch_npu load check
             checking = [w for (name, _), w in self._early.items()
                         if name == env.name and w.load_check is not None]
@@ -73,8 +70,7 @@ class Environments:
             return self._runners[key]
 
     def overlay(self, env: Environment, files: Mapping[str, bytes | None]) -> Overlay:
-        """The installed torch_npu of ``env`` with ``files`` laid over it, made once per run,
-        environment and content; OverlayError when the package cannot be found or copied."""
+        """``env``'s torch_npu with ``files`` laid over it, once per run, environment and content."""
         from backport.envs.overlay import OverlayError, build_overlay, installed_package
 
         key = (env.name, tuple(sorted(files.items())))
@@ -89,8 +85,7 @@ class Environments:
             return self._overlays[key]
 
     def prewarm(self, env: Environment, device: str) -> None:
-        """Probe ``env`` and start its warm worker; errors are kept by :meth:`probe`. A prewarm
-        the run's end overtook starts no worker and keeps no runner."""
+        """Probe ``env`` and start its warm worker (none once the run closed)."""
         from backport.envs.runner import static_fallback
         from backport.envs.worker import EarlyWorker
 

@@ -1,11 +1,9 @@
 """How an environment's Python is started, and that start as a reviewer can paste it.
 
-Every child that runs in an environment (probe, warm worker, test) starts the same way: bash
-sources the ``source:`` script (its output to stderr), then the ``wrapper:`` runs (its
-``{python}`` item replaced by the interpreter), or the interpreter when there is none.
-:func:`shown_command` is that start for a PR body: script and wrapper as written in
-branches.yaml, the variables set, ``python`` and the worktree-relative test path; a variable the
-map sets to a local path shows as a placeholder (``PYTHONPATH='<PYTHONPATH>'``).
+Every child (probe, warm worker, test) starts alike: bash sources the ``source:`` script (its
+output to stderr), then the ``wrapper:`` runs (``{python}`` replaced), or the interpreter.
+:func:`shown_command` shows it as written in branches.yaml; a variable set to a local path
+shows as a placeholder (``PYTHONPATH='<PYTHONPATH>'``).
 """
 
 from __future__ import annotations
@@ -21,8 +19,7 @@ from backport.config.model import Environment
 SHOWN_PYTHON = "python"
 # Read by the snippet below: a folder put first on PYTHONPATH as the sourced script left it.
 PATH_FIRST = "BACKPORT_PATH_FIRST"
-# $1 is the script; the rest is the command. Positional parameters are cleared before sourcing,
-# so a script that reads "$@" sees none; variables the tool sets are applied after it.
+# $1 is the script, the rest the command; the script sees no "$@", our variables apply after it.
 _SOURCE_SNIPPET = (
     '__backport_script=$1; shift; __backport_argv=("$@"); set --; '
     '. "$__backport_script" >&2 || exit; '
@@ -45,8 +42,7 @@ def launch_argv(
 
 
 def script_args(path: str, args: Sequence[str] = ()) -> list[str]:
-    """``python``'s arguments that run the script ``path``: ``./-…`` for a path starting with
-    ``-``, so the interpreter never reads it as an option."""
+    """``python``'s arguments for script ``path`` (``./-…`` so no path is read as an option)."""
     return [f"./{path}" if path.startswith("-") else path, *args]
 
 
@@ -83,7 +79,7 @@ def _program(env: Environment) -> list[str]:
 
 
 def _quote(text: str) -> str:
-    """Quote for bash but keep a leading ``~/`` unquoted, so the shell still expands it."""
+    """Quote for bash but keep a leading ``~/`` unquoted."""
     if text.startswith("~/"):
         return "~/" + shlex.quote(text[2:])
     return shlex.quote(text)

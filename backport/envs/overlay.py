@@ -1,15 +1,10 @@
 """What a series changes beyond its tests, and the installed torch_npu with its Python files.
 
-A branch environment runs the *released* torch_npu wheel. Each path of a series is (:func:`classify`):
-``test`` (under ``test/``, taken from the worktree); ``python`` (``torch_npu/**.py`` outside
-``csrc/``, laid over a copy of the installed package: the overlay); ``compiled`` (what the wheel
-is built or generated from: not in the build that ran); ``other`` (docs, CI: not exercised).
-
-The overlay (:func:`build_overlay`) goes first on the test's path: real folders on the way to
-each changed file, the branch's files (a deleted one left out), links to the installed package
-for the rest (never its ``__pycache__``). Such a test is always a process of its own (a warm
-worker cannot unimport the installed modules). Each run makes its own, once per environment and
-content (``environments.Environments.overlay``), and removes them at its end.
+Each path of a series is (:func:`classify`) ``test``, ``python`` (``torch_npu/**.py`` outside
+``csrc/``: laid over a copy of the installed wheel), ``compiled`` (not in the build that ran) or
+``other`` (docs, CI). The overlay (:func:`build_overlay`) goes first on the test's path: the
+branch's files, links to the installed package for the rest (never its ``__pycache__``); such a
+test always runs as a process of its own (a warm worker cannot unimport).
 """
 
 from __future__ import annotations
@@ -66,13 +61,11 @@ def classify(path: str) -> Kind:
 
 
 def overlay_paths(paths: Iterable[str]) -> tuple[str, ...]:
-    """The paths a test run can see laid over the installed package, sorted."""
     return tuple(sorted({p for p in paths if classify(p) == "python"}))
 
 
 def scope_of(paths: Iterable[str], *, overlaid: bool = True) -> ChangeScope:
-    """The scope of a series changing ``paths``; ``overlaid=False`` when no overlay was laid
-    (its Python files are then not in the build)."""
+    """The scope of a series changing ``paths`` (``overlaid=False``: Python files not in the build)."""
     kinds: dict[str, list[str]] = {"test": [], "python": [], "compiled": [], "other": []}
     for path in sorted(set(paths)):
         kinds[classify(path)].append(path)
@@ -83,8 +76,6 @@ def scope_of(paths: Iterable[str], *, overlaid: bool = True) -> ChangeScope:
         not_exercised=tuple(kinds["other"]),
     )
 
-
-# -- the overlay -----------------------------------------------------------------------------
 
 FIND_TIMEOUT = 60.0
 # Where the interpreter would import the package from, without importing it.
@@ -128,8 +119,7 @@ def installed_package(env: Environment, name: str = PACKAGE) -> Path:
 
 
 def build_overlay(parent: Path, package: Path, files: Mapping[str, bytes | None]) -> Overlay:
-    """A copy of ``package`` under ``parent`` holding ``files`` (``torch_npu/…`` -> the branch's
-    bytes, None where deleted)."""
+    """A copy of ``package`` under ``parent`` holding ``files`` (None: deleted)."""
     inside = {_inside(path): data for path, data in files.items()}
     root = Path(tempfile.mkdtemp(prefix="overlay-", dir=parent))
     try:

@@ -1,9 +1,6 @@
-"""Probe an environment and judge what it found.
-
-:func:`probe` runs ``scripts/probe_env.py`` with the environment's interpreter in the sandbox
-(the tool never imports torch itself). :func:`pin_mismatches` compares the ``expect:`` pins
-with it; :func:`device_verdict` says whether a test of a ``device:`` policy may run and with
-which variables; :func:`infer_device` reads a test's need of an NPU.
+"""Probe an environment (``scripts/probe_env.py`` in the sandbox; the tool never imports torch)
+and judge it: ``expect:`` pins (:func:`pin_mismatches`), whether a ``device:`` policy's test
+may run (:func:`device_verdict`), a test's need of an NPU (:func:`infer_device`).
 """
 
 from __future__ import annotations
@@ -39,8 +36,7 @@ def env_vars(env: Environment, extra: Mapping[str, str] | None = None) -> dict[s
 
 
 def require_interpreter(env: Environment) -> Path:
-    """The environment's interpreter; ``env-missing`` when it, its ``source:`` script or its
-    ``wrapper:`` does not exist."""
+    """The interpreter; ``env-missing`` when it, the ``source:`` or the ``wrapper:`` is missing."""
     program = program_path(env)
     for what, path, found, more in (
         ("interpreter", env.interpreter, env.interpreter.exists(), "; run `backport env setup`"),
@@ -55,8 +51,7 @@ def require_interpreter(env: Environment) -> Path:
 
 
 def require_built(envs: Mapping[str, Environment], branches: Mapping[str, list[str]]) -> None:
-    """Stop before any work when an environment a run needs has no interpreter yet
-    (``branches``: each environment's target branches)."""
+    """Stop before any work when an environment a run needs has no interpreter yet."""
     missing = [env for env in envs.values() if not env.interpreter.exists()]
     if not missing:
         return
@@ -78,9 +73,8 @@ LoadCheck = Callable[[], "dict | None"]  # the torch_npu load check run elsewher
 
 def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
           load_check: LoadCheck | None = None, versions_only: bool = False) -> Probe:
-    """Read platform, Python, package versions, CANN and NPU facts of ``env``. ``load_check``
-    gives the torch_npu load check (an early worker's; None: the probe runs its own);
-    ``versions_only`` imports no torch at all, for callers that only compare pins."""
+    """Platform, Python, versions, CANN and NPU facts of ``env``; ``load_check``: an early
+    worker's torch_npu check (None: the probe's own); ``versions_only`` imports no torch."""
     interpreter = require_interpreter(env)
     shown = home_as_tilde(str(interpreter))
     skip = ["--no-load-check"] if load_check is not None or versions_only else []
@@ -115,8 +109,6 @@ def probe(env: Environment, *, timeout: float = LOAD_CHECK_TIMEOUT + 60.0,
     return Probe(**found)
 
 
-# -- pins ------------------------------------------------------------------------------------
-
 def installed_version(probe: Probe, dist: str) -> str | None:
     """The probed version of ``dist`` under any spelling of its name (``python`` too)."""
     wanted = canonicalize_name(dist)
@@ -134,8 +126,7 @@ def _version(text: str) -> Version | None:
 
 
 def version_matches(pin: str, installed: str) -> bool:
-    """Equal as PEP 440 versions, the installed local label (``+cpu``) dropped unless the pin
-    has one; text that is no version must be equal."""
+    """Equal as PEP 440 versions, the local label (``+cpu``) ignored unless the pin has one."""
     want, have = _version(pin.strip()), _version(installed.strip())
     if want is None or have is None:
         return pin.strip() == installed.strip()
@@ -165,8 +156,6 @@ def pin_mismatches(env: Environment, probe: Probe) -> list[str]:
     return problems
 
 
-# -- device policy ---------------------------------------------------------------------------
-
 _MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared object file")
 
 
@@ -179,16 +168,6 @@ def short_reason(error: str | None) -> str:
         return f"{match.group(1)} missing"
     text = error.strip().splitlines()[-1]
     return text if len(text) <= 160 else text[:157] + "..."
-
-
-def npu_phrase(probe: Probe) -> str:
-    """``no NPU visible`` or ``2 NPUs visible (Ascend910B4)``."""
-    count = probe.npu_count or 0
-    if count <= 0:
-        return "no NPU visible"
-    noun = "NPU" if count == 1 else "NPUs"
-    model = f" ({probe.npu_model})" if probe.npu_model else ""
-    return f"{count} {noun} visible{model}"
 
 
 @dataclass(frozen=True)
@@ -217,7 +196,10 @@ def device_verdict(probe: Probe, device: str) -> DeviceVerdict:
                 False, {}, f"torch_npu present but not loadable ({why}); no NPU visible")
         note = f"torch_npu present but not loadable ({why}); ran with {AUTOLOAD}=0; no NPU visible"
         return DeviceVerdict(True, {AUTOLOAD: "0"}, note)
-    visible = npu_phrase(probe)
+    count = probe.npu_count or 0
+    visible = f"{count} NPU{'s' if count > 1 else ''} visible" if count > 0 else "no NPU visible"
+    if probe.npu_model and count > 0:
+        visible += f" ({probe.npu_model})"
     if device == "npu" and not probe.npu_count:
         return DeviceVerdict(
             False, {}, f"torch_npu loaded; {visible}; device: npu needs a visible NPU")
@@ -236,8 +218,7 @@ _NPU_USES = (
 
 
 def infer_device(sources: dict[str, str]) -> tuple[str, list[str]]:
-    """``("npu", reasons)`` when a test file (path -> text) imports torch_npu or uses ``npu``
-    devices, else ``("none", [])``."""
+    """``("npu", reasons)`` when a test file (path -> text) uses torch_npu, else ``("none", [])``."""
     reasons = []
     for path, text in sources.items():
         found = dict.fromkeys(why for pattern, why in _NPU_USES if pattern.search(text))
@@ -247,8 +228,7 @@ def infer_device(sources: dict[str, str]) -> tuple[str, list[str]]:
 
 def probe_rows(bm: BranchMap, envs: list[Environment], *,
                versions_only: bool = False) -> list[dict]:
-    """`env probe`'s rows: each environment's branches, options (home as ``~``), probe and
-    pins (``versions_only``: nothing imports torch)."""
+    """`env probe`'s rows: each environment's branches, options, probe and pins."""
     rows = []
     for env in envs:
         row: dict = {"env": env.name,

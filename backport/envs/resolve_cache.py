@@ -1,9 +1,8 @@
 """Reuse pip's dry-run resolution of an environment while nothing it depends on changed.
 
-The key holds everything the resolution reads on this machine: the requirements, ``no_deps``
-and extra indexes, the Python and pip that resolve, the machine and C library, the ``PIP_*``
-variables and pip's configuration files. What an index serves changes too, so a resolution is
-reused ``MAX_AGE`` seconds at most. One owner-only JSON file per key under ``<cache>/resolutions/``.
+The key holds what the resolution reads here: requirements and indexes, Python and pip, machine
+and C library, ``PIP_*`` variables and pip's configuration files; an index changes too, so a
+resolution lives ``MAX_AGE`` at most. One owner-only JSON file per key in ``<cache>/resolutions/``.
 """
 
 from __future__ import annotations
@@ -64,7 +63,7 @@ def resolution_key(env: Environment, environ: Mapping[str, str] = os.environ) ->
 
 
 def _digest(key: str) -> str:
-    """What is written of a key: its digest (a PIP_INDEX_URL may hold a password)."""
+    """Only a key's digest is written: a PIP_INDEX_URL may hold a password."""
     return hashlib.sha256(key.encode()).hexdigest()
 
 

@@ -1,10 +1,9 @@
 """Run one test file in an environment: forked from the run's warm worker, or as its own process.
 
-A test is a fork of the warm worker, which imported torch once; where that cannot be (isolated
-runs asked for, a wrapper, no torch, a torch_npu that loads, a worker that failed) it is
-``python <path> <args>`` started afresh in the test's sandbox view (``sandbox.test_view``), as
-is a run with an overlay (first on its ``PYTHONPATH``). Either way it runs from the worktree
-root in its own process group, its output in an owner-only log, killed at its timeout.
+A fork of the warm worker (torch imported once) where it can be; else (isolated runs asked for,
+a wrapper, no torch, a torch_npu that loads, a failed worker, an overlay) ``python <path>``
+started afresh in the test's sandbox view. Either way from the worktree root, in its own
+process group, its output in an owner-only log, killed at its timeout.
 """
 
 from __future__ import annotations
@@ -35,9 +34,9 @@ from backport.envs.worker import WORKER_START_TIMEOUT, EarlyWorker, Worker, Work
 from backport.errors import BackportError
 from backport.redact import redact
 
-OVERLAY_SHOWN = "<torch_npu overlay>"  # what COMMAND shows for the overlay's folder
+OVERLAY_SHOWN = "<torch_npu overlay>"
 REPLY_TIMEOUT = 30.0  # for protocol replies that need no test to run
-LOG_TAIL = 4 * 1024 * 1024  # the summary is at the end; read at most this much
+LOG_TAIL = 4 * 1024 * 1024  # the summary is at the end
 
 
 def static_fallback(env: Environment, isolated: bool) -> str | None:
@@ -96,7 +95,6 @@ class TestRunner:
         return shown_command(self.env, script_args(test.path, test.args), self._shown_vars(overlay))
 
     def _shown_vars(self, overlay: Path | None) -> dict[str, str]:
-        """The variables COMMAND shows, the overlay as ``<torch_npu overlay>`` on ``PYTHONPATH``."""
         if overlay is None:
             return self.env_vars
         pinned = self.env_vars.get("PYTHONPATH")
@@ -106,8 +104,8 @@ class TestRunner:
         return {**self.env_vars, "PYTHONPATH": shown}
 
     def _overlay_vars(self, overlay: Path | None) -> dict[str, str]:
-        """What puts ``overlay`` first on ``PYTHONPATH``; after a ``source:`` script that may set
-        it (CANN's does) and no pinned one, ``PATH_FIRST``, prepended to what the script left."""
+        """What puts ``overlay`` first on ``PYTHONPATH`` (after a ``source:`` script's, which
+        may set it)."""
         if overlay is None:
             return {}
         if self.env.source is not None and "PYTHONPATH" not in self.env.env:
@@ -132,13 +130,16 @@ class TestRunner:
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         if self.fallback is None and overlay is None:
-            result = self._run_warm(worktree, test, log_path, timeout)
+            # the forked test writes to a temporary file (a sandbox may write there), added to
+            # its log once it ended
+            with tempfile.TemporaryDirectory(prefix="backport-test-") as scratch:
+                result = self._run_forked(worktree, test, log_path, timeout,
+                                          Path(scratch) / "test.log")
             if result is not None:
                 return result
         return self._run_isolated(worktree, test, log_path, timeout, overlay)
 
     def close(self) -> None:
-        """Stop the warm worker, if one runs."""
         with self._lock:
             workers = [*self._retired, *([self._worker] if self._worker else [])]
             self._worker, self._retired = None, []
@@ -154,10 +155,8 @@ class TestRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- warm --------------------------------------------------------------------------
-
     def warm_up(self) -> None:
-        """Start the warm worker now (it imports torch), so the first test does not wait."""
+        """Start the warm worker now, so the first test does not wait for torch."""
         if self.verdict.runnable:
             with self._lock:
                 self._ensure_worker()
@@ -182,7 +181,7 @@ class TestRunner:
         return self._worker
 
     def _drop_worker(self, reason: str, worker: Worker | None = None) -> None:
-        """Stop ``worker`` (the current one by default); tests run isolated from now on."""
+        """Stop ``worker`` (default: the current one); tests run isolated from now on."""
         worker = worker or self._worker
         if worker is not None and worker is self._worker:
             self._worker = None
@@ -190,22 +189,10 @@ class TestRunner:
         if self.fallback is None:
             self.fallback = redact(reason)
 
-    def _run_warm(
-        self, worktree: Path, test: TestSpec, log_path: Path, timeout: float
-    ) -> TestRun | None:
-        """A forked run, None when the worker is unusable; the test writes to a temporary file
-        (a sandbox may write there), added to its log once it ended."""
-        fd, scratch_name = tempfile.mkstemp(prefix="backport-test-", suffix=".log")
-        os.close(fd)
-        scratch = Path(scratch_name)
-        try:
-            return self._run_forked(worktree, test, log_path, timeout, scratch)
-        finally:
-            scratch.unlink(missing_ok=True)
-
     def _run_forked(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float, scratch: Path
     ) -> TestRun | None:
+        """A run forked from the warm worker; None when the worker is unusable."""
         request = {
             "cwd": str(worktree),
             "path": str(worktree / test.path),
@@ -256,8 +243,6 @@ class TestRunner:
                     worker.done(rid)
         return None
 
-    # -- isolated ----------------------------------------------------------------------
-
     def _run_isolated(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float,
         overlay: Path | None = None,
@@ -278,11 +263,8 @@ class TestRunner:
                             "isolated", launch.isolation, timeout if done.timed_out else None,
                             overlay)
 
-    # -- shared ------------------------------------------------------------------------
-
     def _reads(self, overlay: Path | None = None) -> list[str]:
-        """What a test reads besides its worktree: the venv, the ``source:`` script's folder,
-        the wrapper's paths, the overlay (not what its variables name: those are its own)."""
+        """What a test reads besides its worktree: venv, ``source:`` folder, wrapper, overlay."""
         found = [os.path.dirname(os.path.dirname(os.path.abspath(self.env.interpreter)))]
         if self.env.source is not None:
             found.append(str(self.env.source.parent))
@@ -332,7 +314,7 @@ def _read_tail(path: Path) -> str:
 
 
 def _append(scratch: Path, log_path: Path) -> None:
-    """Add what a forked test wrote to ``scratch`` to its log, and empty ``scratch`` for a retry."""
+    """Move what a forked test wrote to ``scratch`` into its log."""
     with open(scratch, "r+b") as src, open(log_path, "ab") as dst:
         shutil.copyfileobj(src, dst)
         src.truncate(0)

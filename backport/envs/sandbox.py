@@ -1,16 +1,12 @@
-"""The sandbox every process that runs code from a branch or a PR starts in.
+"""The sandbox every process that runs code from a branch or a PR starts in (:func:`sandboxed`).
 
-The probe, the warm worker (and the tests it forks) and every isolated test start through
-:func:`sandboxed`: ``scripts/sandbox_init.py`` makes a user, PID and mount namespace with its
-own ``/proc`` (no other process's ``environ``, where a token may live, is readable), every mount
-read-only but :func:`writable_roots`, the credential places and block devices covered
-(:func:`covered_places`), no capability left. A test gets a narrower view (:func:`test_view`):
-private temporary folders, only its own worktree writable (its ``.git`` read-only, the other
-worktrees covered), what it reads bound back read-only. Every process of the namespace ends
-with the command and with this process however it ends, through the lifeline: a pipe whose
-write end only this process holds (util-linux's ``unshare`` cannot tie the namespace to us).
-Where the host refuses namespaces (:func:`isolation`, probed once a process) commands start as
-they are, the evidence says so, and PR tests need ``isolation: none`` (:func:`require_isolation`).
+``scripts/sandbox_init.py`` makes a user, PID and mount namespace with its own ``/proc`` (no
+other process's ``environ`` readable), every mount read-only but :func:`writable_roots`, the
+credential places and block devices covered, no capability left. A test's view
+(:func:`test_view`): private temporary folders, only its worktree writable (``.git`` read-only,
+other worktrees covered). The namespace ends with this process through the lifeline, a pipe
+whose write end only we hold. Where the host refuses namespaces (:func:`isolation`) commands
+start as they are, the evidence says so, and PR tests need ``isolation: none``.
 """
 
 from __future__ import annotations
@@ -45,8 +41,7 @@ _allowed: tuple[str, ...] = ()
 _reads: tuple[str, ...] = ()
 _covered_also: tuple[str, ...] = ()
 TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
-# Sockets of services that start commands for whoever may connect (root, or a group): the
-# container engines' and the system bus, through which systemd starts units.
+# Sockets of services that start commands for whoever may connect: container engines, the bus.
 SERVICE_SOCKETS = (
     "/run/docker.sock", "/var/run/docker.sock", "/run/containerd/containerd.sock",
     "/run/podman/podman.sock", "/run/crio/crio.sock", "/run/dbus/system_bus_socket",
@@ -87,15 +82,14 @@ def _launcher(writable: Sequence[str] = (), view: Sequence[str] = ()) -> list[st
 
 
 def covered_places(writable: Sequence[str] = ()) -> tuple[str, ...]:
-    """The existing credential places a sandbox covers (see :func:`places_to_cover`)."""
+    """The existing credential places a sandbox covers."""
     return places_to_cover([*credential_places(os.environ), *_covered_also], writable)
 
 
 def credential_places(environ: Mapping[str, str], helpers: Iterable[str] = (),
                       uid: int | None = None) -> list[str]:
-    """Where credentials of the user of ``environ`` may be (existing or not): git's credential
-    store and cache and the files its ``helpers`` name, netrc, SSH, GnuPG, the runtime folder,
-    and :data:`SERVICE_SOCKETS`."""
+    """Where credentials of the user of ``environ`` may be: git's store and cache and the
+    files its ``helpers`` name, netrc, SSH, GnuPG, the runtime folder, service sockets."""
     home = environ.get("HOME") or os.path.expanduser("~")
     config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     cache = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
@@ -130,8 +124,8 @@ def helper_paths(value: str) -> list[str]:
 
 
 def places_to_cover(places: Iterable[str], keep: Iterable[str]) -> tuple[str, ...]:
-    """The existing ``places`` (real paths) to cover; one holding a folder of ``keep`` (a
-    $TMPDIR in the runtime folder) is covered entry by entry around it, links where they lead."""
+    """The existing ``places`` to cover; one holding a folder of ``keep`` (a $TMPDIR in the
+    runtime folder) is covered entry by entry around it, links where they lead."""
     kept = [os.path.realpath(k) for k in keep]
     out: set[str] = set()
 
@@ -192,9 +186,8 @@ def temporary_folders() -> tuple[str, ...]:
 
 
 def test_view(worktree: Path, reads: Iterable[str | Path] = ()) -> list[str]:
-    """``sandbox_init.py``'s options for one test's view: private temporary folders, the run's
-    worktrees covered but ``worktree`` (writable, its ``.git`` read-only), and read-only wherever
-    they lie ``reads``, the project, the cache, the tool and the current folder."""
+    """``sandbox_init.py``'s options for one test: private temporary folders, the worktrees
+    covered but ``worktree`` (writable), ``reads``, project, cache, tool and cwd read-only."""
     own = os.path.realpath(worktree)
     args: list[str] = []
     for folder in temporary_folders():
@@ -203,7 +196,11 @@ def test_view(worktree: Path, reads: Iterable[str | Path] = ()) -> list[str]:
         args += ["--cover", root]
     args += ["--writable", own]
     tool = os.path.dirname(os.path.dirname(os.path.abspath(backport.__file__)))
-    wanted = [*_reads, str(cache_root(os.environ)), sys.prefix, tool, _here(), *reads]
+    try:
+        here = os.getcwd()
+    except OSError:  # removed: nothing to bring back
+        here = "/"
+    wanted = [*_reads, str(cache_root(os.environ)), sys.prefix, tool, here, *reads]
     for path in dict.fromkeys([*(os.path.realpath(p) for p in wanted), *_git_metadata(own)]):
         theirs = _inside_another(path, {path, *_allowed}) and not path.startswith(own + "/")
         if os.path.lexists(path) and not theirs:
@@ -211,16 +208,8 @@ def test_view(worktree: Path, reads: Iterable[str | Path] = ()) -> list[str]:
     return args
 
 
-def _here() -> str:
-    try:
-        return os.getcwd()
-    except OSError:  # removed: nothing to bring back
-        return "/"
-
-
 def _git_metadata(worktree: str) -> list[str]:
-    """The worktree's ``.git`` and, for a linked worktree, its ``worktrees/<name>`` folder and
-    the repository's git folder."""
+    """The worktree's ``.git``, and a linked worktree's admin and common git folders."""
     dot_git = os.path.join(worktree, ".git")
     if not os.path.isfile(dot_git):
         return [dot_git] if os.path.isdir(dot_git) else []
@@ -242,7 +231,6 @@ def _git_metadata(worktree: str) -> list[str]:
 
 
 def _inside_another(root: str, roots: set[str]) -> bool:
-    """Whether ``root`` lies in another of ``roots``."""
     return any(other != root and root.startswith(other.rstrip("/") + "/") for other in roots)
 
 
@@ -286,28 +274,22 @@ def refusal_notice() -> str | None:
             "they can see every process of this user; the evidence says so")
 
 
-def _lifeline_fd() -> int:
-    """The read end of the lifeline (made on first use; the write end never leaves us)."""
-    global _lifeline, _lifeline_writer
-    with _lock:
-        if _lifeline is None:
-            _lifeline, _lifeline_writer = os.pipe()  # both close-on-exec: no child inherits
-        return _lifeline
-
-
 def sandboxed(argv: Sequence[str], *, view: Sequence[str] = ()) -> Start:
-    """``argv`` started in a namespace where only :func:`writable_roots` (with a test's
-    ``view``: only what it opens) can be written; as it is where the host refuses."""
+    """``argv`` in a namespace where only :func:`writable_roots` (or what a test's ``view``
+    opens) can be written; as it is where the host refuses."""
     if not isolation().isolated:
         return Start(list(argv), (), NONE)
+    global _lifeline, _lifeline_writer
+    with _lock:
+        if _lifeline is None:  # both ends close-on-exec; only the read end is passed on
+            _lifeline, _lifeline_writer = os.pipe()
+        fd = _lifeline
     launcher = _launcher([] if view else writable_roots(), view)
-    fd = _lifeline_fd()
     return Start([*launcher, "--lifeline", str(fd), "--", *argv], (fd,), PID_NAMESPACE)
 
 
 def require_isolation(branch_map: BranchMap, targets: Iterable[str]) -> None:
-    """Refuse a PR's tests on ``targets`` without isolation, unless each environment says
-    ``isolation: none``."""
+    """Refuse a PR's tests on ``targets`` without isolation, unless their environments allow."""
     found = isolation()
     if found.isolated:
         return

@@ -1,10 +1,9 @@
 """``backport env setup``: build an environment from its ``requirements:``, and plan it.
 
 uv when on PATH, else ``python -m venv`` + pip; ``requirements`` first, then ``no_deps`` without
-their dependencies, ``extra_index_urls`` besides the configured index. An environment that meets
-its pins (read by a probe that imports nothing) is left alone. :func:`plan_setup` says what it
-would do and :func:`resolve` what pip would fetch (``--dry-run --report``), installing nothing;
-a resolution is reused a day at most while its key holds (``resolve_cache``).
+their dependencies. An environment that meets its pins is left alone. :func:`plan_setup` says
+what it would do and :func:`resolve` what pip would fetch (``--dry-run --report``), reused a day
+at most while its key holds (``resolve_cache``).
 """
 
 from __future__ import annotations
@@ -48,9 +47,8 @@ def venv_dir(env: Environment) -> Path | None:
 
 
 def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | None = None) -> None:
-    """Create ``env``'s venv and install its requirements unless it matches its pins (``use_uv``
-    None: uv when on PATH); ``env-missing`` when it cannot be built, ``env-mismatch`` when it
-    still misses its pins afterwards."""
+    """Create ``env``'s venv and install its requirements unless it meets its pins;
+    ``env-missing`` when it cannot be built, ``env-mismatch`` when it still misses them."""
     def refusal(code: str, text: str) -> BackportError:
         return BackportError(code, f"environment '{env.name}'{text}")
 
@@ -78,7 +76,12 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
             raise refusal("env-missing", f": {home_as_tilde(str(target))} exists but is not a "
                           "virtual environment; remove it or point `venv:` elsewhere")
         log(f"{env.name}: creating {home_as_tilde(str(target))}")
-        _run(env, _create_command(env, target, uv), log)
+        if uv is None:
+            create = [sys.executable, "-m", "venv", str(target)]
+        else:
+            pin = next((v for k, v in env.expect.items() if canonicalize_name(k) == "python"), None)
+            create = [uv, "venv", "--python", pin or sys.executable, "--", str(target)]
+        _run(env, create, log)
         if not interpreter.exists():
             raise refusal("env-missing", f": the new venv has no interpreter {shown}")
     if env.requirements or env.no_deps:
@@ -91,9 +94,8 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
 
 def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool = False,
                note: Callable[[str], None] = lambda _line: None) -> tuple[str, list[Planned]]:
-    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch;
-    with ``cache_dir`` a stored resolution is reused unless ``refresh``; ``note`` hears what is
-    resolved or reused."""
+    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch
+    (a resolution stored in ``cache_dir`` reused unless ``refresh``)."""
     interpreter = env.interpreter
     target = venv_dir(env)
     if interpreter.exists():
@@ -116,7 +118,6 @@ def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool
 
 def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
                    note: Callable[[str], None]) -> list[Planned]:
-    """:func:`resolve` for this machine, said before it starts, stored and reused."""
     key = resolution_key(env)
     stored = stored_resolution(cache_dir, key) if cache_dir is not None and not refresh else None
     if stored is not None:
@@ -126,8 +127,10 @@ def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
         except (KeyError, TypeError, ValueError):
             pass  # written by another version: resolve again
         else:
-            note(f"{env.name}: reusing pip's resolution of {_age(time.time() - created)} "
-                 "ago (--refresh resolves again)")
+            minutes = round((time.time() - created) / 60)
+            age = f"{minutes} min" if minutes < 90 else f"{minutes / 60:.0f} h"
+            note(f"{env.name}: reusing pip's resolution of "
+                 f"{'under a minute' if minutes < 1 else age} ago (--refresh resolves again)")
             return reused
     wanted = [*env.requirements, *env.no_deps]
     note(f"{env.name}: resolving {', '.join(wanted)} with pip's dry run …")
@@ -137,21 +140,6 @@ def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
     if cache_dir is not None:
         store_resolution(cache_dir, key, [asdict(item) for item in plan])
     return plan
-
-
-def _age(seconds: float) -> str:
-    """``under a minute``, ``12 min``, ``3 h``."""
-    minutes = round(seconds / 60)
-    if minutes < 1:
-        return "under a minute"
-    return f"{minutes} min" if minutes < 90 else f"{minutes / 60:.0f} h"
-
-
-def _create_command(env: Environment, target: Path, uv: str | None) -> list[str]:
-    python_pin = next((v for k, v in env.expect.items() if canonicalize_name(k) == "python"), None)
-    if uv is not None:
-        return [uv, "venv", "--python", python_pin or sys.executable, "--", str(target)]
-    return [sys.executable, "-m", "venv", str(target)]
 
 
 def _install(env: Environment, interpreter: Path, uv: str | None, log: Callable) -> None:
@@ -171,7 +159,7 @@ def _install(env: Environment, interpreter: Path, uv: str | None, log: Callable)
 
 @contextmanager
 def _requirements_file(lines: Sequence[str]) -> Iterator[str]:
-    """A temporary requirements file (so no requirement is read as an option)."""
+    """A temporary requirements file, so no requirement is read as an option."""
     handle, name = tempfile.mkstemp(prefix="backport-requirements-", suffix=".txt")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -181,10 +169,7 @@ def _requirements_file(lines: Sequence[str]) -> Iterator[str]:
         os.unlink(name)
 
 
-# -- what an installation would fetch --------------------------------------------------------
-
-# pip with markers evaluated for another machine: with --platform pip picks that platform's
-# wheels but still evaluates `platform_machine == "x86_64"` for the machine it runs on.
+# pip with `platform_machine` markers evaluated for another machine (--platform does not).
 _FOREIGN_PIP = (
     "import platform, runpy, sys; machine = sys.argv.pop(1); "
     "platform.machine = lambda: machine; sys.argv[0] = 'pip'; "
@@ -198,9 +183,9 @@ class Planned:
 
     name: str
     version: str
-    url: str  # where pip would fetch it from
+    url: str
     size: int | None  # bytes to download, None when the server does not say
-    no_deps: bool  # installed without its dependencies
+    no_deps: bool
     requires: tuple[str, ...]  # its Requires-Dist lines
 
     @property
@@ -212,8 +197,8 @@ class Planned:
 
 def resolve(env: Environment, *, platform: str | None = None, python_version: str | None = None,
             sizes: bool = True, with_deps: bool = True) -> list[Planned]:
-    """What ``env setup`` would install, from pip's dry run; ``platform`` (a wheel tag) and
-    ``python_version`` resolve for another machine. ``env-missing`` when pip cannot resolve."""
+    """What ``env setup`` would install, from pip's dry run, for another machine with
+    ``platform`` (a wheel tag) or ``python_version``; ``env-missing`` when pip cannot resolve."""
     plan: list[Planned] = []
     for lines, no_deps in ((env.requirements, False), (env.no_deps, True)):
         if not lines:
@@ -278,7 +263,7 @@ def platform_machine(tag: str) -> str:
 
 
 def compatible_platforms(tag: str) -> list[str]:
-    """``tag`` and the older manylinux tags its machine also installs (pip takes tags literally)."""
+    """``tag`` and the older manylinux tags its machine also installs."""
     match = re.fullmatch(r"manylinux_2_(\d+)_(\w+)", tag)
     if not match:
         return [tag]
@@ -288,7 +273,6 @@ def compatible_platforms(tag: str) -> list[str]:
 
 
 def _download_size(url: str) -> int | None:
-    """The bytes a distribution's URL serves (None: not told)."""
     import requests
 
     parts = urllib.parse.urlsplit(url)
@@ -320,7 +304,7 @@ def _installer_environ() -> dict[str, str]:
 
 
 def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> None:
-    """Run ``argv``, passing its output to ``log`` line by line; raise when it fails."""
+    """Run ``argv``, its output to ``log`` line by line; raise when it fails."""
     shown = " ".join([home_as_tilde(str(argv[0])), *argv[1:]])
     log(redact(f"$ {shown}"))
     started = time.monotonic()
@@ -350,8 +334,7 @@ def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> N
 
 def plan_lines(env: Environment, cache_dir: Path, refresh: bool,
                note: Callable[[str], None]) -> list[str]:
-    """`env setup --dry-run`'s lines for ``env``: each distribution, its size and source, the
-    total; ``note`` hears first what is being resolved (slow)."""
+    """`env setup --dry-run`'s lines: each distribution, its size and source, the total."""
     action, plan = plan_setup(env, cache_dir=cache_dir, refresh=refresh, note=note)
     lines = [f"{env.name}: {action}"]
     if not plan:
@@ -370,7 +353,6 @@ def plan_lines(env: Environment, cache_dir: Path, refresh: bool,
 
 
 def _unmet_note(item: Planned, plan: list[Planned]) -> str:
-    """Which of ``item``'s own requirements the plan does not satisfy (why it is no_deps)."""
     versions = {canonicalize_name(p.name): p.version for p in plan}
     unmet = []
     for line in item.requires:

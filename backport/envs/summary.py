@@ -1,6 +1,4 @@
-"""Read a test log: the unittest or pytest summary at its end (:func:`parse_summary`), and each
-test's outcome in verbose (``-v``) output (:func:`outcomes_of`).
-"""
+"""Read a test log: its last unittest or pytest summary, and each test's verbose outcome."""
 
 from __future__ import annotations
 
@@ -32,8 +30,7 @@ _PYTEST_COUNTED = {
 
 @dataclass(frozen=True)
 class Summary:
-    """What the last test summary in a log says; ``None`` where it says nothing. ``ok`` is
-    True only for a passing summary of at least one test."""
+    """What the last test summary says (None: nothing); ``ok`` needs at least one test."""
 
     ran: int | None = None
     ok: bool | None = None
@@ -41,8 +38,7 @@ class Summary:
     exception: str | None = None  # the last exception line of the log, paths cut to file names
 
     def outcome(self, exit_code: int | None) -> list[str]:
-        """The one rule for a test result: the summary lines, else the last exception, else
-        ``no test summary; exit N`` (never "not found")."""
+        """The summary lines, else the last exception, else ``no test summary; exit N``."""
         if self.lines:
             return list(self.lines)
         if self.exception:
@@ -56,9 +52,7 @@ def _lines(text: str) -> list[str]:
 
 def _unittest_counts(detail: str | None) -> dict[str, int] | None:
     counts: dict[str, int] = {}
-    for part in (detail or "").split(","):
-        if not part.strip() and not detail:
-            continue
+    for part in detail.split(",") if detail else ():
         match = _COUNT.match(part)
         count = number(match.group(2)) if match else None
         if match is None or count is None:
@@ -68,13 +62,12 @@ def _unittest_counts(detail: str | None) -> dict[str, int] | None:
 
 
 def _ran(line: str) -> re.Match[str] | None:
-    """unittest's ``Ran N tests in Ts`` line, when N is a count (at most ten digits)."""
+    """unittest's ``Ran N tests in Ts`` line, N a count of at most ten digits."""
     match = _RAN.match(line)
     return match if match is not None and number(match.group(1)) is not None else None
 
 
 def _unittest(lines: list[str], index: int) -> Summary:
-    """The unittest summary whose ``Ran N tests`` line is ``lines[index]``."""
     ran_match = _ran(lines[index])
     assert ran_match is not None
     ran = int(ran_match.group(1))
@@ -112,22 +105,15 @@ def _pytest(line: str) -> Summary | None:
 
 
 def parse_summary(text: str) -> Summary:
-    """The last unittest or pytest summary in ``text``; an empty :class:`Summary` if none."""
+    """The last unittest or pytest summary in ``text``, with the log's last exception."""
     lines = _lines(text)
-    found = _summary(lines)
-    exception = last_exception(lines)
-    return replace(found, exception=exception) if exception else found
-
-
-def _summary(lines: list[str]) -> Summary:
+    found = Summary()
     for index in range(len(lines) - 1, -1, -1):
-        line = lines[index]
-        if _ran(line):
-            return _unittest(lines, index)
-        summary = _pytest(line) if " in " in line else None
-        if summary is not None:
-            return summary
-    return Summary()
+        summary = _pytest(lines[index]) if " in " in lines[index] else None
+        if _ran(lines[index]) or summary is not None:
+            found = summary or _unittest(lines, index)
+            break
+    return replace(found, exception=last_exception(lines))
 
 
 def last_exception(lines: list[str]) -> str | None:
@@ -145,8 +131,6 @@ def last_exception(lines: list[str]) -> str | None:
             return _ABS_PATH.sub("", cant_open.group(1))
     return None
 
-
-# -- each test's outcome in verbose output ------------------------------------------------
 
 # "test_x (module.Class.test_x) ... ok" (3.11+) or "test_x (module.Class) ... ok"; a test with a
 # docstring puts its first line, then " ... ok", on the next line; xmlrunner indents the line.
@@ -214,9 +198,8 @@ def _results(lines: list[str]) -> list[tuple[str, str, str]]:
 
 
 def outcomes_of(text: str, tests: Sequence[tuple[str, str]]) -> list[str]:
-    """The outcome of each (class, name) in ``text`` (one of ``_OUTCOMES``, or ``not run``);
-    the class may be "" or dotted. A per-device instance (``TestXCPU.test_y_cpu``) counts when
-    the test itself is not named; any line that is not ``ok`` decides."""
+    """The outcome of each (class, name) in ``text``, or ``not run``; a per-device instance
+    (``TestXCPU.test_y_cpu``) counts when the test itself is not named; a non-``ok`` decides."""
     results = _results(_lines(text))
     outcomes = []
     for scope, name in tests:

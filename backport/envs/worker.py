@@ -1,7 +1,5 @@
-"""The client of a run's warm worker (``scripts/warm_worker.py``): one interpreter per
-environment that imported torch once and forks each test. It runs in the run's sandbox and ends
-with the run. Many requests are in flight on its stdin; a reader thread hands each reply to its
-request by ``id``. ``EarlyWorker`` starts one before the probe ended.
+"""The client of a run's warm worker (``scripts/warm_worker.py``), which imported torch once and
+forks each test; a reader thread hands each reply to its request by ``id``.
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ class WorkerDied(Exception):
 
 
 class Worker:
-    """``env``'s running warm worker, ``extra_env`` on top of its variables; with ``load_check``
-    it also runs the probe's torch_npu load check."""
+    """``env``'s running warm worker (``load_check``: it runs the probe's torch_npu check too)."""
 
     def __init__(self, env: Environment, extra_env: dict[str, str], start_timeout: float, *,
                  learn: bool, load_check: float | None = None) -> None:
@@ -67,8 +64,12 @@ class Worker:
         self._reader.start()
         try:
             hello = next_reply(self._waiters[0], start_timeout)
-        except WorkerDied:
-            hello = {"ready": False, "error": self._last_stderr_line() or "it exited"}
+        except WorkerDied:  # its last line on stderr says why
+            with contextlib.suppress(process.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            self._stderr.seek(0)
+            lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+            hello = {"ready": False, "error": lines[-1] if lines else "it exited"}
         if hello is None:
             hello = {"ready": False, "error": f"no answer within {start_timeout:g}s"}
         if not hello.get("ready"):
@@ -76,13 +77,6 @@ class Worker:
             raise WorkerDied(str(hello.get("error") or "it did not start"))
         self.done(0)
         self.load_check: dict | None = hello.get("load_check")  # see probe_env.load_check
-
-    def _last_stderr_line(self) -> str:
-        with contextlib.suppress(process.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        self._stderr.seek(0)
-        lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
-        return lines[-1] if lines else ""
 
     def _read_replies(self) -> None:
         assert self.proc.stdout is not None
@@ -131,7 +125,7 @@ class Worker:
         return rid, waiter
 
     def kill(self, pid: int) -> None:
-        """Have the worker kill the group of its child ``pid`` (a pid of its namespace)."""
+        """Have the worker kill the group of its child ``pid``."""
         with contextlib.suppress(OSError, ValueError):  # gone, and its namespace with it
             self._send({"kill": pid})
 
@@ -140,7 +134,7 @@ class Worker:
             self._waiters.pop(rid, None)
 
     def stop(self, wait: float = 5.0) -> None:
-        """Close stdin (the worker exits on EOF once its children end); kill it if it lingers."""
+        """Close stdin (the worker exits once its children end); kill it if it lingers."""
         try:
             if self.proc.stdin is not None:
                 with self._send_lock:
@@ -160,10 +154,8 @@ class Worker:
 
 
 class EarlyWorker:
-    """A warm worker started before the probe ends, on a guess of the variables tests get
-    (a CPU machine's: torch_npu's autoload off); the runner adopts it only when the verdict
-    gives exactly these, else it is stopped unused. With ``load_check`` it runs the probe's
-    torch_npu load check too, so a run imports torch once per environment."""
+    """A warm worker started before the probe ends, on a guess of the tests' variables; the
+    runner adopts it only when the verdict gives exactly these, else it is stopped unused."""
 
     def __init__(self, env: Environment, extra_env: dict[str, str],
                  start_timeout: float = WORKER_START_TIMEOUT, *,
@@ -199,7 +191,6 @@ class EarlyWorker:
         return worker
 
     def discard(self) -> None:
-        """Stop it unused (in the background when it is still starting)."""
         if self._thread.is_alive():
             threading.Thread(target=self.take, args=({"discard": "-"},), daemon=True).start()
         else:

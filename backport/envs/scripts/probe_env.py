@@ -1,13 +1,9 @@
 """Probe the interpreter this script runs under and print one JSON object.
 
-Run by ``backport`` with the environment's interpreter: Python 3.8+, standard library only.
-
-    probe_env.py [--timeout SECONDS] [--no-load-check] [DIST ...]
-
-Versions come from installed distribution metadata; torch and torch_npu are imported only in a
-fork (:func:`run_load_check`), so a crash or a hang there cannot take the probe down.
-``--no-load-check`` leaves that check to the caller (the warm worker runs it in a fork of
-itself) and says ``"load_check": "wanted"`` when torch_npu is installed.
+``probe_env.py [--timeout SECONDS] [--no-load-check] [DIST ...]``, standard library only.
+Versions come from distribution metadata; torch and torch_npu are imported only in a fork
+(:func:`run_load_check`). ``--no-load-check`` leaves that check to the warm worker and says
+``"load_check": "wanted"`` when torch_npu is installed.
 """
 
 from __future__ import annotations
@@ -53,7 +49,7 @@ def read_version_file(path: str) -> str | None:
                 if match:
                     return match.group(1)
     except OSError:
-        return None
+        pass
     return None
 
 
@@ -93,9 +89,8 @@ def root_cause(exc: BaseException) -> BaseException:
 
 
 def load_check(preloaded: bool = False) -> dict:
-    """Import torch and torch_npu (autoload as the user has it) and read the NPUs.
-    ``preloaded``: torch was imported with autoload off (the warm worker); the end of its
-    import, which loads the device backends, is replayed, as a fresh ``import torch`` does."""
+    """Import torch and torch_npu and read the NPUs; ``preloaded`` (torch imported with
+    autoload off) replays the backend loading a fresh ``import torch`` does."""
     result: dict[str, Any] = {"torch_npu_loads": False, "torch_npu_error": None,
                               "npu_count": None, "npu_model": None}
     try:
@@ -123,8 +118,7 @@ def load_check(preloaded: bool = False) -> dict:
 
 
 def run_load_check(timeout: float, preloaded: bool = False) -> dict:
-    """:func:`load_check` in a fork, autoload as the user has it; a crash or hang becomes an
-    error text. ``preloaded``: see :func:`load_check`."""
+    """:func:`load_check` in a fork; a crash or hang becomes an error text."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:

@@ -5,14 +5,12 @@ Run by ``backport`` with its own interpreter (``python -I -S``); standard librar
     sandbox_init.py [OPTION PATH]... [--lifeline FD] -- COMMAND...
     sandbox_init.py [OPTION PATH]... --check
 
-OPTION is ``--writable``, ``--private``, ``--cover``, ``--visible`` or ``--hide``. The user
-namespace maps the caller's uid and gid to themselves. The namespace's init mounts its own
-``/proc``, lays out the mounts (:func:`lay_out`), covers the ``--hide`` places and the block
-devices, drops every capability, runs COMMAND and exits with it (the kernel then kills the
-rest). It dies with this process and when the ``--lifeline`` pipe, held only by ``backport``,
-reads EOF. A test forked from a warm worker gets its own view in :func:`confine`. ``--check``
-exits 0 when all of that works, else 1 with the reason on stderr; ``BACKPORT_SANDBOX_REFUSE=1``
-makes it refuse, as a host without namespaces does (for tests).
+OPTION is ``--writable``, ``--private``, ``--cover``, ``--visible`` or ``--hide``. The init
+mounts its own ``/proc``, lays out the mounts (:func:`lay_out`), covers the hidden places and
+block devices, drops every capability, runs COMMAND and exits with it. It dies with this process
+and when the ``--lifeline`` pipe reads EOF. A test forked from a warm worker gets its own view
+in :func:`confine`. ``--check`` exits 0 when all of that works, else 1 with the reason on stderr
+(``BACKPORT_SANDBOX_REFUSE=1`` makes it refuse, for tests).
 """
 
 from __future__ import annotations
@@ -63,19 +61,15 @@ def _call(what: str, result: int) -> None:
         _fail(f"{what}: {os.strerror(err)}")
 
 
-def _write(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-
-
 def _map_user(proc: str, uid: int, gid: int) -> None:
     """Map ``uid`` and ``gid`` to themselves in the user namespace of ``proc``."""
-    _write(f"{proc}/setgroups", "deny")
-    _write(f"{proc}/uid_map", f"{uid} {uid} 1")
-    _write(f"{proc}/gid_map", f"{gid} {gid} 1")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        fd = os.open(f"{proc}/{name}", os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
 
 
 def enter() -> None:
@@ -89,8 +83,7 @@ def enter() -> None:
 
 
 def tests_user_namespace() -> None:
-    """In the init, while ``/proc`` is writable: a mapped user namespace for forked tests to
-    enter (:func:`confine`), held by the inherited descriptor ``$BACKPORT_SANDBOX_USERNS``."""
+    """A mapped user namespace for forked tests to enter, held by ``$BACKPORT_SANDBOX_USERNS``."""
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     helper = os.fork()
@@ -114,16 +107,9 @@ def tests_user_namespace() -> None:
     os.environ[USERNS_VAR] = str(held)
 
 
-def mount_proc() -> None:
-    """In the init: mounts stay in this namespace; ``/proc`` becomes the namespace's."""
-    _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)  # best effort: already private
-    _call("mount /proc", _libc.mount(b"proc", b"/proc", b"proc",
-                                     MS_NOSUID | MS_NODEV | MS_NOEXEC, None))
-
-
 def hide(places: list[str]) -> None:
-    """Cover each place and every block device: an empty read-only folder over a folder, the
-    null device over anything else. A place under an earlier one is gone, and skipped."""
+    """Cover each place and every block device: an empty read-only tmpfs over a folder, the
+    null device over anything else."""
     blocks = []
     for root, dirs, files in os.walk("/dev"):
         dirs[:] = [d for d in dirs if os.path.join(root, d) not in DEV_MOUNTS]
@@ -149,8 +135,7 @@ def hide(places: list[str]) -> None:
 
 
 def drop_privileges() -> None:
-    """Give up every capability, for good (empty bounding set, ``no_new_privs``): a command
-    run as root could otherwise make the mounts writable again."""
+    """Give up every capability for good, so no command can make the mounts writable again."""
     _call("no_new_privs", _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
     for cap in range(64):
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
@@ -224,9 +209,8 @@ def _depth(op: tuple[str, str]) -> tuple[int, str]:
 
 
 def lay_out(ops: list[tuple[str, str]]) -> None:
-    """Mount as ``ops`` (option, real path) say: a fresh tmpfs on each ``--private`` folder, an
-    empty one on each ``--cover`` folder, ``--writable``/``--visible`` paths inside those brought
-    back; then all read-only but the private and writable places, the innermost deciding."""
+    """Mount as ``ops`` say: a tmpfs on each private or covered folder, writable and visible
+    paths inside brought back; then all read-only but private and writable places."""
     try:
         here = os.getcwd()
     except OSError:
@@ -321,7 +305,10 @@ def _devnull_stdio() -> None:
 
 
 def set_up(ops: list[tuple[str, str]], hidden: list[str]) -> None:
-    mount_proc()
+    """In the init: mounts stay in this namespace, ``/proc`` becomes its own, then the view."""
+    _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)  # best effort: already private
+    _call("mount /proc", _libc.mount(b"proc", b"/proc", b"proc",
+                                     MS_NOSUID | MS_NODEV | MS_NOEXEC, None))
     tests_user_namespace()
     lay_out(ops)
     hide(hidden)
@@ -359,13 +346,13 @@ def init(command: list[str], ops: list[tuple[str, str]], hidden: list[str], life
 
 
 def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
-    """In the init: pid 1 with its own /proc, only the writable folders writable, nothing
-    remountable, and a forked test can be confined."""
+    """In the init: pid 1, own /proc, only the writable folders writable, tests confinable."""
     set_up(ops, hidden)
     if os.getpid() != 1 or os.readlink("/proc/self") != "1":
         _fail("the namespace's /proc is not its own")
     writable = [path for kind, path in ops if kind in (WRITABLE, PRIVATE) and os.path.isdir(path)]
-    if "/" not in writable and (_can_create("/") or _can_remount("/")):
+    if "/" not in writable and (_can_create("/") or _libc.mount(
+            None, b"/", None, MS_REMOUNT | MS_BIND, None) == 0):
         _fail("/ is still writable")
     for path in writable:
         if not _can_create(path):
@@ -380,8 +367,7 @@ def check(ops: list[tuple[str, str]], hidden: list[str]) -> None:
 
 
 def confine(args: list[str]) -> None:
-    """In a test forked from a warm worker, before its code runs: a user and mount namespace
-    laid out by ``args``, then no capability left; a failure exits 125."""
+    """In a forked test, before its code: its own mounts laid out by ``args``, no capability."""
     ops, hidden, _ = parse(args)
     held = int(os.environ.pop(USERNS_VAR, "") or -1)
     if held < 0:
@@ -394,10 +380,6 @@ def confine(args: list[str]) -> None:
     if hidden:
         hide(hidden)
     drop_privileges()
-
-
-def _can_remount(point: str) -> bool:
-    return _libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND, None) == 0
 
 
 def _can_create(folder: str) -> bool:

@@ -1,22 +1,16 @@
 """A warm test worker: import torch once, then fork one child per test file.
 
-Run by ``backport`` with an environment's interpreter, in the run's sandbox; standard library
-only, Python 3.8+. It serves the run that started it and ends with it.
+Run by ``backport`` with an environment's interpreter in the run's sandbox; standard library
+only, Python 3.8+. ``warm_worker.py MODULE... --reports DIR [--no-learn] [--load-check SECONDS]``
 
-    warm_worker.py MODULE... --reports DIR [--no-learn] [--load-check SECONDS]
-
-Protocol (JSON lines): first ``{"ready": true, ...}`` or ``{"ready": false, "error": ...}``.
-A request ``{"id", "cwd", "path", "argv", "log"[, "confine"]}`` is answered ``{"id", "pid"}``
-once the child (its own process group) exists, then ``{"id", "exit_code"}`` (``-signal`` when
-killed). ``{"kill": PID}`` kills that child's group. EOF on stdin stops the worker once its
-children ended.
-
-Learning (unless ``--no-learn``): each child reports the modules it imported from the standard
-library or site-packages (never the worktree's, never one that read ``sys.argv``); the worker
-imports them before its next fork, so torch's lazy imports are paid once. If that made its state
-run-dependent (an import read ``sys.argv`` or started a thread) it says ``{"retire": reason}``
-and answers later requests ``{"id", "retired": reason}``. ``--load-check SECONDS``: a fork runs
-``probe_env.load_check`` right after torch is imported; the ready line carries its result.
+JSON lines: first ``{"ready": true, ...}`` or ``{"ready": false, "error"}``. A request ``{"id",
+"cwd", "path", "argv", "log"[, "confine"]}`` is answered ``{"id", "pid"}`` once the child (its
+own process group) exists, then ``{"id", "exit_code"}`` (``-signal`` when killed); ``{"kill":
+PID}`` kills that group; EOF stops the worker once its children ended. Learning: each child
+reports the stdlib/site-packages modules it imported (never the worktree's, never one that read
+``sys.argv``) and the worker imports them before its next fork; if that made its state
+run-dependent it says ``{"retire": reason}`` and answers ``{"id", "retired"}`` from then on.
+``--load-check``: ``probe_env.run_load_check`` runs after the imports; the ready line has it.
 """
 
 from __future__ import annotations
@@ -151,7 +145,7 @@ def child(request: dict, private: list, watch: _Watch | None) -> int:
 
 
 def read_requests(buffer: bytes) -> tuple[list | None, bytes]:
-    """The complete request lines on stdin and what is left of a line; None at EOF."""
+    """The complete request lines on stdin, and the rest; None at EOF."""
     try:
         chunk = os.read(0, 65536)
     except OSError as exc:
@@ -221,7 +215,6 @@ class Worker:
         return pid
 
     def _report(self, before: set, readers: set, request: dict) -> None:
-        """In the child: write the learnable modules to the reports folder."""
         cwd = os.path.realpath(request["cwd"]).rstrip(os.sep) + os.sep
         test_dir = os.path.dirname(os.path.realpath(request["path"])).rstrip(os.sep) + os.sep
         names = learnable(before, readers, self.roots, (cwd, test_dir))
@@ -274,7 +267,7 @@ class Worker:
                 self.pending[name] = None
 
     def preload(self) -> None:
-        """Import the pending modules; retire if that made the worker's state run-dependent."""
+        """Import the pending modules; retire if that made the state run-dependent."""
         if not self.pending or self.retired:
             return
         watch = _Watch()
