@@ -22,8 +22,7 @@ from backport.redact import redact
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-# Every command's click function in backport/commands/ (module:attribute), imported only
-# when it runs or shows its help; `--help` reads the one-line helps from the sources.
+# Every command's click function in backport/commands/ (module:attribute).
 COMMANDS = {
     "abort": "resume:abort_cmd",
     "apply": "apply:apply_cmd",
@@ -122,12 +121,9 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     app.verbose = verbose
 
 
-UNWIND_GRACE = 0.5  # seconds the main thread has to unwind before the process exits anyway
-
-
 class _Interrupts:
     """Ctrl-C (unless started ignoring it) and SIGTERM: the first raises KeyboardInterrupt in
-    the main thread and arms the exit `UNWIND_GRACE` seconds later; later ones are absorbed."""
+    the main thread and arms the exit half a second later; later ones are absorbed."""
 
     def __init__(self, app: AppContext) -> None:
         self.app, self.heard, self._exiting = app, False, threading.Lock()
@@ -146,12 +142,11 @@ class _Interrupts:
     def _heard(self, signum: int, frame: object) -> None:
         if not self.heard:
             self.heard = True
-            threading.Timer(UNWIND_GRACE, self.exit).start()
+            threading.Timer(0.5, self.exit).start()
             raise KeyboardInterrupt
 
     def exit(self) -> None:
-        """Exit 130 with the interrupt message, not joining the threads still waiting (the
-        journal holds every finished step); once: a second caller waits for the first."""
+        """Exit 130 with the interrupt message, once, not joining the threads still waiting."""
         if not self._exiting.acquire(blocking=False):
             threading.Event().wait()
         process.kill_running()  # git or a test still running for a branch thread goes too

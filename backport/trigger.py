@@ -70,10 +70,8 @@ def requested(body: str) -> tuple[str, ...]:
 
 def event_path(given: Path | None, environ: Mapping[str, str]) -> Path:
     """``--event``, else GitCode's event file (``$ATOMGIT_EVENT_PATH``)."""
-    if given is not None:
-        return given
-    if environ.get(EVENT_VARIABLE):
-        return Path(environ[EVENT_VARIABLE])
+    if given is not None or environ.get(EVENT_VARIABLE):
+        return given or Path(environ[EVENT_VARIABLE])
     raise BackportError("usage", "no event file: give --event FILE, or run where "
                                  f"${EVENT_VARIABLE} names one")
 
@@ -107,8 +105,7 @@ def _load(path: Path) -> Any:
         raise BackportError("usage", f"the event file {path} is larger than 1 MiB, more than "
                                      "any event of the forge holds")
     too_deep = BackportError("usage", f"the event file {path} nests deeper than "
-                                      f"{MAX_EVENT_DEPTH} levels, deeper than any event of the "
-                                      "forge")
+                                      f"{MAX_EVENT_DEPTH} levels, deeper than any forge event")
     try:
         data = json.loads(raw.decode("utf-8"), parse_int=parse_int)
     except RecursionError:
@@ -219,8 +216,7 @@ def _asked(answer: Say, event: TriggerEvent, info: SourcePrInfo, choosable: list
 
 def _recorded(forge: Forge, permissions: WritePermissions, info: SourcePrInfo,
               choosable: list[str], say: Say) -> list[str]:
-    """The targets the PR's requests by users with write permission ask for; a requester the
-    collaborators listing does not show is asked by login, the newest ``MAX_ASKED`` only."""
+    """The targets asked for by the PR's requests of users with write permission."""
     requests = []
     for comment in forge.list_comments(info.number):
         if not is_request(comment.body) or not comment.author:
@@ -249,8 +245,7 @@ def _recorded(forge: Forge, permissions: WritePermissions, info: SourcePrInfo,
 
 def requested_targets(session: Session, event: TriggerEvent, *, replies: bool, say: Say,
                       warn: Say) -> list[str]:
-    """The branches the event asks to backport now ([] after the one reply where
-    ``replies``); a commenter's permission is read first, before anything else."""
+    """The branches the event asks to backport now; a commenter's permission is read first."""
     forge, upstream = session.forge.real(), session.project.branch_map.upstream
     answer = _replier(forge, event, replies, warn)
     if event.comment is not None and not session.permissions.can_write(forge, event.login):
@@ -296,9 +291,8 @@ def _ignored(event: TriggerEvent) -> str:
 def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *, plan: bool,
         branch: str | None, prepare: bool, skip_tests: bool, patches: Path, say: Say,
         warn: Say, backport: Callable[[Session, int, list[str]], None]) -> None:
-    """What `trigger` does with its event: the plan's answer, a branch job's set (``prepare``)
-    or ``backport(session, number, targets)``; exits 0 where there is nothing to do. ``say``
-    hears what it does, ``warn`` a reply it could not post."""
+    """The plan's answer, a branch job's set (``prepare``) or ``backport(session, number,
+    targets)``; exits 0 where there is nothing to do."""
     from backport.envs.sandbox import require_isolation
 
     bm = project.branch_map
