@@ -70,9 +70,8 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, self.commands[name].get_short_help_str(limit) if name in self.commands
-                 else click.Command(name, help=_docstring(self.lazy[name])).get_short_help_str(limit))
-                for name in names]
+        rows = [(name, (self.commands.get(name) or click.Command(
+            name, help=_docstring(self.lazy[name]))).get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -76,7 +76,7 @@ def event_path(given: Path | None, environ: Mapping[str, str]) -> Path:
                                  f"${EVENT_VARIABLE} names one")
 
 
-def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:  # {} when not an object
     return data[key] if isinstance(data.get(key), dict) else {}
 
 
@@ -140,8 +140,8 @@ def read_event(path: Path, forge: str = "gitcode") -> TriggerEvent:
                                      f"names the {forge} forge, whose events alone are read")
     pr = _obj(data, "pull_request")
     given = pr.get("number", pr.get("iid"))
-    number = json_number(given) or None  # the one bounded parser: at most 10 digits
-    if number is None:
+    number = json_number(given)  # the one bounded parser: at most 10 digits
+    if not number:
         said = ("no pull_request.number" if given in (None, "") else
                 f"pull_request.number is not a PR number of at most {MAX_DIGITS} digits")
         raise BackportError("usage", f"the event in {path} names no PR ({said}), so there is "

@@ -137,8 +137,8 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 def _sets_from_prs(app: AppContext, session: Session, apis: tuple[str, ...],
                    from_prs: tuple[int, ...], scratch: Path | None, *, as_json: bool,
                    ) -> tuple[Project, tuple[str, ...], list[BackportError]]:
-    """The project with the sets of ``from_prs`` made (a dry run's in ``scratch``), the sets to
-    run, the PRs' errors; every set from a PR says where it comes from."""
+    """The project with the sets of ``from_prs`` made (in ``scratch`` for a dry run), the sets
+    to run, the PRs' errors."""
     project, made, unmade = session.project, list[str](), list[BackportError]()
     say = lambda line: echo(line, err=as_json)  # noqa: E731 - beside --json's document
     if from_prs:

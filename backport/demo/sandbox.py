@@ -41,7 +41,6 @@ _VERSIONS = ("import importlib.metadata as m, sys\n"
 
 @dataclass(frozen=True)
 class Sandbox:
-
     root: Path
     upstream: Path
     fork: Path
@@ -56,11 +55,10 @@ class Sandbox:
         return self.root / "cache"
 
 
-_NAME, _EMAIL = "backport demo", "demo@backport.invalid"
-# Every demo commit has the same author, committer and date, so the sandbox is reproducible.
-_IDENTITY = {"GIT_AUTHOR_NAME": _NAME, "GIT_AUTHOR_EMAIL": _EMAIL, "GIT_COMMITTER_NAME": _NAME,
-             "GIT_COMMITTER_EMAIL": _EMAIL, "GIT_AUTHOR_DATE": "2026-08-01T09:00:00+08:00",
-             "GIT_COMMITTER_DATE": "2026-08-01T09:00:00+08:00"}
+# One author, committer and date for every demo commit: the sandbox is reproducible.
+_IDENTITY = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for what, value in (
+    ("NAME", "backport demo"), ("EMAIL", "demo@backport.invalid"),
+    ("DATE", "2026-08-01T09:00:00+08:00"))}
 
 
 def _git(cwd: Path, *args: str) -> None:
