@@ -121,8 +121,7 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
 
 
 class _Interrupts:
-    """Ctrl-C (unless started ignoring it) and SIGTERM: the first raises KeyboardInterrupt in
-    the main thread and arms the exit half a second later; later ones are absorbed."""
+    """Ctrl-C and SIGTERM: the first interrupts the main thread and exits 0.5 s later."""
 
     def __init__(self, app: AppContext) -> None:
         self.app, self.heard, self._exiting = app, False, threading.Lock()

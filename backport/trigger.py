@@ -291,8 +291,7 @@ def _ignored(event: TriggerEvent) -> str:
 def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *, plan: bool,
         branch: str | None, prepare: bool, skip_tests: bool, patches: Path, say: Say,
         warn: Say, backport: Callable[[Session, int, list[str]], None]) -> None:
-    """The plan's answer, a branch job's set (``prepare``) or ``backport(session, number,
-    targets)``; exits 0 where there is nothing to do."""
+    """The plan's answer, a branch job's set (``prepare``) or ``backport(…)``; else exits 0."""
     from backport.envs.sandbox import require_isolation
 
     bm = project.branch_map

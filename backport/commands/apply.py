@@ -94,8 +94,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
         options: ApplyOptions, *, every: bool = False, as_json: bool = False,
         session: Session | None = None) -> None:
-    """`apply` once its options are read (`trigger` runs it with its ``session``): makes the
-    sets of ``from_prs`` (a dry run's in a temporary folder), runs them, prints; exits."""
+    """`apply` once its options are read (`trigger` passes its ``session``); exits."""
     plan_lines: list[str] = []
     session = session or Session(app.project(), options, environ=os.environ,
                                  plan=plan_lines.append)
@@ -137,8 +136,7 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 def _sets_from_prs(app: AppContext, session: Session, apis: tuple[str, ...],
                    from_prs: tuple[int, ...], scratch: Path | None, *, as_json: bool,
                    ) -> tuple[Project, tuple[str, ...], list[BackportError]]:
-    """The project with the sets of ``from_prs`` made (in ``scratch`` for a dry run), the sets
-    to run, the PRs' errors."""
+    """The project with the sets of ``from_prs`` made, the sets to run, the PRs' errors."""
     project, made, unmade = session.project, list[str](), list[BackportError]()
     say = lambda line: echo(line, err=as_json)  # noqa: E731 - beside --json's document
     if from_prs:

@@ -68,8 +68,7 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
 
 
 def _apply_line(app: AppContext, api: str, branches: tuple[str, ...], flags: list[str]) -> str:
-    """The `apply` command line that finishes ``branches`` of ``api`` with ``flags``, under
-    this invocation's global options."""
+    """The `apply` command line finishing ``branches`` of ``api``, global options kept."""
     words = ["backport"]
     if app.config != Path("branches.yaml"):
         words += ["--config", str(app.config)]

@@ -64,8 +64,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
 
 def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
                 branches: tuple[str, ...], as_json: bool) -> None:
-    """Each branch of the named sets as its open PR shows it; exit 1 when one has no open PR
-    or a failing result."""
+    """Each branch of the named sets as its open PR shows it; exits."""
     bm = project.branch_map
     shown = forge_status(Session(project), patch_sets, select_targets(patch_sets, branches))
     failed = any(row["pr"] is None or row["ok"] is False for _, rows in shown for row in rows)

@@ -161,19 +161,8 @@ def environment_name(python: str) -> str:
     return name if done.ok and _ENV_NAME.fullmatch(name) else "python"
 
 
-def clear_sandbox(root: Path) -> bool:
-    """Remove a previous demo's sandbox at ``root`` (True); FileExistsError for other files."""
-    if not root.exists() or (root.is_dir() and not any(root.iterdir())):
-        return False
-    if not (root / MARKER).is_file() or root.is_symlink():
-        raise FileExistsError(root)
-    shutil.rmtree(root)
-    return True
-
-
 def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
-    """The sandbox under an empty ``root``, marked (``MARKER``) first so a half-built one is
-    replaced like a finished one."""
+    """The sandbox under an empty ``root``, marked first: a half-built one is replaced too."""
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
         raise FileExistsError(root)
@@ -222,8 +211,7 @@ def find_torch_python(explicit: str | None) -> str | None:
 
 def set_from_merged_pr(session: Session, sandbox: Sandbox, patches: Path,
                        say: Callable[[str], None]) -> str:
-    """Land put_metric on master as a merged PR (no merge_commit_sha, as on GitCode) and make
-    its patch set from that PR; the set's name."""
+    """Land put_metric on master as a merged PR and make its patch set from it; its name."""
     spec = load_patch_set(patches, session.project.branch_map)
     forge = session.forge.real()
     assert isinstance(forge, LocalForge)
@@ -243,16 +231,16 @@ def set_from_merged_pr(session: Session, sandbox: Sandbox, patches: Path,
 def demo_session(directory: Path | None, patches: Path, torch_python: str | None, *,
                  from_pr: bool, say: Callable[[str], None],
                  ) -> Iterator[tuple[Session, Sandbox, bool, str]]:
-    """The sandbox built in ``directory`` (default: the cache's demo/, one demo at a time), its
-    session, whether it replaced a previous demo's, and the set to apply."""
+    """The sandbox, its session, whether it replaced a previous demo's, and the set to apply."""
     root = Path(os.path.abspath(directory or cache_root(os.environ) / "demo"))
     lock = nullcontext() if directory else file_lock(root.parent / ".demo.lock", wait=False)
     with lock:
-        try:
-            replaced = clear_sandbox(root)
-        except FileExistsError:
+        replaced = root.exists() and (not root.is_dir() or any(root.iterdir()))
+        if replaced and (root.is_symlink() or not (root / MARKER).is_file()):
             raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
-                                "them away or pass --dir with an empty folder") from None
+                                "them away or pass --dir with an empty folder")
+        if replaced:  # a previous demo's sandbox
+            shutil.rmtree(root)
         sandbox = build_sandbox(root, patches, torch_python)
         session = Session(load_project(sandbox.config, None, os.environ),
                           ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH),
