@@ -43,18 +43,14 @@ COMMANDS = {
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported only when one runs or shows its own help."""
-
-    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lazy = lazy
+    """The group of `COMMANDS`, each imported only when it runs or shows its own help."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *self.lazy})
+        return sorted({*self.commands, *COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in self.lazy:
-            module, _, attribute = self.lazy[cmd_name].partition(":")
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, _, attribute = COMMANDS[cmd_name].partition(":")
             command = getattr(importlib.import_module(f"backport.commands.{module}"), attribute)
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
@@ -71,7 +67,7 @@ class LazyGroup(click.Group):
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(name) for name in names)
         rows = [(name, (self.commands.get(name) or click.Command(
-            name, help=_docstring(self.lazy[name]))).get_short_help_str(limit)) for name in names]
+            name, help=_docstring(COMMANDS[name]))).get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -84,7 +80,7 @@ def _docstring(spec: str) -> str | None:
                 if isinstance(node, ast.FunctionDef) and node.name == attribute)
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("branches.yaml"), show_default=True, envvar="BACKPORT_CONFIG",
               help="The branch map; patches/ is found next to it.")

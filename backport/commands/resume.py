@@ -75,8 +75,7 @@ def _apply_line(app: AppContext, api: str, branches: tuple[str, ...], flags: lis
     if app.patches is not None:
         words += ["--patches", str(app.patches)]
     words += ["apply", "--api", api]
-    for branch in branches:
-        words += ["--branch", branch]
+    words += [word for branch in branches for word in ("--branch", branch)]
     return shlex.join([*words, *flags])
 
 
