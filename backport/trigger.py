@@ -276,18 +276,6 @@ def requested_targets(session: Session, event: TriggerEvent, *, replies: bool, s
     return asked
 
 
-def _ignored(event: TriggerEvent) -> str:
-    """Why the event asks for nothing ("" when it may)."""
-    if event.comment is not None and not event.created:
-        return (f"the comment event on PR !{event.number} is "
-                f"'{event.action or 'without an action'}', not a new comment: ignored")
-    if event.comment is not None and not event.asks:
-        return f"the comment on PR !{event.number} is not a {COMMAND} command: nothing to do"
-    if event.comment is None and not event.merged:
-        return f"the event of PR !{event.number} is no merge: nothing to do"
-    return ""
-
-
 def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *, plan: bool,
         branch: str | None, prepare: bool, skip_tests: bool, patches: Path, say: Say,
         warn: Say, backport: Callable[[Session, int, list[str]], None]) -> None:
@@ -306,7 +294,14 @@ def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *
         raise BackportError("usage", f"--branch {branch} is not a target of {bm.path} "
                                      f"(targets: {', '.join(bm.targets)})")
     session = Session(project, environ=environ)
-    why = _ignored(event)
+    why = ""  # why the event asks for nothing
+    if event.comment is not None and not event.created:
+        why = (f"the comment event on PR !{event.number} is "
+               f"'{event.action or 'without an action'}', not a new comment: ignored")
+    elif event.comment is not None and not event.asks:
+        why = f"the comment on PR !{event.number} is not a {COMMAND} command: nothing to do"
+    elif event.comment is None and not event.merged:
+        why = f"the event of PR !{event.number} is no merge: nothing to do"
     if why:
         say(why)
         targets: list[str] = []

@@ -85,9 +85,8 @@ def build_upstream(path: Path) -> Path:
         encoding="utf-8")
     (work_dir / "version.txt").write_text("unreleased\n", encoding="utf-8")
     _commit(work_dir, "demo: the metrics test file as the release branches share it")
-    for target in TARGETS:
-        if target != "master":
-            _git(work_dir, "branch", "--force", target, "HEAD")
+    for target in TARGETS[:-1]:  # master is there
+        _git(work_dir, "branch", "--force", target, "HEAD")
     for target in TARGETS:
         _git(work_dir, "checkout", "--quiet", target)
         version = target.lstrip("v") if target != "master" else "2.13.0.dev"
@@ -132,7 +131,6 @@ def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
     project.mkdir(parents=True, exist_ok=True)
     interpreter = python or "python3"
     name = environment_name(interpreter)
-    environments = {name: {"python": interpreter, "env": {"PYTHONDONTWRITEBYTECODE": "1"}}}
     config = {
         "forge": "local",
         "upstream": "Ascend/pytorch",
@@ -140,7 +138,8 @@ def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
         "fork_branch": "test-{slug}-{target}",
         "upstream_url": str(upstream),
         "fork_url": str(fork),
-        "environments": environments,
+        "environments": {name: {"python": interpreter,
+                                "env": {"PYTHONDONTWRITEBYTECODE": "1"}}},
         "branches": {t: {"env": name} for t in TARGETS},
     }
     header = ("# backport demo sandbox: a local upstream and fork, and the embedded local forge.\n"
