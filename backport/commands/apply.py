@@ -127,10 +127,9 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
                 echo(f"  {line}")
         for line in estimates:
             echo(f"\nThe real run: {line}.")
-    failed = any(o.failed for o in outcomes)
     if unmade:  # named above, before the run; the batch's exit says so too
         raise SystemExit(max(EXIT_BRANCH_FAILED, *(exc.exit_code for exc in unmade)))
-    raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
+    raise SystemExit(EXIT_BRANCH_FAILED if any(o.failed for o in outcomes) else EXIT_OK)
 
 
 def _sets_from_prs(app: AppContext, session: Session, apis: tuple[str, ...],
