@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from backport.errors import EXIT_USAGE
 from backport.redact import redact
 
 if TYPE_CHECKING:
@@ -82,10 +81,8 @@ def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(redact(text), err=err)
 
 
-def report_broken(project: Project, *, exit_now: bool = False) -> bool:
+def report_broken(project: Project) -> bool:
     """A `problem: patches/<name>: …` line per unreadable patch set; whether there was one."""
     for name, message in sorted(project.broken.items()):
         echo(f"problem: patches/{name}: {message}", err=True)
-    if project.broken and exit_now:
-        raise SystemExit(EXIT_USAGE)
     return bool(project.broken)
