@@ -22,8 +22,7 @@ from backport.redact import redact
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-# Every command's click function in backport/commands/ (module:attribute), imported only
-# when it runs or shows its help; `--help` reads the one-line helps from the sources.
+# Every command's click function in backport/commands/ (module:attribute).
 COMMANDS = {
     "abort": "resume:abort_cmd",
     "apply": "apply:apply_cmd",
@@ -44,18 +43,14 @@ COMMANDS = {
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported only when one runs or shows its own help."""
-
-    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lazy = lazy
+    """The group of `COMMANDS`, each imported only when it runs or shows its own help."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *self.lazy})
+        return sorted({*self.commands, *COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in self.lazy:
-            module, _, attribute = self.lazy[cmd_name].partition(":")
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, _, attribute = COMMANDS[cmd_name].partition(":")
             command = getattr(importlib.import_module(f"backport.commands.{module}"), attribute)
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
@@ -71,9 +66,8 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, self.commands[name].get_short_help_str(limit) if name in self.commands
-                 else click.Command(name, help=_docstring(self.lazy[name])).get_short_help_str(limit))
-                for name in names]
+        rows = [(name, (self.commands.get(name) or click.Command(
+            name, help=_docstring(COMMANDS[name]))).get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -86,7 +80,7 @@ def _docstring(spec: str) -> str | None:
                 if isinstance(node, ast.FunctionDef) and node.name == attribute)
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("branches.yaml"), show_default=True, envvar="BACKPORT_CONFIG",
               help="The branch map; patches/ is found next to it.")
@@ -122,12 +116,8 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     app.verbose = verbose
 
 
-UNWIND_GRACE = 0.5  # seconds the main thread has to unwind before the process exits anyway
-
-
 class _Interrupts:
-    """Ctrl-C (unless started ignoring it) and SIGTERM: the first raises KeyboardInterrupt in
-    the main thread and arms the exit `UNWIND_GRACE` seconds later; later ones are absorbed."""
+    """Ctrl-C and SIGTERM: the first interrupts the main thread and exits 0.5 s later."""
 
     def __init__(self, app: AppContext) -> None:
         self.app, self.heard, self._exiting = app, False, threading.Lock()
@@ -146,12 +136,11 @@ class _Interrupts:
     def _heard(self, signum: int, frame: object) -> None:
         if not self.heard:
             self.heard = True
-            threading.Timer(UNWIND_GRACE, self.exit).start()
+            threading.Timer(0.5, self.exit).start()
             raise KeyboardInterrupt
 
     def exit(self) -> None:
-        """Exit 130 with the interrupt message, not joining the threads still waiting (the
-        journal holds every finished step); once: a second caller waits for the first."""
+        """Exit 130 with the interrupt message, once, not joining the threads still waiting."""
         if not self._exiting.acquire(blocking=False):
             threading.Event().wait()
         process.kill_running()  # git or a test still running for a branch thread goes too

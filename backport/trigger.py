@@ -70,15 +70,13 @@ def requested(body: str) -> tuple[str, ...]:
 
 def event_path(given: Path | None, environ: Mapping[str, str]) -> Path:
     """``--event``, else GitCode's event file (``$ATOMGIT_EVENT_PATH``)."""
-    if given is not None:
-        return given
-    if environ.get(EVENT_VARIABLE):
-        return Path(environ[EVENT_VARIABLE])
+    if given is not None or environ.get(EVENT_VARIABLE):
+        return given or Path(environ[EVENT_VARIABLE])
     raise BackportError("usage", "no event file: give --event FILE, or run where "
                                  f"${EVENT_VARIABLE} names one")
 
 
-def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:  # {} when not an object
     return data[key] if isinstance(data.get(key), dict) else {}
 
 
@@ -107,8 +105,7 @@ def _load(path: Path) -> Any:
         raise BackportError("usage", f"the event file {path} is larger than 1 MiB, more than "
                                      "any event of the forge holds")
     too_deep = BackportError("usage", f"the event file {path} nests deeper than "
-                                      f"{MAX_EVENT_DEPTH} levels, deeper than any event of the "
-                                      "forge")
+                                      f"{MAX_EVENT_DEPTH} levels, deeper than any forge event")
     try:
         data = json.loads(raw.decode("utf-8"), parse_int=parse_int)
     except RecursionError:
@@ -143,8 +140,8 @@ def read_event(path: Path, forge: str = "gitcode") -> TriggerEvent:
                                      f"names the {forge} forge, whose events alone are read")
     pr = _obj(data, "pull_request")
     given = pr.get("number", pr.get("iid"))
-    number = json_number(given) or None  # the one bounded parser: at most 10 digits
-    if number is None:
+    number = json_number(given)  # the one bounded parser: at most 10 digits
+    if not number:
         said = ("no pull_request.number" if given in (None, "") else
                 f"pull_request.number is not a PR number of at most {MAX_DIGITS} digits")
         raise BackportError("usage", f"the event in {path} names no PR ({said}), so there is "
@@ -219,8 +216,7 @@ def _asked(answer: Say, event: TriggerEvent, info: SourcePrInfo, choosable: list
 
 def _recorded(forge: Forge, permissions: WritePermissions, info: SourcePrInfo,
               choosable: list[str], say: Say) -> list[str]:
-    """The targets the PR's requests by users with write permission ask for; a requester the
-    collaborators listing does not show is asked by login, the newest ``MAX_ASKED`` only."""
+    """The targets asked for by the PR's requests of users with write permission."""
     requests = []
     for comment in forge.list_comments(info.number):
         if not is_request(comment.body) or not comment.author:
@@ -249,8 +245,7 @@ def _recorded(forge: Forge, permissions: WritePermissions, info: SourcePrInfo,
 
 def requested_targets(session: Session, event: TriggerEvent, *, replies: bool, say: Say,
                       warn: Say) -> list[str]:
-    """The branches the event asks to backport now ([] after the one reply where
-    ``replies``); a commenter's permission is read first, before anything else."""
+    """The branches the event asks to backport now; a commenter's permission is read first."""
     forge, upstream = session.forge.real(), session.project.branch_map.upstream
     answer = _replier(forge, event, replies, warn)
     if event.comment is not None and not session.permissions.can_write(forge, event.login):
@@ -281,24 +276,10 @@ def requested_targets(session: Session, event: TriggerEvent, *, replies: bool, s
     return asked
 
 
-def _ignored(event: TriggerEvent) -> str:
-    """Why the event asks for nothing ("" when it may)."""
-    if event.comment is not None and not event.created:
-        return (f"the comment event on PR !{event.number} is "
-                f"'{event.action or 'without an action'}', not a new comment: ignored")
-    if event.comment is not None and not event.asks:
-        return f"the comment on PR !{event.number} is not a {COMMAND} command: nothing to do"
-    if event.comment is None and not event.merged:
-        return f"the event of PR !{event.number} is no merge: nothing to do"
-    return ""
-
-
 def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *, plan: bool,
         branch: str | None, prepare: bool, skip_tests: bool, patches: Path, say: Say,
         warn: Say, backport: Callable[[Session, int, list[str]], None]) -> None:
-    """What `trigger` does with its event: the plan's answer, a branch job's set (``prepare``)
-    or ``backport(session, number, targets)``; exits 0 where there is nothing to do. ``say``
-    hears what it does, ``warn`` a reply it could not post."""
+    """The plan's answer, a branch job's set (``prepare``) or ``backport(…)``; else exits 0."""
     from backport.envs.sandbox import require_isolation
 
     bm = project.branch_map
@@ -313,7 +294,14 @@ def act(project: Project, event_file: Path | None, environ: Mapping[str, str], *
         raise BackportError("usage", f"--branch {branch} is not a target of {bm.path} "
                                      f"(targets: {', '.join(bm.targets)})")
     session = Session(project, environ=environ)
-    why = _ignored(event)
+    why = ""  # why the event asks for nothing
+    if event.comment is not None and not event.created:
+        why = (f"the comment event on PR !{event.number} is "
+               f"'{event.action or 'without an action'}', not a new comment: ignored")
+    elif event.comment is not None and not event.asks:
+        why = f"the comment on PR !{event.number} is not a {COMMAND} command: nothing to do"
+    elif event.comment is None and not event.merged:
+        why = f"the event of PR !{event.number} is no merge: nothing to do"
     if why:
         say(why)
         targets: list[str] = []

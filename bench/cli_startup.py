@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backport.bundled import demo_patch_set  # noqa: E402
+from backport.bundled import DEMO_PATCH_SET  # noqa: E402
 from backport.demo.sandbox import build_sandbox  # noqa: E402
 
 COMMANDS = (["--version"], ["--help"], ["check", "--help"])
@@ -68,7 +68,7 @@ def main() -> int:
     rows = [(f"backport {' '.join(argv)}", cpu([args.backport, *argv], args.repeat, None, env))
             for argv in COMMANDS]
     with tempfile.TemporaryDirectory(prefix="cli-startup-") as tmp:
-        sandbox = build_sandbox(Path(tmp) / "sandbox", demo_patch_set(), sys.executable)
+        sandbox = build_sandbox(Path(tmp) / "sandbox", DEMO_PATCH_SET, sys.executable)
         env_check = dict(env, XDG_CACHE_HOME=str(Path(tmp) / "cache"))  # its probe cache
         rows.append(("backport check --offline (demo sandbox)",
                      cpu([args.backport, "check", "--offline"], args.repeat, sandbox.project,

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backport.bundled import demo_patch_set  # noqa: E402
+from backport.bundled import DEMO_PATCH_SET  # noqa: E402
 from backport.demo.sandbox import build_sandbox  # noqa: E402
 
 # Run in the sandbox's project: the dry run, then the package's modules, as one JSON line.
@@ -42,7 +42,7 @@ def dry_run_modules(torch_python: str | None,
                     python: str = sys.executable) -> tuple[int, list[str]]:
     """The exit code of the dry run in a fresh demo sandbox, and the package modules imported."""
     with tempfile.TemporaryDirectory(prefix="dry-run-imports-") as tmp:
-        sandbox = build_sandbox(Path(tmp) / "sandbox", demo_patch_set(), torch_python)
+        sandbox = build_sandbox(Path(tmp) / "sandbox", DEMO_PATCH_SET, torch_python)
         env = {k: v for k, v in os.environ.items() if not k.startswith("BACKPORT_")}
         env |= {"BACKPORT_CACHE": str(Path(tmp) / "cache"), "PYTHONPATH": str(ROOT)}
         done = subprocess.run([python, "-c", SCRIPT], cwd=sandbox.project, env=env,

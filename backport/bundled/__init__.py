@@ -4,28 +4,9 @@ checkout's own ``branches.yaml`` and ``patches/put_metric/`` (one copy), plain f
 (pyproject.toml's package-data names them).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
-
-
-def real_map() -> Path:
-    """The real branch map of Ascend/pytorch (the fork left as a placeholder to set)."""
-    return _HERE / "branches.yaml"
-
-
-def demo_patch_set() -> Path:
-    """The put_metric patch set the demo applies."""
-    return _HERE / "put_metric"
-
-
-def example_patch_yaml() -> Path:
-    """The commented example `init` writes into patches/."""
-    return _HERE / "example-patch.yaml"
-
-
-def bundled_sets() -> dict[str, Path]:
-    """The bundled patch sets (``init --from-shipped NAME``), by name."""
-    return {"put_metric": demo_patch_set()}
+REAL_MAP = _HERE / "branches.yaml"  # Ascend/pytorch's map, the fork a placeholder to set
+DEMO_PATCH_SET = _HERE / "put_metric"  # the demo's set, also `init --from-shipped put_metric`
+EXAMPLE_PATCH_YAML = _HERE / "example-patch.yaml"  # the commented example `init` writes

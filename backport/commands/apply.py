@@ -94,8 +94,7 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
 def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
         options: ApplyOptions, *, every: bool = False, as_json: bool = False,
         session: Session | None = None) -> None:
-    """`apply` once its options are read (`trigger` runs it with its ``session``): makes the
-    sets of ``from_prs`` (a dry run's in a temporary folder), runs them, prints; exits."""
+    """`apply` once its options are read (`trigger` passes its ``session``); exits."""
     plan_lines: list[str] = []
     session = session or Session(app.project(), options, environ=os.environ,
                                  plan=plan_lines.append)
@@ -128,17 +127,15 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
                 echo(f"  {line}")
         for line in estimates:
             echo(f"\nThe real run: {line}.")
-    failed = any(o.failed for o in outcomes)
     if unmade:  # named above, before the run; the batch's exit says so too
         raise SystemExit(max(EXIT_BRANCH_FAILED, *(exc.exit_code for exc in unmade)))
-    raise SystemExit(EXIT_BRANCH_FAILED if failed else EXIT_OK)
+    raise SystemExit(EXIT_BRANCH_FAILED if any(o.failed for o in outcomes) else EXIT_OK)
 
 
 def _sets_from_prs(app: AppContext, session: Session, apis: tuple[str, ...],
                    from_prs: tuple[int, ...], scratch: Path | None, *, as_json: bool,
                    ) -> tuple[Project, tuple[str, ...], list[BackportError]]:
-    """The project with the sets of ``from_prs`` made (a dry run's in ``scratch``), the sets to
-    run, the PRs' errors; every set from a PR says where it comes from."""
+    """The project with the sets of ``from_prs`` made, the sets to run, the PRs' errors."""
     project, made, unmade = session.project, list[str](), list[BackportError]()
     say = lambda line: echo(line, err=as_json)  # noqa: E731 - beside --json's document
     if from_prs:

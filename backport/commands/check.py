@@ -16,9 +16,6 @@ from backport.pipeline.journal import select_patch_sets
 from backport.pipeline.session import Session
 from backport.redact import redact
 
-# Where a CI takes Markdown for the run's page: GitHub Actions and GitCode (AtomGit) pipelines.
-STEP_SUMMARY_VARIABLES = ("GITHUB_STEP_SUMMARY", "ATOMGIT_STEP_SUMMARY")
-
 
 @click.command("check")
 @click.option("--api", "apis", multiple=True, metavar="NAME", help="Only these patch sets.")
@@ -76,7 +73,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
 def _write_step_summary(title: str, findings: list[Finding]) -> None:
     """Append the table to each step summary file the CI names (one unwritable: a warning)."""
     text = redact(summary_markdown(title, findings))
-    for variable in STEP_SUMMARY_VARIABLES:
+    for variable in ("GITHUB_STEP_SUMMARY", "ATOMGIT_STEP_SUMMARY"):  # GitHub's, GitCode's
         target = os.environ.get(variable)
         if not target:
             continue

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from backport.errors import EXIT_USAGE
 from backport.redact import redact
 
 if TYPE_CHECKING:
@@ -48,13 +47,11 @@ class AppContext:
         return self.project()
 
     def resumable(self, command: str | None = None) -> None:
-        """This command journals its steps: after an interrupt, ``command`` (default: the
-        command line as given) finishes what is left."""
+        """After an interrupt, ``command`` (default: this command line) finishes what is left."""
         self.resume = command or shlex.join(["backport", *sys.argv[1:]])
 
     def interrupted_text(self) -> str:
-        """What an interrupt says: the command that finishes what is left, where it journals
-        (nothing of the run goes on running: its workers and tests end with it)."""
+        """What an interrupt says: the command that finishes what is left."""
         if self.resume is None:
             return "interrupted"
         return ("interrupted: every finished step is in the run's journal; this finishes what "
@@ -63,8 +60,7 @@ class AppContext:
     @property
     def console(self) -> Console:
         from rich.console import Console
-        # Off a terminal rich assumes 80 columns; tables of branch names and URLs need more.
-        width = None if sys.stdout.isatty() else 160
+        width = None if sys.stdout.isatty() else 160  # off a terminal rich assumes 80 columns
         return Console(highlight=False, no_color=bool(os.environ.get("NO_COLOR")), width=width)
 
 
@@ -85,11 +81,8 @@ def echo(text: str = "", *, err: bool = False) -> None:
     click.echo(redact(text), err=err)
 
 
-def report_broken(project: Project, *, exit_now: bool = False) -> bool:
-    """One `problem: patches/<name>: …` line per patch set that cannot be read; whether there
-    was one (``exit_now``: then exit 2, as for any configuration error)."""
+def report_broken(project: Project) -> bool:
+    """A `problem: patches/<name>: …` line per unreadable patch set; whether there was one."""
     for name, message in sorted(project.broken.items()):
         echo(f"problem: patches/{name}: {message}", err=True)
-    if project.broken and exit_now:
-        raise SystemExit(EXIT_USAGE)
     return bool(project.broken)

@@ -12,10 +12,9 @@ from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app
 from backport.config import load_project
-from backport.demo.sandbox import Sandbox, demo_session, find_patch_set, find_torch_python
+from backport.demo.sandbox import demo_session, find_patch_set, find_torch_python
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import Session
 from backport.report.progress import Progress
 from backport.report.summary import render_table
 
@@ -51,43 +50,41 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
     torch_python = find_torch_python(python)
     with demo_session(directory, patches, torch_python, from_pr=from_pr, say=echo) as (
             session, sandbox, replaced, name):
-        _run_demo(app, session, sandbox, torch_python, replaced, name)
-
-
-def _run_demo(app: AppContext, session: Session, sandbox: Sandbox, torch_python: str | None,
-              replaced: bool, name: str) -> None:
-    """Apply the set in the built sandbox; say what happened and where to look."""
-    echo(f"sandbox: {sandbox.root}" + (" (the previous demo's sandbox there was replaced)"
-                                       if replaced else ""))
-    if torch_python is None:
-        echo("no interpreter with torch found: the tests are skipped, and the PR bodies say so "
-             "(pass --python PATH to include them)")
-    else:
-        echo(f"tests run under: {torch_python}")
-    project = load_project(sandbox.config, None, os.environ)  # with the set made from a PR
-    exe = Path(sys.executable).parent / "backport"
-    cmd = str(exe) if exe.exists() else "backport"
-    # The sandbox's journal names commits of the sandbox's own cache repository: the commands
-    # printed for it pin that cache, so a re-run there keeps what the demo did.
-    here = f"cd {shlex.quote(str(sandbox.project))} && BACKPORT_CACHE={shlex.quote(str(sandbox.cache))} {cmd}"
-    app.resumable(f"{here} apply --api {name}" + (" --skip-tests" if session.options.skip_tests else ""))
-    with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
-        (outcome,) = run_apply(project, [name], session.options, progress, session=session)
-    render_table(outcome.records, app.console)
-    forge = session.forge.real()
-    prs = forge.list_prs("open")
-    table = Table(title=f"PRs in the local forge ({len(prs)})", title_justify="left")
-    for column in ("#", "head → base", "title", "linked issues"):
-        table.add_column(column)
-    for pr in prs:
-        issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
-        table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title, issues)
-    app.console.print(table)
-    echo("where to look:")
-    echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")
-    echo(f"  PR bodies:      {here} preview --api {name} --branch {outcome.patch_set.branches[-1]}")
-    echo(f"  branch state:   {here} status")
-    echo(f"  run it again:   {app.resume}")
-    echo(f"  test logs:      {project.state_dir / 'runs' / name / 'logs'}")
-    echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
-    raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)
+        echo(f"sandbox: {sandbox.root}" + (" (the previous demo's sandbox there was replaced)"
+                                           if replaced else ""))
+        if torch_python is None:
+            echo("no interpreter with torch found: the tests are skipped, and the PR bodies say so "
+                 "(pass --python PATH to include them)")
+        else:
+            echo(f"tests run under: {torch_python}")
+        project = load_project(sandbox.config, None, os.environ)  # with the set made from a PR
+        exe = Path(sys.executable).parent / "backport"
+        cmd = str(exe) if exe.exists() else "backport"
+        # The sandbox's journal names commits of the sandbox's own cache repository: the commands
+        # printed for it pin that cache, so a re-run there keeps what the demo did.
+        here = (f"cd {shlex.quote(str(sandbox.project))} && "
+                f"BACKPORT_CACHE={shlex.quote(str(sandbox.cache))} {cmd}")
+        app.resumable(f"{here} apply --api {name}"
+                      + (" --skip-tests" if session.options.skip_tests else ""))
+        with Progress(quiet=app.quiet, verbose=app.verbose) as progress:
+            (outcome,) = run_apply(project, [name], session.options, progress, session=session)
+        render_table(outcome.records, app.console)
+        forge = session.forge.real()
+        prs = forge.list_prs("open")
+        table = Table(title=f"PRs in the local forge ({len(prs)})", title_justify="left")
+        for column in ("#", "head → base", "title", "linked issues"):
+            table.add_column(column)
+        for pr in prs:
+            issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
+            table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title,
+                          issues)
+        app.console.print(table)
+        echo("where to look:")
+        echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")
+        echo(f"  PR bodies:      {here} preview --api {name} "
+             f"--branch {outcome.patch_set.branches[-1]}")
+        echo(f"  branch state:   {here} status")
+        echo(f"  run it again:   {app.resume}")
+        echo(f"  test logs:      {project.state_dir / 'runs' / name / 'logs'}")
+        echo(f"The sandbox stays in {sandbox.root} until the next demo there replaces it.")
+        raise SystemExit(EXIT_BRANCH_FAILED if outcome.failed else EXIT_OK)

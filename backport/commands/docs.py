@@ -29,8 +29,7 @@ def docs_cmd(app: AppContext, api: str, ref: str | None, as_json: bool) -> None:
     branch = ref or "master"
     cache = Session(project).cache
     cache.ensure()
-    heads = cache.remote_heads([branch])
-    if not heads.get(branch):
+    if not cache.remote_heads([branch]).get(branch):
         raise BackportError(ErrorCode.USAGE, f"branch '{branch}' does not exist in "
                             f"{project.branch_map.upstream_url}; pass --ref")
     sha = cache.fetch([branch])[branch]

@@ -9,20 +9,17 @@ from pathlib import Path
 
 import click
 
-from backport.bundled import bundled_sets, example_patch_yaml, real_map
+from backport.bundled import DEMO_PATCH_SET, EXAMPLE_PATCH_YAML, REAL_MAP
 from backport.commands.common import echo
 from backport.errors import BackportError
 
-EXAMPLE = Path("patches") / "example-patch.yaml"
-
 
 def project_files(shipped: str | None = None) -> dict[Path, bytes]:
-    """What `init` writes, by path relative to the project folder; with ``shipped``, that
-    shipped patch set too, as ``patches/<shipped>/``."""
-    files = {Path("branches.yaml"): real_map().read_bytes(),
-             EXAMPLE: example_patch_yaml().read_bytes()}
+    """What `init` writes, by path in the project folder (``shipped``: that set too)."""
+    files = {Path("branches.yaml"): REAL_MAP.read_bytes(),
+             Path("patches") / "example-patch.yaml": EXAMPLE_PATCH_YAML.read_bytes()}
     if shipped is not None:
-        sets = bundled_sets()
+        sets = {"put_metric": DEMO_PATCH_SET}
         if shipped not in sets:
             raise BackportError("usage", f"no shipped patch set '{shipped}' (shipped: "
                                          f"{', '.join(sorted(sets))})")

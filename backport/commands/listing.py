@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json, report_broken
-from backport.errors import BackportError
+from backport.errors import EXIT_USAGE, BackportError
 from backport.pipeline.journal import select_patch_sets
 from backport.report.ci_matrix import (
     gitcode_pipeline,
@@ -54,7 +54,8 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
             table.add_row(row["name"], row["api"] or "—",
                           ", ".join(f"#{i}" for i in row["issues"]) or "—", targets)
         app.console.print(table)
-    report_broken(project, exit_now=True)
+    if report_broken(project):
+        raise SystemExit(EXIT_USAGE)
 
 
 @click.command("matrix")

@@ -32,8 +32,7 @@ def ask(value: str | None, prompt: str, option: str) -> str:
 
 
 def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
-    """Where the commits were looked for in the current folder by default, say so and how to
-    name another repository."""
+    """Commits looked for in the current folder by default: say so, and how to name another."""
     if repo_given:
         return exc
     if " is not a git repository" in exc.message:

@@ -31,10 +31,7 @@ def preview_cmd(app: AppContext, api: str, branches: tuple[str, ...]) -> None:
     if not bm.fork:  # no forge is asked: the fork is named as the token's login will give it
         bm = dataclasses.replace(bm, fork=bm.fork_shown)
     journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
-    records = []
-    for target in ps.branches:
-        fork_branch = ps.fork_branch(bm, target)
-        records.append(journal.get(target) or BranchRecord(target, fork_branch))
+    records = [journal.get(t) or BranchRecord(t, ps.fork_branch(bm, t)) for t in ps.branches]
     docs = Session(project).docs(ps.api)
     for target in targets:
         body = render_body(BodyContext(branch_map=bm, patch_set=ps, branches=records,

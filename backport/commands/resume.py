@@ -68,16 +68,14 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
 
 
 def _apply_line(app: AppContext, api: str, branches: tuple[str, ...], flags: list[str]) -> str:
-    """The `apply` command line that finishes ``branches`` of ``api`` with ``flags``, under
-    this invocation's global options."""
+    """The `apply` command line finishing ``branches`` of ``api``, global options kept."""
     words = ["backport"]
     if app.config != Path("branches.yaml"):
         words += ["--config", str(app.config)]
     if app.patches is not None:
         words += ["--patches", str(app.patches)]
     words += ["apply", "--api", api]
-    for branch in branches:
-        words += ["--branch", branch]
+    words += [word for branch in branches for word in ("--branch", branch)]
     return shlex.join([*words, *flags])
 
 

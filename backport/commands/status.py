@@ -42,10 +42,8 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
         ps for ps in project.patch_sets.values()
         if (project.state_dir / "runs" / ps.name / "journal.json").exists()]
     chosen = select_targets(patch_sets, branches) if patch_sets else {}
-    payload = []
-    for ps in patch_sets:
-        journal = Journal.load(project.state_dir, ps.name, ps.api, persist=False)
-        payload.append((ps, journal.records(chosen[ps.name])))
+    payload = [(ps, Journal.load(project.state_dir, ps.name, ps.api, persist=False).records(
+        chosen[ps.name])) for ps in patch_sets]
     unfinished = any(not r.status.ok for _, records in payload for r in records)
     broken = not apis and report_broken(project)  # a set that cannot be read: a problem
     if as_json:
@@ -64,8 +62,7 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
 
 def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
                 branches: tuple[str, ...], as_json: bool) -> None:
-    """Each branch of the named sets as its open PR shows it; exit 1 when one has no open PR
-    or a failing result."""
+    """Each branch of the named sets as its open PR shows it; exits."""
     bm = project.branch_map
     shown = forge_status(Session(project), patch_sets, select_targets(patch_sets, branches))
     failed = any(row["pr"] is None or row["ok"] is False for _, rows in shown for row in rows)

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from backport import process
-from backport.bundled import demo_patch_set
+from backport.bundled import DEMO_PATCH_SET
 from backport.config import load_project
 from backport.config.branch_map import cache_root
 from backport.config.patch_set import load_patch_set
@@ -41,7 +41,6 @@ _VERSIONS = ("import importlib.metadata as m, sys\n"
 
 @dataclass(frozen=True)
 class Sandbox:
-
     root: Path
     upstream: Path
     fork: Path
@@ -56,11 +55,10 @@ class Sandbox:
         return self.root / "cache"
 
 
-_NAME, _EMAIL = "backport demo", "demo@backport.invalid"
-# Every demo commit has the same author, committer and date, so the sandbox is reproducible.
-_IDENTITY = {"GIT_AUTHOR_NAME": _NAME, "GIT_AUTHOR_EMAIL": _EMAIL, "GIT_COMMITTER_NAME": _NAME,
-             "GIT_COMMITTER_EMAIL": _EMAIL, "GIT_AUTHOR_DATE": "2026-08-01T09:00:00+08:00",
-             "GIT_COMMITTER_DATE": "2026-08-01T09:00:00+08:00"}
+# One author, committer and date for every demo commit: the sandbox is reproducible.
+_IDENTITY = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for what, value in (
+    ("NAME", "backport demo"), ("EMAIL", "demo@backport.invalid"),
+    ("DATE", "2026-08-01T09:00:00+08:00"))}
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -87,10 +85,8 @@ def build_upstream(path: Path) -> Path:
         encoding="utf-8")
     (work_dir / "version.txt").write_text("unreleased\n", encoding="utf-8")
     _commit(work_dir, "demo: the metrics test file as the release branches share it")
-    for target in TARGETS:
-        if target != "master":
-            _git(work_dir, "branch", "--force", target, "HEAD")
-    # Each branch then moves on by itself, so the four bases differ as they do upstream.
+    for target in TARGETS[:-1]:  # master is there
+        _git(work_dir, "branch", "--force", target, "HEAD")
     for target in TARGETS:
         _git(work_dir, "checkout", "--quiet", target)
         version = target.lstrip("v") if target != "master" else "2.13.0.dev"
@@ -107,8 +103,7 @@ SOURCE_HEAD = "test-put-metric-master"  # the merged demo PR's source branch
 
 
 def land_merged_pr(sandbox: Sandbox, number: int, patches: Path, base: str = "master") -> str:
-    """Squash-merge ``patches``' series onto ``base`` of the sandbox's upstream as GitCode
-    lands PR ``number`` (author and change kept, the squash message naming ``!N``); its sha."""
+    """Squash-merge ``patches`` onto ``base`` as GitCode lands PR ``number``; the commit's sha."""
     work = sandbox.root / "merge.work"
     _git(sandbox.root, "clone", "--quiet", "--branch", base, "--", str(sandbox.upstream),
          str(work))
@@ -118,7 +113,6 @@ def land_merged_pr(sandbox: Sandbox, number: int, patches: Path, base: str = "ma
         subject, author, date = git(["log", "-1", "--format=%s%n%an <%ae>%n%aI", first],
                                     cwd=work).stdout.splitlines()
         _git(work, "reset", "--soft", f"origin/{base}")
-        # Committed now, as the forge merges it now (the PR's merge time is read against it).
         merging = {k: v for k, v in _IDENTITY.items() if k != "GIT_COMMITTER_DATE"}
         message = (f"{subject}\n\n# message auto-generated for no-merge-commit merge:\n"  # GitCode's
                    f"!{number} merge {SOURCE_HEAD} into {base}\n\n{subject}\n\n"
@@ -137,7 +131,6 @@ def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
     project.mkdir(parents=True, exist_ok=True)
     interpreter = python or "python3"
     name = environment_name(interpreter)
-    environments = {name: {"python": interpreter, "env": {"PYTHONDONTWRITEBYTECODE": "1"}}}
     config = {
         "forge": "local",
         "upstream": "Ascend/pytorch",
@@ -145,7 +138,8 @@ def write_project(project: Path, upstream: Path, fork: Path, patches: Path,
         "fork_branch": "test-{slug}-{target}",
         "upstream_url": str(upstream),
         "fork_url": str(fork),
-        "environments": environments,
+        "environments": {name: {"python": interpreter,
+                                "env": {"PYTHONDONTWRITEBYTECODE": "1"}}},
         "branches": {t: {"env": name} for t in TARGETS},
     }
     header = ("# backport demo sandbox: a local upstream and fork, and the embedded local forge.\n"
@@ -166,20 +160,8 @@ def environment_name(python: str) -> str:
     return name if done.ok and _ENV_NAME.fullmatch(name) else "python"
 
 
-def clear_sandbox(root: Path) -> bool:
-    """Make ``root`` ready for a new sandbox: absent, empty, or a previous demo's (``MARKER``),
-    removed (then True); anything else is left alone (``FileExistsError``)."""
-    if not root.exists() or (root.is_dir() and not any(root.iterdir())):
-        return False
-    if not (root / MARKER).is_file() or root.is_symlink():
-        raise FileExistsError(root)
-    shutil.rmtree(root)
-    return True
-
-
 def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
-    """Create the whole sandbox under ``root`` (which must be empty or absent), marked as one
-    (``MARKER``) from the start, so a half-built sandbox is replaced like a finished one."""
+    """The sandbox under an empty ``root``, marked first: a half-built one is replaced too."""
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
         raise FileExistsError(root)
@@ -199,7 +181,7 @@ def build_sandbox(root: Path, patches: Path, python: str | None) -> Sandbox:
 
 def find_patch_set(patches: Path | None) -> Path:
     """``patches``/put_metric when given, else the put_metric the package ships."""
-    candidate = patches / "put_metric" if patches is not None else demo_patch_set()
+    candidate = patches / "put_metric" if patches is not None else DEMO_PATCH_SET
     if (candidate / "patch.yaml").is_file():
         return candidate.resolve()
     raise BackportError("usage", f"the put_metric patch set was not found in {candidate} "
@@ -207,7 +189,7 @@ def find_patch_set(patches: Path | None) -> Path:
 
 
 def has_torch(python: str) -> bool:
-    """True when ``python`` exists and finds the torch package (without importing it)."""
+    """``python`` exists and finds torch (without importing it)."""
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
     try:
         return Path(python).exists() and process.run([python, "-c", probe], timeout=60).ok
@@ -216,8 +198,7 @@ def has_torch(python: str) -> bool:
 
 
 def find_torch_python(explicit: str | None) -> str | None:
-    """An interpreter with torch for the demo's tests, or None; an explicit ``--python``
-    without torch is an error, never silently replaced."""
+    """An interpreter with torch for the demo's tests, or None; ``--python`` must have torch."""
     if explicit and not has_torch(explicit):
         raise BackportError("usage", f"--python {explicit} has no torch installed")
     checkout = Path(__file__).resolve().parents[2]  # installed in place from a source checkout
@@ -229,8 +210,7 @@ def find_torch_python(explicit: str | None) -> str | None:
 
 def set_from_merged_pr(session: Session, sandbox: Sandbox, patches: Path,
                        say: Callable[[str], None]) -> str:
-    """Land put_metric on master as a merged PR of the sandbox's forge (no merge_commit_sha, as
-    GitCode gives none) and make its patch set from that PR; the set's name."""
+    """Land put_metric on master as a merged PR and make its patch set from it; its name."""
     spec = load_patch_set(patches, session.project.branch_map)
     forge = session.forge.real()
     assert isinstance(forge, LocalForge)
@@ -250,18 +230,16 @@ def set_from_merged_pr(session: Session, sandbox: Sandbox, patches: Path,
 def demo_session(directory: Path | None, patches: Path, torch_python: str | None, *,
                  from_pr: bool, say: Callable[[str], None],
                  ) -> Iterator[tuple[Session, Sandbox, bool, str]]:
-    """The sandbox built in ``directory`` (default: demo/ of the cache folder, one demo there at
-    a time), its session (the sandbox's own forge and cache), whether it replaced a previous
-    demo's, and the set to apply: put_metric, or (``from_pr``) the one made from a merged PR."""
+    """The sandbox, its session, whether it replaced a previous demo's, and the set to apply."""
     root = Path(os.path.abspath(directory or cache_root(os.environ) / "demo"))
-    # Two demos at once in the per-user sandbox would remove each other's files.
     lock = nullcontext() if directory else file_lock(root.parent / ".demo.lock", wait=False)
     with lock:
-        try:
-            replaced = clear_sandbox(root)
-        except FileExistsError:
+        replaced = root.exists() and (not root.is_dir() or any(root.iterdir()))
+        if replaced and (root.is_symlink() or not (root / MARKER).is_file()):
             raise BackportError("usage", f"{root} holds files that are not a demo sandbox; move "
-                                "them away or pass --dir with an empty folder") from None
+                                "them away or pass --dir with an empty folder")
+        if replaced:  # a previous demo's sandbox
+            shutil.rmtree(root)
         sandbox = build_sandbox(root, patches, torch_python)
         session = Session(load_project(sandbox.config, None, os.environ),
                           ApplyOptions(skip_tests=torch_python is None, skip_cause=SKIP_NO_TORCH),
