@@ -218,12 +218,12 @@ def _source_write(facts: Facts) -> str | None:
     return f"{facts.upstream}!{source.number}@{source.commit}" if source else None
 
 
-def _changes(attr: str, key: str) -> Field:
+def _changes(attr: str) -> Field:
     """The series' files beyond tests of one kind (``ChangeScope``), where it names any."""
     def write(facts: Facts) -> str | None:
         test = facts.test
         return _files_write(getattr(test.changes, attr)) if test else None
-    return Field(key, write)
+    return Field(attr.upper(), write)
 
 
 def _note_write(facts: Facts) -> str:
@@ -235,46 +235,39 @@ def _note_write(facts: Facts) -> str:
     return _val(note, "none")
 
 
-API = Field("API", lambda f: f.api)
-# The upstream PR the set was made from: "Ascend/pytorch!42810@<sha>".
-SOURCE = Field("SOURCE", _source_write)
+SOURCE = Field("SOURCE", _source_write)  # the set's upstream PR: "Ascend/pytorch!42810@<sha>"
 TARGET_BRANCH = Field("TARGET_BRANCH", lambda f: f.record.target)
-HEAD_COMMIT = Field("HEAD_COMMIT", lambda f: f.record.head or "none (no commit on the fork branch)")
-PLATFORM = _probed("platform", "PLATFORM")
-PYTHON = _probed("python", "PYTHON")
-TORCH = _probed("torch", "TORCH")
-TORCH_NPU = _probed("torch_npu", "TORCH_NPU")
-CANN = _probed("cann", "CANN")
-NPU = _probed("npu_model", "NPU")
-VISIBLE_NPU = Field("VISIBLE_NPU", _visible_write)
-ENVIRONMENT = Field("ENVIRONMENT", _env_write)
 RUNNER = Field("RUNNER", lambda f: _val(f.record.test.runner if f.record.test else None, NOT_RUN))
-COMMAND = Field("COMMAND", lambda f: _val(f.record.test.command if f.record.test else None,
-                                          NOT_RUN))
-SERIES_FROM = Field("SERIES_FROM", _series_write)
-MERGED_FILES = Field("MERGED_FILES", lambda f: _files_write(f.record.merged_files))
-LOOSE_FILES = Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files))
-TESTED_COMMIT = Field("TESTED_COMMIT", _tested_write)
-# Where the result is not of the head: whether someone else moved the fork branch since.
-STALE = Field("STALE", _stale_write)
-EXIT_CODE = Field("test_exit_code", _exit_write)
-PATCH_TESTS = Field("PATCH_TESTS", _patch_tests_write)
-# The series' files beyond tests: run in the branch's version over the installed torch_npu, not in
-# the build that ran (the result does not validate them), not exercised by any test.
-OVERLAY = _changes("overlay", "OVERLAY")
-NOT_IN_BUILD = _changes("not_in_build", "NOT_IN_BUILD")
-NOT_EXERCISED = _changes("not_exercised", "NOT_EXERCISED")
-NOTE = Field("NOTE", _note_write)
-# Written only where the host refused the sandbox (tests ran without a PID namespace of their
-# own); a run in its sandbox writes no line, as every run before this key did.
+# Written only where the host refused the sandbox (tests ran without a PID namespace of their own).
 ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation == "none" else None)
 
 # Every line of the evidence, in the order it is written (a function: lines that are no KEY=value).
+# OVERLAY, NOT_IN_BUILD, NOT_EXERCISED: the series' files beyond tests run in the branch's version
+# over the installed torch_npu, not in the build that ran, not exercised by any test.
 TABLE: tuple[Field | Callable[[Facts], list[str]], ...] = (
-    _title, API, SOURCE, TARGET_BRANCH, HEAD_COMMIT, PLATFORM, PYTHON, TORCH, TORCH_NPU, CANN, NPU,
-    VISIBLE_NPU, ENVIRONMENT, RUNNER, ISOLATION, COMMAND, SERIES_FROM, MERGED_FILES, LOOSE_FILES,
-    TESTED_COMMIT, STALE, _result_write, EXIT_CODE, PATCH_TESTS, OVERLAY, NOT_IN_BUILD,
-    NOT_EXERCISED, NOTE,
+    _title,
+    Field("API", lambda f: f.api),
+    SOURCE,
+    TARGET_BRANCH,
+    Field("HEAD_COMMIT", lambda f: f.record.head or "none (no commit on the fork branch)"),
+    *(_probed(attr, key) for attr, key in (
+        ("platform", "PLATFORM"), ("python", "PYTHON"), ("torch", "TORCH"),
+        ("torch_npu", "TORCH_NPU"), ("cann", "CANN"), ("npu_model", "NPU"))),
+    Field("VISIBLE_NPU", _visible_write),
+    Field("ENVIRONMENT", _env_write),
+    RUNNER,
+    ISOLATION,
+    Field("COMMAND", lambda f: _val(f.record.test.command if f.record.test else None, NOT_RUN)),
+    Field("SERIES_FROM", _series_write),
+    Field("MERGED_FILES", lambda f: _files_write(f.record.merged_files)),
+    Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files)),
+    Field("TESTED_COMMIT", _tested_write),
+    Field("STALE", _stale_write),  # the result is not of the head: who moved the fork branch
+    _result_write,
+    Field("test_exit_code", _exit_write),
+    Field("PATCH_TESTS", _patch_tests_write),
+    *(_changes(attr) for attr in ("overlay", "not_in_build", "not_exercised")),
+    Field("NOTE", _note_write),
 )
 KEYS = tuple(row.key for row in TABLE if isinstance(row, Field))
 
