@@ -39,14 +39,10 @@ NOT_FOUND_ZH = "未找到"
 class DocsFacts(Protocol):
     """What one docs version says about the API (a `docs_audit.DocsEntry`)."""
 
-    @property
-    def version(self) -> str: ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def listed(self) -> bool: ...
-    @property
-    def summary(self) -> str: ...
+    version: str
+    path: str
+    listed: bool
+    summary: str
 
 
 @dataclass
@@ -68,7 +64,9 @@ def proposed_zh(view: BranchRecord) -> str | None:
     pr = view.proposed
     if pr is None or view.status != Status.ALREADY_PROPOSED:
         return None
-    return wording.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
+    kind = wording.PROPOSED_KIND_ZH.get(pr.kind, "其他 PR")
+    state = wording.PROPOSED_STATE_ZH.get(pr.state, wording.code(pr.state))
+    return f"[!{pr.number}]({pr.url})（{kind}，{state}）"
 
 
 _cell = partial(untrusted, where="cell")  # a value from outside (a name, a test's output)
@@ -146,18 +144,18 @@ def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
                             ("other", changes.not_exercised)):
             if paths:
                 by_kind.setdefault((kind, paths), []).append(view.target)
-    notes = []
-    for (kind, paths), targets in by_kind.items():
-        where, files = "、".join(_prose(t) for t in targets), _files_zh(paths)
-        if kind == "overlay":
-            notes.append(f"{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
-                         f" torch_npu，其中这些文件替换为该分支打上补丁后的版本，其余文件与已安装版本相同。")
-        elif kind == "build":
-            notes.append(f"{where}：补丁修改的 {files} 不在所测的构建中：测试使用运行环境中已安装的"
-                         f" torch_npu，其中不包含这些改动；上表结果不能证明该改动有效，需在包含该改动的构建上验证。")
-        else:
-            notes.append(f"{where}：补丁修改的 {files} 既不是测试也不是 torch_npu 代码，本次测试未涉及。")
-    return notes
+    return [_CHANGES_NOTE_ZH[kind].format(where="、".join(_prose(t) for t in targets),
+                                          files=_files_zh(paths))
+            for (kind, paths), targets in by_kind.items()]
+
+
+_CHANGES_NOTE_ZH = {
+    "overlay": "{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
+               " torch_npu，其中这些文件替换为该分支打上补丁后的版本，其余文件与已安装版本相同。",
+    "build": "{where}：补丁修改的 {files} 不在所测的构建中：测试使用运行环境中已安装的"
+             " torch_npu，其中不包含这些改动；上表结果不能证明该改动有效，需在包含该改动的构建上验证。",
+    "other": "{where}：补丁修改的 {files} 既不是测试也不是 torch_npu 代码，本次测试未涉及。",
+}
 
 
 def fork_branch_cell(view: BranchRecord, *, own: bool) -> str:
@@ -410,11 +408,13 @@ def template_variables(ctx: BodyContext) -> dict:
     vs = _Views(ctx)
     bm, ps = ctx.branch_map, ctx.patch_set
     docs = _docs(ctx)
+    changed = _touched(ps).union(*(p.paths for p in ps.patches))
     return {
         "api": ps.api,
         "title": ps.title,
         "title_ok": ps.title.strip().startswith("test:"),
-        "only_tests": wording.only_tests(sorted(_touched(ps).union(*(p.paths for p in ps.patches)))),
+        # the series changes tests and nothing else
+        "only_tests": bool(changed) and all(p.startswith("test/") for p in changed),
         "issues": [{"ref": f"{bm.upstream}#{i}", "url": bm.issue_url(i)} for i in ps.issues],
         # the first issue alone, as templates written before `issues` name it ("" for none)
         "issue_url": bm.issue_url(ps.issues[0]) if ps.issues else "",
@@ -445,21 +445,14 @@ def template_variables(ctx: BodyContext) -> dict:
     }
 
 
-def render_fresh(ctx: BodyContext) -> str:
-    """The whole body as it is written when the PR is created."""
+def render_body(ctx: BodyContext, existing: str | None = None) -> str:
+    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions."""
     name, search_dir = "pr_body.md.j2", None
     if ctx.template is not None:
         name, search_dir = ctx.template.name, ctx.template.parent
     text = render_template(name, template_variables(ctx), search_dir=search_dir)
-    return redact(text.strip("\n") + "\n")
-
-
-def render_body(ctx: BodyContext, existing: str | None = None) -> str:
-    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions."""
-    fresh = render_fresh(ctx)
-    if existing is None or not existing.strip():
-        return fresh
-    return rg.refresh_body(existing, fresh)
+    fresh = redact(text.strip("\n") + "\n")
+    return rg.refresh_body(existing, fresh) if existing and existing.strip() else fresh
 
 @functools.lru_cache(maxsize=8)
 def _environment(search_dir: str | None) -> SandboxedEnvironment:
@@ -509,8 +502,5 @@ def render_template(name: str, variables: dict, *, search_dir: Path | None = Non
 
 
 def _template_line(exc: BaseException, name: str) -> int | None:
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename).name == name:
-            line = frame.lineno
-    return line
+    frames = reversed(traceback.extract_tb(exc.__traceback__))
+    return next((f.lineno for f in frames if Path(f.filename).name == name), None)

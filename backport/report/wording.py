@@ -304,9 +304,9 @@ _STATUS_ZH = {
 }
 
 # How another PR carries the set's source PR (`ProposedPr.kind`), and its state.
-_PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode 的 cherry-pick PR",
+PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode 的 cherry-pick PR",
                      "backport": "backport 工具的 PR", "body": "描述中注明源 PR 的 PR"}
-_PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
+PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
 
 # A test's outcome as `envs/summary.py` (`outcomes_of`) writes it.
 OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "跳过",
@@ -332,12 +332,6 @@ def code(text: str) -> str:
 def status_zh(status: str) -> str:
     """Why a branch in ``status`` has no test result, in Chinese."""
     return _STATUS_ZH.get(str(status), f"状态 {code(str(status))}")
-
-
-def proposed_pr_zh(number: int, url: str, kind: str, state: str) -> str:
-    """Another PR that carries the source: ``[!7](url)（同步机器人的 PR，尚未合入）``."""
-    kind_zh = _PROPOSED_KIND_ZH.get(kind, "其他 PR")
-    return f"[!{number}]({url})（{kind_zh}，{_PROPOSED_STATE_ZH.get(state, code(state))}）"
 
 
 _PIN = re.compile(r"^(?P<dist>[\w.-]+): expected (?P<pin>.+?), (?:found (?P<found>.+)|not installed)$")
@@ -415,7 +409,3 @@ def runner_note(warm: Sequence[str], isolated: Sequence[str]) -> str | None:
     return (text + f"。在目标分支的源码目录下执行证据中的 {code('COMMAND')}（即上方“执行命令”），"
             "即可在新进程中复现该结果。")
 
-
-def only_tests(paths: Sequence[str]) -> bool:
-    """True when the series is known to change files under ``test/`` and nothing else."""
-    return bool(paths) and all(p.startswith("test/") for p in paths)
