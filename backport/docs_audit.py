@@ -137,12 +137,7 @@ def clean_cell(text: str) -> str:
 def normalise_mark(text: str) -> str:
     """Map the many spellings of yes/no to ✔ / ✘; anything else is returned decoded."""
     cell = clean_cell(text)
-    low = cell.lower()
-    if low in _YES_MARKS:
-        return YES
-    if low in _NO_MARKS:
-        return NO
-    return cell
+    return YES if cell.lower() in _YES_MARKS else NO if cell.lower() in _NO_MARKS else cell
 
 
 def _heading_name(text: str) -> str:
@@ -157,18 +152,11 @@ def find_section(text: str, api: str) -> list[str] | None:
     (``### torch.x.y``, ``### <code><i>class</i></code> torch.x.Y``) or, for a member listed
     under a class, a ``**原生文档**：[torch.x.Y.m](…)`` line, to the next heading or member."""
     lines = text.splitlines()
-    start = None
-    for i, line in enumerate(lines):
-        m = _HEADING.match(line)
-        if m and _heading_name(m.group("text")) == api:
-            start = i + 1
-            break
+    start = next((i + 1 for i, line in enumerate(lines)
+                  if (m := _HEADING.match(line)) and _heading_name(m["text"]) == api), None)
     if start is None:
-        for i, line in enumerate(lines):
-            m = _NATIVE_LINK.search(line)
-            if m and clean_cell(m.group("name")) == api:
-                start = i
-                break
+        start = next((i for i, line in enumerate(lines)
+                      if (m := _NATIVE_LINK.search(line)) and clean_cell(m["name"]) == api), None)
     if start is None:
         return None
     end = start
@@ -244,9 +232,9 @@ def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str
     in one ``git cat-file --batch``; a missing one is an error)."""
     oids = list(dict.fromkeys(files[p] for p in paths))
     texts = read_blobs(repo, oids)
-    for oid in oids:
-        if oid not in texts:
-            raise BackportError("git", f"Blob {oid} is missing from {repo}.")
+    lost = next((oid for oid in oids if oid not in texts), None)
+    if lost:
+        raise BackportError("git", f"Blob {lost} is missing from {repo}.")
     for path in paths:
         text = texts[files[path]].decode("utf-8", "replace")
         listed, rows, limits = parse_entry(text, api)
@@ -295,11 +283,7 @@ def render_docs_table(entries: Sequence[DocsEntry], console: Console, *,
                       api: str | None = None) -> Table:
     """A rich table, printed on ``console``: one row per docs version, one column per hardware
     seen anywhere."""
-    hardware: list[str] = []
-    for entry in entries:
-        for row in entry.support:
-            if row.hardware not in hardware:
-                hardware.append(row.hardware)
+    hardware = list(dict.fromkeys(row.hardware for entry in entries for row in entry.support))
     table = Table(title=f"docs: {api}" if api else None)
     table.add_column("version")
     table.add_column("listed")
