@@ -378,15 +378,12 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
     for rec in records:
         target = _prose(rec.target)
         source = rec.series_source
-        if source is not None and source.via is not None:
-            origin = source.origin
-            kind = _KIND_ZH.get(origin.kind, "人工冲突解决结果")
+        if source is not None:
+            kind = _KIND_ZH.get(source.origin.kind, "人工冲突解决结果")
             hops = "".join(f"，经 {_prose(h)} 分支" for h in source.hops)
-            notes.append(f"{target}：原补丁在该分支冲突，改用 {_prose(source.branch)} 分支的结果应用"
-                         f"（该结果本身由 {_prose(origin.branch)} 分支的{kind}应用而来{hops}）。")
-        elif source is not None:
-            kind = _KIND_ZH.get(source.kind, "人工冲突解决结果")
-            notes.append(f"{target}：原补丁在该分支冲突，改用 {_prose(source.branch)} 分支的{kind}应用。")
+            how = (f"的结果应用（该结果本身由 {_prose(source.origin.branch)} 分支的{kind}应用而来{hops}）"
+                   if source.via is not None else f"的{kind}应用")
+            notes.append(f"{target}：原补丁在该分支冲突，改用 {_prose(source.branch)} 分支{how}。")
         if rec.merged_files:
             files = _files_zh(rec.merged_files)
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
