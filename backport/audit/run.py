@@ -149,9 +149,8 @@ def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
 
 def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store,
                 cannot: Mapping[str, str]) -> None:
-    """The tests each change adds, kept by commit: read from the patches of those that touch
-    a Python test file, a few hundred at a time (none for those in ``cannot``: a blob of
-    theirs cannot be read)."""
+    """The tests each change adds, kept by commit, from the patches of those touching a Python
+    test file (none for those in ``cannot``, whose blobs cannot be read)."""
     todo = [c.commit for c in changes if c.commit not in store.added
             and c.commit not in cannot
             and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
