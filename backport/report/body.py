@@ -310,10 +310,21 @@ def _shared_notes(vs: _Views) -> list[str]:
 
 
 def _runner_note(vs: _Views) -> str | None:
-    """How the tests were run, by_kind once (a warm run: a process that had already imported torch)."""
+    """One sentence on how the tests were run, so differing times explain themselves; None
+    when no branch ran in a warm worker (a process that had already imported torch)."""
     ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
-    return wording.runner_note(warm, [v.target for v in ran if v.target not in warm])
+    isolated = [v.target for v in ran if v.target not in warm]
+    if not warm:
+        return None
+    code, key = wording.code, wording.RUNNER.key
+    text = (f"{'、'.join(warm)} 的测试在一个已导入 torch 的常驻 Python 进程中运行"
+            f"（证据中的 {code(f'{key}=warm')}），torch 的导入不计入所报耗时，"
+            "因此耗时可能明显短于在新进程中运行")
+    if isolated:
+        text += f"；{'、'.join(isolated)} 的测试在新启动的进程中运行（{code(f'{key}=isolated')}）"
+    return (text + f"。在目标分支的源码目录下执行证据中的 {code('COMMAND')}（即上方“执行命令”），"
+            "即可在新进程中复现该结果。")
 
 
 def source_pr(ctx: BodyContext) -> dict[str, str] | None:

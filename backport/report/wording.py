@@ -396,16 +396,3 @@ def device_note_zh(note: str) -> str:
     return "；".join(phrases_zh)
 
 
-def runner_note(warm: Sequence[str], isolated: Sequence[str]) -> str | None:
-    """One sentence on how the tests were run, so differing times explain themselves; None
-    when no branch ran in a warm worker (a fresh process is what ``COMMAND`` does)."""
-    if not warm:
-        return None
-    text = (f"{'、'.join(warm)} 的测试在一个已导入 torch 的常驻 Python 进程中运行"
-            f"（证据中的 {code(f'{RUNNER.key}=warm')}），torch 的导入不计入所报耗时，"
-            "因此耗时可能明显短于在新进程中运行")
-    if isolated:
-        text += f"；{'、'.join(isolated)} 的测试在新启动的进程中运行（{code(f'{RUNNER.key}=isolated')}）"
-    return (text + f"。在目标分支的源码目录下执行证据中的 {code('COMMAND')}（即上方“执行命令”），"
-            "即可在新进程中复现该结果。")
-
