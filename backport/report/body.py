@@ -298,15 +298,9 @@ def _commands(views: list[BranchRecord]) -> list[str]:
 
 
 def _shared_notes(vs: _Views) -> list[str]:
-    notes: list[str] = []
-    for view in vs.views:
-        first = vs.first_user(view)
-        if first is not None:
-            notes.append(
-                f"{view.target} 与 {first.target} 共用 {_prose(view.env_name)} 环境：{view.target} 的测试源码"
-                f"取自 {view.target} 分支，在该环境中做兼容性预验证；目标分支结论以 PR CI 结果为准。"
-            )
-    return notes
+    return [f"{view.target} 与 {first.target} 共用 {_prose(view.env_name)} 环境：{view.target} 的测试源码"
+            f"取自 {view.target} 分支，在该环境中做兼容性预验证；目标分支结论以 PR CI 结果为准。"
+            for view in vs.views if (first := vs.first_user(view)) is not None]
 
 
 def _runner_note(vs: _Views) -> str | None:

@@ -149,11 +149,6 @@ def _files_write(files: tuple[str, ...]) -> str | None:
     return ", ".join(files) or None
 
 
-def _tested_write(facts: Facts) -> str | None:
-    test = facts.test
-    return one_line(test.commit) if test and facts.record.stale else None
-
-
 def _stale_write(facts: Facts) -> str | None:
     """Whether the head was pushed by this tool but not tested, or by someone else."""
     if not (facts.test and facts.record.stale):
@@ -206,18 +201,6 @@ def _exit_write(facts: Facts) -> str:
     return "none (killed)" if test.timed_out else "none"
 
 
-def _patch_tests_write(facts: Facts) -> str | None:
-    test = facts.test
-    if not (test and test.patch_tests):
-        return None
-    return ", ".join(f"{name} {outcome}" for name, outcome in test.patch_tests)
-
-
-def _source_write(facts: Facts) -> str | None:
-    source = facts.source
-    return f"{facts.upstream}!{source.number}@{source.commit}" if source else None
-
-
 def _changes(attr: str) -> Field:
     """The series' files beyond tests of one kind (``ChangeScope``), where it names any."""
     def write(facts: Facts) -> str | None:
@@ -235,7 +218,8 @@ def _note_write(facts: Facts) -> str:
     return _val(note, "none")
 
 
-SOURCE = Field("SOURCE", _source_write)  # the set's upstream PR: "Ascend/pytorch!42810@<sha>"
+SOURCE = Field("SOURCE", lambda f: f"{f.upstream}!{f.source.number}@{f.source.commit}"
+               if f.source else None)  # the set's upstream PR: "Ascend/pytorch!42810@<sha>"
 TARGET_BRANCH = Field("TARGET_BRANCH", lambda f: f.record.target)
 RUNNER = Field("RUNNER", lambda f: _val(f.record.test.runner if f.record.test else None, NOT_RUN))
 # Written only where the host refused the sandbox (tests ran without a PID namespace of their own).
@@ -261,11 +245,12 @@ TABLE: tuple[Field | Callable[[Facts], list[str]], ...] = (
     Field("SERIES_FROM", _series_write),
     Field("MERGED_FILES", lambda f: _files_write(f.record.merged_files)),
     Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files)),
-    Field("TESTED_COMMIT", _tested_write),
+    Field("TESTED_COMMIT", lambda f: one_line(f.test.commit) if f.test and f.record.stale else None),
     Field("STALE", _stale_write),  # the result is not of the head: who moved the fork branch
     _result_write,
     Field("test_exit_code", _exit_write),
-    Field("PATCH_TESTS", _patch_tests_write),
+    Field("PATCH_TESTS", lambda f: ", ".join(f"{name} {outcome}" for name, outcome in
+                                             f.test.patch_tests) or None if f.test else None),
     *(_changes(attr) for attr in ("overlay", "not_in_build", "not_exercised")),
     Field("NOTE", _note_write),
 )
