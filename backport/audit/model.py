@@ -94,11 +94,6 @@ class Fix:
         return self.members[0]
 
     @property
-    def key(self) -> str:
-        """The fix's key: the commit of the change it started as."""
-        return self.first.commit
-
-    @property
     def branches(self) -> set[str]:
         return {m.branch for m in self.members}
 
@@ -162,7 +157,7 @@ class Audit:
         return group(self.changes)
 
     def to_json(self) -> dict[str, Any]:
-        fix = {m.commit: f.key for f in self.fixes for m in f.members}
+        fix = {m.commit: f.first.commit for f in self.fixes for m in f.members}
         return {"since": self.since, "branches": list(self.branches),
                 "changes": [{**change.to_json(), "fix": fix[change.commit]}
                             for change in self.changes]}

@@ -48,7 +48,7 @@ def test_a_fix_on_three_branches_is_one_row_and_named_once() -> None:
     audit = three_branches()
     assert len(audit.fixes) == 2
     fix = next(f for f in audit.fixes if len(f.members) == 3)
-    assert (fix.first.branch, fix.key) == ("master", f"{100:040x}")
+    assert (fix.first.branch, fix.first.commit) == ("master", f"{100:040x}")
     # its state on v2.12.0 is landed (merged there), though one member says missing
     assert fix.pick("v2.12.0")[1].state == "landed"
     # the change to take onto v2.7.1: the nearest release branch's that applies
