@@ -197,10 +197,8 @@ def parse_support(section: Sequence[str]) -> tuple[list[SupportRow], str]:
     return rows, " ".join(limits)
 
 
-def summarize(support: Sequence[SupportRow], listed: bool = True) -> str:
-    """One phrase in the docs' own words: 是 / 否 / 是，暂不支持 X、Y / 未收录."""
-    if not listed:
-        return "未收录"
+def summarize(support: Sequence[SupportRow]) -> str:
+    """One phrase in the docs' own words for a listed entry: 是 / 否 / 是，暂不支持 X、Y."""
     if not support:
         return "已收录，无支持表"
     yes = [r.hardware for r in support if r.supported]
@@ -273,7 +271,7 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
             first = plans[dir_name][0]
             names = preferred_files(api)
             default = first[0] if first else f"{DOCS_ROOT}/{dir_name}/{names[0] if names else ''}"
-            entry = DocsEntry(version_of(dir_name), default, False, [], summarize([], False))
+            entry = DocsEntry(version_of(dir_name), default, False, [], "未收录")
         entries.append(entry)
     entries.sort(key=lambda e: version_key(e.version))
     return entries
