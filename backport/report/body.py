@@ -158,13 +158,6 @@ _CHANGES_NOTE_ZH = {
 }
 
 
-def fork_branch_cell(view: BranchRecord, *, own: bool) -> str:
-    """The fork branch's name when it exists on the fork; ``未推送`` when it does not."""
-    if view.fork_head or (own and view.commit):
-        return _cell(view.fork_branch)
-    return "未推送"
-
-
 def issue_sentence(vs: _Views, issue: str = "该 Issue") -> str:
     """Which PRs exist and are linked to the issue (``issue``: how the sentence names the
     set's issues), as true when rendered: linked, open but not linked (the forge refused the
@@ -429,7 +422,9 @@ def template_variables(ctx: BodyContext) -> dict:
         "target": vs.own.target,
         "branch_count": _cn_count(len(vs.views)),
         "branches": [{"target": _cell(v.target), "result": result_cell(v),
-                      "fork_branch": fork_branch_cell(v, own=v.target == vs.own.target)}
+                      # the fork branch's name where it exists on the fork
+                      "fork_branch": _cell(v.fork_branch) if v.fork_head or (
+                          v.target == vs.own.target and v.commit) else "未推送"}
                      for v in vs.views],
         "issue_sentence": issue_sentence(vs, "该 Issue" if len(ps.issues) == 1 else "这些 Issue"),
         "handwritten": (ps.body or "").strip("\n") or None,

@@ -224,13 +224,8 @@ MARKER = "<!-- backport:source-summary -->"
 
 def rows_of(body: str) -> dict[str, str]:
     """The table lines of a summary already posted, by target."""
-    rows: dict[str, str] = {}
-    for line in body.splitlines():
-        if line.startswith("| `"):
-            target = line[3:].partition("`")[0]
-            if target:
-                rows[target] = line
-    return rows
+    return {target: line for line in body.splitlines()
+            if line.startswith("| `") and (target := line[3:].partition("`")[0])}
 
 
 def _row(number: int, rec: BranchRecord) -> str:
