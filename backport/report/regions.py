@@ -50,10 +50,6 @@ class Region:
         return text[self.inner_start:self.inner_end]
 
 
-def _marker(name: str, kind: str) -> str:
-    return f"<!-- {name}:{kind} -->" if name == EVIDENCE else f"<!-- backport:{name}:{kind} -->"
-
-
 def newline_of(text: str) -> str:
     """The line ending ``text`` uses: CRLF when it has any, else LF."""
     return "\r\n" if "\r\n" in text else "\n"
@@ -61,7 +57,8 @@ def newline_of(text: str) -> str:
 
 def wrap(name: str, content: str, newline: str = "\n") -> str:
     """A whole region: markers on their own lines around ``content``."""
-    return f"{_marker(name, 'start')}{_inner(content, newline)}{_marker(name, 'end')}"
+    tag = name if name == EVIDENCE else f"backport:{name}"
+    return f"<!-- {tag}:start -->{_inner(content, newline)}<!-- {tag}:end -->"
 
 
 def _inner(content: str, newline: str) -> str:
