@@ -457,11 +457,8 @@ def _environment(search_dir: str | None) -> SandboxedEnvironment:
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
-    loader: jinja2.BaseLoader
-    if search_dir is None:
-        loader = jinja2.PackageLoader("backport.report", "templates")
-    else:
-        loader = jinja2.FileSystemLoader(search_dir)
+    loader: jinja2.BaseLoader = (jinja2.PackageLoader("backport.report", "templates")
+                                 if search_dir is None else jinja2.FileSystemLoader(search_dir))
     env = SandboxedEnvironment(
         loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
@@ -488,12 +485,11 @@ def render_template(name: str, variables: dict, *, search_dir: Path | None = Non
     try:
         template = env.get_template(name)
         return template.render(**variables)
-    except jinja2.TemplateSyntaxError as exc:
-        raise BackportError("config", f"PR body template {shown} line {exc.lineno}: {exc.message}.") from exc
     except jinja2.TemplateNotFound as exc:
         raise BackportError("config", f"PR body template {shown} was not found.") from exc
     except jinja2.TemplateError as exc:
-        line = _template_line(exc, name)
+        line = (exc.lineno if isinstance(exc, jinja2.TemplateSyntaxError)
+                else _template_line(exc, name))
         where = f" line {line}" if line else ""
         raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
 
