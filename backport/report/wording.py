@@ -110,11 +110,6 @@ def _probed(attr: str, key: str) -> Field:
     return Field(key, write)
 
 
-def _title(facts: Facts) -> list[str]:
-    rec = facts.record
-    return [f"VALIDATION EVIDENCE / {facts.upstream} / {rec.fork_branch} → {rec.target}"]
-
-
 def _visible_write(facts: Facts) -> str:
     env = facts.env
     if not env:
@@ -229,7 +224,8 @@ ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation =
 # OVERLAY, NOT_IN_BUILD, NOT_EXERCISED: the series' files beyond tests run in the branch's version
 # over the installed torch_npu, not in the build that ran, not exercised by any test.
 TABLE: tuple[Field | Callable[[Facts], list[str]], ...] = (
-    _title,
+    lambda f: [f"VALIDATION EVIDENCE / {f.upstream} / {f.record.fork_branch} → "
+               f"{f.record.target}"],
     Field("API", lambda f: f.api),
     SOURCE,
     TARGET_BRANCH,
