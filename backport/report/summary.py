@@ -114,13 +114,11 @@ def apply_notes(record: BranchRecord) -> list[str]:
     tried = record.tried_sources
     if tried and record.status == Status.CONFLICT:
         notes.append(f"{', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}")
-    merged = record.merged_files
-    if merged:
+    if merged := record.merged_files:
         notes.append(f"{', '.join(merged)} differ{'s' if len(merged) == 1 else ''} from the "
                      "source around the patch's hunks and went in only through a 3-way merge: "
                      "compare the change with the newer branches")
-    loose = record.loose_files
-    if loose:
+    if loose := record.loose_files:
         notes.append(f"{', '.join(loose)} went in with the series' context lines ignored (each "
                      "change found exactly once in the file): compare the change with the newer "
                      "branches")
