@@ -218,10 +218,7 @@ def summarize(support: Sequence[SupportRow]) -> str:
 def parse_entry(text: str, api: str) -> tuple[bool, list[SupportRow], str]:
     """(listed, support rows, limits) of ``api`` in one markdown text."""
     section = find_section(text, api)
-    if section is None:
-        return False, [], ""
-    rows, limits = parse_support(section)
-    return True, rows, limits
+    return (True, *parse_support(section)) if section is not None else (False, [], "")
 
 
 def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str],

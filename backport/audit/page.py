@@ -130,8 +130,7 @@ def summary_lines(audit: Audit) -> list[str]:
     if audit.prs_unread:
         lines.append(f"{audit.prs_unread}: the open PRs were not read, so none is counted as "
                      "proposed")
-    for branch, why in audit.missing_branches.items():
-        lines.append(f"{branch}: {why}")
+    lines += [f"{branch}: {why}" for branch, why in audit.missing_branches.items()]
     for (source, target), counter in sorted(audit.counts().items()):
         states = ", ".join(f"{counter[s]} {s}" for s in STATES if counter[s])
         lines.append(f"  {source} -> {target}: {states}")
