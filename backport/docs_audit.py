@@ -137,12 +137,7 @@ def clean_cell(text: str) -> str:
 def normalise_mark(text: str) -> str:
     """Map the many spellings of yes/no to ✔ / ✘; anything else is returned decoded."""
     cell = clean_cell(text)
-    low = cell.lower()
-    if low in _YES_MARKS:
-        return YES
-    if low in _NO_MARKS:
-        return NO
-    return cell
+    return YES if cell.lower() in _YES_MARKS else NO if cell.lower() in _NO_MARKS else cell
 
 
 def _heading_name(text: str) -> str:
@@ -157,18 +152,11 @@ def find_section(text: str, api: str) -> list[str] | None:
     (``### torch.x.y``, ``### <code><i>class</i></code> torch.x.Y``) or, for a member listed
     under a class, a ``**原生文档**：[torch.x.Y.m](…)`` line, to the next heading or member."""
     lines = text.splitlines()
-    start = None
-    for i, line in enumerate(lines):
-        m = _HEADING.match(line)
-        if m and _heading_name(m.group("text")) == api:
-            start = i + 1
-            break
+    start = next((i + 1 for i, line in enumerate(lines)
+                  if (m := _HEADING.match(line)) and _heading_name(m["text"]) == api), None)
     if start is None:
-        for i, line in enumerate(lines):
-            m = _NATIVE_LINK.search(line)
-            if m and clean_cell(m.group("name")) == api:
-                start = i
-                break
+        start = next((i for i, line in enumerate(lines)
+                      if (m := _NATIVE_LINK.search(line)) and clean_cell(m["name"]) == api), None)
     if start is None:
         return None
     end = start
@@ -209,10 +197,8 @@ def parse_support(section: Sequence[str]) -> tuple[list[SupportRow], str]:
     return rows, " ".join(limits)
 
 
-def summarize(support: Sequence[SupportRow], listed: bool = True) -> str:
-    """One phrase in the docs' own words: 是 / 否 / 是，暂不支持 X、Y / 未收录."""
-    if not listed:
-        return "未收录"
+def summarize(support: Sequence[SupportRow]) -> str:
+    """One phrase in the docs' own words for a listed entry: 是 / 否 / 是，暂不支持 X、Y."""
     if not support:
         return "已收录，无支持表"
     yes = [r.hardware for r in support if r.supported]
@@ -232,10 +218,7 @@ def summarize(support: Sequence[SupportRow], listed: bool = True) -> str:
 def parse_entry(text: str, api: str) -> tuple[bool, list[SupportRow], str]:
     """(listed, support rows, limits) of ``api`` in one markdown text."""
     section = find_section(text, api)
-    if section is None:
-        return False, [], ""
-    rows, limits = parse_support(section)
-    return True, rows, limits
+    return (True, *parse_support(section)) if section is not None else (False, [], "")
 
 
 def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str],
@@ -244,9 +227,9 @@ def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str
     in one ``git cat-file --batch``; a missing one is an error)."""
     oids = list(dict.fromkeys(files[p] for p in paths))
     texts = read_blobs(repo, oids)
-    for oid in oids:
-        if oid not in texts:
-            raise BackportError("git", f"Blob {oid} is missing from {repo}.")
+    lost = next((oid for oid in oids if oid not in texts), None)
+    if lost:
+        raise BackportError("git", f"Blob {lost} is missing from {repo}.")
     for path in paths:
         text = texts[files[path]].decode("utf-8", "replace")
         listed, rows, limits = parse_entry(text, api)
@@ -285,7 +268,7 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
             first = plans[dir_name][0]
             names = preferred_files(api)
             default = first[0] if first else f"{DOCS_ROOT}/{dir_name}/{names[0] if names else ''}"
-            entry = DocsEntry(version_of(dir_name), default, False, [], summarize([], False))
+            entry = DocsEntry(version_of(dir_name), default, False, [], "未收录")
         entries.append(entry)
     entries.sort(key=lambda e: version_key(e.version))
     return entries
@@ -295,11 +278,7 @@ def render_docs_table(entries: Sequence[DocsEntry], console: Console, *,
                       api: str | None = None) -> Table:
     """A rich table, printed on ``console``: one row per docs version, one column per hardware
     seen anywhere."""
-    hardware: list[str] = []
-    for entry in entries:
-        for row in entry.support:
-            if row.hardware not in hardware:
-                hardware.append(row.hardware)
+    hardware = list(dict.fromkeys(row.hardware for entry in entries for row in entry.support))
     table = Table(title=f"docs: {api}" if api else None)
     table.add_column("version")
     table.add_column("listed")

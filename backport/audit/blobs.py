@@ -39,9 +39,8 @@ def present(repo: Path, oids: Iterable[str]) -> set[str]:
 
 
 def fetch(repo: Path, oids: Iterable[str], env: Mapping[str, str]) -> dict[str, str]:
-    """Fetch those of ``oids`` the repository lacks, in one request; blob -> why for each
-    the upstream did not give. A blob the upstream lacks (git names it: "not our ref") is left
-    out and the rest asked again; any other failure is every blob's why."""
+    """Fetch those of ``oids`` the repository lacks, in one request; blob -> why for each the
+    upstream did not give (one it lacks is left out and the rest asked again)."""
     todo = sorted(set(oids) - present(repo, oids))
     unreadable: dict[str, str] = {}
     while todo:
@@ -101,9 +100,8 @@ def read_or_why(repo: Path, oids: set[str], env: Mapping[str, str], known: dict[
 
 def unreadable_commits(repo: Path, commits: Sequence[str], env: Mapping[str, str], *,
                        known: dict[str, str], fetching: bool) -> dict[str, str]:
-    """Fetch the blobs ``commits`` read (``fetching``: a blobless cache) and return commit ->
-    why for each whose patch cannot be made; ``known`` (blob -> why) is kept across calls, so
-    a blob the upstream refused is asked for once per run."""
+    """Fetch the blobs ``commits`` read (``fetching``: a blobless cache); commit -> why for each
+    whose patch cannot be made. ``known`` (blob -> why) makes a refused blob asked for once."""
     blobs = changed(repo, commits)
     read_or_why(repo, {oid for pairs in blobs.values() for _, oid in pairs}, env, known,
                 fetching=fetching)
@@ -115,11 +113,9 @@ def unreadable_commits(repo: Path, commits: Sequence[str], env: Mapping[str, str
 def applies(repo: Path, entries: Mapping[str, tuple[str, str]],
             patches: Sequence[tuple[str, Sequence[str], bytes]],
             stop: threading.Event | None = None) -> dict[str, bool | str]:
-    """commit -> True or False: whether its patch goes in on a target as ``git am -3`` would
-    take it, for each (commit, the paths it touches, its format-patch email) of ``patches``;
-    ``entries`` is the target's tree (path -> (mode, blob)). The index holds only the touched
-    paths; a check git could not make for want of a blob gives git's reason instead. Once
-    ``stop`` is set (the run is ending) no further check starts."""
+    """commit -> whether its patch goes in on a target (tree ``entries``) as ``git am -3`` would,
+    for each (commit, touched paths, format-patch email); git's reason where a blob is lacking.
+    The index holds only the touched paths; no check starts once ``stop`` is set."""
     touched = sorted({p for _, paths, _ in patches for p in paths if p in entries})
     with tempfile.TemporaryDirectory(prefix="backport-audit-") as tmp:
         pristine, index = Path(tmp) / "base", Path(tmp) / "index"

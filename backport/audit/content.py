@@ -159,11 +159,8 @@ def probe(files: Sequence[FileDiff]) -> str:
     the patch adds, else the longest it removes."""
     added = [x for f in files for pre, post in f.hunks for x in post if x not in pre]
     removed = [x for f in files for pre, post in f.hunks for x in pre if x not in post]
-    for lines in (added, removed):
-        best = max((x.strip() for x in lines), key=len, default="")
-        if best:
-            return best
-    return ""
+    return next((best for lines in (added, removed)
+                 if (best := max((x.strip() for x in lines), key=len, default=""))), "")
 
 
 def _by_name(tree: Collection[str]) -> dict[str, list[str]]:

@@ -110,9 +110,8 @@ class Facts:
             asked.update(todo)
 
     def readable(self, target: str, paths: Iterable[str]) -> list[str]:
-        """Those of ``paths`` on ``target``'s head whose blobs can be read, fetched first in
-        one request (git would fetch each by itself, and one the upstream cannot give would
-        end the whole `git cat-file --batch`)."""
+        """Those of ``paths`` on ``target``'s head whose blobs can be read, fetched first in one
+        request (an unreadable one would end the whole `git cat-file --batch`)."""
         entries = self.targets[target].entries
         files = [p for p in dict.fromkeys(paths) if p in entries
                  and entries[p][0] != blobs.GITLINK]
@@ -136,10 +135,8 @@ class Facts:
 
     def check(self, pairs: Sequence[tuple[Change, str]], progress: PhaseProgress,
               workers: int, stop: threading.Event) -> None:
-        """Whether each missing (change, target) the store does not know for the target's head
-        applies there: the blobs the patches touch fetched first (one request for the
-        changes', one for the targets'), then each target's patches checked on ``workers``
-        threads; a cell whose blob cannot be read gets why in ``unknown``."""
+        """Whether each missing (change, target) not in the store applies on the target's head
+        (blobs fetched first, checks on ``workers`` threads); why in ``unknown`` where unread."""
         wanted: dict[str, list[str]] = {}
         for change, target in pairs:
             if f"{change.commit}:{self.targets[target].head}" not in self.store.applies:
@@ -221,9 +218,8 @@ class Facts:
 
 @contextmanager
 def pool(workers: int, stop: threading.Event) -> Iterator[ThreadPoolExecutor]:
-    """Threads that, when the run stops (an interrupt, an error), are not waited for: ``stop``
-    is set, so their loops start no new git, and what git they run ends with the run
-    (`process.kill_running`)."""
+    """Threads not waited for when the run stops: ``stop`` is set so they start no new git, and
+    the git they run ends with the run (`process.kill_running`)."""
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
     try:
         yield pool

@@ -112,9 +112,8 @@ def _log(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
 
 
 def fill_patch_ids(repo: Path, commits: Sequence[str], store: Store) -> None:
-    """Compute the patch-id of each of ``commits`` the store lacks (one ``git log -p`` piped
-    to ``git patch-id``; a commit git cannot show, a blob missing say, gets "" and the rest go
-    on)."""
+    """The patch-id of each of ``commits`` the store lacks (``git log -p`` into ``git patch-id``;
+    a commit git cannot show gets "" and the rest go on)."""
     todo = [c for c in dict.fromkeys(commits) if c not in store.patch_ids]
     while todo:
         ok, raw = _log(repo, todo, "-p", "--format=commit %H")
@@ -180,11 +179,8 @@ def patches_of(repo: Path, commits: Sequence[str],
 
 
 def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, list[str]]:
-    """commit -> the tests its patch adds (``path::Class::name``), for each (commit, its
-    format-patch email) of ``emails``, read as `apply` reads a series' (`git/python_tests.py`
-    `added_tests`); the test files' pre-images are read in one git process. A patch none
-    of whose added lines holds ``def`` adds no test (a test is added by its ``def`` line):
-    it is not parsed."""
+    """commit -> the tests its format-patch email adds (``path::Class::name``), read as `apply`
+    reads a series'; a patch adding no line with ``def`` adds no test and is not parsed."""
     patches: dict[str, Patch | None] = {}
     for commit, email in emails:
         if not _ADDS_DEF.search(email):

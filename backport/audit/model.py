@@ -94,20 +94,13 @@ class Fix:
         return self.members[0]
 
     @property
-    def key(self) -> str:
-        """The fix's key: the commit of the change it started as."""
-        return self.first.commit
-
-    @property
     def branches(self) -> set[str]:
         return {m.branch for m in self.members}
 
     def pick(self, target: str) -> tuple[Change | None, Cell]:
-        """The fix on ``target``: landed where one of its changes was merged there (the cell of
-        its oldest change that says so, with the rule that found it); else the
-        cell of the member whose branch is nearest ``target`` in release order among those in
-        the first state of landed, proposed, missing (one that applies first), not-needed,
-        ignored, branch-missing; that member is the source to take onto ``target``."""
+        """The fix on ``target``: landed where a member was merged there (its oldest such cell),
+        else the cell of the member nearest ``target`` in the first state of landed, proposed,
+        missing (applying first), not-needed, ignored, branch-missing: the source to take."""
         here = next((m for m in self.members if m.branch == target), None)
         if here is not None:  # how the rules saw it there, said by the oldest change that did
             landed = next((m.on[target] for m in self.members if target in m.on
@@ -164,7 +157,7 @@ class Audit:
         return group(self.changes)
 
     def to_json(self) -> dict[str, Any]:
-        fix = {m.commit: f.key for f in self.fixes for m in f.members}
+        fix = {m.commit: f.first.commit for f in self.fixes for m in f.members}
         return {"since": self.since, "branches": list(self.branches),
                 "changes": [{**change.to_json(), "fix": fix[change.commit]}
                             for change in self.changes]}

@@ -48,27 +48,14 @@ def _key(branch: str) -> str:
     return "on_" + "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in branch)
 
 
-class Links:
-    """Where the forge the map names shows a commit and a PR."""
-
-    def __init__(self, web_url: str, upstream: str) -> None:
-        self.root = f"{web_url.rstrip('/')}/{upstream}"
-
-    def commit(self, sha: str) -> str:
-        return f"{self.root}/commit/{sha}"
-
-    def pr(self, number: int) -> str:
-        return f"{self.root}/pull/{number}"
-
-
-def _cell(cell: Cell, links: Links, missing_why: str) -> str:
+def _cell(cell: Cell, root: str, missing_why: str) -> str:
     state = cell.state
     if state == LANDED and cell.commit:
         tip = f"{cell.why}: {cell.commit}" if cell.why else cell.commit
-        inner = (f'<a href="{escape(links.commit(cell.commit))}" title="{escape(tip)}">'
+        inner = (f'<a href="{root}/commit/{escape(cell.commit)}" title="{escape(tip)}">'
                  f"{LANDED} {escape(cell.commit[:9])}</a>")
     elif state == PROPOSED and cell.pr is not None:
-        inner = f'<a href="{escape(links.pr(cell.pr))}">{PROPOSED} !{cell.pr}</a>'
+        inner = f'<a href="{root}/pull/{cell.pr}">{PROPOSED} !{cell.pr}</a>'
     elif state == MISSING and cell.applies is None:  # a blob it needs could not be read
         inner = f'<span title="{_text(cell.why)}">{MISSING} (applies: unknown)</span>'
     elif state == MISSING:
@@ -80,7 +67,7 @@ def _cell(cell: Cell, links: Links, missing_why: str) -> str:
     return f'<td class="s-{state}">{inner}</td>'
 
 
-def _row(fix: Fix, branches: tuple[str, ...], links: Links, audit: Audit) -> str:
+def _row(fix: Fix, branches: tuple[str, ...], root: str, audit: Audit) -> str:
     """One fix: the change it started as (branch, commit, PR, title, date, author), the other
     branches it was merged on, and its state on every branch."""
     first = fix.first
@@ -90,21 +77,23 @@ def _row(fix: Fix, branches: tuple[str, ...], links: Links, audit: Audit) -> str
     picked = {b: fix.pick(b)[1] for b in branches}
     data = "".join(f' data-{_key(t)}="{escape(c.state)}"' for t, c in picked.items()
                    if t != first.branch)
-    pr = (f'<a href="{escape(links.pr(first.pr))}">!{first.pr}</a>' if first.pr is not None
+    pr = (f'<a href="{root}/pull/{first.pr}">!{first.pr}</a>' if first.pr is not None
           else "")
-    also = "".join(f'<br><small>also {escape(m.branch)} <a href="{escape(links.commit(m.commit))}">'
+    also = "".join(f'<br><small>also {escape(m.branch)} <a href="{root}/commit/{escape(m.commit)}">'
                    f"{escape(m.commit[:9])}</a>{f' !{m.pr}' if m.pr else ''}: "
                    f"{_text(m.title)}</small>" for m in fix.members[1:])
-    cells = "".join(_cell(picked[b], links, audit.missing_branches.get(b, ""))
+    cells = "".join(_cell(picked[b], root, audit.missing_branches.get(b, ""))
                     if b != first.branch else "<td>(its branch)</td>" for b in branches)
     return (f'<tr data-text="{escape(text)}"{data}><td>{escape(first.branch)}</td>'
-            f'<td><a href="{escape(links.commit(first.commit))}">{escape(first.commit[:9])}'
+            f'<td><a href="{root}/commit/{escape(first.commit)}">{escape(first.commit[:9])}'
             f"</a></td><td>{pr}</td><td class=\"t\">{_text(first.title)}{also}</td>"
             f"<td>{escape(first.date[:10])}</td><td>{_text(first.author)}</td>{cells}</tr>")
 
 
-def render_html(audit: Audit, links: Links) -> str:
-    """The page: counts per branch and state, then one row per fix, one column per branch."""
+def render_html(audit: Audit, web_url: str, upstream: str) -> str:
+    """The page: counts per branch and state, then one row per fix, one column per branch;
+    commits and PRs link to ``upstream`` on the forge at ``web_url``."""
+    root = escape(f"{web_url.rstrip('/')}/{upstream}")
     counts = audit.by_target()
     head = "".join(f"<th>{escape(s)}</th>" for s in STATES)
     count_rows = "".join(
@@ -114,7 +103,7 @@ def render_html(audit: Audit, links: Links) -> str:
     options = "".join(f'<option value="{escape(b)}">{escape(b)}</option>' for b in audit.branches)
     states = "".join(f'<option value="{s}">{s}</option>' for s in STATES)
     columns = "".join(f"<th>{escape(b)}</th>" for b in audit.branches)
-    rows = "\n".join(_row(f, audit.branches, links, audit) for f in audit.fixes)
+    rows = "\n".join(_row(f, audit.branches, root, audit) for f in audit.fixes)
     offline = (f"<p>{escape(audit.prs_unread)}: the open PRs were not read, so no change is "
                "<b>proposed</b>.</p>" if audit.prs_unread else "")
     return (
@@ -141,8 +130,7 @@ def summary_lines(audit: Audit) -> list[str]:
     if audit.prs_unread:
         lines.append(f"{audit.prs_unread}: the open PRs were not read, so none is counted as "
                      "proposed")
-    for branch, why in audit.missing_branches.items():
-        lines.append(f"{branch}: {why}")
+    lines += [f"{branch}: {why}" for branch, why in audit.missing_branches.items()]
     for (source, target), counter in sorted(audit.counts().items()):
         states = ", ".join(f"{counter[s]} {s}" for s in STATES if counter[s])
         lines.append(f"  {source} -> {target}: {states}")

@@ -39,9 +39,10 @@ DEFAULT_DAYS = 90
 
 def parse_since(text: str | None, today: date) -> date:
     """The start date: ``YYYY-MM-DD``, not after ``today``; default ``DEFAULT_DAYS`` ago."""
-    example = (today - timedelta(days=DEFAULT_DAYS)).isoformat()
+    default = today - timedelta(days=DEFAULT_DAYS)
+    example = default.isoformat()
     if text is None:
-        return today - timedelta(days=DEFAULT_DAYS)
+        return default
     try:
         when = date.fromisoformat(text.strip())
     except ValueError:
@@ -148,9 +149,8 @@ def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
 
 def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store,
                 cannot: Mapping[str, str]) -> None:
-    """The tests each change adds, kept by commit: read from the patches of those that touch
-    a Python test file, a few hundred at a time (none for those in ``cannot``: a blob of
-    theirs cannot be read)."""
+    """The tests each change adds, kept by commit, from the patches of those touching a Python
+    test file (none for those in ``cannot``, whose blobs cannot be read)."""
     todo = [c.commit for c in changes if c.commit not in store.added
             and c.commit not in cannot
             and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
@@ -173,10 +173,6 @@ def _decide(change: Change, branches: list[str], facts: Facts) -> None:
                                else Cell(BRANCH_MISSING))
 
 
-def _iso(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
-
-
 def changes_of(targets: Mapping[str, Target], since: int) -> list[Change]:
     """Every first-parent change since ``since`` of each branch, each once: a commit on
     several branches' first-parent history (before they parted) belongs to the newest."""
@@ -187,9 +183,9 @@ def changes_of(targets: Mapping[str, Target], since: int) -> list[Change]:
             if commit.time < since or commit.sha in seen:
                 continue
             seen.add(commit.sha)
-            found.append(Change(branch=name, commit=commit.sha,
-                                pr=squash_number(commit.message),
-                                title=commit.message.split("\n", 1)[0], date=_iso(commit.time),
+            when = datetime.fromtimestamp(commit.time, UTC).isoformat().replace("+00:00", "Z")
+            found.append(Change(branch=name, commit=commit.sha, pr=squash_number(commit.message),
+                                title=commit.message.split("\n", 1)[0], date=when,
                                 author=commit.author, message=commit.message))
     return found
 
@@ -277,21 +273,17 @@ def branch_heads(repo: RepoCache, branches: Sequence[str], *,
                  offline: bool) -> tuple[dict[str, str | None], dict[str, str]]:
     """Each branch's head (fetched, or offline as the cache last fetched it; None where it is
     not there) and, for those, why."""
-    why: dict[str, str] = {}
+    heads: dict[str, str | None] = {}
     if offline:
-        heads: dict[str, str | None] = {}
         for name in branches:
             try:
                 heads[name] = repo.local_heads([name])[name]
             except BackportError:
                 heads[name] = None
-                why[name] = "not in the cache (run without --offline to fetch it)"
-        return heads, why
-    remote = repo.remote_heads(branches)
-    present = [name for name, sha in remote.items() if sha]
-    fetched = repo.fetch(present) if present else {}
-    heads = {name: fetched.get(name) for name in branches}
-    for name, sha in heads.items():
-        if not sha:
-            why[name] = f"not a branch of {redact(repo.upstream_url)}"
-    return heads, why
+        why = "not in the cache (run without --offline to fetch it)"
+    else:
+        present = [name for name, sha in repo.remote_heads(branches).items() if sha]
+        fetched = repo.fetch(present) if present else {}
+        heads = {name: fetched.get(name) for name in branches}
+        why = f"not a branch of {redact(repo.upstream_url)}"
+    return heads, {name: why for name, sha in heads.items() if not sha}

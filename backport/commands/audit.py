@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from backport.audit.page import Links, from_pr_arguments, render_html, summary_lines
+from backport.audit.page import from_pr_arguments, render_html, summary_lines
 from backport.audit.run import DEFAULT_DAYS, audit_project, unknown_warning
 from backport.commands.common import AppContext, echo, pass_app, print_json
 from backport.errors import EXIT_OK, BackportError
@@ -52,7 +52,7 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
     if warning:
         click.echo(f"warning: {warning}", err=True)
     if html_file is not None:
-        html_file.write_text(render_html(audit, Links(bm.web_url, bm.upstream)),
+        html_file.write_text(render_html(audit, bm.web_url, bm.upstream),
                              encoding="utf-8")
     if missing_on is not None and fmt == "from-pr":
         for line in from_pr_arguments(audit, missing_on):

@@ -39,14 +39,10 @@ NOT_FOUND_ZH = "未找到"
 class DocsFacts(Protocol):
     """What one docs version says about the API (a `docs_audit.DocsEntry`)."""
 
-    @property
-    def version(self) -> str: ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def listed(self) -> bool: ...
-    @property
-    def summary(self) -> str: ...
+    version: str
+    path: str
+    listed: bool
+    summary: str
 
 
 @dataclass
@@ -68,7 +64,9 @@ def proposed_zh(view: BranchRecord) -> str | None:
     pr = view.proposed
     if pr is None or view.status != Status.ALREADY_PROPOSED:
         return None
-    return wording.proposed_pr_zh(pr.number, pr.url, pr.kind, pr.state)
+    kind = wording.PROPOSED_KIND_ZH.get(pr.kind, "其他 PR")
+    state = wording.PROPOSED_STATE_ZH.get(pr.state, wording.code(pr.state))
+    return f"[!{pr.number}]({pr.url})（{kind}，{state}）"
 
 
 _cell = partial(untrusted, where="cell")  # a value from outside (a name, a test's output)
@@ -146,25 +144,18 @@ def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
                             ("other", changes.not_exercised)):
             if paths:
                 by_kind.setdefault((kind, paths), []).append(view.target)
-    notes = []
-    for (kind, paths), targets in by_kind.items():
-        where, files = "、".join(_prose(t) for t in targets), _files_zh(paths)
-        if kind == "overlay":
-            notes.append(f"{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
-                         f" torch_npu，其中这些文件替换为该分支打上补丁后的版本，其余文件与已安装版本相同。")
-        elif kind == "build":
-            notes.append(f"{where}：补丁修改的 {files} 不在所测的构建中：测试使用运行环境中已安装的"
-                         f" torch_npu，其中不包含这些改动；上表结果不能证明该改动有效，需在包含该改动的构建上验证。")
-        else:
-            notes.append(f"{where}：补丁修改的 {files} 既不是测试也不是 torch_npu 代码，本次测试未涉及。")
-    return notes
+    return [_CHANGES_NOTE_ZH[kind].format(where="、".join(_prose(t) for t in targets),
+                                          files=_files_zh(paths))
+            for (kind, paths), targets in by_kind.items()]
 
 
-def fork_branch_cell(view: BranchRecord, *, own: bool) -> str:
-    """The fork branch's name when it exists on the fork; ``未推送`` when it does not."""
-    if view.fork_head or (own and view.commit):
-        return _cell(view.fork_branch)
-    return "未推送"
+_CHANGES_NOTE_ZH = {
+    "overlay": "{where}：补丁修改了 torch_npu 的 Python 文件 {files}。测试使用运行环境中已安装的"
+               " torch_npu，其中这些文件替换为该分支打上补丁后的版本，其余文件与已安装版本相同。",
+    "build": "{where}：补丁修改的 {files} 不在所测的构建中：测试使用运行环境中已安装的"
+             " torch_npu，其中不包含这些改动；上表结果不能证明该改动有效，需在包含该改动的构建上验证。",
+    "other": "{where}：补丁修改的 {files} 既不是测试也不是 torch_npu 代码，本次测试未涉及。",
+}
 
 
 def issue_sentence(vs: _Views, issue: str = "该 Issue") -> str:
@@ -300,22 +291,27 @@ def _commands(views: list[BranchRecord]) -> list[str]:
 
 
 def _shared_notes(vs: _Views) -> list[str]:
-    notes: list[str] = []
-    for view in vs.views:
-        first = vs.first_user(view)
-        if first is not None:
-            notes.append(
-                f"{view.target} 与 {first.target} 共用 {_prose(view.env_name)} 环境：{view.target} 的测试源码"
-                f"取自 {view.target} 分支，在该环境中做兼容性预验证；目标分支结论以 PR CI 结果为准。"
-            )
-    return notes
+    return [f"{view.target} 与 {first.target} 共用 {_prose(view.env_name)} 环境：{view.target} 的测试源码"
+            f"取自 {view.target} 分支，在该环境中做兼容性预验证；目标分支结论以 PR CI 结果为准。"
+            for view in vs.views if (first := vs.first_user(view)) is not None]
 
 
 def _runner_note(vs: _Views) -> str | None:
-    """How the tests were run, by_kind once (a warm run: a process that had already imported torch)."""
+    """One sentence on how the tests were run, so differing times explain themselves; None
+    when no branch ran in a warm worker (a process that had already imported torch)."""
     ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
-    return wording.runner_note(warm, [v.target for v in ran if v.target not in warm])
+    isolated = [v.target for v in ran if v.target not in warm]
+    if not warm:
+        return None
+    code, key = wording.code, wording.RUNNER.key
+    text = (f"{'、'.join(warm)} 的测试在一个已导入 torch 的常驻 Python 进程中运行"
+            f"（证据中的 {code(f'{key}=warm')}），torch 的导入不计入所报耗时，"
+            "因此耗时可能明显短于在新进程中运行")
+    if isolated:
+        text += f"；{'、'.join(isolated)} 的测试在新启动的进程中运行（{code(f'{key}=isolated')}）"
+    return (text + f"。在目标分支的源码目录下执行证据中的 {code('COMMAND')}（即上方“执行命令”），"
+            "即可在新进程中复现该结果。")
 
 
 def source_pr(ctx: BodyContext) -> dict[str, str] | None:
@@ -380,15 +376,12 @@ def apply_notes_zh(records: list[BranchRecord]) -> list[str]:
     for rec in records:
         target = _prose(rec.target)
         source = rec.series_source
-        if source is not None and source.via is not None:
-            origin = source.origin
-            kind = _KIND_ZH.get(origin.kind, "人工冲突解决结果")
+        if source is not None:
+            kind = _KIND_ZH.get(source.origin.kind, "人工冲突解决结果")
             hops = "".join(f"，经 {_prose(h)} 分支" for h in source.hops)
-            notes.append(f"{target}：原补丁在该分支冲突，改用 {_prose(source.branch)} 分支的结果应用"
-                         f"（该结果本身由 {_prose(origin.branch)} 分支的{kind}应用而来{hops}）。")
-        elif source is not None:
-            kind = _KIND_ZH.get(source.kind, "人工冲突解决结果")
-            notes.append(f"{target}：原补丁在该分支冲突，改用 {_prose(source.branch)} 分支的{kind}应用。")
+            how = (f"的结果应用（该结果本身由 {_prose(source.origin.branch)} 分支的{kind}应用而来{hops}）"
+                   if source.via is not None else f"的{kind}应用")
+            notes.append(f"{target}：原补丁在该分支冲突，改用 {_prose(source.branch)} 分支{how}。")
         if rec.merged_files:
             files = _files_zh(rec.merged_files)
             notes.append(f"{target}：{files} 在补丁改动附近的内容与补丁来源不同，仅经三方合并应用，"
@@ -410,11 +403,13 @@ def template_variables(ctx: BodyContext) -> dict:
     vs = _Views(ctx)
     bm, ps = ctx.branch_map, ctx.patch_set
     docs = _docs(ctx)
+    changed = _touched(ps).union(*(p.paths for p in ps.patches))
     return {
         "api": ps.api,
         "title": ps.title,
         "title_ok": ps.title.strip().startswith("test:"),
-        "only_tests": wording.only_tests(sorted(_touched(ps).union(*(p.paths for p in ps.patches)))),
+        # the series changes tests and nothing else
+        "only_tests": bool(changed) and all(p.startswith("test/") for p in changed),
         "issues": [{"ref": f"{bm.upstream}#{i}", "url": bm.issue_url(i)} for i in ps.issues],
         # the first issue alone, as templates written before `issues` name it ("" for none)
         "issue_url": bm.issue_url(ps.issues[0]) if ps.issues else "",
@@ -427,7 +422,9 @@ def template_variables(ctx: BodyContext) -> dict:
         "target": vs.own.target,
         "branch_count": _cn_count(len(vs.views)),
         "branches": [{"target": _cell(v.target), "result": result_cell(v),
-                      "fork_branch": fork_branch_cell(v, own=v.target == vs.own.target)}
+                      # the fork branch's name where it exists on the fork
+                      "fork_branch": _cell(v.fork_branch) if v.fork_head or (
+                          v.target == vs.own.target and v.commit) else "未推送"}
                      for v in vs.views],
         "issue_sentence": issue_sentence(vs, "该 Issue" if len(ps.issues) == 1 else "这些 Issue"),
         "handwritten": (ps.body or "").strip("\n") or None,
@@ -445,21 +442,14 @@ def template_variables(ctx: BodyContext) -> dict:
     }
 
 
-def render_fresh(ctx: BodyContext) -> str:
-    """The whole body as it is written when the PR is created."""
+def render_body(ctx: BodyContext, existing: str | None = None) -> str:
+    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions."""
     name, search_dir = "pr_body.md.j2", None
     if ctx.template is not None:
         name, search_dir = ctx.template.name, ctx.template.parent
     text = render_template(name, template_variables(ctx), search_dir=search_dir)
-    return redact(text.strip("\n") + "\n")
-
-
-def render_body(ctx: BodyContext, existing: str | None = None) -> str:
-    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions."""
-    fresh = render_fresh(ctx)
-    if existing is None or not existing.strip():
-        return fresh
-    return rg.refresh_body(existing, fresh)
+    fresh = redact(text.strip("\n") + "\n")
+    return rg.refresh_body(existing, fresh) if existing and existing.strip() else fresh
 
 @functools.lru_cache(maxsize=8)
 def _environment(search_dir: str | None) -> SandboxedEnvironment:
@@ -467,11 +457,8 @@ def _environment(search_dir: str | None) -> SandboxedEnvironment:
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
-    loader: jinja2.BaseLoader
-    if search_dir is None:
-        loader = jinja2.PackageLoader("backport.report", "templates")
-    else:
-        loader = jinja2.FileSystemLoader(search_dir)
+    loader: jinja2.BaseLoader = (jinja2.PackageLoader("backport.report", "templates")
+                                 if search_dir is None else jinja2.FileSystemLoader(search_dir))
     env = SandboxedEnvironment(
         loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
@@ -498,19 +485,15 @@ def render_template(name: str, variables: dict, *, search_dir: Path | None = Non
     try:
         template = env.get_template(name)
         return template.render(**variables)
-    except jinja2.TemplateSyntaxError as exc:
-        raise BackportError("config", f"PR body template {shown} line {exc.lineno}: {exc.message}.") from exc
     except jinja2.TemplateNotFound as exc:
         raise BackportError("config", f"PR body template {shown} was not found.") from exc
     except jinja2.TemplateError as exc:
-        line = _template_line(exc, name)
+        line = (exc.lineno if isinstance(exc, jinja2.TemplateSyntaxError)
+                else _template_line(exc, name))
         where = f" line {line}" if line else ""
         raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
 
 
 def _template_line(exc: BaseException, name: str) -> int | None:
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename).name == name:
-            line = frame.lineno
-    return line
+    frames = reversed(traceback.extract_tb(exc.__traceback__))
+    return next((f.lineno for f in frames if Path(f.filename).name == name), None)

@@ -43,13 +43,9 @@ def _first_line(text: str) -> str:
 
 
 class Progress:
-    """Per-branch progress sink; ``event`` may be called from any thread.
-
-    Output goes to ``console`` (default: stderr, so stdout stays clean for ``--json`` and
-    tables). On a terminal (and without ``NO_COLOR``) a live table shows each target's current step and
-    how long it has been running; otherwise every event is one line ``[v2.7.1] testing: …``.
-    ``quiet`` keeps only errors, ``verbose`` prints details in full (multi-line).
-    """
+    """Per-branch progress on ``console`` (stderr); ``event`` may be called from any thread. On a
+    terminal without ``NO_COLOR`` a live table of each target's step and time, else one line an
+    event (``[v2.7.1] testing: …``); ``quiet``: errors only, ``verbose``: details whole."""
 
     def __init__(self, console: Console | None = None, *, quiet: bool = False,
                  verbose: bool = False, live: bool | None = None,

@@ -50,10 +50,6 @@ class Region:
         return text[self.inner_start:self.inner_end]
 
 
-def _marker(name: str, kind: str) -> str:
-    return f"<!-- {name}:{kind} -->" if name == EVIDENCE else f"<!-- backport:{name}:{kind} -->"
-
-
 def newline_of(text: str) -> str:
     """The line ending ``text`` uses: CRLF when it has any, else LF."""
     return "\r\n" if "\r\n" in text else "\n"
@@ -61,7 +57,8 @@ def newline_of(text: str) -> str:
 
 def wrap(name: str, content: str, newline: str = "\n") -> str:
     """A whole region: markers on their own lines around ``content``."""
-    return f"{_marker(name, 'start')}{_inner(content, newline)}{_marker(name, 'end')}"
+    tag = name if name == EVIDENCE else f"backport:{name}"
+    return f"<!-- {tag}:start -->{_inner(content, newline)}<!-- {tag}:end -->"
 
 
 def _inner(content: str, newline: str) -> str:
@@ -126,11 +123,7 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
         if start < last:
             continue
         pieces.append(text[last:start])
-        if text.startswith("\r\n", end):
-            end += 2
-        elif text.startswith("\n", end):
-            end += 1
-        last = end
+        last = end + next((len(nl) for nl in ("\r\n", "\n") if text.startswith(nl, end)), 0)
     pieces.append(text[last:])
     return "".join(pieces)
 
@@ -207,10 +200,8 @@ def ensure_single_evidence(text: str) -> str:
 
 # -- refreshing a body -------------------------------------------------------------------------
 def _section_of(text: str, index: int) -> str | None:
-    title = None
-    for match in _SECTION.finditer(text, 0, index):
-        title = match.group("title")
-    return title
+    titles = [match["title"] for match in _SECTION.finditer(text, 0, index)]
+    return titles[-1] if titles else None
 
 
 def _section_end(text: str, title: str) -> int | None:
@@ -237,9 +228,7 @@ def _insert_missing(text: str, fresh: str, order: list[Region], region: Region) 
         if later.name in present:
             return insert_region(text, region.name, content, present[later.name].start)
     end = _section_end(text, section) if section else None
-    if end is not None:
-        return insert_region(text, region.name, content, end)
-    return insert_region(text, region.name, content, len(text))
+    return insert_region(text, region.name, content, len(text) if end is None else end)
 
 
 def refresh_body(existing: str, fresh: str) -> str:

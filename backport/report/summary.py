@@ -114,13 +114,11 @@ def apply_notes(record: BranchRecord) -> list[str]:
     tried = record.tried_sources
     if tried and record.status == Status.CONFLICT:
         notes.append(f"{', '.join(tried)} still conflict{'s' if len(tried) == 1 else ''}")
-    merged = record.merged_files
-    if merged:
+    if merged := record.merged_files:
         notes.append(f"{', '.join(merged)} differ{'s' if len(merged) == 1 else ''} from the "
                      "source around the patch's hunks and went in only through a 3-way merge: "
                      "compare the change with the newer branches")
-    loose = record.loose_files
-    if loose:
+    if loose := record.loose_files:
         notes.append(f"{', '.join(loose)} went in with the series' context lines ignored (each "
                      "change found exactly once in the file): compare the change with the newer "
                      "branches")
@@ -224,13 +222,8 @@ MARKER = "<!-- backport:source-summary -->"
 
 def rows_of(body: str) -> dict[str, str]:
     """The table lines of a summary already posted, by target."""
-    rows: dict[str, str] = {}
-    for line in body.splitlines():
-        if line.startswith("| `"):
-            target = line[3:].partition("`")[0]
-            if target:
-                rows[target] = line
-    return rows
+    return {target: line for line in body.splitlines()
+            if line.startswith("| `") and (target := line[3:].partition("`")[0])}
 
 
 def _row(number: int, rec: BranchRecord) -> str:

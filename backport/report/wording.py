@@ -110,11 +110,6 @@ def _probed(attr: str, key: str) -> Field:
     return Field(key, write)
 
 
-def _title(facts: Facts) -> list[str]:
-    rec = facts.record
-    return [f"VALIDATION EVIDENCE / {facts.upstream} / {rec.fork_branch} → {rec.target}"]
-
-
 def _visible_write(facts: Facts) -> str:
     env = facts.env
     if not env:
@@ -147,11 +142,6 @@ def _series_write(facts: Facts) -> str | None:
 
 def _files_write(files: tuple[str, ...]) -> str | None:
     return ", ".join(files) or None
-
-
-def _tested_write(facts: Facts) -> str | None:
-    test = facts.test
-    return one_line(test.commit) if test and facts.record.stale else None
 
 
 def _stale_write(facts: Facts) -> str | None:
@@ -206,24 +196,12 @@ def _exit_write(facts: Facts) -> str:
     return "none (killed)" if test.timed_out else "none"
 
 
-def _patch_tests_write(facts: Facts) -> str | None:
-    test = facts.test
-    if not (test and test.patch_tests):
-        return None
-    return ", ".join(f"{name} {outcome}" for name, outcome in test.patch_tests)
-
-
-def _source_write(facts: Facts) -> str | None:
-    source = facts.source
-    return f"{facts.upstream}!{source.number}@{source.commit}" if source else None
-
-
-def _changes(attr: str, key: str) -> Field:
+def _changes(attr: str) -> Field:
     """The series' files beyond tests of one kind (``ChangeScope``), where it names any."""
     def write(facts: Facts) -> str | None:
         test = facts.test
         return _files_write(getattr(test.changes, attr)) if test else None
-    return Field(key, write)
+    return Field(attr.upper(), write)
 
 
 def _note_write(facts: Facts) -> str:
@@ -235,46 +213,42 @@ def _note_write(facts: Facts) -> str:
     return _val(note, "none")
 
 
-API = Field("API", lambda f: f.api)
-# The upstream PR the set was made from: "Ascend/pytorch!42810@<sha>".
-SOURCE = Field("SOURCE", _source_write)
+SOURCE = Field("SOURCE", lambda f: f"{f.upstream}!{f.source.number}@{f.source.commit}"
+               if f.source else None)  # the set's upstream PR: "Ascend/pytorch!42810@<sha>"
 TARGET_BRANCH = Field("TARGET_BRANCH", lambda f: f.record.target)
-HEAD_COMMIT = Field("HEAD_COMMIT", lambda f: f.record.head or "none (no commit on the fork branch)")
-PLATFORM = _probed("platform", "PLATFORM")
-PYTHON = _probed("python", "PYTHON")
-TORCH = _probed("torch", "TORCH")
-TORCH_NPU = _probed("torch_npu", "TORCH_NPU")
-CANN = _probed("cann", "CANN")
-NPU = _probed("npu_model", "NPU")
-VISIBLE_NPU = Field("VISIBLE_NPU", _visible_write)
-ENVIRONMENT = Field("ENVIRONMENT", _env_write)
 RUNNER = Field("RUNNER", lambda f: _val(f.record.test.runner if f.record.test else None, NOT_RUN))
-COMMAND = Field("COMMAND", lambda f: _val(f.record.test.command if f.record.test else None,
-                                          NOT_RUN))
-SERIES_FROM = Field("SERIES_FROM", _series_write)
-MERGED_FILES = Field("MERGED_FILES", lambda f: _files_write(f.record.merged_files))
-LOOSE_FILES = Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files))
-TESTED_COMMIT = Field("TESTED_COMMIT", _tested_write)
-# Where the result is not of the head: whether someone else moved the fork branch since.
-STALE = Field("STALE", _stale_write)
-EXIT_CODE = Field("test_exit_code", _exit_write)
-PATCH_TESTS = Field("PATCH_TESTS", _patch_tests_write)
-# The series' files beyond tests: run in the branch's version over the installed torch_npu, not in
-# the build that ran (the result does not validate them), not exercised by any test.
-OVERLAY = _changes("overlay", "OVERLAY")
-NOT_IN_BUILD = _changes("not_in_build", "NOT_IN_BUILD")
-NOT_EXERCISED = _changes("not_exercised", "NOT_EXERCISED")
-NOTE = Field("NOTE", _note_write)
-# Written only where the host refused the sandbox (tests ran without a PID namespace of their
-# own); a run in its sandbox writes no line, as every run before this key did.
+# Written only where the host refused the sandbox (tests ran without a PID namespace of their own).
 ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation == "none" else None)
 
 # Every line of the evidence, in the order it is written (a function: lines that are no KEY=value).
+# OVERLAY, NOT_IN_BUILD, NOT_EXERCISED: the series' files beyond tests run in the branch's version
+# over the installed torch_npu, not in the build that ran, not exercised by any test.
 TABLE: tuple[Field | Callable[[Facts], list[str]], ...] = (
-    _title, API, SOURCE, TARGET_BRANCH, HEAD_COMMIT, PLATFORM, PYTHON, TORCH, TORCH_NPU, CANN, NPU,
-    VISIBLE_NPU, ENVIRONMENT, RUNNER, ISOLATION, COMMAND, SERIES_FROM, MERGED_FILES, LOOSE_FILES,
-    TESTED_COMMIT, STALE, _result_write, EXIT_CODE, PATCH_TESTS, OVERLAY, NOT_IN_BUILD,
-    NOT_EXERCISED, NOTE,
+    lambda f: [f"VALIDATION EVIDENCE / {f.upstream} / {f.record.fork_branch} → "
+               f"{f.record.target}"],
+    Field("API", lambda f: f.api),
+    SOURCE,
+    TARGET_BRANCH,
+    Field("HEAD_COMMIT", lambda f: f.record.head or "none (no commit on the fork branch)"),
+    *(_probed(attr, key) for attr, key in (
+        ("platform", "PLATFORM"), ("python", "PYTHON"), ("torch", "TORCH"),
+        ("torch_npu", "TORCH_NPU"), ("cann", "CANN"), ("npu_model", "NPU"))),
+    Field("VISIBLE_NPU", _visible_write),
+    Field("ENVIRONMENT", _env_write),
+    RUNNER,
+    ISOLATION,
+    Field("COMMAND", lambda f: _val(f.record.test.command if f.record.test else None, NOT_RUN)),
+    Field("SERIES_FROM", _series_write),
+    Field("MERGED_FILES", lambda f: _files_write(f.record.merged_files)),
+    Field("LOOSE_FILES", lambda f: _files_write(f.record.loose_files)),
+    Field("TESTED_COMMIT", lambda f: one_line(f.test.commit) if f.test and f.record.stale else None),
+    Field("STALE", _stale_write),  # the result is not of the head: who moved the fork branch
+    _result_write,
+    Field("test_exit_code", _exit_write),
+    Field("PATCH_TESTS", lambda f: ", ".join(f"{name} {outcome}" for name, outcome in
+                                             f.test.patch_tests) or None if f.test else None),
+    *(_changes(attr) for attr in ("overlay", "not_in_build", "not_exercised")),
+    Field("NOTE", _note_write),
 )
 KEYS = tuple(row.key for row in TABLE if isinstance(row, Field))
 
@@ -311,9 +285,9 @@ _STATUS_ZH = {
 }
 
 # How another PR carries the set's source PR (`ProposedPr.kind`), and its state.
-_PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode 的 cherry-pick PR",
+PROPOSED_KIND_ZH = {"sync": "同步机器人的 PR", "cherry-pick": "GitCode 的 cherry-pick PR",
                      "backport": "backport 工具的 PR", "body": "描述中注明源 PR 的 PR"}
-_PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
+PROPOSED_STATE_ZH = {"open": "尚未合入", "merged": "已合入"}
 
 # A test's outcome as `envs/summary.py` (`outcomes_of`) writes it.
 OUTCOME_ZH = {"ok": "通过", "FAIL": "失败", "ERROR": "出错", "skipped": "跳过",
@@ -339,12 +313,6 @@ def code(text: str) -> str:
 def status_zh(status: str) -> str:
     """Why a branch in ``status`` has no test result, in Chinese."""
     return _STATUS_ZH.get(str(status), f"状态 {code(str(status))}")
-
-
-def proposed_pr_zh(number: int, url: str, kind: str, state: str) -> str:
-    """Another PR that carries the source: ``[!7](url)（同步机器人的 PR，尚未合入）``."""
-    kind_zh = _PROPOSED_KIND_ZH.get(kind, "其他 PR")
-    return f"[!{number}]({url})（{kind_zh}，{_PROPOSED_STATE_ZH.get(state, code(state))}）"
 
 
 _PIN = re.compile(r"^(?P<dist>[\w.-]+): expected (?P<pin>.+?), (?:found (?P<found>.+)|not installed)$")
@@ -409,20 +377,3 @@ def device_note_zh(note: str) -> str:
     return "；".join(phrases_zh)
 
 
-def runner_note(warm: Sequence[str], isolated: Sequence[str]) -> str | None:
-    """One sentence on how the tests were run, so differing times explain themselves; None
-    when no branch ran in a warm worker (a fresh process is what ``COMMAND`` does)."""
-    if not warm:
-        return None
-    text = (f"{'、'.join(warm)} 的测试在一个已导入 torch 的常驻 Python 进程中运行"
-            f"（证据中的 {code(f'{RUNNER.key}=warm')}），torch 的导入不计入所报耗时，"
-            "因此耗时可能明显短于在新进程中运行")
-    if isolated:
-        text += f"；{'、'.join(isolated)} 的测试在新启动的进程中运行（{code(f'{RUNNER.key}=isolated')}）"
-    return (text + f"。在目标分支的源码目录下执行证据中的 {code('COMMAND')}（即上方“执行命令”），"
-            "即可在新进程中复现该结果。")
-
-
-def only_tests(paths: Sequence[str]) -> bool:
-    """True when the series is known to change files under ``test/`` and nothing else."""
-    return bool(paths) and all(p.startswith("test/") for p in paths)

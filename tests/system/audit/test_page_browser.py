@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from backport.audit.model import BY_CARRIER, Audit, Cell, Change
-from backport.audit.page import Links, render_html
+from backport.audit.page import render_html
 
 from .conftest import PACKAGE, browser, executable
 
@@ -60,7 +60,7 @@ def large(rows: int) -> Audit:
 
 
 def write(audit: Audit, path: Path) -> str:
-    path.write_text(render_html(audit, Links("https://gitcode.com", "Ascend/pytorch")),
+    path.write_text(render_html(audit, "https://gitcode.com", "Ascend/pytorch"),
                     encoding="utf-8")
     return path.as_uri()
 

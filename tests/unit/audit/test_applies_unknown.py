@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from backport.audit.model import MISSING, Audit, Cell, Change
-from backport.audit.page import Links, render_html
+from backport.audit.page import render_html
 from backport.audit.run import unknown_warning
 from backport.report.progress import PhaseProgress
 
@@ -33,7 +33,7 @@ def test_a_missing_cell_says_applies_true_false_or_null_with_why() -> None:
 
 def test_the_page_shows_unknown_with_why_and_lists_it_nowhere_as_clean() -> None:
     audit = _audit(Cell(MISSING).applying(None, WHY + " <b>"), Cell(MISSING).applying(True))
-    page = render_html(audit, Links("https://gitcode.com", "Ascend/pytorch"))
+    page = render_html(audit, "https://gitcode.com", "Ascend/pytorch")
     assert "missing (applies: unknown)" in page and "missing (applies)" in page
     assert "the upstream does not have it &lt;b&gt;" in page and " <b>" not in page
     assert [c.pr for c in audit.missing_clean("v2.7.1")] == [2]

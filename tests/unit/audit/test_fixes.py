@@ -12,7 +12,7 @@ from backport.audit.model import (
     Cell,
     Change,
 )
-from backport.audit.page import Links, from_pr_arguments, render_html, summary_lines
+from backport.audit.page import from_pr_arguments, render_html, summary_lines
 
 BRANCHES = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
 
@@ -48,7 +48,7 @@ def test_a_fix_on_three_branches_is_one_row_and_named_once() -> None:
     audit = three_branches()
     assert len(audit.fixes) == 2
     fix = next(f for f in audit.fixes if len(f.members) == 3)
-    assert (fix.first.branch, fix.key) == ("master", f"{100:040x}")
+    assert (fix.first.branch, fix.first.commit) == ("master", f"{100:040x}")
     # its state on v2.12.0 is landed (merged there), though one member says missing
     assert fix.pick("v2.12.0")[1].state == "landed"
     # the change to take onto v2.7.1: the nearest release branch's that applies
@@ -80,7 +80,7 @@ def test_a_test_already_there_does_not_join_two_changes() -> None:
 
 
 def test_the_page_has_one_row_per_fix_and_the_rule_in_the_tooltip() -> None:
-    page = render_html(three_branches(), Links("https://gitcode.com", "Ascend/pytorch"))
+    page = render_html(three_branches(), "https://gitcode.com", "Ascend/pytorch")
     assert page.count("<tr data-text=") == 2
     assert '<span id="shown">2</span>' in page
     assert f'title="carries the change: {201:040x}"' in page

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html.parser import HTMLParser
 
 from backport.audit.model import Audit, Cell, Change
-from backport.audit.page import Links, render_html, summary_lines
+from backport.audit.page import render_html, summary_lines
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)> "q" &amp; \x1b[31m'
 
@@ -68,7 +68,7 @@ def audit() -> Audit:
 
 def test_the_page_has_a_row_per_change_a_column_per_branch_and_links() -> None:
     page = Page()
-    page.feed(render_html(audit(), Links("https://gitcode.com/", "Ascend/pytorch")))
+    page.feed(render_html(audit(), "https://gitcode.com/", "Ascend/pytorch"))
     rows = page.tables["changes"]
     assert rows[0] == ["branch", "commit", "PR", "title", "date", "author", "v2.7.1", "v2.11.0",
                        "v2.12.0", "master"]
@@ -88,7 +88,7 @@ def test_the_page_has_a_row_per_change_a_column_per_branch_and_links() -> None:
 
 def test_the_counts_at_the_top_match_the_cells() -> None:
     page = Page()
-    page.feed(render_html(audit(), Links("https://gitcode.com", "Ascend/pytorch")))
+    page.feed(render_html(audit(), "https://gitcode.com", "Ascend/pytorch"))
     counts = page.tables["counts"]
     header = counts[0]
     by_branch = {row[0]: dict(zip(header[1:], map(int, row[1:]), strict=True))
@@ -100,7 +100,7 @@ def test_the_counts_at_the_top_match_the_cells() -> None:
 
 
 def test_commit_text_is_inert_and_nothing_is_fetched() -> None:
-    html = render_html(audit(), Links("https://gitcode.com", "Ascend/pytorch"))
+    html = render_html(audit(), "https://gitcode.com", "Ascend/pytorch")
     page = Page()
     page.feed(html)
     assert page.scripts == 1 and page.sources == []  # the page's own script, inline
