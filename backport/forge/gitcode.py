@@ -85,22 +85,17 @@ class GitCodeForge(GitCodeReads):
         full = self._read_created(number, ask)
         return self._correct(number, full, ask)
 
-    def _branch_sha(self, repo: str, branch: str) -> str | None:
-        """The commit ``repo``'s ``branch`` points at, or None when it does not exist."""
-        owner, _, name = repo.partition("/")
-        data = self._get_found(f"/repos/{seg(owner)}/{seg(name)}/branches/{seg(branch)}")
-        if data is None:
-            return None
-        return wire.text(wire.obj(data if isinstance(data, dict) else {}, "commit").get("id"))
-
     def _fork_branch_shown(self, head: str, head_sha: str | None) -> bool:
         """After a refused create: whether the fork branch (at ``head_sha``) showed only after a
         settle wait; raises when it never does."""
         sha: str | None = None
+        owner, _, name = self.fork.partition("/")
         for attempt in range(2):  # a branch pushed a moment ago may take a while to show
             if attempt:
                 self._sleep(self.settle)
-            sha = self._branch_sha(self.fork, head)
+            data = self._get_found(f"/repos/{seg(owner)}/{seg(name)}/branches/{seg(head)}")
+            sha = None if data is None else wire.text(
+                wire.obj(data if isinstance(data, dict) else {}, "commit").get("id"))
             if sha is not None and (not head_sha or not sha or sha == head_sha):
                 return attempt > 0
         if sha is None:
@@ -294,14 +289,12 @@ class GitCodeForge(GitCodeReads):
 
     def _close(self, number: int, pr: PullRequest) -> str | None:
         """PATCH state=closed (again form-encoded if JSON did not take); None, or why not."""
-        fields = {"title": pr.title, "body": pr.body, "state": "closed"}
+        fields: Any = {"title": pr.title, "body": pr.body, "state": "closed"}
         try:
-            self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=fields)
-            if self.get_pr(number).state != "open":
-                return None
-            self.client.request("PATCH", self._pulls(f"/{seg(number)}"), data=fields)
-            if self.get_pr(number).state != "open":
-                return None
+            for kind in ("json", "data"):
+                self.client.request("PATCH", self._pulls(f"/{seg(number)}"), **{kind: fields})
+                if self.get_pr(number).state != "open":
+                    return None
             return "GitCode still shows it open"
         except BackportError as exc:
             return exc.message.rstrip(".")

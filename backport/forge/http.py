@@ -71,22 +71,6 @@ class ApiTransportError(BackportError):
         super().__init__("forge", message, details={"method": method, "path": path})
 
 
-def error_text(response: requests.Response) -> tuple[str, str | None]:
-    """The server's error message and trace id, whatever the body shape."""
-    try:
-        data = response.json()
-    except ValueError:
-        data = response.text or ""
-    shown = data if isinstance(data, dict) else {}
-    trace = shown.get("trace_id") or shown.get("traceId")
-    message = str(next((shown[k] for k in ("error_message", "message", "error", "msg")
-                        if shown.get(k)), data))
-    message = " ".join(message.split())
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return redact(message) or (response.reason or "no message"), str(trace) if trace else None
-
-
 def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time,
                         date: str | None = None) -> float | None:
     """A Retry-After header's seconds (a delta, or an HTTP date read against the reply's own
@@ -268,13 +252,19 @@ class ApiClient:
                    f"{'' if count <= 1 else f' ({count} attempts)'}."), method=method, path=path)
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
-        status = response.status_code
-        trace_id: str | None = None
+        """The error of a non-2xx answer: the server's message and trace id, whatever the body."""
+        status, data = response.status_code, _decode(response) or ""
+        shown = data if isinstance(data, dict) else {}
+        trace_id = shown.get("trace_id") or shown.get("traceId")
         if 300 <= status < 400:
             where = redact(response.headers.get("Location", "elsewhere"))
             server_message = f"redirect to {where} (not followed)"
         else:
-            server_message, trace_id = error_text(response)
+            server_message = " ".join(str(next((shown[k] for k in (
+                "error_message", "message", "error", "msg") if shown.get(k)), data)).split())
+            if len(server_message) > 300:
+                server_message = server_message[:297] + "..."
+            server_message = redact(server_message) or (response.reason or "no message")
         refused = status == 401 or (status == 403 and path.rstrip("/") == "/user")
         code = "auth" if refused else "forge"
         trace = f" (trace id {trace_id})" if trace_id else ""

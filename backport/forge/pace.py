@@ -44,8 +44,6 @@ def parse_windows(text: str) -> Windows:
         if not sep or limit <= 0 or not 0 < period < math.inf:
             raise ValueError(part)
         windows.append((limit, period))
-    if not windows:
-        raise ValueError(text)
     return tuple(windows)
 
 

@@ -29,47 +29,35 @@ def web_host(api_url: str) -> tuple[str, str]:
     return (parts.scheme or "https"), host
 
 
-def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.environ,
-                    timeout: float = 10.0) -> str | None:
-    """The password git's credential helpers hold for ``protocol://host``, or None; git never
-    prompts, and runs outside any repository, so only the user's and system's helpers answer."""
-    env = dict(environ)
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
-                "LANG": "C", "LC_ALL": "C", "GIT_DIR": os.devnull})
-    request = f"protocol={protocol}\nhost={host}\n\n"
-    try:
-        done = process.run(["git", "credential", "fill"], stdin=request.encode(), env=env,
-                           timeout=timeout)
-    except BackportError:  # git cannot start
-        return None
-    if not done.ok:
-        return None
-    for line in done.out.splitlines():
-        key, _, value = line.partition("=")
-        if key == "password" and value:
-            return value
-    return None
-
-
 def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str | None:
-    """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else git's credential
-    store; registered as a secret, refused (the token unsaid) if it holds a control character."""
-    token = None
+    """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else the password git's
+    credential helpers hold for the web host (git never prompts, and runs outside any repository,
+    so only the user's and system's helpers answer); registered as a secret, refused (the token
+    unsaid) if it holds a control character."""
     for var in process.SECRET_VARS:  # GITCODE_TOKEN first
         value = (environ.get(var) or "").strip()
         if value:
             _refuse_control(value, var)
-            token = value
-            break
-    if token is None:
-        protocol, host = web_host(api_url)
-        if host:
-            token = credential_fill(protocol, host, environ)
-            if token:
-                _refuse_control(token, f"the password git credential fill gives for {host}")
-    if token:
-        register_secret(token)
-    return token or None
+            register_secret(value)
+            return value
+    protocol, host = web_host(api_url)
+    if not host:
+        return None
+    env = {**environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
+           "LANG": "C", "LC_ALL": "C", "GIT_DIR": os.devnull}
+    try:
+        done = process.run(["git", "credential", "fill"],
+                           stdin=f"protocol={protocol}\nhost={host}\n\n".encode(), env=env,
+                           timeout=10.0)
+    except BackportError:  # git cannot start
+        return None
+    lines = (line.partition("=") for line in done.out.splitlines())
+    token = next((value for key, _, value in lines if key == "password" and value), "")
+    if not done.ok or not token:
+        return None
+    _refuse_control(token, f"the password git credential fill gives for {host}")
+    register_secret(token)
+    return token
 
 
 def _refuse_control(token: str, where: str) -> None:
