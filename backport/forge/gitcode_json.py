@@ -44,14 +44,6 @@ def text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def as_int(value: Any) -> int:
-    """A number of the service's answer (ValueError unless of at most 10 digits)."""
-    found = json_number(value)
-    if found is None:
-        raise ValueError(f"not a number of at most {MAX_DIGITS} digits")
-    return found
-
-
 # What GitCode may put before a draft's title.
 WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")
 
@@ -69,7 +61,12 @@ def is_duplicate(message: str) -> bool:
 
 
 def pr_number(data: dict[str, Any]) -> int:
-    return as_int(data.get("number") if data.get("number") not in (None, "") else data.get("iid"))
+    """The PR's ``number`` (else ``iid``); ValueError unless of at most 10 digits."""
+    found = json_number(data.get("number") if data.get("number") not in (None, "")
+                        else data.get("iid"))
+    if found is None:
+        raise ValueError(f"not a number of at most {MAX_DIGITS} digits")
+    return found
 
 
 def author_of(data: dict[str, Any]) -> str:
@@ -141,14 +138,9 @@ def form(fields: dict[str, Any]) -> dict[str, str]:
 
 
 def issue_numbers(answer: Any) -> list[int]:
-    result = []
-    for item in answer if isinstance(answer, list) else []:
-        value = item.get("number") if isinstance(item, dict) else item
-        try:
-            result.append(as_int(value))
-        except (TypeError, ValueError):
-            continue
-    return result
+    found = (json_number(item.get("number") if isinstance(item, dict) else item)
+             for item in (answer if isinstance(answer, list) else []))
+    return [number for number in found if number is not None]
 
 
 def comment_of(data: dict[str, Any]) -> Comment:

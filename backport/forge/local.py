@@ -87,8 +87,10 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-# A PR row with the author add_source_pr recorded (NULL for one this tool opened).
-PRS = "SELECT prs.*, s.author AS author FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
+# A PR row with what add_source_pr recorded of it (NULL for one this tool opened).
+PRS = ("SELECT prs.*, s.author AS author, s.head_sha AS head_sha, s.merge_commit AS merge_commit,"
+       " m.merged_at AS merged_at FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
+       " LEFT JOIN pr_merged m ON m.pr = prs.number")
 
 
 class LocalForge(Forge):
@@ -199,14 +201,12 @@ class LocalForge(Forge):
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """PR ``number`` with what :meth:`add_source_pr` recorded of its commits."""
         row = self._row(None, number)
-        extra = self._query("SELECT head_sha, merge_commit FROM pr_sources WHERE pr = ?", number)
-        merged = self._query("SELECT merged_at FROM pr_merged WHERE pr = ?", number)
         return SourcePrInfo(
             number=number, state=row["state"], title=row["title"], body=row["body"],
-            base=row["base"], head=row["head"], head_sha=extra[0]["head_sha"] if extra else "",
-            merge_commit_sha=extra[0]["merge_commit"] if extra else "",
-            author=row["author"] or "", issues=tuple(self.linked_issues(number)),
-            merged_at=merged[0]["merged_at"] if merged and row["state"] == "merged" else "")
+            base=row["base"], head=row["head"], head_sha=row["head_sha"] or "",
+            merge_commit_sha=row["merge_commit"] or "", author=row["author"] or "",
+            issues=tuple(self.linked_issues(number)),
+            merged_at=row["merged_at"] or "" if row["state"] == "merged" else "")
 
     def pr_files(self, number: int) -> list[PrFile]:
         self._row(None, number)

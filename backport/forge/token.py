@@ -71,8 +71,11 @@ def _refuse_control(token: str, where: str) -> None:
                       f"{len(token)} (the token is not shown); set it again without it")
 
 
-def askpass_program() -> Path:
-    """`ASKPASS_PROGRAM`, made executable where an install lost its mode bit."""
+def askpass_env(token: str, username: str | None = None,
+                environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Environment that lets ``git push https://…`` authenticate with ``token`` through the
+    askpass program (made executable where an install lost its mode bit), as ``username``
+    (default ``oauth2``); credential helpers are off so a stale stored password cannot win."""
     if not os.access(ASKPASS_PROGRAM, os.X_OK):
         with contextlib.suppress(OSError):
             os.chmod(ASKPASS_PROGRAM, ASKPASS_PROGRAM.stat().st_mode | 0o555)
@@ -80,18 +83,10 @@ def askpass_program() -> Path:
         raise BackportError("config", f"git's askpass program {ASKPASS_PROGRAM} of the installed "
                                       "package is missing or not executable; install backport "
                                       "again")
-    return ASKPASS_PROGRAM
-
-
-def askpass_env(token: str, username: str | None = None,
-                environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Environment that lets ``git push https://…`` authenticate with ``token`` through the
-    askpass program, as ``username`` (default ``oauth2``); credential helpers are switched off
-    so a stale stored password cannot win."""
     register_secret(token)
     count = int(environ.get("GIT_CONFIG_COUNT", "0") or 0)
     return {
-        "GIT_ASKPASS": str(askpass_program()),
+        "GIT_ASKPASS": str(ASKPASS_PROGRAM),
         "BACKPORT_ASKPASS_TOKEN": token,
         "BACKPORT_ASKPASS_USER": username or "oauth2",
         "GIT_TERMINAL_PROMPT": "0",
