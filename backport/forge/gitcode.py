@@ -171,7 +171,7 @@ class GitCodeForge(GitCodeReads):
         for attempt in range(LOOKUPS if settle else 1):
             if attempt:
                 self._sleep(self.settle * attempt)
-            found = self._find(head, base, fresh=True)
+            found = self._match(self._open_prs(fresh=True).values(), head, base)
             if found is not None:
                 return found
         return None
@@ -323,10 +323,7 @@ class GitCodeForge(GitCodeReads):
             data, not_taken = self._check_update(number, fields, answer, data)
         if "draft" in not_taken and draft is not None:
             data, not_taken = self._draft_by_title(number, fields, draft, data, not_taken)
-        with self._lock:
-            if self._open is not None:
-                self._remember(data)
-            self._whole[number] = data
+        self._remember(number, data)
         return dataclasses.replace(self._to_pr(data), not_taken=tuple(not_taken))
 
     def _draft_by_title(self, number: int, fields: dict[str, Any], draft: bool,

@@ -129,9 +129,11 @@ class GitCodeReads:
                 self._open, self._open_at = listing, now
             return self._open
 
-    def _remember(self, data: dict[str, Any]) -> None:
-        """Keep the listing current with what was just read or written of one PR."""
+    def _remember(self, number: int, data: dict[str, Any]) -> None:
+        """Keep PR ``number``'s whole copy and the listing current with what was just read or
+        written of it."""
         with self._lock:
+            self._whole[number] = data
             if self._open is None:
                 return
             for number, item in wire.numbered(iter([data])):
@@ -196,7 +198,7 @@ class GitCodeReads:
         return None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
-        return self._find(head, base, fresh=False)
+        return self._match(self._open_prs().values(), head, base)
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
         """The open PRs from the kept listing and the merged ones into ``base``."""
@@ -230,16 +232,13 @@ class GitCodeReads:
             self._merged[base] = (read_at, reached, found)
         return found
 
-    def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
-        return self._match(self._open_prs(fresh=fresh).values(), head, base)
-
     def _opened_since(self, head: str, base: str) -> PullRequest | None:
         """Right before a create: the open PRs into ``base`` read now, and the listing's locked
         ones (one locked since was listed as open); without a listing kept, the whole one."""
         with self._lock:
             listed = self._open is not None and self._clock() - self._open_at <= LISTING_TTL
         if not listed:
-            return self._find(head, base, fresh=True)
+            return self._match(self._open_prs(fresh=True).values(), head, base)
         fresh = dict(wire.numbered(self._pages(self._pulls(), {"state": "open", "base": base,
                                                           **STABLE_ORDER})))
         with self._lock:
@@ -314,9 +313,7 @@ class GitCodeReads:
             raise BackportError("forge", f"GitCode API GET {self.api_url}"
                                          f"{self._pulls(f'/{number}')} did not return a JSON "
                                          "object.")
-        self._remember(data)
-        with self._lock:
-            self._whole[number] = data
+        self._remember(number, data)
         return data
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:

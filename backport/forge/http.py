@@ -167,9 +167,6 @@ class ApiClient:
         retry.client = self
         return retry
 
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 json: Any = None, data: Mapping[str, str] | None = None,
                 retry: bool | None = None) -> Any:
@@ -179,7 +176,7 @@ class ApiClient:
         method = method.upper()
         again = (method in IDEMPOTENT) if retry is None else retry
         prepared = self.session.prepare_request(requests.Request(
-            method, self.url(path), params=params, json=json, data=data))
+            method, self.base_url + path, params=params, json=json, data=data))
         if self._token:
             prepared.headers["PRIVATE-TOKEN"] = self._token
         started = time.monotonic()
@@ -248,7 +245,7 @@ class ApiClient:
             what = f"failed ({redact(' '.join(str(exc).split()))[:200]})"
         count = int(getattr(self._attempt, "count", 1))
         return ApiTransportError(
-            redact(f"{SERVICE} {method} {self.url(path)} {what}"
+            redact(f"{SERVICE} {method} {self.base_url}{path} {what}"
                    f"{'' if count <= 1 else f' ({count} attempts)'}."), method=method, path=path)
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
@@ -268,7 +265,7 @@ class ApiClient:
         refused = status == 401 or (status == 403 and path.rstrip("/") == "/user")
         code = "auth" if refused else "forge"
         trace = f" (trace id {trace_id})" if trace_id else ""
-        message = redact(f"{SERVICE} {method} {self.url(path)} answered {status}: "
+        message = redact(f"{SERVICE} {method} {self.base_url}{path} answered {status}: "
                          f"{server_message}{trace}.")
         return ApiError(code, message, method=method, path=path, status=status,
                         server_message=server_message)
