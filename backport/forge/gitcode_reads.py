@@ -79,13 +79,9 @@ class GitCodeReads:
     def _to_pr(self, data: dict[str, Any]) -> PullRequest:
         number = wire.pr_number(data)
         head, base = wire.obj(data, "head"), wire.obj(data, "base")
-        state = wire.text(data.get("state")).lower()
-        if state == "merged" or wire.text(data.get("merged_at")):
-            state = "merged"
-        elif state in ("open", "opened", "reopened", "locked", ""):  # locked: open, talk frozen
-            state = "open"
-        else:
-            state = "closed"
+        state = wire.text(data.get("state")).lower()  # locked: open, its talk frozen
+        state = ("merged" if state == "merged" or wire.text(data.get("merged_at")) else
+                 "open" if state in ("open", "opened", "reopened", "locked", "") else "closed")
         draft, title = wire.is_draft(data), wire.text(data.get("title"))
         url = (wire.text(data.get("html_url")) or wire.text(data.get("web_url"))
                or f"{self.web_url}/{self.upstream}/pull/{number}")
@@ -280,12 +276,11 @@ class GitCodeReads:
         """``GET …/pulls/{n}`` and its issues; ``merge_commit_sha`` only where shown."""
         data = self._get_pr_data(number)
         pr = self._to_pr(data)
-        head = wire.obj(data, "head")
         merge_sha = wire.text(data.get("merge_commit_sha")).strip()
         return SourcePrInfo(
             number=pr.number, state=pr.state, title=wire.strip_wip(pr.title), body=pr.body,
-            base=pr.base, head=pr.head, head_sha=wire.text(head.get("sha")).strip(),
-            merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
+            base=pr.base, head=pr.head, merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
+            head_sha=wire.text(wire.obj(data, "head").get("sha")).strip(),
             author=wire.text(wire.obj(data, "user").get("login")),
             issues=tuple(self.linked_issues(number)),
             merged_at=wire.text(data.get("merged_at")).strip())

@@ -91,6 +91,7 @@ def _now() -> str:
 PRS = ("SELECT prs.*, s.author AS author, s.head_sha AS head_sha, s.merge_commit AS merge_commit,"
        " m.merged_at AS merged_at FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
        " LEFT JOIN pr_merged m ON m.pr = prs.number")
+OPEN_FROM = "prs.head_repo = ? AND prs.head = ? AND prs.base = ? AND prs.state = 'open'"
 
 
 class LocalForge(Forge):
@@ -164,14 +165,20 @@ class LocalForge(Forge):
             base=row["base"], state=row["state"], draft=bool(row["draft"]),
             author=row["author"] or str(row["head_repo"]).partition("/")[0])
 
+    def _rows(self, conn: sqlite3.Connection | None, where: str,
+              *args: object) -> list[sqlite3.Row]:
+        """The upstream's PR rows ``where`` holds (through ``conn``, else a connection of its
+        own), by number."""
+        sql = f"{PRS} WHERE prs.repo = ? AND {where} ORDER BY prs.number"
+        if conn is not None:
+            return conn.execute(sql, (self.upstream, *args)).fetchall()
+        return self._query(sql, self.upstream, *args)
+
     def _prs(self, where: str, *args: object) -> list[PullRequest]:
-        return [self._pr(r) for r in self._query(f"{PRS} WHERE prs.repo = ? AND {where} "
-                                                 "ORDER BY prs.number", self.upstream, *args)]
+        return [self._pr(r) for r in self._rows(None, where, *args)]
 
     def _row(self, conn: sqlite3.Connection | None, number: int) -> sqlite3.Row:
-        """PR ``number``'s row (through ``conn``, else a connection of its own)."""
-        sql, args = f"{PRS} WHERE prs.repo = ? AND prs.number = ?", (self.upstream, number)
-        rows = conn.execute(sql, args).fetchall() if conn is not None else self._query(sql, *args)
+        rows = self._rows(conn, "prs.number = ?", number)
         if not rows:
             raise BackportError("forge", f"The local forge {self.path} has no PR !{number} "
                                          f"in {self.upstream}.")
@@ -191,8 +198,7 @@ class LocalForge(Forge):
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         if not self.path.exists():  # nothing to find (and no user asked for)
             return None
-        found = self._prs("prs.head_repo = ? AND prs.head = ? AND prs.base = ? AND "
-                          "prs.state = 'open'", self.fork, head, base)
+        found = self._prs(OPEN_FROM, self.fork, head, base)
         return found[0] if found else None
 
     def get_pr(self, number: int) -> PullRequest:
@@ -227,9 +233,8 @@ class LocalForge(Forge):
                   close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         with self._write() as conn:
-            row = conn.execute(f"{PRS} WHERE prs.repo = ? AND prs.head_repo = ? AND prs.head = ? "
-                               "AND prs.base = ? AND prs.state = 'open' ORDER BY prs.number",
-                               (self.upstream, self.fork, head, base)).fetchone()
+            rows = self._rows(conn, OPEN_FROM, self.fork, head, base)
+            row = rows[0] if rows else None
             if row is None:
                 now = _now()
                 cursor = conn.execute(

@@ -47,21 +47,6 @@ def parse_windows(text: str) -> Windows:
     return tuple(windows)
 
 
-def window_delay(stamps: list[float], windows: Windows, now: float) -> tuple[float, str]:
-    """Seconds until one more request fits every window, and why; ``stamps``: when each request
-    was answered (``inf`` while it travels)."""
-    delay, why = 0.0, ""
-    for limit, period in windows:
-        inside = sorted(s for s in stamps if s > now - period)
-        if len(inside) >= limit:
-            wait = inside[len(inside) - limit] + period - now
-            if wait > delay:
-                delay = wait
-                unit = period_text(period)
-                why = f"{len(inside)} requests in the last {unit}; the limit is {limit} per {unit}"
-    return delay, why
-
-
 def period_text(seconds: float) -> str:
     return {60.0: "minute", 3600.0: "hour"}.get(seconds, f"{seconds:g} s")
 
@@ -129,8 +114,14 @@ class RequestLog:
             paused = float(state.get("paused_until") or -math.inf)
             if paused > now and paused > pause_seen:
                 return paused - now, PAUSED, None, paused
-            delay, why = window_delay([math.inf if a is None else float(a) for _, _, a in kept],
-                                      windows, now)
+            stamps = [math.inf if a is None else float(a) for _, _, a in kept]  # inf: travels
+            delay, why = 0.0, ""
+            for limit, period in windows:
+                inside = sorted(s for s in stamps if s > now - period)
+                if len(inside) >= limit and inside[len(inside) - limit] + period - now > delay:
+                    delay, unit = inside[len(inside) - limit] + period - now, period_text(period)
+                    why = f"{len(inside)} requests in the last {unit}; the limit is {limit} per " \
+                          f"{unit}"
             if delay > 0:
                 return delay, why, None, None
             self._serial += 1
