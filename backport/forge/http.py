@@ -155,17 +155,15 @@ class ApiClient:
         settings = self.session.merge_environment_settings(self.base_url, {}, None, None, None)
         self._proxies, self._verify = settings["proxies"], settings["verify"] or True
         self.session.trust_env = False
-        self._adapters = {unsafe: HTTPAdapter(max_retries=self._retry(
-            max_attempts, IDEMPOTENT | ({"POST"} if unsafe else set())))
-            for unsafe in (False, True)}  # by whether a POST may be sent again
-
-    def _retry(self, attempts: int, methods: frozenset[str]) -> _Retry:
-        retry = _Retry(total=max(1, attempts) - 1, allowed_methods=methods,
-                       status_forcelist=(500, 502, 503, 504), backoff_factor=1.0,
-                       backoff_max=30.0, backoff_jitter=1.0, raise_on_status=False,
-                       raise_on_redirect=False, respect_retry_after_header=False)
-        retry.client = self
-        return retry
+        self._adapters: dict[bool, HTTPAdapter] = {}
+        for unsafe in (False, True):  # by whether a POST may be sent again
+            retry = _Retry(total=max(1, max_attempts) - 1,
+                           allowed_methods=IDEMPOTENT | ({"POST"} if unsafe else set()),
+                           status_forcelist=(500, 502, 503, 504), backoff_factor=1.0,
+                           backoff_max=30.0, backoff_jitter=1.0, raise_on_status=False,
+                           raise_on_redirect=False, respect_retry_after_header=False)
+            retry.client = self
+            self._adapters[unsafe] = HTTPAdapter(max_retries=retry)
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 json: Any = None, data: Mapping[str, str] | None = None,
