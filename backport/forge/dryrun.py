@@ -156,9 +156,8 @@ class DryRunForge(Forge):
     def pr_files(self, number: int) -> list[PrFile]:
         return self._read(None, "pr_files", [], number)
 
-    def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None,
+    def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
+                  head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         existing = self.find_open_pr(head, base)
         if existing is not None:

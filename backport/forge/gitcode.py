@@ -58,9 +58,8 @@ def _not_in(wanted: list[int], linked: Sequence[int]) -> list[int]:
 class GitCodeForge(GitCodeReads):
     """Find-or-create PRs on GitCode (REST v5) from ``fork`` branches into ``upstream``."""
 
-    def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None,
+    def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
+                  head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         """Create unless another run opened it meanwhile, read back, correct (module doc)."""
         ask = _Ask(head, base, title, body, draft, head_sha, close_related_issue)

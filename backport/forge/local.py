@@ -228,9 +228,8 @@ class LocalForge(Forge):
         return self._prs("prs.base = ? AND prs.number > ? AND prs.state IN ('open', 'merged')",
                          base, int(number))
 
-    def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None,
+    def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
+                  head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         with self._write() as conn:
             rows = self._rows(conn, OPEN_FROM, self.fork, head, base)
