@@ -49,10 +49,7 @@ WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")
 
 
 def strip_wip(title: str) -> str:
-    for prefix in WIP_PREFIXES:
-        if title.startswith(prefix):
-            return title[len(prefix):]
-    return title
+    return next((title[len(p):] for p in WIP_PREFIXES if title.startswith(p)), title)
 
 
 def is_duplicate(message: str) -> bool:
@@ -71,12 +68,9 @@ def pr_number(data: dict[str, Any]) -> int:
 
 def author_of(data: dict[str, Any]) -> str:
     """The login of the PR's author ("" when the object does not say)."""
-    for key in ("user", "author"):
-        side = obj(data, key)
-        for name in ("login", "username"):
-            if text(side.get(name)):
-                return text(side.get(name))
-    return ""
+    names = (text(obj(data, key).get(name)) for key in ("user", "author")
+             for name in ("login", "username"))
+    return next((name for name in names if name), "")
 
 
 def flag(value: Any) -> bool:

@@ -21,9 +21,7 @@ def web_host(api_url: str) -> tuple[str, str]:
     """``(protocol, host[:port])`` of the forge's web/git host for an API URL
     (``https://api.gitcode.com/api/v5`` -> ``("https", "gitcode.com")``)."""
     parts = urlsplit(api_url)
-    host = parts.hostname or ""
-    if host.startswith("api."):
-        host = host[len("api."):]
+    host = (parts.hostname or "").removeprefix("api.")
     if parts.port:
         host = f"{host}:{parts.port}"
     return (parts.scheme or "https"), host
