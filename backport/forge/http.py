@@ -279,10 +279,9 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(item))
         yield item
-        for nxt in (getattr(item, "reason", None), item.__cause__, item.__context__,
-                    *(a for a in getattr(item, "args", ()) if isinstance(a, BaseException))):
-            if isinstance(nxt, BaseException):
-                todo.append(nxt)
+        todo.extend(nxt for nxt in (getattr(item, "reason", None), item.__cause__,
+                                    item.__context__, *getattr(item, "args", ()))
+                    if isinstance(nxt, BaseException))
 
 
 def _unreachable(exc: BaseException) -> str:
