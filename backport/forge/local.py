@@ -220,9 +220,7 @@ class LocalForge(Forge):
             "SELECT old_path, new_path FROM pr_files WHERE pr = ? ORDER BY seq", number)]
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
-        if state == "all":
-            return self._prs("1")
-        return self._prs("prs.state = ?", state)
+        return self._prs("1") if state == "all" else self._prs("prs.state = ?", state)
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
         return self._prs("prs.base = ? AND prs.number > ? AND prs.state IN ('open', 'merged')",
