@@ -285,8 +285,7 @@ class LocalForge(Forge):
 
     def has_pr(self, number: int) -> bool:
         """Whether this forge holds PR ``number`` of its upstream."""
-        return bool(self._query("SELECT 1 FROM prs WHERE repo = ? AND number = ?",
-                                self.upstream, int(number)))
+        return bool(self._rows(None, "prs.number = ?", int(number)))
 
     def add_source_pr(self, *, head: str, base: str, title: str, body: str, author: str,
                       state: str = "merged", head_sha: str = "", merge_commit: str = "",
