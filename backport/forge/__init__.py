@@ -48,31 +48,25 @@ def settle_seconds(environ: Mapping[str, str] | None) -> float:
 
 
 def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = None,
-               environ: Mapping[str, str] | None = None,
-               dry_run: bool = False, plan: PlanSink | None = None,
-               timeout: float = 30.0, notify: Callable[[str], None] | None = None,
-               pace_dir: Path | None = None) -> Forge:
+               environ: Mapping[str, str] | None = None, timeout: float = 30.0,
+               notify: Callable[[str], None] | None = None, pace_dir: Path | None = None) -> Forge:
     """The forge of ``branch_map``. Local: ``state_dir / "forge.sqlite"``. GitCode: ``token``,
     else the one ``environ`` holds; ``notify`` hears of rate-limit waits; ``pace_dir`` holds the
     token's request log shared by the host's processes (None: this process's)."""
-    forge: Forge
     if branch_map.forge == "local":
-        forge = LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
-                           fork=branch_map.fork,
-                           user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip())
-    elif branch_map.forge == "gitcode":
+        return LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
+                          fork=branch_map.fork,
+                          user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip())
+    if branch_map.forge == "gitcode":
         from backport.forge.gitcode import GitCodeForge
         from backport.forge.token import resolve_token
         if token is None and environ is not None:
             token = resolve_token(branch_map.api_url, environ)
-        forge = GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
-                             web_url=branch_map.web_url, timeout=timeout,
-                             settle=settle_seconds(environ), windows=rate_windows(environ),
-                             notify=notify, pace_dir=pace_dir)
-    else:
-        raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not local or "
-                          "gitcode.")
-    return dry_run_of(forge, branch_map, plan, environ) if dry_run else forge
+        return GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
+                            web_url=branch_map.web_url, timeout=timeout,
+                            settle=settle_seconds(environ), windows=rate_windows(environ),
+                            notify=notify, pace_dir=pace_dir)
+    raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not local or gitcode.")
 
 
 def dry_run_of(forge: Forge, branch_map: BranchMap, plan: PlanSink | None,

@@ -131,8 +131,7 @@ class Forge(Protocol):
         """The upstream's open and merged PRs into ``base`` numbered above ``number``."""
 
     def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
-                  head_sha: str | None = None,
-                  close_related_issue: bool | None = None,
+                  head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         """Open a PR from fork branch ``head``: create → read back → correct, never duplicated.
         ``on_number`` hears the new number before the read-back; a PR not read back raises with

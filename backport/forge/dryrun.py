@@ -59,9 +59,7 @@ class DryRunForge(Forge):
 
     def current_user(self) -> str:
         """The inner forge's answer; "" where it has nothing to ask with (no token)."""
-        if self.inner is None or self.inner.missing():
-            return ""
-        return self.inner.current_user()
+        return "" if self.inner is None or self.inner.missing() else self.inner.current_user()
 
     def _emit(self, line: str, cost: int = 1) -> None:
         self.writes += cost
@@ -156,9 +154,8 @@ class DryRunForge(Forge):
     def pr_files(self, number: int) -> list[PrFile]:
         return self._read(None, "pr_files", [], number)
 
-    def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None,
+    def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
+                  head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         existing = self.find_open_pr(head, base)
         if existing is not None:
@@ -176,14 +173,14 @@ class DryRunForge(Forge):
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
         current = self.get_pr(number)
-        if number != 0:
-            self._emit(f"PATCH {self._pulls(f'/{number}')} title={_quote(title)} body=<{len(body)} "
-                       f"chars>{_flag('draft', draft)}"
-                       f"{_flag('close_related_issue', close_related_issue)}")
         updated = dataclasses.replace(current, title=title, body=body, planned=True,
                                       draft=current.draft if draft is None else draft)
         if number == 0:
             self._planned[(updated.head, updated.base)] = updated
+        else:
+            self._emit(f"PATCH {self._pulls(f'/{number}')} title={_quote(title)} body=<{len(body)} "
+                       f"chars>{_flag('draft', draft)}"
+                       f"{_flag('close_related_issue', close_related_issue)}")
         return updated
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:

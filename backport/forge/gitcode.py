@@ -58,9 +58,8 @@ def _not_in(wanted: list[int], linked: Sequence[int]) -> list[int]:
 class GitCodeForge(GitCodeReads):
     """Find-or-create PRs on GitCode (REST v5) from ``fork`` branches into ``upstream``."""
 
-    def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None,
+    def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
+                  head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         """Create unless another run opened it meanwhile, read back, correct (module doc)."""
         ask = _Ask(head, base, title, body, draft, head_sha, close_related_issue)
@@ -85,22 +84,17 @@ class GitCodeForge(GitCodeReads):
         full = self._read_created(number, ask)
         return self._correct(number, full, ask)
 
-    def _branch_sha(self, repo: str, branch: str) -> str | None:
-        """The commit ``repo``'s ``branch`` points at, or None when it does not exist."""
-        owner, _, name = repo.partition("/")
-        data = self._get_found(f"/repos/{seg(owner)}/{seg(name)}/branches/{seg(branch)}")
-        if data is None:
-            return None
-        return wire.text(wire.obj(data if isinstance(data, dict) else {}, "commit").get("id"))
-
     def _fork_branch_shown(self, head: str, head_sha: str | None) -> bool:
         """After a refused create: whether the fork branch (at ``head_sha``) showed only after a
         settle wait; raises when it never does."""
         sha: str | None = None
+        owner, _, name = self.fork.partition("/")
         for attempt in range(2):  # a branch pushed a moment ago may take a while to show
             if attempt:
                 self._sleep(self.settle)
-            sha = self._branch_sha(self.fork, head)
+            data = self._get_found(f"/repos/{seg(owner)}/{seg(name)}/branches/{seg(head)}")
+            sha = None if data is None else wire.text(
+                wire.obj(data if isinstance(data, dict) else {}, "commit").get("id"))
             if sha is not None and (not head_sha or not sha or sha == head_sha):
                 return attempt > 0
         if sha is None:
@@ -176,7 +170,7 @@ class GitCodeForge(GitCodeReads):
         for attempt in range(LOOKUPS if settle else 1):
             if attempt:
                 self._sleep(self.settle * attempt)
-            found = self._find(head, base, fresh=True)
+            found = self._match(self._open_prs(fresh=True).values(), head, base)
             if found is not None:
                 return found
         return None
@@ -294,14 +288,12 @@ class GitCodeForge(GitCodeReads):
 
     def _close(self, number: int, pr: PullRequest) -> str | None:
         """PATCH state=closed (again form-encoded if JSON did not take); None, or why not."""
-        fields = {"title": pr.title, "body": pr.body, "state": "closed"}
+        fields: Any = {"title": pr.title, "body": pr.body, "state": "closed"}
         try:
-            self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=fields)
-            if self.get_pr(number).state != "open":
-                return None
-            self.client.request("PATCH", self._pulls(f"/{seg(number)}"), data=fields)
-            if self.get_pr(number).state != "open":
-                return None
+            for kind in ("json", "data"):
+                self.client.request("PATCH", self._pulls(f"/{seg(number)}"), **{kind: fields})
+                if self.get_pr(number).state != "open":
+                    return None
             return "GitCode still shows it open"
         except BackportError as exc:
             return exc.message.rstrip(".")
@@ -330,10 +322,7 @@ class GitCodeForge(GitCodeReads):
             data, not_taken = self._check_update(number, fields, answer, data)
         if "draft" in not_taken and draft is not None:
             data, not_taken = self._draft_by_title(number, fields, draft, data, not_taken)
-        with self._lock:
-            if self._open is not None:
-                self._remember(data)
-            self._whole[number] = data
+        self._remember(number, data)
         return dataclasses.replace(self._to_pr(data), not_taken=tuple(not_taken))
 
     def _draft_by_title(self, number: int, fields: dict[str, Any], draft: bool,

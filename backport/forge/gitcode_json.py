@@ -44,23 +44,12 @@ def text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def as_int(value: Any) -> int:
-    """A number of the service's answer (ValueError unless of at most 10 digits)."""
-    found = json_number(value)
-    if found is None:
-        raise ValueError(f"not a number of at most {MAX_DIGITS} digits")
-    return found
-
-
 # What GitCode may put before a draft's title.
 WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")
 
 
 def strip_wip(title: str) -> str:
-    for prefix in WIP_PREFIXES:
-        if title.startswith(prefix):
-            return title[len(prefix):]
-    return title
+    return next((title[len(p):] for p in WIP_PREFIXES if title.startswith(p)), title)
 
 
 def is_duplicate(message: str) -> bool:
@@ -69,17 +58,19 @@ def is_duplicate(message: str) -> bool:
 
 
 def pr_number(data: dict[str, Any]) -> int:
-    return as_int(data.get("number") if data.get("number") not in (None, "") else data.get("iid"))
+    """The PR's ``number`` (else ``iid``); ValueError unless of at most 10 digits."""
+    found = json_number(data.get("number") if data.get("number") not in (None, "")
+                        else data.get("iid"))
+    if found is None:
+        raise ValueError(f"not a number of at most {MAX_DIGITS} digits")
+    return found
 
 
 def author_of(data: dict[str, Any]) -> str:
     """The login of the PR's author ("" when the object does not say)."""
-    for key in ("user", "author"):
-        side = obj(data, key)
-        for name in ("login", "username"):
-            if text(side.get(name)):
-                return text(side.get(name))
-    return ""
+    names = (text(obj(data, key).get(name)) for key in ("user", "author")
+             for name in ("login", "username"))
+    return next((name for name in names if name), "")
 
 
 def flag(value: Any) -> bool:
@@ -141,14 +132,9 @@ def form(fields: dict[str, Any]) -> dict[str, str]:
 
 
 def issue_numbers(answer: Any) -> list[int]:
-    result = []
-    for item in answer if isinstance(answer, list) else []:
-        value = item.get("number") if isinstance(item, dict) else item
-        try:
-            result.append(as_int(value))
-        except (TypeError, ValueError):
-            continue
-    return result
+    found = (json_number(item.get("number") if isinstance(item, dict) else item)
+             for item in (answer if isinstance(answer, list) else []))
+    return [number for number in found if number is not None]
 
 
 def comment_of(data: dict[str, Any]) -> Comment:

@@ -79,13 +79,9 @@ class GitCodeReads:
     def _to_pr(self, data: dict[str, Any]) -> PullRequest:
         number = wire.pr_number(data)
         head, base = wire.obj(data, "head"), wire.obj(data, "base")
-        state = wire.text(data.get("state")).lower()
-        if state == "merged" or wire.text(data.get("merged_at")):
-            state = "merged"
-        elif state in ("open", "opened", "reopened", "locked", ""):  # locked: open, talk frozen
-            state = "open"
-        else:
-            state = "closed"
+        state = wire.text(data.get("state")).lower()  # locked: open, its talk frozen
+        state = ("merged" if state == "merged" or wire.text(data.get("merged_at")) else
+                 "open" if state in ("open", "opened", "reopened", "locked", "") else "closed")
         draft, title = wire.is_draft(data), wire.text(data.get("title"))
         url = (wire.text(data.get("html_url")) or wire.text(data.get("web_url"))
                or f"{self.web_url}/{self.upstream}/pull/{number}")
@@ -129,9 +125,11 @@ class GitCodeReads:
                 self._open, self._open_at = listing, now
             return self._open
 
-    def _remember(self, data: dict[str, Any]) -> None:
-        """Keep the listing current with what was just read or written of one PR."""
+    def _remember(self, number: int, data: dict[str, Any]) -> None:
+        """Keep PR ``number``'s whole copy and the listing current with what was just read or
+        written of it."""
         with self._lock:
+            self._whole[number] = data
             if self._open is None:
                 return
             for number, item in wire.numbered(iter([data])):
@@ -196,7 +194,7 @@ class GitCodeReads:
         return None
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
-        return self._find(head, base, fresh=False)
+        return self._match(self._open_prs().values(), head, base)
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
         """The open PRs from the kept listing and the merged ones into ``base``."""
@@ -230,16 +228,13 @@ class GitCodeReads:
             self._merged[base] = (read_at, reached, found)
         return found
 
-    def _find(self, head: str, base: str, *, fresh: bool) -> PullRequest | None:
-        return self._match(self._open_prs(fresh=fresh).values(), head, base)
-
     def _opened_since(self, head: str, base: str) -> PullRequest | None:
         """Right before a create: the open PRs into ``base`` read now, and the listing's locked
         ones (one locked since was listed as open); without a listing kept, the whole one."""
         with self._lock:
             listed = self._open is not None and self._clock() - self._open_at <= LISTING_TTL
         if not listed:
-            return self._find(head, base, fresh=True)
+            return self._match(self._open_prs(fresh=True).values(), head, base)
         fresh = dict(wire.numbered(self._pages(self._pulls(), {"state": "open", "base": base,
                                                           **STABLE_ORDER})))
         with self._lock:
@@ -281,12 +276,11 @@ class GitCodeReads:
         """``GET …/pulls/{n}`` and its issues; ``merge_commit_sha`` only where shown."""
         data = self._get_pr_data(number)
         pr = self._to_pr(data)
-        head = wire.obj(data, "head")
         merge_sha = wire.text(data.get("merge_commit_sha")).strip()
         return SourcePrInfo(
             number=pr.number, state=pr.state, title=wire.strip_wip(pr.title), body=pr.body,
-            base=pr.base, head=pr.head, head_sha=wire.text(head.get("sha")).strip(),
-            merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
+            base=pr.base, head=pr.head, merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
+            head_sha=wire.text(wire.obj(data, "head").get("sha")).strip(),
             author=wire.text(wire.obj(data, "user").get("login")),
             issues=tuple(self.linked_issues(number)),
             merged_at=wire.text(data.get("merged_at")).strip())
@@ -314,9 +308,7 @@ class GitCodeReads:
             raise BackportError("forge", f"GitCode API GET {self.api_url}"
                                          f"{self._pulls(f'/{number}')} did not return a JSON "
                                          "object.")
-        self._remember(data)
-        with self._lock:
-            self._whole[number] = data
+        self._remember(number, data)
         return data
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:

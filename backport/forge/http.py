@@ -71,22 +71,6 @@ class ApiTransportError(BackportError):
         super().__init__("forge", message, details={"method": method, "path": path})
 
 
-def error_text(response: requests.Response) -> tuple[str, str | None]:
-    """The server's error message and trace id, whatever the body shape."""
-    try:
-        data = response.json()
-    except ValueError:
-        data = response.text or ""
-    shown = data if isinstance(data, dict) else {}
-    trace = shown.get("trace_id") or shown.get("traceId")
-    message = str(next((shown[k] for k in ("error_message", "message", "error", "msg")
-                        if shown.get(k)), data))
-    message = " ".join(message.split())
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return redact(message) or (response.reason or "no message"), str(trace) if trace else None
-
-
 def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time,
                         date: str | None = None) -> float | None:
     """A Retry-After header's seconds (a delta, or an HTTP date read against the reply's own
@@ -171,20 +155,15 @@ class ApiClient:
         settings = self.session.merge_environment_settings(self.base_url, {}, None, None, None)
         self._proxies, self._verify = settings["proxies"], settings["verify"] or True
         self.session.trust_env = False
-        self._adapters = {unsafe: HTTPAdapter(max_retries=self._retry(
-            max_attempts, IDEMPOTENT | ({"POST"} if unsafe else set())))
-            for unsafe in (False, True)}  # by whether a POST may be sent again
-
-    def _retry(self, attempts: int, methods: frozenset[str]) -> _Retry:
-        retry = _Retry(total=max(1, attempts) - 1, allowed_methods=methods,
-                       status_forcelist=(500, 502, 503, 504), backoff_factor=1.0,
-                       backoff_max=30.0, backoff_jitter=1.0, raise_on_status=False,
-                       raise_on_redirect=False, respect_retry_after_header=False)
-        retry.client = self
-        return retry
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
+        self._adapters: dict[bool, HTTPAdapter] = {}
+        for unsafe in (False, True):  # by whether a POST may be sent again
+            retry = _Retry(total=max(1, max_attempts) - 1,
+                           allowed_methods=IDEMPOTENT | ({"POST"} if unsafe else set()),
+                           status_forcelist=(500, 502, 503, 504), backoff_factor=1.0,
+                           backoff_max=30.0, backoff_jitter=1.0, raise_on_status=False,
+                           raise_on_redirect=False, respect_retry_after_header=False)
+            retry.client = self
+            self._adapters[unsafe] = HTTPAdapter(max_retries=retry)
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 json: Any = None, data: Mapping[str, str] | None = None,
@@ -195,7 +174,7 @@ class ApiClient:
         method = method.upper()
         again = (method in IDEMPOTENT) if retry is None else retry
         prepared = self.session.prepare_request(requests.Request(
-            method, self.url(path), params=params, json=json, data=data))
+            method, self.base_url + path, params=params, json=json, data=data))
         if self._token:
             prepared.headers["PRIVATE-TOKEN"] = self._token
         started = time.monotonic()
@@ -264,21 +243,27 @@ class ApiClient:
             what = f"failed ({redact(' '.join(str(exc).split()))[:200]})"
         count = int(getattr(self._attempt, "count", 1))
         return ApiTransportError(
-            redact(f"{SERVICE} {method} {self.url(path)} {what}"
+            redact(f"{SERVICE} {method} {self.base_url}{path} {what}"
                    f"{'' if count <= 1 else f' ({count} attempts)'}."), method=method, path=path)
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
-        status = response.status_code
-        trace_id: str | None = None
+        """The error of a non-2xx answer: the server's message and trace id, whatever the body."""
+        status, data = response.status_code, _decode(response) or ""
+        shown = data if isinstance(data, dict) else {}
+        trace_id = shown.get("trace_id") or shown.get("traceId")
         if 300 <= status < 400:
             where = redact(response.headers.get("Location", "elsewhere"))
             server_message = f"redirect to {where} (not followed)"
         else:
-            server_message, trace_id = error_text(response)
+            server_message = " ".join(str(next((shown[k] for k in (
+                "error_message", "message", "error", "msg") if shown.get(k)), data)).split())
+            if len(server_message) > 300:
+                server_message = server_message[:297] + "..."
+            server_message = redact(server_message) or (response.reason or "no message")
         refused = status == 401 or (status == 403 and path.rstrip("/") == "/user")
         code = "auth" if refused else "forge"
         trace = f" (trace id {trace_id})" if trace_id else ""
-        message = redact(f"{SERVICE} {method} {self.url(path)} answered {status}: "
+        message = redact(f"{SERVICE} {method} {self.base_url}{path} answered {status}: "
                          f"{server_message}{trace}.")
         return ApiError(code, message, method=method, path=path, status=status,
                         server_message=server_message)
@@ -294,10 +279,9 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(item))
         yield item
-        for nxt in (getattr(item, "reason", None), item.__cause__, item.__context__,
-                    *(a for a in getattr(item, "args", ()) if isinstance(a, BaseException))):
-            if isinstance(nxt, BaseException):
-                todo.append(nxt)
+        todo.extend(nxt for nxt in (getattr(item, "reason", None), item.__cause__,
+                                    item.__context__, *getattr(item, "args", ()))
+                    if isinstance(nxt, BaseException))
 
 
 def _unreachable(exc: BaseException) -> str:

@@ -87,8 +87,11 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-# A PR row with the author add_source_pr recorded (NULL for one this tool opened).
-PRS = "SELECT prs.*, s.author AS author FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
+# A PR row with what add_source_pr recorded of it (NULL for one this tool opened).
+PRS = ("SELECT prs.*, s.author AS author, s.head_sha AS head_sha, s.merge_commit AS merge_commit,"
+       " m.merged_at AS merged_at FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
+       " LEFT JOIN pr_merged m ON m.pr = prs.number")
+OPEN_FROM = "prs.head_repo = ? AND prs.head = ? AND prs.base = ? AND prs.state = 'open'"
 
 
 class LocalForge(Forge):
@@ -162,14 +165,20 @@ class LocalForge(Forge):
             base=row["base"], state=row["state"], draft=bool(row["draft"]),
             author=row["author"] or str(row["head_repo"]).partition("/")[0])
 
+    def _rows(self, conn: sqlite3.Connection | None, where: str,
+              *args: object) -> list[sqlite3.Row]:
+        """The upstream's PR rows ``where`` holds (through ``conn``, else a connection of its
+        own), by number."""
+        sql = f"{PRS} WHERE prs.repo = ? AND {where} ORDER BY prs.number"
+        if conn is not None:
+            return conn.execute(sql, (self.upstream, *args)).fetchall()
+        return self._query(sql, self.upstream, *args)
+
     def _prs(self, where: str, *args: object) -> list[PullRequest]:
-        return [self._pr(r) for r in self._query(f"{PRS} WHERE prs.repo = ? AND {where} "
-                                                 "ORDER BY prs.number", self.upstream, *args)]
+        return [self._pr(r) for r in self._rows(None, where, *args)]
 
     def _row(self, conn: sqlite3.Connection | None, number: int) -> sqlite3.Row:
-        """PR ``number``'s row (through ``conn``, else a connection of its own)."""
-        sql, args = f"{PRS} WHERE prs.repo = ? AND prs.number = ?", (self.upstream, number)
-        rows = conn.execute(sql, args).fetchall() if conn is not None else self._query(sql, *args)
+        rows = self._rows(conn, "prs.number = ?", number)
         if not rows:
             raise BackportError("forge", f"The local forge {self.path} has no PR !{number} "
                                          f"in {self.upstream}.")
@@ -189,8 +198,7 @@ class LocalForge(Forge):
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         if not self.path.exists():  # nothing to find (and no user asked for)
             return None
-        found = self._prs("prs.head_repo = ? AND prs.head = ? AND prs.base = ? AND "
-                          "prs.state = 'open'", self.fork, head, base)
+        found = self._prs(OPEN_FROM, self.fork, head, base)
         return found[0] if found else None
 
     def get_pr(self, number: int) -> PullRequest:
@@ -199,14 +207,12 @@ class LocalForge(Forge):
     def get_source_pr(self, number: int) -> SourcePrInfo:
         """PR ``number`` with what :meth:`add_source_pr` recorded of its commits."""
         row = self._row(None, number)
-        extra = self._query("SELECT head_sha, merge_commit FROM pr_sources WHERE pr = ?", number)
-        merged = self._query("SELECT merged_at FROM pr_merged WHERE pr = ?", number)
         return SourcePrInfo(
             number=number, state=row["state"], title=row["title"], body=row["body"],
-            base=row["base"], head=row["head"], head_sha=extra[0]["head_sha"] if extra else "",
-            merge_commit_sha=extra[0]["merge_commit"] if extra else "",
-            author=row["author"] or "", issues=tuple(self.linked_issues(number)),
-            merged_at=merged[0]["merged_at"] if merged and row["state"] == "merged" else "")
+            base=row["base"], head=row["head"], head_sha=row["head_sha"] or "",
+            merge_commit_sha=row["merge_commit"] or "", author=row["author"] or "",
+            issues=tuple(self.linked_issues(number)),
+            merged_at=row["merged_at"] or "" if row["state"] == "merged" else "")
 
     def pr_files(self, number: int) -> list[PrFile]:
         self._row(None, number)
@@ -214,22 +220,18 @@ class LocalForge(Forge):
             "SELECT old_path, new_path FROM pr_files WHERE pr = ? ORDER BY seq", number)]
 
     def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
-        if state == "all":
-            return self._prs("1")
-        return self._prs("prs.state = ?", state)
+        return self._prs("1") if state == "all" else self._prs("prs.state = ?", state)
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
         return self._prs("prs.base = ? AND prs.number > ? AND prs.state IN ('open', 'merged')",
                          base, int(number))
 
-    def create_pr(self, head: str, base: str, title: str, body: str, *,
-                  draft: bool = False, head_sha: str | None = None,
-                  close_related_issue: bool | None = None,
+    def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
+                  head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         with self._write() as conn:
-            row = conn.execute(f"{PRS} WHERE prs.repo = ? AND prs.head_repo = ? AND prs.head = ? "
-                               "AND prs.base = ? AND prs.state = 'open' ORDER BY prs.number",
-                               (self.upstream, self.fork, head, base)).fetchone()
+            rows = self._rows(conn, OPEN_FROM, self.fork, head, base)
+            row = rows[0] if rows else None
             if row is None:
                 now = _now()
                 cursor = conn.execute(
@@ -283,8 +285,7 @@ class LocalForge(Forge):
 
     def has_pr(self, number: int) -> bool:
         """Whether this forge holds PR ``number`` of its upstream."""
-        return bool(self._query("SELECT 1 FROM prs WHERE repo = ? AND number = ?",
-                                self.upstream, int(number)))
+        return bool(self._rows(None, "prs.number = ?", int(number)))
 
     def add_source_pr(self, *, head: str, base: str, title: str, body: str, author: str,
                       state: str = "merged", head_sha: str = "", merge_commit: str = "",

@@ -44,24 +44,7 @@ def parse_windows(text: str) -> Windows:
         if not sep or limit <= 0 or not 0 < period < math.inf:
             raise ValueError(part)
         windows.append((limit, period))
-    if not windows:
-        raise ValueError(text)
     return tuple(windows)
-
-
-def window_delay(stamps: list[float], windows: Windows, now: float) -> tuple[float, str]:
-    """Seconds until one more request fits every window, and why; ``stamps``: when each request
-    was answered (``inf`` while it travels)."""
-    delay, why = 0.0, ""
-    for limit, period in windows:
-        inside = sorted(s for s in stamps if s > now - period)
-        if len(inside) >= limit:
-            wait = inside[len(inside) - limit] + period - now
-            if wait > delay:
-                delay = wait
-                unit = period_text(period)
-                why = f"{len(inside)} requests in the last {unit}; the limit is {limit} per {unit}"
-    return delay, why
 
 
 def period_text(seconds: float) -> str:
@@ -131,8 +114,14 @@ class RequestLog:
             paused = float(state.get("paused_until") or -math.inf)
             if paused > now and paused > pause_seen:
                 return paused - now, PAUSED, None, paused
-            delay, why = window_delay([math.inf if a is None else float(a) for _, _, a in kept],
-                                      windows, now)
+            stamps = [math.inf if a is None else float(a) for _, _, a in kept]  # inf: travels
+            delay, why = 0.0, ""
+            for limit, period in windows:
+                inside = sorted(s for s in stamps if s > now - period)
+                if len(inside) >= limit and inside[len(inside) - limit] + period - now > delay:
+                    delay, unit = inside[len(inside) - limit] + period - now, period_text(period)
+                    why = f"{len(inside)} requests in the last {unit}; the limit is {limit} per " \
+                          f"{unit}"
             if delay > 0:
                 return delay, why, None, None
             self._serial += 1

@@ -21,55 +21,41 @@ def web_host(api_url: str) -> tuple[str, str]:
     """``(protocol, host[:port])`` of the forge's web/git host for an API URL
     (``https://api.gitcode.com/api/v5`` -> ``("https", "gitcode.com")``)."""
     parts = urlsplit(api_url)
-    host = parts.hostname or ""
-    if host.startswith("api."):
-        host = host[len("api."):]
+    host = (parts.hostname or "").removeprefix("api.")
     if parts.port:
         host = f"{host}:{parts.port}"
     return (parts.scheme or "https"), host
 
 
-def credential_fill(protocol: str, host: str, environ: Mapping[str, str] = os.environ,
-                    timeout: float = 10.0) -> str | None:
-    """The password git's credential helpers hold for ``protocol://host``, or None; git never
-    prompts, and runs outside any repository, so only the user's and system's helpers answer."""
-    env = dict(environ)
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
-                "LANG": "C", "LC_ALL": "C", "GIT_DIR": os.devnull})
-    request = f"protocol={protocol}\nhost={host}\n\n"
-    try:
-        done = process.run(["git", "credential", "fill"], stdin=request.encode(), env=env,
-                           timeout=timeout)
-    except BackportError:  # git cannot start
-        return None
-    if not done.ok:
-        return None
-    for line in done.out.splitlines():
-        key, _, value = line.partition("=")
-        if key == "password" and value:
-            return value
-    return None
-
-
 def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str | None:
-    """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else git's credential
-    store; registered as a secret, refused (the token unsaid) if it holds a control character."""
-    token = None
+    """The forge token: ``GITCODE_TOKEN``, else ``BACKPORT_TOKEN``, else the password git's
+    credential helpers hold for the web host (git never prompts, and runs outside any repository,
+    so only the user's and system's helpers answer); registered as a secret, refused (the token
+    unsaid) if it holds a control character."""
     for var in process.SECRET_VARS:  # GITCODE_TOKEN first
         value = (environ.get(var) or "").strip()
         if value:
             _refuse_control(value, var)
-            token = value
-            break
-    if token is None:
-        protocol, host = web_host(api_url)
-        if host:
-            token = credential_fill(protocol, host, environ)
-            if token:
-                _refuse_control(token, f"the password git credential fill gives for {host}")
-    if token:
-        register_secret(token)
-    return token or None
+            register_secret(value)
+            return value
+    protocol, host = web_host(api_url)
+    if not host:
+        return None
+    env = {**environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
+           "LANG": "C", "LC_ALL": "C", "GIT_DIR": os.devnull}
+    try:
+        done = process.run(["git", "credential", "fill"],
+                           stdin=f"protocol={protocol}\nhost={host}\n\n".encode(), env=env,
+                           timeout=10.0)
+    except BackportError:  # git cannot start
+        return None
+    lines = (line.partition("=") for line in done.out.splitlines())
+    token = next((value for key, _, value in lines if key == "password" and value), "")
+    if not done.ok or not token:
+        return None
+    _refuse_control(token, f"the password git credential fill gives for {host}")
+    register_secret(token)
+    return token
 
 
 def _refuse_control(token: str, where: str) -> None:
@@ -83,8 +69,11 @@ def _refuse_control(token: str, where: str) -> None:
                       f"{len(token)} (the token is not shown); set it again without it")
 
 
-def askpass_program() -> Path:
-    """`ASKPASS_PROGRAM`, made executable where an install lost its mode bit."""
+def askpass_env(token: str, username: str | None = None,
+                environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Environment that lets ``git push https://…`` authenticate with ``token`` through the
+    askpass program (made executable where an install lost its mode bit), as ``username``
+    (default ``oauth2``); credential helpers are off so a stale stored password cannot win."""
     if not os.access(ASKPASS_PROGRAM, os.X_OK):
         with contextlib.suppress(OSError):
             os.chmod(ASKPASS_PROGRAM, ASKPASS_PROGRAM.stat().st_mode | 0o555)
@@ -92,18 +81,10 @@ def askpass_program() -> Path:
         raise BackportError("config", f"git's askpass program {ASKPASS_PROGRAM} of the installed "
                                       "package is missing or not executable; install backport "
                                       "again")
-    return ASKPASS_PROGRAM
-
-
-def askpass_env(token: str, username: str | None = None,
-                environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Environment that lets ``git push https://…`` authenticate with ``token`` through the
-    askpass program, as ``username`` (default ``oauth2``); credential helpers are switched off
-    so a stale stored password cannot win."""
     register_secret(token)
     count = int(environ.get("GIT_CONFIG_COUNT", "0") or 0)
     return {
-        "GIT_ASKPASS": str(askpass_program()),
+        "GIT_ASKPASS": str(ASKPASS_PROGRAM),
         "BACKPORT_ASKPASS_TOKEN": token,
         "BACKPORT_ASKPASS_USER": username or "oauth2",
         "GIT_TERMINAL_PROMPT": "0",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from backport.errors import ConfigError
-from backport.forge import make_forge
+from backport.forge import dry_run_of, make_forge
 from backport.forge.dryrun import DryRunForge
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
@@ -48,8 +48,8 @@ def run_dry(forge) -> None:
 
 def test_gitcode_dry_run_reads_but_never_writes(tmp_path: Path, server: FakeGitCode) -> None:
     plan: list[str] = []
-    forge = make_forge(branch_map(tmp_path, "gitcode", server.url), tmp_path, token=TOKEN,
-                       dry_run=True, plan=plan.append, timeout=5)
+    bm = branch_map(tmp_path, "gitcode", server.url)
+    forge = dry_run_of(make_forge(bm, tmp_path, token=TOKEN, timeout=5), bm, plan.append, None)
     assert isinstance(forge, DryRunForge) and forge.name == "gitcode"
     run_dry(forge)
     assert server.requests and {r.method for r in server.requests} == {"GET"}
@@ -65,8 +65,8 @@ def test_gitcode_dry_run_updates_an_existing_pr_in_the_plan(tmp_path: Path,
     existing = server.add_pr(head_repo=FORK, head=BRANCH, base=BASE, title="old")
     existing.issues.append(3216)
     plan: list[str] = []
-    forge = make_forge(branch_map(tmp_path, "gitcode", server.url), tmp_path, token=TOKEN,
-                       dry_run=True, plan=plan.append, timeout=5)
+    bm = branch_map(tmp_path, "gitcode", server.url)
+    forge = dry_run_of(make_forge(bm, tmp_path, token=TOKEN, timeout=5), bm, plan.append, None)
     run_dry(forge)
     assert {r.method for r in server.requests} == {"GET"}
     assert plan[0] == f"PATCH /repos/{UPSTREAM}/pulls/{existing.number} title='old' body=<10 chars>"
@@ -75,8 +75,8 @@ def test_gitcode_dry_run_updates_an_existing_pr_in_the_plan(tmp_path: Path,
 
 def test_gitcode_dry_run_without_token_skips_reads(tmp_path: Path, server: FakeGitCode) -> None:
     plan: list[str] = []
-    forge = make_forge(branch_map(tmp_path, "gitcode", server.url), tmp_path, token=None,
-                       dry_run=True, plan=plan.append)
+    bm = branch_map(tmp_path, "gitcode", server.url)
+    forge = dry_run_of(make_forge(bm, tmp_path, token=None), bm, plan.append, None)
     run_dry(forge)
     assert server.requests == []
     assert "skipped (no GitCode token)" in plan[0]
@@ -85,8 +85,8 @@ def test_gitcode_dry_run_without_token_skips_reads(tmp_path: Path, server: FakeG
 
 def test_local_dry_run_writes_nothing(tmp_path: Path) -> None:
     plan: list[str] = []
-    forge = make_forge(branch_map(tmp_path, "local"), tmp_path / ".backport", dry_run=True,
-                       plan=plan.append)
+    bm = branch_map(tmp_path, "local")
+    forge = dry_run_of(make_forge(bm, tmp_path / ".backport"), bm, plan.append, None)
     run_dry(forge)
     assert not (tmp_path / ".backport").exists()
     assert len(plan) == 5
@@ -95,7 +95,8 @@ def test_local_dry_run_writes_nothing(tmp_path: Path) -> None:
 def test_plan_lines_are_redacted(tmp_path: Path) -> None:
     register_secret(TOKEN)  # what resolve_token does for a token it finds
     plan: list[str] = []
-    forge = make_forge(branch_map(tmp_path, "local"), tmp_path, dry_run=True, plan=plan.append)
+    bm = branch_map(tmp_path, "local")
+    forge = dry_run_of(make_forge(bm, tmp_path), bm, plan.append, None)
     forge.create_pr(BRANCH, BASE, f"title with {TOKEN}", "b")
     assert TOKEN not in plan[0]
 
