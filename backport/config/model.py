@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,10 +52,7 @@ class Environment:
 
     @property
     def interpreter(self) -> Path:
-        if self.python is not None:
-            return self.python
-        assert self.venv is not None
-        return self.venv / "bin" / "python"
+        return self.python or typing.cast(Path, self.venv) / "bin" / "python"
 
 
 @dataclass(frozen=True)
@@ -189,9 +187,7 @@ class PatchSet:
 
     def paths_for(self, target: str) -> tuple[str, ...]:
         """Repository paths the series for ``target`` touches, plus the test paths."""
-        paths = set(self.touched_paths.get(target, ()))
-        paths.update(t.path for t in self.tests)
-        return tuple(sorted(paths))
+        return tuple(sorted({*self.touched_paths.get(target, ()), *(t.path for t in self.tests)}))
 
 
 @dataclass(frozen=True)
@@ -207,10 +203,6 @@ class Project:
     @property
     def state_dir(self) -> Path:
         return self.root / ".backport"
-
-    def with_branch_map(self, branch_map: BranchMap) -> Project:
-        """The project with ``branch_map`` (its fork named: `BranchMap.with_login`)."""
-        return dataclasses.replace(self, branch_map=branch_map)
 
 
 # Release order of target branches: ``master`` / ``main`` newest, ``vX.Y.Z`` (and

@@ -55,9 +55,7 @@ def read_bytes(path: Path, limit: int = -1) -> bytes:
 def home_as_tilde(text: str) -> str:
     """A path as text, with the home directory written as ``~`` (never a path of this user)."""
     home = os.path.expanduser("~").rstrip("/")
-    if home and (text == home or text.startswith(home + "/")):
-        return "~" + text[len(home) :]
-    return text
+    return "~" + text[len(home) :] if home and (text + "/").startswith(home + "/") else text
 
 
 @dataclass(frozen=True)
@@ -269,10 +267,8 @@ def refname_problem(name: str) -> str | None:
             return "contains a control character"
         if ch in _FORBIDDEN_CHARS:
             return "contains a space" if ch == " " else f"contains '{ch}'"
-    if ".." in name:
-        return "contains '..'"
-    if "@{" in name:
-        return "contains '@{'"
+    if bad := next((text for text in ("..", "@{") if text in name), None):
+        return f"contains '{bad}'"
     if name.startswith("/") or name.endswith("/"):
         return "starts or ends with '/'"
     if "//" in name:
@@ -344,9 +340,7 @@ def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
 
 def resolve_url(url: str, base: Path) -> str:
     """``url`` with a local path made absolute against ``base`` (``~`` expanded)."""
-    if not is_local_path(url):
-        return url
-    return os.path.normpath(base / os.path.expanduser(url))  # an absolute path replaces base
+    return os.path.normpath(base / os.path.expanduser(url)) if is_local_path(url) else url
 
 
 def repo_identity(url: str) -> str:
@@ -364,7 +358,4 @@ def repo_identity(url: str) -> str:
     else:  # scp-like [user@]host:path
         host, _, path = url.partition(":")
         key = f"{host.rsplit('@', 1)[-1].lower()}/{path.strip('/').lower()}"
-    key = key.rstrip("/")
-    if key.endswith(".git"):
-        key = key[: -len(".git")].rstrip("/")
-    return key
+    return key.rstrip("/").removesuffix(".git").rstrip("/")
