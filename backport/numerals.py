@@ -23,9 +23,7 @@ def number(digits: str) -> int | None:
 
 def json_number(value: Any) -> int | None:
     """A JSON integer (never a boolean) or string of digits below ``LIMIT``; None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value if 0 <= value < LIMIT else None
     return number(value) if isinstance(value, str) else None
 

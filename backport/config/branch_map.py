@@ -78,9 +78,8 @@ def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 def cache_root(environ: Mapping[str, str]) -> Path:
     """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
-    if configured := environ.get("BACKPORT_CACHE"):
-        return Path(configured).expanduser()
-    return Path(platformdirs.user_cache_dir("backport"))
+    configured = environ.get("BACKPORT_CACHE")
+    return Path(configured or platformdirs.user_cache_dir("backport")).expanduser()
 
 
 def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> BranchMap:
@@ -179,8 +178,7 @@ def _template(doc: Doc, v: Val) -> str:
 
 
 def _local_path(doc: Doc, v: Val) -> Path:
-    path = Path(os.path.expanduser(doc.string(v, max_len=1024)))
-    return Path(os.path.normpath(doc.path.parent / path))
+    return Path(os.path.normpath(doc.path.parent / os.path.expanduser(doc.string(v, max_len=1024))))
 
 
 def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
