@@ -75,8 +75,6 @@ def _record(cls: type, data: Any, where: str) -> Any:
     hints = _hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
         tp = hints[f.name]
         value = data.get(f.name)
         if f.name not in data or (value is None and not _admits_none(tp)):

@@ -65,9 +65,7 @@ class YSeq(list):
 class _Loader(yaml.SafeLoader):
     """SafeLoader whose composer refuses deep nesting (it recurses once per level)."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
+    _depth = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         self._depth += 1
@@ -205,8 +203,7 @@ def parse_yaml(text: str) -> Any:
         raise _syntax_problem(exc, text) from None
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, max(exc.position, 0)) + 1
-        text = f"YAML cannot contain the character U+{exc.character:04X}"
-        raise LineProblem(line, text) from None
+        raise LineProblem(line, f"YAML cannot contain the character U+{exc.character:04X}") from None
     except yaml.YAMLError as exc:
         raise LineProblem(None, f"YAML syntax error: {exc}") from None
     except RecursionError:  # aliases nested in aliases: deeper when built than when read
