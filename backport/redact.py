@@ -72,8 +72,3 @@ def redact(text: str) -> str:
 def registered() -> tuple[str, ...]:
     with _lock:
         return tuple(_secrets)
-
-
-def holds_secret(text: str, secrets: tuple[str, ...] | None = None) -> bool:
-    """True when ``text`` contains a registered secret (of ``secrets``, a `registered` snapshot)."""
-    return any(secret in text for secret in (registered() if secrets is None else secrets))

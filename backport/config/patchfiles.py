@@ -193,8 +193,11 @@ class _Parser:
             self.end_message(n)
             self.msg_line, self.state = n, "headers"
             self.has_from, self.subject, self.diffs = False, None, 0
+        elif self.state == "headers" and line:
+            self.headers.append(line)
         elif self.state == "headers":
-            self.header_line(line)
+            self.state = "body"
+            self.read_headers()
         elif line.startswith("diff --git "):
             self.start_section(n, line)
         elif self.state == "body":
@@ -205,13 +208,6 @@ class _Parser:
         elif self.state == "diff":
             self.diff_line(n, line)
         # "binary" and "trailer": skip until the next section or message
-
-    def header_line(self, line: str) -> None:
-        if line:
-            self.headers.append(line)
-            return
-        self.state = "body"
-        self.read_headers()
 
     def read_headers(self) -> None:
         """``From:`` and ``Subject:`` (the first message's ``From:`` is the patch's author)."""
