@@ -72,8 +72,7 @@ class TestResult:
     def of_runs(cls, runs: Sequence[TestRun], commit: str | None,
                 patch_tests: Sequence[tuple[str, str]] = (),
                 changes: ChangeScope | None = None) -> TestResult:
-        """One result of the runs of every test file: ok only when every run passed and every
-        test the patch adds (``patch_tests``) says ``ok``."""
+        """The runs folded into one: ok when every run passed and every added test says ok."""
         lines = tuple(line for r in runs for line in r.summary)
         return cls(
             ran=sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None,
@@ -435,8 +434,7 @@ class BranchRecord:
 
 
 def upgrade_v1(data: dict[str, Any], target: str) -> dict[str, Any]:
-    """A version 1 journal's branch record in today's JSON form, named ``target`` (its key)
-    where it names none."""
+    """A version 1 journal's record of ``target`` (its key) in today's JSON form."""
     data = {**data, "target": data.get("target") or target,
             "fork_branch": data.get("fork_branch") or ""}
     test = data.get("test")

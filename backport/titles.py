@@ -89,10 +89,8 @@ _TRUNKS = ("master", "main")  # named by a tag even when not mapped
 
 
 def title_key(title: str, branches: Iterable[str]) -> str:
-    """A title as the audit's same-title rules compare it: `strip_branch_tags`, then less any
-    release or branch name in a bracket among other words (``[torch_2.7.1]``) or at its start
-    or end after a separator or space (``… master``); brackets spaced alike, lower case,
-    without a closing full stop. A title that is nothing but a tag keeps its words."""
+    """A title as the audit compares it: `strip_branch_tags`, less release or branch names in
+    brackets (``[torch_2.7.1]``) or at either end (``… master``), lower case, no full stop."""
     names = tuple(branches)
     title = strip_branch_tags(title, names)
     longest_first = sorted({b for b in names if b} | set(_TRUNKS), key=len, reverse=True)
