@@ -192,12 +192,10 @@ def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) ->
     each target's series touches; every patch file read and parsed once."""
     shared_files = _patch_files(dir)
     files: dict[str, tuple[Path, ...]] = {}
-    seen = 0
-    for current, subdirs, _files in os.walk(dir):
+    for seen, (current, subdirs, _files) in enumerate(os.walk(dir)):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-        if Path(current) == dir:
+        if seen == 0:  # the set's own folder
             continue
-        seen += 1
         if seen > MAX_VARIANT_DIRS:
             raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} "
                                "sub-directories")
