@@ -190,8 +190,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> LineProblem:
     if mark.line + 1 > last:
         mark = opened if opened is not None and opened.line + 1 <= last else mark
         problem += "; the file ends before it is closed" if opened is not None else ""
-        return LineProblem(min(mark.line + 1, last), f"YAML syntax error: {problem}")
-    return LineProblem(mark.line + 1, f"YAML syntax error: {problem}")
+    return LineProblem(min(mark.line + 1, last), f"YAML syntax error: {problem}")
 
 
 def parse_yaml(text: str) -> Any:
