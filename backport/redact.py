@@ -44,8 +44,7 @@ def escaped_forms(secret: str) -> set[str]:
         encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii").rstrip("=")
         first = -(-8 * shift // 6)  # the first character made of the secret's bits only
         last = 8 * (shift + len(raw)) // 6  # one past the last such character
-        middle = encoded[first:last]
-        if len(middle) >= 8:
+        if len(middle := encoded[first:last]) >= 8:
             forms.add(middle)
             forms.add(middle.replace("+", "-").replace("/", "_"))  # URL-safe base64
     return forms - {secret}

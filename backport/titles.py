@@ -51,8 +51,7 @@ def _strip_leading(title: str, branches: tuple[str, ...]) -> str:
             kept.append(found.group(0).lstrip())
         at = found.end()
     rest = title[at:]
-    scope = _SCOPE.match(rest)
-    if scope is not None and _names_any(scope.group(2), branches):
+    if (scope := _SCOPE.match(rest)) is not None and _names_any(scope.group(2), branches):
         rest = f"{scope.group(1)}{scope.group(3)}: {rest[scope.end():]}"
     return "".join(kept) + rest
 
@@ -61,8 +60,7 @@ def _strip_trailing(title: str, branches: tuple[str, ...]) -> str:
     """The title without the trailing tags naming a branch."""
     while True:
         for pattern in _TRAILING:
-            found = pattern.search(title)
-            if found is None:
+            if (found := pattern.search(title)) is None:
                 continue
             groups = found.groups()
             if len(groups) == 3 and _OPEN_CLOSE[groups[0]] != groups[2]:

@@ -91,8 +91,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     doc = Doc(path)
     root = doc.load()
     top = doc.mapping(root, TOP_KEYS, required=("forge", "upstream", "environments", "branches"))
-    forge = doc.string(top["forge"])
-    if forge not in FORGES:
+    if (forge := doc.string(top["forge"])) not in FORGES:
         doc.fail(top["forge"], f"must be 'gitcode' or 'local', not '{forge}'"
                                f"{suggest(forge, FORGES)}")
     upstream = _repo_name(doc, top["upstream"])
@@ -321,8 +320,7 @@ def _targets(doc: Doc, v: Val, environments: Mapping[str, Environment]) -> dict[
         if not isinstance(value.value, dict):
             doc.fail(value, "must be a mapping like {env: ENVIRONMENT}")
         fields = doc.mapping(value, ("env", "title_tag"), required=("env",))
-        env = doc.string(fields["env"])
-        if env not in environments:
+        if (env := doc.string(fields["env"])) not in environments:
             doc.fail(fields["env"], f"unknown environment '{env}'{suggest(env, environments)}")
         tag = _title_tag(doc, fields["title_tag"], key.value) if "title_tag" in fields else None
         targets[key.value] = Target(name=key.value, env=env, title_tag=tag)

@@ -121,8 +121,7 @@ def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
     commit = doc.string(f["source_commit"], max_len=64, allow_ints=True)
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
         doc.fail(f["source_commit"], f"'{commit[:64]}' is not a full 40-hex commit sha")
-    found_by = doc.string(f["source_found_by"])
-    if found_by not in FOUND_BY:
+    if (found_by := doc.string(f["source_found_by"])) not in FOUND_BY:
         doc.fail(f["source_found_by"], f"must be one of {', '.join(repr(x) for x in FOUND_BY)}, "
                                        f"not '{found_by}'{suggest(found_by, FOUND_BY)}")
     return SourcePr(number=number, base=base, commit=commit,
@@ -150,8 +149,7 @@ def _test_spec(doc: Doc, v: Val) -> TestSpec:
 def _patch_branches(doc: Doc, v: Val, branch_map: BranchMap) -> tuple[str, ...]:
     chosen: set[str] = set()
     for item in doc.items(v, "list of target branches", 256):
-        name = doc.string(item)
-        if name not in branch_map.targets:
+        if (name := doc.string(item)) not in branch_map.targets:
             doc.fail(item, f"unknown target branch '{name}' (not in "
                            f"{display_path(branch_map.path)}){suggest(name, branch_map.targets)}")
         if name in chosen:
@@ -214,8 +212,7 @@ def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) ->
     variants = {target: tuple(map(read_patch, found)) for target, found in files.items()}
     touched: dict[str, tuple[str, ...]] = {}
     for target in branches:
-        series = variants.get(target, shared)
-        if not series:
+        if not (series := variants.get(target, shared)):
             raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target "
                                f"'{target}'")
         touched[target] = tuple(sorted({path for patch in series for path in patch.paths}))

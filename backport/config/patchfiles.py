@@ -98,8 +98,7 @@ class Patch:
 
 def unquote_git_path(text: str) -> tuple[str, int]:
     """Decode a C-quoted git path at the start of ``text``; returns it and the index after it."""
-    quoted = _QUOTED.match(text)
-    if quoted is None:
+    if (quoted := _QUOTED.match(text)) is None:
         raise ValueError("unterminated quoted path")
     if not _GIT_ESCAPES.fullmatch(quoted.group(1)):
         raise ValueError("bad escape in quoted path")
@@ -250,8 +249,7 @@ class _Parser:
         assert sec is not None
         try:
             if line.startswith("@@"):
-                m = _HUNK.match(line)
-                if not m:
+                if not (m := _HUNK.match(line)):
                     raise ValueError("malformed hunk header")
                 self.old = int(m.group(2) or 1)
                 self.new = int(m.group(4) or 1)

@@ -306,8 +306,7 @@ def git_url_problem(url: str) -> str | None:
     if _HELPER.match(url):
         return "uses a remote helper ('name::'), which is not allowed"
     if "://" in url:
-        scheme = url.split("://", 1)[0].lower()
-        if scheme not in _ALLOWED_SCHEMES:
+        if (scheme := url.split("://", 1)[0].lower()) not in _ALLOWED_SCHEMES:
             return f"uses the scheme '{scheme}' (use https, ssh, git, file or a path)"
         return _url_parts_problem(url, need_host=scheme != "file")
     return None

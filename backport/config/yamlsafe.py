@@ -180,8 +180,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> LineProblem:
     last = max(len(lines), 1)
     opened = exc.context_mark
     if opened is not None and opened.line < len(lines) and opened.line != mark.line:
-        char = lines[opened.line][opened.column:opened.column + 1]
-        if char in _OPENERS:
+        if (char := lines[opened.line][opened.column:opened.column + 1]) in _OPENERS:
             where = ("the file ends before it is closed" if mark.line + 1 > last else
                      f"on line {mark.line + 1}, column {mark.column + 1}: {exc.problem}")
             return LineProblem(opened.line + 1, f"YAML syntax error: {_OPENERS[char]} opened "
