@@ -171,17 +171,14 @@ def listdir(directory: Path) -> list[Path]:
 
 def _patch_files(directory: Path) -> tuple[Path, ...]:
     """The ``NNNN-*.patch`` files directly in ``directory``, in name order."""
-    found = []
-    for entry in listdir(directory):
-        if not entry.name.endswith(".patch"):
-            continue
+    found = tuple(entry for entry in listdir(directory) if entry.name.endswith(".patch"))
+    for entry in found:
         if not PATCH_FILE.fullmatch(entry.name):
             raise config_error(f"{display_path(entry)}: patch file names must look like "
                                "NNNN-name.patch")
         if not entry.is_file():
             raise config_error(f"{display_path(entry)} is not a regular file")
-        found.append(entry)
-    return tuple(found)
+    return found
 
 
 def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[

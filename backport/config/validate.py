@@ -126,10 +126,9 @@ class Doc:
             raise self.error(1, f"must be a mapping of keys to values, not {kind(root)}")
         return Val(root, root.line, "")
 
-    def mapping(self, v: Val, allowed: Iterable[str],
-                required: Iterable[str] = ()) -> dict[str, Val]:
+    def mapping(self, v: Val, allowed: tuple[str, ...],
+                required: tuple[str, ...] = ()) -> dict[str, Val]:
         """The entries of a mapping with a fixed set of string keys."""
-        allowed = list(allowed)
         m = self._map(v)
         out: dict[str, Val] = {}
         for key, value in m.items():
@@ -139,9 +138,8 @@ class Doc:
                 raise self.error(kloc.line, f"unknown key '{name}'{suggest(str(name), allowed)}",
                                  v.path)
             out[key] = v.child(key, m.locs[key], value)
-        for key in required:
-            if key not in out:
-                raise self.error(v.line, f"missing required key '{key}'", v.path)
+        if missing := next((key for key in required if key not in out), None):
+            raise self.error(v.line, f"missing required key '{missing}'", v.path)
         return out
 
     def pairs(self, v: Val, what: str, max_items: int = MAX_ITEMS) -> list[tuple[Val, Val]]:
