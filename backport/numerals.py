@@ -30,5 +30,4 @@ def json_number(value: Any) -> int | None:
 
 def parse_int(digits: str) -> int | str:
     """``json.loads``' ``parse_int``: a longer integer than MAX_DIGITS is left as its text."""
-    body = digits.lstrip("-")
-    return int(digits) if len(body) <= MAX_DIGITS else digits
+    return int(digits) if len(digits.lstrip("-")) <= MAX_DIGITS else digits

@@ -24,9 +24,8 @@ MASK = "***"
 def register_secret(secret: str | None) -> None:
     """Remember a secret so that every later `redact` hides it, also escaped (`escaped_forms`)."""
     if secret and len(secret) >= 4:
-        forms = {secret, *escaped_forms(secret)}
         with _lock:
-            _secrets.update(form for form in forms if len(form) >= 4)
+            _secrets.update(form for form in {secret, *escaped_forms(secret)} if len(form) >= 4)
 
 
 def escaped_forms(secret: str) -> set[str]:

@@ -267,8 +267,7 @@ class _Parser:
                 elif line[0] == "+":
                     sec.deleted = True
             elif line.startswith(_NAME_LINES):
-                kind, _, rest = line.partition(" ")
-                direction, _, rest = rest.partition(" ")
+                _kind, direction, rest = line.split(" ", 2)
                 name = _name(rest)
                 sec.names.append((name, n))
                 if direction == "to":
