@@ -247,10 +247,6 @@ def repo_path_problem(path: str) -> str | None:
     return None
 
 
-_FORBIDDEN_CHARS = frozenset(" ~^:?*[\\")
-MAX_COMPONENT_BYTES = 255
-
-
 def refname_problem(name: str) -> str | None:
     """Why ``name`` is not a valid branch name, or ``None`` when git would accept it (the rules
     of ``git check-ref-format --branch``, checked without running git)."""
@@ -263,7 +259,7 @@ def refname_problem(name: str) -> str | None:
     for ch in name:
         if ord(ch) < 0x20 or ord(ch) == 0x7F:
             return "contains a control character"
-        if ch in _FORBIDDEN_CHARS:
+        if ch in " ~^:?*[\\":
             return "contains a space" if ch == " " else f"contains '{ch}'"
     if bad := next((text for text in ("..", "@{") if text in name), None):
         return f"contains '{bad}'"
@@ -278,12 +274,11 @@ def refname_problem(name: str) -> str | None:
             return f"has a component '{part}' starting with '.'"
         if part.endswith(".lock"):
             return f"has a component '{part}' ending with '.lock'"
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
-            return f"has a component longer than {MAX_COMPONENT_BYTES} bytes"
+        if len(part.encode("utf-8", "surrogateescape")) > 255:
+            return "has a component longer than 255 bytes"
     return None
 
 
-_ALLOWED_SCHEMES = frozenset({"http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"})
 _HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 
 
@@ -304,7 +299,8 @@ def git_url_problem(url: str) -> str | None:
     if _HELPER.match(url):
         return "uses a remote helper ('name::'), which is not allowed"
     if "://" in url:
-        if (scheme := url.split("://", 1)[0].lower()) not in _ALLOWED_SCHEMES:
+        scheme = url.split("://", 1)[0].lower()
+        if scheme not in ("http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"):
             return f"uses the scheme '{scheme}' (use https, ssh, git, file or a path)"
         return _url_parts_problem(url, need_host=scheme != "file")
     return None
