@@ -61,12 +61,7 @@ PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "c
 MAX_BODY_CHARS = 65536
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-_ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-_DIST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_USER = re.compile(r"[A-Za-z0-9_.-]+")
 _RUNNER_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")  # GitCode joins tags with ','
-_IMAGE = re.compile(r"[a-z0-9][A-Za-z0-9._/:@-]*")
 
 
 def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -182,7 +177,7 @@ def _local_path(doc: Doc, v: Val) -> Path:
 
 def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     name = key.value
-    if not _ENV_NAME.fullmatch(name):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", name):
         doc.fail(key, f"environment name '{name}' may use only letters, digits and '._+-'")
     if v.value is None:
         doc.fail(v, "must be a mapping; {} keeps every default (a venv in the per-user folder)")
@@ -199,7 +194,7 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     if "expect" in f:
         fields["expect"] = {}
         for dist, version in doc.pairs(f["expect"], "distribution", 100):
-            if not _DIST.fullmatch(dist.value):
+            if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", dist.value):
                 doc.fail(dist, f"'{dist.value}' is not a distribution name")
             fields["expect"][dist.value] = doc.version(version)
     if "requirements" in f:
@@ -249,7 +244,7 @@ def _ci(doc: Doc, v: Val, name: str) -> CiPlacement:
         if not runs_on:
             doc.fail(f["runs_on"], "must name at least one runner tag")
     image = doc.string(f["image"], max_len=512) if "image" in f else ""
-    if image and not _IMAGE.fullmatch(image):
+    if image and not re.fullmatch(r"[a-z0-9][A-Za-z0-9._/:@-]*", image):
         doc.fail(f["image"], f"'{image}' is not a container image name")
     return CiPlacement(runs_on, image)
 
@@ -299,7 +294,7 @@ def _variables(doc: Doc, v: Val) -> dict[str, str]:
     """``env:``: variable name -> value (a string, or an unquoted integer as its text)."""
     out = {}
     for name, value in doc.pairs(v, "variable", 200):
-        if not _VARIABLE.fullmatch(name.value):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.value):
             doc.fail(name, f"'{name.value}' is not an environment variable name")
         text = value.value
         if isinstance(text, int) and not isinstance(text, bool):
@@ -405,7 +400,7 @@ def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
     for key in ("assignees", "reviewers", "testers"):
         if key in f:
             changes[key] = _checked_list(
-                doc, f[key], lambda name: None if _USER.fullmatch(name)
+                doc, f[key], lambda name: None if re.fullmatch(r"[A-Za-z0-9_.-]+", name)
                 else f"'{name}' is not a valid user name", max_items=50, max_len=100)
     if "comment" in f:
         changes["comment"] = doc.string(f["comment"], max_len=MAX_BODY_CHARS, multiline=True)

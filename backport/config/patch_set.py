@@ -32,13 +32,12 @@ DEVICES = ("none", "npu")
 MAX_ISSUE = 2**31 - 1
 MAX_VARIANT_DIRS = 500
 _API = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-_SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
 
 
 def patch_set_name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a patch set (its directory, journal and fork branches), or None."""
-    if not _SET_NAME.fullmatch(name) or name.endswith((".lock", ".")):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or name.endswith((".lock", ".")):
         return (f"patch set name '{name}' may use only letters, digits and '_.-', starting with "
                 f"a letter or digit and not ending in '.' or '.lock'")
     return None

@@ -200,8 +200,8 @@ def parse_yaml(text: str) -> Any:
     except yaml.MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
     except yaml.reader.ReaderError as exc:
-        line = text.count("\n", 0, max(exc.position, 0)) + 1
-        raise LineProblem(line, f"YAML cannot contain the character U+{exc.character:04X}") from None
+        raise LineProblem(text.count("\n", 0, max(exc.position, 0)) + 1,
+                          f"YAML cannot contain the character U+{exc.character:04X}") from None
     except yaml.YAMLError as exc:
         raise LineProblem(None, f"YAML syntax error: {exc}") from None
     except RecursionError:  # aliases nested in aliases: deeper when built than when read
