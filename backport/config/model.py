@@ -14,7 +14,6 @@ from backport.errors import BackportError, ConfigError
 
 DEFAULT_TEST_TIMEOUT = 1800.0  # seconds
 TOKEN_LOGIN = "<token's login>"  # how a fork that follows a token not known yet is shown
-_LOGIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def fork_of(upstream: str, login: str) -> str:
@@ -107,7 +106,7 @@ class BranchMap:
         ``login`` "", a dry run without a token, leaves it unnamed)."""
         if self.fork or not login:
             return self
-        if not _LOGIN.fullmatch(login):
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", login):
             raise BackportError("forge", f"the forge named the token's user {login[:60]!r}, "
                                          "which is not a login; set fork: in "
                                          f"{self.path.name} to your fork (owner/repo)")

@@ -38,11 +38,8 @@ SYMLINK_MODE = "120000"
 
 _FROM_LINE = re.compile(r"From [0-9a-f]{40}(?:[0-9a-f]{24})? ")
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_MODE_LINE = re.compile(r"(?:new file mode|new mode) ([0-7]{6})$")
 _INDEX_LINE = re.compile(r"index (?P<old>[0-9a-f]+)\.\.[0-9a-f]+(?: (?P<mode>[0-7]{6}))?$")
-_NAME_LINES = ("rename from ", "rename to ", "copy from ", "copy to ")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
-_GIT_ESCAPES = re.compile(r'(?:[^\\]|\\[abtnvfr"\\]|\\[0-3][0-7][0-7])*', re.S)
 
 
 @dataclass(frozen=True)
@@ -100,7 +97,7 @@ def unquote_git_path(text: str) -> tuple[str, int]:
     """Decode a C-quoted git path at the start of ``text``; returns it and the index after it."""
     if (quoted := _QUOTED.match(text)) is None:
         raise ValueError("unterminated quoted path")
-    if not _GIT_ESCAPES.fullmatch(quoted.group(1)):
+    if not re.fullmatch(r'(?:[^\\]|\\[abtnvfr"\\]|\\[0-3][0-7][0-7])*', quoted.group(1), re.S):
         raise ValueError("bad escape in quoted path")
     raw = codecs.escape_decode(quoted.group(1).encode("utf-8", "surrogateescape"))[0]
     return raw.decode("utf-8", "surrogateescape"), quoted.end()
@@ -266,13 +263,13 @@ class _Parser:
                         sec.new_name = name
                 elif line[0] == "+":
                     sec.deleted = True
-            elif line.startswith(_NAME_LINES):
+            elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
                 _kind, direction, rest = line.split(" ", 2)
                 name = _name(rest)
                 sec.names.append((name, n))
                 if direction == "to":
                     sec.new_name = name
-            elif m := _MODE_LINE.match(line):
+            elif m := re.match(r"(?:new file mode|new mode) ([0-7]{6})$", line):
                 sec.symlink = sec.symlink or m.group(1) == SYMLINK_MODE
                 sec.created = sec.created or line.startswith("new file mode")
             elif m := _INDEX_LINE.match(line):

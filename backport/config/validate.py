@@ -279,9 +279,6 @@ def refname_problem(name: str) -> str | None:
     return None
 
 
-_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
-
-
 def is_local_path(url: str) -> bool:
     """True when git would read ``url`` as a path on this machine (no scheme, not host:path)."""
     if "://" in url:
@@ -296,7 +293,7 @@ def git_url_problem(url: str) -> str | None:
         return "contains whitespace or a control character"
     if url.startswith("-"):
         return "starts with '-'"
-    if _HELPER.match(url):
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*::", url):
         return "uses a remote helper ('name::'), which is not allowed"
     if "://" in url:
         scheme = url.split("://", 1)[0].lower()
