@@ -340,9 +340,8 @@ def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, s
     urls: dict[str, str] = {}
     origin: dict[str, Val | str] = {}  # where each came from: its value in the file, or variable
     for key, variable in URL_VARIABLES.items():
-        text, base = (environ.get(variable) or "").strip(), Path.cwd()
-        if text:
-            origin[key] = variable
+        if text := (environ.get(variable) or "").strip():
+            origin[key], base = variable, Path.cwd()
         elif key in top:
             text, origin[key], base = doc.string(top[key], max_len=2048), top[key], doc.path.parent
         else:

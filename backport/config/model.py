@@ -232,5 +232,4 @@ def nearest_first(target: str, targets: Sequence[str]) -> list[str]:
     """The other ``targets`` by distance from ``target`` in release order, newer on a tie."""
     order = newest_first(dict.fromkeys([*targets, target]))
     here = order.index(target)
-    others = [t for t in order if t != target]
-    return sorted(others, key=lambda t: abs(order.index(t) - here))
+    return sorted((t for t in order if t != target), key=lambda t: abs(order.index(t) - here))
