@@ -203,6 +203,10 @@ class Project:
     def state_dir(self) -> Path:
         return self.root / ".backport"
 
+    def with_branch_map(self, branch_map: BranchMap) -> Project:
+        """The project with ``branch_map`` (its fork named: `BranchMap.with_login`)."""
+        return dataclasses.replace(self, branch_map=branch_map)
+
 
 # Release order of target branches: ``master`` / ``main`` newest, ``vX.Y.Z`` (and
 # ``X.Y.Z-suffix``) by version, names without a version after them in their configured order.

@@ -179,8 +179,8 @@ class Session:
         bm = self.project.branch_map
         if bm.fork or not self.options.mode.pushes:
             return
-        self.project = dataclasses.replace(
-            self.project, branch_map=bm.with_login(self.forge.client().current_user()))
+        self.project = self.project.with_branch_map(
+            bm.with_login(self.forge.client().current_user()))
 
     def run_dir(self, patch_set: str) -> Path:  # test logs and carried resolutions
         return self.work_dir / "runs" / patch_set
