@@ -55,9 +55,7 @@ _hints = functools.cache(typing.get_type_hints)
 
 def _default(f: dataclasses.Field) -> Any:
     """The field's default value; ``dataclasses.MISSING`` when it has none."""
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
+    return f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
 
 
 def _admits_none(tp: Any) -> bool:

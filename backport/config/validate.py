@@ -26,8 +26,7 @@ MAX_MESSAGE = 1000
 
 def config_error(message: str) -> ConfigError:
     """A ``ConfigError`` whose message is redacted, on one printable line, and not huge."""
-    text = redact(message)
-    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in redact(message))
     if len(text) > MAX_MESSAGE:
         text = text[: MAX_MESSAGE - 3] + "..."
     return ConfigError(text)
