@@ -362,8 +362,7 @@ def parse_patch(data: bytes, path: Path, display: str | None = None) -> Patch:
 
 
 def _lines(text: str) -> list[str]:
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    return lines[:-1] if lines and lines[-1] == "" else lines
+    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
 
 
 def read_diff(text: str) -> Patch:
