@@ -284,22 +284,17 @@ class _Parser:
 
     def hunk_line(self, n: int, line: str) -> None:
         tag = line[:1]
-        if self.section is not None and self.section.hunks and tag != "\\":
-            self.section.hunks[-1][1].append(line or " ")
-        if tag in (" ", ""):
-            self.old -= 1
-            self.new -= 1
-        elif tag == "-":
-            self.old -= 1
-        elif tag == "+":
-            self.new -= 1
-            if self.section is not None and self.section.symlink:
-                self.section.link_target.append((line[1:], n))
-        elif tag == "\\":
+        if tag == "\\":  # "\ No newline at end of file"
             return
-        else:
+        if tag not in (" ", "", "-", "+"):
             raise LineProblem(n, "has a hunk that ends before its header's line count (corrupt "
                                  "patch)")
+        if self.section is not None and self.section.hunks:
+            self.section.hunks[-1][1].append(line or " ")
+        self.old -= 0 if tag == "+" else 1
+        self.new -= 0 if tag == "-" else 1
+        if tag == "+" and self.section is not None and self.section.symlink:
+            self.section.link_target.append((line[1:], n))
         if self.old < 0 or self.new < 0:
             raise LineProblem(n, "has a hunk longer than its header's line count (corrupt patch)")
         if self.old == 0 and self.new == 0:
