@@ -55,9 +55,7 @@ _hints = functools.cache(typing.get_type_hints)
 
 def _default(f: dataclasses.Field) -> Any:
     """The field's default value; ``dataclasses.MISSING`` when it has none."""
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
+    return f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
 
 
 def _admits_none(tp: Any) -> bool:
@@ -75,8 +73,6 @@ def _record(cls: type, data: Any, where: str) -> Any:
     hints = _hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
         tp = hints[f.name]
         value = data.get(f.name)
         if f.name not in data or (value is None and not _admits_none(tp)):

@@ -57,9 +57,6 @@ class BackportError(Exception):
     def exit_code(self) -> int:
         return EXIT_CODES[self.code]
 
-    def __str__(self) -> str:
-        return self.message
-
 
 class ConfigError(BackportError):
     """A problem in branches.yaml, patch.yaml or a patch file; always exit 2."""

@@ -23,14 +23,11 @@ def number(digits: str) -> int | None:
 
 def json_number(value: Any) -> int | None:
     """A JSON integer (never a boolean) or string of digits below ``LIMIT``; None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value if 0 <= value < LIMIT else None
     return number(value) if isinstance(value, str) else None
 
 
 def parse_int(digits: str) -> int | str:
     """``json.loads``' ``parse_int``: a longer integer than MAX_DIGITS is left as its text."""
-    body = digits.lstrip("-")
-    return int(digits) if len(body) <= MAX_DIGITS else digits
+    return int(digits) if len(digits.lstrip("-")) <= MAX_DIGITS else digits

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from backport.errors import BackportError, ErrorCode
-from backport.redact import holds_secret, redact, registered
+from backport.redact import redact, registered
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
@@ -70,7 +70,7 @@ def secret_free(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` without :data:`SECRET_VARS` and every variable holding a registered secret."""
     secrets = registered()
     return {k: v for k, v in environ.items()
-            if k not in SECRET_VARS and not (secrets and holds_secret(v, secrets))}
+            if k not in SECRET_VARS and not any(secret in v for secret in secrets)}
 
 
 def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,

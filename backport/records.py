@@ -72,8 +72,7 @@ class TestResult:
     def of_runs(cls, runs: Sequence[TestRun], commit: str | None,
                 patch_tests: Sequence[tuple[str, str]] = (),
                 changes: ChangeScope | None = None) -> TestResult:
-        """One result of the runs of every test file: ok only when every run passed and every
-        test the patch adds (``patch_tests``) says ``ok``."""
+        """The runs folded into one: ok when every run passed and every added test says ok."""
         lines = tuple(line for r in runs for line in r.summary)
         return cls(
             ran=sum(r.ran or 0 for r in runs) if any(r.ran is not None for r in runs) else None,
@@ -360,8 +359,7 @@ class BranchRecord:
                                    fork_sha=None)
 
     def pr_closed(self, number: int) -> BranchRecord:
-        pr = self.pr
-        if pr is not None and pr.number == int(number):
+        if (pr := self.pr) is not None and pr.number == int(number):
             pr = dataclasses.replace(pr, unverified=False)  # judged: closed as wrong
         return dataclasses.replace(self, closed_prs=(*self.closed_prs, int(number)), pr=pr)
 
@@ -435,21 +433,17 @@ class BranchRecord:
 
 
 def upgrade_v1(data: dict[str, Any], target: str) -> dict[str, Any]:
-    """A version 1 journal's branch record in today's JSON form, named ``target`` (its key)
-    where it names none."""
+    """A version 1 journal's record of ``target`` (its key) in today's JSON form."""
     data = {**data, "target": data.get("target") or target,
             "fork_branch": data.get("fork_branch") or ""}
-    test = data.get("test")
-    if isinstance(test, dict):
+    if isinstance(test := data.get("test"), dict):
         test = {"ok": None, "exit_code": None, **test}  # version 1 read them as None if absent
         if isinstance(test.get("patch_tests"), dict):
             test["patch_tests"] = [list(pair) for pair in test["patch_tests"].items()]
         data["test"] = test
-    env = data.get("env")
-    if isinstance(env, dict):
+    if isinstance(env := data.get("env"), dict):
         data["env"] = _env_v1(env)
-    pr = data.get("pr")
-    if isinstance(pr, dict) and pr.get("number") is None:
+    if isinstance(pr := data.get("pr"), dict) and pr.get("number") is None:
         data["pr"] = None  # never journaled by version 1, but read as no PR there
     return data
 

@@ -24,9 +24,8 @@ MASK = "***"
 def register_secret(secret: str | None) -> None:
     """Remember a secret so that every later `redact` hides it, also escaped (`escaped_forms`)."""
     if secret and len(secret) >= 4:
-        forms = {secret, *escaped_forms(secret)}
         with _lock:
-            _secrets.update(form for form in forms if len(form) >= 4)
+            _secrets.update(form for form in {secret, *escaped_forms(secret)} if len(form) >= 4)
 
 
 def escaped_forms(secret: str) -> set[str]:
@@ -44,8 +43,7 @@ def escaped_forms(secret: str) -> set[str]:
         encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii").rstrip("=")
         first = -(-8 * shift // 6)  # the first character made of the secret's bits only
         last = 8 * (shift + len(raw)) // 6  # one past the last such character
-        middle = encoded[first:last]
-        if len(middle) >= 8:
+        if len(middle := encoded[first:last]) >= 8:
             forms.add(middle)
             forms.add(middle.replace("+", "-").replace("/", "_"))  # URL-safe base64
     return forms - {secret}
@@ -72,8 +70,3 @@ def redact(text: str) -> str:
 def registered() -> tuple[str, ...]:
     with _lock:
         return tuple(_secrets)
-
-
-def holds_secret(text: str, secrets: tuple[str, ...] | None = None) -> bool:
-    """True when ``text`` contains a registered secret (of ``secrets``, a `registered` snapshot)."""
-    return any(secret in text for secret in (registered() if secrets is None else secrets))

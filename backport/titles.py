@@ -51,8 +51,7 @@ def _strip_leading(title: str, branches: tuple[str, ...]) -> str:
             kept.append(found.group(0).lstrip())
         at = found.end()
     rest = title[at:]
-    scope = _SCOPE.match(rest)
-    if scope is not None and _names_any(scope.group(2), branches):
+    if (scope := _SCOPE.match(rest)) is not None and _names_any(scope.group(2), branches):
         rest = f"{scope.group(1)}{scope.group(3)}: {rest[scope.end():]}"
     return "".join(kept) + rest
 
@@ -61,8 +60,7 @@ def _strip_trailing(title: str, branches: tuple[str, ...]) -> str:
     """The title without the trailing tags naming a branch."""
     while True:
         for pattern in _TRAILING:
-            found = pattern.search(title)
-            if found is None:
+            if (found := pattern.search(title)) is None:
                 continue
             groups = found.groups()
             if len(groups) == 3 and _OPEN_CLOSE[groups[0]] != groups[2]:
@@ -89,10 +87,8 @@ _TRUNKS = ("master", "main")  # named by a tag even when not mapped
 
 
 def title_key(title: str, branches: Iterable[str]) -> str:
-    """A title as the audit's same-title rules compare it: `strip_branch_tags`, then less any
-    release or branch name in a bracket among other words (``[torch_2.7.1]``) or at its start
-    or end after a separator or space (``… master``); brackets spaced alike, lower case,
-    without a closing full stop. A title that is nothing but a tag keeps its words."""
+    """A title as the audit compares it: `strip_branch_tags`, less release or branch names in
+    brackets (``[torch_2.7.1]``) or at either end (``… master``), lower case, no full stop."""
     names = tuple(branches)
     title = strip_branch_tags(title, names)
     longest_first = sorted({b for b in names if b} | set(_TRUNKS), key=len, reverse=True)

@@ -61,12 +61,7 @@ PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "c
 MAX_BODY_CHARS = 65536
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-_ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-_DIST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_USER = re.compile(r"[A-Za-z0-9_.-]+")
 _RUNNER_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")  # GitCode joins tags with ','
-_IMAGE = re.compile(r"[a-z0-9][A-Za-z0-9._/:@-]*")
 
 
 def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -78,9 +73,8 @@ def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 def cache_root(environ: Mapping[str, str]) -> Path:
     """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
-    if configured := environ.get("BACKPORT_CACHE"):
-        return Path(configured).expanduser()
-    return Path(platformdirs.user_cache_dir("backport"))
+    configured = environ.get("BACKPORT_CACHE")
+    return Path(configured or platformdirs.user_cache_dir("backport")).expanduser()
 
 
 def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> BranchMap:
@@ -92,8 +86,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     doc = Doc(path)
     root = doc.load()
     top = doc.mapping(root, TOP_KEYS, required=("forge", "upstream", "environments", "branches"))
-    forge = doc.string(top["forge"])
-    if forge not in FORGES:
+    if (forge := doc.string(top["forge"])) not in FORGES:
         doc.fail(top["forge"], f"must be 'gitcode' or 'local', not '{forge}'"
                                f"{suggest(forge, FORGES)}")
     upstream = _repo_name(doc, top["upstream"])
@@ -179,13 +172,12 @@ def _template(doc: Doc, v: Val) -> str:
 
 
 def _local_path(doc: Doc, v: Val) -> Path:
-    path = Path(os.path.expanduser(doc.string(v, max_len=1024)))
-    return Path(os.path.normpath(doc.path.parent / path))
+    return Path(os.path.normpath(doc.path.parent / os.path.expanduser(doc.string(v, max_len=1024))))
 
 
 def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     name = key.value
-    if not _ENV_NAME.fullmatch(name):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", name):
         doc.fail(key, f"environment name '{name}' may use only letters, digits and '._+-'")
     if v.value is None:
         doc.fail(v, "must be a mapping; {} keeps every default (a venv in the per-user folder)")
@@ -202,7 +194,7 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     if "expect" in f:
         fields["expect"] = {}
         for dist, version in doc.pairs(f["expect"], "distribution", 100):
-            if not _DIST.fullmatch(dist.value):
+            if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", dist.value):
                 doc.fail(dist, f"'{dist.value}' is not a distribution name")
             fields["expect"][dist.value] = doc.version(version)
     if "requirements" in f:
@@ -252,7 +244,7 @@ def _ci(doc: Doc, v: Val, name: str) -> CiPlacement:
         if not runs_on:
             doc.fail(f["runs_on"], "must name at least one runner tag")
     image = doc.string(f["image"], max_len=512) if "image" in f else ""
-    if image and not _IMAGE.fullmatch(image):
+    if image and not re.fullmatch(r"[a-z0-9][A-Za-z0-9._/:@-]*", image):
         doc.fail(f["image"], f"'{image}' is not a container image name")
     return CiPlacement(runs_on, image)
 
@@ -302,7 +294,7 @@ def _variables(doc: Doc, v: Val) -> dict[str, str]:
     """``env:``: variable name -> value (a string, or an unquoted integer as its text)."""
     out = {}
     for name, value in doc.pairs(v, "variable", 200):
-        if not _VARIABLE.fullmatch(name.value):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.value):
             doc.fail(name, f"'{name.value}' is not an environment variable name")
         text = value.value
         if isinstance(text, int) and not isinstance(text, bool):
@@ -323,8 +315,7 @@ def _targets(doc: Doc, v: Val, environments: Mapping[str, Environment]) -> dict[
         if not isinstance(value.value, dict):
             doc.fail(value, "must be a mapping like {env: ENVIRONMENT}")
         fields = doc.mapping(value, ("env", "title_tag"), required=("env",))
-        env = doc.string(fields["env"])
-        if env not in environments:
+        if (env := doc.string(fields["env"])) not in environments:
             doc.fail(fields["env"], f"unknown environment '{env}'{suggest(env, environments)}")
         tag = _title_tag(doc, fields["title_tag"], key.value) if "title_tag" in fields else None
         targets[key.value] = Target(name=key.value, env=env, title_tag=tag)
@@ -349,9 +340,8 @@ def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, s
     urls: dict[str, str] = {}
     origin: dict[str, Val | str] = {}  # where each came from: its value in the file, or variable
     for key, variable in URL_VARIABLES.items():
-        text, base = (environ.get(variable) or "").strip(), Path.cwd()
-        if text:
-            origin[key] = variable
+        if text := (environ.get(variable) or "").strip():
+            origin[key], base = variable, Path.cwd()
         elif key in top:
             text, origin[key], base = doc.string(top[key], max_len=2048), top[key], doc.path.parent
         else:
@@ -409,7 +399,7 @@ def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
     for key in ("assignees", "reviewers", "testers"):
         if key in f:
             changes[key] = _checked_list(
-                doc, f[key], lambda name: None if _USER.fullmatch(name)
+                doc, f[key], lambda name: None if re.fullmatch(r"[A-Za-z0-9_.-]+", name)
                 else f"'{name}' is not a valid user name", max_items=50, max_len=100)
     if "comment" in f:
         changes["comment"] = doc.string(f["comment"], max_len=MAX_BODY_CHARS, multiline=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,6 @@ from backport.errors import BackportError, ConfigError
 
 DEFAULT_TEST_TIMEOUT = 1800.0  # seconds
 TOKEN_LOGIN = "<token's login>"  # how a fork that follows a token not known yet is shown
-_LOGIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def fork_of(upstream: str, login: str) -> str:
@@ -51,10 +51,7 @@ class Environment:
 
     @property
     def interpreter(self) -> Path:
-        if self.python is not None:
-            return self.python
-        assert self.venv is not None
-        return self.venv / "bin" / "python"
+        return self.python or typing.cast(Path, self.venv) / "bin" / "python"
 
 
 @dataclass(frozen=True)
@@ -109,7 +106,7 @@ class BranchMap:
         ``login`` "", a dry run without a token, leaves it unnamed)."""
         if self.fork or not login:
             return self
-        if not _LOGIN.fullmatch(login):
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", login):
             raise BackportError("forge", f"the forge named the token's user {login[:60]!r}, "
                                          "which is not a login; set fork: in "
                                          f"{self.path.name} to your fork (owner/repo)")
@@ -189,9 +186,7 @@ class PatchSet:
 
     def paths_for(self, target: str) -> tuple[str, ...]:
         """Repository paths the series for ``target`` touches, plus the test paths."""
-        paths = set(self.touched_paths.get(target, ()))
-        paths.update(t.path for t in self.tests)
-        return tuple(sorted(paths))
+        return tuple(sorted({*self.touched_paths.get(target, ()), *(t.path for t in self.tests)}))
 
 
 @dataclass(frozen=True)
@@ -241,5 +236,4 @@ def nearest_first(target: str, targets: Sequence[str]) -> list[str]:
     """The other ``targets`` by distance from ``target`` in release order, newer on a tie."""
     order = newest_first(dict.fromkeys([*targets, target]))
     here = order.index(target)
-    others = [t for t in order if t != target]
-    return sorted(others, key=lambda t: abs(order.index(t) - here))
+    return sorted((t for t in order if t != target), key=lambda t: abs(order.index(t) - here))

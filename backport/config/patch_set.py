@@ -32,13 +32,12 @@ DEVICES = ("none", "npu")
 MAX_ISSUE = 2**31 - 1
 MAX_VARIANT_DIRS = 500
 _API = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-_SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
 
 
 def patch_set_name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a patch set (its directory, journal and fork branches), or None."""
-    if not _SET_NAME.fullmatch(name) or name.endswith((".lock", ".")):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or name.endswith((".lock", ".")):
         return (f"patch set name '{name}' may use only letters, digits and '_.-', starting with "
                 f"a letter or digit and not ending in '.' or '.lock'")
     return None
@@ -121,8 +120,7 @@ def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
     commit = doc.string(f["source_commit"], max_len=64, allow_ints=True)
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
         doc.fail(f["source_commit"], f"'{commit[:64]}' is not a full 40-hex commit sha")
-    found_by = doc.string(f["source_found_by"])
-    if found_by not in FOUND_BY:
+    if (found_by := doc.string(f["source_found_by"])) not in FOUND_BY:
         doc.fail(f["source_found_by"], f"must be one of {', '.join(repr(x) for x in FOUND_BY)}, "
                                        f"not '{found_by}'{suggest(found_by, FOUND_BY)}")
     return SourcePr(number=number, base=base, commit=commit,
@@ -150,8 +148,7 @@ def _test_spec(doc: Doc, v: Val) -> TestSpec:
 def _patch_branches(doc: Doc, v: Val, branch_map: BranchMap) -> tuple[str, ...]:
     chosen: set[str] = set()
     for item in doc.items(v, "list of target branches", 256):
-        name = doc.string(item)
-        if name not in branch_map.targets:
+        if (name := doc.string(item)) not in branch_map.targets:
             doc.fail(item, f"unknown target branch '{name}' (not in "
                            f"{display_path(branch_map.path)}){suggest(name, branch_map.targets)}")
         if name in chosen:
@@ -173,17 +170,14 @@ def listdir(directory: Path) -> list[Path]:
 
 def _patch_files(directory: Path) -> tuple[Path, ...]:
     """The ``NNNN-*.patch`` files directly in ``directory``, in name order."""
-    found = []
-    for entry in listdir(directory):
-        if not entry.name.endswith(".patch"):
-            continue
+    found = tuple(entry for entry in listdir(directory) if entry.name.endswith(".patch"))
+    for entry in found:
         if not PATCH_FILE.fullmatch(entry.name):
             raise config_error(f"{display_path(entry)}: patch file names must look like "
                                "NNNN-name.patch")
         if not entry.is_file():
             raise config_error(f"{display_path(entry)} is not a regular file")
-        found.append(entry)
-    return tuple(found)
+    return found
 
 
 def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
@@ -192,12 +186,10 @@ def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) ->
     each target's series touches; every patch file read and parsed once."""
     shared_files = _patch_files(dir)
     files: dict[str, tuple[Path, ...]] = {}
-    seen = 0
-    for current, subdirs, _files in os.walk(dir):
+    for seen, (current, subdirs, _files) in enumerate(os.walk(dir)):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-        if Path(current) == dir:
+        if seen == 0:  # the set's own folder
             continue
-        seen += 1
         if seen > MAX_VARIANT_DIRS:
             raise config_error(f"{display_path(dir)} has more than {MAX_VARIANT_DIRS} "
                                "sub-directories")
@@ -216,8 +208,7 @@ def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) ->
     variants = {target: tuple(map(read_patch, found)) for target, found in files.items()}
     touched: dict[str, tuple[str, ...]] = {}
     for target in branches:
-        series = variants.get(target, shared)
-        if not series:
+        if not (series := variants.get(target, shared)):
             raise config_error(f"{display_path(dir)} has no NNNN-*.patch file for target "
                                f"'{target}'")
         touched[target] = tuple(sorted({path for patch in series for path in patch.paths}))

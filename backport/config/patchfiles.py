@@ -38,11 +38,8 @@ SYMLINK_MODE = "120000"
 
 _FROM_LINE = re.compile(r"From [0-9a-f]{40}(?:[0-9a-f]{24})? ")
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_MODE_LINE = re.compile(r"(?:new file mode|new mode) ([0-7]{6})$")
 _INDEX_LINE = re.compile(r"index (?P<old>[0-9a-f]+)\.\.[0-9a-f]+(?: (?P<mode>[0-7]{6}))?$")
-_NAME_LINES = ("rename from ", "rename to ", "copy from ", "copy to ")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
-_GIT_ESCAPES = re.compile(r'(?:[^\\]|\\[abtnvfr"\\]|\\[0-3][0-7][0-7])*', re.S)
 
 
 @dataclass(frozen=True)
@@ -98,10 +95,9 @@ class Patch:
 
 def unquote_git_path(text: str) -> tuple[str, int]:
     """Decode a C-quoted git path at the start of ``text``; returns it and the index after it."""
-    quoted = _QUOTED.match(text)
-    if quoted is None:
+    if (quoted := _QUOTED.match(text)) is None:
         raise ValueError("unterminated quoted path")
-    if not _GIT_ESCAPES.fullmatch(quoted.group(1)):
+    if not re.fullmatch(r'(?:[^\\]|\\[abtnvfr"\\]|\\[0-3][0-7][0-7])*', quoted.group(1), re.S):
         raise ValueError("bad escape in quoted path")
     raw = codecs.escape_decode(quoted.group(1).encode("utf-8", "surrogateescape"))[0]
     return raw.decode("utf-8", "surrogateescape"), quoted.end()
@@ -193,8 +189,11 @@ class _Parser:
             self.end_message(n)
             self.msg_line, self.state = n, "headers"
             self.has_from, self.subject, self.diffs = False, None, 0
+        elif self.state == "headers" and line:
+            self.headers.append(line)
         elif self.state == "headers":
-            self.header_line(line)
+            self.state = "body"
+            self.read_headers()
         elif line.startswith("diff --git "):
             self.start_section(n, line)
         elif self.state == "body":
@@ -205,13 +204,6 @@ class _Parser:
         elif self.state == "diff":
             self.diff_line(n, line)
         # "binary" and "trailer": skip until the next section or message
-
-    def header_line(self, line: str) -> None:
-        if line:
-            self.headers.append(line)
-            return
-        self.state = "body"
-        self.read_headers()
 
     def read_headers(self) -> None:
         """``From:`` and ``Subject:`` (the first message's ``From:`` is the patch's author)."""
@@ -254,8 +246,7 @@ class _Parser:
         assert sec is not None
         try:
             if line.startswith("@@"):
-                m = _HUNK.match(line)
-                if not m:
+                if not (m := _HUNK.match(line)):
                     raise ValueError("malformed hunk header")
                 self.old = int(m.group(2) or 1)
                 self.new = int(m.group(4) or 1)
@@ -272,14 +263,13 @@ class _Parser:
                         sec.new_name = name
                 elif line[0] == "+":
                     sec.deleted = True
-            elif line.startswith(_NAME_LINES):
-                kind, _, rest = line.partition(" ")
-                direction, _, rest = rest.partition(" ")
+            elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
+                _kind, direction, rest = line.split(" ", 2)
                 name = _name(rest)
                 sec.names.append((name, n))
                 if direction == "to":
                     sec.new_name = name
-            elif m := _MODE_LINE.match(line):
+            elif m := re.match(r"(?:new file mode|new mode) ([0-7]{6})$", line):
                 sec.symlink = sec.symlink or m.group(1) == SYMLINK_MODE
                 sec.created = sec.created or line.startswith("new file mode")
             elif m := _INDEX_LINE.match(line):
@@ -294,22 +284,17 @@ class _Parser:
 
     def hunk_line(self, n: int, line: str) -> None:
         tag = line[:1]
-        if self.section is not None and self.section.hunks and tag != "\\":
-            self.section.hunks[-1][1].append(line or " ")
-        if tag in (" ", ""):
-            self.old -= 1
-            self.new -= 1
-        elif tag == "-":
-            self.old -= 1
-        elif tag == "+":
-            self.new -= 1
-            if self.section is not None and self.section.symlink:
-                self.section.link_target.append((line[1:], n))
-        elif tag == "\\":
+        if tag == "\\":  # "\ No newline at end of file"
             return
-        else:
+        if tag not in (" ", "", "-", "+"):
             raise LineProblem(n, "has a hunk that ends before its header's line count (corrupt "
                                  "patch)")
+        if self.section is not None and self.section.hunks:
+            self.section.hunks[-1][1].append(line or " ")
+        self.old -= 0 if tag == "+" else 1
+        self.new -= 0 if tag == "-" else 1
+        if tag == "+" and self.section is not None and self.section.symlink:
+            self.section.link_target.append((line[1:], n))
         if self.old < 0 or self.new < 0:
             raise LineProblem(n, "has a hunk longer than its header's line count (corrupt patch)")
         if self.old == 0 and self.new == 0:
@@ -372,8 +357,7 @@ def parse_patch(data: bytes, path: Path, display: str | None = None) -> Patch:
 
 
 def _lines(text: str) -> list[str]:
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    return lines[:-1] if lines and lines[-1] == "" else lines
+    return [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
 
 
 def read_diff(text: str) -> Patch:

@@ -26,8 +26,7 @@ MAX_MESSAGE = 1000
 
 def config_error(message: str) -> ConfigError:
     """A ``ConfigError`` whose message is redacted, on one printable line, and not huge."""
-    text = redact(message)
-    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in redact(message))
     if len(text) > MAX_MESSAGE:
         text = text[: MAX_MESSAGE - 3] + "..."
     return ConfigError(text)
@@ -55,9 +54,7 @@ def read_bytes(path: Path, limit: int = -1) -> bytes:
 def home_as_tilde(text: str) -> str:
     """A path as text, with the home directory written as ``~`` (never a path of this user)."""
     home = os.path.expanduser("~").rstrip("/")
-    if home and (text == home or text.startswith(home + "/")):
-        return "~" + text[len(home) :]
-    return text
+    return "~" + text[len(home) :] if home and (text + "/").startswith(home + "/") else text
 
 
 @dataclass(frozen=True)
@@ -128,10 +125,9 @@ class Doc:
             raise self.error(1, f"must be a mapping of keys to values, not {kind(root)}")
         return Val(root, root.line, "")
 
-    def mapping(self, v: Val, allowed: Iterable[str],
-                required: Iterable[str] = ()) -> dict[str, Val]:
+    def mapping(self, v: Val, allowed: tuple[str, ...],
+                required: tuple[str, ...] = ()) -> dict[str, Val]:
         """The entries of a mapping with a fixed set of string keys."""
-        allowed = list(allowed)
         m = self._map(v)
         out: dict[str, Val] = {}
         for key, value in m.items():
@@ -141,9 +137,8 @@ class Doc:
                 raise self.error(kloc.line, f"unknown key '{name}'{suggest(str(name), allowed)}",
                                  v.path)
             out[key] = v.child(key, m.locs[key], value)
-        for key in required:
-            if key not in out:
-                raise self.error(v.line, f"missing required key '{key}'", v.path)
+        if missing := next((key for key in required if key not in out), None):
+            raise self.error(v.line, f"missing required key '{missing}'", v.path)
         return out
 
     def pairs(self, v: Val, what: str, max_items: int = MAX_ITEMS) -> list[tuple[Val, Val]]:
@@ -251,10 +246,6 @@ def repo_path_problem(path: str) -> str | None:
     return None
 
 
-_FORBIDDEN_CHARS = frozenset(" ~^:?*[\\")
-MAX_COMPONENT_BYTES = 255
-
-
 def refname_problem(name: str) -> str | None:
     """Why ``name`` is not a valid branch name, or ``None`` when git would accept it (the rules
     of ``git check-ref-format --branch``, checked without running git)."""
@@ -267,12 +258,10 @@ def refname_problem(name: str) -> str | None:
     for ch in name:
         if ord(ch) < 0x20 or ord(ch) == 0x7F:
             return "contains a control character"
-        if ch in _FORBIDDEN_CHARS:
+        if ch in " ~^:?*[\\":
             return "contains a space" if ch == " " else f"contains '{ch}'"
-    if ".." in name:
-        return "contains '..'"
-    if "@{" in name:
-        return "contains '@{'"
+    if bad := next((text for text in ("..", "@{") if text in name), None):
+        return f"contains '{bad}'"
     if name.startswith("/") or name.endswith("/"):
         return "starts or ends with '/'"
     if "//" in name:
@@ -284,13 +273,9 @@ def refname_problem(name: str) -> str | None:
             return f"has a component '{part}' starting with '.'"
         if part.endswith(".lock"):
             return f"has a component '{part}' ending with '.lock'"
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
-            return f"has a component longer than {MAX_COMPONENT_BYTES} bytes"
+        if len(part.encode("utf-8", "surrogateescape")) > 255:
+            return "has a component longer than 255 bytes"
     return None
-
-
-_ALLOWED_SCHEMES = frozenset({"http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"})
-_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 
 
 def is_local_path(url: str) -> bool:
@@ -307,11 +292,11 @@ def git_url_problem(url: str) -> str | None:
         return "contains whitespace or a control character"
     if url.startswith("-"):
         return "starts with '-'"
-    if _HELPER.match(url):
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*::", url):
         return "uses a remote helper ('name::'), which is not allowed"
     if "://" in url:
         scheme = url.split("://", 1)[0].lower()
-        if scheme not in _ALLOWED_SCHEMES:
+        if scheme not in ("http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"):
             return f"uses the scheme '{scheme}' (use https, ssh, git, file or a path)"
         return _url_parts_problem(url, need_host=scheme != "file")
     return None
@@ -344,9 +329,7 @@ def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
 
 def resolve_url(url: str, base: Path) -> str:
     """``url`` with a local path made absolute against ``base`` (``~`` expanded)."""
-    if not is_local_path(url):
-        return url
-    return os.path.normpath(base / os.path.expanduser(url))  # an absolute path replaces base
+    return os.path.normpath(base / os.path.expanduser(url)) if is_local_path(url) else url
 
 
 def repo_identity(url: str) -> str:
@@ -364,7 +347,4 @@ def repo_identity(url: str) -> str:
     else:  # scp-like [user@]host:path
         host, _, path = url.partition(":")
         key = f"{host.rsplit('@', 1)[-1].lower()}/{path.strip('/').lower()}"
-    key = key.rstrip("/")
-    if key.endswith(".git"):
-        key = key[: -len(".git")].rstrip("/")
-    return key
+    return key.rstrip("/").removesuffix(".git").rstrip("/")

@@ -65,9 +65,7 @@ class YSeq(list):
 class _Loader(yaml.SafeLoader):
     """SafeLoader whose composer refuses deep nesting (it recurses once per level)."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
+    _depth = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         self._depth += 1
@@ -182,8 +180,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> LineProblem:
     last = max(len(lines), 1)
     opened = exc.context_mark
     if opened is not None and opened.line < len(lines) and opened.line != mark.line:
-        char = lines[opened.line][opened.column:opened.column + 1]
-        if char in _OPENERS:
+        if (char := lines[opened.line][opened.column:opened.column + 1]) in _OPENERS:
             where = ("the file ends before it is closed" if mark.line + 1 > last else
                      f"on line {mark.line + 1}, column {mark.column + 1}: {exc.problem}")
             return LineProblem(opened.line + 1, f"YAML syntax error: {_OPENERS[char]} opened "
@@ -192,8 +189,7 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> LineProblem:
     if mark.line + 1 > last:
         mark = opened if opened is not None and opened.line + 1 <= last else mark
         problem += "; the file ends before it is closed" if opened is not None else ""
-        return LineProblem(min(mark.line + 1, last), f"YAML syntax error: {problem}")
-    return LineProblem(mark.line + 1, f"YAML syntax error: {problem}")
+    return LineProblem(min(mark.line + 1, last), f"YAML syntax error: {problem}")
 
 
 def parse_yaml(text: str) -> Any:
@@ -204,9 +200,8 @@ def parse_yaml(text: str) -> Any:
     except yaml.MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
     except yaml.reader.ReaderError as exc:
-        line = text.count("\n", 0, max(exc.position, 0)) + 1
-        text = f"YAML cannot contain the character U+{exc.character:04X}"
-        raise LineProblem(line, text) from None
+        raise LineProblem(text.count("\n", 0, max(exc.position, 0)) + 1,
+                          f"YAML cannot contain the character U+{exc.character:04X}") from None
     except yaml.YAMLError as exc:
         raise LineProblem(None, f"YAML syntax error: {exc}") from None
     except RecursionError:  # aliases nested in aliases: deeper when built than when read
