@@ -103,10 +103,10 @@ def _configured_identity(wt: Worktree) -> set[str]:
 
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
     """GIT_COMMITTER_NAME/EMAIL from ``author`` where git has no identity configured."""
-    env: dict[str, str] = {}
     if author is None:
-        return env
+        return {}
     name, mail = author
+    env = {}
     identity = wt.memo.once("identity", lambda: _configured_identity(wt))
     if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
@@ -324,9 +324,8 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
 
 
 def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
-    """Whether PR ``number`` into ``base`` carries the change of ``patches`` (format-patch
-    bytes): each patch's patch-id is one of its own commits' or their sum's (a PR whose head
-    cannot be fetched, or with over ``MAX_CARRIER_COMMITS`` commits, does not)."""
+    """Whether PR ``number``'s own commits, or their sum, have the patch-ids of ``patches``
+    (format-patch bytes); an unfetchable PR or one over ``MAX_CARRIER_COMMITS`` does not."""
     wanted = [patch_ids(cache.path, data, cache.env) for data in patches]
     if not wanted or not all(wanted):
         return False
@@ -351,9 +350,8 @@ def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[b
 
 def series_tree(repo: Path, base: str, patches: Sequence[Patch], *,
                 urls: Sequence[str] = ()) -> str | None:
-    """The tree ``patches`` make on ``base`` (``git apply --cached --3way`` into a new index in
-    a private folder of the git folder ``repo``), from its objects alone, or None: what the
-    publish step compares the tested commit with. Every git process is sealed (`token_git`)."""
+    """The tree ``patches`` make on ``base`` from ``repo``'s objects alone, or None, in a new
+    index of a private folder (sealed `token_git`): what publish compares the tested commit with."""
     with tempfile.TemporaryDirectory(prefix="backport-fresh-", dir=repo) as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         token_git(["read-tree", base], repo=repo, urls=urls, env=env)

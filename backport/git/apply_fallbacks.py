@@ -15,7 +15,7 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.git.apply import (
@@ -201,6 +201,4 @@ def finish_by_entries(wt: Worktree, stopped: ApplyResult) -> ApplyResult:
             (wt.path / path).write_bytes(data)
         merged += [p for p in merges if p not in merged]
         result = continue_series(wt)
-    if result.status != "applied":
-        return result
-    return ApplyResult("applied", result.head, [], result.message, merged)
+    return replace(result, merged=merged) if result.status == "applied" else result

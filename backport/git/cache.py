@@ -388,13 +388,7 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
 
 def _causes(text: str) -> list[str]:
     """git's ``fatal:``, ``error:``, ``remote:`` lines: why a push was rejected."""
-    causes = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        for prefix in ("fatal:", "error:", "remote: fatal:", "remote: error:", "remote:"):
-            if line.startswith(prefix):
-                cause = line[len(prefix):].strip().rstrip(".")
-                if cause and not any(n in cause.lower() for n in _NOISE):
-                    causes.append(cause)
-                break
-    return causes[:4]
+    lines = (line.strip() for line in text.splitlines())
+    found = (re.sub(r"^(?:remote: )?(?:fatal:|error:)?", "", line).strip().rstrip(".")
+             for line in lines if line.startswith(("fatal:", "error:", "remote:")))
+    return [cause for cause in found if cause and not any(n in cause.lower() for n in _NOISE)][:4]

@@ -93,14 +93,10 @@ def test_definitions(tree: ast.Module) -> list[Definition]:
 
 def _rebinds_on_purpose(node: _Def) -> bool:
     """A property's setter/getter/deleter, ``@overload``, ``@f.register``."""
-    for deco in node.decorator_list:
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        if isinstance(target, ast.Attribute) and target.attr in (
-                "setter", "getter", "deleter", "register", "overload"):
-            return True
-        if isinstance(target, ast.Name) and target.id == "overload":
-            return True
-    return False
+    targets = (deco.func if isinstance(deco, ast.Call) else deco for deco in node.decorator_list)
+    return any(isinstance(t, ast.Name) and t.id == "overload" or isinstance(t, ast.Attribute)
+               and t.attr in ("setter", "getter", "deleter", "register", "overload")
+               for t in targets)
 
 
 def redefinitions(tree: ast.Module) -> list[Definition]:
@@ -260,19 +256,15 @@ def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
             data = _blob(repo, diff.old_blob, blobs)
             if data is not None:
                 candidates.append(file_lines(data))
-    for pre in candidates:
-        made = post_image(pre, diff.hunks)
-        if made is None:
-            continue
-        lines, added = made
-        posts[path] = lines
-        try:
-            tree = compiled("\n".join(lines) + "\n", path)
-        except (SyntaxError, ValueError):
-            return None
-        return [AddedTest(path, d.scope, d.name) for d in test_definitions(tree)
-                if d.line in added]
-    return None
+    made = next(filter(None, (post_image(pre, diff.hunks) for pre in candidates)), None)
+    if made is None:
+        return None
+    posts[path], added = made
+    try:
+        tree = compiled("\n".join(posts[path]) + "\n", path)
+    except (SyntaxError, ValueError):
+        return None
+    return [AddedTest(path, d.scope, d.name) for d in test_definitions(tree) if d.line in added]
 
 
 def _tree_at(repo: Path, commit: str, path: str,
@@ -319,11 +311,9 @@ def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
 def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
                   blobs: Blobs | None = None) -> list[PresentTest]:
     """`defined_tests`, each with the commit that added it."""
-    found = []
-    for test, line in defined_tests(repo, commit, tests, blobs=blobs):
-        by = introduced_by(repo, commit, test.path, test.name)
-        found.append(PresentTest(test, line, by[0] if by else None, by[1] if by else ""))
-    return found
+    found = [(test, line, introduced_by(repo, commit, test.path, test.name))
+             for test, line in defined_tests(repo, commit, tests, blobs=blobs)]
+    return [PresentTest(test, line, *(by or (None, ""))) for test, line, by in found]
 
 
 def all_present(added: Sequence[object], present: Sequence[object]) -> bool:
