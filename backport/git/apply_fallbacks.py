@@ -149,31 +149,23 @@ def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) 
     if duplicated & {*removed, *changed, *added}:
         return None
     result = list(o.entries)
-    for key in removed:
-        if key not in here or _member(here[key]) != _member(before[key]):
-            return None
-        result = [(k, line) for k, line in result if k != key]
-    for key in changed:
-        if key not in here:
-            return None
-        if _member(here[key]) == _member(after[key]):
-            continue
-        if _member(here[key]) != _member(before[key]):
-            return None
-        result = [(k, after[key] if k == key else line) for k, line in result]
     order = [k for k, _ in t.entries]
-    for key in added:
-        if key in here:
-            if _member(here[key]) != _member(after[key]):
-                return None
+    for key in [*removed, *changed, *added]:
+        now, was, want = (_member(doc[key]) if key in doc else None for doc in (here, before, after))
+        if want is not None and now == want:
+            continue  # ours made the same change
+        if now != was:
+            return None
+        if was is not None:  # removed or changed
+            result = [(k, after[key] if k == key else line) for k, line in result
+                      if k != key or want is not None]
             continue
         keys = [k for k, _ in result]
         index = order.index(key)
         previous = next((k for k in reversed(order[:index]) if k in keys), None)
         if previous is None and index > 0:
             return None  # no neighbour to follow: where it goes is a guess
-        at = 0 if previous is None else keys.index(previous) + 1
-        result.insert(at, (key, after[key]))
+        result.insert(0 if previous is None else keys.index(previous) + 1, (key, after[key]))
     lines = [_with_comma(line, i < len(result) - 1) for i, (_, line) in enumerate(result)]
     text = "\n".join([o.head, *lines, o.tail]) + o.end
     expected = {k: v for k, v in _values(o.entries).items() if k not in removed}
