@@ -27,7 +27,6 @@ MERGE_CLOCK_SKEW = timedelta(minutes=10)
 FILES_DIFFER = "its files are not the PR's"
 BEFORE_MERGE = "committed before the PR was merged"
 LATER = "a later commit with the PR's files"
-_SHOWN_FILES = 3  # files named in the sentence when no commit proves the source
 _SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
 _LOG_FORMAT = "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e"
 
@@ -148,20 +147,15 @@ def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_pat
     return taken, tuple(passed)
 
 
-def _describe_files(paths: frozenset[str]) -> str:
-    """``2 files (a.py, b.py)``: the count and the first few names."""
-    shown = sorted(paths)
-    more = f" and {len(shown) - _SHOWN_FILES} more" if len(shown) > _SHOWN_FILES else ""
-    names = ", ".join(shown[:_SHOWN_FILES])
-    return f"{len(shown)} file{'s' if len(shown) != 1 else ''} ({names}{more})"
+def _first_few(items: list[str], limit: int) -> str:
+    """``a, b and 3 more``: the first ``limit`` items and how many are left."""
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
 
 
 def describe_passed_over(passed: Iterable[PassedOver]) -> str:
     """``abc123456789 (its files are not the PR's), …``."""
-    listed = list(passed)
-    shown = ", ".join(f"{p.sha[:12]} ({p.why})" for p in listed[:_SHOWN_COMMITS])
-    more = len(listed) - _SHOWN_COMMITS
-    return f"{shown} and {more} more" if more > 0 else shown
+    return _first_few([f"{p.sha[:12]} ({p.why})" for p in passed], _SHOWN_COMMITS)
 
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
@@ -192,8 +186,9 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
             else f"no commit names it in a squash message ('!{number} merge … into {base}')")
     raise BackportError("source-unproven", redact(
         f"PR !{number} is merged{f' at {merged_at}' if merged_at else ''} with "
-        f"{_describe_files(paths)}, but no commit on '{base}' of {repo.upstream_url} is proven to "
-        f"be its change: {sha_seen}{seen}"))
+        f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({_first_few(sorted(paths), 3)}), "
+        f"but no commit on '{base}' of {repo.upstream_url} is proven to be its change: "
+        f"{sha_seen}{seen}"))
 
 
 def commit_paths(repo: RepoCache, sha: str) -> frozenset[str]:
