@@ -82,7 +82,6 @@ def _rev_args(base: str | None, tip: str) -> list[str]:
 
 def export_patch_set(repo: Path, rev: str, out_dir: Path, *, force: bool) -> list[Path]:
     """Write ``rev`` as ``0001-….patch`` files into ``out_dir`` (old ones replaced: ``force``)."""
-    repo, out_dir = Path(repo), Path(out_dir)
     ends = _split(repo, rev)
     selected = _selected(repo, rev, *ends)
     existing = sorted(out_dir.glob("*.patch")) if out_dir.is_dir() else []

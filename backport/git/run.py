@@ -164,11 +164,14 @@ def transport_url(url: str) -> str:
     return url
 
 
-def check_branch_name(branch: str) -> None:
-    """Refuse what ``git check-ref-format --branch`` refuses (and ``@``), before git sees it."""
-    problem = refname_problem(branch)
-    if problem:
-        raise BackportError(ErrorCode.USAGE, redact(f"invalid branch name {branch!r}: {problem}."))
+def check_branch_name(*branches: str) -> list[str]:
+    """``branches`` once each; refused as ``git check-ref-format --branch`` (and ``@``) would."""
+    names = list(dict.fromkeys(branches))
+    for branch in names:
+        if problem := refname_problem(branch):
+            raise BackportError(ErrorCode.USAGE,
+                                redact(f"invalid branch name {branch!r}: {problem}."))
+    return names
 
 
 def is_unreachable(text: str) -> bool:
@@ -225,9 +228,7 @@ def changed_paths(cwd: Path, base: str, commit: str) -> dict[str, bool]:
 def ls_remote(url: str, branches: Sequence[str], env: Mapping[str, str] | None,
               unreachable: ErrorCode | str, failed: str) -> dict[str, str | None]:
     """branch -> sha on ``url`` (None: none), in one sealed ``ls-remote`` outside any repository."""
-    names = list(dict.fromkeys(branches))
-    for name in names:
-        check_branch_name(name)
+    names = check_branch_name(*branches)
     heads: dict[str, str | None] = dict.fromkeys(names)
     if not names:
         return heads
