@@ -72,7 +72,7 @@ def three_way_files(text: str) -> list[str]:
 
 
 def _rebase_apply(wt: Worktree) -> Path:  # where `git am` keeps its state
-    return wt.own_dir() / "rebase-apply"
+    return wt.own_dir / "rebase-apply"
 
 
 def am_in_progress(wt: Worktree) -> bool:
