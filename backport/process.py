@@ -120,9 +120,8 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         stop_group(proc)
         raise
     finally:
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        for pipe in filter(None, (proc.stdout, proc.stderr)):
+            pipe.close()
         if reap:
             kill_group(proc.pid)
         with _running_changed:

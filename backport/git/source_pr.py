@@ -84,9 +84,7 @@ def merge_bound(merged_at: str) -> int | None:
         when = datetime.fromisoformat(merged_at.strip())
     except ValueError:
         return None
-    if when.tzinfo is None:
-        return None
-    return int((when - MERGE_CLOCK_SKEW).timestamp())
+    return int((when - MERGE_CLOCK_SKEW).timestamp()) if when.tzinfo else None
 
 
 def _git(repo: RepoCache, args: list[str]) -> str:
