@@ -83,12 +83,9 @@ def _bodies(tree: ast.Module) -> Iterator[tuple[str, list[ast.stmt]]]:
 
 def test_definitions(tree: ast.Module) -> list[Definition]:
     """The test functions: ``test*`` functions directly in the module or a class body."""
-    found = []
-    for scope, body in _bodies(tree):
-        found += [Definition(scope, node.name, node.lineno) for node in body
-                  if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                  and node.name.startswith("test")]
-    return sorted(found, key=lambda d: d.line)
+    return sorted((Definition(scope, node.name, node.lineno) for scope, body in _bodies(tree)
+                   for node in body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                   and node.name.startswith("test")), key=lambda d: d.line)
 
 
 def _rebinds_on_purpose(node: _Def) -> bool:
@@ -151,10 +148,8 @@ class PresentTest:
 
     def describe(self) -> str:
         """``Class.test_x (path, line 66), added by abc123def "subject"``."""
-        where = f"{self.test.qualname} ({self.test.path}, line {self.line})"
-        if self.commit:
-            return f'{where}, added by {self.commit} "{self.subject}"'
-        return where
+        by = f', added by {self.commit} "{self.subject}"' if self.commit else ""
+        return f"{self.test.qualname} ({self.test.path}, line {self.line}){by}"
 
 
 def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[int]] | None:
@@ -271,10 +266,8 @@ def _tree_at(repo: Path, commit: str, path: str,
              blobs: Blobs | None = None) -> ast.Module | None:
     """The parsed ``path`` of ``commit``; None when it is not there or does not parse."""
     data = _blob(repo, f"{commit}:{path}", blobs)
-    if data is None:
-        return None
     try:
-        return parsed(data.decode("utf-8", "surrogateescape"), path)
+        return None if data is None else parsed(data.decode("utf-8", "surrogateescape"), path)
     except (SyntaxError, ValueError):
         return None
 
