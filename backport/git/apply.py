@@ -124,9 +124,7 @@ def _info_author(wt: Worktree) -> tuple[str, str] | None:
     except OSError:
         return None
     fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
-    if "Email" not in fields:
-        return None
-    return fields.get("Author", fields["Email"]), fields["Email"]
+    return (fields.get("Author", fields["Email"]), fields["Email"]) if "Email" in fields else None
 
 
 def _unmerged(wt: Worktree) -> list[str]:  # the files git marks as conflicted

@@ -18,7 +18,6 @@ from backport.redact import redact
 
 _FORMAT_CONFIG = ("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false")
 _FORMAT_OPTIONS = ("--binary", "--full-index", "--find-renames", "--no-ext-diff", "--no-textconv")
-_TEST_DIRS = ("test", "tests")
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
@@ -115,9 +114,8 @@ def touched_files(repo: Path, rev: str) -> list[str]:
 def is_test_file(path: str) -> bool:
     """Under a top-level ``test/`` or ``tests/``, or ``test_*.py`` / ``*_test.py``."""
     p = PurePosixPath(path)
-    if p.parts and p.parts[0] in _TEST_DIRS and len(p.parts) > 1:
-        return True
-    return p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test"))
+    return (len(p.parts) > 1 and p.parts[0] in ("test", "tests")) or (
+        p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")))
 
 
 def test_files(paths: Iterable[str]) -> list[str]:

@@ -94,10 +94,9 @@ def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None 
     ended = process.run(argv, cwd=cwd, stdin=stdin, timeout=timeout, code=ErrorCode.GIT,
                         shown=f"git {command}", unfiltered={**NO_ASKPASS, **(env or {}),
                                                            **BASE_ENV})
-    if ended.timed_out:
-        result = GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
-    else:
-        result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
+    result = (GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
+              if ended.timed_out else
+              GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err))
     if check and not result.ok:
         raise failure(result, cwd)
     return result
