@@ -230,9 +230,8 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = N
     if not made:
         return ApplyResult("already-applied", wt.head(), [],
                            f"all {len(patches)} patch(es) already present on {base[:9]}")
-    message = f"applied {len(made)} patch(es) on top of {base[:9]}"
-    if skipped:
-        message += f"; {skipped} already present"
+    message = f"applied {len(made)} patch(es) on top of {base[:9]}" + (
+        f"; {skipped} already present" if skipped else "")
     return ApplyResult("applied", made[0], [], message, three_way_files("\n".join(seen)))
 
 

@@ -111,13 +111,9 @@ def _landed_rev(repo: RepoCache, sha: str) -> str:
 
 def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
     """(sha, committer time, its ISO form, author, message) of each commit ``log`` lists."""
-    found = []
-    for record in _git(repo, ["log", _LOG_FORMAT, "--fixed-strings", *args, "--"]).split("\x1e"):
-        fields = record.strip("\n").split("\x00", 4)
-        if len(fields) == 5 and fields[1].isdigit():
-            sha, time, when, author, message = fields
-            found.append((sha, int(time), when, author, message))
-    return found
+    records = (record.strip("\n").split("\x00", 4) for record in
+               _git(repo, ["log", _LOG_FORMAT, "--fixed-strings", *args, "--"]).split("\x1e"))
+    return [(f[0], int(f[1]), f[2], f[3], f[4]) for f in records if len(f) == 5 and f[1].isdigit()]
 
 
 def _squash_commits(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
