@@ -59,7 +59,7 @@ class ApplyResult:
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
     merged: list[str] = field(default_factory=list)  # went in by a 3-way merge: needs a look
-    loose: list[str] = field(default_factory=list)  # placed with their context ignored
+    context_ignored: list[str] = field(default_factory=list)
 
 
 def three_way_files(text: str) -> list[str]:

@@ -86,7 +86,7 @@ def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch]) -> ApplyResul
                                                      "certain place on this branch")
         placed += [f for f in files if f not in placed]
     return ApplyResult("applied", wt.head(), [], f"applied {len(patches)} patch(es) on top of "
-                       f"{base[:9]} with reduced context", loose=placed)
+                       f"{base[:9]} with reduced context", context_ignored=placed)
 
 
 @dataclass(frozen=True)
