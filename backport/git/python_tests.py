@@ -241,16 +241,12 @@ def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
     """The tests added to one file, from its post-image; None when that is not at hand."""
     path = diff.new
     assert path is not None
-    candidates: list[list[str]] = []
-    if diff.old is None:
-        candidates.append([])
-    else:
-        if diff.old in posts:
-            candidates.append(posts[diff.old])
-        if diff.old_blob:
-            data = _blob(repo, diff.old_blob, blobs)
-            if data is not None:
-                candidates.append(file_lines(data))
+    candidates: list[list[str]] = [[]] if diff.old is None else []
+    if diff.old is not None and diff.old in posts:
+        candidates.append(posts[diff.old])
+    data = _blob(repo, diff.old_blob, blobs) if diff.old is not None and diff.old_blob else None
+    if data is not None:
+        candidates.append(file_lines(data))
     made = next(filter(None, (post_image(pre, diff.hunks) for pre in candidates)), None)
     if made is None:
         return None
