@@ -136,10 +136,9 @@ def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
 def first_error_line(text: str) -> str:
     """The first ``fatal:``/``error:`` line of git's output, else its last line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for prefix in ("fatal:", "error:"):
-        for line in lines:
-            if line.startswith(prefix):
-                return line[len(prefix):].strip()
+    found = [line for prefix in ("fatal:", "error:") for line in lines if line.startswith(prefix)]
+    if found:
+        return found[0].split(":", 1)[1].strip()
     return lines[-1] if lines else "no output"
 
 
