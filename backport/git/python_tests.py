@@ -101,9 +101,7 @@ def redefinitions(tree: ast.Module) -> list[Definition]:
     found = []
     for scope, body in _bodies(tree):
         seen: dict[str, int] = {}
-        for node in body:
-            if not isinstance(node, _Def):
-                continue
+        for node in (node for node in body if isinstance(node, _Def)):
             if node.name in seen and not _rebinds_on_purpose(node):
                 found.append(Definition(scope, node.name, seen[node.name], node.lineno))
             seen[node.name] = node.lineno
