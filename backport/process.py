@@ -120,9 +120,8 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         stop_group(proc)
         raise
     finally:
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        for pipe in filter(None, (proc.stdout, proc.stderr)):
+            pipe.close()
         if reap:
             kill_group(proc.pid)
         with _running_changed:
@@ -131,16 +130,15 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
     return Output(tuple(argv), proc.returncode, out or b"", err or b"")
 
 
-def kill_group(pgid: int) -> None:
-    """Kill a process group at once (gone already or not ours: nothing to do)."""
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` to a process group (gone already or not ours: nothing to do)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, sig)
 
 
 def stop_group(proc: subprocess.Popen[bytes]) -> None:
     """End the group ``proc`` leads: SIGTERM, :data:`STOP_GRACE` seconds, SIGKILL; reaped."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
+    kill_group(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=STOP_GRACE)
     kill_group(proc.pid)
@@ -159,8 +157,7 @@ def kill_running() -> None:
         _running_changed.wait_for(lambda: not _starting[0], timeout=STOP_GRACE)
         groups = list(_running)
     for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGTERM)
+        kill_group(pgid, signal.SIGTERM)
     with _running_changed:
         _running_changed.wait_for(lambda: not _running.intersection(groups), timeout=STOP_GRACE)
     for pgid in groups:

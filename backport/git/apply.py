@@ -59,7 +59,7 @@ class ApplyResult:
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
     merged: list[str] = field(default_factory=list)  # went in by a 3-way merge: needs a look
-    loose: list[str] = field(default_factory=list)  # placed with their context ignored
+    context_ignored: list[str] = field(default_factory=list)
 
 
 def three_way_files(text: str) -> list[str]:
@@ -72,7 +72,7 @@ def three_way_files(text: str) -> list[str]:
 
 
 def _rebase_apply(wt: Worktree) -> Path:  # where `git am` keeps its state
-    return wt.own_dir() / "rebase-apply"
+    return wt.own_dir / "rebase-apply"
 
 
 def am_in_progress(wt: Worktree) -> bool:
@@ -103,10 +103,10 @@ def _configured_identity(wt: Worktree) -> set[str]:
 
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
     """GIT_COMMITTER_NAME/EMAIL from ``author`` where git has no identity configured."""
-    env: dict[str, str] = {}
     if author is None:
-        return env
+        return {}
     name, mail = author
+    env = {}
     identity = wt.memo.once("identity", lambda: _configured_identity(wt))
     if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
@@ -124,9 +124,7 @@ def _info_author(wt: Worktree) -> tuple[str, str] | None:
     except OSError:
         return None
     fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
-    if "Email" not in fields:
-        return None
-    return fields.get("Author", fields["Email"]), fields["Email"]
+    return (fields.get("Author", fields["Email"]), fields["Email"]) if "Email" in fields else None
 
 
 def _unmerged(wt: Worktree) -> list[str]:  # the files git marks as conflicted
@@ -232,9 +230,8 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = N
     if not made:
         return ApplyResult("already-applied", wt.head(), [],
                            f"all {len(patches)} patch(es) already present on {base[:9]}")
-    message = f"applied {len(made)} patch(es) on top of {base[:9]}"
-    if skipped:
-        message += f"; {skipped} already present"
+    message = f"applied {len(made)} patch(es) on top of {base[:9]}" + (
+        f"; {skipped} already present" if skipped else "")
     return ApplyResult("applied", made[0], [], message, three_way_files("\n".join(seen)))
 
 
@@ -324,9 +321,8 @@ def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -
 
 
 def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[bytes]) -> bool:
-    """Whether PR ``number`` into ``base`` carries the change of ``patches`` (format-patch
-    bytes): each patch's patch-id is one of its own commits' or their sum's (a PR whose head
-    cannot be fetched, or with over ``MAX_CARRIER_COMMITS`` commits, does not)."""
+    """Whether PR ``number``'s own commits, or their sum, have the patch-ids of ``patches``
+    (format-patch bytes); an unfetchable PR or one over ``MAX_CARRIER_COMMITS`` does not."""
     wanted = [patch_ids(cache.path, data, cache.env) for data in patches]
     if not wanted or not all(wanted):
         return False
@@ -351,9 +347,8 @@ def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[b
 
 def series_tree(repo: Path, base: str, patches: Sequence[Patch], *,
                 urls: Sequence[str] = ()) -> str | None:
-    """The tree ``patches`` make on ``base`` (``git apply --cached --3way`` into a new index in
-    a private folder of the git folder ``repo``), from its objects alone, or None: what the
-    publish step compares the tested commit with. Every git process is sealed (`token_git`)."""
+    """The tree ``patches`` make on ``base`` from ``repo``'s objects alone, or None, in a new
+    index of a private folder (sealed `token_git`): what publish compares the tested commit with."""
     with tempfile.TemporaryDirectory(prefix="backport-fresh-", dir=repo) as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         token_git(["read-tree", base], repo=repo, urls=urls, env=env)

@@ -15,7 +15,7 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from backport.config.patchfiles import FileDiff, Hunk, Patch
 from backport.git.apply import (
@@ -86,7 +86,7 @@ def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch]) -> ApplyResul
                                                      "certain place on this branch")
         placed += [f for f in files if f not in placed]
     return ApplyResult("applied", wt.head(), [], f"applied {len(patches)} patch(es) on top of "
-                       f"{base[:9]} with reduced context", loose=placed)
+                       f"{base[:9]} with reduced context", context_ignored=placed)
 
 
 @dataclass(frozen=True)
@@ -149,31 +149,23 @@ def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) 
     if duplicated & {*removed, *changed, *added}:
         return None
     result = list(o.entries)
-    for key in removed:
-        if key not in here or _member(here[key]) != _member(before[key]):
-            return None
-        result = [(k, line) for k, line in result if k != key]
-    for key in changed:
-        if key not in here:
-            return None
-        if _member(here[key]) == _member(after[key]):
-            continue
-        if _member(here[key]) != _member(before[key]):
-            return None
-        result = [(k, after[key] if k == key else line) for k, line in result]
     order = [k for k, _ in t.entries]
-    for key in added:
-        if key in here:
-            if _member(here[key]) != _member(after[key]):
-                return None
+    for key in [*removed, *changed, *added]:
+        now, was, want = (_member(doc[key]) if key in doc else None for doc in (here, before, after))
+        if want is not None and now == want:
+            continue  # ours made the same change
+        if now != was:
+            return None
+        if was is not None:  # removed or changed
+            result = [(k, after[key] if k == key else line) for k, line in result
+                      if k != key or want is not None]
             continue
         keys = [k for k, _ in result]
         index = order.index(key)
         previous = next((k for k in reversed(order[:index]) if k in keys), None)
         if previous is None and index > 0:
             return None  # no neighbour to follow: where it goes is a guess
-        at = 0 if previous is None else keys.index(previous) + 1
-        result.insert(at, (key, after[key]))
+        result.insert(0 if previous is None else keys.index(previous) + 1, (key, after[key]))
     lines = [_with_comma(line, i < len(result) - 1) for i, (_, line) in enumerate(result)]
     text = "\n".join([o.head, *lines, o.tail]) + o.end
     expected = {k: v for k, v in _values(o.entries).items() if k not in removed}
@@ -201,6 +193,4 @@ def finish_by_entries(wt: Worktree, stopped: ApplyResult) -> ApplyResult:
             (wt.path / path).write_bytes(data)
         merged += [p for p in merges if p not in merged]
         result = continue_series(wt)
-    if result.status != "applied":
-        return result
-    return ApplyResult("applied", result.head, [], result.message, merged)
+    return replace(result, merged=merged) if result.status == "applied" else result

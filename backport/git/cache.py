@@ -58,7 +58,6 @@ def file_lock(path: Path, *, wait: bool = True,
               on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (made 0600). Held elsewhere: with ``wait`` call
     ``on_wait`` once and block; else ``locked`` naming the file and the holder's pid."""
-    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -239,9 +238,7 @@ class RepoCache:
 
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
         """Fetch each branch's head only (branch -> sha); a failure leaves the cache as it was."""
-        names = list(dict.fromkeys(branches))
-        for name in names:
-            check_branch_name(name)
+        names = check_branch_name(*branches)
         if not names:
             return {}
         refspecs = [f"+refs/heads/{b}:{TRACKING}{b}" for b in names]
@@ -388,13 +385,7 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
 
 def _causes(text: str) -> list[str]:
     """git's ``fatal:``, ``error:``, ``remote:`` lines: why a push was rejected."""
-    causes = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        for prefix in ("fatal:", "error:", "remote: fatal:", "remote: error:", "remote:"):
-            if line.startswith(prefix):
-                cause = line[len(prefix):].strip().rstrip(".")
-                if cause and not any(n in cause.lower() for n in _NOISE):
-                    causes.append(cause)
-                break
-    return causes[:4]
+    lines = (line.strip() for line in text.splitlines())
+    found = (re.sub(r"^(?:remote: )?(?:fatal:|error:)?", "", line).strip().rstrip(".")
+             for line in lines if line.startswith(("fatal:", "error:", "remote:")))
+    return [cause for cause in found if cause and not any(n in cause.lower() for n in _NOISE)][:4]

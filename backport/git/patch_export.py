@@ -18,7 +18,6 @@ from backport.redact import redact
 
 _FORMAT_CONFIG = ("-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false")
 _FORMAT_OPTIONS = ("--binary", "--full-index", "--find-renames", "--no-ext-diff", "--no-textconv")
-_TEST_DIRS = ("test", "tests")
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
@@ -82,7 +81,6 @@ def _rev_args(base: str | None, tip: str) -> list[str]:
 
 def export_patch_set(repo: Path, rev: str, out_dir: Path, *, force: bool) -> list[Path]:
     """Write ``rev`` as ``0001-….patch`` files into ``out_dir`` (old ones replaced: ``force``)."""
-    repo, out_dir = Path(repo), Path(out_dir)
     ends = _split(repo, rev)
     selected = _selected(repo, rev, *ends)
     existing = sorted(out_dir.glob("*.patch")) if out_dir.is_dir() else []
@@ -116,9 +114,8 @@ def touched_files(repo: Path, rev: str) -> list[str]:
 def is_test_file(path: str) -> bool:
     """Under a top-level ``test/`` or ``tests/``, or ``test_*.py`` / ``*_test.py``."""
     p = PurePosixPath(path)
-    if p.parts and p.parts[0] in _TEST_DIRS and len(p.parts) > 1:
-        return True
-    return p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test"))
+    return (len(p.parts) > 1 and p.parts[0] in ("test", "tests")) or (
+        p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")))
 
 
 def test_files(paths: Iterable[str]) -> list[str]:

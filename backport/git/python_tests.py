@@ -83,24 +83,17 @@ def _bodies(tree: ast.Module) -> Iterator[tuple[str, list[ast.stmt]]]:
 
 def test_definitions(tree: ast.Module) -> list[Definition]:
     """The test functions: ``test*`` functions directly in the module or a class body."""
-    found = []
-    for scope, body in _bodies(tree):
-        found += [Definition(scope, node.name, node.lineno) for node in body
-                  if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                  and node.name.startswith("test")]
-    return sorted(found, key=lambda d: d.line)
+    return sorted((Definition(scope, node.name, node.lineno) for scope, body in _bodies(tree)
+                   for node in body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                   and node.name.startswith("test")), key=lambda d: d.line)
 
 
 def _rebinds_on_purpose(node: _Def) -> bool:
     """A property's setter/getter/deleter, ``@overload``, ``@f.register``."""
-    for deco in node.decorator_list:
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        if isinstance(target, ast.Attribute) and target.attr in (
-                "setter", "getter", "deleter", "register", "overload"):
-            return True
-        if isinstance(target, ast.Name) and target.id == "overload":
-            return True
-    return False
+    targets = (deco.func if isinstance(deco, ast.Call) else deco for deco in node.decorator_list)
+    return any(isinstance(t, ast.Name) and t.id == "overload" or isinstance(t, ast.Attribute)
+               and t.attr in ("setter", "getter", "deleter", "register", "overload")
+               for t in targets)
 
 
 def redefinitions(tree: ast.Module) -> list[Definition]:
@@ -108,9 +101,7 @@ def redefinitions(tree: ast.Module) -> list[Definition]:
     found = []
     for scope, body in _bodies(tree):
         seen: dict[str, int] = {}
-        for node in body:
-            if not isinstance(node, _Def):
-                continue
+        for node in (node for node in body if isinstance(node, _Def)):
             if node.name in seen and not _rebinds_on_purpose(node):
                 found.append(Definition(scope, node.name, seen[node.name], node.lineno))
             seen[node.name] = node.lineno
@@ -155,10 +146,8 @@ class PresentTest:
 
     def describe(self) -> str:
         """``Class.test_x (path, line 66), added by abc123def "subject"``."""
-        where = f"{self.test.qualname} ({self.test.path}, line {self.line})"
-        if self.commit:
-            return f'{where}, added by {self.commit} "{self.subject}"'
-        return where
+        by = f', added by {self.commit} "{self.subject}"' if self.commit else ""
+        return f"{self.test.qualname} ({self.test.path}, line {self.line}){by}"
 
 
 def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[int]] | None:
@@ -250,39 +239,29 @@ def _read_post_image(repo: Path, diff: FileDiff, posts: dict[str, list[str]],
     """The tests added to one file, from its post-image; None when that is not at hand."""
     path = diff.new
     assert path is not None
-    candidates: list[list[str]] = []
-    if diff.old is None:
-        candidates.append([])
-    else:
-        if diff.old in posts:
-            candidates.append(posts[diff.old])
-        if diff.old_blob:
-            data = _blob(repo, diff.old_blob, blobs)
-            if data is not None:
-                candidates.append(file_lines(data))
-    for pre in candidates:
-        made = post_image(pre, diff.hunks)
-        if made is None:
-            continue
-        lines, added = made
-        posts[path] = lines
-        try:
-            tree = compiled("\n".join(lines) + "\n", path)
-        except (SyntaxError, ValueError):
-            return None
-        return [AddedTest(path, d.scope, d.name) for d in test_definitions(tree)
-                if d.line in added]
-    return None
+    candidates: list[list[str]] = [[]] if diff.old is None else []
+    if diff.old is not None and diff.old in posts:
+        candidates.append(posts[diff.old])
+    data = _blob(repo, diff.old_blob, blobs) if diff.old is not None and diff.old_blob else None
+    if data is not None:
+        candidates.append(file_lines(data))
+    made = next(filter(None, (post_image(pre, diff.hunks) for pre in candidates)), None)
+    if made is None:
+        return None
+    posts[path], added = made
+    try:
+        tree = compiled("\n".join(posts[path]) + "\n", path)
+    except (SyntaxError, ValueError):
+        return None
+    return [AddedTest(path, d.scope, d.name) for d in test_definitions(tree) if d.line in added]
 
 
 def _tree_at(repo: Path, commit: str, path: str,
              blobs: Blobs | None = None) -> ast.Module | None:
     """The parsed ``path`` of ``commit``; None when it is not there or does not parse."""
     data = _blob(repo, f"{commit}:{path}", blobs)
-    if data is None:
-        return None
     try:
-        return parsed(data.decode("utf-8", "surrogateescape"), path)
+        return None if data is None else parsed(data.decode("utf-8", "surrogateescape"), path)
     except (SyntaxError, ValueError):
         return None
 
@@ -319,11 +298,9 @@ def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
 def present_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
                   blobs: Blobs | None = None) -> list[PresentTest]:
     """`defined_tests`, each with the commit that added it."""
-    found = []
-    for test, line in defined_tests(repo, commit, tests, blobs=blobs):
-        by = introduced_by(repo, commit, test.path, test.name)
-        found.append(PresentTest(test, line, by[0] if by else None, by[1] if by else ""))
-    return found
+    found = [(test, line, introduced_by(repo, commit, test.path, test.name))
+             for test, line in defined_tests(repo, commit, tests, blobs=blobs)]
+    return [PresentTest(test, line, *(by or (None, ""))) for test, line, by in found]
 
 
 def all_present(added: Sequence[object], present: Sequence[object]) -> bool:

@@ -94,10 +94,9 @@ def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None 
     ended = process.run(argv, cwd=cwd, stdin=stdin, timeout=timeout, code=ErrorCode.GIT,
                         shown=f"git {command}", unfiltered={**NO_ASKPASS, **(env or {}),
                                                            **BASE_ENV})
-    if ended.timed_out:
-        result = GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
-    else:
-        result = GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err)
+    result = (GitOutput(tuple(args), -9, b"", f"fatal: timed out after {timeout:g} s")
+              if ended.timed_out else
+              GitOutput(tuple(args), int(ended.returncode or 0), ended.stdout, ended.err))
     if check and not result.ok:
         raise failure(result, cwd)
     return result
@@ -137,10 +136,9 @@ def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
 def first_error_line(text: str) -> str:
     """The first ``fatal:``/``error:`` line of git's output, else its last line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for prefix in ("fatal:", "error:"):
-        for line in lines:
-            if line.startswith(prefix):
-                return line[len(prefix):].strip()
+    found = [line for prefix in ("fatal:", "error:") for line in lines if line.startswith(prefix)]
+    if found:
+        return found[0].split(":", 1)[1].strip()
     return lines[-1] if lines else "no output"
 
 
@@ -164,11 +162,14 @@ def transport_url(url: str) -> str:
     return url
 
 
-def check_branch_name(branch: str) -> None:
-    """Refuse what ``git check-ref-format --branch`` refuses (and ``@``), before git sees it."""
-    problem = refname_problem(branch)
-    if problem:
-        raise BackportError(ErrorCode.USAGE, redact(f"invalid branch name {branch!r}: {problem}."))
+def check_branch_name(*branches: str) -> list[str]:
+    """``branches`` once each; refused as ``git check-ref-format --branch`` (and ``@``) would."""
+    names = list(dict.fromkeys(branches))
+    for branch in names:
+        if problem := refname_problem(branch):
+            raise BackportError(ErrorCode.USAGE,
+                                redact(f"invalid branch name {branch!r}: {problem}."))
+    return names
 
 
 def is_unreachable(text: str) -> bool:
@@ -225,9 +226,7 @@ def changed_paths(cwd: Path, base: str, commit: str) -> dict[str, bool]:
 def ls_remote(url: str, branches: Sequence[str], env: Mapping[str, str] | None,
               unreachable: ErrorCode | str, failed: str) -> dict[str, str | None]:
     """branch -> sha on ``url`` (None: none), in one sealed ``ls-remote`` outside any repository."""
-    names = list(dict.fromkeys(branches))
-    for name in names:
-        check_branch_name(name)
+    names = check_branch_name(*branches)
     heads: dict[str, str | None] = dict.fromkeys(names)
     if not names:
         return heads

@@ -27,7 +27,6 @@ MERGE_CLOCK_SKEW = timedelta(minutes=10)
 FILES_DIFFER = "its files are not the PR's"
 BEFORE_MERGE = "committed before the PR was merged"
 LATER = "a later commit with the PR's files"
-_SHOWN_FILES = 3  # files named in the sentence when no commit proves the source
 _SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
 _LOG_FORMAT = "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e"
 
@@ -85,9 +84,7 @@ def merge_bound(merged_at: str) -> int | None:
         when = datetime.fromisoformat(merged_at.strip())
     except ValueError:
         return None
-    if when.tzinfo is None:
-        return None
-    return int((when - MERGE_CLOCK_SKEW).timestamp())
+    return int((when - MERGE_CLOCK_SKEW).timestamp()) if when.tzinfo else None
 
 
 def _git(repo: RepoCache, args: list[str]) -> str:
@@ -114,13 +111,9 @@ def _landed_rev(repo: RepoCache, sha: str) -> str:
 
 def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
     """(sha, committer time, its ISO form, author, message) of each commit ``log`` lists."""
-    found = []
-    for record in _git(repo, ["log", _LOG_FORMAT, "--fixed-strings", *args, "--"]).split("\x1e"):
-        fields = record.strip("\n").split("\x00", 4)
-        if len(fields) == 5 and fields[1].isdigit():
-            sha, time, when, author, message = fields
-            found.append((sha, int(time), when, author, message))
-    return found
+    records = (record.strip("\n").split("\x00", 4) for record in
+               _git(repo, ["log", _LOG_FORMAT, "--fixed-strings", *args, "--"]).split("\x1e"))
+    return [(f[0], int(f[1]), f[2], f[3], f[4]) for f in records if len(f) == 5 and f[1].isdigit()]
 
 
 def _squash_commits(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
@@ -148,20 +141,15 @@ def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_pat
     return taken, tuple(passed)
 
 
-def _describe_files(paths: frozenset[str]) -> str:
-    """``2 files (a.py, b.py)``: the count and the first few names."""
-    shown = sorted(paths)
-    more = f" and {len(shown) - _SHOWN_FILES} more" if len(shown) > _SHOWN_FILES else ""
-    names = ", ".join(shown[:_SHOWN_FILES])
-    return f"{len(shown)} file{'s' if len(shown) != 1 else ''} ({names}{more})"
+def _first_few(items: list[str], limit: int) -> str:
+    """``a, b and 3 more``: the first ``limit`` items and how many are left."""
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
 
 
 def describe_passed_over(passed: Iterable[PassedOver]) -> str:
     """``abc123456789 (its files are not the PR's), …``."""
-    listed = list(passed)
-    shown = ", ".join(f"{p.sha[:12]} ({p.why})" for p in listed[:_SHOWN_COMMITS])
-    more = len(listed) - _SHOWN_COMMITS
-    return f"{shown} and {more} more" if more > 0 else shown
+    return _first_few([f"{p.sha[:12]} ({p.why})" for p in passed], _SHOWN_COMMITS)
 
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
@@ -192,8 +180,9 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
             else f"no commit names it in a squash message ('!{number} merge … into {base}')")
     raise BackportError("source-unproven", redact(
         f"PR !{number} is merged{f' at {merged_at}' if merged_at else ''} with "
-        f"{_describe_files(paths)}, but no commit on '{base}' of {repo.upstream_url} is proven to "
-        f"be its change: {sha_seen}{seen}"))
+        f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({_first_few(sorted(paths), 3)}), "
+        f"but no commit on '{base}' of {repo.upstream_url} is proven to be its change: "
+        f"{sha_seen}{seen}"))
 
 
 def commit_paths(repo: RepoCache, sha: str) -> frozenset[str]:

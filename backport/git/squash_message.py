@@ -27,9 +27,8 @@ def merge_line(message: str, number: int) -> re.Match[str] | None:
 
 
 def squash_names(message: str, number: int) -> bool:
-    """Whether ``message`` is GitCode's squash message of PR ``number`` (not ``!N0``): by its
-    last trailer when it has one (the PR's own text above may quote another's), else its
-    ``!N merge`` line."""
+    """Whether ``message`` is GitCode's squash message of PR ``number`` (not ``!N0``): by its last
+    trailer if any (the PR's own text may quote another's), else its ``!N merge`` line."""
     trailers = _TRAILER.findall(message)
     if trailers:
         return trailers[-1] == str(number)

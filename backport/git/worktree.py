@@ -4,6 +4,7 @@ discarded unread where code of the branch ran in it (:meth:`Worktree.discard`)."
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -109,7 +110,6 @@ class Worktree:
     repo: Path
     branch: str | None = None
     memo: RunMemo = field(default_factory=RunMemo, repr=False, compare=False)
-    _own_dir: Path | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def create(cls, cache: RepoCache, path: Path, branch: str, base_sha: str,
@@ -177,12 +177,11 @@ class Worktree:
         """The sha of HEAD."""
         return self.git(["rev-parse", "--verify", "HEAD^{commit}"]).stdout.strip()
 
+    @functools.cached_property
     def own_dir(self) -> Path:
         """This worktree's private git folder (where ``git am`` keeps its state)."""
-        if self._own_dir is None:
-            self._own_dir = _gitdir_of(self.path) or Path(
-                self.git(["rev-parse", "--absolute-git-dir"]).stdout.strip()).resolve()
-        return self._own_dir
+        return _gitdir_of(self.path) or Path(
+            self.git(["rev-parse", "--absolute-git-dir"]).stdout.strip()).resolve()
 
     @staticmethod
     def discard(repo: Path, path: Path, branch: str) -> None:

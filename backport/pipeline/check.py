@@ -192,7 +192,7 @@ def _applies(subject: str, decision: Decision, variant: bool) -> Finding:
         return Finding(subject, "applies", False, f"{result.message} (files: "
                        f"{', '.join(result.conflicts) or 'unknown'}){also}", variant)
     if decision.source is not None:
-        how = ", its context lines ignored" if result.loose else ""
+        how = ", its context lines ignored" if result.context_ignored else ""
         return Finding(subject, "applies", True, f"its own series conflicts; "
                        f"{decision.source.source.label} applies instead{how}", variant, warning=True)
     if result.merged:

@@ -170,7 +170,7 @@ def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: 
             else:
                 attempt = finish_by_entries(wt, apply_series(wt, candidate.patches))
             if attempt.status == "applied":
-                how = " with its context lines ignored" if attempt.loose else ""
+                how = " with its context lines ignored" if attempt.context_ignored else ""
                 event(f"applied from {candidate.source.label}{how}")
                 return attempt, candidate, tried
             if attempt.status == "conflict":

@@ -124,10 +124,10 @@ def _record_decision(job: BranchJob, base: str, path: Path, decision: Decision) 
     job.change(lambda r: r.applied(
         base, result.head, str(path), [t.node_id for t in added],
         series_source=source.source if source else None, tried_sources=decision.tried,
-        merged_files=result.merged, loose_files=result.loose))
+        merged_files=result.merged, loose_files=result.context_ignored))
     job.event("applied", result.head[:9] + (f" from {source.source.label}" if source else ""))
     for files, how in ((result.merged, "only through a 3-way merge"),
-                       (result.loose, "with context lines ignored")):
+                       (result.context_ignored, "with context lines ignored")):
         if files:
             job.event("apply", f"{', '.join(files)} went in {how}; compare it with the newer "
                       "branches")
@@ -158,7 +158,7 @@ def _record_stop(job: BranchJob, base: str, path: Path, decision: Decision) -> N
         job.stop(lambda r: r.unusable(
             base, message, str(path), ErrorCode.CONFLICT,
             series_source=source.source if source else None, tried_sources=tried,
-            merged_files=result.merged, loose_files=result.loose))
+            merged_files=result.merged, loose_files=result.context_ignored))
 
 
 def _other_series(run: SetRun, job: BranchJob) -> list[SiblingSeries]:

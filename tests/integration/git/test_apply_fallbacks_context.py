@@ -44,7 +44,7 @@ def test_a_change_whose_neighbour_differs_goes_in_with_its_context_ignored(tmp_p
     abort_series(wt)
     result = apply_ignoring_context(wt, [read_patch(patch)])
     assert result.status == "applied", result.message
-    assert result.loose == [FILE]
+    assert result.context_ignored == [FILE]
     assert (wt.path / FILE).read_text() == text([line for line in mine if "gone" not in line])
     assert gr.git(wt.path, "rev-list", "--count", f"{base}..HEAD") == "1"
     assert gr.git(wt.path, "log", "-1", "--format=%s") == "drop the gone entries"
@@ -84,7 +84,7 @@ def test_crlf_lines_keep_their_cr(tmp_path):
 def test_a_file_whose_hunks_all_match_is_not_called_loose(tmp_path):
     wt, patch = world(tmp_path, BEFORE + ["// a line of the branch's own"])
     result = apply_ignoring_context(wt, [read_patch(patch)])
-    assert result.status == "applied" and result.loose == []
+    assert result.status == "applied" and result.context_ignored == []
 
 
 def test_the_loaded_bytes_are_applied_not_the_file_on_disk(tmp_path):
