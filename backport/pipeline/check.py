@@ -59,8 +59,7 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 def run_check(session: Session, names: list[str] | None, *, offline: bool,
               envs: bool = False) -> list[Finding]:
-    """Validate the map and, unless ``offline``, that every patch set applies everywhere. An
-    environment not built here is a warning, a problem with ``envs``."""
+    """Validate the map and, unless ``offline``, that every set applies on every target."""
     project = session.project
     bm = project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
@@ -234,8 +233,7 @@ def named_paths(body: str) -> list[tuple[str, int]]:
 
 
 def absent_named_paths(repo: Path, ps: PatchSet, bases: Mapping[str, str]) -> list[tuple[str, str]]:
-    """``(target, sentence)`` for each target lacking a path ``body.md`` names; a path no
-    target has (nor the series changes) is another project's."""
+    """``(target, sentence)`` for each target lacking a path ``body.md`` names (some has it)."""
     named = named_paths(ps.body or "")
     if not named:
         return []
@@ -264,8 +262,7 @@ def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
 
 
 def fork_findings(session: Session, *, offline: bool) -> list[Finding]:
-    """Which fork the real run pushes to: the one set, or the token's login's (one ``GET
-    /user`` online with a token)."""
+    """Which fork the real run pushes to: the one set, or the token's login's."""
     bm = session.project.branch_map
     note = [Finding("fork", "set", True, bm.fork_note, warning=True)] if bm.fork_note else []
     if bm.fork:

@@ -29,8 +29,7 @@ StepFunction = Callable[[SetRun, BranchJob], bool]
 
 @dataclass(frozen=True)
 class Step:
-    """One named step: ``needed`` is its guard; ``in_turn``: the set's steps of this name run
-    one after another in target order; ``after_stop``: its guard alone decides."""
+    """One step; ``in_turn``: run in target order; ``after_stop``: its guard alone decides."""
 
     name: str
     needed: Guard

@@ -67,8 +67,7 @@ class Journal:
             return self._branches.get(target)
 
     def change(self, target: str, transition: Transition) -> BranchRecord:
-        """Apply ``transition`` to ``target``'s record and save; a move `states.MOVES` forbids
-        raises and changes nothing."""
+        """Apply ``transition`` and save; a move `states.MOVES` forbids raises."""
         with self._lock:
             before = self._branches[target]
             rec = transition(before)
@@ -138,8 +137,7 @@ class ProgressSink(Protocol):
 
 
 def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
-    """The patch sets a command names (``--api``), or all with ``every``; a chosen set that
-    did not load fails with its own sentence."""
+    """The patch sets a command names (``--api``), or all with ``every``."""
     if every:
         for message in project.broken.values():
             raise ConfigError(message)
@@ -184,8 +182,7 @@ def select_targets(patch_sets: list[PatchSet], branches: tuple[str, ...]) -> dic
 @contextmanager
 def locked_journals(project: Project, patch_sets: list[PatchSet], progress: ProgressSink,
                     *, persist: bool = True) -> Iterator[dict[str, Journal]]:
-    """Take every patch set's run lock (waiting for another run), then its journal; no lock
-    without ``persist`` (a dry run)."""
+    """Every set's run lock (waiting for another run; none if not ``persist``), its journal."""
     with ExitStack() as stack:
         for ps in sorted(patch_sets, key=lambda p: p.name) if persist else ():
             def waiting(name: str = ps.name) -> None:

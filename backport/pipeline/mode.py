@@ -61,9 +61,7 @@ class RunMode:
 
 
 class Fork:
-    """The fork through git. A dry run's (``plan`` given) is read when it can be and never
-    pushed to: each push is a plan line, and a fork it cannot read is taken as lacking the
-    branch."""
+    """The fork through git; a dry run's (``plan``) is only read, each push a plan line."""
 
     def __init__(self, plan: Callable[[str], None] | None = None) -> None:
         self.plan = plan

@@ -19,8 +19,7 @@ class WritePermissions:
         self._lock = threading.Lock()  # held over the request: one request per answer
 
     def can_write(self, forge: Forge, login: str) -> bool:
-        """Whether ``login`` may write to the upstream (no login: no): the listing's answer
-        when it was read and shows ``login``, else one request."""
+        """Whether ``login`` may write: the listing's answer if read, else one request."""
         if not login:
             return False
         with self._lock:

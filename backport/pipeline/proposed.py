@@ -47,8 +47,7 @@ def _same_repo(a: str, b: str) -> bool:
 
 
 def head_carries(head: str, target: str) -> dict[int, str]:
-    """The PR a bot's head branch carries into ``target`` (``sync-pr<N>-…-to-<target>``,
-    ``cherry-pick-mr-<N>-<digits>-auto``)."""
+    """The PR a bot's head branch (``sync-pr<N>-…``, ``cherry-pick-mr-<N>-…``) carries."""
     sync = _SYNC_HEAD.match(head)
     if sync is not None:
         rest, tail = sync.group(2), f"-to-{target}"
@@ -150,8 +149,7 @@ def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, 
 
 
 def proposed_step(run: SetRun, job: BranchJob) -> bool:
-    """Stop the branch as already proposed (False) when another open or merged PR into its
-    target carries the set's source PR and counts."""
+    """Stop the branch (False) when another PR into its target carries the source and counts."""
     source = job.patch_set.source
     if source is None or not run.options.mode.opens_prs:
         return True
@@ -198,8 +196,7 @@ def _carrier(earlier: BranchRecord) -> ProposedPr | None:
 
 
 def same_fix_step(run: SetRun, job: BranchJob) -> bool:
-    """Stop the branch (False) where a set run before it in this batch carries the same change
-    into its target and has a PR there."""
+    """Stop the branch (False) where an earlier set of the batch has a PR of the same change."""
     if not run.earlier or job.patch_set.source is None or not run.options.mode.opens_prs:
         return True
     mine = _change(run, job.record)

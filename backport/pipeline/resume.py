@@ -87,8 +87,7 @@ def _untouched(worktree: Worktree, rec: BranchRecord) -> bool:
 
 def propagation_targets(project: Project, name: str, target: str,
                         progress: ProgressSink) -> list[str]:
-    """The other branches a fresh resolution of ``target`` may serve, nearest release first:
-    those not applied yet, and those conflicted whose `git am` nobody touched (it is stopped)."""
+    """The branches not applied yet or with an untouched conflict (stopped), nearest first."""
     (patch_set,) = select_patch_sets(project, [name])
     with locked_journals(project, [patch_set], progress) as journals:
         journal = journals[name]
@@ -112,8 +111,7 @@ def propagation_targets(project: Project, name: str, target: str,
 
 def abort_branches(project: Project, name: str, targets: tuple[str, ...],
                    progress: ProgressSink) -> list[str]:
-    """Give up on branches: stop `git am`, remove worktrees, reset their records (what this
-    tool last pushed is remembered)."""
+    """Stop `git am`, remove worktrees, reset the records (keeping what was last pushed)."""
     (patch_set,) = select_patch_sets(project, [name])
     select_targets([patch_set], targets)
     with locked_journals(project, [patch_set], progress) as journals:

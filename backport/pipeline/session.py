@@ -6,7 +6,6 @@ them on one forge and cache); `Session.start` readies an `apply` run's work fold
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import tempfile
@@ -48,9 +47,6 @@ class ApplyOptions:
     timeout: float | None = None
     new_pr: bool = False  # open a new PR where the recorded one was closed or merged
 
-    def without_tests(self, cause: str) -> ApplyOptions:  # a dry run without environments
-        return dataclasses.replace(self, skip_tests=True, skip_cause=cause)
-
     def forces(self, patch_set: str) -> bool:  # every step of the set's branches redone
         return self.force or patch_set in self.redo
 
@@ -60,8 +56,7 @@ class ApplyOptions:
 
 
 class ForgeAccess:
-    """The run's forge, built when first needed: `real` as the token reaches it, `client` the
-    one the run writes through (a dry run's plans its writes)."""
+    """The forge, built when first needed: `real`, and `client` (a dry run's plans writes)."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -130,8 +125,7 @@ class Session:
             return self._envs
 
     def docs(self, api: str | None) -> list[DocsEntry] | None:
-        """The docs audit of upstream master for the PR body's 【资料变更】, once per API; None
-        (no API, master not fetched by this run, a failure) leaves that section to a human."""
+        """The docs audit of master for 【资料变更】, once per API; None leaves it to a human."""
         from backport.docs_audit import audit_docs
 
         if api is None:
@@ -149,8 +143,7 @@ class Session:
         return entries
 
     def start(self) -> None:
-        """Ready an `apply` run, once: its work folder (a dry run's temporary), the only place
-        a branch's code may write; git's credential helpers' files hidden."""
+        """Ready the work folder, the only place a branch's code may write; hide credentials."""
         from backport.envs.sandbox import allow_writes, cover_also, helper_paths
         from backport.git.run import configured_helpers
 

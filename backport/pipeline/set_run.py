@@ -142,8 +142,7 @@ class SetRun:
 
 
 def fetch_bases(cache: RepoCache, targets: list[str]) -> dict[str, str | BackportError]:
-    """Fetch every target head into the cache once; target -> head. Where the upstream lacks a
-    branch, each missing one fails alone and the others are fetched."""
+    """Fetch every target's head once; a branch the upstream lacks fails alone."""
     try:
         return dict(cache.fetch(targets))
     except BackportError as exc:

@@ -178,8 +178,7 @@ def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
 
 
 def test_step(run: SetRun, job: BranchJob) -> bool:
-    """Run the set's tests in the target's environment; False when it stopped. ``--skip-tests``
-    and a set with no test run no test code, recording why."""
+    """Run the set's tests in the target's environment; False when it stopped."""
     options, rec, ps = run.options, job.record, job.patch_set
     if (not options.forces(ps.name) and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
@@ -330,8 +329,7 @@ def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> boo
 
 
 def push_step(run: SetRun, job: BranchJob) -> bool:
-    """Push the fork branch with a lease on what this tool last pushed; not where someone else
-    moved it (unless ``--overwrite-fork-branch``)."""
+    """Push with a lease; not where someone else moved it (unless --overwrite-fork-branch)."""
     session, options = run.session, run.options
     fork_url, fork, push_env = run.branch_map.fork_url, session.fork, session.forge.push_env()
     rec = job.record
