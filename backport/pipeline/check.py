@@ -79,7 +79,6 @@ def run_check(session: Session, names: list[str] | None, *, offline: bool,
     if offline:
         return findings
     cache = session.cache
-    # every branch the map declares must exist, targeted by a patch set or not
     targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
     try:
         fetched = fetch_bases(cache, targets)

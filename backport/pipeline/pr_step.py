@@ -48,7 +48,6 @@ def render_body(ctx: BodyContext, existing: str | None = None) -> str:
     return render(ctx, existing)
 
 
-# -- the set as the forge shows it ------------------------------------------------------------
 @dataclass(frozen=True)
 class SetOnForge:
     """The open PRs of one patch set's fork branches, the records they carry and fork heads."""
@@ -202,7 +201,6 @@ def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None)
     }
 
 
-# -- the PR step -------------------------------------------------------------------------------
 @dataclass
 class PrWrites:
     """What the PR step did to the PR so far."""
@@ -470,7 +468,6 @@ def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
             details={"number": pr.number, "url": pr.url, "state": pr.state})
 
 
-# -- the summary comment on the source PR -----------------------------------------------------
 def write_source_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
                          ran: frozenset[str]) -> str | None:
     """Post or edit our one summary comment on the source PR; a warning if the forge refused."""

@@ -172,7 +172,6 @@ def proposed_step(run: SetRun, job: BranchJob) -> bool:
     return False
 
 
-# -- one PR per fix in a batch ----------------------------------------------------------------
 def _change(run: SetRun, rec: BranchRecord) -> set[str]:
     """The patch-id of ``rec``'s whole change on its base (empty when there is none)."""
     if not rec.base or not rec.commit or rec.base == rec.commit:

@@ -11,13 +11,7 @@ from pathlib import Path
 
 from backport.config.model import Project, nearest_first
 from backport.errors import BackportError
-from backport.git.apply import (
-    abort_series,
-    am_in_progress,
-    continue_series,
-    has_markers,
-    snapshot,
-)
+from backport.git.apply import abort_series, am_in_progress, continue_series, has_markers, snapshot
 from backport.git.patch_export import export_patch_set
 from backport.git.python_tests import changed_python_tests, source_problems
 from backport.git.worktree import Worktree
@@ -49,9 +43,8 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
         if worktree is None:
             raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
                                 f"`backport abort --api {name} --branch {target}` and apply again")
-        test_paths = [t.path for t in patch_set.tests]
         problems = source_problems(path, rec.base or "HEAD", path, changed_python_tests(
-            patch_set.series_for(target), test_paths))
+            patch_set.series_for(target), [t.path for t in patch_set.tests]))
         if problems:
             raise BackportError("conflict", f"{target}: the resolution in {path} leaves "
                                 f"{'; '.join(problems)}; fix it, then run `backport continue` "

@@ -175,8 +175,8 @@ def check_prerequisites(session: Session,
             except BackportError as exc:
                 missing.append((need, exc))
         elif need is Prerequisite.TOKEN:
-            missing += [(need, ConfigError(text)) for text in session.forge.missing()]
-        elif not bm.fork and session.forge.missing():  # else set, or the token names it
+            missing += [(need, ConfigError(text)) for text in session.forge.real().missing()]
+        elif not bm.fork and session.forge.real().missing():  # else set, or the token names it
             missing.append((need, ConfigError(
                 f"the fork's name: it follows the token's login ({bm.fork_shown}), or set "
                 f"fork: in {bm.path.name}")))

@@ -81,16 +81,9 @@ class ForgeAccess:
                                 if s.options.mode.dry_run else self.real())
             return self._client
 
-    def missing(self) -> list[str]:  # what the real run's forge lacks, a dry run's too
-        return self.real().missing()
-
     def request_summary(self, sets: int) -> str | None:  # a dry run's requests and time
         summary = getattr(self._client, "request_summary", None)
         return summary(sets) if summary is not None else None
-
-    def push_env(self) -> dict[str, str] | None:  # for `git push` to the fork
-        return self.client().push_credentials(self.session.project.branch_map.fork_url)
-
 
 class Session:
     """What one command run shares; each step is handed only the parts it uses."""
