@@ -47,21 +47,18 @@ class Finding:
         return asdict(self)
 
     @property
-    def problem(self) -> str:
-        """The ``problem:`` line."""
+    def problem(self) -> str:  # the ``problem:`` line
         return f"{self.subject}: {self.detail}"
 
 
-def plural(count: int, word: str, words: str | None = None) -> str:
-    """``1 environment``, ``2 environments``."""
+def plural(count: int, word: str, words: str | None = None) -> str:  # 1 env, 2 envs
     return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
 
 
 def run_check(session: Session, names: list[str] | None, *, offline: bool,
               envs: bool = False) -> list[Finding]:
     """Validate the map and, unless ``offline``, that every set applies on every target."""
-    project = session.project
-    bm = project.branch_map
+    project, bm = session.project, session.project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
     findings = [Finding(str(bm.path.name), "schema", True,
                         f"{plural(len(bm.targets), 'target branch', 'target branches')}, "

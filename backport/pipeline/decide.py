@@ -1,5 +1,4 @@
-"""What applying a patch set's series to a base gives: the one decision `apply` and `check` share,
-and the other series a conflicted branch may try.
+"""What applying a series to a base gives: the one decision `apply` and `check` share.
 
 The order is the rule: already applied upstream (same patch-id) → every test the series adds
 already on the base (`already-present`, final) → `git am -3` of the own series → where that
@@ -74,8 +73,7 @@ class Decision:
     problems: tuple[str, ...] = ()  # UNUSABLE: each test file problem
 
     @property
-    def present_said(self) -> str:
-        """The tests already present, as one phrase."""
+    def present_said(self) -> str:  # the tests already present, as one phrase
         return "; ".join(t.describe() for t in self.present)
 
 

@@ -1,10 +1,9 @@
 """The one place a PR of the upstream becomes a patch set (`new --from-pr`, `apply --from-pr`,
 `trigger`), and where a patch set folder is written, whole (`new --from` too).
 
-The PR is read through the run's `Session` (`Forge.get_source_pr`, `Forge.pr_files`); what it
-landed or carries is found in the cache repository (``git/source_pr.py``); `apply --from-pr N`
-keeps ``patches/pr-<N>/`` while PR N is unchanged and makes it again, every step redone, once
-it changed. A local forge learns a PR it lacks from its squash commit (``git/source_pr.py``).
+What the PR landed is found in the cache repository (``git/source_pr.py``); `apply --from-pr N`
+keeps ``patches/pr-<N>/`` while PR N is unchanged and remakes it, every step redone, once it
+changed. A local forge learns a PR it lacks from its squash commit.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""The run journal of each patch set, the lock that keeps two runs on it apart, and which
-patch sets and targets a command names.
+"""The run journal of each patch set, its lock, and which sets and targets a command names.
 
 The journal is ``.backport/runs/<patch-set>/journal.json``: per target the step reached and its
 results. Every change is one named transition checked against `states.MOVES` and rewrites the
@@ -85,14 +84,12 @@ class Journal:
                         f"{exc.strerror or exc}; the previous journal is intact") from exc
             return rec
 
-    def records(self, targets: list[str] | None = None) -> list[BranchRecord]:
-        """The records, in ``targets`` order when given."""
+    def records(self, targets: list[str] | None = None) -> list[BranchRecord]:  # targets' order
         with self._lock:
             names = targets if targets is not None else list(self._branches)
             return [self._branches[t] for t in names if t in self._branches]
 
     def to_json(self) -> dict[str, Any]:
-        """The journal file's document."""
         return {"version": JOURNAL_VERSION, "patch_set": self.patch_set, "api": self.api,
                 "branches": {t: self._encode(t, r) for t, r in self._branches.items()}}
 

@@ -1,6 +1,5 @@
-"""How a run goes: how far (`Effects`: local, push, PR), whether its effects are only planned
-(`--dry-run`: a dry forge, a planning `Fork`, no journal), and what that needs before it starts
-(a real run refuses to start without it, a dry run names it at its end).
+"""How far a run goes (`Effects`), whether it only plans (`--dry-run`: a dry forge, a planning
+`Fork`, no journal), and what it needs first (a dry run names what it lacks at its end).
 """
 
 from __future__ import annotations
@@ -67,7 +66,6 @@ class Fork:
         self.plan = plan
 
     def head(self, url: str, branch: str, env: Mapping[str, str] | None) -> str | None:
-        """The sha of ``branch`` on the fork, None when it is not there."""
         if self.plan is not None and not url:
             self.plan(f"fork branch '{branch}' not read: the fork follows the token's login, "
                       "and this dry run has no token; the plan takes it as not there yet")

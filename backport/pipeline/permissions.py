@@ -1,6 +1,5 @@
-"""Who may write to the upstream, each answer asked of the forge once a run: one login's
-permission (``collaborators/{login}/permission``) and the collaborators listing (every page).
-The already-proposed step and `trigger` share it."""
+"""Who may write to the upstream (one login's permission, the collaborators listing), each
+asked of the forge once a run; the already-proposed step and `trigger` share it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The PR step, the set as the forge shows it, the refresh of the set's PRs, and the summary
-comment on a source PR.
+"""The PR step, the set as the forge shows it, the refresh of its PRs, the source PR's summary.
 
 The PR step finds or opens the fork branch's PR, makes its body true, makes the best-effort
 writes once (a refusal is a warning, never retried) and ends the branch. A PR closed or merged
@@ -246,8 +245,7 @@ def open_or_update(run: SetRun, job: BranchJob, forge: Forge) -> PrWrites:
     else:
         writes = PrWrites(pr, created=False)
         body = render_body(ctx, existing=pr.body)
-        recorded = rec.pr
-        last = recorded.title if recorded is not None and recorded.number == pr.number else None
+        last = rec.pr.title if rec.pr is not None and rec.pr.number == pr.number else None
         set_title = pr_title(job, bm)  # sent only when it changed, so a maintainer's edit stays
         title = set_title if last is not None and last != set_title else pr.title
         if body == pr.body and pr.title == title and pr.draft == draft:

@@ -1,5 +1,4 @@
-"""Already proposed elsewhere: the steps that stop a branch of a set made from upstream PR N
-where another PR already carries N into the target.
+"""The steps that stop a branch of a set made from PR N where another PR carries N into it.
 
 `carries` (a PR) and `commit_carries` (a commit, for the audit) read only the forms the sync
 bot, GitCode's cherry-pick or this tool write; a mention ("cf. !N") carries nothing. `counts`
@@ -69,12 +68,8 @@ def title_carries(title: str) -> dict[int, str]:
 
 
 def _ours_said(pairs: Iterable[tuple[str, str]], upstream: str) -> dict[int, str]:
-    found = {}
-    for repo, digits in pairs:
-        value = bounded(digits)
-        if value is not None and _same_repo(repo, upstream):
-            found[value] = BACKPORT
-    return found
+    values = (bounded(digits) for repo, digits in pairs if _same_repo(repo, upstream))
+    return {value: BACKPORT for value in values if value is not None}
 
 
 def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | None:

@@ -1,7 +1,6 @@
 """What one command run builds once and shares (`Session`): the forge, the cache repository,
-the environments, the docs audit, the fork; and `apply`'s options. Every command that reads the
-forge or the upstream takes them from its session (`apply --from-pr` makes its sets and runs
-them on one forge and cache); `Session.start` readies an `apply` run's work folder and sandbox.
+the environments, the docs audit, the fork, and `apply`'s options (`apply --from-pr` makes its
+sets and runs them on one forge and cache).
 """
 
 from __future__ import annotations
@@ -108,8 +107,7 @@ class Session:
         self._lock = threading.Lock()
 
     @property
-    def envs(self) -> Environments:
-        """The run's environments, made when first used."""
+    def envs(self) -> Environments:  # made when first used
         from backport.envs.environments import Environments
 
         with self._lock:
@@ -123,17 +121,14 @@ class Session:
 
         if api is None:
             return None
-        with self._lock:
-            if api in self._docs:
-                return self._docs[api]
-        try:
-            (sha,) = self.cache.local_heads([DOCS_REF]).values()  # raises: master not fetched
-            entries = audit_docs(self.cache.path, sha, api) or None
-        except BackportError:
-            entries = None
-        with self._lock:
+        if api not in self._docs:  # a dict's reads and writes are atomic: no lock
+            try:
+                (sha,) = self.cache.local_heads([DOCS_REF]).values()  # raises: not fetched
+                entries = audit_docs(self.cache.path, sha, api) or None
+            except BackportError:
+                entries = None
             self._docs[api] = entries
-        return entries
+        return self._docs[api]
 
     def start(self) -> None:
         """Ready the work folder, the only place a branch's code may write; hide credentials."""

@@ -1,5 +1,4 @@
-"""The apply, test and push steps, each ``step(run, job)``: each reads and writes one journal
-record and is safe to repeat.
+"""The apply, test and push steps: each reads and writes one journal record, safe to repeat.
 
 Re-runs: apply keeps the commit when the base did not move (or it was made by hand) and the
 cache holds it; test keeps a passing result of the same commit; push does nothing when the fork
