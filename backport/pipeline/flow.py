@@ -23,17 +23,14 @@ from backport.records import BranchRecord
 from backport.redact import redact
 from backport.states import Status
 
-Guard = Callable[[BranchRecord, ApplyOptions], bool]
-StepFunction = Callable[[SetRun, BranchJob], bool]
-
 
 @dataclass(frozen=True)
 class Step:
     """One step; ``in_turn``: run in target order; ``after_stop``: its guard alone decides."""
 
     name: str
-    needed: Guard
-    run: StepFunction
+    needed: Callable[[BranchRecord, ApplyOptions], bool]
+    run: Callable[[SetRun, BranchJob], bool]
     in_turn: bool = False
     after_stop: bool = False
 

@@ -44,13 +44,11 @@ class RunMode:
         return cls(effects, dry_run)
 
     @property
-    def pushes(self) -> bool:
-        """The run pushes (or, dry, plans the push of) each tested branch."""
+    def pushes(self) -> bool:  # (or, dry, plans the push of) each tested branch
         return self.effects is not Effects.LOCAL
 
     @property
-    def opens_prs(self) -> bool:
-        """The run opens or refreshes (or, dry, plans) each branch's PR."""
+    def opens_prs(self) -> bool:  # opens or refreshes (or, dry, plans) each branch's PR
         return self.effects is Effects.PR
 
     def prerequisites(self, *, skip_tests: bool) -> tuple[Prerequisite, ...]:

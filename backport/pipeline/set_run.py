@@ -94,8 +94,7 @@ class SetRun:
         return frozenset(job.target for job in self.jobs)
 
     @property
-    def partial(self) -> bool:
-        """True when some of the set's branches are not run here (they run elsewhere)."""
+    def partial(self) -> bool:  # some of the set's branches run elsewhere
         return bool(set(self.patch_set.branches) - self.ran)
 
     @property
