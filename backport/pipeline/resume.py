@@ -114,9 +114,8 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
             if journal.get(target) is None:
                 raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no state "
                                     f"to abort")
-        for target in chosen:
-            rec = journal.get(target)
-            assert rec is not None
+        for rec in journal.records(chosen):
+            target = rec.target
             worktree = recorded_worktree(rec)
             if worktree is not None:
                 if am_in_progress(worktree):
