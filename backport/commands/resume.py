@@ -45,7 +45,7 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     app.resumable()
     project = app.project()
     session = Session(project)
-    missing = [] if no_push else session.forge.missing()
+    missing = [] if no_push else session.forge.real().missing()
     if missing:  # refused before `git am` is concluded: the branch is left as it was
         raise ConfigError(missing[0][0].upper() + missing[0][1:] + ".")
     flags = [flag for flag, on in (("--no-push", no_push), ("--no-pr", no_pr),

@@ -47,22 +47,18 @@ class Finding:
         return asdict(self)
 
     @property
-    def problem(self) -> str:
-        """The ``problem:`` line."""
+    def problem(self) -> str:  # the ``problem:`` line
         return f"{self.subject}: {self.detail}"
 
 
-def plural(count: int, word: str, words: str | None = None) -> str:
-    """``1 environment``, ``2 environments``."""
+def plural(count: int, word: str, words: str | None = None) -> str:  # 1 env, 2 envs
     return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
 
 
 def run_check(session: Session, names: list[str] | None, *, offline: bool,
               envs: bool = False) -> list[Finding]:
-    """Validate the map and, unless ``offline``, that every patch set applies everywhere. An
-    environment not built here is a warning, a problem with ``envs``."""
-    project = session.project
-    bm = project.branch_map
+    """Validate the map and, unless ``offline``, that every set applies on every target."""
+    project, bm = session.project, session.project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
     findings = [Finding(str(bm.path.name), "schema", True,
                         f"{plural(len(bm.targets), 'target branch', 'target branches')}, "
@@ -80,7 +76,6 @@ def run_check(session: Session, names: list[str] | None, *, offline: bool,
     if offline:
         return findings
     cache = session.cache
-    # every branch the map declares must exist, targeted by a patch set or not
     targets = sorted({t for ps in patch_sets for t in ps.branches} | set(bm.targets))
     try:
         fetched = fetch_bases(cache, targets)
@@ -234,8 +229,7 @@ def named_paths(body: str) -> list[tuple[str, int]]:
 
 
 def absent_named_paths(repo: Path, ps: PatchSet, bases: Mapping[str, str]) -> list[tuple[str, str]]:
-    """``(target, sentence)`` for each target lacking a path ``body.md`` names; a path no
-    target has (nor the series changes) is another project's."""
+    """``(target, sentence)`` for each target lacking a path ``body.md`` names (some has it)."""
     named = named_paths(ps.body or "")
     if not named:
         return []
@@ -264,8 +258,7 @@ def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
 
 
 def fork_findings(session: Session, *, offline: bool) -> list[Finding]:
-    """Which fork the real run pushes to: the one set, or the token's login's (one ``GET
-    /user`` online with a token)."""
+    """Which fork the real run pushes to: the one set, or the token's login's."""
     bm = session.project.branch_map
     note = [Finding("fork", "set", True, bm.fork_note, warning=True)] if bm.fork_note else []
     if bm.fork:

@@ -1,5 +1,4 @@
-"""What applying a patch set's series to a base gives: the one decision `apply` and `check` share,
-and the other series a conflicted branch may try.
+"""What applying a series to a base gives: the one decision `apply` and `check` share.
 
 The order is the rule: already applied upstream (same patch-id) → every test the series adds
 already on the base (`already-present`, final) → `git am -3` of the own series → where that
@@ -74,16 +73,14 @@ class Decision:
     problems: tuple[str, ...] = ()  # UNUSABLE: each test file problem
 
     @property
-    def present_said(self) -> str:
-        """The tests already present, as one phrase."""
+    def present_said(self) -> str:  # the tests already present, as one phrase
         return "; ".join(t.describe() for t in self.present)
 
 
 def decide(cache: RepoCache, base: str, series: Sequence[Patch], test_paths: Sequence[str], *,
            worktree: Callable[[], Worktree], others: Callable[[], Sequence[SiblingSeries]],
            event: Callable[[str], None] = lambda detail: None) -> Decision:
-    """What applying ``series`` to ``base`` gives. ``worktree`` and ``others`` (the series to
-    try after a conflict) are called only when needed."""
+    """What applying ``series`` to ``base`` gives; ``worktree`` and ``others`` called if needed."""
     if already_applied(cache, base, series):
         return Decision(Verdict.ALREADY_APPLIED)
     blobs = cache.memo.reader(cache.path)
@@ -135,8 +132,7 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
 
 def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: str, *,
                    out: Path) -> list[SiblingSeries]:
-    """The other targets' series for ``target`` to try, nearest release first: each sibling's
-    recorded series (never one carried from ``target``), then its saved variant."""
+    """Each sibling's recorded series (not one carried from ``target``), then its variant."""
     found = []
     for branch in nearest_first(target, patch_set.branches):
         folder = out / target.replace("/", "_") / branch.replace("/", "_")
@@ -156,9 +152,7 @@ def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: st
 def try_siblings(wt: Worktree, candidates: Sequence[SiblingSeries], own_series: Sequence[Patch],
                  own: ApplyResult, event: Callable[[str], None] = lambda detail: None
                  ) -> tuple[ApplyResult, SiblingSeries | None, list[str]]:
-    """The own series conflicted in ``wt``: try ``candidates`` as `git am -3`, then each with its
-    context lines ignored (`git/apply_fallbacks.py`). Returns the result, the series that
-    applied (or None) and those that did not; if none applies, the own conflict is left."""
+    """Try ``candidates`` with `git am -3`, then with context ignored; else the own conflict."""
     from backport.git.apply_fallbacks import apply_ignoring_context, finish_by_entries  # rare
 
     tried: list[str] = []

@@ -23,18 +23,14 @@ from backport.records import BranchRecord
 from backport.redact import redact
 from backport.states import Status
 
-Guard = Callable[[BranchRecord, ApplyOptions], bool]
-StepFunction = Callable[[SetRun, BranchJob], bool]
-
 
 @dataclass(frozen=True)
 class Step:
-    """One named step: ``needed`` is its guard; ``in_turn``: the set's steps of this name run
-    one after another in target order; ``after_stop``: its guard alone decides."""
+    """One step; ``in_turn``: run in target order; ``after_stop``: its guard alone decides."""
 
     name: str
-    needed: Guard
-    run: StepFunction
+    needed: Callable[[BranchRecord, ApplyOptions], bool]
+    run: Callable[[SetRun, BranchJob], bool]
     in_turn: bool = False
     after_stop: bool = False
 
@@ -50,17 +46,13 @@ def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
     return eligible and options.mode.pushes
 
 
-def wants_pr(rec: BranchRecord, options: ApplyOptions) -> bool:
-    return options.mode.opens_prs
-
-
 STEPS: tuple[Step, ...] = (
     Step("proposed", always, proposed_step),
     Step("apply", always, apply_step),
     Step("same_fix", always, same_fix_step),
     Step("test", always, test_step),
     Step("push", publishable, push_step, after_stop=True),
-    Step("pr", wants_pr, pr_step, in_turn=True),
+    Step("pr", lambda rec, options: options.mode.opens_prs, pr_step, in_turn=True),
 )
 
 
@@ -90,9 +82,8 @@ def take_turns(run: SetRun, steps: tuple[Step, ...] = STEPS) -> None:
 
 def take(run: SetRun, job: BranchJob, step: Step, going: bool) -> bool:
     """Run ``step`` where the branch goes on (or it runs after a stop) and its guard says so."""
-    if (going or step.after_stop) and step.needed(job.record, run.options):
-        return guarded(run, job, step)
-    return False
+    return (going or step.after_stop) and step.needed(job.record, run.options) and guarded(
+        run, job, step)
 
 
 def guarded(run: SetRun, job: BranchJob, step: Step) -> bool:

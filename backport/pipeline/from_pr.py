@@ -1,10 +1,9 @@
 """The one place a PR of the upstream becomes a patch set (`new --from-pr`, `apply --from-pr`,
 `trigger`), and where a patch set folder is written, whole (`new --from` too).
 
-The PR is read through the run's `Session` (`Forge.get_source_pr`, `Forge.pr_files`); what it
-landed or carries is found in the cache repository (``git/source_pr.py``); `apply --from-pr N`
-keeps ``patches/pr-<N>/`` while PR N is unchanged and makes it again, every step redone, once
-it changed. A local forge learns a PR it lacks from its squash commit (``git/source_pr.py``).
+What the PR landed is found in the cache repository (``git/source_pr.py``); `apply --from-pr N`
+keeps ``patches/pr-<N>/`` while PR N is unchanged and remakes it, every step redone, once it
+changed. A local forge learns a PR it lacks from its squash commit.
 """
 
 from __future__ import annotations
@@ -170,8 +169,7 @@ def write_from_pr(session: Session, dest: Path, source: Source, *, api: str | No
 
 
 def _backport_rev(session: Session, source: Source) -> str:
-    """What the set is exported from: a merged PR's squash commit with the change's own
-    message; an open PR's own commits as they are."""
+    """A merged PR's squash commit with the change's own message; an open PR's commits."""
     from backport.git.source_pr import message_of, restate
     from backport.git.squash_message import backport_message
 
@@ -186,8 +184,7 @@ def _backport_rev(session: Session, source: Source) -> str:
 
 def set_from_pr(session: Session, patches_dir: Path, number: int, say: Say, *,
                 scratch: Path | None = None) -> tuple[str, list[str], bool]:
-    """Make ``patches/pr-<N>/`` from PR ``number`` (a dry run's in ``scratch``), or keep it
-    while its source is unchanged: its name, the lines saying which, whether it replaced one."""
+    """Make ``patches/pr-<N>/`` (in ``scratch``: dry), or keep it while the PR is unchanged."""
     dest = patches_dir / f"pr-{number}"
     kept, why = None, "it is not a folder"
     if dest.is_dir():
@@ -224,8 +221,7 @@ def set_from_pr(session: Session, patches_dir: Path, number: int, say: Say, *,
 def sets_from_prs(session: Session, patches_dir: Path, numbers: tuple[int, ...], say: Say,
                   error: Say, *, scratch: Path | None = None,
                   ) -> tuple[list[str], set[str], list[BackportError]]:
-    """The sets of PRs ``numbers``, made or kept: their names, those made again, and the errors
-    of the PRs not made (each told to ``error``; a single PR's is raised)."""
+    """The sets of PRs ``numbers``: names, those made again, errors (one PR's is raised)."""
     made: list[str] = []
     redo: set[str] = set()
     unmade: list[BackportError] = []
@@ -247,8 +243,7 @@ def sets_from_prs(session: Session, patches_dir: Path, numbers: tuple[int, ...],
 
 def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: list[str],
                     spec: dict[str, object], say: Say) -> Path:
-    """Export ``rev`` of ``repo`` into ``dest`` with a patch.yaml of ``spec``, the tests and the
-    inferred device, whole or not at all; tells ``say`` what it wrote."""
+    """Export ``rev`` of ``repo`` into ``dest`` with a patch.yaml, whole or not at all."""
     from backport.envs.model import AUTOLOAD
     from backport.envs.probe import infer_device
 

@@ -1,5 +1,4 @@
-"""The run journal of each patch set, the lock that keeps two runs on it apart, and which
-patch sets and targets a command names.
+"""The run journal of each patch set, its lock, and which sets and targets a command names.
 
 The journal is ``.backport/runs/<patch-set>/journal.json``: per target the step reached and its
 results. Every change is one named transition checked against `states.MOVES` and rewrites the
@@ -67,8 +66,7 @@ class Journal:
             return self._branches.get(target)
 
     def change(self, target: str, transition: Transition) -> BranchRecord:
-        """Apply ``transition`` to ``target``'s record and save; a move `states.MOVES` forbids
-        raises and changes nothing."""
+        """Apply ``transition`` and save; a move `states.MOVES` forbids raises."""
         with self._lock:
             before = self._branches[target]
             rec = transition(before)
@@ -86,14 +84,12 @@ class Journal:
                         f"{exc.strerror or exc}; the previous journal is intact") from exc
             return rec
 
-    def records(self, targets: list[str] | None = None) -> list[BranchRecord]:
-        """The records, in ``targets`` order when given."""
+    def records(self, targets: list[str] | None = None) -> list[BranchRecord]:  # targets' order
         with self._lock:
             names = targets if targets is not None else list(self._branches)
             return [self._branches[t] for t in names if t in self._branches]
 
     def to_json(self) -> dict[str, Any]:
-        """The journal file's document."""
         return {"version": JOURNAL_VERSION, "patch_set": self.patch_set, "api": self.api,
                 "branches": {t: self._encode(t, r) for t, r in self._branches.items()}}
 
@@ -138,8 +134,7 @@ class ProgressSink(Protocol):
 
 
 def select_patch_sets(project: Project, names: list[str], every: bool = False) -> list[PatchSet]:
-    """The patch sets a command names (``--api``), or all with ``every``; a chosen set that
-    did not load fails with its own sentence."""
+    """The patch sets a command names (``--api``), or all with ``every``."""
     if every:
         for message in project.broken.values():
             raise ConfigError(message)
@@ -184,8 +179,7 @@ def select_targets(patch_sets: list[PatchSet], branches: tuple[str, ...]) -> dic
 @contextmanager
 def locked_journals(project: Project, patch_sets: list[PatchSet], progress: ProgressSink,
                     *, persist: bool = True) -> Iterator[dict[str, Journal]]:
-    """Take every patch set's run lock (waiting for another run), then its journal; no lock
-    without ``persist`` (a dry run)."""
+    """Every set's run lock (waiting for another run; none if not ``persist``), its journal."""
     with ExitStack() as stack:
         for ps in sorted(patch_sets, key=lambda p: p.name) if persist else ():
             def waiting(name: str = ps.name) -> None:

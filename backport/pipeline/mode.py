@@ -1,6 +1,5 @@
-"""How a run goes: how far (`Effects`: local, push, PR), whether its effects are only planned
-(`--dry-run`: a dry forge, a planning `Fork`, no journal), and what that needs before it starts
-(a real run refuses to start without it, a dry run names it at its end).
+"""How far a run goes (`Effects`), whether it only plans (`--dry-run`: a dry forge, a planning
+`Fork`, no journal), and what it needs first (a dry run names what it lacks at its end).
 """
 
 from __future__ import annotations
@@ -45,13 +44,11 @@ class RunMode:
         return cls(effects, dry_run)
 
     @property
-    def pushes(self) -> bool:
-        """The run pushes (or, dry, plans the push of) each tested branch."""
+    def pushes(self) -> bool:  # (or, dry, plans the push of) each tested branch
         return self.effects is not Effects.LOCAL
 
     @property
-    def opens_prs(self) -> bool:
-        """The run opens or refreshes (or, dry, plans) each branch's PR."""
+    def opens_prs(self) -> bool:  # opens or refreshes (or, dry, plans) each branch's PR
         return self.effects is Effects.PR
 
     def prerequisites(self, *, skip_tests: bool) -> tuple[Prerequisite, ...]:
@@ -61,15 +58,12 @@ class RunMode:
 
 
 class Fork:
-    """The fork through git. A dry run's (``plan`` given) is read when it can be and never
-    pushed to: each push is a plan line, and a fork it cannot read is taken as lacking the
-    branch."""
+    """The fork through git; a dry run's (``plan``) is only read, each push a plan line."""
 
     def __init__(self, plan: Callable[[str], None] | None = None) -> None:
         self.plan = plan
 
     def head(self, url: str, branch: str, env: Mapping[str, str] | None) -> str | None:
-        """The sha of ``branch`` on the fork, None when it is not there."""
         if self.plan is not None and not url:
             self.plan(f"fork branch '{branch}' not read: the fork follows the token's login, "
                       "and this dry run has no token; the plan takes it as not there yet")

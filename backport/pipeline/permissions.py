@@ -1,6 +1,5 @@
-"""Who may write to the upstream, each answer asked of the forge once a run: one login's
-permission (``collaborators/{login}/permission``) and the collaborators listing (every page).
-The already-proposed step and `trigger` share it."""
+"""Who may write to the upstream (one login's permission, the collaborators listing), each
+asked of the forge once a run; the already-proposed step and `trigger` share it."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ class WritePermissions:
         self._lock = threading.Lock()  # held over the request: one request per answer
 
     def can_write(self, forge: Forge, login: str) -> bool:
-        """Whether ``login`` may write to the upstream (no login: no): the listing's answer
-        when it was read and shows ``login``, else one request."""
+        """Whether ``login`` may write: the listing's answer if read, else one request."""
         if not login:
             return False
         with self._lock:

@@ -1,5 +1,4 @@
-"""The PR step, the set as the forge shows it, the refresh of the set's PRs, and the summary
-comment on a source PR.
+"""The PR step, the set as the forge shows it, the refresh of its PRs, the source PR's summary.
 
 The PR step finds or opens the fork branch's PR, makes its body true, makes the best-effort
 writes once (a refusal is a warning, never retried) and ends the branch. A PR closed or merged
@@ -39,17 +38,15 @@ if TYPE_CHECKING:
     from backport.report.body import BodyContext
 
 
+log = logging.getLogger(__name__)
+
+
 def render_body(ctx: BodyContext, existing: str | None = None) -> str:
-    """``ctx``'s PR body (`report.body` is loaded only when a run writes one)."""
-    from backport.report.body import render_body as render
+    from backport.report.body import render_body as render  # loaded only when a run writes one
 
     return render(ctx, existing)
 
 
-log = logging.getLogger(__name__)
-
-
-# -- the set as the forge shows it ------------------------------------------------------------
 @dataclass(frozen=True)
 class SetOnForge:
     """The open PRs of one patch set's fork branches, the records they carry and fork heads."""
@@ -71,8 +68,7 @@ class SetOnForge:
 
 
 def read_set(forge: Forge, ps: PatchSet, bm: BranchMap, *, fresh: bool = True) -> SetOnForge:
-    """One list of open PRs (not ``fresh``: the forge's kept listing), the record each carries,
-    one ``ls-remote`` of the fork (best effort)."""
+    """The set's open PRs (not ``fresh``: as last listed), their records, the fork's heads."""
     by_branch = {ps.fork_branch(bm, target): target for target in ps.branches}
     prs: dict[str, PullRequest] = {}
     for pr in forge.list_prs("open", fresh=fresh):
@@ -163,8 +159,7 @@ def draft_implied(rec: BranchRecord | None, ps: PatchSet) -> bool:
 def forge_records(forge: Forge, ps: PatchSet, bm: BranchMap) -> tuple[SetOnForge, dict[str, BranchRecord]]:
     """The set as the forge shows it, with no journal (`status --from-forge`)."""
     state = read_set(forge, ps, bm)
-    chosen, _ = body_records([], state)
-    return state, {rec.target: rec for rec in chosen}
+    return state, {rec.target: rec for rec in body_records([], state)[0]}
 
 
 def forge_status(session: Session, patch_sets: Sequence[PatchSet],
@@ -205,7 +200,6 @@ def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None)
     }
 
 
-# -- the PR step -------------------------------------------------------------------------------
 @dataclass
 class PrWrites:
     """What the PR step did to the PR so far."""
@@ -251,8 +245,7 @@ def open_or_update(run: SetRun, job: BranchJob, forge: Forge) -> PrWrites:
     else:
         writes = PrWrites(pr, created=False)
         body = render_body(ctx, existing=pr.body)
-        recorded = rec.pr
-        last = recorded.title if recorded is not None and recorded.number == pr.number else None
+        last = rec.pr.title if rec.pr is not None and rec.pr.number == pr.number else None
         set_title = pr_title(job, bm)  # sent only when it changed, so a maintainer's edit stays
         title = set_title if last is not None and last != set_title else pr.title
         if body == pr.body and pr.title == title and pr.draft == draft:
@@ -301,8 +294,7 @@ def _create(job: BranchJob, forge: Forge, title: str, body: str, draft: bool,
 
 
 def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str]) -> PrInfo:
-    """The best-effort writes, each journaled at once (the comment before it is posted); a
-    refusal goes to ``warnings``, never retried."""
+    """The best-effort writes, each journaled first; a refusal is a warning, never retried."""
     opts, number = job.patch_set.pr, info.number
     if not info.linked and "link" not in info.refused:
         failed, refusal = _link(forge, number, job.patch_set.issues)
@@ -406,8 +398,7 @@ def _decorate(forge: Forge, number: int, opts: PrOptions) -> list[str]:
 def refresh_sibling_pr(job: BranchJob, forge: Forge, docs: Sequence[DocsEntry] | None, bm: BranchMap,
                        all_targets: list[str], state: SetOnForge,
                        ran: frozenset[str] = frozenset()) -> bool:
-    """Bring a branch's open PR up to date over the PR as it is now (keeping a maintainer's
-    text and the title with its draft marker); True when it was updated."""
+    """Re-render a branch's open PR over its body as it is now; True when it was updated."""
     listed = state.prs.get(job.target)
     records = job.journal.records(all_targets)
     # rendered from facts alone: the PR carries a record, or the journal has the branch
@@ -475,9 +466,6 @@ def stop_if_replaced(job: BranchJob, forge: Forge, *, new_pr: bool) -> None:
             details={"number": pr.number, "url": pr.url, "state": pr.state})
 
 
-
-
-# -- the summary comment on the source PR -----------------------------------------------------
 def write_source_summary(forge: Forge, ps: PatchSet, bm: BranchMap, records: list[BranchRecord],
                          ran: frozenset[str]) -> str | None:
     """Post or edit our one summary comment on the source PR; a warning if the forge refused."""

@@ -1,5 +1,4 @@
-"""Already proposed elsewhere: the steps that stop a branch of a set made from upstream PR N
-where another PR already carries N into the target.
+"""The steps that stop a branch of a set made from PR N where another PR carries N into it.
 
 `carries` (a PR) and `commit_carries` (a commit, for the audit) read only the forms the sync
 bot, GitCode's cherry-pick or this tool write; a mention ("cf. !N") carries nothing. `counts`
@@ -47,8 +46,7 @@ def _same_repo(a: str, b: str) -> bool:
 
 
 def head_carries(head: str, target: str) -> dict[int, str]:
-    """The PR a bot's head branch carries into ``target`` (``sync-pr<N>-…-to-<target>``,
-    ``cherry-pick-mr-<N>-<digits>-auto``)."""
+    """The PR a bot's head branch (``sync-pr<N>-…``, ``cherry-pick-mr-<N>-…``) carries."""
     sync = _SYNC_HEAD.match(head)
     if sync is not None:
         rest, tail = sync.group(2), f"-to-{target}"
@@ -70,12 +68,8 @@ def title_carries(title: str) -> dict[int, str]:
 
 
 def _ours_said(pairs: Iterable[tuple[str, str]], upstream: str) -> dict[int, str]:
-    found = {}
-    for repo, digits in pairs:
-        value = bounded(digits)
-        if value is not None and _same_repo(repo, upstream):
-            found[value] = BACKPORT
-    return found
+    values = (bounded(digits) for repo, digits in pairs if _same_repo(repo, upstream))
+    return {value: BACKPORT for value in values if value is not None}
 
 
 def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | None:
@@ -150,8 +144,7 @@ def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, 
 
 
 def proposed_step(run: SetRun, job: BranchJob) -> bool:
-    """Stop the branch as already proposed (False) when another open or merged PR into its
-    target carries the set's source PR and counts."""
+    """Stop the branch (False) when another PR into its target carries the source and counts."""
     source = job.patch_set.source
     if source is None or not run.options.mode.opens_prs:
         return True
@@ -174,7 +167,6 @@ def proposed_step(run: SetRun, job: BranchJob) -> bool:
     return False
 
 
-# -- one PR per fix in a batch ----------------------------------------------------------------
 def _change(run: SetRun, rec: BranchRecord) -> set[str]:
     """The patch-id of ``rec``'s whole change on its base (empty when there is none)."""
     if not rec.base or not rec.commit or rec.base == rec.commit:
@@ -198,8 +190,7 @@ def _carrier(earlier: BranchRecord) -> ProposedPr | None:
 
 
 def same_fix_step(run: SetRun, job: BranchJob) -> bool:
-    """Stop the branch (False) where a set run before it in this batch carries the same change
-    into its target and has a PR there."""
+    """Stop the branch (False) where an earlier set of the batch has a PR of the same change."""
     if not run.earlier or job.patch_set.source is None or not run.options.mode.opens_prs:
         return True
     mine = _change(run, job.record)

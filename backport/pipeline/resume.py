@@ -11,13 +11,7 @@ from pathlib import Path
 
 from backport.config.model import Project, nearest_first
 from backport.errors import BackportError
-from backport.git.apply import (
-    abort_series,
-    am_in_progress,
-    continue_series,
-    has_markers,
-    snapshot,
-)
+from backport.git.apply import abort_series, am_in_progress, continue_series, has_markers, snapshot
 from backport.git.patch_export import export_patch_set
 from backport.git.python_tests import changed_python_tests, source_problems
 from backport.git.worktree import Worktree
@@ -49,9 +43,8 @@ def finish_conflict(project: Project, name: str, target: str, progress: Progress
         if worktree is None:
             raise BackportError("usage", f"the worktree {path} of branch '{target}' is gone; run "
                                 f"`backport abort --api {name} --branch {target}` and apply again")
-        test_paths = [t.path for t in patch_set.tests]
         problems = source_problems(path, rec.base or "HEAD", path, changed_python_tests(
-            patch_set.series_for(target), test_paths))
+            patch_set.series_for(target), [t.path for t in patch_set.tests]))
         if problems:
             raise BackportError("conflict", f"{target}: the resolution in {path} leaves "
                                 f"{'; '.join(problems)}; fix it, then run `backport continue` "
@@ -87,8 +80,7 @@ def _untouched(worktree: Worktree, rec: BranchRecord) -> bool:
 
 def propagation_targets(project: Project, name: str, target: str,
                         progress: ProgressSink) -> list[str]:
-    """The other branches a fresh resolution of ``target`` may serve, nearest release first:
-    those not applied yet, and those conflicted whose `git am` nobody touched (it is stopped)."""
+    """The branches not applied yet or with an untouched conflict (stopped), nearest first."""
     (patch_set,) = select_patch_sets(project, [name])
     with locked_journals(project, [patch_set], progress) as journals:
         journal = journals[name]
@@ -112,8 +104,7 @@ def propagation_targets(project: Project, name: str, target: str,
 
 def abort_branches(project: Project, name: str, targets: tuple[str, ...],
                    progress: ProgressSink) -> list[str]:
-    """Give up on branches: stop `git am`, remove worktrees, reset their records (what this
-    tool last pushed is remembered)."""
+    """Stop `git am`, remove worktrees, reset the records (keeping what was last pushed)."""
     (patch_set,) = select_patch_sets(project, [name])
     select_targets([patch_set], targets)
     with locked_journals(project, [patch_set], progress) as journals:
@@ -123,9 +114,8 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
             if journal.get(target) is None:
                 raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no state "
                                     f"to abort")
-        for target in chosen:
-            rec = journal.get(target)
-            assert rec is not None
+        for rec in journal.records(chosen):
+            target = rec.target
             worktree = recorded_worktree(rec)
             if worktree is not None:
                 if am_in_progress(worktree):

@@ -15,6 +15,7 @@ import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from backport.config.model import PatchSet, Project, newest_first
 from backport.envs.probe import require_built
@@ -45,8 +46,7 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
               plan: Callable[[str], None] | None = None,
               estimate: Callable[[str], None] | None = None,
               session: Session | None = None) -> list[SetRun]:
-    """Run the named patch sets; returns each set's run. A dry run tells ``plan`` each write
-    not made and ``estimate`` the requests and time the run would take."""
+    """Run the named patch sets; a dry run tells ``plan`` each write and ``estimate`` the cost."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
     session = session or Session(project, options, environ=environ, plan=plan)
@@ -63,8 +63,11 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
             pending = [run for run in runs if run.jobs]
             needs = _run_sets(session, pending) if pending else []
             if persist:
+                from backport.report.summary import render_markdown  # a dry run writes no report
+
                 for run in runs:
-                    write_report(run)
+                    write_text(run.journal.run_dir / "report.md",
+                               render_markdown(run.patch_set.name, run.records))
             elif pending and estimate is not None:
                 summary = session.forge.request_summary(len(patch_sets))
                 if summary:
@@ -114,7 +117,7 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     jobs = [job for run in runs for job in run.jobs]
     needs = check_prerequisites(session, jobs)
     if any(need is Prerequisite.ENVIRONMENTS for need, _ in needs):  # a dry run tests nothing then
-        session.options = session.options.without_tests(SKIP_DRY_NO_ENVS)
+        session.options = replace(session.options, skip_tests=True, skip_cause=SKIP_DRY_NO_ENVS)
     pr_targets = [job.target for job in jobs if job.patch_set.pr_code]
     if pr_targets and not session.options.skip_tests:  # a PR's code is tested only confined
         require_isolation(session.project.branch_map, dict.fromkeys(pr_targets))
@@ -159,8 +162,7 @@ def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
 
 def check_prerequisites(session: Session,
                         jobs: list[BranchJob]) -> list[tuple[Prerequisite, BackportError]]:
-    """What the run's mode needs (environments, token, fork): a real run missing any stops,
-    naming all in one sentence; a dry run goes on and returns them."""
+    """What the mode needs and lacks: a real run stops naming all; a dry run returns them."""
     mode, bm = session.options.mode, session.project.branch_map
     missing: list[tuple[Prerequisite, BackportError]] = []
     for need in mode.prerequisites(skip_tests=session.options.skip_tests):
@@ -173,8 +175,8 @@ def check_prerequisites(session: Session,
             except BackportError as exc:
                 missing.append((need, exc))
         elif need is Prerequisite.TOKEN:
-            missing += [(need, ConfigError(text)) for text in session.forge.missing()]
-        elif not bm.fork and session.forge.missing():  # else set, or the token names it
+            missing += [(need, ConfigError(text)) for text in session.forge.real().missing()]
+        elif not bm.fork and session.forge.real().missing():  # else set, or the token names it
             missing.append((need, ConfigError(
                 f"the fork's name: it follows the token's login ({bm.fork_shown}), or set "
                 f"fork: in {bm.path.name}")))
@@ -187,15 +189,11 @@ def check_prerequisites(session: Session,
                         f"{len(missing)} things are missing before the run can start: {parts}.")
 
 
-REFRESH_ROUNDS = 3  # at most, in a partial run
-
-
 def refresh_siblings(run: SetRun) -> None:
-    """Re-render every open PR of the set with what is true after the run. Each round lists
-    the PRs once; in a partial run a round that wrote is followed by another, so two runs
-    ending at once each see the other's result."""
+    """Re-render every open PR of the set; in a partial run a round that wrote is followed by
+    another, so two runs ending at once each see the other's result."""
     ps, bm = run.patch_set, run.branch_map
-    for _ in range(REFRESH_ROUNDS if run.partial else 1):
+    for _ in range(3 if run.partial else 1):  # at most 3 rounds
         try:
             forge = run.session.forge.client()
             state = read_set(forge, ps, bm)  # what others (maintainers, hosts) wrote since
@@ -224,10 +222,3 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
     for env_name, device in sorted(needed):
         threading.Thread(target=session.envs.prewarm, args=(bm.environments[env_name], device),
                          name=f"prewarm-{env_name}", daemon=True).start()
-
-
-def write_report(run: SetRun) -> None:
-    """Write the run report as Markdown next to the journal."""
-    from backport.report.summary import render_markdown  # a dry run writes no report
-
-    write_text(run.journal.run_dir / "report.md", render_markdown(run.patch_set.name, run.records))

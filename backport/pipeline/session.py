@@ -1,12 +1,10 @@
 """What one command run builds once and shares (`Session`): the forge, the cache repository,
-the environments, the docs audit, the fork; and `apply`'s options. Every command that reads the
-forge or the upstream takes them from its session (`apply --from-pr` makes its sets and runs
-them on one forge and cache); `Session.start` readies an `apply` run's work folder and sandbox.
+the environments, the docs audit, the fork, and `apply`'s options (`apply --from-pr` makes its
+sets and runs them on one forge and cache).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import tempfile
@@ -48,9 +46,6 @@ class ApplyOptions:
     timeout: float | None = None
     new_pr: bool = False  # open a new PR where the recorded one was closed or merged
 
-    def without_tests(self, cause: str) -> ApplyOptions:  # a dry run without environments
-        return dataclasses.replace(self, skip_tests=True, skip_cause=cause)
-
     def forces(self, patch_set: str) -> bool:  # every step of the set's branches redone
         return self.force or patch_set in self.redo
 
@@ -60,8 +55,7 @@ class ApplyOptions:
 
 
 class ForgeAccess:
-    """The run's forge, built when first needed: `real` as the token reaches it, `client` the
-    one the run writes through (a dry run's plans its writes)."""
+    """The forge, built when first needed: `real`, and `client` (a dry run's plans writes)."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -86,16 +80,9 @@ class ForgeAccess:
                                 if s.options.mode.dry_run else self.real())
             return self._client
 
-    def missing(self) -> list[str]:  # what the real run's forge lacks, a dry run's too
-        return self.real().missing()
-
     def request_summary(self, sets: int) -> str | None:  # a dry run's requests and time
         summary = getattr(self._client, "request_summary", None)
         return summary(sets) if summary is not None else None
-
-    def push_env(self) -> dict[str, str] | None:  # for `git push` to the fork
-        return self.client().push_credentials(self.session.project.branch_map.fork_url)
-
 
 class Session:
     """What one command run shares; each step is handed only the parts it uses."""
@@ -120,8 +107,7 @@ class Session:
         self._lock = threading.Lock()
 
     @property
-    def envs(self) -> Environments:
-        """The run's environments, made when first used."""
+    def envs(self) -> Environments:  # made when first used
         from backport.envs.environments import Environments
 
         with self._lock:
@@ -130,27 +116,22 @@ class Session:
             return self._envs
 
     def docs(self, api: str | None) -> list[DocsEntry] | None:
-        """The docs audit of upstream master for the PR body's 【资料变更】, once per API; None
-        (no API, master not fetched by this run, a failure) leaves that section to a human."""
+        """The docs audit of master for 【资料变更】, once per API; None leaves it to a human."""
         from backport.docs_audit import audit_docs
 
         if api is None:
             return None
-        with self._lock:
-            if api in self._docs:
-                return self._docs[api]
-        try:
-            (sha,) = self.cache.local_heads([DOCS_REF]).values()  # raises: master not fetched
-            entries = audit_docs(self.cache.path, sha, api) or None
-        except BackportError:
-            entries = None
-        with self._lock:
+        if api not in self._docs:  # a dict's reads and writes are atomic: no lock
+            try:
+                (sha,) = self.cache.local_heads([DOCS_REF]).values()  # raises: not fetched
+                entries = audit_docs(self.cache.path, sha, api) or None
+            except BackportError:
+                entries = None
             self._docs[api] = entries
-        return entries
+        return self._docs[api]
 
     def start(self) -> None:
-        """Ready an `apply` run, once: its work folder (a dry run's temporary), the only place
-        a branch's code may write; git's credential helpers' files hidden."""
+        """Ready the work folder, the only place a branch's code may write; hide credentials."""
         from backport.envs.sandbox import allow_writes, cover_also, helper_paths
         from backport.git.run import configured_helpers
 

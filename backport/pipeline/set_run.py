@@ -1,9 +1,6 @@
-"""One patch set's run (`SetRun`), one branch's job in it (`BranchJob`), and when a step may
-run (`Schedule`).
-
-The schedule's one protocol is "wait until that branch's step ended": an older target's apply,
-where its own series conflicts, waits for the newer targets' apply (`SetRun.wait_newer`), and
-each PR step waits for its branch's push. It knows jobs and step names only.
+"""One patch set's run (`SetRun`), a branch's job in it (`BranchJob`), and `Schedule`: "wait
+until that branch's step ended" (an older target's apply waits for the newer ones' where its
+own series conflicts; each PR step waits for its branch's push).
 """
 
 from __future__ import annotations
@@ -41,11 +38,9 @@ class BranchJob:
         return rec
 
     def change(self, transition: Transition) -> BranchRecord:
-        """Apply one named transition to this branch's record (persisted)."""
         return self.journal.change(self.target, transition)
 
-    def stop(self, transition: Transition) -> None:
-        """Apply a transition that stops the branch, and report its status and message."""
+    def stop(self, transition: Transition) -> None:  # and report the status and message
         rec = self.change(transition)
         self.event(rec.status.value, rec.message)
 
@@ -95,13 +90,11 @@ class SetRun:
     earlier: list[SetRun] = field(default_factory=list)  # the batch's sets run before this one
 
     @property
-    def ran(self) -> frozenset[str]:
-        """The targets this run works on."""
+    def ran(self) -> frozenset[str]:  # the targets this run works on
         return frozenset(job.target for job in self.jobs)
 
     @property
-    def partial(self) -> bool:
-        """True when some of the set's branches are not run here (they run elsewhere)."""
+    def partial(self) -> bool:  # some of the set's branches run elsewhere
         return bool(set(self.patch_set.branches) - self.ran)
 
     @property
@@ -113,8 +106,7 @@ class SetRun:
         return self.session.project.branch_map
 
     @property
-    def records(self) -> list[BranchRecord]:
-        """The chosen targets' records, in the set's order."""
+    def records(self) -> list[BranchRecord]:  # the chosen targets', in the set's order
         return self.journal.records(self.targets)
 
     @property
@@ -122,7 +114,6 @@ class SetRun:
         return any(r.status in FAILURES for r in self.records)
 
     def event_for(self, target: str) -> Event:
-        """The progress event of one target of the set."""
         row = f"{self.patch_set.name}:{target}" if self.rows_named_by_set else target
         return functools.partial(self.progress.event, row)
 
@@ -142,8 +133,7 @@ class SetRun:
 
 
 def fetch_bases(cache: RepoCache, targets: list[str]) -> dict[str, str | BackportError]:
-    """Fetch every target head into the cache once; target -> head. Where the upstream lacks a
-    branch, each missing one fails alone and the others are fetched."""
+    """Fetch every target's head once; a branch the upstream lacks fails alone."""
     try:
         return dict(cache.fetch(targets))
     except BackportError as exc:

@@ -1,5 +1,4 @@
-"""The apply, test and push steps, each ``step(run, job)``: each reads and writes one journal
-record and is safe to repeat.
+"""The apply, test and push steps: each reads and writes one journal record, safe to repeat.
 
 Re-runs: apply keeps the commit when the base did not move (or it was made by hand) and the
 cache holds it; test keeps a passing result of the same commit; push does nothing when the fork
@@ -45,7 +44,6 @@ def log_path(run: SetRun, job: BranchJob, test_index: int) -> Path:
     return secure_dir(run.session.run_dir(job.patch_set.name) / "logs") / f"{safe}{suffix}.log"
 
 
-# -- apply ------------------------------------------------------------------------------------
 def apply_step(run: SetRun, job: BranchJob) -> bool:
     """Put the series on a fresh fork branch on the fetched base; False when it stopped."""
     base = run.bases[job.target]
@@ -168,7 +166,6 @@ def _other_series(run: SetRun, job: BranchJob) -> list[SiblingSeries]:
                           out=run.session.run_dir(job.patch_set.name) / "resolutions")
 
 
-# -- test -------------------------------------------------------------------------------------
 def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
                  autoload_disabled: bool, *, among: Sequence[str]) -> EnvEvidence:
     """The environment half of the evidence, shared with the branches ``among`` that use it."""
@@ -178,8 +175,7 @@ def env_evidence(bm: BranchMap, env_name: str, probe: Probe | None, note: str,
 
 
 def test_step(run: SetRun, job: BranchJob) -> bool:
-    """Run the set's tests in the target's environment; False when it stopped. ``--skip-tests``
-    and a set with no test run no test code, recording why."""
+    """Run the set's tests in the target's environment; False when it stopped."""
     options, rec, ps = run.options, job.record, job.patch_set
     if (not options.forces(ps.name) and rec.status in (Status.TESTED, Status.PUSHED)
             and rec.test and rec.test.ok and rec.test.commit == rec.commit):
@@ -308,7 +304,6 @@ def changes_for_run(job: BranchJob, envs: Environments, env: Environment,
     return scope_of(paths), overlay.root
 
 
-# -- push -------------------------------------------------------------------------------------
 def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> bool:
     """A publish step's commit must be the series applied afresh; False after stopping."""
     rec = job.record
@@ -330,10 +325,10 @@ def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> boo
 
 
 def push_step(run: SetRun, job: BranchJob) -> bool:
-    """Push the fork branch with a lease on what this tool last pushed; not where someone else
-    moved it (unless ``--overwrite-fork-branch``)."""
+    """Push with a lease; not where someone else moved it (unless --overwrite-fork-branch)."""
     session, options = run.session, run.options
-    fork_url, fork, push_env = run.branch_map.fork_url, session.fork, session.forge.push_env()
+    fork_url, fork = run.branch_map.fork_url, session.fork
+    push_env = session.forge.client().push_credentials(fork_url)
     rec = job.record
     commit = rec.commit
     assert commit is not None
