@@ -299,7 +299,9 @@ def _shared_notes(vs: _Views) -> list[str]:
 def _runner_note(vs: _Views) -> str | None:
     """One sentence on how the tests were run, so differing times explain themselves; None
     when no branch ran in a warm worker (a process that had already imported torch)."""
-    ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner]
+    # the branches whose result row shows a test run (not a conflict, not proposed elsewhere)
+    ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner
+           and v.status != "conflict" and proposed_zh(v) is None]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
     isolated = [v.target for v in ran if v.target not in warm]
     if not warm:

@@ -244,3 +244,16 @@ def test_the_runner_is_explained_once_with_how_to_reproduce() -> None:
     for rec in nothing_ran:
         rec.update(test=None, status="pending")
     assert "已导入 torch" not in render_body(fx.context("v2.7.1", recs=nothing_ran))
+
+
+def test_a_branch_now_in_conflict_is_not_said_to_have_run_its_tests() -> None:
+    """A conflict on a re-run keeps the record's earlier result, but its row says no test ran:
+    the runner's sentence does not name it either."""
+    recs = copy.deepcopy(STATES["plain"])
+    for rec in recs:
+        if rec["target"] == "v2.11.0":
+            rec.update(status="conflict", conflicts=["test/test_metrics_api.py"])
+    prose = "\n".join(prose_lines(render_body(fx.context("v2.7.1", recs=recs))))
+    line = next(line for line in prose.splitlines() if "已导入 torch" in line)
+    assert "v2.11.0" not in line and "v2.7.1" in line
+    assert "冲突" in prose
