@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from itertools import islice
 
@@ -215,9 +216,8 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     facts.check(missing, progress, workers, threading.Event())  # fetches the touched blobs
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
-        change.on[name] = change.on[name].applying(
-            known, "" if known is not None else facts.unknown.get((change.commit, name),
-                                                                  "not checked"))
+        why = "" if known is not None else facts.unknown.get((change.commit, name), "not checked")
+        change.on[name] = replace(change.on[name], applies=known, why=why)
     progress.phase("looking for the same fix under a similar title or in other words")
     _similar_titles(targets, changes, store)
     content.decide(repo.path, {n: t.head for n, t in targets.items()},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from backport.audit.model import Audit, Cell, Change
 from backport.audit.page import from_pr_arguments
@@ -106,7 +106,7 @@ def test_the_order_decides_and_later_facts_are_not_asked() -> None:
     assert classify(change(), "v2.7.1", Fake(lacks=True)).state == "not-needed"
     missing = classify(change(), "v2.7.1", Fake())
     assert missing.state == "missing" and missing.applies is None
-    assert missing.applying(True).to_json() == {"state": "missing", "applies": True}
+    assert replace(missing, applies=True).to_json() == {"state": "missing", "applies": True}
 
 
 def test_a_squash_message_is_known_by_its_own_pr() -> None:
