@@ -1,11 +1,7 @@
-"""The blobs the audit reads, and those it cannot: in a blobless cache the blobs a step needs
-are fetched in one request first (git would fetch each by itself as it reads it), and a blob the
-upstream does not serve is named, with why, instead of failing the step.
-
-Whether a change applies on a target reads only the blobs its patch touches: the target's
-versions of those paths (and, for a three-way merge, the patch's own pre-images, read when its
-patch was made), in a temporary index holding just those paths, never the target's whole tree.
-"""
+"""The blobs the audit reads, and those it cannot: in a blobless cache a step's blobs are
+fetched in one request first (not one by one as git reads them); a blob the upstream does not
+serve is named, with why, instead of failing the step. Whether a change applies on a target
+reads only the target's blobs its patch touches, in a temporary index holding just those paths."""
 
 from __future__ import annotations
 

@@ -24,7 +24,6 @@ from backport.git.run import git, read_blobs
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 MOVED_AT_MOST = 3  # a name found more often than this in the target's tree is not followed
-BRINGERS = 2  # `git log -S` at once (one per core of the machine the goals are set on)
 DISTINCT = 16  # characters of an added line that may be looked for without its context
 
 
@@ -156,18 +155,11 @@ def landed(files: Sequence[FileDiff], tree: Collection[str], by_name: Mapping[st
 
 def probe(files: Sequence[FileDiff]) -> str:
     """The line to find the commit that brought the change by (``git log -S``): the longest
-    the patch adds, else the longest it removes."""
+    added, else the longest removed."""
     added = [x for f in files for pre, post in f.hunks for x in post if x not in pre]
     removed = [x for f in files for pre, post in f.hunks for x in pre if x not in post]
     return next((best for lines in (added, removed)
                  if (best := max((x.strip() for x in lines), key=len, default=""))), "")
-
-
-def _by_name(tree: Collection[str]) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for path in tree:
-        found.setdefault(posixpath.basename(path), []).append(path)
-    return found
 
 
 def _bringer(repo: Path, head: str, path: str, line: str) -> str:
@@ -205,7 +197,9 @@ def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[
 def _decide_on(repo: Path, head: str, tree: Collection[str],
                patches: Sequence[tuple[str, list[FileDiff]]], store: Store,
                readable: Callable[[Iterable[str]], list[str]]) -> None:
-    by_name = _by_name(tree)
+    by_name: dict[str, list[str]] = {}
+    for path in tree:
+        by_name.setdefault(posixpath.basename(path), []).append(path)
     wanted = {p for _, files in patches if meaningful(files) for f in files if f.new
               for p in where(f, tree, by_name)}
     blobs = read_blobs(repo, [f"{head}:{path}" for path in readable(sorted(wanted))])
@@ -214,7 +208,7 @@ def _decide_on(repo: Path, head: str, tree: Collection[str],
     found = [(commit, path, probe(files) if path else "") for commit, files in patches
              for path in [landed(files, tree, by_name, read)]]
     asked = [(commit, path, line) for commit, path, line in found if line]
-    with ThreadPoolExecutor(max_workers=BRINGERS) as pool:  # one `git log -S` each
+    with ThreadPoolExecutor(max_workers=2) as pool:  # one `git log -S` each
         brought = pool.map(lambda one: _bringer(repo, head, one[1], one[2]), asked)
         store.content.update({f"{commit}:{head}": by for (commit, _, _), by in
                               zip(asked, brought, strict=True)})

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from backport.audit import blobs, history
 from backport.audit.history import Store
 from backport.audit.model import Change
-from backport.audit.rules import ignored, lacks_all, names, titled_commit
+from backport.audit.rules import ignored, lacks_all, titled_commit
 from backport.forge import PullRequest
 from backport.git.cache import RepoCache
 from backport.git.run import read_blobs
+from backport.pipeline.proposed import carries
 from backport.pipeline.proposed import commit_carries as carried
 from backport.report.progress import PhaseProgress
 from backport.titles import title_key
@@ -88,16 +89,13 @@ class Facts:
 
     def tests_there(self, change: Change, target: str) -> str:
         tests = self.store.added.get(change.commit, [])
-        if not tests:
-            return ""
         head = self.targets[target].head
         key = f"{change.commit}:{head}"
-        if key not in self.store.present:
+        if tests and key not in self.store.present:
             self.read_files(target, [node.split("::", 1)[0] for node in tests])
-            trees = self.trees.setdefault(target, {})
-            self.store.present[key] = history.tests_there(self.repo.path, tests, head, trees,
-                                                          self.files[target])
-        return self.store.present[key]
+            self.store.present[key] = history.tests_there(
+                self.repo.path, tests, head, self.trees.setdefault(target, {}), self.files[target])
+        return self.store.present.get(key, "")
 
     def read_files(self, target: str, paths: Iterable[str]) -> None:
         """Read those of ``paths`` not read yet from the target's head (one git process)."""
@@ -126,7 +124,7 @@ class Facts:
         if change.pr is None:
             return None
         return next((pr.number for pr in self.targets[target].open_prs
-                     if names(pr, change.pr, self.upstream, target)), None)
+                     if carries(pr, change.pr, self.upstream, target) is not None), None)
 
     def lacks_files(self, change: Change, target: str) -> bool:
         t = self.targets[target]
@@ -134,7 +132,7 @@ class Facts:
         return lacks_all(modified, added, t.files, t.folders)
 
     def check(self, pairs: Sequence[tuple[Change, str]], progress: PhaseProgress,
-              workers: int, stop: threading.Event) -> None:
+              workers: int) -> None:
         """Whether each missing (change, target) not in the store applies on the target's head
         (blobs fetched first, checks on ``workers`` threads); why in ``unknown`` where unread."""
         wanted: dict[str, list[str]] = {}
@@ -151,6 +149,7 @@ class Facts:
             for target in wanted.pop(commit):
                 self.unknown[(commit, target)] = why
         self._targets_blobs(wanted)
+        stop = threading.Event()
         with pool(workers, stop) as threads:
             pending: list[tuple[str, Future[dict[str, bool | str]]]] = []
             for target, items in self._patches(wanted):

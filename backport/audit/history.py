@@ -196,16 +196,12 @@ def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, li
             if patch is not None else [] for commit, patch in patches.items()}
 
 
-def tests_there(repo: Path, added: Sequence[str], head: str,
-                trees: dict[str, ast.Module | None],
-                blobs: Mapping[str, bytes] | None = None) -> str:
-    """The already-present rule on a change that adds the tests ``added``: where ``head``
-    defines every one, the commit that added the first there (else ""); ``trees`` keeps the
-    files of ``head`` parsed so far, ``blobs`` those read (``<head>:<path>`` -> bytes)."""
+def tests_there(repo: Path, added: Sequence[str], head: str, trees: dict[str, ast.Module | None],
+                blobs: Mapping[str, bytes]) -> str:
+    """The already-present rule: where ``head`` defines every test of ``added``, the commit that
+    added the first there (else ""); ``trees``: its files parsed so far, ``blobs``: those read."""
     tests = [AddedTest.from_node_id(node) for node in added]
-    if not tests:
-        return ""
-    defined = defined_tests(repo, head, tests, trees, blobs.get if blobs else None)
+    defined = defined_tests(repo, head, tests, trees, blobs.get)
     if not all_present(tests, defined):
         return ""
     test = defined[0][0]

@@ -1,12 +1,9 @@
-"""The audit's run (`audit_project`, all `backport audit` calls): read each branch once
-(`facts.py`), decide every change on every other branch by the rules (`rules.classify`), check
-whether the missing ones apply, and look for the same fix under a similar title or in other
-words (`similar.py`, `content.py`).
+"""The audit's run (`audit_project`): read each branch once (`facts.py`), decide every change
+on every other branch (`rules.classify`), check whether the missing ones apply, then look for
+the same fix under a similar title or in other words (`similar.py`, `content.py`).
 
-Each target's first-parent commits are read from the start less ``LOOKBACK`` (a change may have
-landed there before it landed on its own branch), indexed by patch-id, by the PRs they carry
-and by their own PR; its open PRs come from one listing of the forge for the run.
-"""
+A target's first-parent commits are read from the start less ``LOOKBACK`` (a change may have
+landed there before it landed on its own branch); its open PRs come from one forge listing."""
 
 from __future__ import annotations
 
@@ -150,28 +147,21 @@ def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
 
 def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store,
                 cannot: Mapping[str, str]) -> None:
-    """The tests each change adds, kept by commit, from the patches of those touching a Python
-    test file (none for those in ``cannot``, whose blobs cannot be read)."""
+    """The tests each change adds, kept by commit (none where its blobs are in ``cannot``)."""
     todo = [c.commit for c in changes if c.commit not in store.added
             and c.commit not in cannot
             and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
                     for p in part)]
-    for change in changes:
-        if change.commit not in todo:
-            store.added.setdefault(change.commit, [])
     emails = history.patches_of(repo.path, todo, history.PYTHON_TESTS)  # their test files'
     while chunk := list(islice(emails, history.CHUNK)):
         store.added.update(history.tests_added(repo.path, chunk))
-    for commit in todo:
-        store.added.setdefault(commit, [])
+    for change in changes:
+        store.added.setdefault(change.commit, [])
 
 
 def _decide(change: Change, branches: list[str], facts: Facts) -> None:
-    """Fill ``change.on`` for every branch but its own."""
-    for name in branches:
-        if name != change.branch:
-            change.on[name] = (classify(change, name, facts) if name in facts.targets
-                               else Cell(BRANCH_MISSING))
+    change.on.update({name: classify(change, name, facts) if name in facts.targets
+                      else Cell(BRANCH_MISSING) for name in branches if name != change.branch})
 
 
 def changes_of(targets: Mapping[str, Target], since: int) -> list[Change]:
@@ -213,7 +203,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     store.save()  # what is known by commit, kept even if a later step fails
     _decide_all(facts, changes, list(heads), progress, workers)
     missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
-    facts.check(missing, progress, workers, threading.Event())  # fetches the touched blobs
+    facts.check(missing, progress, workers)  # fetches the touched blobs
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
         why = "" if known is not None else facts.unknown.get((change.commit, name), "not checked")
@@ -228,8 +218,8 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
 
 
 def _read_changes(facts: Facts, since: int, progress: PhaseProgress) -> list[Change]:
-    """The changes since ``since``, with what is kept by commit filled in the store (the
-    blobs their diffs read fetched first in a blobless cache) and the targets indexed."""
+    """The changes since ``since``; what is kept by commit filled in the store (the blobs read
+    fetched first), the targets indexed."""
     repo, store, targets = facts.repo, facts.store, facts.targets
     every = [c.sha for t in targets.values() for c in t.commits]
     todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
@@ -271,8 +261,8 @@ def _decide_all(facts: Facts, changes: Sequence[Change], branches: list[str],
 
 def branch_heads(repo: RepoCache, branches: Sequence[str], *,
                  offline: bool) -> tuple[dict[str, str | None], dict[str, str]]:
-    """Each branch's head (fetched, or offline as the cache last fetched it; None where it is
-    not there) and, for those, why."""
+    """Each branch's head, fetched or (offline) as last fetched, None where it is not there; and
+    for those, why."""
     heads: dict[str, str | None] = {}
     if offline:
         for name in branches:

@@ -31,7 +31,8 @@ class TitleIndex:
 
     def alike(self, key: str, files: Sequence[str], commit: str) -> str:
         """The commit with a title alike ``key`` and a file among ``files`` ("" for none)."""
-        if len(key) < SHORTEST or not _specific(key):
+        words = key.split()  # four words or more, or an identifier
+        if len(key) < SHORTEST or (len(words) < 4 and all(len(w) < LONG_WORD for w in words)):
             return ""
         code = [path for path in files if not is_test_path(path)]
         files = code or files  # a file in common other than a test, where it has one
@@ -49,12 +50,6 @@ class TitleIndex:
                         and _written_again(theirs, key, matcher)):
                     best, found = ratio, sha
         return found
-
-
-def _specific(key: str) -> bool:
-    """Four words or more, or a word of `LONG_WORD` characters (an identifier)."""
-    words = key.split()
-    return len(words) >= 4 or any(len(word) >= LONG_WORD for word in words)
 
 
 def _written_again(one: str, other: str, matcher: SequenceMatcher[str]) -> bool:
