@@ -1,8 +1,6 @@
 """The docs audit: which ``docs/zh/api/native_api/pytorch_<x-y-z>/`` versions list an API, and
-its support table there. Read from git objects (``ls-tree``, ``cat-file``), never a checkout, so
-a blobless cache works. The PR body reads it through `report.body.DocsFacts` (report/ does not
-import this module).
-"""
+its support table there, read from git objects (never a checkout: a blobless cache works). The
+PR body reads it through `report.body.DocsFacts` (report/ does not import this module)."""
 
 from __future__ import annotations
 
@@ -98,8 +96,8 @@ def _missing_blobs(repo: Path, sha: str) -> set[str]:
 
 
 def _prefetch(repo: Path, oids: Sequence[str]) -> None:
-    """Fetch ``oids`` from the promisor remote in one request instead of one per blob (best
-    effort: ``cat-file`` still fetches each itself, or finds it missing)."""
+    """Fetch ``oids`` from the promisor remote in one request (best effort: ``cat-file`` still
+    fetches each itself, or finds it missing)."""
     out = git(["config", "--get-regexp", r"^remote\..*\.promisor$"], cwd=repo, check=False)
     remote = next((key[len("remote."):-len(".promisor")] for key, _, value in
                    (line.partition(" ") for line in out.stdout.splitlines())
@@ -223,8 +221,7 @@ def parse_entry(text: str, api: str) -> tuple[bool, list[SupportRow], str]:
 
 def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str],
             api: str) -> DocsEntry | None:
-    """The entry for ``api`` in the first of ``paths`` that has one (blobs already local, read
-    in one ``git cat-file --batch``; a missing one is an error)."""
+    """The entry for ``api`` in the first of ``paths`` that has one (a blob missing: an error)."""
     oids = list(dict.fromkeys(files[p] for p in paths))
     texts = read_blobs(repo, oids)
     lost = next((oid for oid in oids if oid not in texts), None)
@@ -240,13 +237,14 @@ def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str
 
 def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
     """One entry per docs version at ``ref`` for ``api``, by version number. Files named after
-    the API's module are read first, the version's other ``.md`` files only when those have no
-    entry; in a partial clone each of the two rounds fetches its missing blobs in one request."""
+    the API's module are read first, the others only when those have no entry; in a partial
+    clone each of the two rounds fetches its missing blobs in one request."""
     repo = Path(repo_git_dir)
     sha = _resolve(repo, ref)
     versions = _docs_files(repo, sha)
     missing = _missing_blobs(repo, sha) if versions else set()
-    rank = {name: i for i, name in enumerate(preferred_files(api))}
+    names = preferred_files(api)
+    rank = {name: i for i, name in enumerate(names)}
     plans: dict[str, tuple[list[str], list[str]]] = {}
     for dir_name, files in versions.items():
         ordered = sorted(files, key=lambda p: (rank.get(PurePosixPath(p).name, len(rank)), p))
@@ -263,23 +261,16 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
                                       plans[dir_name][round_no], api)
 
     entries = []
-    for dir_name, entry in found.items():
-        if entry is None:
-            first = plans[dir_name][0]
-            names = preferred_files(api)
-            default = first[0] if first else f"{DOCS_ROOT}/{dir_name}/{names[0] if names else ''}"
-            entry = DocsEntry(version_of(dir_name), default, False, [], "未收录")
-        entries.append(entry)
-    entries.sort(key=lambda e: version_key(e.version))
-    return entries
+    for d, entry in found.items():  # not listed: the file it would be in
+        default = (plans[d][0] or [f"{DOCS_ROOT}/{d}/{names[0] if names else ''}"])[0]
+        entries.append(entry or DocsEntry(version_of(d), default, False, summary="未收录"))
+    return sorted(entries, key=lambda e: version_key(e.version))
 
 
-def render_docs_table(entries: Sequence[DocsEntry], console: Console, *,
-                      api: str | None = None) -> Table:
-    """A rich table, printed on ``console``: one row per docs version, one column per hardware
-    seen anywhere."""
+def render_docs_table(entries: Sequence[DocsEntry], console: Console) -> None:
+    """Print a table on ``console``: one row per docs version, one column per hardware seen."""
     hardware = list(dict.fromkeys(row.hardware for entry in entries for row in entry.support))
-    table = Table(title=f"docs: {api}" if api else None)
+    table = Table()
     table.add_column("version")
     table.add_column("listed")
     for hw in hardware:
@@ -291,4 +282,3 @@ def render_docs_table(entries: Sequence[DocsEntry], console: Console, *,
         table.add_row(entry.version, "yes" if entry.listed else "no",
                       *[marks.get(hw, "-") for hw in hardware], entry.summary, entry.path)
     console.print(table)
-    return table
