@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backport.audit import history
+from backport.audit.facts import Facts
 from backport.audit.history import Store
 from backport.audit.model import BY_CONTENT, LANDED, MISSING, NOT_NEEDED, Cell, Change
 from backport.audit.rules import is_test_path
@@ -169,11 +170,11 @@ def _bringer(repo: Path, head: str, path: str, line: str) -> str:
     return out.stdout.strip() if out.ok and out.stdout.strip() else head
 
 
-def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[str]],
-           changes: Sequence[Change], store: Store,
-           readable: Callable[[str, Iterable[str]], list[str]]) -> None:
+def decide(facts: Facts, changes: Sequence[Change]) -> None:
     """Make each `missing` or `not-needed` cell `landed` where the content rule holds, naming
-    the commit that brought the change there; ``readable(target, paths)``: the readable ones."""
+    the commit that brought the change there."""
+    repo, store = facts.repo.path, facts.store
+    heads = {name: t.head for name, t in facts.targets.items()}
     cells = [(c, t) for c in changes for t, cell in c.on.items()
              if t in heads and cell.state in (MISSING, NOT_NEEDED)]
     todo: dict[str, list[str]] = {}
@@ -186,8 +187,8 @@ def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[
     for target, head in heads.items():
         mine = [(commit, parsed.get(commit, [])) for commit, ts in todo.items() if target in ts]
         if mine:
-            _decide_on(repo, head, trees[target], mine, store,
-                       functools.partial(readable, target))
+            _decide_on(repo, head, facts.targets[target].entries, mine, store,
+                       functools.partial(facts.readable, target))
     for change, target in cells:
         found = store.content.get(f"{change.commit}:{heads[target]}", "")
         if found:

@@ -34,9 +34,8 @@ class Target:
     head: str
     commits: list[history.Commit]
     reachable: set[str]
-    files: set[str]
-    entries: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (mode, blob)
-    folders: set[str] = field(default_factory=set)
+    entries: dict[str, tuple[str, str]]  # path -> (mode, blob) of every file of its head
+    folders: set[str]
     by_patch: dict[str, str] = field(default_factory=dict)  # patch-id -> oldest commit
     carrying: dict[int, str] = field(default_factory=dict)  # PR it carries -> oldest commit
     own: dict[int, str] = field(default_factory=dict)  # its own squash PR -> commit
@@ -76,16 +75,11 @@ class Facts:
         return next((t.own[n] for n in sorted(self._carried[change.commit]) if n in t.own), "")
 
     def same_title(self, change: Change, target: str) -> str:
-        modified, added = self._paths(change.commit)
         found = self.targets[target].titled.get(title_key(change.title, self.targets), [])
-        return titled_commit(frozenset([*modified, *added]), found)
+        return titled_commit(frozenset(self.store.paths(change.commit)), found)
 
     def ignored(self, change: Change) -> bool:
         return ignored(change.title, self.ignore)
-
-    def _paths(self, commit: str) -> tuple[list[str], list[str]]:
-        modified, added = self.store.files.get(commit, [[], []])
-        return modified, added
 
     def tests_there(self, change: Change, target: str) -> str:
         tests = self.store.added.get(change.commit, [])
@@ -128,8 +122,8 @@ class Facts:
 
     def lacks_files(self, change: Change, target: str) -> bool:
         t = self.targets[target]
-        modified, added = self._paths(change.commit)
-        return lacks_all(modified, added, t.files, t.folders)
+        modified, added = self.store.files.get(change.commit, [[], []])
+        return lacks_all(modified, added, t.entries, t.folders)
 
     def check(self, pairs: Sequence[tuple[Change, str]], progress: PhaseProgress,
               workers: int) -> None:
@@ -161,9 +155,7 @@ class Facts:
                 self._keep(*each, progress)
 
     def _touched(self, commit: str, target: str) -> list[str]:
-        modified, added = self._paths(commit)
-        entries = self.targets[target].entries
-        return [p for p in [*modified, *added] if p in entries]
+        return [p for p in self.store.paths(commit) if p in self.targets[target].entries]
 
     def _targets_blobs(self, wanted: dict[str, list[str]]) -> None:
         """Fetch the targets' blobs at the paths the ``wanted`` patches touch (one request);
@@ -184,8 +176,8 @@ class Facts:
 
     def _patches(self, wanted: dict[str, list[str]]
                  ) -> Iterator[tuple[str, list[tuple[str, list[str], bytes]]]]:
-        """(target, up to a part of its (commit, touched paths, patch)) for every wanted
-        pair; a commit git cannot show goes to ``unknown``."""
+        """(target, a part of its (commit, touched paths, patch)) for every wanted pair; a commit
+        git cannot show goes to ``unknown``."""
         per: dict[str, list[tuple[str, list[str], bytes]]] = {}
         shown: set[str] = set()
         for commit, email in history.patches_of(self.repo.path, [c for c, t in wanted.items()
@@ -204,8 +196,7 @@ class Facts:
 
     def _keep(self, target: str, check: Future[dict[str, bool | str]],
               progress: PhaseProgress) -> None:
-        """Wait for ``check`` and keep what it says: true or false in the store, a blob
-        git could not read in ``unknown``."""
+        """Keep what ``check`` says: true or false in the store, a blob unread in ``unknown``."""
         head = self.targets[target].head
         for commit, ok in check.result().items():
             if isinstance(ok, str):

@@ -32,9 +32,8 @@ _KEPT = ("patch_ids", "files", "applies", "added", "present", "content")
 
 
 class Store:
-    """What the audit keeps between runs, one JSON file in the cache folder: by commit (never
-    changes) ``patch_ids`` ("" where git cannot make its patch), ``files`` ([changed or deleted,
-    added]), ``added`` (its tests, ``path::Class::name``); by ``<commit>:<target head>``
+    """What the audit keeps between runs, one JSON file: by commit ``patch_ids`` ("": no patch),
+    ``files`` ([changed or deleted, added]), ``added`` (its tests); by ``<commit>:<target head>``
     ``applies``, ``present`` (the commit that added its tests there) and ``content`` (the commit
     that brought it there, "" for none). A torn file or one of another version starts empty."""
 
@@ -52,6 +51,10 @@ class Store:
         for key in _KEPT:
             kept = known and (key != "content" or data.get("content_rule") == CONTENT_RULE)
             setattr(self, key, dict(data.get(key) or {}) if kept else {})
+
+    def paths(self, commit: str) -> list[str]:
+        """The files ``commit`` changes, deletes or adds."""
+        return [path for part in self.files.get(commit, [[], []]) for path in part]
 
     def save(self) -> None:
         """Write the file whole; a folder that cannot be written keeps nothing."""
@@ -112,8 +115,7 @@ def _log(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
 
 
 def fill_patch_ids(repo: Path, commits: Sequence[str], store: Store) -> None:
-    """The patch-id of each of ``commits`` the store lacks (``git log -p`` into ``git patch-id``;
-    a commit git cannot show gets "" and the rest go on)."""
+    """The patch-id of each of ``commits`` the store lacks ("" for one git cannot show)."""
     todo = [c for c in dict.fromkeys(commits) if c not in store.patch_ids]
     while todo:
         ok, raw = _log(repo, todo, "-p", "--format=commit %H")
@@ -159,9 +161,8 @@ PYTHON_TESTS = (":(glob)**/test_*.py", ":(glob)**/*_test.py")
 
 def patches_of(repo: Path, commits: Sequence[str],
                paths: Sequence[str] = ()) -> Iterator[tuple[str, bytes]]:
-    """(commit, its change against its first parent as a format-patch email, binary-safe) for
-    each of ``commits`` git can show, a few hundred per ``git log``; only the files of
-    ``paths`` (pathspecs) when given (a commit touching none of them is not shown)."""
+    """(commit, its format-patch email against its first parent) for each of ``commits`` git can
+    show, `CHUNK` per ``git log``; only the files of ``paths`` (pathspecs) when given."""
     todo = list(dict.fromkeys(commits))
     limit = ("--", *paths) if paths else ()
     while todo:
@@ -180,7 +181,7 @@ def patches_of(repo: Path, commits: Sequence[str],
 
 def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, list[str]]:
     """commit -> the tests its format-patch email adds (``path::Class::name``), read as `apply`
-    reads a series'; a patch adding no line with ``def`` adds no test and is not parsed."""
+    reads a series' (a patch adding no line with ``def`` is not parsed)."""
     patches: dict[str, Patch | None] = {}
     for commit, email in emails:
         if not _ADDS_DEF.search(email):

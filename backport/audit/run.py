@@ -111,10 +111,9 @@ def audit_project(project: Project, since_text: str | None, asked: tuple[str, ..
 def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
     ref = f"{TRACKING}{name}"
     entries = history.tree_entries(repo.path, head)
-    files = set(entries)
     return Target(name=name, head=head, commits=history.first_parent(repo.path, ref, since),
-                  reachable=history.reachable(repo.path, ref, since), files=files,
-                  folders=folders_of(files), entries=entries)
+                  reachable=history.reachable(repo.path, ref, since), entries=entries,
+                  folders=folders_of(entries))
 
 
 def _index(target: Target, store: Store, upstream: str, branches: Iterable[str]) -> None:
@@ -127,10 +126,10 @@ def _index(target: Target, store: Store, upstream: str, branches: Iterable[str])
             target.own.setdefault(own, commit.sha)
         for number in carried(commit.message, upstream, target.name):
             target.carrying.setdefault(number, commit.sha)
-        modified, added = store.files.get(commit.sha, [[], []])
-        if modified or added:
+        paths = store.paths(commit.sha)
+        if paths:
             key = title_key(commit.message.split("\n", 1)[0], branches)
-            target.titled.setdefault(key, []).append((frozenset([*modified, *added]), commit.sha))
+            target.titled.setdefault(key, []).append((frozenset(paths), commit.sha))
 
 
 def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
@@ -138,7 +137,7 @@ def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
     """The similar-title rule (`similar.py`) on the cells still missing or not needed."""
     keys = {c.sha: title_key(c.message.split("\n", 1)[0], targets)
             for t in targets.values() for c in t.commits}
-    files = {sha: [p for part in store.files.get(sha, [[], []]) for p in part] for sha in keys}
+    files = {sha: store.paths(sha) for sha in keys}
     indexes = {name: similar.TitleIndex([(c.sha, keys[c.sha], files[c.sha])
                                          for c in reversed(t.commits)])
                for name, t in targets.items()}
@@ -150,8 +149,7 @@ def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store,
     """The tests each change adds, kept by commit (none where its blobs are in ``cannot``)."""
     todo = [c.commit for c in changes if c.commit not in store.added
             and c.commit not in cannot
-            and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
-                    for p in part)]
+            and any(is_python_test(p) for p in store.paths(c.commit))]
     emails = history.patches_of(repo.path, todo, history.PYTHON_TESTS)  # their test files'
     while chunk := list(islice(emails, history.CHUNK)):
         store.added.update(history.tests_added(repo.path, chunk))
@@ -210,8 +208,7 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
         change.on[name] = replace(change.on[name], applies=known, why=why)
     progress.phase("looking for the same fix under a similar title or in other words")
     _similar_titles(targets, changes, store)
-    content.decide(repo.path, {n: t.head for n, t in targets.items()},
-                   {n: t.files for n, t in targets.items()}, changes, store, facts.readable)
+    content.decide(facts, changes)
     store.save()
     return Audit(since=since_text, branches=tuple(heads), changes=tuple(changes),
                  missing_branches=dict(missing_why), prs_unread=prs_unread)
