@@ -7,12 +7,12 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from backport.errors import BackportError
 from backport.git.run import git, read_blobs
@@ -55,10 +55,8 @@ class DocsEntry:
     limits: str = ""  # the "限制与说明" text, if any
 
     def to_dict(self) -> dict:
-        return {"version": self.version, "path": self.path, "listed": self.listed,
-                "summary": self.summary, "limits": self.limits,
-                "support": [{"hardware": r.hardware, "mark": r.mark, "supported": r.supported,
-                             "note": r.note} for r in self.support]}
+        return {**asdict(self), "support": [{**row._asdict(), "supported": row.supported}
+                                            for row in self.support]}
 
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -139,10 +137,7 @@ def normalise_mark(text: str) -> str:
 
 
 def _heading_name(text: str) -> str:
-    name = clean_cell(text).strip("`").strip()
-    if name.startswith("class "):
-        name = name[len("class ") :].strip()
-    return name.split("(", 1)[0].strip()
+    return clean_cell(text).strip("`").strip().removeprefix("class ").split("(", 1)[0].strip()
 
 
 def find_section(text: str, api: str) -> list[str] | None:
@@ -190,8 +185,8 @@ def parse_support(section: Sequence[str]) -> tuple[list[SupportRow], str]:
         mark_col = next((i for i, h in enumerate(header) if "支持" in h), 1)
         cells += [""] * (max(len(header), mark_col + 1) - len(cells))
         extra = [clean_cell(c) for i, c in enumerate(cells) if i not in (hw_col, mark_col)]
-        note = "; ".join(e for e in extra if e)
-        rows.append(SupportRow(clean_cell(cells[hw_col]), normalise_mark(cells[mark_col]), note))
+        rows.append(SupportRow(clean_cell(cells[hw_col]), normalise_mark(cells[mark_col]),
+                               "; ".join(filter(None, extra))))
     return rows, " ".join(limits)
 
 
@@ -202,14 +197,10 @@ def summarize(support: Sequence[SupportRow]) -> str:
     yes = [r.hardware for r in support if r.supported]
     no = [r.hardware for r in support if r.supported is False]
     other = [f"{r.hardware}: {r.mark}" for r in support if r.supported is None]
-    if yes and not no:
-        text = "是"
-    elif no and not yes:
-        text = "否"
-    elif yes:
-        text = "是，暂不支持 " + "、".join(no)
+    if yes:
+        text = "是，暂不支持 " + "、".join(no) if no else "是"
     else:
-        text = "未知"
+        text = "否" if no else "未知"
     return text + ("（" + "；".join(other) + "）" if other else "")
 
 
@@ -270,13 +261,8 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
 def render_docs_table(entries: Sequence[DocsEntry], console: Console) -> None:
     """Print a table on ``console``: one row per docs version, one column per hardware seen."""
     hardware = list(dict.fromkeys(row.hardware for entry in entries for row in entry.support))
-    table = Table()
-    table.add_column("version")
-    table.add_column("listed")
-    for hw in hardware:
-        table.add_column(hw, justify="center")
-    table.add_column("summary")
-    table.add_column("file")
+    table = Table("version", "listed", *(Column(hw, justify="center") for hw in hardware),
+                  "summary", "file")
     for entry in entries:
         marks = {r.hardware: r.mark for r in entry.support}
         table.add_row(entry.version, "yes" if entry.listed else "no",
