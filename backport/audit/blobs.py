@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from backport.audit.history import log_of
 from backport.git.cache import REMOTE
 from backport.git.run import git
 from backport.redact import redact
@@ -19,7 +20,6 @@ from backport.redact import redact
 _REFUSED = re.compile(r"not our ref ([0-9a-f]{40})")
 _FAILED = re.compile(r"could not fetch|promisor remote|unable to read|missing blob|bad object",
                      re.IGNORECASE)
-NOT_SERVED = "the upstream does not have it"
 GITLINK = "160000"  # a submodule's commit: no blob of this repository
 
 
@@ -51,7 +51,7 @@ def fetch(repo: Path, oids: Iterable[str], env: Mapping[str, str]) -> dict[str, 
             why = _last_line(out.stderr) or f"git fetch exited {out.status}"
             unreadable.update(dict.fromkeys(todo, f"the fetch failed: {redact(why)}"))
             break
-        unreadable[refused.group(1)] = NOT_SERVED
+        unreadable[refused.group(1)] = "the upstream does not have it"
         todo.remove(refused.group(1))
     return unreadable
 
@@ -64,15 +64,10 @@ def _last_line(text: str) -> str:
 def changed(repo: Path, commits: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
     """commit -> (path, blob) of each blob its diff against its first parent reads (the
     before and after of every file it changes, not a submodule's commit; trees only)."""
-    if not commits:
-        return {}
-    out = git(["-c", "core.quotepath=false", "log", "--no-walk=unsorted", "--stdin",
-               "--diff-merges=first-parent", "--no-renames", "--raw", "--no-abbrev",
-               "--format=commit %H"], cwd=repo, check=False, timeout=3600,
-              stdin="".join(f"{c}\n" for c in commits).encode())
+    _, raw = log_of(repo, commits, "--raw", "--no-abbrev", "--format=commit %H")
     found: dict[str, list[tuple[str, str]]] = {}
     current: list[tuple[str, str]] = []
-    for line in out.stdout.splitlines():
+    for line in raw.decode("utf-8", "surrogateescape").splitlines():
         if line.startswith("commit "):
             current = found.setdefault(line[7:].strip(), [])
         elif line.startswith(":") and "\t" in line:

@@ -8,17 +8,15 @@ and keeps each answer in the `Store` by commit and target head; the rest is pure
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from backport.audit import history
 from backport.audit.facts import Facts
-from backport.audit.history import Store
 from backport.audit.model import BY_CONTENT, LANDED, MISSING, NOT_NEEDED, Cell, Change
 from backport.audit.rules import is_test_path
 from backport.git.run import git, read_blobs
@@ -184,26 +182,25 @@ def decide(facts: Facts, changes: Sequence[Change]) -> None:
             todo.setdefault(change.commit, []).append(target)
     parsed = {commit: parse(email.decode("utf-8", "surrogateescape"))
               for commit, email in history.patches_of(repo, list(todo))}
-    for target, head in heads.items():
+    for target in heads:
         mine = [(commit, parsed.get(commit, [])) for commit, ts in todo.items() if target in ts]
         if mine:
-            _decide_on(repo, head, facts.targets[target].entries, mine, store,
-                       functools.partial(facts.readable, target))
+            _decide_on(facts, target, mine)
     for change, target in cells:
         found = store.content.get(f"{change.commit}:{heads[target]}", "")
         if found:
             change.on[target] = Cell(LANDED, commit=found, why=BY_CONTENT)
 
 
-def _decide_on(repo: Path, head: str, tree: Collection[str],
-               patches: Sequence[tuple[str, list[FileDiff]]], store: Store,
-               readable: Callable[[Iterable[str]], list[str]]) -> None:
+def _decide_on(facts: Facts, target: str, patches: Sequence[tuple[str, list[FileDiff]]]) -> None:
+    repo, store = facts.repo.path, facts.store
+    head, tree = facts.targets[target].head, facts.targets[target].entries
     by_name: dict[str, list[str]] = {}
     for path in tree:
         by_name.setdefault(posixpath.basename(path), []).append(path)
     wanted = {p for _, files in patches if meaningful(files) for f in files if f.new
               for p in where(f, tree, by_name)}
-    blobs = read_blobs(repo, [f"{head}:{path}" for path in readable(sorted(wanted))])
+    blobs = read_blobs(repo, [f"{head}:{path}" for path in facts.readable(target, wanted)])
     read = {path: blobs[f"{head}:{path}"].decode("utf-8", "surrogateescape")
             for path in wanted if f"{head}:{path}" in blobs}
     found = [(commit, path, probe(files) if path else "") for commit, files in patches

@@ -104,7 +104,7 @@ def tree_entries(repo: Path, ref: str) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _log(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
+def log_of(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
     """``git log --no-walk`` of ``commits`` in that order, each against its first parent."""
     out = git(["-c", "core.quotepath=false", "log", "--no-walk=unsorted", "--stdin",
                "--diff-merges=first-parent", "--no-renames", "--no-color", "--no-ext-diff",
@@ -118,13 +118,10 @@ def fill_patch_ids(repo: Path, commits: Sequence[str], store: Store) -> None:
     """The patch-id of each of ``commits`` the store lacks ("" for one git cannot show)."""
     todo = [c for c in dict.fromkeys(commits) if c not in store.patch_ids]
     while todo:
-        ok, raw = _log(repo, todo, "-p", "--format=commit %H")
+        ok, raw = log_of(repo, todo, "-p", "--format=commit %H")
         ids = commit_patch_ids(repo, raw)
         shown = [m.decode() for m in _COMMIT_LINE.findall(raw)]
-        done = set(shown) if ok else set(shown[:-1])
-        for sha in todo:
-            if sha in done:
-                store.patch_ids[sha] = ids.get(sha, "")
+        store.patch_ids.update({sha: ids.get(sha, "") for sha in (shown if ok else shown[:-1])})
         if ok:
             return
         failed = shown[-1] if shown else todo[0]
@@ -137,7 +134,7 @@ def fill_files(repo: Path, commits: Sequence[str], store: Store) -> None:
     todo = [c for c in dict.fromkeys(commits) if c not in store.files]
     if not todo:
         return
-    _, raw = _log(repo, todo, "--name-status", "--format=commit %H")
+    _, raw = log_of(repo, todo, "--name-status", "--format=commit %H")
     current: list[list[str]] | None = None
     for line in raw.decode("utf-8", "surrogateescape").splitlines():
         if line.startswith("commit "):
@@ -167,7 +164,7 @@ def patches_of(repo: Path, commits: Sequence[str],
     limit = ("--", *paths) if paths else ()
     while todo:
         chunk, todo = todo[:CHUNK], todo[CHUNK:]
-        ok, raw = _log(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email", *limit)
+        ok, raw = log_of(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email", *limit)
         starts = [m for m in _EMAIL_FROM.finditer(raw) if m.group(1).decode() in chunk]
         for index, match in enumerate(starts):
             end = starts[index + 1].start() if index + 1 < len(starts) else len(raw)

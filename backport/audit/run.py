@@ -37,19 +37,17 @@ DEFAULT_DAYS = 90
 
 def parse_since(text: str | None, today: date) -> date:
     """The start date: ``YYYY-MM-DD``, not after ``today``; default ``DEFAULT_DAYS`` ago."""
-    default = today - timedelta(days=DEFAULT_DAYS)
-    example = default.isoformat()
+    default = today - timedelta(days=DEFAULT_DAYS)  # a date prints as YYYY-MM-DD
     if text is None:
         return default
     try:
         when = date.fromisoformat(text.strip())
     except ValueError:
         raise BackportError("usage", f"--since {text!r} is not a date; give it as YYYY-MM-DD, "
-                                     f"e.g. --since {example}") from None
+                                     f"e.g. --since {default}") from None
     if when > today:
-        raise BackportError("usage", f"--since {when.isoformat()} lies in the future (today is "
-                                     f"{today.isoformat()}); give a past date, e.g. --since "
-                                     f"{example}")
+        raise BackportError("usage", f"--since {when} lies in the future (today is {today}); "
+                                     f"give a past date, e.g. --since {default}")
     return when
 
 

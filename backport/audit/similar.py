@@ -1,9 +1,8 @@
 """The similar-title rule: the same fix opened by hand on another branch under its title written
 again ("fix batcnnorm check" / "fix batchnorm check"): a target's commit whose title, branch tags
-removed, is `RATIO` alike (``difflib``), differs by a word more or less or a typo, and shares a
-file (other than a test, where the change has one); a title too general ("modify documents") is
-not compared so. Asked of the cells still `missing` or `not-needed` after every rule but the
-content rule; the most alike wins, then the oldest."""
+removed, is `RATIO` alike (``difflib``), differs by a word or a typo, and shares a file (not a
+test, where the change has one); a too general title is not compared. Asked of the cells still
+`missing` or `not-needed` before the content rule; the most alike wins, then the oldest."""
 
 from __future__ import annotations
 
