@@ -94,15 +94,10 @@ class Fix:
                          and m.on[target].state == LANDED), None)
             return here, landed or Cell(LANDED, commit=here.commit, why="merged on this branch")
         order = nearest_first(target, sorted(self.branches))
-        ranked = sorted((m for m in self.members if target in m.on),
-                        key=lambda m: order.index(m.branch))
-        for state in STATES:  # the first state found stands for the fix
-            found = [m for m in ranked if m.on[target].state == state]
-            if state == MISSING:
-                found = [m for m in found if m.on[target].applies] + found
-            if found:
-                return found[0], found[0].on[target]
-        return None, Cell(BRANCH_MISSING)
+        best = min((m for m in self.members if target in m.on), default=None,
+                   key=lambda m: (STATES.index(m.on[target].state), not m.on[target].applies,
+                                  order.index(m.branch)))
+        return (best, best.on[target]) if best else (None, Cell(BRANCH_MISSING))
 
 
 def _root(parent: dict[str, str], commit: str) -> str:
