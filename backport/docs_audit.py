@@ -109,8 +109,7 @@ def _prefetch(repo: Path, oids: Sequence[str]) -> None:
 
 def version_of(dir_name: str) -> str:
     """``pytorch_2-7-1`` -> ``2.7.1``."""
-    m = _VERSION_DIR.match(dir_name)
-    return m.group("v").replace("-", ".") if m else dir_name
+    return dir_name.removeprefix("pytorch_").replace("-", ".")
 
 
 def version_key(version: str) -> tuple:
@@ -166,7 +165,7 @@ def _split_row(line: str) -> list[str]:
 
 def parse_support(section: Sequence[str]) -> tuple[list[SupportRow], str]:
     """The first 硬件 / 是否支持 table of a section, and its 限制与说明 text."""
-    limits = [clean_cell(m.group("text")) for m in map(_LIMITS.match, (x.strip() for x in section)) if m]
+    limits = [clean_cell(m["text"]) for m in map(_LIMITS.match, (x.strip() for x in section)) if m]
     rows: list[SupportRow] = []
     header: list[str] | None = None
     for line in section:

@@ -152,7 +152,7 @@ _ADDS_DEF = re.compile(rb"^\+(?!\+\+ ).*\bdef\b", re.MULTILINE)  # an added line
 CHUNK = 200  # commits per `git log` of whole patches (bounds what is held in memory)
 
 
-# The files `git/python_tests.py` `is_python_test` names (``test_*.py``, ``*_test.py``), as pathspecs.
+# The files `git/python_tests.py` `is_python_test` names, as pathspecs.
 PYTHON_TESTS = (":(glob)**/test_*.py", ":(glob)**/*_test.py")
 
 

@@ -54,7 +54,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Change:
-    """One change merged on ``branch``: a first-parent commit (a squash merge's ``!N`` in ``pr``)."""
+    """One change merged on ``branch``: a first-parent commit (a squash merge's ``!N``: pr)."""
 
     branch: str
     commit: str

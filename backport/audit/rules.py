@@ -40,8 +40,8 @@ def titled_commit(files: frozenset[str],
     """The commit among ``candidates`` ((files, commit) with the change's title, oldest first)
     that is the change: exactly its ``files``, else `same_files`, else a file in common."""
     exact = next((commit for theirs, commit in candidates if theirs == files), "")
-    return exact or next((commit for theirs, commit in candidates if same_files(files, theirs)),
-                         "") or next((commit for theirs, commit in candidates if files & theirs), "")
+    near = next((commit for theirs, commit in candidates if same_files(files, theirs)), "")
+    return exact or near or next((commit for theirs, commit in candidates if files & theirs), "")
 
 
 def ignored(title: str, patterns: Sequence[str]) -> bool:
