@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from backport.audit.history import log_of
-from backport.git.cache import REMOTE
+from backport.git.cache import REMOTE, RepoCache
 from backport.git.run import git
 from backport.redact import redact
 
@@ -78,24 +78,22 @@ def changed(repo: Path, commits: Sequence[str]) -> dict[str, list[tuple[str, str
     return found
 
 
-def read_or_why(repo: Path, oids: set[str], env: Mapping[str, str], known: dict[str, str], *,
-                fetching: bool) -> None:
+def read_or_why(cache: RepoCache, oids: set[str], known: dict[str, str]) -> None:
     """Those of ``oids`` not in ``known`` (blob -> why it cannot be read) fetched in one request
-    (``fetching``: a blobless cache), or, where none is fetched, those missing named so."""
-    if fetching:
-        known.update(fetch(repo, oids - set(known), env))
+    in a blobless cache, else those missing named so."""
+    if cache.blobless:
+        known.update(fetch(cache.path, oids - set(known), cache.env))
     else:
-        missing = oids - present(repo, oids)
+        missing = oids - present(cache.path, oids)
         known.update(dict.fromkeys(missing - set(known), "not in the repository"))
 
 
-def unreadable_commits(repo: Path, commits: Sequence[str], env: Mapping[str, str], *,
-                       known: dict[str, str], fetching: bool) -> dict[str, str]:
-    """Fetch the blobs ``commits`` read (``fetching``: a blobless cache); commit -> why for each
-    whose patch cannot be made. ``known`` (blob -> why) makes a refused blob asked for once."""
-    blobs = changed(repo, commits)
-    read_or_why(repo, {oid for pairs in blobs.values() for _, oid in pairs}, env, known,
-                fetching=fetching)
+def unreadable_commits(cache: RepoCache, commits: Sequence[str],
+                       known: dict[str, str]) -> dict[str, str]:
+    """Fetch the blobs ``commits`` read; commit -> why for each whose patch cannot be made.
+    ``known`` (blob -> why) makes a refused blob asked for once."""
+    blobs = changed(cache.path, commits)
+    read_or_why(cache, {oid for pairs in blobs.values() for _, oid in pairs}, known)
     return {commit: f"its blob {oid[:9]} of {path} could not be read: {known[oid]}"
             for commit, pairs in blobs.items()
             for path, oid in reversed(pairs) if oid in known}

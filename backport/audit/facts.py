@@ -107,12 +107,8 @@ class Facts:
         entries = self.targets[target].entries
         files = [p for p in dict.fromkeys(paths) if p in entries
                  and entries[p][0] != blobs.GITLINK]
-        self._read({entries[p][1] for p in files})
+        blobs.read_or_why(self.repo, {entries[p][1] for p in files}, self.unreadable)
         return [p for p in files if entries[p][1] not in self.unreadable]
-
-    def _read(self, oids: set[str]) -> None:
-        blobs.read_or_why(self.repo.path, oids, self.repo.env, self.unreadable,
-                          fetching=self.repo.blobless)
 
     def proposed(self, change: Change, target: str) -> int | None:
         if change.pr is None:
@@ -137,8 +133,7 @@ class Facts:
                        sum(len(t) for t in wanted.values()))
         if not wanted:
             return
-        cannot = blobs.unreadable_commits(self.repo.path, list(wanted), self.repo.env,
-                                          known=self.unreadable, fetching=self.repo.blobless)
+        cannot = blobs.unreadable_commits(self.repo, list(wanted), self.unreadable)
         for commit, why in cannot.items():
             for target in wanted.pop(commit):
                 self.unknown[(commit, target)] = why
@@ -160,8 +155,9 @@ class Facts:
     def _targets_blobs(self, wanted: dict[str, list[str]]) -> None:
         """Fetch the targets' blobs at the paths the ``wanted`` patches touch (one request);
         a (commit, target) one of whose blobs cannot be read moves to ``unknown``."""
-        self._read({self.targets[t].entries[p][1] for c, ts in wanted.items() for t in ts
-                    for p in self._touched(c, t) if self.targets[t].entries[p][0] != blobs.GITLINK})
+        oids = {self.targets[t].entries[p][1] for c, ts in wanted.items() for t in ts
+                for p in self._touched(c, t) if self.targets[t].entries[p][0] != blobs.GITLINK}
+        blobs.read_or_why(self.repo, oids, self.unreadable)
         for commit, targets in wanted.items():
             for target in list(targets):
                 entries = self.targets[target].entries

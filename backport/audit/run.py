@@ -220,8 +220,7 @@ def _read_changes(facts: Facts, since: int, progress: PhaseProgress) -> list[Cha
     todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
     progress.phase(f"fetching the blobs {len(todo):,} commits touch" if repo.blobless
                    else f"reading {len(todo):,} commits")
-    cannot = blobs.unreadable_commits(repo.path, todo, repo.env, known=facts.unreadable,
-                                      fetching=repo.blobless) if todo else {}
+    cannot = blobs.unreadable_commits(repo, todo, facts.unreadable) if todo else {}
     for commit in cannot:
         store.patch_ids[commit] = ""  # git cannot make its patch: no patch-id
     progress.phase(f"reading {len(todo):,} commits' patch-ids, files and tests added")
