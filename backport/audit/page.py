@@ -138,8 +138,7 @@ def summary_lines(audit: Audit) -> list[str]:
         if clean:
             lines.append(f"Missing on {target} and applying cleanly ({len(clean)}):")
             lines += [f"  {c.commit[:9]} {f'!{c.pr}' if c.pr else '':>7} {c.branch}: "
-                      f"{untrusted(c.title, where='code')}"
-                      for c in clean]
+                      f"{untrusted(c.title, where='code')}" for c in clean]
     return lines
 
 
