@@ -181,13 +181,10 @@ def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, li
     reads a series' (a patch adding no line with ``def`` is not parsed)."""
     patches: dict[str, Patch | None] = {}
     for commit, email in emails:
-        if not _ADDS_DEF.search(email):
-            patches[commit] = None
-            continue
-        try:
-            patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
-        except BackportError:  # a commit the parser cannot read has no tests to tell
-            patches[commit] = None
+        patches[commit] = None
+        if _ADDS_DEF.search(email):
+            with suppress(BackportError):  # a commit the parser cannot read has no tests to tell
+                patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
     blobs = read_blobs(repo, [oid for patch in patches.values() if patch is not None
                               for oid in pre_images([patch])])
     return {commit: [test.node_id for test in added_tests(repo, [patch], blobs.get)]
