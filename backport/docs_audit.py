@@ -1,20 +1,18 @@
 """The docs audit: which ``docs/zh/api/native_api/pytorch_<x-y-z>/`` versions list an API, and
-its support table there. Read from git objects (``ls-tree``, ``cat-file``), never a checkout, so
-a blobless cache works. The PR body reads it through `report.body.DocsFacts` (report/ does not
-import this module).
-"""
+its support table there, read from git objects (never a checkout: a blobless cache works). The
+PR body reads it through `report.body.DocsFacts` (report/ does not import this module)."""
 
 from __future__ import annotations
 
 import html
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from backport.errors import BackportError
 from backport.git.run import git, read_blobs
@@ -57,10 +55,8 @@ class DocsEntry:
     limits: str = ""  # the "限制与说明" text, if any
 
     def to_dict(self) -> dict:
-        return {"version": self.version, "path": self.path, "listed": self.listed,
-                "summary": self.summary, "limits": self.limits,
-                "support": [{"hardware": r.hardware, "mark": r.mark, "supported": r.supported,
-                             "note": r.note} for r in self.support]}
+        return {**asdict(self), "support": [{**row._asdict(), "supported": row.supported}
+                                            for row in self.support]}
 
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -98,8 +94,8 @@ def _missing_blobs(repo: Path, sha: str) -> set[str]:
 
 
 def _prefetch(repo: Path, oids: Sequence[str]) -> None:
-    """Fetch ``oids`` from the promisor remote in one request instead of one per blob (best
-    effort: ``cat-file`` still fetches each itself, or finds it missing)."""
+    """Fetch ``oids`` from the promisor remote in one request (best effort: ``cat-file`` still
+    fetches each itself, or finds it missing)."""
     out = git(["config", "--get-regexp", r"^remote\..*\.promisor$"], cwd=repo, check=False)
     remote = next((key[len("remote."):-len(".promisor")] for key, _, value in
                    (line.partition(" ") for line in out.stdout.splitlines())
@@ -113,8 +109,7 @@ def _prefetch(repo: Path, oids: Sequence[str]) -> None:
 
 def version_of(dir_name: str) -> str:
     """``pytorch_2-7-1`` -> ``2.7.1``."""
-    m = _VERSION_DIR.match(dir_name)
-    return m.group("v").replace("-", ".") if m else dir_name
+    return dir_name.removeprefix("pytorch_").replace("-", ".")
 
 
 def version_key(version: str) -> tuple:
@@ -141,10 +136,7 @@ def normalise_mark(text: str) -> str:
 
 
 def _heading_name(text: str) -> str:
-    name = clean_cell(text).strip("`").strip()
-    if name.startswith("class "):
-        name = name[len("class ") :].strip()
-    return name.split("(", 1)[0].strip()
+    return clean_cell(text).strip("`").strip().removeprefix("class ").split("(", 1)[0].strip()
 
 
 def find_section(text: str, api: str) -> list[str] | None:
@@ -173,7 +165,7 @@ def _split_row(line: str) -> list[str]:
 
 def parse_support(section: Sequence[str]) -> tuple[list[SupportRow], str]:
     """The first 硬件 / 是否支持 table of a section, and its 限制与说明 text."""
-    limits = [clean_cell(m.group("text")) for m in map(_LIMITS.match, (x.strip() for x in section)) if m]
+    limits = [clean_cell(m["text"]) for m in map(_LIMITS.match, (x.strip() for x in section)) if m]
     rows: list[SupportRow] = []
     header: list[str] | None = None
     for line in section:
@@ -192,8 +184,8 @@ def parse_support(section: Sequence[str]) -> tuple[list[SupportRow], str]:
         mark_col = next((i for i, h in enumerate(header) if "支持" in h), 1)
         cells += [""] * (max(len(header), mark_col + 1) - len(cells))
         extra = [clean_cell(c) for i, c in enumerate(cells) if i not in (hw_col, mark_col)]
-        note = "; ".join(e for e in extra if e)
-        rows.append(SupportRow(clean_cell(cells[hw_col]), normalise_mark(cells[mark_col]), note))
+        rows.append(SupportRow(clean_cell(cells[hw_col]), normalise_mark(cells[mark_col]),
+                               "; ".join(filter(None, extra))))
     return rows, " ".join(limits)
 
 
@@ -204,14 +196,10 @@ def summarize(support: Sequence[SupportRow]) -> str:
     yes = [r.hardware for r in support if r.supported]
     no = [r.hardware for r in support if r.supported is False]
     other = [f"{r.hardware}: {r.mark}" for r in support if r.supported is None]
-    if yes and not no:
-        text = "是"
-    elif no and not yes:
-        text = "否"
-    elif yes:
-        text = "是，暂不支持 " + "、".join(no)
+    if yes:
+        text = "是，暂不支持 " + "、".join(no) if no else "是"
     else:
-        text = "未知"
+        text = "否" if no else "未知"
     return text + ("（" + "；".join(other) + "）" if other else "")
 
 
@@ -223,8 +211,7 @@ def parse_entry(text: str, api: str) -> tuple[bool, list[SupportRow], str]:
 
 def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str],
             api: str) -> DocsEntry | None:
-    """The entry for ``api`` in the first of ``paths`` that has one (blobs already local, read
-    in one ``git cat-file --batch``; a missing one is an error)."""
+    """The entry for ``api`` in the first of ``paths`` that has one (a blob missing: an error)."""
     oids = list(dict.fromkeys(files[p] for p in paths))
     texts = read_blobs(repo, oids)
     lost = next((oid for oid in oids if oid not in texts), None)
@@ -240,13 +227,14 @@ def _search(repo: Path, version: str, files: dict[str, str], paths: Sequence[str
 
 def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
     """One entry per docs version at ``ref`` for ``api``, by version number. Files named after
-    the API's module are read first, the version's other ``.md`` files only when those have no
-    entry; in a partial clone each of the two rounds fetches its missing blobs in one request."""
+    the API's module are read first, the others only when those have no entry; in a partial
+    clone each of the two rounds fetches its missing blobs in one request."""
     repo = Path(repo_git_dir)
     sha = _resolve(repo, ref)
     versions = _docs_files(repo, sha)
     missing = _missing_blobs(repo, sha) if versions else set()
-    rank = {name: i for i, name in enumerate(preferred_files(api))}
+    names = preferred_files(api)
+    rank = {name: i for i, name in enumerate(names)}
     plans: dict[str, tuple[list[str], list[str]]] = {}
     for dir_name, files in versions.items():
         ordered = sorted(files, key=lambda p: (rank.get(PurePosixPath(p).name, len(rank)), p))
@@ -263,32 +251,19 @@ def audit_docs(repo_git_dir: Path, ref: str, api: str) -> list[DocsEntry]:
                                       plans[dir_name][round_no], api)
 
     entries = []
-    for dir_name, entry in found.items():
-        if entry is None:
-            first = plans[dir_name][0]
-            names = preferred_files(api)
-            default = first[0] if first else f"{DOCS_ROOT}/{dir_name}/{names[0] if names else ''}"
-            entry = DocsEntry(version_of(dir_name), default, False, [], "未收录")
-        entries.append(entry)
-    entries.sort(key=lambda e: version_key(e.version))
-    return entries
+    for d, entry in found.items():  # not listed: the file it would be in
+        default = (plans[d][0] or [f"{DOCS_ROOT}/{d}/{names[0] if names else ''}"])[0]
+        entries.append(entry or DocsEntry(version_of(d), default, False, summary="未收录"))
+    return sorted(entries, key=lambda e: version_key(e.version))
 
 
-def render_docs_table(entries: Sequence[DocsEntry], console: Console, *,
-                      api: str | None = None) -> Table:
-    """A rich table, printed on ``console``: one row per docs version, one column per hardware
-    seen anywhere."""
+def render_docs_table(entries: Sequence[DocsEntry], console: Console) -> None:
+    """Print a table on ``console``: one row per docs version, one column per hardware seen."""
     hardware = list(dict.fromkeys(row.hardware for entry in entries for row in entry.support))
-    table = Table(title=f"docs: {api}" if api else None)
-    table.add_column("version")
-    table.add_column("listed")
-    for hw in hardware:
-        table.add_column(hw, justify="center")
-    table.add_column("summary")
-    table.add_column("file")
+    table = Table("version", "listed", *(Column(hw, justify="center") for hw in hardware),
+                  "summary", "file")
     for entry in entries:
         marks = {r.hardware: r.mark for r in entry.support}
         table.add_row(entry.version, "yes" if entry.listed else "no",
                       *[marks.get(hw, "-") for hw in hardware], entry.summary, entry.path)
     console.print(table)
-    return table

@@ -1,11 +1,7 @@
-"""The blobs the audit reads, and those it cannot: in a blobless cache the blobs a step needs
-are fetched in one request first (git would fetch each by itself as it reads it), and a blob the
-upstream does not serve is named, with why, instead of failing the step.
-
-Whether a change applies on a target reads only the blobs its patch touches: the target's
-versions of those paths (and, for a three-way merge, the patch's own pre-images, read when its
-patch was made), in a temporary index holding just those paths, never the target's whole tree.
-"""
+"""The blobs the audit reads, and those it cannot: in a blobless cache a step's blobs are
+fetched in one request first (not one by one as git reads them); a blob the upstream does not
+serve is named, with why, instead of failing the step. Whether a change applies on a target
+reads only the target's blobs its patch touches, in a temporary index holding just those paths."""
 
 from __future__ import annotations
 
@@ -16,14 +12,14 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from backport.git.cache import REMOTE
+from backport.audit.history import log_of
+from backport.git.cache import REMOTE, RepoCache
 from backport.git.run import git
 from backport.redact import redact
 
 _REFUSED = re.compile(r"not our ref ([0-9a-f]{40})")
 _FAILED = re.compile(r"could not fetch|promisor remote|unable to read|missing blob|bad object",
                      re.IGNORECASE)
-NOT_SERVED = "the upstream does not have it"
 GITLINK = "160000"  # a submodule's commit: no blob of this repository
 
 
@@ -55,7 +51,7 @@ def fetch(repo: Path, oids: Iterable[str], env: Mapping[str, str]) -> dict[str, 
             why = _last_line(out.stderr) or f"git fetch exited {out.status}"
             unreadable.update(dict.fromkeys(todo, f"the fetch failed: {redact(why)}"))
             break
-        unreadable[refused.group(1)] = NOT_SERVED
+        unreadable[refused.group(1)] = "the upstream does not have it"
         todo.remove(refused.group(1))
     return unreadable
 
@@ -68,15 +64,10 @@ def _last_line(text: str) -> str:
 def changed(repo: Path, commits: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
     """commit -> (path, blob) of each blob its diff against its first parent reads (the
     before and after of every file it changes, not a submodule's commit; trees only)."""
-    if not commits:
-        return {}
-    out = git(["-c", "core.quotepath=false", "log", "--no-walk=unsorted", "--stdin",
-               "--diff-merges=first-parent", "--no-renames", "--raw", "--no-abbrev",
-               "--format=commit %H"], cwd=repo, check=False, timeout=3600,
-              stdin="".join(f"{c}\n" for c in commits).encode())
+    _, raw = log_of(repo, commits, "--raw", "--no-abbrev", "--format=commit %H")
     found: dict[str, list[tuple[str, str]]] = {}
     current: list[tuple[str, str]] = []
-    for line in out.stdout.splitlines():
+    for line in raw.decode("utf-8", "surrogateescape").splitlines():
         if line.startswith("commit "):
             current = found.setdefault(line[7:].strip(), [])
         elif line.startswith(":") and "\t" in line:
@@ -87,24 +78,22 @@ def changed(repo: Path, commits: Sequence[str]) -> dict[str, list[tuple[str, str
     return found
 
 
-def read_or_why(repo: Path, oids: set[str], env: Mapping[str, str], known: dict[str, str], *,
-                fetching: bool) -> None:
+def read_or_why(cache: RepoCache, oids: set[str], known: dict[str, str]) -> None:
     """Those of ``oids`` not in ``known`` (blob -> why it cannot be read) fetched in one request
-    (``fetching``: a blobless cache), or, where none is fetched, those missing named so."""
-    if fetching:
-        known.update(fetch(repo, oids - set(known), env))
+    in a blobless cache, else those missing named so."""
+    if cache.blobless:
+        known.update(fetch(cache.path, oids - set(known), cache.env))
     else:
-        missing = oids - present(repo, oids)
+        missing = oids - present(cache.path, oids)
         known.update(dict.fromkeys(missing - set(known), "not in the repository"))
 
 
-def unreadable_commits(repo: Path, commits: Sequence[str], env: Mapping[str, str], *,
-                       known: dict[str, str], fetching: bool) -> dict[str, str]:
-    """Fetch the blobs ``commits`` read (``fetching``: a blobless cache); commit -> why for each
-    whose patch cannot be made. ``known`` (blob -> why) makes a refused blob asked for once."""
-    blobs = changed(repo, commits)
-    read_or_why(repo, {oid for pairs in blobs.values() for _, oid in pairs}, env, known,
-                fetching=fetching)
+def unreadable_commits(cache: RepoCache, commits: Sequence[str],
+                       known: dict[str, str]) -> dict[str, str]:
+    """Fetch the blobs ``commits`` read; commit -> why for each whose patch cannot be made.
+    ``known`` (blob -> why) makes a refused blob asked for once."""
+    blobs = changed(cache.path, commits)
+    read_or_why(cache, {oid for pairs in blobs.values() for _, oid in pairs}, known)
     return {commit: f"its blob {oid[:9]} of {path} could not be read: {known[oid]}"
             for commit, pairs in blobs.items()
             for path, oid in reversed(pairs) if oid in known}

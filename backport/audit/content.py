@@ -8,23 +8,21 @@ and keeps each answer in the `Store` by commit and target head; the rest is pure
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from backport.audit import history
-from backport.audit.history import Store
+from backport.audit.facts import Facts
 from backport.audit.model import BY_CONTENT, LANDED, MISSING, NOT_NEEDED, Cell, Change
 from backport.audit.rules import is_test_path
 from backport.git.run import git, read_blobs
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 MOVED_AT_MOST = 3  # a name found more often than this in the target's tree is not followed
-BRINGERS = 2  # `git log -S` at once (one per core of the machine the goals are set on)
 DISTINCT = 16  # characters of an added line that may be looked for without its context
 
 
@@ -156,18 +154,11 @@ def landed(files: Sequence[FileDiff], tree: Collection[str], by_name: Mapping[st
 
 def probe(files: Sequence[FileDiff]) -> str:
     """The line to find the commit that brought the change by (``git log -S``): the longest
-    the patch adds, else the longest it removes."""
+    added, else the longest removed."""
     added = [x for f in files for pre, post in f.hunks for x in post if x not in pre]
     removed = [x for f in files for pre, post in f.hunks for x in pre if x not in post]
     return next((best for lines in (added, removed)
                  if (best := max((x.strip() for x in lines), key=len, default=""))), "")
-
-
-def _by_name(tree: Collection[str]) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for path in tree:
-        found.setdefault(posixpath.basename(path), []).append(path)
-    return found
 
 
 def _bringer(repo: Path, head: str, path: str, line: str) -> str:
@@ -177,11 +168,11 @@ def _bringer(repo: Path, head: str, path: str, line: str) -> str:
     return out.stdout.strip() if out.ok and out.stdout.strip() else head
 
 
-def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[str]],
-           changes: Sequence[Change], store: Store,
-           readable: Callable[[str, Iterable[str]], list[str]]) -> None:
+def decide(facts: Facts, changes: Sequence[Change]) -> None:
     """Make each `missing` or `not-needed` cell `landed` where the content rule holds, naming
-    the commit that brought the change there; ``readable(target, paths)``: the readable ones."""
+    the commit that brought the change there."""
+    repo, store = facts.repo.path, facts.store
+    heads = {name: t.head for name, t in facts.targets.items()}
     cells = [(c, t) for c in changes for t, cell in c.on.items()
              if t in heads and cell.state in (MISSING, NOT_NEEDED)]
     todo: dict[str, list[str]] = {}
@@ -191,30 +182,31 @@ def decide(repo: Path, heads: Mapping[str, str], trees: Mapping[str, Collection[
             todo.setdefault(change.commit, []).append(target)
     parsed = {commit: parse(email.decode("utf-8", "surrogateescape"))
               for commit, email in history.patches_of(repo, list(todo))}
-    for target, head in heads.items():
+    for target in heads:
         mine = [(commit, parsed.get(commit, [])) for commit, ts in todo.items() if target in ts]
         if mine:
-            _decide_on(repo, head, trees[target], mine, store,
-                       functools.partial(readable, target))
+            _decide_on(facts, target, mine)
     for change, target in cells:
         found = store.content.get(f"{change.commit}:{heads[target]}", "")
         if found:
             change.on[target] = Cell(LANDED, commit=found, why=BY_CONTENT)
 
 
-def _decide_on(repo: Path, head: str, tree: Collection[str],
-               patches: Sequence[tuple[str, list[FileDiff]]], store: Store,
-               readable: Callable[[Iterable[str]], list[str]]) -> None:
-    by_name = _by_name(tree)
+def _decide_on(facts: Facts, target: str, patches: Sequence[tuple[str, list[FileDiff]]]) -> None:
+    repo, store = facts.repo.path, facts.store
+    head, tree = facts.targets[target].head, facts.targets[target].entries
+    by_name: dict[str, list[str]] = {}
+    for path in tree:
+        by_name.setdefault(posixpath.basename(path), []).append(path)
     wanted = {p for _, files in patches if meaningful(files) for f in files if f.new
               for p in where(f, tree, by_name)}
-    blobs = read_blobs(repo, [f"{head}:{path}" for path in readable(sorted(wanted))])
+    blobs = read_blobs(repo, [f"{head}:{path}" for path in facts.readable(target, wanted)])
     read = {path: blobs[f"{head}:{path}"].decode("utf-8", "surrogateescape")
             for path in wanted if f"{head}:{path}" in blobs}
     found = [(commit, path, probe(files) if path else "") for commit, files in patches
              for path in [landed(files, tree, by_name, read)]]
     asked = [(commit, path, line) for commit, path, line in found if line]
-    with ThreadPoolExecutor(max_workers=BRINGERS) as pool:  # one `git log -S` each
+    with ThreadPoolExecutor(max_workers=2) as pool:  # one `git log -S` each
         brought = pool.map(lambda one: _bringer(repo, head, one[1], one[2]), asked)
         store.content.update({f"{commit}:{head}": by for (commit, _, _), by in
                               zip(asked, brought, strict=True)})

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from backport.audit import blobs, history
 from backport.audit.history import Store
 from backport.audit.model import Change
-from backport.audit.rules import ignored, lacks_all, names, titled_commit
+from backport.audit.rules import ignored, lacks_all, titled_commit
 from backport.forge import PullRequest
 from backport.git.cache import RepoCache
 from backport.git.run import read_blobs
+from backport.pipeline.proposed import carries
 from backport.pipeline.proposed import commit_carries as carried
 from backport.report.progress import PhaseProgress
 from backport.titles import title_key
@@ -33,9 +34,8 @@ class Target:
     head: str
     commits: list[history.Commit]
     reachable: set[str]
-    files: set[str]
-    entries: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (mode, blob)
-    folders: set[str] = field(default_factory=set)
+    entries: dict[str, tuple[str, str]]  # path -> (mode, blob) of every file of its head
+    folders: set[str]
     by_patch: dict[str, str] = field(default_factory=dict)  # patch-id -> oldest commit
     carrying: dict[int, str] = field(default_factory=dict)  # PR it carries -> oldest commit
     own: dict[int, str] = field(default_factory=dict)  # its own squash PR -> commit
@@ -75,29 +75,21 @@ class Facts:
         return next((t.own[n] for n in sorted(self._carried[change.commit]) if n in t.own), "")
 
     def same_title(self, change: Change, target: str) -> str:
-        modified, added = self._paths(change.commit)
         found = self.targets[target].titled.get(title_key(change.title, self.targets), [])
-        return titled_commit(frozenset([*modified, *added]), found)
+        return titled_commit(frozenset(self.store.paths(change.commit)), found)
 
     def ignored(self, change: Change) -> bool:
         return ignored(change.title, self.ignore)
 
-    def _paths(self, commit: str) -> tuple[list[str], list[str]]:
-        modified, added = self.store.files.get(commit, [[], []])
-        return modified, added
-
     def tests_there(self, change: Change, target: str) -> str:
         tests = self.store.added.get(change.commit, [])
-        if not tests:
-            return ""
         head = self.targets[target].head
         key = f"{change.commit}:{head}"
-        if key not in self.store.present:
+        if tests and key not in self.store.present:
             self.read_files(target, [node.split("::", 1)[0] for node in tests])
-            trees = self.trees.setdefault(target, {})
-            self.store.present[key] = history.tests_there(self.repo.path, tests, head, trees,
-                                                          self.files[target])
-        return self.store.present[key]
+            self.store.present[key] = history.tests_there(
+                self.repo.path, tests, head, self.trees.setdefault(target, {}), self.files[target])
+        return self.store.present.get(key, "")
 
     def read_files(self, target: str, paths: Iterable[str]) -> None:
         """Read those of ``paths`` not read yet from the target's head (one git process)."""
@@ -115,26 +107,22 @@ class Facts:
         entries = self.targets[target].entries
         files = [p for p in dict.fromkeys(paths) if p in entries
                  and entries[p][0] != blobs.GITLINK]
-        self._read({entries[p][1] for p in files})
+        blobs.read_or_why(self.repo, {entries[p][1] for p in files}, self.unreadable)
         return [p for p in files if entries[p][1] not in self.unreadable]
-
-    def _read(self, oids: set[str]) -> None:
-        blobs.read_or_why(self.repo.path, oids, self.repo.env, self.unreadable,
-                          fetching=self.repo.blobless)
 
     def proposed(self, change: Change, target: str) -> int | None:
         if change.pr is None:
             return None
         return next((pr.number for pr in self.targets[target].open_prs
-                     if names(pr, change.pr, self.upstream, target)), None)
+                     if carries(pr, change.pr, self.upstream, target) is not None), None)
 
     def lacks_files(self, change: Change, target: str) -> bool:
         t = self.targets[target]
-        modified, added = self._paths(change.commit)
-        return lacks_all(modified, added, t.files, t.folders)
+        modified, added = self.store.files.get(change.commit, [[], []])
+        return lacks_all(modified, added, t.entries, t.folders)
 
     def check(self, pairs: Sequence[tuple[Change, str]], progress: PhaseProgress,
-              workers: int, stop: threading.Event) -> None:
+              workers: int) -> None:
         """Whether each missing (change, target) not in the store applies on the target's head
         (blobs fetched first, checks on ``workers`` threads); why in ``unknown`` where unread."""
         wanted: dict[str, list[str]] = {}
@@ -145,12 +133,12 @@ class Facts:
                        sum(len(t) for t in wanted.values()))
         if not wanted:
             return
-        cannot = blobs.unreadable_commits(self.repo.path, list(wanted), self.repo.env,
-                                          known=self.unreadable, fetching=self.repo.blobless)
+        cannot = blobs.unreadable_commits(self.repo, list(wanted), self.unreadable)
         for commit, why in cannot.items():
             for target in wanted.pop(commit):
                 self.unknown[(commit, target)] = why
         self._targets_blobs(wanted)
+        stop = threading.Event()
         with pool(workers, stop) as threads:
             pending: list[tuple[str, Future[dict[str, bool | str]]]] = []
             for target, items in self._patches(wanted):
@@ -162,15 +150,14 @@ class Facts:
                 self._keep(*each, progress)
 
     def _touched(self, commit: str, target: str) -> list[str]:
-        modified, added = self._paths(commit)
-        entries = self.targets[target].entries
-        return [p for p in [*modified, *added] if p in entries]
+        return [p for p in self.store.paths(commit) if p in self.targets[target].entries]
 
     def _targets_blobs(self, wanted: dict[str, list[str]]) -> None:
         """Fetch the targets' blobs at the paths the ``wanted`` patches touch (one request);
         a (commit, target) one of whose blobs cannot be read moves to ``unknown``."""
-        self._read({self.targets[t].entries[p][1] for c, ts in wanted.items() for t in ts
-                    for p in self._touched(c, t) if self.targets[t].entries[p][0] != blobs.GITLINK})
+        oids = {self.targets[t].entries[p][1] for c, ts in wanted.items() for t in ts
+                for p in self._touched(c, t) if self.targets[t].entries[p][0] != blobs.GITLINK}
+        blobs.read_or_why(self.repo, oids, self.unreadable)
         for commit, targets in wanted.items():
             for target in list(targets):
                 entries = self.targets[target].entries
@@ -185,8 +172,8 @@ class Facts:
 
     def _patches(self, wanted: dict[str, list[str]]
                  ) -> Iterator[tuple[str, list[tuple[str, list[str], bytes]]]]:
-        """(target, up to a part of its (commit, touched paths, patch)) for every wanted
-        pair; a commit git cannot show goes to ``unknown``."""
+        """(target, a part of its (commit, touched paths, patch)) for every wanted pair; a commit
+        git cannot show goes to ``unknown``."""
         per: dict[str, list[tuple[str, list[str], bytes]]] = {}
         shown: set[str] = set()
         for commit, email in history.patches_of(self.repo.path, [c for c, t in wanted.items()
@@ -205,8 +192,7 @@ class Facts:
 
     def _keep(self, target: str, check: Future[dict[str, bool | str]],
               progress: PhaseProgress) -> None:
-        """Wait for ``check`` and keep what it says: true or false in the store, a blob
-        git could not read in ``unknown``."""
+        """Keep what ``check`` says: true or false in the store, a blob unread in ``unknown``."""
         head = self.targets[target].head
         for commit, ok in check.result().items():
             if isinstance(ok, str):

@@ -32,9 +32,8 @@ _KEPT = ("patch_ids", "files", "applies", "added", "present", "content")
 
 
 class Store:
-    """What the audit keeps between runs, one JSON file in the cache folder: by commit (never
-    changes) ``patch_ids`` ("" where git cannot make its patch), ``files`` ([changed or deleted,
-    added]), ``added`` (its tests, ``path::Class::name``); by ``<commit>:<target head>``
+    """What the audit keeps between runs, one JSON file: by commit ``patch_ids`` ("": no patch),
+    ``files`` ([changed or deleted, added]), ``added`` (its tests); by ``<commit>:<target head>``
     ``applies``, ``present`` (the commit that added its tests there) and ``content`` (the commit
     that brought it there, "" for none). A torn file or one of another version starts empty."""
 
@@ -52,6 +51,10 @@ class Store:
         for key in _KEPT:
             kept = known and (key != "content" or data.get("content_rule") == CONTENT_RULE)
             setattr(self, key, dict(data.get(key) or {}) if kept else {})
+
+    def paths(self, commit: str) -> list[str]:
+        """The files ``commit`` changes, deletes or adds."""
+        return [path for part in self.files.get(commit, [[], []]) for path in part]
 
     def save(self) -> None:
         """Write the file whole; a folder that cannot be written keeps nothing."""
@@ -101,7 +104,7 @@ def tree_entries(repo: Path, ref: str) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _log(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
+def log_of(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
     """``git log --no-walk`` of ``commits`` in that order, each against its first parent."""
     out = git(["-c", "core.quotepath=false", "log", "--no-walk=unsorted", "--stdin",
                "--diff-merges=first-parent", "--no-renames", "--no-color", "--no-ext-diff",
@@ -112,17 +115,13 @@ def _log(repo: Path, commits: Sequence[str], *args: str) -> tuple[bool, bytes]:
 
 
 def fill_patch_ids(repo: Path, commits: Sequence[str], store: Store) -> None:
-    """The patch-id of each of ``commits`` the store lacks (``git log -p`` into ``git patch-id``;
-    a commit git cannot show gets "" and the rest go on)."""
+    """The patch-id of each of ``commits`` the store lacks ("" for one git cannot show)."""
     todo = [c for c in dict.fromkeys(commits) if c not in store.patch_ids]
     while todo:
-        ok, raw = _log(repo, todo, "-p", "--format=commit %H")
+        ok, raw = log_of(repo, todo, "-p", "--format=commit %H")
         ids = commit_patch_ids(repo, raw)
         shown = [m.decode() for m in _COMMIT_LINE.findall(raw)]
-        done = set(shown) if ok else set(shown[:-1])
-        for sha in todo:
-            if sha in done:
-                store.patch_ids[sha] = ids.get(sha, "")
+        store.patch_ids.update({sha: ids.get(sha, "") for sha in (shown if ok else shown[:-1])})
         if ok:
             return
         failed = shown[-1] if shown else todo[0]
@@ -135,7 +134,7 @@ def fill_files(repo: Path, commits: Sequence[str], store: Store) -> None:
     todo = [c for c in dict.fromkeys(commits) if c not in store.files]
     if not todo:
         return
-    _, raw = _log(repo, todo, "--name-status", "--format=commit %H")
+    _, raw = log_of(repo, todo, "--name-status", "--format=commit %H")
     current: list[list[str]] | None = None
     for line in raw.decode("utf-8", "surrogateescape").splitlines():
         if line.startswith("commit "):
@@ -153,20 +152,19 @@ _ADDS_DEF = re.compile(rb"^\+(?!\+\+ ).*\bdef\b", re.MULTILINE)  # an added line
 CHUNK = 200  # commits per `git log` of whole patches (bounds what is held in memory)
 
 
-# The files `git/python_tests.py` `is_python_test` names (``test_*.py``, ``*_test.py``), as pathspecs.
+# The files `git/python_tests.py` `is_python_test` names, as pathspecs.
 PYTHON_TESTS = (":(glob)**/test_*.py", ":(glob)**/*_test.py")
 
 
 def patches_of(repo: Path, commits: Sequence[str],
                paths: Sequence[str] = ()) -> Iterator[tuple[str, bytes]]:
-    """(commit, its change against its first parent as a format-patch email, binary-safe) for
-    each of ``commits`` git can show, a few hundred per ``git log``; only the files of
-    ``paths`` (pathspecs) when given (a commit touching none of them is not shown)."""
+    """(commit, its format-patch email against its first parent) for each of ``commits`` git can
+    show, `CHUNK` per ``git log``; only the files of ``paths`` (pathspecs) when given."""
     todo = list(dict.fromkeys(commits))
     limit = ("--", *paths) if paths else ()
     while todo:
         chunk, todo = todo[:CHUNK], todo[CHUNK:]
-        ok, raw = _log(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email", *limit)
+        ok, raw = log_of(repo, chunk, "-p", "--binary", "--full-index", "--pretty=email", *limit)
         starts = [m for m in _EMAIL_FROM.finditer(raw) if m.group(1).decode() in chunk]
         for index, match in enumerate(starts):
             end = starts[index + 1].start() if index + 1 < len(starts) else len(raw)
@@ -180,32 +178,25 @@ def patches_of(repo: Path, commits: Sequence[str],
 
 def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, list[str]]:
     """commit -> the tests its format-patch email adds (``path::Class::name``), read as `apply`
-    reads a series'; a patch adding no line with ``def`` adds no test and is not parsed."""
+    reads a series' (a patch adding no line with ``def`` is not parsed)."""
     patches: dict[str, Patch | None] = {}
     for commit, email in emails:
-        if not _ADDS_DEF.search(email):
-            patches[commit] = None
-            continue
-        try:
-            patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
-        except BackportError:  # a commit the parser cannot read has no tests to tell
-            patches[commit] = None
+        patches[commit] = None
+        if _ADDS_DEF.search(email):
+            with suppress(BackportError):  # a commit the parser cannot read has no tests to tell
+                patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
     blobs = read_blobs(repo, [oid for patch in patches.values() if patch is not None
                               for oid in pre_images([patch])])
     return {commit: [test.node_id for test in added_tests(repo, [patch], blobs.get)]
             if patch is not None else [] for commit, patch in patches.items()}
 
 
-def tests_there(repo: Path, added: Sequence[str], head: str,
-                trees: dict[str, ast.Module | None],
-                blobs: Mapping[str, bytes] | None = None) -> str:
-    """The already-present rule on a change that adds the tests ``added``: where ``head``
-    defines every one, the commit that added the first there (else ""); ``trees`` keeps the
-    files of ``head`` parsed so far, ``blobs`` those read (``<head>:<path>`` -> bytes)."""
+def tests_there(repo: Path, added: Sequence[str], head: str, trees: dict[str, ast.Module | None],
+                blobs: Mapping[str, bytes]) -> str:
+    """The already-present rule: where ``head`` defines every test of ``added``, the commit that
+    added the first there (else ""); ``trees``: its files parsed so far, ``blobs``: those read."""
     tests = [AddedTest.from_node_id(node) for node in added]
-    if not tests:
-        return ""
-    defined = defined_tests(repo, head, tests, trees, blobs.get if blobs else None)
+    defined = defined_tests(repo, head, tests, trees, blobs.get)
     if not all_present(tests, defined):
         return ""
     test = defined[0][0]

@@ -1,15 +1,13 @@
 """The audit's values and their one JSON form (the contract in docs/audit.md).
 
 One fix, one row: two changes on two branches are one `Fix` when each one's cell on the other's
-branch names the other as the commit that carries it there by a `SAME_FIX` rule (the same
-patch-id, a carrier form, the same title less branch tags with a file in common, the content
-rule), closed transitively. Both ways: a small fix found inside a large change on another
-branch (a sync of many, a move of the docs) is landed there, but not that change."""
+branch names the other by a `SAME_FIX` rule, closed transitively. Both ways: a small fix found
+inside a large change on another branch (a sync of many) is landed there, but not that change."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -26,26 +24,20 @@ BY_ANCESTRY, BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_TESTS, BY_CONTENT = (
     "same commit", "same patch-id", "carries the change", "same title, a file in common",
     "tests already there", "content already there")
 BY_SIMILAR = "similar title, a file in common"
-# The rules by which two changes on two branches are one fix (the already-present rule only
-# says a test is there, not which change brought it).
+# The rules by which two changes are one fix (not the tests rule: it names no change).
 SAME_FIX = frozenset({BY_PATCH_ID, BY_CARRIER, BY_TITLE, BY_SIMILAR, BY_CONTENT})
 
 
 @dataclass(frozen=True)
 class Cell:
     """A change's state on one target: the commit that carries it (landed), the open PR
-    (proposed), whether it applies to the target's head now (missing)."""
+    (proposed), whether it applies to the target's head (missing; None: a blob unread, ``why``)."""
 
     state: str
     commit: str = ""
     pr: int | None = None
     applies: bool | None = None
     why: str = ""
-
-    def applying(self, applies: bool | None, why: str = "") -> Cell:
-        """This missing cell, saying whether the change applies to the target's head (None:
-        not known, ``why``: a blob it needs could not be read)."""
-        return Cell(self.state, self.commit, self.pr, applies, why or self.why)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"state": self.state}
@@ -62,8 +54,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Change:
-    """One change merged on ``branch`` (a first-parent commit; a squash merge is one change,
-    known by its ``!N``)."""
+    """One change merged on ``branch``: a first-parent commit (a squash merge's ``!N``: pr)."""
 
     branch: str
     commit: str
@@ -78,9 +69,6 @@ class Change:
         return {"branch": self.branch, "commit": self.commit, "pr": self.pr,
                 "title": self.title, "date": self.date, "author": self.author,
                 "on": {target: cell.to_json() for target, cell in self.on.items()}}
-
-
-MERGED_HERE = "merged on this branch"
 
 
 @dataclass(frozen=True)
@@ -98,24 +86,18 @@ class Fix:
         return {m.branch for m in self.members}
 
     def pick(self, target: str) -> tuple[Change | None, Cell]:
-        """The fix on ``target``: landed where a member was merged there (its oldest such cell),
-        else the cell of the member nearest ``target`` in the first state of landed, proposed,
-        missing (applying first), not-needed, ignored, branch-missing: the source to take."""
+        """The fix on ``target`` and the member to take: landed where one was merged there, else
+        the nearest member's cell in the first of `STATES` found (missing: applying first)."""
         here = next((m for m in self.members if m.branch == target), None)
         if here is not None:  # how the rules saw it there, said by the oldest change that did
             landed = next((m.on[target] for m in self.members if target in m.on
                          and m.on[target].state == LANDED), None)
-            return here, landed or Cell(LANDED, commit=here.commit, why=MERGED_HERE)
+            return here, landed or Cell(LANDED, commit=here.commit, why="merged on this branch")
         order = nearest_first(target, sorted(self.branches))
-        ranked = sorted((m for m in self.members if target in m.on),
-                        key=lambda m: order.index(m.branch))
-        for state in STATES:  # the first state found stands for the fix
-            found = [m for m in ranked if m.on[target].state == state]
-            if state == MISSING:
-                found = [m for m in found if m.on[target].applies] + found
-            if found:
-                return found[0], found[0].on[target]
-        return None, Cell(BRANCH_MISSING)
+        best = min((m for m in self.members if target in m.on), default=None,
+                   key=lambda m: (STATES.index(m.on[target].state), not m.on[target].applies,
+                                  order.index(m.branch)))
+        return (best, best.on[target]) if best else (None, Cell(BRANCH_MISSING))
 
 
 def _root(parent: dict[str, str], commit: str) -> str:
@@ -153,7 +135,6 @@ class Audit:
 
     @cached_property
     def fixes(self) -> list[Fix]:
-        """One per fix: the changes on several branches that are the same fix, grouped."""
         return group(self.changes)
 
     def to_json(self) -> dict[str, Any]:
@@ -162,30 +143,26 @@ class Audit:
                 "changes": [{**change.to_json(), "fix": fix[change.commit]}
                             for change in self.changes]}
 
-    def _cells(self) -> Iterator[tuple[Fix, str, Cell]]:
-        """(fix, target, its cell there) for each fix and each branch but the one it started on."""
-        for fix in self.fixes:
-            for target in self.branches:
-                if target != fix.first.branch:
-                    yield fix, target, fix.pick(target)[1]
-
     def counts(self) -> dict[tuple[str, str], Counter[str]]:
         """(the branch a fix started on, target) -> how many fixes are in each state."""
         found: dict[tuple[str, str], Counter[str]] = {}
-        for fix, target, cell in self._cells():
-            found.setdefault((fix.first.branch, target), Counter())[cell.state] += 1
+        for fix in self.fixes:
+            for target in self.branches:
+                if target != fix.first.branch:
+                    found.setdefault((fix.first.branch, target), Counter())[
+                        fix.pick(target)[1].state] += 1
         return found
 
     def by_target(self) -> dict[str, Counter[str]]:
         """target -> how many fixes of the other branches are in each state there."""
         found: dict[str, Counter[str]] = {b: Counter() for b in self.branches}
-        for _, target, cell in self._cells():
-            found[target][cell.state] += 1
+        for (_, target), counter in self.counts().items():
+            found[target] += counter
         return found
 
     def missing_clean(self, target: str) -> list[Change]:
         """Each fix missing on ``target`` that applies there cleanly, once, as the change to
-        take (the one of the nearest release branch that applies), oldest first."""
+        take (that of the nearest branch that applies), oldest first."""
         found = []
         for fix in self.fixes:
             if target in fix.branches:

@@ -122,9 +122,8 @@ def render_html(audit: Audit, web_url: str, upstream: str) -> str:
 
 
 def summary_lines(audit: Audit) -> list[str]:
-    """The terminal summary: counts of fixes per branch pair (the branch a fix started on and
-    a branch it was not merged on), then each fix missing on a branch that applies cleanly,
-    once."""
+    """The terminal summary: counts of fixes per (branch a fix started on, other branch), then
+    each fix missing on a branch that applies cleanly, once."""
     lines = [f"Changes since {audit.since} on {', '.join(audit.branches)}: {len(audit.changes)} "
              f"({len(audit.fixes)} fixes)"]
     if audit.prs_unread:
@@ -139,12 +138,10 @@ def summary_lines(audit: Audit) -> list[str]:
         if clean:
             lines.append(f"Missing on {target} and applying cleanly ({len(clean)}):")
             lines += [f"  {c.commit[:9]} {f'!{c.pr}' if c.pr else '':>7} {c.branch}: "
-                      f"{untrusted(c.title, where='code')}"
-                      for c in clean]
+                      f"{untrusted(c.title, where='code')}" for c in clean]
     return lines
 
 
 def from_pr_arguments(audit: Audit, target: str) -> list[str]:
-    """``--from-pr N`` for each fix missing on ``target`` that applies cleanly, once: the PR of
-    its change of the nearest release branch that applies, oldest first."""
+    """``--from-pr N`` for each fix missing on ``target`` that applies cleanly (`missing_clean`)."""
     return [f"--from-pr {c.pr}" for c in audit.missing_clean(target) if c.pr is not None]

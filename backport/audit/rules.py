@@ -1,13 +1,9 @@
 """How a change stands on a target: one pure decision (`classify`) over what the history tells
 (`facts.py`), by the rules `apply`, `check` and the already-proposed step use, called, not
-copied: the patch-id (`git/apply.py` `same_change`), the one carrier rule
-(`pipeline/proposed.py` `carries`, `commit_carries`: a mention in prose carries nothing), a
-GitCode squash message's own PR (`git/source_pr.py` `squash_number`), the tests already there
-(`git/python_tests.py` `all_present`). The order is the decision: landed (the same commit,
-the same patch-id, a commit that carries it) → ignored → landed (a commit with its title and its
-files: the same fix opened on each branch by hand; its tests there) → proposed → not-needed →
-missing (whether it applies is then asked of git for every missing one together).
-"""
+copied (patch-id, `pipeline/proposed.py`'s carrier rule, a squash message's own PR, the tests
+already there). The order is the decision: landed (the same commit, the same patch-id, a
+carrier) → ignored → landed (its title and files: the same fix opened by hand; its tests there)
+→ proposed → not-needed → missing (whether it applies is asked of all missing ones at once)."""
 
 from __future__ import annotations
 
@@ -30,19 +26,11 @@ from backport.audit.model import (
     Cell,
     Change,
 )
-from backport.forge import PullRequest
-from backport.pipeline.proposed import carries
-
-
-def names(pr: PullRequest, number: int, upstream: str, target: str) -> bool:
-    """Whether ``pr`` carries PR ``number`` into ``target``."""
-    return carries(pr, number, upstream, target) is not None
 
 
 def same_files(change: Collection[str], other: Collection[str]) -> bool:
-    """Whether a commit with a change's title touches what that change opened by hand on another
-    branch would: one set of files holding the other (a port that adds a test or leaves out a
-    file the branch lacks), sharing at least one."""
+    """Whether two commits of one title touch the same fix's files: one set holding the other (a
+    port adds a test or leaves out a file the branch lacks), sharing at least one."""
     mine, theirs = set(change), set(other)
     return bool(mine & theirs) and (mine <= theirs or theirs <= mine)
 
@@ -52,8 +40,8 @@ def titled_commit(files: frozenset[str],
     """The commit among ``candidates`` ((files, commit) with the change's title, oldest first)
     that is the change: exactly its ``files``, else `same_files`, else a file in common."""
     exact = next((commit for theirs, commit in candidates if theirs == files), "")
-    return exact or next((commit for theirs, commit in candidates if same_files(files, theirs)),
-                         "") or next((commit for theirs, commit in candidates if files & theirs), "")
+    near = next((commit for theirs, commit in candidates if same_files(files, theirs)), "")
+    return exact or near or next((commit for theirs, commit in candidates if files & theirs), "")
 
 
 def ignored(title: str, patterns: Sequence[str]) -> bool:
@@ -65,8 +53,7 @@ _TEST_DIRS = frozenset({"test", "tests", "testing", "unittest", "ut", "st"})
 
 
 def is_test_path(path: str) -> bool:
-    """Whether ``path`` is a test: under a ``test``/``tests`` folder (any depth), or a file
-    named ``test_*`` / ``*_test.*``."""
+    """Whether ``path`` is a test: under a test folder, or named ``test_*`` / ``*_test.*``."""
     parts = path.lower().split("/")
     name = parts[-1].rsplit(".", 1)[0]
     return (any(part in _TEST_DIRS for part in parts[:-1]) or name.startswith("test_")
@@ -75,9 +62,8 @@ def is_test_path(path: str) -> bool:
 
 def lacks_all(modified: Iterable[str], added: Iterable[str], files: Collection[str],
               folders: Collection[str]) -> bool:
-    """The not-needed rule: the change's code (its files other than tests, else all) is only
-    files the target does not have: none it changes or deletes is there, none it adds goes into
-    a folder there (a change touching nothing is not judged so)."""
+    """The not-needed rule: the change's code (files other than tests, else all) is only files
+    the target lacks: none it changes is there, none it adds goes into a folder there."""
     modified, added = list(modified), list(added)
     if not modified and not added:
         return False

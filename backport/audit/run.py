@@ -1,17 +1,15 @@
-"""The audit's run (`audit_project`, all `backport audit` calls): read each branch once
-(`facts.py`), decide every change on every other branch by the rules (`rules.classify`), check
-whether the missing ones apply, and look for the same fix under a similar title or in other
-words (`similar.py`, `content.py`).
+"""The audit's run (`audit_project`): read each branch once (`facts.py`), decide every change
+on every other branch (`rules.classify`), check whether the missing ones apply, then look for
+the same fix under a similar title or in other words (`similar.py`, `content.py`).
 
-Each target's first-parent commits are read from the start less ``LOOKBACK`` (a change may have
-landed there before it landed on its own branch), indexed by patch-id, by the PRs they carry
-and by their own PR; its open PRs come from one listing of the forge for the run.
-"""
+A target's first-parent commits are read from the start less ``LOOKBACK`` (a change may have
+landed there before it landed on its own branch); its open PRs come from one forge listing."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from itertools import islice
 
@@ -39,19 +37,17 @@ DEFAULT_DAYS = 90
 
 def parse_since(text: str | None, today: date) -> date:
     """The start date: ``YYYY-MM-DD``, not after ``today``; default ``DEFAULT_DAYS`` ago."""
-    default = today - timedelta(days=DEFAULT_DAYS)
-    example = default.isoformat()
+    default = today - timedelta(days=DEFAULT_DAYS)  # a date prints as YYYY-MM-DD
     if text is None:
         return default
     try:
         when = date.fromisoformat(text.strip())
     except ValueError:
         raise BackportError("usage", f"--since {text!r} is not a date; give it as YYYY-MM-DD, "
-                                     f"e.g. --since {example}") from None
+                                     f"e.g. --since {default}") from None
     if when > today:
-        raise BackportError("usage", f"--since {when.isoformat()} lies in the future (today is "
-                                     f"{today.isoformat()}); give a past date, e.g. --since "
-                                     f"{example}")
+        raise BackportError("usage", f"--since {when} lies in the future (today is {today}); "
+                                     f"give a past date, e.g. --since {default}")
     return when
 
 
@@ -113,10 +109,9 @@ def audit_project(project: Project, since_text: str | None, asked: tuple[str, ..
 def _read_target(repo: RepoCache, name: str, head: str, since: int) -> Target:
     ref = f"{TRACKING}{name}"
     entries = history.tree_entries(repo.path, head)
-    files = set(entries)
     return Target(name=name, head=head, commits=history.first_parent(repo.path, ref, since),
-                  reachable=history.reachable(repo.path, ref, since), files=files,
-                  folders=folders_of(files), entries=entries)
+                  reachable=history.reachable(repo.path, ref, since), entries=entries,
+                  folders=folders_of(entries))
 
 
 def _index(target: Target, store: Store, upstream: str, branches: Iterable[str]) -> None:
@@ -129,10 +124,10 @@ def _index(target: Target, store: Store, upstream: str, branches: Iterable[str])
             target.own.setdefault(own, commit.sha)
         for number in carried(commit.message, upstream, target.name):
             target.carrying.setdefault(number, commit.sha)
-        modified, added = store.files.get(commit.sha, [[], []])
-        if modified or added:
+        paths = store.paths(commit.sha)
+        if paths:
             key = title_key(commit.message.split("\n", 1)[0], branches)
-            target.titled.setdefault(key, []).append((frozenset([*modified, *added]), commit.sha))
+            target.titled.setdefault(key, []).append((frozenset(paths), commit.sha))
 
 
 def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
@@ -140,7 +135,7 @@ def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
     """The similar-title rule (`similar.py`) on the cells still missing or not needed."""
     keys = {c.sha: title_key(c.message.split("\n", 1)[0], targets)
             for t in targets.values() for c in t.commits}
-    files = {sha: [p for part in store.files.get(sha, [[], []]) for p in part] for sha in keys}
+    files = {sha: store.paths(sha) for sha in keys}
     indexes = {name: similar.TitleIndex([(c.sha, keys[c.sha], files[c.sha])
                                          for c in reversed(t.commits)])
                for name, t in targets.items()}
@@ -149,28 +144,20 @@ def _similar_titles(targets: Mapping[str, Target], changes: Sequence[Change],
 
 def _fill_added(repo: RepoCache, changes: Sequence[Change], store: Store,
                 cannot: Mapping[str, str]) -> None:
-    """The tests each change adds, kept by commit, from the patches of those touching a Python
-    test file (none for those in ``cannot``, whose blobs cannot be read)."""
+    """The tests each change adds, kept by commit (none where its blobs are in ``cannot``)."""
     todo = [c.commit for c in changes if c.commit not in store.added
             and c.commit not in cannot
-            and any(is_python_test(p) for part in store.files.get(c.commit, [[], []])
-                    for p in part)]
-    for change in changes:
-        if change.commit not in todo:
-            store.added.setdefault(change.commit, [])
+            and any(is_python_test(p) for p in store.paths(c.commit))]
     emails = history.patches_of(repo.path, todo, history.PYTHON_TESTS)  # their test files'
     while chunk := list(islice(emails, history.CHUNK)):
         store.added.update(history.tests_added(repo.path, chunk))
-    for commit in todo:
-        store.added.setdefault(commit, [])
+    for change in changes:
+        store.added.setdefault(change.commit, [])
 
 
 def _decide(change: Change, branches: list[str], facts: Facts) -> None:
-    """Fill ``change.on`` for every branch but its own."""
-    for name in branches:
-        if name != change.branch:
-            change.on[name] = (classify(change, name, facts) if name in facts.targets
-                               else Cell(BRANCH_MISSING))
+    change.on.update({name: classify(change, name, facts) if name in facts.targets
+                      else Cell(BRANCH_MISSING) for name in branches if name != change.branch})
 
 
 def changes_of(targets: Mapping[str, Target], since: int) -> list[Change]:
@@ -212,31 +199,28 @@ def run_audit(repo: RepoCache, heads: Mapping[str, str | None], *, since: int, s
     store.save()  # what is known by commit, kept even if a later step fails
     _decide_all(facts, changes, list(heads), progress, workers)
     missing = [(c, t) for c in changes for t, cell in c.on.items() if cell.state == MISSING]
-    facts.check(missing, progress, workers, threading.Event())  # fetches the touched blobs
+    facts.check(missing, progress, workers)  # fetches the touched blobs
     for change, name in missing:
         known = store.applies.get(f"{change.commit}:{targets[name].head}")
-        change.on[name] = change.on[name].applying(
-            known, "" if known is not None else facts.unknown.get((change.commit, name),
-                                                                  "not checked"))
+        why = "" if known is not None else facts.unknown.get((change.commit, name), "not checked")
+        change.on[name] = replace(change.on[name], applies=known, why=why)
     progress.phase("looking for the same fix under a similar title or in other words")
     _similar_titles(targets, changes, store)
-    content.decide(repo.path, {n: t.head for n, t in targets.items()},
-                   {n: t.files for n, t in targets.items()}, changes, store, facts.readable)
+    content.decide(facts, changes)
     store.save()
     return Audit(since=since_text, branches=tuple(heads), changes=tuple(changes),
                  missing_branches=dict(missing_why), prs_unread=prs_unread)
 
 
 def _read_changes(facts: Facts, since: int, progress: PhaseProgress) -> list[Change]:
-    """The changes since ``since``, with what is kept by commit filled in the store (the
-    blobs their diffs read fetched first in a blobless cache) and the targets indexed."""
+    """The changes since ``since``; what is kept by commit filled in the store (the blobs read
+    fetched first), the targets indexed."""
     repo, store, targets = facts.repo, facts.store, facts.targets
     every = [c.sha for t in targets.values() for c in t.commits]
     todo = [sha for sha in dict.fromkeys(every) if sha not in store.patch_ids]
     progress.phase(f"fetching the blobs {len(todo):,} commits touch" if repo.blobless
                    else f"reading {len(todo):,} commits")
-    cannot = blobs.unreadable_commits(repo.path, todo, repo.env, known=facts.unreadable,
-                                      fetching=repo.blobless) if todo else {}
+    cannot = blobs.unreadable_commits(repo, todo, facts.unreadable) if todo else {}
     for commit in cannot:
         store.patch_ids[commit] = ""  # git cannot make its patch: no patch-id
     progress.phase(f"reading {len(todo):,} commits' patch-ids, files and tests added")
@@ -271,8 +255,8 @@ def _decide_all(facts: Facts, changes: Sequence[Change], branches: list[str],
 
 def branch_heads(repo: RepoCache, branches: Sequence[str], *,
                  offline: bool) -> tuple[dict[str, str | None], dict[str, str]]:
-    """Each branch's head (fetched, or offline as the cache last fetched it; None where it is
-    not there) and, for those, why."""
+    """Each branch's head, fetched or (offline) as last fetched, None where it is not there; and
+    for those, why."""
     heads: dict[str, str | None] = {}
     if offline:
         for name in branches:

@@ -1,9 +1,8 @@
 """The similar-title rule: the same fix opened by hand on another branch under its title written
 again ("fix batcnnorm check" / "fix batchnorm check"): a target's commit whose title, branch tags
-removed, is `RATIO` alike (``difflib``), differs by a word more or less or a typo, and shares a
-file (other than a test, where the change has one); a title too general ("modify documents") is
-not compared so. Asked of the cells still `missing` or `not-needed` after every rule but the
-content rule; the most alike wins, then the oldest."""
+removed, is `RATIO` alike (``difflib``), differs by a word or a typo, and shares a file (not a
+test, where the change has one); a too general title is not compared. Asked of the cells still
+`missing` or `not-needed` before the content rule; the most alike wins, then the oldest."""
 
 from __future__ import annotations
 
@@ -31,7 +30,8 @@ class TitleIndex:
 
     def alike(self, key: str, files: Sequence[str], commit: str) -> str:
         """The commit with a title alike ``key`` and a file among ``files`` ("" for none)."""
-        if len(key) < SHORTEST or not _specific(key):
+        words = key.split()  # four words or more, or an identifier
+        if len(key) < SHORTEST or (len(words) < 4 and all(len(w) < LONG_WORD for w in words)):
             return ""
         code = [path for path in files if not is_test_path(path)]
         files = code or files  # a file in common other than a test, where it has one
@@ -49,12 +49,6 @@ class TitleIndex:
                         and _written_again(theirs, key, matcher)):
                     best, found = ratio, sha
         return found
-
-
-def _specific(key: str) -> bool:
-    """Four words or more, or a word of `LONG_WORD` characters (an identifier)."""
-    words = key.split()
-    return len(words) >= 4 or any(len(word) >= LONG_WORD for word in words)
 
 
 def _written_again(one: str, other: str, matcher: SequenceMatcher[str]) -> bool:

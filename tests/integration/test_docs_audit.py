@@ -154,10 +154,9 @@ def test_unknown_ref_is_a_git_error(docs_repo: Path) -> None:
 def test_render_and_json(docs_repo: Path) -> None:
     entries = audit_docs(docs_repo, "main~1", API)
     console = Console(record=True, width=240, file=io.StringIO())
-    table = render_docs_table(entries, console, api=API)
-    assert table.row_count == len(entries)
+    render_docs_table(entries, console)
     text = console.export_text()
-    assert API in text
+    assert all(f" {e.version} " in text for e in entries)
     for needle in ("2.7.1", "2.10.0", "Board Three", "是，暂不支持 Board Three", "未收录"):
         assert needle in text
     data = json.loads(json.dumps([e.to_dict() for e in entries], ensure_ascii=False))

@@ -23,16 +23,14 @@ def _audit(*cells: Cell) -> Audit:
 
 
 def test_a_missing_cell_says_applies_true_false_or_null_with_why() -> None:
-    missing = Cell(MISSING)
-    assert missing.applying(True).to_json() == {"state": MISSING, "applies": True}
-    assert missing.applying(False).to_json() == {"state": MISSING, "applies": False}
-    assert missing.applying(None, WHY).to_json() == {"state": MISSING, "applies": None,
-                                                     "why": WHY}
+    assert Cell(MISSING, applies=True).to_json() == {"state": MISSING, "applies": True}
+    assert Cell(MISSING, applies=False).to_json() == {"state": MISSING, "applies": False}
+    assert Cell(MISSING, why=WHY).to_json() == {"state": MISSING, "applies": None, "why": WHY}
     assert Cell("not-needed").to_json() == {"state": "not-needed"}
 
 
 def test_the_page_shows_unknown_with_why_and_lists_it_nowhere_as_clean() -> None:
-    audit = _audit(Cell(MISSING).applying(None, WHY + " <b>"), Cell(MISSING).applying(True))
+    audit = _audit(Cell(MISSING, why=WHY + " <b>"), Cell(MISSING, applies=True))
     page = render_html(audit, "https://gitcode.com", "Ascend/pytorch")
     assert "missing (applies: unknown)" in page and "missing (applies)" in page
     assert "the upstream does not have it &lt;b&gt;" in page and " <b>" not in page
@@ -40,12 +38,12 @@ def test_the_page_shows_unknown_with_why_and_lists_it_nowhere_as_clean() -> None
 
 
 def test_the_warning_counts_every_unknown_cell_once_and_names_one() -> None:
-    audit = _audit(Cell(MISSING).applying(None, WHY), Cell(MISSING).applying(None, "other"),
-                   Cell(MISSING).applying(False))
+    audit = _audit(Cell(MISSING, why=WHY), Cell(MISSING, why="other"),
+                   Cell(MISSING, applies=False))
     warning = unknown_warning(audit)
     assert warning.startswith("whether 2 missing change(s) apply is not known")
     assert warning.endswith(f"{'1' * 9} on v2.7.1: {WHY}")
-    assert unknown_warning(_audit(Cell(MISSING).applying(True))) == ""
+    assert unknown_warning(_audit(Cell(MISSING, applies=True))) == ""
 
 
 def test_progress_is_silent_off_a_terminal_and_counts_on_one() -> None:

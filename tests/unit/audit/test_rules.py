@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from backport.audit.model import Audit, Cell, Change
 from backport.audit.page import from_pr_arguments
@@ -12,12 +12,12 @@ from backport.audit.rules import (
     ignored,
     is_test_path,
     lacks_all,
-    names,
     same_files,
     titled_commit,
 )
 from backport.forge import PullRequest
 from backport.git.squash_message import squash_number
+from backport.pipeline.proposed import carries
 from backport.pipeline.proposed import commit_carries as carried
 from backport.titles import title_key
 
@@ -106,7 +106,7 @@ def test_the_order_decides_and_later_facts_are_not_asked() -> None:
     assert classify(change(), "v2.7.1", Fake(lacks=True)).state == "not-needed"
     missing = classify(change(), "v2.7.1", Fake())
     assert missing.state == "missing" and missing.applies is None
-    assert missing.applying(True).to_json() == {"state": "missing", "applies": True}
+    assert replace(missing, applies=True).to_json() == {"state": "missing", "applies": True}
 
 
 def test_a_squash_message_is_known_by_its_own_pr() -> None:
@@ -208,10 +208,10 @@ def test_a_mention_carries_nothing() -> None:
         assert carried(mention, UP, "master") == set(), body
     open_pr = PullRequest(number=60, url="", title="fix: y", body="参考 !41", head="y",
                           head_repo="someone/pytorch", base="v2.7.1", state="open")
-    assert not names(open_pr, 41, UP, "v2.7.1")
+    assert carries(open_pr, 41, UP, "v2.7.1") is None
     synced = PullRequest(number=61, url="", title="[sync] PR-41: fix: y", body="", head="y",
                          head_repo=UP, base="v2.7.1", state="open")
-    assert names(synced, 41, UP, "v2.7.1")
+    assert carries(synced, 41, UP, "v2.7.1") is not None
 
 
 def test_not_needed_judges_the_code_not_the_tests_it_adds() -> None:
