@@ -8,10 +8,8 @@ import contextlib
 import itertools
 import json
 import queue
-import shutil
 import tempfile
 import threading
-from pathlib import Path
 from typing import IO
 
 from backport import process
@@ -33,13 +31,9 @@ class Worker:
     """``env``'s running warm worker (``load_check``: it runs the probe's torch_npu check too)."""
 
     def __init__(self, env: Environment, extra_env: dict[str, str], start_timeout: float, *,
-                 learn: bool, load_check: float | None = None) -> None:
+                 load_check: float | None = None) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
-        self.reports = Path(tempfile.mkdtemp(prefix="backport-warm-"))
-        argv = launch_argv(env, [str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)],
-                           {**env.env, **extra_env})
-        if not learn:
-            argv.append("--no-learn")
+        argv = launch_argv(env, [str(WORKER_SCRIPT), "torch"], {**env.env, **extra_env})
         if load_check is not None:
             argv += ["--load-check", f"{load_check:g}"]
         start = sandboxed(argv)
@@ -49,7 +43,6 @@ class Worker:
                 start.argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr,
                 env=env_vars(env, extra_env), cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
         except BackportError as exc:  # the interpreter cannot start
-            shutil.rmtree(self.reports, ignore_errors=True)
             self._stderr.close()
             raise WorkerDied(exc.message) from None
         self.pid = int(self.proc.pid)
@@ -57,7 +50,6 @@ class Worker:
         self._waiters_lock = threading.Lock()
         self._waiters: dict[int, queue.Queue[dict | None]] = {0: queue.Queue()}  # 0: the hello
         self._ids = itertools.count(1)
-        self.retired: str | None = None  # why the worker stopped forking, once it says so
         self.gone: str | None = None  # why the worker's output ended
         self._reader = threading.Thread(target=self._read_replies, daemon=True,
                                         name=f"warm-worker-{self.pid}")
@@ -83,9 +75,6 @@ class Worker:
         try:
             for line in self.proc.stdout:
                 message = json.loads(line)
-                if "retire" in message:
-                    self.retired = str(message["retire"])
-                    continue
                 with self._waiters_lock:
                     waiter = self._waiters.get(message.get("id", 0))
                 if waiter is not None:
@@ -150,7 +139,6 @@ class Worker:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
-        shutil.rmtree(self.reports, ignore_errors=True)
 
 
 class EarlyWorker:
@@ -171,7 +159,7 @@ class EarlyWorker:
 
     def _start(self, start_timeout: float) -> None:
         try:
-            self._worker = Worker(self.env, self.extra_env, start_timeout, learn=True,
+            self._worker = Worker(self.env, self.extra_env, start_timeout,
                                   load_check=self.load_check)
             self._checked = self._worker.load_check
         except (WorkerDied, OSError):
