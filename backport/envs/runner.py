@@ -71,18 +71,9 @@ class TestRunner:
             early.discard()
 
     @property
-    def isolated(self) -> bool:
-        """True once tests run as separate processes (requested, or the worker is off)."""
-        return self.fallback is not None
-
-    @property
     def kind(self) -> str:
-        return "isolated" if self.isolated else "warm worker"
-
-    @property
-    def worker_pid(self) -> int | None:
-        worker = self._worker
-        return worker.pid if worker is not None else None
+        """How tests run now: "isolated" once the worker is off (requested or failed)."""
+        return "isolated" if self.fallback is not None else "warm worker"
 
     @property
     def env_vars(self) -> dict[str, str]:
@@ -102,8 +93,7 @@ class TestRunner:
         return {**self.env_vars, "PYTHONPATH": shown}
 
     def _overlay_vars(self, overlay: Path | None) -> dict[str, str]:
-        """What puts ``overlay`` first on ``PYTHONPATH`` (after a ``source:`` script's, which
-        may set it)."""
+        """What puts ``overlay`` first on ``PYTHONPATH``, also after a ``source:`` script."""
         if overlay is None:
             return {}
         if self.env.source is not None and "PYTHONPATH" not in self.env.env:
@@ -119,17 +109,14 @@ class TestRunner:
         if not self.verdict.runnable:
             raise BackportError("env-unavailable", f"environment '{self.env.name}': {self.note}")
         require_interpreter(self.env)
-        worktree = Path(worktree).resolve()
+        worktree = worktree.resolve()
         if not worktree.is_dir():
-            raise BackportError(
-                "test-failed", f"cannot run {test.path}: worktree {worktree} does not exist"
-            )
+            raise BackportError("test-failed",
+                                f"cannot run {test.path}: worktree {worktree} does not exist")
         timeout = self.env.timeout if timeout is None else timeout
-        log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         if self.fallback is None and overlay is None:
-            # the forked test writes to a temporary file (a sandbox may write there), added to
-            # its log once it ended
+            # the forked test writes a temporary file (sandbox-writable), added to its log after
             with tempfile.TemporaryDirectory(prefix="backport-test-") as scratch:
                 result = self._run_forked(worktree, test, log_path, timeout,
                                           Path(scratch) / "test.log")
@@ -167,7 +154,7 @@ class TestRunner:
             self._worker = early.take(self.extra_env)
         if self._worker is None and self.fallback is None:
             try:
-                self._worker = Worker(self.env, self.extra_env, WORKER_START_TIMEOUT)
+                self._worker = Worker(self.env, self.extra_env)
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")
         return self._worker

@@ -19,7 +19,6 @@ from backport.envs.probe import SCRIPTS_DIR, env_vars
 from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 
-WORKER_SCRIPT = SCRIPTS_DIR / "warm_worker.py"
 WORKER_START_TIMEOUT = 300.0  # importing torch_npu with CANN can take a while
 
 
@@ -30,10 +29,11 @@ class WorkerDied(Exception):
 class Worker:
     """``env``'s running warm worker (``load_check``: it runs the probe's torch_npu check too)."""
 
-    def __init__(self, env: Environment, extra_env: dict[str, str], start_timeout: float, *,
+    def __init__(self, env: Environment, extra_env: dict[str, str], *,
                  load_check: float | None = None) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
-        argv = launch_argv(env, [str(WORKER_SCRIPT), "torch"], {**env.env, **extra_env})
+        script = str(SCRIPTS_DIR / "warm_worker.py")
+        argv = launch_argv(env, [script, "torch"], {**env.env, **extra_env})
         if load_check is not None:
             argv += ["--load-check", f"{load_check:g}"]
         start = sandboxed(argv)
@@ -55,7 +55,7 @@ class Worker:
                                         name=f"warm-worker-{self.pid}")
         self._reader.start()
         try:
-            hello = next_reply(self._waiters[0], start_timeout)
+            hello = next_reply(self._waiters[0], WORKER_START_TIMEOUT)
         except WorkerDied:  # its last line on stderr says why
             with contextlib.suppress(process.TimeoutExpired):
                 self.proc.wait(timeout=5)
@@ -63,7 +63,7 @@ class Worker:
             lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
             hello = {"ready": False, "error": lines[-1] if lines else "it exited"}
         if hello is None:
-            hello = {"ready": False, "error": f"no answer within {start_timeout:g}s"}
+            hello = {"ready": False, "error": f"no answer within {WORKER_START_TIMEOUT:g}s"}
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(str(hello.get("error") or "it did not start"))
@@ -124,12 +124,9 @@ class Worker:
 
     def stop(self, wait: float = 5.0) -> None:
         """Close stdin (the worker exits once its children end); kill it if it lingers."""
-        try:
+        with contextlib.suppress(OSError), self._send_lock:
             if self.proc.stdin is not None:
-                with self._send_lock:
-                    self.proc.stdin.close()
-        except OSError:
-            pass
+                self.proc.stdin.close()
         try:
             self.proc.wait(timeout=wait)
         except process.TimeoutExpired:
@@ -142,25 +139,22 @@ class Worker:
 
 
 class EarlyWorker:
-    """A warm worker started before the probe ends, on a guess of the tests' variables; the
-    runner adopts it only when the verdict gives exactly these, else it is stopped unused."""
+    """A worker started before the probe ends on guessed variables; adopted only if they match."""
 
-    def __init__(self, env: Environment, extra_env: dict[str, str],
-                 start_timeout: float = WORKER_START_TIMEOUT, *,
+    def __init__(self, env: Environment, extra_env: dict[str, str], *,
                  load_check: float | None = None) -> None:
         self.env = env
         self.load_check = load_check
         self.extra_env = dict(extra_env)
         self._worker: Worker | None = None
         self._checked: dict | None = None
-        self._thread = threading.Thread(target=self._start, args=(start_timeout,),
-                                        name=f"early-worker-{env.name}", daemon=True)
+        self._thread = threading.Thread(target=self._start, name=f"early-worker-{env.name}",
+                                        daemon=True)
         self._thread.start()
 
-    def _start(self, start_timeout: float) -> None:
+    def _start(self) -> None:
         try:
-            self._worker = Worker(self.env, self.extra_env, start_timeout,
-                                  load_check=self.load_check)
+            self._worker = Worker(self.env, self.extra_env, load_check=self.load_check)
             self._checked = self._worker.load_check
         except (WorkerDied, OSError):
             pass  # the runner starts its own, the probe runs its own check

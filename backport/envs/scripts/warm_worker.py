@@ -33,10 +33,8 @@ def child(request: dict, private: list) -> int:
     """Run one test file as ``__main__`` in this forked process; return its exit code."""
     for fd in private:
         os.close(fd)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
     sys.stdin = open(os.devnull)  # drop whatever the protocol reader had buffered
+    os.dup2(sys.stdin.fileno(), 0)
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
@@ -86,11 +84,9 @@ class Worker:
 
     def send(self, message: dict) -> None:
         data = (json.dumps(message) + "\n").encode("utf-8")
-        try:
+        with contextlib.suppress(OSError):  # the client went away
             while data:
                 data = data[os.write(self.proto, data):]
-        except OSError:
-            pass  # the client went away
 
     def fork(self, request: dict) -> int:
         global _confine

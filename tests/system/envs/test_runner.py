@@ -328,7 +328,7 @@ def test_loadable_torch_npu_runs_isolated(plain_env: Environment, worktree: Path
         visible_devices=None,
     )  # fmt: skip
     runner = Runner(plain_env, npu, device="npu")
-    assert runner.verdict.runnable and runner.isolated
+    assert runner.verdict.runnable and runner.kind == "isolated"
     assert runner.note == "torch_npu loaded; 8 NPUs visible (Ascend910B4)"
     run = runner.run(worktree, Spec("test/test_plain.py"), worktree.parent / "npu.log")
     assert (run.runner, run.ok) == ("isolated", True)

@@ -145,6 +145,6 @@ def test_the_adopted_worker_s_children_start_alike_and_run_side_by_side(
     with Runner(torch_env, found, device="none", early=early) as runner:
         _teach_then_check(runner, worktree, "teach")
         # The worker started before the probe ended serves the run's tests.
-        assert runner.worker_pid == adopted
+        assert runner._worker is not None and runner._worker.pid == adopted
         _side_by_side(runner, worktree, "meet")
     assert wait_gone(adopted, limit=5.0)  # the adopted worker ends with its run
