@@ -3,12 +3,12 @@
 Run by ``backport`` with an environment's interpreter in the run's sandbox; standard library
 only, Python 3.8+. ``warm_worker.py MODULE... [--load-check SECONDS]``
 
-JSON lines: first ``{"ready": true, ...}`` or ``{"ready": false, "error"}``. A request ``{"id",
+JSON lines: first ``{"ready": true}`` or ``{"ready": false, "error"}``. A request ``{"id",
 "cwd", "path", "argv", "log"[, "confine"]}`` is answered ``{"id", "pid"}`` once the child (its
 own process group) exists, then ``{"id", "exit_code"}`` (``-signal`` when killed); ``{"kill":
 PID}`` kills that group; EOF stops the worker once its children ended. Every child starts from
-the same state: what one imports or changes dies with it.
-``--load-check``: ``probe_env.run_load_check`` runs after the imports; the ready line has it.
+the same state: what one imports or changes dies with it. ``--load-check``:
+``probe_env.run_load_check`` runs after the imports; the ready line has it (``"load_check"``).
 """
 
 from __future__ import annotations
