@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 from rich.markup import escape
 from rich.table import Table
 
 from backport.commands.common import AppContext, echo, pass_app, print_json
-from backport.config.branch_map import cache_root
 from backport.config.model import Environment, Project
 from backport.envs.model import NOT_FOUND
 from backport.envs.probe import probe_rows
@@ -84,12 +81,9 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
 @click.argument("branches", nargs=-1, metavar="[BRANCH]...")
 @click.option("--dry-run", "plan_only", is_flag=True,
               help="Show what would be installed, from where and roughly how many bytes; "
-                   "install and change nothing. pip's resolution is kept in the cache folder "
-                   "for a day and reused while the requirements, indexes and pip settings hold.")
-@click.option("--refresh", is_flag=True,
-              help="With --dry-run: resolve again instead of reusing a kept resolution.")
+                   "install and change nothing.")
 @pass_app
-def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool, refresh: bool) -> None:
+def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool) -> None:
     """Build missing environments from their `requirements:` (uv when present, else pip).
 
     Each environment is a venv (by default $BACKPORT_ENVS/<name>, else the per-user data
@@ -100,13 +94,9 @@ def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool, refre
     """
     project = app.project()
     envs = environments_for(project, branches)
-    if refresh and not plan_only:
-        raise BackportError("usage", "--refresh goes with --dry-run (a setup always installs "
-                            "what pip resolves then)")
     if plan_only:
         for env in envs:
-            for line in plan_lines(env, cache_root(os.environ), refresh,
-                                   lambda line: echo(line, err=True)):
+            for line in plan_lines(env, lambda line: echo(line, err=True)):
                 echo(line)
         raise SystemExit(EXIT_OK)
     for env in envs:

@@ -16,7 +16,6 @@ from pathlib import Path
 from backport.config.branch_map import PYTHON_PLACEHOLDER
 from backport.config.model import Environment
 
-SHOWN_PYTHON = "python"
 # Read by the snippet below: a folder put first on PYTHONPATH as the sourced script left it.
 PATH_FIRST = "BACKPORT_PATH_FIRST"
 # $1 is the script, the rest the command; the script sees no "$@", our variables apply after it.
@@ -54,7 +53,7 @@ def shown_command(env: Environment, args: Sequence[str], variables: Mapping[str,
     for k, v in variables.items():
         local = local_path(env.env.get(k)) and local_path(v)
         parts.append(f"{k}={shlex.quote(placeholder(k) if local else v)}")
-    parts += [SHOWN_PYTHON if item == PYTHON_PLACEHOLDER else _quote(item)
+    parts += ["python" if item == PYTHON_PLACEHOLDER else _quote(item)
               for item in env.wrapper_shown or [PYTHON_PLACEHOLDER]]
     parts += [shlex.quote(a) for a in args]
     return " ".join(parts)

@@ -60,8 +60,6 @@ class TestRunner:
         self.extra_env, self.note = dict(self.verdict.env), self.verdict.note
         self._lock = threading.Lock()
         self._worker: Worker | None = None
-        self._retired: list[Worker] = []  # replaced workers finishing their running tests
-        self._learn = True  # off once a worker retired: its successor only imports torch
         self.fallback: str | None = static_fallback(env, isolated)
         if self.fallback is None and probe.torch is None:
             self.fallback = "torch is not installed, nothing to keep warm"
@@ -73,18 +71,9 @@ class TestRunner:
             early.discard()
 
     @property
-    def isolated(self) -> bool:
-        """True once tests run as separate processes (requested, or the worker is off)."""
-        return self.fallback is not None
-
-    @property
     def kind(self) -> str:
-        return "isolated" if self.isolated else "warm worker"
-
-    @property
-    def worker_pid(self) -> int | None:
-        worker = self._worker
-        return worker.pid if worker is not None else None
+        """How tests run now: "isolated" once the worker is off (requested or failed)."""
+        return "isolated" if self.fallback is not None else "warm worker"
 
     @property
     def env_vars(self) -> dict[str, str]:
@@ -104,8 +93,7 @@ class TestRunner:
         return {**self.env_vars, "PYTHONPATH": shown}
 
     def _overlay_vars(self, overlay: Path | None) -> dict[str, str]:
-        """What puts ``overlay`` first on ``PYTHONPATH`` (after a ``source:`` script's, which
-        may set it)."""
+        """What puts ``overlay`` first on ``PYTHONPATH``, also after a ``source:`` script."""
         if overlay is None:
             return {}
         if self.env.source is not None and "PYTHONPATH" not in self.env.env:
@@ -121,17 +109,14 @@ class TestRunner:
         if not self.verdict.runnable:
             raise BackportError("env-unavailable", f"environment '{self.env.name}': {self.note}")
         require_interpreter(self.env)
-        worktree = Path(worktree).resolve()
+        worktree = worktree.resolve()
         if not worktree.is_dir():
-            raise BackportError(
-                "test-failed", f"cannot run {test.path}: worktree {worktree} does not exist"
-            )
+            raise BackportError("test-failed",
+                                f"cannot run {test.path}: worktree {worktree} does not exist")
         timeout = self.env.timeout if timeout is None else timeout
-        log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         if self.fallback is None and overlay is None:
-            # the forked test writes to a temporary file (a sandbox may write there), added to
-            # its log once it ended
+            # the forked test writes a temporary file (sandbox-writable), added to its log after
             with tempfile.TemporaryDirectory(prefix="backport-test-") as scratch:
                 result = self._run_forked(worktree, test, log_path, timeout,
                                           Path(scratch) / "test.log")
@@ -141,12 +126,11 @@ class TestRunner:
 
     def close(self) -> None:
         with self._lock:
-            workers = [*self._retired, *([self._worker] if self._worker else [])]
-            self._worker, self._retired = None, []
+            worker, self._worker = self._worker, None
             early, self._early = self._early, None
         if early is not None:
             early.discard()
-        for worker in workers:
+        if worker is not None:
             worker.stop()
 
     def __enter__(self) -> TestRunner:
@@ -162,20 +146,15 @@ class TestRunner:
                 self._ensure_worker()
 
     def _ensure_worker(self) -> Worker | None:
-        """The usable worker, started or replaced as needed; call under the lock."""
+        """The usable worker, adopted or started when none is; call under the lock."""
         if self._worker is not None and not self._worker.alive():
             self._drop_worker("the warm worker exited")
-        if self._worker is not None and self._worker.retired is not None:
-            self._retired.append(self._worker)
-            self._worker = None
-            self._learn = False
         if self._worker is None and self._early is not None:
             early, self._early = self._early, None
             self._worker = early.take(self.extra_env)
         if self._worker is None and self.fallback is None:
             try:
-                self._worker = Worker(
-                    self.env, self.extra_env, WORKER_START_TIMEOUT, learn=self._learn)
+                self._worker = Worker(self.env, self.extra_env)
             except (WorkerDied, OSError) as exc:
                 self.fallback = redact(f"warm worker could not start: {exc}")
         return self._worker
@@ -193,55 +172,44 @@ class TestRunner:
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float, scratch: Path
     ) -> TestRun | None:
         """A run forked from the warm worker; None when the worker is unusable."""
-        request = {
-            "cwd": str(worktree),
-            "path": str(worktree / test.path),
-            "argv": [test.path, *test.args],
-            "log": str(scratch),
-        }
-        confine = test_view(worktree, self._reads())  # for a worker in a sandbox
-        for _attempt in range(3):  # again on a fresh worker if one retired
-            with self._lock:
-                worker = self._ensure_worker()
-            if worker is None:
-                return None
-            self._start_log(log_path, test)
-            scratch.write_bytes(b"")  # nothing of an earlier attempt
-            start = time.monotonic()
-            pid = rid = None
-            try:
-                sent = request if worker.isolation != PID_NAMESPACE else {
-                    **request, "confine": confine}
-                rid, waiter = worker.submit(sent)
-                hello = next_reply(waiter, WORKER_START_TIMEOUT)
-                if hello is not None and "retired" in hello:
-                    worker.retired = worker.retired or str(hello["retired"])
-                    continue
-                if hello is None or "pid" not in hello:
-                    raise WorkerDied("the worker did not start the test")
-                pid = int(hello["pid"])
-                start = time.monotonic()  # the test's time starts when its child exists
-                reply = next_reply(waiter, timeout)
-                if reply is None:  # timed out: kill the test's group, collect its status
-                    worker.kill(pid)
-                    if next_reply(waiter, REPLY_TIMEOUT) is None:
-                        raise WorkerDied("the worker did not reap a killed test")
-                    _append(scratch, log_path)
-                    return self._result(test, log_path, None, start, "warm", worker.isolation,
-                                        timeout)
+        with self._lock:
+            worker = self._ensure_worker()
+        if worker is None:
+            return None
+        request = {"cwd": str(worktree), "path": str(worktree / test.path),
+                   "argv": [test.path, *test.args], "log": str(scratch)}
+        if worker.isolation == PID_NAMESPACE:  # the test's own mounts, set by its child
+            request["confine"] = test_view(worktree, self._reads())
+        self._start_log(log_path, test)
+        scratch.touch()
+        pid = rid = None
+        try:
+            rid, waiter = worker.submit(request)
+            hello = next_reply(waiter, WORKER_START_TIMEOUT)
+            if hello is None or "pid" not in hello:
+                raise WorkerDied("the worker did not start the test")
+            pid = int(hello["pid"])
+            start = time.monotonic()  # the test's time starts when its child exists
+            reply = next_reply(waiter, timeout)
+            if reply is None:  # timed out: kill the test's group, collect its status
+                worker.kill(pid)
+                if next_reply(waiter, REPLY_TIMEOUT) is None:
+                    raise WorkerDied("the worker did not reap a killed test")
                 _append(scratch, log_path)
-                return self._result(test, log_path, int(reply["exit_code"]), start, "warm",
-                                    worker.isolation)
-            except (WorkerDied, KeyError, ValueError, TypeError) as exc:
-                if pid is not None:
-                    worker.kill(pid)
-                with self._lock:
-                    self._drop_worker(f"the warm worker failed: {exc}", worker)
-                return None
-            finally:
-                if rid is not None:
-                    worker.done(rid)
-        return None
+                return self._result(test, log_path, None, start, "warm", worker.isolation,
+                                    timeout)
+            _append(scratch, log_path)
+            return self._result(test, log_path, int(reply["exit_code"]), start, "warm",
+                                worker.isolation)
+        except (WorkerDied, KeyError, ValueError, TypeError) as exc:
+            if pid is not None:
+                worker.kill(pid)
+            with self._lock:
+                self._drop_worker(f"the warm worker failed: {exc}", worker)
+            return None
+        finally:
+            if rid is not None:
+                worker.done(rid)
 
     def _run_isolated(
         self, worktree: Path, test: TestSpec, log_path: Path, timeout: float,

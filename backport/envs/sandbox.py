@@ -86,10 +86,9 @@ def covered_places(writable: Sequence[str] = ()) -> tuple[str, ...]:
     return places_to_cover([*credential_places(os.environ), *_covered_also], writable)
 
 
-def credential_places(environ: Mapping[str, str], helpers: Iterable[str] = (),
-                      uid: int | None = None) -> list[str]:
-    """Where credentials of the user of ``environ`` may be: git's store and cache and the
-    files its ``helpers`` name, netrc, SSH, GnuPG, the runtime folder, service sockets."""
+def credential_places(environ: Mapping[str, str], uid: int | None = None) -> list[str]:
+    """Where credentials of the user of ``environ`` may be: git's store and cache, netrc, SSH,
+    GnuPG, the runtime folder, service sockets (helpers' files: :func:`cover_also`)."""
     home = environ.get("HOME") or os.path.expanduser("~")
     config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     cache = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
@@ -101,8 +100,6 @@ def credential_places(environ: Mapping[str, str], helpers: Iterable[str] = (),
         os.path.join(home, ".ssh"), environ.get("SSH_AUTH_SOCK", ""),
         environ.get("GNUPGHOME") or os.path.join(home, ".gnupg"), runtime, *SERVICE_SOCKETS,
     ]
-    for helper in helpers:
-        places += helper_paths(helper)
     return [p for p in places if p]
 
 
@@ -214,8 +211,7 @@ def _git_metadata(worktree: str) -> list[str]:
     if not os.path.isfile(dot_git):
         return [dot_git] if os.path.isdir(dot_git) else []
     try:
-        with open(dot_git, encoding="utf-8") as handle:
-            pointer = handle.read().strip()
+        pointer = Path(dot_git).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return [dot_git]
     if not pointer.startswith("gitdir:"):
@@ -223,8 +219,8 @@ def _git_metadata(worktree: str) -> list[str]:
     admin = os.path.realpath(os.path.join(worktree, pointer.removeprefix("gitdir:").strip()))
     found = [dot_git, admin]
     try:
-        with open(os.path.join(admin, "commondir"), encoding="utf-8") as handle:
-            found.append(os.path.realpath(os.path.join(admin, handle.read().strip())))
+        common = Path(admin, "commondir").read_text(encoding="utf-8").strip()
+        found.append(os.path.realpath(os.path.join(admin, common)))
     except (OSError, UnicodeDecodeError):
         pass
     return [p for p in found if os.path.lexists(p)]

@@ -2,8 +2,7 @@
 
 uv when on PATH, else ``python -m venv`` + pip; ``requirements`` first, then ``no_deps`` without
 their dependencies. An environment that meets its pins is left alone. :func:`plan_setup` says
-what it would do and :func:`resolve` what pip would fetch (``--dry-run --report``), reused a day
-at most while its key holds (``resolve_cache``).
+what it would do and :func:`resolve` what pip would fetch (``--dry-run --report``).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -29,7 +28,6 @@ from backport import process
 from backport.config.model import Environment
 from backport.config.validate import home_as_tilde
 from backport.envs.probe import pin_mismatches, probe
-from backport.envs.resolve_cache import resolution_key, store_resolution, stored_resolution
 from backport.errors import BackportError
 from backport.redact import redact
 
@@ -92,10 +90,9 @@ def setup_env(env: Environment, *, log: Callable[[str], None], use_uv: bool | No
     log(f"{env.name}: ready ({shown})")
 
 
-def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool = False,
-               note: Callable[[str], None] = lambda _line: None) -> tuple[str, list[Planned]]:
-    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch
-    (a resolution stored in ``cache_dir`` reused unless ``refresh``)."""
+def plan_setup(env: Environment, note: Callable[[str], None] = lambda _line: None
+               ) -> tuple[str, list[Planned]]:
+    """What :func:`setup_env` would do for ``env``: a sentence and the distributions to fetch."""
     interpreter = env.interpreter
     target = venv_dir(env)
     if interpreter.exists():
@@ -113,33 +110,12 @@ def plan_setup(env: Environment, *, cache_dir: Path | None = None, refresh: bool
         action = f"would create the venv {home_as_tilde(str(target))} and install"
     if not (env.requirements or env.no_deps):
         return f"{action} nothing (no requirements)", []
-    return action + ":", _resolve_noted(env, cache_dir, refresh, note)
-
-
-def _resolve_noted(env: Environment, cache_dir: Path | None, refresh: bool,
-                   note: Callable[[str], None]) -> list[Planned]:
-    key = resolution_key(env)
-    stored = stored_resolution(cache_dir, key) if cache_dir is not None and not refresh else None
-    if stored is not None:
-        items, created = stored
-        try:
-            reused = [Planned(**{**item, "requires": tuple(item["requires"])}) for item in items]
-        except (KeyError, TypeError, ValueError):
-            pass  # written by another version: resolve again
-        else:
-            minutes = round((time.time() - created) / 60)
-            age = f"{minutes} min" if minutes < 90 else f"{minutes / 60:.0f} h"
-            note(f"{env.name}: reusing pip's resolution of "
-                 f"{'under a minute' if minutes < 1 else age} ago (--refresh resolves again)")
-            return reused
-    wanted = [*env.requirements, *env.no_deps]
-    note(f"{env.name}: resolving {', '.join(wanted)} with pip's dry run …")
+    note(f"{env.name}: resolving {', '.join([*env.requirements, *env.no_deps])} with pip's "
+         "dry run …")
     started = time.monotonic()
     plan = resolve(env)
     note(f"{env.name}: resolved in {time.monotonic() - started:.0f} s")
-    if cache_dir is not None:
-        store_resolution(cache_dir, key, [asdict(item) for item in plan])
-    return plan
+    return action + ":", plan
 
 
 def _install(env: Environment, interpreter: Path, uv: str | None, log: Callable) -> None:
@@ -332,10 +308,9 @@ def _run(env: Environment, argv: Sequence[str], log: Callable[[str], None]) -> N
         )
 
 
-def plan_lines(env: Environment, cache_dir: Path, refresh: bool,
-               note: Callable[[str], None]) -> list[str]:
+def plan_lines(env: Environment, note: Callable[[str], None]) -> list[str]:
     """`env setup --dry-run`'s lines: each distribution, its size and source, the total."""
-    action, plan = plan_setup(env, cache_dir=cache_dir, refresh=refresh, note=note)
+    action, plan = plan_setup(env, note)
     lines = [f"{env.name}: {action}"]
     if not plan:
         return lines

@@ -75,8 +75,8 @@ def _unittest(lines: list[str], index: int) -> Summary:
         status = _UNITTEST_STATUS.match(line)
         counts = _unittest_counts(status.group(2)) if status else None
         if status and counts is not None:
-            word = status.group(1)
-            return Summary(ran=ran, ok=word == "OK" and ran > 0, lines=[lines[index], line])
+            return Summary(ran=ran, ok=status.group(1) == "OK" and ran > 0,
+                           lines=[lines[index], line])
         if line:
             break
     return Summary(ran=ran, ok=None, lines=[lines[index]])
@@ -171,8 +171,7 @@ def _results(lines: list[str]) -> list[tuple[str, str, str]]:
             continue
         report = _REPORT.match(line)
         if report:
-            kind = "unexpected success" if report.group("kind") == "UNEXPECTED SUCCESS" else (
-                report.group("kind"))
+            kind = report.group("kind").replace("UNEXPECTED SUCCESS", "unexpected success")
             found.append((_unittest_class(report.group("method"), report.group("id")),
                           report.group("method"), kind))
             continue

@@ -8,10 +8,8 @@ import contextlib
 import itertools
 import json
 import queue
-import shutil
 import tempfile
 import threading
-from pathlib import Path
 from typing import IO
 
 from backport import process
@@ -21,7 +19,6 @@ from backport.envs.probe import SCRIPTS_DIR, env_vars
 from backport.envs.sandbox import sandboxed
 from backport.errors import BackportError
 
-WORKER_SCRIPT = SCRIPTS_DIR / "warm_worker.py"
 WORKER_START_TIMEOUT = 300.0  # importing torch_npu with CANN can take a while
 
 
@@ -32,14 +29,11 @@ class WorkerDied(Exception):
 class Worker:
     """``env``'s running warm worker (``load_check``: it runs the probe's torch_npu check too)."""
 
-    def __init__(self, env: Environment, extra_env: dict[str, str], start_timeout: float, *,
-                 learn: bool, load_check: float | None = None) -> None:
+    def __init__(self, env: Environment, extra_env: dict[str, str], *,
+                 load_check: float | None = None) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
-        self.reports = Path(tempfile.mkdtemp(prefix="backport-warm-"))
-        argv = launch_argv(env, [str(WORKER_SCRIPT), "torch", "--reports", str(self.reports)],
-                           {**env.env, **extra_env})
-        if not learn:
-            argv.append("--no-learn")
+        script = str(SCRIPTS_DIR / "warm_worker.py")
+        argv = launch_argv(env, [script, "torch"], {**env.env, **extra_env})
         if load_check is not None:
             argv += ["--load-check", f"{load_check:g}"]
         start = sandboxed(argv)
@@ -49,7 +43,6 @@ class Worker:
                 start.argv, stdin=process.PIPE, stdout=process.PIPE, stderr=self._stderr,
                 env=env_vars(env, extra_env), cwd=tempfile.gettempdir(), pass_fds=start.pass_fds)
         except BackportError as exc:  # the interpreter cannot start
-            shutil.rmtree(self.reports, ignore_errors=True)
             self._stderr.close()
             raise WorkerDied(exc.message) from None
         self.pid = int(self.proc.pid)
@@ -57,13 +50,12 @@ class Worker:
         self._waiters_lock = threading.Lock()
         self._waiters: dict[int, queue.Queue[dict | None]] = {0: queue.Queue()}  # 0: the hello
         self._ids = itertools.count(1)
-        self.retired: str | None = None  # why the worker stopped forking, once it says so
         self.gone: str | None = None  # why the worker's output ended
         self._reader = threading.Thread(target=self._read_replies, daemon=True,
                                         name=f"warm-worker-{self.pid}")
         self._reader.start()
         try:
-            hello = next_reply(self._waiters[0], start_timeout)
+            hello = next_reply(self._waiters[0], WORKER_START_TIMEOUT)
         except WorkerDied:  # its last line on stderr says why
             with contextlib.suppress(process.TimeoutExpired):
                 self.proc.wait(timeout=5)
@@ -71,7 +63,7 @@ class Worker:
             lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
             hello = {"ready": False, "error": lines[-1] if lines else "it exited"}
         if hello is None:
-            hello = {"ready": False, "error": f"no answer within {start_timeout:g}s"}
+            hello = {"ready": False, "error": f"no answer within {WORKER_START_TIMEOUT:g}s"}
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(str(hello.get("error") or "it did not start"))
@@ -83,9 +75,6 @@ class Worker:
         try:
             for line in self.proc.stdout:
                 message = json.loads(line)
-                if "retire" in message:
-                    self.retired = str(message["retire"])
-                    continue
                 with self._waiters_lock:
                     waiter = self._waiters.get(message.get("id", 0))
                 if waiter is not None:
@@ -135,12 +124,9 @@ class Worker:
 
     def stop(self, wait: float = 5.0) -> None:
         """Close stdin (the worker exits once its children end); kill it if it lingers."""
-        try:
+        with contextlib.suppress(OSError), self._send_lock:
             if self.proc.stdin is not None:
-                with self._send_lock:
-                    self.proc.stdin.close()
-        except OSError:
-            pass
+                self.proc.stdin.close()
         try:
             self.proc.wait(timeout=wait)
         except process.TimeoutExpired:
@@ -150,29 +136,25 @@ class Worker:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
-        shutil.rmtree(self.reports, ignore_errors=True)
 
 
 class EarlyWorker:
-    """A warm worker started before the probe ends, on a guess of the tests' variables; the
-    runner adopts it only when the verdict gives exactly these, else it is stopped unused."""
+    """A worker started before the probe ends on guessed variables; adopted only if they match."""
 
-    def __init__(self, env: Environment, extra_env: dict[str, str],
-                 start_timeout: float = WORKER_START_TIMEOUT, *,
+    def __init__(self, env: Environment, extra_env: dict[str, str], *,
                  load_check: float | None = None) -> None:
         self.env = env
         self.load_check = load_check
         self.extra_env = dict(extra_env)
         self._worker: Worker | None = None
         self._checked: dict | None = None
-        self._thread = threading.Thread(target=self._start, args=(start_timeout,),
-                                        name=f"early-worker-{env.name}", daemon=True)
+        self._thread = threading.Thread(target=self._start, name=f"early-worker-{env.name}",
+                                        daemon=True)
         self._thread.start()
 
-    def _start(self, start_timeout: float) -> None:
+    def _start(self) -> None:
         try:
-            self._worker = Worker(self.env, self.extra_env, start_timeout, learn=True,
-                                  load_check=self.load_check)
+            self._worker = Worker(self.env, self.extra_env, load_check=self.load_check)
             self._checked = self._worker.load_check
         except (WorkerDied, OSError):
             pass  # the runner starts its own, the probe runs its own check

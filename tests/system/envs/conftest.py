@@ -261,7 +261,8 @@ for step in json.loads(first):
                      Path(step["log"]))
     done.append({"runner": run.runner, "isolation": run.isolation,
                  "exit_code": run.exit_code, "log": run.log})
-Path(results).write_text(json.dumps({"done": done, "worker": runner.worker_pid}))
+worker = runner._worker.pid if runner._worker else None
+Path(results).write_text(json.dumps({"done": done, "worker": worker}))
 runner.run(Path(worktree), TestSpec("test/test_linger.py", (marker,)),
            Path(worktree).parent / "linger.log")
 """

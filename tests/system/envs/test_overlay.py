@@ -122,7 +122,7 @@ def test_a_test_run_with_the_overlay_sees_the_patched_module(
         assert folded.torch_npu_loads is False and "libhccl.so" in (folded.torch_npu_error or "")
         overlay = envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT})
         runner = envs.runner(torch_env, "none")
-        assert not runner.isolated  # a warm worker serves the runs without an overlay
+        assert runner.kind == "warm worker"  # a warm worker serves the runs without an overlay
         released = runner.run(worktree, spec, tmp_path / "released.log")
         patched = runner.run(worktree, spec, tmp_path / "patched.log", overlay=overlay.root)
         assert envs.overlay(torch_env, {COMPAT: PATCHED_COMPAT}).reused

@@ -11,10 +11,10 @@ def test_the_places_follow_the_users_folders_and_variables() -> None:
     environ = {"HOME": "/h", "XDG_CONFIG_HOME": "/cfg", "XDG_CACHE_HOME": "/c",
                "XDG_RUNTIME_DIR": "/run/u", "SSH_AUTH_SOCK": "/tmp/ssh-x/agent.1",
                "NETRC": "/n/netrc", "GNUPGHOME": "/g"}
-    places = credential_places(environ, ["store --file /srv/creds"])
+    places = credential_places(environ)
     assert places == ["/h/.git-credentials", "/cfg/git/credentials", "/c/git/credential",
                       "/h/.git-credential-cache", "/n/netrc", "/h/_netrc", "/h/.ssh",
-                      "/tmp/ssh-x/agent.1", "/g", "/run/u", *SERVICE_SOCKETS, "/srv/creds"]
+                      "/tmp/ssh-x/agent.1", "/g", "/run/u", *SERVICE_SOCKETS]
 
 
 def test_the_sockets_of_services_that_run_commands_for_root_are_covered() -> None:
