@@ -250,7 +250,6 @@ def _env_lines(vs: _Views) -> list[str]:
                            ("NPU", "npu_model"))
     ]
     lines.append(f"可见设备数：{_common_or_per_branch(views, _visible)}")
-    probed = [v for v in views if v.env]
     for view in views:
         env = view.env
         if not env:
@@ -268,7 +267,7 @@ def _env_lines(vs: _Views) -> list[str]:
         if env.fact("torch_npu_loads") is False or env.autoload_disabled:
             line += f"；torch_npu 未加载，测试在 {wording.code(f'{AUTOLOAD}=0')} 下运行，未使用 NPU"
         lines.append(line)
-    notes = [(v.target, v.env.note) for v in probed if v.env and v.env.note]
+    notes = [(v.target, v.env.note) for v in views if v.env and v.env.note]
     if len({note for _, note in notes}) == 1:
         lines.append(f"设备说明：{wording.device_note_zh(notes[0][1])}")
     else:
@@ -364,11 +363,6 @@ def _docs(ctx: BodyContext) -> tuple[list[dict[str, str]], str] | None:
     return rows, conclusion
 
 
-def _touched(ps: PatchSet) -> set[str]:
-    """The paths the series changed as applied, on any target."""
-    return {path for touched in ps.touched_paths.values() for path in touched}
-
-
 _KIND_ZH = {"resolution": "人工冲突解决结果", "variant": "已保存的分支补丁"}
 
 
@@ -405,7 +399,8 @@ def template_variables(ctx: BodyContext) -> dict:
     vs = _Views(ctx)
     bm, ps = ctx.branch_map, ctx.patch_set
     docs = _docs(ctx)
-    changed = _touched(ps).union(*(p.paths for p in ps.patches))
+    touched = {path for paths in ps.touched_paths.values() for path in paths}  # as applied
+    changed = touched.union(*(p.paths for p in ps.patches))
     return {
         "api": ps.api,
         "title": ps.title,
@@ -430,7 +425,7 @@ def template_variables(ctx: BodyContext) -> dict:
                      for v in vs.views],
         "issue_sentence": issue_sentence(vs, "该 Issue" if len(ps.issues) == 1 else "这些 Issue"),
         "handwritten": (ps.body or "").strip("\n") or None,
-        "changed_files": sorted(_touched(ps)) or sorted({t.path for t in ps.tests}),
+        "changed_files": sorted(touched) or sorted({t.path for t in ps.tests}),
         "tests": [wording.code(" ".join((t.path, *t.args))) for t in ps.tests],
         "docs": docs[0] if docs else None,
         "docs_conclusion": docs[1] if docs else "",
@@ -445,16 +440,29 @@ def template_variables(ctx: BodyContext) -> dict:
 
 
 def render_body(ctx: BodyContext, existing: str | None = None) -> str:
-    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions."""
-    name, search_dir = "pr_body.md.j2", None
-    if ctx.template is not None:
-        name, search_dir = ctx.template.name, ctx.template.parent
-    text = render_template(name, template_variables(ctx), search_dir=search_dir)
+    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions.
+    Template errors are BackportError naming the template and its line."""
+    import jinja2
+
+    search_dir = ctx.template.parent if ctx.template is not None else None
+    name = ctx.template.name if ctx.template is not None else "pr_body.md.j2"
+    shown = str(ctx.template) if ctx.template is not None else f"backport/report/templates/{name}"
+    try:
+        text = _environment(search_dir).get_template(name).render(**template_variables(ctx))
+    except jinja2.TemplateNotFound as exc:
+        raise BackportError("config", f"PR body template {shown} was not found.") from exc
+    except jinja2.TemplateError as exc:
+        frames = reversed(traceback.extract_tb(exc.__traceback__))
+        line = (exc.lineno if isinstance(exc, jinja2.TemplateSyntaxError)
+                else next((f.lineno for f in frames if Path(f.filename).name == name), None))
+        where = f" line {line}" if line else ""
+        raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
     fresh = redact(text.strip("\n") + "\n")
     return rg.refresh_body(existing, fresh) if existing and existing.strip() else fresh
 
+
 @functools.lru_cache(maxsize=8)
-def _environment(search_dir: str | None) -> SandboxedEnvironment:
+def _environment(search_dir: Path | None) -> SandboxedEnvironment:
     """The sandboxed Jinja2 environment of the packaged templates or of ``search_dir``."""
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
@@ -476,26 +484,3 @@ def _untrusted_filter(text: object, where: str = "prose") -> str:
     if where not in ("prose", "cell", "code", "span", "cell-span"):
         raise jinja2.TemplateRuntimeError(f"untrusted: unknown place {where!r}")
     return untrusted(text, where=where)  # type: ignore[arg-type]
-
-
-def render_template(name: str, variables: dict, *, search_dir: Path | None = None) -> str:
-    """Render template ``name`` (packaged, or from ``search_dir``); errors are BackportError."""
-    import jinja2
-
-    env = _environment(str(search_dir) if search_dir is not None else None)
-    shown = str(search_dir / name) if search_dir is not None else f"backport/report/templates/{name}"
-    try:
-        template = env.get_template(name)
-        return template.render(**variables)
-    except jinja2.TemplateNotFound as exc:
-        raise BackportError("config", f"PR body template {shown} was not found.") from exc
-    except jinja2.TemplateError as exc:
-        line = (exc.lineno if isinstance(exc, jinja2.TemplateSyntaxError)
-                else _template_line(exc, name))
-        where = f" line {line}" if line else ""
-        raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
-
-
-def _template_line(exc: BaseException, name: str) -> int | None:
-    frames = reversed(traceback.extract_tb(exc.__traceback__))
-    return next((f.lineno for f in frames if Path(f.filename).name == name), None)

@@ -20,13 +20,13 @@ DOC = (
 
 def count_evidence(text: str) -> int:
     """How many complete evidence blocks ``text`` holds."""
-    return sum(1 for r in rg.all_regions(text) if r.name == rg.EVIDENCE)
+    return sum(1 for r in rg.scan(text)[0] if r.name == rg.EVIDENCE)
 
 
 def outside(text: str) -> str:
     """``text`` with every region's content removed (markers kept)."""
     pieces, last = [], 0
-    for region in rg.all_regions(text):
+    for region in rg.scan(text)[0]:
         if region.start < last:
             continue
         pieces.append(text[last:region.inner_start])
@@ -117,7 +117,7 @@ _TEXT = st.text(
 
 
 def _free_positions(text: str) -> list[int]:
-    spans = [(r.start, r.end) for r in rg.all_regions(text)]
+    spans = [(r.start, r.end) for r in rg.scan(text)[0]]
     return [i for i in range(len(text) + 1) if all(not (s < i < e) for s, e in spans)]
 
 
