@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from backport.config.model import BranchMap, PatchSet
-from backport.envs.model import AUTOLOAD, ChangeScope
+from backport.envs.model import AUTOLOAD
 from backport.errors import BackportError
 from backport.records import BranchRecord, EnvEvidence
 from backport.redact import redact
@@ -108,7 +108,12 @@ def result_cell(view: BranchRecord) -> str:
               for name, outcome in view.test.patch_tests if outcome != "ok"]
     if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
         parts.append(f"补丁新增的测试未全部通过：{'、'.join(missed)}")
-    parts += changes_cell(view.test.changes)
+    changes = view.test.changes
+    if changes.overlay:
+        parts.append(f"torch_npu 中的 {_files_zh(changes.overlay)} 以该分支的版本运行")
+    if changes.not_in_build:
+        parts.append(f"未验证改动（证据中的 `NOT_IN_BUILD`）：{_files_zh(changes.not_in_build)} "
+                     f"不在所测的 torch_npu 构建中")
     if view.stale:
         tested, head = str(view.test.commit)[:12], str(view.head)[:12]
         parts.append(f"该结果测于 {tested}；Fork 分支已被他人更新为 {head}，未经本工具测试"
@@ -119,17 +124,6 @@ def result_cell(view: BranchRecord) -> str:
 def _files_zh(paths: Sequence[str]) -> str:
     """Paths as code spans (they stay spans in a table cell and in a sentence)."""
     return "、".join(wording.code(path) for path in paths)
-
-
-def changes_cell(changes: ChangeScope) -> list[str]:
-    """What the result cell adds for a series that changes more than tests."""
-    parts = []
-    if changes.overlay:
-        parts.append(f"torch_npu 中的 {_files_zh(changes.overlay)} 以该分支的版本运行")
-    if changes.not_in_build:
-        parts.append(f"未验证改动（证据中的 `NOT_IN_BUILD`）：{_files_zh(changes.not_in_build)} "
-                     f"不在所测的 torch_npu 构建中")
-    return parts
 
 
 def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import IO
 
 from rich.console import Console
 from rich.live import Live
@@ -48,10 +47,7 @@ class Progress:
     event (``[v2.7.1] testing: …``); ``quiet``: errors only, ``verbose``: details whole."""
 
     def __init__(self, console: Console | None = None, *, quiet: bool = False,
-                 verbose: bool = False, live: bool | None = None,
-                 environ: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        environ = os.environ if environ is None else environ
+                 verbose: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.console = console or Console(stderr=True)
         self.quiet = quiet
         self.verbose = verbose
@@ -59,23 +55,10 @@ class Progress:
         self._lock = threading.RLock()
         self._rows: dict[str, _Row] = {}
         self._closed = False
-        if live is None:
-            live = self.console.is_terminal and "NO_COLOR" not in environ and not quiet
         self._live: Live | None = None
-        if live:
+        if self.console.is_terminal and "NO_COLOR" not in os.environ and not quiet:
             self._live = Live(self, console=self.console, refresh_per_second=4, transient=False)
             self._live.start()
-
-    @classmethod
-    def plain(cls, stream: IO[str], *, quiet: bool = False, verbose: bool = False) -> Progress:
-        """Line-per-event progress written to ``stream`` (no colours, no live view)."""
-        console = Console(file=stream, force_terminal=False, no_color=True, highlight=False,
-                          emoji=False, soft_wrap=True, width=10_000)
-        return cls(console, quiet=quiet, verbose=verbose, live=False)
-
-    @property
-    def is_live(self) -> bool:
-        return self._live is not None
 
     def __enter__(self) -> Progress:
         return self
@@ -140,11 +123,6 @@ class Progress:
 
     def __rich__(self) -> Table:
         return self.table()
-
-    def state(self) -> dict[str, str]:
-        """Target -> current step (for tests and the final report)."""
-        with self._lock:
-            return {target: row.step for target, row in self._rows.items()}
 
     def close(self) -> None:
         """Stop the live view, leaving the final table on screen; safe to call twice."""

@@ -50,7 +50,7 @@ def test_result(record: BranchRecord) -> str:
         parts.append(f"torch_npu overlay: {' '.join(test.changes.overlay)}")
     if test.not_in_build:
         parts.append(f"not in build (not validated): {' '.join(test.changes.not_in_build)}")
-    return redact(", ".join(" ".join(p.split()) for p in parts))
+    return redact(", ".join(wording.one_line(p) for p in parts))
 
 
 # Why a branch's tests did not run on purpose, as `status --json` / `apply --json` say it.
@@ -79,13 +79,12 @@ def test_state(record: BranchRecord) -> tuple[str, str | None]:
     return ("passed" if test.ok else "failed"), None
 
 
-def report_rows(api: str, records: list[BranchRecord]) -> list[dict]:
-    """Flat rows (all strings) for tables: api, target, fork branch, status, commit, test, PR."""
+def report_rows(records: list[BranchRecord]) -> list[dict]:
+    """Flat rows for tables: target, fork branch, status, commit, test, PR, messages."""
     rows = []
     for record in records:
         test = record.test
         rows.append({
-            "api": api,
             "target": record.target,
             "fork_branch": record.fork_branch,
             "status": shown_status(record),
@@ -145,7 +144,7 @@ def status_style(status: str) -> str:
 
 def render_table(records: list[BranchRecord], console: Console, *, title: str | None = None) -> None:
     """Print one row per branch (target, fork branch, status, test result, PR), then messages."""
-    rows = report_rows("", records)
+    rows = report_rows(records)
     table = Table(title=title, show_lines=False)
     for header in ("target", "fork branch", "status", "test", "PR"):
         table.add_column(header, overflow="fold")
@@ -178,7 +177,7 @@ def _md_cell(text: str) -> str:
 
 def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
     """The run report written to ``.backport/runs/<name>/report.md``."""
-    rows = report_rows(patch_set_name, records)
+    rows = report_rows(records)
     lines = [f"# backport report: {patch_set_name}", "",
              "| target | fork branch | status | commit | test | PR |",
              "| --- | --- | --- | --- | --- | --- |"]

@@ -21,7 +21,6 @@ from backport.records import (
     SKIP_NO_TORCH,
     SKIP_ON_REQUEST,
     BranchRecord,
-    EnvEvidence,
     TestResult,
 )
 from backport.report.untrusted import untrusted
@@ -31,7 +30,6 @@ NOT_RUN = "none (not run)"
 RESULT = "RESULT:"  # the heading of the result section
 TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
-SKIPPED = "skipped on request"
 # A summary line of the test's output that would read as a line of the block's own (a key, the
 # result heading, a timeout) is written after this prefix, so a reviewer tells them apart.
 QUOTED = "> "
@@ -58,10 +56,6 @@ class Facts:
         """The test result, when tests ran (not skipped on request)."""
         test = self.record.test
         return test if test and not test.skipped else None
-
-    @property
-    def env(self) -> EnvEvidence | None:
-        return self.record.env
 
 
 @dataclass(frozen=True)
@@ -105,13 +99,13 @@ def _val(value: object, missing: str = NOT_FOUND) -> str:
 def _probed(attr: str, key: str) -> Field:
     """A value the probe read; "not probed yet" when no run has read the environment."""
     def write(facts: Facts) -> str:
-        env = facts.env
+        env = facts.record.env
         return _val(env.fact(attr) if env else None, NOT_FOUND if env else NOT_PROBED)
     return Field(key, write)
 
 
 def _visible_write(facts: Facts) -> str:
-    env = facts.env
+    env = facts.record.env
     if not env:
         return NOT_PROBED
     count = env.fact("npu_count")
@@ -122,7 +116,7 @@ def _visible_write(facts: Facts) -> str:
 
 
 def _env_write(facts: Facts) -> str:
-    env = facts.env
+    env = facts.record.env
     name = _val((env.name if env else None) or facts.configured_env)
     shared = [s for s in env.shared_with if s != facts.record.target
               and (facts.ran_in_envs is None or s in facts.ran_in_envs)] if env else []
@@ -159,7 +153,7 @@ def _skip_reason(test: TestResult | None) -> str:
     """Why the tests did not run, as the evidence says it."""
     cause = test.skip_cause if test is not None else SKIP_ON_REQUEST
     if cause == SKIP_ON_REQUEST:
-        return f"{SKIPPED}: --skip-tests"
+        return "skipped on request: --skip-tests"
     if cause == SKIP_NO_TORCH:
         return "skipped: no interpreter with torch on the host that ran it"
     return SKIP_CAUSE_TEXT[cause]
@@ -205,7 +199,7 @@ def _changes(attr: str) -> Field:
 
 
 def _note_write(facts: Facts) -> str:
-    env = facts.env
+    env = facts.record.env
     note = env.note if env else None
     if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
@@ -319,8 +313,7 @@ _PIN = re.compile(r"^(?P<dist>[\w.-]+): expected (?P<pin>.+?), (?:found (?P<foun
 
 
 def mismatch_zh(line: str) -> str:
-    """``torch: expected 2.7.1, found 2.13.0+cpu`` (``envs/probe.py`` ``pin_mismatches``) in
-    Chinese."""
+    """``torch: expected 2.7.1, found 2.13.0+cpu`` (`envs.probe.pin_mismatches`) in Chinese."""
     match = _PIN.match(line)
     if not match:
         return code(line)
@@ -343,19 +336,15 @@ _PHRASES = {
 }
 
 
-def _reason_zh(why: str) -> str:
-    missing = _MISSING_LIB.match(why)
-    if missing:
-        return f"缺少 {code(missing['lib'])}"
-    return "原因未知" if why == "reason unknown" else code(why)
-
-
 def _phrase_zh(phrase: str) -> str:
     if phrase in _PHRASES:
         return _PHRASES[phrase]
     loadable = _NOT_LOADABLE.match(phrase)
     if loadable:
-        return f"torch_npu 已安装但无法加载（{_reason_zh(loadable['why'])}）"
+        why, missing = loadable["why"], _MISSING_LIB.match(loadable["why"])
+        why = (f"缺少 {code(missing['lib'])}" if missing else
+               "原因未知" if why == "reason unknown" else code(why))
+        return f"torch_npu 已安装但无法加载（{why}）"
     visible = _VISIBLE.match(phrase)
     if visible:
         text = f"可见 {visible['count']} 个 NPU"
