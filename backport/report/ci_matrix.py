@@ -7,6 +7,7 @@ examples/ci/gitcode-apply.yml and gitcode-trigger.yml are its output for the bun
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -39,8 +40,7 @@ class MatrixJob:
         return f"backport apply --api {self.api} --branch {self.branch}"
 
     def to_dict(self) -> dict:
-        return {"api": self.api, "branch": self.branch, "env": self.env,
-                "runs_on": list(self.runs_on), "image": self.image, "command": self.command}
+        return {**dataclasses.asdict(self), "runs_on": list(self.runs_on), "command": self.command}
 
 
 def _job(bm: BranchMap, api: str, target: str) -> MatrixJob:
@@ -80,7 +80,7 @@ def _templates() -> jinja2.Environment:
         variable_start_string="<<", variable_end_string=">>", block_start_string="<%",
         block_end_string="%>", undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True)
-    env.filters["q"] = _q
+    env.filters["q"] = _q  # `map("q")`
     return env
 
 

@@ -140,9 +140,8 @@ class Progress:
 
 
 class PhaseProgress:
-    """A long run's phase, its count and the time since the start, on one line of a terminal
-    redrawn every second (rich's progress display, gone when the run ends); nothing where the
-    console is no terminal (a pipe, a log file, CI), which gets only warnings."""
+    """A long run's phase, its count and the time since the start on one terminal line, redrawn
+    every second and gone when the run ends; nothing where the console is no terminal."""
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)

@@ -100,10 +100,7 @@ def scan(text: str) -> tuple[list[Region], list[Orphan]]:
 
 def find_regions(text: str) -> dict[str, Region]:
     """Complete regions by name (the first one when a name occurs twice)."""
-    found: dict[str, Region] = {}
-    for region in scan(text)[0]:
-        found.setdefault(region.name, region)
-    return found
+    return {region.name: region for region in reversed(scan(text)[0])}
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:

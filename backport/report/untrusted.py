@@ -43,16 +43,11 @@ def _visible(text: str) -> str:
     text = str(text)
     if text.isascii() and text.isprintable():  # no control, invisible or other space in it
         return " ".join(text.split())
-    out = []
-    for ch in text:
-        if ch.isspace():
-            out.append(" ")
-        elif ch in _INVISIBLE or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn",
-                                                              "Zl", "Zp"):
-            out.append(REPLACEMENT)
-        else:
-            out.append(ch)
-    return " ".join("".join(out).split())
+    hidden = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+    shown = (" " if ch.isspace() else
+             REPLACEMENT if ch in _INVISIBLE or unicodedata.category(ch) in hidden else ch
+             for ch in text)
+    return " ".join("".join(shown).split())
 
 
 def _no_markers(text: str) -> str:

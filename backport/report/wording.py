@@ -65,10 +65,6 @@ class Field:
     key: str
     write: Callable[[Facts], str | None]  # the value; None leaves the line out
 
-    @property
-    def prefix(self) -> str:
-        return f"{self.key}="
-
     def lines(self, facts: Facts) -> list[str]:
         value = self.write(facts)
         return [] if value is None else [f"{self.key}={value}"]
