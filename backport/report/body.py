@@ -152,10 +152,9 @@ _CHANGES_NOTE_ZH = {
 }
 
 
-def issue_sentence(vs: _Views, issue: str = "该 Issue") -> str:
-    """Which PRs exist and are linked to the issue (``issue``: how the sentence names the
-    set's issues), as true when rendered: linked, open but not linked (the forge refused the
-    link), and no PR yet; a group with no branch is left out."""
+def issue_sentence(vs: _Views, issue: str) -> str:
+    """Which PRs are linked to ``issue`` (how the sentence names the set's issues) as true when
+    rendered: linked, not linked (the forge refused), carried by another PR, no PR yet."""
 
     def linked(v: BranchRecord) -> bool:
         if v.pr is not None and "link" in v.pr.refused:
@@ -163,20 +162,19 @@ def issue_sentence(vs: _Views, issue: str = "该 Issue") -> str:
         # The body being rendered is the own branch's PR, linked right after it is written.
         return v.linked or (v.target == vs.own.target and bool(v.commit or v.pushed_sha))
 
-    with_link = [v.target for v in vs.views if linked(v)]
+    groups: dict[str, list[str]] = {f"已关联{issue} 的 PR": [], f"PR 未关联{issue} 的目标分支": [],
+                                    "已由其他 PR 带入源 PR 的目标分支": [], "尚无 PR 的目标分支": []}
+    with_link, unlinked, elsewhere, missing = groups.values()
+    for v in vs.views:
+        if linked(v):
+            with_link.append(v.target)
+        elif v.status == Status.ALREADY_PROPOSED and v.proposed is not None:
+            elsewhere.append(f"{v.target}（!{v.proposed.number}）")
+        else:
+            (unlinked if v.pr is not None else missing).append(v.target)
     if len(with_link) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联{issue}。"
-    elsewhere = {v.target: f"{v.target}（!{v.proposed.number}）" for v in vs.views
-                 if v.target not in with_link and v.status == Status.ALREADY_PROPOSED
-                 and v.proposed is not None}
-    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None
-                and v.target not in elsewhere]
-    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None
-               and v.target not in elsewhere]
-    groups = ((f"已关联{issue} 的 PR", with_link), (f"PR 未关联{issue} 的目标分支", unlinked),
-              ("已由其他 PR 带入源 PR 的目标分支", list(elsewhere.values())),
-              ("尚无 PR 的目标分支", missing))
-    return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups if names) + "。"
+    return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups.items() if names) + "。"
 
 
 def _visible(env: EnvEvidence) -> str:
@@ -277,7 +275,7 @@ def _commands(views: list[BranchRecord]) -> list[str]:
         if view.skipped and view.test is not None:
             lines.append(f"# {wording.SKIPPED_ZH[view.test.skip_cause]}".replace("`", ""))
         elif view.test and view.test.command:
-            lines.append(untrusted(view.test.command, where="code"))
+            lines.append(view.test.command)
         else:
             lines.append(f"# 未运行：{wording.status_zh(view.status)}".replace("`", ""))
     return [untrusted(line, where="code") for line in lines]

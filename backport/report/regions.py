@@ -228,8 +228,8 @@ def refresh_body(existing: str, fresh: str) -> str:
         if region.name in find_regions(text):
             text = replace_region(text, region.name, content)
             continue
-        restored = restore_region(text, region.name, content)
-        text = restored if restored is not None else _insert_missing(text, fresh, order, region)
+        text = (restore_region(text, region.name, content)
+                or _insert_missing(text, fresh, order, region))
     return ensure_single_evidence(drop_orphan_markers(text))
 
 

@@ -30,9 +30,7 @@ NOT_RUN = "none (not run)"
 RESULT = "RESULT:"  # the heading of the result section
 TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
-# A summary line of the test's output that would read as a line of the block's own (a key, the
-# result heading, a timeout) is written after this prefix, so a reviewer tells them apart.
-QUOTED = "> "
+QUOTED = "> "  # before a summary line that would read as a line of the block
 
 _TIMED_OUT = re.compile(r"^TIMED OUT(?: after (?P<seconds>\d+)s)?$")
 _KEY_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -47,9 +45,7 @@ class Facts:
     api: str | None  # None: the set names no API (no API= line)
     configured_env: str | None = None  # the environment branches.yaml names for the target
     source: SourcePr | None = None  # the upstream PR the set was made from
-    # The branches whose records say they were run in an environment (None: not known); only
-    # those are named as sharing this branch's environment.
-    ran_in_envs: tuple[str, ...] | None = None
+    ran_in_envs: tuple[str, ...] = ()  # the branches that ran in an environment: shared with
 
     @property
     def test(self) -> TestResult | None:
@@ -115,7 +111,7 @@ def _env_write(facts: Facts) -> str:
     env = facts.record.env
     name = _val((env.name if env else None) or facts.configured_env)
     shared = [s for s in env.shared_with if s != facts.record.target
-              and (facts.ran_in_envs is None or s in facts.ran_in_envs)] if env else []
+              and s in facts.ran_in_envs] if env else []
     if shared and env and env.name:
         name += f" (shared with {', '.join(shared)})"
     return name
@@ -210,9 +206,9 @@ RUNNER = Field("RUNNER", lambda f: _val(f.record.test.runner if f.record.test el
 # Written only where the host refused the sandbox (tests ran without a PID namespace of their own).
 ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation == "none" else None)
 
-# Every line of the evidence, in the order it is written (a function: lines that are no KEY=value).
-# OVERLAY, NOT_IN_BUILD, NOT_EXERCISED: the series' files beyond tests run in the branch's version
-# over the installed torch_npu, not in the build that ran, not exercised by any test.
+# Every line of the evidence in order (a function: lines that are no KEY=value). OVERLAY,
+# NOT_IN_BUILD, NOT_EXERCISED: the series' files beyond tests run in the branch's version over the
+# installed torch_npu, not in the build that ran, not exercised by any test.
 TABLE: tuple[Field | Callable[[Facts], list[str]], ...] = (
     lambda f: [f"VALIDATION EVIDENCE / {f.upstream} / {f.record.fork_branch} → "
                f"{f.record.target}"],
