@@ -57,7 +57,8 @@ class Progress:
         self._closed = False
         self._live: Live | None = None
         if self.console.is_terminal and "NO_COLOR" not in os.environ and not quiet:
-            self._live = Live(self, console=self.console, refresh_per_second=4, transient=False)
+            self._live = Live(console=self.console, refresh_per_second=4, transient=False,
+                              get_renderable=self.table)
             self._live.start()
 
     def __enter__(self) -> Progress:
@@ -120,9 +121,6 @@ class Progress:
                 table.add_row(target, Text(row.step, style=style), self._elapsed(row),
                               Text(_first_line(row.detail), style="dim"))
         return table
-
-    def __rich__(self) -> Table:
-        return self.table()
 
     def close(self) -> None:
         """Stop the live view, leaving the final table on screen; safe to call twice."""

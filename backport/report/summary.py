@@ -133,10 +133,7 @@ def status_style(status: str) -> str:
     """Rich style for a status: green for success, red for failures, yellow otherwise."""
     if status == SKIPPED:
         return "yellow"
-    try:
-        value = Status(status)
-    except ValueError:
-        return ""
+    value = Status(status)
     if value.ok:
         return "green"
     return "red" if value in FAILURES else "yellow"

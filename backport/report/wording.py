@@ -141,20 +141,16 @@ def _stale_write(facts: Facts) -> str | None:
             "holds, was not tested by this run")
 
 
-def _skip_reason(test: TestResult | None) -> str:
-    """Why the tests did not run, as the evidence says it."""
-    cause = test.skip_cause if test is not None else SKIP_ON_REQUEST
-    if cause == SKIP_ON_REQUEST:
-        return "skipped on request: --skip-tests"
-    if cause == SKIP_NO_TORCH:
-        return "skipped: no interpreter with torch on the host that ran it"
-    return SKIP_CAUSE_TEXT[cause]
+# Why the tests did not run, where the evidence words it otherwise than SKIP_CAUSE_TEXT.
+_SKIP_REASON = {SKIP_ON_REQUEST: "skipped on request: --skip-tests",
+                SKIP_NO_TORCH: "skipped: no interpreter with torch on the host that ran it"}
 
 
 def _result_write(facts: Facts) -> list[str]:
     rec, test = facts.record, facts.test
-    if rec.skipped:
-        return [f"RESULT: not run ({_skip_reason(facts.record.test)})"]
+    if rec.skipped and rec.test is not None:
+        cause = rec.test.skip_cause
+        return [f"RESULT: not run ({_SKIP_REASON.get(cause) or SKIP_CAUSE_TEXT[cause]})"]
     if not test:
         return [f"RESULT: not run ({rec.status})"]
     lines = [RESULT, *([quoted(one_line(s)) for s in summary_lines(test)] or [NO_SUMMARY])]
