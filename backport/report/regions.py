@@ -123,18 +123,12 @@ def drop_orphan_markers(text: str) -> str:
 
 
 def replace_region(text: str, name: str, content: str) -> str:
-    """Set the content of every complete region ``name`` (in ``text``'s line ending); without
-    one, complete its orphan start marker, else append the region."""
-    newline = newline_of(text)
-    inner = _inner(content, newline)
-    regions = [r for r in scan(text)[0] if r.name == name]
-    if not regions:  # the orphan start completed, else the region added at the end
-        return (restore_region(text, name, content)
-                or insert_region(drop_orphan_markers(text), name, content, len(text)))
+    """Set the content of every complete region ``name`` (in ``text``'s line ending)."""
+    inner = _inner(content, newline_of(text))
     pieces: list[str] = []
     last = 0
-    for region in regions:
-        if region.start < last:  # nested inside an earlier region of the same name
+    for region in scan(text)[0]:
+        if region.name != name or region.start < last:  # or nested in an earlier one
             continue
         pieces.append(text[last:region.inner_start])
         pieces.append(inner)
@@ -161,7 +155,6 @@ def restore_region(text: str, name: str, content: str) -> str | None:
 def insert_region(text: str, name: str, content: str, index: int) -> str:
     """Insert region ``name`` as its own lines at character ``index`` (snapped to a line start)."""
     newline = newline_of(text)
-    index = max(0, min(index, len(text)))
     if index and text[index - 1] != "\n":
         nl = text.find("\n", index)
         index = len(text) if nl < 0 else nl + 1
