@@ -130,8 +130,7 @@ class Progress:
             self._closed = True
             live = self._live
         if live is not None:
-            live.update(self.table(), refresh=True)
-            live.stop()
+            live.stop()  # its last refresh draws the final table
         else:
             with suppress(OSError, ValueError):
                 self.console.file.flush()

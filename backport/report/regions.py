@@ -228,16 +228,15 @@ def refresh_body(existing: str, fresh: str) -> str:
 
 # -- the record line ----------------------------------------------------------------------------
 _LINE = re.compile(r"^<!-- backport:record v1 (?P<json>\{.*\}) -->$", re.M)  # version 1
-_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
 
 def record_line(rec: BranchRecord, keep: dict[str, Any] | None = None) -> str:
     """The hidden line of ``rec`` (published); ``keep``: the JSON it was read from."""
     text = json.dumps(encode(rec.published(), compact=True, keep=keep), ensure_ascii=True,
                       separators=(",", ":"))
-    for char, escape in _ESCAPES.items():  # only inside JSON strings: JSON has no such syntax
-        text = text.replace(char, escape)
-    return f"<!-- backport:record v1 {text} -->"
+    # ``<>&`` occur only inside JSON strings, where ``\\u`` escapes mean the same
+    return f"<!-- backport:record v1 {text.translate(_ESCAPES)} -->"
 
 
 def read_line(body: str | None, *, target: str,

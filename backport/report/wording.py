@@ -98,13 +98,10 @@ def _probed(attr: str, key: str) -> Field:
 
 def _visible_write(facts: Facts) -> str:
     env = facts.record.env
-    if not env:
-        return NOT_PROBED
-    count = env.fact("npu_count")
-    if count is None:
-        return NOT_FOUND
-    devices = env.fact("visible_devices")
-    return f"{count} (PHYSICAL NPU {devices})" if count and devices else str(count)
+    count, devices = (env.fact("npu_count"), env.fact("visible_devices")) if env else (None, None)
+    if count and devices:
+        return f"{count} (PHYSICAL NPU {devices})"
+    return _val(count, NOT_FOUND if env else NOT_PROBED)
 
 
 def _env_write(facts: Facts) -> str:
