@@ -139,10 +139,10 @@ def status_style(status: str) -> str:
     return "red" if value in FAILURES else "yellow"
 
 
-def render_table(records: list[BranchRecord], console: Console, *, title: str | None = None) -> None:
+def render_table(records: list[BranchRecord], console: Console) -> None:
     """Print one row per branch (target, fork branch, status, test result, PR), then messages."""
     rows = report_rows(records)
-    table = Table(title=title, show_lines=False)
+    table = Table()
     for header in ("target", "fork branch", "status", "test", "PR"):
         table.add_column(header, overflow="fold")
     for row in rows:
