@@ -288,9 +288,8 @@ def _shared_notes(vs: _Views) -> list[str]:
 
 
 def _runner_note(vs: _Views) -> str | None:
-    """One sentence on how the tests were run, so differing times explain themselves; None
-    when no branch ran in a warm worker (a process that had already imported torch)."""
-    # the branches whose result row shows a test run (not a conflict, not proposed elsewhere)
+    """How the tests were run, so differing times explain themselves; None when no branch whose
+    row shows a test run (no conflict, not proposed elsewhere) ran in a warm worker."""
     ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner
            and v.status != "conflict" and proposed_zh(v) is None]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]

@@ -92,9 +92,8 @@ def _render(name: str, jobs: Sequence[MatrixJob], **more: str) -> str:
 
 
 def gitcode_pipeline(jobs: Sequence[MatrixJob], selection: str) -> str:
-    """The whole GitCode apply pipeline for ``jobs``; ``selection`` is the command's options.
-    Each job tests its branch without the token (`apply --no-push`), then publishes in a step
-    that runs no test code (`apply --skip-tests`)."""
+    """The GitCode apply pipeline (``selection``: the command's options): each job tests without
+    the token (`apply --no-push`), then publishes in a step running no test code (`--skip-tests`)."""
     return _render("gitcode-apply.yml.j2", jobs, selection=selection)
 
 

@@ -42,9 +42,8 @@ def _first_line(text: str) -> str:
 
 
 class Progress:
-    """Per-branch progress on ``console`` (stderr); ``event`` may be called from any thread. On a
-    terminal without ``NO_COLOR`` a live table of each target's step and time, else one line an
-    event (``[v2.7.1] testing: …``); ``quiet``: errors only, ``verbose``: details whole."""
+    """Per-branch progress on stderr, ``event`` from any thread: a live table on a terminal without
+    ``NO_COLOR``, else a line an event; ``quiet``: errors only, ``verbose``: details whole."""
 
     def __init__(self, console: Console | None = None, *, quiet: bool = False,
                  verbose: bool = False, clock: Callable[[], float] = time.monotonic) -> None:

@@ -68,9 +68,8 @@ def shown_status(record: BranchRecord) -> str:
 
 
 def test_state(record: BranchRecord) -> tuple[str, str | None]:
-    """What happened to the branch's tests: ``passed``, ``failed``, ``skipped`` (with its cause,
-    a value of SKIPPED_BECAUSE) or ``not-run`` (none yet, or none could run: the status says
-    why)."""
+    """``passed``, ``failed``, ``skipped`` (with its cause from SKIPPED_BECAUSE) or ``not-run``
+    (none yet, or none could run: the status says why)."""
     test = record.test
     if test is None or (test.ok is None and not test.skipped):
         return "not-run", None
