@@ -35,7 +35,7 @@ _SYNC_HEAD = re.compile(rf"^sync-pr({DIGITS})-(.+)$")
 _CHERRY_PICK = re.compile(rf"^cherry-pick-mr-({DIGITS})-[0-9]+-auto$")
 _REPO = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
 # This tool's forms: a backport PR's evidence line, a backport commit's last paragraph.
-_SOURCE_LINE = re.compile(rf"^{re.escape(SOURCE.prefix)}({_REPO})!({DIGITS})@[0-9a-f]{{40}}$",
+_SOURCE_LINE = re.compile(rf"^{re.escape(SOURCE.key)}=({_REPO})!({DIGITS})@[0-9a-f]{{40}}$",
                           re.MULTILINE)
 _TOOL_TRAILER = re.compile(rf"Backport of ({_REPO})!({DIGITS})\.\n"
                            rf"\(cherry picked from commit [0-9a-f]{{40}}\)")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from backport.config.model import BranchMap, PatchSet
-from backport.envs.model import AUTOLOAD, ChangeScope
+from backport.envs.model import AUTOLOAD
 from backport.errors import BackportError
 from backport.records import BranchRecord, EnvEvidence
 from backport.redact import redact
@@ -108,7 +108,12 @@ def result_cell(view: BranchRecord) -> str:
               for name, outcome in view.test.patch_tests if outcome != "ok"]
     if missed and all(run.ok for run in view.test.runs):  # the summary alone would say passed
         parts.append(f"补丁新增的测试未全部通过：{'、'.join(missed)}")
-    parts += changes_cell(view.test.changes)
+    changes = view.test.changes
+    if changes.overlay:
+        parts.append(f"torch_npu 中的 {_files_zh(changes.overlay)} 以该分支的版本运行")
+    if changes.not_in_build:
+        parts.append(f"未验证改动（证据中的 `NOT_IN_BUILD`）：{_files_zh(changes.not_in_build)} "
+                     f"不在所测的 torch_npu 构建中")
     if view.stale:
         tested, head = str(view.test.commit)[:12], str(view.head)[:12]
         parts.append(f"该结果测于 {tested}；Fork 分支已被他人更新为 {head}，未经本工具测试"
@@ -119,17 +124,6 @@ def result_cell(view: BranchRecord) -> str:
 def _files_zh(paths: Sequence[str]) -> str:
     """Paths as code spans (they stay spans in a table cell and in a sentence)."""
     return "、".join(wording.code(path) for path in paths)
-
-
-def changes_cell(changes: ChangeScope) -> list[str]:
-    """What the result cell adds for a series that changes more than tests."""
-    parts = []
-    if changes.overlay:
-        parts.append(f"torch_npu 中的 {_files_zh(changes.overlay)} 以该分支的版本运行")
-    if changes.not_in_build:
-        parts.append(f"未验证改动（证据中的 `NOT_IN_BUILD`）：{_files_zh(changes.not_in_build)} "
-                     f"不在所测的 torch_npu 构建中")
-    return parts
 
 
 def changes_notes_zh(views: Sequence[BranchRecord]) -> list[str]:
@@ -158,10 +152,9 @@ _CHANGES_NOTE_ZH = {
 }
 
 
-def issue_sentence(vs: _Views, issue: str = "该 Issue") -> str:
-    """Which PRs exist and are linked to the issue (``issue``: how the sentence names the
-    set's issues), as true when rendered: linked, open but not linked (the forge refused the
-    link), and no PR yet; a group with no branch is left out."""
+def issue_sentence(vs: _Views, issue: str) -> str:
+    """Which PRs are linked to ``issue`` (how the sentence names the set's issues) as true when
+    rendered: linked, not linked (the forge refused), carried by another PR, no PR yet."""
 
     def linked(v: BranchRecord) -> bool:
         if v.pr is not None and "link" in v.pr.refused:
@@ -169,20 +162,19 @@ def issue_sentence(vs: _Views, issue: str = "该 Issue") -> str:
         # The body being rendered is the own branch's PR, linked right after it is written.
         return v.linked or (v.target == vs.own.target and bool(v.commit or v.pushed_sha))
 
-    with_link = [v.target for v in vs.views if linked(v)]
+    groups: dict[str, list[str]] = {f"已关联{issue} 的 PR": [], f"PR 未关联{issue} 的目标分支": [],
+                                    "已由其他 PR 带入源 PR 的目标分支": [], "尚无 PR 的目标分支": []}
+    with_link, unlinked, elsewhere, missing = groups.values()
+    for v in vs.views:
+        if linked(v):
+            with_link.append(v.target)
+        elif v.status == Status.ALREADY_PROPOSED and v.proposed is not None:
+            elsewhere.append(f"{v.target}（!{v.proposed.number}）")
+        else:
+            (unlinked if v.pr is not None else missing).append(v.target)
     if len(with_link) == len(vs.views):
         return f"{_cn_count(len(vs.views))}个目标分支的 PR 均关联{issue}。"
-    elsewhere = {v.target: f"{v.target}（!{v.proposed.number}）" for v in vs.views
-                 if v.target not in with_link and v.status == Status.ALREADY_PROPOSED
-                 and v.proposed is not None}
-    unlinked = [v.target for v in vs.views if v.target not in with_link and v.pr is not None
-                and v.target not in elsewhere]
-    missing = [v.target for v in vs.views if v.target not in with_link and v.pr is None
-               and v.target not in elsewhere]
-    groups = ((f"已关联{issue} 的 PR", with_link), (f"PR 未关联{issue} 的目标分支", unlinked),
-              ("已由其他 PR 带入源 PR 的目标分支", list(elsewhere.values())),
-              ("尚无 PR 的目标分支", missing))
-    return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups if names) + "。"
+    return "；".join(f"{title}：{'、'.join(names)}" for title, names in groups.items() if names) + "。"
 
 
 def _visible(env: EnvEvidence) -> str:
@@ -250,7 +242,6 @@ def _env_lines(vs: _Views) -> list[str]:
                            ("NPU", "npu_model"))
     ]
     lines.append(f"可见设备数：{_common_or_per_branch(views, _visible)}")
-    probed = [v for v in views if v.env]
     for view in views:
         env = view.env
         if not env:
@@ -268,7 +259,7 @@ def _env_lines(vs: _Views) -> list[str]:
         if env.fact("torch_npu_loads") is False or env.autoload_disabled:
             line += f"；torch_npu 未加载，测试在 {wording.code(f'{AUTOLOAD}=0')} 下运行，未使用 NPU"
         lines.append(line)
-    notes = [(v.target, v.env.note) for v in probed if v.env and v.env.note]
+    notes = [(v.target, v.env.note) for v in views if v.env and v.env.note]
     if len({note for _, note in notes}) == 1:
         lines.append(f"设备说明：{wording.device_note_zh(notes[0][1])}")
     else:
@@ -284,7 +275,7 @@ def _commands(views: list[BranchRecord]) -> list[str]:
         if view.skipped and view.test is not None:
             lines.append(f"# {wording.SKIPPED_ZH[view.test.skip_cause]}".replace("`", ""))
         elif view.test and view.test.command:
-            lines.append(untrusted(view.test.command, where="code"))
+            lines.append(view.test.command)
         else:
             lines.append(f"# 未运行：{wording.status_zh(view.status)}".replace("`", ""))
     return [untrusted(line, where="code") for line in lines]
@@ -297,9 +288,8 @@ def _shared_notes(vs: _Views) -> list[str]:
 
 
 def _runner_note(vs: _Views) -> str | None:
-    """One sentence on how the tests were run, so differing times explain themselves; None
-    when no branch ran in a warm worker (a process that had already imported torch)."""
-    # the branches whose result row shows a test run (not a conflict, not proposed elsewhere)
+    """How the tests were run, so differing times explain themselves; None when no branch whose
+    row shows a test run (no conflict, not proposed elsewhere) ran in a warm worker."""
     ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner
            and v.status != "conflict" and proposed_zh(v) is None]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
@@ -364,11 +354,6 @@ def _docs(ctx: BodyContext) -> tuple[list[dict[str, str]], str] | None:
     return rows, conclusion
 
 
-def _touched(ps: PatchSet) -> set[str]:
-    """The paths the series changed as applied, on any target."""
-    return {path for touched in ps.touched_paths.values() for path in touched}
-
-
 _KIND_ZH = {"resolution": "人工冲突解决结果", "variant": "已保存的分支补丁"}
 
 
@@ -405,7 +390,8 @@ def template_variables(ctx: BodyContext) -> dict:
     vs = _Views(ctx)
     bm, ps = ctx.branch_map, ctx.patch_set
     docs = _docs(ctx)
-    changed = _touched(ps).union(*(p.paths for p in ps.patches))
+    touched = {path for paths in ps.touched_paths.values() for path in paths}  # as applied
+    changed = touched.union(*(p.paths for p in ps.patches))
     return {
         "api": ps.api,
         "title": ps.title,
@@ -430,7 +416,7 @@ def template_variables(ctx: BodyContext) -> dict:
                      for v in vs.views],
         "issue_sentence": issue_sentence(vs, "该 Issue" if len(ps.issues) == 1 else "这些 Issue"),
         "handwritten": (ps.body or "").strip("\n") or None,
-        "changed_files": sorted(_touched(ps)) or sorted({t.path for t in ps.tests}),
+        "changed_files": sorted(touched) or sorted({t.path for t in ps.tests}),
         "tests": [wording.code(" ".join((t.path, *t.args))) for t in ps.tests],
         "docs": docs[0] if docs else None,
         "docs_conclusion": docs[1] if docs else "",
@@ -445,16 +431,29 @@ def template_variables(ctx: BodyContext) -> dict:
 
 
 def render_body(ctx: BodyContext, existing: str | None = None) -> str:
-    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions."""
-    name, search_dir = "pr_body.md.j2", None
-    if ctx.template is not None:
-        name, search_dir = ctx.template.name, ctx.template.parent
-    text = render_template(name, template_variables(ctx), search_dir=search_dir)
+    """The PR body for ``ctx.target``; with ``existing``, refresh only its generated regions.
+    Template errors are BackportError naming the template and its line."""
+    import jinja2
+
+    search_dir = ctx.template.parent if ctx.template is not None else None
+    name = ctx.template.name if ctx.template is not None else "pr_body.md.j2"
+    shown = str(ctx.template) if ctx.template is not None else f"backport/report/templates/{name}"
+    try:
+        text = _environment(search_dir).get_template(name).render(**template_variables(ctx))
+    except jinja2.TemplateNotFound as exc:
+        raise BackportError("config", f"PR body template {shown} was not found.") from exc
+    except jinja2.TemplateError as exc:
+        frames = reversed(traceback.extract_tb(exc.__traceback__))
+        line = (exc.lineno if isinstance(exc, jinja2.TemplateSyntaxError)
+                else next((f.lineno for f in frames if Path(f.filename).name == name), None))
+        where = f" line {line}" if line else ""
+        raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
     fresh = redact(text.strip("\n") + "\n")
     return rg.refresh_body(existing, fresh) if existing and existing.strip() else fresh
 
+
 @functools.lru_cache(maxsize=8)
-def _environment(search_dir: str | None) -> SandboxedEnvironment:
+def _environment(search_dir: Path | None) -> SandboxedEnvironment:
     """The sandboxed Jinja2 environment of the packaged templates or of ``search_dir``."""
     import jinja2
     from jinja2.sandbox import SandboxedEnvironment
@@ -476,26 +475,3 @@ def _untrusted_filter(text: object, where: str = "prose") -> str:
     if where not in ("prose", "cell", "code", "span", "cell-span"):
         raise jinja2.TemplateRuntimeError(f"untrusted: unknown place {where!r}")
     return untrusted(text, where=where)  # type: ignore[arg-type]
-
-
-def render_template(name: str, variables: dict, *, search_dir: Path | None = None) -> str:
-    """Render template ``name`` (packaged, or from ``search_dir``); errors are BackportError."""
-    import jinja2
-
-    env = _environment(str(search_dir) if search_dir is not None else None)
-    shown = str(search_dir / name) if search_dir is not None else f"backport/report/templates/{name}"
-    try:
-        template = env.get_template(name)
-        return template.render(**variables)
-    except jinja2.TemplateNotFound as exc:
-        raise BackportError("config", f"PR body template {shown} was not found.") from exc
-    except jinja2.TemplateError as exc:
-        line = (exc.lineno if isinstance(exc, jinja2.TemplateSyntaxError)
-                else _template_line(exc, name))
-        where = f" line {line}" if line else ""
-        raise BackportError("config", f"PR body template {shown}{where}: {exc.message}.") from exc
-
-
-def _template_line(exc: BaseException, name: str) -> int | None:
-    frames = reversed(traceback.extract_tb(exc.__traceback__))
-    return next((f.lineno for f in frames if Path(f.filename).name == name), None)

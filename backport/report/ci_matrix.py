@@ -7,6 +7,7 @@ examples/ci/gitcode-apply.yml and gitcode-trigger.yml are its output for the bun
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -39,8 +40,7 @@ class MatrixJob:
         return f"backport apply --api {self.api} --branch {self.branch}"
 
     def to_dict(self) -> dict:
-        return {"api": self.api, "branch": self.branch, "env": self.env,
-                "runs_on": list(self.runs_on), "image": self.image, "command": self.command}
+        return {**dataclasses.asdict(self), "runs_on": list(self.runs_on), "command": self.command}
 
 
 def _job(bm: BranchMap, api: str, target: str) -> MatrixJob:
@@ -80,7 +80,7 @@ def _templates() -> jinja2.Environment:
         variable_start_string="<<", variable_end_string=">>", block_start_string="<%",
         block_end_string="%>", undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True)
-    env.filters["q"] = _q
+    env.filters["q"] = _q  # `map("q")`
     return env
 
 
@@ -92,9 +92,8 @@ def _render(name: str, jobs: Sequence[MatrixJob], **more: str) -> str:
 
 
 def gitcode_pipeline(jobs: Sequence[MatrixJob], selection: str) -> str:
-    """The whole GitCode apply pipeline for ``jobs``; ``selection`` is the command's options.
-    Each job tests its branch without the token (`apply --no-push`), then publishes in a step
-    that runs no test code (`apply --skip-tests`)."""
+    """The GitCode apply pipeline (``selection``: the command's options): each job tests without
+    the token (`apply --no-push`), then publishes in a step running no test code (`--skip-tests`)."""
     return _render("gitcode-apply.yml.j2", jobs, selection=selection)
 
 

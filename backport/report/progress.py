@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import IO
 
 from rich.console import Console
 from rich.live import Live
@@ -43,15 +42,11 @@ def _first_line(text: str) -> str:
 
 
 class Progress:
-    """Per-branch progress on ``console`` (stderr); ``event`` may be called from any thread. On a
-    terminal without ``NO_COLOR`` a live table of each target's step and time, else one line an
-    event (``[v2.7.1] testing: …``); ``quiet``: errors only, ``verbose``: details whole."""
+    """Per-branch progress on stderr, ``event`` from any thread: a live table on a terminal without
+    ``NO_COLOR``, else a line an event; ``quiet``: errors only, ``verbose``: details whole."""
 
     def __init__(self, console: Console | None = None, *, quiet: bool = False,
-                 verbose: bool = False, live: bool | None = None,
-                 environ: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        environ = os.environ if environ is None else environ
+                 verbose: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.console = console or Console(stderr=True)
         self.quiet = quiet
         self.verbose = verbose
@@ -59,23 +54,11 @@ class Progress:
         self._lock = threading.RLock()
         self._rows: dict[str, _Row] = {}
         self._closed = False
-        if live is None:
-            live = self.console.is_terminal and "NO_COLOR" not in environ and not quiet
         self._live: Live | None = None
-        if live:
-            self._live = Live(self, console=self.console, refresh_per_second=4, transient=False)
+        if self.console.is_terminal and "NO_COLOR" not in os.environ and not quiet:
+            self._live = Live(console=self.console, refresh_per_second=4, transient=False,
+                              get_renderable=self.table)
             self._live.start()
-
-    @classmethod
-    def plain(cls, stream: IO[str], *, quiet: bool = False, verbose: bool = False) -> Progress:
-        """Line-per-event progress written to ``stream`` (no colours, no live view)."""
-        console = Console(file=stream, force_terminal=False, no_color=True, highlight=False,
-                          emoji=False, soft_wrap=True, width=10_000)
-        return cls(console, quiet=quiet, verbose=verbose, live=False)
-
-    @property
-    def is_live(self) -> bool:
-        return self._live is not None
 
     def __enter__(self) -> Progress:
         return self
@@ -138,14 +121,6 @@ class Progress:
                               Text(_first_line(row.detail), style="dim"))
         return table
 
-    def __rich__(self) -> Table:
-        return self.table()
-
-    def state(self) -> dict[str, str]:
-        """Target -> current step (for tests and the final report)."""
-        with self._lock:
-            return {target: row.step for target, row in self._rows.items()}
-
     def close(self) -> None:
         """Stop the live view, leaving the final table on screen; safe to call twice."""
         with self._lock:
@@ -154,17 +129,15 @@ class Progress:
             self._closed = True
             live = self._live
         if live is not None:
-            live.update(self.table(), refresh=True)
-            live.stop()
+            live.stop()  # its last refresh draws the final table
         else:
             with suppress(OSError, ValueError):
                 self.console.file.flush()
 
 
 class PhaseProgress:
-    """A long run's phase, its count and the time since the start, on one line of a terminal
-    redrawn every second (rich's progress display, gone when the run ends); nothing where the
-    console is no terminal (a pipe, a log file, CI), which gets only warnings."""
+    """A long run's phase, its count and the time since the start on one terminal line, redrawn
+    every second and gone when the run ends; nothing where the console is no terminal."""
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)

@@ -1,18 +1,14 @@
 """The generated parts of a PR body, and the branch record its evidence region carries.
 
-A region is the text between ``<!-- backport:NAME:start -->`` and ``<!-- backport:NAME:end -->``;
-the one evidence block uses ``<!-- api-validation-evidence:start -->`` / ``:end -->``. A refresh
-(`refresh_body`) replaces only what is inside markers; everything outside belongs to the
-maintainer and is kept byte for byte. A marker without its partner is an orphan: its region
-counts as missing, the marker alone is dropped and the text after it stays.
+A region is the text between ``<!-- backport:NAME:start -->`` and ``<!-- backport:NAME:end -->``
+(the evidence block: ``<!-- api-validation-evidence:start -->`` / ``:end -->``). A refresh
+(`refresh_body`) replaces only what is inside markers and keeps the rest byte for byte; a
+marker without its partner (an orphan) is dropped, the text after it stays.
 
-The evidence region ends with ``<!-- backport:record v1 {...} -->``: the branch's record
-(`BranchRecord.published`) in the codec's compact JSON, which the other hosts read back
-(`read_record`); the evidence text above it is for reviewers and never read. The line is ASCII
-with ``<``, ``>`` and ``&`` written as ``\\u`` escapes, so no text from outside ends the comment
-or opens a marker. A line that is not valid JSON (a key given twice, NaN), of another version,
-shape or branch reads as no record; keys a later version added are read past and written again
-when this host rewrites that branch's PR from the record it read.
+The evidence region ends with ``<!-- backport:record v1 {...} -->``: the published record in the
+codec's compact JSON, which other hosts read back (`read_line`), ASCII with ``<>&`` as ``\\u``
+escapes so no outside text ends the comment. Invalid JSON (a key twice, NaN), another version,
+shape or branch reads as no record; keys a later version added are kept when rewritten.
 """
 
 from __future__ import annotations
@@ -102,17 +98,9 @@ def scan(text: str) -> tuple[list[Region], list[Orphan]]:
     return regions, orphans
 
 
-def all_regions(text: str) -> list[Region]:
-    """Every complete region of ``text`` in order, duplicates included."""
-    return scan(text)[0]
-
-
 def find_regions(text: str) -> dict[str, Region]:
     """Complete regions by name (the first one when a name occurs twice)."""
-    found: dict[str, Region] = {}
-    for region in all_regions(text):
-        found.setdefault(region.name, region)
-    return found
+    return {region.name: region for region in reversed(scan(text)[0])}
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:
@@ -135,18 +123,12 @@ def drop_orphan_markers(text: str) -> str:
 
 
 def replace_region(text: str, name: str, content: str) -> str:
-    """Set the content of every complete region ``name`` (in ``text``'s line ending); without
-    one, complete its orphan start marker, else append the region."""
-    newline = newline_of(text)
-    inner = _inner(content, newline)
-    regions = [r for r in all_regions(text) if r.name == name]
-    if not regions:  # the orphan start completed, else the region added at the end
-        return (restore_region(text, name, content)
-                or insert_region(drop_orphan_markers(text), name, content, len(text)))
+    """Set the content of every complete region ``name`` (in ``text``'s line ending)."""
+    inner = _inner(content, newline_of(text))
     pieces: list[str] = []
     last = 0
-    for region in regions:
-        if region.start < last:  # nested inside an earlier region of the same name
+    for region in scan(text)[0]:
+        if region.name != name or region.start < last:  # or nested in an earlier one
             continue
         pieces.append(text[last:region.inner_start])
         pieces.append(inner)
@@ -173,7 +155,6 @@ def restore_region(text: str, name: str, content: str) -> str | None:
 def insert_region(text: str, name: str, content: str, index: int) -> str:
     """Insert region ``name`` as its own lines at character ``index`` (snapped to a line start)."""
     newline = newline_of(text)
-    index = max(0, min(index, len(text)))
     if index and text[index - 1] != "\n":
         nl = text.find("\n", index)
         index = len(text) if nl < 0 else nl + 1
@@ -234,40 +215,34 @@ def _insert_missing(text: str, fresh: str, order: list[Region], region: Region) 
 def refresh_body(existing: str, fresh: str) -> str:
     """Copy the generated regions of ``fresh`` into ``existing``; keep everything else."""
     text = ensure_single_evidence(existing)
-    order = all_regions(fresh)
+    order = scan(fresh)[0]
     for region in order:
         content = region.content(fresh)
         if region.name in find_regions(text):
             text = replace_region(text, region.name, content)
             continue
-        restored = restore_region(text, region.name, content)
-        text = restored if restored is not None else _insert_missing(text, fresh, order, region)
+        text = (restore_region(text, region.name, content)
+                or _insert_missing(text, fresh, order, region))
     return ensure_single_evidence(drop_orphan_markers(text))
 
 
 # -- the record line ----------------------------------------------------------------------------
 _LINE = re.compile(r"^<!-- backport:record v1 (?P<json>\{.*\}) -->$", re.M)  # version 1
-_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
 
 def record_line(rec: BranchRecord, keep: dict[str, Any] | None = None) -> str:
     """The hidden line of ``rec`` (published); ``keep``: the JSON it was read from."""
     text = json.dumps(encode(rec.published(), compact=True, keep=keep), ensure_ascii=True,
                       separators=(",", ":"))
-    for char, escape in _ESCAPES.items():  # only inside JSON strings: JSON has no such syntax
-        text = text.replace(char, escape)
-    return f"<!-- backport:record v1 {text} -->"
-
-
-def read_record(body: str | None, *, target: str, fork_branch: str) -> BranchRecord | None:
-    """The record ``body``'s evidence region carries for ``target`` on ``fork_branch``, or None."""
-    read = read_line(body, target=target, fork_branch=fork_branch)
-    return read[0] if read else None
+    # ``<>&`` occur only inside JSON strings, where ``\\u`` escapes mean the same
+    return f"<!-- backport:record v1 {text.translate(_ESCAPES)} -->"
 
 
 def read_line(body: str | None, *, target: str,
               fork_branch: str) -> tuple[BranchRecord, dict[str, Any]] | None:
-    """`read_record`, with the JSON it was read from (`record_line`'s ``keep``)."""
+    """The record ``body``'s evidence region carries for ``target`` on ``fork_branch``, with
+    the JSON it was read from (`record_line`'s ``keep``); None when it carries none."""
     if not body:
         return None
     region = find_regions(body).get(EVIDENCE)

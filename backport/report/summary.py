@@ -50,7 +50,7 @@ def test_result(record: BranchRecord) -> str:
         parts.append(f"torch_npu overlay: {' '.join(test.changes.overlay)}")
     if test.not_in_build:
         parts.append(f"not in build (not validated): {' '.join(test.changes.not_in_build)}")
-    return redact(", ".join(" ".join(p.split()) for p in parts))
+    return redact(", ".join(wording.one_line(p) for p in parts))
 
 
 # Why a branch's tests did not run on purpose, as `status --json` / `apply --json` say it.
@@ -68,9 +68,8 @@ def shown_status(record: BranchRecord) -> str:
 
 
 def test_state(record: BranchRecord) -> tuple[str, str | None]:
-    """What happened to the branch's tests: ``passed``, ``failed``, ``skipped`` (with its cause,
-    a value of SKIPPED_BECAUSE) or ``not-run`` (none yet, or none could run: the status says
-    why)."""
+    """``passed``, ``failed``, ``skipped`` (with its cause from SKIPPED_BECAUSE) or ``not-run``
+    (none yet, or none could run: the status says why)."""
     test = record.test
     if test is None or (test.ok is None and not test.skipped):
         return "not-run", None
@@ -79,13 +78,12 @@ def test_state(record: BranchRecord) -> tuple[str, str | None]:
     return ("passed" if test.ok else "failed"), None
 
 
-def report_rows(api: str, records: list[BranchRecord]) -> list[dict]:
-    """Flat rows (all strings) for tables: api, target, fork branch, status, commit, test, PR."""
+def report_rows(records: list[BranchRecord]) -> list[dict]:
+    """Flat rows for tables: target, fork branch, status, commit, test, PR, messages."""
     rows = []
     for record in records:
         test = record.test
         rows.append({
-            "api": api,
             "target": record.target,
             "fork_branch": record.fork_branch,
             "status": shown_status(record),
@@ -134,19 +132,16 @@ def status_style(status: str) -> str:
     """Rich style for a status: green for success, red for failures, yellow otherwise."""
     if status == SKIPPED:
         return "yellow"
-    try:
-        value = Status(status)
-    except ValueError:
-        return ""
+    value = Status(status)
     if value.ok:
         return "green"
     return "red" if value in FAILURES else "yellow"
 
 
-def render_table(records: list[BranchRecord], console: Console, *, title: str | None = None) -> None:
+def render_table(records: list[BranchRecord], console: Console) -> None:
     """Print one row per branch (target, fork branch, status, test result, PR), then messages."""
-    rows = report_rows("", records)
-    table = Table(title=title, show_lines=False)
+    rows = report_rows(records)
+    table = Table()
     for header in ("target", "fork branch", "status", "test", "PR"):
         table.add_column(header, overflow="fold")
     for row in rows:
@@ -178,7 +173,7 @@ def _md_cell(text: str) -> str:
 
 def render_markdown(patch_set_name: str, records: list[BranchRecord]) -> str:
     """The run report written to ``.backport/runs/<name>/report.md``."""
-    rows = report_rows(patch_set_name, records)
+    rows = report_rows(records)
     lines = [f"# backport report: {patch_set_name}", "",
              "| target | fork branch | status | commit | test | PR |",
              "| --- | --- | --- | --- | --- | --- |"]

@@ -36,6 +36,7 @@ _LIVE = re.compile(
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # an ampersand that would start an entity
 _PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _FENCE_RUN = re.compile(r"`{3,}|~{3,}")
+_ESCAPES = {"<": "&lt;", ">": "&gt;", "`": "\\`", "[": "\\[", "]": "\\]", "|": "\\|"}
 
 
 def _visible(text: str) -> str:
@@ -43,16 +44,11 @@ def _visible(text: str) -> str:
     text = str(text)
     if text.isascii() and text.isprintable():  # no control, invisible or other space in it
         return " ".join(text.split())
-    out = []
-    for ch in text:
-        if ch.isspace():
-            out.append(" ")
-        elif ch in _INVISIBLE or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn",
-                                                              "Zl", "Zp"):
-            out.append(REPLACEMENT)
-        else:
-            out.append(ch)
-    return " ".join("".join(out).split())
+    hidden = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+    shown = (" " if ch.isspace() else
+             REPLACEMENT if ch in _INVISIBLE or unicodedata.category(ch) in hidden else ch
+             for ch in text)
+    return " ".join("".join(shown).split())
 
 
 def _no_markers(text: str) -> str:
@@ -80,16 +76,10 @@ def _plain(text: str, *, cell: bool) -> str:
         if ch == "\\":
             following = text[index + 1:index + 2]
             out.append("\\\\" if following and following in _PUNCT else "\\")
-        elif ch == "<":
-            out.append("&lt;")
-        elif ch == ">":
-            out.append("&gt;")
         elif ch == "&" and _ENTITY.match(text, index):
             out.append("&amp;")
-        elif ch in "`[]|":
-            out.append("\\" + ch)
         else:
-            out.append(ch)
+            out.append(_ESCAPES.get(ch, ch))
     line = "".join(out)
     # A heading, quote or list cannot start here (values are one line, but may start one).
     return re.sub(r"^([#>+=-])", r"\\\1", line) if not cell else line

@@ -21,7 +21,6 @@ from backport.records import (
     SKIP_NO_TORCH,
     SKIP_ON_REQUEST,
     BranchRecord,
-    EnvEvidence,
     TestResult,
 )
 from backport.report.untrusted import untrusted
@@ -31,10 +30,7 @@ NOT_RUN = "none (not run)"
 RESULT = "RESULT:"  # the heading of the result section
 TIMED_OUT = "TIMED OUT"
 NO_SUMMARY = "no test summary"
-SKIPPED = "skipped on request"
-# A summary line of the test's output that would read as a line of the block's own (a key, the
-# result heading, a timeout) is written after this prefix, so a reviewer tells them apart.
-QUOTED = "> "
+QUOTED = "> "  # before a summary line that would read as a line of the block
 
 _TIMED_OUT = re.compile(r"^TIMED OUT(?: after (?P<seconds>\d+)s)?$")
 _KEY_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -49,19 +45,13 @@ class Facts:
     api: str | None  # None: the set names no API (no API= line)
     configured_env: str | None = None  # the environment branches.yaml names for the target
     source: SourcePr | None = None  # the upstream PR the set was made from
-    # The branches whose records say they were run in an environment (None: not known); only
-    # those are named as sharing this branch's environment.
-    ran_in_envs: tuple[str, ...] | None = None
+    ran_in_envs: tuple[str, ...] = ()  # the branches that ran in an environment: shared with
 
     @property
     def test(self) -> TestResult | None:
         """The test result, when tests ran (not skipped on request)."""
         test = self.record.test
         return test if test and not test.skipped else None
-
-    @property
-    def env(self) -> EnvEvidence | None:
-        return self.record.env
 
 
 @dataclass(frozen=True)
@@ -70,10 +60,6 @@ class Field:
 
     key: str
     write: Callable[[Facts], str | None]  # the value; None leaves the line out
-
-    @property
-    def prefix(self) -> str:
-        return f"{self.key}="
 
     def lines(self, facts: Facts) -> list[str]:
         value = self.write(facts)
@@ -105,27 +91,24 @@ def _val(value: object, missing: str = NOT_FOUND) -> str:
 def _probed(attr: str, key: str) -> Field:
     """A value the probe read; "not probed yet" when no run has read the environment."""
     def write(facts: Facts) -> str:
-        env = facts.env
+        env = facts.record.env
         return _val(env.fact(attr) if env else None, NOT_FOUND if env else NOT_PROBED)
     return Field(key, write)
 
 
 def _visible_write(facts: Facts) -> str:
-    env = facts.env
-    if not env:
-        return NOT_PROBED
-    count = env.fact("npu_count")
-    if count is None:
-        return NOT_FOUND
-    devices = env.fact("visible_devices")
-    return f"{count} (PHYSICAL NPU {devices})" if count and devices else str(count)
+    env = facts.record.env
+    count, devices = (env.fact("npu_count"), env.fact("visible_devices")) if env else (None, None)
+    if count and devices:
+        return f"{count} (PHYSICAL NPU {devices})"
+    return _val(count, NOT_FOUND if env else NOT_PROBED)
 
 
 def _env_write(facts: Facts) -> str:
-    env = facts.env
+    env = facts.record.env
     name = _val((env.name if env else None) or facts.configured_env)
     shared = [s for s in env.shared_with if s != facts.record.target
-              and (facts.ran_in_envs is None or s in facts.ran_in_envs)] if env else []
+              and s in facts.ran_in_envs] if env else []
     if shared and env and env.name:
         name += f" (shared with {', '.join(shared)})"
     return name
@@ -155,20 +138,16 @@ def _stale_write(facts: Facts) -> str | None:
             "holds, was not tested by this run")
 
 
-def _skip_reason(test: TestResult | None) -> str:
-    """Why the tests did not run, as the evidence says it."""
-    cause = test.skip_cause if test is not None else SKIP_ON_REQUEST
-    if cause == SKIP_ON_REQUEST:
-        return f"{SKIPPED}: --skip-tests"
-    if cause == SKIP_NO_TORCH:
-        return "skipped: no interpreter with torch on the host that ran it"
-    return SKIP_CAUSE_TEXT[cause]
+# Why the tests did not run, where the evidence words it otherwise than SKIP_CAUSE_TEXT.
+_SKIP_REASON = {SKIP_ON_REQUEST: "skipped on request: --skip-tests",
+                SKIP_NO_TORCH: "skipped: no interpreter with torch on the host that ran it"}
 
 
 def _result_write(facts: Facts) -> list[str]:
     rec, test = facts.record, facts.test
-    if rec.skipped:
-        return [f"RESULT: not run ({_skip_reason(facts.record.test)})"]
+    if rec.skipped and rec.test is not None:
+        cause = rec.test.skip_cause
+        return [f"RESULT: not run ({_SKIP_REASON.get(cause) or SKIP_CAUSE_TEXT[cause]})"]
     if not test:
         return [f"RESULT: not run ({rec.status})"]
     lines = [RESULT, *([quoted(one_line(s)) for s in summary_lines(test)] or [NO_SUMMARY])]
@@ -205,7 +184,7 @@ def _changes(attr: str) -> Field:
 
 
 def _note_write(facts: Facts) -> str:
-    env = facts.env
+    env = facts.record.env
     note = env.note if env else None
     if env and env.autoload_disabled and AUTOLOAD not in str(note or ""):
         note = f"{note}; " if note else ""
@@ -220,9 +199,9 @@ RUNNER = Field("RUNNER", lambda f: _val(f.record.test.runner if f.record.test el
 # Written only where the host refused the sandbox (tests ran without a PID namespace of their own).
 ISOLATION = Field("ISOLATION", lambda f: "none" if f.test and f.test.isolation == "none" else None)
 
-# Every line of the evidence, in the order it is written (a function: lines that are no KEY=value).
-# OVERLAY, NOT_IN_BUILD, NOT_EXERCISED: the series' files beyond tests run in the branch's version
-# over the installed torch_npu, not in the build that ran, not exercised by any test.
+# Every line of the evidence in order (a function: lines that are no KEY=value). OVERLAY,
+# NOT_IN_BUILD, NOT_EXERCISED: the series' files beyond tests run in the branch's version over the
+# installed torch_npu, not in the build that ran, not exercised by any test.
 TABLE: tuple[Field | Callable[[Facts], list[str]], ...] = (
     lambda f: [f"VALIDATION EVIDENCE / {f.upstream} / {f.record.fork_branch} → "
                f"{f.record.target}"],
@@ -319,8 +298,7 @@ _PIN = re.compile(r"^(?P<dist>[\w.-]+): expected (?P<pin>.+?), (?:found (?P<foun
 
 
 def mismatch_zh(line: str) -> str:
-    """``torch: expected 2.7.1, found 2.13.0+cpu`` (``envs/probe.py`` ``pin_mismatches``) in
-    Chinese."""
+    """``torch: expected 2.7.1, found 2.13.0+cpu`` (`envs.probe.pin_mismatches`) in Chinese."""
     match = _PIN.match(line)
     if not match:
         return code(line)
@@ -343,19 +321,15 @@ _PHRASES = {
 }
 
 
-def _reason_zh(why: str) -> str:
-    missing = _MISSING_LIB.match(why)
-    if missing:
-        return f"缺少 {code(missing['lib'])}"
-    return "原因未知" if why == "reason unknown" else code(why)
-
-
 def _phrase_zh(phrase: str) -> str:
     if phrase in _PHRASES:
         return _PHRASES[phrase]
     loadable = _NOT_LOADABLE.match(phrase)
     if loadable:
-        return f"torch_npu 已安装但无法加载（{_reason_zh(loadable['why'])}）"
+        why, missing = loadable["why"], _MISSING_LIB.match(loadable["why"])
+        why = (f"缺少 {code(missing['lib'])}" if missing else
+               "原因未知" if why == "reason unknown" else code(why))
+        return f"torch_npu 已安装但无法加载（{why}）"
     visible = _VISIBLE.match(phrase)
     if visible:
         text = f"可见 {visible['count']} 个 NPU"

@@ -7,7 +7,7 @@ import re
 
 from backport.records import BranchRecord
 from backport.report import regions as rg
-from backport.report.regions import read_record
+from backport.report.regions import read_line
 
 _KEY = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$")
 
@@ -37,6 +37,6 @@ def evidence_fields(body: str) -> dict[str, str]:
 
 def shared_record(body: str, target: str, fork_branch: str | None = None) -> BranchRecord:
     """The record ``target``'s PR body carries (its fork branch as the fixtures name it)."""
-    rec = read_record(body, target=target, fork_branch=fork_branch or f"test-put-metric-{target}")
-    assert rec is not None, "the body carries no record"
-    return rec
+    read = read_line(body, target=target, fork_branch=fork_branch or f"test-put-metric-{target}")
+    assert read is not None, "the body carries no record"
+    return read[0]

@@ -66,11 +66,11 @@ def _facts(*runs: Run) -> ef.Facts:
 
 def test_isolation_line_only_where_a_run_had_no_sandbox() -> None:
     sandboxed = ef.written(_facts(_run("pid-namespace")))
-    assert not [line for line in sandboxed if line.startswith(ef.ISOLATION.prefix)]
+    assert not [line for line in sandboxed if line.startswith(f"{ef.ISOLATION.key}=")]
     bare = ef.written(_facts(_run("pid-namespace"), _run("none")))
     assert "ISOLATION=none" in bare
     assert bare.index("ISOLATION=none") == bare.index(next(
-        line for line in bare if line.startswith(ef.RUNNER.prefix))) + 1
+        line for line in bare if line.startswith(f"{ef.RUNNER.key}="))) + 1
 
 
 def test_a_child_environment_holds_no_secret_by_name_or_value() -> None:

@@ -21,7 +21,7 @@ EVIDENCE_START = "<!-- api-validation-evidence:start -->"
 
 
 def evidence_of(body: str) -> str:
-    regions = [r for r in rg.all_regions(body) if r.name == rg.EVIDENCE]
+    regions = [r for r in rg.scan(body)[0] if r.name == rg.EVIDENCE]
     assert len(regions) == 1
     return regions[0].content(body)
 

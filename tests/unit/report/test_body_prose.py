@@ -14,7 +14,7 @@ from backport.envs.probe import device_verdict
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, render_body
-from backport.report.regions import read_record
+from backport.report.regions import read_line
 from backport.report.wording import device_note_zh
 from tests.helpers import report_fixtures as fx
 
@@ -89,8 +89,9 @@ def _read_from_prs(recs: list[dict]) -> dict[str, BranchRecord | None]:
     none); read once per state, since every branch's body builds on the same siblings."""
     read: dict[str, BranchRecord | None] = {}
     for rec in fx.typed(recs):
-        back = read_record(render_body(fx.context(rec.target, recs=recs)), target=rec.target,
-                           fork_branch=rec.fork_branch)
+        line = read_line(render_body(fx.context(rec.target, recs=recs)), target=rec.target,
+                         fork_branch=rec.fork_branch)
+        back = line[0] if line else None
         read[rec.target] = back.read_from_pr(rec.pr.number, rec.pr.url) if back and rec.pr \
             else back
     return read

@@ -14,7 +14,7 @@ from backport.config.model import SourcePr
 from backport.docs_audit import DocsEntry
 from backport.report import regions as rg
 from backport.report.body import render_body
-from backport.report.regions import read_record
+from backport.report.regions import read_line
 from backport.report.summary import MARKER, render_markdown, render_summary, rows_of
 from backport.states import Status
 from tests.helpers import report_fixtures as fx
@@ -86,7 +86,7 @@ def test_a_body_with_hostile_text_renders_the_structure_of_a_plain_one() -> None
     assert seen.headings == expected.headings
     assert len(seen.fences) == len(expected.fences)
     assert not any(ch in hostile for ch in INVISIBLE)
-    assert [r.name for r in rg.all_regions(hostile)] == [r.name for r in rg.all_regions(benign)]
+    assert [r.name for r in rg.scan(hostile)[0]] == [r.name for r in rg.scan(benign)[0]]
     assert rg.scan(hostile)[1] == []
 
 
@@ -115,8 +115,9 @@ def test_hostile_text_is_shown_as_text() -> None:
 
 def test_a_record_with_hostile_output_reads_back_as_written() -> None:
     hostile, _ = _bodies()
-    record = read_record(hostile, target="v2.7.1", fork_branch="test-put-metric-v2.7.1")
-    assert record is not None
+    read = read_line(hostile, target="v2.7.1", fork_branch="test-put-metric-v2.7.1")
+    assert read is not None
+    record = read[0]
     assert record.status == Status.TEST_FAILED
     assert record.test is not None
     assert record.test.exit_code == 1 and record.test.timed_out is False

@@ -11,7 +11,7 @@ import pytest
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import BodyContext, render_body
-from backport.report.regions import read_record
+from backport.report.regions import read_line
 from tests.helpers import report_fixtures as fx
 
 
@@ -82,8 +82,9 @@ def _read(recs: list[dict], rec: BranchRecord, body: str | None = None) -> Branc
     """``rec``'s branch as another host reads it from its PR (``body``: its body as its own
     host wrote it, rendered from ``recs`` when not given)."""
     body = render_body(fx.context(rec.target, recs=recs)) if body is None else body
-    read = read_record(body, target=rec.target, fork_branch=rec.fork_branch)
-    assert read is not None
+    line = read_line(body, target=rec.target, fork_branch=rec.fork_branch)
+    assert line is not None
+    read = line[0]
     return read.read_from_pr(rec.pr.number, rec.pr.url) if rec.pr else read
 
 
@@ -109,7 +110,8 @@ def test_a_body_built_from_read_back_records_is_the_same_body(name: str, own: st
 def test_every_record_reads_back_as_published(name: str) -> None:
     for rec in fx.typed(VARIANTS[name]):
         body = _body(name, rec.target)
-        assert read_record(body, target=rec.target, fork_branch=rec.fork_branch) == rec.published()
+        read = read_line(body, target=rec.target, fork_branch=rec.fork_branch)
+        assert read is not None and read[0] == rec.published()
 
 
 def test_a_sibling_body_refreshed_from_its_own_record_is_unchanged() -> None:

@@ -20,13 +20,13 @@ DOC = (
 
 def count_evidence(text: str) -> int:
     """How many complete evidence blocks ``text`` holds."""
-    return sum(1 for r in rg.all_regions(text) if r.name == rg.EVIDENCE)
+    return sum(1 for r in rg.scan(text)[0] if r.name == rg.EVIDENCE)
 
 
 def outside(text: str) -> str:
     """``text`` with every region's content removed (markers kept)."""
     pieces, last = [], 0
-    for region in rg.all_regions(text):
+    for region in rg.scan(text)[0]:
         if region.start < last:
             continue
         pieces.append(text[last:region.inner_start])
@@ -49,8 +49,8 @@ def test_replace_region_touches_only_the_content() -> None:
     assert rg.replace_region(out, "a", "new a\nline 2") == out
 
 
-def test_replace_region_appends_when_missing() -> None:
-    out = rg.replace_region(DOC, "b", "bee")
+def test_a_missing_region_is_appended() -> None:
+    out = rg.refresh_body(DOC, "<!-- backport:b:start -->\nbee\n<!-- backport:b:end -->\n")
     assert out.startswith(DOC)
     assert out.endswith("\n<!-- backport:b:start -->\nbee\n<!-- backport:b:end -->\n")
 
@@ -65,7 +65,7 @@ def test_crlf_content_follows_the_document() -> None:
 def test_orphan_start_is_missing_and_does_not_swallow_text() -> None:
     doc = DOC.replace("<!-- backport:a:end -->\n", "")
     assert "a" not in rg.find_regions(doc)
-    out = rg.replace_region(doc, "a", "fresh")
+    out = rg.refresh_body(doc, "<!-- backport:a:start -->\nfresh\n<!-- backport:a:end -->\n")
     assert "middle\n" in out and "outro\n" in out and "old a\n" in out
     assert out.count("<!-- backport:a:start -->") == 1
     assert rg.find_regions(out)["a"].content(out) == "\nfresh\n"
@@ -117,7 +117,7 @@ _TEXT = st.text(
 
 
 def _free_positions(text: str) -> list[int]:
-    spans = [(r.start, r.end) for r in rg.all_regions(text)]
+    spans = [(r.start, r.end) for r in rg.scan(text)[0]]
     return [i for i in range(len(text) + 1) if all(not (s < i < e) for s, e in spans)]
 
 

@@ -16,7 +16,7 @@ from backport.pipeline.pr_step import SetOnForge, body_context, body_records
 from backport.records import BranchRecord
 from backport.report import regions as rg
 from backport.report.body import render_body
-from backport.report.regions import read_record, record_line
+from backport.report.regions import read_line, record_line
 from tests.helpers import report_fixtures as fx
 
 SIBLING = "v2.11.0"
@@ -25,6 +25,12 @@ FORK_BRANCH = f"test-put-metric-{SIBLING}"
 
 def _record(recs: list[dict], target: str) -> BranchRecord:
     return next(rec for rec in fx.typed(recs) if rec.target == target)
+
+
+def _read(body: str) -> BranchRecord | None:
+    """The record the sibling's body carries, as another host reads it."""
+    read = read_line(body, target=SIBLING, fork_branch=FORK_BRANCH)
+    return read[0] if read else None
 
 
 def _evidence(body: str) -> str:
@@ -50,9 +56,9 @@ def test_a_reviewer_editing_the_evidence_text_changes_no_record() -> None:
                             .replace("TORCH=2.11.0+cu130", "TORCH=9.9.9")
                             .replace("HEAD_COMMIT=", "HEAD_COMMIT=0000000"))
     assert edited != body
-    read = read_record(edited, target=SIBLING, fork_branch=FORK_BRANCH)
-    assert read == _record(recs, SIBLING).published()
-    assert read is not None and read.test is not None and read.test.ok is True
+    line = read_line(edited, target=SIBLING, fork_branch=FORK_BRANCH)
+    assert line is not None and line[0] == _record(recs, SIBLING).published()
+    assert line[0].test is not None and line[0].test.ok is True
 
 
 def _tampered(line: str) -> list[str]:
@@ -89,17 +95,17 @@ def test_a_tampered_record_reads_as_none_never_a_crash(index: int) -> None:
     body = render_body(fx.context(SIBLING))
     tampered = _tampered(_line(body))[index]
     changed = body.replace(_line(body), tampered)
-    assert read_record(changed, target=SIBLING, fork_branch=FORK_BRANCH) is None
+    assert read_line(changed, target=SIBLING, fork_branch=FORK_BRANCH) is None
 
 
 def test_a_record_outside_the_evidence_region_or_none_at_all_is_none() -> None:
     body = render_body(fx.context(SIBLING))
     line = _line(body)
     moved = body.replace(line + "\n", "") + "\n" + line + "\n"
-    assert read_record(moved, target=SIBLING, fork_branch=FORK_BRANCH) is None
-    assert read_record("", target=SIBLING, fork_branch=FORK_BRANCH) is None
-    assert read_record(None, target=SIBLING, fork_branch=FORK_BRANCH) is None
-    assert read_record(body.replace(line, ""), target=SIBLING, fork_branch=FORK_BRANCH) is None
+    assert read_line(moved, target=SIBLING, fork_branch=FORK_BRANCH) is None
+    assert read_line("", target=SIBLING, fork_branch=FORK_BRANCH) is None
+    assert read_line(None, target=SIBLING, fork_branch=FORK_BRANCH) is None
+    assert read_line(body.replace(line, ""), target=SIBLING, fork_branch=FORK_BRANCH) is None
 
 
 HOSTILE = ["end --> here", "<!-- backport:validation:end -->", "<!-- api-validation-evidence:end -->",
@@ -118,9 +124,9 @@ def test_text_from_outside_in_a_record_cannot_end_the_comment_or_add_a_marker() 
     assert "\n" not in line and "\r" not in line
     body = render_body(fx.context(SIBLING, recs=recs))
     plain = render_body(fx.context(SIBLING))
-    assert [r.name for r in rg.all_regions(body)] == [r.name for r in rg.all_regions(plain)]
+    assert [r.name for r in rg.scan(body)[0]] == [r.name for r in rg.scan(plain)[0]]
     assert rg.scan(body)[1] == []
-    assert read_record(body, target=SIBLING, fork_branch=FORK_BRANCH) == rec.published()
+    assert _read(body) == rec.published()
 
 
 def test_the_record_carries_nothing_of_the_host() -> None:
@@ -150,8 +156,7 @@ def test_a_sibling_moved_since_its_record_shows_as_stale_and_its_own_text_stays(
     body = render_body(fx.context(SIBLING, recs=recs)) + "\n" + note + "\n"
     moved = "f" * 40
     state = SetOnForge(prs={SIBLING: _listed(SIBLING, body)},
-                       shared={SIBLING: read_record(body, target=SIBLING,
-                                                    fork_branch=FORK_BRANCH)},  # type: ignore[dict-item]
+                       shared={SIBLING: _read(body)},  # type: ignore[dict-item]
                        heads={SIBLING: moved})
     others = [rec for rec in fx.typed(recs) if rec.target != SIBLING]
     chosen, read_back = body_records(others, state)
@@ -165,7 +170,7 @@ def test_a_sibling_moved_since_its_record_shows_as_stale_and_its_own_text_stays(
     evidence = _evidence(refreshed)
     assert f"HEAD_COMMIT={moved}" in evidence and f"TESTED_COMMIT={sibling.head}" in evidence
     assert "STALE=" in evidence and refreshed.endswith(note + "\n")
-    again = read_record(refreshed, target=SIBLING, fork_branch=FORK_BRANCH)
+    again = _read(refreshed)
     assert again is not None and again.stale and again.fork_sha == moved
 
 
@@ -174,8 +179,7 @@ def test_a_record_keeps_the_link_it_knew_of_its_own_pr() -> None:
     recs[1]["pr"].update(linked=False, refused=["link"])
     body = render_body(fx.context(SIBLING, recs=recs))
     state = SetOnForge(prs={SIBLING: _listed(SIBLING, body)},
-                       shared={SIBLING: read_record(body, target=SIBLING,
-                                                    fork_branch=FORK_BRANCH)},  # type: ignore[dict-item]
+                       shared={SIBLING: _read(body)},  # type: ignore[dict-item]
                        heads={})
     chosen, _ = body_records([], state)
     assert chosen[0].pr is not None and chosen[0].pr.refused == ("link",)
@@ -198,8 +202,7 @@ def test_keys_a_later_version_wrote_stay_when_another_host_rewrites_the_pr() -> 
     data["linted"] = {"by": "a later version", "ok": True}
     data["test"]["flaky_reruns"] = 2
     later = body.replace(line, record_line(_record(recs, SIBLING), keep=data))
-    assert read_record(later, target=SIBLING, fork_branch=FORK_BRANCH) == _record(
-        recs, SIBLING).published()
+    assert _read(later) == _record(recs, SIBLING).published()
     moved = "f" * 40
     state = SetOnForge(prs={SIBLING: _listed(SIBLING, later)},
                        heads={SIBLING: moved}).with_pr(SIBLING, _listed(SIBLING, later))
