@@ -187,7 +187,7 @@ def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, li
             patches[commit] = None
             continue
         try:
-            patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
+            patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"))
         except BackportError:  # a commit the parser cannot read has no tests to tell
             patches[commit] = None
     blobs = read_blobs(repo, [oid for patch in patches.values() if patch is not None

@@ -27,11 +27,7 @@ from backport.config.yamlsafe import YSeq
 
 SOURCE_KEYS = ("source_pr", "source_base", "source_commit", "source_merged", "source_found_by")
 PATCH_KEYS = ("api", "issue", "title", "tests", "device", "branches", "pr", *SOURCE_KEYS)
-FOUND_BY = ("merge_commit_sha", "squash message", "head ref")
-DEVICES = ("none", "npu")
-MAX_ISSUE = 2**31 - 1
 MAX_VARIANT_DIRS = 500
-_API = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
 
 
@@ -59,13 +55,11 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     if not tests and "source_pr" not in f:  # a PR that adds or changes no test has none
         doc.fail(f["tests"], "lists no test (only a set made from a PR, with source_pr, may "
                              "list none)")
-    device = doc.string(f["device"]) if "device" in f else "none"
-    if device not in DEVICES:
-        doc.fail(f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}")
+    device = doc.choice(f["device"], ("none", "npu")) if "device" in f else "none"
     branches = (_patch_branches(doc, f["branches"], branch_map) if "branches" in f
                 else tuple(branch_map.targets))
     api = doc.string(f["api"], max_len=200) if "api" in f else None
-    if api is not None and not _API.fullmatch(api):
+    if api is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", api, re.ASCII):
         doc.fail(f["api"], f"'{api}' is not a dotted API name like "
                            f"torch.distributed.elastic.metrics.put_metric")
     issues = _issues(doc, f["issue"]) if "issue" in f else ()
@@ -84,8 +78,8 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
 def _issues(doc: Doc, v: Val) -> tuple[int, ...]:
     """``issue``: one issue number, or a list of them (a PR linking several); never empty."""
     if not isinstance(v.value, YSeq):
-        return (_issue(doc, v),)
-    numbers = tuple(_issue(doc, item) for item in doc.items(v, "list of issue numbers", 50))
+        return (_number(doc, v),)
+    numbers = tuple(_number(doc, item) for item in doc.items(v, "list of issue numbers", 50))
     if not numbers:
         doc.fail(v, "lists no issue (leave the key out instead, in a set made from a PR)")
     if len(set(numbers)) != len(numbers):
@@ -93,13 +87,14 @@ def _issues(doc: Doc, v: Val) -> tuple[int, ...]:
     return numbers
 
 
-def _issue(doc: Doc, v: Val) -> int:
+def _number(doc: Doc, v: Val, what: str = "issue number like 3216") -> int:
+    """A positive issue or PR number (``#3216`` and ``"3216"`` also read as 3216)."""
     value = v.value
     if isinstance(value, str) and re.fullmatch(r"\s*#?\d{1,12}\s*", value):
         value = int(value.strip().lstrip("#"))
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ISSUE:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 2**31 - 1:
         shown = repr(value[:40]) if isinstance(value, str) else kind(value)
-        doc.fail(v, f"must be a positive issue number like 3216, not {shown}")
+        doc.fail(v, f"must be a positive {what}, not {shown}")
     return value
 
 
@@ -111,18 +106,14 @@ def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
     if missing := [key for key in SOURCE_KEYS if key not in f]:
         doc.fail(f[given[0]], f"'{given[0]}' needs {', '.join(missing)} too (the source_* keys "
                               f"come together)")
-    number = f["source_pr"].value
-    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= MAX_ISSUE:
-        doc.fail(f["source_pr"], f"must be a positive PR number like 42810, not {kind(number)}")
+    number = _number(doc, f["source_pr"], "PR number like 42810")
     base = doc.string(f["source_base"], max_len=255, allow_ints=True)
     if problem := refname_problem(base):
         doc.fail(f["source_base"], f"branch '{base}' {problem}")
     commit = doc.string(f["source_commit"], max_len=64, allow_ints=True)
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
         doc.fail(f["source_commit"], f"'{commit[:64]}' is not a full 40-hex commit sha")
-    if (found_by := doc.string(f["source_found_by"])) not in FOUND_BY:
-        doc.fail(f["source_found_by"], f"must be one of {', '.join(repr(x) for x in FOUND_BY)}, "
-                                       f"not '{found_by}'{suggest(found_by, FOUND_BY)}")
+    found_by = doc.choice(f["source_found_by"], ("merge_commit_sha", "squash message", "head ref"))
     return SourcePr(number=number, base=base, commit=commit,
                     merged=doc.boolean(f["source_merged"]), found_by=found_by)
 
@@ -183,7 +174,7 @@ def _patch_files(directory: Path) -> tuple[Path, ...]:
 def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
         tuple[Patch, ...], dict[str, tuple[Patch, ...]], dict[str, tuple[str, ...]]]:
     """The shared series, each target's variant (a sub-directory named after it) and the paths
-    each target's series touches; every patch file read and parsed once."""
+    each target's series touches."""
     shared_files = _patch_files(dir)
     files: dict[str, tuple[Path, ...]] = {}
     for seen, (current, subdirs, _files) in enumerate(os.walk(dir)):

@@ -1,13 +1,9 @@
-"""The one reader of ``git format-patch`` files: each is read and parsed once into a `Patch`.
-
-`read_patch` reads a ``NNNN-*.patch`` file (at most 16 MiB), `parse_patch` parses bytes already
-read: a frozen `Patch` of the bytes (fed to ``git am`` as they are), subjects, author, touched
-paths, pre-image blobs and per-file hunks, which every later step takes; no step opens a patch
-file again. `read_diff` reads, best effort, the plain diff ``git am`` keeps when it stops.
-The layout is git's mbox: a ``From <sha>`` line, mail headers (read by the standard library's
-`email`), the message, then ``diff --git`` sections whose hunk line counts are verified. Every
-path must stay inside the repository, and a symbolic link must not point outside it or into
-``.git``. Errors name the file and line.
+"""The one reader of ``git format-patch`` files: each is read and parsed once into a `Patch`
+(its bytes, fed to ``git am`` as they are, subjects, author, touched paths, pre-image blobs and
+hunks), which every later step takes. `read_diff` reads, best effort, the diff ``git am`` keeps
+when it stops. The layout is git's mbox: a ``From <sha>`` line, mail headers (read by `email`),
+the message, then ``diff --git`` sections whose hunk line counts are verified. Every path stays
+inside the repository; a symbolic link must not point outside it or into ``.git``.
 """
 
 from __future__ import annotations
@@ -334,24 +330,19 @@ class _Parser:
 
 def read_patch(path: Path) -> Patch:
     """Read and check one ``NNNN-*.patch`` file; raises ``ConfigError`` naming the file and line."""
-    display = display_path(path)
     data = read_bytes(path, MAX_PATCH_BYTES)
-    if len(data) > MAX_PATCH_BYTES:
-        raise config_error(f"{display} is larger than {MAX_PATCH_BYTES >> 20} MiB")
     if not data.strip():
-        raise config_error(f"{display} is empty")
-    return parse_patch(data, path, display)
+        raise config_error(f"{display_path(path)} is empty")
+    return parse_patch(data, path)
 
 
-def parse_patch(data: bytes, path: Path, display: str | None = None) -> Patch:
-    """The `Patch` of a format-patch file's bytes; ``ConfigError`` naming ``display`` (by
-    default ``path``) and the line when they are not a well-formed patch."""
+def parse_patch(data: bytes, path: Path) -> Patch:
+    """The `Patch` of a format-patch file's bytes; ``ConfigError`` naming file and line."""
     parser = _Parser()
     try:
         parser.parse(_lines(data.decode("utf-8", "surrogateescape")))
     except LineProblem as exc:
-        where = display_path(path) if display is None else display
-        raise config_error(f"{where}:{exc.line}: {exc.message}") from None
+        raise config_error(f"{display_path(path)}:{exc.line}: {exc.message}") from None
     return Patch(path, data, tuple(parser.subjects), parser.author, tuple(sorted(parser.paths)),
                  dict(parser.preimages), tuple(parser.files))
 
@@ -361,8 +352,7 @@ def _lines(text: str) -> list[str]:
 
 
 def read_diff(text: str) -> Patch:
-    """The paths and pre-image blobs of a format-patch text or a plain ``git diff`` git wrote;
-    reading stops at the first problem and returns what came before it."""
+    """Paths and pre-image blobs of a format-patch or plain ``git diff`` text, up to a problem."""
     lines = _lines(text)
     parser = _Parser()
     try:
