@@ -32,9 +32,9 @@ from backport.config.validate import (
     git_url_problem,
     home_as_tilde,
     http_url_problem,
+    is_local_path,
     refname_problem,
     repo_identity,
-    resolve_url,
     suggest,
 )
 from backport.redact import strip_url_credentials
@@ -63,8 +63,7 @@ def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 def cache_root(environ: Mapping[str, str]) -> Path:
     """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
-    configured = environ.get("BACKPORT_CACHE")
-    return Path(configured or platformdirs.user_cache_dir("backport")).expanduser()
+    return Path(environ.get("BACKPORT_CACHE") or platformdirs.user_cache_dir("backport")).expanduser()
 
 
 def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> BranchMap:
@@ -85,18 +84,12 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
                               "a fork")
     fork_branch = (_template(doc, top["fork_branch"]) if "fork_branch" in top
                    else "test-{slug}-{target}")
-    web_url = "https://gitcode.com"
-    if "web_url" in top:
-        web_url = doc.string(top["web_url"], max_len=2048)
-        if problem := http_url_problem(web_url):
-            doc.fail(top["web_url"], f"'{strip_url_credentials(web_url)}' {problem}")
-        web_url = web_url.rstrip("/")
     environments = {key.value: _environment(doc, key, value, envs_dir(environ))
                     for key, value in doc.pairs(top["environments"], "environment name", 256)}
     if not environments:
         doc.fail(top["environments"], "defines no environment")
     targets = _targets(doc, top["branches"], environments)
-    urls = _urls(doc, top, forge, (upstream, fork, web_url), environ)
+    urls = _urls(doc, top, forge, (upstream, fork), environ)
     try:
         render_fork_branches(fork_branch, targets)
     except ValueError as exc:
@@ -106,7 +99,7 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         fork_branch=fork_branch, upstream_url=urls["upstream_url"], fork_url=urls["fork_url"],
         api_url=urls["api_url"], environments=environments, targets=targets,
         pr=pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions(),
-        web_url=web_url, audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else ())
+        web_url=urls["web_url"], audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else ())
 
 
 def render_fork_branches(template: str, targets: Iterable[str], slug: str = "example",
@@ -303,22 +296,27 @@ def _title_tag(doc: Doc, v: Val, branch: str) -> str:
     return tag
 
 
-def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, str],
+def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str],
           environ: Mapping[str, str]) -> dict[str, str]:
-    """upstream_url, fork_url and api_url: environment, else file, else forge defaults."""
-    upstream, fork, web_url = repos
+    """The four URLs: environment, else file, else forge defaults."""
+    upstream, fork = repos
     urls: dict[str, str] = {}
     origin: dict[str, Val | str] = {}  # where each came from: its value in the file, or variable
-    for key, variable in URL_VARIABLES.items():
-        if text := (environ.get(variable) or "").strip():
+    for key in ("upstream_url", "fork_url", "api_url", "web_url"):
+        variable = URL_VARIABLES.get(key)  # web_url has none
+        if variable and (text := (environ.get(variable) or "").strip()):
             origin[key], base = variable, Path.cwd()
         elif key in top:
             text, origin[key], base = doc.string(top[key], max_len=2048), top[key], doc.path.parent
         else:
             continue
-        if problem := http_url_problem(text) if key == "api_url" else git_url_problem(text):
+        web = key in ("api_url", "web_url")
+        if problem := http_url_problem(text) if web else git_url_problem(text):
             _url_fail(doc, origin[key], f"'{strip_url_credentials(text)}' {problem}")
-        urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, base)
+        if not web and is_local_path(text):
+            text = os.path.normpath(base / os.path.expanduser(text))
+        urls[key] = text.rstrip("/") if web else text
+    web_url = urls.setdefault("web_url", "https://gitcode.com")
     if forge == "gitcode":
         urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")
         if fork:  # else the token's login names it (`BranchMap.with_login`)

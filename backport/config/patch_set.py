@@ -71,7 +71,11 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
         name=dir.name, dir=dir, api=api, issues=issues, title=title, tests=tests, device=device,
         branches=branches, patches=patches, variants=variants, touched_paths=touched,
         body=_read_body(dir / "body.md"), pr=pr, source=source)
-    fork_branches(branch_map, patch_set)
+    try:
+        render_fork_branches(branch_map.fork_branch, branches, patch_set.slug, patch_set.name,
+                             api or "", of_set=patch_set.name)
+    except ValueError as exc:
+        raise config_error(f"{display_path(branch_map.path)}: {exc}") from None
     return patch_set
 
 
@@ -119,13 +123,9 @@ def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
 
 
 def _test_spec(doc: Doc, v: Val) -> TestSpec:
-    args: tuple[str, ...]
-    if isinstance(v.value, str):
-        path_val, args = v, ()
-    else:
-        f = doc.mapping(v, ("path", "args"), required=("path",))
-        path_val = f["path"]
-        args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
+    f = {"path": v} if isinstance(v.value, str) else doc.mapping(v, ("path", "args"),
+                                                                   required=("path",))
+    path_val = f["path"]
     text = doc.string(path_val, max_len=1024)
     problem = "uses '\\' (write '/')" if "\\" in text else repo_path_problem(text)
     path = repo_path(text)
@@ -133,6 +133,7 @@ def _test_spec(doc: Doc, v: Val) -> TestSpec:
         problem = "starts with '-' (python would read it as an option)"
     if problem:
         doc.fail(path_val, f"test path '{text}' {problem}")
+    args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
     return TestSpec(path=path, args=args)
 
 
@@ -216,12 +217,3 @@ def _read_body(path: Path) -> str | None:
     if len(text) > MAX_BODY_CHARS:
         raise config_error(f"{display_path(path)} is longer than {MAX_BODY_CHARS} characters")
     return text
-
-
-def fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
-    """target -> rendered fork branch of a patch set; each valid and distinct."""
-    try:
-        return render_fork_branches(branch_map.fork_branch, ps.branches, ps.slug, ps.name,
-                                    ps.api or "", of_set=ps.name)
-    except ValueError as exc:
-        raise config_error(f"{display_path(branch_map.path)}: {exc}") from None
