@@ -54,13 +54,6 @@ PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "c
 MAX_BODY_CHARS = 65536
 
 
-def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """Where environments naming neither ``python`` nor ``venv`` live, one venv per name."""
-    if chosen := (environ.get("BACKPORT_ENVS") or "").strip():
-        return Path(os.path.abspath(os.path.expanduser(chosen)))
-    return Path(platformdirs.user_data_dir("backport")) / "envs"
-
-
 def cache_root(environ: Mapping[str, str]) -> Path:
     """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
     return Path(environ.get("BACKPORT_CACHE") or platformdirs.user_cache_dir("backport")).expanduser()
@@ -77,14 +70,22 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     top = doc.mapping(root, TOP_KEYS, required=("forge", "upstream", "environments", "branches"))
     forge = doc.choice(top["forge"], ("gitcode", "local"))
     upstream = _repo_name(doc, top["upstream"])
-    fork_note = _fork_placeholder(doc, top["fork"]) if "fork" in top else ""
-    fork = "" if fork_note or "fork" not in top else _repo_name(doc, top["fork"])
+    fork = fork_note = ""
+    if "fork" in top and doc.string(top["fork"], max_len=200) == FORK_PLACEHOLDER:
+        fork_note = doc.error(top["fork"].line, f"fork is the old placeholder '{FORK_PLACEHOLDER}', "
+                              "read as not set: the fork follows the token's login; delete the "
+                              "line, or name your fork there (owner/repo)").message
+    elif "fork" in top:
+        fork = _repo_name(doc, top["fork"])
     if forge == "gitcode" and upstream.lower() == fork.lower():
         doc.fail(top["fork"], f"'{fork}' is the upstream repository; backport pushes only to "
                               "a fork")
     fork_branch = (_template(doc, top["fork_branch"]) if "fork_branch" in top
                    else "test-{slug}-{target}")
-    environments = {key.value: _environment(doc, key, value, envs_dir(environ))
+    chosen = (environ.get("BACKPORT_ENVS") or "").strip()  # for envs naming no python or venv
+    envs = (Path(os.path.abspath(os.path.expanduser(chosen))) if chosen
+            else Path(platformdirs.user_data_dir("backport")) / "envs")
+    environments = {key.value: _environment(doc, key, value, envs)
                     for key, value in doc.pairs(top["environments"], "environment name", 256)}
     if not environments:
         doc.fail(top["environments"], "defines no environment")
@@ -128,15 +129,6 @@ def _repo_name(doc: Doc, v: Val) -> str:
     return text
 
 
-def _fork_placeholder(doc: Doc, v: Val) -> str:
-    """The warning when ``fork`` is the placeholder earlier maps shipped, else ""."""
-    if doc.string(v, max_len=200) != FORK_PLACEHOLDER:
-        return ""
-    return doc.error(v.line, f"fork is the old placeholder '{FORK_PLACEHOLDER}', read as not "
-                     "set: the fork follows the token's login; delete the line, or name your "
-                     "fork there (owner/repo)").message
-
-
 def _template(doc: Doc, v: Val) -> str:
     text = doc.string(v, max_len=200)
     try:
@@ -177,11 +169,13 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
         for dist, version in doc.pairs(f["expect"], "distribution", 100):
             if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", dist.value):
                 doc.fail(dist, f"'{dist.value}' is not a distribution name")
-            fields["expect"][dist.value] = doc.version(version)
-    if "requirements" in f:
-        fields["requirements"] = _requirements(doc, f["requirements"], strict=False)
-    if "no_deps" in f:
-        fields["no_deps"] = _requirements(doc, f["no_deps"], strict=True)
+            text = doc.string(version, max_len=128)  # a number is refused: 2.10 reads as 2.1
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_*-]*", text):
+                doc.fail(version, f"'{text}' is not a version")
+            fields["expect"][dist.value] = text
+    for option in ("requirements", "no_deps"):
+        if option in f:
+            fields[option] = _requirements(doc, f[option], strict=option == "no_deps")
     if "extra_index_urls" in f:
         fields["extra_index_urls"] = doc.str_list(f["extra_index_urls"], max_items=20,
                                                   max_len=2048, problem_of=_index_url_problem)
@@ -246,16 +240,12 @@ def _index_url_problem(url: str) -> str | None:
 
 def _wrapper(doc: Doc, v: Val) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``wrapper:`` as (argv to run, argv as written); a string is one program without args."""
-    if isinstance(v.value, str):
-        written: tuple[str, ...] = (doc.string(v, max_len=1024),)
-        first = v
-    else:
-        written = doc.str_list(v, max_items=50, max_len=1024)
-        first = doc.items(v)[0] if written else v
-    if not written or not written[0]:
+    items = [v] if isinstance(v.value, str) else doc.items(v, "list of strings", 50)
+    if not items:
         doc.fail(v, "needs a program: a script that execs the interpreter it is given")
+    written = tuple(doc.string(item, max_len=1024) for item in items)
     program = written[0]  # a command name is looked up on PATH when started
-    run = str(_local_path(doc, first)) if program.startswith("~") or "/" in program else program
+    run = str(_local_path(doc, items[0])) if program.startswith("~") or "/" in program else program
     return (run, *written[1:]), (home_as_tilde(program), *written[1:])
 
 
@@ -351,9 +341,7 @@ def _audit_ignore(doc: Doc, v: Val) -> tuple[str, ...]:
         return None
 
     f = doc.mapping(v, ("ignore",))
-    if "ignore" not in f:
-        return ()
-    return doc.str_list(f["ignore"], max_items=100, max_len=500, problem_of=problem)
+    return doc.str_list(f["ignore"], max_len=500, problem_of=problem) if "ignore" in f else ()
 
 
 def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:

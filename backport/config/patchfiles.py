@@ -84,10 +84,6 @@ class Patch:
     def name(self) -> str:
         return self.path.name
 
-    @property
-    def commits(self) -> int:
-        return len(self.subjects)
-
 
 def unquote_git_path(text: str) -> tuple[str, int]:
     """Decode a C-quoted git path at the start of ``text``; returns it and the index after it."""

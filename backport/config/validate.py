@@ -84,11 +84,6 @@ def kind(value: Any) -> str:
     return next((name for t, name in names.items() if isinstance(value, t)), "a string")
 
 
-def quote_hint(v: Val) -> str:
-    """How to make a value read as a string, from its source text ("" when it has none)."""
-    return f'; quote it: "{v.raw}"' if v.raw else ""
-
-
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -163,7 +158,7 @@ class Doc:
             out.append((kval, v.child(key, m.locs[key], value)))
         return out
 
-    def items(self, v: Val, what: str = "list", max_items: int = 1000) -> list[Val]:
+    def items(self, v: Val, what: str, max_items: int) -> list[Val]:
         """The items of a list."""
         if not isinstance(v.value, YSeq):
             self.fail(v, f"must be a {what}, not {kind(v.value)}")
@@ -184,7 +179,8 @@ class Doc:
         if allow_ints and isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            self.fail(v, f"must be a string, not {kind(value)}{quote_hint(v)}")
+            hint = f'; quote it: "{v.raw}"' if v.raw else ""
+            self.fail(v, f"must be a string, not {kind(value)}{hint}")
         if strip:
             value = value.strip()
         if not value:
@@ -195,13 +191,6 @@ class Doc:
             self.fail(v, "must not contain a NUL character" if multiline
                       else "must be a single line of text")
         return value
-
-    def version(self, v: Val) -> str:
-        """A version string such as ``2.7.1.post4``; numbers are refused (2.10 reads as 2.1)."""
-        text = self.string(v, max_len=128)
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_*-]*", text):
-            self.fail(v, f"'{_short(text)}' is not a version")
-        return text
 
     def choice(self, v: Val, choices: tuple[str, ...]) -> str:
         """One of ``choices``, with a did-you-mean when it is none of them."""
@@ -277,12 +266,10 @@ def refname_problem(name: str) -> str | None:
             return "contains a control character"
         if ch in " ~^:?*[\\":
             return "contains a space" if ch == " " else f"contains '{ch}'"
-    if bad := next((text for text in ("..", "@{") if text in name), None):
+    if bad := next((text for text in ("..", "@{", "//") if text in name), None):
         return f"contains '{bad}'"
     if name.startswith("/") or name.endswith("/"):
         return "starts or ends with '/'"
-    if "//" in name:
-        return "contains '//'"
     if name.endswith("."):
         return "ends with '.'"
     for part in name.split("/"):

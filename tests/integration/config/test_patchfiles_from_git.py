@@ -124,7 +124,7 @@ def test_what_git_am_needs_from_a_format_patch_file(repo: Path, tmp_path: Path) 
     assert blob.startswith(info.preimages["f.txt"])
     assert info.author == ("Lg Xxx", "lg@example.com")
     assert [d.new for d in info.files if d.created] == ["d/added.txt"]
-    assert info.data == patch.read_bytes() and info.commits == 1
+    assert info.data == patch.read_bytes() and len(info.subjects) == 1
 
 
 def test_a_plain_diff_is_read_too(repo: Path, tmp_path: Path) -> None:
