@@ -1,9 +1,7 @@
 """Configuration: ``branches.yaml`` (`branch_map.py`) and every ``patches/<name>/``
-(`patch_set.py`, its patch files read once by `patchfiles.py`) loaded into the frozen
-dataclasses of `model.py`; every problem is a `ConfigError` of one sentence naming the file,
-line and key. `load_project` also checks what only the two together tell: two patch sets whose
-fork branches would be the same.
-"""
+(`patch_set.py`, its patch files read once by `patchfiles.py`) loaded into the frozen dataclasses
+of `model.py`; every problem is a `ConfigError` of one sentence naming file, line and key.
+`load_project` also refuses two patch sets whose fork branches would be the same."""
 
 from __future__ import annotations
 

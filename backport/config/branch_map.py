@@ -56,7 +56,8 @@ MAX_BODY_CHARS = 65536
 
 def cache_root(environ: Mapping[str, str]) -> Path:
     """Where repository caches live: ``BACKPORT_CACHE`` or the user cache directory."""
-    return Path(environ.get("BACKPORT_CACHE") or platformdirs.user_cache_dir("backport")).expanduser()
+    configured = environ.get("BACKPORT_CACHE")
+    return Path(configured or platformdirs.user_cache_dir("backport")).expanduser()
 
 
 def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> BranchMap:
@@ -72,9 +73,10 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     upstream = _repo_name(doc, top["upstream"])
     fork = fork_note = ""
     if "fork" in top and doc.string(top["fork"], max_len=200) == FORK_PLACEHOLDER:
-        fork_note = doc.error(top["fork"].line, f"fork is the old placeholder '{FORK_PLACEHOLDER}', "
-                              "read as not set: the fork follows the token's login; delete the "
-                              "line, or name your fork there (owner/repo)").message
+        fork_note = doc.error(top["fork"].line, f"fork is the old placeholder "
+                              f"'{FORK_PLACEHOLDER}', read as not set: the fork follows the "
+                              "token's login; delete the line, or name your fork there "
+                              "(owner/repo)").message
     elif "fork" in top:
         fork = _repo_name(doc, top["fork"])
     if forge == "gitcode" and upstream.lower() == fork.lower():
@@ -100,7 +102,8 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         fork_branch=fork_branch, upstream_url=urls["upstream_url"], fork_url=urls["fork_url"],
         api_url=urls["api_url"], environments=environments, targets=targets,
         pr=pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions(),
-        web_url=urls["web_url"], audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else ())
+        web_url=urls["web_url"],
+        audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else ())
 
 
 def render_fork_branches(template: str, targets: Iterable[str], slug: str = "example",
@@ -124,7 +127,8 @@ def render_fork_branches(template: str, targets: Iterable[str], slug: str = "exa
 
 def _repo_name(doc: Doc, v: Val) -> str:
     text = doc.string(v, max_len=200)
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", text) or any(p in (".", "..") for p in text.split("/")):
+    if (not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", text)
+            or any(p in (".", "..") for p in text.split("/"))):
         doc.fail(v, f"'{text}' must be owner/repo, like Ascend/pytorch")
     return text
 

@@ -62,15 +62,13 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     if api is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", api, re.ASCII):
         doc.fail(f["api"], f"'{api}' is not a dotted API name like "
                            f"torch.distributed.elastic.metrics.put_metric")
-    issues = _issues(doc, f["issue"]) if "issue" in f else ()
-    title = doc.string(f["title"], max_len=255)
     pr = pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
-    source = _source(doc, f)
     patches, variants, touched = _read_series(dir, branch_map, branches)
     patch_set = PatchSet(
-        name=dir.name, dir=dir, api=api, issues=issues, title=title, tests=tests, device=device,
-        branches=branches, patches=patches, variants=variants, touched_paths=touched,
-        body=_read_body(dir / "body.md"), pr=pr, source=source)
+        name=dir.name, dir=dir, api=api, issues=_issues(doc, f["issue"]) if "issue" in f else (),
+        title=doc.string(f["title"], max_len=255), tests=tests, device=device, branches=branches,
+        patches=patches, variants=variants, touched_paths=touched, body=_read_body(dir / "body.md"),
+        pr=pr, source=_source(doc, f))
     try:
         render_fork_branches(branch_map.fork_branch, branches, patch_set.slug, patch_set.name,
                              api or "", of_set=patch_set.name)

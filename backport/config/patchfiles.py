@@ -371,6 +371,4 @@ def _author(message: email.message.Message) -> tuple[str, str] | None:
         name, addr = email.utils.parseaddr(str(message["From"]))
     except (ValueError, IndexError, TypeError):
         return None
-    if "@" not in addr:
-        return None
-    return (name or addr.split("@", 1)[0], addr)
+    return (name or addr.split("@", 1)[0], addr) if "@" in addr else None
