@@ -137,14 +137,13 @@ class _Section:
 
     line: int
     names: list[tuple[str, int]] = field(default_factory=list)  # (path, line)
-    new_name: str | None = None
+    new_name: str | None = None  # None for a deleted file
     symlink: bool = False
     link_target: list[tuple[str, int]] = field(default_factory=list)
     old_blob: str | None = None  # from the index line; None for a new file
     old_path: str | None = None  # from the "--- a/…" line; None for a new file
     hunks: list[tuple[int, list[str]]] = field(default_factory=list)  # (first old line, lines)
     binary: bool = False
-    deleted: bool = False
     created: bool = False
 
 
@@ -172,13 +171,13 @@ class _Parser:
             self.feed(number, line)
         if self.state == "hunk":
             raise LineProblem(len(lines), "ends inside a hunk (the patch is truncated)")
-        self.end_message(len(lines))
+        self.end_message()
 
     def feed(self, n: int, line: str) -> None:
         if self.state == "hunk":
             self.hunk_line(n, line)
         elif _FROM_LINE.match(line) and self.state != "headers":
-            self.end_message(n)
+            self.end_message()
             self.msg_line, self.state = n, "headers"
             self.has_from, self.subject, self.diffs = False, None, 0
         elif self.state == "headers" and line:
@@ -206,7 +205,7 @@ class _Parser:
         if self.has_from and not self.subjects:
             self.author = _author(message)
 
-    def end_message(self, n: int) -> None:
+    def end_message(self) -> None:
         self.end_section()
         if self.state == "headers":
             self.read_headers()
@@ -254,7 +253,7 @@ class _Parser:
                     if line[0] == "+":
                         sec.new_name = name
                 elif line[0] == "+":
-                    sec.deleted = True
+                    sec.new_name = None
             elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
                 _kind, direction, rest = line.split(" ", 2)
                 name = _name(rest)
@@ -299,8 +298,7 @@ class _Parser:
         if not sec.names:
             raise LineProblem(sec.line, "has a diff header whose file names cannot be read")
         hunks = tuple(Hunk(tuple(lines), start) for start, lines in sec.hunks)
-        self.files.append(FileDiff(sec.old_path, hunks, sec.binary,
-                                   None if sec.deleted else sec.new_name, sec.old_blob,
+        self.files.append(FileDiff(sec.old_path, hunks, sec.binary, sec.new_name, sec.old_blob,
                                    sec.created))
         for name, n in sec.names:
             if problem := repo_path_problem(name):
