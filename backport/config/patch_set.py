@@ -123,14 +123,13 @@ def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
 def _test_spec(doc: Doc, v: Val) -> TestSpec:
     f = {"path": v} if isinstance(v.value, str) else doc.mapping(v, ("path", "args"),
                                                                    required=("path",))
-    path_val = f["path"]
-    text = doc.string(path_val, max_len=1024)
+    text = doc.string(f["path"], max_len=1024)
     problem = "uses '\\' (write '/')" if "\\" in text else repo_path_problem(text)
     path = repo_path(text)
     if not problem and path.startswith("-"):
         problem = "starts with '-' (python would read it as an option)"
     if problem:
-        doc.fail(path_val, f"test path '{text}' {problem}")
+        doc.fail(f["path"], f"test path '{text}' {problem}")
     args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
     return TestSpec(path=path, args=args)
 
