@@ -184,7 +184,7 @@ def tests_added(repo: Path, emails: Sequence[tuple[str, bytes]]) -> dict[str, li
         patches[commit] = None
         if _ADDS_DEF.search(email):
             with suppress(BackportError):  # a commit the parser cannot read has no tests to tell
-                patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"), commit[:12])
+                patches[commit] = parse_patch(email, Path(f"{commit[:12]}.patch"))
     blobs = read_blobs(repo, [oid for patch in patches.values() if patch is not None
                               for oid in pre_images([patch])])
     return {commit: [test.node_id for test in added_tests(repo, [patch], blobs.get)]

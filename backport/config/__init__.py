@@ -1,9 +1,7 @@
 """Configuration: ``branches.yaml`` (`branch_map.py`) and every ``patches/<name>/``
-(`patch_set.py`, its patch files read once by `patchfiles.py`) loaded into the frozen
-dataclasses of `model.py`; every problem is a `ConfigError` of one sentence naming the file,
-line and key. `load_project` also checks what only the two together tell: two patch sets whose
-fork branches would be the same.
-"""
+(`patch_set.py`, its patch files read once by `patchfiles.py`) loaded into the frozen dataclasses
+of `model.py`; every problem is a `ConfigError` of one sentence naming file, line and key.
+`load_project` also refuses two patch sets whose fork branches would be the same."""
 
 from __future__ import annotations
 
@@ -13,15 +11,15 @@ from pathlib import Path
 
 from backport.config.branch_map import load_branch_map
 from backport.config.model import PatchSet, Project
-from backport.config.patch_set import PATCH_FILE, fork_branches, listdir, load_patch_set
+from backport.config.patch_set import PATCH_FILE, listdir, load_patch_set
 from backport.config.validate import config_error, display_path
 from backport.errors import ConfigError
 
 
 def load_project(config_path: Path, patches_dir: Path | None = None,
                  environ: Mapping[str, str] = os.environ) -> Project:
-    """The branch map and every ``patches/<name>/`` holding a ``patch.yaml``; a set that does not
-    load goes to ``Project.broken``, a bad branch map or patches folder fails the project."""
+    """The branch map and every ``patches/<name>/`` with a ``patch.yaml`` (one that does not load
+    goes to ``Project.broken``; a bad branch map or patches folder fails the project)."""
     branch_map = load_branch_map(Path(config_path), environ)
     root = branch_map.path.parent
     pdir = Path(patches_dir) if patches_dir is not None else root / "patches"
@@ -43,7 +41,7 @@ def load_project(config_path: Path, patches_dir: Path | None = None,
             broken[sub.name] = exc.message
     owner: dict[str, str] = {}
     for ps in sets.values():
-        for branch in fork_branches(branch_map, ps).values():
+        for branch in (ps.fork_branch(branch_map, target) for target in ps.branches):
             if branch in owner:
                 raise config_error(
                     f"{display_path(branch_map.path)}: fork_branch renders '{branch}' for both "

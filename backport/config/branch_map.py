@@ -1,14 +1,11 @@
-"""Loads and checks ``branches.yaml`` into a `BranchMap`.
+"""Loads and checks ``branches.yaml`` into a `BranchMap`; every problem is one `ConfigError`
+sentence naming file, line and key path.
 
-Every problem is one `ConfigError` sentence naming file, line and key path, e.g.
-``branches.yaml:12: unknown key 'enviroments' (did you mean 'environments'?)``. The variables
-``BACKPORT_UPSTREAM_URL``, ``BACKPORT_FORK_URL`` and ``BACKPORT_API_URL`` win over the file
-(a relative path in them is taken from the working directory). Default URLs: gitcode gives
-``<web_url>/<repo>.git`` and the API ``https://api.gitcode.com/api/v5``; the local forge needs
-both repository URLs given. Relative paths in the file (URLs, ``python``, ``venv``, ``source``,
-``wrapper``) are taken from the file's folder, ``~`` expanded; a bare command name such as
-``python3`` is looked up on PATH. Also here: the default environment folder (`envs_dir`) and
-cache folder (`cache_root`).
+``BACKPORT_UPSTREAM_URL``, ``BACKPORT_FORK_URL`` and ``BACKPORT_API_URL`` win over the file (a
+relative path in them is taken from the working directory). gitcode's default URLs are
+``<web_url>/<repo>.git`` and ``https://api.gitcode.com/api/v5``; the local forge needs both
+repository URLs. Relative paths in the file are taken from its folder, ``~`` expanded; a bare
+command name such as ``python3`` is looked up on PATH.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ import re
 import shutil
 import string
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NoReturn
 
@@ -35,17 +32,14 @@ from backport.config.validate import (
     git_url_problem,
     home_as_tilde,
     http_url_problem,
-    kind,
-    quote_hint,
+    is_local_path,
     refname_problem,
     repo_identity,
-    resolve_url,
     suggest,
 )
 from backport.redact import strip_url_credentials
 from backport.titles import strip_branch_tags
 
-FORGES = ("gitcode", "local")
 FORK_PLACEHOLDER = "<your-login>/pytorch"  # earlier shipped maps' fork: read as not set
 TEMPLATE_FIELDS = ("slug", "target", "name", "api")
 URL_VARIABLES = {"upstream_url": "BACKPORT_UPSTREAM_URL", "fork_url": "BACKPORT_FORK_URL",
@@ -54,21 +48,10 @@ TOP_KEYS = ("forge", "upstream", "fork", "fork_branch", "upstream_url", "fork_ur
             "web_url", "environments", "branches", "pr", "audit")
 ENV_KEYS = ("python", "venv", "expect", "requirements", "no_deps", "extra_index_urls", "source",
             "wrapper", "env", "timeout", "ci", "isolation")
-ISOLATION_VALUES = ("pid-namespace", "none")
 PYTHON_PLACEHOLDER = "{python}"  # in ``wrapper:``, where the environment's interpreter goes
 PR_KEYS = ("labels", "assignees", "reviewers", "testers", "comment", "draft", "comment_on_push",
            "close_related_issue")
 MAX_BODY_CHARS = 65536
-
-_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-_RUNNER_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")  # GitCode joins tags with ','
-
-
-def envs_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """Where environments naming neither ``python`` nor ``venv`` live, one venv per name."""
-    if chosen := (environ.get("BACKPORT_ENVS") or "").strip():
-        return Path(os.path.abspath(os.path.expanduser(chosen)))
-    return Path(platformdirs.user_data_dir("backport")) / "envs"
 
 
 def cache_root(environ: Mapping[str, str]) -> Path:
@@ -86,29 +69,30 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
     doc = Doc(path)
     root = doc.load()
     top = doc.mapping(root, TOP_KEYS, required=("forge", "upstream", "environments", "branches"))
-    if (forge := doc.string(top["forge"])) not in FORGES:
-        doc.fail(top["forge"], f"must be 'gitcode' or 'local', not '{forge}'"
-                               f"{suggest(forge, FORGES)}")
+    forge = doc.choice(top["forge"], ("gitcode", "local"))
     upstream = _repo_name(doc, top["upstream"])
-    fork_note = _fork_placeholder(doc, top["fork"]) if "fork" in top else ""
-    fork = "" if fork_note or "fork" not in top else _repo_name(doc, top["fork"])
+    fork = fork_note = ""
+    if "fork" in top and doc.string(top["fork"], max_len=200) == FORK_PLACEHOLDER:
+        fork_note = doc.error(top["fork"].line, f"fork is the old placeholder "
+                              f"'{FORK_PLACEHOLDER}', read as not set: the fork follows the "
+                              "token's login; delete the line, or name your fork there "
+                              "(owner/repo)").message
+    elif "fork" in top:
+        fork = _repo_name(doc, top["fork"])
     if forge == "gitcode" and upstream.lower() == fork.lower():
         doc.fail(top["fork"], f"'{fork}' is the upstream repository; backport pushes only to "
                               "a fork")
     fork_branch = (_template(doc, top["fork_branch"]) if "fork_branch" in top
                    else "test-{slug}-{target}")
-    web_url = "https://gitcode.com"
-    if "web_url" in top:
-        web_url = doc.string(top["web_url"], max_len=2048)
-        if problem := http_url_problem(web_url):
-            doc.fail(top["web_url"], f"'{strip_url_credentials(web_url)}' {problem}")
-        web_url = web_url.rstrip("/")
-    environments = {key.value: _environment(doc, key, value, envs_dir(environ))
+    chosen = (environ.get("BACKPORT_ENVS") or "").strip()  # for envs naming no python or venv
+    envs = (Path(os.path.abspath(os.path.expanduser(chosen))) if chosen
+            else Path(platformdirs.user_data_dir("backport")) / "envs")
+    environments = {key.value: _environment(doc, key, value, envs)
                     for key, value in doc.pairs(top["environments"], "environment name", 256)}
     if not environments:
         doc.fail(top["environments"], "defines no environment")
     targets = _targets(doc, top["branches"], environments)
-    urls = _urls(doc, top, forge, (upstream, fork, web_url), environ)
+    urls = _urls(doc, top, forge, (upstream, fork), environ)
     try:
         render_fork_branches(fork_branch, targets)
     except ValueError as exc:
@@ -118,14 +102,15 @@ def load_branch_map(path: Path, environ: Mapping[str, str] = os.environ) -> Bran
         fork_branch=fork_branch, upstream_url=urls["upstream_url"], fork_url=urls["fork_url"],
         api_url=urls["api_url"], environments=environments, targets=targets,
         pr=pr_options(doc, top["pr"], PrOptions()) if "pr" in top else PrOptions(),
-        web_url=web_url, audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else ())
+        web_url=urls["web_url"],
+        audit_ignore=_audit_ignore(doc, top["audit"]) if "audit" in top else ())
 
 
 def render_fork_branches(template: str, targets: Iterable[str], slug: str = "example",
                          name: str = "example", api: str = "torch.example",
                          of_set: str = "") -> dict[str, str]:
-    """target -> the fork branch ``template`` renders for a patch set (by default a sample
-    one); `ValueError` when one is not a valid branch name or two are the same."""
+    """target -> the fork branch ``template`` renders for a (by default sample) patch set;
+    `ValueError` when one is not a valid branch name or two are the same."""
     out: dict[str, str] = {}
     where = f"patch set '{of_set}' and " if of_set else ""
     for target in targets:
@@ -142,18 +127,10 @@ def render_fork_branches(template: str, targets: Iterable[str], slug: str = "exa
 
 def _repo_name(doc: Doc, v: Val) -> str:
     text = doc.string(v, max_len=200)
-    if not _REPO.fullmatch(text) or any(p in (".", "..") for p in text.split("/")):
+    if (not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", text)
+            or any(p in (".", "..") for p in text.split("/"))):
         doc.fail(v, f"'{text}' must be owner/repo, like Ascend/pytorch")
     return text
-
-
-def _fork_placeholder(doc: Doc, v: Val) -> str:
-    """The warning when ``fork`` is the placeholder earlier maps shipped, else ""."""
-    if doc.string(v, max_len=200) != FORK_PLACEHOLDER:
-        return ""
-    return doc.error(v.line, f"fork is the old placeholder '{FORK_PLACEHOLDER}', read as not "
-                     "set: the fork follows the token's login; delete the line, or name your "
-                     "fork there (owner/repo)").message
 
 
 def _template(doc: Doc, v: Val) -> str:
@@ -196,14 +173,16 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
         for dist, version in doc.pairs(f["expect"], "distribution", 100):
             if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", dist.value):
                 doc.fail(dist, f"'{dist.value}' is not a distribution name")
-            fields["expect"][dist.value] = doc.version(version)
-    if "requirements" in f:
-        fields["requirements"] = _requirements(doc, f["requirements"], strict=False)
-    if "no_deps" in f:
-        fields["no_deps"] = _requirements(doc, f["no_deps"], strict=True)
+            text = doc.string(version, max_len=128)  # a number is refused: 2.10 reads as 2.1
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_*-]*", text):
+                doc.fail(version, f"'{text}' is not a version")
+            fields["expect"][dist.value] = text
+    for option in ("requirements", "no_deps"):
+        if option in f:
+            fields[option] = _requirements(doc, f[option], strict=option == "no_deps")
     if "extra_index_urls" in f:
-        fields["extra_index_urls"] = _checked_list(doc, f["extra_index_urls"], _index_url_problem,
-                                                   max_items=20, max_len=2048)
+        fields["extra_index_urls"] = doc.str_list(f["extra_index_urls"], max_items=20,
+                                                  max_len=2048, problem_of=_index_url_problem)
     if "source" in f:
         fields["source"] = _local_path(doc, f["source"])
         fields["source_shown"] = home_as_tilde(doc.string(f["source"], max_len=1024))
@@ -216,21 +195,8 @@ def _environment(doc: Doc, key: Val, v: Val, default_dir: Path) -> Environment:
     if "ci" in f:
         fields["ci"] = _ci(doc, f["ci"], name)
     if "isolation" in f:
-        fields["isolation"] = doc.string(f["isolation"], max_len=32)
-        if fields["isolation"] not in ISOLATION_VALUES:
-            doc.fail(f["isolation"], f"'{fields['isolation']}' is not an isolation; "
-                     f"use {' or '.join(ISOLATION_VALUES)}")
+        fields["isolation"] = doc.choice(f["isolation"], ("pid-namespace", "none"))
     return Environment(**fields)
-
-
-def _checked_list(doc: Doc, v: Val, problem_of: Callable[[str], str | None],
-                  max_items: int = 100, max_len: int = 256) -> tuple[str, ...]:
-    """A list of strings, each passing ``problem_of`` (which says why not, or ``None``)."""
-    texts = doc.str_list(v, max_items=max_items, max_len=max_len)
-    for text, item in zip(texts, doc.items(v), strict=True):
-        if problem := problem_of(text):
-            doc.fail(item, problem)
-    return texts
 
 
 def _ci(doc: Doc, v: Val, name: str) -> CiPlacement:
@@ -238,9 +204,10 @@ def _ci(doc: Doc, v: Val, name: str) -> CiPlacement:
     f = doc.mapping(v, ("runs_on", "image"))
     runs_on: tuple[str, ...] = ("self-hosted", name)
     if "runs_on" in f:
-        runs_on = _checked_list(doc, f["runs_on"], lambda tag: None if _RUNNER_TAG.fullmatch(tag)
-                                else f"'{tag}' is not a runner tag (letters, digits and '._=+-')",
-                                max_items=20, max_len=128)
+        runs_on = doc.str_list(  # GitCode joins tags with ','
+            f["runs_on"], max_items=20, max_len=128,
+            problem_of=lambda tag: None if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._=+-]*", tag)
+            else f"'{tag}' is not a runner tag (letters, digits and '._=+-')")
         if not runs_on:
             doc.fail(f["runs_on"], "must name at least one runner tag")
     image = doc.string(f["image"], max_len=512) if "image" in f else ""
@@ -262,7 +229,7 @@ def _requirements(doc: Doc, v: Val, *, strict: bool) -> tuple[str, ...]:
             return f"'{req}' is not a requirement like name==version ({exc})"
         return None
 
-    return _checked_list(doc, v, problem, max_len=1024)
+    return doc.str_list(v, max_len=1024, problem_of=problem)
 
 
 def _index_url_problem(url: str) -> str | None:
@@ -277,16 +244,12 @@ def _index_url_problem(url: str) -> str | None:
 
 def _wrapper(doc: Doc, v: Val) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``wrapper:`` as (argv to run, argv as written); a string is one program without args."""
-    if isinstance(v.value, str):
-        written: tuple[str, ...] = (doc.string(v, max_len=1024),)
-        first = v
-    else:
-        written = doc.str_list(v, max_items=50, max_len=1024)
-        first = doc.items(v)[0] if written else v
-    if not written or not written[0]:
+    items = [v] if isinstance(v.value, str) else doc.items(v, "list of strings", 50)
+    if not items:
         doc.fail(v, "needs a program: a script that execs the interpreter it is given")
+    written = tuple(doc.string(item, max_len=1024) for item in items)
     program = written[0]  # a command name is looked up on PATH when started
-    run = str(_local_path(doc, first)) if program.startswith("~") or "/" in program else program
+    run = str(_local_path(doc, items[0])) if program.startswith("~") or "/" in program else program
     return (run, *written[1:]), (home_as_tilde(program), *written[1:])
 
 
@@ -296,14 +259,8 @@ def _variables(doc: Doc, v: Val) -> dict[str, str]:
     for name, value in doc.pairs(v, "variable", 200):
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.value):
             doc.fail(name, f"'{name.value}' is not an environment variable name")
-        text = value.value
-        if isinstance(text, int) and not isinstance(text, bool):
-            text = str(text)
-        if not isinstance(text, str):
-            doc.fail(value, f"must be a string, not {kind(text)}{quote_hint(value)}")
-        if "\x00" in text or len(text) > 32768:
-            doc.fail(value, "is too long or contains a NUL character")
-        out[name.value] = text
+        out[name.value] = "" if value.value == "" else doc.string(
+            value, max_len=32768, multiline=True, allow_ints=True, strip=False)
     return out
 
 
@@ -333,22 +290,27 @@ def _title_tag(doc: Doc, v: Val, branch: str) -> str:
     return tag
 
 
-def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str, str],
+def _urls(doc: Doc, top: Mapping[str, Val], forge: str, repos: tuple[str, str],
           environ: Mapping[str, str]) -> dict[str, str]:
-    """upstream_url, fork_url and api_url: environment, else file, else forge defaults."""
-    upstream, fork, web_url = repos
+    """The four URLs: environment, else file, else forge defaults."""
+    upstream, fork = repos
     urls: dict[str, str] = {}
     origin: dict[str, Val | str] = {}  # where each came from: its value in the file, or variable
-    for key, variable in URL_VARIABLES.items():
-        if text := (environ.get(variable) or "").strip():
+    for key in ("upstream_url", "fork_url", "api_url", "web_url"):
+        variable = URL_VARIABLES.get(key)  # web_url has none
+        if variable and (text := (environ.get(variable) or "").strip()):
             origin[key], base = variable, Path.cwd()
         elif key in top:
             text, origin[key], base = doc.string(top[key], max_len=2048), top[key], doc.path.parent
         else:
             continue
-        if problem := http_url_problem(text) if key == "api_url" else git_url_problem(text):
+        web = key in ("api_url", "web_url")
+        if problem := http_url_problem(text) if web else git_url_problem(text):
             _url_fail(doc, origin[key], f"'{strip_url_credentials(text)}' {problem}")
-        urls[key] = text.rstrip("/") if key == "api_url" else resolve_url(text, base)
+        if not web and is_local_path(text):
+            text = os.path.normpath(base / os.path.expanduser(text))
+        urls[key] = text.rstrip("/") if web else text
+    web_url = urls.setdefault("web_url", "https://gitcode.com")
     if forge == "gitcode":
         urls.setdefault("upstream_url", f"{web_url}/{upstream}.git")
         if fork:  # else the token's login names it (`BranchMap.with_login`)
@@ -383,9 +345,7 @@ def _audit_ignore(doc: Doc, v: Val) -> tuple[str, ...]:
         return None
 
     f = doc.mapping(v, ("ignore",))
-    if "ignore" not in f:
-        return ()
-    return _checked_list(doc, f["ignore"], problem, max_items=100, max_len=500)
+    return doc.str_list(f["ignore"], max_len=500, problem_of=problem) if "ignore" in f else ()
 
 
 def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
@@ -393,14 +353,15 @@ def pr_options(doc: Doc, v: Val, base: PrOptions) -> PrOptions:
     f = doc.mapping(v, PR_KEYS)
     changes: dict = {}
     if "labels" in f:
-        changes["labels"] = _checked_list(
-            doc, f["labels"], lambda label: f"'{label}' is not a valid label" if "," in label
-            else None, max_items=50, max_len=100)
+        changes["labels"] = doc.str_list(
+            f["labels"], max_items=50, max_len=100,
+            problem_of=lambda label: f"'{label}' is not a valid label" if "," in label else None)
     for key in ("assignees", "reviewers", "testers"):
         if key in f:
-            changes[key] = _checked_list(
-                doc, f[key], lambda name: None if re.fullmatch(r"[A-Za-z0-9_.-]+", name)
-                else f"'{name}' is not a valid user name", max_items=50, max_len=100)
+            changes[key] = doc.str_list(
+                f[key], max_items=50, max_len=100,
+                problem_of=lambda name: None if re.fullmatch(r"[A-Za-z0-9_.-]+", name)
+                else f"'{name}' is not a valid user name")
     if "comment" in f:
         changes["comment"] = doc.string(f["comment"], max_len=MAX_BODY_CHARS, multiline=True)
     for key in ("draft", "comment_on_push", "close_related_issue"):

@@ -102,8 +102,7 @@ class BranchMap:
         return self.fork or fork_of(self.upstream, TOKEN_LOGIN)
 
     def with_login(self, login: str) -> BranchMap:
-        """The map whose fork follows the token of ``login`` (a fork set in the file stays;
-        ``login`` "", a dry run without a token, leaves it unnamed)."""
+        """The map whose fork follows the token's ``login`` (a fork set in the file stays)."""
         if self.fork or not login:
             return self
         if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", login):
@@ -191,8 +190,7 @@ class PatchSet:
 
 @dataclass(frozen=True)
 class Project:
-    """The branch map and the patch sets; ``broken``: set name -> the error it did not load
-    with (only a command using that set fails on it)."""
+    """The branch map and the patch sets; ``broken``: set name -> its load error."""
 
     root: Path
     branch_map: BranchMap
@@ -203,19 +201,13 @@ class Project:
     def state_dir(self) -> Path:
         return self.root / ".backport"
 
-    def with_branch_map(self, branch_map: BranchMap) -> Project:
-        """The project with ``branch_map`` (its fork named: `BranchMap.with_login`)."""
-        return dataclasses.replace(self, branch_map=branch_map)
 
-
-# Release order of target branches: ``master`` / ``main`` newest, ``vX.Y.Z`` (and
-# ``X.Y.Z-suffix``) by version, names without a version after them in their configured order.
-_TRUNKS = ("master", "main")
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)")
 
 
 def _key(target: str) -> tuple[int, tuple[int, ...]]:
-    if target in _TRUNKS:
+    """Release order: master/main newest, then ``vX.Y.Z`` by version, then unversioned names."""
+    if target in ("master", "main"):
         return (2, ())
     if match := _VERSION.match(target):
         return (1, tuple(int(part) for part in match.group(1).split(".")))

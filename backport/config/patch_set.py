@@ -27,11 +27,7 @@ from backport.config.yamlsafe import YSeq
 
 SOURCE_KEYS = ("source_pr", "source_base", "source_commit", "source_merged", "source_found_by")
 PATCH_KEYS = ("api", "issue", "title", "tests", "device", "branches", "pr", *SOURCE_KEYS)
-FOUND_BY = ("merge_commit_sha", "squash message", "head ref")
-DEVICES = ("none", "npu")
-MAX_ISSUE = 2**31 - 1
 MAX_VARIANT_DIRS = 500
-_API = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 PATCH_FILE = re.compile(r"\d{4}-.+\.patch")
 
 
@@ -59,33 +55,33 @@ def load_patch_set(dir: Path, branch_map: BranchMap) -> PatchSet:
     if not tests and "source_pr" not in f:  # a PR that adds or changes no test has none
         doc.fail(f["tests"], "lists no test (only a set made from a PR, with source_pr, may "
                              "list none)")
-    device = doc.string(f["device"]) if "device" in f else "none"
-    if device not in DEVICES:
-        doc.fail(f["device"], f"must be 'none' or 'npu', not '{device}'{suggest(device, DEVICES)}")
+    device = doc.choice(f["device"], ("none", "npu")) if "device" in f else "none"
     branches = (_patch_branches(doc, f["branches"], branch_map) if "branches" in f
                 else tuple(branch_map.targets))
     api = doc.string(f["api"], max_len=200) if "api" in f else None
-    if api is not None and not _API.fullmatch(api):
+    if api is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", api, re.ASCII):
         doc.fail(f["api"], f"'{api}' is not a dotted API name like "
                            f"torch.distributed.elastic.metrics.put_metric")
-    issues = _issues(doc, f["issue"]) if "issue" in f else ()
-    title = doc.string(f["title"], max_len=255)
     pr = pr_options(doc, f["pr"], branch_map.pr) if "pr" in f else branch_map.pr
-    source = _source(doc, f)
     patches, variants, touched = _read_series(dir, branch_map, branches)
     patch_set = PatchSet(
-        name=dir.name, dir=dir, api=api, issues=issues, title=title, tests=tests, device=device,
-        branches=branches, patches=patches, variants=variants, touched_paths=touched,
-        body=_read_body(dir / "body.md"), pr=pr, source=source)
-    fork_branches(branch_map, patch_set)
+        name=dir.name, dir=dir, api=api, issues=_issues(doc, f["issue"]) if "issue" in f else (),
+        title=doc.string(f["title"], max_len=255), tests=tests, device=device, branches=branches,
+        patches=patches, variants=variants, touched_paths=touched, body=_read_body(dir / "body.md"),
+        pr=pr, source=_source(doc, f))
+    try:
+        render_fork_branches(branch_map.fork_branch, branches, patch_set.slug, patch_set.name,
+                             api or "", of_set=patch_set.name)
+    except ValueError as exc:
+        raise config_error(f"{display_path(branch_map.path)}: {exc}") from None
     return patch_set
 
 
 def _issues(doc: Doc, v: Val) -> tuple[int, ...]:
     """``issue``: one issue number, or a list of them (a PR linking several); never empty."""
     if not isinstance(v.value, YSeq):
-        return (_issue(doc, v),)
-    numbers = tuple(_issue(doc, item) for item in doc.items(v, "list of issue numbers", 50))
+        return (_number(doc, v),)
+    numbers = tuple(_number(doc, item) for item in doc.items(v, "list of issue numbers", 50))
     if not numbers:
         doc.fail(v, "lists no issue (leave the key out instead, in a set made from a PR)")
     if len(set(numbers)) != len(numbers):
@@ -93,13 +89,14 @@ def _issues(doc: Doc, v: Val) -> tuple[int, ...]:
     return numbers
 
 
-def _issue(doc: Doc, v: Val) -> int:
+def _number(doc: Doc, v: Val, what: str = "issue number like 3216") -> int:
+    """A positive issue or PR number (``#3216`` and ``"3216"`` also read as 3216)."""
     value = v.value
     if isinstance(value, str) and re.fullmatch(r"\s*#?\d{1,12}\s*", value):
         value = int(value.strip().lstrip("#"))
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ISSUE:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 2**31 - 1:
         shown = repr(value[:40]) if isinstance(value, str) else kind(value)
-        doc.fail(v, f"must be a positive issue number like 3216, not {shown}")
+        doc.fail(v, f"must be a positive {what}, not {shown}")
     return value
 
 
@@ -111,37 +108,29 @@ def _source(doc: Doc, f: dict[str, Val]) -> SourcePr | None:
     if missing := [key for key in SOURCE_KEYS if key not in f]:
         doc.fail(f[given[0]], f"'{given[0]}' needs {', '.join(missing)} too (the source_* keys "
                               f"come together)")
-    number = f["source_pr"].value
-    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= MAX_ISSUE:
-        doc.fail(f["source_pr"], f"must be a positive PR number like 42810, not {kind(number)}")
+    number = _number(doc, f["source_pr"], "PR number like 42810")
     base = doc.string(f["source_base"], max_len=255, allow_ints=True)
     if problem := refname_problem(base):
         doc.fail(f["source_base"], f"branch '{base}' {problem}")
     commit = doc.string(f["source_commit"], max_len=64, allow_ints=True)
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
         doc.fail(f["source_commit"], f"'{commit[:64]}' is not a full 40-hex commit sha")
-    if (found_by := doc.string(f["source_found_by"])) not in FOUND_BY:
-        doc.fail(f["source_found_by"], f"must be one of {', '.join(repr(x) for x in FOUND_BY)}, "
-                                       f"not '{found_by}'{suggest(found_by, FOUND_BY)}")
+    found_by = doc.choice(f["source_found_by"], ("merge_commit_sha", "squash message", "head ref"))
     return SourcePr(number=number, base=base, commit=commit,
                     merged=doc.boolean(f["source_merged"]), found_by=found_by)
 
 
 def _test_spec(doc: Doc, v: Val) -> TestSpec:
-    args: tuple[str, ...]
-    if isinstance(v.value, str):
-        path_val, args = v, ()
-    else:
-        f = doc.mapping(v, ("path", "args"), required=("path",))
-        path_val = f["path"]
-        args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
-    text = doc.string(path_val, max_len=1024)
+    f = {"path": v} if isinstance(v.value, str) else doc.mapping(v, ("path", "args"),
+                                                                   required=("path",))
+    text = doc.string(f["path"], max_len=1024)
     problem = "uses '\\' (write '/')" if "\\" in text else repo_path_problem(text)
     path = repo_path(text)
     if not problem and path.startswith("-"):
         problem = "starts with '-' (python would read it as an option)"
     if problem:
-        doc.fail(path_val, f"test path '{text}' {problem}")
+        doc.fail(f["path"], f"test path '{text}' {problem}")
+    args = doc.str_list(f["args"], max_len=1024, allow_ints=True) if "args" in f else ()
     return TestSpec(path=path, args=args)
 
 
@@ -183,7 +172,7 @@ def _patch_files(directory: Path) -> tuple[Path, ...]:
 def _read_series(dir: Path, branch_map: BranchMap, branches: tuple[str, ...]) -> tuple[
         tuple[Patch, ...], dict[str, tuple[Patch, ...]], dict[str, tuple[str, ...]]]:
     """The shared series, each target's variant (a sub-directory named after it) and the paths
-    each target's series touches; every patch file read and parsed once."""
+    each target's series touches."""
     shared_files = _patch_files(dir)
     files: dict[str, tuple[Path, ...]] = {}
     for seen, (current, subdirs, _files) in enumerate(os.walk(dir)):
@@ -225,12 +214,3 @@ def _read_body(path: Path) -> str | None:
     if len(text) > MAX_BODY_CHARS:
         raise config_error(f"{display_path(path)} is longer than {MAX_BODY_CHARS} characters")
     return text
-
-
-def fork_branches(branch_map: BranchMap, ps: PatchSet) -> dict[str, str]:
-    """target -> rendered fork branch of a patch set; each valid and distinct."""
-    try:
-        return render_fork_branches(branch_map.fork_branch, ps.branches, ps.slug, ps.name,
-                                    ps.api or "", of_set=ps.name)
-    except ValueError as exc:
-        raise config_error(f"{display_path(branch_map.path)}: {exc}") from None

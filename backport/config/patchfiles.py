@@ -1,13 +1,9 @@
-"""The one reader of ``git format-patch`` files: each is read and parsed once into a `Patch`.
-
-`read_patch` reads a ``NNNN-*.patch`` file (at most 16 MiB), `parse_patch` parses bytes already
-read: a frozen `Patch` of the bytes (fed to ``git am`` as they are), subjects, author, touched
-paths, pre-image blobs and per-file hunks, which every later step takes; no step opens a patch
-file again. `read_diff` reads, best effort, the plain diff ``git am`` keeps when it stops.
-The layout is git's mbox: a ``From <sha>`` line, mail headers (read by the standard library's
-`email`), the message, then ``diff --git`` sections whose hunk line counts are verified. Every
-path must stay inside the repository, and a symbolic link must not point outside it or into
-``.git``. Errors name the file and line.
+"""The one reader of ``git format-patch`` files: each is read and parsed once into a `Patch`
+(its bytes, fed to ``git am`` as they are, subjects, author, touched paths, pre-image blobs and
+hunks), which every later step takes. `read_diff` reads, best effort, the diff ``git am`` keeps
+when it stops. The layout is git's mbox: a ``From <sha>`` line, mail headers (read by `email`),
+the message, then ``diff --git`` sections whose hunk line counts are verified. Every path stays
+inside the repository; a symbolic link must not point outside it or into ``.git``.
 """
 
 from __future__ import annotations
@@ -88,10 +84,6 @@ class Patch:
     def name(self) -> str:
         return self.path.name
 
-    @property
-    def commits(self) -> int:
-        return len(self.subjects)
-
 
 def unquote_git_path(text: str) -> tuple[str, int]:
     """Decode a C-quoted git path at the start of ``text``; returns it and the index after it."""
@@ -145,14 +137,13 @@ class _Section:
 
     line: int
     names: list[tuple[str, int]] = field(default_factory=list)  # (path, line)
-    new_name: str | None = None
+    new_name: str | None = None  # None for a deleted file
     symlink: bool = False
     link_target: list[tuple[str, int]] = field(default_factory=list)
     old_blob: str | None = None  # from the index line; None for a new file
     old_path: str | None = None  # from the "--- a/…" line; None for a new file
     hunks: list[tuple[int, list[str]]] = field(default_factory=list)  # (first old line, lines)
     binary: bool = False
-    deleted: bool = False
     created: bool = False
 
 
@@ -180,13 +171,13 @@ class _Parser:
             self.feed(number, line)
         if self.state == "hunk":
             raise LineProblem(len(lines), "ends inside a hunk (the patch is truncated)")
-        self.end_message(len(lines))
+        self.end_message()
 
     def feed(self, n: int, line: str) -> None:
         if self.state == "hunk":
             self.hunk_line(n, line)
         elif _FROM_LINE.match(line) and self.state != "headers":
-            self.end_message(n)
+            self.end_message()
             self.msg_line, self.state = n, "headers"
             self.has_from, self.subject, self.diffs = False, None, 0
         elif self.state == "headers" and line:
@@ -214,7 +205,7 @@ class _Parser:
         if self.has_from and not self.subjects:
             self.author = _author(message)
 
-    def end_message(self, n: int) -> None:
+    def end_message(self) -> None:
         self.end_section()
         if self.state == "headers":
             self.read_headers()
@@ -262,7 +253,7 @@ class _Parser:
                     if line[0] == "+":
                         sec.new_name = name
                 elif line[0] == "+":
-                    sec.deleted = True
+                    sec.new_name = None
             elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
                 _kind, direction, rest = line.split(" ", 2)
                 name = _name(rest)
@@ -307,8 +298,7 @@ class _Parser:
         if not sec.names:
             raise LineProblem(sec.line, "has a diff header whose file names cannot be read")
         hunks = tuple(Hunk(tuple(lines), start) for start, lines in sec.hunks)
-        self.files.append(FileDiff(sec.old_path, hunks, sec.binary,
-                                   None if sec.deleted else sec.new_name, sec.old_blob,
+        self.files.append(FileDiff(sec.old_path, hunks, sec.binary, sec.new_name, sec.old_blob,
                                    sec.created))
         for name, n in sec.names:
             if problem := repo_path_problem(name):
@@ -334,24 +324,19 @@ class _Parser:
 
 def read_patch(path: Path) -> Patch:
     """Read and check one ``NNNN-*.patch`` file; raises ``ConfigError`` naming the file and line."""
-    display = display_path(path)
     data = read_bytes(path, MAX_PATCH_BYTES)
-    if len(data) > MAX_PATCH_BYTES:
-        raise config_error(f"{display} is larger than {MAX_PATCH_BYTES >> 20} MiB")
     if not data.strip():
-        raise config_error(f"{display} is empty")
-    return parse_patch(data, path, display)
+        raise config_error(f"{display_path(path)} is empty")
+    return parse_patch(data, path)
 
 
-def parse_patch(data: bytes, path: Path, display: str | None = None) -> Patch:
-    """The `Patch` of a format-patch file's bytes; ``ConfigError`` naming ``display`` (by
-    default ``path``) and the line when they are not a well-formed patch."""
+def parse_patch(data: bytes, path: Path) -> Patch:
+    """The `Patch` of a format-patch file's bytes; ``ConfigError`` naming file and line."""
     parser = _Parser()
     try:
         parser.parse(_lines(data.decode("utf-8", "surrogateescape")))
     except LineProblem as exc:
-        where = display_path(path) if display is None else display
-        raise config_error(f"{where}:{exc.line}: {exc.message}") from None
+        raise config_error(f"{display_path(path)}:{exc.line}: {exc.message}") from None
     return Patch(path, data, tuple(parser.subjects), parser.author, tuple(sorted(parser.paths)),
                  dict(parser.preimages), tuple(parser.files))
 
@@ -361,8 +346,7 @@ def _lines(text: str) -> list[str]:
 
 
 def read_diff(text: str) -> Patch:
-    """The paths and pre-image blobs of a format-patch text or a plain ``git diff`` git wrote;
-    reading stops at the first problem and returns what came before it."""
+    """Paths and pre-image blobs of a format-patch or plain ``git diff`` text, up to a problem."""
     lines = _lines(text)
     parser = _Parser()
     try:
@@ -385,6 +369,4 @@ def _author(message: email.message.Message) -> tuple[str, str] | None:
         name, addr = email.utils.parseaddr(str(message["From"]))
     except (ValueError, IndexError, TypeError):
         return None
-    if "@" not in addr:
-        return None
-    return (name or addr.split("@", 1)[0], addr)
+    return (name or addr.split("@", 1)[0], addr) if "@" in addr else None

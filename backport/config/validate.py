@@ -8,27 +8,25 @@ import difflib
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
-from backport.config.yamlsafe import MAX_FILE_BYTES, LineProblem, Loc, YMap, YSeq, read_yaml_file
+from backport.config.yamlsafe import MAX_FILE_BYTES, LineProblem, Loc, YMap, YSeq, parse_yaml
 from backport.errors import ConfigError
 from backport.redact import redact
 
 MAX_STR = 4096  # longest ordinary string value
-MAX_ITEMS = 1000  # longest list or free-form mapping
-MAX_MESSAGE = 1000
 
 
 def config_error(message: str) -> ConfigError:
     """A ``ConfigError`` whose message is redacted, on one printable line, and not huge."""
     text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in redact(message))
-    if len(text) > MAX_MESSAGE:
-        text = text[: MAX_MESSAGE - 3] + "..."
+    if len(text) > 1000:
+        text = text[:997] + "..."
     return ConfigError(text)
 
 
@@ -41,14 +39,17 @@ def display_path(path: Path) -> str:
 
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:
-    """The bytes of ``path`` (at most ``limit`` + 1); `ConfigError` when it cannot be read."""
+    """The bytes of ``path``; `ConfigError` when it cannot be read or has more than ``limit``."""
     try:
         with path.open("rb") as fh:
-            return fh.read(limit + 1 if limit >= 0 else -1)
+            data = fh.read(limit + 1 if limit >= 0 else -1)
     except FileNotFoundError:
         raise config_error(f"{display_path(path)} not found") from None
     except OSError as exc:
         raise config_error(f"{display_path(path)} cannot be read ({exc.strerror or exc})") from None
+    if 0 <= limit < len(data):
+        raise config_error(f"{display_path(path)}: is larger than {limit >> 20} MiB")
+    return data
 
 
 def home_as_tilde(text: str) -> str:
@@ -83,11 +84,6 @@ def kind(value: Any) -> str:
     return next((name for t, name in names.items() if isinstance(value, t)), "a string")
 
 
-def quote_hint(v: Val) -> str:
-    """How to make a value read as a string, from its source text ("" when it has none)."""
-    return f'; quote it: "{v.raw}"' if v.raw else ""
-
-
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -115,8 +111,11 @@ class Doc:
 
     def load(self) -> Val:
         """Read and parse the file; the root value must be a non-empty mapping."""
+        data = read_bytes(self.path, MAX_FILE_BYTES)
         try:
-            root = read_yaml_file(read_bytes(self.path, MAX_FILE_BYTES))
+            root = parse_yaml(data.decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            raise self.error(data.count(b"\n", 0, exc.start) + 1, "is not valid UTF-8") from None
         except LineProblem as exc:
             raise self.error(exc.line, exc.message) from None
         if root is None:
@@ -141,7 +140,7 @@ class Doc:
             raise self.error(v.line, f"missing required key '{missing}'", v.path)
         return out
 
-    def pairs(self, v: Val, what: str, max_items: int = MAX_ITEMS) -> list[tuple[Val, Val]]:
+    def pairs(self, v: Val, what: str, max_items: int) -> list[tuple[Val, Val]]:
         """(key, value) pairs of a free-form mapping whose keys must be strings."""
         m = self._map(v)
         if len(m) > max_items:
@@ -159,7 +158,7 @@ class Doc:
             out.append((kval, v.child(key, m.locs[key], value)))
         return out
 
-    def items(self, v: Val, what: str = "list", max_items: int = MAX_ITEMS) -> list[Val]:
+    def items(self, v: Val, what: str, max_items: int) -> list[Val]:
         """The items of a list."""
         if not isinstance(v.value, YSeq):
             self.fail(v, f"must be a {what}, not {kind(v.value)}")
@@ -180,7 +179,8 @@ class Doc:
         if allow_ints and isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            self.fail(v, f"must be a string, not {kind(value)}{quote_hint(v)}")
+            hint = f'; quote it: "{v.raw}"' if v.raw else ""
+            self.fail(v, f"must be a string, not {kind(value)}{hint}")
         if strip:
             value = value.strip()
         if not value:
@@ -188,16 +188,16 @@ class Doc:
         if len(value) > max_len:
             self.fail(v, f"is {len(value)} characters long, more than the {max_len} allowed")
         if "\x00" in value or (not multiline and ("\n" in value or "\r" in value)):
-            self.fail(v, "must be a single line of text")
+            self.fail(v, "must not contain a NUL character" if multiline
+                      else "must be a single line of text")
         return value
 
-    def version(self, v: Val) -> str:
-        """A version string such as ``2.7.1.post4``; numbers are refused (2.10 reads as 2.1)."""
-        if not isinstance(v.value, str):
-            self.fail(v, f"version must be a quoted string, not {kind(v.value)}{quote_hint(v)}")
-        text = self.string(v, max_len=128)
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_*-]*", text):
-            self.fail(v, f"'{_short(text)}' is not a version")
+    def choice(self, v: Val, choices: tuple[str, ...]) -> str:
+        """One of ``choices``, with a did-you-mean when it is none of them."""
+        text = self.string(v, max_len=64)
+        if text not in choices:
+            names = ", ".join(f"'{c}'" for c in choices[:-1]) + f" or '{choices[-1]}'"
+            self.fail(v, f"must be {names}, not '{_short(text)}'{suggest(text, choices)}")
         return text
 
     def boolean(self, v: Val) -> bool:
@@ -218,9 +218,16 @@ class Doc:
         return float(value)
 
     def str_list(self, v: Val, *, max_items: int = 100, max_len: int = 256,
-                 allow_ints: bool = False) -> tuple[str, ...]:
-        return tuple(self.string(item, max_len=max_len, allow_ints=allow_ints, strip=not allow_ints)
-                     for item in self.items(v, "list of strings", max_items))
+                 allow_ints: bool = False,
+                 problem_of: Callable[[str], str | None] = lambda _: None) -> tuple[str, ...]:
+        """A list of strings, each passing ``problem_of`` (which says why not, or ``None``)."""
+        out = []
+        for item in self.items(v, "list of strings", max_items):
+            text = self.string(item, max_len=max_len, allow_ints=allow_ints, strip=not allow_ints)
+            if problem := problem_of(text):
+                self.fail(item, problem)
+            out.append(text)
+        return tuple(out)
 
 
 def repo_path(path: str) -> str:
@@ -247,8 +254,7 @@ def repo_path_problem(path: str) -> str | None:
 
 
 def refname_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid branch name, or ``None`` when git would accept it (the rules
-    of ``git check-ref-format --branch``, checked without running git)."""
+    """Why ``name`` is not a branch name ``git check-ref-format --branch`` accepts, or ``None``."""
     if not name:
         return "is empty"
     if name in ("@", "HEAD"):
@@ -260,12 +266,10 @@ def refname_problem(name: str) -> str | None:
             return "contains a control character"
         if ch in " ~^:?*[\\":
             return "contains a space" if ch == " " else f"contains '{ch}'"
-    if bad := next((text for text in ("..", "@{") if text in name), None):
+    if bad := next((text for text in ("..", "@{", "//") if text in name), None):
         return f"contains '{bad}'"
     if name.startswith("/") or name.endswith("/"):
         return "starts or ends with '/'"
-    if "//" in name:
-        return "contains '//'"
     if name.endswith("."):
         return "ends with '.'"
     for part in name.split("/"):
@@ -294,30 +298,17 @@ def git_url_problem(url: str) -> str | None:
         return "starts with '-'"
     if re.match(r"[A-Za-z][A-Za-z0-9+.-]*::", url):
         return "uses a remote helper ('name::'), which is not allowed"
-    if "://" in url:
-        scheme = url.split("://", 1)[0].lower()
-        if scheme not in ("http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"):
-            return f"uses the scheme '{scheme}' (use https, ssh, git, file or a path)"
-        return _url_parts_problem(url, need_host=scheme != "file")
-    return None
-
-
-def http_url_problem(url: str) -> str | None:
-    """Why ``url`` is not an http(s) URL usable as a forge web or API root, or ``None``."""
-    if any(ch.isspace() or ord(ch) < 0x20 for ch in url):
-        return "contains whitespace or a control character"
-    if not url.lower().startswith(("http://", "https://")):
-        return "must start with http:// or https://"
-    return _url_parts_problem(url, need_host=True)
-
-
-def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
+    if "://" not in url:
+        return None
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in ("http", "https", "ssh", "git", "file", "git+ssh", "ssh+git"):
+        return f"uses the scheme '{scheme}' (use https, ssh, git, file or a path)"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
         return "is not a valid URL"
-    if need_host and not parts.hostname:
+    if scheme != "file" and not parts.hostname:
         return "has no host"
     if parts.password is not None:
         return "must not contain a password (put the token in GITCODE_TOKEN)"
@@ -327,9 +318,11 @@ def _url_parts_problem(url: str, *, need_host: bool) -> str | None:
     return None
 
 
-def resolve_url(url: str, base: Path) -> str:
-    """``url`` with a local path made absolute against ``base`` (``~`` expanded)."""
-    return os.path.normpath(base / os.path.expanduser(url)) if is_local_path(url) else url
+def http_url_problem(url: str) -> str | None:
+    """Why ``url`` is not an http(s) URL usable as a forge web or API root, or ``None``."""
+    if not url.lower().startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    return git_url_problem(url)
 
 
 def repo_identity(url: str) -> str:

@@ -207,14 +207,3 @@ def parse_yaml(text: str) -> Any:
     except RecursionError:  # aliases nested in aliases: deeper when built than when read
         raise LineProblem(None, "values are nested too deeply") from None
 
-
-def read_yaml_file(data: bytes) -> Any:
-    """Decode and parse the bytes of a YAML file (size-checked, UTF-8)."""
-    if len(data) > MAX_FILE_BYTES:
-        raise LineProblem(None, f"is larger than {MAX_FILE_BYTES // 1024} KiB")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise LineProblem(line, "is not valid UTF-8") from None
-    return parse_yaml(text)

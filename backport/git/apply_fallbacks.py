@@ -76,7 +76,7 @@ def apply_ignoring_context(wt: Worktree, patches: Sequence[Patch]) -> ApplyResul
     placed: list[str] = []
     run_env = committer_env(wt, patches[0].author)
     for patch in patches:
-        files = context_ignored_files(wt, patch.files) if patch.commits == 1 else None
+        files = context_ignored_files(wt, patch.files) if len(patch.subjects) == 1 else None
         if files is None or not wt.git([*SAFE_CONFIG, "am", "-C0", *AM_OPTIONS], env=run_env,
                                        stdin=mailbox([patch]), check=False).ok:
             if am_in_progress(wt):

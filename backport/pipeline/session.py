@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -160,8 +160,8 @@ class Session:
         bm = self.project.branch_map
         if bm.fork or not self.options.mode.pushes:
             return
-        self.project = self.project.with_branch_map(
-            bm.with_login(self.forge.client().current_user()))
+        self.project = replace(self.project,
+                               branch_map=bm.with_login(self.forge.client().current_user()))
 
     def run_dir(self, patch_set: str) -> Path:  # test logs and carried resolutions
         return self.work_dir / "runs" / patch_set

@@ -31,7 +31,7 @@ GIT_ENV = {
 
 def parse_patch_text(text: str, display: str = "<patch>") -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(subjects, touched paths) of a patch's text, parsed as the loader parses a file."""
-    patch = parse_patch(text.encode("utf-8", "surrogateescape"), Path(display), display)
+    patch = parse_patch(text.encode("utf-8", "surrogateescape"), Path(display))
     return patch.subjects, patch.paths
 
 
@@ -124,7 +124,7 @@ def test_what_git_am_needs_from_a_format_patch_file(repo: Path, tmp_path: Path) 
     assert blob.startswith(info.preimages["f.txt"])
     assert info.author == ("Lg Xxx", "lg@example.com")
     assert [d.new for d in info.files if d.created] == ["d/added.txt"]
-    assert info.data == patch.read_bytes() and info.commits == 1
+    assert info.data == patch.read_bytes() and len(info.subjects) == 1
 
 
 def test_a_plain_diff_is_read_too(repo: Path, tmp_path: Path) -> None:

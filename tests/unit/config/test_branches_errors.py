@@ -452,7 +452,7 @@ def test_not_utf8(tmp_path: Path) -> None:
 
 def test_file_too_big(tmp_path: Path) -> None:
     message = _error(tmp_path, MIN + "#" * (1 << 20) + "\n")
-    assert "branches.yaml: is larger than 1024 KiB" in message
+    assert "branches.yaml: is larger than 1 MiB" in message
 
 
 def test_password_in_url_is_refused_and_not_shown(tmp_path: Path) -> None:

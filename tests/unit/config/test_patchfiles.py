@@ -18,7 +18,7 @@ from tests.helpers.config_samples import make_patch
 
 def parse_patch_text(text: str, display: str = "<patch>") -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(subjects, touched paths) of a patch's text, parsed as the loader parses a file."""
-    patch = parse_patch(text.encode("utf-8", "surrogateescape"), Path(display), display)
+    patch = parse_patch(text.encode("utf-8", "surrogateescape"), Path(display))
     return patch.subjects, patch.paths
 
 

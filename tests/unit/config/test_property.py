@@ -187,8 +187,7 @@ def test_patch_text_fuzz(lines: list[str], keep_head: bool) -> None:
     head = make_patch().split("diff --git")[0] if keep_head else ""
     try:
         text = head + "\n".join(lines) + "\n"
-        patch = parse_patch(text.encode("utf-8", "surrogateescape"), Path("0001-f.patch"),
-                            "0001-f.patch")
+        patch = parse_patch(text.encode("utf-8", "surrogateescape"), Path("0001-f.patch"))
         subjects, paths = patch.subjects, patch.paths
     except ConfigError as exc:
         assert str(exc).startswith("0001-f.patch:")
