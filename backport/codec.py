@@ -127,10 +127,6 @@ def _decode(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch p
             return tp(data)
         except ValueError as exc:
             raise CodecError(f"{where}: {exc}") from exc
-    return _scalar(tp, data, where)
-
-
-def _scalar(tp: Any, data: Any, where: str) -> Any:
     if tp not in (bool, int, float, str):
         raise CodecError(f"{where}: cannot decode type {tp!r}")
     if isinstance(data, bool) and tp is not bool:  # JSON's true is no number

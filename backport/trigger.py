@@ -80,17 +80,12 @@ def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:  # {} when not
     return data[key] if isinstance(data.get(key), dict) else {}
 
 
-def _depth(data: Any) -> int:
-    """How deep ``data`` nests (a scalar: 0), without recursion."""
-    deepest, stack = 0, [(data, 1)]
-    while stack:
-        value, level = stack.pop()
-        children = (value.values() if isinstance(value, dict)
-                    else value if isinstance(value, list) else None)
-        if children is not None:
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in children)
-    return deepest
+def _nests_deeper(data: Any, level: int = 1) -> bool:
+    """``data`` nests deeper than MAX_EVENT_DEPTH (never recursing further than that)."""
+    if not isinstance(data, dict | list):
+        return False
+    children = data.values() if isinstance(data, dict) else data
+    return level > MAX_EVENT_DEPTH or any(_nests_deeper(child, level + 1) for child in children)
 
 
 def _load(path: Path) -> Any:
@@ -112,7 +107,7 @@ def _load(path: Path) -> Any:
         raise too_deep from None
     except ValueError as exc:  # UnicodeDecodeError among them
         raise BackportError("usage", f"the event file {path} is not JSON ({exc})") from None
-    if _depth(data) > MAX_EVENT_DEPTH:
+    if _nests_deeper(data):
         raise too_deep
     return data
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,12 +17,10 @@ from backport.pipeline.from_pr import read_source, write_from_pr, write_patch_se
 from backport.pipeline.session import Session
 
 
-def ask(value: str | None, prompt: str, option: str) -> str:
-    """``value``, else the answer at a terminal prompt; off a terminal the option is required."""
+def _ask(value: str | None, prompt: str, option: str) -> str:
+    """``value``, else the answer at the terminal prompt (off a terminal `new` refused already)."""
     if value:
         return value
-    if not sys.stdin.isatty():
-        raise BackportError("usage", f"{option} is required off a terminal")
     try:
         return click.prompt(prompt)
     except click.exceptions.Abort as exc:  # click turns both EOF and Ctrl-C into Abort
@@ -29,21 +28,6 @@ def ask(value: str | None, prompt: str, option: str) -> str:
             raise BackportError("usage", f"input ended at the {option} prompt, so no patch set "
                                 f"was written; pass {option}") from None
         raise
-
-
-def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
-    """Commits looked for in the current folder by default: say so, and how to name another."""
-    if repo_given:
-        return exc
-    if " is not a git repository" in exc.message:
-        here = exc.message.replace(" is not a git repository", " (the current folder) is not a "
-                                   "git repository", 1)
-        return BackportError(exc.code, f"{here}; pass --repo PATH naming the clone that holds "
-                             f"the commits")
-    if "is not a commit in the repository" not in exc.message:
-        return exc
-    return BackportError(exc.code, f"{exc.message} (the current folder); pass --repo PATH "
-                         f"naming the clone that holds it")
 
 
 def _required_off_terminal(**given: object) -> None:
@@ -121,12 +105,16 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
     _required_off_terminal(api=api, issue=issue)
     try:
         tests = test_files(touched_files(repo, rev))
-    except BackportError as exc:
-        raise _commit_problem(exc, repo_given) from None
+    except BackportError as exc:  # an error naming the default --repo: say it is this folder
+        here = os.path.abspath(repo)
+        if repo_given or here not in exc.message:
+            raise
+        raise BackportError(exc.code, exc.message.replace(here, f"{here} (the current folder)", 1)
+                            + "; pass --repo PATH naming the clone that holds the commits") from None
     if not tests:
         raise BackportError("usage", f"the commits {rev} touch no test file; a patch set needs one")
-    api = ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
-    issue_no = int(ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
+    api = _ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
+    issue_no = int(_ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
     dest = write_patch_set(project, dest, repo, rev, tests, {
         "api": api, "issue": issue_no, "title": title or first_subject(repo, rev)}, echo)
     echo(f"next: backport check --api {name}")
