@@ -86,13 +86,13 @@ def _docstring(spec: str) -> str | None:
               help="The branch map; patches/ is found next to it.")
 @click.option("--patches", "patches", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Patch sets folder (default: patches/ next to --config).")
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.option("--debug", is_flag=True, expose_value=False,  # main() reads it, before click
+              help="Show tracebacks for errors.")
 @click.option("--quiet", "-q", is_flag=True, help="Only errors and the final table.")
 @click.option("--verbose", "-v", is_flag=True, help="Every step's details.")
 @click.version_option(__version__, prog_name="backport")
 @pass_app
-def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet: bool,
-        verbose: bool) -> None:
+def cli(app: AppContext, config: Path, patches: Path | None, quiet: bool, verbose: bool) -> None:
     """Backport one API's test patch to every torch-npu release branch.
 
     \b
@@ -111,7 +111,6 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     """
     app.config = config
     app.patches = patches
-    app.debug = debug
     app.quiet = quiet
     app.verbose = verbose
 

@@ -94,16 +94,13 @@ def _decode(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch p
             raise CodecError(f"{where}: expected null")
         return None
     if _is_union(tp):
-        args = typing.get_args(tp)
-        if data is None and type(None) in args:
-            return None
         errors = []
-        for arg in (a for a in args if a is not type(None)):
+        for arg in typing.get_args(tp):
             try:
                 return _decode(arg, data, where)
             except CodecError as exc:
                 errors.append(str(exc))
-        raise CodecError("; ".join(errors) or f"{where}: no type fits")
+        raise CodecError("; ".join(errors))
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (tuple, list):
         if not isinstance(data, list | tuple):

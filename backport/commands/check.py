@@ -53,9 +53,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
                     "problems": [f.problem for f in findings if not f.ok],
                     "warnings": [f.problem for f in findings if f.warning]})
     else:
-        table = Table(title=title, title_justify="left")
-        for column in ("subject", "check", "result", "detail"):
-            table.add_column(column)
+        table = Table("subject", "check", "result", "detail", title=title, title_justify="left")
         for f in findings:
             mark = ("[yellow]warn[/yellow]" if f.warning else "[green]ok[/green]") if f.ok else "[red]FAIL[/red]"
             detail = f.detail + (" (variant)" if f.variant else "")

@@ -28,7 +28,6 @@ class AppContext:
 
     config: Path = Path("branches.yaml")
     patches: Path | None = None
-    debug: bool = False
     quiet: bool = False
     verbose: bool = False
     resume: str | None = None  # the command that finishes what an interrupt left (`resumable`)

@@ -71,9 +71,8 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
         render_table(outcome.records, app.console)
         forge = session.forge.real()
         prs = forge.list_prs("open")
-        table = Table(title=f"PRs in the local forge ({len(prs)})", title_justify="left")
-        for column in ("#", "head → base", "title", "linked issues"):
-            table.add_column(column)
+        table = Table("#", "head → base", "title", "linked issues",
+                      title=f"PRs in the local forge ({len(prs)})", title_justify="left")
         for pr in prs:
             issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
             table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title,

@@ -49,9 +49,7 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
     if as_json:
         print_json(rows)
     else:
-        table = Table(title_justify="left")
-        for column in ("env", "branches", "python", "torch", "torch_npu", "CANN", "NPU", "pins"):
-            table.add_column(column)
+        table = Table("env", "branches", "python", "torch", "torch_npu", "CANN", "NPU", "pins")
         for row in rows:
             if "error" in row:  # nothing was read: every column says so, the error says why
                 table.add_row(row["env"], ", ".join(row["branches"]),

@@ -46,9 +46,7 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     elif not rows and not project.broken:
         echo(f"No patch sets under {project.root / 'patches'}; create one with `backport new`.")
     elif rows:
-        table = Table(title_justify="left")
-        for column in ("patch set", "api", "issue", "targets (* = variant)"):
-            table.add_column(column)
+        table = Table("patch set", "api", "issue", "targets (* = variant)")
         for row in rows:
             targets = ", ".join(b["target"] + ("*" if b["variant"] else "") for b in row["branches"])
             table.add_row(row["name"], row["api"] or "—",

@@ -72,9 +72,7 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     else:
         for ps, rows in shown:
             app.console.print(f"[bold]{ps.name}[/bold] ({ps.api or 'no API'}) as {bm.upstream} shows it")
-            table = Table(show_header=True, header_style="bold")
-            for column in ("target", "PR", "result", "tested commit", "fork head", "platform"):
-                table.add_column(column)
+            table = Table("target", "PR", "result", "tested commit", "fork head", "platform")
             for row in rows:
                 pr = row["pr"]
                 tested = (row["tested_commit"] or "")[:12]
