@@ -11,7 +11,6 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -116,13 +115,10 @@ def cli(app: AppContext, config: Path, patches: Path | None, quiet: bool, verbos
 
 
 class _Interrupts:
-    """Ctrl-C and SIGTERM: the first interrupts the main thread and exits 0.5 s later."""
+    """Ctrl-C and SIGTERM until `restore`: the first interrupts main and exits 0.5 s later."""
 
     def __init__(self, app: AppContext) -> None:
         self.app, self.heard, self._exiting = app, False, threading.Lock()
-        self._saved: dict[int, Any] = {}
-
-    def install(self) -> None:
         wanted = [signal.SIGTERM]
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             wanted.append(signal.SIGINT)
@@ -154,7 +150,6 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     app = AppContext()
     interrupts = _Interrupts(app)
-    interrupts.install()
     try:
         code = cli.main(args=argv, prog_name="backport", standalone_mode=False, obj=app)
     except click.exceptions.Exit as exc:

@@ -26,24 +26,21 @@ from backport.report.summary import render_table, status_json
 @click.option("--api", "apis", multiple=True, metavar="NAME",
               help="Patch set to backport (a folder under patches/); repeat for a batch.")
 @click.option("--from-pr", "from_prs", type=click.IntRange(min=1), multiple=True, metavar="N",
-              help="Backport PR N of the upstream: make patches/pr-N/ (kept while PR N is "
-                   "unchanged, made again with every step redone once it changed; a dry run's "
-                   "in a temporary folder) and apply it. Repeatable: one run, one paced request "
-                   "budget; a PR that cannot be made into a set is named, the others go on.")
+              help="Backport PR N of the upstream: make patches/pr-N/ (again, redoing every step, "
+                   "once PR N changed; a dry run's in a temporary folder) and apply it. "
+                   "Repeatable: one run; a PR that cannot be made into a set is named.")
 @click.option("--all", "every", is_flag=True, help="Every patch set under patches/.")
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable. Default: the patch set's targets.")
 @click.option("--dry-run", is_flag=True,
-              help="Fetch, apply and test locally, then print what would be pushed and opened, "
-                   "and what the real run needs; it needs no token or fork and writes nothing "
-                   "in the project (its worktrees and logs go to a temporary folder).")
+              help="Fetch, apply and test locally, then print what would be pushed and opened "
+                   "and what the real run needs; no token or fork, nothing written in the project.")
 @click.option("--no-push", is_flag=True,
               help="Stop after the tests; nothing leaves this machine.")
 @click.option("--no-pr", is_flag=True, help="Push the fork branches but open no PR.")
 @click.option("--skip-tests", is_flag=True,
-              help="Run no test: a passing result of the same commit is kept (a CI's publish "
-                   "step: the commit must be the series applied afresh), else the PR body says "
-                   "the tests were not run.")
+              help="Run no test: a pass of the same commit, the series applied afresh, is kept "
+                   "(a CI's publish step); else the PR body says the tests were not run.")
 @click.option("--force", is_flag=True,
               help="Redo every step for every branch (re-apply, re-test, refresh the PR). "
                    "Never overwrites a fork branch someone else moved.")

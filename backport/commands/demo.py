@@ -21,10 +21,9 @@ from backport.report.summary import render_table
 
 @click.command("demo")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Build the sandbox here (an empty folder, or a previous demo's "
-                                 "sandbox, which is replaced); default: one folder per user, "
-                                 "demo/ in the cache folder ($BACKPORT_CACHE or the user cache "
-                                 "folder).")
+              default=None, help="Build the sandbox here (empty, or a previous demo's, which is "
+                                 "replaced); default: demo/ in the cache folder "
+                                 "($BACKPORT_CACHE or the user cache folder).")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter with torch (+ expecttest) for the tests; default: "
                    "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0 of the source checkout (when "
