@@ -35,8 +35,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     warning (`--envs`: a problem). Names the fork the real run pushes to (where branches.yaml
     leaves it to the token: its login, one GET /user); nothing is pushed. Exit 0 when all is
     well, 1 naming each problem, 2 for a configuration error (an unreadable patch set too).
-    Under CI the table also goes to the step summary ($GITHUB_STEP_SUMMARY,
-    $ATOMGIT_STEP_SUMMARY).
+    Under CI the table also goes to $GITHUB_STEP_SUMMARY or $ATOMGIT_STEP_SUMMARY.
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None

@@ -41,9 +41,8 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
     four, runs its test when an interpreter with torch is at hand, pushes to the local fork and
     opens four PRs. Nothing leaves this machine.
 
-    With --from-pr the change starts as a PR merged into master instead (its squash commit in
-    the local upstream, the PR in the local forge): `apply --from-pr` finds what landed and
-    opens three PRs, one per other branch, each naming the source PR.
+    With --from-pr the change starts as a PR squash-merged into the local upstream's master:
+    `apply --from-pr` finds what landed and opens three PRs, each naming the source PR.
     """
     patches = find_patch_set(app.patches)
     torch_python = find_torch_python(python)

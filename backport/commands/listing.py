@@ -12,13 +12,7 @@ from rich.table import Table
 from backport.commands.common import AppContext, echo, pass_app, print_json, report_broken
 from backport.errors import EXIT_USAGE, BackportError
 from backport.pipeline.journal import select_patch_sets
-from backport.report.ci_matrix import (
-    gitcode_pipeline,
-    gitcode_trigger_pipeline,
-    github_matrix,
-    matrix_jobs,
-    trigger_jobs,
-)
+from backport.report import ci_matrix
 
 
 @click.command("list")
@@ -85,14 +79,14 @@ def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str,
         raise BackportError("usage", "--trigger writes GitCode's `/backport` pipeline "
                                      "(--format gitcode or json): backport trigger reads "
                                      "GitCode's events only")
-    jobs = (trigger_jobs(project.branch_map) if trigger else
-            matrix_jobs(project.branch_map, select_patch_sets(project, list(apis), every)))
+    jobs = (ci_matrix.trigger_jobs(project.branch_map) if trigger else
+            ci_matrix.matrix_jobs(project.branch_map, select_patch_sets(project, list(apis), every)))
     if fmt == "json":
         print_json([job.to_dict() for job in jobs])
     elif fmt == "github":
-        click.echo(github_matrix(jobs))
+        click.echo(ci_matrix.github_matrix(jobs))
     elif trigger:
-        click.echo(gitcode_trigger_pipeline(jobs), nl=False)
+        click.echo(ci_matrix.gitcode_trigger_pipeline(jobs), nl=False)
     else:
         selection = "--all" if every else " ".join(f"--api {name}" for name in apis)
-        click.echo(gitcode_pipeline(jobs, selection), nl=False)
+        click.echo(ci_matrix.gitcode_pipeline(jobs, selection), nl=False)

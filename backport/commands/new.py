@@ -61,15 +61,13 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
             api: str | None, issue: int | None, title: str | None, force: bool) -> None:
     """Create patches/NAME/ from commits: numbered patches plus a patch.yaml.
 
-    The tests are the test files the commits touch; the title is the first commit's subject;
-    `device: npu` is inferred when a test imports torch_npu or creates npu tensors or devices
-    (else `device: none`), and said.
+    The tests are the test files the commits touch, the title the first commit's subject;
+    `device: npu` is inferred (and said) when a test imports torch_npu or makes npu tensors.
 
     With --from-pr N the commits come from PR N of the upstream: a merged PR's commit on its
-    base (its merge_commit_sha, else the squash commit whose message names !N), an open PR's
-    own commits (marked as not merged). The title is the PR's, the issues its linked issues
-    (none or several), the API the one its body names (or none: the PR bodies then leave out
-    the docs audit and the API line); nothing is asked. The targets are all but its base.
+    base (its merge_commit_sha, else the squash commit naming !N), an open PR's own commits.
+    The title, issues and API are the PR's (its linked issues, the API its body names, if
+    any); nothing is asked. The targets are all but its base.
 
     \b
     Example:

@@ -37,10 +37,9 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     2. Run this command: it concludes `git am`, then tests, pushes and opens the PR.
 
     The resolved commit is then tried on every other branch that conflicted or is not applied
-    yet, nearest release first, where the branch's own series does not apply; a branch it
-    served passes it on to the older ones. The run table says which branches it served ("from
-    the v2.12.0 resolution", "from the v2.11.0 result, itself from the v2.12.0 resolution")
-    and which still conflict.
+    yet, nearest release first, where its own series does not apply, and passed on to older
+    ones; the run table says which branches it served ("from the v2.12.0 resolution") and
+    which still conflict.
     """
     app.resumable()
     project = app.project()
