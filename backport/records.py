@@ -168,8 +168,7 @@ class SeriesSource:
 
     @property
     def label(self) -> str:
-        """``the v2.11.0 resolution`` / ``the v2.11.0 variant`` / for a chain
-        ``the v2.11.0 result, itself from the master resolution via v2.12.0``."""
+        """``the v2.11.0 resolution``; a chain: ``the v2.11.0 result, itself from … via …``."""
         if self.via is None:
             return f"the {self.branch} {self.kind}"
         through = f" via {', '.join(self.hops)}" if self.hops else ""

@@ -50,11 +50,9 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
             session, sandbox, replaced, name):
         echo(f"sandbox: {sandbox.root}" + (" (the previous demo's sandbox there was replaced)"
                                            if replaced else ""))
-        if torch_python is None:
-            echo("no interpreter with torch found: the tests are skipped, and the PR bodies say so "
-                 "(pass --python PATH to include them)")
-        else:
-            echo(f"tests run under: {torch_python}")
+        echo(f"tests run under: {torch_python}" if torch_python else "no interpreter with torch "
+             "found: the tests are skipped, and the PR bodies say so (pass --python PATH to "
+             "include them)")
         project = load_project(sandbox.config, None, os.environ)  # with the set made from a PR
         exe = Path(sys.executable).parent / "backport"
         cmd = str(exe) if exe.exists() else "backport"
