@@ -39,8 +39,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
-    session = Session(project)
-    findings = run_check(session, names, offline=offline, envs=envs)
+    findings = run_check(Session(project), names, offline=offline, envs=envs)
     broken = sorted(project.broken.items()) if names is None else []
     findings += [Finding(f"patches/{name}", "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)

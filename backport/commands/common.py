@@ -40,11 +40,6 @@ class AppContext:
             self._project = load_project(self.config, self.patches, os.environ)
         return self._project
 
-    def reload(self) -> Project:
-        """The project read again (after a command wrote a patch set)."""
-        self._project = None
-        return self.project()
-
     def resumable(self, command: str | None = None) -> None:
         """After an interrupt, ``command`` (default: this command line) finishes what is left."""
         self.resume = command or shlex.join(["backport", *sys.argv[1:]])
