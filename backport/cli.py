@@ -19,8 +19,6 @@ from backport.commands.common import AppContext, pass_app
 from backport.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, BackportError, ErrorCode
 from backport.redact import redact
 
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
 # Every command's click function in backport/commands/ (module:attribute).
 COMMANDS = {
     "abort": "resume:abort_cmd",
@@ -79,7 +77,8 @@ def _docstring(spec: str) -> str | None:
                 if isinstance(node, ast.FunctionDef) and node.name == attribute)
 
 
-@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("branches.yaml"), show_default=True, envvar="BACKPORT_CONFIG",
               help="The branch map; patches/ is found next to it.")

@@ -65,7 +65,6 @@ class ForkDiverged(BackportError):
     """Someone else moved the fork branch: it is at ``remote`` (None: absent), not ``expected``."""
 
     def __init__(self, message: str, *, remote: str | None, expected: str | None) -> None:
-        super().__init__(ErrorCode.FORK_DIVERGED, message,
-                         details={"remote": remote, "expected": expected})
+        super().__init__(ErrorCode.FORK_DIVERGED, message)
         self.remote = remote
         self.expected = expected

@@ -1,13 +1,12 @@
 """`backport trigger`: `/backport` from the PR page, run by the CI on a comment or a merge.
 
-The event is read in the shape of GitCode (which the local forge shares); another forge's
-payload is refused: its logins are never checked against this forge's collaborators. A new
-comment whose first word is exactly ``/backport`` (`is_request`), by a user with write
-permission on the upstream, asks for the targets it names (none: all but the PR's base); on a
-merged PR the from-PR flow runs, on an open one the request is acknowledged and the merge
-runs it (the requests read again from the PR's comments, who may ask read once from the
-collaborators listing). Anyone else gets one reply. The CI's ``--plan`` job answers and names
-the branches; each ``--branch B`` job checks the permission again and answers nobody.
+The event is read in GitCode's shape (the local forge's too); another forge's payload is
+refused, its logins never checked against this forge's collaborators. A new comment whose
+first word is exactly ``/backport`` (`is_request`), by a user with write permission on the
+upstream, asks for the targets it names (none: all but the PR's base); on a merged PR the
+from-PR flow runs, on an open one the request is acknowledged and the merge runs it (reading
+the requests again from the PR's comments). Anyone else gets one reply. The CI's ``--plan``
+job answers and names the branches; each ``--branch B`` job checks again and answers nobody.
 """
 
 from __future__ import annotations

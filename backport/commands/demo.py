@@ -70,9 +70,8 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
         table = Table("#", "head → base", "title", "linked issues",
                       title=f"PRs in the local forge ({len(prs)})", title_justify="left")
         for pr in prs:
-            issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
             table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title,
-                          issues)
+                          ", ".join(f"#{n}" for n in forge.linked_issues(pr.number)))
         app.console.print(table)
         echo("where to look:")
         echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")

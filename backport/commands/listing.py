@@ -26,15 +26,12 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     """
     project = app.project()
     bm = project.branch_map
-    rows: list[dict[str, Any]] = []
-    for ps in project.patch_sets.values():
-        rows.append({
-            "name": ps.name, "api": ps.api, "issues": list(ps.issues), "title": ps.title,
-            "device": ps.device, "patches": len(ps.patches),
-            "branches": [{"target": t, "env": bm.targets[t].env, "variant": t in ps.variants,
-                          "fork_branch": ps.fork_branch(bm, t)}
-                         for t in ps.branches],
-        })
+    rows: list[dict[str, Any]] = [{
+        "name": ps.name, "api": ps.api, "issues": list(ps.issues), "title": ps.title,
+        "device": ps.device, "patches": len(ps.patches),
+        "branches": [{"target": t, "env": bm.targets[t].env, "variant": t in ps.variants,
+                      "fork_branch": ps.fork_branch(bm, t)} for t in ps.branches],
+    } for ps in project.patch_sets.values()]
     if as_json:
         print_json(rows)
     elif not rows and not project.broken:

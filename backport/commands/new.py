@@ -81,8 +81,7 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
     if problem:
         raise BackportError("usage", problem)
     project = app.project()
-    patches_dir = app.patches or project.root / "patches"
-    dest = patches_dir / name
+    dest = (app.patches or project.root / "patches") / name
     if dest.exists() and not force:
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
     repo_given = click.get_current_context().get_parameter_source("repo") is not (
