@@ -1,6 +1,5 @@
-"""What every command shares: global options, project loading, output. cli.py imports it
-before it knows the command, so what only some use (the loader, the forge, rich) is imported
-where it is used."""
+"""What every command shares: global options, project loading, output. Imported before the
+command is known, so what only some use (the loader, the forge, rich) is imported where used."""
 
 from __future__ import annotations
 

@@ -42,13 +42,11 @@ def init_cmd(directory: Path, shipped: str | None) -> None:
 
     \b
     Writes
-      branches.yaml                   the real map of Ascend/pytorch: its release branches,
-                                      each tested under its own torch / torch_npu; the fork
-                                      follows your token (<login>/pytorch) unless you set it
+      branches.yaml                   the real map of Ascend/pytorch (each release branch under
+                                      its own torch / torch_npu); the fork follows your token
       patches/example-patch.yaml      a commented example of a patch set
       patches/NAME/                   with --from-shipped NAME: that shipped patch set
-    and never replaces a file that is already there. It ends with the command to run next,
-    which works in what it wrote: backport check --offline.
+    and never replaces a file that is already there; it ends with the command to run next.
 
     \b
     Then:

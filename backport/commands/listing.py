@@ -1,6 +1,5 @@
-"""`backport list` and `backport matrix`: what there is to backport, and the CI's jobs (one
-per patch set and target on its environment's `ci:` runner: `report/ci_matrix.py`; the shipped
-workflows: examples/ci/, docs/ci.md)."""
+"""`backport list` and `backport matrix`: what there is to backport, and the CI's jobs
+(`report/ci_matrix.py`; the shipped workflows: examples/ci/, docs/ci.md)."""
 
 from __future__ import annotations
 

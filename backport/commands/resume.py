@@ -68,14 +68,10 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
 
 def _apply_line(app: AppContext, api: str, branches: tuple[str, ...], flags: list[str]) -> str:
     """The `apply` command line finishing ``branches`` of ``api``, global options kept."""
-    words = ["backport"]
-    if app.config != Path("branches.yaml"):
-        words += ["--config", str(app.config)]
-    if app.patches is not None:
-        words += ["--patches", str(app.patches)]
-    words += ["apply", "--api", api]
-    words += [word for branch in branches for word in ("--branch", branch)]
-    return shlex.join([*words, *flags])
+    config = [] if app.config == Path("branches.yaml") else ["--config", str(app.config)]
+    patches = [] if app.patches is None else ["--patches", str(app.patches)]
+    return shlex.join(["backport", *config, *patches, "apply", "--api", api,
+                       *(word for branch in branches for word in ("--branch", branch)), *flags])
 
 
 @click.command("abort")

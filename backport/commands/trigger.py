@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from backport.commands.common import AppContext, echo, pass_app
-from backport.pipeline.session import Session
+from backport.pipeline.session import ApplyOptions, Session
 from backport.trigger import act
 
 
@@ -48,7 +48,6 @@ def trigger_cmd(app: AppContext, event_file: Path | None, plan: bool,
 
     def backport(session: Session, number: int, targets: list[str]) -> None:
         from backport.commands import apply  # the plan, a reply and a no-op never load it
-        from backport.pipeline.session import ApplyOptions
 
         app.resumable()
         apply.run(app, (), (number,), ApplyOptions(branches=tuple(targets),

@@ -1,6 +1,5 @@
-"""The demo's sandbox: a local upstream with four release branches, an empty fork, a project
-(`build_sandbox`); the put_metric set, an interpreter with torch, and the merged PR that
-`demo --from-pr` starts from."""
+"""The demo's sandbox (`build_sandbox`): a local upstream with four release branches, an empty
+fork, a project; the put_metric set, a Python with torch, the merged PR of `demo --from-pr`."""
 
 from __future__ import annotations
 
