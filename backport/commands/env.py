@@ -81,8 +81,9 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
 @env_group.command("setup")
 @click.argument("branches", nargs=-1, metavar="[BRANCH]...")
 @click.option("--dry-run", "plan_only", is_flag=True,
-              help="Show what would be installed, from where and roughly how many bytes; change "
-                   "nothing. pip's resolution is kept in the cache folder for a day and reused.")
+              help="Show what would be installed, from where and roughly how many bytes; "
+                   "install and change nothing. pip's resolution is kept in the cache folder "
+                   "for a day and reused while the requirements, indexes and pip settings hold.")
 @click.option("--refresh", is_flag=True,
               help="With --dry-run: resolve again instead of reusing a kept resolution.")
 @pass_app
