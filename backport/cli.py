@@ -11,7 +11,6 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -19,8 +18,6 @@ from backport import __version__, process
 from backport.commands.common import AppContext, pass_app
 from backport.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, BackportError, ErrorCode
 from backport.redact import redact
-
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 # Every command's click function in backport/commands/ (module:attribute).
 COMMANDS = {
@@ -80,19 +77,20 @@ def _docstring(spec: str) -> str | None:
                 if isinstance(node, ast.FunctionDef) and node.name == attribute)
 
 
-@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("branches.yaml"), show_default=True, envvar="BACKPORT_CONFIG",
               help="The branch map; patches/ is found next to it.")
 @click.option("--patches", "patches", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Patch sets folder (default: patches/ next to --config).")
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.option("--debug", is_flag=True, expose_value=False,  # main() reads it, before click
+              help="Show tracebacks for errors.")
 @click.option("--quiet", "-q", is_flag=True, help="Only errors and the final table.")
 @click.option("--verbose", "-v", is_flag=True, help="Every step's details.")
 @click.version_option(__version__, prog_name="backport")
 @pass_app
-def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet: bool,
-        verbose: bool) -> None:
+def cli(app: AppContext, config: Path, patches: Path | None, quiet: bool, verbose: bool) -> None:
     """Backport one API's test patch to every torch-npu release branch.
 
     \b
@@ -111,19 +109,15 @@ def cli(app: AppContext, config: Path, patches: Path | None, debug: bool, quiet:
     """
     app.config = config
     app.patches = patches
-    app.debug = debug
     app.quiet = quiet
     app.verbose = verbose
 
 
 class _Interrupts:
-    """Ctrl-C and SIGTERM: the first interrupts the main thread and exits 0.5 s later."""
+    """Ctrl-C and SIGTERM until `restore`: the first interrupts main and exits 0.5 s later."""
 
     def __init__(self, app: AppContext) -> None:
         self.app, self.heard, self._exiting = app, False, threading.Lock()
-        self._saved: dict[int, Any] = {}
-
-    def install(self) -> None:
         wanted = [signal.SIGTERM]
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             wanted.append(signal.SIGINT)
@@ -155,7 +149,6 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     app = AppContext()
     interrupts = _Interrupts(app)
-    interrupts.install()
     try:
         code = cli.main(args=argv, prog_name="backport", standalone_mode=False, obj=app)
     except click.exceptions.Exit as exc:

@@ -2,9 +2,9 @@
 
 `encode` writes a frozen dataclass field by field (an enum by its value, a tuple as a list);
 `decode` reads it back by the dataclass's type hints. Reading is lenient where a record written
-before a field existed needs it (a missing key, or ``null`` for a field that takes no ``None``,
-reads as the field's default; a key no field has is ignored) and strict about everything else:
-a value of the wrong shape raises `CodecError`.
+before a field existed needs it (a missing key or ``null`` reads as the field's default; a key
+no field has is ignored) and strict about everything else: a value of the wrong shape raises
+`CodecError`.
 """
 
 from __future__ import annotations
@@ -58,28 +58,18 @@ def _default(f: dataclasses.Field) -> Any:
     return f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
 
 
-def _admits_none(tp: Any) -> bool:
-    return tp is Any or tp is type(None) or (
-        _is_union(tp) and any(_admits_none(arg) for arg in typing.get_args(tp)))
-
-
-def _is_union(tp: Any) -> bool:
-    return typing.get_origin(tp) in (typing.Union, types.UnionType)
-
-
 def _record(cls: type, data: Any, where: str) -> Any:
     if not isinstance(data, dict):
         raise CodecError(f"{where}: expected an object, found {type(data).__name__}")
     hints = _hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
-        tp = hints[f.name]
         value = data.get(f.name)
-        if f.name not in data or (value is None and not _admits_none(tp)):
-            if _default(f) is not dataclasses.MISSING:
-                continue
+        if value is None and _default(f) is not dataclasses.MISSING:
+            continue  # written before the field existed
+        if f.name not in data:
             raise CodecError(f"{where}: no {f.name}")
-        values[f.name] = _decode(tp, value, f"{where}.{f.name}")
+        values[f.name] = _decode(hints[f.name], value, f"{where}.{f.name}")
     try:
         return cls(**values)
     except (TypeError, ValueError) as exc:
@@ -93,17 +83,14 @@ def _decode(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch p
         if data is not None:
             raise CodecError(f"{where}: expected null")
         return None
-    if _is_union(tp):
-        args = typing.get_args(tp)
-        if data is None and type(None) in args:
-            return None
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
         errors = []
-        for arg in (a for a in args if a is not type(None)):
+        for arg in typing.get_args(tp):
             try:
                 return _decode(arg, data, where)
             except CodecError as exc:
                 errors.append(str(exc))
-        raise CodecError("; ".join(errors) or f"{where}: no type fits")
+        raise CodecError("; ".join(errors))
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (tuple, list):
         if not isinstance(data, list | tuple):
@@ -127,10 +114,6 @@ def _decode(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one branch p
             return tp(data)
         except ValueError as exc:
             raise CodecError(f"{where}: {exc}") from exc
-    return _scalar(tp, data, where)
-
-
-def _scalar(tp: Any, data: Any, where: str) -> Any:
     if tp not in (bool, int, float, str):
         raise CodecError(f"{where}: cannot decode type {tp!r}")
     if isinstance(data, bool) and tp is not bool:  # JSON's true is no number

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from enum import StrEnum
-from types import MappingProxyType
 
 # Exit codes of the command-line contract.
 EXIT_OK = 0
@@ -38,10 +36,8 @@ class ErrorCode(StrEnum):
 
 # Configuration and usage problems exit 2; any other code fails the branch it happened on (the
 # run goes on with the others and exits 1 at the end) or, outside a run, exits 1.
-EXIT_CODES: Mapping[ErrorCode, int] = MappingProxyType({
-    code: EXIT_USAGE if code in (ErrorCode.CONFIG, ErrorCode.USAGE, ErrorCode.LOCKED)
-    else EXIT_BRANCH_FAILED for code in ErrorCode
-})
+EXIT_CODES = {code: EXIT_USAGE if code in (ErrorCode.CONFIG, ErrorCode.USAGE, ErrorCode.LOCKED)
+              else EXIT_BRANCH_FAILED for code in ErrorCode}
 
 
 class BackportError(Exception):
@@ -61,15 +57,14 @@ class BackportError(Exception):
 class ConfigError(BackportError):
     """A problem in branches.yaml, patch.yaml or a patch file; always exit 2."""
 
-    def __init__(self, message: str, *, details: dict | None = None) -> None:
-        super().__init__(ErrorCode.CONFIG, message, details=details)
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.CONFIG, message)
 
 
 class ForkDiverged(BackportError):
     """Someone else moved the fork branch: it is at ``remote`` (None: absent), not ``expected``."""
 
     def __init__(self, message: str, *, remote: str | None, expected: str | None) -> None:
-        super().__init__(ErrorCode.FORK_DIVERGED, message,
-                         details={"remote": remote, "expected": expected})
+        super().__init__(ErrorCode.FORK_DIVERGED, message)
         self.remote = remote
         self.expected = expected

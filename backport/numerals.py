@@ -10,7 +10,6 @@ from typing import Any
 
 MAX_DIGITS = 10  # every PR, issue, count and page number is shorter
 DIGITS = "[0-9]+"  # what a pattern captures for :func:`number` to decide
-LIMIT = 10**MAX_DIGITS
 
 
 def number(digits: str) -> int | None:
@@ -22,9 +21,9 @@ def number(digits: str) -> int | None:
 
 
 def json_number(value: Any) -> int | None:
-    """A JSON integer (never a boolean) or string of digits below ``LIMIT``; None otherwise."""
+    """A JSON integer (never a boolean) or string of at most MAX_DIGITS digits; else None."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value if 0 <= value < LIMIT else None
+        return value if 0 <= value < 10**MAX_DIGITS else None
     return number(value) if isinstance(value, str) else None
 
 

@@ -168,8 +168,7 @@ class SeriesSource:
 
     @property
     def label(self) -> str:
-        """``the v2.11.0 resolution`` / ``the v2.11.0 variant`` / for a chain
-        ``the v2.11.0 result, itself from the master resolution via v2.12.0``."""
+        """``the v2.11.0 resolution``; a chain: ``the v2.11.0 result, itself from … via …``."""
         if self.via is None:
             return f"the {self.branch} {self.kind}"
         through = f" via {', '.join(self.hops)}" if self.hops else ""
@@ -409,8 +408,7 @@ class BranchRecord:
         return self.pr is not None and self.pr.linked is not False
 
     def published(self) -> BranchRecord:
-        """The record as its PR body carries it for the other hosts: the facts the body shows,
-        nothing of this host (paths, logs, messages, interpreter, forge bookkeeping)."""
+        """The record as its PR body carries it: nothing of this host (paths, logs, messages)."""
         test = self.test and dataclasses.replace(
             self.test, log=None,
             runs=tuple(dataclasses.replace(run, log="", env_vars={}) for run in self.test.runs))
@@ -420,8 +418,7 @@ class BranchRecord:
                 probe, interpreter="", torch_npu_error=None,
                 packages={name: probe.packages.get(name) for name in ("torch", "torch_npu")})
         env = self.env and dataclasses.replace(self.env, probe=probe)
-        # The PR is kept only with what the forge refused: a body rendered before its PR
-        # existed stays true once it does (``read_from_pr`` gives number and url).
+        # The PR only with what the forge refused: a body rendered before the PR stays true.
         pr = self.pr and self.pr.refused and PrInfo(
             number=self.pr.number, url=self.pr.url, linked=self.pr.linked,
             refused=self.pr.refused) or None

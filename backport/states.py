@@ -27,8 +27,7 @@ class Status(StrEnum):
 
     @property
     def ok(self) -> bool:
-        """True for outcomes that count as success for the exit code (already-proposed too,
-        though not final: a re-run looks again, that PR may be closed)."""
+        """Success for the exit code (already-proposed too, though a re-run looks again)."""
         return self in (Status.DONE, Status.ALREADY_APPLIED, Status.ALREADY_PRESENT,
                         Status.ALREADY_PROPOSED, Status.PLANNED)
 

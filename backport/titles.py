@@ -26,8 +26,6 @@ def names_branch(tag: str, branch: str) -> bool:
     """True when ``tag`` (the text inside a title's tag) names ``branch``: the same name in any
     case, or for ``v2.7.1`` the version with or without ``v``, whole or cut (``2.7``)."""
     text, name = tag.strip().lower(), branch.strip().lower()
-    if not text:
-        return False
     if text == name:
         return True
     said, version = _VERSION.fullmatch(text), _VERSION.fullmatch(name)

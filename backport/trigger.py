@@ -1,13 +1,12 @@
 """`backport trigger`: `/backport` from the PR page, run by the CI on a comment or a merge.
 
-The event is read in the shape of GitCode (which the local forge shares); another forge's
-payload is refused: its logins are never checked against this forge's collaborators. A new
-comment whose first word is exactly ``/backport`` (`is_request`), by a user with write
-permission on the upstream, asks for the targets it names (none: all but the PR's base); on a
-merged PR the from-PR flow runs, on an open one the request is acknowledged and the merge
-runs it (the requests read again from the PR's comments, who may ask read once from the
-collaborators listing). Anyone else gets one reply. The CI's ``--plan`` job answers and names
-the branches; each ``--branch B`` job checks the permission again and answers nobody.
+The event is read in GitCode's shape (the local forge's too); another forge's payload is
+refused, its logins never checked against this forge's collaborators. A new comment whose
+first word is exactly ``/backport`` (`is_request`), by a user with write permission on the
+upstream, asks for the targets it names (none: all but the PR's base); on a merged PR the
+from-PR flow runs, on an open one the request is acknowledged and the merge runs it (reading
+the requests again from the PR's comments). Anyone else gets one reply. The CI's ``--plan``
+job answers and names the branches; each ``--branch B`` job checks again and answers nobody.
 """
 
 from __future__ import annotations
@@ -80,17 +79,12 @@ def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:  # {} when not
     return data[key] if isinstance(data.get(key), dict) else {}
 
 
-def _depth(data: Any) -> int:
-    """How deep ``data`` nests (a scalar: 0), without recursion."""
-    deepest, stack = 0, [(data, 1)]
-    while stack:
-        value, level = stack.pop()
-        children = (value.values() if isinstance(value, dict)
-                    else value if isinstance(value, list) else None)
-        if children is not None:
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in children)
-    return deepest
+def _nests_deeper(data: Any, level: int = 1) -> bool:
+    """``data`` nests deeper than MAX_EVENT_DEPTH (never recursing further than that)."""
+    if not isinstance(data, dict | list):
+        return False
+    children = data.values() if isinstance(data, dict) else data
+    return level > MAX_EVENT_DEPTH or any(_nests_deeper(child, level + 1) for child in children)
 
 
 def _load(path: Path) -> Any:
@@ -112,7 +106,7 @@ def _load(path: Path) -> Any:
         raise too_deep from None
     except ValueError as exc:  # UnicodeDecodeError among them
         raise BackportError("usage", f"the event file {path} is not JSON ({exc})") from None
-    if _depth(data) > MAX_EVENT_DEPTH:
+    if _nests_deeper(data):
         raise too_deep
     return data
 

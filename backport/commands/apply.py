@@ -8,11 +8,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 
 from backport.commands.common import AppContext, echo, pass_app, print_runs
-from backport.config import load_patch_set
+from backport.config import load_patch_set, load_project
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
 from backport.pipeline.mode import RunMode
@@ -26,24 +27,21 @@ from backport.report.summary import render_table, status_json
 @click.option("--api", "apis", multiple=True, metavar="NAME",
               help="Patch set to backport (a folder under patches/); repeat for a batch.")
 @click.option("--from-pr", "from_prs", type=click.IntRange(min=1), multiple=True, metavar="N",
-              help="Backport PR N of the upstream: make patches/pr-N/ (kept while PR N is "
-                   "unchanged, made again with every step redone once it changed; a dry run's "
-                   "in a temporary folder) and apply it. Repeatable: one run, one paced request "
-                   "budget; a PR that cannot be made into a set is named, the others go on.")
+              help="Backport PR N of the upstream: make patches/pr-N/ (again, redoing every step, "
+                   "once PR N changed; a dry run's in a temporary folder) and apply it. "
+                   "Repeatable: one run; a PR that cannot be made into a set is named.")
 @click.option("--all", "every", is_flag=True, help="Every patch set under patches/.")
 @click.option("--branch", "branches", multiple=True, metavar="B",
               help="Only this target branch; repeatable. Default: the patch set's targets.")
 @click.option("--dry-run", is_flag=True,
-              help="Fetch, apply and test locally, then print what would be pushed and opened, "
-                   "and what the real run needs; it needs no token or fork and writes nothing "
-                   "in the project (its worktrees and logs go to a temporary folder).")
+              help="Fetch, apply and test locally, then print what would be pushed and opened "
+                   "and what the real run needs; no token or fork, nothing written in the project.")
 @click.option("--no-push", is_flag=True,
               help="Stop after the tests; nothing leaves this machine.")
 @click.option("--no-pr", is_flag=True, help="Push the fork branches but open no PR.")
 @click.option("--skip-tests", is_flag=True,
-              help="Run no test: a passing result of the same commit is kept (a CI's publish "
-                   "step: the commit must be the series applied afresh), else the PR body says "
-                   "the tests were not run.")
+              help="Run no test: a pass of the same commit, the series applied afresh, is kept "
+                   "(a CI's publish step); else the PR body says the tests were not run.")
 @click.option("--force", is_flag=True,
               help="Redo every step for every branch (re-apply, re-test, refresh the PR). "
                    "Never overwrites a fork branch someone else moved.")
@@ -62,10 +60,7 @@ from backport.report.summary import render_table, status_json
 @click.option("--json", "as_json", is_flag=True, help="Print the final state as JSON.")
 @pass_app
 def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...], every: bool,
-              branches: tuple[str, ...],
-              dry_run: bool, no_push: bool, no_pr: bool, skip_tests: bool, force: bool,
-              overwrite_fork_branch: bool, pr_on_failure: bool, new_pr: bool, jobs: int,
-              isolated: bool, timeout: float | None, as_json: bool) -> None:
+              dry_run: bool, no_push: bool, no_pr: bool, as_json: bool, **options: Any) -> None:
     """Backport patch sets to their target branches and open one PR per branch.
 
     For each target branch: fetch it from upstream, apply the patch series with `git am -3` on
@@ -83,12 +78,8 @@ def apply_cmd(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
     """
     app.resumable()
     app.project()  # a configuration error stops the command before anything is made
-    options = ApplyOptions(branches=branches,
-                           mode=RunMode.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr),
-                           skip_tests=skip_tests, force=force, jobs=jobs, isolated=isolated,
-                           pr_on_failure=pr_on_failure, overwrite_fork_branch=overwrite_fork_branch,
-                           timeout=timeout, new_pr=new_pr)
-    run(app, apis, from_prs, options, every=every, as_json=as_json)
+    mode = RunMode.of_flags(dry_run=dry_run, no_push=no_push, no_pr=no_pr)  # the rest: by name
+    run(app, apis, from_prs, ApplyOptions(mode=mode, **options), every=every, as_json=as_json)
 
 
 def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
@@ -148,7 +139,7 @@ def _sets_from_prs(app: AppContext, session: Session, apis: tuple[str, ...],
             raise SystemExit(max(exc.exit_code for exc in unmade))
         apis = (*apis, *(name for name in made if name not in apis))
         session.options = dataclasses.replace(session.options, redo=frozenset(redo))
-        project = app.reload()
+        project = load_project(app.config, app.patches, os.environ)  # with the sets made
         if scratch is not None:  # the sets made there, in place of the project's own
             project = dataclasses.replace(project, patch_sets={**project.patch_sets, **{
                 path.name: load_patch_set(path, project.branch_map)

@@ -52,8 +52,7 @@ def audit_cmd(app: AppContext, since_text: str | None, branches: tuple[str, ...]
     if warning:
         click.echo(f"warning: {warning}", err=True)
     if html_file is not None:
-        html_file.write_text(render_html(audit, bm.web_url, bm.upstream),
-                             encoding="utf-8")
+        html_file.write_text(render_html(audit, bm.web_url, bm.upstream), encoding="utf-8")
     if missing_on is not None and fmt == "from-pr":
         for line in from_pr_arguments(audit, missing_on):
             click.echo(line)

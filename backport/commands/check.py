@@ -35,13 +35,11 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     warning (`--envs`: a problem). Names the fork the real run pushes to (where branches.yaml
     leaves it to the token: its login, one GET /user); nothing is pushed. Exit 0 when all is
     well, 1 naming each problem, 2 for a configuration error (an unreadable patch set too).
-    Under CI the table also goes to the step summary ($GITHUB_STEP_SUMMARY,
-    $ATOMGIT_STEP_SUMMARY).
+    Under CI the table also goes to $GITHUB_STEP_SUMMARY or $ATOMGIT_STEP_SUMMARY.
     """
     project = app.project()
     names = [ps.name for ps in select_patch_sets(project, list(apis))] if apis else None
-    session = Session(project)
-    findings = run_check(session, names, offline=offline, envs=envs)
+    findings = run_check(Session(project), names, offline=offline, envs=envs)
     broken = sorted(project.broken.items()) if names is None else []
     findings += [Finding(f"patches/{name}", "schema", False, message) for name, message in broken]
     ok = all(f.ok for f in findings)
@@ -53,9 +51,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
                     "problems": [f.problem for f in findings if not f.ok],
                     "warnings": [f.problem for f in findings if f.warning]})
     else:
-        table = Table(title=title, title_justify="left")
-        for column in ("subject", "check", "result", "detail"):
-            table.add_column(column)
+        table = Table("subject", "check", "result", "detail", title=title, title_justify="left")
         for f in findings:
             mark = ("[yellow]warn[/yellow]" if f.warning else "[green]ok[/green]") if f.ok else "[red]FAIL[/red]"
             detail = f.detail + (" (variant)" if f.variant else "")

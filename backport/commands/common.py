@@ -1,6 +1,5 @@
-"""What every command shares: global options, project loading, output. cli.py imports it
-before it knows the command, so what only some use (the loader, the forge, rich) is imported
-where it is used."""
+"""What every command shares: global options, project loading, output. Imported before the
+command is known, so what only some use (the loader, the forge, rich) is imported where used."""
 
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ class AppContext:
 
     config: Path = Path("branches.yaml")
     patches: Path | None = None
-    debug: bool = False
     quiet: bool = False
     verbose: bool = False
     resume: str | None = None  # the command that finishes what an interrupt left (`resumable`)
@@ -40,11 +38,6 @@ class AppContext:
             from backport.config import load_project
             self._project = load_project(self.config, self.patches, os.environ)
         return self._project
-
-    def reload(self) -> Project:
-        """The project read again (after a command wrote a patch set)."""
-        self._project = None
-        return self.project()
 
     def resumable(self, command: str | None = None) -> None:
         """After an interrupt, ``command`` (default: this command line) finishes what is left."""

@@ -21,10 +21,9 @@ from backport.report.summary import render_table
 
 @click.command("demo")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Build the sandbox here (an empty folder, or a previous demo's "
-                                 "sandbox, which is replaced); default: one folder per user, "
-                                 "demo/ in the cache folder ($BACKPORT_CACHE or the user cache "
-                                 "folder).")
+              default=None, help="Build the sandbox here (empty, or a previous demo's, which is "
+                                 "replaced); default: demo/ in the cache folder "
+                                 "($BACKPORT_CACHE or the user cache folder).")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="Interpreter with torch (+ expecttest) for the tests; default: "
                    "$BACKPORT_DEMO_PYTHON, .ci/venvs/torch-2.13.0 of the source checkout (when "
@@ -42,9 +41,8 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
     four, runs its test when an interpreter with torch is at hand, pushes to the local fork and
     opens four PRs. Nothing leaves this machine.
 
-    With --from-pr the change starts as a PR merged into master instead (its squash commit in
-    the local upstream, the PR in the local forge): `apply --from-pr` finds what landed and
-    opens three PRs, one per other branch, each naming the source PR.
+    With --from-pr the change starts as a PR squash-merged into the local upstream's master:
+    `apply --from-pr` finds what landed and opens three PRs, each naming the source PR.
     """
     patches = find_patch_set(app.patches)
     torch_python = find_torch_python(python)
@@ -52,11 +50,9 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
             session, sandbox, replaced, name):
         echo(f"sandbox: {sandbox.root}" + (" (the previous demo's sandbox there was replaced)"
                                            if replaced else ""))
-        if torch_python is None:
-            echo("no interpreter with torch found: the tests are skipped, and the PR bodies say so "
-                 "(pass --python PATH to include them)")
-        else:
-            echo(f"tests run under: {torch_python}")
+        echo(f"tests run under: {torch_python}" if torch_python else "no interpreter with torch "
+             "found: the tests are skipped, and the PR bodies say so (pass --python PATH to "
+             "include them)")
         project = load_project(sandbox.config, None, os.environ)  # with the set made from a PR
         exe = Path(sys.executable).parent / "backport"
         cmd = str(exe) if exe.exists() else "backport"
@@ -71,13 +67,11 @@ def demo_cmd(app: AppContext, directory: Path | None, python: str | None, from_p
         render_table(outcome.records, app.console)
         forge = session.forge.real()
         prs = forge.list_prs("open")
-        table = Table(title=f"PRs in the local forge ({len(prs)})", title_justify="left")
-        for column in ("#", "head → base", "title", "linked issues"):
-            table.add_column(column)
+        table = Table("#", "head → base", "title", "linked issues",
+                      title=f"PRs in the local forge ({len(prs)})", title_justify="left")
         for pr in prs:
-            issues = ", ".join(f"#{n}" for n in forge.linked_issues(pr.number))
             table.add_row(str(pr.number), f"{pr.head_repo}:{pr.head} → {pr.base}", pr.title,
-                          issues)
+                          ", ".join(f"#{n}" for n in forge.linked_issues(pr.number)))
         app.console.print(table)
         echo("where to look:")
         echo(f"  fork branches:  git --git-dir {sandbox.fork} log --oneline --all")

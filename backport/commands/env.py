@@ -46,9 +46,7 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
     if as_json:
         print_json(rows)
     else:
-        table = Table(title_justify="left")
-        for column in ("env", "branches", "python", "torch", "torch_npu", "CANN", "NPU", "pins"):
-            table.add_column(column)
+        table = Table("env", "branches", "python", "torch", "torch_npu", "CANN", "NPU", "pins")
         for row in rows:
             if "error" in row:  # nothing was read: every column says so, the error says why
                 table.add_row(row["env"], ", ".join(row["branches"]),
@@ -56,15 +54,15 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
                               f"[red]{escape(row['error'])}[/red]")
                 continue
             packages = row.get("packages", {})
+            read = (row.get("python"), packages.get("torch"), packages.get("torch_npu"),
+                    row.get("cann"))
             npu = row.get("npu_model") or (
                 f"none (torch_npu does not load: {row['torch_npu_error']})"
                 if row.get("torch_npu_error") else NOT_FOUND)
             pins = "[green]ok[/green]" if row["ok"] else "[red]" + "; ".join(
                 row["pin_mismatches"]) + "[/red]"
-            table.add_row(row["env"], ", ".join(row["branches"]), row.get("python") or NOT_FOUND,
-                          packages.get("torch") or NOT_FOUND,
-                          packages.get("torch_npu") or NOT_FOUND,
-                          row.get("cann") or NOT_FOUND, npu, pins)
+            table.add_row(row["env"], ", ".join(row["branches"]),
+                          *(value or NOT_FOUND for value in read), npu, pins)
         app.console.print(table)
         for row in rows:
             options = row["options"]
@@ -86,11 +84,10 @@ def probe_cmd(app: AppContext, branches: tuple[str, ...], as_json: bool) -> None
 def setup_cmd(app: AppContext, branches: tuple[str, ...], plan_only: bool) -> None:
     """Build missing environments from their `requirements:` (uv when present, else pip).
 
-    Each environment is a venv (by default $BACKPORT_ENVS/<name>, else the per-user data
-    folder, ~/.local/share/backport/envs/<name> on Linux). `requirements` are installed first,
-    then `no_deps` without their dependencies; afterwards the `expect:` pins are checked. An
-    environment that already meets its pins is only checked. Give branches to build only
-    their environments.
+    Each environment is a venv ($BACKPORT_ENVS/<name>, else ~/.local/share/backport/envs/<name>
+    on Linux). `requirements` go first, then `no_deps` without their dependencies; then the
+    `expect:` pins are checked (an environment meeting them is only checked). Give branches to
+    build only theirs.
     """
     project = app.project()
     envs = environments_for(project, branches)

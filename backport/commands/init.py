@@ -18,14 +18,11 @@ def project_files(shipped: str | None = None) -> dict[Path, bytes]:
     """What `init` writes, by path in the project folder (``shipped``: that set too)."""
     files = {Path("branches.yaml"): REAL_MAP.read_bytes(),
              Path("patches") / "example-patch.yaml": EXAMPLE_PATCH_YAML.read_bytes()}
+    if shipped not in (None, "put_metric"):
+        raise BackportError("usage", f"no shipped patch set '{shipped}' (shipped: put_metric)")
     if shipped is not None:
-        sets = {"put_metric": DEMO_PATCH_SET}
-        if shipped not in sets:
-            raise BackportError("usage", f"no shipped patch set '{shipped}' (shipped: "
-                                         f"{', '.join(sorted(sets))})")
-        folder = sets[shipped]
-        files |= {Path("patches") / shipped / path.relative_to(folder): path.read_bytes()
-                  for path in sorted(folder.rglob("*")) if path.is_file()}
+        files |= {Path("patches") / shipped / path.relative_to(DEMO_PATCH_SET): path.read_bytes()
+                  for path in sorted(DEMO_PATCH_SET.rglob("*")) if path.is_file()}
     return files
 
 
@@ -45,13 +42,11 @@ def init_cmd(directory: Path, shipped: str | None) -> None:
 
     \b
     Writes
-      branches.yaml                   the real map of Ascend/pytorch: its release branches,
-                                      each tested under its own torch / torch_npu; the fork
-                                      follows your token (<login>/pytorch) unless you set it
+      branches.yaml                   the real map of Ascend/pytorch (each release branch under
+                                      its own torch / torch_npu); the fork follows your token
       patches/example-patch.yaml      a commented example of a patch set
       patches/NAME/                   with --from-shipped NAME: that shipped patch set
-    and never replaces a file that is already there. It ends with the command to run next,
-    which works in what it wrote: backport check --offline.
+    and never replaces a file that is already there; it ends with the command to run next.
 
     \b
     Then:

@@ -1,6 +1,5 @@
-"""`backport list` and `backport matrix`: what there is to backport, and the CI's jobs (one
-per patch set and target on its environment's `ci:` runner: `report/ci_matrix.py`; the shipped
-workflows: examples/ci/, docs/ci.md)."""
+"""`backport list` and `backport matrix`: what there is to backport, and the CI's jobs
+(`report/ci_matrix.py`; the shipped workflows: examples/ci/, docs/ci.md)."""
 
 from __future__ import annotations
 
@@ -12,13 +11,7 @@ from rich.table import Table
 from backport.commands.common import AppContext, echo, pass_app, print_json, report_broken
 from backport.errors import EXIT_USAGE, BackportError
 from backport.pipeline.journal import select_patch_sets
-from backport.report.ci_matrix import (
-    gitcode_pipeline,
-    gitcode_trigger_pipeline,
-    github_matrix,
-    matrix_jobs,
-    trigger_jobs,
-)
+from backport.report import ci_matrix
 
 
 @click.command("list")
@@ -32,23 +25,18 @@ def list_cmd(app: AppContext, as_json: bool) -> None:
     """
     project = app.project()
     bm = project.branch_map
-    rows: list[dict[str, Any]] = []
-    for ps in project.patch_sets.values():
-        rows.append({
-            "name": ps.name, "api": ps.api, "issues": list(ps.issues), "title": ps.title,
-            "device": ps.device, "patches": len(ps.patches),
-            "branches": [{"target": t, "env": bm.targets[t].env, "variant": t in ps.variants,
-                          "fork_branch": ps.fork_branch(bm, t)}
-                         for t in ps.branches],
-        })
+    rows: list[dict[str, Any]] = [{
+        "name": ps.name, "api": ps.api, "issues": list(ps.issues), "title": ps.title,
+        "device": ps.device, "patches": len(ps.patches),
+        "branches": [{"target": t, "env": bm.targets[t].env, "variant": t in ps.variants,
+                      "fork_branch": ps.fork_branch(bm, t)} for t in ps.branches],
+    } for ps in project.patch_sets.values()]
     if as_json:
         print_json(rows)
     elif not rows and not project.broken:
         echo(f"No patch sets under {project.root / 'patches'}; create one with `backport new`.")
     elif rows:
-        table = Table(title_justify="left")
-        for column in ("patch set", "api", "issue", "targets (* = variant)"):
-            table.add_column(column)
+        table = Table("patch set", "api", "issue", "targets (* = variant)")
         for row in rows:
             targets = ", ".join(b["target"] + ("*" if b["variant"] else "") for b in row["branches"])
             table.add_row(row["name"], row["api"] or "—",
@@ -87,14 +75,14 @@ def matrix_cmd(app: AppContext, apis: tuple[str, ...], every: bool, fmt: str,
         raise BackportError("usage", "--trigger writes GitCode's `/backport` pipeline "
                                      "(--format gitcode or json): backport trigger reads "
                                      "GitCode's events only")
-    jobs = (trigger_jobs(project.branch_map) if trigger else
-            matrix_jobs(project.branch_map, select_patch_sets(project, list(apis), every)))
+    jobs = (ci_matrix.trigger_jobs(project.branch_map) if trigger else
+            ci_matrix.matrix_jobs(project.branch_map, select_patch_sets(project, list(apis), every)))
     if fmt == "json":
         print_json([job.to_dict() for job in jobs])
     elif fmt == "github":
-        click.echo(github_matrix(jobs))
+        click.echo(ci_matrix.github_matrix(jobs))
     elif trigger:
-        click.echo(gitcode_trigger_pipeline(jobs), nl=False)
+        click.echo(ci_matrix.gitcode_trigger_pipeline(jobs), nl=False)
     else:
         selection = "--all" if every else " ".join(f"--api {name}" for name in apis)
-        click.echo(gitcode_pipeline(jobs, selection), nl=False)
+        click.echo(ci_matrix.gitcode_pipeline(jobs, selection), nl=False)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,12 +17,10 @@ from backport.pipeline.from_pr import read_source, write_from_pr, write_patch_se
 from backport.pipeline.session import Session
 
 
-def ask(value: str | None, prompt: str, option: str) -> str:
-    """``value``, else the answer at a terminal prompt; off a terminal the option is required."""
+def _ask(value: str | None, prompt: str, option: str) -> str:
+    """``value``, else the answer at the terminal prompt (off a terminal `new` refused already)."""
     if value:
         return value
-    if not sys.stdin.isatty():
-        raise BackportError("usage", f"{option} is required off a terminal")
     try:
         return click.prompt(prompt)
     except click.exceptions.Abort as exc:  # click turns both EOF and Ctrl-C into Abort
@@ -29,21 +28,6 @@ def ask(value: str | None, prompt: str, option: str) -> str:
             raise BackportError("usage", f"input ended at the {option} prompt, so no patch set "
                                 f"was written; pass {option}") from None
         raise
-
-
-def _commit_problem(exc: BackportError, repo_given: bool) -> BackportError:
-    """Commits looked for in the current folder by default: say so, and how to name another."""
-    if repo_given:
-        return exc
-    if " is not a git repository" in exc.message:
-        here = exc.message.replace(" is not a git repository", " (the current folder) is not a "
-                                   "git repository", 1)
-        return BackportError(exc.code, f"{here}; pass --repo PATH naming the clone that holds "
-                             f"the commits")
-    if "is not a commit in the repository" not in exc.message:
-        return exc
-    return BackportError(exc.code, f"{exc.message} (the current folder); pass --repo PATH "
-                         f"naming the clone that holds it")
 
 
 def _required_off_terminal(**given: object) -> None:
@@ -77,15 +61,13 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
             api: str | None, issue: int | None, title: str | None, force: bool) -> None:
     """Create patches/NAME/ from commits: numbered patches plus a patch.yaml.
 
-    The tests are the test files the commits touch; the title is the first commit's subject;
-    `device: npu` is inferred when a test imports torch_npu or creates npu tensors or devices
-    (else `device: none`), and said.
+    The tests are the test files the commits touch, the title the first commit's subject;
+    `device: npu` is inferred (and said) when a test imports torch_npu or makes npu tensors.
 
     With --from-pr N the commits come from PR N of the upstream: a merged PR's commit on its
-    base (its merge_commit_sha, else the squash commit whose message names !N), an open PR's
-    own commits (marked as not merged). The title is the PR's, the issues its linked issues
-    (none or several), the API the one its body names (or none: the PR bodies then leave out
-    the docs audit and the API line); nothing is asked. The targets are all but its base.
+    base (its merge_commit_sha, else the squash commit naming !N), an open PR's own commits.
+    The title, issues and API are the PR's (its linked issues, the API its body names, if
+    any); nothing is asked. The targets are all but its base.
 
     \b
     Example:
@@ -99,8 +81,7 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
     if problem:
         raise BackportError("usage", problem)
     project = app.project()
-    patches_dir = app.patches or project.root / "patches"
-    dest = patches_dir / name
+    dest = (app.patches or project.root / "patches") / name
     if dest.exists() and not force:
         raise BackportError("usage", f"patch set {dest} already exists; pass --force to replace it")
     repo_given = click.get_current_context().get_parameter_source("repo") is not (
@@ -121,12 +102,16 @@ def new_cmd(app: AppContext, name: str, rev: str | None, pr: int | None, repo: P
     _required_off_terminal(api=api, issue=issue)
     try:
         tests = test_files(touched_files(repo, rev))
-    except BackportError as exc:
-        raise _commit_problem(exc, repo_given) from None
+    except BackportError as exc:  # an error naming the default --repo: say it is this folder
+        here = os.path.abspath(repo)
+        if repo_given or here not in exc.message:
+            raise
+        raise BackportError(exc.code, exc.message.replace(here, f"{here} (the current folder)", 1)
+                            + "; pass --repo PATH naming the clone that holds the commits") from None
     if not tests:
         raise BackportError("usage", f"the commits {rev} touch no test file; a patch set needs one")
-    api = ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
-    issue_no = int(ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
+    api = _ask(api, "API (e.g. torch.distributed.elastic.metrics.put_metric)", "--api")
+    issue_no = int(_ask(str(issue) if issue else None, "Upstream issue number", "--issue"))
     dest = write_patch_set(project, dest, repo, rev, tests, {
         "api": api, "issue": issue_no, "title": title or first_subject(repo, rev)}, echo)
     echo(f"next: backport check --api {name}")

@@ -37,10 +37,9 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
     2. Run this command: it concludes `git am`, then tests, pushes and opens the PR.
 
     The resolved commit is then tried on every other branch that conflicted or is not applied
-    yet, nearest release first, where the branch's own series does not apply; a branch it
-    served passes it on to the older ones. The run table says which branches it served ("from
-    the v2.12.0 resolution", "from the v2.11.0 result, itself from the v2.12.0 resolution")
-    and which still conflict.
+    yet, nearest release first, where its own series does not apply, and passed on to older
+    ones; the run table says which branches it served ("from the v2.12.0 resolution") and
+    which still conflict.
     """
     app.resumable()
     project = app.project()
@@ -69,14 +68,10 @@ def continue_cmd(app: AppContext, api: str, branch: str, save: bool, no_push: bo
 
 def _apply_line(app: AppContext, api: str, branches: tuple[str, ...], flags: list[str]) -> str:
     """The `apply` command line finishing ``branches`` of ``api``, global options kept."""
-    words = ["backport"]
-    if app.config != Path("branches.yaml"):
-        words += ["--config", str(app.config)]
-    if app.patches is not None:
-        words += ["--patches", str(app.patches)]
-    words += ["apply", "--api", api]
-    words += [word for branch in branches for word in ("--branch", branch)]
-    return shlex.join([*words, *flags])
+    config = [] if app.config == Path("branches.yaml") else ["--config", str(app.config)]
+    patches = [] if app.patches is None else ["--patches", str(app.patches)]
+    return shlex.join(["backport", *config, *patches, "apply", "--api", api,
+                       *(word for branch in branches for word in ("--branch", branch)), *flags])
 
 
 @click.command("abort")

@@ -28,12 +28,11 @@ def status_cmd(app: AppContext, apis: tuple[str, ...], branches: tuple[str, ...]
                as_json: bool, from_forge: bool) -> None:
     """Show where every target branch stands: status, commit, test result, PR.
 
-    Read from the run journal (.backport/runs/<patch-set>/journal.json); nothing is fetched.
-    With --from-forge, read from the open PRs of the set instead (their evidence blocks).
-    Exit 0 when every branch shown is done (or needs no PR), 1 when one of them failed,
-    stopped or is not finished (pending, applied, tested or pushed: a run interrupted or
-    stopped before its PR; --from-forge: has no open PR or a failing result); 2 when a patch
-    set cannot be read (each is named on a `problem:` line).
+    Read from the run journal (.backport/runs/<patch-set>/journal.json), nothing fetched; with
+    --from-forge from the open PRs of the set (their evidence blocks). Exit 0 when every branch
+    shown is done (or needs no PR); 1 when one failed or is not finished (a run interrupted or
+    stopped before its PR; --from-forge: no open PR or a failing result); 2 when a patch set
+    cannot be read (named on a `problem:` line).
     """
     project = app.project()
     if from_forge:
@@ -72,9 +71,7 @@ def _from_forge(app: AppContext, project: Project, patch_sets: list[PatchSet],
     else:
         for ps, rows in shown:
             app.console.print(f"[bold]{ps.name}[/bold] ({ps.api or 'no API'}) as {bm.upstream} shows it")
-            table = Table(show_header=True, header_style="bold")
-            for column in ("target", "PR", "result", "tested commit", "fork head", "platform"):
-                table.add_column(column)
+            table = Table("target", "PR", "result", "tested commit", "fork head", "platform")
             for row in rows:
                 pr = row["pr"]
                 tested = (row["tested_commit"] or "")[:12]

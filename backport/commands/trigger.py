@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from backport.commands.common import AppContext, echo, pass_app
-from backport.pipeline.session import Session
+from backport.pipeline.session import ApplyOptions, Session
 from backport.trigger import act
 
 
@@ -17,16 +17,14 @@ from backport.trigger import act
               default=None, metavar="FILE",
               help="The CI's event (JSON); default $ATOMGIT_EVENT_PATH.")
 @click.option("--plan", is_flag=True,
-              help="The pipeline's first job: check the permission, answer a refused request "
-                   "(one reply) and name the branches asked for (branches=,B1,B2, on stdout "
-                   "and in $ATOMGIT_OUTPUT); backports nothing.")
+              help="The pipeline's first job: check the permission, answer a refused request and "
+                   "name the branches asked for (branches=,B1,B2, on stdout and $ATOMGIT_OUTPUT).")
 @click.option("--branch", default=None, metavar="B",
               help="Do only target B, when it was asked for (a branch job after --plan: the "
                    "permission is checked again, nobody is answered).")
 @click.option("--prepare", is_flag=True,
-              help="With --branch: only make the patch set from the PR (patches/pr-N) and name "
-                   "it (api=pr-N on stdout and in $ATOMGIT_OUTPUT); the CI then tests it with "
-                   "`apply --no-push` in a step without the token, and publishes it.")
+              help="With --branch: only make the set of the PR (api=pr-N on stdout and "
+                   "$ATOMGIT_OUTPUT), for `apply --no-push` in a step without the token.")
 @click.option("--skip-tests", is_flag=True, help="As `apply --skip-tests`.")
 @pass_app
 def trigger_cmd(app: AppContext, event_file: Path | None, plan: bool,
@@ -50,7 +48,6 @@ def trigger_cmd(app: AppContext, event_file: Path | None, plan: bool,
 
     def backport(session: Session, number: int, targets: list[str]) -> None:
         from backport.commands import apply  # the plan, a reply and a no-op never load it
-        from backport.pipeline.session import ApplyOptions
 
         app.resumable()
         apply.run(app, (), (number,), ApplyOptions(branches=tuple(targets),

@@ -1,6 +1,5 @@
-"""The demo's sandbox: a local upstream with four release branches, an empty fork, a project
-(`build_sandbox`); the put_metric set, an interpreter with torch, and the merged PR that
-`demo --from-pr` starts from."""
+"""The demo's sandbox (`build_sandbox`): a local upstream with four release branches, an empty
+fork, a project; the put_metric set, a Python with torch, the merged PR of `demo --from-pr`."""
 
 from __future__ import annotations
 
@@ -77,9 +76,8 @@ def build_upstream(path: Path) -> Path:
     _git(work_dir, "init", "--quiet", "--initial-branch=master")
     test_file = work_dir / TEST_PATH
     test_file.parent.mkdir(parents=True)
-    test_file.write_text(
-        resources.files("backport.demo").joinpath("files/test_metrics_api.py.txt").read_text(
-            encoding="utf-8"), encoding="utf-8")
+    test_file.write_bytes(
+        resources.files("backport.demo").joinpath("files/test_metrics_api.py.txt").read_bytes())
     (work_dir / "README.md").write_text(
         "# demo upstream\n\nA stand-in for Ascend/pytorch made by `backport demo`.\n",
         encoding="utf-8")
@@ -189,12 +187,8 @@ def find_patch_set(patches: Path | None) -> Path:
 
 
 def has_torch(python: str) -> bool:
-    """``python`` exists and finds torch (without importing it)."""
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
-    try:
-        return Path(python).exists() and process.run([python, "-c", probe], timeout=60).ok
-    except BackportError:  # it cannot start
-        return False
+    """``python`` exists and has torch installed (read without importing it)."""
+    return Path(python).exists() and environment_name(python).startswith("torch-")
 
 
 def find_torch_python(explicit: str | None) -> str | None:

@@ -59,7 +59,6 @@ def test_fork_diverged_carries_both_commits() -> None:
     error = ForkDiverged("moved", remote="a" * 40, expected=None)
     assert isinstance(error, BackportError) and error.code == "fork-diverged"
     assert (error.remote, error.expected) == ("a" * 40, None)
-    assert error.details == {"remote": "a" * 40, "expected": None}
 
 
 def _strings(node: ast.AST | None) -> list[str]:

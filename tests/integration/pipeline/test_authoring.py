@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-from backport.commands.new import ask
 from backport.config import load_project
-from backport.errors import BackportError, ConfigError
+from backport.errors import ConfigError
 from backport.pipeline.from_pr import write_patch_set
 from tests.helpers.upstream import PLAIN, commit_test
 
@@ -40,12 +38,3 @@ def test_a_valid_set_replaces_the_folder_and_says_what_it_wrote(sandbox, tmp_pat
     assert [p.name for p in sorted(dest.glob("*.patch"))] == ["0001-test-add-a-test.patch"]
     assert said[0].startswith(f"wrote {dest}: 0001-test-add-a-test.patch and patch.yaml")
     assert said[1].startswith("device: none")
-
-
-def test_ask_off_a_terminal_names_the_option(monkeypatch, tmp_path: Path):
-    with open(os.devnull, encoding="utf-8") as devnull:
-        monkeypatch.setattr("sys.stdin", devnull)
-        assert ask("given", "API", "--api") == "given"
-        with pytest.raises(BackportError) as caught:
-            ask(None, "API", "--api")
-    assert caught.value.code == "usage" and caught.value.message == "--api is required off a terminal"
