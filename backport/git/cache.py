@@ -181,15 +181,6 @@ def lacks_objects(text: str) -> bool:
     return any(marker in low for marker in _LACKING)
 
 
-def _lacking_objects_reason(text: str) -> str:
-    """git's line saying the upstream lacks objects, and the object it names."""
-    plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x09\x0b-\x1f\x7f]", "", text)
-    line = next(line for line in plain.splitlines() if lacks_objects(line))
-    reason = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
-    missing = _UNREADABLE.search(plain)
-    return f"{reason}: it has no object {missing.group('sha')}" if missing else reason
-
-
 class RepoCache:
     """The cache repository of ``upstream_url``; ``env`` (the askpass) talks to the upstream."""
 
@@ -199,7 +190,6 @@ class RepoCache:
         self.upstream_url = upstream_url
         self.url = strip_url_credentials(transport_url(upstream_url))
         self.path = self.root / cache_dir_name(upstream_url)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.env = dict(env or {})
         self.memo = RunMemo()
 
@@ -247,39 +237,35 @@ class RepoCache:
             self.ensure()
             config = (self.path / "config").read_bytes()
             out = self._fetch_heads(refspecs)
-            if not out.ok:
-                self._undo(made, config)
+            if not out.ok:  # a repository made for it goes, an existing one's settings come back
+                if made:
+                    shutil.rmtree(self.path, ignore_errors=True)
+                    self.memo.ensured = False
+                else:
+                    (self.path / "config").write_bytes(config)
                 raise self._fetch_error(out)
             self.memo.fetched()
             return self.local_heads(names)
 
     def _fetch_heads(self, refspecs: list[str]) -> GitOutput:
         """Fetch blobless, or whole from a server that cannot filter (``backport.nofilter``)."""
-        base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
         if self.memo.nofilter:
-            return self._fetch([*base, "--no-filter"], refspecs)
-        out = self._fetch([*base, "--filter=blob:none"], refspecs)
+            return self._fetch(refspecs, "--no-filter")
+        out = self._fetch(refspecs, "--filter=blob:none")
         if (out.ok or "filter" not in out.stderr.lower() or is_unreachable(out.text)
                 or lacks_objects(out.text)):
             return out
-        out = self._fetch([*base, "--no-filter"], refspecs)
+        out = self._fetch(refspecs, "--no-filter")
         if out.ok:
             git(["config", "backport.nofilter", "true"], cwd=self.path)
             self.memo.nofilter = True
         return out
 
-    def _undo(self, made: bool, config: bytes) -> None:
-        """A repository made for the fetch goes, an existing one's settings come back."""
-        if made:
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.memo.ensured = False
-        elif (self.path / "config").read_bytes() != config:
-            (self.path / "config").write_bytes(config)
-
-    def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
+    def _fetch(self, refspecs: list[str], blobs: str) -> GitOutput:
         """One fetch from the upstream, sealed (a step holding the token may run it)."""
-        return token_git([*args, "--", REMOTE, *refspecs], repo=self.path, urls=(self.url,),
-                         env=self.env, check=False)
+        return token_git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", blobs, "--",
+                          REMOTE, *refspecs], repo=self.path, urls=(self.url,), env=self.env,
+                         check=False)
 
     def _fetch_error(self, out: GitOutput) -> BackportError:
         url = redact(self.upstream_url)
@@ -287,8 +273,13 @@ class RepoCache:
         if missing:
             return BackportError("branch-missing", f"target branch '{missing.group('branch')}' "
                                                    f"does not exist in {url}.")
-        if lacks_objects(out.text):
-            reason = redact(_lacking_objects_reason(out.text))
+        if lacks_objects(out.text):  # git's line saying so, and the object it names
+            plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x09\x0b-\x1f\x7f]", "", out.text)
+            line = next(line for line in plain.splitlines() if lacks_objects(line))
+            reason = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
+            if missing := _UNREADABLE.search(plain):
+                reason = f"{reason}: it has no object {missing.group('sha')}"
+            reason = redact(reason)
             return BackportError("git", f"the upstream {url} lacks objects its branches need "
                                         f"({reason}), as a copy without some of its files does: "
                                         f"use a full clone of it instead (`git clone --mirror`); "
@@ -315,9 +306,8 @@ class RepoCache:
         local = f"refs/backport/pr/{number}/head"
         with self.lock():
             self.ensure()
-            out = self._fetch(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                               "--filter=blob:none" if self.blobless else "--no-filter"],
-                              [f"+refs/merge-requests/{number}/head:{local}"])
+            out = self._fetch([f"+refs/merge-requests/{number}/head:{local}"],
+                              "--filter=blob:none" if self.blobless else "--no-filter")
             if not out.ok:
                 raise remote_failure(out, f"cannot fetch the commits of PR !{number} (refs/"
                                           f"merge-requests/{number}/head) from "
