@@ -145,12 +145,6 @@ def stop_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def running() -> list[int]:
-    """The process groups of the children the run is waiting on now."""
-    with _running_changed:
-        return sorted(_running)
-
-
 def kill_running() -> None:
     """End every child :func:`run` waits on (an interrupted run): SIGTERM, then SIGKILL."""
     with _running_changed:

@@ -62,15 +62,6 @@ class ApplyResult:
     context_ignored: list[str] = field(default_factory=list)
 
 
-def three_way_files(text: str) -> list[str]:
-    """The files ``git am -3`` output says it had to merge."""
-    if _FELL_BACK not in text:
-        return []
-    found = [m.group("path") for m in _AUTO_MERGING.finditer(text)]
-    found += [m.group("path") for m in _BASE_ENTRY.finditer(text)]
-    return list(dict.fromkeys(found))
-
-
 def _rebase_apply(wt: Worktree) -> Path:  # where `git am` keeps its state
     return wt.own_dir / "rebase-apply"
 
@@ -94,20 +85,16 @@ def file_lines(data: bytes) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def _configured_identity(wt: Worktree) -> set[str]:
-    """Which of ``user.name`` and ``user.email`` git has a value for."""
-    out = wt.git(["config", "--get-regexp", r"^user\.(name|email)$"], check=False)
-    return {key.lower() for key, _, value in (line.partition(" ") for line in
-                                              out.stdout.splitlines()) if value.strip()}
-
-
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
     """GIT_COMMITTER_NAME/EMAIL from ``author`` where git has no identity configured."""
     if author is None:
         return {}
     name, mail = author
     env = {}
-    identity = wt.memo.once("identity", lambda: _configured_identity(wt))
+    identity = wt.memo.once("identity", lambda: {  # which of user.name/email git has a value for
+        key.lower() for key, _, value in (line.partition(" ") for line in wt.git(
+            ["config", "--get-regexp", r"^user\.(name|email)$"], check=False).stdout.splitlines())
+        if value.strip()})
     if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
     if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and (
@@ -232,7 +219,10 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = N
                            f"all {len(patches)} patch(es) already present on {base[:9]}")
     message = f"applied {len(made)} patch(es) on top of {base[:9]}" + (
         f"; {skipped} already present" if skipped else "")
-    return ApplyResult("applied", made[0], [], message, three_way_files("\n".join(seen)))
+    said = "\n".join(seen)  # the files git says it had to merge
+    merged = [m.group("path") for rx in (_AUTO_MERGING, _BASE_ENTRY) for m in rx.finditer(said)]
+    return ApplyResult("applied", made[0], [], message,
+                       list(dict.fromkeys(merged)) if _FELL_BACK in said else [])
 
 
 def continue_series(wt: Worktree) -> ApplyResult:

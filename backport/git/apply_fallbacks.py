@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from backport.config.patchfiles import FileDiff, Hunk, Patch
+from backport.config.patchfiles import FileDiff, Patch
 from backport.git.apply import (
     AM_OPTIONS,
     SAFE_CONFIG,
@@ -41,14 +41,6 @@ def _count(haystack: list[str], needle: tuple[str, ...], limit: int = 2) -> int:
     return len(list(itertools.islice(hits, limit)))
 
 
-def _hunk_place(hunk: Hunk, lines: list[str]) -> str:
-    """"exact" (the whole hunk is in the file), "core" (only its one core place) or "no"."""
-    if _count(lines, hunk.preimage, 1):
-        return "exact"
-    removes = any(line[:1] == "-" for line in hunk.lines)
-    return "core" if removes and _count(lines, hunk.core) == 1 else "no"
-
-
 def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] | None:
     """The files whose hunks need their context ignored; None: a hunk has no certain place."""
     found = []
@@ -61,10 +53,11 @@ def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] 
         if data is None:
             return None
         lines = file_lines(data)
-        places = [_hunk_place(hunk, lines) for hunk in diff.hunks]
-        if "no" in places:
-            return None
-        if "core" in places:
+        loose = [hunk for hunk in diff.hunks if not _count(lines, hunk.preimage, 1)]
+        if any(_count(lines, hunk.core) != 1 or all(line[:1] != "-" for line in hunk.lines)
+               for hunk in loose):
+            return None  # a hunk whose core is not in one place, or that removes nothing
+        if loose:
             found.append(diff.old)
     return list(dict.fromkeys(found))
 
