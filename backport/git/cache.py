@@ -193,12 +193,9 @@ class RepoCache:
         self.env = dict(env or {})
         self.memo = RunMemo()
 
-    def lock(self) -> contextlib.AbstractContextManager[None]:
-        return repo_lock(self.path)
-
     def ensure(self) -> None:
         """Create the repository with remote ``upstream`` unless there (read once per run)."""
-        with self.lock():
+        with repo_lock(self.path):
             if self.memo.ensured and (self.path / "HEAD").is_file():
                 return
             if not (self.path / "HEAD").is_file():
@@ -232,7 +229,7 @@ class RepoCache:
         if not names:
             return {}
         refspecs = [f"+refs/heads/{b}:{TRACKING}{b}" for b in names]
-        with self.lock():
+        with repo_lock(self.path):
             made = not (self.path / "HEAD").is_file()
             self.ensure()
             config = (self.path / "config").read_bytes()
@@ -304,7 +301,7 @@ class RepoCache:
     def fetch_pr_head(self, number: int) -> str:
         """Fetch PR ``number``'s ``refs/merge-requests/N/head`` from the upstream; its sha."""
         local = f"refs/backport/pr/{number}/head"
-        with self.lock():
+        with repo_lock(self.path):
             self.ensure()
             out = self._fetch([f"+refs/merge-requests/{number}/head:{local}"],
                               "--filter=blob:none" if self.blobless else "--no-filter")

@@ -144,11 +144,6 @@ class PresentTest:
     commit: str | None  # abbreviated sha (9 characters); None when the history does not say
     subject: str = ""
 
-    def describe(self) -> str:
-        """``Class.test_x (path, line 66), added by abc123def "subject"``."""
-        by = f', added by {self.commit} "{self.subject}"' if self.commit else ""
-        return f"{self.test.qualname} ({self.test.path}, line {self.line}){by}"
-
 
 def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[int]] | None:
     """The file as the hunks leave ``pre`` and the numbers of the lines they add, or None."""

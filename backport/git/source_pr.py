@@ -28,7 +28,6 @@ FILES_DIFFER = "its files are not the PR's"
 BEFORE_MERGE = "committed before the PR was merged"
 LATER = "a later commit with the PR's files"
 _SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
-_LOG_FORMAT = "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e"
 
 
 @dataclass(frozen=True)
@@ -112,16 +111,9 @@ def _landed_rev(repo: RepoCache, sha: str) -> str:
 def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
     """(sha, committer time, its ISO form, author, message) of each commit ``log`` lists."""
     records = (record.strip("\n").split("\x00", 4) for record in
-               _git(repo, ["log", _LOG_FORMAT, "--fixed-strings", *args, "--"]).split("\x1e"))
+               _git(repo, ["log", "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e", "--fixed-strings",
+                          *args, "--"]).split("\x1e"))
     return [(f[0], int(f[1]), f[2], f[3], f[4]) for f in records if len(f) == 5 and f[1].isdigit()]
-
-
-def _squash_commits(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
-    """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
-    named = [NamedCommit(sha, time) for sha, time, _, _, message
-             in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}")
-             if squash_names(message, number)]
-    return sorted(reversed(named), key=lambda commit: commit.time)
 
 
 def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_paths: frozenset[str],
@@ -170,7 +162,10 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
         sha_seen = f"its merge_commit_sha {sha[:12]} changes other files; "
     elif sha:
         sha_seen = f"its merge_commit_sha {sha[:12]} is not on '{base}'; "
-    named = _squash_commits(repo, base, number)
+    named = [NamedCommit(sha, time) for sha, time, _, _, message  # its squash commits, oldest first
+             in reversed(_log(repo, f"--grep=!{number}", f"{TRACKING}{base}"))
+             if squash_names(message, number)]
+    named.sort(key=lambda commit: commit.time)
     files_of = {commit.sha: commit_paths(repo, commit.sha) for commit in named}
     found, passed = choose(named, files_of, paths, merge_bound(merged_at))
     if found is not None:

@@ -124,7 +124,7 @@ class Worktree:
         # Detached, the branch made by the checkout: `add -B` would start two more processes.
         add = ["worktree", "add", "--quiet", "--no-checkout", "--detach", "--", str(path),
                base_sha]
-        with cache.lock():
+        with repo_lock(cache.path):
             if not cache.memo.pruned:
                 git(["worktree", "prune"], cwd=cache.path)
                 cache.memo.pruned = True
