@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
-from backport.git.run import GitOutput, first_error_line, git, token_git
+from backport.git.run import GitOutput, git, token_git
 from backport.git.worktree import Worktree
 from backport.redact import redact
 
@@ -155,7 +155,7 @@ def _conflict_result(wt: Worktree, out: GitOutput, names: Sequence[str] | None) 
     conflicts = list(dict.fromkeys(_unmerged(wt) + named))
     name = _current_patch_name(wt, out, names)
     why = (f"conflict in {', '.join(conflicts)}" if conflicts
-           else first_error_line(out.text).rstrip("."))
+           else out.reason)
     message = redact(f"patch {name} does not apply: {why}")
     return ApplyResult("conflict", wt.head(), conflicts, message)
 
@@ -212,7 +212,7 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = N
         if am_in_progress(wt):
             return _conflict_result(wt, out, names)
         raise BackportError("git", redact(f"git am could not apply {names[0]} in {wt.path}: "
-                                          f"{first_error_line(out.text).rstrip('.')}."))
+                                          f"{out.reason}."))
     made = wt.git(["rev-list", "--topo-order", f"{base}..HEAD"]).stdout.split()  # HEAD first
     if not made:
         return ApplyResult("already-applied", wt.head(), [],
@@ -254,8 +254,7 @@ def continue_series(wt: Worktree) -> ApplyResult:
             return ApplyResult("conflict", wt.head(), candidates, f"patch {name} leaves no "
                                "change after the resolution; stage the fix or run abort")
         return _conflict_result(wt, out, None)
-    raise BackportError("git", redact(
-        f"git am --continue failed in {wt.path}: {first_error_line(out.text).rstrip('.')}."))
+    raise BackportError("git", redact(f"git am --continue failed in {wt.path}: {out.reason}."))
 
 
 def abort_series(wt: Worktree) -> None:

@@ -22,7 +22,6 @@ from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.run import (
     GitOutput,
     check_branch_name,
-    first_error_line,
     git,
     is_unreachable,
     ls_remote,
@@ -363,7 +362,7 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
             "it was left untouched: inspect that commit, then delete the fork branch "
             "if it may be replaced and run again.", remote=now, expected=expect)
     reasons = [rejected[0].split("\t")[-1].strip()] if rejected else []
-    reasons += _causes(out.text) or ([] if reasons else [first_error_line(out.text).rstrip(".")])
+    reasons += _causes(out.text) or ([] if reasons else [out.reason])
     reason = redact("; ".join(dict.fromkeys(reasons)))
     code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
     raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.",

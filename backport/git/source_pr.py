@@ -58,10 +58,8 @@ class NamedCommit:
 
 @dataclass(frozen=True)
 class SquashMerge:
-    """PR ``number`` as its squash commit ``sha`` on ``base`` tells it."""
+    """A PR as its squash commit on ``base`` tells it."""
 
-    number: int
-    sha: str
     base: str
     head: str
     title: str
@@ -210,8 +208,8 @@ def find_squash_merge(repo: RepoCache, branches: Sequence[str],
     title, body, login = read_message(message, number, author)
     files = tuple((None, path) if status == "A" else (path, None) if status == "D"
                   else (path, path) for status, path in _changes(repo, sha))
-    return SquashMerge(number=number, sha=sha, base=branch, head=head, title=title,
-                       body=body, author=login, merged_at=when, files=files)
+    return SquashMerge(base=branch, head=head, title=title, body=body, author=login,
+                       merged_at=when, files=files)
 
 
 def restate(repo: Path, sha: str, message: str) -> str:
