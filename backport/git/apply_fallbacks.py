@@ -123,11 +123,6 @@ def _member(line: str) -> str:
     return stripped[:-1].rstrip() if stripped.endswith(",") else stripped
 
 
-def _with_comma(line: str, comma: bool) -> str:
-    body = line.rstrip()
-    return body.removesuffix(",") + ("," if comma else "") + line[len(body):]
-
-
 def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> bytes | None:
     """``ours`` with the change from ``base`` to ``theirs`` made entry by entry, or None."""
     b, o, t = _read_one_per_line(base), _read_one_per_line(ours), _read_one_per_line(theirs)
@@ -159,7 +154,8 @@ def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) 
         if previous is None and index > 0:
             return None  # no neighbour to follow: where it goes is a guess
         result.insert(0 if previous is None else keys.index(previous) + 1, (key, after[key]))
-    lines = [_with_comma(line, i < len(result) - 1) for i, (_, line) in enumerate(result)]
+    lines = [line.rstrip().removesuffix(",") + ("," if i < len(result) - 1 else "")
+             + line[len(line.rstrip()):] for i, (_, line) in enumerate(result)]  # commas moved
     text = "\n".join([o.head, *lines, o.tail]) + o.end
     expected = {k: v for k, v in _values(o.entries).items() if k not in removed}
     expected.update({k: v for k, v in _values(t.entries).items() if k in {*changed, *added}})

@@ -88,21 +88,18 @@ def test_definitions(tree: ast.Module) -> list[Definition]:
                    and node.name.startswith("test")), key=lambda d: d.line)
 
 
-def _rebinds_on_purpose(node: _Def) -> bool:
-    """A property's setter/getter/deleter, ``@overload``, ``@f.register``."""
-    targets = (deco.func if isinstance(deco, ast.Call) else deco for deco in node.decorator_list)
-    return any(isinstance(t, ast.Name) and t.id == "overload" or isinstance(t, ast.Attribute)
-               and t.attr in ("setter", "getter", "deleter", "register", "overload")
-               for t in targets)
-
-
 def redefinitions(tree: ast.Module) -> list[Definition]:
     """Names defined twice in one module or class body, the later one hiding the earlier."""
     found = []
     for scope, body in _bodies(tree):
         seen: dict[str, int] = {}
         for node in (node for node in body if isinstance(node, _Def)):
-            if node.name in seen and not _rebinds_on_purpose(node):
+            # a property's setter/getter/deleter, ``@overload``, ``@f.register`` rebind on purpose
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            if node.name in seen and not any(
+                    isinstance(d, ast.Name) and d.id == "overload" or isinstance(d, ast.Attribute)
+                    and d.attr in ("setter", "getter", "deleter", "register", "overload")
+                    for d in decorators):
                 found.append(Definition(scope, node.name, seen[node.name], node.lineno))
             seen[node.name] = node.lineno
     return sorted(found, key=lambda r: r.again)

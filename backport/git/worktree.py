@@ -130,28 +130,25 @@ class Worktree:
                 cache.memo.pruned = True
             path.parent.mkdir(parents=True, exist_ok=True)
             if os.path.lexists(path) or not git(add, cwd=cache.path, check=False).ok:
-                cls._clear(cache.path, path)
+                # Forget or delete whatever worktree an earlier run left at ``path``.
+                git(["worktree", "prune"], cwd=cache.path)
+                if any(_same_file(p, path) and p != cache.path for p in _registered(cache.path)):
+                    git(["worktree", "remove", "--force", "--force", "--", str(path)],
+                        cwd=cache.path)
+                if path.is_symlink() or path.is_file():
+                    raise BackportError("git", f"{path} exists and is not a worktree; move it "
+                                               "away.")
+                if path.is_dir():
+                    if any(path.iterdir()) and not (path / ".git").is_file():
+                        raise BackportError("git", f"{path} exists and is not a backport "
+                                                   "worktree; move it away.")
+                    shutil.rmtree(path)
+                    git(["worktree", "prune"], cwd=cache.path)
                 git(add, cwd=cache.path)
             if patterns:
                 git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
         git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=cache.env)
         return cls(path=path, repo=cache.path, branch=branch, memo=cache.memo)
-
-    @staticmethod
-    def _clear(repo: Path, path: Path) -> None:
-        """Forget or delete whatever worktree was left at ``path`` by an earlier run."""
-        git(["worktree", "prune"], cwd=repo)
-        for registered in _registered(repo):
-            if _same_file(registered, path) and registered != repo:
-                git(["worktree", "remove", "--force", "--force", "--", str(path)], cwd=repo)
-        if path.is_symlink() or path.is_file():
-            raise BackportError("git", f"{path} exists and is not a worktree; move it away.")
-        if path.is_dir():
-            if any(path.iterdir()) and not (path / ".git").is_file():
-                raise BackportError("git", f"{path} exists and is not a backport worktree; "
-                                           "move it away.")
-            shutil.rmtree(path)
-            git(["worktree", "prune"], cwd=repo)
 
     @classmethod
     def open(cls, path: Path) -> Worktree:
