@@ -43,7 +43,6 @@ _CONFLICT = re.compile(r"^CONFLICT \(content\): Merge conflict in (?P<path>.+)$"
 _DELETED = re.compile(r"^CONFLICT \([^)]*\): (?P<path>.+?) deleted in ", re.M)
 _FAILED_AT = re.compile(r"^Patch failed at (?P<num>\d+) (?P<subject>.*)$", re.M)
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
-_HEX = re.compile(r"^[0-9a-f]{7,64}$")
 _FELL_BACK = "Falling back to patching base and 3-way merge"
 _AUTO_MERGING = re.compile(r"^Auto-merging (?P<path>.+)$", re.M)
 _BASE_ENTRY = re.compile(r"^[AMD]\t(?P<path>.+)$", re.M)
@@ -286,7 +285,7 @@ def same_change(wanted: Sequence[set[str]], found: set[str]) -> bool:
 
 def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -> bool:
     """True when every patch's patch-id is that of a commit touching its paths in ``base_sha``."""
-    if not _HEX.match(base_sha or ""):
+    if not re.fullmatch(r"[0-9a-f]{7,64}", base_sha or ""):
         raise BackportError("usage", f"invalid base commit {base_sha!r}.")
     wanted = [(ids, set(p.paths)) for p in patches
               if (ids := patch_ids(cache.path, p.data, memo=cache.memo)) and p.paths]

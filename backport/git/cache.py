@@ -223,7 +223,8 @@ class RepoCache:
         return "partialclonefilter" in setup and setup.get("nofilter") != "true"
 
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
-        """Fetch each branch's head only (branch -> sha); a failure leaves the cache as it was."""
+        """Fetch each branch's head only (branch -> sha), blobless unless the server cannot filter
+        (then ``backport.nofilter``); a failure leaves the cache as it was."""
         names = check_branch_name(*branches)
         if not names:
             return {}
@@ -232,7 +233,14 @@ class RepoCache:
             made = not (self.path / "HEAD").is_file()
             self.ensure()
             config = (self.path / "config").read_bytes()
-            out = self._fetch_heads(refspecs)
+            out = self._fetch(refspecs, "--no-filter" if self.memo.nofilter
+                              else "--filter=blob:none")
+            if not (self.memo.nofilter or out.ok or "filter" not in out.stderr.lower()
+                    or is_unreachable(out.text) or lacks_objects(out.text)):
+                out = self._fetch(refspecs, "--no-filter")  # a server that cannot filter
+                if out.ok:
+                    git(["config", "backport.nofilter", "true"], cwd=self.path)
+                    self.memo.nofilter = True
             if not out.ok:  # a repository made for it goes, an existing one's settings come back
                 if made:
                     shutil.rmtree(self.path, ignore_errors=True)
@@ -242,20 +250,6 @@ class RepoCache:
                 raise self._fetch_error(out)
             self.memo.fetched()
             return self.local_heads(names)
-
-    def _fetch_heads(self, refspecs: list[str]) -> GitOutput:
-        """Fetch blobless, or whole from a server that cannot filter (``backport.nofilter``)."""
-        if self.memo.nofilter:
-            return self._fetch(refspecs, "--no-filter")
-        out = self._fetch(refspecs, "--filter=blob:none")
-        if (out.ok or "filter" not in out.stderr.lower() or is_unreachable(out.text)
-                or lacks_objects(out.text)):
-            return out
-        out = self._fetch(refspecs, "--no-filter")
-        if out.ok:
-            git(["config", "backport.nofilter", "true"], cwd=self.path)
-            self.memo.nofilter = True
-        return out
 
     def _fetch(self, refspecs: list[str], blobs: str) -> GitOutput:
         """One fetch from the upstream, sealed (a step holding the token may run it)."""

@@ -27,7 +27,6 @@ MERGE_CLOCK_SKEW = timedelta(minutes=10)
 FILES_DIFFER = "its files are not the PR's"
 BEFORE_MERGE = "committed before the PR was merged"
 LATER = "a later commit with the PR's files"
-_SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ def _first_few(items: list[str], limit: int) -> str:
 
 def describe_passed_over(passed: Iterable[PassedOver]) -> str:
     """``abc123456789 (its files are not the PR's), …``."""
-    return _first_few([f"{p.sha[:12]} ({p.why})" for p in passed], _SHOWN_COMMITS)
+    return _first_few([f"{p.sha[:12]} ({p.why})" for p in passed], 5)
 
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,

@@ -16,15 +16,13 @@ from backport.errors import BackportError
 from backport.git.cache import RepoCache, RunMemo, repo_lock
 from backport.git.run import GitOutput, check_branch_name, git
 
-_GLOB_CHARS = "\\*?["
-
 
 def sparse_pattern(path: str) -> str:
     """A non-cone sparse-checkout pattern matching exactly ``path`` from the root."""
     clean = path.strip().lstrip("/")
     if not clean or clean.startswith("../") or "/../" in clean:
         raise BackportError("usage", f"invalid path {path!r} for a sparse checkout.")
-    escaped = "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in clean)
+    escaped = "".join("\\" + ch if ch in "\\*?[" else ch for ch in clean)
     if escaped.startswith("!"):
         escaped = "\\" + escaped
     return "/" + escaped
