@@ -38,10 +38,6 @@ class Definition:
     line: int  # of the ``def``/``class`` keyword
     again: int = 0  # a redefinition's second line (it hides the first)
 
-    @property
-    def qualname(self) -> str:
-        return f"{self.scope}.{self.name}" if self.scope else self.name
-
 
 @functools.lru_cache(maxsize=16)  # a run reads each target's file several times
 def parsed(text: str, filename: str) -> ast.Module:
@@ -356,8 +352,9 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
             continue
         before = _tree_at(repo, base, path, blobs)
         before_names = {(r.scope, r.name) for r in redefinitions(before)} if before else set()
-        problems += [f"{path} defines {again.qualname} twice (lines {again.line} and "
-                     f"{again.again}): the second definition hides the first, so one test "
-                     f"would never run" for again in redefinitions(parsed(text, path))
+        problems += [f"{path} defines {'.'.join(filter(None, (again.scope, again.name)))} twice "
+                     f"(lines {again.line} and {again.again}): the second definition hides the "
+                     f"first, so one test would never run"
+                     for again in redefinitions(parsed(text, path))
                      if (again.scope, again.name) not in before_names]
     return problems

@@ -104,17 +104,12 @@ def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None 
     return result
 
 
-def transport_of(url: str) -> str:
-    """``url``'s git transport: ``https``, ``file`` for a local path, ``ssh`` for ``host:path``."""
-    found = _SCHEME.match(transport_url(url))
-    name = found.group("name").lower() if found else "ssh"
-    return "ssh" if name in ("git+ssh", "ssh+git") else name
-
-
 def sealed_call(repo: Path | None, urls: Sequence[str],
                 cwd: Path) -> tuple[list[str], dict[str, str]]:
     """The leading options and the environment of a `token_git` call run in ``cwd``."""
-    allowed = sorted({transport_of(url) for url in urls} - {"ext"})
+    found = [_SCHEME.match(transport_url(url)) for url in urls]
+    names = {match.group("name").lower() if match else "ssh" for match in found}  # host:path
+    allowed = sorted({"ssh" if n in ("git+ssh", "ssh+git") else n for n in names} - {"ext"})
     options = ["--git-dir", str(Path(repo).absolute()) if repo is not None else os.devnull,
                *SEALED_OPTIONS]
     return options, {"GIT_ALLOW_PROTOCOL": ":".join(allowed),
