@@ -44,7 +44,6 @@ STOP_GRACE = 5.0
 class Output:
     """How one child process ended and what it printed."""
 
-    argv: tuple[str, ...]
     returncode: int | None  # None: killed when its time ran out
     stdout: bytes = b""  # b"" when it went elsewhere (a log file)
     stderr: bytes = b""
@@ -115,7 +114,7 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         out, err = proc.communicate(stdin, timeout=timeout)
     except TimeoutExpired:
         stop_group(proc)
-        return Output(tuple(argv), None)
+        return Output(None)
     except BaseException:
         stop_group(proc)
         raise
@@ -127,7 +126,7 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         with _running_changed:
             _running.discard(proc.pid)
             _running_changed.notify_all()
-    return Output(tuple(argv), proc.returncode, out or b"", err or b"")
+    return Output(proc.returncode, out or b"", err or b"")
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

@@ -356,16 +356,12 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
             "it was left untouched: inspect that commit, then delete the fork branch "
             "if it may be replaced and run again.", remote=now, expected=expect)
     reasons = [rejected[0].split("\t")[-1].strip()] if rejected else []
-    reasons += _causes(out.text) or ([] if reasons else [out.reason])
+    lines = (line.strip() for line in out.text.splitlines())  # why: fatal/error/remote lines
+    causes = (re.sub(r"^(?:remote: )?(?:fatal:|error:)?", "", line).strip().rstrip(".")
+              for line in lines if line.startswith(("fatal:", "error:", "remote:")))
+    reasons += [c for c in causes if c and not any(n in c.lower() for n in _NOISE)][:4] or (
+        [] if reasons else [out.reason])
     reason = redact("; ".join(dict.fromkeys(reasons)))
     code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
     raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.",
                         details={"output": redact(out.text)})
-
-
-def _causes(text: str) -> list[str]:
-    """git's ``fatal:``, ``error:``, ``remote:`` lines: why a push was rejected."""
-    lines = (line.strip() for line in text.splitlines())
-    found = (re.sub(r"^(?:remote: )?(?:fatal:|error:)?", "", line).strip().rstrip(".")
-             for line in lines if line.startswith(("fatal:", "error:", "remote:")))
-    return [cause for cause in found if cause and not any(n in cause.lower() for n in _NOISE)][:4]
