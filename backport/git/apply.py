@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
 from backport.git.run import GitOutput, git, token_git
+from backport.git.source_pr import open_commits
 from backport.git.worktree import Worktree
 from backport.redact import redact
 
@@ -315,19 +316,15 @@ def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[b
     if not wanted or not all(wanted):
         return False
     try:
-        head = cache.fetch_pr_head(number)
-    except BackportError:
+        commits = open_commits(cache, base, number).rev
+    except BackportError:  # not fetched, or no commit of its own
         return False
-    fork_point = cache.fork_point(base, head)
-    if not fork_point or fork_point == head:
-        return False
-    commits = f"{fork_point}..{head}"
     count = git(["rev-list", "--count", commits, "--"], cwd=cache.path).stdout.strip()
     if not count.isdigit() or int(count) > MAX_CARRIER_COMMITS:
         return False
     each = git(["log", "-p", "--no-color", "--no-ext-diff", "--format=commit %H", commits, "--"],
                cwd=cache.path, env=cache.env)
-    whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=cache.path,
+    whole = git(["diff", "--no-color", "--no-ext-diff", commits, "--"], cwd=cache.path,
                 env=cache.env)
     found = patch_ids(cache.path, each.raw, cache.env) | patch_ids(cache.path, whole.raw, cache.env)
     return same_change(wanted, found)

@@ -114,8 +114,6 @@ class Worktree:
                sparse_paths: Sequence[str] | None) -> Worktree:
         """Check out ``base_sha`` at ``path`` on branch ``branch`` (``sparse_paths`` only)."""
         check_branch_name(branch)
-        if not base_sha or base_sha.startswith("-"):
-            raise BackportError("usage", f"invalid base commit {base_sha!r}.")
         path = Path(path).expanduser().absolute()
         cache.ensure()
         patterns = [sparse_pattern(p) for p in sparse_paths or ()]
