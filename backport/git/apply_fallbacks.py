@@ -105,15 +105,13 @@ def _read_one_per_line(data: bytes | None) -> _OnePerLine | None:
         return None
     entries = []
     for line in lines[1:-1]:
-        member = _member(line)
         try:
-            value = json.loads("{" + member + "}") if member else None
+            value = json.loads("{" + _member(line) + "}")  # parsed, always an object
         except ValueError:
             return None
-        if not isinstance(value, dict) or len(value) != 1:
+        if len(value) != 1:
             return None
-        (key,) = value
-        entries.append((key, line))
+        entries.append((*value, line))
     return _OnePerLine(lines[0], entries, lines[-1], end)
 
 

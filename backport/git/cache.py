@@ -305,11 +305,6 @@ class RepoCache:
             return git(["rev-parse", "--verify", f"{local}^{{commit}}"],
                        cwd=self.path).stdout.strip()
 
-    def fork_point(self, base: str, head: str) -> str:
-        """Where ``head`` leaves the fetched ``base`` ("": no shared history)."""
-        out = git(["merge-base", f"{TRACKING}{base}", head], cwd=self.path, check=False)
-        return out.stdout.strip() if out.ok else ""
-
     def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:
         """branch -> current upstream sha (None when absent), by ``ls-remote``; fetches nothing."""
         return ls_remote(self.url, branches, self.env, "upstream-unreachable",

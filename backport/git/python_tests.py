@@ -101,7 +101,6 @@ def redefinitions(tree: ast.Module) -> list[Definition]:
     return sorted(found, key=lambda r: r.again)
 
 
-# Blobs by name: a dict's ``get`` (`run.read_blobs`), or a run's `RunMemo.reader`.
 Blobs = Callable[[str], bytes | None]
 
 

@@ -185,7 +185,8 @@ def commit_paths(repo: RepoCache, sha: str) -> frozenset[str]:
 def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
     """Open PR ``number``'s own commits: from where its head leaves ``base`` to its head."""
     head = repo.fetch_pr_head(number)
-    fork_point = repo.fork_point(base, head)
+    out = git(["merge-base", f"{TRACKING}{base}", head], cwd=repo.path, check=False)
+    fork_point = out.stdout.strip() if out.ok else ""
     if not fork_point:
         raise BackportError("usage", f"the head of PR !{number} shares no history with '{base}'")
     if fork_point == head:
