@@ -104,16 +104,6 @@ def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str
     return env
 
 
-def _info_author(wt: Worktree) -> tuple[str, str] | None:
-    """Author of the patch ``git am`` stopped at (from ``rebase-apply/info``)."""
-    try:
-        text = (_rebase_apply(wt) / "info").read_text("utf-8", "replace")
-    except OSError:
-        return None
-    fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
-    return (fields.get("Author", fields["Email"]), fields["Email"]) if "Email" in fields else None
-
-
 def _unmerged(wt: Worktree) -> list[str]:  # the files git marks as conflicted
     out = wt.git(["-c", "core.quotepath=false", "diff", "--name-only", "--diff-filter=U"])
     return [line for line in out.stdout.splitlines() if line]
@@ -244,8 +234,12 @@ def continue_series(wt: Worktree) -> ApplyResult:
     if stage:
         wt.git(["add", "--sparse", "-A", "--", *stage])
     before = wt.head()
+    info = _rebase_apply(wt) / "info"  # the author of the patch git am stopped at
+    fields = dict(line.split(": ", 1) for line in (info.read_text("utf-8", "replace")
+                  if info.is_file() else "").splitlines() if ": " in line)
+    author = (fields.get("Author", fields["Email"]), fields["Email"]) if "Email" in fields else None
     out = wt.git([*SAFE_CONFIG, "am", "--continue", "--committer-date-is-author-date"],
-                 env=committer_env(wt, _info_author(wt)), check=False)
+                 env=committer_env(wt, author), check=False)
     if out.ok:
         return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")
     if am_in_progress(wt):
