@@ -272,8 +272,7 @@ def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
     for test in tests:
         if test.path not in trees:
             trees[test.path] = _tree_at(repo, commit, test.path, blobs)
-        tree = trees[test.path]
-        if tree is None:
+        if (tree := trees[test.path]) is None:
             continue
         match = next((d for d in test_definitions(tree) if d.name == test.name
                       and (test.scope is None or d.scope == test.scope)), None)
