@@ -86,8 +86,8 @@ def subcommand(args: Sequence[str]) -> str:
 def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None = None,
         stdin: bytes | None = None, check: bool = True,
         timeout: float | None = 1800.0) -> GitOutput:
-    """Run ``git <args>`` in ``cwd`` (a blobless checkout may fetch: 30 minutes), ``env`` over
-    this process's environment less its secrets; ``check``: a non-zero exit raises ("git")."""
+    """Run ``git <args>`` in ``cwd`` for up to 30 minutes (a blobless checkout may fetch), ``env``
+    over this process's environment less its secrets; ``check``: a non-zero exit raises."""
     command = subcommand(args)
     if cwd is not None and not Path(cwd).is_dir():
         raise BackportError(ErrorCode.GIT, f"cannot run git {command}: directory {cwd} does "
