@@ -12,21 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import DEVNULL, PIPE, STDOUT, Popen, TimeoutExpired
 from typing import IO
 
 from backport.errors import BackportError, ErrorCode
 from backport.redact import redact, registered
-
-PIPE = subprocess.PIPE
-DEVNULL = subprocess.DEVNULL
-STDOUT = subprocess.STDOUT
-Popen = subprocess.Popen
-TimeoutExpired = subprocess.TimeoutExpired
 
 Stream = int | IO[bytes] | None
 # The variables the tool reads its forge token from: never passed to a child.
@@ -44,7 +38,6 @@ STOP_GRACE = 5.0
 class Output:
     """How one child process ended and what it printed."""
 
-    argv: tuple[str, ...]
     returncode: int | None  # None: killed when its time ran out
     stdout: bytes = b""  # b"" when it went elsewhere (a log file)
     stderr: bytes = b""
@@ -77,12 +70,12 @@ def spawn(argv: Sequence[str], *, cwd: Path | str | None = None,
           env: Mapping[str, str] | None = None, stdin: Stream = DEVNULL,
           stdout: Stream = PIPE, stderr: Stream = PIPE, code: ErrorCode | str = ErrorCode.INTERNAL,
           context: str = "", shown: str | None = None, pass_fds: Sequence[int] = (),
-          unfiltered: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+          unfiltered: Mapping[str, str] | None = None) -> Popen[bytes]:
     """Start ``argv`` in a group of its own: ``env`` (None: this process's) less the secrets,
     ``unfiltered`` laid over it."""
     child_env = {**secret_free(os.environ if env is None else env), **(unfiltered or {})}
     try:
-        return subprocess.Popen(list(argv), cwd=cwd, env=child_env,
+        return Popen(list(argv), cwd=cwd, env=child_env,
                                 stdin=stdin, stdout=stdout, stderr=stderr,
                                 start_new_session=True, pass_fds=tuple(pass_fds))
     except OSError as exc:  # one sentence: <context>cannot run <shown>: <why>
@@ -115,7 +108,7 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         out, err = proc.communicate(stdin, timeout=timeout)
     except TimeoutExpired:
         stop_group(proc)
-        return Output(tuple(argv), None)
+        return Output(None)
     except BaseException:
         stop_group(proc)
         raise
@@ -127,7 +120,7 @@ def run(argv: Sequence[str], *, cwd: Path | str | None = None,
         with _running_changed:
             _running.discard(proc.pid)
             _running_changed.notify_all()
-    return Output(tuple(argv), proc.returncode, out or b"", err or b"")
+    return Output(proc.returncode, out or b"", err or b"")
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -136,19 +129,13 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
 
 
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
+def stop_group(proc: Popen[bytes]) -> None:
     """End the group ``proc`` leads: SIGTERM, :data:`STOP_GRACE` seconds, SIGKILL; reaped."""
     kill_group(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
+    with contextlib.suppress(TimeoutExpired):
         proc.wait(timeout=STOP_GRACE)
     kill_group(proc.pid)
     proc.wait()
-
-
-def running() -> list[int]:
-    """The process groups of the children the run is waiting on now."""
-    with _running_changed:
-        return sorted(_running)
 
 
 def kill_running() -> None:

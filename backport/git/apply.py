@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Literal
 
 from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
-from backport.git.run import GitOutput, first_error_line, git, token_git
+from backport.git.run import GitOutput, git, token_git
+from backport.git.source_pr import open_commits
 from backport.git.worktree import Worktree
 from backport.redact import redact
 
@@ -43,7 +44,6 @@ _CONFLICT = re.compile(r"^CONFLICT \(content\): Merge conflict in (?P<path>.+)$"
 _DELETED = re.compile(r"^CONFLICT \([^)]*\): (?P<path>.+?) deleted in ", re.M)
 _FAILED_AT = re.compile(r"^Patch failed at (?P<num>\d+) (?P<subject>.*)$", re.M)
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
-_HEX = re.compile(r"^[0-9a-f]{7,64}$")
 _FELL_BACK = "Falling back to patching base and 3-way merge"
 _AUTO_MERGING = re.compile(r"^Auto-merging (?P<path>.+)$", re.M)
 _BASE_ENTRY = re.compile(r"^[AMD]\t(?P<path>.+)$", re.M)
@@ -60,15 +60,6 @@ class ApplyResult:
     message: str = ""
     merged: list[str] = field(default_factory=list)  # went in by a 3-way merge: needs a look
     context_ignored: list[str] = field(default_factory=list)
-
-
-def three_way_files(text: str) -> list[str]:
-    """The files ``git am -3`` output says it had to merge."""
-    if _FELL_BACK not in text:
-        return []
-    found = [m.group("path") for m in _AUTO_MERGING.finditer(text)]
-    found += [m.group("path") for m in _BASE_ENTRY.finditer(text)]
-    return list(dict.fromkeys(found))
 
 
 def _rebase_apply(wt: Worktree) -> Path:  # where `git am` keeps its state
@@ -94,20 +85,16 @@ def file_lines(data: bytes) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def _configured_identity(wt: Worktree) -> set[str]:
-    """Which of ``user.name`` and ``user.email`` git has a value for."""
-    out = wt.git(["config", "--get-regexp", r"^user\.(name|email)$"], check=False)
-    return {key.lower() for key, _, value in (line.partition(" ") for line in
-                                              out.stdout.splitlines()) if value.strip()}
-
-
 def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str]:
     """GIT_COMMITTER_NAME/EMAIL from ``author`` where git has no identity configured."""
     if author is None:
         return {}
     name, mail = author
     env = {}
-    identity = wt.memo.once("identity", lambda: _configured_identity(wt))
+    identity = wt.memo.once("identity", lambda: {  # which of user.name/email git has a value for
+        key.lower() for key, _, value in (line.partition(" ") for line in wt.git(
+            ["config", "--get-regexp", r"^user\.(name|email)$"], check=False).stdout.splitlines())
+        if value.strip()})
     if "GIT_COMMITTER_NAME" not in os.environ and "user.name" not in identity:
         env["GIT_COMMITTER_NAME"] = name
     if not any(k in os.environ for k in ("GIT_COMMITTER_EMAIL", "EMAIL")) and (
@@ -115,16 +102,6 @@ def committer_env(wt: Worktree, author: tuple[str, str] | None) -> dict[str, str
         env["GIT_COMMITTER_EMAIL"] = mail
         env.setdefault("GIT_COMMITTER_NAME", name)
     return env
-
-
-def _info_author(wt: Worktree) -> tuple[str, str] | None:
-    """Author of the patch ``git am`` stopped at (from ``rebase-apply/info``)."""
-    try:
-        text = (_rebase_apply(wt) / "info").read_text("utf-8", "replace")
-    except OSError:
-        return None
-    fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
-    return (fields.get("Author", fields["Email"]), fields["Email"]) if "Email" in fields else None
 
 
 def _unmerged(wt: Worktree) -> list[str]:  # the files git marks as conflicted
@@ -168,7 +145,7 @@ def _conflict_result(wt: Worktree, out: GitOutput, names: Sequence[str] | None) 
     conflicts = list(dict.fromkeys(_unmerged(wt) + named))
     name = _current_patch_name(wt, out, names)
     why = (f"conflict in {', '.join(conflicts)}" if conflicts
-           else first_error_line(out.text).rstrip("."))
+           else out.reason)
     message = redact(f"patch {name} does not apply: {why}")
     return ApplyResult("conflict", wt.head(), conflicts, message)
 
@@ -225,14 +202,17 @@ def apply_series(wt: Worktree, patches: Sequence[Patch], *, base: str | None = N
         if am_in_progress(wt):
             return _conflict_result(wt, out, names)
         raise BackportError("git", redact(f"git am could not apply {names[0]} in {wt.path}: "
-                                          f"{first_error_line(out.text).rstrip('.')}."))
+                                          f"{out.reason}."))
     made = wt.git(["rev-list", "--topo-order", f"{base}..HEAD"]).stdout.split()  # HEAD first
     if not made:
         return ApplyResult("already-applied", wt.head(), [],
                            f"all {len(patches)} patch(es) already present on {base[:9]}")
     message = f"applied {len(made)} patch(es) on top of {base[:9]}" + (
         f"; {skipped} already present" if skipped else "")
-    return ApplyResult("applied", made[0], [], message, three_way_files("\n".join(seen)))
+    said = "\n".join(seen)  # the files git says it had to merge
+    merged = [m.group("path") for rx in (_AUTO_MERGING, _BASE_ENTRY) for m in rx.finditer(said)]
+    return ApplyResult("applied", made[0], [], message,
+                       list(dict.fromkeys(merged)) if _FELL_BACK in said else [])
 
 
 def continue_series(wt: Worktree) -> ApplyResult:
@@ -254,8 +234,12 @@ def continue_series(wt: Worktree) -> ApplyResult:
     if stage:
         wt.git(["add", "--sparse", "-A", "--", *stage])
     before = wt.head()
+    info = _rebase_apply(wt) / "info"  # the author of the patch git am stopped at
+    fields = dict(line.split(": ", 1) for line in (info.read_text("utf-8", "replace")
+                  if info.is_file() else "").splitlines() if ": " in line)
+    author = (fields.get("Author", fields["Email"]), fields["Email"]) if "Email" in fields else None
     out = wt.git([*SAFE_CONFIG, "am", "--continue", "--committer-date-is-author-date"],
-                 env=committer_env(wt, _info_author(wt)), check=False)
+                 env=committer_env(wt, author), check=False)
     if out.ok:
         return ApplyResult("applied", wt.head(), [], f"applied; HEAD was {before[:9]}")
     if am_in_progress(wt):
@@ -264,8 +248,7 @@ def continue_series(wt: Worktree) -> ApplyResult:
             return ApplyResult("conflict", wt.head(), candidates, f"patch {name} leaves no "
                                "change after the resolution; stage the fix or run abort")
         return _conflict_result(wt, out, None)
-    raise BackportError("git", redact(
-        f"git am --continue failed in {wt.path}: {first_error_line(out.text).rstrip('.')}."))
+    raise BackportError("git", redact(f"git am --continue failed in {wt.path}: {out.reason}."))
 
 
 def abort_series(wt: Worktree) -> None:
@@ -297,7 +280,7 @@ def same_change(wanted: Sequence[set[str]], found: set[str]) -> bool:
 
 def already_applied(cache: RepoCache, base_sha: str, patches: Sequence[Patch]) -> bool:
     """True when every patch's patch-id is that of a commit touching its paths in ``base_sha``."""
-    if not _HEX.match(base_sha or ""):
+    if not re.fullmatch(r"[0-9a-f]{7,64}", base_sha or ""):
         raise BackportError("usage", f"invalid base commit {base_sha!r}.")
     wanted = [(ids, set(p.paths)) for p in patches
               if (ids := patch_ids(cache.path, p.data, memo=cache.memo)) and p.paths]
@@ -327,19 +310,15 @@ def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[b
     if not wanted or not all(wanted):
         return False
     try:
-        head = cache.fetch_pr_head(number)
-    except BackportError:
+        commits = open_commits(cache, base, number).rev
+    except BackportError:  # not fetched, or no commit of its own
         return False
-    fork_point = cache.fork_point(base, head)
-    if not fork_point or fork_point == head:
-        return False
-    commits = f"{fork_point}..{head}"
     count = git(["rev-list", "--count", commits, "--"], cwd=cache.path).stdout.strip()
     if not count.isdigit() or int(count) > MAX_CARRIER_COMMITS:
         return False
     each = git(["log", "-p", "--no-color", "--no-ext-diff", "--format=commit %H", commits, "--"],
                cwd=cache.path, env=cache.env)
-    whole = git(["diff", "--no-color", "--no-ext-diff", fork_point, head, "--"], cwd=cache.path,
+    whole = git(["diff", "--no-color", "--no-ext-diff", commits, "--"], cwd=cache.path,
                 env=cache.env)
     found = patch_ids(cache.path, each.raw, cache.env) | patch_ids(cache.path, whole.raw, cache.env)
     return same_change(wanted, found)

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from backport.config.patchfiles import FileDiff, Hunk, Patch
+from backport.config.patchfiles import FileDiff, Patch
 from backport.git.apply import (
     AM_OPTIONS,
     SAFE_CONFIG,
@@ -41,14 +41,6 @@ def _count(haystack: list[str], needle: tuple[str, ...], limit: int = 2) -> int:
     return len(list(itertools.islice(hits, limit)))
 
 
-def _hunk_place(hunk: Hunk, lines: list[str]) -> str:
-    """"exact" (the whole hunk is in the file), "core" (only its one core place) or "no"."""
-    if _count(lines, hunk.preimage, 1):
-        return "exact"
-    removes = any(line[:1] == "-" for line in hunk.lines)
-    return "core" if removes and _count(lines, hunk.core) == 1 else "no"
-
-
 def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] | None:
     """The files whose hunks need their context ignored; None: a hunk has no certain place."""
     found = []
@@ -61,10 +53,11 @@ def context_ignored_files(wt: Worktree, diffs: Sequence[FileDiff]) -> list[str] 
         if data is None:
             return None
         lines = file_lines(data)
-        places = [_hunk_place(hunk, lines) for hunk in diff.hunks]
-        if "no" in places:
-            return None
-        if "core" in places:
+        loose = [hunk for hunk in diff.hunks if not _count(lines, hunk.preimage, 1)]
+        if any(_count(lines, hunk.core) != 1 or all(line[:1] != "-" for line in hunk.lines)
+               for hunk in loose):
+            return None  # a hunk whose core is not in one place, or that removes nothing
+        if loose:
             found.append(diff.old)
     return list(dict.fromkeys(found))
 
@@ -112,15 +105,13 @@ def _read_one_per_line(data: bytes | None) -> _OnePerLine | None:
         return None
     entries = []
     for line in lines[1:-1]:
-        member = _member(line)
         try:
-            value = json.loads("{" + member + "}") if member else None
+            value = json.loads("{" + _member(line) + "}")  # parsed, always an object
         except ValueError:
             return None
-        if not isinstance(value, dict) or len(value) != 1:
+        if len(value) != 1:
             return None
-        (key,) = value
-        entries.append((key, line))
+        entries.append((*value, line))
     return _OnePerLine(lines[0], entries, lines[-1], end)
 
 
@@ -128,11 +119,6 @@ def _member(line: str) -> str:
     """The member without its trailing comma and surrounding blanks."""
     stripped = line.strip()
     return stripped[:-1].rstrip() if stripped.endswith(",") else stripped
-
-
-def _with_comma(line: str, comma: bool) -> str:
-    body = line.rstrip()
-    return body.removesuffix(",") + ("," if comma else "") + line[len(body):]
 
 
 def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) -> bytes | None:
@@ -166,7 +152,8 @@ def merge_entries(base: bytes | None, ours: bytes | None, theirs: bytes | None) 
         if previous is None and index > 0:
             return None  # no neighbour to follow: where it goes is a guess
         result.insert(0 if previous is None else keys.index(previous) + 1, (key, after[key]))
-    lines = [_with_comma(line, i < len(result) - 1) for i, (_, line) in enumerate(result)]
+    lines = [line.rstrip().removesuffix(",") + ("," if i < len(result) - 1 else "")
+             + line[len(line.rstrip()):] for i, (_, line) in enumerate(result)]  # commas moved
     text = "\n".join([o.head, *lines, o.tail]) + o.end
     expected = {k: v for k, v in _values(o.entries).items() if k not in removed}
     expected.update({k: v for k, v in _values(t.entries).items() if k in {*changed, *added}})

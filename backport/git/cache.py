@@ -22,7 +22,6 @@ from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.git.run import (
     GitOutput,
     check_branch_name,
-    first_error_line,
     git,
     is_unreachable,
     ls_remote,
@@ -181,15 +180,6 @@ def lacks_objects(text: str) -> bool:
     return any(marker in low for marker in _LACKING)
 
 
-def _lacking_objects_reason(text: str) -> str:
-    """git's line saying the upstream lacks objects, and the object it names."""
-    plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x09\x0b-\x1f\x7f]", "", text)
-    line = next(line for line in plain.splitlines() if lacks_objects(line))
-    reason = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
-    missing = _UNREADABLE.search(plain)
-    return f"{reason}: it has no object {missing.group('sha')}" if missing else reason
-
-
 class RepoCache:
     """The cache repository of ``upstream_url``; ``env`` (the askpass) talks to the upstream."""
 
@@ -199,16 +189,12 @@ class RepoCache:
         self.upstream_url = upstream_url
         self.url = strip_url_credentials(transport_url(upstream_url))
         self.path = self.root / cache_dir_name(upstream_url)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.env = dict(env or {})
         self.memo = RunMemo()
 
-    def lock(self) -> contextlib.AbstractContextManager[None]:
-        return repo_lock(self.path)
-
     def ensure(self) -> None:
         """Create the repository with remote ``upstream`` unless there (read once per run)."""
-        with self.lock():
+        with repo_lock(self.path):
             if self.memo.ensured and (self.path / "HEAD").is_file():
                 return
             if not (self.path / "HEAD").is_file():
@@ -237,49 +223,39 @@ class RepoCache:
         return "partialclonefilter" in setup and setup.get("nofilter") != "true"
 
     def fetch(self, branches: Sequence[str]) -> dict[str, str]:
-        """Fetch each branch's head only (branch -> sha); a failure leaves the cache as it was."""
+        """Fetch each branch's head only (branch -> sha), blobless unless the server cannot filter
+        (then ``backport.nofilter``); a failure leaves the cache as it was."""
         names = check_branch_name(*branches)
         if not names:
             return {}
         refspecs = [f"+refs/heads/{b}:{TRACKING}{b}" for b in names]
-        with self.lock():
+        with repo_lock(self.path):
             made = not (self.path / "HEAD").is_file()
             self.ensure()
             config = (self.path / "config").read_bytes()
-            out = self._fetch_heads(refspecs)
-            if not out.ok:
-                self._undo(made, config)
+            out = self._fetch(refspecs, "--no-filter" if self.memo.nofilter
+                              else "--filter=blob:none")
+            if not (self.memo.nofilter or out.ok or "filter" not in out.stderr.lower()
+                    or is_unreachable(out.text) or lacks_objects(out.text)):
+                out = self._fetch(refspecs, "--no-filter")  # a server that cannot filter
+                if out.ok:
+                    git(["config", "backport.nofilter", "true"], cwd=self.path)
+                    self.memo.nofilter = True
+            if not out.ok:  # a repository made for it goes, an existing one's settings come back
+                if made:
+                    shutil.rmtree(self.path, ignore_errors=True)
+                    self.memo.ensured = False
+                else:
+                    (self.path / "config").write_bytes(config)
                 raise self._fetch_error(out)
             self.memo.fetched()
             return self.local_heads(names)
 
-    def _fetch_heads(self, refspecs: list[str]) -> GitOutput:
-        """Fetch blobless, or whole from a server that cannot filter (``backport.nofilter``)."""
-        base = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
-        if self.memo.nofilter:
-            return self._fetch([*base, "--no-filter"], refspecs)
-        out = self._fetch([*base, "--filter=blob:none"], refspecs)
-        if (out.ok or "filter" not in out.stderr.lower() or is_unreachable(out.text)
-                or lacks_objects(out.text)):
-            return out
-        out = self._fetch([*base, "--no-filter"], refspecs)
-        if out.ok:
-            git(["config", "backport.nofilter", "true"], cwd=self.path)
-            self.memo.nofilter = True
-        return out
-
-    def _undo(self, made: bool, config: bytes) -> None:
-        """A repository made for the fetch goes, an existing one's settings come back."""
-        if made:
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.memo.ensured = False
-        elif (self.path / "config").read_bytes() != config:
-            (self.path / "config").write_bytes(config)
-
-    def _fetch(self, args: list[str], refspecs: list[str]) -> GitOutput:
+    def _fetch(self, refspecs: list[str], blobs: str) -> GitOutput:
         """One fetch from the upstream, sealed (a step holding the token may run it)."""
-        return token_git([*args, "--", REMOTE, *refspecs], repo=self.path, urls=(self.url,),
-                         env=self.env, check=False)
+        return token_git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", blobs, "--",
+                          REMOTE, *refspecs], repo=self.path, urls=(self.url,), env=self.env,
+                         check=False)
 
     def _fetch_error(self, out: GitOutput) -> BackportError:
         url = redact(self.upstream_url)
@@ -287,8 +263,13 @@ class RepoCache:
         if missing:
             return BackportError("branch-missing", f"target branch '{missing.group('branch')}' "
                                                    f"does not exist in {url}.")
-        if lacks_objects(out.text):
-            reason = redact(_lacking_objects_reason(out.text))
+        if lacks_objects(out.text):  # git's line saying so, and the object it names
+            plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]|[\x00-\x09\x0b-\x1f\x7f]", "", out.text)
+            line = next(line for line in plain.splitlines() if lacks_objects(line))
+            reason = re.sub(r"^\s*((remote|fatal|error):\s*)+", "", line).strip().rstrip(".")
+            if missing := _UNREADABLE.search(plain):
+                reason = f"{reason}: it has no object {missing.group('sha')}"
+            reason = redact(reason)
             return BackportError("git", f"the upstream {url} lacks objects its branches need "
                                         f"({reason}), as a copy without some of its files does: "
                                         f"use a full clone of it instead (`git clone --mirror`); "
@@ -313,22 +294,16 @@ class RepoCache:
     def fetch_pr_head(self, number: int) -> str:
         """Fetch PR ``number``'s ``refs/merge-requests/N/head`` from the upstream; its sha."""
         local = f"refs/backport/pr/{number}/head"
-        with self.lock():
+        with repo_lock(self.path):
             self.ensure()
-            out = self._fetch(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                               "--filter=blob:none" if self.blobless else "--no-filter"],
-                              [f"+refs/merge-requests/{number}/head:{local}"])
+            out = self._fetch([f"+refs/merge-requests/{number}/head:{local}"],
+                              "--filter=blob:none" if self.blobless else "--no-filter")
             if not out.ok:
                 raise remote_failure(out, f"cannot fetch the commits of PR !{number} (refs/"
                                           f"merge-requests/{number}/head) from "
                                           f"{redact(self.upstream_url)}", "upstream-unreachable")
             return git(["rev-parse", "--verify", f"{local}^{{commit}}"],
                        cwd=self.path).stdout.strip()
-
-    def fork_point(self, base: str, head: str) -> str:
-        """Where ``head`` leaves the fetched ``base`` ("": no shared history)."""
-        out = git(["merge-base", f"{TRACKING}{base}", head], cwd=self.path, check=False)
-        return out.stdout.strip() if out.ok else ""
 
     def remote_heads(self, branches: Sequence[str]) -> dict[str, str | None]:
         """branch -> current upstream sha (None when absent), by ``ls-remote``; fetches nothing."""
@@ -376,16 +351,12 @@ def push_branch(repo: Path, url: str, sha: str, branch: str, *, expect: str | No
             "it was left untouched: inspect that commit, then delete the fork branch "
             "if it may be replaced and run again.", remote=now, expected=expect)
     reasons = [rejected[0].split("\t")[-1].strip()] if rejected else []
-    reasons += _causes(out.text) or ([] if reasons else [first_error_line(out.text).rstrip(".")])
+    lines = (line.strip() for line in out.text.splitlines())  # why: fatal/error/remote lines
+    causes = (re.sub(r"^(?:remote: )?(?:fatal:|error:)?", "", line).strip().rstrip(".")
+              for line in lines if line.startswith(("fatal:", "error:", "remote:")))
+    reasons += [c for c in causes if c and not any(n in c.lower() for n in _NOISE)][:4] or (
+        [] if reasons else [out.reason])
     reason = redact("; ".join(dict.fromkeys(reasons)))
     code = ErrorCode.FORK_UNREACHABLE if is_unreachable(out.text) else ErrorCode.GIT
     raise BackportError(code, f"cannot push branch '{branch}' to {shown}: {reason}.",
                         details={"output": redact(out.text)})
-
-
-def _causes(text: str) -> list[str]:
-    """git's ``fatal:``, ``error:``, ``remote:`` lines: why a push was rejected."""
-    lines = (line.strip() for line in text.splitlines())
-    found = (re.sub(r"^(?:remote: )?(?:fatal:|error:)?", "", line).strip().rstrip(".")
-             for line in lines if line.startswith(("fatal:", "error:", "remote:")))
-    return [cause for cause in found if cause and not any(n in cause.lower() for n in _NOISE)][:4]

@@ -111,16 +111,13 @@ def touched_files(repo: Path, rev: str) -> list[str]:
                       for status, path in zip(fields[::2], fields[1::2], strict=False))
 
 
-def is_test_file(path: str) -> bool:
-    """Under a top-level ``test/`` or ``tests/``, or ``test_*.py`` / ``*_test.py``."""
-    p = PurePosixPath(path)
-    return (len(p.parts) > 1 and p.parts[0] in ("test", "tests")) or (
-        p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")))
-
-
 def test_files(paths: Iterable[str]) -> list[str]:
-    """The test files among ``paths``, in their order, without duplicates."""
-    return list(dict.fromkeys(p for p in paths if is_test_file(p)))
+    """The paths under a top-level ``test/`` or ``tests/``, and the ``test_*.py`` / ``*_test.py``
+    files, in their order, without duplicates."""
+    found = ((path, PurePosixPath(path)) for path in paths)
+    return list(dict.fromkeys(path for path, p in found if (
+        len(p.parts) > 1 and p.parts[0] in ("test", "tests")) or (
+        p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")))))
 
 
 test_files.__test__ = False  # type: ignore[attr-defined]  # not a pytest test when imported

@@ -38,10 +38,6 @@ class Definition:
     line: int  # of the ``def``/``class`` keyword
     again: int = 0  # a redefinition's second line (it hides the first)
 
-    @property
-    def qualname(self) -> str:
-        return f"{self.scope}.{self.name}" if self.scope else self.name
-
 
 @functools.lru_cache(maxsize=16)  # a run reads each target's file several times
 def parsed(text: str, filename: str) -> ast.Module:
@@ -88,27 +84,23 @@ def test_definitions(tree: ast.Module) -> list[Definition]:
                    and node.name.startswith("test")), key=lambda d: d.line)
 
 
-def _rebinds_on_purpose(node: _Def) -> bool:
-    """A property's setter/getter/deleter, ``@overload``, ``@f.register``."""
-    targets = (deco.func if isinstance(deco, ast.Call) else deco for deco in node.decorator_list)
-    return any(isinstance(t, ast.Name) and t.id == "overload" or isinstance(t, ast.Attribute)
-               and t.attr in ("setter", "getter", "deleter", "register", "overload")
-               for t in targets)
-
-
 def redefinitions(tree: ast.Module) -> list[Definition]:
     """Names defined twice in one module or class body, the later one hiding the earlier."""
     found = []
     for scope, body in _bodies(tree):
         seen: dict[str, int] = {}
         for node in (node for node in body if isinstance(node, _Def)):
-            if node.name in seen and not _rebinds_on_purpose(node):
+            # a property's setter/getter/deleter, ``@overload``, ``@f.register`` rebind on purpose
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            if node.name in seen and not any(
+                    isinstance(d, ast.Name) and d.id == "overload" or isinstance(d, ast.Attribute)
+                    and d.attr in ("setter", "getter", "deleter", "register", "overload")
+                    for d in decorators):
                 found.append(Definition(scope, node.name, seen[node.name], node.lineno))
             seen[node.name] = node.lineno
     return sorted(found, key=lambda r: r.again)
 
 
-# Blobs by name: a dict's ``get`` (`run.read_blobs`), or a run's `RunMemo.reader`.
 Blobs = Callable[[str], bytes | None]
 
 
@@ -143,11 +135,6 @@ class PresentTest:
     line: int  # its line in the target's file
     commit: str | None  # abbreviated sha (9 characters); None when the history does not say
     subject: str = ""
-
-    def describe(self) -> str:
-        """``Class.test_x (path, line 66), added by abc123def "subject"``."""
-        by = f', added by {self.commit} "{self.subject}"' if self.commit else ""
-        return f"{self.test.qualname} ({self.test.path}, line {self.line}){by}"
 
 
 def post_image(pre: list[str], hunks: Sequence[Hunk]) -> tuple[list[str], set[int]] | None:
@@ -285,8 +272,7 @@ def defined_tests(repo: Path, commit: str, tests: Sequence[AddedTest],
     for test in tests:
         if test.path not in trees:
             trees[test.path] = _tree_at(repo, commit, test.path, blobs)
-        tree = trees[test.path]
-        if tree is None:
+        if (tree := trees[test.path]) is None:
             continue
         match = next((d for d in test_definitions(tree) if d.name == test.name
                       and (test.scope is None or d.scope == test.scope)), None)
@@ -364,8 +350,9 @@ def source_problems(repo: Path, base: str, head: str | Path, paths: Sequence[str
             continue
         before = _tree_at(repo, base, path, blobs)
         before_names = {(r.scope, r.name) for r in redefinitions(before)} if before else set()
-        problems += [f"{path} defines {again.qualname} twice (lines {again.line} and "
-                     f"{again.again}): the second definition hides the first, so one test "
-                     f"would never run" for again in redefinitions(parsed(text, path))
+        problems += [f"{path} defines {'.'.join(filter(None, (again.scope, again.name)))} twice "
+                     f"(lines {again.line} and {again.again}): the second definition hides the "
+                     f"first, so one test would never run"
+                     for again in redefinitions(parsed(text, path))
                      if (again.scope, again.name) not in before_names]
     return problems

@@ -25,7 +25,6 @@ from backport.redact import redact
 # Forced on every git call: messages are parsed, and git never waits for a password.
 BASE_ENV = {"LANG": "C", "LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"}
 NO_ASKPASS = {"GIT_ASKPASS": "", "SSH_ASKPASS": ""}  # unless the caller brings its own
-DEFAULT_TIMEOUT = 1800.0  # seconds; in a blobless cache even a checkout may fetch objects
 # Auto maintenance (processes after each fetch and commit) runs only after a fetch.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false")
 SEALED_OPTIONS = ("-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null",
@@ -64,8 +63,11 @@ class GitOutput:
         return f"{self.stdout}\n{self.stderr}"
 
     @property
-    def reason(self) -> str:  # git's most telling line, redacted
-        return redact(first_error_line(self.text).rstrip("."))
+    def reason(self) -> str:  # git's first ``fatal:``/``error:`` line, else its last, redacted
+        lines = [line.strip() for line in self.text.splitlines() if line.strip()]
+        found = [line.split(":", 1)[1].strip() for prefix in ("fatal:", "error:")
+                 for line in lines if line.startswith(prefix)]
+        return redact((found or lines[-1:] or ["no output"])[0].rstrip("."))
 
 
 def subcommand(args: Sequence[str]) -> str:
@@ -83,9 +85,9 @@ def subcommand(args: Sequence[str]) -> str:
 
 def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None = None,
         stdin: bytes | None = None, check: bool = True,
-        timeout: float | None = DEFAULT_TIMEOUT) -> GitOutput:
-    """Run ``git <args>`` in ``cwd``, ``env`` laid over this process's environment less its
-    secrets; with ``check`` a non-zero exit raises ``BackportError("git")``."""
+        timeout: float | None = 1800.0) -> GitOutput:
+    """Run ``git <args>`` in ``cwd`` for up to 30 minutes (a blobless checkout may fetch), ``env``
+    over this process's environment less its secrets; ``check``: a non-zero exit raises."""
     command = subcommand(args)
     if cwd is not None and not Path(cwd).is_dir():
         raise BackportError(ErrorCode.GIT, f"cannot run git {command}: directory {cwd} does "
@@ -102,17 +104,12 @@ def git(args: Sequence[str], *, cwd: Path | None, env: Mapping[str, str] | None 
     return result
 
 
-def transport_of(url: str) -> str:
-    """``url``'s git transport: ``https``, ``file`` for a local path, ``ssh`` for ``host:path``."""
-    found = _SCHEME.match(transport_url(url))
-    name = found.group("name").lower() if found else "ssh"
-    return "ssh" if name in ("git+ssh", "ssh+git") else name
-
-
 def sealed_call(repo: Path | None, urls: Sequence[str],
                 cwd: Path) -> tuple[list[str], dict[str, str]]:
     """The leading options and the environment of a `token_git` call run in ``cwd``."""
-    allowed = sorted({transport_of(url) for url in urls} - {"ext"})
+    found = [_SCHEME.match(transport_url(url)) for url in urls]
+    names = {match.group("name").lower() if match else "ssh" for match in found}  # host:path
+    allowed = sorted({"ssh" if n in ("git+ssh", "ssh+git") else n for n in names} - {"ext"})
     options = ["--git-dir", str(Path(repo).absolute()) if repo is not None else os.devnull,
                *SEALED_OPTIONS]
     return options, {"GIT_ALLOW_PROTOCOL": ":".join(allowed),
@@ -131,15 +128,6 @@ def token_git(args: Sequence[str], *, repo: Path | None, urls: Sequence[str],
     if check and not out.ok:
         raise failure(out, repo)
     return out
-
-
-def first_error_line(text: str) -> str:
-    """The first ``fatal:``/``error:`` line of git's output, else its last line."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    found = [line for prefix in ("fatal:", "error:") for line in lines if line.startswith(prefix)]
-    if found:
-        return found[0].split(":", 1)[1].strip()
-    return lines[-1] if lines else "no output"
 
 
 def failure(result: GitOutput, cwd: Path | None = None) -> BackportError:

@@ -27,8 +27,6 @@ MERGE_CLOCK_SKEW = timedelta(minutes=10)
 FILES_DIFFER = "its files are not the PR's"
 BEFORE_MERGE = "committed before the PR was merged"
 LATER = "a later commit with the PR's files"
-_SHOWN_COMMITS = 5  # commits named by sha in one sentence; the rest are counted
-_LOG_FORMAT = "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e"
 
 
 @dataclass(frozen=True)
@@ -59,10 +57,8 @@ class NamedCommit:
 
 @dataclass(frozen=True)
 class SquashMerge:
-    """PR ``number`` as its squash commit ``sha`` on ``base`` tells it."""
+    """A PR as its squash commit on ``base`` tells it."""
 
-    number: int
-    sha: str
     base: str
     head: str
     title: str
@@ -112,16 +108,9 @@ def _landed_rev(repo: RepoCache, sha: str) -> str:
 def _log(repo: RepoCache, *args: str) -> list[tuple[str, int, str, str, str]]:
     """(sha, committer time, its ISO form, author, message) of each commit ``log`` lists."""
     records = (record.strip("\n").split("\x00", 4) for record in
-               _git(repo, ["log", _LOG_FORMAT, "--fixed-strings", *args, "--"]).split("\x1e"))
+               _git(repo, ["log", "--format=%H%x00%ct%x00%cI%x00%an%x00%B%x1e", "--fixed-strings",
+                          *args, "--"]).split("\x1e"))
     return [(f[0], int(f[1]), f[2], f[3], f[4]) for f in records if len(f) == 5 and f[1].isdigit()]
-
-
-def _squash_commits(repo: RepoCache, base: str, number: int) -> list[NamedCommit]:
-    """The commits on ``base`` whose message is PR ``number``'s squash message, oldest first."""
-    named = [NamedCommit(sha, time) for sha, time, _, _, message
-             in _log(repo, f"--grep=!{number}", f"{TRACKING}{base}")
-             if squash_names(message, number)]
-    return sorted(reversed(named), key=lambda commit: commit.time)
 
 
 def choose(named: list[NamedCommit], files_of: dict[str, frozenset[str]], pr_paths: frozenset[str],
@@ -149,7 +138,7 @@ def _first_few(items: list[str], limit: int) -> str:
 
 def describe_passed_over(passed: Iterable[PassedOver]) -> str:
     """``abc123456789 (its files are not the PR's), …``."""
-    return _first_few([f"{p.sha[:12]} ({p.why})" for p in passed], _SHOWN_COMMITS)
+    return _first_few([f"{p.sha[:12]} ({p.why})" for p in passed], 5)
 
 
 def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
@@ -170,7 +159,10 @@ def landed(repo: RepoCache, base: str, number: int, merge_commit_sha: str, *,
         sha_seen = f"its merge_commit_sha {sha[:12]} changes other files; "
     elif sha:
         sha_seen = f"its merge_commit_sha {sha[:12]} is not on '{base}'; "
-    named = _squash_commits(repo, base, number)
+    named = [NamedCommit(sha, time) for sha, time, _, _, message  # its squash commits, oldest first
+             in reversed(_log(repo, f"--grep=!{number}", f"{TRACKING}{base}"))
+             if squash_names(message, number)]
+    named.sort(key=lambda commit: commit.time)
     files_of = {commit.sha: commit_paths(repo, commit.sha) for commit in named}
     found, passed = choose(named, files_of, paths, merge_bound(merged_at))
     if found is not None:
@@ -193,7 +185,8 @@ def commit_paths(repo: RepoCache, sha: str) -> frozenset[str]:
 def open_commits(repo: RepoCache, base: str, number: int) -> SourceCommits:
     """Open PR ``number``'s own commits: from where its head leaves ``base`` to its head."""
     head = repo.fetch_pr_head(number)
-    fork_point = repo.fork_point(base, head)
+    out = git(["merge-base", f"{TRACKING}{base}", head], cwd=repo.path, check=False)
+    fork_point = out.stdout.strip() if out.ok else ""
     if not fork_point:
         raise BackportError("usage", f"the head of PR !{number} shares no history with '{base}'")
     if fork_point == head:
@@ -215,8 +208,8 @@ def find_squash_merge(repo: RepoCache, branches: Sequence[str],
     title, body, login = read_message(message, number, author)
     files = tuple((None, path) if status == "A" else (path, None) if status == "D"
                   else (path, path) for status, path in _changes(repo, sha))
-    return SquashMerge(number=number, sha=sha, base=branch, head=head, title=title,
-                       body=body, author=login, merged_at=when, files=files)
+    return SquashMerge(base=branch, head=head, title=title, body=body, author=login,
+                       merged_at=when, files=files)
 
 
 def restate(repo: Path, sha: str, message: str) -> str:

@@ -16,15 +16,13 @@ from backport.errors import BackportError
 from backport.git.cache import RepoCache, RunMemo, repo_lock
 from backport.git.run import GitOutput, check_branch_name, git
 
-_GLOB_CHARS = "\\*?["
-
 
 def sparse_pattern(path: str) -> str:
     """A non-cone sparse-checkout pattern matching exactly ``path`` from the root."""
     clean = path.strip().lstrip("/")
     if not clean or clean.startswith("../") or "/../" in clean:
         raise BackportError("usage", f"invalid path {path!r} for a sparse checkout.")
-    escaped = "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in clean)
+    escaped = "".join("\\" + ch if ch in "\\*?[" else ch for ch in clean)
     if escaped.startswith("!"):
         escaped = "\\" + escaped
     return "/" + escaped
@@ -116,42 +114,37 @@ class Worktree:
                sparse_paths: Sequence[str] | None) -> Worktree:
         """Check out ``base_sha`` at ``path`` on branch ``branch`` (``sparse_paths`` only)."""
         check_branch_name(branch)
-        if not base_sha or base_sha.startswith("-"):
-            raise BackportError("usage", f"invalid base commit {base_sha!r}.")
         path = Path(path).expanduser().absolute()
         cache.ensure()
         patterns = [sparse_pattern(p) for p in sparse_paths or ()]
         # Detached, the branch made by the checkout: `add -B` would start two more processes.
         add = ["worktree", "add", "--quiet", "--no-checkout", "--detach", "--", str(path),
                base_sha]
-        with cache.lock():
+        with repo_lock(cache.path):
             if not cache.memo.pruned:
                 git(["worktree", "prune"], cwd=cache.path)
                 cache.memo.pruned = True
             path.parent.mkdir(parents=True, exist_ok=True)
             if os.path.lexists(path) or not git(add, cwd=cache.path, check=False).ok:
-                cls._clear(cache.path, path)
+                # Forget or delete whatever worktree an earlier run left at ``path``.
+                git(["worktree", "prune"], cwd=cache.path)
+                if any(_same_file(p, path) and p != cache.path for p in _registered(cache.path)):
+                    git(["worktree", "remove", "--force", "--force", "--", str(path)],
+                        cwd=cache.path)
+                if path.is_symlink() or path.is_file():
+                    raise BackportError("git", f"{path} exists and is not a worktree; move it "
+                                               "away.")
+                if path.is_dir():
+                    if any(path.iterdir()) and not (path / ".git").is_file():
+                        raise BackportError("git", f"{path} exists and is not a backport "
+                                                   "worktree; move it away.")
+                    shutil.rmtree(path)
+                    git(["worktree", "prune"], cwd=cache.path)
                 git(add, cwd=cache.path)
             if patterns:
                 git(["sparse-checkout", "set", "--no-cone", "--", *patterns], cwd=path)
         git(["checkout", "--quiet", "--no-track", "-B", branch], cwd=path, env=cache.env)
         return cls(path=path, repo=cache.path, branch=branch, memo=cache.memo)
-
-    @staticmethod
-    def _clear(repo: Path, path: Path) -> None:
-        """Forget or delete whatever worktree was left at ``path`` by an earlier run."""
-        git(["worktree", "prune"], cwd=repo)
-        for registered in _registered(repo):
-            if _same_file(registered, path) and registered != repo:
-                git(["worktree", "remove", "--force", "--force", "--", str(path)], cwd=repo)
-        if path.is_symlink() or path.is_file():
-            raise BackportError("git", f"{path} exists and is not a worktree; move it away.")
-        if path.is_dir():
-            if any(path.iterdir()) and not (path / ".git").is_file():
-                raise BackportError("git", f"{path} exists and is not a backport worktree; "
-                                           "move it away.")
-            shutil.rmtree(path)
-            git(["worktree", "prune"], cwd=repo)
 
     @classmethod
     def open(cls, path: Path) -> Worktree:

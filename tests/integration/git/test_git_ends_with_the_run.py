@@ -32,17 +32,12 @@ def test_an_interrupt_ends_a_git_call_that_waits_on_a_silent_remote(tmp_path) ->
         caller.start()
         conn, _ = server.accept()  # git is connected and waiting for an answer
         try:
-            deadline = time.monotonic() + 120
-            while not process.running() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert process.running(), "the git call is not among the run's children"
-            process.kill_running()
+            process.kill_running()  # waits for a child still being started to be counted
             caller.join(timeout=120)
         finally:
             conn.close()
     assert not caller.is_alive(), "git still runs after the interrupt"
     assert ended and isinstance(ended[0], BackportError)
-    assert not process.running()
 
 
 def test_a_git_call_that_outlives_its_timeout_is_killed_and_says_so(tmp_path) -> None:

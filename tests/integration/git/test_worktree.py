@@ -131,7 +131,8 @@ def test_remove_waits_for_the_cache_lock(cache: RepoCache, tmp_path: Path) -> No
         [sys.executable, "-c",
          "import fcntl, sys\n"
          "f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX)\n"
-         "print('held', flush=True); sys.stdin.read()\n", str(cache.lock_path)],
+         "print('held', flush=True); sys.stdin.read()\n",
+         str(cache.path.with_name(cache.path.name + ".lock"))],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdin is not None
     try:

@@ -8,9 +8,6 @@ import pytest
 
 from backport.config.patch_set import patch_set_name_problem
 from backport.errors import BackportError
-from backport.git.patch_export import (
-    is_test_file,
-)
 from backport.git.patch_export import test_files as pick_test_files
 
 
@@ -21,7 +18,7 @@ def test_test_files_filter() -> None:
     assert pick_test_files(paths) == [
         "test/npu/test_storage.py", "test/distributed/elastic/metrics/helper.py",
         "torch_npu/foo_test.py", "torch_npu/utils/test_helpers.py", "tests/data.json"]
-    assert not is_test_file("test")
+    assert pick_test_files(["test", "tests"]) == []
 
 
 @pytest.mark.parametrize("name", ["-x", "é_api", ".hidden", "a.lock", "a/b", "../escape", "x."])

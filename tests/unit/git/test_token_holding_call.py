@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backport.git.run import sealed_call, transport_of
+from backport.git.run import sealed_call
 
 
 def _config(options: list[str]) -> dict[str, str]:
@@ -43,5 +43,6 @@ def test_only_the_transports_of_the_urls_are_allowed_and_never_ext(tmp_path: Pat
     ("/abs/path.git", "file"), ("relative/path.git", "file"), ("git@host:a/b.git", "ssh"),
     ("ssh://git@host/a.git", "ssh"), ("git+ssh://host/a.git", "ssh"), ("ext::x.sh", "ext"),
 ])
-def test_transport_of(url: str, transport: str) -> None:
-    assert transport_of(url) == transport
+def test_the_transport_of_each_url(url: str, transport: str, tmp_path: Path) -> None:
+    _, env = sealed_call(None, [url], tmp_path)
+    assert env["GIT_ALLOW_PROTOCOL"] == ("" if transport == "ext" else transport)
