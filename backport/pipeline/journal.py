@@ -21,10 +21,10 @@ from backport.errors import BackportError, ConfigError, ErrorCode
 from backport.git.cache import file_lock
 from backport.git.worktree import Worktree
 from backport.jsonfile import read_json, write_json
-from backport.records import BranchRecord, upgrade_v1
+from backport.records import BranchRecord
 from backport.states import may_move
 
-JOURNAL_VERSION = 2  # version 1 journals are read and upgraded
+JOURNAL_VERSION = 2  # a journal of another version is refused, never rewritten
 
 Transition = Callable[[BranchRecord], BranchRecord]  # one named change of a record
 
@@ -108,19 +108,16 @@ def read_branches(path: Path) -> dict[str, BranchRecord]:
         raise BackportError(
             "config", f"{path}: not a backport journal; move it aside to start over")
     version = data.get("version")
-    if not isinstance(version, int) or version < 1:
+    if not isinstance(version, int) or version < JOURNAL_VERSION:
         raise BackportError(
             "config", f"{path}: the run journal is from an older backport (version "
-            f"{version}, this one reads 1 to {JOURNAL_VERSION}); move it aside to "
-            f"start over")
+            f"{version}, this one reads {JOURNAL_VERSION}); move it aside to start over")
     if version > JOURNAL_VERSION:
         raise BackportError(
             "config", f"{path}: the run journal was written by a newer backport (version "
             f"{version}, this one reads {JOURNAL_VERSION}); upgrade backport to use it")
     try:
-        return {str(target): decode(BranchRecord, upgrade_v1(rec, str(target)) if version == 1
-                                    else rec)
-                for target, rec in data["branches"].items()}
+        return {str(target): decode(BranchRecord, rec) for target, rec in data["branches"].items()}
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise BackportError(
             "config", f"{path}: a branch record of the run journal cannot be read ({exc}); "
