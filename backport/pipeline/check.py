@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from backport.config.model import PatchSet, Project
@@ -42,9 +42,6 @@ class Finding:
     detail: str = ""
     variant: bool = False
     warning: bool = False  # ok, but worth a look (offline: an environment not built yet)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @property
     def problem(self) -> str:  # the ``problem:`` line

@@ -20,6 +20,7 @@ from backport.config.patchfiles import Patch, read_patch
 from backport.errors import BackportError
 from backport.git.apply import ApplyResult, abort_series, already_applied, apply_series
 from backport.git.cache import RepoCache
+from backport.git.patch_export import export_patch_set
 from backport.git.python_tests import (
     AddedTest,
     added_tests,
@@ -116,8 +117,6 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
             or rec.status in (Status.PENDING, Status.CONFLICT)
             or (not rec.manual and rec.series_source is None)):
         return None
-    from backport.git.patch_export import export_patch_set  # only where a result is carried
-
     try:
         files = [read_patch(file) for file in
                  export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)]

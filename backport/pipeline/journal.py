@@ -50,10 +50,6 @@ class Journal:
             journal._branches = read_branches(journal.path)
         return journal
 
-    @property
-    def run_dir(self) -> Path:
-        return self.path.parent
-
     def record(self, target: str, fork_branch: str) -> BranchRecord:
         """The record of ``target``, created when missing."""
         with self._lock:

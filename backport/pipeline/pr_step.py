@@ -226,7 +226,7 @@ def pr_step(run: SetRun, job: BranchJob) -> bool:
             if previous is not None and info.decorated else [])  # else all is said afresh
     info = decorate_once(job, forge, info, writes.warnings)
     writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
-    finish(job, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
+    finish(run, job, writes, info, kept)
     return True
 
 
@@ -323,8 +323,7 @@ def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str
     return info
 
 
-def finish(job: BranchJob, writes: PrWrites, info: PrInfo, kept: list[str], cache: Path,
-           state_dir: Path) -> None:
+def finish(run: SetRun, job: BranchJob, writes: PrWrites, info: PrInfo, kept: list[str]) -> None:
     """The branch's end state and its warnings, said once; a done branch's worktree goes."""
     rec = job.record
     if writes.pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
@@ -340,8 +339,8 @@ def finish(job: BranchJob, writes: PrWrites, info: PrInfo, kept: list[str], cach
         job.event("warning", warning)
     if final == Status.DONE:
         if job.record.worktree:
-            Worktree.discard(cache, Path(job.record.worktree),
-                             cache_branch(state_dir, job.fork_branch))
+            Worktree.discard(run.session.cache.path, Path(job.record.worktree),
+                             cache_branch(run.session.project.state_dir, job.fork_branch))
         job.change(BranchRecord.worktree_removed)
     job.event("done" if final == Status.DONE else final.value, writes.pr.url)
 
@@ -427,8 +426,7 @@ def _wanted(job: BranchJob, pr: PullRequest, bm: BranchMap, records: list[Branch
     """The body and draft state a sibling's PR should have, over its body as ``pr`` shows it."""
     ps, target = job.patch_set, job.target
     ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)
-    chosen, _ = body_records(records, state, ran=ran)
-    own = next((rec for rec in chosen if rec.target == target), None)
+    own = next((rec for rec in ctx.branches if rec.target == target), None)
     return render_body(ctx, existing=pr.body), draft_implied(own, ps)
 
 

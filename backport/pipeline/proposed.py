@@ -16,8 +16,9 @@ from functools import partial
 
 from backport.config.model import BranchMap
 from backport.forge import PullRequest
-from backport.git.apply import patch_ids
+from backport.git.apply import carries_change, patch_ids
 from backport.git.run import git
+from backport.git.squash_message import own_message, squash_head, squash_number
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
 from backport.pipeline.set_run import BranchJob, SetRun
@@ -83,8 +84,6 @@ def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | N
 
 def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
     """The PRs a commit on ``branch`` carries, other than its own squash line's."""
-    from backport.git.squash_message import own_message, squash_head, squash_number  # the audit's
-
     own = squash_number(message)
     head = squash_head(message, own) if own is not None else ""
     words = own_message(message)
@@ -126,8 +125,6 @@ def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[st
 def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, str]],
                     number: int) -> tuple[PullRequest, str, str] | None:
     """The first PR of ``found`` (merged first, then oldest) that counts, with kind and why."""
-    from backport.git.apply import carries_change  # only where a PR names the source
-
     forge, session = run.session.forge.client(), run.session
     patches = [patch.data for patch in job.patch_set.patches]
     for pr, kind in sorted(found, key=lambda f: (f[0].state != "merged", f[0].number)):

@@ -66,7 +66,7 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
                 from backport.report.summary import render_markdown  # a dry run writes no report
 
                 for run in runs:
-                    write_text(run.journal.run_dir / "report.md",
+                    write_text(run.journal.path.parent / "report.md",
                                render_markdown(run.patch_set.name, run.records))
             elif pending and estimate is not None:
                 summary = session.forge.request_summary(len(patch_sets))

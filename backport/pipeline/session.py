@@ -19,6 +19,8 @@ from backport.config.model import Project
 from backport.errors import BackportError
 from backport.forge import Forge, dry_run_of, make_forge
 from backport.git.cache import RepoCache
+from backport.git.run import configured_helpers
+from backport.git.worktree import forget_owner
 from backport.pipeline.mode import Fork, RunMode
 
 if TYPE_CHECKING:
@@ -84,6 +86,7 @@ class ForgeAccess:
         summary = getattr(self._client, "request_summary", None)
         return summary(sets) if summary is not None else None
 
+
 class Session:
     """What one command run shares; each step is handed only the parts it uses."""
 
@@ -133,7 +136,6 @@ class Session:
     def start(self) -> None:
         """Ready the work folder, the only place a branch's code may write; hide credentials."""
         from backport.envs.sandbox import allow_writes, cover_also, helper_paths
-        from backport.git.run import configured_helpers
 
         if self.started:
             return
@@ -168,8 +170,6 @@ class Session:
 
     def close(self) -> None:
         """Stop the environments; remove a dry run's folder and its worktrees' branches."""
-        from backport.git.worktree import forget_owner
-
         if self._envs is not None:
             self._envs.close()
         if self.started and self.options.mode.dry_run and self.work_dir.exists():

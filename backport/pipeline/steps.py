@@ -22,7 +22,7 @@ from backport.envs.overlay import OverlayError, overlay_paths, scope_of
 from backport.envs.probe import device_verdict, pin_mismatches
 from backport.envs.summary import outcomes_of
 from backport.errors import BackportError, ErrorCode
-from backport.git.apply import am_in_progress, snapshot
+from backport.git.apply import am_in_progress, commit_tree, series_tree, snapshot
 from backport.git.cache import RepoCache
 from backport.git.python_tests import AddedTest, with_classes
 from backport.git.run import changed_paths, read_blob, token_git
@@ -310,8 +310,6 @@ def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> boo
     if not (skip_tests and rec.test is not None and rec.test.ok and rec.commit
             and rec.base and rec.series_source is None and not rec.manual):
         return True
-    from backport.git.apply import commit_tree, series_tree  # only a publish step reads it
-
     series = job.patch_set.series_for(job.target)
     urls = (cache.url,)  # blobs a blobless cache lacks come from the upstream
     made = series_tree(cache.path, rec.base, series, urls=urls)
