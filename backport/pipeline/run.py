@@ -42,14 +42,13 @@ from backport.states import Status
 
 def run_apply(project: Project, names: list[str], options: ApplyOptions,
               progress: ProgressSink, *, every: bool = False,
-              environ: dict[str, str] | None = None,
-              plan: Callable[[str], None] | None = None,
               estimate: Callable[[str], None] | None = None,
               session: Session | None = None) -> list[SetRun]:
-    """Run the named patch sets; a dry run tells ``plan`` each write and ``estimate`` the cost."""
+    """Run the named patch sets; a dry run tells the session's ``plan`` each write and
+    ``estimate`` the cost."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
-    session = session or Session(project, options, environ=environ, plan=plan)
+    session = session or Session(project, options)
     session.project, session.options = project, options
     session.notify = functools.partial(progress.event, "forge", "rate limit")
     session.start()

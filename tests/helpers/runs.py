@@ -46,8 +46,7 @@ def apply(sandbox: Sandbox, **options) -> tuple[SetRun, Events]:
     events = Events()
     flags = {flag: options.pop(flag) for flag in FLAGS if flag in options}
     (outcome,) = run_apply(project_of(sandbox), [NAME],
-                           ApplyOptions(mode=RunMode.of_flags(**flags), **options), events,
-                           environ=dict(os.environ))
+                           ApplyOptions(mode=RunMode.of_flags(**flags), **options), events)
     return outcome, events
 
 
