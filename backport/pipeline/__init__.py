@@ -5,5 +5,6 @@ bottom). Each step lives in the module of its name: `proposed.py` (proposed, sam
 `steps.py` (apply, test, push; what applying gives is `decide.py`'s), `pr_step.py` (pr, the set
 as the forge shows it, the refresh of the set's PRs, the source PR's summary). `set_run.py` is
 what one patch set's run is; `journal.py` its records and locks; `mode.py` how far a run goes;
-`session.py` what a run shares; `check.py`, `resume.py` and `from_pr.py` serve their commands.
+`session.py` what a run shares (who may write to the upstream too); `check.py`, `resume.py` and
+`from_pr.py` serve their commands.
 """

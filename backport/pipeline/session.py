@@ -1,6 +1,7 @@
 """What one command run builds once and shares (`Session`): the forge, the cache repository,
-the environments, the docs audit, the fork, and `apply`'s options (`apply --from-pr` makes its
-sets and runs them on one forge and cache).
+the environments, the docs audit, the fork, who may write to the upstream (`WritePermissions`,
+which the already-proposed step and `trigger` share) and `apply`'s options (`apply --from-pr`
+makes its sets and runs them on one forge and cache).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from backport.config.branch_map import cache_root
 from backport.config.model import Project
 from backport.errors import BackportError
 from backport.forge import Forge, dry_run_of, make_forge
+from backport.forge.base import WRITE_PERMISSIONS
 from backport.git.cache import RepoCache
 from backport.git.run import configured_helpers
 from backport.git.worktree import forget_owner
@@ -26,7 +28,6 @@ from backport.pipeline.mode import Fork, RunMode
 if TYPE_CHECKING:
     from backport.docs_audit import DocsEntry
     from backport.envs.environments import Environments
-    from backport.pipeline.permissions import WritePermissions
 
 DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
 
@@ -54,6 +55,33 @@ class ApplyOptions:
     @property
     def workers(self) -> int:
         return self.jobs if self.jobs > 0 else (os.cpu_count() or 2)
+
+
+class WritePermissions:
+    """The run's answers of ``Forge.permission`` (per login) and ``Forge.collaborators``."""
+
+    def __init__(self) -> None:
+        self._asked: dict[str, bool] = {}
+        self._listed: dict[str, bool] | None = None
+        self._lock = threading.Lock()  # held over the request: one request per answer
+
+    def can_write(self, forge: Forge, login: str) -> bool:
+        """Whether ``login`` may write: the listing's answer if read, else one request."""
+        if not login:
+            return False
+        with self._lock:
+            if self._listed is not None and login in self._listed:
+                return self._listed[login]
+            if login not in self._asked:
+                self._asked[login] = forge.permission(login) in WRITE_PERMISSIONS
+            return self._asked[login]
+
+    def listed(self, forge: Forge) -> dict[str, bool]:
+        """The collaborators listing, each member with whether it may write; read once."""
+        with self._lock:
+            if self._listed is None:
+                self._listed = forge.collaborators()
+            return self._listed
 
 
 class ForgeAccess:
@@ -150,8 +178,6 @@ class Session:
     @property
     def permissions(self) -> WritePermissions:
         """Who may write to the upstream, asked once a login (only a from-PR run asks)."""
-        from backport.pipeline.permissions import WritePermissions
-
         with self._lock:
             if self._permissions is None:
                 self._permissions = WritePermissions()
