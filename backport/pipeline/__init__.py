@@ -4,7 +4,7 @@ Start at `run.py` (`apply`'s run, phase by phase), then `flow.py` (one branch's 
 bottom). Each step lives in the module of its name: `proposed.py` (proposed, same_fix),
 `steps.py` (apply, test, push; what applying gives is `decide.py`'s), `pr_step.py` (pr, the set
 as the forge shows it, the refresh of the set's PRs, the source PR's summary). `set_run.py` is
-what one patch set's run is; `journal.py` its records and locks; `mode.py` how far a run goes;
-`session.py` what a run shares (who may write to the upstream too); `check.py`, `resume.py` and
+what one patch set's run is; `journal.py` its records and locks; `session.py` what a run
+shares (how far it goes, who may write to the upstream); `check.py`, `resume.py` and
 `from_pr.py` serve their commands.
 """

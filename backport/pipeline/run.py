@@ -32,9 +32,8 @@ from backport.pipeline.journal import (
     select_patch_sets,
     select_targets,
 )
-from backport.pipeline.mode import Prerequisite
 from backport.pipeline.pr_step import read_set, refresh_sibling_pr, write_source_summary
-from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.session import ApplyOptions, Prerequisite, Session
 from backport.pipeline.set_run import BranchJob, SetRun, fetch_bases
 from backport.records import SKIP_DRY_NO_ENVS
 from backport.states import Status

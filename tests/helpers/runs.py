@@ -8,9 +8,8 @@ import sqlite3
 from backport.config import load_project
 from backport.config.model import Project
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.mode import RunMode
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions
+from backport.pipeline.session import ApplyOptions, RunMode
 from backport.pipeline.set_run import SetRun
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]

@@ -14,9 +14,8 @@ from backport.codec import encode
 from backport.demo.sandbox import Sandbox
 from backport.pipeline.flow import publishable
 from backport.pipeline.journal import Journal
-from backport.pipeline.mode import RunMode
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.session import ApplyOptions, RunMode, Session
 from backport.records import TestResult as Result
 from backport.states import Status
 from tests.helpers.project import edit_config, git, rev
