@@ -43,11 +43,32 @@ class Journal:
 
     @classmethod
     def load(cls, state_dir: Path, patch_set: str, api: str | None, *, persist: bool = True) -> Journal:
-        """Open the journal of ``patch_set`` (an empty one when there is none yet)."""
-        journal = cls(state_dir / "runs" / patch_set / "journal.json", patch_set, api,
-                      persist=persist)
-        if journal.path.exists():
-            journal._branches = read_branches(journal.path)
+        """Open the journal of ``patch_set`` (an empty one when there is none yet); a file of
+        another version, or one that cannot be read, is one clear sentence and left as it is."""
+        path = state_dir / "runs" / patch_set / "journal.json"
+        journal = cls(path, patch_set, api, persist=persist)
+        if not path.exists():
+            return journal
+        data = read_json(path, what="run journal")
+        if not isinstance(data, dict) or not isinstance(data.get("branches"), dict):
+            raise BackportError(
+                "config", f"{path}: not a backport journal; move it aside to start over")
+        version = data.get("version")
+        if not isinstance(version, int) or version < JOURNAL_VERSION:
+            raise BackportError(
+                "config", f"{path}: the run journal is from an older backport (version "
+                f"{version}, this one reads {JOURNAL_VERSION}); move it aside to start over")
+        if version > JOURNAL_VERSION:
+            raise BackportError(
+                "config", f"{path}: the run journal was written by a newer backport (version "
+                f"{version}, this one reads {JOURNAL_VERSION}); upgrade backport to use it")
+        try:
+            journal._branches = {str(target): decode(BranchRecord, rec)
+                                 for target, rec in data["branches"].items()}
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise BackportError(
+                "config", f"{path}: a branch record of the run journal cannot be read ({exc}); "
+                f"move it aside to start over") from exc
         return journal
 
     def record(self, target: str, fork_branch: str) -> BranchRecord:
@@ -95,29 +116,6 @@ class Journal:
         if kept is None or kept[0] is not rec:
             kept = self._encoded[target] = (rec, encode(rec))
         return kept[1]
-
-
-def read_branches(path: Path) -> dict[str, BranchRecord]:
-    """The records of the journal file ``path``; one clear sentence when it cannot be used."""
-    data = read_json(path, what="run journal")
-    if not isinstance(data, dict) or not isinstance(data.get("branches"), dict):
-        raise BackportError(
-            "config", f"{path}: not a backport journal; move it aside to start over")
-    version = data.get("version")
-    if not isinstance(version, int) or version < JOURNAL_VERSION:
-        raise BackportError(
-            "config", f"{path}: the run journal is from an older backport (version "
-            f"{version}, this one reads {JOURNAL_VERSION}); move it aside to start over")
-    if version > JOURNAL_VERSION:
-        raise BackportError(
-            "config", f"{path}: the run journal was written by a newer backport (version "
-            f"{version}, this one reads {JOURNAL_VERSION}); upgrade backport to use it")
-    try:
-        return {str(target): decode(BranchRecord, rec) for target, rec in data["branches"].items()}
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise BackportError(
-            "config", f"{path}: a branch record of the run journal cannot be read ({exc}); "
-            f"move it aside to start over") from exc
 
 
 class ProgressSink(Protocol):

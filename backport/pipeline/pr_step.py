@@ -337,10 +337,6 @@ def finish(run: SetRun, job: BranchJob, pr: PullRequest, info: PrInfo, kept: lis
     job.event("done" if final == Status.DONE else final.value, pr.url)
 
 
-def _issues_said(issues: tuple[int, ...]) -> str:
-    return ", ".join(f"#{i}" for i in issues)
-
-
 def _link(forge: Forge, number: int, issues: tuple[int, ...]) -> tuple[str | None, bool]:
     """Link the set's issues; a failure as a warning, and whether it was a refusal."""
     try:
@@ -348,17 +344,18 @@ def _link(forge: Forge, number: int, issues: tuple[int, ...]) -> tuple[str | Non
     except BackportError as exc:
         refusal = is_refusal(exc)
         again = "not tried again" if refusal else "tried again on the next run"
-        return (f"issue {_issues_said(issues)} not linked to PR !{number} (the PR is open "
+        said = ", ".join(f"#{i}" for i in issues)
+        return (f"issue {said} not linked to PR !{number} (the PR is open "
                 f"without the link; {again}): {exc.message}"), refusal
     return None, False
 
 
 def _said_again(warning: str, info: PrInfo, issues: tuple[int, ...]) -> bool:
     """Whether this run says ``warning`` afresh if it still holds (so the old one goes)."""
-    number = info.number
+    number, said = info.number, ", ".join(f"#{i}" for i in issues)
     closed = tuple(f"issue #{i} is closed while" for i in issues)
     return (warning.startswith((f"PR !{number} did not take", *closed))
-            or (warning.startswith(f"issue {_issues_said(issues)} not linked to PR !{number}")
+            or (warning.startswith(f"issue {said} not linked to PR !{number}")
                 and "link" not in info.refused))
 
 

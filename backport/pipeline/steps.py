@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -211,26 +212,25 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
 
 def _environment(run: SetRun, job: BranchJob) -> tuple[Environment, EnvEvidence] | None:
     """The target's environment, probed and checked; None after stopping the branch."""
-    bm, among = run.branch_map, job.patch_set.branches
+    bm = run.branch_map
     env = bm.environments[bm.targets[job.target].env]
+    evidence_of = partial(env_evidence, bm, env.name, among=job.patch_set.branches)
     job.event("probe", env.name)
     try:
         probe = run.session.envs.probe(env)
     except BackportError as exc:
-        message = exc.message
-        unread = env_evidence(bm, env.name, None, "", False, among=among)
+        message, unread = exc.message, evidence_of(None, "", False)
         job.stop(lambda r: r.env_missing(message, unread))
         return None
     mismatches = pin_mismatches(env, probe)
     if mismatches:
         message = (f"environment '{env.name}' for {job.target} does not match its pins: "
                    f"{'; '.join(mismatches)}; the test was not run")
-        read = env_evidence(bm, env.name, probe, "pins do not match", False, among=among)
+        read = evidence_of(probe, "pins do not match", False)
         job.stop(lambda r: r.env_mismatched(message, read, mismatches))
         return None
     verdict = device_verdict(probe, job.patch_set.device)
-    evidence = env_evidence(bm, env.name, probe, verdict.note, verdict.autoload_off,
-                            among=among)
+    evidence = evidence_of(probe, verdict.note, verdict.autoload_off)
     if not verdict.runnable:
         message = (f"environment '{env.name}' for {job.target} cannot run a device: npu test: "
                    f"{verdict.note}")
