@@ -197,13 +197,12 @@ class Session:
 
     def __init__(self, project: Project, options: ApplyOptions | None = None, *,
                  environ: Mapping[str, str] | None = None,
-                 plan: Callable[[str], None] | None = None,
-                 notify: Callable[[str], None] | None = None) -> None:
+                 plan: Callable[[str], None] | None = None) -> None:
         self.project = project
         self.options = options or ApplyOptions()
         self.environ = environ if environ is not None else os.environ
         self.plan = plan or (lambda line: None)
-        self.notify = notify or (lambda text: None)  # hears of the forge's rate-limit waits
+        self.notify: Callable[[str], None] = lambda text: None  # hears of rate-limit waits
         self.forge = ForgeAccess(self)
         self.cache = RepoCache(cache_root(self.environ), project.branch_map.upstream_url)
         self._docs: dict[str, list[DocsEntry] | None] = {}
@@ -211,7 +210,7 @@ class Session:
         self.fork = Fork()  # a dry run's plans its pushes (`start`)
         self.started = False
         self._envs: Environments | None = None
-        self._permissions: WritePermissions | None = None
+        self.permissions = WritePermissions()  # asked once a login (only a from-PR run asks)
         self._lock = threading.Lock()
 
     @property
@@ -251,14 +250,6 @@ class Session:
         allow_writes([self.work_dir / "worktrees"], reads=[self.project.root])
         cover_also(p for helper in configured_helpers(self.project.root)
                   for p in helper_paths(helper))
-
-    @property
-    def permissions(self) -> WritePermissions:
-        """Who may write to the upstream, asked once a login (only a from-PR run asks)."""
-        with self._lock:
-            if self._permissions is None:
-                self._permissions = WritePermissions()
-            return self._permissions
 
     def follow_token(self) -> None:
         """Name the fork where branches.yaml leaves it to the token's login (``GET /user``)."""

@@ -83,10 +83,9 @@ def _keeps_commit(run: SetRun, job: BranchJob, path: Path) -> bool:
             wt = Worktree.open(path)
             if wt.head() != commit or am_in_progress(wt):
                 return False
+            here = wt.repo.resolve().samefile(cache.path.resolve())
         except BackportError:
             return False
-        try:
-            here = wt.repo.resolve().samefile(cache.path.resolve())
         except OSError:
             here = False
     if here:
