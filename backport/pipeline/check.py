@@ -49,18 +49,15 @@ class Finding:
         return f"{self.subject}: {self.detail}"
 
 
-def plural(count: int, word: str, words: str | None = None) -> str:  # 1 env, 2 envs
-    return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
-
-
 def run_check(session: Session, names: list[str] | None, *, offline: bool,
               envs: bool = False) -> list[Finding]:
     """Validate the map and, unless ``offline``, that every set applies on every target."""
     project, bm = session.project, session.project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
+    branches, environments = len(bm.targets), len(bm.environments)
     findings = [Finding(str(bm.path.name), "schema", True,
-                        f"{plural(len(bm.targets), 'target branch', 'target branches')}, "
-                        f"{plural(len(bm.environments), 'environment')}")]
+                        f"{branches} target branch{'es' if branches != 1 else ''}, "
+                        f"{environments} environment{'s' if environments != 1 else ''}")]
     findings += fork_findings(session, offline=offline)
     findings += _interpreters(project, required=envs)
     for ps in patch_sets:

@@ -20,7 +20,6 @@ from backport.config.patchfiles import Patch, read_patch
 from backport.errors import BackportError
 from backport.git.apply import ApplyResult, abort_series, already_applied, apply_series
 from backport.git.cache import RepoCache
-from backport.git.patch_export import export_patch_set
 from backport.git.python_tests import (
     AddedTest,
     added_tests,
@@ -117,16 +116,15 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
             or rec.status in (Status.PENDING, Status.CONFLICT)
             or (not rec.manual and rec.series_source is None)):
         return None
+    from backport.git.patch_export import export_patch_set  # only where a result is carried
+
     try:
         files = [read_patch(file) for file in
                  export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)]
     except BackportError:
         return None
-    if not files:
-        return None
-    if rec.manual:
-        return SiblingSeries(branch, "resolution", tuple(files))
-    return SiblingSeries(branch, "propagated", tuple(files), rec.series_source)
+    kind, via = ("resolution", None) if rec.manual else ("propagated", rec.series_source)
+    return SiblingSeries(branch, kind, tuple(files), via) if files else None
 
 
 def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: str, *,

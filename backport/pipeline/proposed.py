@@ -18,7 +18,6 @@ from backport.config.model import BranchMap
 from backport.forge import PullRequest
 from backport.git.apply import carries_change, patch_ids
 from backport.git.run import git
-from backport.git.squash_message import own_message, squash_head, squash_number
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
 from backport.pipeline.set_run import BranchJob, SetRun
@@ -84,6 +83,8 @@ def carries(pr: PullRequest, number: int, upstream: str, target: str) -> str | N
 
 def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
     """The PRs a commit on ``branch`` carries, other than its own squash line's."""
+    from backport.git.squash_message import own_message, squash_head, squash_number  # the audit's
+
     own = squash_number(message)
     head = squash_head(message, own) if own is not None else ""
     words = own_message(message)

@@ -91,13 +91,12 @@ def propagation_targets(project: Project, name: str, target: str,
             if status not in (Status.PENDING, Status.CONFLICT):
                 continue
             worktree = recorded_worktree(rec) if status == Status.CONFLICT else None
-            if worktree is not None:
-                if am_in_progress(worktree):
-                    if rec is None or not _untouched(worktree, rec):
-                        progress.event(other, "conflict", "left alone: its conflict is being "
-                                       "resolved by hand")
-                        continue
-                    abort_series(worktree)
+            if rec is not None and worktree is not None and am_in_progress(worktree):
+                if not _untouched(worktree, rec):
+                    progress.event(other, "conflict", "left alone: its conflict is being "
+                                   "resolved by hand")
+                    continue
+                abort_series(worktree)
             chosen.append(other)
         return chosen
 
