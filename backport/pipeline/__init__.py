@@ -3,8 +3,8 @@
 Start at `run.py` (`apply`'s run, phase by phase), then `flow.py` (one branch's steps, top to
 bottom). Each step lives in the module of its name: `proposed.py` (proposed, same_fix),
 `steps.py` (apply, test, push; what applying gives is `decide.py`'s), `pr_step.py` (pr, the set
-as the forge shows it, the refresh of the set's PRs, the source PR's summary). `set_run.py` is
-what one patch set's run is; `journal.py` its records and locks; `session.py` what a run
-shares (how far it goes, who may write to the upstream); `check.py`, `resume.py` and
+as the forge shows it, the refresh of the set's PRs, the source PR's summary). `journal.py`
+holds the records and locks; `session.py` what a run shares (how far it goes, who may write to
+the upstream, each patch set's run and its branch jobs); `check.py`, `resume.py` and
 `from_pr.py` serve their commands.
 """

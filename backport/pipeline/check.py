@@ -28,8 +28,7 @@ from backport.pipeline.decide import (
     sibling_series,
 )
 from backport.pipeline.journal import Journal
-from backport.pipeline.session import Session
-from backport.pipeline.set_run import fetch_bases
+from backport.pipeline.session import Session, fetch_bases
 from backport.report.untrusted import untrusted
 
 

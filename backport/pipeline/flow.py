@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from backport.errors import BackportError, ErrorCode, ForkDiverged
 from backport.pipeline.pr_step import pr_step
 from backport.pipeline.proposed import proposed_step, same_fix_step
-from backport.pipeline.session import ApplyOptions
-from backport.pipeline.set_run import BranchJob, SetRun
+from backport.pipeline.session import ApplyOptions, BranchJob, SetRun
 from backport.pipeline.steps import apply_step, push_step, test_step
 from backport.records import BranchRecord
 from backport.redact import redact

@@ -26,8 +26,7 @@ from backport.forge import Comment, Forge, PullRequest
 from backport.forge.base import is_refusal
 from backport.git.cache import remote_shas
 from backport.git.worktree import Worktree, cache_branch
-from backport.pipeline.session import Session
-from backport.pipeline.set_run import BranchJob, SetRun
+from backport.pipeline.session import BranchJob, Session, SetRun
 from backport.records import BranchRecord, PrInfo
 from backport.report.regions import read_line
 from backport.states import Status

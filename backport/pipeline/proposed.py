@@ -20,7 +20,7 @@ from backport.git.apply import carries_change, patch_ids
 from backport.git.run import git
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
-from backport.pipeline.set_run import BranchJob, SetRun
+from backport.pipeline.session import BranchJob, SetRun
 from backport.records import BranchRecord, ProposedPr
 from backport.report.wording import SOURCE
 from backport.states import Status

@@ -12,6 +12,7 @@ unless ``--force`` (`needs_work`).
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,8 +34,14 @@ from backport.pipeline.journal import (
     select_targets,
 )
 from backport.pipeline.pr_step import read_set, refresh_sibling_pr, write_source_summary
-from backport.pipeline.session import ApplyOptions, Prerequisite, Session
-from backport.pipeline.set_run import BranchJob, SetRun, fetch_bases
+from backport.pipeline.session import (
+    ApplyOptions,
+    BranchJob,
+    Prerequisite,
+    Session,
+    SetRun,
+    fetch_bases,
+)
 from backport.records import SKIP_DRY_NO_ENVS
 from backport.states import Status
 
@@ -127,7 +134,8 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     for job in jobs:
         job.event("fetching", job.target)
     bases = fetch_bases(session.cache, sorted({job.target for job in jobs}))
-    pool = ThreadPoolExecutor(max_workers=session.options.workers, thread_name_prefix="branch")
+    jobs_at_once = session.options.jobs or os.cpu_count() or 2  # 0: one per CPU
+    pool = ThreadPoolExecutor(max_workers=jobs_at_once, thread_name_prefix="branch")
     try:
         for index, run in enumerate(runs):
             run.bases, run.earlier = bases, runs[:index]  # one PR per fix: `same_fix_step`

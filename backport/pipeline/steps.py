@@ -30,7 +30,7 @@ from backport.git.run import changed_paths, read_blob, token_git
 from backport.git.worktree import Worktree, cache_branch
 from backport.jsonfile import secure_dir, write_text
 from backport.pipeline.decide import Decision, SiblingSeries, Verdict, decide, sibling_series
-from backport.pipeline.set_run import BranchJob, SetRun
+from backport.pipeline.session import BranchJob, SetRun
 from backport.records import SKIP_CAUSE_TEXT, SKIP_NO_TESTS, BranchRecord, EnvEvidence, TestResult
 from backport.report.wording import exit_stated
 from backport.states import Status

@@ -9,8 +9,7 @@ from backport.config import load_project
 from backport.config.model import Project
 from backport.demo.sandbox import Sandbox
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions, RunMode
-from backport.pipeline.set_run import SetRun
+from backport.pipeline.session import ApplyOptions, RunMode, SetRun
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 NAME = "put_metric"

@@ -306,7 +306,7 @@ def test_no_closure_is_handed_to_the_scheduler() -> None:
     assert found == []
     import inspect
 
-    from backport.pipeline.set_run import Schedule
+    from backport.pipeline.session import Schedule
     takes = {name: str(inspect.signature(method)) for name, method in vars(Schedule).items()
              if callable(method)}
     assert takes and not [name for name, sig in takes.items() if "Callable" in sig]
