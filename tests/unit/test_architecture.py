@@ -324,9 +324,9 @@ def test_the_closure_scan_sees_each_kind(tmp_path: Path) -> None:
 
 
 def test_the_step_list_names_every_step() -> None:
-    """`pipeline/flow.STEPS` is the order of a branch's flow: every ``*_step`` function of
+    """`pipeline/run.STEPS` is the order of a branch's flow: every ``*_step`` function of
     `pipeline/` is run by the one entry of its name, and each entry's function runs it."""
-    from backport.pipeline.flow import STEPS
+    from backport.pipeline.run import STEPS
 
     names = [step.name for step in STEPS]
     assert len(set(names)) == len(names)

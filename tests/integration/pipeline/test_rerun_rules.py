@@ -12,9 +12,8 @@ from pathlib import Path
 
 from backport.codec import encode
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.flow import publishable
 from backport.pipeline.journal import Journal
-from backport.pipeline.run import run_apply
+from backport.pipeline.run import publishable, run_apply
 from backport.pipeline.session import ApplyOptions, RunMode, Session
 from backport.records import TestResult as Result
 from backport.states import Status

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from backport.pipeline.flow import Step, always, run_branch, take_turns
 from backport.pipeline.journal import Journal
+from backport.pipeline.run import Step, always, run_branch, take_turns
 from backport.pipeline.session import ApplyOptions, BranchJob, Schedule, SetRun
 from tests.helpers import report_fixtures as fx
 
