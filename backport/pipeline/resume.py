@@ -114,12 +114,11 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
                 raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no state "
                                     f"to abort")
         for rec in journal.records(chosen):
-            target = rec.target
             worktree = recorded_worktree(rec)
             if worktree is not None:
                 if am_in_progress(worktree):
                     abort_series(worktree)
                 worktree.remove()
-            journal.change(target, lambda r: r.aborted("aborted; the next apply starts over"))
-            progress.event(target, "aborted", "worktree removed; fork branch and PR untouched")
+            journal.change(rec.target, lambda r: r.aborted("aborted; the next apply starts over"))
+            progress.event(rec.target, "aborted", "worktree removed; fork branch and PR untouched")
         return chosen

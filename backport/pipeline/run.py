@@ -164,12 +164,11 @@ def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
         branch.result()
     if run.options.mode.opens_prs and not run.options.mode.dry_run:
         refresh_siblings(run)
-        ps = run.patch_set
-        if ps.source is not None:
-            warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
-                                           run.journal.records(list(ps.branches)), run.ran)
-            if warning:
-                run.jobs[0].event("pr", warning)
+        ps = run.patch_set  # the summary of a set made from a PR
+        warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
+                                       run.journal.records(list(ps.branches)), run.ran)
+        if warning:
+            run.jobs[0].event("pr", warning)
 
 
 def check_prerequisites(session: Session,

@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from backport.docs_audit import DocsEntry
     from backport.envs.environments import Environments
 
-DOCS_REF = "master"  # the upstream branch whose docs tree the PR body's 【资料变更】 reports
-
 
 class Effects(Enum):
     """Where a run's effects stop."""
@@ -233,7 +231,7 @@ class Session:
             return None
         if api not in self._docs:  # a dict's reads and writes are atomic: no lock
             try:
-                (sha,) = self.cache.local_heads([DOCS_REF]).values()  # raises: not fetched
+                (sha,) = self.cache.local_heads(["master"]).values()  # raises: not fetched
                 entries = audit_docs(self.cache.path, sha, api) or None
             except BackportError:
                 entries = None
