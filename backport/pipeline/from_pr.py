@@ -53,8 +53,7 @@ class Source:
 def read_source(session: Session, number: int) -> Source:
     """PR ``number`` of the map's upstream, its commits fetched into the session's cache."""
     forge, cache = session.forge.real(), session.cache
-    missing = forge.missing()
-    if missing:
+    if missing := forge.missing():
         raise ConfigError(f"PR !{number} cannot be read: {'; '.join(missing)}")
     if isinstance(forge, LocalForge) and not forge.has_pr(number):
         learn_from_history(session, forge, number)

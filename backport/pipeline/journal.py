@@ -12,6 +12,7 @@ import difflib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -173,9 +174,8 @@ def locked_journals(project: Project, patch_sets: list[PatchSet], progress: Prog
     """Every set's run lock (waiting for another run; none if not ``persist``), its journal."""
     with ExitStack() as stack:
         for ps in sorted(patch_sets, key=lambda p: p.name) if persist else ():
-            def waiting(name: str = ps.name) -> None:
-                progress.event(name, "waiting", "another backport run holds this patch set's "
-                               "lock; waiting for it to finish")
+            waiting = partial(progress.event, ps.name, "waiting", "another backport run holds "
+                              "this patch set's lock; waiting for it to finish")
             stack.enter_context(file_lock(project.state_dir / "runs" / ps.name / "lock",
                                           on_wait=waiting))
         yield {ps.name: Journal.load(project.state_dir, ps.name, ps.api, persist=persist)

@@ -59,8 +59,7 @@ class SetOnForge:
         """This state with ``target``'s PR as just read (its record taken from it)."""
         shared = {t: r for t, r in self.shared.items() if t != target}
         lines = {t: r for t, r in self.lines.items() if t != target}
-        read = read_line(pr.body, target=target, fork_branch=pr.head)
-        if read is not None:
+        if (read := read_line(pr.body, target=target, fork_branch=pr.head)) is not None:
             shared[target], lines[target] = read
         return dataclasses.replace(self, prs={**self.prs, target: pr}, shared=shared,
                                    lines=lines)

@@ -71,11 +71,8 @@ def _untouched(worktree: Worktree, rec: BranchRecord) -> bool:
     left = rec.conflict_snapshot
     if left is not None and set(left) == set(files):
         return snapshot(worktree, files) == left
-    for name in files:
-        unchanged = worktree.git(["diff", "--quiet", "HEAD", "--", name], check=False).ok
-        if not (unchanged or has_markers(worktree.path / name)):
-            return False
-    return True
+    return all(worktree.git(["diff", "--quiet", "HEAD", "--", name], check=False).ok
+               or has_markers(worktree.path / name) for name in files)
 
 
 def propagation_targets(project: Project, name: str, target: str,

@@ -80,8 +80,7 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
                     write_text(run.journal.path.parent / "report.md",
                                render_markdown(run.patch_set.name, run.records))
             elif pending and estimate is not None:
-                summary = session.forge.request_summary(len(patch_sets))
-                if summary:
+                if summary := session.forge.request_summary(len(patch_sets)):
                     estimate(summary)
                 for need in needs:
                     estimate(f"needs what this dry run does not: {need}")
@@ -282,9 +281,7 @@ def run_branch(run: SetRun, job: BranchJob, steps: tuple[Step, ...] = STEPS) -> 
 
 def take_turns(run: SetRun, steps: tuple[Step, ...] = STEPS) -> None:
     """The steps that run in turn, job by job, each once its branch ended the step before."""
-    first = next((i for i, step in enumerate(steps) if step.in_turn), len(steps))
-    if first == len(steps) or first == 0:
-        return
+    first = next(i for i, step in enumerate(steps) if step.in_turn)  # never the first step
     for job in run.jobs:
         going = run.schedule.wait(job, steps[first - 1].name)
         for step in steps[first:]:

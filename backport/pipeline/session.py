@@ -374,11 +374,9 @@ class SetRun:
 
     def job_for(self, target: str) -> BranchJob:
         """The job of any target of the set (the sibling refresh reaches those not run here)."""
-        for job in self.jobs:
-            if job.target == target:
-                return job
-        return BranchJob(self.patch_set, target, self.patch_set.fork_branch(self.branch_map, target),
-                         self.journal, self.event_for(target))
+        return next((job for job in self.jobs if job.target == target), None) or BranchJob(
+            self.patch_set, target, self.patch_set.fork_branch(self.branch_map, target),
+            self.journal, self.event_for(target))
 
     def wait_newer(self, job: BranchJob, step: str) -> None:
         """Block until every newer target run here ended ``step`` (they start first)."""

@@ -221,8 +221,7 @@ def _environment(run: SetRun, job: BranchJob) -> tuple[Environment, EnvEvidence]
         message, unread = exc.message, evidence_of(None, "", False)
         job.stop(lambda r: r.env_missing(message, unread))
         return None
-    mismatches = pin_mismatches(env, probe)
-    if mismatches:
+    if mismatches := pin_mismatches(env, probe):
         message = (f"environment '{env.name}' for {job.target} does not match its pins: "
                    f"{'; '.join(mismatches)}; the test was not run")
         read = evidence_of(probe, "pins do not match", False)
@@ -326,8 +325,7 @@ def push_step(run: SetRun, job: BranchJob) -> bool:
     session, options = run.session, run.options
     fork_url, fork = run.branch_map.fork_url, session.fork
     push_env = session.forge.client().push_credentials(fork_url)
-    rec = job.record
-    commit = rec.commit
+    rec, commit = job.record, job.record.commit
     assert commit is not None
     if not _is_series_afresh(job, session.cache, options.skip_tests):
         return False
