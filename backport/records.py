@@ -1,12 +1,11 @@
 """The journal's records: one `BranchRecord` per (patch set, target branch).
 
 `pipeline/` writes them and `report/` reads them. Each is a frozen dataclass turned into JSON
-and back by `backport.codec`; `upgrade_v1` reads a version 1 journal's shapes (the probe's
-facts moved from the env into ``env.probe``, ``patch_tests`` an object). A record changes only
-by a named transition, a method returning the new record (`applied`, `tested`, `pushed`...;
-`Journal.change` checks each move against `states.MOVES`); every transition that ends an apply
-attempt goes through `reset_apply`, the one place that replaces that attempt's outcome.
-`BranchRecord.published` is the record as a PR body carries it for the other hosts.
+and back by `backport.codec`. A record changes only by a named transition, a method returning
+the new record (`applied`, `tested`, `pushed`...; `Journal.change` checks each move against
+`states.MOVES`); every transition that ends an apply attempt goes through `reset_apply`, the
+one place that replaces that attempt's outcome. `BranchRecord.published` is the record as a
+PR body carries it for the other hosts.
 """
 
 from __future__ import annotations
@@ -87,12 +86,6 @@ class TestResult:
             isolation=next((r.isolation for r in runs if r.isolation == "none"),
                            runs[0].isolation if runs else None),
         )
-
-
-# Probe attribute -> its key in a version 1 journal, where the probe's facts sat in the env.
-_V1_PROBE_KEYS = {"npu_model": "npu", "npu_count": "visible_npus"}
-_V1_PROBE = ("interpreter", "platform", "python", "torch", "torch_npu", "cann", "npu_model",
-             "npu_count", "visible_devices", "torch_npu_loads", "torch_npu_error", "packages")
 
 
 @dataclass(frozen=True)
@@ -428,34 +421,3 @@ class BranchRecord:
             message="", manual=False, error_code=None, warnings=(), tried_sources=(),
             conflict_snapshot=None, closed_prs=(), proposed=None)
 
-
-def upgrade_v1(data: dict[str, Any], target: str) -> dict[str, Any]:
-    """A version 1 journal's record of ``target`` (its key) in today's JSON form."""
-    data = {**data, "target": data.get("target") or target,
-            "fork_branch": data.get("fork_branch") or ""}
-    if isinstance(test := data.get("test"), dict):
-        test = {"ok": None, "exit_code": None, **test}  # version 1 read them as None if absent
-        if isinstance(test.get("patch_tests"), dict):
-            test["patch_tests"] = [list(pair) for pair in test["patch_tests"].items()]
-        data["test"] = test
-    if isinstance(env := data.get("env"), dict):
-        data["env"] = _env_v1(env)
-    if isinstance(pr := data.get("pr"), dict) and pr.get("number") is None:
-        data["pr"] = None  # never journaled by version 1, but read as no PR there
-    return data
-
-
-def _env_v1(env: dict[str, Any]) -> dict[str, Any]:
-    keys = {attr: _V1_PROBE_KEYS.get(attr, attr) for attr in _V1_PROBE}
-    upgraded = {k: v for k, v in env.items() if k not in keys.values()}
-    if not any(key in env for key in keys.values()):
-        return upgraded
-    values = {attr: env.get(key) for attr, key in keys.items()}
-    packages = dict(values.pop("packages") or {})
-    for name in ("torch", "torch_npu"):
-        if values[name] is not None or name not in packages:
-            packages[name] = values[name]
-        del values[name]
-    values["interpreter"] = str(values["interpreter"] or "")
-    upgraded["probe"] = {"env_name": str(env.get("name") or ""), "packages": packages, **values}
-    return upgraded

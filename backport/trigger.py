@@ -23,8 +23,7 @@ from backport.errors import EXIT_OK, BackportError
 from backport.forge import Forge
 from backport.forge.base import SourcePrInfo
 from backport.numerals import MAX_DIGITS, json_number, parse_int
-from backport.pipeline.permissions import WritePermissions
-from backport.pipeline.session import Session
+from backport.pipeline.session import Session, WritePermissions
 from backport.report.untrusted import untrusted
 
 COMMAND = "/backport"

@@ -16,9 +16,8 @@ from backport.commands.common import AppContext, echo, pass_app, print_runs
 from backport.config import load_patch_set, load_project
 from backport.config.model import Project
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, BackportError
-from backport.pipeline.mode import RunMode
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.session import ApplyOptions, RunMode, Session
 from backport.report.progress import Progress
 from backport.report.summary import render_table, status_json
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -47,7 +48,7 @@ def check_cmd(app: AppContext, apis: tuple[str, ...], offline: bool, envs: bool,
     _write_step_summary(title, findings)
     if as_json:
         print_json({"ok": ok, "offline": offline, "envs": envs,
-                    "findings": [f.to_dict() for f in findings],
+                    "findings": [asdict(f) for f in findings],
                     "problems": [f.problem for f in findings if not f.ok],
                     "warnings": [f.problem for f in findings if f.warning]})
     else:

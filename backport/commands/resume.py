@@ -9,10 +9,9 @@ import click
 
 from backport.commands.common import AppContext, pass_app, print_json
 from backport.errors import EXIT_BRANCH_FAILED, EXIT_OK, ConfigError
-from backport.pipeline.mode import RunMode
 from backport.pipeline.resume import abort_branches, finish_conflict, propagation_targets
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions, Session
+from backport.pipeline.session import ApplyOptions, RunMode, Session
 from backport.report.progress import Progress
 from backport.report.summary import render_table, status_json
 

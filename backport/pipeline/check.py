@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from backport.config.model import PatchSet, Project
@@ -27,8 +28,7 @@ from backport.pipeline.decide import (
     sibling_series,
 )
 from backport.pipeline.journal import Journal
-from backport.pipeline.session import Session
-from backport.pipeline.set_run import fetch_bases
+from backport.pipeline.session import Session, fetch_bases
 from backport.report.untrusted import untrusted
 
 
@@ -43,16 +43,9 @@ class Finding:
     variant: bool = False
     warning: bool = False  # ok, but worth a look (offline: an environment not built yet)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     @property
     def problem(self) -> str:  # the ``problem:`` line
         return f"{self.subject}: {self.detail}"
-
-
-def plural(count: int, word: str, words: str | None = None) -> str:  # 1 env, 2 envs
-    return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
 
 
 def run_check(session: Session, names: list[str] | None, *, offline: bool,
@@ -60,9 +53,10 @@ def run_check(session: Session, names: list[str] | None, *, offline: bool,
     """Validate the map and, unless ``offline``, that every set applies on every target."""
     project, bm = session.project, session.project.branch_map
     patch_sets = [project.patch_sets[n] for n in names] if names else list(project.patch_sets.values())
+    branches, environments = len(bm.targets), len(bm.environments)
     findings = [Finding(str(bm.path.name), "schema", True,
-                        f"{plural(len(bm.targets), 'target branch', 'target branches')}, "
-                        f"{plural(len(bm.environments), 'environment')}")]
+                        f"{branches} target branch{'es' if branches != 1 else ''}, "
+                        f"{environments} environment{'s' if environments != 1 else ''}")]
     findings += fork_findings(session, offline=offline)
     findings += _interpreters(project, required=envs)
     for ps in patch_sets:
@@ -246,9 +240,7 @@ def absent_named_paths(repo: Path, ps: PatchSet, bases: Mapping[str, str]) -> li
 
 def summary_markdown(title: str, findings: Sequence[Finding]) -> str:
     """The check as one Markdown table, for a CI's step summary."""
-    def cell(text: str) -> str:
-        return untrusted(text, where="cell")  # file names and messages come from the patches
-
+    cell = partial(untrusted, where="cell")  # file names and messages come from the patches
     rows = [f"### {title}", "", "| subject | check | result | detail |", "| --- | --- | --- | --- |"]
     for f in findings:
         mark = ("warn" if f.warning else "ok") if f.ok else "FAIL"

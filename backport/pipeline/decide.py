@@ -123,11 +123,8 @@ def recorded_series(repo: Path, journal: Journal, branch: str, out: Path
                  export_patch_set(repo, f"{rec.base}..{rec.commit}", out, force=True)]
     except BackportError:
         return None
-    if not files:
-        return None
-    if rec.manual:
-        return SiblingSeries(branch, "resolution", tuple(files))
-    return SiblingSeries(branch, "propagated", tuple(files), rec.series_source)
+    kind, via = ("resolution", None) if rec.manual else ("propagated", rec.series_source)
+    return SiblingSeries(branch, kind, tuple(files), via) if files else None
 
 
 def sibling_series(repo: Path, patch_set: PatchSet, journal: Journal, target: str, *,

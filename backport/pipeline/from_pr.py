@@ -14,23 +14,23 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
 from backport.config import load_patch_set
 from backport.config.model import Project, SourcePr
 from backport.config.validate import display_path
+from backport.envs.model import AUTOLOAD
+from backport.envs.probe import infer_device
 from backport.errors import BackportError, ConfigError
 from backport.forge.base import PrFile, SourcePrInfo
+from backport.forge.local import LocalForge
 from backport.git.patch_export import export_patch_set, file_at, test_files, touched_files
 from backport.git.source_pr import SourceCommits, describe_passed_over, landed, open_commits
+from backport.git.squash_message import backport_message
 from backport.pipeline.session import Session
 from backport.redact import redact
 from backport.titles import strip_branch_tags
-
-if TYPE_CHECKING:
-    from backport.forge.local import LocalForge
 
 Say = Callable[[str], None]  # where the lines about the set being written go
 # The API a PR body names: the evidence's `API=<name>` or the template's "API：`<name>`".
@@ -52,11 +52,8 @@ class Source:
 
 def read_source(session: Session, number: int) -> Source:
     """PR ``number`` of the map's upstream, its commits fetched into the session's cache."""
-    from backport.forge.local import LocalForge
-
     forge, cache = session.forge.real(), session.cache
-    missing = forge.missing()
-    if missing:
+    if missing := forge.missing():
         raise ConfigError(f"PR !{number} cannot be read: {'; '.join(missing)}")
     if isinstance(forge, LocalForge) and not forge.has_pr(number):
         learn_from_history(session, forge, number)
@@ -171,7 +168,6 @@ def write_from_pr(session: Session, dest: Path, source: Source, *, api: str | No
 def _backport_rev(session: Session, source: Source) -> str:
     """A merged PR's squash commit with the change's own message; an open PR's commits."""
     from backport.git.source_pr import message_of, restate
-    from backport.git.squash_message import backport_message
 
     info, commits, repo = source.info, source.commits, session.cache.path
     if not info.merged or ".." in commits.rev:
@@ -244,9 +240,6 @@ def sets_from_prs(session: Session, patches_dir: Path, numbers: tuple[int, ...],
 def write_patch_set(project: Project, dest: Path, repo: Path, rev: str, tests: list[str],
                     spec: dict[str, object], say: Say) -> Path:
     """Export ``rev`` of ``repo`` into ``dest`` with a patch.yaml, whole or not at all."""
-    from backport.envs.model import AUTOLOAD
-    from backport.envs.probe import infer_device
-
     sources = {path: text for path in tests if (text := file_at(repo, rev, path)) is not None}
     device, reasons = infer_device(sources)
     spec = {**spec, "tests": [{"path": path, "args": ["-v"]} for path in tests], "device": device}

@@ -12,6 +12,7 @@ import difflib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,10 +22,10 @@ from backport.errors import BackportError, ConfigError, ErrorCode
 from backport.git.cache import file_lock
 from backport.git.worktree import Worktree
 from backport.jsonfile import read_json, write_json
-from backport.records import BranchRecord, upgrade_v1
+from backport.records import BranchRecord
 from backport.states import may_move
 
-JOURNAL_VERSION = 2  # version 1 journals are read and upgraded
+JOURNAL_VERSION = 2  # a journal of another version is refused, never rewritten
 
 Transition = Callable[[BranchRecord], BranchRecord]  # one named change of a record
 
@@ -43,16 +44,33 @@ class Journal:
 
     @classmethod
     def load(cls, state_dir: Path, patch_set: str, api: str | None, *, persist: bool = True) -> Journal:
-        """Open the journal of ``patch_set`` (an empty one when there is none yet)."""
-        journal = cls(state_dir / "runs" / patch_set / "journal.json", patch_set, api,
-                      persist=persist)
-        if journal.path.exists():
-            journal._branches = read_branches(journal.path)
+        """Open the journal of ``patch_set`` (an empty one when there is none yet); a file of
+        another version, or one that cannot be read, is one clear sentence and left as it is."""
+        path = state_dir / "runs" / patch_set / "journal.json"
+        journal = cls(path, patch_set, api, persist=persist)
+        if not path.exists():
+            return journal
+        data = read_json(path, what="run journal")
+        if not isinstance(data, dict) or not isinstance(data.get("branches"), dict):
+            raise BackportError(
+                "config", f"{path}: not a backport journal; move it aside to start over")
+        version = data.get("version")
+        if not isinstance(version, int) or version < JOURNAL_VERSION:
+            raise BackportError(
+                "config", f"{path}: the run journal is from an older backport (version "
+                f"{version}, this one reads {JOURNAL_VERSION}); move it aside to start over")
+        if version > JOURNAL_VERSION:
+            raise BackportError(
+                "config", f"{path}: the run journal was written by a newer backport (version "
+                f"{version}, this one reads {JOURNAL_VERSION}); upgrade backport to use it")
+        try:
+            journal._branches = {str(target): decode(BranchRecord, rec)
+                                 for target, rec in data["branches"].items()}
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise BackportError(
+                "config", f"{path}: a branch record of the run journal cannot be read ({exc}); "
+                f"move it aside to start over") from exc
         return journal
-
-    @property
-    def run_dir(self) -> Path:
-        return self.path.parent
 
     def record(self, target: str, fork_branch: str) -> BranchRecord:
         """The record of ``target``, created when missing."""
@@ -99,32 +117,6 @@ class Journal:
         if kept is None or kept[0] is not rec:
             kept = self._encoded[target] = (rec, encode(rec))
         return kept[1]
-
-
-def read_branches(path: Path) -> dict[str, BranchRecord]:
-    """The records of the journal file ``path``; one clear sentence when it cannot be used."""
-    data = read_json(path, what="run journal")
-    if not isinstance(data, dict) or not isinstance(data.get("branches"), dict):
-        raise BackportError(
-            "config", f"{path}: not a backport journal; move it aside to start over")
-    version = data.get("version")
-    if not isinstance(version, int) or version < 1:
-        raise BackportError(
-            "config", f"{path}: the run journal is from an older backport (version "
-            f"{version}, this one reads 1 to {JOURNAL_VERSION}); move it aside to "
-            f"start over")
-    if version > JOURNAL_VERSION:
-        raise BackportError(
-            "config", f"{path}: the run journal was written by a newer backport (version "
-            f"{version}, this one reads {JOURNAL_VERSION}); upgrade backport to use it")
-    try:
-        return {str(target): decode(BranchRecord, upgrade_v1(rec, str(target)) if version == 1
-                                    else rec)
-                for target, rec in data["branches"].items()}
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise BackportError(
-            "config", f"{path}: a branch record of the run journal cannot be read ({exc}); "
-            f"move it aside to start over") from exc
 
 
 class ProgressSink(Protocol):
@@ -182,9 +174,8 @@ def locked_journals(project: Project, patch_sets: list[PatchSet], progress: Prog
     """Every set's run lock (waiting for another run; none if not ``persist``), its journal."""
     with ExitStack() as stack:
         for ps in sorted(patch_sets, key=lambda p: p.name) if persist else ():
-            def waiting(name: str = ps.name) -> None:
-                progress.event(name, "waiting", "another backport run holds this patch set's "
-                               "lock; waiting for it to finish")
+            waiting = partial(progress.event, ps.name, "waiting", "another backport run holds "
+                              "this patch set's lock; waiting for it to finish")
             stack.enter_context(file_lock(project.state_dir / "runs" / ps.name / "lock",
                                           on_wait=waiting))
         yield {ps.name: Journal.load(project.state_dir, ps.name, ps.api, persist=persist)

@@ -26,8 +26,7 @@ from backport.forge import Comment, Forge, PullRequest
 from backport.forge.base import is_refusal
 from backport.git.cache import remote_shas
 from backport.git.worktree import Worktree, cache_branch
-from backport.pipeline.session import Session
-from backport.pipeline.set_run import BranchJob, SetRun
+from backport.pipeline.session import BranchJob, Session, SetRun
 from backport.records import BranchRecord, PrInfo
 from backport.report.regions import read_line
 from backport.states import Status
@@ -60,8 +59,7 @@ class SetOnForge:
         """This state with ``target``'s PR as just read (its record taken from it)."""
         shared = {t: r for t, r in self.shared.items() if t != target}
         lines = {t: r for t, r in self.lines.items() if t != target}
-        read = read_line(pr.body, target=target, fork_branch=pr.head)
-        if read is not None:
+        if (read := read_line(pr.body, target=target, fork_branch=pr.head)) is not None:
             shared[target], lines[target] = read
         return dataclasses.replace(self, prs={**self.prs, target: pr}, shared=shared,
                                    lines=lines)
@@ -200,23 +198,14 @@ def _forge_row(target: str, pr: PullRequest | None, record: BranchRecord | None)
     }
 
 
-@dataclass
-class PrWrites:
-    """What the PR step did to the PR so far."""
-
-    pr: PullRequest
-    created: bool
-    warnings: list[str] = field(default_factory=list)
-
-
 def pr_step(run: SetRun, job: BranchJob) -> bool:
     """Find or open the fork branch's PR, make its body true, decorate it once, finish."""
     forge = run.session.forge.client()
     judge_unverified(job, forge)
     rec = job.record
-    writes = open_or_update(run, job, forge)
-    pr = writes.pr  # what the journal knew of this same PR carries over
-    previous = rec.pr if rec.pr and not writes.created and rec.pr.number == pr.number else None
+    pr, created, warnings = open_or_update(run, job, forge)
+    # what the journal knew of this same PR carries over
+    previous = rec.pr if rec.pr and not created and rec.pr.number == pr.number else None
     info = PrInfo(number=pr.number, url=pr.url, decorated=bool(previous and previous.decorated),
                   linked=bool(previous and previous.linked),
                   commented_sha=previous.commented_sha if previous else None,
@@ -224,14 +213,16 @@ def pr_step(run: SetRun, job: BranchJob) -> bool:
     job.change(lambda r: r.with_pr(info))
     kept = ([w for w in rec.warnings if not _said_again(w, info, job.patch_set.issues)]
             if previous is not None and info.decorated else [])  # else all is said afresh
-    info = decorate_once(job, forge, info, writes.warnings)
-    writes.warnings.extend(_closed_issues(forge, job.patch_set.issues, writes.pr))
-    finish(job, writes, info, kept, run.session.cache.path, run.session.project.state_dir)
+    info = decorate_once(job, forge, info, warnings)
+    warnings.extend(_closed_issues(forge, job.patch_set.issues, pr))
+    finish(run, job, pr, info, kept, warnings)
     return True
 
 
-def open_or_update(run: SetRun, job: BranchJob, forge: Forge) -> PrWrites:
-    """The fork branch's open PR with a current body, draft and title; created if missing."""
+def open_or_update(run: SetRun, job: BranchJob,
+                   forge: Forge) -> tuple[PullRequest, bool, list[str]]:
+    """The fork branch's open PR with a current body, draft and title (created if missing),
+    whether it was created, and the warnings of those writes."""
     ps, rec, bm = job.patch_set, job.record, run.branch_map
     draft = draft_implied(rec, ps)  # from this run's result: a passing re-run clears the draft
     state = read_set(forge, ps, bm) if run.partial else None  # the others' results from PRs
@@ -239,24 +230,21 @@ def open_or_update(run: SetRun, job: BranchJob, forge: Forge) -> PrWrites:
                        run.session.docs(ps.api), state, own_from_journal=True)
     job.event("pr", "looking for an open PR")
     pr = forge.find_open_pr(job.fork_branch, job.target)
+    created = pr is None
     if pr is None:
-        writes = PrWrites(_create(job, forge, pr_title(job, bm), render_body(ctx), draft,
-                                  run.options.new_pr), created=True)
+        pr = _create(job, forge, pr_title(job, bm), render_body(ctx), draft, run.options.new_pr)
     else:
-        writes = PrWrites(pr, created=False)
         body = render_body(ctx, existing=pr.body)
         last = rec.pr.title if rec.pr is not None and rec.pr.number == pr.number else None
         set_title = pr_title(job, bm)  # sent only when it changed, so a maintainer's edit stays
         title = set_title if last is not None and last != set_title else pr.title
         if body == pr.body and pr.title == title and pr.draft == draft:
-            return writes
-        writes.pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
-                                    close_related_issue=ps.pr.close_related_issue)
-    if writes.pr.not_taken:
-        writes.warnings.append(f"PR !{writes.pr.number} did not take the new "
-                               f"{', '.join(writes.pr.not_taken)} (sent as JSON and as a form); "
-                               f"check it on {writes.pr.url}")
-    return writes
+            return pr, False, []
+        pr = forge.update_pr(pr.number, title=title, body=body, draft=draft,
+                             close_related_issue=ps.pr.close_related_issue)
+    untaken = [f"PR !{pr.number} did not take the new {', '.join(pr.not_taken)} (sent as JSON "
+               f"and as a form); check it on {pr.url}"] if pr.not_taken else []
+    return pr, created, untaken
 
 
 def pr_title(job: BranchJob, bm: BranchMap) -> str:
@@ -323,31 +311,28 @@ def decorate_once(job: BranchJob, forge: Forge, info: PrInfo, warnings: list[str
     return info
 
 
-def finish(job: BranchJob, writes: PrWrites, info: PrInfo, kept: list[str], cache: Path,
-           state_dir: Path) -> None:
-    """The branch's end state and its warnings, said once; a done branch's worktree goes."""
+def finish(run: SetRun, job: BranchJob, pr: PullRequest, info: PrInfo, kept: list[str],
+           warnings: list[str]) -> None:
+    """The branch's end state and its warnings (``kept``: an earlier run's), each said once;
+    a done branch's worktree goes."""
     rec = job.record
-    if writes.pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
+    if pr.planned or rec.status == Status.PLANNED:  # a dry forge's PR, a dry push
         final, message = Status.PLANNED, "dry run: no PR written"
     elif rec.test is not None and rec.test.ok is False:
         final = Status.TEST_FAILED
         message = f"{rec.message}; a draft PR shows the failure (--pr-on-failure)"
     else:
         final, message = Status.DONE, ""
-    all_warnings = list(dict.fromkeys([*kept, *writes.warnings]))
+    all_warnings = list(dict.fromkeys([*kept, *warnings]))
     job.change(lambda r: r.finished(final, message, info, all_warnings))
-    for warning in writes.warnings:
+    for warning in warnings:
         job.event("warning", warning)
     if final == Status.DONE:
         if job.record.worktree:
-            Worktree.discard(cache, Path(job.record.worktree),
-                             cache_branch(state_dir, job.fork_branch))
+            Worktree.discard(run.session.cache.path, Path(job.record.worktree),
+                             cache_branch(run.session.project.state_dir, job.fork_branch))
         job.change(BranchRecord.worktree_removed)
-    job.event("done" if final == Status.DONE else final.value, writes.pr.url)
-
-
-def _issues_said(issues: tuple[int, ...]) -> str:
-    return ", ".join(f"#{i}" for i in issues)
+    job.event("done" if final == Status.DONE else final.value, pr.url)
 
 
 def _link(forge: Forge, number: int, issues: tuple[int, ...]) -> tuple[str | None, bool]:
@@ -357,17 +342,18 @@ def _link(forge: Forge, number: int, issues: tuple[int, ...]) -> tuple[str | Non
     except BackportError as exc:
         refusal = is_refusal(exc)
         again = "not tried again" if refusal else "tried again on the next run"
-        return (f"issue {_issues_said(issues)} not linked to PR !{number} (the PR is open "
+        said = ", ".join(f"#{i}" for i in issues)
+        return (f"issue {said} not linked to PR !{number} (the PR is open "
                 f"without the link; {again}): {exc.message}"), refusal
     return None, False
 
 
 def _said_again(warning: str, info: PrInfo, issues: tuple[int, ...]) -> bool:
     """Whether this run says ``warning`` afresh if it still holds (so the old one goes)."""
-    number = info.number
+    number, said = info.number, ", ".join(f"#{i}" for i in issues)
     closed = tuple(f"issue #{i} is closed while" for i in issues)
     return (warning.startswith((f"PR !{number} did not take", *closed))
-            or (warning.startswith(f"issue {_issues_said(issues)} not linked to PR !{number}")
+            or (warning.startswith(f"issue {said} not linked to PR !{number}")
                 and "link" not in info.refused))
 
 
@@ -427,8 +413,7 @@ def _wanted(job: BranchJob, pr: PullRequest, bm: BranchMap, records: list[Branch
     """The body and draft state a sibling's PR should have, over its body as ``pr`` shows it."""
     ps, target = job.patch_set, job.target
     ctx = body_context(ps, bm, records, target, docs, state, own_from_journal=False, ran=ran)
-    chosen, _ = body_records(records, state, ran=ran)
-    own = next((rec for rec in chosen if rec.target == target), None)
+    own = next((rec for rec in ctx.branches if rec.target == target), None)
     return render_body(ctx, existing=pr.body), draft_implied(own, ps)
 
 

@@ -16,11 +16,11 @@ from functools import partial
 
 from backport.config.model import BranchMap
 from backport.forge import PullRequest
-from backport.git.apply import patch_ids
+from backport.git.apply import carries_change, patch_ids
 from backport.git.run import git
 from backport.numerals import DIGITS
 from backport.numerals import number as bounded
-from backport.pipeline.set_run import BranchJob, SetRun
+from backport.pipeline.session import BranchJob, SetRun
 from backport.records import BranchRecord, ProposedPr
 from backport.report.wording import SOURCE
 from backport.states import Status
@@ -47,14 +47,10 @@ def _same_repo(a: str, b: str) -> bool:
 
 def head_carries(head: str, target: str) -> dict[int, str]:
     """The PR a bot's head branch (``sync-pr<N>-…``, ``cherry-pick-mr-<N>-…``) carries."""
-    sync = _SYNC_HEAD.match(head)
-    if sync is not None:
-        rest, tail = sync.group(2), f"-to-{target}"
-        found = bounded(sync.group(1))
-        if found is not None and (rest == target or (rest.endswith(tail)
-                                                     and len(rest) > len(tail))):
-            return {found: SYNC}
-        return {}
+    if (sync := _SYNC_HEAD.match(head)) is not None:
+        rest, tail, found = sync.group(2), f"-to-{target}", bounded(sync.group(1))
+        into_target = rest == target or (rest.endswith(tail) and len(rest) > len(tail))
+        return {found: SYNC} if found is not None and into_target else {}
     picked = _CHERRY_PICK.match(head)
     found = bounded(picked.group(1)) if picked is not None else None
     return {found: CHERRY_PICK} if found is not None else {}
@@ -87,8 +83,7 @@ def commit_carries(message: str, upstream: str, branch: str) -> set[int]:
 
     own = squash_number(message)
     head = squash_head(message, own) if own is not None else ""
-    words = own_message(message)
-    last = words.rsplit("\n\n", 1)[-1].strip()
+    last = own_message(message).rsplit("\n\n", 1)[-1].strip()
     trailer = _TOOL_TRAILER.fullmatch(last)
     said = [(trailer.group(1), trailer.group(2))] if trailer else []
     found = {**_ours_said(said, upstream),
@@ -126,8 +121,6 @@ def counts(pr: PullRequest, kind: str, *, upstream: str, can_write: Callable[[st
 def _first_counting(run: SetRun, job: BranchJob, found: list[tuple[PullRequest, str]],
                     number: int) -> tuple[PullRequest, str, str] | None:
     """The first PR of ``found`` (merged first, then oldest) that counts, with kind and why."""
-    from backport.git.apply import carries_change  # only where a PR names the source
-
     forge, session = run.session.forge.client(), run.session
     patches = [patch.data for patch in job.patch_set.patches]
     for pr, kind in sorted(found, key=lambda f: (f[0].state != "merged", f[0].number)):

@@ -71,11 +71,8 @@ def _untouched(worktree: Worktree, rec: BranchRecord) -> bool:
     left = rec.conflict_snapshot
     if left is not None and set(left) == set(files):
         return snapshot(worktree, files) == left
-    for name in files:
-        unchanged = worktree.git(["diff", "--quiet", "HEAD", "--", name], check=False).ok
-        if not (unchanged or has_markers(worktree.path / name)):
-            return False
-    return True
+    return all(worktree.git(["diff", "--quiet", "HEAD", "--", name], check=False).ok
+               or has_markers(worktree.path / name) for name in files)
 
 
 def propagation_targets(project: Project, name: str, target: str,
@@ -91,13 +88,12 @@ def propagation_targets(project: Project, name: str, target: str,
             if status not in (Status.PENDING, Status.CONFLICT):
                 continue
             worktree = recorded_worktree(rec) if status == Status.CONFLICT else None
-            if worktree is not None:
-                if am_in_progress(worktree):
-                    if rec is None or not _untouched(worktree, rec):
-                        progress.event(other, "conflict", "left alone: its conflict is being "
-                                       "resolved by hand")
-                        continue
-                    abort_series(worktree)
+            if rec is not None and worktree is not None and am_in_progress(worktree):
+                if not _untouched(worktree, rec):
+                    progress.event(other, "conflict", "left alone: its conflict is being "
+                                   "resolved by hand")
+                    continue
+                abort_series(worktree)
             chosen.append(other)
         return chosen
 
@@ -115,12 +111,11 @@ def abort_branches(project: Project, name: str, targets: tuple[str, ...],
                 raise BackportError("usage", f"branch '{target}' of patch set '{name}' has no state "
                                     f"to abort")
         for rec in journal.records(chosen):
-            target = rec.target
             worktree = recorded_worktree(rec)
             if worktree is not None:
                 if am_in_progress(worktree):
                     abort_series(worktree)
                 worktree.remove()
-            journal.change(target, lambda r: r.aborted("aborted; the next apply starts over"))
-            progress.event(target, "aborted", "worktree removed; fork branch and PR untouched")
+            journal.change(rec.target, lambda r: r.aborted("aborted; the next apply starts over"))
+            progress.event(rec.target, "aborted", "worktree removed; fork branch and PR untouched")
         return chosen

@@ -1,29 +1,33 @@
 """`apply`'s run: prerequisites, one fetch of every target, then one patch set after another.
 
 Each set (`run_set`) goes in four phases: **branches**, each branch's steps on a worker thread,
-newest target first (`flow.run_branch`: proposed → apply → same_fix → test → push); **PRs**, the
-set's PR steps in target order on the set's own thread, each once its branch was pushed
-(`flow.take_turns`); **refresh**, every open PR of the set re-rendered with what is true now
-(`refresh_siblings`); **summary**, the comment on the source PR of a set made from one.
-A plain re-run leaves finished branches, and a conflict still waiting for the user, alone
-unless ``--force`` (`needs_work`).
+newest target first (`run_branch`); **PRs**, the set's PR steps in target order on the set's own
+thread, each once its branch was pushed (`take_turns`); **refresh**, every open PR of the set
+re-rendered with what is true now (`refresh_siblings`); **summary**, the comment on the source
+PR of a set made from one. A plain re-run leaves finished branches, and a conflict still
+waiting for the user, alone unless ``--force`` (`needs_work`). `STEPS` is a branch's whole
+order, proposed → apply → same_fix → test → push → pr, each ``step(run, job) -> bool`` (True:
+the branch goes on) with its guard; an error stops its branch only, with one redacted sentence
+in its record. A new step is one entry there, its function, its states and moves
+(`states.py`) and its report (`report/`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import threading
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from backport.config.model import PatchSet, Project, newest_first
 from backport.envs.probe import require_built
 from backport.envs.sandbox import refusal_notice, require_isolation
-from backport.errors import BackportError, ConfigError
+from backport.errors import BackportError, ConfigError, ErrorCode, ForkDiverged
 from backport.git.apply import am_in_progress
 from backport.jsonfile import secure_dir, write_text
-from backport.pipeline.flow import run_branch, take_turns
 from backport.pipeline.journal import (
     Journal,
     ProgressSink,
@@ -32,24 +36,31 @@ from backport.pipeline.journal import (
     select_patch_sets,
     select_targets,
 )
-from backport.pipeline.mode import Prerequisite
-from backport.pipeline.pr_step import read_set, refresh_sibling_pr, write_source_summary
-from backport.pipeline.session import ApplyOptions, Session
-from backport.pipeline.set_run import BranchJob, SetRun, fetch_bases
-from backport.records import SKIP_DRY_NO_ENVS
+from backport.pipeline.pr_step import pr_step, read_set, refresh_sibling_pr, write_source_summary
+from backport.pipeline.proposed import proposed_step, same_fix_step
+from backport.pipeline.session import (
+    ApplyOptions,
+    BranchJob,
+    Prerequisite,
+    Session,
+    SetRun,
+    fetch_bases,
+)
+from backport.pipeline.steps import apply_step, push_step, test_step
+from backport.records import SKIP_DRY_NO_ENVS, BranchRecord
+from backport.redact import redact
 from backport.states import Status
 
 
 def run_apply(project: Project, names: list[str], options: ApplyOptions,
               progress: ProgressSink, *, every: bool = False,
-              environ: dict[str, str] | None = None,
-              plan: Callable[[str], None] | None = None,
               estimate: Callable[[str], None] | None = None,
               session: Session | None = None) -> list[SetRun]:
-    """Run the named patch sets; a dry run tells ``plan`` each write and ``estimate`` the cost."""
+    """Run the named patch sets; a dry run tells the session's ``plan`` each write and
+    ``estimate`` the cost."""
     patch_sets = select_patch_sets(project, names, every)
     chosen = select_targets(patch_sets, options.branches)
-    session = session or Session(project, options, environ=environ, plan=plan)
+    session = session or Session(project, options)
     session.project, session.options = project, options
     session.notify = functools.partial(progress.event, "forge", "rate limit")
     session.start()
@@ -66,11 +77,10 @@ def run_apply(project: Project, names: list[str], options: ApplyOptions,
                 from backport.report.summary import render_markdown  # a dry run writes no report
 
                 for run in runs:
-                    write_text(run.journal.run_dir / "report.md",
+                    write_text(run.journal.path.parent / "report.md",
                                render_markdown(run.patch_set.name, run.records))
             elif pending and estimate is not None:
-                summary = session.forge.request_summary(len(patch_sets))
-                if summary:
+                if summary := session.forge.request_summary(len(patch_sets)):
                     estimate(summary)
                 for need in needs:
                     estimate(f"needs what this dry run does not: {need}")
@@ -129,7 +139,8 @@ def _run_sets(session: Session, runs: list[SetRun]) -> list[str]:
     for job in jobs:
         job.event("fetching", job.target)
     bases = fetch_bases(session.cache, sorted({job.target for job in jobs}))
-    pool = ThreadPoolExecutor(max_workers=session.options.workers, thread_name_prefix="branch")
+    jobs_at_once = session.options.jobs or os.cpu_count() or 2  # 0: one per CPU
+    pool = ThreadPoolExecutor(max_workers=jobs_at_once, thread_name_prefix="branch")
     try:
         for index, run in enumerate(runs):
             run.bases, run.earlier = bases, runs[:index]  # one PR per fix: `same_fix_step`
@@ -152,12 +163,11 @@ def run_set(run: SetRun, pool: ThreadPoolExecutor) -> None:
         branch.result()
     if run.options.mode.opens_prs and not run.options.mode.dry_run:
         refresh_siblings(run)
-        ps = run.patch_set
-        if ps.source is not None:
-            warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
-                                           run.journal.records(list(ps.branches)), run.ran)
-            if warning:
-                run.jobs[0].event("pr", warning)
+        ps = run.patch_set  # the summary of a set made from a PR
+        warning = write_source_summary(run.session.forge.client(), ps, run.branch_map,
+                                       run.journal.records(list(ps.branches)), run.ran)
+        if warning:
+            run.jobs[0].event("pr", warning)
 
 
 def check_prerequisites(session: Session,
@@ -222,3 +232,83 @@ def _prewarm(session: Session, jobs: list[BranchJob]) -> None:
     for env_name, device in sorted(needed):
         threading.Thread(target=session.envs.prewarm, args=(bm.environments[env_name], device),
                          name=f"prewarm-{env_name}", daemon=True).start()
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step; ``in_turn``: run in target order; ``after_stop``: its guard alone decides."""
+
+    name: str
+    needed: Callable[[BranchRecord, ApplyOptions], bool]
+    run: Callable[[SetRun, BranchJob], bool]
+    in_turn: bool = False
+    after_stop: bool = False
+
+
+def always(rec: BranchRecord, options: ApplyOptions) -> bool:
+    return True
+
+
+def publishable(rec: BranchRecord, options: ApplyOptions) -> bool:
+    """Tested, or failed with --pr-on-failure, in a run that pushes."""
+    eligible = rec.status in (Status.TESTED, Status.PUSHED) or (
+        rec.status == Status.TEST_FAILED and options.pr_on_failure and rec.commit is not None)
+    return eligible and options.mode.pushes
+
+
+STEPS: tuple[Step, ...] = (
+    Step("proposed", always, proposed_step),
+    Step("apply", always, apply_step),
+    Step("same_fix", always, same_fix_step),
+    Step("test", always, test_step),
+    Step("push", publishable, push_step, after_stop=True),
+    Step("pr", lambda rec, options: options.mode.opens_prs, pr_step, in_turn=True),
+)
+
+
+def run_branch(run: SetRun, job: BranchJob, steps: tuple[Step, ...] = STEPS) -> None:
+    """``job``'s steps before the first that runs in turn; the schedule hears each one's end."""
+    going = True
+    try:
+        for step in steps:
+            if step.in_turn:
+                break
+            going = take(run, job, step, going)
+            run.schedule.ended(job, step.name, going)
+    finally:
+        run.schedule.finished(job)
+
+
+def take_turns(run: SetRun, steps: tuple[Step, ...] = STEPS) -> None:
+    """The steps that run in turn, job by job, each once its branch ended the step before."""
+    first = next(i for i, step in enumerate(steps) if step.in_turn)  # never the first step
+    for job in run.jobs:
+        going = run.schedule.wait(job, steps[first - 1].name)
+        for step in steps[first:]:
+            going = take(run, job, step, going)
+
+
+def take(run: SetRun, job: BranchJob, step: Step, going: bool) -> bool:
+    """Run ``step`` where the branch goes on (or it runs after a stop) and its guard says so."""
+    return (going or step.after_stop) and step.needed(job.record, run.options) and guarded(
+        run, job, step)
+
+
+def guarded(run: SetRun, job: BranchJob, step: Step) -> bool:
+    """Run one step; any error fails this branch only, with one sentence in the journal."""
+    try:
+        return step.run(run, job)
+    except BackportError as exc:
+        message, code = redact(exc.message), exc.code
+        if isinstance(exc, ForkDiverged):
+            remote = exc.remote
+            job.stop(lambda r: r.fork_diverged(message, remote, code))
+        else:
+            job.stop(lambda r: r.failed(Status.FAILED, message, code))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug must not take the other branches down
+        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        message = redact(f"internal error on {job.target}: {detail}")
+        job.stop(lambda r: r.failed(Status.FAILED, message, ErrorCode.INTERNAL))
+    return False

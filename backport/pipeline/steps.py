@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,14 +23,14 @@ from backport.envs.overlay import OverlayError, overlay_paths, scope_of
 from backport.envs.probe import device_verdict, pin_mismatches
 from backport.envs.summary import outcomes_of
 from backport.errors import BackportError, ErrorCode
-from backport.git.apply import am_in_progress, snapshot
+from backport.git.apply import am_in_progress, commit_tree, series_tree, snapshot
 from backport.git.cache import RepoCache
 from backport.git.python_tests import AddedTest, with_classes
 from backport.git.run import changed_paths, read_blob, token_git
 from backport.git.worktree import Worktree, cache_branch
 from backport.jsonfile import secure_dir, write_text
 from backport.pipeline.decide import Decision, SiblingSeries, Verdict, decide, sibling_series
-from backport.pipeline.set_run import BranchJob, SetRun
+from backport.pipeline.session import BranchJob, SetRun
 from backport.records import SKIP_CAUSE_TEXT, SKIP_NO_TESTS, BranchRecord, EnvEvidence, TestResult
 from backport.report.wording import exit_stated
 from backport.states import Status
@@ -82,10 +83,9 @@ def _keeps_commit(run: SetRun, job: BranchJob, path: Path) -> bool:
             wt = Worktree.open(path)
             if wt.head() != commit or am_in_progress(wt):
                 return False
+            here = wt.repo.resolve().samefile(cache.path.resolve())
         except BackportError:
             return False
-        try:
-            here = wt.repo.resolve().samefile(cache.path.resolve())
         except OSError:
             here = False
     if here:
@@ -211,26 +211,24 @@ def test_step(run: SetRun, job: BranchJob) -> bool:
 
 def _environment(run: SetRun, job: BranchJob) -> tuple[Environment, EnvEvidence] | None:
     """The target's environment, probed and checked; None after stopping the branch."""
-    bm, among = run.branch_map, job.patch_set.branches
+    bm = run.branch_map
     env = bm.environments[bm.targets[job.target].env]
+    evidence_of = partial(env_evidence, bm, env.name, among=job.patch_set.branches)
     job.event("probe", env.name)
     try:
         probe = run.session.envs.probe(env)
     except BackportError as exc:
-        message = exc.message
-        unread = env_evidence(bm, env.name, None, "", False, among=among)
+        message, unread = exc.message, evidence_of(None, "", False)
         job.stop(lambda r: r.env_missing(message, unread))
         return None
-    mismatches = pin_mismatches(env, probe)
-    if mismatches:
+    if mismatches := pin_mismatches(env, probe):
         message = (f"environment '{env.name}' for {job.target} does not match its pins: "
                    f"{'; '.join(mismatches)}; the test was not run")
-        read = env_evidence(bm, env.name, probe, "pins do not match", False, among=among)
+        read = evidence_of(probe, "pins do not match", False)
         job.stop(lambda r: r.env_mismatched(message, read, mismatches))
         return None
     verdict = device_verdict(probe, job.patch_set.device)
-    evidence = env_evidence(bm, env.name, probe, verdict.note, verdict.autoload_off,
-                            among=among)
+    evidence = evidence_of(probe, verdict.note, verdict.autoload_off)
     if not verdict.runnable:
         message = (f"environment '{env.name}' for {job.target} cannot run a device: npu test: "
                    f"{verdict.note}")
@@ -310,8 +308,6 @@ def _is_series_afresh(job: BranchJob, cache: RepoCache, skip_tests: bool) -> boo
     if not (skip_tests and rec.test is not None and rec.test.ok and rec.commit
             and rec.base and rec.series_source is None and not rec.manual):
         return True
-    from backport.git.apply import commit_tree, series_tree  # only a publish step reads it
-
     series = job.patch_set.series_for(job.target)
     urls = (cache.url,)  # blobs a blobless cache lacks come from the upstream
     made = series_tree(cache.path, rec.base, series, urls=urls)
@@ -329,8 +325,7 @@ def push_step(run: SetRun, job: BranchJob) -> bool:
     session, options = run.session, run.options
     fork_url, fork = run.branch_map.fork_url, session.fork
     push_env = session.forge.client().push_credentials(fork_url)
-    rec = job.record
-    commit = rec.commit
+    rec, commit = job.record, job.record.commit
     assert commit is not None
     if not _is_series_afresh(job, session.cache, options.skip_tests):
         return False

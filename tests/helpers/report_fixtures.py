@@ -1,5 +1,5 @@
-"""Realistic put_metric configuration and journal records for the report tests (the records in
-the shapes of a version 1 journal, which the journal still reads), and their golden files."""
+"""Realistic put_metric configuration and journal records (in the journal's JSON form) for the
+report tests, and their golden files."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from backport.codec import decode
 from backport.config.model import BranchMap, Environment, PatchSet, Target, TestSpec
 from backport.config.patchfiles import Patch
 from backport.docs_audit import DocsEntry
-from backport.records import BranchRecord, upgrade_v1
+from backport.records import BranchRecord
 from backport.report.body import BodyContext
 
 TARGETS = ("v2.7.1", "v2.11.0", "v2.12.0", "master")
@@ -74,11 +74,14 @@ def record(target: str) -> dict:
         "env": {
             "name": env_name,
             "shared_with": [t for t in TARGETS if ENVS[t] == env_name and t != target],
-            "interpreter": f"~/envs/{env_name}/bin/python", "platform": PLATFORM,
-            "python": "3.11.15", "torch": torch, "torch_npu": torch_npu,
-            "cann": "9.1.0.beta1", "npu": "Ascend910_9382", "visible_npus": 1,
-            "visible_devices": "0", "torch_npu_loads": True, "autoload_disabled": False,
-            "note": NOTE,
+            "autoload_disabled": False, "note": NOTE,
+            "probe": {
+                "env_name": env_name, "interpreter": f"~/envs/{env_name}/bin/python",
+                "platform": PLATFORM, "python": "3.11.15",
+                "packages": {"torch": torch, "torch_npu": torch_npu}, "cann": "9.1.0.beta1",
+                "npu_model": "Ascend910_9382", "npu_count": 1, "visible_devices": "0",
+                "torch_npu_loads": True, "torch_npu_error": None,
+            },
         },
         "pr": {"number": 42806 + TARGETS.index(target),
                "url": f"https://gitcode.com/Ascend/pytorch/pull/{42806 + TARGETS.index(target)}"},
@@ -115,7 +118,7 @@ def context(target: str, *, recs: list[dict] | None = None, body: str | None = N
 
 
 def typed(recs: list[dict]) -> list[BranchRecord]:
-    """The journal's typed records of these version 1 records, as the journal reads them."""
+    """The typed records of these journal records, as the journal reads them."""
     return [_typed(rec) for rec in recs]
 
 
@@ -129,7 +132,7 @@ def _typed(rec: dict) -> BranchRecord:
     apart; a record is frozen all the way down, so one decoded value serves every caller."""
     key = repr(rec)
     if key not in _TYPED:
-        _TYPED[key] = decode(BranchRecord, upgrade_v1(rec, rec["target"]))
+        _TYPED[key] = decode(BranchRecord, rec)
     return _TYPED[key]
 
 

@@ -8,10 +8,8 @@ import sqlite3
 from backport.config import load_project
 from backport.config.model import Project
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.mode import RunMode
 from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions
-from backport.pipeline.set_run import SetRun
+from backport.pipeline.session import ApplyOptions, RunMode, SetRun
 
 TARGETS = ["v2.7.1", "v2.11.0", "v2.12.0", "master"]
 NAME = "put_metric"
@@ -46,8 +44,7 @@ def apply(sandbox: Sandbox, **options) -> tuple[SetRun, Events]:
     events = Events()
     flags = {flag: options.pop(flag) for flag in FLAGS if flag in options}
     (outcome,) = run_apply(project_of(sandbox), [NAME],
-                           ApplyOptions(mode=RunMode.of_flags(**flags), **options), events,
-                           environ=dict(os.environ))
+                           ApplyOptions(mode=RunMode.of_flags(**flags), **options), events)
     return outcome, events
 
 

@@ -306,7 +306,7 @@ def test_no_closure_is_handed_to_the_scheduler() -> None:
     assert found == []
     import inspect
 
-    from backport.pipeline.set_run import Schedule
+    from backport.pipeline.session import Schedule
     takes = {name: str(inspect.signature(method)) for name, method in vars(Schedule).items()
              if callable(method)}
     assert takes and not [name for name, sig in takes.items() if "Callable" in sig]
@@ -324,9 +324,9 @@ def test_the_closure_scan_sees_each_kind(tmp_path: Path) -> None:
 
 
 def test_the_step_list_names_every_step() -> None:
-    """`pipeline/flow.STEPS` is the order of a branch's flow: every ``*_step`` function of
+    """`pipeline/run.STEPS` is the order of a branch's flow: every ``*_step`` function of
     `pipeline/` is run by the one entry of its name, and each entry's function runs it."""
-    from backport.pipeline.flow import STEPS
+    from backport.pipeline.run import STEPS
 
     names = [step.name for step in STEPS]
     assert len(set(names)) == len(names)

@@ -1,6 +1,6 @@
 """One codec turns every record into JSON and back: each record type survives the round trip,
 a key no field has is ignored, a missing one reads as its default, a value of the wrong shape is
-refused, and a journal written by version 1 still reads."""
+refused, and a journal written by version 1 is refused as it is."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from backport.codec import CodecError, decode, encode
 from backport.envs.model import ChangeScope, Probe
 from backport.envs.model import TestRun as Run
+from backport.errors import BackportError
 from backport.pipeline.journal import JOURNAL_VERSION, Journal
 from backport.records import (
     BranchRecord,
@@ -23,7 +24,6 @@ from backport.records import (
     PrInfo,
     ProposedPr,
     SeriesSource,
-    upgrade_v1,
 )
 from backport.records import TestResult as Result
 from backport.states import Status
@@ -42,7 +42,6 @@ CHAIN = SeriesSource("v2.11.0", "propagated",
 
 
 def full_record() -> BranchRecord:
-    """The version 1 fixture's v2.7.1 record (``tests/unit/data/journal_v1.json``)."""
     test = dataclasses.replace(
         Result.of_runs([RUN], "b" * 40),
         patch_tests=(("test_put_metric", "ok"), ("test_other", "FAIL")),
@@ -61,30 +60,6 @@ def full_record() -> BranchRecord:
         tried_sources=("the v2.12.0 variant",), merged_files=("a.py",), loose_files=("b.py",),
         conflict_snapshot={"a.py": "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", "gone.py": None},
         closed_prs=(5,), added_tests=("test/x.py::T::test_put_metric",))
-
-
-def v1_records() -> dict[str, BranchRecord]:
-    """Every record of the version 1 fixture, as typed records."""
-    present = BranchRecord(
-        "v2.11.0", "test-put-metric-v2.11.0", status=Status.ALREADY_PRESENT, base="d" * 40,
-        present=(ExistingTest("test/x.py", "T.test_put_metric", 56, "1292bcfa1", "add it"),),
-        test=Result.skipped_for("no-torch"))
-    proposed = BranchRecord(
-        "master", "test-put-metric-master", status=Status.ALREADY_PROPOSED,
-        proposed=ProposedPr(9, "https://example.invalid/pr/9", "open", "sync", "sync master"),
-        pr=PrInfo.opened(12))
-    probe = Probe(env_name="torch-2.12.0", interpreter="", platform="Linux", python="3.11",
-                  packages={"torch": "2.12.0", "torch_npu": "2.12.0"}, cann=None,
-                  torch_npu_loads=None, torch_npu_error=None, npu_model=None, npu_count=None,
-                  visible_devices=None)
-    before_fields = BranchRecord(
-        "v2.12.0", "test-put-metric-v2.12.0", status=Status.DONE, commit="e" * 40,
-        test=Result(ok=True, exit_code=0, summary="Ran 1 test",
-                        summary_lines=("Ran 1 test", "OK")),
-        env=EnvEvidence(name="torch-2.12.0", shared_with=("v2.12.0", "master"), probe=probe),
-        pr=PrInfo(number=3, url="u3"))
-    return {"v2.7.1": full_record(), "v2.11.0": present, "master": proposed,
-            "v2.12.0": before_fields}
 
 
 EVERY_TYPE = [full_record(), full_record().test, full_record().env, full_record().pr, CHAIN,
@@ -151,26 +126,17 @@ def test_the_codec_writes_enums_by_value_and_tuples_as_lists() -> None:
     assert decode(Box, encode(box)) == box
 
 
-def _journal_dir(tmp_path: Path) -> Path:
-    run = tmp_path / "runs" / "put_metric"
-    run.mkdir(parents=True)
-    shutil.copy(DATA / "journal_v1.json", run / "journal.json")
-    return run / "journal.json"
-
-
-def test_a_journal_written_by_version_1_reads_and_is_written_again_in_this_form(
-        tmp_path: Path) -> None:
-    path = _journal_dir(tmp_path)
-    journal = Journal.load(tmp_path, "put_metric", "put_metric")
-    expected = v1_records()
-    assert {rec.target: rec for rec in journal.records()} == expected
-    journal.change("v2.7.1", lambda rec: rec.worktree_removed())
-    data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["version"] == JOURNAL_VERSION == 2
-    assert data["branches"]["v2.7.1"]["env"]["probe"]["npu_model"] == "Ascend910B"
-    again = Journal.load(tmp_path, "put_metric", "put_metric")
-    assert {rec.target: rec for rec in again.records()} == {
-        **expected, "v2.7.1": expected["v2.7.1"].worktree_removed()}
+def test_a_journal_written_by_version_1_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "put_metric" / "journal.json"
+    path.parent.mkdir(parents=True)
+    shutil.copy(DATA / "journal_v1.json", path)
+    before = path.read_bytes()
+    with pytest.raises(BackportError) as err:
+        Journal.load(tmp_path, "put_metric", "put_metric")
+    assert err.value.message == (
+        f"{path}: the run journal is from an older backport (version 1, this one reads "
+        f"{JOURNAL_VERSION}); move it aside to start over")
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("value", EVERY_TYPE, ids=lambda v: type(v).__name__)
@@ -183,13 +149,6 @@ def test_the_compact_form_leaves_out_defaults_and_reads_back_equal(value: object
 def test_the_compact_form_of_a_new_record_names_only_what_it_has() -> None:
     assert encode(BranchRecord("master", "fb"), compact=True) == {"target": "master",
                                                                  "fork_branch": "fb"}
-
-
-def test_a_version_1_record_missing_what_version_1_read_as_empty_still_reads() -> None:
-    rec = decode(BranchRecord, upgrade_v1({"status": "tested", "test": {"summary": "x"}},
-                                          "v2.7.1"))
-    assert (rec.target, rec.fork_branch, rec.status) == ("v2.7.1", "", Status.TESTED)
-    assert rec.test is not None and rec.test.ok is None and rec.test.exit_code is None
 
 
 def test_keys_of_a_later_version_are_written_again_where_kept() -> None:

@@ -16,7 +16,7 @@ from backport.envs.model import Probe
 from backport.envs.model import TestRun as Run
 from backport.errors import BackportError
 from backport.pipeline.journal import JOURNAL_VERSION, Journal
-from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource, upgrade_v1
+from backport.records import BranchRecord, EnvEvidence, PrInfo, SeriesSource
 from backport.records import TestResult as Result
 from backport.states import Status
 from tests.helpers import report_fixtures as fx
@@ -87,11 +87,7 @@ def test_a_record_from_before_a_field_existed_reads_with_its_default() -> None:
     assert rec.test.runs == () and rec.test.summary_lines == ("Ran 7 tests in 0.054s", "OK")
 
 
-def test_the_probe_facts_of_a_version_1_env_move_into_its_probe() -> None:
-    old = upgrade_v1(fx.record("v2.7.1"), "v2.7.1")["env"]
-    assert old["probe"]["npu_model"] == "Ascend910_9382" and old["probe"]["npu_count"] == 1
-    assert old["probe"]["packages"] == {"torch": "2.7.1+cpu", "torch_npu": "2.7.1.post4"}
-    assert "npu" not in old and "visible_npus" not in old and "torch" not in old
+def test_an_env_reads_back_with_its_probe() -> None:
     env = decode(EnvEvidence, encode(full_record().env))
     assert env.probe == PROBE and env.fact("npu_count") == 0
 
@@ -119,7 +115,7 @@ def _write_journal(tmp_path: Path, document: dict) -> Path:
 
 
 @pytest.mark.parametrize("version, says", [
-    (None, "from an older backport"), (0, "from an older backport"),
+    (None, "from an older backport"), (1, "from an older backport"),
     (JOURNAL_VERSION + 1, "written by a newer backport"),
 ])
 def test_a_journal_of_another_version_is_one_clear_error(tmp_path: Path, version: int | None,

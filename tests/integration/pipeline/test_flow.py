@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.flow import Step, always, guarded
 from backport.pipeline.journal import Journal
-from backport.pipeline.set_run import BranchJob, SetRun
+from backport.pipeline.run import Step, always, guarded
+from backport.pipeline.session import BranchJob, SetRun
 from backport.redact import register_secret
 from tests.helpers.runs import Events, project_of
 

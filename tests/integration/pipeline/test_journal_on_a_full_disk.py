@@ -46,4 +46,4 @@ def test_a_full_disk_leaves_the_previous_journal_intact(tmp_path: Path) -> None:
     assert "previous journal is intact" in proc.stdout
     assert journal.path.read_text() == before
     assert json.loads(before)["branches"]["v2.7.1"]["commit"] == "abc"
-    assert not list(journal.run_dir.glob(".journal.json.*"))
+    assert not list(journal.path.parent.glob(".journal.json.*"))

@@ -7,17 +7,14 @@ work or keep the previous run's, and which branches get published.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from pathlib import Path
 
 from backport.codec import encode
 from backport.demo.sandbox import Sandbox
-from backport.pipeline.flow import publishable
 from backport.pipeline.journal import Journal
-from backport.pipeline.mode import RunMode
-from backport.pipeline.run import run_apply
-from backport.pipeline.session import ApplyOptions
+from backport.pipeline.run import publishable, run_apply
+from backport.pipeline.session import ApplyOptions, RunMode, Session
 from backport.records import TestResult as Result
 from backport.states import Status
 from tests.helpers.project import edit_config, git, rev
@@ -219,9 +216,10 @@ def test_push_skips_a_fork_branch_already_at_the_commit_and_leaves_one_someone_e
 def test_dry_run_plans_the_push_and_writes_nothing(sandbox: Sandbox) -> None:
     planned: list[str] = []
     events = Events()
-    (outcome,) = run_apply(project_of(sandbox), [NAME],
-                           ApplyOptions(skip_tests=True, mode=RunMode(dry_run=True)),
-                           events, environ=dict(os.environ), plan=planned.append)
+    project = project_of(sandbox)
+    options = ApplyOptions(skip_tests=True, mode=RunMode(dry_run=True))
+    (outcome,) = run_apply(project, [NAME], options, events,
+                           session=Session(project, options, plan=planned.append))
     assert statuses(outcome) == dict.fromkeys(TARGETS, "planned")
     assert sum(line.startswith("git push --force-with-lease=") for line in planned) == 4
     assert fork_heads(sandbox) == dict.fromkeys(TARGETS)

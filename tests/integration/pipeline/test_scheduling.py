@@ -4,7 +4,6 @@ local forge)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 
 from backport.demo.sandbox import Sandbox
@@ -36,7 +35,7 @@ def test_a_batch_finishes_one_patch_set_before_the_next_starts(sandbox: Sandbox)
                     sandbox.project / "patches" / "put_metric_b")
     events = Events()
     outcomes = run_apply(project_of(sandbox), [], ApplyOptions(skip_tests=True, jobs=1), events,
-                         every=True, environ=dict(os.environ))
+                         every=True)
     assert all(set(statuses(o).values()) == {"done"} for o in outcomes)
     steps = [(target, step) for target, step, _ in events.seen]
     first, second = (o.patch_set.name for o in outcomes)

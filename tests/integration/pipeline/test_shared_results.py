@@ -8,7 +8,7 @@ from pathlib import Path
 from backport.forge.gitcode import GitCodeForge
 from backport.forge.local import LocalForge
 from backport.pipeline.pr_step import forge_records, read_set, refresh_sibling_pr
-from backport.pipeline.set_run import BranchJob
+from backport.pipeline.session import BranchJob
 from backport.report.body import render_body
 from tests.fakes.gitcode import FakeGitCode
 from tests.helpers import report_fixtures as fx

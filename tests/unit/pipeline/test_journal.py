@@ -23,7 +23,7 @@ def test_updates_persist_and_reload(tmp_path: Path) -> None:
     again = Journal.load(tmp_path, "put_metric", "torch.x")
     assert again.get("v2.7.1").status == "applied"
     assert again.get("v2.7.1").commit == "abc"
-    assert not list(journal.run_dir.glob(".journal.json.*"))
+    assert not list(journal.path.parent.glob(".journal.json.*"))
 
 
 def test_a_corrupt_journal_is_a_clear_error(tmp_path: Path) -> None:

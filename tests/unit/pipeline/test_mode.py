@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from backport.pipeline.mode import Effects, Prerequisite, RunMode
+from backport.pipeline.session import Effects, Prerequisite, RunMode
 
 # (--dry-run, --no-push, --no-pr) -> effects: --no-push wins over --no-pr; --dry-run keeps it.
 TABLE = {

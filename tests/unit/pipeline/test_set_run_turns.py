@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from backport.pipeline.flow import Step, always, run_branch, take_turns
 from backport.pipeline.journal import Journal
-from backport.pipeline.session import ApplyOptions
-from backport.pipeline.set_run import BranchJob, Schedule, SetRun
+from backport.pipeline.run import Step, always, run_branch, take_turns
+from backport.pipeline.session import ApplyOptions, BranchJob, Schedule, SetRun
 from tests.helpers import report_fixtures as fx
 
 OLDEST_FIRST = list(fx.TARGETS)  # the set's (target) order: v2.7.1 … master

@@ -103,8 +103,9 @@ def test_failed_and_not_run_branches_are_reported_honestly() -> None:
 
 def test_null_probe_values_render_as_not_found() -> None:
     recs = fx.records()
-    recs[0]["env"].update(cann=None, npu=None, visible_npus=None, visible_devices=None,
-                          torch_npu_loads=False, autoload_disabled=True,
+    recs[0]["env"]["probe"].update(cann=None, npu_model=None, npu_count=None,
+                                   visible_devices=None, torch_npu_loads=False)
+    recs[0]["env"].update(autoload_disabled=True,
                           note="torch_npu present but not loadable (libhccl.so missing)")
     body = render_body(fx.context("v2.7.1", recs=recs))
     evidence = evidence_of(body)

@@ -41,7 +41,7 @@ def _states() -> dict[str, list[dict]]:
                        commit=None, pushed_sha=None, pr=None)
     failure = variant("failure")
     failure[0] = fx.failing(failure[0])
-    failure[0]["test"]["patch_tests"] = {"test_put_metric": "FAIL"}
+    failure[0]["test"]["patch_tests"] = [["test_put_metric", "FAIL"]]
     skipped = variant("skipped")
     skipped[1]["test"] = {"ok": None, "exit_code": None, "skipped": True,
                           "summary": "not run (--skip-tests)"}
@@ -70,8 +70,9 @@ def _states() -> dict[str, list[dict]]:
                             summary="", summary_lines=[])
     autoload = variant("autoload")
     for rec in autoload:
-        rec["env"].update(torch_npu_loads=False, autoload_disabled=True, cann=None, npu=None,
-                          visible_npus=0, visible_devices=None, note=OTHER_HOST_NOTE)
+        rec["env"].update(autoload_disabled=True, note=OTHER_HOST_NOTE)
+        rec["env"]["probe"].update(torch_npu_loads=False, cann=None, npu_model=None,
+                                   npu_count=0, visible_devices=None)
     beyond = variant("beyond-tests")  # the series changes torch_npu code, C++ and docs too
     for rec in beyond:
         rec["test"]["changes"] = {"overlay": [OVERLAY], "not_in_build": [CPP],
@@ -122,11 +123,12 @@ def _names(recs: list[dict]) -> list[str]:
     for rec in recs:
         names += [rec["target"], rec["fork_branch"], *rec.get("conflicts", [])]
         if rec.get("env"):
-            names += [rec["env"]["name"], str(rec["env"].get("torch")),
-                      str(rec["env"].get("torch_npu"))]
+            packages = (rec["env"].get("probe") or {}).get("packages") or {}
+            names += [rec["env"]["name"], str(packages.get("torch")),
+                      str(packages.get("torch_npu"))]
         if rec.get("test"):
             names += rec["test"].get("summary_lines") or []
-            names += list(rec["test"].get("patch_tests") or {})
+            names += [name for name, _ in rec["test"].get("patch_tests") or []]
     return sorted({n for n in names if n and n != "None"}, key=len, reverse=True)
 
 

@@ -27,11 +27,11 @@ def _hostile_records() -> list[dict]:
     recs = fx.records()
     failing = fx.failing(recs[0])
     failing["test"].update(summary_lines=list(HOSTILE), summary=ONE_LINE, command=ONE_LINE,
-                           patch_tests={"test_<img src=x>|x": "failed"})
+                           patch_tests=[["test_<img src=x>|x", "failed"]])
     failing["merged_files"] = list(HOSTILE[:4])
     failing["present"] = [{"path": "test/<b>.py", "name": "Evil.test_`x`", "line": 3,
                            "commit": "1292bcfa1", "subject": ONE_LINE}]
-    failing["env"].update(platform=ONE_LINE, cann="<img src=x onerror=alert(1)>")
+    failing["env"]["probe"].update(platform=ONE_LINE, cann="<img src=x onerror=alert(1)>")
     recs[0] = failing
     recs[3].update(env=None, test=None, status="conflict", conflicts=list(HOSTILE), commit=None,
                    pushed_sha=None, pr=None)
@@ -42,11 +42,11 @@ def _benign_records() -> list[dict]:
     recs = fx.records()
     failing = fx.failing(recs[0])
     failing["test"].update(summary_lines=["plain"] * len(HOSTILE), summary="plain",
-                           command="plain", patch_tests={"test_plain": "failed"})
+                           command="plain", patch_tests=[["test_plain", "failed"]])
     failing["merged_files"] = ["plain"] * 4
     failing["present"] = [{"path": "test/b.py", "name": "Plain.test_x", "line": 3,
                            "commit": "1292bcfa1", "subject": "plain"}]
-    failing["env"].update(platform="plain", cann="plain")
+    failing["env"]["probe"].update(platform="plain", cann="plain")
     recs[0] = failing
     recs[3].update(env=None, test=None, status="conflict", conflicts=["plain"] * len(HOSTILE),
                    commit=None, pushed_sha=None, pr=None)

@@ -39,8 +39,9 @@ def _variants() -> dict[str, list[dict]]:
                        "summary": "not run (no interpreter with torch on the host that ran it)"}
     autoload = copy.deepcopy(base)
     for rec in autoload:
-        rec["env"].update(torch_npu_loads=False, autoload_disabled=True, cann=None, npu=None,
-                          visible_npus=0, visible_devices=None)
+        rec["env"]["autoload_disabled"] = True
+        rec["env"]["probe"].update(torch_npu_loads=False, cann=None, npu_model=None,
+                                   npu_count=0, visible_devices=None)
     unprobed = copy.deepcopy(base)
     unprobed[3]["env"] = {"name": "torch-2.12.0", "shared_with": ["v2.12.0", "master"]}
     carried = copy.deepcopy(base)  # series carried down from siblings, files merged or loose
@@ -50,12 +51,12 @@ def _variants() -> dict[str, list[dict]]:
     carried[2]["merged_files"] = [fx.TEST_PATH]
     carried[0]["loose_files"] = [fx.TEST_PATH, "test/other.py"]
     patch_tests = copy.deepcopy(base)  # the summary passed, one test the patch adds did not run
-    patch_tests[0]["test"]["patch_tests"] = {"test_put_metric": "ok"}
-    patch_tests[2]["test"].update(ok=False, patch_tests={"test_put_metric": "not run"})
+    patch_tests[0]["test"]["patch_tests"] = [["test_put_metric", "ok"]]
+    patch_tests[2]["test"].update(ok=False, patch_tests=[["test_put_metric", "not run"]])
     patch_tests[2]["status"] = "test-failed"
     per_host = copy.deepcopy(base)
-    per_host[0]["env"]["platform"] = "Linux-4.19.90-x86_64-with-glibc2.28"
-    per_host[0]["env"]["python"] = "3.9.21"
+    per_host[0]["env"]["probe"]["platform"] = "Linux-4.19.90-x86_64-with-glibc2.28"
+    per_host[0]["env"]["probe"]["python"] = "3.9.21"
     beyond = copy.deepcopy(base)  # the series changes torch_npu Python, C++ and docs files
     for rec in beyond:
         rec["test"]["changes"] = {"overlay": ["torch_npu/_compat/version.py"],
@@ -126,7 +127,7 @@ def test_a_sibling_body_refreshed_from_its_own_record_is_unchanged() -> None:
 def test_hosts_that_differ_show_their_environment_per_branch() -> None:
     """Each branch's platform, Python and device count come from the host that ran it."""
     recs = copy.deepcopy(VARIANTS["per_host"])
-    recs[1]["env"].update(visible_npus=8, visible_devices="0,1,2,3,4,5,6,7")
+    recs[1]["env"]["probe"].update(npu_count=8, visible_devices="0,1,2,3,4,5,6,7")
     body = render_body(_read_back(recs, "master"))
     validation = rg.find_regions(body)["validation"].content(body)
     assert (f"- 主机平台：v2.7.1 Linux-4.19.90-x86_64-with-glibc2.28；v2.11.0 {fx.PLATFORM}；"

@@ -133,7 +133,7 @@ def test_the_record_carries_nothing_of_the_host() -> None:
     recs = copy.deepcopy(fx.records())
     recs[1].update(message="fix it in /home/dev/wt/put_metric", worktree="/home/dev/wt",
                    conflict_snapshot={"a.py": "e" * 40}, warnings=["labels refused"])
-    recs[1]["env"]["torch_npu_error"] = "/usr/local/Ascend/libhccl.so: cannot open"
+    recs[1]["env"]["probe"]["torch_npu_error"] = "/usr/local/Ascend/libhccl.so: cannot open"
     line = record_line(_record(recs, SIBLING))
     for local in ("/home/dev", "~/envs/torch-2.11.0/bin/python\"", ".backport/runs",
                   "/usr/local/Ascend", "labels refused", "e" * 40):

@@ -41,7 +41,7 @@ def test_a_result_read_back_is_ok_by_the_same_rule_as_a_run(
     recs = fx.records()
     rec = recs[3]
     rec["test"].update(exit_code=code, timed_out=timed_out, ok=ok,
-                       patch_tests=dict(patch_tests))
+                       patch_tests=[list(pair) for pair in patch_tests])
     rec["status"] = "done" if ok else "test-failed"
     read = shared_record(render_body(fx.context("master", recs=recs)), "master")
     assert read.test is not None and read.test.ok is ok
