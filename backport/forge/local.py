@@ -274,14 +274,6 @@ class LocalForge(Forge):
                 conn.executemany("INSERT OR IGNORE INTO pr_people (pr, role, name) "
                                  "VALUES (?, ?, ?)", [(number, role, n) for n in names])
 
-    def decorations(self, number: int) -> dict[str, list[str]]:
-        """``{"label": [...], "assignee": [...], "reviewer": [...], "tester": [...]}``."""
-        self._row(None, number)
-        result: dict[str, list[str]] = {"label": [], "assignee": [], "reviewer": [], "tester": []}
-        for role, name in self._query("SELECT role, name FROM pr_people WHERE pr = ? "
-                                      "ORDER BY role, name", number):
-            result.setdefault(role, []).append(name)
-        return result
 
     def has_pr(self, number: int) -> bool:
         """Whether this forge holds PR ``number`` of its upstream."""
@@ -356,9 +348,3 @@ class LocalForge(Forge):
     def collaborators(self) -> dict[str, bool]:
         return {row[0]: row[1] in WRITE_PERMISSIONS for row in self._query(
             "SELECT login, permission FROM collaborators WHERE repo = ?", self.upstream)}
-
-    def set_permission(self, login: str, permission: str) -> None:
-        """Make ``login`` a collaborator of the upstream with ``permission`` (local-only)."""
-        with self._write() as conn:
-            conn.execute("INSERT OR REPLACE INTO collaborators (repo, login, permission) "
-                         "VALUES (?, ?, ?)", (self.upstream, login, permission))

@@ -3,6 +3,7 @@ permissions, a merged PR's landed commit and files, its user."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -25,7 +26,8 @@ def test_local_forge_comments_and_permissions(local: LocalForge):
     local.delete_comment(number, second.id)
     assert [(c.id, c.body) for c in local.list_comments(number)] == [(first.id, "uno")]
     assert local.permission("someone") == "none"
-    local.set_permission("someone", "write")
+    with contextlib.closing(sqlite3.connect(local.path)) as conn, conn:
+        conn.execute("INSERT INTO collaborators VALUES (?, 'someone', 'write')", (UPSTREAM,))
     assert local.permission("someone") == "write"
 
 
