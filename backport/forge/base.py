@@ -45,7 +45,6 @@ class SourcePrInfo:
     body: str
     base: str
     head: str
-    head_sha: str
     merge_commit_sha: str
     author: str
     issues: tuple[int, ...] = ()

@@ -280,7 +280,6 @@ class GitCodeReads:
         return SourcePrInfo(
             number=pr.number, state=pr.state, title=wire.strip_wip(pr.title), body=pr.body,
             base=pr.base, head=pr.head, merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
-            head_sha=wire.text(wire.obj(data, "head").get("sha")).strip(),
             author=wire.text(wire.obj(data, "user").get("login")),
             issues=tuple(self.linked_issues(number)),
             merged_at=wire.text(data.get("merged_at")).strip())

@@ -43,7 +43,6 @@ CREATE TABLE IF NOT EXISTS pr_issues (
 );
 CREATE TABLE IF NOT EXISTS pr_sources (
     pr           INTEGER PRIMARY KEY REFERENCES prs(number),
-    head_sha     TEXT NOT NULL DEFAULT '',
     merge_commit TEXT NOT NULL DEFAULT '',
     author       TEXT NOT NULL DEFAULT ''
 );
@@ -88,8 +87,8 @@ def _now() -> str:
 
 
 # A PR row with what add_source_pr recorded of it (NULL for one this tool opened).
-PRS = ("SELECT prs.*, s.author AS author, s.head_sha AS head_sha, s.merge_commit AS merge_commit,"
-       " m.merged_at AS merged_at FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
+PRS = ("SELECT prs.*, s.author AS author, s.merge_commit AS merge_commit, m.merged_at AS merged_at"
+       " FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
        " LEFT JOIN pr_merged m ON m.pr = prs.number")
 OPEN_FROM = "prs.head_repo = ? AND prs.head = ? AND prs.base = ? AND prs.state = 'open'"
 
@@ -209,9 +208,8 @@ class LocalForge(Forge):
         row = self._row(None, number)
         return SourcePrInfo(
             number=number, state=row["state"], title=row["title"], body=row["body"],
-            base=row["base"], head=row["head"], head_sha=row["head_sha"] or "",
-            merge_commit_sha=row["merge_commit"] or "", author=row["author"] or "",
-            issues=tuple(self.linked_issues(number)),
+            base=row["base"], head=row["head"], merge_commit_sha=row["merge_commit"] or "",
+            author=row["author"] or "", issues=tuple(self.linked_issues(number)),
             merged_at=row["merged_at"] or "" if row["state"] == "merged" else "")
 
     def pr_files(self, number: int) -> list[PrFile]:
@@ -280,7 +278,7 @@ class LocalForge(Forge):
         return bool(self._rows(None, "prs.number = ?", int(number)))
 
     def add_source_pr(self, *, head: str, base: str, title: str, body: str, author: str,
-                      state: str = "merged", head_sha: str = "", merge_commit: str = "",
+                      state: str = "merged", merge_commit: str = "",
                       issues: tuple[int, ...] = (), files: tuple[PrFile, ...] = (),
                       number: int | None = None, merged_at: str = "") -> int:
         """Record someone's PR on the upstream itself with the files it changes; its number
@@ -299,8 +297,8 @@ class LocalForge(Forge):
                 "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
                 (number, self.upstream, head, self.upstream, base, title, body, state, when, now))
             number = int(cursor.lastrowid or 0)
-            conn.execute("INSERT INTO pr_sources (pr, head_sha, merge_commit, author) "
-                         "VALUES (?, ?, ?, ?)", (number, head_sha, merge_commit, author))
+            conn.execute("INSERT INTO pr_sources (pr, merge_commit, author) VALUES (?, ?, ?)",
+                         (number, merge_commit, author))
             conn.executemany("INSERT OR IGNORE INTO pr_issues (pr, issue) VALUES (?, ?)",
                              [(number, int(i)) for i in issues])
             conn.executemany("INSERT INTO pr_files (pr, seq, old_path, new_path) "
