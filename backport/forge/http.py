@@ -220,7 +220,7 @@ class ApiClient:
             if delay is None:
                 self.limiter.sleep_out(self._rate_window, "rate limit (429, no Retry-After); "
                                        f"waiting {self._rate_window:.0f}s for the per-minute "
-                                       "window to pass", self._notify)
+                                       "window to pass")
             else:
                 log.info("%s rate limit (429); waiting %.1fs", SERVICE, delay)
                 self._sleep(delay)

@@ -197,8 +197,7 @@ class LocalForge(Forge):
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         if not self.path.exists():  # nothing to find (and no user asked for)
             return None
-        found = self._prs(OPEN_FROM, self.fork, head, base)
-        return found[0] if found else None
+        return next(iter(self._prs(OPEN_FROM, self.fork, head, base)), None)
 
     def get_pr(self, number: int) -> PullRequest:
         return self._pr(self._row(None, number))
@@ -228,8 +227,7 @@ class LocalForge(Forge):
                   head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         with self._write() as conn:
-            rows = self._rows(conn, OPEN_FROM, self.fork, head, base)
-            row = rows[0] if rows else None
+            row = next(iter(self._rows(conn, OPEN_FROM, self.fork, head, base)), None)
             if row is None:
                 now = _now()
                 cursor = conn.execute(

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-PAUSED = "GitCode answered 429 (too many requests)"
 STALE_IN_FLIGHT = 600.0  # seconds after which a request never answered counts as answered
 # GitCode's documented limits: 50 requests a minute, 4,000 an hour (limit, seconds).
 DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
@@ -113,7 +112,7 @@ class RequestLog:
             state["requests"] = kept
             paused = float(state.get("paused_until") or -math.inf)
             if paused > now and paused > pause_seen:
-                return paused - now, PAUSED, None, paused
+                return paused - now, "GitCode answered 429 (too many requests)", None, paused
             stamps = [math.inf if a is None else float(a) for _, _, a in kept]  # inf: travels
             delay, why = 0.0, ""
             for limit, period in windows:
@@ -169,25 +168,22 @@ class RateLimiter:
         """A 429: nobody sends for ``seconds``; the calling thread waits them out itself."""
         self._seen.until = self.log.pause(self.log.clock() + seconds)
 
-    def sleep_out(self, seconds: float, note: str = "",
-                  notify: Callable[[str], None] | None = None) -> float:
-        """Sleep ``seconds``, telling ``notify`` (default: the limiter's) ``note`` and what is
-        left every ``progress_every`` seconds."""
+    def sleep_out(self, seconds: float, note: str = "") -> float:
+        """Sleep ``seconds``, telling ``note`` and what is left every ``progress_every`` seconds."""
         if note:
-            self._tell(note, notify)
+            self._tell(note)
         left = seconds
         while left > 0:
             step = min(left, self._progress_every)
             self._sleep(step)
             left -= step
             if left > 0:
-                self._tell(f"{left:.0f}s left", notify)
+                self._tell(f"{left:.0f}s left")
         return seconds
 
-    def _tell(self, text: str, notify: Callable[[str], None] | None = None) -> None:
-        notify = notify or self._notify
-        if notify is not None:
-            notify(f"GitCode API: {text}")
+    def _tell(self, text: str) -> None:
+        if self._notify is not None:
+            self._notify(f"GitCode API: {text}")
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[float]:
