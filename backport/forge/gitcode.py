@@ -239,10 +239,9 @@ class GitCodeForge(GitCodeReads):
         if ask.head_sha and sha and sha != ask.head_sha:
             log.warning("GitCode PR !%s still shows head %s, not the %s pushed; its head "
                         "SHA may lag, so the PR is kept", number, sha[:9], ask.head_sha[:9])
-        off = [] if ask.draft is None or wire.field(full, "draft") == ask.draft else ["draft"]
-        if ask.close_related_issue is not None and \
-                wire.field(full, "close_related_issue") != ask.close_related_issue:
-            off.append("close_related_issue")
+        off = [key for key, value in (("draft", ask.draft),
+                                      ("close_related_issue", ask.close_related_issue))
+               if value is not None and wire.field(full, key) != value]
         if not off:
             return pr
         log.warning("GitCode did not take %s of the new PR !%s; setting it through an update",
@@ -363,14 +362,12 @@ class GitCodeForge(GitCodeReads):
         """One POST of the issues not linked yet, read back where the answer does not list
         them; a 5xx, 429 or lost reply tried again up to ``LINK_ATTEMPTS`` times."""
         wanted = [int(i) for i in dict.fromkeys(issues)]
-        if not wanted:
-            return
         with self._lock:
             new = number in self._created
-        if not new:
+        if wanted and not new:
             wanted = _not_in(wanted, self.linked_issues(number))
-            if not wanted:
-                return
+        if not wanted:
+            return
         path = self._pulls(f"/{seg(number)}/issues")
         for attempt in range(1, LINK_ATTEMPTS + 1):
             try:
@@ -416,13 +413,10 @@ class GitCodeForge(GitCodeReads):
         listed = self.list_comments(number)
         with self._lock:  # read after the post: it serves the next listing of this PR too
             self._after_post[number] = listed
-        for comment in listed:
-            if posted is not None and comment.id == posted.id:
-                return comment
         if posted is None:
             raise BackportError("forge", f"GitCode accepted a comment on PR !{number} of "
                                          f"{self.upstream} but did not say which one it made.")
-        return posted
+        return next((c for c in listed if c.id == posted.id), posted)
 
     def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
         """PATCH (its answer is ``{}``), checked by reading the comments; sent once more
