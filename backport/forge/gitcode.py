@@ -121,17 +121,15 @@ class GitCodeForge(GitCodeReads):
             payload["draft"] = True
         if ask.close_related_issue is not None:
             payload["close_related_issue"] = ask.close_related_issue
-        resends = 1
-        while True:
+        for last in (False, True):  # resent once at most
             try:
                 answer = self.client.request("POST", self._pulls(), json=payload, retry=False)
             except ApiTransportError as exc:
                 found = self._look_up_after_failure(head, base, exc.message)
                 if found is not None:
                     return found
-                if resends <= 0:
+                if last:
                     raise
-                resends -= 1
                 continue
             except ApiError as exc:
                 if exc.code == "auth":
@@ -150,9 +148,8 @@ class GitCodeForge(GitCodeReads):
                                         f"({exc.server_message}), but no open PR from that fork "
                                         "branch is listed; look at the upstream's PRs, then run "
                                         "again."), details={"status": exc.status}) from None
-                if resends > 0 and (exc.status >= 500 or 400 <= exc.status < 500
-                                     and self._fork_branch_shown(head, ask.head_sha)):
-                    resends -= 1
+                if not last and (exc.status >= 500 or 400 <= exc.status < 500
+                                 and self._fork_branch_shown(head, ask.head_sha)):
                     continue
                 raise BackportError(
                     "forge", redact(f"GitCode did not open a PR from {self.fork}:{head} into "
@@ -161,6 +158,7 @@ class GitCodeForge(GitCodeReads):
                                     f"{exc.server_message}."),
                     details={"status": exc.status}) from None
             return self._number_of(answer, ask)
+        raise AssertionError("the last POST returns or raises")
 
     def _look_up_after_failure(self, head: str, base: str, why: str, *,
                                settle: bool = True) -> PullRequest | None:
@@ -220,7 +218,6 @@ class GitCodeForge(GitCodeReads):
     def _correct(self, number: int, full: dict[str, Any], ask: _Ask) -> PullRequest:
         """A PR whose head repository and branch are both shown and wrong is closed
         (`_close_wrong` raises); else kept, its create flags not taken set by `update_pr`."""
-        head = ask.head
         pr = self._to_pr(full)
         with self._lock:
             self._created.add(number)
@@ -228,13 +225,14 @@ class GitCodeForge(GitCodeReads):
                 self._open[number] = full
         repo = wire.repo_of(wire.obj(full, "head"))
         if bool(pr.head) and repo is not None and (
-                pr.head != head or wire.norm_repo(repo) != wire.norm_repo(self.fork)):
+                pr.head != ask.head or wire.norm_repo(repo) != wire.norm_repo(self.fork)):
             self._close_wrong(number, pr, full, ask)
         if not pr.head or repo is None:
             log.warning("GitCode PR !%s does not show its head %s; assuming %s:%s, so it is "
                         "kept", number, "branch" if not pr.head else "repository",
-                        self.fork, head)
-            pr = dataclasses.replace(pr, head=pr.head or head, head_repo=pr.head_repo or self.fork)
+                        self.fork, ask.head)
+            pr = dataclasses.replace(pr, head=pr.head or ask.head,
+                                     head_repo=pr.head_repo or self.fork)
         sha = wire.text(wire.obj(full, "head").get("sha"))
         if ask.head_sha and sha and sha != ask.head_sha:
             log.warning("GitCode PR !%s still shows head %s, not the %s pushed; its head "
@@ -317,7 +315,8 @@ class GitCodeForge(GitCodeReads):
         if not_taken:
             log.warning("GitCode did not take %s of PR !%s sent as JSON; sending it form-encoded",
                         ", ".join(not_taken), number)
-            answer = self.client.request("PATCH", path, data=wire.form(fields))
+            form = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in fields.items()}
+            answer = self.client.request("PATCH", path, data=form)
             data, not_taken = self._check_update(number, fields, answer, data)
         if "draft" in not_taken and draft is not None:
             data, not_taken = self._draft_by_title(number, fields, draft, data, not_taken)
