@@ -77,5 +77,4 @@ def dry_run_of(forge: Forge, branch_map: BranchMap, plan: PlanSink | None,
     skipped = gitcode and bool(forge.missing())
     return DryRunForge(None if skipped else forge, plan, upstream=branch_map.upstream,
                        fork=branch_map.fork, name=forge.name,
-                       skip_reason="no GitCode token" if skipped else "",
                        windows=rate_windows(environ) if gitcode else None)

@@ -43,17 +43,16 @@ def _passed_on(method: str, empty: Callable[[], Any], *, of_pr: bool = False) ->
 
 
 class DryRunForge(Forge):
-    """Describe writes to ``plan``; ``inner`` answers reads (None: none, for ``skip_reason``)."""
+    """Describe writes to ``plan``; ``inner`` answers reads (None: none, for want of a token)."""
 
     def __init__(self, inner: Forge | None, plan: PlanSink | None, *, upstream: str, fork: str,
-                 name: str = "", skip_reason: str = "",
+                 name: str = "",
                  windows: tuple[tuple[int, float], ...] | None = None) -> None:
         self.inner = inner
         self.plan = plan or (lambda line: log.info("dry run: %s", line))
         self.upstream = upstream
         self._fork = fork  # "" follows the token: `fork`
         self.name = name or (inner.name if inner is not None else "dry-run")
-        self.skip_reason = skip_reason
         self._told_skipped = False
         self._planned: dict[tuple[str, str], PullRequest] = {}
         self.windows = windows
@@ -81,8 +80,8 @@ class DryRunForge(Forge):
         if self.inner is None:
             if not self._told_skipped:
                 self._told_skipped = True
-                self._emit(f"GET requests skipped ({self.skip_reason or 'no forge to read from'}"
-                           "); existing PRs are not looked up", cost=0)
+                self._emit("GET requests skipped (no GitCode token); existing PRs are not looked "
+                           "up", cost=0)
             return empty()
         return getattr(self.inner, method)(*args, **kw)
 
@@ -93,8 +92,7 @@ class DryRunForge(Forge):
             return None
         from backport.forge.pace import DEFAULT_WINDOWS, pacing_seconds, period_text
         client = getattr(self.inner, "client", None)
-        windows = self.windows or getattr(getattr(client, "limiter", None), "windows", None) \
-            or DEFAULT_WINDOWS
+        windows = self.windows or DEFAULT_WINDOWS
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
         # once a set's PRs exist: its PRs listed afresh, the bodies of all but its last rewritten
         refresh = max(0, self.creates - sets) + (2 * sets if self.creates else 0)
