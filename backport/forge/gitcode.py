@@ -318,27 +318,15 @@ class GitCodeForge(GitCodeReads):
             form = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in fields.items()}
             answer = self.client.request("PATCH", path, data=form)
             data, not_taken = self._check_update(number, fields, answer, data)
-        if "draft" in not_taken and draft is not None:
-            data, not_taken = self._draft_by_title(number, fields, draft, data, not_taken)
+        if "draft" in not_taken:  # through the title alone, which already says it
+            log.warning("GitCode did not take draft=%s of PR !%s; setting it through the title",
+                        draft, number)
+            self.client.request("PATCH", path, json={"title": fields["title"], "body": body})
+            data = self._get_pr_data(number)
+            not_taken = [key for key in not_taken
+                         if wire.field(data, key) != wire.as_sent(key, fields[key])]
         self._remember(number, data)
         return dataclasses.replace(self._to_pr(data), not_taken=tuple(not_taken))
-
-    def _draft_by_title(self, number: int, fields: dict[str, Any], draft: bool,
-                        data: dict[str, Any], not_taken: list[str]) -> tuple[dict[str, Any],
-                                                                               list[str]]:
-        """Set draft through the title: ``[WIP] `` before it for a draft, the plain one else."""
-        title = wire.strip_wip(str(fields["title"]))
-        sent = {"title": f"{wire.WIP_PREFIXES[0]}{title}" if draft else title,
-                "body": fields["body"]}
-        log.warning("GitCode did not take draft=%s of PR !%s; setting it through the title",
-                    draft, number)
-        answer = self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=sent)
-        data, _ = self._check_update(number, {**sent, "draft": draft}, answer, {})
-        still = [key for key in not_taken
-                 if key != "draft" and wire.field(data, key) != wire.as_sent(key, fields[key])]
-        if wire.field(data, "draft") != draft:
-            still.append("draft")
-        return data, still
 
     def _check_update(self, number: int, fields: dict[str, Any], answer: Any,
                       known: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -350,9 +338,6 @@ class GitCodeForge(GitCodeReads):
                                             or wire.field(known, key) != wire.as_sent(key, value))
             for key, value in fields.items())
         data = self._get_pr_data(number) if need_read else {**known, **shown}
-        for key, value in fields.items():
-            if key in ("draft", "close_related_issue") and not need_read:
-                data[key] = value if wire.field(shown, key) is None else wire.field(shown, key)
         not_taken = [key for key, value in fields.items()
                      if wire.field(data, key) != wire.as_sent(key, value)]
         return data, not_taken
