@@ -59,13 +59,15 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
                           user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip())
     if branch_map.forge == "gitcode":
         from backport.forge.gitcode import GitCodeForge
+        from backport.forge.http import ApiClient
         from backport.forge.token import resolve_token
         if token is None and environ is not None:
             token = resolve_token(branch_map.api_url, environ)
+        client = ApiClient(branch_map.api_url, token, timeout=timeout,
+                           windows=rate_windows(environ), notify=notify, pace_dir=pace_dir)
         return GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
-                            web_url=branch_map.web_url, timeout=timeout,
-                            settle=settle_seconds(environ), windows=rate_windows(environ),
-                            notify=notify, pace_dir=pace_dir)
+                            web_url=branch_map.web_url, client=client,
+                            settle=settle_seconds(environ))
     raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not local or gitcode.")
 
 

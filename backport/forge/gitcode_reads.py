@@ -13,14 +13,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
 from backport.forge import gitcode_json as wire
 from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
-from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, seg
+from backport.forge.http import ApiClient, ApiError, seg
 from backport.forge.token import askpass_env
 
 log = logging.getLogger(__name__)
@@ -36,20 +35,15 @@ class GitCodeReads:
     name = "gitcode"
 
     def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
-                 web_url: str = "https://gitcode.com", timeout: float = 30.0,
-                 client: ApiClient | None = None, settle: float = 2.0,
-                 sleep: Callable[[float], None] = time.sleep,
-                 windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
-                 notify: Callable[[str], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 pace_dir: Path | None = None) -> None:
+                 web_url: str = "https://gitcode.com", client: ApiClient | None = None,
+                 settle: float = 2.0, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.api_url = api_url.rstrip("/")
         self.upstream = upstream
         self._fork = fork  # "" follows the token: `fork`
         self.web_url = web_url.rstrip("/")
         self._token = token
-        self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
-                                          windows=windows, notify=notify, pace_dir=pace_dir)
+        self.client = client or ApiClient(self.api_url, token, sleep=sleep)
         self.settle = settle  # seconds to let a new PR or a pushed branch show up
         self._sleep = sleep
         self._clock = clock
