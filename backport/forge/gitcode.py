@@ -33,7 +33,6 @@ LOOKUPS = 3  # listings read after a failed create before anything is sent again
 READS_BEFORE_JUDGING = 2  # reads of a created PR, a settle wait apart, before it is judged
 CREATED_READS = 5  # reads of a created PR before it is left unverified (404 is "not yet")
 
-# Creates are serialised per (api, upstream, head, base) inside one process.
 _create_locks: defaultdict[tuple[str, str, str, str], threading.Lock] = defaultdict(threading.Lock)
 _create_locks_guard = threading.Lock()
 

@@ -41,7 +41,6 @@ def text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-# What GitCode may put before a draft's title.
 WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")
 
 
@@ -108,8 +107,6 @@ def field(data: dict[str, Any], key: str) -> Any:
         return body_of(data).strip() if ("body" in data or "description" in data) else None
     if key == "draft":
         return is_draft(data) if ("draft" in data or "work_in_progress" in data) else None
-    if key == "state":
-        return text(data.get("state")) or None
     value = data.get(key)
     return value if value is None else value in (True, "true", "True", 1)
 

@@ -136,10 +136,9 @@ class ApiClient:
                  pace_dir: Path | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self._notify = notify or log.warning
         shared = RequestLog.for_token(pace_dir, base_url, token) if pace_dir and token else None
         self.limiter = limiter if limiter is not None else RateLimiter(
-            windows, sleep=sleep, notify=self._notify, shared=shared)
+            windows, sleep=sleep, notify=notify or log.warning, shared=shared)
         self.sent = 0  # requests sent, retries included
         self._count_lock = threading.Lock()
         self._attempt = threading.local()  # this thread's request: .slot, .count

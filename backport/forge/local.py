@@ -78,7 +78,6 @@ CREATE TABLE IF NOT EXISTS pr_people (
 );
 """
 
-STATES = ("open", "closed", "merged")
 LOCAL_USER_VARIABLE = "BACKPORT_LOCAL_USER"  # the local forge's user, as a token names one
 
 
@@ -270,7 +269,6 @@ class LocalForge(Forge):
                 conn.executemany("INSERT OR IGNORE INTO pr_people (pr, role, name) "
                                  "VALUES (?, ?, ?)", [(number, role, n) for n in names])
 
-
     def has_pr(self, number: int) -> bool:
         """Whether this forge holds PR ``number`` of its upstream."""
         return bool(self._rows(None, "prs.number = ?", int(number)))
@@ -281,8 +279,6 @@ class LocalForge(Forge):
                       number: int | None = None, merged_at: str = "") -> int:
         """Record someone's PR on the upstream itself with the files it changes; its number
         (the next one, or ``number``). A merged one is merged at ``merged_at``, else now."""
-        if state not in STATES:
-            raise BackportError("usage", f"PR state {state!r} is not one of {', '.join(STATES)}.")
         with self._write() as conn:
             if number is not None and conn.execute("SELECT 1 FROM prs WHERE number = ?",
                                                    (int(number),)).fetchone() is not None:

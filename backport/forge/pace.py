@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 STALE_IN_FLIGHT = 600.0  # seconds after which a request never answered counts as answered
-# GitCode's documented limits: 50 requests a minute, 4,000 an hour (limit, seconds).
 DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
 Windows = tuple[tuple[int, float], ...]
 
