@@ -50,9 +50,8 @@ def seg(value: str | int) -> str:
 class ApiError(BackportError):
     """The server answered with an error status."""
 
-    def __init__(self, code: str, message: str, *, method: str, path: str, status: int,
-                 server_message: str) -> None:
-        super().__init__(code, message, details={"status": status, "method": method, "path": path})
+    def __init__(self, code: str, message: str, *, status: int, server_message: str) -> None:
+        super().__init__(code, message, details={"status": status})
         self.status = status
         self.server_message = server_message
 
@@ -67,8 +66,8 @@ class ApiError(BackportError):
 class ApiTransportError(BackportError):
     """No usable answer (a timeout, a reset): the server may have acted nevertheless."""
 
-    def __init__(self, message: str, *, method: str, path: str) -> None:
-        super().__init__("forge", message, details={"method": method, "path": path})
+    def __init__(self, message: str) -> None:
+        super().__init__("forge", message)
 
 
 def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time,
@@ -235,7 +234,7 @@ class ApiClient:
             return ApiTransportError(
                 redact(f"{SERVICE} at {host} could not be reached ({unreachable}); check "
                        "the network connection, any proxy (HTTPS_PROXY) and api_url in "
-                       "branches.yaml."), method=method, path=path)
+                       "branches.yaml."))
         if any(isinstance(c, (requests.Timeout, Urllib3Timeout)) for c in _causes(exc)):
             what = f"timed out after {self.timeout:g}s"
         else:
@@ -243,7 +242,7 @@ class ApiClient:
         count = int(getattr(self._attempt, "count", 1))
         return ApiTransportError(
             redact(f"{SERVICE} {method} {self.base_url}{path} {what}"
-                   f"{'' if count <= 1 else f' ({count} attempts)'}."), method=method, path=path)
+                   f"{'' if count <= 1 else f' ({count} attempts)'}."))
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
         """The error of a non-2xx answer: the server's message and trace id, whatever the body."""
@@ -259,13 +258,11 @@ class ApiClient:
             if len(server_message) > 300:
                 server_message = server_message[:297] + "..."
             server_message = redact(server_message) or (response.reason or "no message")
-        refused = status == 401 or (status == 403 and path.rstrip("/") == "/user")
-        code = "auth" if refused else "forge"
+        code = "auth" if status == 401 or status == 403 and path.rstrip("/") == "/user" else "forge"
         trace = f" (trace id {trace_id})" if trace_id else ""
         message = redact(f"{SERVICE} {method} {self.base_url}{path} answered {status}: "
                          f"{server_message}{trace}.")
-        return ApiError(code, message, method=method, path=path, status=status,
-                        server_message=server_message)
+        return ApiError(code, message, status=status, server_message=server_message)
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
