@@ -10,14 +10,14 @@ from pathlib import Path
 
 from backport.config.model import BranchMap
 from backport.errors import ConfigError
-from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest
+from backport.forge.base import Comment, Forge, PrFile, PullRequest
 from backport.forge.dryrun import DryRunForge
 from backport.forge.local import LOCAL_USER_VARIABLE, LocalForge
 
 SETTLE_VAR = "BACKPORT_GITCODE_SETTLE"
 RATE_VAR = "BACKPORT_GITCODE_RATE"
 
-__all__ = ["Comment", "Forge", "PlanSink", "PrFile", "PullRequest", "dry_run_of", "make_forge"]
+__all__ = ["Comment", "Forge", "PrFile", "PullRequest", "dry_run_of", "make_forge"]
 
 
 def rate_windows(environ: Mapping[str, str] | None) -> tuple[tuple[int, float], ...]:
@@ -71,7 +71,7 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
     raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not local or gitcode.")
 
 
-def dry_run_of(forge: Forge, branch_map: BranchMap, plan: PlanSink | None,
+def dry_run_of(forge: Forge, branch_map: BranchMap, plan: Callable[[str], None] | None,
                environ: Mapping[str, str] | None) -> Forge:
     """``forge`` for a dry run: its writes become lines sent to ``plan`` (GitCode without a
     token reads nothing either)."""

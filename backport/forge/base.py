@@ -82,9 +82,6 @@ class Comment:
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "maintainer", "master", "owner", "write",
                                "push"})
 
-# Receives one line per API call a dry run would make: "POST /repos/o/r/pulls title=… head=…".
-PlanSink = Callable[[str], None]
-
 
 class Forge(Protocol):
     """Find-or-create PRs from fork branches into upstream target branches. A forge that

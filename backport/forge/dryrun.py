@@ -14,7 +14,7 @@ from typing import Any
 
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, Forge, PlanSink, PullRequest, SourcePrInfo
+from backport.forge.base import Comment, Forge, PullRequest, SourcePrInfo
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -45,8 +45,8 @@ def _passed_on(method: str, empty: Callable[[], Any], *, of_pr: bool = False) ->
 class DryRunForge(Forge):
     """Describe writes to ``plan``; ``inner`` answers reads (None: none, for want of a token)."""
 
-    def __init__(self, inner: Forge | None, plan: PlanSink | None, *, upstream: str, fork: str,
-                 name: str = "",
+    def __init__(self, inner: Forge | None, plan: Callable[[str], None] | None, *,
+                 upstream: str, fork: str, name: str = "",
                  windows: tuple[tuple[int, float], ...] | None = None) -> None:
         self.inner = inner
         self.plan = plan or (lambda line: log.info("dry run: %s", line))
