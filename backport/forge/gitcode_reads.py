@@ -113,9 +113,8 @@ class GitCodeReads:
                     self._pages(self._pulls(), {"state": state, **STABLE_ORDER}))}
                 self._listed_at = {n: wire.text(item.get("updated_at"))
                                    for n, item in listing.items()}
-                for number in self._created - set(listing):  # a listing may lag behind a create
-                    if self._open is not None and number in self._open:
-                        listing[number] = self._open[number]
+                kept = self._open or {}  # a listing may lag behind a create: keep those
+                listing.update({n: kept[n] for n in self._created - set(listing) if n in kept})
                 self._open, self._open_at = listing, now
             return self._open
 
@@ -133,10 +132,8 @@ class GitCodeReads:
                     self._open.pop(number, None)
 
     def missing(self) -> list[str]:
-        if self._token:
-            return []
-        return [f"no GitCode token for {self.api_url}: {SET_TOKEN}, or store one with git's "
-                "credential helper"]
+        return [] if self._token else [f"no GitCode token for {self.api_url}: {SET_TOKEN}, or "
+                                       "store one with git's credential helper"]
 
     def preflight(self) -> None:
         self.current_user()  # a token, and one GitCode takes
@@ -280,13 +277,9 @@ class GitCodeReads:
 
     def pr_files(self, number: int) -> list[PrFile]:
         """``GET …/pulls/{n}/files`` (pages followed, though none documented)."""
-        files: dict[PrFile, None] = {}
-        for item in self._pages(self._pulls(f"/{seg(number)}/files"), {},
-                                key=lambda i: wire.text(i.get("filename"))):
-            found = wire.pr_file(item)
-            if found is not None:
-                files.setdefault(found)
-        return list(files)
+        found = (wire.pr_file(item) for item in self._pages(
+            self._pulls(f"/{seg(number)}/files"), {}, key=lambda i: wire.text(i.get("filename"))))
+        return list(dict.fromkeys(file for file in found if file is not None))
 
     def _get_pr_data(self, number: int) -> dict[str, Any]:
         try:

@@ -184,10 +184,9 @@ class LocalForge(Forge):
 
     def missing(self) -> list[str]:
         """Nothing, unless the fork is to follow a user this forge does not know."""
-        if self._writer():
-            return []
-        return [f"no user for the local forge {self.path}: set {LOCAL_USER_VARIABLE} (the fork "
-                "follows it) or fork: in branches.yaml"]
+        return [] if self._writer() else [f"no user for the local forge {self.path}: set "
+                                          f"{LOCAL_USER_VARIABLE} (the fork follows it) or fork: "
+                                          "in branches.yaml"]
 
     def preflight(self) -> None:
         if self.path.exists() and not os.access(self.path, os.W_OK):
