@@ -167,14 +167,11 @@ class GitCodeReads:
                         "auth", f"GitCode rejected the token (401 Unauthorized) at GET "
                                 f"{self.api_url}/user; {SET_TOKEN} that is valid.") from None
                 raise
-            login = data.get("login") if isinstance(data, dict) else None
-            if not (isinstance(login, str) and login):
-                if not self._fork:
-                    raise BackportError("forge", f"GET {self.api_url}/user named no login, so "
-                                                 "the fork cannot follow the token; set fork: "
-                                                 "in branches.yaml")
-                login = self._fork.partition("/")[0]
-            self.login = login
+            login = wire.text(data.get("login")) if isinstance(data, dict) else ""
+            if not login and not self._fork:
+                raise BackportError("forge", f"GET {self.api_url}/user named no login, so the fork "
+                                             "cannot follow the token; set fork: in branches.yaml")
+            self.login = login or self._fork.partition("/")[0]
             return self.login
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
@@ -189,10 +186,8 @@ class GitCodeReads:
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
         """The open PRs from the kept listing and the merged ones into ``base``."""
-        found = {n: item for n, item in self._open_prs().items() if n > number}
-        found.update((n, item) for n, item in self._merged_into(base, number).items()
-                     if n > number)
-        prs = (self._to_pr(item) for _, item in sorted(found.items()))
+        found = {**self._open_prs(), **self._merged_into(base, number)}
+        prs = (self._to_pr(item) for n, item in sorted(found.items()) if n > number)
         return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
 
     def _merged_into(self, base: str, number: int) -> dict[int, dict[str, Any]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import hashlib
 import logging
 import socket
 import threading
@@ -135,7 +136,10 @@ class ApiClient:
                  pace_dir: Path | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        shared = RequestLog.for_token(pace_dir, base_url, token) if pace_dir and token else None
+        shared = None
+        if pace_dir and token:  # named by a hash of API URL and token, never the token
+            key = hashlib.sha256(f"{self.base_url}\n{token}".encode()).hexdigest()[:32]
+            shared = RequestLog(pace_dir / f"pace-{key}.json")
         self.limiter = limiter if limiter is not None else RateLimiter(
             windows, sleep=sleep, notify=notify or log.warning, shared=shared)
         self.sent = 0  # requests sent, retries included

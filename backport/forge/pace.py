@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import math
 import os
@@ -60,12 +59,6 @@ class RequestLog:
         self._serial = 0
         self._memory: dict[str, Any] = {"requests": []}
         self._lock = threading.Lock()
-
-    @classmethod
-    def for_token(cls, folder: Path, api_url: str, token: str, *,
-                  clock: Callable[[], float] = time.time) -> RequestLog:
-        key = hashlib.sha256(f"{api_url.rstrip('/')}\n{token}".encode()).hexdigest()[:32]
-        return cls(Path(folder) / f"pace-{key}.json", clock=clock)
 
     @contextlib.contextmanager
     def _state(self) -> Iterator[dict[str, Any]]:
