@@ -133,14 +133,15 @@ class GitCodeForge(GitCodeReads):
             except ApiError as exc:
                 if exc.code == "auth":
                     raise
+                said = exc.server_message  # "already exists", in either language, is a duplicate
+                duplicate = "already exist" in said.lower() or "已存在" in said
                 # Whatever the refusal, the PR may exist: look before sending anything else.
                 found = self._look_up_after_failure(
                     head, base, exc.message,
-                    settle=wire.is_duplicate(exc.server_message) or exc.status in (409, 429)
-                    or exc.status >= 500)
+                    settle=duplicate or exc.status in (409, 429) or exc.status >= 500)
                 if found is not None:
                     return found
-                if wire.is_duplicate(exc.server_message):
+                if duplicate:
                     raise BackportError(
                         "forge", redact(f"GitCode says a PR from {self.fork}:{head} into "
                                         f"{self.upstream}:{base} already exists "

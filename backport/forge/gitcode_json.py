@@ -48,11 +48,6 @@ def strip_wip(title: str) -> str:
     return next((title[len(p):] for p in WIP_PREFIXES if title.startswith(p)), title)
 
 
-def is_duplicate(message: str) -> bool:
-    """Whether an error message says the PR already exists (GitCode answers in either language)."""
-    return "already exist" in message.lower() or "已存在" in message
-
-
 def pr_number(data: dict[str, Any]) -> int:
     """The PR's ``number`` (else ``iid``); ValueError unless of at most 10 digits."""
     found = json_number(data.get("number") if data.get("number") not in (None, "")

@@ -240,11 +240,9 @@ class LocalForge(Forge):
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
         with self._write() as conn:
-            row = self._row(conn, number)
-            conn.execute("UPDATE prs SET title = ?, body = ?, draft = ?, updated_at = ? "
-                         "WHERE number = ?",
-                         (title, body, row["draft"] if draft is None else int(draft), _now(),
-                          number))
+            self._row(conn, number)
+            conn.execute("UPDATE prs SET title = ?, body = ?, draft = COALESCE(?, draft), "
+                         "updated_at = ? WHERE number = ?", (title, body, draft, _now(), number))
             return self._pr(self._row(conn, number))
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
