@@ -29,8 +29,6 @@ from backport.redact import redact
 log = logging.getLogger(__name__)
 
 LINK_ATTEMPTS = 4  # issue-link calls before a transient error is given up (for this run)
-LOOKUPS = 3  # listings read after a failed create before anything is sent again
-READS_BEFORE_JUDGING = 2  # reads of a created PR, a settle wait apart, before it is judged
 CREATED_READS = 5  # reads of a created PR before it is left unverified (404 is "not yet")
 
 _create_locks: defaultdict[tuple[str, str, str, str], threading.Lock] = defaultdict(threading.Lock)
@@ -162,10 +160,10 @@ class GitCodeForge(GitCodeReads):
 
     def _look_up_after_failure(self, head: str, base: str, why: str, *,
                                settle: bool = True) -> PullRequest | None:
-        """The PR a failed create may have opened: ``LOOKUPS`` fresh listings a settle wait
-        apart (one without ``settle``)."""
+        """The PR a failed create may have opened: three fresh listings a settle wait apart (one
+        without ``settle``), before anything is sent again."""
         log.warning("%s; checking whether the PR exists anyway", why.rstrip("."))
-        for attempt in range(LOOKUPS if settle else 1):
+        for attempt in range(3 if settle else 1):
             if attempt:
                 self._sleep(self.settle * attempt)
             found = self._match(self._open_prs(fresh=True).values(), head, base)
@@ -204,7 +202,7 @@ class GitCodeForge(GitCodeReads):
             sha = wire.text(wire.obj(data, "head").get("sha"))
             suspect = (self._to_pr(data).head != ask.head or self._from_fork(data) is False
                        or bool(ask.head_sha and sha and sha != ask.head_sha))
-            if not suspect or good >= READS_BEFORE_JUDGING:
+            if not suspect or good >= 2:  # a suspect PR is read twice before it is judged
                 break
         if full is None:
             url = f"{self.web_url}/{self.upstream}/pull/{number}"

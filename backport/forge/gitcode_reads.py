@@ -47,8 +47,7 @@ class GitCodeReads:
         self.settle = settle  # seconds to let a new PR or a pushed branch show up
         self._sleep = sleep
         self._clock = clock
-        owner, _, repo = upstream.partition("/")
-        self._base_path = f"/repos/{seg(owner)}/{seg(repo)}"
+        self._base_path = "/repos/" + "/".join(seg(part) for part in upstream.split("/", 1))
         self.login: str | None = None  # the token's own user (GET /user)
         self._lock = threading.RLock()
         self._open: dict[int, dict[str, Any]] | None = None  # the open PRs, by number

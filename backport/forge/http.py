@@ -173,7 +173,6 @@ class ApiClient:
         """One call, retried as the policy allows; the 2xx answer decoded (JSON, else the text,
         None when empty), else raises. ``retry``: whether 5xx and lost connections are retried
         (default: for idempotent methods)."""
-        method = method.upper()
         again = (method in IDEMPOTENT) if retry is None else retry
         prepared = self.session.prepare_request(requests.Request(
             method, self.base_url + path, params=params, json=json, data=data))
