@@ -118,8 +118,7 @@ class GitCodeReads:
             return self._open
 
     def _remember(self, number: int, data: dict[str, Any]) -> None:
-        """Keep PR ``number``'s whole copy and the listing current with what was just read or
-        written of it."""
+        """Keep PR ``number``'s whole copy and the kept listing as just read or written."""
         with self._lock:
             self._whole[number] = data
             if self._open is None:
@@ -248,8 +247,7 @@ class GitCodeReads:
         return self._to_pr(self._get_pr_data(number))
 
     def current_pr(self, number: int) -> PullRequest:
-        """The PR as this client last read or wrote it where the last listing shows the same
-        ``updated_at``; else read."""
+        """The PR as last read or written where the last listing shows it unchanged; else read."""
         with self._lock:
             whole = self._whole.get(number)
             stamp = self._listed_at.get(number)
