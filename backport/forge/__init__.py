@@ -10,14 +10,14 @@ from pathlib import Path
 
 from backport.config.model import BranchMap
 from backport.errors import ConfigError
-from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest
+from backport.forge.base import Comment, Forge, PrFile, PullRequest
 from backport.forge.dryrun import DryRunForge
 from backport.forge.local import LOCAL_USER_VARIABLE, LocalForge
 
 SETTLE_VAR = "BACKPORT_GITCODE_SETTLE"
 RATE_VAR = "BACKPORT_GITCODE_RATE"
 
-__all__ = ["Comment", "Forge", "PlanSink", "PrFile", "PullRequest", "dry_run_of", "make_forge"]
+__all__ = ["Comment", "Forge", "PrFile", "PullRequest", "dry_run_of", "make_forge"]
 
 
 def rate_windows(environ: Mapping[str, str] | None) -> tuple[tuple[int, float], ...]:
@@ -59,17 +59,19 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
                           user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip())
     if branch_map.forge == "gitcode":
         from backport.forge.gitcode import GitCodeForge
+        from backport.forge.http import ApiClient
         from backport.forge.token import resolve_token
         if token is None and environ is not None:
             token = resolve_token(branch_map.api_url, environ)
+        client = ApiClient(branch_map.api_url, token, timeout=timeout,
+                           windows=rate_windows(environ), notify=notify, pace_dir=pace_dir)
         return GitCodeForge(branch_map.api_url, branch_map.upstream, branch_map.fork, token,
-                            web_url=branch_map.web_url, timeout=timeout,
-                            settle=settle_seconds(environ), windows=rate_windows(environ),
-                            notify=notify, pace_dir=pace_dir)
+                            web_url=branch_map.web_url, client=client,
+                            settle=settle_seconds(environ))
     raise ConfigError(f"{branch_map.path}: forge {branch_map.forge!r} is not local or gitcode.")
 
 
-def dry_run_of(forge: Forge, branch_map: BranchMap, plan: PlanSink | None,
+def dry_run_of(forge: Forge, branch_map: BranchMap, plan: Callable[[str], None] | None,
                environ: Mapping[str, str] | None) -> Forge:
     """``forge`` for a dry run: its writes become lines sent to ``plan`` (GitCode without a
     token reads nothing either)."""
@@ -77,5 +79,4 @@ def dry_run_of(forge: Forge, branch_map: BranchMap, plan: PlanSink | None,
     skipped = gitcode and bool(forge.missing())
     return DryRunForge(None if skipped else forge, plan, upstream=branch_map.upstream,
                        fork=branch_map.fork, name=forge.name,
-                       skip_reason="no GitCode token" if skipped else "",
                        windows=rate_windows(environ) if gitcode else None)

@@ -45,7 +45,6 @@ class SourcePrInfo:
     body: str
     base: str
     head: str
-    head_sha: str
     merge_commit_sha: str
     author: str
     issues: tuple[int, ...] = ()
@@ -82,9 +81,6 @@ class Comment:
 # Permissions on the upstream that may ask for a backport (`trigger`), as the forge names them.
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "maintainer", "master", "owner", "write",
                                "push"})
-
-# Receives one line per API call a dry run would make: "POST /repos/o/r/pulls title=… head=…".
-PlanSink = Callable[[str], None]
 
 
 class Forge(Protocol):

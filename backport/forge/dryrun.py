@@ -14,7 +14,7 @@ from typing import Any
 
 from backport.config.model import TOKEN_LOGIN, fork_of
 from backport.errors import BackportError
-from backport.forge.base import Comment, Forge, PlanSink, PrFile, PullRequest, SourcePrInfo
+from backport.forge.base import Comment, Forge, PullRequest, SourcePrInfo
 from backport.redact import redact
 
 log = logging.getLogger(__name__)
@@ -34,18 +34,25 @@ def _flag(name: str, value: bool | None) -> str:
     return "" if value is None else f" {name}={str(value).lower()}"
 
 
-class DryRunForge(Forge):
-    """Describe writes to ``plan``; ``inner`` answers reads (None: none, for ``skip_reason``)."""
+def _passed_on(method: str, empty: Callable[[], Any], *, of_pr: bool = False) -> Any:
+    """A read the inner forge answers (``empty()`` without one, or for a planned PR if
+    ``of_pr``: the first argument is a PR number)."""
+    def read(self: DryRunForge, *args: Any, **kw: Any) -> Any:
+        return self._read(args[0] if of_pr else None, method, empty, *args, **kw)
+    return read
 
-    def __init__(self, inner: Forge | None, plan: PlanSink | None, *, upstream: str, fork: str,
-                 name: str = "", skip_reason: str = "",
+
+class DryRunForge(Forge):
+    """Describe writes to ``plan``; ``inner`` answers reads (None: none, for want of a token)."""
+
+    def __init__(self, inner: Forge | None, plan: Callable[[str], None] | None, *,
+                 upstream: str, fork: str, name: str = "",
                  windows: tuple[tuple[int, float], ...] | None = None) -> None:
         self.inner = inner
         self.plan = plan or (lambda line: log.info("dry run: %s", line))
         self.upstream = upstream
         self._fork = fork  # "" follows the token: `fork`
         self.name = name or (inner.name if inner is not None else "dry-run")
-        self.skip_reason = skip_reason
         self._told_skipped = False
         self._planned: dict[tuple[str, str], PullRequest] = {}
         self.windows = windows
@@ -65,16 +72,17 @@ class DryRunForge(Forge):
         self.writes += cost
         self.plan(redact(line))
 
-    def _read(self, number: int | None, method: str, default: Any, *args: Any, **kw: Any) -> Any:
-        """The inner forge's ``method(*args)``, or ``default`` without one or for a planned PR."""
+    def _read(self, number: int | None, method: str, empty: Callable[[], Any], *args: Any,
+              **kw: Any) -> Any:
+        """The inner forge's ``method(*args)``, or ``empty()`` without one or for a planned PR."""
         if number == 0:
-            return default
+            return empty()
         if self.inner is None:
             if not self._told_skipped:
                 self._told_skipped = True
-                self._emit(f"GET requests skipped ({self.skip_reason or 'no forge to read from'}"
-                           "); existing PRs are not looked up", cost=0)
-            return default
+                self._emit("GET requests skipped (no GitCode token); existing PRs are not looked "
+                           "up", cost=0)
+            return empty()
         return getattr(self.inner, method)(*args, **kw)
 
     def request_summary(self, sets: int) -> str | None:
@@ -84,8 +92,7 @@ class DryRunForge(Forge):
             return None
         from backport.forge.pace import DEFAULT_WINDOWS, pacing_seconds, period_text
         client = getattr(self.inner, "client", None)
-        windows = self.windows or getattr(getattr(client, "limiter", None), "windows", None) \
-            or DEFAULT_WINDOWS
+        windows = self.windows or DEFAULT_WINDOWS
         reads = int(getattr(client, "sent", 0)) if client is not None else 3 + 3 * sets
         # once a set's PRs exist: its PRs listed afresh, the bodies of all but its last rewritten
         refresh = max(0, self.creates - sets) + (2 * sets if self.creates else 0)
@@ -113,11 +120,18 @@ class DryRunForge(Forge):
     def push_credentials(self, url: str) -> dict[str, str] | None:
         return self.inner.push_credentials(url) if self.inner is not None else None
 
-    def find_open_pr(self, head: str, base: str) -> PullRequest | None:
-        return self._read(None, "find_open_pr", None, head, base)
+    find_open_pr = _passed_on("find_open_pr", lambda: None)
+    list_prs = _passed_on("list_prs", list)
+    later_prs = _passed_on("later_prs", list)
+    issue_state = _passed_on("issue_state", str)
+    linked_issues = _passed_on("linked_issues", list, of_pr=True)
+    list_comments = _passed_on("list_comments", list, of_pr=True)
+    permission = _passed_on("permission", lambda: "none")
+    collaborators = _passed_on("collaborators", dict)
+    pr_files = _passed_on("pr_files", list)
 
     def get_pr(self, number: int) -> PullRequest:
-        found = self._read(number, "get_pr", None, number)
+        found = self._read(number, "get_pr", lambda: None, number)
         if found is not None:
             return found
         return next((pr for pr in self._planned.values() if pr.number == number),
@@ -129,30 +143,6 @@ class DryRunForge(Forge):
             raise BackportError("usage", f"a dry run without a {self.name} token cannot read "
                                          f"PR !{number}; set the token to plan a backport from it")
         return self.inner.get_source_pr(number)
-
-    def list_prs(self, state: str = "open", *, fresh: bool = False) -> list[PullRequest]:
-        return self._read(None, "list_prs", [], state, fresh=fresh)
-
-    def later_prs(self, number: int, base: str) -> list[PullRequest]:
-        return self._read(None, "later_prs", [], number, base)
-
-    def issue_state(self, issue: int) -> str:
-        return self._read(None, "issue_state", "", issue)
-
-    def linked_issues(self, number: int) -> list[int]:
-        return self._read(number, "linked_issues", [], number)
-
-    def list_comments(self, number: int) -> list[Comment]:
-        return self._read(number, "list_comments", [], number)
-
-    def permission(self, login: str) -> str:
-        return self._read(None, "permission", "none", login)
-
-    def collaborators(self) -> dict[str, bool]:
-        return self._read(None, "collaborators", {})
-
-    def pr_files(self, number: int) -> list[PrFile]:
-        return self._read(None, "pr_files", [], number)
 
     def create_pr(self, head: str, base: str, title: str, body: str, *, draft: bool = False,
                   head_sha: str | None = None, close_related_issue: bool | None = None,

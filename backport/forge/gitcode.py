@@ -29,11 +29,8 @@ from backport.redact import redact
 log = logging.getLogger(__name__)
 
 LINK_ATTEMPTS = 4  # issue-link calls before a transient error is given up (for this run)
-LOOKUPS = 3  # listings read after a failed create before anything is sent again
-READS_BEFORE_JUDGING = 2  # reads of a created PR, a settle wait apart, before it is judged
 CREATED_READS = 5  # reads of a created PR before it is left unverified (404 is "not yet")
 
-# Creates are serialised per (api, upstream, head, base) inside one process.
 _create_locks: defaultdict[tuple[str, str, str, str], threading.Lock] = defaultdict(threading.Lock)
 _create_locks_guard = threading.Lock()
 
@@ -121,38 +118,36 @@ class GitCodeForge(GitCodeReads):
             payload["draft"] = True
         if ask.close_related_issue is not None:
             payload["close_related_issue"] = ask.close_related_issue
-        resends = 1
-        while True:
+        for last in (False, True):  # resent once at most
             try:
                 answer = self.client.request("POST", self._pulls(), json=payload, retry=False)
             except ApiTransportError as exc:
                 found = self._look_up_after_failure(head, base, exc.message)
                 if found is not None:
                     return found
-                if resends <= 0:
+                if last:
                     raise
-                resends -= 1
                 continue
             except ApiError as exc:
                 if exc.code == "auth":
                     raise
+                said = exc.server_message  # "already exists", in either language, is a duplicate
+                duplicate = "already exist" in said.lower() or "已存在" in said
                 # Whatever the refusal, the PR may exist: look before sending anything else.
                 found = self._look_up_after_failure(
                     head, base, exc.message,
-                    settle=wire.is_duplicate(exc.server_message) or exc.status in (409, 429)
-                    or exc.status >= 500)
+                    settle=duplicate or exc.status in (409, 429) or exc.status >= 500)
                 if found is not None:
                     return found
-                if wire.is_duplicate(exc.server_message):
+                if duplicate:
                     raise BackportError(
                         "forge", redact(f"GitCode says a PR from {self.fork}:{head} into "
                                         f"{self.upstream}:{base} already exists "
                                         f"({exc.server_message}), but no open PR from that fork "
                                         "branch is listed; look at the upstream's PRs, then run "
                                         "again."), details={"status": exc.status}) from None
-                if resends > 0 and (exc.status >= 500 or 400 <= exc.status < 500
-                                     and self._fork_branch_shown(head, ask.head_sha)):
-                    resends -= 1
+                if not last and (exc.status >= 500 or 400 <= exc.status < 500
+                                 and self._fork_branch_shown(head, ask.head_sha)):
                     continue
                 raise BackportError(
                     "forge", redact(f"GitCode did not open a PR from {self.fork}:{head} into "
@@ -161,13 +156,14 @@ class GitCodeForge(GitCodeReads):
                                     f"{exc.server_message}."),
                     details={"status": exc.status}) from None
             return self._number_of(answer, ask)
+        raise AssertionError("the last POST returns or raises")
 
     def _look_up_after_failure(self, head: str, base: str, why: str, *,
                                settle: bool = True) -> PullRequest | None:
-        """The PR a failed create may have opened: ``LOOKUPS`` fresh listings a settle wait
-        apart (one without ``settle``)."""
+        """The PR a failed create may have opened: three fresh listings a settle wait apart (one
+        without ``settle``), before anything is sent again."""
         log.warning("%s; checking whether the PR exists anyway", why.rstrip("."))
-        for attempt in range(LOOKUPS if settle else 1):
+        for attempt in range(3 if settle else 1):
             if attempt:
                 self._sleep(self.settle * attempt)
             found = self._match(self._open_prs(fresh=True).values(), head, base)
@@ -206,7 +202,7 @@ class GitCodeForge(GitCodeReads):
             sha = wire.text(wire.obj(data, "head").get("sha"))
             suspect = (self._to_pr(data).head != ask.head or self._from_fork(data) is False
                        or bool(ask.head_sha and sha and sha != ask.head_sha))
-            if not suspect or good >= READS_BEFORE_JUDGING:
+            if not suspect or good >= 2:  # a suspect PR is read twice before it is judged
                 break
         if full is None:
             url = f"{self.web_url}/{self.upstream}/pull/{number}"
@@ -220,7 +216,6 @@ class GitCodeForge(GitCodeReads):
     def _correct(self, number: int, full: dict[str, Any], ask: _Ask) -> PullRequest:
         """A PR whose head repository and branch are both shown and wrong is closed
         (`_close_wrong` raises); else kept, its create flags not taken set by `update_pr`."""
-        head = ask.head
         pr = self._to_pr(full)
         with self._lock:
             self._created.add(number)
@@ -228,21 +223,21 @@ class GitCodeForge(GitCodeReads):
                 self._open[number] = full
         repo = wire.repo_of(wire.obj(full, "head"))
         if bool(pr.head) and repo is not None and (
-                pr.head != head or wire.norm_repo(repo) != wire.norm_repo(self.fork)):
+                pr.head != ask.head or wire.norm_repo(repo) != wire.norm_repo(self.fork)):
             self._close_wrong(number, pr, full, ask)
         if not pr.head or repo is None:
             log.warning("GitCode PR !%s does not show its head %s; assuming %s:%s, so it is "
                         "kept", number, "branch" if not pr.head else "repository",
-                        self.fork, head)
-            pr = dataclasses.replace(pr, head=pr.head or head, head_repo=pr.head_repo or self.fork)
+                        self.fork, ask.head)
+            pr = dataclasses.replace(pr, head=pr.head or ask.head,
+                                     head_repo=pr.head_repo or self.fork)
         sha = wire.text(wire.obj(full, "head").get("sha"))
         if ask.head_sha and sha and sha != ask.head_sha:
             log.warning("GitCode PR !%s still shows head %s, not the %s pushed; its head "
                         "SHA may lag, so the PR is kept", number, sha[:9], ask.head_sha[:9])
-        off = [] if ask.draft is None or wire.field(full, "draft") == ask.draft else ["draft"]
-        if ask.close_related_issue is not None and \
-                wire.field(full, "close_related_issue") != ask.close_related_issue:
-            off.append("close_related_issue")
+        off = [key for key, value in (("draft", ask.draft),
+                                      ("close_related_issue", ask.close_related_issue))
+               if value is not None and wire.field(full, key) != value]
         if not off:
             return pr
         log.warning("GitCode did not take %s of the new PR !%s; setting it through an update",
@@ -318,29 +313,18 @@ class GitCodeForge(GitCodeReads):
         if not_taken:
             log.warning("GitCode did not take %s of PR !%s sent as JSON; sending it form-encoded",
                         ", ".join(not_taken), number)
-            answer = self.client.request("PATCH", path, data=wire.form(fields))
+            form = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in fields.items()}
+            answer = self.client.request("PATCH", path, data=form)
             data, not_taken = self._check_update(number, fields, answer, data)
-        if "draft" in not_taken and draft is not None:
-            data, not_taken = self._draft_by_title(number, fields, draft, data, not_taken)
+        if "draft" in not_taken:  # through the title alone, which already says it
+            log.warning("GitCode did not take draft=%s of PR !%s; setting it through the title",
+                        draft, number)
+            self.client.request("PATCH", path, json={"title": fields["title"], "body": body})
+            data = self._get_pr_data(number)
+            not_taken = [key for key in not_taken
+                         if wire.field(data, key) != wire.as_sent(key, fields[key])]
         self._remember(number, data)
         return dataclasses.replace(self._to_pr(data), not_taken=tuple(not_taken))
-
-    def _draft_by_title(self, number: int, fields: dict[str, Any], draft: bool,
-                        data: dict[str, Any], not_taken: list[str]) -> tuple[dict[str, Any],
-                                                                               list[str]]:
-        """Set draft through the title: ``[WIP] `` before it for a draft, the plain one else."""
-        title = wire.strip_wip(str(fields["title"]))
-        sent = {"title": f"{wire.WIP_PREFIXES[0]}{title}" if draft else title,
-                "body": fields["body"]}
-        log.warning("GitCode did not take draft=%s of PR !%s; setting it through the title",
-                    draft, number)
-        answer = self.client.request("PATCH", self._pulls(f"/{seg(number)}"), json=sent)
-        data, _ = self._check_update(number, {**sent, "draft": draft}, answer, {})
-        still = [key for key in not_taken
-                 if key != "draft" and wire.field(data, key) != wire.as_sent(key, fields[key])]
-        if wire.field(data, "draft") != draft:
-            still.append("draft")
-        return data, still
 
     def _check_update(self, number: int, fields: dict[str, Any], answer: Any,
                       known: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -352,9 +336,6 @@ class GitCodeForge(GitCodeReads):
                                             or wire.field(known, key) != wire.as_sent(key, value))
             for key, value in fields.items())
         data = self._get_pr_data(number) if need_read else {**known, **shown}
-        for key, value in fields.items():
-            if key in ("draft", "close_related_issue") and not need_read:
-                data[key] = value if wire.field(shown, key) is None else wire.field(shown, key)
         not_taken = [key for key, value in fields.items()
                      if wire.field(data, key) != wire.as_sent(key, value)]
         return data, not_taken
@@ -363,14 +344,12 @@ class GitCodeForge(GitCodeReads):
         """One POST of the issues not linked yet, read back where the answer does not list
         them; a 5xx, 429 or lost reply tried again up to ``LINK_ATTEMPTS`` times."""
         wanted = [int(i) for i in dict.fromkeys(issues)]
-        if not wanted:
-            return
         with self._lock:
             new = number in self._created
-        if not new:
+        if wanted and not new:
             wanted = _not_in(wanted, self.linked_issues(number))
-            if not wanted:
-                return
+        if not wanted:
+            return
         path = self._pulls(f"/{seg(number)}/issues")
         for attempt in range(1, LINK_ATTEMPTS + 1):
             try:
@@ -416,13 +395,10 @@ class GitCodeForge(GitCodeReads):
         listed = self.list_comments(number)
         with self._lock:  # read after the post: it serves the next listing of this PR too
             self._after_post[number] = listed
-        for comment in listed:
-            if posted is not None and comment.id == posted.id:
-                return comment
         if posted is None:
             raise BackportError("forge", f"GitCode accepted a comment on PR !{number} of "
                                          f"{self.upstream} but did not say which one it made.")
-        return posted
+        return next((c for c in listed if c.id == posted.id), posted)
 
     def edit_comment(self, number: int, comment_id: str, body: str) -> Comment:
         """PATCH (its answer is ``{}``), checked by reading the comments; sent once more

@@ -22,16 +22,13 @@ def norm_repo(value: str) -> str:
 
 def repo_of(side: dict[str, Any]) -> str | None:
     """``owner/repo`` of a PR's head or base object, or None when the object does not say."""
-    repo = side.get("repo") or {}
-    if isinstance(repo, dict):
-        for key in ("full_path", "full_name", "path_with_namespace"):
-            value = repo.get(key)
-            if isinstance(value, str) and "/" in value:
-                return "/".join(p.strip() for p in value.split("/"))
-        owner = (repo.get("owner") or {}).get("login") or (repo.get("namespace") or {}).get("path")
-        if owner and repo.get("path"):
-            return f"{owner}/{repo['path']}"
-    return None
+    repo = obj(side, "repo")
+    for key in ("full_path", "full_name", "path_with_namespace"):
+        value = repo.get(key)
+        if isinstance(value, str) and "/" in value:
+            return "/".join(p.strip() for p in value.split("/"))
+    owner = obj(repo, "owner").get("login") or obj(repo, "namespace").get("path")
+    return f"{owner}/{repo['path']}" if owner and repo.get("path") else None
 
 
 def obj(data: dict[str, Any], key: str) -> dict[str, Any]:
@@ -44,17 +41,11 @@ def text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-# What GitCode may put before a draft's title.
 WIP_PREFIXES = ("[WIP] ", "[WIP]", "WIP: ", "Draft: ")
 
 
 def strip_wip(title: str) -> str:
     return next((title[len(p):] for p in WIP_PREFIXES if title.startswith(p)), title)
-
-
-def is_duplicate(message: str) -> bool:
-    """Whether an error message says the PR already exists (GitCode answers in either language)."""
-    return "already exist" in message.lower() or "已存在" in message
 
 
 def pr_number(data: dict[str, Any]) -> int:
@@ -111,8 +102,6 @@ def field(data: dict[str, Any], key: str) -> Any:
         return body_of(data).strip() if ("body" in data or "description" in data) else None
     if key == "draft":
         return is_draft(data) if ("draft" in data or "work_in_progress" in data) else None
-    if key == "state":
-        return text(data.get("state")) or None
     value = data.get(key)
     return value if value is None else value in (True, "true", "True", 1)
 
@@ -124,11 +113,6 @@ def as_sent(key: str, value: Any) -> Any:
     if key == "body":
         return str(value).strip()
     return value
-
-
-def form(fields: dict[str, Any]) -> dict[str, str]:
-    """Fields as form values (booleans as ``true``/``false``)."""
-    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in fields.items()}
 
 
 def issue_numbers(answer: Any) -> list[int]:

@@ -13,14 +13,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from backport.config.model import fork_of
 from backport.errors import BackportError
 from backport.forge import gitcode_json as wire
 from backport.forge.base import WRITE_PERMISSIONS, Comment, PrFile, PullRequest, SourcePrInfo
-from backport.forge.http import DEFAULT_WINDOWS, ApiClient, ApiError, seg
+from backport.forge.http import ApiClient, ApiError, seg
 from backport.forge.token import askpass_env
 
 log = logging.getLogger(__name__)
@@ -36,25 +35,19 @@ class GitCodeReads:
     name = "gitcode"
 
     def __init__(self, api_url: str, upstream: str, fork: str, token: str | None, *,
-                 web_url: str = "https://gitcode.com", timeout: float = 30.0,
-                 client: ApiClient | None = None, settle: float = 2.0,
-                 sleep: Callable[[float], None] = time.sleep,
-                 windows: tuple[tuple[int, float], ...] = DEFAULT_WINDOWS,
-                 notify: Callable[[str], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 pace_dir: Path | None = None) -> None:
+                 web_url: str = "https://gitcode.com", client: ApiClient | None = None,
+                 settle: float = 2.0, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.api_url = api_url.rstrip("/")
         self.upstream = upstream
         self._fork = fork  # "" follows the token: `fork`
         self.web_url = web_url.rstrip("/")
         self._token = token
-        self.client = client or ApiClient(self.api_url, token, timeout=timeout, sleep=sleep,
-                                          windows=windows, notify=notify, pace_dir=pace_dir)
+        self.client = client or ApiClient(self.api_url, token, sleep=sleep)
         self.settle = settle  # seconds to let a new PR or a pushed branch show up
         self._sleep = sleep
         self._clock = clock
-        owner, _, repo = upstream.partition("/")
-        self._base_path = f"/repos/{seg(owner)}/{seg(repo)}"
+        self._base_path = "/repos/" + "/".join(seg(part) for part in upstream.split("/", 1))
         self.login: str | None = None  # the token's own user (GET /user)
         self._lock = threading.RLock()
         self._open: dict[int, dict[str, Any]] | None = None  # the open PRs, by number
@@ -119,15 +112,13 @@ class GitCodeReads:
                     self._pages(self._pulls(), {"state": state, **STABLE_ORDER}))}
                 self._listed_at = {n: wire.text(item.get("updated_at"))
                                    for n, item in listing.items()}
-                for number in self._created - set(listing):  # a listing may lag behind a create
-                    if self._open is not None and number in self._open:
-                        listing[number] = self._open[number]
+                kept = self._open or {}  # a listing may lag behind a create: keep those
+                listing.update({n: kept[n] for n in self._created - set(listing) if n in kept})
                 self._open, self._open_at = listing, now
             return self._open
 
     def _remember(self, number: int, data: dict[str, Any]) -> None:
-        """Keep PR ``number``'s whole copy and the listing current with what was just read or
-        written of it."""
+        """Keep PR ``number``'s whole copy and the kept listing as just read or written."""
         with self._lock:
             self._whole[number] = data
             if self._open is None:
@@ -139,10 +130,8 @@ class GitCodeReads:
                     self._open.pop(number, None)
 
     def missing(self) -> list[str]:
-        if self._token:
-            return []
-        return [f"no GitCode token for {self.api_url}: {SET_TOKEN}, or store one with git's "
-                "credential helper"]
+        return [] if self._token else [f"no GitCode token for {self.api_url}: {SET_TOKEN}, or "
+                                       "store one with git's credential helper"]
 
     def preflight(self) -> None:
         self.current_user()  # a token, and one GitCode takes
@@ -176,14 +165,11 @@ class GitCodeReads:
                         "auth", f"GitCode rejected the token (401 Unauthorized) at GET "
                                 f"{self.api_url}/user; {SET_TOKEN} that is valid.") from None
                 raise
-            login = data.get("login") if isinstance(data, dict) else None
-            if not (isinstance(login, str) and login):
-                if not self._fork:
-                    raise BackportError("forge", f"GET {self.api_url}/user named no login, so "
-                                                 "the fork cannot follow the token; set fork: "
-                                                 "in branches.yaml")
-                login = self._fork.partition("/")[0]
-            self.login = login
+            login = wire.text(data.get("login")) if isinstance(data, dict) else ""
+            if not login and not self._fork:
+                raise BackportError("forge", f"GET {self.api_url}/user named no login, so the fork "
+                                             "cannot follow the token; set fork: in branches.yaml")
+            self.login = login or self._fork.partition("/")[0]
             return self.login
 
     def push_credentials(self, url: str) -> dict[str, str] | None:
@@ -198,10 +184,8 @@ class GitCodeReads:
 
     def later_prs(self, number: int, base: str) -> list[PullRequest]:
         """The open PRs from the kept listing and the merged ones into ``base``."""
-        found = {n: item for n, item in self._open_prs().items() if n > number}
-        found.update((n, item) for n, item in self._merged_into(base, number).items()
-                     if n > number)
-        prs = (self._to_pr(item) for _, item in sorted(found.items()))
+        found = {**self._open_prs(), **self._merged_into(base, number)}
+        prs = (self._to_pr(item) for n, item in sorted(found.items()) if n > number)
         return [pr for pr in prs if pr.base == base and pr.state in ("open", "merged")]
 
     def _merged_into(self, base: str, number: int) -> dict[int, dict[str, Any]]:
@@ -263,8 +247,7 @@ class GitCodeReads:
         return self._to_pr(self._get_pr_data(number))
 
     def current_pr(self, number: int) -> PullRequest:
-        """The PR as this client last read or wrote it where the last listing shows the same
-        ``updated_at``; else read."""
+        """The PR as last read or written where the last listing shows it unchanged; else read."""
         with self._lock:
             whole = self._whole.get(number)
             stamp = self._listed_at.get(number)
@@ -280,20 +263,15 @@ class GitCodeReads:
         return SourcePrInfo(
             number=pr.number, state=pr.state, title=wire.strip_wip(pr.title), body=pr.body,
             base=pr.base, head=pr.head, merge_commit_sha=merge_sha if len(merge_sha) == 40 else "",
-            head_sha=wire.text(wire.obj(data, "head").get("sha")).strip(),
             author=wire.text(wire.obj(data, "user").get("login")),
             issues=tuple(self.linked_issues(number)),
             merged_at=wire.text(data.get("merged_at")).strip())
 
     def pr_files(self, number: int) -> list[PrFile]:
         """``GET …/pulls/{n}/files`` (pages followed, though none documented)."""
-        files: dict[PrFile, None] = {}
-        for item in self._pages(self._pulls(f"/{seg(number)}/files"), {},
-                                key=lambda i: wire.text(i.get("filename"))):
-            found = wire.pr_file(item)
-            if found is not None:
-                files.setdefault(found)
-        return list(files)
+        found = (wire.pr_file(item) for item in self._pages(
+            self._pulls(f"/{seg(number)}/files"), {}, key=lambda i: wire.text(i.get("filename"))))
+        return list(dict.fromkeys(file for file in found if file is not None))
 
     def _get_pr_data(self, number: int) -> dict[str, Any]:
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import hashlib
 import logging
 import socket
 import threading
@@ -50,9 +51,8 @@ def seg(value: str | int) -> str:
 class ApiError(BackportError):
     """The server answered with an error status."""
 
-    def __init__(self, code: str, message: str, *, method: str, path: str, status: int,
-                 server_message: str) -> None:
-        super().__init__(code, message, details={"status": status, "method": method, "path": path})
+    def __init__(self, code: str, message: str, *, status: int, server_message: str) -> None:
+        super().__init__(code, message, details={"status": status})
         self.status = status
         self.server_message = server_message
 
@@ -67,8 +67,8 @@ class ApiError(BackportError):
 class ApiTransportError(BackportError):
     """No usable answer (a timeout, a reset): the server may have acted nevertheless."""
 
-    def __init__(self, message: str, *, method: str, path: str) -> None:
-        super().__init__("forge", message, details={"method": method, "path": path})
+    def __init__(self, message: str) -> None:
+        super().__init__("forge", message)
 
 
 def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time,
@@ -136,10 +136,12 @@ class ApiClient:
                  pace_dir: Path | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self._notify = notify or log.warning
-        shared = RequestLog.for_token(pace_dir, base_url, token) if pace_dir and token else None
+        shared = None
+        if pace_dir and token:  # named by a hash of API URL and token, never the token
+            key = hashlib.sha256(f"{self.base_url}\n{token}".encode()).hexdigest()[:32]
+            shared = RequestLog(pace_dir / f"pace-{key}.json")
         self.limiter = limiter if limiter is not None else RateLimiter(
-            windows, sleep=sleep, notify=self._notify, shared=shared)
+            windows, sleep=sleep, notify=notify or log.warning, shared=shared)
         self.sent = 0  # requests sent, retries included
         self._count_lock = threading.Lock()
         self._attempt = threading.local()  # this thread's request: .slot, .count
@@ -171,7 +173,6 @@ class ApiClient:
         """One call, retried as the policy allows; the 2xx answer decoded (JSON, else the text,
         None when empty), else raises. ``retry``: whether 5xx and lost connections are retried
         (default: for idempotent methods)."""
-        method = method.upper()
         again = (method in IDEMPOTENT) if retry is None else retry
         prepared = self.session.prepare_request(requests.Request(
             method, self.base_url + path, params=params, json=json, data=data))
@@ -220,7 +221,7 @@ class ApiClient:
             if delay is None:
                 self.limiter.sleep_out(self._rate_window, "rate limit (429, no Retry-After); "
                                        f"waiting {self._rate_window:.0f}s for the per-minute "
-                                       "window to pass", self._notify)
+                                       "window to pass")
             else:
                 log.info("%s rate limit (429); waiting %.1fs", SERVICE, delay)
                 self._sleep(delay)
@@ -236,7 +237,7 @@ class ApiClient:
             return ApiTransportError(
                 redact(f"{SERVICE} at {host} could not be reached ({unreachable}); check "
                        "the network connection, any proxy (HTTPS_PROXY) and api_url in "
-                       "branches.yaml."), method=method, path=path)
+                       "branches.yaml."))
         if any(isinstance(c, (requests.Timeout, Urllib3Timeout)) for c in _causes(exc)):
             what = f"timed out after {self.timeout:g}s"
         else:
@@ -244,7 +245,7 @@ class ApiClient:
         count = int(getattr(self._attempt, "count", 1))
         return ApiTransportError(
             redact(f"{SERVICE} {method} {self.base_url}{path} {what}"
-                   f"{'' if count <= 1 else f' ({count} attempts)'}."), method=method, path=path)
+                   f"{'' if count <= 1 else f' ({count} attempts)'}."))
 
     def _error(self, method: str, path: str, response: requests.Response) -> ApiError:
         """The error of a non-2xx answer: the server's message and trace id, whatever the body."""
@@ -260,13 +261,11 @@ class ApiClient:
             if len(server_message) > 300:
                 server_message = server_message[:297] + "..."
             server_message = redact(server_message) or (response.reason or "no message")
-        refused = status == 401 or (status == 403 and path.rstrip("/") == "/user")
-        code = "auth" if refused else "forge"
+        code = "auth" if status == 401 or status == 403 and path.rstrip("/") == "/user" else "forge"
         trace = f" (trace id {trace_id})" if trace_id else ""
         message = redact(f"{SERVICE} {method} {self.base_url}{path} answered {status}: "
                          f"{server_message}{trace}.")
-        return ApiError(code, message, method=method, path=path, status=status,
-                        server_message=server_message)
+        return ApiError(code, message, status=status, server_message=server_message)
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:

@@ -43,7 +43,6 @@ CREATE TABLE IF NOT EXISTS pr_issues (
 );
 CREATE TABLE IF NOT EXISTS pr_sources (
     pr           INTEGER PRIMARY KEY REFERENCES prs(number),
-    head_sha     TEXT NOT NULL DEFAULT '',
     merge_commit TEXT NOT NULL DEFAULT '',
     author       TEXT NOT NULL DEFAULT ''
 );
@@ -79,7 +78,6 @@ CREATE TABLE IF NOT EXISTS pr_people (
 );
 """
 
-STATES = ("open", "closed", "merged")
 LOCAL_USER_VARIABLE = "BACKPORT_LOCAL_USER"  # the local forge's user, as a token names one
 
 
@@ -88,8 +86,8 @@ def _now() -> str:
 
 
 # A PR row with what add_source_pr recorded of it (NULL for one this tool opened).
-PRS = ("SELECT prs.*, s.author AS author, s.head_sha AS head_sha, s.merge_commit AS merge_commit,"
-       " m.merged_at AS merged_at FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
+PRS = ("SELECT prs.*, s.author AS author, s.merge_commit AS merge_commit, m.merged_at AS merged_at"
+       " FROM prs LEFT JOIN pr_sources s ON s.pr = prs.number"
        " LEFT JOIN pr_merged m ON m.pr = prs.number")
 OPEN_FROM = "prs.head_repo = ? AND prs.head = ? AND prs.base = ? AND prs.state = 'open'"
 
@@ -186,10 +184,9 @@ class LocalForge(Forge):
 
     def missing(self) -> list[str]:
         """Nothing, unless the fork is to follow a user this forge does not know."""
-        if self._writer():
-            return []
-        return [f"no user for the local forge {self.path}: set {LOCAL_USER_VARIABLE} (the fork "
-                "follows it) or fork: in branches.yaml"]
+        return [] if self._writer() else [f"no user for the local forge {self.path}: set "
+                                          f"{LOCAL_USER_VARIABLE} (the fork follows it) or fork: "
+                                          "in branches.yaml"]
 
     def preflight(self) -> None:
         if self.path.exists() and not os.access(self.path, os.W_OK):
@@ -198,8 +195,7 @@ class LocalForge(Forge):
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
         if not self.path.exists():  # nothing to find (and no user asked for)
             return None
-        found = self._prs(OPEN_FROM, self.fork, head, base)
-        return found[0] if found else None
+        return next(iter(self._prs(OPEN_FROM, self.fork, head, base)), None)
 
     def get_pr(self, number: int) -> PullRequest:
         return self._pr(self._row(None, number))
@@ -209,9 +205,8 @@ class LocalForge(Forge):
         row = self._row(None, number)
         return SourcePrInfo(
             number=number, state=row["state"], title=row["title"], body=row["body"],
-            base=row["base"], head=row["head"], head_sha=row["head_sha"] or "",
-            merge_commit_sha=row["merge_commit"] or "", author=row["author"] or "",
-            issues=tuple(self.linked_issues(number)),
+            base=row["base"], head=row["head"], merge_commit_sha=row["merge_commit"] or "",
+            author=row["author"] or "", issues=tuple(self.linked_issues(number)),
             merged_at=row["merged_at"] or "" if row["state"] == "merged" else "")
 
     def pr_files(self, number: int) -> list[PrFile]:
@@ -230,8 +225,7 @@ class LocalForge(Forge):
                   head_sha: str | None = None, close_related_issue: bool | None = None,
                   on_number: Callable[[int], None] | None = None) -> PullRequest:
         with self._write() as conn:
-            rows = self._rows(conn, OPEN_FROM, self.fork, head, base)
-            row = rows[0] if rows else None
+            row = next(iter(self._rows(conn, OPEN_FROM, self.fork, head, base)), None)
             if row is None:
                 now = _now()
                 cursor = conn.execute(
@@ -246,11 +240,9 @@ class LocalForge(Forge):
     def update_pr(self, number: int, *, title: str, body: str, draft: bool | None = None,
                   close_related_issue: bool | None = None) -> PullRequest:
         with self._write() as conn:
-            row = self._row(conn, number)
-            conn.execute("UPDATE prs SET title = ?, body = ?, draft = ?, updated_at = ? "
-                         "WHERE number = ?",
-                         (title, body, row["draft"] if draft is None else int(draft), _now(),
-                          number))
+            self._row(conn, number)
+            conn.execute("UPDATE prs SET title = ?, body = ?, draft = COALESCE(?, draft), "
+                         "updated_at = ? WHERE number = ?", (title, body, draft, _now(), number))
             return self._pr(self._row(conn, number))
 
     def link_issues(self, number: int, issues: Sequence[int]) -> None:
@@ -274,27 +266,16 @@ class LocalForge(Forge):
                 conn.executemany("INSERT OR IGNORE INTO pr_people (pr, role, name) "
                                  "VALUES (?, ?, ?)", [(number, role, n) for n in names])
 
-    def decorations(self, number: int) -> dict[str, list[str]]:
-        """``{"label": [...], "assignee": [...], "reviewer": [...], "tester": [...]}``."""
-        self._row(None, number)
-        result: dict[str, list[str]] = {"label": [], "assignee": [], "reviewer": [], "tester": []}
-        for role, name in self._query("SELECT role, name FROM pr_people WHERE pr = ? "
-                                      "ORDER BY role, name", number):
-            result.setdefault(role, []).append(name)
-        return result
-
     def has_pr(self, number: int) -> bool:
         """Whether this forge holds PR ``number`` of its upstream."""
         return bool(self._rows(None, "prs.number = ?", int(number)))
 
     def add_source_pr(self, *, head: str, base: str, title: str, body: str, author: str,
-                      state: str = "merged", head_sha: str = "", merge_commit: str = "",
+                      state: str = "merged", merge_commit: str = "",
                       issues: tuple[int, ...] = (), files: tuple[PrFile, ...] = (),
                       number: int | None = None, merged_at: str = "") -> int:
         """Record someone's PR on the upstream itself with the files it changes; its number
         (the next one, or ``number``). A merged one is merged at ``merged_at``, else now."""
-        if state not in STATES:
-            raise BackportError("usage", f"PR state {state!r} is not one of {', '.join(STATES)}.")
         with self._write() as conn:
             if number is not None and conn.execute("SELECT 1 FROM prs WHERE number = ?",
                                                    (int(number),)).fetchone() is not None:
@@ -307,8 +288,8 @@ class LocalForge(Forge):
                 "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
                 (number, self.upstream, head, self.upstream, base, title, body, state, when, now))
             number = int(cursor.lastrowid or 0)
-            conn.execute("INSERT INTO pr_sources (pr, head_sha, merge_commit, author) "
-                         "VALUES (?, ?, ?, ?)", (number, head_sha, merge_commit, author))
+            conn.execute("INSERT INTO pr_sources (pr, merge_commit, author) VALUES (?, ?, ?)",
+                         (number, merge_commit, author))
             conn.executemany("INSERT OR IGNORE INTO pr_issues (pr, issue) VALUES (?, ?)",
                              [(number, int(i)) for i in issues])
             conn.executemany("INSERT INTO pr_files (pr, seq, old_path, new_path) "
@@ -356,9 +337,3 @@ class LocalForge(Forge):
     def collaborators(self) -> dict[str, bool]:
         return {row[0]: row[1] in WRITE_PERMISSIONS for row in self._query(
             "SELECT login, permission FROM collaborators WHERE repo = ?", self.upstream)}
-
-    def set_permission(self, login: str, permission: str) -> None:
-        """Make ``login`` a collaborator of the upstream with ``permission`` (local-only)."""
-        with self._write() as conn:
-            conn.execute("INSERT OR REPLACE INTO collaborators (repo, login, permission) "
-                         "VALUES (?, ?, ?)", (self.upstream, login, permission))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import math
 import os
@@ -22,9 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-PAUSED = "GitCode answered 429 (too many requests)"
 STALE_IN_FLIGHT = 600.0  # seconds after which a request never answered counts as answered
-# GitCode's documented limits: 50 requests a minute, 4,000 an hour (limit, seconds).
 DEFAULT_WINDOWS: tuple[tuple[int, float], ...] = ((50, 60.0), (4000, 3600.0))
 Windows = tuple[tuple[int, float], ...]
 
@@ -62,12 +59,6 @@ class RequestLog:
         self._serial = 0
         self._memory: dict[str, Any] = {"requests": []}
         self._lock = threading.Lock()
-
-    @classmethod
-    def for_token(cls, folder: Path, api_url: str, token: str, *,
-                  clock: Callable[[], float] = time.time) -> RequestLog:
-        key = hashlib.sha256(f"{api_url.rstrip('/')}\n{token}".encode()).hexdigest()[:32]
-        return cls(Path(folder) / f"pace-{key}.json", clock=clock)
 
     @contextlib.contextmanager
     def _state(self) -> Iterator[dict[str, Any]]:
@@ -113,7 +104,7 @@ class RequestLog:
             state["requests"] = kept
             paused = float(state.get("paused_until") or -math.inf)
             if paused > now and paused > pause_seen:
-                return paused - now, PAUSED, None, paused
+                return paused - now, "GitCode answered 429 (too many requests)", None, paused
             stamps = [math.inf if a is None else float(a) for _, _, a in kept]  # inf: travels
             delay, why = 0.0, ""
             for limit, period in windows:
@@ -169,25 +160,22 @@ class RateLimiter:
         """A 429: nobody sends for ``seconds``; the calling thread waits them out itself."""
         self._seen.until = self.log.pause(self.log.clock() + seconds)
 
-    def sleep_out(self, seconds: float, note: str = "",
-                  notify: Callable[[str], None] | None = None) -> float:
-        """Sleep ``seconds``, telling ``notify`` (default: the limiter's) ``note`` and what is
-        left every ``progress_every`` seconds."""
+    def sleep_out(self, seconds: float, note: str = "") -> float:
+        """Sleep ``seconds``, telling ``note`` and what is left every ``progress_every`` seconds."""
         if note:
-            self._tell(note, notify)
+            self._tell(note)
         left = seconds
         while left > 0:
             step = min(left, self._progress_every)
             self._sleep(step)
             left -= step
             if left > 0:
-                self._tell(f"{left:.0f}s left", notify)
+                self._tell(f"{left:.0f}s left")
         return seconds
 
-    def _tell(self, text: str, notify: Callable[[str], None] | None = None) -> None:
-        notify = notify or self._notify
-        if notify is not None:
-            notify(f"GitCode API: {text}")
+    def _tell(self, text: str) -> None:
+        if self._notify is not None:
+            self._notify(f"GitCode API: {text}")
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[float]:

@@ -35,8 +35,7 @@ def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str 
     for var in process.SECRET_VARS:  # GITCODE_TOKEN first
         value = (environ.get(var) or "").strip()
         if value:
-            _refuse_control(value, var)
-            register_secret(value)
+            _checked(value, var)
             return value
     protocol, host = web_host(api_url)
     if not host:
@@ -53,17 +52,16 @@ def resolve_token(api_url: str, environ: Mapping[str, str] = os.environ) -> str 
     token = next((value for key, _, value in lines if key == "password" and value), "")
     if not done.ok or not token:
         return None
-    _refuse_control(token, f"the password git credential fill gives for {host}")
-    register_secret(token)
+    _checked(token, f"the password git credential fill gives for {host}")
     return token
 
 
-def _refuse_control(token: str, where: str) -> None:
-    """Refuse a token holding a control character: it would split a header or a line."""
+def _checked(token: str, where: str) -> None:
+    """Register the token as a secret; refuse one with a control character (it splits lines)."""
+    register_secret(token)
     bad = next((i for i, ch in enumerate(token) if ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0
                 or ch in "\u2028\u2029"), None)
     if bad is not None:
-        register_secret(token)
         raise BackportError(
             "config", f"{where} holds a control character at position {bad + 1} of "
                       f"{len(token)} (the token is not shown); set it again without it")

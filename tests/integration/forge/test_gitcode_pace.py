@@ -36,7 +36,7 @@ def test_two_processes_of_one_token_share_one_pace_and_meet_no_429(tmp_path: Pat
         # two runs of one user: each its own client and limiter, one log in the cache folder
         clients = [ApiClient(server.url, TOKEN, sleep=clock.sleep, limiter=RateLimiter(
             ((5, 60.0),), sleep=clock.sleep,
-            shared=RequestLog.for_token(tmp_path, server.url, TOKEN, clock=clock)))
+            shared=RequestLog(tmp_path / "pace.json", clock=clock)))
             for _ in range(2)]
         start = clock.now
         for _ in range(6):

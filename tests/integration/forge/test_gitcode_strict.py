@@ -194,8 +194,8 @@ def test_429_without_retry_after_waits_for_the_minute_window_with_progress() -> 
     notes: list[str] = []
     with FakeGitCode(tokens={TOKEN}, upstream=UPSTREAM, fork=FORK, per_minute=3,
                      clock=clock) as server:
-        client = ApiClient(server.url, TOKEN, sleep=clock.sleep, notify=notes.append,
-                           limiter=RateLimiter(((10_000, 60.0),), clock=clock, sleep=clock.sleep))
+        client = ApiClient(server.url, TOKEN, sleep=clock.sleep, limiter=RateLimiter(
+            ((10_000, 60.0),), clock=clock, sleep=clock.sleep, notify=notes.append))
         forge = GitCodeForge(server.url, UPSTREAM, FORK, TOKEN, client=client, settle=0.0,
                              sleep=clock.sleep)
         for _ in range(4):  # the 4th request in the same minute answers 429, no Retry-After

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,16 @@ class Backend:
     count_open: Any  # () -> int
 
 
+def _local_decorations(db: Path, number: int) -> dict[str, list[str]]:
+    """What the local forge's table of labels and people holds for PR ``number``."""
+    found: dict[str, list[str]] = {"labels": [], "assignees": [], "reviewers": [], "testers": []}
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        for role, name in conn.execute("SELECT role, name FROM pr_people WHERE pr = ? "
+                                       "ORDER BY role, name", (number,)):
+            found[role + "s"].append(name)
+    return found
+
+
 def _local_backend(tmp_path: Path) -> Backend:
     db = tmp_path / "state" / "forge.sqlite"
 
@@ -44,7 +56,7 @@ def _local_backend(tmp_path: Path) -> Backend:
         forge=forge, make=make,
         close=lambda n: set_state(forge, n, "closed"),
         comments=lambda n: [c.body for c in forge.list_comments(n)],
-        decorations=lambda n: {k + "s": v for k, v in forge.decorations(n).items()},
+        decorations=lambda n: _local_decorations(db, n),
         add_foreign=add_foreign,
         count_open=lambda: len([p for p in forge.list_prs("open") if p.head_repo == FORK]),
     )

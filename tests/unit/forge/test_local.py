@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from backport.errors import BackportError
@@ -48,4 +46,3 @@ def test_a_pr_the_web_merged_reads_merged_and_extras(local: LocalForge) -> None:
     assert local.find_open_pr(BRANCH, BASE) is None
     with pytest.raises(BackportError):
         local.link_issues(999, [1])
-    assert json.dumps(local.decorations(pr.number))

@@ -49,8 +49,7 @@ def test_missing_says_no_token_without_the_network() -> None:
 def test_a_dry_run_estimates_a_batch_and_its_wait() -> None:
     from backport.forge.dryrun import DryRunForge
     plan: list[str] = []
-    dry = DryRunForge(None, plan.append, upstream=UPSTREAM, fork=FORK, name="gitcode",
-                      skip_reason="no GitCode token")
+    dry = DryRunForge(None, plan.append, upstream=UPSTREAM, fork=FORK, name="gitcode")
     for index in range(80):  # 20 sets of four branches, no token: reads are estimated
         pr = dry.create_pr(f"b{index}", "master", "t", "b")
         dry.link_issues(pr.number, [3216])
