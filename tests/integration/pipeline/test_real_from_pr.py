@@ -105,6 +105,16 @@ def _test_only_commits() -> list[tuple[str, int]]:
     return found
 
 
+def _split(patch: str) -> tuple[str, str]:
+    """A format-patch file's header and message, and the rest (stat, diff, signature)."""
+    head, _, rest = patch.partition("\n---\n")
+    return head, rest
+
+
+def _author_and_date(head: str) -> list[str]:
+    return [line for line in head.splitlines() if line.startswith(("From: ", "Date: "))]
+
+
 def test_the_from_pr_route_gives_the_same_patches_as_new_from(tmp_path: Path) -> None:
     commits = _test_only_commits()
     assert len(commits) >= SAMPLE
@@ -126,7 +136,14 @@ def test_the_from_pr_route_gives_the_same_patches_as_new_from(tmp_path: Path) ->
             patches = sorted(p.name for p in pr_dir.glob("*.patch"))
             assert patches == sorted(p.name for p in commit_dir.glob("*.patch"))
             for name in patches:
-                assert (pr_dir / name).read_bytes() == (commit_dir / name).read_bytes(), name
+                by_pr_head, by_pr_diff = _split((pr_dir / name).read_text("utf-8"))
+                by_commit_head, by_commit_diff = _split((commit_dir / name).read_text("utf-8"))
+                assert by_pr_diff == by_commit_diff, name
+                assert _author_and_date(by_pr_head) == _author_and_date(by_commit_head), name
+                # The from-PR route restates GitCode's squash message as the backport's own.
+                assert by_pr_head.endswith(f"\n\nBackport of Ascend/pytorch!{number}.\n"
+                                           f"(cherry picked from commit {sha})"), name
+                assert "See merge request:" not in by_pr_head, name
             pr_spec = yaml.safe_load((pr_dir / "patch.yaml").read_text("utf-8"))
             commit_spec = yaml.safe_load((commit_dir / "patch.yaml").read_text("utf-8"))
             assert pr_spec["tests"] == commit_spec["tests"]
