@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Literal
 from backport.config.patchfiles import Patch, read_diff
 from backport.errors import BackportError
 from backport.git.run import GitOutput, git, token_git
-from backport.git.source_pr import open_commits
 from backport.git.worktree import Worktree
 from backport.redact import redact
 
@@ -309,6 +308,8 @@ def carries_change(cache: RepoCache, number: int, base: str, patches: Sequence[b
     wanted = [patch_ids(cache.path, data, cache.env) for data in patches]
     if not wanted or not all(wanted):
         return False
+    from backport.git.source_pr import open_commits  # only a run that found a carrier PR
+
     try:
         commits = open_commits(cache, base, number).rev
     except BackportError:  # not fetched, or no commit of its own
