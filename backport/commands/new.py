@@ -1,4 +1,4 @@
-"""`backport new`: a patch set from commits (`git/authoring.py`) or from a PR
+"""`backport new`: a patch set from commits (`git/patch_export.py`) or from a PR
 (`pipeline/from_pr.py`), written whole (`write_patch_set`)."""
 
 from __future__ import annotations
