@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +87,10 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
     session = session or Session(app.project(), options, environ=os.environ,
                                  plan=plan_lines.append)
     session.options = options
-    scratch = (Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
-               if options.mode.dry_run and from_prs else None)
     try:
+        scratch = session.scratch() / "sets" if options.mode.dry_run and from_prs else None
+        if scratch is not None:
+            scratch.mkdir()
         project, apis, unmade = _sets_from_prs(app, session, apis, from_prs, scratch,
                                                as_json=as_json)
         if project.branch_map.fork_note and options.mode.pushes:
@@ -102,8 +101,6 @@ def run(app: AppContext, apis: tuple[str, ...], from_prs: tuple[int, ...],
                                  estimate=estimates.append, session=session)
     finally:
         session.close()
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
     if as_json:
         print_runs([status_json(o.patch_set, o.records) for o in outcomes])
     else:

@@ -12,7 +12,7 @@ from backport.config.model import BranchMap
 from backport.errors import ConfigError
 from backport.forge.base import Comment, Forge, PrFile, PullRequest
 from backport.forge.dryrun import DryRunForge
-from backport.forge.local import LOCAL_USER_VARIABLE, LocalForge
+from backport.forge.local import LOCAL_USER_VARIABLE, LocalForge, copy_database
 
 SETTLE_VAR = "BACKPORT_GITCODE_SETTLE"
 RATE_VAR = "BACKPORT_GITCODE_RATE"
@@ -49,14 +49,17 @@ def settle_seconds(environ: Mapping[str, str] | None) -> float:
 
 def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = None,
                environ: Mapping[str, str] | None = None, timeout: float = 30.0,
-               notify: Callable[[str], None] | None = None, pace_dir: Path | None = None) -> Forge:
-    """The forge of ``branch_map``. Local: ``state_dir / "forge.sqlite"``. GitCode: ``token``,
+               notify: Callable[[str], None] | None = None, pace_dir: Path | None = None,
+               scratch: Path | None = None) -> Forge:
+    """The forge of ``branch_map``. Local: ``state_dir / "forge.sqlite"`` (a dry run's
+    ``scratch``: on a copy there). GitCode: ``token``,
     else the one ``environ`` holds; ``notify`` hears of rate-limit waits; ``pace_dir`` holds the
     token's request log shared by the host's processes (None: this process's)."""
     if branch_map.forge == "local":
-        return LocalForge(Path(state_dir) / "forge.sqlite", upstream=branch_map.upstream,
-                          fork=branch_map.fork,
-                          user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip())
+        path = Path(state_dir) / "forge.sqlite"
+        return LocalForge(path, upstream=branch_map.upstream, fork=branch_map.fork,
+                          user=(environ or {}).get(LOCAL_USER_VARIABLE, "").strip(),
+                          database=copy_database(path, scratch) if scratch else None)
     if branch_map.forge == "gitcode":
         from backport.forge.gitcode import GitCodeForge
         from backport.forge.http import ApiClient

@@ -92,14 +92,27 @@ PRS = ("SELECT prs.*, s.author AS author, s.merge_commit AS merge_commit, m.merg
 OPEN_FROM = "prs.head_repo = ? AND prs.head = ? AND prs.base = ? AND prs.state = 'open'"
 
 
+def copy_database(source: Path, folder: Path) -> Path:
+    """A copy in ``folder`` of the local forge's database at ``source`` (if there is one),
+    read in one transaction: what a dry run reads and writes, the file staying as it was."""
+    copy = folder / source.name
+    if source.exists():
+        original = sqlite3.connect(source.resolve().as_uri() + "?mode=ro", uri=True)
+        with contextlib.closing(original), contextlib.closing(sqlite3.connect(copy)) as into:
+            original.backup(into)
+    return copy
+
+
 class LocalForge(Forge):
     """PRs in a SQLite database at ``path``. Its user (a token's login on GitCode) is ``user``,
     else the owner of the fork branches.yaml names; the fork follows the user otherwise."""
 
     name = "local"
 
-    def __init__(self, path: Path, *, upstream: str, fork: str, user: str = "") -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path, *, upstream: str, fork: str, user: str = "",
+                 database: Path | None = None) -> None:
+        self.path = Path(path)  # the file a message names and a real run writes
+        self.database = Path(database or path)  # a dry run's: a copy (`copy_database`)
         self.upstream = upstream
         self._fork = fork
         self.user = user
@@ -120,7 +133,7 @@ class LocalForge(Forge):
 
     def _connect(self) -> sqlite3.Connection:
         """A connection to a database whose tables are all there (an older file's updated)."""
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        conn = sqlite3.connect(self.database, timeout=60.0, isolation_level=None)
         conn.row_factory = sqlite3.Row
         conn.executescript(SCHEMA)
         if "author" not in {r[1] for r in conn.execute("PRAGMA table_info(comments)")}:
@@ -129,7 +142,7 @@ class LocalForge(Forge):
 
     def _query(self, sql: str, *args: object) -> list[sqlite3.Row]:
         """The rows of one read; none while the database does not exist."""
-        if not self.path.exists():
+        if not self.database.exists():
             return []
         with contextlib.closing(self._connect()) as conn:
             return conn.execute(sql, args).fetchall()
@@ -137,13 +150,13 @@ class LocalForge(Forge):
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A connection inside ``BEGIN IMMEDIATE`` (committed on success, rolled back on error)."""
-        created = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.database.exists()
+        self.database.parent.mkdir(parents=True, exist_ok=True)
         try:
             with contextlib.closing(self._connect()) as conn:
                 if created:
                     with contextlib.suppress(OSError):
-                        os.chmod(self.path, 0o600)
+                        os.chmod(self.database, 0o600)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield conn
@@ -193,7 +206,7 @@ class LocalForge(Forge):
             raise BackportError("forge", f"The local forge database {self.path} is not writable.")
 
     def find_open_pr(self, head: str, base: str) -> PullRequest | None:
-        if not self.path.exists():  # nothing to find (and no user asked for)
+        if not self.database.exists():  # nothing to find (and no user asked for)
             return None
         return next(iter(self._prs(OPEN_FROM, self.fork, head, base)), None)
 

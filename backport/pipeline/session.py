@@ -175,9 +175,11 @@ class ForgeAccess:
         s = self.session
         with self._lock:
             if self._real is None:  # the token's request log of this host is shared (pace)
+                local_dry = s.options.mode.dry_run and s.project.branch_map.forge == "local"
                 self._real = make_forge(s.project.branch_map, s.project.state_dir,
                                         environ=s.environ, notify=lambda text: s.notify(text),
-                                        pace_dir=cache_root(s.environ) / "pace")
+                                        pace_dir=cache_root(s.environ) / "pace",
+                                        scratch=s.scratch() if local_dry else None)
             return self._real
 
     def client(self) -> Forge:
@@ -213,6 +215,7 @@ class Session:
         self._envs: Environments | None = None
         self.permissions = WritePermissions()  # asked once a login (only a from-PR run asks)
         self._lock = threading.Lock()
+        self._scratch: Path | None = None
 
     @property
     def envs(self) -> Environments:  # made when first used
@@ -247,10 +250,18 @@ class Session:
         self.started = True
         if self.options.mode.dry_run:
             self.fork = Fork(self.plan)
-            self.work_dir = Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
+            self.work_dir = self.scratch()
         allow_writes([self.work_dir / "worktrees"], reads=[self.project.root])
         cover_also(p for helper in configured_helpers(self.project.root)
                   for p in helper_paths(helper))
+
+    def scratch(self) -> Path:
+        """A dry run's own folder (its worktrees, its copy of a local forge), made when first
+        asked and removed by `close`."""
+        with self._lock:
+            if self._scratch is None:
+                self._scratch = Path(tempfile.mkdtemp(prefix="backport-dry-run-"))
+            return self._scratch
 
     def follow_token(self) -> None:
         """Name the fork where branches.yaml leaves it to the token's login (``GET /user``)."""
@@ -267,10 +278,10 @@ class Session:
         """Stop the environments; remove a dry run's folder and its worktrees' branches."""
         if self._envs is not None:
             self._envs.close()
-        if self.started and self.options.mode.dry_run and self.work_dir.exists():
-            shutil.rmtree(self.work_dir, ignore_errors=True)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
             if (self.cache.path / "HEAD").is_file():
-                forget_owner(self.cache.path, self.work_dir)
+                forget_owner(self.cache.path, self._scratch)
 
 
 Event = Callable[[str, str], None]  # (step, detail)

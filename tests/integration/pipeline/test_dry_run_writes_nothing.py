@@ -84,3 +84,21 @@ def test_a_from_pr_dry_run_makes_its_set_elsewhere_and_says_where(sandbox: Sandb
                    "--no-push")
     assert real.code == 0, real.out + real.err
     assert (dest / "patch.yaml").is_file()
+
+
+def test_a_from_pr_dry_run_of_a_pr_only_the_history_knows_leaves_the_local_forge_alone(
+        sandbox: Sandbox) -> None:
+    """The local forge learns a PR it lacks from its squash commit; a dry run learns it for the
+    run only, and the real run after it records it."""
+    land_merged_pr(sandbox, 77, PATCHES)
+    before = tree(sandbox.project)
+    dry = run_app(sandbox.project, "apply", "--from-pr", "77", "--skip-tests", "--dry-run")
+    assert dry.code == 0, dry.out + dry.err
+    assert dry.out.count("planned") >= 3, dry.out
+    assert tree(sandbox.project) == before
+    real = run_app(sandbox.project, "apply", "--from-pr", "77", "--skip-tests", "--no-push")
+    assert real.code == 0, real.out + real.err
+    project = load_project(sandbox.config, None, {})
+    forge = LocalForge(project.state_dir / "forge.sqlite", upstream=project.branch_map.upstream,
+                       fork=project.branch_map.fork)
+    assert forge.has_pr(77)
