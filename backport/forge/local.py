@@ -97,10 +97,17 @@ def copy_database(source: Path, folder: Path) -> Path:
     read in one transaction: what a dry run reads and writes, the file staying as it was."""
     copy = folder / source.name
     if source.exists():
-        original = sqlite3.connect(source.resolve().as_uri() + "?mode=ro", uri=True)
-        with contextlib.closing(original), contextlib.closing(sqlite3.connect(copy)) as into:
-            original.backup(into)
+        try:
+            original = sqlite3.connect(source.resolve().as_uri() + "?mode=ro", uri=True)
+            with contextlib.closing(original), contextlib.closing(sqlite3.connect(copy)) as into:
+                original.backup(into)
+        except sqlite3.Error as exc:
+            raise _failed(source, exc) from None
     return copy
+
+
+def _failed(path: Path, exc: sqlite3.Error) -> BackportError:
+    return BackportError("forge", f"Local forge database {path} failed: {exc}.")
 
 
 class LocalForge(Forge):
@@ -144,8 +151,11 @@ class LocalForge(Forge):
         """The rows of one read; none while the database does not exist."""
         if not self.database.exists():
             return []
-        with contextlib.closing(self._connect()) as conn:
-            return conn.execute(sql, args).fetchall()
+        try:
+            with contextlib.closing(self._connect()) as conn:
+                return conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise _failed(self.path, exc) from None
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -165,8 +175,7 @@ class LocalForge(Forge):
                     raise
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise BackportError("forge", f"Local forge database {self.path} failed: {exc}.") \
-                from None
+            raise _failed(self.path, exc) from None
 
     def _pr(self, row: sqlite3.Row) -> PullRequest:
         """A PR row as a PR; its author the one recorded, else its head repository's owner."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from backport.errors import BackportError
-from backport.forge.local import LocalForge
+from backport.forge.local import LocalForge, copy_database
 from tests.fakes.forge import BASE, BRANCH, FORK, UPSTREAM, set_state
 
 
@@ -46,3 +48,17 @@ def test_a_pr_the_web_merged_reads_merged_and_extras(local: LocalForge) -> None:
     assert local.find_open_pr(BRANCH, BASE) is None
     with pytest.raises(BackportError):
         local.link_issues(999, [1])
+
+
+def test_a_file_that_is_not_a_database_is_named_in_one_sentence(tmp_path: Path) -> None:
+    """A read, a write and a dry run's copy each name the file; none ends in a traceback."""
+    path = tmp_path / "forge.sqlite"
+    path.write_text("not a database\n" * 100)
+    forge = LocalForge(path, upstream="Ascend/pytorch", fork="lgxxx/pytorch")
+    for attempt in (lambda: forge.find_open_pr("test-x", "master"),
+                    lambda: forge.post_comment(1, "hello"),
+                    lambda: copy_database(path, tmp_path)):
+        with pytest.raises(BackportError) as caught:
+            attempt()
+        assert str(path) in str(caught.value) and "not a database" in str(caught.value)
+    assert path.read_text() == "not a database\n" * 100
