@@ -51,10 +51,10 @@ def make_forge(branch_map: BranchMap, state_dir: Path, *, token: str | None = No
                environ: Mapping[str, str] | None = None, timeout: float = 30.0,
                notify: Callable[[str], None] | None = None, pace_dir: Path | None = None,
                scratch: Path | None = None) -> Forge:
-    """The forge of ``branch_map``. Local: ``state_dir / "forge.sqlite"`` (a dry run's
-    ``scratch``: on a copy there). GitCode: ``token``,
-    else the one ``environ`` holds; ``notify`` hears of rate-limit waits; ``pace_dir`` holds the
-    token's request log shared by the host's processes (None: this process's)."""
+    """The forge of ``branch_map``. Local: ``state_dir / "forge.sqlite"``, or a copy of it in
+    ``scratch`` (a dry run's folder). GitCode: ``token``, else the one ``environ`` holds;
+    ``notify`` hears of rate-limit waits; ``pace_dir`` holds the token's request log shared by
+    the host's processes (None: this process's)."""
     if branch_map.forge == "local":
         path = Path(state_dir) / "forge.sqlite"
         return LocalForge(path, upstream=branch_map.upstream, fork=branch_map.fork,
