@@ -281,17 +281,23 @@ def _commands(views: list[BranchRecord]) -> list[str]:
     return [untrusted(line, where="code") for line in lines]
 
 
+def _shows_run(view: BranchRecord) -> bool:
+    """Whether the branch's row shows a test run (not skipped, no conflict, not proposed
+    elsewhere): only then do the sentences under the table speak of its run."""
+    return (view.test is not None and not view.skipped and view.status != "conflict"
+            and proposed_zh(view) is None)
+
+
 def _shared_notes(vs: _Views) -> list[str]:
     return [f"{view.target} 与 {first.target} 共用 {_prose(view.env_name)} 环境：{view.target} 的测试源码"
             f"取自 {view.target} 分支，在该环境中做兼容性预验证；目标分支结论以 PR CI 结果为准。"
-            for view in vs.views if (first := vs.first_user(view)) is not None]
+            for view in vs.views if _shows_run(view) and (first := vs.first_user(view)) is not None]
 
 
 def _runner_note(vs: _Views) -> str | None:
     """How the tests were run, so differing times explain themselves; None when no branch whose
-    row shows a test run (no conflict, not proposed elsewhere) ran in a warm worker."""
-    ran = [v for v in vs.views if v.test and not v.skipped and v.test.runner
-           and v.status != "conflict" and proposed_zh(v) is None]
+    row shows a test run ran in a warm worker."""
+    ran = [v for v in vs.views if _shows_run(v) and v.test and v.test.runner]
     warm = [v.target for v in ran if v.test and v.test.runner == "warm"]
     isolated = [v.target for v in ran if v.target not in warm]
     if not warm:

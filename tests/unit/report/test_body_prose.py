@@ -260,3 +260,18 @@ def test_a_branch_now_in_conflict_is_not_said_to_have_run_its_tests() -> None:
     line = next(line for line in prose.splitlines() if "已导入 torch" in line)
     assert "v2.11.0" not in line and "v2.7.1" in line
     assert "冲突" in prose
+
+
+def test_a_branch_now_in_conflict_is_not_said_to_be_pre_validated_in_a_shared_environment() -> None:
+    """The shared-environment sentence says a branch's test ran in another's environment: it
+    follows the row, like the runner's sentence, and leaves out a branch whose row ran nothing."""
+    def shared(recs: list[dict]) -> list[str]:
+        prose = prose_lines(render_body(fx.context("v2.7.1", recs=recs)))
+        return [line for line in prose if line.startswith("master 与 v2.12.0 共用")]
+
+    recs = copy.deepcopy(STATES["plain"])
+    assert shared(recs)  # master runs in v2.12.0's environment
+    for rec in recs:
+        if rec["target"] == "master":
+            rec.update(status="conflict", conflicts=["test/test_metrics_api.py"])
+    assert shared(recs) == []
